@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { commonStatus, gpuRequest, resourceRequirements, type CustomResource } from './common.js';
+
+export const modelServerSpec = z.object({
+  model: z
+    .object({
+      name: z.string().min(1).default('strata-tiny').describe('Model id answered by /v1/models and used in completions.'),
+      path: z.string().optional().describe('Path of the ONNX model directory inside the pod; the image default when unset.'),
+    })
+    .default({ name: 'strata-tiny' })
+    .describe('The model to serve.'),
+  replicas: z.number().int().min(0).max(100).default(1),
+  port: z.number().int().min(1).max(65535).default(8000),
+  resources: resourceRequirements.optional(),
+  gpu: gpuRequest.default({ enabled: false, count: 1, resourceName: 'nvidia.com/gpu' }),
+  image: z.string().optional().describe('Container image; the operator default when unset.'),
+});
+
+export const modelServerStatus = z.object({
+  ...commonStatus,
+  replicas: z.number().int().optional(),
+  readyReplicas: z.number().int().optional(),
+  endpoint: z.string().optional().describe('OpenAI-compatible base URL inside the cluster.'),
+});
+
+export type ModelServerSpec = z.infer<typeof modelServerSpec>;
+export type ModelServerStatus = z.infer<typeof modelServerStatus>;
+export type ModelServer = CustomResource<ModelServerSpec, ModelServerStatus>;

@@ -1,0 +1,174 @@
+import { API_VERSION, BUCKET_KIND, bucketSpec, type Bucket, type BucketSpec } from '../api/index.js';
+import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
+import { refOf } from '../support/kube-client.js';
+import { isBeingDeleted, sharedOwnerRefs } from '../support/ownership.js';
+import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
+import { serviceHost, type OperatorSettings } from '../support/settings.js';
+import { writeStatus } from '../support/status-writer.js';
+import { BucketConflictError, HttpBucketService, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
+import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
+import { renderStackSecrets, secretValue } from './stack-secrets.js';
+import { STACK } from './stack-names.js';
+
+export const BUCKET_FINALIZER = 'strata.dev/bucket';
+
+interface Secret extends KubeObject {
+  data?: Record<string, string>;
+}
+interface Deployment extends KubeObject {
+  status?: { readyReplicas?: number };
+}
+
+/** Poll the object count this often once the bucket is ready. */
+const REFRESH_MS = 60_000;
+const STACK_WAIT_MS = 10_000;
+
+/**
+ * Bucket → the namespace's storage stack exists, and the bucket exists in it with its backend.
+ * A finalizer empties and deletes the bucket (Delete) or leaves it (Retain) when the resource goes.
+ */
+export class BucketReconciler implements Reconciler {
+  readonly name = 'bucket';
+  readonly primary = { apiVersion: API_VERSION, kind: BUCKET_KIND.kind, plural: BUCKET_KIND.plural };
+  readonly owns = [
+    { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' },
+    { apiVersion: 'apps/v1', kind: 'StatefulSet', plural: 'statefulsets' },
+    { apiVersion: 'v1', kind: 'Service', plural: 'services' },
+    { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps' },
+    { apiVersion: 'batch/v1', kind: 'CronJob', plural: 'cronjobs' },
+  ];
+
+  constructor(
+    private readonly kube: KubeClient,
+    private readonly events: EventRecorder,
+    private readonly settings: OperatorSettings,
+    private readonly serviceFor: BucketServiceFactory = (access) => new HttpBucketService(access),
+  ) {}
+
+  async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
+    const bucket = await this.kube.get<Bucket>({ ...this.primary, namespace, name });
+    if (!bucket) return {};
+    const parsed = bucketSpec.safeParse(bucket.spec ?? {});
+    if (isBeingDeleted(bucket)) return this.finalize(bucket, parsed.success ? parsed.data : undefined);
+    if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) {
+      await this.kube.mergePatch(refOf(bucket), { metadata: { finalizers: [...(bucket.metadata.finalizers ?? []), BUCKET_FINALIZER] } });
+    }
+    if (!parsed.success) {
+      await writeStatus(this.kube, this.events, bucket, { fields: {}, state: 'degraded', reason: 'InvalidSpec', message: parsed.error.message });
+      return {};
+    }
+    const spec = parsed.data;
+    const bucketName = spec.bucketName ?? bucket.metadata.name;
+    const endpoint = `http://${serviceHost(this.settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}/${bucketName}`;
+
+    await this.ensureStack(namespace);
+    const service = await this.serviceIfReady(namespace);
+    if (!service) {
+      await writeStatus(this.kube, this.events, bucket, {
+        fields: { bucketName, endpoint },
+        state: 'progressing',
+        reason: 'WaitingForStorageStack',
+        message: 'waiting for the gateway and control plane to become ready',
+      });
+      return { requeueAfterMs: STACK_WAIT_MS };
+    }
+
+    let backend: BackendConfig;
+    try {
+      backend = await this.backendConfig(namespace, spec, bucketName);
+    } catch (err) {
+      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint }, state: 'degraded', reason: 'MissingCredentials', message: (err as Error).message });
+      return { requeueAfterMs: 30_000 };
+    }
+    try {
+      const outcome = await service.ensureBucket(bucketName, backend);
+      if (outcome === 'created') await this.events.event(bucket, 'Normal', 'BucketCreated', `bucket ${bucketName} created on the ${backend.kind} backend`);
+    } catch (err) {
+      const conflict = err instanceof BucketConflictError;
+      await writeStatus(this.kube, this.events, bucket, {
+        fields: { bucketName, endpoint },
+        state: 'degraded',
+        reason: conflict ? 'BucketUnavailable' : 'ObjectStoreError',
+        message: (err as Error).message,
+      });
+      if (conflict) return { requeueAfterMs: REFRESH_MS };
+      throw err;
+    }
+    const objectCount = await service.countObjects(bucketName);
+    await writeStatus(this.kube, this.events, bucket, {
+      fields: { bucketName, endpoint, objectCount },
+      state: 'ready',
+      reason: 'BucketReady',
+      message: `bucket ${bucketName} is served at ${endpoint}`,
+    });
+    return { requeueAfterMs: REFRESH_MS };
+  }
+
+  /** Secrets and the rules file once, then everything else applied; owned by every live Bucket of the namespace. */
+  private async ensureStack(namespace: string): Promise<void> {
+    for (const obj of [...renderStackSecrets(namespace), renderFlowRulesConfigMap(namespace)]) await this.kube.createIfAbsent(obj);
+    const buckets = (await this.kube.list<Bucket>(this.primary.apiVersion, this.primary.kind, namespace)).filter((b) => !isBeingDeleted(b));
+    const owners = sharedOwnerRefs(buckets);
+    if (owners.length === 0) return;
+    for (const obj of renderStorageStack(namespace, owners, this.settings)) await this.kube.apply(obj);
+  }
+
+  /** A client for the namespace's stack once its control plane and gateway report ready. */
+  private async serviceIfReady(namespace: string): Promise<BucketService | undefined> {
+    for (const component of [STACK.controlPlane, STACK.gateway]) {
+      const d = await this.kube.get<Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: component.name });
+      if (!d?.status?.readyReplicas) return undefined;
+    }
+    const root = await this.kube.get<Secret>({ apiVersion: 'v1', kind: 'Secret', namespace, name: STACK.rootSecret });
+    const internal = await this.kube.get<Secret>({ apiVersion: 'v1', kind: 'Secret', namespace, name: STACK.internalSecret });
+    const rootUser = secretValue(root, 'STRATA_ROOT_USER');
+    const internalToken = secretValue(internal, 'STRATA_INTERNAL_TOKEN');
+    if (!rootUser || !internalToken) return undefined;
+    return this.serviceFor({
+      namespace,
+      controlPlaneUrl: `http://${serviceHost(this.settings, STACK.controlPlane.name, namespace)}:${STACK.controlPlane.port}`,
+      rootUser,
+      internalToken,
+    });
+  }
+
+  private async backendConfig(namespace: string, spec: BucketSpec, bucketName: string): Promise<BackendConfig> {
+    const b = spec.backend;
+    if (b.kind === 'fs') return { kind: 'fs', ...(b.pathPrefix ? { prefix: b.pathPrefix } : {}) };
+    const read = async (ref: { name: string; key: string } | undefined, what: string) => {
+      if (!ref) throw new Error(`backend ${b.kind} needs ${what}`);
+      const secret = await this.kube.get<Secret>({ apiVersion: 'v1', kind: 'Secret', namespace, name: ref.name });
+      const value = secretValue(secret, ref.key);
+      if (value === undefined) throw new Error(`Secret ${ref.name} has no key ${ref.key} (${what})`);
+      return value;
+    };
+    return {
+      kind: b.kind,
+      endpoint: b.endpoint,
+      region: b.region,
+      bucket: b.targetBucket ?? bucketName,
+      useSSL: b.useSSL,
+      ...(b.pathPrefix ? { prefix: b.pathPrefix } : {}),
+      accessKey: await read(b.accessKeySecretRef, 'accessKeySecretRef'),
+      secretKey: await read(b.secretKeySecretRef, 'secretKeySecretRef'),
+    };
+  }
+
+  /** The resource is going: apply the deletion policy, then let it go. */
+  private async finalize(bucket: Bucket, spec: BucketSpec | undefined): Promise<ReconcileResult> {
+    if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) return {};
+    const bucketName = spec?.bucketName ?? bucket.metadata.name;
+    if (spec?.deletionPolicy === 'Delete') {
+      const service = await this.serviceIfReady(bucket.metadata.namespace ?? '');
+      // Without a running stack the bucket cannot be deleted yet: retry with backoff.
+      if (!service) throw new Error(`cannot delete bucket ${bucketName}: the storage stack is not ready`);
+      await service.deleteBucket(bucketName);
+      await this.events.event(bucket, 'Normal', 'BucketDeleted', `bucket ${bucketName} emptied and deleted (deletionPolicy Delete)`);
+    } else {
+      await this.events.event(bucket, 'Normal', 'BucketRetained', `bucket ${bucketName} and its objects are kept (deletionPolicy Retain)`);
+    }
+    const finalizers = (bucket.metadata.finalizers ?? []).filter((f) => f !== BUCKET_FINALIZER);
+    await this.kube.mergePatch(refOf(bucket), { metadata: { finalizers, resourceVersion: bucket.metadata.resourceVersion } });
+    return {};
+  }
+}

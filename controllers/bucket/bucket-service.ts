@@ -1,0 +1,99 @@
+/** The backend a bucket keeps its bytes on, as the control plane's bucket API takes it. */
+export interface BackendConfig {
+  kind: 'fs' | 'minio' | 'cloud';
+  endpoint?: string;
+  region?: string;
+  bucket?: string;
+  prefix?: string;
+  useSSL?: boolean;
+  accessKey?: string;
+  secretKey?: string;
+}
+
+/**
+ * What the Bucket reconciler needs from the object store of a namespace. The HTTP implementation
+ * speaks the control plane's internal API; tests use it against a small recording HTTP server.
+ */
+export interface BucketService {
+  /** Create the bucket owned by the root user; an existing bucket of the root is fine. */
+  ensureBucket(name: string, backend: BackendConfig): Promise<'created' | 'exists'>;
+  /** Objects in the bucket (counted up to `limit`). */
+  countObjects(name: string, limit?: number): Promise<number>;
+  /** Empty the bucket (objects go to the recycle bin) and delete it; an absent bucket is fine. */
+  deleteBucket(name: string): Promise<void>;
+}
+
+export interface StackAccess {
+  namespace: string;
+  /** Base URL of the control plane's internal API. */
+  controlPlaneUrl: string;
+  rootUser: string;
+  internalToken: string;
+}
+
+/** Builds the client for one namespace's stack (tests point it at their own server). */
+export type BucketServiceFactory = (access: StackAccess) => BucketService;
+
+/** A bucket name the object store refused, or one that another tenant owns. */
+export class BucketConflictError extends Error {}
+
+interface ErrorBody {
+  error?: { code?: string; message?: string };
+}
+
+/** The control plane's internal HTTP API (ADR 0001), authenticated with the internal token. */
+export class HttpBucketService implements BucketService {
+  constructor(private readonly access: StackAccess) {}
+
+  async ensureBucket(name: string, backend: BackendConfig): Promise<'created' | 'exists'> {
+    const res = await this.call('PUT', `/internal/buckets/${encodeURIComponent(name)}`, { owner: this.access.rootUser, backend });
+    if (res.ok) return 'created';
+    const body = (await res.json().catch(() => ({}))) as ErrorBody;
+    if (body.error?.code === 'BucketAlreadyOwnedByYou') return 'exists';
+    if (body.error?.code === 'BucketAlreadyExists' || body.error?.code === 'InvalidBucketName') {
+      throw new BucketConflictError(`${body.error.code}: ${body.error.message ?? name}`);
+    }
+    throw new Error(`control plane answered ${res.status} to PUT bucket ${name}: ${JSON.stringify(body)}`);
+  }
+
+  async countObjects(name: string, limit = 100_000): Promise<number> {
+    let count = 0;
+    let token: string | undefined;
+    do {
+      const q = new URLSearchParams({ maxKeys: '1000', ...(token ? { continuationToken: token } : {}) });
+      const page = await this.json<{ objects: unknown[]; isTruncated: boolean; nextContinuationToken?: string }>('GET', `/internal/buckets/${encodeURIComponent(name)}/objects?${q}`);
+      count += page.objects.length;
+      token = page.isTruncated ? page.nextContinuationToken : undefined;
+    } while (token && count < limit);
+    return count;
+  }
+
+  async deleteBucket(name: string): Promise<void> {
+    const path = `/internal/buckets/${encodeURIComponent(name)}`;
+    for (;;) {
+      const res = await this.call('GET', `${path}/objects?maxKeys=1000`);
+      if (res.status === 404) return;
+      if (!res.ok) throw new Error(`control plane answered ${res.status} listing ${name}`);
+      const page = (await res.json()) as { objects: Array<{ key: string }> };
+      if (page.objects.length === 0) break;
+      await this.json('POST', `${path}/delete-objects`, { keys: page.objects.map((o) => o.key) });
+    }
+    const res = await this.call('DELETE', path);
+    if (!res.ok && res.status !== 404) throw new Error(`control plane answered ${res.status} to DELETE bucket ${name}`);
+  }
+
+  private async json<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await this.call(method, path, body);
+    if (!res.ok) throw new Error(`control plane answered ${res.status} to ${method} ${path}: ${await res.text()}`);
+    return (await res.json()) as T;
+  }
+
+  private call(method: string, path: string, body?: unknown): Promise<Response> {
+    return fetch(`${this.access.controlPlaneUrl}${path}`, {
+      method,
+      headers: { 'x-strata-internal-token': this.access.internalToken, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(30_000),
+    });
+  }
+}

@@ -1,0 +1,203 @@
+import type { OwnerReference } from '../api/index.js';
+import type { Manifest } from '../support/kube-client.js';
+import { standardLabels } from '../support/ownership.js';
+import { imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
+import { redisClusterNodes, renderRedisCluster } from './render-redis-cluster.js';
+import { PURGE_SCHEDULE, STACK } from './stack-names.js';
+
+/** Default flow-control rules mounted into the gateway (re-read on change, no restart). */
+export const DEFAULT_FLOW_RULES = `# Strata gateway flow control. Edit this ConfigMap: the gateway re-reads the file on change.
+rateLimits:
+  users:
+    default: { points: 200, duration: 1 }
+concurrency:
+  routes:
+    GetObject: 256
+    PutObject: 128
+breakers:
+  default: { timeout: 10000, errorThresholdPercentage: 50, resetTimeout: 30000, volumeThreshold: 10 }
+  upstreams:
+    data-plane: { timeout: 60000 }
+`;
+
+const FLOW_RULES_DIR = '/etc/strata/flow-control';
+
+/**
+ * The gateway's rules file. Created once and then left to the people who tune it (the operator never
+ * overwrites it); like the Secrets it has no owner, so edits survive the stack being recreated.
+ */
+export function renderFlowRulesConfigMap(namespace: string): Manifest {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: STACK.flowControl, namespace, labels: standardLabels('gateway', 'strata') },
+    data: { 'rules.yaml': DEFAULT_FLOW_RULES },
+  };
+}
+
+interface Component {
+  name: string;
+  port: number;
+  image: string;
+  component: string;
+  env: Array<{ name: string; value: string }>;
+  volumes?: object[];
+  volumeMounts?: object[];
+  resources: object;
+}
+
+function deploymentAndService(c: Component, namespace: string, owners: OwnerReference[], settings: OperatorSettings): Manifest[] {
+  const labels = standardLabels(c.component, 'strata');
+  const selector = { 'app.kubernetes.io/name': c.component, 'app.kubernetes.io/instance': 'strata' };
+  const probe = (path: string) => ({ httpGet: { path, port: 'http' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 });
+  return [
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: c.name, namespace, labels, ownerReferences: owners },
+      spec: {
+        replicas: 1,
+        // One writer on the data volume (ReadWriteOnce): replace, never overlap.
+        strategy: c.volumes?.length ? { type: 'Recreate' } : { type: 'RollingUpdate' },
+        selector: { matchLabels: selector },
+        template: {
+          metadata: { labels, annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(c.port), 'prometheus.io/path': '/metrics' } },
+          spec: {
+            securityContext: { runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001 },
+            containers: [
+              {
+                name: c.component,
+                image: c.image,
+                imagePullPolicy: settings.imagePullPolicy,
+                ports: [{ name: 'http', containerPort: c.port, protocol: 'TCP' }],
+                envFrom: [{ configMapRef: { name: STACK.config } }, { secretRef: { name: STACK.rootSecret } }, { secretRef: { name: STACK.internalSecret } }],
+                env: c.env,
+                readinessProbe: probe('/readyz'),
+                livenessProbe: probe('/healthz'),
+                resources: c.resources,
+                ...(c.volumeMounts ? { volumeMounts: c.volumeMounts } : {}),
+                securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+              },
+            ],
+            ...(c.volumes ? { volumes: c.volumes } : {}),
+          },
+        },
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: c.name, namespace, labels, ownerReferences: owners },
+      spec: { type: 'ClusterIP', selector, ports: [{ name: 'http', port: c.port, targetPort: 'http', protocol: 'TCP' }] },
+    },
+  ];
+}
+
+/**
+ * The namespace's object storage stack: configuration, the gateway, data plane and control plane
+ * (Deployment + Service each), the Redis Cluster and the daily purge CronJob. Owned by every Bucket
+ * of the namespace together, so it goes when the last Bucket goes. The data volume (and the Secrets,
+ * see stack-secrets.ts) carry no owner: retained buckets keep their bytes.
+ */
+export function renderStorageStack(namespace: string, owners: OwnerReference[], settings: OperatorSettings): Manifest[] {
+  const url = (svc: { name: string; port: number }) => `http://${serviceHost(settings, svc.name, namespace)}:${svc.port}`;
+  const small = { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } };
+  const config: Manifest = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: STACK.config, namespace, labels: standardLabels('storage-stack', 'strata'), ownerReferences: owners },
+    data: {
+      STRATA_PG_URL: settings.postgresUrl,
+      STRATA_AMQP_URL: settings.amqpUrl,
+      STRATA_REDIS_CLUSTER_NODES: redisClusterNodes(namespace),
+      STRATA_CONTROL_PLANE_URL: url(STACK.controlPlane),
+      STRATA_DATA_PLANE_URL: url(STACK.dataPlane),
+      STRATA_DATA_DIR: '/data',
+      STRATA_GATEWAY_RULES_FILE: `${FLOW_RULES_DIR}/rules.yaml`,
+      // Under the operator the CronJob below purges the recycle bin; the in-process job stays off.
+      STRATA_PURGE_CRON_ENABLED: 'false',
+    },
+  };
+  const dataVolume: Manifest = {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: STACK.dataVolume, namespace, labels: standardLabels('data-plane', 'strata') },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: settings.dataVolumeSize } } },
+  };
+  const gateway = deploymentAndService(
+    {
+      ...STACK.gateway,
+      component: 'gateway',
+      image: imageFor(settings, 'gateway'),
+      env: [{ name: 'STRATA_GATEWAY_PORT', value: String(STACK.gateway.port) }],
+      // A directory mount (not subPath) so that ConfigMap edits reach the running pod.
+      volumes: [{ name: 'flow-control', configMap: { name: STACK.flowControl } }],
+      volumeMounts: [{ name: 'flow-control', mountPath: FLOW_RULES_DIR, readOnly: true }],
+      resources: small,
+    },
+    namespace,
+    owners,
+    settings,
+  );
+  // The gateway is stateless: the rolling strategy applies despite its ConfigMap volume.
+  (gateway[0]!.spec as { strategy: object }).strategy = { type: 'RollingUpdate' };
+  const dataPlane = deploymentAndService(
+    {
+      ...STACK.dataPlane,
+      component: 'data-plane',
+      image: imageFor(settings, 'data-plane'),
+      env: [{ name: 'PORT', value: String(STACK.dataPlane.port) }],
+      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } }],
+      volumeMounts: [{ name: 'data', mountPath: '/data' }],
+      resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '1Gi' } },
+    },
+    namespace,
+    owners,
+    settings,
+  );
+  const controlPlane = deploymentAndService(
+    { ...STACK.controlPlane, component: 'control-plane', image: imageFor(settings, 'control-plane'), env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }], resources: small },
+    namespace,
+    owners,
+    settings,
+  );
+  const purge: Manifest = {
+    apiVersion: 'batch/v1',
+    kind: 'CronJob',
+    metadata: { name: STACK.purgeCronJob, namespace, labels: standardLabels('purge', 'strata'), ownerReferences: owners },
+    spec: {
+      schedule: PURGE_SCHEDULE,
+      concurrencyPolicy: 'Forbid',
+      successfulJobsHistoryLimit: 3,
+      failedJobsHistoryLimit: 3,
+      jobTemplate: {
+        spec: {
+          backoffLimit: 3,
+          template: {
+            metadata: { labels: standardLabels('purge', 'strata') },
+            spec: {
+              restartPolicy: 'OnFailure',
+              securityContext: { runAsNonRoot: true, runAsUser: 10001 },
+              containers: [
+                {
+                  name: 'purge',
+                  image: imageFor(settings, 'control-plane'),
+                  command: [
+                    'node',
+                    '-e',
+                    // Recycled objects older than the retention become DELETED; the control plane does the work.
+                    `fetch(process.env.STRATA_CONTROL_PLANE_URL + '/internal/purge', { method: 'POST', headers: { 'content-type': 'application/json', 'x-strata-internal-token': process.env.STRATA_INTERNAL_TOKEN }, body: '{}' }).then(async (r) => { console.log(r.status, await r.text()); process.exit(r.ok ? 0 : 1); }, (e) => { console.error(e); process.exit(1); })`,
+                  ],
+                  envFrom: [{ configMapRef: { name: STACK.config } }, { secretRef: { name: STACK.internalSecret } }],
+                  resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+                  securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+                },
+              ],
+            },
+          },
+        },
+      },
+    },
+  };
+  return [config, dataVolume, ...controlPlane, ...dataPlane, ...gateway, ...renderRedisCluster(namespace, owners), purge];
+}

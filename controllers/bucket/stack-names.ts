@@ -1,0 +1,22 @@
+/** Names and ports of the per-namespace storage stack (shared by every Bucket of the namespace). */
+export const STACK = {
+  gateway: { name: 'strata-gateway', port: 9000 },
+  dataPlane: { name: 'strata-data-plane', port: 9001 },
+  controlPlane: { name: 'strata-control-plane', port: 9002 },
+  config: 'strata-config',
+  flowControl: 'strata-flow-control',
+  rootSecret: 'strata-root-credentials',
+  internalSecret: 'strata-internal',
+  dataVolume: 'strata-data',
+  purgeCronJob: 'strata-purge',
+  redisShards: 3,
+  redisPort: 6379,
+  redisClusterJob: 'strata-redis-cluster-create',
+} as const;
+
+export const redisShardName = (i: number) => `strata-redis-${i}`;
+/** Stable DNS name of shard i's only pod (StatefulSet pod behind its headless Service). */
+export const redisShardHost = (i: number, namespace: string) => `${redisShardName(i)}-0.${redisShardName(i)}.${namespace}.svc`;
+
+/** The purge of the recycle bin runs daily at 03:00, as in standalone mode. */
+export const PURGE_SCHEDULE = '0 3 * * *';

@@ -1,0 +1,46 @@
+import { randomBytes } from 'node:crypto';
+import type { Manifest } from '../support/kube-client.js';
+import { standardLabels } from '../support/ownership.js';
+import { STACK } from './stack-names.js';
+
+/** Root credentials and internal keys, as the services read them from their environment. */
+export interface StackCredentials {
+  STRATA_ROOT_USER: string;
+  STRATA_ROOT_PASSWORD: string;
+  STRATA_INTERNAL_TOKEN: string;
+}
+
+const random = (bytes: number) => randomBytes(bytes).toString('base64url');
+
+/**
+ * The stack's Secrets with freshly generated values. They are created once and never overwritten
+ * (changing them would lock the services out of their own data), and deliberately carry no owner
+ * reference: deleting the last Bucket must not destroy the keys of retained data.
+ */
+export function renderStackSecrets(namespace: string): Manifest[] {
+  const labels = standardLabels('storage-stack', 'strata');
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: STACK.rootSecret, namespace, labels },
+      type: 'Opaque',
+      stringData: { STRATA_ROOT_USER: 'strata-root', STRATA_ROOT_PASSWORD: random(24) },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: STACK.internalSecret, namespace, labels },
+      type: 'Opaque',
+      stringData: { STRATA_INTERNAL_TOKEN: random(32), STRATA_SECRET_KEY: random(32), STRATA_JWT_SECRET: random(48) },
+    },
+  ];
+}
+
+/** Read a Secret's value by key (data is base64, stringData only exists on writes). */
+export function secretValue(secret: { data?: Record<string, string>; stringData?: Record<string, string> } | undefined, key: string): string | undefined {
+  if (!secret) return undefined;
+  if (secret.stringData?.[key] !== undefined) return secret.stringData[key];
+  const encoded = secret.data?.[key];
+  return encoded === undefined ? undefined : Buffer.from(encoded, 'base64').toString('utf8');
+}

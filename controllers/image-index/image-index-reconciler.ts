@@ -1,0 +1,159 @@
+import { API_VERSION, IMAGE_INDEX_KIND, imageIndexSpec, type ImageIndex, type ImageIndexSpec, type ImageIndexStatus } from '../api/index.js';
+import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
+import { isBeingDeleted } from '../support/ownership.js';
+import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
+import type { OperatorSettings } from '../support/settings.js';
+import { STACK } from '../bucket/stack-names.js';
+import { writeStatus } from '../support/status-writer.js';
+import { rfc3339 } from '../support/time.js';
+import { HttpIndexWorkerClient, type IndexWorkerClient, type IndexWorkerStatus } from './index-worker-client.js';
+import { INDEX_LABEL, jobName, renderImageIndex, renderIndexJob, workerName, workerUrl, type IndexOperation } from './render-image-index.js';
+
+/** Annotations that request an operation, like the spec fields (handy with kubectl annotate). */
+export const MERGE_ANNOTATION = 'strata.dev/merge-request';
+export const REBUILD_ANNOTATION = 'strata.dev/rebuild-request';
+
+/** How often the worker's buffer is polled (auto-merge needs it). */
+const POLL_MS = 30_000;
+
+interface Job extends KubeObject {
+  status?: { succeeded?: number; failed?: number; completionTime?: string; conditions?: Array<{ type: string; status: string }> };
+}
+interface Deployment extends KubeObject {
+  status?: { readyReplicas?: number };
+}
+
+function jobOutcome(job: Job): 'running' | 'succeeded' | 'failed' {
+  const done = (type: string) => job.status?.conditions?.some((c) => c.type === type && c.status === 'True');
+  if (done('Complete') || (job.status?.succeeded ?? 0) > 0) return 'succeeded';
+  if (done('Failed')) return 'failed';
+  return 'running';
+}
+
+/**
+ * ImageIndex → index worker (Deployment, Service, state volume); merge and rebuild run as Jobs, on
+ * request (spec field or annotation with a new value) or, for merges, when the buffer outgrows the
+ * threshold and autoMerge is on. One operation at a time.
+ */
+export class ImageIndexReconciler implements Reconciler {
+  readonly name = 'imageindex';
+  readonly primary = { apiVersion: API_VERSION, kind: IMAGE_INDEX_KIND.kind, plural: IMAGE_INDEX_KIND.plural };
+  readonly owns = [
+    { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' },
+    { apiVersion: 'v1', kind: 'Service', plural: 'services' },
+    { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims' },
+    { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' },
+  ];
+
+  constructor(
+    private readonly kube: KubeClient,
+    private readonly events: EventRecorder,
+    private readonly settings: OperatorSettings,
+    private readonly worker: IndexWorkerClient = new HttpIndexWorkerClient(),
+  ) {}
+
+  async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
+    const ix = await this.kube.get<ImageIndex>({ ...this.primary, namespace, name });
+    if (!ix || isBeingDeleted(ix)) return {};
+    const parsed = imageIndexSpec.safeParse(ix.spec ?? {});
+    if (!parsed.success) {
+      await writeStatus(this.kube, this.events, ix, { fields: {}, state: 'degraded', reason: 'InvalidSpec', message: parsed.error.message });
+      return {};
+    }
+    const spec = parsed.data;
+    for (const obj of renderImageIndex(ix, spec, this.settings)) await this.kube.apply(obj);
+
+    const previous: ImageIndexStatus = ix.status ?? {};
+    const fields: Omit<ImageIndexStatus, 'conditions' | 'observedGeneration'> = {
+      endpoint: workerUrl(ix, this.settings),
+      ...(previous.vectors !== undefined ? { vectors: previous.vectors } : {}),
+      ...(previous.bufferSize !== undefined ? { bufferSize: previous.bufferSize } : {}),
+      ...(previous.lastMergeTime ? { lastMergeTime: previous.lastMergeTime } : {}),
+      ...(previous.handledMergeRequest ? { handledMergeRequest: previous.handledMergeRequest } : {}),
+      ...(previous.handledRebuildRequest ? { handledRebuildRequest: previous.handledRebuildRequest } : {}),
+      jobCount: previous.jobCount ?? 0,
+    };
+
+    // Jobs: follow the running one to its end.
+    const jobs = await this.kube.list<Job>('batch/v1', 'Job', namespace, `${INDEX_LABEL}=${name}`);
+    let active = jobs.find((j) => jobOutcome(j) === 'running');
+    if (previous.activeJob && !active) {
+      const finished = jobs.find((j) => j.metadata.name === previous.activeJob);
+      const outcome = finished ? jobOutcome(finished) : 'failed';
+      if (outcome === 'succeeded') {
+        fields.lastMergeTime = rfc3339(finished?.status?.completionTime ?? new Date());
+        await this.events.event(ix, 'Normal', 'IndexOperationSucceeded', `Job ${previous.activeJob} finished`);
+      } else {
+        await this.events.event(ix, 'Warning', 'IndexOperationFailed', `Job ${previous.activeJob} ${finished ? 'failed' : 'disappeared'}`);
+      }
+    }
+
+    const deployment = await this.kube.get<Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: workerName(ix) });
+    const workerReady = (deployment?.status?.readyReplicas ?? 0) > 0;
+    // Bucket sources read through the namespace's object store: it exists once a Bucket does.
+    const needsStore = Boolean(spec.source.bucket || spec.model.bucket);
+    const storeMissing = needsStore && !(await this.kube.get({ apiVersion: 'v1', kind: 'Secret', namespace, name: STACK.rootSecret }));
+    let observed: IndexWorkerStatus | undefined;
+    if (workerReady) {
+      try {
+        observed = await this.worker.status(workerUrl(ix, this.settings));
+        fields.vectors = observed.vectors;
+        fields.bufferSize = observed.bufferSize;
+      } catch {
+        observed = undefined; // unreachable for now: try again at the next poll
+      }
+    }
+
+    if (!active && workerReady) {
+      const next = this.nextOperation(ix, spec, fields, observed);
+      if (next) {
+        const { object: job, created } = await this.kube.createIfAbsent(renderIndexJob(ix, next.op, next.jobName, this.settings));
+        active = job as Job;
+        if (created) {
+          fields.jobCount = (fields.jobCount ?? 0) + 1;
+          await this.events.event(ix, 'Normal', next.op === 'merge' ? 'MergeStarted' : 'RebuildStarted', `Job ${next.jobName}: ${next.why}`);
+        }
+        if (next.handles === 'merge') fields.handledMergeRequest = next.token;
+        if (next.handles === 'rebuild') fields.handledRebuildRequest = next.token;
+      }
+    }
+    if (active) fields.activeJob = active.metadata.name;
+
+    await writeStatus(this.kube, this.events, ix, {
+      fields,
+      state: workerReady ? 'ready' : 'progressing',
+      reason: workerReady ? (active ? 'IndexOperationRunning' : 'WorkerReady') : storeMissing ? 'WaitingForObjectStore' : 'WorkerStarting',
+      message: workerReady
+        ? active
+          ? `serving; Job ${active.metadata.name} running`
+          : 'serving searches'
+        : storeMissing
+          ? `the images or the model come from a bucket, but namespace ${namespace} has no Strata object store yet: create a Bucket`
+          : 'waiting for the index worker to become ready',
+    });
+    return { requeueAfterMs: POLL_MS };
+  }
+
+  /** Rebuild requests first (a rebuild includes a merge), then merge requests, then the auto-merge. */
+  private nextOperation(
+    ix: ImageIndex,
+    spec: ImageIndexSpec,
+    fields: ImageIndexStatus,
+    observed: IndexWorkerStatus | undefined,
+  ): { op: IndexOperation; jobName: string; token: string; handles?: IndexOperation; why: string } | undefined {
+    const annotations = ix.metadata.annotations ?? {};
+    const rebuild = spec.rebuildRequest ?? annotations[REBUILD_ANNOTATION];
+    if (rebuild && rebuild !== fields.handledRebuildRequest) {
+      return { op: 'rebuild', jobName: jobName(ix, 'rebuild', `request:${rebuild}`), token: rebuild, handles: 'rebuild', why: `rebuild requested (${rebuild})` };
+    }
+    const merge = spec.mergeRequest ?? annotations[MERGE_ANNOTATION];
+    if (merge && merge !== fields.handledMergeRequest) {
+      return { op: 'merge', jobName: jobName(ix, 'merge', `request:${merge}`), token: merge, handles: 'merge', why: `merge requested (${merge})` };
+    }
+    if (spec.autoMerge && observed && observed.bufferSize > spec.bufferThreshold) {
+      const n = (fields.jobCount ?? 0) + 1;
+      return { op: 'merge', jobName: jobName(ix, 'merge', `auto:${n}`), token: String(n), why: `buffer ${observed.bufferSize} > threshold ${spec.bufferThreshold}` };
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,178 @@
+import { createHash } from 'node:crypto';
+import type { ImageIndex, ImageIndexSpec } from '../api/index.js';
+import { STACK } from '../bucket/stack-names.js';
+import { gpuScheduling } from '../support/gpu.js';
+import type { Manifest } from '../support/kube-client.js';
+import { controllerRef, standardLabels } from '../support/ownership.js';
+import { imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
+
+export const WORKER_PORT = 8080;
+const STATE_DIR = '/var/lib/strata/index';
+export const INDEX_LABEL = 'strata.dev/image-index';
+
+export type IndexOperation = 'merge' | 'rebuild';
+
+export const workerName = (ix: ImageIndex) => `${ix.metadata.name}-index-worker`;
+export const stateClaimName = (ix: ImageIndex) => `${ix.metadata.name}-index-state`;
+export function workerUrl(ix: ImageIndex, settings: OperatorSettings): string {
+  return `http://${serviceHost(settings, workerName(ix), ix.metadata.namespace ?? 'default')}:${WORKER_PORT}`;
+}
+
+/** A Job name per operation request: the same request always maps to the same Job (idempotent). */
+export function jobName(ix: ImageIndex, op: IndexOperation, token: string): string {
+  const hash = createHash('sha256').update(token).digest('hex').slice(0, 10);
+  return `${ix.metadata.name}-${op}-${hash}`.slice(0, 63);
+}
+
+function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSettings) {
+  const env: object[] = [];
+  const s3 = `http://${serviceHost(settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}`;
+  const usesBucket = Boolean(spec.source.bucket || spec.model.bucket);
+  if (spec.source.directory) env.push({ name: 'IMAGE_FILE_DIR', value: spec.source.directory });
+  if (spec.source.bucket) env.push({ name: 'IMAGE_SEARCH_SOURCE_S3_URL', value: `s3://${spec.source.bucket}/${spec.source.prefix}` });
+  if (spec.model.directory) env.push({ name: 'IMAGE_SEARCH_MODEL_DIR', value: spec.model.directory });
+  if (spec.model.bucket) env.push({ name: 'IMAGE_SEARCH_MODEL_S3_URL', value: `s3://${spec.model.bucket}/${spec.model.prefix}` });
+  if (usesBucket) {
+    // The namespace's own object store, with the root credentials (also its SigV4 keys).
+    env.push(
+      { name: 'IMAGE_SEARCH_S3_ENDPOINT', value: s3 },
+      { name: 'IMAGE_SEARCH_S3_ACCESS_KEY_ID', valueFrom: { secretKeyRef: { name: STACK.rootSecret, key: 'STRATA_ROOT_USER' } } },
+      { name: 'IMAGE_SEARCH_S3_SECRET_ACCESS_KEY', valueFrom: { secretKeyRef: { name: STACK.rootSecret, key: 'STRATA_ROOT_PASSWORD' } } },
+    );
+  }
+  return env;
+}
+
+/** The index worker: state volume, Deployment (one replica: it owns the volume) and Service. */
+export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings: OperatorSettings): Manifest[] {
+  const name = workerName(ix);
+  const namespace = ix.metadata.namespace ?? 'default';
+  const labels = { ...standardLabels('image-search', ix.metadata.name), [INDEX_LABEL]: ix.metadata.name };
+  const selector = { 'app.kubernetes.io/name': 'image-search', 'app.kubernetes.io/instance': ix.metadata.name };
+  const owner = [controllerRef(ix)];
+  const gpu = gpuScheduling(spec.gpu, spec.resources as never);
+  const probe = (path: string, failureThreshold: number) => ({ httpGet: { path, port: 'http' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold });
+  const volumes: object[] = [{ name: 'state', persistentVolumeClaim: { claimName: stateClaimName(ix) } }];
+  const mounts: object[] = [{ name: 'state', mountPath: STATE_DIR }];
+  if (spec.source.directory && spec.source.volumeClaimName) {
+    volumes.push({ name: 'images', persistentVolumeClaim: { claimName: spec.source.volumeClaimName, readOnly: true } });
+    mounts.push({ name: 'images', mountPath: spec.source.directory, readOnly: true });
+  }
+  const pvc: Manifest = {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: stateClaimName(ix), namespace, labels, ownerReferences: owner },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: spec.storage.size } },
+      ...(spec.storage.storageClassName ? { storageClassName: spec.storage.storageClassName } : {}),
+    },
+  };
+  const deployment: Manifest = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace, labels, ownerReferences: owner },
+    spec: {
+      replicas: 1,
+      strategy: { type: 'Recreate' },
+      selector: { matchLabels: selector },
+      template: {
+        metadata: { labels, annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(WORKER_PORT), 'prometheus.io/path': '/metrics' } },
+        spec: {
+          securityContext: { runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001 },
+          ...(gpu.nodeSelector ? { nodeSelector: gpu.nodeSelector } : {}),
+          ...(gpu.tolerations ? { tolerations: gpu.tolerations } : {}),
+          containers: [
+            {
+              name: 'image-search',
+              image: imageFor(settings, 'image-search'),
+              imagePullPolicy: settings.imagePullPolicy,
+              ports: [{ name: 'http', containerPort: WORKER_PORT, protocol: 'TCP' }],
+              env: [
+                { name: 'PORT', value: String(WORKER_PORT) },
+                { name: 'IMAGE_SEARCH_INDEX_DIR', value: STATE_DIR },
+                { name: 'IMAGE_SEARCH_MODEL_CACHE_DIR', value: `${STATE_DIR}/model-cache` },
+                { name: 'IMAGE_SEARCH_INDEX_STRING', value: spec.index },
+                { name: 'IMAGE_SEARCH_NPROBE', value: String(spec.nprobe) },
+                { name: 'IMAGE_SEARCH_TOPK', value: String(spec.topk) },
+                { name: 'IMAGE_SEARCH_BUFFER_THRESHOLD', value: String(spec.bufferThreshold) },
+                // FAISS's OpenMP threads must sleep, not spin, between parallel sections.
+                { name: 'OMP_WAIT_POLICY', value: 'PASSIVE' },
+                ...(spec.gpu.enabled ? [{ name: 'IMAGE_SEARCH_EXECUTION_PROVIDER', value: 'cuda' }] : []),
+                ...sourceEnv(spec, namespace, settings),
+              ],
+              resources: gpu.resources,
+              startupProbe: probe('/healthz', 60),
+              livenessProbe: probe('/healthz', 3),
+              readinessProbe: probe('/readyz', 3),
+              volumeMounts: mounts,
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+            },
+          ],
+          volumes,
+        },
+      },
+    },
+  };
+  const service: Manifest = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace, labels, ownerReferences: owner },
+    spec: { type: 'ClusterIP', selector, ports: [{ name: 'http', port: WORKER_PORT, targetPort: 'http', protocol: 'TCP' }] },
+  };
+  return [pvc, deployment, service];
+}
+
+/**
+ * A merge or rebuild Job. The index state lives on the worker's volume, so the Job asks the worker to
+ * run the operation (it swaps in the new index while search goes on) and waits for its outcome.
+ */
+export function renderIndexJob(ix: ImageIndex, op: IndexOperation, name: string, settings: OperatorSettings): Manifest {
+  const namespace = ix.metadata.namespace ?? 'default';
+  const labels = { ...standardLabels(`index-${op}`, ix.metadata.name), [INDEX_LABEL]: ix.metadata.name, 'strata.dev/index-operation': op };
+  const script = `
+const base = process.env.WORKER_URL, op = process.env.INDEX_OPERATION;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const start = await fetch(base + '/api/index/' + op, { method: 'POST' });
+if (!start.ok) { console.error(op, 'refused:', start.status, await start.text()); process.exit(1); }
+const started = (await start.json()).job?.started_at;
+for (;;) {
+  await sleep(5000);
+  const job = (await (await fetch(base + '/api/index/status')).json()).job;
+  if (!job || job.op !== op || job.started_at !== started) continue;
+  console.log(op, job.state, job.phase ?? '', job.progress ?? '');
+  if (job.state === 'done') process.exit(0);
+  if (job.state === 'failed') { console.error(job.error); process.exit(1); }
+}`.trim();
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name, namespace, labels, ownerReferences: [controllerRef(ix)] },
+    spec: {
+      backoffLimit: 2,
+      activeDeadlineSeconds: 6 * 3600,
+      ttlSecondsAfterFinished: 24 * 3600,
+      template: {
+        metadata: { labels },
+        spec: {
+          restartPolicy: 'Never',
+          securityContext: { runAsNonRoot: true, runAsUser: 10001 },
+          containers: [
+            {
+              name: op,
+              image: imageFor(settings, 'image-search'),
+              imagePullPolicy: settings.imagePullPolicy,
+              command: ['node', '--input-type=module', '-e', script],
+              env: [
+                { name: 'WORKER_URL', value: workerUrl(ix, settings) },
+                { name: 'INDEX_OPERATION', value: op },
+              ],
+              resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '128Mi' } },
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+            },
+          ],
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import { BucketReconciler } from './bucket/bucket-reconciler.js';
+import type { BucketServiceFactory } from './bucket/bucket-service.js';
+import { ImageIndexReconciler } from './image-index/image-index-reconciler.js';
+import type { IndexWorkerClient } from './image-index/index-worker-client.js';
+import { ModelServerReconciler } from './model-server/model-server-reconciler.js';
+import type { EventRecorder, KubeClient } from './support/kube-client.js';
+import type { Reconciler } from './support/reconciler.js';
+import type { OperatorSettings } from './support/settings.js';
+
+export interface ReconcilerDeps {
+  kube: KubeClient;
+  events: EventRecorder;
+  settings: OperatorSettings;
+  /** Override how the Bucket controller reaches a namespace's object store (tests). */
+  bucketService?: BucketServiceFactory;
+  /** Override how the ImageIndex controller reads index workers (tests). */
+  indexWorker?: IndexWorkerClient;
+}
+
+/** Every Strata controller, wired to its dependencies. */
+export function createReconcilers(deps: ReconcilerDeps): Reconciler[] {
+  return [
+    new BucketReconciler(deps.kube, deps.events, deps.settings, deps.bucketService),
+    new ImageIndexReconciler(deps.kube, deps.events, deps.settings, deps.indexWorker),
+    new ModelServerReconciler(deps.kube, deps.events, deps.settings),
+  ];
+}
+
+export type { Reconciler } from './support/reconciler.js';
+export { DEFAULT_SETTINGS, type OperatorSettings } from './support/settings.js';

@@ -1,0 +1,57 @@
+import { API_VERSION, MODEL_SERVER_KIND, modelServerSpec, type ModelServer } from '../api/index.js';
+import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
+import { isBeingDeleted } from '../support/ownership.js';
+import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
+import type { OperatorSettings } from '../support/settings.js';
+import { writeStatus } from '../support/status-writer.js';
+import { modelServerEndpoint, modelServerWorkloadName, renderModelServer } from './render-model-server.js';
+
+interface DeploymentStatus extends KubeObject {
+  status?: { replicas?: number; readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number };
+}
+
+/** ModelServer → Deployment + Service; status mirrors the Deployment's ready replicas. */
+export class ModelServerReconciler implements Reconciler {
+  readonly name = 'modelserver';
+  readonly primary = { apiVersion: API_VERSION, kind: MODEL_SERVER_KIND.kind, plural: MODEL_SERVER_KIND.plural };
+  readonly owns = [
+    { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' },
+    { apiVersion: 'v1', kind: 'Service', plural: 'services' },
+  ];
+
+  constructor(
+    private readonly kube: KubeClient,
+    private readonly events: EventRecorder,
+    private readonly settings: OperatorSettings,
+  ) {}
+
+  async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
+    const ms = await this.kube.get<ModelServer>({ ...this.primary, namespace, name });
+    // Gone, or going: the garbage collector removes what it owns.
+    if (!ms || isBeingDeleted(ms)) return {};
+    const parsed = modelServerSpec.safeParse(ms.spec ?? {});
+    if (!parsed.success) {
+      await writeStatus(this.kube, this.events, ms, { fields: {}, state: 'degraded', reason: 'InvalidSpec', message: parsed.error.message });
+      return {};
+    }
+    const spec = parsed.data;
+    for (const obj of renderModelServer(ms, spec, this.settings)) await this.kube.apply(obj);
+
+    const deployment = await this.kube.get<DeploymentStatus>({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      namespace,
+      name: modelServerWorkloadName(ms),
+    });
+    const ready = deployment?.status?.readyReplicas ?? 0;
+    const rolledOut = ready >= spec.replicas && (deployment?.status?.observedGeneration ?? 0) >= (deployment?.metadata.generation ?? 0);
+    await writeStatus(this.kube, this.events, ms, {
+      fields: { replicas: spec.replicas, readyReplicas: ready, endpoint: modelServerEndpoint(ms, spec, this.settings) },
+      state: rolledOut ? 'ready' : 'progressing',
+      reason: rolledOut ? 'ReplicasReady' : 'RollingOut',
+      message: `${ready}/${spec.replicas} replicas ready`,
+    });
+    // The Deployment's own status changes wake us up; the requeue is a safety net.
+    return rolledOut ? {} : { requeueAfterMs: 30_000 };
+  }
+}

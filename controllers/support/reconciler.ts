@@ -1,0 +1,33 @@
+/** A namespaced object key a controller's work queue carries. */
+export interface ReconcileRequest {
+  namespace: string;
+  name: string;
+}
+
+/** What a reconcile asks of the manager afterwards. An error thrown means "retry with backoff". */
+export interface ReconcileResult {
+  /** Reconcile again after this long even when nothing changes (polling external state). */
+  requeueAfterMs?: number;
+}
+
+/** A kind the controller watches, besides its own custom resource. */
+export interface WatchedKind {
+  apiVersion: string;
+  kind: string;
+  /** REST path segment (plural), for the watch URL. */
+  plural: string;
+}
+
+/**
+ * controller-runtime's reconcile contract: given a key, read the current state, converge the world
+ * toward the spec and record status. Level-based and idempotent: it may run any number of times.
+ */
+export interface Reconciler {
+  /** Controller name, used in metrics and logs. */
+  readonly name: string;
+  /** The custom resource it reconciles. */
+  readonly primary: WatchedKind;
+  /** Kinds it creates; a change to one requeues the owners named in its ownerReferences. */
+  readonly owns: WatchedKind[];
+  reconcile(request: ReconcileRequest): Promise<ReconcileResult>;
+}

@@ -1,0 +1,32 @@
+/** Operator-wide settings the reconcilers render with (from the operator's environment). */
+export interface OperatorSettings {
+  /** Registry and repository prefix of Strata images, e.g. "ghcr.io/strata-dev/". */
+  imagePrefix: string;
+  imageTag: string;
+  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  /** Storage stack: PostgreSQL URL and RabbitMQ URL the control and data planes use. */
+  postgresUrl: string;
+  amqpUrl: string;
+  /** Size of the data plane's volume (fs backend). */
+  dataVolumeSize: string;
+  /** Cluster DNS suffix for endpoints in status. */
+  clusterDomain: string;
+}
+
+export const DEFAULT_SETTINGS: OperatorSettings = {
+  imagePrefix: 'ghcr.io/strata-dev/',
+  imageTag: '0.1.0',
+  imagePullPolicy: 'IfNotPresent',
+  postgresUrl: 'postgres://strata@strata-postgresql:5432/strata',
+  amqpUrl: 'amqp://guest:guest@strata-rabbitmq:5672',
+  dataVolumeSize: '20Gi',
+  clusterDomain: 'cluster.local',
+};
+
+export function imageFor(settings: OperatorSettings, name: string): string {
+  return `${settings.imagePrefix}${name}:${settings.imageTag}`;
+}
+
+export function serviceHost(settings: OperatorSettings, service: string, namespace: string): string {
+  return `${service}.${namespace}.svc.${settings.clusterDomain}`;
+}

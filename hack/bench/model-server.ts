@@ -1,0 +1,210 @@
+/**
+ * `npm run bench:model-server`: throughput and latency of the model server at concurrency 1, 8 and 32,
+ * with dynamic batching on and off in the same run, plus the server's resident memory.
+ *
+ * Two levels, both with batching on and off:
+ *  - engine: the generation scheduler and ONNX model in this process, no HTTP — what batching changes;
+ *  - HTTP: the real server as a child process (`images/model-server/src/main.ts`) under concurrent
+ *    clients, so the RSS reported is the server's own (process_resident_memory_bytes from /metrics).
+ * Requests are greedy, 12 random content ids each (the model copies them: 12 tokens + EOS).
+ * Options: --seconds N per measurement (default 5).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { parseArgs } from 'node:util';
+import { DEFAULT_MODEL_DIR } from '../../images/model-server/src/app.js';
+import { GenerationScheduler } from '../../images/model-server/src/generation-scheduler.js';
+import { SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
+import { OnnxTransformer } from '../../images/model-server/src/onnx-transformer.js';
+import { TokenSampler } from '../../images/model-server/src/token-sampler.js';
+
+const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '5' } } });
+const SECONDS = Number(args.seconds);
+const CONCURRENCY = [1, 8, 32];
+const PROMPT_LEN = 12;
+
+interface Measurement {
+  batching: boolean;
+  concurrency: number;
+  requests: number;
+  tokens: number;
+  tokensPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** End to end: client-observed request time divided by its generated tokens, median. */
+  msPerTokenE2E: number;
+  /** Server side: mean time between consecutive tokens of a sequence (decoder step incl. batching). */
+  serverMsPerToken: number;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startServer(batching: boolean): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  // The memory settings the image uses (images/model-server/Dockerfile): a small young generation and
+  // two malloc arenas keep the RSS of a steady allocation churn down.
+  const child = spawn(process.execPath, ['--max-semi-space-size=2', '--import', 'tsx', 'images/model-server/src/main.ts'], {
+    env: {
+      ...process.env, MALLOC_ARENA_MAX: '2',
+      MODEL_SERVER_PORT: String(port), MODEL_SERVER_HOST: '127.0.0.1', MODEL_SERVER_BATCHING: String(batching), LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) return { child, url };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill();
+  throw new Error('model server did not become ready');
+}
+
+async function metric(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : NaN;
+}
+
+function randomIds(): number[] {
+  return Array.from({ length: PROMPT_LEN }, () => 10 + Math.floor(Math.random() * 990));
+}
+
+function randomPrompt(): string {
+  return randomIds().join(' ');
+}
+
+interface EngineMeasurement {
+  batching: boolean;
+  concurrency: number;
+  tokensPerSecond: number;
+  msPerToken: number;
+}
+
+/** The scheduler alone: `concurrency` callers each generating one sequence after another. */
+async function measureEngine(model: OnnxTransformer, batching: boolean, concurrency: number): Promise<EngineMeasurement> {
+  const scheduler = new GenerationScheduler(model, { maxBatch: batching ? 32 : 1, batchWindowMs: 3, maxQueue: 1000 });
+  let tokens = 0;
+  const started = performance.now();
+  const deadline = started + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        await new Promise<void>((resolve, reject) =>
+          scheduler.enqueue([{
+            prompt: [SPECIAL_TOKENS.USER, ...randomIds(), SPECIAL_TOKENS.EOS],
+            maxTokens: 64,
+            sampler: new TokenSampler({ temperature: 0, topP: 1 }),
+            onToken: () => {
+              tokens++;
+              return false;
+            },
+            onFinish: () => resolve(),
+            onError: reject,
+          }]),
+        );
+      }
+    }),
+  );
+  const ms = performance.now() - started;
+  return { batching, concurrency, tokensPerSecond: (tokens / ms) * 1000, msPerToken: (ms / tokens) * concurrency };
+}
+
+async function measure(url: string, batching: boolean, concurrency: number): Promise<Measurement> {
+  const latencies: number[] = [];
+  const perToken: number[] = [];
+  let tokens = 0;
+  const sumBefore = await metric(url, 'model_server_time_per_output_token_seconds_sum');
+  const countBefore = await metric(url, 'model_server_time_per_output_token_seconds_count');
+  const started = performance.now();
+  const deadline = started + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        const t0 = performance.now();
+        const res = await fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'strata-tiny', messages: [{ role: 'user', content: randomPrompt() }], temperature: 0 }),
+        });
+        const body = (await res.json()) as { usage?: { completion_tokens: number } };
+        if (res.status !== 200 || !body.usage) throw new Error(`request failed: ${res.status} ${JSON.stringify(body)}`);
+        const ms = performance.now() - t0;
+        latencies.push(ms);
+        perToken.push(ms / Math.max(1, body.usage.completion_tokens));
+        tokens += body.usage.completion_tokens;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  const sum = (await metric(url, 'model_server_time_per_output_token_seconds_sum')) - sumBefore;
+  const count = (await metric(url, 'model_server_time_per_output_token_seconds_count')) - countBefore;
+  return {
+    batching,
+    concurrency,
+    requests: latencies.length,
+    tokens,
+    tokensPerSecond: tokens / elapsed,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    msPerTokenE2E: percentile(perToken, 0.5),
+    serverMsPerToken: (sum / count) * 1000,
+  };
+}
+
+function percentile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+}
+
+const engine: EngineMeasurement[] = [];
+const model = await OnnxTransformer.load(DEFAULT_MODEL_DIR);
+for (const batching of [true, false]) {
+  await measureEngine(model, batching, 4); // warm-up
+  for (const c of CONCURRENCY) {
+    const m = await measureEngine(model, batching, c);
+    engine.push(m);
+    console.log(`engine batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ${m.msPerToken.toFixed(3)} ms per token per sequence`);
+  }
+}
+await model.release();
+const engineAt = (batching: boolean, c: number) => engine.find((r) => r.batching === batching && r.concurrency === c)!;
+const engineSpeedup = engineAt(true, 32).tokensPerSecond / engineAt(false, 32).tokensPerSecond;
+console.log(`engine: batching speed-up at concurrency 32: ${engineSpeedup.toFixed(1)}x\n`);
+
+const results: Measurement[] = [];
+const rss: Record<string, number> = {};
+for (const batching of [true, false]) {
+  const { child, url } = await startServer(batching);
+  try {
+    await measure(url, batching, 4); // warm-up
+    for (const c of CONCURRENCY) {
+      const m = await measure(url, batching, c);
+      results.push(m);
+      console.log(
+        `batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ` +
+          `p50 ${m.p50Ms.toFixed(1)} ms, p99 ${m.p99Ms.toFixed(1)} ms per request, ` +
+          `${m.msPerTokenE2E.toFixed(3)} ms/token end to end, ${m.serverMsPerToken.toFixed(3)} ms/token in the server`,
+      );
+    }
+    rss[batching ? 'batching' : 'noBatching'] = (await metric(url, 'process_resident_memory_bytes')) / 2 ** 20;
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
+}
+const at = (batching: boolean, c: number) => results.find((r) => r.batching === batching && r.concurrency === c)!;
+const speedup = at(true, 32).tokensPerSecond / at(false, 32).tokensPerSecond;
+console.log(`\nHTTP: batching speed-up at concurrency 32: ${speedup.toFixed(1)}x`);
+console.log(`server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off)`);
+console.log(JSON.stringify({ seconds: SECONDS, promptTokens: PROMPT_LEN, engine, engineSpeedupAt32: engineSpeedup, http: results, httpSpeedupAt32: speedup, rssMiB: rss }, null, 2));

@@ -1,0 +1,171 @@
+/**
+ * Object-store benchmark (prints figures; not a test): 4 KiB PUT/GET ops/s with p50/p99 latency and
+ * 256 MiB PUT/GET MiB/s through the standalone gateway (SigV4 presigned URLs), beside Debian's nginx
+ * serving and accepting the same files, plus the standalone process's RSS idle and under load.
+ *
+ *   npm run bench:object-store            (BENCH_SECONDS=10 BENCH_CONNECTIONS=16 by default)
+ */
+import autocannon, { type Result } from 'autocannon';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
+import { startNginx } from './nginx-baseline.js';
+import { getDiscard, putFile } from './transfer.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const BIG = 256 * 1024 * 1024;
+const SMALL = 4096;
+const ROOT = { user: 'strata', password: 'strata-bench-password' };
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+async function waitFor(url: string, ms = 60_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} did not become ready`);
+}
+
+async function writeRandomFile(file: string, bytes: number): Promise<void> {
+  const out = createWriteStream(file);
+  for (let left = bytes; left > 0; left -= 1 << 20) {
+    if (!out.write(randomBytes(Math.min(left, 1 << 20)))) await new Promise<void>((r) => out.once('drain', () => r()));
+  }
+  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+}
+
+interface OpsFigure {
+  opsPerSec: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+function figure(r: Result): OpsFigure {
+  return { opsPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
+}
+
+/** Many distinct request targets, cycled (PUT to 1000 different keys so no single row is hot). */
+function cycling(method: string, paths: string[], body?: Buffer) {
+  let i = 0;
+  return [{ method, body, setupRequest: (req: { path?: string }) => ({ ...req, method, body, path: paths[i++ % paths.length] }) }];
+}
+
+async function main(): Promise<void> {
+  const work = await mkdtemp(path.join(os.tmpdir(), 'strata-bench-'));
+  const [gwPort, dpPort, cpPort, nginxPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const origin = `http://127.0.0.1:${gwPort}`;
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'images/standalone/src/main.ts')], {
+    cwd: repo,
+    env: {
+      ...process.env,
+      STRATA_DATA_DIR: path.join(work, 'data'),
+      STRATA_HOST: '127.0.0.1',
+      STRATA_GATEWAY_PORT: String(gwPort),
+      STRATA_DATA_PLANE_PORT: String(dpPort),
+      STRATA_CONTROL_PLANE_PORT: String(cpPort),
+      STRATA_ROOT_USER: ROOT.user,
+      STRATA_ROOT_PASSWORD: ROOT.password,
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const nginx = await startNginx(work, nginxPort);
+  let peakRss = 0;
+  const sampler = setInterval(() => {
+    rssMiB(child.pid!).then((v) => (peakRss = Math.max(peakRss, v)), () => undefined);
+  }, 200);
+  try {
+    await waitFor(`${origin}/readyz`);
+    const sign = (method: string, key: string, expires = 3600) =>
+      presignUrl({ method, origin, path: `/bench/${key}`, accessKey: ROOT.user, secret: ROOT.password, region: 'us-east-1', expiresSeconds: expires });
+    const bucketUrl = presignUrl({ method: 'PUT', origin, path: '/bench', accessKey: ROOT.user, secret: ROOT.password, region: 'us-east-1', expiresSeconds: 60 });
+    if (!(await fetch(bucketUrl, { method: 'PUT' })).ok) throw new Error('could not create the bench bucket');
+
+    const small = randomBytes(SMALL);
+    await writeFile(path.join(nginx.root, 'small.bin'), small);
+    if (!(await fetch(sign('PUT', 'small.bin'), { method: 'PUT', body: small })).ok) throw new Error('could not seed small.bin');
+    await new Promise((r) => setTimeout(r, 2000));
+    const idleRss = await rssMiB(child.pid!);
+    peakRss = idleRss;
+
+    const relative = (u: string) => u.slice(origin.length);
+    const run = (url: string, extra: Partial<Parameters<typeof autocannon>[0]>) => autocannon({ url, connections: CONNECTIONS, duration: SECONDS, timeout: 30, ...extra });
+
+    // Warm up both (JIT, connection pools, caches) before measuring.
+    await run(sign('GET', 'small.bin'), { duration: 2 });
+    await run(`${nginx.url}/small.bin`, { duration: 2 });
+
+    const gwGet = figure(await run(sign('GET', 'small.bin'), {}));
+    const ngGet = figure(await run(`${nginx.url}/small.bin`, {}));
+    const gwPutPaths = Array.from({ length: 1000 }, (_, i) => relative(sign('PUT', `small/${i}.bin`)));
+    const gwPut = figure(await run(origin, { requests: cycling('PUT', gwPutPaths, small) }));
+    const ngPut = figure(await run(nginx.url, { requests: cycling('PUT', Array.from({ length: 1000 }, (_, i) => `/small/${i}.bin`), small) }));
+
+    const bigFile = path.join(work, 'big.bin');
+    await writeRandomFile(bigFile, BIG);
+    const best = async (f: () => Promise<number>) => Math.max(await f(), await f());
+    const gwBigPut = await best(() => putFile(sign('PUT', 'big.bin'), bigFile, BIG));
+    const ngBigPut = await best(() => putFile(`${nginx.url}/big.bin`, bigFile, BIG));
+    const gwBigGet = await best(() => getDiscard(sign('GET', 'big.bin'), BIG));
+    const ngBigGet = await best(() => getDiscard(`${nginx.url}/big.bin`, BIG));
+
+    const f1 = (n: number) => n.toFixed(1);
+    const line = (name: string, g: OpsFigure, n: OpsFigure) =>
+      `| ${name} | ${Math.round(g.opsPerSec)} ops/s (p50 ${g.p50} ms, p99 ${g.p99} ms${g.errors ? `, ${g.errors} errors` : ''}) | ${Math.round(n.opsPerSec)} ops/s (p50 ${n.p50} ms, p99 ${n.p99} ms) | ${f1(g.opsPerSec / n.opsPerSec)}× |`;
+    const big = (name: string, g: number, n: number) => `| ${name} | ${f1(g)} MiB/s | ${f1(n)} MiB/s | ${(g / n).toFixed(2)}× |`;
+    console.log(
+      [
+        '',
+        `Strata object store vs nginx — ${os.cpus().length} cores, loopback, ${CONNECTIONS} connections, ${SECONDS} s per run, SigV4 presigned requests`,
+        '',
+        '| operation | Strata gateway (standalone) | nginx | ratio |',
+        '|---|---|---|---|',
+        line('GET 4 KiB', gwGet, ngGet),
+        line('PUT 4 KiB', gwPut, ngPut),
+        big('GET 256 MiB', gwBigGet, ngBigGet),
+        big('PUT 256 MiB', gwBigPut, ngBigPut),
+        '',
+        `standalone RSS: idle ${f1(idleRss)} MiB, peak under load ${f1(peakRss)} MiB`,
+        '',
+      ].join('\n'),
+    );
+  } finally {
+    clearInterval(sampler);
+    await nginx.stop();
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});

@@ -1,0 +1,21 @@
+import autocannon from 'autocannon';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import { startPlatform } from '../../images/standalone/src/platform.js';
+import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
+const dir = await mkdtemp(os.tmpdir() + '/probe-');
+const p = await startPlatform({ dataDir: dir, host: '127.0.0.1', ports: { gateway: 0, dataPlane: 0, controlPlane: 0 }, internalToken: 'probe-internal-token-0123456789', rootPassword: 'probe-password', logLevel: 'warn' });
+const origin = p.urls.gateway;
+const sign = (m: string, path: string) => presignUrl({ method: m, origin, path, accessKey: 'strata', secret: 'probe-password', region: 'us-east-1', expiresSeconds: 3600 });
+console.log('mb', (await fetch(sign('PUT', '/bb1'), { method: 'PUT' })).status);
+const pr = await fetch(sign('PUT', '/bb1/k'), { method: 'PUT', body: Buffer.alloc(4096) }); console.log('put', pr.status, await pr.text()); const gr = await fetch(sign('GET', '/bb1/k')); console.log('get', gr.status, (await gr.text()).slice(0, 300));
+const run = async (label: string, url: string, headers: Record<string, string> = {}) => {
+  const r = await autocannon({ url, connections: 16, duration: Number(process.env.D ?? 4), headers });
+  console.log(label, Math.round(r.requests.average), 'ops/s p50', r.latency.p50, 'non2xx', r.non2xx, 'errors', r.errors);
+};
+const which = process.argv[2] ?? 'all';
+if (which === 'all' || which === 'hz') await run('gateway healthz', `${origin}/healthz`);
+if (which === 'all' || which === 'dp') await run('data-plane GET', `${p.urls['data-plane']}/internal/objects/bb1/k`, { 'x-strata-internal-token': 'probe-internal-token-0123456789' });
+if (which === 'all' || which === 'cp') await run('control-plane bucket', `${p.urls['control-plane']}/internal/buckets/bb1`, { 'x-strata-internal-token': 'probe-internal-token-0123456789' });
+if (which === 'all' || which === 'gw') await run('gateway GET', sign('GET', '/bb1/k'));
+await p.stop();

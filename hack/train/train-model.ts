@@ -1,0 +1,245 @@
+/**
+ * `npm run train-model`: trains the Strata tiny transformer on the copy task with tfjs (wasm backend,
+ * offline), measures held-out exact-match accuracy, and writes the served model:
+ *   images/model-server/model/{encoder.onnx, decoder.onnx, model-card.json, training-log.csv}
+ * A checkpoint of the raw weights goes to data/train-model/ so `--export-only` can redo the ONNX export.
+ *
+ * Options: --steps N (max steps, default 3000)  --seconds N (time budget, default 480)
+ *          --batch N (default 32)  --max-len N (content tokens per prompt, default 12)  --seed N
+ *          --task copy|reverse  --out DIR  --export-only  --resume (continue from the checkpoint)
+ */
+import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import * as tf from '@tensorflow/tfjs';
+import '@tensorflow/tfjs-backend-wasm';
+import cliProgress from 'cli-progress';
+import { MODEL_DIMS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
+import { expectedAnswer, keyOf, makeBatch, mulberry32, randomExample, randomExampleOfLength, type Example, type Task } from './dataset.js';
+import { exportDecoder, exportEncoder, type WeightArrays } from './export-onnx.js';
+import { TfTransformer, initWeights, weightShapes, type Weights } from './transformer-tf.js';
+
+const { values: args } = parseArgs({
+  options: {
+    steps: { type: 'string', default: '3000' },
+    seconds: { type: 'string', default: '480' },
+    batch: { type: 'string', default: '32' },
+    'max-len': { type: 'string', default: '12' },
+    seed: { type: 'string', default: '7' },
+    task: { type: 'string', default: 'copy' },
+    lr: { type: 'string', default: '0.001' },
+    out: { type: 'string', default: 'images/model-server/model' },
+    checkpoint: { type: 'string', default: 'data/train-model' },
+    'export-only': { type: 'boolean', default: false },
+    resume: { type: 'boolean', default: false },
+  },
+});
+
+const task = args.task as Task;
+if (task !== 'copy' && task !== 'reverse') throw new Error(`--task must be copy or reverse, got ${args.task}`);
+const maxSteps = Number(args.steps);
+const budgetMs = Number(args.seconds) * 1000;
+const batchSize = Number(args.batch);
+const maxLen = Number(args['max-len']);
+const seed = Number(args.seed);
+const baseLr = Number(args.lr);
+const HELD_OUT_SIZE = 500;
+
+await tf.setBackend('wasm');
+await tf.ready();
+
+const outDir = path.resolve(args.out);
+const checkpointDir = path.resolve(args.checkpoint);
+await mkdir(outDir, { recursive: true });
+await mkdir(checkpointDir, { recursive: true });
+
+// Held-out prompts come from their own seed and are never trained on.
+const heldOutRand = mulberry32(seed * 7919 + 1);
+const heldOut: Example[] = Array.from({ length: HELD_OUT_SIZE }, () => randomExample(heldOutRand, 1, maxLen));
+const heldOutKeys = new Set(heldOut.map(keyOf));
+
+let weights: Weights;
+let training: Record<string, unknown> = {};
+if (args['export-only']) {
+  weights = await loadCheckpoint(checkpointDir);
+  training = JSON.parse(await readFile(path.join(outDir, 'model-card.json'), 'utf8')).training;
+} else {
+  weights = args.resume ? await loadCheckpoint(checkpointDir) : initWeights(seed);
+  const previous = args.resume ? (JSON.parse(await readFile(path.join(outDir, 'model-card.json'), 'utf8')).training as PreviousTraining) : undefined;
+  training = await train(weights, previous);
+  await saveCheckpoint(weights, checkpointDir);
+}
+const model = new TfTransformer(weights);
+const evaluation = args['export-only'] ? training.evaluation : await evaluate(model, heldOut);
+await exportModel(weights, { ...training, evaluation });
+
+interface PreviousTraining {
+  steps: number;
+  seconds: number;
+  learningRate: number;
+  runs?: Array<{ steps: number; learningRate: number; seconds: number }>;
+}
+
+async function train(weights: Weights, previous?: PreviousTraining): Promise<Record<string, unknown>> {
+  const model = new TfTransformer(weights);
+  const optimizer = tf.train.adam(baseLr, 0.9, 0.98, 1e-9);
+  // A resumed run continues the step count and the loss log, on a fresh data stream.
+  const stepOffset = previous?.steps ?? 0;
+  const secondsOffset = previous?.seconds ?? 0;
+  const rand = mulberry32(seed + stepOffset);
+  const logPath = path.join(outDir, 'training-log.csv');
+  if (!previous) await writeFile(logPath, 'step,loss,token_accuracy,elapsed_s\n');
+  const bar = new cliProgress.SingleBar(
+    { format: 'training |{bar}| {value}/{total} steps | loss {loss} | token acc {acc} | {elapsed}s', hideCursor: true },
+    cliProgress.Presets.shades_classic,
+  );
+  bar.start(maxSteps, 0, { loss: '-', acc: '-', elapsed: 0 });
+  const started = Date.now();
+  let step = 0;
+  let recentAccuracy = 0;
+  let lastLoss = NaN;
+  const warmup = 100;
+  while (step < maxSteps && Date.now() - started < budgetMs) {
+    // One length per batch: no padding, so no compute spent on PAD positions.
+    const length = 1 + Math.floor(rand() * maxLen);
+    const examples: Example[] = [];
+    while (examples.length < batchSize) {
+      const e = randomExampleOfLength(rand, length);
+      if (!heldOutKeys.has(keyOf(e))) examples.push(e);
+    }
+    const batch = makeBatch(task, examples);
+    // Linear warm-up, then inverse-square-root decay (the usual transformer schedule).
+    (optimizer as unknown as { learningRate: number }).learningRate = baseLr * Math.min((step + 1) / warmup, Math.sqrt(warmup / (step + 1)));
+    const [loss, accuracy] = tf.tidy(() => {
+      const source = tf.tensor2d(batch.source, [batch.size, batch.sourceLen], 'int32');
+      const targetIn = tf.tensor2d(batch.targetIn, [batch.size, batch.targetLen], 'int32');
+      const labels = tf.tensor1d(batch.targetOut, 'int32');
+      const weight = tf.notEqual(labels, SPECIAL_TOKENS.PAD).toFloat();
+      let logitsKept: tf.Tensor | undefined;
+      const lossValue = optimizer.minimize(() => {
+        const logits = model.decode(model.encode(source), source, targetIn).reshape([-1, MODEL_DIMS.vocabSize]);
+        logitsKept = tf.keep(logits);
+        const nll = tf.neg(tf.sum(tf.mul(tf.logSoftmax(logits), tf.oneHot(labels, MODEL_DIMS.vocabSize)), -1));
+        return tf.div(tf.sum(tf.mul(nll, weight)), tf.sum(weight)) as tf.Scalar;
+      }, true)!;
+      const correct = tf.mul(tf.equal(tf.argMax(logitsKept!, -1), labels).toFloat(), weight);
+      const acc = tf.div(tf.sum(correct), tf.sum(weight));
+      logitsKept!.dispose();
+      return [lossValue, acc];
+    });
+    lastLoss = (await loss.data())[0]!;
+    const acc = (await accuracy.data())[0]!;
+    loss.dispose();
+    accuracy.dispose();
+    step++;
+    recentAccuracy = step === 1 ? acc : 0.95 * recentAccuracy + 0.05 * acc;
+    const elapsed = (Date.now() - started) / 1000;
+    bar.update(step, { loss: lastLoss.toFixed(4), acc: recentAccuracy.toFixed(3), elapsed: elapsed.toFixed(0) });
+    await appendFile(logPath, `${stepOffset + step},${lastLoss.toFixed(5)},${acc.toFixed(4)},${(secondsOffset + elapsed).toFixed(1)}\n`);
+    // Stop early once the task is solved on the training stream (the held-out check follows).
+    if (step > 300 && recentAccuracy > 0.999) break;
+  }
+  bar.stop();
+  return {
+    task,
+    steps: stepOffset + step,
+    batchSize,
+    maxContentTokens: maxLen,
+    learningRate: baseLr,
+    seed,
+    seconds: secondsOffset + Math.round((Date.now() - started) / 1000),
+    finalLoss: lastLoss,
+    finalTokenAccuracy: recentAccuracy,
+    backend: tf.getBackend(),
+    // Each run of the script (a resumed run continues the weights with a fresh optimizer).
+    runs: [
+      ...(previous ? (previous.runs ?? [{ steps: previous.steps, learningRate: previous.learningRate, seconds: previous.seconds }]) : []),
+      { steps: step, learningRate: baseLr, seconds: Math.round((Date.now() - started) / 1000) },
+    ],
+  };
+}
+
+/** Greedy decoding of every held-out prompt; exact match = the whole answer and the EOS right after it. */
+async function evaluate(model: TfTransformer, examples: Example[]): Promise<Record<string, unknown>> {
+  const batch = makeBatch(task, examples);
+  const steps = batch.targetLen;
+  const generated = tf.tidy(() => {
+    const source = tf.tensor2d(batch.source, [batch.size, batch.sourceLen], 'int32');
+    const memory = model.encode(source);
+    let prefix = tf.fill([batch.size, 1], SPECIAL_TOKENS.BOS, 'int32') as tf.Tensor2D;
+    for (let s = 0; s < steps; s++) {
+      const logits = model.decode(memory, source, prefix);
+      const last = logits.slice([0, s, 0], [batch.size, 1, MODEL_DIMS.vocabSize]).reshape([batch.size, MODEL_DIMS.vocabSize]);
+      prefix = tf.concat([prefix, tf.argMax(last, -1).toInt().reshape([batch.size, 1])], 1) as tf.Tensor2D;
+    }
+    return prefix;
+  });
+  const out = await generated.array();
+  generated.dispose();
+  let exact = 0;
+  let tokensRight = 0;
+  let tokensTotal = 0;
+  examples.forEach((e, b) => {
+    const want = [...expectedAnswer(task, e.content), SPECIAL_TOKENS.EOS];
+    const got = out[b]!.slice(1, 1 + want.length);
+    if (want.every((id, i) => got[i] === id)) exact++;
+    want.forEach((id, i) => {
+      tokensTotal++;
+      if (got[i] === id) tokensRight++;
+    });
+  });
+  const result = {
+    heldOutPrompts: examples.length,
+    exactMatchAccuracy: exact / examples.length,
+    tokenAccuracy: tokensRight / tokensTotal,
+    // Guessing uniformly among the 990 content tokens gets a whole answer right with probability < 1/990.
+    chanceExactMatch: `< ${(1 / 990).toExponential(2)}`,
+  };
+  console.log(`held-out: exact match ${(result.exactMatchAccuracy * 100).toFixed(1)}% over ${examples.length} prompts, token accuracy ${(result.tokenAccuracy * 100).toFixed(1)}%`);
+  return result;
+}
+
+async function toArrays(weights: Weights): Promise<WeightArrays> {
+  const arrays: WeightArrays = new Map();
+  for (const [name, shape] of weightShapes()) arrays.set(name, { data: (await weights.get(name)!.data()) as Float32Array, shape });
+  return arrays;
+}
+
+async function exportModel(weights: Weights, trainingReport: Record<string, unknown>): Promise<void> {
+  const arrays = await toArrays(weights);
+  await writeFile(path.join(outDir, 'encoder.onnx'), exportEncoder(arrays));
+  await writeFile(path.join(outDir, 'decoder.onnx'), exportDecoder(arrays));
+  const card = {
+    name: 'strata-tiny',
+    architecture: 'encoder-decoder transformer, pre-LayerNorm, sinusoidal positions, tied input/output embeddings, ReLU feed-forward',
+    dims: MODEL_DIMS,
+    parameters: [...arrays.values()].reduce((n, w) => n + w.data.length, 0),
+    specialTokens: SPECIAL_TOKENS,
+    contentTokens: '10..999',
+    promptFormat: 'for each message: role token, then its words as ids (integers 10..999 are ids, other words are hashed); then EOS',
+    task: `${task}: the answer to one user message of content ids is those ids ${task === 'copy' ? 'in the same order' : 'reversed'}`,
+    files: { encoder: 'encoder.onnx', decoder: 'decoder.onnx', lossLog: 'training-log.csv' },
+    training: trainingReport,
+  };
+  await writeFile(path.join(outDir, 'model-card.json'), JSON.stringify(card, null, 2) + '\n');
+  console.log(`wrote ${outDir}/encoder.onnx, decoder.onnx, model-card.json`);
+}
+
+async function saveCheckpoint(weights: Weights, dir: string): Promise<void> {
+  const arrays = await toArrays(weights);
+  const parts = [...arrays.values()].map((w) => Buffer.from(w.data.buffer, w.data.byteOffset, w.data.byteLength));
+  await writeFile(path.join(dir, 'weights.bin'), Buffer.concat(parts));
+}
+
+async function loadCheckpoint(dir: string): Promise<Weights> {
+  const bytes = await readFile(path.join(dir, 'weights.bin'));
+  const all = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+  const weights: Weights = new Map();
+  let offset = 0;
+  for (const [name, shape] of weightShapes()) {
+    const size = shape.reduce((a, b) => a * b, 1);
+    weights.set(name, tf.variable(tf.tensor(all.slice(offset, offset + size), shape), true, name));
+    offset += size;
+  }
+  return weights;
+}

@@ -1,0 +1,127 @@
+import express from 'express';
+import type { ScheduledTask } from 'node-cron';
+import {
+  Counter,
+  createApp,
+  createLogger,
+  createPgSqlClient,
+  createPgliteSqlClient,
+  createRegistry,
+  httpMetrics,
+  listen,
+  type Logger,
+  type Registry,
+  type RunningService,
+  type SqlClient,
+} from '../../service-kit/src/index.js';
+import type { Cache } from './cache/cache.js';
+import { InMemoryCache } from './cache/memory-cache.js';
+import type { EventBroker } from './events/broker.js';
+import { startEventConsumer } from './events/consumer.js';
+import { InMemoryBroker } from './events/memory-broker.js';
+import { errorHandler } from './http/errors.js';
+import { requireInternalToken } from './http/internal-auth.js';
+import { controlPlaneRoutes } from './http/routes.js';
+import { SqlMetadataStore } from './metadata/sql-store.js';
+import { HttpBlobCollector } from './purge/data-plane-gc.js';
+import { runPurge, schedulePurge, type PurgeDeps } from './purge/purge-job.js';
+import { migrate } from './schema/migrate.js';
+import { UserService } from './users/user-service.js';
+
+export const DAILY_PURGE_SCHEDULE = '0 3 * * *';
+
+export interface ControlPlaneOptions {
+  /** Port to listen on; 0 picks a free one (tests). Default 9002. */
+  port?: number;
+  host?: string;
+  /** Shared secret every internal call must carry in `x-strata-internal-token`. */
+  internalToken: string;
+  /** Server key that seals users' SigV4 secrets (AES-256-GCM). */
+  secretKey: string;
+  /** Root credentials (also root's SigV4 access key and secret). Root is created or refreshed at start. */
+  rootUser?: string;
+  rootPassword?: string;
+  /**
+   * The metadata database. Injected clients are shared and NOT closed on stop. Otherwise `pgUrl`
+   * opens a pool (closed on stop), and with neither an in-memory PGlite is used.
+   */
+  sql?: SqlClient;
+  pgUrl?: string;
+  /** Cache (in-memory by default). Shared instances are not closed on stop. */
+  cache?: Cache;
+  /** Event broker the consumer subscribes to (in-memory by default). Not closed on stop when injected. */
+  broker?: EventBroker;
+  /** Where the data plane listens, for freeing blob bytes after purge; a function when known only later. */
+  dataPlaneUrl?: string | (() => string | undefined);
+  /** Cron expression for the in-process purge (e.g. DAILY_PURGE_SCHEDULE), or false (default: off). */
+  purgeSchedule?: string | false;
+  /** Days an object stays in the recycle bin before purge makes it DELETED. Default 30. */
+  retentionDays?: number;
+  /** Injected clock (tests). */
+  clock?: () => Date;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+/**
+ * Start the control plane: migrate the schema, bootstrap root, consume events, serve the internal
+ * API. Returns the kit's RunningService; stop() drains HTTP, then stops the consumer and the purge
+ * schedule and closes what this call opened.
+ */
+export async function startControlPlane(opts: ControlPlaneOptions): Promise<RunningService> {
+  const name = 'control-plane';
+  const logger = opts.logger ?? createLogger(name);
+  const registry = opts.registry ?? createRegistry(name);
+  const clock = opts.clock ?? (() => new Date());
+  const onClose: Array<() => Promise<void> | void> = [];
+
+  const sql = opts.sql ?? (opts.pgUrl ? createPgSqlClient(opts.pgUrl) : await createPgliteSqlClient());
+  if (!opts.sql) onClose.push(() => sql.close());
+  try {
+    await migrate(sql, logger);
+  } catch (err) {
+    if (!opts.sql) await sql.close();
+    throw err;
+  }
+  const store = new SqlMetadataStore(sql);
+  const users = new UserService(store, opts.secretKey);
+  if (opts.rootUser && opts.rootPassword) {
+    await users.bootstrapRoot(opts.rootUser, opts.rootPassword);
+    logger.info({ rootUser: opts.rootUser }, 'root user ready');
+  }
+  const cache = opts.cache ?? new InMemoryCache();
+  const broker = opts.broker ?? new InMemoryBroker();
+  if (!opts.broker) onClose.push(() => broker.close());
+
+  const consumed = new Counter({
+    name: 'strata_events_consumed_total',
+    help: 'Object-store events handled by the control plane, by type and outcome (applied, duplicate, failed)',
+    labelNames: ['type', 'outcome'] as const,
+    registers: [registry],
+  });
+  const purgedTotal = new Counter({ name: 'strata_objects_purged_total', help: 'Recycled objects purged (made DELETED)', registers: [registry] });
+
+  const subscription = await startEventConsumer({ broker, store, cache, logger, consumed });
+  onClose.unshift(() => subscription.close());
+
+  const dataPlaneUrl = opts.dataPlaneUrl;
+  const collector = new HttpBlobCollector(typeof dataPlaneUrl === 'function' ? dataPlaneUrl : () => dataPlaneUrl, opts.internalToken);
+  const purgeDeps: PurgeDeps = { store, collector, retentionDays: opts.retentionDays ?? 30, logger, purgedTotal };
+  let task: ScheduledTask | undefined;
+  if (opts.purgeSchedule) {
+    task = schedulePurge(opts.purgeSchedule, purgeDeps, clock);
+    onClose.unshift(() => task?.stop());
+    logger.info({ schedule: opts.purgeSchedule }, 'recycle-bin purge scheduled');
+  }
+
+  const serviceOpts = { name, logger, registry, readiness: { database: () => store.ping() }, onClose };
+  const app = createApp(serviceOpts);
+  app.use(httpMetrics(registry).middleware);
+  app.use('/internal', requireInternalToken(opts.internalToken), express.json({ limit: '2mb' }));
+  app.use(
+    '/internal',
+    controlPlaneRoutes({ store, users, cache, collector, purge: (now) => runPurge(purgeDeps, now), clock, logger }),
+  );
+  app.use(errorHandler(logger));
+  return listen(app, { ...serviceOpts, port: opts.port ?? 9002, host: opts.host });
+}

@@ -1,0 +1,228 @@
+import { Cluster, type ClusterNode } from 'ioredis';
+import type { Cache } from './cache.js';
+import { createKeySharder, pickHashTags, slotRangesFromClusterSlots, type KeySharder } from './hash-tags.js';
+
+/**
+ * The cache could not answer (down, unreachable, too slow). Where the value is only a cache (bucket
+ * lookups), callers treat it as a miss and go to the database ("degrade"); where the state lives
+ * only here (multipart uploads), they answer S3 ServiceUnavailable so the client retries.
+ */
+export class CacheUnavailableError extends Error {
+  constructor(readonly operation: string, cause: unknown) {
+    super(`cache unavailable during ${operation}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'CacheUnavailableError';
+  }
+}
+
+export interface RedisClusterCacheOptions {
+  /** Seed nodes; the client discovers the rest. */
+  nodes: ClusterNode[];
+  /** Prefix of every key (namespaces one test or tenant of a shared cluster). Default none: Strata's keys start with "strata:". */
+  keyPrefix?: string;
+  /** Upper bound for one call including its retries, in ms. Default 1000. */
+  timeoutMs?: number;
+  /** Extra attempts after a failed one (connection errors only). Default 1. */
+  retries?: number;
+  /** Delay between attempts, in ms. Default 50. */
+  retryDelayMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A reply the server gave on purpose (e.g. WRONGTYPE) is a bug to surface, not an outage; replies
+ * that mean "the cluster cannot serve right now" count as unavailability.
+ */
+function isDeliberateReply(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    err.name === 'ReplyError' &&
+    !/^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|BUSY|MOVED|ASK)\b/.test(err.message)
+  );
+}
+
+/**
+ * The control plane's `Cache` over a Redis Cluster (ioredis), plus the hash and set operations of
+ * the data plane's cache (multipart part state), with the same semantics as the in-memory caches
+ * (missing or expired reads as undefined / {} / []). Every key carries one of the hash tags that
+ * land on distinct masters, so hot keys (bucket lookups, instant-upload lookups, part state) load
+ * every master; keys grouped by a tag of their own stay together. Calls fail fast with
+ * `CacheUnavailableError` when the cluster is down: no offline queue, bounded retries and a hard
+ * deadline per call.
+ */
+export class RedisClusterCache implements Cache {
+  readonly client: Cluster;
+  private sharder: KeySharder = createKeySharder(pickHashTags());
+  private tagsFromCluster = false;
+  private readonly keyPrefix: string;
+  private readonly timeoutMs: number;
+  private readonly retries: number;
+  private readonly retryDelayMs: number;
+
+  constructor(opts: RedisClusterCacheOptions) {
+    this.keyPrefix = opts.keyPrefix ?? '';
+    this.timeoutMs = opts.timeoutMs ?? 1000;
+    this.retries = opts.retries ?? 1;
+    this.retryDelayMs = opts.retryDelayMs ?? 50;
+    this.client = new Cluster(opts.nodes, {
+      // Queued commands would wait for a cluster that may be gone; failing lets callers degrade.
+      enableOfflineQueue: false,
+      // Keep trying to (re)connect in the background so the cache comes back on its own.
+      clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+      retryDelayOnFailover: 50,
+      retryDelayOnClusterDown: 50,
+      maxRedirections: 4,
+      slotsRefreshTimeout: Math.max(200, this.timeoutMs),
+      redisOptions: {
+        connectTimeout: this.timeoutMs,
+        commandTimeout: this.timeoutMs,
+        maxRetriesPerRequest: 1,
+      },
+    });
+    // Without a listener an emitted 'error' would crash the process; the errors reach callers anyway.
+    this.client.on('error', () => undefined);
+  }
+
+  /** The key as stored: prefix, then the tag chosen for the base key. Exposed for tests and tools. */
+  storedKey(key: string): string {
+    return this.sharder.shardedKey(`${this.keyPrefix}${key}`);
+  }
+
+  get tags(): readonly string[] {
+    return this.sharder.tags;
+  }
+
+  /**
+   * Wait until the cluster is ready and take the hash tags from its actual slot layout (the
+   * standard split is used until then). Optional: calls work without it.
+   */
+  async connect(): Promise<void> {
+    await this.call('connect', async () => {
+      if (this.client.status !== 'ready') {
+        await new Promise<void>((resolve, reject) => {
+          const onReady = () => {
+            this.client.off('end', onEnd);
+            resolve();
+          };
+          const onEnd = () => {
+            this.client.off('ready', onReady);
+            reject(new Error('cluster connection ended'));
+          };
+          this.client.once('ready', onReady);
+          this.client.once('end', onEnd);
+        });
+      }
+      if (!this.tagsFromCluster) {
+        const slots = await this.client.cluster('SLOTS');
+        this.sharder = createKeySharder(pickHashTags(slotRangesFromClusterSlots(slots)));
+        this.tagsFromCluster = true;
+      }
+    }, 0);
+  }
+
+  async get(key: string): Promise<string | undefined> {
+    return (await this.call('get', () => this.client.get(this.storedKey(key)))) ?? undefined;
+  }
+
+  async set(key: string, value: string, ttlSeconds?: number): Promise<void> {
+    const k = this.storedKey(key);
+    await this.call('set', () => (ttlSeconds && ttlSeconds > 0 ? this.client.set(k, value, 'EX', ttlSeconds) : this.client.set(k, value)));
+  }
+
+  /** Answers how many of the keys existed. One DEL per key: the keys may live on different masters. */
+  async del(...keys: string[]): Promise<number> {
+    if (keys.length === 0) return 0;
+    const counts = await this.call('del', () => Promise.all(keys.map((key) => this.client.del(this.storedKey(key)))));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  async hset(key: string, field: string, value: string): Promise<void> {
+    await this.call('hset', () => this.client.hset(this.storedKey(key), field, value));
+  }
+
+  async hget(key: string, field: string): Promise<string | undefined> {
+    return (await this.call('hget', () => this.client.hget(this.storedKey(key), field))) ?? undefined;
+  }
+
+  hgetall(key: string): Promise<Record<string, string>> {
+    return this.call('hgetall', () => this.client.hgetall(this.storedKey(key)));
+  }
+
+  async hdel(key: string, ...fields: string[]): Promise<void> {
+    if (fields.length === 0) return;
+    await this.call('hdel', () => this.client.hdel(this.storedKey(key), ...fields));
+  }
+
+  async sadd(key: string, member: string): Promise<void> {
+    await this.call('sadd', () => this.client.sadd(this.storedKey(key), member));
+  }
+
+  async srem(key: string, member: string): Promise<void> {
+    await this.call('srem', () => this.client.srem(this.storedKey(key), member));
+  }
+
+  smembers(key: string): Promise<string[]> {
+    return this.call('smembers', () => this.client.smembers(this.storedKey(key)));
+  }
+
+  async expire(key: string, ttlSeconds: number): Promise<void> {
+    await this.call('expire', () => this.client.expire(this.storedKey(key), ttlSeconds));
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.client.quit();
+    } catch {
+      this.client.disconnect();
+    }
+  }
+
+  /** Run one cache operation with bounded retries under a hard deadline; any failure is typed. */
+  private async call<T>(operation: string, fn: () => Promise<T>, retries = this.retries): Promise<T> {
+    const deadline = Date.now() + this.timeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+    });
+    const attempts = async (): Promise<T> => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await fn();
+        } catch (err) {
+          if (isDeliberateReply(err) || attempt >= retries || Date.now() + this.retryDelayMs >= deadline) throw err;
+          await sleep(this.retryDelayMs);
+        }
+      }
+    };
+    try {
+      return await Promise.race([attempts(), timeout]);
+    } catch (err) {
+      if (isDeliberateReply(err)) throw err;
+      throw new CacheUnavailableError(operation, err);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/**
+ * The control plane's cache with outages turned into misses: `get` answers undefined (the caller
+ * reads the database) and `set`/`del` do nothing, each reported through `onDegrade` (log, metric).
+ * A lost invalidation is bounded by the TTL of what was cached. Other errors pass unchanged.
+ */
+export function degradeWhenUnavailable(cache: Cache, onDegrade: (err: CacheUnavailableError) => void): Cache {
+  const absorb = async <T>(call: Promise<T>, fallback: T): Promise<T> => {
+    try {
+      return await call;
+    } catch (err) {
+      if (!(err instanceof CacheUnavailableError)) throw err;
+      onDegrade(err);
+      return fallback;
+    }
+  };
+  return {
+    get: (key) => absorb(cache.get(key), undefined),
+    set: (key, value, ttlSeconds) => absorb(cache.set(key, value, ttlSeconds), undefined),
+    del: (...keys) => absorb(cache.del(...keys), 0),
+  };
+}

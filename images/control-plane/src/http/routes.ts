@@ -1,0 +1,176 @@
+import express, { type Request, type Router } from 'express';
+import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { cacheKeys, type Cache } from '../cache/cache.js';
+import type { BackendConfig, Bucket, MetadataStore } from '../metadata/store.js';
+import type { BlobCollector } from '../purge/data-plane-gc.js';
+import type { UserService } from '../users/user-service.js';
+import { assertBucketName, assertObjectKey } from '../validation.js';
+
+export interface RouteDeps {
+  store: MetadataStore;
+  users: UserService;
+  cache: Cache;
+  collector: BlobCollector;
+  purge: (now: Date) => Promise<{ purged: number; freedBlobs: number }>;
+  clock: () => Date;
+  logger: Logger;
+}
+
+const BUCKET_CACHE_TTL_S = 30;
+const BACKEND_KINDS = new Set(['fs', 'minio', 'cloud']);
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}
+
+function param(req: Request, name: string): string {
+  return String(req.params[name]);
+}
+
+/** The control plane's internal API (hack/adr/0001-object-store-internal-api.md). */
+export function controlPlaneRoutes(deps: RouteDeps): Router {
+  const { store, users, cache } = deps;
+  const router = express.Router();
+
+  const findBucket = async (name: string): Promise<Bucket | undefined> => {
+    const cached = await cache.get(cacheKeys.bucket(name));
+    if (cached) return JSON.parse(cached) as Bucket;
+    const bucket = await store.getBucket(name);
+    if (bucket) await cache.set(cacheKeys.bucket(name), JSON.stringify(bucket), BUCKET_CACHE_TTL_S);
+    return bucket;
+  };
+  const mustBucket = async (name: string): Promise<Bucket> => {
+    const bucket = await findBucket(name);
+    if (!bucket) throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
+    return bucket;
+  };
+  const freeBlobs = async (blobIds: number[]) => {
+    try {
+      return await deps.collector.collect(blobIds);
+    } catch (err) {
+      deps.logger.warn({ err, blobs: blobIds.length }, 'freeing blob bytes failed; the data plane sweep will retry');
+      return 0;
+    }
+  };
+
+  router.post('/users', async (req, res) => {
+    res.status(201).json(await users.createUser(req.body?.username, req.body?.password));
+  });
+  router.post('/users/verify', async (req, res) => {
+    res.json(await users.verify(req.body?.username, req.body?.password));
+  });
+  router.get('/credentials/:accessKey', async (req, res) => {
+    res.json(await users.credentials(param(req, 'accessKey')));
+  });
+  router.get('/users/:username/buckets', async (req, res) => {
+    const buckets = await store.listBuckets(param(req, 'username'));
+    res.json({ buckets: buckets.map((b) => ({ name: b.name, createdAt: b.createdAt, backend: { kind: b.backend.kind } })) });
+  });
+
+  router.put('/buckets/:bucket', async (req, res) => {
+    const name = param(req, 'bucket');
+    assertBucketName(name);
+    const owner = str(req.body?.owner);
+    if (!owner) throw new S3Error('InvalidArgument', 'owner is required');
+    const backend = (req.body?.backend ?? { kind: 'fs' }) as BackendConfig;
+    if (typeof backend !== 'object' || !BACKEND_KINDS.has(String(backend.kind))) {
+      throw new S3Error('InvalidArgument', 'backend.kind must be one of fs, minio, cloud');
+    }
+    const { bucket, created } = await store.createBucket(name, owner, backend);
+    if (!created) {
+      throw new S3Error(bucket.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: name });
+    }
+    await cache.del(cacheKeys.bucket(name));
+    res.json(publicBucket(bucket));
+  });
+  router.get('/buckets/:bucket', async (req, res) => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    res.json({ ...publicBucket(bucket), stats: await store.bucketStats(bucket.id) });
+  });
+  router.delete('/buckets/:bucket', async (req, res) => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    const { deleted, unreferencedBlobIds } = await store.deleteBucket(bucket, deps.clock());
+    await cache.del(cacheKeys.bucket(bucket.name));
+    if (!deleted) throw new S3Error('BucketNotEmpty', undefined, { BucketName: bucket.name });
+    await freeBlobs(unreferencedBlobIds);
+    res.status(204).end();
+  });
+
+  router.get('/buckets/:bucket/objects', async (req, res) => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    const q = req.query;
+    const rawMax = str(q.maxKeys) ?? str(q['max-keys']);
+    let maxKeys = 1000;
+    if (rawMax !== undefined) {
+      if (!/^\d+$/.test(rawMax)) throw new S3Error('InvalidArgument', 'maxKeys must be an integer from 0 to 1000', { ArgumentName: 'max-keys' });
+      maxKeys = Math.min(Number(rawMax), 1000);
+    }
+    const prefix = str(q.prefix) ?? '';
+    const page = await store.listObjects(bucket, {
+      prefix,
+      delimiter: str(q.delimiter) ?? '',
+      maxKeys,
+      startAfter: str(q.startAfter) ?? str(q['start-after']),
+      marker: str(q.marker),
+      continuationToken: str(q.continuationToken) ?? str(q['continuation-token']),
+    });
+    res.json(page);
+  });
+  router.get('/buckets/:bucket/objects/:key', async (req, res) => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    const key = param(req, 'key');
+    assertObjectKey(key);
+    const meta = await store.headObject(bucket, key);
+    if (!meta) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    res.json(meta);
+  });
+  router.delete('/buckets/:bucket/objects/:key', async (req, res) => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    const key = param(req, 'key');
+    assertObjectKey(key);
+    await store.recycleObject(bucket, key, deps.clock());
+    res.status(204).end();
+  });
+  router.post('/buckets/:bucket/delete-objects', async (req, res) => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    const keys: unknown = req.body?.keys;
+    if (!Array.isArray(keys) || keys.length > 1000) throw new S3Error('MalformedXML', 'keys must be a list of at most 1000 keys');
+    const deleted: string[] = [];
+    const errors: Array<{ key: string; code: string; message: string }> = [];
+    for (const key of keys) {
+      try {
+        if (typeof key !== 'string') throw new S3Error('InvalidObjectName', 'keys must be strings');
+        assertObjectKey(key);
+        await store.recycleObject(bucket, key, deps.clock());
+        deleted.push(key);
+      } catch (err) {
+        if (!(err instanceof S3Error)) throw err;
+        errors.push({ key: String(key), code: err.code, message: err.message });
+      }
+    }
+    res.json({ deleted, errors });
+  });
+
+  router.get('/recycle-bin', async (req, res) => {
+    res.json({ objects: await store.listRecycled({ owner: str(req.query.owner), bucket: str(req.query.bucket) }) });
+  });
+  router.post('/recycle-bin/:id/restore', async (req, res) => {
+    const id = Number(param(req, 'id'));
+    if (!Number.isSafeInteger(id) || id <= 0) throw new S3Error('InvalidArgument', 'recycle-bin ids are positive integers');
+    const meta = await store.restoreObject(id, str(req.body?.owner), deps.clock());
+    if (!meta) throw new S3Error('NoSuchKey', 'no such object in the recycle bin');
+    res.json(meta);
+  });
+  router.post('/purge', async (req, res) => {
+    const rawNow = str(req.body?.now);
+    const now = rawNow ? new Date(rawNow) : deps.clock();
+    if (Number.isNaN(now.getTime())) throw new S3Error('InvalidArgument', 'now must be an ISO 8601 time');
+    res.json(await deps.purge(now));
+  });
+
+  return router;
+}
+
+function publicBucket(b: Bucket) {
+  return { name: b.name, owner: b.owner, createdAt: b.createdAt, backend: b.backend };
+}

@@ -1,0 +1,447 @@
+import { v7 as uuidv7 } from 'uuid';
+import { S3Error, isUniqueViolation, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
+import type {
+  BackendConfig,
+  Bucket,
+  BucketStats,
+  ListPage,
+  ListQuery,
+  MetadataStore,
+  ObjectMeta,
+  PurgeResult,
+  RecycledObject,
+  StoredUser,
+  StrataEvent,
+} from './store.js';
+
+/**
+ * Appended to a prefix, this string sorts after every key that starts with the prefix: keys are at
+ * most 1024 bytes, and U+10FFFF (F4 8F BF BF) is the greatest UTF-8 sequence, so 257 of them are
+ * greater than any possible rest of a key. Keeps "skip this common prefix" an index range scan.
+ */
+const AFTER_ALL = '\u{10FFFF}'.repeat(257);
+
+/** Partition pruning: the planner can only skip the other partition when the partition expression appears. */
+const SAME_PARTITION = '(bucket_id % 2) = ($1::int % 2)';
+
+/** Objects purged per transaction. */
+const PURGE_BATCH = 500;
+
+interface ObjectRow {
+  key: string;
+  size: number | string;
+  etag: string;
+  md5: string | null;
+  content_type: string;
+  user_metadata: Record<string, string>;
+  last_modified: Date;
+}
+
+const OBJECT_COLUMNS = 'key, size, etag, md5, content_type, user_metadata, last_modified';
+
+function toMeta(bucket: string, row: ObjectRow): ObjectMeta {
+  return {
+    bucket,
+    key: row.key,
+    size: Number(row.size),
+    etag: row.etag,
+    md5: row.md5,
+    contentType: row.content_type,
+    userMetadata: row.user_metadata ?? {},
+    lastModified: new Date(row.last_modified).toISOString(),
+  };
+}
+
+interface BucketRow {
+  id: number;
+  name: string;
+  owner: string;
+  backend: BackendConfig;
+  created_at: Date;
+}
+
+function toBucket(row: BucketRow): Bucket {
+  return { id: Number(row.id), name: row.name, owner: row.owner, backend: row.backend, createdAt: new Date(row.created_at).toISOString() };
+}
+
+interface UserRow {
+  username: string;
+  password_hash: string;
+  access_key: string;
+  secret_key_enc: string;
+  is_root: boolean;
+  created_at: Date;
+}
+
+function toUser(row: UserRow): StoredUser {
+  return {
+    username: row.username,
+    passwordHash: row.password_hash,
+    accessKey: row.access_key,
+    secretKeyEnc: row.secret_key_enc,
+    isRoot: row.is_root,
+    createdAt: new Date(row.created_at).toISOString(),
+  };
+}
+
+/** Write an event to the outbox inside the caller's transaction; the data plane's relay publishes it. */
+export async function insertOutboxEvent(tx: SqlExecutor, type: string, payload: Record<string, unknown>, now: Date): Promise<string> {
+  const id = uuidv7();
+  await tx.query('INSERT INTO outbox (event_id, type, payload, created_at) VALUES ($1, $2, $3, $4)', [id, type, JSON.stringify(payload), now]);
+  return id;
+}
+
+/** Release one reference per row on blobs and blob_owners; answers the blobs nothing references any more. */
+async function releaseBlobRefs(tx: SqlExecutor, refs: Array<{ blob_id: number | string; owner: string }>): Promise<number[]> {
+  const perBlob = new Map<number, number>();
+  const perOwner = new Map<string, { blobId: number; owner: string; n: number }>();
+  for (const r of refs) {
+    const blobId = Number(r.blob_id);
+    perBlob.set(blobId, (perBlob.get(blobId) ?? 0) + 1);
+    const k = `${blobId}\0${r.owner}`;
+    const entry = perOwner.get(k) ?? { blobId, owner: r.owner, n: 0 };
+    entry.n++;
+    perOwner.set(k, entry);
+  }
+  const unreferenced: number[] = [];
+  for (const [blobId, n] of [...perBlob].sort((a, b) => a[0] - b[0])) {
+    const res = await tx.query<{ ref_count: number }>('UPDATE blobs SET ref_count = GREATEST(ref_count - $2, 0) WHERE id = $1 RETURNING ref_count', [blobId, n]);
+    if (res.rows[0] && Number(res.rows[0].ref_count) === 0) unreferenced.push(blobId);
+  }
+  for (const { blobId, owner, n } of perOwner.values()) {
+    await tx.query('UPDATE blob_owners SET ref_count = GREATEST(ref_count - $3, 0) WHERE blob_id = $1 AND owner = $2', [blobId, owner, n]);
+  }
+  return unreferenced;
+}
+
+/** Run a transaction again when PostgreSQL aborted it for a deadlock or a serialization conflict. */
+async function retryOnConflict<T>(run: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await run();
+    } catch (err) {
+      const code = (err as { code?: string } | null)?.code;
+      if ((code !== '40P01' && code !== '40001') || i >= attempts) throw err;
+    }
+  }
+}
+
+interface ContinuationToken {
+  /** The last key or common prefix returned. */
+  k: string;
+  /** True when `k` is a common prefix (everything under it was listed). */
+  g: boolean;
+}
+
+export function encodeToken(t: ContinuationToken): string {
+  return Buffer.from(JSON.stringify(t), 'utf8').toString('base64url');
+}
+
+export function decodeToken(token: string): ContinuationToken | undefined {
+  try {
+    const t = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as ContinuationToken;
+    return typeof t.k === 'string' && typeof t.g === 'boolean' ? t : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The metadata store on SQL; the same statements run on PostgreSQL and PGlite. */
+export class SqlMetadataStore implements MetadataStore {
+  constructor(private readonly sql: SqlClient) {}
+
+  async ping(): Promise<void> {
+    await this.sql.query('SELECT 1 FROM schema_migrations LIMIT 1');
+  }
+
+  async insertUser(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<StoredUser> {
+    const res = await this.sql.query<UserRow>(
+      `INSERT INTO users (username, password_hash, access_key, secret_key_enc) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING RETURNING *`,
+      [user.username, user.passwordHash, user.accessKey, user.secretKeyEnc],
+    );
+    if (!res.rows[0]) throw Object.assign(new Error(`user ${user.username} exists`), { code: '23505' });
+    return toUser(res.rows[0]);
+  }
+
+  async upsertRootUser(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<void> {
+    await this.sql.query(
+      `INSERT INTO users (username, password_hash, access_key, secret_key_enc, is_root) VALUES ($1, $2, $3, $4, true)
+       ON CONFLICT (username) DO UPDATE SET password_hash = EXCLUDED.password_hash, access_key = EXCLUDED.access_key,
+         secret_key_enc = EXCLUDED.secret_key_enc, is_root = true`,
+      [user.username, user.passwordHash, user.accessKey, user.secretKeyEnc],
+    );
+  }
+
+  async getUser(username: string): Promise<StoredUser | undefined> {
+    const res = await this.sql.query<UserRow>('SELECT * FROM users WHERE username = $1', [username]);
+    return res.rows[0] && toUser(res.rows[0]);
+  }
+
+  async getUserByAccessKey(accessKey: string): Promise<StoredUser | undefined> {
+    const res = await this.sql.query<UserRow>('SELECT * FROM users WHERE access_key = $1', [accessKey]);
+    return res.rows[0] && toUser(res.rows[0]);
+  }
+
+  async createBucket(name: string, owner: string, backend: BackendConfig): Promise<{ bucket: Bucket; created: boolean }> {
+    for (;;) {
+      try {
+        return await this.sql.transaction(async (tx) => {
+          const res = await tx.query<BucketRow>(
+            'INSERT INTO buckets (name, owner, backend) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING RETURNING *',
+            [name, owner, JSON.stringify(backend)],
+          );
+          if (res.rows[0]) {
+            const bucket = toBucket(res.rows[0]);
+            await tx.query('INSERT INTO bucket_stats (bucket_id) VALUES ($1) ON CONFLICT DO NOTHING', [bucket.id]);
+            await insertOutboxEvent(tx, 'bucket.created', { bucket: name, bucketId: bucket.id, owner, backend: backend.kind }, new Date());
+            return { bucket, created: true };
+          }
+          const existing = await tx.query<BucketRow>('SELECT * FROM buckets WHERE name = $1', [name]);
+          if (!existing.rows[0]) throw Object.assign(new Error('bucket vanished, retry'), { code: '23505' });
+          return { bucket: toBucket(existing.rows[0]), created: false };
+        });
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+      }
+    }
+  }
+
+  async getBucket(name: string): Promise<Bucket | undefined> {
+    const res = await this.sql.query<BucketRow>('SELECT * FROM buckets WHERE name = $1', [name]);
+    return res.rows[0] && toBucket(res.rows[0]);
+  }
+
+  async listBuckets(owner: string): Promise<Bucket[]> {
+    const res = await this.sql.query<BucketRow>('SELECT * FROM buckets WHERE owner = $1 ORDER BY name', [owner]);
+    return res.rows.map(toBucket);
+  }
+
+  async deleteBucket(bucket: Bucket, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }> {
+    return this.sql.transaction(async (tx) => {
+      // Row lock: a data-plane write into this bucket holds a share lock on it, so neither can miss the other.
+      const locked = await tx.query('SELECT id FROM buckets WHERE id = $1 FOR UPDATE', [bucket.id]);
+      if (!locked.rows[0]) return { deleted: true, unreferencedBlobIds: [] };
+      const live = await tx.query(`SELECT 1 FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND state = 'NORMAL' LIMIT 1`, [bucket.id]);
+      if (live.rows.length > 0) return { deleted: false, unreferencedBlobIds: [] };
+      const recycled = await tx.query<{ blob_id: number; owner: string }>(
+        `UPDATE object_info SET state = 'DELETED', deleted_at = $2
+         WHERE bucket_id = $1 AND ${SAME_PARTITION} AND state = 'RECYCLED' RETURNING blob_id, owner`,
+        [bucket.id, now],
+      );
+      const unreferencedBlobIds = await releaseBlobRefs(tx, recycled.rows);
+      await tx.query('DELETE FROM buckets WHERE id = $1', [bucket.id]);
+      await tx.query('DELETE FROM bucket_stats WHERE bucket_id = $1', [bucket.id]);
+      await insertOutboxEvent(tx, 'bucket.deleted', { bucket: bucket.name, bucketId: bucket.id, owner: bucket.owner }, now);
+      return { deleted: true, unreferencedBlobIds };
+    });
+  }
+
+  async bucketStats(bucketId: number): Promise<BucketStats> {
+    const res = await this.sql.query<{ object_count: number; bytes: number }>('SELECT object_count, bytes FROM bucket_stats WHERE bucket_id = $1', [bucketId]);
+    const row = res.rows[0];
+    return { objectCount: Number(row?.object_count ?? 0), bytes: Number(row?.bytes ?? 0) };
+  }
+
+  async headObject(bucket: Bucket, key: string): Promise<ObjectMeta | undefined> {
+    const res = await this.sql.query<ObjectRow>(
+      `SELECT ${OBJECT_COLUMNS} FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`,
+      [bucket.id, key],
+    );
+    return res.rows[0] && toMeta(bucket.name, res.rows[0]);
+  }
+
+  /**
+   * S3 listing in byte order of key. Objects and common prefixes both count towards maxKeys. Each
+   * common prefix is found by one index read and then skipped as a whole (one range seek), so a
+   * prefix holding millions of keys costs the same as one holding a single key.
+   */
+  async listObjects(bucket: Bucket, q: ListQuery): Promise<ListPage> {
+    const page: ListPage = { objects: [], commonPrefixes: [], isTruncated: false };
+    if (q.maxKeys <= 0) return page;
+    const groupOf = (key: string): string | undefined => {
+      if (!q.delimiter) return undefined;
+      const i = key.indexOf(q.delimiter, q.prefix.length);
+      return i < 0 ? undefined : key.slice(0, i + q.delimiter.length);
+    };
+    // The exclusive cursor: the greatest of start-after, marker and token; a listed prefix is skipped whole.
+    let cursor: string | undefined;
+    const advance = (after: string, wholeGroup: boolean) => {
+      const candidate = wholeGroup ? after + AFTER_ALL : after;
+      if (cursor === undefined || candidate > cursor) cursor = candidate;
+    };
+    if (q.startAfter) advance(q.startAfter, false);
+    if (q.marker) {
+      const group = q.marker.startsWith(q.prefix) ? groupOf(q.marker) : undefined;
+      advance(group ?? q.marker, group !== undefined);
+    }
+    if (q.continuationToken) {
+      const t = decodeToken(q.continuationToken);
+      if (!t) throw new S3Error('InvalidArgument', 'The continuation token provided is incorrect', { ArgumentName: 'continuation-token' });
+      advance(t.k, t.g);
+    }
+    const upper = q.prefix + AFTER_ALL;
+    let count = 0;
+    let last: ContinuationToken | undefined;
+    for (;;) {
+      const exclusive = cursor !== undefined && cursor >= q.prefix;
+      const limit = Math.max(q.maxKeys - count + 1, 100);
+      const res = await this.sql.query<ObjectRow>(
+        `SELECT ${OBJECT_COLUMNS} FROM object_info
+         WHERE bucket_id = $1 AND ${SAME_PARTITION} AND state = 'NORMAL' AND key ${exclusive ? '>' : '>='} $2 AND key <= $3
+         ORDER BY key LIMIT $4`,
+        [bucket.id, exclusive ? cursor : q.prefix, upper, limit],
+      );
+      for (const row of res.rows) {
+        const group = groupOf(row.key);
+        // Further keys of the common prefix just listed add nothing.
+        if (group !== undefined && last?.g && last.k === group) continue;
+        if (count === q.maxKeys) {
+          page.isTruncated = true;
+          break;
+        }
+        count++;
+        if (group !== undefined) {
+          page.commonPrefixes.push(group);
+          last = { k: group, g: true };
+        } else {
+          page.objects.push(toMeta(bucket.name, row));
+          last = { k: row.key, g: false };
+        }
+      }
+      if (page.isTruncated || res.rows.length < limit || !last) break;
+      // Continue after the last entry; a common prefix is skipped whole with one index seek.
+      advance(last.k, last.g);
+    }
+    if (page.isTruncated && last) {
+      page.nextContinuationToken = encodeToken(last);
+      page.nextMarker = last.k;
+    }
+    return page;
+  }
+
+  async recycleObject(bucket: Bucket, key: string, now: Date): Promise<boolean> {
+    return this.sql.transaction(async (tx) => {
+      const res = await tx.query<{ size: number; owner: string }>(
+        `UPDATE object_info SET state = 'RECYCLED', recycled_at = $3
+         WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL' RETURNING size, owner`,
+        [bucket.id, key, now],
+      );
+      const row = res.rows[0];
+      if (!row) return false;
+      await insertOutboxEvent(tx, 'object.recycled', { bucket: bucket.name, bucketId: bucket.id, key, size: Number(row.size), owner: row.owner }, now);
+      return true;
+    });
+  }
+
+  async listRecycled(filter: { owner?: string; bucket?: string }): Promise<RecycledObject[]> {
+    const res = await this.sql.query<{ id: number; bucket: string; key: string; size: number; recycled_at: Date }>(
+      `SELECT o.id, b.name AS bucket, o.key, o.size, o.recycled_at FROM object_info o JOIN buckets b ON b.id = o.bucket_id
+       WHERE o.state = 'RECYCLED' AND ($1::text IS NULL OR b.owner = $1) AND ($2::text IS NULL OR b.name = $2)
+       ORDER BY b.name, o.key, o.recycled_at DESC LIMIT 10000`,
+      [filter.owner ?? null, filter.bucket ?? null],
+    );
+    return res.rows.map((r) => ({ id: Number(r.id), bucket: r.bucket, key: r.key, size: Number(r.size), recycledAt: new Date(r.recycled_at).toISOString() }));
+  }
+
+  async restoreObject(id: number, owner: string | undefined, now: Date): Promise<ObjectMeta | undefined> {
+    for (;;) {
+      try {
+        return await this.sql.transaction(async (tx) => {
+          const found = await tx.query<{ bucket_id: number; key: string; name: string; size: number; owner: string }>(
+            `SELECT o.bucket_id, o.key, b.name, o.size, o.owner FROM object_info o JOIN buckets b ON b.id = o.bucket_id
+             WHERE o.id = $1 AND o.state = 'RECYCLED' AND ($2::text IS NULL OR b.owner = $2) FOR UPDATE OF o`,
+            [id, owner ?? null],
+          );
+          const target = found.rows[0];
+          if (!target) return undefined;
+          const bucketId = Number(target.bucket_id);
+          const displaced = await tx.query<{ size: number; owner: string }>(
+            `UPDATE object_info SET state = 'RECYCLED', recycled_at = $3
+             WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL' RETURNING size, owner`,
+            [bucketId, target.key, now],
+          );
+          const restored = await tx.query<ObjectRow>(
+            `UPDATE object_info SET state = 'NORMAL', recycled_at = NULL
+             WHERE bucket_id = $1 AND ${SAME_PARTITION} AND id = $2 RETURNING ${OBJECT_COLUMNS}`,
+            [bucketId, id],
+          );
+          const base = { bucket: target.name, bucketId, key: target.key };
+          if (displaced.rows[0]) {
+            await insertOutboxEvent(tx, 'object.recycled', { ...base, size: Number(displaced.rows[0].size), owner: displaced.rows[0].owner }, now);
+          }
+          await insertOutboxEvent(tx, 'object.restored', { ...base, size: Number(target.size), owner: target.owner }, now);
+          return toMeta(target.name, restored.rows[0]);
+        });
+      } catch (err) {
+        // Two restores of the same key at once: the loser retries and displaces the winner.
+        if (!isUniqueViolation(err)) throw err;
+      }
+    }
+  }
+
+  async purgeRecycled(cutoff: Date, now: Date): Promise<PurgeResult> {
+    const result: PurgeResult = { purged: 0, unreferencedBlobIds: [] };
+    for (;;) {
+      const batch = await retryOnConflict(() => this.sql.transaction(async (tx) => {
+        const res = await tx.query<{ id: number; bucket_id: number; key: string; blob_id: number; owner: string; size: number }>(
+          `UPDATE object_info SET state = 'DELETED', deleted_at = $2
+           WHERE state = 'RECYCLED' AND id IN (
+             SELECT id FROM object_info WHERE state = 'RECYCLED' AND recycled_at < $1 ORDER BY recycled_at LIMIT ${PURGE_BATCH} FOR UPDATE SKIP LOCKED)
+           RETURNING id, bucket_id, key, blob_id, owner, size`,
+          [cutoff, now],
+        );
+        const unreferenced = await releaseBlobRefs(tx, res.rows);
+        for (const row of res.rows) {
+          await insertOutboxEvent(tx, 'object.purged', { bucketId: Number(row.bucket_id), key: row.key, size: Number(row.size), owner: row.owner }, now);
+        }
+        return { n: res.rows.length, unreferenced };
+      }));
+      result.purged += batch.n;
+      result.unreferencedBlobIds.push(...batch.unreferenced);
+      if (batch.n < PURGE_BATCH) return result;
+    }
+  }
+
+  async pruneEventLogs(cutoff: Date): Promise<{ outbox: number; processed: number }> {
+    const outbox = await this.sql.query('DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < $1', [cutoff]);
+    const processed = await this.sql.query('DELETE FROM processed_events WHERE processed_at < $1', [cutoff]);
+    return { outbox: outbox.rowCount, processed: processed.rowCount };
+  }
+
+  async applyEventOnce(event: StrataEvent): Promise<boolean> {
+    return this.sql.transaction(async (tx) => {
+      const fresh = await tx.query('INSERT INTO processed_events (event_id, type) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING event_id', [event.id, event.type]);
+      if (fresh.rows.length === 0) return false;
+      const p = event.payload as { bucketId?: number; size?: number; replacedSize?: number | null };
+      const bucketId = Number(p.bucketId);
+      const bump = async (objects: number, bytes: number) => {
+        if (!Number.isInteger(bucketId)) return;
+        await tx.query(
+          `INSERT INTO bucket_stats (bucket_id, object_count, bytes) SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM buckets WHERE id = $1)
+           ON CONFLICT (bucket_id) DO UPDATE SET object_count = bucket_stats.object_count + EXCLUDED.object_count, bytes = bucket_stats.bytes + EXCLUDED.bytes`,
+          [bucketId, objects, bytes],
+        );
+      };
+      const size = Number(p.size ?? 0);
+      switch (event.type) {
+        case 'object.created':
+          if (p.replacedSize === null || p.replacedSize === undefined) await bump(1, size);
+          else await bump(0, size - Number(p.replacedSize));
+          break;
+        case 'object.recycled':
+          await bump(-1, -size);
+          break;
+        case 'object.restored':
+          await bump(1, size);
+          break;
+        case 'bucket.deleted':
+          if (Number.isInteger(bucketId)) await tx.query('DELETE FROM bucket_stats WHERE bucket_id = $1', [bucketId]);
+          break;
+        default:
+          break;
+      }
+      return true;
+    });
+  }
+}

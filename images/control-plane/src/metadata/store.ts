@@ -1,0 +1,114 @@
+/** Where a bucket's bytes live. `kind` picks the data plane's storage backend; the rest is its settings. */
+export interface BackendConfig {
+  kind: 'fs' | 'minio' | 'cloud';
+  [setting: string]: unknown;
+}
+
+export interface Bucket {
+  id: number;
+  name: string;
+  owner: string;
+  backend: BackendConfig;
+  createdAt: string;
+}
+
+/** The internal API's ObjectMeta (hack/adr/0001). `etag` is unquoted. */
+export interface ObjectMeta {
+  bucket: string;
+  key: string;
+  size: number;
+  etag: string;
+  md5: string | null;
+  contentType: string;
+  userMetadata: Record<string, string>;
+  lastModified: string;
+}
+
+export interface StoredUser {
+  username: string;
+  passwordHash: string;
+  accessKey: string;
+  secretKeyEnc: string;
+  isRoot: boolean;
+  createdAt: string;
+}
+
+export interface ListQuery {
+  prefix: string;
+  delimiter: string;
+  maxKeys: number;
+  /** Exclusive lower bound as given by the client (start-after, or a v1 marker). */
+  startAfter?: string;
+  /** A v1 marker: when it falls inside a common prefix, that whole prefix was already listed. */
+  marker?: string;
+  /** Opaque token from a previous page (v2). */
+  continuationToken?: string;
+}
+
+export interface ListPage {
+  objects: ObjectMeta[];
+  commonPrefixes: string[];
+  isTruncated: boolean;
+  nextContinuationToken?: string;
+  nextMarker?: string;
+}
+
+export interface RecycledObject {
+  id: number;
+  bucket: string;
+  key: string;
+  size: number;
+  recycledAt: string;
+}
+
+export interface BucketStats {
+  objectCount: number;
+  bytes: number;
+}
+
+export interface PurgeResult {
+  purged: number;
+  /** Blobs whose last reference went away: the data plane frees their bytes. */
+  unreferencedBlobIds: number[];
+}
+
+/** An event as it travels through the outbox and the broker. */
+export interface StrataEvent {
+  id: string;
+  type: string;
+  occurredAt: string;
+  payload: Record<string, unknown>;
+}
+
+/** The control plane's view of the metadata database (PostgreSQL or PGlite, same SQL). */
+export interface MetadataStore {
+  insertUser(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<StoredUser>;
+  /** Create or refresh the root user from its environment credentials. */
+  upsertRootUser(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<void>;
+  getUser(username: string): Promise<StoredUser | undefined>;
+  getUserByAccessKey(accessKey: string): Promise<StoredUser | undefined>;
+
+  /** Creates the bucket, or answers the existing one (the caller decides which error that is). */
+  createBucket(name: string, owner: string, backend: BackendConfig): Promise<{ bucket: Bucket; created: boolean }>;
+  getBucket(name: string): Promise<Bucket | undefined>;
+  listBuckets(owner: string): Promise<Bucket[]>;
+  /** Deletes an empty bucket (its recycle bin is purged with it); false when it has NORMAL objects. */
+  deleteBucket(bucket: Bucket, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }>;
+  bucketStats(bucketId: number): Promise<BucketStats>;
+
+  headObject(bucket: Bucket, key: string): Promise<ObjectMeta | undefined>;
+  listObjects(bucket: Bucket, query: ListQuery): Promise<ListPage>;
+  /** NORMAL → RECYCLED; false when there was no such object. */
+  recycleObject(bucket: Bucket, key: string, now: Date): Promise<boolean>;
+  listRecycled(filter: { owner?: string; bucket?: string }): Promise<RecycledObject[]>;
+  /** RECYCLED → NORMAL; a NORMAL object now holding the key goes to the recycle bin in its place. */
+  restoreObject(id: number, owner: string | undefined, now: Date): Promise<ObjectMeta | undefined>;
+  /** RECYCLED objects recycled before `cutoff` → DELETED, releasing their blob references. */
+  purgeRecycled(cutoff: Date, now: Date): Promise<PurgeResult>;
+
+  /** Forget sent outbox rows and processed event ids older than `cutoff` (redelivery is long over). */
+  pruneEventLogs(cutoff: Date): Promise<{ outbox: number; processed: number }>;
+  /** Apply an event's side effects once: false when the event id was already processed. */
+  applyEventOnce(event: StrataEvent): Promise<boolean>;
+  ping(): Promise<void>;
+}

@@ -1,0 +1,47 @@
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Counter, Logger } from '../../../service-kit/src/index.js';
+import type { MetadataStore } from '../metadata/store.js';
+import type { BlobCollector } from './data-plane-gc.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export interface PurgeDeps {
+  store: MetadataStore;
+  collector: BlobCollector;
+  retentionDays: number;
+  logger: Logger;
+  purgedTotal: Counter;
+}
+
+/**
+ * Empties the recycle bin of objects recycled more than `retentionDays` ago (→ DELETED), then has
+ * the data plane free the bytes of blobs that no NORMAL or RECYCLED object references any more.
+ * If freeing fails the blobs stay at reference count 0 and the data plane's periodic sweep frees them.
+ * Sent outbox rows and processed event ids older than the retention are pruned too.
+ */
+export async function runPurge(deps: PurgeDeps, now: Date): Promise<{ purged: number; freedBlobs: number }> {
+  const cutoff = new Date(now.getTime() - deps.retentionDays * DAY_MS);
+  const { purged, unreferencedBlobIds } = await deps.store.purgeRecycled(cutoff, now);
+  let freedBlobs = 0;
+  try {
+    freedBlobs = await deps.collector.collect(unreferencedBlobIds);
+  } catch (err) {
+    deps.logger.warn({ err, blobs: unreferencedBlobIds.length }, 'freeing blob bytes failed; the data plane sweep will retry');
+  }
+  // The event logs are kept as long as the recycle bin: no redelivery is that late.
+  const pruned = await deps.store.pruneEventLogs(new Date(now.getTime() - Math.max(deps.retentionDays, 7) * DAY_MS));
+  deps.purgedTotal.inc(purged);
+  deps.logger.info({ purged, freedBlobs, pruned, cutoff: cutoff.toISOString() }, 'recycle bin purged');
+  return { purged, freedBlobs };
+}
+
+/** The daily 03:00 purge (standalone mode; under the operator a CronJob calls POST /internal/purge). */
+export function schedulePurge(expression: string, deps: PurgeDeps, clock: () => Date): ScheduledTask {
+  return cron.schedule(expression, async () => {
+    try {
+      await runPurge(deps, clock());
+    } catch (err) {
+      deps.logger.error({ err }, 'scheduled purge failed');
+    }
+  });
+}

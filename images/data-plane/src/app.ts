@@ -1,0 +1,115 @@
+import {
+  createApp,
+  createLogger,
+  createPgSqlClient,
+  createRegistry,
+  httpMetrics,
+  listen,
+  type Logger,
+  type Registry,
+  type RunningService,
+  type SqlClient,
+} from '../../service-kit/src/index.js';
+import { FsBackend } from './backends/fs-backend.js';
+import { BackendRegistry } from './backends/registry.js';
+import type { Cache } from './cache/cache.js';
+import { InMemoryCache } from './cache/memory-cache.js';
+import { Catalog } from './catalog/catalog.js';
+import type { EventPublisher } from './events/publisher.js';
+import { BlobCollector } from './gc/blob-collector.js';
+import { errorHandler } from './http/errors.js';
+import { requireInternalToken } from './http/internal-auth.js';
+import { dataPlaneRoutes } from './http/routes.js';
+import { dataPlaneMetrics } from './metrics.js';
+import { OutboxRelay } from './outbox/relay.js';
+import { MultipartService, UPLOAD_TTL_S } from './uploads/multipart-service.js';
+import { ObjectService } from './uploads/object-service.js';
+
+export interface DataPlaneOptions {
+  /** Port to listen on; 0 picks a free one (tests). Default 9001. */
+  port?: number;
+  host?: string;
+  /** Shared secret every internal call must carry in `x-strata-internal-token`. */
+  internalToken: string;
+  /** Blobs go under `<dataDir>/blobs` (filesystem backend). */
+  dataDir: string;
+  /**
+   * The metadata database, whose schema the control plane migrates (start the control plane first,
+   * or at least before the first request). Injected clients are shared and NOT closed on stop;
+   * otherwise `pgUrl` opens a pool (closed on stop).
+   */
+  sql?: SqlClient;
+  pgUrl?: string;
+  /** Cache holding multipart state (in-memory by default). Not closed on stop. */
+  cache?: Cache;
+  /** Broker the outbox relay publishes to. Without one, events stay in the outbox until a relay with a broker runs. */
+  broker?: EventPublisher;
+  /** How often unsent outbox events are retried. Default 5000 ms. */
+  outboxRetryMs?: number;
+  /** How often blobs nobody references are swept (besides being freed at once). Default 10 minutes; 0 = never. */
+  blobSweepMs?: number;
+  /** Injected clock (tests). */
+  clock?: () => Date;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+/**
+ * Start the data plane: object bytes on storage backends, instant upload, multipart, copy, blob
+ * freeing and the outbox relay. Returns the kit's RunningService; stop() drains HTTP, then stops
+ * the relay and the sweep and closes what this call opened.
+ */
+export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningService> {
+  const name = 'data-plane';
+  const logger = opts.logger ?? createLogger(name);
+  const registry = opts.registry ?? createRegistry(name);
+  const clock = opts.clock ?? (() => new Date());
+  const onClose: Array<() => Promise<void> | void> = [];
+
+  if (!opts.sql && !opts.pgUrl) throw new Error('data plane: a SqlClient (sql) or a PostgreSQL URL (pgUrl) is required');
+  const sql = opts.sql ?? createPgSqlClient(opts.pgUrl!);
+  if (!opts.sql) onClose.push(() => sql.close());
+
+  const metrics = dataPlaneMetrics(registry);
+  const fs = new FsBackend(opts.dataDir);
+  const sweepFiles = async () => {
+    const temps = await fs.removeStaleTempFiles();
+    // A day of slack past the upload TTL, so that a part of a live upload is never taken.
+    const parts = await fs.removeStaleParts((UPLOAD_TTL_S + 24 * 3600) * 1000);
+    if (temps || parts) logger.info({ temps, parts }, 'removed stale temp and part files');
+  };
+  await sweepFiles();
+  const backends = new BackendRegistry(fs);
+  const catalog = new Catalog(sql);
+  const collector = new BlobCollector(catalog, backends, logger);
+  const cache = opts.cache ?? new InMemoryCache();
+
+  let relay: OutboxRelay | undefined;
+  if (opts.broker) {
+    relay = new OutboxRelay(catalog, opts.broker, metrics.outboxBacklog, logger, clock);
+    relay.start(opts.outboxRetryMs ?? 5000);
+    const r = relay;
+    onClose.unshift(() => r.stop());
+  } else {
+    logger.warn('no event broker: outbox events are kept until a relay with a broker runs');
+  }
+  const sweepMs = opts.blobSweepMs ?? 600_000;
+  if (sweepMs > 0) {
+    const sweep = setInterval(() => {
+      collector.collect().catch((err) => logger.warn({ err }, 'blob sweep failed'));
+      sweepFiles().catch((err) => logger.warn({ err }, 'file sweep failed'));
+    }, sweepMs);
+    sweep.unref();
+    onClose.unshift(() => clearInterval(sweep));
+  }
+
+  const objects = new ObjectService(catalog, backends, collector, { committed: () => relay?.kick() }, metrics, logger, clock);
+  const multipart = new MultipartService(cache, objects, backends, metrics, logger, clock);
+
+  const serviceOpts = { name, logger, registry, readiness: { database: () => catalog.ping() }, onClose };
+  const app = createApp(serviceOpts);
+  app.use(httpMetrics(registry).middleware);
+  app.use('/internal', requireInternalToken(opts.internalToken), dataPlaneRoutes({ objects, multipart, collector }));
+  app.use(errorHandler(logger));
+  return listen(app, { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
+}

@@ -1,0 +1,176 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { PassThrough, Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { S3Error } from '../../../service-kit/src/index.js';
+import type { ByteRange, PutOptions, StorageBackend, StoredBlob } from './storage-backend.js';
+
+/** Blob locators are 32 hex digits; multipart parts carry a `p` prefix and live under `parts/`. */
+const LOCATOR = /^p?[0-9a-f]{32}$/;
+const TEMP_SUFFIX = '.tmp';
+
+/** Counts and hashes bytes as they stream past, and stops a body that grows beyond its limit. */
+export class HashingCounter extends Transform {
+  private readonly hash = createHash('md5');
+  size = 0;
+
+  constructor(private readonly limit: number, private readonly tooLarge: () => Error) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.size += chunk.length;
+    if (this.size > this.limit) {
+      done(this.tooLarge());
+      return;
+    }
+    this.hash.update(chunk);
+    done(null, chunk);
+  }
+
+  digestHex(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+/**
+ * Blobs as files under `<dataDir>/blobs/ab/cd/<locator>`. A blob is written to a temp file in its
+ * final directory, fsynced, checked, then renamed into place (rename is atomic), so a crash or an
+ * aborted body never leaves a partial blob visible; the temp file is removed on every error.
+ * Locators are generated hex ids and validated on every use: no path traversal is possible.
+ */
+export class FsBackend implements StorageBackend {
+  readonly key = 'fs';
+  readonly root: string;
+
+  constructor(dataDir: string) {
+    this.root = path.join(path.resolve(dataDir), 'blobs');
+  }
+
+  private pathOf(locator: string): string {
+    if (!LOCATOR.test(locator)) throw new Error(`invalid blob locator ${JSON.stringify(locator)}`);
+    if (locator.startsWith('p')) return path.join(this.root, 'parts', locator.slice(1, 3), locator);
+    return path.join(this.root, locator.slice(0, 2), locator.slice(2, 4), locator);
+  }
+
+  async put(body: Readable, opts: PutOptions = {}): Promise<StoredBlob> {
+    const limit = Math.min(opts.maxSize ?? Number.MAX_SAFE_INTEGER, opts.expectedSize ?? Number.MAX_SAFE_INTEGER);
+    const counter = new HashingCounter(limit, () =>
+      opts.expectedSize !== undefined && opts.expectedSize < (opts.maxSize ?? Infinity)
+        ? new S3Error('InvalidRequest', 'the body is longer than its Content-Length')
+        : new S3Error('EntityTooLarge'),
+    );
+    // The body is piped through a PassThrough so that a failure (too large, bad digest) ends our side
+    // without destroying the request: the caller can still answer with an S3 error.
+    const source = new PassThrough();
+    body.on('error', (err) => source.destroy(err));
+    body.pipe(source);
+    return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, (size, md5) => {
+      if (opts.expectedSize !== undefined && size !== opts.expectedSize) throw new S3Error('IncompleteBody');
+      if (opts.expectedMd5 !== undefined && md5 !== opts.expectedMd5) throw new S3Error('BadDigest');
+    });
+  }
+
+  async compose(locators: string[]): Promise<StoredBlob> {
+    const paths = locators.map((l) => this.pathOf(l));
+    async function* concatenated() {
+      for (const p of paths) yield* createReadStream(p);
+    }
+    const counter = new HashingCounter(Number.MAX_SAFE_INTEGER, () => new S3Error('EntityTooLarge'));
+    return this.writeBlob('', [Readable.from(concatenated()), counter], counter, () => undefined);
+  }
+
+  private async writeBlob(
+    locatorPrefix: string,
+    source: [Readable, HashingCounter],
+    counter: HashingCounter,
+    verify: (size: number, md5: string) => void,
+  ): Promise<StoredBlob> {
+    const locator = locatorPrefix + randomBytes(16).toString('hex');
+    const finalPath = this.pathOf(locator);
+    const dir = path.dirname(finalPath);
+    const tempPath = `${finalPath}.${randomBytes(4).toString('hex')}${TEMP_SUFFIX}`;
+    await mkdir(dir, { recursive: true });
+    try {
+      // flush: fsync before close, so the rename below never publishes bytes still in the page cache only.
+      await pipeline(source[0], source[1], createWriteStream(tempPath, { flags: 'wx', flush: true }));
+      const md5 = counter.digestHex();
+      verify(counter.size, md5);
+      await rename(tempPath, finalPath);
+      await fsyncDir(dir);
+      return { locator, size: counter.size, md5 };
+    } catch (err) {
+      await rm(tempPath, { force: true });
+      throw err;
+    }
+  }
+
+  async get(locator: string, range?: ByteRange): Promise<Readable> {
+    const p = this.pathOf(locator);
+    // Open first so that a missing blob is an error here, not later in the response stream.
+    const handle = await open(p, 'r');
+    return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
+  }
+
+  async delete(locator: string): Promise<void> {
+    await unlink(this.pathOf(locator)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+  }
+
+  async exists(locator: string): Promise<boolean> {
+    return stat(this.pathOf(locator)).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** Part files older than `maxAgeMs`: their uploads expired unfinished (complete and abort remove their own). */
+  async removeStaleParts(maxAgeMs: number): Promise<number> {
+    let removed = 0;
+    const partsDir = path.join(this.root, 'parts');
+    for (const sub of await readdir(partsDir).catch(() => [] as string[])) {
+      for (const name of await readdir(path.join(partsDir, sub)).catch(() => [] as string[])) {
+        const p = path.join(partsDir, sub, name);
+        const info = await stat(p).catch(() => undefined);
+        if (info && Date.now() - info.mtimeMs >= maxAgeMs) {
+          await rm(p, { force: true });
+          removed++;
+        }
+      }
+    }
+    return removed;
+  }
+
+  /** Temp files left by a crash (never visible as blobs) and older than `minAgeMs` are removed. */
+  async removeStaleTempFiles(minAgeMs = 3_600_000): Promise<number> {
+    let removed = 0;
+    const walk = async (dir: string): Promise<void> => {
+      const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+      for (const e of entries) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) await walk(p);
+        else if (e.name.endsWith(TEMP_SUFFIX)) {
+          const info = await stat(p).catch(() => undefined);
+          if (info && Date.now() - info.mtimeMs >= minAgeMs) {
+            await rm(p, { force: true });
+            removed++;
+          }
+        }
+      }
+    };
+    await walk(this.root);
+    return removed;
+  }
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,49 @@
+import type { Readable } from 'node:stream';
+
+/** What a backend answers for stored bytes: its own name for them, their size and hex MD5. */
+export interface StoredBlob {
+  locator: string;
+  size: number;
+  md5: string;
+}
+
+export interface PutOptions {
+  /** Hex MD5 the body must have (Content-MD5): on mismatch BadDigest and nothing is stored. */
+  expectedMd5?: string;
+  /** Bytes the body must have (Content-Length): fewer → IncompleteBody, more → rejected; nothing stored. */
+  expectedSize?: number;
+  /** Upper bound on the size (EntityTooLarge beyond it). */
+  maxSize?: number;
+  /**
+   * A multipart part: bytes that live only until the upload completes or is aborted. Backends keep
+   * them apart so that parts of uploads that expired unfinished can be swept by age.
+   */
+  part?: boolean;
+}
+
+/** Inclusive byte range. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/**
+ * Where object bytes live. Blobs are named by generated locators (never by keys), written so that a
+ * crash or an aborted body never leaves a partial blob visible, and read as streams.
+ * Implementations: the local filesystem now; an object-store server (minio client) and a cloud store later.
+ */
+export interface StorageBackend {
+  /** Identity of the storage the bytes land in: blobs dedupe only within one backend key. */
+  readonly key: string;
+  /** Stream a body into a new blob, hashing it on the way; nothing remains on any error. */
+  put(body: Readable, opts?: PutOptions): Promise<StoredBlob>;
+  /** Stream a blob, or a byte range of it. */
+  get(locator: string, range?: ByteRange): Promise<Readable>;
+  /** Remove a blob; removing a missing blob is not an error. */
+  delete(locator: string): Promise<void>;
+  /** Concatenate blobs (multipart parts) into one new blob, on the backend itself. */
+  compose(locators: string[]): Promise<StoredBlob>;
+  exists(locator: string): Promise<boolean>;
+  /** A URL a client can download the blob from directly, when the backend can serve it. */
+  directUrl?(locator: string, expiresSeconds: number): Promise<string>;
+}

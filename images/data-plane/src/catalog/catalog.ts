@@ -1,0 +1,304 @@
+import { v7 as uuidv7 } from 'uuid';
+import { S3Error, isUniqueViolation, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
+
+/** The bucket as the data plane needs it. */
+export interface BucketRef {
+  id: number;
+  name: string;
+  owner: string;
+  backend: { kind: string; [setting: string]: unknown };
+}
+
+/** The internal API's ObjectMeta (hack/adr/0001). */
+export interface ObjectMeta {
+  bucket: string;
+  key: string;
+  size: number;
+  etag: string;
+  md5: string | null;
+  contentType: string;
+  userMetadata: Record<string, string>;
+  lastModified: string;
+}
+
+/** An object with where its bytes are. */
+export interface StoredObject extends ObjectMeta {
+  blobId: number;
+  locator: string;
+  backendKey: string;
+  owner: string;
+}
+
+export interface Preconditions {
+  ifMatch?: string;
+  ifNoneMatch?: string;
+}
+
+/** The bytes the new object points at: a blob just written, or one already stored. */
+export type BlobSource =
+  | { kind: 'new'; backendKey: string; backend: unknown; locator: string; md5: string | null; size: number }
+  | { kind: 'existing'; blobId: number };
+
+export interface CommitRequest {
+  bucket: BucketRef;
+  key: string;
+  owner: string;
+  blob: BlobSource;
+  etag: string;
+  md5: string | null;
+  size: number;
+  contentType: string;
+  userMetadata: Record<string, string>;
+  conditions?: Preconditions;
+  now: Date;
+}
+
+export interface CommitResult {
+  meta: ObjectMeta;
+  /** False when a new blob's content was already stored: the caller deletes the bytes it wrote. */
+  newBlobKept: boolean;
+  /** Blobs whose last reference went away (the replaced object's): free their bytes. */
+  unreferencedBlobIds: number[];
+}
+
+/** The existing blob was being freed between lookup and commit. */
+export class BlobGoneError extends Error {}
+
+/** Partition pruning on object_info (partitioned by LIST (bucket_id % 2)). */
+const SAME_PARTITION = '(bucket_id % 2) = ($1::int % 2)';
+const OBJECT_COLUMNS = 'key, size, etag, md5, content_type, user_metadata, last_modified';
+const COMMIT_RETRIES = 5;
+
+interface ObjectRow {
+  key: string;
+  size: number;
+  etag: string;
+  md5: string | null;
+  content_type: string;
+  user_metadata: Record<string, string>;
+  last_modified: Date;
+}
+
+function toMeta(bucket: string, row: ObjectRow): ObjectMeta {
+  return {
+    bucket,
+    key: row.key,
+    size: Number(row.size),
+    etag: row.etag,
+    md5: row.md5,
+    contentType: row.content_type,
+    userMetadata: row.user_metadata ?? {},
+    lastModified: new Date(row.last_modified).toISOString(),
+  };
+}
+
+/** Compare an If-Match / If-None-Match list with an ETag (quotes optional, `*` matches anything). */
+export function etagMatches(header: string, etag: string): boolean {
+  return header.split(',').some((t) => {
+    const v = t.trim().replace(/^W\//, '').replace(/^"|"$/g, '');
+    return v === '*' || v === etag;
+  });
+}
+
+/**
+ * The data plane's reads and writes on the shared object-store schema (owned and migrated by the
+ * control plane). An object's metadata, its blob references and its outbox event are committed in
+ * one transaction.
+ */
+export class Catalog {
+  constructor(private readonly sql: SqlClient) {}
+
+  async ping(): Promise<void> {
+    await this.sql.query('SELECT 1 FROM object_info WHERE false');
+  }
+
+  async bucket(name: string): Promise<BucketRef> {
+    const res = await this.sql.query<BucketRef>('SELECT id, name, owner, backend FROM buckets WHERE name = $1', [name]);
+    if (!res.rows[0]) throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
+    return { ...res.rows[0], id: Number(res.rows[0].id) };
+  }
+
+  async object(bucket: BucketRef, key: string): Promise<StoredObject | undefined> {
+    const res = await this.sql.query<ObjectRow & { blob_id: number; locator: string; backend_key: string; owner: string }>(
+      `SELECT o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.owner, o.blob_id, b.locator, b.backend_key
+       FROM object_info o JOIN blobs b ON b.id = o.blob_id
+       WHERE o.bucket_id = $1 AND (o.bucket_id % 2) = ($1::int % 2) AND o.key = $2 AND o.state = 'NORMAL'`,
+      [bucket.id, key],
+    );
+    const row = res.rows[0];
+    if (!row) return undefined;
+    return { ...toMeta(bucket.name, row), blobId: Number(row.blob_id), locator: row.locator, backendKey: row.backend_key, owner: row.owner };
+  }
+
+  /**
+   * Instant upload: the blob with this content that `owner` already references, by one read of the
+   * (backend, md5, size) index. A client-sent hash proves nothing, so other tenants' blobs never match.
+   */
+  async instantCandidate(backendKey: string, md5: string, size: number, owner: string): Promise<number | undefined> {
+    const res = await this.sql.query<{ id: number }>(
+      `SELECT b.id FROM blobs b JOIN blob_owners o ON o.blob_id = b.id AND o.owner = $4 AND o.ref_count > 0
+       WHERE b.backend_key = $1 AND b.md5 = $2 AND b.size = $3 AND b.md5 IS NOT NULL AND b.state = 'LIVE'`,
+      [backendKey, md5, size, owner],
+    );
+    return res.rows[0] ? Number(res.rows[0].id) : undefined;
+  }
+
+  /** Commit a new version of `key` (replacing the current one), retrying when a concurrent write got in the way. */
+  async commitObject(req: CommitRequest): Promise<CommitResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.sql.transaction((tx) => this.commitIn(tx, req));
+      } catch (err) {
+        if (!isRetryable(err) || attempt >= COMMIT_RETRIES) throw err;
+      }
+    }
+  }
+
+  private async commitIn(tx: SqlExecutor, req: CommitRequest): Promise<CommitResult> {
+    const { bucket, key, now } = req;
+    // Writers of one key queue here, before touching any blob row: they would otherwise lock the old
+    // and new blobs in opposite orders and deadlock (PostgreSQL resolves that only after a second).
+    await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [bucket.id, key]);
+    // Share lock: a bucket delete (row lock in the control plane) and this write cannot interleave.
+    const alive = await tx.query('SELECT id FROM buckets WHERE id = $1 FOR SHARE', [bucket.id]);
+    if (!alive.rows[0]) throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
+    const current = await tx.query<{ etag: string }>(
+      `SELECT etag FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL' FOR UPDATE`,
+      [bucket.id, key],
+    );
+    checkPreconditions(req.conditions, current.rows[0]?.etag, key);
+
+    let blobId: number;
+    let newBlobKept = false;
+    if (req.blob.kind === 'new') {
+      const b = req.blob;
+      const res = await tx.query<{ id: number; locator: string }>(
+        `INSERT INTO blobs (backend_key, backend, locator, md5, size, ref_count, created_at) VALUES ($1, $2, $3, $4, $5, 1, $6)
+         ON CONFLICT (backend_key, md5, size) WHERE md5 IS NOT NULL AND state = 'LIVE'
+         DO UPDATE SET ref_count = blobs.ref_count + 1 RETURNING id, locator`,
+        [b.backendKey, JSON.stringify(b.backend), b.locator, b.md5, b.size, now],
+      );
+      blobId = Number(res.rows[0].id);
+      newBlobKept = res.rows[0].locator === b.locator;
+    } else {
+      const res = await tx.query<{ id: number }>("UPDATE blobs SET ref_count = ref_count + 1 WHERE id = $1 AND state = 'LIVE' RETURNING id", [req.blob.blobId]);
+      if (!res.rows[0]) throw new BlobGoneError(`blob ${req.blob.blobId} is being freed`);
+      blobId = req.blob.blobId;
+    }
+    await tx.query(
+      `INSERT INTO blob_owners (blob_id, owner, ref_count) VALUES ($1, $2, 1)
+       ON CONFLICT (blob_id, owner) DO UPDATE SET ref_count = blob_owners.ref_count + 1`,
+      [blobId, req.owner],
+    );
+
+    const replaced = await tx.query<{ blob_id: number; owner: string; size: number }>(
+      `UPDATE object_info SET state = 'DELETED', deleted_at = $3
+       WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL' RETURNING blob_id, owner, size`,
+      [bucket.id, key, now],
+    );
+    const unreferencedBlobIds = await releaseBlobRefs(tx, replaced.rows);
+    const inserted = await tx.query<ObjectRow>(
+      `INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified)
+       VALUES ($1, $2, 'NORMAL', $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${OBJECT_COLUMNS}`,
+      [bucket.id, key, blobId, req.size, req.etag, req.md5, req.contentType, JSON.stringify(req.userMetadata), req.owner, now],
+    );
+    const meta = toMeta(bucket.name, inserted.rows[0]);
+    await insertOutboxEvent(
+      tx,
+      'object.created',
+      {
+        bucket: bucket.name,
+        bucketId: bucket.id,
+        key,
+        size: meta.size,
+        etag: meta.etag,
+        contentType: meta.contentType,
+        owner: req.owner,
+        replacedSize: replaced.rows[0] ? Number(replaced.rows[0].size) : null,
+      },
+      now,
+    );
+    return { meta, newBlobKept, unreferencedBlobIds };
+  }
+
+  /** Blobs at reference count 0 (all of them, or those among `ids`), to be freed. */
+  async unreferencedBlobs(ids?: number[]): Promise<number[]> {
+    const res = ids
+      ? await this.sql.query<{ id: number }>('SELECT id FROM blobs WHERE ref_count = 0 AND id = ANY($1::bigint[])', [ids])
+      : await this.sql.query<{ id: number }>('SELECT id FROM blobs WHERE ref_count = 0 LIMIT 10000');
+    return res.rows.map((r) => Number(r.id));
+  }
+
+  /** Claim an unreferenced blob for freeing: no reference can be added once it is FREEING. */
+  async claimForFreeing(blobId: number): Promise<{ locator: string; backendKey: string } | undefined> {
+    const res = await this.sql.query<{ locator: string; backend_key: string }>(
+      "UPDATE blobs SET state = 'FREEING' WHERE id = $1 AND ref_count = 0 RETURNING locator, backend_key",
+      [blobId],
+    );
+    return res.rows[0] && { locator: res.rows[0].locator, backendKey: res.rows[0].backend_key };
+  }
+
+  async forgetBlob(blobId: number): Promise<void> {
+    await this.sql.query("DELETE FROM blobs WHERE id = $1 AND state = 'FREEING'", [blobId]);
+  }
+
+  /** The oldest unsent outbox events. */
+  async unsentEvents(limit: number): Promise<Array<{ id: number; event: { id: string; type: string; occurredAt: string; payload: Record<string, unknown> } }>> {
+    const res = await this.sql.query<{ id: number; event_id: string; type: string; payload: Record<string, unknown>; created_at: Date }>(
+      'SELECT id, event_id, type, payload, created_at FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT $1',
+      [limit],
+    );
+    return res.rows.map((r) => ({
+      id: Number(r.id),
+      event: { id: r.event_id, type: r.type, occurredAt: new Date(r.created_at).toISOString(), payload: r.payload },
+    }));
+  }
+
+  async markSent(ids: number[], now: Date): Promise<void> {
+    if (ids.length) await this.sql.query('UPDATE outbox SET sent_at = $2, attempts = attempts + 1 WHERE id = ANY($1::bigint[])', [ids, now]);
+  }
+
+  async markAttempt(id: number): Promise<void> {
+    await this.sql.query('UPDATE outbox SET attempts = attempts + 1 WHERE id = $1', [id]);
+  }
+
+  async outboxBacklog(): Promise<number> {
+    const res = await this.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL');
+    return Number(res.rows[0].n);
+  }
+}
+
+/**
+ * A concurrent write won the key (unique violation), or two commits took blob row locks in opposite
+ * orders (deadlock, one is aborted): the whole transaction can simply run again.
+ */
+function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return isUniqueViolation(err) || code === '40P01' || code === '40001';
+}
+
+function checkPreconditions(c: Preconditions | undefined, currentEtag: string | undefined, key: string): void {
+  if (!c) return;
+  if (c.ifMatch !== undefined) {
+    if (currentEtag === undefined) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    if (!etagMatches(c.ifMatch, currentEtag)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
+  }
+  if (c.ifNoneMatch !== undefined && currentEtag !== undefined && etagMatches(c.ifNoneMatch, currentEtag)) {
+    throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-None-Match' });
+  }
+}
+
+async function insertOutboxEvent(tx: SqlExecutor, type: string, payload: Record<string, unknown>, now: Date): Promise<void> {
+  await tx.query('INSERT INTO outbox (event_id, type, payload, created_at) VALUES ($1, $2, $3, $4)', [uuidv7(), type, JSON.stringify(payload), now]);
+}
+
+/** Release one reference per row on blobs and blob_owners; answers the blobs nothing references any more. */
+async function releaseBlobRefs(tx: SqlExecutor, refs: Array<{ blob_id: number; owner: string }>): Promise<number[]> {
+  const unreferenced: number[] = [];
+  for (const r of refs) {
+    const res = await tx.query<{ ref_count: number }>('UPDATE blobs SET ref_count = GREATEST(ref_count - 1, 0) WHERE id = $1 RETURNING ref_count', [r.blob_id]);
+    if (res.rows[0] && Number(res.rows[0].ref_count) === 0) unreferenced.push(Number(r.blob_id));
+    await tx.query('UPDATE blob_owners SET ref_count = GREATEST(ref_count - 1, 0) WHERE blob_id = $1 AND owner = $2', [r.blob_id, r.owner]);
+  }
+  return unreferenced;
+}

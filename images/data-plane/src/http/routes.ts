@@ -1,0 +1,231 @@
+import express, { type Request, type Response, type Router } from 'express';
+import { S3Error } from '../../../service-kit/src/index.js';
+import type { ByteRange } from '../backends/storage-backend.js';
+import { etagMatches, type StoredObject } from '../catalog/catalog.js';
+import type { BlobCollector } from '../gc/blob-collector.js';
+import type { MultipartService } from '../uploads/multipart-service.js';
+import type { CopyRequest, ObjectService } from '../uploads/object-service.js';
+
+export interface RouteDeps {
+  objects: ObjectService;
+  multipart: MultipartService;
+  collector: BlobCollector;
+}
+
+const p = (req: Request, name: string) => String(req.params[name]);
+const q = (req: Request, name: string) => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
+
+/** JSON in a header must be ASCII: non-ASCII characters travel as \u escapes. */
+export function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+function contentLength(req: Request): number | undefined {
+  const raw = req.header('content-length');
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw)) throw new S3Error('InvalidArgument', 'Content-Length must be a non-negative integer');
+  return Number(raw);
+}
+
+/** Base64 Content-MD5 → hex; InvalidDigest when it is not 16 bytes of base64. */
+function contentMd5(req: Request): string | undefined {
+  const raw = req.header('x-strata-content-md5');
+  if (raw === undefined) return undefined;
+  const bytes = Buffer.from(raw, 'base64');
+  if (bytes.length !== 16 || !/^[A-Za-z0-9+/]+=*$/.test(raw)) throw new S3Error('InvalidDigest');
+  return bytes.toString('hex');
+}
+
+function userMetadata(req: Request): Record<string, string> | undefined {
+  const raw = req.header('x-strata-meta');
+  if (raw === undefined || raw === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new S3Error('InvalidArgument', 'x-strata-meta must be a JSON object of strings');
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new S3Error('InvalidArgument', 'x-strata-meta must be a JSON object of strings');
+  return Object.fromEntries(Object.entries(parsed as Record<string, unknown>).map(([k, v]) => [k.toLowerCase(), String(v)]));
+}
+
+/** One `bytes=` range against a size: undefined = serve everything (absent or unparseable, as S3 does). */
+export function parseRange(header: string | undefined, size: number): ByteRange | undefined {
+  if (!header) return undefined;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return undefined;
+  let start: number;
+  let end: number;
+  if (m[1] === '') {
+    const suffix = Number(m[2]);
+    if (suffix === 0) throw new S3Error('InvalidRange', undefined, { RangeRequested: header, ActualObjectSize: String(size) });
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+    if (m[2] !== '' && Number(m[2]) < start) return undefined;
+  }
+  if (start >= size) throw new S3Error('InvalidRange', undefined, { RangeRequested: header, ActualObjectSize: String(size) });
+  return { start, end };
+}
+
+/** GET/HEAD conditions; answers 304 or throws 412 as S3 does. */
+function notModified(req: Request, object: StoredObject): boolean {
+  const modified = Math.floor(new Date(object.lastModified).getTime() / 1000);
+  const ifMatch = req.header('if-match');
+  const ifNoneMatch = req.header('if-none-match');
+  const ifModifiedSince = req.header('if-modified-since');
+  const ifUnmodifiedSince = req.header('if-unmodified-since');
+  if (ifMatch !== undefined && !etagMatches(ifMatch, object.etag)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
+  if (ifMatch === undefined && ifUnmodifiedSince !== undefined) {
+    const t = Date.parse(ifUnmodifiedSince);
+    if (!Number.isNaN(t) && modified > Math.floor(t / 1000)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Unmodified-Since' });
+  }
+  if (ifNoneMatch !== undefined) return etagMatches(ifNoneMatch, object.etag);
+  if (ifModifiedSince !== undefined) {
+    const t = Date.parse(ifModifiedSince);
+    return !Number.isNaN(t) && modified <= Math.floor(t / 1000);
+  }
+  return false;
+}
+
+function objectHeaders(res: Response, object: StoredObject): void {
+  res.setHeader('etag', `"${object.etag}"`);
+  res.setHeader('last-modified', new Date(object.lastModified).toUTCString());
+  res.setHeader('content-type', object.contentType);
+  res.setHeader('accept-ranges', 'bytes');
+  res.setHeader('x-strata-meta', asciiJson(object.userMetadata));
+}
+
+/** The data plane's internal API (hack/adr/0001-object-store-internal-api.md). */
+export function dataPlaneRoutes(deps: RouteDeps): Router {
+  const { objects, multipart } = deps;
+  const router = express.Router();
+  const json = express.json({ limit: '2mb' });
+
+  router.put('/objects/:bucket/:key', async (req, res) => {
+    const ifMatch = req.header('if-match');
+    const ifNoneMatch = req.header('if-none-match');
+    const result = await objects.put({
+      bucket: p(req, 'bucket'),
+      key: p(req, 'key'),
+      owner: req.header('x-strata-owner') || undefined,
+      body: req,
+      contentLength: contentLength(req),
+      contentType: req.header('content-type'),
+      userMetadata: userMetadata(req),
+      contentMd5: contentMd5(req),
+      instantMd5: req.header('x-strata-instant-md5') || undefined,
+      conditions: ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined,
+    });
+    // An instant hit did not read the body: close the connection rather than drain bytes nobody needs.
+    if (result.instant && !req.complete) res.setHeader('connection', 'close');
+    res.json(result);
+  });
+
+  const read = async (req: Request, res: Response, withBody: boolean) => {
+    const { object, backend } = await objects.head(p(req, 'bucket'), p(req, 'key'));
+    if (req.query['direct-url'] !== undefined) {
+      if (!backend.directUrl) throw Object.assign(new S3Error('NotImplemented', 'this backend cannot serve objects directly'), { status: 404 });
+      const expires = Math.min(Math.max(Number(q(req, 'expires') ?? 900) || 900, 1), 7 * 24 * 3600);
+      res.json({ url: await backend.directUrl(object.locator, expires) });
+      return;
+    }
+    objectHeaders(res, object);
+    if (notModified(req, object)) {
+      res.status(304).end();
+      return;
+    }
+    const range = parseRange(req.header('range'), object.size);
+    if (range) {
+      res.status(206);
+      res.setHeader('content-range', `bytes ${range.start}-${range.end}/${object.size}`);
+    }
+    res.setHeader('content-length', String(range ? range.end - range.start + 1 : object.size));
+    if (!withBody) {
+      res.end();
+      return;
+    }
+    const stream = await objects.read(object, backend, range);
+    res.on('close', () => stream.destroy());
+    stream.on('error', () => res.destroy());
+    stream.pipe(res);
+  };
+  // HEAD first: Express would otherwise route HEAD to the GET handler and open the blob.
+  router.head('/objects/:bucket/:key', (req, res) => read(req, res, false));
+  router.get('/objects/:bucket/:key', (req, res) => read(req, res, true));
+
+  router.post('/objects/:bucket/:key/copy', json, async (req, res) => {
+    const b = (req.body ?? {}) as Partial<CopyRequest>;
+    if (typeof b.sourceBucket !== 'string' || typeof b.sourceKey !== 'string') throw new S3Error('InvalidArgument', 'sourceBucket and sourceKey are required');
+    if (b.metadataDirective !== undefined && b.metadataDirective !== 'COPY' && b.metadataDirective !== 'REPLACE') {
+      throw new S3Error('InvalidArgument', 'metadataDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-metadata-directive' });
+    }
+    res.json(await objects.copy({ ...b, bucket: p(req, 'bucket'), key: p(req, 'key') } as CopyRequest));
+  });
+
+  router.post('/multipart/:bucket/:key', json, async (req, res) => {
+    const uploadId = await multipart.initiate(p(req, 'bucket'), p(req, 'key'), {
+      owner: req.body?.owner,
+      contentType: req.body?.contentType,
+      userMetadata: req.body?.userMetadata,
+    });
+    res.json({ uploadId });
+  });
+  router.put('/multipart/:bucket/:key/:uploadId/parts/:n', async (req, res) => {
+    res.json(
+      await multipart.uploadPart(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), Number(p(req, 'n')), req, {
+        contentLength: contentLength(req),
+        contentMd5: contentMd5(req),
+      }),
+    );
+  });
+  router.put('/multipart/:bucket/:key/:uploadId/parts/:n/copy', json, async (req, res) => {
+    const b = req.body ?? {};
+    if (typeof b.sourceBucket !== 'string' || typeof b.sourceKey !== 'string') throw new S3Error('InvalidArgument', 'sourceBucket and sourceKey are required');
+    res.json(
+      await multipart.uploadPartCopy(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), Number(p(req, 'n')), {
+        bucket: b.sourceBucket,
+        key: b.sourceKey,
+        range: typeof b.range === 'string' ? b.range : undefined,
+      }),
+    );
+  });
+  router.get('/multipart/:bucket/:key/:uploadId/parts', async (req, res) => {
+    const maxParts = q(req, 'maxParts');
+    const marker = q(req, 'partNumberMarker');
+    res.json(
+      await multipart.listParts(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), {
+        maxParts: maxParts !== undefined ? Number(maxParts) : undefined,
+        partNumberMarker: marker !== undefined ? Number(marker) : undefined,
+      }),
+    );
+  });
+  router.post('/multipart/:bucket/:key/:uploadId/complete', json, async (req, res) => {
+    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), req.body?.parts));
+  });
+  router.delete('/multipart/:bucket/:key/:uploadId', async (req, res) => {
+    await multipart.abort(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'));
+    res.status(204).end();
+  });
+  router.get('/multipart/:bucket', async (req, res) => {
+    const maxUploads = q(req, 'maxUploads');
+    res.json(
+      await multipart.listUploads(p(req, 'bucket'), {
+        prefix: q(req, 'prefix'),
+        keyMarker: q(req, 'keyMarker'),
+        uploadIdMarker: q(req, 'uploadIdMarker'),
+        maxUploads: maxUploads !== undefined ? Number(maxUploads) : undefined,
+      }),
+    );
+  });
+
+  router.post('/blobs/gc', json, async (req, res) => {
+    const ids: unknown = req.body?.blobIds;
+    if (ids !== undefined && (!Array.isArray(ids) || !ids.every((i) => Number.isSafeInteger(i)))) throw new S3Error('InvalidArgument', 'blobIds must be a list of integers');
+    res.json({ freed: await deps.collector.collect(ids as number[] | undefined) });
+  });
+
+  return router;
+}

@@ -1,0 +1,31 @@
+import { z } from 'zod';
+import { createLogger, env, loadConfig, stopOnSignals } from '../../service-kit/src/index.js';
+import { startDataPlane } from './app.js';
+
+/** Container entrypoint: configuration from the environment only. */
+const config = loadConfig(
+  'data-plane',
+  z.object({
+    PORT: env.port(9001),
+    STRATA_DATA_DIR: z.string().min(1).default('./data'),
+    STRATA_PG_URL: z.string().min(1, 'the PostgreSQL connection URL is required'),
+    STRATA_INTERNAL_TOKEN: z.string().min(16, 'at least 16 characters'),
+    STRATA_OUTBOX_RETRY_MS: env.int(5000, 100),
+    STRATA_BLOB_SWEEP_MS: env.int(600_000, 0),
+    LOG_LEVEL: env.logLevel(),
+  }),
+);
+
+const logger = createLogger('data-plane', config.LOG_LEVEL);
+// The RabbitMQ publisher (amqplib, confirm channel) is selected here once it exists; until then the
+// outbox keeps events for a relay that has a broker.
+const service = await startDataPlane({
+  port: config.PORT,
+  dataDir: config.STRATA_DATA_DIR,
+  pgUrl: config.STRATA_PG_URL,
+  internalToken: config.STRATA_INTERNAL_TOKEN,
+  outboxRetryMs: config.STRATA_OUTBOX_RETRY_MS,
+  blobSweepMs: config.STRATA_BLOB_SWEEP_MS,
+  logger,
+});
+stopOnSignals([service], logger);

@@ -1,0 +1,24 @@
+import { Counter, Gauge, type Registry } from '../../service-kit/src/index.js';
+
+export interface DataPlaneMetrics {
+  bytesIn: Counter;
+  bytesOut: Counter;
+  instantUploads: Counter<'outcome'>;
+  multipartInFlight: Gauge;
+  outboxBacklog: Gauge;
+}
+
+export function dataPlaneMetrics(registry: Registry): DataPlaneMetrics {
+  return {
+    bytesIn: new Counter({ name: 'strata_data_bytes_in_total', help: 'Object bytes received and stored (bodies and parts)', registers: [registry] }),
+    bytesOut: new Counter({ name: 'strata_data_bytes_out_total', help: 'Object bytes sent to readers', registers: [registry] }),
+    instantUploads: new Counter({
+      name: 'strata_instant_uploads_total',
+      help: 'Instant-upload attempts by outcome (hit: committed without reading the body; miss: body stored)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    multipartInFlight: new Gauge({ name: 'strata_multipart_uploads_in_flight', help: 'Multipart uploads initiated by this process and not yet completed or aborted', registers: [registry] }),
+    outboxBacklog: new Gauge({ name: 'strata_outbox_backlog', help: 'Outbox events not yet confirmed by the broker', registers: [registry] }),
+  };
+}

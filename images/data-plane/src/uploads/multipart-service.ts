@@ -1,0 +1,249 @@
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { v7 as uuidv7 } from 'uuid';
+import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import type { BackendRegistry } from '../backends/registry.js';
+import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
+import type { ObjectMeta } from '../catalog/catalog.js';
+import type { Cache } from '../cache/cache.js';
+import type { DataPlaneMetrics } from '../metrics.js';
+import { assertObjectKey } from '../validation.js';
+import { MAX_OBJECT_SIZE, checkUserMetadata, type ObjectService } from './object-service.js';
+
+export const MIN_PART_SIZE = 5 * 1024 * 1024;
+const MAX_PART_NUMBER = 10_000;
+/** An upload expires this long after it was initiated (its cache keys vanish; its part files are swept). */
+export const UPLOAD_TTL_S = 7 * 24 * 3600;
+
+interface UploadInfo {
+  bucket: string;
+  key: string;
+  owner: string;
+  contentType: string;
+  userMetadata: Record<string, string>;
+  initiated: string;
+  backendKey: string;
+}
+
+interface PartInfo {
+  partNumber: number;
+  etag: string;
+  size: number;
+  locator: string;
+  lastModified: string;
+}
+
+/** Cache keys of one upload share the hash tag {uploadId}: one Redis Cluster shard holds the upload. */
+const uploadKey = (uploadId: string) => `strata:mpu:{${uploadId}}`;
+const bucketUploadsKey = (bucket: string) => `strata:mpu-bucket:{${bucket}}`;
+const partField = (n: number) => `part:${String(n).padStart(5, '0')}`;
+const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Multipart uploads: state in the cache (UUID v7 upload ids), parts as temporary blobs on the
+ * bucket's backend (not in the blobs table), composed on the backend at completion. Complete and
+ * abort remove every part's bytes.
+ */
+export class MultipartService {
+  constructor(
+    private readonly cache: Cache,
+    private readonly objects: ObjectService,
+    private readonly backends: BackendRegistry,
+    private readonly metrics: DataPlaneMetrics,
+    private readonly logger: Logger,
+    private readonly clock: () => Date,
+  ) {}
+
+  async initiate(bucketName: string, key: string, opts: { owner?: string; contentType?: string; userMetadata?: Record<string, string> }): Promise<string> {
+    assertObjectKey(key);
+    checkUserMetadata(opts.userMetadata ?? {});
+    const { bucket, backend } = await this.objects.bucket(bucketName);
+    const uploadId = uuidv7();
+    const info: UploadInfo = {
+      bucket: bucket.name,
+      key,
+      owner: opts.owner ?? bucket.owner,
+      contentType: opts.contentType || 'application/octet-stream',
+      userMetadata: opts.userMetadata ?? {},
+      initiated: this.clock().toISOString(),
+      backendKey: backend.key,
+    };
+    await this.cache.hset(uploadKey(uploadId), 'info', JSON.stringify(info));
+    await this.cache.expire(uploadKey(uploadId), UPLOAD_TTL_S);
+    await this.cache.sadd(bucketUploadsKey(bucket.name), uploadId);
+    this.metrics.multipartInFlight.inc();
+    return uploadId;
+  }
+
+  private async upload(bucket: string, key: string, uploadId: string): Promise<{ info: UploadInfo; backend: StorageBackend }> {
+    const raw = UPLOAD_ID.test(uploadId) ? await this.cache.hget(uploadKey(uploadId), 'info') : undefined;
+    const info = raw ? (JSON.parse(raw) as UploadInfo) : undefined;
+    if (!info || info.bucket !== bucket || info.key !== key) throw new S3Error('NoSuchUpload', undefined, { UploadId: uploadId });
+    const backend = this.backends.byBackendKey(info.backendKey);
+    if (!backend) throw new S3Error('NotImplemented', `backend ${info.backendKey} is not available`);
+    return { info, backend };
+  }
+
+  private async parts(uploadId: string): Promise<PartInfo[]> {
+    const all = await this.cache.hgetall(uploadKey(uploadId));
+    return Object.entries(all)
+      .filter(([field]) => field.startsWith('part:'))
+      .map(([, v]) => JSON.parse(v) as PartInfo)
+      .sort((a, b) => a.partNumber - b.partNumber);
+  }
+
+  private checkPartNumber(n: number): void {
+    if (!Number.isInteger(n) || n < 1 || n > MAX_PART_NUMBER) {
+      throw new S3Error('InvalidArgument', `Part number must be an integer between 1 and ${MAX_PART_NUMBER}, inclusive`, { ArgumentName: 'partNumber' });
+    }
+  }
+
+  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, body: Readable, opts: { contentLength?: number; contentMd5?: string }): Promise<{ etag: string }> {
+    this.checkPartNumber(partNumber);
+    const { backend } = await this.upload(bucket, key, uploadId);
+    if (opts.contentLength !== undefined && opts.contentLength > MAX_OBJECT_SIZE) throw new S3Error('EntityTooLarge');
+    const stored = await backend.put(body, { expectedMd5: opts.contentMd5, expectedSize: opts.contentLength, maxSize: MAX_OBJECT_SIZE, part: true });
+    this.metrics.bytesIn.inc(stored.size);
+    await this.savePart(uploadId, backend, { partNumber, etag: stored.md5, size: stored.size, locator: stored.locator, lastModified: this.clock().toISOString() });
+    return { etag: stored.md5 };
+  }
+
+  /** UploadPartCopy: a byte range of an existing object becomes a part. */
+  async uploadPartCopy(bucket: string, key: string, uploadId: string, partNumber: number, source: { bucket: string; key: string; range?: string }): Promise<{ etag: string; lastModified: string }> {
+    this.checkPartNumber(partNumber);
+    const { backend } = await this.upload(bucket, key, uploadId);
+    const { object, backend: sourceBackend } = await this.objects.head(source.bucket, source.key);
+    let range: ByteRange | undefined;
+    if (source.range !== undefined) {
+      const m = /^bytes=(\d+)-(\d+)$/.exec(source.range.trim());
+      if (!m) throw new S3Error('InvalidArgument', 'The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy');
+      range = { start: Number(m[1]), end: Number(m[2]) };
+      if (range.start > range.end || range.end >= object.size) throw new S3Error('InvalidRange', `range ${source.range} is outside the source object of ${object.size} bytes`);
+    }
+    const expectedSize = range ? range.end - range.start + 1 : object.size;
+    const stored = await backend.put(await sourceBackend.get(object.locator, range), { expectedSize, part: true });
+    this.metrics.bytesIn.inc(stored.size);
+    const lastModified = this.clock().toISOString();
+    await this.savePart(uploadId, backend, { partNumber, etag: stored.md5, size: stored.size, locator: stored.locator, lastModified });
+    return { etag: stored.md5, lastModified };
+  }
+
+  private async savePart(uploadId: string, backend: StorageBackend, part: PartInfo): Promise<void> {
+    const key = uploadKey(uploadId);
+    const previous = await this.cache.hget(key, partField(part.partNumber));
+    await this.cache.hset(key, partField(part.partNumber), JSON.stringify(part));
+    // Aborted or completed while this part was streaming: its bytes must not stay behind.
+    if (!(await this.cache.hget(key, 'info'))) {
+      await this.cache.del(key);
+      await backend.delete(part.locator);
+      throw new S3Error('NoSuchUpload', undefined, { UploadId: uploadId });
+    }
+    if (previous) {
+      const old = JSON.parse(previous) as PartInfo;
+      if (old.locator !== part.locator) await backend.delete(old.locator);
+    }
+  }
+
+  async listParts(bucket: string, key: string, uploadId: string, opts: { maxParts?: number; partNumberMarker?: number }) {
+    const { info } = await this.upload(bucket, key, uploadId);
+    const maxParts = Math.min(opts.maxParts ?? 1000, 1000);
+    const after = opts.partNumberMarker ?? 0;
+    const all = (await this.parts(uploadId)).filter((p) => p.partNumber > after);
+    const page = all.slice(0, maxParts);
+    const isTruncated = all.length > page.length;
+    return {
+      parts: page.map(({ partNumber, etag, size, lastModified }) => ({ partNumber, etag, size, lastModified })),
+      isTruncated,
+      ...(isTruncated ? { nextPartNumberMarker: page[page.length - 1].partNumber } : {}),
+      initiated: info.initiated,
+      owner: info.owner,
+      contentType: info.contentType,
+    };
+  }
+
+  async complete(bucketName: string, key: string, uploadId: string, requested: Array<{ partNumber: number; etag: string }>): Promise<ObjectMeta> {
+    const { info, backend } = await this.upload(bucketName, key, uploadId);
+    if (!Array.isArray(requested) || requested.length === 0) throw new S3Error('MalformedXML', 'You must specify at least one part');
+    const stored = new Map((await this.parts(uploadId)).map((p) => [p.partNumber, p]));
+    const chosen: PartInfo[] = [];
+    let previous = 0;
+    for (const r of requested) {
+      const n = Number(r?.partNumber);
+      if (!Number.isInteger(n) || n <= previous) throw new S3Error('InvalidPartOrder', undefined, { UploadId: uploadId });
+      previous = n;
+      const part = stored.get(n);
+      const etag = String(r.etag ?? '').replace(/^"|"$/g, '').toLowerCase();
+      if (!part || part.etag !== etag) throw new S3Error('InvalidPart', undefined, { UploadId: uploadId, PartNumber: String(n), ETag: etag });
+      chosen.push(part);
+    }
+    chosen.slice(0, -1).forEach((p) => {
+      if (p.size < MIN_PART_SIZE) {
+        throw new S3Error('EntityTooSmall', undefined, { UploadId: uploadId, PartNumber: String(p.partNumber), ProposedSize: String(p.size), MinSizeAllowed: String(MIN_PART_SIZE) });
+      }
+    });
+    const etag = `${createHash('md5')
+      .update(Buffer.concat(chosen.map((p) => Buffer.from(p.etag, 'hex'))))
+      .digest('hex')}-${chosen.length}`;
+    const { bucket } = await this.objects.bucket(bucketName);
+    const composed = await backend.compose(chosen.map((p) => p.locator));
+    const meta = await this.objects.commit(
+      {
+        bucket,
+        key,
+        owner: info.owner,
+        contentType: info.contentType,
+        userMetadata: info.userMetadata,
+        blob: this.objects.newBlob(backend, bucket, composed),
+        etag,
+        md5: composed.md5,
+        size: composed.size,
+      },
+      composed,
+      backend,
+    );
+    await this.discard(bucketName, uploadId, backend, [...stored.values()]);
+    return meta;
+  }
+
+  async abort(bucket: string, key: string, uploadId: string): Promise<void> {
+    const { backend } = await this.upload(bucket, key, uploadId);
+    await this.discard(bucket, uploadId, backend, await this.parts(uploadId));
+  }
+
+  private async discard(bucket: string, uploadId: string, backend: StorageBackend, parts: PartInfo[]): Promise<void> {
+    const removed = await this.cache.del(uploadKey(uploadId));
+    await this.cache.srem(bucketUploadsKey(bucket), uploadId);
+    if (removed > 0) this.metrics.multipartInFlight.dec();
+    for (const p of parts) {
+      await backend.delete(p.locator).catch((err) => this.logger.warn({ err, uploadId }, 'could not remove a part'));
+    }
+  }
+
+  async listUploads(bucketName: string, opts: { prefix?: string; keyMarker?: string; uploadIdMarker?: string; maxUploads?: number }) {
+    const { bucket } = await this.objects.bucket(bucketName);
+    const prefix = opts.prefix ?? '';
+    const maxUploads = Math.min(opts.maxUploads ?? 1000, 1000);
+    const ids = await this.cache.smembers(bucketUploadsKey(bucket.name));
+    const uploads: Array<{ key: string; uploadId: string; initiated: string; owner: string }> = [];
+    for (const uploadId of ids) {
+      const raw = await this.cache.hget(uploadKey(uploadId), 'info');
+      if (!raw) {
+        await this.cache.srem(bucketUploadsKey(bucket.name), uploadId);
+        continue;
+      }
+      const info = JSON.parse(raw) as UploadInfo;
+      if (info.key.startsWith(prefix)) uploads.push({ key: info.key, uploadId, initiated: info.initiated, owner: info.owner });
+    }
+    const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+    uploads.sort((a, b) => byteOrder(a.key, b.key) || byteOrder(a.uploadId, b.uploadId));
+    const after = uploads.filter((u) => {
+      if (opts.keyMarker === undefined) return true;
+      const c = byteOrder(u.key, opts.keyMarker);
+      return c > 0 || (c === 0 && opts.uploadIdMarker !== undefined && u.uploadId > opts.uploadIdMarker);
+    });
+    const page = after.slice(0, maxUploads);
+    const isTruncated = after.length > page.length;
+    const last = page[page.length - 1];
+    return { uploads: page, isTruncated, ...(isTruncated && last ? { nextKeyMarker: last.key, nextUploadIdMarker: last.uploadId } : {}) };
+  }
+}

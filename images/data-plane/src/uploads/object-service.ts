@@ -1,0 +1,202 @@
+import type { Readable } from 'node:stream';
+import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import type { BackendRegistry } from '../backends/registry.js';
+import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-backend.js';
+import { BlobGoneError, etagMatches, type BucketRef, type Catalog, type ObjectMeta, type Preconditions, type StoredObject } from '../catalog/catalog.js';
+import type { BlobCollector } from '../gc/blob-collector.js';
+import type { DataPlaneMetrics } from '../metrics.js';
+import { assertObjectKey } from '../validation.js';
+
+export const MAX_OBJECT_SIZE = 5 * 1024 ** 3;
+export const MAX_METADATA_BYTES = 2048;
+
+export interface PutRequest {
+  bucket: string;
+  key: string;
+  owner?: string;
+  body: Readable;
+  contentLength?: number;
+  contentType?: string;
+  userMetadata?: Record<string, string>;
+  /** Hex MD5 from Content-MD5. */
+  contentMd5?: string;
+  /** Hex MD5 the client claims for an instant upload. */
+  instantMd5?: string;
+  conditions?: Preconditions;
+}
+
+export interface CopyRequest {
+  bucket: string;
+  key: string;
+  owner?: string;
+  sourceBucket: string;
+  sourceKey: string;
+  metadataDirective?: 'COPY' | 'REPLACE';
+  contentType?: string;
+  userMetadata?: Record<string, string>;
+  conditions?: { ifMatch?: string; ifNoneMatch?: string; ifModifiedSince?: string; ifUnmodifiedSince?: string };
+}
+
+/** Hooks run after a commit: the outbox relay is kicked so that events leave at once. */
+export interface CommitListener {
+  committed(): void;
+}
+
+export function checkUserMetadata(meta: Record<string, string>): void {
+  let bytes = 0;
+  for (const [k, v] of Object.entries(meta)) {
+    if (typeof v !== 'string') throw new S3Error('InvalidArgument', `user metadata ${JSON.stringify(k)} must be a string`);
+    bytes += Buffer.byteLength(k) + Buffer.byteLength(v);
+  }
+  if (bytes > MAX_METADATA_BYTES) throw new S3Error('MetadataTooLarge', `user metadata is ${bytes} bytes; at most ${MAX_METADATA_BYTES}`);
+}
+
+/** Single-request object writes, reads and copies. */
+export class ObjectService {
+  constructor(
+    private readonly catalog: Catalog,
+    private readonly backends: BackendRegistry,
+    private readonly collector: BlobCollector,
+    private readonly listener: CommitListener,
+    private readonly metrics: DataPlaneMetrics,
+    private readonly logger: Logger,
+    private readonly clock: () => Date,
+  ) {}
+
+  async bucket(name: string): Promise<{ bucket: BucketRef; backend: StorageBackend }> {
+    const bucket = await this.catalog.bucket(name);
+    return { bucket, backend: this.backends.forBucket(bucket.backend) };
+  }
+
+  /** Store a body as `key`, or commit it at once from a blob this owner already references (instant upload). */
+  async put(req: PutRequest): Promise<{ object: ObjectMeta; instant: boolean }> {
+    assertObjectKey(req.key);
+    const userMetadata = req.userMetadata ?? {};
+    checkUserMetadata(userMetadata);
+    if (req.contentLength !== undefined && req.contentLength > MAX_OBJECT_SIZE) throw new S3Error('EntityTooLarge');
+    const { bucket, backend } = await this.bucket(req.bucket);
+    const owner = req.owner ?? bucket.owner;
+    const contentType = req.contentType || 'application/octet-stream';
+    const base = { bucket, key: req.key, owner, contentType, userMetadata, conditions: req.conditions };
+
+    if (req.instantMd5 !== undefined && req.contentLength !== undefined) {
+      const md5 = req.instantMd5.toLowerCase();
+      const blobId = /^[0-9a-f]{32}$/.test(md5) ? await this.catalog.instantCandidate(backend.key, md5, req.contentLength, owner) : undefined;
+      if (blobId !== undefined) {
+        try {
+          const result = await this.commit({ ...base, blob: { kind: 'existing', blobId }, etag: md5, md5, size: req.contentLength }, undefined, backend);
+          this.metrics.instantUploads.inc({ outcome: 'hit' });
+          return { object: result, instant: true };
+        } catch (err) {
+          if (!(err instanceof BlobGoneError)) throw err;
+        }
+      }
+      this.metrics.instantUploads.inc({ outcome: 'miss' });
+    }
+
+    const expectedMd5 = req.contentMd5 ?? req.instantMd5?.toLowerCase();
+    const stored = await backend.put(req.body, { expectedMd5, expectedSize: req.contentLength, maxSize: MAX_OBJECT_SIZE });
+    this.metrics.bytesIn.inc(stored.size);
+    const object = await this.commit(
+      { ...base, blob: this.newBlob(backend, bucket, stored), etag: stored.md5, md5: stored.md5, size: stored.size },
+      stored,
+      backend,
+    );
+    return { object, instant: false };
+  }
+
+  newBlob(backend: StorageBackend, bucket: BucketRef, stored: StoredBlob) {
+    return { kind: 'new' as const, backendKey: backend.key, backend: bucket.backend, locator: stored.locator, md5: stored.md5, size: stored.size };
+  }
+
+  /**
+   * Commit metadata for bytes already stored; the bytes just written are deleted when the commit fails
+   * or when the same content was already stored (dedupe), and blobs left unreferenced are freed.
+   */
+  async commit(
+    req: Omit<Parameters<Catalog['commitObject']>[0], 'now'>,
+    written: StoredBlob | undefined,
+    backend: StorageBackend,
+  ): Promise<ObjectMeta> {
+    let result;
+    try {
+      result = await this.catalog.commitObject({ ...req, now: this.clock() });
+    } catch (err) {
+      if (written) await backend.delete(written.locator).catch((e) => this.logger.warn({ err: e }, 'could not remove uncommitted blob'));
+      throw err;
+    }
+    if (written && !result.newBlobKept) await backend.delete(written.locator);
+    this.listener.committed();
+    if (result.unreferencedBlobIds.length) {
+      await this.collector.collect(result.unreferencedBlobIds).catch((err) => this.logger.warn({ err }, 'freeing replaced blob failed; the sweep will retry'));
+    }
+    return result.meta;
+  }
+
+  async head(bucketName: string, key: string): Promise<{ object: StoredObject; backend: StorageBackend }> {
+    assertObjectKey(key);
+    const bucket = await this.catalog.bucket(bucketName);
+    const object = await this.catalog.object(bucket, key);
+    if (!object) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    const backend = this.backends.byBackendKey(object.backendKey) ?? this.backends.forBucket(bucket.backend);
+    return { object, backend };
+  }
+
+  async read(object: StoredObject, backend: StorageBackend, range?: ByteRange): Promise<Readable> {
+    const stream = await backend.get(object.locator, range);
+    stream.on('data', (chunk: Buffer) => this.metrics.bytesOut.inc(chunk.length));
+    return stream;
+  }
+
+  /** CopyObject: on the same backend the new object shares the source's blob (no bytes are copied). */
+  async copy(req: CopyRequest): Promise<ObjectMeta> {
+    assertObjectKey(req.key);
+    const { bucket, backend } = await this.bucket(req.bucket);
+    const owner = req.owner ?? bucket.owner;
+    for (let attempt = 0; ; attempt++) {
+      const { object: source, backend: sourceBackend } = await this.head(req.sourceBucket, req.sourceKey);
+      checkCopySourceConditions(req.conditions, source);
+      const replace = req.metadataDirective === 'REPLACE';
+      if (!replace && req.sourceBucket === req.bucket && req.sourceKey === req.key) {
+        throw new S3Error(
+          'InvalidRequest',
+          "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
+        );
+      }
+      const contentType = replace ? req.contentType || 'application/octet-stream' : source.contentType;
+      const userMetadata = replace ? (req.userMetadata ?? {}) : source.userMetadata;
+      checkUserMetadata(userMetadata);
+      const base = { bucket, key: req.key, owner, contentType, userMetadata, etag: source.etag, md5: source.md5, size: source.size };
+      if (sourceBackend.key === backend.key) {
+        try {
+          return await this.commit({ ...base, blob: { kind: 'existing', blobId: source.blobId } }, undefined, backend);
+        } catch (err) {
+          // The source was replaced and its blob freed meanwhile: read the source again.
+          if (err instanceof BlobGoneError && attempt < 3) continue;
+          throw err;
+        }
+      }
+      const stored = await backend.put(await sourceBackend.get(source.locator), { expectedSize: source.size });
+      this.metrics.bytesIn.inc(stored.size);
+      return this.commit({ ...base, blob: this.newBlob(backend, bucket, stored) }, stored, backend);
+    }
+  }
+}
+
+function checkCopySourceConditions(c: CopyRequest['conditions'], source: StoredObject): void {
+  if (!c) return;
+  const modified = new Date(source.lastModified).getTime();
+  const fail = (condition: string) => {
+    throw new S3Error('PreconditionFailed', undefined, { Condition: condition });
+  };
+  if (c.ifMatch !== undefined && !etagMatches(c.ifMatch, source.etag)) fail('x-amz-copy-source-If-Match');
+  if (c.ifNoneMatch !== undefined && etagMatches(c.ifNoneMatch, source.etag)) fail('x-amz-copy-source-If-None-Match');
+  if (c.ifUnmodifiedSince !== undefined && c.ifMatch === undefined) {
+    const t = Date.parse(c.ifUnmodifiedSince);
+    if (!Number.isNaN(t) && Math.floor(modified / 1000) > Math.floor(t / 1000)) fail('x-amz-copy-source-If-Unmodified-Since');
+  }
+  if (c.ifModifiedSince !== undefined && c.ifNoneMatch === undefined) {
+    const t = Date.parse(c.ifModifiedSince);
+    if (!Number.isNaN(t) && Math.floor(modified / 1000) <= Math.floor(t / 1000)) fail('x-amz-copy-source-If-Modified-Since');
+  }
+}

@@ -1,0 +1,137 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import {
+  Counter,
+  createLogger,
+  createRegistry,
+  createApp,
+  httpMetrics,
+  listen,
+  type Logger,
+  type Registry,
+  type RunningService,
+} from '../../service-kit/src/index.js';
+import { authenticate } from './auth/authenticate.js';
+import { cachedCredentials } from './auth/credential-cache.js';
+import { bearerPassport, tokenIssuer } from './auth/jwt.js';
+import { ControlPlaneClient } from './clients/control-plane.js';
+import { DataPlaneClient } from './clients/data-plane.js';
+import { state } from './context.js';
+import type { GatewayDeps } from './deps.js';
+import { flowControl } from './flow-control/index.js';
+import { adminRouter } from './handlers/admin.js';
+import { login } from './handlers/login.js';
+import { BucketAccess } from './middleware/bucket-access.js';
+import { errorRenderer } from './middleware/errors.js';
+import { requestContext } from './middleware/request-context.js';
+import { nameOperation, s3Endpoint } from './s3/router.js';
+
+export interface GatewayOptions {
+  port: number;
+  host?: string;
+  controlPlaneUrl: string;
+  dataPlaneUrl: string;
+  internalToken: string;
+  jwtSecret: string;
+  /** Bearer token lifetime: seconds or "15m", "1h"... */
+  jwtExpiresIn?: string;
+  /** Origin clients use to reach the gateway (for presigned URLs); default: each request's Host. */
+  publicUrl?: string;
+  rootUser?: string;
+  region?: string;
+  redirectExpiresSeconds?: number;
+  credentialsCacheMs?: number;
+  bucketCacheMs?: number;
+  /** Flow-control rules file (rate and concurrency limits, breakers), re-read on change. */
+  flowRulesFile?: string;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+const JSON_LIMIT = '64kb';
+
+/**
+ * The S3 gateway: Bearer (JWT) and SigV4 auth, tenant isolation, S3 REST over the control plane
+ * (metadata) and the data plane (bytes), both reached over HTTP only.
+ */
+export async function startGateway(opts: GatewayOptions): Promise<RunningService> {
+  const logger = opts.logger ?? createLogger('gateway');
+  const registry = opts.registry ?? createRegistry('gateway');
+  const flow = await flowControl({
+    rulesFile: opts.flowRulesFile,
+    logger,
+    registry,
+    routeOf: (_req, res) => state(res).operation,
+    userOf: (_req, res) => state(res).caller?.username,
+    // Rejections render like every other error: S3 XML with the request id.
+    render: (err, _req, _res, next) => next(err),
+  });
+  const controlPlane = new ControlPlaneClient(opts.controlPlaneUrl, opts.internalToken, (fn) => flow.run('control-plane', fn));
+  const dataPlane = new DataPlaneClient(opts.dataPlaneUrl, opts.internalToken, (fn) => flow.run('data-plane', fn));
+  const credentials = cachedCredentials((accessKey) => controlPlane.credentials(accessKey), opts.credentialsCacheMs ?? 10_000);
+  const deps: GatewayDeps = {
+    controlPlane,
+    dataPlane,
+    buckets: new BucketAccess(controlPlane, opts.bucketCacheMs ?? 2_000),
+    credentials,
+    tokens: tokenIssuer(opts.jwtSecret, opts.jwtExpiresIn ?? '1h'),
+    logger,
+    region: opts.region ?? 'us-east-1',
+    rootUser: opts.rootUser ?? 'strata',
+    publicUrl: opts.publicUrl,
+    redirectSeconds: opts.redirectExpiresSeconds ?? 300,
+  };
+
+  const counters = {
+    bytesIn: new Counter({ name: 'strata_gateway_bytes_in_total', help: 'Bytes received from clients, by S3 operation', labelNames: ['operation'] as const, registers: [registry] }),
+    bytesOut: new Counter({ name: 'strata_gateway_bytes_out_total', help: 'Bytes sent to clients, by S3 operation', labelNames: ['operation'] as const, registers: [registry] }),
+  };
+  // Requests and latency by S3 operation (the kit's route label carries the operation name).
+  const metrics = httpMetrics(registry, (req) => (req.res ? state(req.res).operation : 'Unknown'));
+
+  const app = createApp({
+    name: 'gateway',
+    logger,
+    registry,
+    readiness: {
+      'control-plane': async () => void (await fetchOk(`${opts.controlPlaneUrl}/healthz`)),
+      'data-plane': async () => void (await fetchOk(`${opts.dataPlaneUrl}/healthz`)),
+    },
+  });
+  app.set('trust proxy', true);
+  app.set('etag', false);
+  app.use(requestContext(logger, counters));
+  app.use(metrics.middleware);
+  const jsonRoutes = (_req: Request, res: Response, next: NextFunction) => {
+    state(res).errorFormat = 'json';
+    next();
+  };
+  const jsonBody = express.json({
+    limit: JSON_LIMIT,
+    type: () => true,
+    verify: (req, _res, buf) => {
+      (req as Request & { rawBody?: Buffer }).rawBody = buf;
+    },
+  });
+  const passport = bearerPassport(opts.jwtSecret);
+  const auth = authenticate({ passport, credentials, rootUser: deps.rootUser });
+
+  app.post('/login', jsonRoutes, flow.middleware, jsonBody, login(deps));
+  app.use('/admin', jsonRoutes, auth, flow.middleware, jsonBody, adminRouter(deps));
+  app.use(nameOperation, auth, flow.middleware, s3Endpoint(deps));
+  app.use(errorRenderer(logger));
+
+  const running = await listen(app, {
+    name: 'gateway',
+    logger,
+    registry,
+    port: opts.port,
+    host: opts.host,
+    onClose: [() => flow.close(), () => controlPlane.http.close(), () => dataPlane.http.close()],
+  });
+  return running;
+}
+
+async function fetchOk(url: string): Promise<void> {
+  const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
+  if (!r.ok) throw new Error(`${url} answered ${r.status}`);
+}

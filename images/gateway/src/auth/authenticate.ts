@@ -1,0 +1,58 @@
+import type { NextFunction, Request, Response } from 'express';
+import { S3Error } from '../../../service-kit/src/index.js';
+import { rawTarget, state } from '../context.js';
+import type { BearerAuthenticator, TokenClaims } from './jwt.js';
+import { isPresignedQuery, isSigV4Header, verifySigV4, type CredentialLookup } from './sigv4-verify.js';
+
+export interface AuthDeps {
+  passport: BearerAuthenticator;
+  credentials: CredentialLookup;
+  rootUser: string;
+}
+
+/**
+ * Establishes the caller: `Authorization: Bearer <jwt>` through passport-jwt, or AWS SigV4 (header or
+ * presigned query). Anonymous requests are AccessDenied: Strata has no public buckets.
+ */
+export function authenticate(deps: AuthDeps) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const authorization = req.headers.authorization;
+    try {
+      // A presigned URL wins over a Bearer header: fetch keeps Authorization when it follows our
+      // same-origin 302 to a presigned URL, and answering with another redirect would loop.
+      if (isPresignedQuery(rawTarget(req).query) || isSigV4Header(authorization)) {
+        const result = await verifySigV4({ method: req.method, url: req.originalUrl, headers: req.headers }, deps.credentials);
+        state(res).caller = {
+          username: result.credential.username,
+          accessKey: result.credential.accessKey,
+          isRoot: result.credential.username === deps.rootUser,
+          via: isSigV4Header(authorization) ? 'sigv4' : 'presigned',
+          sigv4: result,
+        };
+      } else if (authorization?.startsWith('Bearer ')) {
+        const claims = await bearer(deps.passport, req, res);
+        state(res).caller = { username: claims.sub, accessKey: claims.ak, isRoot: claims.sub === deps.rootUser, via: 'bearer' };
+      } else if (authorization?.startsWith('AWS ')) {
+        throw new S3Error('InvalidRequest', 'Signature Version 2 is not supported; use AWS Signature Version 4.');
+      } else {
+        throw new S3Error('AccessDenied', 'Anonymous access is not allowed: send a Bearer token or an AWS Signature Version 4.');
+      }
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+function bearer(passport: BearerAuthenticator, req: Request, res: Response): Promise<TokenClaims> {
+  return new Promise((resolve, reject) => {
+    const run = passport.authenticate('jwt', { session: false }, (err: unknown, user: TokenClaims | false, info: unknown) => {
+      if (err) return reject(err);
+      if (user) return resolve(user);
+      const name = (info as { name?: string } | undefined)?.name;
+      if (name === 'TokenExpiredError') return reject(new S3Error('ExpiredToken', 'The provided token has expired.'));
+      reject(new S3Error('AccessDenied', 'The bearer token is invalid.'));
+    }) as (req: Request, res: Response, next: NextFunction) => void;
+    run(req, res, (e?: unknown) => reject(e ?? new S3Error('AccessDenied')));
+  });
+}

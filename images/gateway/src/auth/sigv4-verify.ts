@@ -1,0 +1,183 @@
+import { S3Error } from '../../../service-kit/src/index.js';
+import {
+  ALGORITHM,
+  MAX_PRESIGN_SECONDS,
+  STREAMING_PAYLOAD,
+  STREAMING_PAYLOAD_TRAILER,
+  STREAMING_UNSIGNED_TRAILER,
+  UNSIGNED_PAYLOAD,
+  canonicalPath,
+  canonicalRequest,
+  parseAmzDate,
+  parseRawQuery,
+  sign,
+  signaturesEqual,
+  signingKey,
+  stringToSign,
+  uriEncode,
+} from './sigv4.js';
+
+/** What SigV4 verification needs from the caller's store of secrets. */
+export interface Credential {
+  username: string;
+  accessKey: string;
+  secretKey: string;
+}
+export type CredentialLookup = (accessKey: string) => Promise<Credential>;
+
+/** How the request body is protected, decided by x-amz-content-sha256. */
+export type PayloadMode =
+  | { kind: 'unsigned' }
+  | { kind: 'sha256'; hex: string }
+  | { kind: 'chunked'; signed: boolean; trailer: boolean };
+
+export interface SigV4Result {
+  credential: Credential;
+  payload: PayloadMode;
+  /** For chunk signatures: the seed signature, key, scope and date. */
+  seedSignature: string;
+  key: Buffer;
+  scope: string;
+  amzDate: string;
+}
+
+export interface SigV4Request {
+  method: string;
+  /** Raw request target as received: path + '?' + query, still percent-encoded. */
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+const MAX_SKEW_MS = 15 * 60 * 1000;
+
+function header(req: SigV4Request, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export function isSigV4Header(authorization: string | undefined): boolean {
+  return !!authorization && authorization.startsWith(`${ALGORITHM} `);
+}
+
+export function isPresignedQuery(rawQuery: string): boolean {
+  return rawQuery.includes('X-Amz-Algorithm=') || rawQuery.includes('X-Amz-Credential=');
+}
+
+function payloadMode(hash: string | undefined, presigned: boolean): PayloadMode {
+  if (presigned || hash === undefined || hash === UNSIGNED_PAYLOAD) {
+    if (!presigned && hash === undefined) throw new S3Error('InvalidRequest', 'Missing required header for this request: x-amz-content-sha256');
+    return { kind: 'unsigned' };
+  }
+  if (hash === STREAMING_PAYLOAD) return { kind: 'chunked', signed: true, trailer: false };
+  if (hash === STREAMING_PAYLOAD_TRAILER) return { kind: 'chunked', signed: true, trailer: true };
+  if (hash === STREAMING_UNSIGNED_TRAILER) return { kind: 'chunked', signed: false, trailer: true };
+  if (/^[0-9a-f]{64}$/.test(hash)) return { kind: 'sha256', hex: hash };
+  throw new S3Error('InvalidArgument', 'x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD or a valid sha256 value.');
+}
+
+/** `Credential=AK/20130524/us-east-1/s3/aws4_request` → parts, with clear errors. */
+function parseCredential(value: string): { accessKey: string; date: string; region: string; service: string; scope: string } {
+  const parts = value.split('/');
+  if (parts.length < 5 || parts[parts.length - 1] !== 'aws4_request') {
+    throw new S3Error('InvalidArgument', `Error parsing the X-Amz-Credential parameter; the Credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".`);
+  }
+  // Access keys never contain '/', but be tolerant: the scope is the last four parts.
+  const [date, region, service] = parts.slice(-4, -1);
+  const accessKey = parts.slice(0, -4).join('/');
+  return { accessKey, date, region, service, scope: parts.slice(-4).join('/') };
+}
+
+/**
+ * Verify a SigV4 request (Authorization header or presigned query). Throws the S3 error a real S3
+ * would answer: InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed, AccessDenied
+ * ("Request has expired") or InvalidArgument for malformed parameters.
+ */
+export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, now = new Date()): Promise<SigV4Result> {
+  const q = req.url.indexOf('?');
+  const rawPath = q < 0 ? req.url : req.url.slice(0, q);
+  const rawQuery = q < 0 ? '' : req.url.slice(q + 1);
+  const query = parseRawQuery(rawQuery);
+  const authorization = header(req, 'authorization');
+  const presigned = !isSigV4Header(authorization);
+
+  let credentialValue: string;
+  let signedHeaders: string[];
+  let signature: string;
+  let amzDate: string;
+  let expires: number | undefined;
+  if (!presigned) {
+    const fields = Object.fromEntries(
+      authorization!
+        .slice(ALGORITHM.length + 1)
+        .split(',')
+        .map((f) => f.trim())
+        .filter(Boolean)
+        .map((f) => {
+          const eq = f.indexOf('=');
+          return [f.slice(0, eq), f.slice(eq + 1)];
+        }),
+    ) as Record<string, string | undefined>;
+    if (!fields.Credential || !fields.SignedHeaders || !fields.Signature) {
+      throw new S3Error('InvalidArgument', 'The authorization header is malformed; it must contain Credential, SignedHeaders and Signature.');
+    }
+    credentialValue = fields.Credential;
+    signedHeaders = fields.SignedHeaders.split(';');
+    signature = fields.Signature;
+    amzDate = header(req, 'x-amz-date') ?? '';
+    if (!amzDate) {
+      const d = header(req, 'date');
+      amzDate = d && !Number.isNaN(Date.parse(d)) ? d : '';
+    }
+  } else {
+    const get = (name: string) => query.find(([k]) => k === name)?.[1];
+    if (get('X-Amz-Algorithm') !== ALGORITHM) throw new S3Error('InvalidArgument', 'X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
+    const c = get('X-Amz-Credential');
+    const sh = get('X-Amz-SignedHeaders');
+    const sig = get('X-Amz-Signature');
+    const d = get('X-Amz-Date');
+    const e = get('X-Amz-Expires');
+    if (!c || !sh || !sig || !d || !e) {
+      throw new S3Error('InvalidArgument', 'Query-string authentication requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.');
+    }
+    credentialValue = c;
+    signedHeaders = sh.split(';');
+    signature = sig;
+    amzDate = d;
+    expires = Number(e);
+    if (!/^\d+$/.test(e)) throw new S3Error('InvalidArgument', 'X-Amz-Expires should be a number');
+    if (expires > MAX_PRESIGN_SECONDS) throw new S3Error('InvalidArgument', 'X-Amz-Expires must be less than a week (in seconds) that is 604800');
+  }
+
+  const cred = parseCredential(credentialValue);
+  const date = parseAmzDate(amzDate) ?? (Date.parse(amzDate) ? new Date(amzDate) : undefined);
+  if (!date) throw new S3Error('AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
+  if (!signedHeaders.includes('host')) throw new S3Error('AccessDenied', 'The host header must be signed.');
+
+  if (presigned) {
+    if (date.getTime() - now.getTime() > MAX_SKEW_MS) throw new S3Error('AccessDenied', 'Request is not valid yet');
+    if (now.getTime() > date.getTime() + expires! * 1000) throw new S3Error('AccessDenied', 'Request has expired', { Expires: new Date(date.getTime() + expires! * 1000).toISOString() });
+  } else if (Math.abs(now.getTime() - date.getTime()) > MAX_SKEW_MS) {
+    throw new S3Error('RequestTimeTooSkewed', undefined, { RequestTime: amzDate, ServerTime: now.toISOString() });
+  }
+
+  const credential = await lookup(cred.accessKey);
+  const payload = payloadMode(header(req, 'x-amz-content-sha256'), presigned);
+  const payloadHash = presigned ? (header(req, 'x-amz-content-sha256') ?? UNSIGNED_PAYLOAD) : header(req, 'x-amz-content-sha256')!;
+  const signedQuery = presigned ? query.filter(([k]) => k !== 'X-Amz-Signature') : query;
+  const key = signingKey(credential.secretKey, cred.date, cred.region, cred.service);
+  const amzDateForSigning = presigned ? amzDate : (header(req, 'x-amz-date') ?? amzDate);
+
+  // Clients encode the path the same way in almost all cases; a few send it raw or doubly encoded,
+  // so try the canonical form first and then the path exactly as it arrived.
+  const candidates = [canonicalPath(rawPath)];
+  if (rawPath !== candidates[0]) candidates.push(rawPath);
+  if (rawPath.startsWith('/') && uriEncode(rawPath, false) !== candidates[0]) candidates.push(uriEncode(rawPath, false));
+  for (const path of candidates) {
+    const canonical = canonicalRequest({ method: req.method, path, query: signedQuery, headers: req.headers, signedHeaders, payloadHash });
+    const expected = sign(key, stringToSign(amzDateForSigning, cred.scope, canonical));
+    if (signaturesEqual(expected, signature)) {
+      return { credential, payload, seedSignature: signature, key, scope: cred.scope, amzDate: amzDateForSigning };
+    }
+  }
+  throw new S3Error('SignatureDoesNotMatch', undefined, { AWSAccessKeyId: cred.accessKey });
+}

@@ -1,0 +1,117 @@
+import { InternalHttp, type Guard, seg } from './internal-http.js';
+
+/** Types of the control plane's internal API (ADR 0001). */
+export interface ObjectMeta {
+  bucket: string;
+  key: string;
+  size: number;
+  etag: string;
+  md5?: string;
+  contentType: string;
+  userMetadata: Record<string, string>;
+  lastModified: string;
+}
+export interface BackendRef {
+  kind: string;
+  [setting: string]: unknown;
+}
+export interface BucketInfo {
+  name: string;
+  owner: string;
+  createdAt: string;
+  backend: BackendRef;
+}
+export interface UserCredentials {
+  username: string;
+  accessKey: string;
+  secretKey: string;
+}
+export interface ListObjectsQuery {
+  prefix?: string;
+  delimiter?: string;
+  maxKeys?: number;
+  startAfter?: string;
+  continuationToken?: string;
+  marker?: string;
+}
+export interface ListObjectsResult {
+  objects: ObjectMeta[];
+  commonPrefixes: string[];
+  isTruncated: boolean;
+  nextContinuationToken?: string;
+  nextMarker?: string;
+}
+export interface RecycledObject {
+  id: string | number;
+  bucket: string;
+  key: string;
+  size: number;
+  recycledAt: string;
+}
+
+/** Typed client for the control plane: users, credentials, buckets, object metadata, recycle bin. */
+export class ControlPlaneClient {
+  readonly http: InternalHttp;
+
+  constructor(baseUrl: string, token: string, guard?: Guard) {
+    this.http = new InternalHttp(baseUrl, token, 'control plane', guard);
+  }
+
+  createUser(username: string, password: string): Promise<UserCredentials> {
+    return this.http.json('POST', '/internal/users', { body: { username, password } });
+  }
+
+  verifyUser(username: string, password: string): Promise<{ username: string; accessKey: string }> {
+    return this.http.json('POST', '/internal/users/verify', { body: { username, password } });
+  }
+
+  credentials(accessKey: string): Promise<UserCredentials> {
+    return this.http.json('GET', `/internal/credentials/${seg(accessKey)}`);
+  }
+
+  async listBuckets(owner: string): Promise<Array<{ name: string; createdAt: string; backend: BackendRef }>> {
+    const r = await this.http.json<{ buckets: Array<{ name: string; createdAt: string; backend: BackendRef }> }>('GET', `/internal/users/${seg(owner)}/buckets`);
+    return r.buckets;
+  }
+
+  createBucket(bucket: string, owner: string, backend?: BackendRef): Promise<BucketInfo> {
+    return this.http.json('PUT', `/internal/buckets/${seg(bucket)}`, { body: { owner, ...(backend ? { backend } : {}) } });
+  }
+
+  getBucket(bucket: string): Promise<BucketInfo> {
+    return this.http.json('GET', `/internal/buckets/${seg(bucket)}`);
+  }
+
+  async deleteBucket(bucket: string): Promise<void> {
+    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}`);
+  }
+
+  listObjects(bucket: string, q: ListObjectsQuery): Promise<ListObjectsResult> {
+    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects`, { query: { ...q } });
+  }
+
+  headObject(bucket: string, key: string): Promise<ObjectMeta> {
+    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`);
+  }
+
+  async deleteObject(bucket: string, key: string): Promise<void> {
+    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`);
+  }
+
+  deleteObjects(bucket: string, keys: string[]): Promise<{ deleted: string[]; errors: Array<{ key: string; code: string; message: string }> }> {
+    return this.http.json('POST', `/internal/buckets/${seg(bucket)}/delete-objects`, { body: { keys } });
+  }
+
+  async recycleBin(owner: string, bucket?: string): Promise<RecycledObject[]> {
+    const r = await this.http.json<{ objects: RecycledObject[] }>('GET', '/internal/recycle-bin', { query: { owner, bucket } });
+    return r.objects;
+  }
+
+  restore(id: string, owner: string): Promise<ObjectMeta> {
+    return this.http.json('POST', `/internal/recycle-bin/${seg(id)}/restore`, { body: { owner } });
+  }
+
+  purge(now?: string): Promise<{ purged: number; freedBlobs: number }> {
+    return this.http.json('POST', '/internal/purge', { body: now ? { now } : {} });
+  }
+}

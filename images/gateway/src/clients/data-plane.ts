@@ -1,0 +1,125 @@
+import type http from 'node:http';
+import type { Readable } from 'node:stream';
+import { InternalHttp, type Guard, readText, seg } from './internal-http.js';
+import type { ObjectMeta } from './control-plane.js';
+
+export interface PutObjectHeaders {
+  contentLength: number;
+  contentType?: string;
+  owner: string;
+  userMetadata: Record<string, string>;
+  contentMd5?: string;
+  instantMd5?: string;
+  ifMatch?: string;
+  ifNoneMatch?: string;
+}
+
+export interface CopyConditions {
+  ifMatch?: string;
+  ifNoneMatch?: string;
+  ifModifiedSince?: string;
+  ifUnmodifiedSince?: string;
+}
+
+export interface PartInfo {
+  partNumber: number;
+  etag: string;
+  size: number;
+  lastModified: string;
+}
+
+export interface UploadInfo {
+  key: string;
+  uploadId: string;
+  initiated: string;
+  owner: string;
+}
+
+/** Typed client for the data plane: object bytes, copy, multipart (ADR 0001). */
+export class DataPlaneClient {
+  readonly http: InternalHttp;
+
+  constructor(baseUrl: string, token: string, guard?: Guard) {
+    this.http = new InternalHttp(baseUrl, token, 'data plane', guard);
+  }
+
+  /** Stream a body up; resolves with the data plane's answer (on an instant hit before the body is sent). */
+  async putObject(bucket: string, key: string, h: PutObjectHeaders, body: Readable, signal?: AbortSignal): Promise<{ object: ObjectMeta; instant: boolean }> {
+    const res = await this.http.stream({
+      method: 'PUT',
+      path: `/internal/objects/${seg(bucket)}/${seg(key)}`,
+      headers: {
+        'content-length': h.contentLength,
+        'content-type': h.contentType ?? 'application/octet-stream',
+        'x-strata-owner': h.owner,
+        'x-strata-meta': JSON.stringify(h.userMetadata),
+        ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}),
+        ...(h.instantMd5 ? { 'x-strata-instant-md5': h.instantMd5 } : {}),
+        ...(h.ifMatch ? { 'if-match': h.ifMatch } : {}),
+        ...(h.ifNoneMatch ? { 'if-none-match': h.ifNoneMatch } : {}),
+      },
+      body,
+      signal,
+    });
+    return JSON.parse(await readText(res)) as { object: ObjectMeta; instant: boolean };
+  }
+
+  /** GET or HEAD the bytes; the caller pipes the response (and must consume or destroy it). */
+  getObject(method: 'GET' | 'HEAD', bucket: string, key: string, range: string | undefined, signal?: AbortSignal): Promise<http.IncomingMessage> {
+    return this.http.stream({ method, path: `/internal/objects/${seg(bucket)}/${seg(key)}`, headers: range ? { range } : {}, signal });
+  }
+
+  /** The backend's own URL for the object, or undefined when the backend cannot serve it directly. */
+  async directUrl(bucket: string, key: string, expires: number): Promise<string | undefined> {
+    try {
+      const r = await this.http.json<{ url: string }>('GET', `/internal/objects/${seg(bucket)}/${seg(key)}`, { query: { 'direct-url': true, expires } });
+      return r.url;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'NotImplemented') return undefined;
+      throw err;
+    }
+  }
+
+  copyObject(
+    bucket: string,
+    key: string,
+    body: { owner: string; sourceBucket: string; sourceKey: string; metadataDirective: 'COPY' | 'REPLACE'; contentType?: string; userMetadata?: Record<string, string>; conditions?: CopyConditions },
+  ): Promise<ObjectMeta> {
+    return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, { body, long: true });
+  }
+
+  createMultipart(bucket: string, key: string, body: { owner: string; contentType?: string; userMetadata?: Record<string, string> }): Promise<{ uploadId: string }> {
+    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, { body });
+  }
+
+  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, h: { contentLength: number; contentMd5?: string }, body: Readable, signal?: AbortSignal): Promise<{ etag: string }> {
+    const res = await this.http.stream({
+      method: 'PUT',
+      path: `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}`,
+      headers: { 'content-length': h.contentLength, 'content-type': 'application/octet-stream', ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}) },
+      body,
+      signal,
+    });
+    return JSON.parse(await readText(res)) as { etag: string };
+  }
+
+  uploadPartCopy(bucket: string, key: string, uploadId: string, partNumber: number, body: { sourceBucket: string; sourceKey: string; range?: string }): Promise<{ etag: string; lastModified: string }> {
+    return this.http.json('PUT', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}/copy`, { body, long: true });
+  }
+
+  listParts(bucket: string, key: string, uploadId: string, q: { maxParts?: number; partNumberMarker?: number }): Promise<{ parts: PartInfo[]; isTruncated: boolean; nextPartNumberMarker?: number; initiated: string; owner: string }> {
+    return this.http.json('GET', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts`, { query: { ...q } });
+  }
+
+  completeMultipart(bucket: string, key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>): Promise<ObjectMeta> {
+    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/complete`, { body: { parts }, long: true });
+  }
+
+  async abortMultipart(bucket: string, key: string, uploadId: string): Promise<void> {
+    await this.http.json('DELETE', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}`);
+  }
+
+  listUploads(bucket: string, q: { prefix?: string; keyMarker?: string; uploadIdMarker?: string; maxUploads?: number }): Promise<{ uploads: UploadInfo[]; isTruncated: boolean }> {
+    return this.http.json('GET', `/internal/multipart/${seg(bucket)}`, { query: { ...q } });
+  }
+}

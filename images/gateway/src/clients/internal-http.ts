@@ -1,0 +1,170 @@
+import http from 'node:http';
+import type { Readable } from 'node:stream';
+import { S3Error, type S3ErrorCode } from '../../../service-kit/src/index.js';
+
+/** Runs one upstream call (e.g. through a circuit breaker). */
+export type Guard = <R>(fn: () => Promise<R>) => Promise<R>;
+
+/** Query values; undefined ones are left out. */
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export interface StreamCall {
+  method: string;
+  path: string;
+  query?: Query;
+  headers?: http.OutgoingHttpHeaders;
+  /** Request body piped upstream; when absent the request is ended at once. */
+  body?: Readable;
+  /** Aborts the upstream exchange (e.g. when the client went away). */
+  signal?: AbortSignal;
+}
+
+/** Status → code for error answers that carry no JSON body (HEAD, or a proxy in between). */
+const CODE_BY_STATUS: Record<number, S3ErrorCode> = {
+  400: 'InvalidRequest',
+  401: 'AccessDenied',
+  403: 'AccessDenied',
+  404: 'NoSuchKey',
+  409: 'InvalidRequest',
+  411: 'MissingContentLength',
+  412: 'PreconditionFailed',
+  416: 'InvalidRange',
+  503: 'ServiceUnavailable',
+};
+
+/**
+ * The one way the gateway talks to an internal service: HTTP/1.1 over a keep-alive agent, the
+ * internal token on every call, JSON error bodies turned back into S3Error so codes survive the hop.
+ */
+export class InternalHttp {
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64 });
+  private readonly base: URL;
+
+  /**
+   * `guard` runs calls through a circuit breaker (flow control). Uploads are not guarded: their
+   * answer comes only after the whole body went up, which no upstream timeout should cut.
+   */
+  constructor(baseUrl: string, private readonly token: string, private readonly service: string, private readonly guard: Guard = (fn) => fn()) {
+    this.base = new URL(baseUrl);
+  }
+
+  private target(path: string, query?: Query): string {
+    const params = Object.entries(query ?? {})
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => (v === true ? encodeURIComponent(k) : `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`));
+    return params.length ? `${path}?${params.join('&')}` : path;
+  }
+
+  /** Send a request and resolve with the response once its headers arrive (errors → S3Error). */
+  stream(call: StreamCall): Promise<http.IncomingMessage> {
+    return call.body ? this.send(call) : this.guard(() => this.send(call));
+  }
+
+  private send(call: StreamCall): Promise<http.IncomingMessage> {
+    return new Promise((resolve, reject) => {
+      const req = http.request({
+        protocol: this.base.protocol,
+        hostname: this.base.hostname,
+        port: this.base.port,
+        method: call.method,
+        path: this.target(call.path, call.query),
+        agent: this.agent,
+        headers: { ...call.headers, 'x-strata-internal-token': this.token },
+        signal: call.signal,
+      });
+      let bodyError: Error | undefined;
+      let bodyDone = !call.body;
+      req.on('error', (err) => reject(bodyError ?? this.unavailable(err)));
+      req.on('response', (res) => {
+        if (!bodyDone && call.body) {
+          // Answered before the whole body went up (instant hit, early error): stop sending; the
+          // connection cannot be reused, so it is dropped once the answer is read.
+          call.body.unpipe(req);
+          res.once('end', () => req.destroy());
+          res.once('close', () => req.destroy());
+        }
+        if ((res.statusCode ?? 500) < 400) {
+          resolve(res);
+          return;
+        }
+        this.readError(res).then(reject, reject);
+      });
+      if (call.body) {
+        call.body.once('end', () => {
+          bodyDone = true;
+        });
+        call.body.once('error', (err) => {
+          bodyError = err;
+          req.destroy(err);
+        });
+        call.body.pipe(req);
+      } else {
+        req.end();
+      }
+    });
+  }
+
+  /** JSON in, JSON out. */
+  /** `long: true` for calls whose duration grows with object size (compose, copy): not timed by the breaker. */
+  json<T>(method: string, path: string, opts: { query?: Query; body?: unknown; headers?: http.OutgoingHttpHeaders; long?: boolean } = {}): Promise<T> {
+    return opts.long ? this.sendJson<T>(method, path, opts) : this.guard(() => this.sendJson<T>(method, path, opts));
+  }
+
+  private async sendJson<T>(method: string, path: string, opts: { query?: Query; body?: unknown; headers?: http.OutgoingHttpHeaders }): Promise<T> {
+    const payload = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request({
+        protocol: this.base.protocol,
+        hostname: this.base.hostname,
+        port: this.base.port,
+        method,
+        path: this.target(path, opts.query),
+        agent: this.agent,
+        headers: {
+          ...opts.headers,
+          'x-strata-internal-token': this.token,
+          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+        },
+      });
+      req.on('error', (err) => reject(this.unavailable(err)));
+      req.on('response', resolve);
+      req.end(payload);
+    });
+    if ((res.statusCode ?? 500) >= 400) throw await this.readError(res);
+    const text = await readText(res);
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  private unavailable(err: Error): Error {
+    if (err.name === 'AbortError') return err;
+    return new S3Error('ServiceUnavailable', `${this.service} is unreachable: ${err.message}`);
+  }
+
+  private async readError(res: http.IncomingMessage): Promise<S3Error> {
+    const status = res.statusCode ?? 500;
+    const text = await readText(res).catch(() => '');
+    try {
+      const parsed = JSON.parse(text) as unknown;
+      if (parsed && typeof parsed === 'object' && 'error' in parsed) return S3Error.fromJSON(parsed);
+    } catch {
+      // not JSON: fall through to the status mapping
+    }
+    if (status === 401) return new S3Error('InternalError', `${this.service} refused the internal token`);
+    return new S3Error(CODE_BY_STATUS[status] ?? 'InternalError', text || undefined);
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+export async function readText(res: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of res) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Keys travel as one path segment: encodeURIComponent of the whole key (ADR 0001). */
+export function seg(value: string): string {
+  return encodeURIComponent(value);
+}

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { env, loadConfig } from '../../service-kit/src/index.js';
+
+/** The gateway's environment. Secrets (internal token, JWT secret) have no defaults. */
+export const gatewayEnvSchema = z.object({
+  STRATA_GATEWAY_PORT: env.port(9000),
+  STRATA_GATEWAY_HOST: z.string().default('0.0.0.0'),
+  STRATA_CONTROL_PLANE_URL: z.string().url().default('http://127.0.0.1:9002'),
+  STRATA_DATA_PLANE_URL: z.string().url().default('http://127.0.0.1:9001'),
+  STRATA_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters'),
+  STRATA_JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  STRATA_JWT_EXPIRES_IN: z.string().regex(/^\d+[smhd]?$/, 'a number of seconds or e.g. 15m, 1h, 7d').default('1h'),
+  STRATA_PUBLIC_URL: z.string().url().optional(),
+  STRATA_ROOT_USER: z.string().min(1).default('strata'),
+  STRATA_REGION: z.string().default('us-east-1'),
+  STRATA_REDIRECT_EXPIRES_SECONDS: env.int(300, 1, 7 * 24 * 3600),
+  STRATA_CREDENTIALS_CACHE_MS: env.int(10_000, 0),
+  STRATA_BUCKET_CACHE_MS: env.int(2_000, 0),
+  /** Flow-control rules (YAML/JSON; a ConfigMap mount), re-read on change. Unset: no limits. */
+  STRATA_GATEWAY_RULES_FILE: z.string().optional(),
+  /** Same as STRATA_GATEWAY_RULES_FILE (the name the flow-control module documents). */
+  STRATA_FLOW_RULES_FILE: z.string().optional(),
+  LOG_LEVEL: env.logLevel(),
+});
+
+export type GatewayEnv = z.infer<typeof gatewayEnvSchema>;
+
+export function loadGatewayEnv(source: NodeJS.ProcessEnv = process.env): GatewayEnv {
+  return loadConfig('gateway', gatewayEnvSchema, source);
+}

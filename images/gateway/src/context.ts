@@ -1,0 +1,42 @@
+import type { Request, Response } from 'express';
+import type { SigV4Result } from './auth/sigv4-verify.js';
+
+/** Who is calling, established by the auth middleware. */
+export interface Caller {
+  username: string;
+  accessKey: string;
+  isRoot: boolean;
+  via: 'bearer' | 'sigv4' | 'presigned';
+  sigv4?: SigV4Result;
+}
+
+/** Per-request state kept in res.locals (typed accessors, so handlers never cast). */
+export interface RequestState {
+  requestId: string;
+  /** S3 operation name for metrics and logs, e.g. GetObject. */
+  operation: string;
+  /** How errors are rendered: S3 XML for S3 routes, JSON for /login, /admin and presign. */
+  errorFormat: 'xml' | 'json';
+  caller?: Caller;
+  bytesIn: number;
+  bytesOut: number;
+  /** Aborted when the client goes away before the answer is complete. */
+  abort: AbortController;
+}
+
+export function state(res: Response): RequestState {
+  return res.locals as unknown as RequestState;
+}
+
+export function callerOf(res: Response): Caller {
+  const c = state(res).caller;
+  if (!c) throw new Error('caller not authenticated (auth middleware missing)');
+  return c;
+}
+
+/** Raw path and query of the request as received (still percent-encoded). */
+export function rawTarget(req: Request): { path: string; query: string } {
+  const url = req.originalUrl ?? req.url;
+  const q = url.indexOf('?');
+  return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q + 1) };
+}

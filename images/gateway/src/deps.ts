@@ -1,0 +1,22 @@
+import type { Logger } from '../../service-kit/src/index.js';
+import type { TokenIssuer } from './auth/jwt.js';
+import type { CredentialLookup } from './auth/sigv4-verify.js';
+import type { BucketAccess } from './middleware/bucket-access.js';
+import type { ControlPlaneClient } from './clients/control-plane.js';
+import type { DataPlaneClient } from './clients/data-plane.js';
+
+/** Everything a handler may use: the two internal services and the gateway's own settings. */
+export interface GatewayDeps {
+  controlPlane: ControlPlaneClient;
+  dataPlane: DataPlaneClient;
+  buckets: BucketAccess;
+  credentials: CredentialLookup;
+  tokens: TokenIssuer;
+  logger: Logger;
+  region: string;
+  rootUser: string;
+  /** Origin clients reach the gateway at; when unset, taken from each request's Host header. */
+  publicUrl?: string;
+  /** Lifetime of the presigned URL a Bearer GET is redirected to. */
+  redirectSeconds: number;
+}

@@ -1,0 +1,126 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Cluster, Redis } from 'ioredis';
+import { S3Error, type Logger, type Registry } from '../../../service-kit/src/index.js';
+import { Breakers } from './breakers.js';
+import { ConcurrencyLimits } from './concurrency.js';
+import { flowMetrics } from './metrics.js';
+import { RateLimits } from './rate-limits.js';
+import { renderS3ErrorXml, type RenderRejection } from './render.js';
+import { emptyFlowRules, type FlowRules } from './rules.js';
+import { watchRules, type ReloadOutcome, type RulesWatcher } from './rules-watcher.js';
+
+export interface FlowControlOptions {
+  /** Rules file (YAML/JSON), re-read on change. Without it, `rules` (or no limits) apply for good. */
+  rulesFile?: string;
+  rules?: FlowRules;
+  logger: Logger;
+  registry: Registry;
+  /** Low-cardinality route name of a request (e.g. the S3 operation). */
+  routeOf: (req: Request, res: Response) => string;
+  /** The authenticated user, or undefined for anonymous requests (no per-user limit). */
+  userOf: (req: Request, res: Response) => string | undefined;
+  /** Share rate-limit counters between gateway replicas through this Redis (or Redis Cluster). */
+  redis?: Redis | Cluster;
+  /** Prefix of the Redis keys of the counters. Default "strata:flow:". */
+  redisKeyPrefix?: string;
+  /** Default: a minimal S3 XML error document. */
+  render?: RenderRejection;
+  /** Watcher tuning (tests). */
+  debounceMs?: number;
+  pollMs?: number;
+}
+
+export interface FlowControl {
+  /** Rate and concurrency limits; mount after authentication (it needs the user). */
+  middleware: RequestHandler;
+  /** Call `fn` through the circuit breaker of upstream `name`. */
+  wrap<A extends unknown[], R>(name: string, fn: (...args: A) => Promise<R>): (...args: A) => Promise<R>;
+  /** Call `fn` once through the circuit breaker of upstream `name`. */
+  run<R>(name: string, fn: () => Promise<R>): Promise<R>;
+  breakers: Breakers;
+  rules(): FlowRules;
+  /** Re-read the rules file now; normally the directory watch does it. */
+  reload(): Promise<ReloadOutcome>;
+  close(): void;
+}
+
+/**
+ * The gateway's flow control: per-route and per-user rate limits (rate-limiter-flexible, in memory
+ * or shared through Redis), per-route concurrency limits and circuit breakers per upstream, all
+ * from one rules file that is reloaded on change. Rejections are S3 `SlowDown` (503) with
+ * `Retry-After`, which S3 clients answer by backing off.
+ */
+export async function flowControl(opts: FlowControlOptions): Promise<FlowControl> {
+  const { logger, registry, routeOf, userOf } = opts;
+  const render = opts.render ?? renderS3ErrorXml;
+  const metrics = flowMetrics(registry);
+
+  let watcher: RulesWatcher | undefined;
+  let apply: (rules: FlowRules) => void = () => undefined;
+  if (opts.rulesFile) {
+    watcher = await watchRules({
+      file: opts.rulesFile,
+      logger,
+      onChange: (rules) => apply(rules),
+      onReload: (outcome) => metrics.ruleReloads.inc({ outcome }),
+      debounceMs: opts.debounceMs,
+      pollMs: opts.pollMs,
+    });
+  }
+  const initial = watcher?.current() ?? opts.rules ?? emptyFlowRules();
+
+  const rateLimits = new RateLimits(
+    opts.redis ? { kind: 'redis', client: opts.redis, keyPrefix: opts.redisKeyPrefix ?? 'strata:flow:' } : { kind: 'memory' },
+    initial,
+  );
+  const concurrency = new ConcurrencyLimits(initial, (route, count) => metrics.inFlight.set({ route }, count));
+  const breakers = new Breakers(initial, metrics, logger);
+  apply = (rules) => {
+    rateLimits.update(rules);
+    concurrency.update(rules);
+    breakers.update(rules);
+  };
+
+  const reject = (req: Request, res: Response, next: NextFunction, retryAfterSeconds: number, message: string) => {
+    res.setHeader('Retry-After', String(retryAfterSeconds));
+    render(new S3Error('SlowDown', message), req, res, next);
+  };
+
+  const middleware: RequestHandler = (req, res, next) => {
+    const route = routeOf(req, res);
+    const user = userOf(req, res);
+    rateLimits
+      .check(route, user)
+      .then((verdict) => {
+        if (!verdict.allowed) {
+          metrics.rateLimitRejections.inc({ route, user_class: verdict.userClass, scope: verdict.scope });
+          reject(req, res, next, verdict.retryAfterSeconds, 'Please reduce your request rate.');
+          return;
+        }
+        const release = concurrency.tryAcquire(route);
+        if (!release) {
+          metrics.concurrencyRejections.inc({ route });
+          reject(req, res, next, 1, 'Too many requests in progress; please reduce your request rate.');
+          return;
+        }
+        // 'close' also fires when the client goes away before the answer is complete.
+        res.once('finish', release);
+        res.once('close', release);
+        next();
+      })
+      .catch(next);
+  };
+
+  return {
+    middleware,
+    wrap: (name, fn) => breakers.wrap(name, fn),
+    run: (name, fn) => breakers.run(name, fn),
+    breakers,
+    rules: () => watcher?.current() ?? initial,
+    reload: () => (watcher ? watcher.reload() : Promise.resolve('unchanged' as const)),
+    close: () => {
+      watcher?.close();
+      breakers.close();
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import type { Cluster, Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { FlowRules, RateLimitRule } from './rules.js';
+
+/** Where counters live: this process only, or Redis (shared by every gateway replica). */
+export type RateLimitStore = { kind: 'memory' } | { kind: 'redis'; client: Redis | Cluster; keyPrefix: string };
+
+export type RateLimitVerdict =
+  | { allowed: true }
+  | { allowed: false; scope: 'route' | 'user'; userClass: string; retryAfterSeconds: number };
+
+/** User class of a caller: its class from the rules, "default", or "anonymous" (no user limit). */
+export function userClassOf(rules: FlowRules, user: string | undefined): string {
+  if (user === undefined) return 'anonymous';
+  for (const [name, cls] of Object.entries(rules.rateLimits.users.classes)) if (cls.users.includes(user)) return name;
+  return 'default';
+}
+
+/**
+ * The rate limits of the current rules: one limiter per route rule and per user class. Rebuilt on
+ * reload, keeping the limiters whose rule did not change (so their counters survive a reload).
+ */
+export class RateLimits {
+  private rules!: FlowRules;
+  private limiters = new Map<string, { rule: string; limiter: RateLimiterAbstract }>();
+
+  constructor(private readonly store: RateLimitStore, rules: FlowRules) {
+    this.update(rules);
+  }
+
+  update(rules: FlowRules): void {
+    this.rules = rules;
+    const wanted = new Map<string, RateLimitRule>();
+    for (const [route, rule] of Object.entries(rules.rateLimits.routes)) wanted.set(`route:${route}`, rule);
+    if (rules.rateLimits.users.default) wanted.set('user:default', rules.rateLimits.users.default);
+    for (const [name, cls] of Object.entries(rules.rateLimits.users.classes)) wanted.set(`user:${name}`, { points: cls.points, duration: cls.duration });
+    const next = new Map<string, { rule: string; limiter: RateLimiterAbstract }>();
+    for (const [id, rule] of wanted) {
+      const fingerprint = `${rule.points}/${rule.duration}`;
+      const existing = this.limiters.get(id);
+      next.set(id, existing?.rule === fingerprint ? existing : { rule: fingerprint, limiter: this.build(id, rule) });
+    }
+    this.limiters = next;
+  }
+
+  /** Take one point from the route's limit and the user's; the first that is exhausted rejects. */
+  async check(route: string, user: string | undefined): Promise<RateLimitVerdict> {
+    const userClass = userClassOf(this.rules, user);
+    const checks: Array<Promise<RateLimitVerdict>> = [];
+    const routeLimiter = this.limiters.get(`route:${route}`)?.limiter;
+    if (routeLimiter) checks.push(consume(routeLimiter, 'all', 'route', userClass));
+    const userLimiter = user === undefined ? undefined : this.limiters.get(`user:${userClass}`)?.limiter;
+    if (userLimiter && user !== undefined) checks.push(consume(userLimiter, user, 'user', userClass));
+    const verdicts = await Promise.all(checks);
+    return verdicts.find((v) => !v.allowed) ?? { allowed: true };
+  }
+
+  private build(id: string, rule: RateLimitRule): RateLimiterAbstract {
+    const memory = new RateLimiterMemory({ points: rule.points, duration: rule.duration, keyPrefix: id });
+    if (this.store.kind === 'memory') return memory;
+    return new RateLimiterRedis({
+      storeClient: this.store.client,
+      keyPrefix: `${this.store.keyPrefix}${id}`,
+      points: rule.points,
+      duration: rule.duration,
+      // Redis down: answer at once from a per-replica counter instead of waiting for it.
+      rejectIfRedisNotReady: true,
+      insuranceLimiter: memory,
+    });
+  }
+}
+
+async function consume(limiter: RateLimiterAbstract, key: string, scope: 'route' | 'user', userClass: string): Promise<RateLimitVerdict> {
+  try {
+    await limiter.consume(key);
+    return { allowed: true };
+  } catch (res) {
+    if (res instanceof RateLimiterRes) {
+      return { allowed: false, scope, userClass, retryAfterSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)) };
+    }
+    // A store failure the insurance limiter could not absorb: let the request through (fail open).
+    return { allowed: true };
+  }
+}

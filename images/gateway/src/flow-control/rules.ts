@@ -1,0 +1,121 @@
+import { createHash } from 'node:crypto';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+/**
+ * The flow-control rules file (YAML or JSON; JSON is YAML too): what the operator mounts as a
+ * ConfigMap. Every section is optional; an empty file means "no limits, default breakers".
+ *
+ * ```yaml
+ * rateLimits:
+ *   routes:                # all callers of a route together
+ *     PutObject: { points: 200, duration: 1 }
+ *   users:
+ *     default: { points: 50, duration: 1 }     # each user, all routes together
+ *     classes:                                  # named groups with their own limit
+ *       batch: { points: 5, duration: 1, users: [etl-bot] }
+ * concurrency:
+ *   routes:
+ *     GetObject: 64         # requests in flight at once, per gateway replica
+ * breakers:
+ *   default: { timeout: 10000, errorThresholdPercentage: 50, resetTimeout: 30000, volumeThreshold: 10 }
+ *   upstreams:
+ *     data-plane: { timeout: 60000 }
+ * ```
+ */
+
+const rateLimit = z.strictObject({
+  /** Requests allowed per `duration`. */
+  points: z.number().int().positive(),
+  /** Window length in whole seconds (what the Redis store can expire). */
+  duration: z.number().int().positive(),
+});
+export type RateLimitRule = z.infer<typeof rateLimit>;
+
+const userClass = rateLimit.extend({ users: z.array(z.string().min(1)).min(1) });
+
+const breaker = z.strictObject({
+  /**
+   * ms before a call counts as failed; 0 = no timeout (calls whose duration is the client's, like a
+   * streamed upload, whose upstream answer comes only after the whole body).
+   */
+  timeout: z.number().int().min(0),
+  /** Failure percentage (over the rolling window) that opens the circuit. */
+  errorThresholdPercentage: z.number().min(0).max(100),
+  /** ms the circuit stays open before one trial call (half-open). */
+  resetTimeout: z.number().int().positive(),
+  /** Calls in the rolling window before the circuit may open at all. */
+  volumeThreshold: z.number().int().min(0),
+});
+export type BreakerRule = z.infer<typeof breaker>;
+
+export const DEFAULT_BREAKER: BreakerRule = {
+  timeout: 10_000,
+  errorThresholdPercentage: 50,
+  resetTimeout: 30_000,
+  volumeThreshold: 10,
+};
+
+export const flowRulesSchema = z.strictObject({
+  rateLimits: z
+    .strictObject({
+      routes: z.record(z.string(), rateLimit).default({}),
+      users: z
+        .strictObject({
+          default: rateLimit.optional(),
+          classes: z.record(z.string(), userClass).default({}),
+        })
+        .default({ classes: {} }),
+    })
+    .default({ routes: {}, users: { classes: {} } }),
+  concurrency: z
+    .strictObject({ routes: z.record(z.string(), z.number().int().positive()).default({}) })
+    .default({ routes: {} }),
+  breakers: z
+    .strictObject({
+      default: breaker.default(DEFAULT_BREAKER),
+      upstreams: z.record(z.string(), breaker.partial()).default({}),
+    })
+    .default({ default: DEFAULT_BREAKER, upstreams: {} }),
+});
+export type FlowRules = z.infer<typeof flowRulesSchema>;
+
+export class InvalidRulesError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidRulesError';
+  }
+}
+
+/** Parse and validate rules text; throws InvalidRulesError naming every problem. */
+export function parseFlowRules(text: string): FlowRules {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (err) {
+    throw new InvalidRulesError(`not YAML/JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const result = flowRulesSchema.safeParse(raw ?? {});
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new InvalidRulesError(problems.join('; '));
+  }
+  const rules = result.data;
+  const seen = new Map<string, string>();
+  for (const [name, cls] of Object.entries(rules.rateLimits.users.classes)) {
+    for (const user of cls.users) {
+      if (seen.has(user)) throw new InvalidRulesError(`user ${user} is in two classes: ${seen.get(user)} and ${name}`);
+      seen.set(user, name);
+    }
+  }
+  return rules;
+}
+
+export const emptyFlowRules = (): FlowRules => parseFlowRules('{}');
+
+export const contentHash = (text: string | Buffer): string => createHash('sha256').update(text).digest('hex');
+
+/** Breaker settings for one upstream: its overrides over the default. */
+export function breakerRuleFor(rules: FlowRules, upstream: string): BreakerRule {
+  return { ...rules.breakers.default, ...rules.breakers.upstreams[upstream] };
+}

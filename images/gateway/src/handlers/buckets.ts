@@ -1,0 +1,102 @@
+import { S3Error } from '../../../service-kit/src/index.js';
+import { callerOf } from '../context.js';
+import { RESERVED_BUCKET_NAMES, isValidBucketName } from '../middleware/bucket-access.js';
+import type { BackendRef } from '../clients/control-plane.js';
+import type { S3Handler } from '../s3/operation.js';
+import { readSmallBody } from '../s3/request.js';
+import { callerOwner, sendXml } from '../s3/render.js';
+import { parseXml } from '../s3/xml.js';
+
+/** GET / — the caller's own buckets only. */
+export const listBuckets: S3Handler = async ({ res, deps }) => {
+  const caller = callerOf(res);
+  const buckets = await deps.controlPlane.listBuckets(caller.username);
+  sendXml(res, 'ListAllMyBucketsResult', {
+    Owner: callerOwner(caller),
+    Buckets: { Bucket: buckets.map((b) => ({ Name: b.name, CreationDate: new Date(b.createdAt).toISOString() })) },
+  });
+};
+
+const BACKEND_KINDS = new Set(['fs', 'minio', 'cloud']);
+
+/**
+ * Which backend a new bucket uses: header `x-strata-backend: fs|minio|cloud`, or a JSON body
+ * `{"backend":{"kind":...}}`, or `<CreateBucketConfiguration><Backend>..</Backend>` (S3 clients send
+ * a LocationConstraint there, which is accepted and ignored). Default fs.
+ */
+function backendChoice(headerValue: string | undefined, body: Buffer, contentType: string | undefined): BackendRef | undefined {
+  let backend: BackendRef | undefined;
+  const text = body.toString('utf8').trim();
+  if (text) {
+    if (contentType?.includes('json') || text.startsWith('{')) {
+      let parsed: { backend?: BackendRef | string };
+      try {
+        parsed = JSON.parse(text) as { backend?: BackendRef | string };
+      } catch {
+        throw new S3Error('InvalidArgument', 'The bucket configuration is not valid JSON.');
+      }
+      backend = typeof parsed.backend === 'string' ? { kind: parsed.backend } : parsed.backend;
+    } else {
+      const conf = parseXml<{ LocationConstraint?: string; Backend?: string }>(text, 'CreateBucketConfiguration');
+      if (conf.LocationConstraint && conf.LocationConstraint !== 'us-east-1') {
+        throw new S3Error('InvalidArgument', `Unsupported LocationConstraint ${conf.LocationConstraint}: Strata serves region us-east-1.`, { ArgumentName: 'LocationConstraint' });
+      }
+      if (conf.Backend) backend = { kind: conf.Backend };
+    }
+  }
+  if (headerValue) backend = { ...(backend ?? {}), kind: headerValue };
+  if (backend && !BACKEND_KINDS.has(backend.kind)) throw new S3Error('InvalidArgument', `Unknown backend "${backend.kind}": use fs, minio or cloud.`, { ArgumentName: 'x-strata-backend' });
+  return backend;
+}
+
+export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
+  const caller = callerOf(res);
+  const body = await readSmallBody(req, res);
+  if (!isValidBucketName(bucket) || RESERVED_BUCKET_NAMES.has(bucket)) throw new S3Error('InvalidBucketName', undefined, { BucketName: bucket });
+  const backend = backendChoice(req.headers['x-strata-backend'] as string | undefined, body, req.headers['content-type']);
+  await deps.controlPlane.createBucket(bucket, caller.username, backend);
+  deps.buckets.forget(bucket);
+  res.setHeader('Location', `/${bucket}`);
+  res.status(200).end();
+};
+
+export const deleteBucket: S3Handler = async ({ res, bucket, deps }) => {
+  await deps.buckets.owned(bucket, callerOf(res));
+  await deps.controlPlane.deleteBucket(bucket);
+  deps.buckets.forget(bucket);
+  res.status(204).end();
+};
+
+export const headBucket: S3Handler = async ({ res, bucket, deps }) => {
+  await deps.buckets.owned(bucket, callerOf(res));
+  res.setHeader('x-amz-bucket-region', deps.region);
+  res.status(200).end();
+};
+
+export const getBucketLocation: S3Handler = async ({ res, bucket, deps }) => {
+  await deps.buckets.owned(bucket, callerOf(res));
+  // us-east-1 is written as an empty LocationConstraint, as S3 does.
+  sendXml(res, 'LocationConstraint', {});
+};
+
+/** Versioning was never enabled: an empty configuration. */
+export const getBucketVersioning: S3Handler = async ({ res, bucket, deps }) => {
+  await deps.buckets.owned(bucket, callerOf(res));
+  sendXml(res, 'VersioningConfiguration', {});
+};
+
+/** A fixed private ACL (owner FULL_CONTROL) for a bucket or an object; never the object itself. */
+export const getAcl: S3Handler = async ({ res, bucket, key, deps }) => {
+  const caller = callerOf(res);
+  await deps.buckets.owned(bucket, caller);
+  if (key) await deps.controlPlane.headObject(bucket, key);
+  sendXml(res, 'AccessControlPolicy', {
+    Owner: callerOwner(caller),
+    AccessControlList: {
+      Grant: {
+        Grantee: { '@_xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance', '@_xsi:type': 'CanonicalUser', ID: caller.username, DisplayName: caller.username },
+        Permission: 'FULL_CONTROL',
+      },
+    },
+  });
+};

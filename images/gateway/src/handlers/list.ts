@@ -1,0 +1,125 @@
+import { S3Error } from '../../../service-kit/src/index.js';
+import { callerOf } from '../context.js';
+import type { ObjectMeta } from '../clients/control-plane.js';
+import type { S3Handler } from '../s3/operation.js';
+import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
+
+function maxKeysOf(query: URLSearchParams, name = 'max-keys'): number {
+  const raw = query.get(name);
+  if (raw === null || raw === '') return 1000;
+  if (!/^\d+$/.test(raw)) throw new S3Error('InvalidArgument', `Provided ${name} not an integer or within integer range`, { ArgumentName: name, ArgumentValue: raw });
+  return Math.min(Number(raw), 1000);
+}
+
+function encoderOf(query: URLSearchParams): (s: string) => string {
+  const enc = query.get('encoding-type');
+  if (enc === null || enc === '') return (s) => s;
+  if (enc !== 'url') throw new S3Error('InvalidArgument', 'Invalid Encoding Method specified in Request', { ArgumentName: 'encoding-type', ArgumentValue: enc });
+  return urlEncodeKey;
+}
+
+function contents(objects: ObjectMeta[], encode: (s: string) => string, withOwner: string | undefined) {
+  return objects.map((o) => ({
+    Key: encode(o.key),
+    LastModified: new Date(o.lastModified).toISOString(),
+    ETag: quoted(o.etag),
+    Size: o.size,
+    ...(withOwner ? { Owner: owner(withOwner) } : {}),
+    StorageClass: 'STANDARD',
+  }));
+}
+
+/** GET /bucket?list-type=2 */
+export const listObjectsV2: S3Handler = async ({ res, bucket, query, deps }) => {
+  const caller = callerOf(res);
+  await deps.buckets.owned(bucket, caller);
+  const maxKeys = maxKeysOf(query);
+  const encode = encoderOf(query);
+  const prefix = query.get('prefix') ?? '';
+  const delimiter = query.get('delimiter') ?? '';
+  const startAfter = query.get('start-after') ?? '';
+  const token = query.get('continuation-token') ?? undefined;
+  const r = await deps.controlPlane.listObjects(bucket, {
+    prefix: prefix || undefined,
+    delimiter: delimiter || undefined,
+    maxKeys,
+    startAfter: startAfter || undefined,
+    continuationToken: token,
+  });
+  sendXml(res, 'ListBucketResult', {
+    Name: bucket,
+    Prefix: encode(prefix),
+    ...(delimiter ? { Delimiter: encode(delimiter) } : {}),
+    MaxKeys: maxKeys,
+    KeyCount: r.objects.length + r.commonPrefixes.length,
+    IsTruncated: r.isTruncated,
+    ...(token !== undefined ? { ContinuationToken: token } : {}),
+    ...(r.isTruncated && r.nextContinuationToken ? { NextContinuationToken: r.nextContinuationToken } : {}),
+    ...(startAfter ? { StartAfter: encode(startAfter) } : {}),
+    ...(query.get('encoding-type') ? { EncodingType: 'url' } : {}),
+    Contents: contents(r.objects, encode, query.get('fetch-owner') === 'true' ? caller.username : undefined),
+    CommonPrefixes: r.commonPrefixes.map((p) => ({ Prefix: encode(p) })),
+  });
+};
+
+/** GET /bucket (ListObjects v1: marker / NextMarker), what s3cmd and rclone use. */
+export const listObjectsV1: S3Handler = async ({ res, bucket, query, deps }) => {
+  const caller = callerOf(res);
+  await deps.buckets.owned(bucket, caller);
+  const maxKeys = maxKeysOf(query);
+  const encode = encoderOf(query);
+  const prefix = query.get('prefix') ?? '';
+  const delimiter = query.get('delimiter') ?? '';
+  const marker = query.get('marker') ?? '';
+  const r = await deps.controlPlane.listObjects(bucket, { prefix: prefix || undefined, delimiter: delimiter || undefined, maxKeys, marker: marker || undefined });
+  // S3 sends NextMarker only with a delimiter; sending it always is allowed and saves clients a guess.
+  const last = [...r.objects.map((o) => o.key), ...r.commonPrefixes].sort().at(-1);
+  const nextMarker = r.isTruncated ? (r.nextMarker ?? last) : undefined;
+  sendXml(res, 'ListBucketResult', {
+    Name: bucket,
+    Prefix: encode(prefix),
+    Marker: encode(marker),
+    ...(nextMarker ? { NextMarker: encode(nextMarker) } : {}),
+    MaxKeys: maxKeys,
+    ...(delimiter ? { Delimiter: encode(delimiter) } : {}),
+    IsTruncated: r.isTruncated,
+    ...(query.get('encoding-type') ? { EncodingType: 'url' } : {}),
+    Contents: contents(r.objects, encode, caller.username),
+    CommonPrefixes: r.commonPrefixes.map((p) => ({ Prefix: encode(p) })),
+  });
+};
+
+/** GET /bucket?versions: without versioning each object appears once, VersionId "null". */
+export const listObjectVersions: S3Handler = async ({ res, bucket, query, deps }) => {
+  const caller = callerOf(res);
+  await deps.buckets.owned(bucket, caller);
+  const maxKeys = maxKeysOf(query);
+  const encode = encoderOf(query);
+  const prefix = query.get('prefix') ?? '';
+  const delimiter = query.get('delimiter') ?? '';
+  const keyMarker = query.get('key-marker') ?? '';
+  const r = await deps.controlPlane.listObjects(bucket, { prefix: prefix || undefined, delimiter: delimiter || undefined, maxKeys, marker: keyMarker || undefined });
+  const last = [...r.objects.map((o) => o.key), ...r.commonPrefixes].sort().at(-1);
+  sendXml(res, 'ListVersionsResult', {
+    Name: bucket,
+    Prefix: encode(prefix),
+    KeyMarker: encode(keyMarker),
+    VersionIdMarker: '',
+    ...(r.isTruncated && last ? { NextKeyMarker: encode(r.nextMarker ?? last), NextVersionIdMarker: 'null' } : {}),
+    MaxKeys: maxKeys,
+    ...(delimiter ? { Delimiter: encode(delimiter) } : {}),
+    IsTruncated: r.isTruncated,
+    ...(query.get('encoding-type') ? { EncodingType: 'url' } : {}),
+    Version: r.objects.map((o) => ({
+      Key: encode(o.key),
+      VersionId: 'null',
+      IsLatest: true,
+      LastModified: new Date(o.lastModified).toISOString(),
+      ETag: quoted(o.etag),
+      Size: o.size,
+      Owner: owner(caller.username),
+      StorageClass: 'STANDARD',
+    })),
+    CommonPrefixes: r.commonPrefixes.map((p) => ({ Prefix: encode(p) })),
+  });
+};

@@ -1,0 +1,135 @@
+import { S3Error } from '../../../service-kit/src/index.js';
+import { callerOf, state } from '../context.js';
+import { validateKey } from '../middleware/bucket-access.js';
+import type { S3Handler, S3Request } from '../s3/operation.js';
+import { contentMd5, discard, header, objectBody, objectLength, readSmallBody, unquote, userMetadata } from '../s3/request.js';
+import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
+import { parseXml } from '../s3/xml.js';
+import { copySource } from './object-write.js';
+
+function partNumberOf(query: URLSearchParams): number {
+  const raw = query.get('partNumber') ?? '';
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < 1 || n > 10000) throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber', ArgumentValue: raw });
+  return n;
+}
+
+async function target(s3: S3Request): Promise<void> {
+  validateKey(s3.key);
+  await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
+}
+
+/** POST /bucket/key?uploads */
+export const createMultipartUpload: S3Handler = async (s3) => {
+  const { req, res, bucket, key, deps } = s3;
+  discard(req);
+  await target(s3);
+  const { uploadId } = await deps.dataPlane.createMultipart(bucket, key, { owner: callerOf(res).username, contentType: header(req, 'content-type'), userMetadata: userMetadata(req) });
+  sendXml(res, 'InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: uploadId });
+};
+
+/** PUT /bucket/key?partNumber=N&uploadId=X (streamed). */
+export const uploadPart: S3Handler = async (s3) => {
+  const { req, res, bucket, key, query, deps } = s3;
+  let body;
+  try {
+    await target(s3);
+    const partNumber = partNumberOf(query);
+    const length = objectLength(req, res);
+    const md5 = contentMd5(req);
+    body = objectBody(req, res);
+    const { etag } = await deps.dataPlane.uploadPart(bucket, key, query.get('uploadId') ?? '', partNumber, { contentLength: length, contentMd5: md5 }, body, state(res).abort.signal);
+    res.setHeader('ETag', quoted(etag));
+    res.status(200).end();
+  } catch (err) {
+    discard(body ?? req);
+    throw err;
+  }
+};
+
+/** PUT /bucket/key?partNumber=N&uploadId=X with x-amz-copy-source[-range]. */
+export const uploadPartCopy: S3Handler = async (s3) => {
+  const { req, res, bucket, key, query, deps } = s3;
+  discard(req);
+  await target(s3);
+  const partNumber = partNumberOf(query);
+  const { sourceBucket, sourceKey } = await copySource(s3, callerOf(res));
+  const range = header(req, 'x-amz-copy-source-range');
+  if (range !== undefined && !/^bytes=\d+-\d+$/.test(range)) throw new S3Error('InvalidArgument', 'The x-amz-copy-source-range value must be of the form bytes=first-last.', { ArgumentName: 'x-amz-copy-source-range' });
+  const r = await deps.dataPlane.uploadPartCopy(bucket, key, query.get('uploadId') ?? '', partNumber, { sourceBucket, sourceKey, ...(range ? { range } : {}) });
+  sendXml(res, 'CopyPartResult', { LastModified: new Date(r.lastModified).toISOString(), ETag: quoted(unquote(r.etag)) });
+};
+
+interface CompleteDocument {
+  Part?: Array<{ PartNumber?: string; ETag?: string }>;
+}
+
+/** POST /bucket/key?uploadId=X with the CompleteMultipartUpload document. */
+export const completeMultipartUpload: S3Handler = async (s3) => {
+  const { req, res, bucket, key, query, deps } = s3;
+  const body = await readSmallBody(req, res);
+  await target(s3);
+  const doc = parseXml<CompleteDocument>(body.toString('utf8'), 'CompleteMultipartUpload');
+  const parts = (doc.Part ?? []).map((p) => {
+    const n = Number(p.PartNumber);
+    if (!Number.isInteger(n) || n < 1 || n > 10000 || typeof p.ETag !== 'string') throw new S3Error('MalformedXML', 'Each Part needs a PartNumber (1-10000) and an ETag.');
+    return { partNumber: n, etag: unquote(p.ETag) };
+  });
+  if (parts.length === 0) throw new S3Error('MalformedXML', 'The CompleteMultipartUpload document lists no parts.');
+  for (let i = 1; i < parts.length; i++) {
+    if (parts[i].partNumber <= parts[i - 1].partNumber) throw new S3Error('InvalidPartOrder');
+  }
+  const meta = await deps.dataPlane.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts);
+  sendXml(res, 'CompleteMultipartUploadResult', { Location: `/${bucket}/${urlEncodeKey(key)}`, Bucket: bucket, Key: key, ETag: quoted(unquote(meta.etag)) });
+};
+
+/** DELETE /bucket/key?uploadId=X */
+export const abortMultipartUpload: S3Handler = async (s3) => {
+  await target(s3);
+  await s3.deps.dataPlane.abortMultipart(s3.bucket, s3.key, s3.query.get('uploadId') ?? '');
+  s3.res.status(204).end();
+};
+
+/** GET /bucket/key?uploadId=X */
+export const listParts: S3Handler = async (s3) => {
+  const { res, bucket, key, query, deps } = s3;
+  await target(s3);
+  const maxParts = Math.min(Number(query.get('max-parts') ?? 1000) || 1000, 1000);
+  const marker = Number(query.get('part-number-marker') ?? 0) || 0;
+  const uploadId = query.get('uploadId') ?? '';
+  const r = await deps.dataPlane.listParts(bucket, key, uploadId, { maxParts, partNumberMarker: marker });
+  sendXml(res, 'ListPartsResult', {
+    Bucket: bucket,
+    Key: key,
+    UploadId: uploadId,
+    Initiator: owner(r.owner),
+    Owner: owner(r.owner),
+    StorageClass: 'STANDARD',
+    PartNumberMarker: marker,
+    ...(r.isTruncated && r.nextPartNumberMarker !== undefined ? { NextPartNumberMarker: r.nextPartNumberMarker } : {}),
+    MaxParts: maxParts,
+    IsTruncated: r.isTruncated,
+    Part: r.parts.map((p) => ({ PartNumber: p.partNumber, LastModified: new Date(p.lastModified).toISOString(), ETag: quoted(unquote(p.etag)), Size: p.size })),
+  });
+};
+
+/** GET /bucket?uploads */
+export const listMultipartUploads: S3Handler = async ({ res, bucket, query, deps }) => {
+  await deps.buckets.owned(bucket, callerOf(res));
+  const maxUploads = Math.min(Number(query.get('max-uploads') ?? 1000) || 1000, 1000);
+  const prefix = query.get('prefix') ?? '';
+  const keyMarker = query.get('key-marker') ?? '';
+  const uploadIdMarker = query.get('upload-id-marker') ?? '';
+  const r = await deps.dataPlane.listUploads(bucket, { prefix: prefix || undefined, keyMarker: keyMarker || undefined, uploadIdMarker: uploadIdMarker || undefined, maxUploads });
+  const last = r.uploads.at(-1);
+  sendXml(res, 'ListMultipartUploadsResult', {
+    Bucket: bucket,
+    KeyMarker: keyMarker,
+    UploadIdMarker: uploadIdMarker,
+    ...(r.isTruncated && last ? { NextKeyMarker: last.key, NextUploadIdMarker: last.uploadId } : {}),
+    Prefix: prefix,
+    MaxUploads: maxUploads,
+    IsTruncated: r.isTruncated,
+    Upload: r.uploads.map((u) => ({ Key: u.key, UploadId: u.uploadId, Initiator: owner(u.owner), Owner: owner(u.owner), StorageClass: 'STANDARD', Initiated: new Date(u.initiated).toISOString() })),
+  });
+};

@@ -1,0 +1,142 @@
+import type http from 'node:http';
+import { pipeline } from 'node:stream';
+import type { Request, Response } from 'express';
+import { S3Error } from '../../../service-kit/src/index.js';
+import { presignUrl } from '../auth/sigv4.js';
+import { callerOf, state } from '../context.js';
+import { validateKey } from '../middleware/bucket-access.js';
+import type { S3Handler, S3Request } from '../s3/operation.js';
+import { header, unquote } from '../s3/request.js';
+import { originOf } from './presign.js';
+
+/** response-* query parameters that override answer headers (S3 GetObject). */
+const OVERRIDES: Record<string, string> = {
+  'response-content-type': 'Content-Type',
+  'response-content-language': 'Content-Language',
+  'response-expires': 'Expires',
+  'response-cache-control': 'Cache-Control',
+  'response-content-disposition': 'Content-Disposition',
+  'response-content-encoding': 'Content-Encoding',
+};
+
+function etagMatches(list: string, etag: string): boolean {
+  return list.split(',').some((t) => {
+    const v = t.trim();
+    return v === '*' || unquote(v) === etag;
+  });
+}
+
+/**
+ * S3's precedence for conditional reads: If-Match / If-Unmodified-Since fail → 412;
+ * If-None-Match / If-Modified-Since hold → 304. Returns the status to answer, or undefined to serve.
+ */
+export function conditionalStatus(req: Request, etag: string, lastModified: Date): 304 | 412 | undefined {
+  const ifMatch = header(req, 'if-match');
+  const ifNoneMatch = header(req, 'if-none-match');
+  const ifModifiedSince = header(req, 'if-modified-since');
+  const ifUnmodifiedSince = header(req, 'if-unmodified-since');
+  const seconds = Math.floor(lastModified.getTime() / 1000);
+  if (ifMatch !== undefined) {
+    if (!etagMatches(ifMatch, etag)) return 412;
+  } else if (ifUnmodifiedSince !== undefined) {
+    const t = Date.parse(ifUnmodifiedSince);
+    if (!Number.isNaN(t) && seconds > Math.floor(t / 1000)) return 412;
+  }
+  if (ifNoneMatch !== undefined) {
+    if (etagMatches(ifNoneMatch, etag)) return 304;
+  } else if (ifModifiedSince !== undefined) {
+    const t = Date.parse(ifModifiedSince);
+    if (!Number.isNaN(t) && seconds <= Math.floor(t / 1000)) return 304;
+  }
+  return undefined;
+}
+
+/** Copy the data plane's object headers onto the answer, user metadata as x-amz-meta-*. */
+function copyObjectHeaders(upstream: http.IncomingMessage, res: Response, query: URLSearchParams): void {
+  const h = upstream.headers;
+  for (const name of ['content-length', 'content-range', 'etag', 'last-modified', 'content-type'] as const) {
+    const v = h[name];
+    if (v !== undefined) res.setHeader(name, v);
+  }
+  res.setHeader('Accept-Ranges', 'bytes');
+  const meta = h['x-strata-meta'];
+  if (typeof meta === 'string' && meta) {
+    try {
+      for (const [k, v] of Object.entries(JSON.parse(meta) as Record<string, string>)) res.setHeader(`x-amz-meta-${k}`, v);
+    } catch {
+      // metadata is informative: a malformed header must not fail the read
+    }
+  }
+  for (const [param, headerName] of Object.entries(OVERRIDES)) {
+    const v = query.get(param);
+    if (v !== null) res.setHeader(headerName, v);
+  }
+}
+
+async function readObject(s3: S3Request, method: 'GET' | 'HEAD'): Promise<void> {
+  const { req, res, bucket, key, query, deps } = s3;
+  const st = state(res);
+  const upstream = await deps.dataPlane.getObject(method, bucket, key, header(req, 'range'), st.abort.signal);
+  const etag = unquote(String(upstream.headers.etag ?? ''));
+  const lastModified = new Date(String(upstream.headers['last-modified'] ?? 0));
+  const conditional = conditionalStatus(req, etag, lastModified);
+  if (conditional) {
+    upstream.destroy();
+    if (conditional === 412) throw new S3Error('PreconditionFailed', undefined, { Condition: header(req, 'if-match') !== undefined ? 'If-Match' : 'If-Unmodified-Since' });
+    res.status(304);
+    res.setHeader('ETag', `"${etag}"`);
+    res.setHeader('Last-Modified', lastModified.toUTCString());
+    res.end();
+    return;
+  }
+  res.status(upstream.statusCode === 206 ? 206 : 200);
+  copyObjectHeaders(upstream, res, query);
+  if (method === 'HEAD') {
+    upstream.resume();
+    res.end();
+    return;
+  }
+  await new Promise<void>((resolve, reject) => pipeline(upstream, res, (err) => (err && !res.writableFinished ? reject(err) : resolve())));
+}
+
+/**
+ * GetObject. SigV4 and presigned callers get the bytes; Bearer callers are redirected (302) to a
+ * short-lived presigned URL (the backend's own URL when it can serve the object), unless they ask
+ * for `?proxy=true`.
+ */
+export const getObject: S3Handler = async (s3) => {
+  const { res, bucket, key, query, deps } = s3;
+  const caller = callerOf(res);
+  validateKey(key);
+  const b = await deps.buckets.owned(bucket, caller);
+  if (caller.via === 'bearer' && query.get('proxy') !== 'true') {
+    let location: string | undefined;
+    if (b.backend?.kind !== 'fs') location = await deps.dataPlane.directUrl(bucket, key, deps.redirectSeconds);
+    if (!location) {
+      await deps.controlPlane.headObject(bucket, key);
+      const cred = await deps.credentials(caller.accessKey);
+      const passOn = [...query.entries()].filter(([k]) => k in OVERRIDES);
+      location = presignUrl({
+        method: 'GET',
+        origin: originOf(s3),
+        path: `/${bucket}/${key}`,
+        accessKey: cred.accessKey,
+        secret: cred.secretKey,
+        region: deps.region,
+        expiresSeconds: deps.redirectSeconds,
+        extraQuery: passOn,
+      });
+    }
+    res.setHeader('Location', location);
+    res.setHeader('Cache-Control', 'no-store');
+    res.status(302).end();
+    return;
+  }
+  await readObject(s3, 'GET');
+};
+
+export const headObject: S3Handler = async (s3) => {
+  validateKey(s3.key);
+  await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
+  await readObject(s3, 'HEAD');
+};

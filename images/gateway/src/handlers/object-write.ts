@@ -1,0 +1,118 @@
+import { S3Error } from '../../../service-kit/src/index.js';
+import { callerOf, state, type Caller } from '../context.js';
+import { validateKey } from '../middleware/bucket-access.js';
+import type { S3Handler, S3Request } from '../s3/operation.js';
+import { contentMd5, discard, header, objectBody, objectLength, unquote, userMetadata } from '../s3/request.js';
+import { quoted, sendData, sendXml } from '../s3/render.js';
+
+/** x-service-md5: the client's claim of the body's MD5 (hex) for an instant upload. */
+function instantMd5(s3: S3Request): string | undefined {
+  const v = header(s3.req, 'x-service-md5');
+  if (v === undefined) return undefined;
+  if (!/^[0-9a-fA-F]{32}$/.test(v)) throw new S3Error('InvalidDigest', 'x-service-md5 must be the hex MD5 of the body (32 hex digits).');
+  return v.toLowerCase();
+}
+
+/**
+ * PutObject, streamed to the data plane. With `x-service-md5` it is an instant-upload attempt: on a
+ * hit the data plane answers before reading the body, the rest of the client's body is discarded,
+ * and the answer is JSON `{"data":{"instant":true,...}}`; on a miss the upload completes normally and
+ * the answer is JSON `{"data":{"instant":false,"etag":...}}` (ETag header as well, for S3 clients).
+ */
+export const putObject: S3Handler = async (s3) => {
+  const { req, res, bucket, key, deps } = s3;
+  const caller = callerOf(res);
+  const instant = instantMd5(s3);
+  let body;
+  try {
+    validateKey(key);
+    const length = objectLength(req, res);
+    const md5 = contentMd5(req);
+    const meta = userMetadata(req);
+    await deps.buckets.owned(bucket, caller);
+    body = objectBody(req, res);
+    const result = await deps.dataPlane.putObject(
+      bucket,
+      key,
+      {
+        contentLength: length,
+        contentType: header(req, 'content-type'),
+        owner: caller.username,
+        userMetadata: meta,
+        contentMd5: md5,
+        instantMd5: instant,
+        ifMatch: header(req, 'if-match'),
+        ifNoneMatch: header(req, 'if-none-match'),
+      },
+      body,
+      state(res).abort.signal,
+    );
+    res.setHeader('ETag', quoted(result.object.etag));
+    if (result.instant) discard(body);
+    if (instant) sendData(res, { instant: result.instant, bucket, key, etag: result.object.etag, size: result.object.size });
+    else res.status(200).end();
+  } catch (err) {
+    discard(body ?? req);
+    throw err;
+  }
+};
+
+/** DeleteObject: a soft delete into the recycle bin; 204 whether or not the key existed. */
+export const deleteObject: S3Handler = async ({ res, bucket, key, deps }) => {
+  validateKey(key);
+  await deps.buckets.owned(bucket, callerOf(res));
+  await deps.controlPlane.deleteObject(bucket, key);
+  res.status(204).end();
+};
+
+/** `x-amz-copy-source: /bucket/key` (URL-encoded, optional ?versionId=null) → bucket and key. */
+export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourceBucket: string; sourceKey: string }> {
+  const raw = header(s3.req, 'x-amz-copy-source');
+  if (!raw) throw new S3Error('InvalidArgument', 'x-amz-copy-source is required.');
+  const [pathPart, queryPart] = raw.split('?');
+  if (queryPart && !/^versionId=(null)?$/.test(queryPart)) throw new S3Error('NotImplemented', 'Strata does not keep object versions.');
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(pathPart);
+  } catch {
+    throw new S3Error('InvalidArgument', 'x-amz-copy-source is not properly URL-encoded.');
+  }
+  const trimmed = decoded.replace(/^\//, '');
+  const slash = trimmed.indexOf('/');
+  if (slash <= 0 || slash === trimmed.length - 1) throw new S3Error('InvalidArgument', 'Copy Source must mention the source bucket and key: sourcebucket/sourcekey', { ArgumentName: 'x-amz-copy-source' });
+  const sourceBucket = trimmed.slice(0, slash);
+  const sourceKey = trimmed.slice(slash + 1);
+  validateKey(sourceKey);
+  await s3.deps.buckets.owned(sourceBucket, caller);
+  return { sourceBucket, sourceKey };
+}
+
+/** CopyObject (same backend: the blob is shared, not copied). */
+export const copyObject: S3Handler = async (s3) => {
+  const { req, res, bucket, key, deps } = s3;
+  const caller = callerOf(res);
+  validateKey(key);
+  discard(req);
+  await deps.buckets.owned(bucket, caller);
+  const { sourceBucket, sourceKey } = await copySource(s3, caller);
+  const directive = (header(req, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
+  if (directive !== 'COPY' && directive !== 'REPLACE') throw new S3Error('InvalidArgument', 'Unknown metadata directive.', { ArgumentName: 'x-amz-metadata-directive' });
+  if (directive === 'COPY' && sourceBucket === bucket && sourceKey === key) {
+    throw new S3Error('InvalidRequest', "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
+  }
+  const conditions = {
+    ifMatch: header(req, 'x-amz-copy-source-if-match'),
+    ifNoneMatch: header(req, 'x-amz-copy-source-if-none-match'),
+    ifModifiedSince: header(req, 'x-amz-copy-source-if-modified-since'),
+    ifUnmodifiedSince: header(req, 'x-amz-copy-source-if-unmodified-since'),
+  };
+  const meta = await deps.dataPlane.copyObject(bucket, key, {
+    owner: caller.username,
+    sourceBucket,
+    sourceKey,
+    metadataDirective: directive,
+    ...(directive === 'REPLACE' ? { contentType: header(req, 'content-type'), userMetadata: userMetadata(req) } : {}),
+    ...(Object.values(conditions).some((v) => v !== undefined) ? { conditions } : {}),
+  });
+  sendXml(res, 'CopyObjectResult', { LastModified: new Date(meta.lastModified).toISOString(), ETag: quoted(unquote(meta.etag)) });
+};

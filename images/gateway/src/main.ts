@@ -1,0 +1,25 @@
+import { createLogger, stopOnSignals } from '../../service-kit/src/index.js';
+import { startGateway } from './app.js';
+import { loadGatewayEnv } from './config.js';
+
+/** Container entrypoint: configuration from env, then serve until SIGTERM. */
+const env = loadGatewayEnv();
+const logger = createLogger('gateway', env.LOG_LEVEL);
+const gateway = await startGateway({
+  port: env.STRATA_GATEWAY_PORT,
+  host: env.STRATA_GATEWAY_HOST,
+  controlPlaneUrl: env.STRATA_CONTROL_PLANE_URL,
+  dataPlaneUrl: env.STRATA_DATA_PLANE_URL,
+  internalToken: env.STRATA_INTERNAL_TOKEN,
+  jwtSecret: env.STRATA_JWT_SECRET,
+  jwtExpiresIn: env.STRATA_JWT_EXPIRES_IN,
+  publicUrl: env.STRATA_PUBLIC_URL,
+  rootUser: env.STRATA_ROOT_USER,
+  region: env.STRATA_REGION,
+  redirectExpiresSeconds: env.STRATA_REDIRECT_EXPIRES_SECONDS,
+  credentialsCacheMs: env.STRATA_CREDENTIALS_CACHE_MS,
+  bucketCacheMs: env.STRATA_BUCKET_CACHE_MS,
+  flowRulesFile: env.STRATA_GATEWAY_RULES_FILE ?? env.STRATA_FLOW_RULES_FILE,
+  logger,
+});
+stopOnSignals([gateway], logger);

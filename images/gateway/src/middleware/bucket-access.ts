@@ -1,0 +1,67 @@
+import { S3Error } from '../../../service-kit/src/index.js';
+import type { Caller } from '../context.js';
+import type { BucketInfo, ControlPlaneClient } from '../clients/control-plane.js';
+
+/**
+ * Tenant isolation: a caller may only touch buckets they own. Bucket records are cached for a moment
+ * (they change rarely) so hot object paths do not pay a control-plane round trip each; this process
+ * forgets a bucket at once when it deletes it.
+ */
+export class BucketAccess {
+  private readonly cache = new Map<string, { at: number; value: Promise<BucketInfo> }>();
+
+  constructor(private readonly controlPlane: ControlPlaneClient, private readonly ttlMs: number) {}
+
+  lookup(name: string): Promise<BucketInfo> {
+    const now = Date.now();
+    const hit = this.cache.get(name);
+    if (hit && now - hit.at < this.ttlMs) return hit.value;
+    const value = this.controlPlane.getBucket(name);
+    this.cache.set(name, { at: now, value });
+    value.catch(() => this.cache.delete(name));
+    if (this.cache.size > 10_000) this.cache.delete(this.cache.keys().next().value as string);
+    return value;
+  }
+
+  /** The bucket, if the caller owns it; NoSuchBucket / AccessDenied otherwise. */
+  async owned(name: string, caller: Caller): Promise<BucketInfo> {
+    if (!isValidBucketName(name)) throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
+    let bucket: BucketInfo;
+    try {
+      bucket = await this.lookup(name);
+    } catch (err) {
+      if (err instanceof S3Error && err.code === 'NoSuchBucket') throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
+      throw err;
+    }
+    if (bucket.owner !== caller.username) throw new S3Error('AccessDenied', 'Access Denied: the bucket belongs to another account.');
+    return bucket;
+  }
+
+  forget(name: string): void {
+    this.cache.delete(name);
+  }
+}
+
+/** Names that would shadow the gateway's own routes. */
+export const RESERVED_BUCKET_NAMES = new Set(['admin', 'login', 'healthz', 'readyz', 'metrics']);
+
+/** S3's rules for new bucket names (3–63 chars, lower case, digits, dots, hyphens; not an IP). */
+export function isValidBucketName(name: string): boolean {
+  return (
+    /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) &&
+    !name.includes('..') &&
+    !name.includes('.-') &&
+    !name.includes('-.') &&
+    !/^\d+\.\d+\.\d+\.\d+$/.test(name) &&
+    !name.startsWith('xn--') &&
+    !name.endsWith('-s3alias')
+  );
+}
+
+/** Keys as the ADR allows them: no NUL, at most 1024 bytes, no `..` segment. */
+export function validateKey(key: string): void {
+  if (key.length === 0) throw new S3Error('InvalidObjectName', 'The object key must not be empty.');
+  if (Buffer.byteLength(key, 'utf8') > 1024) throw new S3Error('KeyTooLongError');
+  if (key.includes('\0')) throw new S3Error('InvalidObjectName', 'Object keys must not contain NUL characters.');
+  if (key.split('/').includes('..')) throw new S3Error('InvalidObjectName', 'Object keys must not contain a ".." path segment.');
+}

@@ -1,0 +1,43 @@
+import type { NextFunction, Request, Response } from 'express';
+import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { state } from '../context.js';
+import { errorXml } from '../s3/xml.js';
+
+/** Anything thrown becomes an S3Error; unknown failures are logged and answered as InternalError. */
+export function toS3Error(err: unknown, logger: Logger): S3Error {
+  if (err instanceof S3Error) return err;
+  const e = err as { type?: string; status?: number; name?: string; message?: string };
+  if (e?.type === 'entity.parse.failed') return new S3Error('InvalidArgument', 'The request body is not valid JSON.');
+  if (e?.type === 'entity.too.large') return new S3Error('MaxMessageLengthExceeded');
+  logger.error({ err }, 'unexpected error');
+  return new S3Error('InternalError');
+}
+
+/** Renders errors as S3 XML (or JSON for the JSON routes) with the request id; HEAD gets no body. */
+export function errorRenderer(logger: Logger) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const st = state(res);
+    if (st.abort?.signal.aborted && (err as Error)?.name === 'AbortError') return;
+    const s3 = toS3Error(err, logger);
+    if (res.headersSent) {
+      // Bytes already went out: the only honest signal left is to cut the connection.
+      logger.warn({ reqId: st.requestId, code: s3.code, msg: s3.message }, 'error after response started');
+      res.destroy();
+      return;
+    }
+    res.status(s3.status);
+    if (s3.code === 'NotImplemented' || s3.code === 'MethodNotAllowed') res.setHeader('Allow', 'GET, PUT, POST, DELETE, HEAD');
+    if (req.method === 'HEAD') {
+      res.end();
+      return;
+    }
+    if (st.errorFormat === 'json') {
+      res.json(s3.toJSON());
+      return;
+    }
+    const body = errorXml(s3, req.path, st.requestId);
+    res.setHeader('Content-Type', 'application/xml');
+    res.setHeader('Content-Length', Buffer.byteLength(body));
+    res.end(body);
+  };
+}

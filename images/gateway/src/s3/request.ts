@@ -1,0 +1,110 @@
+import { pipeline } from 'node:stream';
+import type { Readable } from 'node:stream';
+import type { Request, Response } from 'express';
+import { S3Error } from '../../../service-kit/src/index.js';
+import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
+import { PayloadHashVerifier } from '../auth/payload-hash.js';
+import { sha256Hex } from '../auth/sigv4.js';
+import { state } from '../context.js';
+
+/** Largest single PUT (S3's limit). */
+export const MAX_PUT_BYTES = 5 * 1024 ** 3;
+/** Largest XML request body we read (DeleteObjects, CompleteMultipartUpload, CreateBucketConfiguration). */
+export const MAX_XML_BYTES = 1024 * 1024;
+
+/**
+ * The request body as the object's bytes: aws-chunked framing decoded and each chunk signature
+ * checked, or the signed sha256 checked, while streaming. Errors surface on the returned stream.
+ */
+export function objectBody(req: Request, res: Response): Readable {
+  const payload = state(res).caller?.sigv4?.payload;
+  const isChunked = payload?.kind === 'chunked' || /aws-chunked/.test(String(req.headers['content-encoding'] ?? ''));
+  if (isChunked) {
+    const sig = state(res).caller?.sigv4;
+    const signed = payload?.kind === 'chunked' && payload.signed && sig;
+    const decoder = new AwsChunkedDecoder(signed ? { key: sig.key, scope: sig.scope, amzDate: sig.amzDate, seedSignature: sig.seedSignature } : undefined);
+    pipeline(req, decoder, () => undefined);
+    return decoder;
+  }
+  if (payload?.kind === 'sha256' && payload.hex !== 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855') {
+    const verifier = new PayloadHashVerifier(payload.hex);
+    pipeline(req, verifier, () => undefined);
+    return verifier;
+  }
+  return req;
+}
+
+/** Length of the object's bytes: x-amz-decoded-content-length for aws-chunked, else Content-Length. */
+export function objectLength(req: Request, res: Response): number {
+  const payload = state(res).caller?.sigv4?.payload;
+  const chunked = payload?.kind === 'chunked' || /aws-chunked/.test(String(req.headers['content-encoding'] ?? ''));
+  const raw = chunked ? req.headers['x-amz-decoded-content-length'] : req.headers['content-length'];
+  if (raw === undefined || Array.isArray(raw) || !/^\d+$/.test(raw)) throw new S3Error('MissingContentLength');
+  const n = Number(raw);
+  if (n > MAX_PUT_BYTES) throw new S3Error('EntityTooLarge', undefined, { ProposedSize: String(n), MaxSizeAllowed: String(MAX_PUT_BYTES) });
+  return n;
+}
+
+/** Let the rest of a body we will not use flow away (so the client can read our answer). */
+export function discard(body: Readable): void {
+  body.on('error', () => undefined);
+  body.resume();
+}
+
+/** Read a small body whole (XML documents), bounded; the signed sha256 is checked when there is one. */
+export async function readSmallBody(req: Request, res: Response, limit = MAX_XML_BYTES): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limit) {
+    discard(req);
+    throw new S3Error('MaxMessageLengthExceeded');
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  // Keep reading past the limit (without keeping bytes) so the client gets our answer, not a reset.
+  for await (const chunk of objectBody(req, res)) {
+    size += (chunk as Buffer).length;
+    if (size <= limit) chunks.push(chunk as Buffer);
+  }
+  if (size > limit) throw new S3Error('MaxMessageLengthExceeded');
+  return Buffer.concat(chunks);
+}
+
+/** `Content-MD5` as sent (base64 of 16 bytes), or InvalidDigest. */
+export function contentMd5(req: Request): string | undefined {
+  const v = req.headers['content-md5'];
+  if (v === undefined) return undefined;
+  if (Array.isArray(v) || Buffer.from(v, 'base64').length !== 16 || !/^[A-Za-z0-9+/]+=*$/.test(v)) throw new S3Error('InvalidDigest');
+  return v;
+}
+
+/** x-amz-meta-* headers → {name: value} (names lower case, prefix removed), bounded to 2 KiB. */
+export function userMetadata(req: Request): Record<string, string> {
+  const meta: Record<string, string> = {};
+  let size = 0;
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (!name.startsWith('x-amz-meta-')) continue;
+    const key = name.slice('x-amz-meta-'.length);
+    const v = Array.isArray(value) ? value.join(',') : (value ?? '');
+    meta[key] = v;
+    size += Buffer.byteLength(key) + Buffer.byteLength(v);
+  }
+  if (size > 2048) throw new S3Error('MetadataTooLarge');
+  return meta;
+}
+
+export function header(req: Request, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** The sha256 of a JSON body sent with SigV4 must match what was signed (admin routes). */
+export function checkSignedJsonBody(res: Response, raw: Buffer | undefined): void {
+  const payload = state(res).caller?.sigv4?.payload;
+  if (payload?.kind === 'sha256' && sha256Hex(raw ?? Buffer.alloc(0)) !== payload.hex) {
+    throw new S3Error('BadDigest', 'The provided x-amz-content-sha256 header does not match what was computed.');
+  }
+}
+
+export function unquote(etag: string): string {
+  return etag.replace(/^"|"$/g, '').replace(/^W\//, '').replace(/^"|"$/g, '');
+}

@@ -1,0 +1,118 @@
+import type { NextFunction, Request, Response } from 'express';
+import { S3Error } from '../../../service-kit/src/index.js';
+import { rawTarget, state } from '../context.js';
+import type { GatewayDeps } from '../deps.js';
+import { safeDecode } from '../auth/sigv4.js';
+import * as buckets from '../handlers/buckets.js';
+import { deleteObjects } from '../handlers/delete-objects.js';
+import * as list from '../handlers/list.js';
+import * as multipart from '../handlers/multipart.js';
+import { getObject, headObject } from '../handlers/object-read.js';
+import { copyObject, deleteObject, putObject } from '../handlers/object-write.js';
+import { presign } from '../handlers/presign.js';
+import { notImplemented } from '../handlers/unsupported.js';
+import type { S3Handler } from './operation.js';
+
+/** Bucket subresources Strata does not implement (by design: no versioning, policy, lock...). */
+const UNSUPPORTED_BUCKET = ['policy', 'lifecycle', 'object-lock', 'cors', 'tagging', 'encryption', 'website', 'logging', 'notification', 'replication', 'ownershipControls', 'publicAccessBlock', 'accelerate', 'requestPayment', 'analytics', 'metrics', 'inventory', 'intelligent-tiering', 'policyStatus'];
+const UNSUPPORTED_OBJECT = ['tagging', 'retention', 'legal-hold', 'torrent', 'restore', 'select', 'attributes'];
+
+interface Route {
+  operation: string;
+  handler: S3Handler;
+}
+
+function unsupportedSubresource(query: URLSearchParams, names: string[]): Route | undefined {
+  const name = names.find((n) => query.has(n));
+  return name ? { operation: `Unsupported:${name}`, handler: notImplemented(`?${name}`) } : undefined;
+}
+
+/** Pick the S3 operation from method, bucket/key presence and subresources (the S3 REST rules). */
+export function routeOf(method: string, bucket: string, key: string, query: URLSearchParams, headers: Request['headers']): Route {
+  if (!bucket) {
+    if (method === 'GET') return { operation: 'ListBuckets', handler: buckets.listBuckets };
+    return { operation: 'MethodNotAllowed', handler: async () => Promise.reject(new S3Error('MethodNotAllowed')) };
+  }
+  if (!key) {
+    switch (method) {
+      case 'PUT':
+        if (query.has('acl')) return { operation: 'PutBucketAcl', handler: notImplemented('bucket ACLs') };
+        if (query.has('versioning')) return { operation: 'PutBucketVersioning', handler: notImplemented('versioning') };
+        return unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'CreateBucket', handler: buckets.createBucket };
+      case 'DELETE':
+        return unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'DeleteBucket', handler: buckets.deleteBucket };
+      case 'HEAD':
+        return { operation: 'HeadBucket', handler: buckets.headBucket };
+      case 'POST':
+        if (query.has('delete')) return { operation: 'DeleteObjects', handler: deleteObjects };
+        return { operation: 'PostBucket', handler: notImplemented('POST uploads to a bucket (browser form uploads)') };
+      case 'GET':
+        if (query.has('location')) return { operation: 'GetBucketLocation', handler: buckets.getBucketLocation };
+        if (query.has('versioning')) return { operation: 'GetBucketVersioning', handler: buckets.getBucketVersioning };
+        if (query.has('acl')) return { operation: 'GetBucketAcl', handler: buckets.getAcl };
+        if (query.has('uploads')) return { operation: 'ListMultipartUploads', handler: multipart.listMultipartUploads };
+        if (query.has('versions')) return { operation: 'ListObjectVersions', handler: list.listObjectVersions };
+        return (
+          unsupportedSubresource(query, UNSUPPORTED_BUCKET) ??
+          (query.get('list-type') === '2' ? { operation: 'ListObjectsV2', handler: list.listObjectsV2 } : { operation: 'ListObjects', handler: list.listObjectsV1 })
+        );
+    }
+    return { operation: 'MethodNotAllowed', handler: async () => Promise.reject(new S3Error('MethodNotAllowed')) };
+  }
+  switch (method) {
+    case 'PUT':
+      if (query.has('acl')) return { operation: 'PutObjectAcl', handler: notImplemented('object ACLs') };
+      if (query.has('uploadId') || query.has('partNumber')) {
+        return headers['x-amz-copy-source'] ? { operation: 'UploadPartCopy', handler: multipart.uploadPartCopy } : { operation: 'UploadPart', handler: multipart.uploadPart };
+      }
+      return unsupportedSubresource(query, UNSUPPORTED_OBJECT) ?? (headers['x-amz-copy-source'] ? { operation: 'CopyObject', handler: copyObject } : { operation: 'PutObject', handler: putObject });
+    case 'GET':
+      if (query.has('acl')) return { operation: 'GetObjectAcl', handler: buckets.getAcl };
+      if (query.has('uploadId')) return { operation: 'ListParts', handler: multipart.listParts };
+      if (query.has('presign')) return { operation: 'Presign', handler: presign };
+      return unsupportedSubresource(query, UNSUPPORTED_OBJECT) ?? { operation: 'GetObject', handler: getObject };
+    case 'HEAD':
+      return { operation: 'HeadObject', handler: headObject };
+    case 'DELETE':
+      if (query.has('uploadId')) return { operation: 'AbortMultipartUpload', handler: multipart.abortMultipartUpload };
+      return unsupportedSubresource(query, UNSUPPORTED_OBJECT) ?? { operation: 'DeleteObject', handler: deleteObject };
+    case 'POST':
+      if (query.has('uploads')) return { operation: 'CreateMultipartUpload', handler: multipart.createMultipartUpload };
+      if (query.has('uploadId')) return { operation: 'CompleteMultipartUpload', handler: multipart.completeMultipartUpload };
+      return unsupportedSubresource(query, UNSUPPORTED_OBJECT) ?? { operation: 'PostObject', handler: notImplemented('this POST request') };
+  }
+  return { operation: 'MethodNotAllowed', handler: async () => Promise.reject(new S3Error('MethodNotAllowed')) };
+}
+
+/** Split `/bucket/key...` (path-style) into the decoded bucket and key. */
+export function bucketAndKey(rawPath: string): { bucket: string; key: string } {
+  const path = rawPath.startsWith('/') ? rawPath.slice(1) : rawPath;
+  const slash = path.indexOf('/');
+  if (slash < 0) return { bucket: safeDecode(path), key: '' };
+  return { bucket: safeDecode(path.slice(0, slash)), key: safeDecode(path.slice(slash + 1)) };
+}
+
+/** Names the operation before auth runs, so metrics and logs carry it even for refused requests. */
+export function nameOperation(req: Request, res: Response, next: NextFunction): void {
+  const { path, query } = rawTarget(req);
+  const { bucket, key } = bucketAndKey(path);
+  const route = routeOf(req.method, bucket, key, new URLSearchParams(query), req.headers);
+  state(res).operation = route.operation;
+  next();
+}
+
+/** The S3 REST endpoint: every path not claimed by /login or /admin. */
+export function s3Endpoint(deps: GatewayDeps) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const { path, query: rawQuery } = rawTarget(req);
+      const { bucket, key } = bucketAndKey(path);
+      const query = new URLSearchParams(rawQuery);
+      const route = routeOf(req.method, bucket, key, query, req.headers);
+      state(res).operation = route.operation;
+      await route.handler({ req, res, bucket, key, query, deps });
+    } catch (err) {
+      next(err);
+    }
+  };
+}

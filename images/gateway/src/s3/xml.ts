@@ -1,0 +1,48 @@
+import { XMLBuilder, XMLParser, XMLValidator } from 'fast-xml-parser';
+import { S3Error } from '../../../service-kit/src/index.js';
+
+export const S3_NS = 'http://s3.amazonaws.com/doc/2006-03-01/';
+const DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
+
+const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: '@_', suppressEmptyNode: false, processEntities: true });
+
+/** Render one S3 XML document; `undefined` fields are left out, arrays repeat the element. */
+export function renderXml(root: string, body: Record<string, unknown>, withNamespace = true): string {
+  const content = withNamespace ? { '@_xmlns': S3_NS, ...prune(body) } : prune(body);
+  return DECLARATION + (builder.build({ [root]: content }) as string);
+}
+
+function prune(value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (v === undefined) continue;
+    if (Array.isArray(v)) out[k] = v.map((e) => (e && typeof e === 'object' ? prune(e as Record<string, unknown>) : e));
+    else if (v && typeof v === 'object') out[k] = prune(v as Record<string, unknown>);
+    else out[k] = v;
+  }
+  return out;
+}
+
+const parser = new XMLParser({
+  ignoreAttributes: true,
+  parseTagValue: false,
+  trimValues: true,
+  removeNSPrefix: true,
+  processEntities: true,
+  isArray: (name) => name === 'Part' || name === 'Object',
+});
+
+/** Parse a request XML document; anything not well-formed, or without the expected root, is MalformedXML. */
+export function parseXml<T>(text: string, root: string): T {
+  if (!text.trim()) throw new S3Error('MalformedXML');
+  if (XMLValidator.validate(text) !== true) throw new S3Error('MalformedXML');
+  const doc = parser.parse(text) as Record<string, unknown>;
+  const body = doc[root];
+  if (body === undefined) throw new S3Error('MalformedXML', `The XML you provided was not well-formed or did not validate against our published schema (expected <${root}>).`);
+  return (body === '' ? {} : body) as T;
+}
+
+/** The S3 error document. */
+export function errorXml(err: S3Error, resource: string, requestId: string): string {
+  return renderXml('Error', { Code: err.code, Message: err.message, ...err.extra, Resource: resource, RequestId: requestId }, false);
+}

@@ -1,0 +1,166 @@
+// Strata image search: wiring of config, CLIP model, index, LLM assistance, routes and the web UI.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import express from 'express';
+import {
+  createApp,
+  createLogger,
+  createRegistry,
+  Gauge,
+  httpMetrics,
+  listen,
+  type Logger,
+  type Registry,
+  type RunningService,
+} from '../../service-kit/src/index.js';
+import { ClipEncoder } from './clip/encoder.js';
+import { checkModelDir, fetchModelFromS3 } from './clip/model-files.js';
+import { loadImageSearchConfig, type ImageSearchConfig } from './config.js';
+import { errorHandler } from './http/errors.js';
+import { imageSearchRoutes } from './http/routes.js';
+import { ImageFiles } from './image-files.js';
+import { ImageIndex } from './index/image-index.js';
+import { LlmAssistant } from './llm/assistant.js';
+import { SearchService } from './search-service.js';
+
+const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../web');
+
+export type StartImageSearchOptions = Partial<ImageSearchConfig> & {
+  logger?: Logger;
+  registry?: Registry;
+  host?: string;
+  /** Environment to read the rest of the configuration from (default process.env). */
+  env?: NodeJS.ProcessEnv;
+};
+
+/** Find the model (directory or object store) and load it; null + reason when it is not available. */
+async function loadModel(config: ImageSearchConfig, logger: Logger): Promise<{ encoder: ClipEncoder | null; error?: string; dir?: string }> {
+  try {
+    const dir = config.IMAGE_SEARCH_MODEL_S3_URL
+      ? await fetchModelFromS3(
+          {
+            endpoint: config.IMAGE_SEARCH_S3_ENDPOINT,
+            url: config.IMAGE_SEARCH_MODEL_S3_URL,
+            region: config.IMAGE_SEARCH_S3_REGION,
+            accessKeyId: config.IMAGE_SEARCH_S3_ACCESS_KEY_ID,
+            secretAccessKey: config.IMAGE_SEARCH_S3_SECRET_ACCESS_KEY,
+          },
+          config.IMAGE_SEARCH_MODEL_CACHE_DIR,
+        )
+      : checkModelDir(config.IMAGE_SEARCH_MODEL_DIR);
+    const encoder = await ClipEncoder.load(dir);
+    logger.info({ dir, dim: encoder.dim }, 'CLIP model loaded');
+    return { encoder, dir };
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    logger.warn({ error }, 'CLIP model not available: search and add are disabled until it is');
+    return { encoder: null, error };
+  }
+}
+
+export async function startImageSearch(opts: StartImageSearchOptions = {}): Promise<RunningService> {
+  const { logger: givenLogger, registry: givenRegistry, host, env, ...overrides } = opts;
+  const config: ImageSearchConfig = { ...loadImageSearchConfig(env ?? process.env), ...overrides };
+  const logger = givenLogger ?? createLogger('image-search', config.LOG_LEVEL);
+  const registry = givenRegistry ?? createRegistry('image-search');
+
+  const model = await loadModel(config, logger);
+  if (model.encoder && model.encoder.dim !== 512) logger.warn({ dim: model.encoder.dim }, 'CLIP model is not 512-d');
+  const index = await ImageIndex.open({
+    dir: config.IMAGE_SEARCH_INDEX_DIR,
+    dim: model.encoder?.dim ?? 512,
+    indexString: config.IMAGE_SEARCH_INDEX_STRING,
+    nprobe: config.IMAGE_SEARCH_NPROBE,
+    bufferThreshold: config.IMAGE_SEARCH_BUFFER_THRESHOLD,
+    rerank: config.IMAGE_SEARCH_RERANK,
+    logger,
+  });
+  const files = new ImageFiles(config.IMAGE_FILE_DIR);
+  const service = new SearchService({
+    index,
+    files,
+    embedder: model.encoder,
+    modelError: model.error,
+    defaultTopk: Math.min(config.IMAGE_SEARCH_TOPK, config.IMAGE_SEARCH_MAX_TOPK),
+    maxTopk: config.IMAGE_SEARCH_MAX_TOPK,
+  });
+  const llm = config.LLM_BASE_URL
+    ? new LlmAssistant({ baseURL: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY, model: config.LLM_MODEL, logger })
+    : null;
+
+  new Gauge({
+    name: 'image_search_index_vectors',
+    help: 'Vectors in the image index, by part (main, buffer, deleted)',
+    labelNames: ['part'] as const,
+    registers: [registry],
+    collect() {
+      const s = index.status();
+      this.set({ part: 'main' }, s.main.vectors);
+      this.set({ part: 'buffer' }, s.buffer.vectors);
+      this.set({ part: 'deleted' }, s.deleted);
+    },
+  });
+
+  const serviceOptions = {
+    name: 'image-search',
+    logger,
+    registry,
+    readiness: {
+      'clip-model': () => {
+        if (!service.modelLoaded) throw new Error(service.modelError);
+      },
+    },
+    onClose: [() => index.close(), () => model.encoder?.close()],
+  };
+  const app = createApp(serviceOptions);
+  app.use(httpMetrics(registry).middleware);
+  app.use('/static', express.static(WEB_DIR, { index: false, fallthrough: false }));
+  // Images are served read-only from the image directory; `send` refuses paths leaving it.
+  app.use('/images', express.static(files.root, { index: false, dotfiles: 'deny', fallthrough: false }));
+  app.use(
+    imageSearchRoutes({
+      service,
+      llm,
+      webIndexFile: path.join(WEB_DIR, 'index.html'),
+      maxUploadBytes: config.IMAGE_SEARCH_MAX_UPLOAD_BYTES,
+      describe: () => {
+        const status = index.status();
+        return {
+          service: 'image-search',
+          ready: service.modelLoaded,
+          model: { loaded: service.modelLoaded, dir: model.dir ?? null, error: service.modelError ?? null, backbone: 'ViT-B/32' },
+          llm: llm ? { enabled: true, model: llm.model, base_url: config.LLM_BASE_URL } : { enabled: false, reason: 'LLM_BASE_URL is not set' },
+          features: {
+            text_search: service.modelLoaded,
+            image_search: service.modelLoaded,
+            query_expansion: Boolean(llm),
+            ai_explanation: Boolean(llm),
+            rag_qa: Boolean(llm),
+            chat: Boolean(llm),
+            tools: true,
+          },
+          index: {
+            total_vectors: status.total_vectors,
+            main: status.main,
+            buffer: status.buffer,
+            deleted: status.deleted,
+            training: status.training,
+            job: status.job,
+          },
+          image_dir: files.root,
+          defaults: { topk: config.IMAGE_SEARCH_TOPK, max_topk: config.IMAGE_SEARCH_MAX_TOPK, nprobe: config.IMAGE_SEARCH_NPROBE, index_string: config.IMAGE_SEARCH_INDEX_STRING },
+        };
+      },
+    }),
+  );
+  app.use((_req: express.Request, res: express.Response) => res.status(404).json({ error: 'not_found', message: 'no such endpoint' }));
+  app.use(errorHandler(logger));
+
+  if (config.IMAGE_SEARCH_SCAN_ON_START && service.modelLoaded) {
+    void service
+      .indexDirectory((done, total) => logger.info({ done, total }, 'indexing image directory'))
+      .then((added) => logger.info({ added }, 'image directory indexed'))
+      .catch((err: unknown) => logger.error({ err }, 'indexing the image directory failed'));
+  }
+  return listen(app, { ...serviceOptions, port: config.PORT, host });
+}

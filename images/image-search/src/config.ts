@@ -1,0 +1,45 @@
+// Image search configuration from the environment (validated; every problem reported at once).
+import { z } from 'zod';
+import { env, loadConfig } from '../../service-kit/src/index.js';
+
+const optional = () =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v && v.trim() ? v.trim() : undefined));
+
+export const imageSearchSchema = z.object({
+  PORT: env.port(8080),
+  LOG_LEVEL: env.logLevel(),
+  IMAGE_FILE_DIR: z.string().default('train2017/'),
+  /** Directory with image_encoder.onnx, text_encoder.onnx, merges.txt (+ vocab.json). */
+  IMAGE_SEARCH_MODEL_DIR: optional(),
+  /** s3://bucket/prefix of the model files in Strata's object store (used when set). */
+  IMAGE_SEARCH_MODEL_S3_URL: optional(),
+  IMAGE_SEARCH_S3_ENDPOINT: z.string().default('http://127.0.0.1:9000'),
+  IMAGE_SEARCH_S3_REGION: z.string().default('us-east-1'),
+  IMAGE_SEARCH_S3_ACCESS_KEY_ID: optional(),
+  IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: optional(),
+  /** Where model files fetched from the object store are cached. */
+  IMAGE_SEARCH_MODEL_CACHE_DIR: z.string().default('data/image-search/model-cache'),
+  /** Index state: main index, vectors, paths, manifest. */
+  IMAGE_SEARCH_INDEX_DIR: z.string().default('data/image-search/index'),
+  IMAGE_SEARCH_INDEX_STRING: z.string().default('IVF4096,PQ32x8'),
+  IMAGE_SEARCH_NPROBE: env.int(32, 1, 65536),
+  IMAGE_SEARCH_RERANK: env.bool(true),
+  IMAGE_SEARCH_TOPK: env.int(20, 1, 1000),
+  IMAGE_SEARCH_MAX_TOPK: env.int(100, 1, 1000),
+  IMAGE_SEARCH_BUFFER_THRESHOLD: env.int(1000, 1),
+  IMAGE_SEARCH_MAX_UPLOAD_BYTES: env.int(10 * 1024 * 1024, 1024),
+  /** Index every image under IMAGE_FILE_DIR that is not indexed yet, in the background at start. */
+  IMAGE_SEARCH_SCAN_ON_START: env.bool(false),
+  LLM_BASE_URL: optional(),
+  LLM_API_KEY: optional(),
+  LLM_MODEL: z.string().default('gpt-4o-mini'),
+});
+
+export type ImageSearchConfig = z.infer<typeof imageSearchSchema>;
+
+export function loadImageSearchConfig(source: NodeJS.ProcessEnv = process.env): ImageSearchConfig {
+  return loadConfig('image-search', imageSearchSchema, source);
+}

@@ -1,0 +1,156 @@
+// The 14 endpoints of image search (the web UI's static files are mounted by app.ts).
+import express, { type Request, type Response, type Router } from 'express';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { LlmAssistant } from '../llm/assistant.js';
+import { TOOLS, callTool } from '../llm/tools.js';
+import { InputError, type SearchResultItem, type SearchService } from '../search-service.js';
+import { LlmDisabledError } from './errors.js';
+import { parseSearchForm } from './upload.js';
+
+export interface RouteOptions {
+  service: SearchService;
+  llm: LlmAssistant | null;
+  webIndexFile: string;
+  maxUploadBytes: number;
+  /** Extra facts for GET /api/status. */
+  describe: () => Record<string, unknown>;
+}
+
+function body(req: Request): Record<string, unknown> {
+  const b: unknown = req.body;
+  if (!b || typeof b !== 'object' || Array.isArray(b)) throw new InputError('expected a JSON object body (Content-Type: application/json)');
+  return b as Record<string, unknown>;
+}
+
+function text(value: unknown, name: string): string {
+  if (typeof value !== 'string' || !value.trim()) throw new InputError(`${name} must be a non-empty string`);
+  if (value.length > 2000) throw new InputError(`${name} is longer than 2000 characters`);
+  return value.trim();
+}
+
+export function imageSearchRoutes(opts: RouteOptions): Router {
+  const { service } = opts;
+  const router = express.Router();
+  const json = express.json({ limit: '256kb' });
+  const llm = () => {
+    if (!opts.llm) throw new LlmDisabledError();
+    return opts.llm;
+  };
+
+  router.get('/', (_req, res) => res.sendFile(opts.webIndexFile));
+
+  // Text query (JSON) or image query (multipart, file field query_img).
+  router.post('/search', async (req: Request, res: Response) => {
+    if (req.is('multipart/form-data')) {
+      const form = await parseSearchForm(req, opts.maxUploadBytes);
+      const topk = service.topk(form.fields.topk);
+      if (form.image) {
+        if (!form.image.data.length) throw new InputError('query_img is empty');
+        const results = await service.searchImage(form.image.data, topk);
+        res.json({ query: { image: form.image.name }, topk, results, total_results: results.length });
+        return;
+      }
+      if (!form.fields.query) throw new InputError('send a text "query" or an image file in field "query_img"');
+      const query = text(form.fields.query, 'query');
+      const results = await service.searchTexts([query], topk);
+      res.json({ query, topk, results, total_results: results.length });
+      return;
+    }
+    await new Promise<void>((resolve, reject) => json(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+    const b = body(req);
+    const query = text(b.query, 'query');
+    const topk = service.topk(b.topk);
+    const results = await service.searchTexts([query], topk);
+    res.json({ query, topk, results, total_results: results.length });
+  });
+
+  router.post('/api/search/rag', json, async (req, res) => {
+    const b = body(req);
+    const query = text(b.query, 'query');
+    const topk = service.topk(b.topk);
+    if (b.use_expansion !== undefined && typeof b.use_expansion !== 'boolean') throw new InputError('use_expansion must be a boolean');
+    const expand = b.use_expansion !== false;
+    const expanded = expand && opts.llm ? await opts.llm.expand(query) : [query];
+    const results: SearchResultItem[] = await service.searchTexts(expanded, topk);
+    const explanation = opts.llm
+      ? await opts.llm.explain(query, results, service)
+      : 'LLM assistance is disabled (LLM_BASE_URL is not set): plain vector retrieval, no expansion or explanation.';
+    res.json({ original_query: query, expanded_queries: expanded, results, ai_explanation: explanation, total_results: results.length, llm_enabled: Boolean(opts.llm) });
+  });
+
+  router.post('/api/search/expand', json, async (req, res) => {
+    const b = body(req);
+    const query = text(b.query, 'query');
+    const n = b.n === undefined ? 3 : Number(b.n);
+    if (!Number.isInteger(n) || n < 1 || n > 10) throw new InputError('n must be an integer from 1 to 10');
+    const expanded = await llm().expand(query, n);
+    res.json({ original_query: query, expanded_queries: expanded });
+  });
+
+  router.post('/api/rag/qa', json, async (req, res) => {
+    const b = body(req);
+    const question = text(b.question ?? b.query, 'question');
+    const assistant = llm();
+    const topk = service.topk(b.topk ?? 5);
+    const results = await service.searchTexts([question], topk);
+    const answer = await assistant.answer(question, results, service);
+    res.json({ question, answer, results, total_results: results.length });
+  });
+
+  router.post('/api/chat', json, async (req, res) => {
+    const b = body(req);
+    const history = parseHistory(b);
+    const turn = await llm().chat(history, service);
+    res.json({ reply: turn.reply, tool_calls: turn.toolCalls, messages: turn.messages });
+  });
+
+  router.get('/api/tools', (_req, res) => res.json({ tools: TOOLS }));
+
+  router.post('/api/tools/call', json, async (req, res) => {
+    const b = body(req);
+    const tool = text(b.tool, 'tool');
+    if (b.arguments !== undefined && (typeof b.arguments !== 'object' || b.arguments === null || Array.isArray(b.arguments))) {
+      throw new InputError('arguments must be a JSON object');
+    }
+    res.json({ tool, result: await callTool(service, tool, b.arguments ?? {}) });
+  });
+
+  router.get('/api/index/status', (_req, res) => res.json({ ...service.index.status(), image_dir: service.files.root }));
+
+  router.post('/api/index/add', json, async (req, res) => {
+    const result = await service.addPaths(body(req).image_paths);
+    res.json({ ...result, buffer: service.index.status().buffer });
+  });
+
+  router.post('/api/index/remove', json, async (req, res) => {
+    res.json(await service.removeIds(body(req).image_ids));
+  });
+
+  router.post('/api/index/merge', (_req, res) => {
+    res.status(202).json({ job: service.index.merge() });
+  });
+
+  router.post('/api/index/rebuild', (_req, res) => {
+    res.status(202).json({ job: service.index.rebuild() });
+  });
+
+  router.get('/api/status', (_req, res) => res.json(opts.describe()));
+
+  return router;
+}
+
+/** {messages: [{role, content}]} or {message: "..."} (a one-message conversation). */
+function parseHistory(b: Record<string, unknown>): ChatCompletionMessageParam[] {
+  if (typeof b.message === 'string') return [{ role: 'user', content: text(b.message, 'message') }];
+  if (!Array.isArray(b.messages) || b.messages.length === 0 || b.messages.length > 50) {
+    throw new InputError('send "message" (a string) or "messages" (1 to 50 chat messages)');
+  }
+  return b.messages.map((m: unknown, i) => {
+    const msg = m as { role?: unknown; content?: unknown };
+    if (!msg || typeof msg !== 'object' || !['user', 'assistant', 'system'].includes(msg.role as string) || typeof msg.content !== 'string') {
+      throw new InputError(`messages[${i}] must be {role: user|assistant|system, content: string}`);
+    }
+    return { role: msg.role, content: msg.content } as ChatCompletionMessageParam;
+  });
+}
+

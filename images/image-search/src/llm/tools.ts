@@ -1,0 +1,85 @@
+// The four agent tools, in the chat-completions function-calling format, and their executor.
+import type { ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
+import { InputError, type SearchService } from '../search-service.js';
+
+export const TOOLS: ChatCompletionFunctionTool[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'search_by_text',
+      description: 'Find indexed images that match a text description, closest first.',
+      parameters: {
+        type: 'object',
+        properties: {
+          query: { type: 'string', description: 'what the images should show' },
+          topk: { type: 'integer', description: 'how many results (default 20)', minimum: 1 },
+        },
+        required: ['query'],
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'search_by_image_id',
+      description: 'Find images similar to an already indexed image, given its id.',
+      parameters: {
+        type: 'object',
+        properties: {
+          image_id: { type: 'integer', description: 'id of an indexed image' },
+          topk: { type: 'integer', description: 'how many results (default 20)', minimum: 1 },
+        },
+        required: ['image_id'],
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'get_index_status',
+      description: 'Report the image index: vectors in the main index and the buffer, deleted ids, training state, running merge or rebuild.',
+      parameters: { type: 'object', properties: {} },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'add_images',
+      description: 'Add images to the index by path relative to the image directory; they are searchable at once.',
+      parameters: {
+        type: 'object',
+        properties: { image_paths: { type: 'array', items: { type: 'string' }, description: 'image paths' } },
+        required: ['image_paths'],
+      },
+    },
+  },
+];
+
+export class UnknownToolError extends InputError {
+  constructor(name: string) {
+    super(`unknown tool ${JSON.stringify(name)}; known: ${TOOLS.map((t) => t.function.name).join(', ')}`, 404);
+  }
+}
+
+/** Run a tool by name with JSON arguments (already parsed); bad arguments are InputErrors. */
+export async function callTool(service: SearchService, name: string, args: unknown): Promise<unknown> {
+  const a = (args && typeof args === 'object' ? args : {}) as Record<string, unknown>;
+  switch (name) {
+    case 'search_by_text': {
+      if (typeof a.query !== 'string' || !a.query.trim()) throw new InputError('search_by_text needs a non-empty string "query"');
+      const results = await service.searchTexts([a.query], service.topk(a.topk));
+      return { query: a.query, results };
+    }
+    case 'search_by_image_id': {
+      if (!Number.isInteger(a.image_id)) throw new InputError('search_by_image_id needs an integer "image_id"');
+      const results = await service.searchSimilar(a.image_id as number, service.topk(a.topk));
+      return { image_id: a.image_id, results };
+    }
+    case 'get_index_status':
+      return service.index.status();
+    case 'add_images':
+      return service.addPaths(a.image_paths);
+    default:
+      throw new UnknownToolError(name);
+  }
+}

@@ -1,0 +1,180 @@
+// Image search operations shared by the HTTP routes and the agent tools: encode, search, merge
+// results of several queries, add images by path.
+import type { Embedder } from './clip/encoder.js';
+import { ImageDecodeError } from './clip/preprocess.js';
+import type { ImageIndex, Hit } from './index/image-index.js';
+import { BadPathError, type ImageFiles } from './image-files.js';
+
+export interface SearchResultItem {
+  id: number;
+  path: string;
+  distance: number;
+  url: string;
+}
+
+/** The CLIP model is not available: search and add answer 503 with this message. */
+export class ModelUnavailableError extends Error {}
+
+/** Bad input from a client (4xx); `status` defaults to 400. */
+export class InputError extends Error {
+  constructor(
+    message: string,
+    readonly status = 400,
+    readonly details?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export interface SearchServiceOptions {
+  index: ImageIndex;
+  files: ImageFiles;
+  embedder: Embedder | null;
+  /** Why there is no embedder (shown in status and errors). */
+  modelError?: string;
+  defaultTopk: number;
+  maxTopk: number;
+}
+
+export class SearchService {
+  constructor(private readonly opts: SearchServiceOptions) {}
+
+  get index(): ImageIndex {
+    return this.opts.index;
+  }
+
+  get files(): ImageFiles {
+    return this.opts.files;
+  }
+
+  get modelLoaded(): boolean {
+    return this.opts.embedder !== null;
+  }
+
+  get modelError(): string | undefined {
+    return this.opts.embedder ? undefined : (this.opts.modelError ?? 'CLIP model missing');
+  }
+
+  private embedder(): Embedder {
+    if (!this.opts.embedder) throw new ModelUnavailableError(this.modelError);
+    return this.opts.embedder;
+  }
+
+  /** Validate a client topk (undefined → default). */
+  topk(value: unknown): number {
+    if (value === undefined || value === null || value === '') return this.opts.defaultTopk;
+    const n = typeof value === 'string' ? Number(value) : value;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > this.opts.maxTopk) {
+      throw new InputError(`topk must be an integer from 1 to ${this.opts.maxTopk}`);
+    }
+    return n;
+  }
+
+  private items(hits: Hit[]): SearchResultItem[] {
+    return hits.map((h) => ({ id: h.id, path: h.path, distance: h.distance, url: this.opts.files.url(h.path) }));
+  }
+
+  /** Each query searched; results of all queries de-duplicated (closest distance wins) and merged by distance. */
+  async searchTexts(queries: string[], topk: number): Promise<SearchResultItem[]> {
+    const vectors = await this.embedder().encodeTexts(queries);
+    const perQuery = await this.opts.index.search(vectors, topk);
+    return this.items(mergeByDistance(perQuery, topk));
+  }
+
+  async searchImage(image: Buffer, topk: number): Promise<SearchResultItem[]> {
+    let vector: Float32Array;
+    try {
+      vector = await this.embedder().encodeImages([image]);
+    } catch (err) {
+      if (err instanceof ImageDecodeError) throw new InputError(err.message, 415);
+      throw err;
+    }
+    const [hits] = await this.opts.index.search(vector, topk);
+    return this.items(hits);
+  }
+
+  /** Images most similar to an indexed one (the image itself excluded). */
+  async searchSimilar(id: number, topk: number): Promise<SearchResultItem[]> {
+    const vector = this.opts.index.vectorOf(id);
+    if (!vector) throw new InputError(`unknown image id ${id}`, 404);
+    const [hits] = await this.opts.index.search(vector, topk + 1);
+    return this.items(hits.filter((h) => h.id !== id).slice(0, topk));
+  }
+
+  /** Add images by path (relative to the image directory). All paths are checked before anything changes. */
+  async addPaths(paths: unknown): Promise<{ added: SearchResultItem[]; skipped: Array<{ id: number; path: string; reason: string }> }> {
+    if (!Array.isArray(paths) || paths.length === 0 || paths.length > 1000) {
+      throw new InputError('image_paths must be an array of 1 to 1000 paths');
+    }
+    const resolved = paths.map((p) => {
+      try {
+        return this.opts.files.resolve(p as string);
+      } catch (err) {
+        if (err instanceof BadPathError) throw new InputError(err.message, 400);
+        throw err;
+      }
+    });
+    let vectors: Float32Array;
+    try {
+      vectors = await this.embedder().encodeImages(resolved.map((r) => r.absolute));
+    } catch (err) {
+      if (err instanceof ImageDecodeError) throw new InputError(err.message, 400);
+      throw err;
+    }
+    const result = await this.opts.index.add(
+      vectors,
+      resolved.map((r) => r.relative),
+    );
+    return {
+      added: result.added.map((a) => ({ id: a.id, path: a.path, distance: 0, url: this.opts.files.url(a.path) })),
+      skipped: result.skipped,
+    };
+  }
+
+  /** Remove ids (all must be known, else 404 and nothing changes). */
+  async removeIds(ids: unknown): Promise<{ removed: number[] }> {
+    if (!Array.isArray(ids) || ids.length === 0 || ids.length > 10_000 || !ids.every((id) => Number.isInteger(id))) {
+      throw new InputError('image_ids must be an array of 1 to 10000 integer ids');
+    }
+    return this.opts.index.remove(ids as number[]);
+  }
+
+  async captionOf(path: string): Promise<string | undefined> {
+    return this.opts.files.caption(path);
+  }
+
+  /** Index images under the image directory not indexed yet, in batches; returns how many were added. */
+  async indexDirectory(onBatch?: (done: number, total: number) => void): Promise<number> {
+    const all = (await this.opts.files.list()).filter((p) => this.opts.index.idOf(p) === undefined);
+    let added = 0;
+    for (let start = 0; start < all.length; start += 64) {
+      const batch = all.slice(start, start + 64);
+      const vectors: Float32Array[] = [];
+      const kept: string[] = [];
+      for (const p of batch) {
+        try {
+          vectors.push(await this.embedder().encodeImages([this.opts.files.absolute(p)]));
+          kept.push(p);
+        } catch (err) {
+          if (!(err instanceof ImageDecodeError)) throw err;
+        }
+      }
+      const joined = new Float32Array(kept.length * this.opts.index.dim);
+      vectors.forEach((v, i) => joined.set(v, i * this.opts.index.dim));
+      added += (await this.opts.index.add(joined, kept)).added.length;
+      onBatch?.(start + batch.length, all.length);
+    }
+    return added;
+  }
+}
+
+export function mergeByDistance(lists: Hit[][], topk: number): Hit[] {
+  const best = new Map<number, Hit>();
+  for (const list of lists) {
+    for (const hit of list) {
+      const seen = best.get(hit.id);
+      if (!seen || hit.distance < seen.distance) best.set(hit.id, hit);
+    }
+  }
+  return [...best.values()].sort((a, b) => a.distance - b.distance || a.id - b.id).slice(0, topk);
+}

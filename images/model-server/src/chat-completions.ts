@@ -1,0 +1,211 @@
+import { randomUUID } from 'node:crypto';
+import type { Request, Response } from 'express';
+import type { Logger } from '../../service-kit/src/index.js';
+import { ChoiceText } from './choice-text.js';
+import { parseChatRequest, type ChatRequest } from './chat-request.js';
+import { QueueFullError, type FinishReason, type GenerationScheduler, type SequenceHandle } from './generation-scheduler.js';
+import type { ModelServerMetrics } from './metrics.js';
+import { MAX_PROMPT_TOKENS } from './model-spec.js';
+import { OpenAIError, sendOpenAIError } from './openai-errors.js';
+import { TokenSampler } from './token-sampler.js';
+import { encodeChat } from './tokenizer.js';
+
+export interface ChatCompletionsDeps {
+  modelNames: ReadonlySet<string>;
+  /** Undefined until the model is loaded. */
+  scheduler: () => GenerationScheduler | undefined;
+  metrics: ModelServerMetrics;
+  logger: Logger;
+}
+
+interface Choice {
+  index: number;
+  text: ChoiceText;
+  finishReason?: FinishReason;
+}
+
+interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/** POST /v1/chat/completions: validate, queue one sequence per choice, answer as JSON or as SSE chunks. */
+export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
+  return async (req: Request, res: Response): Promise<void> => {
+    let request: ChatRequest;
+    let prompt: number[];
+    try {
+      if (req.body === undefined) throw OpenAIError.invalid('The request body is empty; send a JSON object.', null, 'invalid_request_body');
+      request = parseChatRequest(req.body);
+      if (!deps.modelNames.has(request.model)) {
+        deps.metrics.completions.inc({ model: 'unknown', outcome: 'not_found', stream: 'false' });
+        throw new OpenAIError(404, `The model '${request.model}' does not exist or you do not have access to it.`, 'invalid_request_error', 'model', 'model_not_found');
+      }
+      prompt = encodeChat(request.messages);
+      if (prompt.length > MAX_PROMPT_TOKENS) {
+        throw OpenAIError.invalid(
+          `This model's maximum context length is ${MAX_PROMPT_TOKENS} tokens. However, your messages resulted in ${prompt.length} tokens.`,
+          'messages',
+          'context_length_exceeded',
+        );
+      }
+    } catch (err) {
+      if (!(err instanceof OpenAIError)) throw err;
+      if (err.status === 400) deps.metrics.completions.inc({ model: 'unknown', outcome: 'invalid', stream: 'false' });
+      sendOpenAIError(res, err);
+      return;
+    }
+    const labels = { model: request.model, stream: String(request.stream) };
+    const scheduler = deps.scheduler();
+    if (!scheduler) {
+      deps.metrics.completions.inc({ ...labels, outcome: 'rejected' });
+      sendOpenAIError(res, new OpenAIError(503, 'The model is still loading; retry shortly.', 'server_error', null, 'model_not_ready'));
+      return;
+    }
+    deps.metrics.promptTokens.inc({ model: request.model }, prompt.length);
+
+    const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
+    const created = Math.floor(Date.now() / 1000);
+    const choices: Choice[] = Array.from({ length: request.n }, (_, index) => ({ index, text: new ChoiceText(request.stop) }));
+    const usage = (): Usage => {
+      const completion = choices.reduce((n, c) => n + c.text.ids.length, 0);
+      return { prompt_tokens: prompt.length, completion_tokens: completion, total_tokens: prompt.length + completion };
+    };
+    const stream = request.stream ? new ChunkStream(res, id, created, request.model) : undefined;
+
+    let done = false;
+    let handles: SequenceHandle[] = [];
+    const finished = new Promise<void>((resolve, reject) => {
+      let remaining = choices.length;
+      try {
+        handles = scheduler.enqueue(
+          choices.map((choice) => ({
+            prompt,
+            maxTokens: request.maxTokens,
+            sampler: new TokenSampler({
+              temperature: request.temperature,
+              topP: request.topP,
+              // Each choice gets its own stream of random numbers, all derived from the request's seed.
+              seed: request.seed === undefined ? undefined : (request.seed + choice.index * 1_000_003) >>> 0,
+            }),
+            onToken: (tokenId) => {
+              const stopped = choice.text.push(tokenId);
+              stream?.content(choice.index, choice.text.takeDelta());
+              return stopped;
+            },
+            onFinish: (reason) => {
+              choice.finishReason = reason;
+              stream?.content(choice.index, choice.text.takeDelta(true));
+              stream?.finish(choice.index, reason);
+              if (--remaining === 0) resolve();
+            },
+            onError: reject,
+          })),
+        );
+      } catch (err) {
+        reject(err);
+      }
+    });
+    res.on('close', () => {
+      if (done) return;
+      for (const h of handles) h.cancel();
+      deps.metrics.completions.inc({ ...labels, outcome: 'cancelled' });
+    });
+
+    try {
+      if (stream) {
+        // Queue first, then commit to a 200 stream: a full queue still gets a proper 429.
+        await Promise.race([finished, Promise.resolve()]);
+        stream.open(choices.map((c) => c.index));
+      }
+      await finished;
+      done = true;
+      deps.metrics.completions.inc({ ...labels, outcome: 'ok' });
+      if (stream) {
+        stream.end(request.includeUsage ? usage() : undefined);
+        return;
+      }
+      res.json({
+        id,
+        object: 'chat.completion',
+        created,
+        model: request.model,
+        choices: choices.map((c) => ({
+          index: c.index,
+          message: { role: 'assistant', content: c.text.text, refusal: null },
+          logprobs: null,
+          finish_reason: c.finishReason,
+        })),
+        usage: usage(),
+      });
+    } catch (err) {
+      done = true;
+      const queueFull = err instanceof QueueFullError;
+      deps.metrics.completions.inc({ ...labels, outcome: queueFull ? 'rejected' : 'error' });
+      const error = queueFull
+        ? new OpenAIError(429, 'The server is at capacity (generation queue full); retry shortly.', 'rate_limit_error', null, 'queue_full')
+        : new OpenAIError(500, 'The model failed to generate a response.', 'server_error', null, 'generation_failed');
+      if (!queueFull) deps.logger.error({ err }, 'generation failed');
+      if (stream?.opened) stream.fail(error);
+      else sendOpenAIError(res, error);
+    }
+  };
+}
+
+/** Server-sent `chat.completion.chunk` events, ending with `data: [DONE]`. */
+class ChunkStream {
+  opened = false;
+  private readonly pending: string[] = [];
+
+  constructor(
+    private readonly res: Response,
+    private readonly id: string,
+    private readonly created: number,
+    private readonly model: string,
+  ) {}
+
+  /** Send headers and each choice's role chunk, then anything generated meanwhile. */
+  open(indices: number[]): void {
+    this.res.status(200);
+    this.res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    this.res.setHeader('Cache-Control', 'no-cache');
+    this.res.setHeader('Connection', 'keep-alive');
+    this.res.setHeader('X-Accel-Buffering', 'no');
+    this.res.flushHeaders();
+    this.opened = true;
+    for (const index of indices) this.send([{ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
+    for (const event of this.pending.splice(0)) this.res.write(event);
+  }
+
+  content(index: number, text: string): void {
+    if (text) this.send([{ index, delta: { content: text }, logprobs: null, finish_reason: null }]);
+  }
+
+  finish(index: number, reason: FinishReason): void {
+    this.send([{ index, delta: {}, logprobs: null, finish_reason: reason }]);
+  }
+
+  end(usage?: Usage): void {
+    if (usage) this.send([], usage);
+    this.res.end('data: [DONE]\n\n');
+  }
+
+  fail(error: OpenAIError): void {
+    this.res.end(`data: ${JSON.stringify(error.body())}\n\ndata: [DONE]\n\n`);
+  }
+
+  private send(choices: unknown[], usage?: Usage): void {
+    const chunk = {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices,
+      ...(usage ? { usage } : {}),
+    };
+    const event = `data: ${JSON.stringify(chunk)}\n\n`;
+    if (this.opened) this.res.write(event);
+    else this.pending.push(event);
+  }
+}

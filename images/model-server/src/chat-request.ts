@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { MAX_OUTPUT_TOKENS } from './model-spec.js';
+import { OpenAIError } from './openai-errors.js';
+import type { ChatMessageText, ChatRole } from './tokenizer.js';
+
+const maxTokens = z.number().int().min(1).max(MAX_OUTPUT_TOKENS).nullable().optional();
+
+const contentPart = z.object({ type: z.literal('text'), text: z.string() });
+
+const message = z
+  .object({
+    role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
+    // Assistant messages may carry null content (tool calls); every other role needs content.
+    content: z.union([z.string(), z.array(contentPart)]).nullable().optional(),
+    name: z.string().optional(),
+  })
+  .refine((m) => m.role === 'assistant' || (m.content !== undefined && m.content !== null), {
+    message: 'content is required for this role',
+    path: ['content'],
+  });
+
+/** The part of OpenAI's chat completions request that Strata serves; other fields are accepted and ignored. */
+const chatRequestSchema = z.object({
+  model: z.string().min(1),
+  messages: z.array(message).min(1),
+  max_tokens: maxTokens,
+  max_completion_tokens: maxTokens,
+  temperature: z.number().min(0).max(2).nullable().optional(),
+  top_p: z.number().min(0).max(1).nullable().optional(),
+  seed: z.number().int().nullable().optional(),
+  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullable().optional(),
+  n: z.number().int().min(1).max(16).nullable().optional(),
+  stream: z.boolean().nullable().optional(),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).nullable().optional(),
+});
+
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessageText[];
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  seed?: number;
+  stop: string[];
+  n: number;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+/** Validate a parsed JSON body; the OpenAIError names the offending parameter as OpenAI does. */
+export function parseChatRequest(body: unknown): ChatRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw OpenAIError.invalid('The request body must be a JSON object.', null, 'invalid_request_body');
+  }
+  const result = chatRequestSchema.safeParse(body);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const param = paramName(issue.path);
+    if (valueAt(body, issue.path) === undefined && issue.code === 'invalid_type') {
+      throw OpenAIError.invalid(`Missing required parameter: '${param}'.`, param, 'missing_required_parameter');
+    }
+    throw OpenAIError.invalid(`Invalid '${param}': ${issue.message}.`, param, isTypeError(issue) ? 'invalid_type' : 'invalid_value');
+  }
+  const r = result.data;
+  return {
+    model: r.model,
+    messages: r.messages.map((m) => ({ role: m.role as ChatRole, content: textOf(m.content) })),
+    maxTokens: r.max_completion_tokens ?? r.max_tokens ?? MAX_OUTPUT_TOKENS,
+    temperature: r.temperature ?? 1,
+    topP: r.top_p ?? 1,
+    seed: r.seed ?? undefined,
+    stop: r.stop === undefined || r.stop === null ? [] : typeof r.stop === 'string' ? [r.stop] : r.stop,
+    n: r.n ?? 1,
+    stream: r.stream ?? false,
+    includeUsage: r.stream_options?.include_usage ?? false,
+  };
+}
+
+/** A wrong JSON type (as opposed to a value out of range); for a union, only if no alternative got further. */
+function isTypeError(issue: z.core.$ZodIssue): boolean {
+  if (issue.code === 'invalid_type') return true;
+  if (issue.code === 'invalid_union') return issue.errors.every((branch) => branch.every(isTypeError));
+  return false;
+}
+
+function textOf(content: string | Array<{ text: string }> | null | undefined): string {
+  if (content === undefined || content === null) return '';
+  return typeof content === 'string' ? content : content.map((p) => p.text).join(' ');
+}
+
+/** ['messages', 0, 'role'] → "messages[0].role" */
+function paramName(path: readonly PropertyKey[]): string {
+  return path.reduce<string>((name, key) => (typeof key === 'number' ? `${name}[${key}]` : name ? `${name}.${String(key)}` : String(key)), '');
+}
+
+function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
+  let value: unknown = body;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}

@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { env, loadConfig } from '../../service-kit/src/index.js';
+import { DEFAULT_MODEL_DIR, DEFAULT_MODEL_NAMES, type ModelServerOptions } from './app.js';
+
+const schema = z.object({
+  MODEL_SERVER_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  PORT: env.port(8000),
+  MODEL_SERVER_HOST: z.string().default('0.0.0.0'),
+  MODEL_DIR: z.string().default(DEFAULT_MODEL_DIR),
+  MODEL_NAMES: z.string().default(DEFAULT_MODEL_NAMES.join(',')),
+  MODEL_SERVER_BATCHING: env.bool(true),
+  MODEL_SERVER_MAX_BATCH: env.int(32, 1, 256),
+  MODEL_SERVER_BATCH_WINDOW_MS: env.int(3, 0, 1000),
+  MODEL_SERVER_MAX_QUEUE: env.int(256, 1, 100_000),
+  MODEL_SERVER_MAX_BODY_BYTES: env.int(1024 * 1024, 1024, 100 * 1024 * 1024),
+  MODEL_SERVER_THREADS: env.int(1, 0, 64),
+  /** Set by the operator for ModelServers that ask for a GPU. */
+  STRATA_EXECUTION_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
+});
+
+/** Options from the environment (MODEL_SERVER_PORT, or PORT, default 8000; see README "Model serving"). */
+export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env): ModelServerOptions {
+  const c = loadConfig('model-server', schema, source);
+  return {
+    port: c.MODEL_SERVER_PORT ?? c.PORT,
+    host: c.MODEL_SERVER_HOST,
+    modelDir: c.MODEL_DIR,
+    modelNames: c.MODEL_NAMES.split(',').map((s) => s.trim()).filter(Boolean),
+    batching: c.MODEL_SERVER_BATCHING,
+    maxBatch: c.MODEL_SERVER_MAX_BATCH,
+    batchWindowMs: c.MODEL_SERVER_BATCH_WINDOW_MS,
+    maxQueue: c.MODEL_SERVER_MAX_QUEUE,
+    maxBodyBytes: c.MODEL_SERVER_MAX_BODY_BYTES,
+    threads: c.MODEL_SERVER_THREADS,
+    executionProvider: c.STRATA_EXECUTION_PROVIDER,
+  };
+}

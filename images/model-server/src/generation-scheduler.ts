@@ -1,0 +1,222 @@
+import { DecodeBatch } from './decode-batch.js';
+import { MODEL_DIMS, SPECIAL_TOKENS } from './model-spec.js';
+import type { EncodedPrompt, OnnxTransformer } from './onnx-transformer.js';
+import type { TokenSampler } from './token-sampler.js';
+
+export type FinishReason = 'stop' | 'length';
+
+/** One sequence to generate (one choice of a request). */
+export interface SequenceRequest {
+  prompt: readonly number[];
+  maxTokens: number;
+  sampler: TokenSampler;
+  /** Each generated content token (EOS is not passed); return true to end the sequence here (a stop string matched). */
+  onToken(id: number): boolean;
+  onFinish(reason: FinishReason): void;
+  onError(err: Error): void;
+}
+
+export interface SchedulerObserver {
+  queueChanged(waiting: number, active: number): void;
+  stepped(batchSize: number, seconds: number): void;
+  firstToken(secondsSinceEnqueue: number): void;
+  nextToken(secondsSincePrevious: number): void;
+}
+
+export interface SchedulerOptions {
+  /** Most sequences decoded together; 1 turns batching off (one sequence at a time, in arrival order). */
+  maxBatch: number;
+  /** When idle, wait this long after the first arrival so that concurrent requests start together. */
+  batchWindowMs: number;
+  /** Most sequences waiting for a batch slot; beyond it, enqueue() refuses. */
+  maxQueue: number;
+}
+
+export class QueueFullError extends Error {
+  constructor(readonly waiting: number) {
+    super(`the generation queue is full (${waiting} waiting)`);
+    this.name = 'QueueFullError';
+  }
+}
+
+interface Sequence {
+  request: SequenceRequest;
+  enqueuedAt: number;
+  lastTokenAt: number;
+  lastToken: number;
+  position: number;
+  generated: number;
+  cancelled: boolean;
+}
+
+export interface SequenceHandle {
+  cancel(): void;
+}
+
+/**
+ * Dynamic batching for generation: waiting sequences are admitted between decode steps, every
+ * active sequence advances by one token per step (one decoder run for the whole batch), and
+ * finished or cancelled ones leave at once. The queue in front is bounded (back-pressure).
+ */
+export class GenerationScheduler {
+  private readonly waiting: Sequence[] = [];
+  /** The sequence in each batch row; undefined for a released row. */
+  private slots: Array<Sequence | undefined> = [];
+  private readonly batch = new DecodeBatch();
+  private running = false;
+  private closed = false;
+  /** Most sequences active at once during the last busy period: was traffic concurrent? */
+  private lastPeak = 0;
+  private peak = 0;
+
+  constructor(
+    private readonly model: OnnxTransformer,
+    private readonly opts: SchedulerOptions,
+    private readonly observer?: SchedulerObserver,
+  ) {}
+
+  get queueDepth(): number {
+    return this.waiting.length;
+  }
+
+  get activeCount(): number {
+    return this.slots.filter(Boolean).length;
+  }
+
+  /** Queue every sequence of one request, all or none. */
+  enqueue(requests: readonly SequenceRequest[]): SequenceHandle[] {
+    if (this.closed) throw new Error('the scheduler is closed');
+    if (this.waiting.length + requests.length > this.opts.maxQueue) throw new QueueFullError(this.waiting.length);
+    const now = performance.now();
+    const sequences = requests.map((request): Sequence => ({
+      request, enqueuedAt: now, lastTokenAt: now, lastToken: SPECIAL_TOKENS.BOS, position: 0, generated: 0, cancelled: false,
+    }));
+    this.waiting.push(...sequences);
+    this.report();
+    if (!this.running) void this.run();
+    return sequences.map((s) => ({ cancel: () => (s.cancelled = true) }));
+  }
+
+  /** Refuse new work; sequences already queued or running finish. */
+  close(): void {
+    this.closed = true;
+  }
+
+  private async run(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.waiting.length > 0 || this.activeCount > 0) {
+        // Starting from idle: wait a moment for concurrent arrivals, unless traffic has been one at a
+        // time (then the window would only add latency; later arrivals join at the next step anyway).
+        if (this.activeCount === 0 && this.opts.maxBatch > 1 && this.opts.batchWindowMs > 0 && this.lastPeak > 1) {
+          await new Promise((resolve) => setTimeout(resolve, this.opts.batchWindowMs));
+        }
+        try {
+          await this.admit();
+          if (this.activeCount > 0) await this.step();
+        } catch (err) {
+          this.failActive(err instanceof Error ? err : new Error(String(err)));
+        }
+      }
+    } finally {
+      this.running = false;
+      this.lastPeak = this.peak;
+      this.peak = 0;
+    }
+  }
+
+  private async admit(): Promise<void> {
+    for (let i = this.waiting.length - 1; i >= 0; i--) if (this.waiting[i]!.cancelled) this.waiting.splice(i, 1);
+    const room = this.opts.maxBatch - this.activeCount;
+    if (room <= 0 || this.waiting.length === 0) return;
+    const admitted = this.waiting.splice(0, room);
+    // Choices of one request share their prompt array: encode each distinct prompt once.
+    const prompts = [...new Set(admitted.map((s) => s.request.prompt))];
+    let encoded: EncodedPrompt[];
+    try {
+      encoded = await this.model.encode(prompts.map((p) => [...p]));
+    } catch (err) {
+      for (const s of admitted) s.request.onError(err instanceof Error ? err : new Error(String(err)));
+      this.report();
+      return;
+    }
+    const byPrompt = new Map<readonly number[], EncodedPrompt>(prompts.map((p, i) => [p, encoded[i]!]));
+    const rows = this.batch.add(admitted.map((s) => byPrompt.get(s.request.prompt)!));
+    rows.forEach((row, i) => (this.slots[row] = admitted[i]));
+    this.peak = Math.max(this.peak, this.activeCount + this.waiting.length);
+    this.report();
+  }
+
+  private async step(): Promise<void> {
+    const started = performance.now();
+    // Released rows ride along with a harmless token until the batch is compacted.
+    const input = this.batch.stepInput(this.slots.map((s) => s?.lastToken ?? SPECIAL_TOKENS.PAD), this.slots.map((s) => s?.position ?? 0));
+    const out = await this.model.decodeStep(input);
+    this.batch.advance(out);
+    const now = performance.now();
+    const live = this.activeCount;
+    this.observer?.stepped(live, (now - started) / 1000);
+    const done: number[] = [];
+    this.slots.forEach((s, row) => {
+      if (!s) return;
+      if (this.advanceSequence(s, out.logits, row, now)) done.push(row);
+    });
+    for (const row of done) this.slots[row] = undefined;
+    this.batch.release(done);
+    const kept = this.batch.compact();
+    if (kept) this.slots = kept.map((row) => this.slots[row]);
+    this.report();
+  }
+
+  /** Sample this sequence's next token and hand it over; true when the sequence is done. */
+  private advanceSequence(s: Sequence, logits: Float32Array, row: number, now: number): boolean {
+    if (s.cancelled) return true;
+    const token = s.request.sampler.sample(logits, row * MODEL_DIMS.vocabSize);
+    if (s.generated === 0) this.observer?.firstToken((now - s.enqueuedAt) / 1000);
+    else this.observer?.nextToken((now - s.lastTokenAt) / 1000);
+    s.lastTokenAt = now;
+    if (token === SPECIAL_TOKENS.EOS) {
+      this.finish(s, 'stop');
+      return true;
+    }
+    s.generated++;
+    let stopMatched: boolean;
+    try {
+      stopMatched = s.request.onToken(token);
+    } catch (err) {
+      s.request.onError(err instanceof Error ? err : new Error(String(err)));
+      return true;
+    }
+    if (stopMatched) {
+      this.finish(s, 'stop');
+      return true;
+    }
+    if (s.generated >= s.request.maxTokens) {
+      this.finish(s, 'length');
+      return true;
+    }
+    s.lastToken = token;
+    s.position++;
+    return false;
+  }
+
+  private finish(s: Sequence, reason: FinishReason): void {
+    try {
+      s.request.onFinish(reason);
+    } catch (err) {
+      s.request.onError(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  private failActive(err: Error): void {
+    for (const s of this.slots) s?.request.onError(err);
+    this.batch.release(this.slots.map((_, row) => row));
+    this.batch.compact(true);
+    this.slots = [];
+    this.report();
+  }
+
+  private report(): void {
+    this.observer?.queueChanged(this.waiting.length, this.activeCount);
+  }
+}

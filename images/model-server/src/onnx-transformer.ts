@@ -1,0 +1,130 @@
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { HEAD_DIM, MODEL_DIMS, SPECIAL_TOKENS } from './model-spec.js';
+
+const { heads: H, decoderLayers: LAYERS, vocabSize: V } = MODEL_DIMS;
+
+/** One prompt's encoder output in the form the decoder consumes: per decoder layer, keys/values [H, S, dh]. */
+export interface EncodedPrompt {
+  length: number;
+  memoryKeys: Float32Array[];
+  memoryValues: Float32Array[];
+}
+
+/** The decoder inputs for one step of a batch (layout documented in hack/train/export-onnx.ts). */
+export interface DecoderStepInput {
+  batch: number;
+  tokens: number[];
+  positions: number[];
+  sourceLen: number;
+  memoryMask: Float32Array;
+  memoryKeys: Float32Array[];
+  memoryValues: Float32Array[];
+  pastLen: number;
+  pastMask: Float32Array;
+  pastKeys: Float32Array[];
+  pastValues: Float32Array[];
+}
+
+export interface DecoderStepOutput {
+  /** [batch, vocab] next-token logits. */
+  logits: Float32Array;
+  /** Per layer [batch, H, pastLen + 1, dh]: the past with this step appended. */
+  presentKeys: Float32Array[];
+  presentValues: Float32Array[];
+}
+
+export interface OnnxTransformerOptions {
+  /**
+   * ONNX Runtime intra-op threads (default 1; 0 lets the runtime choose). The graphs are tiny: one
+   * thread avoids pool hand-offs and spinning, which cost more than they save on a shared 2-core box.
+   */
+  threads?: number;
+  /** 'cuda' tries the CUDA execution provider first (a GPU node with onnxruntime's CUDA binaries), then the CPU. */
+  executionProvider?: 'cpu' | 'cuda';
+}
+
+/** The exported encoder and decoder graphs, run with onnxruntime-node on the CPU. */
+export class OnnxTransformer {
+  private constructor(
+    private readonly encoder: ort.InferenceSession,
+    private readonly decoder: ort.InferenceSession,
+  ) {}
+
+  static async load(modelDir: string, opts: OnnxTransformerOptions = {}): Promise<OnnxTransformer> {
+    const sessionOptions: ort.InferenceSession.SessionOptions = {
+      executionProviders: opts.executionProvider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
+      graphOptimizationLevel: 'all',
+      intraOpNumThreads: opts.threads ?? 1,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      // Shapes change every step (batch size, cache length): a growing arena would only hold memory.
+      enableCpuMemArena: false,
+      enableMemPattern: false,
+      extra: { session: { intra_op: { allow_spinning: '0' } } },
+    };
+    const [encoder, decoder] = await Promise.all([
+      ort.InferenceSession.create(path.join(modelDir, 'encoder.onnx'), sessionOptions),
+      ort.InferenceSession.create(path.join(modelDir, 'decoder.onnx'), sessionOptions),
+    ]);
+    return new OnnxTransformer(encoder, decoder);
+  }
+
+  /** Encode several prompts in one run (PAD-padded to the longest), split back per prompt. */
+  async encode(prompts: readonly number[][]): Promise<EncodedPrompt[]> {
+    const batch = prompts.length;
+    const sourceLen = Math.max(...prompts.map((p) => p.length));
+    const ids = new BigInt64Array(batch * sourceLen).fill(BigInt(SPECIAL_TOKENS.PAD));
+    prompts.forEach((p, b) => p.forEach((id, i) => (ids[b * sourceLen + i] = BigInt(id))));
+    const out = await this.encoder.run({ input_ids: new ort.Tensor('int64', ids, [batch, sourceLen]) });
+    const keys = range(LAYERS).map((l) => out[`memory_key_${l}`]!.data as Float32Array);
+    const values = range(LAYERS).map((l) => out[`memory_value_${l}`]!.data as Float32Array);
+    return prompts.map((p, b) => ({
+      length: p.length,
+      memoryKeys: keys.map((k) => sliceRow(k, b, sourceLen, p.length)),
+      memoryValues: values.map((v) => sliceRow(v, b, sourceLen, p.length)),
+    }));
+  }
+
+  async decodeStep(input: DecoderStepInput): Promise<DecoderStepOutput> {
+    const { batch, sourceLen, pastLen } = input;
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new ort.Tensor('int64', BigInt64Array.from(input.tokens, BigInt), [batch, 1]),
+      positions: new ort.Tensor('int64', BigInt64Array.from(input.positions, BigInt), [batch, 1]),
+      memory_mask: new ort.Tensor('float32', input.memoryMask, [batch, sourceLen]),
+      past_mask: new ort.Tensor('float32', input.pastMask, [batch, pastLen]),
+    };
+    for (let l = 0; l < LAYERS; l++) {
+      feeds[`memory_key_${l}`] = new ort.Tensor('float32', input.memoryKeys[l]!, [batch, H, sourceLen, HEAD_DIM]);
+      feeds[`memory_value_${l}`] = new ort.Tensor('float32', input.memoryValues[l]!, [batch, H, sourceLen, HEAD_DIM]);
+      feeds[`past_key_${l}`] = new ort.Tensor('float32', input.pastKeys[l]!, [batch, H, pastLen, HEAD_DIM]);
+      feeds[`past_value_${l}`] = new ort.Tensor('float32', input.pastValues[l]!, [batch, H, pastLen, HEAD_DIM]);
+    }
+    const out = await this.decoder.run(feeds);
+    const logits = out.logits!.data as Float32Array;
+    if (logits.length !== batch * V) throw new Error(`decoder returned ${logits.length} logits for batch ${batch}`);
+    return {
+      logits,
+      presentKeys: range(LAYERS).map((l) => out[`present_key_${l}`]!.data as Float32Array),
+      presentValues: range(LAYERS).map((l) => out[`present_value_${l}`]!.data as Float32Array),
+    };
+  }
+
+  async release(): Promise<void> {
+    await Promise.all([this.encoder.release(), this.decoder.release()]);
+  }
+}
+
+/** Row b of a [B, H, S, dh] tensor, cut to its first `length` positions: [H, length, dh]. */
+function sliceRow(data: Float32Array, b: number, sourceLen: number, length: number): Float32Array {
+  const out = new Float32Array(H * length * HEAD_DIM);
+  for (let h = 0; h < H; h++) {
+    const from = ((b * H + h) * sourceLen) * HEAD_DIM;
+    out.set(data.subarray(from, from + length * HEAD_DIM), h * length * HEAD_DIM);
+  }
+  return out;
+}
+
+export function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i);
+}

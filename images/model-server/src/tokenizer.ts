@@ -1,0 +1,60 @@
+import { FIRST_CONTENT_TOKEN, CONTENT_TOKEN_COUNT, MODEL_DIMS, SPECIAL_TOKENS } from './model-spec.js';
+
+/** The roles a chat message may have, and the marker token that introduces each in the prompt. */
+export const ROLE_TOKENS = {
+  system: SPECIAL_TOKENS.SYSTEM,
+  developer: SPECIAL_TOKENS.DEVELOPER,
+  user: SPECIAL_TOKENS.USER,
+  assistant: SPECIAL_TOKENS.ASSISTANT,
+  tool: SPECIAL_TOKENS.TOOL,
+} as const;
+
+export type ChatRole = keyof typeof ROLE_TOKENS;
+
+export interface ChatMessageText {
+  role: ChatRole;
+  content: string;
+}
+
+/**
+ * Text to content token ids. Each whitespace-separated word that is an integer in the content range
+ * (10..999) is that id; any other word is hashed (FNV-1a) into the content range, so every prompt
+ * tokenizes and equal words always get equal ids.
+ */
+export function tokenizeText(text: string): number[] {
+  const ids: number[] = [];
+  for (const word of text.split(/\s+/)) {
+    if (!word) continue;
+    if (/^\d+$/.test(word)) {
+      const n = Number(word);
+      if (n >= FIRST_CONTENT_TOKEN && n < MODEL_DIMS.vocabSize) {
+        ids.push(n);
+        continue;
+      }
+    }
+    ids.push(FIRST_CONTENT_TOKEN + (fnv1a(word) % CONTENT_TOKEN_COUNT));
+  }
+  return ids;
+}
+
+/** The encoder prompt: every message as its role marker followed by its words' ids, then EOS. */
+export function encodeChat(messages: readonly ChatMessageText[]): number[] {
+  const ids: number[] = [];
+  for (const m of messages) ids.push(ROLE_TOKENS[m.role], ...tokenizeText(m.content));
+  ids.push(SPECIAL_TOKENS.EOS);
+  return ids;
+}
+
+/** Generated ids to the response text: the ids joined by single spaces. */
+export function detokenize(ids: readonly number[]): string {
+  return ids.join(' ');
+}
+
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(text)) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}

@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import { env, loadConfig } from '../../service-kit/src/index.js';
+import { parseDatabaseUrl } from './database-url.js';
+
+/** Everything the poem app needs to run; `startPoemApp` takes this (tests and standalone build it directly). */
+export interface PoemAppConfig {
+  port: number;
+  host?: string;
+  /** SQLite file path (or ":memory:"), already parsed from DATABASE_URL. */
+  databasePath: string;
+  upstream: UpstreamConfig;
+  logLevel?: string;
+  /** Serve the page without HTTP caching (development). */
+  production?: boolean;
+}
+
+export interface UpstreamConfig {
+  /** OpenAI-style base URL, e.g. http://127.0.0.1:8000/v1. */
+  baseUrl: string;
+  apiKey: string;
+  model: string;
+  timeoutMs: number;
+  maxRetries: number;
+  maxTokens: number;
+  temperature: number;
+}
+
+export const DEFAULT_DATABASE_URL = 'file:./data/poems.db';
+export const DEFAULT_API_BASE_URL = 'http://127.0.0.1:8000/v1';
+export const DEFAULT_MODEL = 'strata-tiny';
+
+const schema = z.object({
+  PORT: env.port(3000),
+  HOST: z.string().default('0.0.0.0'),
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  LOG_LEVEL: env.logLevel(),
+  DATABASE_URL: z
+    .string()
+    .default(DEFAULT_DATABASE_URL)
+    .transform((value, ctx) => {
+      try {
+        return parseDatabaseUrl(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+  API_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:8000/v1' }).default(DEFAULT_API_BASE_URL),
+  // The local model server needs no key; OPENAI_API_KEY is accepted as a fallback so a dummy value set for
+  // other tools does no harm and a real one works unchanged.
+  API_KEY: z.string().optional(),
+  OPENAI_API_KEY: z.string().optional(),
+  API_MODEL: z.string().min(1).default(DEFAULT_MODEL),
+  API_TIMEOUT_MS: env.int(30_000, 100, 600_000),
+  // Retries multiply the worst-case wait; one slow upstream must not turn into a storm, so none by default.
+  API_MAX_RETRIES: env.int(0, 0, 5),
+  API_MAX_TOKENS: env.int(256, 1, 4096),
+  API_TEMPERATURE: z.coerce.number().min(0).max(2).default(0.9),
+});
+
+/** Read the poem app's configuration from env; throws a ConfigError naming every bad variable. */
+export function loadPoemAppConfig(source: NodeJS.ProcessEnv = process.env): PoemAppConfig {
+  const c = loadConfig('poem-app', schema, source);
+  return {
+    port: c.PORT,
+    host: c.HOST,
+    databasePath: c.DATABASE_URL,
+    logLevel: c.LOG_LEVEL,
+    production: c.NODE_ENV === 'production',
+    upstream: {
+      baseUrl: c.API_BASE_URL,
+      apiKey: c.API_KEY || c.OPENAI_API_KEY || 'not-needed',
+      model: c.API_MODEL,
+      timeoutMs: c.API_TIMEOUT_MS,
+      maxRetries: c.API_MAX_RETRIES,
+      maxTokens: c.API_MAX_TOKENS,
+      temperature: c.API_TEMPERATURE,
+    },
+  };
+}

@@ -1,0 +1,32 @@
+import { Counter, Histogram, type Registry } from '../../service-kit/src/index.js';
+
+export type GenerationOutcome = 'ok' | 'timeout' | 'unavailable' | 'upstream_error' | 'empty';
+
+/** The poem app's own metrics, beside the kit's HTTP and process metrics. */
+export class PoemMetrics {
+  readonly generations: Counter<'type' | 'outcome'>;
+  readonly generationSeconds: Histogram<'outcome'>;
+  readonly saved: Counter<'type'>;
+
+  constructor(registry: Registry) {
+    this.generations = new Counter({
+      name: 'poem_generations_total',
+      help: 'Poem generations attempted, by poem type code and outcome',
+      labelNames: ['type', 'outcome'] as const,
+      registers: [registry],
+    });
+    this.generationSeconds = new Histogram({
+      name: 'poem_generation_duration_seconds',
+      help: 'Time spent waiting for the upstream model per generation, by outcome',
+      labelNames: ['outcome'] as const,
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60],
+      registers: [registry],
+    });
+    this.saved = new Counter({
+      name: 'poems_saved_total',
+      help: 'Poems saved to history, by poem type label',
+      labelNames: ['type'] as const,
+      registers: [registry],
+    });
+  }
+}

@@ -1,0 +1,73 @@
+import express, { type Router } from 'express';
+import type { Logger } from '../../service-kit/src/index.js';
+import { HttpError } from './http-errors.js';
+import type { PoemMetrics } from './poem-metrics.js';
+import type { PoemStore } from './poem-store.js';
+import { POEM_TYPES } from './poem-types.js';
+import { UpstreamError, type Poet } from './poet.js';
+import { parseGenerateRequest, parseListLimit, parseSaveRequest } from './requests.js';
+
+export interface PoemApiDeps {
+  store: PoemStore;
+  poet: Poet;
+  metrics: PoemMetrics;
+  logger: Logger;
+}
+
+/** Request bodies are small JSON documents; anything bigger is refused with 413 before parsing. */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** The JSON API under /api: poem types, generation, and saved history. */
+export function poemApi({ store, poet, metrics, logger }: PoemApiDeps): Router {
+  const api = express.Router();
+  api.use(express.json({ limit: BODY_LIMIT_BYTES }));
+
+  api.get('/poem-types', (_req, res) => {
+    res.json({ types: POEM_TYPES.map(({ code, label, description }) => ({ code, label, description })) });
+  });
+
+  api.post('/generate-poem', async (req, res) => {
+    const { type, theme } = parseGenerateRequest(req.body);
+    // A visitor who leaves or reloads cancels the upstream call instead of leaving it running.
+    const cancel = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) cancel.abort();
+    });
+    const stopTimer = metrics.generationSeconds.startTimer();
+    try {
+      const poem = await poet.write(type, theme, cancel.signal);
+      const seconds = stopTimer({ outcome: 'ok' });
+      metrics.generations.inc({ type: type.code, outcome: 'ok' });
+      logger.info({ type: type.code, themeLength: theme.length, poemLength: poem.length, seconds }, 'poem generated');
+      res.json({ poem, type: { code: type.code, label: type.label }, theme, model: poet.model });
+    } catch (err) {
+      const outcome = err instanceof UpstreamError ? err.failure : 'upstream_error';
+      const seconds = stopTimer({ outcome });
+      metrics.generations.inc({ type: type.code, outcome });
+      const reason = err instanceof UpstreamError ? err.upstreamReason : String(err);
+      logger.warn({ type: type.code, outcome, seconds, reason }, 'poem generation failed');
+      throw err;
+    }
+  });
+
+  api.get('/poems', (req, res) => {
+    const limit = parseListLimit(req.query.limit);
+    res.json({ poems: store.list(limit) });
+  });
+
+  api.get('/poems/:id', (req, res) => {
+    const poem = /^\d{1,15}$/.test(req.params.id) ? store.get(Number(req.params.id)) : undefined;
+    if (!poem) throw new HttpError(404, 'not_found', `no saved poem with id ${req.params.id}`);
+    res.json(poem);
+  });
+
+  api.post('/poems', (req, res) => {
+    const { type, theme, content } = parseSaveRequest(req.body);
+    const poem = store.add({ type: type.label, theme, content });
+    metrics.saved.inc({ type: type.label });
+    logger.info({ id: poem.id, type: type.code }, 'poem saved');
+    res.status(201).location(`/api/poems/${poem.id}`).json(poem);
+  });
+
+  return api;
+}

@@ -1,0 +1,75 @@
+/**
+ * The one enumeration of S3 error codes, shared by every object-storage service. The gateway renders
+ * them as S3 XML; internal services return them as JSON `{"error":{"code","message"}}` with the same
+ * status, so the code survives the hop unchanged.
+ */
+export const S3_ERRORS = {
+  AccessDenied: { status: 403, message: 'Access Denied' },
+  BadDigest: { status: 400, message: 'The Content-MD5 you specified did not match what we received.' },
+  BucketAlreadyExists: { status: 409, message: 'The requested bucket name is not available.' },
+  BucketAlreadyOwnedByYou: { status: 409, message: 'Your previous request to create the named bucket succeeded and you already own it.' },
+  BucketNotEmpty: { status: 409, message: 'The bucket you tried to delete is not empty.' },
+  EntityTooLarge: { status: 400, message: 'Your proposed upload exceeds the maximum allowed object size.' },
+  EntityTooSmall: { status: 400, message: 'Your proposed upload is smaller than the minimum allowed object size.' },
+  ExpiredToken: { status: 400, message: 'The provided token has expired.' },
+  IncompleteBody: { status: 400, message: 'You did not provide the number of bytes specified by the Content-Length HTTP header.' },
+  InternalError: { status: 500, message: 'We encountered an internal error. Please try again.' },
+  InvalidAccessKeyId: { status: 403, message: 'The AWS Access Key Id you provided does not exist in our records.' },
+  InvalidArgument: { status: 400, message: 'Invalid Argument' },
+  InvalidBucketName: { status: 400, message: 'The specified bucket is not valid.' },
+  InvalidDigest: { status: 400, message: 'The Content-MD5 you specified is not valid.' },
+  InvalidObjectName: { status: 400, message: 'The specified object name is not valid.' },
+  InvalidPart: { status: 400, message: 'One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part\'s entity tag.' },
+  InvalidPartOrder: { status: 400, message: 'The list of parts was not in ascending order. Parts must be ordered by part number.' },
+  InvalidRange: { status: 416, message: 'The requested range is not satisfiable' },
+  InvalidRequest: { status: 400, message: 'Invalid Request' },
+  InvalidToken: { status: 400, message: 'The provided token is malformed or otherwise invalid.' },
+  KeyTooLongError: { status: 400, message: 'Your key is too long.' },
+  MalformedXML: { status: 400, message: 'The XML you provided was not well-formed or did not validate against our published schema.' },
+  MaxMessageLengthExceeded: { status: 400, message: 'Your request was too big.' },
+  MetadataTooLarge: { status: 400, message: 'Your metadata headers exceed the maximum allowed metadata size.' },
+  MethodNotAllowed: { status: 405, message: 'The specified method is not allowed against this resource.' },
+  MissingContentLength: { status: 411, message: 'You must provide the Content-Length HTTP header.' },
+  MissingSecurityHeader: { status: 400, message: 'Your request is missing a required header.' },
+  NoSuchBucket: { status: 404, message: 'The specified bucket does not exist.' },
+  NoSuchKey: { status: 404, message: 'The specified key does not exist.' },
+  NoSuchUpload: { status: 404, message: 'The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.' },
+  NotImplemented: { status: 501, message: 'A header you provided implies functionality that is not implemented.' },
+  PreconditionFailed: { status: 412, message: 'At least one of the preconditions you specified did not hold.' },
+  RequestTimeTooSkewed: { status: 403, message: 'The difference between the request time and the server\'s time is too large.' },
+  ServiceUnavailable: { status: 503, message: 'Please reduce your request rate.' },
+  SignatureDoesNotMatch: { status: 403, message: 'The request signature we calculated does not match the signature you provided. Check your key and signing method.' },
+  SlowDown: { status: 503, message: 'Please reduce your request rate.' },
+  Unauthorized: { status: 401, message: 'Authentication required.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type S3ErrorCode = keyof typeof S3_ERRORS;
+
+/** An S3 error with its code, HTTP status and optional extra fields for the XML body (e.g. Key, UploadId). */
+export class S3Error extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: S3ErrorCode,
+    message?: string,
+    readonly extra: Record<string, string> = {},
+  ) {
+    super(message ?? S3_ERRORS[code].message);
+    this.name = 'S3Error';
+    this.status = S3_ERRORS[code].status;
+  }
+
+  toJSON(): { error: { code: S3ErrorCode; message: string; extra?: Record<string, string> } } {
+    return { error: { code: this.code, message: this.message, ...(Object.keys(this.extra).length ? { extra: this.extra } : {}) } };
+  }
+
+  /** Rebuild from an internal service's JSON error body; unknown codes become InternalError. */
+  static fromJSON(body: unknown): S3Error {
+    const e = (body as { error?: { code?: string; message?: string; extra?: Record<string, string> } } | null)?.error;
+    if (e?.code && e.code in S3_ERRORS) return new S3Error(e.code as S3ErrorCode, e.message, e.extra ?? {});
+    return new S3Error('InternalError', e?.message);
+  }
+}
+
+export function isS3ErrorCode(code: string): code is S3ErrorCode {
+  return Object.prototype.hasOwnProperty.call(S3_ERRORS, code);
+}

@@ -1,0 +1,162 @@
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import express, { type Express, type Request, type Response } from 'express';
+import type { Logger } from './logger.js';
+import type { Registry } from './metrics.js';
+
+/** A readiness check: resolves when the dependency is usable, throws (or rejects) when not. */
+export type ReadinessCheck = () => Promise<void> | void;
+
+export interface ServiceOptions {
+  name: string;
+  logger: Logger;
+  registry: Registry;
+  /** Named dependency checks for /readyz. */
+  readiness?: Record<string, ReadinessCheck>;
+  /** Run on shutdown after the HTTP server has drained, in order (close pools, brokers...). */
+  onClose?: Array<() => Promise<void> | void>;
+}
+
+export interface RunningService {
+  name: string;
+  server: http.Server;
+  port: number;
+  url: string;
+  /** Stop accepting, let in-flight requests finish (up to graceMs), then run the close hooks. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Mount /healthz, /readyz and /metrics on an Express app. Call before the service's own routes so that
+ * probes never pass through auth or flow control.
+ */
+export function mountOps(app: Express, opts: ServiceOptions): void {
+  let shuttingDown = false;
+  app.locals.markShuttingDown = () => {
+    shuttingDown = true;
+  };
+  app.get('/healthz', (_req: Request, res: Response) => {
+    res.json({ status: 'ok', service: opts.name });
+  });
+  app.get('/readyz', async (_req: Request, res: Response) => {
+    if (shuttingDown) {
+      res.status(503).json({ status: 'shutting-down', service: opts.name });
+      return;
+    }
+    const checks: Record<string, string> = {};
+    let ok = true;
+    for (const [name, check] of Object.entries(opts.readiness ?? {})) {
+      try {
+        await check();
+        checks[name] = 'ok';
+      } catch (err) {
+        ok = false;
+        checks[name] = err instanceof Error ? err.message : String(err);
+      }
+    }
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', service: opts.name, checks });
+  });
+  app.get('/metrics', async (_req: Request, res: Response) => {
+    res.setHeader('Content-Type', opts.registry.contentType);
+    res.end(await opts.registry.metrics());
+  });
+}
+
+/** A new Express app with the ops endpoints mounted and the x-powered-by header off. */
+export function createApp(opts: ServiceOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  mountOps(app, opts);
+  return app;
+}
+
+/**
+ * Listen on host:port (port 0 picks a free one) and return a handle whose stop() drains gracefully.
+ * `handler` may be an Express app or any request listener.
+ */
+export async function listen(
+  handler: http.RequestListener,
+  opts: ServiceOptions & { port: number; host?: string },
+): Promise<RunningService> {
+  const server = http.createServer(handler);
+  // Requests in flight per socket, so shutdown can close every socket that is not serving one —
+  // including fresh connections that never sent a request, which closeIdleConnections() skips.
+  const inFlight = new Map<Socket, number>();
+  server.on('connection', (socket) => {
+    inFlight.set(socket, 0);
+    socket.once('close', () => inFlight.delete(socket));
+  });
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const socket = req.socket;
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    res.once('close', () => inFlight.set(socket, Math.max(0, (inFlight.get(socket) ?? 1) - 1)));
+  });
+  const closeIdleSockets = () => {
+    for (const [socket, n] of inFlight) if (n === 0) socket.destroy();
+  };
+  // Long uploads must not be cut by Node's default request timeout.
+  server.requestTimeout = 0;
+  server.keepAliveTimeout = 65_000;
+  const host = opts.host ?? '0.0.0.0';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`;
+  opts.logger.info({ port, host }, `${opts.name} listening`);
+  let stopping: Promise<void> | undefined;
+  const stop = (graceMs = 10_000) => {
+    stopping ??= (async () => {
+      const markShuttingDown = (handler as Partial<Express>).locals?.markShuttingDown as (() => void) | undefined;
+      markShuttingDown?.();
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          opts.logger.warn({ graceMs }, 'grace period over, closing remaining connections');
+          server.closeAllConnections();
+        }, graceMs);
+        timer.unref();
+        // Keep-alive sockets that finish their last request become idle later: sweep them until drained.
+        const sweep = setInterval(closeIdleSockets, 50);
+        server.close(() => {
+          clearTimeout(timer);
+          clearInterval(sweep);
+          resolve();
+        });
+        closeIdleSockets();
+      });
+      for (const hook of opts.onClose ?? []) {
+        try {
+          await hook();
+        } catch (err) {
+          opts.logger.error({ err }, 'error during shutdown hook');
+        }
+      }
+      opts.logger.info(`${opts.name} stopped`);
+    })();
+    return stopping;
+  };
+  return { name: opts.name, server, port, url, stop };
+}
+
+/**
+ * On SIGTERM/SIGINT, stop every given service (in reverse start order) and exit.
+ * A second signal exits at once.
+ */
+export function stopOnSignals(stoppables: Array<{ stop(): Promise<void> }>, logger: Logger): void {
+  let signalled = false;
+  const handle = (signal: NodeJS.Signals) => {
+    if (signalled) process.exit(1);
+    signalled = true;
+    logger.info({ signal }, 'shutting down');
+    void (async () => {
+      for (const s of [...stoppables].reverse()) await s.stop();
+      process.exit(0);
+    })();
+  };
+  process.once('SIGTERM', handle);
+  process.once('SIGINT', handle);
+}

@@ -1,0 +1,118 @@
+import pg from 'pg';
+import { PGlite } from '@electric-sql/pglite';
+
+/** What a query answers: rows as plain objects; rowCount is the number of rows affected or returned. */
+export interface SqlResult<R> {
+  rows: R[];
+  rowCount: number;
+}
+
+/** Runs one statement. Both a client and a transaction handle are executors. */
+export interface SqlExecutor {
+  query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<SqlResult<R>>;
+  /** Run a script of several statements without parameters (migrations). */
+  exec(script: string): Promise<void>;
+}
+
+/**
+ * One SQL client shape over PostgreSQL (`pg.Pool`) and embedded PGlite, so that the same SQL and the
+ * same migrations run on both. int8 values come back as numbers (sizes stay far below 2^53).
+ * Inside `transaction(fn)` use only the given `tx`: PGlite has a single connection, so a query on
+ * the client itself would wait for the transaction to end.
+ */
+export interface SqlClient extends SqlExecutor {
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+  /** "postgres" or "pglite", for logs and the rare dialect difference. */
+  readonly kind: 'postgres' | 'pglite';
+}
+
+const INT8_OID = 20;
+
+/** A pooled PostgreSQL client. `connectionString` as libpq understands it. */
+export function createPgSqlClient(connectionString: string, opts: { max?: number } = {}): SqlClient {
+  const pool = new pg.Pool({
+    connectionString,
+    max: opts.max ?? 10,
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  // An idle client that loses its server must not crash the process; the next query reconnects.
+  pool.on('error', () => undefined);
+  const exec = async <R>(runner: pg.Pool | pg.PoolClient, text: string, params?: unknown[]): Promise<SqlResult<R>> => {
+    const res = await runner.query(text, params as unknown[]);
+    return { rows: res.rows as R[], rowCount: res.rowCount ?? res.rows.length };
+  };
+  return {
+    kind: 'postgres',
+    query: (text, params) => exec(pool, text, params),
+    exec: async (script) => {
+      await pool.query(script);
+    },
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn({
+          query: (text, params) => exec(client, text, params),
+          exec: async (script) => {
+            await client.query(script);
+          },
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+/**
+ * Embedded PostgreSQL (PGlite, WASM). `dataDir` is a directory on disk, or undefined / "memory://"
+ * for an in-memory database.
+ */
+export async function createPgliteSqlClient(dataDir?: string): Promise<SqlClient> {
+  const db = await PGlite.create(dataDir && dataDir !== 'memory://' ? { dataDir } : {});
+  const exec = async <R>(
+    runner: { query: (t: string, p?: unknown[]) => Promise<{ rows: unknown[]; affectedRows?: number }> },
+    text: string,
+    params?: unknown[],
+  ): Promise<SqlResult<R>> => {
+    const res = await runner.query(text, params);
+    return { rows: res.rows as R[], rowCount: res.affectedRows || res.rows.length };
+  };
+  let closed = false;
+  return {
+    kind: 'pglite',
+    query: (text, params) => exec(db, text, params),
+    exec: async (script) => {
+      await db.exec(script);
+    },
+    transaction: (fn) =>
+      db.transaction((tx) =>
+        fn({
+          query: (text, params) => exec(tx, text, params),
+          exec: async (script) => {
+            await tx.exec(script);
+          },
+        }),
+      ),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.close();
+    },
+  };
+}
+
+/** PostgreSQL's unique_violation, the same code on both clients. */
+export function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === '23505';
+}

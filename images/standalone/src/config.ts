@@ -1,0 +1,34 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { env, loadConfig } from '../../service-kit/src/index.js';
+
+/** The standalone platform's environment: every value has a development default. */
+export const standaloneEnvSchema = z.object({
+  STRATA_DATA_DIR: z.string().min(1).default('./data'),
+  STRATA_HOST: z.string().default('0.0.0.0'),
+  STRATA_GATEWAY_PORT: env.port(9000),
+  STRATA_DATA_PLANE_PORT: env.port(9001),
+  STRATA_CONTROL_PLANE_PORT: env.port(9002),
+  STRATA_ROOT_USER: z.string().min(1).default('strata'),
+  STRATA_ROOT_PASSWORD: z.string().min(8, 'must be at least 8 characters').default('strata-secret-key'),
+  /** Generated per process when unset (the three services share it in-process). */
+  STRATA_INTERNAL_TOKEN: z.string().min(16).optional(),
+  /** Generated once per data dir and kept there when unset, so tokens survive restarts. */
+  STRATA_JWT_SECRET: z.string().min(32).optional(),
+  /** Seals users' SigV4 secrets; generated once per data dir when unset (losing it loses the secrets). */
+  STRATA_SECRET_KEY: z.string().min(32).optional(),
+  STRATA_JWT_EXPIRES_IN: z.string().default('1h'),
+  STRATA_PUBLIC_URL: z.string().url().optional(),
+  /** Cron expression of the in-process recycle-bin purge, or "off". */
+  STRATA_PURGE_SCHEDULE: z.string().default('0 3 * * *'),
+  /** Gateway flow-control rules file (optional; re-read on change). */
+  STRATA_GATEWAY_RULES_FILE: z.string().optional(),
+  LOG_LEVEL: env.logLevel(),
+});
+
+export type StandaloneEnv = z.infer<typeof standaloneEnvSchema>;
+
+export function loadStandaloneEnv(source: NodeJS.ProcessEnv = process.env): StandaloneEnv {
+  const parsed = loadConfig('standalone', standaloneEnvSchema, source);
+  return { ...parsed, STRATA_DATA_DIR: path.resolve(parsed.STRATA_DATA_DIR) };
+}

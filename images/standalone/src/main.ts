@@ -1,0 +1,41 @@
+import { createLogger, stopOnSignals } from '../../service-kit/src/index.js';
+import { loadStandaloneEnv } from './config.js';
+import { startPlatform } from './platform.js';
+
+/** `npm start`: the whole platform in one process with embedded defaults. */
+const env = loadStandaloneEnv();
+const logger = createLogger('standalone', env.LOG_LEVEL);
+const platform = await startPlatform({
+  dataDir: env.STRATA_DATA_DIR,
+  host: env.STRATA_HOST,
+  ports: { gateway: env.STRATA_GATEWAY_PORT, dataPlane: env.STRATA_DATA_PLANE_PORT, controlPlane: env.STRATA_CONTROL_PLANE_PORT },
+  rootUser: env.STRATA_ROOT_USER,
+  rootPassword: env.STRATA_ROOT_PASSWORD,
+  internalToken: env.STRATA_INTERNAL_TOKEN,
+  jwtSecret: env.STRATA_JWT_SECRET,
+  secretKey: env.STRATA_SECRET_KEY,
+  jwtExpiresIn: env.STRATA_JWT_EXPIRES_IN,
+  publicUrl: env.STRATA_PUBLIC_URL,
+  gatewayRulesFile: env.STRATA_GATEWAY_RULES_FILE,
+  purgeSchedule: env.STRATA_PURGE_SCHEDULE === 'off' ? false : env.STRATA_PURGE_SCHEDULE,
+  logLevel: env.LOG_LEVEL,
+});
+
+const defaultPassword = !process.env.STRATA_ROOT_PASSWORD;
+const gatewayUrl = env.STRATA_PUBLIC_URL ?? `http://127.0.0.1:${platform.services.find((s) => s.name === 'gateway')?.port ?? env.STRATA_GATEWAY_PORT}`;
+// A human-readable banner on stderr (logs stay JSON on stdout).
+process.stderr.write(
+  [
+    '',
+    'Strata is running.',
+    `  S3 endpoint   ${gatewayUrl}  (region us-east-1, path-style)`,
+    `  root user     ${platform.rootUser}`,
+    `  root password ${defaultPassword ? `${platform.rootPassword}  (development default: set STRATA_ROOT_PASSWORD)` : '(from STRATA_ROOT_PASSWORD)'}`,
+    `  data dir      ${env.STRATA_DATA_DIR}`,
+    ...Object.entries(platform.urls).map(([name, url]) => `  ${name.padEnd(13)} ${url}`),
+    '',
+    `  aws --endpoint-url ${gatewayUrl} s3 ls   (AWS_ACCESS_KEY_ID=${platform.rootUser})`,
+    '',
+  ].join('\n') + '\n',
+);
+stopOnSignals([{ stop: () => platform.stop() }], logger);

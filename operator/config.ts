@@ -1,0 +1,52 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { env, loadConfig } from '../images/service-kit/src/index.js';
+import { DEFAULT_SETTINGS, type OperatorSettings } from '../controllers/index.js';
+
+/** The operator's environment (the Helm chart sets these). */
+export const operatorEnvSchema = z.object({
+  PORT: env.port(8080),
+  LOG_LEVEL: env.logLevel(),
+  /** Watch one namespace only; all namespaces when empty. */
+  WATCH_NAMESPACE: z.string().default(''),
+  LEADER_ELECTION: env.bool(true),
+  LEADER_ELECTION_NAMESPACE: z.string().default('strata-system'),
+  LEADER_ELECTION_LEASE_NAME: z.string().default('strata-operator'),
+  LEASE_DURATION_SECONDS: env.int(15, 1, 3600),
+  RENEW_DEADLINE_SECONDS: env.int(10, 1, 3600),
+  RETRY_PERIOD_SECONDS: env.int(2, 1, 3600),
+  POD_NAME: z.string().default(hostname()),
+  RESYNC_PERIOD_SECONDS: env.int(300, 5, 86_400),
+  WORKERS_PER_CONTROLLER: env.int(2, 1, 64),
+  STRATA_IMAGE_PREFIX: z.string().default(DEFAULT_SETTINGS.imagePrefix),
+  STRATA_IMAGE_TAG: z.string().default(DEFAULT_SETTINGS.imageTag),
+  STRATA_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default(DEFAULT_SETTINGS.imagePullPolicy),
+  STRATA_PG_URL: z.string().default(DEFAULT_SETTINGS.postgresUrl),
+  STRATA_AMQP_URL: z.string().default(DEFAULT_SETTINGS.amqpUrl),
+  STRATA_DATA_VOLUME_SIZE: z.string().default(DEFAULT_SETTINGS.dataVolumeSize),
+  CLUSTER_DOMAIN: z.string().default(DEFAULT_SETTINGS.clusterDomain),
+});
+
+export type OperatorEnv = z.infer<typeof operatorEnvSchema>;
+
+export function loadOperatorEnv(source: NodeJS.ProcessEnv = process.env): OperatorEnv {
+  return loadConfig('operator', operatorEnvSchema, source);
+}
+
+export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
+  return {
+    imagePrefix: cfg.STRATA_IMAGE_PREFIX,
+    imageTag: cfg.STRATA_IMAGE_TAG,
+    imagePullPolicy: cfg.STRATA_IMAGE_PULL_POLICY,
+    postgresUrl: cfg.STRATA_PG_URL,
+    amqpUrl: cfg.STRATA_AMQP_URL,
+    dataVolumeSize: cfg.STRATA_DATA_VOLUME_SIZE,
+    clusterDomain: cfg.CLUSTER_DOMAIN,
+  };
+}
+
+/** Unique per process: two restarts of one pod must not believe they both hold the lease. */
+export function leaderIdentity(cfg: OperatorEnv): string {
+  return `${cfg.POD_NAME}_${randomBytes(4).toString('hex')}`;
+}

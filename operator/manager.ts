@@ -1,0 +1,104 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from '../images/service-kit/src/index.js';
+import type { Reconciler } from '../controllers/support/reconciler.js';
+import { ControllerRunner, type RunnerOptions } from './controller-runner.js';
+import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
+import type { OperatorMetrics } from './metrics.js';
+
+export interface ManagerOptions extends Omit<RunnerOptions, 'logger' | 'metrics'> {
+  logger: Logger;
+  metrics: OperatorMetrics;
+  reconcilers: Reconciler[];
+  /** Without it every replica reconciles (fine for one replica and for tests). */
+  leaderElection?: Omit<LeaderElectionOptions, 'onStartedLeading' | 'onStoppedLeading'>;
+}
+
+/**
+ * The operator's manager: runs every controller while this replica leads (all the time without
+ * leader election), stops them when leadership is lost, and shuts down gracefully.
+ */
+export class Manager {
+  private runners: ControllerRunner[] = [];
+  private elector?: LeaderElector;
+  private transition: Promise<void> = Promise.resolve();
+  private started = false;
+
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly opts: ManagerOptions,
+  ) {}
+
+  get isLeader(): boolean {
+    return this.elector ? this.elector.isLeader : this.started;
+  }
+
+  /** Ready when started; a standby replica is ready too (it serves metrics and waits to lead). */
+  get isReady(): boolean {
+    return this.started && this.runners.every((r) => r.hasSynced);
+  }
+
+  start(): void {
+    this.started = true;
+    const { leaderElection, logger, metrics } = this.opts;
+    if (!leaderElection) {
+      this.serialize(() => this.startControllers());
+      return;
+    }
+    this.elector = new LeaderElector(
+      this.kc,
+      {
+        ...leaderElection,
+        onStartedLeading: () => {
+          metrics.isLeader.set(1);
+          this.serialize(() => this.startControllers());
+        },
+        onStoppedLeading: () => {
+          metrics.isLeader.set(0);
+          this.serialize(() => this.stopControllers());
+        },
+      },
+      logger,
+    );
+    this.elector.start();
+  }
+
+  /** Stop reconciling, wait for in-flight reconciles, and hand the lease back. */
+  async stop(): Promise<void> {
+    this.started = false;
+    if (this.elector) await this.elector.stop(true);
+    this.serialize(() => this.stopControllers());
+    await this.transition;
+  }
+
+  /** Stop without releasing the lease, as a crashed process would (tests use this). */
+  async abandon(): Promise<void> {
+    this.started = false;
+    if (this.elector) await this.elector.stop(false);
+    this.serialize(() => this.stopControllers());
+    await this.transition;
+  }
+
+  /** Wait until the current start/stop transition is done (tests). */
+  settled(): Promise<void> {
+    return this.transition;
+  }
+
+  private serialize(step: () => Promise<void>): void {
+    this.transition = this.transition.then(step).catch((err: unknown) => this.opts.logger.error({ err }, 'controller start/stop failed'));
+  }
+
+  private async startControllers(): Promise<void> {
+    if (this.runners.length) return;
+    const { reconcilers, logger, ...runnerOpts } = this.opts;
+    this.runners = reconcilers.map((r) => new ControllerRunner(this.kc, r, { ...runnerOpts, logger: logger.child({ controller: r.name }) }));
+    await Promise.all(this.runners.map((r) => r.start()));
+    logger.info({ controllers: reconcilers.map((r) => r.name) }, 'controllers started');
+  }
+
+  private async stopControllers(): Promise<void> {
+    const runners = this.runners;
+    this.runners = [];
+    await Promise.all(runners.map((r) => r.stop()));
+    if (runners.length) this.opts.logger.info('controllers stopped');
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * A rate-limited work queue in the manner of client-go's: a key is queued at most once, a key being
+ * processed that is added again is processed once more afterwards (never concurrently), and failures
+ * back off exponentially per key until `forget`.
+ */
+export class WorkQueue {
+  private readonly queue: string[] = [];
+  private readonly queued = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly dirty = new Set<string>();
+  private readonly failures = new Map<string, number>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private waiters: Array<(key: string | undefined) => void> = [];
+  private shuttingDown = false;
+
+  constructor(
+    private readonly baseDelayMs = 5,
+    private readonly maxDelayMs = 60_000,
+  ) {}
+
+  get depth(): number {
+    return this.queue.length;
+  }
+
+  add(key: string): void {
+    if (this.shuttingDown) return;
+    if (this.processing.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.queued.has(key)) return;
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      this.processing.add(key);
+      waiter(key);
+      return;
+    }
+    this.queued.add(key);
+    this.queue.push(key);
+  }
+
+  /** Add after a delay; an earlier pending delayed add of the same key wins. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.shuttingDown) return;
+    if (delayMs <= 0) return this.add(key);
+    const existing = this.timers.get(key);
+    if (existing) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, delayMs);
+    timer.unref();
+    this.timers.set(key, timer);
+  }
+
+  /** Add with this key's exponential backoff (base × 2^failures, capped). */
+  addRateLimited(key: string): number {
+    const n = this.failures.get(key) ?? 0;
+    this.failures.set(key, n + 1);
+    const delay = Math.min(this.baseDelayMs * 2 ** n, this.maxDelayMs);
+    this.addAfter(key, delay);
+    return delay;
+  }
+
+  /** The key succeeded: its backoff starts over. */
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+
+  retries(key: string): number {
+    return this.failures.get(key) ?? 0;
+  }
+
+  /** Next key to process; resolves undefined once the queue shuts down. */
+  get(): Promise<string | undefined> {
+    const key = this.queue.shift();
+    if (key !== undefined) {
+      this.queued.delete(key);
+      this.processing.add(key);
+      return Promise.resolve(key);
+    }
+    if (this.shuttingDown) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Processing of `key` finished; if it was added meanwhile it is queued again. */
+  done(key: string): void {
+    this.processing.delete(key);
+    if (this.dirty.delete(key)) this.add(key);
+  }
+
+  shutdown(): void {
+    this.shuttingDown = true;
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    for (const waiter of this.waiters) waiter(undefined);
+    this.waiters = [];
+  }
+}

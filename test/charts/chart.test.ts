@@ -1,0 +1,117 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { generateCrdFiles } from '../../hack/gen-crds.js';
+import { validateManifest } from '../controllers/support/validate-manifest.js';
+import { CHART_DIR, helm, template, type RenderedObject } from './support/helm.js';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const kinds = (objs: RenderedObject[]) => objs.map((o) => `${o.kind}/${o.metadata.name}`);
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+describe('Helm chart charts/strata (real helm binary)', function () {
+  this.timeout(120_000);
+
+  it('passes helm lint', async () => {
+    const result = await helm(['lint', CHART_DIR, '--strict']);
+    expect(result.code, result.stdout + result.stderr).to.equal(0);
+  });
+
+  it('renders the operator, its ServiceAccount, RBAC and dashboards by default, all schema-valid', async () => {
+    const objs = await template();
+    for (const o of objs) await validateManifest(o);
+    expect(kinds(objs)).to.include.members([
+      'ServiceAccount/strata-operator',
+      'ClusterRole/strata-operator',
+      'ClusterRoleBinding/strata-operator',
+      'Role/strata-operator-leader-election',
+      'RoleBinding/strata-operator-leader-election',
+      'Deployment/strata-operator',
+      'Service/strata-operator-metrics',
+      'ConfigMap/strata-dashboard-object-store',
+      'ConfigMap/strata-dashboard-image-search',
+      'ConfigMap/strata-dashboard-model-server',
+      'ConfigMap/strata-dashboard-operator',
+    ]);
+    expect(kinds(objs).some((k) => k.startsWith('Ingress/') || k.startsWith('ServiceMonitor/'))).to.equal(false);
+    const deployment = objs.find((o) => o.kind === 'Deployment') as RenderedObject & { spec: { template: { spec: { containers: Array<{ image: string; env: Array<{ name: string; value?: string }> }> } } } };
+    const container = deployment.spec.template.spec.containers[0]!;
+    expect(container.image).to.equal('ghcr.io/strata-dev/operator:0.1.0');
+    expect(container.env.find((e) => e.name === 'STRATA_IMAGE_TAG')?.value).to.equal('0.1.0');
+  });
+
+  it('renders the optional ingress, ServiceMonitors and poem app, and a namespaced Role when watching one namespace', async () => {
+    const objs = await template([
+      'ingress.enabled=true',
+      'ingress.namespace=data',
+      'ingress.className=nginx',
+      'metrics.serviceMonitor.enabled=true',
+      'poemApp.enabled=true',
+      'watchNamespace=data',
+    ]);
+    for (const o of objs) await validateManifest(o);
+    const names = kinds(objs);
+    expect(names).to.include.members(['Ingress/strata-s3', 'ServiceMonitor/strata-operator', 'ServiceMonitor/strata-platform', 'Deployment/strata-poem-app', 'Service/strata-poem-app', 'Role/strata-operator', 'RoleBinding/strata-operator']);
+    expect(names).to.not.include('ClusterRole/strata-operator');
+    const ingress = objs.find((o) => o.kind === 'Ingress') as RenderedObject & { spec: { rules: Array<{ http: { paths: Array<{ backend: { service: { name: string; port: { number: number } } } }> } }> } };
+    expect(ingress.metadata.namespace).to.equal('data');
+    expect(ingress.spec.rules[0]!.http.paths[0]!.backend.service).to.deep.equal({ name: 'strata-gateway', port: { number: 9000 } });
+  });
+
+  it('grants least privilege: no wildcards, no deletes, Secrets only read and created', async () => {
+    const objs = await template();
+    const rules = objs.filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role').flatMap((o) => o.rules as Rule[]);
+    for (const rule of rules) {
+      expect([...rule.apiGroups, ...rule.resources, ...rule.verbs]).to.not.include('*');
+      expect(rule.verbs).to.not.include.members(['delete', 'deletecollection']);
+    }
+    const secrets = rules.filter((r) => r.resources.includes('secrets'));
+    expect(secrets.flatMap((r) => r.verbs).sort()).to.deep.equal(['create', 'get']);
+    expect(rules.some((r) => r.resources.includes('leases') && r.verbs.includes('update'))).to.equal(true);
+    expect(rules.some((r) => r.resources.includes('buckets/status') && r.verbs.includes('patch'))).to.equal(true);
+  });
+
+  it('ships the generated CRDs (the drift test keeps them in sync) and renders them with --include-crds', async () => {
+    const objs = await template([], ['--include-crds']);
+    const crds = objs.filter((o) => o.kind === 'CustomResourceDefinition');
+    expect(crds.map((c) => c.metadata.name).sort()).to.deep.equal(['buckets.strata.dev', 'imageindexes.strata.dev', 'modelservers.strata.dev']);
+    for (const c of crds) await validateManifest(c);
+    expect(readdirSync(path.join(CHART_DIR, 'crds')).sort()).to.deep.equal([...generateCrdFiles().keys()].sort());
+  });
+
+  it('rejects values that break values.schema.json', async () => {
+    for (const bad of ['replicaCount=-1', 'logLevel=loud', 'platform.postgresUrl=mysql://x', 'image.pullPolicy=Sometimes', 'unknownKey=1']) {
+      const result = await helm(['template', 'strata', CHART_DIR, '--set', bad]);
+      expect(result.code, bad).to.not.equal(0);
+      expect(result.stderr, bad).to.match(/schema|values don't meet/i);
+    }
+  });
+
+  it('has Grafana dashboards that query metrics the services and the operator export', () => {
+    const dir = path.join(CHART_DIR, 'files/dashboards');
+    const sources = [
+      readFileSync(path.join(root, 'operator/metrics.ts'), 'utf8'),
+      readFileSync(path.join(root, 'images/service-kit/src/metrics.ts'), 'utf8'),
+      ...readdirSync(path.join(root, 'images'), { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.ts') && f.includes('src'))
+        .map((f) => readFileSync(path.join(root, 'images', f), 'utf8')),
+    ].join('\n');
+    const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+    expect(files.sort()).to.deep.equal(['image-search.json', 'model-server.json', 'object-store.json', 'operator.json']);
+    for (const file of files) {
+      const dashboard = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as { uid: string; title: string; panels: Array<{ targets: Array<{ expr: string }> }> };
+      expect(dashboard.uid).to.match(/^strata-/);
+      expect(dashboard.panels.length, file).to.be.greaterThan(3);
+      for (const expr of dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr))) {
+        // Metric names: identifiers with an underscore right before a selector, a range or a closing parenthesis.
+        const metrics = [...expr.matchAll(/\b([a-z][a-z0-9:]*_[a-z0-9_:]*?)(?:_bucket)?(?=[{[)])/g)].map((m) => m[1]!);
+        for (const metric of metrics) expect(sources, `${file}: ${metric}`).to.contain(`'${metric}'`);
+      }
+    }
+  });
+});

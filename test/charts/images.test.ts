@@ -1,0 +1,67 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const IMAGES = ['gateway', 'data-plane', 'control-plane', 'model-server', 'poem-app', 'image-search', 'operator', 'standalone'];
+
+/** Instructions of a Dockerfile, continuation lines joined. */
+function instructions(file: string): string[] {
+  return readFileSync(file, 'utf8')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+}
+
+describe('container images (Dockerfiles; no Docker engine here to build them)', () => {
+  it('has a Dockerfile for every image', () => {
+    for (const name of IMAGES) expect(existsSync(path.join(root, 'images', name, 'Dockerfile')), name).to.equal(true);
+  });
+
+  for (const name of IMAGES) {
+    it(`images/${name}/Dockerfile is multi-stage, production deps only, non-root, with a health check`, () => {
+      const lines = instructions(path.join(root, 'images', name, 'Dockerfile'));
+      expect(lines.filter((l) => /^FROM /i.test(l)).length).to.be.greaterThan(1);
+      expect(lines.some((l) => /npm ci .*--omit=dev/.test(l))).to.equal(true);
+      const users = lines.filter((l) => /^USER /i.test(l));
+      expect(users.length).to.be.greaterThan(0);
+      expect(users.at(-1)).to.not.match(/^USER (root|0)(:|$)/);
+      expect(lines.some((l) => /^HEALTHCHECK /.test(l) && l.includes('/healthz'))).to.equal(true);
+      const cmd = lines.filter((l) => /^CMD /.test(l)).at(-1)!;
+      const entry = /"([^"]+\.ts)"/.exec(cmd)?.[1];
+      expect(entry, cmd).to.be.a('string');
+      // Every path the image copies from the build context must exist (services still in progress excepted).
+      for (const copy of lines.filter((l) => /^COPY (?!--from)/.test(l))) {
+        for (const src of copy.split(/\s+/).slice(1, -1)) {
+          if (src.startsWith(`images/${name}`) && !existsSync(path.join(root, 'images', name))) continue;
+          expect(existsSync(path.join(root, src)), `${name}: ${src}`).to.equal(true);
+        }
+      }
+    });
+  }
+
+  it('builds the FAISS binding against Debian FAISS and ships the libraries at run time', () => {
+    for (const name of ['image-search', 'standalone']) {
+      const text = readFileSync(path.join(root, 'images', name, 'Dockerfile'), 'utf8');
+      const stages = text.split(/^FROM /m).slice(1);
+      expect(stages[0], name).to.contain('libfaiss-dev libopenblas-dev').and.contain('node-gyp rebuild').and.contain('images/image-search/native');
+      expect(stages.at(-1), name).to.contain('libfaiss-dev libopenblas-dev');
+    }
+  });
+
+  it('hack/build-images.sh says so and exits 0 without a Docker engine', async () => {
+    const { stdout } = await promisify(execFile)('bash', [path.join(root, 'hack/build-images.sh')], {
+      // An engine that cannot be reached, even where a docker CLI is installed: nothing may be built here.
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DOCKER_HOST: 'unix:///nonexistent/docker.sock' },
+    });
+    expect(stdout).to.match(/no Docker engine/);
+  });
+
+  it('keeps local state out of the build context', () => {
+    const ignored = readFileSync(path.join(root, '.dockerignore'), 'utf8').split('\n');
+    expect(ignored).to.include.members(['node_modules', '.git', 'data']);
+  });
+});

@@ -1,0 +1,188 @@
+import { expect } from 'chai';
+import { BucketReconciler, BUCKET_FINALIZER } from '../../controllers/bucket/bucket-reconciler.js';
+import { HttpBucketService, type StackAccess } from '../../controllers/bucket/bucket-service.js';
+import { renderFlowRulesConfigMap, renderStorageStack } from '../../controllers/bucket/render-storage-stack.js';
+import { renderStackSecrets, secretValue } from '../../controllers/bucket/stack-secrets.js';
+import { PURGE_SCHEDULE } from '../../controllers/bucket/stack-names.js';
+import type { Bucket } from '../../controllers/api/index.js';
+import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { RecordingControlPlane } from './support/recording-control-plane.js';
+import { validateManifest } from './support/validate-manifest.js';
+
+const NS = 'store';
+const bucketCr = (name: string, spec: object) => ({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name, namespace: NS }, spec });
+const getBucket = (h: Harness, name: string) => stored(h.fake, 'strata.dev/v1alpha1', 'Bucket', NS, name) as unknown as Bucket | undefined;
+
+describe('Bucket reconciler', () => {
+  describe('rendering the storage stack', () => {
+    const owners = [{ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', name: 'a', uid: 'uid-a' }];
+    const objects = renderStorageStack(NS, owners, TEST_SETTINGS);
+
+    it('renders schema-valid objects for every component', async () => {
+      for (const o of [...objects, ...renderStackSecrets(NS), renderFlowRulesConfigMap(NS)]) await validateManifest(o);
+      const names = objects.map((o) => `${o.kind}/${o.metadata.name}`);
+      for (const expected of [
+        'Deployment/strata-gateway',
+        'Deployment/strata-data-plane',
+        'Deployment/strata-control-plane',
+        'Service/strata-gateway',
+        'Service/strata-data-plane',
+        'Service/strata-control-plane',
+        'StatefulSet/strata-redis-0',
+        'StatefulSet/strata-redis-1',
+        'StatefulSet/strata-redis-2',
+        'Job/strata-redis-cluster-create',
+        'CronJob/strata-purge',
+        'ConfigMap/strata-config',
+        'PersistentVolumeClaim/strata-data',
+      ]) {
+        expect(names).to.include(expected);
+      }
+    });
+
+    it('schedules the purge at 03:00 and owns everything but the data volume', () => {
+      const cron = objects.find((o) => o.kind === 'CronJob') as Doc;
+      expect(cron.spec.schedule).to.equal(PURGE_SCHEDULE).and.equal('0 3 * * *');
+      for (const o of objects) {
+        if (o.kind === 'PersistentVolumeClaim') expect(o.metadata.ownerReferences).to.equal(undefined);
+        else expect(o.metadata.ownerReferences, `${o.kind}/${o.metadata.name}`).to.deep.equal(owners);
+      }
+      const gateway = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'strata-gateway') as Doc;
+      expect(gateway.spec.template.spec.volumes[0].configMap.name).to.equal('strata-flow-control');
+      const redisJob = objects.find((o) => o.kind === 'Job') as Doc;
+      expect(redisJob.spec.template.spec.containers[0].command[2]).to.contain('--cluster-replicas 0');
+    });
+  });
+
+  describe('against the fake API server and a recording control plane', () => {
+    let h: Harness;
+    let cp: RecordingControlPlane | undefined;
+    let accesses: StackAccess[];
+
+    const startOperator = () => {
+      h.start([
+        new BucketReconciler(h.kube, h.events, TEST_SETTINGS, (access) => {
+          accesses.push(access);
+          // The real client, pointed at the test's server instead of the in-cluster Service.
+          return new HttpBucketService({ ...access, controlPlaneUrl: cp!.url });
+        }),
+      ]);
+    };
+    const stackReady = () => {
+      markDeploymentReady(h.fake, NS, 'strata-control-plane');
+      markDeploymentReady(h.fake, NS, 'strata-gateway');
+    };
+    const internalToken = () => secretValue(mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal') as never, 'STRATA_INTERNAL_TOKEN')!;
+
+    beforeEach(async () => {
+      accesses = [];
+      cp = undefined;
+      h = await startHarness();
+      startOperator();
+    });
+    afterEach(async () => {
+      await h.stop();
+      await cp?.stop();
+    });
+
+    it('creates the stack, waits for it, creates the bucket with the root credentials and reports it', async () => {
+      await h.kube.apply(bucketCr('photos', {}) as never);
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', 'store', 'strata-gateway'), 'stack created');
+      await eventually(() => {
+        const b = getBucket(h, 'photos')!;
+        expect(b.metadata.finalizers).to.include(BUCKET_FINALIZER);
+        expect(b.status?.conditions?.find((c) => c.type === 'Progressing')?.reason).to.equal('WaitingForStorageStack');
+      }, 'waiting for the stack');
+      for (const [kind, name] of [['StatefulSet', 'strata-redis-2'], ['CronJob', 'strata-purge'], ['Job', 'strata-redis-cluster-create']] as const) {
+        mustGet(h.fake, kind === 'StatefulSet' ? 'apps/v1' : 'batch/v1', kind, NS, name);
+      }
+      cp = await new RecordingControlPlane(internalToken()).start();
+      stackReady();
+      await eventually(() => {
+        const b = getBucket(h, 'photos')!;
+        expect(b.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True');
+        expect(b.status?.endpoint).to.equal('http://strata-gateway.store.svc.cluster.local:9000/photos');
+        expect(b.status?.objectCount).to.equal(0);
+      }, 'bucket ready');
+      const put = cp!.calls.find((c) => c.method === 'PUT')!;
+      expect(put.path).to.equal('/internal/buckets/photos');
+      expect(put.body).to.deep.equal({ owner: 'strata-root', backend: { kind: 'fs' } });
+      expect(accesses[0]).to.include({ namespace: NS, rootUser: 'strata-root', controlPlaneUrl: 'http://strata-control-plane.store.svc.cluster.local:9002' });
+      await eventually(() => expect(eventReasons(h.fake, NS, 'photos')).to.include.members(['BucketCreated', 'BucketReady']), 'events');
+    });
+
+    it('never overwrites generated Secrets, and restores a deleted or edited Deployment', async () => {
+      await h.kube.apply(bucketCr('photos', {}) as never);
+      const secret = await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-root-credentials'), 'secret');
+      const password = secretValue(secret as never, 'STRATA_ROOT_PASSWORD');
+      expect(password).to.have.length.greaterThan(20);
+      // A second Bucket triggers another reconcile of the stack.
+      await h.kube.apply(bucketCr('logs', {}) as never);
+      await eventually(() => {
+        const cm = mustGet(h.fake, 'v1', 'ConfigMap', NS, 'strata-config');
+        expect(cm.metadata.ownerReferences?.map((o) => o.name)).to.deep.equal(['logs', 'photos']);
+      }, 'both buckets own the stack');
+      expect(secretValue(mustGet(h.fake, 'v1', 'Secret', NS, 'strata-root-credentials') as never, 'STRATA_ROOT_PASSWORD')).to.equal(password);
+
+      await h.kube.delete({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'strata-data-plane' });
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-data-plane'), 'data plane restored');
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'gateway exists');
+      await h.kube.mergePatch({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'strata-gateway' }, { spec: { replicas: 0 } });
+      await eventually(() => expect((mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway') as Doc).spec.replicas).to.equal(1), 'gateway replicas restored');
+    });
+
+    it('passes backend credentials from Secrets, and reports missing ones as Degraded', async () => {
+      await h.kube.apply(
+        bucketCr('remote', {
+          backend: {
+            kind: 'minio',
+            endpoint: 'http://minio:9000',
+            region: 'eu-west-1',
+            useSSL: false,
+            accessKeySecretRef: { name: 'minio-creds', key: 'ak' },
+            secretKeySecretRef: { name: 'minio-creds', key: 'sk' },
+          },
+        }) as never,
+      );
+      await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
+      cp = await new RecordingControlPlane(internalToken()).start();
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
+      stackReady();
+      await eventually(() => expect(getBucket(h, 'remote')!.status?.conditions?.find((c) => c.type === 'Degraded')?.reason).to.equal('MissingCredentials'), 'degraded');
+      await h.kube.apply({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'minio-creds', namespace: NS }, stringData: { ak: 'AKID', sk: 'SECRET' } } as never);
+      // The Secret is not watched; any change to the Bucket (or the periodic requeue) picks it up.
+      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'remote' }, { metadata: { annotations: { touched: 'yes' } } });
+      await eventually(() => expect(getBucket(h, 'remote')!.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True'), 'ready');
+      expect(cp!.buckets.get('remote')!.backend).to.deep.equal({
+        kind: 'minio',
+        endpoint: 'http://minio:9000',
+        region: 'eu-west-1',
+        bucket: 'remote',
+        useSSL: false,
+        accessKey: 'AKID',
+        secretKey: 'SECRET',
+      });
+    });
+
+    for (const policy of ['Retain', 'Delete'] as const) {
+      it(`on deletion with policy ${policy} ${policy === 'Delete' ? 'empties and deletes' : 'keeps'} the bucket, then releases the resource`, async () => {
+        await h.kube.apply(bucketCr('data', { deletionPolicy: policy }) as never);
+        await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
+        cp = await new RecordingControlPlane(internalToken()).start();
+        await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
+        stackReady();
+        await eventually(() => expect(cp!.buckets.has('data')).to.equal(true), 'bucket created');
+        cp!.buckets.get('data')!.objects.push('a.txt', 'b/c.txt');
+        await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'data' });
+        await eventually(() => expect(getBucket(h, 'data')).to.equal(undefined), 'resource released');
+        expect(cp!.buckets.has('data')).to.equal(policy === 'Retain');
+        expect(cp!.calls.some((c) => c.method === 'DELETE')).to.equal(policy === 'Delete');
+        expect(eventReasons(h.fake, NS, 'data')).to.include(policy === 'Delete' ? 'BucketDeleted' : 'BucketRetained');
+        // The last Bucket took the stack with it, but not the data volume nor the Secrets.
+        await eventually(() => expect(stored(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway')).to.equal(undefined), 'stack collected');
+        mustGet(h.fake, 'v1', 'Secret', NS, 'strata-root-credentials');
+        mustGet(h.fake, 'v1', 'PersistentVolumeClaim', NS, 'strata-data');
+      });
+    }
+  });
+});

@@ -1,0 +1,104 @@
+import { expect } from 'chai';
+import { ModelServerReconciler } from '../../controllers/model-server/model-server-reconciler.js';
+import { renderModelServer } from '../../controllers/model-server/render-model-server.js';
+import { modelServerSpec, type ModelServer } from '../../controllers/api/index.js';
+import { eventReasons, eventually, type Doc, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, type Harness } from './support/harness.js';
+import { validateManifest } from './support/validate-manifest.js';
+
+const NS = 'ml';
+const sample = (spec: object): ModelServer =>
+  ({ apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', metadata: { name: 'tiny', namespace: NS, uid: 'u-1' }, spec }) as ModelServer;
+
+describe('ModelServer reconciler', () => {
+  describe('rendering', () => {
+    it('renders a valid Deployment and Service with probes, resources and the port', async () => {
+      const ms = sample({ replicas: 2, port: 8100, resources: { requests: { cpu: '250m' }, limits: { memory: '512Mi' } } });
+      const objs = renderModelServer(ms, modelServerSpec.parse(ms.spec), TEST_SETTINGS);
+      for (const o of objs) await validateManifest(o);
+      const [deployment, service] = objs as Doc[];
+      const container = deployment!.spec.template.spec.containers[0];
+      expect(deployment!.spec.replicas).to.equal(2);
+      expect(container.ports[0].containerPort).to.equal(8100);
+      expect(container.readinessProbe.httpGet.path).to.equal('/readyz');
+      expect(container.livenessProbe.httpGet.path).to.equal('/healthz');
+      expect(container.resources).to.deep.equal({ requests: { cpu: '250m' }, limits: { memory: '512Mi' } });
+      expect(container.image).to.equal('ghcr.io/strata-dev/model-server:test');
+      expect(deployment!.spec.template.spec.nodeSelector).to.equal(undefined);
+      expect(service!.spec.ports[0].port).to.equal(8100);
+      expect(deployment!.metadata.ownerReferences[0]).to.include({ kind: 'ModelServer', name: 'tiny', uid: 'u-1', controller: true });
+    });
+
+    it('asks for a GPU with limit, node selector and tolerations', async () => {
+      const ms = sample({ gpu: { enabled: true, count: 2 } });
+      const [deployment] = renderModelServer(ms, modelServerSpec.parse(ms.spec), TEST_SETTINGS) as Doc[];
+      await validateManifest(deployment!);
+      const pod = deployment!.spec.template.spec;
+      expect(pod.containers[0].resources.limits['nvidia.com/gpu']).to.equal(2);
+      expect(pod.nodeSelector).to.deep.equal({ 'nvidia.com/gpu.present': 'true' });
+      expect(pod.tolerations).to.deep.equal([{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }]);
+    });
+  });
+
+  describe('against the fake API server', () => {
+    let h: Harness;
+    beforeEach(async () => {
+      h = await startHarness();
+      h.start([new ModelServerReconciler(h.kube, h.events, TEST_SETTINGS)]);
+    });
+    afterEach(() => h.stop());
+
+    it('creates, reports readiness, follows spec updates and repairs drift', async () => {
+      await h.kube.apply(sample({ replicas: 2 }) as never);
+      const deployment = await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server'), 'deployment created');
+      expect((deployment.spec as { replicas: number }).replicas).to.equal(2);
+      await eventually(() => mustGet(h.fake, 'v1', 'Service', NS, 'tiny-model-server'), 'service created');
+      await eventually(() => {
+        const ms = mustGet(h.fake, 'strata.dev/v1alpha1', 'ModelServer', NS, 'tiny') as unknown as ModelServer;
+        expect(ms.status?.conditions?.find((c) => c.type === 'Progressing')?.status).to.equal('True');
+        expect(ms.status?.observedGeneration).to.equal(1);
+      }, 'progressing');
+
+      markDeploymentReady(h.fake, NS, 'tiny-model-server');
+      await eventually(() => {
+        const ms = mustGet(h.fake, 'strata.dev/v1alpha1', 'ModelServer', NS, 'tiny') as unknown as ModelServer;
+        expect(ms.status?.readyReplicas).to.equal(2);
+        expect(ms.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True');
+        expect(ms.status?.endpoint).to.equal('http://tiny-model-server.ml.svc.cluster.local:8000/v1');
+      }, 'ready');
+      await eventually(() => expect(eventReasons(h.fake, NS, 'tiny')).to.include('ReplicasReady'), 'ready event');
+
+      // Spec update: replicas 3 → Deployment follows, generation observed.
+      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', namespace: NS, name: 'tiny' }, { spec: { replicas: 3 } });
+      await eventually(() => {
+        const d = mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server');
+        expect((d.spec as { replicas: number }).replicas).to.equal(3);
+        const ms = mustGet(h.fake, 'strata.dev/v1alpha1', 'ModelServer', NS, 'tiny') as unknown as ModelServer;
+        expect(ms.status?.observedGeneration).to.equal(2);
+      }, 'scaled');
+
+      // Drift: someone edits the Deployment's image, then deletes the Service.
+      await h.kube.mergePatch({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'tiny-model-server' }, {
+        spec: { template: { spec: { containers: [{ name: 'model-server', image: 'evil:latest' }] } } },
+      });
+      await eventually(() => {
+        const d = mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server') as Doc;
+        expect(d.spec.template.spec.containers[0].image).to.equal('ghcr.io/strata-dev/model-server:test');
+      }, 'image restored');
+      await h.kube.delete({ apiVersion: 'v1', kind: 'Service', namespace: NS, name: 'tiny-model-server' });
+      await eventually(() => mustGet(h.fake, 'v1', 'Service', NS, 'tiny-model-server'), 'service restored');
+      // And a deleted Deployment comes back too.
+      await h.kube.delete({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'tiny-model-server' });
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server'), 'deployment restored');
+    });
+
+    it('leaves cleanup to the garbage collector when the ModelServer is deleted', async () => {
+      await h.kube.apply(sample({}) as never);
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server'), 'deployment created');
+      await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', namespace: NS, name: 'tiny' });
+      await eventually(() => {
+        expect(stored(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server')).to.equal(undefined);
+        expect(stored(h.fake, 'v1', 'Service', NS, 'tiny-model-server')).to.equal(undefined);
+      }, 'owned objects collected');
+    });
+  });
+});

@@ -1,0 +1,80 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedCall {
+  method: string;
+  path: string;
+  token: string | undefined;
+  body: unknown;
+}
+
+/**
+ * A small real HTTP server with the control plane's internal bucket API (ADR 0001): buckets owned by
+ * users, objects to count and delete. It records every call for the test to assert on.
+ */
+export class RecordingControlPlane {
+  readonly calls: RecordedCall[] = [];
+  readonly buckets = new Map<string, { owner: string; backend: unknown; objects: string[] }>();
+  private server?: http.Server;
+  url = '';
+
+  constructor(readonly token: string) {}
+
+  async start(): Promise<this> {
+    this.server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const body = text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+        const url = new URL(req.url ?? '/', 'http://x');
+        const token = req.headers['x-strata-internal-token'] as string | undefined;
+        this.calls.push({ method: req.method ?? '', path: url.pathname, token, body });
+        const send = (status: number, payload?: unknown) => {
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(payload === undefined ? '' : JSON.stringify(payload));
+        };
+        if (token !== this.token) return send(401, { error: { code: 'AccessDenied', message: 'bad token' } });
+        const m = url.pathname.match(/^\/internal\/buckets\/([^/]+)(\/objects|\/delete-objects)?$/);
+        if (!m) return send(404, { error: { code: 'NoSuchKey', message: 'no route' } });
+        const name = decodeURIComponent(m[1]!);
+        const bucket = this.buckets.get(name);
+        if (req.method === 'PUT' && !m[2]) {
+          if (bucket) {
+            const mine = bucket.owner === body?.owner;
+            return send(409, { error: { code: mine ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', message: 'exists' } });
+          }
+          this.buckets.set(name, { owner: String(body?.owner), backend: body?.backend, objects: [] });
+          return send(200, { name, owner: body?.owner });
+        }
+        if (!bucket) return send(404, { error: { code: 'NoSuchBucket', message: 'no such bucket' } });
+        if (req.method === 'GET' && m[2] === '/objects') {
+          const max = Number(url.searchParams.get('maxKeys') ?? 1000);
+          const start = Number(url.searchParams.get('continuationToken') ?? 0);
+          const page = bucket.objects.slice(start, start + max);
+          const more = start + max < bucket.objects.length;
+          return send(200, { objects: page.map((key) => ({ key })), commonPrefixes: [], isTruncated: more, ...(more ? { nextContinuationToken: String(start + max) } : {}) });
+        }
+        if (req.method === 'POST' && m[2] === '/delete-objects') {
+          const keys = (body?.keys as string[]) ?? [];
+          bucket.objects = bucket.objects.filter((k) => !keys.includes(k));
+          return send(200, { deleted: keys, errors: [] });
+        }
+        if (req.method === 'DELETE' && !m[2]) {
+          if (bucket.objects.length) return send(409, { error: { code: 'BucketNotEmpty', message: 'not empty' } });
+          this.buckets.delete(name);
+          return send(204);
+        }
+        return send(405, { error: { code: 'MethodNotAllowed', message: 'no' } });
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}

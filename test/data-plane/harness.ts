@@ -1,0 +1,106 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startControlPlane } from '../../images/control-plane/src/app.js';
+import { InMemoryBroker } from '../../images/control-plane/src/events/memory-broker.js';
+import { InMemoryCache } from '../../images/data-plane/src/cache/memory-cache.js';
+import { startDataPlane } from '../../images/data-plane/src/app.js';
+import { createLogger, createPgSqlClient, createPgliteSqlClient, type RunningService, type SqlClient } from '../../images/service-kit/src/index.js';
+import { createTestDatabase } from '../support/pg.js';
+
+export type DbKind = 'pglite' | 'postgres';
+export const TOKEN = 'test-internal-token-0123456789';
+export const ROOT = { user: 'rootadmin', password: 'root-password-1' };
+
+export interface ObjectLayer {
+  cp: RunningService;
+  dp: RunningService;
+  sql: SqlClient;
+  broker: InMemoryBroker;
+  dataDir: string;
+  /** The control plane's clock; tests move it. */
+  clock: { now: Date };
+  cpFetch(method: string, p: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
+  dpFetch(method: string, p: string, body?: BodyInit, headers?: Record<string, string>): Promise<Response>;
+  /** Every file under the blob store, relative paths. */
+  files(): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+/** The object layer as the gateway sees it: control plane + data plane on port 0, one database, one cache, one broker. */
+export async function startObjectLayer(kind: DbKind): Promise<ObjectLayer> {
+  const db = kind === 'postgres' ? await createTestDatabase() : undefined;
+  const sql = db ? createPgSqlClient(db.url) : await createPgliteSqlClient();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-dp-'));
+  const logger = createLogger('test', process.env.STRATA_TEST_LOG_LEVEL ?? 'silent');
+  const cache = new InMemoryCache();
+  const broker = new InMemoryBroker(50);
+  const clock = { now: new Date('2030-01-01T00:00:00Z') };
+  const dpRef: { url?: string } = {};
+  const cp = await startControlPlane({
+    port: 0,
+    host: '127.0.0.1',
+    internalToken: TOKEN,
+    secretKey: 'test-server-secret-key',
+    rootUser: ROOT.user,
+    rootPassword: ROOT.password,
+    sql,
+    cache,
+    broker,
+    logger,
+    dataPlaneUrl: () => dpRef.url,
+    clock: () => clock.now,
+  });
+  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, dataDir, sql, cache, broker, logger, outboxRetryMs: 100, blobSweepMs: 0 });
+  dpRef.url = dp.url;
+  const files = async () => {
+    const out: string[] = [];
+    const walk = async (dir: string) => {
+      for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) await walk(p);
+        else out.push(path.relative(dataDir, p));
+      }
+    };
+    await walk(dataDir);
+    return out.sort();
+  };
+  return {
+    cp,
+    dp,
+    sql,
+    broker,
+    dataDir,
+    clock,
+    cpFetch: (method, p, body, headers = {}) =>
+      fetch(cp.url + p, {
+        method,
+        headers: { 'x-strata-internal-token': TOKEN, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    dpFetch: (method, p, body, headers = {}) => fetch(dp.url + p, { method, headers: { 'x-strata-internal-token': TOKEN, ...headers }, body }),
+    files,
+    async stop() {
+      await dp.stop(1000);
+      await cp.stop(1000);
+      await sql.close();
+      await db?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const enc = encodeURIComponent;
+
+/** Poll until `check` passes (events are asynchronous); fails with the last error after `tries`. */
+export async function eventually(check: () => Promise<void>, tries = 100, delayMs = 50): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      await check();
+      return;
+    } catch (err) {
+      if (i >= tries) throw err;
+      await new Promise((r) => setTimeout(r, delayMs));
+    }
+  }
+}

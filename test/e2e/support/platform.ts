@@ -1,0 +1,49 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startPlatform, type RunningPlatform } from '../../../images/standalone/src/platform.js';
+
+export const ROOT_USER = 'strata';
+export const ROOT_PASSWORD = 'strata-e2e-password';
+export const JWT_SECRET = 'e2e-jwt-secret-0123456789abcdef0123456789';
+
+export interface TestPlatform {
+  platform: RunningPlatform;
+  /** The S3 endpoint (gateway), e.g. http://127.0.0.1:40123 */
+  endpoint: string;
+  dataDir: string;
+  /** Stop the platform (the data dir stays, for restart tests). */
+  stop(): Promise<void>;
+  /** Stop and remove the data dir. */
+  destroy(): Promise<void>;
+}
+
+/**
+ * The standalone platform in this process on ephemeral ports, with a fresh (or given) data dir.
+ * `generatedJwtSecret` leaves the JWT secret to the platform (generated and kept in the data dir).
+ */
+export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSecret?: boolean; gatewayRulesFile?: string } = {}): Promise<TestPlatform> {
+  const dir = dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-')));
+  const platform = await startPlatform({
+    dataDir: dir,
+    host: '127.0.0.1',
+    ports: { gateway: 0, dataPlane: 0, controlPlane: 0 },
+    rootUser: ROOT_USER,
+    rootPassword: ROOT_PASSWORD,
+    jwtSecret: opts.generatedJwtSecret ? undefined : JWT_SECRET,
+    purgeSchedule: false,
+    gatewayRulesFile: opts.gatewayRulesFile,
+    logLevel: process.env.STRATA_E2E_LOG_LEVEL ?? 'silent',
+  });
+  const stop = () => platform.stop();
+  return {
+    platform,
+    endpoint: platform.urls.gateway,
+    dataDir: dir,
+    stop,
+    destroy: async () => {
+      await stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

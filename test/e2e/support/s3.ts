@@ -1,0 +1,39 @@
+import { S3Client } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { ROOT_PASSWORD, ROOT_USER } from './platform.js';
+
+/** The AWS SDK v3 as S3 clients use it against Strata: path style, us-east-1, SigV4. */
+export function sdkClient(endpoint: string, accessKeyId = ROOT_USER, secretAccessKey = ROOT_PASSWORD): S3Client {
+  return new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId, secretAccessKey }, maxAttempts: 1 });
+}
+
+export async function login(endpoint: string, username = ROOT_USER, password = ROOT_PASSWORD): Promise<string> {
+  const r = await fetch(`${endpoint}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password }) });
+  if (r.status !== 200) throw new Error(`login failed: ${r.status} ${await r.text()}`);
+  return ((await r.json()) as { data: { token: string } }).data.token;
+}
+
+/** Code and message of an S3 XML error document. */
+export function s3ErrorOf(xml: string): { code: string; message: string } {
+  return { code: /<Code>([^<]*)<\/Code>/.exec(xml)?.[1] ?? '', message: /<Message>([^<]*)<\/Message>/.exec(xml)?.[1] ?? '' };
+}
+
+export async function fileSha256(file: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const c of createReadStream(file)) h.update(c as Buffer);
+  return h.digest('hex');
+}
+
+export function sha256(data: Buffer | string): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+export function md5Hex(data: Buffer | string): string {
+  return createHash('md5').update(data).digest('hex');
+}
+
+/** Unique bucket names so suites never collide. */
+export function bucketName(prefix: string): string {
+  return `${prefix}-${Math.random().toString(36).slice(2, 10)}`;
+}

@@ -1,0 +1,117 @@
+import { expect } from 'chai';
+import { rmSync } from 'node:fs';
+import { pino } from 'pino';
+import { startImageSearch } from '../../images/image-search/src/app.js';
+import type { RunningService } from '../../images/service-kit/src/index.js';
+import { startFakeLlm, type FakeLlm } from './support/fake-llm.js';
+import { makeImageDir, makeTestModel, tempDir } from './support/fixtures.js';
+
+async function post(base: string, route: string, payload: unknown) {
+  const response = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+  return { status: response.status, body: (await response.json()) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+describe('image-search: LLM assistance against an OpenAI-compatible server', function () {
+  this.timeout(120_000);
+  let llm: FakeLlm;
+  let service: RunningService;
+  const dirs: string[] = [];
+
+  before(async () => {
+    llm = await startFakeLlm('test-key');
+    const modelDir = makeTestModel();
+    const images = await makeImageDir();
+    const indexDir = tempDir('image-search-llm');
+    dirs.push(modelDir, images.dir, indexDir);
+    service = await startImageSearch({
+      env: {},
+      PORT: 0,
+      host: '127.0.0.1',
+      IMAGE_SEARCH_MODEL_DIR: modelDir,
+      IMAGE_FILE_DIR: images.dir,
+      IMAGE_SEARCH_INDEX_DIR: indexDir,
+      LLM_BASE_URL: llm.url,
+      LLM_API_KEY: 'test-key',
+      LLM_MODEL: 'strata-test-model',
+      logger: pino({ level: 'silent' }),
+    });
+    const added = await post(service.url, '/api/index/add', { image_paths: Object.values(images.colourFiles).flat() });
+    expect(added.body.added).to.have.length(12);
+  });
+  after(async () => {
+    await service?.stop();
+    await llm?.close();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('reports the LLM as enabled in /api/status', async () => {
+    const status = (await (await fetch(service.url + '/api/status')).json()) as { llm: Record<string, unknown>; features: Record<string, boolean> };
+    expect(status.llm).to.deep.include({ enabled: true, model: 'strata-test-model' });
+    expect(status.features).to.deep.include({ query_expansion: true, chat: true, rag_qa: true });
+  });
+
+  it('POST /api/search/rag expands the query, merges de-duplicated results by distance and explains them', async () => {
+    const { status, body } = await post(service.url, '/api/search/rag', { query: 'red', topk: 5, use_expansion: true });
+    expect(status).to.equal(200);
+    expect(body.original_query).to.equal('red');
+    expect(body.expanded_queries).to.deep.equal(['red', 'crimson things', 'scarlet objects', 'red pictures']);
+    expect(body.ai_explanation).to.equal('These images are mostly red.');
+    expect(body.total_results).to.equal(5);
+    const ids = body.results.map((r: { id: number }) => r.id);
+    expect(new Set(ids).size).to.equal(ids.length);
+    for (let i = 1; i < body.results.length; i++) expect(body.results[i].distance).to.be.at.least(body.results[i - 1].distance);
+    expect(body.results[0].path).to.match(/red/);
+    const request = llm.requests.at(-1)!;
+    expect(request.authorization).to.equal('Bearer test-key');
+    expect(request.body.model).to.equal('strata-test-model');
+    const plain = await post(service.url, '/api/search/rag', { query: 'red', topk: 3, use_expansion: false });
+    expect(plain.body.expanded_queries).to.deep.equal(['red']);
+  });
+
+  it('POST /api/search/expand and /api/rag/qa', async () => {
+    const expand = await post(service.url, '/api/search/expand', { query: 'red', n: 2 });
+    expect(expand.status).to.equal(200);
+    expect(expand.body.expanded_queries).to.deep.equal(['red', 'crimson things', 'scarlet objects']);
+    expect((await post(service.url, '/api/search/expand', { query: '' })).status).to.equal(400);
+    const qa = await post(service.url, '/api/rag/qa', { question: 'which images are red?', topk: 3 });
+    expect(qa.status).to.equal(200);
+    expect(qa.body.answer).to.equal('The red images are ids listed above.');
+    expect(qa.body.results).to.have.length(3);
+    const prompt = llm.requests.at(-1)!.body.messages.at(-1)!.content as string;
+    expect(prompt).to.contain(`id ${qa.body.results[0].id}`);
+  });
+
+  it('POST /api/chat runs the tool-call loop and continues a multi-turn conversation', async () => {
+    const first = await post(service.url, '/api/chat', { messages: [{ role: 'user', content: 'find blue' }] });
+    expect(first.status).to.equal(200);
+    expect(first.body.tool_calls).to.have.length(1);
+    expect(first.body.tool_calls[0]).to.deep.include({ tool: 'search_by_text', arguments: { query: 'blue', topk: 3 } });
+    expect(first.body.tool_calls[0].result.results).to.have.length(3);
+    expect(first.body.reply).to.equal('I found 3 images.');
+    // The tools were offered in function-calling format.
+    const offered = llm.requests.find((r) => r.body.tools)!.body.tools as Array<{ type: string; function: { name: string } }>;
+    expect(offered.map((t) => t.function.name)).to.include('get_index_status');
+
+    const history = [...first.body.messages.filter((m: { role: string; content?: string }) => m.role === 'user' || (m.role === 'assistant' && m.content)), { role: 'user', content: 'and the index status?' }];
+    const second = await post(service.url, '/api/chat', { messages: history });
+    expect(second.status).to.equal(200);
+    expect(second.body.tool_calls[0].tool).to.equal('get_index_status');
+    expect(second.body.reply).to.equal('The index holds 12 vectors.');
+    const sent = llm.requests.at(-1)!.body.messages;
+    expect(sent.some((m) => m.content === 'I found 3 images.')).to.equal(true);
+  });
+
+  it('bounds the tool-call rounds and reports LLM failures as 502', async () => {
+    // A model that keeps calling tools gets 4 rounds; then tools are withdrawn and it must answer.
+    const loop = await post(service.url, '/api/chat', { message: 'loop forever' });
+    expect(loop.status).to.equal(200);
+    expect(loop.body.tool_calls).to.have.length(4);
+    expect(loop.body.reply).to.equal('ok');
+    expect(llm.requests.at(-1)!.body.tools).to.equal(undefined);
+    expect((await post(service.url, '/api/chat', { messages: [{ role: 'robot', content: 'x' }] })).status).to.equal(400);
+    llm.failNext = 2; // the client retries once
+    const failed = await post(service.url, '/api/search/expand', { query: 'red' });
+    expect(failed.status).to.equal(502);
+    expect(failed.body.message).to.match(/LLM request failed/);
+  });
+});

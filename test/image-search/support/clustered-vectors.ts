@@ -1,0 +1,107 @@
+// Deterministic unit vectors with cluster structure (like image embeddings), for index tests and the bench.
+
+/** Small fast PRNG (mulberry32) so every run sees the same data. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function gaussian(rand: () => number): number {
+  return Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
+}
+
+export function normalizeRows(x: Float32Array, d: number): Float32Array {
+  for (let r = 0; r < x.length / d; r++) {
+    let s = 0;
+    for (let j = 0; j < d; j++) s += x[r * d + j] * x[r * d + j];
+    const inv = 1 / Math.sqrt(s || 1);
+    for (let j = 0; j < d; j++) x[r * d + j] *= inv;
+  }
+  return x;
+}
+
+/** n unit vectors of dimension d around `clusters` random centres, spread `noise` around each. */
+export function clusteredVectors(n: number, d: number, clusters: number, seed = 1, noise = 0.5): Float32Array {
+  const rand = rng(seed);
+  const centres = new Float32Array(clusters * d);
+  for (let i = 0; i < centres.length; i++) centres[i] = gaussian(rand);
+  normalizeRows(centres, d);
+  const out = new Float32Array(n * d);
+  const scale = noise / Math.sqrt(d);
+  for (let i = 0; i < n; i++) {
+    const c = Math.floor(rand() * clusters);
+    for (let j = 0; j < d; j++) out[i * d + j] = centres[c * d + j] + scale * gaussian(rand);
+  }
+  return normalizeRows(out, d);
+}
+
+/** Exact top-k ids (squared L2) of each query against the base set, for recall measurements. */
+export function exactTopK(base: Float32Array, queries: Float32Array, d: number, k: number): number[][] {
+  const n = base.length / d;
+  const result: number[][] = [];
+  for (let q = 0; q < queries.length / d; q++) {
+    const best: Array<[number, number]> = [];
+    for (let i = 0; i < n; i++) {
+      let s = 0;
+      for (let j = 0; j < d; j++) {
+        const diff = base[i * d + j] - queries[q * d + j];
+        s += diff * diff;
+      }
+      if (best.length < k || s < best[best.length - 1][0]) {
+        best.push([s, i]);
+        best.sort((a, b) => a[0] - b[0]);
+        if (best.length > k) best.pop();
+      }
+    }
+    result.push(best.map((b) => b[1]));
+  }
+  return result;
+}
+
+export function recallAtK(found: number[][], truth: number[][]): number {
+  let hit = 0;
+  let total = 0;
+  for (let q = 0; q < truth.length; q++) {
+    const t = new Set(truth[q]);
+    for (const id of found[q]) if (t.has(id)) hit++;
+    total += truth[q].length;
+  }
+  return hit / total;
+}
+
+/**
+ * Vectors shaped more like image embeddings than isotropic clusters: cluster centres plus variation
+ * along a few shared directions with decaying strength (low intrinsic dimension), plus a little
+ * isotropic noise; unit length.
+ */
+export function embeddingLikeVectors(n: number, d: number, clusters: number, seed = 1, directions = 32): Float32Array {
+  const rand = rng(seed);
+  const centres = new Float32Array(clusters * d);
+  for (let i = 0; i < centres.length; i++) centres[i] = gaussian(rand);
+  normalizeRows(centres, d);
+  const basis = new Float32Array(directions * d);
+  for (let i = 0; i < basis.length; i++) basis[i] = gaussian(rand);
+  normalizeRows(basis, d);
+  const strength = Array.from({ length: directions }, (_, j) => 0.45 / Math.sqrt(j + 1));
+  const isotropic = 0.1 / Math.sqrt(d);
+  const out = new Float32Array(n * d);
+  const coef = new Float32Array(directions);
+  for (let i = 0; i < n; i++) {
+    const c = Math.floor(rand() * clusters);
+    const row = out.subarray(i * d, (i + 1) * d);
+    for (let j = 0; j < d; j++) row[j] = centres[c * d + j] + isotropic * gaussian(rand);
+    for (let b = 0; b < directions; b++) coef[b] = strength[b] * gaussian(rand);
+    for (let b = 0; b < directions; b++) {
+      const w = coef[b];
+      const base = b * d;
+      for (let j = 0; j < d; j++) row[j] += w * basis[base + j];
+    }
+  }
+  return normalizeRows(out, d);
+}

@@ -1,0 +1,73 @@
+// A small OpenAI-compatible chat-completions server for tests (listens on port 0).
+// It answers the prompts the image-search assistant sends and asks for tool calls when tools are offered.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+interface Message {
+  role: string;
+  content?: string | null;
+  tool_calls?: unknown[];
+}
+
+export interface FakeLlm {
+  url: string;
+  requests: Array<{ authorization?: string; body: { model: string; messages: Message[]; tools?: unknown[] } }>;
+  failNext: number;
+  close(): Promise<void>;
+}
+
+function completion(model: string, message: Record<string, unknown>, finish = 'stop') {
+  return { id: 'chatcmpl-test', object: 'chat.completion', created: 0, model, choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }] };
+}
+
+function answer(body: FakeLlm['requests'][number]['body']): Record<string, unknown> {
+  const last = body.messages[body.messages.length - 1];
+  const text = String(last.content ?? '');
+  const lastUser = String([...body.messages].reverse().find((m) => m.role === 'user')?.content ?? '');
+  if (body.tools) {
+    const call = (name: string, args: unknown) => ({
+      content: null,
+      tool_calls: [{ id: `call_${body.messages.length}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+    });
+    if (/loop/i.test(lastUser)) return call('search_by_text', { query: 'loop', topk: 1 });
+    if (last.role === 'tool') {
+      const result = JSON.parse(text) as { results?: unknown[]; total_vectors?: number; error?: string };
+      if (result.error) return { content: `The tool failed: ${result.error}` };
+      return { content: result.results ? `I found ${result.results.length} images.` : `The index holds ${result.total_vectors} vectors.` };
+    }
+    if (/status/i.test(text)) return call('get_index_status', {});
+    return call('search_by_text', { query: text.replace(/^find\s+/i, ''), topk: 3 });
+  }
+  if (text.includes('alternative short descriptions')) return { content: '1. crimson things\n2. "scarlet objects"\n- red pictures' };
+  if (text.includes('explain how these results')) return { content: 'These images are mostly red.' };
+  if (text.includes('Answer the question')) return { content: 'The red images are ids listed above.' };
+  return { content: 'ok' };
+}
+
+export async function startFakeLlm(apiKey: string): Promise<FakeLlm> {
+  const fake: Partial<FakeLlm> = { requests: [], failNext: 0 };
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => (raw += c.toString()));
+    req.on('end', () => {
+      const send = (status: number, payload: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(payload));
+      };
+      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return send(404, { error: { message: 'not found' } });
+      if (req.headers.authorization !== `Bearer ${apiKey}`) return send(401, { error: { message: 'bad key' } });
+      const body = JSON.parse(raw) as FakeLlm['requests'][number]['body'];
+      fake.requests!.push({ authorization: req.headers.authorization, body });
+      if (fake.failNext! > 0) {
+        fake.failNext!--;
+        return send(500, { error: { message: 'upstream exploded' } });
+      }
+      const message = answer(body);
+      send(200, completion(body.model, message, message.tool_calls ? 'tool_calls' : 'stop'));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  fake.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return fake as FakeLlm;
+}

@@ -1,0 +1,66 @@
+// Test fixtures for image search: the test CLIP model and a small image directory, in temp dirs.
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { writeTestClipModel } from '../../../hack/clip/test-clip-model.js';
+import { rng } from './clustered-vectors.js';
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(path.join(tmpdir(), `strata-${prefix}-`));
+}
+
+export function makeTestModel(): string {
+  const dir = tempDir('clip');
+  writeTestClipModel(dir);
+  return dir;
+}
+
+/** A noisy image of one colour (PNG), so near-duplicates differ a little. */
+export async function colourImage(rgb: [number, number, number], seed: number, width = 320, height = 240): Promise<Buffer> {
+  const rand = rng(seed);
+  const raw = Buffer.alloc(width * height * 3);
+  for (let i = 0; i < width * height; i++) {
+    for (let c = 0; c < 3; c++) raw[i * 3 + c] = Math.max(0, Math.min(255, rgb[c] + Math.round((rand() - 0.5) * 40)));
+  }
+  return sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer();
+}
+
+export const PALETTE: Record<string, [number, number, number]> = {
+  red: [215, 35, 35],
+  green: [45, 165, 65],
+  blue: [35, 65, 215],
+  yellow: [235, 215, 45],
+};
+
+/**
+ * An image directory: colours/<colour>-<n>.png (3 of each colour), a JPEG and a WebP, some Tux Paint
+ * stamps (with their caption files) when installed, and a file that is not an image.
+ */
+export async function makeImageDir(): Promise<{ dir: string; colourFiles: Record<string, string[]> }> {
+  const dir = tempDir('images');
+  mkdirSync(path.join(dir, 'colours'));
+  const colourFiles: Record<string, string[]> = {};
+  let seed = 1;
+  for (const [name, rgb] of Object.entries(PALETTE)) {
+    colourFiles[name] = [];
+    for (let n = 0; n < 3; n++) {
+      const rel = `colours/${name}-${n}.png`;
+      await sharp(await colourImage(rgb, seed++)).toFile(path.join(dir, rel));
+      colourFiles[name].push(rel);
+    }
+  }
+  await sharp(await colourImage([215, 35, 35], 99)).jpeg().toFile(path.join(dir, 'colours', 'red-photo.jpg'));
+  await sharp(await colourImage([35, 65, 215], 98)).webp().toFile(path.join(dir, 'colours', 'blue-photo.webp'));
+  writeFileSync(path.join(dir, 'broken.png'), 'this is not an image');
+  const stamps = '/usr/share/tuxpaint/stamps/animals/mammals';
+  if (existsSync(stamps)) {
+    mkdirSync(path.join(dir, 'tuxpaint'));
+    for (const name of readdirSync(stamps).filter((f) => f.endsWith('.png')).slice(0, 6)) {
+      copyFileSync(path.join(stamps, name), path.join(dir, 'tuxpaint', name));
+      const caption = path.join(stamps, name.replace(/\.png$/, '.txt'));
+      if (existsSync(caption)) copyFileSync(caption, path.join(dir, 'tuxpaint', name.replace(/\.png$/, '.txt')));
+    }
+  }
+  return { dir, colourFiles };
+}

@@ -1,0 +1,97 @@
+import { expect } from 'chai';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { pino } from 'pino';
+import { startImageSearch } from '../../images/image-search/src/app.js';
+import type { RunningService } from '../../images/service-kit/src/index.js';
+import { colourImage, makeImageDir, makeTestModel, tempDir } from './support/fixtures.js';
+
+describe('image-search: web UI in Chromium', function () {
+  this.timeout(120_000);
+  let service: RunningService;
+  let browser: BrowserContext;
+  const dirs: string[] = [];
+
+  before(async () => {
+    const modelDir = makeTestModel();
+    const images = await makeImageDir();
+    const indexDir = tempDir('image-search-ui');
+    const profile = tempDir('chromium-profile');
+    dirs.push(modelDir, images.dir, indexDir, profile);
+    service = await startImageSearch({
+      env: {},
+      PORT: 0,
+      host: '127.0.0.1',
+      IMAGE_SEARCH_MODEL_DIR: modelDir,
+      IMAGE_FILE_DIR: images.dir,
+      IMAGE_SEARCH_INDEX_DIR: indexDir,
+      IMAGE_SEARCH_BUFFER_THRESHOLD: 10,
+      IMAGE_SEARCH_SCAN_ON_START: true,
+      logger: pino({ level: 'silent' }),
+    });
+    // A fresh profile directory per run.
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: '/usr/bin/chromium',
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1280, height: 900 },
+    });
+    // Wait until the start-up scan has indexed the directory.
+    for (;;) {
+      const status = (await (await fetch(`${service.url}/api/index/status`)).json()) as { total_vectors: number };
+      if (status.total_vectors >= 14) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  });
+  after(async () => {
+    await browser?.close();
+    await service?.stop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('searches by text and by image, shows distances and index status, and runs a merge', async () => {
+    const page = await browser.newPage();
+    const offline: string[] = [];
+    page.on('request', (r) => {
+      if (!r.url().startsWith(service.url)) offline.push(r.url());
+    });
+    await page.goto(service.url + '/');
+    await page.waitForSelector('#model-state.ok');
+    expect(await page.textContent('#llm-state')).to.equal('LLM disabled');
+    expect(await page.isDisabled('#use-ai')).to.equal(true);
+    await page.waitForFunction(() => document.querySelector('#index-status')?.textContent?.includes('merge suggested'));
+
+    await page.fill('#query', 'green');
+    await page.fill('#topk', '3');
+    await page.click('#text-form button');
+    await page.waitForSelector('#results .card');
+    const cards = await page.$$eval('#results .card', (els) => els.map((e) => e.textContent ?? ''));
+    expect(cards).to.have.length(3);
+    for (const c of cards) expect(c).to.match(/distance \d+\.\d{4}.*green/);
+    // Thumbnails load from /images.
+    await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('#results img')].every((i) => i.complete && i.naturalWidth > 0));
+
+    const queryFile = path.join(dirs[2], 'query-yellow.png');
+    mkdirSync(path.dirname(queryFile), { recursive: true });
+    writeFileSync(queryFile, await colourImage([235, 215, 45], 777));
+    await page.setInputFiles('#query-img', queryFile);
+    await page.click('#image-form button');
+    await page.waitForFunction(() => document.querySelector('#message')?.textContent?.includes('similar to query-yellow.png'));
+    const first = await page.textContent('#results .card');
+    expect(first).to.match(/yellow/);
+
+    await page.click('#merge');
+    await page.waitForFunction(() => document.querySelector('#index-status')?.textContent?.includes('merge: done'), undefined, { timeout: 30_000 });
+    expect(await page.textContent('#index-status')).to.match(/exact \(\d+\)/);
+
+    await page.fill('#query', 'red');
+    await page.fill('#topk', '12');
+    await page.click('#text-form button');
+    await page.waitForFunction(() => document.querySelectorAll('#results .card').length === 12);
+    await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('#results img')].every((i) => i.complete));
+    mkdirSync('test/artifacts', { recursive: true });
+    await page.screenshot({ path: 'test/artifacts/image-search-ui.png', fullPage: true });
+    expect(offline, 'the UI must not fetch anything from outside').to.deep.equal([]);
+    await page.close();
+  });
+});

@@ -1,0 +1,87 @@
+import { expect } from 'chai';
+import { DEFAULT_MODEL_DIR } from '../../images/model-server/src/app.js';
+import { DecodeBatch } from '../../images/model-server/src/decode-batch.js';
+import { MODEL_DIMS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
+import { OnnxTransformer } from '../../images/model-server/src/onnx-transformer.js';
+import { encodeChat } from '../../images/model-server/src/tokenizer.js';
+import { ReferenceTransformer } from './reference-transformer.js';
+
+const V = MODEL_DIMS.vocabSize;
+const TOLERANCE = 2e-3;
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  let max = 0;
+  for (let i = 0; i < a.length; i++) max = Math.max(max, Math.abs(a[i]! - b[i]!));
+  return max;
+}
+
+describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
+  let model: OnnxTransformer;
+  let oracle: ReferenceTransformer;
+
+  before(async () => {
+    [model, oracle] = await Promise.all([OnnxTransformer.load(DEFAULT_MODEL_DIR, { threads: 1 }), ReferenceTransformer.load(DEFAULT_MODEL_DIR)]);
+  });
+  after(async () => model.release());
+
+  it('gives the oracle\'s logits at every step while sequences join, leave, reuse rows and get compacted', async () => {
+    // Teacher-forced sequences with different prompt lengths (the third is longer than the batch's
+    // memory width, forcing a re-layout); the fourth joins the moment the second leaves (row reuse).
+    const sequences = [
+      { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '10 11 12 13 14 15 16 17 18 19 20' }]), target: [SPECIAL_TOKENS.BOS, 500, 501, 502, 503, 504] },
+      { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '999' }]), target: [SPECIAL_TOKENS.BOS, 42, 43] },
+      { joinAt: 2, prompt: encodeChat([{ role: 'system', content: 'be terse' }, { role: 'user', content: '300 301 302 303 304 305 306 307 308 309 310 311 312 313 314 315 316' }]), target: [SPECIAL_TOKENS.BOS, 7, 300, 301, 302, 303, 304, 305] },
+      { joinAt: 3, prompt: encodeChat([{ role: 'user', content: '77 78' }]), target: [SPECIAL_TOKENS.BOS, 77, 78, 79, 80, 81, 82, 83, 84, 85] },
+    ];
+    const expected = sequences.map((s) => oracle.decode(oracle.encode(s.prompt), s.target));
+    const batch = new DecodeBatch();
+    let slots: Array<number | undefined> = [];
+    const step = sequences.map(() => 0);
+    const join = async (t: number) => {
+      const joining = sequences.map((s, i) => ({ s, i })).filter(({ s }) => s.joinAt === t);
+      if (joining.length === 0) return;
+      // Prompts that join together are encoded together (padded to the longest).
+      const rows = batch.add(await model.encode(joining.map(({ s }) => s.prompt)));
+      rows.forEach((row, k) => (slots[row] = joining[k]!.i));
+    };
+    await join(0);
+    let compared = 0;
+    let compactions = 0;
+    for (let t = 0; slots.some((s) => s !== undefined); t++) {
+      const out = await model.decodeStep(batch.stepInput(
+        slots.map((s) => (s === undefined ? SPECIAL_TOKENS.PAD : sequences[s]!.target[step[s]!]!)),
+        slots.map((s) => (s === undefined ? 0 : step[s]!)),
+      ));
+      batch.advance(out);
+      const done: number[] = [];
+      slots.forEach((s, row) => {
+        if (s === undefined) return;
+        const diff = maxAbsDiff(out.logits.subarray(row * V, (row + 1) * V), expected[s]![step[s]!]!);
+        expect(diff, `sequence ${s} step ${step[s]}`).to.be.below(TOLERANCE);
+        compared++;
+        if (++step[s]! === sequences[s]!.target.length) done.push(row);
+      });
+      for (const row of done) slots[row] = undefined;
+      batch.release(done);
+      await join(t + 1);
+      const kept = batch.compact();
+      if (kept) {
+        compactions++;
+        slots = kept.map((row) => slots[row]);
+      }
+    }
+    expect(compared).to.equal(sequences.reduce((n, s) => n + s.target.length, 0));
+    expect(compactions).to.be.greaterThan(0);
+  });
+
+  it('encoder output does not depend on the padding added for other prompts in the batch', async () => {
+    const short = encodeChat([{ role: 'user', content: '123 456' }]);
+    const long = encodeChat([{ role: 'user', content: '10 20 30 40 50 60 70 80' }]);
+    const [alone] = await model.encode([short]);
+    const [padded] = await model.encode([short, long]);
+    for (let l = 0; l < MODEL_DIMS.decoderLayers; l++) {
+      expect(maxAbsDiff(alone!.memoryKeys[l]!, padded!.memoryKeys[l]!)).to.be.below(1e-4);
+      expect(maxAbsDiff(alone!.memoryValues[l]!, padded!.memoryValues[l]!)).to.be.below(1e-4);
+    }
+  });
+});

@@ -1,0 +1,63 @@
+import { expect } from 'chai';
+import { ModelServerReconciler } from '../../controllers/model-server/model-server-reconciler.js';
+import type { Manager } from '../../operator/manager.js';
+import { eventually, mustGet, startHarness, TEST_SETTINGS, type Harness } from '../controllers/support/harness.js';
+
+const election = (identity: string) => ({
+  namespace: 'strata-system',
+  leaseName: 'strata-operator',
+  identity,
+  leaseDurationMs: 1000,
+  renewDeadlineMs: 600,
+  retryPeriodMs: 100,
+});
+
+const modelServer = (name: string) => ({ apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', metadata: { name, namespace: 'ml' }, spec: {} });
+
+describe('operator leader election', () => {
+  let h: Harness;
+  let one: Manager;
+  let two: Manager;
+
+  beforeEach(async () => {
+    h = await startHarness();
+    const reconcilers = () => [new ModelServerReconciler(h.kube, h.events, TEST_SETTINGS)];
+    one = h.start(reconcilers(), { leaderElection: election('one') });
+    two = h.start(reconcilers(), { leaderElection: election('two') });
+  });
+  afterEach(() => h.stop());
+
+  const lease = () => mustGet(h.fake, 'coordination.k8s.io/v1', 'Lease', 'strata-system', 'strata-operator') as unknown as { spec: { holderIdentity: string; leaseTransitions: number } };
+
+  it('lets exactly one of two managers lead, and the other take over after the lease expires', async () => {
+    const leader = await eventually(() => {
+      expect(one.isLeader !== two.isLeader, 'exactly one leader').to.equal(true);
+      return one.isLeader ? one : two;
+    }, 'one leader');
+    const standby = leader === one ? two : one;
+    expect(lease().spec.holderIdentity).to.equal(leader === one ? 'one' : 'two');
+    await h.kube.apply(modelServer('first') as never);
+    await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', 'ml', 'first-model-server'), 'leader reconciles');
+
+    // The leader dies without releasing the lease; the standby waits for expiry, then leads.
+    await leader.abandon();
+    expect(leader.isLeader).to.equal(false);
+    await eventually(() => expect(standby.isLeader).to.equal(true), 'standby takes over', 10_000);
+    await standby.settled();
+    expect(lease().spec.holderIdentity).to.equal(standby === one ? 'one' : 'two');
+    expect(lease().spec.leaseTransitions).to.equal(1);
+    await h.kube.apply(modelServer('second') as never);
+    await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', 'ml', 'second-model-server'), 'new leader reconciles');
+  });
+
+  it('hands the lease back on a graceful stop', async () => {
+    const leader = await eventually(() => {
+      expect(one.isLeader || two.isLeader).to.equal(true);
+      return one.isLeader ? one : two;
+    }, 'one leader');
+    const standby = leader === one ? two : one;
+    await leader.stop();
+    await eventually(() => expect(standby.isLeader).to.equal(true), 'standby takes over');
+    expect(lease().spec.holderIdentity).to.equal(standby === one ? 'one' : 'two');
+  });
+});

@@ -1,0 +1,109 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** What the fake upstream received for one chat-completions call. */
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  authorization: string | undefined;
+  body: {
+    model?: string;
+    messages?: Array<{ role: string; content: string }>;
+    max_tokens?: number;
+    [key: string]: unknown;
+  };
+}
+
+/** How the fake answers the next requests: a poem, an HTTP error, or never (to exercise timeouts). */
+export type FakeBehaviour =
+  | { kind: 'poem'; content: string | ((req: ReceivedRequest) => string) }
+  | { kind: 'error'; status: number; message: string }
+  | { kind: 'hang' };
+
+export interface FakeOpenAI {
+  /** Base URL including /v1, as an OpenAI client expects. */
+  baseUrl: string;
+  received: ReceivedRequest[];
+  /** Requests whose connection the client closed while the fake was still holding them ("hang"). */
+  readonly abandoned: number;
+  behave(behaviour: FakeBehaviour): void;
+  close(): Promise<void>;
+}
+
+/**
+ * A small server speaking the OpenAI chat-completions wire format (the subset the poem app uses),
+ * listening on a free port. It records every request so tests can check what the app sent.
+ */
+export async function startFakeOpenAI(initial: FakeBehaviour = { kind: 'poem', content: 'a quiet line' }): Promise<FakeOpenAI> {
+  let behaviour = initial;
+  const received: ReceivedRequest[] = [];
+  let abandoned = 0;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const record: ReceivedRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        authorization: req.headers.authorization,
+        body: text ? (JSON.parse(text) as ReceivedRequest['body']) : {},
+      };
+      received.push(record);
+      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+        sendJson(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } });
+        return;
+      }
+      if (behaviour.kind === 'hang') {
+        // Never answers; the client's timeout (or its caller's abort) must end the request.
+        res.on('close', () => abandoned++);
+        return;
+      }
+      if (behaviour.kind === 'error') {
+        sendJson(res, behaviour.status, { error: { message: behaviour.message, type: 'server_error', code: null } });
+        return;
+      }
+      const content = typeof behaviour.content === 'function' ? behaviour.content(record) : behaviour.content;
+      sendJson(res, 200, {
+        id: 'chatcmpl-fake1',
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: record.body.model ?? 'unknown',
+        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', logprobs: null }],
+        usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 },
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    received,
+    get abandoned() {
+      return abandoned;
+    },
+    behave(next) {
+      behaviour = next;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections(); // hanging requests would otherwise keep the server open
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** A port on which nothing listens (bound, then released), for "connection refused". */
+export async function unusedPort(): Promise<number> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
