@@ -1,4 +1,4 @@
-import { CoordinationV1Api, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
+import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../images/service-kit/src/index.js';
 import { isConflict, isNotFound } from './kube-client.js';
 
@@ -86,7 +86,9 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { namespace, leaseName: name, identity } = this.opts;
-    const now = new Date();
+    // Lease times are MicroTime: the API server only parses six fractional digits, and a plain Date
+    // serializes three ("cannot parse .123Z as .000000", 400). V1MicroTime pads to six.
+    const now = new V1MicroTime();
     const durationSeconds = Math.max(1, Math.ceil(this.opts.leaseDurationMs / 1000));
     let lease: V1Lease;
     try {

@@ -58,6 +58,32 @@ function now(): string {
   return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
+/** metav1.MicroTime fields: the API server decodes them with RFC3339Micro, six fractional digits exactly. */
+const MICRO_TIME_FIELDS: Record<string, string[][]> = {
+  'coordination.k8s.io/Lease': [
+    ['spec', 'acquireTime'],
+    ['spec', 'renewTime'],
+  ],
+  '/Event': [['eventTime']],
+};
+const RFC3339_MICRO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$/;
+
+/** Refuse what the real decoder refuses (400), e.g. a JavaScript Date's three-digit toISOString(). */
+function checkMicroTimes(t: ResourceType, obj: KubeObject): void {
+  for (const fieldPath of MICRO_TIME_FIELDS[`${t.group}/${t.kind}`] ?? []) {
+    let value: unknown = obj;
+    for (const key of fieldPath) value = isObject(value as Json) ? (value as Record<string, unknown>)[key] : undefined;
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'string' || !RFC3339_MICRO.test(value)) {
+      throw new ApiError(
+        400,
+        'BadRequest',
+        `${t.kind} in version "${t.version}" cannot be handled as a ${t.kind}: parsing time ${JSON.stringify(value)} as "2006-01-02T15:04:05.000000Z07:00" (${fieldPath.join('.')})`,
+      );
+    }
+  }
+}
+
 /**
  * The fake API server's storage: typed objects with resourceVersion, generation, finalizers,
  * deletionTimestamp, status subresource rules, owner-reference garbage collection and a watch log.
@@ -274,6 +300,7 @@ export class ClusterState extends EventEmitter {
 
   /** Custom resources: schema defaults applied, invalid objects refused as the API server does. */
   private validate(t: ResourceType, obj: KubeObject): void {
+    checkMicroTimes(t, obj);
     const problems = this.schemas.check(apiVersionOf(t), t.kind, obj);
     if (problems.length) throw new ApiError(422, 'Invalid', `${t.kind}.${t.group} "${obj.metadata.name}" is invalid: ${problems.join('; ')}`);
   }

@@ -139,4 +139,15 @@ describe('fake Kubernetes API server (client-node unmodified)', () => {
     const lost = await coordination.replaceNamespacedLease({ namespace: 'a', name: 'lock', body: { ...lease, spec: { holderIdentity: 'three' } } }).catch((e: k8s.ApiException<unknown>) => e);
     expect((lost as k8s.ApiException<unknown>).code).to.equal(409);
   });
+
+  it('decodes Lease times as MicroTime: six fractional digits, like the real API server', async () => {
+    const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
+    // A plain Date serializes with milliseconds (".123Z"): the real decoder refuses it with 400.
+    const refused = await coordination
+      .createNamespacedLease({ namespace: 'a', body: { metadata: { name: 'ms' }, spec: { holderIdentity: 'one', renewTime: new Date() } } })
+      .catch((e: k8s.ApiException<unknown>) => e);
+    expect((refused as k8s.ApiException<unknown>).code).to.equal(400);
+    const stored = await coordination.createNamespacedLease({ namespace: 'a', body: { metadata: { name: 'us' }, spec: { holderIdentity: 'one', renewTime: new k8s.V1MicroTime() } } });
+    expect(String(stored.spec?.renewTime)).to.match(/\.\d{6}Z$/);
+  });
 });
