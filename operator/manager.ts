@@ -32,6 +32,11 @@ export class Manager {
     return this.elector ? this.elector.isLeader : this.started;
   }
 
+  /** Controllers running in this replica now (zero while standing by). */
+  get runningControllers(): number {
+    return this.runners.length;
+  }
+
   /** Ready when started; a standby replica is ready too (it serves metrics and waits to lead). */
   get isReady(): boolean {
     return this.started && this.runners.every((r) => r.hasSynced);

@@ -50,6 +50,44 @@ describe('operator leader election', () => {
     await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', 'ml', 'second-model-server'), 'new leader reconciles');
   });
 
+  const oneLeader = () =>
+    eventually(() => {
+      expect(one.isLeader !== two.isLeader, 'exactly one leader').to.equal(true);
+      return one.isLeader ? one : two;
+    }, 'one leader');
+
+  it('steps down when the lease cannot be renewed within the renew deadline, and leads again once it can', async () => {
+    const leader = await oneLeader();
+    await eventually(() => expect(leader.runningControllers).to.equal(1), 'controllers running');
+    // The API server answers nothing about Leases (say etcd is down): nobody may keep reconciling.
+    h.fake.failRequests = (_method, path) => (path.includes('/leases') ? 503 : undefined);
+    await eventually(() => {
+      expect(one.isLeader).to.equal(false);
+      expect(two.isLeader).to.equal(false);
+    }, 'leader steps down after the renew deadline', 10_000);
+    await leader.settled();
+    expect(leader.runningControllers).to.equal(0);
+    await h.kube.apply(modelServer('during-outage') as never);
+    h.fake.failRequests = undefined;
+    await oneLeader();
+    await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', 'ml', 'during-outage-model-server'), 'reconciled by the next leader');
+  });
+
+  it('steps down when another holder has taken the lease', async () => {
+    const leader = await oneLeader();
+    const standby = leader === one ? two : one;
+    const coordination = h.fake.state.typeForKind('coordination.k8s.io/v1', 'Lease');
+    const current = h.fake.state.get(coordination, 'strata-system', 'strata-operator') as unknown as { spec: object };
+    // Someone else (an operator of another version, a split brain) holds a fresh lease for a minute.
+    const renewTime = new Date().toISOString().replace(/Z$/, '000Z');
+    h.fake.state.update(coordination, 'strata-system', 'strata-operator', { ...current, spec: { ...current.spec, holderIdentity: 'intruder', renewTime, leaseDurationSeconds: 60 } } as never);
+    await eventually(() => expect(leader.isLeader).to.equal(false), 'leader steps down');
+    await leader.settled();
+    expect(leader.runningControllers).to.equal(0);
+    expect(standby.isLeader).to.equal(false);
+    expect(lease().spec.holderIdentity).to.equal('intruder');
+  });
+
   it('hands the lease back on a graceful stop', async () => {
     const leader = await eventually(() => {
       expect(one.isLeader || two.isLeader).to.equal(true);

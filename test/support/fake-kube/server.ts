@@ -53,6 +53,8 @@ export class FakeKubeServer {
   silenceWatches = false;
   /** Counts requests by "METHOD path-without-query", for tests that assert on traffic. */
   readonly requests: string[] = [];
+  /** Fault injection: a status code to fail a request with (e.g. 503 for an unreachable etcd), or undefined. */
+  failRequests?: (method: string, path: string) => number | undefined;
   url = '';
 
   constructor(crds: object[] = []) {
@@ -95,6 +97,8 @@ export class FakeKubeServer {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
     this.requests.push(`${req.method} ${url.pathname}`);
+    const injected = this.failRequests?.(req.method ?? 'GET', url.pathname);
+    if (injected) throw new ApiError(injected, injected === 503 ? 'ServiceUnavailable' : 'InternalError', `injected failure for ${req.method} ${url.pathname}`);
     const parts = url.pathname.split('/').filter(Boolean);
     if (req.method === 'GET' && this.discovery(parts, res)) return;
     const route = this.route(parts);
