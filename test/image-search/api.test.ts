@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import http from 'node:http';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pino } from 'pino';
 import { startImageSearch, type StartImageSearchOptions } from '../../images/image-search/src/app.js';
@@ -113,12 +113,25 @@ describe('image-search: HTTP API', function () {
     expect(again.body.skipped[0]).to.include({ id: 0, reason: 'already indexed' });
 
     const before = (await call(base, 'GET', '/api/index/status')).body.next_id;
-    for (const bad of [['../../etc/passwd'], ['/etc/hostname'], ['colours/missing.png'], [all[1], 'broken.png'], [], 'x', [42]]) {
+    // A symlink inside the directory that points out of it counts as outside.
+    const outside = tempDir('image-outside');
+    writeFileSync(path.join(outside, 'secret.png'), await colourImage([1, 2, 3], 5));
+    symlinkSync(path.join(outside, 'secret.png'), path.join(images.dir, 'colours', 'escape.png'));
+    const escape = await call(base, 'POST', '/api/index/add', { image_paths: ['colours/escape.png'] });
+    expect(escape.body.message).to.match(/outside the image directory/);
+    expect(await rawGet(base, '/images/colours/escape.png')).to.equal(404);
+    rmSync(path.join(images.dir, 'colours', 'escape.png'));
+    rmSync(outside, { recursive: true, force: true });
+    for (const bad of [['../../etc/passwd'], ['/etc/hostname'], ['colours/missing.png'], [all[1], 'broken.png'], [], 'x', [42], ['colours/escape.png']]) {
       const response = await call(base, 'POST', '/api/index/add', { image_paths: bad });
       expect(response.status, JSON.stringify(bad)).to.equal(400);
       expect(response.body.error).to.equal('bad_request');
     }
     expect((await call(base, 'POST', '/api/index/add', '{"image_paths": [')).status).to.equal(400);
+    const huge = await call(base, 'POST', '/api/index/add', { image_paths: [`colours/${'x'.repeat(400_000)}.png`] });
+    expect(huge.status).to.equal(413);
+    expect(huge.body.error).to.equal('payload_too_large');
+    expect((await call(base, 'POST', '/api/index/add', { paths: [all[0]] })).status).to.equal(400);
     expect((await call(base, 'GET', '/api/index/status')).body.next_id).to.equal(before);
   });
 
@@ -231,6 +244,11 @@ describe('image-search: HTTP API', function () {
     expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_text', arguments: { topk: 2 } })).status).to.equal(400);
     expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_image_id', arguments: { image_id: 424242 } })).status).to.equal(404);
     expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_text', arguments: [1] })).status).to.equal(400);
+    expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_text', arguments: { query: 'red', topk: 1000 } })).status).to.equal(400);
+    expect((await call(base, 'POST', '/api/tools/call', { arguments: {} })).status).to.equal(400);
+    const outside = await call(base, 'POST', '/api/tools/call', { tool: 'add_images', arguments: { image_paths: ['../x.png'] } });
+    expect(outside.status).to.equal(400);
+    expect(outside.body.message).to.match(/outside the image directory/);
   });
 
   it('LLM endpoints report themselves disabled; RAG falls back to plain retrieval', async () => {
@@ -239,6 +257,9 @@ describe('image-search: HTTP API', function () {
     expect(rag.body).to.include({ original_query: 'red', total_results: 2, llm_enabled: false });
     expect(rag.body.expanded_queries).to.deep.equal(['red']);
     expect(rag.body.ai_explanation).to.match(/disabled/);
+    expect((await call(base, 'POST', '/api/search/rag', { query: 'red', topk: 0 })).status).to.equal(400);
+    expect((await call(base, 'POST', '/api/search/rag', { query: 'red', use_expansion: 'yes' })).status).to.equal(400);
+    expect((await call(base, 'POST', '/api/search/rag', '{"query":')).status).to.equal(400);
     expectOrdered(rag.body.results);
     for (const [route, payload] of [
       ['/api/search/expand', { query: 'red' }],

@@ -92,4 +92,21 @@ describe('image-search: FAISS binding', function () {
     expect(copy.ntotal).to.equal(n - 100);
     expect(loaded.ntotal).to.equal(n);
   });
+
+  it('applies per-search nprobe to an IVF behind a wrapper (pre-transform) and leaves its default alone', async () => {
+    const x = clusteredVectors(2000, d, 20, 9);
+    // PCA to the full dimension is a rotation: with nprobe = nlist the IVF,Flat search is exact.
+    const index = new FaissIndex(d, `PCA${d},IVF16,Flat`);
+    await index.train(x);
+    await index.addWithIds(x, ids(0, 2000));
+    const queries = x.slice(0, 50 * d);
+    const truth = exactTopK(x, queries, d, 10);
+    const one = recallAtK(labelsOf((await index.search(queries, 10, 1)).labels, 10), truth);
+    const all = recallAtK(labelsOf((await index.search(queries, 10, 16)).labels, 10), truth);
+    expect(all).to.be.closeTo(1, 1e-9);
+    expect(one).to.be.lessThan(all);
+    // The index's own nprobe (1) is back after the per-search one.
+    const plain = recallAtK(labelsOf((await index.search(queries, 10)).labels, 10), truth);
+    expect(plain).to.equal(one);
+  });
 });

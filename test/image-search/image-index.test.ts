@@ -130,7 +130,7 @@ describe('image-search: double-buffered index', function () {
     appendFileSync(path.join(dir, 'paths.jsonl'), '"img/ghost.jpg"\n"img/torn');
     writeFileSync(path.join(dir, 'main-99.faiss'), 'partial');
     writeFileSync(path.join(dir, 'manifest.json.tmp-1-2'), '{');
-    const index = await ImageIndex.open(options());
+    let index = await ImageIndex.open(options());
     expect(index.status()).to.deep.include({ next_id: 3101 });
     expect(statSync(path.join(dir, 'vectors.f32')).size).to.equal(3101 * d * 4);
     expect(existsSync(path.join(dir, 'main-99.faiss'))).to.equal(false);
@@ -140,5 +140,31 @@ describe('image-search: double-buffered index', function () {
     const [hits] = await index.search(row(data, 3600), 1);
     expect(hits[0]).to.deep.include({ id: 3101, path: 'img/3600.jpg' });
     await index.close();
+    // The torn tail was cut off in place, so the id → path map lines up after the next restart too.
+    index = await ImageIndex.open(options());
+    expect(index.pathOf(3101)).to.equal('img/3600.jpg');
+    expect(index.pathOf(3100)).to.equal('img/3500.jpg');
+    expect(index.idOf('img/ghost.jpg')).to.equal(undefined);
+    await index.close();
+  });
+
+  it('takes any FAISS index string: non-IVF ones get ids through IDMap2; a bad one fails at open', async () => {
+    const other = mkdtempSync(path.join(tmpdir(), 'strata-image-index-hnsw-'));
+    try {
+      const index = await ImageIndex.open({ ...options(), dir: other, indexString: 'HNSW16', minTrainingVectors: undefined });
+      await index.add(data.slice(0, 300 * d), names(0, 300));
+      index.merge();
+      const job = await index.waitForJob();
+      expect(job?.state, job?.error).to.equal('done');
+      expect(index.status().main).to.deep.include({ kind: 'ivf', index: 'HNSW16', vectors: 300 });
+      const [hits] = await index.search(row(data, 123), 3);
+      expect(hits[0]).to.deep.include({ id: 123, path: 'img/123.jpg' });
+      await index.close();
+      let error: unknown;
+      await ImageIndex.open({ ...options(), dir: other, indexString: 'IVF16,NoSuchCode' }).catch((e) => (error = e));
+      expect(String(error)).to.match(/image index string "IVF16,NoSuchCode" is not a valid FAISS factory string/);
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
   });
 });

@@ -208,19 +208,31 @@ class SearchWorker : public PromiseWorker {
   SearchWorker(Napi::Env env, HandlePtr h, const float* x, size_t n, int k, int nprobe)
       : PromiseWorker(env, std::move(h)), x_(x), n_(n), k_(k), nprobe_(nprobe), distances_(n * k), labels_(n * k) {}
   void Run() override {
-    std::shared_lock<std::shared_mutex> guard(handle_->lock);
+    // The wrapper structure of an index never changes after construction: safe to inspect unlocked.
     faiss::Index* index = handle_->index.get();
     faiss::IndexIVF* ivf = faiss::ivflib::try_extract_index_ivf(index);
+    if (ivf != nullptr && nprobe_ > 0 && ivf != index) {
+      // Wrappers (OPQ pre-transform, IDMap, refine) do not forward search parameters in FAISS 1.7.3:
+      // set nprobe on the inner IVF for this one search, holding the lock exclusively.
+      std::unique_lock<std::shared_mutex> guard(handle_->lock);
+      size_t saved = ivf->nprobe;
+      ivf->nprobe = static_cast<size_t>(nprobe_);
+      try {
+        index->search(n_, x_, k_, distances_.data(), labels_.data());
+      } catch (...) {
+        ivf->nprobe = saved;
+        throw;
+      }
+      ivf->nprobe = saved;
+      return;
+    }
+    std::shared_lock<std::shared_mutex> guard(handle_->lock);
     if (ivf != nullptr && nprobe_ > 0) {
-      // Per-search nprobe without touching the shared index: search the IVF directly with parameters
-      // (wrappers such as IDMap do not forward parameters in 1.7.3).
+      // A bare IVF: per-search nprobe without touching the shared index.
       faiss::SearchParametersIVF params;
       params.nprobe = static_cast<size_t>(nprobe_);
-      if (ivf == index) {
-        index->search(n_, x_, k_, distances_.data(), labels_.data(), &params);
-        return;
-      }
-      throw std::runtime_error("per-search nprobe is only supported on a bare IVF index");
+      index->search(n_, x_, k_, distances_.data(), labels_.data(), &params);
+      return;
     }
     index->search(n_, x_, k_, distances_.data(), labels_.data());
   }

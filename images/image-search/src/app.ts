@@ -116,6 +116,9 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
   app.use(httpMetrics(registry).middleware);
   app.use('/static', express.static(WEB_DIR, { index: false, fallthrough: false }));
   // Images are served read-only from the image directory; `send` refuses paths leaving it.
+  app.use('/images', (req: express.Request, res: express.Response, next: express.NextFunction) =>
+    files.servable(req.path) ? next() : res.status(404).json({ error: 'not_found', message: 'no such image' }),
+  );
   app.use('/images', express.static(files.root, { index: false, dotfiles: 'deny', fallthrough: false }));
   app.use(
     imageSearchRoutes({

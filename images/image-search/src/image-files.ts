@@ -22,8 +22,8 @@ export class ImageFiles {
     const absolute = path.resolve(this.root, input);
     if (!this.inside(absolute)) throw new BadPathError(`${input}: outside the image directory`);
     if (!existsSync(absolute) || !statSync(absolute).isFile()) throw new BadPathError(`${input}: no such image file`);
-    const real = realpathSync(absolute);
-    if (!this.inside(real) && !this.inside(absolute)) throw new BadPathError(`${input}: outside the image directory`);
+    // A symlink inside the directory that points out of it is refused too.
+    if (!this.inside(realpathSync(absolute))) throw new BadPathError(`${input}: outside the image directory`);
     if (!IMAGE_EXTENSIONS.has(path.extname(absolute).toLowerCase())) throw new BadPathError(`${input}: not an image file name`);
     return { relative: path.relative(this.root, absolute).split(path.sep).join('/'), absolute };
   }
@@ -31,6 +31,21 @@ export class ImageFiles {
   private inside(p: string): boolean {
     const rootReal = existsSync(this.root) ? realpathSync(this.root) : this.root;
     return [this.root, rootReal].some((r) => p === r || p.startsWith(r + path.sep));
+  }
+
+  /**
+   * False when a URL path under /images names a file that resolves outside the directory (a symlink
+   * pointing out of it); the static handler refuses ".." on its own.
+   */
+  servable(urlPath: string): boolean {
+    let absolute: string;
+    try {
+      absolute = path.join(this.root, decodeURIComponent(urlPath));
+    } catch {
+      return true; // malformed escapes: the static handler answers 400
+    }
+    if (!existsSync(absolute)) return true;
+    return this.inside(realpathSync(absolute));
   }
 
   absolute(relative: string): string {

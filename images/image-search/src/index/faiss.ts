@@ -24,7 +24,7 @@ export interface FaissIndex {
    */
   train(vectors: Float32Array, verbose?: boolean, twoLevel?: boolean): Promise<void>;
   addWithIds(vectors: Float32Array, ids: BigInt64Array): Promise<void>;
-  /** `nprobe` > 0 applies per search to a bare IVF index (SearchParametersIVF). */
+  /** `nprobe` > 0 applies to this search of an IVF index (SearchParametersIVF; wrapped IVFs such as OPQ,IVF set it under an exclusive lock). */
   search(queries: Float32Array, k: number, nprobe?: number): Promise<SearchResult>;
   removeIds(ids: BigInt64Array): Promise<number>;
   write(file: string): Promise<void>;

@@ -97,6 +97,14 @@ interface View {
   mainUpTo: number;
 }
 
+/**
+ * IVF indexes take ids themselves; other FAISS indexes (Flat, PQ, HNSW, ...) do not, so they are
+ * wrapped in an IDMap2 (the ids are the image ids).
+ */
+export function mainFactory(indexString: string): string {
+  return /(^|,)IVF\d/.test(indexString) || /^IDMap/.test(indexString) ? indexString : `IDMap2,${indexString}`;
+}
+
 export class IndexBusyError extends Error {
   constructor(readonly job: JobStatus) {
     super(`a ${job.op} is already running (${job.phase})`);
@@ -122,9 +130,19 @@ export class ImageIndex {
   readonly dim: number;
   private readonly minTrain: number;
 
+  /** Factory string of the trained main index (the configured one, given ids where it needs them). */
+  private readonly mainFactory: string;
+
   private constructor(private readonly opts: ImageIndexOptions) {
     this.dim = opts.dim ?? 512;
     this.minTrain = opts.minTrainingVectors ?? minTrainingVectors(opts.indexString);
+    this.mainFactory = mainFactory(opts.indexString);
+    // A bad index string is a configuration error at start, not a failed merge later.
+    try {
+      new FaissIndex(this.dim, this.mainFactory);
+    } catch (err) {
+      throw new Error(`image index string ${JSON.stringify(opts.indexString)} is not a valid FAISS factory string: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   static async open(opts: ImageIndexOptions): Promise<ImageIndex> {
@@ -405,7 +423,7 @@ export class ImageIndex {
     const { upTo, hidden } = await this.serialize(async () => ({ upTo: this.log.size, hidden: new Set(this.deleted) }));
     const live = this.liveIds(0, upTo, hidden);
     const trained = live.length >= this.minTrain;
-    const next = new FaissIndex(this.dim, trained ? this.opts.indexString : EXACT);
+    const next = new FaissIndex(this.dim, trained ? this.mainFactory : EXACT);
     const started = performance.now();
     if (trained) {
       job.phase = `training ${this.opts.indexString} on ${live.length} vectors`;

@@ -1,12 +1,14 @@
 // Append-only store of every vector and image path ever added, addressed by id (ids are dense: 0..next_id-1).
 // The raw float vectors serve exact re-ranking, rebuilds and the brute-force buffer after a restart;
 // bytes beyond next_id (an add that crashed before its manifest) are cut off at open.
-import { openSync, readSync, closeSync, fsyncSync, writeSync, ftruncateSync, fstatSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
+import { openSync, readSync, closeSync, fsyncSync, writeSync, ftruncateSync, fstatSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 
 export class VectorLog {
   private readonly vectorFd: number;
   private readonly pathFd: number;
+  /** Byte length of the committed path lines (where the next line is written). */
+  private pathEnd: number;
   private readonly rowBytes: number;
   private count: number;
   readonly paths: string[] = [];
@@ -21,14 +23,23 @@ export class VectorLog {
       throw new Error(`vector log ${vectorFile} holds ${Math.floor(size / this.rowBytes)} rows, manifest says ${committedCount}`);
     }
     ftruncateSync(this.vectorFd, committedCount * this.rowBytes);
-    // Paths: one JSON string per line, line i is id i; drop uncommitted or torn trailing lines.
-    const lines = existsSync(pathFile) ? readFileSync(pathFile, 'utf8').split('\n') : [];
+    // Paths: one JSON string per line, line i is id i. Uncommitted or torn trailing lines are cut off
+    // by truncating in place (never by rewriting the file: a crash during a rewrite would lose the
+    // committed lines too).
+    const text = existsSync(pathFile) ? readFileSync(pathFile) : Buffer.alloc(0);
+    let end = 0;
     for (let i = 0; i < committedCount; i++) {
-      if (i >= lines.length) throw new Error(`path log ${pathFile} is shorter than ${committedCount} entries`);
-      this.paths.push(JSON.parse(lines[i]) as string);
+      const newline = text.indexOf(0x0a, end);
+      if (newline < 0) throw new Error(`path log ${pathFile} is shorter than ${committedCount} entries`);
+      this.paths.push(JSON.parse(text.subarray(end, newline).toString('utf8')) as string);
+      end = newline + 1;
     }
-    writeFileSync(pathFile, this.paths.map((p) => JSON.stringify(p) + '\n').join(''));
-    this.pathFd = openSync(pathFile, 'a');
+    this.pathFd = openSync(pathFile, existsSync(pathFile) ? 'r+' : 'w+');
+    if (text.length > end) {
+      ftruncateSync(this.pathFd, end);
+      fsyncSync(this.pathFd);
+    }
+    this.pathEnd = end;
     this.count = committedCount;
   }
 
@@ -41,10 +52,12 @@ export class VectorLog {
     const first = this.count;
     const bytes = Buffer.from(vectors.buffer, vectors.byteOffset, vectors.byteLength);
     writeSync(this.vectorFd, bytes, 0, bytes.length, first * this.rowBytes);
-    writeSync(this.pathFd, paths.map((p) => JSON.stringify(p) + '\n').join(''));
+    const lines = Buffer.from(paths.map((p) => JSON.stringify(p) + '\n').join(''), 'utf8');
+    writeSync(this.pathFd, lines, 0, lines.length, this.pathEnd);
     fsyncSync(this.vectorFd);
     fsyncSync(this.pathFd);
     this.count += paths.length;
+    this.pathEnd += lines.length;
     this.paths.push(...paths);
     return first;
   }
