@@ -7,8 +7,11 @@
  * Options: --steps N (max steps, default 3000)  --seconds N (time budget, default 480)
  *          --batch N (default 32)  --max-len N (content tokens per prompt, default 12)  --seed N
  *          --task copy|reverse  --out DIR  --export-only  --resume (continue from the checkpoint)
+ *          --force (replace the model in --out even when it scored higher on the held-out set)
+ * The loss log (step, loss, token accuracy, seconds) grows in the checkpoint folder while training and
+ * is copied beside the exported model as training-log.csv.
  */
-import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
+import { appendFile, copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
@@ -32,6 +35,7 @@ const { values: args } = parseArgs({
     checkpoint: { type: 'string', default: 'data/train-model' },
     'export-only': { type: 'boolean', default: false },
     resume: { type: 'boolean', default: false },
+    force: { type: 'boolean', default: false },
   },
 });
 
@@ -71,7 +75,23 @@ if (args['export-only']) {
 }
 const model = new TfTransformer(weights);
 const evaluation = args['export-only'] ? training.evaluation : await evaluate(model, heldOut);
-await exportModel(weights, { ...training, evaluation });
+await exportModel(weights, { ...training, evaluation }, await keepExisting(evaluation));
+
+/**
+ * A short or unlucky run must not replace a better model already in --out (the committed one by
+ * default): unless --force, a run whose held-out exact match is lower writes to the checkpoint folder.
+ */
+async function keepExisting(evaluation: unknown): Promise<boolean> {
+  if (args.force || args['export-only']) return false;
+  const accuracy = (e: unknown) => (e as { exactMatchAccuracy?: number } | undefined)?.exactMatchAccuracy ?? -1;
+  let existing: unknown;
+  try {
+    existing = JSON.parse(await readFile(path.join(outDir, 'model-card.json'), 'utf8')).training?.evaluation;
+  } catch {
+    return false;
+  }
+  return accuracy(evaluation) < accuracy(existing);
+}
 
 interface PreviousTraining {
   steps: number;
@@ -87,10 +107,14 @@ async function train(weights: Weights, previous?: PreviousTraining): Promise<Rec
   const stepOffset = previous?.steps ?? 0;
   const secondsOffset = previous?.seconds ?? 0;
   const rand = mulberry32(seed + stepOffset);
-  const logPath = path.join(outDir, 'training-log.csv');
-  if (!previous) await writeFile(logPath, 'step,loss,token_accuracy,elapsed_s\n');
+  // The log grows beside the checkpoint and is copied next to the model it belongs to on export, so a
+  // run that does not replace the model in --out leaves that model's log alone too.
+  const logPath = path.join(checkpointDir, 'training-log.csv');
+  if (previous) await copyFile(path.join(outDir, 'training-log.csv'), logPath);
+  else await writeFile(logPath, 'step,loss,token_accuracy,elapsed_s\n');
   const bar = new cliProgress.SingleBar(
-    { format: 'training |{bar}| {value}/{total} steps | loss {loss} | token acc {acc} | {elapsed}s', hideCursor: true },
+    // Off a terminal (CI logs, pipes) the bar prints as a plain line every 10 s instead of not at all.
+    { format: 'training |{bar}| {value}/{total} steps | loss {loss} | token acc {acc} | {elapsed}s', hideCursor: true, noTTYOutput: true, notTTYSchedule: 10_000 },
     cliProgress.Presets.shades_classic,
   );
   bar.start(maxSteps, 0, { loss: '-', acc: '-', elapsed: 0 });
@@ -140,6 +164,7 @@ async function train(weights: Weights, previous?: PreviousTraining): Promise<Rec
     if (step > 300 && recentAccuracy > 0.999) break;
   }
   bar.stop();
+  console.log(`trained ${step} steps in ${((Date.now() - started) / 1000).toFixed(0)} s, final loss ${lastLoss.toFixed(4)}; loss log: ${logPath}`);
   return {
     task,
     steps: stepOffset + step,
@@ -205,10 +230,15 @@ async function toArrays(weights: Weights): Promise<WeightArrays> {
   return arrays;
 }
 
-async function exportModel(weights: Weights, trainingReport: Record<string, unknown>): Promise<void> {
+async function exportModel(weights: Weights, trainingReport: Record<string, unknown>, keep: boolean): Promise<void> {
   const arrays = await toArrays(weights);
-  await writeFile(path.join(outDir, 'encoder.onnx'), exportEncoder(arrays));
-  await writeFile(path.join(outDir, 'decoder.onnx'), exportDecoder(arrays));
+  const target = keep ? path.join(checkpointDir, 'model') : outDir;
+  if (keep) {
+    console.log(`the model in ${outDir} scores higher on the held-out set: kept it; this run goes to ${target} (--force overwrites)`);
+    await mkdir(target, { recursive: true });
+  }
+  await writeFile(path.join(target, 'encoder.onnx'), exportEncoder(arrays));
+  await writeFile(path.join(target, 'decoder.onnx'), exportDecoder(arrays));
   const card = {
     name: 'strata-tiny',
     architecture: 'encoder-decoder transformer, pre-LayerNorm, sinusoidal positions, tied input/output embeddings, ReLU feed-forward',
@@ -221,8 +251,9 @@ async function exportModel(weights: Weights, trainingReport: Record<string, unkn
     files: { encoder: 'encoder.onnx', decoder: 'decoder.onnx', lossLog: 'training-log.csv' },
     training: trainingReport,
   };
-  await writeFile(path.join(outDir, 'model-card.json'), JSON.stringify(card, null, 2) + '\n');
-  console.log(`wrote ${outDir}/encoder.onnx, decoder.onnx, model-card.json`);
+  if (!args['export-only']) await copyFile(path.join(checkpointDir, 'training-log.csv'), path.join(target, 'training-log.csv'));
+  await writeFile(path.join(target, 'model-card.json'), JSON.stringify(card, null, 2) + '\n');
+  console.log(`wrote ${target}/encoder.onnx, decoder.onnx, model-card.json`);
 }
 
 async function saveCheckpoint(weights: Weights, dir: string): Promise<void> {

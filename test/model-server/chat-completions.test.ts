@@ -1,7 +1,12 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
+import express from 'express';
 import OpenAI from 'openai';
 import { startModelServer } from '../../images/model-server/src/app.js';
-import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
+import { chatCompletionsHandler } from '../../images/model-server/src/chat-completions.js';
+import { ModelServerMetrics } from '../../images/model-server/src/metrics.js';
+import { createLogger, createRegistry, type RunningService } from '../../images/service-kit/src/index.js';
 import { getJson, postJson, postStream, randomPrompts } from './helpers.js';
 
 const MODEL = 'strata-tiny';
@@ -81,6 +86,34 @@ describe('model-server /v1/chat/completions', () => {
       const b = await postJson(url, request);
       expect(a.status).to.equal(200);
       expect(b.body.choices.map((c: { message: unknown }) => c.message)).to.deep.equal(a.body.choices.map((c: { message: unknown }) => c.message));
+    });
+
+    it('a seed gives the same answer streamed or not; other seeds sample other answers', async () => {
+      const request = { model: MODEL, messages: user('10 200 30 400 50 600 70'), temperature: 2, seed: 99 };
+      const plain = await postJson(url, request);
+      const { events } = await postStream(url, { ...request, stream: true });
+      const streamed = events.slice(0, -1).flatMap((c) => c.choices).map((c: { delta: { content?: string } }) => c.delta.content ?? '').join('');
+      expect(streamed).to.equal(plain.body.choices[0].message.content);
+      const others = await Promise.all([1, 2, 3].map((seed) => postJson(url, { ...request, seed })));
+      const contents = new Set([plain, ...others].map((r) => r.body.choices[0].message.content));
+      expect(contents.size, [...contents].join(' | ')).to.be.greaterThan(1);
+    });
+
+    it('temperature 0 is greedy, and a tiny top_p is greedy at any temperature', async () => {
+      const greedy = await postJson(url, { model: MODEL, messages: user('123 456 789 321'), temperature: 0 });
+      expect(greedy.body.choices[0].message.content).to.equal('123 456 789 321');
+      const nucleus = await postJson(url, { model: MODEL, messages: user('123 456 789 321'), temperature: 2, top_p: 0.000001, n: 3 });
+      expect(nucleus.status).to.equal(200);
+      for (const c of nucleus.body.choices) expect(c.message.content).to.equal('123 456 789 321');
+    });
+
+    it('accepts the request fields it ignores (user, logprobs: false, nulls) as OpenAI does', async () => {
+      const res = await postJson(url, {
+        model: MODEL, messages: [{ role: 'system', content: 'copy' }, { role: 'user', content: [{ type: 'text', text: '10 20' }] }],
+        temperature: null, top_p: null, seed: null, stop: null, n: null, max_tokens: null, user: 'someone', logprobs: false,
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      expect(res.body.choices).to.have.length(1);
     });
   });
 
@@ -185,6 +218,24 @@ describe('model-server /v1/chat/completions', () => {
       expectError(await postJson(url, { model: 'gpt-4o', messages: user('10') }), 404, 'model', 'model_not_found');
       expectError(await postJson(`${server.url}/v1/completions`, { model: MODEL, prompt: 'x' }), 404, null, 'unknown_url');
       expectError(await getJson(`${server.url}/v1/models/nope`), 404, 'model', 'model_not_found');
+    });
+
+    it('503 in OpenAI shape while the model is not loaded', async () => {
+      const app = express();
+      app.post('/v1/chat/completions', express.json(), chatCompletionsHandler({
+        modelNames: new Set([MODEL]), scheduler: () => undefined,
+        metrics: new ModelServerMetrics(createRegistry('model-server-test')), logger: createLogger('model-server-test', 'silent'),
+      }));
+      const listener = app.listen(0, '127.0.0.1');
+      await once(listener, 'listening');
+      try {
+        const res = await postJson(`http://127.0.0.1:${(listener.address() as AddressInfo).port}/v1/chat/completions`, { model: MODEL, messages: user('10') });
+        expectError(res, 503, null, 'model_not_ready');
+        expect(res.body.error.type).to.equal('server_error');
+        expect(res.headers.get('retry-after')).to.equal('1');
+      } finally {
+        listener.close();
+      }
     });
 
     it('413 for an oversized body', async () => {
