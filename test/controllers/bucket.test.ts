@@ -5,7 +5,7 @@ import { renderFlowRulesConfigMap, renderStorageStack } from '../../controllers/
 import { renderStackSecrets, secretValue } from '../../controllers/bucket/stack-secrets.js';
 import { PURGE_SCHEDULE } from '../../controllers/bucket/stack-names.js';
 import type { Bucket } from '../../controllers/api/index.js';
-import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, validateStored, type Doc, type Harness } from './support/harness.js';
 import { RecordingControlPlane } from './support/recording-control-plane.js';
 import { validateManifest } from './support/validate-manifest.js';
 
@@ -109,6 +109,8 @@ describe('Bucket reconciler', () => {
       expect(put.body).to.deep.equal({ owner: 'strata-root', backend: { kind: 'fs' } });
       expect(accesses[0]).to.include({ namespace: NS, rootUser: 'strata-root', controlPlaneUrl: 'http://strata-control-plane.store.svc.cluster.local:9002' });
       await eventually(() => expect(eventReasons(h.fake, NS, 'photos')).to.include.members(['BucketCreated', 'BucketReady']), 'events');
+      // Everything the operator wrote, as the API server stores it, is schema-valid.
+      expect(await validateStored(h.fake)).to.be.greaterThan(20);
     });
 
     it('never overwrites generated Secrets, and restores a deleted or edited Deployment', async () => {
@@ -162,6 +164,24 @@ describe('Bucket reconciler', () => {
         accessKey: 'AKID',
         secretKey: 'SECRET',
       });
+    });
+
+    it('follows an update of the deletion policy (Retain → Delete) and observes the new generation', async () => {
+      await h.kube.apply(bucketCr('logs', { deletionPolicy: 'Retain' }) as never);
+      await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
+      cp = await new RecordingControlPlane(internalToken()).start();
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
+      stackReady();
+      await eventually(() => expect(getBucket(h, 'logs')!.status?.conditions?.find((c) => c.type === 'Ready')?.observedGeneration).to.equal(1), 'ready at generation 1');
+      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'logs' }, { spec: { deletionPolicy: 'Delete' } });
+      await eventually(() => {
+        const b = getBucket(h, 'logs')!;
+        expect(b.status?.observedGeneration).to.equal(2);
+        expect(b.status?.conditions?.find((c) => c.type === 'Ready')).to.include({ status: 'True', observedGeneration: 2 });
+      }, 'generation 2 observed');
+      await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'logs' });
+      await eventually(() => expect(getBucket(h, 'logs')).to.equal(undefined), 'resource released');
+      expect(cp!.buckets.has('logs')).to.equal(false);
     });
 
     for (const policy of ['Retain', 'Delete'] as const) {

@@ -6,7 +6,7 @@ import { HttpIndexWorkerClient, type IndexWorkerClient, type IndexWorkerStatus }
 import { renderImageIndex, renderIndexJob } from '../../controllers/image-index/render-image-index.js';
 import { imageIndexSpec, type ImageIndex } from '../../controllers/api/index.js';
 import type { FakeKubeServer, KubeObject } from '../support/fake-kube/index.js';
-import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, validateStored, type Doc, type Harness } from './support/harness.js';
 import { validateManifest } from './support/validate-manifest.js';
 
 const NS = 'search';
@@ -153,6 +153,85 @@ describe('ImageIndex reconciler', () => {
       await workerReady();
       await eventually(() => expect(getIndex(h).status?.bufferSize).to.equal(5000), 'status');
       expect(jobs(h.fake)).to.have.length(0);
+    });
+
+    const ref = { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', namespace: NS, name: 'photos' };
+    const workerContainer = () => (mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'photos-index-worker') as Doc).spec.template.spec.containers[0];
+    const workerEnv = () => Object.fromEntries(workerContainer().env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+
+    it('follows spec updates, repairs drift, and every stored object is schema-valid', async () => {
+      await h.kube.apply(indexCr({ nprobe: 16 }) as never);
+      await workerReady();
+      await eventually(() => expect(getIndex(h).status?.observedGeneration).to.equal(1), 'observed');
+      await h.kube.mergePatch(ref, { spec: { nprobe: 64, topk: 50 } });
+      await eventually(() => {
+        expect(workerEnv()).to.include({ IMAGE_SEARCH_NPROBE: '64', IMAGE_SEARCH_TOPK: '50' });
+        expect(getIndex(h).status?.observedGeneration).to.equal(2);
+        expect(getIndex(h).status?.conditions?.every((c) => c.observedGeneration === 2)).to.equal(true);
+      }, 'update applied');
+      // Drift: a hand edit of the worker's image and a deleted Service are both put back.
+      await h.kube.mergePatch({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'photos-index-worker' }, {
+        spec: { template: { spec: { containers: [{ name: 'image-search', image: 'someone/else:latest' }] } } },
+      });
+      await eventually(() => expect(workerContainer().image).to.equal('ghcr.io/strata-dev/image-search:test'), 'image restored');
+      await h.kube.delete({ apiVersion: 'v1', kind: 'Service', namespace: NS, name: 'photos-index-worker' });
+      await eventually(() => mustGet(h.fake, 'v1', 'Service', NS, 'photos-index-worker'), 'service restored');
+      expect(await validateStored(h.fake)).to.be.greaterThan(5);
+    });
+
+    it('gives a GPU worker the GPU limit, node selector and tolerations, and takes them away again', async () => {
+      await h.kube.apply(indexCr({ gpu: { enabled: true, count: 2 }, resources: { limits: { memory: '8Gi' } } }) as never);
+      await eventually(() => {
+        const pod = (mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'photos-index-worker') as Doc).spec.template.spec;
+        expect(pod.containers[0].resources.limits).to.deep.equal({ memory: '8Gi', 'nvidia.com/gpu': 2 });
+        expect(pod.nodeSelector).to.deep.equal({ 'nvidia.com/gpu.present': 'true' });
+        expect(pod.tolerations).to.deep.equal([{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }]);
+      }, 'GPU scheduling');
+      await validateStored(h.fake);
+      // Server-side apply removes the fields the operator no longer applies.
+      await h.kube.mergePatch(ref, { spec: { gpu: { enabled: false } } });
+      await eventually(() => {
+        const pod = (mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'photos-index-worker') as Doc).spec.template.spec;
+        expect(pod.containers[0].resources.limits).to.deep.equal({ memory: '8Gi' });
+        expect(pod.nodeSelector).to.equal(undefined);
+        expect(pod.tolerations).to.equal(undefined);
+      }, 'back on CPU');
+    });
+
+    it('reports a failed Job with a Warning and does not rerun the same request', async () => {
+      await h.kube.apply(indexCr({ autoMerge: false, mergeRequest: 'm1' }) as never);
+      await workerReady();
+      const job = await eventually(() => {
+        const list = jobs(h.fake);
+        expect(list).to.have.length(1);
+        return list[0]!;
+      }, 'merge job');
+      const t = h.fake.state.typeForKind('batch/v1', 'Job');
+      h.fake.state.update(t, NS, job.metadata.name, { ...h.fake.state.get(t, NS, job.metadata.name), status: { failed: 3, conditions: [{ type: 'Failed', status: 'True' }] } }, 'status');
+      await eventually(() => expect(getIndex(h).status?.activeJob).to.equal(undefined), 'job over');
+      await eventually(() => expect(eventReasons(h.fake, NS, 'photos')).to.include('IndexOperationFailed'), 'warning event');
+      const warning = h.fake.state.list(h.fake.state.typeForKind('v1', 'Event'), NS).find((e) => e.reason === 'IndexOperationFailed')!;
+      expect(warning.type).to.equal('Warning');
+      expect(getIndex(h).status?.handledMergeRequest).to.equal('m1');
+      expect(getIndex(h).status?.lastMergeTime).to.equal(undefined);
+      expect(jobs(h.fake)).to.have.length(1);
+    });
+
+    it('leaves the worker, its Service, state volume and Jobs to the garbage collector on deletion', async () => {
+      await h.kube.apply(indexCr({ autoMerge: false, rebuildRequest: 'r1' }) as never);
+      await workerReady();
+      await eventually(() => expect(jobs(h.fake)).to.have.length(1), 'rebuild job');
+      await h.kube.delete(ref);
+      await eventually(() => {
+        for (const [apiVersion, kind, name] of [
+          ['apps/v1', 'Deployment', 'photos-index-worker'],
+          ['v1', 'Service', 'photos-index-worker'],
+          ['v1', 'PersistentVolumeClaim', 'photos-index-state'],
+        ] as const) {
+          expect(stored(h.fake, apiVersion, kind, NS, name), kind).to.equal(undefined);
+        }
+        expect(jobs(h.fake)).to.have.length(0);
+      }, 'owned objects collected');
     });
 
     it('runs a rebuild on a spec request and a merge on an annotation request, each once per value', async () => {

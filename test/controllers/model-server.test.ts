@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { ModelServerReconciler } from '../../controllers/model-server/model-server-reconciler.js';
 import { renderModelServer } from '../../controllers/model-server/render-model-server.js';
 import { modelServerSpec, type ModelServer } from '../../controllers/api/index.js';
-import { eventReasons, eventually, type Doc, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, type Harness } from './support/harness.js';
+import { eventReasons, eventually, type Doc, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, validateStored, type Harness } from './support/harness.js';
 import { validateManifest } from './support/validate-manifest.js';
 
 const NS = 'ml';
@@ -89,6 +89,24 @@ describe('ModelServer reconciler', () => {
       // And a deleted Deployment comes back too.
       await h.kube.delete({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'tiny-model-server' });
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server'), 'deployment restored');
+    });
+
+    it('schedules on GPU nodes when asked, and back on CPU nodes when no longer asked', async () => {
+      await h.kube.apply(sample({ gpu: { enabled: true, tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'ml', effect: 'NoSchedule' }] } }) as never);
+      const pod = () => (mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server') as Doc).spec.template.spec;
+      await eventually(() => {
+        expect(pod().containers[0].resources.limits).to.deep.equal({ 'nvidia.com/gpu': 1 });
+        expect(pod().containers[0].env).to.deep.include({ name: 'STRATA_EXECUTION_PROVIDER', value: 'cuda' });
+        expect(pod().nodeSelector).to.deep.equal({ 'nvidia.com/gpu.present': 'true' });
+        expect(pod().tolerations).to.deep.equal([{ key: 'dedicated', operator: 'Equal', value: 'ml', effect: 'NoSchedule' }]);
+      }, 'on GPU');
+      expect(await validateStored(h.fake)).to.be.greaterThan(3);
+      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', namespace: NS, name: 'tiny' }, { spec: { gpu: { enabled: false } } });
+      await eventually(() => {
+        expect(JSON.stringify(pod().containers[0])).to.not.contain('nvidia.com/gpu').and.not.contain('cuda');
+        expect(pod().nodeSelector).to.equal(undefined);
+        expect(pod().tolerations).to.equal(undefined);
+      }, 'back on CPU');
     });
 
     it('leaves cleanup to the garbage collector when the ModelServer is deleted', async () => {

@@ -10,6 +10,7 @@ import { KubeEventRecorder } from '../../../operator/event-recorder.js';
 import { Manager, type ManagerOptions } from '../../../operator/manager.js';
 import { createOperatorMetrics } from '../../../operator/metrics.js';
 import type { EventRecorder, KubeClient } from '../../../controllers/support/kube-client.js';
+import { validateManifest } from './validate-manifest.js';
 
 const crdDir = path.resolve(import.meta.dirname, '../../../crds');
 
@@ -97,6 +98,21 @@ export function markDeploymentReady(fake: FakeKubeServer, namespace: string, nam
   const d = fake.state.get(t, namespace, name) as KubeObject & { spec: { replicas?: number } };
   const replicas = d.spec.replicas ?? 1;
   fake.state.update(t, namespace, name, { ...d, status: { replicas, readyReplicas: replicas, availableReplicas: replicas, updatedReplicas: replicas, observedGeneration: d.metadata.generation } }, 'status');
+}
+
+/**
+ * Validate every object the fake API server holds (what the operator created, as stored: defaults,
+ * owner references, status) against the official Kubernetes schemas or the generated CRD schema.
+ */
+export async function validateStored(fake: FakeKubeServer): Promise<number> {
+  let n = 0;
+  for (const t of fake.state.allTypes()) {
+    for (const obj of fake.state.list(t)) {
+      await validateManifest(obj);
+      n++;
+    }
+  }
+  return n;
 }
 
 /** Events recorded about an object, by reason. */
