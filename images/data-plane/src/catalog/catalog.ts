@@ -131,6 +131,24 @@ export class Catalog {
   }
 
   /**
+   * The NORMAL object `key` of the bucket named `bucketName` in ONE statement (the read hot path:
+   * GET/HEAD). `undefined` object when the bucket exists but the key does not; NoSuchBucket otherwise.
+   */
+  async objectByBucketName(bucketName: string, key: string): Promise<{ bucket: BucketRef; object: StoredObject | undefined }> {
+    const res = await this.sql.query<ObjectRow & { blob_id: number; locator: string; backend_key: string; owner: string; bucket_id: number; bucket_owner: string; bucket_backend: BucketRef['backend'] }>(
+      `SELECT k.id AS bucket_id, k.owner AS bucket_owner, k.backend AS bucket_backend,
+              o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.owner, o.blob_id, b.locator, b.backend_key
+       FROM buckets k JOIN object_info o ON o.bucket_id = k.id AND o.key = $2 AND o.state = 'NORMAL' JOIN blobs b ON b.id = o.blob_id
+       WHERE k.name = $1`,
+      [bucketName, key],
+    );
+    const row = res.rows[0];
+    if (!row) return { bucket: await this.bucket(bucketName), object: undefined };
+    const bucket: BucketRef = { id: Number(row.bucket_id), name: bucketName, owner: row.bucket_owner, backend: row.bucket_backend };
+    return { bucket, object: { ...toMeta(bucketName, row), blobId: Number(row.blob_id), locator: row.locator, backendKey: row.backend_key, owner: row.owner } };
+  }
+
+  /**
    * Instant upload: the blob with this content that `owner` already references, by one read of the
    * (backend, md5, size) index. A client-sent hash proves nothing, so other tenants' blobs never match.
    */
@@ -240,6 +258,13 @@ export class Catalog {
 
   async forgetBlob(blobId: number): Promise<void> {
     await this.sql.query("DELETE FROM blobs WHERE id = $1 AND state = 'FREEING'", [blobId]);
+  }
+
+  /** Which of these locators a `blobs` row of this backend names (any state): the rest are orphan files. */
+  async knownLocators(backendKey: string, locators: string[]): Promise<Set<string>> {
+    if (locators.length === 0) return new Set();
+    const res = await this.sql.query<{ locator: string }>('SELECT locator FROM blobs WHERE backend_key = $1 AND locator = ANY($2::text[])', [backendKey, locators]);
+    return new Set(res.rows.map((r) => r.locator));
   }
 
   /** The oldest unsent outbox events. */

@@ -135,8 +135,7 @@ export class ObjectService {
 
   async head(bucketName: string, key: string): Promise<{ object: StoredObject; backend: StorageBackend }> {
     assertObjectKey(key);
-    const bucket = await this.catalog.bucket(bucketName);
-    const object = await this.catalog.object(bucket, key);
+    const { bucket, object } = await this.catalog.objectByBucketName(bucketName, key);
     if (!object) throw new S3Error('NoSuchKey', undefined, { Key: key });
     const backend = this.backends.byBackendKey(object.backendKey) ?? this.backends.forBucket(bucket.backend);
     return { object, backend };
