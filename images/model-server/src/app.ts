@@ -39,6 +39,8 @@ export interface ModelServerOptions {
   threads?: number;
   /** 'cuda' asks ONNX Runtime for the CUDA provider (falls back to the CPU when it cannot load). */
   executionProvider?: 'cpu' | 'cuda';
+  /** Keep the tail of prompts longer than the context instead of answering 400 (default false). */
+  truncatePrompt?: boolean;
 }
 
 const SERVICE = 'model-server';
@@ -79,7 +81,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     '/v1/chat/completions',
     // Any content type is read as JSON (curl's default form type included), as OpenAI's API does.
     express.json({ limit: opts.maxBodyBytes ?? 1024 * 1024, type: () => true, strict: false }),
-    chatCompletionsHandler({ modelNames, scheduler: () => scheduler, metrics, logger }),
+    chatCompletionsHandler({ modelNames, scheduler: () => scheduler, metrics, logger, truncatePrompt: opts.truncatePrompt }),
   );
   app.use('/v1', (req, res) => {
     sendOpenAIError(res, new OpenAIError(404, `Unknown request URL: ${req.method} ${req.originalUrl}.`, 'invalid_request_error', null, 'unknown_url'));

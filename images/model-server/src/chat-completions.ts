@@ -16,6 +16,11 @@ export interface ChatCompletionsDeps {
   scheduler: () => GenerationScheduler | undefined;
   metrics: ModelServerMetrics;
   logger: Logger;
+  /**
+   * Keep the last tokens of a prompt longer than the context instead of refusing it (as llama.cpp's
+   * server does); off by default, as in OpenAI's API.
+   */
+  truncatePrompt?: boolean;
 }
 
 interface Choice {
@@ -43,6 +48,8 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
         throw new OpenAIError(404, `The model '${request.model}' does not exist or you do not have access to it.`, 'invalid_request_error', 'model', 'model_not_found');
       }
       prompt = encodeChat(request.messages);
+      // The prompt ends with EOS, so its tail keeps the end marker and the latest words.
+      if (deps.truncatePrompt && prompt.length > MAX_PROMPT_TOKENS) prompt = prompt.slice(prompt.length - MAX_PROMPT_TOKENS);
       if (prompt.length > MAX_PROMPT_TOKENS) {
         throw OpenAIError.invalid(
           `This model's maximum context length is ${MAX_PROMPT_TOKENS} tokens. However, your messages resulted in ${prompt.length} tokens.`,

@@ -14,6 +14,7 @@ const schema = z.object({
   MODEL_SERVER_MAX_QUEUE: env.int(256, 1, 100_000),
   MODEL_SERVER_MAX_BODY_BYTES: env.int(1024 * 1024, 1024, 100 * 1024 * 1024),
   MODEL_SERVER_THREADS: env.int(1, 0, 64),
+  MODEL_SERVER_TRUNCATE_PROMPT: env.bool(false),
   /** Set by the operator for ModelServers that ask for a GPU. */
   STRATA_EXECUTION_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
 });
@@ -32,6 +33,7 @@ export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env
     maxQueue: c.MODEL_SERVER_MAX_QUEUE,
     maxBodyBytes: c.MODEL_SERVER_MAX_BODY_BYTES,
     threads: c.MODEL_SERVER_THREADS,
+    truncatePrompt: c.MODEL_SERVER_TRUNCATE_PROMPT,
     executionProvider: c.STRATA_EXECUTION_PROVIDER,
   };
 }

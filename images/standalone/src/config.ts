@@ -9,6 +9,15 @@ export const standaloneEnvSchema = z.object({
   STRATA_GATEWAY_PORT: env.port(9000),
   STRATA_DATA_PLANE_PORT: env.port(9001),
   STRATA_CONTROL_PLANE_PORT: env.port(9002),
+  STRATA_MODEL_SERVER_PORT: env.port(8000),
+  STRATA_POEM_APP_PORT: env.port(3000),
+  STRATA_IMAGE_SEARCH_PORT: env.port(8080),
+  /** Comma-separated services not to start, e.g. "image-search,poem-app" (the object store always runs). */
+  STRATA_DISABLED_SERVICES: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(z.enum(['model-server', 'poem-app', 'image-search']))),
   STRATA_ROOT_USER: z.string().min(1).default('strata'),
   STRATA_ROOT_PASSWORD: z.string().min(8, 'must be at least 8 characters').default('strata-secret-key'),
   /** Generated per process when unset (the three services share it in-process). */

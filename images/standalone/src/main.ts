@@ -1,6 +1,6 @@
 import { createLogger, stopOnSignals } from '../../service-kit/src/index.js';
 import { loadStandaloneEnv } from './config.js';
-import { startPlatform } from './platform.js';
+import { PLATFORM_SERVICES, startPlatform } from './platform.js';
 
 /** `npm start`: the whole platform in one process with embedded defaults. */
 const env = loadStandaloneEnv();
@@ -8,7 +8,14 @@ const logger = createLogger('standalone', env.LOG_LEVEL);
 const platform = await startPlatform({
   dataDir: env.STRATA_DATA_DIR,
   host: env.STRATA_HOST,
-  ports: { gateway: env.STRATA_GATEWAY_PORT, dataPlane: env.STRATA_DATA_PLANE_PORT, controlPlane: env.STRATA_CONTROL_PLANE_PORT },
+  ports: {
+    gateway: env.STRATA_GATEWAY_PORT,
+    dataPlane: env.STRATA_DATA_PLANE_PORT,
+    controlPlane: env.STRATA_CONTROL_PLANE_PORT,
+    modelServer: env.STRATA_MODEL_SERVER_PORT,
+    poemApp: env.STRATA_POEM_APP_PORT,
+    imageSearch: env.STRATA_IMAGE_SEARCH_PORT,
+  },
   rootUser: env.STRATA_ROOT_USER,
   rootPassword: env.STRATA_ROOT_PASSWORD,
   internalToken: env.STRATA_INTERNAL_TOKEN,
@@ -19,7 +26,8 @@ const platform = await startPlatform({
   gatewayRulesFile: env.STRATA_GATEWAY_RULES_FILE,
   purgeSchedule: env.STRATA_PURGE_SCHEDULE === 'off' ? false : env.STRATA_PURGE_SCHEDULE,
   logLevel: env.LOG_LEVEL,
-});
+  env: process.env,
+}, PLATFORM_SERVICES.filter((s) => !(env.STRATA_DISABLED_SERVICES as string[]).includes(s.name)));
 
 const defaultPassword = !process.env.STRATA_ROOT_PASSWORD;
 const gatewayUrl = env.STRATA_PUBLIC_URL ?? `http://127.0.0.1:${platform.services.find((s) => s.name === 'gateway')?.port ?? env.STRATA_GATEWAY_PORT}`;

@@ -6,13 +6,18 @@ import { InMemoryBroker } from '../../control-plane/src/events/memory-broker.js'
 import { InMemoryCache } from '../../data-plane/src/cache/memory-cache.js';
 import { startDataPlane } from '../../data-plane/src/app.js';
 import { startGateway } from '../../gateway/src/app.js';
+import { startImageSearch } from '../../image-search/src/app.js';
+import { startModelServer } from '../../model-server/src/app.js';
+import { modelServerConfigFromEnv } from '../../model-server/src/config.js';
+import { startPoemApp } from '../../poem-app/src/app.js';
+import { loadPoemAppConfig } from '../../poem-app/src/config.js';
 import { ephemeralSecret, persistentSecret } from './secrets.js';
 
 /** What the standalone platform is started with (env supplies it in main.ts; tests pass it). */
 export interface PlatformOptions {
   dataDir: string;
   host?: string;
-  ports?: { gateway?: number; dataPlane?: number; controlPlane?: number };
+  ports?: { gateway?: number; dataPlane?: number; controlPlane?: number; modelServer?: number; poemApp?: number; imageSearch?: number };
   rootUser?: string;
   rootPassword?: string;
   internalToken?: string;
@@ -24,6 +29,11 @@ export interface PlatformOptions {
   /** Cron expression of the in-process purge, or false. */
   purgeSchedule?: string | false;
   logLevel?: string;
+  /**
+   * Environment the AI services read their own settings from (API_*, IMAGE_*, LLM_*, MODEL_*; see
+   * README). Ports, data locations and the poem app's upstream are set by the platform unless given.
+   */
+  env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -52,8 +62,8 @@ export interface PlatformService {
   start(ctx: PlatformContext): Promise<RunningService>;
 }
 
-/** In start order; stopped in reverse. The lead adds model-server, poem-app and image-search here. */
-export const PLATFORM_SERVICES: PlatformService[] = [
+/** The object store, in start order (stopped in reverse). */
+export const OBJECT_STORE_SERVICES: PlatformService[] = [
   {
     name: 'control-plane',
     start: (ctx) =>
@@ -105,6 +115,69 @@ export const PLATFORM_SERVICES: PlatformService[] = [
       }),
   },
 ];
+
+/** An environment variable of `env`, or `fallback` when it is unset or empty. */
+function envOr(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const value = env[name]?.trim();
+  return value ? value : fallback;
+}
+
+/**
+ * Model serving and image search. Each reads its own variables from `options.env`; the platform
+ * supplies the port, keeps state under the data dir and points the poem app at the local model server.
+ */
+export const AI_SERVICES: PlatformService[] = [
+  {
+    name: 'model-server',
+    start: (ctx) =>
+      startModelServer({
+        ...modelServerConfigFromEnv({ ...ctx.options.env, MODEL_SERVER_TRUNCATE_PROMPT: envOr(ctx.options.env ?? {}, 'MODEL_SERVER_TRUNCATE_PROMPT', 'true') }),
+        // The poem app's prompts are longer than the tiny model's 64-token context: keep their tail.
+        port: ctx.options.ports?.modelServer ?? 8000,
+        host: ctx.options.host ?? '0.0.0.0',
+        logger: ctx.logger('model-server'),
+      }),
+  },
+  {
+    name: 'poem-app',
+    start: (ctx) => {
+      const env = ctx.options.env ?? {};
+      const config = loadPoemAppConfig({
+        ...env,
+        PORT: String(ctx.options.ports?.poemApp ?? 3000),
+        DATABASE_URL: envOr(env, 'DATABASE_URL', path.join(ctx.options.dataDir, 'poem-app', 'poems.db')),
+        API_BASE_URL: envOr(env, 'API_BASE_URL', `${ctx.urls['model-server'] ?? 'http://127.0.0.1:8000'}/v1`),
+        // The tiny model answers at most 64 tokens; ask for what it can give unless told otherwise.
+        API_MAX_TOKENS: envOr(env, 'API_MAX_TOKENS', '64'),
+      });
+      return startPoemApp({ ...config, host: ctx.options.host ?? '0.0.0.0', logger: ctx.logger('poem-app') });
+    },
+  },
+  {
+    name: 'image-search',
+    start: async (ctx) => {
+      const env = ctx.options.env ?? {};
+      const dir = path.join(ctx.options.dataDir, 'image-search');
+      // The default image directory is created so that `npm start` works before any image is added.
+      if (!env.IMAGE_FILE_DIR?.trim()) await mkdir(path.join(dir, 'images'), { recursive: true });
+      return startImageSearch({
+        env: {
+          ...env,
+          PORT: String(ctx.options.ports?.imageSearch ?? 8080),
+          IMAGE_FILE_DIR: envOr(env, 'IMAGE_FILE_DIR', path.join(dir, 'images')),
+          IMAGE_SEARCH_MODEL_DIR: envOr(env, 'IMAGE_SEARCH_MODEL_DIR', path.join(dir, 'model')),
+          IMAGE_SEARCH_INDEX_DIR: envOr(env, 'IMAGE_SEARCH_INDEX_DIR', path.join(dir, 'index')),
+          IMAGE_SEARCH_MODEL_CACHE_DIR: envOr(env, 'IMAGE_SEARCH_MODEL_CACHE_DIR', path.join(dir, 'model-cache')),
+        },
+        host: ctx.options.host ?? '0.0.0.0',
+        logger: ctx.logger('image-search'),
+      });
+    },
+  },
+];
+
+/** Everything `npm start` runs, in start order. */
+export const PLATFORM_SERVICES: PlatformService[] = [...OBJECT_STORE_SERVICES, ...AI_SERVICES];
 
 export interface RunningPlatform {
   services: RunningService[];

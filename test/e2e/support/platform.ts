@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startPlatform, type RunningPlatform } from '../../../images/standalone/src/platform.js';
+import { OBJECT_STORE_SERVICES, startPlatform, type RunningPlatform } from '../../../images/standalone/src/platform.js';
 
 export const ROOT_USER = 'strata';
 export const ROOT_PASSWORD = 'strata-e2e-password';
@@ -34,7 +34,7 @@ export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSe
     purgeSchedule: false,
     gatewayRulesFile: opts.gatewayRulesFile,
     logLevel: process.env.STRATA_E2E_LOG_LEVEL ?? 'silent',
-  });
+  }, OBJECT_STORE_SERVICES);
   const stop = () => platform.stop();
   return {
     platform,
