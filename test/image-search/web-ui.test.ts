@@ -80,6 +80,16 @@ describe('image-search: web UI in Chromium', function () {
     const first = await page.textContent('#results .card');
     expect(first).to.match(/yellow/);
 
+    // Add form: a new file is added; a path outside the image directory is refused with the reason.
+    writeFileSync(path.join(dirs[1], 'colours', 'late-green.png'), await colourImage([45, 165, 65], 4242));
+    await page.fill('#add-paths', 'colours/late-green.png');
+    await page.click('#add-form button');
+    await page.waitForFunction(() => document.querySelector('#message')?.textContent === 'added 1, skipped 0');
+    await page.fill('#add-paths', '../../etc/passwd');
+    await page.click('#add-form button');
+    await page.waitForSelector('#message.error');
+    expect(await page.textContent('#message')).to.match(/outside the image directory/);
+
     await page.click('#merge');
     await page.waitForFunction(() => document.querySelector('#index-status')?.textContent?.includes('merge: done'), undefined, { timeout: 30_000 });
     expect(await page.textContent('#index-status')).to.match(/exact \(\d+\)/);

@@ -1,0 +1,101 @@
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { pino } from 'pino';
+import { startImageSearch } from '../../images/image-search/src/app.js';
+import { ClipEncoder } from '../../images/image-search/src/clip/encoder.js';
+import { loadImageSearchConfig } from '../../images/image-search/src/config.js';
+import { ConfigError } from '../../images/service-kit/src/index.js';
+import { makeImageDir, makeTestModel, tempDir } from './support/fixtures.js';
+
+describe('image-search: configuration from the environment', function () {
+  this.timeout(60_000);
+
+  it('has the defaults of the spec', () => {
+    const config = loadImageSearchConfig({});
+    expect(config).to.deep.include({
+      PORT: 8080,
+      IMAGE_FILE_DIR: 'train2017/',
+      IMAGE_SEARCH_INDEX_STRING: 'IVF4096,PQ32x8',
+      IMAGE_SEARCH_TOPK: 20,
+      IMAGE_SEARCH_MAX_TOPK: 100,
+      IMAGE_SEARCH_BUFFER_THRESHOLD: 1000,
+    });
+    expect(config.IMAGE_SEARCH_MODEL_DIR).to.equal(undefined);
+    expect(config.LLM_BASE_URL).to.equal(undefined);
+    expect(config.LLM_MODEL).to.be.a('string').and.not.equal('');
+  });
+
+  it('reports every bad value at once', () => {
+    let error: unknown;
+    try {
+      loadImageSearchConfig({ IMAGE_SEARCH_TOPK: '0', IMAGE_SEARCH_BUFFER_THRESHOLD: 'lots', IMAGE_SEARCH_MAX_TOPK: '100000' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).to.be.instanceOf(ConfigError);
+    expect((error as ConfigError).problems).to.have.length(3);
+  });
+
+  it('takes IMAGE_FILE_DIR and IMAGE_SEARCH_MODEL_DIR (and the rest) from the environment', async () => {
+    const modelDir = makeTestModel();
+    const images = await makeImageDir();
+    const indexDir = tempDir('image-search-env');
+    const service = await startImageSearch({
+      env: {
+        PORT: '0',
+        IMAGE_FILE_DIR: images.dir,
+        IMAGE_SEARCH_MODEL_DIR: modelDir,
+        IMAGE_SEARCH_INDEX_DIR: indexDir,
+        IMAGE_SEARCH_TOPK: '7',
+        IMAGE_SEARCH_BUFFER_THRESHOLD: '2',
+      },
+      host: '127.0.0.1',
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const status = (await (await fetch(`${service.url}/api/status`)).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      expect(status.image_dir).to.equal(path.resolve(images.dir));
+      expect(status.model).to.include({ loaded: true, dir: modelDir });
+      expect(status.defaults).to.include({ topk: 7, index_string: 'IVF4096,PQ32x8' });
+      const added = await fetch(`${service.url}/api/index/add`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ image_paths: images.colourFiles.red }),
+      });
+      const body = (await added.json()) as { buffer: { merge_suggested: boolean; threshold: number } };
+      expect(body.buffer).to.include({ threshold: 2, merge_suggested: true });
+      const search = (await (await fetch(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"red"}' })).json()) as { topk: number; results: unknown[] };
+      expect(search.topk).to.equal(7);
+      expect(search.results).to.have.length(3);
+    } finally {
+      await service.stop();
+      for (const d of [modelDir, images.dir, indexDir]) rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('image-search: npm run make-test-clip -- <dir>', function () {
+  this.timeout(60_000);
+
+  it('writes a loadable CLIP-shaped model (512-d, pixel_values / input_ids) into <dir>', async () => {
+    const dir = path.join(tempDir('make-test-clip'), 'nested', 'model');
+    try {
+      // What the npm script runs.
+      const run = spawnSync(process.execPath, ['--import', 'tsx', 'hack/clip/make-test-clip.ts', dir], { encoding: 'utf8' });
+      expect(run.status, run.stderr).to.equal(0);
+      expect(readdirSync(dir)).to.include.members(['image_encoder.onnx', 'text_encoder.onnx', 'merges.txt', 'vocab.json']);
+      const encoder = await ClipEncoder.load(dir);
+      expect(encoder.dim).to.equal(512);
+      const v = await encoder.encodeTexts(['a red flower']);
+      expect(v).to.have.length(512);
+      await encoder.close();
+      const usage = spawnSync(process.execPath, ['--import', 'tsx', 'hack/clip/make-test-clip.ts'], { encoding: 'utf8' });
+      expect(usage.status).to.equal(2);
+      expect(usage.stderr).to.match(/usage: npm run make-test-clip -- <dir>/);
+    } finally {
+      rmSync(path.dirname(path.dirname(dir)), { recursive: true, force: true });
+    }
+  });
+});
