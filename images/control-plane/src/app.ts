@@ -1,21 +1,28 @@
 import express from 'express';
 import type { ScheduledTask } from 'node-cron';
 import {
+  amqpConnectionMetrics,
+  cacheMetrics,
+  countedCache,
   Counter,
   createApp,
   createLogger,
-  createPgSqlClient,
   createPgliteSqlClient,
+  createProductionCache,
+  createProductionSql,
   createRegistry,
+  degradeWhenUnavailable,
   httpMetrics,
   listen,
   type Logger,
+  type ProductionSettings,
   type Registry,
   type RunningService,
   type SqlClient,
 } from '../../service-kit/src/index.js';
 import type { Cache } from './cache/cache.js';
 import { InMemoryCache } from './cache/memory-cache.js';
+import { AmqpEventBroker } from './events/amqp-broker.js';
 import type { EventBroker } from './events/broker.js';
 import { startEventConsumer } from './events/consumer.js';
 import { InMemoryBroker } from './events/memory-broker.js';
@@ -30,7 +37,13 @@ import { UserService } from './users/user-service.js';
 
 export const DAILY_PURGE_SCHEDULE = '0 3 * * *';
 
-export interface ControlPlaneOptions {
+/**
+ * Production adapters come from the ProductionSettings fields (env in main.ts): `pgUrl` (+
+ * `pgReplicaUrls`: read/write splitting, reads `latest` by default since other processes write too),
+ * `redisNodes` (Redis Cluster cache), `amqpUrl` (RabbitMQ consumer). An injected `sql`/`cache`/`broker`
+ * wins over them; with neither, the embedded defaults (PGlite in memory, in-memory cache and broker).
+ */
+export interface ControlPlaneOptions extends ProductionSettings {
   /** Port to listen on; 0 picks a free one (tests). Default 9002. */
   port?: number;
   host?: string;
@@ -75,8 +88,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const clock = opts.clock ?? (() => new Date());
   const onClose: Array<() => Promise<void> | void> = [];
 
-  const sql = opts.sql ?? (opts.pgUrl ? createPgSqlClient(opts.pgUrl) : await createPgliteSqlClient());
-  if (!opts.sql) onClose.push(() => sql.close());
+  const sql = opts.sql ?? createProductionSql(opts, { defaultRead: 'latest', registry, logger }) ?? (await createPgliteSqlClient());
   try {
     await migrate(sql, logger);
   } catch (err) {
@@ -89,9 +101,29 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     await users.bootstrapRoot(opts.rootUser, opts.rootPassword);
     logger.info({ rootUser: opts.rootUser }, 'root user ready');
   }
-  const cache = opts.cache ?? new InMemoryCache();
-  const broker = opts.broker ?? new InMemoryBroker();
+  const ownCache = opts.cache ? undefined : createProductionCache(opts, logger);
+  if (ownCache) onClose.push(() => ownCache.close());
+  // Lookups counted (hit ratio); a cache outage reads as a miss, so requests go to the database.
+  let lastDegradeLog = 0;
+  const cache: Cache = degradeWhenUnavailable(countedCache(opts.cache ?? ownCache ?? new InMemoryCache(), cacheMetrics(registry), name), (err) => {
+    // Once per 10 s at most: during an outage every request would log it.
+    if (Date.now() - lastDegradeLog < 10_000) return;
+    lastDegradeLog = Date.now();
+    logger.warn({ err: err.message }, 'cache unavailable; answering from the database');
+  });
+  const broker: EventBroker =
+    opts.broker ??
+    (opts.amqpUrl
+      ? new AmqpEventBroker({
+          url: opts.amqpUrl,
+          exchange: opts.amqpExchange,
+          queuePrefix: opts.amqpQueuePrefix,
+          logger,
+          onStateChange: amqpConnectionMetrics(registry)('strata-control-plane'),
+        }).start()
+      : new InMemoryBroker());
   if (!opts.broker) onClose.push(() => broker.close());
+  if (!opts.sql) onClose.push(() => sql.close());
 
   const consumed = new Counter({
     name: 'strata_events_consumed_total',

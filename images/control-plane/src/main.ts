@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createLogger, env, loadConfig, stopOnSignals } from '../../service-kit/src/index.js';
+import { createLogger, env, loadConfig, productionEnvShape, productionSettings, stopOnSignals } from '../../service-kit/src/index.js';
 import { DAILY_PURGE_SCHEDULE, startControlPlane } from './app.js';
 
 /** Container entrypoint: configuration from the environment only. */
@@ -7,6 +7,8 @@ const config = loadConfig(
   'control-plane',
   z.object({
     PORT: env.port(9002),
+    // STRATA_PG_REPLICA_URLS, STRATA_REDIS_NODES, STRATA_AMQP_URL...: the production adapters (README).
+    ...productionEnvShape,
     STRATA_PG_URL: z.string().min(1, 'the PostgreSQL connection URL is required'),
     STRATA_INTERNAL_TOKEN: z.string().min(16, 'at least 16 characters'),
     STRATA_SECRET_KEY: z.string().min(16, 'at least 16 characters'),
@@ -23,12 +25,12 @@ const config = loadConfig(
 
 const logger = createLogger('control-plane', config.LOG_LEVEL);
 const service = await startControlPlane({
+  ...productionSettings(config),
   port: config.PORT,
   internalToken: config.STRATA_INTERNAL_TOKEN,
   secretKey: config.STRATA_SECRET_KEY,
   rootUser: config.STRATA_ROOT_USER,
   rootPassword: config.STRATA_ROOT_PASSWORD,
-  pgUrl: config.STRATA_PG_URL,
   dataPlaneUrl: config.STRATA_DATA_PLANE_URL,
   purgeSchedule: config.STRATA_PURGE_CRON_ENABLED ? config.STRATA_PURGE_CRON : false,
   retentionDays: config.STRATA_RECYCLE_RETENTION_DAYS,

@@ -1,11 +1,16 @@
 import {
+  amqpConnectionMetrics,
+  cacheMetrics,
+  countedCache,
   createApp,
   createLogger,
-  createPgSqlClient,
+  createProductionCache,
+  createProductionSql,
   createRegistry,
   httpMetrics,
   listen,
   type Logger,
+  type ProductionSettings,
   type Registry,
   type RunningService,
   type SqlClient,
@@ -15,6 +20,7 @@ import { BackendRegistry } from './backends/registry.js';
 import type { Cache } from './cache/cache.js';
 import { InMemoryCache } from './cache/memory-cache.js';
 import { Catalog } from './catalog/catalog.js';
+import { AmqpEventPublisher } from './events/amqp-publisher.js';
 import type { EventPublisher } from './events/publisher.js';
 import { BlobCollector } from './gc/blob-collector.js';
 import { errorHandler } from './http/errors.js';
@@ -25,7 +31,13 @@ import { OutboxRelay } from './outbox/relay.js';
 import { MultipartService, UPLOAD_TTL_S } from './uploads/multipart-service.js';
 import { ObjectService } from './uploads/object-service.js';
 
-export interface DataPlaneOptions {
+/**
+ * Production adapters come from the ProductionSettings fields (env in main.ts): `pgUrl` (+
+ * `pgReplicaUrls`: read/write splitting, reads `latest` by default since other processes write too),
+ * `redisNodes` (multipart state on the Redis Cluster), `amqpUrl` (the outbox relay publishes to
+ * RabbitMQ). An injected `sql`/`cache`/`broker` wins over them.
+ */
+export interface DataPlaneOptions extends ProductionSettings {
   /** Port to listen on; 0 picks a free one (tests). Default 9001. */
   port?: number;
   host?: string;
@@ -67,8 +79,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const onClose: Array<() => Promise<void> | void> = [];
 
   if (!opts.sql && !opts.pgUrl) throw new Error('data plane: a SqlClient (sql) or a PostgreSQL URL (pgUrl) is required');
-  const sql = opts.sql ?? createPgSqlClient(opts.pgUrl!);
-  if (!opts.sql) onClose.push(() => sql.close());
+  const sql = opts.sql ?? createProductionSql(opts, { defaultRead: 'latest', registry, logger })!;
 
   const metrics = dataPlaneMetrics(registry);
   const fs = new FsBackend(opts.dataDir);
@@ -82,11 +93,23 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const backends = new BackendRegistry(fs);
   const catalog = new Catalog(sql);
   const collector = new BlobCollector(catalog, backends, logger);
-  const cache = opts.cache ?? new InMemoryCache();
+  const ownCache = opts.cache ? undefined : createProductionCache(opts, logger);
+  // Multipart state lives only in the cache: an outage answers ServiceUnavailable (clients retry).
+  const cache: Cache = countedCache(opts.cache ?? ownCache ?? new InMemoryCache(), cacheMetrics(registry), name);
+  const publisher: EventPublisher | undefined =
+    opts.broker ??
+    (opts.amqpUrl
+      ? new AmqpEventPublisher({
+          url: opts.amqpUrl,
+          exchange: opts.amqpExchange,
+          logger,
+          onStateChange: amqpConnectionMetrics(registry)('strata-data-plane'),
+        }).start()
+      : undefined);
 
   let relay: OutboxRelay | undefined;
-  if (opts.broker) {
-    relay = new OutboxRelay(catalog, opts.broker, metrics.outboxBacklog, logger, clock);
+  if (publisher) {
+    relay = new OutboxRelay(catalog, publisher, metrics.outboxBacklog, logger, clock);
     relay.start(opts.outboxRetryMs ?? 5000);
     const r = relay;
     onClose.unshift(() => r.stop());
@@ -102,6 +125,11 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
     sweep.unref();
     onClose.unshift(() => clearInterval(sweep));
   }
+
+  // After the relay and the sweeps have stopped (those were put first): what this call opened.
+  if (publisher && !opts.broker) onClose.push(() => (publisher as AmqpEventPublisher).close());
+  if (ownCache) onClose.push(() => ownCache.close());
+  if (!opts.sql) onClose.push(() => sql.close());
 
   const objects = new ObjectService(catalog, backends, collector, { committed: () => relay?.kick() }, metrics, logger, clock);
   const multipart = new MultipartService(cache, objects, backends, metrics, logger, clock);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createLogger, env, loadConfig, stopOnSignals } from '../../service-kit/src/index.js';
+import { createLogger, env, loadConfig, productionEnvShape, productionSettings, stopOnSignals } from '../../service-kit/src/index.js';
 import { startDataPlane } from './app.js';
 
 /** Container entrypoint: configuration from the environment only. */
@@ -8,6 +8,8 @@ const config = loadConfig(
   z.object({
     PORT: env.port(9001),
     STRATA_DATA_DIR: z.string().min(1).default('./data'),
+    // STRATA_PG_REPLICA_URLS, STRATA_REDIS_NODES, STRATA_AMQP_URL...: the production adapters (README).
+    ...productionEnvShape,
     STRATA_PG_URL: z.string().min(1, 'the PostgreSQL connection URL is required'),
     STRATA_INTERNAL_TOKEN: z.string().min(16, 'at least 16 characters'),
     STRATA_OUTBOX_RETRY_MS: env.int(5000, 100),
@@ -17,12 +19,11 @@ const config = loadConfig(
 );
 
 const logger = createLogger('data-plane', config.LOG_LEVEL);
-// The RabbitMQ publisher (amqplib, confirm channel) is selected here once it exists; until then the
-// outbox keeps events for a relay that has a broker.
+// Without STRATA_AMQP_URL the outbox keeps events until a relay with a broker runs.
 const service = await startDataPlane({
+  ...productionSettings(config),
   port: config.PORT,
   dataDir: config.STRATA_DATA_DIR,
-  pgUrl: config.STRATA_PG_URL,
   internalToken: config.STRATA_INTERNAL_TOKEN,
   outboxRetryMs: config.STRATA_OUTBOX_RETRY_MS,
   blobSweepMs: config.STRATA_BLOB_SWEEP_MS,

@@ -1,4 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { Cluster } from 'ioredis';
 import {
   Counter,
   createLogger,
@@ -6,6 +7,7 @@ import {
   createApp,
   httpMetrics,
   listen,
+  parseRedisNodes,
   type Logger,
   type Registry,
   type RunningService,
@@ -43,6 +45,10 @@ export interface GatewayOptions {
   bucketCacheMs?: number;
   /** Flow-control rules file (rate and concurrency limits, breakers), re-read on change. */
   flowRulesFile?: string;
+  /** Redis Cluster seed nodes (`host:port`, STRATA_REDIS_NODES): rate-limit counters shared by every gateway replica. */
+  redisNodes?: string[];
+  /** Prefix of the rate-limit keys there (default "strata:flow:"). */
+  redisKeyPrefix?: string;
   logger?: Logger;
   registry?: Registry;
 }
@@ -56,7 +62,18 @@ const JSON_LIMIT = '64kb';
 export async function startGateway(opts: GatewayOptions): Promise<RunningService> {
   const logger = opts.logger ?? createLogger('gateway');
   const registry = opts.registry ?? createRegistry('gateway');
+  const redis = opts.redisNodes?.length
+    ? new Cluster(parseRedisNodes(opts.redisNodes), {
+        // Fail fast while the cluster is down: the rate limiter falls back to per-replica counters.
+        enableOfflineQueue: false,
+        clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+        redisOptions: { connectTimeout: 1000, commandTimeout: 500, maxRetriesPerRequest: 1 },
+      })
+    : undefined;
+  redis?.on('error', () => undefined);
   const flow = await flowControl({
+    redis,
+    redisKeyPrefix: opts.redisKeyPrefix,
     rulesFile: opts.flowRulesFile,
     logger,
     registry,
@@ -126,7 +143,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     registry,
     port: opts.port,
     host: opts.host,
-    onClose: [() => flow.close(), () => controlPlane.http.close(), () => dataPlane.http.close()],
+    onClose: [
+      () => flow.close(),
+      () => controlPlane.http.close(),
+      () => dataPlane.http.close(),
+      async () => void (await redis?.quit().catch(() => redis.disconnect())),
+    ],
   });
   return running;
 }

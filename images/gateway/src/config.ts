@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, loadConfig } from '../../service-kit/src/index.js';
+import { env, loadConfig, productionEnvShape } from '../../service-kit/src/index.js';
 
 /** The gateway's environment. Secrets (internal token, JWT secret) have no defaults. */
 export const gatewayEnvSchema = z.object({
@@ -20,6 +20,9 @@ export const gatewayEnvSchema = z.object({
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
   /** Same as STRATA_GATEWAY_RULES_FILE (the name the flow-control module documents). */
   STRATA_FLOW_RULES_FILE: z.string().optional(),
+  /** Redis Cluster seed nodes (comma-separated host:port): rate-limit counters shared by the replicas. */
+  STRATA_REDIS_NODES: productionEnvShape.STRATA_REDIS_NODES,
+  STRATA_REDIS_KEY_PREFIX: productionEnvShape.STRATA_REDIS_KEY_PREFIX,
   LOG_LEVEL: env.logLevel(),
 });
 

@@ -20,6 +20,8 @@ const gateway = await startGateway({
   credentialsCacheMs: env.STRATA_CREDENTIALS_CACHE_MS,
   bucketCacheMs: env.STRATA_BUCKET_CACHE_MS,
   flowRulesFile: env.STRATA_GATEWAY_RULES_FILE ?? env.STRATA_FLOW_RULES_FILE,
+  redisNodes: env.STRATA_REDIS_NODES,
+  redisKeyPrefix: env.STRATA_REDIS_KEY_PREFIX ? `${env.STRATA_REDIS_KEY_PREFIX}strata:flow:` : undefined,
   logger,
 });
 stopOnSignals([gateway], logger);

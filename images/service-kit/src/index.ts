@@ -6,3 +6,6 @@ export * from './s3-errors.js';
 export * from './sql.js';
 export * from './amqp-connection.js';
 export * from './sql-routing.js';
+export * from './hash-tags.js';
+export * from './redis-cluster-cache.js';
+export * from './production.js';

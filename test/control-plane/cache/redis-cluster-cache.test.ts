@@ -9,8 +9,8 @@ import {
   slotRangesFromClusterSlots,
   standardSlotRanges,
   type SlotRange,
-} from '../../../images/control-plane/src/cache/hash-tags.js';
-import { CacheUnavailableError, RedisClusterCache, degradeWhenUnavailable } from '../../../images/control-plane/src/cache/redis-cluster-cache.js';
+} from '../../../images/service-kit/src/hash-tags.js';
+import { CacheUnavailableError, RedisClusterCache, degradeWhenUnavailable } from '../../../images/service-kit/src/redis-cluster-cache.js';
 import type { Cache as ControlPlaneCache } from '../../../images/control-plane/src/cache/cache.js';
 import type { Cache as DataPlaneCache } from '../../../images/data-plane/src/cache/cache.js';
 import { sharedRedisCluster, startRedisCluster, type RedisClusterHarness } from '../../support/redis-cluster.js';

@@ -1,5 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
-import { S3Error, isUniqueViolation, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
+import { S3Error, isUniqueViolation, readQuery, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
 import type {
   BackendConfig,
   Bucket,
@@ -208,12 +208,12 @@ export class SqlMetadataStore implements MetadataStore {
   }
 
   async getBucket(name: string): Promise<Bucket | undefined> {
-    const res = await this.sql.query<BucketRow>('SELECT * FROM buckets WHERE name = $1', [name]);
+    const res = await readQuery<BucketRow>(this.sql, 'SELECT * FROM buckets WHERE name = $1', [name]);
     return res.rows[0] && toBucket(res.rows[0]);
   }
 
   async listBuckets(owner: string): Promise<Bucket[]> {
-    const res = await this.sql.query<BucketRow>('SELECT * FROM buckets WHERE owner = $1 ORDER BY name', [owner]);
+    const res = await readQuery<BucketRow>(this.sql, 'SELECT * FROM buckets WHERE owner = $1 ORDER BY name', [owner]);
     return res.rows.map(toBucket);
   }
 
@@ -238,13 +238,14 @@ export class SqlMetadataStore implements MetadataStore {
   }
 
   async bucketStats(bucketId: number): Promise<BucketStats> {
-    const res = await this.sql.query<{ object_count: number; bytes: number }>('SELECT object_count, bytes FROM bucket_stats WHERE bucket_id = $1', [bucketId]);
+    const res = await readQuery<{ object_count: number; bytes: number }>(this.sql, 'SELECT object_count, bytes FROM bucket_stats WHERE bucket_id = $1', [bucketId]);
     const row = res.rows[0];
     return { objectCount: Number(row?.object_count ?? 0), bytes: Number(row?.bytes ?? 0) };
   }
 
   async headObject(bucket: Bucket, key: string): Promise<ObjectMeta | undefined> {
-    const res = await this.sql.query<ObjectRow>(
+    const res = await readQuery<ObjectRow>(
+      this.sql,
       `SELECT ${OBJECT_COLUMNS} FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`,
       [bucket.id, key],
     );
@@ -286,7 +287,8 @@ export class SqlMetadataStore implements MetadataStore {
     for (;;) {
       const exclusive = cursor !== undefined && cursor >= q.prefix;
       const limit = Math.max(q.maxKeys - count + 1, 100);
-      const res = await this.sql.query<ObjectRow>(
+      const res = await readQuery<ObjectRow>(
+        this.sql,
         `SELECT ${OBJECT_COLUMNS} FROM object_info
          WHERE bucket_id = $1 AND ${SAME_PARTITION} AND state = 'NORMAL' AND key ${exclusive ? '>' : '>='} $2 AND key <= $3
          ORDER BY key LIMIT $4`,
@@ -335,7 +337,8 @@ export class SqlMetadataStore implements MetadataStore {
   }
 
   async listRecycled(filter: { owner?: string; bucket?: string }): Promise<RecycledObject[]> {
-    const res = await this.sql.query<{ id: number; bucket: string; key: string; size: number; recycled_at: Date }>(
+    const res = await readQuery<{ id: number; bucket: string; key: string; size: number; recycled_at: Date }>(
+      this.sql,
       `SELECT o.id, b.name AS bucket, o.key, o.size, o.recycled_at FROM object_info o JOIN buckets b ON b.id = o.bucket_id
        WHERE o.state = 'RECYCLED' AND ($1::text IS NULL OR b.owner = $1) AND ($2::text IS NULL OR b.name = $2)
        ORDER BY b.name, o.key, o.recycled_at DESC LIMIT 10000`,

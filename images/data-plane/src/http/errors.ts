@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { CacheUnavailableError, S3Error, type Logger } from '../../../service-kit/src/index.js';
 
 /** Renders errors as the internal API's `{"error":{code,message,extra?}}` with the S3 status. */
 export function errorHandler(logger: Logger) {
@@ -12,7 +12,10 @@ export function errorHandler(logger: Logger) {
     }
     let s3: S3Error;
     if (err instanceof S3Error) s3 = err;
-    else if ((err as { type?: string }).type === 'entity.parse.failed') s3 = new S3Error('InvalidArgument', 'the request body is not valid JSON');
+    else if (err instanceof CacheUnavailableError) {
+      logger.warn({ err: err.message, method: req.method, url: req.originalUrl }, 'cache unavailable');
+      s3 = new S3Error('ServiceUnavailable', 'multipart upload state is unavailable; retry later');
+    } else if ((err as { type?: string }).type === 'entity.parse.failed') s3 = new S3Error('InvalidArgument', 'the request body is not valid JSON');
     else if ((err as { type?: string }).type === 'entity.too.large') s3 = new S3Error('MaxMessageLengthExceeded');
     else if ((err as { status?: number }).status === 400) s3 = new S3Error('InvalidArgument', (err as Error).message);
     else {

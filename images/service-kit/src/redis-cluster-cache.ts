@@ -1,5 +1,4 @@
 import { Cluster, type ClusterNode } from 'ioredis';
-import type { Cache } from './cache.js';
 import { createKeySharder, pickHashTags, slotRangesFromClusterSlots, type KeySharder } from './hash-tags.js';
 
 /**
@@ -42,15 +41,26 @@ function isDeliberateReply(err: unknown): boolean {
 }
 
 /**
- * The control plane's `Cache` over a Redis Cluster (ioredis), plus the hash and set operations of
- * the data plane's cache (multipart part state), with the same semantics as the in-memory caches
+ * The string-cache operations every service's cache interface shares (the control plane's `Cache`
+ * is exactly this; the data plane's adds hashes and sets, which RedisClusterCache also has).
+ */
+export interface StringCache {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string, ttlSeconds?: number): Promise<void>;
+  /** Answers how many of the keys existed. */
+  del(...keys: string[]): Promise<number>;
+}
+
+/**
+ * The control plane's and the data plane's `Cache` over a Redis Cluster (ioredis): strings, and
+ * the hash and set operations of the data plane's cache (multipart part state), with the same semantics as the in-memory caches
  * (missing or expired reads as undefined / {} / []). Every key carries one of the hash tags that
  * land on distinct masters, so hot keys (bucket lookups, instant-upload lookups, part state) load
  * every master; keys grouped by a tag of their own stay together. Calls fail fast with
  * `CacheUnavailableError` when the cluster is down: no offline queue, bounded retries and a hard
  * deadline per call.
  */
-export class RedisClusterCache implements Cache {
+export class RedisClusterCache implements StringCache {
   readonly client: Cluster;
   private sharder: KeySharder = createKeySharder(pickHashTags());
   private tagsFromCluster = false;
@@ -210,7 +220,7 @@ export class RedisClusterCache implements Cache {
  * reads the database) and `set`/`del` do nothing, each reported through `onDegrade` (log, metric).
  * A lost invalidation is bounded by the TTL of what was cached. Other errors pass unchanged.
  */
-export function degradeWhenUnavailable(cache: Cache, onDegrade: (err: CacheUnavailableError) => void): Cache {
+export function degradeWhenUnavailable(cache: StringCache, onDegrade: (err: CacheUnavailableError) => void): StringCache {
   const absorb = async <T>(call: Promise<T>, fallback: T): Promise<T> => {
     try {
       return await call;
