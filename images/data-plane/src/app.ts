@@ -23,6 +23,7 @@ import { Catalog } from './catalog/catalog.js';
 import { AmqpEventPublisher } from './events/amqp-publisher.js';
 import type { EventPublisher } from './events/publisher.js';
 import { BlobCollector } from './gc/blob-collector.js';
+import { CleanupJob } from './gc/cleanup-job.js';
 import { errorHandler } from './http/errors.js';
 import { requireInternalToken } from './http/internal-auth.js';
 import { dataPlaneRoutes } from './http/routes.js';
@@ -58,8 +59,13 @@ export interface DataPlaneOptions extends ProductionSettings {
   broker?: EventPublisher;
   /** How often unsent outbox events are retried. Default 5000 ms. */
   outboxRetryMs?: number;
-  /** How often blobs nobody references are swept (besides being freed at once). Default 10 minutes; 0 = never. */
+  /**
+   * How often the cleanup job runs (blobs nobody references, which are also freed at once; temp,
+   * orphan and stale part files). It also runs once at start. Default 10 minutes; 0 = only at start.
+   */
   blobSweepMs?: number;
+  /** Age below which a temp file or an unreferenced blob file may still belong to a live request. Default 1 hour. */
+  orphanGraceMs?: number;
   /** Injected clock (tests). */
   clock?: () => Date;
   logger?: Logger;
@@ -83,13 +89,6 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
 
   const metrics = dataPlaneMetrics(registry);
   const fs = new FsBackend(opts.dataDir);
-  const sweepFiles = async () => {
-    const temps = await fs.removeStaleTempFiles();
-    // A day of slack past the upload TTL, so that a part of a live upload is never taken.
-    const parts = await fs.removeStaleParts((UPLOAD_TTL_S + 24 * 3600) * 1000);
-    if (temps || parts) logger.info({ temps, parts }, 'removed stale temp and part files');
-  };
-  await sweepFiles();
   const backends = new BackendRegistry(fs);
   const catalog = new Catalog(sql);
   const collector = new BlobCollector(catalog, backends, logger);
@@ -116,15 +115,14 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   } else {
     logger.warn('no event broker: outbox events are kept until a relay with a broker runs');
   }
-  const sweepMs = opts.blobSweepMs ?? 600_000;
-  if (sweepMs > 0) {
-    const sweep = setInterval(() => {
-      collector.collect().catch((err) => logger.warn({ err }, 'blob sweep failed'));
-      sweepFiles().catch((err) => logger.warn({ err }, 'file sweep failed'));
-    }, sweepMs);
-    sweep.unref();
-    onClose.unshift(() => clearInterval(sweep));
-  }
+  // Leftovers of a crash (temp files, blob files never committed, unfreed blobs, expired parts): stale
+  // files are removed before serving; the rest, which needs the database (whose schema may not exist
+  // yet), in the background, then periodically. A day of slack past the upload TTL, so that a part of
+  // a live upload is never taken.
+  const cleanup = new CleanupJob(catalog, collector, [fs], logger, { graceMs: opts.orphanGraceMs, partMaxAgeMs: (UPLOAD_TTL_S + 24 * 3600) * 1000 });
+  await cleanup.removeStaleFiles();
+  cleanup.start(opts.blobSweepMs ?? 600_000);
+  onClose.unshift(() => cleanup.stop());
 
   // After the relay and the sweeps have stopped (those were put first): what this call opened.
   if (publisher && !opts.broker) onClose.push(() => (publisher as AmqpEventPublisher).close());

@@ -144,6 +144,25 @@ export class FsBackend implements StorageBackend {
     return removed;
   }
 
+  /**
+   * Every committed-or-not blob file (not parts, not temp files) with its last modification time, for
+   * the orphan sweep (gc/cleanup-job.ts): a file no `blobs` row names is an orphan once old enough.
+   */
+  async *listBlobs(): AsyncIterable<{ locator: string; modifiedMs: number }> {
+    const hex2 = /^[0-9a-f]{2}$/;
+    for (const a of await readdir(this.root).catch(() => [] as string[])) {
+      if (!hex2.test(a)) continue;
+      for (const b of await readdir(path.join(this.root, a)).catch(() => [] as string[])) {
+        if (!hex2.test(b)) continue;
+        for (const name of await readdir(path.join(this.root, a, b)).catch(() => [] as string[])) {
+          if (!/^[0-9a-f]{32}$/.test(name)) continue;
+          const info = await stat(path.join(this.root, a, b, name)).catch(() => undefined);
+          if (info?.isFile()) yield { locator: name, modifiedMs: info.mtimeMs };
+        }
+      }
+    }
+  }
+
   /** Temp files left by a crash (never visible as blobs) and older than `minAgeMs` are removed. */
   async removeStaleTempFiles(minAgeMs = 3_600_000): Promise<number> {
     let removed = 0;
