@@ -30,12 +30,12 @@ describe('image-search: configuration from the environment', function () {
   it('reports every bad value at once', () => {
     let error: unknown;
     try {
-      loadImageSearchConfig({ IMAGE_SEARCH_TOPK: '0', IMAGE_SEARCH_BUFFER_THRESHOLD: 'lots', IMAGE_SEARCH_MAX_TOPK: '100000' });
+      loadImageSearchConfig({ IMAGE_SEARCH_TOPK: '0', IMAGE_SEARCH_BUFFER_THRESHOLD: 'lots', IMAGE_SEARCH_MAX_TOPK: '100000', IMAGE_SEARCH_EXECUTION_PROVIDER: 'tpu' });
     } catch (err) {
       error = err;
     }
     expect(error).to.be.instanceOf(ConfigError);
-    expect((error as ConfigError).problems).to.have.length(3);
+    expect((error as ConfigError).problems).to.have.length(4);
   });
 
   it('takes IMAGE_FILE_DIR and IMAGE_SEARCH_MODEL_DIR (and the rest) from the environment', async () => {
@@ -50,6 +50,8 @@ describe('image-search: configuration from the environment', function () {
         IMAGE_SEARCH_INDEX_DIR: indexDir,
         IMAGE_SEARCH_TOPK: '7',
         IMAGE_SEARCH_BUFFER_THRESHOLD: '2',
+        // No CUDA libraries on this machine: the encoders fall back to the CPU and say so.
+        IMAGE_SEARCH_EXECUTION_PROVIDER: 'cuda',
       },
       host: '127.0.0.1',
       logger: pino({ level: 'silent' }),
@@ -57,7 +59,8 @@ describe('image-search: configuration from the environment', function () {
     try {
       const status = (await (await fetch(`${service.url}/api/status`)).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
       expect(status.image_dir).to.equal(path.resolve(images.dir));
-      expect(status.model).to.include({ loaded: true, dir: modelDir });
+      expect(status.model).to.include({ loaded: true, dir: modelDir, execution_provider: 'cpu' });
+      expect(status.model.execution_provider_note).to.match(/CUDA execution provider unavailable/);
       expect(status.defaults).to.include({ topk: 7, index_string: 'IVF4096,PQ32x8' });
       const added = await fetch(`${service.url}/api/index/add`, {
         method: 'POST',

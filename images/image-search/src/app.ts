@@ -48,8 +48,9 @@ async function loadModel(config: ImageSearchConfig, logger: Logger): Promise<{ e
           config.IMAGE_SEARCH_MODEL_CACHE_DIR,
         )
       : checkModelDir(config.IMAGE_SEARCH_MODEL_DIR);
-    const encoder = await ClipEncoder.load(dir);
-    logger.info({ dir, dim: encoder.dim }, 'CLIP model loaded');
+    const encoder = await ClipEncoder.load(dir, { executionProvider: config.IMAGE_SEARCH_EXECUTION_PROVIDER });
+    if (encoder.providerFallback) logger.warn(encoder.providerFallback);
+    logger.info({ dir, dim: encoder.dim, executionProvider: encoder.executionProvider }, 'CLIP model loaded');
     return { encoder, dir };
   } catch (err) {
     const error = err instanceof Error ? err.message : String(err);
@@ -131,7 +132,14 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
         return {
           service: 'image-search',
           ready: service.modelLoaded,
-          model: { loaded: service.modelLoaded, dir: model.dir ?? null, error: service.modelError ?? null, backbone: 'ViT-B/32' },
+          model: {
+            loaded: service.modelLoaded,
+            dir: model.dir ?? null,
+            error: service.modelError ?? null,
+            backbone: 'ViT-B/32',
+            execution_provider: model.encoder?.executionProvider ?? null,
+            ...(model.encoder?.providerFallback ? { execution_provider_note: model.encoder.providerFallback } : {}),
+          },
           llm: llm ? { enabled: true, model: llm.model, base_url: config.LLM_BASE_URL } : { enabled: false, reason: 'LLM_BASE_URL is not set' },
           features: {
             text_search: service.modelLoaded,

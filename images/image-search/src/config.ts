@@ -20,6 +20,8 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_S3_REGION: z.string().default('us-east-1'),
   IMAGE_SEARCH_S3_ACCESS_KEY_ID: optional(),
   IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: optional(),
+  /** onnxruntime execution provider for the CLIP encoders; cuda falls back to cpu when it cannot load. */
+  IMAGE_SEARCH_EXECUTION_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
   /** Where model files fetched from the object store are cached. */
   IMAGE_SEARCH_MODEL_CACHE_DIR: z.string().default('data/image-search/model-cache'),
   /** Index state: main index, vectors, paths, manifest. */

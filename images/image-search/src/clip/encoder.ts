@@ -5,6 +5,8 @@ import { MODEL_FILES } from './model-files.js';
 import { preprocessImages, IMAGE_SIZE } from './preprocess.js';
 import { ClipTokenizer, CONTEXT_LENGTH } from './tokenizer.js';
 
+export type ExecutionProvider = 'cpu' | 'cuda';
+
 export interface Embedder {
   readonly dim: number;
   encodeImages(images: Array<Buffer | string>): Promise<Float32Array>;
@@ -28,17 +30,35 @@ export class ClipEncoder implements Embedder {
     readonly tokenizer: ClipTokenizer,
     readonly dim: number,
     private readonly batchSize: number,
+    /** The execution provider in use, and why it is not the one asked for (CUDA unavailable). */
+    readonly executionProvider: ExecutionProvider,
+    readonly providerFallback?: string,
   ) {}
 
-  /** Load from a directory holding image_encoder.onnx, text_encoder.onnx, merges.txt (+ vocab.json). */
-  static async load(dir: string, options: { threads?: number; batchSize?: number } = {}): Promise<ClipEncoder> {
-    const sessionOptions: ort.InferenceSession.SessionOptions = {
-      executionProviders: ['cpu'],
+  /**
+   * Load from a directory holding image_encoder.onnx, text_encoder.onnx, merges.txt (+ vocab.json).
+   * `executionProvider: 'cuda'` runs on the GPU where onnxruntime's CUDA provider can load, and falls
+   * back to the CPU (saying why in `providerFallback`) where it cannot.
+   */
+  static async load(dir: string, options: { threads?: number; batchSize?: number; executionProvider?: ExecutionProvider } = {}): Promise<ClipEncoder> {
+    const sessionOptions = (provider: ExecutionProvider): ort.InferenceSession.SessionOptions => ({
+      executionProviders: provider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
       graphOptimizationLevel: 'all',
       ...(options.threads ? { intraOpNumThreads: options.threads } : {}),
-    };
-    const image = await ort.InferenceSession.create(path.join(dir, MODEL_FILES.image), sessionOptions);
-    const text = await ort.InferenceSession.create(path.join(dir, MODEL_FILES.text), sessionOptions);
+    });
+    let provider: ExecutionProvider = options.executionProvider ?? 'cpu';
+    let providerFallback: string | undefined;
+    const imageFile = path.join(dir, MODEL_FILES.image);
+    let image: ort.InferenceSession;
+    try {
+      image = await ort.InferenceSession.create(imageFile, sessionOptions(provider));
+    } catch (err) {
+      if (provider !== 'cuda') throw err;
+      providerFallback = `CUDA execution provider unavailable (${err instanceof Error ? err.message : String(err)}): running on the CPU`;
+      provider = 'cpu';
+      image = await ort.InferenceSession.create(imageFile, sessionOptions(provider));
+    }
+    const text = await ort.InferenceSession.create(path.join(dir, MODEL_FILES.text), sessionOptions(provider));
     for (const [session, input] of [[image, 'pixel_values'], [text, 'input_ids']] as const) {
       if (!session.inputNames.includes(input)) throw new Error(`CLIP model in ${dir}: expected an input named ${input}, found ${session.inputNames.join(', ')}`);
     }
@@ -46,7 +66,7 @@ export class ClipEncoder implements Embedder {
     // Probe the embedding width once with a blank text.
     const probe = await text.run({ input_ids: new ort.Tensor('int64', tokenizer.tokenize(['']), [1, CONTEXT_LENGTH]) });
     const dim = (probe[text.outputNames[0]].dims.at(-1) as number) ?? 512;
-    return new ClipEncoder(image, text, tokenizer, dim, options.batchSize ?? 16);
+    return new ClipEncoder(image, text, tokenizer, dim, options.batchSize ?? 16, provider, providerFallback);
   }
 
   async encodeImages(images: Array<Buffer | string>): Promise<Float32Array> {
