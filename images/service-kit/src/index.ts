@@ -9,3 +9,4 @@ export * from './sql-routing.js';
 export * from './hash-tags.js';
 export * from './redis-cluster-cache.js';
 export * from './production.js';
+export * from './s3-names.js';

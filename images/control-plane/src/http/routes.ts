@@ -1,10 +1,9 @@
 import express, { type Request, type Router } from 'express';
-import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { assertBucketName, assertObjectKey, S3Error, type Logger } from '../../../service-kit/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
 import type { BackendConfig, Bucket, MetadataStore } from '../metadata/store.js';
 import type { BlobCollector } from '../purge/data-plane-gc.js';
 import type { UserService } from '../users/user-service.js';
-import { assertBucketName, assertObjectKey } from '../validation.js';
 
 export interface RouteDeps {
   store: MetadataStore;

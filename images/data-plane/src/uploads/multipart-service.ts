@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { v7 as uuidv7 } from 'uuid';
-import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error, type Logger } from '../../../service-kit/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import type { ObjectMeta } from '../catalog/catalog.js';
 import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
-import { assertObjectKey } from '../validation.js';
 import { MAX_OBJECT_SIZE, checkUserMetadata, type ObjectService } from './object-service.js';
 
 export const MIN_PART_SIZE = 5 * 1024 * 1024;

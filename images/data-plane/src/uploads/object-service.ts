@@ -1,11 +1,10 @@
 import type { Readable } from 'node:stream';
-import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error, type Logger } from '../../../service-kit/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-backend.js';
 import { BlobGoneError, etagMatches, type BucketRef, type Catalog, type ObjectMeta, type Preconditions, type StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
 import type { DataPlaneMetrics } from '../metrics.js';
-import { assertObjectKey } from '../validation.js';
 
 export const MAX_OBJECT_SIZE = 5 * 1024 ** 3;
 export const MAX_METADATA_BYTES = 2048;

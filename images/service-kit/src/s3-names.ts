@@ -1,4 +1,5 @@
-import { S3Error } from '../../service-kit/src/index.js';
+// S3 naming rules shared by the services that accept bucket names and object keys.
+import { S3Error } from './s3-errors.js';
 
 const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
 
