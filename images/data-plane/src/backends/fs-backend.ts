@@ -5,7 +5,7 @@ import path from 'node:path';
 import { PassThrough, Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { S3Error } from '../../../service-kit/src/index.js';
-import type { ByteRange, PutOptions, StorageBackend, StoredBlob } from './storage-backend.js';
+import type { ByteRange, HashedBlob, PutOptions, StorageBackend } from './storage-backend.js';
 
 /** Blob locators are 32 hex digits; multipart parts carry a `p` prefix and live under `parts/`. */
 const LOCATOR = /^p?[0-9a-f]{32}$/;
@@ -55,7 +55,7 @@ export class FsBackend implements StorageBackend {
     return path.join(this.root, locator.slice(0, 2), locator.slice(2, 4), locator);
   }
 
-  async put(body: Readable, opts: PutOptions = {}): Promise<StoredBlob> {
+  async put(body: Readable, opts: PutOptions = {}): Promise<HashedBlob> {
     const limit = Math.min(opts.maxSize ?? Number.MAX_SAFE_INTEGER, opts.expectedSize ?? Number.MAX_SAFE_INTEGER);
     const counter = new HashingCounter(limit, () =>
       opts.expectedSize !== undefined && opts.expectedSize < (opts.maxSize ?? Infinity)
@@ -73,7 +73,7 @@ export class FsBackend implements StorageBackend {
     });
   }
 
-  async compose(locators: string[]): Promise<StoredBlob> {
+  async compose(locators: string[]): Promise<HashedBlob> {
     const paths = locators.map((l) => this.pathOf(l));
     async function* concatenated() {
       for (const p of paths) yield* createReadStream(p);
@@ -87,7 +87,7 @@ export class FsBackend implements StorageBackend {
     source: [Readable, HashingCounter],
     counter: HashingCounter,
     verify: (size: number, md5: string) => void,
-  ): Promise<StoredBlob> {
+  ): Promise<HashedBlob> {
     const locator = locatorPrefix + randomBytes(16).toString('hex');
     const finalPath = this.pathOf(locator);
     const dir = path.dirname(finalPath);

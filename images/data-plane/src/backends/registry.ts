@@ -1,21 +1,80 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { BACKEND_KINDS, S3_BACKEND_KINDS, settingsOfBucket, type BackendsConfig, type S3BackendKind } from './config.js';
 import { FsBackend } from './fs-backend.js';
+import { S3Backend, type S3BackendSettings } from './s3-backend.js';
 import type { StorageBackend } from './storage-backend.js';
 
-/** Picks the storage backend for a bucket's backend config, and finds one again by its key (for freeing). */
+/** A bucket's backend config as stored with the bucket (and with each blob). */
+export interface BucketBackendConfig {
+  kind: string;
+  [setting: string]: unknown;
+}
+
+/**
+ * Picks the storage backend for a bucket's backend config, and finds one again by its key (for
+ * reading and freeing blobs). `fs` is the data dir; `minio` and `cloud` use the bucket's own settings
+ * when it carries an endpoint (operator-made buckets), else the server's configured backend of that kind.
+ */
 export class BackendRegistry {
   private readonly byKey = new Map<string, StorageBackend>();
+  private readonly configured: Partial<Record<S3BackendKind, S3Backend>> = {};
 
-  constructor(readonly fs: FsBackend) {
-    this.byKey.set(fs.key, fs);
+  constructor(
+    readonly fs: FsBackend,
+    config: BackendsConfig = {},
+    private readonly logger?: Logger,
+  ) {
+    this.register(fs);
+    for (const kind of S3_BACKEND_KINDS) {
+      const settings = config[kind];
+      if (settings) this.configured[kind] = this.register(this.s3({ ...settings, kind }));
+    }
   }
 
-  forBucket(config: { kind: string }): StorageBackend {
+  private s3(settings: S3BackendSettings): S3Backend {
+    return new S3Backend(settings, (err) => this.logger?.warn({ err, backend: S3Backend.keyOf(settings) }, 'backend sweep failed; will retry'));
+  }
+
+  private register<T extends StorageBackend>(backend: T): T {
+    const known = this.byKey.get(backend.key);
+    if (known) return known as T;
+    this.byKey.set(backend.key, backend);
+    return backend;
+  }
+
+  forBucket(config: BucketBackendConfig): StorageBackend {
     if (config.kind === 'fs') return this.fs;
-    throw new S3Error('NotImplemented', `the ${JSON.stringify(config.kind)} storage backend is not available in this data plane`);
+    if (!BACKEND_KINDS.has(config.kind)) throw new S3Error('InvalidArgument', `Unknown storage backend ${JSON.stringify(config.kind)}: use fs, minio or cloud.`);
+    const kind = config.kind as S3BackendKind;
+    const own = settingsOfBucket(config);
+    if (own) return this.byKey.get(S3Backend.keyOf(own)) ?? this.register(this.s3(own));
+    const backend = this.configured[kind];
+    if (!backend) {
+      throw new S3Error('InvalidArgument', `The ${kind} storage backend is not configured on this server (STRATA_BACKEND_${kind.toUpperCase()}_ENDPOINT).`, {
+        ArgumentName: 'x-strata-backend',
+      });
+    }
+    return backend;
   }
 
   byBackendKey(key: string): StorageBackend | undefined {
     return this.byKey.get(key);
+  }
+
+  /** The backend a stored blob lives on: by its key, else rebuilt from the config stored with it. */
+  forBlob(key: string, config: BucketBackendConfig | undefined): StorageBackend | undefined {
+    const known = this.byKey.get(key);
+    if (known || !config) return known;
+    try {
+      const backend = this.forBucket(config);
+      return backend.key === key ? backend : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The server-configured S3-compatible backends (for the cleanup job). */
+  configuredS3(): S3Backend[] {
+    return Object.values(this.configured);
   }
 }

@@ -1,9 +1,14 @@
 import type { Readable } from 'node:stream';
 
-/** What a backend answers for stored bytes: its own name for them, their size and hex MD5. */
+/** What a backend answers for stored bytes: its own name for them, their size and hex MD5 (null when the backend did not hash them). */
 export interface StoredBlob {
   locator: string;
   size: number;
+  md5: string | null;
+}
+
+/** Bytes that streamed through Strata: their MD5 is always known. */
+export interface HashedBlob extends StoredBlob {
   md5: string;
 }
 
@@ -30,20 +35,25 @@ export interface ByteRange {
 /**
  * Where object bytes live. Blobs are named by generated locators (never by keys), written so that a
  * crash or an aborted body never leaves a partial blob visible, and read as streams.
- * Implementations: the local filesystem now; an object-store server (minio client) and a cloud store later.
+ * Implementations: the local filesystem (fs-backend.ts) and S3-compatible servers or cloud stores
+ * through the minio client (s3-backend.ts); registry.ts picks one per bucket.
  */
 export interface StorageBackend {
   /** Identity of the storage the bytes land in: blobs dedupe only within one backend key. */
   readonly key: string;
   /** Stream a body into a new blob, hashing it on the way; nothing remains on any error. */
-  put(body: Readable, opts?: PutOptions): Promise<StoredBlob>;
+  put(body: Readable, opts?: PutOptions): Promise<HashedBlob>;
   /** Stream a blob, or a byte range of it. */
   get(locator: string, range?: ByteRange): Promise<Readable>;
   /** Remove a blob; removing a missing blob is not an error. */
   delete(locator: string): Promise<void>;
-  /** Concatenate blobs (multipart parts) into one new blob, on the backend itself. */
+  /** Concatenate blobs (multipart parts) into one new blob, on the backend itself (MD5 null when the backend cannot hash it). */
   compose(locators: string[]): Promise<StoredBlob>;
   exists(locator: string): Promise<boolean>;
   /** A URL a client can download the blob from directly, when the backend can serve it. */
-  directUrl?(locator: string, expiresSeconds: number): Promise<string>;
+  directUrl?(locator: string, expiresSeconds: number, opts?: { contentType?: string }): Promise<string>;
+  /** The backend answers (and is set up); throws S3 ServiceUnavailable when it cannot be reached. */
+  ready?(): Promise<void>;
+  /** Remove part blobs older than `maxAgeMs` (uploads that expired unfinished); answers how many. */
+  removeStaleParts?(maxAgeMs: number): Promise<number>;
 }

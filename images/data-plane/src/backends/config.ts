@@ -1,0 +1,73 @@
+import { S3Error } from '../../../service-kit/src/index.js';
+import type { S3BackendSettings } from './s3-backend.js';
+
+/** The S3-compatible backend kinds; `fs` needs no settings beyond the data dir. */
+export const S3_BACKEND_KINDS = ['minio', 'cloud'] as const;
+export type S3BackendKind = (typeof S3_BACKEND_KINDS)[number];
+export const BACKEND_KINDS: ReadonlySet<string> = new Set(['fs', ...S3_BACKEND_KINDS]);
+
+/** Server-side backend settings: what a bucket created with just `{kind}` uses. */
+export type BackendsConfig = Partial<Record<S3BackendKind, S3BackendSettings>>;
+
+const truthy = (v: string | undefined, fallback: boolean) => (v === undefined || v === '' ? fallback : /^(1|true|yes|on)$/i.test(v));
+
+/**
+ * Reads `STRATA_BACKEND_MINIO_*` (an object-store server; path-style addressing by default) and
+ * `STRATA_BACKEND_CLOUD_*` (a cloud object store; virtual-hosted style, endpoint defaults to AWS S3
+ * of the region): ENDPOINT, REGION, ACCESS_KEY, SECRET_KEY, BUCKET, PREFIX, PATH_STYLE,
+ * PUBLIC_ENDPOINT. A kind is configured when its ENDPOINT (cloud: ENDPOINT or REGION) is set;
+ * incomplete settings are a startup error.
+ */
+export function backendsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): BackendsConfig {
+  const config: BackendsConfig = {};
+  for (const kind of S3_BACKEND_KINDS) {
+    const v = (name: string) => env[`STRATA_BACKEND_${kind.toUpperCase()}_${name}`] || undefined;
+    const region = v('REGION');
+    const endpoint = v('ENDPOINT') ?? (kind === 'cloud' && region ? `https://s3.${region}.amazonaws.com` : undefined);
+    if (!endpoint) continue;
+    const accessKey = v('ACCESS_KEY');
+    const secretKey = v('SECRET_KEY');
+    if (!accessKey || !secretKey) {
+      throw new Error(`STRATA_BACKEND_${kind.toUpperCase()}_ACCESS_KEY and _SECRET_KEY are required when the ${kind} backend is configured`);
+    }
+    config[kind] = {
+      kind,
+      endpoint,
+      region: region ?? 'us-east-1',
+      accessKey,
+      secretKey,
+      bucket: v('BUCKET') ?? 'strata',
+      prefix: v('PREFIX'),
+      pathStyle: truthy(v('PATH_STYLE'), kind === 'minio'),
+      publicEndpoint: v('PUBLIC_ENDPOINT'),
+    };
+  }
+  return config;
+}
+
+/**
+ * Settings a bucket carries itself (the operator's Bucket resource sends them through the control
+ * plane's internal API: endpoint, region, bucket, prefix, useSSL, accessKey, secretKey), or
+ * undefined when the bucket only names its kind and the server's configuration applies.
+ */
+export function settingsOfBucket(config: { kind: string; [setting: string]: unknown }): S3BackendSettings | undefined {
+  const kind = config.kind as S3BackendKind;
+  const str = (name: string) => (typeof config[name] === 'string' && config[name] !== '' ? (config[name] as string) : undefined);
+  const endpoint = str('endpoint');
+  if (!endpoint) return undefined;
+  const accessKey = str('accessKey');
+  const secretKey = str('secretKey');
+  const bucket = str('bucket');
+  if (!accessKey || !secretKey || !bucket) throw new S3Error('InvalidArgument', `the ${kind} backend settings need accessKey, secretKey and bucket along with endpoint`);
+  const useSSL = config.useSSL !== false;
+  return {
+    kind,
+    endpoint: endpoint.includes('://') ? endpoint : `${useSSL ? 'https' : 'http'}://${endpoint}`,
+    region: str('region') ?? 'us-east-1',
+    accessKey,
+    secretKey,
+    bucket,
+    prefix: str('prefix'),
+    pathStyle: typeof config.pathStyle === 'boolean' ? config.pathStyle : kind === 'minio',
+  };
+}
