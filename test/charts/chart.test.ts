@@ -61,6 +61,17 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     const ingress = objs.find((o) => o.kind === 'Ingress') as RenderedObject & { spec: { rules: Array<{ http: { paths: Array<{ backend: { service: { name: string; port: { number: number } } } }> } }> } };
     expect(ingress.metadata.namespace).to.equal('data');
     expect(ingress.spec.rules[0]!.http.paths[0]!.backend.service).to.deep.equal({ name: 'strata-gateway', port: { number: 9000 } });
+    expect(names).to.not.include('Secret/strata-poem-app');
+  });
+
+  it('keeps the poem app\'s upstream API key in a Secret, never in the Deployment', async () => {
+    const objs = await template(['poemApp.enabled=true', 'poemApp.apiKey=sk-test-123']);
+    for (const o of objs) await validateManifest(o);
+    const secret = objs.find((o) => o.kind === 'Secret' && o.metadata.name === 'strata-poem-app') as RenderedObject & { stringData: Record<string, string> };
+    expect(secret.stringData.API_KEY).to.equal('sk-test-123');
+    const deployment = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'strata-poem-app')!;
+    expect(JSON.stringify(deployment)).to.not.contain('sk-test-123');
+    expect(JSON.stringify(deployment)).to.contain('secretKeyRef');
   });
 
   it('grants least privilege: no wildcards, no deletes, Secrets only read and created', async () => {

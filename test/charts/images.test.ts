@@ -28,11 +28,13 @@ describe('container images (Dockerfiles; no Docker engine here to build them)', 
       expect(lines.some((l) => /npm ci .*--omit=dev/.test(l))).to.equal(true);
       const users = lines.filter((l) => /^USER /i.test(l));
       expect(users.length).to.be.greaterThan(0);
-      expect(users.at(-1)).to.not.match(/^USER (root|0)(:|$)/);
+      // Numeric and not root: runAsNonRoot can only verify a numeric user.
+      expect(users.at(-1)).to.match(/^USER [1-9]\d*(:\d+)?$/);
       expect(lines.some((l) => /^HEALTHCHECK /.test(l) && l.includes('/healthz'))).to.equal(true);
       const cmd = lines.filter((l) => /^CMD /.test(l)).at(-1)!;
       const entry = /"([^"]+\.ts)"/.exec(cmd)?.[1];
       expect(entry, cmd).to.be.a('string');
+      expect(existsSync(path.join(root, entry!)), `${name}: ${entry}`).to.equal(true);
       // Every path the image copies from the build context must exist (services still in progress excepted).
       for (const copy of lines.filter((l) => /^COPY (?!--from)/.test(l))) {
         for (const src of copy.split(/\s+/).slice(1, -1)) {
@@ -60,8 +62,22 @@ describe('container images (Dockerfiles; no Docker engine here to build them)', 
     expect(stdout).to.match(/no Docker engine/);
   });
 
-  it('keeps local state out of the build context', () => {
-    const ignored = readFileSync(path.join(root, '.dockerignore'), 'utf8').split('\n');
+  it('keeps local state out of the build context, but nothing an image copies', () => {
+    const ignored = readFileSync(path.join(root, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
     expect(ignored).to.include.members(['node_modules', '.git', 'data']);
+    const excluded = (src: string) =>
+      ignored.some((pattern) => {
+        const segments = src.split('/');
+        if (pattern.startsWith('**/')) return segments.includes(pattern.slice(3));
+        return src === pattern || src.startsWith(`${pattern}/`);
+      });
+    for (const name of IMAGES) {
+      for (const copy of instructions(path.join(root, 'images', name, 'Dockerfile')).filter((l) => /^COPY (?!--from)/.test(l))) {
+        for (const src of copy.split(/\s+/).slice(1, -1)) expect(excluded(src), `${name}: ${src} is in .dockerignore`).to.equal(false);
+      }
+    }
   });
 });

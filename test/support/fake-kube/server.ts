@@ -6,11 +6,35 @@ import { ApiError, ClusterState, type KubeObject, type WatchEvent } from './clus
 import { PatchError, jsonPatch, mergePatch, type Json } from './patches.js';
 import { apiVersionOf, type ResourceType } from './resource-types.js';
 
+/** What an authorizer decides on (the attributes of a Kubernetes resource request). */
+export interface RequestAttributes {
+  verb: 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
+  group: string;
+  resource: string;
+  subresource?: string;
+  namespace?: string;
+  name?: string;
+}
+
 interface Route {
   type: ResourceType;
   namespace?: string;
   name?: string;
   subresource?: 'status';
+}
+
+function requestAttributes(method: string, route: Route, q: URLSearchParams): RequestAttributes {
+  const watch = q.get('watch') === 'true' || q.get('watch') === '1';
+  const verbs: Record<string, RequestAttributes['verb']> = { POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+  const verb = method === 'GET' ? (route.name ? 'get' : watch ? 'watch' : 'list') : (verbs[method] ?? 'get');
+  return {
+    verb,
+    group: route.type.group,
+    resource: route.type.plural,
+    ...(route.subresource ? { subresource: route.subresource } : {}),
+    ...(route.namespace ? { namespace: route.namespace } : {}),
+    ...(route.name ? { name: route.name } : {}),
+  };
 }
 
 /** `a=b,c!=d,e` label selectors (equality, inequality and existence; what the operator uses). */
@@ -55,6 +79,13 @@ export class FakeKubeServer {
   readonly requests: string[] = [];
   /** Fault injection: a status code to fail a request with (e.g. 503 for an unreachable etcd), or undefined. */
   failRequests?: (method: string, path: string) => number | undefined;
+  /**
+   * RBAC: when set, every resource request is authorized with the caller's bearer token and its
+   * attributes (as the API server's authorizer sees them); a refusal answers 403 and is remembered
+   * in `denied`. Discovery is open to everyone, as system:discovery makes it.
+   */
+  authorize?: (user: string, attrs: RequestAttributes) => boolean;
+  readonly denied: Array<RequestAttributes & { user: string }> = [];
   url = '';
 
   constructor(crds: object[] = []) {
@@ -83,11 +114,12 @@ export class FakeKubeServer {
     this.watches.clear();
   }
 
-  kubeConfig(): KubeConfig {
+  /** A client config for this server; `token` names the user (what `authorize` sees). */
+  kubeConfig(token = 'fake-token'): KubeConfig {
     const kc = new KubeConfig();
     kc.loadFromOptions({
       clusters: [{ name: 'fake', server: this.url, skipTLSVerify: true }],
-      users: [{ name: 'tester', token: 'fake-token' }],
+      users: [{ name: 'tester', token }],
       contexts: [{ name: 'fake', cluster: 'fake', user: 'tester', namespace: 'default' }],
       currentContext: 'fake',
     });
@@ -106,6 +138,7 @@ export class FakeKubeServer {
     const q = url.searchParams;
     const { type, namespace, name, subresource } = route;
     const body = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(req.method ?? '') ? await readBody(req) : '';
+    if (this.authorize) this.authorizeRequest(req, route, q, body);
     switch (req.method) {
       case 'GET':
         if (name) return this.send(res, 200, this.state.get(type, namespace, name));
@@ -127,6 +160,43 @@ export class FakeKubeServer {
       }
       default:
         throw new ApiError(405, 'MethodNotAllowed', `method ${req.method} not allowed`);
+    }
+  }
+
+  /**
+   * The authorizer's checks for one request: its own verb; `create` as well for a server-side apply
+   * that creates; and, as the OwnerReferencesPermissionEnforcement admission plugin does, `update` of
+   * the owner's `finalizers` subresource for every owner reference with blockOwnerDeletion.
+   */
+  private authorizeRequest(req: http.IncomingMessage, route: Route, q: URLSearchParams, body: string): void {
+    const user = (req.headers.authorization ?? '').replace(/^Bearer /, '');
+    const method = req.method ?? 'GET';
+    const attrs = requestAttributes(method, route, q);
+    const checks: RequestAttributes[] = [attrs];
+    const isApply = (req.headers['content-type'] ?? '').startsWith('application/apply-patch+yaml');
+    if (method === 'PATCH' && isApply && route.name && !this.state.tryGet(route.type, route.namespace, route.name)) checks.push({ ...attrs, verb: 'create' });
+    if (['POST', 'PUT', 'PATCH'].includes(method) && body) {
+      let written: { metadata?: { ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; blockOwnerDeletion?: boolean }> } } | undefined;
+      try {
+        written = (isApply ? parseYaml(body) : JSON.parse(body)) as typeof written;
+      } catch {
+        written = undefined;
+      }
+      for (const ref of written?.metadata?.ownerReferences ?? []) {
+        if (!ref.blockOwnerDeletion) continue;
+        const owner = this.state.allTypes().find((t) => apiVersionOf(t) === ref.apiVersion && t.kind === ref.kind);
+        if (owner) checks.push({ verb: 'update', group: owner.group, resource: owner.plural, subresource: 'finalizers', namespace: route.namespace, name: ref.name });
+      }
+    }
+    for (const check of checks) {
+      if (this.authorize!(user, check)) continue;
+      this.denied.push({ user, ...check });
+      const what = `${check.resource}${check.subresource ? `/${check.subresource}` : ''}`;
+      throw new ApiError(
+        403,
+        'Forbidden',
+        `${what}${check.group ? `.${check.group}` : ''} is forbidden: User "${user}" cannot ${check.verb} resource "${what}" in API group "${check.group}"${check.namespace ? ` in the namespace "${check.namespace}"` : ' at the cluster scope'}`,
+      );
     }
   }
 
