@@ -161,6 +161,22 @@ describe('image-search: model files', function () {
     );
     expect(mine.authorization).to.equal(reference.headers.authorization);
     expect(signedHeaders(url, {})).to.deep.equal({});
+    // A listing: the query string is part of what is signed.
+    const list = new URL('http://127.0.0.1:9000/images?prefix=photos%2Fcats%20%26%20dogs%2F&list-type=2&continuation-token=a%2Bb%3D');
+    const listed = signedHeaders(list, { ...credentials, region: 'eu-west-1' }, date);
+    const listReference = await signer.sign(
+      {
+        method: 'GET',
+        protocol: 'http:',
+        hostname: '127.0.0.1',
+        port: 9000,
+        path: list.pathname,
+        query: Object.fromEntries(list.searchParams),
+        headers: { host: list.host, 'x-amz-content-sha256': listed['x-amz-content-sha256'] },
+      },
+      { signingDate: date },
+    );
+    expect(listed.authorization).to.equal(listReference.headers.authorization);
   });
 
   it('fetches the model from an S3 bucket with SigV4-signed GETs (s3rver)', async () => {

@@ -13,6 +13,7 @@ import {
   type Registry,
   type RunningService,
 } from '../../service-kit/src/index.js';
+import { BucketSource } from './bucket-source.js';
 import { ClipEncoder } from './clip/encoder.js';
 import { checkModelDir, fetchModelFromS3 } from './clip/model-files.js';
 import { loadImageSearchConfig, type ImageSearchConfig } from './config.js';
@@ -85,6 +86,20 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     defaultTopk: Math.min(config.IMAGE_SEARCH_TOPK, config.IMAGE_SEARCH_MAX_TOPK),
     maxTopk: config.IMAGE_SEARCH_MAX_TOPK,
   });
+  const source = config.IMAGE_SEARCH_SOURCE_S3_URL
+    ? new BucketSource({
+        location: {
+          endpoint: config.IMAGE_SEARCH_S3_ENDPOINT,
+          url: config.IMAGE_SEARCH_SOURCE_S3_URL,
+          region: config.IMAGE_SEARCH_S3_REGION,
+          accessKeyId: config.IMAGE_SEARCH_S3_ACCESS_KEY_ID,
+          secretAccessKey: config.IMAGE_SEARCH_S3_SECRET_ACCESS_KEY,
+        },
+        files,
+        service,
+        logger,
+      })
+    : null;
   const llm = config.LLM_BASE_URL
     ? new LlmAssistant({ baseURL: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY, model: config.LLM_MODEL, logger })
     : null;
@@ -111,7 +126,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
         if (!service.modelLoaded) throw new Error(service.modelError);
       },
     },
-    onClose: [() => index.close(), () => model.encoder?.close()],
+    onClose: [async () => source?.stop(), () => index.close(), () => model.encoder?.close()],
   };
   const app = createApp(serviceOptions);
   app.use(httpMetrics(registry).middleware);
@@ -159,6 +174,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
             job: status.job,
           },
           image_dir: files.root,
+          source: source ? source.status() : { kind: 'directory', path: files.root },
           defaults: { topk: config.IMAGE_SEARCH_TOPK, max_topk: config.IMAGE_SEARCH_MAX_TOPK, nprobe: config.IMAGE_SEARCH_NPROBE, index_string: config.IMAGE_SEARCH_INDEX_STRING },
         };
       },
@@ -172,6 +188,10 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
       .indexDirectory((done, total) => logger.info({ done, total }, 'indexing image directory'))
       .then((added) => logger.info({ added }, 'image directory indexed'))
       .catch((err: unknown) => logger.error({ err }, 'indexing the image directory failed'));
+  }
+  if (source) {
+    if (service.modelLoaded) source.start(config.IMAGE_SEARCH_SOURCE_SYNC_SECONDS);
+    else logger.warn('image bucket not synced: the CLIP model is missing');
   }
   return listen(app, { ...serviceOptions, port: config.PORT, host });
 }

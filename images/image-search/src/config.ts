@@ -33,6 +33,12 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_MAX_TOPK: env.int(100, 1, 1000),
   IMAGE_SEARCH_BUFFER_THRESHOLD: env.int(1000, 1),
   IMAGE_SEARCH_MAX_UPLOAD_BYTES: env.int(10 * 1024 * 1024, 1024),
+  /**
+   * s3://bucket/prefix of images in Strata's object store: mirrored into IMAGE_FILE_DIR and indexed at
+   * start and every IMAGE_SEARCH_SOURCE_SYNC_SECONDS (0: at start only).
+   */
+  IMAGE_SEARCH_SOURCE_S3_URL: optional(),
+  IMAGE_SEARCH_SOURCE_SYNC_SECONDS: env.int(60, 0, 86_400),
   /** Index every image under IMAGE_FILE_DIR that is not indexed yet, in the background at start. */
   IMAGE_SEARCH_SCAN_ON_START: env.bool(false),
   LLM_BASE_URL: optional(),

@@ -145,7 +145,15 @@ export class SearchService {
 
   /** Index images under the image directory not indexed yet, in batches; returns how many were added. */
   async indexDirectory(onBatch?: (done: number, total: number) => void): Promise<number> {
-    const all = (await this.opts.files.list()).filter((p) => this.opts.index.idOf(p) === undefined);
+    return this.indexPaths(await this.opts.files.list(), onBatch);
+  }
+
+  /**
+   * Index the given paths (relative to the image directory) that are not indexed yet, in batches;
+   * files that do not decode as images are skipped. Returns how many were added.
+   */
+  async indexPaths(paths: string[], onBatch?: (done: number, total: number) => void): Promise<number> {
+    const all = paths.filter((p) => this.opts.index.idOf(p) === undefined);
     let added = 0;
     for (let start = 0; start < all.length; start += 64) {
       const batch = all.slice(start, start + 64);

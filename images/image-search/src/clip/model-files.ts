@@ -61,7 +61,19 @@ export async function fetchModelFromS3(location: S3Location, cacheDir: string): 
 const sha256 = (data: string) => createHash('sha256').update(data).digest('hex');
 const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();
 
-/** AWS Signature V4 headers for an unsigned-body GET; no headers when no credentials are configured. */
+/** RFC 3986 encoding as SigV4 wants it (encodeURIComponent leaves !'()* alone). */
+const rfc3986 = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+/** The canonical query string of SigV4: encoded pairs sorted by key, then value. */
+function canonicalQuery(url: URL): string {
+  return [...url.searchParams]
+    .map(([k, v]) => [rfc3986(k), rfc3986(v)])
+    .sort(([ak, av], [bk, bv]) => (ak < bk ? -1 : ak > bk ? 1 : av < bv ? -1 : av > bv ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`)
+    .join('&');
+}
+
+/** AWS Signature V4 headers for an unsigned-body GET (query included); none without credentials. */
 export function signedHeaders(url: URL, location: Pick<S3Location, 'region' | 'accessKeyId' | 'secretAccessKey'>, now = new Date()): Record<string, string> {
   if (!location.accessKeyId || !location.secretAccessKey) return {};
   const region = location.region ?? 'us-east-1';
@@ -70,7 +82,7 @@ export function signedHeaders(url: URL, location: Pick<S3Location, 'region' | 'a
   const payload = sha256('');
   const canonicalHeaders = `host:${url.host}\nx-amz-content-sha256:${payload}\nx-amz-date:${amzDate}\n`;
   const signed = 'host;x-amz-content-sha256;x-amz-date';
-  const canonicalRequest = ['GET', url.pathname, '', canonicalHeaders, signed, payload].join('\n');
+  const canonicalRequest = ['GET', url.pathname, canonicalQuery(url), canonicalHeaders, signed, payload].join('\n');
   const scope = `${day}/${region}/s3/aws4_request`;
   const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256(canonicalRequest)].join('\n');
   const key = hmac(hmac(hmac(hmac(`AWS4${location.secretAccessKey}`, day), region), 's3'), 'aws4_request');

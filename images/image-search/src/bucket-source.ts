@@ -1,0 +1,180 @@
+// Images from a bucket prefix of Strata's object store (IMAGE_SEARCH_SOURCE_S3_URL=s3://bucket/prefix):
+// the image objects under the prefix are mirrored into the image directory (key minus prefix = path)
+// and indexed, at start and then every IMAGE_SEARCH_SOURCE_SYNC_SECONDS, so that objects created in
+// the bucket reach the index without a call to /api/index/add. Listing and downloads are ordinary S3
+// requests (ListObjectsV2, GET) signed with SigV4, so any S3 API works, Strata's gateway included.
+import { createWriteStream, existsSync, promises as fs, statSync } from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { XMLParser } from 'fast-xml-parser';
+import type { Logger } from '../../service-kit/src/index.js';
+import { signedHeaders, type S3Location } from './clip/model-files.js';
+import { IMAGE_EXTENSIONS, type ImageFiles } from './image-files.js';
+import type { SearchService } from './search-service.js';
+
+export interface BucketSourceOptions {
+  location: S3Location;
+  files: ImageFiles;
+  service: SearchService;
+  logger: Logger;
+  /** Largest object mirrored (bigger ones are skipped). */
+  maxObjectBytes?: number;
+}
+
+export interface SyncResult {
+  listed: number;
+  downloaded: number;
+  added: number;
+  skipped: Array<{ key: string; reason: string }>;
+}
+
+export interface BucketSourceStatus {
+  kind: 'bucket';
+  url: string;
+  syncing: boolean;
+  last_sync: (SyncResult & { finished_at: string }) | null;
+  last_error: string | null;
+}
+
+interface ListedObject {
+  key: string;
+  size: number;
+}
+
+const parser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name === 'Contents' });
+
+export class BucketSource {
+  private readonly bucket: string;
+  private readonly prefix: string;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<SyncResult> | null = null;
+  private last: BucketSourceStatus['last_sync'] = null;
+  private lastError: string | null = null;
+
+  constructor(private readonly opts: BucketSourceOptions) {
+    const match = /^s3:\/\/([^/]+)\/?(.*)$/.exec(opts.location.url);
+    if (!match) throw new Error(`IMAGE_SEARCH_SOURCE_S3_URL must look like s3://bucket/prefix, got ${opts.location.url}`);
+    this.bucket = match[1];
+    this.prefix = match[2] && !match[2].endsWith('/') ? `${match[2]}/` : match[2];
+  }
+
+  status(): BucketSourceStatus {
+    return { kind: 'bucket', url: this.opts.location.url, syncing: this.running !== null, last_sync: this.last, last_error: this.lastError };
+  }
+
+  /** Sync now, then every `seconds` (0: only now). Failures are logged and retried at the next round. */
+  start(seconds: number): void {
+    const round = () => {
+      this.sync().catch(() => undefined);
+      if (seconds > 0) this.timer = setTimeout(round, seconds * 1000);
+    };
+    round();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One round: list, mirror new or changed image objects, index what is not indexed yet. */
+  sync(): Promise<SyncResult> {
+    if (!this.running) {
+      this.running = this.syncOnce().then(
+        (result) => {
+          this.last = { ...result, finished_at: new Date().toISOString() };
+          this.lastError = null;
+          this.running = null;
+          if (result.downloaded || result.added) this.opts.logger.info({ ...result, skipped: result.skipped.length }, 'image bucket synced');
+          return result;
+        },
+        (err: unknown) => {
+          this.lastError = err instanceof Error ? err.message : String(err);
+          this.running = null;
+          this.opts.logger.warn({ error: this.lastError, url: this.opts.location.url }, 'image bucket sync failed');
+          throw err;
+        },
+      );
+    }
+    return this.running;
+  }
+
+  private url(pathPart: string, query: Record<string, string> = {}): URL {
+    const url = new URL(`${this.opts.location.endpoint.replace(/\/$/, '')}/${pathPart}`);
+    for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+    return url;
+  }
+
+  private async get(url: URL): Promise<Response> {
+    const response = await fetch(url, { headers: signedHeaders(url, this.opts.location) });
+    if (!response.ok) {
+      const body = await response.text().catch(() => '');
+      const code = /<Code>([^<]+)<\/Code>/.exec(body)?.[1];
+      throw new Error(`GET ${url.pathname} from the object store answered ${response.status}${code ? ` ${code}` : ''}`);
+    }
+    return response;
+  }
+
+  private async list(): Promise<ListedObject[]> {
+    const out: ListedObject[] = [];
+    let token: string | undefined;
+    do {
+      const query: Record<string, string> = { 'list-type': '2', prefix: this.prefix, 'max-keys': '1000' };
+      if (token) query['continuation-token'] = token;
+      const response = await this.get(this.url(encodeURIComponent(this.bucket), query));
+      const doc = parser.parse(await response.text()) as {
+        ListBucketResult?: { Contents?: Array<{ Key?: string; Size?: string }>; IsTruncated?: string; NextContinuationToken?: string };
+      };
+      const result = doc.ListBucketResult;
+      if (!result) throw new Error('the object store answered the listing with something that is not a ListBucketResult');
+      for (const c of result.Contents ?? []) if (c.Key) out.push({ key: c.Key, size: Number(c.Size ?? 0) });
+      token = result.IsTruncated === 'true' ? result.NextContinuationToken : undefined;
+    } while (token);
+    return out;
+  }
+
+  private async syncOnce(): Promise<SyncResult> {
+    const listed = await this.list();
+    const skipped: SyncResult['skipped'] = [];
+    const mirrored: string[] = [];
+    let downloaded = 0;
+    for (const object of listed) {
+      const relative = object.key.slice(this.prefix.length);
+      if (!relative || relative.endsWith('/')) continue;
+      if (!IMAGE_EXTENSIONS.has(path.extname(relative).toLowerCase())) continue;
+      const target = path.resolve(this.opts.files.root, relative);
+      if (!target.startsWith(this.opts.files.root + path.sep) || relative.split('/').includes('..')) {
+        skipped.push({ key: object.key, reason: 'key leads outside the image directory' });
+        continue;
+      }
+      if (object.size > (this.opts.maxObjectBytes ?? 50 * 2 ** 20)) {
+        skipped.push({ key: object.key, reason: `larger than ${this.opts.maxObjectBytes ?? 50 * 2 ** 20} bytes` });
+        continue;
+      }
+      const normalized = path.relative(this.opts.files.root, target).split(path.sep).join('/');
+      if (!existsSync(target) || statSync(target).size !== object.size) {
+        await this.download(object.key, target);
+        downloaded++;
+      }
+      mirrored.push(normalized);
+    }
+    const added = await this.opts.service.indexPaths(mirrored);
+    return { listed: listed.length, downloaded, added, skipped };
+  }
+
+  private async download(key: string, target: string): Promise<void> {
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    const url = this.url(`${encodeURIComponent(this.bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`);
+    const response = await this.get(url);
+    if (!response.body) throw new Error(`GET ${url.pathname}: empty response`);
+    const tmp = `${target}.download-${process.pid}`;
+    try {
+      await pipeline(Readable.fromWeb(response.body as WebReadableStream), createWriteStream(tmp));
+      await fs.rename(tmp, target);
+    } finally {
+      await fs.rm(tmp, { force: true });
+    }
+  }
+}

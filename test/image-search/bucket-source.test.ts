@@ -1,0 +1,132 @@
+import { expect } from 'chai';
+import { existsSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { pino } from 'pino';
+import { startImageSearch } from '../../images/image-search/src/app.js';
+import type { RunningService } from '../../images/service-kit/src/index.js';
+import { ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from '../e2e/support/platform.js';
+import { sdkClient } from '../e2e/support/s3.js';
+import { colourImage, makeTestModel, PALETTE, tempDir } from './support/fixtures.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function json(url: string, init?: RequestInit): Promise<any> {
+  return (await fetch(url, init)).json();
+}
+
+async function until<T>(probe: () => Promise<T | undefined>): Promise<T> {
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('image-search: images from a bucket prefix of Strata’s object store (IMAGE_SEARCH_SOURCE_S3_URL)', function () {
+  this.timeout(120_000);
+  let platform: TestPlatform;
+  let s3: S3Client;
+  let service: RunningService;
+  const dirs: string[] = [];
+  const put = async (key: string, body: Buffer | string) => s3.send(new PutObjectCommand({ Bucket: 'photos', Key: key, Body: body }));
+
+  before(async () => {
+    platform = await startTestPlatform();
+    s3 = sdkClient(platform.endpoint);
+    await s3.send(new CreateBucketCommand({ Bucket: 'photos' }));
+    let seed = 1;
+    for (const colour of ['red', 'blue'] as const) {
+      for (let i = 0; i < 2; i++) await put(`cams/${colour}/${i}.png`, await colourImage(PALETTE[colour], seed++));
+    }
+    await put('cams/notes.txt', 'not an image');
+    await put('cams/broken.png', 'not an image either');
+    await put('elsewhere/green.png', await colourImage(PALETTE.green, 50));
+  });
+  after(async () => {
+    await service?.stop();
+    s3?.destroy();
+    await platform?.destroy();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('mirrors and indexes the prefix at start, then picks up objects created later', async () => {
+    const modelDir = makeTestModel();
+    const imageDir = tempDir('bucket-mirror');
+    const indexDir = tempDir('bucket-index');
+    dirs.push(modelDir, imageDir, indexDir);
+    service = await startImageSearch({
+      env: {
+        PORT: '0',
+        IMAGE_FILE_DIR: imageDir,
+        IMAGE_SEARCH_MODEL_DIR: modelDir,
+        IMAGE_SEARCH_INDEX_DIR: indexDir,
+        IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams',
+        IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '1',
+        IMAGE_SEARCH_S3_ENDPOINT: platform.endpoint,
+        // The gateway checks SigV4 signatures made with the user's access key.
+        IMAGE_SEARCH_S3_ACCESS_KEY_ID: ROOT_USER,
+        IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: ROOT_PASSWORD,
+      },
+      host: '127.0.0.1',
+      logger: pino({ level: 'silent' }),
+    });
+    const status = await until(async () => {
+      const s = await json(`${service.url}/api/status`);
+      return s.source.last_sync ? s : undefined;
+    });
+    expect(status.source).to.deep.include({ kind: 'bucket', url: 's3://photos/cams', last_error: null });
+    expect(status.source.last_sync).to.include({ listed: 6, downloaded: 5, added: 4 });
+    expect(status.index.total_vectors).to.equal(4);
+    expect(existsSync(path.join(imageDir, 'red', '0.png'))).to.equal(true);
+    expect(existsSync(path.join(imageDir, 'notes.txt'))).to.equal(false);
+    expect(existsSync(path.join(imageDir, 'green.png'))).to.equal(false);
+
+    const search = await json(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"red","topk":2}' });
+    expect(search.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['red/0.png', 'red/1.png']);
+    const image = await fetch(service.url + search.results[0].url);
+    expect(image.status).to.equal(200);
+
+    // An object created in the bucket reaches the index at the next round.
+    await put('cams/yellow/new.png', await colourImage(PALETTE.yellow, 77));
+    const found = await until(async () => {
+      const r = await json(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"yellow","topk":1}' });
+      return r.results[0]?.path === 'yellow/new.png' ? r.results[0] : undefined;
+    });
+    expect(found.url).to.equal('/images/yellow/new.png');
+    const index = await json(`${service.url}/api/index/status`);
+    expect(index.total_vectors).to.equal(5);
+  });
+
+  it('reports a sync that the object store refuses, and keeps serving', async () => {
+    const modelDir = makeTestModel();
+    const imageDir = tempDir('bucket-mirror-bad');
+    const indexDir = tempDir('bucket-index-bad');
+    dirs.push(modelDir, imageDir, indexDir);
+    const refused = await startImageSearch({
+      env: {
+        PORT: '0',
+        IMAGE_FILE_DIR: imageDir,
+        IMAGE_SEARCH_MODEL_DIR: modelDir,
+        IMAGE_SEARCH_INDEX_DIR: indexDir,
+        IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams',
+        IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
+        IMAGE_SEARCH_S3_ENDPOINT: platform.endpoint,
+        IMAGE_SEARCH_S3_ACCESS_KEY_ID: ROOT_USER,
+        IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'wrong-secret',
+      },
+      host: '127.0.0.1',
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const status = await until(async () => {
+        const s = await json(`${refused.url}/api/status`);
+        return s.source.last_error ? s : undefined;
+      });
+      expect(status.source.last_error).to.match(/answered 403 SignatureDoesNotMatch/);
+      expect(status.index.total_vectors).to.equal(0);
+      expect((await fetch(`${refused.url}/api/index/status`)).status).to.equal(200);
+    } finally {
+      await refused.stop();
+    }
+  });
+});
