@@ -1,7 +1,16 @@
+/** Overall limit on retries, on top of the per-key backoff (client-go's default: 10/s, burst 100). */
+export interface RetryRateLimit {
+  qps: number;
+  burst: number;
+  /** Clock in milliseconds (tests pass their own). */
+  now?: () => number;
+}
+
 /**
  * A rate-limited work queue in the manner of client-go's: a key is queued at most once, a key being
  * processed that is added again is processed once more afterwards (never concurrently), and failures
- * back off exponentially per key until `forget`.
+ * back off exponentially per key until `forget`, and all retries together through a token bucket (so
+ * that many failing keys cannot hammer the API server).
  */
 export class WorkQueue {
   private readonly queue: string[] = [];
@@ -13,10 +22,19 @@ export class WorkQueue {
   private waiters: Array<(key: string | undefined) => void> = [];
   private shuttingDown = false;
 
+  private tokens: number;
+  private refilledAt: number;
+  private readonly now: () => number;
+
   constructor(
     private readonly baseDelayMs = 5,
     private readonly maxDelayMs = 60_000,
-  ) {}
+    private readonly retryLimit: RetryRateLimit = { qps: 10, burst: 100 },
+  ) {
+    this.now = retryLimit.now ?? Date.now;
+    this.tokens = retryLimit.burst;
+    this.refilledAt = this.now();
+  }
 
   get depth(): number {
     return this.queue.length;
@@ -53,13 +71,23 @@ export class WorkQueue {
     this.timers.set(key, timer);
   }
 
-  /** Add with this key's exponential backoff (base × 2^failures, capped). */
+  /** Add with this key's exponential backoff (base × 2^failures, capped), or later when the overall bucket is empty. */
   addRateLimited(key: string): number {
     const n = this.failures.get(key) ?? 0;
     this.failures.set(key, n + 1);
-    const delay = Math.min(this.baseDelayMs * 2 ** n, this.maxDelayMs);
+    const delay = Math.max(Math.min(this.baseDelayMs * 2 ** n, this.maxDelayMs), this.reserveRetry());
     this.addAfter(key, delay);
     return delay;
+  }
+
+  /** Take a token from the retry bucket; the wait until it is there (0 while the burst lasts). */
+  private reserveRetry(): number {
+    const { qps, burst } = this.retryLimit;
+    const now = this.now();
+    this.tokens = Math.min(burst, this.tokens + ((now - this.refilledAt) * qps) / 1000);
+    this.refilledAt = now;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 1000) / qps);
   }
 
   /** The key succeeded: its backoff starts over. */

@@ -39,6 +39,16 @@ describe('operator work queue', () => {
     q.shutdown();
   });
 
+  it('limits all retries together with a token bucket on top of the per-key backoff', () => {
+    let clock = 0;
+    const q = new WorkQueue(10, 60_000, { qps: 2, burst: 2, now: () => clock });
+    // Two retries fit the burst; the third key waits for a token (500 ms at 2/s), the fourth for two.
+    expect(['a', 'b', 'c', 'd'].map((k) => q.addRateLimited(k))).to.deep.equal([10, 10, 500, 1000]);
+    clock += 10_000; // the bucket refills, up to its burst
+    expect(['e', 'f', 'g'].map((k) => q.addRateLimited(k))).to.deep.equal([10, 10, 500]);
+    q.shutdown();
+  });
+
   it('delivers delayed keys later and wakes waiting workers on shutdown', async () => {
     const q = new WorkQueue();
     q.addAfter('later', 20);
