@@ -16,7 +16,9 @@ import {
   type SqlClient,
 } from '../../service-kit/src/index.js';
 import { FsBackend } from './backends/fs-backend.js';
+import { backendsConfigFromEnv, type BackendsConfig } from './backends/config.js';
 import { BackendRegistry } from './backends/registry.js';
+import { backendRoutes } from './backends/routes.js';
 import type { Cache } from './cache/cache.js';
 import { InMemoryCache } from './cache/memory-cache.js';
 import { Catalog } from './catalog/catalog.js';
@@ -46,6 +48,8 @@ export interface DataPlaneOptions extends ProductionSettings {
   internalToken: string;
   /** Blobs go under `<dataDir>/blobs` (filesystem backend). */
   dataDir: string;
+  /** The S3-compatible backends (`minio`, `cloud`) buckets may choose. Default: from env (`STRATA_BACKEND_*`, see backends/config.ts). */
+  backends?: BackendsConfig;
   /**
    * The metadata database, whose schema the control plane migrates (start the control plane first,
    * or at least before the first request). Injected clients are shared and NOT closed on stop;
@@ -89,7 +93,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
 
   const metrics = dataPlaneMetrics(registry);
   const fs = new FsBackend(opts.dataDir);
-  const backends = new BackendRegistry(fs);
+  const backends = new BackendRegistry(fs, opts.backends ?? backendsConfigFromEnv(), logger);
   const catalog = new Catalog(sql);
   const collector = new BlobCollector(catalog, backends, logger);
   const ownCache = opts.cache ? undefined : createProductionCache(opts, logger);
@@ -119,7 +123,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   // files are removed before serving; the rest, which needs the database (whose schema may not exist
   // yet), in the background, then periodically. A day of slack past the upload TTL, so that a part of
   // a live upload is never taken.
-  const cleanup = new CleanupJob(catalog, collector, [fs], logger, { graceMs: opts.orphanGraceMs, partMaxAgeMs: (UPLOAD_TTL_S + 24 * 3600) * 1000 });
+  const cleanup = new CleanupJob(catalog, collector, [fs, ...backends.configuredS3()], logger, { graceMs: opts.orphanGraceMs, partMaxAgeMs: (UPLOAD_TTL_S + 24 * 3600) * 1000 });
   await cleanup.removeStaleFiles();
   cleanup.start(opts.blobSweepMs ?? 600_000);
   onClose.unshift(() => cleanup.stop());
@@ -135,7 +139,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const serviceOpts = { name, logger, registry, readiness: { database: () => catalog.ping() }, onClose };
   const app = createApp(serviceOpts);
   app.use(httpMetrics(registry).middleware);
-  app.use('/internal', requireInternalToken(opts.internalToken), dataPlaneRoutes({ objects, multipart, collector }));
+  app.use('/internal', requireInternalToken(opts.internalToken), dataPlaneRoutes({ objects, multipart, collector }), backendRoutes(backends));
   app.use(errorHandler(logger));
   return listen(app, { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
 }

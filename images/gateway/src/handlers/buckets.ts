@@ -21,8 +21,10 @@ const BACKEND_KINDS = new Set(['fs', 'minio', 'cloud']);
 
 /**
  * Which backend a new bucket uses: header `x-strata-backend: fs|minio|cloud`, or a JSON body
- * `{"backend":{"kind":...}}`, or `<CreateBucketConfiguration><Backend>..</Backend>` (S3 clients send
- * a LocationConstraint there, which is accepted and ignored). Default fs.
+ * `{"backend":"minio"}` / `{"backend":{"kind":"minio"}}`, or `<CreateBucketConfiguration><Backend>..</Backend>`
+ * (S3 clients send a LocationConstraint there, which is accepted and ignored). Default fs. Clients
+ * pick the kind only: endpoints and credentials are the server's configuration (a client-chosen
+ * endpoint would let anyone make the data plane call any host).
  */
 function backendChoice(headerValue: string | undefined, body: Buffer, contentType: string | undefined): BackendRef | undefined {
   let backend: BackendRef | undefined;
@@ -36,6 +38,9 @@ function backendChoice(headerValue: string | undefined, body: Buffer, contentTyp
         throw new S3Error('InvalidArgument', 'The bucket configuration is not valid JSON.');
       }
       backend = typeof parsed.backend === 'string' ? { kind: parsed.backend } : parsed.backend;
+      if (backend !== undefined && (typeof backend !== 'object' || backend === null || Object.keys(backend).some((k) => k !== 'kind'))) {
+        throw new S3Error('InvalidArgument', 'backend must be a kind ("fs", "minio" or "cloud") or {"kind": ...}; its settings come from the server configuration.', { ArgumentName: 'backend' });
+      }
     } else {
       const conf = parseXml<{ LocationConstraint?: string; Backend?: string }>(text, 'CreateBucketConfiguration');
       if (conf.LocationConstraint && conf.LocationConstraint !== 'us-east-1') {
@@ -44,7 +49,7 @@ function backendChoice(headerValue: string | undefined, body: Buffer, contentTyp
       if (conf.Backend) backend = { kind: conf.Backend };
     }
   }
-  if (headerValue) backend = { ...(backend ?? {}), kind: headerValue };
+  if (headerValue) backend = { kind: headerValue.trim() };
   if (backend && !BACKEND_KINDS.has(backend.kind)) throw new S3Error('InvalidArgument', `Unknown backend "${backend.kind}": use fs, minio or cloud.`, { ArgumentName: 'x-strata-backend' });
   return backend;
 }
@@ -54,6 +59,8 @@ export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
   const body = await readSmallBody(req, res);
   if (!isValidBucketName(bucket) || RESERVED_BUCKET_NAMES.has(bucket)) throw new S3Error('InvalidBucketName', undefined, { BucketName: bucket });
   const backend = backendChoice(req.headers['x-strata-backend'] as string | undefined, body, req.headers['content-type']);
+  // Ask the data plane first: no bucket is created on a backend that is unconfigured or unreachable.
+  if (backend && backend.kind !== 'fs') await deps.dataPlane.checkBackend(backend.kind);
   await deps.controlPlane.createBucket(bucket, caller.username, backend);
   deps.buckets.forget(bucket);
   res.setHeader('Location', `/${bucket}`);
