@@ -63,7 +63,12 @@ export type Condition = z.infer<typeof condition>;
 /** Fields every Strata status carries. */
 export const commonStatus = {
   observedGeneration: z.number().int().optional().describe('The metadata.generation the status describes.'),
-  conditions: z.array(condition).optional().describe('Ready, Progressing and Degraded.'),
+  conditions: z
+    .array(condition)
+    // One entry per type, merged by type (server-side apply and kubectl treat it as a map).
+    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] })
+    .optional()
+    .describe('Ready, Progressing and Degraded.'),
 };
 
 /** Object metadata as the reconcilers read it. */

@@ -36,6 +36,10 @@ describe('CRDs', () => {
       expect(version.subresources, name).to.deep.equal({ status: {} });
       expect(version.additionalPrinterColumns.map((c: { name: string }) => c.name), name).to.include('Ready');
       expect(crd.spec.scope).to.equal('Namespaced');
+      const conditions = version.schema.openAPIV3Schema.properties.status.properties.conditions;
+      expect(conditions['x-kubernetes-list-type'], name).to.equal('map');
+      expect(conditions['x-kubernetes-list-map-keys'], name).to.deep.equal(['type']);
+      expect(conditions.items.required, name).to.include('type');
     }
   });
 
