@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePorts } from './ports.js';
+import { cleanUpAtExit, sharedPerRun, startWithRetries } from './throwaway.js';
 
 const run = promisify(execFile);
 
@@ -32,8 +33,6 @@ interface Live {
   dir: string;
   dataDirs: string[];
 }
-const live = new Set<Live>();
-
 /** SIGQUIT = immediate shutdown of a postmaster; synchronous, so usable from an 'exit' handler. */
 function killNow(entry: Live): void {
   for (const dataDir of entry.dataDirs) {
@@ -47,22 +46,6 @@ function killNow(entry: Live): void {
     }
   }
   rmSync(entry.dir, { recursive: true, force: true });
-  live.delete(entry);
-}
-
-let exitHooked = false;
-function hookProcessExit(): void {
-  if (exitHooked) return;
-  exitHooked = true;
-  process.on('exit', () => {
-    for (const entry of [...live]) killNow(entry);
-  });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      for (const entry of [...live]) killNow(entry);
-      process.kill(process.pid, signal);
-    });
-  }
 }
 
 /** Run a PostgreSQL tool as the postgres OS user (initdb and the server refuse to run as root). */
@@ -116,8 +99,7 @@ async function startOnce(): Promise<PgReplicaHarness> {
   const primaryDir = path.join(dir, 'primary');
   const replicaDir = path.join(dir, 'replica');
   const entry: Live = { dir, dataDirs: [primaryDir, replicaDir] };
-  live.add(entry);
-  hookProcessExit();
+  const kill = cleanUpAtExit(() => killNow(entry));
   try {
     if (userInfo().uid === 0) {
       const { stdout } = await run('id', ['-u', 'postgres']);
@@ -185,13 +167,13 @@ async function startOnce(): Promise<PgReplicaHarness> {
               await asPostgres('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']).catch(() => undefined);
             }
           }
-          killNow(entry);
+          kill();
         })();
         return stopping;
       },
     };
   } catch (err) {
-    killNow(entry);
+    kill();
     throw err;
   }
 }
@@ -201,29 +183,13 @@ async function startOnce(): Promise<PgReplicaHarness> {
  * standby made with `pg_basebackup -R`; resolves once the standby streams. The machine's own
  * server is not touched. Retries with new ports if one was taken meanwhile.
  */
-export async function startPgReplica(): Promise<PgReplicaHarness> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      return await startOnce();
-    } catch (err) {
-      lastError = err;
-    }
-  }
-  throw lastError;
+export function startPgReplica(): Promise<PgReplicaHarness> {
+  return startWithRetries(startOnce, 2);
 }
-
-let shared: Promise<PgReplicaHarness> | undefined;
 
 /**
  * The primary + replica shared by every test file of this mocha run, started on first use and
  * stopped when the process exits. Tests that pause, stop or otherwise break the replica must use
  * startPgReplica() instead; tests sharing it should use their own schema or table names.
  */
-export function sharedPgReplica(): Promise<PgReplicaHarness> {
-  shared ??= startPgReplica().catch((err: unknown) => {
-    shared = undefined;
-    throw err;
-  });
-  return shared;
-}
+export const sharedPgReplica = sharedPerRun(startPgReplica);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePorts, waitForPort } from './ports.js';
+import { cleanUpAtExit, sharedPerRun, startWithRetries } from './throwaway.js';
 
 const run = promisify(execFile);
 
@@ -23,8 +24,6 @@ const HOST = '127.0.0.1';
 const MASTERS = 3;
 
 /** Live harnesses, so that an exiting test process never leaves a redis-server behind. */
-const live = new Set<{ procs: ChildProcess[]; dir: string }>();
-
 function killNow(entry: { procs: ChildProcess[]; dir: string }): void {
   for (const p of entry.procs) {
     if (p.exitCode === null && p.signalCode === null) {
@@ -36,24 +35,6 @@ function killNow(entry: { procs: ChildProcess[]; dir: string }): void {
     }
   }
   rmSync(entry.dir, { recursive: true, force: true });
-  live.delete(entry);
-}
-
-let exitHooked = false;
-function hookProcessExit(): void {
-  if (exitHooked) return;
-  exitHooked = true;
-  // 'exit' handlers must be synchronous: SIGKILL and rmSync are.
-  process.on('exit', () => {
-    for (const entry of [...live]) killNow(entry);
-  });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      for (const entry of [...live]) killNow(entry);
-      // Re-raise so the default action (or the runner's own handler) still happens.
-      process.kill(process.pid, signal);
-    });
-  }
 }
 
 async function redisCli(port: number, ...args: string[]): Promise<string> {
@@ -77,8 +58,7 @@ async function waitClusterOk(ports: number[], timeoutMs: number): Promise<void> 
 async function startOnce(): Promise<RedisClusterHarness> {
   const dir = mkdtempSync(path.join(tmpdir(), 'strata-redis-cluster-'));
   const entry = { procs: [] as ChildProcess[], dir };
-  live.add(entry);
-  hookProcessExit();
+  const kill = cleanUpAtExit(() => killNow(entry));
   try {
     // Two ports per node: clients and the cluster bus (cluster-port), so that port+10000 need not be free.
     const ports = await freePorts(MASTERS * 2);
@@ -122,13 +102,13 @@ async function startOnce(): Promise<RedisClusterHarness> {
                 }),
             ),
           );
-          killNow(entry);
+          kill();
         })();
         return stopped;
       },
     };
   } catch (err) {
-    killNow(entry);
+    kill();
     throw err;
   }
 }
@@ -137,29 +117,13 @@ async function startOnce(): Promise<RedisClusterHarness> {
  * Start a private 3-master Redis Cluster (redis-server child processes, no persistence) and wait
  * until every node reports cluster_state:ok. Retries with new ports if one was taken meanwhile.
  */
-export async function startRedisCluster(): Promise<RedisClusterHarness> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      return await startOnce();
-    } catch (err) {
-      lastError = err;
-    }
-  }
-  throw lastError;
+export function startRedisCluster(): Promise<RedisClusterHarness> {
+  return startWithRetries(startOnce, 3);
 }
-
-let shared: Promise<RedisClusterHarness> | undefined;
 
 /**
  * The cluster shared by every test file of this mocha run: started on first use, stopped when the
  * process exits. Tests must not stop it (use startRedisCluster() for a cluster you may break) and
  * should use unique key prefixes.
  */
-export function sharedRedisCluster(): Promise<RedisClusterHarness> {
-  shared ??= startRedisCluster().catch((err: unknown) => {
-    shared = undefined;
-    throw err;
-  });
-  return shared;
-}
+export const sharedRedisCluster = sharedPerRun(startRedisCluster);

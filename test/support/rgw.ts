@@ -4,14 +4,16 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { freePorts } from './ports.js';
+import { cleanUpAtExit, sharedPerRun } from './throwaway.js';
 
 const run = promisify(execFile);
 
-/** The shared single-node Ceph + radosgw script (see its header). */
-export const RGW_SCRIPT = process.env.STRATA_RGW_SCRIPT ?? '/work/shared/tools/rgw-standalone.sh';
+/** The single-node Ceph + radosgw script (see its header). */
+export const RGW_SCRIPT = process.env.STRATA_RGW_SCRIPT ?? fileURLToPath(new URL('../../hack/rgw-standalone.sh', import.meta.url));
 const CEPH_BINARIES = ['ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph', 'ceph-authtool', 'monmaptool'];
 
 export interface S3ServerHarness {
@@ -27,8 +29,6 @@ export interface S3ServerHarness {
   stop(): Promise<void>;
 }
 
-const live = new Set<{ dir: string; pidDir?: string }>();
-
 function killNow(entry: { dir: string; pidDir?: string }): void {
   if (entry.pidDir && existsSync(entry.pidDir)) {
     for (const f of readdirSync(entry.pidDir).filter((n) => n.endsWith('.pid'))) {
@@ -41,22 +41,6 @@ function killNow(entry: { dir: string; pidDir?: string }): void {
     }
   }
   rmSync(entry.dir, { recursive: true, force: true });
-  live.delete(entry);
-}
-
-let exitHooked = false;
-function hookProcessExit(): void {
-  if (exitHooked) return;
-  exitHooked = true;
-  process.on('exit', () => {
-    for (const entry of [...live]) killNow(entry);
-  });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      for (const entry of [...live]) killNow(entry);
-      process.kill(process.pid, signal);
-    });
-  }
 }
 
 /** Why this machine cannot run the radosgw script, or undefined when it can. */
@@ -104,8 +88,7 @@ async function startRadosgw(): Promise<S3ServerHarness> {
   const dir = mkdtempSync(path.join(tmpdir(), 'strata-rgw-'));
   const cephDir = path.join(dir, 'ceph');
   const entry = { dir, pidDir: path.join(cephDir, 'run') };
-  live.add(entry);
-  hookProcessExit();
+  const kill = cleanUpAtExit(() => killNow(entry));
   try {
     const [rgwPort, monV2, monV1] = (await freePorts(3)) as [number, number, number];
     // The script pins the monitor to 3300/6789; a copy on free ports lets several test runs (and
@@ -147,13 +130,13 @@ async function startRadosgw(): Promise<S3ServerHarness> {
       stop: () => {
         stopping ??= (async () => {
           await run('bash', [script, 'stop'], { env, timeout: 60_000 }).catch(() => undefined);
-          killNow(entry);
+          kill();
         })();
         return stopping;
       },
     };
   } catch (err) {
-    killNow(entry);
+    kill();
     throw err;
   }
 }
@@ -168,8 +151,7 @@ type S3rverConstructor = new (opts: { address: string; port: number; directory: 
 export async function startS3rver(fallbackReason?: string): Promise<S3ServerHarness> {
   const dir = mkdtempSync(path.join(tmpdir(), 'strata-s3rver-'));
   const entry = { dir };
-  live.add(entry);
-  hookProcessExit();
+  const kill = cleanUpAtExit(() => killNow(entry));
   // s3rver is CommonJS without type declarations.
   const S3rver = createRequire(import.meta.url)('s3rver') as S3rverConstructor;
   const server = new S3rver({ address: '127.0.0.1', port: 0, directory: dir, silent: true });
@@ -185,7 +167,7 @@ export async function startS3rver(fallbackReason?: string): Promise<S3ServerHarn
     stop: () => {
       stopping ??= (async () => {
         await server.close().catch(() => undefined);
-        killNow(entry);
+        kill();
       })();
       return stopping;
     },
@@ -203,18 +185,10 @@ export async function startRgw(): Promise<S3ServerHarness> {
   return startRadosgw();
 }
 
-let shared: Promise<S3ServerHarness> | undefined;
-
 /**
  * The radosgw shared by every test file of this mocha run, started on first use (about 20 s) and
  * stopped when the process exits. Tests should use unique bucket names.
  */
-export function sharedRgw(): Promise<S3ServerHarness> {
-  shared ??= startRgw().catch((err: unknown) => {
-    shared = undefined;
-    throw err;
-  });
-  return shared;
-}
+export const sharedRgw = sharedPerRun(startRgw);
 
 export { s3ClientFor };
