@@ -17,6 +17,8 @@ export interface ObjectLayer {
   dp: RunningService;
   sql: SqlClient;
   broker: InMemoryBroker;
+  /** The cache both services share (multipart state lives here). */
+  cache: InMemoryCache;
   dataDir: string;
   /** The control plane's clock; tests move it. */
   clock: { now: Date };
@@ -70,6 +72,7 @@ export async function startObjectLayer(kind: DbKind): Promise<ObjectLayer> {
     dp,
     sql,
     broker,
+    cache,
     dataDir,
     clock,
     cpFetch: (method, p, body, headers = {}) =>

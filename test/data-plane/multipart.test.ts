@@ -107,6 +107,21 @@ describe('data plane multipart uploads (PostgreSQL)', function () {
     expect(Buffer.from(await (await layer.dpFetch('GET', `/internal/objects/${bucket}/checked`)).arrayBuffer()).equals(small2)).to.equal(true);
   });
 
+  it('keeps upload and part state in the cache interface (no database row), and forgets it on complete', async () => {
+    const uploadId = await initiate('cached');
+    const state = await layer.cache.hgetall(`strata:mpu:{${uploadId}}`);
+    expect(JSON.parse(state.info)).to.include({ owner: 'alice', contentType: 'video/mp4' });
+    const e1 = await uploadPart('cached', uploadId, 1, randomBytes(100));
+    expect(Object.keys(await layer.cache.hgetall(`strata:mpu:{${uploadId}}`)).sort()).to.deep.equal(['info', 'part:00001']);
+    expect((await layer.sql.query('SELECT 1 FROM object_info o JOIN buckets b ON b.id = o.bucket_id WHERE b.name = $1 AND o.key = $2', [bucket, 'cached'])).rows).to.have.length(0);
+    expect((await complete('cached', uploadId, [{ partNumber: 1, etag: e1 }])).status).to.equal(200);
+    expect(await layer.cache.hgetall(`strata:mpu:{${uploadId}}`)).to.deep.equal({});
+    // Losing the cache entry loses the upload: the state is there and nowhere else.
+    const second = await initiate('cached');
+    await layer.cache.del(`strata:mpu:{${second}}`);
+    expect(await errorOf(await layer.dpFetch('DELETE', `/internal/multipart/${bucket}/cached/${second}`))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
+  });
+
   it('abort removes every part file; the upload is gone afterwards', async () => {
     const before = await blobFiles();
     const uploadId = await initiate('aborted');
