@@ -7,10 +7,15 @@
  *  - HTTP: the real server as a child process (`images/model-server/src/main.ts`) under concurrent
  *    clients, so the RSS reported is the server's own (process_resident_memory_bytes from /metrics).
  * Requests are greedy, 12 random content ids each (the model copies them: 12 tokens + EOS).
- * Options: --seconds N per measurement (default 5).
+ * Besides wall-clock figures it reports CPU time per generated token (this process for the engine,
+ * the server's process_cpu_seconds_total for HTTP): on a shared machine, wall-clock throughput mostly
+ * measures what the other processes leave over, while CPU per token measures the work itself.
+ * Options: --seconds N per measurement (default 5; --seconds 2 is a quick run of about a minute).
+ * The start and end load averages are printed: on a shared machine they explain most of the spread.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { DEFAULT_MODEL_DIR } from '../../images/model-server/src/app.js';
 import { GenerationScheduler } from '../../images/model-server/src/generation-scheduler.js';
@@ -35,6 +40,8 @@ interface Measurement {
   msPerTokenE2E: number;
   /** Server side: mean time between consecutive tokens of a sequence (decoder step incl. batching). */
   serverMsPerToken: number;
+  /** Server CPU time (all threads) per generated token: what the work costs, whatever else runs on the machine. */
+  serverCpuMsPerToken: number;
 }
 
 async function freePort(): Promise<number> {
@@ -89,12 +96,15 @@ interface EngineMeasurement {
   concurrency: number;
   tokensPerSecond: number;
   msPerToken: number;
+  /** CPU time of this process (all threads) per generated token. */
+  cpuMsPerToken: number;
 }
 
 /** The scheduler alone: `concurrency` callers each generating one sequence after another. */
 async function measureEngine(model: OnnxTransformer, batching: boolean, concurrency: number): Promise<EngineMeasurement> {
   const scheduler = new GenerationScheduler(model, { maxBatch: batching ? 32 : 1, batchWindowMs: 3, maxQueue: 1000 });
   let tokens = 0;
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   const deadline = started + SECONDS * 1000;
   await Promise.all(
@@ -117,7 +127,11 @@ async function measureEngine(model: OnnxTransformer, batching: boolean, concurre
     }),
   );
   const ms = performance.now() - started;
-  return { batching, concurrency, tokensPerSecond: (tokens / ms) * 1000, msPerToken: (ms / tokens) * concurrency };
+  const cpu = process.cpuUsage(cpuBefore);
+  return {
+    batching, concurrency, tokensPerSecond: (tokens / ms) * 1000, msPerToken: (ms / tokens) * concurrency,
+    cpuMsPerToken: (cpu.user + cpu.system) / 1000 / tokens,
+  };
 }
 
 async function measure(url: string, batching: boolean, concurrency: number): Promise<Measurement> {
@@ -126,6 +140,7 @@ async function measure(url: string, batching: boolean, concurrency: number): Pro
   let tokens = 0;
   const sumBefore = await metric(url, 'model_server_time_per_output_token_seconds_sum');
   const countBefore = await metric(url, 'model_server_time_per_output_token_seconds_count');
+  const cpuBefore = await metric(url, 'process_cpu_seconds_total');
   const started = performance.now();
   const deadline = started + SECONDS * 1000;
   await Promise.all(
@@ -149,6 +164,7 @@ async function measure(url: string, batching: boolean, concurrency: number): Pro
   const elapsed = (performance.now() - started) / 1000;
   const sum = (await metric(url, 'model_server_time_per_output_token_seconds_sum')) - sumBefore;
   const count = (await metric(url, 'model_server_time_per_output_token_seconds_count')) - countBefore;
+  const cpuSeconds = (await metric(url, 'process_cpu_seconds_total')) - cpuBefore;
   return {
     batching,
     concurrency,
@@ -159,6 +175,7 @@ async function measure(url: string, batching: boolean, concurrency: number): Pro
     p99Ms: percentile(latencies, 0.99),
     msPerTokenE2E: percentile(perToken, 0.5),
     serverMsPerToken: (sum / count) * 1000,
+    serverCpuMsPerToken: (cpuSeconds * 1000) / tokens,
   };
 }
 
@@ -167,6 +184,11 @@ function percentile(values: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 }
 
+// The conditions, printed with the figures: on a shared machine other work changes them a lot.
+const conditions = () => ({ date: new Date().toISOString(), cpus: os.cpus().length, loadAverage1m: Number(os.loadavg()[0]!.toFixed(2)) });
+const startConditions = conditions();
+console.log(`started ${startConditions.date} on ${startConditions.cpus} CPUs, load average ${startConditions.loadAverage1m} (1 min), ${SECONDS} s per measurement`);
+
 const engine: EngineMeasurement[] = [];
 const model = await OnnxTransformer.load(DEFAULT_MODEL_DIR);
 for (const batching of [true, false]) {
@@ -174,13 +196,14 @@ for (const batching of [true, false]) {
   for (const c of CONCURRENCY) {
     const m = await measureEngine(model, batching, c);
     engine.push(m);
-    console.log(`engine batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ${m.msPerToken.toFixed(3)} ms per token per sequence`);
+    console.log(`engine batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ${m.msPerToken.toFixed(3)} ms per token per sequence, ${m.cpuMsPerToken.toFixed(3)} CPU-ms per token`);
   }
 }
 await model.release();
 const engineAt = (batching: boolean, c: number) => engine.find((r) => r.batching === batching && r.concurrency === c)!;
 const engineSpeedup = engineAt(true, 32).tokensPerSecond / engineAt(false, 32).tokensPerSecond;
-console.log(`engine: batching speed-up at concurrency 32: ${engineSpeedup.toFixed(1)}x\n`);
+const engineCpuGain = engineAt(false, 32).cpuMsPerToken / engineAt(true, 32).cpuMsPerToken;
+console.log(`engine: batching speed-up at concurrency 32: ${engineSpeedup.toFixed(1)}x in tokens/s, ${engineCpuGain.toFixed(1)}x less CPU per token\n`);
 
 const results: Measurement[] = [];
 const rss: Record<string, number> = {};
@@ -194,7 +217,8 @@ for (const batching of [true, false]) {
       console.log(
         `batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ` +
           `p50 ${m.p50Ms.toFixed(1)} ms, p99 ${m.p99Ms.toFixed(1)} ms per request, ` +
-          `${m.msPerTokenE2E.toFixed(3)} ms/token end to end, ${m.serverMsPerToken.toFixed(3)} ms/token in the server`,
+          `${m.msPerTokenE2E.toFixed(3)} ms/token end to end, ${m.serverMsPerToken.toFixed(3)} ms/token in the server, ` +
+          `${m.serverCpuMsPerToken.toFixed(3)} server CPU-ms/token`,
       );
     }
     rss[batching ? 'batching' : 'noBatching'] = (await metric(url, 'process_resident_memory_bytes')) / 2 ** 20;
@@ -205,6 +229,9 @@ for (const batching of [true, false]) {
 }
 const at = (batching: boolean, c: number) => results.find((r) => r.batching === batching && r.concurrency === c)!;
 const speedup = at(true, 32).tokensPerSecond / at(false, 32).tokensPerSecond;
-console.log(`\nHTTP: batching speed-up at concurrency 32: ${speedup.toFixed(1)}x`);
+const cpuGain = at(false, 32).serverCpuMsPerToken / at(true, 32).serverCpuMsPerToken;
+console.log(`\nHTTP: batching speed-up at concurrency 32: ${speedup.toFixed(1)}x in tokens/s, ${cpuGain.toFixed(1)}x less server CPU per token`);
 console.log(`server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off)`);
-console.log(JSON.stringify({ seconds: SECONDS, promptTokens: PROMPT_LEN, engine, engineSpeedupAt32: engineSpeedup, http: results, httpSpeedupAt32: speedup, rssMiB: rss }, null, 2));
+const endConditions = conditions();
+console.log(`finished ${endConditions.date}, load average ${endConditions.loadAverage1m} (1 min)`);
+console.log(JSON.stringify({ started: startConditions, finished: endConditions, seconds: SECONDS, promptTokens: PROMPT_LEN, engine, engineSpeedupAt32: engineSpeedup, engineCpuGainAt32: engineCpuGain, http: results, httpSpeedupAt32: speedup, httpCpuGainAt32: cpuGain, rssMiB: rss }, null, 2));

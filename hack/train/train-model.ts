@@ -6,7 +6,8 @@
  *
  * Options: --steps N (max steps, default 3000)  --seconds N (time budget, default 480)
  *          --batch N (default 32)  --max-len N (content tokens per prompt, default 12)  --seed N
- *          --task copy|reverse  --out DIR  --export-only  --resume (continue from the checkpoint)
+ *          --task copy|reverse  --lr X (peak learning rate, default 0.001)  --out DIR
+ *          --checkpoint DIR (raw weights, default data/train-model)  --export-only  --resume (continue from it)
  *          --force (replace the model in --out even when it scored higher on the held-out set)
  * The loss log (step, loss, token accuracy, seconds) grows in the checkpoint folder while training and
  * is copied beside the exported model as training-log.csv.
