@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { env, loadConfig } from '../../service-kit/src/index.js';
+import { env, loadConfig, productionEnvShape } from '../../service-kit/src/index.js';
 
 /** The standalone platform's environment: every value has a development default. */
 export const standaloneEnvSchema = z.object({
@@ -33,6 +33,11 @@ export const standaloneEnvSchema = z.object({
   /** Gateway flow-control rules file (optional; re-read on change). */
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
   LOG_LEVEL: env.logLevel(),
+  /**
+   * The object store's production servers, each replacing its embedded default when set:
+   * STRATA_PG_URL (+ STRATA_PG_REPLICA_URLS), STRATA_REDIS_NODES, STRATA_AMQP_URL, ... (README).
+   */
+  ...productionEnvShape,
 });
 
 export type StandaloneEnv = z.infer<typeof standaloneEnvSchema>;

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import type { Counter } from 'prom-client';
 import type { Logger } from '../../../service-kit/src/index.js';
@@ -13,6 +14,9 @@ export interface TrafficCounters {
  * First middleware of every request: request id (x-amz-request-id on every answer), abort signal
  * tied to the client connection, byte counters and one structured log line when the answer is done.
  */
+/** Per connection: the socket's byte counts when its last request ended. */
+const socketMarks = new WeakMap<Socket, { read: number; written: number }>();
+
 export function requestContext(logger: Logger, counters: TrafficCounters) {
   return (req: Request, res: Response, next: NextFunction) => {
     const requestId = randomBytes(8).toString('hex').toUpperCase();
@@ -28,13 +32,15 @@ export function requestContext(logger: Logger, counters: TrafficCounters) {
     res.setHeader('x-amz-id-2', requestId);
     res.setHeader('Server', 'Strata');
     // Bytes are counted on the socket (headers included) so that no listener changes the body stream.
+    // Node has usually read a small request whole before this runs, so a request's bytes are counted
+    // from where the previous request on the same connection ended, not from now.
     const socket = req.socket;
-    const readAtStart = socket.bytesRead;
-    const writtenAtStart = socket.bytesWritten;
+    const marks = socketMarks.get(socket) ?? { read: 0, written: 0 };
     res.on('close', () => {
       if (!res.writableFinished) st.abort.abort();
-      st.bytesIn = socket.bytesRead - readAtStart;
-      st.bytesOut = socket.bytesWritten - writtenAtStart;
+      st.bytesIn = Math.max(0, socket.bytesRead - marks.read);
+      st.bytesOut = Math.max(0, socket.bytesWritten - marks.written);
+      socketMarks.set(socket, { read: socket.bytesRead, written: socket.bytesWritten });
       counters.bytesIn.inc({ operation: st.operation }, st.bytesIn);
       counters.bytesOut.inc({ operation: st.operation }, st.bytesOut);
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
