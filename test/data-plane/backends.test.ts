@@ -239,6 +239,11 @@ describe('data plane: backend registry and configuration', () => {
     expect(perBucket.key).to.equal('cloud:storage.example.com/b1/');
     expect(registry.forBucket(own)).to.equal(perBucket);
     expect(registry.forBlob(perBucket.key, undefined)).to.equal(perBucket);
+    // After a restart the registry knows only configured backends: a blob's stored config rebuilds its own.
+    const restarted = new BackendRegistry(fs, { minio });
+    expect(restarted.byBackendKey(perBucket.key)).to.equal(undefined);
+    expect(restarted.forBlob(perBucket.key, own)?.key).to.equal(perBucket.key);
+    expect(restarted.forBlob('cloud:elsewhere/b2/', own)).to.equal(undefined);
     expect(() => registry.forBucket({ kind: 'minio', endpoint: 'http://x' })).to.throw(/need accessKey, secretKey and bucket/);
   });
 });

@@ -248,12 +248,13 @@ export class Catalog {
   }
 
   /** Claim an unreferenced blob for freeing: no reference can be added once it is FREEING. */
-  async claimForFreeing(blobId: number): Promise<{ locator: string; backendKey: string } | undefined> {
-    const res = await this.sql.query<{ locator: string; backend_key: string }>(
-      "UPDATE blobs SET state = 'FREEING' WHERE id = $1 AND ref_count = 0 RETURNING locator, backend_key",
+  async claimForFreeing(blobId: number): Promise<{ locator: string; backendKey: string; backend: BucketRef['backend'] } | undefined> {
+    const res = await this.sql.query<{ locator: string; backend_key: string; backend: BucketRef['backend'] }>(
+      "UPDATE blobs SET state = 'FREEING' WHERE id = $1 AND ref_count = 0 RETURNING locator, backend_key, backend",
       [blobId],
     );
-    return res.rows[0] && { locator: res.rows[0].locator, backendKey: res.rows[0].backend_key };
+    // `backend` (the config stored with the blob) lets a backend not yet in use since start be rebuilt.
+    return res.rows[0] && { locator: res.rows[0].locator, backendKey: res.rows[0].backend_key, backend: res.rows[0].backend };
   }
 
   async forgetBlob(blobId: number): Promise<void> {

@@ -22,7 +22,7 @@ export class BlobCollector {
     for (const id of candidates) {
       const claimed = await this.catalog.claimForFreeing(id);
       if (!claimed) continue;
-      const backend = this.backends.byBackendKey(claimed.backendKey);
+      const backend = this.backends.forBlob(claimed.backendKey, claimed.backend);
       if (!backend) {
         this.logger.warn({ blobId: id, backend: claimed.backendKey }, 'no backend for unreferenced blob; left for later');
         continue;

@@ -78,8 +78,9 @@ export class MultipartService {
     const raw = UPLOAD_ID.test(uploadId) ? await this.cache.hget(uploadKey(uploadId), 'info') : undefined;
     const info = raw ? (JSON.parse(raw) as UploadInfo) : undefined;
     if (!info || info.bucket !== bucket || info.key !== key) throw new S3Error('NoSuchUpload', undefined, { UploadId: uploadId });
-    const backend = this.backends.byBackendKey(info.backendKey);
-    if (!backend) throw new S3Error('NotImplemented', `backend ${info.backendKey} is not available`);
+    // A bucket's own backend (operator settings) is rebuilt from the bucket after a restart.
+    const backend = this.backends.byBackendKey(info.backendKey) ?? (await this.objects.bucket(bucket)).backend;
+    if (backend.key !== info.backendKey) throw new S3Error('NotImplemented', `backend ${info.backendKey} is not available`);
     return { info, backend };
   }
 
