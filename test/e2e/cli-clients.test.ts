@@ -61,6 +61,19 @@ describe('e2e: real S3 command-line clients against the standalone platform', fu
     ok(await aws('s3', 'cp', '--only-show-errors', `s3://${bucket}/files/small.bin`, smallBack));
     expect((await readFile(smallBack)).equals(await readFile(small))).to.equal(true);
 
+    // Between buckets, above 8 MiB, the CLI copies server-side in parts (UploadPartCopy).
+    const other = bucketName('aws-copy');
+    ok(await aws('s3', 'mb', `s3://${other}`));
+    ok(await aws('s3', 'cp', '--only-show-errors', `s3://${bucket}/files/big.bin`, `s3://${other}/big-copy.bin`));
+    const copyHead = JSON.parse(ok(await aws('s3api', 'head-object', '--bucket', other, '--key', 'big-copy.bin')).stdout) as { ETag: string; ContentLength: number };
+    expect(copyHead.ContentLength).to.equal(41943040);
+    const metrics = await (await fetch(`${p.endpoint}/metrics`)).text();
+    expect(metrics).to.match(/http_requests_total\{[^}]*UploadPartCopy[^}]*\} [1-9]/);
+    const copyBack = path.join(work, 'big.copy.back');
+    ok(await aws('s3', 'cp', '--only-show-errors', `s3://${other}/big-copy.bin`, copyBack));
+    expect(await fileSha256(copyBack)).to.equal(await fileSha256(big));
+    ok(await aws('s3', 'rb', '--force', `s3://${other}`));
+
     // sync a directory up, change one file, sync again: only the change moves.
     const dir = path.join(work, 'sync');
     await mkdir(path.join(dir, 'sub'), { recursive: true });

@@ -10,6 +10,7 @@ import {
   GetBucketPolicyCommand,
   GetObjectAclCommand,
   GetObjectCommand,
+  GetObjectTaggingCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
@@ -420,6 +421,9 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
       ['PutObjectLegalHold', () => s3.send(new PutObjectLegalHoldCommand({ Bucket: bucket, Key: 'range.txt', LegalHold: { Status: 'ON' } }))],
     ];
     for (const [name, attempt] of attempts) expect(await s3Failure(attempt()), name).to.deep.equal({ name: 'NotImplemented', status: 501 });
+    // Reading tags is harmless (the AWS CLI does it when it copies between buckets): always an empty set.
+    expect((await s3.send(new GetObjectTaggingCommand({ Bucket: bucket, Key: 'range.txt' }))).TagSet ?? []).to.deep.equal([]);
+    expect((await s3Failure(s3.send(new GetObjectTaggingCommand({ Bucket: bucket, Key: 'no-such.txt' })))).name).to.equal('NoSuchKey');
     const versioning = await fetch(`${p.endpoint}/${bucket}?versioning`, { headers: auth() });
     expect(await versioning.text()).to.match(/<VersioningConfiguration[^>]*\/>|<VersioningConfiguration[^>]*><\/VersioningConfiguration>/);
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'acl.txt', Body: 'SECRET OBJECT BYTES' }));

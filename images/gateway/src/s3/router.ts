@@ -68,6 +68,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
       return unsupportedSubresource(query, UNSUPPORTED_OBJECT) ?? (headers['x-amz-copy-source'] ? { operation: 'CopyObject', handler: copyObject } : { operation: 'PutObject', handler: putObject });
     case 'GET':
       if (query.has('acl')) return { operation: 'GetObjectAcl', handler: buckets.getAcl };
+      if (query.has('tagging')) return { operation: 'GetObjectTagging', handler: buckets.getObjectTagging };
       if (query.has('uploadId')) return { operation: 'ListParts', handler: multipart.listParts };
       if (query.has('presign')) return { operation: 'Presign', handler: presign };
       return unsupportedSubresource(query, UNSUPPORTED_OBJECT) ?? { operation: 'GetObject', handler: getObject };
