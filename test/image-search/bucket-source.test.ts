@@ -32,7 +32,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
   let service: RunningService;
   const dirs: string[] = [];
   const put = async (key: string, body: Buffer | string) => {
-    const response = await fetch(`${endpoint}/photos/${key}`, { method: 'PUT', body });
+    const response = await fetch(`${endpoint}/photos/${key}`, { method: 'PUT', body: typeof body === 'string' ? body : new Uint8Array(body) });
     expect(response.status, key).to.equal(200);
   };
 
