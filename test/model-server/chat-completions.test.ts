@@ -336,13 +336,13 @@ describe('model-server /v1/chat/completions', () => {
   });
 });
 
-describe('model-server configuration: model names, no batching, bounded queue', () => {
+describe('model-server configuration: model names, no batching, bounded queue, prompt truncation', () => {
   let server: RunningService;
 
   before(async () => {
     server = await startModelServer({
       port: 0, host: '127.0.0.1', logger: createLogger('model-server-test', 'silent'),
-      modelNames: ['alpha', 'beta'], batching: false, maxQueue: 1,
+      modelNames: ['alpha', 'beta'], batching: false, maxQueue: 1, truncatePrompt: true,
     });
   });
   after(async () => server.stop());
@@ -354,6 +354,13 @@ describe('model-server configuration: model names, no batching, bounded queue', 
     expect(ok.status).to.equal(200);
     expect(ok.body.model).to.equal('beta');
     expect((await postJson(`${server.url}/v1/chat/completions`, { model: MODEL, messages: user('10') })).status).to.equal(404);
+  });
+
+  it('with truncatePrompt keeps the last 64 prompt tokens instead of answering 400', async () => {
+    const long = Array.from({ length: 80 }, (_, i) => String(100 + i)).join(' ');
+    const res = await postJson(`${server.url}/v1/chat/completions`, { model: 'alpha', messages: user(long), temperature: 0, max_tokens: 4 });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(res.body.usage.prompt_tokens).to.equal(64);
   });
 
   it('answers 429 in OpenAI shape when the queue is full, and serves the rest', async () => {

@@ -19,7 +19,7 @@ const schema = z.object({
   STRATA_EXECUTION_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
 });
 
-/** Options from the environment (MODEL_SERVER_PORT, or PORT, default 8000; see README "Model serving"). */
+/** Options from the environment (MODEL_SERVER_PORT, or PORT, default 8000; see README "Model server"). */
 export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env): ModelServerOptions {
   const c = loadConfig('model-server', schema, source);
   return {
