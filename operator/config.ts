@@ -23,6 +23,8 @@ export const operatorEnvSchema = z.object({
   STRATA_IMAGE_TAG: z.string().default(DEFAULT_SETTINGS.imageTag),
   STRATA_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default(DEFAULT_SETTINGS.imagePullPolicy),
   STRATA_PG_URL: z.string().default(DEFAULT_SETTINGS.postgresUrl),
+  /** Read replicas of STRATA_PG_URL, comma-separated (empty: none). */
+  STRATA_PG_REPLICA_URLS: z.string().default(''),
   STRATA_AMQP_URL: z.string().default(DEFAULT_SETTINGS.amqpUrl),
   STRATA_DATA_VOLUME_SIZE: z.string().default(DEFAULT_SETTINGS.dataVolumeSize),
   CLUSTER_DOMAIN: z.string().default(DEFAULT_SETTINGS.clusterDomain),
@@ -40,6 +42,7 @@ export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
     imageTag: cfg.STRATA_IMAGE_TAG,
     imagePullPolicy: cfg.STRATA_IMAGE_PULL_POLICY,
     postgresUrl: cfg.STRATA_PG_URL,
+    postgresReplicaUrls: cfg.STRATA_PG_REPLICA_URLS.split(/[\s,]+/).filter(Boolean),
     amqpUrl: cfg.STRATA_AMQP_URL,
     dataVolumeSize: cfg.STRATA_DATA_VOLUME_SIZE,
     clusterDomain: cfg.CLUSTER_DOMAIN,

@@ -41,6 +41,8 @@ interface Component {
   image: string;
   component: string;
   env: Array<{ name: string; value: string }>;
+  /** Gets the PostgreSQL and RabbitMQ URLs (the planes; the gateway never talks to either). */
+  database: boolean;
   volumes?: object[];
   volumeMounts?: object[];
   resources: object;
@@ -70,7 +72,12 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
                 image: c.image,
                 imagePullPolicy: settings.imagePullPolicy,
                 ports: [{ name: 'http', containerPort: c.port, protocol: 'TCP' }],
-                envFrom: [{ configMapRef: { name: STACK.config } }, { secretRef: { name: STACK.rootSecret } }, { secretRef: { name: STACK.internalSecret } }],
+                envFrom: [
+                  { configMapRef: { name: STACK.config } },
+                  ...(c.database ? [{ secretRef: { name: STACK.platformSecret } }] : []),
+                  { secretRef: { name: STACK.rootSecret } },
+                  { secretRef: { name: STACK.internalSecret } },
+                ],
                 env: c.env,
                 readinessProbe: probe('/readyz'),
                 livenessProbe: probe('/healthz'),
@@ -94,7 +101,7 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
 }
 
 /**
- * The namespace's object storage stack: configuration, the gateway, data plane and control plane
+ * The namespace's object storage stack: configuration (connection URLs in a Secret), the gateway, data plane and control plane
  * (Deployment + Service each), the Redis Cluster and the daily purge CronJob. Owned by every Bucket
  * of the namespace together, so it goes when the last Bucket goes. The data volume (and the Secrets,
  * see stack-secrets.ts) carry no owner: retained buckets keep their bytes.
@@ -107,15 +114,30 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
     kind: 'ConfigMap',
     metadata: { name: STACK.config, namespace, labels: standardLabels('storage-stack', 'strata'), ownerReferences: owners },
     data: {
-      STRATA_PG_URL: settings.postgresUrl,
-      STRATA_AMQP_URL: settings.amqpUrl,
-      STRATA_REDIS_CLUSTER_NODES: redisClusterNodes(namespace),
+      // Seed nodes of the Redis Cluster below (the gateway's shared rate limits, the control plane's cache).
+      STRATA_REDIS_NODES: redisClusterNodes(namespace),
+      // The planes are separate processes: a replica read must cover every commit made before it.
+      STRATA_PG_READ_CONSISTENCY: 'latest',
       STRATA_CONTROL_PLANE_URL: url(STACK.controlPlane),
       STRATA_DATA_PLANE_URL: url(STACK.dataPlane),
       STRATA_DATA_DIR: '/data',
       STRATA_GATEWAY_RULES_FILE: `${FLOW_RULES_DIR}/rules.yaml`,
       // Under the operator the CronJob below purges the recycle bin; the in-process job stays off.
       STRATA_PURGE_CRON_ENABLED: 'false',
+    },
+  };
+  const b64 = (value: string) => Buffer.from(value, 'utf8').toString('base64');
+  // Applied on every reconcile (the operator's settings may change); `data`, not `stringData`, so that
+  // server-side apply owns exactly these keys and drops STRATA_PG_REPLICA_URLS when it goes.
+  const platform: Manifest = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: STACK.platformSecret, namespace, labels: standardLabels('storage-stack', 'strata'), ownerReferences: owners },
+    type: 'Opaque',
+    data: {
+      STRATA_PG_URL: b64(settings.postgresUrl),
+      ...(settings.postgresReplicaUrls.length ? { STRATA_PG_REPLICA_URLS: b64(settings.postgresReplicaUrls.join(',')) } : {}),
+      STRATA_AMQP_URL: b64(settings.amqpUrl),
     },
   };
   const dataVolume: Manifest = {
@@ -128,6 +150,7 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
     {
       ...STACK.gateway,
       component: 'gateway',
+      database: false,
       image: imageFor(settings, 'gateway'),
       env: [{ name: 'STRATA_GATEWAY_PORT', value: String(STACK.gateway.port) }],
       // A directory mount (not subPath) so that ConfigMap edits reach the running pod.
@@ -145,6 +168,7 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
     {
       ...STACK.dataPlane,
       component: 'data-plane',
+      database: true,
       image: imageFor(settings, 'data-plane'),
       env: [{ name: 'PORT', value: String(STACK.dataPlane.port) }],
       volumes: [{ name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } }],
@@ -156,7 +180,7 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
     settings,
   );
   const controlPlane = deploymentAndService(
-    { ...STACK.controlPlane, component: 'control-plane', image: imageFor(settings, 'control-plane'), env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }], resources: small },
+    { ...STACK.controlPlane, component: 'control-plane', database: true, image: imageFor(settings, 'control-plane'), env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }], resources: small },
     namespace,
     owners,
     settings,
@@ -199,5 +223,5 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
       },
     },
   };
-  return [config, dataVolume, ...controlPlane, ...dataPlane, ...gateway, ...renderRedisCluster(namespace, owners), purge];
+  return [config, platform, dataVolume, ...controlPlane, ...dataPlane, ...gateway, ...renderRedisCluster(namespace, owners), purge];
 }

@@ -4,6 +4,8 @@ export const STACK = {
   dataPlane: { name: 'strata-data-plane', port: 9001 },
   controlPlane: { name: 'strata-control-plane', port: 9002 },
   config: 'strata-config',
+  /** Connection URLs with passwords (PostgreSQL, RabbitMQ), from the operator's settings. */
+  platformSecret: 'strata-platform',
   flowControl: 'strata-flow-control',
   rootSecret: 'strata-root-credentials',
   internalSecret: 'strata-internal',

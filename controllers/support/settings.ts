@@ -4,8 +4,12 @@ export interface OperatorSettings {
   imagePrefix: string;
   imageTag: string;
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
-  /** Storage stack: PostgreSQL URL and RabbitMQ URL the control and data planes use. */
+  /**
+   * Storage stack: the PostgreSQL primary, its hot standbys (read replicas, may be empty) and the
+   * RabbitMQ URL the control and data planes use. They carry passwords: the stack gets them in a Secret.
+   */
   postgresUrl: string;
+  postgresReplicaUrls: string[];
   amqpUrl: string;
   /** Size of the data plane's volume (fs backend). */
   dataVolumeSize: string;
@@ -18,6 +22,7 @@ export const DEFAULT_SETTINGS: OperatorSettings = {
   imageTag: '0.1.0',
   imagePullPolicy: 'IfNotPresent',
   postgresUrl: 'postgres://strata@strata-postgresql:5432/strata',
+  postgresReplicaUrls: [],
   amqpUrl: 'amqp://guest:guest@strata-rabbitmq:5672',
   dataVolumeSize: '20Gi',
   clusterDomain: 'cluster.local',

@@ -64,6 +64,28 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     expect(names).to.not.include('Secret/strata-poem-app');
   });
 
+  it('hands the operator its PostgreSQL (with replicas) and RabbitMQ URLs through a Secret, or an existing one', async () => {
+    type Env = Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>;
+    const operatorEnv = (objs: RenderedObject[]) =>
+      (objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'strata-operator') as RenderedObject & { spec: { template: { spec: { containers: Array<{ env: Env }> } } } }).spec.template.spec.containers[0]!.env;
+    const objs = await template(['platform.postgresUrl=postgres://strata:pw@db:5432/strata', 'platform.postgresReplicaUrls={postgres://strata:pw@db-r1:5432/strata,postgres://strata:pw@db-r2:5432/strata}']);
+    for (const o of objs) await validateManifest(o);
+    const secret = objs.find((o) => o.kind === 'Secret' && o.metadata.name === 'strata-platform') as RenderedObject & { stringData: Record<string, string> };
+    expect(secret.stringData).to.deep.equal({
+      STRATA_PG_URL: 'postgres://strata:pw@db:5432/strata',
+      STRATA_PG_REPLICA_URLS: 'postgres://strata:pw@db-r1:5432/strata,postgres://strata:pw@db-r2:5432/strata',
+      STRATA_AMQP_URL: 'amqp://guest:guest@strata-rabbitmq:5672',
+    });
+    const env = operatorEnv(objs);
+    expect(JSON.stringify(env)).to.not.contain('pw@');
+    for (const name of ['STRATA_PG_URL', 'STRATA_PG_REPLICA_URLS', 'STRATA_AMQP_URL']) {
+      expect(env.find((e) => e.name === name)?.valueFrom?.secretKeyRef, name).to.deep.include({ name: 'strata-platform', key: name });
+    }
+    const existing = await template(['platform.existingSecret=my-db-urls']);
+    expect(existing.some((o) => o.kind === 'Secret' && o.metadata.name === 'strata-platform')).to.equal(false);
+    expect(operatorEnv(existing).find((e) => e.name === 'STRATA_PG_URL')?.valueFrom?.secretKeyRef?.name).to.equal('my-db-urls');
+  });
+
   it('keeps the poem app\'s upstream API key in a Secret, never in the Deployment', async () => {
     const objs = await template(['poemApp.enabled=true', 'poemApp.apiKey=sk-test-123']);
     for (const o of objs) await validateManifest(o);
@@ -74,7 +96,7 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     expect(JSON.stringify(deployment)).to.contain('secretKeyRef');
   });
 
-  it('grants least privilege: no wildcards, no deletes, Secrets only read and created', async () => {
+  it('grants least privilege: no wildcards, no deletes, Secrets neither listed nor watched', async () => {
     const objs = await template();
     const rules = objs.filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role').flatMap((o) => o.rules as Rule[]);
     for (const rule of rules) {
@@ -82,7 +104,7 @@ describe('Helm chart charts/strata (real helm binary)', function () {
       expect(rule.verbs).to.not.include.members(['delete', 'deletecollection']);
     }
     const secrets = rules.filter((r) => r.resources.includes('secrets'));
-    expect(secrets.flatMap((r) => r.verbs).sort()).to.deep.equal(['create', 'get']);
+    expect(secrets.flatMap((r) => r.verbs).sort()).to.deep.equal(['create', 'get', 'patch']);
     expect(rules.some((r) => r.resources.includes('leases') && r.verbs.includes('update'))).to.equal(true);
     expect(rules.some((r) => r.resources.includes('buckets/status') && r.verbs.includes('patch'))).to.equal(true);
   });

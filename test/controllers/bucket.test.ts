@@ -34,6 +34,7 @@ describe('Bucket reconciler', () => {
         'Job/strata-redis-cluster-create',
         'CronJob/strata-purge',
         'ConfigMap/strata-config',
+        'Secret/strata-platform',
         'PersistentVolumeClaim/strata-data',
       ]) {
         expect(names).to.include(expected);

@@ -33,3 +33,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "strata.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
+
+{{- define "strata.platformSecretName" -}}
+{{- default (printf "%s-platform" (include "strata.fullname" .)) .Values.platform.existingSecret -}}
+{{- end -}}
