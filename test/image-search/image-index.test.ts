@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { ImageIndex, IndexBusyError, UnknownIdsError, type ImageIndexOptions } from '../../images/image-search/src/index/image-index.js';
-import { clusteredVectors } from './support/clustered-vectors.js';
+import { clusteredVectors, exactTopK, recallAtK } from './support/clustered-vectors.js';
 
 const d = 32;
 const row = (x: Float32Array, i: number) => x.slice(i * d, (i + 1) * d);
@@ -146,6 +146,28 @@ describe('image-search: double-buffered index', function () {
     expect(index.pathOf(3100)).to.equal('img/3500.jpg');
     expect(index.idOf('img/ghost.jpg')).to.equal(undefined);
     await index.close();
+  });
+
+  it('IVF-PQ recall@10 against exact search: re-ranking on the stored vectors lifts it', async () => {
+    const other = mkdtempSync(path.join(tmpdir(), 'strata-image-index-recall-'));
+    try {
+      const index = await ImageIndex.open({ ...options(), dir: other });
+      await index.add(data.slice(0, 3500 * d), names(0, 3500));
+      index.merge();
+      expect((await index.waitForJob())?.state).to.equal('done');
+      expect(index.status().main.kind).to.equal('ivf');
+      // Held-out queries from the same clusters.
+      const queries = data.slice(3500 * d, 3600 * d);
+      const truth = exactTopK(data.subarray(0, 3500 * d), queries, d, 10);
+      const recall = async (rerank: boolean) => recallAtK((await index.search(queries, 10, { rerank })).map((hits) => hits.map((h) => h.id)), truth);
+      const approximate = await recall(false);
+      const reranked = await recall(true);
+      expect(reranked).to.be.at.least(0.95);
+      expect(reranked).to.be.greaterThan(approximate);
+      await index.close();
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
   });
 
   it('takes any FAISS index string: non-IVF ones get ids through IDMap2; a bad one fails at open', async () => {
