@@ -7,7 +7,9 @@ import { controllerRef, standardLabels } from '../support/ownership.js';
 import { imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
 
 export const WORKER_PORT = 8080;
-const STATE_DIR = '/var/lib/strata/index';
+/** The state volume: the index, the model cache and (bucket sources) the mirrored images. */
+const STATE_DIR = '/var/lib/strata';
+const INDEX_DIR = `${STATE_DIR}/index`;
 export const INDEX_LABEL = 'strata.dev/image-index';
 
 export type IndexOperation = 'merge' | 'rebuild';
@@ -28,8 +30,12 @@ function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSe
   const env: object[] = [];
   const s3 = `http://${serviceHost(settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}`;
   const usesBucket = Boolean(spec.source.bucket || spec.model.bucket);
-  if (spec.source.directory) env.push({ name: 'IMAGE_FILE_DIR', value: spec.source.directory });
-  if (spec.source.bucket) env.push({ name: 'IMAGE_SEARCH_SOURCE_S3_URL', value: `s3://${spec.source.bucket}/${spec.source.prefix}` });
+  // A directory is indexed as it is (everything not indexed yet, at start); a bucket prefix is
+  // mirrored onto the state volume and synced from there.
+  if (spec.source.directory) env.push({ name: 'IMAGE_FILE_DIR', value: spec.source.directory }, { name: 'IMAGE_SEARCH_SCAN_ON_START', value: 'true' });
+  if (spec.source.bucket) {
+    env.push({ name: 'IMAGE_FILE_DIR', value: `${STATE_DIR}/images` }, { name: 'IMAGE_SEARCH_SOURCE_S3_URL', value: `s3://${spec.source.bucket}/${spec.source.prefix}` });
+  }
   if (spec.model.directory) env.push({ name: 'IMAGE_SEARCH_MODEL_DIR', value: spec.model.directory });
   if (spec.model.bucket) env.push({ name: 'IMAGE_SEARCH_MODEL_S3_URL', value: `s3://${spec.model.bucket}/${spec.model.prefix}` });
   if (usesBucket) {
@@ -90,7 +96,7 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
               ports: [{ name: 'http', containerPort: WORKER_PORT, protocol: 'TCP' }],
               env: [
                 { name: 'PORT', value: String(WORKER_PORT) },
-                { name: 'IMAGE_SEARCH_INDEX_DIR', value: STATE_DIR },
+                { name: 'IMAGE_SEARCH_INDEX_DIR', value: INDEX_DIR },
                 { name: 'IMAGE_SEARCH_MODEL_CACHE_DIR', value: `${STATE_DIR}/model-cache` },
                 { name: 'IMAGE_SEARCH_INDEX_STRING', value: spec.index },
                 { name: 'IMAGE_SEARCH_NPROBE', value: String(spec.nprobe) },

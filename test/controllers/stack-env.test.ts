@@ -3,6 +3,9 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { renderFlowRulesConfigMap, renderStorageStack } from '../../controllers/bucket/render-storage-stack.js';
 import { renderStackSecrets } from '../../controllers/bucket/stack-secrets.js';
+import { renderImageIndex } from '../../controllers/image-index/render-image-index.js';
+import { renderModelServer } from '../../controllers/model-server/render-model-server.js';
+import { imageIndexSpec, modelServerSpec, type ImageIndex, type ModelServer } from '../../controllers/api/index.js';
 import type { Manifest } from '../../controllers/support/kube-client.js';
 import { TEST_SETTINGS, type Doc } from './support/harness.js';
 
@@ -78,5 +81,47 @@ describe('storage stack environment vs. the services that read it', () => {
     // Without replicas the key is absent (server-side apply then removes it from a live Secret).
     const plain = renderStorageStack('ns', [], TEST_SETTINGS).find((o) => o.kind === 'Secret') as Doc;
     expect(Object.keys(plain.data)).to.deep.equal(['STRATA_PG_URL', 'STRATA_AMQP_URL']);
+  });
+});
+
+describe('index worker and model server environment vs. the services that read it', () => {
+  const envNames = (objs: Manifest[]) => ((objs.find((o) => o.kind === 'Deployment') as Doc).spec.template.spec.containers[0].env as Array<{ name: string }>).map((e) => e.name);
+  const workerEnv = (spec: object) => {
+    const ix = { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', metadata: { name: 'ix', namespace: 'ns', uid: 'u' }, spec } as unknown as ImageIndex;
+    return envNames(renderImageIndex(ix, imageIndexSpec.parse(spec), TEST_SETTINGS));
+  };
+
+  it('sets only variables image-search reads, for directory and bucket sources, on CPU and GPU', () => {
+    const sources = sourcesOf('image-search');
+    const names = new Set([
+      ...workerEnv({ source: { directory: '/images' }, model: { directory: '/models' } }),
+      ...workerEnv({ source: { bucket: 'photos', prefix: 'p/' }, model: { bucket: 'models' }, gpu: { enabled: true } }),
+    ]);
+    // OMP_WAIT_POLICY is read by OpenMP inside FAISS, not by the service's code.
+    for (const name of [...names].filter((n) => n !== 'OMP_WAIT_POLICY')) expect(sources, `image-search reads ${name}`).to.match(new RegExp(`\\b${name}\\b`));
+    expect([...names]).to.include.members(['IMAGE_SEARCH_SOURCE_S3_URL', 'IMAGE_SEARCH_MODEL_S3_URL', 'IMAGE_SEARCH_EXECUTION_PROVIDER', 'IMAGE_FILE_DIR']);
+  });
+
+  it('mirrors a bucket source onto the state volume and scans a directory source at start', () => {
+    const ix = { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', metadata: { name: 'ix', namespace: 'ns', uid: 'u' } } as unknown as ImageIndex;
+    const envOf = (spec: object) => {
+      const d = renderImageIndex({ ...ix, spec } as never, imageIndexSpec.parse(spec), TEST_SETTINGS).find((o) => o.kind === 'Deployment') as Doc;
+      const c = d.spec.template.spec.containers[0];
+      return { env: Object.fromEntries(c.env.map((e: { name: string; value?: string }) => [e.name, e.value])), mounts: c.volumeMounts as Array<{ mountPath: string }> };
+    };
+    const bucket = envOf({ source: { bucket: 'photos' }, model: { directory: '/models' } });
+    const state = bucket.mounts[0]!.mountPath;
+    for (const dir of ['IMAGE_FILE_DIR', 'IMAGE_SEARCH_INDEX_DIR', 'IMAGE_SEARCH_MODEL_CACHE_DIR']) expect(bucket.env[dir], dir).to.match(new RegExp(`^${state}/`));
+    const directory = envOf({ source: { directory: '/images' }, model: { directory: '/models' } });
+    expect(directory.env).to.include({ IMAGE_FILE_DIR: '/images', IMAGE_SEARCH_SCAN_ON_START: 'true' });
+  });
+
+  it('sets only variables the model server reads', () => {
+    const sources = sourcesOf('model-server');
+    const ms = { apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', metadata: { name: 'm', namespace: 'ns', uid: 'u' } } as unknown as ModelServer;
+    const spec = { model: { name: 'strata-tiny', path: '/models/tiny' }, gpu: { enabled: true } };
+    const names = envNames(renderModelServer({ ...ms, spec } as never, modelServerSpec.parse(spec), TEST_SETTINGS));
+    for (const name of names) expect(sources, `model-server reads ${name}`).to.match(new RegExp(`\\b${name}\\b`));
+    expect(names).to.include.members(['MODEL_NAMES', 'MODEL_DIR', 'STRATA_EXECUTION_PROVIDER']);
   });
 });
