@@ -9,6 +9,7 @@ export const bucketBackend = z
     targetBucket: z.string().optional().describe('Bucket on the backend that holds the bytes; defaults to the bucket name.'),
     pathPrefix: z.string().optional().describe('fs: sub-directory of the data volume; minio/cloud: key prefix.'),
     useSSL: z.boolean().default(true).describe('Use TLS to reach the endpoint (minio, cloud).'),
+    pathStyle: z.boolean().optional().describe('Path-style addressing (endpoint/bucket/key); defaults to true for minio, false (virtual-hosted) for cloud.'),
     accessKeySecretRef: secretKeyRef.optional().describe('Secret key holding the access key id (minio, cloud).'),
     secretKeySecretRef: secretKeyRef.optional().describe('Secret key holding the secret access key (minio, cloud).'),
   })

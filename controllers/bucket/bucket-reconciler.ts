@@ -148,6 +148,7 @@ export class BucketReconciler implements Reconciler {
       region: b.region,
       bucket: b.targetBucket ?? bucketName,
       useSSL: b.useSSL,
+      ...(b.pathStyle !== undefined ? { pathStyle: b.pathStyle } : {}),
       ...(b.pathPrefix ? { prefix: b.pathPrefix } : {}),
       accessKey: await read(b.accessKeySecretRef, 'accessKeySecretRef'),
       secretKey: await read(b.secretKeySecretRef, 'secretKeySecretRef'),

@@ -6,6 +6,7 @@ export interface BackendConfig {
   bucket?: string;
   prefix?: string;
   useSSL?: boolean;
+  pathStyle?: boolean;
   accessKey?: string;
   secretKey?: string;
 }

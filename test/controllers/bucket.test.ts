@@ -142,6 +142,7 @@ describe('Bucket reconciler', () => {
             endpoint: 'http://minio:9000',
             region: 'eu-west-1',
             useSSL: false,
+            pathStyle: true,
             accessKeySecretRef: { name: 'minio-creds', key: 'ak' },
             secretKeySecretRef: { name: 'minio-creds', key: 'sk' },
           },
@@ -162,6 +163,7 @@ describe('Bucket reconciler', () => {
         region: 'eu-west-1',
         bucket: 'remote',
         useSSL: false,
+        pathStyle: true,
         accessKey: 'AKID',
         secretKey: 'SECRET',
       });
