@@ -1,7 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import {
   CompleteMultipartUploadCommand,
   CopyObjectCommand,
+  CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
@@ -13,12 +17,24 @@ import {
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { freePorts } from '../support/ports.js';
-import { s3ClientFor, sharedRgw, type S3ServerHarness } from '../support/rgw.js';
+import { s3ClientFor, sharedRgw, startS3rver, type S3ServerHarness } from '../support/rgw.js';
 import { startTestPlatform, type TestPlatform } from './support/platform.js';
 import { bucketName, login, md5Hex, s3ErrorOf, sdkClient } from './support/s3.js';
 
 const MiB = 1024 * 1024;
 const DAY = 24 * 3600 * 1000;
+
+/** Set env variables for the platform about to start; answers a function that restores them. */
+function withEnv(env: Record<string, string>): () => void {
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  return () => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+}
 
 /**
  * Buckets on an S3-compatible backend through the standalone platform: the `minio` backend points at
@@ -35,7 +51,7 @@ describe('e2e: storage backends per bucket (object-store server through the mini
   const backendBucket = `strata-e2e-${randomUUID().slice(0, 8)}`;
   const bucket = bucketName('on-minio');
   const auth = () => ({ authorization: `Bearer ${token}` });
-  const savedEnv: Record<string, string | undefined> = {};
+  let restoreEnv = () => {};
 
   /** Blob objects Strata keeps on the backend. */
   const backendKeys = async () => {
@@ -47,7 +63,7 @@ describe('e2e: storage backends per bucket (object-store server through the mini
     rgw = await sharedRgw();
     backendClient = s3ClientFor(rgw);
     const [deadPort] = await freePorts(1);
-    const env: Record<string, string> = {
+    restoreEnv = withEnv({
       STRATA_BACKEND_MINIO_ENDPOINT: rgw.endpoint,
       STRATA_BACKEND_MINIO_ACCESS_KEY: rgw.accessKey,
       STRATA_BACKEND_MINIO_SECRET_KEY: rgw.secretKey,
@@ -56,20 +72,13 @@ describe('e2e: storage backends per bucket (object-store server through the mini
       STRATA_BACKEND_CLOUD_ENDPOINT: `http://127.0.0.1:${deadPort}`,
       STRATA_BACKEND_CLOUD_ACCESS_KEY: 'unused',
       STRATA_BACKEND_CLOUD_SECRET_KEY: 'unused',
-    };
-    for (const [k, v] of Object.entries(env)) {
-      savedEnv[k] = process.env[k];
-      process.env[k] = v;
-    }
+    });
     p = await startTestPlatform();
     token = await login(p.endpoint);
     s3 = sdkClient(p.endpoint);
   });
   after(async () => {
-    for (const [k, v] of Object.entries(savedEnv)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    restoreEnv();
     s3?.destroy();
     backendClient?.destroy();
     await p?.destroy();
@@ -208,5 +217,63 @@ describe('e2e: storage backends per bucket (object-store server through the mini
     // The minio bucket made before still serves (the failed creations touched nothing else).
     const minioBucket = /<Name>(json-minio-[^<]+)<\/Name>/.exec(all)![1];
     expect((await s3.send(new HeadObjectCommand({ Bucket: minioBucket, Key: 'x.txt' }))).ContentLength).to.equal(1);
+  });
+});
+
+describe('e2e: a storage backend that goes down after its bucket was made', function () {
+  this.timeout(120_000);
+  let server: S3ServerHarness;
+  let p: TestPlatform;
+  let s3: S3Client;
+  let rulesDir: string;
+  let restoreEnv = () => {};
+
+  before(async () => {
+    server = await startS3rver('outage test: the server is stopped mid-test');
+    rulesDir = await mkdtemp(path.join(os.tmpdir(), 'strata-rules-'));
+    // A hair-trigger breaker: without the StorageBackend exemption two backend failures would open it.
+    const rules = path.join(rulesDir, 'rules.yaml');
+    await writeFile(rules, 'breakers:\n  default: { timeout: 10000, errorThresholdPercentage: 1, resetTimeout: 60000, volumeThreshold: 1 }\n');
+    restoreEnv = withEnv({
+      STRATA_BACKEND_MINIO_ENDPOINT: server.endpoint,
+      STRATA_BACKEND_MINIO_ACCESS_KEY: server.accessKey,
+      STRATA_BACKEND_MINIO_SECRET_KEY: server.secretKey,
+    });
+    p = await startTestPlatform(undefined, { gatewayRulesFile: rules });
+    s3 = sdkClient(p.endpoint);
+  });
+  after(async () => {
+    restoreEnv();
+    s3?.destroy();
+    await p?.destroy();
+    await server?.stop();
+    await rm(rulesDir, { recursive: true, force: true });
+  });
+
+  it('answers 503 ServiceUnavailable for that bucket only; other buckets keep working (the breaker stays closed)', async () => {
+    const onMinio = bucketName('outage-minio');
+    const onFs = bucketName('outage-fs');
+    const token = await login(p.endpoint);
+    expect((await fetch(`${p.endpoint}/${onMinio}`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'x-strata-backend': 'minio' } })).status).to.equal(200);
+    await s3.send(new CreateBucketCommand({ Bucket: onFs }));
+    for (const b of [onMinio, onFs]) await s3.send(new PutObjectCommand({ Bucket: b, Key: 'k', Body: 'bytes' }));
+    await server.stop();
+
+    for (let i = 0; i < 4; i++) {
+      const err = await s3.send(new GetObjectCommand({ Bucket: onMinio, Key: 'k' })).then(
+        () => undefined,
+        (e: Error & { $metadata?: { httpStatusCode?: number } }) => e,
+      );
+      expect(err?.name).to.equal('ServiceUnavailable');
+      expect(err?.$metadata?.httpStatusCode).to.equal(503);
+      expect(err?.message).to.match(/storage backend minio:/);
+      const put = await s3.send(new PutObjectCommand({ Bucket: onMinio, Key: `new-${i}`, Body: 'x' })).then(() => undefined, (e: Error) => e);
+      expect(put?.name).to.equal('ServiceUnavailable');
+    }
+    const fsObject = await s3.send(new GetObjectCommand({ Bucket: onFs, Key: 'k' }));
+    expect(await fsObject.Body!.transformToString()).to.equal('bytes');
+    // Metadata of the unreachable bucket is still served; nothing half-written became visible.
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: onMinio }));
+    expect(listed.Contents?.map((c) => c.Key)).to.deep.equal(['k']);
   });
 });

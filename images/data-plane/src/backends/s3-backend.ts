@@ -101,7 +101,8 @@ export class S3Backend implements StorageBackend {
     const code = (err as { code?: string } | null)?.code ?? '';
     const message = (err as Error | null)?.message ?? String(err);
     if (NETWORK_ERRORS.has(code) || RETRYABLE_S3_CODES.has(code) || code.startsWith('UND_ERR')) {
-      return new S3Error('ServiceUnavailable', `The storage backend ${this.key} is unavailable (${action}): ${code || message}`);
+      // StorageBackend in the extras tells the gateway's breaker that the data plane itself is healthy.
+      return new S3Error('ServiceUnavailable', `The storage backend ${this.key} is unavailable (${action}): ${code || message}`, { StorageBackend: this.settings.kind });
     }
     // Plain Error (not ECONNRESET-coded): the data plane answers InternalError and logs it.
     return new Error(`storage backend ${this.key} failed to ${action}: ${code ? `${code}: ` : ''}${message}`, { cause: err });

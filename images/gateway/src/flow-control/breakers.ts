@@ -7,8 +7,12 @@ export type BreakerState = keyof typeof BREAKER_STATE;
 
 type Thunk = () => Promise<unknown>;
 
-/** An upstream's answer that is the caller's fault (4xx) says nothing about the upstream's health. */
-const isCallerError = (err: unknown) => err instanceof S3Error && err.status < 500;
+/**
+ * An upstream's answer that is the caller's fault (4xx) says nothing about the upstream's health;
+ * nor does a bucket's storage backend being down (the data plane marks it `StorageBackend`), which
+ * must not open the breaker for every other bucket.
+ */
+const isCallerError = (err: unknown) => err instanceof S3Error && (err.status < 500 || err.extra.StorageBackend !== undefined);
 
 /**
  * One circuit breaker (opossum) per upstream, configured from the rules. `wrap(name, fn)` returns
