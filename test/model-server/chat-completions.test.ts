@@ -5,6 +5,7 @@ import express from 'express';
 import OpenAI from 'openai';
 import { startModelServer } from '../../images/model-server/src/app.js';
 import { chatCompletionsHandler } from '../../images/model-server/src/chat-completions.js';
+import type { GenerationScheduler } from '../../images/model-server/src/generation-scheduler.js';
 import { ModelServerMetrics } from '../../images/model-server/src/metrics.js';
 import { createLogger, createRegistry, type RunningService } from '../../images/service-kit/src/index.js';
 import { getJson, postJson, postStream, randomPrompts } from './helpers.js';
@@ -233,6 +234,50 @@ describe('model-server /v1/chat/completions', () => {
         expectError(res, 503, null, 'model_not_ready');
         expect(res.body.error.type).to.equal('server_error');
         expect(res.headers.get('retry-after')).to.equal('1');
+      } finally {
+        listener.close();
+      }
+    });
+
+    it('a client that disconnects cancels its sequences, and the request is settled', async () => {
+      const cancelled: number[] = [];
+      let enqueued = 0;
+      // A scheduler that never finishes a sequence: only the disconnect can end the request.
+      const scheduler = {
+        enqueue: (requests: unknown[]) => requests.map((_, i) => {
+          enqueued++;
+          return { cancel: () => cancelled.push(i) };
+        }),
+      } as unknown as GenerationScheduler;
+      const registry = createRegistry('model-server-test');
+      let settled = 0;
+      const handler = chatCompletionsHandler({
+        modelNames: new Set([MODEL]), scheduler: () => scheduler, metrics: new ModelServerMetrics(registry), logger: createLogger('model-server-test', 'silent'),
+      });
+      const app = express();
+      app.post('/v1/chat/completions', express.json(), async (req, res) => {
+        await handler(req, res);
+        settled++;
+      });
+      const listener = app.listen(0, '127.0.0.1');
+      await once(listener, 'listening');
+      try {
+        const base = `http://127.0.0.1:${(listener.address() as AddressInfo).port}/v1/chat/completions`;
+        for (const stream of [false, true]) {
+          const abort = new AbortController();
+          const pending = fetch(base, {
+            method: 'POST', headers: { 'content-type': 'application/json' }, signal: abort.signal,
+            body: JSON.stringify({ model: MODEL, messages: user('10 20'), n: 2, stream }),
+          }).then((r) => r.text()).catch((err: Error) => err.name);
+          while (enqueued < (stream ? 4 : 2)) await new Promise((r) => setTimeout(r, 5));
+          abort.abort();
+          expect(await pending).to.equal('AbortError');
+        }
+        while (settled < 2) await new Promise((r) => setTimeout(r, 5));
+        expect(cancelled).to.deep.equal([0, 1, 0, 1]);
+        const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('model_server_chat_completions_total{'));
+        expect(lines.filter((l) => l.includes('outcome="cancelled"') && l.endsWith(' 1'))).to.have.length(2);
+        expect(lines.filter((l) => l.includes('outcome="ok"'))).to.deep.equal([]);
       } finally {
         listener.close();
       }

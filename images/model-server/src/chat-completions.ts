@@ -82,8 +82,12 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
     const stream = request.stream ? new ChunkStream(res, id, created, request.model) : undefined;
 
     let done = false;
+    let cancelled = false;
     let handles: SequenceHandle[] = [];
+    let settle = () => {};
     const finished = new Promise<void>((resolve, reject) => {
+      // A cancelled sequence gets no more callbacks: the close handler settles the request instead.
+      settle = resolve;
       let remaining = choices.length;
       try {
         handles = scheduler.enqueue(
@@ -116,8 +120,10 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
     });
     res.on('close', () => {
       if (done) return;
+      cancelled = true;
       for (const h of handles) h.cancel();
       deps.metrics.completions.inc({ ...labels, outcome: 'cancelled' });
+      settle();
     });
 
     try {
@@ -127,6 +133,7 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
         stream.open(choices.map((c) => c.index));
       }
       await finished;
+      if (cancelled) return;
       done = true;
       deps.metrics.completions.inc({ ...labels, outcome: 'ok' });
       if (stream) {
@@ -147,6 +154,7 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
         usage: usage(),
       });
     } catch (err) {
+      if (cancelled) return;
       done = true;
       const queueFull = err instanceof QueueFullError;
       deps.metrics.completions.inc({ ...labels, outcome: queueFull ? 'rejected' : 'error' });
