@@ -116,6 +116,23 @@ describe('model-server /v1/chat/completions', () => {
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body.choices).to.have.length(1);
     });
+
+    it('accepts a tool-calling conversation as the image-search assistant sends it (tools ignored, never called)', async () => {
+      const res = await postJson(url, {
+        model: MODEL,
+        tools: [{ type: 'function', function: { name: 'search_by_text', parameters: { type: 'object', properties: {} } } }],
+        tool_choice: 'auto',
+        messages: [
+          { role: 'system', content: 'find images' },
+          { role: 'user', content: 'red cars' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'search_by_text', arguments: '{}' } }] },
+          { role: 'tool', tool_call_id: 'call_1', content: '{"results":[]}' },
+        ],
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      expect(res.body.choices[0].message).to.not.have.property('tool_calls');
+      expect(res.body.choices[0].message.content).to.be.a('string');
+    });
   });
 
   describe('the trained model', () => {
