@@ -17,3 +17,25 @@ describe('operator configuration', () => {
     expect(a).to.not.equal(b);
   });
 });
+
+describe('operator kube config', () => {
+  it('uses the in-cluster service account config in a pod, KUBECONFIG elsewhere', async () => {
+    const { loadKubeConfig } = await import('../../operator/kube-config.js');
+    // client-node's loadFromCluster reads the service host and port from process.env itself.
+    const saved = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT, kubeconfig: process.env.KUBECONFIG };
+    Object.assign(process.env, { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' });
+    delete process.env.KUBECONFIG;
+    try {
+      const inCluster = loadKubeConfig();
+      expect(inCluster.getCurrentCluster()?.server).to.equal('https://10.96.0.1:443');
+      expect(inCluster.getCurrentCluster()?.caFile).to.equal('/var/run/secrets/kubernetes.io/serviceaccount/ca.crt');
+      const file = loadKubeConfig({ ...process.env, KUBECONFIG: '/nonexistent/kubeconfig' });
+      expect(file.getCurrentCluster()?.server).to.not.equal('https://10.96.0.1:443');
+    } finally {
+      for (const [key, value] of [['KUBERNETES_SERVICE_HOST', saved.host], ['KUBERNETES_SERVICE_PORT', saved.port], ['KUBECONFIG', saved.kubeconfig]] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
+  });
+});
