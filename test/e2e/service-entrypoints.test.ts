@@ -1,0 +1,193 @@
+import {
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Cluster } from 'ioredis';
+import pg from 'pg';
+import { CONTROL_PLANE_QUEUE } from '../../images/control-plane/src/events/consumer.js';
+import { eventually, RabbitNames, RABBITMQ_URL } from '../events/rabbitmq-fixture.js';
+import { sharedPgReplica, type PgReplicaHarness } from '../support/pg-replica.js';
+import { freePorts } from '../support/ports.js';
+import { sharedRedisCluster, type RedisClusterHarness } from '../support/redis-cluster.js';
+import { bucketName, sdkClient } from './support/s3.js';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const ROOT = { user: 'entryroot', password: 'entry-root-password' };
+
+/** One service's container entrypoint (`images/<name>/src/main.ts`) as a child process. */
+class ServiceProcess {
+  child: ChildProcess | undefined;
+  stderr = '';
+
+  constructor(
+    readonly name: string,
+    readonly port: number,
+    private readonly env: Record<string, string>,
+  ) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    // Only what this test sets: no STRATA_* of the developer's shell leaks in.
+    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('STRATA_'))) as Record<string, string>;
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, `images/${this.name}/src/main.ts`)], {
+      cwd: repo,
+      env: { ...base, LOG_LEVEL: 'warn', ...this.env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    child.stderr!.on('data', (c: Buffer) => (this.stderr = (this.stderr + c.toString()).slice(-20_000)));
+    this.child = child;
+    await eventually(async () => {
+      if (child.exitCode !== null) throw new Error(`${this.name} exited with ${child.exitCode}: ${this.stderr}`);
+      return fetch(`${this.url}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+    }, `${this.name} to be ready`, 60_000);
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  async metrics(): Promise<string> {
+    return (await fetch(`${this.url}/metrics`)).text();
+  }
+}
+
+/**
+ * The container entrypoints of the gateway, data plane and control plane select the production
+ * adapters from the same env as `npm start`: PostgreSQL primary + replica, Redis Cluster, RabbitMQ.
+ */
+describe('e2e: service entrypoints on production servers, selected by env', function () {
+  this.timeout(120_000);
+  let pgh: PgReplicaHarness;
+  let redis: RedisClusterHarness;
+  let names: RabbitNames;
+  let dbName: string;
+  let db: pg.Pool;
+  let dataDir: string;
+  let services: ServiceProcess[] = [];
+  let s3: S3Client;
+  const keyPrefix = `e${randomBytes(4).toString('hex')}:`;
+
+  before(async () => {
+    [pgh, redis] = await Promise.all([sharedPgReplica(), sharedRedisCluster()]);
+    dbName = `strata_entry_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: pgh.primaryUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    await admin.end();
+    await pgh.waitForReplay();
+    const dbUrl = (server: string) => Object.assign(new URL(server), { pathname: `/${dbName}` }).toString();
+    db = new pg.Pool({ connectionString: dbUrl(pgh.primaryUrl), max: 2 });
+    names = new RabbitNames();
+    names.queue(CONTROL_PLANE_QUEUE);
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-entry-'));
+
+    const [gwPort, dpPort, cpPort] = (await freePorts(3)) as [number, number, number];
+    const shared = {
+      STRATA_INTERNAL_TOKEN: randomBytes(16).toString('hex'),
+      STRATA_PG_URL: dbUrl(pgh.primaryUrl),
+      STRATA_PG_REPLICA_URLS: dbUrl(pgh.replicaUrl),
+      STRATA_PG_POOL_MAX: '3',
+      STRATA_REDIS_NODES: redis.nodes.map((n) => `${n.host}:${n.port}`).join(','),
+      STRATA_REDIS_KEY_PREFIX: keyPrefix,
+      STRATA_AMQP_URL: RABBITMQ_URL,
+      STRATA_AMQP_EXCHANGE: names.exchange,
+      STRATA_AMQP_QUEUE_PREFIX: `${names.prefix}.`,
+    };
+    const cp = new ServiceProcess('control-plane', cpPort, {
+      ...shared,
+      PORT: String(cpPort),
+      STRATA_SECRET_KEY: randomBytes(16).toString('hex'),
+      STRATA_ROOT_USER: ROOT.user,
+      STRATA_ROOT_PASSWORD: ROOT.password,
+      STRATA_DATA_PLANE_URL: `http://127.0.0.1:${dpPort}`,
+    });
+    const dp = new ServiceProcess('data-plane', dpPort, { ...shared, PORT: String(dpPort), STRATA_DATA_DIR: dataDir, STRATA_OUTBOX_RETRY_MS: '500' });
+    const gw = new ServiceProcess('gateway', gwPort, {
+      ...shared,
+      STRATA_GATEWAY_PORT: String(gwPort),
+      STRATA_GATEWAY_HOST: '127.0.0.1',
+      STRATA_CONTROL_PLANE_URL: cp.url,
+      STRATA_DATA_PLANE_URL: dp.url,
+      STRATA_JWT_SECRET: randomBytes(24).toString('hex'),
+      STRATA_ROOT_USER: ROOT.user,
+    });
+    services = [cp, dp, gw];
+    // The control plane creates the schema; the data plane is ready once it exists.
+    await cp.start();
+    await Promise.all([dp.start(), gw.start()]);
+    s3 = sdkClient(gw.url, ROOT.user, ROOT.password);
+  });
+
+  after(async () => {
+    s3?.destroy();
+    for (const s of [...services].reverse()) await s.stop();
+    await db?.end();
+    await names?.cleanup().catch(() => undefined);
+    if (pgh && dbName) {
+      const admin = new pg.Client({ connectionString: pgh.primaryUrl });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+    }
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('serves S3 with fresh reads, multipart state in the Redis Cluster and events through RabbitMQ', async () => {
+    const [cp, dp] = services as [ServiceProcess, ServiceProcess];
+    const bucket = bucketName('entry');
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    for (let i = 0; i < 5; i++) {
+      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: `k${i}`, Body: `v${i}` }));
+      // Another process wrote it: the control plane's `latest` reads still see it at once.
+      expect((await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).KeyCount).to.equal(i + 1);
+    }
+    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'k4' }));
+    expect(await got.Body!.transformToString()).to.equal('v4');
+
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'multi' }));
+    const cluster = new Cluster(redis.nodes);
+    try {
+      await new Promise((resolve) => cluster.once('ready', resolve));
+      expect(cluster.nodes('master')).to.have.length(3);
+      const keys = (await Promise.all(cluster.nodes('master').map((n) => n.keys(`*${keyPrefix}strata:mpu:{${UploadId}}*`)))).flat();
+      expect(keys, 'the upload state on the Redis Cluster').to.have.length(1);
+    } finally {
+      cluster.disconnect();
+    }
+
+    await eventually(async () => {
+      const r = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM processed_events WHERE type = 'object.created'");
+      return r.rows[0]!.n === 5;
+    }, 'the object.created events to arrive through RabbitMQ');
+
+    const cpMetrics = await cp.metrics();
+    expect(cpMetrics).to.match(/^strata_amqp_connected\{connection="strata-control-plane"[^}]*\} 1$/m);
+    expect(cpMetrics).to.match(/^strata_sql_reads_total\{[^}]*\} [1-9]/m);
+    const dpMetrics = await dp.metrics();
+    expect(dpMetrics).to.match(/^strata_amqp_connected\{connection="strata-data-plane"[^}]*\} 1$/m);
+    expect(dpMetrics).to.match(/^strata_multipart_uploads_in_flight\{[^}]*\} 1$/m);
+  });
+});
