@@ -17,6 +17,35 @@ function loadExamples(): Array<{ file: string; obj: Record<string, unknown> }> {
     );
 }
 
+type Schema = Record<string, unknown>;
+
+/**
+ * The API server's structural-schema rules (apiextensions.k8s.io/v1), as far as the generator can
+ * break them: a type on every node, properties and additionalProperties never together, anyOf only
+ * in the int-or-string form and without types or defaults inside, list-map keys required.
+ */
+function structuralProblems(node: Schema, at: string): string[] {
+  const problems: string[] = [];
+  const intOrString = node['x-kubernetes-int-or-string'] === true;
+  if (!intOrString && node['x-kubernetes-preserve-unknown-fields'] !== true && typeof node.type !== 'string') problems.push(`${at}: no type`);
+  if (node.properties && node.additionalProperties) problems.push(`${at}: properties and additionalProperties together`);
+  for (const key of ['oneOf', 'allOf', 'not', '$ref', 'definitions', 'nullable']) if (key in node) problems.push(`${at}: ${key} is not allowed here`);
+  if (node.anyOf) {
+    if (!intOrString) problems.push(`${at}: anyOf outside int-or-string`);
+    for (const branch of node.anyOf as Schema[]) if (Object.keys(branch).some((k) => k !== 'type')) problems.push(`${at}: anyOf branch with more than a type`);
+  }
+  if (node['x-kubernetes-list-type'] === 'map') {
+    const items = node.items as Schema;
+    for (const key of (node['x-kubernetes-list-map-keys'] as string[]) ?? []) {
+      if (!((items.required as string[]) ?? []).includes(key)) problems.push(`${at}: list-map key ${key} is not required`);
+    }
+  }
+  for (const [name, child] of Object.entries((node.properties as Record<string, Schema>) ?? {})) problems.push(...structuralProblems(child, `${at}.${name}`));
+  if (node.items) problems.push(...structuralProblems(node.items as Schema, `${at}[]`));
+  if (node.additionalProperties && typeof node.additionalProperties === 'object') problems.push(...structuralProblems(node.additionalProperties as Schema, `${at}{}`));
+  return problems;
+}
+
 describe('CRDs', () => {
   const generated = generateCrdFiles();
 
@@ -41,6 +70,19 @@ describe('CRDs', () => {
       expect(conditions['x-kubernetes-list-map-keys'], name).to.deep.equal(['type']);
       expect(conditions.items.required, name).to.include('type');
     }
+  });
+
+  it('have structural schemas, as the API server requires', () => {
+    for (const [name, text] of generated) {
+      const schema = parseAllDocuments(text)[0]!.toJS().spec.versions[0].schema.openAPIV3Schema as Schema;
+      expect(structuralProblems(schema, name)).to.deep.equal([]);
+    }
+    // The check itself finds what it should.
+    expect(structuralProblems({ type: 'object', properties: { a: { anyOf: [{ type: 'string' }, { type: 'integer' }] }, b: {} } }, 'x')).to.deep.equal([
+      'x.a: no type',
+      'x.a: anyOf outside int-or-string',
+      'x.b: no type',
+    ]);
   });
 
   it('carry defaults and enums from the TypeScript schemas', () => {
