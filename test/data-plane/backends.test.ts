@@ -1,5 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -168,6 +170,22 @@ describe('data plane: S3-compatible storage backend (minio client)', function ()
       expect((err as S3Error).code).to.equal('ServiceUnavailable');
       expect((err as S3Error).status).to.equal(503);
       expect(err.message).to.include(`127.0.0.1:${port}`);
+    }
+  });
+
+  it('answers 503 ServiceUnavailable when the backend itself answers 503', async () => {
+    const overloaded = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(503, { 'content-type': 'application/xml' }).end('<Error><Code>SlowDown</Code><Message>slow down</Message></Error>');
+    });
+    await new Promise<void>((resolve) => overloaded.listen(0, '127.0.0.1', resolve));
+    try {
+      const busy = new S3Backend({ ...settings, endpoint: `http://127.0.0.1:${(overloaded.address() as AddressInfo).port}` });
+      const err = await rejection(busy.ready());
+      expect(err).to.be.instanceOf(S3Error);
+      expect((err as S3Error).code).to.equal('ServiceUnavailable');
+    } finally {
+      overloaded.close();
     }
   });
 

@@ -53,6 +53,8 @@ function clientFor(endpoint: string, s: S3BackendSettings): Client {
     region: s.region,
     pathStyle: s.pathStyle,
     transportAgent: useSSL ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true }),
+    // No silent retries (minio-js would log them with console.warn): a 503 reaches the S3 client, which retries.
+    retryOptions: { disableRetry: true },
   });
 }
 
@@ -100,7 +102,9 @@ export class S3Backend implements StorageBackend {
     if (err instanceof S3Error) return err;
     const code = (err as { code?: string } | null)?.code ?? '';
     const message = (err as Error | null)?.message ?? String(err);
-    if (NETWORK_ERRORS.has(code) || RETRYABLE_S3_CODES.has(code) || code.startsWith('UND_ERR')) {
+    // minio-js turns 429/5xx answers into a code-less "Request failed ...: Retryable HTTP status: 503".
+    const overloaded = /Retryable HTTP status: (429|5\d\d)/.test(message);
+    if (NETWORK_ERRORS.has(code) || RETRYABLE_S3_CODES.has(code) || code.startsWith('UND_ERR') || overloaded) {
       // StorageBackend in the extras tells the gateway's breaker that the data plane itself is healthy.
       return new S3Error('ServiceUnavailable', `The storage backend ${this.key} is unavailable (${action}): ${code || message}`, { StorageBackend: this.settings.kind });
     }
