@@ -210,6 +210,11 @@ describe('image-search: HTTP API', function () {
     expect(status.buffer.vectors).to.equal(0);
     expect(status.training.message).to.match(/needs at least 159744 vectors/);
     expect((await call(base, 'POST', '/search', { query: 'blue', topk: 2 })).body.results).to.have.length(2);
+    // Merging an empty buffer is a no-op (no new index generation).
+    await call(base, 'POST', '/api/index/merge');
+    const noop = await waitForJob(base);
+    expect(noop.job.result).to.include({ moved: 0, note: 'buffer empty: nothing to merge' });
+    expect(noop.main.generation).to.equal(status.main.generation);
 
     const rebuild = await call(base, 'POST', '/api/index/rebuild');
     expect(rebuild.status).to.equal(202);

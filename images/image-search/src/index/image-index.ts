@@ -409,12 +409,14 @@ export class ImageIndex {
     const moving = this.liveIds(view.mainUpTo, upTo, hidden);
     // An untrained or exact main with enough data becomes a trained index: that is a rebuild.
     if (view.mainKind !== 'ivf' && this.liveCount >= this.minTrain) return this.runRebuild(job);
+    const dropped = [...hidden].filter((id) => id >= view.mainUpTo && id < upTo);
+    // Nothing in the buffer: no new generation (copying and writing a big index for nothing).
+    if (view.main && !moving.length && !dropped.length) return { moved: 0, dropped_deleted: 0, main_vectors: view.main.ntotal, kind: view.mainKind, note: 'buffer empty: nothing to merge' };
     job.phase = 'copying main index';
     const next = view.main ? await view.main.clone() : new FaissIndex(this.dim, EXACT);
     job.phase = 'adding buffer';
     await this.addIds(next, moving, job);
     const kind = view.mainKind ?? 'exact';
-    const dropped = [...hidden].filter((id) => id >= view.mainUpTo && id < upTo);
     await this.install(job, next, kind, upTo, dropped);
     return { moved: moving.length, dropped_deleted: dropped.length, main_vectors: next.ntotal, kind };
   }
