@@ -26,7 +26,7 @@ export const productionEnvShape = {
    */
   STRATA_PG_READ_CONSISTENCY: z.enum(['session', 'latest']).optional(),
   /** How long a read may wait for a replica to catch up before going to the primary, ms. */
-  STRATA_PG_REPLICA_WAIT_MS: env.int(20, 0, 10_000),
+  STRATA_PG_REPLICA_WAIT_MS: env.int(10, 0, 10_000),
   /** Redis Cluster seed nodes, comma-separated `host:port`. */
   STRATA_REDIS_NODES: env.list(),
   /** Prefix of every cache key (several installations or test runs on one cluster). */
@@ -115,7 +115,7 @@ export function createProductionSql(
   return createPgRoutingSqlClient(s.pgUrl, parseReplicaUrls(replicas.join(',')), {
     max: s.pgPoolMax,
     defaultRead: s.pgReadConsistency ?? opts.defaultRead,
-    replicaWaitMs: s.pgReplicaWaitMs ?? 20,
+    replicaWaitMs: s.pgReplicaWaitMs ?? 10,
     lsnRefreshMs: opts.lsnRefreshMs,
     unhealthyMs: opts.unhealthyMs,
     onRead: reads ? (target, reason) => reads.inc({ target, reason }) : undefined,
