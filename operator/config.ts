@@ -21,6 +21,8 @@ export const operatorEnvSchema = z.object({
   WORKERS_PER_CONTROLLER: env.int(2, 1, 64),
   STRATA_IMAGE_PREFIX: z.string().default(DEFAULT_SETTINGS.imagePrefix),
   STRATA_IMAGE_TAG: z.string().default(DEFAULT_SETTINGS.imageTag),
+  /** Tag suffix of the GPU (CUDA) model-server image; empty: GPU pods run the plain image. */
+  STRATA_GPU_IMAGE_SUFFIX: z.string().default(DEFAULT_SETTINGS.gpuImageSuffix),
   STRATA_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default(DEFAULT_SETTINGS.imagePullPolicy),
   STRATA_PG_URL: z.string().default(DEFAULT_SETTINGS.postgresUrl),
   /** Read replicas of STRATA_PG_URL, comma-separated (empty: none). */
@@ -40,6 +42,7 @@ export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
   return {
     imagePrefix: cfg.STRATA_IMAGE_PREFIX,
     imageTag: cfg.STRATA_IMAGE_TAG,
+    gpuImageSuffix: cfg.STRATA_GPU_IMAGE_SUFFIX,
     imagePullPolicy: cfg.STRATA_IMAGE_PULL_POLICY,
     postgresUrl: cfg.STRATA_PG_URL,
     postgresReplicaUrls: cfg.STRATA_PG_REPLICA_URLS.split(/[\s,]+/).filter(Boolean),

@@ -46,7 +46,7 @@ export function renderModelServer(ms: ModelServer, spec: ModelServerSpec, settin
           containers: [
             {
               name: 'model-server',
-              image: spec.image ?? imageFor(settings, 'model-server'),
+              image: spec.image ?? imageFor(settings, 'model-server', spec.gpu.enabled ? 'gpu' : 'cpu'),
               imagePullPolicy: settings.imagePullPolicy,
               ports: [{ name: 'http', containerPort: spec.port, protocol: 'TCP' }],
               env: [

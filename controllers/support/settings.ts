@@ -3,6 +3,12 @@ export interface OperatorSettings {
   /** Registry and repository prefix of Strata images, e.g. "ghcr.io/strata-dev/". */
   imagePrefix: string;
   imageTag: string;
+  /**
+   * Appended to the tag of the model-server image for ModelServers that ask for a GPU: the variant
+   * with onnxruntime's CUDA provider and the CUDA runtime (hack/build-images.sh with CUDA=1). Empty:
+   * GPU pods run the plain image (which falls back to the CPU).
+   */
+  gpuImageSuffix: string;
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
   /**
    * Storage stack: the PostgreSQL primary, its hot standbys (read replicas, may be empty) and the
@@ -20,6 +26,7 @@ export interface OperatorSettings {
 export const DEFAULT_SETTINGS: OperatorSettings = {
   imagePrefix: 'ghcr.io/strata-dev/',
   imageTag: '0.1.0',
+  gpuImageSuffix: '-cuda',
   imagePullPolicy: 'IfNotPresent',
   postgresUrl: 'postgres://strata@strata-postgresql:5432/strata',
   postgresReplicaUrls: [],
@@ -28,8 +35,8 @@ export const DEFAULT_SETTINGS: OperatorSettings = {
   clusterDomain: 'cluster.local',
 };
 
-export function imageFor(settings: OperatorSettings, name: string): string {
-  return `${settings.imagePrefix}${name}:${settings.imageTag}`;
+export function imageFor(settings: OperatorSettings, name: string, variant: 'cpu' | 'gpu' = 'cpu'): string {
+  return `${settings.imagePrefix}${name}:${settings.imageTag}${variant === 'gpu' ? settings.gpuImageSuffix : ''}`;
 }
 
 export function serviceHost(settings: OperatorSettings, service: string, namespace: string): string {

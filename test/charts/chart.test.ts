@@ -43,6 +43,7 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     const container = deployment.spec.template.spec.containers[0]!;
     expect(container.image).to.equal('ghcr.io/strata-dev/operator:0.1.0');
     expect(container.env.find((e) => e.name === 'STRATA_IMAGE_TAG')?.value).to.equal('0.1.0');
+    expect(container.env.find((e) => e.name === 'STRATA_GPU_IMAGE_SUFFIX')?.value).to.equal('-cuda');
   });
 
   it('renders the optional ingress, ServiceMonitors and poem app, and a namespaced Role when watching one namespace', async () => {

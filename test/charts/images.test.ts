@@ -54,6 +54,16 @@ describe('container images (Dockerfiles; no Docker engine here to build them)', 
     }
   });
 
+  it('builds a CUDA variant of the model server (what GPU ModelServers run) from the same Dockerfile', () => {
+    const lines = instructions(path.join(root, 'images/model-server/Dockerfile'));
+    // CPU by default: the CUDA provider binaries are skipped and the runtime is the plain Node image.
+    expect(lines).to.include.members(['ARG ONNXRUNTIME_NODE_INSTALL=skip', 'ENV ONNXRUNTIME_NODE_INSTALL=${ONNXRUNTIME_NODE_INSTALL}', 'ARG RUNTIME_IMAGE=node:20-bookworm-slim', 'FROM ${RUNTIME_IMAGE}']);
+    // Whatever the runtime base, Node comes from the Node image.
+    expect(lines).to.include('COPY --from=node /usr/local/bin/node /usr/local/bin/node');
+    const script = readFileSync(path.join(root, 'hack/build-images.sh'), 'utf8');
+    expect(script).to.contain('model-server:${TAG}-cuda').and.contain('--build-arg ONNXRUNTIME_NODE_INSTALL=cuda12').and.contain('--build-arg RUNTIME_IMAGE=');
+  });
+
   it('hack/build-images.sh says so and exits 0 without a Docker engine', async () => {
     const { stdout } = await promisify(execFile)('bash', [path.join(root, 'hack/build-images.sh')], {
       // An engine that cannot be reached, even where a docker CLI is installed: nothing may be built here.

@@ -34,6 +34,12 @@ describe('ModelServer reconciler', () => {
       await validateManifest(deployment!);
       const pod = deployment!.spec.template.spec;
       expect(pod.containers[0].resources.limits['nvidia.com/gpu']).to.equal(2);
+      // The CUDA variant of the image; an image named in the spec wins.
+      expect(pod.containers[0].image).to.equal('ghcr.io/strata-dev/model-server:test-cuda');
+      const own = sample({ gpu: { enabled: true }, image: 'registry.local/llm:1' });
+      expect((renderModelServer(own, modelServerSpec.parse(own.spec), TEST_SETTINGS) as Doc[])[0]!.spec.template.spec.containers[0].image).to.equal('registry.local/llm:1');
+      const plain = renderModelServer(ms, modelServerSpec.parse(ms.spec), { ...TEST_SETTINGS, gpuImageSuffix: '' }) as Doc[];
+      expect(plain[0]!.spec.template.spec.containers[0].image).to.equal('ghcr.io/strata-dev/model-server:test');
       expect(pod.nodeSelector).to.deep.equal({ 'nvidia.com/gpu.present': 'true' });
       expect(pod.tolerations).to.deep.equal([{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }]);
     });
@@ -104,6 +110,7 @@ describe('ModelServer reconciler', () => {
       await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', namespace: NS, name: 'tiny' }, { spec: { gpu: { enabled: false } } });
       await eventually(() => {
         expect(JSON.stringify(pod().containers[0])).to.not.contain('nvidia.com/gpu').and.not.contain('cuda');
+        expect(pod().containers[0].image).to.equal('ghcr.io/strata-dev/model-server:test');
         expect(pod().nodeSelector).to.equal(undefined);
         expect(pod().tolerations).to.equal(undefined);
       }, 'back on CPU');
