@@ -20,6 +20,7 @@ export const modelSource = z
     directory: z.string().optional().describe('Directory holding the CLIP ONNX files inside the worker.'),
     bucket: z.string().optional().describe('Strata bucket holding the CLIP ONNX files.'),
     prefix: z.string().default('').describe('Key prefix of the model files inside the bucket.'),
+    volumeClaimName: z.string().optional().describe('PVC mounted read-only at the directory.'),
   })
   .meta({ 'x-kubernetes-validations': oneOfPathOrBucket('model') })
   .describe('Where the CLIP image and text encoders come from.');

@@ -64,6 +64,10 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
     volumes.push({ name: 'images', persistentVolumeClaim: { claimName: spec.source.volumeClaimName, readOnly: true } });
     mounts.push({ name: 'images', mountPath: spec.source.directory, readOnly: true });
   }
+  if (spec.model.directory && spec.model.volumeClaimName) {
+    volumes.push({ name: 'model', persistentVolumeClaim: { claimName: spec.model.volumeClaimName, readOnly: true } });
+    mounts.push({ name: 'model', mountPath: spec.model.directory, readOnly: true });
+  }
   const pvc: Manifest = {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',

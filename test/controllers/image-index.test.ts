@@ -58,13 +58,24 @@ describe('ImageIndex reconciler', () => {
     });
 
     it('gives GPU workers the GPU limit, a node selector and tolerations, and CPU workers none', async () => {
-      const gpuIx = indexCr({ gpu: { enabled: true, nodeSelector: { accelerator: 'a100' } }, resources: { limits: { memory: '8Gi' } } }) as unknown as ImageIndex;
+      const gpuIx = indexCr({
+        source: { directory: '/images', volumeClaimName: 'catalog' },
+        model: { directory: '/models/clip', volumeClaimName: 'clip' },
+        gpu: { enabled: true, nodeSelector: { accelerator: 'a100' } },
+        resources: { limits: { memory: '8Gi' } },
+      }) as unknown as ImageIndex;
       const [, deployment] = renderImageIndex(gpuIx, imageIndexSpec.parse(gpuIx.spec), TEST_SETTINGS) as Doc[];
       await validateManifest(deployment!);
       const pod = deployment!.spec.template.spec;
       expect(pod.containers[0].resources.limits).to.deep.equal({ memory: '8Gi', 'nvidia.com/gpu': 1 });
       expect(pod.nodeSelector).to.deep.equal({ accelerator: 'a100' });
       expect(pod.tolerations[0]).to.include({ key: 'nvidia.com/gpu', effect: 'NoSchedule' });
+      // Images and CLIP files from their volumes, read-only, beside the state volume.
+      expect(pod.volumes.map((v: Doc) => v.persistentVolumeClaim)).to.deep.equal([{ claimName: 'photos-index-state' }, { claimName: 'catalog', readOnly: true }, { claimName: 'clip', readOnly: true }]);
+      expect(pod.containers[0].volumeMounts.slice(1)).to.deep.equal([
+        { name: 'images', mountPath: '/images', readOnly: true },
+        { name: 'model', mountPath: '/models/clip', readOnly: true },
+      ]);
       const cpuIx = indexCr({}) as unknown as ImageIndex;
       const [, cpu] = renderImageIndex(cpuIx, imageIndexSpec.parse(cpuIx.spec), TEST_SETTINGS) as Doc[];
       expect(cpu!.spec.template.spec.nodeSelector).to.equal(undefined);
