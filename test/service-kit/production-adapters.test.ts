@@ -13,6 +13,7 @@ import {
   productionEnvShape,
   productionSettings,
   RoutingSqlClient,
+  type StringCache,
 } from '../../images/service-kit/src/index.js';
 
 const schema = z.object(productionEnvShape);
@@ -88,17 +89,14 @@ describe('service kit: production adapters selected by env', () => {
     expect(await cache.hgetall('h')).to.deep.equal({ f: '1' });
 
     // A cache that is down: its error passes through, counted.
-    const down = countedCache(
-      {
-        get: async () => {
-          throw new CacheUnavailableError('get', new Error('connection refused'));
-        },
-        set: async () => undefined,
-        del: async () => 0,
+    const unreachable: StringCache = {
+      get: async () => {
+        throw new CacheUnavailableError('get', new Error('connection refused'));
       },
-      metrics,
-      'unit',
-    );
+      set: async () => undefined,
+      del: async () => 0,
+    };
+    const down = countedCache(unreachable, metrics, 'unit');
     const err = await down.get('k').catch((e: unknown) => e);
     expect(err).to.be.instanceOf(CacheUnavailableError);
 
