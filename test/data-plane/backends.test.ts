@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -186,6 +186,21 @@ describe('data plane: S3-compatible storage backend (minio client)', function ()
       expect((err as S3Error).code).to.equal('ServiceUnavailable');
     } finally {
       overloaded.close();
+    }
+  });
+
+  it('answers 503 ServiceUnavailable when the backend accepts connections but never answers', async () => {
+    const sockets: Socket[] = [];
+    const silent = net.createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const hung = new S3Backend({ ...settings, endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, idleTimeoutMs: 300 });
+      const err = await rejection(hung.ready());
+      expect((err as S3Error).code).to.equal('ServiceUnavailable');
+      expect(err.message).to.include('ETIMEDOUT');
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
     }
   });
 

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
+import type net from 'node:net';
 import { PassThrough, Readable, pipeline } from 'node:stream';
 import { Client, S3Error as MinioS3Error } from 'minio';
 import { S3Error } from '../../../service-kit/src/index.js';
@@ -26,11 +27,14 @@ export interface S3BackendSettings {
   publicEndpoint?: string;
   /** Bytes per uploaded chunk: the most one upload holds in memory. Default 8 MiB (at least 5 MiB). */
   partSize?: number;
+  /** A backend connection silent this long is dropped (503). Default 2 minutes. */
+  idleTimeoutMs?: number;
 }
 
 const LOCATOR = /^p?[0-9a-f]{32}$/;
 const PREFIX = /^[A-Za-z0-9._\-/]*$/;
 const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
+const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
 const MIN_PART_SIZE = 5 * 1024 * 1024;
 /** Part copies run this many at a time when a multipart object is composed. */
 const COMPOSE_CONCURRENCY = 4;
@@ -38,6 +42,22 @@ const COMPOSE_CONCURRENCY = 4;
 const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED']);
 const RETRYABLE_S3_CODES = new Set(['ServiceUnavailable', 'SlowDown', 'InternalError', 'RequestTimeout']);
 const NOT_FOUND_CODES = new Set(['NoSuchKey', 'NotFound']);
+
+/**
+ * A keep-alive agent whose sockets are destroyed (ETIMEDOUT) after `idleMs` without traffic: minio-js
+ * sets no timeouts, and a backend that accepts connections but never answers must fail requests
+ * (503) rather than hang them.
+ */
+function agentWithIdleTimeout(useSSL: boolean, idleMs: number): http.Agent {
+  const agent = useSSL ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  const connect = agent.createConnection.bind(agent);
+  agent.createConnection = (options, callback) => {
+    const socket = connect(options, callback) as net.Socket;
+    socket.setTimeout(idleMs, () => socket.destroy(Object.assign(new Error(`no traffic from the backend for ${idleMs} ms`), { code: 'ETIMEDOUT' })));
+    return socket;
+  };
+  return agent;
+}
 
 function clientFor(endpoint: string, s: S3BackendSettings): Client {
   const url = new URL(endpoint);
@@ -52,7 +72,7 @@ function clientFor(endpoint: string, s: S3BackendSettings): Client {
     // A fixed region: minio-js then never asks the server for the bucket's location.
     region: s.region,
     pathStyle: s.pathStyle,
-    transportAgent: useSSL ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true }),
+    transportAgent: agentWithIdleTimeout(useSSL, s.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS),
     // No silent retries (minio-js would log them with console.warn): a 503 reaches the S3 client, which retries.
     retryOptions: { disableRetry: true },
   });
