@@ -336,9 +336,11 @@ describe('control plane migrations on PostgreSQL', () => {
     const b = createPgSqlClient(db.url);
     try {
       const [ra, rb] = await Promise.all([migrate(a), migrate(b)]);
-      expect([...ra, ...rb].filter((v) => v === '0001_object_store')).to.have.length(1);
-      const rows = await a.query('SELECT version FROM schema_migrations');
-      expect(rows.rows).to.have.length(1);
+      const applied = [...ra, ...rb];
+      expect(applied.filter((v) => v === '0001_object_store')).to.have.length(1);
+      expect(new Set(applied).size, 'no version applied twice').to.equal(applied.length);
+      const rows = await a.query<{ version: string }>('SELECT version FROM schema_migrations');
+      expect(rows.rows.map((r) => r.version).sort()).to.deep.equal([...applied].sort());
       expect(await migrate(a)).to.deep.equal([]);
     } finally {
       await a.close();
