@@ -44,6 +44,7 @@ export const bucketStatus = z.object({
   bucketName: z.string().optional(),
   endpoint: z.string().optional().describe('S3 endpoint URL of the bucket (path style).'),
   objectCount: z.number().int().optional().describe('Objects in the bucket at the last reconcile.'),
+  bytes: z.number().int().optional().describe('Bytes stored in the bucket at the last reconcile.'),
 });
 
 export type BucketSpec = z.infer<typeof bucketSpec>;

@@ -94,9 +94,9 @@ export class BucketReconciler implements Reconciler {
       if (conflict) return { requeueAfterMs: REFRESH_MS };
       throw err;
     }
-    const objectCount = await service.countObjects(bucketName);
+    const { objectCount, bytes } = await service.stats(bucketName);
     await writeStatus(this.kube, this.events, bucket, {
-      fields: { bucketName, endpoint, objectCount },
+      fields: { bucketName, endpoint, objectCount, ...(bytes !== undefined ? { bytes } : {}) },
       state: 'ready',
       reason: 'BucketReady',
       message: `bucket ${bucketName} is served at ${endpoint}`,

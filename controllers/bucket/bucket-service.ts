@@ -18,10 +18,16 @@ export interface BackendConfig {
 export interface BucketService {
   /** Create the bucket owned by the root user; an existing bucket of the root is fine. */
   ensureBucket(name: string, backend: BackendConfig): Promise<'created' | 'exists'>;
-  /** Objects in the bucket (counted up to `limit`). */
-  countObjects(name: string, limit?: number): Promise<number>;
+  /** Objects and bytes in the bucket. */
+  stats(name: string): Promise<BucketStats>;
   /** Empty the bucket (objects go to the recycle bin) and delete it; an absent bucket is fine. */
   deleteBucket(name: string): Promise<void>;
+}
+
+export interface BucketStats {
+  objectCount: number;
+  /** Unknown when the control plane keeps no statistics (the objects are then counted). */
+  bytes?: number;
 }
 
 export interface StackAccess {
@@ -57,7 +63,16 @@ export class HttpBucketService implements BucketService {
     throw new Error(`control plane answered ${res.status} to PUT bucket ${name}: ${JSON.stringify(body)}`);
   }
 
-  async countObjects(name: string, limit = 100_000): Promise<number> {
+  /** The control plane's bucket statistics (one query); a listing count where it has none. */
+  async stats(name: string): Promise<BucketStats> {
+    const bucket = await this.json<{ stats?: { objectCount?: number; bytes?: number } }>('GET', `/internal/buckets/${encodeURIComponent(name)}`);
+    if (typeof bucket.stats?.objectCount === 'number') {
+      return { objectCount: bucket.stats.objectCount, ...(typeof bucket.stats.bytes === 'number' ? { bytes: bucket.stats.bytes } : {}) };
+    }
+    return { objectCount: await this.countObjects(name) };
+  }
+
+  private async countObjects(name: string, limit = 100_000): Promise<number> {
     let count = 0;
     let token: string | undefined;
     do {

@@ -55,6 +55,24 @@ describe('Bucket reconciler', () => {
     });
   });
 
+  it('reads bucket statistics from the control plane, and counts objects where it keeps none', async () => {
+    const cp = await new RecordingControlPlane('t'.repeat(32)).start();
+    try {
+      const service = new HttpBucketService({ namespace: NS, controlPlaneUrl: cp.url, rootUser: 'root', internalToken: 't'.repeat(32) });
+      expect(await service.ensureBucket('b', { kind: 'fs' })).to.equal('created');
+      expect(await service.ensureBucket('b', { kind: 'fs' })).to.equal('exists');
+      cp.buckets.get('b')!.objects.push(...Array.from({ length: 2500 }, (_, i) => `k${i}`));
+      expect(await service.stats('b')).to.deep.equal({ objectCount: 2500, bytes: 250_000 });
+      expect(cp.calls.filter((c) => c.method === 'GET')).to.have.length(1);
+      cp.withStats = false;
+      expect(await service.stats('b')).to.deep.equal({ objectCount: 2500 });
+      await service.deleteBucket('b');
+      expect(cp.buckets.has('b')).to.equal(false);
+    } finally {
+      await cp.stop();
+    }
+  });
+
   describe('against the fake API server and a recording control plane', () => {
     let h: Harness;
     let cp: RecordingControlPlane | undefined;
@@ -104,6 +122,7 @@ describe('Bucket reconciler', () => {
         expect(b.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True');
         expect(b.status?.endpoint).to.equal('http://strata-gateway.store.svc.cluster.local:9000/photos');
         expect(b.status?.objectCount).to.equal(0);
+        expect(b.status?.bytes).to.equal(0);
       }, 'bucket ready');
       const put = cp!.calls.find((c) => c.method === 'PUT')!;
       expect(put.path).to.equal('/internal/buckets/photos');

@@ -17,6 +17,8 @@ export class RecordingControlPlane {
   readonly buckets = new Map<string, { owner: string; backend: unknown; objects: string[] }>();
   private server?: http.Server;
   url = '';
+  /** Answer GET /internal/buckets/:name with statistics (as the real control plane does). */
+  withStats = true;
 
   constructor(readonly token: string) {}
 
@@ -48,6 +50,10 @@ export class RecordingControlPlane {
           return send(200, { name, owner: body?.owner });
         }
         if (!bucket) return send(404, { error: { code: 'NoSuchBucket', message: 'no such bucket' } });
+        if (req.method === 'GET' && !m[2]) {
+          // Statistics as the control plane keeps them (withheld when the test asks: the client then counts).
+          return send(200, { name, owner: bucket.owner, backend: bucket.backend, ...(this.withStats ? { stats: { objectCount: bucket.objects.length, bytes: bucket.objects.length * 100 } } : {}) });
+        }
         if (req.method === 'GET' && m[2] === '/objects') {
           const max = Number(url.searchParams.get('maxKeys') ?? 1000);
           const start = Number(url.searchParams.get('continuationToken') ?? 0);
