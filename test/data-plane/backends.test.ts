@@ -5,7 +5,14 @@ import net, { type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { HeadObjectCommand, ListObjectsV2Command, ListMultipartUploadsCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  AbortMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { backendsConfigFromEnv, settingsOfBucket } from '../../images/data-plane/src/backends/config.js';
 import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
@@ -148,7 +155,7 @@ describe('data plane: S3-compatible storage backend (minio client)', function ()
     await backend.delete(stored.locator);
   });
 
-  it('lists its blobs and sweeps stale parts for the cleanup job', async () => {
+  it('lists its blobs, sweeps stale parts and aborts its own stale backend uploads for the cleanup job', async () => {
     const blob = await backend.put(bodyOf(randomBytes(10)));
     const part = await backend.put(bodyOf(randomBytes(10)), { part: true });
     const listed = [];
@@ -159,6 +166,16 @@ describe('data plane: S3-compatible storage backend (minio client)', function ()
     expect(await backend.removeStaleParts(-60_000)).to.equal(1);
     expect(await backend.exists(part.locator)).to.equal(false);
     await backend.delete(blob.locator);
+    // A body that was streaming when its data plane died: a backend multipart upload never completed.
+    // Only uploads under Strata's own names are aborted; others' uploads in the bucket are left alone.
+    const mine = await client.send(new CreateMultipartUploadCommand({ Bucket: settings.bucket, Key: `unit/blobs/${'a'.repeat(32)}` }));
+    const theirs = await client.send(new CreateMultipartUploadCommand({ Bucket: settings.bucket, Key: 'unit/other-app/file' }));
+    expect(await backend.removeStaleTempFiles(3_600_000)).to.equal(0);
+    expect(await backend.removeStaleTempFiles(-60_000)).to.equal(1);
+    const open = await client.send(new ListMultipartUploadsCommand({ Bucket: settings.bucket }));
+    expect(open.Uploads?.map((u) => u.UploadId)).to.deep.equal([theirs.UploadId]);
+    expect(mine.UploadId).to.be.a('string');
+    await client.send(new AbortMultipartUploadCommand({ Bucket: settings.bucket, Key: 'unit/other-app/file', UploadId: theirs.UploadId }));
   });
 
   it('answers 503 ServiceUnavailable when the backend cannot be reached', async () => {

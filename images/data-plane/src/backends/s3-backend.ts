@@ -336,11 +336,14 @@ export class S3Backend implements StorageBackend {
     return this.sweep('abort stale uploads', async () => {
       const cutoff = Date.now() - minAgeMs;
       let aborted = 0;
-      for await (const item of this.client.listIncompleteUploads(this.settings.bucket, this.prefix, true)) {
-        const u = item as { key?: string; uploadId?: string; initiated?: Date };
-        if (u.key && u.uploadId && u.initiated && new Date(u.initiated).getTime() < cutoff) {
-          await this.client.abortMultipartUpload(this.settings.bucket, u.key, u.uploadId);
-          aborted++;
+      // Only Strata's own names: the backend bucket may hold other data.
+      for (const dir of [`${this.prefix}blobs/`, `${this.prefix}parts/`]) {
+        for await (const item of this.client.listIncompleteUploads(this.settings.bucket, dir, true)) {
+          const u = item as { key?: string; uploadId?: string; initiated?: Date };
+          if (u.key && u.uploadId && u.initiated && new Date(u.initiated).getTime() < cutoff) {
+            await this.client.abortMultipartUpload(this.settings.bucket, u.key, u.uploadId);
+            aborted++;
+          }
         }
       }
       return aborted;
