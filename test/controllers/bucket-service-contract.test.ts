@@ -1,0 +1,56 @@
+import { expect } from 'chai';
+import { startControlPlane } from '../../images/control-plane/src/app.js';
+import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
+import { BucketConflictError, HttpBucketService } from '../../controllers/bucket/bucket-service.js';
+
+const TOKEN = 'operator-contract-internal-token';
+
+/**
+ * The Bucket controller's client against the real control plane (embedded PGlite): the paths, bodies,
+ * error codes and statistics it relies on are the ones the control plane serves.
+ */
+describe('Bucket controller client against the real control plane', function () {
+  this.timeout(60_000);
+  let cp: RunningService;
+  const client = (rootUser: string) => new HttpBucketService({ namespace: 'ns', controlPlaneUrl: cp.url, rootUser, internalToken: TOKEN });
+
+  before(async () => {
+    cp = await startControlPlane({
+      port: 0,
+      host: '127.0.0.1',
+      internalToken: TOKEN,
+      secretKey: 'operator-contract-secret-key',
+      rootUser: 'strata-root',
+      rootPassword: 'operator-contract-root-password',
+      logger: createLogger('test', 'silent'),
+    });
+  });
+  after(() => cp?.stop(1000));
+
+  it('creates a bucket once, reports its statistics and deletes it', async () => {
+    const root = client('strata-root');
+    expect(await root.ensureBucket('photos', { kind: 'fs' })).to.equal('created');
+    expect(await root.ensureBucket('photos', { kind: 'fs' })).to.equal('exists');
+    expect(await root.stats('photos')).to.deep.equal({ objectCount: 0, bytes: 0 });
+    await root.deleteBucket('photos');
+    await root.deleteBucket('photos'); // gone already: fine
+    expect(await root.ensureBucket('photos', { kind: 'fs' })).to.equal('created');
+  });
+
+  it('stores an operator-made S3 backend with its settings', async () => {
+    const backend = { kind: 'minio' as const, endpoint: 'http://minio:9000', region: 'eu-west-1', bucket: 'strata-remote', useSSL: false, pathStyle: true, accessKey: 'AKID', secretKey: 'SECRET' };
+    expect(await client('strata-root').ensureBucket('remote', backend)).to.equal('created');
+    const stored = (await (await fetch(`${cp.url}/internal/buckets/remote`, { headers: { 'x-strata-internal-token': TOKEN } })).json()) as { backend: object };
+    expect(stored.backend).to.deep.include({ kind: 'minio', endpoint: 'http://minio:9000', bucket: 'strata-remote' });
+  });
+
+  it('reports a name taken by another owner, or refused, as a conflict', async () => {
+    await client('strata-root').ensureBucket('shared', { kind: 'fs' });
+    const taken = await client('someone-else').ensureBucket('shared', { kind: 'fs' }).catch((err: unknown) => err);
+    expect(taken).to.be.instanceOf(BucketConflictError);
+    expect((taken as Error).message).to.match(/BucketAlreadyExists/);
+    const invalid = await client('strata-root').ensureBucket('Not_A_Bucket', { kind: 'fs' }).catch((err: unknown) => err);
+    expect(invalid).to.be.instanceOf(BucketConflictError);
+    expect((invalid as Error).message).to.match(/InvalidBucketName/);
+  });
+});
