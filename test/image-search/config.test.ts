@@ -23,6 +23,10 @@ describe('image-search: configuration from the environment', function () {
       IMAGE_SEARCH_BUFFER_THRESHOLD: 1000,
     });
     expect(config.IMAGE_SEARCH_MODEL_DIR).to.equal(undefined);
+    // With a bucket source and no IMAGE_FILE_DIR, the mirror goes where the (writable) index state is.
+    const bucket = loadImageSearchConfig({ IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams', IMAGE_SEARCH_INDEX_DIR: '/state' });
+    expect(bucket.IMAGE_FILE_DIR).to.equal(path.join('/state', 'source-images'));
+    expect(loadImageSearchConfig({ IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams', IMAGE_FILE_DIR: '/pics' }).IMAGE_FILE_DIR).to.equal('/pics');
     expect(config.LLM_BASE_URL).to.equal(undefined);
     expect(config.LLM_MODEL).to.be.a('string').and.not.equal('');
   });

@@ -1,4 +1,5 @@
 // Image search configuration from the environment (validated; every problem reported at once).
+import path from 'node:path';
 import { z } from 'zod';
 import { env, loadConfig } from '../../service-kit/src/index.js';
 
@@ -11,7 +12,11 @@ const optional = () =>
 export const imageSearchSchema = z.object({
   PORT: env.port(8080),
   LOG_LEVEL: env.logLevel(),
-  IMAGE_FILE_DIR: z.string().default('train2017/'),
+  /**
+   * The image directory (the seed's image_file_dir). Default train2017/, or, with a bucket source,
+   * source-images/ under IMAGE_SEARCH_INDEX_DIR (writable where the index state is).
+   */
+  IMAGE_FILE_DIR: optional(),
   /** Directory with image_encoder.onnx, text_encoder.onnx, merges.txt (+ vocab.json). */
   IMAGE_SEARCH_MODEL_DIR: optional(),
   /** s3://bucket/prefix of the model files in Strata's object store (used when set). */
@@ -46,8 +51,13 @@ export const imageSearchSchema = z.object({
   LLM_MODEL: z.string().default('gpt-4o-mini'),
 });
 
-export type ImageSearchConfig = z.infer<typeof imageSearchSchema>;
+export type ImageSearchConfig = Omit<z.infer<typeof imageSearchSchema>, 'IMAGE_FILE_DIR'> & { IMAGE_FILE_DIR: string };
+
+export const DEFAULT_IMAGE_FILE_DIR = 'train2017/';
 
 export function loadImageSearchConfig(source: NodeJS.ProcessEnv = process.env): ImageSearchConfig {
-  return loadConfig('image-search', imageSearchSchema, source);
+  const config = loadConfig('image-search', imageSearchSchema, source);
+  const imageDir =
+    config.IMAGE_FILE_DIR ?? (config.IMAGE_SEARCH_SOURCE_S3_URL ? path.join(config.IMAGE_SEARCH_INDEX_DIR, 'source-images') : DEFAULT_IMAGE_FILE_DIR);
+  return { ...config, IMAGE_FILE_DIR: imageDir };
 }
