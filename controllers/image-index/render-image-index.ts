@@ -141,13 +141,13 @@ export function renderIndexJob(ix: ImageIndex, op: IndexOperation, name: string,
   const namespace = ix.metadata.namespace ?? 'default';
   const labels = { ...standardLabels(`index-${op}`, ix.metadata.name), [INDEX_LABEL]: ix.metadata.name, 'strata.dev/index-operation': op };
   const script = `
-const base = process.env.WORKER_URL, op = process.env.INDEX_OPERATION;
+const base = process.env.WORKER_URL, op = process.env.INDEX_OPERATION, pollMs = Number(process.env.POLL_MS || 5000);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const start = await fetch(base + '/api/index/' + op, { method: 'POST' });
 if (!start.ok) { console.error(op, 'refused:', start.status, await start.text()); process.exit(1); }
 const started = (await start.json()).job?.started_at;
 for (;;) {
-  await sleep(5000);
+  await sleep(pollMs);
   const job = (await (await fetch(base + '/api/index/status')).json()).job;
   if (!job || job.op !== op || job.started_at !== started) continue;
   console.log(op, job.state, job.phase ?? '', job.progress ?? '');
