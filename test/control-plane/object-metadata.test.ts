@@ -218,6 +218,13 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         const first = (await (await layer.cpFetch('POST', '/internal/purge', { now: new Date(start.getTime() + 31 * DAY).toISOString() })).json()) as { purged: number; freedBlobs: number };
         expect(first).to.deep.equal({ purged: 1, freedBlobs: 0 });
         expect((await layer.files()).some((f) => f.endsWith(locator)), 'y still references the blob').to.equal(true);
+        // Every event must be sent and consumed before the purge, or a late one escapes the log cleanup below.
+        await eventually(async () => {
+          const pending = await layer.sql.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM outbox o WHERE o.sent_at IS NULL OR NOT EXISTS (SELECT 1 FROM processed_events p WHERE p.event_id = o.event_id)',
+          );
+          expect(Number(pending.rows[0].n)).to.equal(0);
+        });
         // The injected clock drives the default "now" of purge.
         layer.clock.now = new Date(start.getTime() + 51 * DAY);
         const second = (await (await layer.cpFetch('POST', '/internal/purge', {})).json()) as { purged: number; freedBlobs: number };
