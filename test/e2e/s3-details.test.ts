@@ -450,6 +450,9 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     }
     const copy = await rawRequest(p.endpoint, 'PUT', `/${bucket}/copy-target`, { ...h, 'x-amz-copy-source': `/${bucket}/a/../range.txt` });
     expect(s3ErrorOf(copy.body).code).to.equal('InvalidObjectName');
+    // A DTD (external entity) in a request document is MalformedXML, not a server error.
+    const xxe = await rawRequest(p.endpoint, 'POST', `/${bucket}?delete`, h, '<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><Delete><Object><Key>&x;</Key></Object></Delete>');
+    expect([xxe.status, s3ErrorOf(xxe.body).code]).to.deep.equal([400, 'MalformedXML']);
     const quiet = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Quiet: true, Objects: [{ Key: 'fine-to-delete' }, { Key: 'bad/../key' }] } }));
     expect(quiet.Deleted ?? []).to.have.length(0);
     expect(quiet.Errors?.map((e) => [e.Key, e.Code])).to.deep.equal([['bad/../key', 'InvalidObjectName']]);

@@ -36,7 +36,15 @@ const parser = new XMLParser({
 export function parseXml<T>(text: string, root: string): T {
   if (!text.trim()) throw new S3Error('MalformedXML');
   if (XMLValidator.validate(text) !== true) throw new S3Error('MalformedXML');
-  const doc = parser.parse(text) as Record<string, unknown>;
+  // S3 request documents never carry a DTD: refusing one keeps entity tricks (external entities,
+  // exponential expansion) out of the parser altogether.
+  if (/<!DOCTYPE/i.test(text)) throw new S3Error('MalformedXML', 'Document type declarations are not allowed.');
+  let doc: Record<string, unknown>;
+  try {
+    doc = parser.parse(text) as Record<string, unknown>;
+  } catch {
+    throw new S3Error('MalformedXML');
+  }
   const body = doc[root];
   if (body === undefined) throw new S3Error('MalformedXML', `The XML you provided was not well-formed or did not validate against our published schema (expected <${root}>).`);
   return (body === '' ? {} : body) as T;
