@@ -1,4 +1,8 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { renderStorageStack } from '../../controllers/bucket/render-storage-stack.js';
+import { TEST_SETTINGS, type Doc } from './support/harness.js';
 import { startControlPlane } from '../../images/control-plane/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
 import { BucketConflictError, HttpBucketService } from '../../controllers/bucket/bucket-service.js';
@@ -42,6 +46,21 @@ describe('Bucket controller client against the real control plane', function () 
     expect(await client('strata-root').ensureBucket('remote', backend)).to.equal('created');
     const stored = (await (await fetch(`${cp.url}/internal/buckets/remote`, { headers: { 'x-strata-internal-token': TOKEN } })).json()) as { backend: object };
     expect(stored.backend).to.deep.include({ kind: 'minio', endpoint: 'http://minio:9000', bucket: 'strata-remote' });
+  });
+
+  it('runs the purge CronJob\'s command against the control plane (and fails it on a bad token)', async () => {
+    const cron = renderStorageStack('ns', [], TEST_SETTINGS).find((o) => o.kind === 'CronJob') as Doc;
+    const [command, ...args] = cron.spec.jobTemplate.spec.template.spec.containers[0].command as string[];
+    expect(command).to.equal('node');
+    const run = (token: string) =>
+      promisify(execFile)(process.execPath, args, { env: { PATH: process.env.PATH, STRATA_CONTROL_PLANE_URL: cp.url, STRATA_INTERNAL_TOKEN: token } }).then(
+        ({ stdout }) => ({ code: 0, stdout }),
+        (err: { code?: number; stdout?: string }) => ({ code: err.code ?? 1, stdout: err.stdout ?? '' }),
+      );
+    const ok = await run(TOKEN);
+    expect(ok.code, ok.stdout).to.equal(0);
+    expect(ok.stdout).to.match(/^200 /);
+    expect((await run('wrong-token-wrong-token')).code).to.equal(1);
   });
 
   it('reports a name taken by another owner, or refused, as a conflict', async () => {
