@@ -85,15 +85,20 @@ describe('e2e: npm start (the standalone process): banner and graceful SIGTERM',
     const body = randomBytes(2 * 1024 * 1024);
     const url = new URL(sign('PUT', '/started/in-flight.bin'));
     const answer = new Promise<{ status: number; etag: string }>((resolve, reject) => {
-      const req = http.request({ host: url.hostname, port: url.port, method: 'PUT', path: url.pathname + url.search, headers: { 'content-length': body.length } }, (res) => {
+      // 100-continue: the server has parsed the request (it is in flight, not an idle connection) before SIGTERM.
+      const headers = { 'content-length': body.length, expect: '100-continue' };
+      const req = http.request({ host: url.hostname, port: url.port, method: 'PUT', path: url.pathname + url.search, headers }, (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode ?? 0, etag: String(res.headers.etag) }));
       });
       req.on('error', reject);
-      req.write(body.subarray(0, body.length / 2), () => {
-        proc.kill('SIGTERM');
-        setTimeout(() => req.end(body.subarray(body.length / 2)), 300);
+      req.once('continue', () => {
+        req.write(body.subarray(0, body.length / 2), () => {
+          proc.kill('SIGTERM');
+          setTimeout(() => req.end(body.subarray(body.length / 2)), 300);
+        });
       });
+      req.flushHeaders();
     });
     expect(await answer).to.deep.equal({ status: 200, etag: `"${md5Hex(body)}"` });
     expect(await exited).to.equal(0);
