@@ -2,14 +2,16 @@ import {
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   GetObjectCommand,
+  ListBucketsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   type S3Client,
+  type S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -103,6 +105,8 @@ describe('e2e: service entrypoints on production servers, selected by env', func
     names = new RabbitNames();
     names.queue(CONTROL_PLANE_QUEUE);
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-entry-'));
+    const rulesFile = path.join(dataDir, 'flow-rules.yaml');
+    await writeFile(rulesFile, 'rateLimits:\n  routes:\n    ListBuckets: { points: 2, duration: 60 }\n');
 
     const [gwPort, dpPort, cpPort] = (await freePorts(3)) as [number, number, number];
     const shared = {
@@ -133,6 +137,7 @@ describe('e2e: service entrypoints on production servers, selected by env', func
       STRATA_DATA_PLANE_URL: dp.url,
       STRATA_JWT_SECRET: randomBytes(24).toString('hex'),
       STRATA_ROOT_USER: ROOT.user,
+      STRATA_GATEWAY_RULES_FILE: rulesFile,
     });
     services = [cp, dp, gw];
     // The control plane creates the schema; the data plane is ready once it exists.
@@ -182,6 +187,24 @@ describe('e2e: service entrypoints on production servers, selected by env', func
       const r = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM processed_events WHERE type = 'object.created'");
       return r.rows[0]!.n === 5;
     }, 'the object.created events to arrive through RabbitMQ');
+
+    // The gateway's rate-limit counters live on the Redis Cluster (shared by every gateway replica).
+    await s3.send(new ListBucketsCommand({}));
+    await s3.send(new ListBucketsCommand({}));
+    const refused = await s3.send(new ListBucketsCommand({})).then(
+      () => undefined,
+      (err: unknown) => err as S3ServiceException,
+    );
+    expect(refused?.name).to.equal('SlowDown');
+    const counters = new Cluster(redis.nodes);
+    try {
+      await new Promise((resolve) => counters.once('ready', resolve));
+      const keys = (await Promise.all(counters.nodes('master').map((n) => n.keys(`*${keyPrefix}strata:flow:*`)))).flat();
+      expect(keys.length, 'rate-limit counters on the cluster').to.be.greaterThan(0);
+    } finally {
+      counters.disconnect();
+    }
+    expect(await services[2]!.metrics()).to.match(/^strata_gateway_rate_limit_rejections_total\{[^}]*route="ListBuckets"[^}]*\} 1$/m);
 
     const cpMetrics = await cp.metrics();
     expect(cpMetrics).to.match(/^strata_amqp_connected\{connection="strata-control-plane"[^}]*\} 1$/m);
