@@ -78,12 +78,15 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
       },
     });
   }
-  const hosts = Array.from({ length: STACK.redisShards }, (_, i) => redisShardHost(i, namespace));
+  const nodes = redisClusterNodes(namespace).split(',');
+  // Every node as host:port, split by the shell: the script names each node exactly once.
   const script = [
     'set -e',
-    `for h in ${hosts.join(' ')}; do until redis-cli -h "$h" -p ${STACK.redisPort} ping; do sleep 2; done; done`,
-    `if redis-cli -h ${hosts[0]} -p ${STACK.redisPort} cluster info | grep -q cluster_state:ok; then echo "cluster already formed"; exit 0; fi`,
-    `redis-cli --cluster create ${hosts.map((h) => `${h}:${STACK.redisPort}`).join(' ')} --cluster-replicas 0 --cluster-yes`,
+    `NODES="${nodes.join(' ')}"`,
+    'for n in $NODES; do until redis-cli -h "${n%:*}" -p "${n##*:}" ping; do sleep 2; done; done',
+    'first="${NODES%% *}"',
+    'if redis-cli -h "${first%:*}" -p "${first##*:}" cluster info | grep -q cluster_state:ok; then echo "cluster already formed"; exit 0; fi',
+    'redis-cli --cluster create $NODES --cluster-replicas 0 --cluster-yes',
   ].join('\n');
   out.push({
     apiVersion: 'batch/v1',
