@@ -61,8 +61,8 @@ const settingsFor = (h: S3ServerHarness, prefix: string): S3BackendSettings => (
 async function leftovers(client: S3Client, s: S3BackendSettings, h: S3ServerHarness): Promise<{ keys: string[]; uploads: number }> {
   const listed = await client.send(new ListObjectsV2Command({ Bucket: s.bucket, Prefix: s.prefix }));
   // s3rver cannot list multipart uploads.
-  const uploads = h.kind === 'radosgw' ? await client.send(new ListMultipartUploadsCommand({ Bucket: s.bucket, Prefix: s.prefix })) : {};
-  return { keys: (listed.Contents ?? []).map((c) => c.Key!), uploads: (uploads.Uploads ?? []).length };
+  const uploads = h.kind === 'radosgw' ? ((await client.send(new ListMultipartUploadsCommand({ Bucket: s.bucket, Prefix: s.prefix }))).Uploads ?? []) : [];
+  return { keys: (listed.Contents ?? []).map((c) => c.Key!), uploads: uploads.length };
 }
 
 describe('data plane: S3-compatible storage backend (minio client)', function () {
