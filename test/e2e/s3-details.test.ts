@@ -27,7 +27,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
@@ -223,6 +223,37 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     const proxied = await fetch(`${p.endpoint}/${bucket}/range.txt?proxy=true`, { headers: { ...auth(), range: 'bytes=10-12' } });
     expect(proxied.status).to.equal(206);
     expect(await proxied.text()).to.equal('abc');
+  });
+
+  it('uploads stream end to end: bytes reach the storage backend while the client is still sending', async () => {
+    const body = randomBytes(16 * 1024 * 1024);
+    const u = new URL(p.endpoint);
+    const tempBytes = async () => {
+      let most = 0;
+      for (const f of await filesUnder(path.join(p.dataDir, 'blobs'))) {
+        if (f.endsWith('.tmp')) most = Math.max(most, (await stat(path.join(p.dataDir, 'blobs', f)).catch(() => ({ size: 0 }))).size);
+      }
+      return most;
+    };
+    let seenWhileSending = 0;
+    const answer = await new Promise<{ status: number; etag: string }>((resolve, reject) => {
+      const req = http.request({ host: u.hostname, port: u.port, method: 'PUT', path: `/${bucket}/streamed.bin`, headers: { ...auth(), 'content-length': body.length } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, etag: String(res.headers.etag) }));
+      });
+      req.on('error', reject);
+      req.write(body.subarray(0, body.length / 2), async () => {
+        // Half the body is out and the request is still open: a buffering hop would have stored nothing yet.
+        for (let i = 0; i < 200 && seenWhileSending < 4 * 1024 * 1024; i++) {
+          seenWhileSending = await tempBytes();
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        req.end(body.subarray(body.length / 2));
+      });
+    });
+    expect(seenWhileSending, 'bytes in the backend temp file before the body ended').to.be.at.least(4 * 1024 * 1024);
+    expect(answer).to.deep.equal({ status: 200, etag: `"${md5Hex(body)}"` });
+    expect(await tempBytes()).to.equal(0);
   });
 
   it('multipart: UUID v7 upload ids, parts listed page by page, uploads by prefix, abort leaves no part file', async () => {
