@@ -2,8 +2,10 @@ import { expect } from 'chai';
 import { existsSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import amqp from 'amqplib';
 import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
+import type { ObjectEventSource, ObjectStoreEvent } from '../../images/image-search/src/object-events.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { colourImage, makeTestModel, PALETTE, tempDir } from './support/fixtures.js';
 
@@ -100,6 +102,127 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
     expect(found.url).to.equal('/images/yellow/new.png');
     const index = await json(`${service.url}/api/index/status`);
     expect(index.total_vectors).to.equal(5);
+  });
+
+  it('indexes an object at once when its object-created event arrives (in-process broker contract)', async () => {
+    const modelDir = makeTestModel();
+    const imageDir = tempDir('bucket-mirror-events');
+    const indexDir = tempDir('bucket-index-events');
+    dirs.push(modelDir, imageDir, indexDir);
+    let deliver: ((event: ObjectStoreEvent) => Promise<void>) | undefined;
+    const broker: ObjectEventSource = {
+      subscribe: async (queue, handler) => {
+        expect(queue).to.equal('strata.image-search');
+        deliver = handler;
+        return { close: async () => undefined };
+      },
+    };
+    const events = await startImageSearch({
+      env: {
+        PORT: '0',
+        IMAGE_FILE_DIR: imageDir,
+        IMAGE_SEARCH_MODEL_DIR: modelDir,
+        IMAGE_SEARCH_INDEX_DIR: indexDir,
+        IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams',
+        IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0', // no polling: only the start and events
+        IMAGE_SEARCH_S3_ENDPOINT: endpoint,
+        IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
+        IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
+      },
+      objectEvents: broker,
+      host: '127.0.0.1',
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const first = await until(async () => {
+        const s = await json(`${events.url}/api/status`);
+        return s.source.last_sync ? s : undefined;
+      });
+      expect(first.source).to.include({ events: 'subscribed', events_received: 0 });
+      const before = first.index.total_vectors;
+      await put('cams/green/late.png', await colourImage(PALETTE.green, 88));
+      // Events about other buckets, other prefixes or other types are acknowledged and ignored.
+      await deliver!({ id: 'e1', type: 'object.created', payload: { bucket: 'elsewhere', key: 'cams/green/late.png' } });
+      await deliver!({ id: 'e2', type: 'object.created', payload: { bucket: 'photos', key: 'other/late.png' } });
+      await deliver!({ id: 'e3', type: 'object.deleted', payload: { bucket: 'photos', key: 'cams/red/0.png' } });
+      await deliver!({ id: 'e4', type: 'object.created', payload: { bucket: 'photos', key: 'cams/green/late.png' } });
+      const after = await until(async () => {
+        const s = await json(`${events.url}/api/status`);
+        return s.index.total_vectors === before + 1 && !s.source.syncing ? s : undefined;
+      });
+      expect(after.source.events_received).to.equal(1);
+      const search = await json(`${events.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"green","topk":1}' });
+      expect(search.results[0].path).to.equal('green/late.png');
+    } finally {
+      await events.stop();
+    }
+  });
+
+  it('takes object-created events from RabbitMQ (IMAGE_SEARCH_EVENTS_AMQP_URL)', async () => {
+    const modelDir = makeTestModel();
+    const imageDir = tempDir('bucket-mirror-amqp');
+    const indexDir = tempDir('bucket-index-amqp');
+    dirs.push(modelDir, imageDir, indexDir);
+    const unique = `test-${process.pid}-${Date.now()}`;
+    const exchange = `strata.events.${unique}`;
+    const queue = `strata.image-search.${unique}`;
+    const amqpUrl = process.env.STRATA_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+    // The object store's side: its topic exchange; the queue is declared and bound here too, so that
+    // the event waits in it whenever the service's consumer connects.
+    const connection = await amqp.connect(amqpUrl);
+    const channel = await connection.createConfirmChannel();
+    await channel.assertExchange(exchange, 'topic', { durable: true });
+    await channel.assertQueue(queue, { durable: true });
+    await channel.bindQueue(queue, exchange, 'object.created');
+    const service = await startImageSearch({
+      env: {
+        PORT: '0',
+        IMAGE_FILE_DIR: imageDir,
+        IMAGE_SEARCH_MODEL_DIR: modelDir,
+        IMAGE_SEARCH_INDEX_DIR: indexDir,
+        IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams',
+        IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
+        IMAGE_SEARCH_S3_ENDPOINT: endpoint,
+        IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
+        IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
+        IMAGE_SEARCH_EVENTS_AMQP_URL: amqpUrl,
+        IMAGE_SEARCH_EVENTS_EXCHANGE: exchange,
+        IMAGE_SEARCH_EVENTS_QUEUE: queue,
+      },
+      host: '127.0.0.1',
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const first = await until(async () => {
+        const s = await json(`${service.url}/api/status`);
+        return s.source.last_sync ? s : undefined;
+      });
+      const before = first.index.total_vectors;
+      await put('cams/purple/amqp.png', await colourImage([130, 50, 170], 99));
+      channel.publish(exchange, 'object.created', Buffer.from('not json'));
+      channel.publish(
+        exchange,
+        'object.created',
+        Buffer.from(JSON.stringify({ id: 'evt-1', type: 'object.created', occurredAt: new Date().toISOString(), payload: { bucket: 'photos', key: 'cams/purple/amqp.png' } })),
+      );
+      await channel.waitForConfirms();
+      const after = await until(async () => {
+        const s = await json(`${service.url}/api/status`);
+        return s.index.total_vectors === before + 1 ? s : undefined;
+      });
+      expect(after.source.events_received).to.equal(1);
+      // The queue is drained: the event was acknowledged, the malformed message dropped.
+      const left = await until(async () => {
+        const q = await channel.checkQueue(queue);
+        return q.messageCount === 0 ? q : undefined;
+      });
+      expect(left.messageCount).to.equal(0);
+    } finally {
+      await service.stop();
+      await channel.deleteQueue(queue);
+      await channel.deleteExchange(exchange);
+      await connection.close();
+    }
   });
 
   it('reports a sync that the object store refuses, and keeps serving', async () => {

@@ -15,6 +15,7 @@ import {
 } from '../../service-kit/src/index.js';
 import { BucketSource } from './bucket-source.js';
 import { ClipEncoder } from './clip/encoder.js';
+import { AmqpObjectEvents, OBJECT_CREATED, type ObjectEventSource } from './object-events.js';
 import { checkModelDir, fetchModelFromS3 } from './clip/model-files.js';
 import { loadImageSearchConfig, type ImageSearchConfig } from './config.js';
 import { errorHandler } from './http/errors.js';
@@ -32,6 +33,8 @@ export type StartImageSearchOptions = Partial<ImageSearchConfig> & {
   host?: string;
   /** Environment to read the rest of the configuration from (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /** In-process object store events (the standalone platform's broker); else IMAGE_SEARCH_EVENTS_AMQP_URL. */
+  objectEvents?: ObjectEventSource;
 };
 
 /** Find the model (directory or object store) and load it; null + reason when it is not available. */
@@ -61,7 +64,7 @@ async function loadModel(config: ImageSearchConfig, logger: Logger): Promise<{ e
 }
 
 export async function startImageSearch(opts: StartImageSearchOptions = {}): Promise<RunningService> {
-  const { logger: givenLogger, registry: givenRegistry, host, env, ...overrides } = opts;
+  const { logger: givenLogger, registry: givenRegistry, host, env, objectEvents: givenEvents, ...overrides } = opts;
   const config: ImageSearchConfig = { ...loadImageSearchConfig(env ?? process.env), ...overrides };
   const logger = givenLogger ?? createLogger('image-search', config.LOG_LEVEL);
   const registry = givenRegistry ?? createRegistry('image-search');
@@ -86,6 +89,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     defaultTopk: Math.min(config.IMAGE_SEARCH_TOPK, config.IMAGE_SEARCH_MAX_TOPK),
     maxTopk: config.IMAGE_SEARCH_MAX_TOPK,
   });
+  let subscription: { close(): Promise<void> } | undefined;
   const source = config.IMAGE_SEARCH_SOURCE_S3_URL
     ? new BucketSource({
         location: {
@@ -126,7 +130,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
         if (!service.modelLoaded) throw new Error(service.modelError);
       },
     },
-    onClose: [async () => source?.stop(), () => index.close(), () => model.encoder?.close()],
+    onClose: [async () => subscription?.close(), async () => source?.stop(), () => index.close(), () => model.encoder?.close()],
   };
   const app = createApp(serviceOptions);
   app.use(httpMetrics(registry).middleware);
@@ -192,6 +196,14 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
   if (source) {
     if (service.modelLoaded) source.start(config.IMAGE_SEARCH_SOURCE_SYNC_SECONDS);
     else logger.warn('image bucket not synced: the CLIP model is missing');
+  }
+  const events =
+    givenEvents ?? (config.IMAGE_SEARCH_EVENTS_AMQP_URL ? new AmqpObjectEvents(config.IMAGE_SEARCH_EVENTS_AMQP_URL, { exchange: config.IMAGE_SEARCH_EVENTS_EXCHANGE, logger }) : null);
+  if (source && events && service.modelLoaded) {
+    subscription = await events.subscribe(config.IMAGE_SEARCH_EVENTS_QUEUE, async (event) => {
+      if (event.type === OBJECT_CREATED) source.onObjectCreated(event.payload.bucket, event.payload.key);
+    });
+    source.events = 'subscribed';
   }
   return listen(app, { ...serviceOptions, port: config.PORT, host });
 }

@@ -36,6 +36,9 @@ export interface BucketSourceStatus {
   syncing: boolean;
   last_sync: (SyncResult & { finished_at: string }) | null;
   last_error: string | null;
+  /** Whether object-created events trigger syncs, and how many matching ones arrived. */
+  events: 'none' | 'subscribed';
+  events_received: number;
 }
 
 interface ListedObject {
@@ -52,6 +55,9 @@ export class BucketSource {
   private running: Promise<SyncResult> | null = null;
   private last: BucketSourceStatus['last_sync'] = null;
   private lastError: string | null = null;
+  private pending = false;
+  events: 'none' | 'subscribed' = 'none';
+  private eventsSeen = 0;
 
   constructor(private readonly opts: BucketSourceOptions) {
     const match = /^s3:\/\/([^/]+)\/?(.*)$/.exec(opts.location.url);
@@ -61,7 +67,15 @@ export class BucketSource {
   }
 
   status(): BucketSourceStatus {
-    return { kind: 'bucket', url: this.opts.location.url, syncing: this.running !== null, last_sync: this.last, last_error: this.lastError };
+    return {
+      kind: 'bucket',
+      url: this.opts.location.url,
+      syncing: this.running !== null,
+      last_sync: this.last,
+      last_error: this.lastError,
+      events: this.events,
+      events_received: this.eventsSeen,
+    };
   }
 
   /** Sync now, then every `seconds` (0: only now). Failures are logged and retried at the next round. */
@@ -77,6 +91,38 @@ export class BucketSource {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.running?.catch(() => undefined);
+  }
+
+  /** An object-created event: sync when it is about this source. */
+  onObjectCreated(bucket: unknown, key: unknown): void {
+    if (!this.matches(bucket, key)) return;
+    this.eventsSeen++;
+    this.requestSync();
+  }
+
+  /** Whether an object of the store belongs to this source (bucket and prefix). */
+  matches(bucket: unknown, key: unknown): boolean {
+    return bucket === this.bucket && typeof key === 'string' && key.startsWith(this.prefix);
+  }
+
+  /**
+   * Ask for a sync soon (an object was created): runs now, or once more after the running round, so
+   * that a burst of events costs at most one extra round.
+   */
+  requestSync(): void {
+    if (this.running) {
+      if (this.pending) return;
+      this.pending = true;
+      void this.running
+        .catch(() => undefined)
+        .then(() => {
+          this.pending = false;
+          return this.sync();
+        })
+        .catch(() => undefined);
+      return;
+    }
+    this.sync().catch(() => undefined);
   }
 
   /** One round: list, mirror new or changed image objects, index what is not indexed yet. */

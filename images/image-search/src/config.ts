@@ -44,6 +44,10 @@ export const imageSearchSchema = z.object({
    */
   IMAGE_SEARCH_SOURCE_S3_URL: optional(),
   IMAGE_SEARCH_SOURCE_SYNC_SECONDS: env.int(60, 0, 86_400),
+  /** RabbitMQ of the object store: object-created events in the source bucket trigger a sync at once. */
+  IMAGE_SEARCH_EVENTS_AMQP_URL: optional(),
+  IMAGE_SEARCH_EVENTS_EXCHANGE: z.string().default('strata.events'),
+  IMAGE_SEARCH_EVENTS_QUEUE: z.string().default('strata.image-search'),
   /** Index every image under IMAGE_FILE_DIR that is not indexed yet, in the background at start. */
   IMAGE_SEARCH_SCAN_ON_START: env.bool(false),
   LLM_BASE_URL: optional(),
