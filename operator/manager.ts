@@ -67,11 +67,15 @@ export class Manager {
     this.elector.start();
   }
 
-  /** Stop reconciling, wait for in-flight reconciles, and hand the lease back. */
+  /**
+   * Stop reconciling, wait for in-flight reconciles, and only then hand the lease back: a standby
+   * must never start while this replica still reconciles.
+   */
   async stop(): Promise<void> {
     this.started = false;
-    if (this.elector) await this.elector.stop(true);
     this.serialize(() => this.stopControllers());
+    await this.transition;
+    if (this.elector) await this.elector.stop(true);
     await this.transition;
   }
 

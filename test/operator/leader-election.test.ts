@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { ModelServerReconciler } from '../../controllers/model-server/model-server-reconciler.js';
 import type { Manager } from '../../operator/manager.js';
+import type { WatchEvent } from '../support/fake-kube/index.js';
 import { eventually, mustGet, startHarness, TEST_SETTINGS, type Harness } from '../controllers/support/harness.js';
 
 const election = (identity: string) => ({
@@ -94,7 +95,15 @@ describe('operator leader election', () => {
       return one.isLeader ? one : two;
     }, 'one leader');
     const standby = leader === one ? two : one;
+    await eventually(() => expect(leader.runningControllers).to.equal(1), 'controllers running');
+    // When the lease is handed back, the old leader must have stopped reconciling already.
+    const runningAtRelease: number[] = [];
+    h.fake.state.on('event', (e: WatchEvent) => {
+      const spec = (e.object as { spec?: { holderIdentity?: string } }).spec;
+      if (e.object.kind === 'Lease' && spec?.holderIdentity === '') runningAtRelease.push(leader.runningControllers);
+    });
     await leader.stop();
+    expect(runningAtRelease).to.deep.equal([0]);
     await eventually(() => expect(standby.isLeader).to.equal(true), 'standby takes over');
     expect(lease().spec.holderIdentity).to.equal(standby === one ? 'one' : 'two');
   });
