@@ -5,6 +5,7 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
+import { startFakeLlm } from './support/fake-llm.js';
 import { colourImage, makeImageDir, makeTestModel, tempDir } from './support/fixtures.js';
 
 describe('image-search: web UI in Chromium', function () {
@@ -103,5 +104,44 @@ describe('image-search: web UI in Chromium', function () {
     await page.screenshot({ path: 'test/artifacts/image-search-ui.png', fullPage: true });
     expect(offline, 'the UI must not fetch anything from outside').to.deep.equal([]);
     await page.close();
+  });
+
+  it('with an LLM configured: AI assist expands the query and shows the explanation', async () => {
+    const llm = await startFakeLlm('ui-key');
+    const indexDir = tempDir('image-search-ui-llm');
+    dirs.push(indexDir);
+    const assisted = await startImageSearch({
+      env: {},
+      PORT: 0,
+      host: '127.0.0.1',
+      IMAGE_SEARCH_MODEL_DIR: dirs[0],
+      IMAGE_FILE_DIR: dirs[1],
+      IMAGE_SEARCH_INDEX_DIR: indexDir,
+      IMAGE_SEARCH_SCAN_ON_START: true,
+      LLM_BASE_URL: llm.url,
+      LLM_API_KEY: 'ui-key',
+      LLM_MODEL: 'strata-test-model',
+      logger: pino({ level: 'silent' }),
+    });
+    const page = await browser.newPage();
+    try {
+      await page.goto(assisted.url + '/');
+      await page.waitForFunction(() => document.querySelector('#llm-state')?.textContent === 'LLM: strata-test-model');
+      await page.waitForFunction(() => !(document.querySelector('#use-ai') as HTMLInputElement).disabled);
+      await page.waitForFunction(() => Number(document.querySelector('#index-status dd')?.textContent) >= 14);
+      await page.check('#use-ai');
+      await page.fill('#query', 'red');
+      await page.fill('#topk', '4');
+      await page.click('#text-form button');
+      await page.waitForSelector('#explanation:not([hidden])');
+      expect(await page.textContent('#explanation')).to.equal('These images are mostly red. (queries: red | crimson things | scarlet objects | red pictures)');
+      const cards = await page.$$eval('#results .card', (els) => els.map((e) => e.textContent ?? ''));
+      expect(cards).to.have.length(4);
+      expect(cards[0]).to.match(/red/);
+    } finally {
+      await page.close();
+      await assisted.stop();
+      await llm.close();
+    }
   });
 });
