@@ -79,15 +79,20 @@ describe('e2e: real S3 command-line clients against the standalone platform', fu
     await mkdir(path.join(dir, 'sub'), { recursive: true });
     await writeFile(path.join(dir, 'a.txt'), 'alpha');
     await writeFile(path.join(dir, 'sub', 'b.txt'), 'beta');
+    // A key with a space, '+', '&' and non-ASCII: the CLI lists with encoding-type=url and decodes.
+    await writeFile(path.join(dir, 'odd name+1&é.txt'), 'odd');
     ok(await aws('s3', 'sync', '--only-show-errors', dir, `s3://${bucket}/sync`));
     await writeFile(path.join(dir, 'a.txt'), 'alpha, changed');
     const second = ok(await aws('s3', 'sync', '--no-progress', dir, `s3://${bucket}/sync`)).stdout;
     expect(second).to.contain('sync/a.txt');
     expect(second).not.to.contain('b.txt');
+    expect(second, 'listed keys come back as they were stored').not.to.contain('odd name');
+    expect(ok(await aws('s3', 'ls', `s3://${bucket}/sync/`)).stdout).to.contain(' odd name+1&é.txt');
     const down = path.join(work, 'sync-down');
     ok(await aws('s3', 'sync', '--only-show-errors', `s3://${bucket}/sync`, down));
     expect(await readFile(path.join(down, 'a.txt'), 'utf8')).to.equal('alpha, changed');
     expect(await readFile(path.join(down, 'sub', 'b.txt'), 'utf8')).to.equal('beta');
+    expect(await readFile(path.join(down, 'odd name+1&é.txt'), 'utf8')).to.equal('odd');
 
     // A presigned URL works with a plain HTTP client.
     const url = ok(await aws('s3', 'presign', `s3://${bucket}/files/small.bin`, '--expires-in', '300')).stdout.trim();
