@@ -5,7 +5,7 @@ import { isBeingDeleted, sharedOwnerRefs } from '../support/ownership.js';
 import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import { writeStatus } from '../support/status-writer.js';
-import { BucketConflictError, HttpBucketService, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
+import { BackendRefusedError, BucketConflictError, HttpBucketService, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
 import { renderStackSecrets, secretValue } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
@@ -85,13 +85,15 @@ export class BucketReconciler implements Reconciler {
       if (outcome === 'created') await this.events.event(bucket, 'Normal', 'BucketCreated', `bucket ${bucketName} created on the ${backend.kind} backend`);
     } catch (err) {
       const conflict = err instanceof BucketConflictError;
+      const refused = err instanceof BackendRefusedError;
       await writeStatus(this.kube, this.events, bucket, {
         fields: { bucketName, endpoint },
         state: 'degraded',
-        reason: conflict ? 'BucketUnavailable' : 'ObjectStoreError',
+        reason: conflict ? 'BucketUnavailable' : refused ? 'BackendRefused' : 'ObjectStoreError',
         message: (err as Error).message,
       });
-      if (conflict) return { requeueAfterMs: REFRESH_MS };
+      // Only a change of the spec (or of the name's owner) helps: look again now and then, no hot retries.
+      if (conflict || refused) return { requeueAfterMs: REFRESH_MS };
       throw err;
     }
     const { objectCount, bytes } = await service.stats(bucketName);

@@ -44,6 +44,9 @@ export type BucketServiceFactory = (access: StackAccess) => BucketService;
 /** A bucket name the object store refused, or one that another tenant owns. */
 export class BucketConflictError extends Error {}
 
+/** Backend settings the object store refused (unknown kind, incomplete settings): fixed only by a spec change. */
+export class BackendRefusedError extends Error {}
+
 interface ErrorBody {
   error?: { code?: string; message?: string };
 }
@@ -60,6 +63,8 @@ export class HttpBucketService implements BucketService {
     if (body.error?.code === 'BucketAlreadyExists' || body.error?.code === 'InvalidBucketName') {
       throw new BucketConflictError(`${body.error.code}: ${body.error.message ?? name}`);
     }
+    // The data plane found the backend unusable as configured; ServiceUnavailable (unreachable) is retried.
+    if (body.error?.code === 'InvalidArgument') throw new BackendRefusedError(`${body.error.code}: ${body.error.message ?? 'backend refused'}`);
     throw new Error(`control plane answered ${res.status} to PUT bucket ${name}: ${JSON.stringify(body)}`);
   }
 

@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { renderStorageStack } from '../../controllers/bucket/render-storage-stack.js';
@@ -16,10 +18,23 @@ const TOKEN = 'operator-contract-internal-token';
 describe('Bucket controller client against the real control plane', function () {
   this.timeout(60_000);
   let cp: RunningService;
+  /** Stands in for the data plane, which the control plane asks whether a backend is usable. */
+  let dataPlane: http.Server;
+  const backendChecks: unknown[] = [];
   const client = (rootUser: string) => new HttpBucketService({ namespace: 'ns', controlPlaneUrl: cp.url, rootUser, internalToken: TOKEN });
 
   before(async () => {
+    dataPlane = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        if (req.url === '/internal/backends/check') backendChecks.push(JSON.parse(body));
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => dataPlane.listen(0, '127.0.0.1', resolve));
     cp = await startControlPlane({
+      dataPlaneUrl: `http://127.0.0.1:${(dataPlane.address() as AddressInfo).port}`,
       port: 0,
       host: '127.0.0.1',
       internalToken: TOKEN,
@@ -29,7 +44,11 @@ describe('Bucket controller client against the real control plane', function () 
       logger: createLogger('test', 'silent'),
     });
   });
-  after(() => cp?.stop(1000));
+  after(async () => {
+    await cp?.stop(1000);
+    dataPlane?.closeAllConnections();
+    await new Promise((resolve) => dataPlane?.close(resolve));
+  });
 
   it('creates a bucket once, reports its statistics and deletes it', async () => {
     const root = client('strata-root');

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { BucketReconciler, BUCKET_FINALIZER } from '../../controllers/bucket/bucket-reconciler.js';
-import { HttpBucketService, type StackAccess } from '../../controllers/bucket/bucket-service.js';
+import { BackendRefusedError, HttpBucketService, type StackAccess } from '../../controllers/bucket/bucket-service.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from '../../controllers/bucket/render-storage-stack.js';
 import { renderStackSecrets, secretValue } from '../../controllers/bucket/stack-secrets.js';
 import { PURGE_SCHEDULE } from '../../controllers/bucket/stack-names.js';
@@ -66,6 +66,10 @@ describe('Bucket reconciler', () => {
       expect(cp.calls.filter((c) => c.method === 'GET')).to.have.length(1);
       cp.withStats = false;
       expect(await service.stats('b')).to.deep.equal({ objectCount: 2500 });
+      const s3 = { kind: 'minio' as const, bucket: 'x', accessKey: 'a', secretKey: 's' };
+      expect(await service.ensureBucket('c', { ...s3, endpoint: 'http://refused:9000' }).catch((e: unknown) => e)).to.be.instanceOf(BackendRefusedError);
+      const unreachable = await service.ensureBucket('c', { ...s3, endpoint: 'http://unreachable:9000' }).catch((e: unknown) => e);
+      expect(unreachable).to.be.instanceOf(Error).and.not.be.instanceOf(BackendRefusedError);
       await service.deleteBucket('b');
       expect(cp.buckets.has('b')).to.equal(false);
     } finally {
@@ -186,6 +190,11 @@ describe('Bucket reconciler', () => {
         accessKey: 'AKID',
         secretKey: 'SECRET',
       });
+      // Settings the object store refuses leave the resource Degraded until its spec changes.
+      const refs = { accessKeySecretRef: { name: 'minio-creds', key: 'ak' }, secretKeySecretRef: { name: 'minio-creds', key: 'sk' } };
+      await h.kube.apply(bucketCr('refused', { backend: { kind: 'minio', endpoint: 'http://refused:9000', ...refs } }) as never);
+      await eventually(() => expect(getBucket(h, 'refused')!.status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'BackendRefused' }), 'refused');
+      expect(cp!.buckets.has('refused')).to.equal(false);
     });
 
     it('follows an update of the deletion policy (Retain → Delete) and observes the new generation', async () => {

@@ -42,6 +42,10 @@ export class RecordingControlPlane {
         const name = decodeURIComponent(m[1]!);
         const bucket = this.buckets.get(name);
         if (req.method === 'PUT' && !m[2]) {
+          // The data plane's backend check, as the control plane relays it.
+          const backendEndpoint = String((body?.backend as { endpoint?: string } | undefined)?.endpoint ?? '');
+          if (!bucket && backendEndpoint.includes('refused')) return send(400, { error: { code: 'InvalidArgument', message: 'The minio backend settings are incomplete' } });
+          if (!bucket && backendEndpoint.includes('unreachable')) return send(503, { error: { code: 'ServiceUnavailable', message: 'backend unreachable' } });
           if (bucket) {
             const mine = bucket.owner === body?.owner;
             return send(409, { error: { code: mine ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', message: 'exists' } });
