@@ -20,6 +20,7 @@ import { BackendRegistry } from '../../images/data-plane/src/backends/registry.j
 import { S3Backend, type S3BackendSettings } from '../../images/data-plane/src/backends/s3-backend.js';
 import { S3Error } from '../../images/service-kit/src/index.js';
 import { freePorts } from '../support/ports.js';
+import { ROOT, startObjectLayer, type ObjectLayer } from './harness.js';
 import { s3ClientFor, sharedRgw, startS3rver, type S3ServerHarness } from '../support/rgw.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
@@ -297,5 +298,69 @@ describe('data plane: backend registry and configuration', () => {
     expect(restarted.forBlob(perBucket.key, own)?.key).to.equal(perBucket.key);
     expect(restarted.forBlob('cloud:elsewhere/b2/', own)).to.equal(undefined);
     expect(() => registry.forBucket({ kind: 'minio', endpoint: 'http://x' })).to.throw(/need accessKey, secretKey and bucket/);
+  });
+});
+
+describe('object layer: bucket creation checks the backend first (the operator path: settings carried by the bucket)', function () {
+  this.timeout(120_000);
+  let layer: ObjectLayer;
+  let server: S3ServerHarness;
+  let client: S3Client;
+  let own: Record<string, unknown>;
+
+  before(async () => {
+    server = await sharedRgw();
+    client = s3ClientFor(server);
+    layer = await startObjectLayer('pglite');
+    own = {
+      kind: 'minio',
+      endpoint: server.endpoint.replace(/^http:\/\//, ''),
+      useSSL: false,
+      region: 'us-east-1',
+      bucket: `strata-op-${randomUUID().slice(0, 8)}`,
+      prefix: 'op/',
+      accessKey: server.accessKey,
+      secretKey: server.secretKey,
+    };
+  });
+  after(async () => {
+    client?.destroy();
+    await layer?.stop();
+  });
+
+  const create = (name: string, backend: Record<string, unknown>) => layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: ROOT.user, backend });
+  const errorOf = async (r: Response) => ((await r.json()) as { error: { code: string; message: string } }).error;
+
+  it('creates the bucket on its own backend; bytes land there and are freed there by purge', async () => {
+    const r = await create('op-bucket', own);
+    expect(r.status, await r.clone().text()).to.equal(200);
+    const body = randomBytes(5000);
+    const put = await layer.dpFetch('PUT', '/internal/objects/op-bucket/k', body, { 'content-length': String(body.length) });
+    expect(put.status).to.equal(200);
+    const got = await layer.dpFetch('GET', '/internal/objects/op-bucket/k');
+    expect(Buffer.from(await got.arrayBuffer()).equals(body)).to.equal(true);
+    const keys = async () => ((await client.send(new ListObjectsV2Command({ Bucket: own.bucket as string, Prefix: 'op/' }))).Contents ?? []).map((c) => c.Key);
+    expect(await keys()).to.have.length(1);
+    expect((await layer.cpFetch('DELETE', '/internal/buckets/op-bucket/objects/k')).status).to.equal(204);
+    const purge = await layer.cpFetch('POST', '/internal/purge', { now: new Date(layer.clock.now.getTime() + 31 * 24 * 3600 * 1000).toISOString() });
+    expect(((await purge.json()) as { freedBlobs: number }).freedBlobs).to.equal(1);
+    expect(await keys()).to.deep.equal([]);
+  });
+
+  it('refuses incomplete settings and unconfigured kinds (400) and unreachable backends (503), creating nothing', async () => {
+    const [port] = await freePorts(1);
+    const cases: Array<[string, Record<string, unknown>, number, string, RegExp]> = [
+      ['op-incomplete', { kind: 'minio', endpoint: 'http://127.0.0.1:1' }, 400, 'InvalidArgument', /need accessKey, secretKey and bucket/],
+      ['op-unconfigured', { kind: 'cloud' }, 400, 'InvalidArgument', /cloud storage backend is not configured/],
+      ['op-unreachable', { ...own, endpoint: `127.0.0.1:${port}` }, 503, 'ServiceUnavailable', /unavailable/],
+    ];
+    for (const [name, backend, status, code, message] of cases) {
+      const r = await create(name, backend);
+      expect(r.status, name).to.equal(status);
+      const err = await errorOf(r);
+      expect(err.code, name).to.equal(code);
+      expect(err.message, name).to.match(message);
+      expect((await layer.cpFetch('GET', `/internal/buckets/${name}`)).status, name).to.equal(404);
+    }
   });
 });

@@ -30,6 +30,7 @@ import { errorHandler } from './http/errors.js';
 import { requireInternalToken } from './http/internal-auth.js';
 import { controlPlaneRoutes } from './http/routes.js';
 import { SqlMetadataStore } from './metadata/sql-store.js';
+import { dataPlaneBackendCheck } from './backends/backend-check.js';
 import { HttpBlobCollector } from './purge/data-plane-gc.js';
 import { runPurge, schedulePurge, type PurgeDeps } from './purge/purge-job.js';
 import { migrate } from './schema/migrate.js';
@@ -137,7 +138,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   onClose.unshift(() => subscription.close());
 
   const dataPlaneUrl = opts.dataPlaneUrl;
-  const collector = new HttpBlobCollector(typeof dataPlaneUrl === 'function' ? dataPlaneUrl : () => dataPlaneUrl, opts.internalToken);
+  const dataPlaneAt = typeof dataPlaneUrl === 'function' ? dataPlaneUrl : () => dataPlaneUrl;
+  const collector = new HttpBlobCollector(dataPlaneAt, opts.internalToken);
   const purgeDeps: PurgeDeps = { store, collector, retentionDays: opts.retentionDays ?? 30, logger, purgedTotal };
   let task: ScheduledTask | undefined;
   if (opts.purgeSchedule) {
@@ -152,7 +154,16 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   app.use('/internal', requireInternalToken(opts.internalToken), express.json({ limit: '2mb' }));
   app.use(
     '/internal',
-    controlPlaneRoutes({ store, users, cache, collector, purge: (now) => runPurge(purgeDeps, now), clock, logger }),
+    controlPlaneRoutes({
+      store,
+      users,
+      cache,
+      collector,
+      checkBackend: dataPlaneBackendCheck(dataPlaneAt, opts.internalToken),
+      purge: (now) => runPurge(purgeDeps, now),
+      clock,
+      logger,
+    }),
   );
   app.use(errorHandler(logger));
   return listen(app, { ...serviceOpts, port: opts.port ?? 9002, host: opts.host });

@@ -2,6 +2,7 @@ import express, { type Request, type Router } from 'express';
 import { assertBucketName, assertObjectKey, S3Error, type Logger } from '../../../service-kit/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
 import type { BackendConfig, Bucket, MetadataStore } from '../metadata/store.js';
+import type { BackendCheck } from '../backends/backend-check.js';
 import type { BlobCollector } from '../purge/data-plane-gc.js';
 import type { UserService } from '../users/user-service.js';
 
@@ -10,6 +11,8 @@ export interface RouteDeps {
   users: UserService;
   cache: Cache;
   collector: BlobCollector;
+  /** Asked before a bucket is created on a backend other than fs (the data plane owns backends). */
+  checkBackend?: BackendCheck;
   purge: (now: Date) => Promise<{ purged: number; freedBlobs: number }>;
   clock: () => Date;
   logger: Logger;
@@ -75,6 +78,8 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     if (typeof backend !== 'object' || !BACKEND_KINDS.has(String(backend.kind))) {
       throw new S3Error('InvalidArgument', 'backend.kind must be one of fs, minio, cloud');
     }
+    // No bucket may exist on a backend that is not usable (unknown settings, unreachable): check first.
+    if (backend.kind !== 'fs' && deps.checkBackend && !(await store.getBucket(name))) await deps.checkBackend(backend);
     const { bucket, created } = await store.createBucket(name, owner, backend);
     if (!created) {
       throw new S3Error(bucket.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: name });

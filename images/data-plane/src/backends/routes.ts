@@ -1,19 +1,23 @@
 import express, { type Router } from 'express';
+import { S3Error } from '../../../service-kit/src/index.js';
 import type { BackendRegistry } from './registry.js';
 
 /**
- * `GET /internal/backends/:kind`: can a bucket be created on this backend kind? 200 `{kind, key}`
- * once the backend answers (its bucket made if missing); 400 InvalidArgument for an unknown or
- * unconfigured kind, 503 ServiceUnavailable when it cannot be reached. The gateway asks before it
- * creates a bucket, so a bucket never exists on a backend that was not usable.
+ * `POST /internal/backends/check {kind, ...settings}`: can a bucket keep its bytes there? 200
+ * `{kind, key}` once the backend answers (its bucket made if missing); 400 InvalidArgument for an
+ * unknown or unconfigured kind or incomplete settings; 503 ServiceUnavailable when it cannot be
+ * reached. The control plane asks before it creates a bucket, so none exists on an unusable backend.
  */
 export function backendRoutes(backends: BackendRegistry): Router {
   const router = express.Router();
-  router.get('/backends/:kind', async (req, res) => {
-    const kind = String(req.params.kind);
-    const backend = backends.forBucket({ kind });
+  router.post('/backends/check', express.json({ limit: '64kb' }), async (req, res) => {
+    const config: unknown = req.body;
+    if (!config || typeof config !== 'object' || typeof (config as { kind?: unknown }).kind !== 'string') {
+      throw new S3Error('InvalidArgument', 'the body must be a backend config {kind, ...settings}');
+    }
+    const backend = backends.forBucket(config as { kind: string });
     await backend.ready?.();
-    res.json({ kind, key: backend.key });
+    res.json({ kind: (config as { kind: string }).kind, key: backend.key });
   });
   return router;
 }

@@ -69,11 +69,6 @@ export class DataPlaneClient {
     return this.http.stream({ method, path: `/internal/objects/${seg(bucket)}/${seg(key)}`, headers: range ? { range } : {}, signal });
   }
 
-  /** Can buckets be created on this backend kind? Throws 400 InvalidArgument (unknown, unconfigured) or 503 ServiceUnavailable (unreachable). */
-  async checkBackend(kind: string): Promise<void> {
-    await this.http.json('GET', `/internal/backends/${seg(kind)}`);
-  }
-
   /** The backend's own URL for the object, or undefined when the backend cannot serve it directly. */
   async directUrl(bucket: string, key: string, expires: number): Promise<string | undefined> {
     try {

@@ -59,8 +59,7 @@ export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
   const body = await readSmallBody(req, res);
   if (!isValidBucketName(bucket) || RESERVED_BUCKET_NAMES.has(bucket)) throw new S3Error('InvalidBucketName', undefined, { BucketName: bucket });
   const backend = backendChoice(req.headers['x-strata-backend'] as string | undefined, body, req.headers['content-type']);
-  // Ask the data plane first: no bucket is created on a backend that is unconfigured or unreachable.
-  if (backend && backend.kind !== 'fs') await deps.dataPlane.checkBackend(backend.kind);
+  // The control plane asks the data plane whether a non-fs backend is usable before it creates the bucket.
   await deps.controlPlane.createBucket(bucket, caller.username, backend);
   deps.buckets.forget(bucket);
   res.setHeader('Location', `/${bucket}`);
