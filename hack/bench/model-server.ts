@@ -6,6 +6,8 @@
  *  - engine: the generation scheduler and ONNX model in this process, no HTTP — what batching changes;
  *  - HTTP: the real server as a child process (`images/model-server/src/main.ts`) under concurrent
  *    clients, so the RSS reported is the server's own (process_resident_memory_bytes from /metrics).
+ *    Its generation engine runs in a worker thread (the default); a last run with batching on and
+ *    MODEL_SERVER_WORKER=false (engine on the HTTP thread) at concurrency 1 and 32 shows what the worker changes.
  * Requests are greedy, 12 random content ids each (the model copies them: 12 tokens + EOS).
  * Besides wall-clock figures it reports CPU time per generated token (this process for the engine,
  * the server's process_cpu_seconds_total for HTTP): on a shared machine, wall-clock throughput mostly
@@ -14,6 +16,7 @@
  * The start and end load averages are printed: on a shared machine they explain most of the spread.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -30,6 +33,8 @@ const PROMPT_LEN = 12;
 
 interface Measurement {
   batching: boolean;
+  /** The generation engine in a worker thread (the default) or on the HTTP thread. */
+  worker: boolean;
   concurrency: number;
   requests: number;
   tokens: number;
@@ -42,6 +47,28 @@ interface Measurement {
   serverMsPerToken: number;
   /** Server CPU time (all threads) per generated token: what the work costs, whatever else runs on the machine. */
   serverCpuMsPerToken: number;
+  /** This process's CPU time per request: the load generator shares the machine's two cores with the server. */
+  clientCpuMsPerRequest: number;
+}
+
+/**
+ * The load generator's requests: node:http on keep-alive connections (one per concurrent client),
+ * which costs the shared CPUs less per request than fetch.
+ */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+function postChat(url: string, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}/v1/chat/completions`, {
+      method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 async function freePort(): Promise<number> {
@@ -53,14 +80,15 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startServer(batching: boolean): Promise<{ child: ChildProcess; url: string }> {
+async function startServer(batching: boolean, worker: boolean): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   // The memory settings the image uses (images/model-server/Dockerfile): a small young generation and
   // two malloc arenas keep the RSS of a steady allocation churn down.
   const child = spawn(process.execPath, ['--max-semi-space-size=2', '--import', 'tsx', 'images/model-server/src/main.ts'], {
     env: {
       ...process.env, MALLOC_ARENA_MAX: '2',
-      MODEL_SERVER_PORT: String(port), MODEL_SERVER_HOST: '127.0.0.1', MODEL_SERVER_BATCHING: String(batching), LOG_LEVEL: 'warn',
+      MODEL_SERVER_PORT: String(port), MODEL_SERVER_HOST: '127.0.0.1', MODEL_SERVER_BATCHING: String(batching),
+      MODEL_SERVER_WORKER: String(worker), LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -134,26 +162,23 @@ async function measureEngine(model: OnnxTransformer, batching: boolean, concurre
   };
 }
 
-async function measure(url: string, batching: boolean, concurrency: number): Promise<Measurement> {
+async function measure(url: string, batching: boolean, worker: boolean, concurrency: number): Promise<Measurement> {
   const latencies: number[] = [];
   const perToken: number[] = [];
   let tokens = 0;
   const sumBefore = await metric(url, 'model_server_time_per_output_token_seconds_sum');
   const countBefore = await metric(url, 'model_server_time_per_output_token_seconds_count');
   const cpuBefore = await metric(url, 'process_cpu_seconds_total');
+  const clientCpuBefore = process.cpuUsage();
   const started = performance.now();
   const deadline = started + SECONDS * 1000;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < deadline) {
         const t0 = performance.now();
-        const res = await fetch(`${url}/v1/chat/completions`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'strata-tiny', messages: [{ role: 'user', content: randomPrompt() }], temperature: 0 }),
-        });
-        const body = (await res.json()) as { usage?: { completion_tokens: number } };
-        if (res.status !== 200 || !body.usage) throw new Error(`request failed: ${res.status} ${JSON.stringify(body)}`);
+        const res = await postChat(url, JSON.stringify({ model: 'strata-tiny', messages: [{ role: 'user', content: randomPrompt() }], temperature: 0 }));
+        const body = JSON.parse(res.text) as { usage?: { completion_tokens: number } };
+        if (res.status !== 200 || !body.usage) throw new Error(`request failed: ${res.status} ${res.text}`);
         const ms = performance.now() - t0;
         latencies.push(ms);
         perToken.push(ms / Math.max(1, body.usage.completion_tokens));
@@ -162,11 +187,13 @@ async function measure(url: string, batching: boolean, concurrency: number): Pro
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
+  const clientCpu = process.cpuUsage(clientCpuBefore);
   const sum = (await metric(url, 'model_server_time_per_output_token_seconds_sum')) - sumBefore;
   const count = (await metric(url, 'model_server_time_per_output_token_seconds_count')) - countBefore;
   const cpuSeconds = (await metric(url, 'process_cpu_seconds_total')) - cpuBefore;
   return {
     batching,
+    worker,
     concurrency,
     requests: latencies.length,
     tokens,
@@ -176,6 +203,7 @@ async function measure(url: string, batching: boolean, concurrency: number): Pro
     msPerTokenE2E: percentile(perToken, 0.5),
     serverMsPerToken: (sum / count) * 1000,
     serverCpuMsPerToken: (cpuSeconds * 1000) / tokens,
+    clientCpuMsPerRequest: (clientCpu.user + clientCpu.system) / 1000 / latencies.length,
   };
 }
 
@@ -207,31 +235,39 @@ console.log(`engine: batching speed-up at concurrency 32: ${engineSpeedup.toFixe
 
 const results: Measurement[] = [];
 const rss: Record<string, number> = {};
-for (const batching of [true, false]) {
-  const { child, url } = await startServer(batching);
+const serverRuns = [
+  { batching: true, worker: true, concurrency: CONCURRENCY, name: 'batching' },
+  { batching: false, worker: true, concurrency: CONCURRENCY, name: 'noBatching' },
+  { batching: true, worker: false, concurrency: [1, 32], name: 'batchingInThread' },
+];
+for (const run of serverRuns) {
+  const { batching, worker } = run;
+  const { child, url } = await startServer(batching, worker);
   try {
-    await measure(url, batching, 4); // warm-up
-    for (const c of CONCURRENCY) {
-      const m = await measure(url, batching, c);
+    await measure(url, batching, worker, 4); // warm-up
+    for (const c of run.concurrency) {
+      const m = await measure(url, batching, worker, c);
       results.push(m);
       console.log(
-        `batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ` +
+        `batching ${batching ? 'on ' : 'off'}${worker ? '' : ' (engine on the HTTP thread)'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ` +
           `p50 ${m.p50Ms.toFixed(1)} ms, p99 ${m.p99Ms.toFixed(1)} ms per request, ` +
           `${m.msPerTokenE2E.toFixed(3)} ms/token end to end, ${m.serverMsPerToken.toFixed(3)} ms/token in the server, ` +
-          `${m.serverCpuMsPerToken.toFixed(3)} server CPU-ms/token`,
+          `${m.serverCpuMsPerToken.toFixed(3)} server CPU-ms/token, ${m.clientCpuMsPerRequest.toFixed(2)} client CPU-ms/request`,
       );
     }
-    rss[batching ? 'batching' : 'noBatching'] = (await metric(url, 'process_resident_memory_bytes')) / 2 ** 20;
+    rss[run.name] = (await metric(url, 'process_resident_memory_bytes')) / 2 ** 20;
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
   }
 }
-const at = (batching: boolean, c: number) => results.find((r) => r.batching === batching && r.concurrency === c)!;
+const at = (batching: boolean, c: number, worker = true) => results.find((r) => r.batching === batching && r.worker === worker && r.concurrency === c)!;
 const speedup = at(true, 32).tokensPerSecond / at(false, 32).tokensPerSecond;
 const cpuGain = at(false, 32).serverCpuMsPerToken / at(true, 32).serverCpuMsPerToken;
 console.log(`\nHTTP: batching speed-up at concurrency 32: ${speedup.toFixed(1)}x in tokens/s, ${cpuGain.toFixed(1)}x less server CPU per token`);
-console.log(`server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off)`);
+const inThreadSpeedup = at(true, 32, false).tokensPerSecond / at(false, 32).tokensPerSecond;
+console.log(`engine on the HTTP thread (MODEL_SERVER_WORKER=false), batching on, c=32: ${inThreadSpeedup.toFixed(1)}x the unbatched tokens/s`);
+console.log(`server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off), ${rss.batchingInThread!.toFixed(0)} MiB (batching on, no worker)`);
 const endConditions = conditions();
 console.log(`finished ${endConditions.date}, load average ${endConditions.loadAverage1m} (1 min)`);
-console.log(JSON.stringify({ started: startConditions, finished: endConditions, seconds: SECONDS, promptTokens: PROMPT_LEN, engine, engineSpeedupAt32: engineSpeedup, engineCpuGainAt32: engineCpuGain, http: results, httpSpeedupAt32: speedup, httpCpuGainAt32: cpuGain, rssMiB: rss }, null, 2));
+console.log(JSON.stringify({ started: startConditions, finished: endConditions, seconds: SECONDS, promptTokens: PROMPT_LEN, engine, engineSpeedupAt32: engineSpeedup, engineCpuGainAt32: engineCpuGain, http: results, httpSpeedupAt32: speedup, httpCpuGainAt32: cpuGain, inThreadSpeedupAt32: inThreadSpeedup, rssMiB: rss }, null, 2));

@@ -5,10 +5,11 @@ import {
   type Logger, type Registry, type RunningService,
 } from '../../service-kit/src/index.js';
 import { chatCompletionsHandler } from './chat-completions.js';
-import { GenerationScheduler } from './generation-scheduler.js';
+import { GenerationScheduler, type SequenceQueue } from './generation-scheduler.js';
 import { ModelServerMetrics } from './metrics.js';
 import { OnnxTransformer } from './onnx-transformer.js';
 import { OpenAIError, sendOpenAIError } from './openai-errors.js';
+import { WorkerEngine } from './worker-engine.js';
 
 /** The trained model committed with the image. */
 export const DEFAULT_MODEL_DIR = fileURLToPath(new URL('../model', import.meta.url));
@@ -41,6 +42,18 @@ export interface ModelServerOptions {
   executionProvider?: 'cpu' | 'cuda';
   /** Keep the tail of prompts longer than the context instead of answering 400 (default false). */
   truncatePrompt?: boolean;
+  /**
+   * Run the generation engine (ONNX sessions and decode loop) in a worker thread (default true), so
+   * that decoding and HTTP handling do not share one event loop; false runs it on the main thread.
+   */
+  worker?: boolean;
+}
+
+/** The generation engine as the server uses it, in a worker thread or in this one. */
+interface Engine {
+  queue: SequenceQueue;
+  ready(): boolean;
+  close(): Promise<void>;
 }
 
 const SERVICE = 'model-server';
@@ -52,8 +65,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
   const metrics = new ModelServerMetrics(registry);
   const modelNames = new Set(opts.modelNames?.length ? opts.modelNames : DEFAULT_MODEL_NAMES);
   const modelDir = opts.modelDir ?? DEFAULT_MODEL_DIR;
-  let model: OnnxTransformer | undefined;
-  let scheduler: GenerationScheduler | undefined;
+  let engine: Engine | undefined;
 
   const app = createApp({
     name: SERVICE,
@@ -61,7 +73,8 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     registry,
     readiness: {
       model: () => {
-        if (!scheduler) throw new Error('model not loaded');
+        if (!engine) throw new Error('model not loaded');
+        if (!engine.ready()) throw new Error('generation worker restarting');
       },
     },
   });
@@ -81,7 +94,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     '/v1/chat/completions',
     // Any content type is read as JSON (curl's default form type included), as OpenAI's API does.
     express.json({ limit: opts.maxBodyBytes ?? 1024 * 1024, type: () => true, strict: false }),
-    chatCompletionsHandler({ modelNames, scheduler: () => scheduler, metrics, logger, truncatePrompt: opts.truncatePrompt }),
+    chatCompletionsHandler({ modelNames, scheduler: () => (engine?.ready() ? engine.queue : undefined), metrics, logger, truncatePrompt: opts.truncatePrompt }),
   );
   app.use('/v1', (req, res) => {
     sendOpenAIError(res, new OpenAIError(404, `Unknown request URL: ${req.method} ${req.originalUrl}.`, 'invalid_request_error', null, 'unknown_url'));
@@ -105,28 +118,35 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     registry,
     port: opts.port ?? 8000,
     host: opts.host,
-    onClose: [
-      () => scheduler?.close(),
-      () => model?.release(),
-    ],
+    onClose: [() => engine?.close()],
   });
   try {
     const started = performance.now();
-    model = await OnnxTransformer.load(modelDir, { threads: opts.threads, executionProvider: opts.executionProvider }).catch((err: unknown) => {
-      if (opts.executionProvider !== 'cuda') throw err;
-      logger.warn({ err }, 'CUDA execution provider unavailable, using the CPU');
-      return OnnxTransformer.load(modelDir, { threads: opts.threads });
-    });
-    scheduler = new GenerationScheduler(
-      model,
-      {
-        maxBatch: opts.batching === false ? 1 : (opts.maxBatch ?? 32),
-        batchWindowMs: opts.batchWindowMs ?? 3,
-        maxQueue: opts.maxQueue ?? 256,
-      },
-      metrics,
-    );
-    logger.info({ modelDir, models: [...modelNames], loadMs: Math.round(performance.now() - started), batching: opts.batching !== false }, 'model loaded');
+    const schedulerOptions = {
+      maxBatch: opts.batching === false ? 1 : (opts.maxBatch ?? 32),
+      batchWindowMs: opts.batchWindowMs ?? 3,
+      maxQueue: opts.maxQueue ?? 256,
+    };
+    if (opts.worker !== false) {
+      const worker = await WorkerEngine.start({
+        ...schedulerOptions, modelDir, threads: opts.threads, executionProvider: opts.executionProvider, logger, observer: metrics,
+      });
+      engine = { queue: worker, ready: () => worker.ready, close: () => worker.close() };
+    } else {
+      const model = await OnnxTransformer.loadWithFallback(modelDir, { threads: opts.threads, executionProvider: opts.executionProvider }, (err) => {
+        logger.warn({ err }, 'CUDA execution provider unavailable, using the CPU');
+      });
+      const scheduler = new GenerationScheduler(model, schedulerOptions, metrics);
+      engine = {
+        queue: scheduler,
+        ready: () => true,
+        close: async () => {
+          scheduler.close();
+          await model.release();
+        },
+      };
+    }
+    logger.info({ modelDir, models: [...modelNames], loadMs: Math.round(performance.now() - started), batching: opts.batching !== false, worker: opts.worker !== false }, 'model loaded');
   } catch (err) {
     await service.stop(0);
     throw err;

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import type { Logger } from '../../service-kit/src/index.js';
 import { ChoiceText } from './choice-text.js';
 import { parseChatRequest, type ChatRequest } from './chat-request.js';
-import { QueueFullError, type FinishReason, type GenerationScheduler, type SequenceHandle } from './generation-scheduler.js';
+import { EngineUnavailableError, QueueFullError, type FinishReason, type SequenceHandle, type SequenceQueue } from './generation-scheduler.js';
 import type { ModelServerMetrics } from './metrics.js';
 import { MAX_PROMPT_TOKENS } from './model-spec.js';
 import { OpenAIError, sendOpenAIError } from './openai-errors.js';
@@ -12,8 +12,8 @@ import { encodeChat } from './tokenizer.js';
 
 export interface ChatCompletionsDeps {
   modelNames: ReadonlySet<string>;
-  /** Undefined until the model is loaded. */
-  scheduler: () => GenerationScheduler | undefined;
+  /** The generation engine; undefined until the model is loaded (and while its worker restarts). */
+  scheduler: () => SequenceQueue | undefined;
   metrics: ModelServerMetrics;
   logger: Logger;
   /**
@@ -156,12 +156,17 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
     } catch (err) {
       if (cancelled) return;
       done = true;
+      for (const h of handles) h.cancel(); // the request's other choices, if any
       const queueFull = err instanceof QueueFullError;
+      const unavailable = err instanceof EngineUnavailableError;
       deps.metrics.completions.inc({ ...labels, outcome: queueFull ? 'rejected' : 'error' });
       const error = queueFull
         ? new OpenAIError(429, 'The server is at capacity (generation queue full); retry shortly.', 'rate_limit_error', null, 'queue_full')
-        : new OpenAIError(500, 'The model failed to generate a response.', 'server_error', null, 'generation_failed');
-      if (!queueFull) deps.logger.error({ err }, 'generation failed');
+        : unavailable
+          ? new OpenAIError(503, 'The model is restarting; retry shortly.', 'server_error', null, 'model_not_ready')
+          : new OpenAIError(500, 'The model failed to generate a response.', 'server_error', null, 'generation_failed');
+      if (unavailable) deps.logger.warn({ err }, 'generation engine unavailable');
+      else if (!queueFull) deps.logger.error({ err }, 'generation failed');
       if (stream?.opened) stream.fail(error);
       else sendOpenAIError(res, error);
     }

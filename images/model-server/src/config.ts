@@ -15,6 +15,8 @@ const schema = z.object({
   MODEL_SERVER_MAX_BODY_BYTES: env.int(1024 * 1024, 1024, 100 * 1024 * 1024),
   MODEL_SERVER_THREADS: env.int(1, 0, 64),
   MODEL_SERVER_TRUNCATE_PROMPT: env.bool(false),
+  /** Unset: the default (the generation engine in a worker thread); the option is then left out. */
+  MODEL_SERVER_WORKER: z.enum(['true', 'false', '1', '0', 'yes', 'no']).optional().transform((v) => (v === undefined ? undefined : v === 'true' || v === '1' || v === 'yes')),
   /** Set by the operator for ModelServers that ask for a GPU. */
   STRATA_EXECUTION_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
 });
@@ -35,5 +37,6 @@ export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env
     threads: c.MODEL_SERVER_THREADS,
     truncatePrompt: c.MODEL_SERVER_TRUNCATE_PROMPT,
     executionProvider: c.STRATA_EXECUTION_PROVIDER,
+    ...(c.MODEL_SERVER_WORKER === undefined ? {} : { worker: c.MODEL_SERVER_WORKER }),
   };
 }

@@ -14,6 +14,14 @@ export interface SequenceRequest {
   onToken(id: number): boolean;
   onFinish(reason: FinishReason): void;
   onError(err: Error): void;
+  /** The sequence left the queue and joined the running batch (optional). */
+  onStart?(): void;
+}
+
+/** What the HTTP handler needs from a generation engine: in this thread (GenerationScheduler) or in a worker. */
+export interface SequenceQueue {
+  /** Queue every sequence of one request, all or none; throws QueueFullError when the queue is full. */
+  enqueue(requests: readonly SequenceRequest[]): SequenceHandle[];
 }
 
 export interface SchedulerObserver {
@@ -49,6 +57,14 @@ interface Sequence {
   cancelled: boolean;
 }
 
+/** The generation engine went away (its worker thread crashed or the server is stopping): retry shortly. */
+export class EngineUnavailableError extends Error {
+  constructor(message = 'the generation engine stopped') {
+    super(message);
+    this.name = 'EngineUnavailableError';
+  }
+}
+
 export interface SequenceHandle {
   cancel(): void;
 }
@@ -58,7 +74,7 @@ export interface SequenceHandle {
  * active sequence advances by one token per step (one decoder run for the whole batch), and
  * finished or cancelled ones leave at once. The queue in front is bounded (back-pressure).
  */
-export class GenerationScheduler {
+export class GenerationScheduler implements SequenceQueue {
   private readonly waiting: Sequence[] = [];
   /** The sequence in each batch row; undefined for a released row. */
   private slots: Array<Sequence | undefined> = [];
@@ -143,6 +159,7 @@ export class GenerationScheduler {
     const byPrompt = new Map<readonly number[], EncodedPrompt>(prompts.map((p, i) => [p, encoded[i]!]));
     const rows = this.batch.add(admitted.map((s) => byPrompt.get(s.request.prompt)!));
     rows.forEach((row, i) => (this.slots[row] = admitted[i]));
+    for (const s of admitted) s.request.onStart?.();
     this.peak = Math.max(this.peak, this.activeCount + this.waiting.length);
     this.report();
   }

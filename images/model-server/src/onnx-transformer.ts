@@ -70,6 +70,17 @@ export class OnnxTransformer {
     return new OnnxTransformer(encoder, decoder);
   }
 
+  /** load(), falling back to the CPU (and telling `onFallback`) when the CUDA provider cannot be loaded. */
+  static async loadWithFallback(modelDir: string, opts: OnnxTransformerOptions, onFallback: (err: unknown) => void): Promise<OnnxTransformer> {
+    try {
+      return await OnnxTransformer.load(modelDir, opts);
+    } catch (err) {
+      if (opts.executionProvider !== 'cuda') throw err;
+      onFallback(err);
+      return OnnxTransformer.load(modelDir, { ...opts, executionProvider: 'cpu' });
+    }
+  }
+
   /** Encode several prompts in one run (PAD-padded to the longest), split back per prompt. */
   async encode(prompts: readonly number[][]): Promise<EncodedPrompt[]> {
     const batch = prompts.length;

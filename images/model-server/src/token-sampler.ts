@@ -16,7 +16,7 @@ const isGenerable = (id: number) => id === SPECIAL_TOKENS.EOS || id >= FIRST_CON
 export class TokenSampler {
   private readonly random: () => number;
 
-  constructor(private readonly params: SamplingParams) {
+  constructor(readonly params: SamplingParams) {
     this.random = mulberry32(params.seed ?? Math.floor(Math.random() * 2 ** 32));
   }
 

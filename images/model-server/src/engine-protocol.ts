@@ -1,0 +1,54 @@
+/**
+ * Messages between the HTTP thread and the generation worker (`engine-worker.ts`). Plain data only:
+ * they are structured-cloned by postMessage.
+ */
+
+/** What the worker is started with (workerData). */
+export interface EngineWorkerData {
+  /** URL of the worker module the bootstrap imports (engine-worker.ts, or a test's stand-in). */
+  entry: string;
+  modelDir: string;
+  threads?: number;
+  executionProvider?: 'cpu' | 'cuda';
+  maxBatch: number;
+  batchWindowMs: number;
+}
+
+/** One choice to generate; `id` is unique per server (assigned by the HTTP thread). */
+export interface SequenceSpec {
+  id: number;
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  seed?: number;
+}
+
+export type ToWorker =
+  /** The choices of one request: they share the prompt, which is encoded once. */
+  | { t: 'enqueue'; prompt: number[]; seqs: SequenceSpec[] }
+  /** No more tokens for these sequences (client gone, or a stop string matched in the HTTP thread). */
+  | { t: 'cancel'; ids: number[] };
+
+/** What happened since the last report: sent once per decode step (and after each admission). */
+export interface EngineEvents {
+  t: 'events';
+  /** Sequences that left the queue for the running batch. */
+  admitted: number[];
+  /** Pairs: sequence id, generated content token (EOS is not sent: it is a finish). */
+  tokens: number[];
+  /** Pairs: sequence id, 0 = 'stop' (EOS), 1 = 'length'. */
+  finished: number[];
+  errors: Array<[id: number, message: string]>;
+  /** Pairs: batch size, seconds, per decoder step. */
+  steps: number[];
+  /** Seconds from enqueue to first token, per sequence that got one. */
+  firstTokens: number[];
+  /** Seconds between consecutive tokens of a sequence. */
+  nextTokens: number[];
+}
+
+export type FromWorker =
+  | { t: 'ready'; executionProvider: 'cpu' | 'cuda' }
+  | { t: 'failed'; message: string }
+  | { t: 'warn'; message: string }
+  | EngineEvents;

@@ -1,0 +1,107 @@
+/**
+ * The generation engine in a worker thread: the ONNX sessions and the GenerationScheduler's decode
+ * loop run here, so that decoding does not compete with HTTP parsing, validation and SSE writes on
+ * the main thread's event loop (ONNX Runtime's `run` blocks the thread it is called on).
+ * The HTTP thread (`worker-engine.ts`) sends sequences and cancellations; this thread answers with
+ * one `events` message per decoder step (tokens, finishes, metrics observations).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { EngineEvents, EngineWorkerData, FromWorker, ToWorker } from './engine-protocol.js';
+import { GenerationScheduler, type SequenceHandle } from './generation-scheduler.js';
+import { OnnxTransformer } from './onnx-transformer.js';
+import { TokenSampler } from './token-sampler.js';
+
+const port = parentPort!;
+const config = workerData as EngineWorkerData;
+const post = (message: FromWorker) => port.postMessage(message);
+
+let provider: 'cpu' | 'cuda' = config.executionProvider ?? 'cpu';
+// No top-level await: the bootstrap loads this module through tsx's CommonJS hook.
+void OnnxTransformer.loadWithFallback(config.modelDir, { threads: config.threads, executionProvider: config.executionProvider }, (err) => {
+  provider = 'cpu';
+  post({ t: 'warn', message: `CUDA execution provider unavailable, using the CPU: ${err instanceof Error ? err.message : String(err)}` });
+}).then(serve, (err: unknown) => {
+  post({ t: 'failed', message: err instanceof Error ? err.message : String(err) });
+  port.close(); // nothing else keeps this thread alive: it exits
+});
+
+function serve(model: OnnxTransformer): void {
+  const emptyEvents = (): EngineEvents => ({ t: 'events', admitted: [], tokens: [], finished: [], errors: [], steps: [], firstTokens: [], nextTokens: [] });
+  let pending = emptyEvents();
+  let flushQueued = false;
+  /** Everything a decoder step produces is reported in one message, sent once the step's callbacks have run. */
+  const queueFlush = () => {
+    if (flushQueued) return;
+    flushQueued = true;
+    queueMicrotask(() => {
+      flushQueued = false;
+      const events = pending;
+      pending = emptyEvents();
+      post(events);
+    });
+  };
+
+  const scheduler = new GenerationScheduler(
+    model,
+    // The HTTP thread bounds the queue (it answers 429); this one takes whatever it is sent.
+    { maxBatch: config.maxBatch, batchWindowMs: config.batchWindowMs, maxQueue: Number.POSITIVE_INFINITY },
+    {
+      queueChanged: () => {},
+      stepped: (batchSize, seconds) => {
+        pending.steps.push(batchSize, seconds);
+        queueFlush();
+      },
+      firstToken: (seconds) => pending.firstTokens.push(seconds),
+      nextToken: (seconds) => pending.nextTokens.push(seconds),
+    },
+  );
+
+  const handles = new Map<number, SequenceHandle>();
+  port.on('message', (message: ToWorker) => {
+    if (message.t === 'cancel') {
+      for (const id of message.ids) {
+        handles.get(id)?.cancel();
+        handles.delete(id);
+      }
+      return;
+    }
+    const { prompt, seqs } = message;
+    const done = (id: number) => {
+      handles.delete(id);
+      queueFlush();
+    };
+    try {
+      const created = scheduler.enqueue(
+        seqs.map((s) => ({
+          prompt,
+          maxTokens: s.maxTokens,
+          sampler: new TokenSampler({ temperature: s.temperature, topP: s.topP, seed: s.seed }),
+          onStart: () => {
+            pending.admitted.push(s.id);
+            queueFlush();
+          },
+          // The HTTP thread matches stop strings and cancels the sequence when one matches.
+          onToken: (token) => {
+            pending.tokens.push(s.id, token);
+            queueFlush();
+            return false;
+          },
+          onFinish: (reason) => {
+            pending.finished.push(s.id, reason === 'stop' ? 0 : 1);
+            done(s.id);
+          },
+          onError: (err) => {
+            pending.errors.push([s.id, err.message]);
+            done(s.id);
+          },
+        })),
+      );
+      seqs.forEach((s, i) => handles.set(s.id, created[i]!));
+    } catch (err) {
+      for (const s of seqs) pending.errors.push([s.id, err instanceof Error ? err.message : String(err)]);
+      queueFlush();
+    }
+  });
+
+  post({ t: 'ready', executionProvider: provider });
+}
