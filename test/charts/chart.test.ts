@@ -149,3 +149,33 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     }
   });
 });
+
+describe('Helm chart objects on the wire (client-node serialization)', function () {
+  this.timeout(60_000);
+
+  it('reach the API server field for field, as a client would apply them', async () => {
+    const { startHarness, stored } = await import('../controllers/support/harness.js');
+    const h = await startHarness();
+    try {
+      const objs = await template(['ingress.enabled=true', 'poemApp.enabled=true', 'poemApp.apiKey=k', 'platform.postgresReplicaUrls={postgres://r/s}']);
+      const lost = (sent: unknown, got: unknown, at: string): string[] => {
+        if (sent && typeof sent === 'object') {
+          if (!got || typeof got !== 'object') return [at];
+          return Object.entries(sent).flatMap(([k, v]) => lost(v, (got as Record<string, unknown>)[k], `${at}.${k}`));
+        }
+        return sent === got ? [] : [`${at} (${JSON.stringify(sent)} → ${JSON.stringify(got)})`];
+      };
+      const problems: string[] = [];
+      let applied = 0;
+      for (const obj of objs.filter((o) => o.kind !== 'ServiceMonitor')) {
+        await h.kube.apply(obj as never);
+        problems.push(...lost(obj, stored(h.fake, obj.apiVersion, obj.kind, obj.metadata.namespace ?? '', obj.metadata.name), `${obj.kind}/${obj.metadata.name}`));
+        applied++;
+      }
+      expect(problems).to.deep.equal([]);
+      expect(applied).to.be.greaterThan(12);
+    } finally {
+      await h.stop();
+    }
+  });
+});

@@ -45,6 +45,11 @@ export const BUILTIN_TYPES: ResourceType[] = [
   grouped('batch', 'v1', 'Job', 'jobs'),
   grouped('batch', 'v1', 'CronJob', 'cronjobs'),
   grouped('coordination.k8s.io', 'v1', 'Lease', 'leases', false),
+  grouped('networking.k8s.io', 'v1', 'Ingress', 'ingresses'),
+  grouped('rbac.authorization.k8s.io', 'v1', 'Role', 'roles', false),
+  grouped('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings', false),
+  grouped('rbac.authorization.k8s.io', 'v1', 'ClusterRole', 'clusterroles', false, false),
+  grouped('rbac.authorization.k8s.io', 'v1', 'ClusterRoleBinding', 'clusterrolebindings', false, false),
   grouped('apiextensions.k8s.io', 'v1', 'CustomResourceDefinition', 'customresourcedefinitions', true, false),
 ];
 
