@@ -101,8 +101,9 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
 }
 
 /**
- * The namespace's object storage stack: configuration (connection URLs in a Secret), the gateway, data plane and control plane
- * (Deployment + Service each), the Redis Cluster and the daily purge CronJob. Owned by every Bucket
+ * The namespace's object storage stack: configuration (connection URLs in a Secret), the gateway,
+ * data plane and control plane (Deployment + Service each), the Redis Cluster and the daily purge
+ * CronJob. Owned by every Bucket
  * of the namespace together, so it goes when the last Bucket goes. The data volume (and the Secrets,
  * see stack-secrets.ts) carry no owner: retained buckets keep their bytes.
  */
