@@ -334,6 +334,10 @@ describe('object layer: bucket creation checks the backend first (the operator p
   it('creates the bucket on its own backend; bytes land there and are freed there by purge', async () => {
     const r = await create('op-bucket', own);
     expect(r.status, await r.clone().text()).to.equal(200);
+    // Its credentials are never answered back.
+    const answered = (await (await layer.cpFetch('GET', '/internal/buckets/op-bucket')).json()) as { backend: Record<string, unknown> };
+    expect(answered.backend).to.include({ kind: 'minio', bucket: own.bucket }).and.not.have.any.keys('accessKey', 'secretKey');
+    expect(JSON.stringify(await r.json())).not.to.contain(server.secretKey);
     const body = randomBytes(5000);
     const put = await layer.dpFetch('PUT', '/internal/objects/op-bucket/k', body, { 'content-length': String(body.length) });
     expect(put.status).to.equal(200);

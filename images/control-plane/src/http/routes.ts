@@ -176,5 +176,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
 }
 
 function publicBucket(b: Bucket) {
-  return { name: b.name, owner: b.owner, createdAt: b.createdAt, backend: b.backend };
+  // A bucket's own backend credentials (operator-made buckets) stay in the database: no caller needs them back.
+  const { accessKey: _accessKey, secretKey: _secretKey, ...backend } = b.backend;
+  return { name: b.name, owner: b.owner, createdAt: b.createdAt, backend };
 }
