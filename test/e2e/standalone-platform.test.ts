@@ -3,9 +3,10 @@
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { startPlatform, type RunningPlatform } from '../../images/standalone/src/platform.js';
-import { makeImageDir, makeTestModel, tempDir } from '../image-search/support/fixtures.js';
+import { colourImage, makeImageDir, makeTestModel, PALETTE, tempDir } from '../image-search/support/fixtures.js';
 
 interface Json {
   [key: string]: unknown;
@@ -33,7 +34,14 @@ describe('e2e: the standalone platform runs every service', function () {
       rootPassword: 'standalone-e2e-password',
       purgeSchedule: false,
       logLevel: 'silent',
-      env: { IMAGE_FILE_DIR: imageDir, IMAGE_SEARCH_MODEL_DIR: makeTestModel(), IMAGE_SEARCH_INDEX_STRING: 'IVF4096,PQ32x8' },
+      env: {
+        IMAGE_FILE_DIR: imageDir,
+        IMAGE_SEARCH_MODEL_DIR: makeTestModel(),
+        IMAGE_SEARCH_INDEX_STRING: 'IVF4096,PQ32x8',
+        // Images put under photos/incoming/ in the platform's own object store are indexed (events; no polling here).
+        IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/incoming/',
+        IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
+      },
     });
   });
 
@@ -101,5 +109,29 @@ describe('e2e: the standalone platform runs every service', function () {
     expect(status.json).to.deep.include({ total_vectors: all.length });
     expect(status.json.index_string).to.equal('IVF4096,PQ32x8');
     expect(existsSync(path.join(dataDir, 'image-search', 'index'))).to.equal(true);
+  });
+
+  it('indexes an image at once when it is put into the source bucket of the object store', async () => {
+    const s3 = new S3Client({
+      endpoint: platform.urls.gateway,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: platform.rootUser, secretAccessKey: platform.rootPassword },
+    });
+    try {
+      await s3.send(new CreateBucketCommand({ Bucket: 'photos' }));
+      await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'incoming/blue-sky.png', Body: await colourImage(PALETTE.blue!, 7), ContentType: 'image/png' }));
+      const deadline = Date.now() + 60_000;
+      let paths: string[] = [];
+      while (Date.now() < deadline) {
+        const found = await call(`${platform.urls['image-search']}/search`, { query: 'blue', topk: 20 });
+        paths = (found.json.results as Array<{ path: string }>).map((r) => r.path);
+        if (paths.some((p) => p.endsWith('blue-sky.png'))) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(paths.some((p) => p.endsWith('blue-sky.png')), paths.join(', ')).to.equal(true);
+    } finally {
+      s3.destroy();
+    }
   });
 });

@@ -168,8 +168,14 @@ export const AI_SERVICES: PlatformService[] = [
           IMAGE_SEARCH_MODEL_DIR: envOr(env, 'IMAGE_SEARCH_MODEL_DIR', path.join(dir, 'model')),
           IMAGE_SEARCH_INDEX_DIR: envOr(env, 'IMAGE_SEARCH_INDEX_DIR', path.join(dir, 'index')),
           IMAGE_SEARCH_MODEL_CACHE_DIR: envOr(env, 'IMAGE_SEARCH_MODEL_CACHE_DIR', path.join(dir, 'model-cache')),
+          // A bucket source (IMAGE_SEARCH_SOURCE_S3_URL) or model object is read from this platform's own gateway as root.
+          IMAGE_SEARCH_S3_ENDPOINT: envOr(env, 'IMAGE_SEARCH_S3_ENDPOINT', ctx.urls.gateway ?? 'http://127.0.0.1:9000'),
+          IMAGE_SEARCH_S3_ACCESS_KEY_ID: envOr(env, 'IMAGE_SEARCH_S3_ACCESS_KEY_ID', ctx.rootUser),
+          IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: envOr(env, 'IMAGE_SEARCH_S3_SECRET_ACCESS_KEY', ctx.rootPassword),
         },
         host: ctx.options.host ?? '0.0.0.0',
+        // With IMAGE_SEARCH_SOURCE_S3_URL set, images put into that bucket are indexed at once.
+        objectEvents: ctx.broker,
         logger: ctx.logger('image-search'),
       });
     },
