@@ -104,7 +104,9 @@ export class ImageIndexReconciler implements Reconciler {
       }
     }
 
-    if (!active && workerReady) {
+    // One operation at a time, also when the worker runs one started outside the operator (its API):
+    // a Job now would be refused. Requests wait for the next poll.
+    if (!active && workerReady && !observed?.busy) {
       const next = this.nextOperation(ix, spec, fields, observed);
       if (next) {
         const { object: job, created } = await this.kube.createIfAbsent(renderIndexJob(ix, next.op, next.jobName, this.settings));

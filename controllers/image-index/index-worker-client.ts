@@ -2,6 +2,8 @@
 export interface IndexWorkerStatus {
   vectors: number;
   bufferSize: number;
+  /** A merge or rebuild is running inside the worker (started by a Job or through its API). */
+  busy?: boolean;
 }
 
 /** Reads an index worker's state; tests substitute their own. */
@@ -14,7 +16,7 @@ export class HttpIndexWorkerClient implements IndexWorkerClient {
   async status(workerUrl: string): Promise<IndexWorkerStatus> {
     const res = await fetch(`${workerUrl}/api/index/status`, { signal: AbortSignal.timeout(10_000) });
     if (!res.ok) throw new Error(`index worker answered ${res.status}`);
-    const body = (await res.json()) as { total_vectors?: number; buffer?: { vectors?: number } };
-    return { vectors: body.total_vectors ?? 0, bufferSize: body.buffer?.vectors ?? 0 };
+    const body = (await res.json()) as { total_vectors?: number; buffer?: { vectors?: number }; job?: { state?: string } | null };
+    return { vectors: body.total_vectors ?? 0, bufferSize: body.buffer?.vectors ?? 0, busy: body.job?.state === 'running' };
   }
 }

@@ -93,7 +93,7 @@ describe('ImageIndex reconciler', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const status = await new HttpIndexWorkerClient().status(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-      expect(status).to.deep.equal({ vectors: 4200, bufferSize: 77 });
+      expect(status).to.deep.equal({ vectors: 4200, bufferSize: 77, busy: false });
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
@@ -156,6 +156,19 @@ describe('ImageIndex reconciler', () => {
       }, 'merge recorded');
       expect(jobs(h.fake)).to.have.length(1);
       expect(eventReasons(h.fake, NS, 'photos')).to.include.members(['MergeStarted', 'IndexOperationSucceeded']);
+    });
+
+    it('starts no Job while the worker runs an operation of its own, and catches up afterwards', async () => {
+      worker.current = { vectors: 5000, bufferSize: 1500, busy: true };
+      await h.kube.apply(indexCr({ bufferThreshold: 1000, mergeRequest: 'm1' }) as never);
+      await workerReady();
+      await eventually(() => expect(getIndex(h).status?.bufferSize).to.equal(1500), 'polled');
+      expect(jobs(h.fake)).to.have.length(0);
+      expect(getIndex(h).status?.handledMergeRequest).to.equal(undefined);
+      worker.current = { vectors: 5000, bufferSize: 1500, busy: false };
+      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', namespace: NS, name: 'photos' }, { metadata: { annotations: { poke: '1' } } });
+      await eventually(() => expect(jobs(h.fake)).to.have.length(1), 'merge job once free');
+      await eventually(() => expect(getIndex(h).status?.handledMergeRequest).to.equal('m1'), 'request handled');
     });
 
     it('does not auto-merge when autoMerge is off', async () => {

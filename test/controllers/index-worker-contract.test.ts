@@ -68,12 +68,12 @@ describe('ImageIndex controller against a real image-search worker', function ()
     expect(merge.code, merge.output).to.equal(0);
     expect(merge.output).to.match(/merge done/);
     const merged = await client.status(service.url);
-    expect(merged).to.deep.equal({ vectors: before.vectors, bufferSize: 0 });
+    expect(merged).to.deep.equal({ vectors: before.vectors, bufferSize: 0, busy: false });
 
     const rebuild = await runJob('rebuild', service.url);
     expect(rebuild.code, rebuild.output).to.equal(0);
     expect(rebuild.output).to.match(/rebuild done/);
-    expect(await client.status(service.url)).to.deep.equal({ vectors: before.vectors, bufferSize: 0 });
+    expect(await client.status(service.url)).to.deep.equal({ vectors: before.vectors, bufferSize: 0, busy: false });
   });
 
   it('fails the Job when the worker refuses the operation', async () => {
