@@ -97,6 +97,17 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     expect(JSON.stringify(deployment)).to.contain('secretKeyRef');
   });
 
+  it('keeps a standby replica on another node and through drains when replicaCount > 1', async () => {
+    expect((await template()).some((o) => o.kind === 'PodDisruptionBudget')).to.equal(false);
+    const objs = await template(['replicaCount=2']);
+    for (const o of objs) await validateManifest(o);
+    const pdb = objs.find((o) => o.kind === 'PodDisruptionBudget') as RenderedObject & { spec: { minAvailable: number; selector: { matchLabels: object } } };
+    expect(pdb.spec.minAvailable).to.equal(1);
+    const deployment = objs.find((o) => o.kind === 'Deployment') as RenderedObject & { spec: { template: { spec: { affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: Array<{ podAffinityTerm: { labelSelector: { matchLabels: object } } }> } } } } } };
+    const term = deployment.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]!.podAffinityTerm;
+    expect(term.labelSelector.matchLabels).to.deep.equal(pdb.spec.selector.matchLabels);
+  });
+
   it('grants least privilege: no wildcards, no deletes, Secrets neither listed nor watched', async () => {
     const objs = await template();
     const rules = objs.filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role').flatMap((o) => o.rules as Rule[]);
