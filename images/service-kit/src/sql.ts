@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
@@ -86,9 +88,10 @@ export async function createPgliteSqlClient(dataDir?: string): Promise<SqlClient
   const options = { postgresqlconf: ['shared_buffers = 16MB'] };
   const onDisk = dataDir !== undefined && dataDir !== 'memory://';
   if (onDisk && !existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    // A new cluster: initdb runs in the same WASM memory and leaves it ~500 MB large for good. Create
-    // the cluster, close it, and start again on it (the standalone process then idles at ~1/3 the RSS).
-    await (await PGlite.create({ dataDir, ...options })).close();
+    // A new cluster: initdb runs in the same WASM memory and leaves it ~500 MB large for good (and a
+    // closed instance's memory only goes back whenever V8 happens to collect it). So, like
+    // PostgreSQL's own initdb, create the cluster in a short-lived child process, then open it here.
+    await initPgliteCluster(dataDir, options.postgresqlconf);
   }
   const db = await PGlite.create({ ...(onDisk ? { dataDir } : {}), ...options });
   const exec = async <R>(
@@ -121,6 +124,24 @@ export async function createPgliteSqlClient(dataDir?: string): Promise<SqlClient
       await db.close();
     },
   };
+}
+
+/** Create a PGlite cluster in `dataDir` from a child Node.js process (its memory goes with it). */
+function initPgliteCluster(dataDir: string, postgresqlconf: string[]): Promise<void> {
+  const script = [
+    'const [entry, dir, conf] = process.argv.slice(1);',
+    'const { PGlite } = require(entry);',
+    '(async () => {',
+    '  const db = await PGlite.create({ dataDir: dir, postgresqlconf: JSON.parse(conf) });',
+    '  await db.close();',
+    '})().catch((err) => { console.error(err); process.exit(1); });',
+  ].join('\n');
+  const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', script, entry, path.resolve(dataDir), JSON.stringify(postgresqlconf)], { timeout: 300_000 }, (err, _stdout, stderr) =>
+      err ? reject(new Error(`creating the PGlite database in ${dataDir} failed: ${err.message}\n${stderr}`)) : resolve(),
+    );
+  });
 }
 
 /** PostgreSQL's unique_violation, the same code on both clients. */
