@@ -1,5 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { Ajv } from 'ajv';
 import { expect } from 'chai';
 import { parseAllDocuments } from 'yaml';
 import { CRD_DIRS, generateCrdFiles } from '../../hack/gen-crds.js';
@@ -33,6 +34,12 @@ function structuralProblems(node: Schema, at: string): string[] {
   if (node.anyOf) {
     if (!intOrString) problems.push(`${at}: anyOf outside int-or-string`);
     for (const branch of node.anyOf as Schema[]) if (Object.keys(branch).some((k) => k !== 'type')) problems.push(`${at}: anyOf branch with more than a type`);
+  }
+  if ('default' in node) {
+    // A default must itself be valid (the API server checks it when the CRD is created).
+    const { default: value, ...rest } = node;
+    const validate = new Ajv({ strict: false }).compile(rest);
+    if (!validate(structuredClone(value))) problems.push(`${at}: default ${JSON.stringify(value)} is invalid`);
   }
   if (node['x-kubernetes-list-type'] === 'map') {
     const items = node.items as Schema;
@@ -78,10 +85,11 @@ describe('CRDs', () => {
       expect(structuralProblems(schema, name)).to.deep.equal([]);
     }
     // The check itself finds what it should.
-    expect(structuralProblems({ type: 'object', properties: { a: { anyOf: [{ type: 'string' }, { type: 'integer' }] }, b: {} } }, 'x')).to.deep.equal([
+    expect(structuralProblems({ type: 'object', properties: { a: { anyOf: [{ type: 'string' }, { type: 'integer' }] }, b: {}, c: { type: 'integer', minimum: 1, default: 0 } } }, 'x')).to.deep.equal([
       'x.a: no type',
       'x.a: anyOf outside int-or-string',
       'x.b: no type',
+      'x.c: default 0 is invalid',
     ]);
   });
 
