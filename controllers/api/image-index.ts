@@ -42,6 +42,7 @@ export const imageIndexSpec = z.object({
     })
     .default({ size: '10Gi' })
     .describe('The PersistentVolumeClaim that keeps the index state.'),
+  image: z.string().optional().describe('Index worker image (e.g. one built with CUDA for GPU workers); the operator default when unset.'),
   mergeRequest: z.string().optional().describe('Set or change to any new value to run a merge Job once.'),
   rebuildRequest: z.string().optional().describe('Set or change to any new value to run a rebuild Job once.'),
 });

@@ -95,7 +95,7 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
           containers: [
             {
               name: 'image-search',
-              image: imageFor(settings, 'image-search'),
+              image: spec.image ?? imageFor(settings, 'image-search'),
               imagePullPolicy: settings.imagePullPolicy,
               ports: [{ name: 'http', containerPort: WORKER_PORT, protocol: 'TCP' }],
               env: [

@@ -81,6 +81,10 @@ describe('ImageIndex reconciler', () => {
       expect(cpu!.spec.template.spec.nodeSelector).to.equal(undefined);
       expect(cpu!.spec.template.spec.tolerations).to.equal(undefined);
       expect(JSON.stringify(cpu!.spec.template.spec.containers[0].resources)).to.not.contain('nvidia');
+      expect(cpu!.spec.template.spec.containers[0].image).to.equal('ghcr.io/strata-dev/image-search:test');
+      const ownImage = indexCr({ gpu: { enabled: true }, image: 'registry.local/image-search:cuda' }) as unknown as ImageIndex;
+      const [, own] = renderImageIndex(ownImage, imageIndexSpec.parse(ownImage.spec), TEST_SETTINGS) as Doc[];
+      expect(own!.spec.template.spec.containers[0].image).to.equal('registry.local/image-search:cuda');
     });
   });
 
