@@ -18,7 +18,7 @@ export class WorkQueue {
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; at: number }>();
   private waiters: Array<(key: string | undefined) => void> = [];
   private shuttingDown = false;
 
@@ -57,18 +57,23 @@ export class WorkQueue {
     this.queue.push(key);
   }
 
-  /** Add after a delay; an earlier pending delayed add of the same key wins. */
+  /**
+   * Add after a delay. Of several pending delayed adds of one key the earliest wins: a retry after a
+   * failure is not held back by a long periodic requeue (nor the other way round).
+   */
   addAfter(key: string, delayMs: number): void {
     if (this.shuttingDown) return;
     if (delayMs <= 0) return this.add(key);
+    const at = Date.now() + delayMs;
     const existing = this.timers.get(key);
-    if (existing) return;
+    if (existing && existing.at <= at) return;
+    if (existing) clearTimeout(existing.timer);
     const timer = setTimeout(() => {
       this.timers.delete(key);
       this.add(key);
     }, delayMs);
     timer.unref();
-    this.timers.set(key, timer);
+    this.timers.set(key, { timer, at });
   }
 
   /** Add with this key's exponential backoff (base × 2^failures, capped), or later when the overall bucket is empty. */
@@ -119,7 +124,7 @@ export class WorkQueue {
 
   shutdown(): void {
     this.shuttingDown = true;
-    for (const timer of this.timers.values()) clearTimeout(timer);
+    for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     for (const waiter of this.waiters) waiter(undefined);
     this.waiters = [];

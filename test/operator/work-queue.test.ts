@@ -49,6 +49,18 @@ describe('operator work queue', () => {
     q.shutdown();
   });
 
+  it('lets the earliest of several delayed adds of a key win', async () => {
+    const q = new WorkQueue();
+    q.addAfter('k', 60_000); // a periodic requeue
+    q.addAfter('k', 10); // then a retry after a failure: must not wait for the minute
+    expect(await q.get()).to.equal('k');
+    q.done('k');
+    q.addAfter('j', 10);
+    q.addAfter('j', 60_000); // a later one does not postpone it either
+    expect(await q.get()).to.equal('j');
+    q.shutdown();
+  });
+
   it('delivers delayed keys later and wakes waiting workers on shutdown', async () => {
     const q = new WorkQueue();
     q.addAfter('later', 20);
