@@ -161,8 +161,12 @@ export class BucketReconciler implements Reconciler {
   private async finalize(bucket: Bucket, spec: BucketSpec | undefined): Promise<ReconcileResult> {
     if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) return {};
     const bucketName = spec?.bucketName ?? bucket.metadata.name;
-    if (spec?.deletionPolicy === 'Delete') {
-      const service = await this.serviceIfReady(bucket.metadata.namespace ?? '');
+    const service = spec?.deletionPolicy === 'Delete' ? await this.serviceIfReady(bucket.metadata.namespace ?? '') : undefined;
+    if (spec?.deletionPolicy === 'Delete' && !service && bucket.status?.objectCount === undefined) {
+      // Never reported ready: the bucket was never made, and a stack that never came up must not
+      // hold the resource forever.
+      await this.events.event(bucket, 'Normal', 'BucketNeverCreated', `bucket ${bucketName} was never created; nothing to delete`);
+    } else if (spec?.deletionPolicy === 'Delete') {
       // Without a running stack the bucket cannot be deleted yet: retry with backoff.
       if (!service) throw new Error(`cannot delete bucket ${bucketName}: the storage stack is not ready`);
       await service.deleteBucket(bucketName);

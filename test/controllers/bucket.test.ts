@@ -215,6 +215,30 @@ describe('Bucket reconciler', () => {
       expect(cp!.buckets.has('logs')).to.equal(false);
     });
 
+    it('releases a Delete-policy Bucket whose stack never came up, and holds one whose bucket exists until the stack is back', async () => {
+      await h.kube.apply(bucketCr('never', { deletionPolicy: 'Delete' }) as never);
+      await eventually(() => expect(getBucket(h, 'never')!.metadata.finalizers).to.include(BUCKET_FINALIZER), 'finalizer');
+      await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'never' });
+      await eventually(() => expect(getBucket(h, 'never')).to.equal(undefined), 'released');
+      expect(eventReasons(h.fake, NS, 'never')).to.include('BucketNeverCreated');
+
+      await h.kube.apply(bucketCr('kept', { deletionPolicy: 'Delete' }) as never);
+      await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
+      cp = await new RecordingControlPlane(internalToken()).start();
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
+      stackReady();
+      await eventually(() => expect(getBucket(h, 'kept')!.status?.objectCount).to.equal(0), 'ready');
+      // The gateway goes down; the bucket exists, so deletion waits for the stack.
+      const t = h.fake.state.typeForKind('apps/v1', 'Deployment');
+      h.fake.state.update(t, NS, 'strata-gateway', { ...h.fake.state.get(t, NS, 'strata-gateway'), status: { readyReplicas: 0 } }, 'status');
+      await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'kept' });
+      await eventually(() => expect(getBucket(h, 'kept')!.metadata.deletionTimestamp).to.be.a('string'), 'deleting');
+      expect(cp.buckets.has('kept')).to.equal(true);
+      markDeploymentReady(h.fake, NS, 'strata-gateway');
+      await eventually(() => expect(getBucket(h, 'kept')).to.equal(undefined), 'released once the stack is back');
+      expect(cp.buckets.has('kept')).to.equal(false);
+    });
+
     for (const policy of ['Retain', 'Delete'] as const) {
       it(`on deletion with policy ${policy} ${policy === 'Delete' ? 'empties and deletes' : 'keeps'} the bucket, then releases the resource`, async () => {
         await h.kube.apply(bucketCr('data', { deletionPolicy: policy }) as never);
