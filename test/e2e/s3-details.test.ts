@@ -264,6 +264,11 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     expect(other).to.match(UUID_V7);
     for (const PartNumber of [1, 2, 3]) await s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mpu/one.bin', UploadId, PartNumber, Body: randomBytes(1000 + PartNumber) }));
     expect((await filesUnder(path.join(p.dataDir, 'blobs', 'parts'))).length).to.equal(partsBefore.length + 3);
+    // A part whose Content-MD5 does not match is BadDigest and leaves no part behind.
+    const wrongMd5 = Buffer.from(md5Hex('not this part'), 'hex').toString('base64');
+    expect((await s3Failure(s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mpu/one.bin', UploadId, PartNumber: 4, Body: randomBytes(2000), ContentMD5: wrongMd5 })))).name).to.equal('BadDigest');
+    expect((await filesUnder(path.join(p.dataDir, 'blobs', 'parts'))).length).to.equal(partsBefore.length + 3);
+    expect((await filesUnder(p.dataDir)).filter((f) => f.endsWith('.tmp'))).to.deep.equal([]);
 
     const numbers: number[] = [];
     let marker: string | undefined;
