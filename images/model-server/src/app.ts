@@ -1,9 +1,10 @@
 import { fileURLToPath } from 'node:url';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import {
-  createApp, createLogger, createRegistry, httpMetrics, listen,
-  type Logger, type Registry, type RunningService,
-} from '../../service-kit/src/index.js';
+// The kit's modules one by one, not its index: the index also loads the SQL, Redis and AMQP clients,
+// which this process never uses (tens of MB of resident memory).
+import { createLogger, type Logger } from '../../service-kit/src/logger.js';
+import { createRegistry, httpMetrics, type Registry } from '../../service-kit/src/metrics.js';
+import { createApp, listen, type RunningService } from '../../service-kit/src/service.js';
 import { chatCompletionsHandler } from './chat-completions.js';
 import { GenerationScheduler, type SequenceQueue } from './generation-scheduler.js';
 import { ModelServerMetrics } from './metrics.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { Logger } from '../../service-kit/src/index.js';
+import type { Logger } from '../../service-kit/src/logger.js';
 import { ChoiceText } from './choice-text.js';
 import { parseChatRequest, type ChatRequest } from './chat-request.js';
 import { EngineUnavailableError, QueueFullError, type FinishReason, type SequenceHandle, type SequenceQueue } from './generation-scheduler.js';

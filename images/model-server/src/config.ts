@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, loadConfig } from '../../service-kit/src/index.js';
+import { env, loadConfig } from '../../service-kit/src/config.js';
 import { DEFAULT_MODEL_DIR, DEFAULT_MODEL_NAMES, type ModelServerOptions } from './app.js';
 
 const schema = z.object({

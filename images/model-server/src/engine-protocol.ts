@@ -23,6 +23,7 @@ export interface SequenceSpec {
   seed?: number;
 }
 
+/** The HTTP thread sends these in arrays: everything queued during one turn of its event loop in one message. */
 export type ToWorker =
   /** The choices of one request: they share the prompt, which is encoded once. */
   | { t: 'enqueue'; prompt: number[]; seqs: SequenceSpec[] }

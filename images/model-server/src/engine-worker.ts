@@ -57,7 +57,11 @@ function serve(model: OnnxTransformer): void {
   );
 
   const handles = new Map<number, SequenceHandle>();
-  port.on('message', (message: ToWorker) => {
+  port.on('message', (messages: ToWorker[]) => {
+    for (const message of messages) handle(message);
+  });
+
+  function handle(message: ToWorker): void {
     if (message.t === 'cancel') {
       for (const id of message.ids) {
         handles.get(id)?.cancel();
@@ -76,10 +80,8 @@ function serve(model: OnnxTransformer): void {
           prompt,
           maxTokens: s.maxTokens,
           sampler: new TokenSampler({ temperature: s.temperature, topP: s.topP, seed: s.seed }),
-          onStart: () => {
-            pending.admitted.push(s.id);
-            queueFlush();
-          },
+          // Reported with the step that follows the admission (or with the error of a failed encode).
+          onStart: () => pending.admitted.push(s.id),
           // The HTTP thread matches stop strings and cancels the sequence when one matches.
           onToken: (token) => {
             pending.tokens.push(s.id, token);
@@ -101,7 +103,7 @@ function serve(model: OnnxTransformer): void {
       for (const s of seqs) pending.errors.push([s.id, err instanceof Error ? err.message : String(err)]);
       queueFlush();
     }
-  });
+  }
 
   post({ t: 'ready', executionProvider: provider });
 }

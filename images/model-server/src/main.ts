@@ -1,4 +1,5 @@
-import { createLogger, stopOnSignals } from '../../service-kit/src/index.js';
+import { createLogger } from '../../service-kit/src/logger.js';
+import { stopOnSignals } from '../../service-kit/src/service.js';
 import { startModelServer } from './app.js';
 import { modelServerConfigFromEnv } from './config.js';
 

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from '../../service-kit/src/index.js';
+import { Counter, Gauge, Histogram, type Registry } from '../../service-kit/src/metrics.js';
 import type { SchedulerObserver } from './generation-scheduler.js';
 
 const TOKEN_RATE_WINDOW_MS = 10_000;

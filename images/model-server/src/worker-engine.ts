@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import type { Logger } from '../../service-kit/src/index.js';
+import type { Logger } from '../../service-kit/src/logger.js';
 import type { EngineEvents, EngineWorkerData, FromWorker, SequenceSpec, ToWorker } from './engine-protocol.js';
 import {
   EngineUnavailableError, QueueFullError,
@@ -120,12 +120,23 @@ export class WorkerEngine implements SequenceQueue {
     clearTimeout(this.restartTimer);
     const worker = this.worker;
     this.worker = undefined;
+    this.outbox = [];
     this.failAll(new EngineUnavailableError('the server is stopping'));
     await worker?.terminate();
   }
 
+  /** Messages for the worker, sent together at the end of this event-loop turn (fewer thread wake-ups under load). */
+  private outbox: ToWorker[] = [];
+
   private send(message: ToWorker): void {
-    this.worker?.postMessage(message);
+    if (this.outbox.length === 0) setImmediate(() => this.flushOutbox());
+    this.outbox.push(message);
+  }
+
+  private flushOutbox(): void {
+    const messages = this.outbox;
+    this.outbox = [];
+    if (messages.length > 0) this.worker?.postMessage(messages);
   }
 
   /** Start a worker; resolves once its model is loaded. */
@@ -174,6 +185,7 @@ export class WorkerEngine implements SequenceQueue {
         if (!loaded) reject(new Error(`the generation worker exited (code ${code}) before the model was loaded`));
         if (this.worker !== worker) return; // closed, or already replaced
         this.worker = undefined;
+        this.outbox = [];
         this.isReady = false;
         this.failAll(new EngineUnavailableError(`the generation engine stopped (worker exit code ${code}); retry shortly`));
         if (!this.closed) this.scheduleRestart(code);
