@@ -61,7 +61,19 @@ export class BucketReconciler implements Reconciler {
     const bucketName = spec.bucketName ?? bucket.metadata.name;
     const endpoint = `http://${serviceHost(this.settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}/${bucketName}`;
 
-    await this.ensureStack(namespace);
+    const live = await this.ensureStack(namespace);
+    // Two resources naming one bucket would share it, and a Delete policy on one would empty the
+    // other's: the oldest claim wins, the others wait.
+    const holder = live.find((b) => b.metadata.uid !== bucket.metadata.uid && resolvedName(b) === bucketName && claimsEarlier(b, bucket));
+    if (holder) {
+      await writeStatus(this.kube, this.events, bucket, {
+        fields: { bucketName, endpoint },
+        state: 'degraded',
+        reason: 'BucketNameTaken',
+        message: `Bucket ${holder.metadata.name} of this namespace already manages bucket ${bucketName}`,
+      });
+      return { requeueAfterMs: REFRESH_MS };
+    }
     const service = await this.serviceIfReady(namespace);
     if (!service) {
       await writeStatus(this.kube, this.events, bucket, {
@@ -106,13 +118,17 @@ export class BucketReconciler implements Reconciler {
     return { requeueAfterMs: REFRESH_MS };
   }
 
-  /** Secrets and the rules file once, then everything else applied; owned by every live Bucket of the namespace. */
-  private async ensureStack(namespace: string): Promise<void> {
+  /**
+   * Secrets and the rules file once, then everything else applied; owned by every live Bucket of the
+   * namespace. Returns those live Buckets.
+   */
+  private async ensureStack(namespace: string): Promise<Bucket[]> {
     for (const obj of [...renderStackSecrets(namespace), renderFlowRulesConfigMap(namespace)]) await this.kube.createIfAbsent(obj);
     const buckets = (await this.kube.list<Bucket>(this.primary.apiVersion, this.primary.kind, namespace)).filter((b) => !isBeingDeleted(b));
     const owners = sharedOwnerRefs(buckets);
-    if (owners.length === 0) return;
+    if (owners.length === 0) return buckets;
     for (const obj of renderStorageStack(namespace, owners, this.settings)) await this.kube.apply(obj);
+    return buckets;
   }
 
   /** A client for the namespace's stack once its control plane and gateway report ready. */
@@ -161,8 +177,14 @@ export class BucketReconciler implements Reconciler {
   private async finalize(bucket: Bucket, spec: BucketSpec | undefined): Promise<ReconcileResult> {
     if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) return {};
     const bucketName = spec?.bucketName ?? bucket.metadata.name;
-    const service = spec?.deletionPolicy === 'Delete' ? await this.serviceIfReady(bucket.metadata.namespace ?? '') : undefined;
-    if (spec?.deletionPolicy === 'Delete' && !service && bucket.status?.objectCount === undefined) {
+    const namespace = bucket.metadata.namespace ?? '';
+    const others = (await this.kube.list<Bucket>(this.primary.apiVersion, this.primary.kind, namespace)).filter(
+      (b) => b.metadata.uid !== bucket.metadata.uid && !isBeingDeleted(b) && resolvedName(b) === bucketName,
+    );
+    const service = spec?.deletionPolicy === 'Delete' && others.length === 0 ? await this.serviceIfReady(namespace) : undefined;
+    if (spec?.deletionPolicy === 'Delete' && others.length > 0) {
+      await this.events.event(bucket, 'Normal', 'BucketRetained', `bucket ${bucketName} is kept: Bucket ${others[0]!.metadata.name} still uses it`);
+    } else if (spec?.deletionPolicy === 'Delete' && !service && bucket.status?.objectCount === undefined) {
       // Never reported ready: the bucket was never made, and a stack that never came up must not
       // hold the resource forever.
       await this.events.event(bucket, 'Normal', 'BucketNeverCreated', `bucket ${bucketName} was never created; nothing to delete`);
@@ -178,4 +200,16 @@ export class BucketReconciler implements Reconciler {
     await this.kube.mergePatch(refOf(bucket), { metadata: { finalizers, resourceVersion: bucket.metadata.resourceVersion } });
     return {};
   }
+}
+
+/** The object-store bucket a Bucket resource names (spec.bucketName, else its own name). */
+function resolvedName(b: Bucket): string {
+  return (b.spec as { bucketName?: string } | undefined)?.bucketName ?? b.metadata.name;
+}
+
+/** Whether `a` claimed its name before `b`: older first, the resource name breaks ties. */
+function claimsEarlier(a: Bucket, b: Bucket): boolean {
+  const ta = new Date(a.metadata.creationTimestamp ?? 0).getTime();
+  const tb = new Date(b.metadata.creationTimestamp ?? 0).getTime();
+  return ta !== tb ? ta < tb : a.metadata.name < b.metadata.name;
 }

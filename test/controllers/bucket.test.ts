@@ -239,6 +239,25 @@ describe('Bucket reconciler', () => {
       expect(cp.buckets.has('kept')).to.equal(false);
     });
 
+    it('lets only the oldest of two resources naming one bucket manage it, and keeps it for the other on deletion', async () => {
+      await h.kube.apply(bucketCr('first', { bucketName: 'shared-data', deletionPolicy: 'Delete' }) as never);
+      await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
+      cp = await new RecordingControlPlane(internalToken()).start();
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
+      stackReady();
+      await eventually(() => expect(getBucket(h, 'first')!.status?.objectCount).to.equal(0), 'first ready');
+      // Created later (the fake's timestamps have whole seconds: make the order unambiguous).
+      await new Promise((r) => setTimeout(r, 1100));
+      await h.kube.apply(bucketCr('second', { bucketName: 'shared-data' }) as never);
+      await eventually(() => expect(getBucket(h, 'second')!.status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'BucketNameTaken' }), 'second refused');
+      await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'first' });
+      await eventually(() => expect(getBucket(h, 'first')).to.equal(undefined), 'first released');
+      expect(cp.buckets.has('shared-data')).to.equal(true);
+      expect(eventReasons(h.fake, NS, 'first')).to.include('BucketRetained');
+      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'second' }, { metadata: { annotations: { poke: '1' } } });
+      await eventually(() => expect(getBucket(h, 'second')!.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True'), 'second takes over');
+    });
+
     for (const policy of ['Retain', 'Delete'] as const) {
       it(`on deletion with policy ${policy} ${policy === 'Delete' ? 'empties and deletes' : 'keeps'} the bucket, then releases the resource`, async () => {
         await h.kube.apply(bucketCr('data', { deletionPolicy: policy }) as never);
