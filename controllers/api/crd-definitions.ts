@@ -29,6 +29,7 @@ export const BUCKET_KIND: CustomResourceKind = {
     { name: 'Backend', type: 'string', jsonPath: '.spec.backend.kind' },
     { name: 'Policy', type: 'string', jsonPath: '.spec.deletionPolicy' },
     { name: 'Objects', type: 'integer', jsonPath: '.status.objectCount' },
+    { name: 'Bytes', type: 'integer', jsonPath: '.status.bytes', priority: 1 },
     readyColumn,
     { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint', priority: 1 },
     ageColumn,
