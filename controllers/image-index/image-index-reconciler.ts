@@ -20,7 +20,7 @@ interface Job extends KubeObject {
   status?: { succeeded?: number; failed?: number; completionTime?: string; conditions?: Array<{ type: string; status: string }> };
 }
 interface Deployment extends KubeObject {
-  status?: { readyReplicas?: number };
+  status?: { readyReplicas?: number; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
 }
 
 function jobOutcome(job: Job): 'running' | 'succeeded' | 'failed' {
@@ -121,17 +121,21 @@ export class ImageIndexReconciler implements Reconciler {
     }
     if (active) fields.activeJob = active.metadata.name;
 
+    // The Deployment controller gave up (crashing worker, missing model, no GPU node): Degraded.
+    const stalled = deployment?.status?.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False' && c.reason === 'ProgressDeadlineExceeded');
     await writeStatus(this.kube, this.events, ix, {
       fields,
-      state: workerReady ? 'ready' : 'progressing',
-      reason: workerReady ? (active ? 'IndexOperationRunning' : 'WorkerReady') : storeMissing ? 'WaitingForObjectStore' : 'WorkerStarting',
+      state: workerReady ? 'ready' : stalled ? 'degraded' : 'progressing',
+      reason: workerReady ? (active ? 'IndexOperationRunning' : 'WorkerReady') : storeMissing ? 'WaitingForObjectStore' : stalled ? 'WorkerStalled' : 'WorkerStarting',
       message: workerReady
         ? active
           ? `serving; Job ${active.metadata.name} running`
           : 'serving searches'
         : storeMissing
           ? `the images or the model come from a bucket, but namespace ${namespace} has no Strata object store yet: create a Bucket`
-          : 'waiting for the index worker to become ready',
+          : stalled
+            ? `the index worker does not come up: ${stalled.message ?? stalled.reason}`
+            : 'waiting for the index worker to become ready',
     });
     return { requeueAfterMs: POLL_MS };
   }

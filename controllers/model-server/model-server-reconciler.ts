@@ -7,7 +7,13 @@ import { writeStatus } from '../support/status-writer.js';
 import { modelServerEndpoint, modelServerWorkloadName, renderModelServer } from './render-model-server.js';
 
 interface DeploymentStatus extends KubeObject {
-  status?: { replicas?: number; readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number };
+  status?: {
+    replicas?: number;
+    readyReplicas?: number;
+    updatedReplicas?: number;
+    observedGeneration?: number;
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+  };
 }
 
 /** ModelServer → Deployment + Service; status mirrors the Deployment's ready replicas. */
@@ -45,11 +51,14 @@ export class ModelServerReconciler implements Reconciler {
     });
     const ready = deployment?.status?.readyReplicas ?? 0;
     const rolledOut = ready >= spec.replicas && (deployment?.status?.observedGeneration ?? 0) >= (deployment?.metadata.generation ?? 0);
+    // The Deployment controller gives up on a rollout after its progress deadline (pods crash, an
+    // image cannot be pulled, no node has the GPU): that is Degraded, not Progressing.
+    const stalled = deployment?.status?.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False' && c.reason === 'ProgressDeadlineExceeded');
     await writeStatus(this.kube, this.events, ms, {
       fields: { replicas: spec.replicas, readyReplicas: ready, endpoint: modelServerEndpoint(ms, spec, this.settings) },
-      state: rolledOut ? 'ready' : 'progressing',
-      reason: rolledOut ? 'ReplicasReady' : 'RollingOut',
-      message: `${ready}/${spec.replicas} replicas ready`,
+      state: rolledOut ? 'ready' : stalled ? 'degraded' : 'progressing',
+      reason: rolledOut ? 'ReplicasReady' : stalled ? 'RolloutStalled' : 'RollingOut',
+      message: `${ready}/${spec.replicas} replicas ready${!rolledOut && stalled?.message ? `: ${stalled.message}` : ''}`,
     });
     // The Deployment's own status changes wake us up; the requeue is a safety net.
     return rolledOut ? {} : { requeueAfterMs: 30_000 };

@@ -175,6 +175,16 @@ describe('ImageIndex reconciler', () => {
       await eventually(() => expect(getIndex(h).status?.handledMergeRequest).to.equal('m1'), 'request handled');
     });
 
+    it('reports a worker the Deployment controller gave up on as Degraded', async () => {
+      await h.kube.apply(indexCr({ source: { directory: '/images' } }) as never);
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'photos-index-worker'), 'worker created');
+      const t = h.fake.state.typeForKind('apps/v1', 'Deployment');
+      const d = h.fake.state.get(t, NS, 'photos-index-worker');
+      const stalled = { type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'timed out progressing' };
+      h.fake.state.update(t, NS, 'photos-index-worker', { ...d, status: { replicas: 1, readyReplicas: 0, conditions: [stalled] } }, 'status');
+      await eventually(() => expect(getIndex(h).status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'WorkerStalled' }), 'degraded');
+    });
+
     it('does not auto-merge when autoMerge is off', async () => {
       worker.current = { vectors: 5000, bufferSize: 5000 };
       await h.kube.apply(indexCr({ autoMerge: false }) as never);

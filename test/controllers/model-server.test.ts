@@ -116,6 +116,29 @@ describe('ModelServer reconciler', () => {
       }, 'back on CPU');
     });
 
+    it('reports a rollout the Deployment controller gave up on as Degraded, with a Warning', async () => {
+      await h.kube.apply(sample({ replicas: 1 }) as never);
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server'), 'deployment created');
+      const t = h.fake.state.typeForKind('apps/v1', 'Deployment');
+      const d = h.fake.state.get(t, NS, 'tiny-model-server');
+      const stalled = { type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "tiny-model-server-5d8f" has timed out progressing.' };
+      h.fake.state.update(t, NS, 'tiny-model-server', { ...d, status: { replicas: 1, readyReplicas: 0, observedGeneration: d.metadata.generation, conditions: [stalled] } }, 'status');
+      await eventually(() => {
+        const ms = mustGet(h.fake, 'strata.dev/v1alpha1', 'ModelServer', NS, 'tiny') as unknown as ModelServer;
+        expect(ms.status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'RolloutStalled' });
+        expect(ms.status?.conditions?.find((c) => c.type === 'Degraded')?.message).to.contain('timed out progressing');
+      }, 'degraded');
+      await eventually(() => {
+        const events = h.fake.state.list(h.fake.state.typeForKind('v1', 'Event'), NS).filter((e) => e.reason === 'RolloutStalled');
+        expect(events.map((e) => e.type)).to.include('Warning');
+      }, 'warning event');
+      markDeploymentReady(h.fake, NS, 'tiny-model-server');
+      await eventually(() => {
+        const ms = mustGet(h.fake, 'strata.dev/v1alpha1', 'ModelServer', NS, 'tiny') as unknown as ModelServer;
+        expect(ms.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True');
+      }, 'recovered');
+    });
+
     it('leaves cleanup to the garbage collector when the ModelServer is deleted', async () => {
       await h.kube.apply(sample({}) as never);
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server'), 'deployment created');
