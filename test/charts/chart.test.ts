@@ -71,7 +71,9 @@ describe('Helm chart charts/strata (real helm binary)', function () {
       (objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'strata-operator') as RenderedObject & { spec: { template: { spec: { containers: Array<{ env: Env }> } } } }).spec.template.spec.containers[0]!.env;
     const objs = await template(['platform.postgresUrl=postgres://strata:pw@db:5432/strata', 'platform.postgresReplicaUrls={postgres://strata:pw@db-r1:5432/strata,postgres://strata:pw@db-r2:5432/strata}']);
     for (const o of objs) await validateManifest(o);
-    const secret = objs.find((o) => o.kind === 'Secret' && o.metadata.name === 'strata-platform') as RenderedObject & { stringData: Record<string, string> };
+    // Not named like the operator's per-namespace strata-platform: a Bucket in the release namespace must not take it over.
+    const secret = objs.find((o) => o.kind === 'Secret' && o.metadata.name === 'strata-operator-platform') as RenderedObject & { stringData: Record<string, string> };
+    expect(objs.some((o) => o.metadata.name === 'strata-platform' && o.kind === 'Secret')).to.equal(false);
     expect(secret.stringData).to.deep.equal({
       STRATA_PG_URL: 'postgres://strata:pw@db:5432/strata',
       STRATA_PG_REPLICA_URLS: 'postgres://strata:pw@db-r1:5432/strata,postgres://strata:pw@db-r2:5432/strata',
@@ -80,11 +82,22 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     const env = operatorEnv(objs);
     expect(JSON.stringify(env)).to.not.contain('pw@');
     for (const name of ['STRATA_PG_URL', 'STRATA_PG_REPLICA_URLS', 'STRATA_AMQP_URL']) {
-      expect(env.find((e) => e.name === name)?.valueFrom?.secretKeyRef, name).to.deep.include({ name: 'strata-platform', key: name });
+      expect(env.find((e) => e.name === name)?.valueFrom?.secretKeyRef, name).to.deep.include({ name: 'strata-operator-platform', key: name });
     }
     const existing = await template(['platform.existingSecret=my-db-urls']);
-    expect(existing.some((o) => o.kind === 'Secret' && o.metadata.name === 'strata-platform')).to.equal(false);
+    expect(existing.some((o) => o.kind === 'Secret' && o.metadata.name === 'strata-operator-platform')).to.equal(false);
     expect(operatorEnv(existing).find((e) => e.name === 'STRATA_PG_URL')?.valueFrom?.secretKeyRef?.name).to.equal('my-db-urls');
+  });
+
+  it('names nothing like an object the operator creates, so a Bucket in the release namespace takes nothing over', async () => {
+    const { renderStorageStack, renderFlowRulesConfigMap } = await import('../../controllers/bucket/render-storage-stack.js');
+    const { renderStackSecrets } = await import('../../controllers/bucket/stack-secrets.js');
+    const { DEFAULT_SETTINGS } = await import('../../controllers/support/settings.js');
+    const operatorMade = new Set(
+      [...renderStorageStack('strata-system', [], DEFAULT_SETTINGS), ...renderStackSecrets('strata-system'), renderFlowRulesConfigMap('strata-system')].map((o) => `${o.kind}/${o.metadata.name}`),
+    );
+    const objs = await template(['ingress.enabled=true', 'metrics.serviceMonitor.enabled=true', 'poemApp.enabled=true', 'poemApp.apiKey=k', 'replicaCount=2']);
+    expect(kinds(objs).filter((k) => operatorMade.has(k))).to.deep.equal([]);
   });
 
   it('keeps the poem app\'s upstream API key in a Secret, never in the Deployment', async () => {

@@ -35,5 +35,6 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "strata.platformSecretName" -}}
-{{- default (printf "%s-platform" (include "strata.fullname" .)) .Values.platform.existingSecret -}}
+{{- /* Not "strata-platform": the operator writes that name into every namespace with Buckets, the release's too. */ -}}
+{{- default (printf "%s-operator-platform" (include "strata.fullname" .)) .Values.platform.existingSecret -}}
 {{- end -}}
