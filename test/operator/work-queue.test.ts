@@ -49,7 +49,9 @@ describe('operator work queue', () => {
     q.shutdown();
   });
 
-  it('lets the earliest of several delayed adds of a key win', async () => {
+  it('lets the earliest of several delayed adds of a key win', async function () {
+    // Generous for a loaded machine, far below the minute the later add would take.
+    this.timeout(20_000);
     const q = new WorkQueue();
     q.addAfter('k', 60_000); // a periodic requeue
     q.addAfter('k', 10); // then a retry after a failure: must not wait for the minute
