@@ -193,6 +193,14 @@ describe('data plane: S3-compatible storage backend (minio client)', function ()
     }
   });
 
+  it('answers 503 ServiceUnavailable naming the cause when the backend refuses the credentials', async function () {
+    if (server.kind !== 'radosgw') this.skip(); // s3rver does not check every signature
+    const wrong = new S3Backend({ ...settings, secretKey: 'not-the-secret' });
+    const err = await rejection(wrong.ready());
+    expect((err as S3Error).code).to.equal('ServiceUnavailable');
+    expect(err.message).to.match(/SignatureDoesNotMatch|InvalidAccessKeyId|AccessDenied/);
+  });
+
   it('answers 503 ServiceUnavailable when the backend itself answers 503', async () => {
     const overloaded = http.createServer((req, res) => {
       req.resume();
@@ -266,7 +274,7 @@ describe('data plane: backend registry and configuration', () => {
     expect(() => backendsConfigFromEnv({ STRATA_BACKEND_MINIO_ENDPOINT: 'http://minio:9000' })).to.throw(/ACCESS_KEY and _SECRET_KEY are required/);
   });
 
-  it('picks fs, the configured kind, or the settings a bucket carries; refuses unknown and unconfigured kinds with 400', () => {
+  it('picks fs, the configured kind, or the settings a bucket carries; refuses unknown and unconfigured kinds with 400', async () => {
     const minio = { kind: 'minio' as const, endpoint: 'http://127.0.0.1:1', region: 'us-east-1', accessKey: 'a', secretKey: 'b', bucket: 'strata', pathStyle: true };
     const registry = new BackendRegistry(fs, { minio });
     expect(registry.forBucket({ kind: 'fs' })).to.equal(fs);
@@ -291,6 +299,16 @@ describe('data plane: backend registry and configuration', () => {
     const perBucket = registry.forBucket(own);
     expect(perBucket.key).to.equal('cloud:storage.example.com/b1/');
     expect(registry.forBucket(own)).to.equal(perBucket);
+    expect(registry.sweepable.map((b) => b.key)).to.deep.equal(['fs', configured.key, perBucket.key]);
+    // A bucket's own backend that does not answer is not kept (nothing of it left to sweep).
+    const unreachable = { ...own, endpoint: 'http://127.0.0.1:1', bucket: 'bucket-nine', pathStyle: true };
+    const failed = await rejection(registry.check(unreachable));
+    expect((failed as S3Error).code).to.equal('ServiceUnavailable');
+    expect(registry.sweepable).to.have.length(3);
+    const badName = await rejection(registry.check({ ...unreachable, bucket: 'b9' }));
+    expect((badName as S3Error).code).to.equal('InvalidArgument');
+    expect(badName.message).to.match(/settings are not valid: Invalid bucket name: b9/);
+    expect(registry.sweepable).to.have.length(3);
     expect(registry.forBlob(perBucket.key, undefined)).to.equal(perBucket);
     // After a restart the registry knows only configured backends: a blob's stored config rebuilds its own.
     const restarted = new BackendRegistry(fs, { minio });
@@ -366,5 +384,6 @@ describe('object layer: bucket creation checks the backend first (the operator p
       expect(err.message, name).to.match(message);
       expect((await layer.cpFetch('GET', `/internal/buckets/${name}`)).status, name).to.equal(404);
     }
+
   });
 });

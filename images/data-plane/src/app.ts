@@ -123,7 +123,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   // files are removed before serving; the rest, which needs the database (whose schema may not exist
   // yet), in the background, then periodically. A day of slack past the upload TTL, so that a part of
   // a live upload is never taken.
-  const cleanup = new CleanupJob(catalog, collector, [fs, ...backends.configuredS3()], logger, { graceMs: opts.orphanGraceMs, partMaxAgeMs: (UPLOAD_TTL_S + 24 * 3600) * 1000 });
+  const cleanup = new CleanupJob(catalog, collector, backends.sweepable, logger, { graceMs: opts.orphanGraceMs, partMaxAgeMs: (UPLOAD_TTL_S + 24 * 3600) * 1000 });
   await cleanup.removeStaleFiles();
   cleanup.start(opts.blobSweepMs ?? 600_000);
   onClose.unshift(() => cleanup.stop());
@@ -133,7 +133,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   if (ownCache) onClose.push(() => ownCache.close());
   if (!opts.sql) onClose.push(() => sql.close());
 
-  const objects = new ObjectService(catalog, backends, collector, { committed: () => relay?.kick() }, metrics, logger, clock);
+  const objects = new ObjectService(catalog, backends, collector, { committed: () => relay?.kick() }, metrics, logger, clock, cache);
   const multipart = new MultipartService(cache, objects, backends, metrics, logger, clock);
 
   const serviceOpts = { name, logger, registry, readiness: { database: () => catalog.ping() }, onClose };

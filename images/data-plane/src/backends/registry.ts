@@ -16,7 +16,12 @@ export interface BucketBackendConfig {
  * when it carries an endpoint (operator-made buckets), else the server's configured backend of that kind.
  */
 export class BackendRegistry {
-  private readonly byKey = new Map<string, StorageBackend>();
+  private readonly byKey = new Map<string, FsBackend | S3Backend>();
+  /**
+   * Every backend in use, fs first; it grows as buckets bring their own backends. The cleanup job
+   * holds this very array, so backends registered later are swept too.
+   */
+  readonly sweepable: Array<FsBackend | S3Backend> = [];
   private readonly configured: Partial<Record<S3BackendKind, S3Backend>> = {};
 
   constructor(
@@ -35,10 +40,11 @@ export class BackendRegistry {
     return new S3Backend(settings, (err) => this.logger?.warn({ err, backend: S3Backend.keyOf(settings) }, 'backend sweep failed; will retry'));
   }
 
-  private register<T extends StorageBackend>(backend: T): T {
+  private register<T extends FsBackend | S3Backend>(backend: T): T {
     const known = this.byKey.get(backend.key);
     if (known) return known as T;
     this.byKey.set(backend.key, backend);
+    this.sweepable.push(backend);
     return backend;
   }
 
@@ -57,6 +63,23 @@ export class BackendRegistry {
     return backend;
   }
 
+  /**
+   * The backend a new bucket would use, once it answers (S3 ServiceUnavailable otherwise). A bucket's
+   * own backend is registered only after that, so failed checks leave nothing behind to sweep.
+   */
+  async check(config: BucketBackendConfig): Promise<StorageBackend> {
+    const own = BACKEND_KINDS.has(config.kind) && config.kind !== 'fs' ? settingsOfBucket(config) : undefined;
+    if (!own) {
+      const backend = this.forBucket(config);
+      await backend.ready?.();
+      return backend;
+    }
+    const known = this.byKey.get(S3Backend.keyOf(own)) as S3Backend | undefined;
+    const backend = known ?? this.s3(own);
+    await backend.ready?.();
+    return known ?? this.register(backend);
+  }
+
   byBackendKey(key: string): StorageBackend | undefined {
     return this.byKey.get(key);
   }
@@ -73,8 +96,4 @@ export class BackendRegistry {
     }
   }
 
-  /** The server-configured S3-compatible backends (for the cleanup job). */
-  configuredS3(): S3Backend[] {
-    return Object.values(this.configured);
-  }
 }

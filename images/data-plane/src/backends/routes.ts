@@ -15,8 +15,7 @@ export function backendRoutes(backends: BackendRegistry): Router {
     if (!config || typeof config !== 'object' || typeof (config as { kind?: unknown }).kind !== 'string') {
       throw new S3Error('InvalidArgument', 'the body must be a backend config {kind, ...settings}');
     }
-    const backend = backends.forBucket(config as { kind: string });
-    await backend.ready?.();
+    const backend = await backends.check(config as { kind: string });
     res.json({ kind: (config as { kind: string }).kind, key: backend.key });
   });
   return router;

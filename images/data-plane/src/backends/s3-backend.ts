@@ -42,6 +42,8 @@ const COMPOSE_CONCURRENCY = 4;
 const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED']);
 const RETRYABLE_S3_CODES = new Set(['ServiceUnavailable', 'SlowDown', 'InternalError', 'RequestTimeout']);
 const NOT_FOUND_CODES = new Set(['NoSuchKey', 'NotFound']);
+/** The backend refuses Strata itself (credentials, its bucket gone): unusable until an admin fixes it. */
+const REFUSED_S3_CODES = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'NoSuchBucket', 'AllAccessDisabled']);
 
 /**
  * A keep-alive agent whose sockets are destroyed (ETIMEDOUT) after `idleMs` without traffic: minio-js
@@ -122,9 +124,14 @@ export class S3Backend implements StorageBackend {
     if (err instanceof S3Error) return err;
     const code = (err as { code?: string } | null)?.code ?? '';
     const message = (err as Error | null)?.message ?? String(err);
+    // minio-js checks names and settings itself (InvalidBucketNameError, InvalidArgumentError, ...): bad settings.
+    const name = (err as Error | null)?.name ?? '';
+    if (!(err instanceof MinioS3Error) && /^Invalid\w*Error$/.test(name)) {
+      return new S3Error('InvalidArgument', `The ${this.settings.kind} storage backend settings are not valid: ${message}`);
+    }
     // minio-js turns 429/5xx answers into a code-less "Request failed ...: Retryable HTTP status: 503".
     const overloaded = /Retryable HTTP status: (429|5\d\d)/.test(message);
-    if (NETWORK_ERRORS.has(code) || RETRYABLE_S3_CODES.has(code) || code.startsWith('UND_ERR') || overloaded) {
+    if (NETWORK_ERRORS.has(code) || RETRYABLE_S3_CODES.has(code) || REFUSED_S3_CODES.has(code) || code.startsWith('UND_ERR') || overloaded) {
       // StorageBackend in the extras tells the gateway's breaker that the data plane itself is healthy.
       return new S3Error('ServiceUnavailable', `The storage backend ${this.key} is unavailable (${action}): ${code || message}`, { StorageBackend: this.settings.kind });
     }
