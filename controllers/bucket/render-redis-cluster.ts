@@ -24,8 +24,8 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
         clusterIP: 'None',
         selector,
         ports: [
-          { name: 'redis', port: STACK.redisPort, targetPort: 'redis' },
-          { name: 'cluster-bus', port: STACK.redisPort + 10000, targetPort: 'cluster-bus' },
+          { name: 'redis', port: STACK.redisPort, targetPort: 'redis', protocol: 'TCP' },
+          { name: 'cluster-bus', port: STACK.redisPort + 10000, targetPort: 'cluster-bus', protocol: 'TCP' },
         ],
         publishNotReadyAddresses: true,
       },
@@ -55,8 +55,8 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
                   '--appendonly', 'yes',
                 ],
                 ports: [
-                  { name: 'redis', containerPort: STACK.redisPort },
-                  { name: 'cluster-bus', containerPort: STACK.redisPort + 10000 },
+                  { name: 'redis', containerPort: STACK.redisPort, protocol: 'TCP' },
+                  { name: 'cluster-bus', containerPort: STACK.redisPort + 10000, protocol: 'TCP' },
                 ],
                 readinessProbe: { exec: { command: ['redis-cli', 'ping'] }, periodSeconds: 5 },
                 livenessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 10 },

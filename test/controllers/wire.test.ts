@@ -63,5 +63,10 @@ describe('rendered objects on the wire (client-node serialization)', () => {
     }
     expect(problems).to.deep.equal([]);
     expect(objects.length).to.be.greaterThan(25);
+    // protocol is part of the key of Service and container ports in server-side apply: always set it.
+    const portsWithoutProtocol = objects.flatMap((o) =>
+      [...JSON.stringify(o).matchAll(/\{[^{}]*"(?:containerPort|port)":\d+[^{}]*\}/g)].map((m) => m[0]).filter((p) => !p.includes('"protocol"') && !p.includes('"path"')).map((p) => `${o.kind}/${o.metadata.name} ${p}`),
+    );
+    expect(portsWithoutProtocol).to.deep.equal([]);
   });
 });
