@@ -68,5 +68,24 @@ describe('rendered objects on the wire (client-node serialization)', () => {
       [...JSON.stringify(o).matchAll(/\{[^{}]*"(?:containerPort|port)":\d+[^{}]*\}/g)].map((m) => m[0]).filter((p) => !p.includes('"protocol"') && !p.includes('"path"')).map((p) => `${o.kind}/${o.metadata.name} ${p}`),
     );
     expect(portsWithoutProtocol).to.deep.equal([]);
+    // Keyed lists must not repeat a key (server-side apply refuses duplicates): env and volumes by name, mounts by path.
+    const duplicates: string[] = [];
+    const podSpecs = objects.map((o) => [o, (o as Doc).spec?.template?.spec ?? (o as Doc).spec?.jobTemplate?.spec?.template?.spec] as const).filter(([, p]) => p);
+    for (const [o, pod] of podSpecs) {
+      const check = (what: string, keys: string[]) => {
+        const seen = new Set<string>();
+        for (const k of keys) {
+          if (seen.has(k)) duplicates.push(`${o.kind}/${o.metadata.name} ${what} ${k}`);
+          seen.add(k);
+        }
+      };
+      check('volume', (pod.volumes ?? []).map((v: { name: string }) => v.name));
+      for (const c of pod.containers as Doc[]) {
+        check('env', (c.env ?? []).map((e: { name: string }) => e.name));
+        check('mount', (c.volumeMounts ?? []).map((m: { mountPath: string }) => m.mountPath));
+      }
+    }
+    expect(duplicates).to.deep.equal([]);
+    expect(podSpecs.length).to.be.greaterThan(8);
   });
 });
