@@ -1,4 +1,4 @@
-import { createLogger, stopOnSignals } from '../../service-kit/src/index.js';
+import { createLogger, stopOnSignals, productionSettings } from '../../service-kit/src/index.js';
 import { loadStandaloneEnv } from './config.js';
 import { PLATFORM_SERVICES, startPlatform } from './platform.js';
 
@@ -26,6 +26,8 @@ const platform = await startPlatform({
   gatewayRulesFile: env.STRATA_GATEWAY_RULES_FILE,
   purgeSchedule: env.STRATA_PURGE_SCHEDULE === 'off' ? false : env.STRATA_PURGE_SCHEDULE,
   logLevel: env.LOG_LEVEL,
+  // STRATA_PG_URL, STRATA_PG_REPLICA_URLS, STRATA_REDIS_NODES, STRATA_AMQP_URL...: unset = embedded defaults.
+  production: productionSettings(env),
   env: process.env,
 }, PLATFORM_SERVICES.filter((s) => !(env.STRATA_DISABLED_SERVICES as string[]).includes(s.name)));
 

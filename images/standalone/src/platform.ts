@@ -1,8 +1,23 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { createLogger, createPgliteSqlClient, type Logger, type RunningService, type SqlClient } from '../../service-kit/src/index.js';
+import {
+  amqpConnectionMetrics,
+  createLogger,
+  createPgliteSqlClient,
+  createProductionCache,
+  createProductionSql,
+  createRegistry,
+  type Logger,
+  type ProductionSettings,
+  type Registry,
+  type RunningService,
+  type SqlClient,
+} from '../../service-kit/src/index.js';
 import { startControlPlane } from '../../control-plane/src/app.js';
+import { AmqpEventBroker } from '../../control-plane/src/events/amqp-broker.js';
+import type { EventBroker } from '../../control-plane/src/events/broker.js';
 import { InMemoryBroker } from '../../control-plane/src/events/memory-broker.js';
+import type { Cache } from '../../data-plane/src/cache/cache.js';
 import { InMemoryCache } from '../../data-plane/src/cache/memory-cache.js';
 import { startDataPlane } from '../../data-plane/src/app.js';
 import { startGateway } from '../../gateway/src/app.js';
@@ -30,6 +45,13 @@ export interface PlatformOptions {
   purgeSchedule?: string | false;
   logLevel?: string;
   /**
+   * The object store's production servers (STRATA_PG_URL, STRATA_PG_REPLICA_URLS, STRATA_REDIS_NODES,
+   * STRATA_AMQP_URL...; see README "Production servers"). Each one set replaces its embedded default:
+   * PostgreSQL (+ replicas) for PGlite, the Redis Cluster for the in-memory cache, RabbitMQ for the
+   * in-memory broker. One client of each is shared by the services, as the embedded ones are.
+   */
+  production?: ProductionSettings;
+  /**
    * Environment the AI services read their own settings from (API_*, IMAGE_*, LLM_*, MODEL_*; see
    * README). Ports, data locations and the poem app's upstream are set by the platform unless given.
    */
@@ -44,8 +66,10 @@ export interface PlatformOptions {
 export interface PlatformContext {
   options: PlatformOptions;
   sql: SqlClient;
-  cache: InMemoryCache;
-  broker: InMemoryBroker;
+  cache: Cache;
+  broker: EventBroker;
+  /** The control plane's metrics registry; also counts the shared SQL client's replica routing. */
+  controlPlaneRegistry: Registry;
   internalToken: string;
   jwtSecret: string;
   secretKey: string;
@@ -78,6 +102,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         // The control plane's cache interface is a subset of the data plane's: one instance serves both.
         cache: ctx.cache,
         broker: ctx.broker,
+        registry: ctx.controlPlaneRegistry,
         dataPlaneUrl: () => ctx.urls['data-plane'],
         purgeSchedule: ctx.options.purgeSchedule ?? false,
         logger: ctx.logger('control-plane'),
@@ -111,6 +136,9 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         publicUrl: ctx.options.publicUrl,
         rootUser: ctx.rootUser,
         flowRulesFile: ctx.options.gatewayRulesFile,
+        // Rate-limit counters on the Redis Cluster when there is one.
+        redisNodes: ctx.options.production?.redisNodes,
+        redisKeyPrefix: ctx.options.production?.redisKeyPrefix ? `${ctx.options.production.redisKeyPrefix}strata:flow:` : undefined,
         logger: ctx.logger('gateway'),
       }),
   },
@@ -197,13 +225,31 @@ export interface RunningPlatform {
 /** Start every platform service in one process on the shared embedded state under `dataDir`. */
 export async function startPlatform(options: PlatformOptions, services: PlatformService[] = PLATFORM_SERVICES): Promise<RunningPlatform> {
   await mkdir(options.dataDir, { recursive: true });
-  const sql = await createPgliteSqlClient(path.join(options.dataDir, 'pglite'));
-  const broker = new InMemoryBroker();
+  const prod = options.production ?? {};
+  const logger = createLogger('standalone', options.logLevel);
+  const controlPlaneRegistry = createRegistry('control-plane');
+  // One SQL client for every service: `session` reads then cover every write of the platform.
+  const sql =
+    createProductionSql(prod, { defaultRead: 'session', registry: controlPlaneRegistry, logger }) ??
+    (await createPgliteSqlClient(path.join(options.dataDir, 'pglite')));
+  const redisCache = createProductionCache(prod, logger);
+  // One AMQP broker: the data plane's outbox relay publishes through it, the control plane consumes.
+  const broker: EventBroker = prod.amqpUrl
+    ? new AmqpEventBroker({
+        url: prod.amqpUrl,
+        exchange: prod.amqpExchange,
+        queuePrefix: prod.amqpQueuePrefix,
+        connectionName: 'strata-standalone',
+        logger,
+        onStateChange: amqpConnectionMetrics(controlPlaneRegistry)('strata-standalone'),
+      }).start()
+    : new InMemoryBroker();
   const ctx: PlatformContext = {
     options,
     sql,
-    cache: new InMemoryCache(),
+    cache: redisCache ?? new InMemoryCache(),
     broker,
+    controlPlaneRegistry,
     internalToken: options.internalToken ?? ephemeralSecret(),
     jwtSecret: options.jwtSecret ?? (await persistentSecret(options.dataDir, 'jwt-secret')),
     secretKey: options.secretKey ?? (await persistentSecret(options.dataDir, 'server-key')),
@@ -216,6 +262,7 @@ export async function startPlatform(options: PlatformOptions, services: Platform
   const stop = async () => {
     for (const s of [...running].reverse()) await s.stop();
     await broker.close();
+    await redisCache?.close();
     await sql.close();
   };
   try {
