@@ -1,6 +1,7 @@
 import express, { type Request, type Router } from 'express';
 import { assertBucketName, assertObjectKey, S3Error, type Logger } from '../../../service-kit/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
+import { invalidateObjectRead } from '../../../service-kit/src/object-read-cache.js';
 import type { BackendConfig, Bucket, MetadataStore } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
 import type { BlobCollector } from '../purge/data-plane-gc.js';
@@ -133,6 +134,8 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     const key = param(req, 'key');
     assertObjectKey(key);
     await store.recycleObject(bucket, key, deps.clock());
+    // The data plane's GET/HEAD cache (service-kit/object-read-cache.ts), before answering.
+    await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
   });
   router.post('/buckets/:bucket/delete-objects', async (req, res) => {
@@ -146,6 +149,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
         if (typeof key !== 'string') throw new S3Error('InvalidObjectName', 'keys must be strings');
         assertObjectKey(key);
         await store.recycleObject(bucket, key, deps.clock());
+        await invalidateObjectRead(cache, bucket.name, key);
         deleted.push(key);
       } catch (err) {
         if (!(err instanceof S3Error)) throw err;
@@ -163,6 +167,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     if (!Number.isSafeInteger(id) || id <= 0) throw new S3Error('InvalidArgument', 'recycle-bin ids are positive integers');
     const meta = await store.restoreObject(id, str(req.body?.owner), deps.clock());
     if (!meta) throw new S3Error('NoSuchKey', 'no such object in the recycle bin');
+    await invalidateObjectRead(cache, meta.bucket, meta.key);
     res.json(meta);
   });
   router.post('/purge', async (req, res) => {

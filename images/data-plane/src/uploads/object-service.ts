@@ -5,6 +5,7 @@ import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-
 import { BlobGoneError, etagMatches, type BucketRef, type Catalog, type ObjectMeta, type Preconditions, type StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
 import type { DataPlaneMetrics } from '../metrics.js';
+import { invalidateObjectRead, readThroughObjectCache, type StringCache } from '../../../service-kit/src/object-read-cache.js';
 
 export const MAX_OBJECT_SIZE = 5 * 1024 ** 3;
 export const MAX_METADATA_BYTES = 2048;
@@ -60,6 +61,8 @@ export class ObjectService {
     private readonly metrics: DataPlaneMetrics,
     private readonly logger: Logger,
     private readonly clock: () => Date,
+    /** Read cache of GET/HEAD metadata (service-kit/object-read-cache.ts); none = every read asks the database. */
+    private readonly readCache?: StringCache,
   ) {}
 
   async bucket(name: string): Promise<{ bucket: BucketRef; backend: StorageBackend }> {
@@ -121,8 +124,14 @@ export class ObjectService {
     try {
       result = await this.catalog.commitObject({ ...req, now: this.clock() });
     } catch (err) {
+      // A commit whose outcome is unknown (lost connection at COMMIT) may still have replaced the object.
+      if (this.readCache) await invalidateObjectRead(this.readCache, req.bucket.name, req.key).catch(() => undefined);
       if (written) await backend.delete(written.locator).catch((e) => this.logger.warn({ err: e }, 'could not remove uncommitted blob'));
       throw err;
+    }
+    // Before answering: no reader may be served the replaced version from the cache any more.
+    if (this.readCache) {
+      await invalidateObjectRead(this.readCache, req.bucket.name, req.key).catch((err) => this.logger.warn({ err }, 'object read cache not invalidated'));
     }
     if (written && !result.newBlobKept) await backend.delete(written.locator);
     this.listener.committed();
@@ -134,7 +143,12 @@ export class ObjectService {
 
   async head(bucketName: string, key: string): Promise<{ object: StoredObject; backend: StorageBackend }> {
     assertObjectKey(key);
-    const { bucket, object } = await this.catalog.objectByBucketName(bucketName, key);
+    const load = () => this.catalog.objectByBucketName(bucketName, key);
+    // Only found objects of buckets whose backend config is just `{kind}` are cached (no settings or
+    // secrets of per-bucket backends in the cache).
+    const { bucket, object } = this.readCache
+      ? await readThroughObjectCache(this.readCache, bucketName, key, load, (v) => v.object !== undefined && Object.keys(v.bucket.backend).length === 1)
+      : await load();
     if (!object) throw new S3Error('NoSuchKey', undefined, { Key: key });
     const backend = this.backends.byBackendKey(object.backendKey) ?? this.backends.forBucket(bucket.backend);
     return { object, backend };

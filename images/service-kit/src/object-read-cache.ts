@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * A read cache of object metadata (GET/HEAD) shared by the data plane (reader and writer) and the
+ * control plane (writer: delete, restore) through the cache both already use: in-memory in one
+ * process, Redis Cluster in production.
+ *
+ * Stale entries are never served: every key has a VERSION token, and an entry is valid only while it
+ * carries the current token. A writer replaces the token with a fresh random one after its commit and
+ * before it answers. A reader that finds no token sets a fresh one BEFORE it reads the database, and
+ * stores what it read under the token it saw: if any write committed after that read began, its new
+ * token differs and the entry is never used (a read concurrent with a write may store an entry that
+ * is dead on arrival, never a live stale one). Tokens are random, so a token that expired or was
+ * evicted cannot come back and revive an old entry. Entry and token share a hash tag (one shard).
+ *
+ * The residual risk is a writer that commits and then cannot set the token (process killed in
+ * between, cache unreachable): then an old entry may be served until it expires, so entries are short
+ * lived (OBJECT_READ_CACHE_TTL_S).
+ */
+export const OBJECT_READ_CACHE_TTL_S = 30;
+
+export interface StringCache {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string, ttlSeconds?: number): Promise<void>;
+}
+
+const tag = (bucket: string, key: string) => `{${bucket}/${key}}`;
+export const objectReadCacheKeys = {
+  version: (bucket: string, key: string) => `strata:objv:${tag(bucket, key)}`,
+  entry: (bucket: string, key: string) => `strata:objm:${tag(bucket, key)}`,
+};
+
+const newToken = () => randomBytes(9).toString('base64');
+
+/** After a committed write of (bucket, key): entries read before it can no longer be served. */
+export async function invalidateObjectRead(cache: StringCache, bucket: string, key: string): Promise<void> {
+  await cache.set(objectReadCacheKeys.version(bucket, key), newToken(), OBJECT_READ_CACHE_TTL_S * 4);
+}
+
+/**
+ * The cached value of (bucket, key), or `load()` (the database), stored for the next reader when
+ * `cacheable(value)`.
+ */
+export async function readThroughObjectCache<T>(
+  cache: StringCache,
+  bucket: string,
+  key: string,
+  load: () => Promise<T>,
+  cacheable: (value: T) => boolean,
+): Promise<T> {
+  const vKey = objectReadCacheKeys.version(bucket, key);
+  const eKey = objectReadCacheKeys.entry(bucket, key);
+  let token: string;
+  try {
+    const [version, raw] = await Promise.all([cache.get(vKey), cache.get(eKey)]);
+    if (version !== undefined && raw !== undefined) {
+      const entry = JSON.parse(raw) as { v: string; value: T };
+      if (entry.v === version) return entry.value;
+    }
+    token = version ?? newToken();
+    if (version === undefined) await cache.set(vKey, token, OBJECT_READ_CACHE_TTL_S * 4);
+  } catch {
+    return load(); // cache unavailable: the database answers
+  }
+  const value = await load();
+  if (cacheable(value)) await cache.set(eKey, JSON.stringify({ v: token, value }), OBJECT_READ_CACHE_TTL_S).catch(() => undefined);
+  return value;
+}
