@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import express from 'express';
 import { chatCompletionsHandler } from '../../images/model-server/src/chat-completions.js';
-import { DEFAULT_MODEL_DIR } from '../../images/model-server/src/app.js';
+import { DEFAULT_MODEL_DIR, startModelServer } from '../../images/model-server/src/app.js';
+import { modelServerConfigFromEnv } from '../../images/model-server/src/config.js';
 import { ModelServerMetrics } from '../../images/model-server/src/metrics.js';
 import { WorkerEngine } from '../../images/model-server/src/worker-engine.js';
 import { createLogger, createRegistry } from '../../images/service-kit/src/index.js';
@@ -67,6 +68,27 @@ describe('model-server generation worker thread', () => {
     } finally {
       listener.close();
       await engine.close();
+    }
+  });
+
+  it('MODEL_SERVER_WORKER: unset keeps the default (worker thread), false/0/no turn it off', () => {
+    expect(modelServerConfigFromEnv({}).worker).to.equal(undefined);
+    expect(modelServerConfigFromEnv({ MODEL_SERVER_WORKER: 'true' }).worker).to.equal(true);
+    for (const off of ['false', '0', 'no']) expect(modelServerConfigFromEnv({ MODEL_SERVER_WORKER: off }).worker).to.equal(false);
+    expect(() => modelServerConfigFromEnv({ MODEL_SERVER_WORKER: 'maybe' })).to.throw(/MODEL_SERVER_WORKER/);
+  });
+
+  it('with worker: false (MODEL_SERVER_WORKER=false) the engine runs on the HTTP thread and answers the same', async () => {
+    const servers = await Promise.all([false, true].map((worker) => startModelServer({ port: 0, host: '127.0.0.1', logger, worker })));
+    try {
+      const body = { model: MODEL, messages: user('10 20 30 40'), temperature: 0, n: 2, stop: '30' };
+      const [inThread, inWorker] = await Promise.all(servers.map((s) => postJson(`${s.url}/v1/chat/completions`, body)));
+      expect(inThread.status).to.equal(200);
+      expect(inThread.body.choices.map((c: { message: { content: string } }) => c.message.content)).to.deep.equal(['10 20 ', '10 20 ']);
+      expect(inWorker.body.choices).to.deep.equal(inThread.body.choices);
+      expect((await fetch(`${servers[0]!.url}/readyz`)).status).to.equal(200);
+    } finally {
+      await Promise.all(servers.map((s) => s.stop()));
     }
   });
 
