@@ -8,6 +8,7 @@ type Value = string | Map<string, string> | Set<string>;
  */
 export class InMemoryCache implements Cache {
   private readonly entries = new Map<string, { value: Value; expiresAt: number }>();
+  private nextSweep = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -34,7 +35,13 @@ export class InMemoryCache implements Cache {
   }
 
   async set(key: string, value: string, ttlSeconds?: number): Promise<void> {
-    this.entries.set(key, { value, expiresAt: ttlSeconds ? this.now() + ttlSeconds * 1000 : Infinity });
+    const now = this.now();
+    this.entries.set(key, { value, expiresAt: ttlSeconds ? now + ttlSeconds * 1000 : Infinity });
+    // Expiry is lazy: keys never read again (the object read cache's) are swept at most every 10 s.
+    if (ttlSeconds && now >= this.nextSweep) {
+      this.nextSweep = now + 10_000;
+      for (const [k, e] of this.entries) if (e.expiresAt <= now) this.entries.delete(k);
+    }
   }
 
   async del(...keys: string[]): Promise<number> {
