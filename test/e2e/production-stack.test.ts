@@ -274,6 +274,8 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
     expect(sample(gateway, 'strata_gateway_bytes_out_total') ?? 0).to.be.greaterThan(0);
     expect(sample(gateway, 'strata_gateway_breaker_state', { upstream: 'data-plane' })).to.equal(0);
     expect(gateway).to.include('# TYPE strata_gateway_rate_limit_rejections_total counter');
+    expect(sample(gateway, 'strata_cache_hits_total', { cache: 'gateway-buckets' }) ?? 0).to.be.greaterThan(0);
+    expect(sample(gateway, 'strata_cache_misses_total', { cache: 'gateway-credentials' }) ?? 0).to.be.greaterThan(0);
 
     const dp = await scrape('data-plane');
     expect(sample(dp, 'strata_instant_uploads_total', { outcome: 'hit' })).to.equal(1);

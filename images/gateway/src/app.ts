@@ -6,6 +6,7 @@ import {
   createRegistry,
   createApp,
   httpMetrics,
+  cacheMetrics,
   listen,
   parseRedisNodes,
   type Logger,
@@ -84,11 +85,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   });
   const controlPlane = new ControlPlaneClient(opts.controlPlaneUrl, opts.internalToken, (fn) => flow.run('control-plane', fn));
   const dataPlane = new DataPlaneClient(opts.dataPlaneUrl, opts.internalToken, (fn) => flow.run('data-plane', fn));
-  const credentials = cachedCredentials((accessKey) => controlPlane.credentials(accessKey), opts.credentialsCacheMs ?? 10_000);
+  // Hit ratio of the gateway's in-memory lookups: strata_cache_hits_total / strata_cache_misses_total.
+  const cacheCounters = cacheMetrics(registry);
+  const countLookup = (cache: string) => (hit: boolean) => (hit ? cacheCounters.hits : cacheCounters.misses).inc({ cache });
+  const credentials = cachedCredentials((accessKey) => controlPlane.credentials(accessKey), opts.credentialsCacheMs ?? 10_000, countLookup('gateway-credentials'));
   const deps: GatewayDeps = {
     controlPlane,
     dataPlane,
-    buckets: new BucketAccess(controlPlane, opts.bucketCacheMs ?? 2_000),
+    buckets: new BucketAccess(controlPlane, opts.bucketCacheMs ?? 2_000, countLookup('gateway-buckets')),
     credentials,
     tokens: tokenIssuer(opts.jwtSecret, opts.jwtExpiresIn ?? '1h'),
     logger,

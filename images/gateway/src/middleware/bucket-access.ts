@@ -10,11 +10,17 @@ import type { BucketInfo, ControlPlaneClient } from '../clients/control-plane.js
 export class BucketAccess {
   private readonly cache = new Map<string, { at: number; value: Promise<BucketInfo> }>();
 
-  constructor(private readonly controlPlane: ControlPlaneClient, private readonly ttlMs: number) {}
+  constructor(
+    private readonly controlPlane: ControlPlaneClient,
+    private readonly ttlMs: number,
+    /** Told whether each lookup was answered from memory (metrics). */
+    private readonly onLookup?: (hit: boolean) => void,
+  ) {}
 
   lookup(name: string): Promise<BucketInfo> {
     const now = Date.now();
     const hit = this.cache.get(name);
+    this.onLookup?.(Boolean(hit && now - hit.at < this.ttlMs));
     if (hit && now - hit.at < this.ttlMs) return hit.value;
     const value = this.controlPlane.getBucket(name);
     this.cache.set(name, { at: now, value });
