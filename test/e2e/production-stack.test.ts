@@ -79,6 +79,7 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
     await pgh.waitForReplay();
     primary = new pg.Pool({ connectionString: dbUrl(pgh.primaryUrl), max: 2 });
     replica = new pg.Pool({ connectionString: dbUrl(pgh.replicaUrl), max: 2 });
+    replica.on('error', () => undefined); // idle connections die when the test stops the standby
     names = new RabbitNames();
     names.queue(CONTROL_PLANE_QUEUE); // declared by the platform as <prefix>.strata.control-plane; removed at the end
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-prod-'));
@@ -181,6 +182,23 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
     );
     expect(new Set(rows.rows.map((r) => Number(r.bucket_id) % 2)).size, 'two consecutive buckets, both partitions').to.equal(2);
     for (const r of rows.rows) expect(r.part).to.equal(`object_info_p${Number(r.bucket_id) % 2}`);
+  });
+
+  it('keeps answering while the replica is down: its reads fall back to the primary', async () => {
+    await pgh.stopReplica();
+    try {
+      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'down/one', Body: 'written while the replica is down' }));
+      const listed = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'down/' }));
+      expect(listed.Contents?.map((o) => o.Key)).to.deep.equal(['down/one']);
+      expect(await bodyOf(await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'down/one' })))).to.equal('written while the replica is down');
+    } finally {
+      await pgh.startReplica();
+    }
+    const reads = await scrape('control-plane');
+    const fellBack =
+      (sample(reads, 'strata_sql_reads_total', { target: 'primary', reason: 'replica-failed' }) ?? 0) +
+      (sample(reads, 'strata_sql_reads_total', { target: 'primary', reason: 'no-healthy-replica' }) ?? 0);
+    expect(fellBack, 'reads answered by the primary in the replica\'s place').to.be.greaterThan(0);
   });
 
   it('keeps multipart part state in the Redis Cluster, spread over all three masters', async () => {
