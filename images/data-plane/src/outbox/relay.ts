@@ -54,18 +54,18 @@ export class OutboxRelay {
     try {
       for (;;) {
         const rows = await this.catalog.unsentEvents(BATCH);
-        const done: number[] = [];
-        let failed = false;
-        for (const row of rows) {
-          try {
-            await this.publisher.publish(row.event);
-            done.push(row.id);
-          } catch (err) {
-            failed = true;
-            await this.catalog.markAttempt(row.id);
-            this.logger.warn({ err, eventId: row.event.id }, 'publishing an event failed; will retry');
-            break;
-          }
+        // The whole batch is published at once and the confirms awaited together (one confirm round
+        // trip per message in turn capped the relay below the write rate). Only the rows before the
+        // first failure are marked sent: order is kept, and later rows the broker did take are sent
+        // again by the next pass (consumers are idempotent).
+        const results = await Promise.allSettled(rows.map((row) => this.publisher.publish(row.event)));
+        const firstFailure = results.findIndex((r) => r.status === 'rejected');
+        const failed = firstFailure >= 0;
+        const done = rows.slice(0, failed ? firstFailure : rows.length).map((row) => row.id);
+        if (failed) {
+          const row = rows[firstFailure]!;
+          await this.catalog.markAttempt(row.id);
+          this.logger.warn({ err: (results[firstFailure] as PromiseRejectedResult).reason, eventId: row.event.id }, 'publishing an event failed; will retry');
         }
         await this.catalog.markSent(done, this.clock());
         sent += done.length;
