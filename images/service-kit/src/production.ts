@@ -123,13 +123,20 @@ export function createProductionSql(
   });
 }
 
-/** The Redis Cluster cache from settings; undefined without nodes. Connects in the background. */
+/**
+ * The Redis Cluster cache from settings; undefined without nodes. Connects in the background.
+ *
+ * Its hash tags are those of the standard 3-master split (what `redis-cli --cluster create` and the
+ * operator's init Job make: one tag per master), NOT re-derived from the live layout: every process
+ * must put a given key under the same tag, or a multipart upload started on one data-plane replica
+ * would not be found by another that started after a reshard. A resharded cluster keeps working,
+ * only less evenly spread.
+ */
 export function createProductionCache(s: ProductionSettings, logger?: Logger): RedisClusterCache | undefined {
   const nodes = s.redisNodes ?? [];
   if (nodes.length === 0) return undefined;
   const cache = new RedisClusterCache({ nodes: parseRedisNodes(nodes), keyPrefix: s.redisKeyPrefix, timeoutMs: s.redisTimeoutMs ?? 500 });
-  // Hash tags from the live slot layout once the cluster answers; the standard split until then.
-  cache.connect().catch((err: unknown) => logger?.warn({ err }, 'Redis Cluster not reachable yet; cache calls fail fast until it is'));
+  cache.client.once('ready', () => logger?.info({ nodes }, 'connected to the Redis Cluster'));
   return cache;
 }
 
