@@ -172,70 +172,87 @@ export class Catalog {
     }
   }
 
+  /**
+   * The commit in five statements (PGlite runs every statement on the one Node.js thread, so the
+   * small-object PUT pays for each): lock, blob reference, replaced version, new version + outbox row,
+   * plus one more for If-Match / If-None-Match.
+   */
   private async commitIn(tx: SqlExecutor, req: CommitRequest): Promise<CommitResult> {
     const { bucket, key, now } = req;
-    // Writers of one key queue here, before touching any blob row: they would otherwise lock the old
-    // and new blobs in opposite orders and deadlock (PostgreSQL resolves that only after a second).
-    await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [bucket.id, key]);
-    // Share lock: a bucket delete (row lock in the control plane) and this write cannot interleave.
-    const alive = await tx.query('SELECT id FROM buckets WHERE id = $1 FOR SHARE', [bucket.id]);
-    if (!alive.rows[0]) throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
-    const current = await tx.query<{ etag: string }>(
-      `SELECT etag FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL' FOR UPDATE`,
+    // Writers of one key queue on the advisory lock, before touching any blob row: they would otherwise
+    // lock the old and new blobs in opposite orders and deadlock (PostgreSQL resolves that only after a
+    // second). Share lock on the bucket row: a bucket delete (row lock in the control plane) and this
+    // write cannot interleave. (Their order does not matter: a bucket delete takes no advisory lock.)
+    const alive = await tx.query<{ id: number | null }>(
+      'SELECT pg_advisory_xact_lock($1::int, hashtext($2)) AS locked, (SELECT id FROM buckets WHERE id = $1 FOR SHARE) AS id',
       [bucket.id, key],
     );
-    checkPreconditions(req.conditions, current.rows[0]?.etag, key);
+    if (alive.rows[0]?.id === null || alive.rows[0]?.id === undefined) throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
+    if (req.conditions) {
+      const current = await tx.query<{ etag: string }>(
+        `SELECT etag FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL' FOR UPDATE`,
+        [bucket.id, key],
+      );
+      checkPreconditions(req.conditions, current.rows[0]?.etag, key);
+    }
 
+    // One more reference on the blob and on its owner row, in one statement.
     let blobId: number;
     let newBlobKept = false;
+    const addOwner = (blobRel: string, ownerParam: string) =>
+      `, o AS (INSERT INTO blob_owners (blob_id, owner, ref_count) SELECT id, ${ownerParam}, 1 FROM ${blobRel}
+         ON CONFLICT (blob_id, owner) DO UPDATE SET ref_count = blob_owners.ref_count + 1)`;
     if (req.blob.kind === 'new') {
       const b = req.blob;
       const res = await tx.query<{ id: number; locator: string }>(
-        `INSERT INTO blobs (backend_key, backend, locator, md5, size, ref_count, created_at) VALUES ($1, $2, $3, $4, $5, 1, $6)
-         ON CONFLICT (backend_key, md5, size) WHERE md5 IS NOT NULL AND state = 'LIVE'
-         DO UPDATE SET ref_count = blobs.ref_count + 1 RETURNING id, locator`,
-        [b.backendKey, JSON.stringify(b.backend), b.locator, b.md5, b.size, now],
+        `WITH b AS (INSERT INTO blobs (backend_key, backend, locator, md5, size, ref_count, created_at) VALUES ($1, $2, $3, $4, $5, 1, $6)
+           ON CONFLICT (backend_key, md5, size) WHERE md5 IS NOT NULL AND state = 'LIVE'
+           DO UPDATE SET ref_count = blobs.ref_count + 1 RETURNING id, locator)${addOwner('b', '$7')}
+         SELECT id, locator FROM b`,
+        [b.backendKey, JSON.stringify(b.backend), b.locator, b.md5, b.size, now, req.owner],
       );
       blobId = Number(res.rows[0].id);
       newBlobKept = res.rows[0].locator === b.locator;
     } else {
-      const res = await tx.query<{ id: number }>("UPDATE blobs SET ref_count = ref_count + 1 WHERE id = $1 AND state = 'LIVE' RETURNING id", [req.blob.blobId]);
+      const res = await tx.query<{ id: number }>(
+        `WITH b AS (UPDATE blobs SET ref_count = ref_count + 1 WHERE id = $1 AND state = 'LIVE' RETURNING id)${addOwner('b', '$2')}
+         SELECT id FROM b`,
+        [req.blob.blobId, req.owner],
+      );
       if (!res.rows[0]) throw new BlobGoneError(`blob ${req.blob.blobId} is being freed`);
       blobId = req.blob.blobId;
     }
-    await tx.query(
-      `INSERT INTO blob_owners (blob_id, owner, ref_count) VALUES ($1, $2, 1)
-       ON CONFLICT (blob_id, owner) DO UPDATE SET ref_count = blob_owners.ref_count + 1`,
-      [blobId, req.owner],
-    );
 
-    const replaced = await tx.query<{ blob_id: number; owner: string; size: number }>(
-      `UPDATE object_info SET state = 'DELETED', deleted_at = $3
-       WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL' RETURNING blob_id, owner, size`,
+    // The replaced version becomes DELETED and releases its references (blob and owner), in one statement.
+    const replaced = await tx.query<{ blob_id: number; size: number; ref_count: number | null }>(
+      `WITH r AS (UPDATE object_info SET state = 'DELETED', deleted_at = $3
+         WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL' RETURNING blob_id, owner, size),
+       b AS (UPDATE blobs SET ref_count = GREATEST(blobs.ref_count - 1, 0) FROM r WHERE blobs.id = r.blob_id RETURNING blobs.id, blobs.ref_count),
+       o AS (UPDATE blob_owners SET ref_count = GREATEST(blob_owners.ref_count - 1, 0) FROM r WHERE blob_owners.blob_id = r.blob_id AND blob_owners.owner = r.owner)
+       SELECT r.blob_id, r.size, b.ref_count FROM r LEFT JOIN b ON b.id = r.blob_id`,
       [bucket.id, key, now],
     );
-    const unreferencedBlobIds = await releaseBlobRefs(tx, replaced.rows);
+    const unreferencedBlobIds = replaced.rows.filter((r) => r.ref_count !== null && Number(r.ref_count) === 0).map((r) => Number(r.blob_id));
+
+    // The new version and its outbox event, in one statement.
+    const payload = {
+      bucket: bucket.name,
+      bucketId: bucket.id,
+      key,
+      size: req.size,
+      etag: req.etag,
+      contentType: req.contentType,
+      owner: req.owner,
+      replacedSize: replaced.rows[0] ? Number(replaced.rows[0].size) : null,
+    };
     const inserted = await tx.query<ObjectRow>(
-      `INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified)
-       VALUES ($1, $2, 'NORMAL', $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${OBJECT_COLUMNS}`,
-      [bucket.id, key, blobId, req.size, req.etag, req.md5, req.contentType, JSON.stringify(req.userMetadata), req.owner, now],
+      `WITH n AS (INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified)
+         VALUES ($1, $2, 'NORMAL', $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${OBJECT_COLUMNS}),
+       e AS (INSERT INTO outbox (event_id, type, payload, created_at) VALUES ($11, 'object.created', $12, $10))
+       SELECT * FROM n`,
+      [bucket.id, key, blobId, req.size, req.etag, req.md5, req.contentType, JSON.stringify(req.userMetadata), req.owner, now, uuidv7(), JSON.stringify(payload)],
     );
     const meta = toMeta(bucket.name, inserted.rows[0]);
-    await insertOutboxEvent(
-      tx,
-      'object.created',
-      {
-        bucket: bucket.name,
-        bucketId: bucket.id,
-        key,
-        size: meta.size,
-        etag: meta.etag,
-        contentType: meta.contentType,
-        owner: req.owner,
-        replacedSize: replaced.rows[0] ? Number(replaced.rows[0].size) : null,
-      },
-      now,
-    );
     return { meta, newBlobKept, unreferencedBlobIds };
   }
 
@@ -312,19 +329,4 @@ function checkPreconditions(c: Preconditions | undefined, currentEtag: string | 
   if (c.ifNoneMatch !== undefined && currentEtag !== undefined && etagMatches(c.ifNoneMatch, currentEtag)) {
     throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-None-Match' });
   }
-}
-
-async function insertOutboxEvent(tx: SqlExecutor, type: string, payload: Record<string, unknown>, now: Date): Promise<void> {
-  await tx.query('INSERT INTO outbox (event_id, type, payload, created_at) VALUES ($1, $2, $3, $4)', [uuidv7(), type, JSON.stringify(payload), now]);
-}
-
-/** Release one reference per row on blobs and blob_owners; answers the blobs nothing references any more. */
-async function releaseBlobRefs(tx: SqlExecutor, refs: Array<{ blob_id: number; owner: string }>): Promise<number[]> {
-  const unreferenced: number[] = [];
-  for (const r of refs) {
-    const res = await tx.query<{ ref_count: number }>('UPDATE blobs SET ref_count = GREATEST(ref_count - 1, 0) WHERE id = $1 RETURNING ref_count', [r.blob_id]);
-    if (res.rows[0] && Number(res.rows[0].ref_count) === 0) unreferenced.push(Number(r.blob_id));
-    await tx.query('UPDATE blob_owners SET ref_count = GREATEST(ref_count - 1, 0) WHERE blob_id = $1 AND owner = $2', [r.blob_id, r.owner]);
-  }
-  return unreferenced;
 }
