@@ -91,6 +91,22 @@ export async function insertOutboxEvent(tx: SqlExecutor, type: string, payload: 
   return id;
 }
 
+/** How an object event moves its bucket's counts; undefined for the other events. */
+function objectEventDelta(event: StrataEvent): { objects: number; bytes: number } | undefined {
+  const p = event.payload as { size?: number; replacedSize?: number | null };
+  const size = Number(p.size ?? 0);
+  switch (event.type) {
+    case 'object.created':
+      return p.replacedSize === null || p.replacedSize === undefined ? { objects: 1, bytes: size } : { objects: 0, bytes: size - Number(p.replacedSize) };
+    case 'object.recycled':
+      return { objects: -1, bytes: -size };
+    case 'object.restored':
+      return { objects: 1, bytes: size };
+    default:
+      return undefined;
+  }
+}
+
 /** Release one reference per row on blobs and blob_owners; answers the blobs nothing references any more. */
 async function releaseBlobRefs(tx: SqlExecutor, refs: Array<{ blob_id: number | string; owner: string }>): Promise<number[]> {
   const perBlob = new Map<number, number>();
@@ -413,6 +429,21 @@ export class SqlMetadataStore implements MetadataStore {
   }
 
   async applyEventOnce(event: StrataEvent): Promise<boolean> {
+    // The object events (one per PUT, delete, restore) in ONE statement: the event id recorded and the
+    // bucket's counts moved together, or neither (a statement is atomic; no BEGIN/COMMIT round trips).
+    const delta = objectEventDelta(event);
+    if (delta) {
+      const bucketId = Number((event.payload as { bucketId?: number }).bucketId);
+      const res = await this.sql.query(
+        `WITH fresh AS (INSERT INTO processed_events (event_id, type) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING event_id),
+         bump AS (INSERT INTO bucket_stats (bucket_id, object_count, bytes)
+           SELECT $3::bigint, $4::bigint, $5::bigint WHERE $3::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM fresh) AND EXISTS (SELECT 1 FROM buckets WHERE id = $3::bigint)
+           ON CONFLICT (bucket_id) DO UPDATE SET object_count = bucket_stats.object_count + EXCLUDED.object_count, bytes = bucket_stats.bytes + EXCLUDED.bytes)
+         SELECT event_id FROM fresh`,
+        [event.id, event.type, Number.isInteger(bucketId) ? bucketId : null, delta.objects, delta.bytes],
+      );
+      return res.rows.length > 0;
+    }
     return this.sql.transaction(async (tx) => {
       const fresh = await tx.query('INSERT INTO processed_events (event_id, type) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING event_id', [event.id, event.type]);
       if (fresh.rows.length === 0) return false;
