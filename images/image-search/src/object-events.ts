@@ -7,7 +7,7 @@
 // A handler's promise is the ack. Events only trigger a sync of the bucket source (coalesced), so a
 // lost or repeated event costs nothing: the periodic sync is the safety net.
 import type { ConsumeMessage } from 'amqplib';
-import { AmqpConnection, type Logger } from '../../service-kit/src/index.js';
+import { AmqpConnection, DEFAULT_EVENTS_EXCHANGE, type Logger } from '../../service-kit/src/index.js';
 
 /** The object store's event envelope (what the outbox relay publishes). */
 export interface ObjectStoreEvent {
@@ -20,7 +20,6 @@ export interface ObjectEventSource {
   subscribe(queue: string, handler: (event: ObjectStoreEvent) => Promise<void>): Promise<{ close(): Promise<void> }>;
 }
 
-export const DEFAULT_EVENTS_EXCHANGE = 'strata.events';
 export const OBJECT_CREATED = 'object.created';
 
 /** A RabbitMQ subscriber to the object store's events (reconnecting; one consumer channel). */

@@ -5,6 +5,7 @@ export * from './service.js';
 export * from './s3-errors.js';
 export * from './sql.js';
 export * from './amqp-connection.js';
+export * from './amqp-events.js';
 export * from './sql-routing.js';
 export * from './hash-tags.js';
 export * from './redis-cluster-cache.js';

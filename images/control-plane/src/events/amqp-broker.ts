@@ -1,15 +1,8 @@
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
-import { AmqpConnection, type AmqpConnectionState, type Logger } from '../../../service-kit/src/index.js';
+import { AmqpEvents, type AmqpConnectionState, type AmqpEventsOptions, type Logger } from '../../../service-kit/src/index.js';
 import type { EventBroker, StrataEvent, Subscription } from './broker.js';
 
-/** The exchange every Strata event goes to (topic, durable); routing key = event type. */
-export const DEFAULT_EVENTS_EXCHANGE = 'strata.events';
-
-export interface AmqpEventBrokerOptions {
-  /** `amqp://user:pass@host:5672/vhost` (STRATA_AMQP_URL). */
-  url: string;
-  /** Exchange name; default `strata.events`. Tests use a unique one. */
-  exchange?: string;
+export interface AmqpEventBrokerOptions extends AmqpEventsOptions {
   /**
    * Prepended to every subscriber's queue name, for Strata installations (or test runs) that share
    * one RabbitMQ vhost: e.g. `prod.` makes `strata.control-plane` → `prod.strata.control-plane`. Default none.
@@ -19,13 +12,6 @@ export interface AmqpEventBrokerOptions {
   prefetch?: number;
   /** A failed handler's message goes back to the queue after this delay (no hot redelivery loop). Default 200 ms. */
   redeliveryMs?: number;
-  /** publish() as `mandatory`: rejected when no queue is bound, instead of dropped. Default true. */
-  mandatory?: boolean;
-  confirmTimeoutMs?: number;
-  logger?: Logger;
-  onStateChange?: (state: AmqpConnectionState) => void;
-  /** Connection name in RabbitMQ's UI; default `strata-control-plane`. */
-  connectionName?: string;
 }
 
 interface Consumer {
@@ -50,65 +36,20 @@ interface Consumer {
  * every queue and resumes every consumer. subscribe() while disconnected registers the consumer and
  * resolves at once (the queue is declared on connect), so a service can start while RabbitMQ is down.
  */
-export class AmqpEventBroker implements EventBroker {
-  private readonly connection: AmqpConnection;
+export class AmqpEventBroker extends AmqpEvents<StrataEvent> implements EventBroker {
   private readonly consumers = new Set<Consumer>();
-  readonly exchange: string;
   private readonly prefetch: number;
   private readonly queuePrefix: string;
   private readonly redeliveryMs: number;
-  private readonly mandatory: boolean;
   private readonly logger: Logger | undefined;
   private closed = false;
 
   constructor(opts: AmqpEventBrokerOptions) {
-    this.exchange = opts.exchange ?? DEFAULT_EVENTS_EXCHANGE;
+    super(opts, 'strata-control-plane');
     this.prefetch = opts.prefetch ?? 16;
     this.queuePrefix = opts.queuePrefix ?? '';
     this.redeliveryMs = opts.redeliveryMs ?? 200;
-    this.mandatory = opts.mandatory ?? true;
     this.logger = opts.logger;
-    this.connection = new AmqpConnection({
-      url: opts.url,
-      name: opts.connectionName ?? 'strata-control-plane',
-      logger: opts.logger,
-      confirmTimeoutMs: opts.confirmTimeoutMs,
-      onStateChange: (state) => {
-        opts.onStateChange?.(state);
-        // Consumers added while a connection was being set up missed that setup: start them now.
-        if (state === 'connected') this.startMissingConsumers();
-      },
-      setup: (connection) => this.setup(connection),
-    });
-  }
-
-  /** Connect in the background; subscriptions made before or after are served once connected. */
-  start(): this {
-    this.connection.start();
-    return this;
-  }
-
-  get state(): AmqpConnectionState {
-    return this.connection.state;
-  }
-
-  waitUntilConnected(timeoutMs?: number): Promise<void> {
-    return this.connection.waitUntilConnected(timeoutMs);
-  }
-
-  /** For /readyz or a status endpoint: throws unless connected. */
-  assertConnected(): void {
-    this.connection.assertConnected();
-  }
-
-  publish(event: StrataEvent): Promise<void> {
-    return this.connection.publish(this.exchange, event.type, Buffer.from(JSON.stringify(event)), {
-      persistent: true,
-      mandatory: this.mandatory,
-      messageId: event.id,
-      type: event.type,
-      contentType: 'application/json',
-    });
   }
 
   async subscribe(queue: string, handler: (event: StrataEvent) => Promise<void>): Promise<Subscription> {
@@ -123,18 +64,20 @@ export class AmqpEventBroker implements EventBroker {
     return { close: () => this.stopConsumer(consumer) };
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.consumers].map((c) => this.stopConsumer(c)));
-    await this.connection.close();
+    await super.close();
   }
 
-  private async setup(connection: ChannelModel): Promise<void> {
-    const channel = await connection.createChannel();
-    channel.on('error', () => undefined); // reported by the connection's own 'error'/'close'
-    await channel.assertExchange(this.exchange, 'topic', { durable: true });
-    await channel.close();
+  protected override async setup(connection: ChannelModel): Promise<void> {
+    await super.setup(connection);
     for (const consumer of this.consumers) await this.startConsumer(connection, consumer);
+  }
+
+  protected override stateChanged(state: AmqpConnectionState): void {
+    // Consumers added while a connection was being set up missed that setup: start them now.
+    if (state === 'connected') this.startMissingConsumers();
   }
 
   private startMissingConsumers(): void {
