@@ -106,6 +106,9 @@ export function etagMatches(header: string, etag: string): boolean {
  * one transaction.
  */
 export class Catalog {
+  /** Whether strata_commit_object (migration 0003) exists: undefined until the first commit tells. */
+  private commitFunction: boolean | undefined;
+
   constructor(private readonly sql: SqlClient) {}
 
   async ping(): Promise<void> {
@@ -165,11 +168,68 @@ export class Catalog {
   async commitObject(req: CommitRequest): Promise<CommitResult> {
     for (let attempt = 1; ; attempt++) {
       try {
+        if (!req.conditions && this.commitFunction !== false) {
+          try {
+            const result = await this.commitByFunction(req);
+            this.commitFunction = true;
+            return result;
+          } catch (err) {
+            // A schema older than migration 0003 (the control plane not yet upgraded): the transaction.
+            if ((err as { code?: string } | null)?.code !== '42883' || this.commitFunction) throw err;
+            this.commitFunction = false;
+          }
+        }
         return await this.sql.transaction((tx) => this.commitIn(tx, req));
       } catch (err) {
         if (!isRetryable(err) || attempt >= COMMIT_RETRIES) throw err;
       }
     }
+  }
+
+  /** The commit as ONE statement: strata_commit_object (migration 0003; its plans are cached by PL/pgSQL). */
+  private async commitByFunction(req: CommitRequest): Promise<CommitResult> {
+    const { bucket, key, now, blob } = req;
+    const payload = { bucket: bucket.name, bucketId: bucket.id, key, size: req.size, etag: req.etag, contentType: req.contentType, owner: req.owner };
+    const res = await this.sql.query<{ r_status: string; r_blob_id: number; r_locator: string | null; r_replaced_size: number | null; r_unreferenced_blob_id: number | null }>(
+      'SELECT * FROM strata_commit_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)',
+      [
+        bucket.id,
+        key,
+        req.owner,
+        blob.kind === 'existing' ? blob.blobId : null,
+        blob.kind === 'new' ? blob.backendKey : null,
+        blob.kind === 'new' ? JSON.stringify(blob.backend) : null,
+        blob.kind === 'new' ? blob.locator : null,
+        blob.kind === 'new' ? blob.md5 : null,
+        blob.kind === 'new' ? blob.size : null,
+        req.size,
+        req.etag,
+        req.md5,
+        req.contentType,
+        JSON.stringify(req.userMetadata),
+        now,
+        uuidv7(),
+        JSON.stringify(payload),
+      ],
+    );
+    const row = res.rows[0];
+    if (row.r_status === 'no_bucket') throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
+    if (row.r_status === 'blob_gone') throw new BlobGoneError(`blob ${blob.kind === 'existing' ? blob.blobId : '?'} is being freed`);
+    const meta: ObjectMeta = {
+      bucket: bucket.name,
+      key,
+      size: req.size,
+      etag: req.etag,
+      md5: req.md5,
+      contentType: req.contentType,
+      userMetadata: req.userMetadata,
+      lastModified: now.toISOString(),
+    };
+    return {
+      meta,
+      newBlobKept: blob.kind === 'new' && row.r_locator === blob.locator,
+      unreferencedBlobIds: row.r_unreferenced_blob_id !== null ? [Number(row.r_unreferenced_blob_id)] : [],
+    };
   }
 
   /**
