@@ -241,10 +241,11 @@ describe('e2e: kill -9 of the data plane in the middle of uploads', function () 
     const leftovers = await blobTree(dataDir);
     const tempFiles = leftovers.filter((f) => f.endsWith('.tmp'));
     expect(tempFiles.length, 'temp files of the bodies that were streaming').to.be.at.least(STALLED);
-    // The killed process's commit still waits for the held lock. Its statements were all sent already,
-    // so PostgreSQL would run them to the end once the lock is free (the object would then exist, which
-    // is allowed: only its answer was lost). Here the server notices the dead client first, as
-    // client_connection_check_interval does: the transaction is rolled back and its blob file is an orphan.
+    // The killed process's commit still waits for the held lock. When the rest of the commit needs no
+    // further word from the client (one statement, e.g. a server-side function), PostgreSQL runs it to
+    // the end once the lock is free: the object then exists, which is allowed (only its answer was
+    // lost). Here the server notices the dead client first, as client_connection_check_interval does:
+    // the transaction is rolled back and its blob file is an orphan.
     await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`);
     await admin.query('SELECT pg_advisory_unlock($1::int, hashtext($2))', [bucketId, 'held/commit']);
     await eventually(async () => Number((await admin.query<{ n: number }>(ADVISORY_LOCKS)).rows[0]!.n) === 0, 'the killed transactions to end');
