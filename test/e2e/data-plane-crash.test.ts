@@ -307,6 +307,11 @@ describe('e2e: kill -9 of the data plane in the middle of uploads', function () 
     expect(mismatched.rows).to.deep.equal([]);
     const normal = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM object_info WHERE state = 'NORMAL'");
     expect(normal.rows[0]!.n).to.equal(listed.size);
+    // Every version committed (current or overwritten) has its object.created event, and no event
+    // exists without its version: object row and outbox row were committed together or not at all.
+    const versions = await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM object_info WHERE bucket_id = $1', [bucketId]);
+    const events = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE type = 'object.created' AND payload->>'bucket' = $1", [bucket]);
+    expect(events.rows[0]!.n).to.equal(versions.rows[0]!.n);
 
     // 8. And the restarted data plane takes new uploads, which the sweep leaves alone.
     const fresh = randomBytes(10_000);
