@@ -44,7 +44,8 @@ import { startTcpProxy, type TcpFaultProxy } from '../../test/support/tcp-proxy.
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const OUTAGE_S = Number(process.env.BENCH_OUTAGE_SECONDS ?? 20);
-const DRAIN_LIMIT_S = 60;
+/** How long the drill waits for the drain (past the target's 30 s, so "not met" still says by how much). */
+const DRAIN_LIMIT_S = 45;
 /** BENCH_ONLY=drill: only the outage drill (at BENCH_DRILL_RATE PUT/s, default 20), e.g. with BENCH_OUTAGE_SECONDS=60. */
 const DRILL_ONLY = process.env.BENCH_ONLY === 'drill';
 const SMALL = 4096;
@@ -352,7 +353,7 @@ async function main(): Promise<void> {
     const unapplied = () => count('SELECT count(*)::int AS n FROM outbox o WHERE NOT EXISTS (SELECT 1 FROM processed_events p WHERE p.event_id = o.event_id)');
     const rate = Number(process.env.BENCH_DRILL_RATE ?? 0) || (rPutOn ? Math.max(10, Math.round(rPutOn.opsPerSec / 2)) : 20);
     // Start from an empty outbox (the runs above may have left a backlog the relay is still sending).
-    for (const until = Date.now() + DRAIN_LIMIT_S * 1000; Date.now() < until && (await unsent()) > 0; ) await sleep(200);
+    for (const until = Date.now() + 30_000; Date.now() < until && (await unsent()) > 0; ) await sleep(200);
     let loadOn = true;
     const load = production.steadyPuts(rate, () => !loadOn);
     // Under a steady load a few events are always on their way (committed, not yet confirmed or
