@@ -3,17 +3,18 @@
 //   npm run bench:image-search                 # 200k and 1M vectors, IVF4096,PQ32x8 (heavy: run with nohup)
 //   npm run bench:image-search -- --quick      # 20k and 50k vectors, IVF256,PQ32x8
 //   options: --sizes=200000,1000000 --index=IVF4096,PQ32x8 --queries=1000 --nprobe=8,16,32,64,128
+//   training knobs as the service takes them: IMAGE_SEARCH_TRAIN_NITER=25 IMAGE_SEARCH_TRAIN_PQ_NITER=...
 //
 // Per size: buffer add rate (ImageIndex.add: log append + fsync + manifest), merge = train + add (FAISS
 // prints its k-means progress), main index bytes/vector (file and resident), QPS and recall@10 per nprobe
 // with and without exact re-ranking, exact search beside it, then image encode throughput with the test
 // CLIP model. Results go to stdout and test/artifacts/bench-image-search.json.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { FaissIndex } from '../../images/image-search/src/index/faiss.js';
-import { ImageIndex } from '../../images/image-search/src/index/image-index.js';
+import { ImageIndex, trainingOptionsFromEnv } from '../../images/image-search/src/index/image-index.js';
 import { ClipEncoder } from '../../images/image-search/src/clip/encoder.js';
 import { writeTestClipModel } from '../clip/test-clip-model.js';
 import { embeddingLikeVectors } from '../../test/image-search/support/clustered-vectors.js';
@@ -27,6 +28,11 @@ const queryCount = Number(option('queries') ?? (quick ? 200 : 1000));
 const nprobes = (option('nprobe') ?? (quick ? '4,8,16,32' : '8,16,32,64,128')).split(',').map(Number);
 const d = 512;
 const k = 10;
+const training = trainingOptionsFromEnv();
+const cpuSeconds = (from: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(from);
+  return (used.user + used.system) / 1e6;
+};
 
 const log = (msg: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
 const seconds = (from: number) => (performance.now() - from) / 1000;
@@ -47,6 +53,7 @@ interface SizeResult {
   buffer_add_vectors_per_s: number;
   merge: Record<string, unknown>;
   merge_seconds: number;
+  merge_cpu_seconds: number;
   index_file_bytes_per_vector: number;
   memory: Record<string, number>;
   exact: { qps_single: number; qps_batch: number };
@@ -78,7 +85,7 @@ async function benchSize(n: number): Promise<SizeResult> {
 
   const dir = mkdtempSync(path.join(tmpdir(), 'strata-bench-image-search-'));
   try {
-    const index = await ImageIndex.open({ dir, dim: d, indexString, nprobe: 32, bufferThreshold: 1000, verboseTraining: true, logger: pino({ level: 'warn' }) });
+    const index = await ImageIndex.open({ dir, dim: d, indexString, nprobe: 32, bufferThreshold: 1000, verboseTraining: true, training, logger: pino({ level: 'warn' }) });
     // Buffer adds, as POST /api/index/add does them (batches of 1000).
     t = performance.now();
     const batch = 1000;
@@ -95,6 +102,7 @@ async function benchSize(n: number): Promise<SizeResult> {
 
     // Merge trains the IVF-PQ index from the stored vectors and adds them all.
     t = performance.now();
+    const cpu = process.cpuUsage();
     index.merge();
     const ticker = setInterval(() => {
       const job = index.currentJob;
@@ -103,8 +111,9 @@ async function benchSize(n: number): Promise<SizeResult> {
     const job = await index.waitForJob();
     clearInterval(ticker);
     const mergeSeconds = seconds(t);
+    const mergeCpu = cpuSeconds(cpu);
     if (job?.state !== 'done') throw new Error(`merge failed: ${job?.error}`);
-    log(`merge: ${mergeSeconds.toFixed(1)} s ${JSON.stringify(job.result)}`);
+    log(`merge: ${mergeSeconds.toFixed(1)} s (process CPU ${mergeCpu.toFixed(1)} s) ${JSON.stringify(job.result)}`);
 
     const mainFile = readdirSync(dir).find((f) => /^main-\d+\.faiss$/.test(f))!;
     const fileBytes = statSync(path.join(dir, mainFile)).size;
@@ -139,6 +148,7 @@ async function benchSize(n: number): Promise<SizeResult> {
       buffer_add_vectors_per_s: addRate,
       merge: job.result ?? {},
       merge_seconds: mergeSeconds,
+      merge_cpu_seconds: mergeCpu,
       index_file_bytes_per_vector: fileBytes / n,
       memory: { ...memory, per_vector: (memory.lists ?? 0) / n, fixed: fixedBytes, all_in_per_vector: memory.total / n },
       exact: { qps_single: exactSingle, qps_batch: exactBatch },
@@ -176,12 +186,12 @@ async function benchEncode(): Promise<{ images: number; images_per_s: number; te
   }
 }
 
-log(`image search bench: sizes ${sizes.join(', ')}, ${indexString}, ${queryCount} queries, nprobe ${nprobes.join('/')}, OMP_WAIT_POLICY=${process.env.OMP_WAIT_POLICY}, rss ${mb().toFixed(0)} MiB`);
+log(`image search bench: sizes ${sizes.join(', ')}, ${indexString}, ${queryCount} queries, nprobe ${nprobes.join('/')}, OMP_WAIT_POLICY=${process.env.OMP_WAIT_POLICY}, OPENBLAS_THREAD_TIMEOUT=${process.env.OPENBLAS_THREAD_TIMEOUT}, training ${JSON.stringify(training)}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}, rss ${mb().toFixed(0)} MiB`);
 const results: SizeResult[] = [];
 const encode = await benchEncode();
 for (const n of sizes) results.push(await benchSize(n));
 mkdirSync('test/artifacts', { recursive: true });
-const out = { date: new Date().toISOString(), quick, index: indexString, queries: queryCount, results, encode };
+const out = { date: new Date().toISOString(), quick, index: indexString, training, load_average: loadavg(), queries: queryCount, results, encode };
 writeFileSync('test/artifacts/bench-image-search.json', JSON.stringify(out, null, 2));
 console.log('\n| vectors | nprobe | rerank | q/s | recall@10 |\n|---|---|---|---|---|');
 for (const r of results) for (const run of r.runs) console.log(`| ${r.vectors} | ${run.nprobe} | ${run.rerank ? 'yes' : 'no'} | ${run.qps.toFixed(0)} | ${run.recall_at_10.toFixed(3)} |`);

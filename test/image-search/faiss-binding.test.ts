@@ -93,6 +93,38 @@ describe('image-search: FAISS binding', function () {
     expect(loaded.ntotal).to.equal(n);
   });
 
+  it('takes training knobs (k-means iterations, PQ sample, threads) and refuses bad ones', async () => {
+    const n = 12_000;
+    const x = clusteredVectors(n, d, 120, 21);
+    const queries = x.slice(0, 100 * d);
+    const truth = exactTopK(x, queries, d, 10);
+    const trained = async (options?: Parameters<InstanceType<typeof FaissIndex>['train']>[2]) => {
+      const index = new FaissIndex(d, 'IVF64,PQ16x8np');
+      await index.train(x, false, options);
+      await index.addWithIds(x, ids(0, n));
+      return index.search(queries, 10, 8);
+    };
+    const fast = await trained({ niter: 10, pqNiter: 10, pqMaxPointsPerCentroid: 64, threads: 1, blasThreads: 1 });
+    const once = await trained({ niter: 1, pqNiter: 1, pqMaxPointsPerCentroid: 40 });
+    const plain = await trained();
+    // The knobs reach FAISS (other centroids, other distances) and the tuned run keeps its recall.
+    expect(Array.from(once.distances)).to.not.deep.equal(Array.from(fast.distances));
+    const recallFast = recallAtK(labelsOf(fast.labels, 10), truth);
+    const recallPlain = recallAtK(labelsOf(plain.labels, 10), truth);
+    expect(recallFast).to.be.at.least(recallPlain - 0.05);
+    // Deterministic: the same options give the same index.
+    const again = await trained({ niter: 10, pqNiter: 10, pqMaxPointsPerCentroid: 64, threads: 1, blasThreads: 1 });
+    expect(Array.from(again.labels)).to.deep.equal(Array.from(fast.labels));
+    // A boolean third argument is still `twoLevel` (IVF64 is below its nlist >= 1024, so a plain train).
+    const legacy = new FaissIndex(d, 'IVF64,PQ16x8np');
+    await legacy.train(x, false, true);
+    expect(legacy.isTrained).to.equal(true);
+    const index = new FaissIndex(d, 'IVF64,PQ16x8np');
+    expect(() => index.train(x, false, { niter: -1 })).to.throw(RangeError, /niter/);
+    expect(() => index.train(x, false, { threads: 'two' as unknown as number })).to.throw(RangeError, /threads/);
+    expect(index.isTrained).to.equal(false);
+  });
+
   it('applies per-search nprobe to an IVF behind a wrapper (pre-transform) and leaves its default alone', async () => {
     const x = clusteredVectors(2000, d, 20, 9);
     // PCA to the full dimension is a rotation: with nprobe = nlist the IVF,Flat search is exact.

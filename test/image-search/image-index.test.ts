@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync, existsSync, statSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { ImageIndex, IndexBusyError, UnknownIdsError, type ImageIndexOptions } from '../../images/image-search/src/index/image-index.js';
+import { DEFAULT_TRAINING, ImageIndex, IndexBusyError, UnknownIdsError, trainingOptionsFromEnv, type ImageIndexOptions } from '../../images/image-search/src/index/image-index.js';
 import { clusteredVectors, exactTopK, recallAtK } from './support/clustered-vectors.js';
 
 const d = 32;
@@ -164,6 +164,32 @@ describe('image-search: double-buffered index', function () {
       const reranked = await recall(true);
       expect(reranked).to.be.at.least(0.95);
       expect(reranked).to.be.greaterThan(approximate);
+      await index.close();
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it('training knobs: defaults, IMAGE_SEARCH_TRAIN_* overrides, bad values refused; a rebuild reports what it used', async () => {
+    expect(trainingOptionsFromEnv({})).to.deep.equal({ niter: 10, pqNiter: 10, pqMaxPointsPerCentroid: 64 });
+    expect(trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_NITER: '25', IMAGE_SEARCH_TRAIN_PQ_POINTS: '0', IMAGE_SEARCH_TRAIN_BLAS_THREADS: '1', IMAGE_SEARCH_TRAIN_TWO_LEVEL: 'true' })).to.deep.equal({
+      niter: 25,
+      pqNiter: 10,
+      pqMaxPointsPerCentroid: 0,
+      blasThreads: 1,
+      twoLevel: true,
+    });
+    expect(() => trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_NITER: 'ten' })).to.throw(/IMAGE_SEARCH_TRAIN_NITER must be an integer/);
+    expect(() => trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_THREADS: '-1' })).to.throw(/IMAGE_SEARCH_TRAIN_THREADS/);
+    const other = mkdtempSync(path.join(tmpdir(), 'strata-image-index-training-'));
+    try {
+      const training = { ...DEFAULT_TRAINING, niter: 4, threads: 1 };
+      const index = await ImageIndex.open({ ...options(), dir: other, training });
+      await index.add(data.slice(0, 2500 * d), names(0, 2500));
+      index.rebuild();
+      const job = await index.waitForJob();
+      expect(job?.state, job?.error).to.equal('done');
+      expect(job?.result).to.deep.include({ kind: 'ivf', training });
       await index.close();
     } finally {
       rmSync(other, { recursive: true, force: true });

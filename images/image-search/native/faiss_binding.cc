@@ -24,6 +24,12 @@
 
 #include <omp.h>
 
+// OpenBLAS (Debian's pthread build) keeps its own thread pool for sgemm, apart from OpenMP's.
+extern "C" {
+int openblas_get_num_threads(void);
+void openblas_set_num_threads(int num_threads);
+}
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -62,13 +68,14 @@ void SetVerbose(faiss::Index* index, bool verbose) {
 // about 2*sqrt(nlist) instead of nlist distance computations per point and iteration (~30x less for
 // IVF4096) for nearly the same list quality. The IVF's own train() then sees a filled quantizer,
 // skips level-1 training and trains the residual codec (PQ).
-bool TrainCoarseTwoLevel(faiss::IndexIVF* ivf, size_t n, const float* x, bool verbose) {
+bool TrainCoarseTwoLevel(faiss::IndexIVF* ivf, size_t n, const float* x, bool verbose, int niter) {
   auto* flat = dynamic_cast<faiss::IndexFlat*>(ivf->quantizer);
   if (flat == nullptr || ivf->metric_type != faiss::METRIC_L2 || ivf->nlist < 1024 || flat->ntotal != 0 || n < ivf->nlist) return false;
   const size_t d = ivf->d, nlist = ivf->nlist;
   const size_t k1 = static_cast<size_t>(std::sqrt(static_cast<double>(nlist)));
   faiss::ClusteringParameters cp;
   cp.verbose = verbose;
+  if (niter > 0) cp.niter = niter;
   faiss::Clustering top(d, k1, cp);
   faiss::IndexFlatL2 topIndex(d);
   top.train(n, x, topIndex);
@@ -105,6 +112,7 @@ bool TrainCoarseTwoLevel(faiss::IndexIVF* ivf, size_t n, const float* x, bool ve
     if (verbose) printf("two-level clustering: cluster %zu/%zu, %zu points into %zu centroids\n", c + 1, k1, members[c].size(), share[c]);
     faiss::ClusteringParameters subParams;
     subParams.verbose = false;
+    if (niter > 0) subParams.niter = niter;
     faiss::Clustering part(d, share[c], subParams);
     faiss::IndexFlatL2 partIndex(d);
     part.train(members[c].size(), sub.data(), partIndex);
@@ -168,24 +176,54 @@ class PromiseWorker : public Napi::AsyncWorker {
   std::vector<Napi::ObjectReference> kept_;
 };
 
+// Knobs of one train() call; 0 / false = FAISS's default.
+struct TrainOptions {
+  bool verbose = false;
+  bool twoLevel = false;
+  int niter = 0;         // coarse (IVF) k-means iterations (FAISS: 25)
+  int pqNiter = 0;       // PQ codebook k-means iterations (FAISS: 25)
+  int pqMaxPoints = 0;   // PQ training points per code (FAISS: 256, i.e. 256*256 = 65 536 residuals)
+  bool spherical = false;  // normalise coarse centroids after each iteration (unit-vector data)
+  int threads = 0;       // OpenMP threads (default: all processors)
+  int blasThreads = 0;   // OpenBLAS threads during training (default: leave OpenBLAS's setting)
+};
+
 class TrainWorker : public PromiseWorker {
  public:
-  TrainWorker(Napi::Env env, HandlePtr h, const float* x, size_t n, bool verbose, bool twoLevel)
-      : PromiseWorker(env, std::move(h)), x_(x), n_(n), verbose_(verbose), twoLevel_(twoLevel) {}
+  TrainWorker(Napi::Env env, HandlePtr h, const float* x, size_t n, TrainOptions o)
+      : PromiseWorker(env, std::move(h)), x_(x), n_(n), o_(o) {}
   void Run() override {
     std::unique_lock<std::shared_mutex> guard(handle_->lock);
-    SetVerbose(handle_->index.get(), verbose_);
-    faiss::IndexIVF* ivf = faiss::ivflib::try_extract_index_ivf(handle_->index.get());
-    if (twoLevel_ && ivf != nullptr && !ivf->is_trained) TrainCoarseTwoLevel(ivf, n_, x_, verbose_);
-    handle_->index->train(static_cast<faiss::Index::idx_t>(n_), x_);
-    SetVerbose(handle_->index.get(), false);
+    faiss::Index* index = handle_->index.get();
+    SetVerbose(index, o_.verbose);
+    faiss::IndexIVF* ivf = faiss::ivflib::try_extract_index_ivf(index);
+    if (ivf != nullptr) {
+      if (o_.niter > 0) ivf->cp.niter = o_.niter;
+      ivf->cp.spherical = o_.spherical;
+      if (auto* ivfpq = dynamic_cast<faiss::IndexIVFPQ*>(ivf)) {
+        if (o_.pqNiter > 0) ivfpq->pq.cp.niter = o_.pqNiter;
+        if (o_.pqMaxPoints > 0) ivfpq->pq.cp.max_points_per_centroid = o_.pqMaxPoints;
+      }
+    }
+    int savedBlas = openblas_get_num_threads();
+    if (o_.blasThreads > 0) openblas_set_num_threads(o_.blasThreads);
+    try {
+      if (o_.twoLevel && ivf != nullptr && !ivf->is_trained) TrainCoarseTwoLevel(ivf, n_, x_, o_.verbose, o_.niter);
+      index->train(static_cast<faiss::Index::idx_t>(n_), x_);
+    } catch (...) {
+      if (o_.blasThreads > 0) openblas_set_num_threads(savedBlas);
+      SetVerbose(index, false);
+      throw;
+    }
+    if (o_.blasThreads > 0) openblas_set_num_threads(savedBlas);
+    SetVerbose(index, false);
   }
+  int Threads() const override { return o_.threads > 0 ? o_.threads : omp_get_num_procs(); }
 
  private:
   const float* x_;
   size_t n_;
-  bool verbose_;
-  bool twoLevel_;
+  TrainOptions o_;
 };
 
 class AddWorker : public PromiseWorker {
@@ -375,16 +413,40 @@ class FaissIndex : public Napi::ObjectWrap<FaissIndex> {
   Napi::Value IsTrained(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), handle_->index->is_trained); }
   Napi::Value Description(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), description_); }
 
-  // train(vectors: Float32Array, verbose?: boolean, twoLevel = false): Promise<void>; verbose prints FAISS's k-means progress.
+  // train(vectors: Float32Array, verbose?: boolean, options?: boolean | TrainOptions): Promise<void>;
+  // verbose prints FAISS's k-means progress; a boolean third argument is `twoLevel`.
   Napi::Value Train(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
     size_t floats;
     const float* x = FloatData(info[0], &floats);
-    size_t n = RowCount(info.Env(), floats, handle_->index->d);
-    bool verbose = info.Length() > 1 && info[1].ToBoolean();
+    size_t n = RowCount(env, floats, handle_->index->d);
+    TrainOptions o;
+    o.verbose = info.Length() > 1 && info[1].ToBoolean();
     // Two-level coarse training only when asked (L2 IVF indexes with nlist >= 1024): measured here it
     // saved ~45% of training time but cost recall before re-ranking, so it is not the default.
-    bool twoLevel = info.Length() > 2 && info[2].IsBoolean() && info[2].As<Napi::Boolean>().Value();
-    auto* w = new TrainWorker(info.Env(), handle_, x, n, verbose, twoLevel);
+    if (info.Length() > 2 && info[2].IsBoolean()) o.twoLevel = info[2].As<Napi::Boolean>().Value();
+    if (info.Length() > 2 && info[2].IsObject()) {
+      Napi::Object opts = info[2].As<Napi::Object>();
+      auto flag = [&](const char* name, bool* out) {
+        if (opts.Has(name) && !opts.Get(name).IsUndefined()) *out = opts.Get(name).ToBoolean();
+      };
+      auto count = [&](const char* name, int* out) {
+        if (!opts.Has(name) || opts.Get(name).IsUndefined()) return;
+        Napi::Value v = opts.Get(name);
+        if (!v.IsNumber() || v.As<Napi::Number>().DoubleValue() < 0 || v.As<Napi::Number>().DoubleValue() > 1e6) {
+          throw Napi::RangeError::New(env, std::string("train option ") + name + " must be a number in 0..1000000");
+        }
+        *out = v.As<Napi::Number>().Int32Value();
+      };
+      flag("twoLevel", &o.twoLevel);
+      flag("spherical", &o.spherical);
+      count("niter", &o.niter);
+      count("pqNiter", &o.pqNiter);
+      count("pqMaxPointsPerCentroid", &o.pqMaxPoints);
+      count("threads", &o.threads);
+      count("blasThreads", &o.blasThreads);
+    }
+    auto* w = new TrainWorker(env, handle_, x, n, o);
     w->Keep(info[0]);
     w->Keep(Value());
     Napi::Promise p = w->Promise();
