@@ -26,6 +26,10 @@ const sizes = (option('sizes') ?? (quick ? '20000,50000' : '200000,1000000')).sp
 const indexString = option('index') ?? (quick ? 'IVF256,PQ32x8' : 'IVF4096,PQ32x8');
 const queryCount = Number(option('queries') ?? (quick ? 200 : 1000));
 const nprobes = (option('nprobe') ?? (quick ? '4,8,16,32' : '8,16,32,64,128')).split(',').map(Number);
+// Candidates per result for exact re-ranking (the service's IMAGE_SEARCH_RERANK_FACTOR); several = a sweep.
+const rerankFactors = (option('rerank-factors') ?? '10').split(',').map(Number);
+// Queries in flight at once (as concurrent clients of the service): each runs on its own libuv thread.
+const concurrency = Number(option('concurrency') ?? 1);
 const d = 512;
 const k = 10;
 const training = trainingOptionsFromEnv();
@@ -57,7 +61,7 @@ interface SizeResult {
   index_file_bytes_per_vector: number;
   memory: Record<string, number>;
   exact: { qps_single: number; qps_batch: number };
-  runs: Array<{ nprobe: number; rerank: boolean; qps: number; recall_at_10: number }>;
+  runs: Array<{ nprobe: number; rerank: boolean; rerankFactor?: number; qps: number; recall_at_10: number }>;
 }
 
 async function benchSize(n: number): Promise<SizeResult> {
@@ -128,17 +132,22 @@ async function benchSize(n: number): Promise<SizeResult> {
     );
     const runs: SizeResult['runs'] = [];
     for (const nprobe of nprobes) {
-      for (const rerank of [false, true]) {
+      for (const rerankFactor of [0, ...rerankFactors]) {
+        const rerank = rerankFactor > 0;
         t = performance.now();
-        const found: number[][] = [];
-        for (let q = 0; q < queryCount; q++) {
-          const [hits] = await index.search(queries.subarray(q * d, (q + 1) * d), k, { nprobe, rerank });
-          found.push(hits.map((h) => h.id));
-        }
+        const found: number[][] = new Array<number[]>(queryCount);
+        let next = 0;
+        const client = async () => {
+          for (let q = next++; q < queryCount; q = next++) {
+            const [hits] = await index.search(queries.subarray(q * d, (q + 1) * d), k, { nprobe, rerank, ...(rerank ? { rerankFactor } : {}) });
+            found[q] = hits.map((h) => h.id);
+          }
+        };
+        await Promise.all(Array.from({ length: concurrency }, client));
         const qps = queryCount / seconds(t);
         const r = recall(found, truth);
-        runs.push({ nprobe, rerank, qps, recall_at_10: r });
-        log(`  nprobe ${String(nprobe).padStart(3)} rerank ${rerank ? 'on ' : 'off'}: ${qps.toFixed(0)} q/s, recall@10 ${r.toFixed(3)}`);
+        runs.push({ nprobe, rerank, ...(rerank ? { rerankFactor } : {}), qps, recall_at_10: r });
+        log(`  nprobe ${String(nprobe).padStart(3)} rerank ${rerank ? `on (${k * rerankFactor} candidates)` : 'off'}: ${qps.toFixed(0)} q/s, recall@10 ${r.toFixed(3)}`);
       }
     }
     await index.close();
@@ -186,13 +195,13 @@ async function benchEncode(): Promise<{ images: number; images_per_s: number; te
   }
 }
 
-log(`image search bench: sizes ${sizes.join(', ')}, ${indexString}, ${queryCount} queries, nprobe ${nprobes.join('/')}, OMP_WAIT_POLICY=${process.env.OMP_WAIT_POLICY}, OPENBLAS_THREAD_TIMEOUT=${process.env.OPENBLAS_THREAD_TIMEOUT}, training ${JSON.stringify(training)}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}, rss ${mb().toFixed(0)} MiB`);
+log(`image search bench: sizes ${sizes.join(', ')}, ${indexString}, ${queryCount} queries (${concurrency} at a time), nprobe ${nprobes.join('/')}, OMP_WAIT_POLICY=${process.env.OMP_WAIT_POLICY}, OPENBLAS_THREAD_TIMEOUT=${process.env.OPENBLAS_THREAD_TIMEOUT}, training ${JSON.stringify(training)}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}, rss ${mb().toFixed(0)} MiB`);
 const results: SizeResult[] = [];
 const encode = await benchEncode();
 for (const n of sizes) results.push(await benchSize(n));
 mkdirSync('test/artifacts', { recursive: true });
 const out = { date: new Date().toISOString(), quick, index: indexString, training, load_average: loadavg(), queries: queryCount, results, encode };
 writeFileSync('test/artifacts/bench-image-search.json', JSON.stringify(out, null, 2));
-console.log('\n| vectors | nprobe | rerank | q/s | recall@10 |\n|---|---|---|---|---|');
-for (const r of results) for (const run of r.runs) console.log(`| ${r.vectors} | ${run.nprobe} | ${run.rerank ? 'yes' : 'no'} | ${run.qps.toFixed(0)} | ${run.recall_at_10.toFixed(3)} |`);
+console.log('\n| vectors | nprobe | rerank candidates | q/s | recall@10 |\n|---|---|---|---|---|');
+for (const r of results) for (const run of r.runs) console.log(`| ${r.vectors} | ${run.nprobe} | ${run.rerank ? k * (run.rerankFactor ?? 10) : 'off'} | ${run.qps.toFixed(0)} | ${run.recall_at_10.toFixed(3)} |`);
 log('done: test/artifacts/bench-image-search.json');

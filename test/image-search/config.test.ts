@@ -21,6 +21,8 @@ describe('image-search: configuration from the environment', function () {
       IMAGE_SEARCH_TOPK: 20,
       IMAGE_SEARCH_MAX_TOPK: 100,
       IMAGE_SEARCH_BUFFER_THRESHOLD: 1000,
+      IMAGE_SEARCH_RERANK: true,
+      IMAGE_SEARCH_RERANK_FACTOR: 10,
     });
     expect(config.IMAGE_SEARCH_MODEL_DIR).to.equal(undefined);
     // With a bucket source and no IMAGE_FILE_DIR, the mirror goes where the (writable) index state is.
@@ -34,12 +36,12 @@ describe('image-search: configuration from the environment', function () {
   it('reports every bad value at once', () => {
     let error: unknown;
     try {
-      loadImageSearchConfig({ IMAGE_SEARCH_TOPK: '0', IMAGE_SEARCH_BUFFER_THRESHOLD: 'lots', IMAGE_SEARCH_MAX_TOPK: '100000', IMAGE_SEARCH_EXECUTION_PROVIDER: 'tpu' });
+      loadImageSearchConfig({ IMAGE_SEARCH_TOPK: '0', IMAGE_SEARCH_BUFFER_THRESHOLD: 'lots', IMAGE_SEARCH_MAX_TOPK: '100000', IMAGE_SEARCH_EXECUTION_PROVIDER: 'tpu', IMAGE_SEARCH_RERANK_FACTOR: '0' });
     } catch (err) {
       error = err;
     }
     expect(error).to.be.instanceOf(ConfigError);
-    expect((error as ConfigError).problems).to.have.length(4);
+    expect((error as ConfigError).problems).to.have.length(5);
   });
 
   it('takes IMAGE_FILE_DIR and IMAGE_SEARCH_MODEL_DIR (and the rest) from the environment', async () => {

@@ -164,6 +164,9 @@ describe('image-search: double-buffered index', function () {
       const reranked = await recall(true);
       expect(reranked).to.be.at.least(0.95);
       expect(reranked).to.be.greaterThan(approximate);
+      // Re-ranking every vector of every list (all lists probed) is exact search.
+      const everything = await index.search(queries, 10, { rerank: true, rerankFactor: 350, nprobe: 16 });
+      expect(recallAtK(everything.map((hits) => hits.map((h) => h.id)), truth)).to.equal(1);
       await index.close();
     } finally {
       rmSync(other, { recursive: true, force: true });

@@ -78,6 +78,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     nprobe: config.IMAGE_SEARCH_NPROBE,
     bufferThreshold: config.IMAGE_SEARCH_BUFFER_THRESHOLD,
     rerank: config.IMAGE_SEARCH_RERANK,
+    rerankFactor: config.IMAGE_SEARCH_RERANK_FACTOR,
     logger,
   });
   const files = new ImageFiles(config.IMAGE_FILE_DIR);

@@ -34,6 +34,8 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_INDEX_STRING: z.string().default('IVF4096,PQ32x8'),
   IMAGE_SEARCH_NPROBE: env.int(32, 1, 65536),
   IMAGE_SEARCH_RERANK: env.bool(true),
+  /** PQ candidates fetched per wanted result for exact re-ranking (deeper: better recall, a little slower). */
+  IMAGE_SEARCH_RERANK_FACTOR: env.int(10, 1, 1000),
   IMAGE_SEARCH_TOPK: env.int(20, 1, 1000),
   IMAGE_SEARCH_MAX_TOPK: env.int(100, 1, 1000),
   IMAGE_SEARCH_BUFFER_THRESHOLD: env.int(1000, 1),

@@ -82,6 +82,8 @@ export interface Hit {
 export interface SearchOptions {
   nprobe?: number;
   rerank?: boolean;
+  /** Candidates per wanted result when re-ranking (default: the index's rerankFactor). */
+  rerankFactor?: number;
 }
 
 export interface JobStatus {
@@ -320,7 +322,7 @@ export class ImageIndex {
     const rerank = (options.rerank ?? this.opts.rerank ?? true) && view.mainKind === 'ivf';
     // Over-fetch so that hidden (deleted) ids do not leave a result list short.
     const want = k + Math.min(this.deleted.size, 1024);
-    const mainK = rerank ? Math.max(want, k * (this.opts.rerankFactor ?? 10)) : want;
+    const mainK = rerank ? Math.max(want, k * (options.rerankFactor ?? this.opts.rerankFactor ?? 10)) : want;
     const nprobe = options.nprobe ?? this.opts.nprobe;
     const [mainResult, bufferResult] = await Promise.all([
       view.main && view.main.ntotal > 0 ? view.main.search(queries, Math.min(mainK, view.main.ntotal), view.mainKind === 'ivf' ? nprobe : 0) : null,
