@@ -26,7 +26,7 @@ export function jobName(ix: ImageIndex, op: IndexOperation, token: string): stri
   return `${ix.metadata.name}-${op}-${hash}`.slice(0, 63);
 }
 
-function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSettings) {
+function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSettings, indexName: string) {
   const env: object[] = [];
   const s3 = `http://${serviceHost(settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}`;
   const usesBucket = Boolean(spec.source.bucket || spec.model.bucket);
@@ -34,7 +34,14 @@ function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSe
   // mirrored onto the state volume and synced from there.
   if (spec.source.directory) env.push({ name: 'IMAGE_FILE_DIR', value: spec.source.directory }, { name: 'IMAGE_SEARCH_SCAN_ON_START', value: 'true' });
   if (spec.source.bucket) {
-    env.push({ name: 'IMAGE_FILE_DIR', value: `${STATE_DIR}/images` }, { name: 'IMAGE_SEARCH_SOURCE_S3_URL', value: `s3://${spec.source.bucket}/${spec.source.prefix}` });
+    env.push(
+      { name: 'IMAGE_FILE_DIR', value: `${STATE_DIR}/images` },
+      { name: 'IMAGE_SEARCH_SOURCE_S3_URL', value: `s3://${spec.source.bucket}/${spec.source.prefix}` },
+      // The object store's events make a new object searchable at once (polling stays the safety net):
+      // the namespace's RabbitMQ URL when its storage stack exists, and a queue of this index's own.
+      { name: 'IMAGE_SEARCH_EVENTS_AMQP_URL', valueFrom: { secretKeyRef: { name: STACK.platformSecret, key: 'STRATA_AMQP_URL', optional: true } } },
+      { name: 'IMAGE_SEARCH_EVENTS_QUEUE', value: `strata.image-search.${namespace}.${indexName}` },
+    );
   }
   if (spec.model.directory) env.push({ name: 'IMAGE_SEARCH_MODEL_DIR', value: spec.model.directory });
   if (spec.model.bucket) env.push({ name: 'IMAGE_SEARCH_MODEL_S3_URL', value: `s3://${spec.model.bucket}/${spec.model.prefix}` });
@@ -109,7 +116,7 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
                 // FAISS's OpenMP threads must sleep, not spin, between parallel sections.
                 { name: 'OMP_WAIT_POLICY', value: 'PASSIVE' },
                 ...(spec.gpu.enabled ? [{ name: 'IMAGE_SEARCH_EXECUTION_PROVIDER', value: 'cuda' }] : []),
-                ...sourceEnv(spec, namespace, settings),
+                ...sourceEnv(spec, namespace, settings, ix.metadata.name ?? name),
               ],
               resources: gpu.resources,
               startupProbe: probe('/healthz', 60),

@@ -53,6 +53,10 @@ describe('ImageIndex reconciler', () => {
       const env = Object.fromEntries(container.env.map((e: { name: string; value?: string }) => [e.name, e.value ?? 'from-secret']));
       expect(env).to.include({ IMAGE_SEARCH_INDEX_STRING: 'IVF1024,PQ16x8np', IMAGE_SEARCH_NPROBE: '8', IMAGE_SEARCH_TOPK: '20', IMAGE_SEARCH_BUFFER_THRESHOLD: '1000' });
       expect(env).to.include({ IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/img/', IMAGE_SEARCH_MODEL_DIR: '/models/clip', IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'from-secret' });
+      // Object-created events from the namespace's RabbitMQ (when its stack exists), on a queue of this index's own.
+      const events = container.env.find((e: { name: string }) => e.name === 'IMAGE_SEARCH_EVENTS_AMQP_URL');
+      expect(events.valueFrom.secretKeyRef).to.deep.equal({ name: 'strata-platform', key: 'STRATA_AMQP_URL', optional: true });
+      expect(env.IMAGE_SEARCH_EVENTS_QUEUE).to.equal('strata.image-search.search.photos');
       expect((objs[0] as Doc).spec.resources.requests.storage).to.equal('10Gi');
       expect((job as Doc).spec.template.spec.containers[0].env[0].value).to.equal('http://photos-index-worker.search.svc.cluster.local:8080');
     });
