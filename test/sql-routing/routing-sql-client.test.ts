@@ -225,6 +225,9 @@ describe('RoutingSqlClient: read/write splitting with read-your-writes (real pri
       await eventually(async () => (await where(c, 0)).replica, 'the replica to be used');
 
       outage.stall();
+      // Let the last replay-position probe age past lsnRefreshMs, so the next read probes the stalled
+      // replica (on a fast machine everything below could otherwise reuse the cached position).
+      await new Promise((r) => setTimeout(r, 50));
       const id = nextId++;
       await c.query('INSERT INTO items VALUES ($1, $2)', [id, 'written while the replica is unreachable']);
       expect(await where(c, id)).to.deep.equal({ replica: false, port: primaryPort, n: 1 });
