@@ -10,7 +10,6 @@ import {
   ListPartsCommand,
   PutObjectCommand,
   S3Client,
-  S3ServiceException,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -20,17 +19,7 @@ import http from 'node:http';
 import jwt from 'jsonwebtoken';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { startTestPlatform, JWT_SECRET, ROOT_PASSWORD, type TestPlatform } from './support/platform.js';
-import { bucketName, login, md5Hex, s3ErrorOf, sdkClient } from './support/s3.js';
-
-async function s3Failure(p: Promise<unknown>): Promise<{ name: string; status: number }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof S3ServiceException) return { name: err.name, status: err.$metadata.httpStatusCode ?? 0 };
-    throw err;
-  }
-  throw new Error('expected the S3 call to fail');
-}
+import { bucketName, login, md5Hex, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
 
 /** A raw request: the path goes out exactly as given (fetch would normalise `..`). */
 function rawRequest(endpoint: string, method: string, path: string, headers: Record<string, string>, body?: Buffer | string): Promise<{ status: number; body: string }> {

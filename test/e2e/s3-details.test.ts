@@ -22,7 +22,6 @@ import {
   PutObjectRetentionCommand,
   PutObjectTaggingCommand,
   S3Client,
-  S3ServiceException,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
@@ -32,7 +31,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { startTestPlatform, ROOT_PASSWORD, ROOT_USER, type TestPlatform } from './support/platform.js';
-import { bucketName, login, md5Hex, s3ErrorOf, sdkClient } from './support/s3.js';
+import { bodyBytes, bucketName, login, md5Hex, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
 
 /**
  * The S3 details clients depend on, checked on the wire: every ListObjects parameter (the raw XML for
@@ -41,18 +40,8 @@ import { bucketName, login, md5Hex, s3ErrorOf, sdkClient } from './support/s3.js
  * when unreferenced, tenant isolation on every path, and the NotImplemented / fixed-ACL answers.
  */
 
-async function s3Failure(p: Promise<unknown>): Promise<{ name: string; status: number }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof S3ServiceException) return { name: err.name, status: err.$metadata.httpStatusCode ?? 0 };
-    throw err;
-  }
-  throw new Error('expected the S3 call to fail');
-}
-
 async function bodyText(r: { Body?: unknown }): Promise<string> {
-  return Buffer.from(await (r.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray()).toString();
+  return (await bodyBytes(r)).toString();
 }
 
 /** A raw request: the path goes out exactly as given (fetch would normalise `..` and `%2E%2E`). */

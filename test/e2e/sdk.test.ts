@@ -25,7 +25,6 @@ import {
   PutObjectCommand,
   PutObjectLockConfigurationCommand,
   S3Client,
-  S3ServiceException,
   UploadPartCommand,
   UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
@@ -34,21 +33,8 @@ import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { startTestPlatform, type TestPlatform } from './support/platform.js';
-import { bucketName, md5Hex, sdkClient } from './support/s3.js';
+import { bodyBytes, bucketName, md5Hex, s3Failure, sdkClient } from './support/s3.js';
 
-async function s3Failure(p: Promise<unknown>): Promise<{ name: string; status: number }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof S3ServiceException) return { name: err.name, status: err.$metadata.httpStatusCode ?? 0 };
-    throw err;
-  }
-  throw new Error('expected the S3 call to fail');
-}
-
-async function bodyOf(r: { Body?: unknown }): Promise<Buffer> {
-  return Buffer.from(await (r.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
-}
 
 describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
   this.timeout(120_000);
@@ -87,7 +73,7 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
     );
     expect(put.ETag).to.equal(`"${md5Hex(body)}"`);
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt' }));
-    expect((await bodyOf(got)).equals(body)).to.equal(true);
+    expect((await bodyBytes(got)).equals(body)).to.equal(true);
     expect(got.ContentType).to.equal('text/plain');
     expect(got.Metadata).to.deep.equal({ colour: 'blue', 'x-y': 'z' });
     expect(got.ETag).to.equal(put.ETag);
@@ -95,7 +81,7 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
     expect(head.ContentLength).to.equal(body.length);
     expect(head.Metadata?.colour).to.equal('blue');
     const overridden = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt', ResponseContentType: 'application/x-strata', ResponseContentDisposition: 'attachment; filename="h.txt"' }));
-    await bodyOf(overridden);
+    await bodyBytes(overridden);
     expect(overridden.ContentType).to.equal('application/x-strata');
     expect(overridden.ContentDisposition).to.equal('attachment; filename="h.txt"');
     const acl = await s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: 'meta/hello.txt' }));
@@ -117,18 +103,18 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
     client.destroy();
     expect(seen[0]).to.match(/^STREAMING-/);
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'streamed.bin' }));
-    expect((await bodyOf(got)).equals(data)).to.equal(true);
+    expect((await bodyBytes(got)).equals(data)).to.equal(true);
   });
 
   it('range GET (206) and conditional GET (304 / 412)', async () => {
     const body = Buffer.from('0123456789abcdefghij');
     const put = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'range.txt', Body: body }));
     const part = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=5-9' }));
-    expect((await bodyOf(part)).toString()).to.equal('56789');
+    expect((await bodyBytes(part)).toString()).to.equal('56789');
     expect(part.ContentRange).to.equal(`bytes 5-9/${body.length}`);
     expect(part.$metadata.httpStatusCode).to.equal(206);
     const tail = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=-3' }));
-    expect((await bodyOf(tail)).toString()).to.equal('hij');
+    expect((await bodyBytes(tail)).toString()).to.equal('hij');
     expect((await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=100-200' })))).status).to.equal(416);
 
     expect((await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfNoneMatch: put.ETag })))).status).to.equal(304);
@@ -138,7 +124,7 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
     expect((await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfModifiedSince: future })))).status).to.equal(304);
     expect((await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfUnmodifiedSince: past })))).status).to.equal(412);
     const matched = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfMatch: put.ETag, IfModifiedSince: past }));
-    expect((await bodyOf(matched)).equals(body)).to.equal(true);
+    expect((await bodyBytes(matched)).equals(body)).to.equal(true);
   });
 
   it('CopyObject with COPY and REPLACE metadata, copy-source conditions, copy to itself refused', async () => {
@@ -187,7 +173,7 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
     );
     expect(done.ETag).to.match(/^"[0-9a-f]{32}-2"$/);
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'mp/joined.bin' }));
-    const bytes = await bodyOf(got);
+    const bytes = await bodyBytes(got);
     expect(bytes.equals(Buffer.concat([partA, source.subarray(1048576, 2097152)]))).to.equal(true);
     expect(got.ContentType).to.equal('application/x-joined');
     expect(got.Metadata?.kind).to.equal('joined');

@@ -1,4 +1,4 @@
-import { S3Client } from '@aws-sdk/client-s3';
+import { S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { ROOT_PASSWORD, ROOT_USER } from './platform.js';
@@ -36,4 +36,20 @@ export function md5Hex(data: Buffer | string): string {
 /** Unique bucket names so suites never collide. */
 export function bucketName(prefix: string): string {
   return `${prefix}-${Math.random().toString(36).slice(2, 10)}`;
+}
+
+/** The S3 error name and HTTP status of a call that must fail (throws when it succeeds). */
+export async function s3Failure(p: Promise<unknown>): Promise<{ name: string; status: number }> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof S3ServiceException) return { name: err.name, status: err.$metadata.httpStatusCode ?? 0 };
+    throw err;
+  }
+  throw new Error('expected the S3 call to fail');
+}
+
+/** The whole body of a GetObject answer. */
+export async function bodyBytes(r: { Body?: unknown }): Promise<Buffer> {
+  return Buffer.from(await (r.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
 }
