@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { close as closeFd, createReadStream, createWriteStream, open as openFd, read as readFd } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, Readable, Transform, type TransformCallback } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { S3Error } from '../../../service-kit/src/index.js';
+import { HashingCounter, meteredBody } from './metered-body.js';
 import type { ByteRange, HashedBlob, PutOptions, StorageBackend } from './storage-backend.js';
 
 /** Blob locators are 32 hex digits; multipart parts carry a `p` prefix and live under `parts/`. */
@@ -12,30 +13,6 @@ const LOCATOR = /^p?[0-9a-f]{32}$/;
 const TEMP_SUFFIX = '.tmp';
 /** Objects up to this size are read with one read() call (GET/HEAD of small objects is the hot path). */
 const SMALL_READ = 64 * 1024;
-
-/** Counts and hashes bytes as they stream past, and stops a body that grows beyond its limit. */
-export class HashingCounter extends Transform {
-  private readonly hash = createHash('md5');
-  size = 0;
-
-  constructor(private readonly limit: number, private readonly tooLarge: () => Error) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.size += chunk.length;
-    if (this.size > this.limit) {
-      done(this.tooLarge());
-      return;
-    }
-    this.hash.update(chunk);
-    done(null, chunk);
-  }
-
-  digestHex(): string {
-    return this.hash.digest('hex');
-  }
-}
 
 /**
  * Blobs as files under `<dataDir>/blobs/ab/cd/<locator>`. A blob is written to a temp file in its
@@ -58,21 +35,8 @@ export class FsBackend implements StorageBackend {
   }
 
   async put(body: Readable, opts: PutOptions = {}): Promise<HashedBlob> {
-    const limit = Math.min(opts.maxSize ?? Number.MAX_SAFE_INTEGER, opts.expectedSize ?? Number.MAX_SAFE_INTEGER);
-    const counter = new HashingCounter(limit, () =>
-      opts.expectedSize !== undefined && opts.expectedSize < (opts.maxSize ?? Infinity)
-        ? new S3Error('InvalidRequest', 'the body is longer than its Content-Length')
-        : new S3Error('EntityTooLarge'),
-    );
-    // The body is piped through a PassThrough so that a failure (too large, bad digest) ends our side
-    // without destroying the request: the caller can still answer with an S3 error.
-    const source = new PassThrough();
-    body.on('error', (err) => source.destroy(err));
-    body.pipe(source);
-    return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, (size, md5) => {
-      if (opts.expectedSize !== undefined && size !== opts.expectedSize) throw new S3Error('IncompleteBody');
-      if (opts.expectedMd5 !== undefined && md5 !== opts.expectedMd5) throw new S3Error('BadDigest');
-    });
+    const { source, counter, verify } = meteredBody(body, opts);
+    return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, verify);
   }
 
   async compose(locators: string[]): Promise<HashedBlob> {

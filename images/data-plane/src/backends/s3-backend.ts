@@ -2,10 +2,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type net from 'node:net';
-import { PassThrough, Readable, pipeline } from 'node:stream';
+import { Readable, pipeline } from 'node:stream';
 import { Client, S3Error as MinioS3Error } from 'minio';
 import { S3Error } from '../../../service-kit/src/index.js';
-import { HashingCounter } from './fs-backend.js';
+import { HashingCounter, meteredBody } from './metered-body.js';
 import type { ByteRange, HashedBlob, PutOptions, StorageBackend, StoredBlob } from './storage-backend.js';
 
 /** Where an S3-compatible backend keeps Strata's blobs: one bucket (and optional key prefix) on one endpoint. */
@@ -162,22 +162,9 @@ export class S3Backend implements StorageBackend {
 
   async put(body: Readable, opts: PutOptions = {}): Promise<HashedBlob> {
     await this.ready();
-    const limit = Math.min(opts.maxSize ?? Number.MAX_SAFE_INTEGER, opts.expectedSize ?? Number.MAX_SAFE_INTEGER);
-    const counter = new HashingCounter(limit, () =>
-      opts.expectedSize !== undefined && opts.expectedSize < (opts.maxSize ?? Infinity)
-        ? new S3Error('InvalidRequest', 'the body is longer than its Content-Length')
-        : new S3Error('EntityTooLarge'),
-    );
-    // As in the fs backend: a failure ends our side without destroying the request, so the caller
-    // can still answer with an S3 error.
-    const source = new PassThrough();
-    body.on('error', (err) => source.destroy(err));
-    body.pipe(source);
+    const { source, counter, verify } = meteredBody(body, opts);
     const hashed = pipeline(source, counter, () => undefined);
-    return this.upload(opts.part ? 'p' : '', hashed, counter, (size, md5) => {
-      if (opts.expectedSize !== undefined && size !== opts.expectedSize) throw new S3Error('IncompleteBody');
-      if (opts.expectedMd5 !== undefined && md5 !== opts.expectedMd5) throw new S3Error('BadDigest');
-    });
+    return this.upload(opts.part ? 'p' : '', hashed, counter, verify);
   }
 
   /**

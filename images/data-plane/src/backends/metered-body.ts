@@ -1,0 +1,60 @@
+// What every storage backend does to an incoming body: count and MD5-hash it as it streams past,
+// stop it at its size limit, and check size and digest before the blob is published.
+import { createHash } from 'node:crypto';
+import { PassThrough, type Readable, Transform, type TransformCallback } from 'node:stream';
+import { S3Error } from '../../../service-kit/src/index.js';
+import type { PutOptions } from './storage-backend.js';
+
+/** Counts and hashes bytes as they stream past, and stops a body that grows beyond its limit. */
+export class HashingCounter extends Transform {
+  private readonly hash = createHash('md5');
+  size = 0;
+
+  constructor(private readonly limit: number, private readonly tooLarge: () => Error) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.size += chunk.length;
+    if (this.size > this.limit) {
+      done(this.tooLarge());
+      return;
+    }
+    this.hash.update(chunk);
+    done(null, chunk);
+  }
+
+  digestHex(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+export interface MeteredBody {
+  /** The body, detached from the request: a failure ends this side without destroying the request, so the caller can still answer with an S3 error. */
+  source: PassThrough;
+  /** Pipe `source` through it: it counts, hashes and enforces the size limit. */
+  counter: HashingCounter;
+  /** Throws IncompleteBody or BadDigest when the whole body does not match what the request declared. */
+  verify(size: number, md5: string): void;
+}
+
+/** The metering a PUT of `body` with `opts` needs (the same rules on every backend). */
+export function meteredBody(body: Readable, opts: PutOptions): MeteredBody {
+  const limit = Math.min(opts.maxSize ?? Number.MAX_SAFE_INTEGER, opts.expectedSize ?? Number.MAX_SAFE_INTEGER);
+  const counter = new HashingCounter(limit, () =>
+    opts.expectedSize !== undefined && opts.expectedSize < (opts.maxSize ?? Infinity)
+      ? new S3Error('InvalidRequest', 'the body is longer than its Content-Length')
+      : new S3Error('EntityTooLarge'),
+  );
+  const source = new PassThrough();
+  body.on('error', (err) => source.destroy(err));
+  body.pipe(source);
+  return {
+    source,
+    counter,
+    verify: (size, md5) => {
+      if (opts.expectedSize !== undefined && size !== opts.expectedSize) throw new S3Error('IncompleteBody');
+      if (opts.expectedMd5 !== undefined && md5 !== opts.expectedMd5) throw new S3Error('BadDigest');
+    },
+  };
+}
