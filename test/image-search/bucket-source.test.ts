@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import amqp from 'amqplib';
@@ -155,6 +155,68 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       expect(search.results[0].path).to.equal('green/late.png');
     } finally {
       await events.stop();
+    }
+  });
+
+  it('drops images whose objects left the prefix when a recycle event arrives, and never touches files it did not mirror', async () => {
+    const modelDir = makeTestModel();
+    const imageDir = tempDir('bucket-mirror-gone');
+    const indexDir = tempDir('bucket-index-gone');
+    dirs.push(modelDir, imageDir, indexDir);
+    await put('gone/red/a.png', await colourImage(PALETTE.red, 201));
+    await put('gone/blue/b.png', await colourImage(PALETTE.blue, 202));
+    let deliver: ((event: ObjectStoreEvent) => Promise<void>) | undefined;
+    const broker: ObjectEventSource = {
+      subscribe: async (_queue, handler) => {
+        deliver = handler;
+        return { close: async () => undefined };
+      },
+    };
+    const env = {
+      PORT: '0',
+      IMAGE_FILE_DIR: imageDir,
+      IMAGE_SEARCH_MODEL_DIR: modelDir,
+      IMAGE_SEARCH_INDEX_DIR: indexDir,
+      IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/gone',
+      IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
+      IMAGE_SEARCH_S3_ENDPOINT: endpoint,
+      IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
+      IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
+    };
+    let running = await startImageSearch({ env, objectEvents: broker, host: '127.0.0.1', logger: pino({ level: 'silent' }) });
+    const synced = async (predicate: (s: { index: { total_vectors: number }; source: { syncing: boolean; last_sync: { removed: number } | null } }) => boolean) =>
+      until(async () => {
+        const s = await json(`${running.url}/api/status`);
+        return s.source.last_sync && !s.source.syncing && predicate(s) ? s : undefined;
+      });
+    try {
+      await synced((s) => s.index.total_vectors === 2);
+      // An image that did not come from the bucket: added by path, it must survive every sync.
+      mkdirSync(path.join(imageDir, 'local'), { recursive: true });
+      writeFileSync(path.join(imageDir, 'local', 'own.png'), await colourImage(PALETTE.red, 203));
+      const add = await json(`${running.url}/api/index/add`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"image_paths":["local/own.png"]}' });
+      expect(add.added).to.have.length(1);
+
+      expect((await fetch(`${endpoint}/photos/gone/red/a.png`, { method: 'DELETE' })).status).to.equal(204);
+      await deliver!({ id: 'r1', type: 'object.recycled', payload: { bucket: 'photos', key: 'gone/red/a.png' } });
+      const after = await synced((s) => s.source.last_sync?.removed === 1);
+      expect(after.index.total_vectors).to.equal(2);
+      expect(existsSync(path.join(imageDir, 'red', 'a.png'))).to.equal(false);
+      expect(existsSync(path.join(imageDir, 'local', 'own.png'))).to.equal(true);
+      const search = await json(`${running.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"red","topk":5}' });
+      expect(search.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['blue/b.png', 'local/own.png']);
+
+      // The record survives a restart: an object deleted while the service was down goes at the first sync.
+      await running.stop();
+      expect((await fetch(`${endpoint}/photos/gone/blue/b.png`, { method: 'DELETE' })).status).to.equal(204);
+      running = await startImageSearch({ env, objectEvents: broker, host: '127.0.0.1', logger: pino({ level: 'silent' }) });
+      const restarted = await synced(() => true);
+      expect(restarted.source.last_sync.removed).to.equal(1);
+      expect(restarted.index.total_vectors).to.equal(1);
+      expect(existsSync(path.join(imageDir, 'blue', 'b.png'))).to.equal(false);
+      expect(existsSync(path.join(imageDir, 'local', 'own.png'))).to.equal(true);
+    } finally {
+      await running.stop();
     }
   });
 

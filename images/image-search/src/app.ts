@@ -15,7 +15,7 @@ import {
 } from '../../service-kit/src/index.js';
 import { BucketSource } from './bucket-source.js';
 import { ClipEncoder } from './clip/encoder.js';
-import { AmqpObjectEvents, OBJECT_CREATED, type ObjectEventSource } from './object-events.js';
+import { AmqpObjectEvents, OBJECT_EVENT_TYPES, type ObjectEventSource } from './object-events.js';
 import { checkModelDir, fetchModelFromS3 } from './clip/model-files.js';
 import { loadImageSearchConfig, type ImageSearchConfig } from './config.js';
 import { errorHandler } from './http/errors.js';
@@ -202,7 +202,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     givenEvents ?? (config.IMAGE_SEARCH_EVENTS_AMQP_URL ? new AmqpObjectEvents(config.IMAGE_SEARCH_EVENTS_AMQP_URL, { exchange: config.IMAGE_SEARCH_EVENTS_EXCHANGE, logger }) : null);
   if (source && events && service.modelLoaded) {
     subscription = await events.subscribe(config.IMAGE_SEARCH_EVENTS_QUEUE, async (event) => {
-      if (event.type === OBJECT_CREATED) source.onObjectCreated(event.payload.bucket, event.payload.key);
+      if (OBJECT_EVENT_TYPES.includes(event.type)) source.onObjectEvent(event.payload.bucket, event.payload.key);
     });
     source.events = 'subscribed';
   }

@@ -1,8 +1,11 @@
 // Images from a bucket prefix of Strata's object store (IMAGE_SEARCH_SOURCE_S3_URL=s3://bucket/prefix):
 // the image objects under the prefix are mirrored into the image directory (key minus prefix = path)
 // and indexed, at start and then every IMAGE_SEARCH_SOURCE_SYNC_SECONDS, so that objects created in
-// the bucket reach the index without a call to /api/index/add. Listing and downloads are ordinary S3
-// requests (ListObjectsV2, GET) signed with SigV4, so any S3 API works, Strata's gateway included.
+// the bucket reach the index without a call to /api/index/add. Objects that leave the prefix (deleted
+// to the recycle bin, purged) leave the index and the mirror at the next round: the source records
+// which paths it mirrored (MIRROR_RECORD in the image directory), so files that came from elsewhere
+// (uploads, a mounted directory) are never touched. Listing and downloads are ordinary S3 requests
+// (ListObjectsV2, GET) signed with SigV4, so any S3 API works, Strata's gateway included.
 import { createWriteStream, existsSync, promises as fs, statSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -27,6 +30,8 @@ export interface SyncResult {
   listed: number;
   downloaded: number;
   added: number;
+  /** Mirrored images whose objects are gone from the prefix: dropped from the index and the mirror. */
+  removed: number;
   skipped: Array<{ key: string; reason: string }>;
 }
 
@@ -36,7 +41,7 @@ export interface BucketSourceStatus {
   syncing: boolean;
   last_sync: (SyncResult & { finished_at: string }) | null;
   last_error: string | null;
-  /** Whether object-created events trigger syncs, and how many matching ones arrived. */
+  /** Whether object events (created, recycled, restored) trigger syncs, and how many matching ones arrived. */
   events: 'none' | 'subscribed';
   events_received: number;
 }
@@ -45,6 +50,9 @@ interface ListedObject {
   key: string;
   size: number;
 }
+
+/** The paths this source mirrored (JSON, in the image directory; not an image name, so never indexed). */
+export const MIRROR_RECORD = '.strata-bucket-source.json';
 
 const parser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name === 'Contents' });
 
@@ -93,8 +101,8 @@ export class BucketSource {
     await this.running?.catch(() => undefined);
   }
 
-  /** An object-created event: sync when it is about this source. */
-  onObjectCreated(bucket: unknown, key: unknown): void {
+  /** An object event (created, recycled, restored): sync when it is about this source. */
+  onObjectEvent(bucket: unknown, key: unknown): void {
     if (!this.matches(bucket, key)) return;
     this.eventsSeen++;
     this.requestSync();
@@ -106,7 +114,7 @@ export class BucketSource {
   }
 
   /**
-   * Ask for a sync soon (an object was created): runs now, or once more after the running round, so
+   * Ask for a sync soon (an object changed): runs now, or once more after the running round, so
    * that a burst of events costs at most one extra round.
    */
   requestSync(): void {
@@ -125,7 +133,7 @@ export class BucketSource {
     this.sync().catch(() => undefined);
   }
 
-  /** One round: list, mirror new or changed image objects, index what is not indexed yet. */
+  /** One round: list, mirror new or changed image objects, index what is not indexed yet, drop what is gone. */
   sync(): Promise<SyncResult> {
     if (!this.running) {
       this.running = this.syncOnce().then(
@@ -133,7 +141,7 @@ export class BucketSource {
           this.last = { ...result, finished_at: new Date().toISOString() };
           this.lastError = null;
           this.running = null;
-          if (result.downloaded || result.added) this.opts.logger.info({ ...result, skipped: result.skipped.length }, 'image bucket synced');
+          if (result.downloaded || result.added || result.removed) this.opts.logger.info({ ...result, skipped: result.skipped.length }, 'image bucket synced');
           return result;
         },
         (err: unknown) => {
@@ -207,7 +215,38 @@ export class BucketSource {
       mirrored.push(normalized);
     }
     const added = await this.opts.service.indexPaths(mirrored);
-    return { listed: listed.length, downloaded, added, skipped };
+    const removed = await this.dropVanished(new Set(mirrored));
+    return { listed: listed.length, downloaded, added, removed, skipped };
+  }
+
+  /**
+   * Remove from the index and the mirror what an earlier round mirrored and the complete listing no
+   * longer has, then record the current set. A listing that failed part-way never gets here.
+   */
+  private async dropVanished(current: Set<string>): Promise<number> {
+    const record = path.join(this.opts.files.root, MIRROR_RECORD);
+    const previous = await this.readRecord(record);
+    const gone = previous.filter((p) => !current.has(p));
+    if (gone.length) {
+      await this.opts.service.removePaths(gone);
+      await Promise.all(gone.map((p) => fs.rm(this.opts.files.absolute(p), { force: true })));
+    }
+    const tmp = `${record}.${process.pid}.tmp`;
+    await fs.mkdir(this.opts.files.root, { recursive: true });
+    await fs.writeFile(tmp, JSON.stringify({ url: this.opts.location.url, paths: [...current].sort() }));
+    await fs.rename(tmp, record);
+    return gone.length;
+  }
+
+  /** The paths recorded by an earlier round of this same source URL (none when missing or unreadable). */
+  private async readRecord(file: string): Promise<string[]> {
+    try {
+      const parsed = JSON.parse(await fs.readFile(file, 'utf8')) as { url?: unknown; paths?: unknown };
+      if (parsed.url !== this.opts.location.url || !Array.isArray(parsed.paths)) return [];
+      return parsed.paths.filter((p): p is string => typeof p === 'string' && !p.split('/').includes('..'));
+    } catch {
+      return [];
+    }
   }
 
   private async download(key: string, target: string): Promise<void> {

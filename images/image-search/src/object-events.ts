@@ -1,7 +1,7 @@
-// Object-created events from Strata's object store, so that an image put into the source bucket is
-// indexed at once rather than at the next poll. Two transports, one shape:
+// Object events from Strata's object store, so that an image put into (or deleted from) the source
+// bucket reaches the index at once rather than at the next poll. Two transports, one shape:
 //   - RabbitMQ (IMAGE_SEARCH_EVENTS_AMQP_URL): a durable queue of this service bound to the object
-//     store's topic exchange (`strata.events`) with routing key `object.created`;
+//     store's topic exchange (`strata.events`) with the routing keys in OBJECT_EVENT_TYPES;
 //   - in process: anything with the object store's broker `subscribe(queue, handler)` contract (the
 //     standalone platform's in-memory broker), passed to startImageSearch as `objectEvents`.
 // A handler's promise is the ack. Events only trigger a sync of the bucket source (coalesced), so a
@@ -21,6 +21,8 @@ export interface ObjectEventSource {
 }
 
 export const OBJECT_CREATED = 'object.created';
+/** The events that change what a bucket prefix lists (a purge follows a recycle: nothing to add). */
+export const OBJECT_EVENT_TYPES: readonly string[] = [OBJECT_CREATED, 'object.recycled', 'object.restored'];
 
 /** A RabbitMQ subscriber to the object store's events (reconnecting; one consumer channel). */
 export class AmqpObjectEvents implements ObjectEventSource {
@@ -43,7 +45,7 @@ export class AmqpObjectEvents implements ObjectEventSource {
         await channel.prefetch(16);
         await channel.assertExchange(exchange, 'topic', { durable: true });
         await channel.assertQueue(consumer.queue, { durable: true });
-        await channel.bindQueue(consumer.queue, exchange, OBJECT_CREATED);
+        for (const type of OBJECT_EVENT_TYPES) await channel.bindQueue(consumer.queue, exchange, type);
         await channel.consume(consumer.queue, (message: ConsumeMessage | null) => {
           if (!message) return;
           let event: ObjectStoreEvent | undefined;

@@ -139,6 +139,13 @@ export class SearchService {
     return this.opts.index.remove(ids as number[]);
   }
 
+  /** Remove the indexed images at these paths (paths not indexed are ignored); returns the removed ids. */
+  async removePaths(paths: readonly string[]): Promise<number[]> {
+    const ids = paths.map((p) => this.opts.index.idOf(p)).filter((id): id is number => id !== undefined);
+    if (!ids.length) return [];
+    return (await this.opts.index.remove(ids)).removed;
+  }
+
   async captionOf(path: string): Promise<string | undefined> {
     return this.opts.files.caption(path);
   }
