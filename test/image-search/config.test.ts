@@ -36,12 +36,12 @@ describe('image-search: configuration from the environment', function () {
   it('reports every bad value at once', () => {
     let error: unknown;
     try {
-      loadImageSearchConfig({ IMAGE_SEARCH_TOPK: '0', IMAGE_SEARCH_BUFFER_THRESHOLD: 'lots', IMAGE_SEARCH_MAX_TOPK: '100000', IMAGE_SEARCH_EXECUTION_PROVIDER: 'tpu', IMAGE_SEARCH_RERANK_FACTOR: '0' });
+      loadImageSearchConfig({ IMAGE_SEARCH_TOPK: '0', IMAGE_SEARCH_BUFFER_THRESHOLD: 'lots', IMAGE_SEARCH_MAX_TOPK: '100000', IMAGE_SEARCH_EXECUTION_PROVIDER: 'tpu', IMAGE_SEARCH_RERANK_FACTOR: '0', IMAGE_SEARCH_TRAIN_NITER: 'ten', IMAGE_SEARCH_TRAIN_TWO_LEVEL: 'maybe' });
     } catch (err) {
       error = err;
     }
     expect(error).to.be.instanceOf(ConfigError);
-    expect((error as ConfigError).problems).to.have.length(5);
+    expect((error as ConfigError).problems).to.have.length(7);
   });
 
   it('takes IMAGE_FILE_DIR and IMAGE_SEARCH_MODEL_DIR (and the rest) from the environment', async () => {

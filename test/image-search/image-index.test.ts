@@ -182,8 +182,9 @@ describe('image-search: double-buffered index', function () {
       blasThreads: 1,
       twoLevel: true,
     });
-    expect(() => trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_NITER: 'ten' })).to.throw(/IMAGE_SEARCH_TRAIN_NITER must be an integer/);
-    expect(() => trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_THREADS: '-1' })).to.throw(/IMAGE_SEARCH_TRAIN_THREADS/);
+    expect(trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_NITER: '', IMAGE_SEARCH_TRAIN_TWO_LEVEL: '' })).to.deep.equal({ niter: 10, pqNiter: 10, pqMaxPointsPerCentroid: 64 });
+    expect(() => trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_NITER: 'ten' })).to.throw(/invalid configuration for image-search:[\s\S]*IMAGE_SEARCH_TRAIN_NITER/);
+    expect(() => trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_THREADS: '-1', IMAGE_SEARCH_TRAIN_PQ_POINTS: '2000000' })).to.throw(/^(?=[\s\S]*IMAGE_SEARCH_TRAIN_THREADS)(?=[\s\S]*IMAGE_SEARCH_TRAIN_PQ_POINTS)/);
     const other = mkdtempSync(path.join(tmpdir(), 'strata-image-index-training-'));
     try {
       const training = { ...DEFAULT_TRAINING, niter: 4, threads: 1 };

@@ -21,7 +21,7 @@ import { loadImageSearchConfig, type ImageSearchConfig } from './config.js';
 import { errorHandler } from './http/errors.js';
 import { imageSearchRoutes } from './http/routes.js';
 import { ImageFiles } from './image-files.js';
-import { ImageIndex } from './index/image-index.js';
+import { ImageIndex, trainingOptions } from './index/image-index.js';
 import { LlmAssistant } from './llm/assistant.js';
 import { SearchService } from './search-service.js';
 
@@ -79,6 +79,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     bufferThreshold: config.IMAGE_SEARCH_BUFFER_THRESHOLD,
     rerank: config.IMAGE_SEARCH_RERANK,
     rerankFactor: config.IMAGE_SEARCH_RERANK_FACTOR,
+    training: trainingOptions(config),
     logger,
   });
   const files = new ImageFiles(config.IMAGE_FILE_DIR);

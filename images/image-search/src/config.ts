@@ -3,6 +3,9 @@ import path from 'node:path';
 import { z } from 'zod';
 import { env, loadConfig } from '../../service-kit/src/index.js';
 
+/** A FAISS training knob: unset keeps DEFAULT_TRAINING's value, 0 asks for FAISS's own default. */
+const trainingKnob = () => z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(1_000_000).optional());
+
 const optional = () =>
   z
     .string()
@@ -50,6 +53,13 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_EVENTS_AMQP_URL: optional(),
   IMAGE_SEARCH_EVENTS_EXCHANGE: z.string().default('strata.events'),
   IMAGE_SEARCH_EVENTS_QUEUE: z.string().default('strata.image-search'),
+  /** FAISS training (README, "Image search"): coarse and PQ k-means iterations, PQ residuals per code, threads. */
+  IMAGE_SEARCH_TRAIN_NITER: trainingKnob(),
+  IMAGE_SEARCH_TRAIN_PQ_NITER: trainingKnob(),
+  IMAGE_SEARCH_TRAIN_PQ_POINTS: trainingKnob(),
+  IMAGE_SEARCH_TRAIN_THREADS: trainingKnob(),
+  IMAGE_SEARCH_TRAIN_BLAS_THREADS: trainingKnob(),
+  IMAGE_SEARCH_TRAIN_TWO_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), env.bool(false)),
   /** Index every image under IMAGE_FILE_DIR that is not indexed yet, in the background at start. */
   IMAGE_SEARCH_SCAN_ON_START: env.bool(false),
   LLM_BASE_URL: optional(),

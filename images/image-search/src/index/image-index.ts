@@ -12,6 +12,7 @@
 import { promises as fs, existsSync, readdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../../service-kit/src/index.js';
+import { loadImageSearchConfig, type ImageSearchConfig } from '../config.js';
 import { FaissIndex, minTrainingVectors, type TrainOptions } from './faiss.js';
 import { writeFileAtomic, syncDir } from './atomic-file.js';
 import { VectorLog } from './vector-log.js';
@@ -36,7 +37,7 @@ export interface ImageIndexOptions {
   trainingSampleSize?: number;
   /** Print FAISS's k-means progress while training (default: when the log level is debug). */
   verboseTraining?: boolean;
-  /** FAISS training knobs (default: trainingOptionsFromEnv(), i.e. DEFAULT_TRAINING with IMAGE_SEARCH_TRAIN_* overrides). */
+  /** FAISS training knobs (default: DEFAULT_TRAINING; the service passes trainingOptions(config)). */
   training?: TrainOptions;
   logger: Logger;
 }
@@ -49,28 +50,34 @@ export interface ImageIndexOptions {
  */
 export const DEFAULT_TRAINING: Readonly<TrainOptions> = { niter: 10, pqNiter: 10, pqMaxPointsPerCentroid: 64 };
 
-const TRAINING_ENV: Record<string, keyof TrainOptions> = {
-  IMAGE_SEARCH_TRAIN_NITER: 'niter',
-  IMAGE_SEARCH_TRAIN_PQ_NITER: 'pqNiter',
-  IMAGE_SEARCH_TRAIN_PQ_POINTS: 'pqMaxPointsPerCentroid',
-  IMAGE_SEARCH_TRAIN_THREADS: 'threads',
-  IMAGE_SEARCH_TRAIN_BLAS_THREADS: 'blasThreads',
-};
+type TrainingConfig = Pick<
+  ImageSearchConfig,
+  | 'IMAGE_SEARCH_TRAIN_NITER'
+  | 'IMAGE_SEARCH_TRAIN_PQ_NITER'
+  | 'IMAGE_SEARCH_TRAIN_PQ_POINTS'
+  | 'IMAGE_SEARCH_TRAIN_THREADS'
+  | 'IMAGE_SEARCH_TRAIN_BLAS_THREADS'
+  | 'IMAGE_SEARCH_TRAIN_TWO_LEVEL'
+>;
 
-/** DEFAULT_TRAINING with IMAGE_SEARCH_TRAIN_* overrides (0 = FAISS's own default); a bad value throws. */
-export function trainingOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): TrainOptions {
+/** The IMAGE_SEARCH_TRAIN_* variables (validated with the rest of the configuration) as FAISS training options. */
+export function trainingOptions(config: TrainingConfig): TrainOptions {
   const out: TrainOptions = { ...DEFAULT_TRAINING };
-  for (const [name, key] of Object.entries(TRAINING_ENV)) {
-    const raw = env[name];
-    if (raw === undefined || raw === '') continue;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < 0 || value > 1_000_000) throw new Error(`${name} must be an integer in 0..1000000, got ${JSON.stringify(raw)}`);
-    (out as Record<string, number>)[key] = value;
-  }
-  if (env.IMAGE_SEARCH_TRAIN_TWO_LEVEL !== undefined && env.IMAGE_SEARCH_TRAIN_TWO_LEVEL !== '') {
-    out.twoLevel = /^(1|true|yes|on)$/i.test(env.IMAGE_SEARCH_TRAIN_TWO_LEVEL);
-  }
+  const knobs: Array<[number | undefined, keyof TrainOptions]> = [
+    [config.IMAGE_SEARCH_TRAIN_NITER, 'niter'],
+    [config.IMAGE_SEARCH_TRAIN_PQ_NITER, 'pqNiter'],
+    [config.IMAGE_SEARCH_TRAIN_PQ_POINTS, 'pqMaxPointsPerCentroid'],
+    [config.IMAGE_SEARCH_TRAIN_THREADS, 'threads'],
+    [config.IMAGE_SEARCH_TRAIN_BLAS_THREADS, 'blasThreads'],
+  ];
+  for (const [value, key] of knobs) if (value !== undefined) (out as Record<string, number>)[key] = value;
+  if (config.IMAGE_SEARCH_TRAIN_TWO_LEVEL) out.twoLevel = true;
   return out;
+}
+
+/** trainingOptions() straight from an environment (benchmarks); a bad value throws the configuration error. */
+export function trainingOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): TrainOptions {
+  return trainingOptions(loadImageSearchConfig(env));
 }
 
 export interface Hit {
@@ -174,7 +181,7 @@ export class ImageIndex {
     this.dim = opts.dim ?? 512;
     this.minTrain = opts.minTrainingVectors ?? minTrainingVectors(opts.indexString);
     this.mainFactory = mainFactory(opts.indexString);
-    this.training = opts.training ?? trainingOptionsFromEnv();
+    this.training = opts.training ?? DEFAULT_TRAINING;
     // A bad index string is a configuration error at start, not a failed merge later.
     try {
       new FaissIndex(this.dim, this.mainFactory);
