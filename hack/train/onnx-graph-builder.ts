@@ -23,6 +23,8 @@ export class OnnxGraphBuilder {
   private readonly outputs: ValueInfoProto[] = [];
   private readonly weightNames = new Set<string>();
   private counter = 0;
+  /** Values renamed by output(): later nodes that use the old name read the output. */
+  private readonly renamed = new Map<string, string>();
 
   constructor(private readonly name: string) {}
 
@@ -31,9 +33,21 @@ export class OnnxGraphBuilder {
     return name;
   }
 
-  /** Mark `value` as a graph output under `name` (an Identity node renames it). */
+  /**
+   * Mark `value` as a graph output under `name`. The node that computes it is renamed to write `name`
+   * itself: an Identity node in between would cost ONNX Runtime a copy of the tensor on every run.
+   */
   output(value: string, name: string, type: ElemType, dims: Dim[]): void {
-    this.nodes.push({ opType: 'Identity', input: [value], output: [name], name: `${name}.identity` });
+    const producer = this.nodes.find((n) => n.output?.includes(value));
+    if (producer && !this.outputs.some((o) => o.name === value)) {
+      for (const n of this.nodes) {
+        n.output = n.output!.map((o) => (o === value ? name : o));
+        n.input = n.input!.map((i) => (i === value ? name : i));
+      }
+      this.renamed.set(value, name);
+    } else {
+      this.nodes.push({ opType: 'Identity', input: [value], output: [name], name: `${name}.identity` });
+    }
     this.outputs.push(valueInfo(name, type, dims));
   }
 
@@ -61,7 +75,15 @@ export class OnnxGraphBuilder {
   /** Add a node with one output and return that output's name. */
   op(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}): string {
     const out = `${opType.toLowerCase()}.${this.counter++}`;
-    this.nodes.push({ opType, input: inputs, output: [out], name: out, attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)) });
+    this.nodes.push({ opType, input: inputs.map((i) => this.renamed.get(i) ?? i), output: [out], name: out, attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)) });
+    return out;
+  }
+
+  /** Add a node with several outputs (Split) and return their names. */
+  ops(opType: string, inputs: string[], outputs: number, attrs: Record<string, AttrValue> = {}): string[] {
+    const name = `${opType.toLowerCase()}.${this.counter++}`;
+    const out = Array.from({ length: outputs }, (_, i) => `${name}.${i}`);
+    this.nodes.push({ opType, input: inputs.map((i) => this.renamed.get(i) ?? i), output: out, name, attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)) });
     return out;
   }
 

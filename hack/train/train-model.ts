@@ -8,6 +8,8 @@
  *          --batch N (default 32)  --max-len N (content tokens per prompt, default 12)  --seed N
  *          --task copy|reverse  --lr X (peak learning rate, default 0.001)  --out DIR
  *          --checkpoint DIR (raw weights, default data/train-model)  --export-only  --resume (continue from it)
+ *          --from-onnx DIR (with --export-only: take the weights from the ONNX graphs in DIR, e.g. the
+ *          committed model, instead of the checkpoint, to redo its export after an exporter change)
  *          --force (replace the model in --out even when it scored higher on the held-out set)
  * The loss log (step, loss, token accuracy, seconds) grows in the checkpoint folder while training and
  * is copied beside the exported model as training-log.csv.
@@ -20,7 +22,7 @@ import '@tensorflow/tfjs-backend-wasm';
 import cliProgress from 'cli-progress';
 import { MODEL_DIMS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
 import { expectedAnswer, keyOf, makeBatch, mulberry32, randomExample, randomExampleOfLength, type Example, type Task } from './dataset.js';
-import { exportDecoder, exportEncoder, type WeightArrays } from './export-onnx.js';
+import { exportDecoder, exportEncoder, weightsFromOnnx, type WeightArrays } from './export-onnx.js';
 import { TfTransformer, initWeights, weightShapes, type Weights } from './transformer-tf.js';
 
 const { values: args } = parseArgs({
@@ -35,6 +37,7 @@ const { values: args } = parseArgs({
     out: { type: 'string', default: 'images/model-server/model' },
     checkpoint: { type: 'string', default: 'data/train-model' },
     'export-only': { type: 'boolean', default: false },
+    'from-onnx': { type: 'string' },
     resume: { type: 'boolean', default: false },
     force: { type: 'boolean', default: false },
   },
@@ -66,7 +69,7 @@ const heldOutKeys = new Set(heldOut.map(keyOf));
 let weights: Weights;
 let training: Record<string, unknown> = {};
 if (args['export-only']) {
-  weights = await loadCheckpoint(checkpointDir);
+  weights = args['from-onnx'] ? await loadOnnxWeights(path.resolve(args['from-onnx'])) : await loadCheckpoint(checkpointDir);
   training = JSON.parse(await readFile(path.join(outDir, 'model-card.json'), 'utf8')).training;
 } else {
   weights = args.resume ? await loadCheckpoint(checkpointDir) : initWeights(seed);
@@ -261,6 +264,11 @@ async function saveCheckpoint(weights: Weights, dir: string): Promise<void> {
   const arrays = await toArrays(weights);
   const parts = [...arrays.values()].map((w) => Buffer.from(w.data.buffer, w.data.byteOffset, w.data.byteLength));
   await writeFile(path.join(dir, 'weights.bin'), Buffer.concat(parts));
+}
+
+async function loadOnnxWeights(dir: string): Promise<Weights> {
+  const arrays = await weightsFromOnnx(dir, weightShapes());
+  return new Map([...arrays].map(([name, w]) => [name, tf.variable(tf.tensor(w.data, w.shape), true, name)]));
 }
 
 async function loadCheckpoint(dir: string): Promise<Weights> {

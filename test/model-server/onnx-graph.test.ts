@@ -24,14 +24,17 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
   });
   after(async () => model.release());
 
-  it('gives the oracle\'s logits at every step while sequences join, leave, reuse rows and get compacted', async () => {
+  it('gives the oracle\'s logits at every step while sequences join, leave, reuse rows, get compacted and outgrow the cache', async () => {
     // Teacher-forced sequences with different prompt lengths (the third is longer than the batch's
-    // memory width, forcing a re-layout); the fourth joins the moment the second leaves (row reuse).
+    // memory width, forcing a re-layout); the fourth joins the moment the second leaves (row reuse);
+    // the fifth runs past the cache's first capacity (16 columns: its unused leading columns are
+    // dropped and the capacity grows while it is written).
     const sequences = [
       { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '10 11 12 13 14 15 16 17 18 19 20' }]), target: [SPECIAL_TOKENS.BOS, 500, 501, 502, 503, 504] },
       { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '999' }]), target: [SPECIAL_TOKENS.BOS, 42, 43] },
       { joinAt: 2, prompt: encodeChat([{ role: 'system', content: 'be terse' }, { role: 'user', content: '300 301 302 303 304 305 306 307 308 309 310 311 312 313 314 315 316' }]), target: [SPECIAL_TOKENS.BOS, 7, 300, 301, 302, 303, 304, 305] },
       { joinAt: 3, prompt: encodeChat([{ role: 'user', content: '77 78' }]), target: [SPECIAL_TOKENS.BOS, 77, 78, 79, 80, 81, 82, 83, 84, 85] },
+      { joinAt: 4, prompt: encodeChat([{ role: 'user', content: '600 601 602' }]), target: [SPECIAL_TOKENS.BOS, ...Array.from({ length: 29 }, (_, i) => 600 + i)] },
     ];
     const expected = sequences.map((s) => oracle.decode(oracle.encode(s.prompt), s.target));
     const batch = new DecodeBatch();
@@ -47,12 +50,14 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
     await join(0);
     let compared = 0;
     let compactions = 0;
+    let largestCache = 0;
     for (let t = 0; slots.some((s) => s !== undefined); t++) {
       const out = await model.decodeStep(batch.stepInput(
         slots.map((s) => (s === undefined ? SPECIAL_TOKENS.PAD : sequences[s]!.target[step[s]!]!)),
         slots.map((s) => (s === undefined ? 0 : step[s]!)),
       ));
       batch.advance(out);
+      largestCache = Math.max(largestCache, batch.cacheColumns);
       const done: number[] = [];
       slots.forEach((s, row) => {
         if (s === undefined) return;
@@ -72,6 +77,7 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
     }
     expect(compared).to.equal(sequences.reduce((n, s) => n + s.target.length, 0));
     expect(compactions).to.be.greaterThan(0);
+    expect(largestCache).to.be.greaterThan(16);
   });
 
   it('encoder output does not depend on the padding added for other prompts in the batch', async () => {

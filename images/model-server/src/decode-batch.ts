@@ -1,15 +1,24 @@
 import { HEAD_DIM, MODEL_DIMS } from './model-spec.js';
 import { range, type DecoderStepInput, type DecoderStepOutput, type EncodedPrompt } from './onnx-transformer.js';
 
-const { heads: H, decoderLayers: LAYERS } = MODEL_DIMS;
-/** Trim the cache once this many leading columns are unused: each trim copies the whole cache. */
-const TRIM_COLUMNS = 16;
+const { heads: H, decoderLayers: LAYERS, dModel: D } = MODEL_DIMS;
+/** The cache's capacity (columns) is a multiple of this, with at least half of it free after a re-layout. */
+const COLUMN_STEP = 16;
 /** The memory width grows in steps of this, so a slightly longer prompt rarely forces a re-layout. */
 const SOURCE_STEP = 8;
+/** Buffers hold room for rows in steps of this, so a joining sequence rarely forces a re-layout. */
+const ROW_STEP = 8;
 
 /**
  * The decoder-side state of every sequence being generated together, laid out as the decoder graph
  * wants it: one row per sequence, [rows, H, len, dh] per layer (continuous batching).
+ *
+ * The key/value cache has a fixed capacity of columns: each step the graph reads it in place (the
+ * tensors are views of these buffers, nothing is copied per step) and returns only the new token's
+ * keys and values, which advance() writes into the next free column of every row. Columns a row
+ * does not attend to (not written yet, or from before the row's sequence joined) are masked. When
+ * the columns run out, unused leading ones are dropped or the capacity grows (one copy of the cache
+ * every few steps at most).
  *
  * Rows are slots: a finished sequence's row is released and the next prompt reuses it in place (its
  * old cache columns masked out), so sequences join and leave without copying the whole batch. The
@@ -18,16 +27,27 @@ const SOURCE_STEP = 8;
  */
 export class DecodeBatch {
   rows = 0;
+  /** Rows the buffers have room for. */
+  private rowCap = 0;
   private live: boolean[] = [];
   private sourceLen = 0;
   private memoryMask: Float32Array = new Float32Array(0);
   private memoryKeys: Float32Array[] = range(LAYERS).map(() => new Float32Array(0));
   private memoryValues: Float32Array[] = range(LAYERS).map(() => new Float32Array(0));
-  // One always-masked column to start with, so the past is never an empty tensor.
-  private pastLen = 1;
+  /** Cache columns written so far: the next step's keys and values go to column `cols`. */
+  private cols = 0;
+  /** The cache's capacity, in columns (the past_len of the decoder's tensors). */
+  private pastLen = COLUMN_STEP;
   private pastMask: Float32Array = new Float32Array(0);
   private pastKeys: Float32Array[] = range(LAYERS).map(() => new Float32Array(0));
   private pastValues: Float32Array[] = range(LAYERS).map(() => new Float32Array(0));
+  private tokens = new BigInt64Array(0);
+  private positions = new BigInt64Array(0);
+
+  /** The cache's capacity in columns (what the decoder's past tensors hold). */
+  get cacheColumns(): number {
+    return this.pastLen;
+  }
 
   get releasedRows(): number {
     return this.live.filter((l) => !l).length;
@@ -59,7 +79,7 @@ export class DecodeBatch {
     const keep = range(this.rows).filter((r) => this.live[r]);
     const released = this.rows - keep.length;
     const unusedColumns = this.unusedLeadingColumns(keep);
-    const worthIt = keep.length === 0 || released * 4 >= this.rows || unusedColumns >= TRIM_COLUMNS;
+    const worthIt = keep.length === 0 || released * 4 >= this.rows || unusedColumns >= COLUMN_STEP;
     if ((!force && !worthIt) || (released === 0 && unusedColumns === 0)) return undefined;
     if (keep.length === 0) {
       this.reset();
@@ -69,11 +89,16 @@ export class DecodeBatch {
     return keep;
   }
 
-  stepInput(tokens: number[], positions: number[]): DecoderStepInput {
+  /** The next step's inputs: each row's last token and its position (released rows: anything). */
+  stepInput(tokens: ArrayLike<number>, positions: ArrayLike<number>): DecoderStepInput {
+    for (let r = 0; r < this.rows; r++) {
+      this.tokens[r] = BigInt(tokens[r]!);
+      this.positions[r] = BigInt(positions[r]!);
+    }
     return {
       batch: this.rows,
-      tokens,
-      positions,
+      tokens: this.tokens,
+      positions: this.positions,
       sourceLen: this.sourceLen,
       memoryMask: this.memoryMask,
       memoryKeys: this.memoryKeys,
@@ -85,18 +110,28 @@ export class DecodeBatch {
     };
   }
 
-  /** Take the step's present keys/values as the new past; every row's new column is real. */
+  /** Write the step's keys/values into the next cache column; every row attends to it from now on. */
   advance(out: DecoderStepOutput): void {
-    const pastLen = this.pastLen + 1;
-    const mask = new Float32Array(this.rows * pastLen);
+    const kv = out.newKeyValues;
+    const col = this.cols;
+    const rowStride = LAYERS * 2 * D;
     for (let r = 0; r < this.rows; r++) {
-      mask.set(this.pastMask.subarray(r * this.pastLen, (r + 1) * this.pastLen), r * pastLen);
-      mask[r * pastLen + this.pastLen] = 1;
+      for (let l = 0; l < LAYERS; l++) {
+        for (let kind = 0; kind < 2; kind++) {
+          const dst = kind === 0 ? this.pastKeys[l]! : this.pastValues[l]!;
+          const src = r * rowStride + (2 * l + kind) * D;
+          for (let h = 0; h < H; h++) {
+            const to = ((r * H + h) * this.pastLen + col) * HEAD_DIM;
+            const from = src + h * HEAD_DIM;
+            for (let i = 0; i < HEAD_DIM; i++) dst[to + i] = kv[from + i]!;
+          }
+        }
+      }
+      this.pastMask[r * this.pastLen + col] = 1;
     }
-    this.pastMask = mask;
-    this.pastKeys = out.presentKeys;
-    this.pastValues = out.presentValues;
-    this.pastLen = pastLen;
+    this.cols++;
+    // Room for the next step: drop the columns no live row attends to, or grow the capacity.
+    if (this.cols === this.pastLen) this.relayout(range(this.rows), this.sourceLen, this.unusedLeadingColumns(range(this.rows).filter((r) => this.live[r])));
   }
 
   /** Write a prompt's memory into row r and hide the row's old cache columns. */
@@ -112,53 +147,70 @@ export class DecodeBatch {
 
   /** Add empty (released) rows at the end. */
   private grow(rows: number): void {
-    const extend = (a: Float32Array, rowSize: number): Float32Array => {
-      const out = new Float32Array(rows * rowSize);
-      out.set(a.subarray(0, this.rows * rowSize));
-      return out;
-    };
-    const memoryRow = H * this.sourceLen * HEAD_DIM;
-    const pastRow = H * this.pastLen * HEAD_DIM;
-    this.memoryKeys = this.memoryKeys.map((a) => extend(a, memoryRow));
-    this.memoryValues = this.memoryValues.map((a) => extend(a, memoryRow));
-    this.memoryMask = extend(this.memoryMask, this.sourceLen);
-    this.pastKeys = this.pastKeys.map((a) => extend(a, pastRow));
-    this.pastValues = this.pastValues.map((a) => extend(a, pastRow));
-    this.pastMask = extend(this.pastMask, this.pastLen);
+    if (rows > this.rowCap) {
+      const rowCap = Math.ceil(rows / ROW_STEP) * ROW_STEP;
+      const extend = (a: Float32Array, rowSize: number): Float32Array => {
+        const out = new Float32Array(rowCap * rowSize);
+        out.set(a.subarray(0, this.rows * rowSize));
+        return out;
+      };
+      const memoryRow = H * this.sourceLen * HEAD_DIM;
+      const pastRow = H * this.pastLen * HEAD_DIM;
+      this.memoryKeys = this.memoryKeys.map((a) => extend(a, memoryRow));
+      this.memoryValues = this.memoryValues.map((a) => extend(a, memoryRow));
+      this.memoryMask = extend(this.memoryMask, this.sourceLen);
+      this.pastKeys = this.pastKeys.map((a) => extend(a, pastRow));
+      this.pastValues = this.pastValues.map((a) => extend(a, pastRow));
+      this.pastMask = extend(this.pastMask, this.pastLen);
+      this.setRowCap(rowCap);
+    }
     for (let r = this.rows; r < rows; r++) this.live[r] = false;
     this.rows = rows;
   }
 
-  /** Rebuild with only `keep` rows (in that order), memory width `sourceLen`, dropping `dropColumns` leading cache columns. */
+  private setRowCap(rowCap: number): void {
+    this.rowCap = rowCap;
+    this.tokens = new BigInt64Array(rowCap);
+    this.positions = new BigInt64Array(rowCap);
+  }
+
+  /**
+   * Rebuild with only `keep` rows (in that order), memory width `sourceLen`, dropping `dropColumns`
+   * leading cache columns; the new capacity leaves at least half a COLUMN_STEP free.
+   */
   private relayout(keep: readonly number[], sourceLen: number, dropColumns: number): void {
-    const pastLen = this.pastLen - dropColumns;
-    const select = (a: Float32Array, srcLen: number, dstLen: number, fromCol: number, cols: number) => {
-      const out = new Float32Array(keep.length * H * dstLen * HEAD_DIM);
-      keep.forEach((r, i) => copyRow(out, i, dstLen, a, r, srcLen, fromCol, cols));
+    const cols = this.cols - dropColumns;
+    const pastLen = Math.ceil((cols + COLUMN_STEP / 2) / COLUMN_STEP) * COLUMN_STEP;
+    const rowCap = Math.max(ROW_STEP, Math.ceil(keep.length / ROW_STEP) * ROW_STEP);
+    const select = (a: Float32Array, srcLen: number, dstLen: number, fromCol: number, n: number) => {
+      const out = new Float32Array(rowCap * H * dstLen * HEAD_DIM);
+      keep.forEach((r, i) => copyRow(out, i, dstLen, a, r, srcLen, fromCol, n));
       return out;
     };
     const memoryCols = Math.min(this.sourceLen, sourceLen);
     this.memoryKeys = this.memoryKeys.map((a) => select(a, this.sourceLen, sourceLen, 0, memoryCols));
     this.memoryValues = this.memoryValues.map((a) => select(a, this.sourceLen, sourceLen, 0, memoryCols));
-    this.pastKeys = this.pastKeys.map((a) => select(a, this.pastLen, pastLen, dropColumns, pastLen));
-    this.pastValues = this.pastValues.map((a) => select(a, this.pastLen, pastLen, dropColumns, pastLen));
-    const memoryMask = new Float32Array(keep.length * sourceLen);
-    const pastMask = new Float32Array(keep.length * pastLen);
+    this.pastKeys = this.pastKeys.map((a) => select(a, this.pastLen, pastLen, dropColumns, cols));
+    this.pastValues = this.pastValues.map((a) => select(a, this.pastLen, pastLen, dropColumns, cols));
+    const memoryMask = new Float32Array(rowCap * sourceLen);
+    const pastMask = new Float32Array(rowCap * pastLen);
     keep.forEach((r, i) => {
       memoryMask.set(this.memoryMask.subarray(r * this.sourceLen, r * this.sourceLen + memoryCols), i * sourceLen);
-      pastMask.set(this.pastMask.subarray(r * this.pastLen + dropColumns, (r + 1) * this.pastLen), i * pastLen);
+      pastMask.set(this.pastMask.subarray(r * this.pastLen + dropColumns, r * this.pastLen + this.cols), i * pastLen);
     });
     this.memoryMask = memoryMask;
     this.pastMask = pastMask;
     this.live = keep.map((r) => this.live[r]!);
     this.sourceLen = sourceLen;
+    this.cols = cols;
     this.pastLen = pastLen;
     this.rows = keep.length;
+    this.setRowCap(rowCap);
   }
 
-  /** Leading cache columns that no kept row attends to (at least one column always stays). */
+  /** Leading written cache columns that no kept row attends to. */
   private unusedLeadingColumns(keep: readonly number[]): number {
-    let first = this.pastLen - 1;
+    let first = this.cols;
     for (const r of keep) {
       for (let c = 0; c < first; c++) {
         if (this.pastMask[r * this.pastLen + c] === 1) {
@@ -172,15 +224,19 @@ export class DecodeBatch {
 
   private reset(): void {
     this.rows = 0;
+    this.rowCap = 0;
     this.live = [];
     this.sourceLen = 0;
     this.memoryMask = new Float32Array(0);
     this.memoryKeys = range(LAYERS).map(() => new Float32Array(0));
     this.memoryValues = range(LAYERS).map(() => new Float32Array(0));
-    this.pastLen = 1;
+    this.cols = 0;
+    this.pastLen = COLUMN_STEP;
     this.pastMask = new Float32Array(0);
     this.pastKeys = range(LAYERS).map(() => new Float32Array(0));
     this.pastValues = range(LAYERS).map(() => new Float32Array(0));
+    this.tokens = new BigInt64Array(0);
+    this.positions = new BigInt64Array(0);
   }
 }
 

@@ -11,15 +11,20 @@ export interface EncodedPrompt {
   memoryValues: Float32Array[];
 }
 
-/** The decoder inputs for one step of a batch (layout documented in hack/train/export-onnx.ts). */
+/**
+ * The decoder inputs for one step of a batch (layout documented in hack/train/export-onnx.ts). The
+ * arrays may be longer than the tensors they hold (a buffer with room for more rows): the first
+ * batch × … elements are used, without a copy.
+ */
 export interface DecoderStepInput {
   batch: number;
-  tokens: number[];
-  positions: number[];
+  tokens: BigInt64Array;
+  positions: BigInt64Array;
   sourceLen: number;
   memoryMask: Float32Array;
   memoryKeys: Float32Array[];
   memoryValues: Float32Array[];
+  /** Columns of the cache tensors (its capacity; the columns a row does not attend to are masked). */
   pastLen: number;
   pastMask: Float32Array;
   pastKeys: Float32Array[];
@@ -29,9 +34,8 @@ export interface DecoderStepInput {
 export interface DecoderStepOutput {
   /** [batch, vocab] next-token logits. */
   logits: Float32Array;
-  /** Per layer [batch, H, pastLen + 1, dh]: the past with this step appended. */
-  presentKeys: Float32Array[];
-  presentValues: Float32Array[];
+  /** [batch, layers, 2 (keys, values), H, dh]: this step's keys and values, for the cache. */
+  newKeyValues: Float32Array;
 }
 
 export interface OnnxTransformerOptions {
@@ -99,26 +103,27 @@ export class OnnxTransformer {
 
   async decodeStep(input: DecoderStepInput): Promise<DecoderStepOutput> {
     const { batch, sourceLen, pastLen } = input;
+    // Tensors over the caller's buffers (onnxruntime-node reads them in place: no copy per step).
+    const f32 = (data: Float32Array, dims: number[]) => new ort.Tensor('float32', data.subarray(0, dims.reduce((a, b) => a * b, 1)), dims);
+    const i64 = (data: BigInt64Array) => new ort.Tensor('int64', data.subarray(0, batch), [batch, 1]);
+    const memory = [batch, H, sourceLen, HEAD_DIM];
+    const past = [batch, H, pastLen, HEAD_DIM];
     const feeds: Record<string, ort.Tensor> = {
-      input_ids: new ort.Tensor('int64', BigInt64Array.from(input.tokens, BigInt), [batch, 1]),
-      positions: new ort.Tensor('int64', BigInt64Array.from(input.positions, BigInt), [batch, 1]),
-      memory_mask: new ort.Tensor('float32', input.memoryMask, [batch, sourceLen]),
-      past_mask: new ort.Tensor('float32', input.pastMask, [batch, pastLen]),
+      input_ids: i64(input.tokens),
+      positions: i64(input.positions),
+      memory_mask: f32(input.memoryMask, [batch, sourceLen]),
+      past_mask: f32(input.pastMask, [batch, pastLen]),
     };
     for (let l = 0; l < LAYERS; l++) {
-      feeds[`memory_key_${l}`] = new ort.Tensor('float32', input.memoryKeys[l]!, [batch, H, sourceLen, HEAD_DIM]);
-      feeds[`memory_value_${l}`] = new ort.Tensor('float32', input.memoryValues[l]!, [batch, H, sourceLen, HEAD_DIM]);
-      feeds[`past_key_${l}`] = new ort.Tensor('float32', input.pastKeys[l]!, [batch, H, pastLen, HEAD_DIM]);
-      feeds[`past_value_${l}`] = new ort.Tensor('float32', input.pastValues[l]!, [batch, H, pastLen, HEAD_DIM]);
+      feeds[`memory_key_${l}`] = f32(input.memoryKeys[l]!, memory);
+      feeds[`memory_value_${l}`] = f32(input.memoryValues[l]!, memory);
+      feeds[`past_key_${l}`] = f32(input.pastKeys[l]!, past);
+      feeds[`past_value_${l}`] = f32(input.pastValues[l]!, past);
     }
     const out = await this.decoder.run(feeds);
     const logits = out.logits!.data as Float32Array;
     if (logits.length !== batch * V) throw new Error(`decoder returned ${logits.length} logits for batch ${batch}`);
-    return {
-      logits,
-      presentKeys: range(LAYERS).map((l) => out[`present_key_${l}`]!.data as Float32Array),
-      presentValues: range(LAYERS).map((l) => out[`present_value_${l}`]!.data as Float32Array),
-    };
+    return { logits, newKeyValues: out.new_key_values!.data as Float32Array };
   }
 
   async release(): Promise<void> {
