@@ -6,6 +6,12 @@
  *   npm run bench:object-store            (BENCH_SECONDS=10 BENCH_CONNECTIONS=16 by default)
  *   BENCH_SECONDS=3 npm run bench:object-store    (quick: about a minute in all)
  *
+ *   BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'  (extra node flags for the standalone process)
+ *   BENCH_ONLY=small | big                        (only the 4 KiB runs, or only the 256 MiB transfers)
+ *
+ * Beside each figure it prints the standalone process's CPU time per request (4 KiB) or per MiB
+ * (256 MiB) from /proc (utime + stime): unlike ops/s, that survives a loaded machine.
+ *
  * The standalone process runs the object store only (STRATA_DISABLED_SERVICES turns the AI services
  * off; they would otherwise share its event loop and memory). The load average is printed before and
  * after: on a shared machine the figures are only comparable within one run.
@@ -44,6 +50,24 @@ async function rssMiB(pid: number): Promise<number> {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
+const TICK_MS = 10; // /proc/<pid>/stat counts CPU time in clock ticks (USER_HZ = 100 on Linux)
+
+/** CPU time (user + system) a process has used so far, in ms. */
+async function cpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+}
+
+/** Run `f` and return its result with the CPU ms that `pid` and this (client) process spent meanwhile. */
+async function measured<T>(pid: number, f: () => Promise<T>): Promise<{ value: T; serverMs: number; clientMs: number }> {
+  const s0 = await cpuMs(pid);
+  const c0 = process.cpuUsage();
+  const value = await f();
+  const c = process.cpuUsage(c0);
+  return { value, serverMs: (await cpuMs(pid)) - s0, clientMs: (c.user + c.system) / 1000 };
+}
+
 async function waitFor(url: string, ms = 60_000): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
@@ -67,13 +91,14 @@ async function writeRandomFile(file: string, bytes: number): Promise<void> {
 
 interface OpsFigure {
   opsPerSec: number;
+  requests: number;
   p50: number;
   p99: number;
   errors: number;
 }
 
 function figure(r: Result): OpsFigure {
-  return { opsPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
+  return { opsPerSec: r.requests.average, requests: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
 }
 
 /** Many distinct request targets, cycled (PUT to 1000 different keys so no single row is hot). */
@@ -87,7 +112,7 @@ async function main(): Promise<void> {
   const [gwPort, dpPort, cpPort, nginxPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const loadBefore = os.loadavg();
   const origin = `http://127.0.0.1:${gwPort}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'images/standalone/src/main.ts')], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', path.join(repo, 'images/standalone/src/main.ts')], {
     cwd: repo,
     env: {
       ...process.env,
@@ -129,30 +154,58 @@ async function main(): Promise<void> {
     const relative = (u: string) => u.slice(origin.length);
     const run = (url: string, extra: Partial<Parameters<typeof autocannon>[0]>) => autocannon({ url, connections: CONNECTIONS, duration: SECONDS, timeout: 30, ...extra });
 
-    // Warm up both (JIT, connection pools, caches) before measuring.
-    await run(sign('GET', 'small.bin'), { duration: 2 });
-    await run(`${nginx.url}/small.bin`, { duration: 2 });
+    const only = process.env.BENCH_ONLY ?? 'all';
+    const pid = child.pid!;
+    const f1 = (n: number) => n.toFixed(1);
+    const f2 = (n: number) => n.toFixed(2);
+    const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
+    const rows: string[] = [];
+    const targets: string[] = [];
+    const cpuLines: string[] = [];
 
-    const gwGet = figure(await run(sign('GET', 'small.bin'), {}));
-    const ngGet = figure(await run(`${nginx.url}/small.bin`, {}));
-    const gwPutPaths = Array.from({ length: 1000 }, (_, i) => relative(sign('PUT', `small/${i}.bin`)));
-    const gwPut = figure(await run(origin, { requests: cycling('PUT', gwPutPaths, small) }));
-    const ngPut = figure(await run(nginx.url, { requests: cycling('PUT', Array.from({ length: 1000 }, (_, i) => `/small/${i}.bin`), small) }));
+    if (only !== 'big') {
+      // Warm up both (JIT, connection pools, caches) before measuring.
+      await run(sign('GET', 'small.bin'), { duration: 2 });
+      await run(`${nginx.url}/small.bin`, { duration: 2 });
 
-    const bigFile = path.join(work, 'big.bin');
-    await writeRandomFile(bigFile, BIG);
-    const best = async (f: () => Promise<number>) => Math.max(await f(), await f());
-    const gwBigPut = await best(() => putFile(sign('PUT', 'big.bin'), bigFile, BIG));
-    const ngBigPut = await best(() => putFile(`${nginx.url}/big.bin`, bigFile, BIG));
-    const gwBigGet = await best(() => getDiscard(sign('GET', 'big.bin'), BIG));
-    const ngBigGet = await best(() => getDiscard(`${nginx.url}/big.bin`, BIG));
+      const gwGet = await measured(pid, async () => figure(await run(sign('GET', 'small.bin'), {})));
+      const ngGet = figure(await run(`${nginx.url}/small.bin`, {}));
+      const gwPutPaths = Array.from({ length: 1000 }, (_, i) => relative(sign('PUT', `small/${i}.bin`)));
+      const gwPut = await measured(pid, async () => figure(await run(origin, { requests: cycling('PUT', gwPutPaths, small) })));
+      const ngPut = figure(await run(nginx.url, { requests: cycling('PUT', Array.from({ length: 1000 }, (_, i) => `/small/${i}.bin`), small) }));
+      const line = (name: string, g: OpsFigure, n: OpsFigure) =>
+        `| ${name} | ${Math.round(g.opsPerSec)} ops/s (p50 ${g.p50} ms, p99 ${g.p99} ms${g.errors ? `, ${g.errors} errors` : ''}) | ${Math.round(n.opsPerSec)} ops/s (p50 ${n.p50} ms, p99 ${n.p99} ms) | ${f1(g.opsPerSec / n.opsPerSec)}× |`;
+      rows.push(line('GET 4 KiB', gwGet.value, ngGet), line('PUT 4 KiB', gwPut.value, ngPut));
+      const perOp = (m: { value: OpsFigure; serverMs: number }) => f2(m.serverMs / Math.max(1, m.value.requests));
+      cpuLines.push(`standalone CPU per request: GET 4 KiB ${perOp(gwGet)} ms, PUT 4 KiB ${perOp(gwPut)} ms (ops/s on an idle core ≈ 1000 ÷ that)`);
+      targets.push(`  GET 4 KiB >= 6000 ops/s: ${met(gwGet.value.opsPerSec >= 6000)}; PUT 4 KiB >= 2500 ops/s: ${met(gwPut.value.opsPerSec >= 2500)}`);
+    }
+
+    if (only !== 'small') {
+      const bigFile = path.join(work, 'big.bin');
+      await writeRandomFile(bigFile, BIG);
+      // Best of two; the CPU figures are those of the best run.
+      const best = async (f: () => Promise<number>) => {
+        const a = await measured(pid, f);
+        const b = await measured(pid, f);
+        return a.value >= b.value ? a : b;
+      };
+      const gwBigPut = await best(() => putFile(sign('PUT', 'big.bin'), bigFile, BIG));
+      const ngBigPut = await best(() => putFile(`${nginx.url}/big.bin`, bigFile, BIG));
+      const gwBigGet = await best(() => getDiscard(sign('GET', 'big.bin'), BIG));
+      const ngBigGet = await best(() => getDiscard(`${nginx.url}/big.bin`, BIG));
+      const big = (name: string, g: number, n: number) => `| ${name} | ${f1(g)} MiB/s | ${f1(n)} MiB/s | ${f2(g / n)}× |`;
+      rows.push(big('GET 256 MiB', gwBigGet.value, ngBigGet.value), big('PUT 256 MiB', gwBigPut.value, ngBigPut.value));
+      const mib = BIG / 1048576;
+      const perMiB = (m: { serverMs: number; clientMs: number }) => `${f2(m.serverMs / mib)} ms/MiB (client ${f2(m.clientMs / mib)})`;
+      cpuLines.push(`standalone CPU per MiB: GET 256 MiB ${perMiB(gwBigGet)}, PUT 256 MiB ${perMiB(gwBigPut)}; nginx runs' client: GET ${f2(ngBigGet.clientMs / mib)}, PUT ${f2(ngBigPut.clientMs / mib)} ms/MiB`);
+      targets.push(
+        `  GET 256 MiB >= 0.8x nginx: ${met(gwBigGet.value >= 0.8 * ngBigGet.value)}; PUT 256 MiB >= 0.9x nginx: ${met(gwBigPut.value >= 0.9 * ngBigPut.value)}`,
+      );
+    }
 
     const loadAfter = os.loadavg();
-    const f1 = (n: number) => n.toFixed(1);
-    const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
-    const line = (name: string, g: OpsFigure, n: OpsFigure) =>
-      `| ${name} | ${Math.round(g.opsPerSec)} ops/s (p50 ${g.p50} ms, p99 ${g.p99} ms${g.errors ? `, ${g.errors} errors` : ''}) | ${Math.round(n.opsPerSec)} ops/s (p50 ${n.p50} ms, p99 ${n.p99} ms) | ${f1(g.opsPerSec / n.opsPerSec)}× |`;
-    const big = (name: string, g: number, n: number) => `| ${name} | ${f1(g)} MiB/s | ${f1(n)} MiB/s | ${(g / n).toFixed(2)}× |`;
+    targets.push(`  RSS < 512 MiB idle and under load: ${met(idleRss < 512 && peakRss < 512)}`);
     console.log(
       [
         '',
@@ -161,17 +214,13 @@ async function main(): Promise<void> {
         '',
         '| operation | Strata gateway (standalone) | nginx | ratio |',
         '|---|---|---|---|',
-        line('GET 4 KiB', gwGet, ngGet),
-        line('PUT 4 KiB', gwPut, ngPut),
-        big('GET 256 MiB', gwBigGet, ngBigGet),
-        big('PUT 256 MiB', gwBigPut, ngBigPut),
+        ...rows,
         '',
+        ...cpuLines,
         `standalone RSS: idle ${f1(idleRss)} MiB, peak under load ${f1(peakRss)} MiB`,
         '',
         'targets (issue 2):',
-        `  GET 4 KiB >= 6000 ops/s: ${met(gwGet.opsPerSec >= 6000)}; PUT 4 KiB >= 2500 ops/s: ${met(gwPut.opsPerSec >= 2500)}`,
-        `  GET 256 MiB >= 0.8x nginx: ${met(gwBigGet >= 0.8 * ngBigGet)}; PUT 256 MiB >= 0.9x nginx: ${met(gwBigPut >= 0.9 * ngBigPut)}`,
-        `  RSS < 512 MiB idle and under load: ${met(idleRss < 512 && peakRss < 512)}`,
+        ...targets,
         '',
       ].join('\n'),
     );
