@@ -140,7 +140,11 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
         stream.end(request.includeUsage ? usage() : undefined);
         return;
       }
-      res.json({
+      // Written directly rather than with res.json(): Express would also hash the body for an ETag
+      // and check request freshness, per-request work that a completion (never cached) does not need.
+      res.statusCode = 200;
+      res.setHeader('Content-Type', 'application/json; charset=utf-8');
+      res.end(JSON.stringify({
         id,
         object: 'chat.completion',
         created,
@@ -152,7 +156,7 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
           finish_reason: c.finishReason,
         })),
         usage: usage(),
-      });
+      }));
     } catch (err) {
       if (cancelled) return;
       done = true;
