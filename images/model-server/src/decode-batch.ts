@@ -1,7 +1,9 @@
-import { HEAD_DIM, MODEL_DIMS } from './model-spec.js';
+import { HEAD_DIM as HEAD_DIM_IMPORT, MODEL_DIMS } from './model-spec.js';
 import { range, type DecoderStepInput, type DecoderStepOutput, type EncodedPrompt } from './onnx-transformer.js';
 
 const { heads: H, decoderLayers: LAYERS, dModel: D } = MODEL_DIMS;
+// A module-local copy: compiled to CommonJS (the worker thread), each use of an import is a getter call.
+const HEAD_DIM = HEAD_DIM_IMPORT;
 /** The cache's capacity (columns) is a multiple of this, with at least half of it free after a re-layout. */
 const COLUMN_STEP = 16;
 /** The memory width grows in steps of this, so a slightly longer prompt rarely forces a re-layout. */

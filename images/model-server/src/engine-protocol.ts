@@ -30,22 +30,28 @@ export type ToWorker =
   /** No more tokens for these sequences (client gone, or a stop string matched in the HTTP thread). */
   | { t: 'cancel'; ids: number[] };
 
+/**
+ * Numbers sent in bulk: the engine sends Float64Arrays (structured-cloned as one block of memory,
+ * several times cheaper to post than arrays of numbers); plain arrays are accepted too.
+ */
+export type Numbers = readonly number[] | Float64Array;
+
 /** What happened since the last report: sent once per decode step (and after each admission). */
 export interface EngineEvents {
   t: 'events';
   /** Sequences that left the queue for the running batch. */
-  admitted: number[];
+  admitted: Numbers;
   /** Pairs: sequence id, generated content token (EOS is not sent: it is a finish). */
-  tokens: number[];
+  tokens: Numbers;
   /** Pairs: sequence id, 0 = 'stop' (EOS), 1 = 'length'. */
-  finished: number[];
+  finished: Numbers;
   errors: Array<[id: number, message: string]>;
   /** Pairs: batch size, seconds, per decoder step. */
-  steps: number[];
+  steps: Numbers;
   /** Seconds from enqueue to first token, per sequence that got one. */
-  firstTokens: number[];
+  firstTokens: Numbers;
   /** Seconds between consecutive tokens of a sequence. */
-  nextTokens: number[];
+  nextTokens: Numbers;
 }
 
 export type FromWorker =

@@ -26,7 +26,10 @@ void OnnxTransformer.loadWithFallback(config.modelDir, { threads: config.threads
 });
 
 function serve(model: OnnxTransformer): void {
-  const emptyEvents = (): EngineEvents => ({ t: 'events', admitted: [], tokens: [], finished: [], errors: [], steps: [], firstTokens: [], nextTokens: [] });
+  const emptyEvents = () => ({
+    admitted: [] as number[], tokens: [] as number[], finished: [] as number[], errors: [] as EngineEvents['errors'],
+    steps: [] as number[], firstTokens: [] as number[], nextTokens: [] as number[],
+  });
   let pending = emptyEvents();
   let flushQueued = false;
   /** Everything a decoder step produces is reported in one message, sent once the step's callbacks have run. */
@@ -35,9 +38,13 @@ function serve(model: OnnxTransformer): void {
     flushQueued = true;
     queueMicrotask(() => {
       flushQueued = false;
-      const events = pending;
+      const e = pending;
       pending = emptyEvents();
-      post(events);
+      const f64 = (a: number[]) => Float64Array.from(a);
+      post({
+        t: 'events', admitted: f64(e.admitted), tokens: f64(e.tokens), finished: f64(e.finished), errors: e.errors,
+        steps: f64(e.steps), firstTokens: f64(e.firstTokens), nextTokens: f64(e.nextTokens),
+      });
     });
   };
 

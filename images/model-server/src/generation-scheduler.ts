@@ -3,6 +3,11 @@ import { MODEL_DIMS, SPECIAL_TOKENS } from './model-spec.js';
 import type { EncodedPrompt, OnnxTransformer } from './onnx-transformer.js';
 import type { TokenSampler } from './token-sampler.js';
 
+// Module-local copies of the constants used per token (in the worker these modules are CommonJS,
+// where each use of an import is a getter call).
+const VOCAB = MODEL_DIMS.vocabSize;
+const { EOS, PAD } = SPECIAL_TOKENS;
+
 export type FinishReason = 'stop' | 'length';
 
 /** One sequence to generate (one choice of a request). */
@@ -167,7 +172,7 @@ export class GenerationScheduler implements SequenceQueue {
   private async step(): Promise<void> {
     const started = performance.now();
     // Released rows ride along with a harmless token until the batch is compacted.
-    const input = this.batch.stepInput(this.slots.map((s) => s?.lastToken ?? SPECIAL_TOKENS.PAD), this.slots.map((s) => s?.position ?? 0));
+    const input = this.batch.stepInput(this.slots.map((s) => s?.lastToken ?? PAD), this.slots.map((s) => s?.position ?? 0));
     const out = await this.model.decodeStep(input);
     this.batch.advance(out);
     const now = performance.now();
@@ -188,11 +193,11 @@ export class GenerationScheduler implements SequenceQueue {
   /** Sample this sequence's next token and hand it over; true when the sequence is done. */
   private advanceSequence(s: Sequence, logits: Float32Array, row: number, now: number): boolean {
     if (s.cancelled) return true;
-    const token = s.request.sampler.sample(logits, row * MODEL_DIMS.vocabSize);
+    const token = s.request.sampler.sample(logits, row * VOCAB);
     if (s.generated === 0) this.observer?.firstToken((now - s.enqueuedAt) / 1000);
     else this.observer?.nextToken((now - s.lastTokenAt) / 1000);
     s.lastTokenAt = now;
-    if (token === SPECIAL_TOKENS.EOS) {
+    if (token === EOS) {
       this.finish(s, 'stop');
       return true;
     }

@@ -1,8 +1,10 @@
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { HEAD_DIM, MODEL_DIMS, SPECIAL_TOKENS } from './model-spec.js';
+import { HEAD_DIM as HEAD_DIM_IMPORT, MODEL_DIMS, SPECIAL_TOKENS } from './model-spec.js';
 
 const { heads: H, decoderLayers: LAYERS, vocabSize: V } = MODEL_DIMS;
+// A module-local copy: compiled to CommonJS (the worker thread), each use of an import is a getter call.
+const HEAD_DIM = HEAD_DIM_IMPORT;
 
 /** One prompt's encoder output in the form the decoder consumes: per decoder layer, keys/values [H, S, dh]. */
 export interface EncodedPrompt {

@@ -9,10 +9,13 @@ export interface SamplingParams {
   seed?: number;
 }
 
-/** Only EOS and content ids may be generated; PAD, BOS, UNK and role markers never are. */
-const isGenerable = (id: number) => id === SPECIAL_TOKENS.EOS || id >= FIRST_CONTENT_TOKEN;
+// Module-local copies: in the worker thread these modules are compiled to CommonJS, where every use
+// of an imported binding is a property read through a getter (measurable in a loop over the vocabulary).
+const V = MODEL_DIMS.vocabSize;
+const EOS = SPECIAL_TOKENS.EOS;
+const FIRST_CONTENT = FIRST_CONTENT_TOKEN;
 
-/** Picks the next token from one row of logits: greedy, or temperature + nucleus (top_p) sampling. */
+/** Picks the next token from one row of logits: greedy, or temperature + nucleus (top_p) sampling. Only EOS and content ids may be generated; PAD, BOS, UNK and role markers never are. */
 export class TokenSampler {
   private readonly random: () => number;
 
@@ -21,20 +24,20 @@ export class TokenSampler {
   }
 
   sample(logits: Float32Array, offset = 0): number {
-    const V = MODEL_DIMS.vocabSize;
-    let best = -1;
-    let max = -Infinity;
-    for (let id = 0; id < V; id++) {
-      if (isGenerable(id) && logits[offset + id]! > max) {
-        max = logits[offset + id]!;
+    let best: number = EOS;
+    let max = logits[offset + EOS]!;
+    for (let id = FIRST_CONTENT; id < V; id++) {
+      const v = logits[offset + id]!;
+      if (v > max) {
+        max = v;
         best = id;
       }
     }
     if (this.params.temperature <= 1e-6) return best;
     const candidates: Array<{ id: number; p: number }> = [];
     let total = 0;
-    for (let id = 0; id < V; id++) {
-      if (!isGenerable(id)) continue;
+    for (let id = EOS; id < V; id++) {
+      if (id > EOS && id < FIRST_CONTENT) continue;
       const p = Math.exp((logits[offset + id]! - max) / this.params.temperature);
       candidates.push({ id, p });
       total += p;
