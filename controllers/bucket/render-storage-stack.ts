@@ -43,6 +43,8 @@ interface Component {
   env: Array<{ name: string; value: string }>;
   /** Gets the PostgreSQL and RabbitMQ URLs (the planes; the gateway never talks to either). */
   database: boolean;
+  /** Gets the administrator's optional backends Secret (the data plane, which talks to the backends). */
+  backends?: boolean;
   volumes?: object[];
   volumeMounts?: object[];
   resources: object;
@@ -75,6 +77,7 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
                 envFrom: [
                   { configMapRef: { name: STACK.config } },
                   ...(c.database ? [{ secretRef: { name: STACK.platformSecret } }] : []),
+                  ...(c.backends ? [{ secretRef: { name: STACK.backendsSecret, optional: true } }] : []),
                   { secretRef: { name: STACK.rootSecret } },
                   { secretRef: { name: STACK.internalSecret } },
                 ],
@@ -170,6 +173,7 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
       ...STACK.dataPlane,
       component: 'data-plane',
       database: true,
+      backends: true,
       image: imageFor(settings, 'data-plane'),
       env: [{ name: 'PORT', value: String(STACK.dataPlane.port) }],
       volumes: [{ name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } }],

@@ -7,6 +7,12 @@ export const STACK = {
   /** Connection URLs with passwords (PostgreSQL, RabbitMQ), from the operator's settings. */
   platformSecret: 'strata-platform',
   flowControl: 'strata-flow-control',
+  /**
+   * Server-wide storage backends for buckets that S3 clients create (`STRATA_BACKEND_MINIO_*`,
+   * `STRATA_BACKEND_CLOUD_*`): a Secret the administrator creates in the namespace, optional; never
+   * rendered or owned by the operator.
+   */
+  backendsSecret: 'strata-backends',
   rootSecret: 'strata-root-credentials',
   internalSecret: 'strata-internal',
   dataVolume: 'strata-data',

@@ -34,7 +34,10 @@ function varsOf(container: Doc, objects: Manifest[]): string[] {
     if (!o) throw new Error(`${kind} ${name} is referenced but not rendered`);
     return Object.keys({ ...(o.data ?? {}), ...(o.stringData ?? {}) });
   };
-  const fromEnvFrom = (container.envFrom ?? []).flatMap((s: Doc) => (s.configMapRef ? keysOf('ConfigMap', s.configMapRef.name) : keysOf('Secret', s.secretRef.name)));
+  // An optional Secret the operator does not render (the administrator's backends) adds nothing here.
+  const fromEnvFrom = (container.envFrom ?? [])
+    .filter((s: Doc) => !s.secretRef?.optional)
+    .flatMap((s: Doc) => (s.configMapRef ? keysOf('ConfigMap', s.configMapRef.name) : keysOf('Secret', s.secretRef.name)));
   return [...fromEnvFrom, ...(container.env ?? []).map((e: { name: string }) => e.name)];
 }
 
@@ -81,6 +84,23 @@ describe('storage stack environment vs. the services that read it', () => {
     // Without replicas the key is absent (server-side apply then removes it from a live Secret).
     const plain = renderStorageStack('ns', [], TEST_SETTINGS).find((o) => o.kind === 'Secret') as Doc;
     expect(Object.keys(plain.data)).to.deep.equal(['STRATA_PG_URL', 'STRATA_AMQP_URL']);
+  });
+});
+
+describe('server-wide storage backends under the operator', () => {
+  const objects = renderStorageStack('ns', [], TEST_SETTINGS);
+  const refsOf = (component: string) =>
+    ((objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `strata-${component}`) as Doc).spec.template.spec.containers[0].envFrom as Doc[])
+      .filter((s) => s.secretRef?.name === 'strata-backends')
+      .map((s) => s.secretRef);
+
+  it('gives only the data plane the optional strata-backends Secret, which the operator never renders', () => {
+    expect(refsOf('data-plane')).to.deep.equal([{ name: 'strata-backends', optional: true }]);
+    expect(refsOf('gateway')).to.deep.equal([]);
+    expect(refsOf('control-plane')).to.deep.equal([]);
+    expect(objects.some((o) => o.metadata.name === 'strata-backends')).to.equal(false);
+    // The data plane is what reads those variables.
+    expect(sourcesOf('data-plane')).to.match(/STRATA_BACKEND_/);
   });
 });
 
