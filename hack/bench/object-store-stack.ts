@@ -22,12 +22,19 @@
  *   BENCH_REAL_TOPOLOGY=standalone|services: the real stack as the standalone process on the servers
  *   (default when images/standalone reads STRATA_PG_URL...) or as the three service containers'
  *   entrypoints (control plane, data plane, gateway) as separate processes.
+ *   BENCH_ONLY=outbox: only the real stack's events on/off PUT runs (no embedded stack, GET or drill).
+ *   BENCH_OUTBOX_RUNS=on,off,on,off,on: the order of those runs (e.g. `on,on` for a profile).
+ *   BENCH_CPU_PROF=<dir>: the real stack's processes write V8 CPU profiles (node --cpu-prof) there.
+ *
+ * Beside ops/s, each events on/off run prints the CPU time per PUT (load-independent, unlike ops/s
+ * on a shared machine) of the stack's processes and of the PostgreSQL backends serving the bench
+ * database, counted from the run's start until the outbox is published and every event applied.
  */
 import autocannon, { type Result } from 'autocannon';
 import amqp from 'amqplib';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,6 +55,10 @@ const OUTAGE_S = Number(process.env.BENCH_OUTAGE_SECONDS ?? 20);
 const DRAIN_LIMIT_S = 45;
 /** BENCH_ONLY=drill: only the outage drill (at BENCH_DRILL_RATE PUT/s, default 20), e.g. with BENCH_OUTAGE_SECONDS=60. */
 const DRILL_ONLY = process.env.BENCH_ONLY === 'drill';
+const OUTBOX_ONLY = process.env.BENCH_ONLY === 'outbox';
+const OUTBOX_RUNS = (process.env.BENCH_OUTBOX_RUNS ?? 'on,off,on,off,on').split(',').map((r) => r.trim() === 'off');
+const CPU_PROF = process.env.BENCH_CPU_PROF;
+const TICK_S = 0.01; // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
 const SMALL = 4096;
 const ROOT = { user: 'strata', password: 'strata-bench-password' };
 const AMQP_URL = process.env.STRATA_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -59,15 +70,20 @@ interface OpsFigure {
   p50: number;
   p99: number;
   errors: number;
+  /** 2xx answers in the run. */
+  ok?: number;
+  /** CPU ms per PUT: the stack's processes, and the PostgreSQL backends of the bench database. */
+  cpuMs?: { stack: number; pg: number; rabbit: number };
 }
 
 function figure(r: Result): OpsFigure {
-  return { opsPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
+  return { opsPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx, ok: r['2xx'] };
 }
 
 function mean(runs: OpsFigure[]): OpsFigure {
   const avg = (f: (r: OpsFigure) => number) => runs.reduce((a, r) => a + f(r), 0) / runs.length;
-  return { opsPerSec: avg((r) => r.opsPerSec), p50: Math.round(avg((r) => r.p50)), p99: Math.max(...runs.map((r) => r.p99)), errors: runs.reduce((a, r) => a + r.errors, 0) };
+  const cpu = runs.every((r) => r.cpuMs) ? { stack: avg((r) => r.cpuMs!.stack), pg: avg((r) => r.cpuMs!.pg), rabbit: avg((r) => r.cpuMs!.rabbit) } : undefined;
+  return { opsPerSec: avg((r) => r.opsPerSec), p50: Math.round(avg((r) => r.p50)), p99: Math.max(...runs.map((r) => r.p99)), errors: runs.reduce((a, r) => a + r.errors, 0), cpuMs: cpu };
 }
 
 /** Environment without the caller's STRATA_* settings, so that each stack gets exactly what it is given. */
@@ -77,7 +93,50 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 function spawnEntrypoint(file: string, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(repo, file)], { cwd: repo, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const prof = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(CPU_PROF)}`] : [];
+  return spawn(process.execPath, [...prof, '--import', 'tsx', path.join(repo, file)], { cwd: repo, env, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+/** CPU seconds (user + system) a process has used so far; 0 once it is gone. */
+async function cpuSeconds(pid: number | undefined): Promise<number> {
+  if (!pid) return 0;
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_S; // utime, stime
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * CPU seconds of the stack's processes and of the PostgreSQL backends connected to the bench
+ * database, per pid, so that a delta counts only processes alive at both ends (pools keep theirs).
+ */
+async function cpuSnapshot(stack: Stack, admin: pg.Client): Promise<{ stack: Map<number, number>; pg: Map<number, number>; rabbit: Map<number, number> }> {
+  const pids = (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows.map((r) => r.pid);
+  const snap = { stack: new Map<number, number>(), pg: new Map<number, number>(), rabbit: new Map<number, number>() };
+  for (const child of stack.children) if (child.pid) snap.stack.set(child.pid, await cpuSeconds(child.pid));
+  for (const pid of pids) snap.pg.set(pid, await cpuSeconds(pid));
+  for (const pid of await rabbitPids()) snap.rabbit.set(pid, await cpuSeconds(pid));
+  return snap;
+}
+
+/** The machine's RabbitMQ server (beam.smp): shared with other users, so its figure is only indicative. */
+async function rabbitPids(): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    const comm = await readFile(`/proc/${entry}/comm`, 'utf8').catch(() => '');
+    if (comm.trim() === 'beam.smp') pids.push(Number(entry));
+  }
+  return pids;
+}
+
+function cpuDelta(a: Map<number, number>, b: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, end] of b) total += end - (a.get(pid) ?? end);
+  return total;
 }
 
 async function waitReady(url: string, child: ChildProcess, ms = 90_000): Promise<void> {
@@ -281,7 +340,7 @@ async function main(): Promise<void> {
     // 1. Standalone, embedded defaults.
     let sGet: OpsFigure | undefined;
     let sPut: OpsFigure | undefined;
-    if (!DRILL_ONLY) {
+    if (!DRILL_ONLY && !OUTBOX_ONLY) {
       log('standalone (embedded) ...');
       stack = await startStandalone(work);
       const embedded = new Workload(stack.origin);
@@ -324,27 +383,67 @@ async function main(): Promise<void> {
     await production.prepare();
     await production.get(2);
     await production.put(2);
-    const rGet = DRILL_ONLY ? undefined : await production.get();
+    const rGet = DRILL_ONLY || OUTBOX_ONLY ? undefined : await production.get();
     // on, off, on, off, on: alternating runs, so that drift (growing tables, other load) favours neither.
     const onRuns: OpsFigure[] = [];
     const offRuns: OpsFigure[] = [];
-    await admin.query('CREATE OR REPLACE FUNCTION strata_bench_drop_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$');
-    for (let i = 0; i < (DRILL_ONLY ? 0 : 5); i++) {
-      if (i % 2 === 0) {
-        onRuns.push(await production.put());
-        continue;
+    const unsentNow = () => count('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL');
+    const unappliedNow = () => count('SELECT (SELECT count(*) FROM outbox) - (SELECT count(*) FROM processed_events) AS n');
+    const settle = async () => {
+      for (const until = Date.now() + 60_000; Date.now() < until; await sleep(100)) {
+        if ((await unsentNow()) === 0 && (await unappliedNow()) <= 0) return;
       }
+    };
+    await settle();
+    await admin.query('CREATE OR REPLACE FUNCTION strata_bench_drop_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$');
+    for (const off of DRILL_ONLY ? [] : OUTBOX_RUNS) {
       // A BEFORE INSERT trigger that drops the row (a rule would not apply to the commit's data-modifying CTE).
-      await admin.query('CREATE TRIGGER strata_bench_events_off BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION strata_bench_drop_row()');
+      if (off) await admin.query('CREATE TRIGGER strata_bench_events_off BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION strata_bench_drop_row()');
       try {
-        offRuns.push(await production.put());
+        const before = await cpuSnapshot(stack, admin);
+        const run = await production.put();
+        // The run's events are published and applied after it: their CPU counts against it.
+        await settle();
+        const after = await cpuSnapshot(stack, admin);
+        const n = Math.max(1, run.ok ?? 0);
+        run.cpuMs = { stack: (cpuDelta(before.stack, after.stack) * 1000) / n, pg: (cpuDelta(before.pg, after.pg) * 1000) / n, rabbit: (cpuDelta(before.rabbit, after.rabbit) * 1000) / n };
+        (off ? offRuns : onRuns).push(run);
+        log(
+          `  events ${off ? 'off' : 'on '}: ${Math.round(run.opsPerSec)} PUT/s, CPU per PUT ${run.cpuMs.stack.toFixed(2)} ms stack + ${run.cpuMs.pg.toFixed(2)} ms PostgreSQL [+ ${run.cpuMs.rabbit.toFixed(2)} ms RabbitMQ, shared] (load average ${os
+            .loadavg()
+            .map((l) => l.toFixed(1))
+            .join(' ')})`,
+        );
       } finally {
-        await admin.query('DROP TRIGGER strata_bench_events_off ON outbox');
+        if (off) await admin.query('DROP TRIGGER strata_bench_events_off ON outbox');
       }
     }
     const rPutOn = onRuns.length ? mean(onRuns) : undefined;
     const rPutOff = offRuns.length ? mean(offRuns) : undefined;
     const objects = await count("SELECT count(*)::int AS n FROM object_info WHERE state = 'NORMAL'");
+
+    if (OUTBOX_ONLY) {
+      const ms = (f: OpsFigure) => (f.cpuMs ? `, CPU per PUT ${f.cpuMs.stack.toFixed(2)} ms stack + ${f.cpuMs.pg.toFixed(2)} ms PostgreSQL [+ ${f.cpuMs.rabbit.toFixed(2)} ms in the machine's RabbitMQ, shared with other users]` : '');
+      const lines = [
+        '',
+        `real stack PUT 4 KiB, ${CONNECTIONS} connections, ${SECONDS} s per run (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`,
+        ...(rPutOn ? [`  events on:  ${Math.round(rPutOn.opsPerSec)} ops/s (runs ${onRuns.map((f) => Math.round(f.opsPerSec)).join(', ')})${ms(rPutOn)}`] : []),
+        ...(rPutOff ? [`  events off: ${Math.round(rPutOff.opsPerSec)} ops/s (runs ${offRuns.map((f) => Math.round(f.opsPerSec)).join(', ')})${ms(rPutOff)}`] : []),
+      ];
+      if (rPutOn && rPutOff) {
+        lines.push(`  outbox cost: ${((1 - rPutOn.opsPerSec / rPutOff.opsPerSec) * 100).toFixed(1)} % of PUT ops/s`);
+        if (rPutOn.cpuMs && rPutOff.cpuMs) {
+          const on = rPutOn.cpuMs.stack + rPutOn.cpuMs.pg;
+          const offMs = rPutOff.cpuMs.stack + rPutOff.cpuMs.pg;
+          lines.push(`  CPU per PUT (stack + PostgreSQL): ${on.toFixed(2)} ms on vs ${offMs.toFixed(2)} ms off (+${((on / offMs - 1) * 100).toFixed(1)} %; the ops/s a CPU-bound machine loses: ${((1 - offMs / on) * 100).toFixed(1)} %)`);
+          const onR = on + rPutOn.cpuMs.rabbit;
+          const offR = offMs + rPutOff.cpuMs.rabbit;
+          lines.push(`  with RabbitMQ's CPU: ${onR.toFixed(2)} ms on vs ${offR.toFixed(2)} ms off (the ops/s a CPU-bound machine loses: ${((1 - offR / onR) * 100).toFixed(1)} %)`);
+        }
+      }
+      console.log(lines.join('\n'));
+      return;
+    }
 
     // 3. Outage drill: cut RabbitMQ under a steady load, bring it back, time the drain.
     log(`outage drill (${OUTAGE_S} s) ...`);

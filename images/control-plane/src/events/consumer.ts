@@ -5,28 +5,128 @@ import type { EventBroker, StrataEvent, Subscription } from './broker.js';
 
 export const CONTROL_PLANE_QUEUE = 'strata.control-plane';
 
-/**
- * Applies the side effects of object-store events: per-bucket object and byte counts (in the same
- * transaction that records the event id, so a redelivered event changes nothing) and cache
- * invalidation (idempotent by nature).
- */
-export function startEventConsumer(deps: {
+/** Events applied per statement at most (the broker's prefetch bounds it too). */
+export const DEFAULT_MAX_BATCH = 64;
+/** How long the first event of a batch waits for more (unless the batch fills up first). */
+export const DEFAULT_BATCH_MS = 10;
+
+interface ConsumerDeps {
   broker: EventBroker;
   store: MetadataStore;
   cache: Cache;
   logger: Logger;
   consumed: Counter<'type' | 'outcome'>;
-}): Promise<Subscription> {
-  return deps.broker.subscribe(CONTROL_PLANE_QUEUE, async (event: StrataEvent) => {
-    try {
-      const applied = await deps.store.applyEventOnce(event);
-      const bucket = event.payload.bucket;
-      if (typeof bucket === 'string' && event.type.startsWith('bucket.')) await deps.cache.del(cacheKeys.bucket(bucket));
-      deps.consumed.inc({ type: event.type, outcome: applied ? 'applied' : 'duplicate' });
-    } catch (err) {
-      deps.consumed.inc({ type: event.type, outcome: 'failed' });
-      deps.logger.warn({ err, eventId: event.id, type: event.type }, 'event not applied, will be redelivered');
-      throw err;
+  /** Events applied together at most. Default DEFAULT_MAX_BATCH. */
+  maxBatch?: number;
+  /** How long an event waits for others to share its statement. Default DEFAULT_BATCH_MS. */
+  batchMs?: number;
+}
+
+/**
+ * Applies the side effects of object-store events: per-bucket object and byte counts (in the same
+ * statement that records the event id, so a redelivered event changes nothing) and cache
+ * invalidation (idempotent by nature).
+ *
+ * Deliveries are applied in batches: an event waits up to `batchMs` (or until `maxBatch` events, or
+ * the broker's prefetch, are waiting) and the waiting events go together, one batch at a time, in
+ * one statement and one commit, so a busy queue costs one statement per batch instead of one per
+ * event. A broker that hands out one delivery at a time (the in-memory one awaits each handler)
+ * never gets that wait: its events are applied at once.
+ * Each delivery's handler resolves (the broker acks) only after the commit that applied it; when a
+ * batch fails, its events are applied one by one, so that one bad event is redelivered alone and
+ * the others are acknowledged.
+ */
+export function startEventConsumer(deps: ConsumerDeps): Promise<Subscription> {
+  const batcher = new EventBatcher(deps, deps.maxBatch ?? DEFAULT_MAX_BATCH, deps.batchMs ?? DEFAULT_BATCH_MS);
+  return deps.broker.subscribe(CONTROL_PLANE_QUEUE, (event: StrataEvent) => batcher.add(event));
+}
+
+interface Pending {
+  event: StrataEvent;
+  at: number;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+class EventBatcher {
+  private pending: Pending[] = [];
+  private busy = false;
+  private timer: NodeJS.Timeout | undefined;
+  /** Deliveries handed to add() and not yet settled. */
+  private unsettled = 0;
+  /** Has the broker ever handed out a delivery while another was unsettled (RabbitMQ's prefetch)? */
+  private concurrent = false;
+
+  constructor(
+    private readonly deps: ConsumerDeps,
+    private readonly maxBatch: number,
+    private readonly batchMs: number,
+  ) {}
+
+  add(event: StrataEvent): Promise<void> {
+    if (this.unsettled > 0) this.concurrent = true;
+    this.unsettled++;
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ event, at: Date.now(), resolve, reject });
+      this.schedule();
+    }).finally(() => {
+      this.unsettled--;
+    });
+  }
+
+  /** Flush at once when a batch is full, else when the oldest waiting event has waited batchMs. */
+  private schedule(): void {
+    if (this.busy || this.pending.length === 0) return;
+    if (this.pending.length >= this.maxBatch) {
+      this.flush();
+      return;
     }
-  });
+    // Only where more deliveries may come meanwhile is waiting worth it.
+    const wait = this.concurrent ? Math.max(0, this.pending[0]!.at + this.batchMs - Date.now()) : 0;
+    if (!this.timer) this.timer = setTimeout(() => this.flush(), wait);
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.busy || this.pending.length === 0) return;
+    this.busy = true;
+    const batch = this.pending.splice(0, this.maxBatch);
+    void this.apply(batch).finally(() => {
+      this.busy = false;
+      this.schedule();
+    });
+  }
+
+  private async apply(batch: Pending[]): Promise<void> {
+    const { store, logger } = this.deps;
+    let applied: boolean[] | undefined;
+    if (batch.length > 1) {
+      try {
+        applied = await store.applyEventsOnce(batch.map((p) => p.event));
+      } catch (err) {
+        // One by one: a bad event must not hold back (or take down) the others.
+        logger.warn({ err, events: batch.length }, 'applying a batch of events failed; applying them one by one');
+      }
+    }
+    await Promise.all(
+      batch.map(async (p, i) => {
+        try {
+          await this.finish(p.event, applied ? applied[i]! : await store.applyEventOnce(p.event));
+          p.resolve();
+        } catch (err) {
+          this.deps.consumed.inc({ type: p.event.type, outcome: 'failed' });
+          logger.warn({ err, eventId: p.event.id, type: p.event.type }, 'event not applied, will be redelivered');
+          p.reject(err);
+        }
+      }),
+    );
+  }
+
+  /** After the event's commit: cache invalidation (idempotent, so duplicates repeat it) and the count. */
+  private async finish(event: StrataEvent, applied: boolean): Promise<void> {
+    const bucket = event.payload.bucket;
+    if (typeof bucket === 'string' && event.type.startsWith('bucket.')) await this.deps.cache.del(cacheKeys.bucket(bucket));
+    this.deps.consumed.inc({ type: event.type, outcome: applied ? 'applied' : 'duplicate' });
+  }
 }

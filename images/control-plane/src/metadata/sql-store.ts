@@ -428,6 +428,53 @@ export class SqlMetadataStore implements MetadataStore {
     return { outbox: outbox.rowCount, processed: processed.rowCount };
   }
 
+  async applyEventsOnce(events: StrataEvent[]): Promise<boolean[]> {
+    // The object events of a batch in ONE statement (no BEGIN/COMMIT round trips, one commit for the
+    // batch): every event id recorded (ON CONFLICT DO NOTHING keeps a redelivered one out), and each
+    // bucket's counts moved once by the sum of its fresh events — a hot bucket's row is updated once
+    // per batch instead of once per event. An id twice in the batch counts once. Events with other
+    // side effects (bucket.deleted) are applied one by one after it.
+    const applied: boolean[] = events.map(() => false);
+    const seen = new Set<string>();
+    const batched: number[] = [];
+    const oneByOne: number[] = [];
+    events.forEach((event, i) => {
+      if (seen.has(event.id)) return; // a duplicate within the batch: applied at most once, below
+      seen.add(event.id);
+      (event.type === 'bucket.deleted' ? oneByOne : batched).push(i);
+    });
+    if (batched.length === 1) {
+      applied[batched[0]!] = await this.applyEventOnce(events[batched[0]!]!);
+    } else if (batched.length > 1) {
+      const cols = { id: [] as string[], type: [] as string[], bucket: [] as Array<number | null>, objects: [] as Array<number | null>, bytes: [] as Array<number | null> };
+      for (const i of batched) {
+        const event = events[i]!;
+        const delta = objectEventDelta(event);
+        const bucketId = Number((event.payload as { bucketId?: number }).bucketId);
+        cols.id.push(event.id);
+        cols.type.push(event.type);
+        cols.bucket.push(delta && Number.isInteger(bucketId) ? bucketId : null);
+        cols.objects.push(delta ? delta.objects : null);
+        cols.bytes.push(delta ? delta.bytes : null);
+      }
+      const res = await this.sql.query<{ event_id: string }>(
+        `WITH ev AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS e(event_id, type, bucket_id, objects, bytes)),
+         fresh AS (INSERT INTO processed_events (event_id, type) SELECT event_id, type FROM ev ORDER BY event_id ON CONFLICT DO NOTHING RETURNING event_id),
+         delta AS (SELECT ev.bucket_id, sum(ev.objects)::bigint AS objects, sum(ev.bytes)::bigint AS bytes FROM ev JOIN fresh ON fresh.event_id = ev.event_id
+           WHERE ev.bucket_id IS NOT NULL GROUP BY ev.bucket_id),
+         bump AS (INSERT INTO bucket_stats (bucket_id, object_count, bytes)
+           SELECT bucket_id, objects, bytes FROM delta WHERE EXISTS (SELECT 1 FROM buckets WHERE id = delta.bucket_id) ORDER BY bucket_id
+           ON CONFLICT (bucket_id) DO UPDATE SET object_count = bucket_stats.object_count + EXCLUDED.object_count, bytes = bucket_stats.bytes + EXCLUDED.bytes)
+         SELECT event_id FROM fresh`,
+        [cols.id, cols.type, cols.bucket, cols.objects, cols.bytes],
+      );
+      const fresh = new Set(res.rows.map((r) => r.event_id));
+      for (const i of batched) applied[i] = fresh.has(events[i]!.id);
+    }
+    for (const i of oneByOne) applied[i] = await this.applyEventOnce(events[i]!);
+    return applied;
+  }
+
   async applyEventOnce(event: StrataEvent): Promise<boolean> {
     // The object events (one per PUT, delete, restore) in ONE statement: the event id recorded and the
     // bucket's counts moved together, or neither (a statement is atomic; no BEGIN/COMMIT round trips).

@@ -110,5 +110,11 @@ export interface MetadataStore {
   pruneEventLogs(cutoff: Date): Promise<{ outbox: number; processed: number }>;
   /** Apply an event's side effects once: false when the event id was already processed. */
   applyEventOnce(event: StrataEvent): Promise<boolean>;
+  /**
+   * applyEventOnce for a batch, atomically where it can (the object events in one statement): one
+   * flag per event, false for an id already processed (or earlier in the same batch). A failure
+   * may leave part of the batch applied; applying it again is safe (every event is idempotent).
+   */
+  applyEventsOnce(events: StrataEvent[]): Promise<boolean[]>;
   ping(): Promise<void>;
 }

@@ -3,17 +3,26 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { EventPublisher } from '../events/publisher.js';
 
 const BATCH = 100;
+/** How long a kick waits before its pass, so that the commits of those milliseconds share it. */
+export const DEFAULT_COALESCE_MS = 5;
 
 /**
  * Publishes outbox rows (written in the same transactions as the state they describe) to the broker
  * and marks them sent once the broker confirmed. Kicked after each commit, and re-run every
  * `retryMs` for whatever is still unsent (broker down, a crash after commit, rows written by the
  * control plane). Delivery is at-least-once: two relays may both send a row; consumers are idempotent.
+ *
+ * Kicks are coalesced: a pass starts `coalesceMs` after the first kick that finds none queued, so under
+ * load one SELECT / publish / UPDATE covers the commits of those milliseconds instead of a pass (and
+ * its statements and commit) per PUT.
  */
 export class OutboxRelay {
   private running: Promise<void> | undefined;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
+  private queued: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly coalesceMs: number;
 
   constructor(
     private readonly catalog: Catalog,
@@ -21,16 +30,35 @@ export class OutboxRelay {
     private readonly backlog: Gauge,
     private readonly logger: Logger,
     private readonly clock: () => Date,
-  ) {}
+    opts: { coalesceMs?: number } = {},
+  ) {
+    this.coalesceMs = opts.coalesceMs ?? DEFAULT_COALESCE_MS;
+  }
 
   start(retryMs: number): void {
+    this.stopped = false;
     this.timer = setInterval(() => this.kick(), retryMs);
     this.timer.unref();
     this.kick();
   }
 
-  /** Run a pass soon; passes never overlap (a kick during a pass runs one more after it). */
+  /**
+   * Run a pass soon (after `coalesceMs`; kicks meanwhile join it); passes never overlap (a kick
+   * during a pass queues one more after it).
+   */
   kick(): void {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.queued || this.stopped) return;
+    this.queued = setTimeout(() => {
+      this.queued = undefined;
+      this.pass();
+    }, this.coalesceMs);
+  }
+
+  private pass(): void {
     if (this.running) {
       this.again = true;
       return;
@@ -85,6 +113,9 @@ export class OutboxRelay {
   /** Stop the schedule and wait for a pass in progress. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    this.stopped = true;
+    clearTimeout(this.queued);
+    this.queued = undefined;
     this.again = false;
     await this.running;
   }
