@@ -5,7 +5,7 @@
  * Two levels, both with batching on and off:
  *  - engine: the generation scheduler and ONNX model in this process, no HTTP — what batching changes;
  *  - HTTP: the real server as a child process (`images/model-server/src/main.ts`) under concurrent
- *    clients, so the RSS reported is the server's own (process_resident_memory_bytes from /metrics).
+ *    clients (keep-alive connections on raw sockets, see Connection), so the RSS reported is the server's own (process_resident_memory_bytes from /metrics).
  *    Its generation engine runs in a worker thread (the default); a last run with batching on and
  *    MODEL_SERVER_WORKER=false (engine on the HTTP thread) at concurrency 1 and 32 shows what the worker changes.
  * Requests are greedy, 12 random content ids each (the model copies them: 12 tokens + EOS).
@@ -16,7 +16,6 @@
  * The start and end load averages are printed: on a shared machine they explain most of the spread.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -52,23 +51,64 @@ interface Measurement {
 }
 
 /**
- * The load generator's requests: node:http on keep-alive connections (one per concurrent client),
- * which costs the shared CPUs less per request than fetch.
+ * The load generator's client: one HTTP/1.1 keep-alive connection per concurrent client on a raw
+ * socket, one request at a time, responses framed by Content-Length. It shares the machine's two
+ * cores with the server, so it is kept cheap: node:http's client cost 0.1–0.5 CPU-ms per request,
+ * CPU the server (and the batched server most, with the most requests per second) went without.
  */
-const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-function postChat(url: string, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${url}/v1/chat/completions`, {
-      method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
+class Connection {
+  private readonly socket: net.Socket;
+  private readonly connected: Promise<void>;
+  private received: Buffer = Buffer.alloc(0);
+  private pending: { resolve: (r: { status: number; text: string }) => void; reject: (e: Error) => void } | undefined;
+
+  constructor(url: string) {
+    const { hostname, port } = new URL(url);
+    this.socket = net.connect(Number(port), hostname);
+    this.socket.setNoDelay(true);
+    this.connected = new Promise((resolve, reject) => {
+      this.socket.once('connect', resolve);
+      this.socket.once('error', reject);
     });
-    req.on('error', reject);
-    req.end(body);
-  });
+    this.socket.on('data', (data: Buffer) => this.onData(data));
+    this.socket.on('error', (err) => this.fail(err));
+    this.socket.on('close', () => this.fail(new Error('connection closed')));
+  }
+
+  async post(path: string, body: string): Promise<{ status: number; text: string }> {
+    await this.connected;
+    return new Promise((resolve, reject) => {
+      this.pending = { resolve, reject };
+      this.socket.write(`POST ${path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    });
+  }
+
+  close(): void {
+    this.pending = undefined;
+    this.socket.destroy();
+  }
+
+  private onData(data: Buffer): void {
+    this.received = this.received.length === 0 ? data : Buffer.concat([this.received, data]);
+    const headerEnd = this.received.indexOf('\r\n\r\n');
+    if (headerEnd < 0) return;
+    const head = this.received.toString('latin1', 0, headerEnd);
+    const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+    if (!length) return this.fail(new Error(`response without Content-Length: ${head}`));
+    const end = headerEnd + 4 + Number(length[1]);
+    if (this.received.length < end) return;
+    const response = { status: Number(head.slice(9, 12)), text: this.received.toString('utf8', headerEnd + 4, end) };
+    this.received = this.received.subarray(end);
+    const pending = this.pending;
+    this.pending = undefined;
+    pending?.resolve(response);
+  }
+
+  private fail(err: Error): void {
+    const pending = this.pending;
+    this.pending = undefined;
+    pending?.reject(err);
+  }
 }
 
 async function freePort(): Promise<number> {
@@ -174,9 +214,10 @@ async function measure(url: string, batching: boolean, worker: boolean, concurre
   const deadline = started + SECONDS * 1000;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
+      const connection = new Connection(url);
       while (performance.now() < deadline) {
         const t0 = performance.now();
-        const res = await postChat(url, JSON.stringify({ model: 'strata-tiny', messages: [{ role: 'user', content: randomPrompt() }], temperature: 0 }));
+        const res = await connection.post('/v1/chat/completions', JSON.stringify({ model: 'strata-tiny', messages: [{ role: 'user', content: randomPrompt() }], temperature: 0 }));
         const body = JSON.parse(res.text) as { usage?: { completion_tokens: number } };
         if (res.status !== 200 || !body.usage) throw new Error(`request failed: ${res.status} ${res.text}`);
         const ms = performance.now() - t0;
@@ -184,6 +225,7 @@ async function measure(url: string, batching: boolean, worker: boolean, concurre
         perToken.push(ms / Math.max(1, body.usage.completion_tokens));
         tokens += body.usage.completion_tokens;
       }
+      connection.close();
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
