@@ -14,8 +14,10 @@ export class ModelServerMetrics implements SchedulerObserver {
   private readonly timePerOutputToken: Histogram;
   private readonly batchSize: Histogram;
   private readonly stepDuration: Histogram;
-  /** (time, tokens) per decode step over the last window, for the tokens/s gauge. */
-  private readonly recentSteps: Array<[number, number]> = [];
+  /** Time and tokens of each decode step over the last window (from `recentHead` on), for the tokens/s gauge. */
+  private readonly recentTimes: number[] = [];
+  private readonly recentTokens: number[] = [];
+  private recentHead = 0;
 
   constructor(registry: Registry) {
     this.completions = new Counter({
@@ -26,15 +28,18 @@ export class ModelServerMetrics implements SchedulerObserver {
     });
     this.promptTokens = new Counter({ name: 'model_server_prompt_tokens_total', help: 'Prompt tokens encoded', labelNames: ['model'] as const, registers: [registry] });
     this.generatedTokens = new Counter({ name: 'model_server_generated_tokens_total', help: 'Tokens generated (EOS included)', registers: [registry] });
-    const recent = this.recentSteps;
+    const tokensInWindow = () => {
+      this.dropOldSteps(performance.now());
+      let tokens = 0;
+      for (let i = this.recentHead; i < this.recentTokens.length; i++) tokens += this.recentTokens[i]!;
+      return tokens;
+    };
     new Gauge({
       name: 'model_server_tokens_per_second',
       help: `Tokens generated per second over the last ${TOKEN_RATE_WINDOW_MS / 1000} s`,
       registers: [registry],
       collect() {
-        const now = performance.now();
-        while (recent.length > 0 && now - recent[0]![0] > TOKEN_RATE_WINDOW_MS) recent.shift();
-        this.set(recent.reduce((n, [, tokens]) => n + tokens, 0) / (TOKEN_RATE_WINDOW_MS / 1000));
+        this.set(tokensInWindow() / (TOKEN_RATE_WINDOW_MS / 1000));
       },
     });
     this.queueDepth = new Gauge({ name: 'model_server_queue_depth', help: 'Sequences waiting for a batch slot', registers: [registry] });
@@ -75,8 +80,21 @@ export class ModelServerMetrics implements SchedulerObserver {
     this.batchSize.observe(batchSize);
     this.stepDuration.observe(seconds);
     this.generatedTokens.inc(batchSize);
-    this.recentSteps.push([performance.now(), batchSize]);
-    if (this.recentSteps.length > 100_000) this.recentSteps.splice(0, 50_000);
+    const now = performance.now();
+    this.recentTimes.push(now);
+    this.recentTokens.push(batchSize);
+    this.dropOldSteps(now);
+  }
+
+  /** Forget the steps older than the window (as they age, not only when /metrics is scraped). */
+  private dropOldSteps(now: number): void {
+    const times = this.recentTimes;
+    while (this.recentHead < times.length && now - times[this.recentHead]! > TOKEN_RATE_WINDOW_MS) this.recentHead++;
+    if (this.recentHead > 1024 && this.recentHead * 2 > times.length) {
+      times.splice(0, this.recentHead);
+      this.recentTokens.splice(0, this.recentHead);
+      this.recentHead = 0;
+    }
   }
 
   firstToken(seconds: number): void {
