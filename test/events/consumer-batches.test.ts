@@ -185,3 +185,50 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
     expect(Math.max(...batches)).to.be.greaterThan(1);
   });
 });
+
+describe('AmqpEventBroker acks the handlers of one tick together (real RabbitMQ)', function () {
+  this.timeout(60_000);
+  let names: RabbitNames;
+  let broker: AmqpEventBroker;
+
+  before(async () => {
+    names = new RabbitNames();
+    const url = process.env.STRATA_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+    broker = new AmqpEventBroker({ url, exchange: names.exchange, logger: quietLogger, redeliveryMs: 50 }).start();
+    await broker.waitUntilConnected(20_000);
+  });
+  after(async () => {
+    await broker?.close();
+    await names?.cleanup().catch(() => undefined);
+  });
+
+  it('never acks a delivery still in its handler or one that failed; each is redelivered until handled', async () => {
+    const queue = names.queue('acks');
+    const events = Array.from({ length: 40 }, (_, i) => event('object.created', { i }));
+    const index = new Map(events.map((e, i) => [e.id, i]));
+    const attempts = new Map<string, number>();
+    const succeeded = new Map<string, number>();
+    const subscription = await broker.subscribe(queue, async (e) => {
+      const i = index.get(e.id)!;
+      const n = (attempts.get(e.id) ?? 0) + 1;
+      attempts.set(e.id, n);
+      // A slow handler that then fails, while later deliveries succeed (their acks must not cover it).
+      if (i === 7 && n === 1) {
+        await new Promise((r) => setTimeout(r, 400));
+        throw new Error('slow and failing');
+      }
+      if (i % 5 === 0 && n === 1) throw new Error('failing once');
+      succeeded.set(e.id, (succeeded.get(e.id) ?? 0) + 1);
+    });
+    await Promise.all(events.map((e) => broker.publish(e)));
+    await eventually(() => succeeded.size === events.length, 'every event handled');
+    expect([...succeeded.values()].every((n) => n === 1)).to.equal(true);
+    expect(attempts.get(events[7]!.id)).to.equal(2);
+    expect(attempts.get(events[5]!.id)).to.equal(2);
+    // Everything acknowledged: after the consumer is gone nothing goes back to the queue.
+    await new Promise((r) => setTimeout(r, 100));
+    await subscription.close();
+    await eventually(async () => (await names.readyCount(queue)) === 0, 'an empty queue', 2000);
+    expect([...succeeded.values()].every((n) => n === 1)).to.equal(true);
+  });
+});

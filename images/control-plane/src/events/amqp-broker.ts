@@ -14,6 +14,17 @@ export interface AmqpEventBrokerOptions extends AmqpEventsOptions {
   redeliveryMs?: number;
 }
 
+/**
+ * A channel's deliveries not yet acked or nacked, in delivery-tag order, and the handled ones whose
+ * ack waits for the next flush: acks of one tick go as one `multiple` ack where they cover every
+ * unsettled delivery up to a tag (fewer frames for amqplib and RabbitMQ), the rest one by one.
+ */
+interface AckState {
+  unsettled: Set<number>;
+  handled: Map<number, ConsumeMessage>;
+  flushing: boolean;
+}
+
 interface Consumer {
   queue: string;
   handler: (event: StrataEvent) => Promise<void>;
@@ -27,7 +38,8 @@ interface Consumer {
 /**
  * EventBroker on RabbitMQ, with the in-memory broker's contract: every subscriber name is a durable
  * queue bound to the durable topic exchange with `#`, so each named queue receives every event and
- * consumers of one queue compete. A handler's resolved promise acks; a rejection nacks with requeue
+ * consumers of one queue compete. A handler's resolved promise acks (the acks of one tick together,
+ * as one `multiple` ack where they cover every delivery up to a tag); a rejection nacks with requeue
  * after `redeliveryMs` (at-least-once — handlers must be idempotent; a message may also come again
  * after a reconnect). Up to `prefetch` handlers run at once per subscription. publish() resolves on
  * the publisher confirm and fails fast while disconnected.
@@ -38,6 +50,7 @@ interface Consumer {
  */
 export class AmqpEventBroker extends AmqpEvents<StrataEvent> implements EventBroker {
   private readonly consumers = new Set<Consumer>();
+  private readonly acks = new WeakMap<Channel, AckState>();
   private readonly prefetch: number;
   private readonly queuePrefix: string;
   private readonly redeliveryMs: number;
@@ -123,12 +136,49 @@ export class AmqpEventBroker extends AmqpEvents<StrataEvent> implements EventBro
       settle(() => channel.nack(message, false, false));
       return;
     }
+    const tag = message.fields.deliveryTag;
+    let acks = this.acks.get(channel);
+    if (!acks) this.acks.set(channel, (acks = { unsettled: new Set(), handled: new Map(), flushing: false }));
+    const state = acks;
+    state.unsettled.add(tag);
     consumer.handler(event).then(
-      () => settle(() => channel.ack(message)),
+      () => this.ackSoon(channel, state, message),
       () => {
-        setTimeout(() => settle(() => channel.nack(message, false, true)), this.redeliveryMs).unref();
+        setTimeout(() => {
+          state.unsettled.delete(tag);
+          settle(() => channel.nack(message, false, true));
+        }, this.redeliveryMs).unref();
       },
     );
+  }
+
+  /** Ack at the end of this tick, together with the other handlers that finished in it. */
+  private ackSoon(channel: Channel, state: AckState, message: ConsumeMessage): void {
+    state.handled.set(message.fields.deliveryTag, message);
+    if (state.flushing) return;
+    state.flushing = true;
+    setImmediate(() => {
+      state.flushing = false;
+      // The longest run of handled deliveries from the oldest unsettled one: one ack with `multiple`
+      // (it acks every delivery up to its tag, so only when none of them is still in a handler).
+      let last: ConsumeMessage | undefined;
+      for (const tag of state.unsettled) {
+        const handled = state.handled.get(tag);
+        if (!handled) break;
+        last = handled;
+        state.unsettled.delete(tag);
+        state.handled.delete(tag);
+      }
+      if (last) {
+        const upTo = last;
+        settle(() => channel.ack(upTo, true));
+      }
+      for (const [tag, handled] of state.handled) {
+        state.unsettled.delete(tag);
+        settle(() => channel.ack(handled));
+      }
+      state.handled.clear();
+    });
   }
 
   private async stopConsumer(consumer: Consumer): Promise<void> {
