@@ -7,7 +7,7 @@
  *   BENCH_SECONDS=3 npm run bench:object-store    (quick: about a minute in all)
  *
  *   BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'  (extra node flags for the standalone process)
- *   BENCH_ONLY=small | big                        (only the 4 KiB runs, or only the 256 MiB transfers)
+ *   BENCH_ONLY=small | small-get | small-put | big  (only the 4 KiB runs, one of them, or the 256 MiB transfers)
  *
  * Beside each figure it prints the standalone process's CPU time per request (4 KiB) or per MiB
  * (256 MiB) from /proc (utime + stime): unlike ops/s, that survives a loaded machine.
@@ -168,11 +168,12 @@ async function main(): Promise<void> {
       await run(sign('GET', 'small.bin'), { duration: 2 });
       await run(`${nginx.url}/small.bin`, { duration: 2 });
 
-      const gwGet = await measured(pid, async () => figure(await run(sign('GET', 'small.bin'), {})));
-      const ngGet = figure(await run(`${nginx.url}/small.bin`, {}));
+      const skipped = { value: { opsPerSec: 0, requests: 0, p50: 0, p99: 0, errors: 0 }, serverMs: 0, clientMs: 0 };
+      const gwGet = only === 'small-put' ? skipped : await measured(pid, async () => figure(await run(sign('GET', 'small.bin'), {})));
+      const ngGet = only === 'small-put' ? skipped.value : figure(await run(`${nginx.url}/small.bin`, {}));
       const gwPutPaths = Array.from({ length: 1000 }, (_, i) => relative(sign('PUT', `small/${i}.bin`)));
-      const gwPut = await measured(pid, async () => figure(await run(origin, { requests: cycling('PUT', gwPutPaths, small) })));
-      const ngPut = figure(await run(nginx.url, { requests: cycling('PUT', Array.from({ length: 1000 }, (_, i) => `/small/${i}.bin`), small) }));
+      const gwPut = only === 'small-get' ? skipped : await measured(pid, async () => figure(await run(origin, { requests: cycling('PUT', gwPutPaths, small) })));
+      const ngPut = only === 'small-get' ? skipped.value : figure(await run(nginx.url, { requests: cycling('PUT', Array.from({ length: 1000 }, (_, i) => `/small/${i}.bin`), small) }));
       const line = (name: string, g: OpsFigure, n: OpsFigure) =>
         `| ${name} | ${Math.round(g.opsPerSec)} ops/s (p50 ${g.p50} ms, p99 ${g.p99} ms${g.errors ? `, ${g.errors} errors` : ''}) | ${Math.round(n.opsPerSec)} ops/s (p50 ${n.p50} ms, p99 ${n.p99} ms) | ${f1(g.opsPerSec / n.opsPerSec)}× |`;
       rows.push(line('GET 4 KiB', gwGet.value, ngGet), line('PUT 4 KiB', gwPut.value, ngPut));
@@ -181,7 +182,7 @@ async function main(): Promise<void> {
       targets.push(`  GET 4 KiB >= 6000 ops/s: ${met(gwGet.value.opsPerSec >= 6000)}; PUT 4 KiB >= 2500 ops/s: ${met(gwPut.value.opsPerSec >= 2500)}`);
     }
 
-    if (only !== 'small') {
+    if (only === 'all' || only === 'big') {
       const bigFile = path.join(work, 'big.bin');
       await writeRandomFile(bigFile, BIG);
       // Best of two; the CPU figures are those of the best run.

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { S3Error } from '../../../service-kit/src/index.js';
+import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
 import { HashingCounter, meteredBody } from './metered-body.js';
 import type { ByteRange, HashedBlob, PutOptions, StorageBackend } from './storage-backend.js';
 
@@ -42,7 +43,7 @@ export class FsBackend implements StorageBackend {
 
   async put(body: Readable, opts: PutOptions = {}): Promise<HashedBlob> {
     const { source, counter, verify } = meteredBody(body, opts);
-    return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, verify);
+    return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, verify, opts.expectedSize);
   }
 
   async compose(locators: string[]): Promise<HashedBlob> {
@@ -59,6 +60,8 @@ export class FsBackend implements StorageBackend {
     source: [Readable, HashingCounter],
     counter: HashingCounter,
     verify: (size: number, md5: string) => void,
+    /** The body's size when known: small bodies go through a plain write stream, others through a FileSink. */
+    expectedSize?: number,
   ): Promise<HashedBlob> {
     const locator = locatorPrefix + randomBytes(16).toString('hex');
     const finalPath = this.pathOf(locator);
@@ -66,8 +69,9 @@ export class FsBackend implements StorageBackend {
     const tempPath = `${finalPath}.${randomBytes(4).toString('hex')}${TEMP_SUFFIX}`;
     await mkdir(dir, { recursive: true });
     try {
-      // flush: fsync before close, so the rename below never publishes bytes still in the page cache only.
-      await pipeline(source[0], source[1], createWriteStream(tempPath, { flags: 'wx', flush: true }));
+      // fsync before close (flush / FileSink), so the rename below never publishes bytes still in the page cache only.
+      const sink = expectedSize !== undefined && expectedSize < FILE_SINK_BUFFER ? createWriteStream(tempPath, { flags: 'wx', flush: true }) : new FileSink(tempPath);
+      await pipeline(source[0], source[1], sink);
       const md5 = counter.digestHex();
       verify(counter.size, md5);
       await rename(tempPath, finalPath);
