@@ -200,23 +200,25 @@ export function exportDecoder(weights: WeightArrays): Uint8Array {
 /**
  * The trained weights back from exported graphs (their initializers keep the weights' names): lets
  * `npm run train-model -- --export-only --from-onnx DIR` redo the export of a committed model whose
- * training checkpoint is not at hand.
+ * training checkpoint is not at hand. With `shapes`, exactly those weights (checked); without, every
+ * float initializer of both graphs (what the exporter does not ask for is ignored by it).
  */
-export async function weightsFromOnnx(modelDir: string, shapes: ReadonlyArray<readonly [string, number[]]>): Promise<WeightArrays> {
-  const found = new Map<string, Float32Array>();
+export async function weightsFromOnnx(modelDir: string, shapes?: ReadonlyArray<readonly [string, number[]]>): Promise<WeightArrays> {
+  const found: WeightArrays = new Map();
   for (const file of ['encoder.onnx', 'decoder.onnx']) {
     const model = onnx.ModelProto.decode(await readFile(path.join(modelDir, file)));
     for (const t of model.graph!.initializer!) {
       if (t.dataType !== onnx.TensorProto.DataType.FLOAT || !t.rawData) continue;
-      found.set(t.name!, new Float32Array(Uint8Array.from(t.rawData).buffer));
+      found.set(t.name!, { data: new Float32Array(Uint8Array.from(t.rawData).buffer), shape: t.dims!.map(Number) });
     }
   }
+  if (!shapes) return found;
   const weights: WeightArrays = new Map();
   for (const [name, shape] of shapes) {
-    const data = found.get(name);
+    const w = found.get(name);
     const size = shape.reduce((a, b) => a * b, 1);
-    if (!data || data.length !== size) throw new Error(`${modelDir}: no initializer ${name} of ${size} floats`);
-    weights.set(name, { data, shape: [...shape] });
+    if (!w || w.data.length !== size) throw new Error(`${modelDir}: no initializer ${name} of ${size} floats`);
+    weights.set(name, { data: w.data, shape: [...shape] });
   }
   return weights;
 }

@@ -1,4 +1,7 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { expect } from 'chai';
+import { exportDecoder, exportEncoder, weightsFromOnnx } from '../../hack/train/export-onnx.js';
 import { DEFAULT_MODEL_DIR } from '../../images/model-server/src/app.js';
 import { DecodeBatch } from '../../images/model-server/src/decode-batch.js';
 import { MODEL_DIMS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
@@ -78,6 +81,13 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
     expect(compared).to.equal(sequences.reduce((n, s) => n + s.target.length, 0));
     expect(compactions).to.be.greaterThan(0);
     expect(largestCache).to.be.greaterThan(16);
+  });
+
+  it('the committed graphs are what the exporter writes for their weights (re-export with --from-onnx after changing it)', async () => {
+    const weights = await weightsFromOnnx(DEFAULT_MODEL_DIR);
+    const committed = async (file: string) => new Uint8Array(await readFile(path.join(DEFAULT_MODEL_DIR, file)));
+    expect(Buffer.compare(exportEncoder(weights), await committed('encoder.onnx')), 'encoder.onnx').to.equal(0);
+    expect(Buffer.compare(exportDecoder(weights), await committed('decoder.onnx')), 'decoder.onnx').to.equal(0);
   });
 
   it('encoder output does not depend on the padding added for other prompts in the batch', async () => {
