@@ -10,6 +10,12 @@ const COLUMN_STEP = 16;
 const SOURCE_STEP = 8;
 /** Buffers hold room for rows in steps of this, so a joining sequence rarely forces a re-layout. */
 const ROW_STEP = 8;
+/**
+ * Released rows count towards compaction once they have stayed empty this many steps: under steady
+ * traffic the next arrivals refill them within a step or two, and dropping them only to grow the
+ * buffers again would copy the whole batch twice.
+ */
+const ROW_GRACE_STEPS = 4;
 
 /**
  * The decoder-side state of every sequence being generated together, laid out as the decoder graph
@@ -32,6 +38,9 @@ export class DecodeBatch {
   /** Rows the buffers have room for. */
   private rowCap = 0;
   private live: boolean[] = [];
+  /** Per released row, the step count when it was released. */
+  private releasedAt: number[] = [];
+  private steps = 0;
   private sourceLen = 0;
   private memoryMask: Float32Array = new Float32Array(0);
   private memoryKeys: Float32Array[] = range(LAYERS).map(() => new Float32Array(0));
@@ -70,7 +79,10 @@ export class DecodeBatch {
 
   /** The sequences in these rows are done; their rows may be reused. */
   release(rows: readonly number[]): void {
-    for (const r of rows) this.live[r] = false;
+    for (const r of rows) {
+      this.live[r] = false;
+      this.releasedAt[r] = this.steps;
+    }
   }
 
   /**
@@ -80,8 +92,10 @@ export class DecodeBatch {
   compact(force = false): number[] | undefined {
     const keep = range(this.rows).filter((r) => this.live[r]);
     const released = this.rows - keep.length;
+    let stale = 0;
+    for (let r = 0; r < this.rows; r++) if (!this.live[r] && this.steps - (this.releasedAt[r] ?? 0) >= ROW_GRACE_STEPS) stale++;
     const unusedColumns = this.unusedLeadingColumns(keep);
-    const worthIt = keep.length === 0 || released * 4 >= this.rows || unusedColumns >= COLUMN_STEP;
+    const worthIt = keep.length === 0 || stale * 4 >= this.rows || unusedColumns >= COLUMN_STEP;
     if ((!force && !worthIt) || (released === 0 && unusedColumns === 0)) return undefined;
     if (keep.length === 0) {
       this.reset();
@@ -132,6 +146,7 @@ export class DecodeBatch {
       this.pastMask[r * this.pastLen + col] = 1;
     }
     this.cols++;
+    this.steps++;
     // Room for the next step: drop the columns no live row attends to, or grow the capacity.
     if (this.cols === this.pastLen) this.relayout(range(this.rows), this.sourceLen, this.unusedLeadingColumns(range(this.rows).filter((r) => this.live[r])));
   }
@@ -166,7 +181,10 @@ export class DecodeBatch {
       this.pastMask = extend(this.pastMask, this.pastLen);
       this.setRowCap(rowCap);
     }
-    for (let r = this.rows; r < rows; r++) this.live[r] = false;
+    for (let r = this.rows; r < rows; r++) {
+      this.live[r] = false;
+      this.releasedAt[r] = this.steps;
+    }
     this.rows = rows;
   }
 
@@ -203,6 +221,7 @@ export class DecodeBatch {
     this.memoryMask = memoryMask;
     this.pastMask = pastMask;
     this.live = keep.map((r) => this.live[r]!);
+    this.releasedAt = keep.map((r) => this.releasedAt[r] ?? 0);
     this.sourceLen = sourceLen;
     this.cols = cols;
     this.pastLen = pastLen;
@@ -228,6 +247,7 @@ export class DecodeBatch {
     this.rows = 0;
     this.rowCap = 0;
     this.live = [];
+    this.releasedAt = [];
     this.sourceLen = 0;
     this.memoryMask = new Float32Array(0);
     this.memoryKeys = range(LAYERS).map(() => new Float32Array(0));

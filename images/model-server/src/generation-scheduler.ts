@@ -140,6 +140,11 @@ export class GenerationScheduler implements SequenceQueue {
         }
       }
     } finally {
+      // Idle: let the batch's buffers go.
+      if (this.activeCount === 0) {
+        this.batch.compact(true);
+        this.slots = [];
+      }
       this.running = false;
       this.lastPeak = this.peak;
       this.peak = 0;
@@ -170,6 +175,11 @@ export class GenerationScheduler implements SequenceQueue {
   }
 
   private async step(): Promise<void> {
+    // Compact here, after admission has refilled what rows it could: dropping the rows of sequences
+    // that just finished, only to grow the buffers again for the ones waiting, would copy the whole
+    // batch twice.
+    const kept = this.batch.compact();
+    if (kept) this.slots = kept.map((row) => this.slots[row]);
     const started = performance.now();
     // Released rows ride along with a harmless token until the batch is compacted.
     const input = this.batch.stepInput(this.slots.map((s) => s?.lastToken ?? PAD), this.slots.map((s) => s?.position ?? 0));
@@ -185,8 +195,6 @@ export class GenerationScheduler implements SequenceQueue {
     });
     for (const row of done) this.slots[row] = undefined;
     this.batch.release(done);
-    const kept = this.batch.compact();
-    if (kept) this.slots = kept.map((row) => this.slots[row]);
     this.report();
   }
 
