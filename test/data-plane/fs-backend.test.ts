@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { expect } from 'chai';
 import { FILE_SINK_BUFFER, FileSink } from '../../images/data-plane/src/backends/file-sink.js';
 import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
+import { ThreadMd5 } from '../../images/data-plane/src/backends/md5-thread.js';
 import { S3Error } from '../../images/service-kit/src/index.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
@@ -97,5 +98,32 @@ describe('data plane: fs backend large bodies (FileSink)', () => {
     };
     await walk(fs.root);
     expect(files).to.deep.equal([blob.locator]);
+  });
+});
+
+describe('data plane: MD5 on the worker thread (ThreadMd5)', () => {
+  it('hashes concurrent streams independently and in order, beyond its backpressure bound', async () => {
+    const bodies = [randomBytes(9 * 1024 * 1024 + 3), randomBytes(100), Buffer.alloc(0)];
+    const digests = await Promise.all(
+      bodies.map(async (body) => {
+        const h = new ThreadMd5();
+        for (let at = 0; at < body.length; at += 1024 * 1024) {
+          const piece = Buffer.from(body.subarray(at, at + 1024 * 1024));
+          await h.update(piece);
+          piece.fill(0); // bytes are copied on update: the caller may reuse its buffer at once
+        }
+        return h.digestHex();
+      }),
+    );
+    expect(digests).to.deep.equal(bodies.map(md5));
+  });
+
+  it('forgets a dropped hash', async () => {
+    const h = new ThreadMd5();
+    await h.update(Buffer.from('abc'));
+    h.drop();
+    const other = new ThreadMd5();
+    await other.update(Buffer.from('xyz'));
+    expect(await other.digestHex()).to.equal(md5(Buffer.from('xyz')));
   });
 });

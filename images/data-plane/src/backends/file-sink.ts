@@ -1,5 +1,6 @@
 import { close, fsync, open, write } from 'node:fs';
 import { Writable } from 'node:stream';
+import type { ThreadMd5 } from './md5-thread.js';
 
 /** Size of each write() to the file: incoming chunks (64 KiB socket reads) are gathered into buffers this large. */
 export const FILE_SINK_BUFFER = 1024 * 1024;
@@ -23,7 +24,8 @@ export class FileSink extends Writable {
   /** The write in flight (of the other buffer), if any. */
   private inFlight: Promise<void> | undefined;
 
-  constructor(private readonly path: string) {
+  /** `md5`: given every byte written, in order (the MD5 of a large body is computed on its own thread). */
+  constructor(private readonly path: string, private readonly md5?: ThreadMd5) {
     super({ highWaterMark: FILE_SINK_BUFFER });
   }
 
@@ -60,6 +62,8 @@ export class FileSink extends Writable {
     if (this.filled === 0) return;
     const buf = this.buffers[this.current];
     const length = this.filled;
+    // Copied to the hashing thread before the buffer goes to the file (and is reused after).
+    if (this.md5) await this.md5.update(buf.subarray(0, length));
     const position = this.position;
     this.position += length;
     this.current ^= 1;

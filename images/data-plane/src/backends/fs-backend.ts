@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { S3Error } from '../../../service-kit/src/index.js';
 import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
+import { ThreadMd5 } from './md5-thread.js';
 import { HashingCounter, meteredBody } from './metered-body.js';
 import type { ByteRange, HashedBlob, PutOptions, StorageBackend } from './storage-backend.js';
 
@@ -42,8 +43,9 @@ export class FsBackend implements StorageBackend {
   }
 
   async put(body: Readable, opts: PutOptions = {}): Promise<HashedBlob> {
-    const { source, counter, verify } = meteredBody(body, opts);
-    return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, verify, opts.expectedSize);
+    const large = isLarge(opts.expectedSize);
+    const { source, counter, verify } = meteredBody(body, opts, !large);
+    return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, verify, large);
   }
 
   async compose(locators: string[]): Promise<HashedBlob> {
@@ -51,8 +53,8 @@ export class FsBackend implements StorageBackend {
     async function* concatenated() {
       for (const p of paths) yield* createReadStream(p);
     }
-    const counter = new HashingCounter(Number.MAX_SAFE_INTEGER, () => new S3Error('EntityTooLarge'));
-    return this.writeBlob('', [Readable.from(concatenated()), counter], counter, () => undefined);
+    const counter = new HashingCounter(Number.MAX_SAFE_INTEGER, () => new S3Error('EntityTooLarge'), false);
+    return this.writeBlob('', [Readable.from(concatenated()), counter], counter, () => undefined, true);
   }
 
   private async writeBlob(
@@ -60,24 +62,30 @@ export class FsBackend implements StorageBackend {
     source: [Readable, HashingCounter],
     counter: HashingCounter,
     verify: (size: number, md5: string) => void,
-    /** The body's size when known: small bodies go through a plain write stream, others through a FileSink. */
-    expectedSize?: number,
+    /**
+     * Large (or unknown) bodies go through a FileSink and are hashed on the MD5 thread (the counter only
+     * counts them); small ones through a plain write stream, hashed by the counter.
+     */
+    large: boolean,
   ): Promise<HashedBlob> {
     const locator = locatorPrefix + randomBytes(16).toString('hex');
     const finalPath = this.pathOf(locator);
     const dir = path.dirname(finalPath);
     const tempPath = `${finalPath}.${randomBytes(4).toString('hex')}${TEMP_SUFFIX}`;
     await mkdir(dir, { recursive: true });
+    let md5Thread: ThreadMd5 | undefined;
     try {
       // fsync before close (flush / FileSink), so the rename below never publishes bytes still in the page cache only.
-      const sink = expectedSize !== undefined && expectedSize < FILE_SINK_BUFFER ? createWriteStream(tempPath, { flags: 'wx', flush: true }) : new FileSink(tempPath);
+      md5Thread = large ? new ThreadMd5() : undefined;
+      const sink = md5Thread ? new FileSink(tempPath, md5Thread) : createWriteStream(tempPath, { flags: 'wx', flush: true });
       await pipeline(source[0], source[1], sink);
-      const md5 = counter.digestHex();
+      const md5 = md5Thread ? await md5Thread.digestHex() : counter.digestHex();
       verify(counter.size, md5);
       await rename(tempPath, finalPath);
       await fsyncDir(dir);
       return { locator, size: counter.size, md5 };
     } catch (err) {
+      md5Thread?.drop();
       await rm(tempPath, { force: true });
       throw err;
     }
@@ -173,6 +181,11 @@ export class FsBackend implements StorageBackend {
     await walk(this.root);
     return removed;
   }
+}
+
+/** Bodies of at least one FileSink buffer, or of unknown size, take the large-body path. */
+function isLarge(expectedSize: number | undefined): boolean {
+  return expectedSize === undefined || expectedSize >= FILE_SINK_BUFFER;
 }
 
 async function fsyncDir(dir: string): Promise<void> {

@@ -10,7 +10,8 @@ export class HashingCounter extends Transform {
   private readonly hash = createHash('md5');
   size = 0;
 
-  constructor(private readonly limit: number, private readonly tooLarge: () => Error) {
+  /** `hashing: false` counts and limits only (the caller hashes the bytes elsewhere, e.g. ThreadMd5). */
+  constructor(private readonly limit: number, private readonly tooLarge: () => Error, private readonly hashing = true) {
     super();
   }
 
@@ -20,7 +21,7 @@ export class HashingCounter extends Transform {
       done(this.tooLarge());
       return;
     }
-    this.hash.update(chunk);
+    if (this.hashing) this.hash.update(chunk);
     done(null, chunk);
   }
 
@@ -39,12 +40,13 @@ export interface MeteredBody {
 }
 
 /** The metering a PUT of `body` with `opts` needs (the same rules on every backend). */
-export function meteredBody(body: Readable, opts: PutOptions): MeteredBody {
+export function meteredBody(body: Readable, opts: PutOptions, hashing = true): MeteredBody {
   const limit = Math.min(opts.maxSize ?? Number.MAX_SAFE_INTEGER, opts.expectedSize ?? Number.MAX_SAFE_INTEGER);
   const counter = new HashingCounter(limit, () =>
     opts.expectedSize !== undefined && opts.expectedSize < (opts.maxSize ?? Infinity)
       ? new S3Error('InvalidRequest', 'the body is longer than its Content-Length')
       : new S3Error('EntityTooLarge'),
+    hashing,
   );
   const source = new PassThrough();
   body.on('error', (err) => source.destroy(err));

@@ -1,0 +1,124 @@
+import { Worker } from 'node:worker_threads';
+
+/**
+ * MD5 of large bodies on a worker thread. Hashing costs ~1.5 ms of CPU per MiB, the largest single cost
+ * of a large PUT on the event loop that also runs the rest of the service (and, in `npm start`, every
+ * other service and PGlite); on its own thread it runs on another core, beside the socket and file work.
+ * One thread (plain JavaScript, no modules) serves every upload, started on first use; bytes are copied
+ * to it (structured clone, ~0.05 ms per MiB) so callers may reuse their buffers at once. Each update is
+ * acknowledged: a caller waits once more than MAX_OUTSTANDING bytes are not hashed yet (bounded memory).
+ */
+const WORKER_SOURCE = `
+const { parentPort } = require('node:worker_threads');
+const { createHash } = require('node:crypto');
+const hashes = new Map();
+parentPort.on('message', (m) => {
+  if (m.op === 'update') {
+    let h = hashes.get(m.id);
+    if (!h) hashes.set(m.id, (h = createHash('md5')));
+    h.update(m.bytes);
+    parentPort.postMessage({ op: 'ack', id: m.id, n: m.bytes.length });
+  } else if (m.op === 'digest') {
+    const h = hashes.get(m.id) ?? createHash('md5');
+    hashes.delete(m.id);
+    parentPort.postMessage({ op: 'digest', id: m.id, hex: h.digest('hex') });
+  } else if (m.op === 'drop') {
+    hashes.delete(m.id);
+  }
+});
+`;
+
+const MAX_OUTSTANDING = 4 * 1024 * 1024;
+
+type FromWorker = { op: 'ack'; id: number; n: number } | { op: 'digest'; id: number; hex: string };
+
+interface Pending {
+  outstanding: number;
+  drained?: () => void;
+  digest?: { resolve: (hex: string) => void; reject: (err: Error) => void };
+  failed?: Error;
+}
+
+let worker: Worker | undefined;
+let nextId = 1;
+const pending = new Map<number, Pending>();
+
+function thread(): Worker {
+  if (worker) return worker;
+  const w = new Worker(WORKER_SOURCE, { eval: true });
+  // The thread keeps the process alive only while a hash is pending (see track/untrack); idle, it does not.
+  w.unref();
+  w.on('message', (m: FromWorker) => {
+    const p = pending.get(m.id);
+    if (!p) return;
+    if (m.op === 'ack') {
+      p.outstanding -= m.n;
+      if (p.outstanding <= MAX_OUTSTANDING && p.drained) {
+        const go = p.drained;
+        p.drained = undefined;
+        go();
+      }
+    } else {
+      untrack(m.id);
+      p.digest?.resolve(m.hex);
+    }
+  });
+  const fail = (err: Error) => {
+    if (worker === w) worker = undefined;
+    for (const [id, p] of pending) {
+      untrack(id);
+      p.failed = err;
+      p.drained?.();
+      p.digest?.reject(err);
+    }
+  };
+  w.on('error', fail);
+  w.on('exit', (code) => fail(new Error(`the MD5 thread exited (${code})`)));
+  worker = w;
+  return w;
+}
+
+function track(id: number, state: Pending): void {
+  if (pending.size === 0) worker?.ref();
+  pending.set(id, state);
+}
+
+function untrack(id: number): boolean {
+  const had = pending.delete(id);
+  if (had && pending.size === 0) worker?.unref();
+  return had;
+}
+
+/** An MD5 computed on the shared worker thread from the bytes given to `update`, in order. */
+export class ThreadMd5 {
+  private readonly id = nextId++;
+  private readonly state: Pending = { outstanding: 0 };
+  private readonly worker = thread();
+
+  constructor() {
+    track(this.id, this.state);
+  }
+
+  /** Queue `bytes` (copied); resolves once the thread is not too far behind. */
+  async update(bytes: Uint8Array): Promise<void> {
+    if (this.state.failed) throw this.state.failed;
+    this.state.outstanding += bytes.length;
+    this.worker.postMessage({ op: 'update', id: this.id, bytes });
+    if (this.state.outstanding > MAX_OUTSTANDING) await new Promise<void>((resolve) => (this.state.drained = resolve));
+    if (this.state.failed) throw this.state.failed;
+  }
+
+  digestHex(): Promise<string> {
+    if (this.state.failed) return Promise.reject(this.state.failed);
+    return new Promise((resolve, reject) => {
+      this.state.digest = { resolve, reject };
+      this.worker.postMessage({ op: 'digest', id: this.id });
+    });
+  }
+
+  /** Forget the hash (a failed upload). */
+  drop(): void {
+    if (!untrack(this.id)) return;
+    this.worker.postMessage({ op: 'drop', id: this.id });
+  }
+}
