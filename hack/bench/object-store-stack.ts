@@ -80,6 +80,19 @@ function figure(r: Result): OpsFigure {
   return { opsPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx, ok: r['2xx'] };
 }
 
+/** CPU time per PUT, events on vs off (the load-independent form of the outbox's cost). */
+function cpuLines(on: OpsFigure, off: OpsFigure): string[] {
+  if (!on.cpuMs || !off.cpuMs) return [];
+  const onMs = on.cpuMs.stack + on.cpuMs.pg;
+  const offMs = off.cpuMs.stack + off.cpuMs.pg;
+  const onR = onMs + on.cpuMs.rabbit;
+  const offR = offMs + off.cpuMs.rabbit;
+  return [
+    `  CPU per PUT, stack + PostgreSQL: ${onMs.toFixed(2)} ms on (${on.cpuMs.stack.toFixed(2)} + ${on.cpuMs.pg.toFixed(2)}) vs ${offMs.toFixed(2)} ms off (${off.cpuMs.stack.toFixed(2)} + ${off.cpuMs.pg.toFixed(2)}): +${((onMs / offMs - 1) * 100).toFixed(1)} %, i.e. a CPU-bound machine loses ${((1 - offMs / onMs) * 100).toFixed(1)} % of its PUT ops/s`,
+    `  with the machine's RabbitMQ (shared with other users; ${on.cpuMs.rabbit.toFixed(2)} vs ${off.cpuMs.rabbit.toFixed(2)} ms per PUT): ${onR.toFixed(2)} vs ${offR.toFixed(2)} ms, a CPU-bound machine loses ${((1 - offR / onR) * 100).toFixed(1)} %`,
+  ];
+}
+
 function mean(runs: OpsFigure[]): OpsFigure {
   const avg = (f: (r: OpsFigure) => number) => runs.reduce((a, r) => a + f(r), 0) / runs.length;
   const cpu = runs.every((r) => r.cpuMs) ? { stack: avg((r) => r.cpuMs!.stack), pg: avg((r) => r.cpuMs!.pg), rabbit: avg((r) => r.cpuMs!.rabbit) } : undefined;
@@ -385,6 +398,8 @@ async function main(): Promise<void> {
     // A full-length PUT warm-up: after a 2 s one the first measured run (events on) still paid for
     // the process warming up (JIT, pools, caches): up to 1.8x the CPU per PUT of the runs after it.
     await production.put(DRILL_ONLY ? 2 : SECONDS);
+    // Planner statistics for the tables the warm-up filled (autovacuum would get there within a minute).
+    await admin.query('ANALYZE');
     const rGet = DRILL_ONLY || OUTBOX_ONLY ? undefined : await production.get();
     // on, off, on, off, on: alternating runs, so that drift (growing tables, other load) favours neither.
     const onRuns: OpsFigure[] = [];
@@ -420,6 +435,7 @@ async function main(): Promise<void> {
         if (off) await admin.query('DROP TRIGGER strata_bench_events_off ON outbox');
       }
     }
+    const loadAfterRuns = os.loadavg().map((l) => l.toFixed(1)).join(' ');
     const rPutOn = onRuns.length ? mean(onRuns) : undefined;
     const rPutOff = offRuns.length ? mean(offRuns) : undefined;
     const objects = await count("SELECT count(*)::int AS n FROM object_info WHERE state = 'NORMAL'");
@@ -434,14 +450,7 @@ async function main(): Promise<void> {
       ];
       if (rPutOn && rPutOff) {
         lines.push(`  outbox cost: ${((1 - rPutOn.opsPerSec / rPutOff.opsPerSec) * 100).toFixed(1)} % of PUT ops/s`);
-        if (rPutOn.cpuMs && rPutOff.cpuMs) {
-          const on = rPutOn.cpuMs.stack + rPutOn.cpuMs.pg;
-          const offMs = rPutOff.cpuMs.stack + rPutOff.cpuMs.pg;
-          lines.push(`  CPU per PUT (stack + PostgreSQL): ${on.toFixed(2)} ms on vs ${offMs.toFixed(2)} ms off (+${((on / offMs - 1) * 100).toFixed(1)} %; the ops/s a CPU-bound machine loses: ${((1 - offMs / on) * 100).toFixed(1)} %)`);
-          const onR = on + rPutOn.cpuMs.rabbit;
-          const offR = offMs + rPutOff.cpuMs.rabbit;
-          lines.push(`  with RabbitMQ's CPU: ${onR.toFixed(2)} ms on vs ${offR.toFixed(2)} ms off (the ops/s a CPU-bound machine loses: ${((1 - offR / onR) * 100).toFixed(1)} %)`);
-        }
+        lines.push(...cpuLines(rPutOn, rPutOff));
       }
       console.log(lines.join('\n'));
       return;
@@ -510,6 +519,9 @@ async function main(): Promise<void> {
         '| real stack PUT 4 KiB | events on (outbox → RabbitMQ → consumer) | events off (no outbox row) | outbox cost |',
         '|---|---|---|---|',
         `| mean of alternating runs | ${ops(rPutOn)} (runs: ${onRuns.map((f) => r0(f.opsPerSec)).join(', ')}) | ${ops(rPutOff)} (runs: ${offRuns.map((f) => r0(f.opsPerSec)).join(', ')}) | ${(outboxCost * 100).toFixed(1)} % |`,
+        '',
+        ...cpuLines(rPutOn, rPutOff),
+        `  (load average at the end of the runs: ${loadAfterRuns})`,
         '',
       ];
       return { outboxCost, lines };
