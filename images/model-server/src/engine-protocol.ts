@@ -9,6 +9,7 @@ export interface EngineWorkerData {
   entry: string;
   modelDir: string;
   threads?: number;
+  batchThreads?: number;
   executionProvider?: 'cpu' | 'cuda';
   maxBatch: number;
   batchWindowMs: number;
