@@ -170,6 +170,26 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
     expect(await outcome('applied')).to.equal(200);
   });
 
+  it('closing hands back the deliveries still waiting for their batch; the next consumer applies them once', async () => {
+    const bucketId = await newBucket(sql, 'handover');
+    const held = new Counter({ name: 'test_events_held_total', help: 'test', labelNames: ['type', 'outcome'] as const, registers: [new Registry()] });
+    // A second consumer on the same queue that waits long for its batches: what it holds at close must come back.
+    const slow = await startEventConsumer({ broker, store: new SqlMetadataStore(sql), cache: new InMemoryCache(), logger: quietLogger, consumed: held, batchMs: 60_000, maxBatch: 1000 });
+    const appliedBefore = await outcome('applied');
+    const events = Array.from({ length: 30 }, (_, i) => event('object.created', { bucket: 'handover', bucketId, key: `k${i}`, size: 2, replacedSize: null }));
+    await Promise.all(events.map((e) => publisher.publish(e)));
+    // RabbitMQ shares the deliveries between the two consumers; the slow one keeps its share waiting.
+    await eventually(async () => (await outcome('applied')) > appliedBefore, 'the other consumer applying its share');
+    await new Promise((r) => setTimeout(r, 200));
+    const slowApplied = async () => (await held.get()).values.filter((v) => v.labels.outcome === 'applied').reduce((a, v) => a + v.value, 0);
+    const heldBack = 30 - (await outcome('applied')) + appliedBefore - (await slowApplied());
+    expect(heldBack).to.be.greaterThan(0);
+    await slow.close();
+    await eventually(async () => (await processed(sql, events.map((e) => e.id))) === 30, 'every event applied by the other consumer');
+    expect(await stats(sql, bucketId)).to.deep.equal({ objects: 30, bytes: 60 });
+    await eventually(async () => (await outcome('applied')) - appliedBefore + (await slowApplied()) === 30, 'every event counted once');
+  });
+
   it('a bad event in a batch does not hold back the others; it alone is redelivered', async () => {
     const bucketId = await newBucket(sql, 'mixed');
     const good = Array.from({ length: 20 }, (_, i) => event('object.created', { bucket: 'mixed', bucketId, key: `k${i}`, size: 1, replacedSize: null }));

@@ -36,9 +36,17 @@ interface ConsumerDeps {
  * batch fails, its events are applied one by one, so that one bad event is redelivered alone and
  * the others are acknowledged.
  */
-export function startEventConsumer(deps: ConsumerDeps): Promise<Subscription> {
+export async function startEventConsumer(deps: ConsumerDeps): Promise<Subscription> {
   const batcher = new EventBatcher(deps, deps.maxBatch ?? DEFAULT_MAX_BATCH, deps.batchMs ?? DEFAULT_BATCH_MS);
-  return deps.broker.subscribe(CONTROL_PLANE_QUEUE, (event: StrataEvent) => batcher.add(event));
+  const subscription = await deps.broker.subscribe(CONTROL_PLANE_QUEUE, (event: StrataEvent) => batcher.add(event));
+  return {
+    close: async () => {
+      await subscription.close();
+      // Deliveries still waiting for their batch are handed back (not acked: the broker redelivers
+      // them), and the batch being written finishes before the caller closes the database.
+      await batcher.stop();
+    },
+  };
 }
 
 interface Pending {
@@ -52,10 +60,13 @@ class EventBatcher {
   private pending: Pending[] = [];
   private busy = false;
   private timer: NodeJS.Timeout | undefined;
+  /** The batch being written. */
+  private current: Promise<void> | undefined;
   /** Deliveries handed to add() and not yet settled. */
   private unsettled = 0;
   /** Has the broker ever handed out a delivery while another was unsettled (RabbitMQ's prefetch)? */
   private concurrent = false;
+  private stopped = false;
 
   constructor(
     private readonly deps: ConsumerDeps,
@@ -67,11 +78,24 @@ class EventBatcher {
     if (this.unsettled > 0) this.concurrent = true;
     this.unsettled++;
     return new Promise<void>((resolve, reject) => {
+      if (this.stopped) {
+        reject(new Error('event consumer closed'));
+        return;
+      }
       this.pending.push({ event, at: Date.now(), resolve, reject });
       this.schedule();
     }).finally(() => {
       this.unsettled--;
     });
+  }
+
+  /** Hand back the deliveries waiting for a batch (the broker redelivers them); wait for the batch being written. */
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.stopped = true;
+    for (const p of this.pending.splice(0)) p.reject(new Error('event consumer closed'));
+    await this.current;
   }
 
   /** Flush at once when a batch is full, else when the oldest waiting event has waited batchMs. */
@@ -92,8 +116,9 @@ class EventBatcher {
     if (this.busy || this.pending.length === 0) return;
     this.busy = true;
     const batch = this.pending.splice(0, this.maxBatch);
-    void this.apply(batch).finally(() => {
+    this.current = this.apply(batch).finally(() => {
       this.busy = false;
+      this.current = undefined;
       this.schedule();
     });
   }
