@@ -7,9 +7,7 @@
  *  - HTTP: the real server as a child process (`images/model-server/src/main.ts`) under concurrent
  *    clients (keep-alive connections on raw sockets, see Connection), so the RSS reported is the server's own (process_resident_memory_bytes from /metrics).
  *    Its generation engine runs in a worker thread (the default); a last run with batching on and
- *    MODEL_SERVER_WORKER=false (engine on the HTTP thread) at concurrency 1 and 32 shows what the worker changes,
- *    and one with MODEL_SERVER_BATCH_THREADS=1 at concurrency 32 what the second intra-op thread for
- *    large batches changes (the engine level uses the server's defaults, that thread included).
+ *    MODEL_SERVER_WORKER=false (engine on the HTTP thread) at concurrency 1 and 32 shows what the worker changes.
  * Requests are greedy, 12 random content ids each (the model copies them: 12 tokens + EOS).
  * Besides wall-clock figures it reports CPU time per generated token (this process for the engine,
  * the server's process_cpu_seconds_total for HTTP): on a shared machine, wall-clock throughput mostly
@@ -122,7 +120,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startServer(batching: boolean, worker: boolean, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
+async function startServer(batching: boolean, worker: boolean): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   // The memory settings the image uses (images/model-server/Dockerfile): a small young generation and
   // two malloc arenas keep the RSS of a steady allocation churn down.
@@ -130,7 +128,7 @@ async function startServer(batching: boolean, worker: boolean, env: Record<strin
     env: {
       ...process.env, MALLOC_ARENA_MAX: '2',
       MODEL_SERVER_PORT: String(port), MODEL_SERVER_HOST: '127.0.0.1', MODEL_SERVER_BATCHING: String(batching),
-      MODEL_SERVER_WORKER: String(worker), LOG_LEVEL: 'warn', ...env,
+      MODEL_SERVER_WORKER: String(worker), LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -278,27 +276,22 @@ const engineCpuGain = engineAt(false, 32).cpuMsPerToken / engineAt(true, 32).cpu
 console.log(`engine: batching speed-up at concurrency 32: ${engineSpeedup.toFixed(1)}x in tokens/s, ${engineCpuGain.toFixed(1)}x less CPU per token\n`);
 
 const results: Measurement[] = [];
-const oneThreadResults: Measurement[] = [];
 const rss: Record<string, number> = {};
 const serverRuns = [
   { batching: true, worker: true, concurrency: CONCURRENCY, name: 'batching' },
   { batching: false, worker: true, concurrency: CONCURRENCY, name: 'noBatching' },
   { batching: true, worker: false, concurrency: [1, 32], name: 'batchingInThread' },
-  // What the second decoder session's intra-op thread adds (large batches only; the unbatched server never uses it).
-  { batching: true, worker: true, concurrency: [32], name: 'batchingOneThread', env: { MODEL_SERVER_BATCH_THREADS: '1' } },
 ];
 for (const run of serverRuns) {
   const { batching, worker } = run;
-  const oneThread = run.name === 'batchingOneThread';
-  const { child, url } = await startServer(batching, worker, run.env);
+  const { child, url } = await startServer(batching, worker);
   try {
     await measure(url, batching, worker, 4); // warm-up
     for (const c of run.concurrency) {
       const m = await measure(url, batching, worker, c);
-      if (oneThread) oneThreadResults.push(m);
-      else results.push(m);
+      results.push(m);
       console.log(
-        `batching ${batching ? 'on ' : 'off'}${worker ? '' : ' (engine on the HTTP thread)'}${oneThread ? ' (MODEL_SERVER_BATCH_THREADS=1)' : ''} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ` +
+        `batching ${batching ? 'on ' : 'off'}${worker ? '' : ' (engine on the HTTP thread)'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ` +
           `p50 ${m.p50Ms.toFixed(1)} ms, p99 ${m.p99Ms.toFixed(1)} ms per request, ` +
           `${m.msPerTokenE2E.toFixed(3)} ms/token end to end, ${m.serverMsPerToken.toFixed(3)} ms/token in the server, ` +
           `${m.serverCpuMsPerToken.toFixed(3)} server CPU-ms/token, ${m.clientCpuMsPerRequest.toFixed(2)} client CPU-ms/request`,
@@ -316,9 +309,7 @@ const cpuGain = at(false, 32).serverCpuMsPerToken / at(true, 32).serverCpuMsPerT
 console.log(`\nHTTP: batching speed-up at concurrency 32: ${speedup.toFixed(1)}x in tokens/s, ${cpuGain.toFixed(1)}x less server CPU per token`);
 const inThreadSpeedup = at(true, 32, false).tokensPerSecond / at(false, 32).tokensPerSecond;
 console.log(`engine on the HTTP thread (MODEL_SERVER_WORKER=false), batching on, c=32: ${inThreadSpeedup.toFixed(1)}x the unbatched tokens/s`);
-const oneThreadSpeedup = oneThreadResults[0]!.tokensPerSecond / at(false, 32).tokensPerSecond;
-console.log(`one intra-op thread for large batches too (MODEL_SERVER_BATCH_THREADS=1), batching on, c=32: ${oneThreadSpeedup.toFixed(1)}x the unbatched tokens/s`);
-console.log(`server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off), ${rss.batchingInThread!.toFixed(0)} MiB (batching on, no worker), ${rss.batchingOneThread!.toFixed(0)} MiB (batching on, one thread)`);
+console.log(`server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off), ${rss.batchingInThread!.toFixed(0)} MiB (batching on, no worker)`);
 const endConditions = conditions();
 console.log(`finished ${endConditions.date}, load average ${endConditions.loadAverage1m} (1 min)`);
-console.log(JSON.stringify({ started: startConditions, finished: endConditions, seconds: SECONDS, promptTokens: PROMPT_LEN, engine, engineSpeedupAt32: engineSpeedup, engineCpuGainAt32: engineCpuGain, http: results, httpSpeedupAt32: speedup, httpCpuGainAt32: cpuGain, inThreadSpeedupAt32: inThreadSpeedup, oneThread: oneThreadResults, oneThreadSpeedupAt32: oneThreadSpeedup, rssMiB: rss }, null, 2));
+console.log(JSON.stringify({ started: startConditions, finished: endConditions, seconds: SECONDS, promptTokens: PROMPT_LEN, engine, engineSpeedupAt32: engineSpeedup, engineCpuGainAt32: engineCpuGain, http: results, httpSpeedupAt32: speedup, httpCpuGainAt32: cpuGain, inThreadSpeedupAt32: inThreadSpeedup, rssMiB: rss }, null, 2));

@@ -39,8 +39,6 @@ export interface ModelServerOptions {
   maxBodyBytes?: number;
   /** ONNX Runtime intra-op threads (default 1); 0 = runtime default. */
   threads?: number;
-  /** Intra-op threads for decoder steps of 16 sequences or more, in a second decoder session (default 2; 1 = none). */
-  batchThreads?: number;
   /** 'cuda' asks ONNX Runtime for the CUDA provider (falls back to the CPU when it cannot load). */
   executionProvider?: 'cpu' | 'cuda';
   /** Keep the tail of prompts longer than the context instead of answering 400 (default false). */
@@ -132,11 +130,11 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     };
     if (opts.worker !== false) {
       const worker = await WorkerEngine.start({
-        ...schedulerOptions, modelDir, threads: opts.threads, batchThreads: opts.batchThreads, executionProvider: opts.executionProvider, logger, observer: metrics,
+        ...schedulerOptions, modelDir, threads: opts.threads, executionProvider: opts.executionProvider, logger, observer: metrics,
       });
       engine = { queue: worker, ready: () => worker.ready, close: () => worker.close() };
     } else {
-      const model = await OnnxTransformer.loadWithFallback(modelDir, { threads: opts.threads, batchThreads: opts.batchThreads, executionProvider: opts.executionProvider }, (err) => {
+      const model = await OnnxTransformer.loadWithFallback(modelDir, { threads: opts.threads, executionProvider: opts.executionProvider }, (err) => {
         logger.warn({ err }, 'CUDA execution provider unavailable, using the CPU');
       });
       const scheduler = new GenerationScheduler(model, schedulerOptions, metrics);

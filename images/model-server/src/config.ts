@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { env, loadConfig } from '../../service-kit/src/config.js';
 import { DEFAULT_MODEL_DIR, DEFAULT_MODEL_NAMES, type ModelServerOptions } from './app.js';
-import { DEFAULT_BATCH_THREADS } from './onnx-transformer.js';
 
 const schema = z.object({
   MODEL_SERVER_PORT: z.coerce.number().int().min(0).max(65535).optional(),
@@ -15,7 +14,6 @@ const schema = z.object({
   MODEL_SERVER_MAX_QUEUE: env.int(256, 1, 100_000),
   MODEL_SERVER_MAX_BODY_BYTES: env.int(1024 * 1024, 1024, 100 * 1024 * 1024),
   MODEL_SERVER_THREADS: env.int(1, 0, 64),
-  MODEL_SERVER_BATCH_THREADS: env.int(DEFAULT_BATCH_THREADS, 1, 64),
   MODEL_SERVER_TRUNCATE_PROMPT: env.bool(false),
   /** Unset: the default (the generation engine in a worker thread); the option is then left out. */
   MODEL_SERVER_WORKER: z.enum(['true', 'false', '1', '0', 'yes', 'no']).optional().transform((v) => (v === undefined ? undefined : v === 'true' || v === '1' || v === 'yes')),
@@ -37,7 +35,6 @@ export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env
     maxQueue: c.MODEL_SERVER_MAX_QUEUE,
     maxBodyBytes: c.MODEL_SERVER_MAX_BODY_BYTES,
     threads: c.MODEL_SERVER_THREADS,
-    batchThreads: c.MODEL_SERVER_BATCH_THREADS,
     truncatePrompt: c.MODEL_SERVER_TRUNCATE_PROMPT,
     executionProvider: c.STRATA_EXECUTION_PROVIDER,
     ...(c.MODEL_SERVER_WORKER === undefined ? {} : { worker: c.MODEL_SERVER_WORKER }),

@@ -9,7 +9,6 @@ export interface EngineWorkerData {
   entry: string;
   modelDir: string;
   threads?: number;
-  batchThreads?: number;
   executionProvider?: 'cpu' | 'cuda';
   maxBatch: number;
   batchWindowMs: number;

@@ -17,7 +17,7 @@ const post = (message: FromWorker) => port.postMessage(message);
 
 let provider: 'cpu' | 'cuda' = config.executionProvider ?? 'cpu';
 // No top-level await: the bootstrap loads this module through tsx's CommonJS hook.
-void OnnxTransformer.loadWithFallback(config.modelDir, { threads: config.threads, batchThreads: config.batchThreads, executionProvider: config.executionProvider }, (err) => {
+void OnnxTransformer.loadWithFallback(config.modelDir, { threads: config.threads, executionProvider: config.executionProvider }, (err) => {
   provider = 'cpu';
   post({ t: 'warn', message: `CUDA execution provider unavailable, using the CPU: ${err instanceof Error ? err.message : String(err)}` });
 }).then(serve, (err: unknown) => {

@@ -49,28 +49,15 @@ export interface OnnxTransformerOptions {
    * thread avoids pool hand-offs and spinning, which cost more than they save on a shared 2-core box.
    */
   threads?: number;
-  /**
-   * Intra-op threads for decoder steps of at least BATCH_THREADS_MIN_ROWS sequences, in a second
-   * decoder session (default DEFAULT_BATCH_THREADS; 1 = none, every run on the `threads` session).
-   * A large batch's matrices are big enough for a second thread to pay; one sequence's are not (it
-   * costs more CPU than it saves), so small batches and the unbatched server keep one thread.
-   */
-  batchThreads?: number;
   /** 'cuda' tries the CUDA execution provider first (a GPU node with onnxruntime's CUDA binaries), then the CPU. */
   executionProvider?: 'cpu' | 'cuda';
 }
-
-/** Decoder steps of at least this many sequences run on the `batchThreads` session. */
-export const BATCH_THREADS_MIN_ROWS = 16;
-export const DEFAULT_BATCH_THREADS = 2;
 
 /** The exported encoder and decoder graphs, run with onnxruntime-node on the CPU. */
 export class OnnxTransformer {
   private constructor(
     private readonly encoder: ort.InferenceSession,
     private readonly decoder: ort.InferenceSession,
-    /** The decoder with `batchThreads` intra-op threads, for large batches (absent: `decoder`). */
-    private readonly batchDecoder?: ort.InferenceSession,
   ) {}
 
   static async load(modelDir: string, opts: OnnxTransformerOptions = {}): Promise<OnnxTransformer> {
@@ -85,22 +72,19 @@ export class OnnxTransformer {
       enableMemPattern: false,
       extra: { session: { intra_op: { allow_spinning: '0' } } },
     };
-    const batchThreads = opts.batchThreads ?? DEFAULT_BATCH_THREADS;
-    const separateBatchSession = opts.executionProvider !== 'cuda' && batchThreads > 1 && batchThreads !== (opts.threads ?? 1);
-    // Every creation settles before this returns or throws: a thread that exits (the worker, after a
+    // Both creations settle before this returns or throws: a thread that exits (the worker, after a
     // failed load) while ONNX Runtime still creates a session aborts the process.
     const settled = await Promise.allSettled([
       ort.InferenceSession.create(path.join(modelDir, 'encoder.onnx'), sessionOptions),
       ort.InferenceSession.create(path.join(modelDir, 'decoder.onnx'), sessionOptions),
-      separateBatchSession ? ort.InferenceSession.create(path.join(modelDir, 'decoder.onnx'), { ...sessionOptions, intraOpNumThreads: batchThreads }) : undefined,
     ]);
     const failed = settled.find((r) => r.status === 'rejected');
     if (failed) {
-      await Promise.all(settled.map((r) => (r.status === 'fulfilled' ? r.value?.release() : undefined)));
+      await Promise.all(settled.map((r) => (r.status === 'fulfilled' ? r.value.release() : undefined)));
       throw failed.reason;
     }
-    const [encoder, decoder, batchDecoder] = settled.map((r) => (r as PromiseFulfilledResult<ort.InferenceSession | undefined>).value);
-    return new OnnxTransformer(encoder!, decoder!, batchDecoder);
+    const [encoder, decoder] = settled.map((r) => (r as PromiseFulfilledResult<ort.InferenceSession>).value);
+    return new OnnxTransformer(encoder!, decoder!);
   }
 
   /** load(), falling back to the CPU (and telling `onFallback`) when the CUDA provider cannot be loaded. */
@@ -161,8 +145,7 @@ export class OnnxTransformer {
     }
     const logits = this.logits.subarray(0, batch * V);
     const newKeyValues = this.newKeyValues.subarray(0, batch * NEW_KV);
-    const session = this.batchDecoder && batch >= BATCH_THREADS_MIN_ROWS ? this.batchDecoder : this.decoder;
-    await session.run(feeds, {
+    await this.decoder.run(feeds, {
       logits: new ort.Tensor('float32', logits, [batch, V]),
       new_key_values: new ort.Tensor('float32', newKeyValues, [batch, NEW_KV]),
     });
@@ -170,7 +153,7 @@ export class OnnxTransformer {
   }
 
   async release(): Promise<void> {
-    await Promise.all([this.encoder.release(), this.decoder.release(), this.batchDecoder?.release()]);
+    await Promise.all([this.encoder.release(), this.decoder.release()]);
   }
 }
 

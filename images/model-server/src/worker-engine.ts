@@ -12,7 +12,6 @@ const ENGINE_WORKER = new URL('./engine-worker.ts', import.meta.url);
 export interface WorkerEngineOptions {
   modelDir: string;
   threads?: number;
-  batchThreads?: number;
   executionProvider?: 'cpu' | 'cuda';
   /** Most sequences decoded together; 1 = no batching. */
   maxBatch: number;
@@ -146,7 +145,6 @@ export class WorkerEngine implements SequenceQueue {
       entry: (this.opts.workerEntry ?? ENGINE_WORKER).href,
       modelDir: this.opts.modelDir,
       threads: this.opts.threads,
-      batchThreads: this.opts.batchThreads,
       executionProvider: this.opts.executionProvider,
       maxBatch: this.opts.maxBatch,
       batchWindowMs: this.opts.batchWindowMs,
