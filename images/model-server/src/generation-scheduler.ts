@@ -89,6 +89,8 @@ export class GenerationScheduler implements SequenceQueue {
   /** Most sequences active at once during the last busy period: was traffic concurrent? */
   private lastPeak = 0;
   private peak = 0;
+  /** While waiting for concurrent arrivals: how many to wait for, and how to stop waiting. */
+  private windowFilled: { enough: number; done: () => void } | undefined;
 
   constructor(
     private readonly model: OnnxTransformer,
@@ -115,6 +117,7 @@ export class GenerationScheduler implements SequenceQueue {
     this.waiting.push(...sequences);
     this.report();
     if (!this.running) void this.run();
+    else if (this.windowFilled && this.waiting.length >= this.windowFilled.enough) this.windowFilled.done();
     return sequences.map((s) => ({ cancel: () => (s.cancelled = true) }));
   }
 
@@ -129,8 +132,23 @@ export class GenerationScheduler implements SequenceQueue {
       while (this.waiting.length > 0 || this.activeCount > 0) {
         // Starting from idle: wait a moment for concurrent arrivals, unless traffic has been one at a
         // time (then the window would only add latency; later arrivals join at the next step anyway).
+        // The wait ends early once as many sequences wait as were active together last time (a
+        // closed-loop load's next wave is usually complete well within the window).
         if (this.activeCount === 0 && this.opts.maxBatch > 1 && this.opts.batchWindowMs > 0 && this.lastPeak > 1) {
-          await new Promise((resolve) => setTimeout(resolve, this.opts.batchWindowMs));
+          const enough = Math.min(this.lastPeak, this.opts.maxBatch);
+          if (this.waiting.length < enough) {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(() => {
+                this.windowFilled = undefined;
+                resolve();
+              }, this.opts.batchWindowMs);
+              this.windowFilled = { enough, done: () => {
+                clearTimeout(timer);
+                this.windowFilled = undefined;
+                resolve();
+              } };
+            });
+          }
         }
         try {
           await this.admit();
