@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -73,7 +73,16 @@ describe('data plane: fs backend large bodies (FileSink)', () => {
     let failed: Error | undefined;
     await pipeline(Readable.from(failing()), new FileSink(file)).catch((err: Error) => (failed = err));
     expect(failed?.message).to.equal('client went away');
-    await rm(file); // the descriptor is closed: removing the file leaves nothing open behind
+    // No descriptor of this process still points at the file (closing may finish just after the failure).
+    const openOnFile = async () => {
+      let n = 0;
+      for (const fd of await readdir('/proc/self/fd').catch(() => [] as string[])) {
+        if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')) === file) n++;
+      }
+      return n;
+    };
+    for (let i = 0; i < 50 && (await openOnFile()) > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await openOnFile()).to.equal(0);
   });
 
   it('stores, hashes and reads back a body larger than one buffer; checks size and digest', async () => {

@@ -106,7 +106,7 @@ export class FsBackend implements StorageBackend {
     } finally {
       closeFd(fd, () => undefined);
     }
-    if (n < want || (range && start + n > range.end)) return Readable.from(n ? [buf.subarray(0, n)] : []);
+    if (n < want || (range && start + n > range.end)) return oneChunk(n ? buf.subarray(0, n) : undefined);
     // Larger: a read stream from the start.
     const handle = await open(p, 'r');
     return handle.createReadStream({ highWaterMark: LARGE_READ_CHUNK, ...(range ? { start: range.start, end: range.end } : {}) });
@@ -181,6 +181,14 @@ export class FsBackend implements StorageBackend {
     await walk(this.root);
     return removed;
   }
+}
+
+/** A stream of one buffer, ended (cheaper than Readable.from, which iterates asynchronously). */
+function oneChunk(chunk: Buffer | undefined): Readable {
+  const stream = new Readable({ read: () => undefined });
+  if (chunk) stream.push(chunk);
+  stream.push(null);
+  return stream;
 }
 
 /** Bodies of at least one FileSink buffer, or of unknown size, take the large-body path. */

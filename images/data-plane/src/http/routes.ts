@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import express, { type Request, type Response, type Router } from 'express';
 import { S3Error } from '../../../service-kit/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
@@ -14,6 +15,18 @@ export interface RouteDeps {
 
 const p = (req: Request, name: string) => String(req.params[name]);
 const q = (req: Request, name: string) => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
+
+/** Bodies up to this size are answered with one res.end(buffer) instead of a piped stream. */
+const SMALL_BODY = 64 * 1024;
+
+function readAll(stream: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+    stream.once('error', reject);
+  });
+}
 
 /** JSON in a header must be ASCII: non-ASCII characters travel as \u escapes. */
 export function asciiJson(value: unknown): string {
@@ -148,6 +161,19 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
       return;
     }
     const stream = await objects.read(object, backend, range);
+    const length = range ? range.end - range.start + 1 : object.size;
+    if (length <= SMALL_BODY) {
+      // Small objects (the common case): read whole (bounded), then headers and body in one write.
+      let body: Buffer;
+      try {
+        body = await readAll(stream);
+      } catch {
+        res.destroy();
+        return;
+      }
+      res.end(body);
+      return;
+    }
     res.on('close', () => stream.destroy());
     stream.on('error', () => res.destroy());
     stream.pipe(res);

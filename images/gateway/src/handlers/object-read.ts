@@ -96,7 +96,31 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD'): Promise<void> 
     res.end();
     return;
   }
+  const length = Number(upstream.headers['content-length']);
+  if (length <= SMALL_BODY) {
+    // Small objects (the common case): read whole (bounded), then headers and body in one write.
+    // A body cut short upstream cuts this answer too (as the piped path does), not an error with its headers.
+    const body = await readSmall(upstream).catch(() => undefined);
+    if (body) res.end(body);
+    else res.destroy();
+    return;
+  }
   await new Promise<void>((resolve, reject) => pipeline(upstream, res, (err) => (err && !res.writableFinished ? reject(err) : resolve())));
+}
+
+/** Bodies up to this size are answered with one res.end(buffer) instead of a piped stream. */
+const SMALL_BODY = 64 * 1024;
+
+function readSmall(upstream: http.IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    upstream.on('data', (c: Buffer) => chunks.push(c));
+    upstream.once('end', () => (upstream.complete ? resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)) : reject(new Error('the data plane closed the body early'))));
+    upstream.once('error', reject);
+    upstream.once('close', () => {
+      if (!upstream.complete) reject(new Error('the data plane closed the body early'));
+    });
+  });
 }
 
 /**
