@@ -24,7 +24,10 @@ export class FileSink extends Writable {
   /** The write in flight (of the other buffer), if any. */
   private inFlight: Promise<void> | undefined;
 
-  /** `md5`: given every byte written, in order (the MD5 of a large body is computed on its own thread). */
+  /**
+   * `md5`: given every byte written, in order (the MD5 of a large body is computed on its own thread,
+   * reading this sink's buffers in place while the file write of the same bytes runs).
+   */
   constructor(private readonly path: string, private readonly md5?: ThreadMd5) {
     super({ highWaterMark: FILE_SINK_BUFFER });
   }
@@ -47,7 +50,8 @@ export class FileSink extends Writable {
   private async append(chunk: Buffer, from: number): Promise<void> {
     let offset = from;
     while (offset < chunk.length) {
-      const buf = (this.buffers[this.current] ??= Buffer.allocUnsafeSlow(FILE_SINK_BUFFER));
+      // Shared memory, so that the MD5 thread reads the bytes in place (no copy, no allocation there).
+      const buf = (this.buffers[this.current] ??= this.md5 ? Buffer.from(new SharedArrayBuffer(FILE_SINK_BUFFER)) : Buffer.allocUnsafeSlow(FILE_SINK_BUFFER));
       const n = chunk.copy(buf, this.filled, offset);
       this.filled += n;
       offset += n;
@@ -62,13 +66,13 @@ export class FileSink extends Writable {
     if (this.filled === 0) return;
     const buf = this.buffers[this.current];
     const length = this.filled;
-    // Copied to the hashing thread before the buffer goes to the file (and is reused after).
-    if (this.md5) await this.md5.update(buf.subarray(0, length));
     const position = this.position;
     this.position += length;
     this.current ^= 1;
     this.filled = 0;
-    this.inFlight = writeAll(this.fd!, buf, length, position);
+    // The buffer is reused once both the file and the MD5 thread are done with it.
+    const write = writeAll(this.fd!, buf, length, position);
+    this.inFlight = this.md5 ? bothSettled(write, this.md5.update(buf.subarray(0, length))) : write;
     // A failed write surfaces at the next flush or at the end; keep it from being an unhandled rejection meanwhile.
     this.inFlight.catch(() => undefined);
   }
@@ -96,6 +100,13 @@ export class FileSink extends Writable {
     if (this.inFlight) this.inFlight.then(done, done);
     else done();
   }
+}
+
+/** Settles once both have (never earlier, so no descriptor is closed under a running write); rejects with the first error. */
+async function bothSettled(a: Promise<void>, b: Promise<void>): Promise<void> {
+  const [ra, rb] = await Promise.allSettled([a, b]);
+  if (ra.status === 'rejected') throw ra.reason;
+  if (rb.status === 'rejected') throw rb.reason;
 }
 
 function writeAll(fd: number, buf: Buffer, length: number, position: number): Promise<void> {

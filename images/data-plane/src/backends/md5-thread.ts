@@ -4,9 +4,10 @@ import { Worker } from 'node:worker_threads';
  * MD5 of large bodies on a worker thread. Hashing costs ~1.5 ms of CPU per MiB, the largest single cost
  * of a large PUT on the event loop that also runs the rest of the service (and, in `npm start`, every
  * other service and PGlite); on its own thread it runs on another core, beside the socket and file work.
- * One thread (plain JavaScript, no modules) serves every upload, started on first use; bytes are copied
- * to it (structured clone, ~0.05 ms per MiB) so callers may reuse their buffers at once. Each update is
- * acknowledged: a caller waits once more than MAX_OUTSTANDING bytes are not hashed yet (bounded memory).
+ * One thread (plain JavaScript, no modules) serves every upload, started on first use. Bytes in a
+ * SharedArrayBuffer (FileSink's buffers) are hashed in place, without a copy or an allocation; other
+ * bytes are copied to the thread. `update` resolves once the thread has hashed those bytes, so the
+ * caller may then reuse its buffer, and a caller that awaits it never has more than it gave in flight.
  */
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
@@ -16,8 +17,8 @@ parentPort.on('message', (m) => {
   if (m.op === 'update') {
     let h = hashes.get(m.id);
     if (!h) hashes.set(m.id, (h = createHash('md5')));
-    h.update(m.bytes);
-    parentPort.postMessage({ op: 'ack', id: m.id, n: m.bytes.length });
+    h.update(m.shared ? new Uint8Array(m.shared, m.offset, m.length) : m.bytes);
+    parentPort.postMessage({ op: 'ack', id: m.id });
   } else if (m.op === 'digest') {
     const h = hashes.get(m.id) ?? createHash('md5');
     hashes.delete(m.id);
@@ -28,13 +29,11 @@ parentPort.on('message', (m) => {
 });
 `;
 
-const MAX_OUTSTANDING = 4 * 1024 * 1024;
-
-type FromWorker = { op: 'ack'; id: number; n: number } | { op: 'digest'; id: number; hex: string };
+type FromWorker = { op: 'ack'; id: number } | { op: 'digest'; id: number; hex: string };
 
 interface Pending {
-  outstanding: number;
-  drained?: () => void;
+  /** One per update sent, in order (the thread answers each port's messages in order). */
+  acks: Array<{ resolve: () => void; reject: (err: Error) => void }>;
   digest?: { resolve: (hex: string) => void; reject: (err: Error) => void };
   failed?: Error;
 }
@@ -52,12 +51,7 @@ function thread(): Worker {
     const p = pending.get(m.id);
     if (!p) return;
     if (m.op === 'ack') {
-      p.outstanding -= m.n;
-      if (p.outstanding <= MAX_OUTSTANDING && p.drained) {
-        const go = p.drained;
-        p.drained = undefined;
-        go();
-      }
+      p.acks.shift()?.resolve();
     } else {
       untrack(m.id);
       p.digest?.resolve(m.hex);
@@ -68,7 +62,7 @@ function thread(): Worker {
     for (const [id, p] of pending) {
       untrack(id);
       p.failed = err;
-      p.drained?.();
+      for (const a of p.acks.splice(0)) a.reject(err);
       p.digest?.reject(err);
     }
   };
@@ -92,20 +86,26 @@ function untrack(id: number): boolean {
 /** An MD5 computed on the shared worker thread from the bytes given to `update`, in order. */
 export class ThreadMd5 {
   private readonly id = nextId++;
-  private readonly state: Pending = { outstanding: 0 };
+  private readonly state: Pending = { acks: [] };
   private readonly worker = thread();
 
   constructor() {
     track(this.id, this.state);
   }
 
-  /** Queue `bytes` (copied); resolves once the thread is not too far behind. */
-  async update(bytes: Uint8Array): Promise<void> {
-    if (this.state.failed) throw this.state.failed;
-    this.state.outstanding += bytes.length;
-    this.worker.postMessage({ op: 'update', id: this.id, bytes });
-    if (this.state.outstanding > MAX_OUTSTANDING) await new Promise<void>((resolve) => (this.state.drained = resolve));
-    if (this.state.failed) throw this.state.failed;
+  /**
+   * Hash `bytes` next; resolves once they are hashed. Bytes in a SharedArrayBuffer are read in place
+   * (keep them unchanged until then); others are copied at once.
+   */
+  update(bytes: Uint8Array): Promise<void> {
+    if (this.state.failed) return Promise.reject(this.state.failed);
+    const done = new Promise<void>((resolve, reject) => this.state.acks.push({ resolve, reject }));
+    if (bytes.buffer instanceof SharedArrayBuffer) {
+      this.worker.postMessage({ op: 'update', id: this.id, shared: bytes.buffer, offset: bytes.byteOffset, length: bytes.length });
+    } else {
+      this.worker.postMessage({ op: 'update', id: this.id, bytes });
+    }
+    return done;
   }
 
   digestHex(): Promise<string> {
@@ -119,6 +119,8 @@ export class ThreadMd5 {
   /** Forget the hash (a failed upload). */
   drop(): void {
     if (!untrack(this.id)) return;
+    // Updates still in flight are answered (acks) by nobody now: settle them.
+    for (const a of this.state.acks.splice(0)) a.resolve();
     this.worker.postMessage({ op: 'drop', id: this.id });
   }
 }
