@@ -6,6 +6,23 @@ import type { ThreadMd5 } from './md5-thread.js';
 export const FILE_SINK_BUFFER = 1024 * 1024;
 
 /**
+ * Buffers of every FileSink come from one small pool: shared memory (SharedArrayBuffer), so that the MD5
+ * thread reads them in place, and reused across uploads, so that neither thread allocates per upload
+ * (a shared buffer is only freed once both threads have collected their handles to it). At most
+ * POOLED buffers are kept; more concurrent uploads allocate their own.
+ */
+const POOLED = 8;
+const pool: Buffer[] = [];
+
+function takeBuffer(): Buffer {
+  return pool.pop() ?? Buffer.from(new SharedArrayBuffer(FILE_SINK_BUFFER));
+}
+
+function giveBack(buf: Buffer): void {
+  if (pool.length < POOLED) pool.push(buf);
+}
+
+/**
  * A file writer for large bodies: it copies incoming chunks into two reused 1 MiB buffers and writes
  * each full buffer with one write() while the next one fills, then fsyncs before close (as
  * `createWriteStream(path, { flush: true })` does). Compared with a write stream of the socket's
@@ -50,8 +67,7 @@ export class FileSink extends Writable {
   private async append(chunk: Buffer, from: number): Promise<void> {
     let offset = from;
     while (offset < chunk.length) {
-      // Shared memory, so that the MD5 thread reads the bytes in place (no copy, no allocation there).
-      const buf = (this.buffers[this.current] ??= this.md5 ? Buffer.from(new SharedArrayBuffer(FILE_SINK_BUFFER)) : Buffer.allocUnsafeSlow(FILE_SINK_BUFFER));
+      const buf = (this.buffers[this.current] ??= takeBuffer());
       const n = chunk.copy(buf, this.filled, offset);
       this.filled += n;
       offset += n;
@@ -90,6 +106,8 @@ export class FileSink extends Writable {
     const fd = this.fd;
     this.fd = undefined;
     const done = () => {
+      // Nothing reads or writes the buffers any more: back to the pool.
+      for (const buf of this.buffers.splice(0)) giveBack(buf);
       if (fd === undefined) {
         callback(error);
         return;
