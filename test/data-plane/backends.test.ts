@@ -18,9 +18,9 @@ import { backendsConfigFromEnv, settingsOfBucket } from '../../images/data-plane
 import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
 import { BackendRegistry } from '../../images/data-plane/src/backends/registry.js';
 import { S3Backend, type S3BackendSettings } from '../../images/data-plane/src/backends/s3-backend.js';
-import { S3Error } from '../../images/service-kit/src/index.js';
+import { S3Error, SecretBox } from '../../images/service-kit/src/index.js';
 import { freePorts } from '../support/ports.js';
-import { ROOT, startObjectLayer, type ObjectLayer } from './harness.js';
+import { ROOT, SERVER_SECRET_KEY, startObjectLayer, type ObjectLayer } from './harness.js';
 import { s3ClientFor, sharedRgw, startS3rver, type S3ServerHarness } from '../support/rgw.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
@@ -316,6 +316,11 @@ describe('data plane: backend registry and configuration', () => {
     expect(restarted.forBlob(perBucket.key, own)?.key).to.equal(perBucket.key);
     expect(restarted.forBlob('cloud:elsewhere/b2/', own)).to.equal(undefined);
     expect(() => registry.forBucket({ kind: 'minio', endpoint: 'http://x' })).to.throw(/need accessKey, secretKey and bucket/);
+    // A sealed secret key opens only with the server key the control plane sealed it with.
+    const sealedSettings = { ...own, secretKey: undefined, secretKeySealed: new SecretBox('the-server-secret-key').seal('y') };
+    expect(settingsOfBucket(sealedSettings, new SecretBox('the-server-secret-key'))).to.include({ secretKey: 'y', accessKey: 'x' });
+    expect(() => settingsOfBucket(sealedSettings)).to.throw(S3Error, /no STRATA_SECRET_KEY/);
+    expect(() => settingsOfBucket(sealedSettings, new SecretBox('another-server-key'))).to.throw(S3Error, /does not open/);
   });
 });
 
@@ -359,6 +364,17 @@ describe('object layer: bucket creation checks the backend first (the operator p
     const body = randomBytes(5000);
     const put = await layer.dpFetch('PUT', '/internal/objects/op-bucket/k', body, { 'content-length': String(body.length) });
     expect(put.status).to.equal(200);
+    // At rest the secret key is only sealed with the server key: in the bucket row and the blob's copy.
+    const stored = await layer.sql.query<{ backend: Record<string, unknown> }>(
+      "SELECT backend FROM buckets WHERE name = 'op-bucket' UNION ALL SELECT b.backend FROM blobs b WHERE b.backend->>'bucket' = $1",
+      [own.bucket],
+    );
+    expect(stored.rows).to.have.length(2);
+    for (const row of stored.rows) {
+      expect(JSON.stringify(row.backend)).not.to.contain(server.secretKey);
+      expect(row.backend).to.not.have.property('secretKey');
+      expect(new SecretBox(SERVER_SECRET_KEY).open(row.backend.secretKeySealed as string)).to.equal(server.secretKey);
+    }
     const got = await layer.dpFetch('GET', '/internal/objects/op-bucket/k');
     expect(Buffer.from(await got.arrayBuffer()).equals(body)).to.equal(true);
     const keys = async () => ((await client.send(new ListObjectsV2Command({ Bucket: own.bucket as string, Prefix: 'op/' }))).Contents ?? []).map((c) => c.Key);

@@ -29,6 +29,9 @@ export interface ObjectLayer {
   stop(): Promise<void>;
 }
 
+/** The server secret both planes get (STRATA_SECRET_KEY): it seals and opens stored secrets. */
+export const SERVER_SECRET_KEY = 'test-server-secret-key';
+
 /** The object layer as the gateway sees it: control plane + data plane on port 0, one database, one cache, one broker. */
 export async function startObjectLayer(kind: DbKind): Promise<ObjectLayer> {
   const db = kind === 'postgres' ? await createTestDatabase() : undefined;
@@ -43,7 +46,7 @@ export async function startObjectLayer(kind: DbKind): Promise<ObjectLayer> {
     port: 0,
     host: '127.0.0.1',
     internalToken: TOKEN,
-    secretKey: 'test-server-secret-key',
+    secretKey: SERVER_SECRET_KEY,
     rootUser: ROOT.user,
     rootPassword: ROOT.password,
     sql,
@@ -53,7 +56,7 @@ export async function startObjectLayer(kind: DbKind): Promise<ObjectLayer> {
     dataPlaneUrl: () => dpRef.url,
     clock: () => clock.now,
   });
-  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, dataDir, sql, cache, broker, logger, outboxRetryMs: 100, blobSweepMs: 0 });
+  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: SERVER_SECRET_KEY, dataDir, sql, cache, broker, logger, outboxRetryMs: 100, blobSweepMs: 0 });
   dpRef.url = dp.url;
   const files = async () => {
     const out: string[] = [];

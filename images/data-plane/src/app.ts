@@ -9,6 +9,7 @@ import {
   createRegistry,
   httpMetrics,
   listen,
+  SecretBox,
   type Logger,
   type ProductionSettings,
   type Registry,
@@ -48,6 +49,8 @@ export interface DataPlaneOptions extends ProductionSettings {
   internalToken: string;
   /** Blobs go under `<dataDir>/blobs` (filesystem backend). */
   dataDir: string;
+  /** The server secret (STRATA_SECRET_KEY) that opens operator-made buckets' sealed backend secret keys. */
+  secretKey?: string;
   /** The S3-compatible backends (`minio`, `cloud`) buckets may choose. Default: from env (`STRATA_BACKEND_*`, see backends/config.ts). */
   backends?: BackendsConfig;
   /**
@@ -93,7 +96,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
 
   const metrics = dataPlaneMetrics(registry);
   const fs = new FsBackend(opts.dataDir);
-  const backends = new BackendRegistry(fs, opts.backends ?? backendsConfigFromEnv(), logger);
+  const backends = new BackendRegistry(fs, opts.backends ?? backendsConfigFromEnv(), logger, opts.secretKey ? new SecretBox(opts.secretKey) : undefined);
   const catalog = new Catalog(sql);
   const collector = new BlobCollector(catalog, backends, logger);
   const ownCache = opts.cache ? undefined : createProductionCache(opts, logger);

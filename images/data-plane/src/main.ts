@@ -12,6 +12,8 @@ const config = loadConfig(
     ...productionEnvShape,
     STRATA_PG_URL: z.string().min(1, 'the PostgreSQL connection URL is required'),
     STRATA_INTERNAL_TOKEN: z.string().min(16, 'at least 16 characters'),
+    // Opens the backend secret keys of operator-made buckets (sealed by the control plane with the same key).
+    STRATA_SECRET_KEY: z.string().min(16, 'at least 16 characters').optional(),
     STRATA_OUTBOX_RETRY_MS: env.int(5000, 100),
     STRATA_BLOB_SWEEP_MS: env.int(600_000, 0),
     LOG_LEVEL: env.logLevel(),
@@ -25,6 +27,7 @@ const service = await startDataPlane({
   port: config.PORT,
   dataDir: config.STRATA_DATA_DIR,
   internalToken: config.STRATA_INTERNAL_TOKEN,
+  secretKey: config.STRATA_SECRET_KEY,
   outboxRetryMs: config.STRATA_OUTBOX_RETRY_MS,
   blobSweepMs: config.STRATA_BLOB_SWEEP_MS,
   logger,

@@ -11,3 +11,4 @@ export * from './hash-tags.js';
 export * from './redis-cluster-cache.js';
 export * from './production.js';
 export * from './s3-names.js';
+export * from './secret-box.js';

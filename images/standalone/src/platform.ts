@@ -115,6 +115,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         port: ctx.options.ports?.dataPlane ?? 9001,
         host: '127.0.0.1',
         internalToken: ctx.internalToken,
+        secretKey: ctx.secretKey,
         dataDir: ctx.options.dataDir,
         sql: ctx.sql,
         cache: ctx.cache,

@@ -1,5 +1,5 @@
 import express, { type Request, type Router } from 'express';
-import { assertBucketName, assertObjectKey, S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { assertBucketName, assertObjectKey, S3Error, type Logger, type SecretBox } from '../../../service-kit/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
 import { invalidateObjectRead } from '../../../service-kit/src/object-read-cache.js';
 import type { BackendConfig, Bucket, MetadataStore } from '../metadata/store.js';
@@ -14,6 +14,8 @@ export interface RouteDeps {
   collector: BlobCollector;
   /** Asked before a bucket is created on a backend other than fs (the data plane owns backends). */
   checkBackend?: BackendCheck;
+  /** Seals a bucket's own backend secret key before it is stored (the data plane opens it). */
+  secrets: SecretBox;
   purge: (now: Date) => Promise<{ purged: number; freedBlobs: number }>;
   clock: () => Date;
   logger: Logger;
@@ -81,7 +83,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     }
     // No bucket may exist on a backend that is not usable (unknown settings, unreachable): check first.
     if (backend.kind !== 'fs' && deps.checkBackend && !(await store.getBucket(name))) await deps.checkBackend(backend);
-    const { bucket, created } = await store.createBucket(name, owner, backend);
+    const { bucket, created } = await store.createBucket(name, owner, sealBackendSecret(backend, deps.secrets));
     if (!created) {
       throw new S3Error(bucket.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: name });
     }
@@ -180,8 +182,15 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   return router;
 }
 
+/** An operator-made bucket's backend secret key, stored only sealed (secretKeySealed) — never in clear text. */
+function sealBackendSecret(backend: BackendConfig, secrets: SecretBox): BackendConfig {
+  if (typeof backend.secretKey !== 'string') return backend;
+  const { secretKey, ...rest } = backend;
+  return { ...rest, secretKeySealed: secrets.seal(secretKey) };
+}
+
 function publicBucket(b: Bucket) {
   // A bucket's own backend credentials (operator-made buckets) stay in the database: no caller needs them back.
-  const { accessKey: _accessKey, secretKey: _secretKey, ...backend } = b.backend;
+  const { accessKey: _accessKey, secretKey: _secretKey, secretKeySealed: _sealed, ...backend } = b.backend;
   return { name: b.name, owner: b.owner, createdAt: b.createdAt, backend };
 }

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, scrypt, timingSafeEqual, type BinaryLike, type ScryptOptions } from 'node:crypto';
+import { randomBytes, scrypt, timingSafeEqual, type BinaryLike, type ScryptOptions } from 'node:crypto';
 
 const SCRYPT = { N: 16384, r: 8, p: 1, keyLength: 32 };
 
@@ -19,31 +19,6 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const expected = Buffer.from(hash, 'base64');
   const actual = await scryptAsync(password, Buffer.from(salt, 'base64'), expected.length, { N: Number(n), r: Number(r), p: Number(p) });
   return timingSafeEqual(expected, actual);
-}
-
-/**
- * Encrypts SigV4 secrets at rest with AES-256-GCM. The key is SHA-256 of the server secret
- * (STRATA_SECRET_KEY), which only ever comes from the environment.
- */
-export class SecretBox {
-  private readonly key: Buffer;
-  constructor(serverSecret: string) {
-    this.key = createHash('sha256').update(serverSecret, 'utf8').digest();
-  }
-
-  seal(plain: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return [iv, cipher.getAuthTag(), data].map((b) => b.toString('base64')).join('.');
-  }
-
-  open(sealed: string): string {
-    const [iv, tag, data] = sealed.split('.').map((s) => Buffer.from(s, 'base64'));
-    const decipher = createDecipheriv('aes-256-gcm', this.key, iv);
-    decipher.setAuthTag(tag);
-    return Buffer.concat([decipher.update(data), decipher.final()]).toString('utf8');
-  }
 }
 
 const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';

@@ -1,6 +1,6 @@
-import { S3Error, isUniqueViolation } from '../../../service-kit/src/index.js';
+import { S3Error, SecretBox, isUniqueViolation } from '../../../service-kit/src/index.js';
 import type { MetadataStore } from '../metadata/store.js';
-import { SecretBox, hashPassword, newAccessKey, newSecretKey, verifyPassword } from './credentials.js';
+import { hashPassword, newAccessKey, newSecretKey, verifyPassword } from './credentials.js';
 
 export interface Credentials {
   username: string;

@@ -1,4 +1,4 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error, type SecretBox } from '../../../service-kit/src/index.js';
 import type { S3BackendSettings } from './s3-backend.js';
 
 /** The S3-compatible backend kinds; `fs` needs no settings beyond the data dir. */
@@ -50,13 +50,14 @@ export function backendsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Bac
  * plane's internal API: endpoint, region, bucket, prefix, useSSL, accessKey, secretKey), or
  * undefined when the bucket only names its kind and the server's configuration applies.
  */
-export function settingsOfBucket(config: { kind: string; [setting: string]: unknown }): S3BackendSettings | undefined {
+export function settingsOfBucket(config: { kind: string; [setting: string]: unknown }, secrets?: SecretBox): S3BackendSettings | undefined {
   const kind = config.kind as S3BackendKind;
   const str = (name: string) => (typeof config[name] === 'string' && config[name] !== '' ? (config[name] as string) : undefined);
   const endpoint = str('endpoint');
   if (!endpoint) return undefined;
   const accessKey = str('accessKey');
-  const secretKey = str('secretKey');
+  const sealed = str('secretKeySealed');
+  const secretKey = str('secretKey') ?? (sealed === undefined ? undefined : openSealed(sealed, kind, secrets));
   const bucket = str('bucket');
   if (!accessKey || !secretKey || !bucket) throw new S3Error('InvalidArgument', `the ${kind} backend settings need accessKey, secretKey and bucket along with endpoint`);
   const useSSL = config.useSSL !== false;
@@ -70,4 +71,14 @@ export function settingsOfBucket(config: { kind: string; [setting: string]: unkn
     prefix: str('prefix'),
     pathStyle: typeof config.pathStyle === 'boolean' ? config.pathStyle : kind === 'minio',
   };
+}
+
+/** The control plane stores a bucket's own backend secret key sealed with the server key (STRATA_SECRET_KEY). */
+function openSealed(sealed: string, kind: string, secrets: SecretBox | undefined): string {
+  if (!secrets) throw new S3Error('ServiceUnavailable', `the ${kind} backend's secret key is sealed and this data plane has no STRATA_SECRET_KEY`);
+  try {
+    return secrets.open(sealed);
+  } catch {
+    throw new S3Error('ServiceUnavailable', `the ${kind} backend's secret key does not open with this data plane's STRATA_SECRET_KEY`);
+  }
 }

@@ -1,4 +1,4 @@
-import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { S3Error, type Logger, type SecretBox } from '../../../service-kit/src/index.js';
 import { BACKEND_KINDS, S3_BACKEND_KINDS, settingsOfBucket, type BackendsConfig, type S3BackendKind } from './config.js';
 import { FsBackend } from './fs-backend.js';
 import { S3Backend, type S3BackendSettings } from './s3-backend.js';
@@ -28,6 +28,8 @@ export class BackendRegistry {
     readonly fs: FsBackend,
     config: BackendsConfig = {},
     private readonly logger?: Logger,
+    /** Opens the sealed secret keys of buckets that bring their own backend (operator-made). */
+    private readonly secrets?: SecretBox,
   ) {
     this.register(fs);
     for (const kind of S3_BACKEND_KINDS) {
@@ -52,7 +54,7 @@ export class BackendRegistry {
     if (config.kind === 'fs') return this.fs;
     if (!BACKEND_KINDS.has(config.kind)) throw new S3Error('InvalidArgument', `Unknown storage backend ${JSON.stringify(config.kind)}: use fs, minio or cloud.`);
     const kind = config.kind as S3BackendKind;
-    const own = settingsOfBucket(config);
+    const own = settingsOfBucket(config, this.secrets);
     if (own) return this.byKey.get(S3Backend.keyOf(own)) ?? this.register(this.s3(own));
     const backend = this.configured[kind];
     if (!backend) {
@@ -68,7 +70,7 @@ export class BackendRegistry {
    * own backend is registered only after that, so failed checks leave nothing behind to sweep.
    */
   async check(config: BucketBackendConfig): Promise<StorageBackend> {
-    const own = BACKEND_KINDS.has(config.kind) && config.kind !== 'fs' ? settingsOfBucket(config) : undefined;
+    const own = BACKEND_KINDS.has(config.kind) && config.kind !== 'fs' ? settingsOfBucket(config, this.secrets) : undefined;
     if (!own) {
       const backend = this.forBucket(config);
       await backend.ready?.();
