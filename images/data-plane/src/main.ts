@@ -16,6 +16,8 @@ const config = loadConfig(
     STRATA_SECRET_KEY: z.string().min(16, 'at least 16 characters').optional(),
     STRATA_OUTBOX_RETRY_MS: env.int(5000, 100),
     STRATA_BLOB_SWEEP_MS: env.int(600_000, 0),
+    // Temp files and unreferenced blob files younger than this may still belong to a live request.
+    STRATA_ORPHAN_GRACE_MS: env.int(3_600_000, 1000),
     LOG_LEVEL: env.logLevel(),
   }),
 );
@@ -30,6 +32,7 @@ const service = await startDataPlane({
   secretKey: config.STRATA_SECRET_KEY,
   outboxRetryMs: config.STRATA_OUTBOX_RETRY_MS,
   blobSweepMs: config.STRATA_BLOB_SWEEP_MS,
+  orphanGraceMs: config.STRATA_ORPHAN_GRACE_MS,
   logger,
 });
 stopOnSignals([service], logger);
