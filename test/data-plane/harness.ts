@@ -33,7 +33,7 @@ export interface ObjectLayer {
 export const SERVER_SECRET_KEY = 'test-server-secret-key';
 
 /** The object layer as the gateway sees it: control plane + data plane on port 0, one database, one cache, one broker. */
-export async function startObjectLayer(kind: DbKind): Promise<ObjectLayer> {
+export async function startObjectLayer(kind: DbKind, opts: { outboxRetryMs?: number } = {}): Promise<ObjectLayer> {
   const db = kind === 'postgres' ? await createTestDatabase() : undefined;
   const sql = db ? createPgSqlClient(db.url) : await createPgliteSqlClient();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-dp-'));
@@ -56,7 +56,7 @@ export async function startObjectLayer(kind: DbKind): Promise<ObjectLayer> {
     dataPlaneUrl: () => dpRef.url,
     clock: () => clock.now,
   });
-  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: SERVER_SECRET_KEY, dataDir, sql, cache, broker, logger, outboxRetryMs: 100, blobSweepMs: 0 });
+  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: SERVER_SECRET_KEY, dataDir, sql, cache, broker, logger, outboxRetryMs: opts.outboxRetryMs ?? 100, blobSweepMs: 0 });
   dpRef.url = dp.url;
   const files = async () => {
     const out: string[] = [];

@@ -26,6 +26,7 @@ import { InMemoryCache } from './cache/memory-cache.js';
 import { AmqpEventBroker } from './events/amqp-broker.js';
 import type { EventBroker } from './events/broker.js';
 import { startEventConsumer } from './events/consumer.js';
+import { dataPlaneOutboxKick, kickOutboxAfterWrites } from './events/outbox-kick.js';
 import { InMemoryBroker } from './events/memory-broker.js';
 import { errorHandler } from './http/errors.js';
 import { requireInternalToken } from './http/internal-auth.js';
@@ -141,7 +142,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const dataPlaneUrl = opts.dataPlaneUrl;
   const dataPlaneAt = typeof dataPlaneUrl === 'function' ? dataPlaneUrl : () => dataPlaneUrl;
   const collector = new HttpBlobCollector(dataPlaneAt, opts.internalToken);
-  const purgeDeps: PurgeDeps = { store, collector, retentionDays: opts.retentionDays ?? 30, logger, purgedTotal };
+  const kickOutbox = dataPlaneOutboxKick(dataPlaneAt, opts.internalToken, logger);
+  const purgeDeps: PurgeDeps = { store, collector, retentionDays: opts.retentionDays ?? 30, logger, purgedTotal, kickOutbox };
   let task: ScheduledTask | undefined;
   if (opts.purgeSchedule) {
     task = schedulePurge(opts.purgeSchedule, purgeDeps, clock);
@@ -152,7 +154,12 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const serviceOpts = { name, logger, registry, readiness: { database: () => store.ping() }, onClose };
   const app = createApp(serviceOpts);
   app.use(httpMetrics(registry).middleware);
-  app.use('/internal', requireInternalToken(opts.internalToken), express.json({ limit: '2mb' }));
+  app.use(
+    '/internal',
+    requireInternalToken(opts.internalToken),
+    express.json({ limit: '2mb' }),
+    kickOutboxAfterWrites(kickOutbox),
+  );
   app.use(
     '/internal',
     controlPlaneRoutes({

@@ -142,7 +142,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const serviceOpts = { name, logger, registry, readiness: { database: () => catalog.ping() }, onClose };
   const app = createApp(serviceOpts);
   app.use(httpMetrics(registry).middleware);
-  app.use('/internal', requireInternalToken(opts.internalToken), dataPlaneRoutes({ objects, multipart, collector }), backendRoutes(backends));
+  app.use('/internal', requireInternalToken(opts.internalToken), dataPlaneRoutes({ objects, multipart, collector, kickOutbox: () => relay?.kick() }), backendRoutes(backends));
   app.use(errorHandler(logger));
   return listen(app, { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
 }

@@ -11,6 +11,8 @@ export interface PurgeDeps {
   retentionDays: number;
   logger: Logger;
   purgedTotal: Counter;
+  /** Nudge the outbox relay: the purge committed object.purged events. */
+  kickOutbox?: () => void;
 }
 
 /**
@@ -22,6 +24,7 @@ export interface PurgeDeps {
 export async function runPurge(deps: PurgeDeps, now: Date): Promise<{ purged: number; freedBlobs: number }> {
   const cutoff = new Date(now.getTime() - deps.retentionDays * DAY_MS);
   const { purged, unreferencedBlobIds } = await deps.store.purgeRecycled(cutoff, now);
+  if (purged > 0) deps.kickOutbox?.();
   let freedBlobs = 0;
   try {
     freedBlobs = await deps.collector.collect(unreferencedBlobIds);

@@ -11,6 +11,8 @@ export interface RouteDeps {
   objects: ObjectService;
   multipart: MultipartService;
   collector: BlobCollector;
+  /** Run an outbox relay pass soon (rows the control plane just committed); a no-op without a broker. */
+  kickOutbox: () => void;
 }
 
 const p = (req: Request, name: string) => String(req.params[name]);
@@ -245,6 +247,12 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
         maxUploads: maxUploads !== undefined ? Number(maxUploads) : undefined,
       }),
     );
+  });
+
+  // The control plane writes events too (recycle, restore, purge, buckets) but has no relay of its own.
+  router.post('/outbox/kick', (_req, res) => {
+    deps.kickOutbox();
+    res.status(204).end();
   });
 
   router.post('/blobs/gc', json, async (req, res) => {
