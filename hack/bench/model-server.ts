@@ -11,7 +11,9 @@
  * Requests are greedy, 12 random content ids each (the model copies them: 12 tokens + EOS).
  * Besides wall-clock figures it reports CPU time per generated token (this process for the engine,
  * the server's process_cpu_seconds_total for HTTP): on a shared machine, wall-clock throughput mostly
- * measures what the other processes leave over, while CPU per token measures the work itself.
+ * measures what the other processes leave over, while CPU per token measures the work itself. The mean
+ * batch (sequences per decoder step; the server's model_server_batch_size) shows how full the batch
+ * was kept: with batching, tokens/s is about mean batch × decoder steps per second.
  * Options: --seconds N per measurement (default 5; --seconds 2 is a quick run of about a minute).
  * The start and end load averages are printed: on a shared machine they explain most of the spread.
  */
@@ -48,6 +50,8 @@ interface Measurement {
   serverCpuMsPerToken: number;
   /** This process's CPU time per request: the load generator shares the machine's two cores with the server. */
   clientCpuMsPerRequest: number;
+  /** Mean sequences per decoder step (model_server_batch_size): how full the batch was, whatever the machine's load. */
+  meanBatch: number;
 }
 
 /**
@@ -166,11 +170,23 @@ interface EngineMeasurement {
   msPerToken: number;
   /** CPU time of this process (all threads) per generated token. */
   cpuMsPerToken: number;
+  /** Mean sequences per decoder step. */
+  meanBatch: number;
 }
 
 /** The scheduler alone: `concurrency` callers each generating one sequence after another. */
 async function measureEngine(model: OnnxTransformer, batching: boolean, concurrency: number): Promise<EngineMeasurement> {
-  const scheduler = new GenerationScheduler(model, { maxBatch: batching ? 32 : 1, batchWindowMs: 3, maxQueue: 1000 });
+  let steps = 0;
+  let stepped = 0;
+  const scheduler = new GenerationScheduler(model, { maxBatch: batching ? 32 : 1, batchWindowMs: 3, maxQueue: 1000 }, {
+    queueChanged: () => {},
+    stepped: (batchSize) => {
+      steps++;
+      stepped += batchSize;
+    },
+    firstToken: () => {},
+    nextToken: () => {},
+  });
   let tokens = 0;
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
@@ -198,7 +214,7 @@ async function measureEngine(model: OnnxTransformer, batching: boolean, concurre
   const cpu = process.cpuUsage(cpuBefore);
   return {
     batching, concurrency, tokensPerSecond: (tokens / ms) * 1000, msPerToken: (ms / tokens) * concurrency,
-    cpuMsPerToken: (cpu.user + cpu.system) / 1000 / tokens,
+    cpuMsPerToken: (cpu.user + cpu.system) / 1000 / tokens, meanBatch: stepped / steps,
   };
 }
 
@@ -209,6 +225,8 @@ async function measure(url: string, batching: boolean, worker: boolean, concurre
   const sumBefore = await metric(url, 'model_server_time_per_output_token_seconds_sum');
   const countBefore = await metric(url, 'model_server_time_per_output_token_seconds_count');
   const cpuBefore = await metric(url, 'process_cpu_seconds_total');
+  const batchSumBefore = await metric(url, 'model_server_batch_size_sum');
+  const batchCountBefore = await metric(url, 'model_server_batch_size_count');
   const clientCpuBefore = process.cpuUsage();
   const started = performance.now();
   const deadline = started + SECONDS * 1000;
@@ -233,6 +251,8 @@ async function measure(url: string, batching: boolean, worker: boolean, concurre
   const sum = (await metric(url, 'model_server_time_per_output_token_seconds_sum')) - sumBefore;
   const count = (await metric(url, 'model_server_time_per_output_token_seconds_count')) - countBefore;
   const cpuSeconds = (await metric(url, 'process_cpu_seconds_total')) - cpuBefore;
+  const batchSum = (await metric(url, 'model_server_batch_size_sum')) - batchSumBefore;
+  const batchCount = (await metric(url, 'model_server_batch_size_count')) - batchCountBefore;
   return {
     batching,
     worker,
@@ -246,6 +266,7 @@ async function measure(url: string, batching: boolean, worker: boolean, concurre
     serverMsPerToken: (sum / count) * 1000,
     serverCpuMsPerToken: (cpuSeconds * 1000) / tokens,
     clientCpuMsPerRequest: (clientCpu.user + clientCpu.system) / 1000 / latencies.length,
+    meanBatch: batchSum / batchCount,
   };
 }
 
@@ -266,7 +287,7 @@ for (const batching of [true, false]) {
   for (const c of CONCURRENCY) {
     const m = await measureEngine(model, batching, c);
     engine.push(m);
-    console.log(`engine batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ${m.msPerToken.toFixed(3)} ms per token per sequence, ${m.cpuMsPerToken.toFixed(3)} CPU-ms per token`);
+    console.log(`engine batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ${m.msPerToken.toFixed(3)} ms per token per sequence, ${m.cpuMsPerToken.toFixed(3)} CPU-ms per token, mean batch ${m.meanBatch.toFixed(1)}`);
   }
 }
 await model.release();
@@ -294,7 +315,8 @@ for (const run of serverRuns) {
         `batching ${batching ? 'on ' : 'off'}${worker ? '' : ' (engine on the HTTP thread)'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ` +
           `p50 ${m.p50Ms.toFixed(1)} ms, p99 ${m.p99Ms.toFixed(1)} ms per request, ` +
           `${m.msPerTokenE2E.toFixed(3)} ms/token end to end, ${m.serverMsPerToken.toFixed(3)} ms/token in the server, ` +
-          `${m.serverCpuMsPerToken.toFixed(3)} server CPU-ms/token, ${m.clientCpuMsPerRequest.toFixed(2)} client CPU-ms/request`,
+          `${m.serverCpuMsPerToken.toFixed(3)} server CPU-ms/token, ${m.clientCpuMsPerRequest.toFixed(2)} client CPU-ms/request, ` +
+          `mean batch ${m.meanBatch.toFixed(1)} sequences per step`,
       );
     }
     rss[run.name] = (await metric(url, 'process_resident_memory_bytes')) / 2 ** 20;
