@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import express from 'express';
 import OpenAI from 'openai';
@@ -230,6 +231,33 @@ describe('model-server /v1/chat/completions', () => {
       expectError(await postJson(url, undefined, { raw: 'model=strata-tiny', contentType: 'application/x-www-form-urlencoded' }), 400, null, 'invalid_json');
       // An empty body reads as an empty object: the first missing parameter is named.
       expectError(await postJson(url, undefined, { raw: '' }), 400, 'model', 'missing_required_parameter');
+    });
+
+    it('reads a body the same way with or without Content-Length, compressed, with a byte order mark or a UTF-8 charset', async () => {
+      const request = { model: MODEL, messages: user('10 20 30'), temperature: 0 };
+      const json = JSON.stringify(request);
+      const post = async (body: BodyInit, headers: Record<string, string>) => {
+        const res = await fetch(url, { method: 'POST', headers, body, duplex: 'half' } as RequestInit);
+        return { status: res.status, body: (await res.json()) as { choices?: Array<{ message: { content: string } }>; error?: { code: string } } };
+      };
+      const chunked = () => new Blob([json]).stream(); // no Content-Length: Transfer-Encoding chunked
+      const answers = [
+        await post(json, { 'content-type': 'application/json' }),
+        await post(chunked(), { 'content-type': 'application/json' }),
+        await post(gzipSync(json), { 'content-type': 'application/json', 'content-encoding': 'gzip' }),
+        await post(`\ufeff${json}`, { 'content-type': 'application/json; charset=UTF-8' }),
+        await post(json, { 'content-type': 'text/plain' }),
+      ];
+      for (const a of answers) {
+        expect(a.status).to.equal(200);
+        expect(a.body.choices![0]!.message.content).to.equal('10 20 30');
+      }
+      for (const bad of [await post('{"model"', {}), await post(new Blob(['{"model"']).stream(), {})]) {
+        expect(bad.status).to.equal(400);
+        expect(bad.body.error!.code).to.equal('invalid_json');
+      }
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      expect(metrics).to.match(/http_requests_total\{method="POST",route="\/v1\/chat\/completions",status="200"[^}]*\} [1-9]/);
     });
 
     it('404 for an unknown model and an unknown URL', async () => {
