@@ -13,7 +13,9 @@ import {
   createRegistry,
   degradeWhenUnavailable,
   httpMetrics,
+  internalErrorHandler,
   listen,
+  requireInternalToken,
   SecretBox,
   type Logger,
   type ProductionSettings,
@@ -28,8 +30,6 @@ import type { EventBroker } from './events/broker.js';
 import { startEventConsumer } from './events/consumer.js';
 import { dataPlaneOutboxKick, kickOutboxAfterWrites } from './events/outbox-kick.js';
 import { InMemoryBroker } from './events/memory-broker.js';
-import { errorHandler } from './http/errors.js';
-import { requireInternalToken } from './http/internal-auth.js';
 import { controlPlaneRoutes } from './http/routes.js';
 import { SqlMetadataStore } from './metadata/sql-store.js';
 import { dataPlaneBackendCheck } from './backends/backend-check.js';
@@ -174,6 +174,6 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
       logger,
     }),
   );
-  app.use(errorHandler(logger));
+  app.use(internalErrorHandler(logger));
   return listen(app, { ...serviceOpts, port: opts.port ?? 9002, host: opts.host });
 }

@@ -8,7 +8,9 @@ import {
   createProductionSql,
   createRegistry,
   httpMetrics,
+  internalErrorHandler,
   listen,
+  requireInternalToken,
   SecretBox,
   type Logger,
   type ProductionSettings,
@@ -27,8 +29,7 @@ import { AmqpEventPublisher } from './events/amqp-publisher.js';
 import type { EventPublisher } from './events/publisher.js';
 import { BlobCollector } from './gc/blob-collector.js';
 import { CleanupJob } from './gc/cleanup-job.js';
-import { errorHandler } from './http/errors.js';
-import { requireInternalToken } from './http/internal-auth.js';
+import { dataPlaneErrors } from './http/errors.js';
 import { dataPlaneRoutes } from './http/routes.js';
 import { dataPlaneMetrics } from './metrics.js';
 import { OutboxRelay } from './outbox/relay.js';
@@ -143,6 +144,6 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const app = createApp(serviceOpts);
   app.use(httpMetrics(registry).middleware);
   app.use('/internal', requireInternalToken(opts.internalToken), dataPlaneRoutes({ objects, multipart, collector, kickOutbox: () => relay?.kick() }), backendRoutes(backends));
-  app.use(errorHandler(logger));
+  app.use(internalErrorHandler(logger, dataPlaneErrors(logger)));
   return listen(app, { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
 }

@@ -12,3 +12,4 @@ export * from './redis-cluster-cache.js';
 export * from './production.js';
 export * from './s3-names.js';
 export * from './secret-box.js';
+export * from './internal-api.js';

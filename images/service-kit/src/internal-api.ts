@@ -1,0 +1,62 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from './logger.js';
+import { S3Error } from './s3-errors.js';
+
+/**
+ * What the control plane and the data plane share on their internal HTTP APIs (ADR 0001): the
+ * internal token check and the `{"error":{code,message,extra?}}` error answers the gateway turns
+ * back into S3 errors.
+ */
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/** Every internal call carries `x-strata-internal-token`; anything else is 401 (compared in constant time). */
+export function requireInternalToken(token: string) {
+  const expected = digest(token);
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const given = req.header('x-strata-internal-token');
+    if (!given || !timingSafeEqual(digest(given), expected)) {
+      next(new S3Error('Unauthorized', 'missing or wrong x-strata-internal-token'));
+      return;
+    }
+    next();
+  };
+}
+
+/** A service's own mapping of an error it knows to an S3 error; undefined = not one of its own. */
+export type ErrorMapping = (err: unknown, req: Request) => S3Error | undefined;
+
+/** Renders errors as the internal API's `{"error":{code,message,extra?}}` with the S3 status. */
+export function internalErrorHandler(logger: Logger, mapError: ErrorMapping = () => undefined) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    // The client went away mid-request: nobody is left to answer.
+    if ((err as { code?: string }).code === 'ECONNRESET' || req.socket?.destroyed) {
+      logger.info({ method: req.method, url: req.originalUrl }, 'client aborted the request');
+      res.destroy();
+      return;
+    }
+    const s3 = err instanceof S3Error ? err : (mapError(err, req) ?? bodyParserError(err) ?? unexpected(logger, err, req));
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    // A body we stopped reading must not be drained: answer, then close the connection.
+    if (!req.complete) res.setHeader('connection', 'close');
+    res.status(s3.status).json(s3.toJSON());
+  };
+}
+
+/** express.json()'s errors: bad JSON, too large, other 400s. */
+function bodyParserError(err: unknown): S3Error | undefined {
+  const type = (err as { type?: string }).type;
+  if (type === 'entity.parse.failed') return new S3Error('InvalidArgument', 'the request body is not valid JSON');
+  if (type === 'entity.too.large') return new S3Error('MaxMessageLengthExceeded');
+  if ((err as { status?: number }).status === 400) return new S3Error('InvalidArgument', (err as Error).message);
+  return undefined;
+}
+
+function unexpected(logger: Logger, err: unknown, req: Request): S3Error {
+  logger.error({ err, method: req.method, url: req.originalUrl }, 'internal error');
+  return new S3Error('InternalError');
+}
