@@ -27,11 +27,12 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
   });
   after(async () => model.release());
 
-  it('gives the oracle\'s logits at every step while sequences join, leave, reuse rows, get compacted and outgrow the cache', async () => {
+  it('gives the oracle\'s logits at every step while sequences join, leave (the last row moving into their place) and outgrow the cache', async () => {
     // Teacher-forced sequences with different prompt lengths (the third is longer than the batch's
-    // memory width, forcing a re-layout); the fourth joins the moment the second leaves (row reuse);
-    // the fifth runs past the cache's first capacity (16 columns: its unused leading columns are
-    // dropped and the capacity grows while it is written).
+    // memory width, forcing a re-layout); the second leaves while rows after it live (the last row
+    // moves into its place) and the fourth joins at that moment; the fifth runs past the cache's first
+    // capacity (16 columns: its unused leading columns are dropped and the capacity grows while it is
+    // written).
     const sequences = [
       { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '10 11 12 13 14 15 16 17 18 19 20' }]), target: [SPECIAL_TOKENS.BOS, 500, 501, 502, 503, 504] },
       { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '999' }]), target: [SPECIAL_TOKENS.BOS, 42, 43] },
@@ -41,7 +42,7 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
     ];
     const expected = sequences.map((s) => oracle.decode(oracle.encode(s.prompt), s.target));
     const batch = new DecodeBatch();
-    let slots: Array<number | undefined> = [];
+    let slots: number[] = [];
     const step = sequences.map(() => 0);
     const join = async (t: number) => {
       const joining = sequences.map((s, i) => ({ s, i })).filter(({ s }) => s.joinAt === t);
@@ -52,34 +53,28 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
     };
     await join(0);
     let compared = 0;
-    let compactions = 0;
+    let moves = 0;
     let largestCache = 0;
-    for (let t = 0; slots.some((s) => s !== undefined); t++) {
-      const out = await model.decodeStep(batch.stepInput(
-        slots.map((s) => (s === undefined ? SPECIAL_TOKENS.PAD : sequences[s]!.target[step[s]!]!)),
-        slots.map((s) => (s === undefined ? 0 : step[s]!)),
-      ));
+    for (let t = 0; slots.length > 0; t++) {
+      batch.compact();
+      const out = await model.decodeStep(batch.stepInput(slots.map((s) => sequences[s]!.target[step[s]!]!), slots.map((s) => step[s]!)));
       batch.advance(out);
       largestCache = Math.max(largestCache, batch.cacheColumns);
       const done: number[] = [];
       slots.forEach((s, row) => {
-        if (s === undefined) return;
         const diff = maxAbsDiff(out.logits.subarray(row * V, (row + 1) * V), expected[s]![step[s]!]!);
         expect(diff, `sequence ${s} step ${step[s]}`).to.be.below(TOLERANCE);
         compared++;
         if (++step[s]! === sequences[s]!.target.length) done.push(row);
       });
-      for (const row of done) slots[row] = undefined;
-      batch.release(done);
+      const order = batch.release(done);
+      moves += order.filter((old, row) => old !== row).length;
+      slots = order.map((row) => slots[row]!);
+      expect(batch.rows).to.equal(slots.length);
       await join(t + 1);
-      const kept = batch.compact();
-      if (kept) {
-        compactions++;
-        slots = kept.map((row) => slots[row]);
-      }
     }
     expect(compared).to.equal(sequences.reduce((n, s) => n + s.target.length, 0));
-    expect(compactions).to.be.greaterThan(0);
+    expect(moves).to.be.greaterThan(0);
     expect(largestCache).to.be.greaterThan(16);
   });
 

@@ -10,12 +10,6 @@ const COLUMN_STEP = 16;
 const SOURCE_STEP = 8;
 /** Buffers hold room for rows in steps of this, so a joining sequence rarely forces a re-layout. */
 const ROW_STEP = 8;
-/**
- * Released rows count towards compaction once they have stayed empty this many steps: under steady
- * traffic the next arrivals refill them within a step or two, and dropping them only to grow the
- * buffers again would copy the whole batch twice.
- */
-const ROW_GRACE_STEPS = 4;
 
 /**
  * The decoder-side state of every sequence being generated together, laid out as the decoder graph
@@ -28,19 +22,15 @@ const ROW_GRACE_STEPS = 4;
  * the columns run out, unused leading ones are dropped or the capacity grows (one copy of the cache
  * every few steps at most).
  *
- * Rows are slots: a finished sequence's row is released and the next prompt reuses it in place (its
- * old cache columns masked out), so sequences join and leave without copying the whole batch. The
- * batch is compacted (released rows dropped, unused leading cache columns trimmed) only when that
- * saves more than the copy costs.
+ * Every row holds a live sequence: a joining prompt takes a new row at the end (the buffers keep
+ * room for more rows), and a finished sequence's row is refilled at once by the last row (one row
+ * copied), so no decoder run computes a row nobody reads. Leading cache columns no row attends to
+ * any more are trimmed by compact() once there are enough of them.
  */
 export class DecodeBatch {
   rows = 0;
-  /** Rows the buffers have room for. */
+  /** Rows the buffers have room for (kept while the batch is busy, so rows come and go without a re-layout). */
   private rowCap = 0;
-  private live: boolean[] = [];
-  /** Per released row, the step count when it was released. */
-  private releasedAt: number[] = [];
-  private steps = 0;
   private sourceLen = 0;
   private memoryMask: Float32Array = new Float32Array(0);
   private memoryKeys: Float32Array[] = range(LAYERS).map(() => new Float32Array(0));
@@ -60,52 +50,56 @@ export class DecodeBatch {
     return this.pastLen;
   }
 
-  get releasedRows(): number {
-    return this.live.filter((l) => !l).length;
-  }
-
-  /** Put each prompt in a row (released rows first, then new rows at the end); returns the rows, in order. */
+  /** Put each prompt in a new row at the end; returns the rows, in order. */
   add(prompts: readonly EncodedPrompt[]): number[] {
     if (prompts.length === 0) return [];
     const longest = Math.max(...prompts.map((p) => p.length));
-    if (longest > this.sourceLen) this.relayout(range(this.rows), Math.ceil(longest / SOURCE_STEP) * SOURCE_STEP, 0);
-    const free = range(this.rows).filter((r) => !this.live[r]);
-    const appended = prompts.length - Math.min(free.length, prompts.length);
-    if (appended > 0) this.grow(this.rows + appended);
-    const rows = prompts.map((_, i) => (i < free.length ? free[i]! : this.rows - appended + i - free.length));
-    prompts.forEach((p, i) => this.place(rows[i]!, p));
-    return rows;
-  }
-
-  /** The sequences in these rows are done; their rows may be reused. */
-  release(rows: readonly number[]): void {
-    for (const r of rows) {
-      this.live[r] = false;
-      this.releasedAt[r] = this.steps;
-    }
+    if (longest > this.sourceLen) this.relayout(Math.ceil(longest / SOURCE_STEP) * SOURCE_STEP, 0);
+    const first = this.rows;
+    this.grow(first + prompts.length);
+    prompts.forEach((p, i) => this.place(first + i, p));
+    return prompts.map((_, i) => first + i);
   }
 
   /**
-   * Drop released rows and unused cache columns if worthwhile (or `force`). Returns the surviving old
-   * row indices in their new order, or undefined when nothing moved.
+   * The sequences in these rows are done: each row is refilled at once by the batch's last row (one
+   * row copied; before, released rows rode along in every decoder run until an arrival reused them,
+   * ~4 of a batch of 32 under a closed-loop load). Returns the old row index of each remaining row,
+   * in its new order (the caller moves its per-row state the same way).
    */
-  compact(force = false): number[] | undefined {
-    const keep = range(this.rows).filter((r) => this.live[r]);
-    const released = this.rows - keep.length;
-    let stale = 0;
-    for (let r = 0; r < this.rows; r++) if (!this.live[r] && this.steps - (this.releasedAt[r] ?? 0) >= ROW_GRACE_STEPS) stale++;
-    const unusedColumns = this.unusedLeadingColumns(keep);
-    const worthIt = keep.length === 0 || stale * 4 >= this.rows || unusedColumns >= COLUMN_STEP;
-    if ((!force && !worthIt) || (released === 0 && unusedColumns === 0)) return undefined;
-    if (keep.length === 0) {
-      this.reset();
-      return [];
+  release(rows: readonly number[]): number[] {
+    const order = range(this.rows);
+    // From the highest row down: every released row above the current one is gone already, so the
+    // last row is either this one or a live one.
+    for (const r of [...rows].sort((a, b) => b - a)) {
+      const last = this.rows - 1;
+      if (r !== last) {
+        this.moveRow(last, r);
+        order[r] = order[last]!;
+      }
+      order.pop();
+      this.rows--;
     }
-    this.relayout(keep, this.sourceLen, unusedColumns);
-    return keep;
+    return order;
   }
 
-  /** The next step's inputs: each row's last token and its position (released rows: anything). */
+  /**
+   * Trim the leading cache columns no row attends to any more, once there are COLUMN_STEP of them
+   * (any, with `force`); with `force` and no rows, let the buffers go. Rows keep their order. True
+   * when the batch was re-laid out.
+   */
+  compact(force = false): boolean {
+    if (this.rows === 0) {
+      if (force && this.rowCap > 0) this.reset();
+      return false;
+    }
+    const unusedColumns = this.unusedLeadingColumns();
+    if (unusedColumns === 0 || (!force && unusedColumns < COLUMN_STEP)) return false;
+    this.relayout(this.sourceLen, unusedColumns);
+    return true;
+  }
+
+  /** The next step's inputs: each row's last token and its position. */
   stepInput(tokens: ArrayLike<number>, positions: ArrayLike<number>): DecoderStepInput {
     for (let r = 0; r < this.rows; r++) {
       this.tokens[r] = BigInt(tokens[r]!);
@@ -146,9 +140,8 @@ export class DecodeBatch {
       this.pastMask[r * this.pastLen + col] = 1;
     }
     this.cols++;
-    this.steps++;
-    // Room for the next step: drop the columns no live row attends to, or grow the capacity.
-    if (this.cols === this.pastLen) this.relayout(range(this.rows), this.sourceLen, this.unusedLeadingColumns(range(this.rows).filter((r) => this.live[r])));
+    // Room for the next step: drop the columns no row attends to, or grow the capacity.
+    if (this.cols === this.pastLen) this.relayout(this.sourceLen, this.unusedLeadingColumns());
   }
 
   /** Write a prompt's memory into row r and hide the row's old cache columns. */
@@ -159,10 +152,24 @@ export class DecodeBatch {
     }
     this.memoryMask.fill(0, r * this.sourceLen, (r + 1) * this.sourceLen).fill(1, r * this.sourceLen, r * this.sourceLen + p.length);
     this.pastMask.fill(0, r * this.pastLen, (r + 1) * this.pastLen);
-    this.live[r] = true;
   }
 
-  /** Add empty (released) rows at the end. */
+  /** Copy row `from` over row `to` (memory, cache and masks) in place. */
+  private moveRow(from: number, to: number): void {
+    const memoryRow = H * this.sourceLen * HEAD_DIM;
+    const pastRow = H * this.pastLen * HEAD_DIM;
+    const move = (a: Float32Array, size: number) => a.copyWithin(to * size, from * size, (from + 1) * size);
+    for (let l = 0; l < LAYERS; l++) {
+      move(this.memoryKeys[l]!, memoryRow);
+      move(this.memoryValues[l]!, memoryRow);
+      move(this.pastKeys[l]!, pastRow);
+      move(this.pastValues[l]!, pastRow);
+    }
+    move(this.memoryMask, this.sourceLen);
+    move(this.pastMask, this.pastLen);
+  }
+
+  /** Add rows at the end (filled by place()). */
   private grow(rows: number): void {
     if (rows > this.rowCap) {
       const rowCap = Math.ceil(rows / ROW_STEP) * ROW_STEP;
@@ -181,10 +188,6 @@ export class DecodeBatch {
       this.pastMask = extend(this.pastMask, this.pastLen);
       this.setRowCap(rowCap);
     }
-    for (let r = this.rows; r < rows; r++) {
-      this.live[r] = false;
-      this.releasedAt[r] = this.steps;
-    }
     this.rows = rows;
   }
 
@@ -195,16 +198,16 @@ export class DecodeBatch {
   }
 
   /**
-   * Rebuild with only `keep` rows (in that order), memory width `sourceLen`, dropping `dropColumns`
-   * leading cache columns; the new capacity leaves at least half a COLUMN_STEP free.
+   * Rebuild with memory width `sourceLen`, dropping `dropColumns` leading cache columns; the new
+   * capacity leaves at least half a COLUMN_STEP free. The room for rows is kept.
    */
-  private relayout(keep: readonly number[], sourceLen: number, dropColumns: number): void {
+  private relayout(sourceLen: number, dropColumns: number): void {
     const cols = this.cols - dropColumns;
     const pastLen = Math.ceil((cols + COLUMN_STEP / 2) / COLUMN_STEP) * COLUMN_STEP;
-    const rowCap = Math.max(ROW_STEP, Math.ceil(keep.length / ROW_STEP) * ROW_STEP);
+    const rowCap = Math.max(ROW_STEP, this.rowCap);
     const select = (a: Float32Array, srcLen: number, dstLen: number, fromCol: number, n: number) => {
       const out = new Float32Array(rowCap * H * dstLen * HEAD_DIM);
-      keep.forEach((r, i) => copyRow(out, i, dstLen, a, r, srcLen, fromCol, n));
+      for (let r = 0; r < this.rows; r++) copyRow(out, r, dstLen, a, r, srcLen, fromCol, n);
       return out;
     };
     const memoryCols = Math.min(this.sourceLen, sourceLen);
@@ -214,25 +217,22 @@ export class DecodeBatch {
     this.pastValues = this.pastValues.map((a) => select(a, this.pastLen, pastLen, dropColumns, cols));
     const memoryMask = new Float32Array(rowCap * sourceLen);
     const pastMask = new Float32Array(rowCap * pastLen);
-    keep.forEach((r, i) => {
-      memoryMask.set(this.memoryMask.subarray(r * this.sourceLen, r * this.sourceLen + memoryCols), i * sourceLen);
-      pastMask.set(this.pastMask.subarray(r * this.pastLen + dropColumns, r * this.pastLen + this.cols), i * pastLen);
-    });
+    for (let r = 0; r < this.rows; r++) {
+      memoryMask.set(this.memoryMask.subarray(r * this.sourceLen, r * this.sourceLen + memoryCols), r * sourceLen);
+      pastMask.set(this.pastMask.subarray(r * this.pastLen + dropColumns, r * this.pastLen + this.cols), r * pastLen);
+    }
     this.memoryMask = memoryMask;
     this.pastMask = pastMask;
-    this.live = keep.map((r) => this.live[r]!);
-    this.releasedAt = keep.map((r) => this.releasedAt[r] ?? 0);
     this.sourceLen = sourceLen;
     this.cols = cols;
     this.pastLen = pastLen;
-    this.rows = keep.length;
-    this.setRowCap(rowCap);
+    if (rowCap !== this.rowCap) this.setRowCap(rowCap);
   }
 
-  /** Leading written cache columns that no kept row attends to. */
-  private unusedLeadingColumns(keep: readonly number[]): number {
+  /** Leading written cache columns that no row attends to. */
+  private unusedLeadingColumns(): number {
     let first = this.cols;
-    for (const r of keep) {
+    for (let r = 0; r < this.rows; r++) {
       for (let c = 0; c < first; c++) {
         if (this.pastMask[r * this.pastLen + c] === 1) {
           first = c;
@@ -246,8 +246,6 @@ export class DecodeBatch {
   private reset(): void {
     this.rows = 0;
     this.rowCap = 0;
-    this.live = [];
-    this.releasedAt = [];
     this.sourceLen = 0;
     this.memoryMask = new Float32Array(0);
     this.memoryKeys = range(LAYERS).map(() => new Float32Array(0));

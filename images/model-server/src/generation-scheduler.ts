@@ -6,7 +6,7 @@ import type { TokenSampler } from './token-sampler.js';
 // Module-local copies of the constants used per token (in the worker these modules are CommonJS,
 // where each use of an import is a getter call).
 const VOCAB = MODEL_DIMS.vocabSize;
-const { EOS, PAD } = SPECIAL_TOKENS;
+const { EOS } = SPECIAL_TOKENS;
 
 export type FinishReason = 'stop' | 'length';
 
@@ -81,8 +81,8 @@ export interface SequenceHandle {
  */
 export class GenerationScheduler implements SequenceQueue {
   private readonly waiting: Sequence[] = [];
-  /** The sequence in each batch row; undefined for a released row. */
-  private slots: Array<Sequence | undefined> = [];
+  /** The sequence in each batch row (the batch has no empty rows: a finished sequence's row is refilled at once). */
+  private slots: Sequence[] = [];
   private readonly batch = new DecodeBatch();
   private running = false;
   private closed = false;
@@ -103,7 +103,7 @@ export class GenerationScheduler implements SequenceQueue {
   }
 
   get activeCount(): number {
-    return this.slots.filter(Boolean).length;
+    return this.slots.length;
   }
 
   /** Queue every sequence of one request, all or none. */
@@ -193,26 +193,21 @@ export class GenerationScheduler implements SequenceQueue {
   }
 
   private async step(): Promise<void> {
-    // Compact here, after admission has refilled what rows it could: dropping the rows of sequences
-    // that just finished, only to grow the buffers again for the ones waiting, would copy the whole
-    // batch twice.
-    const kept = this.batch.compact();
-    if (kept) this.slots = kept.map((row) => this.slots[row]);
+    this.batch.compact();
     const started = performance.now();
-    // Released rows ride along with a harmless token until the batch is compacted.
-    const input = this.batch.stepInput(this.slots.map((s) => s?.lastToken ?? PAD), this.slots.map((s) => s?.position ?? 0));
+    const input = this.batch.stepInput(this.slots.map((s) => s.lastToken), this.slots.map((s) => s.position));
     const out = await this.model.decodeStep(input);
     this.batch.advance(out);
     const now = performance.now();
-    const live = this.activeCount;
-    this.observer?.stepped(live, (now - started) / 1000);
+    this.observer?.stepped(this.slots.length, (now - started) / 1000);
     const done: number[] = [];
     this.slots.forEach((s, row) => {
-      if (!s) return;
       if (this.advanceSequence(s, out.logits, row, now)) done.push(row);
     });
-    for (const row of done) this.slots[row] = undefined;
-    this.batch.release(done);
+    if (done.length > 0) {
+      const order = this.batch.release(done);
+      this.slots = order.map((row) => this.slots[row]!);
+    }
     this.report();
   }
 
@@ -257,7 +252,7 @@ export class GenerationScheduler implements SequenceQueue {
   }
 
   private failActive(err: Error): void {
-    for (const s of this.slots) s?.request.onError(err);
+    for (const s of this.slots) s.request.onError(err);
     this.batch.release(this.slots.map((_, row) => row));
     this.batch.compact(true);
     this.slots = [];
