@@ -32,13 +32,15 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
     // memory width, forcing a re-layout); the second leaves while rows after it live (the last row
     // moves into its place) and the fourth joins at that moment; the fifth runs past the cache's first
     // capacity (16 columns: its unused leading columns are dropped and the capacity grows while it is
-    // written).
+    // written); the sixth joins late and outlives it, so the columns before it are trimmed in place
+    // (same capacity).
     const sequences = [
       { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '10 11 12 13 14 15 16 17 18 19 20' }]), target: [SPECIAL_TOKENS.BOS, 500, 501, 502, 503, 504] },
       { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '999' }]), target: [SPECIAL_TOKENS.BOS, 42, 43] },
       { joinAt: 2, prompt: encodeChat([{ role: 'system', content: 'be terse' }, { role: 'user', content: '300 301 302 303 304 305 306 307 308 309 310 311 312 313 314 315 316' }]), target: [SPECIAL_TOKENS.BOS, 7, 300, 301, 302, 303, 304, 305] },
       { joinAt: 3, prompt: encodeChat([{ role: 'user', content: '77 78' }]), target: [SPECIAL_TOKENS.BOS, 77, 78, 79, 80, 81, 82, 83, 84, 85] },
       { joinAt: 4, prompt: encodeChat([{ role: 'user', content: '600 601 602' }]), target: [SPECIAL_TOKENS.BOS, ...Array.from({ length: 29 }, (_, i) => 600 + i)] },
+      { joinAt: 20, prompt: encodeChat([{ role: 'user', content: '700 701' }]), target: [SPECIAL_TOKENS.BOS, ...Array.from({ length: 39 }, (_, i) => 700 + i)] },
     ];
     const expected = sequences.map((s) => oracle.decode(oracle.encode(s.prompt), s.target));
     const batch = new DecodeBatch();

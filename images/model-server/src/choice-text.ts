@@ -10,13 +10,17 @@ export class ChoiceText {
   text = '';
   stopped = false;
   private emitted = 0;
+  /** The whole text so far, before any stop string cut. */
+  private full = '';
 
   constructor(private readonly stops: readonly string[]) {}
 
   /** Append a generated id; true when a stop string now occurs (the text is cut before it). */
   push(id: number): boolean {
     this.ids.push(id);
-    const text = detokenize(this.ids);
+    // What detokenize(this.ids) gives, one id appended (not the whole text rebuilt per token).
+    this.full = this.ids.length === 1 ? detokenize(this.ids) : `${this.full} ${detokenize([id])}`;
+    const text = this.full;
     let cut = -1;
     for (const stop of this.stops) {
       const at = text.indexOf(stop);

@@ -199,7 +199,11 @@ export class DecodeBatch {
 
   /**
    * Rebuild with memory width `sourceLen`, dropping `dropColumns` leading cache columns; the new
-   * capacity leaves at least half a COLUMN_STEP free. The room for rows is kept.
+   * capacity leaves at least half a COLUMN_STEP free. The room for rows is kept. Buffers whose shape
+   * does not change are reused: the memory is left as it is, and the cache columns are shifted in
+   * place (the usual case under steady traffic: every COLUMN_STEP or so steps the columns of the
+   * sequences that left are dropped and the capacity stays; new buffers there cost ~3 MB of fresh
+   * zeroed memory each time at 32 rows, and garbage-collector work for the old ones).
    */
   private relayout(sourceLen: number, dropColumns: number): void {
     const cols = this.cols - dropColumns;
@@ -210,19 +214,41 @@ export class DecodeBatch {
       for (let r = 0; r < this.rows; r++) copyRow(out, r, dstLen, a, r, srcLen, fromCol, n);
       return out;
     };
-    const memoryCols = Math.min(this.sourceLen, sourceLen);
-    this.memoryKeys = this.memoryKeys.map((a) => select(a, this.sourceLen, sourceLen, 0, memoryCols));
-    this.memoryValues = this.memoryValues.map((a) => select(a, this.sourceLen, sourceLen, 0, memoryCols));
-    this.pastKeys = this.pastKeys.map((a) => select(a, this.pastLen, pastLen, dropColumns, cols));
-    this.pastValues = this.pastValues.map((a) => select(a, this.pastLen, pastLen, dropColumns, cols));
-    const memoryMask = new Float32Array(rowCap * sourceLen);
-    const pastMask = new Float32Array(rowCap * pastLen);
-    for (let r = 0; r < this.rows; r++) {
-      memoryMask.set(this.memoryMask.subarray(r * this.sourceLen, r * this.sourceLen + memoryCols), r * sourceLen);
-      pastMask.set(this.pastMask.subarray(r * this.pastLen + dropColumns, r * this.pastLen + this.cols), r * pastLen);
+    if (sourceLen !== this.sourceLen || rowCap !== this.rowCap) {
+      const memoryCols = Math.min(this.sourceLen, sourceLen);
+      this.memoryKeys = this.memoryKeys.map((a) => select(a, this.sourceLen, sourceLen, 0, memoryCols));
+      this.memoryValues = this.memoryValues.map((a) => select(a, this.sourceLen, sourceLen, 0, memoryCols));
+      const memoryMask = new Float32Array(rowCap * sourceLen);
+      for (let r = 0; r < this.rows; r++) {
+        memoryMask.set(this.memoryMask.subarray(r * this.sourceLen, r * this.sourceLen + memoryCols), r * sourceLen);
+      }
+      this.memoryMask = memoryMask;
     }
-    this.memoryMask = memoryMask;
-    this.pastMask = pastMask;
+    if (pastLen === this.pastLen && rowCap === this.rowCap) {
+      if (dropColumns > 0) {
+        const shift = (a: Float32Array) => {
+          for (let rh = 0; rh < this.rows * H; rh++) {
+            const at = rh * pastLen * HEAD_DIM;
+            a.copyWithin(at, at + dropColumns * HEAD_DIM, at + this.cols * HEAD_DIM);
+          }
+        };
+        this.pastKeys.forEach(shift);
+        this.pastValues.forEach(shift);
+        const mask = this.pastMask;
+        for (let r = 0; r < this.rows; r++) {
+          mask.copyWithin(r * pastLen, r * pastLen + dropColumns, r * pastLen + this.cols);
+          mask.fill(0, r * pastLen + cols, (r + 1) * pastLen);
+        }
+      }
+    } else {
+      this.pastKeys = this.pastKeys.map((a) => select(a, this.pastLen, pastLen, dropColumns, cols));
+      this.pastValues = this.pastValues.map((a) => select(a, this.pastLen, pastLen, dropColumns, cols));
+      const pastMask = new Float32Array(rowCap * pastLen);
+      for (let r = 0; r < this.rows; r++) {
+        pastMask.set(this.pastMask.subarray(r * this.pastLen + dropColumns, r * this.pastLen + this.cols), r * pastLen);
+      }
+      this.pastMask = pastMask;
+    }
     this.sourceLen = sourceLen;
     this.cols = cols;
     this.pastLen = pastLen;

@@ -157,8 +157,12 @@ export class OnnxTransformer {
   }
 }
 
-/** Row b of a [B, H, S, dh] tensor, cut to its first `length` positions: [H, length, dh]. */
+/**
+ * Row b of a [B, H, S, dh] tensor, cut to its first `length` positions: [H, length, dh]. A prompt as
+ * long as the longest in its run (no padding) is one contiguous block: a view, not a copy.
+ */
 function sliceRow(data: Float32Array, b: number, sourceLen: number, length: number): Float32Array {
+  if (length === sourceLen) return data.subarray(b * H * sourceLen * HEAD_DIM, (b + 1) * H * sourceLen * HEAD_DIM);
   const out = new Float32Array(H * length * HEAD_DIM);
   for (let h = 0; h < H; h++) {
     const from = ((b * H + h) * sourceLen) * HEAD_DIM;
