@@ -93,6 +93,7 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
         handles = scheduler.enqueue(
           choices.map((choice) => ({
             prompt,
+            streamed: request.stream || request.stop.length > 0,
             maxTokens: request.maxTokens,
             sampler: new TokenSampler({
               temperature: request.temperature,

@@ -21,6 +21,8 @@ export interface SequenceSpec {
   temperature: number;
   topP: number;
   seed?: number;
+  /** Tokens wanted as they come (stream or stop strings); otherwise they may come with the finish. */
+  streamed?: boolean;
 }
 
 /** The HTTP thread sends these in arrays: everything queued during one turn of its event loop in one message. */

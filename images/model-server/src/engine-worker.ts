@@ -62,10 +62,9 @@ function serve(model: OnnxTransformer): void {
     { maxBatch: config.maxBatch, batchWindowMs: config.batchWindowMs, maxQueue: Number.POSITIVE_INFINITY },
     {
       queueChanged: () => {},
-      stepped: (batchSize, seconds) => {
-        pending.steps.push(batchSize, seconds);
-        queueFlush();
-      },
+      // Metrics observations travel with the next message (a finish, an admission or a streamed token):
+      // a step that only produced tokens nobody waits for does not wake the HTTP thread.
+      stepped: (batchSize, seconds) => pending.steps.push(batchSize, seconds),
       firstToken: (seconds) => pending.firstTokens.push(seconds),
       nextToken: (seconds) => pending.nextTokens.push(seconds),
     },
@@ -96,11 +95,14 @@ function serve(model: OnnxTransformer): void {
           maxTokens: s.maxTokens,
           sampler: new TokenSampler({ temperature: s.temperature, topP: s.topP, seed: s.seed }),
           // Reported with the step that follows the admission (or with the error of a failed encode).
-          onStart: () => pending.admitted.push(s.id),
+          onStart: () => {
+            pending.admitted.push(s.id);
+            queueFlush();
+          },
           // The HTTP thread matches stop strings and cancels the sequence when one matches.
           onToken: (token) => {
             pending.tokens.push(s.id, token);
-            queueFlush();
+            if (s.streamed) queueFlush();
             return false;
           },
           onFinish: (reason) => {

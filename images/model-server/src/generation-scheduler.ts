@@ -21,6 +21,11 @@ export interface SequenceRequest {
   onError(err: Error): void;
   /** The sequence left the queue and joined the running batch (optional). */
   onStart?(): void;
+  /**
+   * Each token is wanted as soon as it is generated (a stream, or stop strings to match); otherwise
+   * an engine in another thread may hand the tokens over with the finish.
+   */
+  streamed?: boolean;
 }
 
 /** What the HTTP handler needs from a generation engine: in this thread (GenerationScheduler) or in a worker. */

@@ -96,7 +96,9 @@ export class WorkerEngine implements SequenceQueue {
     const byPrompt = new Map<readonly number[], SequenceSpec[]>();
     requests.forEach((request, i) => {
       const { temperature, topP, seed } = request.sampler.params;
-      const spec: SequenceSpec = { id: ids[i]!, maxTokens: request.maxTokens, temperature, topP, ...(seed === undefined ? {} : { seed }) };
+      const spec: SequenceSpec = {
+        id: ids[i]!, maxTokens: request.maxTokens, temperature, topP, ...(seed === undefined ? {} : { seed }), ...(request.streamed ? { streamed: true } : {}),
+      };
       const specs = byPrompt.get(request.prompt);
       if (specs) specs.push(spec);
       else byPrompt.set(request.prompt, [spec]);
