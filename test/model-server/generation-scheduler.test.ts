@@ -42,4 +42,50 @@ describe('model-server generation scheduler', () => {
     expect(events.slice(0, firstToken)).to.have.members(['start b1', 'start b2', 'start b3', 'start b4']);
     scheduler.close();
   });
+
+  it('while a batch decodes, prompts join in waves: a smaller group waits one step, a full wave joins at once', async () => {
+    /** Runs `a` (8 tokens); on its first token, `arrivals` sequences are enqueued. Returns the events. */
+    const run = async (admissionWave: number, arrivals: number) => {
+      const scheduler = new GenerationScheduler(model, { maxBatch: 8, batchWindowMs: 0, maxQueue: 10, admissionWave });
+      const events: string[] = [];
+      const finished: Array<Promise<void>> = [];
+      const sequence = (name: string, onFirstToken?: () => void): SequenceRequest => {
+        let first = true;
+        let done!: () => void;
+        finished.push(new Promise<void>((resolve) => (done = resolve)));
+        return {
+          prompt: [SPECIAL_TOKENS.USER, 10, 11, 12, 13, 14, 15, 16, 17, SPECIAL_TOKENS.EOS],
+          maxTokens: 8,
+          sampler: new TokenSampler({ temperature: 0, topP: 1 }),
+          onStart: () => events.push(`start ${name}`),
+          onToken: () => {
+            events.push(`token ${name}`);
+            if (first) onFirstToken?.();
+            first = false;
+            return false;
+          },
+          onFinish: () => done(),
+          onError: (err) => {
+            throw err;
+          },
+        };
+      };
+      scheduler.enqueue([sequence('a', () => {
+        for (let i = 1; i <= arrivals; i++) scheduler.enqueue([sequence(`b${i}`)]);
+      })]);
+      await finished[0];
+      await Promise.all(finished);
+      scheduler.close();
+      return events;
+    };
+    // A lone arrival waits one step for others, then joins anyway.
+    expect((await run(3, 1)).slice(0, 5)).to.deep.equal(['start a', 'token a', 'token a', 'start b1', 'token a']);
+    // A whole wave joins at the next step.
+    expect((await run(3, 3)).slice(0, 6)).to.deep.equal(['start a', 'token a', 'start b1', 'start b2', 'start b3', 'token a']);
+    // admissionWave 1: every arrival joins at the next step.
+    expect((await run(1, 1)).slice(0, 4)).to.deep.equal(['start a', 'token a', 'start b1', 'token a']);
+    // Every deferred sequence is still generated to the end.
+    const events = await run(3, 2);
+    for (const name of ['b1', 'b2']) expect(events.filter((e) => e === `token ${name}`)).to.have.length(8);
+  });
 });

@@ -34,6 +34,8 @@ export interface ModelServerOptions {
   maxBatch?: number;
   /** How long an idle server waits for more requests before the first step. Default 3 ms. */
   batchWindowMs?: number;
+  /** While a batch decodes, prompts are encoded in waves of at least this many (one step's wait at most). Default 8. */
+  admissionWave?: number;
   /** Most sequences waiting for a slot before requests get 429. Default 256. */
   maxQueue?: number;
   /** Largest accepted request body. Default 1 MiB. */
@@ -133,6 +135,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     const schedulerOptions = {
       maxBatch: opts.batching === false ? 1 : (opts.maxBatch ?? 32),
       batchWindowMs: opts.batchWindowMs ?? 3,
+      admissionWave: opts.admissionWave,
       maxQueue: opts.maxQueue ?? 256,
     };
     if (opts.worker !== false) {

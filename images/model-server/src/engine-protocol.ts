@@ -12,6 +12,7 @@ export interface EngineWorkerData {
   executionProvider?: 'cpu' | 'cuda';
   maxBatch: number;
   batchWindowMs: number;
+  admissionWave?: number;
 }
 
 /** One choice to generate; `id` is unique per server (assigned by the HTTP thread). */

@@ -59,7 +59,7 @@ function serve(model: OnnxTransformer): void {
   const scheduler = new GenerationScheduler(
     model,
     // The HTTP thread bounds the queue (it answers 429); this one takes whatever it is sent.
-    { maxBatch: config.maxBatch, batchWindowMs: config.batchWindowMs, maxQueue: Number.POSITIVE_INFINITY },
+    { maxBatch: config.maxBatch, batchWindowMs: config.batchWindowMs, admissionWave: config.admissionWave, maxQueue: Number.POSITIVE_INFINITY },
     {
       queueChanged: () => {},
       // Metrics observations travel with the next message (a finish, an admission or a streamed token):

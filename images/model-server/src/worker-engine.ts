@@ -16,6 +16,8 @@ export interface WorkerEngineOptions {
   /** Most sequences decoded together; 1 = no batching. */
   maxBatch: number;
   batchWindowMs: number;
+  /** See SchedulerOptions.admissionWave. */
+  admissionWave?: number;
   /** Most sequences waiting for a batch slot (bounded here, in the HTTP thread); beyond it enqueue() throws QueueFullError. */
   maxQueue: number;
   logger: Logger;
@@ -150,6 +152,7 @@ export class WorkerEngine implements SequenceQueue {
       executionProvider: this.opts.executionProvider,
       maxBatch: this.opts.maxBatch,
       batchWindowMs: this.opts.batchWindowMs,
+      admissionWave: this.opts.admissionWave,
     };
     // Not the parent's execArgv: the bootstrap compiles the worker's TypeScript itself (tsx's CommonJS hook).
     const worker = new Worker(BOOTSTRAP, { workerData: data, execArgv: [] });
