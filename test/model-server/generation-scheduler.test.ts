@@ -88,4 +88,38 @@ describe('model-server generation scheduler', () => {
     const events = await run(3, 2);
     for (const name of ['b1', 'b2']) expect(events.filter((e) => e === `token ${name}`)).to.have.length(8);
   });
+
+  it('beforeAdmit runs before every admission, and what it enqueues joins the batch at the very next step', async () => {
+    let calls = 0;
+    let late: Promise<void> | undefined;
+    const events: string[] = [];
+    const sequence = (name: string, done: () => void): SequenceRequest => ({
+      prompt: [SPECIAL_TOKENS.USER, 10, 11, 12, SPECIAL_TOKENS.EOS],
+      maxTokens: 4,
+      sampler: new TokenSampler({ temperature: 0, topP: 1 }),
+      onStart: () => events.push(`start ${name}`),
+      onToken: () => {
+        events.push(`token ${name}`);
+        return false;
+      },
+      onFinish: done,
+      onError: (err) => {
+        throw err;
+      },
+    });
+    const scheduler = new GenerationScheduler(model, {
+      maxBatch: 8, batchWindowMs: 0, maxQueue: 10, admissionWave: 1,
+      // The second admission happens right after the first decoder step, without an event-loop turn:
+      // a request handed over here (as the worker thread drains its port) must not wait another step.
+      beforeAdmit: () => {
+        if (++calls === 2) late = new Promise<void>((resolve) => scheduler.enqueue([sequence('b', resolve)]));
+      },
+    });
+    await new Promise<void>((resolve) => scheduler.enqueue([sequence('a', resolve)]));
+    await late;
+    expect(calls).to.be.greaterThanOrEqual(2);
+    expect(events.slice(0, 4)).to.deep.equal(['start a', 'token a', 'start b', 'token a']);
+    expect(events.filter((e) => e === 'token b')).to.have.length.greaterThan(0);
+    scheduler.close();
+  });
 });

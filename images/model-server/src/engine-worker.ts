@@ -5,7 +5,7 @@
  * The HTTP thread (`worker-engine.ts`) sends sequences and cancellations; this thread answers with
  * one `events` message per decoder step (tokens, finishes, metrics observations).
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import type { EngineEvents, EngineWorkerData, FromWorker, ToWorker } from './engine-protocol.js';
 import { GenerationScheduler, type SequenceHandle } from './generation-scheduler.js';
 import { OnnxTransformer } from './onnx-transformer.js';
@@ -59,7 +59,15 @@ function serve(model: OnnxTransformer): void {
   const scheduler = new GenerationScheduler(
     model,
     // The HTTP thread bounds the queue (it answers 429); this one takes whatever it is sent.
-    { maxBatch: config.maxBatch, batchWindowMs: config.batchWindowMs, admissionWave: config.admissionWave, maxQueue: Number.POSITIVE_INFINITY },
+    {
+      maxBatch: config.maxBatch, batchWindowMs: config.batchWindowMs, admissionWave: config.admissionWave, maxQueue: Number.POSITIVE_INFINITY,
+      // Requests that reached this thread during the last decoder run join the batch at this step.
+      beforeAdmit: () => {
+        for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
+          for (const message of m.message as ToWorker[]) handle(message);
+        }
+      },
+    },
     {
       queueChanged: () => {},
       // Metrics observations travel with the next message (a finish, an admission or a streamed token):

@@ -54,6 +54,12 @@ export interface SchedulerOptions {
    * Default 8; 1 encodes whatever waits before every step.
    */
   admissionWave?: number;
+  /**
+   * Called before each admission, so that a caller whose requests arrive as messages can enqueue those
+   * already delivered: the loop goes from the end of one decoder run to the next admission without
+   * passing through the event loop, so an arrival during a run would otherwise wait another step.
+   */
+  beforeAdmit?: () => void;
 }
 
 /**
@@ -191,6 +197,7 @@ export class GenerationScheduler implements SequenceQueue {
   }
 
   private async admit(): Promise<void> {
+    this.opts.beforeAdmit?.();
     for (let i = this.waiting.length - 1; i >= 0; i--) if (this.waiting[i]!.cancelled) this.waiting.splice(i, 1);
     const room = this.opts.maxBatch - this.activeCount;
     if (room <= 0 || this.waiting.length === 0) return;
