@@ -5,6 +5,33 @@ import { SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
 import { OnnxTransformer } from '../../images/model-server/src/onnx-transformer.js';
 import { TokenSampler } from '../../images/model-server/src/token-sampler.js';
 
+/**
+ * A greedy sequence that copies `length` content ids (so it generates `length` tokens), recording
+ * `start NAME` and `token NAME` in `events`; `finished` settles when it is done.
+ */
+function recorded(events: string[], name: string, length: number, onFirstToken?: () => void): { request: SequenceRequest; finished: Promise<void> } {
+  let first = true;
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  const request: SequenceRequest = {
+    prompt: [SPECIAL_TOKENS.USER, ...Array.from({ length }, (_, i) => 10 + i), SPECIAL_TOKENS.EOS],
+    maxTokens: length,
+    sampler: new TokenSampler({ temperature: 0, topP: 1 }),
+    onStart: () => events.push(`start ${name}`),
+    onToken: () => {
+      events.push(`token ${name}`);
+      if (first) onFirstToken?.();
+      first = false;
+      return false;
+    },
+    onFinish: () => done(),
+    onError: (err) => {
+      throw err;
+    },
+  };
+  return { request, finished };
+}
+
 describe('model-server generation scheduler', () => {
   let model: OnnxTransformer;
   before(async () => {
@@ -16,21 +43,11 @@ describe('model-server generation scheduler', () => {
     // A window far longer than the test's timeout: only the early start can finish the second wave.
     const scheduler = new GenerationScheduler(model, { maxBatch: 32, batchWindowMs: 600_000, maxQueue: 100 });
     const events: string[] = [];
-    const sequence = (name: string, done: () => void): SequenceRequest => ({
-      prompt: [SPECIAL_TOKENS.USER, 10, 11, 12, SPECIAL_TOKENS.EOS],
-      maxTokens: 3,
-      sampler: new TokenSampler({ temperature: 0, topP: 1 }),
-      onStart: () => events.push(`start ${name}`),
-      onToken: () => {
-        events.push(`token ${name}`);
-        return false;
-      },
-      onFinish: done,
-      onError: (err) => {
-        throw err;
-      },
+    const wave = (names: string[]) => names.map((name) => {
+      const s = recorded(events, name, 3);
+      scheduler.enqueue([s.request]);
+      return s.finished;
     });
-    const wave = (names: string[]) => names.map((name) => new Promise<void>((resolve) => scheduler.enqueue([sequence(name, resolve)])));
     // First wave: four sequences together (no earlier traffic, so no window).
     await Promise.all(wave(['a1', 'a2', 'a3', 'a4']));
     events.length = 0;
@@ -49,31 +66,15 @@ describe('model-server generation scheduler', () => {
       const scheduler = new GenerationScheduler(model, { maxBatch: 8, batchWindowMs: 0, maxQueue: 10, admissionWave });
       const events: string[] = [];
       const finished: Array<Promise<void>> = [];
-      const sequence = (name: string, onFirstToken?: () => void): SequenceRequest => {
-        let first = true;
-        let done!: () => void;
-        finished.push(new Promise<void>((resolve) => (done = resolve)));
-        return {
-          prompt: [SPECIAL_TOKENS.USER, 10, 11, 12, 13, 14, 15, 16, 17, SPECIAL_TOKENS.EOS],
-          maxTokens: 8,
-          sampler: new TokenSampler({ temperature: 0, topP: 1 }),
-          onStart: () => events.push(`start ${name}`),
-          onToken: () => {
-            events.push(`token ${name}`);
-            if (first) onFirstToken?.();
-            first = false;
-            return false;
-          },
-          onFinish: () => done(),
-          onError: (err) => {
-            throw err;
-          },
-        };
-      };
-      scheduler.enqueue([sequence('a', () => {
-        for (let i = 1; i <= arrivals; i++) scheduler.enqueue([sequence(`b${i}`)]);
-      })]);
-      await finished[0];
+      const a = recorded(events, 'a', 8, () => {
+        for (let i = 1; i <= arrivals; i++) {
+          const b = recorded(events, `b${i}`, 8);
+          finished.push(b.finished);
+          scheduler.enqueue([b.request]);
+        }
+      });
+      scheduler.enqueue([a.request]);
+      await a.finished;
       await Promise.all(finished);
       scheduler.close();
       return events;
@@ -93,33 +94,24 @@ describe('model-server generation scheduler', () => {
     let calls = 0;
     let late: Promise<void> | undefined;
     const events: string[] = [];
-    const sequence = (name: string, done: () => void): SequenceRequest => ({
-      prompt: [SPECIAL_TOKENS.USER, 10, 11, 12, SPECIAL_TOKENS.EOS],
-      maxTokens: 4,
-      sampler: new TokenSampler({ temperature: 0, topP: 1 }),
-      onStart: () => events.push(`start ${name}`),
-      onToken: () => {
-        events.push(`token ${name}`);
-        return false;
-      },
-      onFinish: done,
-      onError: (err) => {
-        throw err;
-      },
-    });
     const scheduler = new GenerationScheduler(model, {
       maxBatch: 8, batchWindowMs: 0, maxQueue: 10, admissionWave: 1,
       // The second admission happens right after the first decoder step, without an event-loop turn:
       // a request handed over here (as the worker thread drains its port) must not wait another step.
       beforeAdmit: () => {
-        if (++calls === 2) late = new Promise<void>((resolve) => scheduler.enqueue([sequence('b', resolve)]));
+        if (++calls !== 2) return;
+        const b = recorded(events, 'b', 3);
+        late = b.finished;
+        scheduler.enqueue([b.request]);
       },
     });
-    await new Promise<void>((resolve) => scheduler.enqueue([sequence('a', resolve)]));
+    const a = recorded(events, 'a', 4);
+    scheduler.enqueue([a.request]);
+    await a.finished;
     await late;
     expect(calls).to.be.greaterThanOrEqual(2);
     expect(events.slice(0, 4)).to.deep.equal(['start a', 'token a', 'start b', 'token a']);
-    expect(events.filter((e) => e === 'token b')).to.have.length.greaterThan(0);
+    expect(events.filter((e) => e === 'token b')).to.have.length(3);
     scheduler.close();
   });
 });
