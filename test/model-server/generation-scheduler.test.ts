@@ -62,8 +62,8 @@ describe('model-server generation scheduler', () => {
 
   it('while a batch decodes, prompts join in waves: a smaller group waits one step, a full wave joins at once', async () => {
     /** Runs `a` (8 tokens); on its first token, `arrivals` sequences are enqueued. Returns the events. */
-    const run = async (admissionWave: number, arrivals: number) => {
-      const scheduler = new GenerationScheduler(model, { maxBatch: 8, batchWindowMs: 0, maxQueue: 10, admissionWave });
+    const run = async (admissionWave: number, arrivals: number, maxBatch = 8) => {
+      const scheduler = new GenerationScheduler(model, { maxBatch, batchWindowMs: 0, maxQueue: 10, admissionWave });
       const events: string[] = [];
       const finished: Array<Promise<void>> = [];
       const a = recorded(events, 'a', 8, () => {
@@ -83,6 +83,11 @@ describe('model-server generation scheduler', () => {
     expect((await run(3, 1)).slice(0, 5)).to.deep.equal(['start a', 'token a', 'token a', 'start b1', 'token a']);
     // A whole wave joins at the next step.
     expect((await run(3, 3)).slice(0, 6)).to.deep.equal(['start a', 'token a', 'start b1', 'start b2', 'start b3', 'token a']);
+    // A whole wave waits, but only two fit beside `a`: they wait one step too (their encoder run then
+    // takes the ones that fit a step later as well), and the third joins when a slot frees.
+    const crowded = await run(3, 3, 3);
+    expect(crowded.slice(0, 6)).to.deep.equal(['start a', 'token a', 'token a', 'start b1', 'start b2', 'token a']);
+    expect(crowded.filter((e) => e === 'token b3')).to.have.length(8);
     // admissionWave 1: every arrival joins at the next step.
     expect((await run(1, 1)).slice(0, 4)).to.deep.equal(['start a', 'token a', 'start b1', 'token a']);
     // Every deferred sequence is still generated to the end.

@@ -34,7 +34,7 @@ export interface ModelServerOptions {
   maxBatch?: number;
   /** How long an idle server waits for more requests before the first step. Default 3 ms. */
   batchWindowMs?: number;
-  /** While a batch decodes, prompts are encoded in waves of at least this many (one step's wait at most). Default 8. */
+  /** While a batch decodes, prompts are encoded in waves of at least this many, even with fewer rows free (one step's wait at most). Default 8. */
   admissionWave?: number;
   /** Most sequences waiting for a slot before requests get 429. Default 256. */
   maxQueue?: number;

@@ -49,9 +49,9 @@ export interface SchedulerOptions {
   /** Most sequences waiting for a batch slot; beyond it, enqueue() refuses. */
   maxQueue: number;
   /**
-   * While sequences are decoding, prompts are encoded in waves of at least this many (or as many as
-   * there is room for): a smaller group waits one decoder step for others to join its encoder run.
-   * Default 8; 1 encodes whatever waits before every step.
+   * While sequences are decoding, prompts are admitted (encoded) in waves of at least this many (at
+   * most maxBatch): when fewer wait, or fewer fit, they wait one decoder step for more to join their
+   * encoder run. Default 8; 1 encodes whatever waits before every step.
    */
   admissionWave?: number;
   /**
@@ -201,8 +201,10 @@ export class GenerationScheduler implements SequenceQueue {
     for (let i = this.waiting.length - 1; i >= 0; i--) if (this.waiting[i]!.cancelled) this.waiting.splice(i, 1);
     const room = this.opts.maxBatch - this.activeCount;
     if (room <= 0 || this.waiting.length === 0) return;
-    const wave = Math.min(this.opts.admissionWave ?? DEFAULT_ADMISSION_WAVE, room);
-    if (this.activeCount > 0 && this.waiting.length < wave && !this.deferredAdmission) {
+    // Not capped by the room: when the batch is nearly full, putting off the one or two prompts that
+    // fit lets the next run encode the ones that fit a step later as well (a slot stays empty for one step).
+    const wave = Math.min(this.opts.admissionWave ?? DEFAULT_ADMISSION_WAVE, this.opts.maxBatch);
+    if (this.activeCount > 0 && Math.min(this.waiting.length, room) < wave && !this.deferredAdmission) {
       this.deferredAdmission = true;
       return;
     }
