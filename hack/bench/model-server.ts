@@ -8,13 +8,15 @@
  *    clients (keep-alive connections on raw sockets, see Connection), so the RSS reported is the server's own (process_resident_memory_bytes from /metrics).
  *    Its generation engine runs in a worker thread (the default); a last run with batching on and
  *    MODEL_SERVER_WORKER=false (engine on the HTTP thread) at concurrency 1 and 32 shows what the worker changes.
- * Requests are greedy, 12 random content ids each (the model copies them: 12 tokens + EOS).
+ * Requests are greedy, 12 random content ids each by default (the model copies them: 12 tokens + EOS).
  * Besides wall-clock figures it reports CPU time per generated token (this process for the engine,
  * the server's process_cpu_seconds_total for HTTP): on a shared machine, wall-clock throughput mostly
  * measures what the other processes leave over, while CPU per token measures the work itself. The mean
  * batch (sequences per decoder step; the server's model_server_batch_size) shows how full the batch
  * was kept: with batching, tokens/s is about mean batch × decoder steps per second.
- * Options: --seconds N per measurement (default 5; --seconds 2 is a quick run of about a minute).
+ * Options: --seconds N per measurement (default 5; --seconds 2 is a quick run of about a minute);
+ * --prompt-tokens N or MIN-MAX content ids per request (default 12; a range draws each request's length
+ * at random, so answers of different lengths keep closed-loop clients from finishing in lockstep).
  * The start and end load averages are printed: on a shared machine they explain most of the spread.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -27,10 +29,14 @@ import { SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
 import { OnnxTransformer } from '../../images/model-server/src/onnx-transformer.js';
 import { TokenSampler } from '../../images/model-server/src/token-sampler.js';
 
-const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '5' } } });
+const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, 'prompt-tokens': { type: 'string', default: '12' } } });
 const SECONDS = Number(args.seconds);
+const PROMPT_TOKENS = /^(\d+)(?:-(\d+))?$/.exec(args['prompt-tokens']);
+if (!PROMPT_TOKENS || Number(PROMPT_TOKENS[1]) < 1 || Number(PROMPT_TOKENS[2] ?? PROMPT_TOKENS[1]) > 60 || Number(PROMPT_TOKENS[2] ?? PROMPT_TOKENS[1]) < Number(PROMPT_TOKENS[1])) {
+  throw new Error(`--prompt-tokens: a number or a range MIN-MAX within 1-60, not ${args['prompt-tokens']}`);
+}
+const [PROMPT_MIN, PROMPT_MAX] = [Number(PROMPT_TOKENS[1]), Number(PROMPT_TOKENS[2] ?? PROMPT_TOKENS[1])];
 const CONCURRENCY = [1, 8, 32];
-const PROMPT_LEN = 12;
 
 interface Measurement {
   batching: boolean;
@@ -156,7 +162,8 @@ async function metric(url: string, name: string): Promise<number> {
 }
 
 function randomIds(): number[] {
-  return Array.from({ length: PROMPT_LEN }, () => 10 + Math.floor(Math.random() * 990));
+  const length = PROMPT_MIN + Math.floor(Math.random() * (PROMPT_MAX - PROMPT_MIN + 1));
+  return Array.from({ length }, () => 10 + Math.floor(Math.random() * 990));
 }
 
 function randomPrompt(): string {
@@ -278,7 +285,7 @@ function percentile(values: number[], q: number): number {
 // The conditions, printed with the figures: on a shared machine other work changes them a lot.
 const conditions = () => ({ date: new Date().toISOString(), cpus: os.cpus().length, loadAverage1m: Number(os.loadavg()[0]!.toFixed(2)) });
 const startConditions = conditions();
-console.log(`started ${startConditions.date} on ${startConditions.cpus} CPUs, load average ${startConditions.loadAverage1m} (1 min), ${SECONDS} s per measurement`);
+console.log(`started ${startConditions.date} on ${startConditions.cpus} CPUs, load average ${startConditions.loadAverage1m} (1 min), ${SECONDS} s per measurement, ${args['prompt-tokens']} content ids per prompt`);
 
 const engine: EngineMeasurement[] = [];
 const model = await OnnxTransformer.load(DEFAULT_MODEL_DIR);
@@ -334,4 +341,4 @@ console.log(`engine on the HTTP thread (MODEL_SERVER_WORKER=false), batching on,
 console.log(`server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off), ${rss.batchingInThread!.toFixed(0)} MiB (batching on, no worker)`);
 const endConditions = conditions();
 console.log(`finished ${endConditions.date}, load average ${endConditions.loadAverage1m} (1 min)`);
-console.log(JSON.stringify({ started: startConditions, finished: endConditions, seconds: SECONDS, promptTokens: PROMPT_LEN, engine, engineSpeedupAt32: engineSpeedup, engineCpuGainAt32: engineCpuGain, http: results, httpSpeedupAt32: speedup, httpCpuGainAt32: cpuGain, inThreadSpeedupAt32: inThreadSpeedup, rssMiB: rss }, null, 2));
+console.log(JSON.stringify({ started: startConditions, finished: endConditions, seconds: SECONDS, promptTokens: args['prompt-tokens'], engine, engineSpeedupAt32: engineSpeedup, engineCpuGainAt32: engineCpuGain, http: results, httpSpeedupAt32: speedup, httpCpuGainAt32: cpuGain, inThreadSpeedupAt32: inThreadSpeedup, rssMiB: rss }, null, 2));
