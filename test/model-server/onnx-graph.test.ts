@@ -27,13 +27,13 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
   });
   after(async () => model.release());
 
-  it('gives the oracle\'s logits at every step while sequences join, leave (the last row moving into their place) and outgrow the cache', async () => {
+  it('gives the oracle\'s logits at every step while sequences join, leave (the last row moving into their place), outgrow the cache and leave it too large', async () => {
     // Teacher-forced sequences with different prompt lengths (the third is longer than the batch's
     // memory width, forcing a re-layout); the second leaves while rows after it live (the last row
     // moves into its place) and the fourth joins at that moment; the fifth runs past the cache's first
-    // capacity (16 columns: its unused leading columns are dropped and the capacity grows while it is
-    // written); the sixth joins late and outlives it, so the columns before it are trimmed in place
-    // (same capacity).
+    // capacity (16 columns: it grows while the row is written); the sixth joins late and outlives it,
+    // growing the cache to 48 columns; the seventh joins just before the sixth leaves, and the cache
+    // shrinks back to what it needs.
     const sequences = [
       { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '10 11 12 13 14 15 16 17 18 19 20' }]), target: [SPECIAL_TOKENS.BOS, 500, 501, 502, 503, 504] },
       { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '999' }]), target: [SPECIAL_TOKENS.BOS, 42, 43] },
@@ -41,6 +41,7 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
       { joinAt: 3, prompt: encodeChat([{ role: 'user', content: '77 78' }]), target: [SPECIAL_TOKENS.BOS, 77, 78, 79, 80, 81, 82, 83, 84, 85] },
       { joinAt: 4, prompt: encodeChat([{ role: 'user', content: '600 601 602' }]), target: [SPECIAL_TOKENS.BOS, ...Array.from({ length: 29 }, (_, i) => 600 + i)] },
       { joinAt: 20, prompt: encodeChat([{ role: 'user', content: '700 701' }]), target: [SPECIAL_TOKENS.BOS, ...Array.from({ length: 39 }, (_, i) => 700 + i)] },
+      { joinAt: 58, prompt: encodeChat([{ role: 'user', content: '900 901 902' }]), target: [SPECIAL_TOKENS.BOS, 900, 901, 902, 903, 904, 905, 906] },
     ];
     const expected = sequences.map((s) => oracle.decode(oracle.encode(s.prompt), s.target));
     const batch = new DecodeBatch();
@@ -57,11 +58,13 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
     let compared = 0;
     let moves = 0;
     let largestCache = 0;
+    let shrank = false;
     for (let t = 0; slots.length > 0; t++) {
       batch.compact();
       const out = await model.decodeStep(batch.stepInput(slots.map((s) => sequences[s]!.target[step[s]!]!), slots.map((s) => step[s]!)));
       batch.advance(out);
       largestCache = Math.max(largestCache, batch.cacheColumns);
+      if (batch.cacheColumns < largestCache) shrank = true;
       const done: number[] = [];
       slots.forEach((s, row) => {
         const diff = maxAbsDiff(out.logits.subarray(row * V, (row + 1) * V), expected[s]![step[s]!]!);
@@ -77,7 +80,8 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
     }
     expect(compared).to.equal(sequences.reduce((n, s) => n + s.target.length, 0));
     expect(moves).to.be.greaterThan(0);
-    expect(largestCache).to.be.greaterThan(16);
+    expect(largestCache).to.be.greaterThan(32);
+    expect(shrank, 'the cache shrank after the long rows left').to.equal(true);
   });
 
   it('the committed graphs are what the exporter writes for their weights (re-export with --from-onnx after changing it)', async () => {

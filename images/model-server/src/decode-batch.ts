@@ -4,7 +4,7 @@ import { range, type DecoderStepInput, type DecoderStepOutput, type EncodedPromp
 const { heads: H, decoderLayers: LAYERS, dModel: D } = MODEL_DIMS;
 // A module-local copy: compiled to CommonJS (the worker thread), each use of an import is a getter call.
 const HEAD_DIM = HEAD_DIM_IMPORT;
-/** The cache's capacity (columns) is a multiple of this, with at least half of it free after a re-layout. */
+/** The cache's capacity (columns) grows and shrinks in steps of this. */
 const COLUMN_STEP = 16;
 /** The memory width grows in steps of this, so a slightly longer prompt rarely forces a re-layout. */
 const SOURCE_STEP = 8;
@@ -15,17 +15,18 @@ const ROW_STEP = 8;
  * The decoder-side state of every sequence being generated together, laid out as the decoder graph
  * wants it: one row per sequence, [rows, H, len, dh] per layer (continuous batching).
  *
- * The key/value cache has a fixed capacity of columns: each step the graph reads it in place (the
+ * The key/value cache has a capacity of columns: each step the graph reads it in place (the
  * tensors are views of these buffers, nothing is copied per step) and returns only the new token's
- * keys and values, which advance() writes into the next free column of every row. Columns a row
- * does not attend to (not written yet, or from before the row's sequence joined) are masked. When
- * the columns run out, unused leading ones are dropped or the capacity grows (one copy of the cache
- * every few steps at most).
+ * keys and values, which advance() writes into each row's own next column: a row's token i lives in
+ * column i, whenever its sequence joined, and the columns it has not written are masked. So the
+ * capacity only has to hold the longest sequence in the batch (not the span since the oldest row
+ * joined, as with columns shared by all rows, which under staggered joins was twice as wide and had
+ * to be re-laid out every few steps); it grows by COLUMN_STEP when the longest row fills it, and
+ * compact() shrinks it once the long rows have left.
  *
  * Every row holds a live sequence: a joining prompt takes a new row at the end (the buffers keep
  * room for more rows), and a finished sequence's row is refilled at once by the last row (one row
- * copied), so no decoder run computes a row nobody reads. Leading cache columns no row attends to
- * any more are trimmed by compact() once there are enough of them.
+ * copied), so no decoder run computes a row nobody reads.
  */
 export class DecodeBatch {
   rows = 0;
@@ -35,8 +36,8 @@ export class DecodeBatch {
   private memoryMask: Float32Array = new Float32Array(0);
   private memoryKeys: Float32Array[] = range(LAYERS).map(() => new Float32Array(0));
   private memoryValues: Float32Array[] = range(LAYERS).map(() => new Float32Array(0));
-  /** Cache columns written so far: the next step's keys and values go to column `cols`. */
-  private cols = 0;
+  /** Cache columns each row has written: the next step's keys and values of row r go to column filled[r]. */
+  private filled = new Int32Array(0);
   /** The cache's capacity, in columns (the past_len of the decoder's tensors). */
   private pastLen = COLUMN_STEP;
   private pastMask: Float32Array = new Float32Array(0);
@@ -54,7 +55,7 @@ export class DecodeBatch {
   add(prompts: readonly EncodedPrompt[]): number[] {
     if (prompts.length === 0) return [];
     const longest = Math.max(...prompts.map((p) => p.length));
-    if (longest > this.sourceLen) this.relayout(Math.ceil(longest / SOURCE_STEP) * SOURCE_STEP, 0);
+    if (longest > this.sourceLen) this.relayout(Math.ceil(longest / SOURCE_STEP) * SOURCE_STEP, this.pastLen);
     const first = this.rows;
     this.grow(first + prompts.length);
     prompts.forEach((p, i) => this.place(first + i, p));
@@ -84,18 +85,20 @@ export class DecodeBatch {
   }
 
   /**
-   * Trim the leading cache columns no row attends to any more, once there are COLUMN_STEP of them
-   * (any, with `force`); with `force` and no rows, let the buffers go. Rows keep their order. True
-   * when the batch was re-laid out.
+   * Shrink the cache's capacity to what the longest row needs, once that frees two COLUMN_STEPs (one,
+   * with `force`): a margin, so that traffic of mixed lengths does not grow and shrink it back and forth.
+   * With `force` and no rows, let the buffers go. Rows keep their order. True when re-laid out.
    */
   compact(force = false): boolean {
     if (this.rows === 0) {
       if (force && this.rowCap > 0) this.reset();
       return false;
     }
-    const unusedColumns = this.unusedLeadingColumns();
-    if (unusedColumns === 0 || (!force && unusedColumns < COLUMN_STEP)) return false;
-    this.relayout(this.sourceLen, unusedColumns);
+    let longest = 0;
+    for (let r = 0; r < this.rows; r++) longest = Math.max(longest, this.filled[r]!);
+    const pastLen = Math.max(COLUMN_STEP, Math.ceil((longest + 1) / COLUMN_STEP) * COLUMN_STEP);
+    if (this.pastLen - pastLen < (force ? 1 : 2) * COLUMN_STEP) return false;
+    this.relayout(this.sourceLen, pastLen);
     return true;
   }
 
@@ -120,12 +123,13 @@ export class DecodeBatch {
     };
   }
 
-  /** Write the step's keys/values into the next cache column; every row attends to it from now on. */
+  /** Write the step's keys/values into each row's next cache column; the row attends to it from now on. */
   advance(out: DecoderStepOutput): void {
     const kv = out.newKeyValues;
-    const col = this.cols;
     const rowStride = LAYERS * 2 * D;
+    let longest = 0;
     for (let r = 0; r < this.rows; r++) {
+      const col = this.filled[r]!;
       for (let l = 0; l < LAYERS; l++) {
         for (let kind = 0; kind < 2; kind++) {
           const dst = kind === 0 ? this.pastKeys[l]! : this.pastValues[l]!;
@@ -138,10 +142,11 @@ export class DecodeBatch {
         }
       }
       this.pastMask[r * this.pastLen + col] = 1;
+      this.filled[r] = col + 1;
+      longest = Math.max(longest, col + 1);
     }
-    this.cols++;
-    // Room for the next step: drop the columns no row attends to, or grow the capacity.
-    if (this.cols === this.pastLen) this.relayout(this.sourceLen, this.unusedLeadingColumns());
+    // Room for the next step.
+    if (longest === this.pastLen) this.relayout(this.sourceLen, this.pastLen + COLUMN_STEP);
   }
 
   /** Write a prompt's memory into row r and hide the row's old cache columns. */
@@ -152,6 +157,7 @@ export class DecodeBatch {
     }
     this.memoryMask.fill(0, r * this.sourceLen, (r + 1) * this.sourceLen).fill(1, r * this.sourceLen, r * this.sourceLen + p.length);
     this.pastMask.fill(0, r * this.pastLen, (r + 1) * this.pastLen);
+    this.filled[r] = 0;
   }
 
   /** Copy row `from` over row `to` (memory, cache and masks) in place. */
@@ -167,6 +173,7 @@ export class DecodeBatch {
     }
     move(this.memoryMask, this.sourceLen);
     move(this.pastMask, this.pastLen);
+    this.filled[to] = this.filled[from]!;
   }
 
   /** Add rows at the end (filled by place()). */
@@ -192,81 +199,45 @@ export class DecodeBatch {
   }
 
   private setRowCap(rowCap: number): void {
+    const filled = new Int32Array(rowCap);
+    filled.set(this.filled.subarray(0, Math.min(this.rows, rowCap)));
+    this.filled = filled;
     this.rowCap = rowCap;
     this.tokens = new BigInt64Array(rowCap);
     this.positions = new BigInt64Array(rowCap);
   }
 
   /**
-   * Rebuild with memory width `sourceLen`, dropping `dropColumns` leading cache columns; the new
-   * capacity leaves at least half a COLUMN_STEP free. The room for rows is kept. Buffers whose shape
-   * does not change are reused: the memory is left as it is, and the cache columns are shifted in
-   * place (the usual case under steady traffic: every COLUMN_STEP or so steps the columns of the
-   * sequences that left are dropped and the capacity stays; new buffers there cost ~3 MB of fresh
-   * zeroed memory each time at 32 rows, and garbage-collector work for the old ones).
+   * Rebuild with memory width `sourceLen` and cache capacity `pastLen` (at least every row's written
+   * columns); the room for rows is kept. Buffers whose shape does not change are reused.
    */
-  private relayout(sourceLen: number, dropColumns: number): void {
-    const cols = this.cols - dropColumns;
-    const pastLen = Math.ceil((cols + COLUMN_STEP / 2) / COLUMN_STEP) * COLUMN_STEP;
+  private relayout(sourceLen: number, pastLen: number): void {
     const rowCap = Math.max(ROW_STEP, this.rowCap);
-    const select = (a: Float32Array, srcLen: number, dstLen: number, fromCol: number, n: number) => {
+    const select = (a: Float32Array, srcLen: number, dstLen: number) => {
       const out = new Float32Array(rowCap * H * dstLen * HEAD_DIM);
-      for (let r = 0; r < this.rows; r++) copyRow(out, r, dstLen, a, r, srcLen, fromCol, n);
+      const n = Math.min(srcLen, dstLen);
+      for (let r = 0; r < this.rows; r++) copyRow(out, a, r, srcLen, dstLen, n);
+      return out;
+    };
+    const selectMask = (a: Float32Array, srcLen: number, dstLen: number) => {
+      const out = new Float32Array(rowCap * dstLen);
+      const n = Math.min(srcLen, dstLen);
+      for (let r = 0; r < this.rows; r++) out.set(a.subarray(r * srcLen, r * srcLen + n), r * dstLen);
       return out;
     };
     if (sourceLen !== this.sourceLen || rowCap !== this.rowCap) {
-      const memoryCols = Math.min(this.sourceLen, sourceLen);
-      this.memoryKeys = this.memoryKeys.map((a) => select(a, this.sourceLen, sourceLen, 0, memoryCols));
-      this.memoryValues = this.memoryValues.map((a) => select(a, this.sourceLen, sourceLen, 0, memoryCols));
-      const memoryMask = new Float32Array(rowCap * sourceLen);
-      for (let r = 0; r < this.rows; r++) {
-        memoryMask.set(this.memoryMask.subarray(r * this.sourceLen, r * this.sourceLen + memoryCols), r * sourceLen);
-      }
-      this.memoryMask = memoryMask;
+      this.memoryKeys = this.memoryKeys.map((a) => select(a, this.sourceLen, sourceLen));
+      this.memoryValues = this.memoryValues.map((a) => select(a, this.sourceLen, sourceLen));
+      this.memoryMask = selectMask(this.memoryMask, this.sourceLen, sourceLen);
     }
-    if (pastLen === this.pastLen && rowCap === this.rowCap) {
-      if (dropColumns > 0) {
-        const shift = (a: Float32Array) => {
-          for (let rh = 0; rh < this.rows * H; rh++) {
-            const at = rh * pastLen * HEAD_DIM;
-            a.copyWithin(at, at + dropColumns * HEAD_DIM, at + this.cols * HEAD_DIM);
-          }
-        };
-        this.pastKeys.forEach(shift);
-        this.pastValues.forEach(shift);
-        const mask = this.pastMask;
-        for (let r = 0; r < this.rows; r++) {
-          mask.copyWithin(r * pastLen, r * pastLen + dropColumns, r * pastLen + this.cols);
-          mask.fill(0, r * pastLen + cols, (r + 1) * pastLen);
-        }
-      }
-    } else {
-      this.pastKeys = this.pastKeys.map((a) => select(a, this.pastLen, pastLen, dropColumns, cols));
-      this.pastValues = this.pastValues.map((a) => select(a, this.pastLen, pastLen, dropColumns, cols));
-      const pastMask = new Float32Array(rowCap * pastLen);
-      for (let r = 0; r < this.rows; r++) {
-        pastMask.set(this.pastMask.subarray(r * this.pastLen + dropColumns, r * this.pastLen + this.cols), r * pastLen);
-      }
-      this.pastMask = pastMask;
+    if (pastLen !== this.pastLen || rowCap !== this.rowCap) {
+      this.pastKeys = this.pastKeys.map((a) => select(a, this.pastLen, pastLen));
+      this.pastValues = this.pastValues.map((a) => select(a, this.pastLen, pastLen));
+      this.pastMask = selectMask(this.pastMask, this.pastLen, pastLen);
     }
     this.sourceLen = sourceLen;
-    this.cols = cols;
     this.pastLen = pastLen;
     if (rowCap !== this.rowCap) this.setRowCap(rowCap);
-  }
-
-  /** Leading written cache columns that no row attends to. */
-  private unusedLeadingColumns(): number {
-    let first = this.cols;
-    for (let r = 0; r < this.rows; r++) {
-      for (let c = 0; c < first; c++) {
-        if (this.pastMask[r * this.pastLen + c] === 1) {
-          first = c;
-          break;
-        }
-      }
-    }
-    return first;
   }
 
   private reset(): void {
@@ -276,7 +247,7 @@ export class DecodeBatch {
     this.memoryMask = new Float32Array(0);
     this.memoryKeys = range(LAYERS).map(() => new Float32Array(0));
     this.memoryValues = range(LAYERS).map(() => new Float32Array(0));
-    this.cols = 0;
+    this.filled = new Int32Array(0);
     this.pastLen = COLUMN_STEP;
     this.pastMask = new Float32Array(0);
     this.pastKeys = range(LAYERS).map(() => new Float32Array(0));
@@ -286,11 +257,11 @@ export class DecodeBatch {
   }
 }
 
-/** Copy `cols` positions of row srcRow ([*, H, srcLen, dh], from column srcCol) to row dstRow ([*, H, dstLen, dh], column 0). */
-function copyRow(dst: Float32Array, dstRow: number, dstLen: number, src: Float32Array, srcRow: number, srcLen: number, srcCol: number, cols: number): void {
+/** Copy the first `cols` positions of row r of a [*, H, srcLen, dh] tensor to row r of a [*, H, dstLen, dh] one. */
+function copyRow(dst: Float32Array, src: Float32Array, r: number, srcLen: number, dstLen: number, cols: number): void {
   for (let h = 0; h < H; h++) {
-    const from = ((srcRow * H + h) * srcLen + srcCol) * HEAD_DIM;
-    dst.set(src.subarray(from, from + cols * HEAD_DIM), (dstRow * H + h) * dstLen * HEAD_DIM);
+    const from = (r * H + h) * srcLen * HEAD_DIM;
+    dst.set(src.subarray(from, from + cols * HEAD_DIM), (r * H + h) * dstLen * HEAD_DIM);
   }
 }
 
