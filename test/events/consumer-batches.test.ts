@@ -173,21 +173,51 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
   it('closing hands back the deliveries still waiting for their batch; the next consumer applies them once', async () => {
     const bucketId = await newBucket(sql, 'handover');
     const held = new Counter({ name: 'test_events_held_total', help: 'test', labelNames: ['type', 'outcome'] as const, registers: [new Registry()] });
-    // A second consumer on the same queue that waits long for its batches: what it holds at close must come back.
-    const slow = await startEventConsumer({ broker, store: new SqlMetadataStore(sql), cache: new InMemoryCache(), logger: quietLogger, consumed: held, batchMs: 60_000, maxBatch: 1000 });
-    const appliedBefore = await outcome('applied');
-    const events = Array.from({ length: 30 }, (_, i) => event('object.created', { bucket: 'handover', bucketId, key: `k${i}`, size: 2, replacedSize: null }));
-    await Promise.all(events.map((e) => publisher.publish(e)));
-    // RabbitMQ shares the deliveries between the two consumers; the slow one keeps its share waiting.
-    await eventually(async () => (await outcome('applied')) > appliedBefore, 'the other consumer applying its share');
-    await new Promise((r) => setTimeout(r, 200));
-    const slowApplied = async () => (await held.get()).values.filter((v) => v.labels.outcome === 'applied').reduce((a, v) => a + v.value, 0);
-    const heldBack = 30 - (await outcome('applied')) + appliedBefore - (await slowApplied());
-    expect(heldBack).to.be.greaterThan(0);
-    await slow.close();
-    await eventually(async () => (await processed(sql, events.map((e) => e.id))) === 30, 'every event applied by the other consumer');
-    expect(await stats(sql, bucketId)).to.deep.equal({ objects: 30, bytes: 60 });
-    await eventually(async () => (await outcome('applied')) - appliedBefore + (await slowApplied()) === 30, 'every event counted once');
+    // A second consumer on the same queue whose first write waits for the gate: everything else it is
+    // handed meanwhile waits for its turn, and must come back when it closes. (Its batches take one
+    // event each, so what it holds never depends on how its deliveries were spread over time.)
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    let writes = 0;
+    const real = new SqlMetadataStore(sql);
+    const gated = Object.assign(Object.create(real) as SqlMetadataStore, {
+      applyEventsOnce: async (events: StrataEvent[]) => {
+        writes++;
+        await gate;
+        return real.applyEventsOnce(events);
+      },
+      applyEventOnce: async (e: StrataEvent) => {
+        writes++;
+        await gate;
+        return real.applyEventOnce(e);
+      },
+    });
+    const slow = await startEventConsumer({ broker, store: gated, cache: new InMemoryCache(), logger: quietLogger, consumed: held, batchMs: 60_000, maxBatch: 1 });
+    let slowOpen = true;
+    const closeSlow = async () => {
+      openGate();
+      if (slowOpen) await slow.close();
+      slowOpen = false;
+    };
+    try {
+      const appliedBefore = await outcome('applied');
+      const events = Array.from({ length: 30 }, (_, i) => event('object.created', { bucket: 'handover', bucketId, key: `k${i}`, size: 2, replacedSize: null }));
+      await Promise.all(events.map((e) => publisher.publish(e)));
+      // RabbitMQ shares the deliveries between the two consumers; the slow one holds its share.
+      await eventually(async () => writes === 1 && (await outcome('applied')) > appliedBefore, 'both consumers handed deliveries');
+      await new Promise((r) => setTimeout(r, 200));
+      // All but the slow consumer's one gated write are applied by the other consumer or waiting in the slow one.
+      const heldBack = 30 - ((await outcome('applied')) - appliedBefore) - 1;
+      expect(heldBack).to.be.greaterThan(0);
+      await closeSlow();
+      await eventually(async () => (await processed(sql, events.map((e) => e.id))) === 30, 'every event applied by the other consumer');
+      expect(await stats(sql, bucketId)).to.deep.equal({ objects: 30, bytes: 60 });
+      const slowApplied = async () => (await held.get()).values.filter((v) => v.labels.outcome === 'applied').reduce((a, v) => a + v.value, 0);
+      // Whichever consumer applied an event, it counts once (the other sees a duplicate).
+      await eventually(async () => (await outcome('applied')) - appliedBefore + (await slowApplied()) === 30, 'every event counted once');
+    } finally {
+      await closeSlow();
+    }
   });
 
   it('a bad event in a batch does not hold back the others; it alone is redelivered', async () => {
