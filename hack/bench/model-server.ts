@@ -25,17 +25,22 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { DEFAULT_MODEL_DIR } from '../../images/model-server/src/app.js';
 import { GenerationScheduler } from '../../images/model-server/src/generation-scheduler.js';
-import { SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
+import { MAX_PROMPT_TOKENS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
 import { OnnxTransformer } from '../../images/model-server/src/onnx-transformer.js';
 import { TokenSampler } from '../../images/model-server/src/token-sampler.js';
 
 const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, 'prompt-tokens': { type: 'string', default: '12' } } });
 const SECONDS = Number(args.seconds);
-const PROMPT_TOKENS = /^(\d+)(?:-(\d+))?$/.exec(args['prompt-tokens']);
-if (!PROMPT_TOKENS || Number(PROMPT_TOKENS[1]) < 1 || Number(PROMPT_TOKENS[2] ?? PROMPT_TOKENS[1]) > 60 || Number(PROMPT_TOKENS[2] ?? PROMPT_TOKENS[1]) < Number(PROMPT_TOKENS[1])) {
-  throw new Error(`--prompt-tokens: a number or a range MIN-MAX within 1-60, not ${args['prompt-tokens']}`);
-}
-const [PROMPT_MIN, PROMPT_MAX] = [Number(PROMPT_TOKENS[1]), Number(PROMPT_TOKENS[2] ?? PROMPT_TOKENS[1])];
+/** Content ids per prompt: the context minus the role token and EOS. */
+const MAX_CONTENT_IDS = MAX_PROMPT_TOKENS - 2;
+const [PROMPT_MIN, PROMPT_MAX] = (() => {
+  const m = /^(\d+)(?:-(\d+))?$/.exec(args['prompt-tokens']);
+  const [min, max] = m ? [Number(m[1]), Number(m[2] ?? m[1])] : [NaN, NaN];
+  if (!(min >= 1 && max >= min && max <= MAX_CONTENT_IDS)) {
+    throw new Error(`--prompt-tokens: a number or a range MIN-MAX within 1-${MAX_CONTENT_IDS}, not ${args['prompt-tokens']}`);
+  }
+  return [min, max];
+})();
 const CONCURRENCY = [1, 8, 32];
 
 interface Measurement {
