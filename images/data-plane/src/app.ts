@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import {
   amqpConnectionMetrics,
   cacheMetrics,
@@ -17,6 +18,7 @@ import {
   type Registry,
   type RunningService,
   type SqlClient,
+  withFastPath,
 } from '../../service-kit/src/index.js';
 import { FsBackend } from './backends/fs-backend.js';
 import { backendsConfigFromEnv, type BackendsConfig } from './backends/config.js';
@@ -30,7 +32,7 @@ import type { EventPublisher } from './events/publisher.js';
 import { BlobCollector } from './gc/blob-collector.js';
 import { CleanupJob } from './gc/cleanup-job.js';
 import { dataPlaneErrors } from './http/errors.js';
-import { dataPlaneRoutes } from './http/routes.js';
+import { dataPlaneRoutes, OBJECT_ROUTE, objectHandlers } from './http/routes.js';
 import { dataPlaneMetrics } from './metrics.js';
 import { OutboxRelay } from './outbox/relay.js';
 import { MultipartService, UPLOAD_TTL_S } from './uploads/multipart-service.js';
@@ -142,8 +144,30 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
 
   const serviceOpts = { name, logger, registry, readiness: { database: () => catalog.ping() }, onClose };
   const app = createApp(serviceOpts);
-  app.use(httpMetrics(registry).middleware);
-  app.use('/internal', requireInternalToken(opts.internalToken), dataPlaneRoutes({ objects, multipart, collector, kickOutbox: () => relay?.kick() }), backendRoutes(backends));
-  app.use(internalErrorHandler(logger, dataPlaneErrors(logger)));
-  return listen(app, { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
+  const metricsMiddleware = httpMetrics(registry).middleware;
+  const internalToken = requireInternalToken(opts.internalToken);
+  const renderError = internalErrorHandler(logger, dataPlaneErrors(logger));
+  app.use(metricsMiddleware);
+  app.use('/internal', internalToken, dataPlaneRoutes({ objects, multipart, collector, kickOutbox: () => relay?.kick() }), backendRoutes(backends));
+  app.use(renderError);
+  // Object PUT/GET/HEAD (every S3 object read and write) skip Express's router: same middleware, same handlers.
+  const object = objectHandlers(objects);
+  const listener = withFastPath(app, claimObjectRequest, [metricsMiddleware, internalToken, (req, res) => object[req.method as ObjectMethod](req, res)], renderError);
+  return listen(listener, { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
+}
+
+type ObjectMethod = keyof ReturnType<typeof objectHandlers>;
+const OBJECT_PATH = /^\/internal\/objects\/([^/?#]+)\/([^/?#]+)(?:\?|$)/;
+const OBJECT_ROUTE_MATCHED = { path: OBJECT_ROUTE };
+
+/** `/internal/objects/{bucket}/{key}` by PUT, GET or HEAD, with what Express's router would have set; anything else is Express's. */
+function claimObjectRequest(req: http.IncomingMessage): { route: { path: string }; params: Record<string, string> } | undefined {
+  if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'PUT') return undefined;
+  const m = OBJECT_PATH.exec(req.url ?? '');
+  if (!m) return undefined;
+  try {
+    return { route: OBJECT_ROUTE_MATCHED, params: { bucket: decodeURIComponent(m[1]!), key: decodeURIComponent(m[2]!) } };
+  } catch {
+    return undefined; // malformed escapes: Express answers them (400)
+  }
 }

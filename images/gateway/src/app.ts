@@ -12,6 +12,7 @@ import {
   type Logger,
   type Registry,
   type RunningService,
+  withFastPath,
 } from '../../service-kit/src/index.js';
 import { authenticate } from './auth/authenticate.js';
 import { cachedCredentials } from './auth/credential-cache.js';
@@ -55,6 +56,15 @@ export interface GatewayOptions {
 }
 
 const JSON_LIMIT = '64kb';
+
+/** First path segments of the routes Express serves itself (ops endpoints, /login, /admin); bucket names that would clash are reserved. */
+const EXPRESS_ROUTES = new Set(['healthz', 'readyz', 'metrics', 'login', 'admin']);
+
+/** The first segment of a request target's path, lower-cased as Express's case-insensitive routes match it. */
+function firstSegment(url = '/'): string {
+  const end = url.slice(1).search(/[/?]/);
+  return (end < 0 ? url.slice(1) : url.slice(1, end + 1)).toLowerCase();
+}
 
 /**
  * The S3 gateway: Bearer (JWT) and SigV4 auth, tenant isolation, S3 REST over the control plane
@@ -120,8 +130,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   });
   app.set('trust proxy', true);
   app.set('etag', false);
-  app.use(requestContext(logger, counters));
-  app.use(metrics.middleware);
+  const context = [requestContext(logger, counters), metrics.middleware];
+  app.use(...context);
   const jsonRoutes = (_req: Request, res: Response, next: NextFunction) => {
     state(res).errorFormat = 'json';
     next();
@@ -136,12 +146,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const passport = bearerPassport(opts.jwtSecret);
   const auth = authenticate({ passport, credentials, rootUser: deps.rootUser });
 
+  const s3 = [nameOperation, auth, flow.middleware, s3Endpoint(deps)];
+  const renderError = errorRenderer(logger);
   app.post('/login', jsonRoutes, flow.middleware, jsonBody, login(deps));
   app.use('/admin', jsonRoutes, auth, flow.middleware, jsonBody, adminRouter(deps));
-  app.use(nameOperation, auth, flow.middleware, s3Endpoint(deps));
-  app.use(errorRenderer(logger));
+  app.use(...s3);
+  app.use(renderError);
 
-  const running = await listen(app, {
+  // S3 requests skip Express's router (same middleware, same order); the routes above keep it.
+  const listener = withFastPath(app, (req) => (EXPRESS_ROUTES.has(firstSegment(req.url)) ? undefined : {}), [...context, ...s3], renderError);
+  const running = await listen(listener, {
     name: 'gateway',
     logger,
     registry,

@@ -6,6 +6,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { createLogger, type Logger } from '../../service-kit/src/logger.js';
 import { createRegistry, httpMetrics, type Registry } from '../../service-kit/src/metrics.js';
 import { createApp, listen, type RunningService } from '../../service-kit/src/service.js';
+import { adoptRequest } from '../../service-kit/src/fast-path.js';
 import { chatCompletionsHandler } from './chat-completions.js';
 import { GenerationScheduler, type SequenceQueue } from './generation-scheduler.js';
 import { ModelServerMetrics } from './metrics.js';
@@ -198,15 +199,8 @@ function chatCompletionsFastPath(
       return;
     }
     // What Express does to every request before its router (app.handle), then what its router sets.
-    const request = req as unknown as Request & { res: Response; route: unknown };
-    const response = res as unknown as Response & { req: Request };
-    request.res = response;
-    response.req = request;
-    Object.setPrototypeOf(req, app.request);
-    Object.setPrototypeOf(res, app.response);
-    response.locals ??= Object.create(null) as Response['locals'];
-    request.originalUrl = req.url;
-    request.route = CHAT_ROUTE;
+    const { request, response } = adoptRequest(app, req, res);
+    (request as Request & { route: unknown }).route = CHAT_ROUTE;
     opts.metricsMiddleware(request, response, () => {});
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));

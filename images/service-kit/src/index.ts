@@ -13,3 +13,4 @@ export * from './production.js';
 export * from './s3-names.js';
 export * from './secret-box.js';
 export * from './internal-api.js';
+export * from './fast-path.js';

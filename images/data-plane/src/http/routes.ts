@@ -113,13 +113,12 @@ function objectHeaders(res: Response, object: StoredObject): void {
   res.setHeader('x-strata-meta', asciiJson(object.userMetadata));
 }
 
-/** The data plane's internal API (hack/adr/0001-object-store-internal-api.md). */
-export function dataPlaneRoutes(deps: RouteDeps): Router {
-  const { objects, multipart } = deps;
-  const router = express.Router();
-  const json = express.json({ limit: '2mb' });
+/** Route of the object handlers below, relative to the internal API's mount point (/internal). */
+export const OBJECT_ROUTE = '/objects/:bucket/:key';
 
-  router.put('/objects/:bucket/:key', async (req, res) => {
+/** PUT, GET and HEAD of one object: the hot path, also served without Express's router (app.ts). */
+export function objectHandlers(objects: ObjectService) {
+  const put = async (req: Request, res: Response) => {
     const ifMatch = req.header('if-match');
     const ifNoneMatch = req.header('if-none-match');
     const result = await objects.put({
@@ -137,7 +136,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     // An instant hit did not read the body: close the connection rather than drain bytes nobody needs.
     if (result.instant && !req.complete) res.setHeader('connection', 'close');
     res.json(result);
-  });
+  };
 
   const read = async (req: Request, res: Response, withBody: boolean) => {
     const { object, backend } = await objects.head(p(req, 'bucket'), p(req, 'key'));
@@ -180,9 +179,24 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     stream.on('error', () => res.destroy());
     stream.pipe(res);
   };
+  return {
+    PUT: put,
+    GET: (req: Request, res: Response) => read(req, res, true),
+    HEAD: (req: Request, res: Response) => read(req, res, false),
+  };
+}
+
+/** The data plane's internal API (hack/adr/0001-object-store-internal-api.md). */
+export function dataPlaneRoutes(deps: RouteDeps): Router {
+  const { objects, multipart } = deps;
+  const router = express.Router();
+  const json = express.json({ limit: '2mb' });
+  const object = objectHandlers(objects);
+
+  router.put(OBJECT_ROUTE, object.PUT);
   // HEAD first: Express would otherwise route HEAD to the GET handler and open the blob.
-  router.head('/objects/:bucket/:key', (req, res) => read(req, res, false));
-  router.get('/objects/:bucket/:key', (req, res) => read(req, res, true));
+  router.head(OBJECT_ROUTE, object.HEAD);
+  router.get(OBJECT_ROUTE, object.GET);
 
   router.post('/objects/:bucket/:key/copy', json, async (req, res) => {
     const b = (req.body ?? {}) as Partial<CopyRequest>;

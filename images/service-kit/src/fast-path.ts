@@ -1,0 +1,75 @@
+import type http from 'node:http';
+import type { Express, NextFunction, Request, Response } from 'express';
+
+/** Connect-style middleware or handler; may return a promise (a rejection is passed on as an error). */
+export type ChainHandler = (req: Request, res: Response, next: NextFunction) => unknown;
+export type ChainErrorHandler = (err: unknown, req: Request, res: Response, next: NextFunction) => void;
+
+/**
+ * Turn a raw request/response pair into Express's, as `app.handle` does before its router runs
+ * (circular references, Express's prototypes, so `req.app`, `req.query`, `res.json`… behave as
+ * usual, and `res.locals`). What the router would add (`originalUrl`, `route`, `params`) is the
+ * caller's to set.
+ */
+export function adoptRequest(app: Express, req: http.IncomingMessage, res: http.ServerResponse): { request: Request; response: Response } {
+  const request = req as unknown as Request & { res: Response };
+  const response = res as unknown as Response & { req: Request };
+  request.res = response;
+  response.req = request;
+  Object.setPrototypeOf(req, app.request);
+  Object.setPrototypeOf(res, app.response);
+  response.locals ??= Object.create(null) as Response['locals'];
+  request.originalUrl = req.url ?? '/';
+  return { request, response };
+}
+
+/**
+ * Run `handlers` in order as Express would for one matched path: each calls `next()` to go on, and an
+ * error (thrown, a rejected promise, or `next(err)`) goes to `onError` and ends the chain.
+ */
+export function runChain(handlers: readonly ChainHandler[], req: Request, res: Response, onError: ChainErrorHandler): void {
+  let i = 0;
+  const fail = (err: unknown) => onError(err ?? new Error('rejected without a reason'), req, res, () => undefined);
+  const next = (err?: unknown): void => {
+    if (err !== undefined && err !== null) {
+      fail(err);
+      return;
+    }
+    const handler = handlers[i++];
+    if (!handler) return;
+    try {
+      const result = handler(req, res, next);
+      if (result && typeof (result as Promise<unknown>).then === 'function') (result as Promise<unknown>).then(undefined, fail);
+    } catch (thrown) {
+      fail(thrown);
+    }
+  };
+  next();
+}
+
+/**
+ * A request listener that sends the requests `claim` accepts through `chain` without Express's router
+ * (whose walk past every route and layer is a noticeable share of a small request's cost) and every
+ * other request to `app`. `claim` returns what the router would have set for the request (its route
+ * and params), or undefined to leave the request to Express. The result keeps `app.locals`, so the kit's
+ * `listen()` can still mark the app as shutting down.
+ */
+export function withFastPath(
+  app: Express,
+  claim: (req: http.IncomingMessage) => { route?: { path: string }; params?: Record<string, string> } | undefined,
+  chain: readonly ChainHandler[],
+  onError: ChainErrorHandler,
+): http.RequestListener & { locals: Express['locals'] } {
+  const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const claimed = claim(req);
+    if (!claimed) {
+      app(req, res);
+      return;
+    }
+    const { request, response } = adoptRequest(app, req, res);
+    if (claimed.route) (request as Request & { route: unknown }).route = claimed.route;
+    if (claimed.params) request.params = claimed.params;
+    runChain(chain, request, response, onError);
+  };
+  return Object.assign(listener, { locals: app.locals });
+}
