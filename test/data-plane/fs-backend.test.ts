@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { FILE_SINK_BUFFER, FileSink } from '../../images/data-plane/src/backends/file-sink.js';
 import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
 import { ThreadMd5 } from '../../images/data-plane/src/backends/md5-thread.js';
+import { SmallBlobCache } from '../../images/data-plane/src/backends/small-blob-cache.js';
 import { S3Error } from '../../images/service-kit/src/index.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
@@ -136,5 +137,71 @@ describe('data plane: MD5 on the worker thread (ThreadMd5)', () => {
     const other = new ThreadMd5();
     await other.update(Buffer.from('xyz'));
     expect(await other.digestHex()).to.equal(md5(Buffer.from('xyz')));
+  });
+});
+
+describe('data plane: small blobs kept in memory (SmallBlobCache)', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-small-blobs-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('stays within its byte bound, evicting the least recently used blob first; keeps no blob over its size limit', () => {
+    const cache = new SmallBlobCache(10, 6);
+    const lookups: boolean[] = [];
+    const counted = new SmallBlobCache(10, 6, (hit) => lookups.push(hit));
+    cache.set('a', Buffer.from('aaaa'));
+    cache.set('b', Buffer.from('bbbb'));
+    expect(cache.get('a')?.toString()).to.equal('aaaa'); // a is now the most recently used
+    cache.set('c', Buffer.from('cccc')); // 12 bytes > 10: b goes
+    expect(cache.get('b')).to.equal(undefined);
+    expect(cache.get('a')?.toString()).to.equal('aaaa');
+    expect(cache.get('c')?.toString()).to.equal('cccc');
+    expect(cache.bytes).to.equal(8);
+    cache.set('big', Buffer.from('1234567'));
+    expect(cache.get('big')).to.equal(undefined);
+    cache.set('a', Buffer.from('AA')); // replacing an entry re-counts its bytes
+    expect(cache.bytes).to.equal(6);
+    cache.delete('a');
+    expect([cache.get('a'), cache.bytes, cache.size]).to.deep.equal([undefined, 4, 1]);
+    // An entry is a copy: changing the caller's buffer afterwards changes nothing.
+    const source = Buffer.from('xyz');
+    counted.set('x', source);
+    source.fill(0);
+    expect(counted.get('x')?.toString()).to.equal('xyz');
+    expect(counted.get('y')).to.equal(undefined);
+    expect(lookups).to.deep.equal([true, false]);
+  });
+
+  it('serves a small blob read whole from memory afterwards (ranges too), never a deleted one, and leaves larger blobs to the disk', async () => {
+    const cache = new SmallBlobCache(1024 * 1024, 64 * 1024);
+    const fs = new FsBackend(dir, { smallBlobs: cache });
+    const small = randomBytes(4096);
+    const blob = await fs.put(Readable.from([small]), { expectedSize: small.length });
+    expect((await bytesOf(await fs.get(blob.locator, { start: 0, end: 9 }))).equals(small.subarray(0, 10))).to.equal(true);
+    expect(cache.size, 'a range read is not the whole blob').to.equal(0);
+    expect((await bytesOf(await fs.get(blob.locator))).equals(small)).to.equal(true);
+    expect(cache.size).to.equal(1);
+    // The bytes now come from memory: the same answers, whole and ranged.
+    expect((await bytesOf(await fs.get(blob.locator))).equals(small)).to.equal(true);
+    expect((await bytesOf(await fs.get(blob.locator, { start: 100, end: 4095 }))).equals(small.subarray(100))).to.equal(true);
+    expect((await bytesOf(await fs.get(blob.locator, { start: 4095, end: 4095 }))).equals(small.subarray(4095))).to.equal(true);
+
+    // Deleting the blob forgets it: a read fails as it does for any missing blob.
+    await fs.delete(blob.locator);
+    expect(cache.size).to.equal(0);
+    expect(await fs.get(blob.locator).then(() => 'read', (err: NodeJS.ErrnoException) => err.code)).to.equal('ENOENT');
+
+    const empty = await fs.put(Readable.from([]), { expectedSize: 0 });
+    expect((await bytesOf(await fs.get(empty.locator))).length).to.equal(0);
+    expect((await bytesOf(await fs.get(empty.locator))).length, 'from memory').to.equal(0);
+
+    const large = randomBytes(64 * 1024 + 1);
+    const big = await fs.put(Readable.from([large]), { expectedSize: large.length });
+    expect(md5(await bytesOf(await fs.get(big.locator)))).to.equal(md5(large));
+    expect(cache.get(big.locator)).to.equal(undefined);
   });
 });

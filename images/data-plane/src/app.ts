@@ -20,10 +20,11 @@ import {
   type SqlClient,
   withFastPath,
 } from '../../service-kit/src/index.js';
-import { FsBackend } from './backends/fs-backend.js';
+import { FsBackend, SMALL_READ } from './backends/fs-backend.js';
 import { backendsConfigFromEnv, type BackendsConfig } from './backends/config.js';
 import { BackendRegistry } from './backends/registry.js';
 import { backendRoutes } from './backends/routes.js';
+import { SmallBlobCache } from './backends/small-blob-cache.js';
 import type { Cache } from './cache/cache.js';
 import { InMemoryCache } from './cache/memory-cache.js';
 import { Catalog } from './catalog/catalog.js';
@@ -74,6 +75,11 @@ export interface DataPlaneOptions extends ProductionSettings {
    * orphan and stale part files). It also runs once at start. Default 10 minutes; 0 = only at start.
    */
   blobSweepMs?: number;
+  /**
+   * Memory for the bytes of small blobs (up to 64 KiB) of the filesystem backend read recently, in MiB
+   * (least recently used out first; blobs never change, so no entry is ever stale). Default 16; 0 = off.
+   */
+  smallBlobCacheMb?: number;
   /** Age below which a temp file or an unreferenced blob file may still belong to a live request. Default 1 hour. */
   orphanGraceMs?: number;
   /** Injected clock (tests). */
@@ -98,13 +104,18 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const sql = opts.sql ?? createProductionSql(opts, { defaultRead: 'latest', registry, logger })!;
 
   const metrics = dataPlaneMetrics(registry);
-  const fs = new FsBackend(opts.dataDir);
+  const cacheCounters = cacheMetrics(registry);
+  const smallBlobCacheMb = opts.smallBlobCacheMb ?? 16;
+  const smallBlobs = smallBlobCacheMb > 0
+    ? new SmallBlobCache(smallBlobCacheMb * 1024 * 1024, SMALL_READ, (hit) => (hit ? cacheCounters.hits : cacheCounters.misses).inc({ cache: 'data-plane-small-blobs' }))
+    : undefined;
+  const fs = new FsBackend(opts.dataDir, { smallBlobs });
   const backends = new BackendRegistry(fs, opts.backends ?? backendsConfigFromEnv(), logger, opts.secretKey ? new SecretBox(opts.secretKey) : undefined);
   const catalog = new Catalog(sql);
   const collector = new BlobCollector(catalog, backends, logger);
   const ownCache = opts.cache ? undefined : createProductionCache(opts, logger);
   // Multipart state lives only in the cache: an outage answers ServiceUnavailable (clients retry).
-  const cache: Cache = countedCache(opts.cache ?? ownCache ?? new InMemoryCache(), cacheMetrics(registry), name);
+  const cache: Cache = countedCache(opts.cache ?? ownCache ?? new InMemoryCache(), cacheCounters, name);
   const publisher: EventPublisher | undefined =
     opts.broker ??
     (opts.amqpUrl

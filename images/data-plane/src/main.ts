@@ -18,6 +18,8 @@ const config = loadConfig(
     STRATA_BLOB_SWEEP_MS: env.int(600_000, 0),
     // Temp files and unreferenced blob files younger than this may still belong to a live request.
     STRATA_ORPHAN_GRACE_MS: env.int(3_600_000, 1000),
+    // Memory for recently read small blobs (filesystem backend), in MiB; 0 turns it off.
+    STRATA_SMALL_BLOB_CACHE_MB: env.int(16, 0),
     LOG_LEVEL: env.logLevel(),
   }),
 );
@@ -33,6 +35,7 @@ const service = await startDataPlane({
   outboxRetryMs: config.STRATA_OUTBOX_RETRY_MS,
   blobSweepMs: config.STRATA_BLOB_SWEEP_MS,
   orphanGraceMs: config.STRATA_ORPHAN_GRACE_MS,
+  smallBlobCacheMb: config.STRATA_SMALL_BLOB_CACHE_MB,
   logger,
 });
 stopOnSignals([service], logger);

@@ -8,13 +8,14 @@ import { S3Error } from '../../../service-kit/src/index.js';
 import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
 import { ThreadMd5 } from './md5-thread.js';
 import { HashingCounter, meteredBody } from './metered-body.js';
+import type { SmallBlobCache } from './small-blob-cache.js';
 import type { ByteRange, HashedBlob, PutOptions, StorageBackend } from './storage-backend.js';
 
 /** Blob locators are 32 hex digits; multipart parts carry a `p` prefix and live under `parts/`. */
 const LOCATOR = /^p?[0-9a-f]{32}$/;
 const TEMP_SUFFIX = '.tmp';
 /** Objects up to this size are read with one read() call (GET/HEAD of small objects is the hot path). */
-const SMALL_READ = 64 * 1024;
+export const SMALL_READ = 64 * 1024;
 /**
  * Chunk size of larger reads: 1 MiB instead of the stream default of 64 KiB, so a large GET costs 16×
  * fewer thread-pool round trips, stream callbacks and socket writes per byte (bounded memory: one chunk
@@ -32,8 +33,12 @@ export class FsBackend implements StorageBackend {
   readonly key = 'fs';
   readonly root: string;
 
-  constructor(dataDir: string) {
+  private readonly smallBlobs: SmallBlobCache | undefined;
+
+  /** `smallBlobs`: keep the bytes of small blobs read whole in memory (see SmallBlobCache). */
+  constructor(dataDir: string, opts: { smallBlobs?: SmallBlobCache } = {}) {
     this.root = path.join(path.resolve(dataDir), 'blobs');
+    this.smallBlobs = opts.smallBlobs;
   }
 
   private pathOf(locator: string): string {
@@ -93,6 +98,8 @@ export class FsBackend implements StorageBackend {
 
   async get(locator: string, range?: ByteRange): Promise<Readable> {
     const p = this.pathOf(locator);
+    const cached = this.smallBlobs?.get(locator);
+    if (cached) return oneChunk(range ? cached.subarray(range.start, range.end + 1) : cached);
     // Small objects (the common case) in one read with plain callbacks: open, read, close and a
     // one-chunk stream cost far less than a FileHandle read stream (which also reads once more for EOF).
     // Opened first, so that a missing blob is an error here, not later in the response stream.
@@ -106,13 +113,16 @@ export class FsBackend implements StorageBackend {
     } finally {
       closeFd(fd, () => undefined);
     }
-    if (n < want || (range && start + n > range.end)) return oneChunk(n ? buf.subarray(0, n) : undefined);
+    // Read from the start and ended short of what was asked: that is the whole blob.
+    if (start === 0 && n < want) this.smallBlobs?.set(locator, buf.subarray(0, n));
+    if (n < want || (range && start + n > range.end)) return oneChunk(buf.subarray(0, n));
     // Larger: a read stream from the start.
     const handle = await open(p, 'r');
     return handle.createReadStream({ highWaterMark: LARGE_READ_CHUNK, ...(range ? { start: range.start, end: range.end } : {}) });
   }
 
   async delete(locator: string): Promise<void> {
+    this.smallBlobs?.delete(locator);
     await unlink(this.pathOf(locator)).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
     });
@@ -184,9 +194,9 @@ export class FsBackend implements StorageBackend {
 }
 
 /** A stream of one buffer, ended (cheaper than Readable.from, which iterates asynchronously). */
-function oneChunk(chunk: Buffer | undefined): Readable {
+function oneChunk(chunk: Buffer): Readable {
   const stream = new Readable({ read: () => undefined });
-  if (chunk) stream.push(chunk);
+  if (chunk.length) stream.push(chunk);
   stream.push(null);
   return stream;
 }
