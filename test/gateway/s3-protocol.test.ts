@@ -4,6 +4,7 @@ import { routeOf, bucketAndKey } from '../../images/gateway/src/s3/router.js';
 import { errorXml, parseXml } from '../../images/gateway/src/s3/xml.js';
 import { urlEncodeKey } from '../../images/gateway/src/s3/render.js';
 import { isValidBucketName, validateKey } from '../../images/gateway/src/middleware/bucket-access.js';
+import { newRequestId } from '../../images/gateway/src/middleware/request-context.js';
 import { S3Error, S3_ERRORS, type S3ErrorCode } from '../../images/service-kit/src/index.js';
 
 const codeOf = (fn: () => unknown): string => {
@@ -16,6 +17,12 @@ const codeOf = (fn: () => unknown): string => {
 };
 
 describe('gateway S3 protocol pieces', () => {
+  it('request ids are 16 upper-case hex digits, distinct across many requests (past a refill of their random pool)', () => {
+    const ids = Array.from({ length: 2000 }, () => newRequestId());
+    for (const id of ids) expect(id).to.match(/^[0-9A-F]{16}$/);
+    expect(new Set(ids).size).to.equal(ids.length);
+  });
+
   describe('the one enumeration of S3 errors', () => {
     it('every code renders as a well-formed S3 error document with its status, and survives the internal JSON hop', () => {
       for (const code of Object.keys(S3_ERRORS) as S3ErrorCode[]) {
