@@ -93,12 +93,28 @@ export function bucketAndKey(rawPath: string): { bucket: string; key: string } {
   return { bucket: safeDecode(path.slice(0, slash)), key: safeDecode(path.slice(slash + 1)) };
 }
 
+interface ResolvedRequest {
+  route: Route;
+  bucket: string;
+  key: string;
+  query: URLSearchParams;
+}
+
+/** Each request's route, found once by nameOperation and used again by s3Endpoint. */
+const resolved = new WeakMap<Response, ResolvedRequest>();
+
+function resolve(req: Request): ResolvedRequest {
+  const { path, query: rawQuery } = rawTarget(req);
+  const { bucket, key } = bucketAndKey(path);
+  const query = new URLSearchParams(rawQuery);
+  return { route: routeOf(req.method, bucket, key, query, req.headers), bucket, key, query };
+}
+
 /** Names the operation before auth runs, so metrics and logs carry it even for refused requests. */
 export function nameOperation(req: Request, res: Response, next: NextFunction): void {
-  const { path, query } = rawTarget(req);
-  const { bucket, key } = bucketAndKey(path);
-  const route = routeOf(req.method, bucket, key, new URLSearchParams(query), req.headers);
-  state(res).operation = route.operation;
+  const r = resolve(req);
+  resolved.set(res, r);
+  state(res).operation = r.route.operation;
   next();
 }
 
@@ -106,10 +122,7 @@ export function nameOperation(req: Request, res: Response, next: NextFunction): 
 export function s3Endpoint(deps: GatewayDeps) {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
-      const { path, query: rawQuery } = rawTarget(req);
-      const { bucket, key } = bucketAndKey(path);
-      const query = new URLSearchParams(rawQuery);
-      const route = routeOf(req.method, bucket, key, query, req.headers);
+      const { route, bucket, key, query } = resolved.get(res) ?? resolve(req);
       state(res).operation = route.operation;
       await route.handler({ req, res, bucket, key, query, deps });
     } catch (err) {
