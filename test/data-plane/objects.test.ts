@@ -194,6 +194,21 @@ describe('data plane objects (PostgreSQL)', function () {
     expect(await rowCount(bucket)).to.equal(1);
   });
 
+  it('a bucket deleted after a write looked it up: the next write answers NoSuchBucket and leaves nothing; one after the bucket is created again lands in the new bucket', async () => {
+    const bucket = await newBucket();
+    // A refused write still looks the bucket up (and keeps its record for a moment).
+    expect(await errorOf(await put(bucket, 'k', 'one', { 'x-strata-content-md5': md5b64('other') }))).to.deep.equal({ status: 400, code: 'BadDigest' });
+    expect((await layer.cpFetch('DELETE', `/internal/buckets/${bucket}`)).status).to.equal(204);
+    const before = await blobFiles();
+    expect(await errorOf(await put(bucket, 'k', 'one'))).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
+    expect(await blobFiles()).to.deep.equal(before);
+    expect(await tempFiles()).to.deep.equal([]);
+    expect((await layer.cpFetch('PUT', `/internal/buckets/${bucket}`, { owner: 'alice' })).status).to.equal(200);
+    expect((await put(bucket, 'k', 'two')).status).to.equal(200);
+    expect(await rowCount(bucket)).to.equal(1);
+    expect(await (await layer.dpFetch('GET', `/internal/objects/${bucket}/k`)).text()).to.equal('two');
+  });
+
   it('instant upload: a hit commits without the body, a miss stores it, another tenant never hits', async () => {
     const bucket = await newBucket('alice');
     const other = await newBucket('bob');

@@ -51,6 +51,9 @@ export function checkUserMetadata(meta: Record<string, string>): void {
   if (bytes > MAX_METADATA_BYTES) throw new S3Error('MetadataTooLarge', `user metadata is ${bytes} bytes; at most ${MAX_METADATA_BYTES}`);
 }
 
+/** How long a bucket record is reused by writes (see ObjectService.bucket). */
+const BUCKET_CACHE_MS = 2_000;
+
 /** Single-request object writes, reads and copies. */
 export class ObjectService {
   constructor(
@@ -65,9 +68,31 @@ export class ObjectService {
     private readonly readCache?: StringCache,
   ) {}
 
+  /** Bucket records by name, with when they were read (see bucket()). */
+  private readonly buckets = new Map<string, { at: number; value: Promise<BucketRef> }>();
+
+  /**
+   * The bucket a write goes to. Records are kept BUCKET_CACHE_MS (a PUT's lookup was a fifth of its
+   * database time on embedded PGlite): every commit checks the bucket again by id under a share lock,
+   * so a bucket deleted meanwhile still answers NoSuchBucket (and that answer forgets the record); a
+   * change of a bucket's backend settings reaches writes within that time.
+   */
   async bucket(name: string): Promise<{ bucket: BucketRef; backend: StorageBackend }> {
-    const bucket = await this.catalog.bucket(name);
+    const now = Date.now();
+    let entry = this.buckets.get(name);
+    if (!entry || now - entry.at >= BUCKET_CACHE_MS) {
+      const value = this.catalog.bucket(name);
+      entry = { at: now, value };
+      this.buckets.set(name, entry);
+      value.catch(() => this.forgetBucket(name));
+      if (this.buckets.size > 10_000) this.buckets.delete(this.buckets.keys().next().value as string);
+    }
+    const bucket = await entry.value;
     return { bucket, backend: this.backends.forBucket(bucket.backend) };
+  }
+
+  private forgetBucket(name: string): void {
+    this.buckets.delete(name);
   }
 
   /** Store a body as `key`, or commit it at once from a blob this owner already references (instant upload). */
@@ -124,6 +149,7 @@ export class ObjectService {
     try {
       result = await this.catalog.commitObject({ ...req, now: this.clock() });
     } catch (err) {
+      if (err instanceof S3Error && err.code === 'NoSuchBucket') this.forgetBucket(req.bucket.name);
       // A commit whose outcome is unknown (lost connection at COMMIT) may still have replaced the object.
       if (this.readCache) await invalidateObjectRead(this.readCache, req.bucket.name, req.key).catch(() => undefined);
       if (written) await backend.delete(written.locator).catch((e) => this.logger.warn({ err: e }, 'could not remove uncommitted blob'));
