@@ -14,3 +14,4 @@ export * from './s3-names.js';
 export * from './secret-box.js';
 export * from './internal-api.js';
 export * from './fast-path.js';
+export * from './lookup-cache.js';

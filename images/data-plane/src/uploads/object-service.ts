@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { assertObjectKey, S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { assertObjectKey, cachedLookup, S3Error, type Logger } from '../../../service-kit/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-backend.js';
 import { BlobGoneError, etagMatches, type BucketRef, type Catalog, type ObjectMeta, type Preconditions, type StoredObject } from '../catalog/catalog.js';
@@ -68,8 +68,8 @@ export class ObjectService {
     private readonly readCache?: StringCache,
   ) {}
 
-  /** Bucket records by name, with when they were read (see bucket()). */
-  private readonly buckets = new Map<string, { at: number; value: Promise<BucketRef> }>();
+  /** Bucket records by name (see bucket()). */
+  private readonly buckets = cachedLookup((name) => this.catalog.bucket(name), BUCKET_CACHE_MS);
 
   /**
    * The bucket a write goes to. Records are kept BUCKET_CACHE_MS (a PUT's lookup was a fifth of its
@@ -78,21 +78,8 @@ export class ObjectService {
    * change of a bucket's backend settings reaches writes within that time.
    */
   async bucket(name: string): Promise<{ bucket: BucketRef; backend: StorageBackend }> {
-    const now = Date.now();
-    let entry = this.buckets.get(name);
-    if (!entry || now - entry.at >= BUCKET_CACHE_MS) {
-      const value = this.catalog.bucket(name);
-      entry = { at: now, value };
-      this.buckets.set(name, entry);
-      value.catch(() => this.forgetBucket(name));
-      if (this.buckets.size > 10_000) this.buckets.delete(this.buckets.keys().next().value as string);
-    }
-    const bucket = await entry.value;
+    const bucket = await this.buckets(name);
     return { bucket, backend: this.backends.forBucket(bucket.backend) };
-  }
-
-  private forgetBucket(name: string): void {
-    this.buckets.delete(name);
   }
 
   /** Store a body as `key`, or commit it at once from a blob this owner already references (instant upload). */
@@ -149,7 +136,7 @@ export class ObjectService {
     try {
       result = await this.catalog.commitObject({ ...req, now: this.clock() });
     } catch (err) {
-      if (err instanceof S3Error && err.code === 'NoSuchBucket') this.forgetBucket(req.bucket.name);
+      if (err instanceof S3Error && err.code === 'NoSuchBucket') this.buckets.forget(req.bucket.name);
       // A commit whose outcome is unknown (lost connection at COMMIT) may still have replaced the object.
       if (this.readCache) await invalidateObjectRead(this.readCache, req.bucket.name, req.key).catch(() => undefined);
       if (written) await backend.delete(written.locator).catch((e) => this.logger.warn({ err: e }, 'could not remove uncommitted blob'));

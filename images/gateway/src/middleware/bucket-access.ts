@@ -1,4 +1,4 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { cachedLookup, S3Error } from '../../../service-kit/src/index.js';
 import type { Caller } from '../context.js';
 import type { BucketInfo, ControlPlaneClient } from '../clients/control-plane.js';
 
@@ -8,25 +8,19 @@ import type { BucketInfo, ControlPlaneClient } from '../clients/control-plane.js
  * forgets a bucket at once when it deletes it.
  */
 export class BucketAccess {
-  private readonly cache = new Map<string, { at: number; value: Promise<BucketInfo> }>();
+  private readonly cache: ReturnType<typeof cachedLookup<BucketInfo>>;
 
   constructor(
-    private readonly controlPlane: ControlPlaneClient,
-    private readonly ttlMs: number,
+    controlPlane: ControlPlaneClient,
+    ttlMs: number,
     /** Told whether each lookup was answered from memory (metrics). */
-    private readonly onLookup?: (hit: boolean) => void,
-  ) {}
+    onLookup?: (hit: boolean) => void,
+  ) {
+    this.cache = cachedLookup((name) => controlPlane.getBucket(name), ttlMs, { onLookup });
+  }
 
   lookup(name: string): Promise<BucketInfo> {
-    const now = Date.now();
-    const hit = this.cache.get(name);
-    this.onLookup?.(Boolean(hit && now - hit.at < this.ttlMs));
-    if (hit && now - hit.at < this.ttlMs) return hit.value;
-    const value = this.controlPlane.getBucket(name);
-    this.cache.set(name, { at: now, value });
-    value.catch(() => this.cache.delete(name));
-    if (this.cache.size > 10_000) this.cache.delete(this.cache.keys().next().value as string);
-    return value;
+    return this.cache(name);
   }
 
   /** The bucket, if the caller owns it; NoSuchBucket / AccessDenied otherwise. */
@@ -44,7 +38,7 @@ export class BucketAccess {
   }
 
   forget(name: string): void {
-    this.cache.delete(name);
+    this.cache.forget(name);
   }
 }
 

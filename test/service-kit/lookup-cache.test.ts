@@ -1,0 +1,44 @@
+import { expect } from 'chai';
+import { cachedLookup } from '../../images/service-kit/src/index.js';
+
+describe('service kit: cached lookups', () => {
+  it('answers from memory within the TTL, shares concurrent misses, forgets failures, expired and forgotten keys', async () => {
+    const calls: string[] = [];
+    const hits: boolean[] = [];
+    let fail = false;
+    const get = cachedLookup(
+      async (key) => {
+        calls.push(key);
+        await new Promise((r) => setTimeout(r, 5));
+        if (fail) throw new Error(`no ${key}`);
+        return `${key}-${calls.length}`;
+      },
+      60,
+      { onLookup: (hit) => hits.push(hit) },
+    );
+    expect(await Promise.all([get('a'), get('a')])).to.deep.equal(['a-1', 'a-1']);
+    expect(await get('a')).to.equal('a-1');
+    expect(calls).to.deep.equal(['a']);
+    expect(hits).to.deep.equal([false, true, true]);
+
+    get.forget('a');
+    expect(await get('a')).to.equal('a-2');
+    await new Promise((r) => setTimeout(r, 70));
+    expect(await get('a')).to.equal('a-3');
+
+    fail = true;
+    expect(await get('b').catch((err: Error) => err.message)).to.equal('no b');
+    fail = false;
+    expect(await get('b')).to.equal('b-5'); // the failure was not remembered
+  });
+
+  it('keeps at most maxEntries keys, dropping the oldest', async () => {
+    let n = 0;
+    const get = cachedLookup(async (key) => `${key}-${++n}`, 60_000, { maxEntries: 2 });
+    await get('a');
+    await get('b');
+    await get('c'); // a goes
+    expect(await get('b')).to.equal('b-2');
+    expect(await get('a')).to.equal('a-4');
+  });
+});
