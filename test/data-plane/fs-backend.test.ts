@@ -30,14 +30,20 @@ async function bytesOf(stream: Readable): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-describe('data plane: fs backend large bodies (FileSink)', () => {
-  let dir: string;
+/** A new empty directory for each test of the calling suite (removed after it): call `.path` inside a test. */
+function freshDirPerTest(prefix: string): { readonly path: string } {
+  const holder = { path: '' };
   beforeEach(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-fs-sink-'));
+    holder.path = await mkdtemp(path.join(os.tmpdir(), prefix));
   });
   afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
+    await rm(holder.path, { recursive: true, force: true });
   });
+  return holder;
+}
+
+describe('data plane: fs backend large bodies (FileSink)', () => {
+  const tmp = freshDirPerTest('strata-fs-sink-');
 
   it('writes every byte in order across buffer boundaries, whatever the chunk sizes', async () => {
     for (const [size, sizes] of [
@@ -47,17 +53,17 @@ describe('data plane: fs backend large bodies (FileSink)', () => {
       [5, [2]],
     ] as Array<[number, number[]]>) {
       const data = randomBytes(size);
-      const file = path.join(dir, `f-${size}`);
+      const file = path.join(tmp.path, `f-${size}`);
       await pipeline(chunked(data, sizes), new FileSink(file));
       expect(md5(await readFile(file)), `${size} in chunks of ${sizes.join('/')}`).to.equal(md5(data));
     }
   });
 
   it('creates an empty file for an empty body, and never overwrites an existing file', async () => {
-    const empty = path.join(dir, 'empty');
+    const empty = path.join(tmp.path, 'empty');
     await pipeline(Readable.from([]), new FileSink(empty));
     expect((await stat(empty)).size).to.equal(0);
-    const existing = path.join(dir, 'existing');
+    const existing = path.join(tmp.path, 'existing');
     await writeFile(existing, 'keep');
     let failed: NodeJS.ErrnoException | undefined;
     await pipeline(Readable.from([Buffer.from('new')]), new FileSink(existing)).catch((err: NodeJS.ErrnoException) => (failed = err));
@@ -66,7 +72,7 @@ describe('data plane: fs backend large bodies (FileSink)', () => {
   });
 
   it('stops on a failing body and closes the file', async () => {
-    const file = path.join(dir, 'broken');
+    const file = path.join(tmp.path, 'broken');
     async function* failing() {
       yield randomBytes(FILE_SINK_BUFFER + 10);
       throw new Error('client went away');
@@ -87,7 +93,7 @@ describe('data plane: fs backend large bodies (FileSink)', () => {
   });
 
   it('stores, hashes and reads back a body larger than one buffer; checks size and digest', async () => {
-    const fs = new FsBackend(dir);
+    const fs = new FsBackend(tmp.path);
     const data = randomBytes(2 * FILE_SINK_BUFFER + 777);
     const blob = await fs.put(chunked(data, [65536]), { expectedSize: data.length, expectedMd5: md5(data) });
     expect(blob).to.include({ size: data.length, md5: md5(data) });
@@ -141,13 +147,7 @@ describe('data plane: MD5 on the worker thread (ThreadMd5)', () => {
 });
 
 describe('data plane: small blobs kept in memory (SmallBlobCache)', () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-small-blobs-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const tmp = freshDirPerTest('strata-small-blobs-');
 
   it('stays within its byte bound, evicting the least recently used blob first; keeps no blob over its size limit', () => {
     const cache = new SmallBlobCache(10, 6);
@@ -178,7 +178,7 @@ describe('data plane: small blobs kept in memory (SmallBlobCache)', () => {
 
   it('serves a small blob read whole from memory afterwards (ranges too), never a deleted one, and leaves larger blobs to the disk', async () => {
     const cache = new SmallBlobCache(1024 * 1024, 64 * 1024);
-    const fs = new FsBackend(dir, { smallBlobs: cache });
+    const fs = new FsBackend(tmp.path, { smallBlobs: cache });
     const small = randomBytes(4096);
     const blob = await fs.put(Readable.from([small]), { expectedSize: small.length });
     expect((await bytesOf(await fs.get(blob.locator, { start: 0, end: 9 }))).equals(small.subarray(0, 10))).to.equal(true);

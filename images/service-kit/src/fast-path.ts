@@ -8,8 +8,8 @@ export type ChainErrorHandler = (err: unknown, req: Request, res: Response, next
 /**
  * Turn a raw request/response pair into Express's, as `app.handle` does before its router runs
  * (circular references, Express's prototypes, so `req.app`, `req.query`, `res.json`… behave as
- * usual, and `res.locals`). What the router would add (`originalUrl`, `route`, `params`) is the
- * caller's to set.
+ * usual, and `res.locals`) plus the router's `originalUrl`. The rest the router would add (`route`,
+ * `params`) is the caller's to set.
  */
 export function adoptRequest(app: Express, req: http.IncomingMessage, res: http.ServerResponse): { request: Request; response: Response } {
   const request = req as unknown as Request & { res: Response };
