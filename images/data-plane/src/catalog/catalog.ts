@@ -1,5 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 import { S3Error, isUniqueViolation, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
+import { GroupCommit } from './group-commit.js';
 
 /** The bucket as the data plane needs it. */
 export interface BucketRef {
@@ -100,6 +101,42 @@ export function etagMatches(header: string, etag: string): boolean {
   });
 }
 
+/** What strata_commit_object answers (migration 0003). */
+interface CommitRow {
+  r_status: string;
+  r_blob_id: number;
+  r_locator: string | null;
+  r_replaced_size: number | null;
+  r_unreferenced_blob_id: number | null;
+}
+
+/** The object.created event's payload (the function adds replacedSize). */
+function commitPayload(req: Pick<CommitRequest, 'bucket' | 'key' | 'size' | 'etag' | 'contentType' | 'owner'>) {
+  return { bucket: req.bucket.name, bucketId: req.bucket.id, key: req.key, size: req.size, etag: req.etag, contentType: req.contentType, owner: req.owner };
+}
+
+/** A commit function's row as the commit's result, or its refusal as the error. */
+function commitResult(req: CommitRequest, row: CommitRow): CommitResult {
+  const { bucket, key, now, blob } = req;
+  if (row.r_status === 'no_bucket') throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
+  if (row.r_status === 'blob_gone') throw new BlobGoneError(`blob ${blob.kind === 'existing' ? blob.blobId : '?'} is being freed`);
+  const meta: ObjectMeta = {
+    bucket: bucket.name,
+    key,
+    size: req.size,
+    etag: req.etag,
+    md5: req.md5,
+    contentType: req.contentType,
+    userMetadata: req.userMetadata,
+    lastModified: now.toISOString(),
+  };
+  return {
+    meta,
+    newBlobKept: blob.kind === 'new' && row.r_locator === blob.locator,
+    unreferencedBlobIds: row.r_unreferenced_blob_id !== null ? [Number(row.r_unreferenced_blob_id)] : [],
+  };
+}
+
 /**
  * The data plane's reads and writes on the shared object-store schema (owned and migrated by the
  * control plane). An object's metadata, its blob references and its outbox event are committed in
@@ -108,8 +145,23 @@ export function etagMatches(header: string, etag: string): boolean {
 export class Catalog {
   /** Whether strata_commit_object (migration 0003) exists: undefined until the first commit tells. */
   private commitFunction: boolean | undefined;
+  /** Whether strata_commit_objects (migration 0004) exists: undefined until the first batch tells. */
+  private batchFunction: boolean | undefined;
+  /** Concurrent commits batched into one statement; only on PGlite (see `groupCommit`). */
+  private readonly commits: GroupCommit<CommitRequest, CommitResult> | undefined;
 
-  constructor(private readonly sql: SqlClient) {}
+  /**
+   * `groupCommit` (default: on PGlite only) batches concurrent commits. PGlite has one connection and
+   * runs one statement at a time, so commits queue anyway and a batch only saves work; on PostgreSQL
+   * they run in parallel on the pool, and one transaction holding many keys' locks could deadlock
+   * with another batch.
+   */
+  constructor(
+    private readonly sql: SqlClient,
+    opts: { groupCommit?: boolean } = {},
+  ) {
+    if (opts.groupCommit ?? sql.kind === 'pglite') this.commits = new GroupCommit((reqs) => this.commitBatch(reqs));
+  }
 
   async ping(): Promise<void> {
     await this.sql.query('SELECT 1 FROM object_info WHERE false');
@@ -170,7 +222,7 @@ export class Catalog {
       try {
         if (!req.conditions && this.commitFunction !== false) {
           try {
-            const result = await this.commitByFunction(req);
+            const result = await (this.commits ? this.commits.submit(req) : this.commitByFunction(req));
             this.commitFunction = true;
             return result;
           } catch (err) {
@@ -188,9 +240,8 @@ export class Catalog {
 
   /** The commit as ONE statement: strata_commit_object (migration 0003; its plans are cached by PL/pgSQL). */
   private async commitByFunction(req: CommitRequest): Promise<CommitResult> {
-    const { bucket, key, now, blob } = req;
-    const payload = { bucket: bucket.name, bucketId: bucket.id, key, size: req.size, etag: req.etag, contentType: req.contentType, owner: req.owner };
-    const res = await this.sql.query<{ r_status: string; r_blob_id: number; r_locator: string | null; r_replaced_size: number | null; r_unreferenced_blob_id: number | null }>(
+    const { bucket, key, blob } = req;
+    const res = await this.sql.query<CommitRow>(
       'SELECT * FROM strata_commit_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)',
       [
         bucket.id,
@@ -207,29 +258,57 @@ export class Catalog {
         req.md5,
         req.contentType,
         JSON.stringify(req.userMetadata),
-        now,
+        req.now,
         uuidv7(),
-        JSON.stringify(payload),
+        JSON.stringify(commitPayload(req)),
       ],
     );
-    const row = res.rows[0];
-    if (row.r_status === 'no_bucket') throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
-    if (row.r_status === 'blob_gone') throw new BlobGoneError(`blob ${blob.kind === 'existing' ? blob.blobId : '?'} is being freed`);
-    const meta: ObjectMeta = {
-      bucket: bucket.name,
+    return commitResult(req, res.rows[0]!);
+  }
+
+  /**
+   * Several commits in ONE statement and transaction (strata_commit_objects, migration 0004). If the
+   * statement fails, nothing of it stays and each commit runs on its own, so that a bad one fails
+   * alone.
+   */
+  private async commitBatch(reqs: CommitRequest[]): Promise<PromiseSettledResult<CommitResult>[]> {
+    const oneByOne = () => Promise.allSettled(reqs.map((req) => this.commitByFunction(req)));
+    if (reqs.length === 1 || this.batchFunction === false) return oneByOne();
+    const items = reqs.map(({ bucket, key, blob, ...req }) => ({
+      bucketId: bucket.id,
       key,
+      owner: req.owner,
+      ...(blob.kind === 'existing'
+        ? { existingBlobId: blob.blobId }
+        : { backendKey: blob.backendKey, backend: blob.backend, locator: blob.locator, blobMd5: blob.md5, blobSize: blob.size }),
       size: req.size,
       etag: req.etag,
       md5: req.md5,
       contentType: req.contentType,
       userMetadata: req.userMetadata,
-      lastModified: now.toISOString(),
-    };
-    return {
-      meta,
-      newBlobKept: blob.kind === 'new' && row.r_locator === blob.locator,
-      unreferencedBlobIds: row.r_unreferenced_blob_id !== null ? [Number(row.r_unreferenced_blob_id)] : [],
-    };
+      now: req.now.toISOString(),
+      eventId: uuidv7(),
+      payload: commitPayload({ bucket, key, ...req }),
+    }));
+    let rows: Array<CommitRow & { r_index: number }>;
+    try {
+      rows = (await this.sql.query<CommitRow & { r_index: number }>('SELECT * FROM strata_commit_objects($1)', [JSON.stringify(items)])).rows;
+      this.batchFunction = true;
+    } catch (err) {
+      // A schema older than migration 0004 (the control plane not yet upgraded): one by one for good.
+      if ((err as { code?: string } | null)?.code === '42883' && !this.batchFunction) this.batchFunction = false;
+      return oneByOne();
+    }
+    const byIndex = new Map(rows.map((row) => [Number(row.r_index), row]));
+    return reqs.map((req, i): PromiseSettledResult<CommitResult> => {
+      try {
+        const row = byIndex.get(i + 1);
+        if (!row) throw new Error(`the batch commit returned no row for item ${i + 1}`);
+        return { status: 'fulfilled', value: commitResult(req, row) };
+      } catch (reason) {
+        return { status: 'rejected', reason };
+      }
+    });
   }
 
   /**

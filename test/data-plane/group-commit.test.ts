@@ -1,0 +1,143 @@
+import { expect } from 'chai';
+import { migrate } from '../../images/control-plane/src/schema/migrate.js';
+import { Catalog, type BucketRef, type CommitRequest } from '../../images/data-plane/src/catalog/catalog.js';
+import { GroupCommit } from '../../images/data-plane/src/catalog/group-commit.js';
+import { createPgliteSqlClient, S3Error, type SqlClient } from '../../images/service-kit/src/index.js';
+
+describe('group commit', function () {
+  this.timeout(60_000);
+
+  describe('GroupCommit', () => {
+    it('runs a lone item at once and gathers the items submitted meanwhile into the next batch', async () => {
+      const batches: number[][] = [];
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const group = new GroupCommit<number, number>(async (items) => {
+        batches.push(items);
+        if (batches.length === 1) await gate;
+        return items.map((value) => ({ status: 'fulfilled', value: value * 10 }));
+      }, 3);
+      const first = group.submit(1);
+      expect(batches).to.deep.equal([[1]]);
+      const later = [2, 3, 4, 5].map((n) => group.submit(n));
+      release();
+      expect(await Promise.all([first, ...later])).to.deep.equal([10, 20, 30, 40, 50]);
+      expect(batches).to.deep.equal([[1], [2, 3, 4], [5]]);
+    });
+
+    it("settles each item on its own, and a failed run fails only that run's items", async () => {
+      let calls = 0;
+      const group = new GroupCommit<number, number>(async (items) => {
+        calls++;
+        if (items.includes(13)) throw new Error('whole batch failed');
+        return items.map((value): PromiseSettledResult<number> => (value % 2 ? { status: 'fulfilled', value } : { status: 'rejected', reason: new Error(`even ${value}`) }));
+      });
+      const results = await Promise.allSettled([group.submit(1), group.submit(2), group.submit(3)]);
+      expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+      expect(((results[1] as PromiseRejectedResult).reason as Error).message).to.equal('even 2');
+      const failed = await group.submit(13).catch((err: Error) => err);
+      expect(failed).to.be.instanceOf(Error).with.property('message', 'whole batch failed');
+      expect(await group.submit(5)).to.equal(5);
+      expect(calls).to.equal(4);
+    });
+  });
+
+  describe('Catalog on PGlite', () => {
+    let sql: SqlClient;
+    let statements: string[];
+    let bucket: BucketRef;
+    let seq = 0;
+
+    before(async () => {
+      const inner = await createPgliteSqlClient();
+      await migrate(inner);
+      statements = [];
+      // Records the statements the catalog sends, to see the batches.
+      sql = { ...inner, query: (text, params) => (statements.push(text), inner.query(text, params)) };
+      const row = (await sql.query<{ id: number }>("INSERT INTO buckets (name, owner, backend) VALUES ('gc', 'alice', '{\"kind\":\"fs\"}') RETURNING id")).rows[0]!;
+      bucket = { id: Number(row.id), name: 'gc', owner: 'alice', backend: { kind: 'fs' } };
+    });
+    after(async () => {
+      await sql?.close();
+    });
+
+    const commitOf = (key: string, content: string, over: Partial<CommitRequest> = {}): CommitRequest => ({
+      bucket,
+      key,
+      owner: 'alice',
+      blob: { kind: 'new', backendKey: 'fs', backend: { kind: 'fs' }, locator: `loc-${++seq}`, md5: content.padEnd(32, '0'), size: content.length },
+      etag: content.padEnd(32, '0'),
+      md5: content.padEnd(32, '0'),
+      size: content.length,
+      contentType: 'text/plain',
+      userMetadata: { n: String(seq) },
+      now: new Date('2030-01-01T00:00:00.123Z'),
+      ...over,
+    });
+    const live = async (key: string) =>
+      (await sql.query<{ etag: string; blob_id: number }>("SELECT etag, blob_id FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [bucket.id, key])).rows;
+    const events = async (key: string) => Number((await sql.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE payload->>'key' = $1", [key])).rows[0]!.n);
+
+    it('commits concurrent writes in batches with the same outcome as one by one', async () => {
+      const catalog = new Catalog(sql);
+      statements.length = 0;
+      const reqs = Array.from({ length: 20 }, (_, i) => commitOf(i < 10 ? `key-${i}` : 'contended', `c${i % 4}`));
+      const results = await Promise.all(reqs.map((r) => catalog.commitObject(r)));
+      const batched = statements.filter((s) => s.includes('strata_commit_objects'));
+      expect(batched.length, 'batch statements').to.be.greaterThan(0);
+      expect(statements.length, 'statements for 20 commits').to.be.lessThan(20);
+      results.forEach((r, i) => {
+        expect(r.meta).to.include({ bucket: 'gc', key: reqs[i]!.key, etag: reqs[i]!.etag, lastModified: '2030-01-01T00:00:00.123Z' });
+        expect(r.meta.userMetadata).to.deep.equal(reqs[i]!.userMetadata);
+      });
+      // Same content → one blob: only the first writer of each content keeps its new blob.
+      expect(results.filter((r) => r.newBlobKept)).to.have.length(4);
+      for (let i = 0; i < 10; i++) expect(await live(`key-${i}`)).to.have.length(1);
+      const contended = await live('contended');
+      expect(contended).to.have.length(1);
+      expect(contended[0]!.etag).to.equal(reqs[19]!.etag);
+      expect(await events('contended')).to.equal(10);
+      const row = (await sql.query<{ payload: Record<string, unknown>; created_at: Date }>("SELECT payload, created_at FROM outbox WHERE payload->>'key' = 'key-3'")).rows[0]!;
+      expect(row.payload).to.include({ bucket: 'gc', bucketId: bucket.id, key: 'key-3', size: 2, owner: 'alice', contentType: 'text/plain' });
+      expect(new Date(row.created_at).toISOString()).to.equal('2030-01-01T00:00:00.123Z');
+      // Blob reference counts equal the live objects pointing at them.
+      const refs = await sql.query<{ ref_count: number; refs: number }>(
+        "SELECT b.ref_count, (SELECT count(*)::int FROM object_info o WHERE o.blob_id = b.id AND o.state <> 'DELETED') AS refs FROM blobs b",
+      );
+      for (const r of refs.rows) expect(Number(r.ref_count)).to.equal(Number(r.refs));
+    });
+
+    it('a failing commit in a batch fails alone: the others land, it leaves no row and no event', async () => {
+      const catalog = new Catalog(sql);
+      statements.length = 0;
+      const good = Array.from({ length: 6 }, (_, i) => commitOf(`ok-${i}`, `ok${i}`));
+      // content_type is NOT NULL: this commit's statement fails inside the batch.
+      const bad = commitOf('bad', 'bad', { contentType: null as unknown as string });
+      const gone = commitOf('gone', 'gone', { blob: { kind: 'existing', blobId: 987654 } });
+      const noBucket = commitOf('nobucket', 'nob', { bucket: { ...bucket, id: 424242, name: 'deleted' } });
+      const all = [good[0]!, good[1]!, bad, good[2]!, gone, good[3]!, noBucket, good[4]!, good[5]!];
+      const results = await Promise.allSettled(all.map((r) => catalog.commitObject(r)));
+      expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      expect((results[2] as PromiseRejectedResult).reason).to.have.property('code', '23502');
+      expect((results[4] as PromiseRejectedResult).reason.constructor.name).to.equal('BlobGoneError');
+      expect((results[6] as PromiseRejectedResult).reason).to.be.instanceOf(S3Error).and.have.property('code', 'NoSuchBucket');
+      expect(statements.some((s) => s.includes('strata_commit_objects')), 'a batch was tried').to.equal(true);
+      for (let i = 0; i < 6; i++) {
+        expect(await live(`ok-${i}`)).to.have.length(1);
+        expect(await events(`ok-${i}`)).to.equal(1);
+      }
+      for (const key of ['bad', 'gone', 'nobucket']) {
+        expect(await live(key)).to.have.length(0);
+        expect(await events(key)).to.equal(0);
+      }
+    });
+
+    it('commits one by one where group commit is off (the default on PostgreSQL)', async () => {
+      const catalog = new Catalog(sql, { groupCommit: false });
+      statements.length = 0;
+      await Promise.all(Array.from({ length: 5 }, (_, i) => catalog.commitObject(commitOf(`single-${i}`, `s${i}`))));
+      expect(statements.filter((s) => s.includes('strata_commit_object('))).to.have.length(5);
+      expect(statements.some((s) => s.includes('strata_commit_objects'))).to.equal(false);
+    });
+  });
+});
