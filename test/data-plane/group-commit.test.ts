@@ -8,7 +8,7 @@ describe('group commit', function () {
   this.timeout(60_000);
 
   describe('GroupCommit', () => {
-    it('runs a lone item at once and gathers the items submitted meanwhile into the next batch', async () => {
+    it('gathers the items of one event-loop turn into a batch, and those submitted while it runs into the next', async () => {
       const batches: number[][] = [];
       let release: () => void = () => undefined;
       const gate = new Promise<void>((resolve) => (release = resolve));
@@ -17,12 +17,14 @@ describe('group commit', function () {
         if (batches.length === 1) await gate;
         return items.map((value) => ({ status: 'fulfilled', value: value * 10 }));
       }, 3);
-      const first = group.submit(1);
-      expect(batches).to.deep.equal([[1]]);
-      const later = [2, 3, 4, 5].map((n) => group.submit(n));
+      const first = [group.submit(1), group.submit(2)];
+      expect(batches, 'nothing runs before the turn ends').to.deep.equal([]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(batches).to.deep.equal([[1, 2]]);
+      const later = [3, 4, 5, 6].map((n) => group.submit(n));
       release();
-      expect(await Promise.all([first, ...later])).to.deep.equal([10, 20, 30, 40, 50]);
-      expect(batches).to.deep.equal([[1], [2, 3, 4], [5]]);
+      expect(await Promise.all([...first, ...later])).to.deep.equal([10, 20, 30, 40, 50, 60]);
+      expect(batches).to.deep.equal([[1, 2], [3, 4, 5], [6]]);
     });
 
     it("settles each item on its own, and a failed run fails only that run's items", async () => {
@@ -38,7 +40,7 @@ describe('group commit', function () {
       const failed = await group.submit(13).catch((err: Error) => err);
       expect(failed).to.be.instanceOf(Error).with.property('message', 'whole batch failed');
       expect(await group.submit(5)).to.equal(5);
-      expect(calls).to.equal(4);
+      expect(calls, "one batch each: [1, 2, 3], [13], [5]").to.equal(3);
     });
   });
 

@@ -1,7 +1,9 @@
 /**
- * Group commit: work submitted while a batch is running waits and goes as the next batch, so a
- * single-connection database (embedded PGlite, where statements queue anyway) runs one statement
- * for many concurrent writers. A lone submission goes at once: no added latency when idle.
+ * Group commit: a single-connection database (embedded PGlite, where statements queue anyway) runs
+ * one statement for many concurrent writers. A batch starts at the end of the event-loop turn in which
+ * its first item came (setImmediate: no timer, no added latency worth the name), so the items that
+ * the same turn's I/O callbacks submit join it — PGlite runs a statement synchronously, so without
+ * that turn nothing could ever join. Items submitted while a batch runs go as the next batch.
  *
  * `run` settles every item of its batch on its own (an item's failure is that item's alone).
  */
@@ -17,12 +19,14 @@ export class GroupCommit<I, O> {
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.waiting.push({ item, resolve, reject });
-      if (!this.running) void this.drain();
+      if (!this.running) {
+        this.running = true;
+        setImmediate(() => void this.drain());
+      }
     });
   }
 
   private async drain(): Promise<void> {
-    this.running = true;
     try {
       while (this.waiting.length > 0) {
         const batch = this.waiting.splice(0, this.maxBatch);
