@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
+import { startPgliteThread } from './pglite-thread.js';
 
 /** What a query answers: rows as plain objects; rowCount is the number of rows affected or returned. */
 export interface SqlResult<R> {
@@ -80,9 +81,10 @@ export function createPgSqlClient(connectionString: string, opts: { max?: number
 
 /**
  * Embedded PostgreSQL (PGlite, WASM). `dataDir` is a directory on disk, or undefined / "memory://"
- * for an in-memory database.
+ * for an in-memory database. With `thread`, PGlite runs on a worker thread (pglite-thread.ts) instead
+ * of this event loop.
  */
-export async function createPgliteSqlClient(dataDir?: string): Promise<SqlClient> {
+export async function createPgliteSqlClient(dataDir?: string, opts: { thread?: boolean } = {}): Promise<SqlClient> {
   // 16 MB of shared buffers instead of PostgreSQL's 128 MB: the pages live in WASM memory that is
   // never given back, and the metadata working set is small (the OS caches the files anyway).
   const options = { postgresqlconf: ['shared_buffers = 16MB'] };
@@ -93,6 +95,7 @@ export async function createPgliteSqlClient(dataDir?: string): Promise<SqlClient
     // PostgreSQL's own initdb, create the cluster in a short-lived child process, then open it here.
     await initPgliteCluster(dataDir, options.postgresqlconf);
   }
+  if (opts.thread) return startPgliteThread(onDisk ? path.resolve(dataDir) : undefined, options);
   const db = await PGlite.create({ ...(onDisk ? { dataDir } : {}), ...options });
   const exec = async <R>(
     runner: { query: (t: string, p?: unknown[]) => Promise<{ rows: unknown[]; affectedRows?: number }> },

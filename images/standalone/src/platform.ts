@@ -232,7 +232,7 @@ export async function startPlatform(options: PlatformOptions, services: Platform
   // One SQL client for every service: `session` reads then cover every write of the platform.
   const sql =
     createProductionSql(prod, { defaultRead: 'session', registry: controlPlaneRegistry, logger }) ??
-    (await createPgliteSqlClient(path.join(options.dataDir, 'pglite')));
+    (await createPgliteSqlClient(path.join(options.dataDir, 'pglite'), { thread: true }));
   const redisCache = createProductionCache(prod, logger);
   // One AMQP broker: the data plane's outbox relay publishes through it, the control plane consumes.
   const broker: EventBroker = prod.amqpUrl

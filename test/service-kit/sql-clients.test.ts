@@ -1,0 +1,143 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { createPgliteSqlClient, createPgSqlClient, isUniqueViolation, type SqlClient } from '../../images/service-kit/src/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+
+/** The SqlClient contract, the same on every client the services run on. */
+const clients: Array<{ name: string; open: () => Promise<{ sql: SqlClient; done: () => Promise<void> }> }> = [
+  { name: 'PGlite on the event loop', open: async () => ({ sql: await createPgliteSqlClient(), done: async () => undefined }) },
+  { name: 'PGlite on its own thread', open: async () => ({ sql: await createPgliteSqlClient(undefined, { thread: true }), done: async () => undefined }) },
+  {
+    name: 'PostgreSQL',
+    open: async () => {
+      const db: TestDatabase = await createTestDatabase('strata_sqlc');
+      return { sql: createPgSqlClient(db.url, { max: 4 }), done: () => db.drop() };
+    },
+  },
+];
+
+for (const client of clients) {
+  describe(`SqlClient: ${client.name}`, function () {
+    this.timeout(60_000);
+    let sql: SqlClient;
+    let done: () => Promise<void>;
+
+    before(async () => {
+      ({ sql, done } = await client.open());
+      await sql.exec(`CREATE TABLE t (id serial PRIMARY KEY, name text UNIQUE NOT NULL, doc jsonb, at timestamptz, n bigint);
+                      CREATE TABLE u (v text)`);
+    });
+    after(async () => {
+      await sql?.close();
+      await done?.();
+    });
+    const names = async () => (await sql.query<{ name: string }>('SELECT name FROM t ORDER BY name')).rows.map((r) => r.name);
+
+    it('answers rows with PostgreSQL types and counts affected rows', async () => {
+      const at = new Date('2030-01-02T03:04:05.678Z');
+      const ins = await sql.query<{ id: number }>('INSERT INTO t (name, doc, at, n) VALUES ($1, $2, $3, $4), ($5, NULL, NULL, NULL) RETURNING id', ['one', JSON.stringify({ a: [1, 'x'] }), at, 2 ** 40, 'two']);
+      expect(ins.rowCount).to.equal(2);
+      const row = (await sql.query<{ name: string; doc: unknown; at: Date; n: unknown }>('SELECT name, doc, at, n FROM t WHERE name = $1', ['one'])).rows[0]!;
+      expect(row.doc).to.deep.equal({ a: [1, 'x'] });
+      expect(row.at).to.be.instanceOf(Date);
+      expect(row.at.toISOString()).to.equal(at.toISOString());
+      expect(Number(row.n)).to.equal(2 ** 40);
+      const upd = await sql.query('UPDATE t SET doc = NULL WHERE name = ANY($1)', [['one', 'two', 'three']]);
+      expect(upd.rowCount).to.equal(2);
+    });
+
+    it("keeps PostgreSQL's error fields: a unique violation is recognised, a missing function is 42883", async () => {
+      const dup = await sql.query('INSERT INTO t (name) VALUES ($1)', ['one']).catch((err: unknown) => err);
+      expect(dup).to.be.instanceOf(Error);
+      expect(isUniqueViolation(dup)).to.equal(true);
+      expect((dup as Error).message).to.match(/duplicate key/);
+      const missing = await sql.query('SELECT no_such_function_here(1)').catch((err: unknown) => err);
+      expect(missing).to.have.property('code', '42883');
+      // The client is still usable after errors.
+      expect(await names()).to.deep.equal(['one', 'two']);
+    });
+
+    it('commits a transaction, and rolls all of it back when its function throws', async () => {
+      const value = await sql.transaction(async (tx) => {
+        await tx.query('INSERT INTO t (name) VALUES ($1)', ['three']);
+        return (await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM t')).rows[0]!.n;
+      });
+      expect(value).to.equal(3);
+      const failed = await sql
+        .transaction(async (tx) => {
+          await tx.query('INSERT INTO t (name) VALUES ($1)', ['four']);
+          throw new Error('changed my mind');
+        })
+        .catch((err: Error) => err);
+      expect(failed).to.be.instanceOf(Error).with.property('message', 'changed my mind');
+      const sqlFailed = await sql.transaction((tx) => tx.query('INSERT INTO t (name) VALUES ($1), ($1)', ['five'])).catch((err: unknown) => err);
+      expect(isUniqueViolation(sqlFailed)).to.equal(true);
+      expect(await names()).to.deep.equal(['one', 'three', 'two']);
+    });
+
+    it('statements from outside an open transaction are neither part of it nor undone by its rollback', async () => {
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let inside: () => void = () => undefined;
+      const opened = new Promise<void>((resolve) => (inside = resolve));
+      const tx = sql
+        .transaction(async (t) => {
+          await t.query("INSERT INTO u (v) VALUES ('inside')");
+          inside();
+          await gate;
+          throw new Error('roll back');
+        })
+        .catch(() => 'rolled back');
+      await opened;
+      const outside = sql.query("INSERT INTO u (v) VALUES ('outside')");
+      const script = sql.exec("INSERT INTO u (v) VALUES ('script')");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      release();
+      expect(await tx).to.equal('rolled back');
+      await outside;
+      await script;
+      expect((await sql.query<{ v: string }>('SELECT v FROM u ORDER BY v')).rows.map((r) => r.v)).to.deep.equal(['outside', 'script']);
+    });
+
+    it('runs many statements and transactions at once without mixing them up', async () => {
+      const work = Array.from({ length: 40 }, (_, i) =>
+        i % 4 === 0
+          ? sql.transaction(async (tx) => {
+              await tx.query('INSERT INTO t (name, n) VALUES ($1, $2)', [`c-${i}`, i]);
+              return (await tx.query<{ n: unknown }>('SELECT n FROM t WHERE name = $1', [`c-${i}`])).rows[0]!.n;
+            })
+          : sql.query<{ n: unknown }>('INSERT INTO t (name, n) VALUES ($1, $2) RETURNING n', [`c-${i}`, i]).then((r) => r.rows[0]!.n),
+      );
+      expect((await Promise.all(work)).map(Number)).to.deep.equal(Array.from({ length: 40 }, (_, i) => i));
+      expect((await sql.query<{ n: number }>("SELECT count(*)::int AS n FROM t WHERE name LIKE 'c-%'")).rows[0]!.n).to.equal(40);
+    });
+  });
+}
+
+describe('PGlite on its own thread: on disk', function () {
+  this.timeout(120_000);
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-pglite-thread-'));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('creates the cluster, keeps the data across a restart, and refuses statements once closed', async () => {
+    const first = await createPgliteSqlClient(path.join(dir, 'db'), { thread: true });
+    await first.exec("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('survives')");
+    await first.close();
+    const closed = await first.query('SELECT 1').catch((err: Error) => err);
+    expect(closed).to.be.instanceOf(Error);
+    // The same files open on the event loop, and on a thread again.
+    const onLoop = await createPgliteSqlClient(path.join(dir, 'db'));
+    expect((await onLoop.query<{ v: string }>('SELECT v FROM kept')).rows).to.deep.equal([{ v: 'survives' }]);
+    await onLoop.close();
+    const again = await createPgliteSqlClient(path.join(dir, 'db'), { thread: true });
+    expect((await again.query<{ v: string }>('SELECT v FROM kept')).rows).to.deep.equal([{ v: 'survives' }]);
+    await again.close();
+  });
+});
