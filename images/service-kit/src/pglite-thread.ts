@@ -58,9 +58,8 @@ function toError(fields: Record<string, unknown>): Error {
  */
 export async function startPgliteThread(dataDir: string | undefined, options: { postgresqlconf: string[] }): Promise<SqlClient> {
   const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
-  // No inherited execArgv: the thread is plain JavaScript and needs no loader (tsx in development).
   // A small young generation: the thread only allocates messages and rows.
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { entry, dataDir, options }, execArgv: [], resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { entry, dataDir, options }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
   const pending = new Map<number, { resolve: (r: SqlResult<unknown>) => void; reject: (err: Error) => void }>();
   let nextId = 1;
   let broken: Error | undefined;
