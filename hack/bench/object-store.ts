@@ -127,6 +127,8 @@ async function main(): Promise<void> {
     cwd: repo,
     env: {
       ...process.env,
+      // As `npm start` sets it (package.json): fewer glibc malloc arenas for the process's threads.
+      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
       STRATA_DATA_DIR: path.join(work, 'data'),
       STRATA_HOST: '127.0.0.1',
       STRATA_GATEWAY_PORT: String(gwPort),
@@ -145,8 +147,14 @@ async function main(): Promise<void> {
   });
   const nginx = await startNginx(work, nginxPort);
   let peakRss = 0;
+  // The peak per phase too: which load sets the process's peak.
+  let phase = 'start';
+  const phasePeaks = new Map<string, number>();
   const sampler = setInterval(() => {
-    rssMiB(child.pid!).then((v) => (peakRss = Math.max(peakRss, v)), () => undefined);
+    rssMiB(child.pid!).then((v) => {
+      peakRss = Math.max(peakRss, v);
+      phasePeaks.set(phase, Math.max(phasePeaks.get(phase) ?? 0, v));
+    }, () => undefined);
   }, 200);
   try {
     await waitFor(`${origin}/readyz`);
@@ -180,9 +188,11 @@ async function main(): Promise<void> {
       await run(`${nginx.url}/small.bin`, { duration: 2 });
 
       const skipped = { value: { opsPerSec: 0, requests: 0, p50: 0, p99: 0, errors: 0 }, serverMs: 0, clientMs: 0 };
+      phase = 'GET 4 KiB';
       const gwGet = only === 'small-put' ? skipped : await measured(pid, async () => figure(await run(sign('GET', 'small.bin'), {})));
       const ngGet = only === 'small-put' ? skipped.value : figure(await run(`${nginx.url}/small.bin`, {}));
       const gwPutPaths = Array.from({ length: 1000 }, (_, i) => relative(sign('PUT', `small/${i}.bin`)));
+      phase = 'PUT 4 KiB';
       const gwPut = only === 'small-get' ? skipped : await measured(pid, async () => figure(await run(origin, { requests: cycling('PUT', gwPutPaths, small) })));
       const ngPut = only === 'small-get' ? skipped.value : figure(await run(nginx.url, { requests: cycling('PUT', Array.from({ length: 1000 }, (_, i) => `/small/${i}.bin`), small) }));
       const line = (name: string, g: OpsFigure, n: OpsFigure) =>
@@ -204,8 +214,10 @@ async function main(): Promise<void> {
       };
       const put = (url: string) => (CURL ? curlTransfer('PUT', url, BIG, bigFile) : putFile(url, bigFile, BIG));
       const get = (url: string) => (CURL ? curlTransfer('GET', url, BIG) : getDiscard(url, BIG));
+      phase = 'PUT 256 MiB';
       const gwBigPut = await best(() => put(sign('PUT', 'big.bin')));
       const ngBigPut = await best(() => put(`${nginx.url}/big.bin`));
+      phase = 'GET 256 MiB';
       const gwBigGet = await best(() => get(sign('GET', 'big.bin')));
       const ngBigGet = await best(() => get(`${nginx.url}/big.bin`));
       const big = (name: string, g: number, n: number) => `| ${name} | ${f1(g)} MiB/s | ${f1(n)} MiB/s | ${f2(g / n)}× |`;
@@ -233,7 +245,7 @@ async function main(): Promise<void> {
         ...rows,
         '',
         ...cpuLines,
-        `standalone RSS: idle ${f1(idleRss)} MiB, peak under load ${f1(peakRss)} MiB`,
+        `standalone RSS: idle ${f1(idleRss)} MiB, peak under load ${f1(peakRss)} MiB (${[...phasePeaks].filter(([name]) => name !== 'start').map(([name, v]) => `${name} ${f1(v)}`).join(', ')})`,
         '',
         'targets (issue 2):',
         ...targets,
