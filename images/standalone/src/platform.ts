@@ -27,6 +27,7 @@ import { modelServerConfigFromEnv } from '../../model-server/src/config.js';
 import { startPoemApp } from '../../poem-app/src/app.js';
 import { loadPoemAppConfig } from '../../poem-app/src/config.js';
 import { ephemeralSecret, persistentSecret } from './secrets.js';
+import { startPgliteVacuum } from './pglite-vacuum.js';
 
 /** What the standalone platform is started with (env supplies it in main.ts; tests pass it). */
 export interface PlatformOptions {
@@ -41,6 +42,8 @@ export interface PlatformOptions {
   jwtExpiresIn?: string;
   publicUrl?: string;
   gatewayRulesFile?: string;
+  /** How often the embedded PGlite database is vacuumed (ms; it runs no autovacuum). */
+  pgliteVacuumMs?: number;
   /** Cron expression of the in-process purge, or false. */
   purgeSchedule?: string | false;
   logLevel?: string;
@@ -230,9 +233,9 @@ export async function startPlatform(options: PlatformOptions, services: Platform
   const logger = createLogger('standalone', options.logLevel);
   const controlPlaneRegistry = createRegistry('control-plane');
   // One SQL client for every service: `session` reads then cover every write of the platform.
-  const sql =
-    createProductionSql(prod, { defaultRead: 'session', registry: controlPlaneRegistry, logger }) ??
-    (await createPgliteSqlClient(path.join(options.dataDir, 'pglite'), { thread: true }));
+  const productionSql = createProductionSql(prod, { defaultRead: 'session', registry: controlPlaneRegistry, logger });
+  const sql = productionSql ?? (await createPgliteSqlClient(path.join(options.dataDir, 'pglite'), { thread: true }));
+  const stopVacuum = productionSql ? undefined : startPgliteVacuum(sql, logger, options.pgliteVacuumMs);
   const redisCache = createProductionCache(prod, logger);
   // One AMQP broker: the data plane's outbox relay publishes through it, the control plane consumes.
   const broker: EventBroker = prod.amqpUrl
@@ -264,6 +267,7 @@ export async function startPlatform(options: PlatformOptions, services: Platform
     for (const s of [...running].reverse()) await s.stop();
     await broker.close();
     await redisCache?.close();
+    await stopVacuum?.();
     await sql.close();
   };
   try {
