@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { SqlClient, SqlExecutor, SqlResult } from './sql.js';
+import { runTransaction } from './sql-transaction.js';
 
 /**
  * Embedded PGlite on its own thread. PGlite runs every statement synchronously in WASM on the thread
@@ -129,15 +130,7 @@ export async function startPgliteThread(dataDir: string | undefined, options: { 
       let end: () => void = () => undefined;
       idle = new Promise<void>((resolve) => (end = resolve));
       try {
-        await direct.query('BEGIN');
-        try {
-          const result = await fn(direct);
-          await direct.query('COMMIT');
-          return result;
-        } catch (err) {
-          await direct.query('ROLLBACK').catch(() => undefined);
-          throw err;
-        }
+        return await runTransaction(direct, fn);
       } finally {
         inTransaction = false;
         end();

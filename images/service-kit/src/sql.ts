@@ -5,6 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { startPgliteThread } from './pglite-thread.js';
+import { runTransaction } from './sql-transaction.js';
 
 /** What a query answers: rows as plain objects; rowCount is the number of rows affected or returned. */
 export interface SqlResult<R> {
@@ -59,18 +60,13 @@ export function createPgSqlClient(connectionString: string, opts: { max?: number
     async transaction(fn) {
       const client = await pool.connect();
       try {
-        await client.query('BEGIN');
-        const result = await fn({
+        const session: SqlExecutor = {
           query: (text, params) => exec(client, text, params),
           exec: async (script) => {
             await client.query(script);
           },
-        });
-        await client.query('COMMIT');
-        return result;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
+        };
+        return await runTransaction(session, fn);
       } finally {
         client.release();
       }
