@@ -21,11 +21,6 @@ import type { Cache } from '../../data-plane/src/cache/cache.js';
 import { InMemoryCache } from '../../data-plane/src/cache/memory-cache.js';
 import { startDataPlane } from '../../data-plane/src/app.js';
 import { startGateway } from '../../gateway/src/app.js';
-import { startImageSearch } from '../../image-search/src/app.js';
-import { startModelServer } from '../../model-server/src/app.js';
-import { modelServerConfigFromEnv } from '../../model-server/src/config.js';
-import { startPoemApp } from '../../poem-app/src/app.js';
-import { loadPoemAppConfig } from '../../poem-app/src/config.js';
 import { ephemeralSecret, persistentSecret } from './secrets.js';
 import { startPgliteVacuum } from './pglite-vacuum.js';
 
@@ -157,22 +152,31 @@ function envOr(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
 /**
  * Model serving and image search. Each reads its own variables from `options.env`; the platform
  * supplies the port, keeps state under the data dir and points the poem app at the local model server.
+ * Each service's code is imported when it starts, so a platform started without it (e.g. the object
+ * store alone, STRATA_DISABLED_SERVICES) neither compiles its modules nor loads its native libraries
+ * (ONNX Runtime, libvips, FAISS/OpenBLAS).
  */
 export const AI_SERVICES: PlatformService[] = [
   {
     name: 'model-server',
-    start: (ctx) =>
-      startModelServer({
+    start: async (ctx) => {
+      const [{ startModelServer }, { modelServerConfigFromEnv }] = await Promise.all([
+        import('../../model-server/src/app.js'),
+        import('../../model-server/src/config.js'),
+      ]);
+      return startModelServer({
         ...modelServerConfigFromEnv({ ...ctx.options.env, MODEL_SERVER_TRUNCATE_PROMPT: envOr(ctx.options.env ?? {}, 'MODEL_SERVER_TRUNCATE_PROMPT', 'true') }),
         // The poem app's prompts are longer than the tiny model's 64-token context: keep their tail.
         port: ctx.options.ports?.modelServer ?? 8000,
         host: ctx.options.host ?? '0.0.0.0',
         logger: ctx.logger('model-server'),
-      }),
+      });
+    },
   },
   {
     name: 'poem-app',
-    start: (ctx) => {
+    start: async (ctx) => {
+      const [{ startPoemApp }, { loadPoemAppConfig }] = await Promise.all([import('../../poem-app/src/app.js'), import('../../poem-app/src/config.js')]);
       const env = ctx.options.env ?? {};
       const config = loadPoemAppConfig({
         ...env,
@@ -192,6 +196,7 @@ export const AI_SERVICES: PlatformService[] = [
       const dir = path.join(ctx.options.dataDir, 'image-search');
       // The default image directory is created so that `npm start` works before any image is added.
       if (!env.IMAGE_FILE_DIR?.trim()) await mkdir(path.join(dir, 'images'), { recursive: true });
+      const { startImageSearch } = await import('../../image-search/src/app.js');
       return startImageSearch({
         env: {
           ...env,
