@@ -48,6 +48,36 @@ for (const client of clients) {
       expect(upd.rowCount).to.equal(2);
     });
 
+    it('reads and writes every value as the pg client does (parameters serialised and columns parsed alike)', async () => {
+      const bytes = Buffer.from([0, 1, 2, 255]);
+      const at = new Date('2031-05-06T07:08:09.010Z');
+      const row = (
+        await sql.query(
+          `SELECT $1::bytea AS bytes, $2::text[] AS texts, $3::int[] AS ints, $4::jsonb AS doc, $5::timestamptz AS at,
+                  1.50::numeric AS num, 1.5::float8 AS f8, true AS yes, NULL::text AS nothing, 9007199254740991::int8 AS big,
+                  '123e4567-e89b-12d3-a456-426614174000'::uuid AS id, 'it''s'::text AS quoted`,
+          [bytes, ['a', 'b,c', 'd"e'], [1, 2, 3], { k: [true, null] }, at],
+        )
+      ).rows[0]!;
+      expect(row).to.deep.equal({
+        bytes,
+        texts: ['a', 'b,c', 'd"e'],
+        ints: [1, 2, 3],
+        doc: { k: [true, null] },
+        at,
+        num: '1.50',
+        f8: 1.5,
+        yes: true,
+        nothing: null,
+        big: 9007199254740991,
+        id: '123e4567-e89b-12d3-a456-426614174000',
+        quoted: "it's",
+      });
+      expect(Buffer.isBuffer(row.bytes)).to.equal(true);
+      const none = await sql.query('SELECT 1 FROM t WHERE false');
+      expect(none).to.deep.equal({ rows: [], rowCount: 0 });
+    });
+
     it("keeps PostgreSQL's error fields: a unique violation is recognised, a missing function is 42883", async () => {
       const dup = await sql.query('INSERT INTO t (name) VALUES ($1)', ['one']).catch((err: unknown) => err);
       expect(dup).to.be.instanceOf(Error);

@@ -1,14 +1,15 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import type { SqlClient, SqlExecutor, SqlResult } from './sql.js';
-import { runTransaction } from './sql-transaction.js';
+import { pgliteSqlClient, type PgliteBackend } from './pglite-session.js';
+import type { SqlClient } from './sql.js';
 
 /**
  * Embedded PGlite on its own thread. PGlite runs every statement synchronously in WASM on the thread
  * that owns it; in `npm start` that was the one event loop serving every HTTP request too, and under a
  * write load about half of that thread went to PostgreSQL. Here the database runs on another core and
- * the event loop only posts messages. The thread is plain JavaScript (no loader needed) and answers
- * its messages in order, one at a time.
+ * the event loop only posts messages: protocol bytes in, the backend's answer out (encoded and decoded
+ * on the event loop, pglite-wire.ts). The thread is plain JavaScript (no loader needed) and answers its
+ * messages in order, one at a time.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -24,15 +25,16 @@ const errorFields = (err) => {
   parentPort.on('message', (m) => {
     chain = chain.then(async () => {
       try {
-        if (m.op === 'query') {
-          const res = await db.query(m.text, m.params);
-          parentPort.postMessage({ id: m.id, rows: res.rows, rowCount: res.affectedRows || res.rows.length });
+        if (m.op === 'run') {
+          // A fresh copy of the answer (not a view of WASM memory), so its buffer can be handed over.
+          const answer = await db.execProtocolRaw(m.messages);
+          parentPort.postMessage({ id: m.id, answer }, [answer.buffer]);
         } else if (m.op === 'exec') {
           await db.exec(m.script);
-          parentPort.postMessage({ id: m.id, rows: [], rowCount: 0 });
+          parentPort.postMessage({ id: m.id });
         } else if (m.op === 'close') {
           await db.close();
-          parentPort.postMessage({ id: m.id, rows: [], rowCount: 0 });
+          parentPort.postMessage({ id: m.id });
         }
       } catch (err) {
         parentPort.postMessage({ id: m.id, error: errorFields(err) });
@@ -43,7 +45,7 @@ const errorFields = (err) => {
 })().catch((err) => parentPort.postMessage({ failed: errorFields(err) }));
 `;
 
-type Reply = { id: number; rows: unknown[]; rowCount: number } | { id: number; error: Record<string, unknown> } | { ready: true } | { failed: Record<string, unknown> };
+type Reply = { id: number; answer?: Uint8Array } | { id: number; error: Record<string, unknown> } | { ready: true } | { failed: Record<string, unknown> };
 
 /** The thread's error as an Error with PostgreSQL's fields (code, detail, ...) as own properties. */
 function toError(fields: Record<string, unknown>): Error {
@@ -53,15 +55,12 @@ function toError(fields: Record<string, unknown>): Error {
 /**
  * A SqlClient whose PGlite lives on a worker thread. `dataDir` is a directory that already holds a
  * cluster (see createPgliteSqlClient), or undefined for an in-memory database.
- *
- * PGlite has one session: while a transaction is open, only its own statements may reach the
- * thread. Other statements wait for it to end; transactions queue behind each other.
  */
 export async function startPgliteThread(dataDir: string | undefined, options: { postgresqlconf: string[] }): Promise<SqlClient> {
   const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
-  // A small young generation: the thread only allocates messages and rows.
+  // A small young generation: the thread only allocates messages.
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { entry, dataDir, options }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
-  const pending = new Map<number, { resolve: (r: SqlResult<unknown>) => void; reject: (err: Error) => void }>();
+  const pending = new Map<number, { resolve: (answer: Uint8Array) => void; reject: (err: Error) => void }>();
   let nextId = 1;
   let broken: Error | undefined;
 
@@ -91,56 +90,24 @@ export async function startPgliteThread(dataDir: string | undefined, options: { 
     if (!p) return;
     pending.delete(m.id);
     if ('error' in m) p.reject(toError(m.error));
-    else p.resolve({ rows: m.rows, rowCount: m.rowCount });
+    else p.resolve(m.answer ?? new Uint8Array(0));
   });
   worker.on('error', fail);
   worker.on('exit', (code) => fail(new Error(`the PGlite thread exited (${code})`)));
 
-  const send = <R>(message: { op: 'query'; text: string; params?: unknown[] } | { op: 'exec'; script: string } | { op: 'close' }): Promise<SqlResult<R>> => {
+  const send = (message: { op: 'run'; messages: Uint8Array } | { op: 'exec'; script: string } | { op: 'close' }): Promise<Uint8Array> => {
     if (broken) return Promise.reject(broken);
     const id = nextId++;
-    return new Promise<SqlResult<R>>((resolve, reject) => {
-      pending.set(id, { resolve: resolve as (r: SqlResult<unknown>) => void, reject });
-      worker.postMessage({ id, ...message });
+    return new Promise<Uint8Array>((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      // Protocol bytes are moved, not copied (encodeStatement gives each its own buffer).
+      worker.postMessage({ id, ...message }, message.op === 'run' ? [message.messages.buffer as ArrayBuffer] : []);
     });
   };
-  const direct: SqlExecutor = {
-    query: (text, params) => send({ op: 'query', text, params }),
-    exec: async (script) => {
-      await send({ op: 'exec', script });
-    },
+  const backend: PgliteBackend = {
+    run: (messages) => send({ op: 'run', messages }),
+    exec: async (script) => void (await send({ op: 'exec', script })),
+    close: async () => void (await send({ op: 'close' })),
   };
-
-  // The open transaction, if any: statements from outside it wait for it (`idle` resolves when it ends).
-  let idle: Promise<void> = Promise.resolve();
-  let inTransaction = false;
-  const outside = async <T>(run: () => Promise<T>): Promise<T> => {
-    while (inTransaction) await idle;
-    return run();
-  };
-  let closed = false;
-
-  return {
-    kind: 'pglite',
-    query: (text, params) => (inTransaction ? outside(() => direct.query(text, params)) : direct.query(text, params)),
-    exec: (script) => outside(() => direct.exec(script)),
-    async transaction(fn) {
-      while (inTransaction) await idle;
-      inTransaction = true;
-      let end: () => void = () => undefined;
-      idle = new Promise<void>((resolve) => (end = resolve));
-      try {
-        return await runTransaction(direct, fn);
-      } finally {
-        inTransaction = false;
-        end();
-      }
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      await outside(() => send({ op: 'close' })).catch(() => undefined);
-      await worker.terminate();
-    },
-  };
+  return pgliteSqlClient(backend, async () => void (await worker.terminate()));
 }

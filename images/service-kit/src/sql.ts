@@ -4,7 +4,9 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
+import { inLoopBackend, pgliteSqlClient } from './pglite-session.js';
 import { startPgliteThread } from './pglite-thread.js';
+import { pgTypeParser } from './pglite-wire.js';
 import { runTransaction } from './sql-transaction.js';
 
 /** What a query answers: rows as plain objects; rowCount is the number of rows affected or returned. */
@@ -33,17 +35,12 @@ export interface SqlClient extends SqlExecutor {
   readonly kind: 'postgres' | 'pglite';
 }
 
-const INT8_OID = 20;
-
 /** A pooled PostgreSQL client. `connectionString` as libpq understands it. */
 export function createPgSqlClient(connectionString: string, opts: { max?: number } = {}): SqlClient {
   const pool = new pg.Pool({
     connectionString,
     max: opts.max ?? 10,
-    types: {
-      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-    },
+    types: { getTypeParser: pgTypeParser as typeof pg.types.getTypeParser },
   });
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
@@ -93,36 +90,7 @@ export async function createPgliteSqlClient(dataDir?: string, opts: { thread?: b
   }
   if (opts.thread) return startPgliteThread(onDisk ? path.resolve(dataDir) : undefined, options);
   const db = await PGlite.create({ ...(onDisk ? { dataDir } : {}), ...options });
-  const exec = async <R>(
-    runner: { query: (t: string, p?: unknown[]) => Promise<{ rows: unknown[]; affectedRows?: number }> },
-    text: string,
-    params?: unknown[],
-  ): Promise<SqlResult<R>> => {
-    const res = await runner.query(text, params);
-    return { rows: res.rows as R[], rowCount: res.affectedRows || res.rows.length };
-  };
-  let closed = false;
-  return {
-    kind: 'pglite',
-    query: (text, params) => exec(db, text, params),
-    exec: async (script) => {
-      await db.exec(script);
-    },
-    transaction: (fn) =>
-      db.transaction((tx) =>
-        fn({
-          query: (text, params) => exec(tx, text, params),
-          exec: async (script) => {
-            await tx.exec(script);
-          },
-        }),
-      ),
-    async close() {
-      if (closed) return;
-      closed = true;
-      await db.close();
-    },
-  };
+  return pgliteSqlClient(inLoopBackend(db));
 }
 
 /** Create a PGlite cluster in `dataDir` from a child Node.js process (its memory goes with it). */
