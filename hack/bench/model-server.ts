@@ -17,6 +17,9 @@
  * Options: --seconds N per measurement (default 5; --seconds 2 is a quick run of about a minute);
  * --prompt-tokens N or MIN-MAX content ids per request (default 12; a range draws each request's length
  * at random, so answers of different lengths keep closed-loop clients from finishing in lockstep).
+ * --pairs N (default 3): after those runs, N more measurements at concurrency 32 on two servers running
+ * side by side, batching on and off, taken in alternating order (on/off, off/on, …); the median of
+ * their ratios is the speed-up least bent by a machine whose speed drifts within a minute.
  * The start and end load averages are printed: on a shared machine they explain most of the spread.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -29,8 +32,12 @@ import { MAX_PROMPT_TOKENS, SPECIAL_TOKENS } from '../../images/model-server/src
 import { OnnxTransformer } from '../../images/model-server/src/onnx-transformer.js';
 import { TokenSampler } from '../../images/model-server/src/token-sampler.js';
 
-const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, 'prompt-tokens': { type: 'string', default: '12' } } });
+const { values: args } = parseArgs({
+  options: { seconds: { type: 'string', default: '5' }, 'prompt-tokens': { type: 'string', default: '12' }, pairs: { type: 'string', default: '3' } },
+});
 const SECONDS = Number(args.seconds);
+const PAIRS = Number(args.pairs);
+if (!(Number.isInteger(PAIRS) && PAIRS >= 0)) throw new Error(`--pairs: a whole number, not ${args.pairs}`);
 /** Content ids per prompt: the context minus the role token and EOS. */
 const MAX_CONTENT_IDS = MAX_PROMPT_TOKENS - 2;
 const [PROMPT_MIN, PROMPT_MAX] = (() => {
@@ -343,7 +350,33 @@ const cpuGain = at(false, 32).serverCpuMsPerToken / at(true, 32).serverCpuMsPerT
 console.log(`\nHTTP: batching speed-up at concurrency 32: ${speedup.toFixed(1)}x in tokens/s, ${cpuGain.toFixed(1)}x less server CPU per token`);
 const inThreadSpeedup = at(true, 32, false).tokensPerSecond / at(false, 32).tokensPerSecond;
 console.log(`engine on the HTTP thread (MODEL_SERVER_WORKER=false), batching on, c=32: ${inThreadSpeedup.toFixed(1)}x the unbatched tokens/s`);
+
+// Alternating pairs at c=32 (see --pairs): both servers run, one is measured at a time.
+const pairs: Array<{ on: number; off: number; ratio: number }> = [];
+if (PAIRS > 0) {
+  const servers = [await startServer(true, true), await startServer(false, true)];
+  try {
+    const [on, off] = [servers[0]!, servers[1]!];
+    await measure(on.url, true, true, 4); // warm-up
+    await measure(off.url, false, true, 4);
+    for (let i = 0; i < PAIRS; i++) {
+      const order = i % 2 === 0 ? [true, false] : [false, true];
+      const tokensPerSecond: Record<string, number> = {};
+      for (const batching of order) tokensPerSecond[String(batching)] = (await measure(batching ? on.url : off.url, batching, true, 32)).tokensPerSecond;
+      const pair = { on: tokensPerSecond.true!, off: tokensPerSecond.false!, ratio: tokensPerSecond.true! / tokensPerSecond.false! };
+      pairs.push(pair);
+      console.log(`pair ${i + 1} at c=32 (${order[0] ? 'on first' : 'off first'}): batching on ${pair.on.toFixed(0)} vs off ${pair.off.toFixed(0)} tokens/s -> ${pair.ratio.toFixed(2)}x`);
+    }
+  } finally {
+    for (const { child } of servers) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+  }
+}
+const pairsMedian = pairs.length > 0 ? percentile(pairs.map((p) => p.ratio), 0.5) : undefined;
+if (pairsMedian !== undefined) console.log(`HTTP: batching speed-up at concurrency 32, median of ${pairs.length} alternating pairs: ${pairsMedian.toFixed(2)}x (target >= 5x)`);
 console.log(`server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off), ${rss.batchingInThread!.toFixed(0)} MiB (batching on, no worker)`);
 const endConditions = conditions();
 console.log(`finished ${endConditions.date}, load average ${endConditions.loadAverage1m} (1 min)`);
-console.log(JSON.stringify({ started: startConditions, finished: endConditions, seconds: SECONDS, promptTokens: args['prompt-tokens'], engine, engineSpeedupAt32: engineSpeedup, engineCpuGainAt32: engineCpuGain, http: results, httpSpeedupAt32: speedup, httpCpuGainAt32: cpuGain, inThreadSpeedupAt32: inThreadSpeedup, rssMiB: rss }, null, 2));
+console.log(JSON.stringify({ started: startConditions, finished: endConditions, seconds: SECONDS, promptTokens: args['prompt-tokens'], engine, engineSpeedupAt32: engineSpeedup, engineCpuGainAt32: engineCpuGain, http: results, httpSpeedupAt32: speedup, httpCpuGainAt32: cpuGain, inThreadSpeedupAt32: inThreadSpeedup, pairsAt32: pairs, pairsMedianSpeedupAt32: pairsMedian, rssMiB: rss }, null, 2));
