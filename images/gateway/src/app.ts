@@ -19,6 +19,8 @@ import { cachedCredentials } from './auth/credential-cache.js';
 import { bearerPassport, tokenIssuer } from './auth/jwt.js';
 import { ControlPlaneClient } from './clients/control-plane.js';
 import { DataPlaneClient } from './clients/data-plane.js';
+import { ObjectAnswerCache } from './clients/object-answer-cache.js';
+import type { StringCache } from '../../service-kit/src/object-read-cache.js';
 import { state } from './context.js';
 import type { GatewayDeps } from './deps.js';
 import { flowControl } from './flow-control/index.js';
@@ -51,11 +53,20 @@ export interface GatewayOptions {
   redisNodes?: string[];
   /** Prefix of the rate-limit keys there (default "strata:flow:"). */
   redisKeyPrefix?: string;
+  /**
+   * The cache that holds the data plane's object read cache (its version tokens): with it, the gateway
+   * answers repeated GETs of small objects itself (clients/object-answer-cache.ts).
+   */
+  objectReadCache?: StringCache;
+  /** Bytes of small-object answers the gateway keeps (default 8 MiB; 0 turns it off). */
+  objectAnswerCacheBytes?: number;
   logger?: Logger;
   registry?: Registry;
 }
 
 const JSON_LIMIT = '64kb';
+/** Small-object answers kept by default: a few thousand hot 4 KiB objects, little next to the process's RSS budget. */
+const DEFAULT_OBJECT_ANSWER_BYTES = 8 * 1024 * 1024;
 
 /** First path segments of the routes Express serves itself (ops endpoints, /login, /admin); bucket names that would clash are reserved. */
 const EXPRESS_ROUTES = new Set(['healthz', 'readyz', 'metrics', 'login', 'admin']);
@@ -110,6 +121,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     rootUser: opts.rootUser ?? 'strata',
     publicUrl: opts.publicUrl,
     redirectSeconds: opts.redirectExpiresSeconds ?? 300,
+    objectAnswers:
+      opts.objectReadCache && (opts.objectAnswerCacheBytes ?? DEFAULT_OBJECT_ANSWER_BYTES) > 0
+        ? new ObjectAnswerCache(opts.objectReadCache, opts.objectAnswerCacheBytes ?? DEFAULT_OBJECT_ANSWER_BYTES, 64 * 1024, countLookup('gateway-objects'))
+        : undefined,
   };
 
   const counters = {

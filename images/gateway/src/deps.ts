@@ -4,6 +4,7 @@ import type { CredentialLookup } from './auth/sigv4-verify.js';
 import type { BucketAccess } from './middleware/bucket-access.js';
 import type { ControlPlaneClient } from './clients/control-plane.js';
 import type { DataPlaneClient } from './clients/data-plane.js';
+import type { ObjectAnswerCache } from './clients/object-answer-cache.js';
 
 /** Everything a handler may use: the two internal services and the gateway's own settings. */
 export interface GatewayDeps {
@@ -19,4 +20,6 @@ export interface GatewayDeps {
   publicUrl?: string;
   /** Lifetime of the presigned URL a Bearer GET is redirected to. */
   redirectSeconds: number;
+  /** Answers to small whole-object GETs kept in the gateway; absent without a shared object read cache. */
+  objectAnswers?: ObjectAnswerCache;
 }

@@ -38,6 +38,19 @@ export async function invalidateObjectRead(cache: StringCache, bucket: string, k
 }
 
 /**
+ * The current version token of (bucket, key); a reader that finds none sets a fresh one, BEFORE it
+ * reads the object, so that any write committed after this call leaves the token it returns stale.
+ */
+export async function currentObjectVersion(cache: StringCache, bucket: string, key: string): Promise<string> {
+  const vKey = objectReadCacheKeys.version(bucket, key);
+  const version = await cache.get(vKey);
+  if (version !== undefined) return version;
+  const token = newToken();
+  await cache.set(vKey, token, OBJECT_READ_CACHE_TTL_S * 4);
+  return token;
+}
+
+/**
  * The cached value of (bucket, key), or `load()` (the database), stored for the next reader when
  * `cacheable(value)`.
  */

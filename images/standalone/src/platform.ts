@@ -135,6 +135,8 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         publicUrl: ctx.options.publicUrl,
         rootUser: ctx.rootUser,
         flowRulesFile: ctx.options.gatewayRulesFile,
+        // The cache holding the data plane's object version tokens: small GETs answered by the gateway.
+        objectReadCache: ctx.cache,
         // Rate-limit counters on the Redis Cluster when there is one.
         redisNodes: ctx.options.production?.redisNodes,
         redisKeyPrefix: ctx.options.production?.redisKeyPrefix ? `${ctx.options.production.redisKeyPrefix}strata:flow:` : undefined,

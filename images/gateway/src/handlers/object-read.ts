@@ -52,8 +52,7 @@ export function conditionalStatus(req: Request, etag: string, lastModified: Date
 }
 
 /** Copy the data plane's object headers onto the answer, user metadata as x-amz-meta-*. */
-function copyObjectHeaders(upstream: http.IncomingMessage, res: Response, query: URLSearchParams): void {
-  const h = upstream.headers;
+function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: URLSearchParams): void {
   for (const name of ['content-length', 'content-range', 'etag', 'last-modified', 'content-type'] as const) {
     const v = h[name];
     if (v !== undefined) res.setHeader(name, v);
@@ -73,24 +72,52 @@ function copyObjectHeaders(upstream: http.IncomingMessage, res: Response, query:
   }
 }
 
-async function readObject(s3: S3Request, method: 'GET' | 'HEAD'): Promise<void> {
-  const { req, res, bucket, key, query, deps } = s3;
-  const st = state(res);
-  const upstream = await deps.dataPlane.getObject(method, bucket, key, header(req, 'range'), st.abort.signal);
-  const etag = unquote(String(upstream.headers.etag ?? ''));
-  const lastModified = new Date(String(upstream.headers['last-modified'] ?? 0));
+/**
+ * Status and headers of the answer from the data plane's headers: 304 / 412 for conditional reads
+ * (true: the answer is complete), else the object's headers (false: the body follows, unless HEAD).
+ */
+function answerHeaders(s3: S3Request, status: number, h: http.IncomingHttpHeaders): boolean {
+  const { req, res, query } = s3;
+  const etag = unquote(String(h.etag ?? ''));
+  const lastModified = new Date(String(h['last-modified'] ?? 0));
   const conditional = conditionalStatus(req, etag, lastModified);
-  if (conditional) {
-    upstream.destroy();
-    if (conditional === 412) throw new S3Error('PreconditionFailed', undefined, { Condition: header(req, 'if-match') !== undefined ? 'If-Match' : 'If-Unmodified-Since' });
+  if (conditional === 412) throw new S3Error('PreconditionFailed', undefined, { Condition: header(req, 'if-match') !== undefined ? 'If-Match' : 'If-Unmodified-Since' });
+  if (conditional === 304) {
     res.status(304);
     res.setHeader('ETag', `"${etag}"`);
     res.setHeader('Last-Modified', lastModified.toUTCString());
     res.end();
+    return true;
+  }
+  res.status(status === 206 ? 206 : 200);
+  copyObjectHeaders(h, res, query);
+  return false;
+}
+
+async function readObject(s3: S3Request, method: 'GET' | 'HEAD'): Promise<void> {
+  const { req, res, bucket, key, deps } = s3;
+  const st = state(res);
+  const range = header(req, 'range');
+  // Whole-object reads of small objects may be answered from the gateway's copy of an earlier answer.
+  const answers = range === undefined ? deps.objectAnswers : undefined;
+  const version = answers ? await answers.version(bucket, key) : undefined;
+  const cached = version !== undefined ? answers!.get(bucket, key, version) : undefined;
+  if (cached) {
+    if (!answerHeaders(s3, 200, cached.headers)) res.end(method === 'GET' ? cached.body : undefined);
     return;
   }
-  res.status(upstream.statusCode === 206 ? 206 : 200);
-  copyObjectHeaders(upstream, res, query);
+  const upstream = await deps.dataPlane.getObject(method, bucket, key, range, st.abort.signal);
+  let answered: boolean;
+  try {
+    answered = answerHeaders(s3, upstream.statusCode ?? 200, upstream.headers);
+  } catch (err) {
+    upstream.destroy();
+    throw err;
+  }
+  if (answered) {
+    upstream.destroy();
+    return;
+  }
   if (method === 'HEAD') {
     upstream.resume();
     res.end();
@@ -101,8 +128,12 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD'): Promise<void> 
     // Small objects (the common case): read whole (bounded), then headers and body in one write.
     // A body cut short upstream cuts this answer too (as the piped path does), not an error with its headers.
     const body = await readSmall(upstream).catch(() => undefined);
-    if (body) res.end(body);
-    else res.destroy();
+    if (!body) {
+      res.destroy();
+      return;
+    }
+    if (version !== undefined && upstream.statusCode === 200) answers!.set(bucket, key, version, { headers: upstream.headers, body });
+    res.end(body);
     return;
   }
   await new Promise<void>((resolve, reject) => pipeline(upstream, res, (err) => (err && !res.writableFinished ? reject(err) : resolve())));

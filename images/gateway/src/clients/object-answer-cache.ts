@@ -1,0 +1,90 @@
+import type http from 'node:http';
+import { currentObjectVersion, OBJECT_READ_CACHE_TTL_S, type StringCache } from '../../../service-kit/src/object-read-cache.js';
+
+/** The data plane's answer to a whole-object GET: the headers the gateway passes on, and the body. */
+export interface ObjectAnswer {
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+interface Entry extends ObjectAnswer {
+  version: string;
+  storedAt: number;
+}
+
+/**
+ * The data plane's answers to GETs of small objects, kept in the gateway, so that a hot small object
+ * is answered without the hop to the data plane (its HTTP client, server and handler work, about half
+ * of a small GET's CPU).
+ *
+ * An answer is served only while the object's version token in the shared cache (the one the data
+ * plane's own read cache uses: object-read-cache.ts) is the token read BEFORE the data plane was
+ * asked. Every write path replaces that token after its commit and before it answers, so a write
+ * acknowledged before a GET began is never hidden from it: read-after-write stays strong, across
+ * gateway replicas too (the token lives in the shared cache, in Redis Cluster in production). Entries
+ * also expire as the data plane's do (OBJECT_READ_CACHE_TTL_S), which bounds the one residual risk:
+ * a writer killed between its commit and its token change. Bounded in bytes, least recently used out
+ * first. The caller has checked the caller's access to the bucket before it asks.
+ */
+export class ObjectAnswerCache {
+  /** Insertion order is recency order: a hit moves its entry to the end. */
+  private readonly entries = new Map<string, Entry>();
+  private held = 0;
+
+  constructor(
+    private readonly shared: StringCache,
+    /** Most body bytes held in all. */
+    readonly maxBytes: number,
+    /** Largest body kept. */
+    readonly maxObjectBytes: number,
+    private readonly onLookup?: (hit: boolean) => void,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The object's current version (set when there is none), or undefined when the shared cache fails. */
+  async version(bucket: string, key: string): Promise<string | undefined> {
+    return currentObjectVersion(this.shared, bucket, key).catch(() => undefined);
+  }
+
+  /** The answer stored under `version`, if it is still that version's and fresh. */
+  get(bucket: string, key: string, version: string): ObjectAnswer | undefined {
+    const id = entryId(bucket, key);
+    const entry = this.entries.get(id);
+    const hit = entry !== undefined && entry.version === version && this.now() - entry.storedAt < OBJECT_READ_CACHE_TTL_S * 1000;
+    this.onLookup?.(hit);
+    if (!hit) return undefined;
+    this.entries.delete(id);
+    this.entries.set(id, entry);
+    return entry;
+  }
+
+  /** Keep the answer read after `version` was taken (a copy of the body: it may be a view of a larger buffer). */
+  set(bucket: string, key: string, version: string, answer: ObjectAnswer): void {
+    const id = entryId(bucket, key);
+    this.delete(id);
+    if (answer.body.length > this.maxObjectBytes || answer.body.length > this.maxBytes) return;
+    const body = Buffer.allocUnsafeSlow(answer.body.length);
+    answer.body.copy(body);
+    this.entries.set(id, { headers: answer.headers, body, version, storedAt: this.now() });
+    this.held += body.length;
+    for (const [oldest, old] of this.entries) {
+      if (this.held <= this.maxBytes) break;
+      this.entries.delete(oldest);
+      this.held -= old.body.length;
+    }
+  }
+
+  /** Body bytes held now. */
+  get bytes(): number {
+    return this.held;
+  }
+
+  private delete(id: string): void {
+    const entry = this.entries.get(id);
+    if (!entry) return;
+    this.entries.delete(id);
+    this.held -= entry.body.length;
+  }
+}
+
+const entryId = (bucket: string, key: string) => `${bucket}/${key}`;

@@ -1,0 +1,154 @@
+import {
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import { startTestPlatform, type TestPlatform } from './support/platform.js';
+import { bodyBytes, bucketName, login, s3Failure, sdkClient } from './support/s3.js';
+
+/**
+ * The gateway answers repeated GETs of small objects itself (images/gateway/src/clients/object-answer-cache.ts).
+ * What matters is that it never answers with a version a completed write replaced, whichever service
+ * made the write, and never to a caller who may not read the bucket.
+ */
+describe('e2e: small GETs answered by the gateway stay read-after-write consistent', function () {
+  this.timeout(120_000);
+  let p: TestPlatform;
+  let s3: S3Client;
+  const bucket = bucketName('answers');
+
+  /** Objects answered by the gateway itself so far (its cache hit counter). */
+  const hits = async (): Promise<number> => {
+    const text = await (await fetch(`${p.endpoint}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('strata_cache_hits_total') && l.includes('cache="gateway-objects"'));
+    return line ? Number(line.split(' ').pop()) : 0;
+  };
+  const get = async (key: string) => bodyBytes(await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key })));
+  const put = (key: string, body: Buffer, extra: Record<string, unknown> = {}) => s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ...extra }));
+
+  before(async () => {
+    p = await startTestPlatform();
+    s3 = sdkClient(p.endpoint);
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  });
+  after(async () => {
+    s3?.destroy();
+    await p?.destroy();
+  });
+
+  it('answers a repeated GET and HEAD from the gateway with the same bytes and headers', async () => {
+    const body = randomBytes(4096);
+    await put('a.bin', body, { ContentType: 'application/x-strata', Metadata: { colour: 'blue' } });
+    const first = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'a.bin' }));
+    const firstBytes = await bodyBytes(first);
+    const before = await hits();
+    const second = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'a.bin', ResponseContentDisposition: 'attachment' }));
+    expect(await hits()).to.equal(before + 1);
+    expect(await bodyBytes(second)).to.deep.equal(body);
+    expect(firstBytes).to.deep.equal(body);
+    for (const field of ['ETag', 'ContentType', 'ContentLength', 'Metadata'] as const) expect(second[field]).to.deep.equal(first[field]);
+    expect(second.LastModified?.getTime()).to.equal(first.LastModified?.getTime());
+    expect(second.ContentDisposition).to.equal('attachment');
+    const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'a.bin' }));
+    expect(await hits()).to.equal(before + 2);
+    expect(head.ContentLength).to.equal(4096);
+    expect(head.ETag).to.equal(first.ETag);
+    expect(head.Metadata).to.deep.equal({ colour: 'blue' });
+  });
+
+  it('conditional GETs of an answered object: 304 on a matching If-None-Match, 412 on a failing If-Match; ranges read the data plane', async () => {
+    const body = randomBytes(2000);
+    const { ETag } = await put('c.bin', body);
+    await get('c.bin');
+    await get('c.bin');
+    const notModified = await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'c.bin', IfNoneMatch: ETag })));
+    expect(notModified.status).to.equal(304);
+    const failed = await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'c.bin', IfMatch: '"0123456789abcdef0123456789abcdef"' })));
+    expect(failed).to.deep.equal({ name: 'PreconditionFailed', status: 412 });
+    const before = await hits();
+    const range = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'c.bin', Range: 'bytes=10-19' }));
+    expect(await bodyBytes(range)).to.deep.equal(body.subarray(10, 20));
+    expect(range.ContentRange).to.equal('bytes 10-19/2000');
+    expect(await hits()).to.equal(before);
+  });
+
+  it('never answers a replaced version: overwrite, copy onto the key, multipart complete', async () => {
+    const v1 = randomBytes(3000);
+    await put('w.bin', v1);
+    expect(await get('w.bin')).to.deep.equal(v1);
+    expect(await get('w.bin')).to.deep.equal(v1);
+    const v2 = randomBytes(3000);
+    await put('w.bin', v2);
+    expect(await get('w.bin')).to.deep.equal(v2);
+    expect(await get('w.bin')).to.deep.equal(v2);
+
+    const source = randomBytes(1500);
+    await put('source.bin', source);
+    await s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'w.bin', CopySource: `${bucket}/source.bin` }));
+    expect(await get('w.bin')).to.deep.equal(source);
+
+    const part = randomBytes(5000);
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'w.bin' }));
+    const { ETag } = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'w.bin', UploadId, PartNumber: 1, Body: part }));
+    await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'w.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag }] } }));
+    expect(await get('w.bin')).to.deep.equal(part);
+    expect(await get('w.bin')).to.deep.equal(part);
+  });
+
+  it('never answers a deleted object (DELETE, DeleteObjects), and answers a restored one again', async () => {
+    const body = randomBytes(1024);
+    await put('d1.bin', body);
+    await put('d2.bin', body);
+    await get('d1.bin');
+    await get('d1.bin');
+    await get('d2.bin');
+    await get('d2.bin');
+    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'd1.bin' }));
+    expect(await s3Failure(get('d1.bin'))).to.deep.equal({ name: 'NoSuchKey', status: 404 });
+    expect((await s3Failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'd1.bin' })))).status).to.equal(404);
+    await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'd2.bin' }] } }));
+    expect(await s3Failure(get('d2.bin'))).to.deep.equal({ name: 'NoSuchKey', status: 404 });
+
+    const token = await login(p.endpoint);
+    const bin = (await (await fetch(`${p.endpoint}/admin/recycle-bin?bucket=${bucket}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { data: { objects: Array<{ id: string; key: string }> } };
+    const recycled = bin.data.objects.find((o) => o.key === 'd1.bin')!;
+    const restored = await fetch(`${p.endpoint}/admin/recycle-bin/${recycled.id}/restore`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    expect(restored.status).to.equal(200);
+    expect(await get('d1.bin')).to.deep.equal(body);
+  });
+
+  it("never answers another tenant, even for an object the gateway holds an answer for", async () => {
+    await put('private.bin', Buffer.from('secret bytes'));
+    await get('private.bin');
+    await get('private.bin');
+    const token = await login(p.endpoint);
+    const created = await fetch(`${p.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'oscar', password: 'oscar-password' }) });
+    const o = ((await created.json()) as { data: { accessKey: string; secretKey: string } }).data;
+    const oscar = sdkClient(p.endpoint, o.accessKey, o.secretKey);
+    try {
+      expect(await s3Failure(oscar.send(new GetObjectCommand({ Bucket: bucket, Key: 'private.bin' })))).to.deep.equal({ name: 'AccessDenied', status: 403 });
+      expect((await s3Failure(oscar.send(new HeadObjectCommand({ Bucket: bucket, Key: 'private.bin' })))).status).to.equal(403);
+    } finally {
+      oscar.destroy();
+    }
+  });
+
+  it('keeps no answer for objects above 64 KiB (they stream through)', async () => {
+    const big = randomBytes(200 * 1024);
+    await put('big.bin', big);
+    const before = await hits();
+    expect(await get('big.bin')).to.deep.equal(big);
+    expect(await get('big.bin')).to.deep.equal(big);
+    expect(await hits()).to.equal(before);
+  });
+});

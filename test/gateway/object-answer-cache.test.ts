@@ -1,0 +1,59 @@
+import { expect } from 'chai';
+import { ObjectAnswerCache } from '../../images/gateway/src/clients/object-answer-cache.js';
+import { InMemoryCache } from '../../images/data-plane/src/cache/memory-cache.js';
+import { invalidateObjectRead } from '../../images/service-kit/src/object-read-cache.js';
+
+describe('gateway: ObjectAnswerCache', () => {
+  const answer = (bytes: number, fill = 1) => ({ headers: { etag: '"e"' }, body: Buffer.alloc(bytes, fill) });
+
+  it('serves an answer only under the version it was read at: a write after it hides it', async () => {
+    const shared = new InMemoryCache();
+    const cache = new ObjectAnswerCache(shared, 1024, 512);
+    const v1 = (await cache.version('b', 'k'))!;
+    expect(await cache.version('b', 'k')).to.equal(v1);
+    cache.set('b', 'k', v1, answer(10));
+    expect(cache.get('b', 'k', v1)?.body.length).to.equal(10);
+    await invalidateObjectRead(shared, 'b', 'k');
+    const v2 = (await cache.version('b', 'k'))!;
+    expect(v2).to.not.equal(v1);
+    expect(cache.get('b', 'k', v2)).to.equal(undefined);
+    expect(cache.get('b', 'other', v1)).to.equal(undefined);
+  });
+
+  it('keeps a copy of the body, at most maxObjectBytes each and maxBytes in all, least recently used out first', () => {
+    const cache = new ObjectAnswerCache(new InMemoryCache(), 300, 200);
+    const shared = Buffer.alloc(1000, 7);
+    cache.set('b', 'view', 'v', { headers: {}, body: shared.subarray(0, 100) });
+    shared.fill(0);
+    expect(cache.get('b', 'view', 'v')!.body).to.deep.equal(Buffer.alloc(100, 7));
+    cache.set('b', 'big', 'v', answer(201));
+    expect(cache.get('b', 'big', 'v')).to.equal(undefined);
+    cache.set('b', 'a', 'v', answer(100));
+    cache.set('b', 'c', 'v', answer(100));
+    expect(cache.bytes).to.equal(300);
+    cache.get('b', 'view', 'v'); // now the most recently used
+    cache.set('b', 'd', 'v', answer(100));
+    expect(cache.bytes).to.equal(300);
+    expect(cache.get('b', 'a', 'v')).to.equal(undefined);
+    expect(cache.get('b', 'view', 'v')).to.not.equal(undefined);
+    cache.set('b', 'd', 'v2', answer(50));
+    expect(cache.bytes).to.equal(250);
+  });
+
+  it('lets an answer expire as the data plane read cache does (30 s), and counts hits and misses', () => {
+    let now = 1_000_000;
+    const lookups: boolean[] = [];
+    const cache = new ObjectAnswerCache(new InMemoryCache(), 1024, 512, (hit) => lookups.push(hit), () => now);
+    cache.set('b', 'k', 'v', answer(10));
+    now += 29_000;
+    expect(cache.get('b', 'k', 'v')).to.not.equal(undefined);
+    now += 1_000;
+    expect(cache.get('b', 'k', 'v')).to.equal(undefined);
+    expect(lookups).to.deep.equal([true, false]);
+  });
+
+  it('answers no version when the shared cache fails (the data plane answers then)', async () => {
+    const failing = { get: () => Promise.reject(new Error('down')), set: () => Promise.reject(new Error('down')) };
+    expect(await new ObjectAnswerCache(failing, 1024, 512).version('b', 'k')).to.equal(undefined);
+  });
+});
