@@ -1,6 +1,7 @@
 import {
   CreateBucketCommand,
   CreateMultipartUploadCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   ListBucketsCommand,
   ListObjectsV2Command,
@@ -212,5 +213,29 @@ describe('e2e: service entrypoints on production servers, selected by env', func
     const dpMetrics = await dp.metrics();
     expect(dpMetrics).to.match(/^strata_amqp_connected\{connection="strata-data-plane"[^}]*\} 1$/m);
     expect(dpMetrics).to.match(/^strata_multipart_uploads_in_flight\{[^}]*\} 1$/m);
+  });
+
+  it('the gateway answers repeated small GETs itself, and a write or delete through the other processes hides its copy at once', async () => {
+    const gw = services[2]!;
+    const hits = async () => Number(/^strata_cache_hits_total\{[^}]*cache="gateway-objects"[^}]*\} (\d+)$/m.exec(await gw.metrics())?.[1] ?? 0);
+    const bucket = bucketName('answers');
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const read = async () => (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'k' }))).Body!.transformToString();
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'k', Body: 'first' }));
+    expect(await read()).to.equal('first');
+    const before = await hits();
+    expect(await read()).to.equal('first');
+    expect(await hits(), 'answered by the gateway').to.equal(before + 1);
+    // Written by the data plane process: its version token on the Redis Cluster changes before the PUT answers.
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'k', Body: 'second' }));
+    expect(await read()).to.equal('second');
+    expect(await read()).to.equal('second');
+    // Deleted by the control plane process.
+    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'k' }));
+    const gone = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'k' })).then(
+      () => undefined,
+      (err: unknown) => err as S3ServiceException,
+    );
+    expect(gone?.name).to.equal('NoSuchKey');
   });
 });

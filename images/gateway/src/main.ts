@@ -1,10 +1,13 @@
-import { createLogger, stopOnSignals } from '../../service-kit/src/index.js';
+import { createLogger, createProductionCache, stopOnSignals } from '../../service-kit/src/index.js';
 import { startGateway } from './app.js';
 import { loadGatewayEnv } from './config.js';
 
 /** Container entrypoint: configuration from env, then serve until SIGTERM. */
 const env = loadGatewayEnv();
 const logger = createLogger('gateway', env.LOG_LEVEL);
+// The Redis Cluster that holds the data plane's object read cache (same nodes and key prefix): with it
+// the gateway answers repeated small GETs itself, validated by the objects' version tokens there.
+const objectReadCache = createProductionCache({ redisNodes: env.STRATA_REDIS_NODES, redisKeyPrefix: env.STRATA_REDIS_KEY_PREFIX }, logger);
 const gateway = await startGateway({
   port: env.STRATA_GATEWAY_PORT,
   host: env.STRATA_GATEWAY_HOST,
@@ -22,6 +25,8 @@ const gateway = await startGateway({
   flowRulesFile: env.STRATA_GATEWAY_RULES_FILE ?? env.STRATA_FLOW_RULES_FILE,
   redisNodes: env.STRATA_REDIS_NODES,
   redisKeyPrefix: env.STRATA_REDIS_KEY_PREFIX ? `${env.STRATA_REDIS_KEY_PREFIX}strata:flow:` : undefined,
+  objectReadCache,
   logger,
 });
-stopOnSignals([gateway], logger);
+// Stopped in reverse order: the gateway (in-flight requests) first, then the cache connection.
+stopOnSignals([{ stop: async () => objectReadCache?.close() }, gateway], logger);
