@@ -1,3 +1,5 @@
+import { ByteBoundedLru } from '../../../service-kit/src/byte-bounded-lru.js';
+
 /**
  * The bytes of small blobs read recently, in memory: bounded in bytes, least recently used out first.
  *
@@ -7,9 +9,7 @@
  * read (open, read, close) cost more of the event loop than the rest of the data plane's GET.
  */
 export class SmallBlobCache {
-  /** Insertion order is recency order: a hit moves its entry to the end. */
-  private readonly entries = new Map<string, Buffer>();
-  private held = 0;
+  private readonly entries: ByteBoundedLru<Buffer>;
 
   constructor(
     /** Most bytes held in all. */
@@ -18,44 +18,32 @@ export class SmallBlobCache {
     readonly maxBlobBytes: number,
     /** Told whether each lookup was answered from memory (metrics). */
     private readonly onLookup?: (hit: boolean) => void,
-  ) {}
+  ) {
+    this.entries = new ByteBoundedLru(maxBytes, (bytes) => bytes.length);
+  }
 
   get(locator: string): Buffer | undefined {
-    const bytes = this.entries.get(locator);
+    const bytes = this.entries.use(locator);
     this.onLookup?.(bytes !== undefined);
-    if (bytes !== undefined) {
-      this.entries.delete(locator);
-      this.entries.set(locator, bytes);
-    }
     return bytes;
   }
 
   /** Keep a copy of a whole blob's bytes (a copy: `bytes` may be a view of a larger buffer). */
   set(locator: string, bytes: Buffer): void {
     if (bytes.length > this.maxBlobBytes || bytes.length > this.maxBytes) return;
-    this.delete(locator);
     // Outside Node's shared allocation pool, so that an entry holds exactly its own bytes.
     const copy = Buffer.allocUnsafeSlow(bytes.length);
     bytes.copy(copy);
     this.entries.set(locator, copy);
-    this.held += copy.length;
-    for (const [oldest, old] of this.entries) {
-      if (this.held <= this.maxBytes) break;
-      this.entries.delete(oldest);
-      this.held -= old.length;
-    }
   }
 
   delete(locator: string): void {
-    const bytes = this.entries.get(locator);
-    if (bytes === undefined) return;
     this.entries.delete(locator);
-    this.held -= bytes.length;
   }
 
   /** Bytes held now. */
   get bytes(): number {
-    return this.held;
+    return this.entries.bytes;
   }
 
   get size(): number {

@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import { ByteBoundedLru } from '../../../service-kit/src/byte-bounded-lru.js';
 import { currentObjectVersion, OBJECT_READ_CACHE_TTL_S, type StringCache } from '../../../service-kit/src/object-read-cache.js';
 
 /** The data plane's answer to a whole-object GET: the headers the gateway passes on, and the body. */
@@ -27,9 +28,7 @@ interface Entry extends ObjectAnswer {
  * first. The caller has checked the caller's access to the bucket before it asks.
  */
 export class ObjectAnswerCache {
-  /** Insertion order is recency order: a hit moves its entry to the end. */
-  private readonly entries = new Map<string, Entry>();
-  private held = 0;
+  private readonly entries: ByteBoundedLru<Entry>;
 
   constructor(
     private readonly shared: StringCache,
@@ -39,7 +38,9 @@ export class ObjectAnswerCache {
     readonly maxObjectBytes: number,
     private readonly onLookup?: (hit: boolean) => void,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.entries = new ByteBoundedLru(maxBytes, (entry) => entry.body.length);
+  }
 
   /** The object's current version (set when there is none), or undefined when the shared cache fails. */
   async version(bucket: string, key: string): Promise<string | undefined> {
@@ -49,41 +50,28 @@ export class ObjectAnswerCache {
   /** The answer stored under `version`, if it is still that version's and fresh. */
   get(bucket: string, key: string, version: string): ObjectAnswer | undefined {
     const id = entryId(bucket, key);
-    const entry = this.entries.get(id);
+    const entry = this.entries.peek(id);
     const hit = entry !== undefined && entry.version === version && this.now() - entry.storedAt < OBJECT_READ_CACHE_TTL_S * 1000;
     this.onLookup?.(hit);
-    if (!hit) return undefined;
-    this.entries.delete(id);
-    this.entries.set(id, entry);
-    return entry;
+    return hit ? this.entries.use(id) : undefined;
   }
 
   /** Keep the answer read after `version` was taken (a copy of the body: it may be a view of a larger buffer). */
   set(bucket: string, key: string, version: string, answer: ObjectAnswer): void {
     const id = entryId(bucket, key);
-    this.delete(id);
-    if (answer.body.length > this.maxObjectBytes || answer.body.length > this.maxBytes) return;
+    if (answer.body.length > this.maxObjectBytes || answer.body.length > this.maxBytes) {
+      this.entries.delete(id);
+      return;
+    }
+    // Outside Node's shared allocation pool, so that an entry holds exactly its own bytes.
     const body = Buffer.allocUnsafeSlow(answer.body.length);
     answer.body.copy(body);
     this.entries.set(id, { headers: answer.headers, body, version, storedAt: this.now() });
-    this.held += body.length;
-    for (const [oldest, old] of this.entries) {
-      if (this.held <= this.maxBytes) break;
-      this.entries.delete(oldest);
-      this.held -= old.body.length;
-    }
   }
 
   /** Body bytes held now. */
   get bytes(): number {
-    return this.held;
-  }
-
-  private delete(id: string): void {
-    const entry = this.entries.get(id);
-    if (!entry) return;
-    this.entries.delete(id);
-    this.held -= entry.body.length;
+    return this.entries.bytes;
   }
 }
 
