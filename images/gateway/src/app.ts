@@ -26,6 +26,7 @@ import type { GatewayDeps } from './deps.js';
 import { flowControl } from './flow-control/index.js';
 import { adminRouter } from './handlers/admin.js';
 import { login } from './handlers/login.js';
+import { SMALL_BODY } from './handlers/object-read.js';
 import { BucketAccess } from './middleware/bucket-access.js';
 import { errorRenderer } from './middleware/errors.js';
 import { requestContext } from './middleware/request-context.js';
@@ -110,6 +111,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const cacheCounters = cacheMetrics(registry);
   const countLookup = (cache: string) => (hit: boolean) => (hit ? cacheCounters.hits : cacheCounters.misses).inc({ cache });
   const credentials = cachedCredentials((accessKey) => controlPlane.credentials(accessKey), opts.credentialsCacheMs ?? 10_000, countLookup('gateway-credentials'));
+  const answerBytes = opts.objectAnswerCacheBytes ?? DEFAULT_OBJECT_ANSWER_BYTES;
   const deps: GatewayDeps = {
     controlPlane,
     dataPlane,
@@ -122,9 +124,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     publicUrl: opts.publicUrl,
     redirectSeconds: opts.redirectExpiresSeconds ?? 300,
     objectAnswers:
-      opts.objectReadCache && (opts.objectAnswerCacheBytes ?? DEFAULT_OBJECT_ANSWER_BYTES) > 0
-        ? new ObjectAnswerCache(opts.objectReadCache, opts.objectAnswerCacheBytes ?? DEFAULT_OBJECT_ANSWER_BYTES, 64 * 1024, countLookup('gateway-objects'))
-        : undefined,
+      opts.objectReadCache && answerBytes > 0 ? new ObjectAnswerCache(opts.objectReadCache, answerBytes, SMALL_BODY, countLookup('gateway-objects')) : undefined,
   };
 
   const counters = {

@@ -139,8 +139,8 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD'): Promise<void> 
   await new Promise<void>((resolve, reject) => pipeline(upstream, res, (err) => (err && !res.writableFinished ? reject(err) : resolve())));
 }
 
-/** Bodies up to this size are answered with one res.end(buffer) instead of a piped stream. */
-const SMALL_BODY = 64 * 1024;
+/** Bodies up to this size are answered with one res.end(buffer) instead of a piped stream (and may be kept: ObjectAnswerCache). */
+export const SMALL_BODY = 64 * 1024;
 
 function readSmall(upstream: http.IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
