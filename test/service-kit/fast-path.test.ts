@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { withFastPath, type ChainHandler } from '../../images/service-kit/src/index.js';
+import { createApp, createLogger, createRegistry, listen, withFastPath, type ChainHandler, type RunningService } from '../../images/service-kit/src/index.js';
 
 /** The kit's router bypass: claimed requests run the given chain on Express's request/response objects, the rest go to the app. */
 describe('service kit: fast path past the router', () => {
@@ -69,5 +69,59 @@ describe('service kit: fast path past the router', () => {
     const r = await fetch(`${base}/express-only`);
     expect(await r.json()).to.deep.equal({ by: 'express' });
     expect((await fetch(`${base}/nowhere`)).status).to.equal(404);
+  });
+});
+
+/** listen() makes the server's requests and responses with the app's Express API from the start: no prototype swap per request. */
+describe('service kit: requests born with the Express API', () => {
+  let running: RunningService;
+  const prototypes: Array<{ arrival: object; handled: object; response: object; responseHandled: object }> = [];
+
+  before(async () => {
+    const app = createApp({ name: 'born', logger: createLogger('born', 'silent'), registry: createRegistry('born') });
+    app.set('answer', 42);
+    app.get('/express/:id', (req, res) => {
+      res.status(202).json({ id: req.params.id, header: req.get('x-probe'), path: req.path, q: req.query.q, setting: req.app.get('answer'), node: req instanceof http.IncomingMessage });
+    });
+    const listener = withFastPath(
+      app,
+      (req) => (req.url?.startsWith('/fast') ? {} : undefined),
+      [(req, res) => void res.status(201).json({ header: req.get('x-probe'), path: req.path, setting: req.app.get('answer') })],
+      (err, _req, res) => void res.status(500).json({ error: String(err) }),
+    );
+    // What listen() serves: record each request's prototypes on arrival and once answered.
+    const recording = Object.assign((req: http.IncomingMessage, res: http.ServerResponse) => {
+      const entry = { arrival: Object.getPrototypeOf(req) as object, handled: {}, response: Object.getPrototypeOf(res) as object, responseHandled: {} };
+      res.on('finish', () => {
+        entry.handled = Object.getPrototypeOf(req) as object;
+        entry.responseHandled = Object.getPrototypeOf(res) as object;
+        prototypes.push(entry);
+      });
+      listener(req, res);
+    }, { locals: listener.locals, app });
+    running = await listen(recording, { name: 'born', logger: createLogger('born', 'silent'), registry: createRegistry('born'), port: 0, host: '127.0.0.1' });
+  });
+  after(() => running.stop(100));
+
+  it('serves Express routes and fast-path chains with Express API on both', async () => {
+    const viaExpress = await fetch(`${running.url}/express/7?q=z`, { headers: { 'x-probe': 'p1' } });
+    expect(viaExpress.status).to.equal(202);
+    expect(await viaExpress.json()).to.deep.equal({ id: '7', header: 'p1', path: '/express/7', q: 'z', setting: 42, node: true });
+    const fast = await fetch(`${running.url}/fast/x`, { headers: { 'x-probe': 'p2' } });
+    expect(fast.status).to.equal(201);
+    expect(await fast.json()).to.deep.equal({ header: 'p2', path: '/fast/x', setting: 42 });
+  });
+
+  it('never changes a request or response prototype after Node made the objects', async () => {
+    prototypes.length = 0;
+    for (const path of ['/express/1', '/fast/1', '/healthz', '/nowhere']) await (await fetch(`${running.url}${path}`)).arrayBuffer();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(prototypes).to.have.length(4);
+    for (const p of prototypes) {
+      expect(p.handled).to.equal(p.arrival);
+      expect(p.responseHandled).to.equal(p.response);
+      expect(typeof (p.arrival as { get?: unknown }).get).to.equal('function');
+      expect(typeof (p.response as { json?: unknown }).json).to.equal('function');
+    }
   });
 });

@@ -187,7 +187,7 @@ function chatCompletionsFastPath(
     metricsMiddleware: (req: Request, res: Response, next: NextFunction) => void;
     answerError: (err: unknown, res: Response) => void;
   },
-): http.RequestListener & { locals: Express['locals'] } {
+): http.RequestListener & { locals: Express['locals']; app: Express } {
   const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const headers = req.headers;
     const length = Number(headers['content-length']);
@@ -219,7 +219,7 @@ function chatCompletionsFastPath(
       });
     });
   };
-  return Object.assign(listener, { locals: app.locals });
+  return Object.assign(listener, { locals: app.locals, app });
 }
 
 /** No charset, or UTF-8: the bodies the fast path decodes itself. */

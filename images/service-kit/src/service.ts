@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import express, { type Express, type Request, type Response } from 'express';
+import { expressServerOptions } from './fast-path.js';
 import type { Logger } from './logger.js';
 import type { Registry } from './metrics.js';
 
@@ -70,15 +71,25 @@ export function createApp(opts: ServiceOptions): Express {
   return app;
 }
 
+/** The Express app behind a request listener: the app itself, or the `app` a fast-path listener carries. */
+function expressAppOf(handler: http.RequestListener): Express | undefined {
+  const isApp = (h: unknown): h is Express => typeof h === 'function' && typeof (h as { handle?: unknown }).handle === 'function' && typeof (h as Partial<Express>).request === 'object';
+  if (isApp(handler)) return handler;
+  const carried = (handler as { app?: unknown }).app;
+  return isApp(carried) ? carried : undefined;
+}
+
 /**
  * Listen on host:port (port 0 picks a free one) and return a handle whose stop() drains gracefully.
- * `handler` may be an Express app or any request listener.
+ * `handler` may be an Express app, a listener that carries its Express app as `app` (withFastPath), or
+ * any request listener; with an app, requests and responses are created with its prototypes.
  */
 export async function listen(
   handler: http.RequestListener,
   opts: ServiceOptions & { port: number; host?: string },
 ): Promise<RunningService> {
-  const server = http.createServer(handler);
+  const app = expressAppOf(handler);
+  const server = app ? http.createServer(expressServerOptions(app), handler) : http.createServer(handler);
   // Requests in flight per socket, so shutdown can close every socket that is not serving one —
   // including fresh connections that never sent a request, which closeIdleConnections() skips.
   const inFlight = new Map<Socket, number>();
