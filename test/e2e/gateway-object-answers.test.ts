@@ -13,6 +13,9 @@ import {
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
+import { loadGatewayEnv } from '../../images/gateway/src/config.js';
+import { ConfigError } from '../../images/service-kit/src/index.js';
+import { loadStandaloneEnv } from '../../images/standalone/src/config.js';
 import { startTestPlatform, type TestPlatform } from './support/platform.js';
 import { bodyBytes, bucketName, login, s3Failure, sdkClient } from './support/s3.js';
 
@@ -150,5 +153,46 @@ describe('e2e: small GETs answered by the gateway stay read-after-write consiste
     expect(await get('big.bin')).to.deep.equal(big);
     expect(await get('big.bin')).to.deep.equal(big);
     expect(await hits()).to.equal(before);
+  });
+});
+
+describe('e2e: the gateway answer cache size (STRATA_GATEWAY_ANSWER_CACHE_BYTES)', function () {
+  this.timeout(120_000);
+
+  it('is read from the environment by the gateway image and the standalone platform, with clear errors', () => {
+    const gatewaySecrets = { STRATA_INTERNAL_TOKEN: 'x'.repeat(16), STRATA_JWT_SECRET: 'y'.repeat(32) };
+    expect(loadGatewayEnv(gatewaySecrets).STRATA_GATEWAY_ANSWER_CACHE_BYTES).to.equal(undefined);
+    expect(loadGatewayEnv({ ...gatewaySecrets, STRATA_GATEWAY_ANSWER_CACHE_BYTES: '1048576' }).STRATA_GATEWAY_ANSWER_CACHE_BYTES).to.equal(1048576);
+    expect(loadStandaloneEnv({ STRATA_GATEWAY_ANSWER_CACHE_BYTES: '0' }).STRATA_GATEWAY_ANSWER_CACHE_BYTES).to.equal(0);
+    for (const bad of ['-1', 'lots', '1.5']) {
+      expect(() => loadGatewayEnv({ ...gatewaySecrets, STRATA_GATEWAY_ANSWER_CACHE_BYTES: bad }), bad).to.throw(ConfigError, /STRATA_GATEWAY_ANSWER_CACHE_BYTES/);
+      expect(() => loadStandaloneEnv({ STRATA_GATEWAY_ANSWER_CACHE_BYTES: bad }), bad).to.throw(ConfigError, /STRATA_GATEWAY_ANSWER_CACHE_BYTES/);
+    }
+  });
+
+  it('0 turns the answers off: every GET reads the data plane and the bytes stay right', async () => {
+    const p = await startTestPlatform(undefined, { gatewayAnswerCacheBytes: 0 });
+    const s3 = sdkClient(p.endpoint);
+    try {
+      const bucket = bucketName('noanswers');
+      await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+      const body = randomBytes(4096);
+      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'a.bin', Body: body }));
+      // Object bytes the data plane has sent to readers (its own /metrics).
+      const dataPlaneBytesOut = async () => {
+        const text = await (await fetch(`${p.platform.urls['data-plane']}/metrics`)).text();
+        return Number(text.split('\n').find((l) => l.startsWith('strata_data_bytes_out_total'))?.split(' ').pop() ?? 0);
+      };
+      const before = await dataPlaneBytesOut();
+      for (let i = 0; i < 3; i++) expect(await bodyBytes(await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'a.bin' })))).to.deep.equal(body);
+      // Every GET read the data plane (with the answers on, the second and third would not have).
+      expect((await dataPlaneBytesOut()) - before).to.equal(3 * body.length);
+      // And the gateway made no lookups at all, hit or miss, for its answers.
+      const metrics = await (await fetch(`${p.endpoint}/metrics`)).text();
+      expect(metrics.split('\n').filter((l) => /^strata_cache_(hits|misses)_total\{.*cache="gateway-objects"/.test(l))).to.deep.equal([]);
+    } finally {
+      s3.destroy();
+      await p.destroy();
+    }
   });
 });

@@ -16,6 +16,8 @@ export const gatewayEnvSchema = z.object({
   STRATA_REDIRECT_EXPIRES_SECONDS: env.int(300, 1, 7 * 24 * 3600),
   STRATA_CREDENTIALS_CACHE_MS: env.int(10_000, 0),
   STRATA_BUCKET_CACHE_MS: env.int(2_000, 0),
+  /** Bytes of small-object answers the gateway keeps (unset: 8 MiB; 0 turns the answers off). */
+  STRATA_GATEWAY_ANSWER_CACHE_BYTES: z.coerce.number().int().min(0).optional(),
   /** Flow-control rules (YAML/JSON; a ConfigMap mount), re-read on change. Unset: no limits. */
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
   /** Same as STRATA_GATEWAY_RULES_FILE (the name the flow-control module documents). */

@@ -26,6 +26,7 @@ const gateway = await startGateway({
   redisNodes: env.STRATA_REDIS_NODES,
   redisKeyPrefix: env.STRATA_REDIS_KEY_PREFIX ? `${env.STRATA_REDIS_KEY_PREFIX}strata:flow:` : undefined,
   objectReadCache,
+  objectAnswerCacheBytes: env.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
   logger,
 });
 // Stopped in reverse order: the gateway (in-flight requests) first, then the cache connection.

@@ -24,6 +24,7 @@ const platform = await startPlatform({
   jwtExpiresIn: env.STRATA_JWT_EXPIRES_IN,
   publicUrl: env.STRATA_PUBLIC_URL,
   gatewayRulesFile: env.STRATA_GATEWAY_RULES_FILE,
+  gatewayAnswerCacheBytes: env.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
   purgeSchedule: env.STRATA_PURGE_SCHEDULE === 'off' ? false : env.STRATA_PURGE_SCHEDULE,
   logLevel: env.LOG_LEVEL,
   // STRATA_PG_URL, STRATA_PG_REPLICA_URLS, STRATA_REDIS_NODES, STRATA_AMQP_URL...: unset = embedded defaults.

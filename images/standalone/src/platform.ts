@@ -37,6 +37,8 @@ export interface PlatformOptions {
   jwtExpiresIn?: string;
   publicUrl?: string;
   gatewayRulesFile?: string;
+  /** Bytes of small-object answers the gateway keeps (default 8 MiB; 0 turns them off). */
+  gatewayAnswerCacheBytes?: number;
   /** How often the embedded PGlite database is vacuumed (ms; it runs no autovacuum). */
   pgliteVacuumMs?: number;
   /** Cron expression of the in-process purge, or false. */
@@ -137,6 +139,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         flowRulesFile: ctx.options.gatewayRulesFile,
         // The cache holding the data plane's object version tokens: small GETs answered by the gateway.
         objectReadCache: ctx.cache,
+        objectAnswerCacheBytes: ctx.options.gatewayAnswerCacheBytes,
         // Rate-limit counters on the Redis Cluster when there is one.
         redisNodes: ctx.options.production?.redisNodes,
         redisKeyPrefix: ctx.options.production?.redisKeyPrefix ? `${ctx.options.production.redisKeyPrefix}strata:flow:` : undefined,
