@@ -8,6 +8,7 @@
  *
  *   BENCH_CLIENT=curl                              (curl instead of a Node.js http client for the 256 MiB transfers)
  *   BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'  (extra node flags for the standalone process)
+ *   BENCH_CHILD_STDOUT=/tmp/child.log              (the standalone process's stdout to that file, e.g. with BENCH_NODE_ARGS=--trace-gc)
  *   BENCH_ONLY=small | small-get | small-put | big  (only the 4 KiB runs, one of them, or the 256 MiB transfers)
  *
  * Beside each figure it prints the standalone process's CPU time per request (4 KiB) or per MiB
@@ -20,7 +21,7 @@
 import autocannon, { type Result } from 'autocannon';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, openSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -143,7 +144,7 @@ async function main(): Promise<void> {
       STRATA_ROOT_PASSWORD: ROOT.password,
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_CHILD_STDOUT ? openSync(process.env.BENCH_CHILD_STDOUT, 'w') : 'ignore', 'inherit'],
   });
   const nginx = await startNginx(work, nginxPort);
   let peakRss = 0;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createLogger, env, loadConfig, productionEnvShape, productionSettings, stopOnSignals } from '../../service-kit/src/index.js';
+import { applyHeapGrowth, createLogger, env, loadConfig, productionEnvShape, productionSettings, stopOnSignals } from '../../service-kit/src/index.js';
 import { startDataPlane } from './app.js';
 
 /** Container entrypoint: configuration from the environment only. */
@@ -24,6 +24,7 @@ const config = loadConfig(
   }),
 );
 
+applyHeapGrowth();
 const logger = createLogger('data-plane', config.LOG_LEVEL);
 // Without STRATA_AMQP_URL the outbox keeps events until a relay with a broker runs.
 const service = await startDataPlane({

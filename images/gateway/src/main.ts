@@ -1,9 +1,10 @@
-import { createLogger, createProductionCache, stopOnSignals } from '../../service-kit/src/index.js';
+import { applyHeapGrowth, createLogger, createProductionCache, stopOnSignals } from '../../service-kit/src/index.js';
 import { startGateway } from './app.js';
 import { loadGatewayEnv } from './config.js';
 
 /** Container entrypoint: configuration from env, then serve until SIGTERM. */
 const env = loadGatewayEnv();
+applyHeapGrowth();
 const logger = createLogger('gateway', env.LOG_LEVEL);
 // The Redis Cluster that holds the data plane's object read cache (same nodes and key prefix): with it
 // the gateway answers repeated small GETs itself, validated by the objects' version tokens there.

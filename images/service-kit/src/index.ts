@@ -15,3 +15,4 @@ export * from './secret-box.js';
 export * from './internal-api.js';
 export * from './fast-path.js';
 export * from './lookup-cache.js';
+export * from './heap-growth.js';

@@ -1,9 +1,10 @@
-import { createLogger, stopOnSignals, productionSettings } from '../../service-kit/src/index.js';
+import { applyHeapGrowth, createLogger, stopOnSignals, productionSettings } from '../../service-kit/src/index.js';
 import { loadStandaloneEnv } from './config.js';
 import { PLATFORM_SERVICES, startPlatform } from './platform.js';
 
 /** `npm start`: the whole platform in one process with embedded defaults. */
 const env = loadStandaloneEnv();
+applyHeapGrowth();
 const logger = createLogger('standalone', env.LOG_LEVEL);
 const platform = await startPlatform({
   dataDir: env.STRATA_DATA_DIR,
