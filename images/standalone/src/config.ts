@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { gatewayEnvSchema } from '../../gateway/src/config.js';
 import { env, loadConfig, productionEnvShape } from '../../service-kit/src/index.js';
 
 /** The standalone platform's environment: every value has a development default. */
@@ -32,8 +33,8 @@ export const standaloneEnvSchema = z.object({
   STRATA_PURGE_SCHEDULE: z.string().default('0 3 * * *'),
   /** Gateway flow-control rules file (optional; re-read on change). */
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
-  /** Bytes of small-object answers the gateway keeps (unset: 8 MiB; 0 turns the answers off). */
-  STRATA_GATEWAY_ANSWER_CACHE_BYTES: z.coerce.number().int().min(0).optional(),
+  /** Bytes of small-object answers the gateway keeps: the gateway image's setting, parsed the same way. */
+  STRATA_GATEWAY_ANSWER_CACHE_BYTES: gatewayEnvSchema.shape.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
   LOG_LEVEL: env.logLevel(),
   /**
    * The object store's production servers, each replacing its embedded default when set:
