@@ -16,3 +16,4 @@ export * from './internal-api.js';
 export * from './fast-path.js';
 export * from './lookup-cache.js';
 export * from './heap-growth.js';
+export * from './in-process-http.js';

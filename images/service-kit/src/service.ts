@@ -1,7 +1,10 @@
+import { once } from 'node:events';
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import express, { type Express, type Request, type Response } from 'express';
 import { expressServerOptions } from './fast-path.js';
+import { PipeEnd, serveInProcess } from './in-process-http.js';
 import type { Logger } from './logger.js';
 import type { Registry } from './metrics.js';
 
@@ -92,7 +95,7 @@ export async function listen(
   const server = app ? http.createServer(expressServerOptions(app), handler) : http.createServer(handler);
   // Requests in flight per socket, so shutdown can close every socket that is not serving one —
   // including fresh connections that never sent a request, which closeIdleConnections() skips.
-  const inFlight = new Map<Socket, number>();
+  const inFlight = new Map<Duplex, number>();
   server.on('connection', (socket) => {
     inFlight.set(socket, 0);
     socket.once('close', () => inFlight.delete(socket));
@@ -100,8 +103,16 @@ export async function listen(
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const socket = req.socket;
     inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
-    res.once('close', () => inFlight.set(socket, Math.max(0, (inFlight.get(socket) ?? 1) - 1)));
+    res.once('close', () => {
+      // A response may close after its connection did (a reset): a closed connection stays forgotten.
+      const n = inFlight.get(socket);
+      if (n !== undefined) inFlight.set(socket, Math.max(0, n - 1));
+    });
   });
+  /** Resolves once no in-process connection is open (they end through closeIdleSockets or the grace timer). */
+  const pipesClosed = async () => {
+    for (const socket of inFlight.keys()) if (socket instanceof PipeEnd && !socket.closed) await once(socket, 'close');
+  };
   const closeIdleSockets = () => {
     for (const [socket, n] of inFlight) if (n === 0) socket.destroy();
   };
@@ -118,12 +129,15 @@ export async function listen(
   });
   const port = (server.address() as AddressInfo).port;
   const url = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`;
+  // Clients in this process (InProcessAgent) reach the server without a socket.
+  const leaveInProcess = serveInProcess(url, server);
   opts.logger.info({ port, host }, `${opts.name} listening`);
   let stopping: Promise<void> | undefined;
   const stop = (graceMs = 10_000) => {
     stopping ??= (async () => {
       const markShuttingDown = (handler as Partial<Express>).locals?.markShuttingDown as (() => void) | undefined;
       markShuttingDown?.();
+      leaveInProcess();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           opts.logger.warn({ graceMs }, 'grace period over, closing remaining connections');
@@ -132,10 +146,14 @@ export async function listen(
         timer.unref();
         // Keep-alive sockets that finish their last request become idle later: sweep them until drained.
         const sweep = setInterval(closeIdleSockets, 50);
+        // server.close() waits only for the connections the server accepted: in-process ones (handed
+        // to it by another service of this process) are waited for as well, each until its last answer.
         server.close(() => {
-          clearTimeout(timer);
-          clearInterval(sweep);
-          resolve();
+          void pipesClosed().then(() => {
+            clearTimeout(timer);
+            clearInterval(sweep);
+            resolve();
+          });
         });
         closeIdleSockets();
       });

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { Readable } from 'node:stream';
-import { S3Error, type S3ErrorCode } from '../../../service-kit/src/index.js';
+import { InProcessAgent, S3Error, type S3ErrorCode } from '../../../service-kit/src/index.js';
 
 /** Runs one upstream call (e.g. through a circuit breaker). */
 export type Guard = <R>(fn: () => Promise<R>) => Promise<R>;
@@ -37,7 +37,8 @@ const CODE_BY_STATUS: Record<number, S3ErrorCode> = {
  * internal token on every call, JSON error bodies turned back into S3Error so codes survive the hop.
  */
 export class InternalHttp {
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64 });
+  // In the standalone process the data and control planes answer in-process (no loopback socket).
+  private readonly agent = new InProcessAgent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64 });
   private readonly base: URL;
 
   /**
