@@ -210,6 +210,28 @@ describe('service kit: in-process HTTP between services of one process', () => {
     other.destroy();
   });
 
+  it('stop() ends an in-process request still running when its grace period is over', async () => {
+    const { url } = await start();
+    const agent = new InProcessAgent({ keepAlive: true });
+    const stuck = request(agent, `${url}/held`).catch((e: NodeJS.ErrnoException) => e);
+    await new Promise((r) => setTimeout(r, 20));
+    await running!.stop(200);
+    running = undefined;
+    held.length = 0;
+    const err = (await stuck) as NodeJS.ErrnoException;
+    expect(err).to.be.instanceOf(Error);
+    expect(err.code).to.equal('ECONNRESET');
+    agent.destroy();
+  });
+
+  it('a server closed without stop() is not reached in-process any more', async () => {
+    const { url, server } = await start();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const err = await request(new InProcessAgent(), `${url}/closed`).catch((e: NodeJS.ErrnoException) => e);
+    expect((err as NodeJS.ErrnoException).code).to.equal('ECONNREFUSED');
+    expect(seen).to.deep.equal([]);
+  });
+
   it('an idle connection ends after the server keep-alive timeout, and the agent opens a new one', async () => {
     const { url, server } = await start();
     server.keepAliveTimeout = 100;

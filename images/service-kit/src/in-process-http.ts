@@ -36,11 +36,12 @@ function enabled(): boolean {
   return process.env.STRATA_IN_PROCESS_HTTP !== '0';
 }
 
-/** The server of this process that answers at host:port, if any. */
+/** The server of this process that answers at host:port, if any (a closed one does not: TCP then fails as it would). */
 function serverAt(host: string | null | undefined, port: number | string | null | undefined): http.Server | undefined {
   if (!enabled() || servers.size === 0) return undefined;
   const h = host === 'localhost' ? '127.0.0.1' : host;
-  return servers.get(`http://${h}:${port}`);
+  const server = servers.get(`http://${h}:${port}`);
+  return server?.listening ? server : undefined;
 }
 
 /** A keep-alive http.Agent whose connections to a server of this process are in-memory pipes. */

@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -111,7 +110,9 @@ export async function listen(
   });
   /** Resolves once no in-process connection is open (they end through closeIdleSockets or the grace timer). */
   const pipesClosed = async () => {
-    for (const socket of inFlight.keys()) if (socket instanceof PipeEnd && !socket.closed) await once(socket, 'close');
+    for (const socket of inFlight.keys()) {
+      if (socket instanceof PipeEnd && !socket.closed) await new Promise((resolve) => socket.once('close', resolve));
+    }
   };
   const closeIdleSockets = () => {
     for (const [socket, n] of inFlight) if (n === 0) socket.destroy();
@@ -141,7 +142,7 @@ export async function listen(
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           opts.logger.warn({ graceMs }, 'grace period over, closing remaining connections');
-          server.closeAllConnections();
+          server.closeAllConnections(); // in-process connections included (each has the server's parser)
         }, graceMs);
         timer.unref();
         // Keep-alive sockets that finish their last request become idle later: sweep them until drained.
