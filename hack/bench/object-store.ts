@@ -10,6 +10,7 @@
  *   BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'  (extra node flags for the standalone process)
  *   BENCH_CHILD_STDOUT=/tmp/child.log              (the standalone process's stdout to that file, e.g. with BENCH_NODE_ARGS=--trace-gc)
  *   BENCH_ONLY=small | small-get | small-put | big  (only the 4 KiB runs, one of them, or the 256 MiB transfers)
+ *   STRATA_IN_PROCESS_HTTP=0                       (the gateway reaches the data plane over loopback TCP, as before ADR 0002)
  *
  * Beside each figure it prints the standalone process's CPU time per request (4 KiB) or per MiB
  * (256 MiB) from /proc (utime + stime): unlike ops/s, that survives a loaded machine.
@@ -238,7 +239,7 @@ async function main(): Promise<void> {
     console.log(
       [
         '',
-        `Strata object store vs nginx — ${os.cpus().length} cores, loopback, ${CONNECTIONS} connections, ${SECONDS} s per run, SigV4 presigned requests`,
+        `Strata object store vs nginx — ${os.cpus().length} cores, loopback, ${CONNECTIONS} connections, ${SECONDS} s per run, SigV4 presigned requests, gateway → data plane ${process.env.STRATA_IN_PROCESS_HTTP === '0' ? 'over loopback TCP (STRATA_IN_PROCESS_HTTP=0)' : 'in-process'}`,
         `load average (1 min) ${f1(loadBefore[0])} before, ${f1(loadAfter[0])} after`,
         '',
         '| operation | Strata gateway (standalone) | nginx | ratio |',
