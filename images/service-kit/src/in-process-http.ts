@@ -84,24 +84,23 @@ export class PipeEnd extends Duplex {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
-    this.activity++;
-    if (this.peer.destroyed) {
-      callback(resetError());
-      return;
-    }
-    if (this.peer.push(chunk)) callback();
-    else this.peer.blockedWrite = callback;
+    this.handOver([chunk], callback);
   }
 
   override _writev(chunks: Array<{ chunk: Buffer }>, callback: (err?: Error | null) => void): void {
     // Headers and body corked together by Node's HTTP code: handed over one by one, not concatenated.
+    this.handOver(chunks.map((c) => c.chunk), callback);
+  }
+
+  /** Push chunks to the peer's reader; the write completes now, or once that reader has room again. */
+  private handOver(chunks: Buffer[], callback: (err?: Error | null) => void): void {
     this.activity++;
     if (this.peer.destroyed) {
       callback(resetError());
       return;
     }
     let room = true;
-    for (const { chunk } of chunks) room = this.peer.push(chunk);
+    for (const chunk of chunks) room = this.peer.push(chunk);
     if (room) callback();
     else this.peer.blockedWrite = callback;
   }
