@@ -298,6 +298,43 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         expect(await errorOf(await layer.cpFetch('GET', `/internal/buckets/${name}`))).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
       });
 
+      it("holds a deleted bucket's name for its owner: another account gets OperationAborted until the hold is over", async () => {
+        const saved = layer.clock.now;
+        const at = (seconds: number) => (layer.clock.now = new Date(Date.UTC(2031, 0, 1) + seconds * 1000));
+        const bucketsOf = async (who: string) =>
+          ((await (await layer.cpFetch('GET', `/internal/users/${who}/buckets`)).json()) as { buckets: Array<{ name: string }> }).buckets.map((b) => b.name);
+        try {
+          at(0);
+          const name = await newBucket();
+          expect((await layer.cpFetch('DELETE', `/internal/buckets/${name}`)).status).to.equal(204);
+          at(30);
+          const refused = await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: 'bob' });
+          const body = (await refused.clone().json()) as { error: { message: string } };
+          expect(await errorOf(refused)).to.deep.equal({ status: 409, code: 'OperationAborted' });
+          expect(body.error.message).to.include('2031-01-01T00:01:00.000Z');
+          // Nothing was created, and the name still answers NoSuchBucket.
+          expect(await errorOf(await layer.cpFetch('GET', `/internal/buckets/${name}`))).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
+          expect(await bucketsOf('bob')).to.not.include(name);
+
+          // Its last owner takes it back at once; deleting it again starts a new hold.
+          expect((await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner })).status).to.equal(200);
+          expect((await layer.cpFetch('DELETE', `/internal/buckets/${name}`)).status).to.equal(204);
+          at(89); // 59 s after the second delete
+          expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: 'bob' }))).to.deep.equal({ status: 409, code: 'OperationAborted' });
+          at(91);
+          const taken = await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: 'bob' });
+          expect(taken.status, await taken.clone().text()).to.equal(200);
+          expect(((await taken.json()) as { owner: string }).owner).to.equal('bob');
+          expect(await bucketsOf('bob')).to.include(name);
+          // The hold is gone with the create, and expired holds of other names are cleared by it.
+          const holds = await layer.sql.query<{ name: string }>('SELECT name FROM bucket_name_holds WHERE deleted_at < $1 OR name = $2', [new Date(Date.UTC(2031, 0, 1, 0, 0, 31)), name]);
+          expect(holds.rows).to.deep.equal([]);
+          expect((await layer.cpFetch('DELETE', `/internal/buckets/${name}`)).status).to.equal(204);
+        } finally {
+          layer.clock.now = saved;
+        }
+      });
+
       it('requires the internal token on every internal call', async () => {
         for (const headers of [{}, { 'x-strata-internal-token': 'wrong' }] as Array<Record<string, string>>) {
           const cp = await fetch(`${layer.cp.url}/internal/users/${owner}/buckets`, { headers });

@@ -209,6 +209,19 @@ describe('data plane objects (PostgreSQL)', function () {
     expect(await (await layer.dpFetch('GET', `/internal/objects/${bucket}/k`)).text()).to.equal('two');
   });
 
+  it('a bucket deleted and created again by its owner while the data plane still holds the old record: the next write lands in the new bucket', async () => {
+    const bucket = await newBucket();
+    expect((await put(bucket, 'k', 'one')).status).to.equal(200); // the record (old id) is kept for a moment
+    expect((await layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/k`)).status).to.equal(204);
+    expect((await layer.cpFetch('DELETE', `/internal/buckets/${bucket}`)).status).to.equal(204);
+    expect((await layer.cpFetch('PUT', `/internal/buckets/${bucket}`, { owner: 'alice' })).status).to.equal(200);
+    const res = await put(bucket, 'k', 'two');
+    expect(res.status, await res.text()).to.equal(200);
+    expect(await rowCount(bucket)).to.equal(1);
+    expect(await (await layer.dpFetch('GET', `/internal/objects/${bucket}/k`)).text()).to.equal('two');
+    expect(await tempFiles()).to.deep.equal([]);
+  });
+
   it('instant upload: a hit commits without the body, a miss stores it, another tenant never hits', async () => {
     const bucket = await newBucket('alice');
     const other = await newBucket('bob');

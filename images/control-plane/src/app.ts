@@ -39,6 +39,8 @@ import { migrate } from './schema/migrate.js';
 import { UserService } from './users/user-service.js';
 
 export const DAILY_PURGE_SCHEDULE = '0 3 * * *';
+/** Longer than every cache that resolves bucket names (see ControlPlaneOptions.bucketNameHoldMs). */
+export const DEFAULT_BUCKET_NAME_HOLD_MS = 60_000;
 
 /**
  * Production adapters come from the ProductionSettings fields (env in main.ts): `pgUrl` (+
@@ -73,6 +75,13 @@ export interface ControlPlaneOptions extends ProductionSettings {
   purgeSchedule?: string | false;
   /** Days an object stays in the recycle bin before purge makes it DELETED. Default 30. */
   retentionDays?: number;
+  /**
+   * How long a deleted bucket's name stays with its last owner before another account may create it
+   * (ms). Replicas resolve bucket names from caches (this service's shared cache for up to 30 s, each
+   * gateway's for STRATA_BUCKET_CACHE_MS, each data plane's for 2 s), so a name re-created at once
+   * could still lead a replica to the old owner; the hold outlasts them. Default 60 s.
+   */
+  bucketNameHoldMs?: number;
   /** Injected clock (tests). */
   clock?: () => Date;
   logger?: Logger;
@@ -171,6 +180,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
       secrets: new SecretBox(opts.secretKey),
       purge: (now) => runPurge(purgeDeps, now),
       clock,
+      bucketNameHoldMs: opts.bucketNameHoldMs ?? DEFAULT_BUCKET_NAME_HOLD_MS,
       logger,
     }),
   );

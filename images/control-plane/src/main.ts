@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { createLogger, env, loadConfig, productionEnvShape, productionSettings, stopOnSignals } from '../../service-kit/src/index.js';
-import { DAILY_PURGE_SCHEDULE, startControlPlane } from './app.js';
+import { DAILY_PURGE_SCHEDULE, DEFAULT_BUCKET_NAME_HOLD_MS, startControlPlane } from './app.js';
 
 /** Container entrypoint: configuration from the environment only. */
 const config = loadConfig(
@@ -19,6 +19,7 @@ const config = loadConfig(
     STRATA_PURGE_CRON_ENABLED: env.bool(false),
     STRATA_PURGE_CRON: z.string().default(DAILY_PURGE_SCHEDULE),
     STRATA_RECYCLE_RETENTION_DAYS: env.int(30, 0, 3650),
+    STRATA_BUCKET_NAME_HOLD_MS: env.int(DEFAULT_BUCKET_NAME_HOLD_MS, 0, 86_400_000),
     LOG_LEVEL: env.logLevel(),
   }),
 );
@@ -34,6 +35,7 @@ const service = await startControlPlane({
   dataPlaneUrl: config.STRATA_DATA_PLANE_URL,
   purgeSchedule: config.STRATA_PURGE_CRON_ENABLED ? config.STRATA_PURGE_CRON : false,
   retentionDays: config.STRATA_RECYCLE_RETENTION_DAYS,
+  bucketNameHoldMs: config.STRATA_BUCKET_NAME_HOLD_MS,
   logger,
 });
 stopOnSignals([service], logger);

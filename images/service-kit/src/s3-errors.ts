@@ -35,6 +35,7 @@ export const S3_ERRORS = {
   NoSuchKey: { status: 404, message: 'The specified key does not exist.' },
   NoSuchUpload: { status: 404, message: 'The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.' },
   NotImplemented: { status: 501, message: 'A header you provided implies functionality that is not implemented.' },
+  OperationAborted: { status: 409, message: 'A conflicting conditional operation is currently in progress against this resource. Please try again.' },
   PreconditionFailed: { status: 412, message: 'At least one of the preconditions you specified did not hold.' },
   RequestTimeTooSkewed: { status: 403, message: 'The difference between the request time and the server\'s time is too large.' },
   ServiceUnavailable: { status: 503, message: 'Please reduce your request rate.' },

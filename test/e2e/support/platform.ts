@@ -22,7 +22,7 @@ export interface TestPlatform {
  * The standalone platform in this process on ephemeral ports, with a fresh (or given) data dir.
  * `generatedJwtSecret` leaves the JWT secret to the platform (generated and kept in the data dir).
  */
-export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSecret?: boolean; gatewayRulesFile?: string; gatewayAnswerCacheBytes?: number } = {}): Promise<TestPlatform> {
+export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSecret?: boolean; gatewayRulesFile?: string; gatewayAnswerCacheBytes?: number; internalToken?: string } = {}): Promise<TestPlatform> {
   const dir = dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-')));
   const platform = await startPlatform({
     dataDir: dir,
@@ -31,6 +31,7 @@ export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSe
     rootUser: ROOT_USER,
     rootPassword: ROOT_PASSWORD,
     jwtSecret: opts.generatedJwtSecret ? undefined : JWT_SECRET,
+    internalToken: opts.internalToken,
     purgeSchedule: false,
     gatewayRulesFile: opts.gatewayRulesFile,
     gatewayAnswerCacheBytes: opts.gatewayAnswerCacheBytes,

@@ -18,6 +18,8 @@ export interface RouteDeps {
   secrets: SecretBox;
   purge: (now: Date) => Promise<{ purged: number; freedBlobs: number }>;
   clock: () => Date;
+  /** How long a deleted bucket's name stays with its last owner (ms; see MetadataStore.createBucket). */
+  bucketNameHoldMs: number;
   logger: Logger;
 }
 
@@ -83,7 +85,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     }
     // No bucket may exist on a backend that is not usable (unknown settings, unreachable): check first.
     if (backend.kind !== 'fs' && deps.checkBackend && !(await store.getBucket(name))) await deps.checkBackend(backend);
-    const { bucket, created } = await store.createBucket(name, owner, sealBackendSecret(backend, deps.secrets));
+    const { bucket, created } = await store.createBucket(name, owner, sealBackendSecret(backend, deps.secrets), { now: deps.clock(), ms: deps.bucketNameHoldMs });
     if (!created) {
       throw new S3Error(bucket.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: name });
     }

@@ -3,6 +3,7 @@ import { S3Error, isUniqueViolation, readQuery, type SqlClient, type SqlExecutor
 import type {
   BackendConfig,
   Bucket,
+  BucketNameHold,
   BucketStats,
   ListPage,
   ListQuery,
@@ -130,6 +131,11 @@ async function releaseBlobRefs(tx: SqlExecutor, refs: Array<{ blob_id: number | 
   return unreferenced;
 }
 
+/** Create and delete of one bucket name take turns (the hold written by a delete is seen by a create). */
+async function lockBucketName(tx: SqlExecutor, name: string): Promise<void> {
+  await tx.query("SELECT pg_advisory_xact_lock(hashtext('strata.bucket-name:' || $1))", [name]);
+}
+
 /** Run a transaction again when PostgreSQL aborted it for a deadlock or a serialization conflict. */
 async function retryOnConflict<T>(run: () => Promise<T>, attempts = 5): Promise<T> {
   for (let i = 1; ; i++) {
@@ -199,16 +205,28 @@ export class SqlMetadataStore implements MetadataStore {
     return res.rows[0] && toUser(res.rows[0]);
   }
 
-  async createBucket(name: string, owner: string, backend: BackendConfig): Promise<{ bucket: Bucket; created: boolean }> {
+  async createBucket(name: string, owner: string, backend: BackendConfig, nameHold: BucketNameHold): Promise<{ bucket: Bucket; created: boolean }> {
+    const heldSince = new Date(nameHold.now.getTime() - nameHold.ms);
     for (;;) {
       try {
         return await this.sql.transaction(async (tx) => {
+          await lockBucketName(tx, name);
+          // Expired holds go first (this keeps the table to the names deleted within the hold), then a
+          // name another account deleted within the hold is refused.
+          await tx.query('DELETE FROM bucket_name_holds WHERE deleted_at < $1', [heldSince]);
+          const held = await tx.query<{ owner: string; deleted_at: Date }>('SELECT owner, deleted_at FROM bucket_name_holds WHERE name = $1', [name]);
+          const hold = held.rows[0];
+          if (hold && hold.owner !== owner) {
+            const until = new Date(new Date(hold.deleted_at).getTime() + nameHold.ms);
+            throw new S3Error('OperationAborted', `The bucket name was released moments ago and cannot be taken by another account yet; try again after ${until.toISOString()}.`, { BucketName: name });
+          }
           const res = await tx.query<BucketRow>(
             'INSERT INTO buckets (name, owner, backend) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING RETURNING *',
             [name, owner, JSON.stringify(backend)],
           );
           if (res.rows[0]) {
             const bucket = toBucket(res.rows[0]);
+            if (hold) await tx.query('DELETE FROM bucket_name_holds WHERE name = $1', [name]);
             await tx.query('INSERT INTO bucket_stats (bucket_id) VALUES ($1) ON CONFLICT DO NOTHING', [bucket.id]);
             await insertOutboxEvent(tx, 'bucket.created', { bucket: name, bucketId: bucket.id, owner, backend: backend.kind }, new Date());
             return { bucket, created: true };
@@ -235,6 +253,7 @@ export class SqlMetadataStore implements MetadataStore {
 
   async deleteBucket(bucket: Bucket, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }> {
     return this.sql.transaction(async (tx) => {
+      await lockBucketName(tx, bucket.name);
       // Row lock: a data-plane write into this bucket holds a share lock on it, so neither can miss the other.
       const locked = await tx.query('SELECT id FROM buckets WHERE id = $1 FOR UPDATE', [bucket.id]);
       if (!locked.rows[0]) return { deleted: true, unreferencedBlobIds: [] };
@@ -247,6 +266,11 @@ export class SqlMetadataStore implements MetadataStore {
       );
       const unreferencedBlobIds = await releaseBlobRefs(tx, recycled.rows);
       await tx.query('DELETE FROM buckets WHERE id = $1', [bucket.id]);
+      await tx.query(
+        `INSERT INTO bucket_name_holds (name, owner, deleted_at) VALUES ($1, $2, $3)
+         ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, deleted_at = EXCLUDED.deleted_at`,
+        [bucket.name, bucket.owner, now],
+      );
       await tx.query('DELETE FROM bucket_stats WHERE bucket_id = $1', [bucket.id]);
       await insertOutboxEvent(tx, 'bucket.deleted', { bucket: bucket.name, bucketId: bucket.id, owner: bucket.owner }, now);
       return { deleted: true, unreferencedBlobIds };

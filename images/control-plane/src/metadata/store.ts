@@ -12,6 +12,12 @@ export interface Bucket {
   createdAt: string;
 }
 
+/** How long a deleted bucket's name stays with its last owner, measured from `now`. */
+export interface BucketNameHold {
+  now: Date;
+  ms: number;
+}
+
 /** The internal API's ObjectMeta (hack/adr/0001). `etag` is unquoted. */
 export interface ObjectMeta {
   bucket: string;
@@ -88,11 +94,18 @@ export interface MetadataStore {
   getUser(username: string): Promise<StoredUser | undefined>;
   getUserByAccessKey(accessKey: string): Promise<StoredUser | undefined>;
 
-  /** Creates the bucket, or answers the existing one (the caller decides which error that is). */
-  createBucket(name: string, owner: string, backend: BackendConfig): Promise<{ bucket: Bucket; created: boolean }>;
+  /**
+   * Creates the bucket, or answers the existing one (the caller decides which error that is). A name
+   * that another account's bucket had until less than `nameHold.ms` ago is refused (S3Error
+   * OperationAborted): replicas may still resolve it to that account from their caches.
+   */
+  createBucket(name: string, owner: string, backend: BackendConfig, nameHold: BucketNameHold): Promise<{ bucket: Bucket; created: boolean }>;
   getBucket(name: string): Promise<Bucket | undefined>;
   listBuckets(owner: string): Promise<Bucket[]>;
-  /** Deletes an empty bucket (its recycle bin is purged with it); false when it has NORMAL objects. */
+  /**
+   * Deletes an empty bucket (its recycle bin is purged with it); false when it has NORMAL objects. The
+   * name is then held for its owner (see createBucket).
+   */
   deleteBucket(bucket: Bucket, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }>;
   bucketStats(bucketId: number): Promise<BucketStats>;
 

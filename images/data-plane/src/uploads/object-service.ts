@@ -134,9 +134,8 @@ export class ObjectService {
   ): Promise<ObjectMeta> {
     let result;
     try {
-      result = await this.catalog.commitObject({ ...req, now: this.clock() });
+      result = await this.commitToCurrentBucket(req, backend);
     } catch (err) {
-      if (err instanceof S3Error && err.code === 'NoSuchBucket') this.buckets.forget(req.bucket.name);
       // A commit whose outcome is unknown (lost connection at COMMIT) may still have replaced the object.
       if (this.readCache) await invalidateObjectRead(this.readCache, req.bucket.name, req.key).catch(() => undefined);
       if (written) await backend.delete(written.locator).catch((e) => this.logger.warn({ err: e }, 'could not remove uncommitted blob'));
@@ -152,6 +151,24 @@ export class ObjectService {
       await this.collector.collect(result.unreferencedBlobIds).catch((err) => this.logger.warn({ err }, 'freeing replaced blob failed; the sweep will retry'));
     }
     return result.meta;
+  }
+
+  /**
+   * A bucket record from the cache may be of a bucket deleted since: its commit answers NoSuchBucket.
+   * When the name has meanwhile been created again by the same owner on the same backend (`rb` then
+   * `mb`), the write belongs to the new bucket, so it is committed there.
+   */
+  private async commitToCurrentBucket(req: Omit<Parameters<Catalog['commitObject']>[0], 'now'>, backend: StorageBackend) {
+    try {
+      return await this.catalog.commitObject({ ...req, now: this.clock() });
+    } catch (err) {
+      if (!(err instanceof S3Error && err.code === 'NoSuchBucket')) throw err;
+      this.buckets.forget(req.bucket.name);
+      const current = await this.buckets(req.bucket.name).catch(() => undefined);
+      if (!current || current.id === req.bucket.id || current.owner !== req.bucket.owner || this.backends.forBucket(current.backend).key !== backend.key) throw err;
+      const blob = req.blob.kind === 'new' ? { ...req.blob, backend: current.backend } : req.blob;
+      return this.catalog.commitObject({ ...req, bucket: current, blob, now: this.clock() });
+    }
   }
 
   async head(bucketName: string, key: string): Promise<{ object: StoredObject; backend: StorageBackend }> {
