@@ -22,7 +22,8 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
     const owner = 'alice';
 
     before(async () => {
-      layer = await startObjectLayer(kind);
+      // Bodies in files: the purge test below checks that freed bytes leave the disk (inline blobs: test/data-plane/objects.test.ts).
+      layer = await startObjectLayer(kind, { inlineBlobBytes: 0 });
     });
     after(async () => {
       await layer?.stop();

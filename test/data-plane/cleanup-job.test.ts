@@ -24,7 +24,7 @@ describe('data plane cleanup job (PostgreSQL)', function () {
   let fs: FsBackend;
 
   before(async () => {
-    layer = await startObjectLayer('postgres');
+    layer = await startObjectLayer('postgres', { inlineBlobBytes: 0 }); // the job is about files
     fs = new FsBackend(layer.dataDir);
     const catalog = new Catalog(layer.sql);
     const logger = createLogger('test', 'silent');

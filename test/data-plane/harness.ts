@@ -33,7 +33,8 @@ export interface ObjectLayer {
 export const SERVER_SECRET_KEY = 'test-server-secret-key';
 
 /** The object layer as the gateway sees it: control plane + data plane on port 0, one database, one cache, one broker. */
-export async function startObjectLayer(kind: DbKind, opts: { outboxRetryMs?: number } = {}): Promise<ObjectLayer> {
+/** `inlineBlobBytes`: the data plane's inline limit (default: the data plane's own; 0 puts every body in a file). */
+export async function startObjectLayer(kind: DbKind, opts: { outboxRetryMs?: number; inlineBlobBytes?: number } = {}): Promise<ObjectLayer> {
   const db = kind === 'postgres' ? await createTestDatabase() : undefined;
   const sql = db ? createPgSqlClient(db.url) : await createPgliteSqlClient();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-dp-'));
@@ -56,7 +57,7 @@ export async function startObjectLayer(kind: DbKind, opts: { outboxRetryMs?: num
     dataPlaneUrl: () => dpRef.url,
     clock: () => clock.now,
   });
-  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: SERVER_SECRET_KEY, dataDir, sql, cache, broker, logger, outboxRetryMs: opts.outboxRetryMs ?? 100, blobSweepMs: 0 });
+  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: SERVER_SECRET_KEY, dataDir, sql, cache, broker, logger, outboxRetryMs: opts.outboxRetryMs ?? 100, blobSweepMs: 0, inlineBlobBytes: opts.inlineBlobBytes });
   dpRef.url = dp.url;
   const files = async () => {
     const out: string[] = [];

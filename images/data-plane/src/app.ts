@@ -45,6 +45,9 @@ import { ObjectService } from './uploads/object-service.js';
  * `redisNodes` (multipart state on the Redis Cluster), `amqpUrl` (the outbox relay publishes to
  * RabbitMQ). An injected `sql`/`cache`/`broker` wins over them.
  */
+/** The largest body kept inline by default: the size below which the other small-object paths apply too. */
+export const DEFAULT_INLINE_BLOB_BYTES = SMALL_READ;
+
 export interface DataPlaneOptions extends ProductionSettings {
   /** Port to listen on; 0 picks a free one (tests). Default 9001. */
   port?: number;
@@ -80,6 +83,12 @@ export interface DataPlaneOptions extends ProductionSettings {
    * (least recently used out first; blobs never change, so no entry is ever stale). Default 16; 0 = off.
    */
   smallBlobCacheMb?: number;
+  /**
+   * Bodies of at most this many bytes (with a Content-Length) on the filesystem backend are kept inline:
+   * in their blob's database row, committed with the object, instead of a file (see InlineBlobs in
+   * backends/fs-backend.ts). Default DEFAULT_INLINE_BLOB_BYTES; 0 = every body in a file.
+   */
+  inlineBlobBytes?: number;
   /** Age below which a temp file or an unreferenced blob file may still belong to a live request. Default 1 hour. */
   orphanGraceMs?: number;
   /** Injected clock (tests). */
@@ -109,9 +118,12 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const smallBlobs = smallBlobCacheMb > 0
     ? new SmallBlobCache(smallBlobCacheMb * 1024 * 1024, SMALL_READ, (hit) => (hit ? cacheCounters.hits : cacheCounters.misses).inc({ cache: 'data-plane-small-blobs' }))
     : undefined;
-  const fs = new FsBackend(opts.dataDir, { smallBlobs });
-  const backends = new BackendRegistry(fs, opts.backends ?? backendsConfigFromEnv(), logger, opts.secretKey ? new SecretBox(opts.secretKey) : undefined);
   const catalog = new Catalog(sql);
+  const fs: FsBackend = new FsBackend(opts.dataDir, {
+    smallBlobs,
+    inline: { maxBytes: opts.inlineBlobBytes ?? DEFAULT_INLINE_BLOB_BYTES, load: (locator) => catalog.inlineBlob(fs.key, locator) },
+  });
+  const backends = new BackendRegistry(fs, opts.backends ?? backendsConfigFromEnv(), logger, opts.secretKey ? new SecretBox(opts.secretKey) : undefined);
   const collector = new BlobCollector(catalog, backends, logger);
   const ownCache = opts.cache ? undefined : createProductionCache(opts, logger);
   // Multipart state lives only in the cache: an outage answers ServiceUnavailable (clients retry).

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { applyHeapGrowth, createLogger, env, loadConfig, productionEnvShape, productionSettings, stopOnSignals } from '../../service-kit/src/index.js';
-import { startDataPlane } from './app.js';
+import { DEFAULT_INLINE_BLOB_BYTES, startDataPlane } from './app.js';
 
 /** Container entrypoint: configuration from the environment only. */
 const config = loadConfig(
@@ -20,6 +20,8 @@ const config = loadConfig(
     STRATA_ORPHAN_GRACE_MS: env.int(3_600_000, 1000),
     // Memory for recently read small blobs (filesystem backend), in MiB; 0 turns it off.
     STRATA_SMALL_BLOB_CACHE_MB: env.int(16, 0),
+    // Bodies up to this many bytes are kept in the database with their blob row instead of a file; 0 = off.
+    STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
     LOG_LEVEL: env.logLevel(),
   }),
 );
@@ -37,6 +39,7 @@ const service = await startDataPlane({
   blobSweepMs: config.STRATA_BLOB_SWEEP_MS,
   orphanGraceMs: config.STRATA_ORPHAN_GRACE_MS,
   smallBlobCacheMb: config.STRATA_SMALL_BLOB_CACHE_MB,
+  inlineBlobBytes: config.STRATA_INLINE_BLOB_BYTES,
   logger,
 });
 stopOnSignals([service], logger);

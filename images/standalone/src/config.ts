@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_INLINE_BLOB_BYTES } from '../../data-plane/src/app.js';
 import { gatewayEnvSchema } from '../../gateway/src/config.js';
 import { env, loadConfig, productionEnvShape } from '../../service-kit/src/index.js';
 
@@ -35,6 +36,8 @@ export const standaloneEnvSchema = z.object({
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
   /** Bytes of small-object answers the gateway keeps: the gateway image's setting, parsed the same way. */
   STRATA_GATEWAY_ANSWER_CACHE_BYTES: gatewayEnvSchema.shape.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
+  /** Bodies up to this many bytes are kept in the database instead of files (the data plane image's setting). */
+  STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
   LOG_LEVEL: env.logLevel(),
   /**
    * The object store's production servers, each replacing its embedded default when set:

@@ -39,6 +39,8 @@ export interface PlatformOptions {
   gatewayRulesFile?: string;
   /** Bytes of small-object answers the gateway keeps (default 8 MiB; 0 turns them off). */
   gatewayAnswerCacheBytes?: number;
+  /** Largest body the data plane keeps inline in the database (default 64 KiB; 0: every body in a file). */
+  inlineBlobBytes?: number;
   /** How often the embedded PGlite database is vacuumed (ms; it runs no autovacuum). */
   pgliteVacuumMs?: number;
   /** Cron expression of the in-process purge, or false. */
@@ -120,6 +122,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         sql: ctx.sql,
         cache: ctx.cache,
         broker: ctx.broker,
+        inlineBlobBytes: ctx.options.inlineBlobBytes,
         logger: ctx.logger('data-plane'),
       }),
   },

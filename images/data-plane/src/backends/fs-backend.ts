@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { close as closeFd, createReadStream, createWriteStream, open as openFd, read as readFd } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { S3Error } from '../../../service-kit/src/index.js';
 import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
@@ -11,8 +11,26 @@ import { HashingCounter, meteredBody } from './metered-body.js';
 import type { SmallBlobCache } from './small-blob-cache.js';
 import type { ByteRange, HashedBlob, PutOptions, StorageBackend } from './storage-backend.js';
 
-/** Blob locators are 32 hex digits; multipart parts carry a `p` prefix and live under `parts/`. */
+/**
+ * Blob locators are 32 hex digits; multipart parts carry a `p` prefix and live under `parts/`; inline
+ * blobs (bytes in the metadata database, no file) an `i` prefix.
+ */
 const LOCATOR = /^p?[0-9a-f]{32}$/;
+const INLINE_LOCATOR = /^i[0-9a-f]{32}$/;
+
+/**
+ * Small blobs kept inline: their bytes go into the metadata database with the blob's row, committed in
+ * the object's own transaction, instead of into a file (as MinIO keeps small objects inside their
+ * metadata file). A small PUT then costs no file create, write, fsync, rename and directory fsync (and
+ * its overwrite no unlink): on this machine those took ~0.6 of the ~1.6 CPU ms of a 4 KiB PUT. The
+ * bytes are exactly as durable as the object's metadata, which names them in the same commit.
+ */
+export interface InlineBlobs {
+  /** Bodies of at most this many bytes (known Content-Length) are kept inline. */
+  maxBytes: number;
+  /** The bytes of an inline blob, from the database; undefined when no row holds them. */
+  load(locator: string): Promise<Buffer | undefined>;
+}
 const TEMP_SUFFIX = '.tmp';
 /** Objects up to this size are read with one read() call (GET/HEAD of small objects is the hot path). */
 export const SMALL_READ = 64 * 1024;
@@ -34,11 +52,16 @@ export class FsBackend implements StorageBackend {
   readonly root: string;
 
   private readonly smallBlobs: SmallBlobCache | undefined;
+  private readonly inline: InlineBlobs | undefined;
 
-  /** `smallBlobs`: keep the bytes of small blobs read whole in memory (see SmallBlobCache). */
-  constructor(dataDir: string, opts: { smallBlobs?: SmallBlobCache } = {}) {
+  /**
+   * `smallBlobs`: keep the bytes of small blobs read whole in memory (see SmallBlobCache); `inline`:
+   * keep small bodies in the metadata database instead of files (see InlineBlobs).
+   */
+  constructor(dataDir: string, opts: { smallBlobs?: SmallBlobCache; inline?: InlineBlobs } = {}) {
     this.root = path.join(path.resolve(dataDir), 'blobs');
     this.smallBlobs = opts.smallBlobs;
+    this.inline = opts.inline && opts.inline.maxBytes > 0 ? opts.inline : undefined;
   }
 
   private pathOf(locator: string): string {
@@ -48,9 +71,26 @@ export class FsBackend implements StorageBackend {
   }
 
   async put(body: Readable, opts: PutOptions = {}): Promise<HashedBlob> {
+    if (this.inline && !opts.part && opts.expectedSize !== undefined && opts.expectedSize <= this.inline.maxBytes) return this.readInline(body, opts);
     const large = isLarge(opts.expectedSize);
     const { source, counter, verify } = meteredBody(body, opts, !large);
     return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, verify, large);
+  }
+
+  /** A small body read into memory and hashed, for the caller to commit with the blob's row. */
+  private async readInline(body: Readable, opts: PutOptions): Promise<HashedBlob> {
+    const { source, counter, verify } = meteredBody(body, opts, true);
+    const chunks: Buffer[] = [];
+    const collect = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        chunks.push(chunk);
+        done();
+      },
+    });
+    await pipeline(source, counter, collect);
+    const md5 = counter.digestHex();
+    verify(counter.size, md5);
+    return { locator: `i${randomBytes(16).toString('hex')}`, size: counter.size, md5, inline: Buffer.concat(chunks) };
   }
 
   async compose(locators: string[]): Promise<HashedBlob> {
@@ -97,9 +137,15 @@ export class FsBackend implements StorageBackend {
   }
 
   async get(locator: string, range?: ByteRange): Promise<Readable> {
-    const p = this.pathOf(locator);
     const cached = this.smallBlobs?.get(locator);
     if (cached) return oneChunk(range ? cached.subarray(range.start, range.end + 1) : cached);
+    if (INLINE_LOCATOR.test(locator)) {
+      const bytes = await this.inline?.load(locator);
+      if (!bytes) throw Object.assign(new Error(`inline blob ${locator} not found`), { code: 'ENOENT' });
+      this.smallBlobs?.set(locator, bytes);
+      return oneChunk(range ? bytes.subarray(range.start, range.end + 1) : bytes);
+    }
+    const p = this.pathOf(locator);
     // Small objects (the common case) in one read with plain callbacks: open, read, close and a
     // one-chunk stream cost far less than a FileHandle read stream (which also reads once more for EOF).
     // Opened first, so that a missing blob is an error here, not later in the response stream.
@@ -123,12 +169,15 @@ export class FsBackend implements StorageBackend {
 
   async delete(locator: string): Promise<void> {
     this.smallBlobs?.delete(locator);
+    // An inline blob's bytes go with its database row (whoever frees the blob removes the row).
+    if (INLINE_LOCATOR.test(locator)) return;
     await unlink(this.pathOf(locator)).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
     });
   }
 
   async exists(locator: string): Promise<boolean> {
+    if (INLINE_LOCATOR.test(locator)) return (await this.inline?.load(locator)) !== undefined;
     return stat(this.pathOf(locator)).then(
       () => true,
       () => false,

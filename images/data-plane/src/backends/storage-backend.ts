@@ -5,6 +5,11 @@ export interface StoredBlob {
   locator: string;
   size: number;
   md5: string | null;
+  /**
+   * The bytes themselves, when the backend keeps this blob inline (small bodies on the filesystem
+   * backend): they are stored with the blob's database row, and the backend holds nothing.
+   */
+  inline?: Buffer;
 }
 
 /** Bytes that streamed through Strata: their MD5 is always known. */

@@ -37,7 +37,7 @@ export interface Preconditions {
 
 /** The bytes the new object points at: a blob just written, or one already stored. */
 export type BlobSource =
-  | { kind: 'new'; backendKey: string; backend: unknown; locator: string; md5: string | null; size: number }
+  | { kind: 'new'; backendKey: string; backend: unknown; locator: string; md5: string | null; size: number; /** An inline blob's bytes (StoredBlob.inline). */ data?: Buffer }
   | { kind: 'existing'; blobId: number };
 
 export interface CommitRequest {
@@ -242,7 +242,7 @@ export class Catalog {
   private async commitByFunction(req: CommitRequest): Promise<CommitResult> {
     const { bucket, key, blob } = req;
     const res = await this.sql.query<CommitRow>(
-      'SELECT * FROM strata_commit_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)',
+      'SELECT * FROM strata_commit_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)',
       [
         bucket.id,
         key,
@@ -261,6 +261,7 @@ export class Catalog {
         req.now,
         uuidv7(),
         JSON.stringify(commitPayload(req)),
+        blob.kind === 'new' ? (blob.data ?? null) : null,
       ],
     );
     return commitResult(req, res.rows[0]!);
@@ -280,7 +281,7 @@ export class Catalog {
       owner: req.owner,
       ...(blob.kind === 'existing'
         ? { existingBlobId: blob.blobId }
-        : { backendKey: blob.backendKey, backend: blob.backend, locator: blob.locator, blobMd5: blob.md5, blobSize: blob.size }),
+        : { backendKey: blob.backendKey, backend: blob.backend, locator: blob.locator, blobMd5: blob.md5, blobSize: blob.size, ...(blob.data ? { data: blob.data.toString('base64') } : {}) }),
       size: req.size,
       etag: req.etag,
       md5: req.md5,
@@ -344,11 +345,11 @@ export class Catalog {
     if (req.blob.kind === 'new') {
       const b = req.blob;
       const res = await tx.query<{ id: number; locator: string }>(
-        `WITH b AS (INSERT INTO blobs (backend_key, backend, locator, md5, size, ref_count, created_at) VALUES ($1, $2, $3, $4, $5, 1, $6)
+        `WITH b AS (INSERT INTO blobs (backend_key, backend, locator, md5, size, ref_count, created_at, data) VALUES ($1, $2, $3, $4, $5, 1, $6, $8)
            ON CONFLICT (backend_key, md5, size) WHERE md5 IS NOT NULL AND state = 'LIVE'
            DO UPDATE SET ref_count = blobs.ref_count + 1 RETURNING id, locator)${addOwner('b', '$7')}
          SELECT id, locator FROM b`,
-        [b.backendKey, JSON.stringify(b.backend), b.locator, b.md5, b.size, now, req.owner],
+        [b.backendKey, JSON.stringify(b.backend), b.locator, b.md5, b.size, now, req.owner, b.data ?? null],
       );
       blobId = Number(res.rows[0].id);
       newBlobKept = res.rows[0].locator === b.locator;
@@ -415,6 +416,12 @@ export class Catalog {
 
   async forgetBlob(blobId: number): Promise<void> {
     await this.sql.query("DELETE FROM blobs WHERE id = $1 AND state = 'FREEING'", [blobId]);
+  }
+
+  /** The bytes of an inline blob (migration 0006), or undefined when no row of this backend holds them. */
+  async inlineBlob(backendKey: string, locator: string): Promise<Buffer | undefined> {
+    const res = await this.sql.query<{ data: Buffer }>('SELECT data FROM blobs WHERE backend_key = $1 AND locator = $2 AND data IS NOT NULL', [backendKey, locator]);
+    return res.rows[0]?.data;
   }
 
   /** Which of these locators a `blobs` row of this backend names (any state): the rest are orphan files. */

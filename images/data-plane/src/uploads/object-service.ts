@@ -120,7 +120,7 @@ export class ObjectService {
   }
 
   newBlob(backend: StorageBackend, bucket: BucketRef, stored: StoredBlob) {
-    return { kind: 'new' as const, backendKey: backend.key, backend: bucket.backend, locator: stored.locator, md5: stored.md5, size: stored.size };
+    return { kind: 'new' as const, backendKey: backend.key, backend: bucket.backend, locator: stored.locator, md5: stored.md5, size: stored.size, data: stored.inline };
   }
 
   /**
