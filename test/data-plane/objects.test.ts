@@ -1,6 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { expect } from 'chai';
+import { Readable } from 'node:stream';
+import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
+import { Catalog } from '../../images/data-plane/src/catalog/catalog.js';
 import { enc, eventually, startObjectLayer, type ObjectLayer } from './harness.js';
 
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
@@ -459,6 +462,24 @@ describe('data plane inline blobs (PostgreSQL, limit 1 KiB)', function () {
       expect((await layer.sql.query('SELECT 1 FROM blobs WHERE id = $1', [row.id])).rows).to.deep.equal([]);
     });
     expect((await layer.dpFetch('GET', '/internal/objects/inline-b/dst')).status).to.equal(404);
+  });
+
+  it('inline blobs stay readable once the limit is 0 (new bodies go to files again)', async () => {
+    await newBucket('inline-off');
+    const body = randomBytes(512);
+    expect((await put('inline-off', 'k', body)).status).to.equal(200);
+    const { locator } = await blobOf('inline-off', 'k');
+    const catalog = new Catalog(layer.sql);
+    const off: FsBackend = new FsBackend(layer.dataDir, { inline: { maxBytes: 0, load: (l) => catalog.inlineBlob(off.key, l) } });
+    const chunks: Buffer[] = [];
+    for await (const chunk of await off.get(locator)) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).equals(body)).to.equal(true);
+    expect(await off.exists(locator)).to.equal(true);
+    const stored = await off.put(Readable.from([Buffer.from('new small body')]), { expectedSize: 14 });
+    expect(stored.locator).to.match(/^[0-9a-f]{32}$/);
+    expect(stored.inline).to.equal(undefined);
+    expect(await off.exists(stored.locator)).to.equal(true);
+    await off.delete(stored.locator);
   });
 
   it('a wrong Content-MD5 or a short body keeps nothing inline', async () => {

@@ -61,7 +61,8 @@ export class FsBackend implements StorageBackend {
   constructor(dataDir: string, opts: { smallBlobs?: SmallBlobCache; inline?: InlineBlobs } = {}) {
     this.root = path.join(path.resolve(dataDir), 'blobs');
     this.smallBlobs = opts.smallBlobs;
-    this.inline = opts.inline && opts.inline.maxBytes > 0 ? opts.inline : undefined;
+    // Kept with a limit of 0 too: blobs written inline before are still read through it.
+    this.inline = opts.inline;
   }
 
   private pathOf(locator: string): string {
@@ -71,7 +72,8 @@ export class FsBackend implements StorageBackend {
   }
 
   async put(body: Readable, opts: PutOptions = {}): Promise<HashedBlob> {
-    if (this.inline && !opts.part && opts.expectedSize !== undefined && opts.expectedSize <= this.inline.maxBytes) return this.readInline(body, opts);
+    const inlineMax = this.inline?.maxBytes ?? 0;
+    if (inlineMax > 0 && !opts.part && opts.expectedSize !== undefined && opts.expectedSize <= inlineMax) return this.readInline(body, opts);
     const large = isLarge(opts.expectedSize);
     const { source, counter, verify } = meteredBody(body, opts, !large);
     return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, verify, large);
