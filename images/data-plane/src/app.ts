@@ -39,15 +39,15 @@ import { OutboxRelay } from './outbox/relay.js';
 import { MultipartService, UPLOAD_TTL_S } from './uploads/multipart-service.js';
 import { ObjectService } from './uploads/object-service.js';
 
+/** The largest body kept inline by default: the size below which the other small-object paths apply too. */
+export const DEFAULT_INLINE_BLOB_BYTES = SMALL_READ;
+
 /**
  * Production adapters come from the ProductionSettings fields (env in main.ts): `pgUrl` (+
  * `pgReplicaUrls`: read/write splitting, reads `latest` by default since other processes write too),
  * `redisNodes` (multipart state on the Redis Cluster), `amqpUrl` (the outbox relay publishes to
  * RabbitMQ). An injected `sql`/`cache`/`broker` wins over them.
  */
-/** The largest body kept inline by default: the size below which the other small-object paths apply too. */
-export const DEFAULT_INLINE_BLOB_BYTES = SMALL_READ;
-
 export interface DataPlaneOptions extends ProductionSettings {
   /** Port to listen on; 0 picks a free one (tests). Default 9001. */
   port?: number;
