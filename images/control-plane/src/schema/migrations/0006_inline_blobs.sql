@@ -6,7 +6,7 @@ ALTER TABLE blobs ADD COLUMN IF NOT EXISTS data bytea;
 ALTER TABLE blobs ALTER COLUMN data SET STORAGE MAIN;
 
 -- The commit functions of migrations 0003 and 0004 with the inline bytes (p_data; 'data', base64, in a
--- batch item). The old signature goes: a data plane that does not know p_data falls back to its
+-- batch item); a replaced inline blob left unreferenced is deleted in the same statement. The old signature goes: a data plane that does not know p_data falls back to its
 -- multi-statement transaction (it never writes inline blobs).
 DROP FUNCTION IF EXISTS strata_commit_object(integer, text, text, bigint, text, jsonb, text, text, bigint, bigint, text, text, text, jsonb, timestamptz, text, jsonb);
 
@@ -25,6 +25,7 @@ DECLARE
   v_old_owner text;
   v_old_size bigint;
   v_old_refs integer;
+  v_old_inline boolean;
 BEGIN
   -- Writers of one key queue here before touching any blob row; the bucket row is share-locked
   -- against a concurrent bucket delete.
@@ -57,8 +58,16 @@ BEGIN
   WHERE bucket_id = p_bucket_id AND (bucket_id % 2) = (p_bucket_id % 2) AND key = p_key AND state = 'NORMAL'
   RETURNING object_info.blob_id, object_info.owner, object_info.size INTO v_old_blob, v_old_owner, v_old_size;
   IF v_old_blob IS NOT NULL THEN
-    UPDATE blobs SET ref_count = GREATEST(blobs.ref_count - 1, 0) WHERE blobs.id = v_old_blob RETURNING blobs.ref_count INTO v_old_refs;
+    UPDATE blobs SET ref_count = GREATEST(blobs.ref_count - 1, 0) WHERE blobs.id = v_old_blob
+    RETURNING blobs.ref_count, blobs.data IS NOT NULL INTO v_old_refs, v_old_inline;
     UPDATE blob_owners SET ref_count = GREATEST(blob_owners.ref_count - 1, 0) WHERE blob_owners.blob_id = v_old_blob AND blob_owners.owner = v_old_owner;
+    -- An inline blob nobody references any more is freed here, with the row that holds its bytes (its
+    -- owner rows cascade), instead of by the data plane's collector in three more statements. A
+    -- concurrent instant upload or copy waiting on the row then finds it gone ('blob_gone', retried).
+    IF v_old_refs = 0 AND v_old_inline THEN
+      DELETE FROM blobs WHERE blobs.id = v_old_blob;
+      v_old_refs := NULL;
+    END IF;
   END IF;
 
   INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified)
