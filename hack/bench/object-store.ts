@@ -11,6 +11,8 @@
  *   BENCH_CHILD_STDOUT=/tmp/child.log              (the standalone process's stdout to that file, e.g. with BENCH_NODE_ARGS=--trace-gc)
  *   BENCH_ONLY=small | small-get | small-put | big  (only the 4 KiB runs, one of them, or the 256 MiB transfers)
  *   STRATA_IN_PROCESS_HTTP=0                       (the gateway reaches the data plane over loopback TCP, as before ADR 0002)
+ *   BENCH_PUT_BODIES=distinct                      (4 KiB PUTs send 2 000 different bodies, two per key in turn, so that every
+ *                                                   PUT stores new content and frees what it replaces; default: one body for all)
  *
  * Beside each figure it prints the standalone process's CPU time per request (4 KiB) or per MiB
  * (256 MiB) from /proc (utime + stime): unlike ops/s, that survives a loaded machine.
@@ -35,6 +37,7 @@ import { curlTransfer, getDiscard, putFile } from './transfer.js';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 /** Client of the 256 MiB transfers: a Node.js http client (default) or curl. */
 const CURL = process.env.BENCH_CLIENT === 'curl';
+const DISTINCT_PUT_BODIES = process.env.BENCH_PUT_BODIES === 'distinct';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const BIG = 256 * 1024 * 1024;
 const SMALL = 4096;
@@ -115,9 +118,20 @@ function figure(r: Result): OpsFigure {
 }
 
 /** Many distinct request targets, cycled (PUT to 1000 different keys so no single row is hot). */
-function cycling(method: string, paths: string[], body?: Buffer) {
+/** Requests to `paths` in turn; with several bodies, request i sends bodies[i % bodies.length]. */
+function cycling(method: string, paths: string[], body?: Buffer | Buffer[]) {
   let i = 0;
-  return [{ method, body, setupRequest: (req: { path?: string }) => ({ ...req, method, body, path: paths[i++ % paths.length] }) }];
+  const bodies = Array.isArray(body) ? body : [body];
+  return [
+    {
+      method,
+      body: bodies[0],
+      setupRequest: (req: { path?: string }) => {
+        const n = i++;
+        return { ...req, method, body: bodies[n % bodies.length], path: paths[n % paths.length] };
+      },
+    },
+  ];
 }
 
 async function main(): Promise<void> {
@@ -192,9 +206,10 @@ async function main(): Promise<void> {
       // JavaScript and PGlite's WebAssembly; the measured PUTs are then overwrites, the steady state).
       await run(sign('GET', 'small.bin'), { duration: 2 });
       await run(`${nginx.url}/small.bin`, { duration: 2 });
+      const putBodies = DISTINCT_PUT_BODIES ? Array.from({ length: 2 * gwPutPaths.length }, () => randomBytes(SMALL)) : small;
       if (only !== 'small-get') {
-        await run(origin, { duration: 4, requests: cycling('PUT', gwPutPaths, small) });
-        await run(nginx.url, { duration: 4, requests: cycling('PUT', ngPutPaths, small) });
+        await run(origin, { duration: 4, requests: cycling('PUT', gwPutPaths, putBodies) });
+        await run(nginx.url, { duration: 4, requests: cycling('PUT', ngPutPaths, putBodies) });
       }
 
       const skipped = { value: { opsPerSec: 0, requests: 0, p50: 0, p99: 0, errors: 0 }, serverMs: 0, clientMs: 0 };
@@ -202,8 +217,8 @@ async function main(): Promise<void> {
       const gwGet = only === 'small-put' ? skipped : await measured(pid, async () => figure(await run(sign('GET', 'small.bin'), {})));
       const ngGet = only === 'small-put' ? skipped.value : figure(await run(`${nginx.url}/small.bin`, {}));
       phase = 'PUT 4 KiB';
-      const gwPut = only === 'small-get' ? skipped : await measured(pid, async () => figure(await run(origin, { requests: cycling('PUT', gwPutPaths, small) })));
-      const ngPut = only === 'small-get' ? skipped.value : figure(await run(nginx.url, { requests: cycling('PUT', ngPutPaths, small) }));
+      const gwPut = only === 'small-get' ? skipped : await measured(pid, async () => figure(await run(origin, { requests: cycling('PUT', gwPutPaths, putBodies) })));
+      const ngPut = only === 'small-get' ? skipped.value : figure(await run(nginx.url, { requests: cycling('PUT', ngPutPaths, putBodies) }));
       const line = (name: string, g: OpsFigure, n: OpsFigure) =>
         `| ${name} | ${Math.round(g.opsPerSec)} ops/s (p50 ${g.p50} ms, p99 ${g.p99} ms${g.errors ? `, ${g.errors} errors` : ''}) | ${Math.round(n.opsPerSec)} ops/s (p50 ${n.p50} ms, p99 ${n.p99} ms) | ${f1(g.opsPerSec / n.opsPerSec)}× |`;
       rows.push(line('GET 4 KiB', gwGet.value, ngGet), line('PUT 4 KiB', gwPut.value, ngPut));
@@ -246,7 +261,7 @@ async function main(): Promise<void> {
     console.log(
       [
         '',
-        `Strata object store vs nginx — ${os.cpus().length} cores, loopback, ${CONNECTIONS} connections, ${SECONDS} s per run, SigV4 presigned requests, gateway → data plane ${process.env.STRATA_IN_PROCESS_HTTP === '0' ? 'over loopback TCP (STRATA_IN_PROCESS_HTTP=0)' : 'in-process'}`,
+        `Strata object store vs nginx — ${os.cpus().length} cores, loopback, ${CONNECTIONS} connections, ${SECONDS} s per run, SigV4 presigned requests, gateway → data plane ${process.env.STRATA_IN_PROCESS_HTTP === '0' ? 'over loopback TCP (STRATA_IN_PROCESS_HTTP=0)' : 'in-process'}, 4 KiB PUT bodies: ${DISTINCT_PUT_BODIES ? '2 000 different (BENCH_PUT_BODIES=distinct)' : 'one for all'}`,
         `load average (1 min) ${f1(loadBefore[0])} before, ${f1(loadAfter[0])} after`,
         '',
         '| operation | Strata gateway (standalone) | nginx | ratio |',

@@ -1,9 +1,11 @@
 -- Inline blobs: the bytes of small bodies on the filesystem backend live in their blob's row (as MinIO
 -- keeps small objects inside their metadata file), written by the object's own commit: no file, fsync,
 -- rename or unlink per small PUT (images/data-plane/src/backends/fs-backend.ts, InlineBlobs). NULL for
--- blobs whose bytes are on a backend. MAIN: compressed when that helps, kept in the row when it fits.
+-- blobs whose bytes are on a backend. EXTERNAL: stored out of line and uncompressed, so the many
+-- reference-count updates of a blob row never copy its bytes (MAIN, in the row, measured 10-20 % fewer
+-- 4 KiB PUTs a second, with one body for all PUTs and with different ones).
 ALTER TABLE blobs ADD COLUMN IF NOT EXISTS data bytea;
-ALTER TABLE blobs ALTER COLUMN data SET STORAGE MAIN;
+ALTER TABLE blobs ALTER COLUMN data SET STORAGE EXTERNAL;
 
 -- The commit functions of migrations 0003 and 0004 with the inline bytes (p_data; 'data', base64, in a
 -- batch item); a replaced inline blob left unreferenced is deleted in the same statement. The old signature goes: a data plane that does not know p_data falls back to its
