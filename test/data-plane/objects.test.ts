@@ -275,6 +275,28 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect(await (await layer.dpFetch('GET', `/internal/objects/${bucket}/k`)).text()).to.equal('version two');
     });
 
+    it('the same content written over itself keeps its blob and its reference counts', async () => {
+      const bucket = await newBucket();
+      const blobOf = async () =>
+        (
+          await layer.sql.query<{ id: number; ref_count: number }>(
+            "SELECT b.id, b.ref_count FROM blobs b JOIN object_info o ON o.blob_id = b.id JOIN buckets k ON k.id = o.bucket_id WHERE k.name = $1 AND o.key = 'k' AND o.state = 'NORMAL'",
+            [bucket],
+          )
+        ).rows[0];
+      expect((await put(bucket, 'k', 'same bytes')).status).to.equal(200);
+      const first = await blobOf();
+      const files = await blobFiles();
+      expect((await put(bucket, 'k', 'same bytes')).status).to.equal(200);
+      const instant = await put(bucket, 'k', 'same bytes', { 'x-strata-instant-md5': md5('same bytes') });
+      expect(((await instant.json()) as { instant: boolean }).instant).to.equal(true);
+      expect(await blobOf()).to.deep.equal(first);
+      expect(Number(first.ref_count)).to.equal(1);
+      expect(await blobFiles()).to.deep.equal(files);
+      expect(await rowCount(bucket)).to.equal(3); // two replaced versions (DELETED) and the current one
+      expect(await (await layer.dpFetch('GET', `/internal/objects/${bucket}/k`)).text()).to.equal('same bytes');
+    });
+
     it('conditional PUT: if-none-match * and if-match', async () => {
       const bucket = await newBucket();
       expect((await put(bucket, 'c', 'one', { 'if-none-match': '*' })).status).to.equal(200);
