@@ -9,6 +9,19 @@ import { enc, eventually, startObjectLayer, type ObjectLayer } from './harness.j
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
 const md5b64 = (b: Buffer | string) => createHash('md5').update(b).digest('base64');
 
+/** A raw PUT to the data plane (fetch sets Content-Length itself): `send` writes the body and may end or cut the request; resolves with the status, 0 when the connection failed. */
+function rawPut(url: string, headers: Record<string, string>, send: (req: http.ClientRequest) => void): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.request(new URL(url), { method: 'PUT', headers: { 'x-strata-internal-token': 'test-internal-token-0123456789', ...headers } });
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', () => resolve(0));
+    send(req);
+  });
+}
+
 for (const inlineBlobBytes of [undefined, 0]) {
   describe(`data plane objects (PostgreSQL, ${inlineBlobBytes === 0 ? 'every body in a file' : 'small bodies inline'})`, function () {
     this.timeout(60_000);
@@ -127,20 +140,11 @@ for (const inlineBlobBytes of [undefined, 0]) {
       const bucket = await newBucket();
       const before = await blobFiles();
       // fetch sets Content-Length itself; a raw request can lie about it and end early.
-      const status = await new Promise<number>((resolve, reject) => {
-        const req = http.request(new URL(`${layer.dp.url}/internal/objects/${bucket}/short`), {
-          method: 'PUT',
-          headers: { 'x-strata-internal-token': 'test-internal-token-0123456789', 'content-length': '100', 'transfer-encoding': '' },
-        });
-        req.on('response', (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
-        req.on('error', reject);
+      const status = await rawPut(`${layer.dp.url}/internal/objects/${bucket}/short`, { 'content-length': '100', 'transfer-encoding': '' }, (req) => {
         req.write('x'.repeat(10));
         req.socket?.end();
         setTimeout(() => req.destroy(), 500);
-      }).catch(() => 0);
+      });
       expect([0, 400]).to.include(status);
       await eventually(async () => {
         expect(await tempFiles()).to.deep.equal([]);
@@ -444,18 +448,7 @@ describe('data plane inline blobs (PostgreSQL, limit 1 KiB)', function () {
     const big = randomBytes(1025);
     expect((await put('inline-a', 'big', big)).status).to.equal(200);
     expect((await blobOf('inline-a', 'big')).data).to.equal(null);
-    const chunked = await new Promise<number>((resolve, reject) => {
-      const req = http.request(new URL(`${layer.dp.url}/internal/objects/inline-a/chunked`), {
-        method: 'PUT',
-        headers: { 'x-strata-internal-token': 'test-internal-token-0123456789', 'x-strata-owner': 'alice', 'transfer-encoding': 'chunked' },
-      });
-      req.on('response', (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
-      req.on('error', reject);
-      req.end('tiny but of unknown length');
-    });
+    const chunked = await rawPut(`${layer.dp.url}/internal/objects/inline-a/chunked`, { 'x-strata-owner': 'alice', 'transfer-encoding': 'chunked' }, (req) => req.end('tiny but of unknown length'));
     expect(chunked).to.equal(200);
     expect((await blobOf('inline-a', 'chunked')).data).to.equal(null);
     expect(await blobFileCount()).to.equal(files + 2);
@@ -509,16 +502,7 @@ describe('data plane inline blobs (PostgreSQL, limit 1 KiB)', function () {
     const rows = async () => Number((await layer.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM blobs')).rows[0].n);
     const before = await rows();
     expect(await errorOf(await put('inline-bad', 'k', 'body', { 'x-strata-content-md5': md5b64('other') }))).to.deep.equal({ status: 400, code: 'BadDigest' });
-    const short = await new Promise<number>((resolve) => {
-      const req = http.request(new URL(`${layer.dp.url}/internal/objects/inline-bad/short`), {
-        method: 'PUT',
-        headers: { 'x-strata-internal-token': 'test-internal-token-0123456789', 'x-strata-owner': 'alice', 'content-length': '100' },
-      });
-      req.on('response', (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
-      req.on('error', () => resolve(0));
+    const short = await rawPut(`${layer.dp.url}/internal/objects/inline-bad/short`, { 'x-strata-owner': 'alice', 'content-length': '100' }, (req) => {
       req.write('only forty bytes of the hundred promised.');
       setTimeout(() => req.destroy(), 200);
     });
