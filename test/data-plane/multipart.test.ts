@@ -160,6 +160,23 @@ describe('data plane multipart uploads (PostgreSQL)', function () {
     expect(got.equals(source)).to.equal(true);
   });
 
+  it('UploadPartCopy from a small object whose bytes are kept inline in the database', async () => {
+    const small = randomBytes(1000);
+    expect((await layer.dpFetch('PUT', `/internal/objects/${bucket}/small-source`, small as BodyInit, { 'x-strata-owner': 'alice' })).status).to.equal(200);
+    const locator = await layer.sql.query<{ locator: string }>(
+      "SELECT b.locator FROM blobs b JOIN object_info o ON o.blob_id = b.id WHERE o.key = 'small-source' AND o.state = 'NORMAL'",
+    );
+    expect(locator.rows[0]!.locator).to.match(/^i/);
+    const uploadId = await initiate('from-inline');
+    const part = await layer.dpFetch('PUT', `/internal/multipart/${bucket}/from-inline/${uploadId}/parts/1/copy`, JSON.stringify({ sourceBucket: bucket, sourceKey: 'small-source', range: 'bytes=100-899' }), json);
+    expect(part.status, await part.clone().text()).to.equal(200);
+    const etag = ((await part.json()) as { etag: string }).etag;
+    expect(etag).to.equal(md5(small.subarray(100, 900)));
+    expect((await complete('from-inline', uploadId, [{ partNumber: 1, etag }])).status).to.equal(200);
+    const got = Buffer.from(await (await layer.dpFetch('GET', `/internal/objects/${bucket}/from-inline`)).arrayBuffer());
+    expect(got.equals(small.subarray(100, 900))).to.equal(true);
+  });
+
   it('at start, removes crash-left temp files and the parts of uploads that expired unfinished', async () => {
     const uploadId = await initiate('left-behind');
     await uploadPart('left-behind', uploadId, 1, randomBytes(1000));
