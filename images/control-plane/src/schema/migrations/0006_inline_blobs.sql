@@ -27,7 +27,6 @@ DECLARE
   v_old_owner text;
   v_old_size bigint;
   v_old_refs integer;
-  v_old_inline boolean;
 BEGIN
   -- Writers of one key queue here before touching any blob row; the bucket row is share-locked
   -- against a concurrent bucket delete.
@@ -60,15 +59,14 @@ BEGIN
   WHERE bucket_id = p_bucket_id AND (bucket_id % 2) = (p_bucket_id % 2) AND key = p_key AND state = 'NORMAL'
   RETURNING object_info.blob_id, object_info.owner, object_info.size INTO v_old_blob, v_old_owner, v_old_size;
   IF v_old_blob IS NOT NULL THEN
-    UPDATE blobs SET ref_count = GREATEST(blobs.ref_count - 1, 0) WHERE blobs.id = v_old_blob
-    RETURNING blobs.ref_count, blobs.data IS NOT NULL INTO v_old_refs, v_old_inline;
-    UPDATE blob_owners SET ref_count = GREATEST(blob_owners.ref_count - 1, 0) WHERE blob_owners.blob_id = v_old_blob AND blob_owners.owner = v_old_owner;
-    -- An inline blob nobody references any more is freed here, with the row that holds its bytes (its
-    -- owner rows cascade), instead of by the data plane's collector in three more statements. A
-    -- concurrent instant upload or copy waiting on the row then finds it gone ('blob_gone', retried).
-    IF v_old_refs = 0 AND v_old_inline THEN
-      DELETE FROM blobs WHERE blobs.id = v_old_blob;
-      v_old_refs := NULL;
+    -- An inline blob only the replaced version referenced is freed here, with the row that holds its
+    -- bytes (its owner rows cascade), instead of being counted down and then freed by the data plane's
+    -- collector in three more statements. A concurrent instant upload or copy waiting on the row then
+    -- finds it gone ('blob_gone', retried); one that got in first leaves the count above 1.
+    DELETE FROM blobs WHERE blobs.id = v_old_blob AND blobs.ref_count = 1 AND blobs.data IS NOT NULL;
+    IF NOT FOUND THEN
+      UPDATE blobs SET ref_count = GREATEST(blobs.ref_count - 1, 0) WHERE blobs.id = v_old_blob RETURNING blobs.ref_count INTO v_old_refs;
+      UPDATE blob_owners SET ref_count = GREATEST(blob_owners.ref_count - 1, 0) WHERE blob_owners.blob_id = v_old_blob AND blob_owners.owner = v_old_owner;
     END IF;
   END IF;
 
