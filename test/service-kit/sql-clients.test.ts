@@ -89,6 +89,24 @@ for (const client of clients) {
       expect(await names()).to.deep.equal(['one', 'two']);
     });
 
+    it('answers the same text right after the schema changes under it, and after it failed to parse or run', async () => {
+      for (let i = 0; i < 3; i++) await sql.query('SELECT * FROM u');
+      await sql.exec('ALTER TABLE u ADD COLUMN w int');
+      await sql.query("INSERT INTO u (v, w) VALUES ('x', 7)");
+      expect((await sql.query('SELECT * FROM u')).rows).to.deep.equal([{ v: 'x', w: 7 }]);
+      const missing = await sql.query('SELECT made_later($1::int) AS n', [1]).catch((err: unknown) => err);
+      expect(missing).to.have.property('code', '42883');
+      await sql.exec('CREATE FUNCTION made_later(int) RETURNS int LANGUAGE sql AS $$ SELECT $1 + 1 $$');
+      expect((await sql.query('SELECT made_later($1::int) AS n', [1])).rows).to.deep.equal([{ n: 2 }]);
+      const insert = 'INSERT INTO t (name) VALUES ($1) RETURNING name';
+      expect(isUniqueViolation(await sql.query(insert, ['one']).catch((err: unknown) => err))).to.equal(true);
+      expect((await sql.query(insert, ['three'])).rows).to.deep.equal([{ name: 'three' }]);
+      await sql.query('DELETE FROM t WHERE name = $1', ['three']);
+      await sql.exec('ALTER TABLE u DROP COLUMN w');
+      expect((await sql.query('SELECT * FROM u')).rows).to.deep.equal([{ v: 'x' }]);
+      await sql.query('DELETE FROM u');
+    });
+
     it('commits a transaction, and rolls all of it back when its function throws', async () => {
       const value = await sql.transaction(async (tx) => {
         await tx.query('INSERT INTO t (name) VALUES ($1)', ['three']);
@@ -145,6 +163,31 @@ for (const client of clients) {
     });
   });
 }
+
+describe('PGlite: statements prepared once per session', function () {
+  this.timeout(60_000);
+
+  it('parses a text once, then only binds it; beyond 256 texts they still run (unnamed)', async () => {
+    const sql = await createPgliteSqlClient(undefined, { thread: true });
+    try {
+      const prepared = async () =>
+        (await sql.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'strata_%' ORDER BY statement")).rows.map((r) => r.statement);
+      for (let i = 0; i < 5; i++) expect((await sql.query<{ n: number }>('SELECT $1::int + 1 AS n', [i])).rows).to.deep.equal([{ n: i + 1 }]);
+      expect((await prepared()).filter((text) => text === 'SELECT $1::int + 1 AS n')).to.have.length(1);
+      // Concurrent first uses: one of them prepares, the others run unnamed; all answer.
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => sql.query<{ n: number }>('SELECT $1::int * 2 AS n', [i])));
+      expect(answers.map((a) => a.rows[0]!.n)).to.deep.equal(Array.from({ length: 10 }, (_, i) => i * 2));
+      expect((await prepared()).filter((text) => text === 'SELECT $1::int * 2 AS n')).to.have.length(1);
+      // A statement that fails to parse is not kept.
+      await sql.query('SELECT FROM nowhere_at_all').catch(() => undefined);
+      expect((await prepared()).some((text) => text.includes('nowhere_at_all'))).to.equal(false);
+      for (let i = 0; i < 300; i++) expect((await sql.query<{ n: number }>(`SELECT ${i}::int AS n`)).rows[0]!.n).to.equal(i);
+      expect((await prepared()).length).to.equal(256);
+    } finally {
+      await sql.close();
+    }
+  });
+});
 
 describe('PGlite on its own thread: on disk', function () {
   this.timeout(120_000);

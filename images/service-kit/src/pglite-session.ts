@@ -1,5 +1,5 @@
-import { decodeStatementResult, encodeStatement } from './pglite-wire.js';
-import type { SqlClient, SqlExecutor } from './sql.js';
+import { decodeAnswer, encodeClose, encodeStatement } from './pglite-wire.js';
+import type { SqlClient, SqlExecutor, SqlResult } from './sql.js';
 import { runTransaction } from './sql-transaction.js';
 
 /** A PGlite instance, wherever it runs (this event loop or its own thread); it handles one call at a time, in order. */
@@ -18,8 +18,9 @@ export interface PgliteBackend {
  * backend. Other statements wait for it to end; transactions queue behind each other.
  */
 export function pgliteSqlClient(backend: PgliteBackend, onClose: () => Promise<void> = async () => undefined): SqlClient {
+  const statements = new PreparedStatements(backend);
   const direct: SqlExecutor = {
-    query: async <R>(text: string, params?: unknown[]) => decodeStatementResult<R>(await backend.run(encodeStatement(text, params))),
+    query: (text, params) => statements.query(text, params),
     exec: (script) => backend.exec(script),
   };
 
@@ -74,4 +75,50 @@ export function inLoopBackend(db: {
     exec: (script) => serial(async () => void (await db.exec(script))),
     close: () => serial(() => db.close()),
   };
+}
+
+/** Most statement texts kept prepared; beyond them statements go unnamed (parsed and planned each time). */
+const MAX_PREPARED = 256;
+/** "cached plan must not change result type": a prepared statement's columns changed under it (DDL). */
+const CACHED_PLAN_CHANGED = '0A000';
+
+/**
+ * Statements prepared once per session and then only bound and executed. PGlite parses, analyses and
+ * plans an unnamed statement anew each time, which for the statements a small PUT sends (the batch
+ * commit, the outbox relay's two, the event consumer's) cost about as much as running them. PostgreSQL
+ * re-plans a prepared statement by itself when the schema changes under it.
+ *
+ * A text is parsed under a name by the first call that meets it; calls meanwhile go unnamed. Only a
+ * Parse that succeeded (ParseComplete in the answer) makes the name usable, so a statement that fails
+ * to parse (an unknown function, say) is parsed again next time.
+ */
+class PreparedStatements {
+  private readonly names = new Map<string, { name: string; ready: boolean }>();
+  private next = 0;
+
+  constructor(private readonly backend: PgliteBackend) {}
+
+  async query<R>(text: string, params?: unknown[]): Promise<SqlResult<R>> {
+    let entry = this.names.get(text);
+    let parse = false;
+    if (!entry && this.names.size < MAX_PREPARED) {
+      entry = { name: `strata_s${this.next++}`, ready: false };
+      this.names.set(text, entry);
+      parse = true;
+    }
+    if (entry && !entry.ready && !parse) entry = undefined;
+    const { result, error, parsed } = decodeAnswer<R>(await this.backend.run(encodeStatement(text, params, entry && { name: entry.name, parse })));
+    if (entry && parse) {
+      if (parsed) entry.ready = true;
+      else this.names.delete(text);
+    }
+    if (!error) return result;
+    if (entry && !parse && error.code === CACHED_PLAN_CHANGED) {
+      // Its result columns changed (DDL since it was prepared): drop it and run the text afresh.
+      this.names.delete(text);
+      await this.backend.run(encodeClose(entry.name));
+      return this.query(text, params);
+    }
+    throw error;
+  }
 }

@@ -26,18 +26,33 @@ export function pgTypeParser(oid: number, format: 'text' | 'binary' = 'text'): (
 // pg's parameter serialisation (Dates, arrays, Buffers, objects as JSON); @types/pg leaves `utils` out.
 const { prepareValue } = (pg as unknown as { utils: { prepareValue(value: unknown): unknown } }).utils;
 
+/** A named (prepared) statement: `parse` the first time, then only bound and executed. */
+export interface NamedStatement {
+  name: string;
+  parse: boolean;
+}
+
 /**
- * Parse, Bind, Describe, Execute and Sync of one unnamed statement, in one buffer of its own (not a
- * slice of Node's shared pool, so that posting it to a thread copies or moves just these bytes).
+ * Parse, Bind, Describe, Execute and Sync of one statement, in one buffer of its own (not a slice of
+ * Node's shared pool, so that posting it to a thread copies or moves just these bytes). Unnamed unless
+ * `named`; a named statement that is already prepared skips the Parse.
  */
-export function encodeStatement(text: string, params: readonly unknown[] = []): Uint8Array {
-  const parts = [
-    serialize.parse({ text }),
-    serialize.bind({ values: params as unknown[], valueMapper: prepareValue }),
+export function encodeStatement(text: string, params: readonly unknown[] = [], named?: NamedStatement): Uint8Array {
+  return concat([
+    ...(named && !named.parse ? [] : [serialize.parse({ text, name: named?.name })]),
+    serialize.bind({ statement: named?.name, values: params as unknown[], valueMapper: prepareValue }),
     serialize.describe({ type: 'P' }),
     serialize.execute({}),
     serialize.sync(),
-  ];
+  ]);
+}
+
+/** Close (deallocate) a named statement; closing one that does not exist is not an error. */
+export function encodeClose(name: string): Uint8Array {
+  return concat([serialize.close({ type: 'S', name }), serialize.sync()]);
+}
+
+function concat(parts: Buffer[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
   let at = 0;
   for (const part of parts) {
@@ -52,12 +67,23 @@ export function encodeStatement(text: string, params: readonly unknown[] = []): 
  * pg-protocol's DatabaseError (code, detail, constraint… as node-postgres reports them).
  */
 export function decodeStatementResult<R>(answer: Uint8Array): SqlResult<R> {
+  const { result, error } = decodeAnswer<R>(answer);
+  if (error) throw error;
+  return result;
+}
+
+/** The answer, or its error, and whether a Parse in it succeeded (a named statement then exists). */
+export function decodeAnswer<R>(answer: Uint8Array): { result: SqlResult<R>; error?: DatabaseError; parsed: boolean } {
   let columns: Array<{ name: string; parse: (value: string) => unknown }> = [];
   const rows: R[] = [];
   let rowCount: number | undefined;
   let error: DatabaseError | undefined;
+  let parsed = false;
   new Parser().parse(Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength), (message: BackendMessage) => {
     switch (message.name) {
+      case 'parseComplete':
+        parsed = true;
+        break;
       case 'rowDescription': {
         const { fields } = message as unknown as { fields: Array<{ name: string; dataTypeID: number; format: 'text' | 'binary' }> };
         columns = fields.map((f) => ({ name: f.name, parse: pgTypeParser(f.dataTypeID, f.format) }));
@@ -86,6 +112,5 @@ export function decodeStatementResult<R>(answer: Uint8Array): SqlResult<R> {
         break;
     }
   });
-  if (error) throw error;
-  return { rows, rowCount: rowCount ?? rows.length };
+  return { result: { rows, rowCount: rowCount ?? rows.length }, ...(error ? { error } : {}), parsed };
 }
