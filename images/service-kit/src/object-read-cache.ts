@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 
 /**
  * A read cache of object metadata (GET/HEAD) shared by the data plane (reader and writer) and the
@@ -30,7 +30,8 @@ export const objectReadCacheKeys = {
   entry: (bucket: string, key: string) => `strata:objm:${tag(bucket, key)}`,
 };
 
-const newToken = () => randomBytes(9).toString('base64');
+// randomUUID draws from a cached pool of entropy (randomBytes() called into OpenSSL on every write).
+const newToken = () => randomUUID();
 
 /** After a committed write of (bucket, key): entries read before it can no longer be served. */
 export async function invalidateObjectRead(cache: StringCache, bucket: string, key: string): Promise<void> {

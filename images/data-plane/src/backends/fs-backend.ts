@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { close as closeFd, createReadStream, createWriteStream, open as openFd, read as readFd } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,6 +10,13 @@ import { ThreadMd5 } from './md5-thread.js';
 import { HashingCounter, meteredBody } from './metered-body.js';
 import type { SmallBlobCache } from './small-blob-cache.js';
 import type { ByteRange, HashedBlob, PutOptions, StorageBackend } from './storage-backend.js';
+
+/**
+ * 32 random hex digits (122 random bits: a UUID v4 without its dashes). crypto.randomUUID draws from a
+ * cached pool of entropy; randomBytes() called into OpenSSL for every blob (~1 % of the HTTP thread's time
+ * under small PUTs).
+ */
+const randomId = (): string => randomUUID().replaceAll('-', '');
 
 /**
  * Blob locators are 32 hex digits; multipart parts carry a `p` prefix and live under `parts/`; inline
@@ -92,7 +99,7 @@ export class FsBackend implements StorageBackend {
     await pipeline(source, counter, collect);
     const md5 = counter.digestHex();
     verify(counter.size, md5);
-    return { locator: `i${randomBytes(16).toString('hex')}`, size: counter.size, md5, inline: Buffer.concat(chunks) };
+    return { locator: `i${randomId()}`, size: counter.size, md5, inline: Buffer.concat(chunks) };
   }
 
   async compose(locators: string[]): Promise<HashedBlob> {
@@ -115,10 +122,10 @@ export class FsBackend implements StorageBackend {
      */
     large: boolean,
   ): Promise<HashedBlob> {
-    const locator = locatorPrefix + randomBytes(16).toString('hex');
+    const locator = locatorPrefix + randomId();
     const finalPath = this.pathOf(locator);
     const dir = path.dirname(finalPath);
-    const tempPath = `${finalPath}.${randomBytes(4).toString('hex')}${TEMP_SUFFIX}`;
+    const tempPath = `${finalPath}.${randomId().slice(0, 8)}${TEMP_SUFFIX}`;
     await mkdir(dir, { recursive: true });
     let md5Thread: ThreadMd5 | undefined;
     try {
