@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { close as closeFd, createReadStream, createWriteStream, open as openFd, read as readFd } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { S3Error } from '../../../service-kit/src/index.js';
 import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
@@ -90,13 +90,12 @@ export class FsBackend implements StorageBackend {
   private async readInline(body: Readable, opts: PutOptions): Promise<HashedBlob> {
     const { source, counter, verify } = meteredBody(body, opts, true);
     const chunks: Buffer[] = [];
-    const collect = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        chunks.push(chunk);
-        done();
-      },
-    });
-    await pipeline(source, counter, collect);
+    // A few chunks at most: read straight from the detached body. A pipeline through the counter into
+    // a collecting stream cost more than the bytes (~5 % of the HTTP thread under small PUTs).
+    for await (const chunk of source) {
+      counter.meter(chunk as Buffer);
+      chunks.push(chunk as Buffer);
+    }
     const md5 = counter.digestHex();
     verify(counter.size, md5);
     return { locator: `i${randomId()}`, size: counter.size, md5, inline: Buffer.concat(chunks) };

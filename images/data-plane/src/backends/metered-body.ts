@@ -16,13 +16,20 @@ export class HashingCounter extends Transform {
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.size += chunk.length;
-    if (this.size > this.limit) {
-      done(this.tooLarge());
+    try {
+      this.meter(chunk);
+    } catch (err) {
+      done(err as Error);
       return;
     }
-    if (this.hashing) this.hash.update(chunk);
     done(null, chunk);
+  }
+
+  /** Count and hash one chunk without passing it on; throws the too-large error past the limit. */
+  meter(chunk: Buffer): void {
+    this.size += chunk.length;
+    if (this.size > this.limit) throw this.tooLarge();
+    if (this.hashing) this.hash.update(chunk);
   }
 
   digestHex(): string {
