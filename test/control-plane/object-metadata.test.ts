@@ -246,6 +246,15 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
           [new Date(start.getTime() + 21 * DAY), logged],
         );
         expect(Number(oldLogs.rows[0].n)).to.equal(0);
+        // DELETED versions are forgotten once older than the retention too (x became DELETED on day 31,
+        // y on day 51; a purge on day 75 keeps what is newer than day 45).
+        const third = await layer.cpFetch('POST', '/internal/purge', { now: new Date(start.getTime() + 75 * DAY).toISOString() });
+        expect(third.status).to.equal(200);
+        const left = await layer.sql.query<{ key: string; state: string }>(
+          'SELECT o.key, o.state FROM object_info o JOIN buckets b ON b.id = o.bucket_id WHERE b.name = $1 ORDER BY o.key, o.id',
+          [bucket],
+        );
+        expect(left.rows).to.deep.equal([{ key: 'y', state: 'DELETED' }]);
       });
 
       it('DeleteObjects recycles many keys and reports bad ones', async () => {

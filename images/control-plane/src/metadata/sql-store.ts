@@ -452,6 +452,21 @@ export class SqlMetadataStore implements MetadataStore {
     return { outbox: outbox.rowCount, processed: processed.rowCount };
   }
 
+  async pruneDeletedVersions(cutoff: Date): Promise<number> {
+    // In batches (each its own statement and commit), so the first run over a large backlog holds no
+    // long transaction. A daily scan of the table: an index on deleted_at would cost every overwrite.
+    let pruned = 0;
+    for (;;) {
+      const res = await this.sql.query(
+        `DELETE FROM object_info WHERE state = 'DELETED' AND deleted_at < $1 AND id = ANY (ARRAY(
+           SELECT id FROM object_info WHERE state = 'DELETED' AND deleted_at < $1 LIMIT ${PURGE_BATCH * 20}))`,
+        [cutoff],
+      );
+      pruned += res.rowCount;
+      if (res.rowCount < PURGE_BATCH * 20) return pruned;
+    }
+  }
+
   async applyEventsOnce(events: StrataEvent[]): Promise<boolean[]> {
     // The object events of a batch in ONE statement (no BEGIN/COMMIT round trips, one commit for the
     // batch): every event id recorded (ON CONFLICT DO NOTHING keeps a redelivered one out), and each

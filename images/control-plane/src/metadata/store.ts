@@ -121,6 +121,12 @@ export interface MetadataStore {
 
   /** Forget sent outbox rows and processed event ids older than `cutoff` (redelivery is long over). */
   pruneEventLogs(cutoff: Date): Promise<{ outbox: number; processed: number }>;
+  /**
+   * Forget DELETED versions (overwritten, or purged from the recycle bin) deleted before `cutoff`: their
+   * references were released when they became DELETED and nothing reads them, but every overwrite
+   * leaves one, so without this the table grows with the write count instead of the object count.
+   */
+  pruneDeletedVersions(cutoff: Date): Promise<number>;
   /** Apply an event's side effects once: false when the event id was already processed. */
   applyEventOnce(event: StrataEvent): Promise<boolean>;
   /**

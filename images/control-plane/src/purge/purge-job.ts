@@ -19,7 +19,7 @@ export interface PurgeDeps {
  * Empties the recycle bin of objects recycled more than `retentionDays` ago (→ DELETED), then has
  * the data plane free the bytes of blobs that no NORMAL or RECYCLED object references any more.
  * If freeing fails the blobs stay at reference count 0 and the data plane's periodic sweep frees them.
- * Sent outbox rows and processed event ids older than the retention are pruned too.
+ * Sent outbox rows, processed event ids and DELETED versions older than the retention are pruned too.
  */
 export async function runPurge(deps: PurgeDeps, now: Date): Promise<{ purged: number; freedBlobs: number }> {
   const cutoff = new Date(now.getTime() - deps.retentionDays * DAY_MS);
@@ -31,10 +31,12 @@ export async function runPurge(deps: PurgeDeps, now: Date): Promise<{ purged: nu
   } catch (err) {
     deps.logger.warn({ err, blobs: unreferencedBlobIds.length }, 'freeing blob bytes failed; the data plane sweep will retry');
   }
-  // The event logs are kept as long as the recycle bin: no redelivery is that late.
-  const pruned = await deps.store.pruneEventLogs(new Date(now.getTime() - Math.max(deps.retentionDays, 7) * DAY_MS));
+  // The event logs and DELETED versions are kept as long as the recycle bin: no redelivery is that late.
+  const keptSince = new Date(now.getTime() - Math.max(deps.retentionDays, 7) * DAY_MS);
+  const pruned = await deps.store.pruneEventLogs(keptSince);
+  const prunedVersions = await deps.store.pruneDeletedVersions(keptSince);
   deps.purgedTotal.inc(purged);
-  deps.logger.info({ purged, freedBlobs, pruned, cutoff: cutoff.toISOString() }, 'recycle bin purged');
+  deps.logger.info({ purged, freedBlobs, pruned: { ...pruned, deletedVersions: prunedVersions }, cutoff: cutoff.toISOString() }, 'recycle bin purged');
   return { purged, freedBlobs };
 }
 
