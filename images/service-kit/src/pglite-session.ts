@@ -1,4 +1,4 @@
-import { decodeAnswer, encodeClose, encodeStatement } from './pglite-wire.js';
+import { decodeAnswer, encodeClose, encodeStatement, type NamedStatement } from './pglite-wire.js';
 import type { SqlClient, SqlExecutor, SqlResult } from './sql.js';
 import { runTransaction } from './sql-transaction.js';
 
@@ -99,24 +99,23 @@ class PreparedStatements {
   constructor(private readonly backend: PgliteBackend) {}
 
   async query<R>(text: string, params?: unknown[]): Promise<SqlResult<R>> {
-    let entry = this.names.get(text);
-    let parse = false;
-    if (!entry && this.names.size < MAX_PREPARED) {
-      entry = { name: `strata_s${this.next++}`, ready: false };
-      this.names.set(text, entry);
-      parse = true;
+    const known = this.names.get(text);
+    let named: NamedStatement | undefined;
+    if (known?.ready) named = { name: known.name, parse: false };
+    else if (!known && this.names.size < MAX_PREPARED) {
+      named = { name: `strata_s${this.next++}`, parse: true };
+      this.names.set(text, { name: named.name, ready: false });
     }
-    if (entry && !entry.ready && !parse) entry = undefined;
-    const { result, error, parsed } = decodeAnswer<R>(await this.backend.run(encodeStatement(text, params, entry && { name: entry.name, parse })));
-    if (entry && parse) {
-      if (parsed) entry.ready = true;
+    const { result, error, parsed } = decodeAnswer<R>(await this.backend.run(encodeStatement(text, params, named)));
+    if (named?.parse) {
+      if (parsed) this.names.set(text, { name: named.name, ready: true });
       else this.names.delete(text);
     }
     if (!error) return result;
-    if (entry && !parse && error.code === CACHED_PLAN_CHANGED) {
+    if (named && !named.parse && error.code === CACHED_PLAN_CHANGED) {
       // Its result columns changed (DDL since it was prepared): drop it and run the text afresh.
       this.names.delete(text);
-      await this.backend.run(encodeClose(entry.name));
+      await this.backend.run(encodeClose(named.name));
       return this.query(text, params);
     }
     throw error;
