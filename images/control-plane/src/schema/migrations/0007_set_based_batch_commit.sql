@@ -1,10 +1,12 @@
 -- Group commit, set-based: strata_commit_objects (migration 0004, bodies of 0006) applied its items one
 -- after another, eight to ten statements each inside PL/pgSQL, ~0.4 ms per item on PGlite, most of the
--- PGlite thread's time under a small-PUT load. Here a batch of independent items is applied in about a
--- dozen statements whatever its size: each blob row takes the sum of its batch's references at once.
+-- PGlite thread's time under a small-PUT load. Here a batch of independent items is applied in five
+-- statements whatever its size: each blob row takes the sum of its batch's references at once.
 -- Items that depend on each other (one key written twice in the batch) or whose blob has no content
--- identity (no MD5) still go one by one, in order, through the old function, renamed. The result is
--- the same as applying the items in order (tested against it: test/data-plane/group-commit.test.ts).
+-- identity (no MD5) still go one by one, in order, through the old function, renamed. Every reference is
+-- taken before any is released, so a blob one item releases and another references stays (in order it
+-- could be freed and stored again); what clients see is the same as in order (tested against it:
+-- test/data-plane/group-commit.test.ts).
 ALTER FUNCTION strata_commit_objects(jsonb) RENAME TO strata_commit_objects_in_order;
 
 -- The batch's items as rows (idx = the item's 1-based position). The inline bytes ('data') are read
