@@ -8,7 +8,6 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
-  S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
@@ -16,8 +15,8 @@ import { randomBytes } from 'node:crypto';
 import { loadGatewayEnv } from '../../images/gateway/src/config.js';
 import { ConfigError } from '../../images/service-kit/src/index.js';
 import { loadStandaloneEnv } from '../../images/standalone/src/config.js';
-import { startTestPlatform, type TestPlatform } from './support/platform.js';
-import { bodyBytes, bucketName, login, s3Failure, sdkClient } from './support/s3.js';
+import { startTestPlatform } from './support/platform.js';
+import { bodyBytes, bucketName, login, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
 
 /**
  * The gateway answers repeated GETs of small objects itself (images/gateway/src/clients/object-answer-cache.ts).
@@ -26,43 +25,32 @@ import { bodyBytes, bucketName, login, s3Failure, sdkClient } from './support/s3
  */
 describe('e2e: small GETs answered by the gateway stay read-after-write consistent', function () {
   this.timeout(120_000);
-  let p: TestPlatform;
-  let s3: S3Client;
-  const bucket = bucketName('answers');
+  const env = sdkPlatform('answers');
+  const { bucket } = env;
 
   /** Objects answered by the gateway itself so far (its cache hit counter). */
   const hits = async (): Promise<number> => {
-    const text = await (await fetch(`${p.endpoint}/metrics`)).text();
+    const text = await (await fetch(`${env.p.endpoint}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith('strata_cache_hits_total') && l.includes('cache="gateway-objects"'));
     return line ? Number(line.split(' ').pop()) : 0;
   };
-  const get = async (key: string) => bodyBytes(await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key })));
-  const put = (key: string, body: Buffer, extra: Record<string, unknown> = {}) => s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ...extra }));
-
-  before(async () => {
-    p = await startTestPlatform();
-    s3 = sdkClient(p.endpoint);
-    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-  });
-  after(async () => {
-    s3?.destroy();
-    await p?.destroy();
-  });
+  const get = async (key: string) => bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key })));
+  const put = (key: string, body: Buffer, extra: Record<string, unknown> = {}) => env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ...extra }));
 
   it('answers a repeated GET and HEAD from the gateway with the same bytes and headers', async () => {
     const body = randomBytes(4096);
     await put('a.bin', body, { ContentType: 'application/x-strata', Metadata: { colour: 'blue' } });
-    const first = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'a.bin' }));
+    const first = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'a.bin' }));
     const firstBytes = await bodyBytes(first);
     const before = await hits();
-    const second = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'a.bin', ResponseContentDisposition: 'attachment' }));
+    const second = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'a.bin', ResponseContentDisposition: 'attachment' }));
     expect(await hits()).to.equal(before + 1);
     expect(await bodyBytes(second)).to.deep.equal(body);
     expect(firstBytes).to.deep.equal(body);
     for (const field of ['ETag', 'ContentType', 'ContentLength', 'Metadata'] as const) expect(second[field]).to.deep.equal(first[field]);
     expect(second.LastModified?.getTime()).to.equal(first.LastModified?.getTime());
     expect(second.ContentDisposition).to.equal('attachment');
-    const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'a.bin' }));
+    const head = await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'a.bin' }));
     expect(await hits()).to.equal(before + 2);
     expect(head.ContentLength).to.equal(4096);
     expect(head.ETag).to.equal(first.ETag);
@@ -74,12 +62,12 @@ describe('e2e: small GETs answered by the gateway stay read-after-write consiste
     const { ETag } = await put('c.bin', body);
     await get('c.bin');
     await get('c.bin');
-    const notModified = await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'c.bin', IfNoneMatch: ETag })));
+    const notModified = await s3Failure(env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'c.bin', IfNoneMatch: ETag })));
     expect(notModified.status).to.equal(304);
-    const failed = await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'c.bin', IfMatch: '"0123456789abcdef0123456789abcdef"' })));
+    const failed = await s3Failure(env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'c.bin', IfMatch: '"0123456789abcdef0123456789abcdef"' })));
     expect(failed).to.deep.equal({ name: 'PreconditionFailed', status: 412 });
     const before = await hits();
-    const range = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'c.bin', Range: 'bytes=10-19' }));
+    const range = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'c.bin', Range: 'bytes=10-19' }));
     expect(await bodyBytes(range)).to.deep.equal(body.subarray(10, 20));
     expect(range.ContentRange).to.equal('bytes 10-19/2000');
     expect(await hits()).to.equal(before);
@@ -97,13 +85,13 @@ describe('e2e: small GETs answered by the gateway stay read-after-write consiste
 
     const source = randomBytes(1500);
     await put('source.bin', source);
-    await s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'w.bin', CopySource: `${bucket}/source.bin` }));
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'w.bin', CopySource: `${bucket}/source.bin` }));
     expect(await get('w.bin')).to.deep.equal(source);
 
     const part = randomBytes(5000);
-    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'w.bin' }));
-    const { ETag } = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'w.bin', UploadId, PartNumber: 1, Body: part }));
-    await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'w.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag }] } }));
+    const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'w.bin' }));
+    const { ETag } = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'w.bin', UploadId, PartNumber: 1, Body: part }));
+    await env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'w.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag }] } }));
     expect(await get('w.bin')).to.deep.equal(part);
     expect(await get('w.bin')).to.deep.equal(part);
   });
@@ -116,16 +104,16 @@ describe('e2e: small GETs answered by the gateway stay read-after-write consiste
     await get('d1.bin');
     await get('d2.bin');
     await get('d2.bin');
-    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'd1.bin' }));
+    await env.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'd1.bin' }));
     expect(await s3Failure(get('d1.bin'))).to.deep.equal({ name: 'NoSuchKey', status: 404 });
-    expect((await s3Failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'd1.bin' })))).status).to.equal(404);
-    await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'd2.bin' }] } }));
+    expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'd1.bin' })))).status).to.equal(404);
+    await env.s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'd2.bin' }] } }));
     expect(await s3Failure(get('d2.bin'))).to.deep.equal({ name: 'NoSuchKey', status: 404 });
 
-    const token = await login(p.endpoint);
-    const bin = (await (await fetch(`${p.endpoint}/admin/recycle-bin?bucket=${bucket}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { data: { objects: Array<{ id: string; key: string }> } };
+    const token = await login(env.p.endpoint);
+    const bin = (await (await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${bucket}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { data: { objects: Array<{ id: string; key: string }> } };
     const recycled = bin.data.objects.find((o) => o.key === 'd1.bin')!;
-    const restored = await fetch(`${p.endpoint}/admin/recycle-bin/${recycled.id}/restore`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    const restored = await fetch(`${env.p.endpoint}/admin/recycle-bin/${recycled.id}/restore`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
     expect(restored.status).to.equal(200);
     expect(await get('d1.bin')).to.deep.equal(body);
   });
@@ -134,10 +122,10 @@ describe('e2e: small GETs answered by the gateway stay read-after-write consiste
     await put('private.bin', Buffer.from('secret bytes'));
     await get('private.bin');
     await get('private.bin');
-    const token = await login(p.endpoint);
-    const created = await fetch(`${p.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'oscar', password: 'oscar-password' }) });
+    const token = await login(env.p.endpoint);
+    const created = await fetch(`${env.p.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'oscar', password: 'oscar-password' }) });
     const o = ((await created.json()) as { data: { accessKey: string; secretKey: string } }).data;
-    const oscar = sdkClient(p.endpoint, o.accessKey, o.secretKey);
+    const oscar = sdkClient(env.p.endpoint, o.accessKey, o.secretKey);
     try {
       expect(await s3Failure(oscar.send(new GetObjectCommand({ Bucket: bucket, Key: 'private.bin' })))).to.deep.equal({ name: 'AccessDenied', status: 403 });
       expect((await s3Failure(oscar.send(new HeadObjectCommand({ Bucket: bucket, Key: 'private.bin' })))).status).to.equal(403);

@@ -24,7 +24,6 @@ import {
   PutObjectAclCommand,
   PutObjectCommand,
   PutObjectLockConfigurationCommand,
-  S3Client,
   UploadPartCommand,
   UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
@@ -32,66 +31,54 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { startTestPlatform, type TestPlatform } from './support/platform.js';
-import { bodyBytes, bucketName, md5Hex, s3Failure, sdkClient } from './support/s3.js';
+import { bodyBytes, bucketName, md5Hex, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
 
 
 describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
   this.timeout(120_000);
-  let p: TestPlatform;
-  let s3: S3Client;
-  const bucket = bucketName('sdk');
-
-  before(async () => {
-    p = await startTestPlatform();
-    s3 = sdkClient(p.endpoint);
-    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-  });
-  after(async () => {
-    s3?.destroy();
-    await p?.destroy();
-  });
+  const env = sdkPlatform('sdk');
+  const { bucket } = env;
 
   it('bucket calls: HeadBucket, location us-east-1, versioning never enabled, fixed private ACL', async () => {
-    await s3.send(new HeadBucketCommand({ Bucket: bucket }));
-    const loc = await s3.send(new GetBucketLocationCommand({ Bucket: bucket }));
+    await env.s3.send(new HeadBucketCommand({ Bucket: bucket }));
+    const loc = await env.s3.send(new GetBucketLocationCommand({ Bucket: bucket }));
     expect(loc.LocationConstraint ?? '').to.equal('');
-    const v = await s3.send(new GetBucketVersioningCommand({ Bucket: bucket }));
+    const v = await env.s3.send(new GetBucketVersioningCommand({ Bucket: bucket }));
     expect(v.Status).to.equal(undefined);
-    const acl = await s3.send(new GetBucketAclCommand({ Bucket: bucket }));
+    const acl = await env.s3.send(new GetBucketAclCommand({ Bucket: bucket }));
     expect(acl.Grants?.[0]?.Permission).to.equal('FULL_CONTROL');
     expect(acl.Owner?.ID).to.equal('strata');
-    const again = await s3Failure(s3.send(new CreateBucketCommand({ Bucket: bucket })));
+    const again = await s3Failure(env.s3.send(new CreateBucketCommand({ Bucket: bucket })));
     expect(again.name).to.equal('BucketAlreadyOwnedByYou');
-    expect((await s3Failure(s3.send(new HeadBucketCommand({ Bucket: bucketName('absent') })))).status).to.equal(404);
+    expect((await s3Failure(env.s3.send(new HeadBucketCommand({ Bucket: bucketName('absent') })))).status).to.equal(404);
   });
 
   it('PutObject with metadata and Content-MD5, GetObject, HeadObject, response overrides', async () => {
     const body = Buffer.from('hello strata, with metadata');
-    const put = await s3.send(
+    const put = await env.s3.send(
       new PutObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt', Body: body, ContentType: 'text/plain', Metadata: { colour: 'blue', 'x-y': 'z' }, ContentMD5: createHash('md5').update(body).digest('base64') }),
     );
     expect(put.ETag).to.equal(`"${md5Hex(body)}"`);
-    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt' }));
+    const got = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt' }));
     expect((await bodyBytes(got)).equals(body)).to.equal(true);
     expect(got.ContentType).to.equal('text/plain');
     expect(got.Metadata).to.deep.equal({ colour: 'blue', 'x-y': 'z' });
     expect(got.ETag).to.equal(put.ETag);
-    const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt' }));
+    const head = await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt' }));
     expect(head.ContentLength).to.equal(body.length);
     expect(head.Metadata?.colour).to.equal('blue');
-    const overridden = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt', ResponseContentType: 'application/x-strata', ResponseContentDisposition: 'attachment; filename="h.txt"' }));
+    const overridden = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt', ResponseContentType: 'application/x-strata', ResponseContentDisposition: 'attachment; filename="h.txt"' }));
     await bodyBytes(overridden);
     expect(overridden.ContentType).to.equal('application/x-strata');
     expect(overridden.ContentDisposition).to.equal('attachment; filename="h.txt"');
-    const acl = await s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: 'meta/hello.txt' }));
+    const acl = await env.s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: 'meta/hello.txt' }));
     expect(acl.Grants?.[0]?.Permission).to.equal('FULL_CONTROL');
   });
 
   it('a streamed body goes up aws-chunked (STREAMING-UNSIGNED-PAYLOAD-TRAILER) and comes back whole', async () => {
     const data = randomBytes(300_000);
     const seen: string[] = [];
-    const client = sdkClient(p.endpoint);
+    const client = sdkClient(env.p.endpoint);
     client.middlewareStack.add(
       (next) => async (args) => {
         seen.push(String((args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256']));
@@ -102,68 +89,68 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
     await client.send(new PutObjectCommand({ Bucket: bucket, Key: 'streamed.bin', Body: Readable.from([data.subarray(0, 100_000), data.subarray(100_000)]), ContentLength: data.length }));
     client.destroy();
     expect(seen[0]).to.match(/^STREAMING-/);
-    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'streamed.bin' }));
+    const got = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'streamed.bin' }));
     expect((await bodyBytes(got)).equals(data)).to.equal(true);
   });
 
   it('range GET (206) and conditional GET (304 / 412)', async () => {
     const body = Buffer.from('0123456789abcdefghij');
-    const put = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'range.txt', Body: body }));
-    const part = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=5-9' }));
+    const put = await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'range.txt', Body: body }));
+    const part = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=5-9' }));
     expect((await bodyBytes(part)).toString()).to.equal('56789');
     expect(part.ContentRange).to.equal(`bytes 5-9/${body.length}`);
     expect(part.$metadata.httpStatusCode).to.equal(206);
-    const tail = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=-3' }));
+    const tail = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=-3' }));
     expect((await bodyBytes(tail)).toString()).to.equal('hij');
-    expect((await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=100-200' })))).status).to.equal(416);
+    expect((await s3Failure(env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=100-200' })))).status).to.equal(416);
 
-    expect((await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfNoneMatch: put.ETag })))).status).to.equal(304);
-    expect((await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfMatch: '"0000"' })))).status).to.equal(412);
+    expect((await s3Failure(env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfNoneMatch: put.ETag })))).status).to.equal(304);
+    expect((await s3Failure(env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfMatch: '"0000"' })))).status).to.equal(412);
     const future = new Date(Date.now() + 3600_000);
     const past = new Date(Date.now() - 3600_000);
-    expect((await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfModifiedSince: future })))).status).to.equal(304);
-    expect((await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfUnmodifiedSince: past })))).status).to.equal(412);
-    const matched = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfMatch: put.ETag, IfModifiedSince: past }));
+    expect((await s3Failure(env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfModifiedSince: future })))).status).to.equal(304);
+    expect((await s3Failure(env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfUnmodifiedSince: past })))).status).to.equal(412);
+    const matched = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfMatch: put.ETag, IfModifiedSince: past }));
     expect((await bodyBytes(matched)).equals(body)).to.equal(true);
   });
 
   it('CopyObject with COPY and REPLACE metadata, copy-source conditions, copy to itself refused', async () => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'copy/src.txt', Body: 'copy me', ContentType: 'text/plain', Metadata: { origin: 'src' } }));
-    const copied = await s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/dst one.txt', CopySource: `${bucket}/copy/src.txt` }));
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'copy/src.txt', Body: 'copy me', ContentType: 'text/plain', Metadata: { origin: 'src' } }));
+    const copied = await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/dst one.txt', CopySource: `${bucket}/copy/src.txt` }));
     expect(copied.CopyObjectResult?.ETag).to.equal(`"${md5Hex('copy me')}"`);
-    const dst = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'copy/dst one.txt' }));
+    const dst = await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'copy/dst one.txt' }));
     expect(dst.Metadata?.origin).to.equal('src');
     expect(dst.ContentType).to.equal('text/plain');
-    await s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/replaced.txt', CopySource: `${bucket}/copy/src.txt`, MetadataDirective: 'REPLACE', Metadata: { origin: 'new' }, ContentType: 'text/x-new' }));
-    const replaced = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'copy/replaced.txt' }));
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/replaced.txt', CopySource: `${bucket}/copy/src.txt`, MetadataDirective: 'REPLACE', Metadata: { origin: 'new' }, ContentType: 'text/x-new' }));
+    const replaced = await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'copy/replaced.txt' }));
     expect(replaced.Metadata).to.deep.equal({ origin: 'new' });
     expect(replaced.ContentType).to.equal('text/x-new');
-    const cond = await s3Failure(s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/never.txt', CopySource: `${bucket}/copy/src.txt`, CopySourceIfMatch: '"nope"' })));
+    const cond = await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/never.txt', CopySource: `${bucket}/copy/src.txt`, CopySourceIfMatch: '"nope"' })));
     expect(cond.status).to.equal(412);
-    expect((await s3Failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'copy/never.txt' })))).status).to.equal(404);
-    const self = await s3Failure(s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/src.txt', CopySource: `${bucket}/copy/src.txt` })));
+    expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'copy/never.txt' })))).status).to.equal(404);
+    const self = await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/src.txt', CopySource: `${bucket}/copy/src.txt` })));
     expect(self.name).to.equal('InvalidRequest');
-    const missing = await s3Failure(s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/x.txt', CopySource: `${bucket}/copy/absent.txt` })));
+    const missing = await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/x.txt', CopySource: `${bucket}/copy/absent.txt` })));
     expect(missing.name).to.equal('NoSuchKey');
   });
 
   it('multipart: create, upload parts, upload part copy with a range, list parts and uploads, complete, abort', async () => {
     const partA = randomBytes(5 * 1024 * 1024);
     const source = randomBytes(6 * 1024 * 1024);
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'mp/source.bin', Body: source }));
-    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'mp/joined.bin', ContentType: 'application/x-joined', Metadata: { kind: 'joined' } }));
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'mp/source.bin', Body: source }));
+    const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'mp/joined.bin', ContentType: 'application/x-joined', Metadata: { kind: 'joined' } }));
     expect(UploadId).to.be.a('string');
-    const listed = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+    const listed = await env.s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
     expect(listed.Uploads?.map((u) => u.UploadId)).to.include(UploadId);
-    const p1 = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mp/joined.bin', UploadId, PartNumber: 1, Body: partA }));
+    const p1 = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mp/joined.bin', UploadId, PartNumber: 1, Body: partA }));
     const range = 'bytes=1048576-2097151';
-    const p2 = await s3.send(new UploadPartCopyCommand({ Bucket: bucket, Key: 'mp/joined.bin', UploadId, PartNumber: 2, CopySource: `${bucket}/mp/source.bin`, CopySourceRange: range }));
-    const parts = await s3.send(new ListPartsCommand({ Bucket: bucket, Key: 'mp/joined.bin', UploadId }));
+    const p2 = await env.s3.send(new UploadPartCopyCommand({ Bucket: bucket, Key: 'mp/joined.bin', UploadId, PartNumber: 2, CopySource: `${bucket}/mp/source.bin`, CopySourceRange: range }));
+    const parts = await env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: 'mp/joined.bin', UploadId }));
     expect(parts.Parts?.map((x) => [x.PartNumber, x.Size])).to.deep.equal([
       [1, partA.length],
       [2, 1048576],
     ]);
-    const done = await s3.send(
+    const done = await env.s3.send(
       new CompleteMultipartUploadCommand({
         Bucket: bucket,
         Key: 'mp/joined.bin',
@@ -172,33 +159,33 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
       }),
     );
     expect(done.ETag).to.match(/^"[0-9a-f]{32}-2"$/);
-    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'mp/joined.bin' }));
+    const got = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'mp/joined.bin' }));
     const bytes = await bodyBytes(got);
     expect(bytes.equals(Buffer.concat([partA, source.subarray(1048576, 2097152)]))).to.equal(true);
     expect(got.ContentType).to.equal('application/x-joined');
     expect(got.Metadata?.kind).to.equal('joined');
-    const after = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+    const after = await env.s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
     expect(after.Uploads ?? []).to.have.length(0);
 
-    const { UploadId: abortId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'mp/aborted.bin' }));
-    await s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mp/aborted.bin', UploadId: abortId, PartNumber: 1, Body: 'tiny' }));
-    await s3.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: 'mp/aborted.bin', UploadId: abortId }));
-    expect((await s3Failure(s3.send(new ListPartsCommand({ Bucket: bucket, Key: 'mp/aborted.bin', UploadId: abortId })))).name).to.equal('NoSuchUpload');
-    expect((await s3Failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'mp/aborted.bin' })))).status).to.equal(404);
+    const { UploadId: abortId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'mp/aborted.bin' }));
+    await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mp/aborted.bin', UploadId: abortId, PartNumber: 1, Body: 'tiny' }));
+    await env.s3.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: 'mp/aborted.bin', UploadId: abortId }));
+    expect((await s3Failure(env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: 'mp/aborted.bin', UploadId: abortId })))).name).to.equal('NoSuchUpload');
+    expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'mp/aborted.bin' })))).status).to.equal(404);
   });
 
   it('ListObjectsV2 and v1 page through keys in byte order with prefixes and delimiters', async () => {
     const b = bucketName('list');
-    await s3.send(new CreateBucketCommand({ Bucket: b }));
+    await env.s3.send(new CreateBucketCommand({ Bucket: b }));
     const keys = ['a/1', 'a/2', 'a/b/3', 'B', 'c d/+4', 'z', 'é'];
-    for (const Key of keys) await s3.send(new PutObjectCommand({ Bucket: b, Key, Body: Key }));
+    for (const Key of keys) await env.s3.send(new PutObjectCommand({ Bucket: b, Key, Body: Key }));
     const sorted = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
 
     const seen: string[] = [];
     let token: string | undefined;
     let pages = 0;
     do {
-      const page = await s3.send(new ListObjectsV2Command({ Bucket: b, MaxKeys: 2, ContinuationToken: token }));
+      const page = await env.s3.send(new ListObjectsV2Command({ Bucket: b, MaxKeys: 2, ContinuationToken: token }));
       seen.push(...(page.Contents ?? []).map((o) => o.Key!));
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
       pages++;
@@ -206,28 +193,28 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
     expect(seen).to.deep.equal(sorted);
     expect(pages).to.equal(4);
 
-    const delim = await s3.send(new ListObjectsV2Command({ Bucket: b, Delimiter: '/', FetchOwner: true }));
+    const delim = await env.s3.send(new ListObjectsV2Command({ Bucket: b, Delimiter: '/', FetchOwner: true }));
     expect(delim.CommonPrefixes?.map((c) => c.Prefix)).to.deep.equal(['a/', 'c d/']);
     expect(delim.Contents?.map((o) => o.Key)).to.deep.equal(['B', 'z', 'é']);
     expect(delim.Contents?.[0].Owner?.ID).to.equal('strata');
-    const inA = await s3.send(new ListObjectsV2Command({ Bucket: b, Prefix: 'a/', Delimiter: '/' }));
+    const inA = await env.s3.send(new ListObjectsV2Command({ Bucket: b, Prefix: 'a/', Delimiter: '/' }));
     expect(inA.Contents?.map((o) => o.Key)).to.deep.equal(['a/1', 'a/2']);
     expect(inA.CommonPrefixes?.map((c) => c.Prefix)).to.deep.equal(['a/b/']);
-    const startAfter = await s3.send(new ListObjectsV2Command({ Bucket: b, StartAfter: 'a/b/3' }));
+    const startAfter = await env.s3.send(new ListObjectsV2Command({ Bucket: b, StartAfter: 'a/b/3' }));
     expect(startAfter.Contents?.map((o) => o.Key)).to.deep.equal(sorted.slice(sorted.indexOf('a/b/3') + 1));
-    const encoded = await s3.send(new ListObjectsV2Command({ Bucket: b, Prefix: 'c d/', EncodingType: 'url' }));
+    const encoded = await env.s3.send(new ListObjectsV2Command({ Bucket: b, Prefix: 'c d/', EncodingType: 'url' }));
     expect(encoded.Contents?.map((o) => decodeURIComponent(o.Key!))).to.deep.equal(['c d/+4']);
 
     const v1: string[] = [];
     let marker: string | undefined;
     do {
-      const page = await s3.send(new ListObjectsCommand({ Bucket: b, MaxKeys: 3, Marker: marker }));
+      const page = await env.s3.send(new ListObjectsCommand({ Bucket: b, MaxKeys: 3, Marker: marker }));
       v1.push(...(page.Contents ?? []).map((o) => o.Key!));
       marker = page.IsTruncated ? (page.NextMarker ?? page.Contents?.at(-1)?.Key) : undefined;
     } while (marker);
     expect(v1).to.deep.equal(sorted);
 
-    const versions = await s3.send(new ListObjectVersionsCommand({ Bucket: b, Prefix: 'a/' }));
+    const versions = await env.s3.send(new ListObjectVersionsCommand({ Bucket: b, Prefix: 'a/' }));
     expect(versions.Versions?.map((v) => [v.Key, v.VersionId, v.IsLatest])).to.deep.equal([
       ['a/1', 'null', true],
       ['a/2', 'null', true],
@@ -236,50 +223,50 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
   });
 
   it('DeleteObject (204, idempotent) and DeleteObjects, quiet and verbose', async () => {
-    for (const Key of ['d/1', 'd/2', 'd/3', 'd/4']) await s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: Key }));
-    const one = await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'd/1' }));
+    for (const Key of ['d/1', 'd/2', 'd/3', 'd/4']) await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: Key }));
+    const one = await env.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'd/1' }));
     expect(one.$metadata.httpStatusCode).to.equal(204);
-    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'd/1' }));
-    const verbose = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'd/2' }, { Key: 'd/absent' }] } }));
+    await env.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'd/1' }));
+    const verbose = await env.s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'd/2' }, { Key: 'd/absent' }] } }));
     expect(verbose.Deleted?.map((d) => d.Key).sort()).to.deep.equal(['d/2', 'd/absent']);
-    const quiet = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'd/3' }, { Key: 'd/4' }], Quiet: true } }));
+    const quiet = await env.s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'd/3' }, { Key: 'd/4' }], Quiet: true } }));
     expect(quiet.Deleted ?? []).to.have.length(0);
     expect(quiet.Errors ?? []).to.have.length(0);
-    const left = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'd/' }));
+    const left = await env.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'd/' }));
     expect(left.KeyCount).to.equal(0);
   });
 
   it('answers NotImplemented (501) for versioning, policies, object lock and ACL writes', async () => {
     const attempts = [
-      () => s3.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: 'Enabled' } })),
-      () => s3.send(new PutBucketPolicyCommand({ Bucket: bucket, Policy: '{"Version":"2012-10-17","Statement":[]}' })),
-      () => s3.send(new PutObjectLockConfigurationCommand({ Bucket: bucket, ObjectLockConfiguration: { ObjectLockEnabled: 'Enabled' } })),
-      () => s3.send(new PutObjectAclCommand({ Bucket: bucket, Key: 'meta/hello.txt', ACL: 'public-read' })),
+      () => env.s3.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: 'Enabled' } })),
+      () => env.s3.send(new PutBucketPolicyCommand({ Bucket: bucket, Policy: '{"Version":"2012-10-17","Statement":[]}' })),
+      () => env.s3.send(new PutObjectLockConfigurationCommand({ Bucket: bucket, ObjectLockConfiguration: { ObjectLockEnabled: 'Enabled' } })),
+      () => env.s3.send(new PutObjectAclCommand({ Bucket: bucket, Key: 'meta/hello.txt', ACL: 'public-read' })),
     ];
     for (const attempt of attempts) {
       const f = await s3Failure(attempt());
       expect(f).to.deep.equal({ name: 'NotImplemented', status: 501 });
     }
     // The bucket is unchanged and still usable.
-    expect((await s3.send(new GetBucketVersioningCommand({ Bucket: bucket }))).Status).to.equal(undefined);
+    expect((await env.s3.send(new GetBucketVersioningCommand({ Bucket: bucket }))).Status).to.equal(undefined);
   });
 
   it('presigned GET and PUT URLs from the SDK presigner', async () => {
-    const putUrl = await getSignedUrl(s3, new PutObjectCommand({ Bucket: bucket, Key: 'presigned/up.txt' }), { expiresIn: 300 });
+    const putUrl = await getSignedUrl(env.s3, new PutObjectCommand({ Bucket: bucket, Key: 'presigned/up.txt' }), { expiresIn: 300 });
     const up = await fetch(putUrl, { method: 'PUT', body: 'uploaded through a presigned URL' });
     expect(up.status).to.equal(200);
-    const getUrl = await getSignedUrl(s3, new GetObjectCommand({ Bucket: bucket, Key: 'presigned/up.txt' }), { expiresIn: 300 });
+    const getUrl = await getSignedUrl(env.s3, new GetObjectCommand({ Bucket: bucket, Key: 'presigned/up.txt' }), { expiresIn: 300 });
     const down = await fetch(getUrl);
     expect(await down.text()).to.equal('uploaded through a presigned URL');
   });
 
   it('DeleteBucket refuses a non-empty bucket and removes an empty one', async () => {
     const b = bucketName('del');
-    await s3.send(new CreateBucketCommand({ Bucket: b }));
-    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'k', Body: 'v' }));
-    expect((await s3Failure(s3.send(new DeleteBucketCommand({ Bucket: b })))).name).to.equal('BucketNotEmpty');
-    await s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'k' }));
-    await s3.send(new DeleteBucketCommand({ Bucket: b }));
-    expect((await s3Failure(s3.send(new HeadBucketCommand({ Bucket: b })))).status).to.equal(404);
+    await env.s3.send(new CreateBucketCommand({ Bucket: b }));
+    await env.s3.send(new PutObjectCommand({ Bucket: b, Key: 'k', Body: 'v' }));
+    expect((await s3Failure(env.s3.send(new DeleteBucketCommand({ Bucket: b })))).name).to.equal('BucketNotEmpty');
+    await env.s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'k' }));
+    await env.s3.send(new DeleteBucketCommand({ Bucket: b }));
+    expect((await s3Failure(env.s3.send(new HeadBucketCommand({ Bucket: b })))).status).to.equal(404);
   });
 });

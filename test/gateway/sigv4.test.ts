@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import { Readable } from 'node:stream';
 import { AwsChunkedDecoder } from '../../images/gateway/src/auth/aws-chunked.js';
-import { PayloadHashVerifier } from '../../images/gateway/src/auth/payload-hash.js';
+import { PayloadHashCheck } from '../../images/gateway/src/auth/payload-hash.js';
 import { presignUrl, sha256Hex, signingKey } from '../../images/gateway/src/auth/sigv4.js';
 import { verifySigV4, type Credential } from '../../images/gateway/src/auth/sigv4-verify.js';
+import { VerifiedBody } from '../../images/gateway/src/s3/verified-body.js';
 import { S3Error } from '../../images/service-kit/src/index.js';
 
 // The worked examples of the AWS S3 SigV4 documentation ("Examples: Signature Calculations").
@@ -135,10 +136,10 @@ describe('gateway SigV4', () => {
     });
   });
 
-  it('PayloadHashVerifier passes a matching body and withholds the end of a mismatching one', async () => {
+  it('a payload hash check passes a matching body and withholds the end of a mismatching one', async () => {
     const data = Buffer.from('strata object bytes');
-    expect((await collect(Readable.from([data.subarray(0, 5), data.subarray(5)]).pipe(new PayloadHashVerifier(sha256Hex(data))))).equals(data)).to.equal(true);
-    const verifier = new PayloadHashVerifier(sha256Hex('something else'));
+    expect((await collect(Readable.from([data.subarray(0, 5), data.subarray(5)]).pipe(new VerifiedBody([new PayloadHashCheck(sha256Hex(data))])))).equals(data)).to.equal(true);
+    const verifier = new VerifiedBody([new PayloadHashCheck(sha256Hex('something else'))]);
     const received: Buffer[] = [];
     verifier.on('data', (c: Buffer) => received.push(c));
     const err = await new Promise<Error>((resolve) => {

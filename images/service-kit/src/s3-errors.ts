@@ -25,6 +25,7 @@ export const S3_ERRORS = {
   InvalidRequest: { status: 400, message: 'Invalid Request' },
   InvalidToken: { status: 400, message: 'The provided token is malformed or otherwise invalid.' },
   KeyTooLongError: { status: 400, message: 'Your key is too long.' },
+  MalformedTrailerError: { status: 400, message: 'The request contained trailing data that was not well-formed or did not conform to our published schema.' },
   MalformedXML: { status: 400, message: 'The XML you provided was not well-formed or did not validate against our published schema.' },
   MaxMessageLengthExceeded: { status: 400, message: 'Your request was too big.' },
   MetadataTooLarge: { status: 400, message: 'Your metadata headers exceed the maximum allowed metadata size.' },

@@ -1,7 +1,7 @@
-import { S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { ROOT_PASSWORD, ROOT_USER } from './platform.js';
+import { ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './platform.js';
 
 /** The AWS SDK v3 as S3 clients use it against Strata: path style, us-east-1, SigV4. */
 export function sdkClient(endpoint: string, accessKeyId = ROOT_USER, secretAccessKey = ROOT_PASSWORD): S3Client {
@@ -52,4 +52,26 @@ export async function s3Failure(p: Promise<unknown>): Promise<{ name: string; st
 /** The whole body of a GetObject answer. */
 export async function bodyBytes(r: { Body?: unknown }): Promise<Buffer> {
   return Buffer.from(await (r.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
+}
+
+/** A suite's platform, its SDK client and one bucket, made ready by the hooks sdkPlatform registers. */
+export interface SdkPlatform {
+  readonly p: TestPlatform;
+  readonly s3: S3Client;
+  readonly bucket: string;
+}
+
+/** Registers before/after hooks that start a platform with one bucket (named from prefix) and tear it down. */
+export function sdkPlatform(prefix: string): SdkPlatform {
+  const env = { bucket: bucketName(prefix) } as { p: TestPlatform; s3: S3Client; bucket: string };
+  before(async () => {
+    env.p = await startTestPlatform();
+    env.s3 = sdkClient(env.p.endpoint);
+    await env.s3.send(new CreateBucketCommand({ Bucket: env.bucket }));
+  });
+  after(async () => {
+    env.s3?.destroy();
+    await env.p?.destroy();
+  });
+  return env;
 }

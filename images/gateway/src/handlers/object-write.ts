@@ -30,7 +30,8 @@ export const putObject: S3Handler = async (s3) => {
     const md5 = contentMd5(req);
     const meta = userMetadata(req);
     await deps.buckets.owned(bucket, caller);
-    body = objectBody(req, res);
+    const upload = objectBody(req, res);
+    body = upload.body;
     const result = await deps.dataPlane.putObject(
       bucket,
       key,
@@ -48,6 +49,7 @@ export const putObject: S3Handler = async (s3) => {
       state(res).abort.signal,
     );
     res.setHeader('ETag', quoted(result.object.etag));
+    if (upload.checksum?.value) res.setHeader(upload.checksum.checksum.header, upload.checksum.value);
     if (result.instant) discard(body);
     if (instant) sendData(res, { instant: result.instant, bucket, key, etag: result.object.etag, size: result.object.size });
     else res.status(200).end();

@@ -1,37 +1,56 @@
-import { pipeline } from 'node:stream';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable, type Transform } from 'node:stream';
 import type { Request, Response } from 'express';
 import { S3Error } from '../../../service-kit/src/index.js';
 import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
-import { PayloadHashVerifier } from '../auth/payload-hash.js';
+import { PayloadHashCheck } from '../auth/payload-hash.js';
 import { sha256Hex } from '../auth/sigv4.js';
 import { state } from '../context.js';
+import { ChecksumCheck, uploadChecksum } from './checksums.js';
+import { type BodyCheck, VerifiedBody } from './verified-body.js';
 
 /** Largest single PUT (S3's limit). */
 export const MAX_PUT_BYTES = 5 * 1024 ** 3;
 /** Largest XML request body we read (DeleteObjects, CompleteMultipartUpload, CreateBucketConfiguration). */
 export const MAX_XML_BYTES = 1024 * 1024;
 
+/** An upload's bytes as they will be stored, with the flexible checksum it asked for, if any. */
+export interface ObjectUpload {
+  /** Errors (a bad chunk signature, payload hash or checksum) surface on this stream. */
+  body: Readable;
+  /** Checked while the body streams; its value is set once the body has passed (the answer echoes it). */
+  checksum?: ChecksumCheck;
+}
+
+/** The empty body's sha256: nothing to check a body against. */
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
 /**
  * The request body as the object's bytes: aws-chunked framing decoded and each chunk signature
- * checked, or the signed sha256 checked, while streaming. Errors surface on the returned stream.
+ * checked, the signed sha256 checked, and the flexible checksum (x-amz-checksum-*, header or trailer)
+ * checked, all while streaming. InvalidRequest at once for checksum headers S3 refuses.
  */
-export function objectBody(req: Request, res: Response): Readable {
-  const payload = state(res).caller?.sigv4?.payload;
-  const isChunked = payload?.kind === 'chunked' || /aws-chunked/.test(String(req.headers['content-encoding'] ?? ''));
-  if (isChunked) {
-    const sig = state(res).caller?.sigv4;
+export function objectBody(req: Request, res: Response): ObjectUpload {
+  const sig = state(res).caller?.sigv4;
+  const payload = sig?.payload;
+  const chunked = payload?.kind === 'chunked' || /aws-chunked/.test(String(req.headers['content-encoding'] ?? ''));
+  const requested = uploadChecksum(req.headers, chunked);
+  const streams: Array<Readable | Transform> = [req];
+  const checks: BodyCheck[] = [];
+  let trailers: () => Readonly<Record<string, string>> = () => ({});
+  if (chunked) {
     const signed = payload?.kind === 'chunked' && payload.signed && sig;
     const decoder = new AwsChunkedDecoder(signed ? { key: sig.key, scope: sig.scope, amzDate: sig.amzDate, seedSignature: sig.seedSignature } : undefined);
-    pipeline(req, decoder, () => undefined);
-    return decoder;
+    streams.push(decoder);
+    trailers = () => decoder.trailers;
+  } else if (payload?.kind === 'sha256' && payload.hex !== EMPTY_SHA256) {
+    checks.push(new PayloadHashCheck(payload.hex));
   }
-  if (payload?.kind === 'sha256' && payload.hex !== 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855') {
-    const verifier = new PayloadHashVerifier(payload.hex);
-    pipeline(req, verifier, () => undefined);
-    return verifier;
-  }
-  return req;
+  const checksum = requested && new ChecksumCheck(requested, trailers);
+  if (checksum) checks.push(checksum);
+  if (checks.length > 0) streams.push(new VerifiedBody(checks));
+  if (streams.length === 1) return { body: req };
+  pipeline(streams, () => undefined);
+  return { body: streams[streams.length - 1]!, checksum };
 }
 
 /** Length of the object's bytes: x-amz-decoded-content-length for aws-chunked, else Content-Length. */
@@ -61,7 +80,7 @@ export async function readSmallBody(req: Request, res: Response, limit = MAX_XML
   const chunks: Buffer[] = [];
   let size = 0;
   // Keep reading past the limit (without keeping bytes) so the client gets our answer, not a reset.
-  for await (const chunk of objectBody(req, res)) {
+  for await (const chunk of objectBody(req, res).body) {
     size += (chunk as Buffer).length;
     if (size <= limit) chunks.push(chunk as Buffer);
   }
