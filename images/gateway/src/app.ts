@@ -1,4 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
+import type http from 'node:http';
 import { Cluster } from 'ioredis';
 import {
   Counter,
@@ -31,6 +32,7 @@ import { BucketAccess } from './middleware/bucket-access.js';
 import { errorRenderer } from './middleware/errors.js';
 import { requestContext } from './middleware/request-context.js';
 import { nameOperation, s3Endpoint } from './s3/router.js';
+import { virtualHostedStyle } from './s3/virtual-host.js';
 
 export interface GatewayOptions {
   port: number;
@@ -43,6 +45,8 @@ export interface GatewayOptions {
   jwtExpiresIn?: string;
   /** Origin clients use to reach the gateway (for presigned URLs); default: each request's Host. */
   publicUrl?: string;
+  /** Domains whose subdomains name buckets (virtual-hosted style: `<bucket>.<domain>`); none: path style only. */
+  virtualHostDomains?: readonly string[];
   rootUser?: string;
   region?: string;
   redirectExpiresSeconds?: number;
@@ -169,7 +173,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   app.use(renderError);
 
   // S3 requests skip Express's router (same middleware, same order); the routes above keep it.
-  const listener = withFastPath(app, (req) => (EXPRESS_ROUTES.has(firstSegment(req.url)) ? undefined : {}), [...context, ...s3], renderError);
+  const fastPath = withFastPath(app, (req) => (EXPRESS_ROUTES.has(firstSegment(req.url)) ? undefined : {}), [...context, ...s3], renderError);
+  // Virtual-hosted-style requests become path style before anything (routing included) reads the URL.
+  const toPathStyle = virtualHostedStyle(opts.virtualHostDomains ?? []);
+  const listener = Object.assign((req: http.IncomingMessage, res: http.ServerResponse) => {
+    toPathStyle(req);
+    fastPath(req, res);
+  }, { locals: fastPath.locals, app: fastPath.app });
   const running = await listen(listener, {
     name: 'gateway',
     logger,

@@ -11,6 +11,8 @@ export const gatewayEnvSchema = z.object({
   STRATA_JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
   STRATA_JWT_EXPIRES_IN: z.string().regex(/^\d+[smhd]?$/, 'a number of seconds or e.g. 15m, 1h, 7d').default('1h'),
   STRATA_PUBLIC_URL: z.string().url().optional(),
+  /** Domains under which `<bucket>.<domain>` hosts are virtual-hosted-style requests (comma-separated; unset: path style only). */
+  STRATA_S3_DOMAINS: env.domains(),
   STRATA_ROOT_USER: z.string().min(1).default('strata'),
   STRATA_REGION: z.string().default('us-east-1'),
   STRATA_REDIRECT_EXPIRES_SECONDS: env.int(300, 1, 7 * 24 * 3600),

@@ -18,6 +18,7 @@ const gateway = await startGateway({
   jwtSecret: env.STRATA_JWT_SECRET,
   jwtExpiresIn: env.STRATA_JWT_EXPIRES_IN,
   publicUrl: env.STRATA_PUBLIC_URL,
+  virtualHostDomains: env.STRATA_S3_DOMAINS,
   rootUser: env.STRATA_ROOT_USER,
   region: env.STRATA_REGION,
   redirectExpiresSeconds: env.STRATA_REDIRECT_EXPIRES_SECONDS,

@@ -41,5 +41,12 @@ export const env = {
       .string()
       .default('')
       .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+  /** Comma-separated DNS names (no scheme, no port), lower-cased. */
+  domains: (fallback = '') =>
+    z
+      .string()
+      .default(fallback)
+      .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+      .pipe(z.array(z.string().regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'comma-separated domain names, e.g. s3.example.com (no scheme, no port)'))),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 };

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_INLINE_BLOB_BYTES } from '../../data-plane/src/app.js';
 import { gatewayEnvSchema } from '../../gateway/src/config.js';
+import { DEFAULT_S3_DOMAINS } from './platform.js';
 import { env, loadConfig, productionEnvShape } from '../../service-kit/src/index.js';
 
 /** The standalone platform's environment: every value has a development default. */
@@ -30,6 +31,8 @@ export const standaloneEnvSchema = z.object({
   STRATA_SECRET_KEY: z.string().min(32).optional(),
   STRATA_JWT_EXPIRES_IN: z.string().default('1h'),
   STRATA_PUBLIC_URL: z.string().url().optional(),
+  /** Domains whose subdomains name buckets (virtual-hosted style), e.g. `<bucket>.localhost`. */
+  STRATA_S3_DOMAINS: env.domains(DEFAULT_S3_DOMAINS.join(',')),
   /** Cron expression of the in-process recycle-bin purge, or "off". */
   STRATA_PURGE_SCHEDULE: z.string().default('0 3 * * *'),
   /** Gateway flow-control rules file (optional; re-read on change). */

@@ -24,6 +24,7 @@ const platform = await startPlatform({
   secretKey: env.STRATA_SECRET_KEY,
   jwtExpiresIn: env.STRATA_JWT_EXPIRES_IN,
   publicUrl: env.STRATA_PUBLIC_URL,
+  s3Domains: env.STRATA_S3_DOMAINS,
   gatewayRulesFile: env.STRATA_GATEWAY_RULES_FILE,
   gatewayAnswerCacheBytes: env.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
   inlineBlobBytes: env.STRATA_INLINE_BLOB_BYTES,
@@ -41,7 +42,7 @@ process.stderr.write(
   [
     '',
     'Strata is running.',
-    `  S3 endpoint   ${gatewayUrl}  (region us-east-1, path-style)`,
+    `  S3 endpoint   ${gatewayUrl}  (region us-east-1, path style${env.STRATA_S3_DOMAINS.length ? `, or virtual-hosted as <bucket>.${env.STRATA_S3_DOMAINS[0]}` : ''})`,
     `  root user     ${platform.rootUser}`,
     `  root password ${defaultPassword ? `${platform.rootPassword}  (development default: set STRATA_ROOT_PASSWORD)` : '(from STRATA_ROOT_PASSWORD)'}`,
     `  data dir      ${env.STRATA_DATA_DIR}`,

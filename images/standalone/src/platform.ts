@@ -24,6 +24,9 @@ import { startGateway } from '../../gateway/src/app.js';
 import { ephemeralSecret, persistentSecret } from './secrets.js';
 import { startPgliteVacuum } from './pglite-vacuum.js';
 
+/** `<bucket>.localhost`: many systems resolve every name under localhost to this machine. */
+export const DEFAULT_S3_DOMAINS: readonly string[] = ['localhost'];
+
 /** What the standalone platform is started with (env supplies it in main.ts; tests pass it). */
 export interface PlatformOptions {
   dataDir: string;
@@ -36,6 +39,8 @@ export interface PlatformOptions {
   secretKey?: string;
   jwtExpiresIn?: string;
   publicUrl?: string;
+  /** Domains whose subdomains name buckets (virtual-hosted style); default DEFAULT_S3_DOMAINS. */
+  s3Domains?: readonly string[];
   gatewayRulesFile?: string;
   /** Bytes of small-object answers the gateway keeps (default 8 MiB; 0 turns them off). */
   gatewayAnswerCacheBytes?: number;
@@ -138,6 +143,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         jwtSecret: ctx.jwtSecret,
         jwtExpiresIn: ctx.options.jwtExpiresIn,
         publicUrl: ctx.options.publicUrl,
+        virtualHostDomains: ctx.options.s3Domains ?? DEFAULT_S3_DOMAINS,
         rootUser: ctx.rootUser,
         flowRulesFile: ctx.options.gatewayRulesFile,
         // The cache holding the data plane's object version tokens: small GETs answered by the gateway.

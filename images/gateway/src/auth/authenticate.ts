@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { S3Error } from '../../../service-kit/src/index.js';
 import { rawTarget, state } from '../context.js';
+import { sentTarget } from '../s3/virtual-host.js';
 import type { BearerAuthenticator, TokenClaims } from './jwt.js';
 import { isPresignedQuery, isSigV4Header, verifySigV4, type CredentialLookup } from './sigv4-verify.js';
 
@@ -21,7 +22,7 @@ export function authenticate(deps: AuthDeps) {
       // A presigned URL wins over a Bearer header: fetch keeps Authorization when it follows our
       // same-origin 302 to a presigned URL, and answering with another redirect would loop.
       if (isPresignedQuery(rawTarget(req).query) || isSigV4Header(authorization)) {
-        const result = await verifySigV4({ method: req.method, url: req.originalUrl, headers: req.headers }, deps.credentials);
+        const result = await verifySigV4({ method: req.method, url: sentTarget(req), headers: req.headers }, deps.credentials);
         state(res).caller = {
           username: result.credential.username,
           accessKey: result.credential.accessKey,

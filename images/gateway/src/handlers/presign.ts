@@ -4,11 +4,15 @@ import { callerOf, state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { sendData } from '../s3/render.js';
+import { pathStyleHost } from '../s3/virtual-host.js';
 
-/** Where clients reach this gateway: STRATA_PUBLIC_URL, else the request's own scheme and Host. */
+/**
+ * Where clients reach this gateway with path-style URLs: STRATA_PUBLIC_URL, else the request's own scheme
+ * and Host (the domain's own host for a virtual-hosted request, whose Host names the bucket).
+ */
 export function originOf({ req, deps }: S3Request): string {
   if (deps.publicUrl) return deps.publicUrl.replace(/\/$/, '');
-  return `${req.protocol}://${req.headers.host}`;
+  return `${req.protocol}://${pathStyleHost(req)}`;
 }
 
 /** GET /{bucket}/{key}?presign&method=GET|PUT&expires=SECONDS → {"data":{"url","expiresAt"}} */
