@@ -28,3 +28,4 @@ export function createReconcilers(deps: ReconcilerDeps): Reconciler[] {
 
 export type { Reconciler } from './support/reconciler.js';
 export { DEFAULT_SETTINGS, type OperatorSettings } from './support/settings.js';
+export { stackSettingsProblems } from './bucket/render-storage-stack.js';

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { env, loadConfig } from '../images/service-kit/src/index.js';
-import { DEFAULT_SETTINGS, type OperatorSettings } from '../controllers/index.js';
+import { DEFAULT_SETTINGS, stackSettingsProblems, type OperatorSettings } from '../controllers/index.js';
 
 /** The operator's environment (the Helm chart sets these). */
 export const operatorEnvSchema = z.object({
@@ -30,6 +30,30 @@ export const operatorEnvSchema = z.object({
   STRATA_AMQP_URL: z.string().default(DEFAULT_SETTINGS.amqpUrl),
   STRATA_DATA_VOLUME_SIZE: z.string().default(DEFAULT_SETTINGS.dataVolumeSize),
   CLUSTER_DOMAIN: z.string().default(DEFAULT_SETTINGS.clusterDomain),
+  /** Settings for the storage stack's services: a JSON object of variable → value (the chart's platform.settings). */
+  STRATA_STACK_SETTINGS: z
+    .string()
+    .default('{}')
+    .transform((text, ctx): Record<string, string> => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'not JSON: a JSON object of variable names to values' });
+        return z.NEVER;
+      }
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+        ctx.addIssue({ code: 'custom', message: 'a JSON object of variable names to values' });
+        return z.NEVER;
+      }
+      const settings: Record<string, string> = {};
+      for (const [name, value] of Object.entries(parsed)) {
+        if (!['string', 'number', 'boolean'].includes(typeof value)) ctx.addIssue({ code: 'custom', message: `${name}: a string, number or boolean` });
+        else settings[name] = String(value);
+      }
+      for (const problem of stackSettingsProblems(settings)) ctx.addIssue({ code: 'custom', message: problem });
+      return settings;
+    }),
 });
 
 export type OperatorEnv = z.infer<typeof operatorEnvSchema>;
@@ -49,6 +73,7 @@ export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
     amqpUrl: cfg.STRATA_AMQP_URL,
     dataVolumeSize: cfg.STRATA_DATA_VOLUME_SIZE,
     clusterDomain: cfg.CLUSTER_DOMAIN,
+    stackSettings: cfg.STRATA_STACK_SETTINGS,
   };
 }
 

@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import type { OwnerReference } from '../api/index.js';
 import type { Manifest } from '../support/kube-client.js';
 import { standardLabels } from '../support/ownership.js';
-import { imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
+import { DEFAULT_SETTINGS, imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
 import { redisClusterNodes, renderRedisCluster } from './render-redis-cluster.js';
+import { renderStackSecrets } from './stack-secrets.js';
 import { PURGE_SCHEDULE, STACK } from './stack-names.js';
 
 /** Default flow-control rules mounted into the gateway (re-read on change, no restart). */
@@ -50,7 +52,7 @@ interface Component {
   resources: object;
 }
 
-function deploymentAndService(c: Component, namespace: string, owners: OwnerReference[], settings: OperatorSettings): Manifest[] {
+function deploymentAndService(c: Component, namespace: string, owners: OwnerReference[], settings: OperatorSettings, configHash: string): Manifest[] {
   const labels = standardLabels(c.component, 'strata');
   const selector = { 'app.kubernetes.io/name': c.component, 'app.kubernetes.io/instance': 'strata' };
   const probe = (path: string) => ({ httpGet: { path, port: 'http' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 });
@@ -65,7 +67,16 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
         strategy: c.volumes?.length ? { type: 'Recreate' } : { type: 'RollingUpdate' },
         selector: { matchLabels: selector },
         template: {
-          metadata: { labels, annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(c.port), 'prometheus.io/path': '/metrics' } },
+          metadata: {
+            labels,
+            annotations: {
+              'prometheus.io/scrape': 'true',
+              'prometheus.io/port': String(c.port),
+              'prometheus.io/path': '/metrics',
+              // Environment from the ConfigMap and Secret below is read at start: a change rolls the pods.
+              [CONFIG_HASH_ANNOTATION]: configHash,
+            },
+          },
           spec: {
             securityContext: { runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001 },
             containers: [
@@ -103,6 +114,50 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
   ];
 }
 
+/** Pod-template annotation: a digest of the environment the stack's services read from ConfigMap and Secret. */
+export const CONFIG_HASH_ANNOTATION = 'strata.dev/config-hash';
+
+/** The stack's own settings (the ConfigMap every service of the stack reads). */
+function operatorConfig(namespace: string, settings: OperatorSettings): Record<string, string> {
+  const url = (svc: { name: string; port: number }) => `http://${serviceHost(settings, svc.name, namespace)}:${svc.port}`;
+  return {
+    // Seed nodes of the Redis Cluster below (the gateway's shared rate limits, the control plane's cache).
+    STRATA_REDIS_NODES: redisClusterNodes(namespace),
+    // The planes are separate processes: a replica read must cover every commit made before it.
+    STRATA_PG_READ_CONSISTENCY: 'latest',
+    STRATA_CONTROL_PLANE_URL: url(STACK.controlPlane),
+    STRATA_DATA_PLANE_URL: url(STACK.dataPlane),
+    STRATA_DATA_DIR: '/data',
+    STRATA_GATEWAY_RULES_FILE: `${FLOW_RULES_DIR}/rules.yaml`,
+    // Under the operator the CronJob below purges the recycle bin; the in-process job stays off.
+    STRATA_PURGE_CRON_ENABLED: 'false',
+  };
+}
+
+/**
+ * Every variable the operator gives the stack's containers itself (its ConfigMap, the connection and
+ * key Secrets, each container's own env): the administrator's stack settings may not replace them.
+ */
+export const OPERATOR_STACK_VARIABLES: ReadonlySet<string> = new Set([
+  ...Object.keys(operatorConfig('namespace', DEFAULT_SETTINGS)),
+  'STRATA_PG_URL',
+  'STRATA_PG_REPLICA_URLS',
+  'STRATA_AMQP_URL',
+  ...renderStackSecrets('namespace').flatMap((s) => Object.keys(s.stringData as Record<string, string>)),
+  'STRATA_GATEWAY_PORT',
+  'PORT',
+]);
+
+/** What is wrong with a set of stack settings (empty: nothing). */
+export function stackSettingsProblems(settings: Readonly<Record<string, string>>): string[] {
+  return Object.keys(settings).flatMap((name) => {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return [`${name}: not an environment variable name`];
+    if (OPERATOR_STACK_VARIABLES.has(name)) return [`${name}: set by the operator itself`];
+    if (name.startsWith('STRATA_BACKEND_')) return [`${name}: backend settings carry credentials; put them in the ${STACK.backendsSecret} Secret`];
+    return [];
+  });
+}
+
 /**
  * The namespace's object storage stack: configuration (connection URLs in a Secret), the gateway,
  * data plane and control plane (Deployment + Service each), the Redis Cluster and the daily purge
@@ -111,24 +166,13 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
  * see stack-secrets.ts) carry no owner: retained buckets keep their bytes.
  */
 export function renderStorageStack(namespace: string, owners: OwnerReference[], settings: OperatorSettings): Manifest[] {
-  const url = (svc: { name: string; port: number }) => `http://${serviceHost(settings, svc.name, namespace)}:${svc.port}`;
   const small = { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } };
   const config: Manifest = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: STACK.config, namespace, labels: standardLabels('storage-stack', 'strata'), ownerReferences: owners },
-    data: {
-      // Seed nodes of the Redis Cluster below (the gateway's shared rate limits, the control plane's cache).
-      STRATA_REDIS_NODES: redisClusterNodes(namespace),
-      // The planes are separate processes: a replica read must cover every commit made before it.
-      STRATA_PG_READ_CONSISTENCY: 'latest',
-      STRATA_CONTROL_PLANE_URL: url(STACK.controlPlane),
-      STRATA_DATA_PLANE_URL: url(STACK.dataPlane),
-      STRATA_DATA_DIR: '/data',
-      STRATA_GATEWAY_RULES_FILE: `${FLOW_RULES_DIR}/rules.yaml`,
-      // Under the operator the CronJob below purges the recycle bin; the in-process job stays off.
-      STRATA_PURGE_CRON_ENABLED: 'false',
-    },
+    // The administrator's settings first: they never name a variable the operator sets (checked at start).
+    data: { ...settings.stackSettings, ...operatorConfig(namespace, settings) },
   };
   const b64 = (value: string) => Buffer.from(value, 'utf8').toString('base64');
   // Applied on every reconcile (the operator's settings may change); `data`, not `stringData`, so that
@@ -144,6 +188,7 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
       STRATA_AMQP_URL: b64(settings.amqpUrl),
     },
   };
+  const configHash = createHash('sha256').update(JSON.stringify([config.data, platform.data])).digest('hex').slice(0, 16);
   const dataVolume: Manifest = {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -165,6 +210,7 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
     namespace,
     owners,
     settings,
+    configHash,
   );
   // The gateway is stateless: the rolling strategy applies despite its ConfigMap volume.
   (gateway[0]!.spec as { strategy: object }).strategy = { type: 'RollingUpdate' };
@@ -183,12 +229,14 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
     namespace,
     owners,
     settings,
+    configHash,
   );
   const controlPlane = deploymentAndService(
     { ...STACK.controlPlane, component: 'control-plane', database: true, image: imageFor(settings, 'control-plane'), env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }], resources: small },
     namespace,
     owners,
     settings,
+    configHash,
   );
   const purge: Manifest = {
     apiVersion: 'batch/v1',

@@ -21,6 +21,12 @@ export interface OperatorSettings {
   dataVolumeSize: string;
   /** Cluster DNS suffix for endpoints in status. */
   clusterDomain: string;
+  /**
+   * The administrator's settings for the storage stack's services (STRATA_S3_DOMAINS,
+   * STRATA_BUCKET_CACHE_MS, LOG_LEVEL, ...; README): added to the stack's ConfigMap, which every
+   * service reads; each service takes what it knows. Never the variables the operator sets itself.
+   */
+  stackSettings: Readonly<Record<string, string>>;
 }
 
 export const DEFAULT_SETTINGS: OperatorSettings = {
@@ -33,6 +39,7 @@ export const DEFAULT_SETTINGS: OperatorSettings = {
   amqpUrl: 'amqp://guest:guest@strata-rabbitmq:5672',
   dataVolumeSize: '20Gi',
   clusterDomain: 'cluster.local',
+  stackSettings: {},
 };
 
 export function imageFor(settings: OperatorSettings, name: string, variant: 'cpu' | 'gpu' = 'cpu'): string {

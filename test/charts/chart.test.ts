@@ -3,6 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { generateCrdFiles } from '../../hack/gen-crds.js';
 import { validateManifest } from '../controllers/support/validate-manifest.js';
+import { loadOperatorEnv, settingsFrom } from '../../operator/config.js';
 import { CHART_DIR, helm, template, type RenderedObject } from './support/helm.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -142,8 +143,27 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     expect(readdirSync(path.join(CHART_DIR, 'crds')).sort()).to.deep.equal([...generateCrdFiles().keys()].sort());
   });
 
+  it("hands platform.settings to the operator, which gives them to the stack; virtualHostedStyle adds the ingress host as the S3 domain", async () => {
+    const stackSettings = async (sets: string[]) => {
+      const objs = await template(sets);
+      for (const o of objs) await validateManifest(o);
+      const operator = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'strata-operator') as RenderedObject & { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } } };
+      const json = operator.spec.template.spec.containers[0]!.env.find((e) => e.name === 'STRATA_STACK_SETTINGS')!.value!;
+      // What the operator makes of the chart's value.
+      const hosts = (objs.find((o) => o.kind === 'Ingress') as (RenderedObject & { spec: { rules: Array<{ host: string }> } }) | undefined)?.spec.rules.map((r) => r.host);
+      return { settings: settingsFrom(loadOperatorEnv({ STRATA_STACK_SETTINGS: json })).stackSettings, hosts };
+    };
+    expect((await stackSettings([])).settings).to.deep.equal({});
+    expect((await stackSettings(['platform.settings.STRATA_BUCKET_CACHE_MS=500', 'platform.settings.LOG_LEVEL=debug'])).settings).to.deep.equal({ STRATA_BUCKET_CACHE_MS: '500', LOG_LEVEL: 'debug' });
+    const virtual = await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com', 'ingress.virtualHostedStyle=true']);
+    expect(virtual).to.deep.equal({ settings: { STRATA_S3_DOMAINS: 's3.example.com' }, hosts: ['s3.example.com', '*.s3.example.com'] });
+    // Set explicitly, the administrator's domains win; without virtualHostedStyle the ingress has one host.
+    expect((await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com', 'ingress.virtualHostedStyle=true', 'platform.settings.STRATA_S3_DOMAINS=s3.example.com\\,s3.internal'])).settings).to.deep.equal({ STRATA_S3_DOMAINS: 's3.example.com,s3.internal' });
+    expect((await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com'])).hosts).to.deep.equal(['s3.example.com']);
+  });
+
   it('rejects values that break values.schema.json', async () => {
-    for (const bad of ['replicaCount=-1', 'logLevel=loud', 'platform.postgresUrl=mysql://x', 'image.pullPolicy=Sometimes', 'unknownKey=1']) {
+    for (const bad of ['replicaCount=-1', 'logLevel=loud', 'platform.postgresUrl=mysql://x', 'image.pullPolicy=Sometimes', 'unknownKey=1', 'platform.settings.bad-name=1', 'platform.settings.STRATA_X.nested=1']) {
       const result = await helm(['template', 'strata', CHART_DIR, '--set', bad]);
       expect(result.code, bad).to.not.equal(0);
       expect(result.stderr, bad).to.match(/schema|values don't meet/i);

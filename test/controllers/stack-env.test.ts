@@ -1,13 +1,14 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { renderFlowRulesConfigMap, renderStorageStack } from '../../controllers/bucket/render-storage-stack.js';
+import { CONFIG_HASH_ANNOTATION, OPERATOR_STACK_VARIABLES, renderFlowRulesConfigMap, renderStorageStack } from '../../controllers/bucket/render-storage-stack.js';
 import { renderStackSecrets } from '../../controllers/bucket/stack-secrets.js';
 import { renderImageIndex } from '../../controllers/image-index/render-image-index.js';
 import { renderModelServer } from '../../controllers/model-server/render-model-server.js';
 import { imageIndexSpec, modelServerSpec, type ImageIndex, type ModelServer } from '../../controllers/api/index.js';
 import type { Manifest } from '../../controllers/support/kube-client.js';
 import { TEST_SETTINGS, type Doc } from './support/harness.js';
+import { validateManifest } from './support/validate-manifest.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const COMPONENTS = ['gateway', 'data-plane', 'control-plane'] as const;
@@ -84,6 +85,48 @@ describe('storage stack environment vs. the services that read it', () => {
     // Without replicas the key is absent (server-side apply then removes it from a live Secret).
     const plain = renderStorageStack('ns', [], TEST_SETTINGS).find((o) => o.kind === 'Secret') as Doc;
     expect(Object.keys(plain.data)).to.deep.equal(['STRATA_PG_URL', 'STRATA_AMQP_URL']);
+  });
+});
+
+describe("the administrator's stack settings", () => {
+  const deployments = (objects: Manifest[]) => objects.filter((o) => o.kind === 'Deployment') as Doc[];
+  const hashes = (objects: Manifest[]) => deployments(objects).map((d) => d.spec.template.metadata.annotations[CONFIG_HASH_ANNOTATION] as string);
+
+  it('reach every service of the stack through its ConfigMap, beside what the operator sets', async () => {
+    const stackSettings = { STRATA_S3_DOMAINS: 's3.example.com', STRATA_BUCKET_NAME_HOLD_MS: '120000', LOG_LEVEL: 'debug' };
+    const objects = [...renderStorageStack('ns', [], { ...TEST_SETTINGS, stackSettings }), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns')];
+    for (const o of objects) await validateManifest(o);
+    const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'strata-config') as Doc;
+    expect(config.data).to.include(stackSettings).and.include({ STRATA_DATA_DIR: '/data', STRATA_PURGE_CRON_ENABLED: 'false' });
+    for (const component of COMPONENTS) {
+      const container = (objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `strata-${component}`) as Doc).spec.template.spec.containers[0];
+      expect(varsOf(container, objects), component).to.include.members(Object.keys(stackSettings));
+    }
+    // The services named read them (the gateway its domains, the control plane the name hold).
+    expect(sourcesOf('gateway')).to.match(/\bSTRATA_S3_DOMAINS\b/);
+    expect(sourcesOf('control-plane')).to.match(/\bSTRATA_BUCKET_NAME_HOLD_MS\b/);
+  });
+
+  it('never name a variable the operator sets: its list covers every variable its containers get', () => {
+    const objects = [...renderStorageStack('ns', [], { ...TEST_SETTINGS, postgresReplicaUrls: ['postgres://r/strata'] }), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns')];
+    for (const component of COMPONENTS) {
+      const container = (objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `strata-${component}`) as Doc).spec.template.spec.containers[0];
+      for (const name of varsOf(container, objects)) expect(OPERATOR_STACK_VARIABLES.has(name), `${component}: ${name}`).to.equal(true);
+    }
+  });
+
+  it('roll the pods when they or the connection URLs change (a digest in the pod template), and only then', () => {
+    const base = hashes(renderStorageStack('ns', [], TEST_SETTINGS));
+    expect(base).to.have.length(3);
+    expect(new Set(base).size).to.equal(1);
+    expect(base[0]).to.match(/^[0-9a-f]{16}$/);
+    expect(hashes(renderStorageStack('ns', [], TEST_SETTINGS))).to.deep.equal(base);
+    const changed = [
+      { ...TEST_SETTINGS, stackSettings: { STRATA_BUCKET_CACHE_MS: '500' } },
+      { ...TEST_SETTINGS, postgresUrl: 'postgres://elsewhere/strata' },
+      { ...TEST_SETTINGS, postgresReplicaUrls: ['postgres://r/strata'] },
+    ];
+    for (const settings of changed) expect(hashes(renderStorageStack('ns', [], settings))[0], JSON.stringify(settings.stackSettings)).to.not.equal(base[0]);
   });
 });
 

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { leaderIdentity, loadOperatorEnv, settingsFrom } from '../../operator/config.js';
+import { ConfigError } from '../../images/service-kit/src/index.js';
 
 describe('operator configuration', () => {
   it('passes the platform connection settings on, read replicas as a list', () => {
@@ -8,6 +9,26 @@ describe('operator configuration', () => {
     );
     expect(settings).to.deep.include({ postgresUrl: 'postgres://p/strata', postgresReplicaUrls: ['postgres://r1/strata', 'postgres://r2/strata'], amqpUrl: 'amqp://mq' });
     expect(settingsFrom(loadOperatorEnv({})).postgresReplicaUrls).to.deep.equal([]);
+  });
+
+  it("takes the storage stack's settings as a JSON object of scalars, and refuses what the operator sets itself", () => {
+    expect(settingsFrom(loadOperatorEnv({})).stackSettings).to.deep.equal({});
+    const given = settingsFrom(loadOperatorEnv({ STRATA_STACK_SETTINGS: JSON.stringify({ STRATA_S3_DOMAINS: 's3.example.com', STRATA_BUCKET_NAME_HOLD_MS: 120000, STRATA_IN_PROCESS_HTTP: false }) }));
+    expect(given.stackSettings).to.deep.equal({ STRATA_S3_DOMAINS: 's3.example.com', STRATA_BUCKET_NAME_HOLD_MS: '120000', STRATA_IN_PROCESS_HTTP: 'false' });
+    const refusals: Array<[string, RegExp]> = [
+      ['{"STRATA_DATA_DIR": "/elsewhere"}', /STRATA_DATA_DIR: set by the operator itself/],
+      ['{"STRATA_PG_URL": "postgres://x"}', /STRATA_PG_URL: set by the operator itself/],
+      ['{"STRATA_ROOT_PASSWORD": "guessable"}', /STRATA_ROOT_PASSWORD: set by the operator itself/],
+      ['{"PORT": 1}', /PORT: set by the operator itself/],
+      ['{"STRATA_BACKEND_MINIO_SECRET_KEY": "s"}', /put them in the strata-backends Secret/],
+      ['{"not-a-name": "x"}', /not-a-name: not an environment variable name/],
+      ['{"STRATA_S3_DOMAINS": ["a", "b"]}', /STRATA_S3_DOMAINS: a string, number or boolean/],
+      ['["STRATA_S3_DOMAINS"]', /a JSON object/],
+      ['STRATA_S3_DOMAINS=x', /not JSON/],
+    ];
+    for (const [json, message] of refusals) {
+      expect(() => loadOperatorEnv({ STRATA_STACK_SETTINGS: json }), json).to.throw(ConfigError, message);
+    }
   });
 
   it('gives every process its own leader identity, even two restarts of one pod', () => {
