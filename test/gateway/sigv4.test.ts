@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Readable } from 'node:stream';
 import { AwsChunkedDecoder } from '../../images/gateway/src/auth/aws-chunked.js';
 import { PayloadHashCheck } from '../../images/gateway/src/auth/payload-hash.js';
-import { presignUrl, sha256Hex, signingKey } from '../../images/gateway/src/auth/sigv4.js';
+import { chunkStringToSign, presignUrl, sha256Hex, sign, signingKey } from '../../images/gateway/src/auth/sigv4.js';
 import { verifySigV4, type Credential } from '../../images/gateway/src/auth/sigv4-verify.js';
 import { VerifiedBody } from '../../images/gateway/src/s3/verified-body.js';
 import { S3Error } from '../../images/service-kit/src/index.js';
@@ -119,6 +119,55 @@ describe('gateway SigV4', () => {
       });
       expect((err as S3Error).code).to.equal('SignatureDoesNotMatch');
       expect(Buffer.concat(received).length).to.be.lessThan(66560);
+    });
+
+    describe('signed trailers (STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER)', () => {
+      const withTrailer = { ...signing, trailer: true };
+      /** hello / world chunks, the final chunk, then the trailers and their signature as a client signs them. */
+      const signedBody = (opts: { checksum?: string; signedChecksum?: string; signature?: boolean; closingLine?: boolean } = {}) => {
+        let previous = seed;
+        const parts: string[] = [];
+        for (const data of ['hello', ' world', '']) {
+          previous = sign(signing.key, chunkStringToSign(signing.amzDate, signing.scope, previous, sha256Hex(data)));
+          parts.push(`${data.length.toString(16)};chunk-signature=${previous}\r\n${data}${data ? '\r\n' : ''}`);
+        }
+        const signedChecksum = opts.signedChecksum ?? 'DUoRhQ==';
+        // Written out here rather than through the decoder's helper: the documented string to sign.
+        const toSign = ['AWS4-HMAC-SHA256-TRAILER', signing.amzDate, signing.scope, previous, sha256Hex(`x-amz-checksum-crc32:${signedChecksum}\n`)].join('\n');
+        parts.push(`x-amz-checksum-crc32:${opts.checksum ?? signedChecksum}\r\n`);
+        if (opts.signature !== false) parts.push(`x-amz-trailer-signature:${sign(signing.key, toSign)}\r\n`);
+        if (opts.closingLine !== false) parts.push('\r\n');
+        return Buffer.from(parts.join(''));
+      };
+      const decode = async (body: Buffer) => {
+        const decoder = new AwsChunkedDecoder(withTrailer);
+        const received: Buffer[] = [];
+        decoder.on('data', (c: Buffer) => received.push(c));
+        const error = await new Promise<Error | undefined>((resolve) => {
+          decoder.on('error', resolve);
+          decoder.on('end', () => resolve(undefined));
+          for (let i = 0; i < body.length; i += 5) decoder.write(body.subarray(i, i + 5));
+          decoder.end();
+        });
+        return { error: error as S3Error | undefined, text: Buffer.concat(received).toString(), trailers: decoder.trailers };
+      };
+
+      it('passes the body on once the trailer signature holds (with or without the closing empty line)', async () => {
+        for (const closingLine of [true, false]) {
+          const ok = await decode(signedBody({ closingLine }));
+          expect(ok.error, String(closingLine)).to.equal(undefined);
+          expect(ok.text).to.equal('hello world');
+          expect(ok.trailers['x-amz-checksum-crc32']).to.equal('DUoRhQ==');
+        }
+      });
+
+      it('refuses a trailer changed after signing, or one without a signature, and withholds the last chunk', async () => {
+        for (const body of [signedBody({ checksum: 'AAAAAA==' }), signedBody({ checksum: 'AAAAAA==', closingLine: false }), signedBody({ signature: false })]) {
+          const failed = await decode(body);
+          expect(failed.error?.code).to.equal('SignatureDoesNotMatch');
+          expect(failed.text.length).to.be.lessThan('hello world'.length);
+        }
+      });
     });
 
     it('decodes unsigned chunks with trailers, and reports a truncated body', async () => {

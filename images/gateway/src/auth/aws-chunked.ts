@@ -1,14 +1,18 @@
 import { createHash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { S3Error } from '../../../service-kit/src/index.js';
-import { chunkStringToSign, sign, signaturesEqual } from './sigv4.js';
+import { chunkStringToSign, sign, signaturesEqual, trailerStringToSign } from './sigv4.js';
 
 export interface ChunkSigning {
   key: Buffer;
   scope: string;
   amzDate: string;
   seedSignature: string;
+  /** The body ends in trailers signed by `x-amz-trailer-signature` (STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER). */
+  trailer?: boolean;
 }
+
+const TRAILER_SIGNATURE = 'x-amz-trailer-signature';
 
 /** Largest chunk we hold while checking its signature (clients use 64 KiB..8 MiB). */
 const MAX_CHUNK = 16 * 1024 * 1024;
@@ -19,6 +23,7 @@ const MAX_LINE = 4096;
  * 0[;chunk-signature=sig]\r\n [trailers]\r\n`. With signing, each chunk's signature is verified
  * (chained on the previous one) before its bytes are passed on, so a forged chunk never reaches
  * storage; a bad chunk fails the stream with SignatureDoesNotMatch, a truncated one with IncompleteBody.
+ * With signed trailers, the last chunk is held until the trailers' signature holds as well.
  */
 export class AwsChunkedDecoder extends Transform {
   private buffer: Buffer = Buffer.alloc(0);
@@ -52,7 +57,13 @@ export class AwsChunkedDecoder extends Transform {
       done(new S3Error('IncompleteBody', 'The aws-chunked body ended before its final chunk.'));
       return;
     }
-    done();
+    try {
+      // Trailers not closed by an empty line still end the body.
+      if (this.state === 'trailer') this.endTrailers();
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
   }
 
   private readLine(): string | undefined {
@@ -81,7 +92,7 @@ export class AwsChunkedDecoder extends Transform {
         this.state = 'data';
         if (this.remaining === 0) {
           this.verifyChunk();
-          for (const p of this.held.splice(0)) this.push(p);
+          if (!this.signing?.trailer) for (const p of this.held.splice(0)) this.push(p);
           this.state = 'trailer';
         }
       } else if (this.state === 'data') {
@@ -113,7 +124,7 @@ export class AwsChunkedDecoder extends Transform {
         const line = this.readLine();
         if (line === undefined) return;
         if (line === '') {
-          this.state = 'done';
+          this.endTrailers();
         } else {
           const colon = line.indexOf(':');
           if (colon > 0) this.trailers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
@@ -124,6 +135,26 @@ export class AwsChunkedDecoder extends Transform {
         return;
       }
     }
+  }
+
+  /** The trailers are complete: check their signature, then pass on the last chunk. */
+  private endTrailers(): void {
+    this.verifyTrailers();
+    for (const p of this.held.splice(0)) this.push(p);
+    this.state = 'done';
+  }
+
+  /** Signed trailers: `name:value\n` of each trailer as sent, chained on the final chunk's signature. */
+  private verifyTrailers(): void {
+    if (!this.signing?.trailer) return;
+    const signature = this.trailers[TRAILER_SIGNATURE];
+    if (!signature) throw new S3Error('SignatureDoesNotMatch', 'The trailers carry no x-amz-trailer-signature.');
+    const canonical = Object.entries(this.trailers)
+      .filter(([name]) => name !== TRAILER_SIGNATURE)
+      .map(([name, value]) => `${name}:${value}\n`)
+      .join('');
+    const expected = sign(this.signing.key, trailerStringToSign(this.signing.amzDate, this.signing.scope, this.previousSignature, canonical));
+    if (!signaturesEqual(expected, signature)) throw new S3Error('SignatureDoesNotMatch', 'The trailer signature does not match.');
   }
 
   private verifyChunk(): void {

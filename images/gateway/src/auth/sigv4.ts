@@ -127,6 +127,11 @@ export function chunkStringToSign(amzDate: string, scope: string, previousSignat
   return ['AWS4-HMAC-SHA256-PAYLOAD', amzDate, scope, previousSignature, EMPTY_SHA256, chunkSha256].join('\n');
 }
 
+/** The string a signed trailer's signature covers (STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER). */
+export function trailerStringToSign(amzDate: string, scope: string, finalChunkSignature: string, canonicalTrailers: string): string {
+  return ['AWS4-HMAC-SHA256-TRAILER', amzDate, scope, finalChunkSignature, sha256Hex(canonicalTrailers)].join('\n');
+}
+
 export function signaturesEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);

@@ -39,7 +39,7 @@ export function objectBody(req: Request, res: Response): ObjectUpload {
   let trailers: () => Readonly<Record<string, string>> = () => ({});
   if (chunked) {
     const signed = payload?.kind === 'chunked' && payload.signed && sig;
-    const decoder = new AwsChunkedDecoder(signed ? { key: sig.key, scope: sig.scope, amzDate: sig.amzDate, seedSignature: sig.seedSignature } : undefined);
+    const decoder = new AwsChunkedDecoder(signed ? { key: sig.key, scope: sig.scope, amzDate: sig.amzDate, seedSignature: sig.seedSignature, trailer: payload.trailer } : undefined);
     streams.push(decoder);
     trailers = () => decoder.trailers;
   } else if (payload?.kind === 'sha256' && payload.hex !== EMPTY_SHA256) {
