@@ -29,6 +29,7 @@ import { adminRouter } from './handlers/admin.js';
 import { login } from './handlers/login.js';
 import { SMALL_BODY } from './handlers/object-read.js';
 import { BucketAccess } from './middleware/bucket-access.js';
+import { crossOrigin } from './middleware/cors.js';
 import { errorRenderer } from './middleware/errors.js';
 import { requestContext } from './middleware/request-context.js';
 import { nameOperation, s3Endpoint } from './s3/router.js';
@@ -47,6 +48,8 @@ export interface GatewayOptions {
   publicUrl?: string;
   /** Domains whose subdomains name buckets (virtual-hosted style: `<bucket>.<domain>`); none: path style only. */
   virtualHostDomains?: readonly string[];
+  /** Origins of browser pages allowed to call the gateway (`*`: any); default `*`, empty: no cross-origin calls. */
+  corsOrigins?: readonly string[];
   rootUser?: string;
   region?: string;
   redirectExpiresSeconds?: number;
@@ -149,7 +152,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   });
   app.set('trust proxy', true);
   app.set('etag', false);
-  const context = [requestContext(logger, counters), metrics.middleware];
+  const cors = crossOrigin(opts.corsOrigins ?? ['*']);
+  const context = [requestContext(logger, counters), metrics.middleware, ...(cors ? [cors] : [])];
   app.use(...context);
   const jsonRoutes = (_req: Request, res: Response, next: NextFunction) => {
     state(res).errorFormat = 'json';

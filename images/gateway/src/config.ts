@@ -1,6 +1,15 @@
 import { z } from 'zod';
 import { env, loadConfig, productionEnvShape } from '../../service-kit/src/index.js';
 
+/** `*`, `none`, or comma-separated origins (`https://app.example.com`); `none` becomes an empty list. */
+export function corsOrigins() {
+  return z
+    .string()
+    .default('*')
+    .transform((v) => (v.trim() === 'none' ? [] : v.split(',').map((s) => s.trim()).filter(Boolean)))
+    .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'origins like https://app.example.com (scheme and host, no path), `*` or `none`')));
+}
+
 /** The gateway's environment. Secrets (internal token, JWT secret) have no defaults. */
 export const gatewayEnvSchema = z.object({
   STRATA_GATEWAY_PORT: env.port(9000),
@@ -13,6 +22,8 @@ export const gatewayEnvSchema = z.object({
   STRATA_PUBLIC_URL: z.string().url().optional(),
   /** Domains under which `<bucket>.<domain>` hosts are virtual-hosted-style requests (comma-separated; unset: path style only). */
   STRATA_S3_DOMAINS: env.domains(),
+  /** Origins of browser pages allowed to call the gateway (comma-separated; `*`: any; `none`: cross-origin calls off). */
+  STRATA_CORS_ORIGINS: corsOrigins(),
   STRATA_ROOT_USER: z.string().min(1).default('strata'),
   STRATA_REGION: z.string().default('us-east-1'),
   STRATA_REDIRECT_EXPIRES_SECONDS: env.int(300, 1, 7 * 24 * 3600),

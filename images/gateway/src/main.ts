@@ -19,6 +19,7 @@ const gateway = await startGateway({
   jwtExpiresIn: env.STRATA_JWT_EXPIRES_IN,
   publicUrl: env.STRATA_PUBLIC_URL,
   virtualHostDomains: env.STRATA_S3_DOMAINS,
+  corsOrigins: env.STRATA_CORS_ORIGINS,
   rootUser: env.STRATA_ROOT_USER,
   region: env.STRATA_REGION,
   redirectExpiresSeconds: env.STRATA_REDIRECT_EXPIRES_SECONDS,

@@ -33,6 +33,8 @@ export const standaloneEnvSchema = z.object({
   STRATA_PUBLIC_URL: z.string().url().optional(),
   /** Domains whose subdomains name buckets (virtual-hosted style), e.g. `<bucket>.localhost`. */
   STRATA_S3_DOMAINS: env.domains(DEFAULT_S3_DOMAINS.join(',')),
+  /** Origins of browser pages allowed to call the gateway: the gateway image's setting, parsed the same way. */
+  STRATA_CORS_ORIGINS: gatewayEnvSchema.shape.STRATA_CORS_ORIGINS,
   /** Cron expression of the in-process recycle-bin purge, or "off". */
   STRATA_PURGE_SCHEDULE: z.string().default('0 3 * * *'),
   /** Gateway flow-control rules file (optional; re-read on change). */

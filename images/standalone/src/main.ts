@@ -25,6 +25,7 @@ const platform = await startPlatform({
   jwtExpiresIn: env.STRATA_JWT_EXPIRES_IN,
   publicUrl: env.STRATA_PUBLIC_URL,
   s3Domains: env.STRATA_S3_DOMAINS,
+  corsOrigins: env.STRATA_CORS_ORIGINS,
   gatewayRulesFile: env.STRATA_GATEWAY_RULES_FILE,
   gatewayAnswerCacheBytes: env.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
   inlineBlobBytes: env.STRATA_INLINE_BLOB_BYTES,

@@ -41,6 +41,8 @@ export interface PlatformOptions {
   publicUrl?: string;
   /** Domains whose subdomains name buckets (virtual-hosted style); default DEFAULT_S3_DOMAINS. */
   s3Domains?: readonly string[];
+  /** Origins of browser pages allowed to call the gateway (default any). */
+  corsOrigins?: readonly string[];
   gatewayRulesFile?: string;
   /** Bytes of small-object answers the gateway keeps (default 8 MiB; 0 turns them off). */
   gatewayAnswerCacheBytes?: number;
@@ -144,6 +146,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         jwtExpiresIn: ctx.options.jwtExpiresIn,
         publicUrl: ctx.options.publicUrl,
         virtualHostDomains: ctx.options.s3Domains ?? DEFAULT_S3_DOMAINS,
+        corsOrigins: ctx.options.corsOrigins,
         rootUser: ctx.rootUser,
         flowRulesFile: ctx.options.gatewayRulesFile,
         // The cache holding the data plane's object version tokens: small GETs answered by the gateway.

@@ -1,0 +1,110 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
+import { ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
+import { bucketName, md5Hex } from './support/s3.js';
+
+/** What the page's script saw: statuses, the headers it could read, the bytes it got back. */
+interface BrowserRun {
+  login?: number;
+  createBucket?: number;
+  put?: { status: number; etag: string | null };
+  get?: { status: number; text: string; etag: string | null; requestId: string | null; meta: string | null };
+  error?: string;
+}
+
+/** Runs in the page (another origin than the gateway): the calls a browser application makes. */
+async function pageScript(a: { gateway: string; bucket: string; putUrl: string; user: string; password: string }): Promise<BrowserRun> {
+  const run: BrowserRun = {};
+  try {
+    const login = await fetch(`${a.gateway}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: a.user, password: a.password }) });
+    run.login = login.status;
+    const token = ((await login.json()) as { data: { token: string } }).data.token;
+    run.createBucket = (await fetch(`${a.gateway}/${a.bucket}`, { method: 'PUT', headers: { authorization: `Bearer ${token}` } })).status;
+    const put = await fetch(a.putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain', 'x-amz-meta-colour': 'blue' }, body: 'uploaded from a browser page' });
+    run.put = { status: put.status, etag: put.headers.get('etag') };
+    const get = await fetch(`${a.gateway}/${a.bucket}/page.txt?proxy=true`, { headers: { authorization: `Bearer ${token}` } });
+    run.get = { status: get.status, text: await get.text(), etag: get.headers.get('etag'), requestId: get.headers.get('x-amz-request-id'), meta: get.headers.get('x-amz-meta-colour') };
+  } catch (err) {
+    run.error = String(err);
+  }
+  return run;
+}
+
+describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium)', function () {
+  this.timeout(120_000);
+  let profile: string;
+  let context: BrowserContext;
+  let page: Page;
+  let pageServer: http.Server;
+  let pageOrigin: string;
+
+  before(async () => {
+    // The application's page, served from its own origin (another port).
+    pageServer = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>app</title><p>app</p>'));
+    await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
+    pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
+    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'strata-cors-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    await page.goto(pageOrigin);
+  });
+  after(async () => {
+    await context?.close();
+    await new Promise((resolve) => pageServer?.close(resolve));
+    if (profile) fs.rmSync(profile, { recursive: true, force: true });
+  });
+
+  async function runPage(p: TestPlatform, bucket: string): Promise<BrowserRun> {
+    const putUrl = presignUrl({ method: 'PUT', origin: p.endpoint, path: `/${bucket}/page.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 300 });
+    return page.evaluate(pageScript, { gateway: p.endpoint, bucket, putUrl, user: ROOT_USER, password: ROOT_PASSWORD });
+  }
+
+  it('logs in, creates a bucket, uploads to a presigned URL and reads the object back with its headers', async () => {
+    const p = await startTestPlatform();
+    try {
+      const bucket = bucketName('cors');
+      const run = await runPage(p, bucket);
+      expect(run.error).to.equal(undefined);
+      expect(run).to.deep.include({ login: 200, createBucket: 200 });
+      const etag = `"${md5Hex('uploaded from a browser page')}"`;
+      expect(run.put).to.deep.equal({ status: 200, etag });
+      expect(run.get).to.deep.include({ status: 200, text: 'uploaded from a browser page', etag, meta: 'blue' });
+      expect(run.get?.requestId).to.match(/^[0-9A-F]{16}$/);
+    } finally {
+      await p.destroy();
+    }
+  });
+
+  it('preflights are answered without credentials; origins outside STRATA_CORS_ORIGINS are refused by the browser', async () => {
+    const p = await startTestPlatform(undefined, { corsOrigins: ['https://app.example.com'] });
+    try {
+      const preflight = (origin: string) =>
+        fetch(`${p.endpoint}/any-bucket/key`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'content-type,x-amz-meta-colour' } });
+      const allowed = await preflight('https://app.example.com');
+      expect(allowed.status).to.equal(200);
+      expect(allowed.headers.get('access-control-allow-origin')).to.equal('https://app.example.com');
+      expect(allowed.headers.get('access-control-allow-methods')).to.include('PUT');
+      expect(allowed.headers.get('access-control-allow-headers')).to.equal('content-type,x-amz-meta-colour');
+      const other = await preflight(pageOrigin);
+      expect(other.headers.get('access-control-allow-origin')).to.equal(null);
+      // Requests without an Origin (CLIs, SDKs) get no CORS headers at all.
+      expect((await fetch(`${p.endpoint}/healthz`)).headers.get('access-control-allow-origin')).to.equal(null);
+      // The page's own origin is not allowed here: its very first call fails in the browser.
+      const run = await runPage(p, bucketName('cors'));
+      expect(run.login).to.equal(undefined);
+      expect(run.error).to.match(/TypeError: Failed to fetch/);
+    } finally {
+      await p.destroy();
+    }
+  });
+});
