@@ -4,10 +4,11 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
+import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
-import { bucketName, md5Hex } from './support/s3.js';
+import { bucketName, md5Hex, sdkClient } from './support/s3.js';
 
 /** What the page's script saw: statuses, the headers it could read, the bytes it got back. */
 interface BrowserRun {
@@ -15,11 +16,12 @@ interface BrowserRun {
   createBucket?: number;
   put?: { status: number; etag: string | null };
   get?: { status: number; text: string; etag: string | null; requestId: string | null; meta: string | null };
+  form?: { status: number; etag: string | null };
   error?: string;
 }
 
 /** Runs in the page (another origin than the gateway): the calls a browser application makes. */
-async function pageScript(a: { gateway: string; bucket: string; putUrl: string; user: string; password: string }): Promise<BrowserRun> {
+async function pageScript(a: { gateway: string; bucket: string; putUrl: string; user: string; password: string; post?: { url: string; fields: Record<string, string> } }): Promise<BrowserRun> {
   const run: BrowserRun = {};
   try {
     const login = await fetch(`${a.gateway}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: a.user, password: a.password }) });
@@ -30,6 +32,14 @@ async function pageScript(a: { gateway: string; bucket: string; putUrl: string; 
     run.put = { status: put.status, etag: put.headers.get('etag') };
     const get = await fetch(`${a.gateway}/${a.bucket}/page.txt?proxy=true`, { headers: { authorization: `Bearer ${token}` } });
     run.get = { status: get.status, text: await get.text(), etag: get.headers.get('etag'), requestId: get.headers.get('x-amz-request-id'), meta: get.headers.get('x-amz-meta-colour') };
+    if (a.post) {
+      // A form upload, as an <input type=file> would send it: the signed fields, then the file.
+      const form = new FormData();
+      for (const [name, value] of Object.entries(a.post.fields)) form.append(name, value);
+      form.append('file', new Blob(['picked in a file input'], { type: 'text/plain' }), 'picked.txt');
+      const posted = await fetch(a.post.url, { method: 'POST', body: form });
+      run.form = { status: posted.status, etag: posted.headers.get('etag') };
+    }
   } catch (err) {
     run.error = String(err);
   }
@@ -64,22 +74,29 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
     if (profile) fs.rmSync(profile, { recursive: true, force: true });
   });
 
-  async function runPage(p: TestPlatform, bucket: string): Promise<BrowserRun> {
+  async function runPage(p: TestPlatform, bucket: string, post?: { url: string; fields: Record<string, string> }): Promise<BrowserRun> {
     const putUrl = presignUrl({ method: 'PUT', origin: p.endpoint, path: `/${bucket}/page.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 300 });
-    return page.evaluate(pageScript, { gateway: p.endpoint, bucket, putUrl, user: ROOT_USER, password: ROOT_PASSWORD });
+    return page.evaluate(pageScript, { gateway: p.endpoint, bucket, putUrl, user: ROOT_USER, password: ROOT_PASSWORD, post });
   }
 
-  it('logs in, creates a bucket, uploads to a presigned URL and reads the object back with its headers', async () => {
+  it('logs in, creates a bucket, uploads to a presigned URL and with a form, and reads the object back with its headers', async () => {
     const p = await startTestPlatform();
     try {
       const bucket = bucketName('cors');
-      const run = await runPage(p, bucket);
+      // The application server signs a form upload policy for the page (the bucket is created by the page first).
+      const client = sdkClient(p.endpoint);
+      const post = await createPresignedPost(client, { Bucket: bucket, Key: 'from-form/${filename}', Expires: 300, Conditions: [['starts-with', '$key', 'from-form/']] });
+      client.destroy();
+      const run = await runPage(p, bucket, post);
       expect(run.error).to.equal(undefined);
       expect(run).to.deep.include({ login: 200, createBucket: 200 });
       const etag = `"${md5Hex('uploaded from a browser page')}"`;
       expect(run.put).to.deep.equal({ status: 200, etag });
       expect(run.get).to.deep.include({ status: 200, text: 'uploaded from a browser page', etag, meta: 'blue' });
       expect(run.get?.requestId).to.match(/^[0-9A-F]{16}$/);
+      expect(run.form).to.deep.equal({ status: 204, etag: `"${md5Hex('picked in a file input')}"` });
+      const stored = await fetch(presignUrl({ method: 'GET', origin: p.endpoint, path: `/${bucket}/from-form/picked.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 }));
+      expect(await stored.text()).to.equal('picked in a file input');
     } finally {
       await p.destroy();
     }

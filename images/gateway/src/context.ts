@@ -6,7 +6,7 @@ export interface Caller {
   username: string;
   accessKey: string;
   isRoot: boolean;
-  via: 'bearer' | 'sigv4' | 'presigned';
+  via: 'bearer' | 'sigv4' | 'presigned' | 'post-policy';
   sigv4?: SigV4Result;
 }
 
@@ -18,6 +18,8 @@ export interface RequestState {
   /** How errors are rendered: S3 XML for S3 routes, JSON for /login, /admin and presign. */
   errorFormat: 'xml' | 'json';
   caller?: Caller;
+  /** The handler authenticates the request itself (a browser form upload's signed policy). */
+  authenticatesItself?: boolean;
   bytesIn: number;
   bytesOut: number;
   /** Aborted when the client goes away before the answer is complete. */

@@ -76,7 +76,7 @@ function payloadMode(hash: string | undefined, presigned: boolean): PayloadMode 
 }
 
 /** `Credential=AK/20130524/us-east-1/s3/aws4_request` → parts, with clear errors. */
-function parseCredential(value: string): { accessKey: string; date: string; region: string; service: string; scope: string } {
+export function parseCredential(value: string): { accessKey: string; date: string; region: string; service: string; scope: string } {
   const parts = value.split('/');
   if (parts.length < 5 || parts[parts.length - 1] !== 'aws4_request') {
     throw new S3Error('InvalidArgument', `Error parsing the X-Amz-Credential parameter; the Credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".`);

@@ -4,7 +4,8 @@ import { InternalHttp, type Guard, readText, seg } from './internal-http.js';
 import type { ObjectMeta } from './control-plane.js';
 
 export interface PutObjectHeaders {
-  contentLength: number;
+  /** Unknown for a form upload's file: the body then goes chunked and the data plane counts it. */
+  contentLength?: number;
   contentType?: string;
   owner: string;
   userMetadata: Record<string, string>;
@@ -49,7 +50,7 @@ export class DataPlaneClient {
       method: 'PUT',
       path: `/internal/objects/${seg(bucket)}/${seg(key)}`,
       headers: {
-        'content-length': h.contentLength,
+        ...(h.contentLength !== undefined ? { 'content-length': h.contentLength } : {}),
         'content-type': h.contentType ?? 'application/octet-stream',
         'x-strata-owner': h.owner,
         'x-strata-meta': JSON.stringify(h.userMetadata),

@@ -98,9 +98,14 @@ export function contentMd5(req: Request): string | undefined {
 
 /** x-amz-meta-* headers → {name: value} (names lower case, prefix removed), bounded to 2 KiB. */
 export function userMetadata(req: Request): Record<string, string> {
+  return userMetadataOf(Object.entries(req.headers));
+}
+
+/** x-amz-meta-* entries (headers, or a form's fields) → {name: value}, bounded to 2 KiB. */
+export function userMetadataOf(entries: Iterable<[string, string | string[] | undefined]>): Record<string, string> {
   const meta: Record<string, string> = {};
   let size = 0;
-  for (const [name, value] of Object.entries(req.headers)) {
+  for (const [name, value] of entries) {
     if (!name.startsWith('x-amz-meta-')) continue;
     const key = name.slice('x-amz-meta-'.length);
     const v = Array.isArray(value) ? value.join(',') : (value ?? '');

@@ -9,6 +9,7 @@ import * as list from '../handlers/list.js';
 import * as multipart from '../handlers/multipart.js';
 import { getObject, headObject } from '../handlers/object-read.js';
 import { copyObject, deleteObject, putObject } from '../handlers/object-write.js';
+import { postObject } from '../handlers/post-object.js';
 import { presign } from '../handlers/presign.js';
 import { notImplemented } from '../handlers/unsupported.js';
 import type { S3Handler } from './operation.js';
@@ -20,6 +21,8 @@ const UNSUPPORTED_OBJECT = ['tagging', 'retention', 'legal-hold', 'torrent', 're
 interface Route {
   operation: string;
   handler: S3Handler;
+  /** The request carries its own proof (a browser form's signed policy): the auth middleware leaves it to the handler. */
+  authenticatesItself?: true;
 }
 
 function unsupportedSubresource(query: URLSearchParams, names: string[]): Route | undefined {
@@ -45,7 +48,8 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         return { operation: 'HeadBucket', handler: buckets.headBucket };
       case 'POST':
         if (query.has('delete')) return { operation: 'DeleteObjects', handler: deleteObjects };
-        return { operation: 'PostBucket', handler: notImplemented('POST uploads to a bucket (browser form uploads)') };
+        if (/^multipart\/form-data\b/i.test(String(headers['content-type'] ?? ''))) return { operation: 'PostObject', handler: postObject, authenticatesItself: true };
+        return { operation: 'PostBucket', handler: async () => Promise.reject(new S3Error('PreconditionFailed', 'Bucket POST must be of the enclosure-type multipart/form-data')) };
       case 'GET':
         if (query.has('location')) return { operation: 'GetBucketLocation', handler: buckets.getBucketLocation };
         if (query.has('versioning')) return { operation: 'GetBucketVersioning', handler: buckets.getBucketVersioning };
@@ -115,6 +119,7 @@ export function nameOperation(req: Request, res: Response, next: NextFunction): 
   const r = resolve(req);
   resolved.set(res, r);
   state(res).operation = r.route.operation;
+  if (r.route.authenticatesItself) state(res).authenticatesItself = true;
   next();
 }
 

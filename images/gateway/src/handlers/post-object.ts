@@ -1,0 +1,128 @@
+import type { Request } from 'express';
+import busboy from 'busboy';
+import { pipeline, type Readable } from 'node:stream';
+import { S3Error } from '../../../service-kit/src/index.js';
+import { verifyPostPolicy } from '../auth/post-policy.js';
+import { state } from '../context.js';
+import { validateKey } from '../middleware/bucket-access.js';
+import type { S3Handler } from '../s3/operation.js';
+import { quoted, sendXml, urlEncodeKey } from '../s3/render.js';
+import { discard, userMetadataOf } from '../s3/request.js';
+import { SizeRangeCheck, VerifiedBody } from '../s3/verified-body.js';
+import { originOf } from './presign.js';
+
+/** Most bytes of the fields before the file (S3 allows 20 KB). */
+const MAX_FIELDS_BYTES = 20 * 1024;
+
+interface Form {
+  /** The fields before the file, by lower-cased name (S3 ignores those after it). */
+  fields: Map<string, string>;
+  file: Readable;
+  filename: string;
+  /** Stop parsing and let the rest of the body flow away (so the client reads our answer, not a reset). */
+  drain(): void;
+}
+
+/** Read a multipart/form-data body up to its `file` field, whose bytes are then left to stream. */
+function formUntilFile(req: Request): Promise<Form> {
+  return new Promise((resolve, reject) => {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: req.headers, limits: { fieldSize: MAX_FIELDS_BYTES, fields: 100, files: 1, parts: 101 } });
+    } catch {
+      reject(new S3Error('MalformedPOSTRequest'));
+      return;
+    }
+    const fields = new Map<string, string>();
+    let fieldBytes = 0;
+    parser.on('field', (name, value, info) => {
+      fieldBytes += name.length + value.length;
+      if (info.valueTruncated || fieldBytes > MAX_FIELDS_BYTES) reject(new S3Error('MaxPostPreDataLengthExceededError'));
+      fields.set(name.toLowerCase(), value);
+    });
+    parser.on('file', (name, stream, info) => {
+      if (name.toLowerCase() !== 'file') {
+        stream.resume();
+        return;
+      }
+      resolve({
+        fields,
+        file: stream,
+        filename: info.filename ?? '',
+        drain: () => {
+          req.unpipe(parser);
+          stream.resume();
+          req.resume();
+        },
+      });
+    });
+    // Settles nothing once the file was found (a promise settles once).
+    parser.on('close', () => reject(new S3Error('InvalidArgument', 'POST requires exactly one file upload per request.', { ArgumentName: 'file' })));
+    parser.on('error', () => reject(new S3Error('MalformedPOSTRequest')));
+    req.pipe(parser);
+  });
+}
+
+/**
+ * POST /{bucket} with a multipart/form-data body: a browser form upload (S3 "POST Object"). The form's
+ * signed policy authenticates it (auth/post-policy.ts); the file streams to the data plane as a PUT
+ * would, held back at its end until its size is within the policy's content-length-range.
+ */
+export const postObject: S3Handler = async (s3) => {
+  const { req, res, bucket, deps } = s3;
+  const form = await formUntilFile(req).catch((err: unknown) => {
+    discard(req);
+    throw err;
+  });
+  try {
+    const { credential, sizeRange } = await verifyPostPolicy(form.fields, bucket, deps.credentials, deps.region);
+    const caller = { username: credential.username, accessKey: credential.accessKey, isRoot: credential.username === deps.rootUser, via: 'post-policy' as const };
+    state(res).caller = caller;
+    await deps.buckets.owned(bucket, caller);
+    const rawKey = form.fields.get('key');
+    if (rawKey === undefined) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'key'.", { ArgumentName: 'key' });
+    const key = rawKey.replaceAll('${filename}', form.filename);
+    validateKey(key);
+    let body: Readable = form.file;
+    if (sizeRange) {
+      const checked = new VerifiedBody([new SizeRangeCheck(sizeRange.min, sizeRange.max)]);
+      pipeline(form.file, checked, () => undefined);
+      body = checked;
+    }
+    const result = await deps.dataPlane.putObject(
+      bucket,
+      key,
+      { contentType: form.fields.get('content-type') ?? 'binary/octet-stream', owner: caller.username, userMetadata: userMetadataOf(form.fields) },
+      body,
+      state(res).abort.signal,
+    );
+    const etag = quoted(result.object.etag);
+    res.setHeader('ETag', etag);
+    const location = `${originOf(s3)}/${urlEncodeKey(bucket)}/${urlEncodeKey(key)}`;
+    res.setHeader('Location', location);
+    const redirect = redirectTarget(form.fields.get('success_action_redirect') ?? form.fields.get('redirect'));
+    if (redirect) {
+      for (const [name, value] of [['bucket', bucket], ['key', key], ['etag', etag]]) redirect.searchParams.set(name!, value!);
+      res.setHeader('Location', redirect.toString());
+      res.status(303).end();
+      return;
+    }
+    const status = form.fields.get('success_action_status');
+    if (status === '201') sendXml(res, 'PostResponse', { Location: location, Bucket: bucket, Key: key, ETag: etag }, 201);
+    else res.status(status === '200' ? 200 : 204).end();
+  } catch (err) {
+    form.drain();
+    throw err;
+  }
+};
+
+/** An absolute http(s) URL to send the browser on to, or undefined (then the status applies). */
+function redirectTarget(value: string | undefined): URL | undefined {
+  if (!value) return undefined;
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}

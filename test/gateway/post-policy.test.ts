@@ -1,0 +1,65 @@
+import { expect } from 'chai';
+import { verifyPostPolicy } from '../../images/gateway/src/auth/post-policy.js';
+import { sign, signingKey } from '../../images/gateway/src/auth/sigv4.js';
+import { S3Error } from '../../images/service-kit/src/index.js';
+
+const SECRET = 'post-policy-secret';
+const lookup = async (accessKey: string) => {
+  if (accessKey !== 'AK') throw new S3Error('InvalidAccessKeyId');
+  return { username: 'alice', accessKey, secretKey: SECRET };
+};
+const NOW = new Date('2026-11-26T12:00:00Z');
+
+/** A form signed as createPresignedPost signs one: the policy (base64) HMAC'd with the SigV4 key. */
+function form(conditions: unknown[], fields: Record<string, string> = {}, expiration = '2026-11-26T13:00:00Z'): Map<string, string> {
+  const base = { 'x-amz-algorithm': 'AWS4-HMAC-SHA256', 'x-amz-credential': 'AK/20261126/us-east-1/s3/aws4_request', 'x-amz-date': '20261126T115900Z' };
+  const signed = [...conditions, ...Object.entries(base).map(([k, v]) => ({ [k]: v }))];
+  const policy = Buffer.from(JSON.stringify({ expiration, conditions: signed })).toString('base64');
+  return new Map(Object.entries({ ...base, ...fields, policy, 'x-amz-signature': sign(signingKey(SECRET, '20261126', 'us-east-1'), policy) }));
+}
+
+async function outcome(fields: Map<string, string>, bucket = 'photos'): Promise<string> {
+  try {
+    const r = await verifyPostPolicy(fields, bucket, lookup, 'us-east-1', NOW);
+    return `ok ${r.credential.username}${r.sizeRange ? ` ${r.sizeRange.min}-${r.sizeRange.max}` : ''}`;
+  } catch (err) {
+    if (err instanceof S3Error) return `${err.code}: ${err.message}`;
+    throw err;
+  }
+}
+
+describe('gateway: POST policy (browser form uploads)', () => {
+  it('accepts the three condition forms, field names in any case, x-ignore- fields, and reports the size range', async () => {
+    const fields = form([{ bucket: 'photos' }, ['starts-with', '$key', 'user/alice/'], ['eq', '$Content-Type', 'image/png'], ['content-length-range', 1, 1048576]], { key: 'user/alice/a.png', 'content-type': 'image/png', 'x-ignore-tracking': '1' });
+    expect(await outcome(fields)).to.equal('ok alice 1-1048576');
+  });
+
+  it('refuses what does not hold, naming the failed condition or the extra field', async () => {
+    const cases: Array<[Map<string, string>, RegExp, string?]> = [
+      [form([{ bucket: 'photos' }, { key: 'a' }], { key: 'a' }), /^AccessDenied: .*Condition failed: \["eq", "\$bucket", "photos"\]/, 'videos'],
+      [form([['starts-with', '$key', 'user/alice/']], { key: 'user/bob/a' }), /^AccessDenied: .*Condition failed: \["starts-with", "\$key", "user\/alice\/"\]/],
+      [form([{ key: 'a' }], { key: 'a', 'x-amz-meta-sneaky': 'x' }), /^AccessDenied: .*Extra input fields: x-amz-meta-sneaky/],
+      [form([{ key: 'a' }], { key: 'a' }, '2026-11-26T11:00:00Z'), /^AccessDenied: Invalid according to Policy: Policy expired\./],
+      [form([{ key: 'a' }], { key: 'a' }, 'tomorrow'), /^InvalidPolicyDocument: /],
+      [form([['content-length-range', 10, 1]], { key: 'a' }), /^InvalidPolicyDocument: .*Invalid condition/],
+      [form([['matches', '$key', 'a.*']], { key: 'a' }), /^InvalidPolicyDocument: .*Invalid condition/],
+      [form([{ key: 'a', acl: 'private' }], { key: 'a' }), /^InvalidPolicyDocument: .*Invalid condition/],
+    ];
+    for (const [fields, expected, bucket] of cases) expect(await outcome(fields, bucket), String(expected)).to.match(expected);
+  });
+
+  it('refuses a policy or signature that was changed, other keys, another region, and anonymous or SigV2 forms', async () => {
+    const good = form([{ key: 'a' }], { key: 'a' });
+    const tampered = new Map(good).set('policy', Buffer.from('{"expiration":"2099-01-01T00:00:00Z","conditions":[]}').toString('base64'));
+    expect(await outcome(tampered)).to.match(/^SignatureDoesNotMatch/);
+    expect(await outcome(new Map(good).set('x-amz-signature', '0'.repeat(64)))).to.match(/^SignatureDoesNotMatch/);
+    expect(await outcome(new Map(good).set('x-amz-credential', 'NOPE/20261126/us-east-1/s3/aws4_request'))).to.match(/^InvalidAccessKeyId/);
+    expect(await outcome(new Map(good).set('x-amz-credential', 'AK/20261126/eu-west-1/s3/aws4_request'))).to.match(/^InvalidArgument: .*us-east-1/);
+    expect(await outcome(new Map(good).set('x-amz-date', '20261125T115900Z'))).to.match(/^InvalidArgument: x-amz-date/);
+    const notJson = Buffer.from('{"expiration": ').toString('base64');
+    const signedNotJson = new Map(good).set('policy', notJson).set('x-amz-signature', sign(signingKey(SECRET, '20261126', 'us-east-1'), notJson));
+    expect(await outcome(signedNotJson)).to.equal('InvalidPolicyDocument: Invalid Policy: Invalid JSON.');
+    expect(await outcome(new Map([['key', 'a']]))).to.match(/^AccessDenied: Anonymous/);
+    expect(await outcome(new Map([['key', 'a'], ['awsaccesskeyid', 'AK'], ['signature', 'x']]))).to.match(/^InvalidRequest: Signature Version 2/);
+  });
+});
