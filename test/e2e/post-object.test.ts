@@ -90,6 +90,8 @@ describe('e2e: browser form uploads (POST Object with a signed policy)', functio
 
     const garbage = await fetch(post.url, { method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=xyz' }, body: '--xyz\r\nnot a part' });
     expect([garbage.status, s3ErrorOf(await garbage.text()).code]).to.deep.equal([400, 'MalformedPOSTRequest']);
+    const bloated = await submit(post, 'x', { 'x-ignore-padding': 'p'.repeat(30 * 1024) });
+    expect([bloated.status, s3ErrorOf(await bloated.text()).code]).to.deep.equal([400, 'MaxPostPreDataLengthExceededError']);
     const noFile = new FormData();
     for (const [name, value] of Object.entries(post.fields)) noFile.append(name, value);
     const withoutFile = await fetch(post.url, { method: 'POST', body: noFile });

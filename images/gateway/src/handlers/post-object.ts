@@ -7,7 +7,7 @@ import { state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
 import { quoted, sendXml, urlEncodeKey } from '../s3/render.js';
-import { discard, userMetadataOf } from '../s3/request.js';
+import { userMetadataOf } from '../s3/request.js';
 import { SizeRangeCheck, VerifiedBody } from '../s3/verified-body.js';
 import { originOf } from './presign.js';
 
@@ -35,13 +35,21 @@ function formUntilFile(req: Request): Promise<Form> {
     }
     const fields = new Map<string, string>();
     let fieldBytes = 0;
+    let failed = false;
+    // Refused before the file: stop parsing and let the rest of the body flow away.
+    const fail = (err: S3Error) => {
+      failed = true;
+      req.unpipe(parser);
+      req.resume();
+      reject(err);
+    };
     parser.on('field', (name, value, info) => {
       fieldBytes += name.length + value.length;
-      if (info.valueTruncated || fieldBytes > MAX_FIELDS_BYTES) reject(new S3Error('MaxPostPreDataLengthExceededError'));
+      if (info.valueTruncated || fieldBytes > MAX_FIELDS_BYTES) fail(new S3Error('MaxPostPreDataLengthExceededError'));
       fields.set(name.toLowerCase(), value);
     });
     parser.on('file', (name, stream, info) => {
-      if (name.toLowerCase() !== 'file') {
+      if (failed || name.toLowerCase() !== 'file') {
         stream.resume();
         return;
       }
@@ -58,7 +66,7 @@ function formUntilFile(req: Request): Promise<Form> {
     });
     // Settles nothing once the file was found (a promise settles once).
     parser.on('close', () => reject(new S3Error('InvalidArgument', 'POST requires exactly one file upload per request.', { ArgumentName: 'file' })));
-    parser.on('error', () => reject(new S3Error('MalformedPOSTRequest')));
+    parser.on('error', () => fail(new S3Error('MalformedPOSTRequest')));
     req.pipe(parser);
   });
 }
@@ -70,10 +78,7 @@ function formUntilFile(req: Request): Promise<Form> {
  */
 export const postObject: S3Handler = async (s3) => {
   const { req, res, bucket, deps } = s3;
-  const form = await formUntilFile(req).catch((err: unknown) => {
-    discard(req);
-    throw err;
-  });
+  const form = await formUntilFile(req);
   try {
     const { credential, sizeRange } = await verifyPostPolicy(form.fields, bucket, deps.credentials, deps.region);
     const caller = { username: credential.username, accessKey: credential.accessKey, isRoot: credential.username === deps.rootUser, via: 'post-policy' as const };
