@@ -14,6 +14,7 @@ import {
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListBucketsCommand,
   ListMultipartUploadsCommand,
   ListObjectVersionsCommand,
   ListObjectsCommand,
@@ -26,12 +27,13 @@ import {
   PutObjectLockConfigurationCommand,
   UploadPartCommand,
   UploadPartCopyCommand,
+  paginateListBuckets,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { bodyBytes, bucketName, md5Hex, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
+import { bodyBytes, bucketName, login, md5Hex, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
 
 
 describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
@@ -268,5 +270,32 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
     await env.s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'k' }));
     await env.s3.send(new DeleteBucketCommand({ Bucket: b }));
     expect((await s3Failure(env.s3.send(new HeadBucketCommand({ Bucket: b })))).status).to.equal(404);
+  });
+  it('ListBuckets pages by name (max-buckets, continuation-token), filters by prefix and region, and refuses bad parameters', async () => {
+    const token = await login(env.p.endpoint);
+    const made = await fetch(`${env.p.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'pager', password: 'pager-password' }) });
+    const keys = ((await made.json()) as { data: { accessKey: string; secretKey: string } }).data;
+    const pager = sdkClient(env.p.endpoint, keys.accessKey, keys.secretKey);
+    try {
+      const names = ['pg-e', 'pg-a', 'pg-c', 'other-b', 'pg-d'].map((n) => `${n}-${env.bucket}`);
+      for (const name of names) await pager.send(new CreateBucketCommand({ Bucket: name }));
+      const pages: string[][] = [];
+      for await (const page of paginateListBuckets({ client: pager, pageSize: 2 }, {})) pages.push((page.Buckets ?? []).map((b) => b.Name!));
+      expect(pages).to.deep.equal([names.slice().sort().slice(0, 2), names.slice().sort().slice(2, 4), names.slice().sort().slice(4)]);
+      const prefixed = await pager.send(new ListBucketsCommand({ Prefix: 'pg-', MaxBuckets: 3 }));
+      expect((prefixed.Buckets ?? []).map((b) => b.Name)).to.deep.equal(names.filter((n) => n.startsWith('pg-')).sort().slice(0, 3));
+      expect(prefixed.Prefix).to.equal('pg-');
+      expect(prefixed.ContinuationToken).to.be.a('string');
+      const rest = await pager.send(new ListBucketsCommand({ Prefix: 'pg-', MaxBuckets: 3, ContinuationToken: prefixed.ContinuationToken }));
+      expect((rest.Buckets ?? []).map((b) => b.Name)).to.deep.equal(names.filter((n) => n.startsWith('pg-')).sort().slice(3));
+      expect(rest.ContinuationToken).to.equal(undefined);
+      expect((await pager.send(new ListBucketsCommand({}))).Buckets?.map((b) => [b.Name, b.BucketRegion])).to.deep.equal(names.slice().sort().map((n) => [n, 'us-east-1']));
+      expect((await pager.send(new ListBucketsCommand({ BucketRegion: 'eu-west-1' }))).Buckets ?? []).to.deep.equal([]);
+      for (const bad of [{ MaxBuckets: 0 }, { MaxBuckets: 10_001 }, { ContinuationToken: 'not a token!' }]) {
+        expect(await s3Failure(pager.send(new ListBucketsCommand(bad))), JSON.stringify(bad)).to.deep.equal({ name: 'InvalidArgument', status: 400 });
+      }
+    } finally {
+      pager.destroy();
+    }
   });
 });

@@ -7,13 +7,38 @@ import { readSmallBody } from '../s3/request.js';
 import { callerOwner, sendXml } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 
-/** GET / — the caller's own buckets only. */
-export const listBuckets: S3Handler = async ({ res, deps }) => {
+/** Most buckets one ListBuckets page may ask for (S3's limit). */
+const MAX_BUCKETS_PER_PAGE = 10_000;
+
+/**
+ * GET / — the caller's own buckets only, by name; with S3's paging parameters (`max-buckets`,
+ * `continuation-token`: the last name of the page before, opaque to clients), `prefix`, and
+ * `bucket-region` (every bucket is in the gateway's region).
+ */
+export const listBuckets: S3Handler = async ({ res, query, deps }) => {
   const caller = callerOf(res);
-  const buckets = await deps.controlPlane.listBuckets(caller.username);
+  const rawMax = query.get('max-buckets');
+  if (rawMax !== null && !(/^\d+$/.test(rawMax) && Number(rawMax) >= 1 && Number(rawMax) <= MAX_BUCKETS_PER_PAGE)) {
+    throw new S3Error('InvalidArgument', `max-buckets must be a whole number from 1 to ${MAX_BUCKETS_PER_PAGE}.`, { ArgumentName: 'max-buckets' });
+  }
+  const token = query.get('continuation-token');
+  const after = token === null ? undefined : Buffer.from(token, 'base64url').toString('utf8');
+  if (after !== undefined && (!isValidBucketName(after) || Buffer.from(after).toString('base64url') !== token)) {
+    throw new S3Error('InvalidArgument', 'The continuation token provided is incorrect.', { ArgumentName: 'continuation-token' });
+  }
+  const prefix = query.get('prefix') ?? '';
+  const region = query.get('bucket-region');
+  const all = region !== null && region !== deps.region ? [] : await deps.controlPlane.listBuckets(caller.username);
+  const matching = all
+    .filter((b) => b.name.startsWith(prefix) && (after === undefined || b.name > after))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const page = rawMax === null ? matching : matching.slice(0, Number(rawMax));
+  const more = page.length < matching.length;
   sendXml(res, 'ListAllMyBucketsResult', {
     Owner: callerOwner(caller),
-    Buckets: { Bucket: buckets.map((b) => ({ Name: b.name, CreationDate: new Date(b.createdAt).toISOString() })) },
+    Buckets: { Bucket: page.map((b) => ({ Name: b.name, CreationDate: new Date(b.createdAt).toISOString(), BucketRegion: deps.region })) },
+    ...(more ? { ContinuationToken: Buffer.from(page[page.length - 1]!.name).toString('base64url') } : {}),
+    ...(query.has('prefix') ? { Prefix: prefix } : {}),
   });
 };
 
