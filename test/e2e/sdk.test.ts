@@ -298,4 +298,27 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
       pager.destroy();
     }
   });
+  it('CompleteMultipartUpload honours If-None-Match: * and If-Match (conditional writes): a failed condition leaves the upload in progress', async () => {
+    const { bucket } = env;
+    const key = 'conditional/multi.bin';
+    const start = async () => {
+      const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
+      const part = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 1, Body: 'only part' }));
+      return { UploadId: UploadId!, Parts: [{ PartNumber: 1, ETag: part.ETag }] };
+    };
+    const complete = (u: { UploadId: string; Parts: Array<{ PartNumber: number; ETag?: string }> }, condition: { IfNoneMatch?: string; IfMatch?: string }) =>
+      env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: u.UploadId, MultipartUpload: { Parts: u.Parts }, ...condition }));
+    // Absent key: If-None-Match: * completes.
+    const first = await start();
+    const created = await complete(first, { IfNoneMatch: '*' });
+    // Present key: If-None-Match: * and a wrong If-Match are refused; the upload can still complete.
+    const second = await start();
+    expect(await s3Failure(complete(second, { IfNoneMatch: '*' }))).to.deep.equal({ name: 'PreconditionFailed', status: 412 });
+    expect(await s3Failure(complete(second, { IfMatch: '"0123456789abcdef0123456789abcdef"' }))).to.deep.equal({ name: 'PreconditionFailed', status: 412 });
+    expect(((await env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: key, UploadId: second.UploadId }))).Parts ?? []).length).to.equal(1);
+    const replaced = await complete(second, { IfMatch: created.ETag! });
+    expect(replaced.ETag).to.match(/-1"$/);
+    expect(await s3Failure(env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: key, UploadId: second.UploadId })))).to.deep.equal({ name: 'NoSuchUpload', status: 404 });
+    expect((await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key })))).toString()).to.equal('only part');
+  });
 });

@@ -466,7 +466,8 @@ function isRetryable(err: unknown): boolean {
   return isUniqueViolation(err) || code === '40P01' || code === '40001';
 }
 
-function checkPreconditions(c: Preconditions | undefined, currentEtag: string | undefined, key: string): void {
+/** If-Match / If-None-Match of a write against the key's current ETag (undefined: no object); PreconditionFailed or NoSuchKey as S3. */
+export function checkPreconditions(c: Preconditions | undefined, currentEtag: string | undefined, key: string): void {
   if (!c) return;
   if (c.ifMatch !== undefined) {
     if (currentEtag === undefined) throw new S3Error('NoSuchKey', undefined, { Key: key });

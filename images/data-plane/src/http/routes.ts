@@ -245,7 +245,10 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     );
   });
   router.post('/multipart/:bucket/:key/:uploadId/complete', json, async (req, res) => {
-    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), req.body?.parts));
+    const c = (req.body?.conditions ?? {}) as { ifMatch?: unknown; ifNoneMatch?: unknown };
+    const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
+    const conditions = text(c.ifMatch) !== undefined || text(c.ifNoneMatch) !== undefined ? { ifMatch: text(c.ifMatch), ifNoneMatch: text(c.ifNoneMatch) } : undefined;
+    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), req.body?.parts, conditions));
   });
   router.delete('/multipart/:bucket/:key/:uploadId', async (req, res) => {
     await multipart.abort(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'));

@@ -4,7 +4,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { assertObjectKey, S3Error, type Logger } from '../../../service-kit/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
-import type { ObjectMeta } from '../catalog/catalog.js';
+import { checkPreconditions, type ObjectMeta, type Preconditions } from '../catalog/catalog.js';
 import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
 import { MAX_OBJECT_SIZE, checkUserMetadata, type ObjectService } from './object-service.js';
@@ -161,7 +161,13 @@ export class MultipartService {
     };
   }
 
-  async complete(bucketName: string, key: string, uploadId: string, requested: Array<{ partNumber: number; etag: string }>): Promise<ObjectMeta> {
+  /**
+   * Compose the chosen parts into the object. With conditions (If-Match / If-None-Match, S3's
+   * conditional writes) the commit checks them atomically; they are also checked before composing, so
+   * that a write that cannot succeed does not copy the parts first. A failed condition leaves the
+   * upload in progress, as S3 does.
+   */
+  async complete(bucketName: string, key: string, uploadId: string, requested: Array<{ partNumber: number; etag: string }>, conditions?: Preconditions): Promise<ObjectMeta> {
     const { info, backend } = await this.upload(bucketName, key, uploadId);
     if (!Array.isArray(requested) || requested.length === 0) throw new S3Error('MalformedXML', 'You must specify at least one part');
     const stored = new Map((await this.parts(uploadId)).map((p) => [p.partNumber, p]));
@@ -185,6 +191,16 @@ export class MultipartService {
       .update(Buffer.concat(chosen.map((p) => Buffer.from(p.etag, 'hex'))))
       .digest('hex')}-${chosen.length}`;
     const { bucket } = await this.objects.bucket(bucketName);
+    if (conditions) {
+      const current = await this.objects.head(bucketName, key).then(
+        ({ object }) => object.etag,
+        (err: unknown) => {
+          if (err instanceof S3Error && err.code === 'NoSuchKey') return undefined;
+          throw err;
+        },
+      );
+      checkPreconditions(conditions, current, key);
+    }
     const composed = await backend.compose(chosen.map((p) => p.locator));
     const meta = await this.objects.commit(
       {
@@ -197,6 +213,7 @@ export class MultipartService {
         etag,
         md5: composed.md5,
         size: composed.size,
+        conditions,
       },
       composed,
       backend,

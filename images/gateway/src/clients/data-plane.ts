@@ -112,8 +112,8 @@ export class DataPlaneClient {
     return this.http.json('GET', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts`, { query: { ...q } });
   }
 
-  completeMultipart(bucket: string, key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>): Promise<ObjectMeta> {
-    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/complete`, { body: { parts }, long: true });
+  completeMultipart(bucket: string, key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>, conditions?: { ifMatch?: string; ifNoneMatch?: string }): Promise<ObjectMeta> {
+    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/complete`, { body: { parts, ...(conditions ? { conditions } : {}) }, long: true });
   }
 
   async abortMultipart(bucket: string, key: string, uploadId: string): Promise<void> {

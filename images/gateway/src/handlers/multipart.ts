@@ -81,7 +81,11 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   for (let i = 1; i < parts.length; i++) {
     if (parts[i].partNumber <= parts[i - 1].partNumber) throw new S3Error('InvalidPartOrder');
   }
-  const meta = await deps.dataPlane.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts);
+  // Conditional writes (S3 since 2024): If-None-Match: * refuses to replace an object, If-Match an other version.
+  const ifMatch = header(req, 'if-match');
+  const ifNoneMatch = header(req, 'if-none-match');
+  const conditions = ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined;
+  const meta = await deps.dataPlane.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions);
   sendXml(res, 'CompleteMultipartUploadResult', { Location: `/${bucket}/${urlEncodeKey(key)}`, Bucket: bucket, Key: key, ETag: quoted(unquote(meta.etag)) });
 };
 
