@@ -107,7 +107,9 @@ export const postObject: S3Handler = async (s3) => {
     res.setHeader('Location', location);
     const redirect = redirectTarget(form.fields.get('success_action_redirect') ?? form.fields.get('redirect'));
     if (redirect) {
-      for (const [name, value] of [['bucket', bucket], ['key', key], ['etag', etag]]) redirect.searchParams.set(name!, value!);
+      redirect.searchParams.set('bucket', bucket);
+      redirect.searchParams.set('key', key);
+      redirect.searchParams.set('etag', etag);
       res.setHeader('Location', redirect.toString());
       res.status(303).end();
       return;

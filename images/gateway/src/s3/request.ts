@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { S3Error } from '../../../service-kit/src/index.js';
 import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
 import { PayloadHashCheck } from '../auth/payload-hash.js';
-import { sha256Hex } from '../auth/sigv4.js';
+import { EMPTY_SHA256, sha256Hex } from '../auth/sigv4.js';
 import { state } from '../context.js';
 import { ChecksumCheck, uploadChecksum } from './checksums.js';
 import { type BodyCheck, VerifiedBody } from './verified-body.js';
@@ -20,9 +20,6 @@ export interface ObjectUpload {
   /** Checked while the body streams; its value is set once the body has passed (the answer echoes it). */
   checksum?: ChecksumCheck;
 }
-
-/** The empty body's sha256: nothing to check a body against. */
-const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 /**
  * The request body as the object's bytes: aws-chunked framing decoded and each chunk signature
@@ -43,6 +40,7 @@ export function objectBody(req: Request, res: Response): ObjectUpload {
     streams.push(decoder);
     trailers = () => decoder.trailers;
   } else if (payload?.kind === 'sha256' && payload.hex !== EMPTY_SHA256) {
+    // (A body signed as empty has nothing to be checked against.)
     checks.push(new PayloadHashCheck(payload.hex));
   }
   const checksum = requested && new ChecksumCheck(requested, trailers);
