@@ -11,6 +11,7 @@ import {
   GetBucketLocationCommand,
   GetBucketVersioningCommand,
   GetObjectAclCommand,
+  GetObjectAttributesCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
@@ -320,5 +321,20 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
     expect(replaced.ETag).to.match(/-1"$/);
     expect(await s3Failure(env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: key, UploadId: second.UploadId })))).to.deep.equal({ name: 'NoSuchUpload', status: 404 });
     expect((await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key })))).toString()).to.equal('only part');
+  });
+  it('GetObjectAttributes answers ETag, size, storage class and a multipart object\'s part count, from metadata', async () => {
+    const { bucket } = env;
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'attrs/single.txt', Body: 'twelve bytes' }));
+    const single = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/single.txt', ObjectAttributes: ['ETag', 'ObjectSize', 'StorageClass', 'ObjectParts'] }));
+    expect({ etag: single.ETag, size: single.ObjectSize, storage: single.StorageClass, parts: single.ObjectParts }).to.deep.equal({ etag: md5Hex('twelve bytes'), size: 12, storage: 'STANDARD', parts: undefined });
+    expect(single.LastModified).to.be.instanceOf(Date);
+    const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'attrs/multi.bin' }));
+    const one = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'attrs/multi.bin', UploadId, PartNumber: 1, Body: randomBytes(5 * 1024 * 1024) }));
+    const two = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'attrs/multi.bin', UploadId, PartNumber: 2, Body: 'tail' }));
+    await env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'attrs/multi.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: one.ETag }, { PartNumber: 2, ETag: two.ETag }] } }));
+    const multi = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/multi.bin', ObjectAttributes: ['ObjectParts', 'ObjectSize'] }));
+    expect({ parts: multi.ObjectParts?.TotalPartsCount, size: multi.ObjectSize, etag: multi.ETag }).to.deep.equal({ parts: 2, size: 5 * 1024 * 1024 + 4, etag: undefined });
+    expect(await s3Failure(env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/absent', ObjectAttributes: ['ETag'] })))).to.deep.equal({ name: 'NoSuchKey', status: 404 });
+    expect(await s3Failure(env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/single.txt', ObjectAttributes: ['Colour' as 'ETag'] })))).to.deep.equal({ name: 'InvalidArgument', status: 400 });
   });
 });

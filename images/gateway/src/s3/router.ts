@@ -7,6 +7,7 @@ import * as buckets from '../handlers/buckets.js';
 import { deleteObjects } from '../handlers/delete-objects.js';
 import * as list from '../handlers/list.js';
 import * as multipart from '../handlers/multipart.js';
+import { getObjectAttributes } from '../handlers/object-attributes.js';
 import { getObject, headObject } from '../handlers/object-read.js';
 import { copyObject, deleteObject, putObject } from '../handlers/object-write.js';
 import { postObject } from '../handlers/post-object.js';
@@ -16,7 +17,7 @@ import type { S3Handler } from './operation.js';
 
 /** Bucket subresources Strata does not implement (by design: no versioning, policy, lock...). */
 const UNSUPPORTED_BUCKET = ['policy', 'lifecycle', 'object-lock', 'cors', 'tagging', 'encryption', 'website', 'logging', 'notification', 'replication', 'ownershipControls', 'publicAccessBlock', 'accelerate', 'requestPayment', 'analytics', 'metrics', 'inventory', 'intelligent-tiering', 'policyStatus'];
-const UNSUPPORTED_OBJECT = ['tagging', 'retention', 'legal-hold', 'torrent', 'restore', 'select', 'attributes'];
+const UNSUPPORTED_OBJECT = ['tagging', 'retention', 'legal-hold', 'torrent', 'restore', 'select'];
 
 interface Route {
   operation: string;
@@ -75,6 +76,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
       if (query.has('tagging')) return { operation: 'GetObjectTagging', handler: buckets.getObjectTagging };
       if (query.has('uploadId')) return { operation: 'ListParts', handler: multipart.listParts };
       if (query.has('presign')) return { operation: 'Presign', handler: presign };
+      if (query.has('attributes')) return { operation: 'GetObjectAttributes', handler: getObjectAttributes };
       return unsupportedSubresource(query, UNSUPPORTED_OBJECT) ?? { operation: 'GetObject', handler: getObject };
     case 'HEAD':
       return { operation: 'HeadObject', handler: headObject };
