@@ -34,6 +34,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { ROOT_USER } from './support/platform.js';
 import { bodyBytes, bucketName, login, md5Hex, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
 
 
@@ -336,5 +337,16 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
     expect({ parts: multi.ObjectParts?.TotalPartsCount, size: multi.ObjectSize, etag: multi.ETag }).to.deep.equal({ parts: 2, size: 5 * 1024 * 1024 + 4, etag: undefined });
     expect(await s3Failure(env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/absent', ObjectAttributes: ['ETag'] })))).to.deep.equal({ name: 'NoSuchKey', status: 404 });
     expect(await s3Failure(env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/single.txt', ObjectAttributes: ['Colour' as 'ETag'] })))).to.deep.equal({ name: 'InvalidArgument', status: 400 });
+  });
+  it('x-amz-expected-bucket-owner (and the copy source one) must name the caller, the owner of every bucket it reaches', async () => {
+    const { bucket } = env;
+    await env.s3.send(new HeadBucketCommand({ Bucket: bucket, ExpectedBucketOwner: ROOT_USER }));
+    // A HEAD answer has no body: only its status.
+    expect((await s3Failure(env.s3.send(new HeadBucketCommand({ Bucket: bucket, ExpectedBucketOwner: 'someone-else' })))).status).to.equal(403);
+    expect(await s3Failure(env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'owner/x.txt', Body: 'x', ExpectedBucketOwner: 'someone-else' })))).to.deep.equal({ name: 'AccessDenied', status: 403 });
+    expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'owner/x.txt' })))).status).to.equal(404);
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'owner/x.txt', Body: 'x', ExpectedBucketOwner: ROOT_USER }));
+    expect(await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'owner/y.txt', CopySource: `${bucket}/owner/x.txt`, ExpectedSourceBucketOwner: 'someone-else' })))).to.deep.equal({ name: 'AccessDenied', status: 403 });
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'owner/y.txt', CopySource: `${bucket}/owner/x.txt`, ExpectedSourceBucketOwner: ROOT_USER, ExpectedBucketOwner: ROOT_USER }));
   });
 });

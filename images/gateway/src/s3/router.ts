@@ -125,12 +125,27 @@ export function nameOperation(req: Request, res: Response, next: NextFunction): 
   next();
 }
 
+/**
+ * `x-amz-expected-bucket-owner` (and `x-amz-source-expected-bucket-owner` for copies): the caller states
+ * whose bucket it means to reach. A tenant only ever reaches its own buckets, and a bucket's owner ID is
+ * the owner's name (as in ListBuckets), so the statement holds exactly when it names the caller.
+ */
+function checkExpectedOwners(req: Request, res: Response, bucket: string): void {
+  const caller = state(res).caller;
+  if (!bucket || !caller) return;
+  for (const name of ['x-amz-expected-bucket-owner', 'x-amz-source-expected-bucket-owner']) {
+    const expected = req.headers[name];
+    if (expected !== undefined && expected !== caller.username) throw new S3Error('AccessDenied', `The bucket is not owned by the account named in ${name}.`);
+  }
+}
+
 /** The S3 REST endpoint: every path not claimed by /login or /admin. */
 export function s3Endpoint(deps: GatewayDeps) {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
       const { route, bucket, key, query } = resolved.get(res) ?? resolve(req);
       state(res).operation = route.operation;
+      checkExpectedOwners(req, res, bucket);
       await route.handler({ req, res, bucket, key, query, deps });
     } catch (err) {
       next(err);
