@@ -217,7 +217,7 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         const early = (await (await layer.cpFetch('POST', '/internal/purge', { now: new Date(start.getTime() + 29 * DAY).toISOString() })).json()) as { purged: number };
         expect(early.purged).to.equal(0);
         const first = (await (await layer.cpFetch('POST', '/internal/purge', { now: new Date(start.getTime() + 31 * DAY).toISOString() })).json()) as { purged: number; freedBlobs: number };
-        expect(first).to.deep.equal({ purged: 1, freedBlobs: 0 });
+        expect(first).to.deep.equal({ purged: 1, freedBlobs: 0, expiredObjects: 0, abortedUploads: 0 });
         expect((await layer.files()).some((f) => f.endsWith(locator)), 'y still references the blob').to.equal(true);
         // Every event must be sent and consumed before the purge, or a late one escapes the log cleanup below.
         await eventually(async () => {
@@ -233,7 +233,7 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         // The injected clock drives the default "now" of purge.
         layer.clock.now = new Date(start.getTime() + 51 * DAY);
         const second = (await (await layer.cpFetch('POST', '/internal/purge', {})).json()) as { purged: number; freedBlobs: number };
-        expect(second).to.deep.equal({ purged: 1, freedBlobs: 1 });
+        expect(second).to.deep.equal({ purged: 1, freedBlobs: 1, expiredObjects: 0, abortedUploads: 0 });
         expect((await layer.files()).some((f) => f.endsWith(locator)), 'bytes freed').to.equal(false);
         const states = await layer.sql.query<{ state: string }>(
           'SELECT o.state FROM object_info o JOIN buckets b ON b.id = o.bucket_id WHERE b.name = $1 ORDER BY o.key, o.id',

@@ -85,6 +85,9 @@ describe('gateway S3 protocol pieces', () => {
         ['POST', '/b1/k?uploadId=u', {}, 'CompleteMultipartUpload'],
         ['DELETE', '/b1/k?uploadId=u', {}, 'AbortMultipartUpload'],
         ['GET', '/b1/k?uploadId=u', {}, 'ListParts'],
+        ['PUT', '/b1?lifecycle', {}, 'PutBucketLifecycleConfiguration'],
+        ['GET', '/b1?lifecycle', {}, 'GetBucketLifecycleConfiguration'],
+        ['DELETE', '/b1?lifecycle', {}, 'DeleteBucketLifecycle'],
       ];
       for (const [method, target, headers, expected] of cases) expect(op(method, target, headers), `${method} ${target}`).to.equal(expected);
     });
@@ -97,7 +100,7 @@ describe('gateway S3 protocol pieces', () => {
         ['DELETE', '/b1?policy'],
         ['GET', '/b1?policy'],
         ['PUT', '/b1?object-lock'],
-        ['PUT', '/b1?lifecycle'],
+        ['PUT', '/b1?cors'],
         ['PUT', '/b1/k?acl'],
         ['PUT', '/b1/k?tagging'],
         ['DELETE', '/b1/k?tagging'],

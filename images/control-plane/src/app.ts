@@ -33,9 +33,10 @@ import { InMemoryBroker } from './events/memory-broker.js';
 import { controlPlaneRoutes } from './http/routes.js';
 import { SqlMetadataStore } from './metadata/sql-store.js';
 import { dataPlaneBackendCheck } from './backends/backend-check.js';
-import { HttpBlobCollector } from './purge/data-plane-gc.js';
+import { HttpBlobCollector, HttpUploadExpirer } from './purge/data-plane-gc.js';
 import { runPurge, schedulePurge, type PurgeDeps } from './purge/purge-job.js';
 import { migrate } from './schema/migrate.js';
+import { invalidateObjectRead } from '../../service-kit/src/object-read-cache.js';
 import { UserService } from './users/user-service.js';
 
 export const DAILY_PURGE_SCHEDULE = '0 3 * * *';
@@ -152,7 +153,11 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const dataPlaneAt = typeof dataPlaneUrl === 'function' ? dataPlaneUrl : () => dataPlaneUrl;
   const collector = new HttpBlobCollector(dataPlaneAt, opts.internalToken);
   const kickOutbox = dataPlaneOutboxKick(dataPlaneAt, opts.internalToken, logger);
-  const purgeDeps: PurgeDeps = { store, collector, retentionDays: opts.retentionDays ?? 30, logger, purgedTotal, kickOutbox };
+  const purgeDeps: PurgeDeps = {
+    store, collector, retentionDays: opts.retentionDays ?? 30, logger, purgedTotal, kickOutbox,
+    uploads: new HttpUploadExpirer(dataPlaneAt, opts.internalToken),
+    invalidate: (bucket, key) => invalidateObjectRead(cache, bucket, key),
+  };
   let task: ScheduledTask | undefined;
   if (opts.purgeSchedule) {
     task = schedulePurge(opts.purgeSchedule, purgeDeps, clock);

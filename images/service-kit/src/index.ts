@@ -17,3 +17,4 @@ export * from './fast-path.js';
 export * from './lookup-cache.js';
 export * from './heap-growth.js';
 export * from './in-process-http.js';
+export * from './bucket-lifecycle.js';

@@ -37,6 +37,7 @@ export const S3_ERRORS = {
   MissingSecurityHeader: { status: 400, message: 'Your request is missing a required header.' },
   NoSuchBucket: { status: 404, message: 'The specified bucket does not exist.' },
   NoSuchKey: { status: 404, message: 'The specified key does not exist.' },
+  NoSuchLifecycleConfiguration: { status: 404, message: 'The lifecycle configuration does not exist.' },
   NoSuchUpload: { status: 404, message: 'The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.' },
   NotImplemented: { status: 501, message: 'A header you provided implies functionality that is not implemented.' },
   OperationAborted: { status: 409, message: 'A conflicting conditional operation is currently in progress against this resource. Please try again.' },

@@ -1,10 +1,13 @@
 import express, { type Request, type Router } from 'express';
-import { assertBucketName, assertObjectKey, S3Error, type Logger, type SecretBox } from '../../../service-kit/src/index.js';
+import {
+  assertBucketName, assertObjectKey, MAX_LIFECYCLE_RULES, S3Error, type LifecycleRule, type Logger, type SecretBox,
+} from '../../../service-kit/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
 import { invalidateObjectRead } from '../../../service-kit/src/object-read-cache.js';
 import type { BackendConfig, Bucket, MetadataStore } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
 import type { BlobCollector } from '../purge/data-plane-gc.js';
+import type { PurgeRunResult } from '../purge/purge-job.js';
 import type { UserService } from '../users/user-service.js';
 
 export interface RouteDeps {
@@ -16,7 +19,7 @@ export interface RouteDeps {
   checkBackend?: BackendCheck;
   /** Seals a bucket's own backend secret key before it is stored (the data plane opens it). */
   secrets: SecretBox;
-  purge: (now: Date) => Promise<{ purged: number; freedBlobs: number }>;
+  purge: (now: Date) => Promise<PurgeRunResult>;
   clock: () => Date;
   /** How long a deleted bucket's name stays with its last owner (ms; see MetadataStore.createBucket). */
   bucketNameHoldMs: number;
@@ -105,6 +108,28 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     res.status(204).end();
   });
 
+  router.get('/buckets/:bucket/lifecycle', async (req, res) => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    const rules = await store.getBucketLifecycle(bucket);
+    if (!rules) throw new S3Error('NoSuchLifecycleConfiguration', undefined, { BucketName: bucket.name });
+    res.json({ rules });
+  });
+  router.put('/buckets/:bucket/lifecycle', async (req, res) => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    // The gateway validated the rules against S3's schema; here only their outline is checked.
+    const rules: unknown = req.body?.rules;
+    if (!Array.isArray(rules) || rules.length === 0 || rules.length > MAX_LIFECYCLE_RULES || !rules.every(isRuleOutline)) {
+      throw new S3Error('MalformedXML', `rules must be a list of 1 to ${MAX_LIFECYCLE_RULES} lifecycle rules`);
+    }
+    await store.setBucketLifecycle(bucket, rules as LifecycleRule[]);
+    res.status(204).end();
+  });
+  router.delete('/buckets/:bucket/lifecycle', async (req, res) => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    await store.setBucketLifecycle(bucket, undefined);
+    res.status(204).end();
+  });
+
   router.get('/buckets/:bucket/objects', async (req, res) => {
     const bucket = await mustBucket(param(req, 'bucket'));
     const q = req.query;
@@ -182,6 +207,14 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   });
 
   return router;
+}
+
+function isRuleOutline(r: unknown): boolean {
+  const rule = r as Partial<LifecycleRule> | null;
+  return (
+    typeof rule === 'object' && rule !== null && typeof rule.id === 'string' && typeof rule.enabled === 'boolean' &&
+    typeof rule.filter === 'object' && rule.filter !== null && typeof rule.filter.prefix === 'string' && Array.isArray(rule.filter.tags)
+  );
 }
 
 /** An operator-made bucket's backend secret key, stored only sealed (secretKeySealed) — never in clear text. */

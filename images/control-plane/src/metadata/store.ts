@@ -1,3 +1,5 @@
+import type { LifecycleRule } from '../../../service-kit/src/index.js';
+
 /** Where a bucket's bytes live. `kind` picks the data plane's storage backend; the rest is its settings. */
 export interface BackendConfig {
   kind: 'fs' | 'minio' | 'cloud';
@@ -72,6 +74,15 @@ export interface BucketStats {
   bytes: number;
 }
 
+/** Which objects a lifecycle expiration takes: by key prefix, size, and creation time. */
+export interface ExpirySelection {
+  prefix: string;
+  /** Objects last written at or before this time. */
+  createdNoLaterThan: Date;
+  sizeGreaterThan?: number;
+  sizeLessThan?: number;
+}
+
 export interface PurgeResult {
   purged: number;
   /** Blobs whose last reference went away: the data plane frees their bytes. */
@@ -108,6 +119,17 @@ export interface MetadataStore {
    */
   deleteBucket(bucket: Bucket, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }>;
   bucketStats(bucketId: number): Promise<BucketStats>;
+  /** The bucket's lifecycle rules; undefined when it has none. */
+  getBucketLifecycle(bucket: Bucket): Promise<LifecycleRule[] | undefined>;
+  /** Replace the bucket's lifecycle rules (undefined removes them); NoSuchBucket when it is gone. */
+  setBucketLifecycle(bucket: Bucket, rules: LifecycleRule[] | undefined): Promise<void>;
+  /** Every bucket that has lifecycle rules, with its rules. */
+  bucketsWithLifecycle(): Promise<Array<{ bucket: Bucket; rules: LifecycleRule[] }>>;
+  /**
+   * NORMAL objects of the bucket that the selection names → RECYCLED (as DeleteObject does, with an
+   * object.recycled event each), in batches of their own transactions; answers the keys recycled.
+   */
+  expireObjects(bucket: Bucket, selection: ExpirySelection, now: Date): Promise<string[]>;
 
   headObject(bucket: Bucket, key: string): Promise<ObjectMeta | undefined>;
   listObjects(bucket: Bucket, query: ListQuery): Promise<ListPage>;

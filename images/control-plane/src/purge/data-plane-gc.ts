@@ -1,6 +1,20 @@
+import type { UploadExpirer } from './lifecycle-job.js';
+
 /** Asks the data plane to free the bytes of blobs nothing references any more. */
 export interface BlobCollector {
   collect(blobIds: number[]): Promise<number>;
+}
+
+/** A POST to the data plane's internal API; undefined when its address is not known (yet). */
+async function postToDataPlane<T>(base: string | undefined, internalToken: string, path: string, body: unknown, what: string): Promise<T | undefined> {
+  if (!base) return undefined;
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-strata-internal-token': internalToken },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`data plane ${what} answered ${res.status}: ${await res.text()}`);
+  return (await res.json()) as T;
 }
 
 /** The data plane's `POST /internal/blobs/gc` over HTTP; without a URL nothing is freed now (its own sweep will). */
@@ -11,14 +25,24 @@ export class HttpBlobCollector implements BlobCollector {
   ) {}
 
   async collect(blobIds: number[]): Promise<number> {
-    const base = this.dataPlaneUrl();
-    if (!base || blobIds.length === 0) return 0;
-    const res = await fetch(`${base}/internal/blobs/gc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-strata-internal-token': this.internalToken },
-      body: JSON.stringify({ blobIds }),
-    });
-    if (!res.ok) throw new Error(`data plane blob GC answered ${res.status}: ${await res.text()}`);
-    return ((await res.json()) as { freed: number }).freed;
+    if (blobIds.length === 0) return 0;
+    const r = await postToDataPlane<{ freed: number }>(this.dataPlaneUrl(), this.internalToken, '/internal/blobs/gc', { blobIds }, 'blob GC');
+    return r?.freed ?? 0;
+  }
+}
+
+/** The data plane's `POST /internal/multipart-expiry/:bucket` over HTTP; without a URL nothing is aborted now (the uploads' TTL still ends them). */
+export class HttpUploadExpirer implements UploadExpirer {
+  constructor(
+    private readonly dataPlaneUrl: () => string | undefined,
+    private readonly internalToken: string,
+  ) {}
+
+  async expireUploads(bucket: string, prefix: string, initiatedNoLaterThan: Date): Promise<number> {
+    const r = await postToDataPlane<{ aborted: number }>(
+      this.dataPlaneUrl(), this.internalToken, `/internal/multipart-expiry/${encodeURIComponent(bucket)}`,
+      { prefix, initiatedNoLaterThan: initiatedNoLaterThan.toISOString() }, 'upload expiry',
+    );
+    return r?.aborted ?? 0;
   }
 }

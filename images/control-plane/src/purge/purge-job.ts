@@ -2,6 +2,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Counter, Logger } from '../../../service-kit/src/index.js';
 import type { MetadataStore } from '../metadata/store.js';
 import type { BlobCollector } from './data-plane-gc.js';
+import { runLifecycle, type LifecycleResult, type UploadExpirer } from './lifecycle-job.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -13,15 +14,27 @@ export interface PurgeDeps {
   purgedTotal: Counter;
   /** Nudge the outbox relay: the purge committed object.purged events. */
   kickOutbox?: () => void;
+  /** Aborts multipart uploads that a bucket's lifecycle rule has expired (the data plane keeps them). */
+  uploads: UploadExpirer;
+  /** After an object is expired by a lifecycle rule: cached reads of it must end. */
+  invalidate: (bucket: string, key: string) => Promise<void>;
+}
+
+export interface PurgeRunResult extends LifecycleResult {
+  purged: number;
+  freedBlobs: number;
 }
 
 /**
- * Empties the recycle bin of objects recycled more than `retentionDays` ago (→ DELETED), then has
+ * The daily job. First applies the buckets' lifecycle rules (expired objects go to the recycle bin,
+ * expired multipart uploads are aborted), then empties the recycle bin of objects recycled more than `retentionDays` ago (→ DELETED), then has
  * the data plane free the bytes of blobs that no NORMAL or RECYCLED object references any more.
  * If freeing fails the blobs stay at reference count 0 and the data plane's periodic sweep frees them.
  * Sent outbox rows, processed event ids and DELETED versions older than the retention are pruned too.
  */
-export async function runPurge(deps: PurgeDeps, now: Date): Promise<{ purged: number; freedBlobs: number }> {
+export async function runPurge(deps: PurgeDeps, now: Date): Promise<PurgeRunResult> {
+  const lifecycle = await runLifecycle(deps, now);
+  if (lifecycle.expiredObjects > 0) deps.kickOutbox?.();
   const cutoff = new Date(now.getTime() - deps.retentionDays * DAY_MS);
   const { purged, unreferencedBlobIds } = await deps.store.purgeRecycled(cutoff, now);
   if (purged > 0) deps.kickOutbox?.();
@@ -37,7 +50,7 @@ export async function runPurge(deps: PurgeDeps, now: Date): Promise<{ purged: nu
   const prunedVersions = await deps.store.pruneDeletedVersions(keptSince);
   deps.purgedTotal.inc(purged);
   deps.logger.info({ purged, freedBlobs, pruned: { ...pruned, deletedVersions: prunedVersions }, cutoff: cutoff.toISOString() }, 'recycle bin purged');
-  return { purged, freedBlobs };
+  return { purged, freedBlobs, ...lifecycle };
 }
 
 /** The daily 03:00 purge (standalone mode; under the operator a CronJob calls POST /internal/purge). */

@@ -266,6 +266,14 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     );
   });
 
+  // A lifecycle rule's AbortIncompleteMultipartUpload (the control plane's daily job).
+  router.post('/multipart-expiry/:bucket', json, async (req, res) => {
+    const prefix: unknown = req.body?.prefix ?? '';
+    const before = new Date(String(req.body?.initiatedNoLaterThan));
+    if (typeof prefix !== 'string' || Number.isNaN(before.getTime())) throw new S3Error('InvalidArgument', 'prefix (a string) and initiatedNoLaterThan (an ISO 8601 time) are required');
+    res.json({ aborted: await multipart.abortInitiatedBefore(p(req, 'bucket'), prefix, before) });
+  });
+
   // The control plane writes events too (recycle, restore, purge, buckets) but has no relay of its own.
   router.post('/outbox/kick', (_req, res) => {
     deps.kickOutbox();

@@ -227,6 +227,38 @@ export class MultipartService {
     await this.discard(bucket, uploadId, backend, await this.parts(uploadId));
   }
 
+  /**
+   * Abort the bucket's uploads whose key starts with `prefix` and that were initiated at or before
+   * `initiatedNoLaterThan` (a lifecycle rule's AbortIncompleteMultipartUpload); answers how many.
+   */
+  async abortInitiatedBefore(bucketName: string, prefix: string, initiatedNoLaterThan: Date): Promise<number> {
+    const { bucket } = await this.objects.bucket(bucketName);
+    let aborted = 0;
+    for (const u of await this.uploadsOf(bucket.name)) {
+      if (!u.info.key.startsWith(prefix) || new Date(u.info.initiated) > initiatedNoLaterThan) continue;
+      try {
+        await this.abort(bucket.name, u.info.key, u.uploadId);
+        aborted++;
+      } catch (err) {
+        // Completed or aborted meanwhile.
+        if (!(err instanceof S3Error && err.code === 'NoSuchUpload')) throw err;
+      }
+    }
+    if (aborted > 0) this.logger.info({ bucket: bucket.name, prefix, aborted }, 'expired multipart uploads aborted');
+    return aborted;
+  }
+
+  /** The bucket's uploads still in progress (ids whose upload expired are dropped from its set). */
+  private async uploadsOf(bucket: string): Promise<Array<{ uploadId: string; info: UploadInfo }>> {
+    const uploads: Array<{ uploadId: string; info: UploadInfo }> = [];
+    for (const uploadId of await this.cache.smembers(bucketUploadsKey(bucket))) {
+      const raw = await this.cache.hget(uploadKey(uploadId), 'info');
+      if (raw) uploads.push({ uploadId, info: JSON.parse(raw) as UploadInfo });
+      else await this.cache.srem(bucketUploadsKey(bucket), uploadId);
+    }
+    return uploads;
+  }
+
   private async discard(bucket: string, uploadId: string, backend: StorageBackend, parts: PartInfo[]): Promise<void> {
     const removed = await this.cache.del(uploadKey(uploadId));
     await this.cache.srem(bucketUploadsKey(bucket), uploadId);
@@ -240,17 +272,9 @@ export class MultipartService {
     const { bucket } = await this.objects.bucket(bucketName);
     const prefix = opts.prefix ?? '';
     const maxUploads = Math.min(opts.maxUploads ?? 1000, 1000);
-    const ids = await this.cache.smembers(bucketUploadsKey(bucket.name));
-    const uploads: Array<{ key: string; uploadId: string; initiated: string; owner: string }> = [];
-    for (const uploadId of ids) {
-      const raw = await this.cache.hget(uploadKey(uploadId), 'info');
-      if (!raw) {
-        await this.cache.srem(bucketUploadsKey(bucket.name), uploadId);
-        continue;
-      }
-      const info = JSON.parse(raw) as UploadInfo;
-      if (info.key.startsWith(prefix)) uploads.push({ key: info.key, uploadId, initiated: info.initiated, owner: info.owner });
-    }
+    const uploads = (await this.uploadsOf(bucket.name))
+      .filter((u) => u.info.key.startsWith(prefix))
+      .map(({ uploadId, info }) => ({ key: info.key, uploadId, initiated: info.initiated, owner: info.owner }));
     const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
     uploads.sort((a, b) => byteOrder(a.key, b.key) || byteOrder(a.uploadId, b.uploadId));
     const after = uploads.filter((u) => {

@@ -1,3 +1,4 @@
+import type { LifecycleRule } from '../../../service-kit/src/index.js';
 import { InternalHttp, type Guard, seg } from './internal-http.js';
 
 /** Types of the control plane's internal API (ADR 0001). */
@@ -84,6 +85,15 @@ export class ControlPlaneClient {
 
   async deleteBucket(bucket: string): Promise<void> {
     await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}`);
+  }
+
+  async getBucketLifecycle(bucket: string): Promise<LifecycleRule[]> {
+    return (await this.http.json<{ rules: LifecycleRule[] }>('GET', `/internal/buckets/${seg(bucket)}/lifecycle`)).rules;
+  }
+
+  async putBucketLifecycle(bucket: string, rules: LifecycleRule[] | undefined): Promise<void> {
+    if (rules) await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/lifecycle`, { body: { rules } });
+    else await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/lifecycle`);
   }
 
   listObjects(bucket: string, q: ListObjectsQuery): Promise<ListObjectsResult> {

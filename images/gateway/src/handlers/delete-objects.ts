@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
 import { S3Error } from '../../../service-kit/src/index.js';
 import { callerOf } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';
-import { contentMd5, readSmallBody } from '../s3/request.js';
+import { readCheckedDocument } from '../s3/request.js';
 import { sendXml } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 
@@ -14,9 +13,7 @@ interface DeleteDocument {
 /** POST /bucket?delete — up to 1000 keys; Content-MD5 checked when sent; Quiet lists only errors. */
 export const deleteObjects: S3Handler = async ({ req, res, bucket, deps }) => {
   const caller = callerOf(res);
-  const md5 = contentMd5(req);
-  const body = await readSmallBody(req, res);
-  if (md5 && createHash('md5').update(body).digest('base64') !== md5) throw new S3Error('BadDigest');
+  const body = await readCheckedDocument(req, res);
   await deps.buckets.owned(bucket, caller);
   const doc = parseXml<DeleteDocument>(body.toString('utf8'), 'Delete');
   const objects = doc.Object ?? [];

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import type { Request, Response } from 'express';
 import { S3Error } from '../../../service-kit/src/index.js';
@@ -84,6 +85,22 @@ export async function readSmallBody(req: Request, res: Response, limit = MAX_XML
   }
   if (size > limit) throw new S3Error('MaxMessageLengthExceeded');
   return Buffer.concat(chunks);
+}
+
+/**
+ * A small request document (XML) read whole, with the integrity check its client sent: Content-MD5
+ * compared here, a flexible checksum (header or trailer) checked while it is read. With `required`,
+ * a request carrying neither is refused, as S3 refuses it for the operations that need one.
+ */
+export async function readCheckedDocument(req: Request, res: Response, opts: { required?: boolean } = {}): Promise<Buffer> {
+  const md5 = contentMd5(req);
+  if (opts.required && !md5 && req.headers['x-amz-trailer'] === undefined && !Object.keys(req.headers).some((h) => h.startsWith('x-amz-checksum-'))) {
+    discard(req);
+    throw new S3Error('InvalidRequest', 'Missing required header for this request: Content-MD5 (or an x-amz-checksum-* header).');
+  }
+  const body = await readSmallBody(req, res);
+  if (md5 && createHash('md5').update(body).digest('base64') !== md5) throw new S3Error('BadDigest');
+  return body;
 }
 
 /** `Content-MD5` as sent (base64 of 16 bytes), or InvalidDigest. */

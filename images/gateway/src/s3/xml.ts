@@ -23,13 +23,16 @@ function prune(value: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/** Elements that may repeat in a request document: always parsed as lists. */
+const REPEATED = new Set(['Part', 'Object', 'Rule', 'Tag', 'Transition', 'NoncurrentVersionTransition']);
+
 const parser = new XMLParser({
   ignoreAttributes: true,
   parseTagValue: false,
   trimValues: true,
   removeNSPrefix: true,
   processEntities: true,
-  isArray: (name) => name === 'Part' || name === 'Object',
+  isArray: (name) => REPEATED.has(name),
 });
 
 /** Parse a request XML document; anything not well-formed, or without the expected root, is MalformedXML. */

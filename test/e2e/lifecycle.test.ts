@@ -1,0 +1,142 @@
+import {
+  CreateBucketCommand,
+  DeleteBucketLifecycleCommand,
+  GetBucketLifecycleConfigurationCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutBucketLifecycleConfigurationCommand,
+  PutObjectCommand,
+  type LifecycleRule,
+} from '@aws-sdk/client-s3';
+import { expect } from 'chai';
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { awsCli } from './support/cli.js';
+import { bucketName, login, s3ErrorOf, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
+
+const DAY = 24 * 3600 * 1000;
+
+describe('e2e: bucket lifecycle configuration (PutBucketLifecycleConfiguration and the daily job)', function () {
+  this.timeout(120_000);
+  const env = sdkPlatform('life');
+  const { bucket } = env;
+
+  const rules: LifecycleRule[] = [
+    { ID: 'old-logs', Filter: { Prefix: 'logs/' }, Status: 'Enabled', Expiration: { Days: 2 } },
+    { ID: 'uploads', Filter: { Prefix: '' }, Status: 'Enabled', AbortIncompleteMultipartUpload: { DaysAfterInitiation: 7 } },
+    { ID: 'big-tmp', Filter: { And: { Prefix: 'tmp/', ObjectSizeGreaterThan: 1024 } }, Status: 'Disabled', Expiration: { Days: 1 } },
+  ];
+
+  const rootBearer = async () => ({ authorization: `Bearer ${await login(env.p.endpoint)}` });
+
+  it('the SDK puts, reads back and deletes a configuration; none is NoSuchLifecycleConfiguration', async () => {
+    expect((await s3Failure(env.s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }))))).to.deep.equal({ name: 'NoSuchLifecycleConfiguration', status: 404 });
+    await env.s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: rules } }));
+    const got = await env.s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }));
+    expect(got.Rules).to.deep.equal(rules);
+    await env.s3.send(new DeleteBucketLifecycleCommand({ Bucket: bucket }));
+    expect((await s3Failure(env.s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket })))).name).to.equal('NoSuchLifecycleConfiguration');
+    await env.s3.send(new DeleteBucketLifecycleCommand({ Bucket: bucket })); // nothing to delete: still 204
+  });
+
+  it('refuses bad configurations with S3 errors and keeps the one in place', async () => {
+    await env.s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: rules } }));
+    const put = (Rules: LifecycleRule[]) => s3Failure(env.s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules } })));
+    expect(await put([{ ID: 'zero', Filter: { Prefix: '' }, Status: 'Enabled', Expiration: { Days: 0 } }])).to.deep.equal({ name: 'InvalidArgument', status: 400 });
+    expect(await put([{ ID: 'cold', Filter: { Prefix: '' }, Status: 'Enabled', Transitions: [{ Days: 30, StorageClass: 'GLACIER' }] }])).to.deep.equal({ name: 'NotImplemented', status: 501 });
+    expect(await put([{ ID: 'noop', Filter: { Prefix: '' }, Status: 'Enabled' }])).to.deep.equal({ name: 'InvalidRequest', status: 400 });
+    expect(await put([
+      { ID: 'same', Filter: { Prefix: 'a' }, Status: 'Enabled', Expiration: { Days: 1 } },
+      { ID: 'same', Filter: { Prefix: 'b' }, Status: 'Enabled', Expiration: { Days: 1 } },
+    ])).to.deep.equal({ name: 'InvalidArgument', status: 400 });
+
+    // Raw documents (Bearer): malformed XML, no integrity header, a wrong Content-MD5.
+    const target = `${env.p.endpoint}/${bucket}?lifecycle`;
+    const send = async (body: string, headers: Record<string, string>) => {
+      const res = await fetch(target, { method: 'PUT', headers: { ...(await rootBearer()), ...headers }, body });
+      return { status: res.status, code: s3ErrorOf(await res.text()).code };
+    };
+    const md5 = (s: string) => createHash('md5').update(s).digest('base64');
+    const doc = '<LifecycleConfiguration><Rule><ID>x</ID><Filter/><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule></LifecycleConfiguration>';
+    for (const bad of ['<LifecycleConfiguration><Rule>', 'not xml', '<Other/>', '<LifecycleConfiguration></LifecycleConfiguration>']) {
+      expect(await send(bad, { 'content-md5': md5(bad) }), bad).to.deep.equal({ status: 400, code: 'MalformedXML' });
+    }
+    expect(await send(doc, {})).to.deep.equal({ status: 400, code: 'InvalidRequest' });
+    expect(await send(doc, { 'content-md5': md5('something else') })).to.deep.equal({ status: 400, code: 'BadDigest' });
+    expect((await env.s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }))).Rules, 'unchanged').to.deep.equal(rules);
+    // With a good Content-MD5 the same document is taken.
+    const ok = await fetch(target, { method: 'PUT', headers: { ...(await rootBearer()), 'content-md5': md5(doc) }, body: doc });
+    expect(ok.status).to.equal(200);
+    expect((await env.s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }))).Rules?.map((r) => r.ID)).to.deep.equal(['x']);
+    await env.s3.send(new DeleteBucketLifecycleCommand({ Bucket: bucket }));
+  });
+
+  it("another tenant can neither read nor change a bucket's configuration", async () => {
+    const res = await fetch(`${env.p.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { ...(await rootBearer()), 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'lifecycle-mallory', password: 'mallory-password-1' }),
+    });
+    expect(res.status).to.equal(201);
+    const creds = ((await res.json()) as { data: { accessKey: string; secretKey: string } }).data;
+    const mallory = sdkClient(env.p.endpoint, creds.accessKey, creds.secretKey);
+    try {
+      await env.s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: rules } }));
+      expect((await s3Failure(mallory.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket })))).status).to.equal(403);
+      expect((await s3Failure(mallory.send(new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: [] } })))).status, 'refused before the document is read').to.equal(403);
+      expect((await s3Failure(mallory.send(new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: [rules[0]!] } })))).status).to.equal(403);
+      expect((await s3Failure(mallory.send(new DeleteBucketLifecycleCommand({ Bucket: bucket })))).status).to.equal(403);
+      expect((await env.s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }))).Rules).to.deep.equal(rules);
+    } finally {
+      mallory.destroy();
+      await env.s3.send(new DeleteBucketLifecycleCommand({ Bucket: bucket }));
+    }
+  });
+
+  it('the daily job (here the admin purge, run as of a later day) sends expired objects to the recycle bin, restorable', async () => {
+    const b = bucketName('life-job');
+    await env.s3.send(new CreateBucketCommand({ Bucket: b }));
+    for (const key of ['logs/1.log', 'logs/2.log', 'data/keep.bin']) await env.s3.send(new PutObjectCommand({ Bucket: b, Key: key, Body: `body of ${key}` }));
+    await env.s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: b, LifecycleConfiguration: { Rules: [rules[0]!] } }));
+    const purge = async (now: Date) => {
+      const res = await fetch(`${env.p.endpoint}/admin/purge`, { method: 'POST', headers: { ...(await rootBearer()), 'content-type': 'application/json' }, body: JSON.stringify({ now: now.toISOString() }) });
+      expect(res.status).to.equal(200);
+      return ((await res.json()) as { data: { expiredObjects: number; purged: number } }).data;
+    };
+    expect((await purge(new Date(Date.now() + DAY))).expiredObjects, 'not yet: 2 days').to.equal(0);
+    expect((await purge(new Date(Date.now() + 3 * DAY))).expiredObjects).to.equal(2);
+    const listed = await env.s3.send(new ListObjectsV2Command({ Bucket: b }));
+    expect(listed.Contents?.map((o) => o.Key)).to.deep.equal(['data/keep.bin']);
+    expect((await s3Failure(env.s3.send(new GetObjectCommand({ Bucket: b, Key: 'logs/1.log' })))).name).to.equal('NoSuchKey');
+
+    const bin = await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${b}`, { headers: await rootBearer() });
+    const recycled = ((await bin.json()) as { data: { objects: Array<{ id: number; key: string }> } }).data.objects;
+    expect(recycled.map((o) => o.key)).to.deep.equal(['logs/1.log', 'logs/2.log']);
+    const restore = await fetch(`${env.p.endpoint}/admin/recycle-bin/${recycled[0]!.id}/restore`, { method: 'POST', headers: await rootBearer() });
+    expect(restore.status).to.equal(200);
+    const back = await env.s3.send(new GetObjectCommand({ Bucket: b, Key: 'logs/1.log' }));
+    expect(await back.Body?.transformToString()).to.equal('body of logs/1.log');
+  });
+
+  it('aws s3api put-/get-/delete-bucket-lifecycle-configuration (Debian AWS CLI v2)', async () => {
+    const home = await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-life-'));
+    try {
+      const aws = awsCli(env.p.endpoint, home);
+      const config = { Rules: [{ ID: 'cli', Filter: { Prefix: 'cli/' }, Status: 'Enabled', Expiration: { Days: 5 } }] };
+      const put = await aws('s3api', 'put-bucket-lifecycle-configuration', '--bucket', bucket, '--lifecycle-configuration', JSON.stringify(config));
+      expect(put.code, put.stderr).to.equal(0);
+      const got = await aws('s3api', 'get-bucket-lifecycle-configuration', '--bucket', bucket);
+      expect(got.code, got.stderr).to.equal(0);
+      expect((JSON.parse(got.stdout) as { Rules: unknown }).Rules).to.deep.equal(config.Rules);
+      const del = await aws('s3api', 'delete-bucket-lifecycle', '--bucket', bucket);
+      expect(del.code, del.stderr).to.equal(0);
+      const gone = await aws('s3api', 'get-bucket-lifecycle-configuration', '--bucket', bucket);
+      expect(gone.code).to.not.equal(0);
+      expect(gone.stderr).to.contain('NoSuchLifecycleConfiguration');
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+});
