@@ -24,6 +24,35 @@ export const bucketBackend = z
   })
   .describe('Where the bucket keeps its bytes.');
 
+const LIFECYCLE_ACTIONS = ['expirationDays', 'expirationDate', 'abortIncompleteMultipartUploadDays'] as const;
+
+export const bucketLifecycleRule = z
+  .object({
+    id: z.string().min(1).max(255).describe('Rule name, unique within the bucket.'),
+    enabled: z.boolean().default(true).describe('A disabled rule is kept but not applied.'),
+    prefix: z.string().max(1024).default('').describe('Objects (and multipart uploads) whose key starts with this; empty: all of them.'),
+    expirationDays: z.number().int().min(1).optional().describe('Objects expire this many days after they were written (at the next midnight UTC) and go to the recycle bin.'),
+    expirationDate: z
+      .string()
+      .regex(/^\d{4}-\d{2}-\d{2}$/)
+      .optional()
+      .describe('From this day on (YYYY-MM-DD, 00:00 UTC) every object the rule selects expires, however new.'),
+    abortIncompleteMultipartUploadDays: z.number().int().min(1).optional().describe('Multipart uploads still incomplete this many days after they began are aborted.'),
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: '!(has(self.expirationDays) && has(self.expirationDate))', message: 'a rule expires objects by expirationDays or by expirationDate, not both' },
+      { rule: LIFECYCLE_ACTIONS.map((a) => `has(self.${a})`).join(' || '), message: 'a rule needs an action: expirationDays, expirationDate or abortIncompleteMultipartUploadDays' },
+    ],
+  })
+  .superRefine((rule, ctx) => {
+    if (rule.expirationDays !== undefined && rule.expirationDate !== undefined) ctx.addIssue({ code: 'custom', message: `lifecycle rule ${rule.id}: expirationDays or expirationDate, not both` });
+    if (LIFECYCLE_ACTIONS.every((a) => rule[a] === undefined)) ctx.addIssue({ code: 'custom', message: `lifecycle rule ${rule.id} needs an action` });
+    if (rule.expirationDate !== undefined && Number.isNaN(Date.parse(`${rule.expirationDate}T00:00:00Z`))) ctx.addIssue({ code: 'custom', message: `lifecycle rule ${rule.id}: expirationDate is not a date` });
+  })
+  .describe('One lifecycle rule of the bucket (S3 lifecycle configuration, applied daily at 03:00).');
+export type BucketLifecycleRule = z.infer<typeof bucketLifecycleRule>;
+
 export const bucketSpec = z
   .object({
     bucketName: z
@@ -36,6 +65,20 @@ export const bucketSpec = z
       .enum(['Retain', 'Delete'])
       .default('Retain')
       .describe('On deletion of this resource: Delete empties and removes the bucket, Retain keeps it.'),
+    lifecycle: z
+      .object({
+        rules: z
+          .array(bucketLifecycleRule)
+          .max(1000)
+          .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['id'] })
+          .superRefine((rules, ctx) => {
+            const ids = rules.map((r) => r.id);
+            if (new Set(ids).size !== ids.length) ctx.addIssue({ code: 'custom', message: 'lifecycle rule ids must be unique' });
+          })
+          .describe('The rules; an empty list removes the bucket\'s rules.'),
+      })
+      .optional()
+      .describe('Lifecycle rules of the bucket. Set, the operator keeps the bucket\'s rules equal to these (rules set through the S3 API are replaced); unset, the bucket\'s rules are left as they are.'),
   })
   .describe('A bucket in the namespace\'s Strata object store.');
 

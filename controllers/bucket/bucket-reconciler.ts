@@ -5,7 +5,7 @@ import { isBeingDeleted, sharedOwnerRefs } from '../support/ownership.js';
 import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import { writeStatus } from '../support/status-writer.js';
-import { BackendRefusedError, BucketConflictError, HttpBucketService, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
+import { BackendRefusedError, BucketConflictError, HttpBucketService, lifecycleRuleBody, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
 import { renderStackSecrets, secretValue } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
@@ -95,6 +95,10 @@ export class BucketReconciler implements Reconciler {
     try {
       const outcome = await service.ensureBucket(bucketName, backend);
       if (outcome === 'created') await this.events.event(bucket, 'Normal', 'BucketCreated', `bucket ${bucketName} created on the ${backend.kind} backend`);
+      // Without spec.lifecycle the bucket's rules are left to S3 clients.
+      if (spec.lifecycle && (await service.ensureLifecycle(bucketName, spec.lifecycle.rules.map(lifecycleRuleBody))) === 'updated') {
+        await this.events.event(bucket, 'Normal', 'LifecycleUpdated', `bucket ${bucketName} now has ${spec.lifecycle.rules.length} lifecycle rule(s)`);
+      }
     } catch (err) {
       const conflict = err instanceof BucketConflictError;
       const refused = err instanceof BackendRefusedError;

@@ -1,3 +1,5 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { BucketLifecycleRule } from '../api/index.js';
 /** The backend a bucket keeps its bytes on, as the control plane's bucket API takes it. */
 export interface BackendConfig {
   kind: 'fs' | 'minio' | 'cloud';
@@ -12,6 +14,27 @@ export interface BackendConfig {
 }
 
 /**
+ * A lifecycle rule as the control plane's bucket API takes it (the object store's own form of S3's
+ * lifecycle rules; see the README's "Lifecycle rules").
+ */
+export interface LifecycleRuleBody {
+  id: string;
+  enabled: boolean;
+  filter: { form: 'filter'; prefix: string; tags: [] };
+  expiration?: { days: number } | { date: string };
+  abortIncompleteMultipartUploadDays?: number;
+}
+
+/** A Bucket's spec.lifecycle rule in the control plane's form (no undefined fields: it is compared with what is stored). */
+export function lifecycleRuleBody(rule: BucketLifecycleRule): LifecycleRuleBody {
+  const body: LifecycleRuleBody = { id: rule.id, enabled: rule.enabled, filter: { form: 'filter', prefix: rule.prefix, tags: [] } };
+  if (rule.expirationDays !== undefined) body.expiration = { days: rule.expirationDays };
+  else if (rule.expirationDate !== undefined) body.expiration = { date: new Date(`${rule.expirationDate}T00:00:00Z`).toISOString() };
+  if (rule.abortIncompleteMultipartUploadDays !== undefined) body.abortIncompleteMultipartUploadDays = rule.abortIncompleteMultipartUploadDays;
+  return body;
+}
+
+/**
  * What the Bucket reconciler needs from the object store of a namespace. The HTTP implementation
  * speaks the control plane's internal API; tests use it against a small recording HTTP server.
  */
@@ -22,6 +45,8 @@ export interface BucketService {
   stats(name: string): Promise<BucketStats>;
   /** Empty the bucket (objects go to the recycle bin) and delete it; an absent bucket is fine. */
   deleteBucket(name: string): Promise<void>;
+  /** Make the bucket's lifecycle rules exactly these (none for an empty list); 'updated' when they were not. */
+  ensureLifecycle(name: string, rules: LifecycleRuleBody[]): Promise<'updated' | 'unchanged'>;
 }
 
 export interface BucketStats {
@@ -101,6 +126,19 @@ export class HttpBucketService implements BucketService {
     }
     const res = await this.call('DELETE', path);
     if (!res.ok && res.status !== 404) throw new Error(`control plane answered ${res.status} to DELETE bucket ${name}`);
+  }
+
+  async ensureLifecycle(name: string, rules: LifecycleRuleBody[]): Promise<'updated' | 'unchanged'> {
+    const path = `/internal/buckets/${encodeURIComponent(name)}/lifecycle`;
+    const res = await this.call('GET', path);
+    if (!res.ok && res.status !== 404) throw new Error(`control plane answered ${res.status} to GET ${path}: ${await res.text()}`);
+    const body = (await res.json()) as { rules?: unknown; error?: { code?: string } };
+    if (res.status === 404 && body.error?.code !== 'NoSuchLifecycleConfiguration') throw new Error(`control plane answered 404 to GET ${path}: ${JSON.stringify(body)}`);
+    // Level-based: written only when what is stored differs (no write on every resync).
+    if (isDeepStrictEqual(body.rules ?? [], rules)) return 'unchanged';
+    const write = rules.length > 0 ? await this.call('PUT', path, { rules }) : await this.call('DELETE', path);
+    if (!write.ok) throw new Error(`control plane answered ${write.status} to ${rules.length > 0 ? 'PUT' : 'DELETE'} ${path}: ${await write.text()}`);
+    return 'updated';
   }
 
   private async json<T>(method: string, path: string, body?: unknown): Promise<T> {

@@ -7,7 +7,7 @@ import { renderStorageStack } from '../../controllers/bucket/render-storage-stac
 import { TEST_SETTINGS, type Doc } from './support/harness.js';
 import { startControlPlane } from '../../images/control-plane/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
-import { BucketConflictError, HttpBucketService } from '../../controllers/bucket/bucket-service.js';
+import { BucketConflictError, HttpBucketService, lifecycleRuleBody } from '../../controllers/bucket/bucket-service.js';
 
 const TOKEN = 'operator-contract-internal-token';
 
@@ -65,6 +65,23 @@ describe('Bucket controller client against the real control plane', function () 
     expect(await client('strata-root').ensureBucket('remote', backend)).to.equal('created');
     const stored = (await (await fetch(`${cp.url}/internal/buckets/remote`, { headers: { 'x-strata-internal-token': TOKEN } })).json()) as { backend: object };
     expect(stored.backend).to.deep.include({ kind: 'minio', endpoint: 'http://minio:9000', bucket: 'strata-remote' });
+  });
+
+  it("makes a bucket's lifecycle rules what the spec says, writing only when they differ", async () => {
+    const root = client('strata-root');
+    expect(await root.ensureBucket('aged', { kind: 'fs' })).to.equal('created');
+    const rules = [
+      lifecycleRuleBody({ id: 'logs', enabled: true, prefix: 'logs/', expirationDays: 30 }),
+      lifecycleRuleBody({ id: 'cutover', enabled: true, prefix: 'tmp/', expirationDate: '2031-06-01', abortIncompleteMultipartUploadDays: 3 }),
+    ];
+    expect(await root.ensureLifecycle('aged', rules)).to.equal('updated');
+    expect(await root.ensureLifecycle('aged', rules)).to.equal('unchanged');
+    const stored = await fetch(`${cp.url}/internal/buckets/aged/lifecycle`, { headers: { 'x-strata-internal-token': TOKEN } });
+    expect(await stored.json()).to.deep.equal({ rules });
+    expect(await root.ensureLifecycle('aged', rules.slice(0, 1))).to.equal('updated');
+    expect(await root.ensureLifecycle('aged', [])).to.equal('updated');
+    expect((await fetch(`${cp.url}/internal/buckets/aged/lifecycle`, { headers: { 'x-strata-internal-token': TOKEN } })).status).to.equal(404);
+    expect(await root.ensureLifecycle('aged', [])).to.equal('unchanged');
   });
 
   it('runs the purge CronJob\'s command against the control plane (and fails it on a bad token)', async () => {

@@ -215,6 +215,42 @@ describe('Bucket reconciler', () => {
       expect(cp!.buckets.has('logs')).to.equal(false);
     });
 
+    it('keeps the bucket\'s lifecycle rules equal to spec.lifecycle (written only when they differ), and reports an invalid rule', async () => {
+      const lifecycle = { rules: [{ id: 'logs', prefix: 'logs/', expirationDays: 7 }, { id: 'cutover', expirationDate: '2031-06-01', abortIncompleteMultipartUploadDays: 2, enabled: false }] };
+      await h.kube.apply(bucketCr('aged', { lifecycle }) as never);
+      await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
+      cp = await new RecordingControlPlane(internalToken()).start();
+      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
+      stackReady();
+      await eventually(() => expect(getBucket(h, 'aged')!.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True'), 'ready');
+      expect(cp!.buckets.get('aged')!.lifecycle).to.deep.equal([
+        { id: 'logs', enabled: true, filter: { form: 'filter', prefix: 'logs/', tags: [] }, expiration: { days: 7 } },
+        { id: 'cutover', enabled: false, filter: { form: 'filter', prefix: '', tags: [] }, expiration: { date: '2031-06-01T00:00:00.000Z' }, abortIncompleteMultipartUploadDays: 2 },
+      ]);
+      await eventually(() => expect(eventReasons(h.fake, NS, 'aged')).to.include('LifecycleUpdated'), 'event');
+      const writes = () => cp!.calls.filter((c) => c.path === '/internal/buckets/aged/lifecycle' && c.method !== 'GET').length;
+      expect(writes()).to.equal(1);
+
+      // Another reconcile (a label change) finds the rules in place and writes nothing.
+      const reads = cp!.calls.filter((c) => c.path === '/internal/buckets/aged/lifecycle').length;
+      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'aged' }, { metadata: { labels: { touched: 'yes' } } });
+      await eventually(() => expect(cp!.calls.filter((c) => c.path === '/internal/buckets/aged/lifecycle').length).to.be.greaterThan(reads), 'reconciled again');
+      expect(writes()).to.equal(1);
+
+      // An empty list removes the rules.
+      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'aged' }, { spec: { lifecycle: { rules: [] } } });
+      await eventually(() => expect(cp!.buckets.get('aged')!.lifecycle).to.equal(undefined), 'rules removed');
+      expect(cp!.calls.filter((c) => c.path === '/internal/buckets/aged/lifecycle').map((c) => c.method)).to.include('DELETE');
+
+      // A rule with two expirations is an invalid spec (the CRD's CEL rule refuses it in a real cluster).
+      await h.kube.mergePatch(
+        { apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'aged' },
+        { spec: { lifecycle: { rules: [{ id: 'both', expirationDays: 1, expirationDate: '2031-01-01' }] } } },
+      );
+      await eventually(() => expect(getBucket(h, 'aged')!.status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'InvalidSpec' }), 'invalid spec');
+      expect(cp!.buckets.get('aged')!.lifecycle).to.equal(undefined);
+    });
+
     it('releases a Delete-policy Bucket whose stack never came up, and holds one whose bucket exists until the stack is back', async () => {
       await h.kube.apply(bucketCr('never', { deletionPolicy: 'Delete' }) as never);
       await eventually(() => expect(getBucket(h, 'never')!.metadata.finalizers).to.include(BUCKET_FINALIZER), 'finalizer');

@@ -14,7 +14,7 @@ export interface RecordedCall {
  */
 export class RecordingControlPlane {
   readonly calls: RecordedCall[] = [];
-  readonly buckets = new Map<string, { owner: string; backend: unknown; objects: string[] }>();
+  readonly buckets = new Map<string, { owner: string; backend: unknown; objects: string[]; lifecycle?: unknown[] }>();
   private server?: http.Server;
   url = '';
   /** Answer GET /internal/buckets/:name with statistics (as the real control plane does). */
@@ -37,7 +37,7 @@ export class RecordingControlPlane {
           res.end(payload === undefined ? '' : JSON.stringify(payload));
         };
         if (token !== this.token) return send(401, { error: { code: 'AccessDenied', message: 'bad token' } });
-        const m = url.pathname.match(/^\/internal\/buckets\/([^/]+)(\/objects|\/delete-objects)?$/);
+        const m = url.pathname.match(/^\/internal\/buckets\/([^/]+)(\/objects|\/delete-objects|\/lifecycle)?$/);
         if (!m) return send(404, { error: { code: 'NoSuchKey', message: 'no route' } });
         const name = decodeURIComponent(m[1]!);
         const bucket = this.buckets.get(name);
@@ -64,6 +64,12 @@ export class RecordingControlPlane {
           const page = bucket.objects.slice(start, start + max);
           const more = start + max < bucket.objects.length;
           return send(200, { objects: page.map((key) => ({ key })), commonPrefixes: [], isTruncated: more, ...(more ? { nextContinuationToken: String(start + max) } : {}) });
+        }
+        if (m[2] === '/lifecycle') {
+          if (req.method === 'PUT') bucket.lifecycle = body?.rules as unknown[];
+          if (req.method === 'DELETE') delete bucket.lifecycle;
+          if (req.method !== 'GET') return send(204);
+          return bucket.lifecycle ? send(200, { rules: bucket.lifecycle }) : send(404, { error: { code: 'NoSuchLifecycleConfiguration', message: 'none' } });
         }
         if (req.method === 'POST' && m[2] === '/delete-objects') {
           const keys = (body?.keys as string[]) ?? [];
