@@ -1,11 +1,16 @@
 import {
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   DeleteBucketLifecycleCommand,
   GetBucketLifecycleConfigurationCommand,
   GetObjectCommand,
+  HeadObjectCommand,
   ListObjectsV2Command,
   PutBucketLifecycleConfigurationCommand,
   PutObjectCommand,
+  UploadPartCommand,
   type LifecycleRule,
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
@@ -13,6 +18,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { expiryAfterDays } from '../../images/service-kit/src/index.js';
 import { awsCli } from './support/cli.js';
 import { bucketName, login, s3ErrorOf, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
 
@@ -93,6 +99,33 @@ describe('e2e: bucket lifecycle configuration (PutBucketLifecycleConfiguration a
       mallory.destroy();
       await env.s3.send(new DeleteBucketLifecycleCommand({ Bucket: bucket }));
     }
+  });
+
+  it('answers x-amz-expiration (the SDK\'s Expiration) on PUT, GET, HEAD, copy and complete for objects a rule will expire', async () => {
+    const b = bucketName('life-exp');
+    await env.s3.send(new CreateBucketCommand({ Bucket: b }));
+    await env.s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: b, LifecycleConfiguration: { Rules: [rules[0]!, { ID: 'quick "tmp"', Filter: { Prefix: 'logs/tmp/' }, Status: 'Enabled', Expiration: { Days: 1 } }] } }));
+    const expected = (lastModified: Date, days: number, id: string) => `expiry-date="${expiryAfterDays(lastModified, days).toUTCString()}", rule-id="${id}"`;
+    const put = await env.s3.send(new PutObjectCommand({ Bucket: b, Key: 'logs/a.log', Body: 'a log line' }));
+    const head = await env.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'logs/a.log' }));
+    expect(head.Expiration).to.equal(expected(head.LastModified!, 2, 'old-logs'));
+    expect(put.Expiration).to.equal(head.Expiration);
+    expect((await env.s3.send(new GetObjectCommand({ Bucket: b, Key: 'logs/a.log', Range: 'bytes=0-2' }))).Expiration).to.equal(head.Expiration);
+    // The earliest rule that selects the object (the quoted rule id escaped as S3 does).
+    await env.s3.send(new PutObjectCommand({ Bucket: b, Key: 'logs/tmp/b.log', Body: 'b' }));
+    const tmp = await env.s3.send(new GetObjectCommand({ Bucket: b, Key: 'logs/tmp/b.log' }));
+    expect(tmp.Expiration).to.equal(expected(tmp.LastModified!, 1, 'quick \\"tmp\\"'));
+    const copy = await env.s3.send(new CopyObjectCommand({ Bucket: b, Key: 'logs/copy.log', CopySource: `${b}/logs/a.log` }));
+    expect(copy.Expiration).to.equal(expected(copy.CopyObjectResult!.LastModified!, 2, 'old-logs'));
+    const upload = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: b, Key: 'logs/parts.log' }));
+    const part = await env.s3.send(new UploadPartCommand({ Bucket: b, Key: 'logs/parts.log', UploadId: upload.UploadId, PartNumber: 1, Body: 'one part' }));
+    const done = await env.s3.send(new CompleteMultipartUploadCommand({ Bucket: b, Key: 'logs/parts.log', UploadId: upload.UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } }));
+    expect(done.Expiration).to.match(/^expiry-date=".+ 00:00:00 GMT", rule-id="old-logs"$/);
+    // Not selected, or no rules any more: no header.
+    await env.s3.send(new PutObjectCommand({ Bucket: b, Key: 'data/c.bin', Body: 'c' }));
+    expect((await env.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'data/c.bin' }))).Expiration).to.equal(undefined);
+    await env.s3.send(new DeleteBucketLifecycleCommand({ Bucket: b }));
+    expect((await env.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'logs/a.log' }))).Expiration).to.equal(undefined);
   });
 
   it('the daily job (here the admin purge, run as of a later day) sends expired objects to the recycle bin, restorable', async () => {

@@ -122,11 +122,13 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
       throw new S3Error('MalformedXML', `rules must be a list of 1 to ${MAX_LIFECYCLE_RULES} lifecycle rules`);
     }
     await store.setBucketLifecycle(bucket, rules as LifecycleRule[]);
+    await cache.del(cacheKeys.bucket(bucket.name));
     res.status(204).end();
   });
   router.delete('/buckets/:bucket/lifecycle', async (req, res) => {
     const bucket = await mustBucket(param(req, 'bucket'));
     await store.setBucketLifecycle(bucket, undefined);
+    await cache.del(cacheKeys.bucket(bucket.name));
     res.status(204).end();
   });
 
@@ -227,5 +229,5 @@ function sealBackendSecret(backend: BackendConfig, secrets: SecretBox): BackendC
 function publicBucket(b: Bucket) {
   // A bucket's own backend credentials (operator-made buckets) stay in the database: no caller needs them back.
   const { accessKey: _accessKey, secretKey: _secretKey, secretKeySealed: _sealed, ...backend } = b.backend;
-  return { name: b.name, owner: b.owner, createdAt: b.createdAt, backend };
+  return { name: b.name, owner: b.owner, createdAt: b.createdAt, backend, ...(b.lifecycle ? { lifecycle: b.lifecycle } : {}) };
 }

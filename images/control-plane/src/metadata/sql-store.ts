@@ -60,10 +60,13 @@ interface BucketRow {
   owner: string;
   backend: BackendConfig;
   created_at: Date;
+  lifecycle?: LifecycleRule[] | null;
 }
 
 function toBucket(row: BucketRow): Bucket {
-  return { id: Number(row.id), name: row.name, owner: row.owner, backend: row.backend, createdAt: new Date(row.created_at).toISOString() };
+  const bucket: Bucket = { id: Number(row.id), name: row.name, owner: row.owner, backend: row.backend, createdAt: new Date(row.created_at).toISOString() };
+  if (row.lifecycle) bucket.lifecycle = row.lifecycle;
+  return bucket;
 }
 
 interface UserRow {

@@ -12,6 +12,8 @@ export interface Bucket {
   owner: string;
   backend: BackendConfig;
   createdAt: string;
+  /** Its lifecycle rules, when it has any. */
+  lifecycle?: LifecycleRule[];
 }
 
 /** How long a deleted bucket's name stays with its last owner, measured from `now`. */

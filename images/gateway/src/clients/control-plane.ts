@@ -21,6 +21,8 @@ export interface BucketInfo {
   owner: string;
   createdAt: string;
   backend: BackendRef;
+  /** The bucket's lifecycle rules, when it has any (the answers' x-amz-expiration). */
+  lifecycle?: LifecycleRule[];
 }
 export interface UserCredentials {
   username: string;

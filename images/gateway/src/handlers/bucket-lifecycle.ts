@@ -14,6 +14,7 @@ export const putBucketLifecycle: S3Handler = async ({ req, res, bucket, deps }) 
   await deps.buckets.owned(bucket, callerOf(res));
   const rules = parseLifecycleConfiguration(parseXml<LifecycleConfigurationXml>(body.toString('utf8'), 'LifecycleConfiguration'));
   await deps.controlPlane.putBucketLifecycle(bucket, rules);
+  deps.buckets.forget(bucket); // this gateway's x-amz-expiration follows at once (others within their 2 s cache)
   res.status(200).end();
 };
 
@@ -28,5 +29,6 @@ export const deleteBucketLifecycle: S3Handler = async ({ req, res, bucket, deps 
   discard(req);
   await deps.buckets.owned(bucket, callerOf(res));
   await deps.controlPlane.putBucketLifecycle(bucket, undefined);
+  deps.buckets.forget(bucket);
   res.status(204).end();
 };

@@ -1,8 +1,10 @@
 import { S3Error } from '../../../service-kit/src/index.js';
 import { callerOf, state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
+import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { contentMd5, discard, header, objectBody, objectLength, readSmallBody, unquote, userMetadata } from '../s3/request.js';
+import { setExpiration } from '../s3/expiration.js';
 import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 import { copySource } from './object-write.js';
@@ -14,9 +16,9 @@ function partNumberOf(query: URLSearchParams): number {
   return n;
 }
 
-async function target(s3: S3Request): Promise<void> {
+async function target(s3: S3Request): Promise<BucketInfo> {
   validateKey(s3.key);
-  await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
+  return s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
 }
 
 /** POST /bucket/key?uploads */
@@ -70,7 +72,7 @@ interface CompleteDocument {
 export const completeMultipartUpload: S3Handler = async (s3) => {
   const { req, res, bucket, key, query, deps } = s3;
   const body = await readSmallBody(req, res);
-  await target(s3);
+  const bucketInfo = await target(s3);
   const doc = parseXml<CompleteDocument>(body.toString('utf8'), 'CompleteMultipartUpload');
   const parts = (doc.Part ?? []).map((p) => {
     const n = Number(p.PartNumber);
@@ -86,6 +88,7 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   const ifNoneMatch = header(req, 'if-none-match');
   const conditions = ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined;
   const meta = await deps.dataPlane.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions);
+  setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: new Date(meta.lastModified) });
   sendXml(res, 'CompleteMultipartUploadResult', { Location: `/${bucket}/${urlEncodeKey(key)}`, Bucket: bucket, Key: key, ETag: quoted(unquote(meta.etag)) });
 };
 

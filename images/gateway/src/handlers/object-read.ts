@@ -1,11 +1,13 @@
 import type http from 'node:http';
 import { pipeline } from 'node:stream';
 import type { Request, Response } from 'express';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error, type LifecycleRule } from '../../../service-kit/src/index.js';
 import { presignUrl } from '../auth/sigv4.js';
+import type { BucketInfo } from '../clients/control-plane.js';
 import { callerOf, state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
+import { setExpiration } from '../s3/expiration.js';
 import { header, unquote } from '../s3/request.js';
 import { originOf } from './presign.js';
 
@@ -76,7 +78,7 @@ function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: UR
  * Status and headers of the answer from the data plane's headers: 304 / 412 for conditional reads
  * (true: the answer is complete), else the object's headers (false: the body follows, unless HEAD).
  */
-function answerHeaders(s3: S3Request, status: number, h: http.IncomingHttpHeaders): boolean {
+function answerHeaders(s3: S3Request, status: number, h: http.IncomingHttpHeaders, rules: readonly LifecycleRule[] | undefined): boolean {
   const { req, res, query } = s3;
   const etag = unquote(String(h.etag ?? ''));
   const lastModified = new Date(String(h['last-modified'] ?? 0));
@@ -91,10 +93,14 @@ function answerHeaders(s3: S3Request, status: number, h: http.IncomingHttpHeader
   }
   res.status(status === 206 ? 206 : 200);
   copyObjectHeaders(h, res, query);
+  // The whole object's size: a range answer names it after the slash of Content-Range.
+  const size = Number(String(h['content-range'] ?? '').split('/')[1] ?? h['content-length']);
+  setExpiration(res, rules, { key: s3.key, size, lastModified });
   return false;
 }
 
-async function readObject(s3: S3Request, method: 'GET' | 'HEAD'): Promise<void> {
+async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: BucketInfo): Promise<void> {
+  const rules = bucketInfo.lifecycle;
   const { req, res, bucket, key, deps } = s3;
   const st = state(res);
   const range = header(req, 'range');
@@ -103,13 +109,13 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD'): Promise<void> 
   const version = answers ? await answers.version(bucket, key) : undefined;
   const cached = version !== undefined ? answers!.get(bucket, key, version) : undefined;
   if (cached) {
-    if (!answerHeaders(s3, 200, cached.headers)) res.end(method === 'GET' ? cached.body : undefined);
+    if (!answerHeaders(s3, 200, cached.headers, rules)) res.end(method === 'GET' ? cached.body : undefined);
     return;
   }
   const upstream = await deps.dataPlane.getObject(method, bucket, key, range, st.abort.signal);
   let answered: boolean;
   try {
-    answered = answerHeaders(s3, upstream.statusCode ?? 200, upstream.headers);
+    answered = answerHeaders(s3, upstream.statusCode ?? 200, upstream.headers, rules);
   } catch (err) {
     upstream.destroy();
     throw err;
@@ -187,11 +193,10 @@ export const getObject: S3Handler = async (s3) => {
     res.status(302).end();
     return;
   }
-  await readObject(s3, 'GET');
+  await readObject(s3, 'GET', b);
 };
 
 export const headObject: S3Handler = async (s3) => {
   validateKey(s3.key);
-  await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
-  await readObject(s3, 'HEAD');
+  await readObject(s3, 'HEAD', await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res)));
 };

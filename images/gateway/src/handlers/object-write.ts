@@ -3,6 +3,7 @@ import { callerOf, state, type Caller } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { contentMd5, discard, header, objectBody, objectLength, unquote, userMetadata } from '../s3/request.js';
+import { setExpiration } from '../s3/expiration.js';
 import { quoted, sendData, sendXml } from '../s3/render.js';
 
 /** x-service-md5: the client's claim of the body's MD5 (hex) for an instant upload. */
@@ -29,7 +30,7 @@ export const putObject: S3Handler = async (s3) => {
     const length = objectLength(req, res);
     const md5 = contentMd5(req);
     const meta = userMetadata(req);
-    await deps.buckets.owned(bucket, caller);
+    const bucketInfo = await deps.buckets.owned(bucket, caller);
     const upload = objectBody(req, res);
     body = upload.body;
     const result = await deps.dataPlane.putObject(
@@ -49,6 +50,7 @@ export const putObject: S3Handler = async (s3) => {
       state(res).abort.signal,
     );
     res.setHeader('ETag', quoted(result.object.etag));
+    setExpiration(res, bucketInfo.lifecycle, { key, size: result.object.size, lastModified: new Date(result.object.lastModified) });
     if (upload.checksum?.value) res.setHeader(upload.checksum.checksum.header, upload.checksum.value);
     if (result.instant) discard(body);
     if (instant) sendData(res, { instant: result.instant, bucket, key, etag: result.object.etag, size: result.object.size });
@@ -95,7 +97,7 @@ export const copyObject: S3Handler = async (s3) => {
   const caller = callerOf(res);
   validateKey(key);
   discard(req);
-  await deps.buckets.owned(bucket, caller);
+  const bucketInfo = await deps.buckets.owned(bucket, caller);
   const { sourceBucket, sourceKey } = await copySource(s3, caller);
   const directive = (header(req, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE') throw new S3Error('InvalidArgument', 'Unknown metadata directive.', { ArgumentName: 'x-amz-metadata-directive' });
@@ -116,5 +118,6 @@ export const copyObject: S3Handler = async (s3) => {
     ...(directive === 'REPLACE' ? { contentType: header(req, 'content-type'), userMetadata: userMetadata(req) } : {}),
     ...(Object.values(conditions).some((v) => v !== undefined) ? { conditions } : {}),
   });
+  setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: new Date(meta.lastModified) });
   sendXml(res, 'CopyObjectResult', { LastModified: new Date(meta.lastModified).toISOString(), ETag: quoted(unquote(meta.etag)) });
 };
