@@ -93,9 +93,11 @@ function answerHeaders(s3: S3Request, status: number, h: http.IncomingHttpHeader
   }
   res.status(status === 206 ? 206 : 200);
   copyObjectHeaders(h, res, query);
-  // The whole object's size: a range answer names it after the slash of Content-Range.
-  const size = Number(String(h['content-range'] ?? '').split('/')[1] ?? h['content-length']);
-  setExpiration(res, rules, { key: s3.key, size, lastModified });
+  if (rules?.length) {
+    // The whole object's size: a range answer names it after the slash of Content-Range.
+    const size = Number(String(h['content-range'] ?? '').split('/')[1] ?? h['content-length']);
+    setExpiration(res, rules, { key: s3.key, size, lastModified });
+  }
   return false;
 }
 
