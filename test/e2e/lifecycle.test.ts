@@ -8,6 +8,7 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
+  ListPartsCommand,
   PutBucketLifecycleConfigurationCommand,
   PutObjectCommand,
   UploadPartCommand,
@@ -121,6 +122,21 @@ describe('e2e: bucket lifecycle configuration (PutBucketLifecycleConfiguration a
     const part = await env.s3.send(new UploadPartCommand({ Bucket: b, Key: 'logs/parts.log', UploadId: upload.UploadId, PartNumber: 1, Body: 'one part' }));
     const done = await env.s3.send(new CompleteMultipartUploadCommand({ Bucket: b, Key: 'logs/parts.log', UploadId: upload.UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } }));
     expect(done.Expiration).to.match(/^expiry-date=".+ 00:00:00 GMT", rule-id="old-logs"$/);
+    // An upload that an AbortIncompleteMultipartUpload rule covers says when it will be aborted.
+    await env.s3.send(new PutBucketLifecycleConfigurationCommand({
+      Bucket: b,
+      LifecycleConfiguration: { Rules: [rules[0]!, { ID: 'uploads-é', Filter: { Prefix: 'logs/' }, Status: 'Enabled', AbortIncompleteMultipartUpload: { DaysAfterInitiation: 3 } }] },
+    }));
+    const started = new Date();
+    const pending = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: b, Key: 'logs/pending.log' }));
+    // (Started and answered on either side of a midnight: either day.)
+    expect(pending.AbortDate?.getTime()).to.be.oneOf([expiryAfterDays(started, 3).getTime(), expiryAfterDays(new Date(), 3).getTime()]);
+    expect(pending.AbortRuleId).to.equal('uploads-%C3%A9');
+    const listed = await env.s3.send(new ListPartsCommand({ Bucket: b, Key: 'logs/pending.log', UploadId: pending.UploadId }));
+    expect(listed.AbortDate?.getTime()).to.equal(pending.AbortDate?.getTime());
+    expect(listed.AbortRuleId).to.equal('uploads-%C3%A9');
+    const elsewhere = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: b, Key: 'data/other.bin' }));
+    expect(elsewhere.AbortDate).to.equal(undefined);
     // Not selected, or no rules any more: no header.
     await env.s3.send(new PutObjectCommand({ Bucket: b, Key: 'data/c.bin', Body: 'c' }));
     expect((await env.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'data/c.bin' }))).Expiration).to.equal(undefined);

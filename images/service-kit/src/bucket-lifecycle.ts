@@ -68,3 +68,19 @@ export function objectExpiration(rules: readonly LifecycleRule[], object: { key:
   }
   return found;
 }
+
+/**
+ * When a multipart upload begun at `initiated` is aborted under the configuration, and by which rule
+ * (S3's `x-amz-abort-date` / `x-amz-abort-rule-id`): the earliest enabled AbortIncompleteMultipartUpload
+ * rule whose prefix the key has (the job selects uploads by prefix alone).
+ */
+export function uploadAbortion(rules: readonly LifecycleRule[], upload: { key: string; initiated: Date }): { date: Date; ruleId: string } | undefined {
+  let found: { date: Date; ruleId: string } | undefined;
+  for (const rule of rules) {
+    const days = rule.abortIncompleteMultipartUploadDays;
+    if (!rule.enabled || days === undefined || rule.filter.tags.length > 0 || !upload.key.startsWith(rule.filter.prefix)) continue;
+    const date = expiryAfterDays(upload.initiated, days);
+    if (!found || date < found.date) found = { date, ruleId: rule.id };
+  }
+  return found;
+}

@@ -4,7 +4,7 @@ import { validateKey } from '../middleware/bucket-access.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { contentMd5, discard, header, objectBody, objectLength, readSmallBody, unquote, userMetadata } from '../s3/request.js';
-import { setExpiration } from '../s3/expiration.js';
+import { setAbortDate, setExpiration } from '../s3/expiration.js';
 import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 import { copySource } from './object-write.js';
@@ -25,8 +25,9 @@ async function target(s3: S3Request): Promise<BucketInfo> {
 export const createMultipartUpload: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
   discard(req);
-  await target(s3);
+  const bucketInfo = await target(s3);
   const { uploadId } = await deps.dataPlane.createMultipart(bucket, key, { owner: callerOf(res).username, contentType: header(req, 'content-type'), userMetadata: userMetadata(req) });
+  setAbortDate(res, bucketInfo.lifecycle, { key, initiated: new Date() });
   sendXml(res, 'InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: uploadId });
 };
 
@@ -102,11 +103,12 @@ export const abortMultipartUpload: S3Handler = async (s3) => {
 /** GET /bucket/key?uploadId=X */
 export const listParts: S3Handler = async (s3) => {
   const { res, bucket, key, query, deps } = s3;
-  await target(s3);
+  const bucketInfo = await target(s3);
   const maxParts = Math.min(Number(query.get('max-parts') ?? 1000) || 1000, 1000);
   const marker = Number(query.get('part-number-marker') ?? 0) || 0;
   const uploadId = query.get('uploadId') ?? '';
   const r = await deps.dataPlane.listParts(bucket, key, uploadId, { maxParts, partNumberMarker: marker });
+  setAbortDate(res, bucketInfo.lifecycle, { key, initiated: new Date(r.initiated) });
   sendXml(res, 'ListPartsResult', {
     Bucket: bucket,
     Key: key,

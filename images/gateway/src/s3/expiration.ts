@@ -1,5 +1,5 @@
 import type { Response } from 'express';
-import { objectExpiration, type LifecycleRule } from '../../../service-kit/src/index.js';
+import { objectExpiration, uploadAbortion, type LifecycleRule } from '../../../service-kit/src/index.js';
 
 /**
  * `x-amz-expiration` on an object's answers (GetObject, HeadObject, PutObject, CopyObject,
@@ -9,5 +9,19 @@ import { objectExpiration, type LifecycleRule } from '../../../service-kit/src/i
 export function setExpiration(res: Response, rules: readonly LifecycleRule[] | undefined, object: { key: string; size: number; lastModified: Date }): void {
   if (!rules?.length || Number.isNaN(object.lastModified.getTime())) return;
   const found = objectExpiration(rules, object);
-  if (found) res.setHeader('x-amz-expiration', `expiry-date="${found.expiry.toUTCString()}", rule-id="${found.ruleId.replace(/["\\]/g, '\\$&')}"`);
+  if (found) res.setHeader('x-amz-expiration', `expiry-date="${found.expiry.toUTCString()}", rule-id="${headerText(found.ruleId).replace(/["\\]/g, '\\$&')}"`);
+}
+
+/** `x-amz-abort-date` and `x-amz-abort-rule-id` on CreateMultipartUpload and ListParts: when a rule will abort the upload. */
+export function setAbortDate(res: Response, rules: readonly LifecycleRule[] | undefined, upload: { key: string; initiated: Date }): void {
+  if (!rules?.length || Number.isNaN(upload.initiated.getTime())) return;
+  const found = uploadAbortion(rules, upload);
+  if (!found) return;
+  res.setHeader('x-amz-abort-date', found.date.toUTCString());
+  res.setHeader('x-amz-abort-rule-id', headerText(found.ruleId));
+}
+
+/** A rule ID as header text: characters a header cannot carry (controls, beyond ASCII) percent-encoded. */
+function headerText(id: string): string {
+  return id.replace(/[^\x20-\x7e]/gu, (c) => encodeURIComponent(c));
 }
