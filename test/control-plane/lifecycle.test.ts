@@ -166,6 +166,10 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
       expect((await layer.dpFetch('GET', `/internal/multipart/${bucket}/${enc('tmp/big.bin')}/${stale}/parts`)).status).to.equal(404);
       const after = await layer.files();
       expect(after.length, 'the part file is removed').to.equal(before.length - 1);
+      // Counted for Prometheus (the dashboard's lifecycle panel).
+      const metrics = await (await fetch(`${layer.cp.url}/metrics`)).text();
+      expect(metrics).to.match(/^strata_lifecycle_actions_total\{[^}]*action="abort"[^}]*\} 1$/m);
+      expect(metrics).to.match(/^strata_lifecycle_actions_total\{[^}]*action="expire"[^}]*\} [1-9]\d*$/m);
     });
   });
 }

@@ -145,6 +145,12 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     registers: [registry],
   });
   const purgedTotal = new Counter({ name: 'strata_objects_purged_total', help: 'Recycled objects purged (made DELETED)', registers: [registry] });
+  const lifecycleTotal = new Counter({
+    name: 'strata_lifecycle_actions_total',
+    help: 'What buckets\' lifecycle rules did: objects expired into the recycle bin, incomplete multipart uploads aborted',
+    labelNames: ['action'] as const,
+    registers: [registry],
+  });
 
   const subscription = await startEventConsumer({ broker, store, cache, logger, consumed });
   onClose.unshift(() => subscription.close());
@@ -154,7 +160,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const collector = new HttpBlobCollector(dataPlaneAt, opts.internalToken);
   const kickOutbox = dataPlaneOutboxKick(dataPlaneAt, opts.internalToken, logger);
   const purgeDeps: PurgeDeps = {
-    store, collector, retentionDays: opts.retentionDays ?? 30, logger, purgedTotal, kickOutbox,
+    store, collector, retentionDays: opts.retentionDays ?? 30, logger, purgedTotal, lifecycleTotal, kickOutbox,
     uploads: new HttpUploadExpirer(dataPlaneAt, opts.internalToken),
     invalidate: (bucket, key) => invalidateObjectRead(cache, bucket, key),
   };

@@ -12,6 +12,8 @@ export interface PurgeDeps {
   retentionDays: number;
   logger: Logger;
   purgedTotal: Counter;
+  /** By `action`: `expire` (objects), `abort` (multipart uploads). */
+  lifecycleTotal?: Counter<'action'>;
   /** Nudge the outbox relay: the purge committed object.purged events. */
   kickOutbox?: () => void;
   /** Aborts multipart uploads that a bucket's lifecycle rule has expired (the data plane keeps them). */
@@ -34,6 +36,8 @@ export interface PurgeRunResult extends LifecycleResult {
  */
 export async function runPurge(deps: PurgeDeps, now: Date): Promise<PurgeRunResult> {
   const lifecycle = await runLifecycle(deps, now);
+  deps.lifecycleTotal?.inc({ action: 'expire' }, lifecycle.expiredObjects);
+  deps.lifecycleTotal?.inc({ action: 'abort' }, lifecycle.abortedUploads);
   if (lifecycle.expiredObjects > 0) deps.kickOutbox?.();
   const cutoff = new Date(now.getTime() - deps.retentionDays * DAY_MS);
   const { purged, unreferencedBlobIds } = await deps.store.purgeRecycled(cutoff, now);
