@@ -89,7 +89,7 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   const ifNoneMatch = header(req, 'if-none-match');
   const conditions = ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined;
   const meta = await deps.dataPlane.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions);
-  setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: new Date(meta.lastModified) });
+  setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified });
   sendXml(res, 'CompleteMultipartUploadResult', { Location: `/${bucket}/${urlEncodeKey(key)}`, Bucket: bucket, Key: key, ETag: quoted(unquote(meta.etag)) });
 };
 

@@ -50,7 +50,7 @@ export const putObject: S3Handler = async (s3) => {
       state(res).abort.signal,
     );
     res.setHeader('ETag', quoted(result.object.etag));
-    setExpiration(res, bucketInfo.lifecycle, { key, size: result.object.size, lastModified: new Date(result.object.lastModified) });
+    setExpiration(res, bucketInfo.lifecycle, { key, size: result.object.size, lastModified: result.object.lastModified });
     if (upload.checksum?.value) res.setHeader(upload.checksum.checksum.header, upload.checksum.value);
     if (result.instant) discard(body);
     if (instant) sendData(res, { instant: result.instant, bucket, key, etag: result.object.etag, size: result.object.size });
@@ -118,6 +118,6 @@ export const copyObject: S3Handler = async (s3) => {
     ...(directive === 'REPLACE' ? { contentType: header(req, 'content-type'), userMetadata: userMetadata(req) } : {}),
     ...(Object.values(conditions).some((v) => v !== undefined) ? { conditions } : {}),
   });
-  setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: new Date(meta.lastModified) });
+  setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified });
   sendXml(res, 'CopyObjectResult', { LastModified: new Date(meta.lastModified).toISOString(), ETag: quoted(unquote(meta.etag)) });
 };

@@ -6,9 +6,11 @@ import { objectExpiration, uploadAbortion, type LifecycleRule } from '../../../s
  * CompleteMultipartUpload): when a lifecycle rule of its bucket will expire it, and which one —
  * `expiry-date="Fri, 23 Dec 2012 00:00:00 GMT", rule-id="…"`, as S3 writes it (SDKs read it as `Expiration`).
  */
-export function setExpiration(res: Response, rules: readonly LifecycleRule[] | undefined, object: { key: string; size: number; lastModified: Date }): void {
-  if (!rules?.length || Number.isNaN(object.lastModified.getTime())) return;
-  const found = objectExpiration(rules, object);
+export function setExpiration(res: Response, rules: readonly LifecycleRule[] | undefined, object: { key: string; size: number; lastModified: Date | string }): void {
+  if (!rules?.length) return; // (most buckets: nothing else is worked out)
+  const lastModified = new Date(object.lastModified);
+  if (Number.isNaN(lastModified.getTime())) return;
+  const found = objectExpiration(rules, { ...object, lastModified });
   if (found) res.setHeader('x-amz-expiration', `expiry-date="${found.expiry.toUTCString()}", rule-id="${headerText(found.ruleId).replace(/["\\]/g, '\\$&')}"`);
 }
 
