@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
+import { CreateBucketCommand, ListObjectsV2Command, PutBucketCorsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
@@ -44,6 +45,21 @@ async function pageScript(a: { gateway: string; bucket: string; putUrl: string; 
     run.error = String(err);
   }
   return run;
+}
+
+/** Runs in the page: each URL fetched (GETs plainly; PUTs with a custom header, so the browser preflights them). */
+async function pageFetches(urls: Record<string, string>): Promise<Record<string, { status?: number; text?: string; etag?: string | null; error?: string }>> {
+  const out: Record<string, { status?: number; text?: string; etag?: string | null; error?: string }> = {};
+  for (const [name, url] of Object.entries(urls)) {
+    const init: RequestInit | undefined = name.endsWith('Put') ? { method: 'PUT', headers: { 'content-type': 'text/plain', 'x-amz-meta-from': 'page' }, body: 'put from the page' } : undefined;
+    try {
+      const r = await fetch(url, init);
+      out[name] = { status: r.status, text: await r.text(), etag: r.headers.get('etag') };
+    } catch (err) {
+      out[name] = { error: String(err) };
+    }
+  }
+  return out;
 }
 
 describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium)', function () {
@@ -121,6 +137,34 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
       expect(run.login).to.equal(undefined);
       expect(run.error).to.match(/TypeError: Failed to fetch/);
     } finally {
+      await p.destroy();
+    }
+  });
+
+  it("a bucket's own CORS rules (PutBucketCors) decide for that bucket: its page origin may GET and PUT although the server-wide list does not name it", async () => {
+    const p = await startTestPlatform(undefined, { corsOrigins: ['https://app.example.com'] });
+    const client = sdkClient(p.endpoint);
+    try {
+      const open = bucketName('cors-open');
+      const closed = bucketName('cors-closed');
+      for (const b of [open, closed]) {
+        await client.send(new CreateBucketCommand({ Bucket: b }));
+        await client.send(new PutObjectCommand({ Bucket: b, Key: 'hello.txt', Body: `hello from ${b}` }));
+      }
+      await client.send(new PutBucketCorsCommand({ Bucket: open, CORSConfiguration: { CORSRules: [{ AllowedOrigins: [pageOrigin], AllowedMethods: ['GET', 'PUT'], AllowedHeaders: ['content-type', 'x-amz-meta-*'], ExposeHeaders: ['ETag'] }] } }));
+      await client.send(new PutBucketCorsCommand({ Bucket: closed, CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['https://elsewhere.example'], AllowedMethods: ['GET', 'PUT'] }] } }));
+      const sign = (method: string, b: string, key: string) => presignUrl({ method, origin: p.endpoint, path: `/${b}/${key}`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 300 });
+      const urls = { openGet: sign('GET', open, 'hello.txt'), openPut: sign('PUT', open, 'put.txt'), closedGet: sign('GET', closed, 'hello.txt'), closedPut: sign('PUT', closed, 'put.txt') };
+      const seen = await page.evaluate(pageFetches, urls);
+      expect(seen.openGet).to.deep.equal({ status: 200, text: `hello from ${open}`, etag: `"${md5Hex(`hello from ${open}`)}"` });
+      expect(seen.openPut).to.deep.include({ status: 200, etag: `"${md5Hex('put from the page')}"` });
+      expect(seen.closedGet).to.have.property('error').that.matches(/Failed to fetch/);
+      expect(seen.closedPut).to.have.property('error').that.matches(/Failed to fetch/);
+      // The refused preflight never reached the PUT: nothing was stored in the closed bucket.
+      const listed = await client.send(new ListObjectsV2Command({ Bucket: closed }));
+      expect(listed.Contents?.map((o) => o.Key)).to.deep.equal(['hello.txt']);
+    } finally {
+      client.destroy();
       await p.destroy();
     }
   });

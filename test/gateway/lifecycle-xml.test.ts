@@ -1,21 +1,15 @@
 import { expect } from 'chai';
 import { parseLifecycleConfiguration, renderLifecycleConfiguration, type LifecycleConfigurationXml } from '../../images/gateway/src/s3/lifecycle-xml.js';
+import { s3CodeOf } from '../support/s3-code.js';
 import { parseXml, renderXml } from '../../images/gateway/src/s3/xml.js';
 import {
-  S3Error, createdNoLaterThan, expiryAfterDays, lifecycleFilterMatches, objectExpiration, type LifecycleRule,
+  createdNoLaterThan, expiryAfterDays, lifecycleFilterMatches, objectExpiration, type LifecycleRule,
 } from '../../images/service-kit/src/index.js';
 
 const parse = (rules: string): LifecycleRule[] =>
   parseLifecycleConfiguration(parseXml<LifecycleConfigurationXml>(`<LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${rules}</LifecycleConfiguration>`, 'LifecycleConfiguration'));
 
-const refusal = (rules: string): string => {
-  try {
-    parse(rules);
-  } catch (err) {
-    return err instanceof S3Error ? err.code : `not an S3Error: ${String(err)}`;
-  }
-  return 'accepted';
-};
+const refusal = (rules: string): string => s3CodeOf(() => parse(rules));
 
 describe('lifecycle configuration (S3 XML ⇄ rules)', () => {
   it('reads every filter form and action S3 defines, and writes them back as they were given', () => {

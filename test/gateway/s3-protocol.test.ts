@@ -88,6 +88,9 @@ describe('gateway S3 protocol pieces', () => {
         ['PUT', '/b1?lifecycle', {}, 'PutBucketLifecycleConfiguration'],
         ['GET', '/b1?lifecycle', {}, 'GetBucketLifecycleConfiguration'],
         ['DELETE', '/b1?lifecycle', {}, 'DeleteBucketLifecycle'],
+        ['PUT', '/b1?cors', {}, 'PutBucketCors'],
+        ['GET', '/b1?cors', {}, 'GetBucketCors'],
+        ['DELETE', '/b1?cors', {}, 'DeleteBucketCors'],
       ];
       for (const [method, target, headers, expected] of cases) expect(op(method, target, headers), `${method} ${target}`).to.equal(expected);
     });
@@ -100,7 +103,7 @@ describe('gateway S3 protocol pieces', () => {
         ['DELETE', '/b1?policy'],
         ['GET', '/b1?policy'],
         ['PUT', '/b1?object-lock'],
-        ['PUT', '/b1?cors'],
+        ['PUT', '/b1?website'],
         ['PUT', '/b1/k?acl'],
         ['PUT', '/b1/k?tagging'],
         ['DELETE', '/b1/k?tagging'],

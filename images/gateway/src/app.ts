@@ -152,8 +152,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   });
   app.set('trust proxy', true);
   app.set('etag', false);
-  const cors = crossOrigin(opts.corsOrigins ?? ['*']);
-  const context = [requestContext(logger, counters), metrics.middleware, ...(cors ? [cors] : [])];
+  const context = [requestContext(logger, counters), metrics.middleware, crossOrigin(opts.corsOrigins ?? ['*'], deps.buckets)];
   app.use(...context);
   const jsonRoutes = (_req: Request, res: Response, next: NextFunction) => {
     state(res).errorFormat = 'json';

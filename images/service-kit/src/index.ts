@@ -18,3 +18,4 @@ export * from './lookup-cache.js';
 export * from './heap-growth.js';
 export * from './in-process-http.js';
 export * from './bucket-lifecycle.js';
+export * from './bucket-cors.js';

@@ -5,6 +5,7 @@
  */
 export const S3_ERRORS = {
   AccessDenied: { status: 403, message: 'Access Denied' },
+  AccessForbidden: { status: 403, message: 'CORSResponse: This CORS request is not allowed. This is usually because the evaluation of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource\'s CORS spec.' },
   BadDigest: { status: 400, message: 'The Content-MD5 you specified did not match what we received.' },
   BucketAlreadyExists: { status: 409, message: 'The requested bucket name is not available.' },
   BucketAlreadyOwnedByYou: { status: 409, message: 'Your previous request to create the named bucket succeeded and you already own it.' },
@@ -36,6 +37,7 @@ export const S3_ERRORS = {
   MissingContentLength: { status: 411, message: 'You must provide the Content-Length HTTP header.' },
   MissingSecurityHeader: { status: 400, message: 'Your request is missing a required header.' },
   NoSuchBucket: { status: 404, message: 'The specified bucket does not exist.' },
+  NoSuchCORSConfiguration: { status: 404, message: 'The CORS configuration does not exist.' },
   NoSuchKey: { status: 404, message: 'The specified key does not exist.' },
   NoSuchLifecycleConfiguration: { status: 404, message: 'The lifecycle configuration does not exist.' },
   NoSuchUpload: { status: 404, message: 'The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.' },

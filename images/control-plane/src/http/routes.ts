@@ -1,10 +1,10 @@
 import express, { type Request, type Router } from 'express';
 import {
-  assertBucketName, assertObjectKey, MAX_LIFECYCLE_RULES, S3Error, type LifecycleRule, type Logger, type SecretBox,
+  assertBucketName, assertObjectKey, MAX_CORS_RULES, MAX_LIFECYCLE_RULES, S3Error, type Logger, type SecretBox,
 } from '../../../service-kit/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
 import { invalidateObjectRead } from '../../../service-kit/src/object-read-cache.js';
-import type { BackendConfig, Bucket, MetadataStore } from '../metadata/store.js';
+import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, MetadataStore } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
 import type { BlobCollector } from '../purge/data-plane-gc.js';
 import type { PurgeRunResult } from '../purge/purge-job.js';
@@ -108,29 +108,33 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     res.status(204).end();
   });
 
-  router.get('/buckets/:bucket/lifecycle', async (req, res) => {
-    const bucket = await mustBucket(param(req, 'bucket'));
-    const rules = await store.getBucketLifecycle(bucket);
-    if (!rules) throw new S3Error('NoSuchLifecycleConfiguration', undefined, { BucketName: bucket.name });
-    res.json({ rules });
-  });
-  router.put('/buckets/:bucket/lifecycle', async (req, res) => {
-    const bucket = await mustBucket(param(req, 'bucket'));
-    // The gateway validated the rules against S3's schema; here only their outline is checked.
-    const rules: unknown = req.body?.rules;
-    if (!Array.isArray(rules) || rules.length === 0 || rules.length > MAX_LIFECYCLE_RULES || !rules.every(isRuleOutline)) {
-      throw new S3Error('MalformedXML', `rules must be a list of 1 to ${MAX_LIFECYCLE_RULES} lifecycle rules`);
-    }
-    await store.setBucketLifecycle(bucket, rules as LifecycleRule[]);
-    await cache.del(cacheKeys.bucket(bucket.name));
-    res.status(204).end();
-  });
-  router.delete('/buckets/:bucket/lifecycle', async (req, res) => {
-    const bucket = await mustBucket(param(req, 'bucket'));
-    await store.setBucketLifecycle(bucket, undefined);
-    await cache.del(cacheKeys.bucket(bucket.name));
-    res.status(204).end();
-  });
+  // A bucket's configurations (lifecycle rules, CORS rules), kept with its record: the bucket cache
+  // entry goes when one changes, so GET /buckets/:bucket answers the new rules at once.
+  for (const [kind, config] of Object.entries(BUCKET_CONFIGS) as Array<[BucketConfigKind, (typeof BUCKET_CONFIGS)[BucketConfigKind]]>) {
+    router.get(`/buckets/:bucket/${kind}`, async (req, res) => {
+      const bucket = await mustBucket(param(req, 'bucket'));
+      const rules = await store.getBucketConfig(bucket, kind);
+      if (!rules) throw new S3Error(config.missing, undefined, { BucketName: bucket.name });
+      res.json({ rules });
+    });
+    router.put(`/buckets/:bucket/${kind}`, async (req, res) => {
+      const bucket = await mustBucket(param(req, 'bucket'));
+      // The gateway validated the rules against S3's schema; here only their outline is checked.
+      const rules: unknown = req.body?.rules;
+      if (!Array.isArray(rules) || rules.length === 0 || rules.length > config.max || !rules.every(config.outline)) {
+        throw new S3Error('MalformedXML', `rules must be a list of 1 to ${config.max} ${kind} rules`);
+      }
+      await store.setBucketConfig(bucket, kind, rules as BucketConfigs[typeof kind]);
+      await cache.del(cacheKeys.bucket(bucket.name));
+      res.status(204).end();
+    });
+    router.delete(`/buckets/:bucket/${kind}`, async (req, res) => {
+      const bucket = await mustBucket(param(req, 'bucket'));
+      await store.setBucketConfig(bucket, kind, undefined);
+      await cache.del(cacheKeys.bucket(bucket.name));
+      res.status(204).end();
+    });
+  }
 
   router.get('/buckets/:bucket/objects', async (req, res) => {
     const bucket = await mustBucket(param(req, 'bucket'));
@@ -211,13 +215,22 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   return router;
 }
 
-function isRuleOutline(r: unknown): boolean {
-  const rule = r as Partial<LifecycleRule> | null;
-  return (
-    typeof rule === 'object' && rule !== null && typeof rule.id === 'string' && typeof rule.enabled === 'boolean' &&
-    typeof rule.filter === 'object' && rule.filter !== null && typeof rule.filter.prefix === 'string' && Array.isArray(rule.filter.tags)
-  );
-}
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+const isStrings = (v: unknown) => Array.isArray(v) && v.every((e) => typeof e === 'string');
+
+/** Per configuration: its error when absent, its most rules, and the outline each rule must have. */
+const BUCKET_CONFIGS: Record<BucketConfigKind, { missing: 'NoSuchLifecycleConfiguration' | 'NoSuchCORSConfiguration'; max: number; outline: (rule: unknown) => boolean }> = {
+  lifecycle: {
+    missing: 'NoSuchLifecycleConfiguration',
+    max: MAX_LIFECYCLE_RULES,
+    outline: (r) => isObject(r) && typeof r.id === 'string' && typeof r.enabled === 'boolean' && isObject(r.filter) && typeof r.filter.prefix === 'string' && Array.isArray(r.filter.tags),
+  },
+  cors: {
+    missing: 'NoSuchCORSConfiguration',
+    max: MAX_CORS_RULES,
+    outline: (r) => isObject(r) && isStrings(r.allowedOrigins) && isStrings(r.allowedMethods) && isStrings(r.allowedHeaders) && isStrings(r.exposeHeaders),
+  },
+};
 
 /** An operator-made bucket's backend secret key, stored only sealed (secretKeySealed) — never in clear text. */
 function sealBackendSecret(backend: BackendConfig, secrets: SecretBox): BackendConfig {
@@ -229,5 +242,5 @@ function sealBackendSecret(backend: BackendConfig, secrets: SecretBox): BackendC
 function publicBucket(b: Bucket) {
   // A bucket's own backend credentials (operator-made buckets) stay in the database: no caller needs them back.
   const { accessKey: _accessKey, secretKey: _secretKey, secretKeySealed: _sealed, ...backend } = b.backend;
-  return { name: b.name, owner: b.owner, createdAt: b.createdAt, backend, ...(b.lifecycle ? { lifecycle: b.lifecycle } : {}) };
+  return { name: b.name, owner: b.owner, createdAt: b.createdAt, backend, ...(b.lifecycle ? { lifecycle: b.lifecycle } : {}), ...(b.cors ? { cors: b.cors } : {}) };
 }

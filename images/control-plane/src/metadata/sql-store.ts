@@ -1,9 +1,11 @@
 import { v7 as uuidv7 } from 'uuid';
-import { S3Error, isUniqueViolation, readQuery, type LifecycleRule, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
+import { S3Error, isUniqueViolation, readQuery, type CorsRule, type LifecycleRule, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
 import type {
   BackendConfig,
   Bucket,
   BucketNameHold,
+  BucketConfigKind,
+  BucketConfigs,
   BucketStats,
   ExpirySelection,
   ListPage,
@@ -25,6 +27,9 @@ const AFTER_ALL = '\u{10FFFF}'.repeat(257);
 
 /** Partition pruning: the planner can only skip the other partition when the partition expression appears. */
 const SAME_PARTITION = '(bucket_id % 2) = ($1::int % 2)';
+
+/** The column of each bucket configuration (names from this fixed map only: they go into SQL text). */
+const CONFIG_COLUMNS: Record<BucketConfigKind, string> = { lifecycle: 'lifecycle', cors: 'cors' };
 
 /** Objects purged per transaction. */
 const PURGE_BATCH = 500;
@@ -61,11 +66,13 @@ interface BucketRow {
   backend: BackendConfig;
   created_at: Date;
   lifecycle?: LifecycleRule[] | null;
+  cors?: CorsRule[] | null;
 }
 
 function toBucket(row: BucketRow): Bucket {
   const bucket: Bucket = { id: Number(row.id), name: row.name, owner: row.owner, backend: row.backend, createdAt: new Date(row.created_at).toISOString() };
   if (row.lifecycle) bucket.lifecycle = row.lifecycle;
+  if (row.cors) bucket.cors = row.cors;
   return bucket;
 }
 
@@ -287,14 +294,14 @@ export class SqlMetadataStore implements MetadataStore {
     return { objectCount: Number(row?.object_count ?? 0), bytes: Number(row?.bytes ?? 0) };
   }
 
-  async getBucketLifecycle(bucket: Bucket): Promise<LifecycleRule[] | undefined> {
-    const res = await this.sql.query<{ lifecycle: LifecycleRule[] | null }>('SELECT lifecycle FROM buckets WHERE id = $1', [bucket.id]);
+  async getBucketConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K): Promise<BucketConfigs[K] | undefined> {
+    const res = await this.sql.query<{ config: BucketConfigs[K] | null }>(`SELECT ${CONFIG_COLUMNS[kind]} AS config FROM buckets WHERE id = $1`, [bucket.id]);
     if (!res.rows[0]) throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
-    return res.rows[0].lifecycle ?? undefined;
+    return res.rows[0].config ?? undefined;
   }
 
-  async setBucketLifecycle(bucket: Bucket, rules: LifecycleRule[] | undefined): Promise<void> {
-    const res = await this.sql.query('UPDATE buckets SET lifecycle = $2 WHERE id = $1', [bucket.id, rules ? JSON.stringify(rules) : null]);
+  async setBucketConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K, value: BucketConfigs[K] | undefined): Promise<void> {
+    const res = await this.sql.query(`UPDATE buckets SET ${CONFIG_COLUMNS[kind]} = $2 WHERE id = $1`, [bucket.id, value ? JSON.stringify(value) : null]);
     if (res.rowCount === 0) throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
   }
 

@@ -1,4 +1,4 @@
-import type { LifecycleRule } from '../../../service-kit/src/index.js';
+import type { CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
 
 /** Where a bucket's bytes live. `kind` picks the data plane's storage backend; the rest is its settings. */
 export interface BackendConfig {
@@ -14,7 +14,16 @@ export interface Bucket {
   createdAt: string;
   /** Its lifecycle rules, when it has any. */
   lifecycle?: LifecycleRule[];
+  /** Its CORS rules, when it has any. */
+  cors?: CorsRule[];
 }
+
+/** A bucket's configurations kept with its record (PutBucketLifecycleConfiguration, PutBucketCors). */
+export interface BucketConfigs {
+  lifecycle: LifecycleRule[];
+  cors: CorsRule[];
+}
+export type BucketConfigKind = keyof BucketConfigs;
 
 /** How long a deleted bucket's name stays with its last owner, measured from `now`. */
 export interface BucketNameHold {
@@ -121,10 +130,10 @@ export interface MetadataStore {
    */
   deleteBucket(bucket: Bucket, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }>;
   bucketStats(bucketId: number): Promise<BucketStats>;
-  /** The bucket's lifecycle rules; undefined when it has none. */
-  getBucketLifecycle(bucket: Bucket): Promise<LifecycleRule[] | undefined>;
-  /** Replace the bucket's lifecycle rules (undefined removes them); NoSuchBucket when it is gone. */
-  setBucketLifecycle(bucket: Bucket, rules: LifecycleRule[] | undefined): Promise<void>;
+  /** One of the bucket's configurations, as stored now; undefined when it has none. */
+  getBucketConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K): Promise<BucketConfigs[K] | undefined>;
+  /** Replace one of the bucket's configurations (undefined removes it); NoSuchBucket when it is gone. */
+  setBucketConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K, value: BucketConfigs[K] | undefined): Promise<void>;
   /** Every bucket that has lifecycle rules, with its rules. */
   bucketsWithLifecycle(): Promise<Array<{ bucket: Bucket; rules: LifecycleRule[] }>>;
   /**

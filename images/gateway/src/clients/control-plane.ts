@@ -1,4 +1,4 @@
-import type { LifecycleRule } from '../../../service-kit/src/index.js';
+import type { CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
 import { InternalHttp, type Guard, seg } from './internal-http.js';
 
 /** Types of the control plane's internal API (ADR 0001). */
@@ -23,6 +23,14 @@ export interface BucketInfo {
   backend: BackendRef;
   /** The bucket's lifecycle rules, when it has any (the answers' x-amz-expiration). */
   lifecycle?: LifecycleRule[];
+  /** The bucket's CORS rules, when it has any (browsers are answered by them instead of the server-wide policy). */
+  cors?: CorsRule[];
+}
+
+/** The configurations a bucket keeps with its record. */
+export interface BucketConfigs {
+  lifecycle: LifecycleRule[];
+  cors: CorsRule[];
 }
 export interface UserCredentials {
   username: string;
@@ -89,13 +97,15 @@ export class ControlPlaneClient {
     await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}`);
   }
 
-  async getBucketLifecycle(bucket: string): Promise<LifecycleRule[]> {
-    return (await this.http.json<{ rules: LifecycleRule[] }>('GET', `/internal/buckets/${seg(bucket)}/lifecycle`)).rules;
+  /** One of the bucket's configurations (NoSuchLifecycleConfiguration / NoSuchCORSConfiguration when it has none). */
+  async getBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K): Promise<BucketConfigs[K]> {
+    return (await this.http.json<{ rules: BucketConfigs[K] }>('GET', `/internal/buckets/${seg(bucket)}/${kind}`)).rules;
   }
 
-  async putBucketLifecycle(bucket: string, rules: LifecycleRule[] | undefined): Promise<void> {
-    if (rules) await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/lifecycle`, { body: { rules } });
-    else await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/lifecycle`);
+  /** Replace one of the bucket's configurations; undefined removes it. */
+  async putBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K, rules: BucketConfigs[K] | undefined): Promise<void> {
+    if (rules) await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/${kind}`, { body: { rules } });
+    else await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/${kind}`);
   }
 
   listObjects(bucket: string, q: ListObjectsQuery): Promise<ListObjectsResult> {

@@ -4,7 +4,7 @@ import { rawTarget, state } from '../context.js';
 import type { GatewayDeps } from '../deps.js';
 import { safeDecode } from '../auth/sigv4.js';
 import * as buckets from '../handlers/buckets.js';
-import * as lifecycle from '../handlers/bucket-lifecycle.js';
+import * as configs from '../handlers/bucket-configs.js';
 import { deleteObjects } from '../handlers/delete-objects.js';
 import * as list from '../handlers/list.js';
 import * as multipart from '../handlers/multipart.js';
@@ -17,7 +17,7 @@ import { notImplemented } from '../handlers/unsupported.js';
 import type { S3Handler } from './operation.js';
 
 /** Bucket subresources Strata does not implement (by design: no versioning, policy, lock...). */
-const UNSUPPORTED_BUCKET = ['policy', 'object-lock', 'cors', 'tagging', 'encryption', 'website', 'logging', 'notification', 'replication', 'ownershipControls', 'publicAccessBlock', 'accelerate', 'requestPayment', 'analytics', 'metrics', 'inventory', 'intelligent-tiering', 'policyStatus'];
+const UNSUPPORTED_BUCKET = ['policy', 'object-lock', 'tagging', 'encryption', 'website', 'logging', 'notification', 'replication', 'ownershipControls', 'publicAccessBlock', 'accelerate', 'requestPayment', 'analytics', 'metrics', 'inventory', 'intelligent-tiering', 'policyStatus'];
 const UNSUPPORTED_OBJECT = ['tagging', 'retention', 'legal-hold', 'torrent', 'restore', 'select'];
 
 interface Route {
@@ -43,10 +43,12 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
       case 'PUT':
         if (query.has('acl')) return { operation: 'PutBucketAcl', handler: notImplemented('bucket ACLs') };
         if (query.has('versioning')) return { operation: 'PutBucketVersioning', handler: notImplemented('versioning') };
-        if (query.has('lifecycle')) return { operation: 'PutBucketLifecycleConfiguration', handler: lifecycle.putBucketLifecycle };
+        if (query.has('lifecycle')) return { operation: 'PutBucketLifecycleConfiguration', handler: configs.lifecycle.put };
+        if (query.has('cors')) return { operation: 'PutBucketCors', handler: configs.cors.put };
         return unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'CreateBucket', handler: buckets.createBucket };
       case 'DELETE':
-        if (query.has('lifecycle')) return { operation: 'DeleteBucketLifecycle', handler: lifecycle.deleteBucketLifecycle };
+        if (query.has('lifecycle')) return { operation: 'DeleteBucketLifecycle', handler: configs.lifecycle.delete };
+        if (query.has('cors')) return { operation: 'DeleteBucketCors', handler: configs.cors.delete };
         return unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'DeleteBucket', handler: buckets.deleteBucket };
       case 'HEAD':
         return { operation: 'HeadBucket', handler: buckets.headBucket };
@@ -58,7 +60,8 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('location')) return { operation: 'GetBucketLocation', handler: buckets.getBucketLocation };
         if (query.has('versioning')) return { operation: 'GetBucketVersioning', handler: buckets.getBucketVersioning };
         if (query.has('acl')) return { operation: 'GetBucketAcl', handler: buckets.getAcl };
-        if (query.has('lifecycle')) return { operation: 'GetBucketLifecycleConfiguration', handler: lifecycle.getBucketLifecycle };
+        if (query.has('lifecycle')) return { operation: 'GetBucketLifecycleConfiguration', handler: configs.lifecycle.get };
+        if (query.has('cors')) return { operation: 'GetBucketCors', handler: configs.cors.get };
         if (query.has('uploads')) return { operation: 'ListMultipartUploads', handler: multipart.listMultipartUploads };
         if (query.has('versions')) return { operation: 'ListObjectVersions', handler: list.listObjectVersions };
         return (

@@ -24,7 +24,7 @@ function prune(value: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** Elements that may repeat in a request document: always parsed as lists. */
-const REPEATED = new Set(['Part', 'Object', 'Rule', 'Tag', 'Transition', 'NoncurrentVersionTransition']);
+const REPEATED = new Set(['Part', 'Object', 'Rule', 'Tag', 'Transition', 'NoncurrentVersionTransition', 'CORSRule', 'AllowedOrigin', 'AllowedMethod', 'AllowedHeader', 'ExposeHeader']);
 
 const parser = new XMLParser({
   ignoreAttributes: true,

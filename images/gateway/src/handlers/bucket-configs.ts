@@ -1,0 +1,60 @@
+import type { BucketConfigs } from '../clients/control-plane.js';
+import { callerOf } from '../context.js';
+import { parseCorsConfiguration, renderCorsConfiguration, type CorsConfigurationXml } from '../s3/cors-xml.js';
+import { parseLifecycleConfiguration, renderLifecycleConfiguration, type LifecycleConfigurationXml } from '../s3/lifecycle-xml.js';
+import type { S3Handler } from '../s3/operation.js';
+import { discard, readCheckedDocument } from '../s3/request.js';
+import { sendXml } from '../s3/render.js';
+import { parseXml } from '../s3/xml.js';
+
+/** How one bucket configuration is written in S3's XML. */
+interface ConfigDocument<K extends keyof BucketConfigs> {
+  root: string;
+  parse(doc: Record<string, unknown>): BucketConfigs[K];
+  render(rules: BucketConfigs[K]): Record<string, unknown>;
+}
+
+/**
+ * Put/Get/Delete of a bucket configuration kept with the bucket record. As S3: the document must
+ * come with Content-MD5 or a flexible checksum; Get of none is NoSuchLifecycleConfiguration /
+ * NoSuchCORSConfiguration (the control plane's answer); Delete is 204 whether or not there was one.
+ * After a change this gateway forgets its copy of the bucket record, so the answers it derives from
+ * the configuration (x-amz-expiration, CORS) follow at once; other replicas within their 2 s cache.
+ */
+function configHandlers<K extends keyof BucketConfigs>(kind: K, document: ConfigDocument<K>): { put: S3Handler; get: S3Handler; delete: S3Handler } {
+  return {
+    put: async ({ req, res, bucket, deps }) => {
+      const body = await readCheckedDocument(req, res, { required: true });
+      await deps.buckets.owned(bucket, callerOf(res));
+      const rules = document.parse(parseXml<Record<string, unknown>>(body.toString('utf8'), document.root));
+      await deps.controlPlane.putBucketConfig(bucket, kind, rules);
+      deps.buckets.forget(bucket);
+      res.status(200).end();
+    },
+    get: async ({ res, bucket, deps }) => {
+      await deps.buckets.owned(bucket, callerOf(res));
+      sendXml(res, document.root, document.render(await deps.controlPlane.getBucketConfig(bucket, kind)));
+    },
+    delete: async ({ req, res, bucket, deps }) => {
+      discard(req);
+      await deps.buckets.owned(bucket, callerOf(res));
+      await deps.controlPlane.putBucketConfig(bucket, kind, undefined);
+      deps.buckets.forget(bucket);
+      res.status(204).end();
+    },
+  };
+}
+
+/** Put/Get/DeleteBucketLifecycle(Configuration): rules applied by the daily job (03:00, with the purge). */
+export const lifecycle = configHandlers('lifecycle', {
+  root: 'LifecycleConfiguration',
+  parse: (doc) => parseLifecycleConfiguration(doc as LifecycleConfigurationXml),
+  render: renderLifecycleConfiguration,
+});
+
+/** Put/Get/DeleteBucketCors: the bucket's own CORS rules (middleware/cors.ts answers browsers by them). */
+export const cors = configHandlers('cors', {
+  root: 'CORSConfiguration',
+  parse: (doc) => parseCorsConfiguration(doc as CorsConfigurationXml),
+  render: renderCorsConfiguration,
+});
