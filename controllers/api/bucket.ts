@@ -53,6 +53,21 @@ export const bucketLifecycleRule = z
   .describe('One lifecycle rule of the bucket (S3 lifecycle configuration, applied daily at 03:00).');
 export type BucketLifecycleRule = z.infer<typeof bucketLifecycleRule>;
 
+export const bucketCorsRule = z
+  .object({
+    id: z.string().max(255).optional().describe('Rule name.'),
+    allowedOrigins: z
+      .array(z.string().min(1).regex(/^[^*]*\*?[^*]*$/))
+      .min(1)
+      .describe('Origins allowed, each with at most one * wildcard ("*": any origin).'),
+    allowedMethods: z.array(z.enum(['GET', 'PUT', 'HEAD', 'POST', 'DELETE'])).min(1).describe('Methods allowed.'),
+    allowedHeaders: z.array(z.string().min(1).regex(/^[^*]*\*?[^*]*$/)).default([]).describe('Request headers a preflight may ask for, each with at most one * wildcard.'),
+    exposeHeaders: z.array(z.string().min(1)).default([]).describe('Answer headers the page may read (e.g. ETag).'),
+    maxAgeSeconds: z.number().int().min(0).max(999_999_999).optional().describe('How long browsers may cache a preflight answer.'),
+  })
+  .describe('One CORS rule of the bucket (S3 CORSRule); the first rule that allows a browser request answers it.');
+export type BucketCorsRule = z.infer<typeof bucketCorsRule>;
+
 export const bucketSpec = z
   .object({
     bucketName: z
@@ -79,6 +94,12 @@ export const bucketSpec = z
       })
       .optional()
       .describe('Lifecycle rules of the bucket. Set, the operator keeps the bucket\'s rules equal to these (rules set through the S3 API are replaced); unset, the bucket\'s rules are left as they are.'),
+    cors: z
+      .object({
+        rules: z.array(bucketCorsRule).max(100).describe('The rules; an empty list removes the bucket\'s rules (the gateway\'s server-wide CORS policy applies again).'),
+      })
+      .optional()
+      .describe('CORS rules of the bucket, for browser applications. Set, the operator keeps the bucket\'s rules equal to these; unset, they are left as they are.'),
   })
   .describe('A bucket in the namespace\'s Strata object store.');
 

@@ -5,7 +5,7 @@ import { isBeingDeleted, sharedOwnerRefs } from '../support/ownership.js';
 import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import { writeStatus } from '../support/status-writer.js';
-import { BackendRefusedError, BucketConflictError, HttpBucketService, lifecycleRuleBody, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
+import { BackendRefusedError, BucketConflictError, HttpBucketService, corsRuleBody, lifecycleRuleBody, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
 import { renderStackSecrets, secretValue } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
@@ -95,9 +95,12 @@ export class BucketReconciler implements Reconciler {
     try {
       const outcome = await service.ensureBucket(bucketName, backend);
       if (outcome === 'created') await this.events.event(bucket, 'Normal', 'BucketCreated', `bucket ${bucketName} created on the ${backend.kind} backend`);
-      // Without spec.lifecycle the bucket's rules are left to S3 clients.
-      if (spec.lifecycle && (await service.ensureLifecycle(bucketName, spec.lifecycle.rules.map(lifecycleRuleBody))) === 'updated') {
+      // Without spec.lifecycle / spec.cors the bucket's rules of that kind are left to S3 clients.
+      if (spec.lifecycle && (await service.ensureConfig(bucketName, 'lifecycle', spec.lifecycle.rules.map(lifecycleRuleBody))) === 'updated') {
         await this.events.event(bucket, 'Normal', 'LifecycleUpdated', `bucket ${bucketName} now has ${spec.lifecycle.rules.length} lifecycle rule(s)`);
+      }
+      if (spec.cors && (await service.ensureConfig(bucketName, 'cors', spec.cors.rules.map(corsRuleBody))) === 'updated') {
+        await this.events.event(bucket, 'Normal', 'CorsUpdated', `bucket ${bucketName} now has ${spec.cors.rules.length} CORS rule(s)`);
       }
     } catch (err) {
       const conflict = err instanceof BucketConflictError;

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { BucketLifecycleRule } from '../api/index.js';
+import type { BucketCorsRule, BucketLifecycleRule } from '../api/index.js';
 /** The backend a bucket keeps its bytes on, as the control plane's bucket API takes it. */
 export interface BackendConfig {
   kind: 'fs' | 'minio' | 'cloud';
@@ -25,6 +25,30 @@ export interface LifecycleRuleBody {
   abortIncompleteMultipartUploadDays?: number;
 }
 
+/** A CORS rule as the control plane's bucket API takes it (S3's CORSRule). */
+export interface CorsRuleBody {
+  id?: string;
+  allowedOrigins: string[];
+  allowedMethods: string[];
+  allowedHeaders: string[];
+  exposeHeaders: string[];
+  maxAgeSeconds?: number;
+}
+
+/** The configurations the operator keeps equal to a Bucket's spec, by their API name. */
+export interface BucketConfigBodies {
+  lifecycle: LifecycleRuleBody[];
+  cors: CorsRuleBody[];
+}
+
+/** A Bucket's spec.cors rule in the control plane's form (no undefined fields: it is compared with what is stored). */
+export function corsRuleBody(rule: BucketCorsRule): CorsRuleBody {
+  const body: CorsRuleBody = { allowedOrigins: rule.allowedOrigins, allowedMethods: rule.allowedMethods, allowedHeaders: rule.allowedHeaders, exposeHeaders: rule.exposeHeaders };
+  if (rule.id !== undefined) body.id = rule.id;
+  if (rule.maxAgeSeconds !== undefined) body.maxAgeSeconds = rule.maxAgeSeconds;
+  return body;
+}
+
 /** A Bucket's spec.lifecycle rule in the control plane's form (no undefined fields: it is compared with what is stored). */
 export function lifecycleRuleBody(rule: BucketLifecycleRule): LifecycleRuleBody {
   const body: LifecycleRuleBody = { id: rule.id, enabled: rule.enabled, filter: { form: 'filter', prefix: rule.prefix, tags: [] } };
@@ -45,8 +69,8 @@ export interface BucketService {
   stats(name: string): Promise<BucketStats>;
   /** Empty the bucket (objects go to the recycle bin) and delete it; an absent bucket is fine. */
   deleteBucket(name: string): Promise<void>;
-  /** Make the bucket's lifecycle rules exactly these (none for an empty list); 'updated' when they were not. */
-  ensureLifecycle(name: string, rules: LifecycleRuleBody[]): Promise<'updated' | 'unchanged'>;
+  /** Make one of the bucket's configurations exactly these rules (none for an empty list); 'updated' when it was not. */
+  ensureConfig<K extends keyof BucketConfigBodies>(name: string, kind: K, rules: BucketConfigBodies[K]): Promise<'updated' | 'unchanged'>;
 }
 
 export interface BucketStats {
@@ -75,6 +99,9 @@ export class BackendRefusedError extends Error {}
 interface ErrorBody {
   error?: { code?: string; message?: string };
 }
+
+/** The control plane's answer (404) to a bucket without that configuration. */
+const NO_CONFIGURATION: Record<keyof BucketConfigBodies, string> = { lifecycle: 'NoSuchLifecycleConfiguration', cors: 'NoSuchCORSConfiguration' };
 
 /** The control plane's internal HTTP API (ADR 0001), authenticated with the internal token. */
 export class HttpBucketService implements BucketService {
@@ -128,12 +155,12 @@ export class HttpBucketService implements BucketService {
     if (!res.ok && res.status !== 404) throw new Error(`control plane answered ${res.status} to DELETE bucket ${name}`);
   }
 
-  async ensureLifecycle(name: string, rules: LifecycleRuleBody[]): Promise<'updated' | 'unchanged'> {
-    const path = `/internal/buckets/${encodeURIComponent(name)}/lifecycle`;
+  async ensureConfig<K extends keyof BucketConfigBodies>(name: string, kind: K, rules: BucketConfigBodies[K]): Promise<'updated' | 'unchanged'> {
+    const path = `/internal/buckets/${encodeURIComponent(name)}/${kind}`;
     const res = await this.call('GET', path);
     if (!res.ok && res.status !== 404) throw new Error(`control plane answered ${res.status} to GET ${path}: ${await res.text()}`);
     const body = (await res.json()) as { rules?: unknown; error?: { code?: string } };
-    if (res.status === 404 && body.error?.code !== 'NoSuchLifecycleConfiguration') throw new Error(`control plane answered 404 to GET ${path}: ${JSON.stringify(body)}`);
+    if (res.status === 404 && body.error?.code !== NO_CONFIGURATION[kind]) throw new Error(`control plane answered 404 to GET ${path}: ${JSON.stringify(body)}`);
     // Level-based: written only when what is stored differs (no write on every resync).
     if (isDeepStrictEqual(body.rules ?? [], rules)) return 'unchanged';
     const write = rules.length > 0 ? await this.call('PUT', path, { rules }) : await this.call('DELETE', path);

@@ -7,7 +7,7 @@ import { renderStorageStack } from '../../controllers/bucket/render-storage-stac
 import { TEST_SETTINGS, type Doc } from './support/harness.js';
 import { startControlPlane } from '../../images/control-plane/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
-import { BucketConflictError, HttpBucketService, lifecycleRuleBody } from '../../controllers/bucket/bucket-service.js';
+import { BucketConflictError, HttpBucketService, corsRuleBody, lifecycleRuleBody } from '../../controllers/bucket/bucket-service.js';
 
 const TOKEN = 'operator-contract-internal-token';
 
@@ -67,21 +67,28 @@ describe('Bucket controller client against the real control plane', function () 
     expect(stored.backend).to.deep.include({ kind: 'minio', endpoint: 'http://minio:9000', bucket: 'strata-remote' });
   });
 
-  it("makes a bucket's lifecycle rules what the spec says, writing only when they differ", async () => {
+  it("makes a bucket's lifecycle and CORS rules what the spec says, writing only when they differ", async () => {
     const root = client('strata-root');
     expect(await root.ensureBucket('aged', { kind: 'fs' })).to.equal('created');
     const rules = [
       lifecycleRuleBody({ id: 'logs', enabled: true, prefix: 'logs/', expirationDays: 30 }),
       lifecycleRuleBody({ id: 'cutover', enabled: true, prefix: 'tmp/', expirationDate: '2031-06-01', abortIncompleteMultipartUploadDays: 3 }),
     ];
-    expect(await root.ensureLifecycle('aged', rules)).to.equal('updated');
-    expect(await root.ensureLifecycle('aged', rules)).to.equal('unchanged');
+    expect(await root.ensureConfig('aged', 'lifecycle', rules)).to.equal('updated');
+    expect(await root.ensureConfig('aged', 'lifecycle', rules)).to.equal('unchanged');
     const stored = await fetch(`${cp.url}/internal/buckets/aged/lifecycle`, { headers: { 'x-strata-internal-token': TOKEN } });
     expect(await stored.json()).to.deep.equal({ rules });
-    expect(await root.ensureLifecycle('aged', rules.slice(0, 1))).to.equal('updated');
-    expect(await root.ensureLifecycle('aged', [])).to.equal('updated');
+    expect(await root.ensureConfig('aged', 'lifecycle', rules.slice(0, 1))).to.equal('updated');
+    expect(await root.ensureConfig('aged', 'lifecycle', [])).to.equal('updated');
     expect((await fetch(`${cp.url}/internal/buckets/aged/lifecycle`, { headers: { 'x-strata-internal-token': TOKEN } })).status).to.equal(404);
-    expect(await root.ensureLifecycle('aged', [])).to.equal('unchanged');
+    expect(await root.ensureConfig('aged', 'lifecycle', [])).to.equal('unchanged');
+
+    const cors = [corsRuleBody({ allowedOrigins: ['https://app.example'], allowedMethods: ['GET', 'PUT'], allowedHeaders: ['content-type'], exposeHeaders: ['ETag'], maxAgeSeconds: 600 })];
+    expect(await root.ensureConfig('aged', 'cors', cors)).to.equal('updated');
+    expect(await root.ensureConfig('aged', 'cors', cors)).to.equal('unchanged');
+    expect(await (await fetch(`${cp.url}/internal/buckets/aged/cors`, { headers: { 'x-strata-internal-token': TOKEN } })).json()).to.deep.equal({ rules: cors });
+    expect(await root.ensureConfig('aged', 'cors', [])).to.equal('updated');
+    expect(await root.ensureConfig('aged', 'cors', [])).to.equal('unchanged');
   });
 
   it('runs the purge CronJob\'s command against the control plane (and fails it on a bad token)', async () => {

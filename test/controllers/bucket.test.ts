@@ -215,9 +215,10 @@ describe('Bucket reconciler', () => {
       expect(cp!.buckets.has('logs')).to.equal(false);
     });
 
-    it('keeps the bucket\'s lifecycle rules equal to spec.lifecycle (written only when they differ), and reports an invalid rule', async () => {
+    it('keeps the bucket\'s lifecycle and CORS rules equal to spec.lifecycle / spec.cors (written only when they differ), and reports an invalid rule', async () => {
       const lifecycle = { rules: [{ id: 'logs', prefix: 'logs/', expirationDays: 7 }, { id: 'cutover', expirationDate: '2031-06-01', abortIncompleteMultipartUploadDays: 2, enabled: false }] };
-      await h.kube.apply(bucketCr('aged', { lifecycle }) as never);
+      const cors = { rules: [{ allowedOrigins: ['https://app.example'], allowedMethods: ['GET', 'PUT'], maxAgeSeconds: 600 }] };
+      await h.kube.apply(bucketCr('aged', { lifecycle, cors }) as never);
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
       cp = await new RecordingControlPlane(internalToken()).start();
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
@@ -227,15 +228,16 @@ describe('Bucket reconciler', () => {
         { id: 'logs', enabled: true, filter: { form: 'filter', prefix: 'logs/', tags: [] }, expiration: { days: 7 } },
         { id: 'cutover', enabled: false, filter: { form: 'filter', prefix: '', tags: [] }, expiration: { date: '2031-06-01T00:00:00.000Z' }, abortIncompleteMultipartUploadDays: 2 },
       ]);
-      await eventually(() => expect(eventReasons(h.fake, NS, 'aged')).to.include('LifecycleUpdated'), 'event');
-      const writes = () => cp!.calls.filter((c) => c.path === '/internal/buckets/aged/lifecycle' && c.method !== 'GET').length;
-      expect(writes()).to.equal(1);
+      expect(cp!.buckets.get('aged')!.cors).to.deep.equal([{ allowedOrigins: ['https://app.example'], allowedMethods: ['GET', 'PUT'], allowedHeaders: [], exposeHeaders: [], maxAgeSeconds: 600 }]);
+      await eventually(() => expect(eventReasons(h.fake, NS, 'aged')).to.include.members(['LifecycleUpdated', 'CorsUpdated']), 'events');
+      const writes = () => cp!.calls.filter((c) => /^\/internal\/buckets\/aged\/(lifecycle|cors)$/.test(c.path) && c.method !== 'GET').length;
+      expect(writes()).to.equal(2);
 
       // Another reconcile (a label change) finds the rules in place and writes nothing.
       const reads = cp!.calls.filter((c) => c.path === '/internal/buckets/aged/lifecycle').length;
       await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'aged' }, { metadata: { labels: { touched: 'yes' } } });
       await eventually(() => expect(cp!.calls.filter((c) => c.path === '/internal/buckets/aged/lifecycle').length).to.be.greaterThan(reads), 'reconciled again');
-      expect(writes()).to.equal(1);
+      expect(writes()).to.equal(2);
 
       // An empty list removes the rules.
       await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'aged' }, { spec: { lifecycle: { rules: [] } } });

@@ -14,7 +14,7 @@ export interface RecordedCall {
  */
 export class RecordingControlPlane {
   readonly calls: RecordedCall[] = [];
-  readonly buckets = new Map<string, { owner: string; backend: unknown; objects: string[]; lifecycle?: unknown[] }>();
+  readonly buckets = new Map<string, { owner: string; backend: unknown; objects: string[]; lifecycle?: unknown[]; cors?: unknown[] }>();
   private server?: http.Server;
   url = '';
   /** Answer GET /internal/buckets/:name with statistics (as the real control plane does). */
@@ -37,7 +37,7 @@ export class RecordingControlPlane {
           res.end(payload === undefined ? '' : JSON.stringify(payload));
         };
         if (token !== this.token) return send(401, { error: { code: 'AccessDenied', message: 'bad token' } });
-        const m = url.pathname.match(/^\/internal\/buckets\/([^/]+)(\/objects|\/delete-objects|\/lifecycle)?$/);
+        const m = url.pathname.match(/^\/internal\/buckets\/([^/]+)(\/objects|\/delete-objects|\/lifecycle|\/cors)?$/);
         if (!m) return send(404, { error: { code: 'NoSuchKey', message: 'no route' } });
         const name = decodeURIComponent(m[1]!);
         const bucket = this.buckets.get(name);
@@ -65,11 +65,13 @@ export class RecordingControlPlane {
           const more = start + max < bucket.objects.length;
           return send(200, { objects: page.map((key) => ({ key })), commonPrefixes: [], isTruncated: more, ...(more ? { nextContinuationToken: String(start + max) } : {}) });
         }
-        if (m[2] === '/lifecycle') {
-          if (req.method === 'PUT') bucket.lifecycle = body?.rules as unknown[];
-          if (req.method === 'DELETE') delete bucket.lifecycle;
+        if (m[2] === '/lifecycle' || m[2] === '/cors') {
+          const kind = m[2] === '/cors' ? 'cors' : 'lifecycle';
+          if (req.method === 'PUT') bucket[kind] = body?.rules as unknown[];
+          if (req.method === 'DELETE') delete bucket[kind];
           if (req.method !== 'GET') return send(204);
-          return bucket.lifecycle ? send(200, { rules: bucket.lifecycle }) : send(404, { error: { code: 'NoSuchLifecycleConfiguration', message: 'none' } });
+          const missing = kind === 'cors' ? 'NoSuchCORSConfiguration' : 'NoSuchLifecycleConfiguration';
+          return bucket[kind] ? send(200, { rules: bucket[kind] }) : send(404, { error: { code: missing, message: 'none' } });
         }
         if (req.method === 'POST' && m[2] === '/delete-objects') {
           const keys = (body?.keys as string[]) ?? [];
