@@ -1,4 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
+// The rules in the object store's own form (type-only: nothing of the kit is loaded at run time).
+import type { CorsRule, LifecycleRule } from '../../images/service-kit/src/index.js';
 import type { BucketCorsRule, BucketLifecycleRule } from '../api/index.js';
 /** The backend a bucket keeps its bytes on, as the control plane's bucket API takes it. */
 export interface BackendConfig {
@@ -13,45 +15,23 @@ export interface BackendConfig {
   secretKey?: string;
 }
 
-/**
- * A lifecycle rule as the control plane's bucket API takes it (the object store's own form of S3's
- * lifecycle rules; see the README's "Lifecycle rules").
- */
-export interface LifecycleRuleBody {
-  id: string;
-  enabled: boolean;
-  filter: { form: 'filter'; prefix: string; tags: [] };
-  expiration?: { days: number } | { date: string };
-  abortIncompleteMultipartUploadDays?: number;
-}
-
-/** A CORS rule as the control plane's bucket API takes it (S3's CORSRule). */
-export interface CorsRuleBody {
-  id?: string;
-  allowedOrigins: string[];
-  allowedMethods: string[];
-  allowedHeaders: string[];
-  exposeHeaders: string[];
-  maxAgeSeconds?: number;
-}
-
 /** The configurations the operator keeps equal to a Bucket's spec, by their API name. */
 export interface BucketConfigBodies {
-  lifecycle: LifecycleRuleBody[];
-  cors: CorsRuleBody[];
+  lifecycle: LifecycleRule[];
+  cors: CorsRule[];
 }
 
 /** A Bucket's spec.cors rule in the control plane's form (no undefined fields: it is compared with what is stored). */
-export function corsRuleBody(rule: BucketCorsRule): CorsRuleBody {
-  const body: CorsRuleBody = { allowedOrigins: rule.allowedOrigins, allowedMethods: rule.allowedMethods, allowedHeaders: rule.allowedHeaders, exposeHeaders: rule.exposeHeaders };
+export function corsRuleBody(rule: BucketCorsRule): CorsRule {
+  const body: CorsRule = { allowedOrigins: rule.allowedOrigins, allowedMethods: rule.allowedMethods, allowedHeaders: rule.allowedHeaders, exposeHeaders: rule.exposeHeaders };
   if (rule.id !== undefined) body.id = rule.id;
   if (rule.maxAgeSeconds !== undefined) body.maxAgeSeconds = rule.maxAgeSeconds;
   return body;
 }
 
 /** A Bucket's spec.lifecycle rule in the control plane's form (no undefined fields: it is compared with what is stored). */
-export function lifecycleRuleBody(rule: BucketLifecycleRule): LifecycleRuleBody {
-  const body: LifecycleRuleBody = { id: rule.id, enabled: rule.enabled, filter: { form: 'filter', prefix: rule.prefix, tags: [] } };
+export function lifecycleRuleBody(rule: BucketLifecycleRule): LifecycleRule {
+  const body: LifecycleRule = { id: rule.id, enabled: rule.enabled, filter: { form: 'filter', prefix: rule.prefix, tags: [] } };
   if (rule.expirationDays !== undefined) body.expiration = { days: rule.expirationDays };
   else if (rule.expirationDate !== undefined) body.expiration = { date: new Date(`${rule.expirationDate}T00:00:00Z`).toISOString() };
   if (rule.abortIncompleteMultipartUploadDays !== undefined) body.abortIncompleteMultipartUploadDays = rule.abortIncompleteMultipartUploadDays;
