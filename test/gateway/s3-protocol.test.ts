@@ -91,6 +91,9 @@ describe('gateway S3 protocol pieces', () => {
         ['PUT', '/b1?cors', {}, 'PutBucketCors'],
         ['GET', '/b1?cors', {}, 'GetBucketCors'],
         ['DELETE', '/b1?cors', {}, 'DeleteBucketCors'],
+        ['PUT', '/b1?tagging', {}, 'PutBucketTagging'],
+        ['GET', '/b1?tagging', {}, 'GetBucketTagging'],
+        ['DELETE', '/b1?tagging', {}, 'DeleteBucketTagging'],
       ];
       for (const [method, target, headers, expected] of cases) expect(op(method, target, headers), `${method} ${target}`).to.equal(expected);
     });

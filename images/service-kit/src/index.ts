@@ -19,3 +19,4 @@ export * from './heap-growth.js';
 export * from './in-process-http.js';
 export * from './bucket-lifecycle.js';
 export * from './bucket-cors.js';
+export * from './bucket-tags.js';

@@ -1,6 +1,6 @@
 import express, { type Request, type Router } from 'express';
 import {
-  assertBucketName, assertObjectKey, MAX_CORS_RULES, MAX_LIFECYCLE_RULES, S3Error, type Logger, type SecretBox,
+  assertBucketName, assertObjectKey, MAX_BUCKET_TAGS, MAX_CORS_RULES, MAX_LIFECYCLE_RULES, S3Error, type Logger, type SecretBox,
 } from '../../../service-kit/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
 import { invalidateObjectRead } from '../../../service-kit/src/object-read-cache.js';
@@ -108,7 +108,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     res.status(204).end();
   });
 
-  // A bucket's configurations (lifecycle rules, CORS rules), kept with its record: the bucket cache
+  // A bucket's configurations (lifecycle rules, CORS rules, tags), kept with its record: the bucket cache
   // entry goes when one changes, so GET /buckets/:bucket answers the new rules at once.
   for (const [kind, config] of Object.entries(BUCKET_CONFIGS) as Array<[BucketConfigKind, (typeof BUCKET_CONFIGS)[BucketConfigKind]]>) {
     router.get(`/buckets/:bucket/${kind}`, async (req, res) => {
@@ -219,7 +219,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const isStrings = (v: unknown) => Array.isArray(v) && v.every((e) => typeof e === 'string');
 
 /** Per configuration: its error when absent, its most rules, and the outline each rule must have. */
-const BUCKET_CONFIGS: Record<BucketConfigKind, { missing: 'NoSuchLifecycleConfiguration' | 'NoSuchCORSConfiguration'; max: number; outline: (rule: unknown) => boolean }> = {
+const BUCKET_CONFIGS: Record<BucketConfigKind, { missing: 'NoSuchLifecycleConfiguration' | 'NoSuchCORSConfiguration' | 'NoSuchTagSet'; max: number; outline: (rule: unknown) => boolean }> = {
   lifecycle: {
     missing: 'NoSuchLifecycleConfiguration',
     max: MAX_LIFECYCLE_RULES,
@@ -229,6 +229,11 @@ const BUCKET_CONFIGS: Record<BucketConfigKind, { missing: 'NoSuchLifecycleConfig
     missing: 'NoSuchCORSConfiguration',
     max: MAX_CORS_RULES,
     outline: (r) => isObject(r) && isStrings(r.allowedOrigins) && isStrings(r.allowedMethods) && isStrings(r.allowedHeaders) && isStrings(r.exposeHeaders),
+  },
+  tags: {
+    missing: 'NoSuchTagSet',
+    max: MAX_BUCKET_TAGS,
+    outline: (t) => isObject(t) && typeof t.key === 'string' && typeof t.value === 'string',
   },
 };
 

@@ -29,7 +29,7 @@ const AFTER_ALL = '\u{10FFFF}'.repeat(257);
 const SAME_PARTITION = '(bucket_id % 2) = ($1::int % 2)';
 
 /** The column of each bucket configuration (names from this fixed map only: they go into SQL text). */
-const CONFIG_COLUMNS: Record<BucketConfigKind, string> = { lifecycle: 'lifecycle', cors: 'cors' };
+const CONFIG_COLUMNS: Record<BucketConfigKind, string> = { lifecycle: 'lifecycle', cors: 'cors', tags: 'tags' };
 
 /** Objects purged per transaction. */
 const PURGE_BATCH = 500;

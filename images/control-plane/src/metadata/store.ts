@@ -1,4 +1,4 @@
-import type { CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
+import type { BucketTag, CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
 
 /** Where a bucket's bytes live. `kind` picks the data plane's storage backend; the rest is its settings. */
 export interface BackendConfig {
@@ -18,10 +18,11 @@ export interface Bucket {
   cors?: CorsRule[];
 }
 
-/** A bucket's configurations kept with its record (PutBucketLifecycleConfiguration, PutBucketCors). */
+/** A bucket's configurations kept with its record (PutBucketLifecycleConfiguration, PutBucketCors, PutBucketTagging). */
 export interface BucketConfigs {
   lifecycle: LifecycleRule[];
   cors: CorsRule[];
+  tags: BucketTag[];
 }
 export type BucketConfigKind = keyof BucketConfigs;
 

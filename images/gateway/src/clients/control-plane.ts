@@ -1,4 +1,4 @@
-import type { CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
+import type { BucketTag, CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
 import { InternalHttp, type Guard, seg } from './internal-http.js';
 
 /** Types of the control plane's internal API (ADR 0001). */
@@ -31,6 +31,7 @@ export interface BucketInfo {
 export interface BucketConfigs {
   lifecycle: LifecycleRule[];
   cors: CorsRule[];
+  tags: BucketTag[];
 }
 export interface UserCredentials {
   username: string;
@@ -97,7 +98,7 @@ export class ControlPlaneClient {
     await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}`);
   }
 
-  /** One of the bucket's configurations (NoSuchLifecycleConfiguration / NoSuchCORSConfiguration when it has none). */
+  /** One of the bucket's configurations (NoSuchLifecycleConfiguration / NoSuchCORSConfiguration / NoSuchTagSet when it has none). */
   async getBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K): Promise<BucketConfigs[K]> {
     return (await this.http.json<{ rules: BucketConfigs[K] }>('GET', `/internal/buckets/${seg(bucket)}/${kind}`)).rules;
   }

@@ -1,6 +1,7 @@
 import type { BucketConfigs } from '../clients/control-plane.js';
 import { callerOf } from '../context.js';
 import { parseCorsConfiguration, renderCorsConfiguration, type CorsConfigurationXml } from '../s3/cors-xml.js';
+import { parseTagging, renderTagging, type TaggingXml } from '../s3/tagging-xml.js';
 import { parseLifecycleConfiguration, renderLifecycleConfiguration, type LifecycleConfigurationXml } from '../s3/lifecycle-xml.js';
 import type { S3Handler } from '../s3/operation.js';
 import { discard, readCheckedDocument } from '../s3/request.js';
@@ -17,7 +18,7 @@ interface ConfigDocument<K extends keyof BucketConfigs> {
 /**
  * Put/Get/Delete of a bucket configuration kept with the bucket record. As S3: the document must
  * come with Content-MD5 or a flexible checksum; Get of none is NoSuchLifecycleConfiguration /
- * NoSuchCORSConfiguration (the control plane's answer); Delete is 204 whether or not there was one.
+ * NoSuchCORSConfiguration / NoSuchTagSet (the control plane's answer); Delete is 204 whether or not there was one.
  * After a change this gateway forgets its copy of the bucket record, so the answers it derives from
  * the configuration (x-amz-expiration, CORS) follow at once; other replicas within their 2 s cache.
  */
@@ -27,7 +28,8 @@ function configHandlers<K extends keyof BucketConfigs>(kind: K, document: Config
       const body = await readCheckedDocument(req, res, { required: true });
       await deps.buckets.owned(bucket, callerOf(res));
       const rules = document.parse(parseXml<Record<string, unknown>>(body.toString('utf8'), document.root));
-      await deps.controlPlane.putBucketConfig(bucket, kind, rules);
+      // (Only a TagSet may be empty: no tags, as after DeleteBucketTagging.)
+      await deps.controlPlane.putBucketConfig(bucket, kind, rules.length > 0 ? rules : undefined);
       deps.buckets.forget(bucket);
       res.status(200).end();
     },
@@ -57,4 +59,11 @@ export const cors = configHandlers('cors', {
   root: 'CORSConfiguration',
   parse: (doc) => parseCorsConfiguration(doc as CorsConfigurationXml),
   render: renderCorsConfiguration,
+});
+
+/** Put/Get/DeleteBucketTagging: the bucket's own tags (objects carry none). */
+export const tags = configHandlers('tags', {
+  root: 'Tagging',
+  parse: (doc) => parseTagging(doc as TaggingXml),
+  render: renderTagging,
 });

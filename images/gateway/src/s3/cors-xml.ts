@@ -1,4 +1,5 @@
 import { CORS_METHODS, MAX_CORS_RULES, S3Error, type CorsRule } from '../../../service-kit/src/index.js';
+import { malformedXml } from './xml.js';
 
 /** S3's `CORSConfiguration` document ⇄ the CorsRule list the services keep, checked as S3 checks it. */
 
@@ -8,21 +9,19 @@ export interface CorsConfigurationXml {
 
 type Group = Record<string, unknown>;
 
-const malformed = (why: string) => new S3Error('MalformedXML', `The XML you provided was not well-formed or did not validate against our published schema: ${why}`);
-
 /** A repeated text element (parsed as a list): every entry text. */
 function texts(v: unknown, element: string): string[] {
   const list = (v ?? []) as unknown[];
-  if (!list.every((e) => typeof e === 'string')) throw malformed(`every ${element} is text.`);
+  if (!list.every((e) => typeof e === 'string')) throw malformedXml(`every ${element} is text.`);
   return list as string[];
 }
 
 function parseRule(raw: unknown): CorsRule {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw malformed('a CORSRule holds elements.');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw malformedXml('a CORSRule holds elements.');
   const r = raw as Group;
   const allowedOrigins = texts(r.AllowedOrigin, 'AllowedOrigin');
   const allowedMethods = texts(r.AllowedMethod, 'AllowedMethod');
-  if (allowedOrigins.length === 0 || allowedMethods.length === 0) throw malformed('a CORSRule needs at least one AllowedOrigin and one AllowedMethod.');
+  if (allowedOrigins.length === 0 || allowedMethods.length === 0) throw malformedXml('a CORSRule needs at least one AllowedOrigin and one AllowedMethod.');
   for (const m of allowedMethods) {
     if (!(CORS_METHODS as readonly string[]).includes(m)) throw new S3Error('InvalidRequest', `Found unsupported HTTP method in CORS config. Unsupported method is ${m}`);
   }
@@ -35,11 +34,11 @@ function parseRule(raw: unknown): CorsRule {
   }
   const rule: CorsRule = { allowedOrigins, allowedMethods, allowedHeaders, exposeHeaders: texts(r.ExposeHeader, 'ExposeHeader') };
   if (r.ID !== undefined) {
-    if (typeof r.ID !== 'string' || r.ID.length > 255) throw malformed('ID is text of at most 255 characters.');
+    if (typeof r.ID !== 'string' || r.ID.length > 255) throw malformedXml('ID is text of at most 255 characters.');
     rule.id = r.ID;
   }
   if (r.MaxAgeSeconds !== undefined) {
-    if (typeof r.MaxAgeSeconds !== 'string' || !/^\d{1,9}$/.test(r.MaxAgeSeconds)) throw malformed('MaxAgeSeconds is a whole number of seconds.');
+    if (typeof r.MaxAgeSeconds !== 'string' || !/^\d{1,9}$/.test(r.MaxAgeSeconds)) throw malformedXml('MaxAgeSeconds is a whole number of seconds.');
     rule.maxAgeSeconds = Number(r.MaxAgeSeconds);
   }
   return rule;
@@ -48,7 +47,7 @@ function parseRule(raw: unknown): CorsRule {
 /** The rules of a CORSConfiguration document (already parsed from XML). */
 export function parseCorsConfiguration(doc: CorsConfigurationXml): CorsRule[] {
   const rules = (doc.CORSRule ?? []) as unknown[];
-  if (rules.length === 0) throw malformed('a CORS configuration has at least one CORSRule.');
+  if (rules.length === 0) throw malformedXml('a CORS configuration has at least one CORSRule.');
   if (rules.length > MAX_CORS_RULES) throw new S3Error('InvalidRequest', `A CORS configuration has at most ${MAX_CORS_RULES} rules.`);
   return rules.map(parseRule);
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MAX_LIFECYCLE_RULES, S3Error, type LifecycleFilter, type LifecycleRule } from '../../../service-kit/src/index.js';
+import { malformedXml, xmlGroup, xmlText } from './xml.js';
 
 /**
  * S3's `LifecycleConfiguration` document ⇄ the LifecycleRule list the services keep. Parsing checks
@@ -18,40 +19,23 @@ export interface LifecycleConfigurationXml {
 const MAX_ID_LENGTH = 255;
 const MAX_PREFIX_BYTES = 1024;
 
-const malformed = (why: string) => new S3Error('MalformedXML', `The XML you provided was not well-formed or did not validate against our published schema: ${why}`);
-
-/** An element that holds text, once. */
-function text(v: Element, element: string): string | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw malformed(`${element} must appear once, as text.`);
-  return v;
-}
-
-/** An element that holds other elements, once (an empty one reads as no elements). */
-function group(v: Element, element: string): Group | undefined {
-  if (v === undefined) return undefined;
-  if (v === '') return {};
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw malformed(`${element} must appear once and hold elements.`);
-  return v as Group;
-}
-
 /** A whole number in [min, max], or the S3 error for the element. */
 function wholeNumber(v: Element, element: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const raw = text(v, element);
-  if (raw === undefined || !/^\d+$/.test(raw)) throw malformed(`${element} must be a whole number.`);
+  const raw = xmlText(v, element);
+  if (raw === undefined || !/^\d+$/.test(raw)) throw malformedXml(`${element} must be a whole number.`);
   const n = Number(raw);
   if (n < min || n > max) throw new S3Error('InvalidArgument', `'${element}' must be ${min === 1 ? 'a positive integer' : `at least ${min}`}${max < Number.MAX_SAFE_INTEGER ? ` and at most ${max}` : ''}.`);
   return n;
 }
 
 function conditions(xml: Group, within: string): Omit<LifecycleFilter, 'form'> {
-  const prefix = text(xml.Prefix, 'Prefix') ?? '';
+  const prefix = xmlText(xml.Prefix, 'Prefix') ?? '';
   if (Buffer.byteLength(prefix) > MAX_PREFIX_BYTES) throw new S3Error('InvalidArgument', `The ${within} prefix is longer than ${MAX_PREFIX_BYTES} bytes.`);
   const tags = ((xml.Tag ?? []) as Element[]).map((raw) => {
-    const t = group(raw, 'Tag')!;
-    const key = text(t.Key, 'Key');
-    const value = text(t.Value, 'Value') ?? '';
-    if (!key) throw malformed('every Tag needs a Key.');
+    const t = xmlGroup(raw, 'Tag')!;
+    const key = xmlText(t.Key, 'Key');
+    const value = xmlText(t.Value, 'Value') ?? '';
+    if (!key) throw malformedXml('every Tag needs a Key.');
     if (key.length > 128 || value.length > 256) throw new S3Error('InvalidArgument', 'A tag key is at most 128 characters, a value at most 256.');
     return { key, value };
   });
@@ -66,49 +50,49 @@ function conditions(xml: Group, within: string): Omit<LifecycleFilter, 'form'> {
 }
 
 function ruleFilter(rule: Group): LifecycleFilter {
-  const legacyPrefix = text(rule.Prefix, 'Prefix');
-  const f = group(rule.Filter, 'Filter');
-  if (legacyPrefix !== undefined && f !== undefined) throw malformed('a rule has either a Prefix or a Filter, not both.');
+  const legacyPrefix = xmlText(rule.Prefix, 'Prefix');
+  const f = xmlGroup(rule.Filter, 'Filter');
+  if (legacyPrefix !== undefined && f !== undefined) throw malformedXml('a rule has either a Prefix or a Filter, not both.');
   if (f === undefined) {
-    if (legacyPrefix === undefined) throw malformed('a rule needs a Filter (or a Prefix).');
+    if (legacyPrefix === undefined) throw malformedXml('a rule needs a Filter (or a Prefix).');
     return { form: 'prefix', ...conditions({ Prefix: legacyPrefix }, 'rule') };
   }
   const named = (['Prefix', 'Tag', 'ObjectSizeGreaterThan', 'ObjectSizeLessThan', 'And'] as const).filter((e) => f[e] !== undefined);
-  if (named.length > 1 || ((f.Tag as Element[] | undefined)?.length ?? 0) > 1) throw malformed('a Filter holds one condition; combine several with And.');
+  if (named.length > 1 || ((f.Tag as Element[] | undefined)?.length ?? 0) > 1) throw malformedXml('a Filter holds one condition; combine several with And.');
   if (f.And === undefined) return { form: 'filter', ...conditions(f, 'filter') };
-  return { form: 'and', ...conditions(group(f.And, 'And')!, 'And') };
+  return { form: 'and', ...conditions(xmlGroup(f.And, 'And')!, 'And') };
 }
 
 function parseRule(raw: Element): LifecycleRule {
-  const rule = group(raw, 'Rule')!;
-  const id = text(rule.ID, 'ID') ?? randomUUID();
+  const rule = xmlGroup(raw, 'Rule')!;
+  const id = xmlText(rule.ID, 'ID') ?? randomUUID();
   if (id.length > MAX_ID_LENGTH) throw new S3Error('InvalidArgument', `ID length should not exceed allowed limit of ${MAX_ID_LENGTH}`);
-  const status = text(rule.Status, 'Status');
-  if (status !== 'Enabled' && status !== 'Disabled') throw malformed('Status must be Enabled or Disabled.');
+  const status = xmlText(rule.Status, 'Status');
+  if (status !== 'Enabled' && status !== 'Disabled') throw malformedXml('Status must be Enabled or Disabled.');
   const filter = ruleFilter(rule);
   if (rule.Transition !== undefined || rule.NoncurrentVersionTransition !== undefined) {
     throw new S3Error('NotImplemented', 'Strata has one storage class: lifecycle transitions are not supported.');
   }
   const parsed: LifecycleRule = { id, enabled: status === 'Enabled', filter };
-  const e = group(rule.Expiration, 'Expiration');
+  const e = xmlGroup(rule.Expiration, 'Expiration');
   if (e) {
     const given = [e.Days, e.Date, e.ExpiredObjectDeleteMarker].filter((v) => v !== undefined).length;
-    if (given !== 1) throw malformed('Expiration has exactly one of Days, Date or ExpiredObjectDeleteMarker.');
+    if (given !== 1) throw malformedXml('Expiration has exactly one of Days, Date or ExpiredObjectDeleteMarker.');
     if (e.Days !== undefined) parsed.expiration = { days: wholeNumber(e.Days, 'Days', 1) };
-    else if (e.Date !== undefined) parsed.expiration = { date: midnightUtc(text(e.Date, 'Date')!) };
+    else if (e.Date !== undefined) parsed.expiration = { date: midnightUtc(xmlText(e.Date, 'Date')!) };
     else {
-      const marker = text(e.ExpiredObjectDeleteMarker, 'ExpiredObjectDeleteMarker');
-      if (marker !== 'true' && marker !== 'false') throw malformed('ExpiredObjectDeleteMarker must be true or false.');
+      const marker = xmlText(e.ExpiredObjectDeleteMarker, 'ExpiredObjectDeleteMarker');
+      if (marker !== 'true' && marker !== 'false') throw malformedXml('ExpiredObjectDeleteMarker must be true or false.');
       if (filter.tags.length > 0) throw new S3Error('InvalidArgument', 'ExpiredObjectDeleteMarker cannot be specified with object tags.');
       parsed.expiration = { expiredObjectDeleteMarker: marker === 'true' };
     }
   }
-  const a = group(rule.AbortIncompleteMultipartUpload, 'AbortIncompleteMultipartUpload');
+  const a = xmlGroup(rule.AbortIncompleteMultipartUpload, 'AbortIncompleteMultipartUpload');
   if (a) {
     if (filter.tags.length > 0) throw new S3Error('InvalidArgument', 'AbortIncompleteMultipartUpload cannot be specified with object tags.');
     parsed.abortIncompleteMultipartUploadDays = wholeNumber(a.DaysAfterInitiation, 'DaysAfterInitiation', 1);
   }
-  const n = group(rule.NoncurrentVersionExpiration, 'NoncurrentVersionExpiration');
+  const n = xmlGroup(rule.NoncurrentVersionExpiration, 'NoncurrentVersionExpiration');
   if (n) {
     parsed.noncurrentVersionExpiration = { noncurrentDays: wholeNumber(n.NoncurrentDays, 'NoncurrentDays', 1) };
     if (n.NewerNoncurrentVersions !== undefined) parsed.noncurrentVersionExpiration.newerNoncurrentVersions = wholeNumber(n.NewerNoncurrentVersions, 'NewerNoncurrentVersions', 1, 100);
@@ -131,7 +115,7 @@ function midnightUtc(raw: string): string {
 /** The rules of a LifecycleConfiguration document (already parsed from XML), checked as S3 checks them. */
 export function parseLifecycleConfiguration(doc: LifecycleConfigurationXml): LifecycleRule[] {
   const rules = (doc.Rule ?? []) as Element[];
-  if (rules.length === 0) throw malformed('a lifecycle configuration has at least one Rule.');
+  if (rules.length === 0) throw malformedXml('a lifecycle configuration has at least one Rule.');
   if (rules.length > MAX_LIFECYCLE_RULES) throw new S3Error('InvalidRequest', `A lifecycle configuration has at most ${MAX_LIFECYCLE_RULES} rules.`);
   const parsed = rules.map(parseRule);
   if (new Set(parsed.map((r) => r.id)).size !== parsed.length) throw new S3Error('InvalidArgument', 'Rule ID must be unique. Found same ID for more than one rule');

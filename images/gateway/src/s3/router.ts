@@ -17,7 +17,7 @@ import { notImplemented } from '../handlers/unsupported.js';
 import type { S3Handler } from './operation.js';
 
 /** Bucket subresources Strata does not implement (by design: no versioning, policy, lock...). */
-const UNSUPPORTED_BUCKET = ['policy', 'object-lock', 'tagging', 'encryption', 'website', 'logging', 'notification', 'replication', 'ownershipControls', 'publicAccessBlock', 'accelerate', 'requestPayment', 'analytics', 'metrics', 'inventory', 'intelligent-tiering', 'policyStatus'];
+const UNSUPPORTED_BUCKET = ['policy', 'object-lock', 'encryption', 'website', 'logging', 'notification', 'replication', 'ownershipControls', 'publicAccessBlock', 'accelerate', 'requestPayment', 'analytics', 'metrics', 'inventory', 'intelligent-tiering', 'policyStatus'];
 const UNSUPPORTED_OBJECT = ['tagging', 'retention', 'legal-hold', 'torrent', 'restore', 'select'];
 
 interface Route {
@@ -45,10 +45,12 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('versioning')) return { operation: 'PutBucketVersioning', handler: notImplemented('versioning') };
         if (query.has('lifecycle')) return { operation: 'PutBucketLifecycleConfiguration', handler: configs.lifecycle.put };
         if (query.has('cors')) return { operation: 'PutBucketCors', handler: configs.cors.put };
+        if (query.has('tagging')) return { operation: 'PutBucketTagging', handler: configs.tags.put };
         return unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'CreateBucket', handler: buckets.createBucket };
       case 'DELETE':
         if (query.has('lifecycle')) return { operation: 'DeleteBucketLifecycle', handler: configs.lifecycle.delete };
         if (query.has('cors')) return { operation: 'DeleteBucketCors', handler: configs.cors.delete };
+        if (query.has('tagging')) return { operation: 'DeleteBucketTagging', handler: configs.tags.delete };
         return unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'DeleteBucket', handler: buckets.deleteBucket };
       case 'HEAD':
         return { operation: 'HeadBucket', handler: buckets.headBucket };
@@ -62,6 +64,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('acl')) return { operation: 'GetBucketAcl', handler: buckets.getAcl };
         if (query.has('lifecycle')) return { operation: 'GetBucketLifecycleConfiguration', handler: configs.lifecycle.get };
         if (query.has('cors')) return { operation: 'GetBucketCors', handler: configs.cors.get };
+        if (query.has('tagging')) return { operation: 'GetBucketTagging', handler: configs.tags.get };
         if (query.has('uploads')) return { operation: 'ListMultipartUploads', handler: multipart.listMultipartUploads };
         if (query.has('versions')) return { operation: 'ListObjectVersions', handler: list.listObjectVersions };
         return (

@@ -57,3 +57,23 @@ export function parseXml<T>(text: string, root: string): T {
 export function errorXml(err: S3Error, resource: string, requestId: string): string {
   return renderXml('Error', { Code: err.code, Message: err.message, ...err.extra, Resource: resource, RequestId: requestId }, false);
 }
+
+/** MalformedXML saying what in a request document is wrong. */
+export function malformedXml(why: string): S3Error {
+  return new S3Error('MalformedXML', `The XML you provided was not well-formed or did not validate against our published schema: ${why}`);
+}
+
+/** An element of a parsed request document that holds text, once (undefined when absent). */
+export function xmlText(v: unknown, element: string): string | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw malformedXml(`${element} must appear once, as text.`);
+  return v;
+}
+
+/** An element of a parsed request document that holds other elements, once (an empty one reads as no elements). */
+export function xmlGroup(v: unknown, element: string): Record<string, unknown> | undefined {
+  if (v === undefined) return undefined;
+  if (v === '') return {};
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw malformedXml(`${element} must appear once and hold elements.`);
+  return v as Record<string, unknown>;
+}
