@@ -16,16 +16,16 @@ import {
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { expiryAfterDays } from '../../images/service-kit/src/index.js';
-import { awsCli } from './support/cli.js';
+import { awsCli, s3cmd } from './support/cli.js';
 import { bucketName, login, s3ErrorOf, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
 
 const DAY = 24 * 3600 * 1000;
 
-describe('e2e: bucket lifecycle configuration (PutBucketLifecycleConfiguration and the daily job)', function () {
+describe('e2e: bucket lifecycle configuration (PutBucketLifecycleConfiguration and the daily job), and s3cmd\'s bucket-configuration commands', function () {
   this.timeout(120_000);
   const env = sdkPlatform('life');
   const { bucket } = env;
@@ -184,6 +184,35 @@ describe('e2e: bucket lifecycle configuration (PutBucketLifecycleConfiguration a
       const gone = await aws('s3api', 'get-bucket-lifecycle-configuration', '--bucket', bucket);
       expect(gone.code).to.not.equal(0);
       expect(gone.stderr).to.contain('NoSuchLifecycleConfiguration');
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+
+  it('s3cmd: expire, getlifecycle, setcors, info, dellifecycle, delcors', async () => {
+    const home = await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-s3cmd-life-'));
+    try {
+      const cmd = await s3cmd(env.p.endpoint, home);
+      const ok = async (...args: string[]) => {
+        const r = await cmd(...args);
+        expect(r.code, `s3cmd ${args.join(' ')}\n${r.stdout}${r.stderr}`).to.equal(0);
+        return r.stdout;
+      };
+      const b = bucketName('life-s3cmd');
+      await ok('mb', `s3://${b}`);
+      await ok('expire', `s3://${b}`, '--expiry-days=30', '--expiry-prefix=logs/');
+      expect(await ok('getlifecycle', `s3://${b}`)).to.match(/<Prefix>logs\/<\/Prefix>[\s\S]*<Days>30<\/Days>/);
+      const cors = path.join(home, 'cors.xml');
+      await writeFile(cors, '<CORSConfiguration><CORSRule><AllowedOrigin>https://app.example</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>');
+      await ok('setcors', cors, `s3://${b}`);
+      const info = await ok('info', `s3://${b}`);
+      expect(info).to.contain("objects with key prefix 'logs/' will expire in '30' day(s) after creation");
+      expect(info).to.contain('<AllowedOrigin>https://app.example</AllowedOrigin>');
+      await ok('dellifecycle', `s3://${b}`);
+      await ok('delcors', `s3://${b}`);
+      const after = await ok('info', `s3://${b}`);
+      expect(after).to.match(/Expiration Rule: none/);
+      expect(after).to.match(/CORS:\s+none/);
     } finally {
       await rm(home, { recursive: true, force: true });
     }
