@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 // The rules in the object store's own form (type-only: nothing of the kit is loaded at run time).
-import type { CorsRule, LifecycleRule } from '../../images/service-kit/src/index.js';
+import type { BucketConfigs, CorsRule, LifecycleRule } from '../../images/service-kit/src/index.js';
 import type { BucketCorsRule, BucketLifecycleRule } from '../api/index.js';
 /** The backend a bucket keeps its bytes on, as the control plane's bucket API takes it. */
 export interface BackendConfig {
@@ -16,10 +16,7 @@ export interface BackendConfig {
 }
 
 /** The configurations the operator keeps equal to a Bucket's spec, by their API name. */
-export interface BucketConfigBodies {
-  lifecycle: LifecycleRule[];
-  cors: CorsRule[];
-}
+export type BucketConfigBodies = Pick<BucketConfigs, 'lifecycle' | 'cors'>;
 
 /** A Bucket's spec.cors rule in the control plane's form (no undefined fields: it is compared with what is stored). */
 export function corsRuleBody(rule: BucketCorsRule): CorsRule {

@@ -20,3 +20,4 @@ export * from './in-process-http.js';
 export * from './bucket-lifecycle.js';
 export * from './bucket-cors.js';
 export * from './bucket-tags.js';
+export * from './bucket-configs.js';

@@ -1,4 +1,6 @@
-import type { BucketTag, CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
+import type { BucketConfigs, CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
+
+export type { BucketConfigs } from '../../../service-kit/src/index.js';
 
 /** Where a bucket's bytes live. `kind` picks the data plane's storage backend; the rest is its settings. */
 export interface BackendConfig {
@@ -18,12 +20,6 @@ export interface Bucket {
   cors?: CorsRule[];
 }
 
-/** A bucket's configurations kept with its record (PutBucketLifecycleConfiguration, PutBucketCors, PutBucketTagging). */
-export interface BucketConfigs {
-  lifecycle: LifecycleRule[];
-  cors: CorsRule[];
-  tags: BucketTag[];
-}
 export type BucketConfigKind = keyof BucketConfigs;
 
 /** How long a deleted bucket's name stays with its last owner, measured from `now`. */

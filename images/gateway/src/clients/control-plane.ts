@@ -1,4 +1,6 @@
-import type { BucketTag, CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
+import type { BucketConfigs, CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
+
+export type { BucketConfigs } from '../../../service-kit/src/index.js';
 import { InternalHttp, type Guard, seg } from './internal-http.js';
 
 /** Types of the control plane's internal API (ADR 0001). */
@@ -27,12 +29,6 @@ export interface BucketInfo {
   cors?: CorsRule[];
 }
 
-/** The configurations a bucket keeps with its record. */
-export interface BucketConfigs {
-  lifecycle: LifecycleRule[];
-  cors: CorsRule[];
-  tags: BucketTag[];
-}
 export interface UserCredentials {
   username: string;
   accessKey: string;
