@@ -29,8 +29,9 @@ export interface PurgeRunResult extends LifecycleResult {
 
 /**
  * The daily job. First applies the buckets' lifecycle rules (expired objects go to the recycle bin,
- * expired multipart uploads are aborted), then empties the recycle bin of objects recycled more than `retentionDays` ago (→ DELETED), then has
- * the data plane free the bytes of blobs that no NORMAL or RECYCLED object references any more.
+ * expired multipart uploads are aborted), then empties the recycle bin of objects recycled more than
+ * `retentionDays` ago (→ DELETED), then has the data plane free the bytes of blobs that no NORMAL or
+ * RECYCLED object references any more.
  * If freeing fails the blobs stay at reference count 0 and the data plane's periodic sweep frees them.
  * Sent outbox rows, processed event ids and DELETED versions older than the retention are pruned too.
  */
