@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
 import { mkdtemp, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,6 +58,71 @@ describe('data plane: fs backend large bodies (FileSink)', () => {
       await pipeline(chunked(data, sizes), new FileSink(file));
       expect(md5(await readFile(file)), `${size} in chunks of ${sizes.join('/')}`).to.equal(md5(data));
     }
+  });
+
+  /** The open flags of this process's descriptor of `file` (from /proc/self/fdinfo), or undefined when none is open. */
+  async function openFlags(file: string): Promise<number | undefined> {
+    for (const fd of await readdir('/proc/self/fd')) {
+      if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')) !== file) continue;
+      const info = await readFile(`/proc/self/fdinfo/${fd}`, 'utf8');
+      return parseInt(/flags:\s+([0-7]+)/.exec(info)![1], 8);
+    }
+    return undefined;
+  }
+
+  /** Write `data` through `sink` in 64 KiB pieces; `afterFirst` runs once the first piece is in. */
+  async function writeThrough(sink: FileSink, data: Buffer, afterFirst: () => Promise<void>): Promise<void> {
+    const done = new Promise<void>((resolve, reject) => {
+      sink.on('finish', resolve);
+      sink.on('error', reject);
+    });
+    for (let at = 0; at < data.length || at === 0; at += 65536) {
+      await new Promise<void>((resolve, reject) => sink.write(data.subarray(at, at + 65536), (err) => (err ? reject(err) : resolve())));
+      if (at === 0) await afterFirst();
+    }
+    sink.end();
+    await done;
+  }
+
+  it('writes large bodies past the page cache (O_DIRECT) and cuts the padded last block back: exact bytes, exact size', async () => {
+    for (const size of [1, 4095, 4096, 4097, FILE_SINK_BUFFER - 1, FILE_SINK_BUFFER, 5 * FILE_SINK_BUFFER + 12345]) {
+      const data = randomBytes(size);
+      const file = path.join(tmp.path, `direct-${size}`);
+      const hash = new ThreadMd5();
+      let flags: number | undefined;
+      await writeThrough(new FileSink(file, hash), data, async () => {
+        flags = await openFlags(file);
+      });
+      expect(flags! & constants.O_DIRECT, `${size}: opened with O_DIRECT`).to.equal(constants.O_DIRECT);
+      expect((await stat(file)).size, `${size}: file size`).to.equal(size);
+      expect(md5(await readFile(file)), `${size}: bytes`).to.equal(md5(data));
+      expect(await hash.digestHex(), `${size}: MD5 of the shared buffers`).to.equal(md5(data));
+    }
+  });
+
+  it('writes through the page cache when direct writes are off', async () => {
+    const data = randomBytes(FILE_SINK_BUFFER + 4321);
+    const file = path.join(tmp.path, 'buffered');
+    let flags: number | undefined;
+    await writeThrough(new FileSink(file, undefined, false), data, async () => {
+      flags = await openFlags(file);
+    });
+    expect(flags).to.be.a('number');
+    expect(flags! & constants.O_DIRECT).to.equal(0);
+    expect(md5(await readFile(file))).to.equal(md5(data));
+  });
+
+  it('keeps concurrent bodies apart: more sinks at once than pooled buffers, each file and MD5 exact', async () => {
+    const bodies = Array.from({ length: 12 }, (_, i) => randomBytes(2 * FILE_SINK_BUFFER + 1000 * i + 1));
+    const results = await Promise.all(
+      bodies.map(async (data, i) => {
+        const file = path.join(tmp.path, `concurrent-${i}`);
+        const hash = new ThreadMd5();
+        await pipeline(chunked(data, [65536, 12345]), new FileSink(file, hash, i % 3 !== 0));
+        return { bytes: md5(await readFile(file)), hash: await hash.digestHex() };
+      }),
+    );
+    expect(results).to.deep.equal(bodies.map((b) => ({ bytes: md5(b), hash: md5(b) })));
   });
 
   it('creates an empty file for an empty body, and never overwrites an existing file', async () => {

@@ -89,6 +89,11 @@ export interface DataPlaneOptions extends ProductionSettings {
    * backends/fs-backend.ts). Default DEFAULT_INLINE_BLOB_BYTES; 0 = every body in a file.
    */
   inlineBlobBytes?: number;
+  /**
+   * Large bodies on the filesystem backend are written with O_DIRECT, past the page cache, where the file
+   * system allows it (see FileSink in backends/file-sink.ts). Default true.
+   */
+  directIo?: boolean;
   /** Age below which a temp file or an unreferenced blob file may still belong to a live request. Default 1 hour. */
   orphanGraceMs?: number;
   /** Injected clock (tests). */
@@ -121,6 +126,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const catalog = new Catalog(sql);
   const fs: FsBackend = new FsBackend(opts.dataDir, {
     smallBlobs,
+    directIo: opts.directIo ?? true,
     inline: { maxBytes: opts.inlineBlobBytes ?? DEFAULT_INLINE_BLOB_BYTES, load: (locator) => catalog.inlineBlob(fs.key, locator) },
   });
   const backends = new BackendRegistry(fs, opts.backends ?? backendsConfigFromEnv(), logger, opts.secretKey ? new SecretBox(opts.secretKey) : undefined);

@@ -22,6 +22,8 @@ const config = loadConfig(
     STRATA_SMALL_BLOB_CACHE_MB: env.int(16, 0),
     // Bodies up to this many bytes are kept in the database with their blob row instead of a file; 0 = off.
     STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
+    // Large bodies written to files with O_DIRECT (past the page cache) where the file system allows it.
+    STRATA_DIRECT_IO: env.bool(true),
     LOG_LEVEL: env.logLevel(),
   }),
 );
@@ -40,6 +42,7 @@ const service = await startDataPlane({
   orphanGraceMs: config.STRATA_ORPHAN_GRACE_MS,
   smallBlobCacheMb: config.STRATA_SMALL_BLOB_CACHE_MB,
   inlineBlobBytes: config.STRATA_INLINE_BLOB_BYTES,
+  directIo: config.STRATA_DIRECT_IO,
   logger,
 });
 stopOnSignals([service], logger);

@@ -43,6 +43,8 @@ export const standaloneEnvSchema = z.object({
   STRATA_GATEWAY_ANSWER_CACHE_BYTES: gatewayEnvSchema.shape.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
   /** Bodies up to this many bytes are kept in the database instead of files (the data plane image's setting). */
   STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
+  /** Large bodies written with O_DIRECT where the file system allows it (the data plane image's setting). */
+  STRATA_DIRECT_IO: env.bool(true),
   LOG_LEVEL: env.logLevel(),
   /**
    * The object store's production servers, each replacing its embedded default when set:

@@ -48,6 +48,8 @@ export interface PlatformOptions {
   gatewayAnswerCacheBytes?: number;
   /** Largest body the data plane keeps inline in the database (default 64 KiB; 0: every body in a file). */
   inlineBlobBytes?: number;
+  /** Large bodies written with O_DIRECT where the file system allows it (default true). */
+  directIo?: boolean;
   /** How often the embedded PGlite database is vacuumed (ms; it runs no autovacuum). */
   pgliteVacuumMs?: number;
   /** Cron expression of the in-process purge, or false. */
@@ -130,6 +132,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         cache: ctx.cache,
         broker: ctx.broker,
         inlineBlobBytes: ctx.options.inlineBlobBytes,
+        directIo: ctx.options.directIo,
         logger: ctx.logger('data-plane'),
       }),
   },

@@ -60,16 +60,19 @@ export class FsBackend implements StorageBackend {
 
   private readonly smallBlobs: SmallBlobCache | undefined;
   private readonly inline: InlineBlobs | undefined;
+  private readonly directIo: boolean;
 
   /**
    * `smallBlobs`: keep the bytes of small blobs read whole in memory (see SmallBlobCache); `inline`:
-   * keep small bodies in the metadata database instead of files (see InlineBlobs).
+   * keep small bodies in the metadata database instead of files (see InlineBlobs); `directIo`: write large
+   * bodies past the page cache where the file system allows it (see FileSink; default true).
    */
-  constructor(dataDir: string, opts: { smallBlobs?: SmallBlobCache; inline?: InlineBlobs } = {}) {
+  constructor(dataDir: string, opts: { smallBlobs?: SmallBlobCache; inline?: InlineBlobs; directIo?: boolean } = {}) {
     this.root = path.join(path.resolve(dataDir), 'blobs');
     this.smallBlobs = opts.smallBlobs;
     // Kept with a limit of 0 too: blobs written inline before are still read through it.
     this.inline = opts.inline;
+    this.directIo = opts.directIo ?? true;
   }
 
   private pathOf(locator: string): string {
@@ -130,7 +133,7 @@ export class FsBackend implements StorageBackend {
     try {
       // fsync before close (flush / FileSink), so the rename below never publishes bytes still in the page cache only.
       md5Thread = large ? new ThreadMd5() : undefined;
-      const sink = md5Thread ? new FileSink(tempPath, md5Thread) : createWriteStream(tempPath, { flags: 'wx', flush: true });
+      const sink = md5Thread ? new FileSink(tempPath, md5Thread, this.directIo) : createWriteStream(tempPath, { flags: 'wx', flush: true });
       await pipeline(source[0], source[1], sink);
       const md5 = md5Thread ? await md5Thread.digestHex() : counter.digestHex();
       verify(counter.size, md5);
