@@ -173,6 +173,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
 
   const serviceOpts = { name, logger, registry, readiness: { database: () => store.ping() }, onClose };
   const app = createApp(serviceOpts);
+  // Internal answers are never cached by anyone: no hash of every JSON body for an ETag header.
+  app.set('etag', false);
   app.use(httpMetrics(registry).middleware);
   app.use(
     '/internal',

@@ -173,6 +173,8 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
 
   const serviceOpts = { name, logger, registry, readiness: { database: () => catalog.ping() }, onClose };
   const app = createApp(serviceOpts);
+  // Internal answers are never cached by anyone: no hash of every JSON body for an ETag header.
+  app.set('etag', false);
   const metricsMiddleware = httpMetrics(registry).middleware;
   const internalToken = requireInternalToken(opts.internalToken);
   const renderError = internalErrorHandler(logger, dataPlaneErrors(logger));

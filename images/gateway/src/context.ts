@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import type { SigV4Result } from './auth/sigv4-verify.js';
+import type { Cancellation } from './clients/internal-http.js';
 
 /** Who is calling, established by the auth middleware. */
 export interface Caller {
@@ -22,8 +23,31 @@ export interface RequestState {
   authenticatesItself?: boolean;
   bytesIn: number;
   bytesOut: number;
-  /** Aborted when the client goes away before the answer is complete. */
-  abort: AbortController;
+  /** Fires when the client goes away before the answer is complete. */
+  clientGone: ClientGone;
+}
+
+/**
+ * The client went away before its answer was complete: upstream calls registered here are cancelled.
+ * (An AbortController per request and http.request's listeners on its signal cost a noticeable share
+ * of a small PUT; most requests never fire it.)
+ */
+export class ClientGone implements Cancellation {
+  fired = false;
+  private cancels: Array<() => void> | undefined;
+
+  onCancel(cancel: () => void): void {
+    if (this.fired) cancel();
+    else (this.cancels ??= []).push(cancel);
+  }
+
+  fire(): void {
+    if (this.fired) return;
+    this.fired = true;
+    const cancels = this.cancels;
+    this.cancels = undefined;
+    for (const cancel of cancels ?? []) cancel();
+  }
 }
 
 export function state(res: Response): RequestState {

@@ -21,3 +21,4 @@ export * from './bucket-lifecycle.js';
 export * from './bucket-cors.js';
 export * from './bucket-tags.js';
 export * from './bucket-configs.js';
+export * from './ids.js';

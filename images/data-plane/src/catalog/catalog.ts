@@ -1,5 +1,4 @@
-import { v7 as uuidv7 } from 'uuid';
-import { S3Error, isUniqueViolation, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
+import { S3Error, isUniqueViolation, uuidV7, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
 import { GroupCommit } from './group-commit.js';
 
 /** The bucket as the data plane needs it. */
@@ -259,7 +258,7 @@ export class Catalog {
         req.contentType,
         JSON.stringify(req.userMetadata),
         req.now,
-        uuidv7(),
+        uuidV7(),
         JSON.stringify(commitPayload(req)),
         blob.kind === 'new' ? (blob.data ?? null) : null,
       ],
@@ -288,7 +287,7 @@ export class Catalog {
       contentType: req.contentType,
       userMetadata: req.userMetadata,
       now: req.now.toISOString(),
-      eventId: uuidv7(),
+      eventId: uuidV7(),
       payload: commitPayload({ bucket, key, ...req }),
     }));
     let rows: Array<CommitRow & { r_index: number }>;
@@ -390,7 +389,7 @@ export class Catalog {
          VALUES ($1, $2, 'NORMAL', $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${OBJECT_COLUMNS}),
        e AS (INSERT INTO outbox (event_id, type, payload, created_at) VALUES ($11, 'object.created', $12, $10))
        SELECT * FROM n`,
-      [bucket.id, key, blobId, req.size, req.etag, req.md5, req.contentType, JSON.stringify(req.userMetadata), req.owner, now, uuidv7(), JSON.stringify(payload)],
+      [bucket.id, key, blobId, req.size, req.etag, req.md5, req.contentType, JSON.stringify(req.userMetadata), req.owner, now, uuidV7(), JSON.stringify(payload)],
     );
     const meta = toMeta(bucket.name, inserted.rows[0]);
     return { meta, newBlobKept, unreferencedBlobIds };

@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import type { Readable } from 'node:stream';
-import { InternalHttp, type Guard, readText, seg } from './internal-http.js';
+import { InternalHttp, type Cancellation, type Guard, readText, seg } from './internal-http.js';
 import type { ObjectMeta } from './control-plane.js';
 
 export interface PutObjectHeaders {
@@ -45,7 +45,7 @@ export class DataPlaneClient {
   }
 
   /** Stream a body up; resolves with the data plane's answer (on an instant hit before the body is sent). */
-  async putObject(bucket: string, key: string, h: PutObjectHeaders, body: Readable, signal?: AbortSignal): Promise<{ object: ObjectMeta; instant: boolean }> {
+  async putObject(bucket: string, key: string, h: PutObjectHeaders, body: Readable, cancellation?: Cancellation): Promise<{ object: ObjectMeta; instant: boolean }> {
     const res = await this.http.stream({
       method: 'PUT',
       path: `/internal/objects/${seg(bucket)}/${seg(key)}`,
@@ -60,14 +60,14 @@ export class DataPlaneClient {
         ...(h.ifNoneMatch ? { 'if-none-match': h.ifNoneMatch } : {}),
       },
       body,
-      signal,
+      cancellation,
     });
     return JSON.parse(await readText(res)) as { object: ObjectMeta; instant: boolean };
   }
 
   /** GET or HEAD the bytes; the caller pipes the response (and must consume or destroy it). */
-  getObject(method: 'GET' | 'HEAD', bucket: string, key: string, range: string | undefined, signal?: AbortSignal): Promise<http.IncomingMessage> {
-    return this.http.stream({ method, path: `/internal/objects/${seg(bucket)}/${seg(key)}`, headers: range ? { range } : {}, signal });
+  getObject(method: 'GET' | 'HEAD', bucket: string, key: string, range: string | undefined, cancellation?: Cancellation): Promise<http.IncomingMessage> {
+    return this.http.stream({ method, path: `/internal/objects/${seg(bucket)}/${seg(key)}`, headers: range ? { range } : {}, cancellation });
   }
 
   /** The backend's own URL for the object, or undefined when the backend cannot serve it directly. */
@@ -93,13 +93,13 @@ export class DataPlaneClient {
     return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, { body });
   }
 
-  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, h: { contentLength: number; contentMd5?: string }, body: Readable, signal?: AbortSignal): Promise<{ etag: string }> {
+  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, h: { contentLength: number; contentMd5?: string }, body: Readable, cancellation?: Cancellation): Promise<{ etag: string }> {
     const res = await this.http.stream({
       method: 'PUT',
       path: `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}`,
       headers: { 'content-length': h.contentLength, 'content-type': 'application/octet-stream', ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}) },
       body,
-      signal,
+      cancellation,
     });
     return JSON.parse(await readText(res)) as { etag: string };
   }

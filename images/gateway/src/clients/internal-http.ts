@@ -5,6 +5,19 @@ import { InProcessAgent, S3Error, type S3ErrorCode } from '../../../service-kit/
 /** Runs one upstream call (e.g. through a circuit breaker). */
 export type Guard = <R>(fn: () => Promise<R>) => Promise<R>;
 
+/**
+ * Something that may cancel a call: the client of the request being served went away. `onCancel` runs
+ * `cancel` then (at once if that already happened).
+ */
+export interface Cancellation {
+  onCancel(cancel: () => void): void;
+}
+
+/** The error a cancelled call fails with (as Node's for an aborted signal). */
+export function cancelledError(): Error {
+  return Object.assign(new Error('The operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
+}
+
 /** Query values; undefined ones are left out. */
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -15,8 +28,8 @@ export interface StreamCall {
   headers?: http.OutgoingHttpHeaders;
   /** Request body piped upstream; when absent the request is ended at once. */
   body?: Readable;
-  /** Aborts the upstream exchange (e.g. when the client went away). */
-  signal?: AbortSignal;
+  /** Ends the upstream exchange when it fires (e.g. when the client went away). */
+  cancellation?: Cancellation;
 }
 
 /** Status → code for error answers that carry no JSON body (HEAD, or a proxy in between). */
@@ -71,8 +84,9 @@ export class InternalHttp {
         path: this.target(call.path, call.query),
         agent: this.agent,
         headers: { ...call.headers, 'x-strata-internal-token': this.token },
-        signal: call.signal,
       });
+      // (Not http.request's `signal`: an AbortSignal's listeners cost a noticeable share of a small PUT.)
+      call.cancellation?.onCancel(() => req.destroy(cancelledError()));
       let bodyError: Error | undefined;
       let bodyDone = !call.body;
       req.on('error', (err) => reject(bodyError ?? this.unavailable(err)));

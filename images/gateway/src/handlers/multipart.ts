@@ -42,7 +42,7 @@ export const uploadPart: S3Handler = async (s3) => {
     const md5 = contentMd5(req);
     const upload = objectBody(req, res);
     body = upload.body;
-    const { etag } = await deps.dataPlane.uploadPart(bucket, key, query.get('uploadId') ?? '', partNumber, { contentLength: length, contentMd5: md5 }, body, state(res).abort.signal);
+    const { etag } = await deps.dataPlane.uploadPart(bucket, key, query.get('uploadId') ?? '', partNumber, { contentLength: length, contentMd5: md5 }, body, state(res).clientGone);
     res.setHeader('ETag', quoted(etag));
     if (upload.checksum?.value) res.setHeader(upload.checksum.checksum.header, upload.checksum.value);
     res.status(200).end();

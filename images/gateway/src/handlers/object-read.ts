@@ -114,7 +114,7 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: Buc
     if (!answerHeaders(s3, 200, cached.headers, rules)) res.end(method === 'GET' ? cached.body : undefined);
     return;
   }
-  const upstream = await deps.dataPlane.getObject(method, bucket, key, range, st.abort.signal);
+  const upstream = await deps.dataPlane.getObject(method, bucket, key, range, st.clientGone);
   let answered: boolean;
   try {
     answered = answerHeaders(s3, upstream.statusCode ?? 200, upstream.headers, rules);

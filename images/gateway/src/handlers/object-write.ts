@@ -47,7 +47,7 @@ export const putObject: S3Handler = async (s3) => {
         ifNoneMatch: header(req, 'if-none-match'),
       },
       body,
-      state(res).abort.signal,
+      state(res).clientGone,
     );
     res.setHeader('ETag', quoted(result.object.etag));
     setExpiration(res, bucketInfo.lifecycle, { key, size: result.object.size, lastModified: result.object.lastModified });

@@ -99,7 +99,7 @@ export const postObject: S3Handler = async (s3) => {
       key,
       { contentType: form.fields.get('content-type') ?? 'binary/octet-stream', owner: caller.username, userMetadata: userMetadataOf(form.fields) },
       body,
-      state(res).abort.signal,
+      state(res).clientGone,
     );
     const etag = quoted(result.object.etag);
     res.setHeader('ETag', etag);

@@ -17,7 +17,7 @@ export function toS3Error(err: unknown, logger: Logger): S3Error {
 export function errorRenderer(logger: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const st = state(res);
-    if (st.abort?.signal.aborted && (err as Error)?.name === 'AbortError') return;
+    if (st.clientGone?.fired && (err as Error)?.name === 'AbortError') return;
     const s3 = toS3Error(err, logger);
     if (res.headersSent) {
       // Bytes already went out: the only honest signal left is to cut the connection.

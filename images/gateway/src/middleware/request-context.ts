@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import type { Counter } from 'prom-client';
-import type { Logger } from '../../../service-kit/src/index.js';
-import { state } from '../context.js';
+import { pooledRandomBytes, type Logger } from '../../../service-kit/src/index.js';
+import { ClientGone, state } from '../context.js';
 
 export interface TrafficCounters {
   bytesIn: Counter<'operation'>;
@@ -11,24 +10,15 @@ export interface TrafficCounters {
 }
 
 /**
- * First middleware of every request: request id (x-amz-request-id on every answer), abort signal
+ * First middleware of every request: request id (x-amz-request-id on every answer), cancellation
  * tied to the client connection, byte counters and one structured log line when the answer is done.
  */
 /** Per connection: the socket's byte counts when its last request ended. */
 const socketMarks = new WeakMap<Socket, { read: number; written: number }>();
 
-/** Random bytes drawn 4 KiB at a time: one draw per request was a noticeable share of a small GET. */
-let idPool = Buffer.alloc(0);
-let idAt = 0;
-
 /** 16 random hex digits, as S3's x-amz-request-id. */
 export function newRequestId(): string {
-  if (idAt + 8 > idPool.length) {
-    idPool = randomBytes(4096);
-    idAt = 0;
-  }
-  idAt += 8;
-  return idPool.toString('hex', idAt - 8, idAt).toUpperCase();
+  return pooledRandomBytes(8).toString('hex').toUpperCase();
 }
 
 export function requestContext(logger: Logger, counters: TrafficCounters) {
@@ -41,7 +31,7 @@ export function requestContext(logger: Logger, counters: TrafficCounters) {
     st.errorFormat = 'xml';
     st.bytesIn = 0;
     st.bytesOut = 0;
-    st.abort = new AbortController();
+    st.clientGone = new ClientGone();
     res.setHeader('x-amz-request-id', requestId);
     res.setHeader('x-amz-id-2', requestId);
     res.setHeader('Server', 'Strata');
@@ -51,7 +41,7 @@ export function requestContext(logger: Logger, counters: TrafficCounters) {
     const socket = req.socket;
     const marks = socketMarks.get(socket) ?? { read: 0, written: 0 };
     res.on('close', () => {
-      if (!res.writableFinished) st.abort.abort();
+      if (!res.writableFinished) st.clientGone.fire();
       st.bytesIn = Math.max(0, socket.bytesRead - marks.read);
       st.bytesOut = Math.max(0, socket.bytesWritten - marks.written);
       socketMarks.set(socket, { read: socket.bytesRead, written: socket.bytesWritten });
