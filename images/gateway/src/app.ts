@@ -130,6 +130,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     rootUser: opts.rootUser ?? 'strata',
     publicUrl: opts.publicUrl,
     redirectSeconds: opts.redirectExpiresSeconds ?? 300,
+    admitUser: (res, user) => flow.admitUser(res, state(res).operation, user),
     objectAnswers:
       opts.objectReadCache && answerBytes > 0 ? new ObjectAnswerCache(opts.objectReadCache, answerBytes, SMALL_BODY, countLookup('gateway-objects')) : undefined,
   };

@@ -1,3 +1,4 @@
+import type { Response } from 'express';
 import type { Logger } from '../../service-kit/src/index.js';
 import type { TokenIssuer } from './auth/jwt.js';
 import type { CredentialLookup } from './auth/sigv4-verify.js';
@@ -20,6 +21,11 @@ export interface GatewayDeps {
   publicUrl?: string;
   /** Lifetime of the presigned URL a Bearer GET is redirected to. */
   redirectSeconds: number;
+  /**
+   * Counts a request against its user's rate limit once the handler has authenticated it (form uploads:
+   * flow control ran before their signed policy named the user); throws SlowDown when exhausted.
+   */
+  admitUser?: (res: Response, user: string) => Promise<void>;
   /** Answers to small whole-object GETs kept in the gateway; absent without a shared object read cache. */
   objectAnswers?: ObjectAnswerCache;
 }

@@ -33,6 +33,12 @@ export interface FlowControlOptions {
 export interface FlowControl {
   /** Rate and concurrency limits; mount after authentication (it needs the user). */
   middleware: RequestHandler;
+  /**
+   * Count a request whose caller becomes known only inside its handler (a form upload authenticates by
+   * its signed policy, after this middleware ran without a user) against that user's rate limit.
+   * Throws SlowDown, with Retry-After set on `res`, when the limit is exhausted.
+   */
+  admitUser(res: Response, route: string, user: string): Promise<void>;
   /** Call `fn` through the circuit breaker of upstream `name`. */
   wrap<A extends unknown[], R>(name: string, fn: (...args: A) => Promise<R>): (...args: A) => Promise<R>;
   /** Call `fn` once through the circuit breaker of upstream `name`. */
@@ -111,8 +117,17 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
       .catch(next);
   };
 
+  const admitUser = async (res: Response, route: string, user: string): Promise<void> => {
+    const verdict = await rateLimits.checkUser(user);
+    if (verdict.allowed) return;
+    metrics.rateLimitRejections.inc({ route, user_class: verdict.userClass, scope: verdict.scope });
+    res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
+    throw new S3Error('SlowDown', 'Please reduce your request rate.');
+  };
+
   return {
     middleware,
+    admitUser,
     wrap: (name, fn) => breakers.wrap(name, fn),
     run: (name, fn) => breakers.run(name, fn),
     breakers,

@@ -49,10 +49,16 @@ export class RateLimits {
     const checks: Array<Promise<RateLimitVerdict>> = [];
     const routeLimiter = this.limiters.get(`route:${route}`)?.limiter;
     if (routeLimiter) checks.push(consume(routeLimiter, 'all', 'route', userClass));
-    const userLimiter = user === undefined ? undefined : this.limiters.get(`user:${userClass}`)?.limiter;
-    if (userLimiter && user !== undefined) checks.push(consume(userLimiter, user, 'user', userClass));
+    if (user !== undefined) checks.push(this.checkUser(user));
     const verdicts = await Promise.all(checks);
     return verdicts.find((v) => !v.allowed) ?? { allowed: true };
+  }
+
+  /** Take one point from the user's limit only (for a request whose user is known only after its route's check). */
+  async checkUser(user: string): Promise<RateLimitVerdict> {
+    const userClass = userClassOf(this.rules, user);
+    const limiter = this.limiters.get(`user:${userClass}`)?.limiter;
+    return limiter ? consume(limiter, user, 'user', userClass) : { allowed: true };
   }
 
   private build(id: string, rule: RateLimitRule): RateLimiterAbstract {

@@ -83,6 +83,8 @@ export const postObject: S3Handler = async (s3) => {
     const { credential, sizeRange } = await verifyPostPolicy(form.fields, bucket, deps.credentials, deps.region);
     const caller = { username: credential.username, accessKey: credential.accessKey, isRoot: credential.username === deps.rootUser, via: 'post-policy' as const };
     state(res).caller = caller;
+    // Flow control saw no user (the policy names it): the user's rate limit counts the upload now.
+    await deps.admitUser?.(res, caller.username);
     await deps.buckets.owned(bucket, caller);
     const rawKey = form.fields.get('key');
     if (rawKey === undefined) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'key'.", { ArgumentName: 'key' });
