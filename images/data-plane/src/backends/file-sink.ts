@@ -57,7 +57,7 @@ let directUnavailable = !constants.O_DIRECT;
 async function alignedStart(fd: number, buf: SinkBuffer, at: number): Promise<number | undefined> {
   // A large allocation is usually its own mmap with a 16-byte header: try that start first.
   const candidates = [ALIGN - 16];
-  for (let at = 0; at < ALIGN; at += 16) if (at !== ALIGN - 16) candidates.push(at);
+  for (let step = 0; step < ALIGN; step += 16) if (step !== ALIGN - 16) candidates.push(step);
   for (const start of candidates) {
     buf.shared.fill(0, start, start + ALIGN);
     const accepted = await new Promise<boolean>((resolve, reject) =>
