@@ -126,7 +126,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const catalog = new Catalog(sql);
   const fs: FsBackend = new FsBackend(opts.dataDir, {
     smallBlobs,
-    directIo: opts.directIo ?? true,
+    directIo: opts.directIo,
     inline: { maxBytes: opts.inlineBlobBytes ?? DEFAULT_INLINE_BLOB_BYTES, load: (locator) => catalog.inlineBlob(fs.key, locator) },
   });
   const backends = new BackendRegistry(fs, opts.backends ?? backendsConfigFromEnv(), logger, opts.secretKey ? new SecretBox(opts.secretKey) : undefined);

@@ -44,6 +44,13 @@ function giveBack(buf: SinkBuffer): void {
   if (pool.length < POOLED) pool.push(buf);
 }
 
+/** No start of a buffer suits direct writes (the device's blocks are larger than ALIGN). */
+class NoAlignedStart extends Error {
+  constructor() {
+    super('no start of the buffer suits direct writes');
+  }
+}
+
 /** Set once direct writes failed where they were expected to work: this process then writes through the page cache. */
 let directUnavailable = !constants.O_DIRECT;
 
@@ -127,7 +134,9 @@ export class FileSink extends Writable {
         await this.takeBuffer();
         return;
       } catch (err) {
-        if (!this.directFd && (err as NodeJS.ErrnoException).code !== 'EINVAL') throw err;
+        // Only these two say direct writes cannot work here; anything else (EEXIST, EIO…) fails this upload alone.
+        const refused = this.directFd ? err instanceof NoAlignedStart : (err as NodeJS.ErrnoException).code === 'EINVAL';
+        if (!refused) throw err;
         directUnavailable = true;
       }
       // Nothing was written (the probe's block aside): the same file, emptied, through the page cache.
@@ -170,7 +179,7 @@ export class FileSink extends Writable {
     if (this.directFd && !buf.direct) {
       // Every earlier buffer was full: the position is a multiple of FILE_SINK_BUFFER, so of ALIGN.
       const start = await alignedStart(this.fd!, buf, this.position);
-      if (start === undefined) throw new Error('no start of the buffer suits direct writes');
+      if (start === undefined) throw new NoAlignedStart();
       buf.bytes = buf.shared.subarray(start, start + FILE_SINK_BUFFER);
       buf.direct = true;
     }

@@ -14,7 +14,7 @@ export interface Cancellation {
 }
 
 /** The error a cancelled call fails with (as Node's for an aborted signal). */
-export function cancelledError(): Error {
+function cancelledError(): Error {
   return Object.assign(new Error('The operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
 }
 
