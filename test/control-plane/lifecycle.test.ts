@@ -131,6 +131,30 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
       expect((await purge(expiry)).expiredObjects).to.equal(0);
     });
 
+    it('a Tag filter expires only objects carrying every tag it names, as written by PUT or by the tagging route', async () => {
+      const bucket = await newBucket();
+      const putTagged = async (key: string, tags: Array<{ key: string; value: string }>) => {
+        const res = await layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc(key)}`, 'body', { 'x-strata-owner': owner, 'x-strata-tags': JSON.stringify(tags) });
+        expect(res.status, await res.clone().text()).to.equal(200);
+      };
+      await putTagged('both', [{ key: 'scratch', value: 'true' }, { key: 'team', value: 'a' }, { key: 'extra', value: '1' }]);
+      await putTagged('scratch-only', [{ key: 'scratch', value: 'true' }]);
+      await putTagged('wrong-value', [{ key: 'scratch', value: 'false' }, { key: 'team', value: 'a' }]);
+      await put(bucket, 'untagged', 'body');
+      await put(bucket, 'tagged-later', 'body');
+      const tagging = await layer.cpFetch('PUT', `/internal/buckets/${bucket}/objects/tagged-later/tagging`, { tags: [{ key: 'team', value: 'a' }, { key: 'scratch', value: 'true' }] });
+      expect(tagging.status, await tagging.clone().text()).to.equal(204);
+      // The tagging route checks what it stores as S3 would, and needs the object.
+      expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${bucket}/objects/untagged/tagging`, { tags: [{ key: 'aws:x', value: '1' }] }))).to.deep.equal({ status: 400, code: 'InvalidTag' });
+      expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${bucket}/objects/nothing-here/tagging`, { tags: [] }))).to.deep.equal({ status: 404, code: 'NoSuchKey' });
+      await setLastModified(bucket, new Date('2031-02-01T00:00:00Z'));
+      await setRules(bucket, [
+        rule('scratch-team-a', { filter: { form: 'and', prefix: '', tags: [{ key: 'scratch', value: 'true' }, { key: 'team', value: 'a' }] }, expiration: { days: 1 } }),
+      ]);
+      expect((await purge(new Date('2031-02-03T00:00:00Z'))).expiredObjects).to.equal(2);
+      expect(await keys(bucket)).to.deep.equal(['scratch-only', 'untagged', 'wrong-value']);
+    });
+
     it('a Date rule expires every object it selects from that date on, however new', async () => {
       const bucket = await newBucket();
       await put(bucket, 'tmp/old', 'o');

@@ -83,7 +83,7 @@ describe('group commit', function () {
     it('commits concurrent writes in batches with the same outcome as one by one', async () => {
       const catalog = new Catalog(sql);
       statements.length = 0;
-      const reqs = Array.from({ length: 20 }, (_, i) => commitOf(i < 10 ? `key-${i}` : 'contended', `c${i % 4}`));
+      const reqs = Array.from({ length: 20 }, (_, i) => commitOf(i < 10 ? `key-${i}` : 'contended', `c${i % 4}`, i % 3 === 0 ? { tags: [{ key: 'i', value: String(i) }] } : {}));
       const results = await Promise.all(reqs.map((r) => catalog.commitObject(r)));
       const batched = statements.filter((s) => s.includes('strata_commit_objects'));
       expect(batched.length, 'batch statements').to.be.greaterThan(0);
@@ -91,7 +91,13 @@ describe('group commit', function () {
       results.forEach((r, i) => {
         expect(r.meta).to.include({ bucket: 'gc', key: reqs[i]!.key, etag: reqs[i]!.etag, lastModified: '2030-01-01T00:00:00.123Z' });
         expect(r.meta.userMetadata).to.deep.equal(reqs[i]!.userMetadata);
+        expect(r.meta.tags).to.deep.equal(reqs[i]!.tags);
       });
+      // The tags are stored with each version (every third request brought one).
+      for (let i = 0; i < 10; i++) {
+        const row = (await sql.query<{ tags: unknown }>("SELECT tags FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [bucket.id, `key-${i}`])).rows[0]!;
+        expect(row.tags, `key-${i}`).to.deep.equal(i % 3 === 0 ? [{ key: 'i', value: String(i) }] : null);
+      }
       // Same content → one blob: only the first writer of each content keeps its new blob.
       expect(results.filter((r) => r.newBlobKept)).to.have.length(4);
       for (let i = 0; i < 10; i++) expect(await live(`key-${i}`)).to.have.length(1);
@@ -141,6 +147,22 @@ describe('group commit', function () {
       expect(statements.filter((s) => s.includes('strata_commit_object('))).to.have.length(5);
       expect(statements.some((s) => s.includes('strata_commit_objects'))).to.equal(false);
     });
+
+    it('stores tags on the single-commit function and on the conditional transaction path alike', async () => {
+      const catalog = new Catalog(sql, { groupCommit: false });
+      const tags = [{ key: 'team', value: 'été' }, { key: 'empty', value: '' }];
+      const stored = async (key: string) => (await sql.query<{ tags: unknown }>("SELECT tags FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [bucket.id, key])).rows[0]?.tags;
+      expect((await catalog.commitObject(commitOf('tagged-fn', 't1', { tags }))).meta.tags).to.deep.equal(tags);
+      expect(await stored('tagged-fn')).to.deep.equal(tags);
+      // Conditions take the multi-statement transaction.
+      expect((await catalog.commitObject(commitOf('tagged-tx', 't2', { tags, conditions: { ifNoneMatch: '*' } }))).meta.tags).to.deep.equal(tags);
+      expect(await stored('tagged-tx')).to.deep.equal(tags);
+      // An overwrite without tags leaves none (tags belong to a version), and reads say so.
+      await catalog.commitObject(commitOf('tagged-fn', 't3'));
+      expect(await stored('tagged-fn')).to.equal(null);
+      expect((await catalog.object(bucket, 'tagged-fn'))!.tags).to.equal(undefined);
+      expect((await catalog.object(bucket, 'tagged-tx'))!.tags).to.deep.equal(tags);
+    });
   });
 });
 
@@ -177,7 +199,7 @@ describe('strata_commit_objects: set-based batch = the items in order', function
     objects: (await db.query(
       // A replaced version's blob may legitimately be gone in one order and kept in the other.
       `SELECT o.bucket_id, o.key, o.state, CASE WHEN o.state <> 'DELETED' THEN b.md5 END AS blob_md5, CASE WHEN o.state <> 'DELETED' THEN b.size END AS blob_size, o.size, o.etag, o.md5, o.content_type,
-         o.user_metadata, o.owner, o.last_modified, o.deleted_at
+         o.user_metadata, o.owner, o.last_modified, o.deleted_at, o.tags
        FROM object_info o LEFT JOIN blobs b ON b.id = o.blob_id ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13`,
     )).rows,
     liveBlobs: (await db.query("SELECT md5, size, ref_count FROM blobs WHERE state = 'LIVE' AND ref_count > 0 ORDER BY md5, size")).rows,
@@ -284,6 +306,7 @@ describe('strata_commit_objects: set-based batch = the items in order', function
         items.push({
           bucketId, key, owner: pick(['alice', 'bob']), ...blob,
           size: content.length, etag: md5, md5, contentType: 'text/plain', userMetadata: { round: String(round) },
+          ...(random() < 0.3 ? { tags: [{ key: 'round', value: String(round) }, { key: 'n', value: String(n) }] } : {}),
           now, eventId: `ev-${String(round).padStart(2, '0')}-${n}`, payload: { bucketId, key, size: content.length },
         });
       }
@@ -310,9 +333,10 @@ describe('strata_commit_objects: set-based batch = the items in order', function
       await expectConsistent(setBased, round);
       await expectConsistent(inOrder, round);
       // Each committed item's blob holds its content; a new blob that was kept carries the item's locator.
+      // (Not for a version that a later item of the batch replaced: its inline blob may be freed already.)
       for (const [i, row] of a.entries()) {
         const item = aItems[i]!;
-        if (row.r_status !== 'ok') continue;
+        if (row.r_status !== 'ok' || aItems.slice(i + 1).some((later) => later.bucketId === item.bucketId && later.key === item.key)) continue;
         const blob = (await setBased.query<{ md5: string; locator: string }>('SELECT md5, locator FROM blobs WHERE id = $1', [row.r_blob_id])).rows[0];
         expect(blob?.md5, `round ${round} item ${i + 1}: blob content`).to.equal(item.md5);
         if ('existingBlobId' in item) instantHits++;

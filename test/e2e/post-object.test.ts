@@ -1,4 +1,4 @@
-import { GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, GetObjectTaggingCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createPresignedPost, type PresignedPostOptions } from '@aws-sdk/s3-presigned-post';
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
@@ -32,6 +32,21 @@ describe('e2e: browser form uploads (POST Object with a signed policy)', functio
     expect(got.ContentType).to.equal('image/png');
     expect(got.Metadata).to.deep.equal({ colour: 'blue' });
     expect((await bodyBytes(got)).equals(body)).to.equal(true);
+  });
+
+  it("keeps the form's tagging field (a Tagging document) as the object's tags; bad tags store nothing", async () => {
+    const tagging = '<Tagging><TagSet><Tag><Key>source</Key><Value>form</Value></Tag></TagSet></Tagging>';
+    const post = await presigned({ Key: 'forms/tagged.txt', Fields: { tagging } });
+    const r = await submit(post, 'tagged');
+    expect(r.status, await r.clone().text()).to.equal(204);
+    expect((await env.s3.send(new GetObjectTaggingCommand({ Bucket: bucket, Key: 'forms/tagged.txt' }))).TagSet).to.deep.equal([{ Key: 'source', Value: 'form' }]);
+    const bad = await presigned({ Key: 'forms/bad-tags.txt', Fields: { tagging: '<Tagging><TagSet><Tag><Key>aws:x</Key><Value>1</Value></Tag></TagSet></Tagging>' } });
+    const refused = await submit(bad, 'x');
+    expect([refused.status, s3ErrorOf(await refused.text()).code]).to.deep.equal([400, 'InvalidTag']);
+    const malformed = await submit(await presigned({ Key: 'forms/bad-xml.txt', Fields: { tagging: '<Tagging><TagSet>' } }), 'x');
+    expect([malformed.status, s3ErrorOf(await malformed.text()).code]).to.deep.equal([400, 'MalformedXML']);
+    await absent('forms/bad-tags.txt');
+    await absent('forms/bad-xml.txt');
   });
 
   it('fills ${filename} in the key, answers 201 with a PostResponse or 303 to success_action_redirect', async () => {

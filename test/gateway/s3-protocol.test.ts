@@ -78,6 +78,9 @@ describe('gateway S3 protocol pieces', () => {
         ['DELETE', '/b1/k', {}, 'DeleteObject'],
         ['GET', '/b1/k?acl', {}, 'GetObjectAcl'],
         ['GET', '/b1/k?tagging', {}, 'GetObjectTagging'],
+        ['PUT', '/b1/k?tagging', {}, 'PutObjectTagging'],
+        ['PUT', '/b1/k?tagging', { 'x-amz-copy-source': '/b1/src' }, 'PutObjectTagging'],
+        ['DELETE', '/b1/k?tagging', {}, 'DeleteObjectTagging'],
         ['GET', '/b1/k?presign&method=PUT', {}, 'Presign'],
         ['POST', '/b1/k?uploads', {}, 'CreateMultipartUpload'],
         ['PUT', '/b1/k?partNumber=1&uploadId=u', {}, 'UploadPart'],
@@ -98,7 +101,7 @@ describe('gateway S3 protocol pieces', () => {
       for (const [method, target, headers, expected] of cases) expect(op(method, target, headers), `${method} ${target}`).to.equal(expected);
     });
 
-    it('versioning, ACL, policy, lock and tagging writes are NotImplemented routes, never a write', () => {
+    it('versioning, ACL, policy and lock writes are NotImplemented routes, never a write', () => {
       for (const [method, target] of [
         ['PUT', '/b1?versioning'],
         ['PUT', '/b1?acl'],
@@ -108,8 +111,6 @@ describe('gateway S3 protocol pieces', () => {
         ['PUT', '/b1?object-lock'],
         ['PUT', '/b1?website'],
         ['PUT', '/b1/k?acl'],
-        ['PUT', '/b1/k?tagging'],
-        ['DELETE', '/b1/k?tagging'],
         ['PUT', '/b1/k?retention'],
         ['PUT', '/b1/k?legal-hold'],
         ['POST', '/b1'],

@@ -1,6 +1,6 @@
 import type { CorsRule } from './bucket-cors.js';
 import type { LifecycleRule } from './bucket-lifecycle.js';
-import type { BucketTag } from './bucket-tags.js';
+import type { BucketTag } from './tags.js';
 
 /**
  * The configurations a bucket keeps with its record (PutBucketLifecycleConfiguration, PutBucketCors,

@@ -1,3 +1,5 @@
+import type { Tag } from './tags.js';
+
 /**
  * A bucket's lifecycle configuration as the services keep and exchange it (JSON): the gateway maps
  * S3's `LifecycleConfiguration` XML to it and back, the control plane stores it with the bucket and
@@ -41,13 +43,10 @@ export function createdNoLaterThan(now: Date, days: number): Date {
   return new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS - days * DAY_MS);
 }
 
-/**
- * Whether the rule's filter selects an object. Strata stores no object tags, so a filter that names a
- * tag selects nothing.
- */
-export function lifecycleFilterMatches(filter: LifecycleFilter, object: { key: string; size: number }): boolean {
+/** Whether the rule's filter selects an object: its prefix, sizes, and every tag it names on the object. */
+export function lifecycleFilterMatches(filter: LifecycleFilter, object: { key: string; size: number; tags?: readonly Tag[] }): boolean {
   return (
-    filter.tags.length === 0 &&
+    filter.tags.every((wanted) => object.tags?.some((t) => t.key === wanted.key && t.value === wanted.value)) &&
     object.key.startsWith(filter.prefix) &&
     (filter.sizeGreaterThan === undefined || object.size > filter.sizeGreaterThan) &&
     (filter.sizeLessThan === undefined || object.size < filter.sizeLessThan)
@@ -58,7 +57,7 @@ export function lifecycleFilterMatches(filter: LifecycleFilter, object: { key: s
  * When an object expires under the configuration, and by which rule: the earliest expiry among the
  * enabled rules that select it (what S3 reports in `x-amz-expiration`); undefined when none does.
  */
-export function objectExpiration(rules: readonly LifecycleRule[], object: { key: string; size: number; lastModified: Date }): { expiry: Date; ruleId: string } | undefined {
+export function objectExpiration(rules: readonly LifecycleRule[], object: { key: string; size: number; lastModified: Date; tags?: readonly Tag[] }): { expiry: Date; ruleId: string } | undefined {
   let found: { expiry: Date; ruleId: string } | undefined;
   for (const rule of rules) {
     const exp = rule.expiration;

@@ -19,6 +19,6 @@ export * from './heap-growth.js';
 export * from './in-process-http.js';
 export * from './bucket-lifecycle.js';
 export * from './bucket-cors.js';
-export * from './bucket-tags.js';
+export * from './tags.js';
 export * from './bucket-configs.js';
 export * from './ids.js';

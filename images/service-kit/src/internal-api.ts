@@ -24,6 +24,11 @@ export function requireInternalToken(token: string) {
   };
 }
 
+/** JSON in an internal header must be ASCII: non-ASCII characters travel as \u escapes. */
+export function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** A service's own mapping of an error it knows to an S3 error; undefined = not one of its own. */
 export type ErrorMapping = (err: unknown, req: Request) => S3Error | undefined;
 

@@ -1,6 +1,6 @@
 import express, { type Request, type Router } from 'express';
 import {
-  assertBucketName, assertObjectKey, MAX_BUCKET_TAGS, MAX_CORS_RULES, MAX_LIFECYCLE_RULES, S3Error, type Logger, type SecretBox,
+  assertBucketName, assertObjectKey, MAX_BUCKET_TAGS, MAX_CORS_RULES, MAX_LIFECYCLE_RULES, objectTagsFromJson, S3Error, type Logger, type SecretBox,
 } from '../../../service-kit/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
 import { invalidateObjectRead } from '../../../service-kit/src/object-read-cache.js';
@@ -163,6 +163,18 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     const meta = await store.headObject(bucket, key);
     if (!meta) throw new S3Error('NoSuchKey', undefined, { Key: key });
     res.json(meta);
+  });
+  // PutObjectTagging / DeleteObjectTagging (an empty list): the object's tags, read back by GET above.
+  router.put('/buckets/:bucket/objects/:key/tagging', async (req, res) => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    const key = param(req, 'key');
+    assertObjectKey(key);
+    const tags = objectTagsFromJson(req.body?.tags);
+    if (!tags) throw new S3Error('InvalidTag', 'tags must be a list of {key, value}');
+    if (!(await store.setObjectTags(bucket, key, tags))) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    // Answers of GET/HEAD carry the tag count: cached ones end here.
+    await invalidateObjectRead(cache, bucket.name, key);
+    res.status(204).end();
   });
   router.delete('/buckets/:bucket/objects/:key', async (req, res) => {
     const bucket = await mustBucket(param(req, 'bucket'));

@@ -1,5 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
-import { S3Error, isUniqueViolation, readQuery, type CorsRule, type LifecycleRule, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
+import { S3Error, isUniqueViolation, readQuery, type CorsRule, type LifecycleRule, type SqlClient, type SqlExecutor, type Tag } from '../../../service-kit/src/index.js';
 import type {
   BackendConfig,
   Bucket,
@@ -42,9 +42,10 @@ interface ObjectRow {
   content_type: string;
   user_metadata: Record<string, string>;
   last_modified: Date;
+  tags: Tag[] | null;
 }
 
-const OBJECT_COLUMNS = 'key, size, etag, md5, content_type, user_metadata, last_modified';
+const OBJECT_COLUMNS = 'key, size, etag, md5, content_type, user_metadata, last_modified, tags';
 
 function toMeta(bucket: string, row: ObjectRow): ObjectMeta {
   return {
@@ -56,6 +57,7 @@ function toMeta(bucket: string, row: ObjectRow): ObjectMeta {
     contentType: row.content_type,
     userMetadata: row.user_metadata ?? {},
     lastModified: new Date(row.last_modified).toISOString(),
+    ...(row.tags?.length ? { tags: row.tags } : {}),
   };
 }
 
@@ -321,9 +323,10 @@ export class SqlMetadataStore implements MetadataStore {
              SELECT id FROM object_info
              WHERE bucket_id = $1 AND ${SAME_PARTITION} AND state = 'NORMAL' AND key >= $2 AND starts_with(key, $2)
                AND last_modified <= $3 AND ($4::bigint IS NULL OR size > $4) AND ($5::bigint IS NULL OR size < $5)
+               AND ($8::jsonb IS NULL OR tags @> $8::jsonb)
              ORDER BY key LIMIT $6 FOR UPDATE SKIP LOCKED)
            RETURNING key, size, owner`,
-          [bucket.id, selection.prefix, selection.createdNoLaterThan, selection.sizeGreaterThan ?? null, selection.sizeLessThan ?? null, PURGE_BATCH, now],
+          [bucket.id, selection.prefix, selection.createdNoLaterThan, selection.sizeGreaterThan ?? null, selection.sizeLessThan ?? null, PURGE_BATCH, now, selection.tags?.length ? JSON.stringify(selection.tags) : null],
         );
         for (const row of res.rows) {
           await insertOutboxEvent(tx, 'object.recycled', { bucket: bucket.name, bucketId: bucket.id, key: row.key, size: Number(row.size), owner: row.owner, reason: 'lifecycle' }, now);
@@ -342,6 +345,14 @@ export class SqlMetadataStore implements MetadataStore {
       [bucket.id, key],
     );
     return res.rows[0] && toMeta(bucket.name, res.rows[0]);
+  }
+
+  async setObjectTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean> {
+    const res = await this.sql.query(
+      `UPDATE object_info SET tags = $3 WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`,
+      [bucket.id, key, tags?.length ? JSON.stringify(tags) : null],
+    );
+    return res.rowCount > 0;
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { BucketConfigs, CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
+import type { BucketConfigs, CorsRule, LifecycleRule, Tag } from '../../../service-kit/src/index.js';
 
 export type { BucketConfigs } from '../../../service-kit/src/index.js';
 
@@ -38,6 +38,8 @@ export interface ObjectMeta {
   contentType: string;
   userMetadata: Record<string, string>;
   lastModified: string;
+  /** Its tags; absent when it has none. */
+  tags?: Tag[];
 }
 
 export interface StoredUser {
@@ -89,6 +91,8 @@ export interface ExpirySelection {
   createdNoLaterThan: Date;
   sizeGreaterThan?: number;
   sizeLessThan?: number;
+  /** Objects that carry every one of these tags (and maybe others). */
+  tags?: Tag[];
 }
 
 export interface PurgeResult {
@@ -140,6 +144,8 @@ export interface MetadataStore {
   expireObjects(bucket: Bucket, selection: ExpirySelection, now: Date): Promise<string[]>;
 
   headObject(bucket: Bucket, key: string): Promise<ObjectMeta | undefined>;
+  /** Replace the NORMAL object's tags (undefined or empty: none); false when there is no such object. */
+  setObjectTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean>;
   listObjects(bucket: Bucket, query: ListQuery): Promise<ListPage>;
   /** NORMAL → RECYCLED; false when there was no such object. */
   recycleObject(bucket: Bucket, key: string, now: Date): Promise<boolean>;

@@ -33,7 +33,7 @@ export async function runLifecycle(deps: LifecycleDeps, now: Date): Promise<Life
   for (const { bucket, rules } of await deps.store.bucketsWithLifecycle()) {
     try {
       for (const rule of rules) {
-        if (!rule.enabled || rule.filter.tags.length > 0) continue; // no object carries tags
+        if (!rule.enabled) continue;
         result.expiredObjects += await expireObjects(deps, bucket, rule, now);
         if (rule.abortIncompleteMultipartUploadDays !== undefined) {
           result.abortedUploads += await deps.uploads.expireUploads(bucket.name, rule.filter.prefix, createdNoLaterThan(now, rule.abortIncompleteMultipartUploadDays));
@@ -54,8 +54,8 @@ async function expireObjects(deps: LifecycleDeps, bucket: Bucket, rule: Lifecycl
   // From its date on, a rule expires every object it selects, however new.
   else if (exp && 'date' in exp && new Date(exp.date) <= now) cutoff = now;
   if (!cutoff) return 0;
-  const { prefix, sizeGreaterThan, sizeLessThan } = rule.filter;
-  const keys = await deps.store.expireObjects(bucket, { prefix, createdNoLaterThan: cutoff, sizeGreaterThan, sizeLessThan }, now);
+  const { prefix, sizeGreaterThan, sizeLessThan, tags } = rule.filter;
+  const keys = await deps.store.expireObjects(bucket, { prefix, createdNoLaterThan: cutoff, sizeGreaterThan, sizeLessThan, tags }, now);
   for (const key of keys) await deps.invalidate(bucket.name, key);
   return keys.length;
 }

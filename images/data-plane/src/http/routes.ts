@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import express, { type Request, type Response, type Router } from 'express';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { asciiJson, objectTagsFromJson, S3Error, type Tag } from '../../../service-kit/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
 import { etagMatches, type StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
@@ -30,11 +30,6 @@ function readAll(stream: Readable): Promise<Buffer> {
   });
 }
 
-/** JSON in a header must be ASCII: non-ASCII characters travel as \u escapes. */
-export function asciiJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
 function contentLength(req: Request): number | undefined {
   const raw = req.header('content-length');
   if (raw === undefined) return undefined;
@@ -62,6 +57,18 @@ function userMetadata(req: Request): Record<string, string> | undefined {
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new S3Error('InvalidArgument', 'x-strata-meta must be a JSON object of strings');
   return Object.fromEntries(Object.entries(parsed as Record<string, unknown>).map(([k, v]) => [k.toLowerCase(), String(v)]));
+}
+
+/** x-strata-tags: the new object's tags as JSON (the gateway parsed x-amz-tagging). */
+function tags(req: Request): Tag[] | undefined {
+  const raw = req.header('x-strata-tags');
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    return objectTagsFromJson(JSON.parse(raw));
+  } catch (err) {
+    if (err instanceof S3Error) throw err;
+    throw new S3Error('InvalidTag', 'x-strata-tags must be a JSON list of {key, value}');
+  }
 }
 
 /** One `bytes=` range against a size: undefined = serve everything (absent or unparseable, as S3 does). */
@@ -111,6 +118,7 @@ function objectHeaders(res: Response, object: StoredObject): void {
   res.setHeader('content-type', object.contentType);
   res.setHeader('accept-ranges', 'bytes');
   res.setHeader('x-strata-meta', asciiJson(object.userMetadata));
+  if (object.tags?.length) res.setHeader('x-strata-tags', asciiJson(object.tags));
 }
 
 /** Route of the object handlers below, relative to the internal API's mount point (/internal). */
@@ -129,6 +137,7 @@ export function objectHandlers(objects: ObjectService) {
       contentLength: contentLength(req),
       contentType: req.header('content-type'),
       userMetadata: userMetadata(req),
+      tags: tags(req),
       contentMd5: contentMd5(req),
       instantMd5: req.header('x-strata-instant-md5') || undefined,
       conditions: ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined,
@@ -204,7 +213,10 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     if (b.metadataDirective !== undefined && b.metadataDirective !== 'COPY' && b.metadataDirective !== 'REPLACE') {
       throw new S3Error('InvalidArgument', 'metadataDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-metadata-directive' });
     }
-    res.json(await objects.copy({ ...b, bucket: p(req, 'bucket'), key: p(req, 'key') } as CopyRequest));
+    if (b.taggingDirective !== undefined && b.taggingDirective !== 'COPY' && b.taggingDirective !== 'REPLACE') {
+      throw new S3Error('InvalidArgument', 'taggingDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-tagging-directive' });
+    }
+    res.json(await objects.copy({ ...b, tags: objectTagsFromJson(b.tags), bucket: p(req, 'bucket'), key: p(req, 'key') } as CopyRequest));
   });
 
   router.post('/multipart/:bucket/:key', json, async (req, res) => {
@@ -212,6 +224,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
       owner: req.body?.owner,
       contentType: req.body?.contentType,
       userMetadata: req.body?.userMetadata,
+      tags: objectTagsFromJson(req.body?.tags),
     });
     res.json({ uploadId });
   });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { v7 as uuidv7 } from 'uuid';
-import { assertObjectKey, S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error, type Logger, type Tag } from '../../../service-kit/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import { checkPreconditions, type ObjectMeta, type Preconditions } from '../catalog/catalog.js';
@@ -20,6 +20,8 @@ interface UploadInfo {
   owner: string;
   contentType: string;
   userMetadata: Record<string, string>;
+  /** x-amz-tagging of the initiation: the completed object's tags. */
+  tags?: Tag[];
   initiated: string;
   backendKey: string;
 }
@@ -53,7 +55,7 @@ export class MultipartService {
     private readonly clock: () => Date,
   ) {}
 
-  async initiate(bucketName: string, key: string, opts: { owner?: string; contentType?: string; userMetadata?: Record<string, string> }): Promise<string> {
+  async initiate(bucketName: string, key: string, opts: { owner?: string; contentType?: string; userMetadata?: Record<string, string>; tags?: Tag[] }): Promise<string> {
     assertObjectKey(key);
     checkUserMetadata(opts.userMetadata ?? {});
     const { bucket, backend } = await this.objects.bucket(bucketName);
@@ -64,6 +66,7 @@ export class MultipartService {
       owner: opts.owner ?? bucket.owner,
       contentType: opts.contentType || 'application/octet-stream',
       userMetadata: opts.userMetadata ?? {},
+      ...(opts.tags?.length ? { tags: opts.tags } : {}),
       initiated: this.clock().toISOString(),
       backendKey: backend.key,
     };
@@ -209,6 +212,7 @@ export class MultipartService {
         owner: info.owner,
         contentType: info.contentType,
         userMetadata: info.userMetadata,
+        tags: info.tags,
         blob: this.objects.newBlob(backend, bucket, composed),
         etag,
         md5: composed.md5,

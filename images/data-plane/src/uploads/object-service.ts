@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { assertObjectKey, cachedLookup, S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { assertObjectKey, cachedLookup, S3Error, type Logger, type Tag } from '../../../service-kit/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-backend.js';
 import { BlobGoneError, etagMatches, type BucketRef, type Catalog, type ObjectMeta, type Preconditions, type StoredObject } from '../catalog/catalog.js';
@@ -18,6 +18,8 @@ export interface PutRequest {
   contentLength?: number;
   contentType?: string;
   userMetadata?: Record<string, string>;
+  /** x-amz-tagging, checked by whoever parsed it. */
+  tags?: Tag[];
   /** Hex MD5 from Content-MD5. */
   contentMd5?: string;
   /** Hex MD5 the client claims for an instant upload. */
@@ -34,6 +36,9 @@ export interface CopyRequest {
   metadataDirective?: 'COPY' | 'REPLACE';
   contentType?: string;
   userMetadata?: Record<string, string>;
+  /** x-amz-tagging-directive: COPY (the default) keeps the source's tags, REPLACE takes `tags`. */
+  taggingDirective?: 'COPY' | 'REPLACE';
+  tags?: Tag[];
   conditions?: { ifMatch?: string; ifNoneMatch?: string; ifModifiedSince?: string; ifUnmodifiedSince?: string };
 }
 
@@ -91,7 +96,7 @@ export class ObjectService {
     const { bucket, backend } = await this.bucket(req.bucket);
     const owner = req.owner ?? bucket.owner;
     const contentType = req.contentType || 'application/octet-stream';
-    const base = { bucket, key: req.key, owner, contentType, userMetadata, conditions: req.conditions };
+    const base = { bucket, key: req.key, owner, contentType, userMetadata, tags: req.tags, conditions: req.conditions };
 
     if (req.instantMd5 !== undefined && req.contentLength !== undefined) {
       const md5 = req.instantMd5.toLowerCase();
@@ -208,7 +213,8 @@ export class ObjectService {
       const contentType = replace ? req.contentType || 'application/octet-stream' : source.contentType;
       const userMetadata = replace ? (req.userMetadata ?? {}) : source.userMetadata;
       checkUserMetadata(userMetadata);
-      const base = { bucket, key: req.key, owner, contentType, userMetadata, etag: source.etag, md5: source.md5, size: source.size };
+      const tags = req.taggingDirective === 'REPLACE' ? req.tags : source.tags;
+      const base = { bucket, key: req.key, owner, contentType, userMetadata, tags, etag: source.etag, md5: source.md5, size: source.size };
       if (sourceBackend.key === backend.key) {
         try {
           return await this.commit({ ...base, blob: { kind: 'existing', blobId: source.blobId } }, undefined, backend);

@@ -1,4 +1,4 @@
-import type { BucketConfigs, CorsRule, LifecycleRule } from '../../../service-kit/src/index.js';
+import type { BucketConfigs, CorsRule, LifecycleRule, Tag } from '../../../service-kit/src/index.js';
 
 export type { BucketConfigs } from '../../../service-kit/src/index.js';
 import { InternalHttp, type Guard, seg } from './internal-http.js';
@@ -13,6 +13,8 @@ export interface ObjectMeta {
   contentType: string;
   userMetadata: Record<string, string>;
   lastModified: string;
+  /** Its tags; absent when it has none. */
+  tags?: Tag[];
 }
 export interface BackendRef {
   kind: string;
@@ -111,6 +113,11 @@ export class ControlPlaneClient {
 
   headObject(bucket: string, key: string): Promise<ObjectMeta> {
     return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`);
+  }
+
+  /** Replace the object's tags (none: remove them); NoSuchKey when there is no such object. */
+  async putObjectTags(bucket: string, key: string, tags: Tag[]): Promise<void> {
+    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/tagging`, { body: { tags } });
   }
 
   async deleteObject(bucket: string, key: string): Promise<void> {

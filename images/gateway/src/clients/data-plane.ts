@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import { InternalHttp, type Cancellation, type Guard, readText, seg } from './internal-http.js';
+import { asciiJson, type Tag } from '../../../service-kit/src/index.js';
 import type { ObjectMeta } from './control-plane.js';
 
 export interface PutObjectHeaders {
@@ -9,6 +10,8 @@ export interface PutObjectHeaders {
   contentType?: string;
   owner: string;
   userMetadata: Record<string, string>;
+  /** x-amz-tagging, parsed and checked. */
+  tags?: Tag[];
   contentMd5?: string;
   instantMd5?: string;
   ifMatch?: string;
@@ -54,6 +57,7 @@ export class DataPlaneClient {
         'content-type': h.contentType ?? 'application/octet-stream',
         'x-strata-owner': h.owner,
         'x-strata-meta': JSON.stringify(h.userMetadata),
+        ...(h.tags?.length ? { 'x-strata-tags': asciiJson(h.tags) } : {}),
         ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}),
         ...(h.instantMd5 ? { 'x-strata-instant-md5': h.instantMd5 } : {}),
         ...(h.ifMatch ? { 'if-match': h.ifMatch } : {}),
@@ -84,12 +88,22 @@ export class DataPlaneClient {
   copyObject(
     bucket: string,
     key: string,
-    body: { owner: string; sourceBucket: string; sourceKey: string; metadataDirective: 'COPY' | 'REPLACE'; contentType?: string; userMetadata?: Record<string, string>; conditions?: CopyConditions },
+    body: {
+      owner: string;
+      sourceBucket: string;
+      sourceKey: string;
+      metadataDirective: 'COPY' | 'REPLACE';
+      contentType?: string;
+      userMetadata?: Record<string, string>;
+      taggingDirective: 'COPY' | 'REPLACE';
+      tags?: Tag[];
+      conditions?: CopyConditions;
+    },
   ): Promise<ObjectMeta> {
     return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, { body, long: true });
   }
 
-  createMultipart(bucket: string, key: string, body: { owner: string; contentType?: string; userMetadata?: Record<string, string> }): Promise<{ uploadId: string }> {
+  createMultipart(bucket: string, key: string, body: { owner: string; contentType?: string; userMetadata?: Record<string, string>; tags?: Tag[] }): Promise<{ uploadId: string }> {
     return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, { body });
   }
 

@@ -64,6 +64,6 @@ export const cors = configHandlers('cors', {
 /** Put/Get/DeleteBucketTagging: the bucket's own tags (objects carry none). */
 export const tags = configHandlers('tags', {
   root: 'Tagging',
-  parse: (doc) => parseTagging(doc as TaggingXml),
+  parse: (doc) => parseTagging(doc as TaggingXml, 'bucket'),
   render: renderTagging,
 });

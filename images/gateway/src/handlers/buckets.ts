@@ -1,6 +1,6 @@
 import { S3Error } from '../../../service-kit/src/index.js';
 import { callerOf } from '../context.js';
-import { RESERVED_BUCKET_NAMES, isValidBucketName, validateKey } from '../middleware/bucket-access.js';
+import { RESERVED_BUCKET_NAMES, isValidBucketName } from '../middleware/bucket-access.js';
 import type { BackendRef } from '../clients/control-plane.js';
 import type { S3Handler } from '../s3/operation.js';
 import { readSmallBody } from '../s3/request.js';
@@ -130,15 +130,4 @@ export const getAcl: S3Handler = async ({ res, bucket, key, deps }) => {
       },
     },
   });
-};
-
-/**
- * GetObjectTagging: Strata keeps no tags, so every object has an empty tag set (the AWS CLI reads
- * the source's tags when it copies between buckets in parts). Writing tags is NotImplemented.
- */
-export const getObjectTagging: S3Handler = async ({ res, bucket, key, deps }) => {
-  validateKey(key);
-  await deps.buckets.owned(bucket, callerOf(res));
-  await deps.controlPlane.headObject(bucket, key);
-  sendXml(res, 'Tagging', { TagSet: {} });
 };

@@ -3,7 +3,7 @@ import { callerOf, state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { contentMd5, discard, header, objectBody, objectLength, readSmallBody, unquote, userMetadata } from '../s3/request.js';
+import { contentMd5, discard, header, objectBody, objectLength, objectTagging, readSmallBody, unquote, userMetadata } from '../s3/request.js';
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
 import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
@@ -25,8 +25,14 @@ async function target(s3: S3Request): Promise<BucketInfo> {
 export const createMultipartUpload: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
   discard(req);
+  const tags = objectTagging(req);
   const bucketInfo = await target(s3);
-  const { uploadId } = await deps.dataPlane.createMultipart(bucket, key, { owner: callerOf(res).username, contentType: header(req, 'content-type'), userMetadata: userMetadata(req) });
+  const { uploadId } = await deps.dataPlane.createMultipart(bucket, key, {
+    owner: callerOf(res).username,
+    contentType: header(req, 'content-type'),
+    userMetadata: userMetadata(req),
+    ...(tags?.length ? { tags } : {}),
+  });
   setAbortDate(res, bucketInfo.lifecycle, { key, initiated: new Date() });
   sendXml(res, 'InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: uploadId });
 };
@@ -89,7 +95,7 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   const ifNoneMatch = header(req, 'if-none-match');
   const conditions = ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined;
   const meta = await deps.dataPlane.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions);
-  setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified });
+  setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
   sendXml(res, 'CompleteMultipartUploadResult', { Location: `/${bucket}/${urlEncodeKey(key)}`, Bucket: bucket, Key: key, ETag: quoted(unquote(meta.etag)) });
 };
 

@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import { pipeline } from 'node:stream';
 import type { Request, Response } from 'express';
-import { S3Error, type LifecycleRule } from '../../../service-kit/src/index.js';
+import { S3Error, type LifecycleRule, type Tag } from '../../../service-kit/src/index.js';
 import { presignUrl } from '../auth/sigv4.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import { callerOf, state } from '../context.js';
@@ -53,8 +53,19 @@ export function conditionalStatus(req: Request, etag: string, lastModified: Date
   return undefined;
 }
 
-/** Copy the data plane's object headers onto the answer, user metadata as x-amz-meta-*. */
-function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: URLSearchParams): void {
+/** The object's tags from the data plane's x-strata-tags (JSON); undefined when it has none. */
+function objectTags(h: http.IncomingHttpHeaders): Tag[] | undefined {
+  const raw = h['x-strata-tags'];
+  if (typeof raw !== 'string' || !raw) return undefined;
+  try {
+    return JSON.parse(raw) as Tag[];
+  } catch {
+    return undefined; // informative, as the metadata: a malformed header must not fail the read
+  }
+}
+
+/** Copy the data plane's object headers onto the answer, user metadata as x-amz-meta-*, the tags' count as x-amz-tagging-count. */
+function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: URLSearchParams, tags: Tag[] | undefined): void {
   for (const name of ['content-length', 'content-range', 'etag', 'last-modified', 'content-type'] as const) {
     const v = h[name];
     if (v !== undefined) res.setHeader(name, v);
@@ -68,6 +79,7 @@ function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: UR
       // metadata is informative: a malformed header must not fail the read
     }
   }
+  if (tags?.length) res.setHeader('x-amz-tagging-count', String(tags.length));
   for (const [param, headerName] of Object.entries(OVERRIDES)) {
     const v = query.get(param);
     if (v !== null) res.setHeader(headerName, v);
@@ -92,11 +104,12 @@ function answerHeaders(s3: S3Request, status: number, h: http.IncomingHttpHeader
     return true;
   }
   res.status(status === 206 ? 206 : 200);
-  copyObjectHeaders(h, res, query);
+  const tags = objectTags(h);
+  copyObjectHeaders(h, res, query, tags);
   if (rules?.length) {
     // The whole object's size: a range answer names it after the slash of Content-Range.
     const size = Number(String(h['content-range'] ?? '').split('/')[1] ?? h['content-length']);
-    setExpiration(res, rules, { key: s3.key, size, lastModified });
+    setExpiration(res, rules, { key: s3.key, size, lastModified, tags });
   }
   return false;
 }

@@ -2,7 +2,7 @@ import { S3Error } from '../../../service-kit/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { contentMd5, discard, header, objectBody, objectLength, unquote, userMetadata } from '../s3/request.js';
+import { contentMd5, discard, header, objectBody, objectLength, objectTagging, unquote, userMetadata } from '../s3/request.js';
 import { setExpiration } from '../s3/expiration.js';
 import { quoted, sendData, sendXml } from '../s3/render.js';
 
@@ -30,6 +30,7 @@ export const putObject: S3Handler = async (s3) => {
     const length = objectLength(req, res);
     const md5 = contentMd5(req);
     const meta = userMetadata(req);
+    const tags = objectTagging(req);
     const bucketInfo = await deps.buckets.owned(bucket, caller);
     const upload = objectBody(req, res);
     body = upload.body;
@@ -41,6 +42,7 @@ export const putObject: S3Handler = async (s3) => {
         contentType: header(req, 'content-type'),
         owner: caller.username,
         userMetadata: meta,
+        tags,
         contentMd5: md5,
         instantMd5: instant,
         ifMatch: header(req, 'if-match'),
@@ -50,7 +52,7 @@ export const putObject: S3Handler = async (s3) => {
       state(res).clientGone,
     );
     res.setHeader('ETag', quoted(result.object.etag));
-    setExpiration(res, bucketInfo.lifecycle, { key, size: result.object.size, lastModified: result.object.lastModified });
+    setExpiration(res, bucketInfo.lifecycle, { key, size: result.object.size, lastModified: result.object.lastModified, tags });
     if (upload.checksum?.value) res.setHeader(upload.checksum.checksum.header, upload.checksum.value);
     if (result.instant) discard(body);
     if (instant) sendData(res, { instant: result.instant, bucket, key, etag: result.object.etag, size: result.object.size });
@@ -101,6 +103,10 @@ export const copyObject: S3Handler = async (s3) => {
   const { sourceBucket, sourceKey } = await copySource(s3, caller);
   const directive = (header(req, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE') throw new S3Error('InvalidArgument', 'Unknown metadata directive.', { ArgumentName: 'x-amz-metadata-directive' });
+  const taggingDirective = (header(req, 'x-amz-tagging-directive') ?? 'COPY').toUpperCase();
+  if (taggingDirective !== 'COPY' && taggingDirective !== 'REPLACE') throw new S3Error('InvalidArgument', 'Unknown tagging directive.', { ArgumentName: 'x-amz-tagging-directive' });
+  // As S3: with COPY the source's tags go with the copy, and an x-amz-tagging header is ignored.
+  const tags = taggingDirective === 'REPLACE' ? (objectTagging(req) ?? []) : undefined;
   if (directive === 'COPY' && sourceBucket === bucket && sourceKey === key) {
     throw new S3Error('InvalidRequest', "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
   }
@@ -116,8 +122,10 @@ export const copyObject: S3Handler = async (s3) => {
     sourceKey,
     metadataDirective: directive,
     ...(directive === 'REPLACE' ? { contentType: header(req, 'content-type'), userMetadata: userMetadata(req) } : {}),
+    taggingDirective,
+    ...(tags ? { tags } : {}),
     ...(Object.values(conditions).some((v) => v !== undefined) ? { conditions } : {}),
   });
-  setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified });
+  setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
   sendXml(res, 'CopyObjectResult', { LastModified: new Date(meta.lastModified).toISOString(), ETag: quoted(unquote(meta.etag)) });
 };

@@ -8,6 +8,8 @@ import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
 import { quoted, sendXml, urlEncodeKey } from '../s3/render.js';
 import { userMetadataOf } from '../s3/request.js';
+import { parseTagging, type TaggingXml } from '../s3/tagging-xml.js';
+import { parseXml } from '../s3/xml.js';
 import { SizeRangeCheck, VerifiedBody } from '../s3/verified-body.js';
 import { originOf } from './presign.js';
 
@@ -90,6 +92,9 @@ export const postObject: S3Handler = async (s3) => {
     if (rawKey === undefined) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'key'.", { ArgumentName: 'key' });
     const key = rawKey.replaceAll('${filename}', form.filename);
     validateKey(key);
+    // The form's `tagging` field is a Tagging document (S3's POST Object), not a header's k=v list.
+    const taggingField = form.fields.get('tagging');
+    const tags = taggingField === undefined ? undefined : parseTagging(parseXml<TaggingXml>(taggingField, 'Tagging'), 'object');
     let body: Readable = form.file;
     if (sizeRange) {
       const checked = new VerifiedBody([new SizeRangeCheck(sizeRange.min, sizeRange.max)]);
@@ -99,7 +104,7 @@ export const postObject: S3Handler = async (s3) => {
     const result = await deps.dataPlane.putObject(
       bucket,
       key,
-      { contentType: form.fields.get('content-type') ?? 'binary/octet-stream', owner: caller.username, userMetadata: userMetadataOf(form.fields) },
+      { contentType: form.fields.get('content-type') ?? 'binary/octet-stream', owner: caller.username, userMetadata: userMetadataOf(form.fields), tags },
       body,
       state(res).clientGone,
     );

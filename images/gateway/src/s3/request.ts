@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import type { Request, Response } from 'express';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { parseTaggingHeader, S3Error, type Tag } from '../../../service-kit/src/index.js';
 import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
 import { PayloadHashCheck } from '../auth/payload-hash.js';
 import { EMPTY_SHA256, sha256Hex } from '../auth/sigv4.js';
@@ -114,6 +114,12 @@ export function contentMd5(req: Request): string | undefined {
 /** x-amz-meta-* headers → {name: value} (names lower case, prefix removed), bounded to 2 KiB. */
 export function userMetadata(req: Request): Record<string, string> {
   return userMetadataOf(Object.entries(req.headers));
+}
+
+/** `x-amz-tagging` (URL-encoded `k1=v1&k2=v2`), checked as S3 checks it; undefined when absent. */
+export function objectTagging(req: Request): Tag[] | undefined {
+  const raw = header(req, 'x-amz-tagging');
+  return raw === undefined ? undefined : parseTaggingHeader(raw);
 }
 
 /** x-amz-meta-* entries (headers, or a form's fields) → {name: value}, bounded to 2 KiB. */

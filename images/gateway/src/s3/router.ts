@@ -10,6 +10,7 @@ import * as list from '../handlers/list.js';
 import * as multipart from '../handlers/multipart.js';
 import { getObjectAttributes } from '../handlers/object-attributes.js';
 import { getObject, headObject } from '../handlers/object-read.js';
+import { deleteObjectTagging, getObjectTagging, putObjectTagging } from '../handlers/object-tagging.js';
 import { copyObject, deleteObject, putObject } from '../handlers/object-write.js';
 import { postObject } from '../handlers/post-object.js';
 import { presign } from '../handlers/presign.js';
@@ -18,7 +19,7 @@ import type { S3Handler } from './operation.js';
 
 /** Bucket subresources Strata does not implement (by design: no versioning, policy, lock...). */
 const UNSUPPORTED_BUCKET = ['policy', 'object-lock', 'encryption', 'website', 'logging', 'notification', 'replication', 'ownershipControls', 'publicAccessBlock', 'accelerate', 'requestPayment', 'analytics', 'metrics', 'inventory', 'intelligent-tiering', 'policyStatus'];
-const UNSUPPORTED_OBJECT = ['tagging', 'retention', 'legal-hold', 'torrent', 'restore', 'select'];
+const UNSUPPORTED_OBJECT = ['retention', 'legal-hold', 'torrent', 'restore', 'select'];
 
 interface Route {
   operation: string;
@@ -77,13 +78,14 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
   switch (method) {
     case 'PUT':
       if (query.has('acl')) return { operation: 'PutObjectAcl', handler: notImplemented('object ACLs') };
+      if (query.has('tagging')) return { operation: 'PutObjectTagging', handler: putObjectTagging };
       if (query.has('uploadId') || query.has('partNumber')) {
         return headers['x-amz-copy-source'] ? { operation: 'UploadPartCopy', handler: multipart.uploadPartCopy } : { operation: 'UploadPart', handler: multipart.uploadPart };
       }
       return unsupportedSubresource(query, UNSUPPORTED_OBJECT) ?? (headers['x-amz-copy-source'] ? { operation: 'CopyObject', handler: copyObject } : { operation: 'PutObject', handler: putObject });
     case 'GET':
       if (query.has('acl')) return { operation: 'GetObjectAcl', handler: buckets.getAcl };
-      if (query.has('tagging')) return { operation: 'GetObjectTagging', handler: buckets.getObjectTagging };
+      if (query.has('tagging')) return { operation: 'GetObjectTagging', handler: getObjectTagging };
       if (query.has('uploadId')) return { operation: 'ListParts', handler: multipart.listParts };
       if (query.has('presign')) return { operation: 'Presign', handler: presign };
       if (query.has('attributes')) return { operation: 'GetObjectAttributes', handler: getObjectAttributes };
@@ -92,6 +94,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
       return { operation: 'HeadObject', handler: headObject };
     case 'DELETE':
       if (query.has('uploadId')) return { operation: 'AbortMultipartUpload', handler: multipart.abortMultipartUpload };
+      if (query.has('tagging')) return { operation: 'DeleteObjectTagging', handler: deleteObjectTagging };
       return unsupportedSubresource(query, UNSUPPORTED_OBJECT) ?? { operation: 'DeleteObject', handler: deleteObject };
     case 'POST':
       if (query.has('uploads')) return { operation: 'CreateMultipartUpload', handler: multipart.createMultipartUpload };

@@ -1,0 +1,41 @@
+import { callerOf } from '../context.js';
+import { validateKey } from '../middleware/bucket-access.js';
+import type { S3Handler, S3Request } from '../s3/operation.js';
+import { sendXml } from '../s3/render.js';
+import { discard, readCheckedDocument } from '../s3/request.js';
+import { parseTagging, renderTagging, type TaggingXml } from '../s3/tagging-xml.js';
+import { parseXml } from '../s3/xml.js';
+
+/**
+ * Get/Put/DeleteObjectTagging: the object's tags, kept with its current version in the metadata (an
+ * overwrite brings its own tags, or none; a copy keeps the source's unless x-amz-tagging-directive is
+ * REPLACE). NoSuchKey for a key with no object. Lifecycle rules select objects by them.
+ */
+
+async function ownedObject(s3: S3Request): Promise<void> {
+  validateKey(s3.key);
+  await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
+}
+
+export const getObjectTagging: S3Handler = async (s3) => {
+  discard(s3.req);
+  await ownedObject(s3);
+  const meta = await s3.deps.controlPlane.headObject(s3.bucket, s3.key);
+  sendXml(s3.res, 'Tagging', renderTagging(meta.tags ?? []));
+};
+
+/** As S3: the document must come with Content-MD5 or a flexible checksum; it replaces every tag. */
+export const putObjectTagging: S3Handler = async (s3) => {
+  const body = await readCheckedDocument(s3.req, s3.res, { required: true });
+  await ownedObject(s3);
+  const tags = parseTagging(parseXml<TaggingXml>(body.toString('utf8'), 'Tagging'), 'object');
+  await s3.deps.controlPlane.putObjectTags(s3.bucket, s3.key, tags);
+  s3.res.status(200).end();
+};
+
+export const deleteObjectTagging: S3Handler = async (s3) => {
+  discard(s3.req);
+  await ownedObject(s3);
+  await s3.deps.controlPlane.putObjectTags(s3.bucket, s3.key, []);
+  s3.res.status(204).end();
+};
