@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { awsCli } from './support/cli.js';
-import { login, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
+import { s3Failure, sdkPlatform, tenantClient } from './support/s3.js';
 
 describe('e2e: bucket tagging (Put/Get/DeleteBucketTagging)', function () {
   this.timeout(120_000);
@@ -28,13 +28,7 @@ describe('e2e: bucket tagging (Put/Get/DeleteBucketTagging)', function () {
 
   it("another tenant can neither read nor change a bucket's tags", async () => {
     await env.s3.send(new PutBucketTaggingCommand({ Bucket: bucket, Tagging: { TagSet } }));
-    const res = await fetch(`${env.p.endpoint}/admin/users`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${await login(env.p.endpoint)}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'tags-mallory', password: 'mallory-password-1' }),
-    });
-    const creds = ((await res.json()) as { data: { accessKey: string; secretKey: string } }).data;
-    const mallory = sdkClient(env.p.endpoint, creds.accessKey, creds.secretKey);
+    const mallory = await tenantClient(env.p.endpoint, 'tags-mallory');
     try {
       expect((await s3Failure(mallory.send(new GetBucketTaggingCommand({ Bucket: bucket })))).status).to.equal(403);
       expect((await s3Failure(mallory.send(new PutBucketTaggingCommand({ Bucket: bucket, Tagging: { TagSet: [] } })))).status).to.equal(403);

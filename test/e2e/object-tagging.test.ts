@@ -18,7 +18,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { awsCli } from './support/cli.js';
-import { bucketName, login, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
+import { bucketName, login, s3Failure, sdkPlatform, tenantClient } from './support/s3.js';
 
 describe('e2e: object tagging (x-amz-tagging, Put/Get/DeleteObjectTagging)', function () {
   this.timeout(180_000);
@@ -98,13 +98,7 @@ describe('e2e: object tagging (x-amz-tagging, Put/Get/DeleteObjectTagging)', fun
 
   it("another tenant can neither read nor change an object's tags", async () => {
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'private.txt', Body: 'x', Tagging: 'secret=yes' }));
-    const res = await fetch(`${env.p.endpoint}/admin/users`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${await login(env.p.endpoint)}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'otags-mallory', password: 'mallory-password-1' }),
-    });
-    const creds = ((await res.json()) as { data: { accessKey: string; secretKey: string } }).data;
-    const mallory = sdkClient(env.p.endpoint, creds.accessKey, creds.secretKey);
+    const mallory = await tenantClient(env.p.endpoint, 'otags-mallory');
     try {
       expect((await s3Failure(mallory.send(new GetObjectTaggingCommand({ Bucket: bucket, Key: 'private.txt' })))).status).to.equal(403);
       expect((await s3Failure(mallory.send(new PutObjectTaggingCommand({ Bucket: bucket, Key: 'private.txt', Tagging: { TagSet: [] } })))).status).to.equal(403);

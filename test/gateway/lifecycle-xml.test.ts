@@ -86,7 +86,7 @@ describe('lifecycle configuration (S3 XML ⇄ rules)', () => {
     expect(expiryAfterDays(new Date(cutoff.getTime() + 1), 3) <= now).to.equal(false);
   });
 
-  it('matches objects by prefix and size; a tag filter matches nothing (objects carry no tags); the earliest enabled rule is reported', () => {
+  it('matches objects by prefix, size and tags (every tag the filter names); the earliest enabled rule is reported', () => {
     const rules = parse(`
       <Rule><ID>slow</ID><Filter><Prefix>logs/</Prefix></Filter><Status>Enabled</Status><Expiration><Days>30</Days></Expiration></Rule>
       <Rule><ID>fast</ID><Filter><And><Prefix>logs/</Prefix><ObjectSizeGreaterThan>1000</ObjectSizeGreaterThan></And></Filter><Status>Enabled</Status><Expiration><Days>2</Days></Expiration></Rule>
@@ -97,5 +97,8 @@ describe('lifecycle configuration (S3 XML ⇄ rules)', () => {
     expect(objectExpiration(rules, { key: 'logs/small', size: 10, lastModified: created })).to.deep.equal({ expiry: new Date('2030-04-01T00:00:00Z'), ruleId: 'slow' });
     expect(objectExpiration(rules, { key: 'other', size: 10, lastModified: created })).to.equal(undefined);
     expect(lifecycleFilterMatches(rules[3]!.filter, { key: 'x', size: 1 })).to.equal(false);
+    expect(lifecycleFilterMatches(rules[3]!.filter, { key: 'x', size: 1, tags: [{ key: 'a', value: 'c' }] })).to.equal(false);
+    expect(lifecycleFilterMatches(rules[3]!.filter, { key: 'x', size: 1, tags: [{ key: 'z', value: '1' }, { key: 'a', value: 'b' }] })).to.equal(true);
+    expect(objectExpiration(rules, { key: 'other', size: 10, lastModified: created, tags: [{ key: 'a', value: 'b' }] })).to.deep.equal({ expiry: new Date('2030-03-03T00:00:00Z'), ruleId: 'tag' });
   });
 });

@@ -14,6 +14,18 @@ export async function login(endpoint: string, username = ROOT_USER, password = R
   return ((await r.json()) as { data: { token: string } }).data.token;
 }
 
+/** A new user, made by the root (POST /admin/users), and an SDK client signing as that user (the caller destroys it). */
+export async function tenantClient(endpoint: string, username: string): Promise<S3Client> {
+  const res = await fetch(`${endpoint}/admin/users`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${await login(endpoint)}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ username, password: `${username}-password-1` }),
+  });
+  if (res.status !== 201) throw new Error(`creating ${username} failed: ${res.status} ${await res.text()}`);
+  const creds = ((await res.json()) as { data: { accessKey: string; secretKey: string } }).data;
+  return sdkClient(endpoint, creds.accessKey, creds.secretKey);
+}
+
 /** Code and message of an S3 XML error document. */
 export function s3ErrorOf(xml: string): { code: string; message: string } {
   return { code: /<Code>([^<]*)<\/Code>/.exec(xml)?.[1] ?? '', message: /<Message>([^<]*)<\/Message>/.exec(xml)?.[1] ?? '' };

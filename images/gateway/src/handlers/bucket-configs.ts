@@ -61,7 +61,7 @@ export const cors = configHandlers('cors', {
   render: renderCorsConfiguration,
 });
 
-/** Put/Get/DeleteBucketTagging: the bucket's own tags (objects carry none). */
+/** Put/Get/DeleteBucketTagging: the bucket's own tags (an object's are handlers/object-tagging.ts). */
 export const tags = configHandlers('tags', {
   root: 'Tagging',
   parse: (doc) => parseTagging(doc as TaggingXml, 'bucket'),
