@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { DURABLE_FS_SOURCE, type DurabilityCounters } from './pglite-fsync.js';
 import { pgliteSqlClient, type PgliteBackend } from './pglite-session.js';
 import type { SqlClient } from './sql.js';
 
@@ -9,10 +10,16 @@ import type { SqlClient } from './sql.js';
  * write load about half of that thread went to PostgreSQL. Here the database runs on another core and
  * the event loop only posts messages: protocol bytes in, the backend's answer out (encoded and decoded
  * on the event loop, pglite-wire.ts). The thread is plain JavaScript (no loader needed) and answers its
- * messages in order, one at a time.
+ * messages in order, one at a time. On disk, each answer is posted only once what it wrote is durable
+ * (pglite-fsync.ts).
  */
-const WORKER_SOURCE = `
+const WORKER_SOURCE = `${DURABLE_FS_SOURCE}
 const { parentPort, workerData } = require('node:worker_threads');
+const durable = workerData.dataDir && workerData.fsync
+  ? installDurableFs(require('node:fs'), require('node:path'), workerData.dataDir)
+  : { afterExchange: () => undefined, stats: undefined };
+// What an earlier process left in the page cache (the cluster its initdb wrote, say) reaches the disk first.
+if (workerData.dataDir && workerData.fsync) require('node:child_process').execFileSync('sync', ['-f', workerData.dataDir]);
 const { PGlite } = require(workerData.entry);
 const errorFields = (err) => {
   const out = { message: String(err && err.message || err), name: err && err.name };
@@ -28,13 +35,18 @@ const errorFields = (err) => {
         if (m.op === 'run') {
           // A fresh copy of the answer (not a view of WASM memory), so its buffer can be handed over.
           const answer = await db.execProtocolRaw(m.messages);
+          durable.afterExchange();
           parentPort.postMessage({ id: m.id, answer }, [answer.buffer]);
         } else if (m.op === 'exec') {
           await db.exec(m.script);
+          durable.afterExchange();
           parentPort.postMessage({ id: m.id });
         } else if (m.op === 'close') {
           await db.close();
+          durable.afterExchange();
           parentPort.postMessage({ id: m.id });
+        } else if (m.op === 'durability') {
+          parentPort.postMessage({ id: m.id, stats: durable.stats && { ...durable.stats, events: [...durable.stats.events] } });
         }
       } catch (err) {
         parentPort.postMessage({ id: m.id, error: errorFields(err) });
@@ -45,7 +57,14 @@ const errorFields = (err) => {
 })().catch((err) => parentPort.postMessage({ failed: errorFields(err) }));
 `;
 
-type Reply = { id: number; answer?: Uint8Array } | { id: number; error: Record<string, unknown> } | { ready: true } | { failed: Record<string, unknown> };
+type Reply =
+  | { id: number; answer?: Uint8Array; stats?: DurabilityCounters }
+  | { id: number; error: Record<string, unknown> }
+  | { ready: true }
+  | { failed: Record<string, unknown> };
+
+/** The PGlite thread's SqlClient, and what its durable file layer has synced (undefined: in memory, or fsync off). */
+export type PgliteThreadClient = SqlClient & { durability(): Promise<DurabilityCounters | undefined> };
 
 /** The thread's error as an Error with PostgreSQL's fields (code, detail, ...) as own properties. */
 function toError(fields: Record<string, unknown>): Error {
@@ -56,11 +75,12 @@ function toError(fields: Record<string, unknown>): Error {
  * A SqlClient whose PGlite lives on a worker thread. `dataDir` is a directory that already holds a
  * cluster (see createPgliteSqlClient), or undefined for an in-memory database.
  */
-export async function startPgliteThread(dataDir: string | undefined, options: { postgresqlconf: string[] }): Promise<SqlClient> {
+export async function startPgliteThread(dataDir: string | undefined, options: { postgresqlconf: string[] }, fsync = true): Promise<PgliteThreadClient> {
   const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
   // A small young generation: the thread only allocates messages.
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { entry, dataDir, options }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
-  const pending = new Map<number, { resolve: (answer: Uint8Array) => void; reject: (err: Error) => void }>();
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { entry, dataDir, options, fsync }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+  type Answer = { answer?: Uint8Array; stats?: DurabilityCounters };
+  const pending = new Map<number, { resolve: (reply: Answer) => void; reject: (err: Error) => void }>();
   let nextId = 1;
   let broken: Error | undefined;
 
@@ -90,24 +110,25 @@ export async function startPgliteThread(dataDir: string | undefined, options: { 
     if (!p) return;
     pending.delete(m.id);
     if ('error' in m) p.reject(toError(m.error));
-    else p.resolve(m.answer ?? new Uint8Array(0));
+    else p.resolve(m);
   });
   worker.on('error', fail);
   worker.on('exit', (code) => fail(new Error(`the PGlite thread exited (${code})`)));
 
-  const send = (message: { op: 'run'; messages: Uint8Array } | { op: 'exec'; script: string } | { op: 'close' }): Promise<Uint8Array> => {
+  const send = (message: { op: 'run'; messages: Uint8Array } | { op: 'exec'; script: string } | { op: 'close' } | { op: 'durability' }): Promise<Answer> => {
     if (broken) return Promise.reject(broken);
     const id = nextId++;
-    return new Promise<Uint8Array>((resolve, reject) => {
+    return new Promise<Answer>((resolve, reject) => {
       pending.set(id, { resolve, reject });
       // Protocol bytes are moved, not copied (encodeStatement gives each its own buffer).
       worker.postMessage({ id, ...message }, message.op === 'run' ? [message.messages.buffer as ArrayBuffer] : []);
     });
   };
   const backend: PgliteBackend = {
-    run: (messages) => send({ op: 'run', messages }),
+    run: async (messages) => (await send({ op: 'run', messages })).answer ?? new Uint8Array(0),
     exec: async (script) => void (await send({ op: 'exec', script })),
     close: async () => void (await send({ op: 'close' })),
   };
-  return pgliteSqlClient(backend, async () => void (await worker.terminate()));
+  const client = pgliteSqlClient(backend, async () => void (await worker.terminate()));
+  return Object.assign(client, { durability: async () => (await send({ op: 'durability' })).stats });
 }

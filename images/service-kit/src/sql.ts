@@ -75,9 +75,10 @@ export function createPgSqlClient(connectionString: string, opts: { max?: number
 /**
  * Embedded PostgreSQL (PGlite, WASM). `dataDir` is a directory on disk, or undefined / "memory://"
  * for an in-memory database. With `thread`, PGlite runs on a worker thread (pglite-thread.ts) instead
- * of this event loop.
+ * of this event loop, and on disk makes its commits and checkpoints durable (`fsync`, default true;
+ * pglite-fsync.ts).
  */
-export async function createPgliteSqlClient(dataDir?: string, opts: { thread?: boolean } = {}): Promise<SqlClient> {
+export async function createPgliteSqlClient(dataDir?: string, opts: { thread?: boolean; fsync?: boolean } = {}): Promise<SqlClient> {
   // 16 MB of shared buffers instead of PostgreSQL's 128 MB: the pages live in WASM memory that is
   // never given back, and the metadata working set is small (the OS caches the files anyway).
   const options = { postgresqlconf: ['shared_buffers = 16MB'] };
@@ -88,7 +89,7 @@ export async function createPgliteSqlClient(dataDir?: string, opts: { thread?: b
     // PostgreSQL's own initdb, create the cluster in a short-lived child process, then open it here.
     await initPgliteCluster(dataDir, options.postgresqlconf);
   }
-  if (opts.thread) return startPgliteThread(onDisk ? path.resolve(dataDir) : undefined, options);
+  if (opts.thread) return startPgliteThread(onDisk ? path.resolve(dataDir) : undefined, options, opts.fsync ?? true);
   const db = await PGlite.create({ ...(onDisk ? { dataDir } : {}), ...options });
   return pgliteSqlClient(inLoopBackend(db));
 }

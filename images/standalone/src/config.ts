@@ -45,6 +45,8 @@ export const standaloneEnvSchema = z.object({
   STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
   /** Large bodies written with O_DIRECT where the file system allows it (the data plane image's setting). */
   STRATA_DIRECT_IO: env.bool(true),
+  /** The embedded database's commits and checkpoints synced to disk (PGlite's own fsyncs are no-ops). */
+  STRATA_PGLITE_FSYNC: env.bool(true),
   LOG_LEVEL: env.logLevel(),
   /**
    * The object store's production servers, each replacing its embedded default when set:

@@ -30,6 +30,7 @@ const platform = await startPlatform({
   gatewayAnswerCacheBytes: env.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
   inlineBlobBytes: env.STRATA_INLINE_BLOB_BYTES,
   directIo: env.STRATA_DIRECT_IO,
+  pgliteFsync: env.STRATA_PGLITE_FSYNC,
   purgeSchedule: env.STRATA_PURGE_SCHEDULE === 'off' ? false : env.STRATA_PURGE_SCHEDULE,
   logLevel: env.LOG_LEVEL,
   // STRATA_PG_URL, STRATA_PG_REPLICA_URLS, STRATA_REDIS_NODES, STRATA_AMQP_URL...: unset = embedded defaults.

@@ -50,6 +50,8 @@ export interface PlatformOptions {
   inlineBlobBytes?: number;
   /** Large bodies written with O_DIRECT where the file system allows it (default true). */
   directIo?: boolean;
+  /** The embedded PGlite database syncs its commits and checkpoints to disk (default true; images/service-kit/src/pglite-fsync.ts). */
+  pgliteFsync?: boolean;
   /** How often the embedded PGlite database is vacuumed (ms; it runs no autovacuum). */
   pgliteVacuumMs?: number;
   /** Cron expression of the in-process purge, or false. */
@@ -259,7 +261,7 @@ export async function startPlatform(options: PlatformOptions, services: Platform
   const controlPlaneRegistry = createRegistry('control-plane');
   // One SQL client for every service: `session` reads then cover every write of the platform.
   const productionSql = createProductionSql(prod, { defaultRead: 'session', registry: controlPlaneRegistry, logger });
-  const sql = productionSql ?? (await createPgliteSqlClient(path.join(options.dataDir, 'pglite'), { thread: true }));
+  const sql = productionSql ?? (await createPgliteSqlClient(path.join(options.dataDir, 'pglite'), { thread: true, fsync: options.pgliteFsync ?? true }));
   const stopVacuum = productionSql ? undefined : startPgliteVacuum(sql, logger, options.pgliteVacuumMs);
   const redisCache = createProductionCache(prod, logger);
   // One AMQP broker: the data plane's outbox relay publishes through it, the control plane consumes.

@@ -1,0 +1,128 @@
+/**
+ * Durable writes for PGlite on disk (the standalone platform's database).
+ *
+ * PostgreSQL makes a commit durable by fdatasync-ing its WAL before it answers, and makes a checkpoint
+ * safe by fsync-ing the data files before it writes the new checkpoint's location into `pg_control`
+ * (after which older WAL may be recycled). Compiled to WASM, every one of those calls is a no-op: the
+ * emscripten syscalls answer 0 and its NODEFS has no fsync. A killed process loses nothing (the writes
+ * are in the kernel's page cache), but a power loss or kernel crash could lose acknowledged commits, or
+ * leave a checkpoint that points past data pages that never reached the disk.
+ *
+ * PGlite's NODEFS does its file I/O through Node's `fs` module (`openSync`, `writeSync`, `closeSync`,
+ * `renameSync`, `ftruncateSync`), so the thread that runs it interposes on those before PGlite loads and
+ * restores PostgreSQL's ordering from outside:
+ * - the WAL files written by an exchange (a statement, a script) are fdatasync-ed, and directories whose
+ *   entries changed (a new or renamed WAL segment) fsync-ed, before its answer is posted: an answered
+ *   commit is on disk, as with PostgreSQL's default `synchronous_commit = on`;
+ * - before `pg_control` is written (a checkpoint), every data file written since the last one is
+ *   fdatasync-ed, and the WAL too; then `pg_control` itself is fsync-ed;
+ * - a data file closed with unsynced writes is fdatasync-ed before it closes (its descriptor would be gone
+ *   at the checkpoint).
+ *
+ * The source below runs inside the worker (plain JavaScript, CommonJS); `installDurableFs` returns the
+ * hook to call after each exchange and the counters the tests read.
+ */
+export const DURABLE_FS_SOURCE = `
+function installDurableFs(fs, path, dataDir) {
+  const original = { openSync: fs.openSync, closeSync: fs.closeSync, writeSync: fs.writeSync, renameSync: fs.renameSync, ftruncateSync: fs.ftruncateSync };
+  const root = dataDir + path.sep;
+  const walRoot = path.join(dataDir, 'pg_wal') + path.sep;
+  const controlFile = path.join(dataDir, 'global', 'pg_control');
+  const files = new Map();
+  const walDirty = new Set();
+  const dataDirty = new Set();
+  const dirsDirty = new Set();
+  const stats = { walSyncs: 0, dataSyncs: 0, dirSyncs: 0, controlSyncs: 0, events: [] };
+  const note = (event) => {
+    stats.events.push(event);
+    if (stats.events.length > 64) stats.events.shift();
+  };
+  const inCluster = (p) => typeof p === 'string' && p.startsWith(root);
+  const markWritten = (fd) => {
+    const p = files.get(fd);
+    if (p === undefined || p === controlFile) return;
+    (p.startsWith(walRoot) ? walDirty : dataDirty).add(fd);
+  };
+  const syncWal = () => {
+    for (const fd of walDirty) {
+      fs.fdatasyncSync(fd);
+      stats.walSyncs++;
+    }
+    if (walDirty.size) note('wal');
+    walDirty.clear();
+    for (const dir of dirsDirty) {
+      const fd = original.openSync.call(fs, dir, 'r');
+      try {
+        fs.fsyncSync(fd);
+        stats.dirSyncs++;
+      } finally {
+        original.closeSync.call(fs, fd);
+      }
+    }
+    dirsDirty.clear();
+  };
+  const syncData = () => {
+    for (const fd of dataDirty) {
+      fs.fdatasyncSync(fd);
+      stats.dataSyncs++;
+    }
+    if (dataDirty.size) note('data');
+    dataDirty.clear();
+  };
+  fs.openSync = function (p, flags) {
+    const fd = original.openSync.apply(fs, arguments);
+    if (inCluster(p)) {
+      files.set(fd, p);
+      if (typeof flags === 'number' && (flags & fs.constants.O_CREAT)) dirsDirty.add(path.dirname(p));
+    }
+    return fd;
+  };
+  fs.writeSync = function (fd) {
+    const isControl = files.get(fd) === controlFile;
+    // A checkpoint: what it covers must be on disk before pg_control says it happened.
+    if (isControl) {
+      syncData();
+      syncWal();
+    }
+    const written = original.writeSync.apply(fs, arguments);
+    if (isControl) {
+      fs.fsyncSync(fd);
+      stats.controlSyncs++;
+      note('control');
+    } else markWritten(fd);
+    return written;
+  };
+  fs.ftruncateSync = function (fd) {
+    const result = original.ftruncateSync.apply(fs, arguments);
+    markWritten(fd);
+    return result;
+  };
+  fs.closeSync = function (fd) {
+    const dirty = walDirty.delete(fd) ? 'walSyncs' : dataDirty.delete(fd) ? 'dataSyncs' : undefined;
+    if (dirty) {
+      fs.fdatasyncSync(fd);
+      stats[dirty]++;
+    }
+    files.delete(fd);
+    return original.closeSync.apply(fs, arguments);
+  };
+  fs.renameSync = function (from, to) {
+    const result = original.renameSync.apply(fs, arguments);
+    if (inCluster(to)) {
+      dirsDirty.add(path.dirname(to));
+      if (inCluster(from)) dirsDirty.add(path.dirname(from));
+    }
+    return result;
+  };
+  return { afterExchange: syncWal, stats };
+}
+`;
+
+/** What the PGlite thread has synced so far (tests read it; `events` are the last kinds of sync in order). */
+export interface DurabilityCounters {
+  walSyncs: number;
+  dataSyncs: number;
+  dirSyncs: number;
+  controlSyncs: number;
+  events: Array<'wal' | 'data' | 'control'>;
+}
