@@ -15,7 +15,7 @@ describe('e2e: gateway flow control from a rules file', function () {
   before(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-rules-'));
     const rules = path.join(dir, 'rules.yaml');
-    await writeFile(rules, 'rateLimits:\n  routes:\n    ListBuckets: { points: 2, duration: 60 }\n');
+    await writeFile(rules, 'rateLimits:\n  routes:\n    ListBuckets: { points: 2, duration: 60 }\n    Preflight: { points: 2, duration: 60 }\n');
     p = await startTestPlatform(undefined, { gatewayRulesFile: rules });
   });
   after(async () => {
@@ -38,6 +38,21 @@ describe('e2e: gateway flow control from a rules file', function () {
     expect(refused?.name).to.equal('SlowDown');
     expect(refused?.$metadata.httpStatusCode).to.equal(503);
     await s3.send(new HeadBucketCommand({ Bucket: bucket }));
+    s3.destroy();
+  });
+
+  it('browser preflights (OPTIONS with an Origin) are rate-limited as the Preflight route, before any bucket lookup', async () => {
+    const preflight = (target: string) =>
+      fetch(`${p.endpoint}${target}`, { method: 'OPTIONS', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'PUT' } });
+    expect((await preflight('/some-bucket/a.txt')).status).to.equal(200);
+    expect((await preflight('/another-bucket/b.txt')).status).to.equal(200);
+    const refused = await preflight('/third-bucket/c.txt');
+    expect(refused.status).to.equal(503);
+    expect(refused.headers.get('retry-after')).to.match(/^\d+$/);
+    expect(s3ErrorOf(await refused.text()).code).to.equal('SlowDown');
+    // Requests that are not preflights are not counted against it.
+    const s3 = sdkClient(p.endpoint);
+    await s3.send(new CreateBucketCommand({ Bucket: bucketName('flow-pre') }));
     s3.destroy();
   });
 });

@@ -153,7 +153,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   });
   app.set('trust proxy', true);
   app.set('etag', false);
-  const context = [requestContext(logger, counters), metrics.middleware, crossOrigin(opts.corsOrigins ?? ['*'], deps.buckets)];
+  // Preflights are answered before authentication (cors.ts), and one naming a bucket may look it up: the
+  // 'Preflight' route's flow-control limits come first, so that a flood of them is refused before it
+  // reaches the control plane.
+  const preflightFlow = (req: Request, res: Response, next: NextFunction) => {
+    if (req.method !== 'OPTIONS' || req.headers.origin === undefined) return next();
+    state(res).operation = 'Preflight';
+    flow.middleware(req, res, next);
+  };
+  const context = [requestContext(logger, counters), metrics.middleware, preflightFlow, crossOrigin(opts.corsOrigins ?? ['*'], deps.buckets)];
   app.use(...context);
   const jsonRoutes = (_req: Request, res: Response, next: NextFunction) => {
     state(res).errorFormat = 'json';

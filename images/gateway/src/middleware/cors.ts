@@ -2,7 +2,6 @@ import cors from 'cors';
 import type { NextFunction, Request, Response } from 'express';
 import { findCorsRule, S3Error, type CorsRule } from '../../../service-kit/src/index.js';
 import type { BucketInfo } from '../clients/control-plane.js';
-import { state } from '../context.js';
 import { isValidBucketName, RESERVED_BUCKET_NAMES } from './bucket-access.js';
 
 /** Where the middleware finds a bucket's own CORS rules (the gateway's short-lived bucket cache). */
@@ -35,7 +34,6 @@ export function crossOrigin(origins: readonly string[], buckets?: BucketLookup):
     // As S3: no CORS headers for requests without an Origin (command-line clients, SDKs outside browsers).
     const origin = req.headers.origin;
     if (origin === undefined) return next();
-    if (req.method === 'OPTIONS') state(res).operation = 'Preflight';
     bucketRules(req.url, buckets).then(
       (rules) => {
         if (rules) answerByBucketRules(rules, origin, req, res, next);
