@@ -18,8 +18,13 @@ const { parentPort, workerData } = require('node:worker_threads');
 const durable = workerData.dataDir && workerData.fsync
   ? installDurableFs(require('node:fs'), require('node:path'), workerData.dataDir)
   : { afterExchange: () => undefined, stats: undefined };
-// What an earlier process left in the page cache (the cluster its initdb wrote, say) reaches the disk first.
-if (workerData.dataDir && workerData.fsync) require('node:child_process').execFileSync('sync', ['-f', workerData.dataDir]);
+// What an earlier process left in the page cache (the cluster its initdb wrote, say) reaches the disk first
+// (syncfs through coreutils' sync; where there is none, the files PGlite writes from now on are still synced).
+if (workerData.dataDir && workerData.fsync) {
+  try {
+    require('node:child_process').execFileSync('sync', ['-f', workerData.dataDir], { stdio: 'ignore' });
+  } catch {}
+}
 const { PGlite } = require(workerData.entry);
 const errorFields = (err) => {
   const out = { message: String(err && err.message || err), name: err && err.name };
