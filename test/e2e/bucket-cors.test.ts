@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
-import { bucketName, login, s3ErrorOf, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
+import { bucketName, login, s3ErrorOf, s3Failure, sdkPlatform, tenantClient } from './support/s3.js';
 
 describe('e2e: bucket CORS configuration (PutBucketCors) and the answers to browsers', function () {
   this.timeout(120_000);
@@ -94,13 +94,7 @@ describe('e2e: bucket CORS configuration (PutBucketCors) and the answers to brow
     expect(await send(good, { 'content-md5': md5('other') })).to.deep.equal({ status: 400, code: 'BadDigest' });
     expect((await env.s3.send(new GetBucketCorsCommand({ Bucket: bucket }))).CORSRules?.map((r) => r.ID)).to.deep.equal(['app', 'anyone-reads']);
 
-    const res = await fetch(`${env.p.endpoint}/admin/users`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'cors-mallory', password: 'mallory-password-1' }),
-    });
-    const creds = ((await res.json()) as { data: { accessKey: string; secretKey: string } }).data;
-    const mallory = sdkClient(env.p.endpoint, creds.accessKey, creds.secretKey);
+    const mallory = await tenantClient(env.p.endpoint, 'cors-mallory');
     try {
       expect((await s3Failure(mallory.send(new GetBucketCorsCommand({ Bucket: bucket })))).status).to.equal(403);
       expect((await s3Failure(mallory.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['DELETE'] }] } })))).status).to.equal(403);

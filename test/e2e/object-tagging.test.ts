@@ -51,6 +51,14 @@ describe('e2e: object tagging (x-amz-tagging, Put/Get/DeleteObjectTagging)', fun
     expect(await tagCount('report.csv')).to.equal(undefined);
   });
 
+  it('keeps tags in any language through every hop (URL-encoded header, internal JSON headers, XML answer)', async () => {
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'intl.txt', Body: 'x', Tagging: `${encodeURIComponent('city')}=${encodeURIComponent('東京')}&${encodeURIComponent('café')}=${encodeURIComponent('crème brûlée')}` }));
+    expect(await tagsOf('intl.txt')).to.deep.equal([{ Key: 'city', Value: '東京' }, { Key: 'café', Value: 'crème brûlée' }]);
+    expect(await tagCount('intl.txt')).to.equal(2);
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'intl-copy.txt', CopySource: `${bucket}/intl.txt` }));
+    expect(await tagsOf('intl-copy.txt')).to.deep.equal([{ Key: 'city', Value: '東京' }, { Key: 'café', Value: 'crème brûlée' }]);
+  });
+
   it('tags belong to a version: an overwrite brings its own or none', async () => {
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'v.txt', Body: 'one', Tagging: 'v=1' }));
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'v.txt', Body: 'two' }));
