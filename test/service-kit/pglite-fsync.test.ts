@@ -1,9 +1,10 @@
 import { expect } from 'chai';
+import fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createPgliteSqlClient } from '../../images/service-kit/src/index.js';
-import type { DurabilityCounters } from '../../images/service-kit/src/pglite-fsync.js';
+import { DURABLE_FS_SOURCE, type DurabilityCounters } from '../../images/service-kit/src/pglite-fsync.js';
 import type { PgliteThreadClient } from '../../images/service-kit/src/pglite-thread.js';
 
 /**
@@ -83,5 +84,57 @@ describe('PGlite on disk: commits and checkpoints made durable by its thread', f
     } finally {
       await second.close();
     }
+  });
+});
+
+describe('the durable file layer on its own (real files, a copy of the fs module)', () => {
+  type Layer = { afterExchange(): void; stats: DurabilityCounters };
+  const install = new Function(`${DURABLE_FS_SOURCE}; return installDurableFs;`)() as (f: typeof fs, p: typeof path, dir: string) => Layer;
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-durable-fs-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('skips a changed directory that is gone by the time it would be synced (a dropped database)', () => {
+    const fsCopy = { ...fs };
+    const durable = install(fsCopy, path, dir);
+    fs.mkdirSync(path.join(dir, 'base', '16384'), { recursive: true });
+    const file = path.join(dir, 'base', '16384', '1259');
+    const fd = fsCopy.openSync(file, fs.constants.O_CREAT | fs.constants.O_WRONLY);
+    fsCopy.writeSync(fd, Buffer.from('page'));
+    fsCopy.closeSync(fd);
+    fs.rmSync(path.join(dir, 'base', '16384'), { recursive: true });
+    expect(() => durable.afterExchange()).not.to.throw();
+    expect(durable.stats.dataSyncs, 'the file was synced when it closed').to.equal(1);
+  });
+
+  it('syncs WAL writes and new directories after an exchange; data before pg_control, then pg_control', () => {
+    const fsCopy = { ...fs };
+    const durable = install(fsCopy, path, dir);
+    for (const sub of ['pg_wal', 'global', 'base']) fs.mkdirSync(path.join(dir, sub));
+    const wal = fsCopy.openSync(path.join(dir, 'pg_wal', '000000010000000000000001'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
+    const data = fsCopy.openSync(path.join(dir, 'base', '1259'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
+    const control = fsCopy.openSync(path.join(dir, 'global', 'pg_control'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
+    fsCopy.writeSync(wal, Buffer.from('commit record'));
+    fsCopy.writeSync(data, Buffer.from('data page'));
+    durable.afterExchange();
+    expect(durable.stats).to.include({ walSyncs: 1, dataSyncs: 0, controlSyncs: 0 });
+    expect(durable.stats.dirSyncs, 'pg_wal, base and global got new entries').to.equal(3);
+    durable.afterExchange();
+    expect(durable.stats.walSyncs, 'nothing written since: nothing synced').to.equal(1);
+    fsCopy.writeSync(control, Buffer.from('checkpoint'));
+    expect(durable.stats).to.include({ dataSyncs: 1, controlSyncs: 1 });
+    expect(durable.stats.events.slice(-2)).to.deep.equal(['data', 'control']);
+    for (const fd of [wal, data, control]) fsCopy.closeSync(fd);
+    // Files outside the cluster are left alone.
+    const outside = fsCopy.openSync(path.join(os.tmpdir(), `strata-outside-${process.pid}`), 'w');
+    fsCopy.writeSync(outside, Buffer.from('x'));
+    fsCopy.closeSync(outside);
+    fs.rmSync(path.join(os.tmpdir(), `strata-outside-${process.pid}`));
+    durable.afterExchange();
+    expect(durable.stats).to.include({ walSyncs: 1, dataSyncs: 1 });
   });
 });

@@ -43,15 +43,25 @@ function installDurableFs(fs, path, dataDir) {
     if (p === undefined || p === controlFile) return;
     (p.startsWith(walRoot) ? walDirty : dataDirty).add(fd);
   };
-  const syncWal = () => {
-    for (const fd of walDirty) {
+  const syncEach = (fds, counter, event) => {
+    for (const fd of fds) {
       fs.fdatasyncSync(fd);
-      stats.walSyncs++;
+      stats[counter]++;
     }
-    if (walDirty.size) note('wal');
-    walDirty.clear();
+    if (fds.size) note(event);
+    fds.clear();
+  };
+  const syncData = () => syncEach(dataDirty, 'dataSyncs', 'data');
+  const syncWal = () => {
+    syncEach(walDirty, 'walSyncs', 'wal');
     for (const dir of dirsDirty) {
-      const fd = original.openSync.call(fs, dir, 'r');
+      let fd;
+      try {
+        fd = original.openSync.call(fs, dir, 'r');
+      } catch (err) {
+        if (err && err.code === 'ENOENT') continue; // removed since (a dropped database's directory)
+        throw err;
+      }
       try {
         fs.fsyncSync(fd);
         stats.dirSyncs++;
@@ -60,14 +70,6 @@ function installDurableFs(fs, path, dataDir) {
       }
     }
     dirsDirty.clear();
-  };
-  const syncData = () => {
-    for (const fd of dataDirty) {
-      fs.fdatasyncSync(fd);
-      stats.dataSyncs++;
-    }
-    if (dataDirty.size) note('data');
-    dataDirty.clear();
   };
   fs.openSync = function (p, flags) {
     const fd = original.openSync.apply(fs, arguments);
