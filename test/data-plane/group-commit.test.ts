@@ -83,7 +83,12 @@ describe('group commit', function () {
     it('commits concurrent writes in batches with the same outcome as one by one', async () => {
       const catalog = new Catalog(sql);
       statements.length = 0;
-      const reqs = Array.from({ length: 20 }, (_, i) => commitOf(i < 10 ? `key-${i}` : 'contended', `c${i % 4}`, i % 3 === 0 ? { tags: [{ key: 'i', value: String(i) }] } : {}));
+      const reqs = Array.from({ length: 20 }, (_, i) =>
+        commitOf(i < 10 ? `key-${i}` : 'contended', `c${i % 4}`, {
+          ...(i % 3 === 0 ? { tags: [{ key: 'i', value: String(i) }] } : {}),
+          ...(i % 2 === 0 ? { headers: { 'content-language': `l${i}` } } : {}),
+        }),
+      );
       const results = await Promise.all(reqs.map((r) => catalog.commitObject(r)));
       const batched = statements.filter((s) => s.includes('strata_commit_objects'));
       expect(batched.length, 'batch statements').to.be.greaterThan(0);
@@ -92,11 +97,13 @@ describe('group commit', function () {
         expect(r.meta).to.include({ bucket: 'gc', key: reqs[i]!.key, etag: reqs[i]!.etag, lastModified: '2030-01-01T00:00:00.123Z' });
         expect(r.meta.userMetadata).to.deep.equal(reqs[i]!.userMetadata);
         expect(r.meta.tags).to.deep.equal(reqs[i]!.tags);
+        expect(r.meta.headers).to.deep.equal(reqs[i]!.headers);
       });
-      // The tags are stored with each version (every third request brought one).
+      // Tags and headers are stored with each version (every third request brought tags, every second headers).
       for (let i = 0; i < 10; i++) {
-        const row = (await sql.query<{ tags: unknown }>("SELECT tags FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [bucket.id, `key-${i}`])).rows[0]!;
+        const row = (await sql.query<{ tags: unknown; headers: unknown }>("SELECT tags, headers FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [bucket.id, `key-${i}`])).rows[0]!;
         expect(row.tags, `key-${i}`).to.deep.equal(i % 3 === 0 ? [{ key: 'i', value: String(i) }] : null);
+        expect(row.headers, `key-${i}`).to.deep.equal(i % 2 === 0 ? { 'content-language': `l${i}` } : null);
       }
       // Same content → one blob: only the first writer of each content keeps its new blob.
       expect(results.filter((r) => r.newBlobKept)).to.have.length(4);
@@ -148,20 +155,26 @@ describe('group commit', function () {
       expect(statements.some((s) => s.includes('strata_commit_objects'))).to.equal(false);
     });
 
-    it('stores tags on the single-commit function and on the conditional transaction path alike', async () => {
+    it('stores tags and headers on the single-commit function and on the conditional transaction path alike', async () => {
       const catalog = new Catalog(sql, { groupCommit: false });
       const tags = [{ key: 'team', value: 'été' }, { key: 'empty', value: '' }];
-      const stored = async (key: string) => (await sql.query<{ tags: unknown }>("SELECT tags FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [bucket.id, key])).rows[0]?.tags;
-      expect((await catalog.commitObject(commitOf('tagged-fn', 't1', { tags }))).meta.tags).to.deep.equal(tags);
-      expect(await stored('tagged-fn')).to.deep.equal(tags);
+      const headers = { 'cache-control': 'no-cache', 'x-amz-checksum-sha1': 'qZk+NkcGgWq6PiVxeFDCbJzQ2J0=', 'x-amz-checksum-type': 'FULL_OBJECT' };
+      const stored = async (key: string) =>
+        (await sql.query<{ tags: unknown; headers: unknown }>("SELECT tags, headers FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [bucket.id, key])).rows[0];
+      const fn = await catalog.commitObject(commitOf('tagged-fn', 't1', { tags, headers }));
+      expect([fn.meta.tags, fn.meta.headers]).to.deep.equal([tags, headers]);
+      expect(await stored('tagged-fn')).to.deep.equal({ tags, headers });
       // Conditions take the multi-statement transaction.
-      expect((await catalog.commitObject(commitOf('tagged-tx', 't2', { tags, conditions: { ifNoneMatch: '*' } }))).meta.tags).to.deep.equal(tags);
-      expect(await stored('tagged-tx')).to.deep.equal(tags);
-      // An overwrite without tags leaves none (tags belong to a version), and reads say so.
+      const tx = await catalog.commitObject(commitOf('tagged-tx', 't2', { tags, headers, conditions: { ifNoneMatch: '*' } }));
+      expect([tx.meta.tags, tx.meta.headers]).to.deep.equal([tags, headers]);
+      expect(await stored('tagged-tx')).to.deep.equal({ tags, headers });
+      // An overwrite without tags or headers leaves none (they belong to a version), and reads say so.
       await catalog.commitObject(commitOf('tagged-fn', 't3'));
-      expect(await stored('tagged-fn')).to.equal(null);
-      expect((await catalog.object(bucket, 'tagged-fn'))!.tags).to.equal(undefined);
-      expect((await catalog.object(bucket, 'tagged-tx'))!.tags).to.deep.equal(tags);
+      expect(await stored('tagged-fn')).to.deep.equal({ tags: null, headers: null });
+      const overwritten = (await catalog.object(bucket, 'tagged-fn'))!;
+      expect([overwritten.tags, overwritten.headers]).to.deep.equal([undefined, undefined]);
+      const kept = (await catalog.object(bucket, 'tagged-tx'))!;
+      expect([kept.tags, kept.headers]).to.deep.equal([tags, headers]);
     });
   });
 });
@@ -199,7 +212,7 @@ describe('strata_commit_objects: set-based batch = the items in order', function
     objects: (await db.query(
       // A replaced version's blob may legitimately be gone in one order and kept in the other.
       `SELECT o.bucket_id, o.key, o.state, CASE WHEN o.state <> 'DELETED' THEN b.md5 END AS blob_md5, CASE WHEN o.state <> 'DELETED' THEN b.size END AS blob_size, o.size, o.etag, o.md5, o.content_type,
-         o.user_metadata, o.owner, o.last_modified, o.deleted_at, o.tags
+         o.user_metadata, o.owner, o.last_modified, o.deleted_at, o.tags, o.headers
        FROM object_info o LEFT JOIN blobs b ON b.id = o.blob_id ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13`,
     )).rows,
     liveBlobs: (await db.query("SELECT md5, size, ref_count FROM blobs WHERE state = 'LIVE' AND ref_count > 0 ORDER BY md5, size")).rows,
@@ -307,6 +320,8 @@ describe('strata_commit_objects: set-based batch = the items in order', function
           bucketId, key, owner: pick(['alice', 'bob']), ...blob,
           size: content.length, etag: md5, md5, contentType: 'text/plain', userMetadata: { round: String(round) },
           ...(random() < 0.3 ? { tags: [{ key: 'round', value: String(round) }, { key: 'n', value: String(n) }] } : {}),
+          // (Not drawn from `random`: the sequences of earlier rounds stay as they were.)
+          ...(n % 4 === 0 ? { headers: { 'cache-control': `max-age=${n}`, 'x-amz-checksum-crc32': 'AAAAAA==', 'x-amz-checksum-type': 'FULL_OBJECT' } } : {}),
           now, eventId: `ev-${String(round).padStart(2, '0')}-${n}`, payload: { bucketId, key, size: content.length },
         });
       }

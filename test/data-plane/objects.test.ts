@@ -153,6 +153,64 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect(await rowCount(bucket)).to.equal(0);
     });
 
+    /** A chunked PUT whose length travels as x-strata-content-length and whose end carries `trailers` (as the gateway sends a body checked against a trailer checksum). */
+    const trailedPut = (bucket: string, key: string, body: Buffer, declared: number, trailers: Record<string, string>, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(new URL(`${layer.dp.url}/internal/objects/${bucket}/${key}`), {
+          method: 'PUT',
+          headers: { 'x-strata-internal-token': 'test-internal-token-0123456789', 'x-strata-owner': 'alice', 'x-strata-content-length': String(declared), trailer: Object.keys(trailers).join(', '), ...headers },
+        });
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+        });
+        req.on('error', reject);
+        req.write(body);
+        req.addTrailers(trailers);
+        req.end();
+      });
+
+    it('keeps stored headers sent ahead (x-strata-headers) and after the body (a trailer), answers them on GET and HEAD', async () => {
+      const bucket = await newBucket();
+      const ahead = { 'cache-control': 'max-age=60', 'content-encoding': 'gzip' };
+      expect((await put(bucket, 'ahead.bin', 'bytes', { 'x-strata-headers': JSON.stringify(ahead) })).status).to.equal(200);
+      for (const method of ['GET', 'HEAD'] as const) {
+        const r = await layer.dpFetch(method, `/internal/objects/${bucket}/ahead.bin`);
+        expect(JSON.parse(r.headers.get('x-strata-headers')!), method).to.deep.equal(ahead);
+      }
+      const body = randomBytes(3000);
+      const checksum = { 'x-amz-checksum-sha256': createHash('sha256').update(body).digest('base64'), 'x-amz-checksum-type': 'FULL_OBJECT' };
+      const r = await trailedPut(bucket, 'trailed.bin', body, body.length, { 'x-strata-trailing-headers': JSON.stringify(checksum) }, { 'x-strata-headers': JSON.stringify({ 'content-language': 'fr' }) });
+      expect(r.status, r.body).to.equal(200);
+      const got = await layer.dpFetch('GET', `/internal/objects/${bucket}/trailed.bin`);
+      expect(JSON.parse(got.headers.get('x-strata-headers')!)).to.deep.equal({ 'content-language': 'fr', ...checksum });
+      expect(Buffer.from(await got.arrayBuffer()).equals(body)).to.equal(true);
+      // Without any: no header at all.
+      expect((await put(bucket, 'none.bin', 'x')).status).to.equal(200);
+      expect((await layer.dpFetch('HEAD', `/internal/objects/${bucket}/none.bin`)).headers.get('x-strata-headers')).to.equal(null);
+    });
+
+    it('refuses stored headers it does not keep, malformed ones and a chunked body of the wrong length: nothing stored, no file left', async () => {
+      const bucket = await newBucket();
+      const before = await blobFiles();
+      for (const headers of [JSON.stringify({ 'x-custom': '1' }), '{not json', JSON.stringify(['cache-control']), JSON.stringify({ 'cache-control': 7 })]) {
+        expect(await errorOf(await put(bucket, 'bad.bin', 'x', { 'x-strata-headers': headers })), headers).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+      }
+      const body = Buffer.from('trailed bytes');
+      const badTrailer = await trailedPut(bucket, 'bad-trailer.bin', body, body.length, { 'x-strata-trailing-headers': '{"x-amz-checksum-crc32":' });
+      expect([badTrailer.status, JSON.parse(badTrailer.body).error.code]).to.deep.equal([400, 'InvalidArgument']);
+      const short = await trailedPut(bucket, 'short.bin', body, body.length + 5, { 'x-strata-trailing-headers': '{}' });
+      expect(short.status).to.equal(400);
+      const long = await trailedPut(bucket, 'long.bin', body, body.length - 5, { 'x-strata-trailing-headers': '{}' });
+      expect(long.status).to.equal(400);
+      await eventually(async () => {
+        expect(await tempFiles()).to.deep.equal([]);
+        expect(await blobFiles()).to.deep.equal(before);
+      });
+      expect(await rowCount(bucket)).to.equal(0);
+    });
+
     it('a Content-Length above 5 GiB is EntityTooLarge before any byte is stored', async () => {
       const bucket = await newBucket();
       const before = await blobFiles();

@@ -1,10 +1,13 @@
 import {
   ChecksumAlgorithm,
   CompleteMultipartUploadCommand,
+  CopyObjectCommand,
   CreateMultipartUploadCommand,
   DeleteObjectsCommand,
+  GetObjectAttributesCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   ListPartsCommand,
   PutObjectCommand,
   UploadPartCommand,
@@ -177,5 +180,70 @@ describe('e2e: flexible checksums (x-amz-checksum-*) on uploads', function () {
     const done = await env.s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'del.txt' }] } }));
     expect((done.Deleted ?? []).map((d) => d.Key)).to.deep.equal(['del.txt']);
     await absent('del.txt');
+  });
+});
+
+describe('e2e: stored checksums (x-amz-checksum-mode, GetObjectAttributes, listings)', function () {
+  this.timeout(120_000);
+  const env = sdkPlatform('sumkeep');
+  const { bucket } = env;
+  const headWith = (key: string) => env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }));
+
+  it('a checksum sent as a header is stored: HEAD and GET answer it when asked (the SDK then checks the bytes against it), not otherwise', async () => {
+    const body = randomBytes(40_000);
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'header.bin', Body: body, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
+    const h = await headWith('header.bin');
+    expect([h.ChecksumCRC32, h.ChecksumType]).to.deep.equal([crc32(body), 'FULL_OBJECT']);
+    expect((await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'header.bin' }))).ChecksumCRC32).to.equal(undefined);
+    const got = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'header.bin', ChecksumMode: 'ENABLED' }));
+    expect(got.ChecksumCRC32).to.equal(crc32(body));
+    expect((await bodyBytes(got)).equals(body)).to.equal(true);
+  });
+
+  it('a checksum sent as a trailer (a streamed upload) is stored as well, whatever the algorithm', async () => {
+    const body = randomBytes(70_000);
+    const sha256 = createHash('sha256').update(body).digest('base64');
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'streamed.bin', Body: Readable.from([body.subarray(0, 30_000), body.subarray(30_000)]), ContentLength: body.length, ChecksumAlgorithm: ChecksumAlgorithm.SHA256 }));
+    expect((await headWith('streamed.bin')).ChecksumSHA256).to.equal(sha256);
+    // A raw aws-chunked PUT with its trailer: the value stored is the trailer's.
+    const pieces = [Buffer.from('raw '), Buffer.from('trailer')];
+    const r = await chunkedPut(env.p.endpoint, `/${bucket}/raw.txt`, pieces, `x-amz-checksum-crc32:${crc32(Buffer.concat(pieces))}\r\n`);
+    expect(r.status, r.body).to.equal(200);
+    expect((await headWith('raw.txt')).ChecksumCRC32).to.equal(crc32(Buffer.concat(pieces)));
+  });
+
+  it('a range read gets no checksum (its bytes are not the object); an upload without one and its overwrite keep none', async () => {
+    const body = randomBytes(10_000);
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'ranged.bin', Body: body, ChecksumAlgorithm: ChecksumAlgorithm.CRC32C }));
+    const part = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'ranged.bin', Range: 'bytes=0-99', ChecksumMode: 'ENABLED' }));
+    expect(part.ChecksumCRC32C).to.equal(undefined);
+    expect((await bodyBytes(part)).equals(body.subarray(0, 100))).to.equal(true);
+
+    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/ranged.bin`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    expect((await fetch(url, { method: 'PUT', body: 'no checksum' })).status).to.equal(200);
+    const h = await headWith('ranged.bin');
+    expect([h.ChecksumCRC32, h.ChecksumCRC32C, h.ChecksumType]).to.deep.equal([undefined, undefined, undefined]);
+  });
+
+  it('GetObjectAttributes and ListObjectsV2 name the checksum; a copy keeps it, with either metadata directive', async () => {
+    const body = Buffer.from('attributes body');
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'attrs/a.txt', Body: body, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
+    const attrs = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/a.txt', ObjectAttributes: ['Checksum', 'ObjectSize'] }));
+    expect(attrs.Checksum).to.deep.include({ ChecksumCRC32: crc32(body), ChecksumType: 'FULL_OBJECT' });
+    expect(attrs.ObjectSize).to.equal(body.length);
+
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'attrs/copy.txt', CopySource: `${bucket}/attrs/a.txt` }));
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'attrs/replaced.txt', CopySource: `${bucket}/attrs/a.txt`, MetadataDirective: 'REPLACE', ContentType: 'text/plain' }));
+    for (const key of ['attrs/copy.txt', 'attrs/replaced.txt']) expect((await headWith(key)).ChecksumCRC32, key).to.equal(crc32(body));
+
+    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/attrs/plain.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    expect((await fetch(url, { method: 'PUT', body: 'plain' })).status).to.equal(200);
+    const listed = await env.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'attrs/' }));
+    expect((listed.Contents ?? []).map((o) => [o.Key, o.ChecksumAlgorithm, o.ChecksumType])).to.deep.equal([
+      ['attrs/a.txt', ['CRC32'], 'FULL_OBJECT'],
+      ['attrs/copy.txt', ['CRC32'], 'FULL_OBJECT'],
+      ['attrs/plain.txt', undefined, undefined],
+      ['attrs/replaced.txt', ['CRC32'], 'FULL_OBJECT'],
+    ]);
   });
 });

@@ -22,3 +22,4 @@ export * from './bucket-cors.js';
 export * from './tags.js';
 export * from './bucket-configs.js';
 export * from './ids.js';
+export * from './stored-headers.js';

@@ -1,5 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
-import { S3Error, isUniqueViolation, readQuery, type CorsRule, type LifecycleRule, type SqlClient, type SqlExecutor, type Tag } from '../../../service-kit/src/index.js';
+import { S3Error, isUniqueViolation, readQuery, type CorsRule, type LifecycleRule, type SqlClient, type SqlExecutor, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import type {
   BackendConfig,
   Bucket,
@@ -43,9 +43,10 @@ interface ObjectRow {
   user_metadata: Record<string, string>;
   last_modified: Date;
   tags: Tag[] | null;
+  headers: StoredHeaders | null;
 }
 
-const OBJECT_COLUMNS = 'key, size, etag, md5, content_type, user_metadata, last_modified, tags';
+const OBJECT_COLUMNS = 'key, size, etag, md5, content_type, user_metadata, last_modified, tags, headers';
 
 function toMeta(bucket: string, row: ObjectRow): ObjectMeta {
   return {
@@ -58,6 +59,7 @@ function toMeta(bucket: string, row: ObjectRow): ObjectMeta {
     userMetadata: row.user_metadata ?? {},
     lastModified: new Date(row.last_modified).toISOString(),
     ...(row.tags?.length ? { tags: row.tags } : {}),
+    ...(row.headers ? { headers: row.headers } : {}),
   };
 }
 

@@ -1,4 +1,4 @@
-import { S3Error, isUniqueViolation, uuidV7, type SqlClient, type SqlExecutor, type Tag } from '../../../service-kit/src/index.js';
+import { S3Error, isUniqueViolation, uuidV7, type SqlClient, type SqlExecutor, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import { GroupCommit } from './group-commit.js';
 
 /** The bucket as the data plane needs it. */
@@ -21,6 +21,8 @@ export interface ObjectMeta {
   lastModified: string;
   /** The object's tags; absent when it has none. */
   tags?: Tag[];
+  /** Its stored headers (Cache-Control, ..., its checksum); absent when it has none. */
+  headers?: StoredHeaders;
 }
 
 /** An object with where its bytes are. */
@@ -53,6 +55,8 @@ export interface CommitRequest {
   userMetadata: Record<string, string>;
   /** The new version's tags (x-amz-tagging); none when absent or empty. */
   tags?: Tag[];
+  /** The new version's stored headers; none when absent. */
+  headers?: StoredHeaders;
   conditions?: Preconditions;
   now: Date;
 }
@@ -70,7 +74,7 @@ export class BlobGoneError extends Error {}
 
 /** Partition pruning on object_info (partitioned by LIST (bucket_id % 2)). */
 const SAME_PARTITION = '(bucket_id % 2) = ($1::int % 2)';
-const OBJECT_COLUMNS = 'key, size, etag, md5, content_type, user_metadata, last_modified, tags';
+const OBJECT_COLUMNS = 'key, size, etag, md5, content_type, user_metadata, last_modified, tags, headers';
 const COMMIT_RETRIES = 5;
 
 interface ObjectRow {
@@ -82,6 +86,7 @@ interface ObjectRow {
   user_metadata: Record<string, string>;
   last_modified: Date;
   tags: Tag[] | null;
+  headers: StoredHeaders | null;
 }
 
 function toMeta(bucket: string, row: ObjectRow): ObjectMeta {
@@ -95,12 +100,18 @@ function toMeta(bucket: string, row: ObjectRow): ObjectMeta {
     userMetadata: row.user_metadata ?? {},
     lastModified: new Date(row.last_modified).toISOString(),
     ...(row.tags?.length ? { tags: row.tags } : {}),
+    ...(row.headers ? { headers: row.headers } : {}),
   };
 }
 
 /** Tags as the commit stores them: NULL for none. */
 function storedTags(tags: Tag[] | undefined): string | null {
   return tags?.length ? JSON.stringify(tags) : null;
+}
+
+/** Headers as the commit stores them: NULL for none. */
+function storedHeaders(headers: StoredHeaders | undefined): string | null {
+  return headers && Object.keys(headers).length ? JSON.stringify(headers) : null;
 }
 
 /** Compare an If-Match / If-None-Match list with an ETag (quotes optional, `*` matches anything). */
@@ -140,6 +151,7 @@ function commitResult(req: CommitRequest, row: CommitRow): CommitResult {
     userMetadata: req.userMetadata,
     lastModified: now.toISOString(),
     ...(req.tags?.length ? { tags: req.tags } : {}),
+    ...(req.headers && Object.keys(req.headers).length ? { headers: req.headers } : {}),
   };
   return {
     meta,
@@ -186,7 +198,7 @@ export class Catalog {
 
   async object(bucket: BucketRef, key: string): Promise<StoredObject | undefined> {
     const res = await this.sql.query<ObjectRow & { blob_id: number; locator: string; backend_key: string; owner: string }>(
-      `SELECT o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.owner, o.blob_id, b.locator, b.backend_key
+      `SELECT o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.owner, o.blob_id, b.locator, b.backend_key
        FROM object_info o JOIN blobs b ON b.id = o.blob_id
        WHERE o.bucket_id = $1 AND (o.bucket_id % 2) = ($1::int % 2) AND o.key = $2 AND o.state = 'NORMAL'`,
       [bucket.id, key],
@@ -203,7 +215,7 @@ export class Catalog {
   async objectByBucketName(bucketName: string, key: string): Promise<{ bucket: BucketRef; object: StoredObject | undefined }> {
     const res = await this.sql.query<ObjectRow & { blob_id: number; locator: string; backend_key: string; owner: string; bucket_id: number; bucket_owner: string; bucket_backend: BucketRef['backend'] }>(
       `SELECT k.id AS bucket_id, k.owner AS bucket_owner, k.backend AS bucket_backend,
-              o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.owner, o.blob_id, b.locator, b.backend_key
+              o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.owner, o.blob_id, b.locator, b.backend_key
        FROM buckets k JOIN object_info o ON o.bucket_id = k.id AND o.key = $2 AND o.state = 'NORMAL' JOIN blobs b ON b.id = o.blob_id
        WHERE k.name = $1`,
       [bucketName, key],
@@ -253,7 +265,7 @@ export class Catalog {
   private async commitByFunction(req: CommitRequest): Promise<CommitResult> {
     const { bucket, key, blob } = req;
     const res = await this.sql.query<CommitRow>(
-      'SELECT * FROM strata_commit_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)',
+      'SELECT * FROM strata_commit_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)',
       [
         bucket.id,
         key,
@@ -274,6 +286,7 @@ export class Catalog {
         JSON.stringify(commitPayload(req)),
         blob.kind === 'new' ? (blob.data ?? null) : null,
         storedTags(req.tags),
+        storedHeaders(req.headers),
       ],
     );
     return commitResult(req, res.rows[0]!);
@@ -300,6 +313,7 @@ export class Catalog {
       contentType: req.contentType,
       userMetadata: req.userMetadata,
       ...(req.tags?.length ? { tags: req.tags } : {}),
+      ...(req.headers && Object.keys(req.headers).length ? { headers: req.headers } : {}),
       now: req.now.toISOString(),
       eventId: uuidV7(),
       payload: commitPayload({ bucket, key, ...req }),
@@ -399,11 +413,11 @@ export class Catalog {
       replacedSize: replaced.rows[0] ? Number(replaced.rows[0].size) : null,
     };
     const inserted = await tx.query<ObjectRow>(
-      `WITH n AS (INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified, tags)
-         VALUES ($1, $2, 'NORMAL', $3, $4, $5, $6, $7, $8, $9, $10, $13) RETURNING ${OBJECT_COLUMNS}),
+      `WITH n AS (INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified, tags, headers)
+         VALUES ($1, $2, 'NORMAL', $3, $4, $5, $6, $7, $8, $9, $10, $13, $14) RETURNING ${OBJECT_COLUMNS}),
        e AS (INSERT INTO outbox (event_id, type, payload, created_at) VALUES ($11, 'object.created', $12, $10))
        SELECT * FROM n`,
-      [bucket.id, key, blobId, req.size, req.etag, req.md5, req.contentType, JSON.stringify(req.userMetadata), req.owner, now, uuidV7(), JSON.stringify(payload), storedTags(req.tags)],
+      [bucket.id, key, blobId, req.size, req.etag, req.md5, req.contentType, JSON.stringify(req.userMetadata), req.owner, now, uuidV7(), JSON.stringify(payload), storedTags(req.tags), storedHeaders(req.headers)],
     );
     const meta = toMeta(bucket.name, inserted.rows[0]);
     return { meta, newBlobKept, unreferencedBlobIds };

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import express, { type Request, type Response, type Router } from 'express';
-import { asciiJson, objectTagsFromJson, S3Error, type Tag } from '../../../service-kit/src/index.js';
+import { asciiJson, objectTagsFromJson, S3Error, storedHeadersFromJson, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
 import { etagMatches, type StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
@@ -30,8 +31,12 @@ function readAll(stream: Readable): Promise<Buffer> {
   });
 }
 
+/**
+ * The body's length: Content-Length, or, for a chunked body (one that ends in trailers),
+ * x-strata-content-length (the backend checks the bytes that arrive against it).
+ */
 function contentLength(req: Request): number | undefined {
-  const raw = req.header('content-length');
+  const raw = req.header('content-length') ?? req.header('x-strata-content-length');
   if (raw === undefined) return undefined;
   if (!/^\d+$/.test(raw)) throw new S3Error('InvalidArgument', 'Content-Length must be a non-negative integer');
   return Number(raw);
@@ -69,6 +74,21 @@ function tags(req: Request): Tag[] | undefined {
     if (err instanceof S3Error) throw err;
     throw new S3Error('InvalidTag', 'x-strata-tags must be a JSON list of {key, value}');
   }
+}
+
+/**
+ * Stored headers of the new object as JSON in `name` (a header, or a trailer once the body has
+ * arrived: x-strata-headers then x-strata-trailing-headers).
+ */
+function storedHeaders(raw: string | undefined, name: string): StoredHeaders | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new S3Error('InvalidArgument', `${name} must be a JSON object of strings`);
+  }
+  return storedHeadersFromJson(parsed);
 }
 
 /** One `bytes=` range against a size: undefined = serve everything (absent or unparseable, as S3 does). */
@@ -119,6 +139,7 @@ function objectHeaders(res: Response, object: StoredObject): void {
   res.setHeader('accept-ranges', 'bytes');
   res.setHeader('x-strata-meta', asciiJson(object.userMetadata));
   if (object.tags?.length) res.setHeader('x-strata-tags', asciiJson(object.tags));
+  if (object.headers) res.setHeader('x-strata-headers', asciiJson(object.headers));
 }
 
 /** Route of the object handlers below, relative to the internal API's mount point (/internal). */
@@ -138,6 +159,12 @@ export function objectHandlers(objects: ObjectService) {
       contentType: req.header('content-type'),
       userMetadata: userMetadata(req),
       tags: tags(req),
+      headers: storedHeaders(req.header('x-strata-headers'), 'x-strata-headers'),
+      trailingHeaders: async () => {
+        // (Trailers are parsed with the body's end, which a backend may not have waited for.)
+        if (!req.complete) await finished(req);
+        return storedHeaders(req.trailers['x-strata-trailing-headers'], 'x-strata-trailing-headers');
+      },
       contentMd5: contentMd5(req),
       instantMd5: req.header('x-strata-instant-md5') || undefined,
       conditions: ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined,
@@ -216,7 +243,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     if (b.taggingDirective !== undefined && b.taggingDirective !== 'COPY' && b.taggingDirective !== 'REPLACE') {
       throw new S3Error('InvalidArgument', 'taggingDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-tagging-directive' });
     }
-    res.json(await objects.copy({ ...b, tags: objectTagsFromJson(b.tags), bucket: p(req, 'bucket'), key: p(req, 'key') } as CopyRequest));
+    res.json(await objects.copy({ ...b, tags: objectTagsFromJson(b.tags), headers: storedHeadersFromJson(b.headers), bucket: p(req, 'bucket'), key: p(req, 'key') } as CopyRequest));
   });
 
   router.post('/multipart/:bucket/:key', json, async (req, res) => {
@@ -225,6 +252,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
       contentType: req.body?.contentType,
       userMetadata: req.body?.userMetadata,
       tags: objectTagsFromJson(req.body?.tags),
+      headers: storedHeadersFromJson(req.body?.headers),
     });
     res.json({ uploadId });
   });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { v7 as uuidv7 } from 'uuid';
-import { assertObjectKey, S3Error, type Logger, type Tag } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error, withoutChecksum, type Logger, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import { checkPreconditions, type ObjectMeta, type Preconditions } from '../catalog/catalog.js';
@@ -22,6 +22,8 @@ interface UploadInfo {
   userMetadata: Record<string, string>;
   /** x-amz-tagging of the initiation: the completed object's tags. */
   tags?: Tag[];
+  /** Standard headers of the initiation (Cache-Control, ...): the completed object's. */
+  headers?: StoredHeaders;
   initiated: string;
   backendKey: string;
 }
@@ -55,7 +57,7 @@ export class MultipartService {
     private readonly clock: () => Date,
   ) {}
 
-  async initiate(bucketName: string, key: string, opts: { owner?: string; contentType?: string; userMetadata?: Record<string, string>; tags?: Tag[] }): Promise<string> {
+  async initiate(bucketName: string, key: string, opts: { owner?: string; contentType?: string; userMetadata?: Record<string, string>; tags?: Tag[]; headers?: StoredHeaders }): Promise<string> {
     assertObjectKey(key);
     checkUserMetadata(opts.userMetadata ?? {});
     const { bucket, backend } = await this.objects.bucket(bucketName);
@@ -67,6 +69,7 @@ export class MultipartService {
       contentType: opts.contentType || 'application/octet-stream',
       userMetadata: opts.userMetadata ?? {},
       ...(opts.tags?.length ? { tags: opts.tags } : {}),
+      ...(opts.headers ? { headers: withoutChecksum(opts.headers) } : {}),
       initiated: this.clock().toISOString(),
       backendKey: backend.key,
     };
@@ -213,6 +216,7 @@ export class MultipartService {
         contentType: info.contentType,
         userMetadata: info.userMetadata,
         tags: info.tags,
+        headers: info.headers,
         blob: this.objects.newBlob(backend, bucket, composed),
         etag,
         md5: composed.md5,

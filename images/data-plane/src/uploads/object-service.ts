@@ -1,5 +1,16 @@
 import type { Readable } from 'node:stream';
-import { assertObjectKey, cachedLookup, S3Error, type Logger, type Tag } from '../../../service-kit/src/index.js';
+import {
+  assertObjectKey,
+  cachedLookup,
+  checksumHeaders,
+  mergeStoredHeaders,
+  S3Error,
+  storedChecksum,
+  withoutChecksum,
+  type Logger,
+  type StoredHeaders,
+  type Tag,
+} from '../../../service-kit/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-backend.js';
 import { BlobGoneError, etagMatches, type BucketRef, type Catalog, type ObjectMeta, type Preconditions, type StoredObject } from '../catalog/catalog.js';
@@ -20,6 +31,10 @@ export interface PutRequest {
   userMetadata?: Record<string, string>;
   /** x-amz-tagging, checked by whoever parsed it. */
   tags?: Tag[];
+  /** Stored headers known before the body (Cache-Control, ..., a checksum sent as a header). */
+  headers?: StoredHeaders;
+  /** Stored headers known once the whole body has arrived (a checksum the client sent after it). */
+  trailingHeaders?: () => Promise<StoredHeaders | undefined>;
   /** Hex MD5 from Content-MD5. */
   contentMd5?: string;
   /** Hex MD5 the client claims for an instant upload. */
@@ -36,6 +51,8 @@ export interface CopyRequest {
   metadataDirective?: 'COPY' | 'REPLACE';
   contentType?: string;
   userMetadata?: Record<string, string>;
+  /** With REPLACE, the new standard headers (the checksum stays the source's: the bytes are the same). */
+  headers?: StoredHeaders;
   /** x-amz-tagging-directive: COPY (the default) keeps the source's tags, REPLACE takes `tags`. */
   taggingDirective?: 'COPY' | 'REPLACE';
   tags?: Tag[];
@@ -96,7 +113,7 @@ export class ObjectService {
     const { bucket, backend } = await this.bucket(req.bucket);
     const owner = req.owner ?? bucket.owner;
     const contentType = req.contentType || 'application/octet-stream';
-    const base = { bucket, key: req.key, owner, contentType, userMetadata, tags: req.tags, conditions: req.conditions };
+    const base = { bucket, key: req.key, owner, contentType, userMetadata, tags: req.tags, headers: req.headers, conditions: req.conditions };
 
     if (req.instantMd5 !== undefined && req.contentLength !== undefined) {
       const md5 = req.instantMd5.toLowerCase();
@@ -116,8 +133,15 @@ export class ObjectService {
     const expectedMd5 = req.contentMd5 ?? req.instantMd5?.toLowerCase();
     const stored = await backend.put(req.body, { expectedMd5, expectedSize: req.contentLength, maxSize: MAX_OBJECT_SIZE });
     this.metrics.bytesIn.inc(stored.size);
+    let headers: StoredHeaders | undefined;
+    try {
+      headers = mergeStoredHeaders(req.headers, await req.trailingHeaders?.());
+    } catch (err) {
+      await backend.delete(stored.locator).catch((e) => this.logger.warn({ err: e }, 'could not remove uncommitted blob'));
+      throw err;
+    }
     const object = await this.commit(
-      { ...base, blob: this.newBlob(backend, bucket, stored), etag: stored.md5, md5: stored.md5, size: stored.size },
+      { ...base, headers, blob: this.newBlob(backend, bucket, stored), etag: stored.md5, md5: stored.md5, size: stored.size },
       stored,
       backend,
     );
@@ -214,7 +238,9 @@ export class ObjectService {
       const userMetadata = replace ? (req.userMetadata ?? {}) : source.userMetadata;
       checkUserMetadata(userMetadata);
       const tags = req.taggingDirective === 'REPLACE' ? req.tags : source.tags;
-      const base = { bucket, key: req.key, owner, contentType, userMetadata, tags, etag: source.etag, md5: source.md5, size: source.size };
+      const checksum = storedChecksum(source.headers);
+      const headers = mergeStoredHeaders(withoutChecksum(replace ? req.headers : source.headers), checksum && checksumHeaders(checksum));
+      const base = { bucket, key: req.key, owner, contentType, userMetadata, tags, headers, etag: source.etag, md5: source.md5, size: source.size };
       if (sourceBackend.key === backend.key) {
         try {
           return await this.commit({ ...base, blob: { kind: 'existing', blobId: source.blobId } }, undefined, backend);

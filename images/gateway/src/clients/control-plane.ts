@@ -1,4 +1,4 @@
-import type { BucketConfigs, CorsRule, LifecycleRule, Tag } from '../../../service-kit/src/index.js';
+import type { BucketConfigs, CorsRule, LifecycleRule, StoredHeaders, Tag } from '../../../service-kit/src/index.js';
 
 export type { BucketConfigs } from '../../../service-kit/src/index.js';
 import { InternalHttp, type Guard, seg } from './internal-http.js';
@@ -15,6 +15,8 @@ export interface ObjectMeta {
   lastModified: string;
   /** Its tags; absent when it has none. */
   tags?: Tag[];
+  /** Its stored headers (Cache-Control, ..., its checksum); absent when it has none. */
+  headers?: StoredHeaders;
 }
 export interface BackendRef {
   kind: string;

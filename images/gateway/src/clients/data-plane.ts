@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import { InternalHttp, type Cancellation, type Guard, readText, seg } from './internal-http.js';
-import { asciiJson, type Tag } from '../../../service-kit/src/index.js';
+import { asciiJson, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import type { ObjectMeta } from './control-plane.js';
 
 export interface PutObjectHeaders {
@@ -12,6 +12,10 @@ export interface PutObjectHeaders {
   userMetadata: Record<string, string>;
   /** x-amz-tagging, parsed and checked. */
   tags?: Tag[];
+  /** Stored headers known before the body: standard ones, a checksum sent as a header. */
+  headers?: StoredHeaders;
+  /** Stored headers known once the body has passed its checks (a trailer checksum): sent as a trailer. */
+  trailingHeaders?: () => StoredHeaders | undefined;
   contentMd5?: string;
   instantMd5?: string;
   ifMatch?: string;
@@ -49,21 +53,27 @@ export class DataPlaneClient {
 
   /** Stream a body up; resolves with the data plane's answer (on an instant hit before the body is sent). */
   async putObject(bucket: string, key: string, h: PutObjectHeaders, body: Readable, cancellation?: Cancellation): Promise<{ object: ObjectMeta; instant: boolean }> {
+    const { trailingHeaders } = h;
+    // Trailers need a chunked body: its length then travels as x-strata-content-length.
+    const length = trailingHeaders ? 'x-strata-content-length' : 'content-length';
     const res = await this.http.stream({
       method: 'PUT',
       path: `/internal/objects/${seg(bucket)}/${seg(key)}`,
       headers: {
-        ...(h.contentLength !== undefined ? { 'content-length': h.contentLength } : {}),
+        ...(h.contentLength !== undefined ? { [length]: h.contentLength } : {}),
         'content-type': h.contentType ?? 'application/octet-stream',
         'x-strata-owner': h.owner,
         'x-strata-meta': JSON.stringify(h.userMetadata),
         ...(h.tags?.length ? { 'x-strata-tags': asciiJson(h.tags) } : {}),
+        ...(h.headers ? { 'x-strata-headers': asciiJson(h.headers) } : {}),
+        ...(trailingHeaders ? { trailer: 'x-strata-trailing-headers' } : {}),
         ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}),
         ...(h.instantMd5 ? { 'x-strata-instant-md5': h.instantMd5 } : {}),
         ...(h.ifMatch ? { 'if-match': h.ifMatch } : {}),
         ...(h.ifNoneMatch ? { 'if-none-match': h.ifNoneMatch } : {}),
       },
       body,
+      ...(trailingHeaders ? { trailers: () => ({ 'x-strata-trailing-headers': asciiJson(trailingHeaders() ?? {}) }) } : {}),
       cancellation,
     });
     return JSON.parse(await readText(res)) as { object: ObjectMeta; instant: boolean };
@@ -95,6 +105,7 @@ export class DataPlaneClient {
       metadataDirective: 'COPY' | 'REPLACE';
       contentType?: string;
       userMetadata?: Record<string, string>;
+      headers?: StoredHeaders;
       taggingDirective: 'COPY' | 'REPLACE';
       tags?: Tag[];
       conditions?: CopyConditions;
@@ -103,7 +114,7 @@ export class DataPlaneClient {
     return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, { body, long: true });
   }
 
-  createMultipart(bucket: string, key: string, body: { owner: string; contentType?: string; userMetadata?: Record<string, string>; tags?: Tag[] }): Promise<{ uploadId: string }> {
+  createMultipart(bucket: string, key: string, body: { owner: string; contentType?: string; userMetadata?: Record<string, string>; tags?: Tag[]; headers?: StoredHeaders }): Promise<{ uploadId: string }> {
     return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, { body });
   }
 

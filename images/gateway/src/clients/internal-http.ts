@@ -28,6 +28,8 @@ export interface StreamCall {
   headers?: http.OutgoingHttpHeaders;
   /** Request body piped upstream; when absent the request is ended at once. */
   body?: Readable;
+  /** Trailers sent after the body (which then goes chunked: no Content-Length with it). */
+  trailers?: () => http.OutgoingHttpHeaders;
   /** Ends the upstream exchange when it fires (e.g. when the client went away). */
   cancellation?: Cancellation;
 }
@@ -112,7 +114,16 @@ export class InternalHttp {
           bodyError = err;
           req.destroy(err);
         });
-        call.body.pipe(req);
+        if (call.trailers) {
+          const trailers = call.trailers;
+          call.body.once('end', () => {
+            req.addTrailers(trailers() as Record<string, string>);
+            req.end();
+          });
+          call.body.pipe(req, { end: false });
+        } else {
+          call.body.pipe(req);
+        }
       } else {
         req.end();
       }

@@ -1,4 +1,4 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error, storedChecksum } from '../../../service-kit/src/index.js';
 import { callerOf } from '../context.js';
 import type { ObjectMeta } from '../clients/control-plane.js';
 import type { S3Handler } from '../s3/operation.js';
@@ -23,10 +23,17 @@ function contents(objects: ObjectMeta[], encode: (s: string) => string, withOwne
     Key: encode(o.key),
     LastModified: new Date(o.lastModified).toISOString(),
     ETag: quoted(o.etag),
+    ...checksumOf(o),
     Size: o.size,
     ...(withOwner ? { Owner: owner(withOwner) } : {}),
     StorageClass: 'STANDARD',
   }));
+}
+
+/** The algorithm and type of the object's checksum, as listings name them (S3's order: after ETag). */
+function checksumOf(o: ObjectMeta): { ChecksumAlgorithm?: string; ChecksumType?: string } {
+  const checksum = storedChecksum(o.headers);
+  return checksum ? { ChecksumAlgorithm: checksum.algorithm, ChecksumType: checksum.type } : {};
 }
 
 /** GET /bucket?list-type=2 */

@@ -3,7 +3,7 @@ import { callerOf, state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { contentMd5, discard, header, objectBody, objectLength, objectTagging, readSmallBody, unquote, userMetadata } from '../s3/request.js';
+import { contentMd5, discard, header, objectBody, objectLength, objectTagging, readSmallBody, standardHeaders, unquote, userMetadata } from '../s3/request.js';
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
 import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
@@ -32,6 +32,7 @@ export const createMultipartUpload: S3Handler = async (s3) => {
     contentType: header(req, 'content-type'),
     userMetadata: userMetadata(req),
     ...(tags?.length ? { tags } : {}),
+    headers: standardHeaders(req),
   });
   setAbortDate(res, bucketInfo.lifecycle, { key, initiated: new Date() });
   sendXml(res, 'InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: uploadId });

@@ -1,4 +1,4 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error, storedChecksum } from '../../../service-kit/src/index.js';
 import { callerOf } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
@@ -9,9 +9,9 @@ const ATTRIBUTES = new Set(['ETag', 'Checksum', 'ObjectParts', 'StorageClass', '
 
 /**
  * GET /bucket/key?attributes (GetObjectAttributes): the attributes named in `x-amz-object-attributes`,
- * from the object's metadata without reading its bytes. Checksums are not stored with objects, so
- * `Checksum` is never in the answer; a multipart object's parts are given as their count (the parts
- * themselves are not kept once composed).
+ * from the object's metadata without reading its bytes. `Checksum` is there when the object was
+ * uploaded with one; a multipart object's parts are given as their count (the parts themselves are
+ * not kept once composed).
  */
 export const getObjectAttributes: S3Handler = async ({ req, res, bucket, key, deps }) => {
   validateKey(key);
@@ -23,9 +23,11 @@ export const getObjectAttributes: S3Handler = async ({ req, res, bucket, key, de
   const meta = await deps.controlPlane.headObject(bucket, key);
   const etag = unquote(meta.etag);
   const parts = /-(\d+)$/.exec(etag)?.[1];
+  const checksum = wanted.includes('Checksum') ? storedChecksum(meta.headers) : undefined;
   res.setHeader('Last-Modified', new Date(meta.lastModified).toUTCString());
   sendXml(res, 'GetObjectAttributesResponse', {
     ...(wanted.includes('ETag') ? { ETag: etag } : {}),
+    ...(checksum ? { Checksum: { [`Checksum${checksum.algorithm}`]: checksum.value, ChecksumType: checksum.type } } : {}),
     ...(wanted.includes('ObjectParts') && parts ? { ObjectParts: { PartsCount: Number(parts) } } : {}),
     ...(wanted.includes('StorageClass') ? { StorageClass: 'STANDARD' } : {}),
     ...(wanted.includes('ObjectSize') ? { ObjectSize: meta.size } : {}),

@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import { pipeline } from 'node:stream';
 import type { Request, Response } from 'express';
-import { S3Error, type LifecycleRule, type Tag } from '../../../service-kit/src/index.js';
+import { S3Error, withoutChecksum, type LifecycleRule, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import { presignUrl } from '../auth/sigv4.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import { callerOf, state } from '../context.js';
@@ -64,8 +64,23 @@ function objectTags(h: http.IncomingHttpHeaders): Tag[] | undefined {
   }
 }
 
-/** Copy the data plane's object headers onto the answer, user metadata as x-amz-meta-*, the tags' count as x-amz-tagging-count. */
-function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: URLSearchParams, tags: Tag[] | undefined): void {
+/** The object's stored headers from the data plane's x-strata-headers (JSON); undefined when it has none. */
+function storedHeaders(h: http.IncomingHttpHeaders): StoredHeaders | undefined {
+  const raw = h['x-strata-headers'];
+  if (typeof raw !== 'string' || !raw) return undefined;
+  try {
+    return JSON.parse(raw) as StoredHeaders;
+  } catch {
+    return undefined; // as the metadata: a malformed header must not fail the read
+  }
+}
+
+/**
+ * Copy the data plane's object headers onto the answer: user metadata as x-amz-meta-*, the stored
+ * standard headers (Cache-Control, ...), the checksum when the reader asked for it and gets the whole
+ * object (a range's bytes do not have the object's checksum), the tags' count as x-amz-tagging-count.
+ */
+function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: URLSearchParams, tags: Tag[] | undefined, withChecksum: boolean): void {
   for (const name of ['content-length', 'content-range', 'etag', 'last-modified', 'content-type'] as const) {
     const v = h[name];
     if (v !== undefined) res.setHeader(name, v);
@@ -79,6 +94,9 @@ function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: UR
       // metadata is informative: a malformed header must not fail the read
     }
   }
+  const stored = storedHeaders(h);
+  const answered = withChecksum && h['content-range'] === undefined ? stored : withoutChecksum(stored);
+  for (const [name, value] of Object.entries(answered ?? {})) res.setHeader(name, value);
   if (tags?.length) res.setHeader('x-amz-tagging-count', String(tags.length));
   for (const [param, headerName] of Object.entries(OVERRIDES)) {
     const v = query.get(param);
@@ -105,7 +123,7 @@ function answerHeaders(s3: S3Request, status: number, h: http.IncomingHttpHeader
   }
   res.status(status === 206 ? 206 : 200);
   const tags = objectTags(h);
-  copyObjectHeaders(h, res, query, tags);
+  copyObjectHeaders(h, res, query, tags, header(req, 'x-amz-checksum-mode')?.toUpperCase() === 'ENABLED');
   if (rules?.length) {
     // The whole object's size: a range answer names it after the slash of Content-Range.
     const size = Number(String(h['content-range'] ?? '').split('/')[1] ?? h['content-length']);

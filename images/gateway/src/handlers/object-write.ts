@@ -2,7 +2,7 @@ import { S3Error } from '../../../service-kit/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { contentMd5, discard, header, objectBody, objectLength, objectTagging, unquote, userMetadata } from '../s3/request.js';
+import { contentMd5, discard, header, objectBody, objectLength, objectTagging, standardHeaders, unquote, uploadHeaders, userMetadata } from '../s3/request.js';
 import { setExpiration } from '../s3/expiration.js';
 import { quoted, sendData, sendXml } from '../s3/render.js';
 
@@ -43,6 +43,7 @@ export const putObject: S3Handler = async (s3) => {
         owner: caller.username,
         userMetadata: meta,
         tags,
+        ...uploadHeaders(req, upload),
         contentMd5: md5,
         instantMd5: instant,
         ifMatch: header(req, 'if-match'),
@@ -121,7 +122,7 @@ export const copyObject: S3Handler = async (s3) => {
     sourceBucket,
     sourceKey,
     metadataDirective: directive,
-    ...(directive === 'REPLACE' ? { contentType: header(req, 'content-type'), userMetadata: userMetadata(req) } : {}),
+    ...(directive === 'REPLACE' ? { contentType: header(req, 'content-type'), userMetadata: userMetadata(req), headers: standardHeaders(req) } : {}),
     taggingDirective,
     ...(tags ? { tags } : {}),
     ...(Object.values(conditions).some((v) => v !== undefined) ? { conditions } : {}),

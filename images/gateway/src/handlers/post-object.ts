@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import busboy from 'busboy';
 import { pipeline, type Readable } from 'node:stream';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error, standardHeadersOf } from '../../../service-kit/src/index.js';
 import { verifyPostPolicy } from '../auth/post-policy.js';
 import { state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
@@ -104,7 +104,13 @@ export const postObject: S3Handler = async (s3) => {
     const result = await deps.dataPlane.putObject(
       bucket,
       key,
-      { contentType: form.fields.get('content-type') ?? 'binary/octet-stream', owner: caller.username, userMetadata: userMetadataOf(form.fields), tags },
+      {
+        contentType: form.fields.get('content-type') ?? 'binary/octet-stream',
+        owner: caller.username,
+        userMetadata: userMetadataOf(form.fields),
+        tags,
+        headers: standardHeadersOf(form.fields),
+      },
       body,
       state(res).clientGone,
     );

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Crc32, Crc32c, Crc64Nvme } from '@aws-sdk/checksums/crc';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { checksumHeaders, S3Error, type StoredHeaders } from '../../../service-kit/src/index.js';
 import type { BodyCheck } from './verified-body.js';
 
 /**
@@ -113,6 +113,17 @@ export class ChecksumCheck implements BodyCheck {
 
   update(chunk: Buffer): void {
     this.digest.update(chunk);
+  }
+
+  /** Whether the value is known before the body (a header), rather than after it (a trailer). */
+  get knownAhead(): boolean {
+    return this.checksum.expected !== undefined;
+  }
+
+  /** The checksum as stored with the object: the value sent ahead, or the one the body passed with. */
+  storedHeaders(): StoredHeaders | undefined {
+    const value = this.checksum.expected ?? this.value;
+    return value === undefined ? undefined : checksumHeaders({ algorithm: this.checksum.algorithm, value, type: 'FULL_OBJECT' });
   }
 
   async finish(): Promise<void> {

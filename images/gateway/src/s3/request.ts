@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import type { Request, Response } from 'express';
-import { parseTaggingHeader, S3Error, type Tag } from '../../../service-kit/src/index.js';
+import { mergeStoredHeaders, parseTaggingHeader, S3Error, standardHeadersOf, STANDARD_OBJECT_HEADERS, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
 import { PayloadHashCheck } from '../auth/payload-hash.js';
 import { EMPTY_SHA256, sha256Hex } from '../auth/sigv4.js';
@@ -20,6 +20,23 @@ export interface ObjectUpload {
   body: Readable;
   /** Checked while the body streams; its value is set once the body has passed (the answer echoes it). */
   checksum?: ChecksumCheck;
+}
+
+/**
+ * What an upload stores besides its bytes in headers: the standard ones (Cache-Control, ...) and a
+ * checksum sent as a header, known at once; a checksum sent as a trailer, known once the body has passed.
+ */
+export function uploadHeaders(req: Request, upload: ObjectUpload): { headers?: StoredHeaders; trailingHeaders?: () => StoredHeaders | undefined } {
+  const standard = standardHeaders(req);
+  const { checksum } = upload;
+  if (!checksum) return standard ? { headers: standard } : {};
+  if (checksum.knownAhead) return { headers: mergeStoredHeaders(standard, checksum.storedHeaders()) };
+  return { ...(standard ? { headers: standard } : {}), trailingHeaders: () => checksum.storedHeaders() };
+}
+
+/** Cache-Control, Content-Disposition, Content-Encoding (without aws-chunked), Content-Language, Expires, as sent. */
+export function standardHeaders(req: Request): StoredHeaders | undefined {
+  return standardHeadersOf(STANDARD_OBJECT_HEADERS.map((name) => [name, req.headers[name]]));
 }
 
 /**

@@ -1,0 +1,96 @@
+import { S3Error } from './s3-errors.js';
+
+/**
+ * The HTTP headers an object keeps besides its content type and user metadata, by lower-case name:
+ * the standard ones a client sets on upload and gets back on every GET/HEAD (S3's "system-defined
+ * metadata": a static site's `Content-Encoding: gzip` and `Cache-Control` depend on them), and the
+ * object's flexible checksum (`x-amz-checksum-<algorithm>` with `x-amz-checksum-type`), answered when
+ * a reader asks for it (`x-amz-checksum-mode: ENABLED`).
+ */
+export type StoredHeaders = Record<string, string>;
+
+/** Standard headers stored from an upload and answered as they were sent. */
+export const STANDARD_OBJECT_HEADERS = ['cache-control', 'content-disposition', 'content-encoding', 'content-language', 'expires'] as const;
+
+const CHECKSUM_HEADER = /^x-amz-checksum-(crc32|crc32c|crc64nvme|sha1|sha256)$/;
+const CHECKSUM_TYPE = 'x-amz-checksum-type';
+/** Every stored header together (S3 bounds request headers at 8 KiB; this leaves room for the rest). */
+const MAX_STORED_BYTES = 8 * 1024;
+
+/** An object's checksum as stored with it. */
+export interface ObjectChecksum {
+  /** `CRC32`, `CRC32C`, `CRC64NVME`, `SHA1` or `SHA256`. */
+  algorithm: string;
+  /** Base64 of the digest (a composite one ends in `-N`). */
+  value: string;
+  type: 'FULL_OBJECT' | 'COMPOSITE';
+}
+
+/**
+ * The standard headers among a request's headers or a form's fields (names in any case), as stored:
+ * `aws-chunked` is the upload's framing, not the object's encoding, so it leaves Content-Encoding
+ * (which is then not stored when nothing else is left, as S3 does). Undefined when there are none.
+ */
+export function standardHeadersOf(entries: Iterable<[string, string | string[] | undefined]>): StoredHeaders | undefined {
+  let found: StoredHeaders | undefined;
+  for (const [rawName, rawValue] of entries) {
+    const name = rawName.toLowerCase();
+    if (!(STANDARD_OBJECT_HEADERS as readonly string[]).includes(name) || rawValue === undefined) continue;
+    let value = Array.isArray(rawValue) ? rawValue.join(', ') : rawValue;
+    if (name === 'content-encoding') value = value.split(',').map((v) => v.trim()).filter((v) => v !== '' && v.toLowerCase() !== 'aws-chunked').join(', ');
+    if (value === '') continue;
+    (found ??= {})[name] = value;
+  }
+  if (found) checkStoredHeaders(found);
+  return found;
+}
+
+/** The checksum headers to store for `checksum`. */
+export function checksumHeaders(checksum: ObjectChecksum): StoredHeaders {
+  return { [`x-amz-checksum-${checksum.algorithm.toLowerCase()}`]: checksum.value, [CHECKSUM_TYPE]: checksum.type };
+}
+
+/** The checksum stored among an object's headers, if any. */
+export function storedChecksum(headers: StoredHeaders | undefined): ObjectChecksum | undefined {
+  if (!headers) return undefined;
+  for (const [name, value] of Object.entries(headers)) {
+    const m = CHECKSUM_HEADER.exec(name);
+    if (m) return { algorithm: m[1]!.toUpperCase(), value, type: headers[CHECKSUM_TYPE] === 'COMPOSITE' ? 'COMPOSITE' : 'FULL_OBJECT' };
+  }
+  return undefined;
+}
+
+/** The headers without the checksum (what a reader gets unless it asks for the checksum). */
+export function withoutChecksum(headers: StoredHeaders | undefined): StoredHeaders | undefined {
+  if (!headers) return undefined;
+  const kept = Object.entries(headers).filter(([name]) => name !== CHECKSUM_TYPE && !CHECKSUM_HEADER.test(name));
+  return kept.length ? Object.fromEntries(kept) : undefined;
+}
+
+/** `a` with `b` over it; undefined when both are empty. */
+export function mergeStoredHeaders(a: StoredHeaders | undefined, b: StoredHeaders | undefined): StoredHeaders | undefined {
+  const merged = { ...a, ...b };
+  return Object.keys(merged).length ? merged : undefined;
+}
+
+/** Only names this module stores, string values, bounded in size; InvalidArgument otherwise. */
+function checkStoredHeaders(headers: StoredHeaders): void {
+  let bytes = 0;
+  for (const [name, value] of Object.entries(headers)) {
+    const known = (STANDARD_OBJECT_HEADERS as readonly string[]).includes(name) || CHECKSUM_HEADER.test(name) || name === CHECKSUM_TYPE;
+    if (!known) throw new S3Error('InvalidArgument', `${name} is not a header stored with objects`);
+    // (What an HTTP answer can carry: no control characters, nothing beyond Latin-1.)
+    if (typeof value !== 'string' || /[^\t\x20-\x7e\x80-\xff]/.test(value)) throw new S3Error('InvalidArgument', `the value of ${name} must be a single line of Latin-1 text`);
+    bytes += name.length + Buffer.byteLength(value);
+  }
+  if (bytes > MAX_STORED_BYTES) throw new S3Error('InvalidArgument', `the object's stored headers exceed ${MAX_STORED_BYTES} bytes`);
+}
+
+/** Stored headers as another service sent them (JSON), checked; undefined when absent or empty. */
+export function storedHeadersFromJson(value: unknown): StoredHeaders | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object' || Array.isArray(value)) throw new S3Error('InvalidArgument', 'stored headers must be a JSON object of strings');
+  const headers = value as StoredHeaders;
+  checkStoredHeaders(headers);
+  return Object.keys(headers).length ? { ...headers } : undefined;
+}
