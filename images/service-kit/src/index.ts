@@ -23,3 +23,4 @@ export * from './tags.js';
 export * from './bucket-configs.js';
 export * from './ids.js';
 export * from './stored-headers.js';
+export * from './checksum-algorithms.js';

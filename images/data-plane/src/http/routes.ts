@@ -1,11 +1,20 @@
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import express, { type Request, type Response, type Router } from 'express';
-import { asciiJson, objectTagsFromJson, S3Error, storedHeadersFromJson, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import {
+  asciiJson,
+  isChecksumAlgorithm,
+  multipartChecksumTypes,
+  objectTagsFromJson,
+  S3Error,
+  storedHeadersFromJson,
+  type StoredHeaders,
+  type Tag,
+} from '../../../service-kit/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
 import { etagMatches, type StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
-import type { MultipartService } from '../uploads/multipart-service.js';
+import type { MultipartService, RequestedPart, UploadChecksum } from '../uploads/multipart-service.js';
 import type { CopyRequest, ObjectService } from '../uploads/object-service.js';
 
 export interface RouteDeps {
@@ -91,6 +100,36 @@ function storedHeaders(raw: string | undefined, name: string): StoredHeaders | u
   return storedHeadersFromJson(parsed);
 }
 
+/** Stored headers of a body: those sent ahead (x-strata-headers) and those in its trailer, read once it has arrived. */
+function bodyHeaders(req: Request): { headers?: StoredHeaders; trailingHeaders: () => Promise<StoredHeaders | undefined> } {
+  return {
+    headers: storedHeaders(req.header('x-strata-headers'), 'x-strata-headers'),
+    trailingHeaders: async () => {
+      // (Trailers are parsed with the body's end, which a backend may not have waited for.)
+      if (!req.complete) await finished(req);
+      return storedHeaders(req.trailers['x-strata-trailing-headers'], 'x-strata-trailing-headers');
+    },
+  };
+}
+
+/** A multipart upload's checksum algorithm and type, as S3 allows them together; undefined when absent. */
+function uploadChecksum(value: unknown): UploadChecksum | undefined {
+  if (value === undefined || value === null) return undefined;
+  const { algorithm, type } = value as { algorithm?: unknown; type?: unknown };
+  if (typeof algorithm !== 'string' || !isChecksumAlgorithm(algorithm)) throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-algorithm header is invalid.');
+  const allowed = multipartChecksumTypes(algorithm);
+  const chosen = type === undefined ? allowed[0]! : type;
+  if (chosen !== 'COMPOSITE' && chosen !== 'FULL_OBJECT') throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-type header is invalid.');
+  if (!allowed.includes(chosen)) throw new S3Error('InvalidRequest', `The ${chosen} checksum type cannot be used with the ${algorithm.toLowerCase()} checksum algorithm.`);
+  return { algorithm, type: chosen };
+}
+
+/** `{algorithm, value}` of two strings, or undefined. */
+function namedChecksum(value: unknown): { algorithm: string; value: string } | undefined {
+  const c = value as { algorithm?: unknown; value?: unknown } | undefined;
+  return c && typeof c.algorithm === 'string' && typeof c.value === 'string' ? { algorithm: c.algorithm, value: c.value } : undefined;
+}
+
 /** One `bytes=` range against a size: undefined = serve everything (absent or unparseable, as S3 does). */
 export function parseRange(header: string | undefined, size: number): ByteRange | undefined {
   if (!header) return undefined;
@@ -159,12 +198,7 @@ export function objectHandlers(objects: ObjectService) {
       contentType: req.header('content-type'),
       userMetadata: userMetadata(req),
       tags: tags(req),
-      headers: storedHeaders(req.header('x-strata-headers'), 'x-strata-headers'),
-      trailingHeaders: async () => {
-        // (Trailers are parsed with the body's end, which a backend may not have waited for.)
-        if (!req.complete) await finished(req);
-        return storedHeaders(req.trailers['x-strata-trailing-headers'], 'x-strata-trailing-headers');
-      },
+      ...bodyHeaders(req),
       contentMd5: contentMd5(req),
       instantMd5: req.header('x-strata-instant-md5') || undefined,
       conditions: ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined,
@@ -247,20 +281,24 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   });
 
   router.post('/multipart/:bucket/:key', json, async (req, res) => {
+    const checksum = uploadChecksum(req.body?.checksum);
     const uploadId = await multipart.initiate(p(req, 'bucket'), p(req, 'key'), {
       owner: req.body?.owner,
       contentType: req.body?.contentType,
       userMetadata: req.body?.userMetadata,
       tags: objectTagsFromJson(req.body?.tags),
       headers: storedHeadersFromJson(req.body?.headers),
+      checksum,
     });
-    res.json({ uploadId });
+    res.json({ uploadId, ...(checksum ? { checksum } : {}) });
   });
   router.put('/multipart/:bucket/:key/:uploadId/parts/:n', async (req, res) => {
     res.json(
       await multipart.uploadPart(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), Number(p(req, 'n')), req, {
         contentLength: contentLength(req),
         contentMd5: contentMd5(req),
+        checksumAlgorithm: req.header('x-strata-checksum-algorithm'),
+        ...bodyHeaders(req),
       }),
     );
   });
@@ -289,7 +327,10 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     const c = (req.body?.conditions ?? {}) as { ifMatch?: unknown; ifNoneMatch?: unknown };
     const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
     const conditions = text(c.ifMatch) !== undefined || text(c.ifNoneMatch) !== undefined ? { ifMatch: text(c.ifMatch), ifNoneMatch: text(c.ifNoneMatch) } : undefined;
-    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), req.body?.parts, conditions));
+    const parts = Array.isArray(req.body?.parts)
+      ? (req.body.parts as Array<Record<string, unknown>>).map((r): RequestedPart => ({ partNumber: Number(r?.partNumber), etag: String(r?.etag ?? ''), checksum: namedChecksum(r?.checksum) }))
+      : req.body?.parts;
+    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), parts, conditions, namedChecksum(req.body?.checksum)));
   });
   router.delete('/multipart/:bucket/:key/:uploadId', async (req, res) => {
     await multipart.abort(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'));

@@ -1,7 +1,21 @@
 import { createHash } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import { v7 as uuidv7 } from 'uuid';
-import { assertObjectKey, S3Error, withoutChecksum, type Logger, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import {
+  assertObjectKey,
+  checksumHeaders,
+  compositeChecksum,
+  fullObjectChecksum,
+  mergeStoredHeaders,
+  S3Error,
+  startDigest,
+  storedChecksum,
+  withoutChecksum,
+  type ChecksumAlgorithm,
+  type Logger,
+  type StoredHeaders,
+  type Tag,
+} from '../../../service-kit/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import { checkPreconditions, type ObjectMeta, type Preconditions } from '../catalog/catalog.js';
@@ -24,8 +38,15 @@ interface UploadInfo {
   tags?: Tag[];
   /** Standard headers of the initiation (Cache-Control, ...): the completed object's. */
   headers?: StoredHeaders;
+  /** x-amz-checksum-algorithm and -type of the initiation: every part carries one, the object gets one. */
+  checksum?: UploadChecksum;
   initiated: string;
   backendKey: string;
+}
+
+export interface UploadChecksum {
+  algorithm: ChecksumAlgorithm;
+  type: 'COMPOSITE' | 'FULL_OBJECT';
 }
 
 interface PartInfo {
@@ -34,6 +55,26 @@ interface PartInfo {
   size: number;
   locator: string;
   lastModified: string;
+  /** Base64 of the part's checksum by the upload's algorithm (when the upload has one). */
+  checksum?: string;
+}
+
+/** A part's bytes as they arrive, with the checksum they were checked against. */
+export interface PartUpload {
+  contentLength?: number;
+  contentMd5?: string;
+  /** The algorithm of the checksum the part carries (checked by the gateway), if any. */
+  checksumAlgorithm?: string;
+  /** Its checksum as a stored header, sent before the body or (trailingHeaders) after it. */
+  headers?: StoredHeaders;
+  trailingHeaders?: () => Promise<StoredHeaders | undefined>;
+}
+
+/** A part as CompleteMultipartUpload lists it, with the checksum the client has for it, if any. */
+export interface RequestedPart {
+  partNumber: number;
+  etag: string;
+  checksum?: { algorithm: string; value: string };
 }
 
 /** Cache keys of one upload share the hash tag {uploadId}: one Redis Cluster shard holds the upload. */
@@ -57,7 +98,11 @@ export class MultipartService {
     private readonly clock: () => Date,
   ) {}
 
-  async initiate(bucketName: string, key: string, opts: { owner?: string; contentType?: string; userMetadata?: Record<string, string>; tags?: Tag[]; headers?: StoredHeaders }): Promise<string> {
+  async initiate(
+    bucketName: string,
+    key: string,
+    opts: { owner?: string; contentType?: string; userMetadata?: Record<string, string>; tags?: Tag[]; headers?: StoredHeaders; checksum?: UploadChecksum },
+  ): Promise<string> {
     assertObjectKey(key);
     checkUserMetadata(opts.userMetadata ?? {});
     const { bucket, backend } = await this.objects.bucket(bucketName);
@@ -70,6 +115,7 @@ export class MultipartService {
       userMetadata: opts.userMetadata ?? {},
       ...(opts.tags?.length ? { tags: opts.tags } : {}),
       ...(opts.headers ? { headers: withoutChecksum(opts.headers) } : {}),
+      ...(opts.checksum ? { checksum: opts.checksum } : {}),
       initiated: this.clock().toISOString(),
       backendKey: backend.key,
     };
@@ -104,20 +150,39 @@ export class MultipartService {
     }
   }
 
-  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, body: Readable, opts: { contentLength?: number; contentMd5?: string }): Promise<{ etag: string }> {
+  /**
+   * A part's bytes. In an upload created with a checksum algorithm every part must carry a checksum
+   * of that algorithm (InvalidRequest before any byte is stored otherwise, as S3); it is kept with the
+   * part for CompleteMultipartUpload.
+   */
+  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, body: Readable, opts: PartUpload): Promise<{ etag: string }> {
     this.checkPartNumber(partNumber);
-    const { backend } = await this.upload(bucket, key, uploadId);
+    const { info, backend } = await this.upload(bucket, key, uploadId);
     if (opts.contentLength !== undefined && opts.contentLength > MAX_OBJECT_SIZE) throw new S3Error('EntityTooLarge');
+    const wanted = info.checksum?.algorithm;
+    if (wanted && opts.checksumAlgorithm !== wanted) {
+      throw new S3Error('InvalidRequest', `The upload was created using the ${wanted} checksum algorithm: each part must carry an x-amz-checksum-${wanted.toLowerCase()} checksum.`);
+    }
     const stored = await backend.put(body, { expectedMd5: opts.contentMd5, expectedSize: opts.contentLength, maxSize: MAX_OBJECT_SIZE, part: true });
     this.metrics.bytesIn.inc(stored.size);
-    await this.savePart(uploadId, backend, { partNumber, etag: stored.md5, size: stored.size, locator: stored.locator, lastModified: this.clock().toISOString() });
+    let checksum: string | undefined;
+    if (wanted) {
+      try {
+        checksum = storedChecksum(mergeStoredHeaders(opts.headers, await opts.trailingHeaders?.()))?.value;
+        if (checksum === undefined) throw new S3Error('InvalidRequest', `The part's ${wanted} checksum did not arrive.`);
+      } catch (err) {
+        await backend.delete(stored.locator).catch(() => undefined);
+        throw err;
+      }
+    }
+    await this.savePart(uploadId, backend, { partNumber, etag: stored.md5, size: stored.size, locator: stored.locator, lastModified: this.clock().toISOString(), ...(checksum ? { checksum } : {}) });
     return { etag: stored.md5 };
   }
 
   /** UploadPartCopy: a byte range of an existing object becomes a part. */
   async uploadPartCopy(bucket: string, key: string, uploadId: string, partNumber: number, source: { bucket: string; key: string; range?: string }): Promise<{ etag: string; lastModified: string }> {
     this.checkPartNumber(partNumber);
-    const { backend } = await this.upload(bucket, key, uploadId);
+    const { info, backend } = await this.upload(bucket, key, uploadId);
     const { object, backend: sourceBackend } = await this.objects.head(source.bucket, source.key);
     let range: ByteRange | undefined;
     if (source.range !== undefined) {
@@ -127,11 +192,25 @@ export class MultipartService {
       if (range.start > range.end || range.end >= object.size) throw new S3Error('InvalidRange', `range ${source.range} is outside the source object of ${object.size} bytes`);
     }
     const expectedSize = range ? range.end - range.start + 1 : object.size;
-    const stored = await backend.put(await sourceBackend.get(object.locator, range), { expectedSize, part: true });
+    let bytes = await sourceBackend.get(object.locator, range);
+    // An upload with a checksum algorithm: the copied bytes get their checksum on the way.
+    const digest = info.checksum && startDigest(info.checksum.algorithm);
+    if (digest) {
+      const source = bytes;
+      const digesting = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          digest.update(chunk);
+          done(null, chunk);
+        },
+      });
+      bytes = pipeline(source, digesting, () => undefined);
+    }
+    const stored = await backend.put(bytes, { expectedSize, part: true });
     this.metrics.bytesIn.inc(stored.size);
     const lastModified = this.clock().toISOString();
-    await this.savePart(uploadId, backend, { partNumber, etag: stored.md5, size: stored.size, locator: stored.locator, lastModified });
-    return { etag: stored.md5, lastModified };
+    const checksum = digest ? Buffer.from(await digest.digest()).toString('base64') : undefined;
+    await this.savePart(uploadId, backend, { partNumber, etag: stored.md5, size: stored.size, locator: stored.locator, lastModified, ...(checksum ? { checksum } : {}) });
+    return { etag: stored.md5, lastModified, ...(checksum && info.checksum ? { checksum: { algorithm: info.checksum.algorithm, value: checksum } } : {}) };
   }
 
   private async savePart(uploadId: string, backend: StorageBackend, part: PartInfo): Promise<void> {
@@ -158,7 +237,8 @@ export class MultipartService {
     const page = all.slice(0, maxParts);
     const isTruncated = all.length > page.length;
     return {
-      parts: page.map(({ partNumber, etag, size, lastModified }) => ({ partNumber, etag, size, lastModified })),
+      parts: page.map(({ partNumber, etag, size, lastModified, checksum }) => ({ partNumber, etag, size, lastModified, ...(checksum ? { checksum } : {}) })),
+      ...(info.checksum ? { checksumAlgorithm: info.checksum.algorithm, checksumType: info.checksum.type } : {}),
       isTruncated,
       ...(isTruncated ? { nextPartNumberMarker: page[page.length - 1].partNumber } : {}),
       initiated: info.initiated,
@@ -173,7 +253,15 @@ export class MultipartService {
    * that a write that cannot succeed does not copy the parts first. A failed condition leaves the
    * upload in progress, as S3 does.
    */
-  async complete(bucketName: string, key: string, uploadId: string, requested: Array<{ partNumber: number; etag: string }>, conditions?: Preconditions): Promise<ObjectMeta> {
+  async complete(
+    bucketName: string,
+    key: string,
+    uploadId: string,
+    requested: RequestedPart[],
+    conditions?: Preconditions,
+    /** The whole object's checksum as the client computed it (x-amz-checksum-* on the Complete request). */
+    expectedChecksum?: { algorithm: string; value: string },
+  ): Promise<ObjectMeta> {
     const { info, backend } = await this.upload(bucketName, key, uploadId);
     if (!Array.isArray(requested) || requested.length === 0) throw new S3Error('MalformedXML', 'You must specify at least one part');
     const stored = new Map((await this.parts(uploadId)).map((p) => [p.partNumber, p]));
@@ -186,6 +274,10 @@ export class MultipartService {
       const part = stored.get(n);
       const etag = String(r.etag ?? '').replace(/^"|"$/g, '').toLowerCase();
       if (!part || part.etag !== etag) throw new S3Error('InvalidPart', undefined, { UploadId: uploadId, PartNumber: String(n), ETag: etag });
+      // A checksum the client lists for a part must be the one the part was uploaded with.
+      if (info.checksum && r.checksum && (r.checksum.algorithm !== info.checksum.algorithm || r.checksum.value !== part.checksum)) {
+        throw new S3Error('InvalidPart', `The ${r.checksum.algorithm} checksum listed for part ${n} is not the one it was uploaded with.`, { UploadId: uploadId, PartNumber: String(n), ETag: etag });
+      }
       chosen.push(part);
     }
     chosen.slice(0, -1).forEach((p) => {
@@ -196,6 +288,7 @@ export class MultipartService {
     const etag = `${createHash('md5')
       .update(Buffer.concat(chosen.map((p) => Buffer.from(p.etag, 'hex'))))
       .digest('hex')}-${chosen.length}`;
+    const checksum = info.checksum && (await this.objectChecksum(info.checksum, chosen, expectedChecksum));
     const { bucket } = await this.objects.bucket(bucketName);
     if (conditions) {
       const current = await this.objects.head(bucketName, key).then(
@@ -216,7 +309,7 @@ export class MultipartService {
         contentType: info.contentType,
         userMetadata: info.userMetadata,
         tags: info.tags,
-        headers: info.headers,
+        headers: mergeStoredHeaders(info.headers, checksum && checksumHeaders(checksum)),
         blob: this.objects.newBlob(backend, bucket, composed),
         etag,
         md5: composed.md5,
@@ -228,6 +321,27 @@ export class MultipartService {
     );
     await this.discard(bucketName, uploadId, backend, [...stored.values()]);
     return meta;
+  }
+
+  /**
+   * The object's checksum from its parts': COMPOSITE (a checksum of the parts' checksums, `-N`) or
+   * FULL_OBJECT (the CRC of all its bytes, combined from the parts' CRCs). One the client sent for the
+   * whole object must match (BadDigest, the upload stays in progress).
+   */
+  private async objectChecksum(upload: UploadChecksum, parts: PartInfo[], expected: { algorithm: string; value: string } | undefined) {
+    if (parts.some((p) => p.checksum === undefined)) throw new S3Error('InvalidPart', `Every part of this upload needs its ${upload.algorithm} checksum.`);
+    const value =
+      upload.type === 'COMPOSITE'
+        ? await compositeChecksum(upload.algorithm, parts.map((p) => p.checksum!))
+        : fullObjectChecksum(upload.algorithm, parts.map((p) => ({ value: p.checksum!, size: p.size })));
+    if (expected) {
+      if (expected.algorithm !== upload.algorithm) throw new S3Error('InvalidRequest', `The upload was created using the ${upload.algorithm} checksum algorithm, not ${expected.algorithm}.`);
+      // (A composite checksum may be sent with or without its `-N`.)
+      if (expected.value !== value && `${expected.value}-${parts.length}` !== value) {
+        throw new S3Error('BadDigest', `The ${upload.algorithm} you specified for the whole object did not match the one calculated from its parts.`);
+      }
+    }
+    return { algorithm: upload.algorithm, value, type: upload.type };
   }
 
   async abort(bucket: string, key: string, uploadId: string): Promise<void> {

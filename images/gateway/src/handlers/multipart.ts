@@ -1,9 +1,10 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error, storedChecksum } from '../../../service-kit/src/index.js';
 import { callerOf, state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { contentMd5, discard, header, objectBody, objectLength, objectTagging, readSmallBody, standardHeaders, unquote, userMetadata } from '../s3/request.js';
+import { checksumHeadersOf, contentMd5, discard, header, objectBody, objectLength, objectTagging, readSmallBody, standardHeaders, unquote, userMetadata } from '../s3/request.js';
+import { listedPartChecksum, objectChecksumHeader } from '../s3/checksums.js';
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
 import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
@@ -26,14 +27,23 @@ export const createMultipartUpload: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
   discard(req);
   const tags = objectTagging(req);
+  // The object's checksum (S3 since 2022): each part then carries one of this algorithm.
+  const algorithm = header(req, 'x-amz-checksum-algorithm');
+  const type = header(req, 'x-amz-checksum-type');
+  if (type !== undefined && algorithm === undefined) throw new S3Error('InvalidRequest', 'x-amz-checksum-type needs x-amz-checksum-algorithm.');
   const bucketInfo = await target(s3);
-  const { uploadId } = await deps.dataPlane.createMultipart(bucket, key, {
+  const { uploadId, checksum } = await deps.dataPlane.createMultipart(bucket, key, {
     owner: callerOf(res).username,
     contentType: header(req, 'content-type'),
     userMetadata: userMetadata(req),
     ...(tags?.length ? { tags } : {}),
     headers: standardHeaders(req),
+    ...(algorithm ? { checksum: { algorithm: algorithm.toUpperCase(), ...(type ? { type: type.toUpperCase() as 'COMPOSITE' | 'FULL_OBJECT' } : {}) } } : {}),
   });
+  if (checksum) {
+    res.setHeader('x-amz-checksum-algorithm', checksum.algorithm);
+    res.setHeader('x-amz-checksum-type', checksum.type);
+  }
   setAbortDate(res, bucketInfo.lifecycle, { key, initiated: new Date() });
   sendXml(res, 'InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: uploadId });
 };
@@ -49,7 +59,15 @@ export const uploadPart: S3Handler = async (s3) => {
     const md5 = contentMd5(req);
     const upload = objectBody(req, res);
     body = upload.body;
-    const { etag } = await deps.dataPlane.uploadPart(bucket, key, query.get('uploadId') ?? '', partNumber, { contentLength: length, contentMd5: md5 }, body, state(res).clientGone);
+    const { etag } = await deps.dataPlane.uploadPart(
+      bucket,
+      key,
+      query.get('uploadId') ?? '',
+      partNumber,
+      { contentLength: length, contentMd5: md5, checksumAlgorithm: upload.checksum?.checksum.algorithm, ...checksumHeadersOf(upload) },
+      body,
+      state(res).clientGone,
+    );
     res.setHeader('ETag', quoted(etag));
     if (upload.checksum?.value) res.setHeader(upload.checksum.checksum.header, upload.checksum.value);
     res.status(200).end();
@@ -69,23 +87,30 @@ export const uploadPartCopy: S3Handler = async (s3) => {
   const range = header(req, 'x-amz-copy-source-range');
   if (range !== undefined && !/^bytes=\d+-\d+$/.test(range)) throw new S3Error('InvalidArgument', 'The x-amz-copy-source-range value must be of the form bytes=first-last.', { ArgumentName: 'x-amz-copy-source-range' });
   const r = await deps.dataPlane.uploadPartCopy(bucket, key, query.get('uploadId') ?? '', partNumber, { sourceBucket, sourceKey, ...(range ? { range } : {}) });
-  sendXml(res, 'CopyPartResult', { LastModified: new Date(r.lastModified).toISOString(), ETag: quoted(unquote(r.etag)) });
+  sendXml(res, 'CopyPartResult', {
+    LastModified: new Date(r.lastModified).toISOString(),
+    ETag: quoted(unquote(r.etag)),
+    ...(r.checksum ? { [`Checksum${r.checksum.algorithm}`]: r.checksum.value } : {}),
+  });
 };
 
 interface CompleteDocument {
-  Part?: Array<{ PartNumber?: string; ETag?: string }>;
+  Part?: Array<{ PartNumber?: string; ETag?: string } & Record<string, unknown>>;
 }
 
 /** POST /bucket/key?uploadId=X with the CompleteMultipartUpload document. */
 export const completeMultipartUpload: S3Handler = async (s3) => {
   const { req, res, bucket, key, query, deps } = s3;
-  const body = await readSmallBody(req, res);
+  // x-amz-checksum-* here is the whole object's checksum, not the document's.
+  const body = await readSmallBody(req, res, undefined, { checksum: false });
+  const objectChecksum = objectChecksumHeader(req.headers);
   const bucketInfo = await target(s3);
   const doc = parseXml<CompleteDocument>(body.toString('utf8'), 'CompleteMultipartUpload');
   const parts = (doc.Part ?? []).map((p) => {
     const n = Number(p.PartNumber);
     if (!Number.isInteger(n) || n < 1 || n > 10000 || typeof p.ETag !== 'string') throw new S3Error('MalformedXML', 'Each Part needs a PartNumber (1-10000) and an ETag.');
-    return { partNumber: n, etag: unquote(p.ETag) };
+    const checksum = listedPartChecksum(p);
+    return { partNumber: n, etag: unquote(p.ETag), ...(checksum ? { checksum } : {}) };
   });
   if (parts.length === 0) throw new S3Error('MalformedXML', 'The CompleteMultipartUpload document lists no parts.');
   for (let i = 1; i < parts.length; i++) {
@@ -95,9 +120,16 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   const ifMatch = header(req, 'if-match');
   const ifNoneMatch = header(req, 'if-none-match');
   const conditions = ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined;
-  const meta = await deps.dataPlane.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions);
+  const meta = await deps.dataPlane.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions, objectChecksum);
   setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
-  sendXml(res, 'CompleteMultipartUploadResult', { Location: `/${bucket}/${urlEncodeKey(key)}`, Bucket: bucket, Key: key, ETag: quoted(unquote(meta.etag)) });
+  const checksum = storedChecksum(meta.headers);
+  sendXml(res, 'CompleteMultipartUploadResult', {
+    Location: `/${bucket}/${urlEncodeKey(key)}`,
+    Bucket: bucket,
+    Key: key,
+    ETag: quoted(unquote(meta.etag)),
+    ...(checksum ? { [`Checksum${checksum.algorithm}`]: checksum.value, ChecksumType: checksum.type } : {}),
+  });
 };
 
 /** DELETE /bucket/key?uploadId=X */
@@ -127,7 +159,14 @@ export const listParts: S3Handler = async (s3) => {
     ...(r.isTruncated && r.nextPartNumberMarker !== undefined ? { NextPartNumberMarker: r.nextPartNumberMarker } : {}),
     MaxParts: maxParts,
     IsTruncated: r.isTruncated,
-    Part: r.parts.map((p) => ({ PartNumber: p.partNumber, LastModified: new Date(p.lastModified).toISOString(), ETag: quoted(unquote(p.etag)), Size: p.size })),
+    ...(r.checksumAlgorithm ? { ChecksumAlgorithm: r.checksumAlgorithm, ChecksumType: r.checksumType } : {}),
+    Part: r.parts.map((p) => ({
+      PartNumber: p.partNumber,
+      LastModified: new Date(p.lastModified).toISOString(),
+      ETag: quoted(unquote(p.etag)),
+      Size: p.size,
+      ...(p.checksum && r.checksumAlgorithm ? { [`Checksum${r.checksumAlgorithm}`]: p.checksum } : {}),
+    })),
   });
 };
 

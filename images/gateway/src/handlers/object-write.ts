@@ -54,7 +54,10 @@ export const putObject: S3Handler = async (s3) => {
     );
     res.setHeader('ETag', quoted(result.object.etag));
     setExpiration(res, bucketInfo.lifecycle, { key, size: result.object.size, lastModified: result.object.lastModified, tags });
-    if (upload.checksum?.value) res.setHeader(upload.checksum.checksum.header, upload.checksum.value);
+    if (upload.checksum?.value) {
+      res.setHeader(upload.checksum.checksum.header, upload.checksum.value);
+      res.setHeader('x-amz-checksum-type', 'FULL_OBJECT');
+    }
     if (result.instant) discard(body);
     if (instant) sendData(res, { instant: result.instant, bucket, key, etag: result.object.etag, size: result.object.size });
     else res.status(200).end();

@@ -1,7 +1,15 @@
-import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { Crc32, Crc32c, Crc64Nvme } from '@aws-sdk/checksums/crc';
-import { checksumHeaders, S3Error, type StoredHeaders } from '../../../service-kit/src/index.js';
+import {
+  CHECKSUM_ALGORITHMS,
+  checksumHeaders,
+  DIGEST_BYTES,
+  isChecksumAlgorithm,
+  S3Error,
+  startDigest,
+  type ChecksumAlgorithm,
+  type RunningDigest,
+  type StoredHeaders,
+} from '../../../service-kit/src/index.js';
 import type { BodyCheck } from './verified-body.js';
 
 /**
@@ -9,36 +17,11 @@ import type { BodyCheck } from './verified-body.js';
  * `x-amz-trailer` and sent after an aws-chunked body. Current SDKs send one by default (CRC32) instead
  * of Content-MD5, so this is how most uploads ask for their bytes to be checked.
  */
-const DIGEST_BYTES = { CRC32: 4, CRC32C: 4, CRC64NVME: 8, SHA1: 20, SHA256: 32 } as const;
-export type ChecksumAlgorithm = keyof typeof DIGEST_BYTES;
-const ALGORITHMS = Object.keys(DIGEST_BYTES) as ChecksumAlgorithm[];
-
-interface RunningDigest {
-  update(data: Uint8Array): void;
-  digest(): Promise<Uint8Array>;
-}
-
-function startDigest(algorithm: ChecksumAlgorithm): RunningDigest {
-  switch (algorithm) {
-    case 'CRC32':
-      return new Crc32();
-    case 'CRC32C':
-      return new Crc32c();
-    case 'CRC64NVME':
-      return new Crc64Nvme();
-    case 'SHA1':
-    case 'SHA256': {
-      const hash = createHash(algorithm.toLowerCase());
-      return { update: (data) => hash.update(data), digest: async () => hash.digest() };
-    }
-  }
-}
-
 export function checksumHeader(algorithm: ChecksumAlgorithm): string {
   return `x-amz-checksum-${algorithm.toLowerCase()}`;
 }
 
-const ALGORITHM_BY_HEADER = new Map(ALGORITHMS.map((a) => [checksumHeader(a), a]));
+const ALGORITHM_BY_HEADER = new Map(CHECKSUM_ALGORITHMS.map((a) => [checksumHeader(a), a]));
 
 /** The checksum an upload carries. */
 export interface UploadChecksum {
@@ -81,12 +64,34 @@ export function uploadChecksum(headers: IncomingHttpHeaders, chunked: boolean): 
   return { algorithm, header, expected };
 }
 
+/**
+ * The whole object's checksum sent with CompleteMultipartUpload (`x-amz-checksum-<algorithm>`, a
+ * composite one maybe with its `-N`), or undefined; InvalidRequest for two or a malformed value.
+ */
+export function objectChecksumHeader(headers: IncomingHttpHeaders): { algorithm: ChecksumAlgorithm; value: string } | undefined {
+  const sent = [...ALGORITHM_BY_HEADER].filter(([name]) => headers[name] !== undefined);
+  if (sent.length > 1) throw new S3Error('InvalidRequest', 'Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.');
+  if (sent.length === 0) return undefined;
+  const [header, algorithm] = sent[0]!;
+  const value = String(headers[header]).replace(/-\d+$/, '');
+  checkValue(algorithm, header, value);
+  return { algorithm, value };
+}
+
+/** The checksums a CompleteMultipartUpload document lists for a part (ChecksumCRC32, ...): at most one. */
+export function listedPartChecksum(part: Record<string, unknown>): { algorithm: ChecksumAlgorithm; value: string } | undefined {
+  const listed = CHECKSUM_ALGORITHMS.filter((a) => typeof part[`Checksum${a}`] === 'string');
+  if (listed.length > 1) throw new S3Error('InvalidRequest', 'A part lists more than one checksum.');
+  const algorithm = listed[0];
+  return algorithm && { algorithm, value: String(part[`Checksum${algorithm}`]) };
+}
+
 function sdkAlgorithm(headers: IncomingHttpHeaders): ChecksumAlgorithm | undefined {
   const raw = headers['x-amz-sdk-checksum-algorithm'];
   if (raw === undefined) return undefined;
   const name = String(raw).toUpperCase();
-  if (!(ALGORITHMS as string[]).includes(name)) throw new S3Error('InvalidRequest', 'Value for x-amz-sdk-checksum-algorithm header is invalid.');
-  return name as ChecksumAlgorithm;
+  if (!isChecksumAlgorithm(name)) throw new S3Error('InvalidRequest', 'Value for x-amz-sdk-checksum-algorithm header is invalid.');
+  return name;
 }
 
 /** A value must be the base64 of exactly the algorithm's digest. */

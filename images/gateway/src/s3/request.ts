@@ -27,11 +27,16 @@ export interface ObjectUpload {
  * checksum sent as a header, known at once; a checksum sent as a trailer, known once the body has passed.
  */
 export function uploadHeaders(req: Request, upload: ObjectUpload): { headers?: StoredHeaders; trailingHeaders?: () => StoredHeaders | undefined } {
-  const standard = standardHeaders(req);
+  const { headers, trailingHeaders } = checksumHeadersOf(upload);
+  const merged = mergeStoredHeaders(standardHeaders(req), headers);
+  return { ...(merged ? { headers: merged } : {}), ...(trailingHeaders ? { trailingHeaders } : {}) };
+}
+
+/** The upload's checksum to store: at once when it was sent as a header, as a trailer when it followed the body. */
+export function checksumHeadersOf(upload: ObjectUpload): { headers?: StoredHeaders; trailingHeaders?: () => StoredHeaders | undefined } {
   const { checksum } = upload;
-  if (!checksum) return standard ? { headers: standard } : {};
-  if (checksum.knownAhead) return { headers: mergeStoredHeaders(standard, checksum.storedHeaders()) };
-  return { ...(standard ? { headers: standard } : {}), trailingHeaders: () => checksum.storedHeaders() };
+  if (!checksum) return {};
+  return checksum.knownAhead ? { headers: checksum.storedHeaders() } : { trailingHeaders: () => checksum.storedHeaders() };
 }
 
 /** Cache-Control, Content-Disposition, Content-Encoding (without aws-chunked), Content-Language, Expires, as sent. */
@@ -44,11 +49,11 @@ export function standardHeaders(req: Request): StoredHeaders | undefined {
  * checked, the signed sha256 checked, and the flexible checksum (x-amz-checksum-*, header or trailer)
  * checked, all while streaming. InvalidRequest at once for checksum headers S3 refuses.
  */
-export function objectBody(req: Request, res: Response): ObjectUpload {
+export function objectBody(req: Request, res: Response, opts: { checksum?: boolean } = {}): ObjectUpload {
   const sig = state(res).caller?.sigv4;
   const payload = sig?.payload;
   const chunked = payload?.kind === 'chunked' || /aws-chunked/.test(String(req.headers['content-encoding'] ?? ''));
-  const requested = uploadChecksum(req.headers, chunked);
+  const requested = opts.checksum === false ? undefined : uploadChecksum(req.headers, chunked);
   const streams: Array<Readable | Transform> = [req];
   const checks: BodyCheck[] = [];
   let trailers: () => Readonly<Record<string, string>> = () => ({});
@@ -86,8 +91,12 @@ export function discard(body: Readable): void {
   body.resume();
 }
 
-/** Read a small body whole (XML documents), bounded; the signed sha256 is checked when there is one. */
-export async function readSmallBody(req: Request, res: Response, limit = MAX_XML_BYTES): Promise<Buffer> {
+/**
+ * Read a small body whole (XML documents), bounded; the signed sha256 and a flexible checksum are
+ * checked when there are. `checksum: false` where x-amz-checksum-* headers are not about the body
+ * (CompleteMultipartUpload: they are the object's).
+ */
+export async function readSmallBody(req: Request, res: Response, limit = MAX_XML_BYTES, opts: { checksum?: boolean } = {}): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) {
     discard(req);
@@ -96,7 +105,7 @@ export async function readSmallBody(req: Request, res: Response, limit = MAX_XML
   const chunks: Buffer[] = [];
   let size = 0;
   // Keep reading past the limit (without keeping bytes) so the client gets our answer, not a reset.
-  for await (const chunk of objectBody(req, res).body) {
+  for await (const chunk of objectBody(req, res, opts).body) {
     size += (chunk as Buffer).length;
     if (size <= limit) chunks.push(chunk as Buffer);
   }
