@@ -103,7 +103,7 @@ describe('e2e: storage backends per bucket (object-store server through the mini
   });
 
   it('Bearer GET redirects (302) to a presigned URL of the backend itself; the bytes come from there; proxy=true streams through Strata', async () => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'direct.txt', Body: 'served by the backend', ContentType: 'text/plain' }));
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'direct.txt', Body: 'served by the backend', ContentType: 'text/plain', CacheControl: 'max-age=77', ContentDisposition: 'inline; filename="d.txt"' }));
     const r = await fetch(`${p.endpoint}/${bucket}/direct.txt`, { headers: auth(), redirect: 'manual' });
     expect(r.status).to.equal(302);
     const location = r.headers.get('location')!;
@@ -111,6 +111,8 @@ describe('e2e: storage backends per bucket (object-store server through the mini
     const direct = await fetch(location);
     expect(direct.status).to.equal(200);
     expect(direct.headers.get('content-type')).to.match(/^text\/plain/);
+    // The object's stored headers come from the backend as well (response-* overrides in its URL).
+    expect([direct.headers.get('cache-control'), direct.headers.get('content-disposition')]).to.deep.equal(['max-age=77', 'inline; filename="d.txt"']);
     expect(await direct.text()).to.equal('served by the backend');
     const proxied = await fetch(`${p.endpoint}/${bucket}/direct.txt?proxy=true`, { headers: auth(), redirect: 'manual' });
     expect(proxied.status).to.equal(200);

@@ -4,7 +4,7 @@ import https from 'node:https';
 import type net from 'node:net';
 import { Readable, pipeline } from 'node:stream';
 import { Client, S3Error as MinioS3Error } from 'minio';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error, STANDARD_OBJECT_HEADERS, type StoredHeaders } from '../../../service-kit/src/index.js';
 import { HashingCounter, meteredBody } from './metered-body.js';
 import type { ByteRange, HashedBlob, PutOptions, StorageBackend, StoredBlob } from './storage-backend.js';
 
@@ -306,9 +306,14 @@ export class S3Backend implements StorageBackend {
   }
 
   /** A presigned GET of the backend itself (signed offline), typed as the object is. */
-  async directUrl(locator: string, expiresSeconds: number, opts: { contentType?: string } = {}): Promise<string> {
+  async directUrl(locator: string, expiresSeconds: number, opts: { contentType?: string; headers?: StoredHeaders } = {}): Promise<string> {
+    // The backend's object has none of Strata's metadata: the answer gets it as response-* overrides.
     const respHeaders: Record<string, string> = {};
     if (opts.contentType) respHeaders['response-content-type'] = opts.contentType;
+    for (const name of STANDARD_OBJECT_HEADERS) {
+      const value = opts.headers?.[name];
+      if (value !== undefined) respHeaders[`response-${name}`] = value;
+    }
     return this.presigner.presignedGetObject(this.settings.bucket, this.objectName(locator), expiresSeconds, respHeaders);
   }
 

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { StoredHeaders } from '../../../service-kit/src/index.js';
 
 /** What a backend answers for stored bytes: its own name for them, their size and hex MD5 (null when the backend did not hash them). */
 export interface StoredBlob {
@@ -56,7 +57,7 @@ export interface StorageBackend {
   compose(locators: string[]): Promise<StoredBlob>;
   exists(locator: string): Promise<boolean>;
   /** A URL a client can download the blob from directly, when the backend can serve it. */
-  directUrl?(locator: string, expiresSeconds: number, opts?: { contentType?: string }): Promise<string>;
+  directUrl?(locator: string, expiresSeconds: number, opts?: { contentType?: string; headers?: StoredHeaders }): Promise<string>;
   /** The backend answers (and is set up); throws S3 ServiceUnavailable when it cannot be reached. */
   ready?(): Promise<void>;
   /** Remove part blobs older than `maxAgeMs` (uploads that expired unfinished); answers how many. */

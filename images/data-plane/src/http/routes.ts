@@ -213,7 +213,7 @@ export function objectHandlers(objects: ObjectService) {
     if (req.query['direct-url'] !== undefined) {
       if (!backend.directUrl) throw Object.assign(new S3Error('NotImplemented', 'this backend cannot serve objects directly'), { status: 404 });
       const expires = Math.min(Math.max(Number(q(req, 'expires') ?? 900) || 900, 1), 7 * 24 * 3600);
-      res.json({ url: await backend.directUrl(object.locator, expires, { contentType: object.contentType }) });
+      res.json({ url: await backend.directUrl(object.locator, expires, { contentType: object.contentType, headers: object.headers }) });
       return;
     }
     objectHeaders(res, object);

@@ -4,7 +4,7 @@ import { validateKey } from '../middleware/bucket-access.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumHeadersOf, contentMd5, discard, header, objectBody, objectLength, objectTagging, readSmallBody, standardHeaders, unquote, userMetadata } from '../s3/request.js';
-import { listedPartChecksum, objectChecksumHeader } from '../s3/checksums.js';
+import { checksumXml, listedPartChecksum, objectChecksumHeader } from '../s3/checksums.js';
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
 import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
@@ -90,7 +90,7 @@ export const uploadPartCopy: S3Handler = async (s3) => {
   sendXml(res, 'CopyPartResult', {
     LastModified: new Date(r.lastModified).toISOString(),
     ETag: quoted(unquote(r.etag)),
-    ...(r.checksum ? { [`Checksum${r.checksum.algorithm}`]: r.checksum.value } : {}),
+    ...(r.checksum ? checksumXml(r.checksum) : {}),
   });
 };
 
@@ -128,7 +128,7 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
     Bucket: bucket,
     Key: key,
     ETag: quoted(unquote(meta.etag)),
-    ...(checksum ? { [`Checksum${checksum.algorithm}`]: checksum.value, ChecksumType: checksum.type } : {}),
+    ...(checksum ? checksumXml(checksum) : {}),
   });
 };
 
@@ -165,7 +165,7 @@ export const listParts: S3Handler = async (s3) => {
       LastModified: new Date(p.lastModified).toISOString(),
       ETag: quoted(unquote(p.etag)),
       Size: p.size,
-      ...(p.checksum && r.checksumAlgorithm ? { [`Checksum${r.checksumAlgorithm}`]: p.checksum } : {}),
+      ...(p.checksum && r.checksumAlgorithm ? checksumXml({ algorithm: r.checksumAlgorithm, value: p.checksum }) : {}),
     })),
   });
 };

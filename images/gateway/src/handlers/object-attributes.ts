@@ -2,6 +2,7 @@ import { S3Error, storedChecksum } from '../../../service-kit/src/index.js';
 import { callerOf } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
+import { checksumXml } from '../s3/checksums.js';
 import { sendXml } from '../s3/render.js';
 import { header, unquote } from '../s3/request.js';
 
@@ -27,7 +28,7 @@ export const getObjectAttributes: S3Handler = async ({ req, res, bucket, key, de
   res.setHeader('Last-Modified', new Date(meta.lastModified).toUTCString());
   sendXml(res, 'GetObjectAttributesResponse', {
     ...(wanted.includes('ETag') ? { ETag: etag } : {}),
-    ...(checksum ? { Checksum: { [`Checksum${checksum.algorithm}`]: checksum.value, ChecksumType: checksum.type } } : {}),
+    ...(checksum ? { Checksum: checksumXml(checksum) } : {}),
     ...(wanted.includes('ObjectParts') && parts ? { ObjectParts: { PartsCount: Number(parts) } } : {}),
     ...(wanted.includes('StorageClass') ? { StorageClass: 'STANDARD' } : {}),
     ...(wanted.includes('ObjectSize') ? { ObjectSize: meta.size } : {}),

@@ -7,6 +7,7 @@ import { state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
 import { quoted, sendXml, urlEncodeKey } from '../s3/render.js';
+import { refuseEncryptedWrite } from '../s3/encryption.js';
 import { userMetadataOf } from '../s3/request.js';
 import { parseTagging, type TaggingXml } from '../s3/tagging-xml.js';
 import { parseXml } from '../s3/xml.js';
@@ -88,6 +89,7 @@ export const postObject: S3Handler = async (s3) => {
     // Flow control saw no user (the policy names it): the user's rate limit counts the upload now.
     await deps.admitUser?.(res, caller.username);
     await deps.buckets.owned(bucket, caller);
+    refuseEncryptedWrite(form.fields.keys());
     const rawKey = form.fields.get('key');
     if (rawKey === undefined) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'key'.", { ArgumentName: 'key' });
     const key = rawKey.replaceAll('${filename}', form.filename);

@@ -86,6 +86,11 @@ export function listedPartChecksum(part: Record<string, unknown>): { algorithm: 
   return algorithm && { algorithm, value: String(part[`Checksum${algorithm}`]) };
 }
 
+/** A checksum as S3's XML answers name it: `<ChecksumCRC32>…</ChecksumCRC32>`, then `<ChecksumType>` when given. */
+export function checksumXml(checksum: { algorithm: string; value: string; type?: string }): Record<string, string> {
+  return { [`Checksum${checksum.algorithm}`]: checksum.value, ...(checksum.type ? { ChecksumType: checksum.type } : {}) };
+}
+
 function sdkAlgorithm(headers: IncomingHttpHeaders): ChecksumAlgorithm | undefined {
   const raw = headers['x-amz-sdk-checksum-algorithm'];
   if (raw === undefined) return undefined;

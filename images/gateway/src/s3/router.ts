@@ -15,7 +15,9 @@ import { copyObject, deleteObject, putObject } from '../handlers/object-write.js
 import { postObject } from '../handlers/post-object.js';
 import { presign } from '../handlers/presign.js';
 import { notImplemented } from '../handlers/unsupported.js';
+import { refuseServerSideEncryption } from './encryption.js';
 import type { S3Handler } from './operation.js';
+import { discard } from './request.js';
 
 /** Bucket subresources Strata does not implement (by design: no versioning, policy, lock...). */
 const UNSUPPORTED_BUCKET = ['policy', 'object-lock', 'encryption', 'website', 'logging', 'notification', 'replication', 'ownershipControls', 'publicAccessBlock', 'accelerate', 'requestPayment', 'analytics', 'metrics', 'inventory', 'intelligent-tiering', 'policyStatus'];
@@ -159,6 +161,12 @@ export function s3Endpoint(deps: GatewayDeps) {
       const { route, bucket, key, query } = resolved.get(res) ?? resolve(req);
       state(res).operation = route.operation;
       checkExpectedOwners(req, res, bucket);
+      try {
+        refuseServerSideEncryption(route.operation, req.headers);
+      } catch (err) {
+        discard(req);
+        throw err;
+      }
       await route.handler({ req, res, bucket, key, query, deps });
     } catch (err) {
       next(err);
