@@ -91,9 +91,11 @@ export class InternalHttp {
       call.cancellation?.onCancel(() => req.destroy(cancelledError()));
       let bodyError: Error | undefined;
       let bodyDone = !call.body;
+      let answeredEarly = false;
       req.on('error', (err) => reject(bodyError ?? this.unavailable(err)));
       req.on('response', (res) => {
         if (!bodyDone && call.body) {
+          answeredEarly = true;
           // Answered before the whole body went up (instant hit, early error): stop sending; the
           // connection cannot be reused, so it is dropped once the answer is read.
           call.body.unpipe(req);
@@ -117,6 +119,8 @@ export class InternalHttp {
         if (call.trailers) {
           const trailers = call.trailers;
           call.body.once('end', () => {
+            // (Not after an early answer: the request is dropped then, see above.)
+            if (answeredEarly || req.destroyed) return;
             req.addTrailers(trailers() as Record<string, string>);
             req.end();
           });
