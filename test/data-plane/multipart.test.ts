@@ -69,6 +69,11 @@ describe('data plane multipart uploads (PostgreSQL)', function () {
     expect(meta).to.deep.include({ etag: expectedEtag, size: p1.length + p2.length, contentType: 'video/mp4', userMetadata: { m: '1' } });
     const got = Buffer.from(await (await layer.dpFetch('GET', `/internal/objects/${bucket}/movie`)).arrayBuffer());
     expect(got.equals(Buffer.concat([p1, p2]))).to.equal(true);
+    // The part sizes are kept with the object: one part's bytes by its number (GetObject partNumber).
+    const part2 = await layer.dpFetch('GET', `/internal/objects/${bucket}/movie?partNumber=2`);
+    expect([part2.status, part2.headers.get('content-range'), part2.headers.get('x-amz-mp-parts-count')]).to.deep.equal([206, `bytes ${p1.length}-${p1.length + p2.length - 1}/${p1.length + p2.length}`, '2']);
+    expect(Buffer.from(await part2.arrayBuffer()).equals(p2)).to.equal(true);
+    expect(await errorOf(await layer.dpFetch('GET', `/internal/objects/${bucket}/movie?partNumber=3`))).to.deep.equal({ status: 416, code: 'InvalidPartNumber' });
     // Only the composed blob remains: the part files are gone.
     expect((await blobFiles()).length).to.equal(before.length + 1);
     expect(await errorOf(await complete('movie', uploadId, [{ partNumber: 1, etag: e1 }]))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });

@@ -21,6 +21,7 @@ export const S3_ERRORS = {
   InvalidDigest: { status: 400, message: 'The Content-MD5 you specified is not valid.' },
   InvalidObjectName: { status: 400, message: 'The specified object name is not valid.' },
   InvalidPart: { status: 400, message: 'One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part\'s entity tag.' },
+  InvalidPartNumber: { status: 416, message: 'The requested partnumber is not satisfiable' },
   InvalidPartOrder: { status: 400, message: 'The list of parts was not in ascending order. Parts must be ordered by part number.' },
   InvalidRange: { status: 416, message: 'The requested range is not satisfiable' },
   InvalidPolicyDocument: { status: 400, message: 'The content of the form does not meet the conditions specified in the policy document.' },

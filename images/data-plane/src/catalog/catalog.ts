@@ -31,6 +31,8 @@ export interface StoredObject extends ObjectMeta {
   locator: string;
   backendKey: string;
   owner: string;
+  /** A multipart object's part sizes in part order (GetObject `partNumber`); absent for one uploaded whole. */
+  partSizes?: number[];
 }
 
 export interface Preconditions {
@@ -57,6 +59,8 @@ export interface CommitRequest {
   tags?: Tag[];
   /** The new version's stored headers; none when absent. */
   headers?: StoredHeaders;
+  /** A multipart object's part sizes in part order; none for an object uploaded whole. */
+  partSizes?: number[];
   conditions?: Preconditions;
   now: Date;
 }
@@ -87,6 +91,26 @@ interface ObjectRow {
   last_modified: Date;
   tags: Tag[] | null;
   headers: StoredHeaders | null;
+}
+
+/** An object row with where its bytes are (the reads of StoredObject). */
+interface StoredObjectRow extends ObjectRow {
+  blob_id: number;
+  locator: string;
+  backend_key: string;
+  owner: string;
+  part_sizes: Array<number | string> | null;
+}
+
+function toStoredObject(bucket: string, row: StoredObjectRow): StoredObject {
+  return {
+    ...toMeta(bucket, row),
+    blobId: Number(row.blob_id),
+    locator: row.locator,
+    backendKey: row.backend_key,
+    owner: row.owner,
+    ...(row.part_sizes ? { partSizes: row.part_sizes.map(Number) } : {}),
+  };
 }
 
 function toMeta(bucket: string, row: ObjectRow): ObjectMeta {
@@ -197,15 +221,14 @@ export class Catalog {
   }
 
   async object(bucket: BucketRef, key: string): Promise<StoredObject | undefined> {
-    const res = await this.sql.query<ObjectRow & { blob_id: number; locator: string; backend_key: string; owner: string }>(
-      `SELECT o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.owner, o.blob_id, b.locator, b.backend_key
+    const res = await this.sql.query<StoredObjectRow>(
+      `SELECT o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.part_sizes, o.owner, o.blob_id, b.locator, b.backend_key
        FROM object_info o JOIN blobs b ON b.id = o.blob_id
        WHERE o.bucket_id = $1 AND (o.bucket_id % 2) = ($1::int % 2) AND o.key = $2 AND o.state = 'NORMAL'`,
       [bucket.id, key],
     );
     const row = res.rows[0];
-    if (!row) return undefined;
-    return { ...toMeta(bucket.name, row), blobId: Number(row.blob_id), locator: row.locator, backendKey: row.backend_key, owner: row.owner };
+    return row && toStoredObject(bucket.name, row);
   }
 
   /**
@@ -213,9 +236,9 @@ export class Catalog {
    * GET/HEAD). `undefined` object when the bucket exists but the key does not; NoSuchBucket otherwise.
    */
   async objectByBucketName(bucketName: string, key: string): Promise<{ bucket: BucketRef; object: StoredObject | undefined }> {
-    const res = await this.sql.query<ObjectRow & { blob_id: number; locator: string; backend_key: string; owner: string; bucket_id: number; bucket_owner: string; bucket_backend: BucketRef['backend'] }>(
+    const res = await this.sql.query<StoredObjectRow & { bucket_id: number; bucket_owner: string; bucket_backend: BucketRef['backend'] }>(
       `SELECT k.id AS bucket_id, k.owner AS bucket_owner, k.backend AS bucket_backend,
-              o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.owner, o.blob_id, b.locator, b.backend_key
+              o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.part_sizes, o.owner, o.blob_id, b.locator, b.backend_key
        FROM buckets k JOIN object_info o ON o.bucket_id = k.id AND o.key = $2 AND o.state = 'NORMAL' JOIN blobs b ON b.id = o.blob_id
        WHERE k.name = $1`,
       [bucketName, key],
@@ -223,7 +246,7 @@ export class Catalog {
     const row = res.rows[0];
     if (!row) return { bucket: await this.bucket(bucketName), object: undefined };
     const bucket: BucketRef = { id: Number(row.bucket_id), name: bucketName, owner: row.bucket_owner, backend: row.bucket_backend };
-    return { bucket, object: { ...toMeta(bucketName, row), blobId: Number(row.blob_id), locator: row.locator, backendKey: row.backend_key, owner: row.owner } };
+    return { bucket, object: toStoredObject(bucketName, row) };
   }
 
   /**
@@ -243,7 +266,9 @@ export class Catalog {
   async commitObject(req: CommitRequest): Promise<CommitResult> {
     for (let attempt = 1; ; attempt++) {
       try {
-        if (!req.conditions && this.commitFunction !== false) {
+        // Conditional writes and multipart completions (part sizes) take the transaction: the commit
+        // functions know neither (both are rare next to plain PUTs).
+        if (!req.conditions && !req.partSizes && this.commitFunction !== false) {
           try {
             const result = await (this.commits ? this.commits.submit(req) : this.commitByFunction(req));
             this.commitFunction = true;
@@ -413,11 +438,11 @@ export class Catalog {
       replacedSize: replaced.rows[0] ? Number(replaced.rows[0].size) : null,
     };
     const inserted = await tx.query<ObjectRow>(
-      `WITH n AS (INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified, tags, headers)
-         VALUES ($1, $2, 'NORMAL', $3, $4, $5, $6, $7, $8, $9, $10, $13, $14) RETURNING ${OBJECT_COLUMNS}),
+      `WITH n AS (INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified, tags, headers, part_sizes)
+         VALUES ($1, $2, 'NORMAL', $3, $4, $5, $6, $7, $8, $9, $10, $13, $14, $15) RETURNING ${OBJECT_COLUMNS}),
        e AS (INSERT INTO outbox (event_id, type, payload, created_at) VALUES ($11, 'object.created', $12, $10))
        SELECT * FROM n`,
-      [bucket.id, key, blobId, req.size, req.etag, req.md5, req.contentType, JSON.stringify(req.userMetadata), req.owner, now, uuidV7(), JSON.stringify(payload), storedTags(req.tags), storedHeaders(req.headers)],
+      [bucket.id, key, blobId, req.size, req.etag, req.md5, req.contentType, JSON.stringify(req.userMetadata), req.owner, now, uuidV7(), JSON.stringify(payload), storedTags(req.tags), storedHeaders(req.headers), req.partSizes ?? null],
     );
     const meta = toMeta(bucket.name, inserted.rows[0]);
     return { meta, newBlobKept, unreferencedBlobIds };

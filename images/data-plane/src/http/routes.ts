@@ -151,6 +151,21 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
   return { start, end };
 }
 
+/**
+ * The bytes of part `partNumber` (GetObject/HeadObject `?partNumber=`): a multipart object's part by
+ * its stored sizes; an object uploaded whole is its own part 1. InvalidPartNumber past the last part;
+ * undefined for an empty part (nothing to range over).
+ */
+export function partRange(partNumber: number, object: Pick<StoredObject, 'size' | 'partSizes'>): ByteRange | undefined {
+  const sizes = object.partSizes ?? [object.size];
+  if (!Number.isInteger(partNumber) || partNumber < 1) throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber' });
+  if (partNumber > sizes.length) throw new S3Error('InvalidPartNumber', undefined, { PartNumberRequested: String(partNumber), ActualPartCount: String(sizes.length) });
+  let start = 0;
+  for (let i = 0; i < partNumber - 1; i++) start += sizes[i]!;
+  const size = sizes[partNumber - 1]!;
+  return size > 0 ? { start, end: start + size - 1 } : undefined;
+}
+
 /** GET/HEAD conditions; answers 304 or throws 412 as S3 does. */
 function notModified(req: Request, object: StoredObject): boolean {
   const modified = Math.floor(new Date(object.lastModified).getTime() / 1000);
@@ -221,7 +236,10 @@ export function objectHandlers(objects: ObjectService) {
       res.status(304).end();
       return;
     }
-    const range = parseRange(req.header('range'), object.size);
+    // One part of the object (the gateway refuses partNumber with a Range), or the Range asked for.
+    const partNumber = q(req, 'partNumber');
+    const range = partNumber !== undefined ? partRange(Number(partNumber), object) : parseRange(req.header('range'), object.size);
+    if (partNumber !== undefined && object.partSizes) res.setHeader('x-amz-mp-parts-count', String(object.partSizes.length));
     if (range) {
       res.status(206);
       res.setHeader('content-range', `bytes ${range.start}-${range.end}/${object.size}`);

@@ -314,6 +314,7 @@ export class MultipartService {
         etag,
         md5: composed.md5,
         size: composed.size,
+        partSizes: chosen.map((p) => p.size),
         conditions,
       },
       composed,

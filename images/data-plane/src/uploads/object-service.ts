@@ -240,7 +240,8 @@ export class ObjectService {
       const tags = req.taggingDirective === 'REPLACE' ? req.tags : source.tags;
       const checksum = storedChecksum(source.headers);
       const headers = mergeStoredHeaders(withoutChecksum(replace ? req.headers : source.headers), checksum && checksumHeaders(checksum));
-      const base = { bucket, key: req.key, owner, contentType, userMetadata, tags, headers, etag: source.etag, md5: source.md5, size: source.size };
+      // A copy keeps the source's ETag, so a multipart source's `-N` copy keeps its N parts too.
+      const base = { bucket, key: req.key, owner, contentType, userMetadata, tags, headers, etag: source.etag, md5: source.md5, size: source.size, partSizes: source.partSizes };
       if (sourceBackend.key === backend.key) {
         try {
           return await this.commit({ ...base, blob: { kind: 'existing', blobId: source.blobId } }, undefined, backend);

@@ -112,9 +112,21 @@ export class DataPlaneClient {
     );
   }
 
-  /** GET or HEAD the bytes; the caller pipes the response (and must consume or destroy it). */
-  getObject(method: 'GET' | 'HEAD', bucket: string, key: string, range: string | undefined, cancellation?: Cancellation): Promise<http.IncomingMessage> {
-    return this.http.stream({ method, path: `/internal/objects/${seg(bucket)}/${seg(key)}`, headers: range ? { range } : {}, cancellation });
+  /** GET or HEAD the bytes (a Range, or one part); the caller pipes the response (and must consume or destroy it). */
+  getObject(
+    method: 'GET' | 'HEAD',
+    bucket: string,
+    key: string,
+    which: { range?: string; partNumber?: number },
+    cancellation?: Cancellation,
+  ): Promise<http.IncomingMessage> {
+    return this.http.stream({
+      method,
+      path: `/internal/objects/${seg(bucket)}/${seg(key)}`,
+      headers: which.range ? { range: which.range } : {},
+      ...(which.partNumber !== undefined ? { query: { partNumber: which.partNumber } } : {}),
+      cancellation,
+    });
   }
 
   /** The backend's own URL for the object, or undefined when the backend cannot serve it directly. */

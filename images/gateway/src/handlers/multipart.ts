@@ -3,19 +3,12 @@ import { callerOf, state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { checksumHeadersOf, contentMd5, discard, header, objectBody, objectLength, objectTagging, readSmallBody, standardHeaders, unquote, userMetadata } from '../s3/request.js';
+import { checksumHeadersOf, contentMd5, discard, header, objectBody, objectLength, objectTagging, partNumberOf, readSmallBody, standardHeaders, unquote, userMetadata } from '../s3/request.js';
 import { checksumXml, listedPartChecksum, objectChecksumHeader } from '../s3/checksums.js';
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
 import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 import { copySource } from './object-write.js';
-
-function partNumberOf(query: URLSearchParams): number {
-  const raw = query.get('partNumber') ?? '';
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < 1 || n > 10000) throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber', ArgumentValue: raw });
-  return n;
-}
 
 async function target(s3: S3Request): Promise<BucketInfo> {
   validateKey(s3.key);

@@ -8,7 +8,7 @@ import { callerOf, state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { setExpiration } from '../s3/expiration.js';
-import { header, unquote } from '../s3/request.js';
+import { header, partNumberOf, unquote } from '../s3/request.js';
 import { originOf } from './presign.js';
 
 /** response-* query parameters that override answer headers (S3 GetObject). */
@@ -81,7 +81,7 @@ function storedHeaders(h: http.IncomingHttpHeaders): StoredHeaders | undefined {
  * object (a range's bytes do not have the object's checksum), the tags' count as x-amz-tagging-count.
  */
 function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: URLSearchParams, tags: Tag[] | undefined, withChecksum: boolean): void {
-  for (const name of ['content-length', 'content-range', 'etag', 'last-modified', 'content-type'] as const) {
+  for (const name of ['content-length', 'content-range', 'etag', 'last-modified', 'content-type', 'x-amz-mp-parts-count'] as const) {
     const v = h[name];
     if (v !== undefined) res.setHeader(name, v);
   }
@@ -137,15 +137,16 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: Buc
   const { req, res, bucket, key, deps } = s3;
   const st = state(res);
   const range = header(req, 'range');
+  const partNumber = requestedPart(s3);
   // Whole-object reads of small objects may be answered from the gateway's copy of an earlier answer.
-  const answers = range === undefined ? deps.objectAnswers : undefined;
+  const answers = range === undefined && partNumber === undefined ? deps.objectAnswers : undefined;
   const version = answers ? await answers.version(bucket, key) : undefined;
   const cached = version !== undefined ? answers!.get(bucket, key, version) : undefined;
   if (cached) {
     if (!answerHeaders(s3, 200, cached.headers, rules)) res.end(method === 'GET' ? cached.body : undefined);
     return;
   }
-  const upstream = await deps.dataPlane.getObject(method, bucket, key, range, st.clientGone);
+  const upstream = await deps.dataPlane.getObject(method, bucket, key, { range, partNumber }, st.clientGone);
   let answered: boolean;
   try {
     answered = answerHeaders(s3, upstream.statusCode ?? 200, upstream.headers, rules);
@@ -178,6 +179,17 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: Buc
   await new Promise<void>((resolve, reject) => pipeline(upstream, res, (err) => (err && !res.writableFinished ? reject(err) : resolve())));
 }
 
+/**
+ * GetObject/HeadObject `partNumber`: one part of a multipart object (an object uploaded whole is its
+ * part 1); never together with a Range.
+ */
+function requestedPart({ req, query }: S3Request): number | undefined {
+  if (!query.has('partNumber')) return undefined;
+  const partNumber = partNumberOf(query);
+  if (header(req, 'range') !== undefined) throw new S3Error('InvalidRequest', 'Cannot specify both Range header and partNumber query parameter');
+  return partNumber;
+}
+
 /** Bodies up to this size are answered with one res.end(buffer) instead of a piped stream (and may be kept: ObjectAnswerCache). */
 export const SMALL_BODY = 64 * 1024;
 
@@ -202,14 +214,16 @@ export const getObject: S3Handler = async (s3) => {
   const { res, bucket, key, query, deps } = s3;
   const caller = callerOf(res);
   validateKey(key);
+  const partNumber = requestedPart(s3);
   const b = await deps.buckets.owned(bucket, caller);
   if (caller.via === 'bearer' && query.get('proxy') !== 'true') {
     let location: string | undefined;
-    if (b.backend?.kind !== 'fs') location = await deps.dataPlane.directUrl(bucket, key, deps.redirectSeconds);
+    // (A backend's own URL knows nothing of Strata's part boundaries.)
+    if (b.backend?.kind !== 'fs' && partNumber === undefined) location = await deps.dataPlane.directUrl(bucket, key, deps.redirectSeconds);
     if (!location) {
       await deps.controlPlane.headObject(bucket, key);
       const cred = await deps.credentials(caller.accessKey);
-      const passOn = [...query.entries()].filter(([k]) => k in OVERRIDES);
+      const passOn = [...query.entries()].filter(([k]) => k in OVERRIDES || k === 'partNumber');
       location = presignUrl({
         method: 'GET',
         origin: originOf(s3),

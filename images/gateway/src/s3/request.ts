@@ -148,6 +148,14 @@ export function objectTagging(req: Request): Tag[] | undefined {
   return raw === undefined ? undefined : parseTaggingHeader(raw);
 }
 
+/** The `partNumber` query parameter (UploadPart, GetObject, HeadObject): an integer from 1 to 10000. */
+export function partNumberOf(query: URLSearchParams): number {
+  const raw = query.get('partNumber') ?? '';
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < 1 || n > 10000) throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber', ArgumentValue: raw });
+  return n;
+}
+
 /** x-amz-meta-* entries (headers, or a form's fields) → {name: value}, bounded to 2 KiB. */
 export function userMetadataOf(entries: Iterable<[string, string | string[] | undefined]>): Record<string, string> {
   const meta: Record<string, string> = {};
