@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -142,6 +142,19 @@ describe('e2e: storage backends per bucket (object-store server through the mini
     const copy = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'big-copy.bin', Range: 'bytes=5242870-5242889' }));
     expect(Buffer.from(await copy.Body!.transformToByteArray()).equals(whole.subarray(5242870, 5242890))).to.equal(true);
     expect((await backendKeys()).length, 'a copy on the same backend shares the blob').to.equal(blobsBeforeCopy);
+
+    // One part by its number: a range of the composed blob on the backend.
+    const part2 = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'big.bin', PartNumber: 2 }));
+    expect(part2.PartsCount).to.equal(2);
+    expect(Buffer.from(await part2.Body!.transformToByteArray()).equals(parts[1]!)).to.equal(true);
+    // A copy to a bucket on another backend (the filesystem) copies the bytes; a checksum asked for is computed on the way.
+    const fsBucket = `${bucket}-fs`;
+    await s3.send(new CreateBucketCommand({ Bucket: fsBucket }));
+    const crossed = await s3.send(new CopyObjectCommand({ Bucket: fsBucket, Key: 'big.bin', CopySource: `${bucket}/big.bin`, ChecksumAlgorithm: 'SHA256' }));
+    expect(crossed.CopyObjectResult?.ChecksumSHA256).to.equal(createHash('sha256').update(whole).digest('base64'));
+    const crossedPart = await s3.send(new GetObjectCommand({ Bucket: fsBucket, Key: 'big.bin', PartNumber: 1 }));
+    expect(crossedPart.PartsCount).to.equal(2);
+    expect(Buffer.from(await crossedPart.Body!.transformToByteArray()).equals(parts[0]!)).to.equal(true);
 
     const content = randomBytes(70_000);
     const put = (key: string) => fetch(`${p.endpoint}/${bucket}/${key}`, { method: 'PUT', headers: { ...auth(), 'x-service-md5': md5Hex(content) }, body: content });

@@ -249,6 +249,34 @@ describe('e2e: stored checksums (x-amz-checksum-mode, GetObjectAttributes, listi
       ['attrs/replaced.txt', ['CRC32'], 'FULL_OBJECT'],
     ]);
   });
+
+  it('CopyObject with x-amz-checksum-algorithm gives the copy a checksum of that algorithm (computed from the bytes) and answers it', async () => {
+    const body = randomBytes(300_000);
+    const sha256 = createHash('sha256').update(body).digest('base64');
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'algo/source.bin', Body: body, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
+    const copied = await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'algo/sha.bin', CopySource: `${bucket}/algo/source.bin`, ChecksumAlgorithm: ChecksumAlgorithm.SHA256 }));
+    expect([copied.CopyObjectResult?.ChecksumSHA256, copied.CopyObjectResult?.ChecksumCRC32]).to.deep.equal([sha256, undefined]);
+    const h = await headWith('algo/sha.bin');
+    expect([h.ChecksumSHA256, h.ChecksumCRC32, h.ChecksumType]).to.deep.equal([sha256, undefined, 'FULL_OBJECT']);
+    // The SDK checks the bytes it reads against the new checksum.
+    expect((await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'algo/sha.bin', ChecksumMode: 'ENABLED' })))).equals(body)).to.equal(true);
+    // The source keeps its own; the source's algorithm asked again, or none asked, keeps the source's value.
+    expect((await headWith('algo/source.bin')).ChecksumCRC32).to.equal(crc32(body));
+    const same = await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'algo/crc.bin', CopySource: `${bucket}/algo/source.bin`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
+    expect(same.CopyObjectResult?.ChecksumCRC32).to.equal(crc32(body));
+    const plain = await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'algo/kept.bin', CopySource: `${bucket}/algo/source.bin` }));
+    expect([plain.CopyObjectResult?.ChecksumCRC32, plain.CopyObjectResult?.ChecksumType]).to.deep.equal([crc32(body), 'FULL_OBJECT']);
+
+    // A source without any checksum gets one computed; an unknown algorithm is InvalidRequest and copies nothing.
+    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/algo/plain.bin`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    expect((await fetch(url, { method: 'PUT', body })).status).to.equal(200);
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'algo/from-plain.bin', CopySource: `${bucket}/algo/plain.bin`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
+    expect((await headWith('algo/from-plain.bin')).ChecksumCRC32).to.equal(crc32(body));
+    const bad = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/algo/bad.bin`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    const refused = await fetch(bad, { method: 'PUT', headers: { 'x-amz-copy-source': `${bucket}/algo/source.bin`, 'x-amz-checksum-algorithm': 'MD5' } });
+    expect([refused.status, s3ErrorOf(await refused.text()).code]).to.deep.equal([400, 'InvalidRequest']);
+    expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'algo/bad.bin' })))).status).to.equal(404);
+  });
 });
 
 describe('e2e: multipart uploads with a checksum algorithm (COMPOSITE and FULL_OBJECT)', function () {
@@ -289,6 +317,9 @@ describe('e2e: multipart uploads with a checksum algorithm (COMPOSITE and FULL_O
     expect((await bodyBytes(got)).equals(Buffer.concat(parts))).to.equal(true);
     const attrs = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: key, ObjectAttributes: ['Checksum', 'ObjectParts'] }));
     expect([attrs.Checksum?.ChecksumCRC32, attrs.Checksum?.ChecksumType, attrs.ObjectParts?.TotalPartsCount]).to.deep.equal([composite, 'COMPOSITE', 2]);
+    // A copy that asks for CRC32 gets the CRC32 of the bytes (FULL_OBJECT), not the composite one.
+    const copied = await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'composite-copy.bin', CopySource: `${bucket}/${key}`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
+    expect([copied.CopyObjectResult?.ChecksumCRC32, copied.CopyObjectResult?.ChecksumType]).to.deep.equal([crc32(Buffer.concat(parts)), 'FULL_OBJECT']);
   });
 
   it('FULL_OBJECT (CRC64NVME): the CRC of the whole object from its parts, compared with the one sent on Complete; GET checks the bytes against it', async () => {

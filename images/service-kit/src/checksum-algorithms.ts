@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import { Crc32, Crc32c, Crc64Nvme } from '@aws-sdk/checksums/crc';
 
 /**
@@ -34,6 +35,17 @@ export function startDigest(algorithm: ChecksumAlgorithm): RunningDigest {
       return { update: (data) => hash.update(data), digest: async () => hash.digest() };
     }
   }
+}
+
+/** `source` passed through unchanged, each chunk fed to `digest` on the way (errors travel on). */
+export function digesting(source: Readable, digest: RunningDigest): Readable {
+  const through = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      digest.update(chunk);
+      done(null, chunk);
+    },
+  });
+  return pipeline(source, through, () => undefined);
 }
 
 /** The types of multipart checksum an algorithm allows, the first being S3's default. */

@@ -295,6 +295,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     if (b.taggingDirective !== undefined && b.taggingDirective !== 'COPY' && b.taggingDirective !== 'REPLACE') {
       throw new S3Error('InvalidArgument', 'taggingDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-tagging-directive' });
     }
+    if (b.checksumAlgorithm !== undefined && !isChecksumAlgorithm(String(b.checksumAlgorithm))) throw new S3Error('InvalidRequest', 'checksumAlgorithm must be one of CRC32, CRC32C, CRC64NVME, SHA1, SHA256');
     res.json(await objects.copy({ ...b, tags: objectTagsFromJson(b.tags), headers: storedHeadersFromJson(b.headers), bucket: p(req, 'bucket'), key: p(req, 'key') } as CopyRequest));
   });
 

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { pipeline, Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { v7 as uuidv7 } from 'uuid';
 import {
   assertObjectKey,
   checksumHeaders,
   compositeChecksum,
+  digesting,
   fullObjectChecksum,
   mergeStoredHeaders,
   S3Error,
@@ -192,20 +193,10 @@ export class MultipartService {
       if (range.start > range.end || range.end >= object.size) throw new S3Error('InvalidRange', `range ${source.range} is outside the source object of ${object.size} bytes`);
     }
     const expectedSize = range ? range.end - range.start + 1 : object.size;
-    let bytes = await sourceBackend.get(object.locator, range);
+    const bytes = await sourceBackend.get(object.locator, range);
     // An upload with a checksum algorithm: the copied bytes get their checksum on the way.
     const digest = info.checksum && startDigest(info.checksum.algorithm);
-    if (digest) {
-      const source = bytes;
-      const digesting = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          digest.update(chunk);
-          done(null, chunk);
-        },
-      });
-      bytes = pipeline(source, digesting, () => undefined);
-    }
-    const stored = await backend.put(bytes, { expectedSize, part: true });
+    const stored = await backend.put(digest ? digesting(bytes, digest) : bytes, { expectedSize, part: true });
     this.metrics.bytesIn.inc(stored.size);
     const lastModified = this.clock().toISOString();
     const checksum = digest ? Buffer.from(await digest.digest()).toString('base64') : undefined;

@@ -3,11 +3,15 @@ import {
   assertObjectKey,
   cachedLookup,
   checksumHeaders,
+  digesting,
   mergeStoredHeaders,
   S3Error,
+  startDigest,
   storedChecksum,
   withoutChecksum,
+  type ChecksumAlgorithm,
   type Logger,
+  type ObjectChecksum,
   type StoredHeaders,
   type Tag,
 } from '../../../service-kit/src/index.js';
@@ -56,6 +60,11 @@ export interface CopyRequest {
   /** x-amz-tagging-directive: COPY (the default) keeps the source's tags, REPLACE takes `tags`. */
   taggingDirective?: 'COPY' | 'REPLACE';
   tags?: Tag[];
+  /**
+   * x-amz-checksum-algorithm: the copy's checksum is of this algorithm over the whole object (computed
+   * from the bytes unless the source already has that one); without it the source's checksum is kept.
+   */
+  checksumAlgorithm?: ChecksumAlgorithm;
   conditions?: { ifMatch?: string; ifNoneMatch?: string; ifModifiedSince?: string; ifUnmodifiedSince?: string };
 }
 
@@ -238,22 +247,31 @@ export class ObjectService {
       const userMetadata = replace ? (req.userMetadata ?? {}) : source.userMetadata;
       checkUserMetadata(userMetadata);
       const tags = req.taggingDirective === 'REPLACE' ? req.tags : source.tags;
-      const checksum = storedChecksum(source.headers);
-      const headers = mergeStoredHeaders(withoutChecksum(replace ? req.headers : source.headers), checksum && checksumHeaders(checksum));
+      const kept = storedChecksum(source.headers);
+      // A checksum of another algorithm (or a COMPOSITE one) is computed from the bytes as they are read.
+      const digest =
+        req.checksumAlgorithm && !(kept?.algorithm === req.checksumAlgorithm && kept.type === 'FULL_OBJECT') ? startDigest(req.checksumAlgorithm) : undefined;
+      const headersWith = (checksum: ObjectChecksum | undefined) =>
+        mergeStoredHeaders(withoutChecksum(replace ? req.headers : source.headers), checksum && checksumHeaders(checksum));
+      const computed = async (): Promise<ObjectChecksum | undefined> =>
+        digest ? { algorithm: req.checksumAlgorithm!, value: Buffer.from(await digest.digest()).toString('base64'), type: 'FULL_OBJECT' } : kept;
       // A copy keeps the source's ETag, so a multipart source's `-N` copy keeps its N parts too.
-      const base = { bucket, key: req.key, owner, contentType, userMetadata, tags, headers, etag: source.etag, md5: source.md5, size: source.size, partSizes: source.partSizes };
+      const base = { bucket, key: req.key, owner, contentType, userMetadata, tags, etag: source.etag, md5: source.md5, size: source.size, partSizes: source.partSizes };
       if (sourceBackend.key === backend.key) {
+        // The blob is shared; the bytes are read only when a new checksum needs them.
+        if (digest) for await (const chunk of await sourceBackend.get(source.locator)) digest.update(chunk as Buffer);
         try {
-          return await this.commit({ ...base, blob: { kind: 'existing', blobId: source.blobId } }, undefined, backend);
+          return await this.commit({ ...base, headers: headersWith(await computed()), blob: { kind: 'existing', blobId: source.blobId } }, undefined, backend);
         } catch (err) {
           // The source was replaced and its blob freed meanwhile: read the source again.
           if (err instanceof BlobGoneError && attempt < 3) continue;
           throw err;
         }
       }
-      const stored = await backend.put(await sourceBackend.get(source.locator), { expectedSize: source.size });
+      const bytes = await sourceBackend.get(source.locator);
+      const stored = await backend.put(digest ? digesting(bytes, digest) : bytes, { expectedSize: source.size });
       this.metrics.bytesIn.inc(stored.size);
-      return this.commit({ ...base, blob: this.newBlob(backend, bucket, stored) }, stored, backend);
+      return this.commit({ ...base, headers: headersWith(await computed()), blob: this.newBlob(backend, bucket, stored) }, stored, backend);
     }
   }
 }

@@ -153,6 +153,7 @@ export class DataPlaneClient {
       headers?: StoredHeaders;
       taggingDirective: 'COPY' | 'REPLACE';
       tags?: Tag[];
+      checksumAlgorithm?: string;
       conditions?: CopyConditions;
     },
   ): Promise<ObjectMeta> {

@@ -1,8 +1,9 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { isChecksumAlgorithm, S3Error, storedChecksum } from '../../../service-kit/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { contentMd5, discard, header, objectBody, objectLength, objectTagging, standardHeaders, unquote, uploadHeaders, userMetadata } from '../s3/request.js';
+import { checksumXml } from '../s3/checksums.js';
 import { setExpiration } from '../s3/expiration.js';
 import { quoted, sendData, sendXml } from '../s3/render.js';
 
@@ -114,6 +115,11 @@ export const copyObject: S3Handler = async (s3) => {
   if (directive === 'COPY' && sourceBucket === bucket && sourceKey === key) {
     throw new S3Error('InvalidRequest', "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
   }
+  // The copy's checksum of this algorithm (computed from the bytes when the source has another one).
+  const checksumAlgorithm = header(req, 'x-amz-checksum-algorithm')?.toUpperCase();
+  if (checksumAlgorithm !== undefined && !isChecksumAlgorithm(checksumAlgorithm)) {
+    throw new S3Error('InvalidRequest', 'Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]');
+  }
   const conditions = {
     ifMatch: header(req, 'x-amz-copy-source-if-match'),
     ifNoneMatch: header(req, 'x-amz-copy-source-if-none-match'),
@@ -128,8 +134,10 @@ export const copyObject: S3Handler = async (s3) => {
     ...(directive === 'REPLACE' ? { contentType: header(req, 'content-type'), userMetadata: userMetadata(req), headers: standardHeaders(req) } : {}),
     taggingDirective,
     ...(tags ? { tags } : {}),
+    ...(checksumAlgorithm ? { checksumAlgorithm } : {}),
     ...(Object.values(conditions).some((v) => v !== undefined) ? { conditions } : {}),
   });
   setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
-  sendXml(res, 'CopyObjectResult', { LastModified: new Date(meta.lastModified).toISOString(), ETag: quoted(unquote(meta.etag)) });
+  const checksum = storedChecksum(meta.headers);
+  sendXml(res, 'CopyObjectResult', { LastModified: new Date(meta.lastModified).toISOString(), ETag: quoted(unquote(meta.etag)), ...(checksum ? checksumXml(checksum) : {}) });
 };
