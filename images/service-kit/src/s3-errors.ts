@@ -26,6 +26,7 @@ export const S3_ERRORS = {
   InvalidRange: { status: 416, message: 'The requested range is not satisfiable' },
   InvalidPolicyDocument: { status: 400, message: 'The content of the form does not meet the conditions specified in the policy document.' },
   InvalidRequest: { status: 400, message: 'Invalid Request' },
+  InvalidStorageClass: { status: 400, message: 'The storage class you specified is not valid.' },
   InvalidTag: { status: 400, message: 'The tag provided was not a valid tag.' },
   InvalidToken: { status: 400, message: 'The provided token is malformed or otherwise invalid.' },
   KeyTooLongError: { status: 400, message: 'Your key is too long.' },

@@ -8,6 +8,7 @@ import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
 import { quoted, sendXml, urlEncodeKey } from '../s3/render.js';
 import { refuseEncryptedWrite } from '../s3/encryption.js';
+import { refuseUnsupportedObjectProperties } from '../s3/object-properties.js';
 import { userMetadataOf } from '../s3/request.js';
 import { parseTagging, type TaggingXml } from '../s3/tagging-xml.js';
 import { parseXml } from '../s3/xml.js';
@@ -90,6 +91,7 @@ export const postObject: S3Handler = async (s3) => {
     await deps.admitUser?.(res, caller.username);
     await deps.buckets.owned(bucket, caller);
     refuseEncryptedWrite(form.fields.keys());
+    refuseUnsupportedObjectProperties((name) => form.fields.get(name), form.fields.get('acl'));
     const rawKey = form.fields.get('key');
     if (rawKey === undefined) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'key'.", { ArgumentName: 'key' });
     const key = rawKey.replaceAll('${filename}', form.filename);

@@ -16,6 +16,7 @@ import { postObject } from '../handlers/post-object.js';
 import { presign } from '../handlers/presign.js';
 import { notImplemented } from '../handlers/unsupported.js';
 import { refuseServerSideEncryption } from './encryption.js';
+import { refuseUnsupportedProperties } from './object-properties.js';
 import type { S3Handler } from './operation.js';
 import { discard } from './request.js';
 
@@ -163,6 +164,7 @@ export function s3Endpoint(deps: GatewayDeps) {
       checkExpectedOwners(req, res, bucket);
       try {
         refuseServerSideEncryption(route.operation, req.headers);
+        refuseUnsupportedProperties(route.operation, req.headers);
       } catch (err) {
         discard(req);
         throw err;
