@@ -260,6 +260,10 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect((await put(bucket, 'k'.repeat(1024), 'x')).status).to.equal(200);
       expect(await errorOf(await put(bucket, 'meta', 'x', { 'x-strata-meta': JSON.stringify({ big: 'v'.repeat(2100) }) }))).to.deep.equal({ status: 400, code: 'MetadataTooLarge' });
       expect(await errorOf(await put(bucket, 'meta', 'x', { 'x-strata-meta': '{oops' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+      expect(await errorOf(await put(bucket, 'meta', 'x', { 'x-strata-meta': '["a"]' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+      expect(await errorOf(await put(bucket, 'tags', 'x', { 'x-strata-tags': '[{"key":' }))).to.deep.equal({ status: 400, code: 'InvalidTag' });
+      expect(await errorOf(await put(bucket, 'tags', 'x', { 'x-strata-tags': '{"key":"k"}' }))).to.deep.equal({ status: 400, code: 'InvalidTag' });
+      expect(await errorOf(await put(bucket, 'hdrs', 'x', { 'x-strata-headers': 'not json' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
       expect(await errorOf(await put('no-such-bucket-y', 'k', 'x'))).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
       expect(await rowCount(bucket)).to.equal(1);
     });

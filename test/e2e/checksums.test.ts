@@ -317,6 +317,12 @@ describe('e2e: multipart uploads with a checksum algorithm (COMPOSITE and FULL_O
     expect((await bodyBytes(got)).equals(Buffer.concat(parts))).to.equal(true);
     const attrs = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: key, ObjectAttributes: ['Checksum', 'ObjectParts'] }));
     expect([attrs.Checksum?.ChecksumCRC32, attrs.Checksum?.ChecksumType, attrs.ObjectParts?.TotalPartsCount]).to.deep.equal([composite, 'COMPOSITE', 2]);
+    // Its parts are listed with their sizes and checksums, a page at a time.
+    expect(attrs.ObjectParts?.Parts?.map((p) => [p.PartNumber, p.Size, p.ChecksumCRC32])).to.deep.equal(parts.map((p, i) => [i + 1, p.length, crc32(p)]));
+    const first = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: key, ObjectAttributes: ['ObjectParts'], MaxParts: 1 }));
+    expect([first.ObjectParts?.Parts?.map((p) => p.PartNumber), first.ObjectParts?.IsTruncated, first.ObjectParts?.NextPartNumberMarker]).to.deep.equal([[1], true, '1']);
+    const second = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: key, ObjectAttributes: ['ObjectParts'], MaxParts: 1, PartNumberMarker: '1' }));
+    expect([second.ObjectParts?.Parts?.map((p) => p.PartNumber), second.ObjectParts?.IsTruncated]).to.deep.equal([[2], false]);
     // A copy that asks for CRC32 gets the CRC32 of the bytes (FULL_OBJECT), not the composite one.
     const copied = await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'composite-copy.bin', CopySource: `${bucket}/${key}`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
     expect([copied.CopyObjectResult?.ChecksumCRC32, copied.CopyObjectResult?.ChecksumType]).to.deep.equal([crc32(Buffer.concat(parts)), 'FULL_OBJECT']);

@@ -164,6 +164,15 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     if (!meta) throw new S3Error('NoSuchKey', undefined, { Key: key });
     res.json(meta);
   });
+  // GetObjectAttributes ObjectParts: a multipart object's parts (an empty list for one uploaded whole).
+  router.get('/buckets/:bucket/objects/:key/parts', async (req, res) => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    const key = param(req, 'key');
+    assertObjectKey(key);
+    const parts = await store.objectParts(bucket, key);
+    if (!parts) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    res.json({ parts });
+  });
   // PutObjectTagging / DeleteObjectTagging (an empty list): the object's tags, read back by GET above.
   router.put('/buckets/:bucket/objects/:key/tagging', async (req, res) => {
     const bucket = await mustBucket(param(req, 'bucket'));

@@ -12,6 +12,7 @@ import type {
   ListQuery,
   MetadataStore,
   ObjectMeta,
+  ObjectPart,
   PurgeResult,
   RecycledObject,
   StoredUser,
@@ -347,6 +348,20 @@ export class SqlMetadataStore implements MetadataStore {
       [bucket.id, key],
     );
     return res.rows[0] && toMeta(bucket.name, res.rows[0]);
+  }
+
+  async objectParts(bucket: Bucket, key: string): Promise<ObjectPart[] | undefined> {
+    const res = await readQuery<{ part_sizes: Array<number | string> | null; part_checksums: string[] | null }>(
+      this.sql,
+      `SELECT part_sizes, part_checksums FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`,
+      [bucket.id, key],
+    );
+    const row = res.rows[0];
+    if (!row) return undefined;
+    return (row.part_sizes ?? []).map((size, i) => {
+      const checksum = row.part_checksums?.[i];
+      return { partNumber: i + 1, size: Number(size), ...(checksum ? { checksum } : {}) };
+    });
   }
 
   async setObjectTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean> {

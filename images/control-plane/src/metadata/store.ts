@@ -44,6 +44,13 @@ export interface ObjectMeta {
   headers?: StoredHeaders;
 }
 
+/** One part of a multipart object: its size and, when its upload had a checksum algorithm, its checksum. */
+export interface ObjectPart {
+  partNumber: number;
+  size: number;
+  checksum?: string;
+}
+
 export interface StoredUser {
   username: string;
   passwordHash: string;
@@ -146,6 +153,8 @@ export interface MetadataStore {
   expireObjects(bucket: Bucket, selection: ExpirySelection, now: Date): Promise<string[]>;
 
   headObject(bucket: Bucket, key: string): Promise<ObjectMeta | undefined>;
+  /** The NORMAL object's parts in part order (none for an object uploaded whole); undefined when there is no such object. */
+  objectParts(bucket: Bucket, key: string): Promise<ObjectPart[] | undefined>;
   /** Replace the NORMAL object's tags (undefined or empty: none); false when there is no such object. */
   setObjectTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean>;
   listObjects(bucket: Bucket, query: ListQuery): Promise<ListPage>;

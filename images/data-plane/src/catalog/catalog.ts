@@ -33,6 +33,8 @@ export interface StoredObject extends ObjectMeta {
   owner: string;
   /** A multipart object's part sizes in part order (GetObject `partNumber`); absent for one uploaded whole. */
   partSizes?: number[];
+  /** Its parts' checksums in part order (an upload with a checksum algorithm: the object's algorithm). */
+  partChecksums?: string[];
 }
 
 export interface Preconditions {
@@ -61,6 +63,8 @@ export interface CommitRequest {
   headers?: StoredHeaders;
   /** A multipart object's part sizes in part order; none for an object uploaded whole. */
   partSizes?: number[];
+  /** Its parts' checksums in part order, when they have them. */
+  partChecksums?: string[];
   conditions?: Preconditions;
   now: Date;
 }
@@ -100,6 +104,7 @@ interface StoredObjectRow extends ObjectRow {
   backend_key: string;
   owner: string;
   part_sizes: Array<number | string> | null;
+  part_checksums: string[] | null;
 }
 
 function toStoredObject(bucket: string, row: StoredObjectRow): StoredObject {
@@ -110,6 +115,7 @@ function toStoredObject(bucket: string, row: StoredObjectRow): StoredObject {
     backendKey: row.backend_key,
     owner: row.owner,
     ...(row.part_sizes ? { partSizes: row.part_sizes.map(Number) } : {}),
+    ...(row.part_checksums ? { partChecksums: row.part_checksums } : {}),
   };
 }
 
@@ -222,7 +228,7 @@ export class Catalog {
 
   async object(bucket: BucketRef, key: string): Promise<StoredObject | undefined> {
     const res = await this.sql.query<StoredObjectRow>(
-      `SELECT o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.part_sizes, o.owner, o.blob_id, b.locator, b.backend_key
+      `SELECT o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.part_sizes, o.part_checksums, o.owner, o.blob_id, b.locator, b.backend_key
        FROM object_info o JOIN blobs b ON b.id = o.blob_id
        WHERE o.bucket_id = $1 AND (o.bucket_id % 2) = ($1::int % 2) AND o.key = $2 AND o.state = 'NORMAL'`,
       [bucket.id, key],
@@ -238,7 +244,7 @@ export class Catalog {
   async objectByBucketName(bucketName: string, key: string): Promise<{ bucket: BucketRef; object: StoredObject | undefined }> {
     const res = await this.sql.query<StoredObjectRow & { bucket_id: number; bucket_owner: string; bucket_backend: BucketRef['backend'] }>(
       `SELECT k.id AS bucket_id, k.owner AS bucket_owner, k.backend AS bucket_backend,
-              o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.part_sizes, o.owner, o.blob_id, b.locator, b.backend_key
+              o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.part_sizes, o.part_checksums, o.owner, o.blob_id, b.locator, b.backend_key
        FROM buckets k JOIN object_info o ON o.bucket_id = k.id AND o.key = $2 AND o.state = 'NORMAL' JOIN blobs b ON b.id = o.blob_id
        WHERE k.name = $1`,
       [bucketName, key],
@@ -438,11 +444,11 @@ export class Catalog {
       replacedSize: replaced.rows[0] ? Number(replaced.rows[0].size) : null,
     };
     const inserted = await tx.query<ObjectRow>(
-      `WITH n AS (INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified, tags, headers, part_sizes)
-         VALUES ($1, $2, 'NORMAL', $3, $4, $5, $6, $7, $8, $9, $10, $13, $14, $15) RETURNING ${OBJECT_COLUMNS}),
+      `WITH n AS (INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified, tags, headers, part_sizes, part_checksums)
+         VALUES ($1, $2, 'NORMAL', $3, $4, $5, $6, $7, $8, $9, $10, $13, $14, $15, $16) RETURNING ${OBJECT_COLUMNS}),
        e AS (INSERT INTO outbox (event_id, type, payload, created_at) VALUES ($11, 'object.created', $12, $10))
        SELECT * FROM n`,
-      [bucket.id, key, blobId, req.size, req.etag, req.md5, req.contentType, JSON.stringify(req.userMetadata), req.owner, now, uuidV7(), JSON.stringify(payload), storedTags(req.tags), storedHeaders(req.headers), req.partSizes ?? null],
+      [bucket.id, key, blobId, req.size, req.etag, req.md5, req.contentType, JSON.stringify(req.userMetadata), req.owner, now, uuidV7(), JSON.stringify(payload), storedTags(req.tags), storedHeaders(req.headers), req.partSizes ?? null, req.partSizes && req.partChecksums ? req.partChecksums : null],
     );
     const meta = toMeta(bucket.name, inserted.rows[0]);
     return { meta, newBlobKept, unreferencedBlobIds };

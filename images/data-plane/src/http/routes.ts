@@ -8,6 +8,7 @@ import {
   objectTagsFromJson,
   S3Error,
   storedHeadersFromJson,
+  type S3ErrorCode,
   type StoredHeaders,
   type Tag,
 } from '../../../service-kit/src/index.js';
@@ -60,29 +61,32 @@ function contentMd5(req: Request): string | undefined {
   return bytes.toString('hex');
 }
 
-function userMetadata(req: Request): Record<string, string> | undefined {
-  const raw = req.header('x-strata-meta');
+/**
+ * A JSON-valued internal header or trailer (`name`), converted by `convert`; undefined when absent or
+ * empty. Text that is not JSON is `code`, "`name` must be `shape`".
+ */
+function jsonValued<T>(raw: string | undefined, name: string, code: S3ErrorCode, shape: string, convert: (parsed: unknown) => T): T | undefined {
   if (raw === undefined || raw === '') return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new S3Error('InvalidArgument', 'x-strata-meta must be a JSON object of strings');
+    throw new S3Error(code, `${name} must be ${shape}`);
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new S3Error('InvalidArgument', 'x-strata-meta must be a JSON object of strings');
-  return Object.fromEntries(Object.entries(parsed as Record<string, unknown>).map(([k, v]) => [k.toLowerCase(), String(v)]));
+  return convert(parsed);
+}
+
+/** x-strata-meta: the new object's user metadata as a JSON object (names lower-cased). */
+function userMetadata(req: Request): Record<string, string> | undefined {
+  return jsonValued(req.header('x-strata-meta'), 'x-strata-meta', 'InvalidArgument', 'a JSON object of strings', (parsed) => {
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new S3Error('InvalidArgument', 'x-strata-meta must be a JSON object of strings');
+    return Object.fromEntries(Object.entries(parsed as Record<string, unknown>).map(([k, v]) => [k.toLowerCase(), String(v)]));
+  });
 }
 
 /** x-strata-tags: the new object's tags as JSON (the gateway parsed x-amz-tagging). */
 function tags(req: Request): Tag[] | undefined {
-  const raw = req.header('x-strata-tags');
-  if (raw === undefined || raw === '') return undefined;
-  try {
-    return objectTagsFromJson(JSON.parse(raw));
-  } catch (err) {
-    if (err instanceof S3Error) throw err;
-    throw new S3Error('InvalidTag', 'x-strata-tags must be a JSON list of {key, value}');
-  }
+  return jsonValued(req.header('x-strata-tags'), 'x-strata-tags', 'InvalidTag', 'a JSON list of {key, value}', objectTagsFromJson);
 }
 
 /**
@@ -90,14 +94,7 @@ function tags(req: Request): Tag[] | undefined {
  * arrived: x-strata-headers then x-strata-trailing-headers).
  */
 function storedHeaders(raw: string | undefined, name: string): StoredHeaders | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new S3Error('InvalidArgument', `${name} must be a JSON object of strings`);
-  }
-  return storedHeadersFromJson(parsed);
+  return jsonValued(raw, name, 'InvalidArgument', 'a JSON object of strings', storedHeadersFromJson);
 }
 
 /** Stored headers of a body: those sent ahead (x-strata-headers) and those in its trailer, read once it has arrived. */

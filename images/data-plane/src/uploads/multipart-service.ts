@@ -306,6 +306,7 @@ export class MultipartService {
         md5: composed.md5,
         size: composed.size,
         partSizes: chosen.map((p) => p.size),
+        ...(checksum ? { partChecksums: chosen.map((p) => p.checksum!) } : {}),
         conditions,
       },
       composed,

@@ -255,8 +255,10 @@ export class ObjectService {
         mergeStoredHeaders(withoutChecksum(replace ? req.headers : source.headers), checksum && checksumHeaders(checksum));
       const computed = async (): Promise<ObjectChecksum | undefined> =>
         digest ? { algorithm: req.checksumAlgorithm!, value: Buffer.from(await digest.digest()).toString('base64'), type: 'FULL_OBJECT' } : kept;
-      // A copy keeps the source's ETag, so a multipart source's `-N` copy keeps its N parts too.
-      const base = { bucket, key: req.key, owner, contentType, userMetadata, tags, etag: source.etag, md5: source.md5, size: source.size, partSizes: source.partSizes };
+      // A copy keeps the source's ETag, so a multipart source's `-N` copy keeps its N parts too (and
+      // their checksums, unless the copy's checksum is of another algorithm now).
+      const partChecksums = digest ? undefined : source.partChecksums;
+      const base = { bucket, key: req.key, owner, contentType, userMetadata, tags, etag: source.etag, md5: source.md5, size: source.size, partSizes: source.partSizes, partChecksums };
       if (sourceBackend.key === backend.key) {
         // The blob is shared; the bytes are read only when a new checksum needs them.
         if (digest) for await (const chunk of await sourceBackend.get(source.locator)) digest.update(chunk as Buffer);

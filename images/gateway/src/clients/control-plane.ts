@@ -117,6 +117,11 @@ export class ControlPlaneClient {
     return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`);
   }
 
+  /** A multipart object's parts in part order (none for an object uploaded whole). */
+  async objectParts(bucket: string, key: string): Promise<Array<{ partNumber: number; size: number; checksum?: string }>> {
+    return (await this.http.json<{ parts: Array<{ partNumber: number; size: number; checksum?: string }> }>('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/parts`)).parts;
+  }
+
   /** Replace the object's tags (none: remove them); NoSuchKey when there is no such object. */
   async putObjectTags(bucket: string, key: string, tags: Tag[]): Promise<void> {
     await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/tagging`, { body: { tags } });

@@ -1,20 +1,52 @@
-import { S3Error, storedChecksum } from '../../../service-kit/src/index.js';
+import { S3Error, storedChecksum, type ObjectChecksum } from '../../../service-kit/src/index.js';
 import { callerOf } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
-import type { S3Handler } from '../s3/operation.js';
+import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumXml } from '../s3/checksums.js';
 import { sendXml } from '../s3/render.js';
 import { header, unquote } from '../s3/request.js';
 
 const ATTRIBUTES = new Set(['ETag', 'Checksum', 'ObjectParts', 'StorageClass', 'ObjectSize']);
 
+/** `x-amz-max-parts` (default and at most 1000) and `x-amz-part-number-marker` (default 0). */
+function partsPage(req: S3Request['req']): { maxParts: number; marker: number } {
+  const number = (name: string, fallback: number, max: number) => {
+    const raw = header(req, name);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) > max) throw new S3Error('InvalidArgument', `${name} must be an integer from 0 to ${max}.`, { ArgumentName: name, ArgumentValue: raw });
+    return Number(raw);
+  };
+  return { maxParts: number('x-amz-max-parts', 1000, 1000), marker: number('x-amz-part-number-marker', 0, 10000) };
+}
+
+/**
+ * ObjectParts of a multipart object: its parts' count, and — as S3 gives them, only for an object with
+ * a checksum — a page of its parts with their sizes and checksums.
+ */
+async function objectParts(s3: S3Request, partsCount: number, checksum: ObjectChecksum | undefined): Promise<Record<string, unknown>> {
+  const { maxParts, marker } = partsPage(s3.req);
+  if (!checksum) return { PartsCount: partsCount };
+  const parts = await s3.deps.controlPlane.objectParts(s3.bucket, s3.key);
+  const rest = parts.filter((p) => p.partNumber > marker && p.checksum !== undefined);
+  const page = rest.slice(0, maxParts);
+  return {
+    PartsCount: parts.length || partsCount,
+    PartNumberMarker: marker,
+    NextPartNumberMarker: page.at(-1)?.partNumber ?? marker,
+    MaxParts: maxParts,
+    IsTruncated: rest.length > page.length,
+    Part: page.map((p) => ({ PartNumber: p.partNumber, Size: p.size, [`Checksum${checksum.algorithm}`]: p.checksum })),
+  };
+}
+
 /**
  * GET /bucket/key?attributes (GetObjectAttributes): the attributes named in `x-amz-object-attributes`,
  * from the object's metadata without reading its bytes. `Checksum` is there when the object was
- * uploaded with one; a multipart object's parts are given as their count (the parts themselves are
- * not kept once composed).
+ * uploaded with one; a multipart object's parts are given as their count, and listed (`x-amz-max-parts`,
+ * `x-amz-part-number-marker`) with their sizes and checksums when the object has a checksum.
  */
-export const getObjectAttributes: S3Handler = async ({ req, res, bucket, key, deps }) => {
+export const getObjectAttributes: S3Handler = async (s3) => {
+  const { req, res, bucket, key, deps } = s3;
   validateKey(key);
   const wanted = (header(req, 'x-amz-object-attributes') ?? '').split(',').map((a) => a.trim()).filter(Boolean);
   if (wanted.length === 0) throw new S3Error('InvalidArgument', 'The x-amz-object-attributes header specifying the attributes to be retrieved is either missing or empty.', { ArgumentName: 'x-amz-object-attributes' });
@@ -24,12 +56,14 @@ export const getObjectAttributes: S3Handler = async ({ req, res, bucket, key, de
   const meta = await deps.controlPlane.headObject(bucket, key);
   const etag = unquote(meta.etag);
   const parts = /-(\d+)$/.exec(etag)?.[1];
-  const checksum = wanted.includes('Checksum') ? storedChecksum(meta.headers) : undefined;
+  const stored = storedChecksum(meta.headers);
+  const checksum = wanted.includes('Checksum') ? stored : undefined;
+  const objectPartsXml = wanted.includes('ObjectParts') && parts ? await objectParts(s3, Number(parts), stored) : undefined;
   res.setHeader('Last-Modified', new Date(meta.lastModified).toUTCString());
   sendXml(res, 'GetObjectAttributesResponse', {
     ...(wanted.includes('ETag') ? { ETag: etag } : {}),
     ...(checksum ? { Checksum: checksumXml(checksum) } : {}),
-    ...(wanted.includes('ObjectParts') && parts ? { ObjectParts: { PartsCount: Number(parts) } } : {}),
+    ...(objectPartsXml ? { ObjectParts: objectPartsXml } : {}),
     ...(wanted.includes('StorageClass') ? { StorageClass: 'STANDARD' } : {}),
     ...(wanted.includes('ObjectSize') ? { ObjectSize: meta.size } : {}),
   });
