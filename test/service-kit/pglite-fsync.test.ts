@@ -88,7 +88,7 @@ describe('PGlite on disk: commits and checkpoints made durable by its thread', f
 });
 
 describe('the durable file layer on its own (real files, a copy of the fs module)', () => {
-  type Layer = { afterExchange(): void; stats: DurabilityCounters };
+  type Layer = { afterExchange(): void; answer(ok: () => void, fail: (err: Error) => void): void; syncAll(): void; stats: DurabilityCounters };
   const install = new Function(`${DURABLE_FS_SOURCE}; return installDurableFs;`)() as (f: typeof fs, p: typeof path, dir: string) => Layer;
   let dir: string;
   beforeEach(async () => {
@@ -136,5 +136,61 @@ describe('the durable file layer on its own (real files, a copy of the fs module
     fs.rmSync(path.join(os.tmpdir(), `strata-outside-${process.pid}`));
     durable.afterExchange();
     expect(durable.stats).to.include({ walSyncs: 1, dataSyncs: 1 });
+  });
+
+  it('answers in order once a sync started after their writes has finished, the next exchanges running meanwhile', async () => {
+    const fsCopy = { ...fs };
+    const durable = install(fsCopy, path, dir);
+    fs.mkdirSync(path.join(dir, 'pg_wal'));
+    const wal = fsCopy.openSync(path.join(dir, 'pg_wal', '000000010000000000000001'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
+    durable.afterExchange(); // (the new file's directory entry)
+    const answered: string[] = [];
+    const fail = (err: Error) => answered.push(`failed: ${err.message}`);
+    // Nothing written, nothing waiting: answered at once.
+    durable.answer(() => answered.push('read'), fail);
+    expect(answered).to.deep.equal(['read']);
+    // A write: its answer waits for the WAL's sync, which runs off the thread.
+    fsCopy.writeSync(wal, Buffer.from('commit 1'));
+    durable.answer(() => answered.push('commit 1'), fail);
+    expect([answered, durable.stats.walSyncs]).to.deep.equal([['read'], 0]);
+    // The next exchanges run before it has finished: a write (for the next sync) and a read behind it.
+    fsCopy.writeSync(wal, Buffer.from('commit 2'));
+    durable.answer(() => answered.push('commit 2'), fail);
+    durable.answer(() => answered.push('read 2'), fail);
+    // PGlite closes the file while its sync runs: it stays open until the sync is done.
+    fsCopy.closeSync(wal);
+    expect(() => fs.fstatSync(wal), 'still open while its sync runs').not.to.throw();
+    expect(answered).to.deep.equal(['read']);
+    for (let i = 0; i < 200 && answered.length < 4; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(answered).to.deep.equal(['read', 'commit 1', 'commit 2', 'read 2']);
+    // Commit 1's sync, then the synchronous one at close (commit 2's write, made while the first ran).
+    expect(durable.stats.walSyncs).to.equal(2);
+    expect(() => fs.fstatSync(wal), 'closed once its sync finished').to.throw();
+    durable.answer(() => answered.push('read 3'), fail);
+    expect(answered.at(-1)).to.equal('read 3');
+  });
+
+  it('a failed sync fails the answers that waited for it, and the layer goes on', async () => {
+    const fsCopy = { ...fs };
+    let failNext = true;
+    fsCopy.fdatasync = ((fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+      if (failNext) {
+        failNext = false;
+        return setImmediate(() => cb(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })));
+      }
+      return fs.fdatasync(fd, cb);
+    }) as typeof fs.fdatasync;
+    const durable = install(fsCopy, path, dir);
+    fs.mkdirSync(path.join(dir, 'pg_wal'));
+    const wal = fsCopy.openSync(path.join(dir, 'pg_wal', '000000010000000000000001'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
+    const answered: string[] = [];
+    fsCopy.writeSync(wal, Buffer.from('commit 1'));
+    durable.answer(() => answered.push('commit 1'), (err) => answered.push(`commit 1 failed: ${err.message}`));
+    for (let i = 0; i < 200 && answered.length < 1; i++) await new Promise((r) => setTimeout(r, 5));
+    fsCopy.writeSync(wal, Buffer.from('commit 2'));
+    durable.answer(() => answered.push('commit 2'), (err) => answered.push(`commit 2 failed: ${err.message}`));
+    for (let i = 0; i < 200 && answered.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(answered).to.deep.equal(['commit 1 failed: EIO: i/o error, fdatasync', 'commit 2']);
+    fsCopy.closeSync(wal);
   });
 });

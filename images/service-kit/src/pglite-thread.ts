@@ -11,13 +11,13 @@ import type { SqlClient } from './sql.js';
  * the event loop only posts messages: protocol bytes in, the backend's answer out (encoded and decoded
  * on the event loop, pglite-wire.ts). The thread is plain JavaScript (no loader needed) and answers its
  * messages in order, one at a time. On disk, each answer is posted only once what it wrote is durable
- * (pglite-fsync.ts).
+ * (pglite-fsync.ts; the next message runs meanwhile).
  */
 const WORKER_SOURCE = `${DURABLE_FS_SOURCE}
 const { parentPort, workerData } = require('node:worker_threads');
 const durable = workerData.dataDir && workerData.fsync
   ? installDurableFs(require('node:fs'), require('node:path'), workerData.dataDir)
-  : { afterExchange: () => undefined, stats: undefined };
+  : { answer: (ok) => ok(), syncAll: () => undefined, stats: undefined };
 // What an earlier process left in the page cache (the cluster its initdb wrote, say) reaches the disk first
 // (syncfs through coreutils' sync; where there is none, the files PGlite writes from now on are still synced).
 if (workerData.dataDir && workerData.fsync) {
@@ -37,24 +37,25 @@ const errorFields = (err) => {
   parentPort.on('message', (m) => {
     chain = chain.then(async () => {
       try {
+        // Every answer goes out in order, once what came before it is durable (durable.answer).
+        const failed = (err) => parentPort.postMessage({ id: m.id, error: errorFields(err) });
         if (m.op === 'run') {
           // A fresh copy of the answer (not a view of WASM memory), so its buffer can be handed over.
           const answer = await db.execProtocolRaw(m.messages);
-          durable.afterExchange();
-          parentPort.postMessage({ id: m.id, answer }, [answer.buffer]);
+          durable.answer(() => parentPort.postMessage({ id: m.id, answer }, [answer.buffer]), failed);
         } else if (m.op === 'exec') {
           await db.exec(m.script);
-          durable.afterExchange();
-          parentPort.postMessage({ id: m.id });
+          durable.answer(() => parentPort.postMessage({ id: m.id }), failed);
         } else if (m.op === 'close') {
           await db.close();
-          durable.afterExchange();
-          parentPort.postMessage({ id: m.id });
+          durable.syncAll();
+          durable.answer(() => parentPort.postMessage({ id: m.id }), failed);
         } else if (m.op === 'durability') {
-          parentPort.postMessage({ id: m.id, stats: durable.stats && { ...durable.stats, events: [...durable.stats.events] } });
+          durable.answer(() => parentPort.postMessage({ id: m.id, stats: durable.stats && { ...durable.stats, events: [...durable.stats.events] } }), failed);
         }
       } catch (err) {
-        parentPort.postMessage({ id: m.id, error: errorFields(err) });
+        // (In order too: answers of earlier exchanges may still wait for their sync.)
+        durable.answer(() => parentPort.postMessage({ id: m.id, error: errorFields(err) }), () => parentPort.postMessage({ id: m.id, error: errorFields(err) }));
       }
     });
   });
