@@ -323,6 +323,14 @@ describe('e2e: multipart uploads with a checksum algorithm (COMPOSITE and FULL_O
     expect([first.ObjectParts?.Parts?.map((p) => p.PartNumber), first.ObjectParts?.IsTruncated, first.ObjectParts?.NextPartNumberMarker]).to.deep.equal([[1], true, '1']);
     const second = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: key, ObjectAttributes: ['ObjectParts'], MaxParts: 1, PartNumberMarker: '1' }));
     expect([second.ObjectParts?.Parts?.map((p) => p.PartNumber), second.ObjectParts?.IsTruncated]).to.deep.equal([[2], false]);
+    // One part read by its number comes with that part's own checksum (the SDK checks the part's bytes against it).
+    for (const [i, part] of parts.entries()) {
+      const one = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, PartNumber: i + 1, ChecksumMode: 'ENABLED' }));
+      expect([one.ChecksumCRC32, one.PartsCount]).to.deep.equal([crc32(part), 2]);
+      expect((await bodyBytes(one)).equals(part)).to.equal(true);
+    }
+    expect((await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, PartNumber: 2, ChecksumMode: 'ENABLED' }))).ChecksumCRC32).to.equal(crc32(parts[1]!));
+    expect((await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, PartNumber: 2 }))).ChecksumCRC32, 'not asked for').to.equal(undefined);
     // A copy that asks for CRC32 gets the CRC32 of the bytes (FULL_OBJECT), not the composite one.
     const copied = await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'composite-copy.bin', CopySource: `${bucket}/${key}`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
     expect([copied.CopyObjectResult?.ChecksumCRC32, copied.CopyObjectResult?.ChecksumType]).to.deep.equal([crc32(Buffer.concat(parts)), 'FULL_OBJECT']);

@@ -7,6 +7,7 @@ import {
   multipartChecksumTypes,
   objectTagsFromJson,
   S3Error,
+  storedChecksum,
   storedHeadersFromJson,
   type S3ErrorCode,
   type StoredHeaders,
@@ -236,7 +237,13 @@ export function objectHandlers(objects: ObjectService) {
     // One part of the object (the gateway refuses partNumber with a Range), or the Range asked for.
     const partNumber = q(req, 'partNumber');
     const range = partNumber !== undefined ? partRange(Number(partNumber), object) : parseRange(req.header('range'), object.size);
-    if (partNumber !== undefined && object.partSizes) res.setHeader('x-amz-mp-parts-count', String(object.partSizes.length));
+    if (partNumber !== undefined && object.partSizes) {
+      res.setHeader('x-amz-mp-parts-count', String(object.partSizes.length));
+      // The part's own checksum (an upload with a checksum algorithm), for readers that check the part's bytes.
+      const algorithm = storedChecksum(object.headers)?.algorithm;
+      const value = object.partChecksums?.[Number(partNumber) - 1];
+      if (algorithm && value) res.setHeader('x-strata-part-checksum', `${algorithm} ${value}`);
+    }
     if (range) {
       res.status(206);
       res.setHeader('content-range', `bytes ${range.start}-${range.end}/${object.size}`);

@@ -78,7 +78,8 @@ function storedHeaders(h: http.IncomingHttpHeaders): StoredHeaders | undefined {
 /**
  * Copy the data plane's object headers onto the answer: user metadata as x-amz-meta-*, the stored
  * standard headers (Cache-Control, ...), the checksum when the reader asked for it and gets the whole
- * object (a range's bytes do not have the object's checksum), the tags' count as x-amz-tagging-count.
+ * object (a range's bytes do not have the object's checksum) or a part that has its own, the tags' count
+ * as x-amz-tagging-count.
  */
 function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: URLSearchParams, tags: Tag[] | undefined, withChecksum: boolean): void {
   for (const name of ['content-length', 'content-range', 'etag', 'last-modified', 'content-type', 'x-amz-mp-parts-count'] as const) {
@@ -97,6 +98,9 @@ function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: UR
   const stored = storedHeaders(h);
   const answered = withChecksum && h['content-range'] === undefined ? stored : withoutChecksum(stored);
   for (const [name, value] of Object.entries(answered ?? {})) res.setHeader(name, value);
+  // One part of a multipart object (partNumber) has its own checksum, as S3 answers it.
+  const [partAlgorithm, partChecksum] = withChecksum ? String(h['x-strata-part-checksum'] ?? '').split(' ') : [];
+  if (partAlgorithm && partChecksum) res.setHeader(`x-amz-checksum-${partAlgorithm.toLowerCase()}`, partChecksum);
   if (tags?.length) res.setHeader('x-amz-tagging-count', String(tags.length));
   for (const [param, headerName] of Object.entries(OVERRIDES)) {
     const v = query.get(param);
