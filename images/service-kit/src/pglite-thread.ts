@@ -55,7 +55,8 @@ const errorFields = (err) => {
         }
       } catch (err) {
         // (In order too: answers of earlier exchanges may still wait for their sync.)
-        durable.answer(() => parentPort.postMessage({ id: m.id, error: errorFields(err) }), () => parentPort.postMessage({ id: m.id, error: errorFields(err) }));
+        const refused = () => parentPort.postMessage({ id: m.id, error: errorFields(err) });
+        durable.answer(refused, refused);
       }
     });
   });

@@ -235,13 +235,14 @@ export function objectHandlers(objects: ObjectService) {
       return;
     }
     // One part of the object (the gateway refuses partNumber with a Range), or the Range asked for.
-    const partNumber = q(req, 'partNumber');
-    const range = partNumber !== undefined ? partRange(Number(partNumber), object) : parseRange(req.header('range'), object.size);
+    const rawPart = q(req, 'partNumber');
+    const partNumber = rawPart !== undefined ? Number(rawPart) : undefined;
+    const range = partNumber !== undefined ? partRange(partNumber, object) : parseRange(req.header('range'), object.size);
     if (partNumber !== undefined && object.partSizes) {
       res.setHeader('x-amz-mp-parts-count', String(object.partSizes.length));
       // The part's own checksum (an upload with a checksum algorithm), for readers that check the part's bytes.
       const algorithm = storedChecksum(object.headers)?.algorithm;
-      const value = object.partChecksums?.[Number(partNumber) - 1];
+      const value = object.partChecksums?.[partNumber - 1];
       if (algorithm && value) res.setHeader('x-strata-part-checksum', `${algorithm} ${value}`);
     }
     if (range) {

@@ -136,12 +136,11 @@ function answerHeaders(s3: S3Request, status: number, h: http.IncomingHttpHeader
   return false;
 }
 
-async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: BucketInfo): Promise<void> {
+async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: BucketInfo, partNumber: number | undefined): Promise<void> {
   const rules = bucketInfo.lifecycle;
   const { req, res, bucket, key, deps } = s3;
   const st = state(res);
   const range = header(req, 'range');
-  const partNumber = requestedPart(s3);
   // Whole-object reads of small objects may be answered from the gateway's copy of an earlier answer.
   const answers = range === undefined && partNumber === undefined ? deps.objectAnswers : undefined;
   const version = answers ? await answers.version(bucket, key) : undefined;
@@ -244,10 +243,11 @@ export const getObject: S3Handler = async (s3) => {
     res.status(302).end();
     return;
   }
-  await readObject(s3, 'GET', b);
+  await readObject(s3, 'GET', b, partNumber);
 };
 
 export const headObject: S3Handler = async (s3) => {
   validateKey(s3.key);
-  await readObject(s3, 'HEAD', await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res)));
+  const partNumber = requestedPart(s3);
+  await readObject(s3, 'HEAD', await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res)), partNumber);
 };
