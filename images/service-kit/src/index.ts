@@ -24,3 +24,4 @@ export * from './bucket-configs.js';
 export * from './ids.js';
 export * from './stored-headers.js';
 export * from './checksum-algorithms.js';
+export * from './etags.js';

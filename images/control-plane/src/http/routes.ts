@@ -4,7 +4,7 @@ import {
 } from '../../../service-kit/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
 import { invalidateObjectRead } from '../../../service-kit/src/object-read-cache.js';
-import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, MetadataStore } from '../metadata/store.js';
+import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, DeleteConditions, MetadataStore } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
 import type { BlobCollector } from '../purge/data-plane-gc.js';
 import type { PurgeRunResult } from '../purge/purge-job.js';
@@ -31,6 +31,23 @@ const BACKEND_KINDS = new Set(['fs', 'minio', 'cloud']);
 
 function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined;
+}
+
+/** A conditional delete's requirements from an internal request's fields (query strings or JSON); none: undefined. */
+function deleteConditions(fields: Record<string, unknown>): DeleteConditions | undefined {
+  const c: DeleteConditions = {};
+  if (typeof fields.ifMatch === 'string') c.ifMatch = fields.ifMatch;
+  if (fields.lastModifiedTime !== undefined) {
+    const t = new Date(String(fields.lastModifiedTime));
+    if (Number.isNaN(t.getTime())) throw new S3Error('InvalidArgument', 'lastModifiedTime must be a timestamp');
+    c.lastModifiedTime = t;
+  }
+  if (fields.size !== undefined) {
+    const n = Number(fields.size);
+    if (!/^\d+$/.test(String(fields.size)) || !Number.isSafeInteger(n)) throw new S3Error('InvalidArgument', 'size must be a whole number of bytes');
+    c.size = n;
+  }
+  return Object.keys(c).length ? c : undefined;
 }
 
 function param(req: Request, name: string): string {
@@ -189,22 +206,24 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     const bucket = await mustBucket(param(req, 'bucket'));
     const key = param(req, 'key');
     assertObjectKey(key);
-    await store.recycleObject(bucket, key, deps.clock());
+    await store.recycleObject(bucket, key, deps.clock(), deleteConditions(req.query));
     // The data plane's GET/HEAD cache (service-kit/object-read-cache.ts), before answering.
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
   });
+  // `objects`: [{key, ifMatch?, lastModifiedTime?, size?}] (conditional deletes); `keys`: plain keys.
   router.post('/buckets/:bucket/delete-objects', async (req, res) => {
     const bucket = await mustBucket(param(req, 'bucket'));
-    const keys: unknown = req.body?.keys;
-    if (!Array.isArray(keys) || keys.length > 1000) throw new S3Error('MalformedXML', 'keys must be a list of at most 1000 keys');
+    const objects: unknown = req.body?.objects ?? (Array.isArray(req.body?.keys) ? (req.body.keys as unknown[]).map((key) => ({ key })) : undefined);
+    if (!Array.isArray(objects) || objects.length > 1000) throw new S3Error('MalformedXML', 'objects must be a list of at most 1000 objects');
     const deleted: string[] = [];
     const errors: Array<{ key: string; code: string; message: string }> = [];
-    for (const key of keys) {
+    for (const object of objects as unknown[]) {
+      const key = isObject(object) ? object.key : undefined;
       try {
         if (typeof key !== 'string') throw new S3Error('InvalidObjectName', 'keys must be strings');
         assertObjectKey(key);
-        await store.recycleObject(bucket, key, deps.clock());
+        await store.recycleObject(bucket, key, deps.clock(), deleteConditions(object as Record<string, unknown>));
         await invalidateObjectRead(cache, bucket.name, key);
         deleted.push(key);
       } catch (err) {

@@ -1,5 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
-import { S3Error, isUniqueViolation, readQuery, type CorsRule, type LifecycleRule, type SqlClient, type SqlExecutor, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import { S3Error, etagMatches, isUniqueViolation, readQuery, type CorsRule, type LifecycleRule, type SqlClient, type SqlExecutor, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import type {
   BackendConfig,
   Bucket,
@@ -7,6 +7,7 @@ import type {
   BucketConfigKind,
   BucketConfigs,
   BucketStats,
+  DeleteConditions,
   ExpirySelection,
   ListPage,
   ListQuery,
@@ -442,8 +443,21 @@ export class SqlMetadataStore implements MetadataStore {
     return page;
   }
 
-  async recycleObject(bucket: Bucket, key: string, now: Date): Promise<boolean> {
+  async recycleObject(bucket: Bucket, key: string, now: Date, conditions?: DeleteConditions): Promise<boolean> {
     return this.sql.transaction(async (tx) => {
+      if (conditions) {
+        // The data plane's commits of this key hold this lock (catalog.ts): none replaces the object
+        // between the check and the delete. The object is read by the next statement, whose snapshot
+        // comes after the lock (a commit that held it is then seen).
+        await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [bucket.id, key]);
+        const row = (
+          await tx.query<{ etag: string; size: number; last_modified: Date }>(
+            `SELECT etag, size, last_modified FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`,
+            [bucket.id, key],
+          )
+        ).rows[0];
+        checkDeleteConditions(conditions, row && { etag: row.etag, size: Number(row.size), lastModified: new Date(row.last_modified) }, key);
+      }
       const res = await tx.query<{ size: number; owner: string }>(
         `UPDATE object_info SET state = 'RECYCLED', recycled_at = $3
          WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL' RETURNING size, owner`,
@@ -644,4 +658,14 @@ export class SqlMetadataStore implements MetadataStore {
       return true;
     });
   }
+}
+
+/** A conditional delete's requirements against the current object (undefined: none): NoSuchKey or PreconditionFailed as S3. */
+function checkDeleteConditions(c: DeleteConditions, current: { etag: string; size: number; lastModified: Date } | undefined, key: string): void {
+  if (!current) throw new S3Error('NoSuchKey', undefined, { Key: key });
+  if (c.ifMatch !== undefined && !etagMatches(c.ifMatch, current.etag)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
+  if (c.lastModifiedTime !== undefined && Math.floor(c.lastModifiedTime.getTime() / 1000) !== Math.floor(current.lastModified.getTime() / 1000)) {
+    throw new S3Error('PreconditionFailed', undefined, { Condition: 'x-amz-if-match-last-modified-time' });
+  }
+  if (c.size !== undefined && c.size !== current.size) throw new S3Error('PreconditionFailed', undefined, { Condition: 'x-amz-if-match-size' });
 }

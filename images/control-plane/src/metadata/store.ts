@@ -118,6 +118,15 @@ export interface StrataEvent {
   payload: Record<string, unknown>;
 }
 
+/** What a conditional delete requires of the object (DeleteObject's If-Match, ...; DeleteObjects' ETag, ...). */
+export interface DeleteConditions {
+  /** An If-Match list (`*`: any object). */
+  ifMatch?: string;
+  /** Its Last-Modified, to the second. */
+  lastModifiedTime?: Date;
+  size?: number;
+}
+
 /** The control plane's view of the metadata database (PostgreSQL or PGlite, same SQL). */
 export interface MetadataStore {
   insertUser(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<StoredUser>;
@@ -158,8 +167,12 @@ export interface MetadataStore {
   /** Replace the NORMAL object's tags (undefined or empty: none); false when there is no such object. */
   setObjectTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean>;
   listObjects(bucket: Bucket, query: ListQuery): Promise<ListPage>;
-  /** NORMAL → RECYCLED; false when there was no such object. */
-  recycleObject(bucket: Bucket, key: string, now: Date): Promise<boolean>;
+  /**
+   * NORMAL → RECYCLED; false when there was no such object. With conditions (a conditional delete) the
+   * object must meet them — PreconditionFailed otherwise, NoSuchKey when there is none — checked under
+   * the key's write lock, so no write of the key slips between the check and the delete.
+   */
+  recycleObject(bucket: Bucket, key: string, now: Date, conditions?: DeleteConditions): Promise<boolean>;
   listRecycled(filter: { owner?: string; bucket?: string }): Promise<RecycledObject[]>;
   /** RECYCLED → NORMAL; a NORMAL object now holding the key goes to the recycle bin in its place. */
   restoreObject(id: number, owner: string | undefined, now: Date): Promise<ObjectMeta | undefined>;

@@ -1,4 +1,4 @@
-import { S3Error, isUniqueViolation, uuidV7, type SqlClient, type SqlExecutor, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import { S3Error, etagMatches, isUniqueViolation, uuidV7, type SqlClient, type SqlExecutor, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import { GroupCommit } from './group-commit.js';
 
 /** The bucket as the data plane needs it. */
@@ -142,14 +142,6 @@ function storedTags(tags: Tag[] | undefined): string | null {
 /** Headers as the commit stores them: NULL for none. */
 function storedHeaders(headers: StoredHeaders | undefined): string | null {
   return headers && Object.keys(headers).length ? JSON.stringify(headers) : null;
-}
-
-/** Compare an If-Match / If-None-Match list with an ETag (quotes optional, `*` matches anything). */
-export function etagMatches(header: string, etag: string): boolean {
-  return header.split(',').some((t) => {
-    const v = t.trim().replace(/^W\//, '').replace(/^"|"$/g, '');
-    return v === '*' || v === etag;
-  });
 }
 
 /** What strata_commit_object answers (migration 0003). */

@@ -3,6 +3,7 @@ import { finished } from 'node:stream/promises';
 import express, { type Request, type Response, type Router } from 'express';
 import {
   asciiJson,
+  etagMatches,
   isChecksumAlgorithm,
   multipartChecksumTypes,
   objectTagsFromJson,
@@ -14,7 +15,7 @@ import {
   type Tag,
 } from '../../../service-kit/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
-import { etagMatches, type StoredObject } from '../catalog/catalog.js';
+import type { StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
 import type { MultipartService, RequestedPart, UploadChecksum } from '../uploads/multipart-service.js';
 import type { CopyRequest, ObjectService } from '../uploads/object-service.js';
@@ -111,6 +112,17 @@ function bodyHeaders(req: Request): { headers?: StoredHeaders; trailingHeaders: 
 }
 
 /** A multipart upload's checksum algorithm and type, as S3 allows them together; undefined when absent. */
+/** The string-valued `fields` of a JSON object (a request's conditions); undefined when it has none of them. */
+function stringFields<K extends string>(value: unknown, fields: K[]): Partial<Record<K, string>> | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const out: Partial<Record<K, string>> = {};
+  for (const f of fields) {
+    const v = (value as Record<string, unknown>)[f];
+    if (typeof v === 'string') out[f] = v;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
 function uploadChecksum(value: unknown): UploadChecksum | undefined {
   if (value === undefined || value === null) return undefined;
   const { algorithm, type } = value as { algorithm?: unknown; type?: unknown };
@@ -301,7 +313,17 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
       throw new S3Error('InvalidArgument', 'taggingDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-tagging-directive' });
     }
     if (b.checksumAlgorithm !== undefined && !isChecksumAlgorithm(String(b.checksumAlgorithm))) throw new S3Error('InvalidRequest', 'checksumAlgorithm must be one of CRC32, CRC32C, CRC64NVME, SHA1, SHA256');
-    res.json(await objects.copy({ ...b, tags: objectTagsFromJson(b.tags), headers: storedHeadersFromJson(b.headers), bucket: p(req, 'bucket'), key: p(req, 'key') } as CopyRequest));
+    res.json(
+      await objects.copy({
+        ...b,
+        tags: objectTagsFromJson(b.tags),
+        headers: storedHeadersFromJson(b.headers),
+        conditions: stringFields(b.conditions, ['ifMatch', 'ifNoneMatch', 'ifModifiedSince', 'ifUnmodifiedSince']),
+        destinationConditions: stringFields(b.destinationConditions, ['ifMatch', 'ifNoneMatch']),
+        bucket: p(req, 'bucket'),
+        key: p(req, 'key'),
+      } as CopyRequest),
+    );
   });
 
   router.post('/multipart/:bucket/:key', json, async (req, res) => {
@@ -334,6 +356,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
         bucket: b.sourceBucket,
         key: b.sourceKey,
         range: typeof b.range === 'string' ? b.range : undefined,
+        conditions: stringFields(b.conditions, ['ifMatch', 'ifNoneMatch', 'ifModifiedSince', 'ifUnmodifiedSince']),
       }),
     );
   });
@@ -348,9 +371,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     );
   });
   router.post('/multipart/:bucket/:key/:uploadId/complete', json, async (req, res) => {
-    const c = (req.body?.conditions ?? {}) as { ifMatch?: unknown; ifNoneMatch?: unknown };
-    const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
-    const conditions = text(c.ifMatch) !== undefined || text(c.ifNoneMatch) !== undefined ? { ifMatch: text(c.ifMatch), ifNoneMatch: text(c.ifNoneMatch) } : undefined;
+    const conditions = stringFields(req.body?.conditions, ['ifMatch', 'ifNoneMatch']);
     const parts = Array.isArray(req.body?.parts)
       ? (req.body.parts as Array<Record<string, unknown>>).map((r): RequestedPart => ({ partNumber: Number(r?.partNumber), etag: String(r?.etag ?? ''), checksum: namedChecksum(r?.checksum) }))
       : req.body?.parts;

@@ -22,7 +22,7 @@ import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import { checkPreconditions, type ObjectMeta, type Preconditions } from '../catalog/catalog.js';
 import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
-import { MAX_OBJECT_SIZE, checkUserMetadata, type ObjectService } from './object-service.js';
+import { MAX_OBJECT_SIZE, checkCopySourceConditions, checkUserMetadata, type CopySourceConditions, type ObjectService } from './object-service.js';
 
 export const MIN_PART_SIZE = 5 * 1024 * 1024;
 const MAX_PART_NUMBER = 10_000;
@@ -181,10 +181,17 @@ export class MultipartService {
   }
 
   /** UploadPartCopy: a byte range of an existing object becomes a part. */
-  async uploadPartCopy(bucket: string, key: string, uploadId: string, partNumber: number, source: { bucket: string; key: string; range?: string }): Promise<{ etag: string; lastModified: string }> {
+  async uploadPartCopy(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    source: { bucket: string; key: string; range?: string; conditions?: CopySourceConditions },
+  ): Promise<{ etag: string; lastModified: string }> {
     this.checkPartNumber(partNumber);
     const { info, backend } = await this.upload(bucket, key, uploadId);
     const { object, backend: sourceBackend } = await this.objects.head(source.bucket, source.key);
+    checkCopySourceConditions(source.conditions, object);
     let range: ByteRange | undefined;
     if (source.range !== undefined) {
       const m = /^bytes=(\d+)-(\d+)$/.exec(source.range.trim());

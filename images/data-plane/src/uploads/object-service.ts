@@ -4,6 +4,7 @@ import {
   cachedLookup,
   checksumHeaders,
   digesting,
+  etagMatches,
   mergeStoredHeaders,
   S3Error,
   startDigest,
@@ -17,7 +18,7 @@ import {
 } from '../../../service-kit/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-backend.js';
-import { BlobGoneError, etagMatches, type BucketRef, type Catalog, type ObjectMeta, type Preconditions, type StoredObject } from '../catalog/catalog.js';
+import { BlobGoneError, checkPreconditions, type BucketRef, type Catalog, type ObjectMeta, type Preconditions, type StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
 import type { DataPlaneMetrics } from '../metrics.js';
 import { invalidateObjectRead, readThroughObjectCache, type StringCache } from '../../../service-kit/src/object-read-cache.js';
@@ -65,7 +66,18 @@ export interface CopyRequest {
    * from the bytes unless the source already has that one); without it the source's checksum is kept.
    */
   checksumAlgorithm?: ChecksumAlgorithm;
-  conditions?: { ifMatch?: string; ifNoneMatch?: string; ifModifiedSince?: string; ifUnmodifiedSince?: string };
+  /** x-amz-copy-source-if-*: conditions on the source. */
+  conditions?: CopySourceConditions;
+  /** If-Match / If-None-Match: conditions on the object the copy replaces, checked by its commit. */
+  destinationConditions?: Preconditions;
+}
+
+/** x-amz-copy-source-if-* of CopyObject and UploadPartCopy. */
+export interface CopySourceConditions {
+  ifMatch?: string;
+  ifNoneMatch?: string;
+  ifModifiedSince?: string;
+  ifUnmodifiedSince?: string;
 }
 
 /** Hooks run after a commit: the outbox relay is kicked so that events leave at once. */
@@ -236,6 +248,8 @@ export class ObjectService {
     for (let attempt = 0; ; attempt++) {
       const { object: source, backend: sourceBackend } = await this.head(req.sourceBucket, req.sourceKey);
       checkCopySourceConditions(req.conditions, source);
+      // Checked again by the commit; failing here spares reading or writing the bytes of a doomed copy.
+      if (req.destinationConditions) checkPreconditions(req.destinationConditions, (await this.catalog.object(bucket, req.key))?.etag, req.key);
       const replace = req.metadataDirective === 'REPLACE';
       if (!replace && req.sourceBucket === req.bucket && req.sourceKey === req.key) {
         throw new S3Error(
@@ -258,7 +272,20 @@ export class ObjectService {
       // A copy keeps the source's ETag, so a multipart source's `-N` copy keeps its N parts too (and
       // their checksums, unless the copy's checksum is of another algorithm now).
       const partChecksums = digest ? undefined : source.partChecksums;
-      const base = { bucket, key: req.key, owner, contentType, userMetadata, tags, etag: source.etag, md5: source.md5, size: source.size, partSizes: source.partSizes, partChecksums };
+      const base = {
+        bucket,
+        key: req.key,
+        owner,
+        contentType,
+        userMetadata,
+        tags,
+        etag: source.etag,
+        md5: source.md5,
+        size: source.size,
+        partSizes: source.partSizes,
+        partChecksums,
+        conditions: req.destinationConditions,
+      };
       if (sourceBackend.key === backend.key) {
         // The blob is shared; the bytes are read only when a new checksum needs them.
         if (digest) for await (const chunk of await sourceBackend.get(source.locator)) digest.update(chunk as Buffer);
@@ -278,7 +305,8 @@ export class ObjectService {
   }
 }
 
-function checkCopySourceConditions(c: CopyRequest['conditions'], source: StoredObject): void {
+/** x-amz-copy-source-if-* against the source object: PreconditionFailed as S3 (If-Match wins over If-Unmodified-Since, If-None-Match over If-Modified-Since). */
+export function checkCopySourceConditions(c: CopySourceConditions | undefined, source: StoredObject): void {
   if (!c) return;
   const modified = new Date(source.lastModified).getTime();
   const fail = (condition: string) => {

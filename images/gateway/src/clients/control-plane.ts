@@ -61,6 +61,15 @@ export interface RecycledObject {
   recycledAt: string;
 }
 
+/** What a conditional delete requires of the object (the control plane checks it under the key's lock). */
+export interface DeleteConditions {
+  /** An If-Match list (`*`: any object). */
+  ifMatch?: string;
+  /** ISO 8601; compared to the second. */
+  lastModifiedTime?: string;
+  size?: number;
+}
+
 /** Typed client for the control plane: users, credentials, buckets, object metadata, recycle bin. */
 export class ControlPlaneClient {
   readonly http: InternalHttp;
@@ -127,12 +136,13 @@ export class ControlPlaneClient {
     await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/tagging`, { body: { tags } });
   }
 
-  async deleteObject(bucket: string, key: string): Promise<void> {
-    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`);
+  /** Soft delete; with conditions, NoSuchKey or PreconditionFailed unless the object meets them. */
+  async deleteObject(bucket: string, key: string, conditions?: DeleteConditions): Promise<void> {
+    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, { query: { ...conditions } });
   }
 
-  deleteObjects(bucket: string, keys: string[]): Promise<{ deleted: string[]; errors: Array<{ key: string; code: string; message: string }> }> {
-    return this.http.json('POST', `/internal/buckets/${seg(bucket)}/delete-objects`, { body: { keys } });
+  deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<{ deleted: string[]; errors: Array<{ key: string; code: string; message: string }> }> {
+    return this.http.json('POST', `/internal/buckets/${seg(bucket)}/delete-objects`, { body: { objects } });
   }
 
   async recycleBin(owner: string, bucket?: string): Promise<RecycledObject[]> {

@@ -154,7 +154,10 @@ export class DataPlaneClient {
       taggingDirective: 'COPY' | 'REPLACE';
       tags?: Tag[];
       checksumAlgorithm?: string;
+      /** On the source (x-amz-copy-source-if-*). */
       conditions?: CopyConditions;
+      /** On the object the copy replaces (If-Match, If-None-Match). */
+      destinationConditions?: { ifMatch?: string; ifNoneMatch?: string };
     },
   ): Promise<ObjectMeta> {
     return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, { body, long: true });
@@ -196,7 +199,7 @@ export class DataPlaneClient {
     key: string,
     uploadId: string,
     partNumber: number,
-    body: { sourceBucket: string; sourceKey: string; range?: string },
+    body: { sourceBucket: string; sourceKey: string; range?: string; conditions?: CopyConditions },
   ): Promise<{ etag: string; lastModified: string; checksum?: NamedChecksum }> {
     return this.http.json('PUT', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}/copy`, { body, long: true });
   }

@@ -8,7 +8,7 @@ import { checksumXml, listedPartChecksum, objectChecksumHeader } from '../s3/che
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
 import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
-import { copySource } from './object-write.js';
+import { copySource, copySourceConditions } from './object-write.js';
 
 async function target(s3: S3Request): Promise<BucketInfo> {
   validateKey(s3.key);
@@ -79,7 +79,13 @@ export const uploadPartCopy: S3Handler = async (s3) => {
   const { sourceBucket, sourceKey } = await copySource(s3, callerOf(res));
   const range = header(req, 'x-amz-copy-source-range');
   if (range !== undefined && !/^bytes=\d+-\d+$/.test(range)) throw new S3Error('InvalidArgument', 'The x-amz-copy-source-range value must be of the form bytes=first-last.', { ArgumentName: 'x-amz-copy-source-range' });
-  const r = await deps.dataPlane.uploadPartCopy(bucket, key, query.get('uploadId') ?? '', partNumber, { sourceBucket, sourceKey, ...(range ? { range } : {}) });
+  const conditions = copySourceConditions(req);
+  const r = await deps.dataPlane.uploadPartCopy(bucket, key, query.get('uploadId') ?? '', partNumber, {
+    sourceBucket,
+    sourceKey,
+    ...(range ? { range } : {}),
+    ...(conditions ? { conditions } : {}),
+  });
   sendXml(res, 'CopyPartResult', {
     LastModified: new Date(r.lastModified).toISOString(),
     ETag: quoted(unquote(r.etag)),

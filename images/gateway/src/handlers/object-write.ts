@@ -6,6 +6,7 @@ import { contentMd5, discard, header, objectBody, objectLength, objectTagging, s
 import { checksumXml } from '../s3/checksums.js';
 import { setExpiration } from '../s3/expiration.js';
 import { quoted, sendData, sendXml } from '../s3/render.js';
+import type { CopyConditions } from '../clients/data-plane.js';
 
 /** x-service-md5: the client's claim of the body's MD5 (hex) for an instant upload. */
 function instantMd5(s3: S3Request): string | undefined {
@@ -68,14 +69,6 @@ export const putObject: S3Handler = async (s3) => {
   }
 };
 
-/** DeleteObject: a soft delete into the recycle bin; 204 whether or not the key existed. */
-export const deleteObject: S3Handler = async ({ res, bucket, key, deps }) => {
-  validateKey(key);
-  await deps.buckets.owned(bucket, callerOf(res));
-  await deps.controlPlane.deleteObject(bucket, key);
-  res.status(204).end();
-};
-
 /** `x-amz-copy-source: /bucket/key` (URL-encoded, optional ?versionId=null) → bucket and key. */
 export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourceBucket: string; sourceKey: string }> {
   const raw = header(s3.req, 'x-amz-copy-source');
@@ -96,6 +89,22 @@ export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourc
   validateKey(sourceKey);
   await s3.deps.buckets.owned(sourceBucket, caller);
   return { sourceBucket, sourceKey };
+}
+
+/** The fields of `values` that are set; undefined when none is. */
+function definedOnly<T extends Record<string, string | undefined>>(values: T): Partial<T> | undefined {
+  const set = Object.entries(values).filter(([, v]) => v !== undefined);
+  return set.length ? (Object.fromEntries(set) as Partial<T>) : undefined;
+}
+
+/** `x-amz-copy-source-if-*` of CopyObject and UploadPartCopy (checked against the source by the data plane). */
+export function copySourceConditions(req: S3Request['req']): CopyConditions | undefined {
+  return definedOnly({
+    ifMatch: header(req, 'x-amz-copy-source-if-match'),
+    ifNoneMatch: header(req, 'x-amz-copy-source-if-none-match'),
+    ifModifiedSince: header(req, 'x-amz-copy-source-if-modified-since'),
+    ifUnmodifiedSince: header(req, 'x-amz-copy-source-if-unmodified-since'),
+  });
 }
 
 /** CopyObject (same backend: the blob is shared, not copied). */
@@ -120,12 +129,9 @@ export const copyObject: S3Handler = async (s3) => {
   if (checksumAlgorithm !== undefined && !isChecksumAlgorithm(checksumAlgorithm)) {
     throw new S3Error('InvalidRequest', 'Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]');
   }
-  const conditions = {
-    ifMatch: header(req, 'x-amz-copy-source-if-match'),
-    ifNoneMatch: header(req, 'x-amz-copy-source-if-none-match'),
-    ifModifiedSince: header(req, 'x-amz-copy-source-if-modified-since'),
-    ifUnmodifiedSince: header(req, 'x-amz-copy-source-if-unmodified-since'),
-  };
+  const conditions = copySourceConditions(req);
+  // As PutObject: a copy may require what it replaces to be (If-Match) or not to be (If-None-Match: *).
+  const destinationConditions = definedOnly({ ifMatch: header(req, 'if-match'), ifNoneMatch: header(req, 'if-none-match') });
   const meta = await deps.dataPlane.copyObject(bucket, key, {
     owner: caller.username,
     sourceBucket,
@@ -135,7 +141,8 @@ export const copyObject: S3Handler = async (s3) => {
     taggingDirective,
     ...(tags ? { tags } : {}),
     ...(checksumAlgorithm ? { checksumAlgorithm } : {}),
-    ...(Object.values(conditions).some((v) => v !== undefined) ? { conditions } : {}),
+    ...(conditions ? { conditions } : {}),
+    ...(destinationConditions ? { destinationConditions } : {}),
   });
   setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
   const checksum = storedChecksum(meta.headers);
