@@ -266,6 +266,21 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         expect(body.deleted).to.deep.equal(['k1', 'k2', 'nope']);
         expect(body.errors).to.deep.equal([{ key: 'bad/../key', code: 'InvalidObjectName', message: 'object keys must not contain a ".." segment' }]);
         expect((await list(bucket, {})).objects).to.deep.equal([]);
+        // One object.recycled event per recycled object, as DeleteObject writes it, with its own id.
+        const events = await layer.sql.query<{ event_id: string; payload: Record<string, unknown> }>(
+          "SELECT event_id, payload FROM outbox WHERE type = 'object.recycled' AND payload->>'bucket' = $1 ORDER BY id",
+          [bucket],
+        );
+        const bucketId = Number((await layer.sql.query<{ id: number }>('SELECT id FROM buckets WHERE name = $1', [bucket])).rows[0].id);
+        expect(events.rows.map((r) => r.payload)).to.deep.equal([
+          { bucket, bucketId, key: 'k1', size: 1, owner },
+          { bucket, bucketId, key: 'k2', size: 1, owner },
+        ]);
+        expect(new Set(events.rows.map((r) => r.event_id)).size).to.equal(2);
+        // Deleting them again recycles nothing more.
+        const again = (await (await layer.cpFetch('POST', `/internal/buckets/${bucket}/delete-objects`, { keys: ['k1', 'k2'] })).json()) as { deleted: string[] };
+        expect(again.deleted).to.deep.equal(['k1', 'k2']);
+        expect((await layer.sql.query("SELECT 1 FROM outbox WHERE type = 'object.recycled' AND payload->>'bucket' = $1", [bucket])).rows.length).to.equal(2);
       });
 
       it('a conditional delete recycles only an object that meets its conditions; NoSuchKey when there is none', async () => {

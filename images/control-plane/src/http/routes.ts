@@ -216,22 +216,40 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     const bucket = await mustBucket(param(req, 'bucket'));
     const objects: unknown = req.body?.objects ?? (Array.isArray(req.body?.keys) ? (req.body.keys as unknown[]).map((key) => ({ key })) : undefined);
     if (!Array.isArray(objects) || objects.length > 1000) throw new S3Error('MalformedXML', 'objects must be a list of at most 1000 objects');
-    const deleted: string[] = [];
-    const errors: Array<{ key: string; code: string; message: string }> = [];
-    for (const object of objects as unknown[]) {
+    // Each entry's outcome by its position in the request: deleted, or its error.
+    const outcomes: Array<{ key: string; error?: { code: string; message: string } }> = [];
+    const failed = (at: number, key: unknown, err: unknown) => {
+      if (!(err instanceof S3Error)) throw err;
+      outcomes[at] = { key: String(key), error: { code: err.code, message: err.message } };
+    };
+    // Plain keys go in one statement (one commit, not one per key); conditional ones one by one.
+    const plain: string[] = [];
+    const conditional: Array<{ at: number; key: string; conditions: DeleteConditions }> = [];
+    (objects as unknown[]).forEach((object, at) => {
       const key = isObject(object) ? object.key : undefined;
       try {
         if (typeof key !== 'string') throw new S3Error('InvalidObjectName', 'keys must be strings');
         assertObjectKey(key);
-        await store.recycleObject(bucket, key, deps.clock(), deleteConditions(object as Record<string, unknown>));
-        await invalidateObjectRead(cache, bucket.name, key);
-        deleted.push(key);
+        const conditions = deleteConditions(object as Record<string, unknown>);
+        if (conditions) conditional.push({ at, key, conditions });
+        else plain.push(key);
+        outcomes[at] = { key };
       } catch (err) {
-        if (!(err instanceof S3Error)) throw err;
-        errors.push({ key: String(key), code: err.code, message: err.message });
+        failed(at, key, err);
+      }
+    });
+    await store.recycleObjects(bucket, plain, deps.clock());
+    for (const { at, key, conditions } of conditional) {
+      try {
+        await store.recycleObject(bucket, key, deps.clock(), conditions);
+      } catch (err) {
+        failed(at, key, err);
       }
     }
-    res.json({ deleted, errors });
+    const deleted = outcomes.filter((o) => !o.error).map((o) => o.key);
+    // The data plane's GET/HEAD cache, before answering.
+    await Promise.all(deleted.map((key) => invalidateObjectRead(cache, bucket.name, key)));
+    res.json({ deleted, errors: outcomes.filter((o) => o.error).map((o) => ({ key: o.key, ...o.error })) });
   });
 
   router.get('/recycle-bin', async (req, res) => {

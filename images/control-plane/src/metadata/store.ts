@@ -173,6 +173,8 @@ export interface MetadataStore {
    * the key's write lock, so no write of the key slips between the check and the delete.
    */
   recycleObject(bucket: Bucket, key: string, now: Date, conditions?: DeleteConditions): Promise<boolean>;
+  /** Many keys NORMAL → RECYCLED at once (DeleteObjects), an object.recycled event each; answers those that had an object. */
+  recycleObjects(bucket: Bucket, keys: string[], now: Date): Promise<string[]>;
   listRecycled(filter: { owner?: string; bucket?: string }): Promise<RecycledObject[]>;
   /** RECYCLED → NORMAL; a NORMAL object now holding the key goes to the recycle bin in its place. */
   restoreObject(id: number, owner: string | undefined, now: Date): Promise<ObjectMeta | undefined>;
