@@ -46,4 +46,36 @@ describe('standalone: vacuum of the embedded database', function () {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await stats()).vacuumed!.getTime()).to.equal(last);
   });
+
+  it('as autovacuum: a table that grew gets planner statistics (a partitioned one for its parent too); an unchanged one is left alone', async () => {
+    await sql.exec(`CREATE TABLE grown (id int PRIMARY KEY, v text);
+      CREATE TABLE quiet (id int PRIMARY KEY);
+      CREATE TABLE parted (id int, k int) PARTITION BY LIST ((id % 2));
+      CREATE TABLE parted_0 PARTITION OF parted FOR VALUES IN (0);
+      CREATE TABLE parted_1 PARTITION OF parted FOR VALUES IN (1);`);
+    await sql.query('INSERT INTO quiet VALUES (1)');
+    // Let a check pass with only `quiet` changed below every threshold (one row: nothing is due).
+    let stop = startPgliteVacuum(sql, createLogger('test', 'silent'), 50);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await stop();
+    const analyzed = async (table: string) =>
+      (await sql.query<{ at: Date | null }>('SELECT last_analyze AS at FROM pg_stat_user_tables WHERE relname = $1', [table])).rows[0]?.at ?? null;
+    expect(await analyzed('quiet')).to.equal(null);
+
+    await sql.query("INSERT INTO grown SELECT g, 'v' || g FROM generate_series(1, 300) g");
+    await sql.query('INSERT INTO parted SELECT g, g FROM generate_series(1, 300) g');
+    const statsRows = async (table: string, inherited: boolean) =>
+      (await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stats WHERE tablename = $1 AND inherited = $2', [table, inherited])).rows[0].n;
+    expect(await statsRows('grown', false)).to.equal(0);
+    stop = startPgliteVacuum(sql, createLogger('test', 'silent'), 50);
+    try {
+      for (let i = 0; i < 100 && (await statsRows('parted', true)) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      await stop();
+    }
+    expect(await statsRows('grown', false)).to.be.greaterThan(0);
+    expect(await statsRows('parted_1', false)).to.be.greaterThan(0);
+    expect(await statsRows('parted', true), 'the partitioned table has statistics of its own').to.be.greaterThan(0);
+    expect(await analyzed('quiet')).to.equal(null);
+  });
 });

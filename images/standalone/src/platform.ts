@@ -52,7 +52,7 @@ export interface PlatformOptions {
   directIo?: boolean;
   /** The embedded PGlite database syncs its commits and checkpoints to disk (default true; images/service-kit/src/pglite-fsync.ts). */
   pgliteFsync?: boolean;
-  /** How often the embedded PGlite database is vacuumed (ms; it runs no autovacuum). */
+  /** How often the embedded PGlite database's tables are checked for a due VACUUM / ANALYZE (ms; it runs no autovacuum). */
   pgliteVacuumMs?: number;
   /** Cron expression of the in-process purge, or false. */
   purgeSchedule?: string | false;
