@@ -3,7 +3,7 @@
  * DeleteObject calls on 16 connections, through the standalone gateway with SigV4. Prints deletes/s.
  *   npx tsx hack/bench/delete-objects.ts        (BENCH_KEYS, BENCH_ROUNDS, BENCH_ONLY=single|batch)
  */
-import { CreateBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import os from 'node:os';
@@ -34,19 +34,30 @@ async function main(): Promise<void> {
   await s3.send(new CreateBucketCommand({ Bucket }));
   const keys = Array.from({ length: KEYS }, (_, i) => `dir/${String(i).padStart(6, '0')}`);
   const fill = async () => {
-    for (let i = 0; i < keys.length; i += 16) await Promise.all(keys.slice(i, i + 16).map((Key) => s3.send(new PutObjectCommand({ Bucket, Key, Body: 'x' }))));
+    const urls = keys.map((k) => presignUrl({ method: 'PUT', origin, path: `/${Bucket}/${k}`, accessKey: USER, secret: PASSWORD, region: 'us-east-1', expiresSeconds: 600 }));
+    await onSixteenConnections(urls, (url) => send('PUT', url, 'x', 200));
   };
   const origin = platform.urls.gateway;
   const agent = new Agent({ keepAlive: true, maxSockets: 16 });
-  const send = (url: string) =>
+  // Presigned requests over plain http: the SDK's own work per request (signing, middleware) would
+  // cost more CPU in this process than a small write or delete itself.
+  const send = (method: string, url: string, body: string | undefined, status: number) =>
     new Promise<void>((resolve, reject) => {
-      const req = request(url, { method: 'DELETE', agent }, (res) => {
+      const req = request(url, { method, agent }, (res) => {
         res.resume();
-        res.on('end', () => (res.statusCode === 204 ? resolve() : reject(new Error(`DELETE answered ${res.statusCode}`))));
+        res.on('end', () => (res.statusCode === status ? resolve() : reject(new Error(`${method} answered ${res.statusCode}`))));
       });
       req.on('error', reject);
-      req.end();
+      req.end(body);
     });
+  const onSixteenConnections = async (urls: string[], run: (url: string) => Promise<void>) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < urls.length) await run(urls[next++]);
+      }),
+    );
+  };
   const left = async () => (await s3.send(new ListObjectsV2Command({ Bucket }))).KeyCount ?? 0;
   // The events of the fill (relayed, then consumed) must not run inside the timed part.
   const metric = async (service: string, name: string) => {
@@ -78,14 +89,8 @@ async function main(): Promise<void> {
   for (let r = 0; r < ROUNDS; r++) {
     if (process.env.BENCH_ONLY !== 'batch') {
       await timed('DeleteObject x N, 16 connections', async () => {
-        // Presigned beforehand and sent with plain http: the SDK's own work per request (signing,
-        // middleware) would otherwise cost more CPU here than the delete itself.
         const urls = keys.map((k) => presignUrl({ method: 'DELETE', origin, path: `/${Bucket}/${k}`, accessKey: USER, secret: PASSWORD, region: 'us-east-1', expiresSeconds: 600 }));
-        let next = 0;
-        const worker = async () => {
-          while (next < urls.length) await send(urls[next++]);
-        };
-        await Promise.all(Array.from({ length: 16 }, worker));
+        await onSixteenConnections(urls, (url) => send('DELETE', url, undefined, 204));
       });
     }
     if (process.env.BENCH_ONLY !== 'single') await timed('DeleteObjects, 1000 keys a request', async () => {
