@@ -312,6 +312,41 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         expect((await list(bucket, {})).objects.map((o) => o.key)).to.deep.equal(['d2']);
       });
 
+      it('the recycle bin is listed in pages (bucket, key, newest version first), by prefix, with tokens it gave', async () => {
+        const a = await newBucket();
+        const b = await newBucket();
+        for (const [bucket, key] of [[a, 'x/1'], [a, 'x/2'], [a, 'y/1'], [b, 'x/1'], [b, 'x/3']]) {
+          await put(bucket, key, key);
+          expect((await layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/${enc(key)}`)).status).to.equal(204);
+        }
+        // A second recycled version of a/x/2: listed before the first.
+        await put(a, 'x/2', 'second');
+        await layer.cpFetch('DELETE', `/internal/buckets/${a}/objects/${enc('x/2')}`);
+        type Page = { objects: Array<{ id: number; bucket: string; key: string; size: number }>; nextToken?: string };
+        const page = async (query: Record<string, string>) => {
+          const res = await layer.cpFetch('GET', `/internal/recycle-bin?${new URLSearchParams({ owner, ...query })}`);
+          expect(res.status, await res.clone().text()).to.equal(200);
+          return (await res.json()) as Page;
+        };
+        const all: Page['objects'] = [];
+        let token: string | undefined;
+        let pages = 0;
+        do {
+          const p = await page({ limit: '2', ...(token ? { after: token } : {}) });
+          expect(p.objects.length).to.be.at.most(2);
+          all.push(...p.objects.filter((o) => o.bucket === a || o.bucket === b));
+          token = p.nextToken;
+          pages++;
+        } while (token && pages < 100);
+        expect(all.map((o) => `${o.bucket === a ? 'a' : 'b'}:${o.key}:${o.size}`)).to.deep.equal(['a:x/1:3', 'a:x/2:6', 'a:x/2:3', 'a:y/1:3', 'b:x/1:3', 'b:x/3:3']);
+        expect(new Set(all.map((o) => o.id)).size).to.equal(6);
+        const xs = await page({ bucket: a, prefix: 'x/' });
+        expect([xs.objects.map((o) => o.key), xs.nextToken]).to.deep.equal([['x/1', 'x/2', 'x/2'], undefined]);
+        expect(await errorOf(await layer.cpFetch('GET', `/internal/recycle-bin?after=not-a-token`))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+        expect(await errorOf(await layer.cpFetch('GET', `/internal/recycle-bin?limit=0`))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+        expect(await errorOf(await layer.cpFetch('GET', `/internal/recycle-bin?limit=1001`))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+      });
+
       it('a conditional delete waits for a write of the key in progress and checks what it wrote', async function () {
         // PGlite has one connection: no write can be in progress beside the delete there.
         if (kind !== 'postgres') this.skip();

@@ -125,6 +125,17 @@ describe('e2e: Bearer (JWT) clients, instant upload, redirects and the admin API
     // Root's recycle bin does not show bob's objects.
     const rootBin = await fetch(`${p.endpoint}/admin/recycle-bin`, { headers: auth() });
     expect(((await rootBin.json()) as { data: { objects: Array<{ key: string }> } }).data.objects.map((o) => o.key)).not.to.include('keep.txt');
+    // Paged: max-items and the continuation token of the previous page.
+    await bobS3.send(new PutObjectCommand({ Bucket: bobBucket, Key: 'other.txt', Body: 'x' }));
+    await fetch(`${p.endpoint}/${bobBucket}/other.txt`, { method: 'DELETE', headers: { authorization: `Bearer ${bobToken}` } });
+    type BinPage = { data: { objects: Array<{ key: string }>; isTruncated: boolean; nextToken?: string } };
+    const first = (await (await fetch(`${p.endpoint}/admin/recycle-bin?bucket=${bobBucket}&max-items=1`, { headers: { authorization: `Bearer ${bobToken}` } })).json()) as BinPage;
+    expect([first.data.objects.map((o) => o.key), first.data.isTruncated]).to.deep.equal([['keep.txt'], true]);
+    const second = (await (
+      await fetch(`${p.endpoint}/admin/recycle-bin?bucket=${bobBucket}&max-items=1&continuation-token=${first.data.nextToken}`, { headers: { authorization: `Bearer ${bobToken}` } })
+    ).json()) as BinPage;
+    expect([second.data.objects.map((o) => o.key), second.data.isTruncated, second.data.nextToken]).to.deep.equal([['other.txt'], false, undefined]);
+    expect((await fetch(`${p.endpoint}/admin/recycle-bin?max-items=many`, { headers: { authorization: `Bearer ${bobToken}` } })).status).to.equal(400);
     const restored = await fetch(`${p.endpoint}/admin/recycle-bin/${objects[0].id}/restore`, { method: 'POST', headers: { authorization: `Bearer ${bobToken}` } });
     expect(restored.status).to.equal(200);
     const again = await fetch(`${p.endpoint}/${bobBucket}/keep.txt?proxy=true`, { headers: { authorization: `Bearer ${bobToken}` } });

@@ -4,7 +4,7 @@ import {
 } from '../../../service-kit/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
 import { invalidateObjectRead } from '../../../service-kit/src/object-read-cache.js';
-import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, DeleteConditions, MetadataStore } from '../metadata/store.js';
+import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, DeleteConditions, MetadataStore, RecycleBinCursor } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
 import type { BlobCollector } from '../purge/data-plane-gc.js';
 import type { PurgeRunResult } from '../purge/purge-job.js';
@@ -48,6 +48,19 @@ function deleteConditions(fields: Record<string, unknown>): DeleteConditions | u
     c.size = n;
   }
   return Object.keys(c).length ? c : undefined;
+}
+
+const RECYCLE_BIN_PAGE = 1000;
+
+/** A recycle-bin page's nextToken back to where it ended; InvalidArgument for anything else. */
+function recycleBinCursor(token: string): RecycleBinCursor {
+  try {
+    const c = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Partial<RecycleBinCursor>;
+    if (typeof c.bucket === 'string' && typeof c.key === 'string' && Number.isSafeInteger(c.id)) return { bucket: c.bucket, key: c.key, id: c.id! };
+  } catch {
+    // not JSON: refused below
+  }
+  throw new S3Error('InvalidArgument', 'The continuation token is not one this listing gave.');
 }
 
 function param(req: Request, name: string): string {
@@ -252,8 +265,14 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     res.json({ deleted, errors: outcomes.filter((o) => o.error).map((o) => ({ key: o.key, ...o.error })) });
   });
 
+  // A page of the recycle bin: `limit` (1-1000, default 1000), `prefix`, `after` (a page's nextToken).
   router.get('/recycle-bin', async (req, res) => {
-    res.json({ objects: await store.listRecycled({ owner: str(req.query.owner), bucket: str(req.query.bucket) }) });
+    const limit = str(req.query.limit) === undefined ? RECYCLE_BIN_PAGE : Number(req.query.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > RECYCLE_BIN_PAGE) throw new S3Error('InvalidArgument', `limit must be a whole number from 1 to ${RECYCLE_BIN_PAGE}`);
+    const token = str(req.query.after);
+    const after = token === undefined ? undefined : recycleBinCursor(token);
+    const page = await store.listRecycled({ owner: str(req.query.owner), bucket: str(req.query.bucket), prefix: str(req.query.prefix), limit, after });
+    res.json({ objects: page.objects, ...(page.next ? { nextToken: Buffer.from(JSON.stringify(page.next)).toString('base64url') } : {}) });
   });
   router.post('/recycle-bin/:id/restore', async (req, res) => {
     const id = Number(param(req, 'id'));

@@ -15,7 +15,8 @@ import type {
   ObjectMeta,
   ObjectPart,
   PurgeResult,
-  RecycledObject,
+  RecycleBinPage,
+  RecycleBinQuery,
   StoredUser,
   StrataEvent,
 } from './store.js';
@@ -527,15 +528,22 @@ export class SqlMetadataStore implements MetadataStore {
     return retryOnConflict(() => recycleKeys(this.sql, bucket, keys, now));
   }
 
-  async listRecycled(filter: { owner?: string; bucket?: string }): Promise<RecycledObject[]> {
+  async listRecycled(q: RecycleBinQuery): Promise<RecycleBinPage> {
+    const after = q.after;
+    // One more than the page, to tell whether another follows. Versions of one key: newest (highest id) first.
     const res = await readQuery<{ id: number; bucket: string; key: string; size: number; recycled_at: Date }>(
       this.sql,
       `SELECT o.id, b.name AS bucket, o.key, o.size, o.recycled_at FROM object_info o JOIN buckets b ON b.id = o.bucket_id
        WHERE o.state = 'RECYCLED' AND ($1::text IS NULL OR b.owner = $1) AND ($2::text IS NULL OR b.name = $2)
-       ORDER BY b.name, o.key, o.recycled_at DESC LIMIT 10000`,
-      [filter.owner ?? null, filter.bucket ?? null],
+         AND ($3::text IS NULL OR (o.key >= $3 AND starts_with(o.key, $3)))
+         AND ($4::text IS NULL OR b.name > $4 OR (b.name = $4 AND (o.key > $5 OR (o.key = $5 AND o.id < $6))))
+       ORDER BY b.name, o.key, o.id DESC LIMIT $7`,
+      [q.owner ?? null, q.bucket ?? null, q.prefix || null, after?.bucket ?? null, after?.key ?? null, after?.id ?? null, q.limit + 1],
     );
-    return res.rows.map((r) => ({ id: Number(r.id), bucket: r.bucket, key: r.key, size: Number(r.size), recycledAt: new Date(r.recycled_at).toISOString() }));
+    const rows = res.rows.slice(0, q.limit);
+    const objects = rows.map((r) => ({ id: Number(r.id), bucket: r.bucket, key: r.key, size: Number(r.size), recycledAt: new Date(r.recycled_at).toISOString() }));
+    const last = objects[objects.length - 1];
+    return res.rows.length > q.limit && last ? { objects, next: { bucket: last.bucket, key: last.key, id: last.id } } : { objects };
   }
 
   async restoreObject(id: number, owner: string | undefined, now: Date): Promise<ObjectMeta | undefined> {

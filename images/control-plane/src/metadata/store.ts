@@ -88,6 +88,29 @@ export interface RecycledObject {
   recycledAt: string;
 }
 
+export interface RecycleBinQuery {
+  owner?: string;
+  bucket?: string;
+  /** Keys starting with this. */
+  prefix?: string;
+  limit: number;
+  /** The last object of the previous page (RecycleBinPage.next). */
+  after?: RecycleBinCursor;
+}
+
+/** Where a recycle-bin page ended: its last object's bucket, key and id. */
+export interface RecycleBinCursor {
+  bucket: string;
+  key: string;
+  id: number;
+}
+
+export interface RecycleBinPage {
+  objects: RecycledObject[];
+  /** Set when more objects follow. */
+  next?: RecycleBinCursor;
+}
+
 export interface BucketStats {
   objectCount: number;
   bytes: number;
@@ -175,7 +198,8 @@ export interface MetadataStore {
   recycleObject(bucket: Bucket, key: string, now: Date, conditions?: DeleteConditions): Promise<boolean>;
   /** Many keys NORMAL → RECYCLED at once (DeleteObjects), an object.recycled event each; answers those that had an object. */
   recycleObjects(bucket: Bucket, keys: string[], now: Date): Promise<string[]>;
-  listRecycled(filter: { owner?: string; bucket?: string }): Promise<RecycledObject[]>;
+  /** Recycled objects by bucket name, key, newest version first; a page of `limit` and where the next starts. */
+  listRecycled(filter: RecycleBinQuery): Promise<RecycleBinPage>;
   /** RECYCLED → NORMAL; a NORMAL object now holding the key goes to the recycle bin in its place. */
   restoreObject(id: number, owner: string | undefined, now: Date): Promise<ObjectMeta | undefined>;
   /** RECYCLED objects recycled before `cutoff` → DELETED, releasing their blob references. */

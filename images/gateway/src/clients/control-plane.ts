@@ -145,9 +145,9 @@ export class ControlPlaneClient {
     return this.http.json('POST', `/internal/buckets/${seg(bucket)}/delete-objects`, { body: { objects } });
   }
 
-  async recycleBin(owner: string, bucket?: string): Promise<RecycledObject[]> {
-    const r = await this.http.json<{ objects: RecycledObject[] }>('GET', '/internal/recycle-bin', { query: { owner, bucket } });
-    return r.objects;
+  /** A page of the owner's recycle bin (`limit` ≤ 1000); `nextToken` when more follow. */
+  recycleBin(owner: string, q: { bucket?: string; prefix?: string; limit?: number; after?: string } = {}): Promise<{ objects: RecycledObject[]; nextToken?: string }> {
+    return this.http.json('GET', '/internal/recycle-bin', { query: { owner, ...q } });
   }
 
   restore(id: string, owner: string): Promise<ObjectMeta> {

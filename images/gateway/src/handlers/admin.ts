@@ -44,10 +44,18 @@ export function adminRouter(deps: GatewayDeps): Router {
   router.get(
     '/recycle-bin',
     wrap('AdminListRecycleBin', async (req, res) => {
-      const bucket = typeof req.query.bucket === 'string' && req.query.bucket ? req.query.bucket : undefined;
+      const text = (name: string) => (typeof req.query[name] === 'string' && req.query[name] ? (req.query[name] as string) : undefined);
+      const bucket = text('bucket');
       if (bucket) await deps.buckets.owned(bucket, callerOf(res));
-      const objects = await deps.controlPlane.recycleBin(callerOf(res).username, bucket);
-      sendData(res, { objects });
+      const maxItems = text('max-items');
+      if (maxItems !== undefined && !/^\d{1,4}$/.test(maxItems)) throw new S3Error('InvalidArgument', 'max-items must be a whole number from 1 to 1000.');
+      const page = await deps.controlPlane.recycleBin(callerOf(res).username, {
+        bucket,
+        prefix: text('prefix'),
+        limit: maxItems === undefined ? undefined : Number(maxItems),
+        after: text('continuation-token'),
+      });
+      sendData(res, { objects: page.objects, isTruncated: page.nextToken !== undefined, ...(page.nextToken ? { nextToken: page.nextToken } : {}) });
     }),
   );
   router.post(
