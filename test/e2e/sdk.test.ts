@@ -178,6 +178,37 @@ describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
     expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'mp/aborted.bin' })))).status).to.equal(404);
   });
 
+  it('ListMultipartUploads pages with markers and rolls keys up into CommonPrefixes by delimiter', async () => {
+    const b = `${bucket}-uploads`;
+    await env.s3.send(new CreateBucketCommand({ Bucket: b }));
+    const keys = ['a/1', 'a/2', 'b/x/1', 'c', 'd e/1', 'd e/2'];
+    const ids: Record<string, string> = {};
+    for (const Key of keys) ids[Key] = (await env.s3.send(new CreateMultipartUploadCommand({ Bucket: b, Key }))).UploadId!;
+    ids['c#2'] = (await env.s3.send(new CreateMultipartUploadCommand({ Bucket: b, Key: 'c' }))).UploadId!;
+    // Pages of two entries: a common prefix counts as one; the markers say where the next starts.
+    const seen: string[] = [];
+    let KeyMarker: string | undefined;
+    let UploadIdMarker: string | undefined;
+    for (let i = 0; i < 10; i++) {
+      const r = await env.s3.send(new ListMultipartUploadsCommand({ Bucket: b, Delimiter: '/', MaxUploads: 2, KeyMarker, UploadIdMarker }));
+      expect((r.Uploads?.length ?? 0) + (r.CommonPrefixes?.length ?? 0)).to.be.at.most(2);
+      seen.push(...(r.CommonPrefixes ?? []).map((p) => `prefix ${p.Prefix}`), ...(r.Uploads ?? []).map((u) => `upload ${u.Key}`));
+      if (!r.IsTruncated) break;
+      KeyMarker = r.NextKeyMarker;
+      UploadIdMarker = r.NextUploadIdMarker || undefined;
+    }
+    expect(seen.sort()).to.deep.equal(['prefix a/', 'prefix b/', 'prefix d e/', 'upload c', 'upload c'].sort());
+    const under = await env.s3.send(new ListMultipartUploadsCommand({ Bucket: b, Prefix: 'b/', Delimiter: '/' }));
+    expect([(under.CommonPrefixes ?? []).map((p) => p.Prefix), under.Uploads ?? []]).to.deep.equal([['b/x/'], []]);
+    const encoded = await env.s3.send(new ListMultipartUploadsCommand({ Bucket: b, Prefix: 'd e/', EncodingType: 'url' }));
+    // URL-encoded in the answer (the SDK decodes only object listings' keys).
+    expect([(encoded.Uploads ?? []).map((u) => u.Key), encoded.Prefix, encoded.EncodingType]).to.deep.equal([['d%20e/1', 'd%20e/2'], 'd%20e/', 'url']);
+    const all = await env.s3.send(new ListMultipartUploadsCommand({ Bucket: b }));
+    expect((all.Uploads ?? []).map((u) => u.UploadId).sort()).to.deep.equal(Object.values(ids).sort());
+    for (const u of all.Uploads ?? []) await env.s3.send(new AbortMultipartUploadCommand({ Bucket: b, Key: u.Key, UploadId: u.UploadId }));
+    await env.s3.send(new DeleteBucketCommand({ Bucket: b }));
+  });
+
   it('ListObjectsV2 and v1 page through keys in byte order with prefixes and delimiters', async () => {
     const b = bucketName('list');
     await env.s3.send(new CreateBucketCommand({ Bucket: b }));

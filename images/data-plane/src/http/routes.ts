@@ -386,6 +386,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     res.json(
       await multipart.listUploads(p(req, 'bucket'), {
         prefix: q(req, 'prefix'),
+        delimiter: q(req, 'delimiter'),
         keyMarker: q(req, 'keyMarker'),
         uploadIdMarker: q(req, 'uploadIdMarker'),
         maxUploads: maxUploads !== undefined ? Number(maxUploads) : undefined,

@@ -390,23 +390,54 @@ export class MultipartService {
     }
   }
 
-  async listUploads(bucketName: string, opts: { prefix?: string; keyMarker?: string; uploadIdMarker?: string; maxUploads?: number }) {
+  /**
+   * ListMultipartUploads: in byte order of key, then upload id, after the markers; with a delimiter,
+   * the keys that hold it after the prefix are rolled up into common prefixes, each counted as one entry
+   * (a key marker that is such a prefix continues after everything under it, as S3).
+   */
+  async listUploads(bucketName: string, opts: { prefix?: string; delimiter?: string; keyMarker?: string; uploadIdMarker?: string; maxUploads?: number }) {
     const { bucket } = await this.objects.bucket(bucketName);
     const prefix = opts.prefix ?? '';
+    const delimiter = opts.delimiter || undefined;
     const maxUploads = Math.min(opts.maxUploads ?? 1000, 1000);
     const uploads = (await this.uploadsOf(bucket.name))
       .filter((u) => u.info.key.startsWith(prefix))
       .map(({ uploadId, info }) => ({ key: info.key, uploadId, initiated: info.initiated, owner: info.owner }));
     const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
     uploads.sort((a, b) => byteOrder(a.key, b.key) || byteOrder(a.uploadId, b.uploadId));
+    const markerIsPrefix = delimiter !== undefined && opts.keyMarker !== undefined && opts.keyMarker.endsWith(delimiter);
     const after = uploads.filter((u) => {
       if (opts.keyMarker === undefined) return true;
+      if (markerIsPrefix && u.key.startsWith(opts.keyMarker)) return false;
       const c = byteOrder(u.key, opts.keyMarker);
       return c > 0 || (c === 0 && opts.uploadIdMarker !== undefined && u.uploadId > opts.uploadIdMarker);
     });
-    const page = after.slice(0, maxUploads);
-    const isTruncated = after.length > page.length;
-    const last = page[page.length - 1];
-    return { uploads: page, isTruncated, ...(isTruncated && last ? { nextKeyMarker: last.key, nextUploadIdMarker: last.uploadId } : {}) };
+    const page: typeof uploads = [];
+    const commonPrefixes: string[] = [];
+    let isTruncated = false;
+    let last: { key: string; uploadId?: string } | undefined;
+    for (const u of after) {
+      const at = delimiter === undefined ? -1 : u.key.indexOf(delimiter, prefix.length);
+      const common = at >= 0 ? u.key.slice(0, at + delimiter!.length) : undefined;
+      if (common !== undefined && common === commonPrefixes[commonPrefixes.length - 1]) continue;
+      if (page.length + commonPrefixes.length === maxUploads) {
+        isTruncated = true;
+        break;
+      }
+      if (common !== undefined) {
+        commonPrefixes.push(common);
+        last = { key: common };
+      } else {
+        page.push(u);
+        last = { key: u.key, uploadId: u.uploadId };
+      }
+    }
+    return {
+      uploads: page,
+      commonPrefixes,
+      isTruncated,
+      ...(isTruncated && last ? { nextKeyMarker: last.key, ...(last.uploadId ? { nextUploadIdMarker: last.uploadId } : {}) } : {}),
+    };
   }
+
 }

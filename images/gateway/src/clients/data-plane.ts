@@ -232,7 +232,10 @@ export class DataPlaneClient {
     await this.http.json('DELETE', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}`);
   }
 
-  listUploads(bucket: string, q: { prefix?: string; keyMarker?: string; uploadIdMarker?: string; maxUploads?: number }): Promise<{ uploads: UploadInfo[]; isTruncated: boolean }> {
+  listUploads(
+    bucket: string,
+    q: { prefix?: string; delimiter?: string; keyMarker?: string; uploadIdMarker?: string; maxUploads?: number },
+  ): Promise<{ uploads: UploadInfo[]; commonPrefixes?: string[]; isTruncated: boolean; nextKeyMarker?: string; nextUploadIdMarker?: string }> {
     return this.http.json('GET', `/internal/multipart/${seg(bucket)}`, { query: { ...q } });
   }
 }

@@ -1,22 +1,9 @@
-import { S3Error, storedChecksum } from '../../../service-kit/src/index.js';
+import { storedChecksum } from '../../../service-kit/src/index.js';
 import { callerOf } from '../context.js';
 import type { ObjectMeta } from '../clients/control-plane.js';
 import type { S3Handler } from '../s3/operation.js';
-import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
-
-function maxKeysOf(query: URLSearchParams, name = 'max-keys'): number {
-  const raw = query.get(name);
-  if (raw === null || raw === '') return 1000;
-  if (!/^\d+$/.test(raw)) throw new S3Error('InvalidArgument', `Provided ${name} not an integer or within integer range`, { ArgumentName: name, ArgumentValue: raw });
-  return Math.min(Number(raw), 1000);
-}
-
-function encoderOf(query: URLSearchParams): (s: string) => string {
-  const enc = query.get('encoding-type');
-  if (enc === null || enc === '') return (s) => s;
-  if (enc !== 'url') throw new S3Error('InvalidArgument', 'Invalid Encoding Method specified in Request', { ArgumentName: 'encoding-type', ArgumentValue: enc });
-  return urlEncodeKey;
-}
+import { owner, quoted, sendXml } from '../s3/render.js';
+import { encoderOf, maxKeysOf } from '../s3/request.js';
 
 function contents(objects: ObjectMeta[], encode: (s: string) => string, withOwner: string | undefined) {
   return objects.map((o) => ({

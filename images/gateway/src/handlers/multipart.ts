@@ -3,7 +3,7 @@ import { callerOf, state } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { checksumHeadersOf, contentMd5, discard, header, objectBody, objectLength, objectTagging, partNumberOf, readSmallBody, standardHeaders, unquote, userMetadata } from '../s3/request.js';
+import { checksumHeadersOf, contentMd5, discard, encoderOf, header, maxKeysOf, objectBody, objectLength, objectTagging, partNumberOf, readSmallBody, standardHeaders, unquote, userMetadata } from '../s3/request.js';
 import { checksumXml, listedPartChecksum, objectChecksumHeader } from '../s3/checksums.js';
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
 import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
@@ -169,23 +169,36 @@ export const listParts: S3Handler = async (s3) => {
   });
 };
 
-/** GET /bucket?uploads */
+/** GET /bucket?uploads — prefix, delimiter (CommonPrefixes), key-marker / upload-id-marker, max-uploads, encoding-type. */
 export const listMultipartUploads: S3Handler = async ({ res, bucket, query, deps }) => {
   await deps.buckets.owned(bucket, callerOf(res));
-  const maxUploads = Math.min(Number(query.get('max-uploads') ?? 1000) || 1000, 1000);
+  const maxUploads = maxKeysOf(query, 'max-uploads');
+  const encode = encoderOf(query);
   const prefix = query.get('prefix') ?? '';
+  const delimiter = query.get('delimiter') ?? '';
   const keyMarker = query.get('key-marker') ?? '';
   const uploadIdMarker = query.get('upload-id-marker') ?? '';
-  const r = await deps.dataPlane.listUploads(bucket, { prefix: prefix || undefined, keyMarker: keyMarker || undefined, uploadIdMarker: uploadIdMarker || undefined, maxUploads });
-  const last = r.uploads.at(-1);
+  const r =
+    maxUploads === 0
+      ? { uploads: [], commonPrefixes: [], isTruncated: false }
+      : await deps.dataPlane.listUploads(bucket, {
+          prefix: prefix || undefined,
+          delimiter: delimiter || undefined,
+          keyMarker: keyMarker || undefined,
+          uploadIdMarker: uploadIdMarker || undefined,
+          maxUploads,
+        });
   sendXml(res, 'ListMultipartUploadsResult', {
     Bucket: bucket,
-    KeyMarker: keyMarker,
+    KeyMarker: encode(keyMarker),
     UploadIdMarker: uploadIdMarker,
-    ...(r.isTruncated && last ? { NextKeyMarker: last.key, NextUploadIdMarker: last.uploadId } : {}),
-    Prefix: prefix,
+    ...(r.isTruncated && r.nextKeyMarker ? { NextKeyMarker: encode(r.nextKeyMarker), NextUploadIdMarker: r.nextUploadIdMarker ?? '' } : {}),
+    Prefix: encode(prefix),
+    ...(delimiter ? { Delimiter: encode(delimiter) } : {}),
     MaxUploads: maxUploads,
     IsTruncated: r.isTruncated,
-    Upload: r.uploads.map((u) => ({ Key: u.key, UploadId: u.uploadId, Initiator: owner(u.owner), Owner: owner(u.owner), StorageClass: 'STANDARD', Initiated: new Date(u.initiated).toISOString() })),
+    ...(query.get('encoding-type') ? { EncodingType: 'url' } : {}),
+    Upload: r.uploads.map((u) => ({ Key: encode(u.key), UploadId: u.uploadId, Initiator: owner(u.owner), Owner: owner(u.owner), StorageClass: 'STANDARD', Initiated: new Date(u.initiated).toISOString() })),
+    CommonPrefixes: (r.commonPrefixes ?? []).map((p) => ({ Prefix: encode(p) })),
   });
 };

@@ -8,6 +8,7 @@ import { EMPTY_SHA256, sha256Hex } from '../auth/sigv4.js';
 import { state } from '../context.js';
 import { ChecksumCheck, uploadChecksum } from './checksums.js';
 import { type BodyCheck, VerifiedBody } from './verified-body.js';
+import { urlEncodeKey } from './render.js';
 
 /** Largest single PUT (S3's limit). */
 export const MAX_PUT_BYTES = 5 * 1024 ** 3;
@@ -186,4 +187,20 @@ export function checkSignedJsonBody(res: Response, raw: Buffer | undefined): voi
 
 export function unquote(etag: string): string {
   return etag.replace(/^"|"$/g, '').replace(/^W\//, '').replace(/^"|"$/g, '');
+}
+
+/** A listing's page size (`max-keys`, `max-uploads`): a whole number, at most 1000; 1000 when absent. */
+export function maxKeysOf(query: URLSearchParams, name = 'max-keys'): number {
+  const raw = query.get(name);
+  if (raw === null || raw === '') return 1000;
+  if (!/^\d+$/.test(raw)) throw new S3Error('InvalidArgument', `Provided ${name} not an integer or within integer range`, { ArgumentName: name, ArgumentValue: raw });
+  return Math.min(Number(raw), 1000);
+}
+
+/** `encoding-type=url`: keys and prefixes in the answer URL-encoded; anything else is InvalidArgument. */
+export function encoderOf(query: URLSearchParams): (s: string) => string {
+  const enc = query.get('encoding-type');
+  if (enc === null || enc === '') return (s) => s;
+  if (enc !== 'url') throw new S3Error('InvalidArgument', 'Invalid Encoding Method specified in Request', { ArgumentName: 'encoding-type', ArgumentValue: enc });
+  return urlEncodeKey;
 }
