@@ -84,6 +84,13 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     if (!bucket) throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
     return bucket;
   };
+  /** The bucket (NoSuchBucket) and the checked key of an object route. */
+  const objectPath = async (req: Request): Promise<{ bucket: Bucket; key: string }> => {
+    const bucket = await mustBucket(param(req, 'bucket'));
+    const key = param(req, 'key');
+    assertObjectKey(key);
+    return { bucket, key };
+  };
   const freeBlobs = async (blobIds: number[]) => {
     try {
       return await deps.collector.collect(blobIds);
@@ -187,27 +194,21 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     res.json(page);
   });
   router.get('/buckets/:bucket/objects/:key', async (req, res) => {
-    const bucket = await mustBucket(param(req, 'bucket'));
-    const key = param(req, 'key');
-    assertObjectKey(key);
+    const { bucket, key } = await objectPath(req);
     const meta = await store.headObject(bucket, key);
     if (!meta) throw new S3Error('NoSuchKey', undefined, { Key: key });
     res.json(meta);
   });
   // GetObjectAttributes ObjectParts: a multipart object's parts (an empty list for one uploaded whole).
   router.get('/buckets/:bucket/objects/:key/parts', async (req, res) => {
-    const bucket = await mustBucket(param(req, 'bucket'));
-    const key = param(req, 'key');
-    assertObjectKey(key);
+    const { bucket, key } = await objectPath(req);
     const parts = await store.objectParts(bucket, key);
     if (!parts) throw new S3Error('NoSuchKey', undefined, { Key: key });
     res.json({ parts });
   });
   // PutObjectTagging / DeleteObjectTagging (an empty list): the object's tags, read back by GET above.
   router.put('/buckets/:bucket/objects/:key/tagging', async (req, res) => {
-    const bucket = await mustBucket(param(req, 'bucket'));
-    const key = param(req, 'key');
-    assertObjectKey(key);
+    const { bucket, key } = await objectPath(req);
     const tags = objectTagsFromJson(req.body?.tags);
     if (!tags) throw new S3Error('InvalidTag', 'tags must be a list of {key, value}');
     if (!(await store.setObjectTags(bucket, key, tags))) throw new S3Error('NoSuchKey', undefined, { Key: key });
@@ -216,9 +217,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     res.status(204).end();
   });
   router.delete('/buckets/:bucket/objects/:key', async (req, res) => {
-    const bucket = await mustBucket(param(req, 'bucket'));
-    const key = param(req, 'key');
-    assertObjectKey(key);
+    const { bucket, key } = await objectPath(req);
     await store.recycleObject(bucket, key, deps.clock(), deleteConditions(req.query));
     // The data plane's GET/HEAD cache (service-kit/object-read-cache.ts), before answering.
     await invalidateObjectRead(cache, bucket.name, key);
