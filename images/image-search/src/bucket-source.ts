@@ -6,15 +6,15 @@
 // which paths it mirrored (MIRROR_RECORD in the image directory), so files that came from elsewhere
 // (uploads, a mounted directory) are never touched. Listing and downloads are ordinary S3 requests
 // (ListObjectsV2, GET) signed with SigV4, so any S3 API works, Strata's gateway included.
-import { createWriteStream, existsSync, promises as fs, statSync } from 'node:fs';
+import { existsSync, promises as fs, statSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { XMLParser } from 'fast-xml-parser';
 import type { Logger } from '../../service-kit/src/index.js';
 import { signedHeaders, type S3Location } from './clip/model-files.js';
 import { IMAGE_EXTENSIONS, type ImageFiles } from './image-files.js';
+import { streamToFileAtomic } from './atomic-file.js';
 import type { SearchService } from './search-service.js';
 
 export interface BucketSourceOptions {
@@ -254,12 +254,6 @@ export class BucketSource {
     const url = this.url(`${encodeURIComponent(this.bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`);
     const response = await this.get(url);
     if (!response.body) throw new Error(`GET ${url.pathname}: empty response`);
-    const tmp = `${target}.download-${process.pid}`;
-    try {
-      await pipeline(Readable.fromWeb(response.body as WebReadableStream), createWriteStream(tmp));
-      await fs.rename(tmp, target);
-    } finally {
-      await fs.rm(tmp, { force: true });
-    }
+    await streamToFileAtomic(Readable.fromWeb(response.body as WebReadableStream), target);
   }
 }

@@ -25,3 +25,4 @@ export * from './ids.js';
 export * from './stored-headers.js';
 export * from './checksum-algorithms.js';
 export * from './etags.js';
+export * from './streams.js';

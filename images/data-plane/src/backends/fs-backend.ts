@@ -3,8 +3,7 @@ import { close as closeFd, createReadStream, createWriteStream, open as openFd, 
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { pipelineClosed, S3Error } from '../../../service-kit/src/index.js';
 import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
 import { ThreadMd5 } from './md5-thread.js';
 import { HashingCounter, meteredBody } from './metered-body.js';
@@ -134,7 +133,8 @@ export class FsBackend implements StorageBackend {
       // fsync before close (flush / FileSink), so the rename below never publishes bytes still in the page cache only.
       md5Thread = large ? new ThreadMd5() : undefined;
       const sink = md5Thread ? new FileSink(tempPath, md5Thread, this.directIo) : createWriteStream(tempPath, { flags: 'wx', flush: true });
-      await pipeline(source[0], source[1], sink);
+      // (pipelineClosed: on failure the temp file is created and closed by then, so the rm below is final.)
+      await pipelineClosed(source[0], source[1], sink);
       const md5 = md5Thread ? await md5Thread.digestHex() : counter.digestHex();
       verify(counter.size, md5);
       await rename(tempPath, finalPath);

@@ -1,11 +1,11 @@
 // Where the CLIP model lives: a local directory, or objects in Strata's object store (any S3 API)
 // copied once into a local cache directory. Nothing is ever downloaded from a model hub.
 import { createHash, createHmac } from 'node:crypto';
-import { createWriteStream, existsSync, promises as fs } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { streamToFileAtomic } from '../atomic-file.js';
 
 export const MODEL_FILES = {
   image: 'image_encoder.onnx',
@@ -51,9 +51,7 @@ export async function fetchModelFromS3(location: S3Location, cacheDir: string): 
     if (!response.ok || !response.body) {
       throw new ModelMissingError(`CLIP model missing: GET ${url.pathname} from the object store answered ${response.status}`);
     }
-    const tmp = `${target}.tmp-${process.pid}`;
-    await pipeline(Readable.fromWeb(response.body as WebReadableStream), createWriteStream(tmp));
-    await fs.rename(tmp, target);
+    await streamToFileAtomic(Readable.fromWeb(response.body as WebReadableStream), target);
   }
   return checkModelDir(cacheDir);
 }

@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Logger } from '../../../service-kit/src/index.js';
 import { loadImageSearchConfig, type ImageSearchConfig } from '../config.js';
 import { FaissIndex, minTrainingVectors, type TrainOptions } from './faiss.js';
-import { writeFileAtomic, syncDir } from './atomic-file.js';
+import { writeFileAtomic, syncDir } from '../atomic-file.js';
 import { VectorLog } from './vector-log.js';
 
 const EXACT = 'IDMap2,Flat';

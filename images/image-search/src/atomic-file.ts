@@ -1,0 +1,47 @@
+// Crash-safe file replacement: write a temp file, fsync it, rename over the target, fsync the directory.
+// A failed write removes its temp file (a crash may leave one: the index directory's sweep knows the name).
+import { createWriteStream, promises as fs } from 'node:fs';
+import path from 'node:path';
+import { pipelineClosed } from '../../service-kit/src/index.js';
+
+const tempNameOf = (file: string) => `${file}.tmp-${process.pid}-${Date.now()}`;
+
+export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
+  const tmp = tempNameOf(file);
+  try {
+    const handle = await fs.open(tmp, 'w');
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch (err) {
+    await fs.rm(tmp, { force: true });
+    throw err;
+  }
+  await fs.rename(tmp, file);
+  await syncDir(path.dirname(file));
+}
+
+/** `source` streamed into `file` the same way: nothing at `file` until every byte is there, no temp file left on failure. */
+export async function streamToFileAtomic(source: NodeJS.ReadableStream, file: string): Promise<void> {
+  const tmp = tempNameOf(file);
+  try {
+    await pipelineClosed(source, createWriteStream(tmp, { flags: 'wx', flush: true }));
+  } catch (err) {
+    await fs.rm(tmp, { force: true });
+    throw err;
+  }
+  await fs.rename(tmp, file);
+  await syncDir(path.dirname(file));
+}
+
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,31 @@
+import type { Stream } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+type PipelineStream = NodeJS.ReadableStream | NodeJS.WritableStream | NodeJS.ReadWriteStream;
+
+/**
+ * `stream/promises` pipeline, except that a failure is reported only once every stream has closed.
+ *
+ * pipeline rejects as soon as one stream fails, while a file stream it destroyed may still be opening its
+ * file on the thread pool: a caller that then removes the (temp) file finds nothing, and the file appears
+ * just after, left behind for good (seen as a leaked `.tmp` blob under load). Here the streams are
+ * destroyed and waited for first, so a file created by a sink is closed and removable when this rejects.
+ * Every stream must emit 'close' (Node's streams do, unless built with `emitClose: false`).
+ */
+export async function pipelineClosed(...streams: [PipelineStream, ...PipelineStream[]]): Promise<void> {
+  try {
+    await pipeline(streams);
+  } catch (err) {
+    await Promise.all(streams.map((s) => destroyedAndClosed(s as unknown as Stream & { closed?: boolean; destroy(): void })));
+    throw err;
+  }
+}
+
+function destroyedAndClosed(stream: Stream & { closed?: boolean; destroy(): void }): Promise<void> {
+  if (stream.closed) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.once('close', () => resolve());
+    // pipeline destroyed the others already; a stream that had finished cleanly closes this way too.
+    stream.destroy();
+  });
+}
