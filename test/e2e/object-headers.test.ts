@@ -95,6 +95,41 @@ describe('e2e: stored object headers (Cache-Control, Content-Disposition, Conten
     expect(storedOf(await head('parts.bin'))).to.deep.equal(STORED);
   });
 
+  it('x-amz-website-redirect-location (WebsiteRedirectLocation) is kept and answered like them; a value that is no path or URL stores nothing', async () => {
+    const redirect = (r: { WebsiteRedirectLocation?: string }) => r.WebsiteRedirectLocation;
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'old.html', Body: '<p>moved</p>', ContentType: 'text/html', WebsiteRedirectLocation: '/new.html' }));
+    expect(redirect(await head('old.html'))).to.equal('/new.html');
+    const got = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'old.html' }));
+    // The REST endpoint serves the object itself, as S3's does (only a website endpoint would redirect).
+    expect([redirect(got), (await bodyBytes(got)).toString()]).to.deep.equal(['/new.html', '<p>moved</p>']);
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'away.html', Body: 'x', WebsiteRedirectLocation: 'https://example.com/elsewhere' }));
+    expect(redirect(await head('away.html'))).to.equal('https://example.com/elsewhere');
+
+    // Copies keep it (COPY) or take the request's (REPLACE); uploads in parts take CreateMultipartUpload's.
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'old-copy.html', CopySource: `${bucket}/old.html` }));
+    expect(redirect(await head('old-copy.html'))).to.equal('/new.html');
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'old-copy.html', CopySource: `${bucket}/old.html`, MetadataDirective: 'REPLACE', WebsiteRedirectLocation: '/newer.html' }));
+    expect(redirect(await head('old-copy.html'))).to.equal('/newer.html');
+    const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'parts.html', WebsiteRedirectLocation: '/p.html' }));
+    const part = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'parts.html', UploadId, PartNumber: 1, Body: 'part' }));
+    await env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'parts.html', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } }));
+    expect(redirect(await head('parts.html'))).to.equal('/p.html');
+
+    // Neither a relative name, another scheme nor more than 2 KiB: refused before any byte is stored.
+    for (const [key, value] of [
+      ['rel.html', 'new.html'],
+      ['ftp.html', 'ftp://example.com/x'],
+      ['long.html', `/${'a'.repeat(2048)}`],
+    ]) {
+      const failure = await s3Failure(env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: 'x', WebsiteRedirectLocation: value })));
+      expect([failure.status, failure.name], value.slice(0, 20)).to.deep.equal([400, 'InvalidRedirectLocation']);
+      expect((await s3Failure(head(key))).status).to.equal(404);
+    }
+    const badCopy = await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'old.html', CopySource: `${bucket}/away.html`, MetadataDirective: 'REPLACE', WebsiteRedirectLocation: 'x' })));
+    expect(badCopy.name).to.equal('InvalidRedirectLocation');
+    expect(redirect(await head('old.html'))).to.equal('/new.html');
+  });
+
   it("a form upload keeps the form's Cache-Control and Content-Disposition fields; a value no HTTP answer can carry stores nothing", async () => {
     const post = await createPresignedPost(env.s3, { Bucket: bucket, Key: 'form.txt', Expires: 300, Fields: { 'Cache-Control': 'max-age=5', 'Content-Disposition': 'inline' } });
     const submit = async (fields: Record<string, string>) => {
@@ -123,13 +158,15 @@ describe('e2e: stored object headers (Cache-Control, Content-Disposition, Conten
       await writeFile(small, '<p>hi</p>');
       await writeFile(big, Buffer.alloc(10 * 1024 * 1024, 7));
       for (const [file, key] of [[small, 'cli/small.html'], [big, 'cli/big.bin']]) {
-        const cp = await aws('s3', 'cp', file, `s3://${bucket}/${key}`, '--cache-control', 'max-age=120', '--content-language', 'fr', '--content-disposition', 'inline');
+        const cp = await aws('s3', 'cp', file, `s3://${bucket}/${key}`, '--cache-control', 'max-age=120', '--content-language', 'fr', '--content-disposition', 'inline', '--website-redirect', '/moved.html');
         expect(cp.code, cp.stderr).to.equal(0);
         const got = await aws('s3api', 'head-object', '--bucket', bucket, '--key', key);
         expect(got.code, got.stderr).to.equal(0);
-        const answer = JSON.parse(got.stdout) as { CacheControl?: string; ContentLanguage?: string; ContentDisposition?: string };
-        expect([answer.CacheControl, answer.ContentLanguage, answer.ContentDisposition], key).to.deep.equal(['max-age=120', 'fr', 'inline']);
+        const answer = JSON.parse(got.stdout) as { CacheControl?: string; ContentLanguage?: string; ContentDisposition?: string; WebsiteRedirectLocation?: string };
+        expect([answer.CacheControl, answer.ContentLanguage, answer.ContentDisposition, answer.WebsiteRedirectLocation], key).to.deep.equal(['max-age=120', 'fr', 'inline', '/moved.html']);
       }
+      const bad = await aws('s3', 'cp', small, `s3://${bucket}/cli/bad.html`, '--website-redirect', 'moved.html');
+      expect([bad.code, bad.stderr]).to.satisfy(([code, stderr]: [number, string]) => code !== 0 && stderr.includes('InvalidRedirectLocation'));
     } finally {
       await rm(home, { recursive: true, force: true });
     }

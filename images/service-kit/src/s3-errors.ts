@@ -25,6 +25,7 @@ export const S3_ERRORS = {
   InvalidPartOrder: { status: 400, message: 'The list of parts was not in ascending order. Parts must be ordered by part number.' },
   InvalidRange: { status: 416, message: 'The requested range is not satisfiable' },
   InvalidPolicyDocument: { status: 400, message: 'The content of the form does not meet the conditions specified in the policy document.' },
+  InvalidRedirectLocation: { status: 400, message: "The website redirect location must have a prefix of 'http://' or 'https://' or '/'." },
   InvalidRequest: { status: 400, message: 'Invalid Request' },
   InvalidStorageClass: { status: 400, message: 'The storage class you specified is not valid.' },
   InvalidTag: { status: 400, message: 'The tag provided was not a valid tag.' },

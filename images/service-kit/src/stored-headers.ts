@@ -9,8 +9,18 @@ import { S3Error } from './s3-errors.js';
  */
 export type StoredHeaders = Record<string, string>;
 
-/** Standard headers stored from an upload and answered as they were sent. */
+/** Standard headers stored from an upload and answered as they were sent (each has a `response-*` override on GET). */
 export const STANDARD_OBJECT_HEADERS = ['cache-control', 'content-disposition', 'content-encoding', 'content-language', 'expires'] as const;
+
+/**
+ * S3's page redirect for website hosting, stored and answered like the standard headers (`aws s3 cp
+ * --website-redirect`). Nothing redirects here (there is no website endpoint), as on S3's REST endpoint.
+ */
+export const WEBSITE_REDIRECT_HEADER = 'x-amz-website-redirect-location';
+const MAX_REDIRECT_BYTES = 2048;
+
+/** Every header an upload may set on its object: PutObject, CopyObject with REPLACE, CreateMultipartUpload, form fields. */
+export const OBJECT_UPLOAD_HEADERS = [...STANDARD_OBJECT_HEADERS, WEBSITE_REDIRECT_HEADER] as const;
 
 const CHECKSUM_HEADER = /^x-amz-checksum-(crc32|crc32c|crc64nvme|sha1|sha256)$/;
 const CHECKSUM_TYPE = 'x-amz-checksum-type';
@@ -35,7 +45,7 @@ export function standardHeadersOf(entries: Iterable<[string, string | string[] |
   let found: StoredHeaders | undefined;
   for (const [rawName, rawValue] of entries) {
     const name = rawName.toLowerCase();
-    if (!(STANDARD_OBJECT_HEADERS as readonly string[]).includes(name) || rawValue === undefined) continue;
+    if (!(OBJECT_UPLOAD_HEADERS as readonly string[]).includes(name) || rawValue === undefined) continue;
     let value = Array.isArray(rawValue) ? rawValue.join(', ') : rawValue;
     if (name === 'content-encoding') value = value.split(',').map((v) => v.trim()).filter((v) => v !== '' && v.toLowerCase() !== 'aws-chunked').join(', ');
     if (value === '') continue;
@@ -77,10 +87,13 @@ export function mergeStoredHeaders(a: StoredHeaders | undefined, b: StoredHeader
 function checkStoredHeaders(headers: StoredHeaders): void {
   let bytes = 0;
   for (const [name, value] of Object.entries(headers)) {
-    const known = (STANDARD_OBJECT_HEADERS as readonly string[]).includes(name) || CHECKSUM_HEADER.test(name) || name === CHECKSUM_TYPE;
+    const known = (OBJECT_UPLOAD_HEADERS as readonly string[]).includes(name) || CHECKSUM_HEADER.test(name) || name === CHECKSUM_TYPE;
     if (!known) throw new S3Error('InvalidArgument', `${name} is not a header stored with objects`);
     // (What an HTTP answer can carry: no control characters, nothing beyond Latin-1.)
     if (typeof value !== 'string' || /[^\t\x20-\x7e\x80-\xff]/.test(value)) throw new S3Error('InvalidArgument', `the value of ${name} must be a single line of Latin-1 text`);
+    if (name === WEBSITE_REDIRECT_HEADER && (!/^(\/|https?:\/\/)/.test(value) || Buffer.byteLength(value) > MAX_REDIRECT_BYTES)) {
+      throw new S3Error('InvalidRedirectLocation', `The website redirect location must have a prefix of 'http://' or 'https://' or '/', and at most ${MAX_REDIRECT_BYTES} bytes.`);
+    }
     bytes += name.length + Buffer.byteLength(value);
   }
   if (bytes > MAX_STORED_BYTES) throw new S3Error('InvalidArgument', `the object's stored headers exceed ${MAX_STORED_BYTES} bytes`);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import type { Request, Response } from 'express';
-import { mergeStoredHeaders, parseTaggingHeader, S3Error, standardHeadersOf, STANDARD_OBJECT_HEADERS, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import { mergeStoredHeaders, parseTaggingHeader, S3Error, OBJECT_UPLOAD_HEADERS, standardHeadersOf, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
 import { PayloadHashCheck } from '../auth/payload-hash.js';
 import { EMPTY_SHA256, sha256Hex } from '../auth/sigv4.js';
@@ -40,9 +40,9 @@ export function checksumHeadersOf(upload: ObjectUpload): { headers?: StoredHeade
   return checksum.knownAhead ? { headers: checksum.storedHeaders() } : { trailingHeaders: () => checksum.storedHeaders() };
 }
 
-/** Cache-Control, Content-Disposition, Content-Encoding (without aws-chunked), Content-Language, Expires, as sent. */
+/** Cache-Control, Content-Disposition, Content-Encoding (without aws-chunked), Content-Language, Expires, x-amz-website-redirect-location, as sent. */
 export function standardHeaders(req: Request): StoredHeaders | undefined {
-  return standardHeadersOf(STANDARD_OBJECT_HEADERS.map((name) => [name, req.headers[name]]));
+  return standardHeadersOf(OBJECT_UPLOAD_HEADERS.map((name) => [name, req.headers[name]]));
 }
 
 /**
