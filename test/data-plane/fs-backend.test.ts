@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdtemp, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, readdir, readlink, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -11,6 +10,7 @@ import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
 import { ThreadMd5 } from '../../images/data-plane/src/backends/md5-thread.js';
 import { SmallBlobCache } from '../../images/data-plane/src/backends/small-blob-cache.js';
 import { S3Error } from '../../images/service-kit/src/index.js';
+import { freshDirPerTest } from '../support/temp-dir.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 
@@ -29,18 +29,6 @@ async function bytesOf(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of stream) chunks.push(c as Buffer);
   return Buffer.concat(chunks);
-}
-
-/** A new empty directory for each test of the calling suite (removed after it): call `.path` inside a test. */
-function freshDirPerTest(prefix: string): { readonly path: string } {
-  const holder = { path: '' };
-  beforeEach(async () => {
-    holder.path = await mkdtemp(path.join(os.tmpdir(), prefix));
-  });
-  afterEach(async () => {
-    await rm(holder.path, { recursive: true, force: true });
-  });
-  return holder;
 }
 
 describe('data plane: fs backend large bodies (FileSink)', () => {

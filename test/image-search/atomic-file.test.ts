@@ -1,31 +1,25 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import { streamToFileAtomic } from '../../images/image-search/src/atomic-file.js';
+import { freshDirPerTest } from '../support/temp-dir.js';
 
 describe('image-search: files written whole or not at all (streamToFileAtomic)', () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-atomic-file-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const tmp = freshDirPerTest('strata-atomic-file-');
 
   it('writes the whole stream to the file, replacing what was there', async () => {
-    const file = path.join(dir, 'model.onnx');
+    const file = path.join(tmp.path, 'model.onnx');
     await writeFile(file, 'old');
     await streamToFileAtomic(Readable.from([Buffer.from('new '), Buffer.from('bytes')]), file);
     expect(await readFile(file, 'utf8')).to.equal('new bytes');
-    expect(await readdir(dir)).to.deep.equal(['model.onnx']);
+    expect(await readdir(tmp.path)).to.deep.equal(['model.onnx']);
   });
 
   it('a download cut off midway leaves neither the file nor a temp file, and an older file untouched', async () => {
     for (const existing of [undefined, 'old']) {
-      const file = path.join(dir, `img-${existing ?? 'none'}.jpg`);
+      const file = path.join(tmp.path, `img-${existing ?? 'none'}.jpg`);
       if (existing) await writeFile(file, existing);
       async function* cutOff() {
         yield Buffer.from('first part');
@@ -40,6 +34,6 @@ describe('image-search: files written whole or not at all (streamToFileAtomic)',
     }
     // Settled: no temp file appears later either.
     await new Promise((r) => setTimeout(r, 50));
-    expect(await readdir(dir)).to.deep.equal(['img-old.jpg']);
+    expect(await readdir(tmp.path)).to.deep.equal(['img-old.jpg']);
   });
 });

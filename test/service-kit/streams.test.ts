@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, Readable, Transform, Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pipelineClosed } from '../../images/service-kit/src/streams.js';
+import { freshDirPerTest } from '../support/temp-dir.js';
 
 /** A file sink whose file is created some time after it is made (as an fs stream's open waits on a busy thread pool). */
 class SlowOpeningSink extends Writable {
@@ -24,24 +24,18 @@ class SlowOpeningSink extends Writable {
 }
 
 describe('service kit: pipelineClosed', () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-streams-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const tmp = freshDirPerTest('strata-streams-');
 
   it('passes every byte through and resolves when the last stream has finished', async () => {
-    const sink = new SlowOpeningSink(path.join(dir, 'ok'), 20);
+    const sink = new SlowOpeningSink(path.join(tmp.path, 'ok'), 20);
     await pipelineClosed(Readable.from([Buffer.from('ab'), Buffer.from('cd')]), new PassThrough(), sink);
     expect(Buffer.concat(sink.chunks).toString()).to.equal('abcd');
-    expect(existsSync(path.join(dir, 'ok'))).to.equal(true);
+    expect(existsSync(path.join(tmp.path, 'ok'))).to.equal(true);
   });
 
   it('rejects a failure only once a sink still opening its file has created and closed it, so removing it then is final', async () => {
     for (const failAt of ['source', 'middle'] as const) {
-      const file = path.join(dir, `${failAt}.tmp`);
+      const file = path.join(tmp.path, `${failAt}.tmp`);
       async function* body() {
         yield Buffer.from('longer than allowed');
         if (failAt === 'source') throw new Error('client went away');
