@@ -105,11 +105,23 @@ describe('e2e: stored object headers (Cache-Control, Content-Disposition, Conten
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'away.html', Body: 'x', WebsiteRedirectLocation: 'https://example.com/elsewhere' }));
     expect(redirect(await head('away.html'))).to.equal('https://example.com/elsewhere');
 
-    // Copies keep it (COPY) or take the request's (REPLACE); uploads in parts take CreateMultipartUpload's.
-    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'old-copy.html', CopySource: `${bucket}/old.html` }));
-    expect(redirect(await head('old-copy.html'))).to.equal('/new.html');
+    // As S3, a copy never takes its source's redirect ("unique to each object"): it has the one its request
+    // names, with either directive; COPY keeps the source's other headers.
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'cached.html', Body: 'c', CacheControl: 'max-age=9', WebsiteRedirectLocation: '/from-source.html' }));
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'plain-copy.html', CopySource: `${bucket}/cached.html` }));
+    const plain = await head('plain-copy.html');
+    expect([redirect(plain), plain.CacheControl]).to.deep.equal([undefined, 'max-age=9']);
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'named-copy.html', CopySource: `${bucket}/cached.html`, WebsiteRedirectLocation: '/named.html' }));
+    const named = await head('named-copy.html');
+    expect([redirect(named), named.CacheControl]).to.deep.equal(['/named.html', 'max-age=9']);
     await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'old-copy.html', CopySource: `${bucket}/old.html`, MetadataDirective: 'REPLACE', WebsiteRedirectLocation: '/newer.html' }));
     expect(redirect(await head('old-copy.html'))).to.equal('/newer.html');
+    // Onto itself: a new redirect location is a change (S3 allows it); without one it is InvalidRequest.
+    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'cached.html', CopySource: `${bucket}/cached.html`, WebsiteRedirectLocation: '/moved-again.html' }));
+    const self = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'cached.html' }));
+    expect([redirect(self), self.CacheControl, (await bodyBytes(self)).toString()]).to.deep.equal(['/moved-again.html', 'max-age=9', 'c']);
+    expect((await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'cached.html', CopySource: `${bucket}/cached.html` })))).name).to.equal('InvalidRequest');
+    // Uploads in parts take CreateMultipartUpload's.
     const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'parts.html', WebsiteRedirectLocation: '/p.html' }));
     const part = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'parts.html', UploadId, PartNumber: 1, Body: 'part' }));
     await env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'parts.html', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } }));

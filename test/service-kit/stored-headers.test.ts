@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import {
   checksumHeaders,
+  copiedHeaders,
   mergeStoredHeaders,
   S3Error,
   standardHeadersOf,
@@ -63,5 +64,20 @@ describe('service kit: headers stored with objects', () => {
     for (const bad of [{ 'x-amz-checksum-md5': 'x' }, { location: '/x' }, { expires: 1 }, ['cache-control'], 'cache-control']) {
       expect(codeOf(() => storedHeadersFromJson(bad)), JSON.stringify(bad)).to.equal('InvalidArgument');
     }
+  });
+
+  it('keeps a website redirect that is a /path or an http(s) URL of at most 2 KiB; a copy never takes its source\'s', () => {
+    const redirect = 'x-amz-website-redirect-location';
+    for (const good of ['/a.html', 'http://example.com', 'https://example.com/x?y=1', `/${'a'.repeat(2047)}`]) {
+      expect(standardHeadersOf([[redirect.toUpperCase(), good]]), good.slice(0, 30)).to.deep.equal({ [redirect]: good });
+    }
+    for (const bad of ['a.html', 'ftp://example.com', 'HTTP://example.com', '', `/${'a'.repeat(2048)}`]) {
+      const code = codeOf(() => storedHeadersFromJson({ [redirect]: bad }));
+      expect(code, bad.slice(0, 30)).to.equal('InvalidRedirectLocation');
+    }
+    const source = { 'cache-control': 'no-cache', [redirect]: '/source.html' };
+    expect(copiedHeaders(source, undefined)).to.deep.equal({ 'cache-control': 'no-cache' });
+    expect(copiedHeaders(source, { [redirect]: '/mine.html', expires: 'ignored' })).to.deep.equal({ 'cache-control': 'no-cache', [redirect]: '/mine.html' });
+    expect(copiedHeaders({ [redirect]: '/source.html' }, undefined)).to.equal(undefined);
   });
 });

@@ -77,6 +77,16 @@ export function withoutChecksum(headers: StoredHeaders | undefined): StoredHeade
   return kept.length ? Object.fromEntries(kept) : undefined;
 }
 
+/**
+ * The headers a copy gets with CopyObject's COPY directive: the source's, except its website redirect,
+ * which S3 never copies (it is "unique to each object"): the copy has the one its request names, if any.
+ */
+export function copiedHeaders(source: StoredHeaders | undefined, requested: StoredHeaders | undefined): StoredHeaders | undefined {
+  const { [WEBSITE_REDIRECT_HEADER]: _sourceRedirect, ...kept } = source ?? {};
+  const redirect = requested?.[WEBSITE_REDIRECT_HEADER];
+  return mergeStoredHeaders(kept, redirect === undefined ? undefined : { [WEBSITE_REDIRECT_HEADER]: redirect });
+}
+
 /** `a` with `b` over it; undefined when both are empty. */
 export function mergeStoredHeaders(a: StoredHeaders | undefined, b: StoredHeaders | undefined): StoredHeaders | undefined {
   const merged = { ...a, ...b };

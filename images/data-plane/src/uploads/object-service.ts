@@ -3,12 +3,14 @@ import {
   assertObjectKey,
   cachedLookup,
   checksumHeaders,
+  copiedHeaders,
   digesting,
   etagMatches,
   mergeStoredHeaders,
   S3Error,
   startDigest,
   storedChecksum,
+  WEBSITE_REDIRECT_HEADER,
   withoutChecksum,
   type ChecksumAlgorithm,
   type Logger,
@@ -56,7 +58,10 @@ export interface CopyRequest {
   metadataDirective?: 'COPY' | 'REPLACE';
   contentType?: string;
   userMetadata?: Record<string, string>;
-  /** With REPLACE, the new standard headers (the checksum stays the source's: the bytes are the same). */
+  /**
+   * With REPLACE, the new standard headers (the checksum stays the source's: the bytes are the same); with
+   * COPY only a website redirect is read from them (the source's is never copied, see copiedHeaders).
+   */
   headers?: StoredHeaders;
   /** x-amz-tagging-directive: COPY (the default) keeps the source's tags, REPLACE takes `tags`. */
   taggingDirective?: 'COPY' | 'REPLACE';
@@ -251,7 +256,8 @@ export class ObjectService {
       // Checked again by the commit; failing here spares reading or writing the bytes of a doomed copy.
       if (req.destinationConditions) checkPreconditions(req.destinationConditions, (await this.catalog.object(bucket, req.key))?.etag, req.key);
       const replace = req.metadataDirective === 'REPLACE';
-      if (!replace && req.sourceBucket === req.bucket && req.sourceKey === req.key) {
+      const newRedirect = req.headers?.[WEBSITE_REDIRECT_HEADER] !== undefined;
+      if (!replace && !newRedirect && req.sourceBucket === req.bucket && req.sourceKey === req.key) {
         throw new S3Error(
           'InvalidRequest',
           "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
@@ -266,7 +272,7 @@ export class ObjectService {
       const digest =
         req.checksumAlgorithm && !(kept?.algorithm === req.checksumAlgorithm && kept.type === 'FULL_OBJECT') ? startDigest(req.checksumAlgorithm) : undefined;
       const headersWith = (checksum: ObjectChecksum | undefined) =>
-        mergeStoredHeaders(withoutChecksum(replace ? req.headers : source.headers), checksum && checksumHeaders(checksum));
+        mergeStoredHeaders(withoutChecksum(replace ? req.headers : copiedHeaders(source.headers, req.headers)), checksum && checksumHeaders(checksum));
       const computed = async (): Promise<ObjectChecksum | undefined> =>
         digest ? { algorithm: req.checksumAlgorithm!, value: Buffer.from(await digest.digest()).toString('base64'), type: 'FULL_OBJECT' } : kept;
       // A copy keeps the source's ETag, so a multipart source's `-N` copy keeps its N parts too (and

@@ -1,8 +1,8 @@
-import { isChecksumAlgorithm, S3Error, storedChecksum } from '../../../service-kit/src/index.js';
+import { isChecksumAlgorithm, S3Error, storedChecksum, WEBSITE_REDIRECT_HEADER } from '../../../service-kit/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
 import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { contentMd5, discard, header, objectBody, objectLength, objectTagging, standardHeaders, unquote, uploadHeaders, userMetadata } from '../s3/request.js';
+import { contentMd5, discard, header, objectBody, objectLength, objectTagging, standardHeaders, unquote, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';
 import { checksumXml } from '../s3/checksums.js';
 import { setExpiration } from '../s3/expiration.js';
 import { quoted, sendData, sendXml } from '../s3/render.js';
@@ -121,7 +121,10 @@ export const copyObject: S3Handler = async (s3) => {
   if (taggingDirective !== 'COPY' && taggingDirective !== 'REPLACE') throw new S3Error('InvalidArgument', 'Unknown tagging directive.', { ArgumentName: 'x-amz-tagging-directive' });
   // As S3: with COPY the source's tags go with the copy, and an x-amz-tagging header is ignored.
   const tags = taggingDirective === 'REPLACE' ? (objectTagging(req) ?? []) : undefined;
-  if (directive === 'COPY' && sourceBucket === bucket && sourceKey === key) {
+  // A website redirect is never copied from the source (as S3): with either directive it is the request's;
+  // with REPLACE so are the other stored headers. A new redirect is a change of the object itself.
+  const headers = directive === 'REPLACE' ? standardHeaders(req) : websiteRedirect(req);
+  if (directive === 'COPY' && sourceBucket === bucket && sourceKey === key && headers?.[WEBSITE_REDIRECT_HEADER] === undefined) {
     throw new S3Error('InvalidRequest', "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
   }
   // The copy's checksum of this algorithm (computed from the bytes when the source has another one).
@@ -137,7 +140,8 @@ export const copyObject: S3Handler = async (s3) => {
     sourceBucket,
     sourceKey,
     metadataDirective: directive,
-    ...(directive === 'REPLACE' ? { contentType: header(req, 'content-type'), userMetadata: userMetadata(req), headers: standardHeaders(req) } : {}),
+    ...(directive === 'REPLACE' ? { contentType: header(req, 'content-type'), userMetadata: userMetadata(req) } : {}),
+    ...(headers ? { headers } : {}),
     taggingDirective,
     ...(tags ? { tags } : {}),
     ...(checksumAlgorithm ? { checksumAlgorithm } : {}),

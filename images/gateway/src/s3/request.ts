@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import type { Request, Response } from 'express';
-import { mergeStoredHeaders, parseTaggingHeader, S3Error, OBJECT_UPLOAD_HEADERS, standardHeadersOf, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import { mergeStoredHeaders, parseTaggingHeader, S3Error, OBJECT_UPLOAD_HEADERS, standardHeadersOf, WEBSITE_REDIRECT_HEADER, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
 import { PayloadHashCheck } from '../auth/payload-hash.js';
 import { EMPTY_SHA256, sha256Hex } from '../auth/sigv4.js';
@@ -43,6 +43,11 @@ export function checksumHeadersOf(upload: ObjectUpload): { headers?: StoredHeade
 /** Cache-Control, Content-Disposition, Content-Encoding (without aws-chunked), Content-Language, Expires, x-amz-website-redirect-location, as sent. */
 export function standardHeaders(req: Request): StoredHeaders | undefined {
   return standardHeadersOf(OBJECT_UPLOAD_HEADERS.map((name) => [name, req.headers[name]]));
+}
+
+/** x-amz-website-redirect-location alone, checked (what CopyObject's COPY directive takes from the request). */
+export function websiteRedirect(req: Request): StoredHeaders | undefined {
+  return standardHeadersOf([[WEBSITE_REDIRECT_HEADER, req.headers[WEBSITE_REDIRECT_HEADER]]]);
 }
 
 /**
