@@ -24,17 +24,20 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array): 
   await syncDir(path.dirname(file));
 }
 
-/** `source` streamed into `file` the same way: nothing at `file` until every byte is there, no temp file left on failure. */
-export async function streamToFileAtomic(source: NodeJS.ReadableStream, file: string): Promise<void> {
+/**
+ * `source` streamed into `file` the same way: nothing at `file` until every byte is there, no temp file left
+ * on failure. `sync: false` skips the fsyncs, for copies that a later check repairs after a crash.
+ */
+export async function streamToFileAtomic(source: NodeJS.ReadableStream, file: string, { sync = true } = {}): Promise<void> {
   const tmp = tempNameOf(file);
   try {
-    await pipelineClosed(source, createWriteStream(tmp, { flags: 'wx', flush: true }));
+    await pipelineClosed(source, createWriteStream(tmp, { flags: 'wx', flush: sync }));
   } catch (err) {
     await fs.rm(tmp, { force: true });
     throw err;
   }
   await fs.rename(tmp, file);
-  await syncDir(path.dirname(file));
+  if (sync) await syncDir(path.dirname(file));
 }
 
 export async function syncDir(dir: string): Promise<void> {

@@ -254,6 +254,7 @@ export class BucketSource {
     const url = this.url(`${encodeURIComponent(this.bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`);
     const response = await this.get(url);
     if (!response.body) throw new Error(`GET ${url.pathname}: empty response`);
-    await streamToFileAtomic(Readable.fromWeb(response.body as WebReadableStream), target);
+    // No fsync per image: a file a crash left short fails the mirror's size check and is fetched again.
+    await streamToFileAtomic(Readable.fromWeb(response.body as WebReadableStream), target, { sync: false });
   }
 }
