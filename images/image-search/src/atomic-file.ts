@@ -2,6 +2,7 @@
 // A failed write removes its temp file (a crash may leave one: the index directory's sweep knows the name).
 import { createWriteStream, promises as fs } from 'node:fs';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { pipelineClosed } from '../../service-kit/src/index.js';
 
 const tempNameOf = (file: string) => `${file}.tmp-${process.pid}-${Date.now()}`;
@@ -28,7 +29,7 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array): 
  * `source` streamed into `file` the same way: nothing at `file` until every byte is there, no temp file left
  * on failure. `sync: false` skips the fsyncs, for copies that a later check repairs after a crash.
  */
-export async function streamToFileAtomic(source: NodeJS.ReadableStream, file: string, { sync = true } = {}): Promise<void> {
+export async function streamToFileAtomic(source: Readable, file: string, { sync = true } = {}): Promise<void> {
   const tmp = tempNameOf(file);
   try {
     await pipelineClosed(source, createWriteStream(tmp, { flags: 'wx', flush: sync }));

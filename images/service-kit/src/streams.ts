@@ -1,7 +1,5 @@
-import type { Stream } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-
-type PipelineStream = NodeJS.ReadableStream | NodeJS.WritableStream | NodeJS.ReadWriteStream;
 
 /**
  * `stream/promises` pipeline, except that a failure is reported only once every stream has closed.
@@ -12,16 +10,16 @@ type PipelineStream = NodeJS.ReadableStream | NodeJS.WritableStream | NodeJS.Rea
  * destroyed and waited for first, so a file created by a sink is closed and removable when this rejects.
  * Every stream must emit 'close' (Node's streams do, unless built with `emitClose: false`).
  */
-export async function pipelineClosed(...streams: [PipelineStream, ...PipelineStream[]]): Promise<void> {
+export async function pipelineClosed(...streams: [Readable, ...Array<Readable | Writable>]): Promise<void> {
   try {
     await pipeline(streams);
   } catch (err) {
-    await Promise.all(streams.map((s) => destroyedAndClosed(s as unknown as Stream & { closed?: boolean; destroy(): void })));
+    await Promise.all(streams.map(destroyedAndClosed));
     throw err;
   }
 }
 
-function destroyedAndClosed(stream: Stream & { closed?: boolean; destroy(): void }): Promise<void> {
+function destroyedAndClosed(stream: Readable | Writable): Promise<void> {
   if (stream.closed) return Promise.resolve();
   return new Promise((resolve) => {
     stream.once('close', () => resolve());
