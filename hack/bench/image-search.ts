@@ -13,7 +13,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writ
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { FaissIndex } from '../../images/image-search/src/index/faiss.js';
+import { faissBinding } from '../../images/image-search/src/index/faiss.js';
+
+const FaissIndex = faissBinding();
 import { ImageIndex, trainingOptionsFromEnv } from '../../images/image-search/src/index/image-index.js';
 import { ClipEncoder } from '../../images/image-search/src/clip/encoder.js';
 import { writeTestClipModel } from '../clip/test-clip-model.js';

@@ -2,7 +2,9 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { FaissIndex, minTrainingVectors } from '../../images/image-search/src/index/faiss.js';
+import { faissBinding, minTrainingVectors } from '../../images/image-search/src/index/faiss.js';
+
+const FaissIndex = faissBinding();
 import { clusteredVectors, exactTopK, recallAtK } from './support/clustered-vectors.js';
 
 function ids(from: number, n: number): BigInt64Array {

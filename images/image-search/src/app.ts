@@ -178,6 +178,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
             deleted: status.deleted,
             training: status.training,
             job: status.job,
+            engine: status.engine,
           },
           image_dir: files.root,
           source: source ? source.status() : { kind: 'directory', path: files.root },
@@ -207,5 +208,5 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     });
     source.events = 'subscribed';
   }
-  return listen(app, { ...serviceOptions, port: config.PORT, host });
+  return listen(app, { ...serviceOptions, port: config.PORT, host: host ?? config.IMAGE_SEARCH_HOST });
 }

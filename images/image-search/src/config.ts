@@ -14,6 +14,8 @@ const optional = () =>
 
 export const imageSearchSchema = z.object({
   PORT: env.port(8080),
+  /** Interface to listen on (the standalone platform passes its own STRATA_HOST). */
+  IMAGE_SEARCH_HOST: z.string().default('0.0.0.0'),
   LOG_LEVEL: env.logLevel(),
   /**
    * The image directory (the seed's image_file_dir). Default train2017/, or, with a bucket source,

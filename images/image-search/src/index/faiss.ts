@@ -62,17 +62,32 @@ export interface FaissIndexConstructor {
   read(file: string): Promise<FaissIndex>;
 }
 
-const addonPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../native/build/Release/strata_faiss.node');
-
-function load(): FaissIndexConstructor {
-  if (!existsSync(addonPath)) {
-    throw new Error(`FAISS binding not built (${addonPath} missing): run \`npm run build:native\``);
-  }
-  const require = createRequire(import.meta.url);
-  return (require(addonPath) as { FaissIndex: FaissIndexConstructor }).FaissIndex;
+/**
+ * The binding's directory (sources and node-gyp's build/): STRATA_FAISS_BINDING_DIR, relative to the
+ * working directory, or the one in this repository. hack/build-native.mjs builds the same directory.
+ */
+export function faissBindingDir(env: NodeJS.ProcessEnv = process.env): string {
+  const dir = env.STRATA_FAISS_BINDING_DIR?.trim();
+  return dir ? path.resolve(dir) : path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../native');
 }
 
-export const FaissIndex: FaissIndexConstructor = load();
+/** The binding is not built, or does not load (e.g. libfaiss is gone since it was built). */
+export class FaissUnavailableError extends Error {}
+
+let binding: FaissIndexConstructor | undefined;
+
+/** The FAISS binding, loaded on first use: a process that never asks for it never loads libfaiss or OpenBLAS. */
+export function faissBinding(): FaissIndexConstructor {
+  if (binding) return binding;
+  const addon = path.join(faissBindingDir(), 'build', 'Release', 'strata_faiss.node');
+  if (!existsSync(addon)) throw new FaissUnavailableError(`the FAISS binding is not built (no ${addon})`);
+  try {
+    binding = (createRequire(import.meta.url)(addon) as { FaissIndex: FaissIndexConstructor }).FaissIndex;
+  } catch (err) {
+    throw new FaissUnavailableError(`the FAISS binding ${addon} does not load: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return binding;
+}
 
 /** Vectors FAISS wants to train an index string ("IVF4096,PQ32x8" → 4096*39); 0 when it needs no training. */
 export function minTrainingVectors(description: string): number {

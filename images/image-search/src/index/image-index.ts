@@ -13,7 +13,9 @@ import { promises as fs, existsSync, readdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../../service-kit/src/index.js';
 import { loadImageSearchConfig, type ImageSearchConfig } from '../config.js';
-import { FaissIndex, minTrainingVectors, type TrainOptions } from './faiss.js';
+import { minTrainingVectors, type FaissIndex, type TrainOptions } from './faiss.js';
+import { indexEngine, type IndexEngine } from './engine.js';
+import { isExactIndexFile } from './exact-index.js';
 import { writeFileAtomic, syncDir } from '../atomic-file.js';
 import { VectorLog } from './vector-log.js';
 
@@ -39,6 +41,8 @@ export interface ImageIndexOptions {
   verboseTraining?: boolean;
   /** FAISS training knobs (default: DEFAULT_TRAINING; the service passes trainingOptions(config)). */
   training?: TrainOptions;
+  /** FAISS or the exact in-process index (default: indexEngine(), FAISS where its binding loads). */
+  engine?: IndexEngine;
   logger: Logger;
 }
 
@@ -118,6 +122,8 @@ export interface IndexStatus {
   nprobe: number;
   rerank: boolean;
   job: JobStatus | null;
+  /** The implementation serving the index: FAISS, or the exact in-process index (with how to enable FAISS). */
+  engine: { kind: IndexEngine['kind']; note?: string };
 }
 
 interface Manifest {
@@ -173,6 +179,7 @@ export class ImageIndex {
   readonly dim: number;
   private readonly minTrain: number;
   private readonly training: TrainOptions;
+  private readonly engine: IndexEngine;
 
   /** Factory string of the trained main index (the configured one, given ids where it needs them). */
   private readonly mainFactory: string;
@@ -182,9 +189,12 @@ export class ImageIndex {
     this.minTrain = opts.minTrainingVectors ?? minTrainingVectors(opts.indexString);
     this.mainFactory = mainFactory(opts.indexString);
     this.training = opts.training ?? DEFAULT_TRAINING;
+    this.engine = opts.engine ?? indexEngine();
+    // The exact engine never trains: its main index stays exact whatever the index string.
+    if (this.engine.kind === 'exact') return;
     // A bad index string is a configuration error at start, not a failed merge later.
     try {
-      new FaissIndex(this.dim, this.mainFactory);
+      new this.engine.Index(this.dim, this.mainFactory);
     } catch (err) {
       throw new Error(`image index string ${JSON.stringify(opts.indexString)} is not a valid FAISS factory string: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -213,11 +223,19 @@ export class ImageIndex {
     this.log.paths.forEach((p, id) => {
       if (!this.deleted.has(id) && !this.purged.has(id)) this.idOfPath.set(p, id);
     });
-    const main = manifest.main ? await FaissIndex.read(path.join(this.opts.dir, manifest.main.file)) : null;
+    const main = manifest.main ? await this.readMain(manifest.main, manifest.mainUpTo) : null;
     const buffer = await this.bufferFrom(manifest.mainUpTo);
-    this.view = { main, mainKind: manifest.main?.kind ?? null, buffer, mainUpTo: manifest.mainUpTo };
+    this.view = { main: main?.index ?? null, mainKind: main?.kind ?? null, buffer, mainUpTo: manifest.mainUpTo };
     this.removeStrayFiles();
-    this.opts.logger.info({ dir: this.opts.dir, nextId: manifest.nextId, main: manifest.main, buffer: buffer.ntotal }, 'image index loaded');
+    this.opts.logger.info({ dir: this.opts.dir, nextId: manifest.nextId, main: manifest.main, buffer: buffer.ntotal, engine: this.engine.kind, ...(this.engine.note ? { engineNote: this.engine.note } : {}) }, 'image index loaded');
+  }
+
+  /** The main index file as this engine reads it; a file the other engine wrote is rebuilt exact from the stored vectors. */
+  private async readMain(main: NonNullable<Manifest['main']>, upTo: number): Promise<{ index: FaissIndex; kind: 'ivf' | 'exact' }> {
+    const file = path.join(this.opts.dir, main.file);
+    if (isExactIndexFile(file) === (this.engine.kind === 'exact')) return { index: await this.engine.Index.read(file), kind: main.kind };
+    this.opts.logger.warn({ file, engine: this.engine.kind }, 'main index written by the other index engine: rebuilt as an exact index from the stored vectors');
+    return { index: await this.bufferFrom(0, upTo), kind: 'exact' };
   }
 
   /** Files from an interrupted merge/rebuild (never committed by a manifest). */
@@ -228,11 +246,11 @@ export class ImageIndex {
     }
   }
 
-  /** An exact buffer index over the live ids [from, next_id). */
-  private async bufferFrom(from: number): Promise<FaissIndex> {
-    const buffer = new FaissIndex(this.dim, EXACT);
-    for (let start = from; start < this.log.size; start += ADD_BATCH) {
-      const end = Math.min(this.log.size, start + ADD_BATCH);
+  /** An exact index over the live ids [from, to) (default: to next_id). */
+  private async bufferFrom(from: number, to = this.log.size): Promise<FaissIndex> {
+    const buffer = new this.engine.Index(this.dim, EXACT);
+    for (let start = from; start < to; start += ADD_BATCH) {
+      const end = Math.min(to, start + ADD_BATCH);
       const live = this.liveIds(start, end);
       if (live.length) await buffer.addWithIds(this.log.read(live), BigInt64Array.from(live, BigInt));
     }
@@ -375,7 +393,7 @@ export class ImageIndex {
   status(): IndexStatus {
     const view = this.view;
     const bufferCount = view.buffer.ntotal;
-    const enough = this.liveCount >= this.minTrain;
+    const enough = this.canTrain(this.liveCount);
     return {
       index_string: this.opts.indexString,
       dimension: this.dim,
@@ -399,7 +417,9 @@ export class ImageIndex {
         min_vectors: this.minTrain,
         enough_vectors: enough,
         message:
-          view.mainKind === 'ivf'
+          this.engine.kind === 'exact'
+            ? `exact in-process index: ${this.opts.indexString} needs FAISS`
+            : view.mainKind === 'ivf'
             ? `trained ${this.opts.indexString}`
             : enough
               ? `${this.liveCount} vectors: enough to train ${this.opts.indexString}; run a merge or rebuild`
@@ -408,7 +428,13 @@ export class ImageIndex {
       nprobe: this.opts.nprobe,
       rerank: this.opts.rerank ?? true,
       job: this.job,
+      engine: { kind: this.engine.kind, ...(this.engine.note ? { note: this.engine.note } : {}) },
     };
+  }
+
+  /** Whether `vectors` live vectors are enough to train the configured index (never on the exact engine). */
+  private canTrain(vectors: number): boolean {
+    return this.engine.kind === 'faiss' && vectors >= this.minTrain;
   }
 
   get currentJob(): JobStatus | null {
@@ -453,12 +479,12 @@ export class ImageIndex {
     const { view, upTo, hidden } = await this.serialize(async () => ({ view: this.view, upTo: this.log.size, hidden: new Set(this.deleted) }));
     const moving = this.liveIds(view.mainUpTo, upTo, hidden);
     // An untrained or exact main with enough data becomes a trained index: that is a rebuild.
-    if (view.mainKind !== 'ivf' && this.liveCount >= this.minTrain) return this.runRebuild(job);
+    if (view.mainKind !== 'ivf' && this.canTrain(this.liveCount)) return this.runRebuild(job);
     const dropped = [...hidden].filter((id) => id >= view.mainUpTo && id < upTo);
     // Nothing in the buffer: no new generation (copying and writing a big index for nothing).
     if (view.main && !moving.length && !dropped.length) return { moved: 0, dropped_deleted: 0, main_vectors: view.main.ntotal, kind: view.mainKind, note: 'buffer empty: nothing to merge' };
     job.phase = 'copying main index';
-    const next = view.main ? await view.main.clone() : new FaissIndex(this.dim, EXACT);
+    const next = view.main ? await view.main.clone() : new this.engine.Index(this.dim, EXACT);
     job.phase = 'adding buffer';
     await this.addIds(next, moving, job);
     const kind = view.mainKind ?? 'exact';
@@ -469,8 +495,8 @@ export class ImageIndex {
   private async runRebuild(job: JobStatus): Promise<Record<string, unknown>> {
     const { upTo, hidden } = await this.serialize(async () => ({ upTo: this.log.size, hidden: new Set(this.deleted) }));
     const live = this.liveIds(0, upTo, hidden);
-    const trained = live.length >= this.minTrain;
-    const next = new FaissIndex(this.dim, trained ? this.mainFactory : EXACT);
+    const trained = this.canTrain(live.length);
+    const next = new this.engine.Index(this.dim, trained ? this.mainFactory : EXACT);
     const started = performance.now();
     if (trained) {
       job.phase = `training ${this.opts.indexString} on ${live.length} vectors`;
@@ -518,7 +544,7 @@ export class ImageIndex {
     await syncDir(this.opts.dir);
     // Serve what was written: proves the file reads back, and its lists are sized exactly
     // (lists grown by add keep up to 2x spare capacity).
-    const next = await FaissIndex.read(path.join(this.opts.dir, file));
+    const next = await this.engine.Index.read(path.join(this.opts.dir, file));
     job.phase = 'swapping';
     await this.serialize(async () => {
       const buffer = await this.bufferFrom(upTo);
