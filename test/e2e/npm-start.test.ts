@@ -1,11 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { md5Hex } from './support/s3.js';
@@ -108,5 +110,131 @@ describe('e2e: npm start (the standalone process): banner and graceful SIGTERM',
       () => true,
     );
     expect(refused).to.equal(true);
+  });
+});
+
+/**
+ * A root for the compiler (`--sysroot`) that is this machine's minus FAISS's headers: building the
+ * FAISS binding against it fails as it does on a machine without libfaiss-dev.
+ */
+async function sysrootWithoutFaiss(dir: string): Promise<string> {
+  await mkdir(path.join(dir, 'usr', 'include'), { recursive: true });
+  for (const entry of readdirSync('/usr/include')) {
+    if (entry !== 'faiss') await symlink(path.join('/usr/include', entry), path.join(dir, 'usr', 'include', entry));
+  }
+  for (const lib of ['usr/lib', 'usr/lib64', 'lib', 'lib64']) {
+    if (existsSync(`/${lib}`)) await symlink(`/${lib}`, path.join(dir, lib));
+  }
+  return dir;
+}
+
+/** The banner's value after `label` (e.g. "poem app" → its URL). */
+function bannerValue(banner: string, label: string): string {
+  const value = new RegExp(`^  ${label}\\s+(\\S+)`, 'm').exec(banner)?.[1];
+  if (!value) throw new Error(`no "${label}" in the banner:\n${banner}`);
+  return value;
+}
+
+/**
+ * `npm start` as a new user runs it, on a machine whose compiler cannot see FAISS: the binding's build
+ * fails quietly with what to install, every service starts, image search answers from its exact
+ * in-process index with the demo test encoder and demo images, and the banner's commands work.
+ */
+describe('e2e: npm start on a machine without FAISS (first run)', function () {
+  this.timeout(600_000);
+  let child: ChildProcess | undefined;
+  let dir: string;
+  const run = promisify(execFile);
+
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-first-run-'));
+  });
+  after(async () => {
+    if (child && child.exitCode === null) {
+      child.kill('SIGKILL');
+      await new Promise((r) => child!.once('exit', r));
+    }
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('starts every service, searches on the exact index and prints commands that work', async () => {
+    // A fresh copy of the binding's sources: its build directory starts empty, as after `npm ci`.
+    const native = path.join(dir, 'native');
+    await mkdir(native);
+    for (const f of ['binding.gyp', 'faiss_binding.cc']) await copyFile(path.join(repo, 'images/image-search/native', f), path.join(native, f));
+    const sysroot = await sysrootWithoutFaiss(path.join(dir, 'sysroot'));
+    const ports = {
+      STRATA_GATEWAY_PORT: await freePort(),
+      STRATA_DATA_PLANE_PORT: await freePort(),
+      STRATA_CONTROL_PLANE_PORT: await freePort(),
+      STRATA_MODEL_SERVER_PORT: await freePort(),
+      STRATA_POEM_APP_PORT: await freePort(),
+      STRATA_IMAGE_SEARCH_PORT: await freePort(),
+    };
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      STRATA_DATA_DIR: path.join(dir, 'data'),
+      STRATA_FAISS_BINDING_DIR: native,
+      CXXFLAGS: `--sysroot=${sysroot}`,
+      // The copy lives outside the repository: binding.gyp finds node-addon-api through NODE_PATH.
+      NODE_PATH: path.join(repo, 'node_modules'),
+      ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
+      OMP_WAIT_POLICY: 'PASSIVE',
+    };
+    const proc = spawn('npm', ['start'], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = proc;
+    let stdout = '';
+    let stderr = '';
+    proc.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      proc.stderr!.on('data', (c: Buffer) => {
+        stderr += c.toString();
+        if (/Stop with Ctrl\+C/.test(stderr)) resolve();
+      });
+      void exited.then((code) => reject(new Error(`npm start exited (${code}) before its banner:\n${stdout}\n${stderr}`)));
+    });
+
+    // The failed build: a few lines saying why and what to install, no node-gyp chatter, no npm warnings.
+    expect(stdout).to.contain('FAISS binding not built');
+    expect(stdout).to.match(/faiss\/\w+\.h: No such file or directory/);
+    expect(stdout).to.contain('apt-get install g++ make python3 libfaiss-dev libopenblas-dev');
+    expect(stdout).to.not.match(/gyp info|gyp verb/);
+    expect(stderr).to.not.match(/npm warn/i);
+    expect(existsSync(path.join(native, 'build/Release/strata_faiss.node'))).to.equal(false);
+    // Not a terminal: the log lines are JSON.
+    const logLines = stdout.split('\n').filter((l) => l.startsWith('{'));
+    expect(logLines.length).to.be.greaterThan(0);
+    logLines.forEach((l) => JSON.parse(l));
+
+    // Every service answers its health endpoint.
+    for (const port of Object.values(ports)) expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).to.equal(200);
+    const imageSearch = bannerValue(stderr, 'image search');
+    expect(stderr).to.match(/image search\s+\S+\s+demo test encoder/);
+    expect(stderr).to.contain('exact in-process index (for FAISS: apt-get install libfaiss-dev libopenblas-dev');
+    const status = (await (await fetch(`${imageSearch}/api/status`)).json()) as { ready: boolean; index: { total_vectors: number; engine: { kind: string; note: string } } };
+    expect(status.ready).to.equal(true);
+    expect(status.index.engine.kind).to.equal('exact');
+    expect(status.index.engine.note).to.contain('apt-get install libfaiss-dev libopenblas-dev');
+    expect(status.index.total_vectors).to.equal(8);
+
+    // The banner's commands, run as printed: the aws CLI upload and listing, then the search.
+    const commands = stderr.slice(stderr.indexOf('Try:')).split('\n').slice(1).filter((l) => l.startsWith('  ')).map((l) => l.trim());
+    const shell = commands.filter((c) => !c.startsWith('open ') && !c.startsWith('curl '));
+    expect(shell[0]).to.match(/^export AWS_ACCESS_KEY_ID=strata /);
+    const aws = await run('bash', ['-c', shell.join('\n')], { cwd: repo, env: { PATH: process.env.PATH, HOME: dir } });
+    expect(aws.stdout).to.match(/\d+ README\.md/);
+    const search = commands.find((c) => c.startsWith('curl '))!;
+    const answer = JSON.parse((await run('bash', ['-c', search], { cwd: repo })).stdout) as { results: Array<{ path: string }> };
+    expect(answer.results[0].path).to.equal('red-apple.png');
+    // The poem page opens.
+    const poemUrl = /^open (\S+) in a browser/.exec(commands.find((c) => c.startsWith('open '))!)![1];
+    const page = await fetch(poemUrl);
+    expect(page.status).to.equal(200);
+    expect(await page.text()).to.match(/poem/i);
+
+    proc.kill('SIGTERM');
+    expect(await exited).to.equal(0);
   });
 });

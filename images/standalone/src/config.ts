@@ -8,7 +8,8 @@ import { env, loadConfig, productionEnvShape } from '../../service-kit/src/index
 /** The standalone platform's environment: every value has a development default. */
 export const standaloneEnvSchema = z.object({
   STRATA_DATA_DIR: z.string().min(1).default('./data'),
-  STRATA_HOST: z.string().default('0.0.0.0'),
+  /** Interface every public service listens on: this machine only unless told otherwise (the root password is a development default). */
+  STRATA_HOST: z.string().default('127.0.0.1'),
   STRATA_GATEWAY_PORT: env.port(9000),
   STRATA_DATA_PLANE_PORT: env.port(9001),
   STRATA_CONTROL_PLANE_PORT: env.port(9002),

@@ -1,11 +1,15 @@
-import { applyHeapGrowth, createLogger, stopOnSignals, productionSettings } from '../../service-kit/src/index.js';
+import { applyHeapGrowth, createLogger, logFormat, stopOnSignals, productionSettings } from '../../service-kit/src/index.js';
+import { renderBanner } from './banner.js';
 import { loadStandaloneEnv } from './config.js';
 import { PLATFORM_SERVICES, startPlatform } from './platform.js';
 
 /** `npm start`: the whole platform in one process with embedded defaults. */
 const env = loadStandaloneEnv();
 applyHeapGrowth();
-const logger = createLogger('standalone', env.LOG_LEVEL);
+// In a terminal the banner says what started: log lines are warnings and errors unless LOG_LEVEL asks for more.
+const logLevel = !process.env.LOG_LEVEL && logFormat() === 'pretty' ? 'warn' : env.LOG_LEVEL;
+const logger = createLogger('standalone', logLevel);
+process.stderr.write('Starting Strata...\n');
 const platform = await startPlatform({
   dataDir: env.STRATA_DATA_DIR,
   host: env.STRATA_HOST,
@@ -32,27 +36,24 @@ const platform = await startPlatform({
   directIo: env.STRATA_DIRECT_IO,
   pgliteFsync: env.STRATA_PGLITE_FSYNC,
   purgeSchedule: env.STRATA_PURGE_SCHEDULE === 'off' ? false : env.STRATA_PURGE_SCHEDULE,
-  logLevel: env.LOG_LEVEL,
+  logLevel,
   // STRATA_PG_URL, STRATA_PG_REPLICA_URLS, STRATA_REDIS_NODES, STRATA_AMQP_URL...: unset = embedded defaults.
   production: productionSettings(env),
   env: process.env,
 }, PLATFORM_SERVICES.filter((s) => !(env.STRATA_DISABLED_SERVICES as string[]).includes(s.name)));
 
-const defaultPassword = !process.env.STRATA_ROOT_PASSWORD;
-const gatewayUrl = env.STRATA_PUBLIC_URL ?? `http://127.0.0.1:${platform.services.find((s) => s.name === 'gateway')?.port ?? env.STRATA_GATEWAY_PORT}`;
-// A human-readable banner on stderr (logs stay JSON on stdout).
+const gatewayUrl = env.STRATA_PUBLIC_URL ?? platform.urls.gateway;
+// The banner goes to stderr: on a terminal it follows the readable log lines; piped, stdout stays JSON.
 process.stderr.write(
-  [
-    '',
-    'Strata is running.',
-    `  S3 endpoint   ${gatewayUrl}  (region us-east-1, path style${env.STRATA_S3_DOMAINS.length ? `, or virtual-hosted as <bucket>.${env.STRATA_S3_DOMAINS[0]}` : ''})`,
-    `  root user     ${platform.rootUser}`,
-    `  root password ${defaultPassword ? `${platform.rootPassword}  (development default: set STRATA_ROOT_PASSWORD)` : '(from STRATA_ROOT_PASSWORD)'}`,
-    `  data dir      ${env.STRATA_DATA_DIR}`,
-    ...Object.entries(platform.urls).map(([name, url]) => `  ${name.padEnd(13)} ${url}`),
-    '',
-    `  aws --endpoint-url ${gatewayUrl} s3 ls   (AWS_ACCESS_KEY_ID=${platform.rootUser})`,
-    '',
-  ].join('\n') + '\n',
+  renderBanner({
+    gatewayUrl,
+    s3Domains: env.STRATA_S3_DOMAINS,
+    rootUser: platform.rootUser,
+    rootPassword: platform.rootPassword,
+    defaultPassword: !process.env.STRATA_ROOT_PASSWORD,
+    dataDir: env.STRATA_DATA_DIR,
+    urls: platform.urls,
+    notes: platform.notes,
+  }),
 );
 stopOnSignals([{ stop: () => platform.stop() }], logger);

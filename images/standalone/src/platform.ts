@@ -91,6 +91,8 @@ export interface PlatformContext {
   logger: (service: string) => Logger;
   /** URL of each service started so far, by name. */
   urls: Record<string, string>;
+  /** What a service says about itself in the banner (e.g. "demo test encoder"), by name. */
+  notes: Record<string, string[]>;
 }
 
 /** One service of the platform. Adding a service to `npm start` is one more entry in PLATFORM_SERVICES. */
@@ -143,7 +145,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
     start: (ctx) =>
       startGateway({
         port: ctx.options.ports?.gateway ?? 9000,
-        host: ctx.options.host ?? '0.0.0.0',
+        host: ctx.options.host ?? '127.0.0.1',
         controlPlaneUrl: ctx.urls['control-plane'],
         dataPlaneUrl: ctx.urls['data-plane'],
         internalToken: ctx.internalToken,
@@ -190,7 +192,7 @@ export const AI_SERVICES: PlatformService[] = [
         ...modelServerConfigFromEnv({ ...ctx.options.env, MODEL_SERVER_TRUNCATE_PROMPT: envOr(ctx.options.env ?? {}, 'MODEL_SERVER_TRUNCATE_PROMPT', 'true') }),
         // The poem app's prompts are longer than the tiny model's 64-token context: keep their tail.
         port: ctx.options.ports?.modelServer ?? 8000,
-        host: ctx.options.host ?? '0.0.0.0',
+        host: ctx.options.host ?? '127.0.0.1',
         logger: ctx.logger('model-server'),
       });
     },
@@ -208,7 +210,7 @@ export const AI_SERVICES: PlatformService[] = [
         // The tiny model answers at most 64 tokens; ask for what it can give unless told otherwise.
         API_MAX_TOKENS: envOr(env, 'API_MAX_TOKENS', '64'),
       });
-      return startPoemApp({ ...config, host: ctx.options.host ?? '0.0.0.0', logger: ctx.logger('poem-app') });
+      return startPoemApp({ ...config, host: ctx.options.host ?? '127.0.0.1', logger: ctx.logger('poem-app') });
     },
   },
   {
@@ -216,15 +218,18 @@ export const AI_SERVICES: PlatformService[] = [
     start: async (ctx) => {
       const env = ctx.options.env ?? {};
       const dir = path.join(ctx.options.dataDir, 'image-search');
-      // The default image directory is created so that `npm start` works before any image is added.
-      if (!env.IMAGE_FILE_DIR?.trim()) await mkdir(path.join(dir, 'images'), { recursive: true });
-      const { startImageSearch } = await import('../../image-search/src/app.js');
-      return startImageSearch({
+      const [{ startImageSearch }, { indexEngine, ENABLE_FAISS }, { prepareImageSearchDemo, waitForIndexed }] = await Promise.all([
+        import('../../image-search/src/app.js'),
+        import('../../image-search/src/index/engine.js'),
+        import('./image-search-demo.js'),
+      ]);
+      // No model or images of the user's own: the test encoder and demo images, so a search answers at once.
+      const demo = await prepareImageSearchDemo(dir, env);
+      const running = await startImageSearch({
         env: {
           ...env,
+          ...demo.env,
           PORT: String(ctx.options.ports?.imageSearch ?? 8080),
-          IMAGE_FILE_DIR: envOr(env, 'IMAGE_FILE_DIR', path.join(dir, 'images')),
-          IMAGE_SEARCH_MODEL_DIR: envOr(env, 'IMAGE_SEARCH_MODEL_DIR', path.join(dir, 'model')),
           IMAGE_SEARCH_INDEX_DIR: envOr(env, 'IMAGE_SEARCH_INDEX_DIR', path.join(dir, 'index')),
           IMAGE_SEARCH_MODEL_CACHE_DIR: envOr(env, 'IMAGE_SEARCH_MODEL_CACHE_DIR', path.join(dir, 'model-cache')),
           // A bucket source (IMAGE_SEARCH_SOURCE_S3_URL) or model object is read from this platform's own gateway as root.
@@ -232,11 +237,17 @@ export const AI_SERVICES: PlatformService[] = [
           IMAGE_SEARCH_S3_ACCESS_KEY_ID: envOr(env, 'IMAGE_SEARCH_S3_ACCESS_KEY_ID', ctx.rootUser),
           IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: envOr(env, 'IMAGE_SEARCH_S3_SECRET_ACCESS_KEY', ctx.rootPassword),
         },
-        host: ctx.options.host ?? '0.0.0.0',
+        host: ctx.options.host ?? '127.0.0.1',
         // With IMAGE_SEARCH_SOURCE_S3_URL set, images put into that bucket are indexed at once.
         objectEvents: ctx.broker,
         logger: ctx.logger('image-search'),
       });
+      if (demo.imagesWritten) await waitForIndexed(running.url, demo.imagesWritten);
+      ctx.notes['image-search'] = [
+        ...(demo.testEncoder ? ['demo test encoder: colours and textures, not CLIP (a real model: images/image-search/README.md)'] : []),
+        ...(indexEngine().kind === 'exact' ? [`exact in-process index (for FAISS: ${ENABLE_FAISS})`] : []),
+      ];
+      return running;
     },
   },
 ];
@@ -248,6 +259,8 @@ export interface RunningPlatform {
   services: RunningService[];
   /** URL of each running service by name (gateway first for humans). */
   urls: Record<string, string>;
+  /** What services say about themselves in the banner, by name. */
+  notes: Record<string, string[]>;
   rootUser: string;
   rootPassword: string;
   stop(): Promise<void>;
@@ -288,6 +301,7 @@ export async function startPlatform(options: PlatformOptions, services: Platform
     rootPassword: options.rootPassword ?? 'strata-secret-key',
     logger: (service) => createLogger(service, options.logLevel),
     urls: {},
+    notes: {},
   };
   const running: RunningService[] = [];
   const stop = async () => {
@@ -308,5 +322,5 @@ export async function startPlatform(options: PlatformOptions, services: Platform
     throw err;
   }
   let stopping: Promise<void> | undefined;
-  return { services: running, urls: ctx.urls, rootUser: ctx.rootUser, rootPassword: ctx.rootPassword, stop: () => (stopping ??= stop()) };
+  return { services: running, urls: ctx.urls, notes: ctx.notes, rootUser: ctx.rootUser, rootPassword: ctx.rootPassword, stop: () => (stopping ??= stop()) };
 }
