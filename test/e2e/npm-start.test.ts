@@ -150,9 +150,11 @@ describe('e2e: npm start on a machine without FAISS (first run)', function () {
     dir = await mkdtemp(path.join(os.tmpdir(), 'strata-first-run-'));
   });
   after(async () => {
-    if (child && child.exitCode === null) {
-      child.kill('SIGKILL');
-      await new Promise((r) => child!.once('exit', r));
+    // npm, its shell, tsx and the platform: the whole process group.
+    if (child?.pid && child.exitCode === null && child.signalCode === null) {
+      const exit = new Promise((r) => child!.once('exit', r));
+      process.kill(-child.pid, 'SIGKILL');
+      await exit;
     }
     await rm(dir, { recursive: true, force: true });
   });
@@ -182,7 +184,8 @@ describe('e2e: npm start on a machine without FAISS (first run)', function () {
       ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
       OMP_WAIT_POLICY: 'PASSIVE',
     };
-    const proc = spawn('npm', ['start'], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A process group of its own, as a terminal gives it: Ctrl+C (here SIGTERM) reaches every process in it.
+    const proc = spawn('npm', ['start'], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     child = proc;
     let stdout = '';
     let stderr = '';
@@ -234,7 +237,12 @@ describe('e2e: npm start on a machine without FAISS (first run)', function () {
     expect(page.status).to.equal(200);
     expect(await page.text()).to.match(/poem/i);
 
-    proc.kill('SIGTERM');
-    expect(await exited).to.equal(0);
+    // npm exits at once; the platform drains and closes every port.
+    process.kill(-proc.pid!, 'SIGTERM');
+    await exited;
+    const answering = async () => (await Promise.all(Object.values(ports).map((port) => fetch(`http://127.0.0.1:${port}/healthz`).then(() => port, () => 0)))).filter(Boolean);
+    const deadline = Date.now() + 60_000;
+    while ((await answering()).length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    expect(await answering()).to.deep.equal([]);
   });
 });

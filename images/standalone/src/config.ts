@@ -51,7 +51,7 @@ export const standaloneEnvSchema = z.object({
   LOG_LEVEL: env.logLevel(),
   /**
    * The object store's production servers, each replacing its embedded default when set:
-   * STRATA_PG_URL (+ STRATA_PG_REPLICA_URLS), STRATA_REDIS_NODES, STRATA_AMQP_URL, ... (README).
+   * STRATA_PG_URL (+ STRATA_PG_REPLICA_URLS), STRATA_REDIS_NODES, STRATA_AMQP_URL, ... (hack/docs/production-servers.md).
    */
   ...productionEnvShape,
 });

@@ -59,14 +59,14 @@ export interface PlatformOptions {
   logLevel?: string;
   /**
    * The object store's production servers (STRATA_PG_URL, STRATA_PG_REPLICA_URLS, STRATA_REDIS_NODES,
-   * STRATA_AMQP_URL...; see README "Production servers"). Each one set replaces its embedded default:
+   * STRATA_AMQP_URL...; see hack/docs/production-servers.md). Each one set replaces its embedded default:
    * PostgreSQL (+ replicas) for PGlite, the Redis Cluster for the in-memory cache, RabbitMQ for the
    * in-memory broker. One client of each is shared by the services, as the embedded ones are.
    */
   production?: ProductionSettings;
   /**
    * Environment the AI services read their own settings from (API_*, IMAGE_*, LLM_*, MODEL_*; see
-   * README). Ports, data locations and the poem app's upstream are set by the platform unless given.
+   * images/<service>/README.md). Ports, data locations and the poem app's upstream are set by the platform unless given.
    */
   env?: NodeJS.ProcessEnv;
 }
