@@ -50,9 +50,9 @@ export async function prepareImageSearchDemo(dir: string, given: NodeJS.ProcessE
     if (complete(own)) env.IMAGE_SEARCH_MODEL_DIR = own;
     else {
       const testModel = path.join(dir, 'test-model');
-      if (!complete(testModel)) await writeTestModel(testModel);
-      env.IMAGE_SEARCH_MODEL_DIR = testModel;
-      testEncoder = true;
+      testEncoder = complete(testModel) || (await writeTestModel(testModel));
+      // Without the test model (an image without the development files) image search says the model is missing.
+      env.IMAGE_SEARCH_MODEL_DIR = testEncoder ? testModel : own;
     }
   }
   let imagesWritten = 0;
@@ -66,6 +66,8 @@ export async function prepareImageSearchDemo(dir: string, given: NodeJS.ProcessE
       imagesWritten = await writeDemoImages(images);
       await fs.writeFile(marker, `${new Date().toISOString()}\n`);
     }
+    // The directory exists even when empty, so that image search starts before any image is added.
+    await fs.mkdir(images, { recursive: true });
     env.IMAGE_FILE_DIR = images;
     // Images put into the directory are indexed at the next start.
     if (!has('IMAGE_SEARCH_SCAN_ON_START')) env.IMAGE_SEARCH_SCAN_ON_START = 'true';
@@ -73,14 +75,24 @@ export async function prepareImageSearchDemo(dir: string, given: NodeJS.ProcessE
   return { env, testEncoder, imagesWritten };
 }
 
-/** The test model is written by the development script (hack/clip), which `npm ci` installs what it needs for. */
-async function writeTestModel(target: string): Promise<void> {
-  const { writeTestClipModel } = await import('../../../hack/clip/test-clip-model.js');
+/**
+ * Write the test model with the development script (hack/clip, which needs the development dependencies
+ * `npm ci` installs); false where they are absent (the standalone container image).
+ */
+async function writeTestModel(target: string): Promise<boolean> {
+  let writeTestClipModel: (dir: string) => void;
+  try {
+    ({ writeTestClipModel } = await import('../../../hack/clip/test-clip-model.js'));
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') return false;
+    throw err;
+  }
   const tmp = `${target}.tmp-${process.pid}`;
   await fs.rm(tmp, { recursive: true, force: true });
   writeTestClipModel(tmp);
   await fs.rm(target, { recursive: true, force: true });
   await fs.rename(tmp, target);
+  return true;
 }
 
 async function writeDemoImages(target: string): Promise<number> {
