@@ -37,10 +37,31 @@ export function tokenizeText(text: string): number[] {
   return ids;
 }
 
-/** The encoder prompt: every message as its role marker followed by its words' ids, then EOS. */
-export function encodeChat(messages: readonly ChatMessageText[]): number[] {
+/** How a model turns text into content ids and generated ids back into text. */
+export interface ModelTokenizer {
+  /** Content ids of a message's text. */
+  encode(text: string): number[];
+  /** The text one generated id adds to the answer; `first` when it starts the answer. */
+  tokenText(id: number, first: boolean): string;
+}
+
+/** strata-tiny's contract: integers are ids, other words hashed; the answer is the ids joined by single spaces. */
+export const ID_TOKENIZER: ModelTokenizer = {
+  encode: tokenizeText,
+  tokenText: (id, first) => (first ? String(id) : ` ${id}`),
+};
+
+/**
+ * The encoder prompt: every message as its role marker followed by its text's ids, then EOS. Built by
+ * appending one id at a time: a prompt of any size (the body limit allows ~1 MB) never becomes a
+ * function call's argument list.
+ */
+export function encodeChat(messages: readonly ChatMessageText[], tokenizer: ModelTokenizer = ID_TOKENIZER): number[] {
   const ids: number[] = [];
-  for (const m of messages) ids.push(ROLE_TOKENS[m.role], ...tokenizeText(m.content));
+  for (const m of messages) {
+    ids.push(ROLE_TOKENS[m.role]);
+    for (const id of tokenizer.encode(m.content)) ids.push(id);
+  }
   ids.push(SPECIAL_TOKENS.EOS);
   return ids;
 }
