@@ -8,6 +8,7 @@ import { startModelServer } from '../../images/model-server/src/app.js';
 import { chatCompletionsHandler } from '../../images/model-server/src/chat-completions.js';
 import type { GenerationScheduler } from '../../images/model-server/src/generation-scheduler.js';
 import { ModelServerMetrics } from '../../images/model-server/src/metrics.js';
+import { ID_TOKENIZER } from '../../images/model-server/src/tokenizer.js';
 import { createLogger, createRegistry, type RunningService } from '../../images/service-kit/src/index.js';
 import { getJson, postJson, postStream, randomPrompts } from './helpers.js';
 
@@ -118,11 +119,9 @@ describe('model-server /v1/chat/completions', () => {
       expect(res.body.choices).to.have.length(1);
     });
 
-    it('accepts a tool-calling conversation as the image-search assistant sends it (tools ignored, never called)', async () => {
+    it('accepts a conversation with earlier tool calls and results as text, when no tools are offered', async () => {
       const res = await postJson(url, {
         model: MODEL,
-        tools: [{ type: 'function', function: { name: 'search_by_text', parameters: { type: 'object', properties: {} } } }],
-        tool_choice: 'auto',
         messages: [
           { role: 'system', content: 'find images' },
           { role: 'user', content: 'red cars' },
@@ -269,7 +268,7 @@ describe('model-server /v1/chat/completions', () => {
     it('503 in OpenAI shape while the model is not loaded', async () => {
       const app = express();
       app.post('/v1/chat/completions', express.json(), chatCompletionsHandler({
-        modelNames: new Set([MODEL]), scheduler: () => undefined,
+        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, scheduler: () => undefined }]]),
         metrics: new ModelServerMetrics(createRegistry('model-server-test')), logger: createLogger('model-server-test', 'silent'),
       }));
       const listener = app.listen(0, '127.0.0.1');
@@ -297,7 +296,7 @@ describe('model-server /v1/chat/completions', () => {
       const registry = createRegistry('model-server-test');
       let settled = 0;
       const handler = chatCompletionsHandler({
-        modelNames: new Set([MODEL]), scheduler: () => scheduler, metrics: new ModelServerMetrics(registry), logger: createLogger('model-server-test', 'silent'),
+        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, scheduler: () => scheduler }]]), metrics: new ModelServerMetrics(registry), logger: createLogger('model-server-test', 'silent'),
       });
       const app = express();
       app.post('/v1/chat/completions', express.json(), async (req, res) => {
@@ -398,11 +397,11 @@ describe('model-server /v1/chat/completions', () => {
   });
 
   describe('models, health and metrics', () => {
-    it('GET /v1/models lists the served model in OpenAI list shape', async () => {
+    it('GET /v1/models lists the built-in models in OpenAI list shape', async () => {
       const res = await getJson(`${server.url}/v1/models`);
       expect(res.status).to.equal(200);
       expect(res.body.object).to.equal('list');
-      expect(res.body.data).to.have.length(1);
+      expect(res.body.data.map((m: { id: string }) => m.id)).to.deep.equal([MODEL, 'strata-verse']);
       expect(res.body.data[0]).to.include({ id: MODEL, object: 'model', owned_by: 'strata' });
       expect(res.body.data[0].created).to.be.a('number');
       expect((await getJson(`${server.url}/v1/models/${MODEL}`)).body.id).to.equal(MODEL);

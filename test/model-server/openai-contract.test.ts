@@ -1,7 +1,8 @@
 import { expect } from 'chai';
+import OpenAI from 'openai';
 import { startModelServer } from '../../images/model-server/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
-import { postJson } from './helpers.js';
+import { getJson, postJson, postStream } from './helpers.js';
 
 const MODEL = 'strata-tiny';
 const user = (content: string) => [{ role: 'user', content }];
@@ -19,7 +20,7 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
   let url: string;
 
   before(async () => {
-    server = await startModelServer({ port: 0, host: '127.0.0.1', logger: createLogger('model-server-test', 'silent') });
+    server = await startModelServer({ port: 0, host: '127.0.0.1', modelNames: [MODEL], logger: createLogger('model-server-test', 'silent') });
     url = `${server.url}/v1/chat/completions`;
   });
   after(async () => server.stop());
@@ -41,5 +42,190 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
       const words = Array.from({ length: 63 }, (_, i) => String(100 + i)).join(' ');
       expectError(await postJson(url, { model: MODEL, messages: user(words) }), 400, 'messages', 'context_length_exceeded');
     });
+  });
+
+  describe('parameters it cannot honour', () => {
+    const refused: Array<[string, Record<string, unknown>]> = [
+      ['tools', { tools: [{ type: 'function', function: { name: 'search_by_text', parameters: { type: 'object', properties: {} } } }] }],
+      ['tools', { tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'auto' }],
+      ['tool_choice', { tool_choice: 'required' }],
+      ['tool_choice', { tool_choice: { type: 'function', function: { name: 'f' } } }],
+      ['functions', { functions: [{ name: 'f', parameters: {} }] }],
+      ['response_format', { response_format: { type: 'json_object' } }],
+      ['response_format', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }],
+      ['presence_penalty', { presence_penalty: 0.5 }],
+      ['frequency_penalty', { frequency_penalty: -1 }],
+      ['logit_bias', { logit_bias: { 10: 5 } }],
+    ];
+    for (const [param, extra] of refused) {
+      it(`400 unsupported_parameter for ${JSON.stringify(extra)}`, async () => {
+        const res = await postJson(url, { model: MODEL, messages: user('10 20'), ...extra });
+        expectError(res, 400, param, 'unsupported_parameter');
+        expect(res.body.error.type).to.equal('invalid_request_error');
+      });
+    }
+
+    it('accepts their neutral values (tool_choice "none", text format, zero penalties, empty logit_bias)', async () => {
+      const res = await postJson(url, {
+        model: MODEL, messages: user('10 20'), temperature: 0,
+        tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'none', response_format: { type: 'text' },
+        presence_penalty: 0, frequency_penalty: 0, logit_bias: {}, parallel_tool_calls: false, user: 'u',
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      expect(res.body.choices[0].message.content).to.equal('10 20');
+    });
+
+    it('the official openai client surfaces the refusal as a BadRequestError with param and code', async () => {
+      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      try {
+        await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: '10' }], response_format: { type: 'json_object' } });
+        expect.fail('should throw');
+      } catch (err) {
+        expect(err).to.be.instanceOf(OpenAI.BadRequestError);
+        expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).to.equal('response_format');
+        expect((err as InstanceType<typeof OpenAI.BadRequestError>).code).to.equal('unsupported_parameter');
+      }
+    });
+  });
+
+  describe('logprobs', () => {
+    const sumExp = (xs: number[]) => xs.reduce((n, x) => n + Math.exp(x), 0);
+
+    it('non-streaming: one entry per generated token, in OpenAI shape, consistent with the content', async () => {
+      const res = await postJson(url, { model: MODEL, messages: user('10 20 30'), temperature: 0, logprobs: true, top_logprobs: 3 });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      const choice = res.body.choices[0];
+      expect(choice.message.content).to.equal('10 20 30');
+      expect(Object.keys(choice.logprobs).sort()).to.deep.equal(['content', 'refusal']);
+      const entries = choice.logprobs.content;
+      expect(entries.map((e: { token: string }) => e.token)).to.deep.equal(['10', ' 20', ' 30']);
+      expect(entries.map((e: { token: string }) => e.token).join('')).to.equal(choice.message.content);
+      for (const e of entries) {
+        expect(Object.keys(e).sort()).to.deep.equal(['bytes', 'logprob', 'token', 'top_logprobs']);
+        expect(e.bytes).to.deep.equal([...Buffer.from(e.token)]);
+        expect(e.logprob).to.be.at.most(0);
+        expect(e.top_logprobs).to.have.length(3);
+        // Greedy: the chosen token is the most likely one, listed first with the same log-probability.
+        expect(e.top_logprobs[0]).to.deep.equal({ token: e.token, logprob: e.logprob, bytes: e.bytes });
+        const lps = e.top_logprobs.map((t: { logprob: number }) => t.logprob);
+        expect([...lps].sort((a, b) => b - a)).to.deep.equal(lps);
+        expect(sumExp(lps)).to.be.at.most(1 + 1e-6);
+      }
+      expect(res.body.usage.completion_tokens).to.equal(entries.length);
+    });
+
+    it('logprobs without top_logprobs lists no alternatives; logprobs false or absent gives null', async () => {
+      const res = await postJson(url, { model: MODEL, messages: user('10 20'), temperature: 0, logprobs: true });
+      expect(res.body.choices[0].logprobs.content.map((e: { top_logprobs: unknown[] }) => e.top_logprobs)).to.deep.equal([[], []]);
+      expect((await postJson(url, { model: MODEL, messages: user('10 20'), logprobs: false })).body.choices[0].logprobs).to.equal(null);
+      expect((await postJson(url, { model: MODEL, messages: user('10 20') })).body.choices[0].logprobs).to.equal(null);
+    });
+
+    it('400 for top_logprobs without logprobs, or out of range', async () => {
+      expectError(await postJson(url, { model: MODEL, messages: user('10'), top_logprobs: 2 }), 400, 'top_logprobs', 'invalid_value');
+      expectError(await postJson(url, { model: MODEL, messages: user('10'), logprobs: true, top_logprobs: 21 }), 400, 'top_logprobs', 'invalid_value');
+    });
+
+    it('a stop string keeps the entries of the answer only', async () => {
+      const res = await postJson(url, { model: MODEL, messages: user('100 200 300 400'), temperature: 0, stop: [' 300'], logprobs: true });
+      expect(res.body.choices[0].message.content).to.equal('100 200');
+      expect(res.body.choices[0].logprobs.content.map((e: { token: string }) => e.token)).to.deep.equal(['100', ' 200']);
+    });
+
+    it('streaming: each content chunk carries the entries of its tokens, and they add up to the answer', async () => {
+      const { status, events } = await postStream(url, { model: MODEL, messages: user('11 22 33 44'), temperature: 0, stream: true, logprobs: true, top_logprobs: 2 });
+      expect(status).to.equal(200);
+      const chunks = events.filter((e) => e !== '[DONE]' && e.choices.length > 0 && e.choices[0].delta.content);
+      expect(chunks.length).to.be.greaterThan(0);
+      let content = '';
+      const tokens: string[] = [];
+      for (const c of chunks) {
+        content += c.choices[0].delta.content;
+        expect(c.choices[0].logprobs.refusal).to.equal(null);
+        for (const e of c.choices[0].logprobs.content) {
+          tokens.push(e.token);
+          expect(e.top_logprobs).to.have.length(2);
+        }
+      }
+      expect(content).to.equal('11 22 33 44');
+      expect(tokens.join('')).to.equal(content);
+    });
+
+    it('the official openai client reads them', async () => {
+      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const completion = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: '12 13' }], temperature: 0, logprobs: true, top_logprobs: 1 });
+      expect(completion.choices[0]!.logprobs!.content!.map((e) => e.token)).to.deep.equal(['12', ' 13']);
+      const stream = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: '12 13' }], temperature: 0, logprobs: true, stream: true });
+      const streamed: string[] = [];
+      for await (const chunk of stream) for (const e of chunk.choices[0]?.logprobs?.content ?? []) streamed.push(e.token);
+      expect(streamed).to.deep.equal(['12', ' 13']);
+    });
+  });
+
+  describe('routes', () => {
+    it('answers JSON in OpenAI shape on every route, /v1 or not', async () => {
+      for (const path of ['/', '/nope', '/v1/nope', '/favicon.ico', '/api/v1/chat']) {
+        const res = await fetch(`${server.url}${path}`);
+        expect(res.status, path).to.equal(404);
+        expect(res.headers.get('content-type'), path).to.match(/^application\/json/);
+        expectError({ status: res.status, body: await res.json() }, 404, null, 'unknown_url');
+      }
+      const post = await fetch(`${server.url}/completions`, { method: 'POST', body: '{}' });
+      expect(post.headers.get('content-type')).to.match(/^application\/json/);
+      expect(post.status).to.equal(404);
+    });
+
+    it('advertises each model\'s context in /v1/models (max_model_len, as vLLM; prompt and output limits)', async () => {
+      const res = await getJson(`${server.url}/v1/models/${MODEL}`);
+      expect(res.body).to.include({ id: MODEL, max_model_len: 128, max_prompt_tokens: 64, max_output_tokens: 64 });
+    });
+  });
+});
+
+describe('model-server API keys (MODEL_SERVER_API_KEYS)', () => {
+  let server: RunningService;
+  const keys = ['key-one', 'key-two'];
+
+  before(async () => {
+    server = await startModelServer({ port: 0, host: '127.0.0.1', modelNames: [MODEL], apiKeys: keys, logger: createLogger('model-server-test', 'silent') });
+  });
+  after(async () => server.stop());
+
+  const call = (path: string, authorization?: string, body?: unknown) => fetch(`${server.url}${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+
+  it('401 in OpenAI shape without a key or with a wrong one, on every /v1 route (fast path included)', async () => {
+    const chat = { model: MODEL, messages: user('10') };
+    for (const auth of [undefined, 'Bearer wrong', 'Bearer key-one-and-more', 'Basic a2V5LW9uZQ==', 'Bearer ']) {
+      for (const [path, body] of [['/v1/chat/completions', chat], ['/v1/models', undefined], ['/v1/nope', undefined]] as const) {
+        const res = await call(path, auth, body);
+        expect(res.headers.get('www-authenticate')).to.equal('Bearer');
+        expectError({ status: res.status, body: await res.json() }, 401, null, 'invalid_api_key');
+      }
+    }
+  });
+
+  it('serves requests carrying any configured key; health, readiness and metrics stay open', async () => {
+    for (const key of keys) {
+      const res = await call('/v1/chat/completions', `Bearer ${key}`, { model: MODEL, messages: user('10 20'), temperature: 0 });
+      expect(res.status).to.equal(200);
+      expect((await res.json()).choices[0].message.content).to.equal('10 20');
+    }
+    for (const path of ['/healthz', '/readyz', '/metrics']) expect((await call(path)).status, path).to.equal(200);
+  });
+
+  it('works with the official openai client given the key, and 401 as AuthenticationError without it', async () => {
+    const good = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'key-two', maxRetries: 0 });
+    expect((await good.models.list()).data.map((m) => m.id)).to.deep.equal([MODEL]);
+    const bad = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'nope', maxRetries: 0 });
+    try {
+      await bad.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: '10' }] });
+      expect.fail('should throw');
+    } catch (err) {
+      expect(err).to.be.instanceOf(OpenAI.AuthenticationError);
+    }
   });
 });

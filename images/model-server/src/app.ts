@@ -1,5 +1,5 @@
+import { timingSafeEqual } from 'node:crypto';
 import type http from 'node:http';
-import { fileURLToPath } from 'node:url';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 // The kit's modules one by one, not its index: the index also loads the SQL, Redis and AMQP clients,
 // which this process never uses (tens of MB of resident memory).
@@ -7,15 +7,16 @@ import { createLogger, type Logger } from '../../service-kit/src/logger.js';
 import { createRegistry, httpMetrics, type Registry } from '../../service-kit/src/metrics.js';
 import { createApp, listen, type RunningService } from '../../service-kit/src/service.js';
 import { adoptRequest } from '../../service-kit/src/fast-path.js';
-import { chatCompletionsHandler } from './chat-completions.js';
-import { GenerationScheduler, type SequenceQueue } from './generation-scheduler.js';
+import { chatCompletionsHandler, type ServedModel } from './chat-completions.js';
+import { GenerationScheduler, type SchedulerObserver, type SequenceQueue } from './generation-scheduler.js';
 import { ModelServerMetrics } from './metrics.js';
 import { OnnxTransformer } from './onnx-transformer.js';
 import { OpenAIError, sendOpenAIError } from './openai-errors.js';
+import { BUILT_IN_MODELS, DEFAULT_MODEL_DIR, loadTokenizer, modelObject, type ModelSource } from './served-models.js';
 import { WorkerEngine } from './worker-engine.js';
 
-/** The trained model committed with the image. */
-export const DEFAULT_MODEL_DIR = fileURLToPath(new URL('../model', import.meta.url));
+export { DEFAULT_MODEL_DIR };
+/** The names the weights in modelDir answer to when only modelDir is given. */
 export const DEFAULT_MODEL_NAMES = ['strata-tiny'];
 
 export interface ModelServerOptions {
@@ -23,12 +24,19 @@ export interface ModelServerOptions {
   port?: number;
   /** Default 0.0.0.0. */
   host?: string;
-  /** Folder with encoder.onnx and decoder.onnx. Default: the committed model. */
+  /**
+   * The models served, each its own weights and engine. Default: the built-in strata-tiny and
+   * strata-verse, unless modelDir or modelNames is given (then one model).
+   */
+  models?: ModelSource[];
+  /** One model: the folder with encoder.onnx and decoder.onnx (and tokenizer.json for a text model). */
   modelDir?: string;
   logger?: Logger;
   registry?: Registry;
-  /** Model names this server answers to (all served by the same weights). */
+  /** One model: the names it answers to (all served by the same weights). Default strata-tiny. */
   modelNames?: string[];
+  /** Bearer keys that /v1 requests must carry (any one of them); none: no key needed (as vLLM's --api-key). */
+  apiKeys?: string[];
   /** Dynamic batching on (default) or off (one sequence at a time). */
   batching?: boolean;
   /** Most sequences decoded together when batching. Default 32. */
@@ -68,9 +76,19 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
   const logger = opts.logger ?? createLogger(SERVICE);
   const registry = opts.registry ?? createRegistry(SERVICE);
   const metrics = new ModelServerMetrics(registry);
-  const modelNames = new Set(opts.modelNames?.length ? opts.modelNames : DEFAULT_MODEL_NAMES);
-  const modelDir = opts.modelDir ?? DEFAULT_MODEL_DIR;
-  let engine: Engine | undefined;
+  const sources = opts.models ?? (opts.modelDir || opts.modelNames?.length
+    ? [{ names: opts.modelNames?.length ? opts.modelNames : DEFAULT_MODEL_NAMES, dir: opts.modelDir ?? DEFAULT_MODEL_DIR }]
+    : BUILT_IN_MODELS);
+  const names = sources.flatMap((m) => m.names);
+  if (new Set(names).size !== names.length) throw new Error(`model names must be unique, got ${names.join(', ')}`);
+  const tokenizers = await Promise.all(sources.map((m) => loadTokenizer(m.dir)));
+  /** Per source, once loaded. */
+  const engines: Array<Engine | undefined> = sources.map(() => undefined);
+  const models = new Map<string, ServedModel>();
+  sources.forEach((source, i) => {
+    const served: ServedModel = { tokenizer: tokenizers[i]!, scheduler: () => (engines[i]?.ready() ? engines[i].queue : undefined) };
+    for (const name of source.names) models.set(name, served);
+  });
 
   const app = createApp({
     name: SERVICE,
@@ -78,26 +96,34 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     registry,
     readiness: {
       model: () => {
-        if (!engine) throw new Error('model not loaded');
-        if (!engine.ready()) throw new Error('generation worker restarting');
+        if (engines.some((e) => !e)) throw new Error('model not loaded');
+        if (engines.some((e) => !e!.ready())) throw new Error('generation worker restarting');
       },
     },
   });
   const { middleware: metricsMiddleware } = httpMetrics(registry);
   app.use(metricsMiddleware);
+  const authorized = apiKeyCheck(opts.apiKeys);
+  // As vLLM's --api-key: the API needs a key; health, readiness and metrics stay open.
+  app.use('/v1', (req, res, next) => {
+    if (authorized(req.headers.authorization)) next();
+    else {
+      res.setHeader('WWW-Authenticate', 'Bearer');
+      sendOpenAIError(res, new OpenAIError(401, 'Incorrect or missing API key: send the header Authorization: Bearer <key> with one of the keys in MODEL_SERVER_API_KEYS.', 'invalid_request_error', null, 'invalid_api_key'));
+    }
+  });
 
   const startedAt = Math.floor(Date.now() / 1000);
-  const modelObject = (id: string) => ({ id, object: 'model', created: startedAt, owned_by: 'strata' });
   app.get('/v1/models', (_req, res) => {
-    res.json({ object: 'list', data: [...modelNames].map(modelObject) });
+    res.json({ object: 'list', data: names.map((id) => modelObject(id, startedAt)) });
   });
   app.get('/v1/models/:model', (req, res) => {
     const id = String(req.params.model);
-    if (modelNames.has(id)) res.json(modelObject(id));
+    if (models.has(id)) res.json(modelObject(id, startedAt));
     else sendOpenAIError(res, new OpenAIError(404, `The model '${id}' does not exist`, 'invalid_request_error', 'model', 'model_not_found'));
   });
   const maxBodyBytes = opts.maxBodyBytes ?? 1024 * 1024;
-  const chatCompletions = chatCompletionsHandler({ modelNames, scheduler: () => (engine?.ready() ? engine.queue : undefined), metrics, logger, truncatePrompt: opts.truncatePrompt });
+  const chatCompletions = chatCompletionsHandler({ models, metrics, logger, truncatePrompt: opts.truncatePrompt });
   app.post(
     CHAT_COMPLETIONS,
     // Any content type is read as JSON (curl's default form type included), as OpenAI's API does.
@@ -106,6 +132,10 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
   );
   app.use('/v1', (req, res) => {
     sendOpenAIError(res, new OpenAIError(404, `Unknown request URL: ${req.method} ${req.originalUrl}.`, 'invalid_request_error', null, 'unknown_url'));
+  });
+  // Every other route answers JSON in the same shape (never Express's HTML page).
+  app.use((req, res) => {
+    sendOpenAIError(res, new OpenAIError(404, `Unknown request URL: ${req.method} ${req.originalUrl}. The API is under /v1.`, 'invalid_request_error', null, 'unknown_url'));
   });
   const answerError = (err: unknown, res: Response) => {
     const type = (err as { type?: string }).type;
@@ -123,13 +153,15 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     answerError(err, res);
   });
 
-  const service = await listen(chatCompletionsFastPath(app, { maxBodyBytes, handler: chatCompletions, metricsMiddleware, answerError }), {
+  const service = await listen(chatCompletionsFastPath(app, { maxBodyBytes, handler: chatCompletions, metricsMiddleware, answerError, authorized }), {
     name: SERVICE,
     logger,
     registry,
     port: opts.port ?? 8000,
     host: opts.host,
-    onClose: [() => engine?.close()],
+    onClose: [async () => {
+      await Promise.all(engines.map((e) => e?.close()));
+    }],
   });
   try {
     const started = performance.now();
@@ -139,31 +171,72 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
       admissionWave: opts.admissionWave,
       maxQueue: opts.maxQueue ?? 256,
     };
-    if (opts.worker !== false) {
-      const worker = await WorkerEngine.start({
-        ...schedulerOptions, modelDir, threads: opts.threads, executionProvider: opts.executionProvider, logger, observer: metrics,
-      });
-      engine = { queue: worker, ready: () => worker.ready, close: () => worker.close() };
-    } else {
-      const model = await OnnxTransformer.loadWithFallback(modelDir, { threads: opts.threads, executionProvider: opts.executionProvider }, (err) => {
-        logger.warn({ err }, 'CUDA execution provider unavailable, using the CPU');
-      });
-      const scheduler = new GenerationScheduler(model, schedulerOptions, metrics);
-      engine = {
-        queue: scheduler,
-        ready: () => true,
-        close: async () => {
-          scheduler.close();
-          await model.release();
-        },
-      };
-    }
-    logger.info({ modelDir, models: [...modelNames], loadMs: Math.round(performance.now() - started), batching: opts.batching !== false, worker: opts.worker !== false }, 'model loaded');
+    const observers = summingObservers(metrics, sources.length);
+    await Promise.all(sources.map(async (source, i) => {
+      engines[i] = await startEngine(source.dir, schedulerOptions, opts, logger, observers[i]!);
+    }));
+    logger.info({ models: sources, loadMs: Math.round(performance.now() - started), batching: opts.batching !== false, worker: opts.worker !== false }, 'models loaded');
   } catch (err) {
     await service.stop(0);
     throw err;
   }
   return service;
+}
+
+/** One model's generation engine: in a worker thread (default) or on this thread. */
+async function startEngine(
+  modelDir: string,
+  schedulerOptions: { maxBatch: number; batchWindowMs: number; admissionWave?: number; maxQueue: number },
+  opts: ModelServerOptions,
+  logger: Logger,
+  observer: SchedulerObserver,
+): Promise<Engine> {
+  if (opts.worker !== false) {
+    const worker = await WorkerEngine.start({
+      ...schedulerOptions, modelDir, threads: opts.threads, executionProvider: opts.executionProvider, logger, observer,
+    });
+    return { queue: worker, ready: () => worker.ready, close: () => worker.close() };
+  }
+  const model = await OnnxTransformer.loadWithFallback(modelDir, { threads: opts.threads, executionProvider: opts.executionProvider }, (err) => {
+    logger.warn({ err }, 'CUDA execution provider unavailable, using the CPU');
+  });
+  const scheduler = new GenerationScheduler(model, schedulerOptions, observer);
+  return {
+    queue: scheduler,
+    ready: () => true,
+    close: async () => {
+      scheduler.close();
+      await model.release();
+    },
+  };
+}
+
+/** One observer per engine, all feeding one set of metrics: the queue gauges show their sums. */
+function summingObservers(metrics: ModelServerMetrics, count: number): SchedulerObserver[] {
+  if (count === 1) return [metrics];
+  const queues = Array.from({ length: count }, () => ({ waiting: 0, active: 0 }));
+  return queues.map((queue) => ({
+    queueChanged: (waiting: number, active: number) => {
+      queue.waiting = waiting;
+      queue.active = active;
+      metrics.queueChanged(queues.reduce((n, q) => n + q.waiting, 0), queues.reduce((n, q) => n + q.active, 0));
+    },
+    stepped: (batchSize: number, seconds: number) => metrics.stepped(batchSize, seconds),
+    firstToken: (seconds: number) => metrics.firstToken(seconds),
+    nextToken: (seconds: number) => metrics.nextToken(seconds),
+  }));
+}
+
+/** Whether an Authorization header carries one of the keys (always true when there are none). */
+function apiKeyCheck(keys: readonly string[] | undefined): (header: string | undefined) => boolean {
+  const wanted = (keys ?? []).filter(Boolean).map((k) => Buffer.from(k));
+  if (wanted.length === 0) return () => true;
+  return (header) => {
+    const match = header === undefined ? null : /^Bearer\s+(.+)$/i.exec(header);
+    if (!match) return false;
+    const given = Buffer.from(match[1]!.trim());
+    return wanted.some((key) => key.length === given.length && timingSafeEqual(key, given));
+  };
 }
 
 const CHAT_COMPLETIONS = '/v1/chat/completions';
@@ -186,6 +259,7 @@ function chatCompletionsFastPath(
     handler: (req: Request, res: Response) => Promise<void>;
     metricsMiddleware: (req: Request, res: Response, next: NextFunction) => void;
     answerError: (err: unknown, res: Response) => void;
+    authorized: (header: string | undefined) => boolean;
   },
 ): http.RequestListener & { locals: Express['locals']; app: Express } {
   const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
@@ -193,7 +267,8 @@ function chatCompletionsFastPath(
     const length = Number(headers['content-length']);
     if (
       req.method !== 'POST' || req.url !== CHAT_COMPLETIONS || !(length > 0) || length > opts.maxBodyBytes ||
-      headers['transfer-encoding'] !== undefined || headers['content-encoding'] !== undefined || !utf8(headers['content-type'])
+      headers['transfer-encoding'] !== undefined || headers['content-encoding'] !== undefined || !utf8(headers['content-type']) ||
+      !opts.authorized(headers.authorization)
     ) {
       app(req, res);
       return;

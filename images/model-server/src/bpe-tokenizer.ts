@@ -12,6 +12,8 @@ export interface BpeTokenizerFile {
   pieces: string[];
   /** Merges in rank order: [left, right] pieces joined into left + right. */
   merges: Array<[string, string]>;
+  /** 'last-user': the model reads only the last user message of a chat (what it was trained on). */
+  prompt?: 'last-user';
 }
 
 const UNIT = / ?\p{L}+(?:['’]\p{L}+)*| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\n/gu;
@@ -20,7 +22,11 @@ const CACHE_LIMIT = 20_000;
 
 /** The units BPE works within: spaces and tabs fold into the space a unit starts with; newlines are units. */
 export function splitUnits(text: string): string[] {
-  return text.replace(/\r\n?/g, '\n').replace(/[^\S\n]+/g, ' ').match(UNIT) ?? [];
+  return normalize(text).match(UNIT) ?? [];
+}
+
+function normalize(text: string): string {
+  return text.replace(/\r\n?/g, '\n').replace(/[^\S\n]+/g, ' ');
 }
 
 export class BpeTokenizer {
@@ -28,21 +34,35 @@ export class BpeTokenizer {
   private readonly ranks = new Map<string, number>();
   private readonly cache = new Map<string, number[]>();
 
+  readonly lastUserMessageOnly: boolean;
+
   constructor(readonly file: BpeTokenizerFile) {
+    this.lastUserMessageOnly = file.prompt === 'last-user';
     if (file.type !== 'bpe' || file.pieces.length > CONTENT_TOKEN_COUNT) throw new Error(`not a BPE tokenizer of at most ${CONTENT_TOKEN_COUNT} pieces`);
     file.pieces.forEach((piece, i) => this.ids.set(piece, FIRST_CONTENT_TOKEN + i));
     file.merges.forEach(([a, b], rank) => this.ranks.set(pairKey(a, b), rank));
   }
 
-  encode(text: string): number[] {
+  /** Content ids of a text; with a limit, stops once more than `limit` ids are out (the rest cannot matter). */
+  encode(text: string, limit = Number.POSITIVE_INFINITY): number[] {
     const out: number[] = [];
-    for (const unit of splitUnits(text)) for (const id of this.encodeUnit(unit)) out.push(id);
+    const units = new RegExp(UNIT);
+    const normalized = normalize(text);
+    for (let m = units.exec(normalized); m && out.length <= limit; m = units.exec(normalized)) {
+      for (const id of this.encodeUnit(m[0])) out.push(id);
+    }
     return out;
   }
 
   /** The text of one content id ('' for any other id). */
   piece(id: number): string {
     return this.file.pieces[id - FIRST_CONTENT_TOKEN] ?? '';
+  }
+
+  /** The text a generated id adds to the answer (an answer does not start with a space). */
+  tokenText(id: number, first: boolean): string {
+    const piece = this.piece(id);
+    return first ? piece.replace(/^ /, '') : piece;
   }
 
   decode(ids: readonly number[]): string {
@@ -96,26 +116,33 @@ export function trainBpe(corpus: string, size = CONTENT_TOKEN_COUNT, minCharCoun
   // Each distinct unit as its current pieces; units with an unknown character keep it as a piece of its own.
   const words = [...unitCounts].map(([unit, count]) => ({ parts: [...unit], count }));
   const merges: Array<[string, string]> = [];
-  while (pieces.length < size) {
-    const pairs = new Map<string, number>();
-    for (const w of words) {
-      for (let i = 0; i + 1 < w.parts.length; i++) {
-        if (!known.has(w.parts[i]!) || !known.has(w.parts[i + 1]!)) continue;
-        const key = pairKey(w.parts[i]!, w.parts[i + 1]!);
-        pairs.set(key, (pairs.get(key) ?? 0) + w.count);
-      }
+  // Pair counts are kept up to date as merges change the words that contain them.
+  const pairs = new Map<string, number>();
+  const count = (w: { parts: string[]; count: number }, sign: 1 | -1) => {
+    for (let i = 0; i + 1 < w.parts.length; i++) {
+      if (!known.has(w.parts[i]!) || !known.has(w.parts[i + 1]!)) continue;
+      const key = pairKey(w.parts[i]!, w.parts[i + 1]!);
+      pairs.set(key, (pairs.get(key) ?? 0) + sign * w.count);
     }
+  };
+  for (const w of words) count(w, 1);
+  while (pieces.length < size) {
     let bestKey = '';
     let bestCount = 1; // a pair seen once is not worth a piece
     for (const [key, n] of pairs) if (n > bestCount || (n === bestCount && bestKey !== '' && key < bestKey)) [bestKey, bestCount] = [key, n];
     if (!bestKey) break;
     const [a, b] = bestKey.split('\u0000') as [string, string];
     merges.push([a, b]);
-    pieces.push(a + b);
+    // Two merge paths can build the same text ("th"+"e", "t"+"he"): it is one piece.
+    if (!known.has(a + b)) pieces.push(a + b);
     known.add(a + b);
     for (const w of words) {
+      if (!w.parts.includes(a) || !w.parts.includes(b)) continue;
+      count(w, -1);
       for (let i = 0; i + 1 < w.parts.length; i++) if (w.parts[i] === a && w.parts[i + 1] === b) w.parts.splice(i, 2, a + b);
+      count(w, 1);
     }
+    pairs.delete(bestKey);
   }
   return { type: 'bpe', pieces, merges };
 }

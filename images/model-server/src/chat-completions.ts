@@ -8,12 +8,18 @@ import type { ModelServerMetrics } from './metrics.js';
 import { MAX_PROMPT_TOKENS } from './model-spec.js';
 import { OpenAIError, sendOpenAIError } from './openai-errors.js';
 import { TokenSampler } from './token-sampler.js';
-import { encodeChat } from './tokenizer.js';
+import { encodeChat, type ModelTokenizer } from './tokenizer.js';
 
-export interface ChatCompletionsDeps {
-  modelNames: ReadonlySet<string>;
+/** A model as the handler serves it: its tokenizer and its generation engine. */
+export interface ServedModel {
+  tokenizer: ModelTokenizer;
   /** The generation engine; undefined until the model is loaded (and while its worker restarts). */
   scheduler: () => SequenceQueue | undefined;
+}
+
+export interface ChatCompletionsDeps {
+  /** By the name a request's `model` gives. */
+  models: ReadonlyMap<string, ServedModel>;
   metrics: ModelServerMetrics;
   logger: Logger;
   /**
@@ -40,19 +46,23 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
   return async (req: Request, res: Response): Promise<void> => {
     let request: ChatRequest;
     let prompt: number[];
+    let model: ServedModel;
     try {
       if (req.body === undefined) throw OpenAIError.invalid('The request body is empty; send a JSON object.', null, 'invalid_request_body');
       request = parseChatRequest(req.body);
-      if (!deps.modelNames.has(request.model)) {
+      const found = deps.models.get(request.model);
+      if (!found) {
         deps.metrics.completions.inc({ model: 'unknown', outcome: 'not_found', stream: 'false' });
         throw new OpenAIError(404, `The model '${request.model}' does not exist or you do not have access to it.`, 'invalid_request_error', 'model', 'model_not_found');
       }
-      prompt = encodeChat(request.messages);
+      model = found;
+      // Without truncation, encoding stops just past the context: a huge prompt costs no more than that.
+      prompt = encodeChat(request.messages, model.tokenizer, deps.truncatePrompt ? undefined : MAX_PROMPT_TOKENS);
       // The prompt ends with EOS, so its tail keeps the end marker and the latest words.
       if (deps.truncatePrompt && prompt.length > MAX_PROMPT_TOKENS) prompt = prompt.slice(prompt.length - MAX_PROMPT_TOKENS);
       if (prompt.length > MAX_PROMPT_TOKENS) {
         throw OpenAIError.invalid(
-          `This model's maximum context length is ${MAX_PROMPT_TOKENS} tokens. However, your messages resulted in ${prompt.length} tokens.`,
+          `This model's maximum context length is ${MAX_PROMPT_TOKENS} tokens. However, your messages resulted in more than ${MAX_PROMPT_TOKENS} tokens.`,
           'messages',
           'context_length_exceeded',
         );
@@ -64,7 +74,7 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
       return;
     }
     const labels = { model: request.model, stream: String(request.stream) };
-    const scheduler = deps.scheduler();
+    const scheduler = model.scheduler();
     if (!scheduler) {
       deps.metrics.completions.inc({ ...labels, outcome: 'rejected' });
       sendOpenAIError(res, new OpenAIError(503, 'The model is still loading; retry shortly.', 'server_error', null, 'model_not_ready'));
@@ -74,12 +84,13 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
 
     const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
     const created = Math.floor(Date.now() / 1000);
-    const choices: Choice[] = Array.from({ length: request.n }, (_, index) => ({ index, text: new ChoiceText(request.stop) }));
+    const choices: Choice[] = Array.from({ length: request.n }, (_, index) => ({ index, text: new ChoiceText(request.stop, model.tokenizer) }));
     const usage = (): Usage => {
       const completion = choices.reduce((n, c) => n + c.text.ids.length, 0);
       return { prompt_tokens: prompt.length, completion_tokens: completion, total_tokens: prompt.length + completion };
     };
-    const stream = request.stream ? new ChunkStream(res, id, created, request.model) : undefined;
+    const withLogprobs = request.topLogprobs !== undefined;
+    const stream = request.stream ? new ChunkStream(res, id, created, request.model, withLogprobs) : undefined;
 
     let done = false;
     let cancelled = false;
@@ -95,20 +106,21 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
             prompt,
             streamed: request.stream || request.stop.length > 0,
             maxTokens: request.maxTokens,
+            topLogprobs: request.topLogprobs,
             sampler: new TokenSampler({
               temperature: request.temperature,
               topP: request.topP,
               // Each choice gets its own stream of random numbers, all derived from the request's seed.
               seed: request.seed === undefined ? undefined : (request.seed + choice.index * 1_000_003) >>> 0,
             }),
-            onToken: (tokenId) => {
-              const stopped = choice.text.push(tokenId);
-              stream?.content(choice.index, choice.text.takeDelta());
+            onToken: (tokenId, logprobs) => {
+              const stopped = choice.text.push(tokenId, logprobs);
+              stream?.content(choice.index, choice.text.takeDelta(), choice.text);
               return stopped;
             },
             onFinish: (reason) => {
               choice.finishReason = reason;
-              stream?.content(choice.index, choice.text.takeDelta(true));
+              stream?.content(choice.index, choice.text.takeDelta(true), choice.text, true);
               stream?.finish(choice.index, reason);
               if (--remaining === 0) resolve();
             },
@@ -153,7 +165,7 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
         choices: choices.map((c) => ({
           index: c.index,
           message: { role: 'assistant', content: c.text.text, refusal: null },
-          logprobs: null,
+          logprobs: withLogprobs ? { content: c.text.logprobs, refusal: null } : null,
           finish_reason: c.finishReason,
         })),
         usage: usage(),
@@ -188,6 +200,7 @@ class ChunkStream {
     private readonly id: string,
     private readonly created: number,
     private readonly model: string,
+    private readonly withLogprobs: boolean,
   ) {}
 
   /** Send headers and each choice's role chunk, then anything generated meanwhile. */
@@ -203,8 +216,11 @@ class ChunkStream {
     for (const event of this.pending.splice(0)) this.res.write(event);
   }
 
-  content(index: number, text: string): void {
-    if (text) this.send([{ index, delta: { content: text }, logprobs: null, finish_reason: null }]);
+  /** A content delta; with log-probabilities, the entries of the tokens it begins travel with it. */
+  content(index: number, text: string, choice: ChoiceText, final = false): void {
+    if (!text) return;
+    const logprobs = this.withLogprobs ? { content: choice.takeLogprobs(final), refusal: null } : null;
+    this.send([{ index, delta: { content: text }, logprobs, finish_reason: null }]);
   }
 
   finish(index: number, reason: FinishReason): void {

@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { MAX_OUTPUT_TOKENS } from './model-spec.js';
+
+/** Most alternatives per position that `top_logprobs` may ask for (OpenAI's limit). */
+export const MAX_TOP_LOGPROBS = 20;
 import { OpenAIError } from './openai-errors.js';
 import type { ChatMessageText, ChatRole } from './tokenizer.js';
 
@@ -19,7 +22,7 @@ const message = z
     path: ['content'],
   });
 
-/** The part of OpenAI's chat completions request that Strata serves; other fields are accepted and ignored. */
+/** The part of OpenAI's chat completions request that Strata serves; fields that change nothing here (user, metadata...) are accepted and ignored, those it cannot honour are refused (refuseUnsupported). */
 const chatRequestSchema = z.object({
   model: z.string().min(1),
   messages: z.array(message).min(1),
@@ -32,6 +35,8 @@ const chatRequestSchema = z.object({
   n: z.number().int().min(1).max(16).nullable().optional(),
   stream: z.boolean().nullable().optional(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullable().optional(),
+  logprobs: z.boolean().nullable().optional(),
+  top_logprobs: z.number().int().min(0).max(MAX_TOP_LOGPROBS).nullable().optional(),
 });
 
 export interface ChatRequest {
@@ -45,6 +50,8 @@ export interface ChatRequest {
   n: number;
   stream: boolean;
   includeUsage: boolean;
+  /** undefined: no logprobs; otherwise the number of most likely alternatives listed per token (0..20). */
+  topLogprobs?: number;
 }
 
 /** Validate a parsed JSON body; the OpenAIError names the offending parameter as OpenAI does. */
@@ -52,6 +59,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw OpenAIError.invalid('The request body must be a JSON object.', null, 'invalid_request_body');
   }
+  refuseUnsupported(body as Record<string, unknown>);
   const result = chatRequestSchema.safeParse(body);
   if (!result.success) {
     const issue = result.error.issues[0]!;
@@ -62,6 +70,9 @@ export function parseChatRequest(body: unknown): ChatRequest {
     throw OpenAIError.invalid(`Invalid '${param}': ${issue.message}.`, param, isTypeError(issue) ? 'invalid_type' : 'invalid_value');
   }
   const r = result.data;
+  if (typeof r.top_logprobs === 'number' && r.logprobs !== true) {
+    throw OpenAIError.invalid("Invalid 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is used.", 'top_logprobs', 'invalid_value');
+  }
   return {
     model: r.model,
     messages: r.messages.map((m) => ({ role: m.role as ChatRole, content: textOf(m.content) })),
@@ -73,7 +84,32 @@ export function parseChatRequest(body: unknown): ChatRequest {
     n: r.n ?? 1,
     stream: r.stream ?? false,
     includeUsage: r.stream_options?.include_usage ?? false,
+    ...(r.logprobs ? { topLogprobs: r.top_logprobs ?? 0 } : {}),
   };
+}
+
+/**
+ * Parameters that would change the answer in ways these models cannot honour are refused (400
+ * unsupported_parameter, naming the parameter), never silently ignored; their neutral values (no tools,
+ * tool_choice "none", text format, zero penalties, an empty logit_bias) are accepted.
+ */
+function refuseUnsupported(body: Record<string, unknown>): void {
+  const present = (v: unknown) => v !== undefined && v !== null;
+  const unsupported = (param: string, why: string): never => {
+    throw OpenAIError.invalid(`Unsupported parameter: '${param}' is not supported by this server: ${why}.`, param, 'unsupported_parameter');
+  };
+  const toolChoice = body.tool_choice;
+  const hasTools = (v: unknown) => Array.isArray(v) ? v.length > 0 : present(v);
+  if (hasTools(body.tools) && toolChoice !== 'none') unsupported('tools', 'the models cannot call tools (tool_choice "none" is accepted)');
+  if (present(toolChoice) && toolChoice !== 'none' && toolChoice !== 'auto') unsupported('tool_choice', 'the models cannot call tools');
+  if (hasTools(body.functions) && body.function_call !== 'none') unsupported('functions', 'the models cannot call functions');
+  const format = body.response_format as { type?: unknown } | null | undefined;
+  if (present(format) && (typeof format !== 'object' || format!.type !== 'text')) unsupported('response_format', 'only {"type": "text"} is supported');
+  for (const penalty of ['presence_penalty', 'frequency_penalty']) {
+    if (present(body[penalty]) && body[penalty] !== 0) unsupported(penalty, 'penalties are not implemented (0 is accepted)');
+  }
+  const bias = body.logit_bias;
+  if (present(bias) && (typeof bias !== 'object' || Object.keys(bias as object).length > 0)) unsupported('logit_bias', 'logit biases are not implemented');
 }
 
 /** A wrong JSON type (as opposed to a value out of range); for a union, only if no alternative got further. */

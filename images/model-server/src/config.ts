@@ -1,13 +1,16 @@
 import { z } from 'zod';
 import { env, loadConfig } from '../../service-kit/src/config.js';
-import { DEFAULT_MODEL_DIR, DEFAULT_MODEL_NAMES, type ModelServerOptions } from './app.js';
+import type { ModelServerOptions } from './app.js';
 
 const schema = z.object({
   MODEL_SERVER_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   PORT: env.port(8000),
   MODEL_SERVER_HOST: z.string().default('0.0.0.0'),
-  MODEL_DIR: z.string().default(DEFAULT_MODEL_DIR),
-  MODEL_NAMES: z.string().default(DEFAULT_MODEL_NAMES.join(',')),
+  /** Either one set: serve that one model (default names strata-tiny); neither: the built-in strata-tiny and strata-verse. */
+  MODEL_DIR: z.string().min(1).optional(),
+  MODEL_NAMES: z.string().optional(),
+  /** Comma-separated keys; when set, /v1 requests need `Authorization: Bearer <one of them>`. */
+  MODEL_SERVER_API_KEYS: z.string().optional(),
   MODEL_SERVER_BATCHING: env.bool(true),
   MODEL_SERVER_MAX_BATCH: env.int(32, 1, 256),
   MODEL_SERVER_BATCH_WINDOW_MS: env.int(3, 0, 1000),
@@ -28,8 +31,9 @@ export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env
   return {
     port: c.MODEL_SERVER_PORT ?? c.PORT,
     host: c.MODEL_SERVER_HOST,
-    modelDir: c.MODEL_DIR,
-    modelNames: c.MODEL_NAMES.split(',').map((s) => s.trim()).filter(Boolean),
+    ...(c.MODEL_DIR ? { modelDir: c.MODEL_DIR } : {}),
+    ...(c.MODEL_NAMES ? { modelNames: list(c.MODEL_NAMES) } : {}),
+    ...(c.MODEL_SERVER_API_KEYS ? { apiKeys: list(c.MODEL_SERVER_API_KEYS) } : {}),
     batching: c.MODEL_SERVER_BATCHING,
     maxBatch: c.MODEL_SERVER_MAX_BATCH,
     batchWindowMs: c.MODEL_SERVER_BATCH_WINDOW_MS,
@@ -41,4 +45,8 @@ export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env
     executionProvider: c.STRATA_EXECUTION_PROVIDER,
     ...(c.MODEL_SERVER_WORKER === undefined ? {} : { worker: c.MODEL_SERVER_WORKER }),
   };
+}
+
+function list(value: string): string[] {
+  return value.split(',').map((s) => s.trim()).filter(Boolean);
 }

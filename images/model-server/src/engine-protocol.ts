@@ -24,6 +24,8 @@ export interface SequenceSpec {
   seed?: number;
   /** Tokens wanted as they come (stream or stop strings); otherwise they may come with the finish. */
   streamed?: boolean;
+  /** Log-probabilities wanted, with this many alternatives per token. */
+  topLogprobs?: number;
 }
 
 /** The HTTP thread sends these in arrays: everything queued during one turn of its event loop in one message. */
@@ -46,6 +48,11 @@ export interface EngineEvents {
   admitted: Numbers;
   /** Pairs: sequence id, generated content token (EOS is not sent: it is a finish). */
   tokens: Numbers;
+  /**
+   * For each token of a sequence that wants log-probabilities, in the order of `tokens`: sequence id,
+   * the token's log-probability, the number k of alternatives, then k pairs (id, log-probability).
+   */
+  logprobs: Numbers;
   /** Pairs: sequence id, 0 = 'stop' (EOS), 1 = 'length'. */
   finished: Numbers;
   errors: Array<[id: number, message: string]>;

@@ -27,7 +27,7 @@ void OnnxTransformer.loadWithFallback(config.modelDir, { threads: config.threads
 
 function serve(model: OnnxTransformer): void {
   const emptyEvents = () => ({
-    admitted: [] as number[], tokens: [] as number[], finished: [] as number[], errors: [] as EngineEvents['errors'],
+    admitted: [] as number[], tokens: [] as number[], logprobs: [] as number[], finished: [] as number[], errors: [] as EngineEvents['errors'],
     steps: [] as number[], firstTokens: [] as number[], nextTokens: [] as number[],
   });
   let pending = emptyEvents();
@@ -41,16 +41,16 @@ function serve(model: OnnxTransformer): void {
       const e = pending;
       pending = emptyEvents();
       // Every list is a view of one buffer, transferred rather than cloned: one block of memory per step.
-      const lists = [e.admitted, e.tokens, e.finished, e.steps, e.firstTokens, e.nextTokens];
+      const lists = [e.admitted, e.tokens, e.logprobs, e.finished, e.steps, e.firstTokens, e.nextTokens];
       const data = new Float64Array(lists.reduce((n, a) => n + a.length, 0));
       let at = 0;
-      const [admitted, tokens, finished, steps, firstTokens, nextTokens] = lists.map((a) => {
+      const [admitted, tokens, logprobs, finished, steps, firstTokens, nextTokens] = lists.map((a) => {
         data.set(a, at);
         at += a.length;
         return data.subarray(at - a.length, at);
       });
       port.postMessage(
-        { t: 'events', admitted, tokens, finished, errors: e.errors, steps, firstTokens, nextTokens } satisfies FromWorker,
+        { t: 'events', admitted, tokens, logprobs, finished, errors: e.errors, steps, firstTokens, nextTokens } satisfies FromWorker,
         [data.buffer],
       );
     });
@@ -108,8 +108,10 @@ function serve(model: OnnxTransformer): void {
             queueFlush();
           },
           // The HTTP thread matches stop strings and cancels the sequence when one matches.
-          onToken: (token) => {
+          topLogprobs: s.topLogprobs,
+          onToken: (token, logprobs) => {
             pending.tokens.push(s.id, token);
+            if (logprobs) pending.logprobs.push(s.id, logprobs.logprob, logprobs.top.length / 2, ...logprobs.top);
             if (s.streamed) queueFlush();
             return false;
           },

@@ -1,7 +1,7 @@
 import { DecodeBatch } from './decode-batch.js';
 import { MODEL_DIMS, SPECIAL_TOKENS } from './model-spec.js';
 import type { EncodedPrompt, OnnxTransformer } from './onnx-transformer.js';
-import type { TokenSampler } from './token-sampler.js';
+import { tokenLogprobs, type TokenLogprobs, type TokenSampler } from './token-sampler.js';
 
 // Module-local copies of the constants used per token (in the worker these modules are CommonJS,
 // where each use of an import is a getter call).
@@ -15,8 +15,13 @@ export interface SequenceRequest {
   prompt: readonly number[];
   maxTokens: number;
   sampler: TokenSampler;
-  /** Each generated content token (EOS is not passed); return true to end the sequence here (a stop string matched). */
-  onToken(id: number): boolean;
+  /**
+   * Each generated content token (EOS is not passed), with its log-probabilities when topLogprobs is
+   * set; return true to end the sequence here (a stop string matched).
+   */
+  onToken(id: number, logprobs?: TokenLogprobs): boolean;
+  /** Report each token's log-probability and this many most likely alternatives (0..20); unset: none. */
+  topLogprobs?: number;
   onFinish(reason: FinishReason): void;
   onError(err: Error): void;
   /** The sequence left the queue and joined the running batch (optional). */
@@ -261,7 +266,8 @@ export class GenerationScheduler implements SequenceQueue {
     s.generated++;
     let stopMatched: boolean;
     try {
-      stopMatched = s.request.onToken(token);
+      const k = s.request.topLogprobs;
+      stopMatched = s.request.onToken(token, k === undefined ? undefined : tokenLogprobs(logits, row * VOCAB, token, k));
     } catch (err) {
       s.request.onError(err instanceof Error ? err : new Error(String(err)));
       return true;

@@ -55,3 +55,39 @@ export class TokenSampler {
     return candidates[kept - 1]!.id;
   }
 }
+
+/** The log-probability of a generated token and the most likely alternatives, over the tokens a model may generate. */
+export interface TokenLogprobs {
+  logprob: number;
+  /** Pairs: id, log-probability; most likely first. */
+  top: number[];
+}
+
+/**
+ * Log-probabilities from one row of raw logits (before temperature and top_p, as OpenAI and vLLM
+ * report them), normalised over EOS and the content ids (the only ids the sampler may pick).
+ */
+export function tokenLogprobs(logits: Float32Array, offset: number, token: number, topCount: number): TokenLogprobs {
+  let max = logits[offset + EOS]!;
+  for (let id = FIRST_CONTENT; id < V; id++) if (logits[offset + id]! > max) max = logits[offset + id]!;
+  let sum = Math.exp(logits[offset + EOS]! - max);
+  for (let id = FIRST_CONTENT; id < V; id++) sum += Math.exp(logits[offset + id]! - max);
+  const logZ = max + Math.log(sum);
+  const top: number[] = [];
+  if (topCount > 0) {
+    // A partial selection: topCount (at most 20) passes keep the best ids seen, in order.
+    const best: Array<{ id: number; v: number }> = [];
+    const consider = (id: number) => {
+      const v = logits[offset + id]!;
+      if (best.length === topCount && v <= best[best.length - 1]!.v) return;
+      let at = best.length;
+      while (at > 0 && best[at - 1]!.v < v) at--;
+      best.splice(at, 0, { id, v });
+      if (best.length > topCount) best.pop();
+    };
+    consider(EOS);
+    for (let id = FIRST_CONTENT; id < V; id++) consider(id);
+    for (const b of best) top.push(b.id, b.v - logZ);
+  }
+  return { logprob: logits[offset + token]! - logZ, top };
+}

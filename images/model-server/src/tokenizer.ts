@@ -21,10 +21,11 @@ export interface ChatMessageText {
  * (10..999) is that id; any other word is hashed (FNV-1a) into the content range, so every prompt
  * tokenizes and equal words always get equal ids.
  */
-export function tokenizeText(text: string): number[] {
+export function tokenizeText(text: string, limit = Number.POSITIVE_INFINITY): number[] {
   const ids: number[] = [];
-  for (const word of text.split(/\s+/)) {
-    if (!word) continue;
+  const words = /\S+/g;
+  for (let m = words.exec(text); m && ids.length <= limit; m = words.exec(text)) {
+    const word = m[0];
     if (/^\d+$/.test(word)) {
       const n = Number(word);
       if (n >= FIRST_CONTENT_TOKEN && n < MODEL_DIMS.vocabSize) {
@@ -39,10 +40,12 @@ export function tokenizeText(text: string): number[] {
 
 /** How a model turns text into content ids and generated ids back into text. */
 export interface ModelTokenizer {
-  /** Content ids of a message's text. */
-  encode(text: string): number[];
+  /** Content ids of a message's text; with a limit, it may stop once more than `limit` ids are out. */
+  encode(text: string, limit?: number): number[];
   /** The text one generated id adds to the answer; `first` when it starts the answer. */
   tokenText(id: number, first: boolean): string;
+  /** The model reads only the last user message of a chat (as it was trained); otherwise every message. */
+  readonly lastUserMessageOnly?: boolean;
 }
 
 /** strata-tiny's contract: integers are ids, other words hashed; the answer is the ids joined by single spaces. */
@@ -54,13 +57,17 @@ export const ID_TOKENIZER: ModelTokenizer = {
 /**
  * The encoder prompt: every message as its role marker followed by its text's ids, then EOS. Built by
  * appending one id at a time: a prompt of any size (the body limit allows ~1 MB) never becomes a
- * function call's argument list.
+ * function call's argument list. With a limit, encoding stops once the prompt is longer than that
+ * (the result is then cut short: only its length past the limit matters). A model that reads only
+ * the last user message gets that message alone.
  */
-export function encodeChat(messages: readonly ChatMessageText[], tokenizer: ModelTokenizer = ID_TOKENIZER): number[] {
+export function encodeChat(messages: readonly ChatMessageText[], tokenizer: ModelTokenizer = ID_TOKENIZER, limit = Number.POSITIVE_INFINITY): number[] {
   const ids: number[] = [];
-  for (const m of messages) {
+  const read = tokenizer.lastUserMessageOnly ? messages.filter((m) => m.role === 'user').slice(-1) : messages;
+  for (const m of read) {
+    if (ids.length > limit) return ids;
     ids.push(ROLE_TOKENS[m.role]);
-    for (const id of tokenizer.encode(m.content)) ids.push(id);
+    for (const id of tokenizer.encode(m.content, limit - ids.length)) ids.push(id);
   }
   ids.push(SPECIAL_TOKENS.EOS);
   return ids;

@@ -5,6 +5,7 @@ import {
   EngineUnavailableError, QueueFullError,
   type SchedulerObserver, type SequenceHandle, type SequenceQueue, type SequenceRequest,
 } from './generation-scheduler.js';
+import type { TokenLogprobs } from './token-sampler.js';
 
 const BOOTSTRAP = new URL('./engine-worker-bootstrap.mjs', import.meta.url);
 const ENGINE_WORKER = new URL('./engine-worker.ts', import.meta.url);
@@ -100,6 +101,7 @@ export class WorkerEngine implements SequenceQueue {
       const { temperature, topP, seed } = request.sampler.params;
       const spec: SequenceSpec = {
         id: ids[i]!, maxTokens: request.maxTokens, temperature, topP, ...(seed === undefined ? {} : { seed }), ...(request.streamed ? { streamed: true } : {}),
+        ...(request.topLogprobs === undefined ? {} : { topLogprobs: request.topLogprobs }),
       };
       const specs = byPrompt.get(request.prompt);
       if (specs) specs.push(spec);
@@ -228,13 +230,15 @@ export class WorkerEngine implements SequenceQueue {
       for (const seconds of e.nextTokens) observer.nextToken(seconds);
     }
     const stopped: number[] = [];
+    const logprobs = logprobsBySequence(e.logprobs);
     for (let i = 0; i < e.tokens.length; i += 2) {
       const id = e.tokens[i]!;
       const s = this.sequences.get(id);
+      const tokenLogprobs = logprobs?.get(id)?.shift();
       if (!s) continue; // cancelled or stopped here; the worker has not heard yet
       let stop: boolean;
       try {
-        stop = s.request.onToken(e.tokens[i + 1]!);
+        stop = s.request.onToken(e.tokens[i + 1]!, tokenLogprobs);
       } catch (err) {
         this.remove(id);
         stopped.push(id);
@@ -284,6 +288,22 @@ export class WorkerEngine implements SequenceQueue {
   private report(): void {
     this.opts.observer?.queueChanged(this.waitingCount, this.sequences.size - this.waitingCount);
   }
+}
+
+/** The `logprobs` list of an events message, per sequence in token order (undefined when empty: the usual case). */
+function logprobsBySequence(list: EngineEvents['logprobs'] | undefined): Map<number, TokenLogprobs[]> | undefined {
+  if (!list || list.length === 0) return undefined;
+  const bySequence = new Map<number, TokenLogprobs[]>();
+  for (let i = 0; i < list.length;) {
+    const id = list[i]!;
+    const k = list[i + 2]!;
+    const entry = { logprob: list[i + 1]!, top: Array.from(list.slice(i + 3, i + 3 + 2 * k)) };
+    i += 3 + 2 * k;
+    const entries = bySequence.get(id);
+    if (entries) entries.push(entry);
+    else bySequence.set(id, [entry]);
+  }
+  return bySequence;
 }
 
 function finish(request: SequenceRequest, reason: 'stop' | 'length'): void {

@@ -1,0 +1,53 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BpeTokenizer, type BpeTokenizerFile } from './bpe-tokenizer.js';
+import { MAX_OUTPUT_TOKENS, MAX_PROMPT_TOKENS, MODEL_DIMS } from './model-spec.js';
+import { ID_TOKENIZER, type ModelTokenizer } from './tokenizer.js';
+
+/** The trained strata-tiny committed with the image (the built-in models live under it). */
+export const DEFAULT_MODEL_DIR = fileURLToPath(new URL('../model', import.meta.url));
+
+/** One set of weights and the names it answers to. */
+export interface ModelSource {
+  names: string[];
+  /** Folder with encoder.onnx, decoder.onnx and, for a text model, tokenizer.json. */
+  dir: string;
+}
+
+/**
+ * The built-in models: strata-tiny answers content ids (its contract: the ids joined by spaces),
+ * strata-verse answers verse through its own BPE tokenizer.
+ */
+export const BUILT_IN_MODELS: readonly ModelSource[] = [
+  { names: ['strata-tiny'], dir: DEFAULT_MODEL_DIR },
+  { names: ['strata-verse'], dir: path.join(DEFAULT_MODEL_DIR, 'strata-verse') },
+];
+
+/** A folder's tokenizer: its tokenizer.json (BPE) when there is one, else strata-tiny's id tokenizer. */
+export async function loadTokenizer(dir: string): Promise<ModelTokenizer> {
+  let text: string;
+  try {
+    text = await readFile(path.join(dir, 'tokenizer.json'), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return ID_TOKENIZER;
+    throw err;
+  }
+  return new BpeTokenizer(JSON.parse(text) as BpeTokenizerFile);
+}
+
+/**
+ * A /v1/models entry. Beside OpenAI's fields, the context as vLLM states it (`max_model_len`: prompt
+ * and answer positions together) and each part's own limit, so that clients can size `max_tokens`.
+ */
+export function modelObject(id: string, created: number) {
+  return {
+    id,
+    object: 'model',
+    created,
+    owned_by: 'strata',
+    max_model_len: MODEL_DIMS.maxPositions,
+    max_prompt_tokens: MAX_PROMPT_TOKENS,
+    max_output_tokens: MAX_OUTPUT_TOKENS,
+  };
+}
