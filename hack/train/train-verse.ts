@@ -1,0 +1,165 @@
+/**
+ * `npm run train-model` (or `-- --model strata-verse`): trains strata-verse, the same transformer as
+ * strata-tiny, to answer the poem app's requests with verse. The corpus is the songs and poems file of
+ * Debian's `fortunes` package (`apt-get install fortunes`, BSD licence). Steps:
+ *   1. learn a 990-piece BPE tokenizer on the corpus (content ids 10..999; the special ids as strata-tiny's);
+ *   2. cut stanzas into examples (answer = up to 32 tokens of whole lines; prompt = the poem app's own
+ *      request on a theme word from the answer: its user message, the only one this model reads), hold
+ *      out 5 % of the stanzas;
+ *   3. train with tfjs (wasm backend) with a progress bar, then report the held-out loss and perplexity
+ *      beside a unigram baseline's, and write images/model-server/model/strata-verse/{encoder.onnx,
+ *      decoder.onnx, tokenizer.json, model-card.json, training-log.csv}.
+ * Everything random comes from --seed: the same seed and options give the same model.
+ *
+ * Options: --steps N (default 200)  --seconds N (a safety cap, default 3600: a run it cuts short is not
+ *          reproducible, and says so)  --batch N (default 16)
+ *          --lr X (peak learning rate, default 0.002)  --seed N (default 7)  --corpus FILE  --out DIR
+ *          --checkpoint DIR (raw weights, default data/train-verse)
+ */
+import { appendFile, copyFile, mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import * as tf from '@tensorflow/tfjs';
+import '@tensorflow/tfjs-backend-wasm';
+import cliProgress from 'cli-progress';
+import { BpeTokenizer, trainBpe, type BpeTokenizerFile } from '../../images/model-server/src/bpe-tokenizer.js';
+import { CONTENT_TOKEN_COUNT, MAX_PROMPT_TOKENS, MODEL_DIMS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
+import { mulberry32 } from '../../images/model-server/src/random.js';
+import { exportDecoder, exportEncoder } from './export-onnx.js';
+import { evaluateLoss, saveCheckpoint, toArrays, trainStep } from './training-step.js';
+import { TfTransformer, initWeights } from './transformer-tf.js';
+import { DEFAULT_CORPUS, MAX_ANSWER_TOKENS, makeExamples, makeVerseBatch, readStanzas, unigramLoss, type VerseExample } from './verse-corpus.js';
+
+const { values: args } = parseArgs({
+  options: {
+    model: { type: 'string', default: 'strata-verse' },
+    seconds: { type: 'string', default: '3600' },
+    steps: { type: 'string', default: '200' },
+    batch: { type: 'string', default: '16' },
+    lr: { type: 'string', default: '0.002' },
+    seed: { type: 'string', default: '7' },
+    corpus: { type: 'string', default: DEFAULT_CORPUS },
+    out: { type: 'string', default: 'images/model-server/model/strata-verse' },
+    checkpoint: { type: 'string', default: 'data/train-verse' },
+  },
+});
+const seed = Number(args.seed);
+const maxSteps = Number(args.steps);
+const budgetMs = Number(args.seconds) * 1000;
+const batchSize = Number(args.batch);
+const baseLr = Number(args.lr);
+const outDir = path.resolve(args.out);
+const checkpointDir = path.resolve(args.checkpoint);
+const HELD_OUT_SHARE = 0.05;
+const WARMUP = 60;
+
+await tf.setBackend('wasm');
+await tf.ready();
+await mkdir(outDir, { recursive: true });
+await mkdir(checkpointDir, { recursive: true });
+
+const stanzas = await readStanzas(args.corpus);
+const tokenizerFile: BpeTokenizerFile = { ...trainBpe(stanzas.join('\n\n')), prompt: 'last-user' };
+const tokenizer = new BpeTokenizer(tokenizerFile);
+const rand = mulberry32(seed);
+// Held-out stanzas are chosen before any example is made, so no line of them is ever trained on.
+const shuffled = shuffle([...stanzas], rand);
+const heldOutCount = Math.max(1, Math.round(shuffled.length * HELD_OUT_SHARE));
+const heldOut = makeExamples(shuffled.slice(0, heldOutCount), tokenizer, rand);
+const trainSet = makeExamples(shuffled.slice(heldOutCount), tokenizer, rand);
+console.log(`corpus: ${stanzas.length} stanzas from ${args.corpus}; tokenizer: ${tokenizerFile.pieces.length} pieces; ` +
+  `${trainSet.length} training and ${heldOut.length} held-out examples (${trainSet.reduce((n, e) => n + e.answer.length, 0)} answer tokens)`);
+
+const weights = initWeights(seed);
+const model = new TfTransformer(weights);
+const training = await train();
+await saveCheckpoint(weights, checkpointDir);
+const heldOutBatches = chunks(heldOut, batchSize).map(makeVerseBatch);
+const heldOutLoss = await evaluateLoss(model, heldOutBatches);
+const baselineLoss = unigramLoss(trainSet, heldOut, CONTENT_TOKEN_COUNT + 1);
+const evaluation = {
+  heldOutExamples: heldOut.length,
+  heldOutLoss: round(heldOutLoss),
+  heldOutPerplexity: round(Math.exp(heldOutLoss)),
+  unigramBaselineLoss: round(baselineLoss),
+  unigramBaselinePerplexity: round(Math.exp(baselineLoss)),
+};
+console.log(`held-out: loss ${evaluation.heldOutLoss} nats/token, perplexity ${evaluation.heldOutPerplexity}; ` +
+  `unigram baseline: loss ${evaluation.unigramBaselineLoss}, perplexity ${evaluation.unigramBaselinePerplexity}`);
+await exportModel({ ...training, evaluation });
+
+async function train(): Promise<Record<string, unknown>> {
+  const optimizer = tf.train.adam(baseLr, 0.9, 0.98, 1e-9);
+  const logPath = path.join(checkpointDir, 'training-log.csv');
+  await writeFile(logPath, 'step,loss,token_accuracy,elapsed_s\n');
+  const bar = new cliProgress.SingleBar(
+    { format: 'training strata-verse |{bar}| {value}/{total} steps | loss {loss} | token acc {acc} | {elapsed}s', hideCursor: true, noTTYOutput: true, notTTYSchedule: 10_000 },
+    cliProgress.Presets.shades_classic,
+  );
+  bar.start(maxSteps, 0, { loss: '-', acc: '-', elapsed: 0 });
+  const started = Date.now();
+  let order: VerseExample[] = [];
+  let step = 0;
+  let lastLoss = NaN;
+  let recentAccuracy = 0;
+  while (step < maxSteps && Date.now() - started < budgetMs) {
+    if (order.length < batchSize) order = shuffle([...trainSet], rand);
+    const batch = makeVerseBatch(order.splice(0, batchSize));
+    (optimizer as unknown as { learningRate: number }).learningRate = baseLr * Math.min((step + 1) / WARMUP, Math.sqrt(WARMUP / (step + 1)));
+    const [loss, accuracy] = trainStep(model, optimizer, batch);
+    lastLoss = (await loss.data())[0]!;
+    const acc = (await accuracy.data())[0]!;
+    loss.dispose();
+    accuracy.dispose();
+    step++;
+    recentAccuracy = step === 1 ? acc : 0.95 * recentAccuracy + 0.05 * acc;
+    const elapsed = (Date.now() - started) / 1000;
+    bar.update(step, { loss: lastLoss.toFixed(4), acc: recentAccuracy.toFixed(3), elapsed: elapsed.toFixed(0) });
+    await appendFile(logPath, `${step},${lastLoss.toFixed(5)},${acc.toFixed(4)},${elapsed.toFixed(1)}\n`);
+  }
+  bar.stop();
+  const seconds = Math.round((Date.now() - started) / 1000);
+  console.log(`trained ${step} steps in ${seconds} s, final loss ${lastLoss.toFixed(4)}`);
+  const cutShort = step < maxSteps;
+  if (cutShort) console.warn(`the time budget (--seconds ${args.seconds}) ended training before --steps ${maxSteps}: this model depends on the machine's speed, not only on the seed`);
+  return { steps: step, ...(cutShort ? { cutShortByTimeBudget: true } : {}), batchSize, learningRate: baseLr, warmupSteps: WARMUP, seed, seconds, finalLoss: round(lastLoss), backend: tf.getBackend() };
+}
+
+async function exportModel(trainingReport: Record<string, unknown>): Promise<void> {
+  const arrays = await toArrays(weights);
+  await writeFile(path.join(outDir, 'encoder.onnx'), exportEncoder(arrays));
+  await writeFile(path.join(outDir, 'decoder.onnx'), exportDecoder(arrays));
+  await writeFile(path.join(outDir, 'tokenizer.json'), JSON.stringify(tokenizerFile) + '\n');
+  await copyFile(path.join(checkpointDir, 'training-log.csv'), path.join(outDir, 'training-log.csv'));
+  const card = {
+    name: 'strata-verse',
+    architecture: 'encoder-decoder transformer, pre-LayerNorm, sinusoidal positions, tied input/output embeddings, ReLU feed-forward (as strata-tiny)',
+    dims: MODEL_DIMS,
+    parameters: [...arrays.values()].reduce((n, w) => n + w.data.length, 0),
+    specialTokens: SPECIAL_TOKENS,
+    tokenizer: `BPE over characters, ${tokenizerFile.pieces.length} pieces (content ids 10..${9 + tokenizerFile.pieces.length}), ${tokenizerFile.merges.length} merges: tokenizer.json`,
+    promptFormat: `the last user message only: USER token, its text's BPE ids, EOS (at most ${MAX_PROMPT_TOKENS} tokens); trained on the poem app's requests`,
+    task: `verse: an answer of at most ${MAX_ANSWER_TOKENS} tokens of whole lines of a stanza`,
+    corpus: { file: args.corpus, package: 'fortunes (Debian)', licence: 'BSD (see /usr/share/doc/fortunes/copyright)', stanzas: stanzas.length },
+    files: { encoder: 'encoder.onnx', decoder: 'decoder.onnx', tokenizer: 'tokenizer.json', lossLog: 'training-log.csv' },
+    training: trainingReport,
+  };
+  await writeFile(path.join(outDir, 'model-card.json'), JSON.stringify(card, null, 2) + '\n');
+  console.log(`wrote ${outDir}/encoder.onnx, decoder.onnx, tokenizer.json, model-card.json`);
+}
+
+function shuffle<T>(items: T[], random: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
