@@ -82,8 +82,10 @@ describe('poem-app page in Chromium', function () {
     await poem.waitFor({ state: 'visible' });
     const expected = poemFor('"harbour lights"');
     expect(await poem.locator('.poem__line').allTextContents()).to.deep.equal(expected.split('\n'));
-    expect(await page.locator('#poem-meta').textContent()).to.equal('Sonnet · “harbour lights”');
-    expect(await page.getByRole('status').textContent()).to.match(/sonnet is ready/);
+    expect(await page.locator('#poem-meta').textContent()).to.equal('Sonnet · “harbour lights” · written by strata-test-model');
+    expect(await page.getByRole('status').textContent()).to.match(/sonnet by strata-test-model is ready/);
+    // Which model writes here, and how to use a real provider.
+    expect(await page.locator('#model-note').textContent()).to.include('strata-test-model').and.include('API_BASE_URL').and.include('API_KEY').and.include('API_MODEL');
     const sent = upstream.received.at(-1)!;
     expect(sent.body.messages?.[1]?.content).to.include('sonnet').and.include('"harbour lights"');
 
@@ -108,6 +110,41 @@ describe('poem-app page in Chromium', function () {
     expect(await poem.locator('.poem__line').allTextContents()).to.deep.equal(expected.split('\n'));
     expect(await page.locator('#download').isEnabled()).to.equal(true);
     expect(await page.locator('#save').isDisabled()).to.equal(true);
+  });
+
+  it('deletes a saved poem from history', async () => {
+    await page.goto(app.url);
+    await page.waitForFunction(() => !(document.getElementById('poem-type') as HTMLSelectElement).disabled);
+    await page.getByLabel('Theme').fill('a poem to delete');
+    await page.getByRole('button', { name: 'Generate' }).click();
+    await page.locator('#poem-text').waitFor({ state: 'visible' });
+    await page.getByRole('button', { name: /Save to history/ }).click();
+    const entry = page.locator('.history__entry', { hasText: 'a poem to delete' });
+    await entry.waitFor();
+    await page.getByRole('button', { name: /Delete the .* on “a poem to delete”/ }).click();
+    await entry.waitFor({ state: 'detached' });
+    expect(await page.getByRole('status').textContent()).to.match(/Deleted the .* on “a poem to delete”/);
+    // The poem on screen may be saved again.
+    expect(await page.locator('#save').isEnabled()).to.equal(true);
+    await page.reload();
+    await page.locator('#history-list, #history-empty').first().waitFor();
+    expect(await page.locator('.history__entry', { hasText: 'a poem to delete' }).count()).to.equal(0);
+  });
+
+  it('explains an upstream refusal in the banner: what went wrong and which setting to change', async () => {
+    await page.goto(app.url);
+    await page.waitForFunction(() => !(document.getElementById('poem-type') as HTMLSelectElement).disabled);
+    upstream.behave({ kind: 'error', status: 401, message: 'Incorrect API key provided' });
+    try {
+      await page.getByLabel('Theme').fill('storm');
+      await page.getByRole('button', { name: 'Generate' }).click();
+      const status = page.locator('#status .status--error');
+      await status.waitFor();
+      expect(await status.textContent()).to.match(/refused the poem app's API key \(HTTP 401\): Incorrect API key provided/);
+      expect(await status.locator('.status__hint').textContent()).to.include('API_KEY').and.include('API_BASE_URL');
+    } finally {
+      upstream.behave({ kind: 'poem', content: (req) => poemFor(req.body.messages?.[1]?.content ?? '') });
+    }
   });
 
   it('works from the keyboard: Enter in the theme field generates', async () => {

@@ -17,6 +17,7 @@ import { PoemMetrics } from './poem-metrics.js';
 import { PoemStore } from './poem-store.js';
 import { Poet } from './poet.js';
 import { poemApi } from './routes.js';
+import { writeAccess } from './write-access.js';
 
 export const SERVICE_NAME = 'poem-app';
 
@@ -48,14 +49,18 @@ export async function startPoemApp(opts: StartPoemAppOptions): Promise<RunningSe
     const app = createApp(service);
     app.use(httpMetrics(registry).middleware);
     app.use(securityHeaders);
-    app.use('/api', poemApi({ store, poet: new Poet(opts.upstream), metrics: new PoemMetrics(registry), logger }), apiNotFound);
+    const writes = writeAccess(opts.host, opts.apiKey);
+    app.use('/api', poemApi({ store, poet: new Poet(opts.upstream), metrics: new PoemMetrics(registry), logger, writes }), apiNotFound);
+    // Browsers ask for /favicon.ico whatever the page links: the page's SVG icon answers it.
+    app.get('/favicon.ico', (_req, res) => res.type('image/svg+xml').sendFile(path.join(WEB_DIR, 'favicon.svg'), { maxAge: opts.production ? '1h' : 0 }));
     app.use(express.static(WEB_DIR, { index: 'index.html', maxAge: opts.production ? '1h' : 0 }));
     app.use(errorHandler(logger));
     const running = await listen(app, { ...service, port: opts.port, host: opts.host });
     logger.info(
-      { database: opts.databasePath, upstream: opts.upstream.baseUrl, model: opts.upstream.model },
+      { database: opts.databasePath, upstream: opts.upstream.baseUrl, model: opts.upstream.model, historyWrites: writes.mode },
       'poem app ready',
     );
+    if (writes.mode === 'disabled') logger.warn('poem history writes are off: the app listens beyond localhost without POEM_APP_API_KEY');
     return running;
   } catch (err) {
     store.close();

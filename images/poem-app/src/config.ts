@@ -12,6 +12,8 @@ export interface PoemAppConfig {
   logLevel?: string;
   /** Serve the page without HTTP caching (development). */
   production?: boolean;
+  /** Key that history writes (save, delete) need; unset: writes are open on loopback only. */
+  apiKey?: string;
 }
 
 export interface UpstreamConfig {
@@ -27,7 +29,7 @@ export interface UpstreamConfig {
 
 export const DEFAULT_DATABASE_URL = 'file:./data/poems.db';
 export const DEFAULT_API_BASE_URL = 'http://127.0.0.1:8000/v1';
-export const DEFAULT_MODEL = 'strata-tiny';
+export const DEFAULT_MODEL = 'strata-verse';
 
 const schema = z.object({
   PORT: env.port(3000),
@@ -56,6 +58,7 @@ const schema = z.object({
   API_MAX_RETRIES: env.int(0, 0, 5),
   API_MAX_TOKENS: env.int(256, 1, 4096),
   API_TEMPERATURE: z.coerce.number().min(0).max(2).default(0.9),
+  POEM_APP_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
 });
 
 /** Read the poem app's configuration from env; throws a ConfigError naming every bad variable. */
@@ -67,6 +70,7 @@ export function loadPoemAppConfig(source: NodeJS.ProcessEnv = process.env): Poem
     databasePath: c.DATABASE_URL,
     logLevel: c.LOG_LEVEL,
     production: c.NODE_ENV === 'production',
+    ...(c.POEM_APP_API_KEY ? { apiKey: c.POEM_APP_API_KEY } : {}),
     upstream: {
       baseUrl: c.API_BASE_URL,
       apiKey: c.API_KEY || c.OPENAI_API_KEY || 'not-needed',

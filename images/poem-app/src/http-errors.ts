@@ -6,8 +6,11 @@ export interface ErrorDetail {
   message: string;
 }
 
-/** An error meant for the client: rendered as `{error: {code, message, details?}}` with its status. */
+/** An error meant for the client: rendered as `{error: {code, message, details?, hint?}}` with its status. */
 export class HttpError extends Error {
+  /** What the person can do about it (shown under the message). */
+  hint?: string;
+
   constructor(
     readonly status: number,
     readonly code: string,
@@ -18,8 +21,8 @@ export class HttpError extends Error {
     this.name = 'HttpError';
   }
 
-  toJSON(): { error: { code: string; message: string; details?: ErrorDetail[] } } {
-    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
+  toJSON(): { error: { code: string; message: string; details?: ErrorDetail[]; hint?: string } } {
+    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}), ...(this.hint ? { hint: this.hint } : {}) } };
   }
 }
 

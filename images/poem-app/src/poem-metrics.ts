@@ -7,6 +7,7 @@ export class PoemMetrics {
   readonly generations: Counter<'type' | 'outcome'>;
   readonly generationSeconds: Histogram<'outcome'>;
   readonly saved: Counter<'type'>;
+  readonly deleted: Counter;
 
   constructor(registry: Registry) {
     this.generations = new Counter({
@@ -28,5 +29,6 @@ export class PoemMetrics {
       labelNames: ['type'] as const,
       registers: [registry],
     });
+    this.deleted = new Counter({ name: 'poems_deleted_total', help: 'Poems deleted from history', registers: [registry] });
   }
 }

@@ -81,6 +81,11 @@ export class PoemStore {
     return rows.map(toPoem);
   }
 
+  /** Delete one poem; false when there was none with that id. */
+  remove(id: number): boolean {
+    return this.db.prepare('DELETE FROM poems WHERE id = ?').run(id).changes > 0;
+  }
+
   /** Throws when the database is closed or unreadable (used by /readyz). */
   ping(): void {
     this.db.prepare('SELECT 1').get();

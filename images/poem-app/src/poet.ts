@@ -13,9 +13,11 @@ export class UpstreamError extends HttpError {
     message: string,
     /** What the client library reported (e.g. ECONNREFUSED), for the log only. */
     readonly upstreamReason?: string,
+    hint?: string,
   ) {
     super(502, `upstream_${failure === 'upstream_error' ? 'error' : failure}`, message);
     this.name = 'UpstreamError';
+    if (hint) this.hint = hint;
   }
 }
 
@@ -52,6 +54,34 @@ export class Poet {
     return this.config.model;
   }
 
+  /** Where the poems come from, for the page: the model and the upstream's origin (never its key). */
+  get upstream(): { model: string; origin: string } {
+    return { model: this.config.model, origin: new URL(this.config.baseUrl).origin };
+  }
+
+  /** The upstream's own output limit, once it has been read. */
+  private upstreamLimit: number | undefined;
+
+  /**
+   * max_tokens for a request: API_MAX_TOKENS, lowered to what the upstream says its model can answer
+   * (Strata's model server lists max_output_tokens in /v1/models, vLLM max_model_len); an upstream
+   * that says nothing (OpenAI) or cannot be asked leaves API_MAX_TOKENS as it is.
+   */
+  async maxTokens(signal?: AbortSignal): Promise<number> {
+    if (this.upstreamLimit === undefined) {
+      try {
+        const model = (await this.client.models.retrieve(this.config.model, { signal, timeout: Math.min(this.config.timeoutMs, 5_000) })) as unknown as Record<string, unknown>;
+        const limit = [model.max_output_tokens, model.max_model_len].find((v): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0);
+        this.upstreamLimit = limit ?? Number.POSITIVE_INFINITY;
+      } catch (err) {
+        // A 4xx (no such route or model) is an answer: no limit to learn. Other failures: ask again next time.
+        if (err instanceof OpenAI.APIError && err.status !== undefined && err.status >= 400 && err.status < 500) this.upstreamLimit = Number.POSITIVE_INFINITY;
+        else return this.config.maxTokens;
+      }
+    }
+    return Math.min(this.config.maxTokens, this.upstreamLimit);
+  }
+
   async write(type: PoemType, theme: string, signal?: AbortSignal): Promise<string> {
     let completion: OpenAI.Chat.ChatCompletion;
     try {
@@ -59,7 +89,7 @@ export class Poet {
         {
           model: this.config.model,
           messages: buildPoemMessages(type, theme),
-          max_tokens: this.config.maxTokens,
+          max_tokens: await this.maxTokens(signal),
           temperature: this.config.temperature,
         },
         { signal },
@@ -85,9 +115,29 @@ function toUpstreamError(err: unknown, config: UpstreamConfig): UpstreamError {
   }
   if (err instanceof OpenAI.APIError) {
     const detail = err.error && typeof err.error === 'object' && 'message' in err.error ? `: ${String(err.error.message)}` : '';
+    const status = err.status ?? 0;
+    if (status >= 400 && status < 500) {
+      const { message, hint } = explainRefusal(status, config, detail);
+      return new UpstreamError('upstream_error', message, reason, hint);
+    }
     return new UpstreamError('upstream_error', `the poem service failed (HTTP ${err.status ?? '?'})${detail}`, reason);
   }
   return new UpstreamError('upstream_error', `the poem service sent an unusable answer: ${(err as Error)?.message ?? String(err)}`, reason);
+}
+
+const PROVIDER_HINT = 'To use another provider, set API_BASE_URL (an OpenAI-compatible /v1 URL), API_KEY and API_MODEL for the poem app and restart it.';
+
+/** An upstream 4xx is a configuration problem on this side: say which setting to look at. */
+function explainRefusal(status: number, config: UpstreamConfig, detail: string): { message: string; hint: string } {
+  const where = `the model service at ${new URL(config.baseUrl).origin}`;
+  if (status === 401 || status === 403) {
+    return { message: `${where} refused the poem app's API key (HTTP ${status})${detail}`, hint: `Set API_KEY to a key that service accepts. ${PROVIDER_HINT}` };
+  }
+  if (status === 404) {
+    return { message: `${where} does not serve the model '${config.model}' (HTTP 404)${detail}`, hint: `Set API_MODEL to a model listed by ${normalizeBaseUrl(config.baseUrl)}/models, or API_BASE_URL to a provider that serves it.` };
+  }
+  if (status === 429) return { message: `${where} is rate-limiting the poem app (HTTP 429)${detail}`, hint: `Wait a moment and try again, or raise the quota of API_KEY with that provider.` };
+  return { message: `${where} rejected the request for model '${config.model}' (HTTP ${status})${detail}`, hint: `Check API_MODEL and API_MAX_TOKENS against what that service allows. ${PROVIDER_HINT}` };
 }
 
 function describe(err: unknown): string {

@@ -6,21 +6,28 @@ import type { PoemStore } from './poem-store.js';
 import { POEM_TYPES } from './poem-types.js';
 import { UpstreamError, type Poet } from './poet.js';
 import { parseGenerateRequest, parseListLimit, parseSaveRequest } from './requests.js';
+import { requireWriteAccess, type WriteAccess } from './write-access.js';
 
 export interface PoemApiDeps {
   store: PoemStore;
   poet: Poet;
   metrics: PoemMetrics;
   logger: Logger;
+  /** Who may change the history (save, delete). */
+  writes: WriteAccess;
 }
 
 /** Request bodies are small JSON documents; anything bigger is refused with 413 before parsing. */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
 /** The JSON API under /api: poem types, generation, and saved history. */
-export function poemApi({ store, poet, metrics, logger }: PoemApiDeps): Router {
+export function poemApi({ store, poet, metrics, logger, writes }: PoemApiDeps): Router {
   const api = express.Router();
   api.use(express.json({ limit: BODY_LIMIT_BYTES }));
+
+  api.get('/info', (_req, res) => {
+    res.json({ ...poet.upstream, historyWrites: writes.mode });
+  });
 
   api.get('/poem-types', (_req, res) => {
     res.json({ types: POEM_TYPES.map(({ code, label, description }) => ({ code, label, description })) });
@@ -61,7 +68,16 @@ export function poemApi({ store, poet, metrics, logger }: PoemApiDeps): Router {
     res.json(poem);
   });
 
-  api.post('/poems', (req, res) => {
+  api.delete('/poems/:id', requireWriteAccess(writes), (req, res) => {
+    const id = String(req.params.id);
+    const removed = /^\d{1,15}$/.test(id) && store.remove(Number(id));
+    if (!removed) throw new HttpError(404, 'not_found', `no saved poem with id ${id}`);
+    metrics.deleted.inc();
+    logger.info({ id: Number(id) }, 'poem deleted');
+    res.status(204).end();
+  });
+
+  api.post('/poems', requireWriteAccess(writes), (req, res) => {
     const { type, theme, content } = parseSaveRequest(req.body);
     const poem = store.add({ type: type.label, theme, content });
     metrics.saved.inc({ type: type.label });

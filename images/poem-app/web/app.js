@@ -1,5 +1,5 @@
 // Strata Poet page: choose a form, enter a theme, generate, download, save, browse recent works.
-import { ApiError, fetchPoemTypes, fetchPoems, generatePoem, savePoem } from './api.js';
+import { ApiError, accessKey, deletePoem, fetchInfo, fetchPoemTypes, fetchPoems, generatePoem, savePoem, setAccessKey } from './api.js';
 
 const MAX_THEME = 200;
 
@@ -25,6 +25,10 @@ const el = {
   historyEmpty: document.getElementById('history-empty'),
   historyError: document.getElementById('history-error'),
   refreshHistory: document.getElementById('refresh-history'),
+  modelNote: document.getElementById('model-note'),
+  access: document.getElementById('access'),
+  accessKey: document.getElementById('access-key'),
+  writesOff: document.getElementById('writes-off'),
 };
 
 /** @type {Array<{code: string, label: string, description: string}>} */
@@ -32,10 +36,13 @@ let poemTypes = [];
 /** The poem on screen: {typeLabel, theme, content, savedId} or null. */
 let current = null;
 let generating = false;
+/** Whether this server lets the page change the history ('open', 'key' or 'disabled'). */
+let historyWrites = 'open';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
-function setStatus(message, kind = 'info') {
+/** One message in the status banner; `hint` (what to do about it) goes on a line of its own. */
+function setStatus(message, kind = 'info', hint = '') {
   if (!message) {
     el.status.replaceChildren();
     return;
@@ -43,7 +50,21 @@ function setStatus(message, kind = 'info') {
   const line = document.createElement('p');
   line.className = `status status--${kind}`;
   line.textContent = message;
+  if (hint) {
+    const help = document.createElement('span');
+    help.className = 'status__hint';
+    help.textContent = hint;
+    line.append(help);
+  }
   el.status.replaceChildren(line);
+}
+
+function errorText(err) {
+  return err instanceof ApiError ? err.message : String(err);
+}
+
+function errorHint(err) {
+  return err instanceof ApiError && err.hint ? err.hint : '';
 }
 
 function showThemeError(message) {
@@ -81,13 +102,13 @@ function renderResult(state) {
         return line;
       }),
     );
-    el.meta.textContent = `${current.typeLabel} · “${current.theme}”`;
+    el.meta.textContent = `${current.typeLabel} · “${current.theme}”${current.model ? ` · written by ${current.model}` : ''}`;
   } else if (state !== 'poem') {
     el.meta.textContent = '';
   }
   el.download.disabled = state !== 'poem';
   const saved = Boolean(current?.savedId);
-  el.save.disabled = state !== 'poem' || saved;
+  el.save.disabled = state !== 'poem' || saved || historyWrites === 'disabled';
   el.saveLabel.textContent = saved ? 'Saved' : 'Save to history';
   markCurrentInHistory();
 }
@@ -121,17 +142,17 @@ async function onGenerate(event) {
   renderResult('loading');
   setStatus(`Writing your ${type.label.toLowerCase()} on “${theme}”…`);
   try {
-    const content = await generatePoem(type.code, theme);
-    current = { typeLabel: type.label, theme, content, savedId: null };
+    const { poem: content, model } = await generatePoem(type.code, theme);
+    current = { typeLabel: type.label, theme, content, savedId: null, model };
     renderResult('poem');
-    setStatus(`Your ${type.label.toLowerCase()} is ready.`, 'success');
+    setStatus(`Your ${type.label.toLowerCase()} by ${model} is ready.`, 'success');
     el.poem.focus({ preventScroll: false });
   } catch (err) {
     current = previous;
     renderResult(current ? 'poem' : 'empty');
-    const message = err instanceof ApiError ? err.message : String(err);
+    const message = errorText(err);
     if (err instanceof ApiError && err.status === 400 && /theme/.test(message)) showThemeError(message);
-    setStatus(`Could not write the poem: ${message}`, 'error');
+    setStatus(`Could not write the poem: ${message}`, 'error', errorHint(err));
   } finally {
     setGenerating(false);
   }
@@ -175,7 +196,8 @@ async function onSave() {
     setStatus('Saved to your recent works.', 'success');
     await loadHistory();
   } catch (err) {
-    setStatus(`Could not save the poem: ${err instanceof ApiError ? err.message : String(err)}`, 'error');
+    setStatus(`Could not save the poem: ${errorText(err)}`, 'error', errorHint(err));
+    if (err instanceof ApiError && err.status === 401) el.access.open = true;
   } finally {
     renderResult(current ? 'poem' : 'empty');
   }
@@ -207,6 +229,13 @@ function historyItem(poem) {
   preview.textContent = poem.content;
 
   button.append(top, theme, preview);
+  const remove = document.createElement('button');
+  remove.type = 'button';
+  remove.className = 'button button--quiet history__delete';
+  remove.textContent = 'Delete';
+  remove.hidden = historyWrites === 'disabled';
+  remove.setAttribute('aria-label', `Delete the ${poem.type.toLowerCase()} on “${poem.theme}”`);
+  remove.addEventListener('click', () => onDelete(poem));
   button.setAttribute('aria-label', `${poem.type} on “${poem.theme}”, saved ${time.textContent}. Show this poem.`);
   button.addEventListener('click', () => {
     current = { typeLabel: poem.type, theme: poem.theme, content: poem.content, savedId: poem.id };
@@ -214,8 +243,44 @@ function historyItem(poem) {
     setStatus(`Showing your saved ${poem.type.toLowerCase()} on “${poem.theme}”.`);
     el.result.scrollIntoView({ block: 'start', behavior: 'smooth' });
   });
-  li.append(button);
+  li.className = 'history__entry';
+  li.append(button, remove);
   return li;
+}
+
+async function onDelete(poem) {
+  try {
+    await deletePoem(poem.id);
+    if (current?.savedId === poem.id) current = { ...current, savedId: null };
+    setStatus(`Deleted the ${poem.type.toLowerCase()} on “${poem.theme}”.`, 'success');
+    await loadHistory();
+    renderResult(current ? 'poem' : 'empty');
+    el.refreshHistory.focus();
+  } catch (err) {
+    setStatus(`Could not delete the poem: ${errorText(err)}`, 'error', errorHint(err));
+    if (err instanceof ApiError && err.status === 401) el.access.open = true;
+  }
+}
+
+/** Which model writes here, and how to use another; and whether this server lets the page change history. */
+async function loadInfo() {
+  try {
+    const info = await fetchInfo();
+    historyWrites = info.historyWrites;
+    const parts = [`Poems here are written by ${info.model} at ${info.origin}.`];
+    if (info.model === 'strata-tiny') {
+      parts.push('strata-tiny is Strata’s test model: by design it answers token ids (numbers), not words. The built-in strata-verse writes verse-like lines.');
+    } else if (info.model === 'strata-verse') {
+      parts.push('strata-verse is Strata’s small built-in model, trained on a few hundred songs and poems: expect verse-like lines, not polished poems.');
+    }
+    parts.push('To use a real provider, start the poem app with API_BASE_URL (an OpenAI-compatible /v1 URL), API_KEY and API_MODEL.');
+    el.modelNote.textContent = parts.join(' ');
+  } catch (err) {
+    el.modelNote.textContent = `Could not read the model settings: ${errorText(err)}`;
+  }
+  el.access.hidden = historyWrites !== 'key';
+  el.writesOff.hidden = historyWrites !== 'disabled';
+  renderResult(current ? 'poem' : 'empty');
 }
 
 function markCurrentInHistory() {
@@ -268,9 +333,11 @@ el.theme.addEventListener('input', () => {
 el.download.addEventListener('click', onDownload);
 el.save.addEventListener('click', onSave);
 el.refreshHistory.addEventListener('click', loadHistory);
+el.accessKey.value = accessKey();
+el.accessKey.addEventListener('change', () => setAccessKey(el.accessKey.value.trim()));
 
 updateThemeCount();
 renderResult('empty');
 el.generate.disabled = true; // until the poem types have loaded
 void loadPoemTypes();
-void loadHistory();
+void loadInfo().then(loadHistory);

@@ -27,6 +27,10 @@ export interface FakeOpenAI {
   /** Requests whose connection the client closed while the fake was still holding them ("hang"). */
   readonly abandoned: number;
   behave(behaviour: FakeBehaviour): void;
+  /** What GET /v1/models/{id} answers (beside id and object); unset: 404, as a provider without that route. */
+  modelInfo?: Record<string, unknown>;
+  /** GET /v1/models/{id} requests seen (kept apart from `received`, which holds completions). */
+  modelLookups: number;
   close(): Promise<void>;
 }
 
@@ -49,6 +53,13 @@ export async function startFakeOpenAI(initial: FakeBehaviour = { kind: 'poem', c
         authorization: req.headers.authorization,
         body: text ? (JSON.parse(text) as ReceivedRequest['body']) : {},
       };
+      if (req.method === 'GET' && req.url?.startsWith('/v1/models/')) {
+        fake.modelLookups++;
+        const id = decodeURIComponent(req.url.slice('/v1/models/'.length));
+        if (fake.modelInfo) sendJson(res, 200, { id, object: 'model', created: 0, owned_by: 'fake', ...fake.modelInfo });
+        else sendJson(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } });
+        return;
+      }
       received.push(record);
       if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
         sendJson(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } });
@@ -76,9 +87,10 @@ export async function startFakeOpenAI(initial: FakeBehaviour = { kind: 'poem', c
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return {
+  const fake: FakeOpenAI = {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     received,
+    modelLookups: 0,
     get abandoned() {
       return abandoned;
     },
@@ -91,6 +103,7 @@ export async function startFakeOpenAI(initial: FakeBehaviour = { kind: 'poem', c
         server.close(() => resolve());
       }),
   };
+  return fake;
 }
 
 function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
