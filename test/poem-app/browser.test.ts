@@ -127,7 +127,8 @@ describe('poem-app page in Chromium', function () {
     // The poem on screen may be saved again.
     expect(await page.locator('#save').isEnabled()).to.equal(true);
     await page.reload();
-    await page.locator('#history-list, #history-empty').first().waitFor();
+    // History loaded: entries shown, or the empty note.
+    await page.waitForFunction(() => document.querySelectorAll('.history__entry').length > 0 || !document.getElementById('history-empty')!.hidden);
     expect(await page.locator('.history__entry', { hasText: 'a poem to delete' }).count()).to.equal(0);
   });
 
