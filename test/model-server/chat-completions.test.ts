@@ -352,7 +352,7 @@ describe('model-server /v1/chat/completions', () => {
       expect(usage?.completion_tokens).to.equal(3);
 
       const models = await client.models.list();
-      expect(models.data.map((m) => m.id)).to.deep.equal([MODEL]);
+      expect(models.data.map((m) => m.id)).to.deep.equal([MODEL, 'strata-verse']);
 
       try {
         await client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: '10' }] });
