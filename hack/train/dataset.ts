@@ -1,5 +1,6 @@
 import { mulberry32 } from '../../images/model-server/src/random.js';
 import { CONTENT_TOKEN_COUNT, FIRST_CONTENT_TOKEN, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
+import type { TrainingBatch } from './training-step.js';
 
 /**
  * The training task: the prompt is one user message of random content tokens, the answer is the same
@@ -29,16 +30,7 @@ export function expectedAnswer(task: Task, content: readonly number[]): number[]
 
 export const keyOf = (e: Example) => e.content.join(' ');
 
-export interface Batch {
-  /** [B, S] encoder ids, PAD-padded. */
-  source: Int32Array;
-  sourceLen: number;
-  /** [B, T] decoder inputs (BOS + answer) and labels (answer + EOS), PAD-padded. */
-  targetIn: Int32Array;
-  targetOut: Int32Array;
-  targetLen: number;
-  size: number;
-}
+export type Batch = TrainingBatch;
 
 export function makeBatch(task: Task, examples: readonly Example[]): Batch {
   const sourceLen = Math.max(...examples.map((e) => e.content.length)) + 2;

@@ -14,17 +14,16 @@
  * The loss log (step, loss, token accuracy, seconds) grows in the checkpoint folder while training and
  * is copied beside the exported model as training-log.csv.
  */
-import { appendFile, copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
-import cliProgress from 'cli-progress';
 import { MODEL_DIMS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
 import { expectedAnswer, keyOf, makeBatch, mulberry32, randomExample, randomExampleOfLength, type Example, type Task } from './dataset.js';
 import { exportDecoder, exportEncoder, weightsFromOnnx } from './export-onnx.js';
 import { TfTransformer, initWeights, weightShapes, type Weights } from './transformer-tf.js';
-import { loadCheckpoint, saveCheckpoint, toArrays, trainStep } from './training-step.js';
+import { TrainingProgress, loadCheckpoint, saveCheckpoint, scheduledLearningRate, toArrays, trainStep } from './training-step.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -117,19 +116,10 @@ async function train(weights: Weights, previous?: PreviousTraining): Promise<Rec
   // run that does not replace the model in --out leaves that model's log alone too.
   const logPath = path.join(checkpointDir, 'training-log.csv');
   if (previous) await copyFile(path.join(outDir, 'training-log.csv'), logPath);
-  else await writeFile(logPath, 'step,loss,token_accuracy,elapsed_s\n');
-  const bar = new cliProgress.SingleBar(
-    // Off a terminal (CI logs, pipes) the bar prints as a plain line every 10 s instead of not at all.
-    { format: 'training |{bar}| {value}/{total} steps | loss {loss} | token acc {acc} | {elapsed}s', hideCursor: true, noTTYOutput: true, notTTYSchedule: 10_000 },
-    cliProgress.Presets.shades_classic,
-  );
-  bar.start(maxSteps, 0, { loss: '-', acc: '-', elapsed: 0 });
-  const started = Date.now();
-  let step = 0;
-  let recentAccuracy = 0;
-  let lastLoss = NaN;
+  else await TrainingProgress.newLog(logPath);
+  const progress = new TrainingProgress('training', maxSteps, logPath, { steps: stepOffset, seconds: secondsOffset });
   const warmup = 100;
-  while (step < maxSteps && Date.now() - started < budgetMs) {
+  while (progress.step < maxSteps && progress.seconds * 1000 < budgetMs) {
     // One length per batch: no padding, so no compute spent on PAD positions.
     const length = 1 + Math.floor(rand() * maxLen);
     const examples: Example[] = [];
@@ -138,23 +128,14 @@ async function train(weights: Weights, previous?: PreviousTraining): Promise<Rec
       if (!heldOutKeys.has(keyOf(e))) examples.push(e);
     }
     const batch = makeBatch(task, examples);
-    // Linear warm-up, then inverse-square-root decay (the usual transformer schedule).
-    (optimizer as unknown as { learningRate: number }).learningRate = baseLr * Math.min((step + 1) / warmup, Math.sqrt(warmup / (step + 1)));
-    const [loss, accuracy] = trainStep(model, optimizer, batch);
-    lastLoss = (await loss.data())[0]!;
-    const acc = (await accuracy.data())[0]!;
-    loss.dispose();
-    accuracy.dispose();
-    step++;
-    recentAccuracy = step === 1 ? acc : 0.95 * recentAccuracy + 0.05 * acc;
-    const elapsed = (Date.now() - started) / 1000;
-    bar.update(step, { loss: lastLoss.toFixed(4), acc: recentAccuracy.toFixed(3), elapsed: elapsed.toFixed(0) });
-    await appendFile(logPath, `${stepOffset + step},${lastLoss.toFixed(5)},${acc.toFixed(4)},${(secondsOffset + elapsed).toFixed(1)}\n`);
+    (optimizer as unknown as { learningRate: number }).learningRate = scheduledLearningRate(baseLr, progress.step, warmup);
+    await progress.record(...trainStep(model, optimizer, batch));
     // Stop early once the task is solved on the training stream (the held-out check follows).
-    if (step > 300 && recentAccuracy > 0.999) break;
+    if (progress.step > 300 && progress.recentAccuracy > 0.999) break;
   }
-  bar.stop();
-  console.log(`trained ${step} steps in ${((Date.now() - started) / 1000).toFixed(0)} s, final loss ${lastLoss.toFixed(4)}; loss log: ${logPath}`);
+  progress.stop();
+  const { step, lastLoss, recentAccuracy } = progress;
+  const seconds = Math.round(progress.seconds);
   return {
     task,
     steps: stepOffset + step,
@@ -162,14 +143,14 @@ async function train(weights: Weights, previous?: PreviousTraining): Promise<Rec
     maxContentTokens: maxLen,
     learningRate: baseLr,
     seed,
-    seconds: secondsOffset + Math.round((Date.now() - started) / 1000),
+    seconds: secondsOffset + seconds,
     finalLoss: lastLoss,
     finalTokenAccuracy: recentAccuracy,
     backend: tf.getBackend(),
     // Each run of the script (a resumed run continues the weights with a fresh optimizer).
     runs: [
       ...(previous ? (previous.runs ?? [{ steps: previous.steps, learningRate: previous.learningRate, seconds: previous.seconds }]) : []),
-      { steps: step, learningRate: baseLr, seconds: Math.round((Date.now() - started) / 1000) },
+      { steps: step, learningRate: baseLr, seconds },
     ],
   };
 }

@@ -16,17 +16,16 @@
  *          --lr X (peak learning rate, default 0.002)  --seed N (default 7)  --corpus FILE  --out DIR
  *          --checkpoint DIR (raw weights, default data/train-verse)
  */
-import { appendFile, copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
-import cliProgress from 'cli-progress';
 import { BpeTokenizer, trainBpe, type BpeTokenizerFile } from '../../images/model-server/src/bpe-tokenizer.js';
 import { CONTENT_TOKEN_COUNT, MAX_PROMPT_TOKENS, MODEL_DIMS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
 import { mulberry32 } from '../../images/model-server/src/random.js';
 import { exportDecoder, exportEncoder } from './export-onnx.js';
-import { evaluateLoss, saveCheckpoint, toArrays, trainStep } from './training-step.js';
+import { TrainingProgress, evaluateLoss, saveCheckpoint, scheduledLearningRate, toArrays, trainStep } from './training-step.js';
 import { TfTransformer, initWeights } from './transformer-tf.js';
 import { DEFAULT_CORPUS, MAX_ANSWER_TOKENS, makeExamples, makeVerseBatch, readStanzas, unigramLoss, type VerseExample } from './verse-corpus.js';
 
@@ -91,35 +90,18 @@ await exportModel({ ...training, evaluation });
 async function train(): Promise<Record<string, unknown>> {
   const optimizer = tf.train.adam(baseLr, 0.9, 0.98, 1e-9);
   const logPath = path.join(checkpointDir, 'training-log.csv');
-  await writeFile(logPath, 'step,loss,token_accuracy,elapsed_s\n');
-  const bar = new cliProgress.SingleBar(
-    { format: 'training strata-verse |{bar}| {value}/{total} steps | loss {loss} | token acc {acc} | {elapsed}s', hideCursor: true, noTTYOutput: true, notTTYSchedule: 10_000 },
-    cliProgress.Presets.shades_classic,
-  );
-  bar.start(maxSteps, 0, { loss: '-', acc: '-', elapsed: 0 });
-  const started = Date.now();
+  await TrainingProgress.newLog(logPath);
+  const progress = new TrainingProgress('training strata-verse', maxSteps, logPath);
   let order: VerseExample[] = [];
-  let step = 0;
-  let lastLoss = NaN;
-  let recentAccuracy = 0;
-  while (step < maxSteps && Date.now() - started < budgetMs) {
+  while (progress.step < maxSteps && progress.seconds * 1000 < budgetMs) {
     if (order.length < batchSize) order = shuffle([...trainSet], rand);
     const batch = makeVerseBatch(order.splice(0, batchSize));
-    (optimizer as unknown as { learningRate: number }).learningRate = baseLr * Math.min((step + 1) / WARMUP, Math.sqrt(WARMUP / (step + 1)));
-    const [loss, accuracy] = trainStep(model, optimizer, batch);
-    lastLoss = (await loss.data())[0]!;
-    const acc = (await accuracy.data())[0]!;
-    loss.dispose();
-    accuracy.dispose();
-    step++;
-    recentAccuracy = step === 1 ? acc : 0.95 * recentAccuracy + 0.05 * acc;
-    const elapsed = (Date.now() - started) / 1000;
-    bar.update(step, { loss: lastLoss.toFixed(4), acc: recentAccuracy.toFixed(3), elapsed: elapsed.toFixed(0) });
-    await appendFile(logPath, `${step},${lastLoss.toFixed(5)},${acc.toFixed(4)},${elapsed.toFixed(1)}\n`);
+    (optimizer as unknown as { learningRate: number }).learningRate = scheduledLearningRate(baseLr, progress.step, WARMUP);
+    await progress.record(...trainStep(model, optimizer, batch));
   }
-  bar.stop();
-  const seconds = Math.round((Date.now() - started) / 1000);
-  console.log(`trained ${step} steps in ${seconds} s, final loss ${lastLoss.toFixed(4)}`);
+  progress.stop();
+  const { step, lastLoss } = progress;
+  const seconds = Math.round(progress.seconds);
   const cutShort = step < maxSteps;
   if (cutShort) console.warn(`the time budget (--seconds ${args.seconds}) ended training before --steps ${maxSteps}: this model depends on the machine's speed, not only on the seed`);
   return { steps: step, ...(cutShort ? { cutShortByTimeBudget: true } : {}), batchSize, learningRate: baseLr, warmupSteps: WARMUP, seed, seconds, finalLoss: round(lastLoss), backend: tf.getBackend() };

@@ -1,18 +1,75 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
+import cliProgress from 'cli-progress';
 import { MODEL_DIMS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
 import type { WeightArrays } from './export-onnx.js';
 import { weightShapes, type TfTransformer, type Weights } from './transformer-tf.js';
 
-/** Encoder ids [B,S] and decoder inputs/labels [B,T], PAD-padded (what both training tasks make). */
+/** What both training tasks make. */
 export interface TrainingBatch {
+  /** [B, S] encoder ids, PAD-padded. */
   source: Int32Array;
   sourceLen: number;
+  /** [B, T] decoder inputs (BOS + answer) and labels (answer + EOS), PAD-padded. */
   targetIn: Int32Array;
   targetOut: Int32Array;
   targetLen: number;
   size: number;
+}
+
+/** Linear warm-up, then inverse-square-root decay (the usual transformer schedule); `step` counts from 0. */
+export function scheduledLearningRate(base: number, step: number, warmup: number): number {
+  return base * Math.min((step + 1) / warmup, Math.sqrt(warmup / (step + 1)));
+}
+
+/**
+ * A run's progress: a progress bar (off a terminal, in CI logs or pipes, a plain line every 10 s
+ * instead of nothing) and the loss log (step, loss, token accuracy, seconds), one line per step.
+ */
+export class TrainingProgress {
+  step = 0;
+  lastLoss = NaN;
+  /** Token accuracy, smoothed over the last ~20 steps. */
+  recentAccuracy = 0;
+  private readonly started = Date.now();
+  private readonly bar: cliProgress.SingleBar;
+
+  /** `offset`: the steps and seconds of the runs this one continues (their lines are already in the log). */
+  constructor(label: string, maxSteps: number, private readonly logPath: string, private readonly offset = { steps: 0, seconds: 0 }) {
+    this.bar = new cliProgress.SingleBar(
+      { format: `${label} |{bar}| {value}/{total} steps | loss {loss} | token acc {acc} | {elapsed}s`, hideCursor: true, noTTYOutput: true, notTTYSchedule: 10_000 },
+      cliProgress.Presets.shades_classic,
+    );
+    this.bar.start(maxSteps, 0, { loss: '-', acc: '-', elapsed: 0 });
+  }
+
+  /** A new log with its header (a resumed run appends to the copy of its predecessor's instead). */
+  static async newLog(logPath: string): Promise<void> {
+    await writeFile(logPath, 'step,loss,token_accuracy,elapsed_s\n');
+  }
+
+  get seconds(): number {
+    return (Date.now() - this.started) / 1000;
+  }
+
+  /** Record one step's loss and accuracy (the tensors are disposed). */
+  async record(loss: tf.Scalar, accuracy: tf.Scalar): Promise<void> {
+    this.lastLoss = (await loss.data())[0]!;
+    const acc = (await accuracy.data())[0]!;
+    loss.dispose();
+    accuracy.dispose();
+    this.step++;
+    this.recentAccuracy = this.step === 1 ? acc : 0.95 * this.recentAccuracy + 0.05 * acc;
+    const elapsed = this.seconds;
+    this.bar.update(this.step, { loss: this.lastLoss.toFixed(4), acc: this.recentAccuracy.toFixed(3), elapsed: elapsed.toFixed(0) });
+    await appendFile(this.logPath, `${this.offset.steps + this.step},${this.lastLoss.toFixed(5)},${acc.toFixed(4)},${(this.offset.seconds + elapsed).toFixed(1)}\n`);
+  }
+
+  stop(): void {
+    this.bar.stop();
+    console.log(`trained ${this.step} steps in ${this.seconds.toFixed(0)} s, final loss ${this.lastLoss.toFixed(4)}; loss log: ${this.logPath}`);
+  }
 }
 
 /** Mean negative log-likelihood of the labels (PAD excluded) and the share predicted right, as tensors the caller disposes. */
