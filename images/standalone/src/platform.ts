@@ -209,6 +209,8 @@ export const AI_SERVICES: PlatformService[] = [
         API_BASE_URL: envOr(env, 'API_BASE_URL', `${ctx.urls['model-server'] ?? 'http://127.0.0.1:8000'}/v1`),
         // The tiny model answers at most 64 tokens; ask for what it can give unless told otherwise.
         API_MAX_TOKENS: envOr(env, 'API_MAX_TOKENS', '64'),
+        // The built-in model that writes verse (strata-tiny answers token ids), unless another upstream is named.
+        ...(env.API_BASE_URL ? {} : { API_MODEL: envOr(env, 'API_MODEL', 'strata-verse') }),
       });
       return startPoemApp({ ...config, host: ctx.options.host ?? '127.0.0.1', logger: ctx.logger('poem-app') });
     },
