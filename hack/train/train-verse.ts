@@ -11,9 +11,9 @@
  *      decoder.onnx, tokenizer.json, model-card.json, training-log.csv}.
  * Everything random comes from --seed: the same seed and options give the same model.
  *
- * Options: --steps N (default 200)  --seconds N (a safety cap, default 3600: a run it cuts short is not
+ * Options: --steps N (default 420)  --seconds N (a safety cap, default 3600: a run it cuts short is not
  *          reproducible, and says so)  --batch N (default 16)
- *          --lr X (peak learning rate, default 0.002)  --seed N (default 7)  --corpus FILE  --out DIR
+ *          --lr X (peak learning rate, default 0.003)  --seed N (default 7)  --corpus FILE  --out DIR
  *          --checkpoint DIR (raw weights, default data/train-verse)
  */
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
@@ -33,9 +33,9 @@ const { values: args } = parseArgs({
   options: {
     model: { type: 'string', default: 'strata-verse' },
     seconds: { type: 'string', default: '3600' },
-    steps: { type: 'string', default: '200' },
+    steps: { type: 'string', default: '420' },
     batch: { type: 'string', default: '16' },
-    lr: { type: 'string', default: '0.002' },
+    lr: { type: 'string', default: '0.003' },
     seed: { type: 'string', default: '7' },
     corpus: { type: 'string', default: DEFAULT_CORPUS },
     out: { type: 'string', default: 'images/model-server/model/strata-verse' },
