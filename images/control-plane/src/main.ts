@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createLogger, env, loadConfig, productionEnvShape, productionSettings, stopOnSignals } from '../../service-kit/src/index.js';
+import { createLogger, env, loadConfig, productionEnvShape, productionSettings, stopOnSignals, surviveUncaughtErrors } from '../../service-kit/src/index.js';
 import { DAILY_PURGE_SCHEDULE, DEFAULT_BUCKET_NAME_HOLD_MS, startControlPlane } from './app.js';
 
 /** Container entrypoint: configuration from the environment only. */
@@ -25,6 +25,8 @@ const config = loadConfig(
 );
 
 const logger = createLogger('control-plane', config.LOG_LEVEL);
+// A bug that lets an error escape its request is logged and counted (strata_uncaught_errors_total), never an exit.
+surviveUncaughtErrors(logger);
 const service = await startControlPlane({
   ...productionSettings(config),
   port: config.PORT,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { applyHeapGrowth, createLogger, env, loadConfig, productionEnvShape, productionSettings, stopOnSignals } from '../../service-kit/src/index.js';
+import { applyHeapGrowth, createLogger, env, loadConfig, productionEnvShape, productionSettings, stopOnSignals, surviveUncaughtErrors } from '../../service-kit/src/index.js';
 import { DEFAULT_INLINE_BLOB_BYTES, startDataPlane } from './app.js';
 
 /** Container entrypoint: configuration from the environment only. */
@@ -30,6 +30,8 @@ const config = loadConfig(
 
 applyHeapGrowth();
 const logger = createLogger('data-plane', config.LOG_LEVEL);
+// A bug that lets an error escape its request is logged and counted (strata_uncaught_errors_total), never an exit.
+surviveUncaughtErrors(logger);
 // Without STRATA_AMQP_URL the outbox keeps events until a relay with a broker runs.
 const service = await startDataPlane({
   ...productionSettings(config),

@@ -1,4 +1,4 @@
-import { applyHeapGrowth, createLogger, createProductionCache, stopOnSignals } from '../../service-kit/src/index.js';
+import { applyHeapGrowth, createLogger, createProductionCache, stopOnSignals, surviveUncaughtErrors } from '../../service-kit/src/index.js';
 import { startGateway } from './app.js';
 import { loadGatewayEnv } from './config.js';
 
@@ -6,6 +6,8 @@ import { loadGatewayEnv } from './config.js';
 const env = loadGatewayEnv();
 applyHeapGrowth();
 const logger = createLogger('gateway', env.LOG_LEVEL);
+// A bug that lets an error escape its request is logged and counted (strata_uncaught_errors_total), never an exit.
+surviveUncaughtErrors(logger);
 // The Redis Cluster that holds the data plane's object read cache (same nodes and key prefix): with it
 // the gateway answers repeated small GETs itself, validated by the objects' version tokens there.
 const objectReadCache = createProductionCache({ redisNodes: env.STRATA_REDIS_NODES, redisKeyPrefix: env.STRATA_REDIS_KEY_PREFIX }, logger);

@@ -1,6 +1,7 @@
 export * from './config.js';
 export * from './logger.js';
 export * from './metrics.js';
+export * from './last-resort.js';
 export * from './service.js';
 export * from './s3-errors.js';
 export * from './sql.js';

@@ -1,13 +1,15 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { NextFunction, Request, Response } from 'express';
+import { uncaughtErrors } from './last-resort.js';
 
 export { Counter, Gauge, Histogram, Registry, Summary } from 'prom-client';
 
-/** One registry per service, with process metrics and a `service` default label. */
+/** One registry per service, with process metrics (the process-wide uncaught-error count among them) and a `service` default label. */
 export function createRegistry(service: string, withDefaults = true): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
   if (withDefaults) collectDefaultMetrics({ register: registry });
+  registry.registerMetric(uncaughtErrors);
   return registry;
 }
 

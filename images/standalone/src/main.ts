@@ -1,4 +1,4 @@
-import { applyHeapGrowth, createLogger, logFormat, stopOnSignals, productionSettings } from '../../service-kit/src/index.js';
+import { applyHeapGrowth, createLogger, logFormat, stopOnSignals, surviveUncaughtErrors, productionSettings } from '../../service-kit/src/index.js';
 import { renderBanner } from './banner.js';
 import { loadStandaloneEnv } from './config.js';
 import { PLATFORM_SERVICES, startPlatform } from './platform.js';
@@ -9,6 +9,8 @@ applyHeapGrowth();
 // In a terminal the banner says what started: log lines are warnings and errors unless LOG_LEVEL asks for more.
 const logLevel = !process.env.LOG_LEVEL && logFormat() === 'pretty' ? 'warn' : env.LOG_LEVEL;
 const logger = createLogger('standalone', logLevel);
+// A bug that lets an error escape its request is logged and counted (strata_uncaught_errors_total), never an exit.
+surviveUncaughtErrors(logger);
 process.stderr.write('Starting Strata...\n');
 const platform = await startPlatform({
   dataDir: env.STRATA_DATA_DIR,

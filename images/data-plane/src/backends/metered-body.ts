@@ -56,6 +56,10 @@ export function meteredBody(body: Readable, opts: PutOptions, hashing = true): M
     hashing,
   );
   const source = new PassThrough();
+  // Listened to from the start: the body may fail (a client reset) while the backend still prepares
+  // its destination (a directory, a connection) before its pipeline listens; an 'error' without a
+  // listener would end the process. The pipeline, once it runs, finds the stream failed and rejects.
+  source.on('error', () => undefined);
   body.on('error', (err) => source.destroy(err));
   body.pipe(source);
   return {

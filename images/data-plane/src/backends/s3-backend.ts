@@ -161,9 +161,15 @@ export class S3Backend implements StorageBackend {
   }
 
   async put(body: Readable, opts: PutOptions = {}): Promise<HashedBlob> {
-    await this.ready();
+    // The body's error handling before any await (see meteredBody).
     const { source, counter, verify } = meteredBody(body, opts);
     const hashed = pipeline(source, counter, () => undefined);
+    try {
+      await this.ready();
+    } catch (err) {
+      hashed.destroy();
+      throw err;
+    }
     return this.upload(opts.part ? 'p' : '', hashed, counter, verify);
   }
 
