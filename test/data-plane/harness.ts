@@ -33,13 +33,19 @@ export interface ObjectLayer {
 export const SERVER_SECRET_KEY = 'test-server-secret-key';
 
 /** The object layer as the gateway sees it: control plane + data plane on port 0, one database, one cache, one broker. */
-/** `inlineBlobBytes`: the data plane's inline limit (default: the data plane's own; 0 puts every body in a file). */
-export async function startObjectLayer(kind: DbKind, opts: { outboxRetryMs?: number; inlineBlobBytes?: number } = {}): Promise<ObjectLayer> {
+/**
+ * `inlineBlobBytes`: the data plane's inline limit (default: the data plane's own; 0 puts every body in a file);
+ * `cache`: the cache both planes share (default a new one); `multipartUploadsPerAccount`: the data plane's cap.
+ */
+export async function startObjectLayer(
+  kind: DbKind,
+  opts: { outboxRetryMs?: number; inlineBlobBytes?: number; cache?: InMemoryCache; multipartUploadsPerAccount?: number } = {},
+): Promise<ObjectLayer> {
   const db = kind === 'postgres' ? await createTestDatabase() : undefined;
   const sql = db ? createPgSqlClient(db.url) : await createPgliteSqlClient();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-dp-'));
   const logger = createLogger('test', process.env.STRATA_TEST_LOG_LEVEL ?? 'silent');
-  const cache = new InMemoryCache();
+  const cache = opts.cache ?? new InMemoryCache();
   const broker = new InMemoryBroker(50);
   const clock = { now: new Date('2030-01-01T00:00:00Z') };
   const dpRef: { url?: string } = {};
@@ -57,7 +63,7 @@ export async function startObjectLayer(kind: DbKind, opts: { outboxRetryMs?: num
     dataPlaneUrl: () => dpRef.url,
     clock: () => clock.now,
   });
-  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: SERVER_SECRET_KEY, dataDir, sql, cache, broker, logger, outboxRetryMs: opts.outboxRetryMs ?? 100, blobSweepMs: 0, inlineBlobBytes: opts.inlineBlobBytes });
+  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: SERVER_SECRET_KEY, dataDir, sql, cache, broker, logger, outboxRetryMs: opts.outboxRetryMs ?? 100, blobSweepMs: 0, inlineBlobBytes: opts.inlineBlobBytes, multipartUploadsPerAccount: opts.multipartUploadsPerAccount });
   dpRef.url = dp.url;
   const files = async () => {
     const out: string[] = [];

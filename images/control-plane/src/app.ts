@@ -159,9 +159,10 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const dataPlaneAt = typeof dataPlaneUrl === 'function' ? dataPlaneUrl : () => dataPlaneUrl;
   const collector = new HttpBlobCollector(dataPlaneAt, opts.internalToken);
   const kickOutbox = dataPlaneOutboxKick(dataPlaneAt, opts.internalToken, logger);
+  const uploads = new HttpUploadExpirer(dataPlaneAt, opts.internalToken);
   const purgeDeps: PurgeDeps = {
     store, collector, retentionDays: opts.retentionDays ?? 30, logger, purgedTotal, lifecycleTotal, kickOutbox,
-    uploads: new HttpUploadExpirer(dataPlaneAt, opts.internalToken),
+    uploads,
     invalidate: (bucket, key) => invalidateObjectRead(cache, bucket, key),
   };
   let task: ScheduledTask | undefined;
@@ -189,6 +190,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
       users,
       cache,
       collector,
+      uploads,
       checkBackend: dataPlaneBackendCheck(dataPlaneAt, opts.internalToken),
       secrets: new SecretBox(opts.secretKey),
       purge: (now) => runPurge(purgeDeps, now),

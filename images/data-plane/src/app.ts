@@ -94,6 +94,8 @@ export interface DataPlaneOptions extends ProductionSettings {
    * system allows it (see FileSink in backends/file-sink.ts). Default true.
    */
   directIo?: boolean;
+  /** In-progress multipart uploads one account may have at once (SlowDown past it). Default DEFAULT_UPLOADS_PER_ACCOUNT. */
+  multipartUploadsPerAccount?: number;
   /** Age below which a temp file or an unreferenced blob file may still belong to a live request. Default 1 hour. */
   orphanGraceMs?: number;
   /** Injected clock (tests). */
@@ -169,7 +171,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   if (!opts.sql) onClose.push(() => sql.close());
 
   const objects = new ObjectService(catalog, backends, collector, { committed: () => relay?.kick() }, metrics, logger, clock, cache);
-  const multipart = new MultipartService(cache, objects, backends, metrics, logger, clock);
+  const multipart = new MultipartService(cache, objects, backends, metrics, logger, clock, { uploadsPerAccount: opts.multipartUploadsPerAccount });
 
   const serviceOpts = { name, logger, registry, readiness: { database: () => catalog.ping() }, onClose };
   const app = createApp(serviceOpts);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { applyHeapGrowth, createLogger, env, loadConfig, productionEnvShape, productionSettings, stopOnSignals, surviveUncaughtErrors } from '../../service-kit/src/index.js';
 import { DEFAULT_INLINE_BLOB_BYTES, startDataPlane } from './app.js';
+import { DEFAULT_UPLOADS_PER_ACCOUNT } from './uploads/upload-state.js';
 
 /** Container entrypoint: configuration from the environment only. */
 const config = loadConfig(
@@ -24,6 +25,8 @@ const config = loadConfig(
     STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
     // Large bodies written to files with O_DIRECT (past the page cache) where the file system allows it.
     STRATA_DIRECT_IO: env.bool(true),
+    // In-progress multipart uploads one account may have at once (S3 SlowDown past it).
+    STRATA_MULTIPART_UPLOADS_PER_ACCOUNT: env.int(DEFAULT_UPLOADS_PER_ACCOUNT, 1),
     LOG_LEVEL: env.logLevel(),
   }),
 );
@@ -45,6 +48,7 @@ const service = await startDataPlane({
   smallBlobCacheMb: config.STRATA_SMALL_BLOB_CACHE_MB,
   inlineBlobBytes: config.STRATA_INLINE_BLOB_BYTES,
   directIo: config.STRATA_DIRECT_IO,
+  multipartUploadsPerAccount: config.STRATA_MULTIPART_UPLOADS_PER_ACCOUNT,
   logger,
 });
 stopOnSignals([service], logger);

@@ -161,7 +161,7 @@ export function cacheMetrics(registry: Registry): CacheMetrics {
   };
 }
 
-const CACHE_CALLS = new Set(['get', 'set', 'del', 'hset', 'hget', 'hgetall', 'hdel', 'sadd', 'srem', 'smembers', 'expire']);
+const CACHE_CALLS = new Set(['get', 'set', 'del', 'hset', 'hget', 'hgetall', 'hdel', 'sadd', 'srem', 'smembers', 'scard', 'expire']);
 
 /**
  * The same cache object with its lookups (`get`, `hget`) counted as hits or misses and its outages

@@ -175,6 +175,10 @@ export class RedisClusterCache implements StringCache {
     return this.call('smembers', () => this.client.smembers(this.storedKey(key)));
   }
 
+  scard(key: string): Promise<number> {
+    return this.call('scard', () => this.client.scard(this.storedKey(key)));
+  }
+
   async expire(key: string, ttlSeconds: number): Promise<void> {
     await this.call('expire', () => this.client.expire(this.storedKey(key), ttlSeconds));
   }

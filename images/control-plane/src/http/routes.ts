@@ -7,6 +7,7 @@ import { invalidateObjectRead } from '../../../service-kit/src/object-read-cache
 import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, DeleteConditions, MetadataStore, RecycleBinCursor } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
 import type { BlobCollector } from '../purge/data-plane-gc.js';
+import type { UploadExpirer } from '../purge/lifecycle-job.js';
 import type { PurgeRunResult } from '../purge/purge-job.js';
 import type { UserService } from '../users/user-service.js';
 
@@ -15,6 +16,8 @@ export interface RouteDeps {
   users: UserService;
   cache: Cache;
   collector: BlobCollector;
+  /** Ends the uploads of a deleted bucket (the data plane keeps them). */
+  uploads: UploadExpirer;
   /** Asked before a bucket is created on a backend other than fs (the data plane owns backends). */
   checkBackend?: BackendCheck;
   /** Seals a bucket's own backend secret key before it is stored (the data plane opens it). */
@@ -142,6 +145,9 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     await cache.del(cacheKeys.bucket(bucket.name));
     if (!deleted) throw new S3Error('BucketNotEmpty', undefined, { BucketName: bucket.name });
     await freeBlobs(unreferencedBlobIds);
+    // As S3: uploads in progress do not keep a bucket, and end with it. Already unreachable (they belong
+    // to the deleted bucket's id), so a failure here only leaves them to their TTL and the part sweep.
+    await deps.uploads.abortBucketUploads(bucket.id).catch((err: unknown) => deps.logger.warn({ err, bucket: bucket.name }, 'aborting a deleted bucket\'s uploads failed; their TTL and the part sweep end them'));
     res.status(204).end();
   });
 

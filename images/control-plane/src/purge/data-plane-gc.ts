@@ -5,13 +5,13 @@ export interface BlobCollector {
   collect(blobIds: number[]): Promise<number>;
 }
 
-/** A POST to the data plane's internal API; undefined when its address is not known (yet). */
-async function postToDataPlane<T>(base: string | undefined, internalToken: string, path: string, body: unknown, what: string): Promise<T | undefined> {
+/** A call (POST with a JSON body, else DELETE) to the data plane's internal API; undefined when its address is not known (yet). */
+async function callDataPlane<T>(base: string | undefined, internalToken: string, path: string, body: unknown, what: string): Promise<T | undefined> {
   if (!base) return undefined;
   const res = await fetch(`${base}${path}`, {
-    method: 'POST',
+    method: body === undefined ? 'DELETE' : 'POST',
     headers: { 'content-type': 'application/json', 'x-strata-internal-token': internalToken },
-    body: JSON.stringify(body),
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   if (!res.ok) throw new Error(`data plane ${what} answered ${res.status}: ${await res.text()}`);
   return (await res.json()) as T;
@@ -26,12 +26,15 @@ export class HttpBlobCollector implements BlobCollector {
 
   async collect(blobIds: number[]): Promise<number> {
     if (blobIds.length === 0) return 0;
-    const r = await postToDataPlane<{ freed: number }>(this.dataPlaneUrl(), this.internalToken, '/internal/blobs/gc', { blobIds }, 'blob GC');
+    const r = await callDataPlane<{ freed: number }>(this.dataPlaneUrl(), this.internalToken, '/internal/blobs/gc', { blobIds }, 'blob GC');
     return r?.freed ?? 0;
   }
 }
 
-/** The data plane's `POST /internal/multipart-expiry/:bucket` over HTTP; without a URL nothing is aborted now (the uploads' TTL still ends them). */
+/**
+ * The data plane's `POST /internal/multipart-expiry/:bucket` and `DELETE /internal/bucket-uploads/:bucketId`
+ * over HTTP; without a URL nothing is aborted now (the uploads' TTL still ends them).
+ */
 export class HttpUploadExpirer implements UploadExpirer {
   constructor(
     private readonly dataPlaneUrl: () => string | undefined,
@@ -39,10 +42,15 @@ export class HttpUploadExpirer implements UploadExpirer {
   ) {}
 
   async expireUploads(bucket: string, prefix: string, initiatedNoLaterThan: Date): Promise<number> {
-    const r = await postToDataPlane<{ aborted: number }>(
+    const r = await callDataPlane<{ aborted: number }>(
       this.dataPlaneUrl(), this.internalToken, `/internal/multipart-expiry/${encodeURIComponent(bucket)}`,
       { prefix, initiatedNoLaterThan: initiatedNoLaterThan.toISOString() }, 'upload expiry',
     );
+    return r?.aborted ?? 0;
+  }
+
+  async abortBucketUploads(bucketId: number): Promise<number> {
+    const r = await callDataPlane<{ aborted: number }>(this.dataPlaneUrl(), this.internalToken, `/internal/bucket-uploads/${bucketId}`, undefined, 'abort of a deleted bucket\'s uploads');
     return r?.aborted ?? 0;
   }
 }

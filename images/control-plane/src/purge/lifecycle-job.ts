@@ -1,10 +1,12 @@
 import { createdNoLaterThan, type LifecycleRule, type Logger } from '../../../service-kit/src/index.js';
 import type { Bucket, MetadataStore } from '../metadata/store.js';
 
-/** The data plane keeps multipart uploads: it aborts those a rule has expired. */
+/** The data plane keeps multipart uploads: it aborts those a rule has expired, and those of a deleted bucket. */
 export interface UploadExpirer {
   /** Abort the bucket's uploads whose key starts with `prefix`, initiated at or before `initiatedNoLaterThan`; answers how many. */
   expireUploads(bucket: string, prefix: string, initiatedNoLaterThan: Date): Promise<number>;
+  /** Abort every upload of a deleted bucket (by its id: a new bucket of the same name has its own); answers how many. */
+  abortBucketUploads(bucketId: number): Promise<number>;
 }
 
 export interface LifecycleDeps {

@@ -15,5 +15,7 @@ export interface Cache {
   sadd(key: string, member: string): Promise<void>;
   srem(key: string, member: string): Promise<void>;
   smembers(key: string): Promise<string[]>;
+  /** How many members the set has (0 when missing). */
+  scard(key: string): Promise<number>;
   expire(key: string, ttlSeconds: number): Promise<void>;
 }

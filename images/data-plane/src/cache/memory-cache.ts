@@ -83,6 +83,11 @@ export class InMemoryCache implements Cache {
     return v instanceof Set ? [...v] : [];
   }
 
+  async scard(key: string): Promise<number> {
+    const v = this.live(key)?.value;
+    return v instanceof Set ? v.size : 0;
+  }
+
   async expire(key: string, ttlSeconds: number): Promise<void> {
     const entry = this.live(key);
     if (entry) entry.expiresAt = this.now() + ttlSeconds * 1000;

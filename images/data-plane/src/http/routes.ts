@@ -394,6 +394,13 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     );
   });
 
+  // DeleteBucket ends the deleted bucket's uploads (the control plane, once the bucket is gone).
+  router.delete('/bucket-uploads/:bucketId', async (req, res) => {
+    const bucketId = Number(p(req, 'bucketId'));
+    if (!Number.isSafeInteger(bucketId)) throw new S3Error('InvalidArgument', 'bucketId must be an integer');
+    res.json({ aborted: await multipart.abortAllOf(bucketId) });
+  });
+
   // A lifecycle rule's AbortIncompleteMultipartUpload (the control plane's daily job).
   router.post('/multipart-expiry/:bucket', json, async (req, res) => {
     const prefix: unknown = req.body?.prefix ?? '';

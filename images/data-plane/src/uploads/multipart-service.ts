@@ -12,7 +12,6 @@ import {
   startDigest,
   storedChecksum,
   withoutChecksum,
-  type ChecksumAlgorithm,
   type Logger,
   type StoredHeaders,
   type Tag,
@@ -23,42 +22,11 @@ import { checkPreconditions, type ObjectMeta, type Preconditions } from '../cata
 import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
 import { MAX_OBJECT_SIZE, checkCopySourceConditions, checkUserMetadata, type CopySourceConditions, type ObjectService } from './object-service.js';
+import { DEFAULT_UPLOADS_PER_ACCOUNT, UploadState, type PartInfo, type UploadChecksum, type UploadInfo } from './upload-state.js';
 
 export const MIN_PART_SIZE = 5 * 1024 * 1024;
 const MAX_PART_NUMBER = 10_000;
-/** An upload expires this long after it was initiated (its cache keys vanish; its part files are swept). */
-export const UPLOAD_TTL_S = 7 * 24 * 3600;
-
-interface UploadInfo {
-  bucket: string;
-  key: string;
-  owner: string;
-  contentType: string;
-  userMetadata: Record<string, string>;
-  /** x-amz-tagging of the initiation: the completed object's tags. */
-  tags?: Tag[];
-  /** Standard headers of the initiation (Cache-Control, ...): the completed object's. */
-  headers?: StoredHeaders;
-  /** x-amz-checksum-algorithm and -type of the initiation: every part carries one, the object gets one. */
-  checksum?: UploadChecksum;
-  initiated: string;
-  backendKey: string;
-}
-
-export interface UploadChecksum {
-  algorithm: ChecksumAlgorithm;
-  type: 'COMPOSITE' | 'FULL_OBJECT';
-}
-
-interface PartInfo {
-  partNumber: number;
-  etag: string;
-  size: number;
-  locator: string;
-  lastModified: string;
-  /** Base64 of the part's checksum by the upload's algorithm (when the upload has one). */
-  checksum?: string;
-}
+export { UPLOAD_TTL_S, type UploadChecksum } from './upload-state.js';
 
 /** A part's bytes as they arrive, with the checksum they were checked against. */
 export interface PartUpload {
@@ -78,26 +46,33 @@ export interface RequestedPart {
   checksum?: { algorithm: string; value: string };
 }
 
-/** Cache keys of one upload share the hash tag {uploadId}: one Redis Cluster shard holds the upload. */
-const uploadKey = (uploadId: string) => `strata:mpu:{${uploadId}}`;
-const bucketUploadsKey = (bucket: string) => `strata:mpu-bucket:{${bucket}}`;
-const partField = (n: number) => `part:${String(n).padStart(5, '0')}`;
-const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export interface MultipartLimits {
+  /** In-progress uploads one account (a bucket owner) may have at once; default DEFAULT_UPLOADS_PER_ACCOUNT. */
+  uploadsPerAccount?: number;
+}
 
 /**
- * Multipart uploads: state in the cache (UUID v7 upload ids), parts as temporary blobs on the
- * bucket's backend (not in the blobs table), composed on the backend at completion. Complete and
- * abort remove every part's bytes.
+ * Multipart uploads: state in the cache (UUID v7 upload ids, see UploadState), parts as temporary
+ * blobs on the bucket's backend (not in the blobs table), composed on the backend at completion.
+ * An upload belongs to the bucket id it was started in. Complete and abort remove every part's bytes;
+ * a committed Complete is never answered with an error, and its retries get its result again.
  */
 export class MultipartService {
+  private readonly state: UploadState;
+  private readonly uploadsPerAccount: number;
+
   constructor(
-    private readonly cache: Cache,
+    cache: Cache,
     private readonly objects: ObjectService,
     private readonly backends: BackendRegistry,
     private readonly metrics: DataPlaneMetrics,
     private readonly logger: Logger,
     private readonly clock: () => Date,
-  ) {}
+    limits: MultipartLimits = {},
+  ) {
+    this.state = new UploadState(cache, clock);
+    this.uploadsPerAccount = limits.uploadsPerAccount ?? DEFAULT_UPLOADS_PER_ACCOUNT;
+  }
 
   async initiate(
     bucketName: string,
@@ -109,6 +84,7 @@ export class MultipartService {
     const { bucket, backend } = await this.objects.bucket(bucketName);
     const uploadId = uuidv7();
     const info: UploadInfo = {
+      bucketId: bucket.id,
       bucket: bucket.name,
       key,
       owner: opts.owner ?? bucket.owner,
@@ -119,30 +95,26 @@ export class MultipartService {
       ...(opts.checksum ? { checksum: opts.checksum } : {}),
       initiated: this.clock().toISOString(),
       backendKey: backend.key,
+      account: bucket.owner,
     };
-    await this.cache.hset(uploadKey(uploadId), 'info', JSON.stringify(info));
-    await this.cache.expire(uploadKey(uploadId), UPLOAD_TTL_S);
-    await this.cache.sadd(bucketUploadsKey(bucket.name), uploadId);
+    await this.state.create(uploadId, info, this.uploadsPerAccount);
     this.metrics.multipartInFlight.inc();
     return uploadId;
   }
 
-  private async upload(bucket: string, key: string, uploadId: string): Promise<{ info: UploadInfo; backend: StorageBackend }> {
-    const raw = UPLOAD_ID.test(uploadId) ? await this.cache.hget(uploadKey(uploadId), 'info') : undefined;
-    const info = raw ? (JSON.parse(raw) as UploadInfo) : undefined;
-    if (!info || info.bucket !== bucket || info.key !== key) throw new S3Error('NoSuchUpload', undefined, { UploadId: uploadId });
+  /**
+   * The upload `uploadId` of `key` in the bucket now named `bucketName`: NoSuchUpload unless it was
+   * started in this very bucket (not in a deleted one of the same name; state of uploads started before
+   * uploads carried their bucket id has none and is not found either).
+   */
+  private async upload(bucketName: string, key: string, uploadId: string): Promise<{ info: UploadInfo; backend: StorageBackend }> {
+    const info = await this.state.info(uploadId);
+    const current = info && (await this.objects.bucket(bucketName));
+    if (!info || !current || info.bucketId !== current.bucket.id || info.key !== key) throw new S3Error('NoSuchUpload', undefined, { UploadId: uploadId });
     // A bucket's own backend (operator settings) is rebuilt from the bucket after a restart.
-    const backend = this.backends.byBackendKey(info.backendKey) ?? (await this.objects.bucket(bucket)).backend;
+    const backend = this.backends.byBackendKey(info.backendKey) ?? current.backend;
     if (backend.key !== info.backendKey) throw new S3Error('NotImplemented', `backend ${info.backendKey} is not available`);
     return { info, backend };
-  }
-
-  private async parts(uploadId: string): Promise<PartInfo[]> {
-    const all = await this.cache.hgetall(uploadKey(uploadId));
-    return Object.entries(all)
-      .filter(([field]) => field.startsWith('part:'))
-      .map(([, v]) => JSON.parse(v) as PartInfo)
-      .sort((a, b) => a.partNumber - b.partNumber);
   }
 
   private checkPartNumber(n: number): void {
@@ -212,26 +184,20 @@ export class MultipartService {
   }
 
   private async savePart(uploadId: string, backend: StorageBackend, part: PartInfo): Promise<void> {
-    const key = uploadKey(uploadId);
-    const previous = await this.cache.hget(key, partField(part.partNumber));
-    await this.cache.hset(key, partField(part.partNumber), JSON.stringify(part));
+    const previous = await this.state.part(uploadId, part.partNumber);
     // Aborted or completed while this part was streaming: its bytes must not stay behind.
-    if (!(await this.cache.hget(key, 'info'))) {
-      await this.cache.del(key);
+    if (!(await this.state.savePart(uploadId, part))) {
       await backend.delete(part.locator);
       throw new S3Error('NoSuchUpload', undefined, { UploadId: uploadId });
     }
-    if (previous) {
-      const old = JSON.parse(previous) as PartInfo;
-      if (old.locator !== part.locator) await backend.delete(old.locator);
-    }
+    if (previous && previous.locator !== part.locator) await backend.delete(previous.locator);
   }
 
   async listParts(bucket: string, key: string, uploadId: string, opts: { maxParts?: number; partNumberMarker?: number }) {
     const { info } = await this.upload(bucket, key, uploadId);
     const maxParts = Math.min(opts.maxParts ?? 1000, 1000);
     const after = opts.partNumberMarker ?? 0;
-    const all = (await this.parts(uploadId)).filter((p) => p.partNumber > after);
+    const all = (await this.state.parts(uploadId)).filter((p) => p.partNumber > after);
     const page = all.slice(0, maxParts);
     const isTruncated = all.length > page.length;
     return {
@@ -260,9 +226,11 @@ export class MultipartService {
     /** The whole object's checksum as the client computed it (x-amz-checksum-* on the Complete request). */
     expectedChecksum?: { algorithm: string; value: string },
   ): Promise<ObjectMeta> {
+    const retried = await this.completedBefore(bucketName, key, uploadId);
+    if (retried) return retried;
     const { info, backend } = await this.upload(bucketName, key, uploadId);
     if (!Array.isArray(requested) || requested.length === 0) throw new S3Error('MalformedXML', 'You must specify at least one part');
-    const stored = new Map((await this.parts(uploadId)).map((p) => [p.partNumber, p]));
+    const stored = new Map((await this.state.parts(uploadId)).map((p) => [p.partNumber, p]));
     const chosen: PartInfo[] = [];
     let previous = 0;
     for (const r of requested) {
@@ -288,6 +256,7 @@ export class MultipartService {
       .digest('hex')}-${chosen.length}`;
     const checksum = info.checksum && (await this.objectChecksum(info.checksum, chosen, expectedChecksum));
     const { bucket } = await this.objects.bucket(bucketName);
+    if (bucket.id !== info.bucketId) throw new S3Error('NoSuchUpload', undefined, { UploadId: uploadId });
     if (conditions) {
       const current = await this.objects.head(bucketName, key).then(
         ({ object }) => object.etag,
@@ -319,8 +288,38 @@ export class MultipartService {
       composed,
       backend,
     );
-    await this.discard(bucketName, uploadId, backend, [...stored.values()]);
+    await this.afterCommit(uploadId, info, backend, [...stored.values()], meta);
     return meta;
+  }
+
+  /**
+   * A Complete of an upload already completed in this bucket (a client's retry) answers what the
+   * first one did, and finishes its cleanup if that was left undone.
+   */
+  private async completedBefore(bucketName: string, key: string, uploadId: string): Promise<ObjectMeta | undefined> {
+    const done = await this.state.completed(uploadId);
+    if (!done || done.key !== key || done.bucketId !== (await this.objects.bucket(bucketName)).bucket.id) return undefined;
+    const info = await this.state.info(uploadId);
+    if (info) {
+      const backend = this.backends.byBackendKey(info.backendKey);
+      await this.afterCommit(uploadId, info, backend, backend ? await this.state.parts(uploadId) : [], done.meta);
+    }
+    return done.meta;
+  }
+
+  /**
+   * After the object is committed, nothing may turn the Complete into an error: its result is kept
+   * for retries, then the upload's state and parts go. A failure here is logged and left: while the
+   * result is not kept the upload stays (a retry completes it again, from the same parts); once it is,
+   * a retry or a listing finishes the cleanup, and parts left behind go with the part sweep.
+   */
+  private async afterCommit(uploadId: string, info: UploadInfo, backend: StorageBackend | undefined, parts: PartInfo[], meta: ObjectMeta): Promise<void> {
+    try {
+      await this.state.recordCompleted(uploadId, { bucketId: info.bucketId, key: info.key, meta });
+      await this.discard(uploadId, info, backend, parts);
+    } catch (err) {
+      this.logger.warn({ err, uploadId }, 'completed upload: cleanup left for a retry, a listing or the part sweep');
+    }
   }
 
   /**
@@ -345,8 +344,23 @@ export class MultipartService {
   }
 
   async abort(bucket: string, key: string, uploadId: string): Promise<void> {
-    const { backend } = await this.upload(bucket, key, uploadId);
-    await this.discard(bucket, uploadId, backend, await this.parts(uploadId));
+    const { info, backend } = await this.upload(bucket, key, uploadId);
+    await this.discard(uploadId, info, backend, await this.state.parts(uploadId));
+  }
+
+  /**
+   * Abort every upload of a bucket that was deleted (DeleteBucket, as S3, ends its uploads); answers
+   * how many. Parts on a backend this process cannot reach now are left to the part sweep.
+   */
+  async abortAllOf(bucketId: number): Promise<number> {
+    let aborted = 0;
+    for (const { uploadId, info } of await this.uploadsOf(bucketId)) {
+      const backend = this.backends.byBackendKey(info.backendKey);
+      await this.discard(uploadId, info, backend, backend ? await this.state.parts(uploadId) : []);
+      aborted++;
+    }
+    if (aborted > 0) this.logger.info({ bucketId, aborted }, 'uploads of a deleted bucket aborted');
+    return aborted;
   }
 
   /**
@@ -356,7 +370,7 @@ export class MultipartService {
   async abortInitiatedBefore(bucketName: string, prefix: string, initiatedNoLaterThan: Date): Promise<number> {
     const { bucket } = await this.objects.bucket(bucketName);
     let aborted = 0;
-    for (const u of await this.uploadsOf(bucket.name)) {
+    for (const u of await this.uploadsOf(bucket.id)) {
       if (!u.info.key.startsWith(prefix) || new Date(u.info.initiated) > initiatedNoLaterThan) continue;
       try {
         await this.abort(bucket.name, u.info.key, u.uploadId);
@@ -370,23 +384,25 @@ export class MultipartService {
     return aborted;
   }
 
-  /** The bucket's uploads still in progress (ids whose upload expired are dropped from its set). */
-  private async uploadsOf(bucket: string): Promise<Array<{ uploadId: string; info: UploadInfo }>> {
+  /** The bucket's uploads in progress; one completed whose cleanup was left undone is finished here. */
+  private async uploadsOf(bucketId: number): Promise<Array<{ uploadId: string; info: UploadInfo }>> {
     const uploads: Array<{ uploadId: string; info: UploadInfo }> = [];
-    for (const uploadId of await this.cache.smembers(bucketUploadsKey(bucket))) {
-      const raw = await this.cache.hget(uploadKey(uploadId), 'info');
-      if (raw) uploads.push({ uploadId, info: JSON.parse(raw) as UploadInfo });
-      else await this.cache.srem(bucketUploadsKey(bucket), uploadId);
+    for (const u of await this.state.uploadsOf(bucketId)) {
+      const done = await this.state.completed(u.uploadId);
+      if (!done) uploads.push(u);
+      else {
+        const backend = this.backends.byBackendKey(u.info.backendKey);
+        await this.afterCommit(u.uploadId, u.info, backend, backend ? await this.state.parts(u.uploadId) : [], done.meta);
+      }
     }
     return uploads;
   }
 
-  private async discard(bucket: string, uploadId: string, backend: StorageBackend, parts: PartInfo[]): Promise<void> {
-    const removed = await this.cache.del(uploadKey(uploadId));
-    await this.cache.srem(bucketUploadsKey(bucket), uploadId);
-    if (removed > 0) this.metrics.multipartInFlight.dec();
+  /** The state goes first, then the parts' bytes (each best-effort: the part sweep takes what is left). */
+  private async discard(uploadId: string, info: UploadInfo, backend: StorageBackend | undefined, parts: PartInfo[]): Promise<void> {
+    if (await this.state.forget(uploadId, info)) this.metrics.multipartInFlight.dec();
     for (const p of parts) {
-      await backend.delete(p.locator).catch((err) => this.logger.warn({ err, uploadId }, 'could not remove a part'));
+      await backend?.delete(p.locator).catch((err) => this.logger.warn({ err, uploadId }, 'could not remove a part'));
     }
   }
 
@@ -400,7 +416,7 @@ export class MultipartService {
     const prefix = opts.prefix ?? '';
     const delimiter = opts.delimiter || undefined;
     const maxUploads = Math.min(opts.maxUploads ?? 1000, 1000);
-    const uploads = (await this.uploadsOf(bucket.name))
+    const uploads = (await this.uploadsOf(bucket.id))
       .filter((u) => u.info.key.startsWith(prefix))
       .map(({ uploadId, info }) => ({ key: info.key, uploadId, initiated: info.initiated, owner: info.owner }));
     const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));

@@ -1,0 +1,166 @@
+import { S3Error, type ChecksumAlgorithm, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import type { ObjectMeta } from '../catalog/catalog.js';
+import type { Cache } from '../cache/cache.js';
+
+/** An upload expires this long after it was initiated (its cache keys vanish; its part files are swept). */
+export const UPLOAD_TTL_S = 7 * 24 * 3600;
+/** How long a completed upload's result is kept, for a retried CompleteMultipartUpload to get it again. */
+export const COMPLETED_UPLOAD_TTL_S = 3600;
+/** In-progress multipart uploads one account may have at once, by default (see MultipartLimits). */
+export const DEFAULT_UPLOADS_PER_ACCOUNT = 1000;
+
+export interface UploadInfo {
+  /** The id of the bucket the upload was started in: a later bucket of the same name never sees it. */
+  bucketId: number;
+  bucket: string;
+  key: string;
+  owner: string;
+  contentType: string;
+  userMetadata: Record<string, string>;
+  /** x-amz-tagging of the initiation: the completed object's tags. */
+  tags?: Tag[];
+  /** Standard headers of the initiation (Cache-Control, ...): the completed object's. */
+  headers?: StoredHeaders;
+  /** x-amz-checksum-algorithm and -type of the initiation: every part carries one, the object gets one. */
+  checksum?: UploadChecksum;
+  initiated: string;
+  backendKey: string;
+  /** The account whose in-progress uploads this one counts against (the bucket's owner). */
+  account: string;
+}
+
+export interface UploadChecksum {
+  algorithm: ChecksumAlgorithm;
+  type: 'COMPOSITE' | 'FULL_OBJECT';
+}
+
+export interface PartInfo {
+  partNumber: number;
+  etag: string;
+  size: number;
+  locator: string;
+  lastModified: string;
+  /** Base64 of the part's checksum by the upload's algorithm (when the upload has one). */
+  checksum?: string;
+}
+
+/** What a committed CompleteMultipartUpload answered, kept for its retries. */
+export interface CompletedUpload {
+  bucketId: number;
+  key: string;
+  meta: ObjectMeta;
+}
+
+/** Keys of one upload share the hash tag {uploadId}: one Redis Cluster shard holds the upload. */
+const uploadKey = (uploadId: string) => `strata:mpu:{${uploadId}}`;
+const completedKey = (uploadId: string) => `strata:mpu-done:{${uploadId}}`;
+const bucketUploadsKey = (bucketId: number) => `strata:mpu-bucket-id:{${bucketId}}`;
+const accountUploadsKey = (account: string) => `strata:mpu-account:{${account}}`;
+const partField = (n: number) => `part:${String(n).padStart(5, '0')}`;
+export const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** When a UUID v7 upload id was made (its first 48 bits are milliseconds since the epoch). */
+const initiatedMs = (uploadId: string) => parseInt(uploadId.slice(0, 8) + uploadId.slice(9, 13), 16);
+
+/**
+ * Multipart upload state in the cache: each upload's info and parts (one hash), the uploads of each
+ * bucket id and of each account (sets, pruned as their members expire), and the results of completed
+ * uploads (kept COMPLETED_UPLOAD_TTL_S).
+ */
+export class UploadState {
+  constructor(
+    private readonly cache: Cache,
+    private readonly clock: () => Date,
+  ) {}
+
+  /**
+   * Record a new upload, unless its account already has `maxPerAccount` uploads in progress (S3
+   * SlowDown: clients back off and retry; uploads completed or aborted meanwhile make room). The cap
+   * is checked before the write, so concurrent initiations may pass it by a few.
+   */
+  async create(uploadId: string, info: UploadInfo, maxPerAccount: number): Promise<void> {
+    const account = accountUploadsKey(info.account);
+    if ((await this.cache.scard(account)) >= maxPerAccount && (await this.pruneExpired(account)) >= maxPerAccount) {
+      throw new S3Error('SlowDown', `This account has ${maxPerAccount} multipart uploads in progress, its limit: complete or abort some first.`);
+    }
+    await this.cache.hset(uploadKey(uploadId), 'info', JSON.stringify(info));
+    await this.cache.expire(uploadKey(uploadId), UPLOAD_TTL_S);
+    for (const set of [bucketUploadsKey(info.bucketId), account]) {
+      await this.cache.sadd(set, uploadId);
+      // Every member is younger than the upload TTL or expired: the set need not outlive its newest.
+      await this.cache.expire(set, UPLOAD_TTL_S);
+    }
+  }
+
+  /** Drops the members of an account's set whose upload has expired; answers how many remain. */
+  private async pruneExpired(account: string): Promise<number> {
+    const oldest = this.clock().getTime() - UPLOAD_TTL_S * 1000;
+    let live = 0;
+    for (const uploadId of await this.cache.smembers(account)) {
+      if (initiatedMs(uploadId) < oldest) await this.cache.srem(account, uploadId);
+      else live++;
+    }
+    return live;
+  }
+
+  async info(uploadId: string): Promise<UploadInfo | undefined> {
+    const raw = UPLOAD_ID.test(uploadId) ? await this.cache.hget(uploadKey(uploadId), 'info') : undefined;
+    return raw ? (JSON.parse(raw) as UploadInfo) : undefined;
+  }
+
+  async parts(uploadId: string): Promise<PartInfo[]> {
+    const all = await this.cache.hgetall(uploadKey(uploadId));
+    return Object.entries(all)
+      .filter(([field]) => field.startsWith('part:'))
+      .map(([, v]) => JSON.parse(v) as PartInfo)
+      .sort((a, b) => a.partNumber - b.partNumber);
+  }
+
+  async part(uploadId: string, partNumber: number): Promise<PartInfo | undefined> {
+    const raw = await this.cache.hget(uploadKey(uploadId), partField(partNumber));
+    return raw ? (JSON.parse(raw) as PartInfo) : undefined;
+  }
+
+  /** Record a part; answers false (and leaves nothing) when the upload ended while the part streamed. */
+  async savePart(uploadId: string, part: PartInfo): Promise<boolean> {
+    const key = uploadKey(uploadId);
+    await this.cache.hset(key, partField(part.partNumber), JSON.stringify(part));
+    if (await this.cache.hget(key, 'info')) return true;
+    await this.cache.del(key);
+    return false;
+  }
+
+  /**
+   * Forget an upload (its parts' bytes are the caller's); answers whether it was still there. Once its
+   * hash is gone the upload is over: a set member left behind by a failed removal is dropped later (a
+   * bucket's by the next listing, an account's when it is older than the upload TTL).
+   */
+  async forget(uploadId: string, info: UploadInfo): Promise<boolean> {
+    const removed = await this.cache.del(uploadKey(uploadId));
+    await Promise.all([
+      this.cache.srem(bucketUploadsKey(info.bucketId), uploadId),
+      this.cache.srem(accountUploadsKey(info.account), uploadId),
+    ]).catch(() => undefined);
+    return removed > 0;
+  }
+
+  /** A bucket's uploads still in progress (ids of uploads that expired or ended are dropped from its set). */
+  async uploadsOf(bucketId: number): Promise<Array<{ uploadId: string; info: UploadInfo }>> {
+    const uploads: Array<{ uploadId: string; info: UploadInfo }> = [];
+    for (const uploadId of await this.cache.smembers(bucketUploadsKey(bucketId))) {
+      const info = await this.info(uploadId);
+      if (info) uploads.push({ uploadId, info });
+      else await this.cache.srem(bucketUploadsKey(bucketId), uploadId);
+    }
+    return uploads;
+  }
+
+  async recordCompleted(uploadId: string, result: CompletedUpload): Promise<void> {
+    await this.cache.set(completedKey(uploadId), JSON.stringify(result), COMPLETED_UPLOAD_TTL_S);
+  }
+
+  async completed(uploadId: string): Promise<CompletedUpload | undefined> {
+    const raw = UPLOAD_ID.test(uploadId) ? await this.cache.get(completedKey(uploadId)) : undefined;
+    return raw ? (JSON.parse(raw) as CompletedUpload) : undefined;
+  }
+}

@@ -1,0 +1,171 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { expect } from 'chai';
+import { DEFAULT_BUCKET_NAME_HOLD_MS } from '../../images/control-plane/src/app.js';
+import { InMemoryCache } from '../../images/data-plane/src/cache/memory-cache.js';
+import { CacheUnavailableError } from '../../images/service-kit/src/index.js';
+import { startObjectLayer, type ObjectLayer } from './harness.js';
+
+const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
+const json = { 'content-type': 'application/json' };
+
+/** The real in-memory cache, with one kind of write made to fail as an unreachable Redis master would. */
+class FailingCache extends InMemoryCache {
+  failing: 'set' | 'del' | 'srem' | undefined;
+
+  private check(call: string): void {
+    if (this.failing === call) throw new CacheUnavailableError(call, new Error('master down'));
+  }
+
+  override async set(key: string, value: string, ttlSeconds?: number): Promise<void> {
+    this.check('set');
+    return super.set(key, value, ttlSeconds);
+  }
+
+  override async del(...keys: string[]): Promise<number> {
+    this.check('del');
+    return super.del(...keys);
+  }
+
+  override async srem(key: string, member: string): Promise<void> {
+    this.check('srem');
+    return super.srem(key, member);
+  }
+}
+
+/** Multipart calls of the internal API against one object layer. */
+function multipartCalls(layer: () => ObjectLayer) {
+  const errorOf = async (res: Response) => ({ status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code });
+  return {
+    errorOf,
+    createBucket: async (bucket: string, owner: string) => expect((await layer().cpFetch('PUT', `/internal/buckets/${bucket}`, { owner })).status).to.equal(200),
+    initiate: (bucket: string, key: string) => layer().dpFetch('POST', `/internal/multipart/${bucket}/${key}`, JSON.stringify({ contentType: 'text/plain' }), json),
+    uploadId: async (res: Response) => {
+      expect(res.status, await res.clone().text()).to.equal(200);
+      return ((await res.json()) as { uploadId: string }).uploadId;
+    },
+    uploadPart: async (bucket: string, key: string, uploadId: string, n: number, body: Buffer) => {
+      const res = await layer().dpFetch('PUT', `/internal/multipart/${bucket}/${key}/${uploadId}/parts/${n}`, body as BodyInit);
+      expect(res.status, await res.clone().text()).to.equal(200);
+      return ((await res.json()) as { etag: string }).etag;
+    },
+    complete: (bucket: string, key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>) =>
+      layer().dpFetch('POST', `/internal/multipart/${bucket}/${key}/${uploadId}/complete`, JSON.stringify({ parts }), json),
+    listUploads: async (bucket: string) => ((await (await layer().dpFetch('GET', `/internal/multipart/${bucket}`)).json()) as { uploads: Array<{ uploadId: string }> }).uploads.map((u) => u.uploadId),
+    partFiles: async () => (await layer().files()).filter((f) => f.startsWith('blobs/parts/')),
+  };
+}
+
+describe('data plane multipart: uploads belong to their bucket, Complete is idempotent, uploads are capped per account (PostgreSQL)', function () {
+  this.timeout(90_000);
+  let layer: ObjectLayer;
+  const cache = new FailingCache();
+  const mp = multipartCalls(() => layer);
+  const name = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
+
+  before(async () => {
+    layer = await startObjectLayer('postgres', { cache, multipartUploadsPerAccount: 3 });
+  });
+  after(async () => {
+    await layer?.stop();
+  });
+  afterEach(() => {
+    cache.failing = undefined;
+  });
+
+  it("DeleteBucket aborts the bucket's uploads and frees their parts; a later owner of the name never sees them", async () => {
+    const bucket = name('handed-on');
+    await mp.createBucket(bucket, 'alice');
+    const uploadId = await mp.uploadId(await mp.initiate(bucket, 'secret.txt'));
+    const part = randomBytes(1000);
+    const etag = await mp.uploadPart(bucket, 'secret.txt', uploadId, 1, part);
+    expect(await mp.partFiles()).to.have.length.greaterThan(0);
+    // Only live objects keep a bucket: uploads in progress do not (as S3).
+    expect((await layer.cpFetch('DELETE', `/internal/buckets/${bucket}`)).status).to.equal(204);
+    expect(await mp.partFiles()).to.deep.equal([]);
+
+    // After the name's hold, bob takes it.
+    layer.clock.now = new Date(layer.clock.now.getTime() + DEFAULT_BUCKET_NAME_HOLD_MS + 1000);
+    await mp.createBucket(bucket, 'bob');
+    expect(await mp.listUploads(bucket)).to.deep.equal([]);
+    expect(await mp.errorOf(await layer.dpFetch('GET', `/internal/multipart/${bucket}/secret.txt/${uploadId}/parts`))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
+    expect(await mp.errorOf(await mp.complete(bucket, 'secret.txt', uploadId, [{ partNumber: 1, etag }]))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
+    expect((await layer.dpFetch('GET', `/internal/objects/${bucket}/secret.txt`)).status).to.equal(404);
+  });
+
+  it('an upload whose bucket was deleted without its uploads being aborted stays unreachable under the same name', async () => {
+    const bucket = name('orphaned');
+    await mp.createBucket(bucket, 'alice');
+    const uploadId = await mp.uploadId(await mp.initiate(bucket, 'k'));
+    const etag = await mp.uploadPart(bucket, 'k', uploadId, 1, randomBytes(100));
+    // The bucket row goes as DeleteBucket removes it, but the data plane is never told.
+    await layer.sql.query('DELETE FROM buckets WHERE name = $1', [bucket]);
+    await new Promise((r) => setTimeout(r, 2100)); // the data plane's bucket records live 2 s
+    await mp.createBucket(bucket, 'bob');
+    expect(await mp.listUploads(bucket)).to.deep.equal([]);
+    expect(await mp.errorOf(await mp.complete(bucket, 'k', uploadId, [{ partNumber: 1, etag }]))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
+    expect(await mp.errorOf(await layer.dpFetch('DELETE', `/internal/multipart/${bucket}/k/${uploadId}`))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
+  });
+
+  it('a retried Complete of a completed upload answers 200 with the same ETag', async () => {
+    const bucket = name('retried');
+    await mp.createBucket(bucket, 'alice');
+    const uploadId = await mp.uploadId(await mp.initiate(bucket, 'obj'));
+    const body = randomBytes(2000);
+    const etag = await mp.uploadPart(bucket, 'obj', uploadId, 1, body);
+    const first = await mp.complete(bucket, 'obj', uploadId, [{ partNumber: 1, etag }]);
+    expect(first.status).to.equal(200);
+    const firstMeta = (await first.json()) as { etag: string; size: number };
+    const again = await mp.complete(bucket, 'obj', uploadId, [{ partNumber: 1, etag }]);
+    expect(again.status, await again.clone().text()).to.equal(200);
+    expect(await again.json()).to.deep.equal(firstMeta);
+    expect(firstMeta.etag).to.equal(`${md5(Buffer.from(etag, 'hex'))}-1`);
+    // Not in another bucket, nor for another key.
+    const other = name('other');
+    await mp.createBucket(other, 'alice');
+    expect(await mp.errorOf(await mp.complete(other, 'obj', uploadId, [{ partNumber: 1, etag }]))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
+    expect(await mp.errorOf(await mp.complete(bucket, 'other-key', uploadId, [{ partNumber: 1, etag }]))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
+  });
+
+  for (const failing of ['set', 'del', 'srem'] as const) {
+    it(`a Complete whose cleanup fails after the commit (cache ${failing} failing) answers 200, and so does its retry`, async () => {
+      const bucket = name('committed');
+      await mp.createBucket(bucket, 'alice');
+      const partsBefore = await mp.partFiles();
+      const uploadId = await mp.uploadId(await mp.initiate(bucket, 'obj'));
+      const body = randomBytes(3000);
+      const etag = await mp.uploadPart(bucket, 'obj', uploadId, 1, body);
+      cache.failing = failing;
+      const first = await mp.complete(bucket, 'obj', uploadId, [{ partNumber: 1, etag }]);
+      expect(first.status, await first.clone().text()).to.equal(200);
+      const meta = (await first.json()) as { etag: string };
+      cache.failing = undefined;
+      const retried = await mp.complete(bucket, 'obj', uploadId, [{ partNumber: 1, etag }]);
+      expect(retried.status, await retried.clone().text()).to.equal(200);
+      expect(((await retried.json()) as { etag: string }).etag).to.equal(meta.etag);
+      expect(Buffer.from(await (await layer.dpFetch('GET', `/internal/objects/${bucket}/obj`)).arrayBuffer()).equals(body)).to.equal(true);
+      // Nothing of the upload is left once the retry has finished its cleanup.
+      expect(await mp.listUploads(bucket)).to.deep.equal([]);
+      expect(await mp.partFiles()).to.deep.equal(partsBefore);
+    });
+  }
+
+  it("caps an account's uploads in progress: SlowDown past the limit, room again once one ends; other accounts unaffected", async () => {
+    const bucket = name('capped');
+    await mp.createBucket(bucket, 'carol');
+    const second = name('capped-too');
+    await mp.createBucket(second, 'carol');
+    const ids = [await mp.uploadId(await mp.initiate(bucket, 'a')), await mp.uploadId(await mp.initiate(bucket, 'b')), await mp.uploadId(await mp.initiate(second, 'c'))];
+    // The cap is per account, over all its buckets.
+    expect(await mp.errorOf(await mp.initiate(second, 'd'))).to.deep.equal({ status: 503, code: 'SlowDown' });
+    const dave = name('dave');
+    await mp.createBucket(dave, 'dave');
+    await mp.uploadId(await mp.initiate(dave, 'x'));
+    expect((await layer.dpFetch('DELETE', `/internal/multipart/${bucket}/a/${ids[0]}`)).status).to.equal(204);
+    await mp.uploadId(await mp.initiate(second, 'd'));
+    // A completed upload makes room as well.
+    const etag = await mp.uploadPart(bucket, 'b', ids[1]!, 1, randomBytes(10));
+    expect((await mp.complete(bucket, 'b', ids[1]!, [{ partNumber: 1, etag }])).status).to.equal(200);
+    await mp.uploadId(await mp.initiate(bucket, 'e'));
+    expect(await mp.errorOf(await mp.initiate(bucket, 'f'))).to.deep.equal({ status: 503, code: 'SlowDown' });
+  });
+});
