@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startControlPlane } from '../../images/control-plane/src/app.js';
 import { InMemoryBroker } from '../../images/control-plane/src/events/memory-broker.js';
+import type { Cache } from '../../images/data-plane/src/cache/cache.js';
 import { InMemoryCache } from '../../images/data-plane/src/cache/memory-cache.js';
 import { startDataPlane } from '../../images/data-plane/src/app.js';
 import { createLogger, createPgSqlClient, createPgliteSqlClient, type RunningService, type SqlClient } from '../../images/service-kit/src/index.js';
@@ -35,11 +36,12 @@ export const SERVER_SECRET_KEY = 'test-server-secret-key';
 /** The object layer as the gateway sees it: control plane + data plane on port 0, one database, one cache, one broker. */
 /**
  * `inlineBlobBytes`: the data plane's inline limit (default: the data plane's own; 0 puts every body in a file);
- * `cache`: the cache both planes share (default a new one); `multipartUploadsPerAccount`: the data plane's cap.
+ * `cache`: the cache both planes share (default a new one); `multipartCache`: the data plane's for multipart
+ * state (default `cache`); `multipartUploadsPerAccount`: the data plane's cap.
  */
 export async function startObjectLayer(
   kind: DbKind,
-  opts: { outboxRetryMs?: number; inlineBlobBytes?: number; cache?: InMemoryCache; multipartUploadsPerAccount?: number } = {},
+  opts: { outboxRetryMs?: number; inlineBlobBytes?: number; cache?: InMemoryCache; multipartCache?: Cache; multipartUploadsPerAccount?: number } = {},
 ): Promise<ObjectLayer> {
   const db = kind === 'postgres' ? await createTestDatabase() : undefined;
   const sql = db ? createPgSqlClient(db.url) : await createPgliteSqlClient();
@@ -63,7 +65,7 @@ export async function startObjectLayer(
     dataPlaneUrl: () => dpRef.url,
     clock: () => clock.now,
   });
-  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: SERVER_SECRET_KEY, dataDir, sql, cache, broker, logger, outboxRetryMs: opts.outboxRetryMs ?? 100, blobSweepMs: 0, inlineBlobBytes: opts.inlineBlobBytes, multipartUploadsPerAccount: opts.multipartUploadsPerAccount });
+  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: SERVER_SECRET_KEY, dataDir, sql, cache, broker, logger, outboxRetryMs: opts.outboxRetryMs ?? 100, blobSweepMs: 0, inlineBlobBytes: opts.inlineBlobBytes, multipartCache: opts.multipartCache, multipartUploadsPerAccount: opts.multipartUploadsPerAccount });
   dpRef.url = dp.url;
   const files = async () => {
     const out: string[] = [];

@@ -12,11 +12,14 @@ const cli = async (port: number, ...args: string[]) =>
 describe('test harness: Redis Cluster', function () {
   this.timeout(120_000);
 
-  it('shares one healthy 3-master cluster across callers', async () => {
+  it('shares one healthy cluster across callers: 3 masters, each with a replica, AOF on', async () => {
     const a = await sharedRedisCluster();
     const b = await sharedRedisCluster();
     expect(a).to.equal(b);
     expect(a.nodes).to.have.length(3);
+    expect(a.replicas).to.have.length(3);
+    for (const node of [...a.nodes, ...a.replicas]) expect(await cli(node.port, 'config', 'get', 'appendonly')).to.match(/appendonly\s+yes/);
+    for (const replica of a.replicas) expect(await cli(replica.port, 'info', 'replication')).to.match(/role:slave[\s\S]*master_link_status:up/);
     for (const node of a.nodes) {
       const info = await cli(node.port, 'cluster', 'info');
       expect(info).to.match(/cluster_state:ok/);

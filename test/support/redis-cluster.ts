@@ -14,10 +14,24 @@ export interface RedisClusterNode {
 }
 
 export interface RedisClusterHarness {
-  /** The three masters, in slot order (first node owns slots 0..5460). */
+  /** The three masters, in slot order (first node owns slots 0..5460), as created. */
   nodes: RedisClusterNode[];
+  /** Their replicas (one per master, or none), as created. */
+  replicas: RedisClusterNode[];
+  /** The redis-server process of a node (to kill or pause it). */
+  processOf(node: RedisClusterNode): ChildProcess;
+  /** Start a node's server again after it was killed (as its pod would be): same port, files and cluster config. */
+  restart(node: RedisClusterNode): Promise<void>;
   /** Kill the servers and remove their directories. Safe to call twice. */
   stop(): Promise<void>;
+}
+
+export interface RedisClusterOptions {
+  /**
+   * One replica per master, and every node with AOF (appendonly, fsync every second): the production
+   * layout, where a master's failure promotes its replica. Default false: 3 masters, no persistence.
+   */
+  withReplicas?: boolean;
 }
 
 const HOST = '127.0.0.1';
@@ -42,6 +56,17 @@ async function redisCli(port: number, ...args: string[]): Promise<string> {
   return stdout;
 }
 
+/** Every replica's link to its master is up and its initial sync is done. */
+async function waitReplicasInSync(ports: number[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const infos = await Promise.all(ports.map((p) => redisCli(p, 'info', 'replication').catch(() => '')));
+    if (infos.every((info) => /master_link_status:up/.test(info) && /master_sync_in_progress:0/.test(info))) return;
+    if (Date.now() > deadline) throw new Error(`redis replicas not in sync after ${timeoutMs} ms:\n${infos.join('\n---\n')}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function waitClusterOk(ports: number[], timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -55,41 +80,64 @@ async function waitClusterOk(ports: number[], timeoutMs: number): Promise<void> 
   }
 }
 
-async function startOnce(): Promise<RedisClusterHarness> {
+async function startOnce(opts: RedisClusterOptions): Promise<RedisClusterHarness> {
   const dir = mkdtempSync(path.join(tmpdir(), 'strata-redis-cluster-'));
   const entry = { procs: [] as ChildProcess[], dir };
   const kill = cleanUpAtExit(() => killNow(entry));
+  const count = opts.withReplicas ? MASTERS * 2 : MASTERS;
   try {
     // Two ports per node: clients and the cluster bus (cluster-port), so that port+10000 need not be free.
-    const ports = await freePorts(MASTERS * 2);
-    const clientPorts = ports.slice(0, MASTERS);
+    const ports = await freePorts(count * 2);
+    const clientPorts = ports.slice(0, count);
+    const argsOf = new Map<number, string[]>();
+    const spawnNode = (port: number, index: number) => {
+      const proc = spawn('redis-server', argsOf.get(port)!, { stdio: 'ignore' });
+      proc.on('error', () => undefined);
+      entry.procs[index] = proc;
+    };
     clientPorts.forEach((port, i) => {
       const args = [
         '--port', String(port),
         '--bind', HOST,
         '--cluster-enabled', 'yes',
-        '--cluster-port', String(ports[MASTERS + i]),
+        '--cluster-port', String(ports[count + i]),
         '--cluster-config-file', path.join(dir, `nodes-${port}.conf`),
         '--cluster-node-timeout', '2000',
         '--dir', dir,
         '--save', '',
-        '--appendonly', 'no',
+        ...(opts.withReplicas ? ['--appendonly', 'yes', '--appendfsync', 'everysec', '--appendfilename', `appendonly-${port}.aof`, '--appenddirname', `aof-${port}`] : ['--appendonly', 'no']),
         '--logfile', path.join(dir, `${port}.log`),
       ];
-      const proc = spawn('redis-server', args, { stdio: 'ignore' });
-      proc.on('error', () => undefined);
-      entry.procs.push(proc);
+      argsOf.set(port, args);
+      spawnNode(port, i);
     });
     await Promise.all(clientPorts.map((p) => waitForPort(p, HOST, 15_000)));
     await run(
       'redis-cli',
-      ['--cluster', 'create', ...clientPorts.map((p) => `${HOST}:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+      ['--cluster', 'create', ...clientPorts.map((p) => `${HOST}:${p}`), '--cluster-replicas', opts.withReplicas ? '1' : '0', '--cluster-yes'],
       { timeout: 60_000 },
     );
     await waitClusterOk(clientPorts, 30_000);
+    // Roles as created: masters in slot order, then the replicas.
+    const roles = (await redisCli(clientPorts[0]!, 'cluster', 'nodes')).trim().split('\n').map((line) => {
+      const [, address, flags, , , , , , ...slots] = line.split(' ');
+      return { port: Number(address!.split('@')[0]!.split(':')[1]), master: flags!.includes('master'), firstSlot: Number((slots[0] ?? '').split('-')[0]) };
+    });
+    const masters = roles.filter((r) => r.master).sort((a, b) => a.firstSlot - b.firstSlot);
+    const replicaPorts = roles.filter((r) => !r.master).map((r) => r.port);
+    if (replicaPorts.length > 0) await waitReplicasInSync(replicaPorts, 30_000);
     let stopped: Promise<void> | undefined;
     return {
-      nodes: clientPorts.map((port) => ({ host: HOST, port })),
+      nodes: masters.map(({ port }) => ({ host: HOST, port })),
+      replicas: replicaPorts.map((port) => ({ host: HOST, port })),
+      processOf: (node) => entry.procs[clientPorts.indexOf(node.port)]!,
+      restart: async (node) => {
+        const index = clientPorts.indexOf(node.port);
+        const old = entry.procs[index]!;
+        if (old.exitCode === null && old.signalCode === null) throw new Error(`redis node ${node.port} is still running`);
+        spawnNode(node.port, index);
+        await waitForPort(node.port, HOST, 15_000);
+      },
       stop: () => {
         stopped ??= (async () => {
           await Promise.all(
@@ -114,16 +162,18 @@ async function startOnce(): Promise<RedisClusterHarness> {
 }
 
 /**
- * Start a private 3-master Redis Cluster (redis-server child processes, no persistence) and wait
- * until every node reports cluster_state:ok. Retries with new ports if one was taken meanwhile.
+ * Start a private Redis Cluster of 3 masters (redis-server child processes; see RedisClusterOptions
+ * for replicas and persistence) and wait until every node reports cluster_state:ok and every replica
+ * is in sync. Retries with new ports if one was taken meanwhile.
  */
-export function startRedisCluster(): Promise<RedisClusterHarness> {
-  return startWithRetries(startOnce, 3);
+export function startRedisCluster(opts: RedisClusterOptions = {}): Promise<RedisClusterHarness> {
+  return startWithRetries(() => startOnce(opts), 3);
 }
 
 /**
- * The cluster shared by every test file of this mocha run: started on first use, stopped when the
+ * The cluster shared by every test file of this mocha run, laid out as in production (3 masters, each
+ * with a replica, AOF on): started on first use, stopped when the
  * process exits. Tests must not stop it (use startRedisCluster() for a cluster you may break) and
  * should use unique key prefixes.
  */
-export const sharedRedisCluster = sharedPerRun(startRedisCluster);
+export const sharedRedisCluster = sharedPerRun(() => startRedisCluster({ withReplicas: true }));

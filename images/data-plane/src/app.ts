@@ -69,6 +69,11 @@ export interface DataPlaneOptions extends ProductionSettings {
   pgUrl?: string;
   /** Cache holding multipart state (in-memory by default). Not closed on stop. */
   cache?: Cache;
+  /**
+   * Cache for multipart state only (default `cache`), e.g. one whose writes wait for replicas. Not
+   * closed on stop. Without either, `redisNodes` with `redisReplicaAcks` > 0 opens one of its own.
+   */
+  multipartCache?: Cache;
   /** Broker the outbox relay publishes to. Without one, events stay in the outbox until a relay with a broker runs. */
   broker?: EventPublisher;
   /** How often unsent outbox events are retried. Default 5000 ms. */
@@ -136,6 +141,11 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const ownCache = opts.cache ? undefined : createProductionCache(opts, logger);
   // Multipart state lives only in the cache: an outage answers ServiceUnavailable (clients retry).
   const cache: Cache = countedCache(opts.cache ?? ownCache ?? new InMemoryCache(), cacheCounters, name);
+  // Multipart state lives only in the cache: with replicas, its writes wait for one (a failover then
+  // loses no acknowledged part); the read cache's writes do not (they would wait for nothing it needs).
+  const ownMultipartCache =
+    opts.cache || opts.multipartCache || !opts.redisReplicaAcks ? undefined : createProductionCache(opts, logger, { replicaAcks: opts.redisReplicaAcks });
+  const multipartCache: Cache = opts.multipartCache ? countedCache(opts.multipartCache, cacheCounters, name) : ownMultipartCache ? countedCache(ownMultipartCache, cacheCounters, name) : cache;
   const publisher: EventPublisher | undefined =
     opts.broker ??
     (opts.amqpUrl
@@ -168,10 +178,11 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   // After the relay and the sweeps have stopped (those were put first): what this call opened.
   if (publisher && !opts.broker) onClose.push(() => (publisher as AmqpEventPublisher).close());
   if (ownCache) onClose.push(() => ownCache.close());
+  if (ownMultipartCache) onClose.push(() => ownMultipartCache.close());
   if (!opts.sql) onClose.push(() => sql.close());
 
   const objects = new ObjectService(catalog, backends, collector, { committed: () => relay?.kick() }, metrics, logger, clock, cache);
-  const multipart = new MultipartService(cache, objects, backends, metrics, logger, clock, { uploadsPerAccount: opts.multipartUploadsPerAccount });
+  const multipart = new MultipartService(multipartCache, objects, backends, metrics, logger, clock, { uploadsPerAccount: opts.multipartUploadsPerAccount });
 
   const serviceOpts = { name, logger, registry, readiness: { database: () => catalog.ping() }, onClose };
   const app = createApp(serviceOpts);

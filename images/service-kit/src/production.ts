@@ -33,6 +33,12 @@ export const productionEnvShape = {
   STRATA_REDIS_KEY_PREFIX: z.string().default(''),
   /** Limit of one cache call (retries included), ms; past it the call counts as a cache outage. */
   STRATA_REDIS_TIMEOUT_MS: env.int(500, 10, 60_000),
+  /**
+   * Replicas that must have each write of state kept only in Redis (multipart uploads) before it is
+   * answered (WAIT): 1 with the production cluster (a replica per master), so that a failover loses no
+   * acknowledged part. 0 for a cluster without replicas.
+   */
+  STRATA_REDIS_REPLICA_ACKS: env.int(0, 0, 5),
   /** RabbitMQ, `amqp://user:pass@host:5672/vhost`. */
   STRATA_AMQP_URL: z.string().url().optional(),
   /** Topic exchange of the events. */
@@ -53,6 +59,8 @@ export interface ProductionSettings {
   redisNodes?: string[];
   redisKeyPrefix?: string;
   redisTimeoutMs?: number;
+  /** See STRATA_REDIS_REPLICA_ACKS. */
+  redisReplicaAcks?: number;
   amqpUrl?: string;
   amqpExchange?: string;
   amqpQueuePrefix?: string;
@@ -69,6 +77,7 @@ export function productionSettings(e: ProductionEnv): ProductionSettings {
     redisNodes: e.STRATA_REDIS_NODES,
     redisKeyPrefix: e.STRATA_REDIS_KEY_PREFIX,
     redisTimeoutMs: e.STRATA_REDIS_TIMEOUT_MS,
+    redisReplicaAcks: e.STRATA_REDIS_REPLICA_ACKS,
     amqpUrl: e.STRATA_AMQP_URL,
     amqpExchange: e.STRATA_AMQP_EXCHANGE,
     amqpQueuePrefix: e.STRATA_AMQP_QUEUE_PREFIX,
@@ -132,10 +141,10 @@ export function createProductionSql(
  * would not be found by another that started after a reshard. A resharded cluster keeps working,
  * only less evenly spread.
  */
-export function createProductionCache(s: ProductionSettings, logger?: Logger): RedisClusterCache | undefined {
+export function createProductionCache(s: ProductionSettings, logger?: Logger, opts: { replicaAcks?: number } = {}): RedisClusterCache | undefined {
   const nodes = s.redisNodes ?? [];
   if (nodes.length === 0) return undefined;
-  const cache = new RedisClusterCache({ nodes: parseRedisNodes(nodes), keyPrefix: s.redisKeyPrefix, timeoutMs: s.redisTimeoutMs ?? 500 });
+  const cache = new RedisClusterCache({ nodes: parseRedisNodes(nodes), keyPrefix: s.redisKeyPrefix, timeoutMs: s.redisTimeoutMs ?? 500, replicaAcks: opts.replicaAcks });
   cache.client.once('ready', () => logger?.info({ nodes }, 'connected to the Redis Cluster'));
   return cache;
 }

@@ -24,6 +24,14 @@ export interface RedisClusterCacheOptions {
   retries?: number;
   /** Delay between attempts, in ms. Default 50. */
   retryDelayMs?: number;
+  /**
+   * Every write returns only once this many replicas of its master have it (WAIT on the master's
+   * connection), else fails as an outage: a failover, which promotes a replica, then loses no write
+   * that was answered. For state that lives only here (multipart uploads). Default 0 (no waiting).
+   */
+  replicaAcks?: number;
+  /** How long a write waits for its replicas, in ms (below timeoutMs). Default half of timeoutMs. */
+  replicaAckTimeoutMs?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -68,10 +76,14 @@ export class RedisClusterCache implements StringCache {
   private readonly timeoutMs: number;
   private readonly retries: number;
   private readonly retryDelayMs: number;
+  private readonly replicaAcks: number;
+  private readonly replicaAckTimeoutMs: number;
 
   constructor(opts: RedisClusterCacheOptions) {
     this.keyPrefix = opts.keyPrefix ?? '';
     this.timeoutMs = opts.timeoutMs ?? 1000;
+    this.replicaAcks = opts.replicaAcks ?? 0;
+    this.replicaAckTimeoutMs = opts.replicaAckTimeoutMs ?? Math.max(1, Math.floor(this.timeoutMs / 2));
     this.retries = opts.retries ?? 1;
     this.retryDelayMs = opts.retryDelayMs ?? 50;
     this.client = new Cluster(opts.nodes, {
@@ -136,18 +148,18 @@ export class RedisClusterCache implements StringCache {
 
   async set(key: string, value: string, ttlSeconds?: number): Promise<void> {
     const k = this.storedKey(key);
-    await this.call('set', () => (ttlSeconds && ttlSeconds > 0 ? this.client.set(k, value, 'EX', ttlSeconds) : this.client.set(k, value)));
+    await this.write('set', ...(ttlSeconds && ttlSeconds > 0 ? [k, value, 'EX', ttlSeconds] : [k, value]));
   }
 
   /** Answers how many of the keys existed. One DEL per key: the keys may live on different masters. */
   async del(...keys: string[]): Promise<number> {
     if (keys.length === 0) return 0;
-    const counts = await this.call('del', () => Promise.all(keys.map((key) => this.client.del(this.storedKey(key)))));
-    return counts.reduce((a, b) => a + b, 0);
+    const counts = await Promise.all(keys.map((key) => this.write('del', this.storedKey(key))));
+    return counts.reduce((a: number, b) => a + Number(b), 0);
   }
 
   async hset(key: string, field: string, value: string): Promise<void> {
-    await this.call('hset', () => this.client.hset(this.storedKey(key), field, value));
+    await this.write('hset', this.storedKey(key), field, value);
   }
 
   async hget(key: string, field: string): Promise<string | undefined> {
@@ -160,15 +172,15 @@ export class RedisClusterCache implements StringCache {
 
   async hdel(key: string, ...fields: string[]): Promise<void> {
     if (fields.length === 0) return;
-    await this.call('hdel', () => this.client.hdel(this.storedKey(key), ...fields));
+    await this.write('hdel', this.storedKey(key), ...fields);
   }
 
   async sadd(key: string, member: string): Promise<void> {
-    await this.call('sadd', () => this.client.sadd(this.storedKey(key), member));
+    await this.write('sadd', this.storedKey(key), member);
   }
 
   async srem(key: string, member: string): Promise<void> {
-    await this.call('srem', () => this.client.srem(this.storedKey(key), member));
+    await this.write('srem', this.storedKey(key), member);
   }
 
   smembers(key: string): Promise<string[]> {
@@ -180,7 +192,22 @@ export class RedisClusterCache implements StringCache {
   }
 
   async expire(key: string, ttlSeconds: number): Promise<void> {
-    await this.call('expire', () => this.client.expire(this.storedKey(key), ttlSeconds));
+    await this.write('expire', this.storedKey(key), ttlSeconds);
+  }
+
+  /**
+   * One write command (its first argument is the stored key); with `replicaAcks`, sent with a WAIT in
+   * one pipeline to the key's master, and failed unless enough replicas acknowledged it in time.
+   */
+  private write(command: string, ...args: Array<string | number>): Promise<unknown> {
+    return this.call(command, async () => {
+      if (this.replicaAcks === 0) return this.client.call(command, ...args);
+      const replies = (await this.client.pipeline().call(command, ...args).call('WAIT', this.replicaAcks, this.replicaAckTimeoutMs).exec()) ?? [];
+      for (const [err] of replies) if (err) throw err;
+      const acked = Number(replies[1]?.[1]);
+      if (!(acked >= this.replicaAcks)) throw new Error(`${command} reached ${acked} of the ${this.replicaAcks} replicas it needs within ${this.replicaAckTimeoutMs} ms`);
+      return replies[0]?.[1];
+    });
   }
 
   async close(): Promise<void> {

@@ -233,6 +233,25 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
       expect(error).not.to.be.instanceOf(CacheUnavailableError);
       expect((error as Error).message).to.match(/WRONGTYPE/);
     });
+
+    it('with replicaAcks, a write is answered once that many replicas have it, and fails as an outage when they cannot', async () => {
+      const acked = new RedisClusterCache({ nodes: cluster.nodes, keyPrefix: `acks-${randomUUID()}:`, timeoutMs: 1000, replicaAcks: 1 });
+      const tooMany = new RedisClusterCache({ nodes: cluster.nodes, keyPrefix: `acks-${randomUUID()}:`, timeoutMs: 1000, replicaAcks: 2, replicaAckTimeoutMs: 50 });
+      try {
+        await acked.hset('h', 'f', 'v');
+        await acked.sadd('s', 'm');
+        await acked.set('k', 'v', 60);
+        expect([await acked.hget('h', 'f'), await acked.smembers('s'), await acked.get('k'), await acked.del('k', 'h')]).to.deep.equal(['v', ['m'], 'v', 2]);
+        // Each master of the shared cluster has one replica.
+        let error: unknown;
+        await tooMany.hset('h', 'f', 'v').catch((err: unknown) => (error = err));
+        expect(error).to.be.instanceOf(CacheUnavailableError);
+        expect((error as Error).message).to.match(/reached 1 of the 2 replicas/);
+      } finally {
+        await acked.close();
+        await tooMany.close();
+      }
+    });
   });
 
   describe('outage', () => {
