@@ -70,8 +70,8 @@ export interface DataPlaneOptions extends ProductionSettings {
   /** Cache holding multipart state (in-memory by default). Not closed on stop. */
   cache?: Cache;
   /**
-   * Cache for multipart state only (default `cache`), e.g. one whose writes wait for replicas. Not
-   * closed on stop. Without either, `redisNodes` with `redisReplicaAcks` > 0 opens one of its own.
+   * Cache for multipart state only, e.g. one whose writes wait for replicas. Not closed on stop. Without
+   * it, `redisNodes` with `redisReplicaAcks` > 0 opens one of its own (closed on stop); else `cache`.
    */
   multipartCache?: Cache;
   /** Broker the outbox relay publishes to. Without one, events stay in the outbox until a relay with a broker runs. */
@@ -143,8 +143,7 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const cache: Cache = countedCache(opts.cache ?? ownCache ?? new InMemoryCache(), cacheCounters, name);
   // Multipart state lives only in the cache: with replicas, its writes wait for one (a failover then
   // loses no acknowledged part); the read cache's writes do not (they would wait for nothing it needs).
-  const ownMultipartCache =
-    opts.cache || opts.multipartCache || !opts.redisReplicaAcks ? undefined : createProductionCache(opts, logger, { replicaAcks: opts.redisReplicaAcks });
+  const ownMultipartCache = opts.multipartCache || !opts.redisReplicaAcks ? undefined : createProductionCache(opts, logger, { replicaAcks: opts.redisReplicaAcks });
   const multipartCache: Cache = opts.multipartCache ? countedCache(opts.multipartCache, cacheCounters, name) : ownMultipartCache ? countedCache(ownMultipartCache, cacheCounters, name) : cache;
   const publisher: EventPublisher | undefined =
     opts.broker ??

@@ -137,6 +137,11 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         broker: ctx.broker,
         inlineBlobBytes: ctx.options.inlineBlobBytes,
         directIo: ctx.options.directIo,
+        // With replica acks, multipart state gets a Redis connection of its own whose writes wait for a replica.
+        redisNodes: ctx.options.production?.redisNodes,
+        redisKeyPrefix: ctx.options.production?.redisKeyPrefix,
+        redisTimeoutMs: ctx.options.production?.redisTimeoutMs,
+        redisReplicaAcks: ctx.options.production?.redisReplicaAcks,
         logger: ctx.logger('data-plane'),
       }),
   },
