@@ -1,4 +1,18 @@
-import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  CompleteMultipartUploadCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  DeleteBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  ListPartsCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { startGateway } from '../../images/gateway/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
@@ -70,5 +84,21 @@ describe('e2e: a deleted bucket name is held for its owner across gateway replic
     await rootViaReplica.send(new PutObjectCommand({ Bucket: bucket, Key: 'c.txt', Body: 'again' }));
     expect((await bodyBytes(await root.send(new GetObjectCommand({ Bucket: bucket, Key: 'c.txt' })))).toString()).to.equal('again');
     expect((await root.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents?.map((o) => o.Key)).to.deep.equal(['c.txt']);
+  });
+
+  it('DeleteBucket ends the uploads in progress (as S3): the next bucket of the name never sees them', async () => {
+    const bucket = bucketName('mpu-held');
+    await root.send(new CreateBucketCommand({ Bucket: bucket }));
+    const { UploadId } = await root.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'big.bin' }));
+    const { ETag } = await root.send(new UploadPartCommand({ Bucket: bucket, Key: 'big.bin', UploadId, PartNumber: 1, Body: 'part one' }));
+    // Uploads in progress do not keep a bucket.
+    await root.send(new DeleteBucketCommand({ Bucket: bucket }));
+    await root.send(new CreateBucketCommand({ Bucket: bucket }));
+    expect((await root.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []).to.deep.equal([]);
+    expect(await s3Failure(root.send(new ListPartsCommand({ Bucket: bucket, Key: 'big.bin', UploadId })))).to.deep.equal({ name: 'NoSuchUpload', status: 404 });
+    expect(
+      await s3Failure(root.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'big.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag }] } }))),
+    ).to.deep.equal({ name: 'NoSuchUpload', status: 404 });
+    expect((await root.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents ?? []).to.deep.equal([]);
   });
 });
