@@ -300,10 +300,7 @@ export class MultipartService {
     const done = await this.state.completed(uploadId);
     if (!done || done.key !== key || done.bucketId !== (await this.objects.bucket(bucketName)).bucket.id) return undefined;
     const info = await this.state.info(uploadId);
-    if (info) {
-      const backend = this.backends.byBackendKey(info.backendKey);
-      await this.afterCommit(uploadId, info, backend, backend ? await this.state.parts(uploadId) : [], done.meta);
-    }
+    if (info) await this.afterCommit(uploadId, info, ...(await this.partsOnBackend(uploadId, info)), done.meta);
     return done.meta;
   }
 
@@ -355,8 +352,7 @@ export class MultipartService {
   async abortAllOf(bucketId: number): Promise<number> {
     let aborted = 0;
     for (const { uploadId, info } of await this.uploadsOf(bucketId)) {
-      const backend = this.backends.byBackendKey(info.backendKey);
-      await this.discard(uploadId, info, backend, backend ? await this.state.parts(uploadId) : []);
+      await this.discard(uploadId, info, ...(await this.partsOnBackend(uploadId, info)));
       aborted++;
     }
     if (aborted > 0) this.logger.info({ bucketId, aborted }, 'uploads of a deleted bucket aborted');
@@ -390,12 +386,18 @@ export class MultipartService {
     for (const u of await this.state.uploadsOf(bucketId)) {
       const done = await this.state.completed(u.uploadId);
       if (!done) uploads.push(u);
-      else {
-        const backend = this.backends.byBackendKey(u.info.backendKey);
-        await this.afterCommit(u.uploadId, u.info, backend, backend ? await this.state.parts(u.uploadId) : [], done.meta);
-      }
+      else await this.afterCommit(u.uploadId, u.info, ...(await this.partsOnBackend(u.uploadId, u.info)), done.meta);
     }
     return uploads;
+  }
+
+  /**
+   * An upload's backend as this process knows it without its bucket (which may be gone), and its parts;
+   * none when the backend is not known here (its parts are left to the part sweep).
+   */
+  private async partsOnBackend(uploadId: string, info: UploadInfo): Promise<[StorageBackend | undefined, PartInfo[]]> {
+    const backend = this.backends.byBackendKey(info.backendKey);
+    return [backend, backend ? await this.state.parts(uploadId) : []];
   }
 
   /** The state goes first, then the parts' bytes (each best-effort: the part sweep takes what is left). */
