@@ -255,8 +255,9 @@ export class BucketSource {
       current.set(relative, { key: object.key, etag: '', size: object.size });
       changed.push({ path: relative, object });
     }
-    // Pending downloads are recorded first: a crash part-way leaves files this source owns.
-    if (changed.length) await this.writeRecord(new Map([...previous, ...current]));
+    // Pending downloads are recorded first, so that what a crash part-way left is still known as this
+    // source's (dropped if the object goes meanwhile). Not fsynced: the final record of the round is.
+    if (changed.length) await this.writeRecord(new Map([...previous, ...current]), { sync: false });
     for (const { path: relative, object } of changed) {
       const etag = await this.download(object.key, this.opts.files.absolute(relative));
       current.set(relative, { key: object.key, etag: etag ?? object.etag, size: statSync(this.opts.files.absolute(relative)).size });
@@ -281,10 +282,10 @@ export class BucketSource {
     return { listed: listed.length, downloaded: changed.length, encoded: encode.length, added: indexed.added, replaced: indexed.replaced, removed: gone.length, skipped };
   }
 
-  private async writeRecord(entries: Map<string, MirrorEntry>): Promise<void> {
+  private async writeRecord(entries: Map<string, MirrorEntry>, options: { sync?: boolean } = {}): Promise<void> {
     await fs.mkdir(this.mirrorRoot, { recursive: true });
     const body = JSON.stringify({ url: this.opts.location.url, paths: Object.fromEntries([...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) });
-    await writeFileAtomic(this.recordFile, body);
+    await writeFileAtomic(this.recordFile, body, options);
   }
 
   /** What an earlier round of this same source URL mirrored (nothing when missing or unreadable). */
