@@ -161,7 +161,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
             execution_provider: model.encoder?.executionProvider ?? null,
             ...(model.encoder?.providerFallback ? { execution_provider_note: model.encoder.providerFallback } : {}),
           },
-          llm: llm ? { enabled: true, model: llm.model, base_url: config.LLM_BASE_URL } : { enabled: false, reason: 'LLM_BASE_URL is not set' },
+          llm: llm ? { enabled: true, ...llm.status(), base_url: config.LLM_BASE_URL } : { enabled: false, reason: 'LLM_BASE_URL is not set' },
           features: {
             text_search: service.modelLoaded,
             image_search: service.modelLoaded,
@@ -190,6 +190,8 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
   app.use((_req: express.Request, res: express.Response) => res.status(404).json({ error: 'not_found', message: 'no such endpoint' }));
   app.use(errorHandler(logger));
 
+  // Which model, and whether the LLM answers at all: the status says so from the start.
+  void llm?.check();
   if (config.IMAGE_SEARCH_SCAN_ON_START && service.modelLoaded) {
     void service
       .indexDirectory((done, total) => logger.info({ done, total }, 'indexing image directory'))

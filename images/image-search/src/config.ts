@@ -66,7 +66,8 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_SCAN_ON_START: env.bool(false),
   LLM_BASE_URL: optional(),
   LLM_API_KEY: optional(),
-  LLM_MODEL: z.string().default('gpt-4o-mini'),
+  /** Unset: the first model the upstream's /v1/models lists. */
+  LLM_MODEL: optional(),
 });
 
 export type ImageSearchConfig = Omit<z.infer<typeof imageSearchSchema>, 'IMAGE_FILE_DIR'> & { IMAGE_FILE_DIR: string };

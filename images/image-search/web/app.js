@@ -58,7 +58,7 @@ $('text-form').addEventListener('submit', async (event) => {
       const body = await postJson('/api/search/rag', { query, topk: topk(), use_expansion: true });
       renderResults(body.results);
       $('explanation').hidden = false;
-      $('explanation').textContent = `${body.ai_explanation} (queries: ${body.expanded_queries.join(' | ')})`;
+      $('explanation').textContent = body.note || `${body.ai_explanation} (queries: ${body.expanded_queries.join(' | ')})`;
       showMessage(`${body.total_results} results`);
     } else {
       const body = await postJson('/search', { query, topk: topk() });
@@ -129,9 +129,12 @@ async function refreshStatus() {
     model.textContent = status.model.loaded ? 'CLIP model loaded' : 'model missing';
     model.className = `badge ${status.model.loaded ? 'ok' : 'off'}`;
     model.title = status.model.error || '';
+    // The LLM badge tells what the LLM last did, not only that it is configured.
     const llm = $('llm-state');
-    llm.textContent = status.llm.enabled ? `LLM: ${status.llm.model}` : 'LLM disabled';
-    llm.className = `badge ${status.llm.enabled ? 'ok' : 'off'}`;
+    const llmState = status.llm.enabled ? status.llm.state : 'disabled';
+    llm.textContent = { ok: `LLM: ${status.llm.model}`, checking: 'LLM: checking…', error: 'LLM error', disabled: 'LLM disabled' }[llmState];
+    llm.className = `badge ${{ ok: 'ok', checking: '', error: 'off', disabled: 'off' }[llmState]}`;
+    llm.title = status.llm.error || status.llm.reason || '';
     $('use-ai').disabled = !status.llm.enabled;
     const idx = status.index;
     const list = $('index-status');

@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '../../../service-kit/src/index.js';
 import { IndexBusyError, UnknownIdsError } from '../index/image-index.js';
+import { LlmUpstreamError, upstreamMessage } from '../llm/assistant.js';
 import { InputError, ModelUnavailableError } from '../search-service.js';
 
 export class LlmDisabledError extends Error {
@@ -23,12 +24,13 @@ export function errorHandler(logger: Logger) {
     if (err instanceof IndexBusyError) return send(409, err.message, { job: err.job });
     if (err instanceof ModelUnavailableError) return send(503, err.message, { error: 'model_missing' });
     if (err instanceof LlmDisabledError) return send(503, err.message, { error: 'llm_disabled' });
+    // The LLM's failures (its 4xx included: they are about our request to it, not the client's) are 502s
+    // with the upstream's message; checked before any error that merely carries a status.
+    if (err instanceof LlmUpstreamError || err instanceof OpenAI.APIError) return send(502, `LLM request failed: ${upstreamMessage(err)}`);
     const e = err as { type?: string; status?: number; message?: string };
     if (e.type === 'entity.parse.failed') return send(400, `malformed JSON body: ${e.message}`);
     if (e.type === 'entity.too.large') return send(413, 'request body too large');
     if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) return send(e.status, e.message ?? 'bad request');
-    // Errors from the LLM API (openai client) are upstream failures, not ours.
-    if (err instanceof OpenAI.APIError) return send(502, `LLM request failed: ${err.message}`);
     logger.error({ err }, 'request failed');
     return send(500, 'internal error');
   };

@@ -1,7 +1,7 @@
 // The 14 endpoints of image search (the web UI's static files are mounted by app.ts).
 import express, { type Request, type Response, type Router } from 'express';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { LlmAssistant } from '../llm/assistant.js';
+import { LlmUpstreamError, type LlmAssistant } from '../llm/assistant.js';
 import { TOOLS, callTool } from '../llm/tools.js';
 import { InputError, type SearchResultItem, type SearchService } from '../search-service.js';
 import { LlmDisabledError } from './errors.js';
@@ -14,6 +14,12 @@ export interface RouteOptions {
   maxUploadBytes: number;
   /** Extra facts for GET /api/status. */
   describe: () => Record<string, unknown>;
+}
+
+/** The message of an LLM failure; anything else is not the LLM's and propagates. */
+function llmFailure(err: unknown): string {
+  if (err instanceof LlmUpstreamError) return err.message;
+  throw err;
 }
 
 function body(req: Request): Record<string, unknown> {
@@ -70,12 +76,36 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     const topk = service.topk(b.topk);
     if (b.use_expansion !== undefined && typeof b.use_expansion !== 'boolean') throw new InputError('use_expansion must be a boolean');
     const expand = b.use_expansion !== false;
-    const expanded = expand && opts.llm ? await opts.llm.expand(query) : [query];
+    const llmAssistant = opts.llm;
+    if (!llmAssistant) {
+      const results = await service.searchTexts([query], topk);
+      const note = 'LLM assistance is disabled (LLM_BASE_URL is not set): plain vector retrieval, no expansion or explanation.';
+      res.json({ original_query: query, expanded_queries: [query], results, ai_explanation: note, total_results: results.length, llm_enabled: false });
+      return;
+    }
+    // When the LLM fails, the search still answers: plain retrieval, with a note saying why.
+    let failure: string | undefined;
+    const orFallback = async <T>(call: () => Promise<T>, fallback: T): Promise<T> => {
+      if (failure) return fallback;
+      try {
+        return await call();
+      } catch (err) {
+        failure = llmFailure(err);
+        return fallback;
+      }
+    };
+    const expanded = expand ? await orFallback(() => llmAssistant.expand(query), [query]) : [query];
     const results: SearchResultItem[] = await service.searchTexts(expanded, topk);
-    const explanation = opts.llm
-      ? await opts.llm.explain(query, results, service)
-      : 'LLM assistance is disabled (LLM_BASE_URL is not set): plain vector retrieval, no expansion or explanation.';
-    res.json({ original_query: query, expanded_queries: expanded, results, ai_explanation: explanation, total_results: results.length, llm_enabled: Boolean(opts.llm) });
+    const explanation = await orFallback(() => llmAssistant.explain(query, results, service), null);
+    res.json({
+      original_query: query,
+      expanded_queries: expanded,
+      results,
+      ai_explanation: explanation,
+      total_results: results.length,
+      llm_enabled: true,
+      ...(failure ? { note: `The LLM failed (${failure}): plain vector retrieval${expanded.length > 1 ? ' of the expanded queries' : ''}, no explanation.`, llm_error: failure } : {}),
+    });
   });
 
   router.post('/api/search/expand', json, async (req, res) => {
