@@ -97,6 +97,9 @@ describe('image-search: HTTP API', function () {
     expect((await call(base, 'GET', '/static/app.js')).status).to.equal(200);
     const status = await call(base, 'GET', '/api/status');
     expect(status.body.model.loaded).to.equal(true);
+    // The test model is not CLIP, and the status says so.
+    expect(status.body.model).to.deep.include({ backbone: 'strata-test-clip', test_encoder: true });
+    expect(status.body.model.note).to.match(/^test encoder, not CLIP/);
     expect(status.body.llm).to.deep.include({ enabled: false });
     expect(status.body.features).to.deep.include({ text_search: true, query_expansion: false, chat: false });
     expect((await call(base, 'GET', '/readyz')).status).to.equal(200);

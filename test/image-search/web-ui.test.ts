@@ -57,7 +57,8 @@ describe('image-search: web UI in Chromium', function () {
       if (!r.url().startsWith(service.url)) offline.push(r.url());
     });
     await page.goto(service.url + '/');
-    await page.waitForSelector('#model-state.ok');
+    await page.waitForSelector('#model-state.warn');
+    expect(await page.textContent('#model-state')).to.equal('test encoder (not CLIP)');
     expect(await page.textContent('#llm-state')).to.equal('LLM disabled');
     expect(await page.isDisabled('#use-ai')).to.equal(true);
     await page.waitForFunction(() => document.querySelector('#index-status')?.textContent?.includes('merge suggested'));

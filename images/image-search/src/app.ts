@@ -16,7 +16,7 @@ import {
 import { BucketSource } from './bucket-source.js';
 import { ClipEncoder } from './clip/encoder.js';
 import { AmqpObjectEvents, OBJECT_EVENT_TYPES, type ObjectEventSource } from './object-events.js';
-import { checkModelDir, fetchModelFromS3 } from './clip/model-files.js';
+import { checkModelDir, describeModel, fetchModelFromS3 } from './clip/model-files.js';
 import { loadImageSearchConfig, type ImageSearchConfig } from './config.js';
 import { errorHandler } from './http/errors.js';
 import { imageSearchRoutes } from './http/routes.js';
@@ -38,7 +38,10 @@ export type StartImageSearchOptions = Partial<ImageSearchConfig> & {
 };
 
 /** Find the model (directory or object store) and load it; null + reason when it is not available. */
-async function loadModel(config: ImageSearchConfig, logger: Logger): Promise<{ encoder: ClipEncoder | null; error?: string; dir?: string }> {
+async function loadModel(
+  config: ImageSearchConfig,
+  logger: Logger,
+): Promise<{ encoder: ClipEncoder | null; error?: string; dir?: string; description?: ReturnType<typeof describeModel> }> {
   try {
     const dir = config.IMAGE_SEARCH_MODEL_S3_URL
       ? await fetchModelFromS3(
@@ -54,8 +57,10 @@ async function loadModel(config: ImageSearchConfig, logger: Logger): Promise<{ e
       : checkModelDir(config.IMAGE_SEARCH_MODEL_DIR);
     const encoder = await ClipEncoder.load(dir, { executionProvider: config.IMAGE_SEARCH_EXECUTION_PROVIDER });
     if (encoder.providerFallback) logger.warn(encoder.providerFallback);
-    logger.info({ dir, dim: encoder.dim, executionProvider: encoder.executionProvider }, 'CLIP model loaded');
-    return { encoder, dir };
+    const description = describeModel(dir);
+    if (description.test_encoder) logger.warn({ dir }, `image encoder loaded: ${description.note}`);
+    else logger.info({ dir, dim: encoder.dim, executionProvider: encoder.executionProvider }, 'CLIP model loaded');
+    return { encoder, dir, description };
   } catch (err) {
     const error = err instanceof Error ? err.message : String(err);
     logger.warn({ error }, 'CLIP model not available: search and add are disabled until it is');
@@ -157,7 +162,9 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
             loaded: service.modelLoaded,
             dir: model.dir ?? null,
             error: service.modelError ?? null,
-            backbone: 'ViT-B/32',
+            backbone: model.description?.backbone ?? null,
+            test_encoder: model.description?.test_encoder ?? false,
+            ...(model.description?.note ? { note: model.description.note } : {}),
             execution_provider: model.encoder?.executionProvider ?? null,
             ...(model.encoder?.providerFallback ? { execution_provider_note: model.encoder.providerFallback } : {}),
           },

@@ -126,9 +126,11 @@ async function refreshStatus() {
   try {
     const status = await api('/api/status');
     const model = $('model-state');
-    model.textContent = status.model.loaded ? 'CLIP model loaded' : 'model missing';
-    model.className = `badge ${status.model.loaded ? 'ok' : 'off'}`;
-    model.title = status.model.error || '';
+    // The test encoder is not CLIP: the badge says so (amber), as the status does.
+    const modelState = !status.model.loaded ? 'missing' : status.model.test_encoder ? 'test' : 'clip';
+    model.textContent = { clip: `CLIP ${status.model.backbone}`, test: 'test encoder (not CLIP)', missing: 'model missing' }[modelState];
+    model.className = `badge ${{ clip: 'ok', test: 'warn', missing: 'off' }[modelState]}`;
+    model.title = status.model.error || status.model.note || '';
     // The LLM badge tells what the LLM last did, not only that it is configured.
     const llm = $('llm-state');
     const llmState = status.llm.enabled ? status.llm.state : 'disabled';
