@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import type { ObjectEventSource, ObjectStoreEvent } from '../../images/image-search/src/object-events.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
-import { colourImage, makeTestModel, PALETTE, tempDir } from './support/fixtures.js';
+import { AUTH_HEADER, colourImage, makeTestModel, PALETTE, tempDir, TEST_API_KEY } from './support/fixtures.js';
 import { startS3rver, until, type TestS3 } from './support/s3rver.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -160,6 +160,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       IMAGE_SEARCH_MODEL_DIR: modelDir,
       IMAGE_SEARCH_INDEX_DIR: indexDir,
       IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/gone',
+      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
       IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
       IMAGE_SEARCH_S3_ENDPOINT: endpoint,
       IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
@@ -176,7 +177,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       // An image that did not come from the bucket: added by path, it must survive every sync.
       mkdirSync(path.join(imageDir, 'local'), { recursive: true });
       writeFileSync(path.join(imageDir, 'local', 'own.png'), await colourImage(PALETTE.red, 203));
-      const add = await json(`${running.url}/api/index/add`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"image_paths":["local/own.png"]}' });
+      const add = await json(`${running.url}/api/index/add`, { method: 'POST', headers: { ...AUTH_HEADER, 'content-type': 'application/json' }, body: '{"image_paths":["local/own.png"]}' });
       expect(add.added).to.have.length(1);
 
       await s3.remove('photos', 'gone/red/a.png');

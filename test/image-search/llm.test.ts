@@ -4,10 +4,10 @@ import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { startFakeLlm, type FakeLlm } from './support/fake-llm.js';
-import { makeImageDir, makeTestModel, tempDir } from './support/fixtures.js';
+import { AUTH_HEADER, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
 
 async function post(base: string, route: string, payload: unknown) {
-  const response = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+  const response = await fetch(base + route, { method: 'POST', headers: { ...AUTH_HEADER, 'content-type': 'application/json' }, body: JSON.stringify(payload) });
   return { status: response.status, body: (await response.json()) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
@@ -33,6 +33,7 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
       LLM_BASE_URL: llm.url,
       LLM_API_KEY: 'test-key',
       LLM_MODEL: 'strata-test-model',
+      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
       logger: pino({ level: 'silent' }),
     });
     const added = await post(service.url, '/api/index/add', { image_paths: Object.values(images.colourFiles).flat() });

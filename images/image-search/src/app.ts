@@ -18,6 +18,7 @@ import { ClipEncoder } from './clip/encoder.js';
 import { AmqpObjectEvents, OBJECT_EVENT_TYPES, type ObjectEventSource } from './object-events.js';
 import { checkModelDir, describeModel, fetchModelFromS3 } from './clip/model-files.js';
 import { loadImageSearchConfig, type ImageSearchConfig } from './config.js';
+import { WriteAuthorizer } from './http/auth.js';
 import { errorHandler } from './http/errors.js';
 import { imageSearchRoutes } from './http/routes.js';
 import { ImageFiles } from './image-files.js';
@@ -139,6 +140,8 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     },
     onClose: [async () => subscription?.close(), async () => source?.stop(), () => index.close(), () => model.encoder?.close()],
   };
+  const auth = new WriteAuthorizer({ apiKey: config.IMAGE_SEARCH_API_KEY, jwtSecret: config.STRATA_JWT_SECRET });
+  if (!auth.describe().accepts.length) logger.warn('neither IMAGE_SEARCH_API_KEY nor STRATA_JWT_SECRET is set: the index cannot be changed over HTTP');
   const app = createApp(serviceOptions);
   app.use(httpMetrics(registry).middleware);
   app.use('/static', express.static(WEB_DIR, { index: false, fallthrough: false }));
@@ -153,6 +156,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
       llm,
       webIndexFile: path.join(WEB_DIR, 'index.html'),
       maxUploadBytes: config.IMAGE_SEARCH_MAX_UPLOAD_BYTES,
+      auth,
       describe: () => {
         const status = index.status();
         return {
@@ -168,6 +172,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
             execution_provider: model.encoder?.executionProvider ?? null,
             ...(model.encoder?.providerFallback ? { execution_provider_note: model.encoder.providerFallback } : {}),
           },
+          auth: auth.describe(),
           llm: llm ? { enabled: true, ...llm.status(), base_url: config.LLM_BASE_URL } : { enabled: false, reason: 'LLM_BASE_URL is not set' },
           features: {
             text_search: service.modelLoaded,

@@ -4,6 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '../../../service-kit/src/index.js';
 import { IndexBusyError, UnknownIdsError } from '../index/image-index.js';
 import { LlmUpstreamError, upstreamMessage } from '../llm/assistant.js';
+import { UnauthorizedError } from './auth.js';
 import { InputError, ModelUnavailableError } from '../search-service.js';
 
 export class LlmDisabledError extends Error {
@@ -12,13 +13,17 @@ export class LlmDisabledError extends Error {
   }
 }
 
-const CODES: Record<number, string> = { 400: 'bad_request', 404: 'not_found', 409: 'conflict', 413: 'payload_too_large', 415: 'unsupported_media_type', 502: 'upstream_error', 503: 'unavailable' };
+const CODES: Record<number, string> = { 400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 409: 'conflict', 413: 'payload_too_large', 415: 'unsupported_media_type', 502: 'upstream_error', 503: 'unavailable' };
 
 export function errorHandler(logger: Logger) {
   return (err: unknown, _req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(err);
     const send = (status: number, message: string, extra: Record<string, unknown> = {}) =>
       res.status(status).json({ error: CODES[status] ?? 'error', message, ...extra });
+    if (err instanceof UnauthorizedError) {
+      if (err.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="strata-image-search"');
+      return send(err.status, err.message);
+    }
     if (err instanceof InputError) return send(err.status, err.message, err.details ? { details: err.details } : {});
     if (err instanceof UnknownIdsError) return send(404, err.message, { unknown_ids: err.ids });
     if (err instanceof IndexBusyError) return send(409, err.message, { job: err.job });

@@ -2,8 +2,9 @@
 import express, { type Request, type Response, type Router } from 'express';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { LlmUpstreamError, type LlmAssistant } from '../llm/assistant.js';
-import { TOOLS, callTool } from '../llm/tools.js';
+import { TOOLS, WRITE_TOOLS, callTool } from '../llm/tools.js';
 import { InputError, type SearchResultItem, type SearchService } from '../search-service.js';
+import type { WriteAuthorizer } from './auth.js';
 import { LlmDisabledError } from './errors.js';
 import { parseSearchForm } from './upload.js';
 
@@ -12,6 +13,8 @@ export interface RouteOptions {
   llm: LlmAssistant | null;
   webIndexFile: string;
   maxUploadBytes: number;
+  /** Who may change the index (routes that change state need its token). */
+  auth: WriteAuthorizer;
   /** Extra facts for GET /api/status. */
   describe: () => Record<string, unknown>;
 }
@@ -130,11 +133,11 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
   router.post('/api/chat', json, async (req, res) => {
     const b = body(req);
     const history = parseHistory(b);
-    const turn = await llm().chat(history, service);
+    const turn = await llm().chat(history, service, { canWrite: opts.auth.decide(req).ok });
     res.json({ reply: turn.reply, tool_calls: turn.toolCalls, messages: turn.messages });
   });
 
-  router.get('/api/tools', (_req, res) => res.json({ tools: TOOLS }));
+  router.get('/api/tools', (_req, res) => res.json({ tools: TOOLS, write_tools: [...WRITE_TOOLS] }));
 
   router.post('/api/tools/call', json, async (req, res) => {
     const b = body(req);
@@ -142,25 +145,27 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     if (b.arguments !== undefined && (typeof b.arguments !== 'object' || b.arguments === null || Array.isArray(b.arguments))) {
       throw new InputError('arguments must be a JSON object');
     }
-    res.json({ tool, result: await callTool(service, tool, b.arguments ?? {}) });
+    if (WRITE_TOOLS.has(tool)) opts.auth.require(req);
+    res.json({ tool, result: await callTool(service, tool, b.arguments ?? {}, { canWrite: WRITE_TOOLS.has(tool) }) });
   });
 
   router.get('/api/index/status', (_req, res) => res.json({ ...service.index.status(), image_dir: service.files.root }));
 
-  router.post('/api/index/add', json, async (req, res) => {
+  const guard = opts.auth.guard;
+  router.post('/api/index/add', guard, json, async (req, res) => {
     const result = await service.addPaths(body(req).image_paths);
     res.json({ ...result, buffer: service.index.status().buffer });
   });
 
-  router.post('/api/index/remove', json, async (req, res) => {
+  router.post('/api/index/remove', guard, json, async (req, res) => {
     res.json(await service.removeIds(body(req).image_ids));
   });
 
-  router.post('/api/index/merge', (_req, res) => {
+  router.post('/api/index/merge', guard, (_req, res) => {
     res.status(202).json({ job: service.index.merge() });
   });
 
-  router.post('/api/index/rebuild', (_req, res) => {
+  router.post('/api/index/rebuild', guard, (_req, res) => {
     res.status(202).json({ job: service.index.rebuild() });
   });
 

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { Logger } from '../../../service-kit/src/index.js';
 import type { SearchResultItem, SearchService } from '../search-service.js';
-import { TOOLS, callTool } from './tools.js';
+import { callTool, toolsFor } from './tools.js';
 
 export interface AssistantOptions {
   baseURL: string;
@@ -161,8 +161,8 @@ export class LlmAssistant {
     ]);
   }
 
-  /** One chat turn: the model may call tools (bounded rounds) before it answers. */
-  async chat(history: ChatCompletionMessageParam[], service: SearchService): Promise<{ reply: string; toolCalls: ChatToolCall[]; messages: ChatCompletionMessageParam[] }> {
+  /** One chat turn: the model may call tools (bounded rounds; writing ones only with `canWrite`) before it answers. */
+  async chat(history: ChatCompletionMessageParam[], service: SearchService, { canWrite = false } = {}): Promise<{ reply: string; toolCalls: ChatToolCall[]; messages: ChatCompletionMessageParam[] }> {
     const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }, ...history];
     const toolCalls: ChatToolCall[] = [];
     const rounds = this.opts.maxToolRounds ?? 4;
@@ -172,7 +172,7 @@ export class LlmAssistant {
         this.client.chat.completions.create({
           model,
           messages,
-          ...(round < rounds ? { tools: TOOLS, tool_choice: 'auto' as const } : {}),
+          ...(round < rounds ? { tools: toolsFor(canWrite), tool_choice: 'auto' as const } : {}),
         }),
       );
       const message = response.choices[0]?.message;
@@ -188,7 +188,7 @@ export class LlmAssistant {
         const record: ChatToolCall = { tool: call.function.name, arguments: undefined };
         try {
           record.arguments = JSON.parse(call.function.arguments || '{}');
-          record.result = await callTool(service, call.function.name, record.arguments);
+          record.result = await callTool(service, call.function.name, record.arguments, { canWrite });
         } catch (err) {
           // Tool errors go back to the model as the tool's answer, so it can correct itself.
           record.error = err instanceof Error ? err.message : String(err);
