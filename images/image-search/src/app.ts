@@ -145,6 +145,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
   const app = createApp(serviceOptions);
   app.use(httpMetrics(registry).middleware);
   app.use('/static', express.static(WEB_DIR, { index: false, fallthrough: false }));
+  app.get('/favicon.ico', (_req: express.Request, res: express.Response) => res.sendFile(path.join(WEB_DIR, 'favicon.ico'), { maxAge: '1d' }));
   // Images are served read-only from the image directory; `send` refuses paths leaving it.
   app.use('/images', (req: express.Request, res: express.Response, next: express.NextFunction) =>
     files.servable(req.path) ? next() : res.status(404).json({ error: 'not_found', message: 'no such image' }),
