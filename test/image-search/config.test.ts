@@ -7,7 +7,7 @@ import { startImageSearch } from '../../images/image-search/src/app.js';
 import { ClipEncoder } from '../../images/image-search/src/clip/encoder.js';
 import { loadImageSearchConfig } from '../../images/image-search/src/config.js';
 import { ConfigError } from '../../images/service-kit/src/index.js';
-import { makeImageDir, makeTestModel, tempDir } from './support/fixtures.js';
+import { AUTH_HEADER, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
 
 describe('image-search: configuration from the environment', function () {
   this.timeout(60_000);
@@ -59,6 +59,7 @@ describe('image-search: configuration from the environment', function () {
         IMAGE_SEARCH_BUFFER_THRESHOLD: '2',
         // No CUDA libraries on this machine: the encoders fall back to the CPU and say so.
         IMAGE_SEARCH_EXECUTION_PROVIDER: 'cuda',
+        IMAGE_SEARCH_API_KEY: TEST_API_KEY,
       },
       host: '127.0.0.1',
       logger: pino({ level: 'silent' }),
@@ -71,7 +72,7 @@ describe('image-search: configuration from the environment', function () {
       expect(status.defaults).to.include({ topk: 7, index_string: 'IVF4096,PQ32x8' });
       const added = await fetch(`${service.url}/api/index/add`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { ...AUTH_HEADER, 'content-type': 'application/json' },
         body: JSON.stringify({ image_paths: images.colourFiles.red }),
       });
       const body = (await added.json()) as { buffer: { merge_suggested: boolean; threshold: number } };
