@@ -32,7 +32,7 @@ export function describeModel(dir: string): { backbone: string; test_encoder: bo
     return {
       backbone: 'strata-test-clip',
       test_encoder: true,
-      note: 'test encoder, not CLIP: it matches colours and textures only (see README, "The CLIP model" for the ViT-B/32 export)',
+      note: 'test encoder, not CLIP: it matches colours and textures only (images/image-search/README.md, "Model": the ViT-B/32 export)',
     };
   }
   return { backbone: 'ViT-B/32', test_encoder: false };
