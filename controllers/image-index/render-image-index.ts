@@ -12,6 +12,9 @@ const STATE_DIR = '/var/lib/strata';
 const INDEX_DIR = `${STATE_DIR}/index`;
 export const INDEX_LABEL = 'strata.dev/image-index';
 
+/** The namespace's JWT signing secret (the gateway's), for the worker and its Jobs; absent without a storage stack. */
+const JWT_SECRET_ENV = { name: 'STRATA_JWT_SECRET', valueFrom: { secretKeyRef: { name: STACK.internalSecret, key: 'STRATA_JWT_SECRET', optional: true } } };
+
 export type IndexOperation = 'merge' | 'rebuild';
 
 export const workerName = (ix: ImageIndex) => `${ix.metadata.name}-index-worker`;
@@ -113,6 +116,8 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
                 { name: 'IMAGE_SEARCH_NPROBE', value: String(spec.nprobe) },
                 { name: 'IMAGE_SEARCH_TOPK', value: String(spec.topk) },
                 { name: 'IMAGE_SEARCH_BUFFER_THRESHOLD', value: String(spec.bufferThreshold) },
+                // Changing the index takes a token signed with it (gateway logins, and the merge/rebuild Jobs).
+                JWT_SECRET_ENV,
                 // FAISS's OpenMP threads must sleep, not spin, between parallel sections.
                 { name: 'OMP_WAIT_POLICY', value: 'PASSIVE' },
                 ...(spec.gpu.enabled ? [{ name: 'IMAGE_SEARCH_EXECUTION_PROVIDER', value: 'cuda' }] : []),
@@ -150,7 +155,13 @@ export function renderIndexJob(ix: ImageIndex, op: IndexOperation, name: string,
   const script = `
 const base = process.env.WORKER_URL, op = process.env.INDEX_OPERATION, pollMs = Number(process.env.POLL_MS || 5000);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const start = await fetch(base + '/api/index/' + op, { method: 'POST' });
+// The worker takes tokens signed with the stack's JWT secret (HS256, as the gateway issues them).
+const { createHmac } = await import('node:crypto');
+const part = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+const now = Math.floor(Date.now() / 1000), secret = process.env.STRATA_JWT_SECRET;
+const unsigned = part({ alg: 'HS256', typ: 'JWT' }) + '.' + part({ sub: 'strata-operator', iat: now, exp: now + 600 });
+const headers = secret ? { authorization: 'Bearer ' + unsigned + '.' + createHmac('sha256', secret).update(unsigned).digest('base64url') } : {};
+const start = await fetch(base + '/api/index/' + op, { method: 'POST', headers });
 if (!start.ok) { console.error(op, 'refused:', start.status, await start.text()); process.exit(1); }
 const started = (await start.json()).job?.started_at;
 for (;;) {
@@ -183,6 +194,7 @@ for (;;) {
               env: [
                 { name: 'WORKER_URL', value: workerUrl(ix, settings) },
                 { name: 'INDEX_OPERATION', value: op },
+                JWT_SECRET_ENV,
               ],
               resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '128Mi' } },
               securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },

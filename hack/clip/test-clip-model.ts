@@ -14,7 +14,7 @@ import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { CLIP_MEAN, CLIP_STD } from '../../images/image-search/src/clip/preprocess.js';
 import { ClipTokenizer, baseVocabulary, START_TOKEN, END_TOKEN, CONTEXT_LENGTH } from '../../images/image-search/src/clip/tokenizer.js';
-import { MODEL_FILES } from '../../images/image-search/src/clip/model-files.js';
+import { MODEL_FILES, TEST_MODEL_MARK } from '../../images/image-search/src/clip/model-files.js';
 
 const { onnx } = onnxProto;
 const EMBED = 512;
@@ -178,7 +178,7 @@ export function writeTestClipModel(dir: string, seed = 20240601): void {
 
   writeFileSync(path.join(dir, MODEL_FILES.image), imageGraph(projection));
   writeFileSync(path.join(dir, MODEL_FILES.text), textGraph(table, vocab.size, projection));
-  writeFileSync(path.join(dir, MODEL_FILES.merges), '#version: strata-test-clip\n' + merges.map(([a, b]) => `${a} ${b}`).join('\n') + '\n');
+  writeFileSync(path.join(dir, MODEL_FILES.merges), `${TEST_MODEL_MARK}\n` + merges.map(([a, b]) => `${a} ${b}`).join('\n') + '\n');
   writeFileSync(path.join(dir, MODEL_FILES.vocab), JSON.stringify(Object.fromEntries(vocab)));
   writeFileSync(
     path.join(dir, 'README.txt'),

@@ -7,15 +7,17 @@ import type { RunningService } from '../../images/service-kit/src/index.js';
 import { imageIndexSpec, type ImageIndex } from '../../controllers/api/index.js';
 import { HttpIndexWorkerClient } from '../../controllers/image-index/index-worker-client.js';
 import { renderIndexJob, type IndexOperation } from '../../controllers/image-index/render-image-index.js';
-import { makeImageDir, makeTestModel, tempDir } from '../image-search/support/fixtures.js';
+import { AUTH_HEADER, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from '../image-search/support/fixtures.js';
 import { TEST_SETTINGS, type Doc } from './support/harness.js';
 
+const JWT_SECRET = 'operator-contract-jwt-secret-0123456789';
 const ix = { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', metadata: { name: 'photos', namespace: 'ns', uid: 'u' }, spec: imageIndexSpec.parse({ source: { directory: '/x' }, model: { directory: '/m' } }) } as ImageIndex;
 
 /** Run a merge or rebuild Job's container command as the Job would, against a worker URL. */
 function runJob(op: IndexOperation, workerUrl: string): Promise<{ code: number | null; output: string }> {
   const container = (renderIndexJob(ix, op, `photos-${op}-1`, TEST_SETTINGS) as Doc).spec.template.spec.containers[0];
-  const env = Object.fromEntries(container.env.map((e: { name: string; value: string }) => [e.name, e.value]));
+  // Secret references resolved as the kubelet would.
+  const env = Object.fromEntries(container.env.map((e: { name: string; value?: string }) => [e.name, e.value ?? (e.name === 'STRATA_JWT_SECRET' ? JWT_SECRET : '')]));
   const [command, ...args] = container.command as string[];
   expect(command).to.equal('node');
   const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH, ...env, WORKER_URL: workerUrl, POLL_MS: '50' }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -47,10 +49,12 @@ describe('ImageIndex controller against a real image-search worker', function ()
       IMAGE_FILE_DIR: images.dir,
       IMAGE_SEARCH_INDEX_DIR: indexDir,
       IMAGE_SEARCH_BUFFER_THRESHOLD: 5,
+      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
+      STRATA_JWT_SECRET: JWT_SECRET,
       logger: pino({ level: 'silent' }),
     });
     const paths = Object.values(images.colourFiles).flat();
-    const added = await fetch(`${service.url}/api/index/add`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ image_paths: paths }) });
+    const added = await fetch(`${service.url}/api/index/add`, { method: 'POST', headers: { ...AUTH_HEADER, 'content-type': 'application/json' }, body: JSON.stringify({ image_paths: paths }) });
     expect(added.status).to.equal(200);
   });
   after(async () => {

@@ -12,8 +12,8 @@ interface Json {
   [key: string]: unknown;
 }
 
-async function call(url: string, body?: unknown): Promise<{ status: number; json: Json }> {
-  const res = await fetch(url, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+async function call(url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Json }> {
+  const res = await fetch(url, body === undefined ? { headers } : { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   return { status: res.status, json: (await res.json()) as Json };
 }
 
@@ -100,7 +100,12 @@ describe('e2e: the standalone platform runs every service', function () {
 
   it('indexes images and finds them by text in image search, with the index under the data dir', async () => {
     const all = Object.values(colourFiles).flat();
-    const added = await call(`${platform.urls['image-search']}/api/index/add`, { image_paths: all });
+    // Changing the index takes a token: the one the gateway issues at login.
+    const refused = await call(`${platform.urls['image-search']}/api/index/add`, { image_paths: all });
+    expect(refused.status).to.equal(401);
+    const login = await call(`${platform.urls.gateway}/login`, { username: platform.rootUser, password: platform.rootPassword });
+    const token = (login.json.data as { token: string }).token;
+    const added = await call(`${platform.urls['image-search']}/api/index/add`, { image_paths: all }, { authorization: `Bearer ${token}` });
     expect(added.status, JSON.stringify(added.json)).to.equal(200);
     const found = await call(`${platform.urls['image-search']}/search`, { query: 'red', topk: 3 });
     expect(found.status).to.equal(200);

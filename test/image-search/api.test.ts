@@ -5,7 +5,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { startImageSearch, type StartImageSearchOptions } from '../../images/image-search/src/app.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
-import { colourImage, makeImageDir, makeTestModel, tempDir } from './support/fixtures.js';
+import { AUTH_HEADER, colourImage, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
 
 interface Result {
   id: number;
@@ -16,11 +16,11 @@ interface Result {
 
 // Response bodies are read loosely: each test asserts the fields it needs.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function call(base: string, method: string, route: string, payload?: unknown): Promise<{ status: number; body: any }> {
-  const init: RequestInit = { method };
+async function call(base: string, method: string, route: string, payload?: unknown, headers: Record<string, string> = AUTH_HEADER): Promise<{ status: number; body: any }> {
+  const init: RequestInit = { method, headers };
   if (payload instanceof FormData) init.body = payload;
-  else if (typeof payload === 'string') Object.assign(init, { body: payload, headers: { 'content-type': 'application/json' } });
-  else if (payload !== undefined) Object.assign(init, { body: JSON.stringify(payload), headers: { 'content-type': 'application/json' } });
+  else if (typeof payload === 'string') Object.assign(init, { body: payload, headers: { ...headers, 'content-type': 'application/json' } });
+  else if (payload !== undefined) Object.assign(init, { body: JSON.stringify(payload), headers: { ...headers, 'content-type': 'application/json' } });
   const response = await fetch(base + route, init);
   const text = await response.text();
   let body: unknown = text;
@@ -59,6 +59,8 @@ async function waitForJob(base: string) {
   }
 }
 
+const JWT_SECRET = 'image-search-test-jwt-secret-0123456789';
+
 describe('image-search: HTTP API', function () {
   this.timeout(120_000);
   let modelDir: string;
@@ -75,6 +77,8 @@ describe('image-search: HTTP API', function () {
     IMAGE_SEARCH_INDEX_DIR: indexDir,
     IMAGE_SEARCH_BUFFER_THRESHOLD: 5,
     IMAGE_SEARCH_MAX_UPLOAD_BYTES: 300_000,
+    IMAGE_SEARCH_API_KEY: TEST_API_KEY,
+    STRATA_JWT_SECRET: JWT_SECRET,
     logger: pino({ level: 'silent' }),
   });
 
@@ -97,6 +101,9 @@ describe('image-search: HTTP API', function () {
     expect((await call(base, 'GET', '/static/app.js')).status).to.equal(200);
     const status = await call(base, 'GET', '/api/status');
     expect(status.body.model.loaded).to.equal(true);
+    // The test model is not CLIP, and the status says so.
+    expect(status.body.model).to.deep.include({ backbone: 'strata-test-clip', test_encoder: true });
+    expect(status.body.model.note).to.match(/^test encoder, not CLIP/);
     expect(status.body.llm).to.deep.include({ enabled: false });
     expect(status.body.features).to.deep.include({ text_search: true, query_expansion: false, chat: false });
     expect((await call(base, 'GET', '/readyz')).status).to.equal(200);

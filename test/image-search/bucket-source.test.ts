@@ -1,48 +1,30 @@
 import { expect } from 'chai';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import amqp from 'amqplib';
 import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import type { ObjectEventSource, ObjectStoreEvent } from '../../images/image-search/src/object-events.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
-import { colourImage, makeTestModel, PALETTE, tempDir } from './support/fixtures.js';
-
-// s3rver: a small S3 API server (ListObjectsV2, GET, PUT; it checks access keys, not signatures —
-// the SigV4 signing itself is compared with the AWS SDK signer in clip.test.ts).
-type S3rverServer = { run(): Promise<{ port: number }>; close(): Promise<void> };
-const S3rver = createRequire(import.meta.url)('s3rver') as new (options: Record<string, unknown>) => S3rverServer;
+import { AUTH_HEADER, colourImage, makeTestModel, PALETTE, tempDir, TEST_API_KEY } from './support/fixtures.js';
+import { startS3rver, until, type TestS3 } from './support/s3rver.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function json(url: string, init?: RequestInit): Promise<any> {
   return (await fetch(url, init)).json();
 }
 
-async function until<T>(probe: () => Promise<T | undefined>): Promise<T> {
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 describe('image-search: images from a bucket prefix of an S3 object store (IMAGE_SEARCH_SOURCE_S3_URL)', function () {
   this.timeout(120_000);
-  let server: S3rverServer;
+  let s3: TestS3;
   let endpoint: string;
   let service: RunningService;
   const dirs: string[] = [];
-  const put = async (key: string, body: Buffer | string) => {
-    const response = await fetch(`${endpoint}/photos/${key}`, { method: 'PUT', body: typeof body === 'string' ? body : new Uint8Array(body) });
-    expect(response.status, key).to.equal(200);
-  };
+  const put = (key: string, body: Buffer | string) => s3.put('photos', key, body);
 
   before(async () => {
-    const storage = tempDir('s3rver-images');
-    dirs.push(storage);
-    server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: storage, configureBuckets: [{ name: 'photos' }] });
-    endpoint = `http://127.0.0.1:${(await server.run()).port}`;
+    s3 = await startS3rver(['photos']);
+    endpoint = s3.endpoint;
     let seed = 1;
     for (const colour of ['red', 'blue'] as const) {
       for (let i = 0; i < 2; i++) await put(`cams/${colour}/${i}.png`, await colourImage(PALETTE[colour], seed++));
@@ -53,7 +35,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
   });
   after(async () => {
     await service?.stop();
-    await server?.close();
+    await s3?.close();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
@@ -84,12 +66,12 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
     expect(status.source).to.deep.include({ kind: 'bucket', url: 's3://photos/cams', last_error: null });
     expect(status.source.last_sync).to.include({ listed: 6, downloaded: 5, added: 4 });
     expect(status.index.total_vectors).to.equal(4);
-    expect(existsSync(path.join(imageDir, 'red', '0.png'))).to.equal(true);
+    expect(existsSync(path.join(imageDir, 's3/photos/cams/red/0.png'))).to.equal(true);
     expect(existsSync(path.join(imageDir, 'notes.txt'))).to.equal(false);
     expect(existsSync(path.join(imageDir, 'green.png'))).to.equal(false);
 
     const search = await json(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"red","topk":2}' });
-    expect(search.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['red/0.png', 'red/1.png']);
+    expect(search.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['s3/photos/cams/red/0.png', 's3/photos/cams/red/1.png']);
     const image = await fetch(service.url + search.results[0].url);
     expect(image.status).to.equal(200);
 
@@ -97,9 +79,9 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
     await put('cams/yellow/new.png', await colourImage(PALETTE.yellow, 77));
     const found = await until(async () => {
       const r = await json(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"yellow","topk":1}' });
-      return r.results[0]?.path === 'yellow/new.png' ? r.results[0] : undefined;
+      return r.results[0]?.path === 's3/photos/cams/yellow/new.png' ? r.results[0] : undefined;
     });
-    expect(found.url).to.equal('/images/yellow/new.png');
+    expect(found.url).to.equal('/images/s3/photos/cams/yellow/new.png');
     const index = await json(`${service.url}/api/index/status`);
     expect(index.total_vectors).to.equal(5);
   });
@@ -152,7 +134,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       });
       expect(after.source.events_received).to.equal(1);
       const search = await json(`${events.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"green","topk":1}' });
-      expect(search.results[0].path).to.equal('green/late.png');
+      expect(search.results[0].path).to.equal('s3/photos/cams/green/late.png');
     } finally {
       await events.stop();
     }
@@ -178,6 +160,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       IMAGE_SEARCH_MODEL_DIR: modelDir,
       IMAGE_SEARCH_INDEX_DIR: indexDir,
       IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/gone',
+      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
       IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
       IMAGE_SEARCH_S3_ENDPOINT: endpoint,
       IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
@@ -194,26 +177,26 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       // An image that did not come from the bucket: added by path, it must survive every sync.
       mkdirSync(path.join(imageDir, 'local'), { recursive: true });
       writeFileSync(path.join(imageDir, 'local', 'own.png'), await colourImage(PALETTE.red, 203));
-      const add = await json(`${running.url}/api/index/add`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"image_paths":["local/own.png"]}' });
+      const add = await json(`${running.url}/api/index/add`, { method: 'POST', headers: { ...AUTH_HEADER, 'content-type': 'application/json' }, body: '{"image_paths":["local/own.png"]}' });
       expect(add.added).to.have.length(1);
 
-      expect((await fetch(`${endpoint}/photos/gone/red/a.png`, { method: 'DELETE' })).status).to.equal(204);
+      await s3.remove('photos', 'gone/red/a.png');
       await deliver!({ id: 'r1', type: 'object.recycled', payload: { bucket: 'photos', key: 'gone/red/a.png' } });
       const after = await synced((s) => s.source.last_sync?.removed === 1);
       expect(after.index.total_vectors).to.equal(2);
-      expect(existsSync(path.join(imageDir, 'red', 'a.png'))).to.equal(false);
+      expect(existsSync(path.join(imageDir, 's3/photos/gone/red/a.png'))).to.equal(false);
       expect(existsSync(path.join(imageDir, 'local', 'own.png'))).to.equal(true);
       const search = await json(`${running.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"red","topk":5}' });
-      expect(search.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['blue/b.png', 'local/own.png']);
+      expect(search.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['local/own.png', 's3/photos/gone/blue/b.png']);
 
       // The record survives a restart: an object deleted while the service was down goes at the first sync.
       await running.stop();
-      expect((await fetch(`${endpoint}/photos/gone/blue/b.png`, { method: 'DELETE' })).status).to.equal(204);
+      await s3.remove('photos', 'gone/blue/b.png');
       running = await startImageSearch({ env, objectEvents: broker, host: '127.0.0.1', logger: pino({ level: 'silent' }) });
       const restarted = await synced(() => true);
       expect(restarted.source.last_sync.removed).to.equal(1);
       expect(restarted.index.total_vectors).to.equal(1);
-      expect(existsSync(path.join(imageDir, 'blue', 'b.png'))).to.equal(false);
+      expect(existsSync(path.join(imageDir, 's3/photos/gone/blue/b.png'))).to.equal(false);
       expect(existsSync(path.join(imageDir, 'local', 'own.png'))).to.equal(true);
     } finally {
       await running.stop();

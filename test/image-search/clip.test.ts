@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { createHash, createHmac } from 'node:crypto';
 import { ClipEncoder } from '../../images/image-search/src/clip/encoder.js';
-import { checkModelDir, fetchModelFromS3, MODEL_FILES, ModelMissingError, signedHeaders } from '../../images/image-search/src/clip/model-files.js';
+import { checkModelDir, describeModel, fetchModelFromS3, MODEL_FILES, ModelMissingError, signedHeaders } from '../../images/image-search/src/clip/model-files.js';
 import { CLIP_MEAN, CLIP_STD, ImageDecodeError, preprocessImage } from '../../images/image-search/src/clip/preprocess.js';
 import { ClipTokenizer, bytesToUnicode, parseMerges, CONTEXT_LENGTH } from '../../images/image-search/src/clip/tokenizer.js';
 import { buildVocabulary } from '../../hack/clip/test-clip-model.js';
@@ -134,6 +134,19 @@ describe('image-search: model files', function () {
       expect(() => checkModelDir(dir)).to.throw(ModelMissingError, /image_encoder.onnx, text_encoder.onnx, merges.txt/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('tells the test encoder from CLIP by its merges.txt', () => {
+    const test = makeTestModel();
+    const clip = tempDir('clip-like');
+    try {
+      writeFileSync(path.join(clip, 'merges.txt'), '#version: 0.2\ni n\n');
+      expect(describeModel(test)).to.deep.include({ backbone: 'strata-test-clip', test_encoder: true });
+      expect(describeModel(clip)).to.deep.equal({ backbone: 'ViT-B/32', test_encoder: false });
+    } finally {
+      rmSync(test, { recursive: true, force: true });
+      rmSync(clip, { recursive: true, force: true });
     }
   });
 

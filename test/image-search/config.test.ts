@@ -7,7 +7,7 @@ import { startImageSearch } from '../../images/image-search/src/app.js';
 import { ClipEncoder } from '../../images/image-search/src/clip/encoder.js';
 import { loadImageSearchConfig } from '../../images/image-search/src/config.js';
 import { ConfigError } from '../../images/service-kit/src/index.js';
-import { makeImageDir, makeTestModel, tempDir } from './support/fixtures.js';
+import { AUTH_HEADER, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
 
 describe('image-search: configuration from the environment', function () {
   this.timeout(60_000);
@@ -30,7 +30,8 @@ describe('image-search: configuration from the environment', function () {
     expect(bucket.IMAGE_FILE_DIR).to.equal(path.join('/state', 'source-images'));
     expect(loadImageSearchConfig({ IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams', IMAGE_FILE_DIR: '/pics' }).IMAGE_FILE_DIR).to.equal('/pics');
     expect(config.LLM_BASE_URL).to.equal(undefined);
-    expect(config.LLM_MODEL).to.be.a('string').and.not.equal('');
+    // Unset: the first model the upstream lists (looked up by the service).
+    expect(config.LLM_MODEL).to.equal(undefined);
   });
 
   it('reports every bad value at once', () => {
@@ -58,6 +59,7 @@ describe('image-search: configuration from the environment', function () {
         IMAGE_SEARCH_BUFFER_THRESHOLD: '2',
         // No CUDA libraries on this machine: the encoders fall back to the CPU and say so.
         IMAGE_SEARCH_EXECUTION_PROVIDER: 'cuda',
+        IMAGE_SEARCH_API_KEY: TEST_API_KEY,
       },
       host: '127.0.0.1',
       logger: pino({ level: 'silent' }),
@@ -70,7 +72,7 @@ describe('image-search: configuration from the environment', function () {
       expect(status.defaults).to.include({ topk: 7, index_string: 'IVF4096,PQ32x8' });
       const added = await fetch(`${service.url}/api/index/add`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { ...AUTH_HEADER, 'content-type': 'application/json' },
         body: JSON.stringify({ image_paths: images.colourFiles.red }),
       });
       const body = (await added.json()) as { buffer: { merge_suggested: boolean; threshold: number } };

@@ -4,10 +4,10 @@ import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { startFakeLlm, type FakeLlm } from './support/fake-llm.js';
-import { makeImageDir, makeTestModel, tempDir } from './support/fixtures.js';
+import { AUTH_HEADER, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
 
 async function post(base: string, route: string, payload: unknown) {
-  const response = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+  const response = await fetch(base + route, { method: 'POST', headers: { ...AUTH_HEADER, 'content-type': 'application/json' }, body: JSON.stringify(payload) });
   return { status: response.status, body: (await response.json()) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
@@ -33,6 +33,7 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
       LLM_BASE_URL: llm.url,
       LLM_API_KEY: 'test-key',
       LLM_MODEL: 'strata-test-model',
+      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
       logger: pino({ level: 'silent' }),
     });
     const added = await post(service.url, '/api/index/add', { image_paths: Object.values(images.colourFiles).flat() });
@@ -113,5 +114,89 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
     const failed = await post(service.url, '/api/search/expand', { query: 'red' });
     expect(failed.status).to.equal(502);
     expect(failed.body.message).to.match(/LLM request failed/);
+  });
+});
+
+describe('image-search: LLM failures are told as such (502 with the upstream message, RAG falls back, honest status)', function () {
+  this.timeout(120_000);
+  let llm: FakeLlm;
+  const dirs: string[] = [];
+  let modelDir: string;
+  let imageDir: string;
+  const start = async (env: Record<string, string>) => {
+    const indexDir = tempDir('image-search-llm-failures');
+    dirs.push(indexDir);
+    const service = await startImageSearch({
+      env: { IMAGE_SEARCH_SCAN_ON_START: 'true', ...env },
+      PORT: 0,
+      host: '127.0.0.1',
+      IMAGE_SEARCH_MODEL_DIR: modelDir,
+      IMAGE_FILE_DIR: imageDir,
+      IMAGE_SEARCH_INDEX_DIR: indexDir,
+      LLM_BASE_URL: llm.url,
+      LLM_API_KEY: 'test-key',
+      logger: pino({ level: 'silent' }),
+    });
+    // Scanned and checked: the status has the index and the LLM's first answer.
+    for (;;) {
+      const status = (await (await fetch(`${service.url}/api/status`)).json()) as { index: { total_vectors: number }; llm: { state: string } };
+      if (status.index.total_vectors >= 12 && status.llm.state !== 'checking') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return service;
+  };
+  const llmStatus = async (service: RunningService) => ((await (await fetch(`${service.url}/api/status`)).json()) as { llm: Record<string, unknown> }).llm;
+
+  before(async () => {
+    llm = await startFakeLlm('test-key', ['strata-verse', 'strata-tiny']);
+    modelDir = makeTestModel();
+    imageDir = (await makeImageDir()).dir;
+    dirs.push(modelDir, imageDir);
+  });
+  after(async () => {
+    await llm?.close();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('a model the upstream does not offer: 502 with its message (not its 404), RAG answers plain retrieval with a note, the status says error', async () => {
+    const service = await start({ LLM_MODEL: 'gpt-4o-mini' });
+    try {
+      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'error', model: 'gpt-4o-mini', model_source: 'LLM_MODEL' });
+      expect((await llmStatus(service)).error).to.match(/does not offer LLM_MODEL=gpt-4o-mini \(it lists strata-verse, strata-tiny\)/);
+      const expand = await post(service.url, '/api/search/expand', { query: 'red' });
+      expect(expand.status).to.equal(502);
+      expect(expand.body).to.deep.include({ error: 'upstream_error' });
+      expect(expand.body.message).to.equal('LLM request failed: the LLM answered 404: The model `gpt-4o-mini` does not exist');
+      expect((await post(service.url, '/api/rag/qa', { question: 'which are red?' })).status).to.equal(502);
+      expect((await post(service.url, '/api/chat', { message: 'find red' })).status).to.equal(502);
+
+      const rag = await post(service.url, '/api/search/rag', { query: 'red', topk: 3 });
+      expect(rag.status).to.equal(200);
+      expect(rag.body).to.deep.include({ original_query: 'red', expanded_queries: ['red'], ai_explanation: null, total_results: 3, llm_enabled: true });
+      expect(rag.body.results[0].path).to.match(/red/);
+      expect(rag.body.note).to.match(/^The LLM failed \(the LLM answered 404: .*\): plain vector retrieval, no explanation\.$/);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('LLM_MODEL unset: the first model the upstream lists; the status follows the LLM going down and coming back', async () => {
+    const service = await start({});
+    try {
+      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'ok', model: 'strata-verse', model_source: 'upstream /v1/models', error: null });
+      const expand = await post(service.url, '/api/search/expand', { query: 'red', n: 2 });
+      expect(expand.status).to.equal(200);
+      expect(llm.requests.at(-1)!.body.model).to.equal('strata-verse');
+
+      llm.failNext = 2; // the client retries once
+      const down = await post(service.url, '/api/search/expand', { query: 'red' });
+      expect(down.status).to.equal(502);
+      expect(down.body.message).to.equal('LLM request failed: the LLM answered 500: upstream exploded');
+      expect(await llmStatus(service)).to.deep.include({ state: 'error', error: 'the LLM answered 500: upstream exploded' });
+      expect((await post(service.url, '/api/search/expand', { query: 'red' })).status).to.equal(200);
+      expect(await llmStatus(service)).to.deep.include({ state: 'ok', error: null });
+    } finally {
+      await service.stop();
+    }
   });
 });

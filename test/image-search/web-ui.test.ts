@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { startFakeLlm } from './support/fake-llm.js';
-import { colourImage, makeImageDir, makeTestModel, tempDir } from './support/fixtures.js';
+import { colourImage, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
 
 describe('image-search: web UI in Chromium', function () {
   this.timeout(120_000);
@@ -29,6 +29,7 @@ describe('image-search: web UI in Chromium', function () {
       IMAGE_SEARCH_INDEX_DIR: indexDir,
       IMAGE_SEARCH_BUFFER_THRESHOLD: 10,
       IMAGE_SEARCH_SCAN_ON_START: true,
+      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
       logger: pino({ level: 'silent' }),
     });
     // A fresh profile directory per run.
@@ -57,7 +58,8 @@ describe('image-search: web UI in Chromium', function () {
       if (!r.url().startsWith(service.url)) offline.push(r.url());
     });
     await page.goto(service.url + '/');
-    await page.waitForSelector('#model-state.ok');
+    await page.waitForSelector('#model-state.warn');
+    expect(await page.textContent('#model-state')).to.equal('test encoder (not CLIP)');
     expect(await page.textContent('#llm-state')).to.equal('LLM disabled');
     expect(await page.isDisabled('#use-ai')).to.equal(true);
     await page.waitForFunction(() => document.querySelector('#index-status')?.textContent?.includes('merge suggested'));
@@ -81,7 +83,14 @@ describe('image-search: web UI in Chromium', function () {
     const first = await page.textContent('#results .card');
     expect(first).to.match(/yellow/);
 
-    // Add form: a new file is added; a path outside the image directory is refused with the reason.
+    // Add form: without a token the change is refused, saying how to give one.
+    await page.fill('#add-paths', 'colours/red-0.png');
+    await page.click('#add-form button');
+    await page.waitForSelector('#message.error');
+    expect(await page.textContent('#message')).to.match(/needs a token.*Access token/);
+    await page.fill('#token', TEST_API_KEY);
+    await page.dispatchEvent('#token', 'change');
+    // Then a new file is added; a path outside the image directory is refused with the reason.
     writeFileSync(path.join(dirs[1], 'colours', 'late-green.png'), await colourImage([45, 165, 65], 4242));
     await page.fill('#add-paths', 'colours/late-green.png');
     await page.click('#add-form button');

@@ -16,8 +16,9 @@ import {
 import { BucketSource } from './bucket-source.js';
 import { ClipEncoder } from './clip/encoder.js';
 import { AmqpObjectEvents, OBJECT_EVENT_TYPES, type ObjectEventSource } from './object-events.js';
-import { checkModelDir, fetchModelFromS3 } from './clip/model-files.js';
+import { checkModelDir, describeModel, fetchModelFromS3 } from './clip/model-files.js';
 import { loadImageSearchConfig, type ImageSearchConfig } from './config.js';
+import { WriteAuthorizer } from './http/auth.js';
 import { errorHandler } from './http/errors.js';
 import { imageSearchRoutes } from './http/routes.js';
 import { ImageFiles } from './image-files.js';
@@ -38,7 +39,10 @@ export type StartImageSearchOptions = Partial<ImageSearchConfig> & {
 };
 
 /** Find the model (directory or object store) and load it; null + reason when it is not available. */
-async function loadModel(config: ImageSearchConfig, logger: Logger): Promise<{ encoder: ClipEncoder | null; error?: string; dir?: string }> {
+async function loadModel(
+  config: ImageSearchConfig,
+  logger: Logger,
+): Promise<{ encoder: ClipEncoder | null; error?: string; dir?: string; description?: ReturnType<typeof describeModel> }> {
   try {
     const dir = config.IMAGE_SEARCH_MODEL_S3_URL
       ? await fetchModelFromS3(
@@ -54,8 +58,10 @@ async function loadModel(config: ImageSearchConfig, logger: Logger): Promise<{ e
       : checkModelDir(config.IMAGE_SEARCH_MODEL_DIR);
     const encoder = await ClipEncoder.load(dir, { executionProvider: config.IMAGE_SEARCH_EXECUTION_PROVIDER });
     if (encoder.providerFallback) logger.warn(encoder.providerFallback);
-    logger.info({ dir, dim: encoder.dim, executionProvider: encoder.executionProvider }, 'CLIP model loaded');
-    return { encoder, dir };
+    const description = describeModel(dir);
+    if (description.test_encoder) logger.warn({ dir }, `image encoder loaded: ${description.note}`);
+    else logger.info({ dir, dim: encoder.dim, executionProvider: encoder.executionProvider }, 'CLIP model loaded');
+    return { encoder, dir, description };
   } catch (err) {
     const error = err instanceof Error ? err.message : String(err);
     logger.warn({ error }, 'CLIP model not available: search and add are disabled until it is');
@@ -134,9 +140,12 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     },
     onClose: [async () => subscription?.close(), async () => source?.stop(), () => index.close(), () => model.encoder?.close()],
   };
+  const auth = new WriteAuthorizer({ apiKey: config.IMAGE_SEARCH_API_KEY, jwtSecret: config.STRATA_JWT_SECRET });
+  if (!auth.describe().accepts.length) logger.warn('neither IMAGE_SEARCH_API_KEY nor STRATA_JWT_SECRET is set: the index cannot be changed over HTTP');
   const app = createApp(serviceOptions);
   app.use(httpMetrics(registry).middleware);
   app.use('/static', express.static(WEB_DIR, { index: false, fallthrough: false }));
+  app.get('/favicon.ico', (_req: express.Request, res: express.Response) => res.sendFile(path.join(WEB_DIR, 'favicon.ico'), { maxAge: '1d' }));
   // Images are served read-only from the image directory; `send` refuses paths leaving it.
   app.use('/images', (req: express.Request, res: express.Response, next: express.NextFunction) =>
     files.servable(req.path) ? next() : res.status(404).json({ error: 'not_found', message: 'no such image' }),
@@ -148,6 +157,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
       llm,
       webIndexFile: path.join(WEB_DIR, 'index.html'),
       maxUploadBytes: config.IMAGE_SEARCH_MAX_UPLOAD_BYTES,
+      auth,
       describe: () => {
         const status = index.status();
         return {
@@ -157,11 +167,14 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
             loaded: service.modelLoaded,
             dir: model.dir ?? null,
             error: service.modelError ?? null,
-            backbone: 'ViT-B/32',
+            backbone: model.description?.backbone ?? null,
+            test_encoder: model.description?.test_encoder ?? false,
+            ...(model.description?.note ? { note: model.description.note } : {}),
             execution_provider: model.encoder?.executionProvider ?? null,
             ...(model.encoder?.providerFallback ? { execution_provider_note: model.encoder.providerFallback } : {}),
           },
-          llm: llm ? { enabled: true, model: llm.model, base_url: config.LLM_BASE_URL } : { enabled: false, reason: 'LLM_BASE_URL is not set' },
+          auth: auth.describe(),
+          llm: llm ? { enabled: true, ...llm.status(), base_url: config.LLM_BASE_URL } : { enabled: false, reason: 'LLM_BASE_URL is not set' },
           features: {
             text_search: service.modelLoaded,
             image_search: service.modelLoaded,
@@ -190,6 +203,8 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
   app.use((_req: express.Request, res: express.Response) => res.status(404).json({ error: 'not_found', message: 'no such endpoint' }));
   app.use(errorHandler(logger));
 
+  // Which model, and whether the LLM answers at all: the status says so from the start.
+  void llm?.check();
   if (config.IMAGE_SEARCH_SCAN_ON_START && service.modelLoaded) {
     void service
       .indexDirectory((done, total) => logger.info({ done, total }, 'indexing image directory'))

@@ -7,13 +7,14 @@ import { pipelineClosed } from '../../service-kit/src/index.js';
 
 const tempNameOf = (file: string) => `${file}.tmp-${process.pid}-${Date.now()}`;
 
-export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
+/** `sync: false` skips the fsyncs (the replacement is still all or nothing), for state a later pass repairs. */
+export async function writeFileAtomic(file: string, data: string | Uint8Array, { sync = true } = {}): Promise<void> {
   const tmp = tempNameOf(file);
   try {
     const handle = await fs.open(tmp, 'w');
     try {
       await handle.writeFile(data);
-      await handle.sync();
+      if (sync) await handle.sync();
     } finally {
       await handle.close();
     }
@@ -22,7 +23,7 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array): 
     throw err;
   }
   await fs.rename(tmp, file);
-  await syncDir(path.dirname(file));
+  if (sync) await syncDir(path.dirname(file));
 }
 
 /**

@@ -1,11 +1,13 @@
 // Images from a bucket prefix of Strata's object store (IMAGE_SEARCH_SOURCE_S3_URL=s3://bucket/prefix):
-// the image objects under the prefix are mirrored into the image directory (key minus prefix = path)
-// and indexed, at start and then every IMAGE_SEARCH_SOURCE_SYNC_SECONDS, so that objects created in
-// the bucket reach the index without a call to /api/index/add. Objects that leave the prefix (deleted
-// to the recycle bin, purged) leave the index and the mirror at the next round: the source records
-// which paths it mirrored (MIRROR_RECORD in the image directory), so files that came from elsewhere
-// (uploads, a mounted directory) are never touched. Listing and downloads are ordinary S3 requests
-// (ListObjectsV2, GET) signed with SigV4, so any S3 API works, Strata's gateway included.
+// the image objects under the prefix are mirrored into a folder of the image directory of their own
+// (MIRROR_FOLDER: object `key` of `bucket` is `s3/<bucket>/<key>`) and indexed, at start, on object
+// events and every IMAGE_SEARCH_SOURCE_SYNC_SECONDS, so that the index follows the bucket exactly:
+// a new object is added, an object whose content changed (ETag) is fetched again and its new vector
+// replaces the old one, an object that left the prefix leaves the index and the mirror. The record
+// of the mirror (MIRROR_RECORD: ETag and size per path, and why an object is not indexed) survives
+// restarts; an object that does not decode stays in `skipped` and is left alone until it changes.
+// Files that did not come from the bucket are never written or removed. Listing and downloads are
+// ordinary S3 requests (ListObjectsV2, GET) signed with SigV4, so any S3 API works, Strata's gateway included.
 import { existsSync, promises as fs, statSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -14,7 +16,7 @@ import { XMLParser } from 'fast-xml-parser';
 import type { Logger } from '../../service-kit/src/index.js';
 import { signedHeaders, type S3Location } from './clip/model-files.js';
 import { IMAGE_EXTENSIONS, type ImageFiles } from './image-files.js';
-import { streamToFileAtomic } from './atomic-file.js';
+import { streamToFileAtomic, writeFileAtomic } from './atomic-file.js';
 import type { SearchService } from './search-service.js';
 
 export interface BucketSourceOptions {
@@ -29,15 +31,22 @@ export interface BucketSourceOptions {
 export interface SyncResult {
   listed: number;
   downloaded: number;
+  /** Images sent to the encoder this round (new or changed objects, and mirrored ones missing from the index). */
+  encoded: number;
   added: number;
+  /** Objects whose content changed (ETag): the new vector replaced the old one. */
+  replaced: number;
   /** Mirrored images whose objects are gone from the prefix: dropped from the index and the mirror. */
   removed: number;
+  /** Objects under the prefix that are not indexed, with the reason (undecodable ones stay here until they change). */
   skipped: Array<{ key: string; reason: string }>;
 }
 
 export interface BucketSourceStatus {
   kind: 'bucket';
   url: string;
+  /** The image directory's folder that holds the mirror (paths of mirrored images start with it). */
+  mirror: string;
   syncing: boolean;
   last_sync: (SyncResult & { finished_at: string }) | null;
   last_error: string | null;
@@ -49,12 +58,30 @@ export interface BucketSourceStatus {
 interface ListedObject {
   key: string;
   size: number;
+  etag: string;
 }
 
-/** The paths this source mirrored (JSON, in the image directory; not an image name, so never indexed). */
+/** What the record keeps per mirrored path: the object's ETag and size, and why it is not indexed. */
+interface MirrorEntry {
+  key: string;
+  /** ETag of the mirrored content; '' while a download is pending (fetched again at the next round). */
+  etag: string;
+  size: number;
+  skipped?: string;
+}
+
+/**
+ * The folder of the image directory the mirror lives in: object `key` of `bucket` is the file
+ * `s3/<bucket>/<key>`, so mirrored images never share a path with files from elsewhere.
+ */
+export const MIRROR_FOLDER = 's3';
+/** The record of what this source mirrored (JSON, in the mirror folder; not an image name, so never indexed). */
 export const MIRROR_RECORD = '.strata-bucket-source.json';
 
 const parser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name === 'Contents' });
+
+/** An ETag as a plain token (listings quote it, some XML-escape the quotes). */
+const etagOf = (value: unknown) => String(value ?? '').replace(/&quot;|"/g, '');
 
 export class BucketSource {
   private readonly bucket: string;
@@ -78,6 +105,7 @@ export class BucketSource {
     return {
       kind: 'bucket',
       url: this.opts.location.url,
+      mirror: `${MIRROR_FOLDER}/${this.bucket}`,
       syncing: this.running !== null,
       last_sync: this.last,
       last_error: this.lastError,
@@ -141,7 +169,7 @@ export class BucketSource {
           this.last = { ...result, finished_at: new Date().toISOString() };
           this.lastError = null;
           this.running = null;
-          if (result.downloaded || result.added || result.removed) this.opts.logger.info({ ...result, skipped: result.skipped.length }, 'image bucket synced');
+          if (result.downloaded || result.added || result.replaced || result.removed) this.opts.logger.info({ ...result, skipped: result.skipped.length }, 'image bucket synced');
           return result;
         },
         (err: unknown) => {
@@ -179,82 +207,113 @@ export class BucketSource {
       if (token) query['continuation-token'] = token;
       const response = await this.get(this.url(encodeURIComponent(this.bucket), query));
       const doc = parser.parse(await response.text()) as {
-        ListBucketResult?: { Contents?: Array<{ Key?: string; Size?: string }>; IsTruncated?: string; NextContinuationToken?: string };
+        ListBucketResult?: { Contents?: Array<{ Key?: string; Size?: string; ETag?: string }>; IsTruncated?: string; NextContinuationToken?: string };
       };
       const result = doc.ListBucketResult;
       if (!result) throw new Error('the object store answered the listing with something that is not a ListBucketResult');
-      for (const c of result.Contents ?? []) if (c.Key) out.push({ key: c.Key, size: Number(c.Size ?? 0) });
+      for (const c of result.Contents ?? []) if (c.Key) out.push({ key: c.Key, size: Number(c.Size ?? 0), etag: etagOf(c.ETag) });
       token = result.IsTruncated === 'true' ? result.NextContinuationToken : undefined;
     } while (token);
     return out;
   }
 
-  private async syncOnce(): Promise<SyncResult> {
-    const listed = await this.list();
-    const skipped: SyncResult['skipped'] = [];
-    const mirrored: string[] = [];
-    let downloaded = 0;
-    for (const object of listed) {
-      const relative = object.key.slice(this.prefix.length);
-      if (!relative || relative.endsWith('/')) continue;
-      if (!IMAGE_EXTENSIONS.has(path.extname(relative).toLowerCase())) continue;
-      const target = path.resolve(this.opts.files.root, relative);
-      if (!target.startsWith(this.opts.files.root + path.sep) || relative.split('/').includes('..')) {
-        skipped.push({ key: object.key, reason: 'key leads outside the image directory' });
-        continue;
-      }
-      if (object.size > (this.opts.maxObjectBytes ?? 50 * 2 ** 20)) {
-        skipped.push({ key: object.key, reason: `larger than ${this.opts.maxObjectBytes ?? 50 * 2 ** 20} bytes` });
-        continue;
-      }
-      const normalized = path.relative(this.opts.files.root, target).split(path.sep).join('/');
-      if (!existsSync(target) || statSync(target).size !== object.size) {
-        await this.download(object.key, target);
-        downloaded++;
-      }
-      mirrored.push(normalized);
-    }
-    const added = await this.opts.service.indexPaths(mirrored);
-    const removed = await this.dropVanished(new Set(mirrored));
-    return { listed: listed.length, downloaded, added, removed, skipped };
+  /** The mirror's root (the folder of this source's bucket) and the record file in it. */
+  private get mirrorRoot(): string {
+    return path.join(this.opts.files.root, MIRROR_FOLDER, this.bucket);
   }
 
-  /**
-   * Remove from the index and the mirror what an earlier round mirrored and the complete listing no
-   * longer has, then record the current set. A listing that failed part-way never gets here.
-   */
-  private async dropVanished(current: Set<string>): Promise<number> {
-    const record = path.join(this.opts.files.root, MIRROR_RECORD);
-    const previous = await this.readRecord(record);
-    const gone = previous.filter((p) => !current.has(p));
+  private get recordFile(): string {
+    return path.join(this.mirrorRoot, MIRROR_RECORD);
+  }
+
+  private async syncOnce(): Promise<SyncResult> {
+    const listed = await this.list();
+    const previous = await this.readRecord();
+    const current = new Map<string, MirrorEntry>();
+    const skipped: SyncResult['skipped'] = [];
+    const changed: Array<{ path: string; object: ListedObject }> = [];
+    const maxBytes = this.opts.maxObjectBytes ?? 50 * 2 ** 20;
+    for (const object of listed) {
+      if (object.key.endsWith('/') || !IMAGE_EXTENSIONS.has(path.extname(object.key).toLowerCase())) continue;
+      const target = path.resolve(this.mirrorRoot, object.key);
+      if (!target.startsWith(this.mirrorRoot + path.sep) || object.key.split('/').includes('..')) {
+        skipped.push({ key: object.key, reason: 'key leads outside the mirror folder' });
+        continue;
+      }
+      if (object.size > maxBytes) {
+        skipped.push({ key: object.key, reason: `larger than ${maxBytes} bytes` });
+        continue;
+      }
+      const relative = path.relative(this.opts.files.root, target).split(path.sep).join('/');
+      const before = previous.get(relative);
+      // Unchanged: same ETag, and the mirrored file still whole (downloads are not fsynced).
+      if (before && before.etag === object.etag && (before.skipped !== undefined || (existsSync(target) && statSync(target).size === before.size))) {
+        current.set(relative, before);
+        if (before.skipped !== undefined) skipped.push({ key: object.key, reason: before.skipped });
+        continue;
+      }
+      current.set(relative, { key: object.key, etag: '', size: object.size });
+      changed.push({ path: relative, object });
+    }
+    // Pending downloads are recorded first, so that what a crash part-way left is still known as this
+    // source's (dropped if the object goes meanwhile). Not fsynced: the final record of the round is.
+    if (changed.length) await this.writeRecord(new Map([...previous, ...current]), { sync: false });
+    for (const { path: relative, object } of changed) {
+      const etag = await this.download(object.key, this.opts.files.absolute(relative));
+      current.set(relative, { key: object.key, etag: etag ?? object.etag, size: statSync(this.opts.files.absolute(relative)).size });
+    }
+    const downloaded = new Set(changed.map((c) => c.path));
+    // New and changed objects, and mirrored ones the index lacks (a crash, a fresh index directory).
+    const encode = [...current].filter(([p, e]) => e.skipped === undefined && (downloaded.has(p) || this.opts.service.index.idOf(p) === undefined)).map(([p]) => p);
+    const indexed = await this.opts.service.indexPaths(encode, { replace: true });
+    for (const failed of indexed.skipped) {
+      const entry = current.get(failed.path)!;
+      current.set(failed.path, { ...entry, skipped: failed.reason });
+      skipped.push({ key: entry.key, reason: failed.reason });
+    }
+    // An object that changed into something undecodable takes its old vector with it.
+    await this.opts.service.removePaths(indexed.skipped.map((f) => f.path));
+    const gone = [...previous.keys()].filter((p) => !current.has(p));
     if (gone.length) {
       await this.opts.service.removePaths(gone);
       await Promise.all(gone.map((p) => fs.rm(this.opts.files.absolute(p), { force: true })));
     }
-    const tmp = `${record}.${process.pid}.tmp`;
-    await fs.mkdir(this.opts.files.root, { recursive: true });
-    await fs.writeFile(tmp, JSON.stringify({ url: this.opts.location.url, paths: [...current].sort() }));
-    await fs.rename(tmp, record);
-    return gone.length;
+    if (changed.length || gone.length || indexed.skipped.length) await this.writeRecord(current);
+    return { listed: listed.length, downloaded: changed.length, encoded: encode.length, added: indexed.added, replaced: indexed.replaced, removed: gone.length, skipped };
   }
 
-  /** The paths recorded by an earlier round of this same source URL (none when missing or unreadable). */
-  private async readRecord(file: string): Promise<string[]> {
+  private async writeRecord(entries: Map<string, MirrorEntry>, options: { sync?: boolean } = {}): Promise<void> {
+    await fs.mkdir(this.mirrorRoot, { recursive: true });
+    const body = JSON.stringify({ url: this.opts.location.url, paths: Object.fromEntries([...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) });
+    await writeFileAtomic(this.recordFile, body, options);
+  }
+
+  /** What an earlier round of this same source URL mirrored (nothing when missing or unreadable). */
+  private async readRecord(): Promise<Map<string, MirrorEntry>> {
+    const out = new Map<string, MirrorEntry>();
     try {
-      const parsed = JSON.parse(await fs.readFile(file, 'utf8')) as { url?: unknown; paths?: unknown };
-      if (parsed.url !== this.opts.location.url || !Array.isArray(parsed.paths)) return [];
-      return parsed.paths.filter((p): p is string => typeof p === 'string' && !p.split('/').includes('..'));
+      const parsed = JSON.parse(await fs.readFile(this.recordFile, 'utf8')) as { url?: unknown; paths?: unknown };
+      if (parsed.url !== this.opts.location.url || !parsed.paths || typeof parsed.paths !== 'object') return out;
+      const mine = `${MIRROR_FOLDER}/${this.bucket}/`;
+      for (const [p, e] of Object.entries(parsed.paths as Record<string, MirrorEntry>)) {
+        if (!p.startsWith(mine) || p.split('/').includes('..') || !e || typeof e.etag !== 'string' || typeof e.key !== 'string') continue;
+        out.set(p, { key: e.key, etag: e.etag, size: Number(e.size) || 0, ...(typeof e.skipped === 'string' ? { skipped: e.skipped } : {}) });
+      }
     } catch {
-      return [];
+      // no record yet
     }
+    return out;
   }
 
-  private async download(key: string, target: string): Promise<void> {
+  /** Fetch an object into the mirror; returns the ETag of what was fetched (when the store sends one). */
+  private async download(key: string, target: string): Promise<string | undefined> {
     await fs.mkdir(path.dirname(target), { recursive: true });
     const url = this.url(`${encodeURIComponent(this.bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`);
     const response = await this.get(url);
     if (!response.body) throw new Error(`GET ${url.pathname}: empty response`);
     // No fsync per image: a file a crash left short fails the mirror's size check and is fetched again.
     await streamToFileAtomic(Readable.fromWeb(response.body as WebReadableStream), target, { sync: false });
+    const etag = response.headers.get('etag');
+    return etag ? etagOf(etag) : undefined;
   }
 }

@@ -64,9 +64,16 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_TRAIN_TWO_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), env.bool(false)),
   /** Index every image under IMAGE_FILE_DIR that is not indexed yet, in the background at start. */
   IMAGE_SEARCH_SCAN_ON_START: env.bool(false),
+  /**
+   * Tokens for the routes that change the index (README, "Access"): a key of this service, and/or the
+   * gateway's JWT signing secret (tokens from the gateway's POST /login). Neither: no changes over HTTP.
+   */
+  IMAGE_SEARCH_API_KEY: optional().refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters'),
+  STRATA_JWT_SECRET: optional().refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
   LLM_BASE_URL: optional(),
   LLM_API_KEY: optional(),
-  LLM_MODEL: z.string().default('gpt-4o-mini'),
+  /** Unset: the first model the upstream's /v1/models lists. */
+  LLM_MODEL: optional(),
 });
 
 export type ImageSearchConfig = Omit<z.infer<typeof imageSearchSchema>, 'IMAGE_FILE_DIR'> & { IMAGE_FILE_DIR: string };

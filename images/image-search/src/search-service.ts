@@ -101,7 +101,10 @@ export class SearchService {
     return this.items(hits.filter((h) => h.id !== id).slice(0, topk));
   }
 
-  /** Add images by path (relative to the image directory). All paths are checked before anything changes. */
+  /**
+   * Add images by path (relative to the image directory). All paths are checked before anything
+   * changes; repeated and already indexed paths are skipped before anything is encoded.
+   */
   async addPaths(paths: unknown): Promise<{ added: SearchResultItem[]; skipped: Array<{ id: number; path: string; reason: string }> }> {
     if (!Array.isArray(paths) || paths.length === 0 || paths.length > 1000) {
       throw new InputError('image_paths must be an array of 1 to 1000 paths');
@@ -114,20 +117,25 @@ export class SearchService {
         throw err;
       }
     });
+    const skipped: Array<{ id: number; path: string; reason: string }> = [];
+    const fresh = new Map<string, string>();
+    for (const r of resolved) {
+      const existing = this.opts.index.idOf(r.relative);
+      if (existing !== undefined) skipped.push({ id: existing, path: r.relative, reason: 'already indexed' });
+      else if (!fresh.has(r.relative)) fresh.set(r.relative, r.absolute);
+    }
+    if (!fresh.size) return { added: [], skipped };
     let vectors: Float32Array;
     try {
-      vectors = await this.embedder().encodeImages(resolved.map((r) => r.absolute));
+      vectors = await this.embedder().encodeImages([...fresh.values()]);
     } catch (err) {
       if (err instanceof ImageDecodeError) throw new InputError(err.message, 400);
       throw err;
     }
-    const result = await this.opts.index.add(
-      vectors,
-      resolved.map((r) => r.relative),
-    );
+    const result = await this.opts.index.add(vectors, [...fresh.keys()]);
     return {
       added: result.added.map((a) => ({ id: a.id, path: a.path, distance: 0, url: this.opts.files.url(a.path) })),
-      skipped: result.skipped,
+      skipped: [...skipped, ...result.skipped],
     };
   }
 
@@ -152,16 +160,20 @@ export class SearchService {
 
   /** Index images under the image directory not indexed yet, in batches; returns how many were added. */
   async indexDirectory(onBatch?: (done: number, total: number) => void): Promise<number> {
-    return this.indexPaths(await this.opts.files.list(), onBatch);
+    return (await this.indexPaths(await this.opts.files.list(), { onBatch })).added;
   }
 
   /**
-   * Index the given paths (relative to the image directory) that are not indexed yet, in batches;
-   * files that do not decode as images are skipped. Returns how many were added.
+   * Index the given paths (relative to the image directory), each once, in batches: paths not
+   * indexed yet, and with `replace` indexed ones too (their new vector replaces the old one).
+   * Files that do not decode as images are skipped with the reason.
    */
-  async indexPaths(paths: string[], onBatch?: (done: number, total: number) => void): Promise<number> {
-    const all = paths.filter((p) => this.opts.index.idOf(p) === undefined);
-    let added = 0;
+  async indexPaths(
+    paths: string[],
+    options: { replace?: boolean; onBatch?: (done: number, total: number) => void } = {},
+  ): Promise<{ added: number; replaced: number; skipped: Array<{ path: string; reason: string }> }> {
+    const all = [...new Set(paths)].filter((p) => options.replace || this.opts.index.idOf(p) === undefined);
+    const result = { added: 0, replaced: 0, skipped: [] as Array<{ path: string; reason: string }> };
     for (let start = 0; start < all.length; start += 64) {
       const batch = all.slice(start, start + 64);
       const vectors: Float32Array[] = [];
@@ -172,14 +184,17 @@ export class SearchService {
           kept.push(p);
         } catch (err) {
           if (!(err instanceof ImageDecodeError)) throw err;
+          result.skipped.push({ path: p, reason: err.message });
         }
       }
       const joined = new Float32Array(kept.length * this.opts.index.dim);
       vectors.forEach((v, i) => joined.set(v, i * this.opts.index.dim));
-      added += (await this.opts.index.add(joined, kept)).added.length;
-      onBatch?.(start + batch.length, all.length);
+      const added = await this.opts.index.add(joined, kept, { replace: options.replace });
+      result.added += added.added.length - added.replaced.length;
+      result.replaced += added.replaced.length;
+      options.onBatch?.(start + batch.length, all.length);
     }
-    return added;
+    return result;
   }
 }
 

@@ -2,15 +2,26 @@
 'use strict';
 
 const $ = (id) => document.getElementById(id);
+const TOKEN_KEY = 'strata-image-search-token';
 
 function showMessage(text, isError = false) {
   $('message').textContent = text;
   $('message').className = isError ? 'error' : '';
 }
 
+/** The access token for changes to the index: kept for this browser tab only. */
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY) || '';
+}
+
 async function api(path, options = {}) {
-  const response = await fetch(path, options);
+  const headers = { ...(options.headers || {}) };
+  if (token()) headers.authorization = `Bearer ${token()}`;
+  const response = await fetch(path, { ...options, headers });
   const body = await response.json().catch(() => ({}));
+  if (response.status === 401 || response.status === 403) {
+    throw new Error(`${body.message || response.statusText} (paste a token into “Access token”)`);
+  }
   if (!response.ok) throw new Error(body.message || `${response.status} ${response.statusText}`);
   return body;
 }
@@ -19,33 +30,78 @@ function postJson(path, payload) {
   return api(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload ?? {}) });
 }
 
+/** Results as buttons: each opens the detail view (keyboard: Tab, then Enter or Space). */
 function renderResults(results) {
   const grid = $('results');
   grid.replaceChildren();
   for (const r of results) {
-    const card = document.createElement('figure');
+    const card = document.createElement('button');
+    card.type = 'button';
     card.className = 'card';
     card.dataset.id = String(r.id);
+    card.setAttribute('aria-label', `${r.path}, distance ${r.distance.toFixed(4)}: open`);
     const img = document.createElement('img');
     img.src = r.url;
-    img.alt = r.path;
+    img.alt = '';
     img.loading = 'lazy';
-    const meta = document.createElement('figcaption');
+    const meta = document.createElement('span');
     meta.className = 'meta';
-    const distance = document.createElement('div');
+    const distance = document.createElement('span');
     distance.className = 'distance';
     distance.textContent = `distance ${r.distance.toFixed(4)}`;
-    const name = document.createElement('div');
+    const name = document.createElement('span');
     name.textContent = `#${r.id} ${r.path}`;
     meta.append(distance, name);
     card.append(img, meta);
+    card.addEventListener('click', () => openDetail(r));
     grid.append(card);
   }
 }
 
+let current = null;
+
+function openDetail(result) {
+  current = result;
+  $('detail-title').textContent = result.path;
+  $('detail-img').src = result.url;
+  $('detail-img').alt = result.path;
+  $('detail-meta').textContent = `id ${result.id} · distance ${result.distance.toFixed(4)}`;
+  $('detail').showModal();
+}
+
+$('more-like-this').addEventListener('click', async () => {
+  const { id, path } = current;
+  $('detail').close();
+  showMessage('searching…');
+  try {
+    const body = await postJson('/api/tools/call', { tool: 'search_by_image_id', arguments: { image_id: id, topk: topk() } });
+    renderResults(body.result.results);
+    showMessage(`${body.result.results.length} images like ${path}`);
+  } catch (err) {
+    showMessage(err.message, true);
+  }
+});
+
+$('remove-image').addEventListener('click', async () => {
+  const { id, path } = current;
+  try {
+    await postJson('/api/index/remove', { image_ids: [id] });
+    $('detail').close();
+    document.querySelector(`#results .card[data-id="${id}"]`)?.remove();
+    showMessage(`removed ${path} from the index`);
+    await refreshStatus();
+  } catch (err) {
+    $('detail').close();
+    showMessage(err.message, true);
+  }
+});
+
 function topk() {
   return Number($('topk').value) || 20;
 }
+
+$('token').value = token();
+$('token').addEventListener('change', () => sessionStorage.setItem(TOKEN_KEY, $('token').value.trim()));
 
 $('text-form').addEventListener('submit', async (event) => {
   event.preventDefault();
@@ -58,7 +114,7 @@ $('text-form').addEventListener('submit', async (event) => {
       const body = await postJson('/api/search/rag', { query, topk: topk(), use_expansion: true });
       renderResults(body.results);
       $('explanation').hidden = false;
-      $('explanation').textContent = `${body.ai_explanation} (queries: ${body.expanded_queries.join(' | ')})`;
+      $('explanation').textContent = body.note || `${body.ai_explanation} (queries: ${body.expanded_queries.join(' | ')})`;
       showMessage(`${body.total_results} results`);
     } else {
       const body = await postJson('/search', { query, topk: topk() });
@@ -126,12 +182,17 @@ async function refreshStatus() {
   try {
     const status = await api('/api/status');
     const model = $('model-state');
-    model.textContent = status.model.loaded ? 'CLIP model loaded' : 'model missing';
-    model.className = `badge ${status.model.loaded ? 'ok' : 'off'}`;
-    model.title = status.model.error || '';
+    // The test encoder is not CLIP: the badge says so (amber), as the status does.
+    const modelState = !status.model.loaded ? 'missing' : status.model.test_encoder ? 'test' : 'clip';
+    model.textContent = { clip: `CLIP ${status.model.backbone}`, test: 'test encoder (not CLIP)', missing: 'model missing' }[modelState];
+    model.className = `badge ${{ clip: 'ok', test: 'warn', missing: 'off' }[modelState]}`;
+    model.title = status.model.error || status.model.note || '';
+    // The LLM badge tells what the LLM last did, not only that it is configured.
     const llm = $('llm-state');
-    llm.textContent = status.llm.enabled ? `LLM: ${status.llm.model}` : 'LLM disabled';
-    llm.className = `badge ${status.llm.enabled ? 'ok' : 'off'}`;
+    const llmState = status.llm.enabled ? status.llm.state : 'disabled';
+    llm.textContent = { ok: `LLM: ${status.llm.model}`, checking: 'LLM: checking…', error: 'LLM error', disabled: 'LLM disabled' }[llmState];
+    llm.className = `badge ${{ ok: 'ok', checking: '', error: 'off', disabled: 'off' }[llmState]}`;
+    llm.title = status.llm.error || status.llm.reason || '';
     $('use-ai').disabled = !status.llm.enabled;
     const idx = status.index;
     const list = $('index-status');

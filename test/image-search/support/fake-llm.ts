@@ -1,5 +1,6 @@
 // A small OpenAI-compatible chat-completions server for tests (listens on port 0).
-// It answers the prompts the image-search assistant sends and asks for tool calls when tools are offered.
+// It answers the prompts the image-search assistant sends and asks for tool calls when tools are offered;
+// /v1/models lists `models`, and a chat request for another model gets OpenAI's 404 model_not_found.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -13,6 +14,8 @@ export interface FakeLlm {
   url: string;
   requests: Array<{ authorization?: string; body: { model: string; messages: Message[]; tools?: unknown[] } }>;
   failNext: number;
+  /** What /v1/models lists (first = default); chat requests for other models answer 404. */
+  models: string[];
   close(): Promise<void>;
 }
 
@@ -44,8 +47,8 @@ function answer(body: FakeLlm['requests'][number]['body']): Record<string, unkno
   return { content: 'ok' };
 }
 
-export async function startFakeLlm(apiKey: string): Promise<FakeLlm> {
-  const fake: Partial<FakeLlm> = { requests: [], failNext: 0 };
+export async function startFakeLlm(apiKey: string, models = ['strata-test-model']): Promise<FakeLlm> {
+  const fake: Partial<FakeLlm> = { requests: [], failNext: 0, models };
   const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (c: Buffer) => (raw += c.toString()));
@@ -54,13 +57,19 @@ export async function startFakeLlm(apiKey: string): Promise<FakeLlm> {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(payload));
       };
-      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return send(404, { error: { message: 'not found' } });
       if (req.headers.authorization !== `Bearer ${apiKey}`) return send(401, { error: { message: 'bad key' } });
-      const body = JSON.parse(raw) as FakeLlm['requests'][number]['body'];
-      fake.requests!.push({ authorization: req.headers.authorization, body });
       if (fake.failNext! > 0) {
         fake.failNext!--;
         return send(500, { error: { message: 'upstream exploded' } });
+      }
+      if (req.method === 'GET' && req.url === '/v1/models') {
+        return send(200, { object: 'list', data: fake.models!.map((id) => ({ id, object: 'model', created: 0, owned_by: 'test' })) });
+      }
+      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return send(404, { error: { message: 'not found' } });
+      const body = JSON.parse(raw) as FakeLlm['requests'][number]['body'];
+      fake.requests!.push({ authorization: req.headers.authorization, body });
+      if (!fake.models!.includes(body.model)) {
+        return send(404, { error: { message: `The model \`${body.model}\` does not exist`, type: 'invalid_request_error', param: 'model', code: 'model_not_found' } });
       }
       const message = answer(body);
       send(200, completion(body.model, message, message.tool_calls ? 'tool_calls' : 'stop'));

@@ -6,6 +6,10 @@ import sharp from 'sharp';
 import { writeTestClipModel } from '../../../hack/clip/test-clip-model.js';
 import { rng } from './clustered-vectors.js';
 
+/** The IMAGE_SEARCH_API_KEY of test services, and the header that sends it. */
+export const TEST_API_KEY = 'image-search-test-key-0123456789';
+export const AUTH_HEADER = { authorization: `Bearer ${TEST_API_KEY}` };
+
 export function tempDir(prefix: string): string {
   return mkdtempSync(path.join(tmpdir(), `strata-${prefix}-`));
 }

@@ -1,7 +1,7 @@
 // Where the CLIP model lives: a local directory, or objects in Strata's object store (any S3 API)
 // copied once into a local cache directory. Nothing is ever downloaded from a model hub.
 import { createHash, createHmac } from 'node:crypto';
-import { existsSync, promises as fs } from 'node:fs';
+import { existsSync, promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
@@ -16,6 +16,27 @@ export const MODEL_FILES = {
 const REQUIRED = [MODEL_FILES.image, MODEL_FILES.text, MODEL_FILES.merges];
 
 export class ModelMissingError extends Error {}
+
+/** The first line of the test model's merges.txt (`npm run make-test-clip`); CLIP's own starts "#version: 0.2". */
+export const TEST_MODEL_MARK = '#version: strata-test-clip';
+
+/** What a model directory holds, as the status tells it: CLIP ViT-B/32, or the test encoder (which is not CLIP). */
+export function describeModel(dir: string): { backbone: string; test_encoder: boolean; note?: string } {
+  let firstLine = '';
+  try {
+    firstLine = readFileSync(path.join(dir, MODEL_FILES.merges), 'utf8').split('\n', 1)[0].trim();
+  } catch {
+    // unreadable: described as what it claims to be
+  }
+  if (firstLine === TEST_MODEL_MARK) {
+    return {
+      backbone: 'strata-test-clip',
+      test_encoder: true,
+      note: 'test encoder, not CLIP: it matches colours and textures only (images/image-search/README.md, "Model": the ViT-B/32 export)',
+    };
+  }
+  return { backbone: 'ViT-B/32', test_encoder: false };
+}
 
 /** Throws ModelMissingError naming what is missing, or returns the directory. */
 export function checkModelDir(dir: string | undefined): string {

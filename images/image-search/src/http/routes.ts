@@ -1,9 +1,10 @@
 // The 14 endpoints of image search (the web UI's static files are mounted by app.ts).
 import express, { type Request, type Response, type Router } from 'express';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { LlmAssistant } from '../llm/assistant.js';
-import { TOOLS, callTool } from '../llm/tools.js';
+import { LlmUpstreamError, type LlmAssistant } from '../llm/assistant.js';
+import { TOOLS, WRITE_TOOLS, callTool } from '../llm/tools.js';
 import { InputError, type SearchResultItem, type SearchService } from '../search-service.js';
+import type { WriteAuthorizer } from './auth.js';
 import { LlmDisabledError } from './errors.js';
 import { parseSearchForm } from './upload.js';
 
@@ -12,8 +13,16 @@ export interface RouteOptions {
   llm: LlmAssistant | null;
   webIndexFile: string;
   maxUploadBytes: number;
+  /** Who may change the index (routes that change state need its token). */
+  auth: WriteAuthorizer;
   /** Extra facts for GET /api/status. */
   describe: () => Record<string, unknown>;
+}
+
+/** The message of an LLM failure; anything else is not the LLM's and propagates. */
+function llmFailure(err: unknown): string {
+  if (err instanceof LlmUpstreamError) return err.message;
+  throw err;
 }
 
 function body(req: Request): Record<string, unknown> {
@@ -70,12 +79,36 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     const topk = service.topk(b.topk);
     if (b.use_expansion !== undefined && typeof b.use_expansion !== 'boolean') throw new InputError('use_expansion must be a boolean');
     const expand = b.use_expansion !== false;
-    const expanded = expand && opts.llm ? await opts.llm.expand(query) : [query];
+    const llmAssistant = opts.llm;
+    if (!llmAssistant) {
+      const results = await service.searchTexts([query], topk);
+      const note = 'LLM assistance is disabled (LLM_BASE_URL is not set): plain vector retrieval, no expansion or explanation.';
+      res.json({ original_query: query, expanded_queries: [query], results, ai_explanation: note, total_results: results.length, llm_enabled: false });
+      return;
+    }
+    // When the LLM fails, the search still answers: plain retrieval, with a note saying why.
+    let failure: string | undefined;
+    const orFallback = async <T>(call: () => Promise<T>, fallback: T): Promise<T> => {
+      if (failure) return fallback;
+      try {
+        return await call();
+      } catch (err) {
+        failure = llmFailure(err);
+        return fallback;
+      }
+    };
+    const expanded = expand ? await orFallback(() => llmAssistant.expand(query), [query]) : [query];
     const results: SearchResultItem[] = await service.searchTexts(expanded, topk);
-    const explanation = opts.llm
-      ? await opts.llm.explain(query, results, service)
-      : 'LLM assistance is disabled (LLM_BASE_URL is not set): plain vector retrieval, no expansion or explanation.';
-    res.json({ original_query: query, expanded_queries: expanded, results, ai_explanation: explanation, total_results: results.length, llm_enabled: Boolean(opts.llm) });
+    const explanation = await orFallback(() => llmAssistant.explain(query, results, service), null);
+    res.json({
+      original_query: query,
+      expanded_queries: expanded,
+      results,
+      ai_explanation: explanation,
+      total_results: results.length,
+      llm_enabled: true,
+      ...(failure ? { note: `The LLM failed (${failure}): plain vector retrieval${expanded.length > 1 ? ' of the expanded queries' : ''}, no explanation.`, llm_error: failure } : {}),
+    });
   });
 
   router.post('/api/search/expand', json, async (req, res) => {
@@ -100,11 +133,11 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
   router.post('/api/chat', json, async (req, res) => {
     const b = body(req);
     const history = parseHistory(b);
-    const turn = await llm().chat(history, service);
+    const turn = await llm().chat(history, service, { canWrite: opts.auth.decide(req).ok });
     res.json({ reply: turn.reply, tool_calls: turn.toolCalls, messages: turn.messages });
   });
 
-  router.get('/api/tools', (_req, res) => res.json({ tools: TOOLS }));
+  router.get('/api/tools', (_req, res) => res.json({ tools: TOOLS, write_tools: [...WRITE_TOOLS] }));
 
   router.post('/api/tools/call', json, async (req, res) => {
     const b = body(req);
@@ -112,25 +145,27 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     if (b.arguments !== undefined && (typeof b.arguments !== 'object' || b.arguments === null || Array.isArray(b.arguments))) {
       throw new InputError('arguments must be a JSON object');
     }
-    res.json({ tool, result: await callTool(service, tool, b.arguments ?? {}) });
+    if (WRITE_TOOLS.has(tool)) opts.auth.require(req);
+    res.json({ tool, result: await callTool(service, tool, b.arguments ?? {}, { canWrite: WRITE_TOOLS.has(tool) }) });
   });
 
   router.get('/api/index/status', (_req, res) => res.json({ ...service.index.status(), image_dir: service.files.root }));
 
-  router.post('/api/index/add', json, async (req, res) => {
+  const guard = opts.auth.guard;
+  router.post('/api/index/add', guard, json, async (req, res) => {
     const result = await service.addPaths(body(req).image_paths);
     res.json({ ...result, buffer: service.index.status().buffer });
   });
 
-  router.post('/api/index/remove', json, async (req, res) => {
+  router.post('/api/index/remove', guard, json, async (req, res) => {
     res.json(await service.removeIds(body(req).image_ids));
   });
 
-  router.post('/api/index/merge', (_req, res) => {
+  router.post('/api/index/merge', guard, (_req, res) => {
     res.status(202).json({ job: service.index.merge() });
   });
 
-  router.post('/api/index/rebuild', (_req, res) => {
+  router.post('/api/index/rebuild', guard, (_req, res) => {
     res.status(202).json({ job: service.index.rebuild() });
   });
 

@@ -296,32 +296,43 @@ export class ImageIndex {
     return this.log.size - this.deleted.size - this.purged.size;
   }
 
-  /** Add vectors for image paths; paths already indexed are skipped. Searchable when this resolves. */
-  add(vectors: Float32Array, paths: string[]): Promise<{ added: Array<{ id: number; path: string }>; skipped: Array<{ id: number; path: string; reason: string }> }> {
+  /**
+   * Add vectors for image paths; paths already indexed are skipped, or with `replace` get the new
+   * vector under a new id while their old id is deleted in the same commit (the image changed).
+   * Searchable when this resolves.
+   */
+  add(
+    vectors: Float32Array,
+    paths: string[],
+    options: { replace?: boolean } = {},
+  ): Promise<{ added: Array<{ id: number; path: string }>; skipped: Array<{ id: number; path: string; reason: string }>; replaced: number[] }> {
     if (vectors.length !== paths.length * this.dim) throw new RangeError(`expected ${paths.length} vectors of dimension ${this.dim}`);
     return this.serialize(async () => {
       const skipped: Array<{ id: number; path: string; reason: string }> = [];
+      const replaced: number[] = [];
       const keep: number[] = [];
       const seen = new Set<string>();
       paths.forEach((p, i) => {
         const existing = this.idOfPath.get(p);
-        if (existing !== undefined) skipped.push({ id: existing, path: p, reason: 'already indexed' });
+        if (existing !== undefined && !options.replace) skipped.push({ id: existing, path: p, reason: 'already indexed' });
         else if (!seen.has(p)) {
           seen.add(p);
           keep.push(i);
+          if (existing !== undefined) replaced.push(existing);
         }
       });
-      if (!keep.length) return { added: [], skipped };
+      if (!keep.length) return { added: [], skipped, replaced };
       const rows = new Float32Array(keep.length * this.dim);
       keep.forEach((src, j) => rows.set(vectors.subarray(src * this.dim, (src + 1) * this.dim), j * this.dim));
       const keptPaths = keep.map((i) => paths[i]);
       const first = this.log.append(rows, keptPaths);
       const ids = BigInt64Array.from(keptPaths, (_, j) => BigInt(first + j));
       await this.view.buffer.addWithIds(rows, ids);
+      replaced.forEach((id) => this.deleted.add(id));
       await this.commit({});
       const added = keptPaths.map((p, j) => ({ id: first + j, path: p }));
       added.forEach((a) => this.idOfPath.set(a.path, a.id));
-      return { added, skipped };
+      return { added, skipped, replaced };
     });
   }
 

@@ -4,13 +4,13 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { Logger } from '../../../service-kit/src/index.js';
 import type { SearchResultItem, SearchService } from '../search-service.js';
-import { InputError } from '../search-service.js';
-import { TOOLS, callTool } from './tools.js';
+import { callTool, toolsFor } from './tools.js';
 
 export interface AssistantOptions {
   baseURL: string;
   apiKey?: string;
-  model: string;
+  /** The chat model; unset: the first model the upstream's /v1/models lists. */
+  model?: string;
   logger: Logger;
   /** Tool-call rounds allowed per chat turn. */
   maxToolRounds?: number;
@@ -21,6 +21,28 @@ export interface ChatToolCall {
   arguments: unknown;
   result?: unknown;
   error?: string;
+}
+
+/** What the page's badge and GET /api/status say about the LLM: its last answer, not its configuration. */
+export interface LlmHealth {
+  state: 'checking' | 'ok' | 'error';
+  model: string | null;
+  /** Where the model name comes from. */
+  model_source: 'LLM_MODEL' | 'upstream /v1/models';
+  error: string | null;
+}
+
+/** The upstream LLM failed (the message says how); routes answer 502 with it. */
+export class LlmUpstreamError extends Error {}
+
+/** The upstream's own words for a failure of the openai client (status, message), else the error's message. */
+export function upstreamMessage(err: unknown): string {
+  if (err instanceof OpenAI.APIError) {
+    const body = err.error as { message?: unknown } | undefined;
+    const detail = typeof body?.message === 'string' ? body.message : err.message;
+    return err.status ? `the LLM answered ${err.status}: ${detail}` : `the LLM is unreachable: ${detail}`;
+  }
+  return err instanceof Error ? err.message : String(err);
 }
 
 const SYSTEM = 'You are the assistant of Strata image search. Images are found by CLIP embeddings; be brief and concrete.';
@@ -38,17 +60,66 @@ async function describe(results: SearchResultItem[], service: SearchService): Pr
 
 export class LlmAssistant {
   private readonly client: OpenAI;
+  private resolvedModel: string | null;
+  private health: LlmHealth;
 
   constructor(private readonly opts: AssistantOptions) {
     this.client = new OpenAI({ baseURL: opts.baseURL, apiKey: opts.apiKey ?? 'unused', maxRetries: 1, timeout: 60_000 });
+    this.resolvedModel = opts.model ?? null;
+    this.health = { state: 'checking', model: this.resolvedModel, model_source: opts.model ? 'LLM_MODEL' : 'upstream /v1/models', error: null };
   }
 
-  get model(): string {
-    return this.opts.model;
+  get model(): string | null {
+    return this.resolvedModel;
+  }
+
+  status(): LlmHealth {
+    return { ...this.health, model: this.resolvedModel };
+  }
+
+  /**
+   * Ask the upstream which models it offers: picks the first when LLM_MODEL is unset, and tells
+   * whether the configured one is among them. The outcome is the health until the next call.
+   */
+  async check(): Promise<LlmHealth> {
+    await this.run(() => this.listModels()).catch(() => undefined);
+    return this.status();
+  }
+
+  private async listModels(): Promise<void> {
+    const ids: string[] = [];
+    for await (const model of this.client.models.list()) ids.push(model.id);
+    if (!this.opts.model) {
+      if (!ids.length) throw new LlmUpstreamError('the LLM lists no models at /v1/models: set LLM_MODEL');
+      this.resolvedModel = ids[0];
+    } else if (ids.length && !ids.includes(this.opts.model)) {
+      throw new LlmUpstreamError(`the LLM does not offer LLM_MODEL=${this.opts.model} (it lists ${ids.slice(0, 5).join(', ')})`);
+    }
+  }
+
+  /** Run an upstream call, keeping the health up to date; failures become LlmUpstreamError. */
+  private async run<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      const result = await call();
+      this.health = { ...this.health, state: 'ok', error: null };
+      return result;
+    } catch (err) {
+      const message = err instanceof LlmUpstreamError ? err.message : upstreamMessage(err);
+      this.health = { ...this.health, state: 'error', error: message };
+      this.opts.logger.warn({ error: message }, 'LLM request failed');
+      throw new LlmUpstreamError(message);
+    }
+  }
+
+  /** The model to call: LLM_MODEL, or the upstream's first one (looked up once it is needed). */
+  private async chatModel(): Promise<string> {
+    if (!this.resolvedModel) await this.run(() => this.listModels());
+    return this.resolvedModel!;
   }
 
   private async complete(messages: ChatCompletionMessageParam[]): Promise<string> {
-    const response = await this.client.chat.completions.create({ model: this.opts.model, messages, temperature: 0.3 });
+    const model = await this.chatModel();
+    const response = await this.run(() => this.client.chat.completions.create({ model, messages, temperature: 0.3 }));
     return response.choices[0]?.message?.content?.trim() ?? '';
   }
 
@@ -90,19 +161,22 @@ export class LlmAssistant {
     ]);
   }
 
-  /** One chat turn: the model may call tools (bounded rounds) before it answers. */
-  async chat(history: ChatCompletionMessageParam[], service: SearchService): Promise<{ reply: string; toolCalls: ChatToolCall[]; messages: ChatCompletionMessageParam[] }> {
+  /** One chat turn: the model may call tools (bounded rounds; writing ones only with `canWrite`) before it answers. */
+  async chat(history: ChatCompletionMessageParam[], service: SearchService, { canWrite = false } = {}): Promise<{ reply: string; toolCalls: ChatToolCall[]; messages: ChatCompletionMessageParam[] }> {
     const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }, ...history];
     const toolCalls: ChatToolCall[] = [];
     const rounds = this.opts.maxToolRounds ?? 4;
+    const model = await this.chatModel();
     for (let round = 0; round <= rounds; round++) {
-      const response = await this.client.chat.completions.create({
-        model: this.opts.model,
-        messages,
-        ...(round < rounds ? { tools: TOOLS, tool_choice: 'auto' as const } : {}),
-      });
+      const response = await this.run(() =>
+        this.client.chat.completions.create({
+          model,
+          messages,
+          ...(round < rounds ? { tools: toolsFor(canWrite), tool_choice: 'auto' as const } : {}),
+        }),
+      );
       const message = response.choices[0]?.message;
-      if (!message) throw new Error('the LLM returned no message');
+      if (!message) throw new LlmUpstreamError('the LLM returned no message');
       const calls = (message.tool_calls ?? []).filter((c) => c.type === 'function');
       if (!calls.length) {
         const reply = message.content ?? '';
@@ -114,7 +188,7 @@ export class LlmAssistant {
         const record: ChatToolCall = { tool: call.function.name, arguments: undefined };
         try {
           record.arguments = JSON.parse(call.function.arguments || '{}');
-          record.result = await callTool(service, call.function.name, record.arguments);
+          record.result = await callTool(service, call.function.name, record.arguments, { canWrite });
         } catch (err) {
           // Tool errors go back to the model as the tool's answer, so it can correct itself.
           record.error = err instanceof Error ? err.message : String(err);
@@ -123,6 +197,6 @@ export class LlmAssistant {
         messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(record.error ? { error: record.error } : record.result).slice(0, 20_000) });
       }
     }
-    throw new InputError('the conversation needed more tool-call rounds than allowed', 502);
+    throw new LlmUpstreamError('the conversation needed more tool-call rounds than allowed');
   }
 }

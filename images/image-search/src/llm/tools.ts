@@ -55,14 +55,26 @@ export const TOOLS: ChatCompletionFunctionTool[] = [
   },
 ];
 
+/** Tools that change the index: they need the same token as the index routes. */
+export const WRITE_TOOLS: ReadonlySet<string> = new Set(['add_images']);
+
+/** The tools a caller may use: all, or only those that read. */
+export function toolsFor(canWrite: boolean): ChatCompletionFunctionTool[] {
+  return canWrite ? TOOLS : TOOLS.filter((t) => !WRITE_TOOLS.has(t.function.name));
+}
+
 export class UnknownToolError extends InputError {
   constructor(name: string) {
     super(`unknown tool ${JSON.stringify(name)}; known: ${TOOLS.map((t) => t.function.name).join(', ')}`, 404);
   }
 }
 
-/** Run a tool by name with JSON arguments (already parsed); bad arguments are InputErrors. */
-export async function callTool(service: SearchService, name: string, args: unknown): Promise<unknown> {
+/**
+ * Run a tool by name with JSON arguments (already parsed); bad arguments are InputErrors. A tool that
+ * changes the index runs only with `canWrite` (the caller was authorised).
+ */
+export async function callTool(service: SearchService, name: string, args: unknown, { canWrite = false } = {}): Promise<unknown> {
+  if (WRITE_TOOLS.has(name) && !canWrite) throw new InputError(`${name} changes the index: it needs a token (Authorization: Bearer ...)`, 401);
   const a = (args && typeof args === 'object' ? args : {}) as Record<string, unknown>;
   switch (name) {
     case 'search_by_text': {

@@ -1,0 +1,97 @@
+import { expect } from 'chai';
+import { rmSync } from 'node:fs';
+import jwt from 'jsonwebtoken';
+import { pino } from 'pino';
+import { startImageSearch } from '../../images/image-search/src/app.js';
+import type { RunningService } from '../../images/service-kit/src/index.js';
+import { makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
+
+const JWT_SECRET = 'image-search-access-jwt-secret-0123456789';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function post(base: string, route: string, payload: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; authenticate: string | null }> {
+  const response = await fetch(base + route, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+  return { status: response.status, body: await response.json(), authenticate: response.headers.get('www-authenticate') };
+}
+
+describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY or a gateway JWT); reads stay open', function () {
+  this.timeout(60_000);
+  const dirs: string[] = [];
+  let images: Awaited<ReturnType<typeof makeImageDir>>;
+  let modelDir: string;
+  const start = async (env: Record<string, string>): Promise<RunningService> => {
+    const indexDir = tempDir('image-search-access');
+    dirs.push(indexDir);
+    return startImageSearch({ env, PORT: 0, host: '127.0.0.1', IMAGE_SEARCH_MODEL_DIR: modelDir, IMAGE_FILE_DIR: images.dir, IMAGE_SEARCH_INDEX_DIR: indexDir, logger: pino({ level: 'silent' }) });
+  };
+
+  before(async () => {
+    modelDir = makeTestModel();
+    images = await makeImageDir();
+    dirs.push(modelDir, images.dir);
+  });
+  after(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('refuses state changes without a valid token (401) and takes the key or a gateway token', async () => {
+    const service = await start({ IMAGE_SEARCH_API_KEY: TEST_API_KEY, STRATA_JWT_SECRET: JWT_SECRET });
+    const base = service.url;
+    const red = images.colourFiles.red[0];
+    const gatewayToken = (secret: string, expiresIn: number) => jwt.sign({ sub: 'alice', ak: 'AKALICE' }, secret, { algorithm: 'HS256', expiresIn });
+    try {
+      const refusals: Array<[string, Record<string, string>]> = [
+        ['no token', {}],
+        ['a wrong key', { authorization: 'Bearer not-the-key-at-all-000000' }],
+        ['a token of another secret', { authorization: `Bearer ${gatewayToken('another-secret-of-at-least-32-characters', 60)}` }],
+        ['an expired token', { authorization: `Bearer ${gatewayToken(JWT_SECRET, -10)}` }],
+      ];
+      for (const [what, headers] of refusals) {
+        for (const [route, payload] of [
+          ['/api/index/add', { image_paths: [red] }],
+          ['/api/index/remove', { image_ids: [0] }],
+          ['/api/index/merge', {}],
+          ['/api/index/rebuild', {}],
+          ['/api/tools/call', { tool: 'add_images', arguments: { image_paths: [red] } }],
+        ] as const) {
+          const refused = await post(base, route, payload, headers);
+          expect(refused.status, `${route} with ${what}`).to.equal(401);
+          expect(refused.body.error).to.equal('unauthorized');
+          expect(refused.authenticate).to.match(/^Bearer/);
+        }
+      }
+      expect((await post(base, '/api/index/add', { image_paths: [red] }, { authorization: `Bearer ${gatewayToken(JWT_SECRET, -10)}` })).body.message).to.match(/expired/);
+      const status = (await (await fetch(`${base}/api/index/status`)).json()) as { total_vectors: number; job: unknown };
+      expect(status).to.deep.include({ total_vectors: 0, job: null });
+
+      // The key (as a bearer token or X-API-Key) and a gateway token both may.
+      expect((await post(base, '/api/index/add', { image_paths: [red] }, { authorization: `Bearer ${TEST_API_KEY}` })).status).to.equal(200);
+      expect((await post(base, '/api/index/add', { image_paths: [images.colourFiles.red[1]] }, { 'x-api-key': TEST_API_KEY })).status).to.equal(200);
+      const byUser = await post(base, '/api/tools/call', { tool: 'add_images', arguments: { image_paths: [images.colourFiles.blue[0]] } }, { authorization: `Bearer ${gatewayToken(JWT_SECRET, 60)}` });
+      expect(byUser.status).to.equal(200);
+      expect(byUser.body.result.added).to.have.length(1);
+
+      // Reads need nothing.
+      expect((await post(base, '/search', { query: 'red', topk: 2 })).status).to.equal(200);
+      expect((await post(base, '/api/tools/call', { tool: 'search_by_text', arguments: { query: 'red' } })).status).to.equal(200);
+      const described = (await (await fetch(`${base}/api/status`)).json()) as { auth: unknown; index: { total_vectors: number } };
+      expect(described.auth).to.deep.equal({ writes: 'token', accepts: ['IMAGE_SEARCH_API_KEY', 'gateway token (POST /login)'] });
+      expect(described.index.total_vectors).to.equal(3);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('with neither a key nor a JWT secret configured, nothing changes the index over HTTP (403)', async () => {
+    const service = await start({});
+    try {
+      const refused = await post(service.url, '/api/index/add', { image_paths: [images.colourFiles.red[0]] }, { authorization: `Bearer ${TEST_API_KEY}` });
+      expect(refused.status).to.equal(403);
+      expect(refused.body.message).to.match(/set IMAGE_SEARCH_API_KEY or STRATA_JWT_SECRET/);
+      expect((await post(service.url, '/api/index/merge', {})).status).to.equal(403);
+      expect((await post(service.url, '/search', { query: 'red' })).status).to.equal(200);
+    } finally {
+      await service.stop();
+    }
+  });
+});

@@ -1,0 +1,142 @@
+import { expect } from 'chai';
+import { mkdirSync, rmSync } from 'node:fs';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { pino } from 'pino';
+import { startImageSearch } from '../../images/image-search/src/app.js';
+import type { RunningService } from '../../images/service-kit/src/index.js';
+import { makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
+
+/** Controls that overflow the viewport, or that a click at their centre would not reach (covered by a neighbour). */
+async function layoutProblems(page: Page, scope: string): Promise<string[]> {
+  return page.evaluate((selector) => {
+    const problems: string[] = [];
+    if (document.documentElement.scrollWidth > window.innerWidth) problems.push(`page is ${document.documentElement.scrollWidth}px wide in a ${window.innerWidth}px viewport`);
+    const controls = [...document.querySelectorAll<HTMLElement>(`${selector} :is(input, textarea, button, select, a[href], [tabindex]:not([tabindex="-1"]))`)];
+    for (const control of controls) {
+      const name = control.id || control.getAttribute('aria-label') || control.textContent?.trim() || control.tagName;
+      if (control.closest('[hidden]') || control.getClientRects().length === 0 || control.classList.contains('skip')) continue;
+      control.scrollIntoView({ block: 'center', inline: 'center' });
+      const box = control.getBoundingClientRect();
+      if (box.right > window.innerWidth + 0.5 || box.left < -0.5) problems.push(`${name} is outside the viewport (${Math.round(box.left)}..${Math.round(box.right)})`);
+      const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+      const label = control.id ? document.querySelector(`label[for="${control.id}"]`) : null;
+      if (!hit || !(control === hit || control.contains(hit) || (label && (label === hit || label.contains(hit))))) {
+        problems.push(`${name}: a click at its centre reaches ${hit ? hit.id || hit.className || hit.tagName : 'nothing'}`);
+      }
+    }
+    return problems;
+  }, scope);
+}
+
+describe('image-search: the page works at desktop and phone sizes (Chromium)', function () {
+  this.timeout(120_000);
+  let service: RunningService;
+  let browser: BrowserContext;
+  const dirs: string[] = [];
+
+  before(async () => {
+    const modelDir = makeTestModel();
+    const images = await makeImageDir();
+    const indexDir = tempDir('image-search-layout');
+    const profile = tempDir('chromium-profile');
+    dirs.push(modelDir, images.dir, indexDir, profile);
+    service = await startImageSearch({
+      env: {},
+      PORT: 0,
+      host: '127.0.0.1',
+      IMAGE_SEARCH_MODEL_DIR: modelDir,
+      IMAGE_FILE_DIR: images.dir,
+      IMAGE_SEARCH_INDEX_DIR: indexDir,
+      IMAGE_SEARCH_SCAN_ON_START: true,
+      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
+      logger: pino({ level: 'silent' }),
+    });
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: '/usr/bin/chromium',
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    for (;;) {
+      const status = (await (await fetch(`${service.url}/api/index/status`)).json()) as { total_vectors: number };
+      if (status.total_vectors >= 14) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    mkdirSync('test/artifacts', { recursive: true });
+  });
+  after(async () => {
+    await browser?.close();
+    await service?.stop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('answers /favicon.ico with an icon', async () => {
+    const icon = await fetch(`${service.url}/favicon.ico`);
+    expect(icon.status).to.equal(200);
+    expect(icon.headers.get('content-type')).to.match(/icon/);
+  });
+
+  for (const [width, height] of [
+    [1366, 900],
+    [390, 844],
+    [360, 740],
+  ] as const) {
+    it(`at ${width}×${height}: labelled inputs, no overflow, every control clickable, results open by keyboard with "more like this" and remove`, async () => {
+      const page = await browser.newPage();
+      await page.setViewportSize({ width, height });
+      try {
+        await page.goto(service.url + '/');
+        await page.waitForSelector('#model-state.warn');
+        // Every input has a label (visible text or aria-label).
+        const unlabelled = await page.$$eval('input, textarea', (els) => els.filter((e) => !(e as HTMLInputElement).labels?.length && !e.getAttribute('aria-label')).map((e) => e.id));
+        expect(unlabelled).to.deep.equal([]);
+        expect(await page.getAttribute('link[rel=icon]', 'href')).to.equal('/favicon.ico');
+
+        await page.fill('#query', 'red');
+        await page.fill('#topk', '8');
+        await page.press('#query', 'Enter');
+        await page.waitForFunction(() => document.querySelectorAll('#results .card').length === 8);
+        await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('#results img')].every((i) => i.complete));
+        expect(await layoutProblems(page, 'body')).to.deep.equal([]);
+        await page.screenshot({ path: `test/artifacts/image-search-${width}x${height}.png`, fullPage: true });
+
+        // Keyboard only: Tab reaches the first result, Enter opens its detail view.
+        await page.focus('#topk');
+        let focused = '';
+        for (let i = 0; i < 12 && !focused.includes('card'); i++) {
+          await page.keyboard.press('Tab');
+          focused = await page.evaluate(() => document.activeElement?.className ?? '');
+        }
+        expect(focused).to.equal('card');
+        const openedId = await page.evaluate(() => (document.activeElement as HTMLElement).dataset.id);
+        await page.keyboard.press('Enter');
+        await page.waitForSelector('#detail[open]');
+        expect(await page.textContent('#detail-meta')).to.contain(`id ${openedId}`);
+        expect(await layoutProblems(page, '#detail')).to.deep.equal([]);
+        await page.screenshot({ path: `test/artifacts/image-search-${width}x${height}-detail.png` });
+
+        await page.click('#more-like-this');
+        await page.waitForFunction(() => document.querySelector('#message')?.textContent?.includes('images like'));
+        const similar = await page.$$eval('#results .card', (els) => els.map((e) => (e as HTMLElement).dataset.id));
+        expect(similar).to.not.include(openedId);
+        expect(similar.length).to.be.greaterThan(0);
+
+        // Remove: refused without a token, done with one.
+        await page.click('#results .card');
+        await page.waitForSelector('#detail[open]');
+        const removedId = await page.evaluate(() => document.querySelector<HTMLElement>('#results .card')!.dataset.id!);
+        await page.click('#remove-image');
+        await page.waitForSelector('#message.error');
+        expect(await page.textContent('#message')).to.match(/needs a token/);
+        await page.fill('#token', TEST_API_KEY);
+        await page.dispatchEvent('#token', 'change');
+        await page.click(`#results .card[data-id="${removedId}"]`);
+        await page.click('#remove-image');
+        await page.waitForFunction(() => document.querySelector('#message')?.textContent?.startsWith('removed '));
+        expect(await page.$(`#results .card[data-id="${removedId}"]`)).to.equal(null);
+        const after = (await (await fetch(`${service.url}/api/tools/call`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tool: 'search_by_image_id', arguments: { image_id: Number(removedId) } }) })).status);
+        expect(after).to.equal(404);
+      } finally {
+        await page.close();
+      }
+    });
+  }
+});
