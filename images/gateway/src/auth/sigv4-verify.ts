@@ -190,7 +190,6 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
   if (!date) throw new S3Error('AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
   if (!signedHeaders.includes('host')) throw new S3Error('AccessDenied', 'The host header must be signed.');
   checkScope(cred, toAmzDate(date).slice(0, 8), opts.region, presigned);
-  checkAllAmzHeadersSigned(req.headers, signedHeaders);
 
   if (presigned) {
     if (date.getTime() - now.getTime() > MAX_SKEW_MS) throw new S3Error('AccessDenied', 'Request is not valid yet');
@@ -198,6 +197,7 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
   } else if (Math.abs(now.getTime() - date.getTime()) > MAX_SKEW_MS) {
     throw new S3Error('RequestTimeTooSkewed', undefined, { RequestTime: amzDate, ServerTime: now.toISOString() });
   }
+  checkAllAmzHeadersSigned(req.headers, signedHeaders);
 
   const credential = await lookup(cred.accessKey);
   const payload = payloadMode(header(req, 'x-amz-content-sha256'), presigned);
