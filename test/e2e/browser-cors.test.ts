@@ -91,7 +91,7 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
   });
 
   async function runPage(p: TestPlatform, bucket: string, post?: { url: string; fields: Record<string, string> }): Promise<BrowserRun> {
-    const putUrl = presignUrl({ method: 'PUT', origin: p.endpoint, path: `/${bucket}/page.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 300 });
+    const putUrl = presignUrl({ method: 'PUT', origin: p.endpoint, path: `/${bucket}/page.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 300, headers: { 'x-amz-meta-colour': 'blue' } });
     return page.evaluate(pageScript, { gateway: p.endpoint, bucket, putUrl, user: ROOT_USER, password: ROOT_PASSWORD, post });
   }
 
@@ -153,7 +153,9 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
       }
       await client.send(new PutBucketCorsCommand({ Bucket: open, CORSConfiguration: { CORSRules: [{ AllowedOrigins: [pageOrigin], AllowedMethods: ['GET', 'PUT'], AllowedHeaders: ['content-type', 'x-amz-meta-*'], ExposeHeaders: ['ETag'] }] } }));
       await client.send(new PutBucketCorsCommand({ Bucket: closed, CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['https://elsewhere.example'], AllowedMethods: ['GET', 'PUT'] }] } }));
-      const sign = (method: string, b: string, key: string) => presignUrl({ method, origin: p.endpoint, path: `/${b}/${key}`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 300 });
+      // The PUTs carry x-amz-meta-from (see pageFetches): a presigned URL must sign every x-amz-* header sent with it.
+      const sign = (method: string, b: string, key: string) =>
+        presignUrl({ method, origin: p.endpoint, path: `/${b}/${key}`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 300, headers: method === 'PUT' ? { 'x-amz-meta-from': 'page' } : {} });
       const urls = { openGet: sign('GET', open, 'hello.txt'), openPut: sign('PUT', open, 'put.txt'), closedGet: sign('GET', closed, 'hello.txt'), closedPut: sign('PUT', closed, 'put.txt') };
       const seen = await page.evaluate(pageFetches, urls);
       expect(seen.openGet).to.deep.equal({ status: 200, text: `hello from ${open}`, etag: `"${md5Hex(`hello from ${open}`)}"` });

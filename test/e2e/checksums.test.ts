@@ -31,14 +31,15 @@ const crc32 = (data: Buffer) => {
 
 /** A PUT of an aws-chunked body with an unsigned trailer, as SDKs send streams, through a presigned URL. */
 function chunkedPut(endpoint: string, path: string, pieces: Buffer[], trailer: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
-  const url = new URL(presignUrl({ method: 'PUT', origin: endpoint, path, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 }));
   const framed = Buffer.concat([...pieces.flatMap((p) => [Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')]), Buffer.from(`0\r\n${trailer}\r\n`)]);
   const decoded = pieces.reduce((n, p) => n + p.length, 0);
+  const signed = { 'x-amz-decoded-content-length': String(decoded), 'x-amz-trailer': 'x-amz-checksum-crc32', ...headers };
+  const url = new URL(presignUrl({ method: 'PUT', origin: endpoint, path, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, headers: signed }));
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
         host: url.hostname, port: url.port, method: 'PUT', path: url.pathname + url.search,
-        headers: { 'content-encoding': 'aws-chunked', 'x-amz-decoded-content-length': String(decoded), 'x-amz-trailer': 'x-amz-checksum-crc32', 'content-length': framed.length, ...headers },
+        headers: { 'content-encoding': 'aws-chunked', 'content-length': framed.length, ...signed },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -139,7 +140,7 @@ describe('e2e: flexible checksums (x-amz-checksum-*) on uploads', function () {
       { 'x-amz-trailer': 'x-amz-checksum-crc32' },
     ];
     for (const headers of cases) {
-      const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/refused.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+      const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/refused.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, headers });
       const r = await fetch(url, { method: 'PUT', headers, body });
       expect(r.status, JSON.stringify(headers)).to.equal(400);
       expect(s3ErrorOf(await r.text()).code, JSON.stringify(headers)).to.equal('InvalidRequest');
@@ -272,8 +273,9 @@ describe('e2e: stored checksums (x-amz-checksum-mode, GetObjectAttributes, listi
     expect((await fetch(url, { method: 'PUT', body })).status).to.equal(200);
     await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'algo/from-plain.bin', CopySource: `${bucket}/algo/plain.bin`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
     expect((await headWith('algo/from-plain.bin')).ChecksumCRC32).to.equal(crc32(body));
-    const bad = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/algo/bad.bin`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
-    const refused = await fetch(bad, { method: 'PUT', headers: { 'x-amz-copy-source': `${bucket}/algo/source.bin`, 'x-amz-checksum-algorithm': 'MD5' } });
+    const copyHeaders = { 'x-amz-copy-source': `${bucket}/algo/source.bin`, 'x-amz-checksum-algorithm': 'MD5' };
+    const bad = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/algo/bad.bin`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, headers: copyHeaders });
+    const refused = await fetch(bad, { method: 'PUT', headers: copyHeaders });
     expect([refused.status, s3ErrorOf(await refused.text()).code]).to.deep.equal([400, 'InvalidRequest']);
     expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'algo/bad.bin' })))).status).to.equal(404);
   });

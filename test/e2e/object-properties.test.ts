@@ -36,7 +36,7 @@ describe('e2e: storage classes, object lock and public ACLs are refused, never s
       expect(await s3Failure(put(`cold-${StorageClass}`, { StorageClass })), StorageClass).to.deep.equal({ name: 'InvalidStorageClass', status: 400 });
       await absent(`cold-${StorageClass}`);
     }
-    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/fast.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/fast.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, headers: { 'x-amz-storage-class': 'FAST' } });
     const r = await fetch(url, { method: 'PUT', headers: { 'x-amz-storage-class': 'FAST' }, body: 'x' });
     expect([r.status, s3ErrorOf(await r.text()).code]).to.deep.equal([400, 'InvalidStorageClass']);
     await absent('fast.txt');
@@ -67,7 +67,7 @@ describe('e2e: storage classes, object lock and public ACLs are refused, never s
     }
     expect(await s3Failure(put('granted.txt', { GrantRead: 'uri="http://acs.amazonaws.com/groups/global/AllUsers"' }))).to.deep.equal({ name: 'NotImplemented', status: 501 });
     await absent('granted.txt');
-    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/odd-acl.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/odd-acl.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, headers: { 'x-amz-acl': 'everyone' } });
     const r = await fetch(url, { method: 'PUT', headers: { 'x-amz-acl': 'everyone' }, body: 'x' });
     expect([r.status, s3ErrorOf(await r.text()).code]).to.deep.equal([400, 'InvalidArgument']);
     await absent('odd-acl.txt');

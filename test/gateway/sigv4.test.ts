@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Readable } from 'node:stream';
-import { AwsChunkedDecoder } from '../../images/gateway/src/auth/aws-chunked.js';
+import { AwsChunkedDecoder, awsChunkedHeldBytes } from '../../images/gateway/src/auth/aws-chunked.js';
 import { PayloadHashCheck } from '../../images/gateway/src/auth/payload-hash.js';
 import { chunkStringToSign, presignUrl, sha256Hex, sign, signingKey } from '../../images/gateway/src/auth/sigv4.js';
 import { verifySigV4, type Credential } from '../../images/gateway/src/auth/sigv4-verify.js';
@@ -11,6 +11,7 @@ import { S3Error } from '../../images/service-kit/src/index.js';
 const AK = 'AKIAIOSFODNN7EXAMPLE';
 const SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
 const EXAMPLE_TIME = new Date('2013-05-24T00:00:00Z');
+const at = (now: Date) => ({ region: 'us-east-1', now });
 const lookup = async (accessKey: string): Promise<Credential> => {
   if (accessKey !== AK) throw new S3Error('InvalidAccessKeyId');
   return { username: 'example', accessKey: AK, secretKey: SECRET };
@@ -47,20 +48,20 @@ describe('gateway SigV4', () => {
   });
 
   it('accepts the documented GetObject header signature', async () => {
-    const r = await verifySigV4(getObjectRequest('f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41'), lookup, EXAMPLE_TIME);
+    const r = await verifySigV4(getObjectRequest('f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41'), lookup, at(EXAMPLE_TIME));
     expect(r.credential.username).to.equal('example');
     expect(r.payload).to.deep.equal({ kind: 'sha256', hex: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
   });
 
   it('refuses a tampered header, a wrong signature, an unknown key and a skewed clock', async () => {
     const good = 'f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41';
-    expect((await failure(verifySigV4(getObjectRequest(good, { range: 'bytes=0-10' }), lookup, EXAMPLE_TIME))).code).to.equal('SignatureDoesNotMatch');
-    expect((await failure(verifySigV4(getObjectRequest('0'.repeat(64)), lookup, EXAMPLE_TIME))).code).to.equal('SignatureDoesNotMatch');
+    expect((await failure(verifySigV4(getObjectRequest(good, { range: 'bytes=0-10' }), lookup, at(EXAMPLE_TIME)))).code).to.equal('SignatureDoesNotMatch');
+    expect((await failure(verifySigV4(getObjectRequest('0'.repeat(64)), lookup, at(EXAMPLE_TIME)))).code).to.equal('SignatureDoesNotMatch');
     const unknown = getObjectRequest(good);
     unknown.headers.authorization = unknown.headers.authorization.replace(AK, 'NOPE');
-    expect((await failure(verifySigV4(unknown, lookup, EXAMPLE_TIME))).code).to.equal('InvalidAccessKeyId');
+    expect((await failure(verifySigV4(unknown, lookup, at(EXAMPLE_TIME)))).code).to.equal('InvalidAccessKeyId');
     const later = new Date(EXAMPLE_TIME.getTime() + 16 * 60 * 1000);
-    const skew = await failure(verifySigV4(getObjectRequest(good), lookup, later));
+    const skew = await failure(verifySigV4(getObjectRequest(good), lookup, at(later)));
     expect(skew.code).to.equal('RequestTimeTooSkewed');
     expect(skew.status).to.equal(403);
   });
@@ -69,13 +70,49 @@ describe('gateway SigV4', () => {
     const url =
       '/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404';
     const req = { method: 'GET', url, headers: { host: 'examplebucket.s3.amazonaws.com' } };
-    const r = await verifySigV4(req, lookup, new Date(EXAMPLE_TIME.getTime() + 3600_000));
+    const r = await verifySigV4(req, lookup, at(new Date(EXAMPLE_TIME.getTime() + 3600_000)));
     expect(r.payload.kind).to.equal('unsigned');
-    const expired = await failure(verifySigV4(req, lookup, new Date(EXAMPLE_TIME.getTime() + 86401_000)));
+    const expired = await failure(verifySigV4(req, lookup, at(new Date(EXAMPLE_TIME.getTime() + 86401_000))));
     expect(expired.code).to.equal('AccessDenied');
     expect(expired.message).to.equal('Request has expired');
-    const tooLong = await failure(verifySigV4({ ...req, url: url.replace('X-Amz-Expires=86400', 'X-Amz-Expires=604801') }, lookup, EXAMPLE_TIME));
+    const tooLong = await failure(verifySigV4({ ...req, url: url.replace('X-Amz-Expires=86400', 'X-Amz-Expires=604801') }, lookup, at(EXAMPLE_TIME)));
     expect(tooLong.code).to.equal('InvalidArgument');
+  });
+
+  describe('as AWS checks it', () => {
+    const good = 'f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41';
+    const presigned =
+      '/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404';
+
+    it('refuses x-amz-* headers the signature does not cover, with header and presigned auth', async () => {
+      const viaHeader = await failure(verifySigV4(getObjectRequest(good, { 'x-amz-copy-source': '/other/secret.txt' }), lookup, at(EXAMPLE_TIME)));
+      expect(viaHeader.code).to.equal('AccessDenied');
+      expect(viaHeader.message).to.equal('There were headers present in the request which were not signed');
+      expect(viaHeader.extra.HeadersNotSigned).to.equal('x-amz-copy-source');
+      const req = { method: 'PUT', url: presigned, headers: { host: 'examplebucket.s3.amazonaws.com', 'x-amz-copy-source': '/other/secret.txt', 'x-amz-meta-a': '1' } };
+      const viaQuery = await failure(verifySigV4(req, lookup, at(EXAMPLE_TIME)));
+      expect(viaQuery.code).to.equal('AccessDenied');
+      expect(viaQuery.extra.HeadersNotSigned).to.equal('x-amz-copy-source, x-amz-meta-a');
+      // Headers outside x-amz-* may go unsigned (the documented request signs no user-agent).
+      const r = await verifySigV4(getObjectRequest(good, { 'user-agent': 'curl', expect: '100-continue' }), lookup, at(EXAMPLE_TIME));
+      expect(r.credential.username).to.equal('example');
+    });
+
+    it('checks the credential scope: the request day, this region, s3', async () => {
+      const region = await failure(verifySigV4(getObjectRequest(good), lookup, { region: 'eu-west-1', now: EXAMPLE_TIME }));
+      expect([region.code, region.status, region.extra.Region]).to.deep.equal(['AuthorizationHeaderMalformed', 400, 'eu-west-1']);
+      expect(region.message).to.contain("the region 'us-east-1' is wrong; expecting 'eu-west-1'");
+      const day = await failure(verifySigV4(getObjectRequest(good, { 'x-amz-date': '20130525T000000Z' }), lookup, at(new Date('2013-05-25T00:00:00Z'))));
+      expect([day.code, day.status]).to.deep.equal(['AuthorizationHeaderMalformed', 400]);
+      expect(day.message).to.contain('Invalid credential date');
+      const service = getObjectRequest(good);
+      service.headers.authorization = service.headers.authorization.replace('/s3/', '/sqs/');
+      expect((await failure(verifySigV4(service, lookup, at(EXAMPLE_TIME)))).message).to.contain("incorrect service 'sqs'");
+      const query = await failure(verifySigV4({ method: 'GET', url: presigned, headers: { host: 'examplebucket.s3.amazonaws.com' } }, lookup, { region: 'eu-west-1', now: EXAMPLE_TIME }));
+      expect([query.code, query.status, query.extra.Region]).to.deep.equal(['AuthorizationQueryParametersError', 400, 'eu-west-1']);
+      const queryDay = await failure(verifySigV4({ method: 'GET', url: presigned.replace('X-Amz-Date=20130524', 'X-Amz-Date=20130523'), headers: { host: 'examplebucket.s3.amazonaws.com' } }, lookup, at(EXAMPLE_TIME)));
+      expect(queryDay.code).to.equal('AuthorizationQueryParametersError');
+    });
   });
 
   it('presignUrl produces the documented URL and verifies round-trip', async () => {
@@ -83,7 +120,7 @@ describe('gateway SigV4', () => {
     expect(url).to.contain('X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404');
     const odd = presignUrl({ method: 'PUT', origin: 'http://127.0.0.1:9000', path: '/b/dir/a key+ü.txt', accessKey: AK, secret: SECRET, region: 'us-east-1', expiresSeconds: 60, now: EXAMPLE_TIME });
     const u = new URL(odd);
-    const r = await verifySigV4({ method: 'PUT', url: u.pathname + u.search, headers: { host: u.host } }, lookup, EXAMPLE_TIME);
+    const r = await verifySigV4({ method: 'PUT', url: u.pathname + u.search, headers: { host: u.host } }, lookup, at(EXAMPLE_TIME));
     expect(r.credential.accessKey).to.equal(AK);
   });
 
@@ -119,6 +156,66 @@ describe('gateway SigV4', () => {
       });
       expect((err as S3Error).code).to.equal('SignatureDoesNotMatch');
       expect(Buffer.concat(received).length).to.be.lessThan(66560);
+    });
+
+    describe('memory: a chunk streams through, never held whole', () => {
+      const PIECE = 64 * 1024;
+      /** Signed chunks of the given data, the empty final chunk, each signature chained on the previous one; `forge` breaks one. */
+      const framed = (datas: Buffer[], forge?: number) => {
+        let previous = seed;
+        const parts: Buffer[] = [];
+        for (const [i, data] of [...datas, Buffer.alloc(0)].entries()) {
+          previous = sign(signing.key, chunkStringToSign(signing.amzDate, signing.scope, previous, sha256Hex(data)));
+          const signature = i === forge ? '0'.repeat(64) : previous;
+          parts.push(Buffer.from(`${data.length.toString(16)};chunk-signature=${signature}\r\n`), data, Buffer.from('\r\n'));
+        }
+        return Buffer.concat(parts);
+      };
+      /** Feed the body in network-sized pieces to a consumer, noting the most ever held back unverified. */
+      const feed = async (body: Buffer, declaredLength?: number) => {
+        const decoder = new AwsChunkedDecoder(signing, declaredLength);
+        let received = 0;
+        let maxHeld = 0;
+        decoder.on('data', (c: Buffer) => (received += c.length));
+        const error = await new Promise<S3Error | undefined>((resolve) => {
+          decoder.on('error', (e) => resolve(e as S3Error));
+          decoder.on('end', () => resolve(undefined));
+          void (async () => {
+            for (let i = 0; i < body.length && !decoder.destroyed; i += PIECE) {
+              if (!decoder.write(body.subarray(i, i + PIECE))) await new Promise((r) => decoder.once('drain', r));
+              maxHeld = Math.max(maxHeld, decoder.heldBytes, awsChunkedHeldBytes());
+            }
+            if (!decoder.destroyed) decoder.end();
+          })();
+        });
+        return { error, received, maxHeld };
+      };
+
+      it('holds back at most one network read of an 8 MiB chunk, and passes the whole body once verified', async () => {
+        const data = Buffer.alloc(8 * 1024 * 1024, 'x');
+        const ok = await feed(framed([data]), data.length);
+        expect(ok.error).to.equal(undefined);
+        expect(ok.received).to.equal(data.length);
+        expect(ok.maxHeld).to.be.at.most(PIECE);
+        expect(awsChunkedHeldBytes()).to.equal(0);
+      });
+
+      it('a forged chunk signature fails the stream before the body is complete; nothing stays held', async () => {
+        const datas = [Buffer.alloc(1024 * 1024, 'a'), Buffer.alloc(1024 * 1024, 'b')];
+        for (const forge of [0, 1, 2]) {
+          const bad = await feed(framed(datas, forge), 2 * 1024 * 1024);
+          expect(bad.error?.code, String(forge)).to.equal('SignatureDoesNotMatch');
+          expect(bad.received).to.be.lessThan(2 * 1024 * 1024);
+          expect(awsChunkedHeldBytes()).to.equal(0);
+        }
+      });
+
+      it('refuses data past x-amz-decoded-content-length before the declared length is passed on', async () => {
+        const data = Buffer.alloc(1024 * 1024, 'c');
+        const long = await feed(framed([data]), data.length - 10);
+        expect(long.error?.code).to.equal('InvalidRequest');
+        expect(long.received).to.be.lessThan(data.length - 10);
+      });
     });
 
     describe('signed trailers (STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER)', () => {

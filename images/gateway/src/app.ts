@@ -18,6 +18,7 @@ import {
 import { authenticate } from './auth/authenticate.js';
 import { cachedCredentials } from './auth/credential-cache.js';
 import { bearerPassport, tokenIssuer } from './auth/jwt.js';
+import { LoginGuard } from './auth/login-guard.js';
 import { ControlPlaneClient } from './clients/control-plane.js';
 import { DataPlaneClient } from './clients/data-plane.js';
 import { ObjectAnswerCache } from './clients/object-answer-cache.js';
@@ -125,6 +126,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     buckets: new BucketAccess(controlPlane, opts.bucketCacheMs ?? 2_000, countLookup('gateway-buckets')),
     credentials,
     tokens: tokenIssuer(opts.jwtSecret, opts.jwtExpiresIn ?? '1h'),
+    loginGuard: new LoginGuard(redis ? { kind: 'redis', client: redis, keyPrefix: opts.redisKeyPrefix ?? 'strata:flow:' } : { kind: 'memory' }, () => flow.rules()),
     logger,
     region: opts.region ?? 'us-east-1',
     rootUser: opts.rootUser ?? 'strata',
@@ -175,7 +177,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     },
   });
   const passport = bearerPassport(opts.jwtSecret);
-  const auth = authenticate({ passport, credentials, rootUser: deps.rootUser });
+  const auth = authenticate({ passport, credentials, rootUser: deps.rootUser, region: deps.region });
 
   const s3 = [nameOperation, auth, flow.middleware, s3Endpoint(deps)];
   const renderError = errorRenderer(logger);
@@ -205,6 +207,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
       async () => void (await redis?.quit().catch(() => redis.disconnect())),
     ],
   });
+  // S3 ignores an Expect header it does not know; Node would answer 417 to any but 100-continue.
+  running.server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => running.server.emit('request', req, res));
   return running;
 }
 

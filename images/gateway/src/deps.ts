@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import type { Logger } from '../../service-kit/src/index.js';
 import type { TokenIssuer } from './auth/jwt.js';
+import type { LoginGuard } from './auth/login-guard.js';
 import type { CredentialLookup } from './auth/sigv4-verify.js';
 import type { BucketAccess } from './middleware/bucket-access.js';
 import type { ControlPlaneClient } from './clients/control-plane.js';
@@ -14,6 +15,8 @@ export interface GatewayDeps {
   buckets: BucketAccess;
   credentials: CredentialLookup;
   tokens: TokenIssuer;
+  /** POST /login's failure limits and password-check slots. */
+  loginGuard: LoginGuard;
   logger: Logger;
   region: string;
   rootUser: string;

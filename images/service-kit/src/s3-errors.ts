@@ -6,6 +6,8 @@
 export const S3_ERRORS = {
   AccessDenied: { status: 403, message: 'Access Denied' },
   AccessForbidden: { status: 403, message: 'CORSResponse: This CORS request is not allowed. This is usually because the evaluation of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource\'s CORS spec.' },
+  AuthorizationHeaderMalformed: { status: 400, message: 'The authorization header you provided is invalid.' },
+  AuthorizationQueryParametersError: { status: 400, message: 'Error parsing the query-string authentication parameters.' },
   BadDigest: { status: 400, message: 'The Content-MD5 you specified did not match what we received.' },
   BucketAlreadyExists: { status: 409, message: 'The requested bucket name is not available.' },
   BucketAlreadyOwnedByYou: { status: 409, message: 'Your previous request to create the named bucket succeeded and you already own it.' },

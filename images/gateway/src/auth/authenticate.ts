@@ -9,6 +9,8 @@ export interface AuthDeps {
   passport: BearerAuthenticator;
   credentials: CredentialLookup;
   rootUser: string;
+  /** The region SigV4 credential scopes must name. */
+  region: string;
 }
 
 /**
@@ -23,7 +25,7 @@ export function authenticate(deps: AuthDeps) {
       // A presigned URL wins over a Bearer header: fetch keeps Authorization when it follows our
       // same-origin 302 to a presigned URL, and answering with another redirect would loop.
       if (isPresignedQuery(rawTarget(req).query) || isSigV4Header(authorization)) {
-        const result = await verifySigV4({ method: req.method, url: sentTarget(req), headers: req.headers }, deps.credentials);
+        const result = await verifySigV4({ method: req.method, url: sentTarget(req), headers: req.headers }, deps.credentials, { region: deps.region });
         state(res).caller = {
           username: result.credential.username,
           accessKey: result.credential.accessKey,
@@ -32,7 +34,7 @@ export function authenticate(deps: AuthDeps) {
           sigv4: result,
         };
       } else if (authorization?.startsWith('Bearer ')) {
-        const claims = await bearer(deps.passport, req, res);
+        const claims = await holderOf(await bearer(deps.passport, req, res), deps.credentials);
         state(res).caller = { username: claims.sub, accessKey: claims.ak, isRoot: claims.sub === deps.rootUser, via: 'bearer' };
       } else if (authorization?.startsWith('AWS ')) {
         throw new S3Error('InvalidRequest', 'Signature Version 2 is not supported; use AWS Signature Version 4.');
@@ -44,6 +46,22 @@ export function authenticate(deps: AuthDeps) {
       next(err);
     }
   };
+}
+
+/**
+ * A token's holder must still be a user with the access key it names: a deleted user's (or a rotated
+ * key's) tokens stop working once the credentials cache forgets the key.
+ */
+async function holderOf(claims: TokenClaims, credentials: CredentialLookup): Promise<TokenClaims> {
+  let username: string;
+  try {
+    ({ username } = await credentials(claims.ak));
+  } catch (err) {
+    if (err instanceof S3Error && err.code === 'InvalidAccessKeyId') throw new S3Error('AccessDenied', 'The bearer token is invalid.');
+    throw err;
+  }
+  if (username !== claims.sub) throw new S3Error('AccessDenied', 'The bearer token is invalid.');
+  return claims;
 }
 
 function bearer(passport: BearerAuthenticator, req: Request, res: Response): Promise<TokenClaims> {

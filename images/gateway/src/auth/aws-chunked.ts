@@ -14,32 +14,67 @@ export interface ChunkSigning {
 
 const TRAILER_SIGNATURE = 'x-amz-trailer-signature';
 
-/** Largest chunk we hold while checking its signature (clients use 64 KiB..8 MiB). */
+/** Largest chunk size accepted (clients use 64 KiB..8 MiB); a chunk streams through, it is never held whole. */
 const MAX_CHUNK = 16 * 1024 * 1024;
 const MAX_LINE = 4096;
 
+/** Bytes held back unverified by every signed decoder of this process (see AwsChunkedDecoder). */
+let heldAcrossDecoders = 0;
+export const awsChunkedHeldBytes = (): number => heldAcrossDecoders;
+
 /**
  * Decodes an `aws-chunked` body while it streams: `hex-size[;chunk-signature=sig]\r\n data \r\n ...
- * 0[;chunk-signature=sig]\r\n [trailers]\r\n`. With signing, each chunk's signature is verified
- * (chained on the previous one) before its bytes are passed on, so a forged chunk never reaches
- * storage; a bad chunk fails the stream with SignatureDoesNotMatch, a truncated one with IncompleteBody.
- * With signed trailers, the last chunk is held until the trailers' signature holds as well.
+ * 0[;chunk-signature=sig]\r\n [trailers]\r\n`. A bad chunk fails the stream with
+ * SignatureDoesNotMatch, a truncated one with IncompleteBody.
+ *
+ * With signing, chunk data streams on as it arrives while its hash is taken, except the last piece
+ * received, which is held back until every signature (finally the empty chunk's, and the trailers'
+ * when they are signed) holds. So memory per connection is one network read, whatever the chunk size,
+ * and the bytes passed on stay short of the whole body until it is verified: a failed signature
+ * errors the stream before the upstream upload has its body, so the upload is abandoned and nothing
+ * is stored (as for VerifiedBody). That holds only if the body cannot reach its declared length
+ * early, so the decoded length is capped at `declaredLength` (x-amz-decoded-content-length).
  */
 export class AwsChunkedDecoder extends Transform {
   private buffer: Buffer = Buffer.alloc(0);
   private state: 'header' | 'data' | 'data-crlf' | 'trailer' | 'done' = 'header';
   private remaining = 0;
+  private decoded = 0;
   private chunkSignature = '';
   private previousSignature: string;
-  private readonly parts: Buffer[] = [];
-  /** The last verified chunk, passed on only once the next signature (finally the empty chunk's) holds. */
-  private held: Buffer[] = [];
+  /** The last piece of data received, passed on once more data arrives or the whole body is verified. */
+  private held: Buffer | undefined;
   private hash = createHash('sha256');
   readonly trailers: Record<string, string> = {};
 
-  constructor(private readonly signing: ChunkSigning | undefined) {
+  constructor(
+    private readonly signing: ChunkSigning | undefined,
+    private readonly declaredLength = Infinity,
+  ) {
     super();
     this.previousSignature = signing?.seedSignature ?? '';
+  }
+
+  /** Bytes this decoder holds back unverified. */
+  get heldBytes(): number {
+    return this.held?.length ?? 0;
+  }
+
+  override _destroy(err: Error | null, done: (error?: Error | null) => void): void {
+    this.hold(undefined);
+    done(err);
+  }
+
+  private hold(piece: Buffer | undefined): void {
+    heldAcrossDecoders += (piece?.length ?? 0) - this.heldBytes;
+    this.held = piece;
+  }
+
+  /** The whole body is verified: pass on what was held back. */
+  private release(): void {
+    const piece = this.held;
+    this.hold(undefined);
+    if (piece) this.push(piece);
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
@@ -92,7 +127,7 @@ export class AwsChunkedDecoder extends Transform {
         this.state = 'data';
         if (this.remaining === 0) {
           this.verifyChunk();
-          if (!this.signing?.trailer) for (const p of this.held.splice(0)) this.push(p);
+          if (!this.signing?.trailer) this.release();
           this.state = 'trailer';
         }
       } else if (this.state === 'data') {
@@ -101,18 +136,18 @@ export class AwsChunkedDecoder extends Transform {
         const piece = this.buffer.subarray(0, take);
         this.buffer = this.buffer.subarray(take);
         this.remaining -= take;
+        this.decoded += take;
+        if (this.decoded > this.declaredLength) throw new S3Error('InvalidRequest', 'The aws-chunked body is longer than its x-amz-decoded-content-length.');
         if (this.signing) {
           this.hash.update(piece);
-          this.parts.push(piece);
+          const previous = this.held;
+          this.hold(piece);
+          if (previous) this.push(previous);
         } else {
           this.push(piece);
         }
         if (this.remaining === 0) {
-          if (this.signing) {
-            this.verifyChunk();
-            for (const p of this.held.splice(0)) this.push(p);
-            this.held = this.parts.splice(0);
-          }
+          this.verifyChunk();
           this.state = 'data-crlf';
         }
       } else if (this.state === 'data-crlf') {
@@ -140,7 +175,7 @@ export class AwsChunkedDecoder extends Transform {
   /** The trailers are complete: check their signature, then pass on the last chunk. */
   private endTrailers(): void {
     this.verifyTrailers();
-    for (const p of this.held.splice(0)) this.push(p);
+    this.release();
     this.state = 'done';
   }
 

@@ -25,7 +25,7 @@ export function tokenIssuer(secret: string, expiresIn: string | number): TokenIs
 
 /**
  * A passport instance (not the global one: several gateways may live in one process) with the
- * `jwt` strategy: Bearer token, HS256 only, expiry enforced.
+ * `jwt` strategy: Bearer token, HS256 only, an expiry required and enforced.
  */
 export function bearerPassport(secret: string): BearerAuthenticator {
   const instance = new passport.Authenticator();
@@ -33,8 +33,10 @@ export function bearerPassport(secret: string): BearerAuthenticator {
     'jwt',
     new JwtStrategy(
       { jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(), secretOrKey: secret, algorithms: ['HS256'] },
-      (payload: Partial<TokenClaims>, done: (err: unknown, user?: TokenClaims | false, info?: unknown) => void) => {
+      (payload: Partial<TokenClaims> & { exp?: unknown }, done: (err: unknown, user?: TokenClaims | false, info?: unknown) => void) => {
         if (typeof payload.sub !== 'string' || typeof payload.ak !== 'string') done(null, false, { message: 'token lacks its subject' });
+        // Every token this gateway issues expires; one that never does is not ours to honour.
+        else if (typeof payload.exp !== 'number') done(null, false, { message: 'token lacks an expiry' });
         else done(null, { sub: payload.sub, ak: payload.ak });
       },
     ),

@@ -14,6 +14,7 @@ import {
   signaturesEqual,
   signingKey,
   stringToSign,
+  toAmzDate,
   uriEncode,
 } from './sigv4.js';
 
@@ -48,7 +49,14 @@ export interface SigV4Request {
   headers: Record<string, string | string[] | undefined>;
 }
 
+export interface VerifyOptions {
+  /** The region credential scopes must name (the gateway's STRATA_REGION). */
+  region: string;
+  now?: Date;
+}
+
 const MAX_SKEW_MS = 15 * 60 * 1000;
+const SERVICE = 's3';
 
 function header(req: SigV4Request, name: string): string | undefined {
   const v = req.headers[name];
@@ -88,11 +96,40 @@ export function parseCredential(value: string): { accessKey: string; date: strin
 }
 
 /**
+ * The credential scope must be the request's day, this gateway's region and s3, as S3 checks it:
+ * AuthorizationHeaderMalformed (header auth) or AuthorizationQueryParametersError (presigned), 400.
+ */
+function checkScope(cred: ReturnType<typeof parseCredential>, requestDay: string, region: string, presigned: boolean): void {
+  const fail = (problem: string, extra: Record<string, string> = {}) => {
+    throw presigned
+      ? new S3Error('AuthorizationQueryParametersError', `Error parsing the X-Amz-Credential parameter; ${problem}`, extra)
+      : new S3Error('AuthorizationHeaderMalformed', `The authorization header is malformed; ${problem}`, extra);
+  };
+  if (cred.region !== region) fail(`the region '${cred.region}' is wrong; expecting '${region}'`, { Region: region });
+  if (cred.service !== SERVICE) fail(`incorrect service '${cred.service}'. This endpoint belongs to '${SERVICE}'.`);
+  if (cred.date !== requestDay) fail(`Invalid credential date '${cred.date}'. Date is not the same as ${presigned ? 'X-Amz-Date' : 'the request date'} (${requestDay}).`);
+}
+
+/**
+ * Every x-amz-* header the request carries must be among the signed ones, for header and presigned
+ * auth alike: an unsigned one could change what the signer allowed (x-amz-copy-source turns a signed
+ * PUT into a copy of any of the signer's objects).
+ */
+function checkAllAmzHeadersSigned(headers: SigV4Request['headers'], signedHeaders: readonly string[]): void {
+  const unsigned = Object.keys(headers).filter((name) => name.toLowerCase().startsWith('x-amz-') && !signedHeaders.includes(name.toLowerCase()));
+  if (unsigned.length > 0) {
+    throw new S3Error('AccessDenied', 'There were headers present in the request which were not signed', { HeadersNotSigned: unsigned.join(', ') });
+  }
+}
+
+/**
  * Verify a SigV4 request (Authorization header or presigned query). Throws the S3 error a real S3
  * would answer: InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed, AccessDenied
- * ("Request has expired") or InvalidArgument for malformed parameters.
+ * ("Request has expired", unsigned x-amz-* headers), AuthorizationHeaderMalformed /
+ * AuthorizationQueryParametersError (credential scope) or InvalidArgument for malformed parameters.
  */
-export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, now = new Date()): Promise<SigV4Result> {
+export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, opts: VerifyOptions): Promise<SigV4Result> {
+  const now = opts.now ?? new Date();
   const q = req.url.indexOf('?');
   const rawPath = q < 0 ? req.url : req.url.slice(0, q);
   const rawQuery = q < 0 ? '' : req.url.slice(q + 1);
@@ -152,6 +189,7 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, n
   const date = parseAmzDate(amzDate) ?? (Date.parse(amzDate) ? new Date(amzDate) : undefined);
   if (!date) throw new S3Error('AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
   if (!signedHeaders.includes('host')) throw new S3Error('AccessDenied', 'The host header must be signed.');
+  checkScope(cred, toAmzDate(date).slice(0, 8), opts.region, presigned);
 
   if (presigned) {
     if (date.getTime() - now.getTime() > MAX_SKEW_MS) throw new S3Error('AccessDenied', 'Request is not valid yet');
@@ -159,6 +197,7 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, n
   } else if (Math.abs(now.getTime() - date.getTime()) > MAX_SKEW_MS) {
     throw new S3Error('RequestTimeTooSkewed', undefined, { RequestTime: amzDate, ServerTime: now.toISOString() });
   }
+  checkAllAmzHeadersSigned(req.headers, signedHeaders);
 
   const credential = await lookup(cred.accessKey);
   const payload = payloadMode(header(req, 'x-amz-content-sha256'), presigned);

@@ -163,24 +163,27 @@ export interface PresignInput {
   expiresSeconds: number;
   now?: Date;
   extraQuery?: Array<[string, string]>;
+  /** Headers (lower-case names) the request will carry and the URL signs besides host: every x-amz-* one must be. */
+  headers?: Record<string, string>;
 }
 
-/** A SigV4 query-authenticated URL (what `aws s3 presign` makes), signed over the host header only. */
+/** A SigV4 query-authenticated URL (what `aws s3 presign` makes), signed over the host header and `headers`. */
 export function presignUrl(input: PresignInput): string {
   const now = input.now ?? new Date();
   const amzDate = toAmzDate(now);
   const scope = credentialScope(amzDate.slice(0, 8), input.region);
-  const host = new URL(input.origin).host;
+  const headers = { ...input.headers, host: new URL(input.origin).host };
+  const signedHeaders = Object.keys(headers).sort();
   const query: Array<[string, string]> = [
     ...(input.extraQuery ?? []),
     ['X-Amz-Algorithm', ALGORITHM],
     ['X-Amz-Credential', `${input.accessKey}/${scope}`],
     ['X-Amz-Date', amzDate],
     ['X-Amz-Expires', String(input.expiresSeconds)],
-    ['X-Amz-SignedHeaders', 'host'],
+    ['X-Amz-SignedHeaders', signedHeaders.join(';')],
   ];
   const path = uriEncode(input.path, false);
-  const canonical = canonicalRequest({ method: input.method, path, query, headers: { host }, signedHeaders: ['host'], payloadHash: UNSIGNED_PAYLOAD });
+  const canonical = canonicalRequest({ method: input.method, path, query, headers, signedHeaders, payloadHash: UNSIGNED_PAYLOAD });
   const signature = sign(signingKey(input.secret, amzDate.slice(0, 8), input.region), stringToSign(amzDate, scope, canonical));
   return `${input.origin.replace(/\/$/, '')}${path}?${canonicalQuery(query)}&X-Amz-Signature=${signature}`;
 }

@@ -38,7 +38,7 @@ export class RateLimits {
     for (const [id, rule] of wanted) {
       const fingerprint = `${rule.points}/${rule.duration}`;
       const existing = this.limiters.get(id);
-      next.set(id, existing?.rule === fingerprint ? existing : { rule: fingerprint, limiter: this.build(id, rule) });
+      next.set(id, existing?.rule === fingerprint ? existing : { rule: fingerprint, limiter: buildLimiter(this.store, id, rule) });
     }
     this.limiters = next;
   }
@@ -60,20 +60,21 @@ export class RateLimits {
     const limiter = this.limiters.get(`user:${userClass}`)?.limiter;
     return limiter ? consume(limiter, user, 'user', userClass) : { allowed: true };
   }
+}
 
-  private build(id: string, rule: RateLimitRule): RateLimiterAbstract {
-    const memory = new RateLimiterMemory({ points: rule.points, duration: rule.duration, keyPrefix: id });
-    if (this.store.kind === 'memory') return memory;
-    return new RateLimiterRedis({
-      storeClient: this.store.client,
-      keyPrefix: `${this.store.keyPrefix}${id}`,
-      points: rule.points,
-      duration: rule.duration,
-      // Redis down: answer at once from a per-replica counter instead of waiting for it.
-      rejectIfRedisNotReady: true,
-      insuranceLimiter: memory,
-    });
-  }
+/** A limiter of `rule` in `store`: in Redis with a per-replica fallback, or in memory. */
+export function buildLimiter(store: RateLimitStore, id: string, rule: RateLimitRule): RateLimiterAbstract {
+  const memory = new RateLimiterMemory({ points: rule.points, duration: rule.duration, keyPrefix: id });
+  if (store.kind === 'memory') return memory;
+  return new RateLimiterRedis({
+    storeClient: store.client,
+    keyPrefix: `${store.keyPrefix}${id}`,
+    points: rule.points,
+    duration: rule.duration,
+    // Redis down: answer at once from a per-replica counter instead of waiting for it.
+    rejectIfRedisNotReady: true,
+    insuranceLimiter: memory,
+  });
 }
 
 async function consume(limiter: RateLimiterAbstract, key: string, scope: 'route' | 'user', userClass: string): Promise<RateLimitVerdict> {

@@ -21,6 +21,11 @@ import { z } from 'zod';
  *   default: { timeout: 10000, errorThresholdPercentage: 50, resetTimeout: 30000, volumeThreshold: 10 }
  *   upstreams:
  *     data-plane: { timeout: 60000 }
+ * login:                   # POST /login brute-force protection, on by default (these are the defaults)
+ *   failuresPerIp: { points: 100, duration: 900 }    # failed logins from one client IP
+ *   failuresPerUser: { points: 10, duration: 900 }   # failed logins of one username from one IP; a success clears it
+ *   concurrentHashes: 2    # password checks at once, per gateway replica
+ *   queuedHashes: 64       # logins waiting for one; more answer 503 SlowDown
  * ```
  */
 
@@ -56,6 +61,21 @@ export const DEFAULT_BREAKER: BreakerRule = {
   volumeThreshold: 10,
 };
 
+export const DEFAULT_LOGIN_LIMITS = {
+  failuresPerIp: { points: 100, duration: 900 },
+  failuresPerUser: { points: 10, duration: 900 },
+  concurrentHashes: 2,
+  queuedHashes: 64,
+};
+
+const loginLimits = z.strictObject({
+  failuresPerIp: rateLimit.default(DEFAULT_LOGIN_LIMITS.failuresPerIp),
+  failuresPerUser: rateLimit.default(DEFAULT_LOGIN_LIMITS.failuresPerUser),
+  concurrentHashes: z.number().int().positive().default(DEFAULT_LOGIN_LIMITS.concurrentHashes),
+  queuedHashes: z.number().int().min(0).default(DEFAULT_LOGIN_LIMITS.queuedHashes),
+});
+export type LoginLimits = z.infer<typeof loginLimits>;
+
 export const flowRulesSchema = z.strictObject({
   rateLimits: z
     .strictObject({
@@ -77,6 +97,7 @@ export const flowRulesSchema = z.strictObject({
       upstreams: z.record(z.string(), breaker.partial()).default({}),
     })
     .default({ default: DEFAULT_BREAKER, upstreams: {} }),
+  login: loginLimits.default(DEFAULT_LOGIN_LIMITS),
 });
 export type FlowRules = z.infer<typeof flowRulesSchema>;
 

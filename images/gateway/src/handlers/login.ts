@@ -7,6 +7,8 @@ import { sendData } from '../s3/render.js';
 /**
  * POST /login {username, password} → {"data":{"token"}}. Missing fields are 400 InvalidArgument;
  * a wrong username or password is 401 with a JSON error (never saying which of the two was wrong).
+ * Too many failures from one client (per IP, per username from that IP: deps.loginGuard) answer
+ * 429 with Retry-After, before any password check.
  */
 export function login(deps: GatewayDeps) {
   return async (req: Request, res: Response, next: NextFunction) => {
@@ -17,18 +19,39 @@ export function login(deps: GatewayDeps) {
       if (!body || typeof body !== 'object' || typeof body.username !== 'string' || typeof body.password !== 'string' || !body.username || !body.password) {
         throw new S3Error('InvalidArgument', 'POST /login expects a JSON body {"username": string, "password": string}.');
       }
-      let user: { username: string; accessKey: string };
-      try {
-        user = await deps.controlPlane.verifyUser(body.username, body.password);
-      } catch (err) {
-        if (err instanceof S3Error && (err.code === 'AccessDenied' || err.code === 'InvalidAccessKeyId' || err.code === 'Unauthorized')) {
-          res.status(401).json({ error: { code: 'AccessDenied', message: 'Invalid username or password.' } });
-          return;
+      const { username, password } = body as { username: string; password: string };
+      const guard = deps.loginGuard;
+      const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+      const refuse = (retryAfterSeconds: number) => {
+        res.setHeader('Retry-After', String(retryAfterSeconds));
+        res.status(429).json({ error: { code: 'TooManyRequests', message: `Too many failed logins; try again in ${retryAfterSeconds} seconds.` } });
+      };
+      const before = await guard.check(ip, username);
+      if (!before.allowed) return refuse(before.retryAfterSeconds);
+      const outcome = await guard.hashing(async () => {
+        // Checked again in the slot: logins that queued together must not all pass one count.
+        const verdict = await guard.check(ip, username);
+        if (!verdict.allowed) return verdict;
+        try {
+          const user = await deps.controlPlane.verifyUser(username, password);
+          await guard.succeeded(ip, username);
+          return user;
+        } catch (err) {
+          if (err instanceof S3Error && (err.code === 'AccessDenied' || err.code === 'InvalidAccessKeyId' || err.code === 'Unauthorized')) {
+            await guard.failed(ip, username);
+            return undefined;
+          }
+          throw err;
         }
-        throw err;
+      });
+      if (outcome === undefined) {
+        res.status(401).json({ error: { code: 'AccessDenied', message: 'Invalid username or password.' } });
+        return;
       }
-      sendData(res, { token: deps.tokens.issue({ sub: user.username, ak: user.accessKey }), username: user.username });
+      if ('allowed' in outcome) return refuse(outcome.retryAfterSeconds);
+      sendData(res, { token: deps.tokens.issue({ sub: outcome.username, ak: outcome.accessKey }), username: outcome.username });
     } catch (err) {
+      if (err instanceof S3Error && err.code === 'SlowDown') res.setHeader('Retry-After', '1');
       next(err);
     }
   };

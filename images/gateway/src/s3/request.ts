@@ -65,7 +65,11 @@ export function objectBody(req: Request, res: Response, opts: { checksum?: boole
   let trailers: () => Readonly<Record<string, string>> = () => ({});
   if (chunked) {
     const signed = payload?.kind === 'chunked' && payload.signed && sig;
-    const decoder = new AwsChunkedDecoder(signed ? { key: sig.key, scope: sig.scope, amzDate: sig.amzDate, seedSignature: sig.seedSignature, trailer: payload.trailer } : undefined);
+    const declared = header(req, 'x-amz-decoded-content-length');
+    const decoder = new AwsChunkedDecoder(
+      signed ? { key: sig.key, scope: sig.scope, amzDate: sig.amzDate, seedSignature: sig.seedSignature, trailer: payload.trailer } : undefined,
+      declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : undefined,
+    );
     streams.push(decoder);
     trailers = () => decoder.trailers;
   } else if (payload?.kind === 'sha256' && payload.hex !== EMPTY_SHA256) {
