@@ -45,6 +45,7 @@ describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY o
         ['a wrong key', { authorization: 'Bearer not-the-key-at-all-000000' }],
         ['a token of another secret', { authorization: `Bearer ${gatewayToken('another-secret-of-at-least-32-characters', 60)}` }],
         ['an expired token', { authorization: `Bearer ${gatewayToken(JWT_SECRET, -10)}` }],
+        ['a token without an expiry', { authorization: `Bearer ${jwt.sign({ sub: 'alice', ak: 'AKALICE' }, JWT_SECRET, { algorithm: 'HS256' })}` }],
       ];
       for (const [what, headers] of refusals) {
         for (const [route, payload] of [

@@ -1,7 +1,7 @@
 // Who may change the index. Reads (search, status, tools that only read) are open; routes that change
 // state (index add/remove/merge/rebuild, the add_images tool) need a token in `Authorization: Bearer`
 // (or `X-API-Key`): the configured IMAGE_SEARCH_API_KEY, or a token the gateway issued at POST /login
-// (HS256, signed with the STRATA_JWT_SECRET the gateway has; its expiry is enforced). With neither
+// (HS256, signed with the STRATA_JWT_SECRET the gateway has; it must carry an expiry, which is enforced). With neither
 // configured, nothing may change the index over HTTP.
 import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
@@ -53,7 +53,8 @@ export class WriteAuthorizer {
     if (jwtSecret) {
       try {
         const claims = jwt.verify(token, jwtSecret, { algorithms: ['HS256'] });
-        if (typeof claims === 'object' && typeof claims.sub === 'string') return { ok: true, subject: claims.sub };
+        // As the gateway: a token that never expires is not one it issued.
+        if (typeof claims === 'object' && typeof claims.sub === 'string' && typeof claims.exp === 'number') return { ok: true, subject: claims.sub };
       } catch (err) {
         if (err instanceof jwt.TokenExpiredError) return { ok: false, status: 401, message: 'the token has expired: log in again' };
       }
