@@ -6,8 +6,11 @@ import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/r
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import { writeStatus } from '../support/status-writer.js';
 import { BackendRefusedError, BucketConflictError, HttpBucketService, corsRuleBody, lifecycleRuleBody, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
+import { PgDatabaseProvisioner, type DatabaseProvisioner } from './database-provisioner.js';
+import { bundledPostgres } from './render-backing-services.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
-import { renderStackSecrets, secretValue } from './stack-secrets.js';
+import { stackIdentity } from './stack-identity.js';
+import { backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
 
 export const BUCKET_FINALIZER = 'strata.dev/bucket';
@@ -43,6 +46,7 @@ export class BucketReconciler implements Reconciler {
     private readonly events: EventRecorder,
     private readonly settings: OperatorSettings,
     private readonly serviceFor: BucketServiceFactory = (access) => new HttpBucketService(access),
+    private databases?: DatabaseProvisioner,
   ) {}
 
   async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
@@ -61,7 +65,14 @@ export class BucketReconciler implements Reconciler {
     const bucketName = spec.bucketName ?? bucket.metadata.name;
     const endpoint = `http://${serviceHost(this.settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}/${bucketName}`;
 
-    const live = await this.ensureStack(namespace);
+    let live: Bucket[];
+    try {
+      live = await this.ensureStack(namespace);
+    } catch (err) {
+      // What the API server or the database refused shows in status, not only in the log; then backoff.
+      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint }, state: 'degraded', reason: 'StackApplyFailed', message: (err as Error).message });
+      throw err;
+    }
     // Two resources naming one bucket would share it, and a Delete policy on one would empty the
     // other's: the oldest claim wins, the others wait.
     const holder = live.find((b) => b.metadata.uid !== bucket.metadata.uid && resolvedName(b) === bucketName && claimsEarlier(b, bucket));
@@ -130,11 +141,21 @@ export class BucketReconciler implements Reconciler {
    * namespace. Returns those live Buckets.
    */
   private async ensureStack(namespace: string): Promise<Bucket[]> {
-    for (const obj of [...renderStackSecrets(namespace), renderFlowRulesConfigMap(namespace)]) await this.kube.createIfAbsent(obj);
+    const secrets = renderStackSecrets(namespace);
+    let credentials: ReturnType<typeof backingCredentials> | undefined;
+    for (const obj of [...secrets, renderFlowRulesConfigMap(namespace)]) {
+      const { object } = await this.kube.createIfAbsent(obj);
+      if (obj.metadata.name === STACK.backingSecret) credentials = backingCredentials(object as Secret);
+    }
+    if (!credentials) throw new Error(`Secret ${STACK.backingSecret} was not rendered`);
     const buckets = (await this.kube.list<Bucket>(this.primary.apiVersion, this.primary.kind, namespace)).filter((b) => !isBeingDeleted(b));
     const owners = sharedOwnerRefs(buckets);
     if (owners.length === 0) return buckets;
-    for (const obj of renderStorageStack(namespace, owners, this.settings)) await this.kube.apply(obj);
+    if (!bundledPostgres(this.settings)) {
+      this.databases ??= new PgDatabaseProvisioner(this.settings.postgresUrl);
+      await this.databases.ensure(stackIdentity(namespace), credentials.postgresPassword);
+    }
+    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials)) await this.kube.apply(obj);
     return buckets;
   }
 

@@ -14,6 +14,13 @@ export const STACK = {
    */
   backendsSecret: 'strata-backends',
   rootSecret: 'strata-root-credentials',
+  /** The passwords of the namespace's own database role and broker user (generated once). */
+  backingSecret: 'strata-backing-credentials',
+  /** The bundled PostgreSQL (primary and streaming replica) and RabbitMQ, when no external URL is set. */
+  postgres: { name: 'strata-postgresql', port: 5432 },
+  postgresReplica: 'strata-postgresql-replica',
+  postgresConfig: 'strata-postgresql-config',
+  rabbitmq: { name: 'strata-rabbitmq', port: 5672 },
   internalSecret: 'strata-internal',
   dataVolume: 'strata-data',
   purgeCronJob: 'strata-purge',

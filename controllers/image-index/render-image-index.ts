@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ImageIndex, ImageIndexSpec } from '../api/index.js';
 import { STACK } from '../bucket/stack-names.js';
+import { stackIdentity } from '../bucket/stack-identity.js';
 import { gpuScheduling } from '../support/gpu.js';
 import type { Manifest } from '../support/kube-client.js';
 import { controllerRef, standardLabels } from '../support/ownership.js';
@@ -44,6 +45,7 @@ function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSe
       // the namespace's RabbitMQ URL when its storage stack exists, and a queue of this index's own.
       { name: 'IMAGE_SEARCH_EVENTS_AMQP_URL', valueFrom: { secretKeyRef: { name: STACK.platformSecret, key: 'STRATA_AMQP_URL', optional: true } } },
       { name: 'IMAGE_SEARCH_EVENTS_QUEUE', value: `strata.image-search.${namespace}.${indexName}` },
+      { name: 'IMAGE_SEARCH_EVENTS_EXCHANGE', value: stackIdentity(namespace).exchange },
     );
   }
   if (spec.model.directory) env.push({ name: 'IMAGE_SEARCH_MODEL_DIR', value: spec.model.directory });

@@ -5,7 +5,7 @@ import { renderFlowRulesConfigMap, renderStorageStack } from '../../controllers/
 import { renderStackSecrets, secretValue } from '../../controllers/bucket/stack-secrets.js';
 import { PURGE_SCHEDULE } from '../../controllers/bucket/stack-names.js';
 import type { Bucket } from '../../controllers/api/index.js';
-import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, validateStored, type Doc, type Harness } from './support/harness.js';
+import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_CREDENTIALS, TEST_SETTINGS, validateStored, type Doc, type Harness } from './support/harness.js';
 import { RecordingControlPlane } from './support/recording-control-plane.js';
 import { validateManifest } from './support/validate-manifest.js';
 
@@ -16,7 +16,7 @@ const getBucket = (h: Harness, name: string) => stored(h.fake, 'strata.dev/v1alp
 describe('Bucket reconciler', () => {
   describe('rendering the storage stack', () => {
     const owners = [{ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', name: 'a', uid: 'uid-a' }];
-    const objects = renderStorageStack(NS, owners, TEST_SETTINGS);
+    const objects = renderStorageStack(NS, owners, TEST_SETTINGS, TEST_CREDENTIALS);
 
     it('renders schema-valid objects for every component', async () => {
       for (const o of [...objects, ...renderStackSecrets(NS), renderFlowRulesConfigMap(NS)]) await validateManifest(o);
