@@ -201,6 +201,10 @@ export class BucketReconciler implements Reconciler {
     };
   }
 
+  private stackGivenUp(bucket: Bucket, namespace: string): Promise<string | undefined> {
+    return stackGivenUpReason(this.kube, bucket, namespace, this.settings.stackDeletionDeadlineSeconds * 1000);
+  }
+
   /** The resource is going: apply the deletion policy, then let it go. */
   private async finalize(bucket: Bucket, spec: BucketSpec | undefined): Promise<ReconcileResult> {
     if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) return {};
@@ -216,9 +220,13 @@ export class BucketReconciler implements Reconciler {
       // Never reported ready: the bucket was never made, and a stack that never came up must not
       // hold the resource forever.
       await this.events.event(bucket, 'Normal', 'BucketNeverCreated', `bucket ${bucketName} was never created; nothing to delete`);
-    } else if (spec?.deletionPolicy === 'Delete') {
-      // Without a running stack the bucket cannot be deleted yet: retry with backoff.
-      if (!service) throw new Error(`cannot delete bucket ${bucketName}: the storage stack is not ready`);
+    } else if (spec?.deletionPolicy === 'Delete' && !service) {
+      // Without a running stack the bucket cannot be deleted yet: retry with backoff, unless the stack
+      // will never come back (its namespace is going) or has been gone past the deadline.
+      const givenUp = await this.stackGivenUp(bucket, namespace);
+      if (!givenUp) throw new Error(`cannot delete bucket ${bucketName}: the storage stack is not ready`);
+      await this.events.event(bucket, 'Warning', 'BucketNotDeleted', `bucket ${bucketName} was not deleted (${givenUp}): its objects stay where the stack kept them, as with deletionPolicy Retain`);
+    } else if (spec?.deletionPolicy === 'Delete' && service) {
       await service.deleteBucket(bucketName);
       await this.events.event(bucket, 'Normal', 'BucketDeleted', `bucket ${bucketName} emptied and deleted (deletionPolicy Delete)`);
     } else {
@@ -228,6 +236,16 @@ export class BucketReconciler implements Reconciler {
     await this.kube.mergePatch(refOf(bucket), { metadata: { finalizers, resourceVersion: bucket.metadata.resourceVersion } });
     return {};
   }
+}
+
+/** Why a Delete-policy Bucket whose stack is down is released without deleting its bucket (undefined: wait). */
+async function stackGivenUpReason(kube: KubeClient, bucket: Bucket, namespace: string, deadlineMs: number, now = Date.now()): Promise<string | undefined> {
+  // A namespace-scoped install may not read Namespaces: the deadline alone then decides.
+  const ns = await kube.get<KubeObject>({ apiVersion: 'v1', kind: 'Namespace', namespace: '', name: namespace }).catch(() => undefined);
+  if (ns?.metadata.deletionTimestamp) return `namespace ${namespace} is terminating and the storage stack with it`;
+  const since = new Date(bucket.metadata.deletionTimestamp ?? now).getTime();
+  if (now - since >= deadlineMs) return `the storage stack has not been ready for ${Math.round(deadlineMs / 1000)} s since the deletion began`;
+  return undefined;
 }
 
 /** The object-store bucket a Bucket resource names (spec.bucketName, else its own name). */

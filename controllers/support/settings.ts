@@ -32,6 +32,11 @@ export interface OperatorSettings {
   stackSettings: Readonly<Record<string, string>>;
   /** IANA time zone of the daily 03:00 purge CronJob. */
   purgeTimeZone: string;
+  /**
+   * How long a Delete-policy Bucket being deleted waits for its stack to be ready before it is
+   * released without deleting its bucket (a Warning event says so).
+   */
+  stackDeletionDeadlineSeconds: number;
 }
 
 export const DEFAULT_SETTINGS: OperatorSettings = {
@@ -46,6 +51,7 @@ export const DEFAULT_SETTINGS: OperatorSettings = {
   clusterDomain: 'cluster.local',
   stackSettings: {},
   purgeTimeZone: 'UTC',
+  stackDeletionDeadlineSeconds: 600,
 };
 
 export function imageFor(settings: OperatorSettings, name: string, variant: 'cpu' | 'gpu' = 'cpu'): string {
