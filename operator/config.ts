@@ -32,6 +32,8 @@ export const operatorEnvSchema = z.object({
   STRATA_PURGE_TIME_ZONE: z.string().min(1).default(DEFAULT_SETTINGS.purgeTimeZone),
   /** How long a Delete-policy Bucket being deleted waits for its stack before it is released (Warning event). */
   STACK_DELETION_DEADLINE_SECONDS: env.int(DEFAULT_SETTINGS.stackDeletionDeadlineSeconds, 0, 86_400),
+  /** A Bucket whose stack is not ready after this long turns Degraded. */
+  PROGRESS_DEADLINE_SECONDS: env.int(DEFAULT_SETTINGS.progressDeadlineSeconds, 1, 86_400),
   STRATA_DATA_VOLUME_SIZE: z.string().default(DEFAULT_SETTINGS.dataVolumeSize),
   CLUSTER_DOMAIN: z.string().default(DEFAULT_SETTINGS.clusterDomain),
   /** Settings for the storage stack's services: a JSON object of variable → value (the chart's platform.settings). */
@@ -80,6 +82,7 @@ export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
     stackSettings: cfg.STRATA_STACK_SETTINGS,
     purgeTimeZone: cfg.STRATA_PURGE_TIME_ZONE,
     stackDeletionDeadlineSeconds: cfg.STACK_DELETION_DEADLINE_SECONDS,
+    progressDeadlineSeconds: cfg.PROGRESS_DEADLINE_SECONDS,
   };
 }
 

@@ -4,6 +4,7 @@ import { refOf } from '../support/kube-client.js';
 import { isBeingDeleted, sharedOwnerRefs } from '../support/ownership.js';
 import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
+import { claimForApply, notReadyForMs } from '../support/apply.js';
 import { writeStatus } from '../support/status-writer.js';
 import { BackendRefusedError, BucketConflictError, HttpBucketService, corsRuleBody, lifecycleRuleBody, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
 import { PgDatabaseProvisioner, type DatabaseProvisioner } from './database-provisioner.js';
@@ -87,11 +88,15 @@ export class BucketReconciler implements Reconciler {
     }
     const service = await this.serviceIfReady(namespace);
     if (!service) {
+      // Past the progress deadline a stack that does not come up is a failure, not progress.
+      const stalled = notReadyForMs(bucket.status?.conditions) > this.settings.progressDeadlineSeconds * 1000;
       await writeStatus(this.kube, this.events, bucket, {
         fields: { bucketName, endpoint },
-        state: 'progressing',
-        reason: 'WaitingForStorageStack',
-        message: 'waiting for the gateway and control plane to become ready',
+        state: stalled ? 'degraded' : 'progressing',
+        reason: stalled ? 'StackNotReady' : 'WaitingForStorageStack',
+        message: stalled
+          ? `the gateway and control plane have not become ready within ${this.settings.progressDeadlineSeconds} s: see the stack's Deployments and StatefulSets in namespace ${namespace}`
+          : 'waiting for the gateway and control plane to become ready',
       });
       return { requeueAfterMs: STACK_WAIT_MS };
     }
@@ -155,7 +160,9 @@ export class BucketReconciler implements Reconciler {
       this.databases ??= new PgDatabaseProvisioner(this.settings.postgresUrl);
       await this.databases.ensure(stackIdentity(namespace), credentials.postgresPassword);
     }
-    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials)) await this.kube.apply(obj);
+    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials)) {
+      await this.kube.apply(obj.kind === 'PersistentVolumeClaim' ? claimForApply(obj, await this.kube.get(refOf(obj))) : obj);
+    }
     return buckets;
   }
 

@@ -4,7 +4,7 @@ import type { Manifest } from '../support/kube-client.js';
 import { standardLabels } from '../support/ownership.js';
 import { DEFAULT_SETTINGS, imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
 import { redisClusterNodes, renderRedisCluster } from './render-redis-cluster.js';
-import { RESTRICTED_CONTAINER_SECURITY, restrictedPodSecurity } from '../support/pod-security.js';
+import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
 import { backingUrls, renderBackingServices } from './render-backing-services.js';
 import { stackIdentity } from './stack-identity.js';
 import { renderStackSecrets, type BackingCredentials } from './stack-secrets.js';
@@ -54,9 +54,6 @@ interface Component {
   volumeMounts?: object[];
   resources: object;
 }
-
-/** The uid Strata's images run as. */
-const SERVICE_UID = 10001;
 
 function deploymentAndService(c: Component, namespace: string, owners: OwnerReference[], settings: OperatorSettings, configHash: string): Manifest[] {
   const labels = standardLabels(c.component, 'strata');

@@ -24,8 +24,11 @@ export const STACK = {
   internalSecret: 'strata-internal',
   dataVolume: 'strata-data',
   purgeCronJob: 'strata-purge',
+  /** Redis Cluster: 3 masters, each with one replica (6 single-pod StatefulSets, AOF on). */
   redisShards: 3,
+  redisReplicasPerShard: 1,
   redisPort: 6379,
+  /** Prefix of the cluster-forming Job; a digest of its pod template completes the name (a Job's template is immutable). */
   redisClusterJob: 'strata-redis-cluster-create',
 } as const;
 

@@ -1,9 +1,10 @@
-import { API_VERSION, IMAGE_INDEX_KIND, imageIndexSpec, type ImageIndex, type ImageIndexSpec, type ImageIndexStatus } from '../api/index.js';
+import { API_VERSION, nameProblem, IMAGE_INDEX_KIND, imageIndexSpec, type ImageIndex, type ImageIndexSpec, type ImageIndexStatus } from '../api/index.js';
 import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
 import { isBeingDeleted } from '../support/ownership.js';
 import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
 import type { OperatorSettings } from '../support/settings.js';
 import { STACK } from '../bucket/stack-names.js';
+import { applyOwned } from '../support/apply.js';
 import { writeStatus } from '../support/status-writer.js';
 import { rfc3339 } from '../support/time.js';
 import { HttpIndexWorkerClient, type IndexWorkerClient, type IndexWorkerStatus } from './index-worker-client.js';
@@ -61,7 +62,12 @@ export class ImageIndexReconciler implements Reconciler {
       return {};
     }
     const spec = parsed.data;
-    for (const obj of renderImageIndex(ix, spec, this.settings)) await this.kube.apply(obj);
+    const badName = nameProblem(IMAGE_INDEX_KIND, name);
+    if (badName) {
+      await writeStatus(this.kube, this.events, ix, { fields: {}, state: 'degraded', reason: 'InvalidName', message: badName });
+      return {};
+    }
+    await applyOwned(this.kube, this.events, ix, renderImageIndex(ix, spec, this.settings), { endpoint: workerUrl(ix, this.settings) });
 
     const previous: ImageIndexStatus = ix.status ?? {};
     const fields: Omit<ImageIndexStatus, 'conditions' | 'observedGeneration'> = {

@@ -18,3 +18,6 @@ export const RESTRICTED_CONTAINER_SECURITY = {
   runAsNonRoot: true,
   seccompProfile: { type: 'RuntimeDefault' },
 } as const;
+
+/** The uid Strata's own images run as. */
+export const SERVICE_UID = 10001;

@@ -37,6 +37,8 @@ export interface OperatorSettings {
    * released without deleting its bucket (a Warning event says so).
    */
   stackDeletionDeadlineSeconds: number;
+  /** A Bucket whose stack has not become ready for this long is Degraded (StackNotReady), no longer Progressing. */
+  progressDeadlineSeconds: number;
 }
 
 export const DEFAULT_SETTINGS: OperatorSettings = {
@@ -52,6 +54,7 @@ export const DEFAULT_SETTINGS: OperatorSettings = {
   stackSettings: {},
   purgeTimeZone: 'UTC',
   stackDeletionDeadlineSeconds: 600,
+  progressDeadlineSeconds: 600,
 };
 
 export function imageFor(settings: OperatorSettings, name: string, variant: 'cpu' | 'gpu' = 'cpu'): string {
