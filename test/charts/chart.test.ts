@@ -55,7 +55,7 @@ describe('Helm chart charts/strata (real helm binary)', function () {
       'metrics.serviceMonitor.enabled=true',
       'poemApp.enabled=true',
       'watchNamespace=data',
-    ]);
+    ], ['--api-versions', 'monitoring.coreos.com/v1/ServiceMonitor']);
     for (const o of objs) await validateManifest(o);
     const names = kinds(objs);
     expect(names).to.include.members(['Ingress/strata-s3', 'ServiceMonitor/strata-operator', 'ServiceMonitor/strata-platform', 'Deployment/strata-poem-app', 'Service/strata-poem-app', 'Role/strata-operator', 'RoleBinding/strata-operator']);
