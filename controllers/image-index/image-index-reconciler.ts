@@ -116,7 +116,8 @@ export class ImageIndexReconciler implements Reconciler {
       const next = this.nextOperation(ix, spec, fields, observed);
       if (next) {
         const { object: job, created } = await this.kube.createIfAbsent(renderIndexJob(ix, next.op, next.jobName, this.settings));
-        active = job as Job;
+        // A finished Job of the same name already did this very operation: nothing runs now.
+        if (created || jobOutcome(job as Job) === 'running') active = job as Job;
         if (created) {
           fields.jobCount = (fields.jobCount ?? 0) + 1;
           await this.events.event(ix, 'Normal', next.op === 'merge' ? 'MergeStarted' : 'RebuildStarted', `Job ${next.jobName}: ${next.why}`);
@@ -163,8 +164,10 @@ export class ImageIndexReconciler implements Reconciler {
       return { op: 'merge', jobName: jobName(ix, 'merge', `request:${merge}`), token: merge, handles: 'merge', why: `merge requested (${merge})` };
     }
     if (spec.autoMerge && observed && observed.bufferSize > spec.bufferThreshold) {
-      const n = (fields.jobCount ?? 0) + 1;
-      return { op: 'merge', jobName: jobName(ix, 'merge', `auto:${n}`), token: String(n), why: `buffer ${observed.bufferSize} > threshold ${spec.bufferThreshold}` };
+      // Named by the worker state it merges, never by a counter in status (a lost status write would
+      // reuse a finished Job's name and block every later merge).
+      const state = `${observed.vectors}:${observed.bufferSize}`;
+      return { op: 'merge', jobName: jobName(ix, 'merge', `auto:${state}`), token: state, why: `buffer ${observed.bufferSize} > threshold ${spec.bufferThreshold}` };
     }
     return undefined;
   }

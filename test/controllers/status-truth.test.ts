@@ -4,7 +4,7 @@ import { renderRedisCluster } from '../../controllers/bucket/render-redis-cluste
 import { ImageIndexReconciler } from '../../controllers/image-index/image-index-reconciler.js';
 import type { IndexWorkerClient } from '../../controllers/image-index/index-worker-client.js';
 import type { Condition } from '../../controllers/api/index.js';
-import { eventually, mustGet, startHarness, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
 
 const NS = 'truth';
 const worker: IndexWorkerClient = { status: async () => ({ vectors: 0, bufferSize: 0 }) };
@@ -62,6 +62,31 @@ describe('status that tells the truth', () => {
     await h.kube.apply({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'photos', namespace: NS }, spec: {} } as never);
     await eventually(() => expect(conditionOf(h, 'Bucket', 'photos', 'Progressing')?.status).to.equal('True'), 'progressing');
     await eventually(() => expect(conditionOf(h, 'Bucket', 'photos', 'Degraded')).to.include({ status: 'True', reason: 'StackNotReady' }), 'degraded', 20_000);
+  });
+
+  it('names auto-merge Jobs by the worker state they merge, so a lost status never blocks the next merge', async () => {
+    const state = { vectors: 5000, bufferSize: 1500 };
+    const stub: IndexWorkerClient = { status: async () => state };
+    h.start([new ImageIndexReconciler(h.kube, h.events, TEST_SETTINGS, stub)]);
+    await h.kube.apply({ ...indexCr({ size: '10Gi' }), spec: { ...indexCr({ size: '10Gi' }).spec, bufferThreshold: 1000 } } as never);
+    const jobs = () => h.fake.state.list(h.fake.state.typeForKind('batch/v1', 'Job'), NS);
+    await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'photos-index-worker'), 'worker');
+    markDeploymentReady(h.fake, NS, 'photos-index-worker');
+    const first = await eventually(() => {
+      expect(jobs()).to.have.length(1);
+      return jobs()[0]!;
+    }, 'first merge');
+    // The merge empties the buffer and its Job completes.
+    Object.assign(state, { vectors: 5000, bufferSize: 0 });
+    const t = h.fake.state.typeForKind('batch/v1', 'Job');
+    h.fake.state.update(t, NS, first.metadata.name, { ...h.fake.state.get(t, NS, first.metadata.name), status: { succeeded: 1, conditions: [{ type: 'Complete', status: 'True' }] } }, 'status');
+    await eventually(() => expect((stored(h.fake, 'strata.dev/v1alpha1', 'ImageIndex', NS, 'photos') as Doc).status.bufferSize).to.equal(0), 'merged');
+    expect(jobs()).to.have.length(1);
+    // The status is lost (restored from a backup, rewritten by hand): the counter it kept is gone.
+    const it = h.fake.state.typeForKind('strata.dev/v1alpha1', 'ImageIndex');
+    h.fake.state.update(it, NS, 'photos', { ...h.fake.state.get(it, NS, 'photos'), status: {} }, 'status');
+    Object.assign(state, { vectors: 6500, bufferSize: 1200 });
+    await eventually(() => expect(jobs()).to.have.length(2), 'the next merge runs', 15_000);
   });
 
   it('names the Redis cluster Job by its pod template, which the API server never lets change', () => {
