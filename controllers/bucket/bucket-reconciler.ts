@@ -71,7 +71,7 @@ export class BucketReconciler implements Reconciler {
       live = await this.ensureStack(namespace);
     } catch (err) {
       // What the API server or the database refused shows in status, not only in the log; then backoff.
-      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint }, state: 'degraded', reason: 'StackApplyFailed', message: (err as Error).message });
+      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, ...lastCounted(bucket) }, state: 'degraded', reason: 'StackApplyFailed', message: (err as Error).message });
       throw err;
     }
     // Two resources naming one bucket would share it, and a Delete policy on one would empty the
@@ -79,7 +79,7 @@ export class BucketReconciler implements Reconciler {
     const holder = live.find((b) => b.metadata.uid !== bucket.metadata.uid && resolvedName(b) === bucketName && claimsEarlier(b, bucket));
     if (holder) {
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
+        fields: { bucketName, endpoint, ...lastCounted(bucket) },
         state: 'degraded',
         reason: 'BucketNameTaken',
         message: `Bucket ${holder.metadata.name} of this namespace already manages bucket ${bucketName}`,
@@ -91,7 +91,7 @@ export class BucketReconciler implements Reconciler {
       // Past the progress deadline a stack that does not come up is a failure, not progress.
       const stalled = notReadyForMs(bucket.status?.conditions) > this.settings.progressDeadlineSeconds * 1000;
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
+        fields: { bucketName, endpoint, ...lastCounted(bucket) },
         state: stalled ? 'degraded' : 'progressing',
         reason: stalled ? 'StackNotReady' : 'WaitingForStorageStack',
         message: stalled
@@ -105,7 +105,7 @@ export class BucketReconciler implements Reconciler {
     try {
       backend = await this.backendConfig(namespace, spec, bucketName);
     } catch (err) {
-      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint }, state: 'degraded', reason: 'MissingCredentials', message: (err as Error).message });
+      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, ...lastCounted(bucket) }, state: 'degraded', reason: 'MissingCredentials', message: (err as Error).message });
       return { requeueAfterMs: 30_000 };
     }
     try {
@@ -122,7 +122,7 @@ export class BucketReconciler implements Reconciler {
       const conflict = err instanceof BucketConflictError;
       const refused = err instanceof BackendRefusedError;
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
+        fields: { bucketName, endpoint, ...lastCounted(bucket) },
         state: 'degraded',
         reason: conflict ? 'BucketUnavailable' : refused ? 'BackendRefused' : 'ObjectStoreError',
         message: (err as Error).message,
@@ -253,6 +253,15 @@ async function stackGivenUpReason(kube: KubeClient, bucket: Bucket, namespace: s
   const since = new Date(bucket.metadata.deletionTimestamp ?? now).getTime();
   if (now - since >= deadlineMs) return `the storage stack has not been ready for ${Math.round(deadlineMs / 1000)} s since the deletion began`;
   return undefined;
+}
+
+/**
+ * The last object count and bytes read from the stack, kept while the stack cannot be asked: a count
+ * in status is what tells a deletion that the bucket was made (and must be deleted or waited for).
+ */
+function lastCounted(b: Bucket): { objectCount?: number; bytes?: number } {
+  const { objectCount, bytes } = b.status ?? {};
+  return { ...(objectCount !== undefined ? { objectCount } : {}), ...(bytes !== undefined ? { bytes } : {}) };
 }
 
 /** The object-store bucket a Bucket resource names (spec.bucketName, else its own name). */
