@@ -1,5 +1,6 @@
 import { BucketReconciler } from './bucket/bucket-reconciler.js';
 import type { BucketServiceFactory } from './bucket/bucket-service.js';
+import type { DatabaseProvisioner } from './bucket/database-provisioner.js';
 import { ImageIndexReconciler } from './image-index/image-index-reconciler.js';
 import type { IndexWorkerClient } from './image-index/index-worker-client.js';
 import { ModelServerReconciler } from './model-server/model-server-reconciler.js';
@@ -13,6 +14,8 @@ export interface ReconcilerDeps {
   settings: OperatorSettings;
   /** Override how the Bucket controller reaches a namespace's object store (tests). */
   bucketService?: BucketServiceFactory;
+  /** Override how the Bucket controller creates each namespace's database on an external server. */
+  databases?: DatabaseProvisioner;
   /** Override how the ImageIndex controller reads index workers (tests). */
   indexWorker?: IndexWorkerClient;
 }
@@ -20,7 +23,7 @@ export interface ReconcilerDeps {
 /** Every Strata controller, wired to its dependencies. */
 export function createReconcilers(deps: ReconcilerDeps): Reconciler[] {
   return [
-    new BucketReconciler(deps.kube, deps.events, deps.settings, deps.bucketService),
+    new BucketReconciler(deps.kube, deps.events, deps.settings, deps.bucketService, deps.databases),
     new ImageIndexReconciler(deps.kube, deps.events, deps.settings, deps.indexWorker),
     new ModelServerReconciler(deps.kube, deps.events, deps.settings),
   ];

@@ -28,6 +28,12 @@ export const operatorEnvSchema = z.object({
   /** Read replicas of STRATA_PG_URL, comma-separated (empty: none). */
   STRATA_PG_REPLICA_URLS: z.string().default(''),
   STRATA_AMQP_URL: z.string().default(DEFAULT_SETTINGS.amqpUrl),
+  /** IANA time zone of each stack's 03:00 purge CronJob. */
+  STRATA_PURGE_TIME_ZONE: z.string().min(1).default(DEFAULT_SETTINGS.purgeTimeZone),
+  /** How long a Delete-policy Bucket being deleted waits for its stack before it is released (Warning event). */
+  STACK_DELETION_DEADLINE_SECONDS: env.int(DEFAULT_SETTINGS.stackDeletionDeadlineSeconds, 0, 86_400),
+  /** A Bucket whose stack is not ready after this long turns Degraded. */
+  PROGRESS_DEADLINE_SECONDS: env.int(DEFAULT_SETTINGS.progressDeadlineSeconds, 1, 86_400),
   STRATA_DATA_VOLUME_SIZE: z.string().default(DEFAULT_SETTINGS.dataVolumeSize),
   CLUSTER_DOMAIN: z.string().default(DEFAULT_SETTINGS.clusterDomain),
   /** Settings for the storage stack's services: a JSON object of variable → value (the chart's platform.settings). */
@@ -74,6 +80,9 @@ export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
     dataVolumeSize: cfg.STRATA_DATA_VOLUME_SIZE,
     clusterDomain: cfg.CLUSTER_DOMAIN,
     stackSettings: cfg.STRATA_STACK_SETTINGS,
+    purgeTimeZone: cfg.STRATA_PURGE_TIME_ZONE,
+    stackDeletionDeadlineSeconds: cfg.STACK_DELETION_DEADLINE_SECONDS,
+    progressDeadlineSeconds: cfg.PROGRESS_DEADLINE_SECONDS,
   };
 }
 

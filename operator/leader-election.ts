@@ -17,14 +17,30 @@ export interface LeaderElectionOptions {
   onStoppedLeading: () => void;
 }
 
+/** A request that has not answered within `ms` is given up (its answer, if any, is ignored). */
+function withTimeout<T>(request: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`leader election: ${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([request, timeout]).finally(() => clearTimeout(timer));
+}
+
 /**
- * Leader election on a coordination.k8s.io/v1 Lease (client-node has no helper). Writes use the
- * Lease's resourceVersion, so of two candidates racing for an expired lease exactly one wins.
+ * Leader election on a coordination.k8s.io/v1 Lease (client-node has no helper), as client-go does
+ * it. Writes use the Lease's resourceVersion, so of two candidates racing for an expired lease exactly
+ * one wins. Expiry is judged on the local clock only: a lease is expired when its record has not
+ * changed for leaseDuration since this process saw it change (the holder's renewTime comes from
+ * another clock and is never compared with ours). Every request is cut off at the renew deadline, so
+ * a leader whose renewals hang stops leading before its lease can expire for the others.
  */
 export class LeaderElector {
   private readonly api: CoordinationV1Api;
   private leading = false;
   private lastRenew = 0;
+  /** The lease record as last read, and when (local clock) it was first seen like that. */
+  private observedRecord = '';
+  private observedAt = 0;
   private timer?: NodeJS.Timeout;
   private stopped = true;
   private ticking?: Promise<void>;
@@ -65,15 +81,27 @@ export class LeaderElector {
   }
 
   private async tick(): Promise<void> {
+    // A leader may spend what is left of its renew deadline; a candidate one retry period.
+    const budget = this.leading ? Math.max(1, this.lastRenew + this.opts.renewDeadlineMs - Date.now()) : Math.max(this.opts.retryPeriodMs, 1);
     try {
-      const held = await this.tryAcquireOrRenew();
+      const held = await this.tryAcquireOrRenew(Date.now() + budget);
       if (held) this.lastRenew = Date.now();
       if (held && !this.leading) this.setLeading(true);
       if (!held && this.leading) this.setLeading(false);
     } catch (err) {
       this.logger.warn({ err }, 'leader election: lease request failed');
-      if (this.leading && Date.now() - this.lastRenew > this.opts.renewDeadlineMs) this.setLeading(false);
     }
+    if (this.leading && Date.now() - this.lastRenew >= this.opts.renewDeadlineMs) this.setLeading(false);
+  }
+
+  /** Note the record as read now; returns when it was first seen as it is (local clock). */
+  private observe(lease: V1Lease): number {
+    const record = JSON.stringify(lease.spec ?? {});
+    if (record !== this.observedRecord) {
+      this.observedRecord = record;
+      this.observedAt = Date.now();
+    }
+    return this.observedAt;
   }
 
   private setLeading(leading: boolean): void {
@@ -84,25 +112,26 @@ export class LeaderElector {
     else this.opts.onStoppedLeading();
   }
 
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  private async tryAcquireOrRenew(deadline: number): Promise<boolean> {
     const { namespace, leaseName: name, identity } = this.opts;
+    const timed = <T>(request: Promise<T>, what: string) => withTimeout(request, Math.max(1, deadline - Date.now()), what);
     // Lease times are MicroTime: the API server only parses six fractional digits, and a plain Date
     // serializes three ("cannot parse .123Z as .000000", 400). V1MicroTime pads to six.
     const now = new V1MicroTime();
     const durationSeconds = Math.max(1, Math.ceil(this.opts.leaseDurationMs / 1000));
     let lease: V1Lease;
     try {
-      lease = await this.api.readNamespacedLease({ namespace, name });
+      lease = await timed(this.api.readNamespacedLease({ namespace, name }), 'reading the lease');
     } catch (err) {
       if (!isNotFound(err)) throw err;
       try {
-        await this.api.createNamespacedLease({
+        await timed(this.api.createNamespacedLease({
           namespace,
           body: {
             metadata: { name, namespace },
             spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
           },
-        });
+        }), 'creating the lease');
         return true;
       } catch (createErr) {
         if (isConflict(createErr)) return false;
@@ -111,12 +140,12 @@ export class LeaderElector {
     }
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? '';
-    const renewedAt = spec.renewTime ? new Date(spec.renewTime).getTime() : 0;
-    const expired = !holder || renewedAt + (spec.leaseDurationSeconds ?? durationSeconds) * 1000 < now.getTime();
+    const observedAt = this.observe(lease);
+    const expired = !holder || observedAt + (spec.leaseDurationSeconds ?? durationSeconds) * 1000 < Date.now();
     if (holder !== identity && !expired) return false;
     const takingOver = holder !== identity;
     try {
-      await this.api.replaceNamespacedLease({
+      const written = await timed(this.api.replaceNamespacedLease({
         namespace,
         name,
         body: {
@@ -129,7 +158,8 @@ export class LeaderElector {
             ...(takingOver ? { acquireTime: now, leaseTransitions: (spec.leaseTransitions ?? 0) + 1 } : {}),
           },
         },
-      });
+      }), 'renewing the lease');
+      this.observe(written);
       return true;
     } catch (err) {
       if (isConflict(err)) return false; // someone else wrote first

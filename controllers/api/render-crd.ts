@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GROUP, VERSION, type CustomResourceKind } from './crd-definitions.js';
+import { GROUP, VERSION, nameValidations, type CustomResourceKind } from './crd-definitions.js';
 
 type Schema = Record<string, unknown>;
 
@@ -71,6 +71,7 @@ export function renderCrd(def: CustomResourceKind): Schema {
             openAPIV3Schema: {
               type: 'object',
               required: ['spec'],
+              'x-kubernetes-validations': nameValidations(def),
               properties: {
                 apiVersion: { type: 'string' },
                 kind: { type: 'string' },

@@ -4,10 +4,14 @@ import { refOf } from '../support/kube-client.js';
 import { isBeingDeleted, sharedOwnerRefs } from '../support/ownership.js';
 import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
+import { claimForApply, notReadyForMs } from '../support/apply.js';
 import { writeStatus } from '../support/status-writer.js';
 import { BackendRefusedError, BucketConflictError, HttpBucketService, corsRuleBody, lifecycleRuleBody, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
+import { PgDatabaseProvisioner, type DatabaseProvisioner } from './database-provisioner.js';
+import { bundledPostgres } from './render-backing-services.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
-import { renderStackSecrets, secretValue } from './stack-secrets.js';
+import { stackIdentity } from './stack-identity.js';
+import { backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
 
 export const BUCKET_FINALIZER = 'strata.dev/bucket';
@@ -43,6 +47,7 @@ export class BucketReconciler implements Reconciler {
     private readonly events: EventRecorder,
     private readonly settings: OperatorSettings,
     private readonly serviceFor: BucketServiceFactory = (access) => new HttpBucketService(access),
+    private databases?: DatabaseProvisioner,
   ) {}
 
   async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
@@ -61,13 +66,20 @@ export class BucketReconciler implements Reconciler {
     const bucketName = spec.bucketName ?? bucket.metadata.name;
     const endpoint = `http://${serviceHost(this.settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}/${bucketName}`;
 
-    const live = await this.ensureStack(namespace);
+    let live: Bucket[];
+    try {
+      live = await this.ensureStack(namespace);
+    } catch (err) {
+      // What the API server or the database refused shows in status, not only in the log; then backoff.
+      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, ...lastCounted(bucket) }, state: 'degraded', reason: 'StackApplyFailed', message: (err as Error).message });
+      throw err;
+    }
     // Two resources naming one bucket would share it, and a Delete policy on one would empty the
     // other's: the oldest claim wins, the others wait.
     const holder = live.find((b) => b.metadata.uid !== bucket.metadata.uid && resolvedName(b) === bucketName && claimsEarlier(b, bucket));
     if (holder) {
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
+        fields: { bucketName, endpoint, ...lastCounted(bucket) },
         state: 'degraded',
         reason: 'BucketNameTaken',
         message: `Bucket ${holder.metadata.name} of this namespace already manages bucket ${bucketName}`,
@@ -76,11 +88,15 @@ export class BucketReconciler implements Reconciler {
     }
     const service = await this.serviceIfReady(namespace);
     if (!service) {
+      // Past the progress deadline a stack that does not come up is a failure, not progress.
+      const stalled = notReadyForMs(bucket.status?.conditions) > this.settings.progressDeadlineSeconds * 1000;
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
-        state: 'progressing',
-        reason: 'WaitingForStorageStack',
-        message: 'waiting for the gateway and control plane to become ready',
+        fields: { bucketName, endpoint, ...lastCounted(bucket) },
+        state: stalled ? 'degraded' : 'progressing',
+        reason: stalled ? 'StackNotReady' : 'WaitingForStorageStack',
+        message: stalled
+          ? `the gateway and control plane have not become ready within ${this.settings.progressDeadlineSeconds} s: see the stack's Deployments and StatefulSets in namespace ${namespace}`
+          : 'waiting for the gateway and control plane to become ready',
       });
       return { requeueAfterMs: STACK_WAIT_MS };
     }
@@ -89,7 +105,7 @@ export class BucketReconciler implements Reconciler {
     try {
       backend = await this.backendConfig(namespace, spec, bucketName);
     } catch (err) {
-      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint }, state: 'degraded', reason: 'MissingCredentials', message: (err as Error).message });
+      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, ...lastCounted(bucket) }, state: 'degraded', reason: 'MissingCredentials', message: (err as Error).message });
       return { requeueAfterMs: 30_000 };
     }
     try {
@@ -106,7 +122,7 @@ export class BucketReconciler implements Reconciler {
       const conflict = err instanceof BucketConflictError;
       const refused = err instanceof BackendRefusedError;
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
+        fields: { bucketName, endpoint, ...lastCounted(bucket) },
         state: 'degraded',
         reason: conflict ? 'BucketUnavailable' : refused ? 'BackendRefused' : 'ObjectStoreError',
         message: (err as Error).message,
@@ -130,11 +146,23 @@ export class BucketReconciler implements Reconciler {
    * namespace. Returns those live Buckets.
    */
   private async ensureStack(namespace: string): Promise<Bucket[]> {
-    for (const obj of [...renderStackSecrets(namespace), renderFlowRulesConfigMap(namespace)]) await this.kube.createIfAbsent(obj);
+    const secrets = renderStackSecrets(namespace);
+    let credentials: ReturnType<typeof backingCredentials> | undefined;
+    for (const obj of [...secrets, renderFlowRulesConfigMap(namespace)]) {
+      const { object } = await this.kube.createIfAbsent(obj);
+      if (obj.metadata.name === STACK.backingSecret) credentials = backingCredentials(object as Secret);
+    }
+    if (!credentials) throw new Error(`Secret ${STACK.backingSecret} was not rendered`);
     const buckets = (await this.kube.list<Bucket>(this.primary.apiVersion, this.primary.kind, namespace)).filter((b) => !isBeingDeleted(b));
     const owners = sharedOwnerRefs(buckets);
     if (owners.length === 0) return buckets;
-    for (const obj of renderStorageStack(namespace, owners, this.settings)) await this.kube.apply(obj);
+    if (!bundledPostgres(this.settings)) {
+      this.databases ??= new PgDatabaseProvisioner(this.settings.postgresUrl);
+      await this.databases.ensure(stackIdentity(namespace), credentials.postgresPassword);
+    }
+    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials)) {
+      await this.kube.apply(obj.kind === 'PersistentVolumeClaim' ? claimForApply(obj, await this.kube.get(refOf(obj))) : obj);
+    }
     return buckets;
   }
 
@@ -180,6 +208,10 @@ export class BucketReconciler implements Reconciler {
     };
   }
 
+  private stackGivenUp(bucket: Bucket, namespace: string): Promise<string | undefined> {
+    return stackGivenUpReason(this.kube, bucket, namespace, this.settings.stackDeletionDeadlineSeconds * 1000);
+  }
+
   /** The resource is going: apply the deletion policy, then let it go. */
   private async finalize(bucket: Bucket, spec: BucketSpec | undefined): Promise<ReconcileResult> {
     if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) return {};
@@ -195,9 +227,13 @@ export class BucketReconciler implements Reconciler {
       // Never reported ready: the bucket was never made, and a stack that never came up must not
       // hold the resource forever.
       await this.events.event(bucket, 'Normal', 'BucketNeverCreated', `bucket ${bucketName} was never created; nothing to delete`);
-    } else if (spec?.deletionPolicy === 'Delete') {
-      // Without a running stack the bucket cannot be deleted yet: retry with backoff.
-      if (!service) throw new Error(`cannot delete bucket ${bucketName}: the storage stack is not ready`);
+    } else if (spec?.deletionPolicy === 'Delete' && !service) {
+      // Without a running stack the bucket cannot be deleted yet: retry with backoff, unless the stack
+      // will never come back (its namespace is going) or has been gone past the deadline.
+      const givenUp = await this.stackGivenUp(bucket, namespace);
+      if (!givenUp) throw new Error(`cannot delete bucket ${bucketName}: the storage stack is not ready`);
+      await this.events.event(bucket, 'Warning', 'BucketNotDeleted', `bucket ${bucketName} was not deleted (${givenUp}): its objects stay where the stack kept them, as with deletionPolicy Retain`);
+    } else if (spec?.deletionPolicy === 'Delete' && service) {
       await service.deleteBucket(bucketName);
       await this.events.event(bucket, 'Normal', 'BucketDeleted', `bucket ${bucketName} emptied and deleted (deletionPolicy Delete)`);
     } else {
@@ -207,6 +243,25 @@ export class BucketReconciler implements Reconciler {
     await this.kube.mergePatch(refOf(bucket), { metadata: { finalizers, resourceVersion: bucket.metadata.resourceVersion } });
     return {};
   }
+}
+
+/** Why a Delete-policy Bucket whose stack is down is released without deleting its bucket (undefined: wait). */
+async function stackGivenUpReason(kube: KubeClient, bucket: Bucket, namespace: string, deadlineMs: number, now = Date.now()): Promise<string | undefined> {
+  // A namespace-scoped install may not read Namespaces: the deadline alone then decides.
+  const ns = await kube.get<KubeObject>({ apiVersion: 'v1', kind: 'Namespace', namespace: '', name: namespace }).catch(() => undefined);
+  if (ns?.metadata.deletionTimestamp) return `namespace ${namespace} is terminating and the storage stack with it`;
+  const since = new Date(bucket.metadata.deletionTimestamp ?? now).getTime();
+  if (now - since >= deadlineMs) return `the storage stack has not been ready for ${Math.round(deadlineMs / 1000)} s since the deletion began`;
+  return undefined;
+}
+
+/**
+ * The last object count and bytes read from the stack, kept while the stack cannot be asked: a count
+ * in status is what tells a deletion that the bucket was made (and must be deleted or waited for).
+ */
+function lastCounted(b: Bucket): { objectCount?: number; bytes?: number } {
+  const { objectCount, bytes } = b.status ?? {};
+  return { ...(objectCount !== undefined ? { objectCount } : {}), ...(bytes !== undefined ? { bytes } : {}) };
 }
 
 /** The object-store bucket a Bucket resource names (spec.bucketName, else its own name). */

@@ -1,18 +1,25 @@
+import { createHash } from 'node:crypto';
 import type { OwnerReference } from '../api/index.js';
+import { RESTRICTED_CONTAINER_SECURITY, restrictedPodSecurity } from '../support/pod-security.js';
 import type { Manifest } from '../support/kube-client.js';
 import { standardLabels } from '../support/ownership.js';
 import { STACK, redisShardHost, redisShardName } from './stack-names.js';
 
 const REDIS_IMAGE = 'redis:7.2-alpine';
+/** The uid of the redis image's user. */
+const REDIS_UID = 999;
+
+/** Every node of the cluster: the masters and their replicas. */
+export const REDIS_NODE_COUNT = STACK.redisShards * (1 + STACK.redisReplicasPerShard);
 
 /**
- * Redis Cluster with three masters: one single-pod StatefulSet per shard (stable name and volume
+ * Redis Cluster with three masters and a replica each, AOF on: one single-pod StatefulSet per node (stable name and volume
  * each), a headless Service per shard, and a Job that joins them once (idempotent: it exits at once
  * when the cluster already reports ok).
  */
 export function renderRedisCluster(namespace: string, owners: OwnerReference[]): Manifest[] {
   const out: Manifest[] = [];
-  for (let i = 0; i < STACK.redisShards; i++) {
+  for (let i = 0; i < REDIS_NODE_COUNT; i++) {
     const name = redisShardName(i);
     const labels = { ...standardLabels('redis', name), 'strata.dev/redis-shard': String(i) };
     const selector = { 'app.kubernetes.io/name': 'redis', 'app.kubernetes.io/instance': name };
@@ -41,7 +48,7 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
         template: {
           metadata: { labels },
           spec: {
-            securityContext: { runAsNonRoot: true, runAsUser: 999, fsGroup: 999 },
+            securityContext: restrictedPodSecurity(REDIS_UID),
             containers: [
               {
                 name: 'redis',
@@ -62,7 +69,7 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
                 livenessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 10 },
                 resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
                 volumeMounts: [{ name: 'data', mountPath: '/data' }],
-                securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+                securityContext: RESTRICTED_CONTAINER_SECURITY,
               },
             ],
           },
@@ -86,28 +93,35 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
     'for n in $NODES; do until redis-cli -h "${n%:*}" -p "${n##*:}" ping; do sleep 2; done; done',
     'first="${NODES%% *}"',
     'if redis-cli -h "${first%:*}" -p "${first##*:}" cluster info | grep -q cluster_state:ok; then echo "cluster already formed"; exit 0; fi',
-    'redis-cli --cluster create $NODES --cluster-replicas 0 --cluster-yes',
+    `redis-cli --cluster create $NODES --cluster-replicas ${STACK.redisReplicasPerShard} --cluster-yes`,
   ].join('\n');
+  const template = {
+    metadata: { labels: standardLabels('redis-cluster-create', 'strata') },
+    spec: {
+      restartPolicy: 'OnFailure',
+      securityContext: restrictedPodSecurity(REDIS_UID, { fsGroup: false }),
+      containers: [
+        {
+          name: 'cluster-create',
+          image: REDIS_IMAGE,
+          command: ['sh', '-c', script],
+          resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '128Mi' } },
+          securityContext: RESTRICTED_CONTAINER_SECURITY,
+        },
+      ],
+    },
+  };
+  const digest = createHash('sha256').update(JSON.stringify(template)).digest('hex').slice(0, 10);
   out.push({
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name: STACK.redisClusterJob, namespace, labels: standardLabels('redis-cluster-create', 'strata'), ownerReferences: owners },
-    spec: {
-      backoffLimit: 20,
-      template: {
-        metadata: { labels: standardLabels('redis-cluster-create', 'strata') },
-        spec: {
-          restartPolicy: 'OnFailure',
-          securityContext: { runAsNonRoot: true, runAsUser: 999 },
-          containers: [{ name: 'cluster-create', image: REDIS_IMAGE, command: ['sh', '-c', script] }],
-        },
-      },
-    },
+    metadata: { name: `${STACK.redisClusterJob}-${digest}`, namespace, labels: standardLabels('redis-cluster-create', 'strata'), ownerReferences: owners },
+    spec: { backoffLimit: 20, template },
   });
   return out;
 }
 
 /** Seed nodes the services connect to (ioredis discovers the rest of the cluster). */
 export function redisClusterNodes(namespace: string): string {
-  return Array.from({ length: STACK.redisShards }, (_, i) => `${redisShardHost(i, namespace)}:${STACK.redisPort}`).join(',');
+  return Array.from({ length: REDIS_NODE_COUNT }, (_, i) => `${redisShardHost(i, namespace)}:${STACK.redisPort}`).join(',');
 }

@@ -4,7 +4,10 @@ import type { Manifest } from '../support/kube-client.js';
 import { standardLabels } from '../support/ownership.js';
 import { DEFAULT_SETTINGS, imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
 import { redisClusterNodes, renderRedisCluster } from './render-redis-cluster.js';
-import { renderStackSecrets } from './stack-secrets.js';
+import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
+import { backingUrls, renderBackingServices } from './render-backing-services.js';
+import { stackIdentity } from './stack-identity.js';
+import { renderStackSecrets, type BackingCredentials } from './stack-secrets.js';
 import { PURGE_SCHEDULE, STACK } from './stack-names.js';
 
 /** Default flow-control rules mounted into the gateway (re-read on change, no restart). */
@@ -78,7 +81,7 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
             },
           },
           spec: {
-            securityContext: { runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001 },
+            securityContext: restrictedPodSecurity(SERVICE_UID),
             containers: [
               {
                 name: c.component,
@@ -97,7 +100,7 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
                 livenessProbe: probe('/healthz'),
                 resources: c.resources,
                 ...(c.volumeMounts ? { volumeMounts: c.volumeMounts } : {}),
-                securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+                securityContext: RESTRICTED_CONTAINER_SECURITY,
               },
             ],
             ...(c.volumes ? { volumes: c.volumes } : {}),
@@ -120,7 +123,11 @@ export const CONFIG_HASH_ANNOTATION = 'strata.dev/config-hash';
 /** The stack's own settings (the ConfigMap every service of the stack reads). */
 function operatorConfig(namespace: string, settings: OperatorSettings): Record<string, string> {
   const url = (svc: { name: string; port: number }) => `http://${serviceHost(settings, svc.name, namespace)}:${svc.port}`;
+  const identity = stackIdentity(namespace);
   return {
+    // The namespace's own exchange and queues: a shared broker never mixes two namespaces' events.
+    STRATA_AMQP_EXCHANGE: identity.exchange,
+    STRATA_AMQP_QUEUE_PREFIX: identity.queuePrefix,
     // Seed nodes of the Redis Cluster below (the gateway's shared rate limits, the control plane's cache).
     STRATA_REDIS_NODES: redisClusterNodes(namespace),
     // The planes are separate processes: a replica read must cover every commit made before it.
@@ -165,7 +172,9 @@ export function stackSettingsProblems(settings: Readonly<Record<string, string>>
  * of the namespace together, so it goes when the last Bucket goes. The data volume (and the Secrets,
  * see stack-secrets.ts) carry no owner: retained buckets keep their bytes.
  */
-export function renderStorageStack(namespace: string, owners: OwnerReference[], settings: OperatorSettings): Manifest[] {
+export function renderStorageStack(namespace: string, owners: OwnerReference[], settings: OperatorSettings, credentials: BackingCredentials): Manifest[] {
+  const identity = stackIdentity(namespace);
+  const urls = backingUrls(namespace, settings, identity, credentials);
   const small = { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } };
   const config: Manifest = {
     apiVersion: 'v1',
@@ -183,9 +192,9 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
     metadata: { name: STACK.platformSecret, namespace, labels: standardLabels('storage-stack', 'strata'), ownerReferences: owners },
     type: 'Opaque',
     data: {
-      STRATA_PG_URL: b64(settings.postgresUrl),
-      ...(settings.postgresReplicaUrls.length ? { STRATA_PG_REPLICA_URLS: b64(settings.postgresReplicaUrls.join(',')) } : {}),
-      STRATA_AMQP_URL: b64(settings.amqpUrl),
+      STRATA_PG_URL: b64(urls.postgresUrl),
+      ...(urls.postgresReplicaUrls.length ? { STRATA_PG_REPLICA_URLS: b64(urls.postgresReplicaUrls.join(',')) } : {}),
+      STRATA_AMQP_URL: b64(urls.amqpUrl),
     },
   };
   const configHash = createHash('sha256').update(JSON.stringify([config.data, platform.data])).digest('hex').slice(0, 16);
@@ -244,6 +253,7 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
     metadata: { name: STACK.purgeCronJob, namespace, labels: standardLabels('purge', 'strata'), ownerReferences: owners },
     spec: {
       schedule: PURGE_SCHEDULE,
+      timeZone: settings.purgeTimeZone,
       concurrencyPolicy: 'Forbid',
       successfulJobsHistoryLimit: 3,
       failedJobsHistoryLimit: 3,
@@ -254,7 +264,7 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
             metadata: { labels: standardLabels('purge', 'strata') },
             spec: {
               restartPolicy: 'OnFailure',
-              securityContext: { runAsNonRoot: true, runAsUser: 10001 },
+              securityContext: restrictedPodSecurity(SERVICE_UID, { fsGroup: false }),
               containers: [
                 {
                   name: 'purge',
@@ -267,7 +277,7 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
                   ],
                   envFrom: [{ configMapRef: { name: STACK.config } }, { secretRef: { name: STACK.internalSecret } }],
                   resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },
-                  securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+                  securityContext: RESTRICTED_CONTAINER_SECURITY,
                 },
               ],
             },
@@ -276,5 +286,5 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
       },
     },
   };
-  return [config, platform, dataVolume, ...controlPlane, ...dataPlane, ...gateway, ...renderRedisCluster(namespace, owners), purge];
+  return [config, platform, dataVolume, ...renderBackingServices(namespace, owners, settings, identity), ...controlPlane, ...dataPlane, ...gateway, ...renderRedisCluster(namespace, owners), purge];
 }

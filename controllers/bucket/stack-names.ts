@@ -14,11 +14,21 @@ export const STACK = {
    */
   backendsSecret: 'strata-backends',
   rootSecret: 'strata-root-credentials',
+  /** The passwords of the namespace's own database role and broker user (generated once). */
+  backingSecret: 'strata-backing-credentials',
+  /** The bundled PostgreSQL (primary and streaming replica) and RabbitMQ, when no external URL is set. */
+  postgres: { name: 'strata-postgresql', port: 5432 },
+  postgresReplica: 'strata-postgresql-replica',
+  postgresConfig: 'strata-postgresql-config',
+  rabbitmq: { name: 'strata-rabbitmq', port: 5672 },
   internalSecret: 'strata-internal',
   dataVolume: 'strata-data',
   purgeCronJob: 'strata-purge',
+  /** Redis Cluster: 3 masters, each with one replica (6 single-pod StatefulSets, AOF on). */
   redisShards: 3,
+  redisReplicasPerShard: 1,
   redisPort: 6379,
+  /** Prefix of the cluster-forming Job; a digest of its pod template completes the name (a Job's template is immutable). */
   redisClusterJob: 'strata-redis-cluster-create',
 } as const;
 

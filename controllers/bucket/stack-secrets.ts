@@ -34,7 +34,32 @@ export function renderStackSecrets(namespace: string): Manifest[] {
       type: 'Opaque',
       stringData: { STRATA_INTERNAL_TOKEN: random(32), STRATA_SECRET_KEY: random(32), STRATA_JWT_SECRET: random(48) },
     },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: STACK.backingSecret, namespace, labels },
+      type: 'Opaque',
+      // URL-safe: they go into connection URLs as they are.
+      stringData: { [BACKING_KEYS.postgres]: random(24), [BACKING_KEYS.rabbitmq]: random(24) },
+    },
   ];
+}
+
+/** Keys of the stack's own PostgreSQL and RabbitMQ passwords in its backing Secret. */
+export const BACKING_KEYS = { postgres: 'POSTGRES_PASSWORD', rabbitmq: 'RABBITMQ_PASSWORD' } as const;
+
+/** The passwords of the namespace's own database role and broker user. */
+export interface BackingCredentials {
+  postgresPassword: string;
+  rabbitmqPassword: string;
+}
+
+/** The backing credentials a (created or existing) backing Secret holds. */
+export function backingCredentials(secret: { data?: Record<string, string>; stringData?: Record<string, string> }): BackingCredentials {
+  const postgresPassword = secretValue(secret, BACKING_KEYS.postgres);
+  const rabbitmqPassword = secretValue(secret, BACKING_KEYS.rabbitmq);
+  if (!postgresPassword || !rabbitmqPassword) throw new Error(`Secret ${STACK.backingSecret} lacks ${BACKING_KEYS.postgres} or ${BACKING_KEYS.rabbitmq}`);
+  return { postgresPassword, rabbitmqPassword };
 }
 
 /** Read a Secret's value by key (data is base64, stringData only exists on writes). */

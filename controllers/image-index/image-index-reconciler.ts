@@ -1,9 +1,10 @@
-import { API_VERSION, IMAGE_INDEX_KIND, imageIndexSpec, type ImageIndex, type ImageIndexSpec, type ImageIndexStatus } from '../api/index.js';
+import { API_VERSION, nameProblem, IMAGE_INDEX_KIND, imageIndexSpec, type ImageIndex, type ImageIndexSpec, type ImageIndexStatus } from '../api/index.js';
 import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
 import { isBeingDeleted } from '../support/ownership.js';
 import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
 import type { OperatorSettings } from '../support/settings.js';
 import { STACK } from '../bucket/stack-names.js';
+import { applyOwned } from '../support/apply.js';
 import { writeStatus } from '../support/status-writer.js';
 import { rfc3339 } from '../support/time.js';
 import { HttpIndexWorkerClient, type IndexWorkerClient, type IndexWorkerStatus } from './index-worker-client.js';
@@ -61,7 +62,12 @@ export class ImageIndexReconciler implements Reconciler {
       return {};
     }
     const spec = parsed.data;
-    for (const obj of renderImageIndex(ix, spec, this.settings)) await this.kube.apply(obj);
+    const badName = nameProblem(IMAGE_INDEX_KIND, name);
+    if (badName) {
+      await writeStatus(this.kube, this.events, ix, { fields: {}, state: 'degraded', reason: 'InvalidName', message: badName });
+      return {};
+    }
+    await applyOwned(this.kube, this.events, ix, renderImageIndex(ix, spec, this.settings), { endpoint: workerUrl(ix, this.settings) });
 
     const previous: ImageIndexStatus = ix.status ?? {};
     const fields: Omit<ImageIndexStatus, 'conditions' | 'observedGeneration'> = {
@@ -110,7 +116,8 @@ export class ImageIndexReconciler implements Reconciler {
       const next = this.nextOperation(ix, spec, fields, observed);
       if (next) {
         const { object: job, created } = await this.kube.createIfAbsent(renderIndexJob(ix, next.op, next.jobName, this.settings));
-        active = job as Job;
+        // A finished Job of the same name already did this very operation: nothing runs now.
+        if (created || jobOutcome(job as Job) === 'running') active = job as Job;
         if (created) {
           fields.jobCount = (fields.jobCount ?? 0) + 1;
           await this.events.event(ix, 'Normal', next.op === 'merge' ? 'MergeStarted' : 'RebuildStarted', `Job ${next.jobName}: ${next.why}`);
@@ -157,8 +164,10 @@ export class ImageIndexReconciler implements Reconciler {
       return { op: 'merge', jobName: jobName(ix, 'merge', `request:${merge}`), token: merge, handles: 'merge', why: `merge requested (${merge})` };
     }
     if (spec.autoMerge && observed && observed.bufferSize > spec.bufferThreshold) {
-      const n = (fields.jobCount ?? 0) + 1;
-      return { op: 'merge', jobName: jobName(ix, 'merge', `auto:${n}`), token: String(n), why: `buffer ${observed.bufferSize} > threshold ${spec.bufferThreshold}` };
+      // Named by the worker state it merges, never by a counter in status (a lost status write would
+      // reuse a finished Job's name and block every later merge).
+      const state = `${observed.vectors}:${observed.bufferSize}`;
+      return { op: 'merge', jobName: jobName(ix, 'merge', `auto:${state}`), token: state, why: `buffer ${observed.bufferSize} > threshold ${spec.bufferThreshold}` };
     }
     return undefined;
   }

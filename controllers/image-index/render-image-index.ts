@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { ImageIndex, ImageIndexSpec } from '../api/index.js';
 import { STACK } from '../bucket/stack-names.js';
+import { stackIdentity } from '../bucket/stack-identity.js';
 import { gpuScheduling } from '../support/gpu.js';
 import type { Manifest } from '../support/kube-client.js';
 import { controllerRef, standardLabels } from '../support/ownership.js';
 import { imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
+import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
 
 export const WORKER_PORT = 8080;
 /** The state volume: the index, the model cache and (bucket sources) the mirrored images. */
@@ -26,7 +28,7 @@ export function workerUrl(ix: ImageIndex, settings: OperatorSettings): string {
 /** A Job name per operation request: the same request always maps to the same Job (idempotent). */
 export function jobName(ix: ImageIndex, op: IndexOperation, token: string): string {
   const hash = createHash('sha256').update(token).digest('hex').slice(0, 10);
-  return `${ix.metadata.name}-${op}-${hash}`.slice(0, 63);
+  return `${ix.metadata.name}-${op}-${hash}`;
 }
 
 function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSettings, indexName: string) {
@@ -44,6 +46,7 @@ function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSe
       // the namespace's RabbitMQ URL when its storage stack exists, and a queue of this index's own.
       { name: 'IMAGE_SEARCH_EVENTS_AMQP_URL', valueFrom: { secretKeyRef: { name: STACK.platformSecret, key: 'STRATA_AMQP_URL', optional: true } } },
       { name: 'IMAGE_SEARCH_EVENTS_QUEUE', value: `strata.image-search.${namespace}.${indexName}` },
+      { name: 'IMAGE_SEARCH_EVENTS_EXCHANGE', value: stackIdentity(namespace).exchange },
     );
   }
   if (spec.model.directory) env.push({ name: 'IMAGE_SEARCH_MODEL_DIR', value: spec.model.directory });
@@ -99,7 +102,7 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
       template: {
         metadata: { labels, annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(WORKER_PORT), 'prometheus.io/path': '/metrics' } },
         spec: {
-          securityContext: { runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001 },
+          securityContext: restrictedPodSecurity(SERVICE_UID),
           ...(gpu.nodeSelector ? { nodeSelector: gpu.nodeSelector } : {}),
           ...(gpu.tolerations ? { tolerations: gpu.tolerations } : {}),
           containers: [
@@ -128,7 +131,7 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
               livenessProbe: probe('/healthz', 3),
               readinessProbe: probe('/readyz', 3),
               volumeMounts: mounts,
-              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+              securityContext: RESTRICTED_CONTAINER_SECURITY,
             },
           ],
           volumes,
@@ -184,7 +187,7 @@ for (;;) {
         metadata: { labels },
         spec: {
           restartPolicy: 'Never',
-          securityContext: { runAsNonRoot: true, runAsUser: 10001 },
+          securityContext: restrictedPodSecurity(SERVICE_UID, { fsGroup: false }),
           containers: [
             {
               name: op,
@@ -197,7 +200,7 @@ for (;;) {
                 JWT_SECRET_ENV,
               ],
               resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '128Mi' } },
-              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+              securityContext: RESTRICTED_CONTAINER_SECURITY,
             },
           ],
         },

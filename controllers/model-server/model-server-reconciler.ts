@@ -1,8 +1,9 @@
-import { API_VERSION, MODEL_SERVER_KIND, modelServerSpec, type ModelServer } from '../api/index.js';
+import { API_VERSION, nameProblem, MODEL_SERVER_KIND, modelServerSpec, type ModelServer } from '../api/index.js';
 import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
 import { isBeingDeleted } from '../support/ownership.js';
 import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
 import type { OperatorSettings } from '../support/settings.js';
+import { applyOwned } from '../support/apply.js';
 import { writeStatus } from '../support/status-writer.js';
 import { modelServerEndpoint, modelServerWorkloadName, renderModelServer } from './render-model-server.js';
 
@@ -41,7 +42,12 @@ export class ModelServerReconciler implements Reconciler {
       return {};
     }
     const spec = parsed.data;
-    for (const obj of renderModelServer(ms, spec, this.settings)) await this.kube.apply(obj);
+    const badName = nameProblem(MODEL_SERVER_KIND, name);
+    if (badName) {
+      await writeStatus(this.kube, this.events, ms, { fields: {}, state: 'degraded', reason: 'InvalidName', message: badName });
+      return {};
+    }
+    await applyOwned(this.kube, this.events, ms, renderModelServer(ms, spec, this.settings), { replicas: spec.replicas, endpoint: modelServerEndpoint(ms, spec, this.settings) });
 
     const deployment = await this.kube.get<DeploymentStatus>({
       apiVersion: 'apps/v1',

@@ -3,6 +3,7 @@ import { gpuScheduling } from '../support/gpu.js';
 import type { Manifest } from '../support/kube-client.js';
 import { controllerRef, standardLabels } from '../support/ownership.js';
 import { imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
+import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
 
 /** Name of the Deployment and Service of a ModelServer. */
 export function modelServerWorkloadName(ms: ModelServer): string {
@@ -40,7 +41,7 @@ export function renderModelServer(ms: ModelServer, spec: ModelServerSpec, settin
           annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(spec.port), 'prometheus.io/path': '/metrics' },
         },
         spec: {
-          securityContext: { runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001 },
+          securityContext: restrictedPodSecurity(SERVICE_UID),
           ...(gpu.nodeSelector ? { nodeSelector: gpu.nodeSelector } : {}),
           ...(gpu.tolerations ? { tolerations: gpu.tolerations } : {}),
           containers: [
@@ -59,7 +60,7 @@ export function renderModelServer(ms: ModelServer, spec: ModelServerSpec, settin
               startupProbe: probe('/healthz', 30),
               livenessProbe: probe('/healthz', 3),
               readinessProbe: probe('/readyz', 3),
-              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+              securityContext: RESTRICTED_CONTAINER_SECURITY,
             },
           ],
         },

@@ -11,8 +11,11 @@ export interface OperatorSettings {
   gpuImageSuffix: string;
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
   /**
-   * Storage stack: the PostgreSQL primary, its hot standbys (read replicas, may be empty) and the
-   * RabbitMQ URL the control and data planes use. They carry passwords: the stack gets them in a Secret.
+   * Storage stack: an external PostgreSQL server (its administrator's URL: the operator creates a
+   * role and database per namespace there, and the namespace's services get only those), its hot
+   * standbys (read replicas, may be empty), and an external RabbitMQ URL (each namespace gets its own
+   * exchange and queues there). Empty: each namespace's stack runs its own PostgreSQL (primary and
+   * streaming replica) and RabbitMQ.
    */
   postgresUrl: string;
   postgresReplicaUrls: string[];
@@ -27,6 +30,15 @@ export interface OperatorSettings {
    * service reads; each service takes what it knows. Never the variables the operator sets itself.
    */
   stackSettings: Readonly<Record<string, string>>;
+  /** IANA time zone of the daily 03:00 purge CronJob. */
+  purgeTimeZone: string;
+  /**
+   * How long a Delete-policy Bucket being deleted waits for its stack to be ready before it is
+   * released without deleting its bucket (a Warning event says so).
+   */
+  stackDeletionDeadlineSeconds: number;
+  /** A Bucket whose stack has not become ready for this long is Degraded (StackNotReady), no longer Progressing. */
+  progressDeadlineSeconds: number;
 }
 
 export const DEFAULT_SETTINGS: OperatorSettings = {
@@ -34,12 +46,15 @@ export const DEFAULT_SETTINGS: OperatorSettings = {
   imageTag: '0.1.0',
   gpuImageSuffix: '-cuda',
   imagePullPolicy: 'IfNotPresent',
-  postgresUrl: 'postgres://strata@strata-postgresql:5432/strata',
+  postgresUrl: '',
   postgresReplicaUrls: [],
-  amqpUrl: 'amqp://guest:guest@strata-rabbitmq:5672',
+  amqpUrl: '',
   dataVolumeSize: '20Gi',
   clusterDomain: 'cluster.local',
   stackSettings: {},
+  purgeTimeZone: 'UTC',
+  stackDeletionDeadlineSeconds: 600,
+  progressDeadlineSeconds: 600,
 };
 
 export function imageFor(settings: OperatorSettings, name: string, variant: 'cpu' | 'gpu' = 'cpu'): string {

@@ -55,7 +55,7 @@ describe('Helm chart charts/strata (real helm binary)', function () {
       'metrics.serviceMonitor.enabled=true',
       'poemApp.enabled=true',
       'watchNamespace=data',
-    ]);
+    ], ['--api-versions', 'monitoring.coreos.com/v1/ServiceMonitor']);
     for (const o of objs) await validateManifest(o);
     const names = kinds(objs);
     expect(names).to.include.members(['Ingress/strata-s3', 'ServiceMonitor/strata-operator', 'ServiceMonitor/strata-platform', 'Deployment/strata-poem-app', 'Service/strata-poem-app', 'Role/strata-operator', 'RoleBinding/strata-operator']);
@@ -78,7 +78,7 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     expect(secret.stringData).to.deep.equal({
       STRATA_PG_URL: 'postgres://strata:pw@db:5432/strata',
       STRATA_PG_REPLICA_URLS: 'postgres://strata:pw@db-r1:5432/strata,postgres://strata:pw@db-r2:5432/strata',
-      STRATA_AMQP_URL: 'amqp://guest:guest@strata-rabbitmq:5672',
+      STRATA_AMQP_URL: '',
     });
     const env = operatorEnv(objs);
     expect(JSON.stringify(env)).to.not.contain('pw@');
@@ -94,8 +94,9 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     const { renderStorageStack, renderFlowRulesConfigMap } = await import('../../controllers/bucket/render-storage-stack.js');
     const { renderStackSecrets } = await import('../../controllers/bucket/stack-secrets.js');
     const { DEFAULT_SETTINGS } = await import('../../controllers/support/settings.js');
+    const { TEST_CREDENTIALS } = await import('../controllers/support/harness.js');
     const operatorMade = new Set(
-      [...renderStorageStack('strata-system', [], DEFAULT_SETTINGS), ...renderStackSecrets('strata-system'), renderFlowRulesConfigMap('strata-system')].map((o) => `${o.kind}/${o.metadata.name}`),
+      [...renderStorageStack('strata-system', [], DEFAULT_SETTINGS, TEST_CREDENTIALS), ...renderStackSecrets('strata-system'), renderFlowRulesConfigMap('strata-system')].map((o) => `${o.kind}/${o.metadata.name}`),
     );
     const objs = await template(['ingress.enabled=true', 'metrics.serviceMonitor.enabled=true', 'poemApp.enabled=true', 'poemApp.apiKey=k', 'replicaCount=2']);
     expect(kinds(objs).filter((k) => operatorMade.has(k))).to.deep.equal([]);

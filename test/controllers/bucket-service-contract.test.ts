@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { renderStorageStack } from '../../controllers/bucket/render-storage-stack.js';
-import { TEST_SETTINGS, type Doc } from './support/harness.js';
+import { TEST_CREDENTIALS, TEST_SETTINGS, type Doc } from './support/harness.js';
 import { startControlPlane } from '../../images/control-plane/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
 import { BucketConflictError, HttpBucketService, corsRuleBody, lifecycleRuleBody } from '../../controllers/bucket/bucket-service.js';
@@ -92,7 +92,7 @@ describe('Bucket controller client against the real control plane', function () 
   });
 
   it('runs the purge CronJob\'s command against the control plane (and fails it on a bad token)', async () => {
-    const cron = renderStorageStack('ns', [], TEST_SETTINGS).find((o) => o.kind === 'CronJob') as Doc;
+    const cron = renderStorageStack('ns', [], TEST_SETTINGS, TEST_CREDENTIALS).find((o) => o.kind === 'CronJob') as Doc;
     const [command, ...args] = cron.spec.jobTemplate.spec.template.spec.containers[0].command as string[];
     expect(command).to.equal('node');
     const run = (token: string) =>

@@ -5,7 +5,7 @@ import { renderFlowRulesConfigMap, renderStorageStack } from '../../controllers/
 import { renderStackSecrets, secretValue } from '../../controllers/bucket/stack-secrets.js';
 import { PURGE_SCHEDULE } from '../../controllers/bucket/stack-names.js';
 import type { Bucket } from '../../controllers/api/index.js';
-import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, validateStored, type Doc, type Harness } from './support/harness.js';
+import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_CREDENTIALS, TEST_SETTINGS, validateStored, type Doc, type Harness } from './support/harness.js';
 import { RecordingControlPlane } from './support/recording-control-plane.js';
 import { validateManifest } from './support/validate-manifest.js';
 
@@ -16,7 +16,7 @@ const getBucket = (h: Harness, name: string) => stored(h.fake, 'strata.dev/v1alp
 describe('Bucket reconciler', () => {
   describe('rendering the storage stack', () => {
     const owners = [{ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', name: 'a', uid: 'uid-a' }];
-    const objects = renderStorageStack(NS, owners, TEST_SETTINGS);
+    const objects = renderStorageStack(NS, owners, TEST_SETTINGS, TEST_CREDENTIALS);
 
     it('renders schema-valid objects for every component', async () => {
       for (const o of [...objects, ...renderStackSecrets(NS), renderFlowRulesConfigMap(NS)]) await validateManifest(o);
@@ -31,7 +31,7 @@ describe('Bucket reconciler', () => {
         'StatefulSet/strata-redis-0',
         'StatefulSet/strata-redis-1',
         'StatefulSet/strata-redis-2',
-        'Job/strata-redis-cluster-create',
+        'StatefulSet/strata-redis-5',
         'CronJob/strata-purge',
         'ConfigMap/strata-config',
         'Secret/strata-platform',
@@ -51,7 +51,8 @@ describe('Bucket reconciler', () => {
       const gateway = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'strata-gateway') as Doc;
       expect(gateway.spec.template.spec.volumes[0].configMap.name).to.equal('strata-flow-control');
       const redisJob = objects.find((o) => o.kind === 'Job') as Doc;
-      expect(redisJob.spec.template.spec.containers[0].command[2]).to.contain('--cluster-replicas 0');
+      expect(redisJob.metadata.name).to.match(/^strata-redis-cluster-create-[0-9a-f]{10}$/);
+      expect(redisJob.spec.template.spec.containers[0].command[2]).to.contain('--cluster-replicas 1');
     });
   });
 
@@ -116,7 +117,8 @@ describe('Bucket reconciler', () => {
         expect(b.metadata.finalizers).to.include(BUCKET_FINALIZER);
         expect(b.status?.conditions?.find((c) => c.type === 'Progressing')?.reason).to.equal('WaitingForStorageStack');
       }, 'waiting for the stack');
-      for (const [kind, name] of [['StatefulSet', 'strata-redis-2'], ['CronJob', 'strata-purge'], ['Job', 'strata-redis-cluster-create']] as const) {
+      expect(h.fake.state.list(h.fake.state.typeForKind('batch/v1', 'Job'), NS).map((j) => j.metadata.name)).to.satisfy((names: string[]) => names.some((n) => n.startsWith('strata-redis-cluster-create-')));
+      for (const [kind, name] of [['StatefulSet', 'strata-redis-5'], ['CronJob', 'strata-purge']] as const) {
         mustGet(h.fake, kind === 'StatefulSet' ? 'apps/v1' : 'batch/v1', kind, NS, name);
       }
       cp = await new RecordingControlPlane(internalToken()).start();

@@ -4,15 +4,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { redisClusterNodes, renderRedisCluster } from '../../controllers/bucket/render-redis-cluster.js';
+import { REDIS_NODE_COUNT, redisClusterNodes, renderRedisCluster } from '../../controllers/bucket/render-redis-cluster.js';
 import { freePorts, waitForPort } from '../support/ports.js';
 import { eventually, type Doc } from './support/harness.js';
 
 const run = promisify(execFile);
 
 /**
- * The storage stack's cluster-create Job, its shell script run as the Job runs it, against three
- * empty cluster-mode redis-servers (the shards' DNS names swapped for their local addresses).
+ * The storage stack's cluster-create Job, its shell script run as the Job runs it, against six
+ * empty cluster-mode redis-servers (three masters, a replica each) (the shards' DNS names swapped for their local addresses).
  */
 describe('Redis Cluster create Job', function () {
   this.timeout(60_000);
@@ -22,17 +22,18 @@ describe('Redis Cluster create Job', function () {
 
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'strata-redis-job-'));
-    ports = await freePorts(6);
-    for (let i = 0; i < 3; i++) {
+    const n = REDIS_NODE_COUNT;
+    ports = await freePorts(2 * n);
+    for (let i = 0; i < n; i++) {
       // prettier-ignore
       const proc = spawn('redis-server', [
-        '--port', String(ports[i]), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-port', String(ports[3 + i]),
+        '--port', String(ports[i]), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-port', String(ports[n + i]),
         '--cluster-config-file', path.join(dir, `nodes-${i}.conf`), '--dir', dir, '--save', '', '--appendonly', 'no',
       ], { stdio: 'ignore' });
       proc.on('error', () => undefined);
       procs.push(proc);
     }
-    await Promise.all(ports.slice(0, 3).map((p) => waitForPort(p)));
+    await Promise.all(ports.slice(0, n).map((p) => waitForPort(p)));
   });
   after(() => {
     for (const p of procs) p.kill('SIGKILL');
@@ -52,7 +53,7 @@ describe('Redis Cluster create Job', function () {
     expect(first.stdout).to.match(/All 16384 slots covered/);
     await eventually(async () => {
       const info = await run('redis-cli', ['-p', String(ports[0]), 'cluster', 'info']);
-      expect(info.stdout).to.match(/cluster_state:ok/).and.match(/cluster_slots_assigned:16384/);
+      expect(info.stdout).to.match(/cluster_state:ok/).and.match(/cluster_slots_assigned:16384/).and.match(/cluster_size:3/).and.match(/cluster_known_nodes:6/);
     }, 'cluster ok', 30_000);
     const again = await run('sh', ['-c', local], { timeout: 45_000 });
     expect(again.stdout).to.contain('cluster already formed');

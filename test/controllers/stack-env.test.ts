@@ -7,7 +7,7 @@ import { renderImageIndex } from '../../controllers/image-index/render-image-ind
 import { renderModelServer } from '../../controllers/model-server/render-model-server.js';
 import { imageIndexSpec, modelServerSpec, type ImageIndex, type ModelServer } from '../../controllers/api/index.js';
 import type { Manifest } from '../../controllers/support/kube-client.js';
-import { TEST_SETTINGS, type Doc } from './support/harness.js';
+import { TEST_CREDENTIALS, TEST_SETTINGS, type Doc } from './support/harness.js';
 import { validateManifest } from './support/validate-manifest.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -43,8 +43,8 @@ function varsOf(container: Doc, objects: Manifest[]): string[] {
 }
 
 describe('storage stack environment vs. the services that read it', () => {
-  const settings = { ...TEST_SETTINGS, postgresReplicaUrls: ['postgres://r1/strata', 'postgres://r2/strata'] };
-  const objects = [...renderStorageStack('ns', [], settings), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns')];
+  const settings = { ...TEST_SETTINGS, postgresUrl: 'postgres://admin:pw@db/postgres', postgresReplicaUrls: ['postgres://r1/strata', 'postgres://r2/strata'], amqpUrl: 'amqp://mq' };
+  const objects = [...renderStorageStack('ns', [], settings, TEST_CREDENTIALS), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns')];
   const containerOf = (component: string) => (objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `strata-${component}`) as Doc).spec.template.spec.containers[0];
 
   for (const component of COMPONENTS) {
@@ -80,10 +80,15 @@ describe('storage stack environment vs. the services that read it', () => {
     expect(JSON.stringify(config.data)).to.not.match(/postgres:|amqp:/);
     const platform = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'strata-platform') as Doc;
     const decoded = Object.fromEntries(Object.entries(platform.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
-    expect(decoded).to.deep.equal({ STRATA_PG_URL: settings.postgresUrl, STRATA_PG_REPLICA_URLS: 'postgres://r1/strata,postgres://r2/strata', STRATA_AMQP_URL: settings.amqpUrl });
+    // The namespace's own role and database on the administrator's servers.
+    expect(decoded).to.deep.equal({
+      STRATA_PG_URL: 'postgres://strata_ns:pg-password@db/strata_ns',
+      STRATA_PG_REPLICA_URLS: 'postgres://strata_ns:pg-password@r1/strata_ns,postgres://strata_ns:pg-password@r2/strata_ns',
+      STRATA_AMQP_URL: settings.amqpUrl,
+    });
     expect(varsOf(containerOf('gateway'), objects)).to.not.include('STRATA_PG_URL');
     // Without replicas the key is absent (server-side apply then removes it from a live Secret).
-    const plain = renderStorageStack('ns', [], TEST_SETTINGS).find((o) => o.kind === 'Secret') as Doc;
+    const plain = renderStorageStack('ns', [], { ...settings, postgresReplicaUrls: [] }, TEST_CREDENTIALS).find((o) => o.kind === 'Secret') as Doc;
     expect(Object.keys(plain.data)).to.deep.equal(['STRATA_PG_URL', 'STRATA_AMQP_URL']);
   });
 });
@@ -94,7 +99,7 @@ describe("the administrator's stack settings", () => {
 
   it('reach every service of the stack through its ConfigMap, beside what the operator sets', async () => {
     const stackSettings = { STRATA_S3_DOMAINS: 's3.example.com', STRATA_BUCKET_NAME_HOLD_MS: '120000', LOG_LEVEL: 'debug' };
-    const objects = [...renderStorageStack('ns', [], { ...TEST_SETTINGS, stackSettings }), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns')];
+    const objects = [...renderStorageStack('ns', [], { ...TEST_SETTINGS, stackSettings }, TEST_CREDENTIALS), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns')];
     for (const o of objects) await validateManifest(o);
     const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'strata-config') as Doc;
     expect(config.data).to.include(stackSettings).and.include({ STRATA_DATA_DIR: '/data', STRATA_PURGE_CRON_ENABLED: 'false' });
@@ -108,7 +113,7 @@ describe("the administrator's stack settings", () => {
   });
 
   it('never name a variable the operator sets: its list covers every variable its containers get', () => {
-    const objects = [...renderStorageStack('ns', [], { ...TEST_SETTINGS, postgresReplicaUrls: ['postgres://r/strata'] }), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns')];
+    const objects = [...renderStorageStack('ns', [], { ...TEST_SETTINGS, postgresReplicaUrls: ['postgres://r/strata'] }, TEST_CREDENTIALS), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns')];
     for (const component of COMPONENTS) {
       const container = (objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `strata-${component}`) as Doc).spec.template.spec.containers[0];
       for (const name of varsOf(container, objects)) expect(OPERATOR_STACK_VARIABLES.has(name), `${component}: ${name}`).to.equal(true);
@@ -116,22 +121,23 @@ describe("the administrator's stack settings", () => {
   });
 
   it('roll the pods when they or the connection URLs change (a digest in the pod template), and only then', () => {
-    const base = hashes(renderStorageStack('ns', [], TEST_SETTINGS));
+    const base = hashes(renderStorageStack('ns', [], TEST_SETTINGS, TEST_CREDENTIALS));
     expect(base).to.have.length(3);
     expect(new Set(base).size).to.equal(1);
     expect(base[0]).to.match(/^[0-9a-f]{16}$/);
-    expect(hashes(renderStorageStack('ns', [], TEST_SETTINGS))).to.deep.equal(base);
+    expect(hashes(renderStorageStack('ns', [], TEST_SETTINGS, TEST_CREDENTIALS))).to.deep.equal(base);
     const changed = [
       { ...TEST_SETTINGS, stackSettings: { STRATA_BUCKET_CACHE_MS: '500' } },
       { ...TEST_SETTINGS, postgresUrl: 'postgres://elsewhere/strata' },
-      { ...TEST_SETTINGS, postgresReplicaUrls: ['postgres://r/strata'] },
+      { ...TEST_SETTINGS, postgresUrl: 'postgres://db/strata', postgresReplicaUrls: ['postgres://r/strata'] },
     ];
-    for (const settings of changed) expect(hashes(renderStorageStack('ns', [], settings))[0], JSON.stringify(settings.stackSettings)).to.not.equal(base[0]);
+    expect(hashes(renderStorageStack('ns', [], changed[2]!, TEST_CREDENTIALS))).to.not.deep.equal(hashes(renderStorageStack('ns', [], { ...changed[2]!, postgresReplicaUrls: [] }, TEST_CREDENTIALS)));
+    for (const settings of changed) expect(hashes(renderStorageStack('ns', [], settings, TEST_CREDENTIALS))[0], JSON.stringify(settings.stackSettings)).to.not.equal(base[0]);
   });
 });
 
 describe('server-wide storage backends under the operator', () => {
-  const objects = renderStorageStack('ns', [], TEST_SETTINGS);
+  const objects = renderStorageStack('ns', [], TEST_SETTINGS, TEST_CREDENTIALS);
   const refsOf = (component: string) =>
     ((objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `strata-${component}`) as Doc).spec.template.spec.containers[0].envFrom as Doc[])
       .filter((s) => s.secretRef?.name === 'strata-backends')

@@ -5,7 +5,7 @@ import { renderStackSecrets } from '../../controllers/bucket/stack-secrets.js';
 import { renderImageIndex, renderIndexJob } from '../../controllers/image-index/render-image-index.js';
 import { renderModelServer } from '../../controllers/model-server/render-model-server.js';
 import type { Manifest } from '../../controllers/support/kube-client.js';
-import { startHarness, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { startHarness, stored, TEST_CREDENTIALS, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
 
 /** Paths where `sent` has a value that `got` lacks or holds differently. */
 function lost(sent: unknown, got: unknown, at = ''): string[] {
@@ -47,7 +47,7 @@ describe('rendered objects on the wire (client-node serialization)', () => {
     const ms = { apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', metadata: { name: 'm', namespace: 'wire', uid: 'u-m' } } as unknown as ModelServer;
     const msSpec = { replicas: 3, port: 8100, gpu: { enabled: true }, resources: { limits: { cpu: '1500m', memory: '1Gi' } }, model: { name: 'tiny', path: '/m' } };
     const objects: Manifest[] = [
-      ...renderStorageStack('wire', owners, settings),
+      ...renderStorageStack('wire', owners, settings, TEST_CREDENTIALS),
       ...renderStackSecrets('wire'),
       renderFlowRulesConfigMap('wire'),
       ...renderImageIndex(gpuIx, imageIndexSpec.parse(gpuIx.spec), TEST_SETTINGS),

@@ -127,3 +127,6 @@ export function eventReasons(fake: FakeKubeServer, namespace: string, name: stri
 /** Tests read deep into rendered manifests; typing every path would add nothing. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Doc = Record<string, any>;
+
+/** Fixed backing passwords for rendering tests (the operator generates them once per namespace). */
+export const TEST_CREDENTIALS = { postgresPassword: 'pg-password', rabbitmqPassword: 'mq-password' } as const;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { InvalidError, checkName, checkUpdate } from './api-rules.js';
 import { applyConfiguration, clone, isObject, type Json } from './patches.js';
 import { BUILTIN_TYPES, apiVersionOf, typesFromCrd, type ResourceType } from './resource-types.js';
 import { CustomResourceSchemas } from './schema-validation.js';
@@ -52,6 +53,16 @@ const objectKey = (t: ResourceType, ns: string | undefined, name: string) => `${
 function specPart(obj: KubeObject): string {
   const { metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest } = obj;
   return JSON.stringify(rest);
+}
+
+/** The API server's 422 for what its validation refuses. */
+function asInvalid(t: ResourceType, name: string, check: () => void): void {
+  try {
+    check();
+  } catch (err) {
+    if (err instanceof InvalidError) throw new ApiError(422, 'Invalid', `${t.kind}${t.group ? `.${t.group}` : ''} "${name}" is invalid: ${err.message}`);
+    throw err;
+  }
 }
 
 function now(): string {
@@ -169,6 +180,10 @@ export class ClusterState extends EventEmitter {
     obj.kind = t.kind;
     if (t.statusSubresource) delete obj.status;
     this.validate(t, obj);
+    asInvalid(t, obj.metadata.name, () => checkName(t, obj));
+    if (t.namespaced && this.namespaceTerminating(obj.metadata.namespace!)) {
+      throw new ApiError(403, 'Forbidden', `${t.plural} "${obj.metadata.name}" is forbidden: unable to create new content in namespace ${obj.metadata.namespace} because it is being terminated`);
+    }
     Object.assign(obj.metadata, {
       uid: randomUUID(),
       creationTimestamp: now(),
@@ -219,6 +234,7 @@ export class ClusterState extends EventEmitter {
       else delete next.metadata.deletionTimestamp;
       next.apiVersion = old.apiVersion;
       next.kind = old.kind;
+      asInvalid(t, name, () => checkUpdate(t, old, next));
     }
     this.validate(t, next);
     next.metadata.generation = specPart(next) !== specPart(old) ? old.metadata.generation + 1 : old.metadata.generation;
@@ -264,6 +280,7 @@ export class ClusterState extends EventEmitter {
     const key = objectKey(t, ns, name);
     const old = this.objects.get(key);
     if (!old) throw new ApiError(404, 'NotFound', `${t.plural} "${name}" not found`);
+    if (t.kind === 'Namespace' && t.group === '') return this.terminateNamespace(t, key, old);
     if (old.metadata.finalizers?.length) {
       if (old.metadata.deletionTimestamp) return clone(old);
       const next = clone(old);
@@ -285,6 +302,45 @@ export class ClusterState extends EventEmitter {
     this.record(t, 'DELETED', obj);
     // The garbage collector runs in the background, as in a real cluster.
     setImmediate(() => this.collectGarbage());
+    if (obj.metadata.namespace) this.finishNamespaceIfEmpty(obj.metadata.namespace);
+  }
+
+  private namespaceTerminating(ns: string): boolean {
+    return Boolean(this.objects.get(objectKey(this.typeForKind('v1', 'Namespace'), undefined, ns))?.metadata.deletionTimestamp);
+  }
+
+  private contentOf(ns: string): Array<[ResourceType, KubeObject]> {
+    return [...this.objects.values()].filter((o) => o.metadata.namespace === ns).map((o) => [this.typeForKind(o.apiVersion, o.kind), o]);
+  }
+
+  /**
+   * The namespace controller: a deleted Namespace turns Terminating, everything in it is deleted
+   * (objects with finalizers wait for them), and the Namespace goes once it is empty.
+   */
+  private terminateNamespace(t: ResourceType, key: string, old: KubeObject): KubeObject {
+    if (!old.metadata.deletionTimestamp) {
+      const next = clone(old);
+      next.metadata.deletionTimestamp = now();
+      next.status = { ...(isObject(next.status as Json) ? (next.status as object) : {}), phase: 'Terminating' };
+      next.metadata.resourceVersion = String(++this.revision);
+      this.objects.set(key, next);
+      this.record(t, 'MODIFIED', next);
+    }
+    const ns = old.metadata.name;
+    for (const [type, obj] of this.contentOf(ns)) if (this.objects.has(objectKey(type, ns, obj.metadata.name))) this.delete(type, ns, obj.metadata.name);
+    this.finishNamespaceIfEmpty(ns);
+    return clone(this.objects.get(key) ?? old);
+  }
+
+  private finishNamespaceIfEmpty(ns: string): void {
+    const t = this.typeForKind('v1', 'Namespace');
+    const key = objectKey(t, undefined, ns);
+    const namespace = this.objects.get(key);
+    if (!namespace?.metadata.deletionTimestamp || this.contentOf(ns).length > 0) return;
+    const gone = clone(namespace);
+    gone.metadata.resourceVersion = String(++this.revision);
+    this.objects.delete(key);
+    this.record(t, 'DELETED', gone);
   }
 
   /** Delete every object whose owners are all gone (background propagation). */

@@ -79,6 +79,8 @@ export class FakeKubeServer {
   readonly requests: string[] = [];
   /** Fault injection: a status code to fail a request with (e.g. 503 for an unreachable etcd), or undefined. */
   failRequests?: (method: string, path: string) => number | undefined;
+  /** Fault injection: a request this answers true for hangs (no answer) until it answers false. */
+  hangRequests?: (method: string, path: string) => boolean;
   /**
    * RBAC: when set, every resource request is authorized with the caller's bearer token and its
    * attributes (as the API server's authorizer sees them); a refusal answers 403 and is remembered
@@ -129,6 +131,7 @@ export class FakeKubeServer {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
     this.requests.push(`${req.method} ${url.pathname}`);
+    while (this.hangRequests?.(req.method ?? 'GET', url.pathname)) await new Promise((r) => setTimeout(r, 20));
     const injected = this.failRequests?.(req.method ?? 'GET', url.pathname);
     if (injected) throw new ApiError(injected, injected === 503 ? 'ServiceUnavailable' : 'InternalError', `injected failure for ${req.method} ${url.pathname}`);
     const parts = url.pathname.split('/').filter(Boolean);

@@ -1,0 +1,207 @@
+import type { OwnerReference } from '../api/index.js';
+import type { Manifest } from '../support/kube-client.js';
+import { standardLabels } from '../support/ownership.js';
+import { RESTRICTED_CONTAINER_SECURITY, restrictedPodSecurity } from '../support/pod-security.js';
+import { serviceHost, type OperatorSettings } from '../support/settings.js';
+import type { StackIdentity } from './stack-identity.js';
+import { BACKING_KEYS, type BackingCredentials } from './stack-secrets.js';
+import { STACK } from './stack-names.js';
+
+const POSTGRES_IMAGE = 'postgres:16.4';
+const RABBITMQ_IMAGE = 'rabbitmq:3.13.7';
+/** The uid both official images run their server as. */
+const IMAGE_UID = 999;
+const PGDATA = '/var/lib/postgresql/data/pgdata';
+
+/** Whether the namespace's stack runs its own PostgreSQL and RabbitMQ (no external URL given). */
+export const bundledPostgres = (settings: OperatorSettings) => settings.postgresUrl === '';
+export const bundledRabbitmq = (settings: OperatorSettings) => settings.amqpUrl === '';
+
+export interface BackingUrls {
+  postgresUrl: string;
+  postgresReplicaUrls: string[];
+  amqpUrl: string;
+}
+
+/** `url` with the stack's own role, password and database in place of the administrator's. */
+function asStackRole(url: string, identity: StackIdentity, password: string): string {
+  const u = new URL(url);
+  u.username = identity.role;
+  u.password = password;
+  u.pathname = `/${identity.database}`;
+  return u.toString();
+}
+
+/**
+ * The connection URLs the namespace's services get: always the namespace's own role and database
+ * (on the bundled servers, or on the external server where the operator created them), and its own
+ * broker user on the bundled RabbitMQ (an external broker's URL is used as given; the exchange and
+ * queue names keep the namespaces apart there).
+ */
+export function backingUrls(namespace: string, settings: OperatorSettings, identity: StackIdentity, credentials: BackingCredentials): BackingUrls {
+  const host = (name: string) => serviceHost(settings, name, namespace);
+  const pg = (hostName: string) => `postgres://${hostName}:${STACK.postgres.port}`;
+  return bundledPostgres(settings)
+    ? {
+        postgresUrl: asStackRole(pg(host(STACK.postgres.name)), identity, credentials.postgresPassword),
+        postgresReplicaUrls: [asStackRole(pg(host(STACK.postgresReplica)), identity, credentials.postgresPassword)],
+        amqpUrl: bundledRabbitmq(settings) ? rabbitmqUrl(namespace, settings, identity, credentials) : settings.amqpUrl,
+      }
+    : {
+        postgresUrl: asStackRole(settings.postgresUrl, identity, credentials.postgresPassword),
+        postgresReplicaUrls: settings.postgresReplicaUrls.map((u) => asStackRole(u, identity, credentials.postgresPassword)),
+        amqpUrl: bundledRabbitmq(settings) ? rabbitmqUrl(namespace, settings, identity, credentials) : settings.amqpUrl,
+      };
+}
+
+function rabbitmqUrl(namespace: string, settings: OperatorSettings, identity: StackIdentity, credentials: BackingCredentials): string {
+  return `amqp://${identity.brokerUser}:${credentials.rabbitmqPassword}@${serviceHost(settings, STACK.rabbitmq.name, namespace)}:${STACK.rabbitmq.port}`;
+}
+
+const passwordFrom = (key: string) => ({ valueFrom: { secretKeyRef: { name: STACK.backingSecret, key } } });
+
+interface ServerSpec {
+  name: string;
+  component: string;
+  port: { name: string; containerPort: number };
+  image: string;
+  env: object[];
+  args?: string[];
+  initContainers?: object[];
+  volumeMountPath: string;
+  extraVolumes?: object[];
+  extraMounts?: object[];
+  readiness: object;
+  storage: string;
+}
+
+/** One single-pod StatefulSet with its volume and a Service in front. */
+function server(s: ServerSpec, namespace: string, owners: OwnerReference[]): Manifest[] {
+  const labels = standardLabels(s.component, s.name);
+  const selector = { 'app.kubernetes.io/name': s.component, 'app.kubernetes.io/instance': s.name };
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: s.name, namespace, labels, ownerReferences: owners },
+      spec: { type: 'ClusterIP', selector, ports: [{ name: s.port.name, port: s.port.containerPort, targetPort: s.port.name, protocol: 'TCP' }] },
+    },
+    {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name: s.name, namespace, labels, ownerReferences: owners },
+      spec: {
+        serviceName: s.name,
+        replicas: 1,
+        selector: { matchLabels: selector },
+        template: {
+          metadata: { labels },
+          spec: {
+            securityContext: restrictedPodSecurity(IMAGE_UID),
+            ...(s.initContainers ? { initContainers: s.initContainers } : {}),
+            containers: [
+              {
+                name: s.component,
+                image: s.image,
+                ...(s.args ? { args: s.args } : {}),
+                env: s.env,
+                ports: [{ ...s.port, protocol: 'TCP' }],
+                readinessProbe: s.readiness,
+                resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } },
+                volumeMounts: [{ name: 'data', mountPath: s.volumeMountPath }, ...(s.extraMounts ?? [])],
+                securityContext: RESTRICTED_CONTAINER_SECURITY,
+              },
+            ],
+            ...(s.extraVolumes ? { volumes: s.extraVolumes } : {}),
+          },
+        },
+        volumeClaimTemplates: [
+          { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: s.storage } } } },
+        ],
+      },
+    },
+  ];
+}
+
+/**
+ * The namespace's own PostgreSQL (a primary and a streaming replica, each a StatefulSet) and
+ * RabbitMQ, when the operator was given no external URL for them: the first install needs nothing
+ * preinstalled, and each namespace's data lives on its own servers.
+ */
+export function renderBackingServices(namespace: string, owners: OwnerReference[], settings: OperatorSettings, identity: StackIdentity): Manifest[] {
+  const out: Manifest[] = [];
+  if (bundledPostgres(settings)) {
+    const pgEnv = [
+      { name: 'PGDATA', value: PGDATA },
+      { name: 'POSTGRES_USER', value: identity.role },
+      { name: 'POSTGRES_DB', value: identity.database },
+      { name: 'POSTGRES_PASSWORD', ...passwordFrom(BACKING_KEYS.postgres) },
+    ];
+    const hbaDir = '/etc/strata-postgresql';
+    // The stack's role (the superuser of this server) may stream WAL to the replica; everyone authenticates.
+    out.push({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: STACK.postgresConfig, namespace, labels: standardLabels('postgresql', STACK.postgres.name), ownerReferences: owners },
+      data: { 'pg_hba.conf': ['local all all trust', 'host all all all scram-sha-256', 'host replication all all scram-sha-256', ''].join('\n') },
+    });
+    const common = {
+      component: 'postgresql',
+      port: { name: 'postgresql', containerPort: STACK.postgres.port },
+      image: POSTGRES_IMAGE,
+      args: ['-c', `hba_file=${hbaDir}/pg_hba.conf`, '-c', 'wal_level=replica', '-c', 'max_wal_senders=5', '-c', 'hot_standby=on'],
+      volumeMountPath: '/var/lib/postgresql/data',
+      extraVolumes: [{ name: 'config', configMap: { name: STACK.postgresConfig } }],
+      extraMounts: [{ name: 'config', mountPath: hbaDir, readOnly: true }],
+      readiness: { exec: { command: ['pg_isready', '-U', identity.role, '-d', identity.database, '-h', '127.0.0.1'] }, periodSeconds: 5 },
+      storage: settings.dataVolumeSize,
+    };
+    out.push(...server({ ...common, name: STACK.postgres.name, env: pgEnv }, namespace, owners));
+    const primaryHost = serviceHost(settings, STACK.postgres.name, namespace);
+    out.push(
+      ...server(
+        {
+          ...common,
+          name: STACK.postgresReplica,
+          env: pgEnv,
+          // A hot standby: cloned from the primary once (pg_basebackup -R writes the standby settings).
+          initContainers: [
+            {
+              name: 'clone-primary',
+              image: POSTGRES_IMAGE,
+              command: ['sh', '-c', `[ -s "$PGDATA/PG_VERSION" ] || until pg_basebackup -h ${primaryHost} -U ${identity.role} -D "$PGDATA" -R -X stream; do rm -rf "$PGDATA"; sleep 5; done`],
+              env: [{ name: 'PGDATA', value: PGDATA }, { name: 'PGPASSWORD', ...passwordFrom(BACKING_KEYS.postgres) }],
+              volumeMounts: [{ name: 'data', mountPath: common.volumeMountPath }],
+              resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+              securityContext: RESTRICTED_CONTAINER_SECURITY,
+            },
+          ],
+        },
+        namespace,
+        owners,
+      ),
+    );
+  }
+  if (bundledRabbitmq(settings)) {
+    out.push(
+      ...server(
+        {
+          name: STACK.rabbitmq.name,
+          component: 'rabbitmq',
+          port: { name: 'amqp', containerPort: STACK.rabbitmq.port },
+          image: RABBITMQ_IMAGE,
+          env: [
+            { name: 'RABBITMQ_DEFAULT_USER', value: identity.brokerUser },
+            { name: 'RABBITMQ_DEFAULT_PASS', ...passwordFrom(BACKING_KEYS.rabbitmq) },
+          ],
+          volumeMountPath: '/var/lib/rabbitmq',
+          readiness: { exec: { command: ['rabbitmq-diagnostics', '-q', 'check_port_connectivity'] }, periodSeconds: 10, timeoutSeconds: 10 },
+          storage: '2Gi',
+        },
+        namespace,
+        owners,
+      ),
+    );
+  }
+  return out;
+}

@@ -1,0 +1,23 @@
+/**
+ * Pod Security Standards "restricted": every pod and container of the operator's rendering runs as a
+ * non-root user with the runtime's default seccomp profile, no privilege escalation and no capabilities.
+ */
+export function restrictedPodSecurity(uid: number, options: { fsGroup?: boolean } = {}) {
+  return {
+    runAsNonRoot: true,
+    runAsUser: uid,
+    runAsGroup: uid,
+    ...(options.fsGroup === false ? {} : { fsGroup: uid }),
+    seccompProfile: { type: 'RuntimeDefault' },
+  };
+}
+
+export const RESTRICTED_CONTAINER_SECURITY = {
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+  runAsNonRoot: true,
+  seccompProfile: { type: 'RuntimeDefault' },
+} as const;
+
+/** The uid Strata's own images run as. */
+export const SERVICE_UID = 10001;

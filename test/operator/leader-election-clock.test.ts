@@ -1,0 +1,70 @@
+import { expect } from 'chai';
+import { createLogger } from '../../images/service-kit/src/index.js';
+import { LeaderElector } from '../../operator/leader-election.js';
+import { FakeKubeServer } from '../support/fake-kube/index.js';
+import { eventually } from '../controllers/support/harness.js';
+
+const micro = (ms: number) => new Date(ms).toISOString().replace('Z', '000Z');
+const LEASE_PATH = '/apis/coordination.k8s.io/v1/namespaces/strata-system/leases/strata-operator';
+
+/** Leader election judges expiry on its own clock and never outlives its renew deadline. */
+describe('leader election: observed time and renew deadline', () => {
+  let fake: FakeKubeServer;
+  let elector: LeaderElector | undefined;
+  const stops: string[] = [];
+  beforeEach(async () => {
+    fake = await new FakeKubeServer().start();
+    stops.length = 0;
+  });
+  afterEach(async () => {
+    fake.hangRequests = undefined;
+    await elector?.stop(false);
+    elector = undefined;
+    await fake.stop();
+  });
+
+  const start = () => {
+    elector = new LeaderElector(
+      fake.kubeConfig(),
+      { namespace: 'strata-system', leaseName: 'strata-operator', identity: 'me', leaseDurationMs: 1000, renewDeadlineMs: 500, retryPeriodMs: 50, onStartedLeading: () => undefined, onStoppedLeading: () => stops.push('stopped') },
+      createLogger('leader-test', 'silent'),
+    );
+    elector.start();
+    return elector;
+  };
+  const t = () => fake.state.typeForKind('coordination.k8s.io/v1', 'Lease');
+  const holdLease = (renewTime: string) => {
+    const existing = fake.state.tryGet(t(), 'strata-system', 'strata-operator');
+    const spec = { holderIdentity: 'other', leaseDurationSeconds: 1, renewTime, acquireTime: renewTime };
+    if (existing) fake.state.update(t(), 'strata-system', 'strata-operator', { ...existing, spec });
+    else fake.state.create(t(), 'strata-system', { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'strata-operator' }, spec } as never);
+  };
+
+  it('never takes a lease that keeps being renewed, however far behind the holder\'s clock is', async () => {
+    const hourAgo = Date.now() - 3_600_000;
+    holdLease(micro(hourAgo));
+    const me = start();
+    for (let i = 1; i <= 30; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      holdLease(micro(hourAgo + i));
+      expect(me.isLeader, `renewal ${i}`).to.equal(false);
+    }
+    // The holder goes silent: after one lease duration on our clock, the lease is ours.
+    await eventually(() => expect(me.isLeader).to.equal(true), 'took over', 5000);
+  });
+
+  it('takes over a silent lease after its duration even when the holder\'s clock ran ahead', async () => {
+    holdLease(micro(Date.now() + 3_600_000));
+    const me = start();
+    await eventually(() => expect(me.isLeader).to.equal(true), 'took over', 5000);
+  });
+
+  it('stops leading by the renew deadline when renewals hang, before the lease can expire for others', async () => {
+    const me = start();
+    await eventually(() => expect(me.isLeader).to.equal(true), 'leading');
+    fake.hangRequests = (_method, path) => path === LEASE_PATH;
+    // The renewal never answers: the leader gives up on it and steps down while it still hangs.
+    await eventually(() => expect(me.isLeader).to.equal(false), 'stepped down', 5000);
+    expect(stops).to.deep.equal(['stopped']);
+  });
+});
