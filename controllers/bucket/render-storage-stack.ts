@@ -130,6 +130,8 @@ function operatorConfig(namespace: string, settings: OperatorSettings): Record<s
     STRATA_AMQP_QUEUE_PREFIX: identity.queuePrefix,
     // Seed nodes of the Redis Cluster below (the gateway's shared rate limits, the control plane's cache).
     STRATA_REDIS_NODES: redisClusterNodes(namespace),
+    // Every shard has a replica: a multipart part is acknowledged only once a replica has it, so a failover loses none.
+    STRATA_REDIS_REPLICA_ACKS: '1',
     // The planes are separate processes: a replica read must cover every commit made before it.
     STRATA_PG_READ_CONSISTENCY: 'latest',
     STRATA_CONTROL_PLANE_URL: url(STACK.controlPlane),

@@ -72,7 +72,7 @@ describe('storage stack environment vs. the services that read it', () => {
       ).to.equal(true);
     }
     // The names the production adapters read (PostgreSQL primary and replicas, Redis Cluster, RabbitMQ).
-    expect([...shared.keys()]).to.include.members(['STRATA_PG_URL', 'STRATA_PG_REPLICA_URLS', 'STRATA_REDIS_NODES', 'STRATA_AMQP_URL']);
+    expect([...shared.keys()]).to.include.members(['STRATA_PG_URL', 'STRATA_PG_REPLICA_URLS', 'STRATA_REDIS_NODES', 'STRATA_REDIS_REPLICA_ACKS', 'STRATA_AMQP_URL']);
   });
 
   it('keeps connection URLs (passwords) in a Secret the gateway does not get', () => {
