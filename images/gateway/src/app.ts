@@ -33,6 +33,7 @@ import { BucketAccess } from './middleware/bucket-access.js';
 import { crossOrigin } from './middleware/cors.js';
 import { errorRenderer } from './middleware/errors.js';
 import { requestContext } from './middleware/request-context.js';
+import { checkRequestTarget } from './middleware/request-target.js';
 import { nameOperation, s3Endpoint } from './s3/router.js';
 import { virtualHostedStyle } from './s3/virtual-host.js';
 
@@ -163,7 +164,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     state(res).operation = 'Preflight';
     flow.middleware(req, res, next);
   };
-  const context = [requestContext(logger, counters), metrics.middleware, preflightFlow, crossOrigin(opts.corsOrigins ?? ['*'], deps.buckets)];
+  const context = [requestContext(logger, counters), metrics.middleware, checkRequestTarget, preflightFlow, crossOrigin(opts.corsOrigins ?? ['*'], deps.buckets)];
   app.use(...context);
   const jsonRoutes = (_req: Request, res: Response, next: NextFunction) => {
     state(res).errorFormat = 'json';
