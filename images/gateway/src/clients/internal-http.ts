@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { Readable } from 'node:stream';
 import { InProcessAgent, S3Error, type S3ErrorCode } from '../../../service-kit/src/index.js';
+import { upstreamFailure } from '../flow-control/breakers.js';
 
 /** Runs one upstream call (e.g. through a circuit breaker). */
 export type Guard = <R>(fn: () => Promise<R>) => Promise<R>;
@@ -167,7 +168,7 @@ export class InternalHttp {
 
   private unavailable(err: Error): Error {
     if (err.name === 'AbortError') return err;
-    return new S3Error('ServiceUnavailable', `${this.service} is unreachable: ${err.message}`);
+    return upstreamFailure(new S3Error('ServiceUnavailable', `${this.service} is unreachable: ${err.message}`));
   }
 
   private async readError(res: http.IncomingMessage): Promise<S3Error> {

@@ -18,7 +18,7 @@ import { z } from 'zod';
  *   routes:
  *     GetObject: 64         # requests in flight at once, per gateway replica
  * breakers:
- *   default: { timeout: 10000, errorThresholdPercentage: 50, resetTimeout: 30000, volumeThreshold: 10 }
+ *   default: { timeout: 10000, errorThresholdPercentage: 50, resetTimeout: 1000, volumeThreshold: 10 }
  *   upstreams:
  *     data-plane: { timeout: 60000 }
  * login:                   # POST /login brute-force protection, on by default (these are the defaults)
@@ -47,7 +47,10 @@ const breaker = z.strictObject({
   timeout: z.number().int().min(0),
   /** Failure percentage (over the rolling window) that opens the circuit. */
   errorThresholdPercentage: z.number().min(0).max(100),
-  /** ms the circuit stays open before one trial call (half-open). */
+  /**
+   * ms the circuit stays open before one trial call (half-open): how soon service comes back after the
+   * upstream recovers.
+   */
   resetTimeout: z.number().int().positive(),
   /** Calls in the rolling window before the circuit may open at all. */
   volumeThreshold: z.number().int().min(0),
@@ -57,7 +60,7 @@ export type BreakerRule = z.infer<typeof breaker>;
 export const DEFAULT_BREAKER: BreakerRule = {
   timeout: 10_000,
   errorThresholdPercentage: 50,
-  resetTimeout: 30_000,
+  resetTimeout: 1_000,
   volumeThreshold: 10,
 };
 
