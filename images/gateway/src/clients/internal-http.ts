@@ -55,6 +55,11 @@ const CODE_BY_STATUS: Record<number, S3ErrorCode> = {
 export class InternalHttp {
   // In the standalone process the data and control planes answer in-process (no loopback socket).
   private readonly agent = new InProcessAgent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64 });
+  /**
+   * Calls that stream a client's body up hold their connection as long as that client takes: they get
+   * connections of their own, so uploads in progress never leave reads waiting for one.
+   */
+  private readonly uploadAgent = new InProcessAgent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64 });
   private readonly base: URL;
 
   /**
@@ -85,7 +90,7 @@ export class InternalHttp {
         port: this.base.port,
         method: call.method,
         path: this.target(call.path, call.query),
-        agent: this.agent,
+        agent: call.body ? this.uploadAgent : this.agent,
         headers: { ...call.headers, 'x-strata-internal-token': this.token },
       });
       // (Not http.request's `signal`: an AbortSignal's listeners cost a noticeable share of a small PUT.)
@@ -186,6 +191,7 @@ export class InternalHttp {
 
   close(): void {
     this.agent.destroy();
+    this.uploadAgent.destroy();
   }
 }
 

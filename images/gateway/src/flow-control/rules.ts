@@ -17,6 +17,7 @@ import { z } from 'zod';
  * concurrency:
  *   routes:
  *     GetObject: 64         # requests in flight at once, per gateway replica
+ *   uploadsPerUser: 128     # uploads (PutObject, UploadPart, PostObject) in flight per user, per replica
  * breakers:
  *   default: { timeout: 10000, errorThresholdPercentage: 50, resetTimeout: 1000, volumeThreshold: 10 }
  *   upstreams:
@@ -79,6 +80,12 @@ const loginLimits = z.strictObject({
 });
 export type LoginLimits = z.infer<typeof loginLimits>;
 
+/**
+ * One user's uploads in flight by default: plenty for any client's parallel parts, and far from what
+ * the gateway can hold open, so that one tenant trickling bodies cannot take every upload slot.
+ */
+export const DEFAULT_UPLOADS_PER_USER = 128;
+
 export const flowRulesSchema = z.strictObject({
   rateLimits: z
     .strictObject({
@@ -92,8 +99,12 @@ export const flowRulesSchema = z.strictObject({
     })
     .default({ routes: {}, users: { classes: {} } }),
   concurrency: z
-    .strictObject({ routes: z.record(z.string(), z.number().int().positive()).default({}) })
-    .default({ routes: {} }),
+    .strictObject({
+      routes: z.record(z.string(), z.number().int().positive()).default({}),
+      /** Streamed uploads one user may have in flight at once (per replica): past it SlowDown. */
+      uploadsPerUser: z.number().int().positive().default(DEFAULT_UPLOADS_PER_USER),
+    })
+    .default({ routes: {}, uploadsPerUser: DEFAULT_UPLOADS_PER_USER }),
   breakers: z
     .strictObject({
       default: breaker.default(DEFAULT_BREAKER),
