@@ -49,6 +49,12 @@ const CODE_BY_STATUS: Record<number, S3ErrorCode> = {
 };
 
 /**
+ * An internal call's connection may be silent this long (a long compose or copy answers only at its
+ * end, and a client reading slowly pauses a GET's stream); past it the peer counts as stalled.
+ */
+export const DEFAULT_INTERNAL_IDLE_TIMEOUT_MS = 120_000;
+
+/**
  * The one way the gateway talks to an internal service: HTTP/1.1 over a keep-alive agent, the
  * internal token on every call, JSON error bodies turned back into S3Error so codes survive the hop.
  */
@@ -65,9 +71,23 @@ export class InternalHttp {
   /**
    * `guard` runs calls through a circuit breaker (flow control). Uploads are not guarded: their
    * answer comes only after the whole body went up, which no upstream timeout should cut.
+   * `idleTimeoutMs`: a call whose connection moves no byte either way this long (connecting included)
+   * fails with ServiceUnavailable, counted against the upstream: a stalled peer never holds a request.
    */
-  constructor(baseUrl: string, private readonly token: string, private readonly service: string, private readonly guard: Guard = (fn) => fn()) {
+  constructor(
+    baseUrl: string,
+    private readonly token: string,
+    private readonly service: string,
+    private readonly guard: Guard = (fn) => fn(),
+    private readonly idleTimeoutMs = DEFAULT_INTERNAL_IDLE_TIMEOUT_MS,
+  ) {
     this.base = new URL(baseUrl);
+  }
+
+  /** Ends `req` with an error once its connection is idle for `idleTimeoutMs`. */
+  private timeIdle(req: http.ClientRequest): void {
+    if (this.idleTimeoutMs <= 0) return;
+    req.setTimeout(this.idleTimeoutMs, () => req.destroy(new Error(`no byte from or to ${this.service} for ${this.idleTimeoutMs} ms`)));
   }
 
   private target(path: string, query?: Query): string {
@@ -95,6 +115,7 @@ export class InternalHttp {
       });
       // (Not http.request's `signal`: an AbortSignal's listeners cost a noticeable share of a small PUT.)
       call.cancellation?.onCancel(() => req.destroy(cancelledError()));
+      this.timeIdle(req);
       let bodyError: Error | undefined;
       let bodyDone = !call.body;
       let answeredEarly = false;
@@ -162,6 +183,7 @@ export class InternalHttp {
           ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
         },
       });
+      this.timeIdle(req);
       req.on('error', (err) => reject(this.unavailable(err)));
       req.on('response', resolve);
       req.end(payload);
