@@ -116,27 +116,30 @@ export function createPgSqlClient(connectionString: string, opts: { max?: number
       client.release(failure instanceof DatabaseUnavailableError ? failure : undefined);
     }
   };
+  /**
+   * Scripts are migrations: no statement limit (a long index build is not a fault). In a transaction
+   * the lifted limit ends with it; outside one it is reset before the connection goes back.
+   */
+  const runScript = async (client: pg.PoolClient, script: string, inTransaction: boolean): Promise<void> => {
+    try {
+      await client.query(inTransaction ? 'SET LOCAL statement_timeout = 0' : 'SET statement_timeout = 0');
+      // (query_timeout per query is node-postgres's, missing from its types.)
+      await client.query({ text: script, query_timeout: MIGRATION_QUERY_TIMEOUT_MS } as pg.QueryConfig);
+      if (!inTransaction) await client.query('RESET statement_timeout');
+    } catch (err) {
+      throw asUnavailable(err);
+    }
+  };
   return {
     kind: 'postgres',
     query: (text, params) => exec(pool, text, params),
-    // Scripts are migrations: no statement limit (a long index build is not a fault).
-    exec: (script) =>
-      withClient(async (client) => {
-        await exec(client, 'SET statement_timeout = 0');
-        try {
-          // (query_timeout per query is node-postgres's, missing from its types.)
-          const config = { text: script, query_timeout: MIGRATION_QUERY_TIMEOUT_MS } as pg.QueryConfig;
-          await client.query(config).catch((err: unknown) => Promise.reject(asUnavailable(err)));
-        } finally {
-          await exec(client, 'RESET statement_timeout');
-        }
-      }),
+    exec: (script) => withClient((client) => runScript(client, script, false)),
     transaction: (fn) =>
       withClient((client) =>
         runTransaction(
           {
             query: (text, params) => exec(client, text, params),
-            exec: async (script) => void (await exec(client, script)),
+            exec: (script) => runScript(client, script, true),
           },
           fn,
         ),

@@ -84,10 +84,19 @@ export class InternalHttp {
     this.base = new URL(baseUrl);
   }
 
-  /** Ends `req` with an error once its connection is idle for `idleTimeoutMs`. */
+  /** Ends `req` with an error once its connection is idle for `idleTimeoutMs`; the timer goes with the request. */
   private timeIdle(req: http.ClientRequest): void {
     if (this.idleTimeoutMs <= 0) return;
-    req.setTimeout(this.idleTimeoutMs, () => req.destroy(new Error(`no byte from or to ${this.service} for ${this.idleTimeoutMs} ms`)));
+    req.once('socket', (socket) => {
+      const onIdle = () => req.destroy(new Error(`no byte from or to ${this.service} for ${this.idleTimeoutMs} ms`));
+      socket.setTimeout(this.idleTimeoutMs);
+      socket.on('timeout', onIdle);
+      // (Not req.setTimeout: its listener stays on a reused in-process connection.)
+      req.once('close', () => {
+        socket.off('timeout', onIdle);
+        socket.setTimeout(0);
+      });
+    });
   }
 
   private target(path: string, query?: Query): string {
