@@ -20,7 +20,7 @@ concurrency:
     GetObject: 256
     PutObject: 128
 breakers:
-  default: { timeout: 10000, errorThresholdPercentage: 50, resetTimeout: 30000, volumeThreshold: 10 }
+  default: { timeout: 10000, errorThresholdPercentage: 50, resetTimeout: 1000, volumeThreshold: 10 }
   upstreams:
     data-plane: { timeout: 60000 }
 `;

@@ -81,6 +81,63 @@ describe('e2e: bad input gets the right S3 error and leaves no partial state', f
     expect(await keys()).to.deep.equal([]);
   });
 
+  it('NUL, control characters and non-UTF-8 escapes in listing arguments are InvalidArgument; nobody else is denied service', async () => {
+    const auth = { authorization: `Bearer ${token}` };
+    await rawRequest(p.endpoint, 'PUT', `/${bucket}/kept.txt`, auth, 'kept');
+    const bad = [
+      'list-type=2&prefix=%00',
+      'list-type=2&prefix=a%01b',
+      'list-type=2&start-after=%00',
+      'list-type=2&continuation-token=%00',
+      'list-type=2&delimiter=%0A',
+      'list-type=2&prefix=%FF',
+      'list-type=2&prefix=%C3',
+      'marker=%00',
+      'versions&key-marker=%00',
+      'uploads&key-marker=%00',
+      'uploads&upload-id-marker=%00',
+      'uploads&prefix=%E9',
+    ];
+    // More than the breaker's volume threshold, twice over: none of it may count as the control plane failing.
+    for (let round = 0; round < 2; round++) {
+      for (const query of bad) {
+        const r = await rawRequest(p.endpoint, 'GET', `/${bucket}?${query}`, auth);
+        expect(r.status, query).to.equal(400);
+        expect(s3ErrorOf(r.body).code, query).to.equal('InvalidArgument');
+      }
+    }
+    const recycleBin = await rawRequest(p.endpoint, 'GET', '/admin/recycle-bin?prefix=%00', auth);
+    expect(recycleBin.status).to.equal(400);
+    const override = await rawRequest(p.endpoint, 'GET', `/${bucket}/kept.txt?proxy=true&response-cache-control=%00`, auth);
+    expect(override.status).to.equal(400);
+    expect(s3ErrorOf(override.body).code).to.equal('InvalidArgument');
+    expect(await keys()).to.deep.equal(['kept.txt']);
+    const loggedIn = await fetch(`${p.endpoint}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'strata', password: ROOT_PASSWORD }) });
+    expect(loggedIn.status).to.equal(200);
+    await rawRequest(p.endpoint, 'DELETE', `/${bucket}/kept.txt`, auth);
+  });
+
+  it('a key whose escapes are not UTF-8 is InvalidURI and stores nothing; control characters in keys are InvalidObjectName', async () => {
+    const auth = { authorization: `Bearer ${token}` };
+    for (const path of [`/${bucket}/caf%E9.txt`, `/${bucket}/%FF%FE`, `/${bucket}/half%C3`]) {
+      const put = await rawRequest(p.endpoint, 'PUT', path, auth, 'x');
+      expect(put.status, path).to.equal(400);
+      expect(s3ErrorOf(put.body).code, path).to.equal('InvalidURI');
+      const get = await rawRequest(p.endpoint, 'GET', `${path}?proxy=true`, auth);
+      expect(s3ErrorOf(get.body).code, path).to.equal('InvalidURI');
+    }
+    for (const path of [`/${bucket}/bell%07.txt`, `/${bucket}/line%0Abreak`, `/${bucket}/del%7F`]) {
+      const put = await rawRequest(p.endpoint, 'PUT', path, auth, 'x');
+      expect(s3ErrorOf(put.body).code, path).to.equal('InvalidObjectName');
+      const head = await rawRequest(p.endpoint, 'GET', `${path}?proxy=true`, auth);
+      expect(s3ErrorOf(head.body).code, path).to.equal('InvalidObjectName');
+    }
+    // The same name in valid UTF-8 is an ordinary key.
+    expect((await rawRequest(p.endpoint, 'PUT', `/${bucket}/caf%C3%A9.txt`, auth, 'x')).status).to.equal(200);
+    expect(await keys()).to.deep.equal(['café.txt']);
+    await rawRequest(p.endpoint, 'DELETE', `/${bucket}/caf%C3%A9.txt`, auth);
+  });
+
   it('a wrong Content-MD5 is BadDigest and stores nothing; an invalid one is InvalidDigest', async () => {
     const body = randomBytes(64 * 1024);
     const wrong = createHash('md5').update('other').digest('base64');

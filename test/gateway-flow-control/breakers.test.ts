@@ -1,8 +1,9 @@
 import { expect } from 'chai';
 import { Registry, S3Error } from '../../images/service-kit/src/index.js';
-import { Breakers } from '../../images/gateway/src/flow-control/breakers.js';
+import { Breakers, upstreamFailure } from '../../images/gateway/src/flow-control/breakers.js';
 import { flowMetrics } from '../../images/gateway/src/flow-control/metrics.js';
 import { parseFlowRules } from '../../images/gateway/src/flow-control/index.js';
+import { DEFAULT_BREAKER, emptyFlowRules } from '../../images/gateway/src/flow-control/rules.js';
 import { capturingLogger, eventually, metricValue } from './support.js';
 
 describe('gateway flow control: circuit breakers', function () {
@@ -65,6 +66,49 @@ breakers:
       throw new S3Error('NoSuchKey');
     });
     for (let i = 0; i < 5; i++) expect(((await outcome(upstream())) as S3Error).code).to.equal('NoSuchKey');
+    expect(breakers.state('control-plane')).to.equal('closed');
+  });
+
+  it('counts only the upstream\'s own failures: not the 503s it answers by design, nor a storage backend it reports down', async () => {
+    setup('breakers: { default: { timeout: 5000, errorThresholdPercentage: 10, resetTimeout: 60000, volumeThreshold: 1 } }');
+    const answers = [
+      new S3Error('SlowDown'),
+      new S3Error('ServiceUnavailable', 'the multipart store is unavailable'),
+      new S3Error('ServiceUnavailable', 'backend down', { StorageBackend: 'minio' }),
+      new S3Error('NotImplemented'),
+      new S3Error('InvalidArgument'),
+    ];
+    const upstream = breakers.wrap('data-plane', async (err: S3Error) => {
+      throw err;
+    });
+    for (let i = 0; i < 4; i++) for (const err of answers) expect(await outcome(upstream(err))).to.equal(err);
+    expect(breakers.state('data-plane')).to.equal('closed');
+    // The upstream could not be reached (the client marks it), or it failed with a server fault of its own: those count.
+    const unreachable = breakers.wrap('control-plane', async () => {
+      throw upstreamFailure(new S3Error('ServiceUnavailable', 'control plane is unreachable: connect ECONNREFUSED'));
+    });
+    await outcome(unreachable());
+    expect(breakers.state('control-plane')).to.equal('open');
+    const faulty = breakers.wrap('other', async () => {
+      throw new S3Error('InternalError');
+    });
+    await outcome(faulty());
+    expect(breakers.state('other')).to.equal('open');
+  });
+
+  it('by default gives service back within 2 s of the upstream\'s recovery (half-open probe)', async () => {
+    expect(DEFAULT_BREAKER.resetTimeout).to.be.at.most(2000);
+    breakers = new Breakers(emptyFlowRules(), flowMetrics((registry = new Registry())), capturingLogger().logger);
+    let healthy = false;
+    const upstream = breakers.wrap('control-plane', async () => {
+      if (!healthy) throw new Error('connect ECONNREFUSED');
+      return 'ok';
+    });
+    while (breakers.state('control-plane') !== 'open') await outcome(upstream());
+    healthy = true;
+    // The first probe after resetTimeout closes it again.
+    await eventually(() => breakers.state('control-plane') === 'halfOpen', 'half-open after the default resetTimeout');
+    expect(await upstream()).to.equal('ok');
     expect(breakers.state('control-plane')).to.equal('closed');
   });
 

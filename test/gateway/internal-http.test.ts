@@ -1,9 +1,11 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { PassThrough } from 'node:stream';
+import net, { type AddressInfo } from 'node:net';
+import { PassThrough, Readable } from 'node:stream';
 import { expect } from 'chai';
 import { InternalHttp } from '../../images/gateway/src/clients/internal-http.js';
 import { ClientGone } from '../../images/gateway/src/context.js';
+import { isNotUpstreamFault } from '../../images/gateway/src/flow-control/breakers.js';
+import { S3Error } from '../../images/service-kit/src/index.js';
 
 describe('gateway: internal calls cancelled when the client goes away (ClientGone)', () => {
   let server: http.Server;
@@ -93,3 +95,44 @@ function bodyOf(text: string): PassThrough {
   s.end(text);
   return s;
 }
+
+describe('gateway: internal calls to a peer that stalls', () => {
+  let server: net.Server;
+  let base: string;
+  const sockets = new Set<net.Socket>();
+
+  before(async () => {
+    // Accepts connections, reads what comes, answers nothing.
+    server = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.resume();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('a call (JSON, unguarded streamed upload) fails with ServiceUnavailable once its connection is idle, counted against the peer', async () => {
+    const client = new InternalHttp(base, 'token-0123456789abcdef', 'data plane', undefined, 200);
+    try {
+      for (const call of [
+        () => client.json('GET', '/internal/anything', { long: true }),
+        () => client.stream({ method: 'PUT', path: '/internal/objects/b/k', headers: { 'content-length': 3 }, body: Readable.from([Buffer.from('abc')]) }),
+      ]) {
+        const err = await call().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err).to.be.instanceOf(S3Error);
+        expect((err as S3Error).code).to.equal('ServiceUnavailable');
+        expect(isNotUpstreamFault(err)).to.equal(false);
+      }
+    } finally {
+      client.close();
+    }
+  });
+});

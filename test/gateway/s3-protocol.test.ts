@@ -3,9 +3,9 @@ import { XMLValidator } from 'fast-xml-parser';
 import { routeOf, bucketAndKey } from '../../images/gateway/src/s3/router.js';
 import { errorXml, parseXml } from '../../images/gateway/src/s3/xml.js';
 import { urlEncodeKey } from '../../images/gateway/src/s3/render.js';
-import { isValidBucketName, validateKey } from '../../images/gateway/src/middleware/bucket-access.js';
+import { isValidBucketName } from '../../images/gateway/src/middleware/bucket-access.js';
 import { newRequestId } from '../../images/gateway/src/middleware/request-context.js';
-import { S3Error, S3_ERRORS, type S3ErrorCode } from '../../images/service-kit/src/index.js';
+import { assertObjectKey, S3Error, S3_ERRORS, type S3ErrorCode } from '../../images/service-kit/src/index.js';
 
 const codeOf = (fn: () => unknown): string => {
   try {
@@ -134,13 +134,15 @@ describe('gateway S3 protocol pieces', () => {
     it('bucket names follow S3 rules; keys refuse "..", NUL and > 1024 bytes', () => {
       for (const good of ['abc', 'my-bucket.2026', 'a'.repeat(63), '0-0']) expect(isValidBucketName(good), good).to.equal(true);
       for (const bad of ['ab', 'a'.repeat(64), 'Upper', 'a_b', 'a..b', '-ab', 'ab-', '.ab', 'a.-b', '10.0.0.1', 'xn--abc', 'abc-s3alias']) expect(isValidBucketName(bad), bad).to.equal(false);
-      expect(codeOf(() => validateKey('a/../b'))).to.equal('InvalidObjectName');
-      expect(codeOf(() => validateKey('..'))).to.equal('InvalidObjectName');
-      expect(codeOf(() => validateKey('a\0b'))).to.equal('InvalidObjectName');
-      expect(codeOf(() => validateKey(''))).to.equal('InvalidObjectName');
-      expect(codeOf(() => validateKey('é'.repeat(513)))).to.equal('KeyTooLongError');
-      expect(codeOf(() => validateKey('a/..b/c..'))).to.equal('no error');
-      expect(codeOf(() => validateKey('é'.repeat(512)))).to.equal('no error');
+      expect(codeOf(() => assertObjectKey('a/../b'))).to.equal('InvalidObjectName');
+      expect(codeOf(() => assertObjectKey('..'))).to.equal('InvalidObjectName');
+      expect(codeOf(() => assertObjectKey('a\0b'))).to.equal('InvalidObjectName');
+      expect(codeOf(() => assertObjectKey('a\u0001b'))).to.equal('InvalidObjectName');
+      expect(codeOf(() => assertObjectKey('tab\there'))).to.equal('InvalidObjectName');
+      expect(codeOf(() => assertObjectKey(''))).to.equal('InvalidObjectName');
+      expect(codeOf(() => assertObjectKey('é'.repeat(513)))).to.equal('KeyTooLongError');
+      expect(codeOf(() => assertObjectKey('a/..b/c..'))).to.equal('no error');
+      expect(codeOf(() => assertObjectKey('é'.repeat(512)))).to.equal('no error');
     });
 
     it('encoding-type=url keeps "/" and encodes everything else a URL would', () => {

@@ -30,9 +30,11 @@ import { adminRouter } from './handlers/admin.js';
 import { login } from './handlers/login.js';
 import { SMALL_BODY } from './handlers/object-read.js';
 import { BucketAccess } from './middleware/bucket-access.js';
+import { bodyIdleTimeout, DEFAULT_BODY_IDLE_TIMEOUT_MS } from './middleware/body-timeout.js';
 import { crossOrigin } from './middleware/cors.js';
 import { errorRenderer } from './middleware/errors.js';
 import { requestContext } from './middleware/request-context.js';
+import { checkRequestTarget } from './middleware/request-target.js';
 import { nameOperation, s3Endpoint } from './s3/router.js';
 import { virtualHostedStyle } from './s3/virtual-host.js';
 
@@ -69,6 +71,8 @@ export interface GatewayOptions {
   objectReadCache?: StringCache;
   /** Bytes of small-object answers the gateway keeps (default 8 MiB; 0 turns it off). */
   objectAnswerCacheBytes?: number;
+  /** A request body silent this long is answered 400 RequestTimeout (default 20 s, as S3; 0: off). */
+  bodyIdleTimeoutMs?: number;
   logger?: Logger;
   registry?: Registry;
 }
@@ -163,7 +167,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     state(res).operation = 'Preflight';
     flow.middleware(req, res, next);
   };
-  const context = [requestContext(logger, counters), metrics.middleware, preflightFlow, crossOrigin(opts.corsOrigins ?? ['*'], deps.buckets)];
+  const renderError = errorRenderer(logger);
+  const context = [
+    requestContext(logger, counters),
+    bodyIdleTimeout(opts.bodyIdleTimeoutMs ?? DEFAULT_BODY_IDLE_TIMEOUT_MS, renderError),
+    metrics.middleware,
+    checkRequestTarget,
+    preflightFlow,
+    crossOrigin(opts.corsOrigins ?? ['*'], deps.buckets),
+  ];
   app.use(...context);
   const jsonRoutes = (_req: Request, res: Response, next: NextFunction) => {
     state(res).errorFormat = 'json';
@@ -180,7 +192,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const auth = authenticate({ passport, credentials, rootUser: deps.rootUser, region: deps.region });
 
   const s3 = [nameOperation, auth, flow.middleware, s3Endpoint(deps)];
-  const renderError = errorRenderer(logger);
   app.post('/login', jsonRoutes, flow.middleware, jsonBody, login(deps));
   app.use('/admin', jsonRoutes, auth, flow.middleware, jsonBody, adminRouter(deps));
   app.use(...s3);

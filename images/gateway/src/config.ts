@@ -31,6 +31,8 @@ export const gatewayEnvSchema = z.object({
   STRATA_BUCKET_CACHE_MS: env.int(2_000, 0),
   /** Bytes of small-object answers the gateway keeps (unset: 8 MiB; 0 turns the answers off). */
   STRATA_GATEWAY_ANSWER_CACHE_BYTES: z.coerce.number().int().min(0).optional(),
+  /** A request body silent this long is answered 400 RequestTimeout, ms (S3's 20 s; 0: off). */
+  STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS: env.int(20_000, 0),
   /** Flow-control rules (YAML/JSON; a ConfigMap mount), re-read on change. Unset: no limits. */
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
   /** Same as STRATA_GATEWAY_RULES_FILE (the name the flow-control module documents). */

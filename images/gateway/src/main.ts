@@ -32,6 +32,7 @@ const gateway = await startGateway({
   redisKeyPrefix: env.STRATA_REDIS_KEY_PREFIX ? `${env.STRATA_REDIS_KEY_PREFIX}strata:flow:` : undefined,
   objectReadCache,
   objectAnswerCacheBytes: env.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
+  bodyIdleTimeoutMs: env.STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS,
   logger,
 });
 // Stopped in reverse order: the gateway (in-flight requests) first, then the cache connection.

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from './logger.js';
 import { S3Error } from './s3-errors.js';
+import { isDatabaseUnavailable } from './sql.js';
 
 /**
  * What the control plane and the data plane share on their internal HTTP APIs (ADR 0001): the
@@ -41,7 +42,7 @@ export function internalErrorHandler(logger: Logger, mapError: ErrorMapping = ()
       res.destroy();
       return;
     }
-    const s3 = err instanceof S3Error ? err : (mapError(err, req) ?? bodyParserError(err) ?? unexpected(logger, err, req));
+    const s3 = err instanceof S3Error ? err : (mapError(err, req) ?? bodyParserError(err) ?? databaseUnavailable(logger, err) ?? unexpected(logger, err, req));
     if (res.headersSent) {
       res.destroy();
       return;
@@ -59,6 +60,13 @@ function bodyParserError(err: unknown): S3Error | undefined {
   if (type === 'entity.too.large') return new S3Error('MaxMessageLengthExceeded');
   if ((err as { status?: number }).status === 400) return new S3Error('InvalidArgument', (err as Error).message);
   return undefined;
+}
+
+/** The database cannot answer now: 503, which clients retry (and which no gateway breaker counts). */
+function databaseUnavailable(logger: Logger, err: unknown): S3Error | undefined {
+  if (!isDatabaseUnavailable(err)) return undefined;
+  logger.warn({ err }, 'database unavailable');
+  return new S3Error('ServiceUnavailable', 'The metadata database is unavailable; please retry.');
 }
 
 function unexpected(logger: Logger, err: unknown, req: Request): S3Error {

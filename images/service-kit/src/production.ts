@@ -5,7 +5,7 @@ import type { Logger } from './logger.js';
 import { Counter, type Registry } from './metrics.js';
 import { CacheUnavailableError, RedisClusterCache, type StringCache } from './redis-cluster-cache.js';
 import { createPgRoutingSqlClient, parseReplicaUrls, type RoutingSqlClientOptions } from './sql-routing.js';
-import { createPgSqlClient, type SqlClient } from './sql.js';
+import { createPgSqlClient, PG_TIMEOUT_DEFAULTS, type PgTimeouts, type SqlClient } from './sql.js';
 
 /**
  * The env variables that select the object store's production adapters, shared by the service
@@ -19,6 +19,12 @@ export const productionEnvShape = {
   STRATA_PG_REPLICA_URLS: env.list(),
   /** Connections per pool (primary and each replica). */
   STRATA_PG_POOL_MAX: env.int(10, 1, 1000),
+  /** ms to get a connection (new, or free from a full pool) before the request is answered 503. 0: no limit. */
+  STRATA_PG_CONNECT_TIMEOUT_MS: env.int(PG_TIMEOUT_DEFAULTS.connectTimeoutMs, 0, 600_000),
+  /** ms a statement may run on the server (statement_timeout; migrations excepted). 0: no limit. */
+  STRATA_PG_STATEMENT_TIMEOUT_MS: env.int(PG_TIMEOUT_DEFAULTS.statementTimeoutMs, 0, 3_600_000),
+  /** ms the client waits for a statement's answer (a frozen server): past it 503. 0: no limit. */
+  STRATA_PG_QUERY_TIMEOUT_MS: env.int(PG_TIMEOUT_DEFAULTS.queryTimeoutMs, 0, 3_600_000),
   /**
    * How replica reads stay fresh: `session` (a read covers the writes of this process's client;
    * right when one client serves every writer, as in the standalone platform) or `latest` (a read
@@ -54,6 +60,8 @@ export interface ProductionSettings {
   pgUrl?: string;
   pgReplicaUrls?: string[];
   pgPoolMax?: number;
+  /** Connect, statement and query limits of every pool (defaults: PG_TIMEOUT_DEFAULTS). */
+  pgTimeouts?: PgTimeouts;
   pgReadConsistency?: 'session' | 'latest';
   pgReplicaWaitMs?: number;
   redisNodes?: string[];
@@ -72,6 +80,7 @@ export function productionSettings(e: ProductionEnv): ProductionSettings {
     pgUrl: e.STRATA_PG_URL,
     pgReplicaUrls: e.STRATA_PG_REPLICA_URLS,
     pgPoolMax: e.STRATA_PG_POOL_MAX,
+    pgTimeouts: { connectTimeoutMs: e.STRATA_PG_CONNECT_TIMEOUT_MS, statementTimeoutMs: e.STRATA_PG_STATEMENT_TIMEOUT_MS, queryTimeoutMs: e.STRATA_PG_QUERY_TIMEOUT_MS },
     pgReadConsistency: e.STRATA_PG_READ_CONSISTENCY,
     pgReplicaWaitMs: e.STRATA_PG_REPLICA_WAIT_MS,
     redisNodes: e.STRATA_REDIS_NODES,
@@ -119,10 +128,11 @@ export function createProductionSql(
 ): SqlClient | undefined {
   if (!s.pgUrl) return undefined;
   const replicas = s.pgReplicaUrls ?? [];
-  if (replicas.length === 0) return createPgSqlClient(s.pgUrl, { max: s.pgPoolMax });
+  if (replicas.length === 0) return createPgSqlClient(s.pgUrl, { max: s.pgPoolMax, ...s.pgTimeouts });
   const reads = opts.registry ? sqlReadCounter(opts.registry) : undefined;
   return createPgRoutingSqlClient(s.pgUrl, parseReplicaUrls(replicas.join(',')), {
     max: s.pgPoolMax,
+    ...s.pgTimeouts,
     defaultRead: s.pgReadConsistency ?? opts.defaultRead,
     replicaWaitMs: s.pgReplicaWaitMs ?? 10,
     lsnRefreshMs: opts.lsnRefreshMs,

@@ -21,10 +21,46 @@ export function assertBucketName(name: string): void {
   if (problem) throw new S3Error('InvalidBucketName', `${problem}: ${JSON.stringify(name)}`, { BucketName: name });
 }
 
-/** Object keys: 1..1024 bytes of UTF-8, no NUL, no ".." path segment (keys may become paths in clients). */
+/** NUL, the other C0 control characters and DEL: PostgreSQL refuses NUL in text, headers refuse them all. */
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+const CONTROL_CHARACTERS = new RegExp(CONTROL_CHARACTER.source, 'g');
+
+/** `value` with its control characters written as `\xNN` (safe to echo in an XML error). */
+function visible(value: string): string {
+  return value.replace(CONTROL_CHARACTERS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** Object keys: 1..1024 bytes of UTF-8, no control character, no ".." segment (keys may become paths in clients). */
 export function assertObjectKey(key: string): void {
   if (key.length === 0) throw new S3Error('InvalidObjectName', 'the object key must not be empty');
   if (Buffer.byteLength(key, 'utf8') > 1024) throw new S3Error('KeyTooLongError', 'object keys are at most 1024 bytes of UTF-8', { Key: key.slice(0, 64) });
-  if (key.includes('\0')) throw new S3Error('InvalidObjectName', 'object keys must not contain NUL', { Key: key.replace(/\0/g, '\\0') });
+  if (CONTROL_CHARACTER.test(key)) throw new S3Error('InvalidObjectName', 'object keys must not contain NUL or other control characters', { Key: visible(key) });
   if (key.split('/').includes('..')) throw new S3Error('InvalidObjectName', 'object keys must not contain a ".." segment', { Key: key });
+}
+
+/**
+ * A text argument of a request (prefix, delimiter, marker, continuation token, response-* override,
+ * any query parameter): no control characters. InvalidArgument names it.
+ */
+export function assertTextArgument(name: string, value: string): void {
+  if (CONTROL_CHARACTER.test(name)) throw new S3Error('InvalidArgument', 'query parameter names must not contain control characters', { ArgumentName: visible(name) });
+  if (CONTROL_CHARACTER.test(value)) {
+    throw new S3Error('InvalidArgument', `${name} must not contain NUL or other control characters`, { ArgumentName: name, ArgumentValue: visible(value) });
+  }
+}
+
+/**
+ * Whether a percent-encoded URL component escapes bytes that are not UTF-8 (`%FF`, `%C3` alone):
+ * such a name cannot be text, and decoding it leniently would give two URLs one object. A `%` that
+ * starts no escape is left to the caller's decoding.
+ */
+export function hasNonUtf8Escapes(raw: string): boolean {
+  if (!raw.includes('%')) return false;
+  try {
+    decodeURIComponent(raw.replace(/%(?![0-9A-Fa-f]{2})/g, '%25'));
+    return false;
+  } catch {
+    return true;
+  }
 }

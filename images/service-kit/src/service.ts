@@ -117,8 +117,10 @@ export async function listen(
   const closeIdleSockets = () => {
     for (const [socket, n] of inFlight) if (n === 0) socket.destroy();
   };
-  // Long uploads must not be cut by Node's default request timeout.
+  // Long uploads must not be cut by Node's default request timeout (a stalled body is the services'
+  // own idle limit to judge); a client that has not sent its headers in 20 s is gone.
   server.requestTimeout = 0;
+  server.headersTimeout = 20_000;
   server.keepAliveTimeout = 65_000;
   const host = opts.host ?? '0.0.0.0';
   await new Promise<void>((resolve, reject) => {

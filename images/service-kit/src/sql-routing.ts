@@ -1,4 +1,4 @@
-import { createPgSqlClient, type SqlClient, type SqlExecutor, type SqlResult } from './sql.js';
+import { createPgSqlClient, type PgTimeouts, type SqlClient, type SqlExecutor, type SqlResult } from './sql.js';
 
 /** HTTP header that carries a WAL position between services ("write token"), e.g. `0/3000148`. */
 export const MIN_LSN_HEADER = 'x-strata-min-lsn';
@@ -343,13 +343,14 @@ function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promi
 export function createPgRoutingSqlClient(
   primaryUrl: string,
   replicaUrls: string[],
-  opts: Omit<RoutingSqlClientOptions, 'primary' | 'replicas'> & { max?: number } = {},
+  opts: Omit<RoutingSqlClientOptions, 'primary' | 'replicas'> & { max?: number } & PgTimeouts = {},
 ): RoutingSqlClient {
-  const { max: poolMax, ...routing } = opts;
+  const { max, connectTimeoutMs, statementTimeoutMs, queryTimeoutMs, ...routing } = opts;
+  const pool = { max, connectTimeoutMs, statementTimeoutMs, queryTimeoutMs };
   return new RoutingSqlClient({
     ...routing,
-    primary: createPgSqlClient(primaryUrl, { max: poolMax }),
-    replicas: replicaUrls.map((url) => ({ name: replicaName(url), client: createPgSqlClient(url, { max: poolMax }) })),
+    primary: createPgSqlClient(primaryUrl, pool),
+    replicas: replicaUrls.map((url) => ({ name: replicaName(url), client: createPgSqlClient(url, pool) })),
   });
 }
 

@@ -35,41 +35,122 @@ export interface SqlClient extends SqlExecutor {
   readonly kind: 'postgres' | 'pglite';
 }
 
+/** How long a PostgreSQL client waits on its server (ms); 0 turns one off. */
+export interface PgTimeouts {
+  /** A new connection, or a free one from a full pool. */
+  connectTimeoutMs?: number;
+  /** A statement, on the server (`statement_timeout`: the server cancels it, the connection stays usable). */
+  statementTimeoutMs?: number;
+  /** A statement's answer, on the client: a frozen or silent server, which cannot cancel anything itself. */
+  queryTimeoutMs?: number;
+}
+
+/**
+ * Defaults: a frozen or unreachable primary is answered (503) within a few seconds; a statement that
+ * runs longer than 4 s is a fault of its own in this metadata workload (migrations are not limited).
+ */
+export const PG_TIMEOUT_DEFAULTS: Required<PgTimeouts> = { connectTimeoutMs: 3_000, statementTimeoutMs: 4_000, queryTimeoutMs: 5_000 };
+
+/**
+ * The database cannot answer now (unreachable, frozen, shutting down, out of connections, too slow):
+ * services answer 503 ServiceUnavailable, never 500. `code` is the original's (a SQLSTATE or a
+ * socket error code), so callers that sort faults by it keep working.
+ */
+export class DatabaseUnavailableError extends Error {
+  readonly code: string | undefined;
+  constructor(cause: unknown) {
+    super(`the database is unavailable: ${(cause as Error | null)?.message ?? String(cause)}`, { cause });
+    this.name = 'DatabaseUnavailableError';
+    this.code = (cause as { code?: unknown } | null)?.code as string | undefined;
+  }
+}
+
+/**
+ * node-postgres errors that are about the connection, not the statement: no SQLSTATE (sockets,
+ * connect and read timeouts, a connection ended), connection exceptions (08), operator intervention
+ * (57P: shutdown, cannot connect now), too many connections (53300), statement timeout (57014).
+ */
+function isConnectionFault(err: unknown): boolean {
+  if (err instanceof TypeError || err instanceof RangeError) return false;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
+  return code.startsWith('08') || code.startsWith('57P') || code === '53300' || code === '57014';
+}
+
+/** A migration's answer may take this long (a day: in effect no limit, but never forever). */
+const MIGRATION_QUERY_TIMEOUT_MS = 24 * 3600_000;
+
+const asUnavailable = (err: unknown): unknown => (isConnectionFault(err) ? new DatabaseUnavailableError(err) : err);
+
 /** A pooled PostgreSQL client. `connectionString` as libpq understands it. */
-export function createPgSqlClient(connectionString: string, opts: { max?: number } = {}): SqlClient {
+export function createPgSqlClient(connectionString: string, opts: { max?: number } & PgTimeouts = {}): SqlClient {
+  const t = { ...PG_TIMEOUT_DEFAULTS, ...opts };
   const pool = new pg.Pool({
     connectionString,
     max: opts.max ?? 10,
     types: { getTypeParser: pgTypeParser as typeof pg.types.getTypeParser },
+    ...(t.connectTimeoutMs > 0 ? { connectionTimeoutMillis: t.connectTimeoutMs } : {}),
+    ...(t.statementTimeoutMs > 0 ? { statement_timeout: t.statementTimeoutMs } : {}),
+    ...(t.queryTimeoutMs > 0 ? { query_timeout: t.queryTimeoutMs } : {}),
   });
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
   const exec = async <R>(runner: pg.Pool | pg.PoolClient, text: string, params?: unknown[]): Promise<SqlResult<R>> => {
-    const res = await runner.query(text, params as unknown[]);
-    return { rows: res.rows as R[], rowCount: res.rowCount ?? res.rows.length };
+    try {
+      const res = await runner.query(text, params as unknown[]);
+      return { rows: res.rows as R[], rowCount: res.rowCount ?? res.rows.length };
+    } catch (err) {
+      throw asUnavailable(err);
+    }
+  };
+  /** A pooled client for `fn`; one whose connection failed is dropped, not given back. */
+  const withClient = async <T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
+    const client = await pool.connect().catch((err: unknown) => Promise.reject(asUnavailable(err)));
+    let failure: unknown;
+    try {
+      return await fn(client);
+    } catch (err) {
+      failure = err;
+      throw err;
+    } finally {
+      client.release(failure instanceof DatabaseUnavailableError ? failure : undefined);
+    }
+  };
+  /**
+   * Scripts are migrations: no statement limit (a long index build is not a fault). In a transaction
+   * the lifted limit ends with it; outside one it is reset before the connection goes back.
+   */
+  const runScript = async (client: pg.PoolClient, script: string, inTransaction: boolean): Promise<void> => {
+    try {
+      await client.query(inTransaction ? 'SET LOCAL statement_timeout = 0' : 'SET statement_timeout = 0');
+      // (query_timeout per query is node-postgres's, missing from its types.)
+      await client.query({ text: script, query_timeout: MIGRATION_QUERY_TIMEOUT_MS } as pg.QueryConfig);
+      if (!inTransaction) await client.query('RESET statement_timeout');
+    } catch (err) {
+      throw asUnavailable(err);
+    }
   };
   return {
     kind: 'postgres',
     query: (text, params) => exec(pool, text, params),
-    exec: async (script) => {
-      await pool.query(script);
-    },
-    async transaction(fn) {
-      const client = await pool.connect();
-      try {
-        const session: SqlExecutor = {
-          query: (text, params) => exec(client, text, params),
-          exec: async (script) => {
-            await client.query(script);
+    exec: (script) => withClient((client) => runScript(client, script, false)),
+    transaction: (fn) =>
+      withClient((client) =>
+        runTransaction(
+          {
+            query: (text, params) => exec(client, text, params),
+            exec: (script) => runScript(client, script, true),
           },
-        };
-        return await runTransaction(session, fn);
-      } finally {
-        client.release();
-      }
-    },
+          fn,
+        ),
+      ),
     close: () => pool.end(),
   };
+}
+
+/** Whether `err` says the database cannot answer now (services answer 503). */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  return err instanceof DatabaseUnavailableError;
 }
 
 /**

@@ -42,6 +42,7 @@ export const standaloneEnvSchema = z.object({
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
   /** Bytes of small-object answers the gateway keeps: the gateway image's setting, parsed the same way. */
   STRATA_GATEWAY_ANSWER_CACHE_BYTES: gatewayEnvSchema.shape.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
+  STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS: gatewayEnvSchema.shape.STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS,
   /** Bodies up to this many bytes are kept in the database instead of files (the data plane image's setting). */
   STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
   /** Large bodies written with O_DIRECT where the file system allows it (the data plane image's setting). */

@@ -46,6 +46,8 @@ export interface PlatformOptions {
   gatewayRulesFile?: string;
   /** Bytes of small-object answers the gateway keeps (default 8 MiB; 0 turns them off). */
   gatewayAnswerCacheBytes?: number;
+  /** A request body silent this long is answered 400 RequestTimeout (default 20 s; 0: off). */
+  gatewayBodyIdleTimeoutMs?: number;
   /** Largest body the data plane keeps inline in the database (default 64 KiB; 0: every body in a file). */
   inlineBlobBytes?: number;
   /** Large bodies written with O_DIRECT where the file system allows it (default true). */
@@ -164,6 +166,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         // The cache holding the data plane's object version tokens: small GETs answered by the gateway.
         objectReadCache: ctx.cache,
         objectAnswerCacheBytes: ctx.options.gatewayAnswerCacheBytes,
+        bodyIdleTimeoutMs: ctx.options.gatewayBodyIdleTimeoutMs,
         // Rate-limit counters on the Redis Cluster when there is one.
         redisNodes: ctx.options.production?.redisNodes,
         redisKeyPrefix: ctx.options.production?.redisKeyPrefix ? `${ctx.options.production.redisKeyPrefix}strata:flow:` : undefined,

@@ -15,7 +15,7 @@ const truthy = (v: string | undefined, fallback: boolean) => (v === undefined ||
  * Reads `STRATA_BACKEND_MINIO_*` (an object-store server; path-style addressing by default) and
  * `STRATA_BACKEND_CLOUD_*` (a cloud object store; virtual-hosted style, endpoint defaults to AWS S3
  * of the region): ENDPOINT, REGION, ACCESS_KEY, SECRET_KEY, BUCKET, PREFIX, PATH_STYLE,
- * PUBLIC_ENDPOINT. A kind is configured when its ENDPOINT (cloud: ENDPOINT or REGION) is set;
+ * PUBLIC_ENDPOINT, IDLE_TIMEOUT_MS (ms without a byte from the backend before a call fails, default 5000). A kind is configured when its ENDPOINT (cloud: ENDPOINT or REGION) is set;
  * incomplete settings are a startup error.
  */
 export function backendsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): BackendsConfig {
@@ -25,6 +25,11 @@ export function backendsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Bac
     const region = v('REGION');
     const endpoint = v('ENDPOINT') ?? (kind === 'cloud' && region ? `https://s3.${region}.amazonaws.com` : undefined);
     if (!endpoint) continue;
+    const idle = v('IDLE_TIMEOUT_MS');
+    const idleTimeoutMs = idle === undefined ? undefined : Number(idle);
+    if (idleTimeoutMs !== undefined && !(Number.isInteger(idleTimeoutMs) && idleTimeoutMs > 0)) {
+      throw new Error(`STRATA_BACKEND_${kind.toUpperCase()}_IDLE_TIMEOUT_MS must be a positive whole number of ms`);
+    }
     const accessKey = v('ACCESS_KEY');
     const secretKey = v('SECRET_KEY');
     if (!accessKey || !secretKey) {
@@ -40,6 +45,7 @@ export function backendsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Bac
       prefix: v('PREFIX'),
       pathStyle: truthy(v('PATH_STYLE'), kind === 'minio'),
       publicEndpoint: v('PUBLIC_ENDPOINT'),
+      ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}),
     };
   }
   return config;

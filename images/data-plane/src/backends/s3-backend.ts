@@ -5,6 +5,7 @@ import type net from 'node:net';
 import { Readable, pipeline } from 'node:stream';
 import { Client, S3Error as MinioS3Error } from 'minio';
 import { S3Error, STANDARD_OBJECT_HEADERS, type StoredHeaders } from '../../../service-kit/src/index.js';
+import { BackendBreaker } from './backend-breaker.js';
 import { HashingCounter, meteredBody } from './metered-body.js';
 import type { ByteRange, HashedBlob, PutOptions, StorageBackend, StoredBlob } from './storage-backend.js';
 
@@ -27,14 +28,17 @@ export interface S3BackendSettings {
   publicEndpoint?: string;
   /** Bytes per uploaded chunk: the most one upload holds in memory. Default 8 MiB (at least 5 MiB). */
   partSize?: number;
-  /** A backend connection silent this long is dropped (503). Default 2 minutes. */
+  /**
+   * A backend connection silent this long is dropped (503). Default 5 s: below the gateway's
+   * data-plane timeout, so that a backend that hangs is reported as the backend's failure.
+   */
   idleTimeoutMs?: number;
 }
 
 const LOCATOR = /^p?[0-9a-f]{32}$/;
 const PREFIX = /^[A-Za-z0-9._\-/]*$/;
 const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
-const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
+const DEFAULT_IDLE_TIMEOUT_MS = 5_000;
 const MIN_PART_SIZE = 5 * 1024 * 1024;
 /** Part copies run this many at a time when a multipart object is composed. */
 const COMPOSE_CONCURRENCY = 4;
@@ -94,6 +98,8 @@ export class S3Backend implements StorageBackend {
   private readonly prefix: string;
   private readonly partSize: number;
   private readyCheck: Promise<void> | undefined;
+  /** Every call to the backend goes through it (sweeps excepted): a failing backend fails fast. */
+  private readonly breaker: BackendBreaker;
   /** False once the server refused UploadPartCopy (e.g. s3rver): parts are then concatenated by streaming. */
   private serverSideCompose = true;
 
@@ -107,6 +113,7 @@ export class S3Backend implements StorageBackend {
     this.client = clientFor(settings.endpoint, settings);
     this.presigner = settings.publicEndpoint ? clientFor(settings.publicEndpoint, settings) : this.client;
     this.key = S3Backend.keyOf(settings);
+    this.breaker = new BackendBreaker(this.key, settings.kind);
   }
 
   /** Identity of the storage (never secrets): blobs dedupe and are freed within one key. */
@@ -144,7 +151,7 @@ export class S3Backend implements StorageBackend {
    * write, and when a bucket is created on this backend; a failed check is retried next time.
    */
   ready(): Promise<void> {
-    this.readyCheck ??= (async () => {
+    this.readyCheck ??= this.breaker.run(async () => {
       try {
         if (!(await this.client.bucketExists(this.settings.bucket))) {
           await this.client.makeBucket(this.settings.bucket, this.settings.region).catch(async (err: unknown) => {
@@ -156,7 +163,11 @@ export class S3Backend implements StorageBackend {
         this.readyCheck = undefined;
         throw this.failure(err, `reach bucket ${this.settings.bucket}`);
       }
-    })();
+    });
+    // (A check the open breaker refused is retried next time too.)
+    this.readyCheck.catch(() => {
+      this.readyCheck = undefined;
+    });
     return this.readyCheck;
   }
 
@@ -220,12 +231,14 @@ export class S3Backend implements StorageBackend {
   }
 
   /** Runs one backend call, its failures mapped by `failure`. */
-  private async call<T>(action: string, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      throw this.failure(err, action);
-    }
+  private call<T>(action: string, fn: () => Promise<T>): Promise<T> {
+    return this.breaker.run(async () => {
+      try {
+        return await fn();
+      } catch (err) {
+        throw this.failure(err, action);
+      }
+    });
   }
 
   /**
@@ -236,7 +249,7 @@ export class S3Backend implements StorageBackend {
   async compose(locators: string[]): Promise<StoredBlob> {
     await this.ready();
     if (this.serverSideCompose) {
-      const composed = await this.composeOnServer(locators);
+      const composed = await this.breaker.run(() => this.composeOnServer(locators));
       if (composed) return composed;
       this.serverSideCompose = false;
     }
@@ -283,32 +296,26 @@ export class S3Backend implements StorageBackend {
 
   async get(locator: string, range?: ByteRange): Promise<Readable> {
     const name = this.objectName(locator);
-    try {
-      return range
-        ? await this.client.getPartialObject(this.settings.bucket, name, range.start, range.end - range.start + 1)
-        : await this.client.getObject(this.settings.bucket, name);
-    } catch (err) {
-      throw this.failure(err, 'read a blob');
-    }
+    return this.call('read a blob', () =>
+      range ? this.client.getPartialObject(this.settings.bucket, name, range.start, range.end - range.start + 1) : this.client.getObject(this.settings.bucket, name),
+    );
   }
 
   async delete(locator: string): Promise<void> {
-    try {
-      // S3 DELETE of a missing key succeeds, as the interface wants.
-      await this.client.removeObject(this.settings.bucket, this.objectName(locator));
-    } catch (err) {
-      throw this.failure(err, 'delete a blob');
-    }
+    // S3 DELETE of a missing key succeeds, as the interface wants.
+    await this.call('delete a blob', () => this.client.removeObject(this.settings.bucket, this.objectName(locator)));
   }
 
-  async exists(locator: string): Promise<boolean> {
-    try {
-      await this.client.statObject(this.settings.bucket, this.objectName(locator));
-      return true;
-    } catch (err) {
-      if (err instanceof MinioS3Error && NOT_FOUND_CODES.has(String(err.code))) return false;
-      throw this.failure(err, 'look up a blob');
-    }
+  exists(locator: string): Promise<boolean> {
+    return this.breaker.run(async () => {
+      try {
+        await this.client.statObject(this.settings.bucket, this.objectName(locator));
+        return true;
+      } catch (err) {
+        if (err instanceof MinioS3Error && NOT_FOUND_CODES.has(String(err.code))) return false;
+        throw this.failure(err, 'look up a blob');
+      }
+    });
   }
 
   /** A presigned GET of the backend itself (signed offline), typed as the object is. */

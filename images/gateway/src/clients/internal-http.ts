@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { Readable } from 'node:stream';
 import { InProcessAgent, S3Error, type S3ErrorCode } from '../../../service-kit/src/index.js';
+import { upstreamFailure } from '../flow-control/breakers.js';
 
 /** Runs one upstream call (e.g. through a circuit breaker). */
 export type Guard = <R>(fn: () => Promise<R>) => Promise<R>;
@@ -48,20 +49,54 @@ const CODE_BY_STATUS: Record<number, S3ErrorCode> = {
 };
 
 /**
+ * An internal call's connection may be silent this long (a long compose or copy answers only at its
+ * end, and a client reading slowly pauses a GET's stream); past it the peer counts as stalled.
+ */
+export const DEFAULT_INTERNAL_IDLE_TIMEOUT_MS = 120_000;
+
+/**
  * The one way the gateway talks to an internal service: HTTP/1.1 over a keep-alive agent, the
  * internal token on every call, JSON error bodies turned back into S3Error so codes survive the hop.
  */
 export class InternalHttp {
   // In the standalone process the data and control planes answer in-process (no loopback socket).
   private readonly agent = new InProcessAgent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64 });
+  /**
+   * Calls that stream a client's body up hold their connection as long as that client takes: they get
+   * connections of their own, so uploads in progress never leave reads waiting for one.
+   */
+  private readonly uploadAgent = new InProcessAgent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64 });
   private readonly base: URL;
 
   /**
    * `guard` runs calls through a circuit breaker (flow control). Uploads are not guarded: their
    * answer comes only after the whole body went up, which no upstream timeout should cut.
+   * `idleTimeoutMs`: a call whose connection moves no byte either way this long (connecting included)
+   * fails with ServiceUnavailable, counted against the upstream: a stalled peer never holds a request.
    */
-  constructor(baseUrl: string, private readonly token: string, private readonly service: string, private readonly guard: Guard = (fn) => fn()) {
+  constructor(
+    baseUrl: string,
+    private readonly token: string,
+    private readonly service: string,
+    private readonly guard: Guard = (fn) => fn(),
+    private readonly idleTimeoutMs = DEFAULT_INTERNAL_IDLE_TIMEOUT_MS,
+  ) {
     this.base = new URL(baseUrl);
+  }
+
+  /** Ends `req` with an error once its connection is idle for `idleTimeoutMs`; the timer goes with the request. */
+  private timeIdle(req: http.ClientRequest): void {
+    if (this.idleTimeoutMs <= 0) return;
+    req.once('socket', (socket) => {
+      const onIdle = () => req.destroy(new Error(`no byte from or to ${this.service} for ${this.idleTimeoutMs} ms`));
+      socket.setTimeout(this.idleTimeoutMs);
+      socket.on('timeout', onIdle);
+      // (Not req.setTimeout: its listener stays on a reused in-process connection.)
+      req.once('close', () => {
+        socket.off('timeout', onIdle);
+        socket.setTimeout(0);
+      });
+    });
   }
 
   private target(path: string, query?: Query): string {
@@ -84,11 +119,12 @@ export class InternalHttp {
         port: this.base.port,
         method: call.method,
         path: this.target(call.path, call.query),
-        agent: this.agent,
+        agent: call.body ? this.uploadAgent : this.agent,
         headers: { ...call.headers, 'x-strata-internal-token': this.token },
       });
       // (Not http.request's `signal`: an AbortSignal's listeners cost a noticeable share of a small PUT.)
       call.cancellation?.onCancel(() => req.destroy(cancelledError()));
+      this.timeIdle(req);
       let bodyError: Error | undefined;
       let bodyDone = !call.body;
       let answeredEarly = false;
@@ -156,6 +192,7 @@ export class InternalHttp {
           ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
         },
       });
+      this.timeIdle(req);
       req.on('error', (err) => reject(this.unavailable(err)));
       req.on('response', resolve);
       req.end(payload);
@@ -167,7 +204,7 @@ export class InternalHttp {
 
   private unavailable(err: Error): Error {
     if (err.name === 'AbortError') return err;
-    return new S3Error('ServiceUnavailable', `${this.service} is unreachable: ${err.message}`);
+    return upstreamFailure(new S3Error('ServiceUnavailable', `${this.service} is unreachable: ${err.message}`));
   }
 
   private async readError(res: http.IncomingMessage): Promise<S3Error> {
@@ -185,6 +222,7 @@ export class InternalHttp {
 
   close(): void {
     this.agent.destroy();
+    this.uploadAgent.destroy();
   }
 }
 

@@ -7,12 +7,27 @@ export type BreakerState = keyof typeof BREAKER_STATE;
 
 type Thunk = () => Promise<unknown>;
 
+/** Errors that are the upstream's own failure although they carry a 503 (it could not be reached, it reset). */
+const upstreamFailures = new WeakSet<object>();
+
+/** Mark `err` as a failure of the upstream itself (connection refused or reset): it counts against its breaker. */
+export function upstreamFailure<E extends Error>(err: E): E {
+  upstreamFailures.add(err);
+  return err;
+}
+
 /**
- * An upstream's answer that is the caller's fault (4xx) says nothing about the upstream's health;
- * nor does a bucket's storage backend being down (the data plane marks it `StorageBackend`), which
- * must not open the breaker for every other bucket.
+ * What a breaker does not count: only the upstream's own failures open it (it cannot be reached, it
+ * times out, it answers a server fault of its own). Not the caller's fault (4xx); not a refusal it
+ * answered by design (501, and 503: SlowDown, flow control, a dependency of its own it reports
+ * unavailable, such as a multipart store); not a bucket's storage backend being down (the data plane
+ * marks those `StorageBackend`), which must never deny every other bucket.
  */
-const isCallerError = (err: unknown) => err instanceof S3Error && (err.status < 500 || err.extra.StorageBackend !== undefined);
+export function isNotUpstreamFault(err: unknown): boolean {
+  if (err instanceof Error && upstreamFailures.has(err)) return false;
+  if (!(err instanceof S3Error)) return false;
+  return err.status < 500 || err.status === 501 || err.status === 503 || err.extra.StorageBackend !== undefined;
+}
 
 /**
  * One circuit breaker (opossum) per upstream, configured from the rules. `wrap(name, fn)` returns
@@ -83,7 +98,7 @@ export class Breakers {
       errorThresholdPercentage: rule.errorThresholdPercentage,
       resetTimeout: rule.resetTimeout,
       volumeThreshold: rule.volumeThreshold,
-      errorFilter: isCallerError,
+      errorFilter: isNotUpstreamFault,
     });
     const transition = (to: BreakerState) => () => {
       this.metrics.breakerState.set({ upstream: name }, BREAKER_STATE[to]);

@@ -103,7 +103,7 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
           reject(req, res, next, verdict.retryAfterSeconds, 'Please reduce your request rate.');
           return;
         }
-        const release = concurrency.tryAcquire(route);
+        const release = concurrency.tryAcquire(route, user);
         if (!release) {
           metrics.concurrencyRejections.inc({ route });
           reject(req, res, next, 1, 'Too many requests in progress; please reduce your request rate.');

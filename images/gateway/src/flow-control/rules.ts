@@ -17,8 +17,9 @@ import { z } from 'zod';
  * concurrency:
  *   routes:
  *     GetObject: 64         # requests in flight at once, per gateway replica
+ *   uploadsPerUser: 128     # uploads (PutObject, UploadPart, PostObject) in flight per user, per replica
  * breakers:
- *   default: { timeout: 10000, errorThresholdPercentage: 50, resetTimeout: 30000, volumeThreshold: 10 }
+ *   default: { timeout: 10000, errorThresholdPercentage: 50, resetTimeout: 1000, volumeThreshold: 10 }
  *   upstreams:
  *     data-plane: { timeout: 60000 }
  * login:                   # POST /login brute-force protection, on by default (these are the defaults)
@@ -47,7 +48,10 @@ const breaker = z.strictObject({
   timeout: z.number().int().min(0),
   /** Failure percentage (over the rolling window) that opens the circuit. */
   errorThresholdPercentage: z.number().min(0).max(100),
-  /** ms the circuit stays open before one trial call (half-open). */
+  /**
+   * ms the circuit stays open before one trial call (half-open): how soon service comes back after the
+   * upstream recovers.
+   */
   resetTimeout: z.number().int().positive(),
   /** Calls in the rolling window before the circuit may open at all. */
   volumeThreshold: z.number().int().min(0),
@@ -57,7 +61,7 @@ export type BreakerRule = z.infer<typeof breaker>;
 export const DEFAULT_BREAKER: BreakerRule = {
   timeout: 10_000,
   errorThresholdPercentage: 50,
-  resetTimeout: 30_000,
+  resetTimeout: 1_000,
   volumeThreshold: 10,
 };
 
@@ -76,6 +80,12 @@ const loginLimits = z.strictObject({
 });
 export type LoginLimits = z.infer<typeof loginLimits>;
 
+/**
+ * One user's uploads in flight by default: plenty for any client's parallel parts, and far from what
+ * the gateway can hold open, so that one tenant trickling bodies cannot take every upload slot.
+ */
+export const DEFAULT_UPLOADS_PER_USER = 128;
+
 export const flowRulesSchema = z.strictObject({
   rateLimits: z
     .strictObject({
@@ -89,8 +99,12 @@ export const flowRulesSchema = z.strictObject({
     })
     .default({ routes: {}, users: { classes: {} } }),
   concurrency: z
-    .strictObject({ routes: z.record(z.string(), z.number().int().positive()).default({}) })
-    .default({ routes: {} }),
+    .strictObject({
+      routes: z.record(z.string(), z.number().int().positive()).default({}),
+      /** Streamed uploads one user may have in flight at once (per replica): past it SlowDown. */
+      uploadsPerUser: z.number().int().positive().default(DEFAULT_UPLOADS_PER_USER),
+    })
+    .default({ routes: {}, uploadsPerUser: DEFAULT_UPLOADS_PER_USER }),
   breakers: z
     .strictObject({
       default: breaker.default(DEFAULT_BREAKER),

@@ -1,7 +1,6 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error } from '../../../service-kit/src/index.js';
 import type { DeleteConditions } from '../clients/control-plane.js';
 import { callerOf } from '../context.js';
-import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
 import { header, readCheckedDocument } from '../s3/request.js';
 import { sendXml } from '../s3/render.js';
@@ -33,7 +32,7 @@ function deleteConditions(ifMatch: string | undefined, lastModifiedTime: string 
  * then the object must exist (NoSuchKey) and meet them (PreconditionFailed), or nothing is deleted.
  */
 export const deleteObject: S3Handler = async ({ req, res, bucket, key, deps }) => {
-  validateKey(key);
+  assertObjectKey(key);
   const conditions = deleteConditions(header(req, 'if-match'), header(req, 'x-amz-if-match-last-modified-time'), header(req, 'x-amz-if-match-size'), [
     'x-amz-if-match-last-modified-time',
     'x-amz-if-match-size',

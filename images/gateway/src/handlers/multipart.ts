@@ -1,6 +1,5 @@
-import { S3Error, storedChecksum } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error, storedChecksum } from '../../../service-kit/src/index.js';
 import { callerOf, state } from '../context.js';
-import { validateKey } from '../middleware/bucket-access.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumHeadersOf, contentMd5, discard, encoderOf, header, maxKeysOf, objectBody, objectLength, objectTagging, partNumberOf, readSmallBody, standardHeaders, unquote, userMetadata } from '../s3/request.js';
@@ -11,7 +10,7 @@ import { parseXml } from '../s3/xml.js';
 import { copySource, copySourceConditions } from './object-write.js';
 
 async function target(s3: S3Request): Promise<BucketInfo> {
-  validateKey(s3.key);
+  assertObjectKey(s3.key);
   return s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
 }
 

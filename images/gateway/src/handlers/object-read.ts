@@ -1,11 +1,10 @@
 import type http from 'node:http';
 import { pipeline } from 'node:stream';
 import type { Request, Response } from 'express';
-import { S3Error, withoutChecksum, type LifecycleRule, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error, withoutChecksum, type LifecycleRule, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
 import { presignUrl } from '../auth/sigv4.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import { callerOf, state } from '../context.js';
-import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { setExpiration } from '../s3/expiration.js';
 import { header, partNumberOf, unquote } from '../s3/request.js';
@@ -216,7 +215,7 @@ function readSmall(upstream: http.IncomingMessage): Promise<Buffer> {
 export const getObject: S3Handler = async (s3) => {
   const { res, bucket, key, query, deps } = s3;
   const caller = callerOf(res);
-  validateKey(key);
+  assertObjectKey(key);
   const partNumber = requestedPart(s3);
   const b = await deps.buckets.owned(bucket, caller);
   if (caller.via === 'bearer' && query.get('proxy') !== 'true') {
@@ -247,7 +246,7 @@ export const getObject: S3Handler = async (s3) => {
 };
 
 export const headObject: S3Handler = async (s3) => {
-  validateKey(s3.key);
+  assertObjectKey(s3.key);
   const partNumber = requestedPart(s3);
   await readObject(s3, 'HEAD', await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res)), partNumber);
 };

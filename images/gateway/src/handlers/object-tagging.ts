@@ -1,5 +1,5 @@
+import { assertObjectKey } from '../../../service-kit/src/index.js';
 import { callerOf } from '../context.js';
-import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { sendXml } from '../s3/render.js';
 import { discard, readCheckedDocument } from '../s3/request.js';
@@ -13,7 +13,7 @@ import { parseXml } from '../s3/xml.js';
  */
 
 async function ownedObject(s3: S3Request): Promise<void> {
-  validateKey(s3.key);
+  assertObjectKey(s3.key);
   await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
 }
 

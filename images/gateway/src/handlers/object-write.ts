@@ -1,6 +1,5 @@
-import { isChecksumAlgorithm, S3Error, storedChecksum, WEBSITE_REDIRECT_HEADER } from '../../../service-kit/src/index.js';
+import { assertObjectKey, isChecksumAlgorithm, S3Error, storedChecksum, WEBSITE_REDIRECT_HEADER } from '../../../service-kit/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
-import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { contentMd5, discard, header, objectBody, objectLength, objectTagging, standardHeaders, unquote, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';
 import { checksumXml } from '../s3/checksums.js';
@@ -28,7 +27,7 @@ export const putObject: S3Handler = async (s3) => {
   const instant = instantMd5(s3);
   let body;
   try {
-    validateKey(key);
+    assertObjectKey(key);
     const length = objectLength(req, res);
     const md5 = contentMd5(req);
     const meta = userMetadata(req);
@@ -86,7 +85,7 @@ export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourc
   if (slash <= 0 || slash === trimmed.length - 1) throw new S3Error('InvalidArgument', 'Copy Source must mention the source bucket and key: sourcebucket/sourcekey', { ArgumentName: 'x-amz-copy-source' });
   const sourceBucket = trimmed.slice(0, slash);
   const sourceKey = trimmed.slice(slash + 1);
-  validateKey(sourceKey);
+  assertObjectKey(sourceKey);
   await s3.deps.buckets.owned(sourceBucket, caller);
   return { sourceBucket, sourceKey };
 }
@@ -111,7 +110,7 @@ export function copySourceConditions(req: S3Request['req']): CopyConditions | un
 export const copyObject: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
   const caller = callerOf(res);
-  validateKey(key);
+  assertObjectKey(key);
   discard(req);
   const bucketInfo = await deps.buckets.owned(bucket, caller);
   const { sourceBucket, sourceKey } = await copySource(s3, caller);

@@ -1,10 +1,9 @@
 import type { Request } from 'express';
 import busboy from 'busboy';
 import { pipeline, type Readable } from 'node:stream';
-import { S3Error, standardHeadersOf } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error, standardHeadersOf } from '../../../service-kit/src/index.js';
 import { verifyPostPolicy } from '../auth/post-policy.js';
 import { state } from '../context.js';
-import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
 import { quoted, sendXml, urlEncodeKey } from '../s3/render.js';
 import { refuseEncryptedWrite } from '../s3/encryption.js';
@@ -95,7 +94,7 @@ export const postObject: S3Handler = async (s3) => {
     const rawKey = form.fields.get('key');
     if (rawKey === undefined) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'key'.", { ArgumentName: 'key' });
     const key = rawKey.replaceAll('${filename}', form.filename);
-    validateKey(key);
+    assertObjectKey(key);
     // The form's `tagging` field is a Tagging document (S3's POST Object), not a header's k=v list.
     const taggingField = form.fields.get('tagging');
     const tags = taggingField === undefined ? undefined : parseTagging(parseXml<TaggingXml>(taggingField, 'Tagging'), 'object');

@@ -1,7 +1,6 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error } from '../../../service-kit/src/index.js';
 import { MAX_PRESIGN_SECONDS, presignUrl } from '../auth/sigv4.js';
 import { callerOf, state } from '../context.js';
-import { validateKey } from '../middleware/bucket-access.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { sendData } from '../s3/render.js';
 import { pathStyleHost } from '../s3/virtual-host.js';
@@ -20,7 +19,7 @@ export const presign: S3Handler = async (s3) => {
   const { res, bucket, key, query, deps } = s3;
   state(res).errorFormat = 'json';
   const caller = callerOf(res);
-  validateKey(key);
+  assertObjectKey(key);
   await deps.buckets.owned(bucket, caller);
   const method = (query.get('method') ?? 'GET').toUpperCase();
   if (method !== 'GET' && method !== 'PUT') throw new S3Error('InvalidArgument', 'method must be GET or PUT', { ArgumentName: 'method' });

@@ -57,11 +57,3 @@ export function isValidBucketName(name: string): boolean {
     !name.endsWith('-s3alias')
   );
 }
-
-/** Keys as the ADR allows them: no NUL, at most 1024 bytes, no `..` segment. */
-export function validateKey(key: string): void {
-  if (key.length === 0) throw new S3Error('InvalidObjectName', 'The object key must not be empty.');
-  if (Buffer.byteLength(key, 'utf8') > 1024) throw new S3Error('KeyTooLongError');
-  if (key.includes('\0')) throw new S3Error('InvalidObjectName', 'Object keys must not contain NUL characters.');
-  if (key.split('/').includes('..')) throw new S3Error('InvalidObjectName', 'Object keys must not contain a ".." path segment.');
-}

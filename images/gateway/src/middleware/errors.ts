@@ -18,6 +18,8 @@ export function errorRenderer(logger: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const st = state(res);
     if (st.clientGone?.fired && (err as Error)?.name === 'AbortError') return;
+    // Already answered (a body that timed out is answered as it times out): nothing left to say.
+    if (res.writableEnded) return;
     const s3 = toS3Error(err, logger);
     if (res.headersSent) {
       // Bytes already went out: the only honest signal left is to cut the connection.

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error } from '../../../service-kit/src/index.js';
 import { rawTarget, state } from '../context.js';
 import type { GatewayDeps } from '../deps.js';
 import { safeDecode } from '../auth/sigv4.js';
@@ -163,6 +163,8 @@ export function s3Endpoint(deps: GatewayDeps) {
       state(res).operation = route.operation;
       checkExpectedOwners(req, res, bucket);
       try {
+        // Every operation on a key, reads included: a key no write accepts never reaches a lookup.
+        if (key) assertObjectKey(key);
         refuseServerSideEncryption(route.operation, req.headers);
         refuseUnsupportedProperties(route.operation, req.headers);
       } catch (err) {

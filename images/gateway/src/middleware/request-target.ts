@@ -1,0 +1,37 @@
+import type { NextFunction, Request, Response } from 'express';
+import { assertTextArgument, hasNonUtf8Escapes, S3Error } from '../../../service-kit/src/index.js';
+import { rawTarget } from '../context.js';
+
+/**
+ * The request target checked at the edge, before anything reads it: a path whose escapes are not
+ * UTF-8 is InvalidURI; a query parameter (prefix, delimiter, marker, token, response-* override, ...)
+ * that is not UTF-8 or holds a control character is InvalidArgument. Nothing such reaches SQL or an
+ * answer header. Node refuses raw control bytes in a request line, so only escapes can carry them.
+ * (Keys are checked by the kit's assertObjectKey where the S3 endpoint splits the path.)
+ */
+export function checkRequestTarget(req: Request, _res: Response, next: NextFunction): void {
+  const url = req.originalUrl ?? req.url;
+  if (!url.includes('%')) {
+    next();
+    return;
+  }
+  const { path, query } = rawTarget(req);
+  if (hasNonUtf8Escapes(path)) {
+    next(new S3Error('InvalidURI'));
+    return;
+  }
+  try {
+    if (query.includes('%')) {
+      for (const pair of query.split('&')) {
+        if (!hasNonUtf8Escapes(pair)) continue;
+        // (The name as sent: ASCII, safe to echo.)
+        throw new S3Error('InvalidArgument', 'Query parameters must be percent-encoded UTF-8.', { ArgumentName: pair.split('=')[0] ?? '' });
+      }
+      for (const [name, value] of new URLSearchParams(query)) assertTextArgument(name, value);
+    }
+  } catch (err) {
+    next(err);
+    return;
+  }
+  next();
+}
