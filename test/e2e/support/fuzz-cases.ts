@@ -139,7 +139,10 @@ async function authAttack(rng: Rng, ctx: FuzzContext): Promise<void> {
   const key = rng.chance(0.7) ? rng.pick(ctx.victimKeys) : `planted-${rng.int(0, 1e9)}`;
   const target = `/${ctx.victimBucket}/${enc(key)}`;
   const body = rng.bytes(rng.int(0, 2048));
-  const base: RawRequest = { method: rng.pick(['PUT', 'DELETE', 'POST']), target, headers: [['content-length', String(body.length)]], body };
+  const variant = rng.int(0, 9);
+  // A DELETE reads no body: only a write can show a payload hash that lies.
+  const method = variant === 4 || variant === 8 ? 'PUT' : rng.pick(['PUT', 'DELETE', 'POST']);
+  const base: RawRequest = { method, target, headers: [['content-length', String(body.length)]], body };
   const now = new Date();
   const variants: Array<[string, () => RawRequest]> = [
     ['no auth', () => ({ ...base, headers: [...base.headers, ['host', ctx.host]] })],
@@ -165,7 +168,8 @@ async function authAttack(rng: Rng, ctx: FuzzContext): Promise<void> {
     ],
     ['garbage authorization', () => ({ ...base, headers: [...base.headers, ['host', ctx.host], ['authorization', `AWS4-HMAC-SHA256 ${fuzzValue(rng)}`]] })],
   ];
-  const [label, make] = rng.pick(variants);
+  const [label, make] = variants[variant]!;
+  // A DELETE reads no body: only a write of the body can show a payload hash that lies.
   const req = make();
   await send(ctx, 'auth', `${label} ${req.method}`, req);
 }
