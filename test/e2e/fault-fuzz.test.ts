@@ -112,7 +112,7 @@ async function fuzzRun(requests: number, env: NodeJS.ProcessEnv, cleanups: Array
   proc.stdout!.on('data', keepTail);
   proc.stderr!.on('data', keepTail);
   const endpoint = `http://127.0.0.1:${port}`;
-  await waitUntilHealthy(endpoint, proc);
+  await waitUntilHealthy(endpoint, proc, () => logTail);
 
   const host = `127.0.0.1:${port}`;
   const attacker = await createUser(endpoint, 'fuzz-alice');
@@ -206,9 +206,9 @@ async function statusOf(p: Promise<Awaited<ReturnType<typeof sendRaw>>>): Promis
   return o.kind === 'answered' ? o.status : -1;
 }
 
-async function waitUntilHealthy(endpoint: string, proc: ChildProcess): Promise<void> {
+async function waitUntilHealthy(endpoint: string, proc: ChildProcess, log: () => string): Promise<void> {
   for (let i = 0; i < 600; i++) {
-    if (proc.exitCode !== null) throw new Error(`the platform exited (${proc.exitCode}) before it was healthy`);
+    if (proc.exitCode !== null) throw new Error(`the platform exited (${proc.exitCode}) before it was healthy:\n${log()}`);
     const ok = await fetch(`${endpoint}/healthz`).then(
       (r) => r.status === 200,
       () => false,
