@@ -1,4 +1,5 @@
 import {
+  AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
@@ -227,6 +228,21 @@ describe('e2e: bad input gets the right S3 error and leaves no partial state', f
     // The upload is still usable: completing with the last (small) part alone works.
     const ok = await complete([{ PartNumber: 2, ETag: small2.ETag }]);
     expect(ok.ETag).to.match(/-1"$/);
+  });
+
+  it('ListParts: max-parts and part-number-marker that are not whole numbers are InvalidArgument; max-parts=0 is an empty page', async () => {
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'lp.bin' }));
+    await s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'lp.bin', UploadId, PartNumber: 1, Body: 'one' }));
+    const auth = { authorization: `Bearer ${token}` };
+    for (const arg of ['max-parts=-1', 'max-parts=abc', 'part-number-marker=-5', 'part-number-marker=1.5']) {
+      const r = await rawRequest(p.endpoint, 'GET', `/${bucket}/lp.bin?uploadId=${UploadId}&${arg}`, auth);
+      expect(r.status, arg).to.equal(400);
+      expect(s3ErrorOf(r.body).code, arg).to.equal('InvalidArgument');
+    }
+    const empty = await rawRequest(p.endpoint, 'GET', `/${bucket}/lp.bin?uploadId=${UploadId}&max-parts=0`, auth);
+    expect(empty.status).to.equal(200);
+    expect(empty.body).to.contain('<IsTruncated>true</IsTruncated>').and.not.contain('<Part>');
+    await s3.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: 'lp.bin', UploadId }));
   });
 
   it('expired and tampered bearer tokens are refused', async () => {

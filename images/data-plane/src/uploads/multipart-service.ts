@@ -195,7 +195,7 @@ export class MultipartService {
 
   async listParts(bucket: string, key: string, uploadId: string, opts: { maxParts?: number; partNumberMarker?: number }) {
     const { info } = await this.upload(bucket, key, uploadId);
-    const maxParts = Math.min(opts.maxParts ?? 1000, 1000);
+    const maxParts = Math.max(0, Math.min(opts.maxParts ?? 1000, 1000));
     const after = opts.partNumberMarker ?? 0;
     const all = (await this.state.parts(uploadId)).filter((p) => p.partNumber > after);
     const page = all.slice(0, maxParts);
@@ -204,7 +204,7 @@ export class MultipartService {
       parts: page.map(({ partNumber, etag, size, lastModified, checksum }) => ({ partNumber, etag, size, lastModified, ...(checksum ? { checksum } : {}) })),
       ...(info.checksum ? { checksumAlgorithm: info.checksum.algorithm, checksumType: info.checksum.type } : {}),
       isTruncated,
-      ...(isTruncated ? { nextPartNumberMarker: page[page.length - 1].partNumber } : {}),
+      ...(isTruncated ? { nextPartNumberMarker: page.at(-1)?.partNumber ?? after } : {}),
       initiated: info.initiated,
       owner: info.owner,
       contentType: info.contentType,

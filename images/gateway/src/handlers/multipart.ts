@@ -2,7 +2,7 @@ import { assertObjectKey, S3Error, storedChecksum } from '../../../service-kit/s
 import { callerOf, state } from '../context.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { checksumHeadersOf, contentMd5, discard, encoderOf, header, maxKeysOf, objectBody, objectLength, objectTagging, partNumberOf, readSmallBody, standardHeaders, unquote, userMetadata } from '../s3/request.js';
+import { checksumHeadersOf, contentMd5, discard, encoderOf, header, maxKeysOf, objectBody, objectLength, objectTagging, partNumberOf, readSmallBody, standardHeaders, unquote, userMetadata, wholeNumberOf } from '../s3/request.js';
 import { checksumXml, listedPartChecksum, objectChecksumHeader } from '../s3/checksums.js';
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
 import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
@@ -141,8 +141,8 @@ export const abortMultipartUpload: S3Handler = async (s3) => {
 export const listParts: S3Handler = async (s3) => {
   const { res, bucket, key, query, deps } = s3;
   const bucketInfo = await target(s3);
-  const maxParts = Math.min(Number(query.get('max-parts') ?? 1000) || 1000, 1000);
-  const marker = Number(query.get('part-number-marker') ?? 0) || 0;
+  const maxParts = maxKeysOf(query, 'max-parts');
+  const marker = wholeNumberOf(query, 'part-number-marker', 0);
   const uploadId = query.get('uploadId') ?? '';
   const r = await deps.dataPlane.listParts(bucket, key, uploadId, { maxParts, partNumberMarker: marker });
   setAbortDate(res, bucketInfo.lifecycle, { key, initiated: new Date(r.initiated) });

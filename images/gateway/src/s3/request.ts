@@ -198,12 +198,17 @@ export function unquote(etag: string): string {
   return etag.replace(/^"|"$/g, '').replace(/^W\//, '').replace(/^"|"$/g, '');
 }
 
-/** A listing's page size (`max-keys`, `max-uploads`): a whole number, at most 1000; 1000 when absent. */
-export function maxKeysOf(query: URLSearchParams, name = 'max-keys'): number {
+/** A query argument that must be a whole number (a page size, a part-number marker); `fallback` when absent. */
+export function wholeNumberOf(query: URLSearchParams, name: string, fallback: number): number {
   const raw = query.get(name);
-  if (raw === null || raw === '') return 1000;
-  if (!/^\d+$/.test(raw)) throw new S3Error('InvalidArgument', `Provided ${name} not an integer or within integer range`, { ArgumentName: name, ArgumentValue: raw });
-  return Math.min(Number(raw), 1000);
+  if (raw === null || raw === '') return fallback;
+  if (!/^\d{1,15}$/.test(raw)) throw new S3Error('InvalidArgument', `Provided ${name} not an integer or within integer range`, { ArgumentName: name, ArgumentValue: raw });
+  return Number(raw);
+}
+
+/** A listing's page size (`max-keys`, `max-uploads`, `max-parts`): a whole number, at most 1000; 1000 when absent. */
+export function maxKeysOf(query: URLSearchParams, name = 'max-keys'): number {
+  return Math.min(wholeNumberOf(query, name, 1000), 1000);
 }
 
 /** `encoding-type=url`: keys and prefixes in the answer URL-encoded; anything else is InvalidArgument. */
