@@ -211,3 +211,28 @@ describe('e2e: /login brute-force limits from the rules file', function () {
     expect((await attempt('203.0.113.5', 'dave', 'dave-password-1')).status).to.equal(200);
   });
 });
+
+describe('e2e: /login limits count the connecting address unless a trusted proxy names another', function () {
+  this.timeout(120_000);
+  let p: TestPlatform;
+  let dir: string;
+
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-login-proxy-'));
+    const rules = path.join(dir, 'rules.yaml');
+    await writeFile(rules, 'login:\n  failuresPerIp: { points: 3, duration: 60 }\n');
+    // No proxy trusted: as for a client that reaches the gateway directly.
+    p = await startTestPlatform(undefined, { gatewayRulesFile: rules, env: { STRATA_TRUST_PROXY: 'false' } });
+  });
+  after(async () => {
+    await p?.destroy();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a client cannot escape its per-IP limit by sending a new X-Forwarded-For each time', async () => {
+    const attempt = (ip: string, password: string) =>
+      fetch(`${p.endpoint}/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: JSON.stringify({ username: `nobody-${ip}`, password }) });
+    for (let i = 0; i < 3; i++) expect((await attempt(`198.51.100.${i + 10}`, 'wrong')).status).to.equal(401);
+    expect((await attempt('198.51.100.99', 'wrong')).status).to.equal(429);
+  });
+});

@@ -38,6 +38,15 @@ import { checkRequestTarget } from './middleware/request-target.js';
 import { nameOperation, s3Endpoint } from './s3/router.js';
 import { virtualHostedStyle } from './s3/virtual-host.js';
 
+/** Proxies in front of the gateway (an ingress controller, a sidecar) are on loopback or private networks. */
+export const DEFAULT_TRUST_PROXY = 'loopback, linklocal, uniquelocal';
+
+/** `true`/`false`, a hop count, or addresses and subnet names, as Express's `trust proxy` takes them. */
+function trustProxySetting(value: string): boolean | number | string {
+  if (value === 'true' || value === 'false') return value === 'true';
+  return /^\d+$/.test(value) ? Number(value) : value;
+}
+
 export interface GatewayOptions {
   port: number;
   host?: string;
@@ -73,6 +82,8 @@ export interface GatewayOptions {
   objectAnswerCacheBytes?: number;
   /** A request body silent this long is answered 400 RequestTimeout (default 20 s, as S3; 0: off). */
   bodyIdleTimeoutMs?: number;
+  /** Express `trust proxy`: the peers whose X-Forwarded-For is believed (default: loopback and private addresses). */
+  trustProxy?: string;
   logger?: Logger;
   registry?: Registry;
 }
@@ -157,7 +168,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
       'data-plane': async () => void (await fetchOk(`${opts.dataPlaneUrl}/healthz`)),
     },
   });
-  app.set('trust proxy', true);
+  // X-Forwarded-For is believed only from the proxies named here (the ingress): a client that reaches the
+  // gateway directly cannot choose the address that per-IP limits count.
+  app.set('trust proxy', trustProxySetting(opts.trustProxy ?? DEFAULT_TRUST_PROXY));
   app.set('etag', false);
   // Preflights are answered before authentication (cors.ts), and one naming a bucket may look it up: the
   // 'Preflight' route's flow-control limits come first, so that a flood of them is refused before it

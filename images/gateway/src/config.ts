@@ -26,6 +26,8 @@ export const gatewayEnvSchema = z.object({
   STRATA_CORS_ORIGINS: corsOrigins(),
   STRATA_ROOT_USER: z.string().min(1).default('strata'),
   STRATA_REGION: z.string().default('us-east-1'),
+  /** Express `trust proxy` (addresses, subnets or names such as loopback, uniquelocal; `false` for none). */
+  STRATA_TRUST_PROXY: z.string().optional(),
   STRATA_REDIRECT_EXPIRES_SECONDS: env.int(300, 1, 7 * 24 * 3600),
   STRATA_CREDENTIALS_CACHE_MS: env.int(10_000, 0),
   STRATA_BUCKET_CACHE_MS: env.int(2_000, 0),

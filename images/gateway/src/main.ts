@@ -33,6 +33,7 @@ const gateway = await startGateway({
   objectReadCache,
   objectAnswerCacheBytes: env.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
   bodyIdleTimeoutMs: env.STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS,
+  trustProxy: env.STRATA_TRUST_PROXY,
   logger,
 });
 // Stopped in reverse order: the gateway (in-flight requests) first, then the cache connection.

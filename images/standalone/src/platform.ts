@@ -167,6 +167,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         objectReadCache: ctx.cache,
         objectAnswerCacheBytes: ctx.options.gatewayAnswerCacheBytes,
         bodyIdleTimeoutMs: ctx.options.gatewayBodyIdleTimeoutMs,
+        trustProxy: ctx.options.env?.STRATA_TRUST_PROXY || undefined,
         // Rate-limit counters on the Redis Cluster when there is one.
         redisNodes: ctx.options.production?.redisNodes,
         redisKeyPrefix: ctx.options.production?.redisKeyPrefix ? `${ctx.options.production.redisKeyPrefix}strata:flow:` : undefined,

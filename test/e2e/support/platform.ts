@@ -22,7 +22,7 @@ export interface TestPlatform {
  * The standalone platform in this process on ephemeral ports, with a fresh (or given) data dir.
  * `generatedJwtSecret` leaves the JWT secret to the platform (generated and kept in the data dir).
  */
-export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSecret?: boolean; gatewayRulesFile?: string; gatewayAnswerCacheBytes?: number; gatewayBodyIdleTimeoutMs?: number; internalToken?: string; corsOrigins?: string[] } = {}): Promise<TestPlatform> {
+export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSecret?: boolean; gatewayRulesFile?: string; gatewayAnswerCacheBytes?: number; gatewayBodyIdleTimeoutMs?: number; env?: NodeJS.ProcessEnv; internalToken?: string; corsOrigins?: string[] } = {}): Promise<TestPlatform> {
   const dir = dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-')));
   const platform = await startPlatform({
     dataDir: dir,
@@ -36,6 +36,7 @@ export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSe
     gatewayRulesFile: opts.gatewayRulesFile,
     gatewayAnswerCacheBytes: opts.gatewayAnswerCacheBytes,
     gatewayBodyIdleTimeoutMs: opts.gatewayBodyIdleTimeoutMs,
+    env: opts.env,
     corsOrigins: opts.corsOrigins,
     logLevel: process.env.STRATA_E2E_LOG_LEVEL ?? 'silent',
   }, OBJECT_STORE_SERVICES);
