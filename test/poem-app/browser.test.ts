@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import type { RunningService } from '../../images/service-kit/src/index.js';
+import { layoutProblems } from '../support/page-layout.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
 import { startTestPoemApp, tempDir } from './support/poem-app-harness.js';
 
@@ -217,8 +218,8 @@ describe('poem-app page in Chromium', function () {
     }
   });
 
-  it('fits a phone-width screen (390 px) and saves screenshots', async () => {
-    await page.setViewportSize({ width: 1280, height: 900 });
+  it('fits a desktop (1366×900) and a phone (390×844): nothing overflows, every control can be clicked; saves screenshots', async () => {
+    await page.setViewportSize({ width: 1366, height: 900 });
     await page.goto(app.url);
     await page.waitForFunction(() => !(document.getElementById('poem-type') as HTMLSelectElement).disabled);
     await page.getByLabel('Poem type').selectOption('haiku');
@@ -226,11 +227,11 @@ describe('poem-app page in Chromium', function () {
     await page.getByRole('button', { name: 'Generate' }).click();
     await page.locator('#poem-text').waitFor({ state: 'visible' });
     await page.locator('.history__item').first().waitFor();
+    expect(await layoutProblems(page, 'body'), 'at 1366×900').to.deep.equal([]);
     await page.screenshot({ path: path.join(ARTIFACTS, 'poem-app-desktop.png'), fullPage: true });
 
     await page.setViewportSize({ width: 390, height: 844 });
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    expect(overflow, 'no horizontal scrolling at 390 px').to.equal(0);
+    expect(await layoutProblems(page, 'body'), 'at 390×844').to.deep.equal([]);
     await page.screenshot({ path: path.join(ARTIFACTS, 'poem-app-mobile.png'), fullPage: true });
     // Reduced motion turns transitions off, so the screenshot shows the settled dark theme.
     await page.emulateMedia({ colorScheme: 'dark', reducedMotion: 'reduce' });
