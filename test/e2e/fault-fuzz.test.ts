@@ -188,7 +188,7 @@ async function fuzzRun(requests: number, env: NodeJS.ProcessEnv, cleanups: Array
   expect([...stored].filter((k) => /[\u0000-\u001f\u007f\ufffd]/.test(k))).to.deep.equal([]);
   // The last-resort handler saw nothing.
   const metrics = await (await fetch(`${endpoint}/metrics`)).text();
-  for (const m of metrics.matchAll(/^(strata_\w*uncaught\w*)(?:\{[^}]*\})? (\S+)$/gm)) expect(Number(m[2]), m[1]).to.equal(0);
+  for (const m of metrics.matchAll(/^(strata_\w*uncaught\w*)(?:\{[^}]*\})? (\S+)$/gm)) expect(Number(m[2]), `${m[1]}; log tail:\n${logTail.slice(-6000)}`).to.equal(0);
   proc.kill('SIGTERM');
   await new Promise((r) => proc.once('exit', r));
 }

@@ -38,7 +38,8 @@ export function bodyIdleTimeout(idleMs: number, render: RenderError) {
     // Answered before the body came whole (a refusal, an early error): Node keeps reading the rest to
     // reuse the connection, under its keep-alive timer; the idle limit applies to that rest as well.
     res.once('finish', () => {
-      if (!req.complete) setImmediate(() => req.socket.setTimeout(idleMs));
+      // (By then the connection may be gone: a request's socket is null once it is detached.)
+      if (!req.complete) setImmediate(() => req.socket?.setTimeout(idleMs));
     });
     next();
   };
