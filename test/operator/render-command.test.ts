@@ -22,7 +22,7 @@ spec: { source: { bucket: photos }, model: { bucket: models } }
 apiVersion: strata.dev/v1alpha1
 kind: ModelServer
 metadata: { name: poems }
-spec: {}
+spec: { truncatePrompt: true }
 `;
 
 type Doc = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; data?: Record<string, string>; stringData?: Record<string, string> };
@@ -76,6 +76,8 @@ describe('operator render (what the operator would apply, without a cluster)', f
       }
       const names = docs.map((d) => `${d.kind}/${d.metadata.name}`);
       expect(names).to.include.members(['Deployment/strata-gateway', 'Secret/strata-backing-credentials', 'Deployment/photos-index-worker', 'Deployment/poems-model-server']);
+      const modelServer = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'poems-model-server');
+      expect(JSON.stringify(modelServer)).to.contain('{"name":"MODEL_SERVER_TRUNCATE_PROMPT","value":"true"}');
     }
     const valuesA = connectionValues(a!);
     const valuesB = connectionValues(b!);
