@@ -14,6 +14,10 @@ export const modelServerSpec = z.object({
   resources: resourceRequirements.optional(),
   gpu: gpuRequest.default({ enabled: false, count: 1, resourceName: 'nvidia.com/gpu' }),
   image: z.string().optional().describe('Container image; the operator default when unset.'),
+  truncatePrompt: z
+    .boolean()
+    .default(false)
+    .describe("Keep the last tokens of a prompt longer than the model's context (MODEL_SERVER_TRUNCATE_PROMPT) instead of refusing it with 400."),
 });
 
 export const modelServerStatus = z.object({

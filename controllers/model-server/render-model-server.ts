@@ -55,6 +55,7 @@ export function renderModelServer(ms: ModelServer, spec: ModelServerSpec, settin
                 { name: 'MODEL_NAMES', value: spec.model.name },
                 ...(spec.model.path ? [{ name: 'MODEL_DIR', value: spec.model.path }] : []),
                 ...(spec.gpu.enabled ? [{ name: 'STRATA_EXECUTION_PROVIDER', value: 'cuda' }] : []),
+                ...(spec.truncatePrompt ? [{ name: 'MODEL_SERVER_TRUNCATE_PROMPT', value: 'true' }] : []),
               ],
               resources: gpu.resources,
               startupProbe: probe('/healthz', 30),
