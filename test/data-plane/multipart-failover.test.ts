@@ -68,12 +68,17 @@ describe('data plane multipart on a six-node Redis Cluster: a master failover lo
     }
     throw new Error(`part ${n} of ${key} never acknowledged`);
   };
-  /** The master that holds an upload's state, and its replica. */
+  /** The master that holds an upload's state, and its replica (once the cluster's slot map lists it). */
   const holders = async (uploadId: string) => {
     const slot = keySlot(cache.storedKey(`strata:mpu:{${uploadId}}`));
-    const [, , master, replica] = (await cache.client.cluster('SLOTS')).find(([start, end]) => slot >= start && slot <= end)!;
-    const node = (entry: [string, number, ...unknown[]] | undefined) => [...cluster.nodes, ...cluster.replicas].find((n) => n.port === Number(entry?.[1]))!;
-    return { master: node(master), replica: node(replica) };
+    const node = (entry: [string, number, ...unknown[]] | undefined) => [...cluster.nodes, ...cluster.replicas].find((n) => n.port === Number(entry?.[1]));
+    let found: { master?: RedisClusterNode; replica?: RedisClusterNode } = {};
+    await until('the slot map to list the upload master and its replica', async () => {
+      const [, , master, replica] = (await cache.client.cluster('SLOTS')).find(([start, end]) => slot >= start && slot <= end)!;
+      found = { master: node(master), replica: node(replica) };
+      return found.master !== undefined && found.replica !== undefined;
+    });
+    return { master: found.master!, replica: found.replica! };
   };
 
   it('parts acknowledged before, during and after the failover all complete with the right bytes', async () => {
