@@ -9,17 +9,8 @@ export interface AbortedUpload {
   contentLength: number;
 }
 
-/** mulberry32: a small seeded PRNG, so that a failing storm can be replayed from its printed seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32, so that a failing storm can be replayed from its printed seed. */
+export { mulberry32 as seededRandom } from '../../images/model-server/src/random.js';
 
 /**
  * Send a PUT over a raw loopback socket, stop after `cutAt` body bytes (0: the headers only) and

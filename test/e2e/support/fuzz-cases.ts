@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { mulberry32 } from '../../../images/model-server/src/random.js';
 import { sendRaw, signRaw, UNSIGNED_PAYLOAD, type Credentials, type RawOutcome, type RawRequest } from './raw-http.js';
 
 /**
@@ -9,14 +10,7 @@ import { sendRaw, signRaw, UNSIGNED_PAYLOAD, type Credentials, type RawOutcome, 
 
 /** mulberry32: small, fast, good enough to draw test cases from a seed. */
 export function seededRandom(seed: number): Rng {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
   return {
     next,
