@@ -80,6 +80,33 @@ async function waitClusterOk(ports: number[], timeoutMs: number): Promise<void> 
   }
 }
 
+interface ClusterRoles {
+  masters: { port: number; firstSlot: number }[];
+  replicaPorts: number[];
+}
+
+/** The masters (in slot order) and replicas as one node sees them, once it sees exactly the expected counts. */
+async function waitForRoles(port: number, masterCount: number, replicaCount: number, timeoutMs: number): Promise<ClusterRoles> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const roles = (await redisCli(port, 'cluster', 'nodes')).trim().split('\n').map((line) => {
+      const [, address, flags, , , , , , ...slots] = line.split(' ');
+      return {
+        port: Number(address!.split('@')[0]!.split(':')[1]),
+        master: flags!.includes('master'),
+        firstSlot: slots.length > 0 ? Number(slots[0]!.split('-')[0]) : Number.NaN,
+      };
+    });
+    const masters = roles.filter((r) => r.master && !Number.isNaN(r.firstSlot)).sort((a, b) => a.firstSlot - b.firstSlot);
+    const replicaPorts = roles.filter((r) => !r.master).map((r) => r.port);
+    if (masters.length === masterCount && replicaPorts.length === replicaCount && roles.length === masterCount + replicaCount) {
+      return { masters, replicaPorts };
+    }
+    if (Date.now() > deadline) throw new Error(`redis cluster roles not settled after ${timeoutMs} ms:\n${JSON.stringify(roles)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function startOnce(opts: RedisClusterOptions): Promise<RedisClusterHarness> {
   const dir = mkdtempSync(path.join(tmpdir(), 'strata-redis-cluster-'));
   const entry = { procs: [] as ChildProcess[], dir };
@@ -118,13 +145,10 @@ async function startOnce(opts: RedisClusterOptions): Promise<RedisClusterHarness
       { timeout: 60_000 },
     );
     await waitClusterOk(clientPorts, 30_000);
-    // Roles as created: masters in slot order, then the replicas.
-    const roles = (await redisCli(clientPorts[0]!, 'cluster', 'nodes')).trim().split('\n').map((line) => {
-      const [, address, flags, , , , , , ...slots] = line.split(' ');
-      return { port: Number(address!.split('@')[0]!.split(':')[1]), master: flags!.includes('master'), firstSlot: Number((slots[0] ?? '').split('-')[0]) };
-    });
-    const masters = roles.filter((r) => r.master).sort((a, b) => a.firstSlot - b.firstSlot);
-    const replicaPorts = roles.filter((r) => !r.master).map((r) => r.port);
+    // Roles as created: masters in slot order, then the replicas. `--cluster create` makes the replicas
+    // with CLUSTER REPLICATE after the meet, so a node may still be gossiped as a master without slots:
+    // read until every node is seen in its final role.
+    const { masters, replicaPorts } = await waitForRoles(clientPorts[0]!, MASTERS, count - MASTERS, 30_000);
     if (replicaPorts.length > 0) await waitReplicasInSync(replicaPorts, 30_000);
     let stopped: Promise<void> | undefined;
     return {
