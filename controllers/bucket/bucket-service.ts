@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 // The rules in the object store's own form (type-only: nothing of the kit is loaded at run time).
-import type { BucketConfigs, CorsRule, LifecycleRule } from '../../images/service-kit/src/index.js';
+import type { BucketConfigs, CorsRule, LifecycleRule } from '../../images/object-model/src/index.js';
 import type { BucketCorsRule, BucketLifecycleRule } from '../api/index.js';
 /** The backend a bucket keeps its bytes on, as the control plane's bucket API takes it. */
 export interface BackendConfig {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { StrataEvent } from '../../images/control-plane/src/metadata/store.js';
-import type { LifecycleRule } from '../../images/service-kit/src/index.js';
+import type { LifecycleRule } from '../../images/object-model/src/index.js';
 import { enc, eventually, startObjectLayer, type DbKind, type ObjectLayer } from '../data-plane/harness.js';
 
 const DAY = 24 * 3600 * 1000;

@@ -18,7 +18,8 @@ import { backendsConfigFromEnv, settingsOfBucket } from '../../images/data-plane
 import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
 import { BackendRegistry } from '../../images/data-plane/src/backends/registry.js';
 import { S3Backend, type S3BackendSettings } from '../../images/data-plane/src/backends/s3-backend.js';
-import { S3Error, SecretBox } from '../../images/service-kit/src/index.js';
+import { SecretBox } from '../../images/service-kit/src/index.js';
+import { S3Error } from '../../images/object-model/src/index.js';
 import { freePorts } from '../support/ports.js';
 import { ROOT, SERVER_SECRET_KEY, startObjectLayer, type ObjectLayer } from './harness.js';
 import { s3ClientFor, sharedRgw, startS3rver, type S3ServerHarness } from '../support/rgw.js';

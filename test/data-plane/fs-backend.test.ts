@@ -9,7 +9,7 @@ import { FILE_SINK_BUFFER, FileSink } from '../../images/data-plane/src/backends
 import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
 import { ThreadMd5 } from '../../images/data-plane/src/backends/md5-thread.js';
 import { SmallBlobCache } from '../../images/data-plane/src/backends/small-blob-cache.js';
-import { S3Error } from '../../images/service-kit/src/index.js';
+import { S3Error } from '../../images/object-model/src/index.js';
 import { freshDirPerTest } from '../support/temp-dir.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');

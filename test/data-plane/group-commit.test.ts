@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { migrate } from '../../images/control-plane/src/schema/migrate.js';
 import { Catalog, type BucketRef, type CommitRequest } from '../../images/data-plane/src/catalog/catalog.js';
 import { GroupCommit } from '../../images/data-plane/src/catalog/group-commit.js';
-import { createPgliteSqlClient, S3Error, type SqlClient } from '../../images/service-kit/src/index.js';
+import { createPgliteSqlClient, type SqlClient } from '../../images/service-kit/src/index.js';
+import { S3Error } from '../../images/object-model/src/index.js';
 
 describe('group commit', function () {
   this.timeout(60_000);

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { InMemoryCache } from '../../images/data-plane/src/cache/memory-cache.js';
-import { invalidateObjectRead, objectReadCacheKeys, readThroughObjectCache } from '../../images/service-kit/src/object-read-cache.js';
+import { invalidateObjectRead, objectReadCacheKeys, readThroughObjectCache } from '../../images/object-model/src/object-read-cache.js';
 import { enc, startObjectLayer, type ObjectLayer } from './harness.js';
 
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');

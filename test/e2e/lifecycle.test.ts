@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { expiryAfterDays } from '../../images/service-kit/src/index.js';
+import { expiryAfterDays } from '../../images/object-model/src/index.js';
 import { awsCli, s3cmd } from './support/cli.js';
 import { bucketName, login, s3ErrorOf, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
 

@@ -2,13 +2,7 @@ import { expect } from 'chai';
 import { AmqpEventBroker } from '../../images/control-plane/src/events/amqp-broker.js';
 import type { StrataEvent } from '../../images/control-plane/src/events/broker.js';
 import { AmqpEventPublisher } from '../../images/data-plane/src/events/amqp-publisher.js';
-import {
-  amqpConnectionMetrics,
-  AmqpPublishError,
-  AmqpUnavailableError,
-  Registry,
-  type AmqpConnectionState,
-} from '../../images/service-kit/src/index.js';
+import { amqpConnectionMetrics, AmqpPublishError, AmqpUnavailableError, Registry, type AmqpConnectionState } from '../../images/service-kit/src/index.js';
 import { startTcpProxy, type TcpFaultProxy } from '../support/tcp-proxy.js';
 import { amqpUrlVia, eventually, quietLogger, RabbitNames, RABBITMQ_URL, testEvent } from './rabbitmq-fixture.js';
 

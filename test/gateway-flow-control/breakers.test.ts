@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { Registry, S3Error } from '../../images/service-kit/src/index.js';
+import { Registry } from '../../images/service-kit/src/index.js';
+import { S3Error } from '../../images/object-model/src/index.js';
 import { Breakers, upstreamFailure } from '../../images/gateway/src/flow-control/breakers.js';
 import { flowMetrics } from '../../images/gateway/src/flow-control/metrics.js';
 import { parseFlowRules } from '../../images/gateway/src/flow-control/index.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { Cluster, Redis } from 'ioredis';
 import { parseFlowRules } from '../../images/gateway/src/flow-control/index.js';
-import { S3Error } from '../../images/service-kit/src/index.js';
+import { S3Error } from '../../images/object-model/src/index.js';
 import { freePorts } from '../support/ports.js';
 import { sharedRedisCluster } from '../support/redis-cluster.js';
 import { eventually, hit, metricValue, startTestGateway, type TestGateway } from './support.js';

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ChecksumCheck, uploadChecksum } from '../../images/gateway/src/s3/checksums.js';
 import { VerifiedBody } from '../../images/gateway/src/s3/verified-body.js';
-import { S3Error, type ChecksumAlgorithm } from '../../images/service-kit/src/index.js';
+import { S3Error, type ChecksumAlgorithm } from '../../images/object-model/src/index.js';
 
 /** The catalogue check values of each CRC ("123456789"), and the hashes from node:crypto. */
 const CHECK_INPUT = Buffer.from('123456789');

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { parseCorsConfiguration, renderCorsConfiguration, type CorsConfigurationXml } from '../../images/gateway/src/s3/cors-xml.js';
 import { s3CodeOf } from '../support/s3-code.js';
 import { parseXml, renderXml } from '../../images/gateway/src/s3/xml.js';
-import { corsPatternMatches, findCorsRule } from '../../images/service-kit/src/index.js';
+import { corsPatternMatches, findCorsRule } from '../../images/object-model/src/index.js';
 
 const parse = (rules: string) => parseCorsConfiguration(parseXml<CorsConfigurationXml>(`<CORSConfiguration>${rules}</CORSConfiguration>`, 'CORSConfiguration'));
 const refusal = (rules: string): string => s3CodeOf(() => parse(rules));

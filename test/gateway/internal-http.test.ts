@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { InternalHttp } from '../../images/gateway/src/clients/internal-http.js';
 import { ClientGone } from '../../images/gateway/src/context.js';
 import { isNotUpstreamFault } from '../../images/gateway/src/flow-control/breakers.js';
-import { S3Error } from '../../images/service-kit/src/index.js';
+import { S3Error } from '../../images/object-model/src/index.js';
 
 describe('gateway: internal calls cancelled when the client goes away (ClientGone)', () => {
   let server: http.Server;

@@ -2,9 +2,7 @@ import { expect } from 'chai';
 import { parseLifecycleConfiguration, renderLifecycleConfiguration, type LifecycleConfigurationXml } from '../../images/gateway/src/s3/lifecycle-xml.js';
 import { s3CodeOf } from '../support/s3-code.js';
 import { parseXml, renderXml } from '../../images/gateway/src/s3/xml.js';
-import {
-  createdNoLaterThan, expiryAfterDays, lifecycleFilterMatches, objectExpiration, type LifecycleRule,
-} from '../../images/service-kit/src/index.js';
+import { createdNoLaterThan, expiryAfterDays, lifecycleFilterMatches, objectExpiration, type LifecycleRule } from '../../images/object-model/src/index.js';
 
 const parse = (rules: string): LifecycleRule[] =>
   parseLifecycleConfiguration(parseXml<LifecycleConfigurationXml>(`<LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${rules}</LifecycleConfiguration>`, 'LifecycleConfiguration'));

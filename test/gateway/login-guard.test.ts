@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { LoginGuard, Slots } from '../../images/gateway/src/auth/login-guard.js';
 import { parseFlowRules, type FlowRules } from '../../images/gateway/src/flow-control/rules.js';
-import { S3Error } from '../../images/service-kit/src/index.js';
+import { S3Error } from '../../images/object-model/src/index.js';
 
 describe('gateway login guard', () => {
   it('the rules file turns login limits on by default and lets them be changed', () => {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { ObjectAnswerCache } from '../../images/gateway/src/clients/object-answer-cache.js';
 import { InMemoryCache } from '../../images/data-plane/src/cache/memory-cache.js';
-import { invalidateObjectRead } from '../../images/service-kit/src/object-read-cache.js';
+import { invalidateObjectRead } from '../../images/object-model/src/object-read-cache.js';
 
 describe('gateway: ObjectAnswerCache', () => {
   const answer = (bytes: number, fill = 1) => ({ headers: { etag: '"e"' }, body: Buffer.alloc(bytes, fill) });

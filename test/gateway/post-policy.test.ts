@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { verifyPostPolicy } from '../../images/gateway/src/auth/post-policy.js';
 import { sign, signingKey } from '../../images/gateway/src/auth/sigv4.js';
-import { S3Error } from '../../images/service-kit/src/index.js';
+import { S3Error } from '../../images/object-model/src/index.js';
 
 const SECRET = 'post-policy-secret';
 const lookup = async (accessKey: string) => {

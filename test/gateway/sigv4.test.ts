@@ -5,7 +5,7 @@ import { PayloadHashCheck } from '../../images/gateway/src/auth/payload-hash.js'
 import { chunkStringToSign, presignUrl, sha256Hex, sign, signingKey } from '../../images/gateway/src/auth/sigv4.js';
 import { verifySigV4, type Credential } from '../../images/gateway/src/auth/sigv4-verify.js';
 import { VerifiedBody } from '../../images/gateway/src/s3/verified-body.js';
-import { S3Error } from '../../images/service-kit/src/index.js';
+import { S3Error } from '../../images/object-model/src/index.js';
 
 // The worked examples of the AWS S3 SigV4 documentation ("Examples: Signature Calculations").
 const AK = 'AKIAIOSFODNN7EXAMPLE';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { objectTagsFromJson, parseTaggingHeader } from '../../images/service-kit/src/index.js';
+import { objectTagsFromJson, parseTaggingHeader } from '../../images/object-model/src/index.js';
 import { parseTagging, renderTagging, type TaggingXml } from '../../images/gateway/src/s3/tagging-xml.js';
 import { parseXml, renderXml } from '../../images/gateway/src/s3/xml.js';
 import { s3CodeOf } from '../support/s3-code.js';

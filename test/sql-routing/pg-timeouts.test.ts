@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import express from 'express';
 import { pino } from 'pino';
-import { createPgSqlClient, DatabaseUnavailableError, internalErrorHandler, listen, PG_TIMEOUT_DEFAULTS, Registry, type RunningService, type SqlClient } from '../../images/service-kit/src/index.js';
+import { createPgSqlClient, DatabaseUnavailableError, listen, PG_TIMEOUT_DEFAULTS, Registry, type RunningService, type SqlClient } from '../../images/service-kit/src/index.js';
+import { internalErrorHandler } from '../../images/object-model/src/index.js';
 import { startTcpProxy, type TcpFaultProxy } from '../support/tcp-proxy.js';
 
 const ADMIN_URL = new URL(process.env.STRATA_TEST_PG_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres');

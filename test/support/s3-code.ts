@@ -1,4 +1,4 @@
-import { S3Error } from '../../images/service-kit/src/index.js';
+import { S3Error } from '../../images/object-model/src/index.js';
 
 /** The S3 error code `fn` throws, 'accepted' when it throws nothing, or a description of a non-S3 failure. */
 export function s3CodeOf(fn: () => unknown): string {

@@ -1,28 +1,7 @@
 import express from 'express';
 import type { ScheduledTask } from 'node-cron';
-import {
-  amqpConnectionMetrics,
-  cacheMetrics,
-  countedCache,
-  Counter,
-  createApp,
-  createLogger,
-  createPgliteSqlClient,
-  createProductionCache,
-  createProductionSql,
-  createRegistry,
-  degradeWhenUnavailable,
-  httpMetrics,
-  internalErrorHandler,
-  listen,
-  requireInternalToken,
-  SecretBox,
-  type Logger,
-  type ProductionSettings,
-  type Registry,
-  type RunningService,
-  type SqlClient,
-} from '../../service-kit/src/index.js';
+import { amqpConnectionMetrics, cacheMetrics, countedCache, Counter, createApp, createLogger, createPgliteSqlClient, createProductionCache, createProductionSql, createRegistry, degradeWhenUnavailable, httpMetrics, listen, SecretBox, type Logger, type ProductionSettings, type Registry, type RunningService, type SqlClient } from '../../service-kit/src/index.js';
+import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
 import type { Cache } from './cache/cache.js';
 import { InMemoryCache } from './cache/memory-cache.js';
 import { AmqpEventBroker } from './events/amqp-broker.js';
@@ -36,7 +15,7 @@ import { dataPlaneBackendCheck } from './backends/backend-check.js';
 import { HttpBlobCollector, HttpUploadExpirer } from './purge/data-plane-gc.js';
 import { runPurge, schedulePurge, type PurgeDeps } from './purge/purge-job.js';
 import { migrate } from './schema/migrate.js';
-import { invalidateObjectRead } from '../../service-kit/src/object-read-cache.js';
+import { invalidateObjectRead } from '../../object-model/src/object-read-cache.js';
 import { UserService } from './users/user-service.js';
 
 export const DAILY_PURGE_SCHEDULE = '0 3 * * *';

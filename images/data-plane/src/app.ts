@@ -1,25 +1,6 @@
 import type http from 'node:http';
-import {
-  amqpConnectionMetrics,
-  cacheMetrics,
-  countedCache,
-  createApp,
-  createLogger,
-  createProductionCache,
-  createProductionSql,
-  createRegistry,
-  httpMetrics,
-  internalErrorHandler,
-  listen,
-  requireInternalToken,
-  SecretBox,
-  type Logger,
-  type ProductionSettings,
-  type Registry,
-  type RunningService,
-  type SqlClient,
-  withFastPath,
-} from '../../service-kit/src/index.js';
+import { amqpConnectionMetrics, cacheMetrics, countedCache, createApp, createLogger, createProductionCache, createProductionSql, createRegistry, httpMetrics, listen, SecretBox, type Logger, type ProductionSettings, type Registry, type RunningService, type SqlClient, withFastPath } from '../../service-kit/src/index.js';
+import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
 import { FsBackend, SMALL_READ } from './backends/fs-backend.js';
 import { backendsConfigFromEnv, type BackendsConfig } from './backends/config.js';
 import { BackendRegistry } from './backends/registry.js';

@@ -1,20 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type http from 'node:http';
 import { Cluster } from 'ioredis';
-import {
-  Counter,
-  createLogger,
-  createRegistry,
-  createApp,
-  httpMetrics,
-  cacheMetrics,
-  listen,
-  parseRedisNodes,
-  type Logger,
-  type Registry,
-  type RunningService,
-  withFastPath,
-} from '../../service-kit/src/index.js';
+import { Counter, createLogger, createRegistry, createApp, httpMetrics, cacheMetrics, listen, parseRedisNodes, type Logger, type Registry, type RunningService, withFastPath } from '../../service-kit/src/index.js';
 import { authenticate } from './auth/authenticate.js';
 import { cachedCredentials } from './auth/credential-cache.js';
 import { bearerPassport, tokenIssuer } from './auth/jwt.js';
@@ -22,7 +9,7 @@ import { LoginGuard } from './auth/login-guard.js';
 import { ControlPlaneClient } from './clients/control-plane.js';
 import { DataPlaneClient } from './clients/data-plane.js';
 import { ObjectAnswerCache } from './clients/object-answer-cache.js';
-import type { StringCache } from '../../service-kit/src/object-read-cache.js';
+import type { ReadCacheStore } from '../../object-model/src/object-read-cache.js';
 import { state } from './context.js';
 import type { GatewayDeps } from './deps.js';
 import { flowControl } from './flow-control/index.js';
@@ -77,7 +64,7 @@ export interface GatewayOptions {
    * The cache that holds the data plane's object read cache (its version tokens): with it, the gateway
    * answers repeated GETs of small objects itself (clients/object-answer-cache.ts).
    */
-  objectReadCache?: StringCache;
+  objectReadCache?: ReadCacheStore;
   /** Bytes of small-object answers the gateway keeps (default 8 MiB; 0 turns it off). */
   objectAnswerCacheBytes?: number;
   /** A request body silent this long is answered 400 RequestTimeout (default 20 s, as S3; 0: off). */

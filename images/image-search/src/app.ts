@@ -2,17 +2,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express from 'express';
-import {
-  createApp,
-  createLogger,
-  createRegistry,
-  Gauge,
-  httpMetrics,
-  listen,
-  type Logger,
-  type Registry,
-  type RunningService,
-} from '../../service-kit/src/index.js';
+import { createApp, createLogger, createRegistry, Gauge, httpMetrics, listen, type Logger, type Registry, type RunningService } from '../../service-kit/src/index.js';
 import { BucketSource } from './bucket-source.js';
 import { ClipEncoder } from './clip/encoder.js';
 import { AmqpObjectEvents, OBJECT_EVENT_TYPES, type ObjectEventSource } from './object-events.js';

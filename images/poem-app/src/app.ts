@@ -1,16 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type RequestHandler } from 'express';
-import {
-  createApp,
-  createLogger,
-  createRegistry,
-  httpMetrics,
-  listen,
-  type Logger,
-  type Registry,
-  type RunningService,
-} from '../../service-kit/src/index.js';
+import { createApp, createLogger, createRegistry, httpMetrics, listen, type Logger, type Registry, type RunningService } from '../../service-kit/src/index.js';
 import type { PoemAppConfig } from './config.js';
 import { apiNotFound, errorHandler } from './http-errors.js';
 import { PoemMetrics } from './poem-metrics.js';

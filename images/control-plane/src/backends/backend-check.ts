@@ -1,4 +1,4 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import type { BackendConfig } from '../metadata/store.js';
 
 /** Can a new bucket keep its bytes on this backend? Throws the S3 error that says why not. */

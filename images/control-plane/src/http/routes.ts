@@ -1,9 +1,8 @@
 import express, { type Request, type Router } from 'express';
-import {
-  assertBucketName, assertObjectKey, MAX_BUCKET_TAGS, MAX_CORS_RULES, MAX_LIFECYCLE_RULES, objectTagsFromJson, S3Error, type Logger, type SecretBox,
-} from '../../../service-kit/src/index.js';
+import { type Logger, type SecretBox } from '../../../service-kit/src/index.js';
+import { assertBucketName, assertObjectKey, MAX_BUCKET_TAGS, MAX_CORS_RULES, MAX_LIFECYCLE_RULES, objectTagsFromJson, S3Error } from '../../../object-model/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
-import { invalidateObjectRead } from '../../../service-kit/src/object-read-cache.js';
+import { invalidateObjectRead } from '../../../object-model/src/object-read-cache.js';
 import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, DeleteConditions, MetadataStore, RecycleBinCursor } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
 import type { BlobCollector } from '../purge/data-plane-gc.js';
@@ -225,7 +224,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   router.delete('/buckets/:bucket/objects/:key', async (req, res) => {
     const { bucket, key } = await objectPath(req);
     await store.recycleObject(bucket, key, deps.clock(), deleteConditions(req.query));
-    // The data plane's GET/HEAD cache (service-kit/object-read-cache.ts), before answering.
+    // The data plane's GET/HEAD cache (object-model/object-read-cache.ts), before answering.
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
   });

@@ -1,5 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
-import { S3Error, etagMatches, isUniqueViolation, readQuery, type CorsRule, type LifecycleRule, type SqlClient, type SqlExecutor, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import { isUniqueViolation, readQuery, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
+import { S3Error, etagMatches, type CorsRule, type LifecycleRule, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import type {
   BackendConfig,
   Bucket,

@@ -1,6 +1,6 @@
-import type { BucketConfigs, CorsRule, LifecycleRule, StoredHeaders, Tag } from '../../../service-kit/src/index.js';
+import type { BucketConfigs, CorsRule, LifecycleRule, StoredHeaders, Tag } from '../../../object-model/src/index.js';
 
-export type { BucketConfigs } from '../../../service-kit/src/index.js';
+export type { BucketConfigs } from '../../../object-model/src/index.js';
 
 /** Where a bucket's bytes live. `kind` picks the data plane's storage backend; the rest is its settings. */
 export interface BackendConfig {

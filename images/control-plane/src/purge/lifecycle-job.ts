@@ -1,4 +1,5 @@
-import { createdNoLaterThan, type LifecycleRule, type Logger } from '../../../service-kit/src/index.js';
+import { type Logger } from '../../../service-kit/src/index.js';
+import { createdNoLaterThan, type LifecycleRule } from '../../../object-model/src/index.js';
 import type { Bucket, MetadataStore } from '../metadata/store.js';
 
 /** The data plane keeps multipart uploads: it aborts those a rule has expired, and those of a deleted bucket. */

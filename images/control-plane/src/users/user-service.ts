@@ -1,4 +1,5 @@
-import { S3Error, SecretBox, isUniqueViolation } from '../../../service-kit/src/index.js';
+import { SecretBox, isUniqueViolation } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import type { MetadataStore } from '../metadata/store.js';
 import { hashPassword, newAccessKey, newSecretKey, verifyPassword } from './credentials.js';
 

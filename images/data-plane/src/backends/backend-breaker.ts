@@ -1,5 +1,5 @@
 import CircuitBreaker from 'opossum';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 
 export interface BackendBreakerSettings {
   /** Failure percentage over the rolling window that opens the circuit. */

@@ -1,4 +1,5 @@
-import { S3Error, type SecretBox } from '../../../service-kit/src/index.js';
+import { type SecretBox } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import type { S3BackendSettings } from './s3-backend.js';
 
 /** The S3-compatible backend kinds; `fs` needs no settings beyond the data dir. */

@@ -3,7 +3,8 @@ import { close as closeFd, createReadStream, createWriteStream, open as openFd, 
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { pipelineClosed, S3Error } from '../../../service-kit/src/index.js';
+import { pipelineClosed } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
 import { ThreadMd5 } from './md5-thread.js';
 import { HashingCounter, meteredBody } from './metered-body.js';

@@ -2,7 +2,7 @@
 // stop it at its size limit, and check size and digest before the blob is published.
 import { createHash } from 'node:crypto';
 import { PassThrough, type Readable, Transform, type TransformCallback } from 'node:stream';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import type { PutOptions } from './storage-backend.js';
 
 /** Counts and hashes bytes as they stream past, and stops a body that grows beyond its limit. */

@@ -1,4 +1,5 @@
-import { S3Error, type Logger, type SecretBox } from '../../../service-kit/src/index.js';
+import { type Logger, type SecretBox } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { BACKEND_KINDS, S3_BACKEND_KINDS, settingsOfBucket, type BackendsConfig, type S3BackendKind } from './config.js';
 import { FsBackend } from './fs-backend.js';
 import { S3Backend, type S3BackendSettings } from './s3-backend.js';

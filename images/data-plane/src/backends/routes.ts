@@ -1,5 +1,5 @@
 import express, { type Router } from 'express';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from './registry.js';
 
 /**

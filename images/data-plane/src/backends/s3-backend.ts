@@ -4,7 +4,7 @@ import https from 'node:https';
 import type net from 'node:net';
 import { Readable, pipeline } from 'node:stream';
 import { Client, S3Error as MinioS3Error } from 'minio';
-import { S3Error, STANDARD_OBJECT_HEADERS, type StoredHeaders } from '../../../service-kit/src/index.js';
+import { S3Error, STANDARD_OBJECT_HEADERS, type StoredHeaders } from '../../../object-model/src/index.js';
 import { BackendBreaker } from './backend-breaker.js';
 import { HashingCounter, meteredBody } from './metered-body.js';
 import type { ByteRange, HashedBlob, PutOptions, StorageBackend, StoredBlob } from './storage-backend.js';

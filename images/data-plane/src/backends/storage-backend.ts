@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { StoredHeaders } from '../../../service-kit/src/index.js';
+import type { StoredHeaders } from '../../../object-model/src/index.js';
 
 /** What a backend answers for stored bytes: its own name for them, their size and hex MD5 (null when the backend did not hash them). */
 export interface StoredBlob {

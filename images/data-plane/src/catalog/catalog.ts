@@ -1,4 +1,5 @@
-import { S3Error, etagMatches, isUniqueViolation, uuidV7, type SqlClient, type SqlExecutor, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import { isUniqueViolation, uuidV7, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
+import { S3Error, etagMatches, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import { GroupCommit } from './group-commit.js';
 
 /** The bucket as the data plane needs it. */

@@ -1,4 +1,5 @@
-import { CacheUnavailableError, S3Error, type ErrorMapping, type Logger } from '../../../service-kit/src/index.js';
+import { CacheUnavailableError, type Logger } from '../../../service-kit/src/index.js';
+import { S3Error, type ErrorMapping } from '../../../object-model/src/index.js';
 
 /** The data plane's own errors on its internal API: the multipart cache being down is a 503 to retry. */
 export function dataPlaneErrors(logger: Logger): ErrorMapping {

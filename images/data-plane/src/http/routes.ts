@@ -1,19 +1,7 @@
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import express, { type Request, type Response, type Router } from 'express';
-import {
-  asciiJson,
-  etagMatches,
-  isChecksumAlgorithm,
-  multipartChecksumTypes,
-  objectTagsFromJson,
-  S3Error,
-  storedChecksum,
-  storedHeadersFromJson,
-  type S3ErrorCode,
-  type StoredHeaders,
-  type Tag,
-} from '../../../service-kit/src/index.js';
+import { asciiJson, etagMatches, isChecksumAlgorithm, multipartChecksumTypes, objectTagsFromJson, S3Error, storedChecksum, storedHeadersFromJson, type S3ErrorCode, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
 import type { StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';

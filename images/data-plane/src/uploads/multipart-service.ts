@@ -1,21 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { v7 as uuidv7 } from 'uuid';
-import {
-  assertObjectKey,
-  checksumHeaders,
-  compositeChecksum,
-  digesting,
-  fullObjectChecksum,
-  mergeStoredHeaders,
-  S3Error,
-  startDigest,
-  storedChecksum,
-  withoutChecksum,
-  type Logger,
-  type StoredHeaders,
-  type Tag,
-} from '../../../service-kit/src/index.js';
+import { type Logger } from '../../../service-kit/src/index.js';
+import { assertObjectKey, checksumHeaders, compositeChecksum, digesting, fullObjectChecksum, mergeStoredHeaders, S3Error, startDigest, storedChecksum, withoutChecksum, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import { checkPreconditions, type ObjectMeta, type Preconditions } from '../catalog/catalog.js';

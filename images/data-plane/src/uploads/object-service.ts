@@ -1,29 +1,12 @@
 import type { Readable } from 'node:stream';
-import {
-  assertObjectKey,
-  cachedLookup,
-  checksumHeaders,
-  copiedHeaders,
-  digesting,
-  etagMatches,
-  mergeStoredHeaders,
-  S3Error,
-  startDigest,
-  storedChecksum,
-  WEBSITE_REDIRECT_HEADER,
-  withoutChecksum,
-  type ChecksumAlgorithm,
-  type Logger,
-  type ObjectChecksum,
-  type StoredHeaders,
-  type Tag,
-} from '../../../service-kit/src/index.js';
+import { cachedLookup, type Logger } from '../../../service-kit/src/index.js';
+import { assertObjectKey, checksumHeaders, copiedHeaders, digesting, etagMatches, mergeStoredHeaders, S3Error, startDigest, storedChecksum, WEBSITE_REDIRECT_HEADER, withoutChecksum, type ChecksumAlgorithm, type ObjectChecksum, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-backend.js';
 import { BlobGoneError, checkPreconditions, type BucketRef, type Catalog, type ObjectMeta, type Preconditions, type StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
 import type { DataPlaneMetrics } from '../metrics.js';
-import { invalidateObjectRead, readThroughObjectCache, type StringCache } from '../../../service-kit/src/object-read-cache.js';
+import { invalidateObjectRead, readThroughObjectCache, type ReadCacheStore } from '../../../object-model/src/object-read-cache.js';
 
 export const MAX_OBJECT_SIZE = 5 * 1024 ** 3;
 export const MAX_METADATA_BYTES = 2048;
@@ -112,8 +95,8 @@ export class ObjectService {
     private readonly metrics: DataPlaneMetrics,
     private readonly logger: Logger,
     private readonly clock: () => Date,
-    /** Read cache of GET/HEAD metadata (service-kit/object-read-cache.ts); none = every read asks the database. */
-    private readonly readCache?: StringCache,
+    /** Read cache of GET/HEAD metadata (object-model/object-read-cache.ts); none = every read asks the database. */
+    private readonly readCache?: ReadCacheStore,
   ) {}
 
   /** Bucket records by name (see bucket()). */

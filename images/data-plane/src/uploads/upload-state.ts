@@ -1,4 +1,4 @@
-import { S3Error, type ChecksumAlgorithm, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import { S3Error, type ChecksumAlgorithm, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import type { ObjectMeta } from '../catalog/catalog.js';
 import type { Cache } from '../cache/cache.js';
 

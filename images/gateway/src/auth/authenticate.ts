@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { rawTarget, state } from '../context.js';
 import { sentTarget } from '../s3/virtual-host.js';
 import type { BearerAuthenticator, TokenClaims } from './jwt.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { chunkStringToSign, sign, signaturesEqual, trailerStringToSign } from './sigv4.js';
 
 export interface ChunkSigning {

@@ -1,5 +1,5 @@
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { buildLimiter, type RateLimitStore } from '../flow-control/rate-limits.js';
 import type { FlowRules, LoginLimits, RateLimitRule } from '../flow-control/rules.js';
 

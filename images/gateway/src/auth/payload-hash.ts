@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import type { BodyCheck } from '../s3/verified-body.js';
 
 /** The body against the sha256 the client signed (x-amz-content-sha256). */

@@ -1,4 +1,4 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { parseCredential, type Credential, type CredentialLookup } from './sigv4-verify.js';
 import { ALGORITHM, parseAmzDate, sign, signaturesEqual, signingKey } from './sigv4.js';
 

@@ -1,4 +1,4 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import {
   ALGORITHM,
   MAX_PRESIGN_SECONDS,

@@ -1,6 +1,6 @@
-import type { BucketConfigs, CorsRule, LifecycleRule, StoredHeaders, Tag } from '../../../service-kit/src/index.js';
+import type { BucketConfigs, CorsRule, LifecycleRule, StoredHeaders, Tag } from '../../../object-model/src/index.js';
 
-export type { BucketConfigs } from '../../../service-kit/src/index.js';
+export type { BucketConfigs } from '../../../object-model/src/index.js';
 import { InternalHttp, type Guard, seg } from './internal-http.js';
 
 /** Types of the control plane's internal API (ADR 0001). */

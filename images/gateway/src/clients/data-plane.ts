@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import { InternalHttp, type Cancellation, type Guard, readText, seg } from './internal-http.js';
-import { asciiJson, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import { asciiJson, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import type { ObjectMeta } from './control-plane.js';
 
 /** What an uploaded body stores besides its bytes, and how long it is. */

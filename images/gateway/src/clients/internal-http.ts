@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { Readable } from 'node:stream';
-import { InProcessAgent, S3Error, type S3ErrorCode } from '../../../service-kit/src/index.js';
+import { InProcessAgent } from '../../../service-kit/src/index.js';
+import { S3Error, type S3ErrorCode } from '../../../object-model/src/index.js';
 import { upstreamFailure } from '../flow-control/breakers.js';
 
 /** Runs one upstream call (e.g. through a circuit breaker). */

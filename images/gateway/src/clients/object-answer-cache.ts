@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import { ByteBoundedLru } from '../../../service-kit/src/byte-bounded-lru.js';
-import { currentObjectVersion, OBJECT_READ_CACHE_TTL_S, type StringCache } from '../../../service-kit/src/object-read-cache.js';
+import { currentObjectVersion, OBJECT_READ_CACHE_TTL_S, type ReadCacheStore } from '../../../object-model/src/object-read-cache.js';
 
 /** The data plane's answer to a whole-object GET: the headers the gateway passes on, and the body. */
 export interface ObjectAnswer {
@@ -31,7 +31,7 @@ export class ObjectAnswerCache {
   private readonly entries: ByteBoundedLru<Entry>;
 
   constructor(
-    private readonly shared: StringCache,
+    private readonly shared: ReadCacheStore,
     /** Most body bytes held in all. */
     readonly maxBytes: number,
     /** Largest body kept. */

@@ -1,5 +1,6 @@
 import CircuitBreaker from 'opossum';
-import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { type Logger } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { BREAKER_STATE, type FlowMetrics } from './metrics.js';
 import { breakerRuleFor, type FlowRules } from './rules.js';
 

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Cluster, Redis } from 'ioredis';
-import { S3Error, type Logger, type Registry } from '../../../service-kit/src/index.js';
+import { type Logger, type Registry } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { Breakers } from './breakers.js';
 import { ConcurrencyLimits } from './concurrency.js';
 import { flowMetrics } from './metrics.js';

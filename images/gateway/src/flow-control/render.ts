@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { S3Error } from '../../../service-kit/src/index.js';
+import type { S3Error } from '../../../object-model/src/index.js';
 
 /** How a flow-control rejection reaches the client. The gateway may pass `(err, _req, _res, next) => next(err)`. */
 export type RenderRejection = (err: S3Error, req: Request, res: Response, next: NextFunction) => void;

@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { callerOf, state } from '../context.js';
 import type { GatewayDeps } from '../deps.js';
 import { checkSignedJsonBody } from '../s3/request.js';

@@ -1,4 +1,4 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import { RESERVED_BUCKET_NAMES, isValidBucketName } from '../middleware/bucket-access.js';
 import type { BackendRef } from '../clients/control-plane.js';

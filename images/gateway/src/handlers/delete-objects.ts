@@ -1,4 +1,4 @@
-import { assertObjectKey, S3Error } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error } from '../../../object-model/src/index.js';
 import type { DeleteConditions } from '../clients/control-plane.js';
 import { callerOf } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';

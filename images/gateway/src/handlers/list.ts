@@ -1,4 +1,4 @@
-import { storedChecksum } from '../../../service-kit/src/index.js';
+import { storedChecksum } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import type { ObjectMeta } from '../clients/control-plane.js';
 import type { S3Handler } from '../s3/operation.js';

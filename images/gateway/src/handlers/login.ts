@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { state } from '../context.js';
 import type { GatewayDeps } from '../deps.js';
 import { sendData } from '../s3/render.js';

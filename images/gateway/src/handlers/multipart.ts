@@ -1,4 +1,4 @@
-import { assertObjectKey, S3Error, storedChecksum } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error, storedChecksum } from '../../../object-model/src/index.js';
 import { callerOf, state } from '../context.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';

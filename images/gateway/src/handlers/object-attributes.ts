@@ -1,4 +1,4 @@
-import { assertObjectKey, S3Error, storedChecksum, type ObjectChecksum } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error, storedChecksum, type ObjectChecksum } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumXml } from '../s3/checksums.js';

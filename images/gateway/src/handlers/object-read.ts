@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import { pipeline } from 'node:stream';
 import type { Request, Response } from 'express';
-import { assertObjectKey, S3Error, withoutChecksum, type LifecycleRule, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error, withoutChecksum, type LifecycleRule, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import { presignUrl } from '../auth/sigv4.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import { callerOf, state } from '../context.js';

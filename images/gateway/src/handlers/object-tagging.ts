@@ -1,4 +1,4 @@
-import { assertObjectKey } from '../../../service-kit/src/index.js';
+import { assertObjectKey } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { sendXml } from '../s3/render.js';

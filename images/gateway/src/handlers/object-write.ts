@@ -1,4 +1,4 @@
-import { assertObjectKey, isChecksumAlgorithm, S3Error, storedChecksum, WEBSITE_REDIRECT_HEADER } from '../../../service-kit/src/index.js';
+import { assertObjectKey, isChecksumAlgorithm, S3Error, storedChecksum, WEBSITE_REDIRECT_HEADER } from '../../../object-model/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { contentMd5, discard, header, objectBody, objectLength, objectTagging, standardHeaders, unquote, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import busboy from 'busboy';
 import { pipeline, type Readable } from 'node:stream';
-import { assertObjectKey, S3Error, standardHeadersOf } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error, standardHeadersOf } from '../../../object-model/src/index.js';
 import { verifyPostPolicy } from '../auth/post-policy.js';
 import { state } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';

@@ -1,4 +1,4 @@
-import { assertObjectKey, S3Error } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error } from '../../../object-model/src/index.js';
 import { MAX_PRESIGN_SECONDS, presignUrl } from '../auth/sigv4.js';
 import { callerOf, state } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';

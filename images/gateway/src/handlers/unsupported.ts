@@ -1,4 +1,4 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import type { S3Handler } from '../s3/operation.js';
 import { discard } from '../s3/request.js';
 

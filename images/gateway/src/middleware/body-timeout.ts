@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 
 /** S3's: a body that sends nothing for 20 s is answered RequestTimeout. */
 export const DEFAULT_BODY_IDLE_TIMEOUT_MS = 20_000;

@@ -1,4 +1,5 @@
-import { cachedLookup, S3Error } from '../../../service-kit/src/index.js';
+import { cachedLookup } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import type { Caller } from '../context.js';
 import type { BucketInfo, ControlPlaneClient } from '../clients/control-plane.js';
 

@@ -1,6 +1,6 @@
 import cors from 'cors';
 import type { NextFunction, Request, Response } from 'express';
-import { findCorsRule, S3Error, type CorsRule } from '../../../service-kit/src/index.js';
+import { findCorsRule, S3Error, type CorsRule } from '../../../object-model/src/index.js';
 import type { BucketInfo } from '../clients/control-plane.js';
 import { isValidBucketName, RESERVED_BUCKET_NAMES } from './bucket-access.js';
 

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { S3Error, type Logger } from '../../../service-kit/src/index.js';
+import { type Logger } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { state } from '../context.js';
 import { errorXml } from '../s3/xml.js';
 

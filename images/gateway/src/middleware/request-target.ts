@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { assertTextArgument, hasNonUtf8Escapes, S3Error } from '../../../service-kit/src/index.js';
+import { assertTextArgument, hasNonUtf8Escapes, S3Error } from '../../../object-model/src/index.js';
 import { rawTarget } from '../context.js';
 
 /**

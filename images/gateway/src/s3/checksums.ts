@@ -1,15 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import {
-  CHECKSUM_ALGORITHMS,
-  checksumHeaders,
-  DIGEST_BYTES,
-  isChecksumAlgorithm,
-  S3Error,
-  startDigest,
-  type ChecksumAlgorithm,
-  type RunningDigest,
-  type StoredHeaders,
-} from '../../../service-kit/src/index.js';
+import { CHECKSUM_ALGORITHMS, checksumHeaders, DIGEST_BYTES, isChecksumAlgorithm, S3Error, startDigest, type ChecksumAlgorithm, type RunningDigest, type StoredHeaders } from '../../../object-model/src/index.js';
 import type { BodyCheck } from './verified-body.js';
 
 /**

@@ -1,4 +1,4 @@
-import { CORS_METHODS, MAX_CORS_RULES, S3Error, type CorsRule } from '../../../service-kit/src/index.js';
+import { CORS_METHODS, MAX_CORS_RULES, S3Error, type CorsRule } from '../../../object-model/src/index.js';
 import { malformedXml } from './xml.js';
 
 /** S3's `CORSConfiguration` document ⇄ the CorsRule list the services keep, checked as S3 checks it. */

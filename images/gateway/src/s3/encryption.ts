@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 
 /**
  * Server-side encryption. Strata stores bytes as they came (the backend's own disk or server encryption

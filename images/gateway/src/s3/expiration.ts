@@ -1,5 +1,5 @@
 import type { Response } from 'express';
-import { objectExpiration, uploadAbortion, type LifecycleRule, type Tag } from '../../../service-kit/src/index.js';
+import { objectExpiration, uploadAbortion, type LifecycleRule, type Tag } from '../../../object-model/src/index.js';
 
 /**
  * `x-amz-expiration` on an object's answers (GetObject, HeadObject, PutObject, CopyObject,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MAX_LIFECYCLE_RULES, S3Error, type LifecycleFilter, type LifecycleRule } from '../../../service-kit/src/index.js';
+import { MAX_LIFECYCLE_RULES, S3Error, type LifecycleFilter, type LifecycleRule } from '../../../object-model/src/index.js';
 import { malformedXml, xmlGroup, xmlText } from './xml.js';
 
 /**

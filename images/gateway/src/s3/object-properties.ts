@@ -1,4 +1,4 @@
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 
 /**
  * Properties a write may ask for that Strata cannot give: a storage class other than the one it has,

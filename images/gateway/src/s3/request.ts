@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import type { Request, Response } from 'express';
-import { mergeStoredHeaders, parseTaggingHeader, S3Error, OBJECT_UPLOAD_HEADERS, standardHeadersOf, WEBSITE_REDIRECT_HEADER, type StoredHeaders, type Tag } from '../../../service-kit/src/index.js';
+import { mergeStoredHeaders, parseTaggingHeader, S3Error, OBJECT_UPLOAD_HEADERS, standardHeadersOf, WEBSITE_REDIRECT_HEADER, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
 import { PayloadHashCheck } from '../auth/payload-hash.js';
 import { EMPTY_SHA256, sha256Hex } from '../auth/sigv4.js';

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { assertObjectKey, S3Error } from '../../../service-kit/src/index.js';
+import { assertObjectKey, S3Error } from '../../../object-model/src/index.js';
 import { rawTarget, state } from '../context.js';
 import type { GatewayDeps } from '../deps.js';
 import { safeDecode } from '../auth/sigv4.js';

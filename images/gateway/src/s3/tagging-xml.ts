@@ -1,4 +1,4 @@
-import { checkTagSet, type Tag } from '../../../service-kit/src/index.js';
+import { checkTagSet, type Tag } from '../../../object-model/src/index.js';
 import { malformedXml, xmlGroup, xmlText } from './xml.js';
 
 /** S3's `Tagging` document ⇄ a bucket's or an object's tags, checked as S3 checks them. */

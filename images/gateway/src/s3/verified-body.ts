@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 
 /** Something checked over an upload's bytes as they stream, and judged once they have all passed. */
 export interface BodyCheck {

@@ -1,5 +1,5 @@
 import { XMLBuilder, XMLParser, XMLValidator } from 'fast-xml-parser';
-import { S3Error } from '../../../service-kit/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 
 export const S3_NS = 'http://s3.amazonaws.com/doc/2006-03-01/';
 const DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
 import zlib from 'node:zlib';
-import { compositeChecksum, fullObjectChecksum, multipartChecksumTypes, startDigest, type ChecksumAlgorithm } from '../../images/service-kit/src/index.js';
+import { compositeChecksum, fullObjectChecksum, multipartChecksumTypes, startDigest, type ChecksumAlgorithm } from '../../images/object-model/src/index.js';
 
 const checksum = async (algorithm: ChecksumAlgorithm, data: Buffer): Promise<string> => {
   const digest = startDigest(algorithm);

@@ -1,8 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import type { Logger } from './logger.js';
+import { isDatabaseUnavailable, type Logger } from '../../service-kit/src/index.js';
 import { S3Error } from './s3-errors.js';
-import { isDatabaseUnavailable } from './sql.js';
 
 /**
  * What the control plane and the data plane share on their internal HTTP APIs (ADR 0001): the

@@ -1,14 +1,5 @@
 import { expect } from 'chai';
-import {
-  checksumHeaders,
-  copiedHeaders,
-  mergeStoredHeaders,
-  S3Error,
-  standardHeadersOf,
-  storedChecksum,
-  storedHeadersFromJson,
-  withoutChecksum,
-} from '../../images/service-kit/src/index.js';
+import { checksumHeaders, copiedHeaders, mergeStoredHeaders, S3Error, standardHeadersOf, storedChecksum, storedHeadersFromJson, withoutChecksum } from '../../images/object-model/src/index.js';
 
 const codeOf = (fn: () => unknown): string | undefined => {
   try {

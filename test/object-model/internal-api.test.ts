@@ -3,7 +3,7 @@ import type http from 'node:http';
 import { expect } from 'chai';
 import express from 'express';
 import pino from 'pino';
-import { internalErrorHandler, requireInternalToken, S3Error } from '../../images/service-kit/src/index.js';
+import { internalErrorHandler, requireInternalToken, S3Error } from '../../images/object-model/src/index.js';
 
 /** The internal API's token check and error answers, shared by the control plane and the data plane. */
 describe('service kit: internal API (token, error answers)', () => {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { StringCache } from '../../service-kit/src/index.js';
 
 /**
  * A read cache of object metadata (GET/HEAD) shared by the data plane (reader and writer) and the
@@ -19,10 +20,8 @@ import { randomUUID } from 'node:crypto';
  */
 export const OBJECT_READ_CACHE_TTL_S = 30;
 
-export interface StringCache {
-  get(key: string): Promise<string | undefined>;
-  set(key: string, value: string, ttlSeconds?: number): Promise<void>;
-}
+/** The string operations the read cache needs of a service's cache. */
+export type ReadCacheStore = Pick<StringCache, 'get' | 'set'>;
 
 const tag = (bucket: string, key: string) => `{${bucket}/${key}}`;
 export const objectReadCacheKeys = {
@@ -34,7 +33,7 @@ export const objectReadCacheKeys = {
 const newToken = () => randomUUID();
 
 /** After a committed write of (bucket, key): entries read before it can no longer be served. */
-export async function invalidateObjectRead(cache: StringCache, bucket: string, key: string): Promise<void> {
+export async function invalidateObjectRead(cache: ReadCacheStore, bucket: string, key: string): Promise<void> {
   await cache.set(objectReadCacheKeys.version(bucket, key), newToken(), OBJECT_READ_CACHE_TTL_S * 4);
 }
 
@@ -42,7 +41,7 @@ export async function invalidateObjectRead(cache: StringCache, bucket: string, k
  * The current version token of (bucket, key); a reader that finds none sets a fresh one, BEFORE it
  * reads the object, so that any write committed after this call leaves the token it returns stale.
  */
-export async function currentObjectVersion(cache: StringCache, bucket: string, key: string): Promise<string> {
+export async function currentObjectVersion(cache: ReadCacheStore, bucket: string, key: string): Promise<string> {
   const vKey = objectReadCacheKeys.version(bucket, key);
   const version = await cache.get(vKey);
   if (version !== undefined) return version;
@@ -56,7 +55,7 @@ export async function currentObjectVersion(cache: StringCache, bucket: string, k
  * `cacheable(value)`.
  */
 export async function readThroughObjectCache<T>(
-  cache: StringCache,
+  cache: ReadCacheStore,
   bucket: string,
   key: string,
   load: () => Promise<T>,
