@@ -13,23 +13,32 @@ export function corsOrigins() {
 /** The gateway's environment. Secrets (internal token, JWT secret) have no defaults. */
 export const gatewayEnvSchema = z.object({
   STRATA_GATEWAY_PORT: env.port(9000),
+  /** Interface to listen on. */
   STRATA_GATEWAY_HOST: z.string().default('0.0.0.0'),
+  /** The control plane's internal API. */
   STRATA_CONTROL_PLANE_URL: z.string().url().default('http://127.0.0.1:9002'),
+  /** The data plane's internal API. */
   STRATA_DATA_PLANE_URL: z.string().url().default('http://127.0.0.1:9001'),
   STRATA_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters'),
   STRATA_JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  /** Lifetime of the tokens POST /login issues (seconds, or e.g. 15m, 1h, 7d). */
   STRATA_JWT_EXPIRES_IN: z.string().regex(/^\d+[smhd]?$/, 'a number of seconds or e.g. 15m, 1h, 7d').default('1h'),
+  /** The URL clients reach the gateway at (presigned redirects point there; unset: the request's host). */
   STRATA_PUBLIC_URL: z.string().url().optional(),
   /** Domains under which `<bucket>.<domain>` hosts are virtual-hosted-style requests (comma-separated; unset: path style only). */
   STRATA_S3_DOMAINS: env.domains(),
   /** Origins of browser pages allowed to call the gateway (comma-separated; `*`: any; `none`: cross-origin calls off). */
   STRATA_CORS_ORIGINS: corsOrigins(),
   STRATA_ROOT_USER: z.string().min(1).default('strata'),
+  /** The region SigV4 signatures must name. */
   STRATA_REGION: z.string().default('us-east-1'),
   /** Express `trust proxy` (addresses, subnets or names such as loopback, uniquelocal; `false` for none). */
   STRATA_TRUST_PROXY: z.string().optional(),
+  /** Lifetime of the presigned URL a Bearer GET is redirected to, s. */
   STRATA_REDIRECT_EXPIRES_SECONDS: env.int(300, 1, 7 * 24 * 3600),
+  /** How long a user's credentials are cached, ms. */
   STRATA_CREDENTIALS_CACHE_MS: env.int(10_000, 0),
+  /** How long a bucket's owner and settings are cached, ms. */
   STRATA_BUCKET_CACHE_MS: env.int(2_000, 0),
   /** Bytes of small-object answers the gateway keeps (unset: 8 MiB; 0 turns the answers off). */
   STRATA_GATEWAY_ANSWER_CACHE_BYTES: z.coerce.number().int().min(0).optional(),

@@ -26,9 +26,13 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_MODEL_DIR: optional(),
   /** s3://bucket/prefix of the model files in Strata's object store (used when set). */
   IMAGE_SEARCH_MODEL_S3_URL: optional(),
+  /** Strata's S3 endpoint for model files and bucket sources. */
   IMAGE_SEARCH_S3_ENDPOINT: z.string().default('http://127.0.0.1:9000'),
+  /** Region those requests are signed for. */
   IMAGE_SEARCH_S3_REGION: z.string().default('us-east-1'),
+  /** Access key of the user that reads model files and source buckets. */
   IMAGE_SEARCH_S3_ACCESS_KEY_ID: optional(),
+  /** Its secret key. */
   IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: optional(),
   /** onnxruntime execution provider for the CLIP encoders; cuda falls back to cpu when it cannot load. */
   IMAGE_SEARCH_EXECUTION_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
@@ -36,31 +40,46 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_MODEL_CACHE_DIR: z.string().default('data/image-search/model-cache'),
   /** Index state: main index, vectors, paths, manifest. */
   IMAGE_SEARCH_INDEX_DIR: z.string().default('data/image-search/index'),
+  /** FAISS index factory string of the trained main index. */
   IMAGE_SEARCH_INDEX_STRING: z.string().default('IVF4096,PQ32x8'),
+  /** IVF lists searched per query (more: better recall, slower). */
   IMAGE_SEARCH_NPROBE: env.int(32, 1, 65536),
+  /** Re-rank PQ candidates by exact distance from the stored vectors. */
   IMAGE_SEARCH_RERANK: env.bool(true),
   /** PQ candidates fetched per wanted result for exact re-ranking (deeper: better recall, a little slower). */
   IMAGE_SEARCH_RERANK_FACTOR: env.int(10, 1, 1000),
+  /** Results per search when the request names none. */
   IMAGE_SEARCH_TOPK: env.int(20, 1, 1000),
+  /** Most results a search may ask for. */
   IMAGE_SEARCH_MAX_TOPK: env.int(100, 1, 1000),
+  /** Vectors in the brute-force buffer that make the index report a merge is due. */
   IMAGE_SEARCH_BUFFER_THRESHOLD: env.int(1000, 1),
+  /** Largest image accepted by search-by-image and add, bytes. */
   IMAGE_SEARCH_MAX_UPLOAD_BYTES: env.int(10 * 1024 * 1024, 1024),
   /**
    * s3://bucket/prefix of images in Strata's object store: mirrored into IMAGE_FILE_DIR and indexed at
    * start and every IMAGE_SEARCH_SOURCE_SYNC_SECONDS (0: at start only).
    */
   IMAGE_SEARCH_SOURCE_S3_URL: optional(),
+  /** Seconds between syncs of the bucket source (0: at start only). */
   IMAGE_SEARCH_SOURCE_SYNC_SECONDS: env.int(60, 0, 86_400),
   /** RabbitMQ of the object store: object-created events in the source bucket trigger a sync at once. */
   IMAGE_SEARCH_EVENTS_AMQP_URL: optional(),
+  /** Exchange the object store publishes its events to. */
   IMAGE_SEARCH_EVENTS_EXCHANGE: z.string().default('strata.events'),
+  /** Queue this service binds to that exchange. */
   IMAGE_SEARCH_EVENTS_QUEUE: z.string().default('strata.image-search'),
   /** FAISS training (README, "Image search"): coarse and PQ k-means iterations, PQ residuals per code, threads. */
   IMAGE_SEARCH_TRAIN_NITER: trainingKnob(),
+  /** PQ k-means iterations (unset: FAISS's default). */
   IMAGE_SEARCH_TRAIN_PQ_NITER: trainingKnob(),
+  /** Training points per PQ centroid (unset: FAISS's default). */
   IMAGE_SEARCH_TRAIN_PQ_POINTS: trainingKnob(),
+  /** OpenMP threads while training (unset: all cores). */
   IMAGE_SEARCH_TRAIN_THREADS: trainingKnob(),
+  /** OpenBLAS threads while training (unset: its default). */
   IMAGE_SEARCH_TRAIN_BLAS_THREADS: trainingKnob(),
+  /** Train the coarse quantizer in two levels (faster for large IVF counts). */
   IMAGE_SEARCH_TRAIN_TWO_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), env.bool(false)),
   /** Index every image under IMAGE_FILE_DIR that is not indexed yet, in the background at start. */
   IMAGE_SEARCH_SCAN_ON_START: env.bool(false),
@@ -70,7 +89,9 @@ export const imageSearchSchema = z.object({
    */
   IMAGE_SEARCH_API_KEY: optional().refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters'),
   STRATA_JWT_SECRET: optional().refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
+  /** An OpenAI-compatible upstream for the LLM features (unset: they are off). */
   LLM_BASE_URL: optional(),
+  /** Its API key. */
   LLM_API_KEY: optional(),
   /** Unset: the first model the upstream's /v1/models lists. */
   LLM_MODEL: optional(),

@@ -2,22 +2,33 @@ import { z } from 'zod';
 import { env, loadConfig } from '../../service-kit/src/config.js';
 import type { ModelServerOptions } from './app.js';
 
-const schema = z.object({
+export const modelServerEnvSchema = z.object({
+  /** TCP port (takes precedence over PORT). */
   MODEL_SERVER_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   PORT: env.port(8000),
+  /** Interface to listen on. */
   MODEL_SERVER_HOST: z.string().default('0.0.0.0'),
   /** Either one set: serve that one model (default names strata-tiny); neither: the built-in strata-tiny and strata-verse. */
   MODEL_DIR: z.string().min(1).optional(),
+  /** Comma-separated names the model in MODEL_DIR answers to. */
   MODEL_NAMES: z.string().optional(),
   /** Comma-separated keys; when set, /v1 requests need `Authorization: Bearer <one of them>`. */
   MODEL_SERVER_API_KEYS: z.string().optional(),
+  /** Continuous batching of concurrent requests (off: one request at a time). */
   MODEL_SERVER_BATCHING: env.bool(true),
+  /** Most sequences decoded together in one step. */
   MODEL_SERVER_MAX_BATCH: env.int(32, 1, 256),
+  /** How long a new request waits for others to join its batch, ms. */
   MODEL_SERVER_BATCH_WINDOW_MS: env.int(3, 0, 1000),
+  /** Most queued requests admitted into a running batch at one step. */
   MODEL_SERVER_ADMISSION_WAVE: env.int(8, 1, 256),
+  /** Requests waiting beyond this are answered 429. */
   MODEL_SERVER_MAX_QUEUE: env.int(256, 1, 100_000),
+  /** Largest request body, bytes (413 past it). */
   MODEL_SERVER_MAX_BODY_BYTES: env.int(1024 * 1024, 1024, 100 * 1024 * 1024),
+  /** ONNX Runtime intra-op threads (0: its own default). */
   MODEL_SERVER_THREADS: env.int(1, 0, 64),
+  /** Keep the end of a prompt longer than the context instead of answering 400 context_length_exceeded. */
   MODEL_SERVER_TRUNCATE_PROMPT: env.bool(false),
   /** Unset: the default (the generation engine in a worker thread); the option is then left out. */
   MODEL_SERVER_WORKER: z.enum(['true', 'false', '1', '0', 'yes', 'no']).optional().transform((v) => (v === undefined ? undefined : v === 'true' || v === '1' || v === 'yes')),
@@ -27,7 +38,7 @@ const schema = z.object({
 
 /** Options from the environment (MODEL_SERVER_PORT, or PORT, default 8000; see README "Model server"). */
 export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env): ModelServerOptions {
-  const c = loadConfig('model-server', schema, source);
+  const c = loadConfig('model-server', modelServerEnvSchema, source);
   return {
     port: c.MODEL_SERVER_PORT ?? c.PORT,
     host: c.MODEL_SERVER_HOST,

@@ -31,11 +31,14 @@ export const DEFAULT_DATABASE_URL = 'file:./data/poems.db';
 export const DEFAULT_API_BASE_URL = 'http://127.0.0.1:8000/v1';
 export const DEFAULT_MODEL = 'strata-tiny';
 
-const schema = z.object({
+export const poemAppEnvSchema = z.object({
   PORT: env.port(3000),
+  /** Interface to listen on. */
   HOST: z.string().default('0.0.0.0'),
+  /** `production` hides error details from pages; the rest is unchanged. */
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   LOG_LEVEL: env.logLevel(),
+  /** The poem history: `file:<path>` of an SQLite database (created when missing). */
   DATABASE_URL: z
     .string()
     .default(DEFAULT_DATABASE_URL)
@@ -47,23 +50,30 @@ const schema = z.object({
         return z.NEVER;
       }
     }),
+  /** The OpenAI-compatible upstream that writes the poems (a real provider, or Strata's model server). */
   API_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:8000/v1' }).default(DEFAULT_API_BASE_URL),
   // The local model server needs no key; OPENAI_API_KEY is accepted as a fallback so a dummy value set for
   // other tools does no harm and a real one works unchanged.
   API_KEY: z.string().optional(),
+  /** Fallback for API_KEY. */
   OPENAI_API_KEY: z.string().optional(),
+  /** The upstream model that writes the poems. */
   API_MODEL: z.string().min(1).default(DEFAULT_MODEL),
+  /** How long one upstream call may take, ms. */
   API_TIMEOUT_MS: env.int(30_000, 100, 600_000),
   // Retries multiply the worst-case wait; one slow upstream must not turn into a storm, so none by default.
   API_MAX_RETRIES: env.int(0, 0, 5),
+  /** Most tokens a poem may have (the upstream's own limit is also respected). */
   API_MAX_TOKENS: env.int(256, 1, 4096),
+  /** Sampling temperature sent upstream. */
   API_TEMPERATURE: z.coerce.number().min(0).max(2).default(0.9),
+  /** When set, writing and deleting history needs `Authorization: Bearer <key>`. */
   POEM_APP_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
 });
 
 /** Read the poem app's configuration from env; throws a ConfigError naming every bad variable. */
 export function loadPoemAppConfig(source: NodeJS.ProcessEnv = process.env): PoemAppConfig {
-  const c = loadConfig('poem-app', schema, source);
+  const c = loadConfig('poem-app', poemAppEnvSchema, source);
   return {
     port: c.PORT,
     host: c.HOST,

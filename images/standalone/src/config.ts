@@ -7,14 +7,21 @@ import { env, loadConfig, productionEnvShape } from '../../service-kit/src/index
 
 /** The standalone platform's environment: every value has a development default. */
 export const standaloneEnvSchema = z.object({
+  /** Where the platform keeps everything: metadata, object bytes, secrets, poems, index state. */
   STRATA_DATA_DIR: z.string().min(1).default('./data'),
   /** Interface every public service listens on: this machine only unless told otherwise (the root password is a development default). */
   STRATA_HOST: z.string().default('127.0.0.1'),
+  /** S3 gateway port. */
   STRATA_GATEWAY_PORT: env.port(9000),
+  /** Data plane port (internal). */
   STRATA_DATA_PLANE_PORT: env.port(9001),
+  /** Control plane port (internal). */
   STRATA_CONTROL_PLANE_PORT: env.port(9002),
+  /** Model server port. */
   STRATA_MODEL_SERVER_PORT: env.port(8000),
+  /** Poem app port. */
   STRATA_POEM_APP_PORT: env.port(3000),
+  /** Image search port. */
   STRATA_IMAGE_SEARCH_PORT: env.port(8080),
   /** Comma-separated services not to start, e.g. "image-search,poem-app" (the object store always runs). */
   STRATA_DISABLED_SERVICES: z
@@ -22,7 +29,9 @@ export const standaloneEnvSchema = z.object({
     .default('')
     .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
     .pipe(z.array(z.enum(['model-server', 'poem-app', 'image-search']))),
+  /** The root user (also its SigV4 access key). */
   STRATA_ROOT_USER: z.string().min(1).default('strata'),
+  /** The root's password (also its SigV4 secret key); the default is for development only. */
   STRATA_ROOT_PASSWORD: z.string().min(8, 'must be at least 8 characters').default('strata-secret-key'),
   /** Generated per process when unset (the three services share it in-process). */
   STRATA_INTERNAL_TOKEN: z.string().min(16).optional(),

@@ -1,0 +1,34 @@
+import { z } from 'zod';
+import { env, productionEnvShape } from '../../service-kit/src/index.js';
+import { DEFAULT_INLINE_BLOB_BYTES } from './app.js';
+import { DEFAULT_UPLOADS_PER_ACCOUNT } from './uploads/upload-state.js';
+
+/** The data plane's environment (the container entrypoint reads nothing else). */
+export const dataPlaneEnvSchema = z.object({
+  PORT: env.port(9001),
+  /** Where the filesystem backend keeps object bytes. */
+  STRATA_DATA_DIR: z.string().min(1).default('./data'),
+  // STRATA_PG_REPLICA_URLS, STRATA_REDIS_NODES, STRATA_AMQP_URL...: the production adapters (README).
+  ...productionEnvShape,
+  /** PostgreSQL primary, libpq URL (required here). */
+  STRATA_PG_URL: z.string().min(1, 'the PostgreSQL connection URL is required'),
+  /** The token every internal call carries (shared by gateway, data and control plane). */
+  STRATA_INTERNAL_TOKEN: z.string().min(16, 'at least 16 characters'),
+  // Opens the backend secret keys of operator-made buckets (sealed by the control plane with the same key).
+  STRATA_SECRET_KEY: z.string().min(16, 'at least 16 characters').optional(),
+  /** How often unconfirmed outbox events are sent again, ms. */
+  STRATA_OUTBOX_RETRY_MS: env.int(5000, 100),
+  /** How often unreferenced blob files are swept, ms (0: never). */
+  STRATA_BLOB_SWEEP_MS: env.int(600_000, 0),
+  // Temp files and unreferenced blob files younger than this may still belong to a live request.
+  STRATA_ORPHAN_GRACE_MS: env.int(3_600_000, 1000),
+  // Memory for recently read small blobs (filesystem backend), in MiB; 0 turns it off.
+  STRATA_SMALL_BLOB_CACHE_MB: env.int(16, 0),
+  // Bodies up to this many bytes are kept in the database with their blob row instead of a file; 0 = off.
+  STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
+  // Large bodies written to files with O_DIRECT (past the page cache) where the file system allows it.
+  STRATA_DIRECT_IO: env.bool(true),
+  // In-progress multipart uploads one account may have at once (S3 SlowDown past it).
+  STRATA_MULTIPART_UPLOADS_PER_ACCOUNT: env.int(DEFAULT_UPLOADS_PER_ACCOUNT, 1),
+  LOG_LEVEL: env.logLevel(),
+});
