@@ -34,9 +34,8 @@ const serverOptions = new WeakMap<Express, http.ServerOptions>();
  * Express gives every request and response its own prototypes (`app.request`, `app.response`:
  * objects on top of its request/response objects on top of Node's) by swapping them after Node made
  * the objects; property lookups through that chain, on objects whose prototype changed after
- * creation, left V8's inline caches megamorphic in Node's own HTTP code as much as in ours: ~0.07 ms
- * of CPU per request on this machine, four times a plain Node answer (measured with a bare server),
- * ~20 % of the gateway's small GET. Here the same properties (Express's, then the app's own) are
+ * creation, leave V8's inline caches megamorphic in Node's own HTTP code as much as in ours (the cost
+ * is in hack/bench/measurements.md). Here the same properties (Express's, then the app's own) are
  * copied onto the prototypes of two classes that extend Node's, the app's `request`/`response`
  * become those prototypes, and Express's swap finds the prototype already in place (a no-op).
  * Call before the app serves its first request.

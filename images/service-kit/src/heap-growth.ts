@@ -10,12 +10,12 @@ export const DEFAULT_HEAP_GROWING_PERCENT = 200;
  * collection (`--heap-growing-percent`; V8's own factor is 1.1–1.7×), from STRATA_HEAP_GROWING_PERCENT
  * (default 200; 0 keeps V8's factor). Returns the percent applied.
  *
- * Why: the services that stream object bytes hold a small JavaScript heap (~32 MB) while every MiB they
- * move passes through Buffers, and the Buffers still in flight when a scavenge runs are promoted and
- * counted against that heap's limit. With V8's own factor the limit sat ~23 MB above the live size, so a
- * 256 MiB transfer through the standalone process ran ~15 full collections (`--trace-gc`) and half of a
- * GET's CPU went to marking; at 200 % the same GET cost 1.1–1.4 instead of 4.2–4.3 CPU ms per MiB, with
- * the same peak RSS. Call once at start, before serving (V8 reads the flag at each collection).
+ * Why: the services that stream object bytes hold a small JavaScript heap while every MiB they move
+ * passes through Buffers, and the Buffers still in flight when a scavenge runs are promoted and counted
+ * against that heap's limit. With V8's own factor the limit sits just above the live size, so a large
+ * transfer runs many full collections and marking takes much of its CPU; the larger factor keeps the
+ * same peak RSS (figures: hack/bench/measurements.md). Call once at start, before serving (V8 reads
+ * the flag at each collection).
  */
 export function applyHeapGrowth(source: NodeJS.ProcessEnv = process.env): number {
   const schema = z.object({ STRATA_HEAP_GROWING_PERCENT: env.int(DEFAULT_HEAP_GROWING_PERCENT, 0, 1000) });

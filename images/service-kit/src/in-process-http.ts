@@ -8,8 +8,7 @@ import { Duplex } from 'node:stream';
  * In the standalone platform every service runs in one process and still talks to the others over
  * HTTP (the services know only each other's URLs). Over loopback TCP every byte of an object crosses
  * the kernel twice more than it must (a write into the socket, a read out of it) and pays TCP's
- * transmit and receive paths on the way — measured as a third of the standalone process's CPU on a
- * 256 MiB GET. Here a service's server registers under its URL when it listens (`listen()` in
+ * transmit and receive paths on the way (ADR 0002 has the cost). Here a service's server registers under its URL when it listens (`listen()` in
  * service.ts), and an `InProcessAgent` connects to such a server through a pair of in-memory streams
  * handed to it as a connection (Node's http server takes any Duplex as a connection): the same HTTP
  * requests and responses, parsed by the same code, with Buffers passed by reference. A target not

@@ -9,8 +9,8 @@ import type { SqlResult } from './sql.js';
  *
  * PGlite's own `query()` calls into the WASM backend six times per statement (Parse, Describe the
  * statement to learn the parameter types, Bind, Describe the portal, Execute, Sync), with a protocol
- * parse in JavaScript after each: ~150–250 µs a statement here, against ~70–110 µs for the same
- * messages sent in one buffer (measured on this machine). The buffer is what node-postgres sends to a
+ * parse in JavaScript after each; the same messages sent in one buffer cost about half as much
+ * (hack/bench/measurements.md). The buffer is what node-postgres sends to a
  * server: parameters as text with unspecified types (the server infers them) serialised by pg's own
  * `prepareValue`, and the answer's rows parsed by the same type parsers as the pg client's, so a value
  * reads the same from the embedded database as from PostgreSQL.

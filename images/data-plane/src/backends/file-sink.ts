@@ -88,9 +88,9 @@ async function alignedStart(fd: number, buf: SinkBuffer, at: number): Promise<nu
  * young-generation collections and, promoted, drove frequent full garbage collections).
  *
  * Writes are direct (O_DIRECT) where the file system takes them, as MinIO writes large objects: the
- * bytes go from the buffer to the device without a copy into the page cache, which cost this machine
- * more CPU than anything but the MD5 (0.2–2 ms per MiB, the most when the cache takes memory the VM had
- * not touched yet), and the fsync has no dirty pages left to write. `direct: false` (or a file system
+ * bytes go from the buffer to the device without a copy into the page cache (after the MD5, the largest
+ * CPU cost of a large PUT: hack/adr/0004-direct-io-large-bodies.md), and the fsync has no dirty pages
+ * left to write. `direct: false` (or a file system
  * without O_DIRECT) writes through the page cache. Creates the file (`wx`) at construction, so an empty
  * body still yields an (empty, fsynced) file.
  */

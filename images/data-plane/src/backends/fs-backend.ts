@@ -13,8 +13,7 @@ import type { ByteRange, HashedBlob, PutOptions, StorageBackend } from './storag
 
 /**
  * 32 random hex digits (122 random bits: a UUID v4 without its dashes). crypto.randomUUID draws from a
- * cached pool of entropy; randomBytes() called into OpenSSL for every blob (~1 % of the HTTP thread's time
- * under small PUTs).
+ * cached pool of entropy, where randomBytes() would call into OpenSSL for every blob.
  */
 const randomId = (): string => randomUUID().replaceAll('-', '');
 
@@ -29,7 +28,7 @@ const INLINE_LOCATOR = /^i[0-9a-f]{32}$/;
  * Small blobs kept inline: their bytes go into the metadata database with the blob's row, committed in
  * the object's own transaction, instead of into a file (as MinIO keeps small objects inside their
  * metadata file). A small PUT then costs no file create, write, fsync, rename and directory fsync (and
- * its overwrite no unlink): on this machine those took ~0.6 of the ~1.6 CPU ms of a 4 KiB PUT. The
+ * its overwrite no unlink), a large share of a small PUT's CPU (hack/adr/0003-inline-small-blobs.md). The
  * bytes are exactly as durable as the object's metadata, which names them in the same commit.
  */
 export interface InlineBlobs {
@@ -93,8 +92,8 @@ export class FsBackend implements StorageBackend {
   private async readInline(body: Readable, opts: PutOptions): Promise<HashedBlob> {
     const { source, counter, verify } = meteredBody(body, opts, true);
     const chunks: Buffer[] = [];
-    // A few chunks at most: read straight from the detached body. A pipeline through the counter into
-    // a collecting stream cost more than the bytes (~5 % of the HTTP thread under small PUTs).
+    // A few chunks at most: read straight from the detached body (a pipeline through the counter into
+    // a collecting stream costs more than the bytes).
     for await (const chunk of source) {
       counter.meter(chunk as Buffer);
       chunks.push(chunk as Buffer);

@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
 
 /**
- * MD5 of large bodies on a worker thread. Hashing costs ~1.5 ms of CPU per MiB, the largest single cost
- * of a large PUT on the event loop that also runs the rest of the service (and, in `npm start`, every
+ * MD5 of large bodies on a worker thread. Hashing is the largest single cost of a large PUT on the
+ * event loop that also runs the rest of the service (and, in `npm start`, every
  * other service and PGlite); on its own thread it runs on another core, beside the socket and file work.
  * One thread (plain JavaScript, no modules) serves every upload, started on first use. Bytes in a
  * SharedArrayBuffer (FileSink's buffers) are hashed in place, without a copy or an allocation; other

@@ -4,12 +4,12 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// OpenMP reads its settings when libgomp loads (with the addon): spinning threads on a 2-core
-// machine make FAISS training ~4x slower, so threads must sleep while they wait.
+// OpenMP reads its settings when libgomp loads (with the addon): spinning threads on a machine with
+// few cores slow FAISS training several-fold, so threads must sleep while they wait.
 process.env.OMP_WAIT_POLICY ??= 'PASSIVE';
 // OpenBLAS (Debian's pthread build) has its own sgemm threads, which spin ~2^28 cycles between calls by
-// default: beside OpenMP's threads on 2 cores they took the CPU from the work (k-means iterations 3.5x
-// slower here, ~40% of the CPU time in the kernel yielding). 2^4 cycles (the least OpenBLAS accepts), read
+// default: beside OpenMP's threads on few cores they take the CPU from the work (the kernel busy with
+// yields; hack/bench/measurements.md). 2^4 cycles (the least OpenBLAS accepts), read
 // when libopenblas loads (with the addon).
 process.env.OPENBLAS_THREAD_TIMEOUT ??= '4';
 

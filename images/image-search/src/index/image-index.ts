@@ -47,10 +47,9 @@ export interface ImageIndexOptions {
 }
 
 /**
- * Training defaults, measured on clustered 512-d unit vectors (README, "Image search"): 10 coarse k-means
- * iterations instead of FAISS's 25 and PQ codebooks from 64 residuals per code (16 384) in 10 iterations
- * instead of 256 (65 536) in 25 cost no measurable recall (before or after re-ranking) and cut training
- * several-fold; each stays configurable.
+ * Training defaults: fewer coarse k-means iterations than FAISS's 25 and PQ codebooks from fewer
+ * residuals per code cost no measurable recall (before or after re-ranking) and cut training
+ * several-fold (hack/bench/measurements.md); each stays configurable.
  */
 export const DEFAULT_TRAINING: Readonly<TrainOptions> = { niter: 10, pqNiter: 10, pqMaxPointsPerCentroid: 64 };
 
