@@ -108,7 +108,7 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
           containers: [
             {
               name: 'image-search',
-              image: spec.image ?? imageFor(settings, 'image-search'),
+              image: spec.image ?? imageFor(settings, 'image-search', spec.gpu.enabled ? 'gpu' : 'cpu'),
               imagePullPolicy: settings.imagePullPolicy,
               ports: [{ name: 'http', containerPort: WORKER_PORT, protocol: 'TCP' }],
               env: [

@@ -74,6 +74,9 @@ describe('ImageIndex reconciler', () => {
       expect(pod.containers[0].resources.limits).to.deep.equal({ memory: '8Gi', 'nvidia.com/gpu': 1 });
       expect(pod.nodeSelector).to.deep.equal({ accelerator: 'a100' });
       expect(pod.tolerations[0]).to.include({ key: 'nvidia.com/gpu', effect: 'NoSchedule' });
+      // The GPU reserved is used: the CUDA variant of the image (hack/build-images.sh builds image-search:<tag>-cuda).
+      expect(pod.containers[0].image).to.equal(`ghcr.io/strata-dev/image-search:test${TEST_SETTINGS.gpuImageSuffix}`);
+      expect(TEST_SETTINGS.gpuImageSuffix).to.not.equal('');
       // Images and CLIP files from their volumes, read-only, beside the state volume.
       expect(pod.volumes.map((v: Doc) => v.persistentVolumeClaim)).to.deep.equal([{ claimName: 'photos-index-state' }, { claimName: 'catalog', readOnly: true }, { claimName: 'clip', readOnly: true }]);
       expect(pod.containers[0].volumeMounts.slice(1)).to.deep.equal([

@@ -8,7 +8,8 @@ import {
 import type { TokenLogprobs } from './token-sampler.js';
 
 const BOOTSTRAP = new URL('./engine-worker-bootstrap.mjs', import.meta.url);
-const ENGINE_WORKER = new URL('./engine-worker.ts', import.meta.url);
+// The worker module in this module's own form: .ts where tsx runs the sources, .js in the images (compiled).
+const ENGINE_WORKER = import.meta.url.endsWith('.ts') ? new URL('./engine-worker.ts', import.meta.url) : new URL('./engine-worker.js', import.meta.url);
 
 export interface WorkerEngineOptions {
   modelDir: string;
@@ -25,7 +26,7 @@ export interface WorkerEngineOptions {
   observer?: SchedulerObserver;
   /** First delay before restarting a worker that died (doubles up to 30 s while restarts keep failing). Default 200 ms. */
   restartDelayMs?: number;
-  /** The worker module (tests use a stand-in); default engine-worker.ts. */
+  /** The worker module (tests use a stand-in); default engine-worker beside this module. */
   workerEntry?: URL;
 }
 
