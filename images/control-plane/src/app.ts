@@ -88,7 +88,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     throw err;
   }
   const store = new SqlMetadataStore(sql);
-  const users = new UserService(store, opts.secretKey);
+  const users = new UserService(store.users, opts.secretKey);
   if (opts.rootUser && opts.rootPassword) {
     await users.bootstrapRoot(opts.rootUser, opts.rootPassword);
     logger.info({ rootUser: opts.rootUser }, 'root user ready');
@@ -131,7 +131,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     registers: [registry],
   });
 
-  const subscription = await startEventConsumer({ broker, store, cache, logger, consumed });
+  const subscription = await startEventConsumer({ broker, inbox: store.inbox, cache, logger, consumed });
   onClose.unshift(() => subscription.close());
 
   const dataPlaneUrl = opts.dataPlaneUrl;

@@ -1,6 +1,6 @@
 import type { Counter, Logger } from '../../../service-kit/src/index.js';
 import { cacheKeys, type Cache } from '../cache/cache.js';
-import type { MetadataStore } from '../metadata/store.js';
+import type { EventInbox } from '../metadata/store.js';
 import type { EventBroker, StrataEvent, Subscription } from './broker.js';
 
 export const CONTROL_PLANE_QUEUE = 'strata.control-plane';
@@ -12,7 +12,7 @@ export const DEFAULT_BATCH_MS = 10;
 
 interface ConsumerDeps {
   broker: EventBroker;
-  store: MetadataStore;
+  inbox: Pick<EventInbox, 'applyOnce'>;
   cache: Cache;
   logger: Logger;
   consumed: Counter<'type' | 'outcome'>;
@@ -124,11 +124,11 @@ class EventBatcher {
   }
 
   private async apply(batch: Pending[]): Promise<void> {
-    const { store, logger } = this.deps;
+    const { inbox, logger } = this.deps;
     let applied: boolean[] | undefined;
     if (batch.length > 1) {
       try {
-        applied = await store.applyEventsOnce(batch.map((p) => p.event));
+        applied = await inbox.applyOnce(batch.map((p) => p.event));
       } catch (err) {
         // One by one: a bad event must not hold back (or take down) the others.
         logger.warn({ err, events: batch.length }, 'applying a batch of events failed; applying them one by one');
@@ -137,7 +137,7 @@ class EventBatcher {
     await Promise.all(
       batch.map(async (p, i) => {
         try {
-          await this.finish(p.event, applied ? applied[i]! : await store.applyEventOnce(p.event));
+          await this.finish(p.event, applied ? applied[i]! : (await inbox.applyOnce([p.event]))[0]!);
           p.resolve();
         } catch (err) {
           this.deps.consumed.inc({ type: p.event.type, outcome: 'failed' });
