@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { v7 as uuidv7 } from 'uuid';
-import { InMemoryCache } from '../../images/control-plane/src/cache/memory-cache.js';
+import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { AmqpEventBroker } from '../../images/control-plane/src/events/amqp-broker.js';
 import type { StrataEvent } from '../../images/control-plane/src/events/broker.js';
 import { CONTROL_PLANE_QUEUE, startEventConsumer } from '../../images/control-plane/src/events/consumer.js';

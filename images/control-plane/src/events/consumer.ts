@@ -1,5 +1,5 @@
-import type { Counter, Logger } from '../../../service-kit/src/index.js';
-import { cacheKeys, type Cache } from '../cache/cache.js';
+import type { Counter, Logger, StringCache } from '../../../service-kit/src/index.js';
+import { cacheKeys } from '../cache/cache-keys.js';
 import type { EventInbox } from '../metadata/store.js';
 import type { EventBroker, StrataEvent, Subscription } from './broker.js';
 
@@ -13,7 +13,7 @@ export const DEFAULT_BATCH_MS = 10;
 interface ConsumerDeps {
   broker: EventBroker;
   inbox: Pick<EventInbox, 'applyOnce'>;
-  cache: Cache;
+  cache: StringCache;
   logger: Logger;
   consumed: Counter<'type' | 'outcome'>;
   /** Events applied together at most. Default DEFAULT_MAX_BATCH. */

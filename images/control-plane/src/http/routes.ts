@@ -1,7 +1,7 @@
 import express, { type Request, type Router } from 'express';
-import { type Logger, type SecretBox } from '../../../service-kit/src/index.js';
+import { type Logger, type SecretBox, type StringCache } from '../../../service-kit/src/index.js';
 import { assertBucketName, assertObjectKey, MAX_BUCKET_TAGS, MAX_CORS_RULES, MAX_LIFECYCLE_RULES, objectTagsFromJson, S3Error } from '../../../object-model/src/index.js';
-import { cacheKeys, type Cache } from '../cache/cache.js';
+import { cacheKeys } from '../cache/cache-keys.js';
 import { invalidateObjectRead } from '../../../object-model/src/object-read-cache.js';
 import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, DeleteConditions, MetadataStore, RecycleBinCursor } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
@@ -13,7 +13,7 @@ import type { UserService } from '../users/user-service.js';
 export interface RouteDeps {
   store: MetadataStore;
   users: UserService;
-  cache: Cache;
+  cache: StringCache;
   collector: BlobCollector;
   /** Ends the uploads of a deleted bucket (the data plane keeps them). */
   uploads: UploadExpirer;
