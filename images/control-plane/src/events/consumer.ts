@@ -33,8 +33,8 @@ interface ConsumerDeps {
  * event. A broker that hands out one delivery at a time (the in-memory one awaits each handler)
  * never gets that wait: its events are applied at once.
  * Each delivery's handler resolves (the broker acks) only after the commit that applied it; when a
- * batch fails, its events are applied one by one, so that one bad event is redelivered alone and
- * the others are acknowledged.
+ * batch fails, each of its events is applied again as a batch of one, so that one bad event is
+ * redelivered alone and the others are acknowledged.
  */
 export async function startEventConsumer(deps: ConsumerDeps): Promise<Subscription> {
   const batcher = new EventBatcher(deps, deps.maxBatch ?? DEFAULT_MAX_BATCH, deps.batchMs ?? DEFAULT_BATCH_MS);
@@ -130,7 +130,7 @@ class EventBatcher {
       try {
         applied = await inbox.applyOnce(batch.map((p) => p.event));
       } catch (err) {
-        // One by one: a bad event must not hold back (or take down) the others.
+        // Each as a batch of one: a bad event must not hold back (or take down) the others.
         logger.warn({ err, events: batch.length }, 'applying a batch of events failed; applying them one by one');
       }
     }
