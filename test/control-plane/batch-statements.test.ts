@@ -25,7 +25,7 @@ describe('control plane batch statements without planner statistics (PGlite)', f
     sql = await createPgliteSqlClient(undefined, { thread: false });
     await migrate(sql);
     store = new SqlMetadataStore(sql);
-    ({ bucket } = await store.createBucket('batches', 'alice', { kind: 'fs' }, { now: new Date(), ms: 0 }));
+    ({ bucket } = await store.buckets.create('batches', 'alice', { kind: 'fs' }, { now: new Date(), ms: 0 }));
     const blob = await sql.query<{ id: number }>(
       `INSERT INTO blobs (backend_key, backend, locator, md5, size, ref_count, created_at)
        VALUES ('fs', '{"kind":"fs"}', 'blob-1', 'd41d8cd98f00b204e9800998ecf8427e', 1, $1, now()) RETURNING id`,
@@ -50,7 +50,7 @@ describe('control plane batch statements without planner statistics (PGlite)', f
     (await sql.query<{ n: number }>('SELECT count(DISTINCT xmin::text)::int AS n FROM object_info WHERE bucket_id = $1 AND state = $2', [bucket.id, state])).rows[0].n;
 
   it('lifecycle expiry recycles every selected object once, in transactions of at most 500', async () => {
-    const expired = await store.expireObjects(bucket, { prefix: 'logs/', createdNoLaterThan: new Date() }, new Date());
+    const expired = await store.recycleBin.expire(bucket, { prefix: 'logs/', createdNoLaterThan: new Date() }, new Date());
     expect(expired.length).to.equal(OBJECTS);
     expect(new Set(expired).size).to.equal(OBJECTS);
     expect(await writers('RECYCLED')).to.equal(Math.ceil(OBJECTS / BATCH));
@@ -59,7 +59,7 @@ describe('control plane batch statements without planner statistics (PGlite)', f
   });
 
   it('the recycle-bin purge deletes every recycled object once, in transactions of at most 500', async () => {
-    const result = await store.purgeRecycled(new Date(Date.now() + DAY), new Date());
+    const result = await store.recycleBin.purge(new Date(Date.now() + DAY), new Date());
     expect(result.purged).to.equal(OBJECTS);
     expect(await writers('DELETED')).to.equal(Math.ceil(OBJECTS / BATCH));
     const events = await sql.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE type = 'object.purged'");

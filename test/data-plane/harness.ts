@@ -4,7 +4,7 @@ import path from 'node:path';
 import { startControlPlane } from '../../images/control-plane/src/app.js';
 import { InMemoryBroker } from '../../images/control-plane/src/events/memory-broker.js';
 import type { Cache } from '../../images/data-plane/src/cache/cache.js';
-import { InMemoryCache } from '../../images/data-plane/src/cache/memory-cache.js';
+import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { startDataPlane } from '../../images/data-plane/src/app.js';
 import { createLogger, createPgSqlClient, createPgliteSqlClient, type RunningService, type SqlClient } from '../../images/service-kit/src/index.js';
 import { createTestDatabase } from '../support/pg.js';

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { DEFAULT_BUCKET_NAME_HOLD_MS } from '../../images/control-plane/src/app.js';
-import { InMemoryCache } from '../../images/data-plane/src/cache/memory-cache.js';
+import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { CacheUnavailableError } from '../../images/service-kit/src/index.js';
 import { startObjectLayer, type ObjectLayer } from './harness.js';
 

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { InMemoryCache } from '../../images/data-plane/src/cache/memory-cache.js';
+import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { invalidateObjectRead, objectReadCacheKeys, readThroughObjectCache } from '../../images/object-model/src/object-read-cache.js';
 import { enc, startObjectLayer, type ObjectLayer } from './harness.js';
 

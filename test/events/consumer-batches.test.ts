@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { v7 as uuidv7 } from 'uuid';
-import { InMemoryCache } from '../../images/control-plane/src/cache/memory-cache.js';
+import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { AmqpEventBroker } from '../../images/control-plane/src/events/amqp-broker.js';
 import type { StrataEvent } from '../../images/control-plane/src/events/broker.js';
 import { CONTROL_PLANE_QUEUE, startEventConsumer } from '../../images/control-plane/src/events/consumer.js';
-import { SqlMetadataStore } from '../../images/control-plane/src/metadata/sql-store.js';
+import { SqlEventInbox } from '../../images/control-plane/src/metadata/event-inbox.js';
 import { migrate } from '../../images/control-plane/src/schema/migrate.js';
 import { Counter, createPgliteSqlClient, createPgSqlClient, Registry, type SqlClient } from '../../images/service-kit/src/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
@@ -33,7 +33,7 @@ for (const kind of ['pglite', 'postgres'] as const) {
     this.timeout(60_000);
     let db: TestDatabase | undefined;
     let sql: SqlClient;
-    let store: SqlMetadataStore;
+    let inbox: SqlEventInbox;
 
     before(async () => {
       if (kind === 'postgres') {
@@ -43,7 +43,7 @@ for (const kind of ['pglite', 'postgres'] as const) {
         sql = await createPgliteSqlClient();
       }
       await migrate(sql);
-      store = new SqlMetadataStore(sql);
+      inbox = new SqlEventInbox(sql);
     });
     after(async () => {
       await sql?.close();
@@ -54,7 +54,7 @@ for (const kind of ['pglite', 'postgres'] as const) {
       const a = await newBucket(sql, `batch-a-${kind}`);
       const b = await newBucket(sql, `batch-b-${kind}`);
       const earlier = event('object.created', { bucket: 'batch-a', bucketId: a, key: 'old', size: 100, replacedSize: null });
-      expect(await store.applyEventOnce(earlier)).to.equal(true);
+      expect(await inbox.applyOnce([earlier])).to.deep.equal([true]);
       const created = event('object.created', { bucket: 'batch-a', bucketId: a, key: 'x', size: 10, replacedSize: null });
       const batch = [
         created,
@@ -67,19 +67,19 @@ for (const kind of ['pglite', 'postgres'] as const) {
         event('bucket.created', { bucket: 'batch-c' }),
         event('object.created', { bucket: 'gone', bucketId: 987_654, key: 'z', size: 1, replacedSize: null }), // no such bucket
       ];
-      expect(await store.applyEventsOnce(batch)).to.deep.equal([true, true, true, false, false, true, true, true, true]);
+      expect(await inbox.applyOnce(batch)).to.deep.equal([true, true, true, false, false, true, true, true, true]);
       expect(await stats(sql, a)).to.deep.equal({ objects: 2, bytes: 115 });
       expect(await stats(sql, b)).to.deep.equal({ objects: 1, bytes: 7 });
       expect(await stats(sql, 987_654)).to.equal(undefined);
       // The whole batch again (a redelivery after a crash between commit and ack): nothing changes.
-      expect(await store.applyEventsOnce(batch)).to.deep.equal(batch.map(() => false));
+      expect(await inbox.applyOnce(batch)).to.deep.equal(batch.map(() => false));
       expect(await stats(sql, a)).to.deep.equal({ objects: 2, bytes: 115 });
       expect(await stats(sql, b)).to.deep.equal({ objects: 1, bytes: 7 });
     });
 
     it('applies bucket.deleted in a batch (its stats row goes) and counts it once', async () => {
       const c = await newBucket(sql, `batch-d-${kind}`);
-      await store.applyEventsOnce([
+      await inbox.applyOnce([
         event('object.created', { bucket: 'batch-d', bucketId: c, key: 'p', size: 3, replacedSize: null }),
         event('object.created', { bucket: 'batch-d', bucketId: c, key: 'q', size: 4, replacedSize: null }),
       ]);
@@ -87,7 +87,7 @@ for (const kind of ['pglite', 'postgres'] as const) {
       const deleted = event('bucket.deleted', { bucket: 'batch-d', bucketId: c });
       const other = event('object.recycled', { bucket: 'batch-d', bucketId: c, key: 'q', size: 4 });
       await sql.query('DELETE FROM buckets WHERE id = $1', [c]);
-      expect(await store.applyEventsOnce([other, deleted, deleted])).to.deep.equal([true, true, false]);
+      expect(await inbox.applyOnce([other, deleted, deleted])).to.deep.equal([true, true, false]);
       expect(await stats(sql, c)).to.equal(undefined);
       expect(await processed(sql, [other.id, deleted.id])).to.equal(2);
     });
@@ -97,11 +97,11 @@ for (const kind of ['pglite', 'postgres'] as const) {
       const good = event('object.created', { bucket: 'batch-e', bucketId: d, key: 'g', size: 5, replacedSize: null });
       const bad = event('object.created', { bucket: 'batch-e', bucketId: 1e30, key: 'b', size: 5, replacedSize: null }); // not a bigint
       let failure: unknown;
-      await store.applyEventsOnce([good, bad]).catch((err: unknown) => (failure = err));
+      await inbox.applyOnce([good, bad]).catch((err: unknown) => (failure = err));
       expect(failure).to.be.instanceOf(Error);
       expect(await processed(sql, [good.id, bad.id])).to.equal(0);
       expect(await stats(sql, d)).to.equal(undefined);
-      expect(await store.applyEventsOnce([good])).to.deep.equal([true]);
+      expect(await inbox.applyOnce([good])).to.deep.equal([true]);
       expect(await stats(sql, d)).to.deep.equal({ objects: 1, bytes: 5 });
     });
   });
@@ -130,15 +130,15 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
     await broker.waitUntilConnected(20_000);
     await publisher.waitUntilConnected(20_000);
     // The real store; only the batch sizes it is given are recorded.
-    const real = new SqlMetadataStore(sql);
-    const store = Object.assign(Object.create(real) as SqlMetadataStore, {
-      applyEventsOnce: (events: StrataEvent[]) => {
+    const real = new SqlEventInbox(sql);
+    const inbox = {
+      applyOnce: (events: StrataEvent[]) => {
         batches.push(events.length);
-        return real.applyEventsOnce(events);
+        return real.applyOnce(events);
       },
-    });
+    };
     consumed = new Counter({ name: 'test_events_consumed_total', help: 'test', labelNames: ['type', 'outcome'] as const, registers: [new Registry()] });
-    const subscription = await startEventConsumer({ broker, store, cache: new InMemoryCache(), logger: quietLogger, consumed, batchMs: 20 });
+    const subscription = await startEventConsumer({ broker, inbox, cache: new InMemoryCache(), logger: quietLogger, consumed, batchMs: 20 });
     close = () => subscription.close();
   });
   after(async () => {
@@ -179,20 +179,15 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
     let openGate!: () => void;
     const gate = new Promise<void>((resolve) => (openGate = resolve));
     let writes = 0;
-    const real = new SqlMetadataStore(sql);
-    const gated = Object.assign(Object.create(real) as SqlMetadataStore, {
-      applyEventsOnce: async (events: StrataEvent[]) => {
+    const real = new SqlEventInbox(sql);
+    const gated = {
+      applyOnce: async (events: StrataEvent[]) => {
         writes++;
         await gate;
-        return real.applyEventsOnce(events);
+        return real.applyOnce(events);
       },
-      applyEventOnce: async (e: StrataEvent) => {
-        writes++;
-        await gate;
-        return real.applyEventOnce(e);
-      },
-    });
-    const slow = await startEventConsumer({ broker, store: gated, cache: new InMemoryCache(), logger: quietLogger, consumed: held, batchMs: 60_000, maxBatch: 1 });
+    };
+    const slow = await startEventConsumer({ broker, inbox: gated, cache: new InMemoryCache(), logger: quietLogger, consumed: held, batchMs: 60_000, maxBatch: 1 });
     let slowOpen = true;
     const closeSlow = async () => {
       openGate();

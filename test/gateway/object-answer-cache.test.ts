@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ObjectAnswerCache } from '../../images/gateway/src/clients/object-answer-cache.js';
-import { InMemoryCache } from '../../images/data-plane/src/cache/memory-cache.js';
+import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { invalidateObjectRead } from '../../images/object-model/src/object-read-cache.js';
 
 describe('gateway: ObjectAnswerCache', () => {

@@ -1,9 +1,7 @@
 import express from 'express';
 import type { ScheduledTask } from 'node-cron';
-import { amqpConnectionMetrics, cacheMetrics, countedCache, Counter, createApp, createLogger, createPgliteSqlClient, createProductionCache, createProductionSql, createRegistry, degradeWhenUnavailable, httpMetrics, listen, SecretBox, type Logger, type ProductionSettings, type Registry, type RunningService, type SqlClient } from '../../service-kit/src/index.js';
+import { amqpConnectionMetrics, cacheMetrics, countedCache, Counter, createApp, createLogger, createPgliteSqlClient, createProductionCache, createProductionSql, createRegistry, degradeWhenUnavailable, httpMetrics, InMemoryCache, listen, SecretBox, type Logger, type ProductionSettings, type Registry, type RunningService, type SqlClient, type StringCache } from '../../service-kit/src/index.js';
 import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
-import type { Cache } from './cache/cache.js';
-import { InMemoryCache } from './cache/memory-cache.js';
 import { AmqpEventBroker } from './events/amqp-broker.js';
 import type { EventBroker } from './events/broker.js';
 import { startEventConsumer } from './events/consumer.js';
@@ -46,7 +44,7 @@ export interface ControlPlaneOptions extends ProductionSettings {
   sql?: SqlClient;
   pgUrl?: string;
   /** Cache (in-memory by default). Shared instances are not closed on stop. */
-  cache?: Cache;
+  cache?: StringCache;
   /** Event broker the consumer subscribes to (in-memory by default). Not closed on stop when injected. */
   broker?: EventBroker;
   /** Where the data plane listens, for freeing blob bytes after purge; a function when known only later. */
@@ -88,7 +86,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     throw err;
   }
   const store = new SqlMetadataStore(sql);
-  const users = new UserService(store, opts.secretKey);
+  const users = new UserService(store.users, opts.secretKey);
   if (opts.rootUser && opts.rootPassword) {
     await users.bootstrapRoot(opts.rootUser, opts.rootPassword);
     logger.info({ rootUser: opts.rootUser }, 'root user ready');
@@ -97,7 +95,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   if (ownCache) onClose.push(() => ownCache.close());
   // Lookups counted (hit ratio); a cache outage reads as a miss, so requests go to the database.
   let lastDegradeLog = 0;
-  const cache: Cache = degradeWhenUnavailable(countedCache(opts.cache ?? ownCache ?? new InMemoryCache(), cacheMetrics(registry), name), (err) => {
+  const cache: StringCache = degradeWhenUnavailable(countedCache(opts.cache ?? ownCache ?? new InMemoryCache(), cacheMetrics(registry), name), (err) => {
     // Once per 10 s at most: during an outage every request would log it.
     if (Date.now() - lastDegradeLog < 10_000) return;
     lastDegradeLog = Date.now();
@@ -131,7 +129,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     registers: [registry],
   });
 
-  const subscription = await startEventConsumer({ broker, store, cache, logger, consumed });
+  const subscription = await startEventConsumer({ broker, inbox: store.inbox, cache, logger, consumed });
   onClose.unshift(() => subscription.close());
 
   const dataPlaneUrl = opts.dataPlaneUrl;

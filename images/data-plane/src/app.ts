@@ -1,5 +1,5 @@
 import type http from 'node:http';
-import { amqpConnectionMetrics, cacheMetrics, countedCache, createApp, createLogger, createProductionCache, createProductionSql, createRegistry, httpMetrics, listen, SecretBox, type Logger, type ProductionSettings, type Registry, type RunningService, type SqlClient, withFastPath } from '../../service-kit/src/index.js';
+import { amqpConnectionMetrics, cacheMetrics, countedCache, createApp, createLogger, createProductionCache, createProductionSql, createRegistry, httpMetrics, InMemoryCache, listen, SecretBox, type Logger, type ProductionSettings, type Registry, type RunningService, type SqlClient, withFastPath } from '../../service-kit/src/index.js';
 import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
 import { FsBackend, SMALL_READ } from './backends/fs-backend.js';
 import { backendsConfigFromEnv, type BackendsConfig } from './backends/config.js';
@@ -7,7 +7,6 @@ import { BackendRegistry } from './backends/registry.js';
 import { backendRoutes } from './backends/routes.js';
 import { SmallBlobCache } from './backends/small-blob-cache.js';
 import type { Cache } from './cache/cache.js';
-import { InMemoryCache } from './cache/memory-cache.js';
 import { Catalog } from './catalog/catalog.js';
 import { AmqpEventPublisher } from './events/amqp-publisher.js';
 import type { EventPublisher } from './events/publisher.js';

@@ -9,6 +9,7 @@ export * from './amqp-events.js';
 export * from './sql-routing.js';
 export * from './hash-tags.js';
 export * from './redis-cluster-cache.js';
+export * from './memory-cache.js';
 export * from './production.js';
 export * from './secret-box.js';
 export * from './fast-path.js';

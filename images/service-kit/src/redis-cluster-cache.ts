@@ -49,8 +49,9 @@ function isDeliberateReply(err: unknown): boolean {
 }
 
 /**
- * The string-cache operations every service's cache interface shares (the control plane's `Cache`
- * is exactly this; the data plane's adds hashes and sets, which RedisClusterCache also has).
+ * The string cache every service uses (the control plane's cache is exactly this; the data plane's
+ * `Cache` adds hashes and sets, which RedisClusterCache and InMemoryCache also have). Missing and
+ * expired keys read alike as undefined.
  */
 export interface StringCache {
   get(key: string): Promise<string | undefined>;
@@ -60,9 +61,9 @@ export interface StringCache {
 }
 
 /**
- * The control plane's and the data plane's `Cache` over a Redis Cluster (ioredis): strings, and
- * the hash and set operations of the data plane's cache (multipart part state), with the same semantics as the in-memory caches
- * (missing or expired reads as undefined / {} / []). Every key carries one of the hash tags that
+ * StringCache and the data plane's `Cache` over a Redis Cluster (ioredis): strings, and the hash and
+ * set operations of the data plane's cache (multipart part state), with the same semantics as
+ * InMemoryCache (missing or expired reads as undefined / {} / []). Every key carries one of the hash tags that
  * land on distinct masters, so hot keys (bucket lookups, instant-upload lookups, part state) load
  * every master; keys grouped by a tag of their own stay together. Calls fail fast with
  * `CacheUnavailableError` when the cluster is down: no offline queue, bounded retries and a hard

@@ -30,7 +30,7 @@ const DUE_TABLES = `
  * overwrites, reference-count updates and the outbox's sent marks leave behind would pile up for good
  * (tables and indexes only grow, scans slow down), and tables would have no planner statistics until
  * someone ran ANALYZE — without them PostgreSQL planned a batch of the lifecycle expiry as a nested loop
- * quadratic in the bucket's size (sql-store.ts, BATCH_ONCE). So the standalone platform does autovacuum's
+ * quadratic in the bucket's size (control-plane metadata/recycle-bin.ts, BATCH_ONCE). So the standalone platform does autovacuum's
  * job on a timer: each check reads the tables' change counters (pg_stat_user_tables) and runs
  * `VACUUM (ANALYZE)` or `ANALYZE` on the tables past autovacuum's default thresholds, and nothing when
  * none is. On the PGlite thread it delays statements, not requests that need none. Returns a function

@@ -1,12 +1,11 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { amqpConnectionMetrics, createLogger, createPgliteSqlClient, createProductionCache, createProductionSql, createRegistry, type Logger, type ProductionSettings, type Registry, type RunningService, type SqlClient } from '../../service-kit/src/index.js';
+import { amqpConnectionMetrics, createLogger, createPgliteSqlClient, createProductionCache, createProductionSql, createRegistry, InMemoryCache, type Logger, type ProductionSettings, type Registry, type RunningService, type SqlClient } from '../../service-kit/src/index.js';
 import { startControlPlane } from '../../control-plane/src/app.js';
 import { AmqpEventBroker } from '../../control-plane/src/events/amqp-broker.js';
 import type { EventBroker } from '../../control-plane/src/events/broker.js';
 import { InMemoryBroker } from '../../control-plane/src/events/memory-broker.js';
 import type { Cache } from '../../data-plane/src/cache/cache.js';
-import { InMemoryCache } from '../../data-plane/src/cache/memory-cache.js';
 import { startDataPlane } from '../../data-plane/src/app.js';
 import { startGateway } from '../../gateway/src/app.js';
 import { ephemeralSecret, persistentSecret } from './secrets.js';

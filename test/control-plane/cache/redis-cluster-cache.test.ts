@@ -10,8 +10,7 @@ import {
   standardSlotRanges,
   type SlotRange,
 } from '../../../images/service-kit/src/hash-tags.js';
-import { CacheUnavailableError, RedisClusterCache, degradeWhenUnavailable } from '../../../images/service-kit/src/redis-cluster-cache.js';
-import type { Cache as ControlPlaneCache } from '../../../images/control-plane/src/cache/cache.js';
+import { CacheUnavailableError, RedisClusterCache, degradeWhenUnavailable, type StringCache } from '../../../images/service-kit/src/redis-cluster-cache.js';
 import type { Cache as DataPlaneCache } from '../../../images/data-plane/src/cache/cache.js';
 import { sharedRedisCluster, startRedisCluster, type RedisClusterHarness } from '../../support/redis-cluster.js';
 
@@ -117,7 +116,7 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
     after(() => cache?.close());
 
     it('is a cache for both planes (their interfaces, their semantics)', () => {
-      const forControlPlane: ControlPlaneCache = cache;
+      const forControlPlane: StringCache = cache;
       const forDataPlane: DataPlaneCache = cache;
       expect(forControlPlane).to.equal(forDataPlane);
     });

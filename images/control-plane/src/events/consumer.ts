@@ -1,6 +1,6 @@
-import type { Counter, Logger } from '../../../service-kit/src/index.js';
-import { cacheKeys, type Cache } from '../cache/cache.js';
-import type { MetadataStore } from '../metadata/store.js';
+import type { Counter, Logger, StringCache } from '../../../service-kit/src/index.js';
+import { cacheKeys } from '../cache/cache-keys.js';
+import type { EventInbox } from '../metadata/store.js';
 import type { EventBroker, StrataEvent, Subscription } from './broker.js';
 
 export const CONTROL_PLANE_QUEUE = 'strata.control-plane';
@@ -12,8 +12,8 @@ export const DEFAULT_BATCH_MS = 10;
 
 interface ConsumerDeps {
   broker: EventBroker;
-  store: MetadataStore;
-  cache: Cache;
+  inbox: Pick<EventInbox, 'applyOnce'>;
+  cache: StringCache;
   logger: Logger;
   consumed: Counter<'type' | 'outcome'>;
   /** Events applied together at most. Default DEFAULT_MAX_BATCH. */
@@ -33,8 +33,8 @@ interface ConsumerDeps {
  * event. A broker that hands out one delivery at a time (the in-memory one awaits each handler)
  * never gets that wait: its events are applied at once.
  * Each delivery's handler resolves (the broker acks) only after the commit that applied it; when a
- * batch fails, its events are applied one by one, so that one bad event is redelivered alone and
- * the others are acknowledged.
+ * batch fails, each of its events is applied again as a batch of one, so that one bad event is
+ * redelivered alone and the others are acknowledged.
  */
 export async function startEventConsumer(deps: ConsumerDeps): Promise<Subscription> {
   const batcher = new EventBatcher(deps, deps.maxBatch ?? DEFAULT_MAX_BATCH, deps.batchMs ?? DEFAULT_BATCH_MS);
@@ -124,20 +124,20 @@ class EventBatcher {
   }
 
   private async apply(batch: Pending[]): Promise<void> {
-    const { store, logger } = this.deps;
+    const { inbox, logger } = this.deps;
     let applied: boolean[] | undefined;
     if (batch.length > 1) {
       try {
-        applied = await store.applyEventsOnce(batch.map((p) => p.event));
+        applied = await inbox.applyOnce(batch.map((p) => p.event));
       } catch (err) {
-        // One by one: a bad event must not hold back (or take down) the others.
+        // Each as a batch of one: a bad event must not hold back (or take down) the others.
         logger.warn({ err, events: batch.length }, 'applying a batch of events failed; applying them one by one');
       }
     }
     await Promise.all(
       batch.map(async (p, i) => {
         try {
-          await this.finish(p.event, applied ? applied[i]! : await store.applyEventOnce(p.event));
+          await this.finish(p.event, applied ? applied[i]! : (await inbox.applyOnce([p.event]))[0]!);
           p.resolve();
         } catch (err) {
           this.deps.consumed.inc({ type: p.event.type, outcome: 'failed' });

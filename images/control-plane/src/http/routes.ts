@@ -1,7 +1,7 @@
 import express, { type Request, type Router } from 'express';
-import { type Logger, type SecretBox } from '../../../service-kit/src/index.js';
+import { type Logger, type SecretBox, type StringCache } from '../../../service-kit/src/index.js';
 import { assertBucketName, assertObjectKey, MAX_BUCKET_TAGS, MAX_CORS_RULES, MAX_LIFECYCLE_RULES, objectTagsFromJson, S3Error } from '../../../object-model/src/index.js';
-import { cacheKeys, type Cache } from '../cache/cache.js';
+import { cacheKeys } from '../cache/cache-keys.js';
 import { invalidateObjectRead } from '../../../object-model/src/object-read-cache.js';
 import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, DeleteConditions, MetadataStore, RecycleBinCursor } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
@@ -13,7 +13,7 @@ import type { UserService } from '../users/user-service.js';
 export interface RouteDeps {
   store: MetadataStore;
   users: UserService;
-  cache: Cache;
+  cache: StringCache;
   collector: BlobCollector;
   /** Ends the uploads of a deleted bucket (the data plane keeps them). */
   uploads: UploadExpirer;
@@ -23,7 +23,7 @@ export interface RouteDeps {
   secrets: SecretBox;
   purge: (now: Date) => Promise<PurgeRunResult>;
   clock: () => Date;
-  /** How long a deleted bucket's name stays with its last owner (ms; see MetadataStore.createBucket). */
+  /** How long a deleted bucket's name stays with its last owner (ms; see BucketStore.create). */
   bucketNameHoldMs: number;
   logger: Logger;
 }
@@ -77,7 +77,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   const findBucket = async (name: string): Promise<Bucket | undefined> => {
     const cached = await cache.get(cacheKeys.bucket(name));
     if (cached) return JSON.parse(cached) as Bucket;
-    const bucket = await store.getBucket(name);
+    const bucket = await store.buckets.get(name);
     if (bucket) await cache.set(cacheKeys.bucket(name), JSON.stringify(bucket), BUCKET_CACHE_TTL_S);
     return bucket;
   };
@@ -112,7 +112,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     res.json(await users.credentials(param(req, 'accessKey')));
   });
   router.get('/users/:username/buckets', async (req, res) => {
-    const buckets = await store.listBuckets(param(req, 'username'));
+    const buckets = await store.buckets.list(param(req, 'username'));
     res.json({ buckets: buckets.map((b) => ({ name: b.name, createdAt: b.createdAt, backend: { kind: b.backend.kind } })) });
   });
 
@@ -126,8 +126,8 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
       throw new S3Error('InvalidArgument', 'backend.kind must be one of fs, minio, cloud');
     }
     // No bucket may exist on a backend that is not usable (unknown settings, unreachable): check first.
-    if (backend.kind !== 'fs' && deps.checkBackend && !(await store.getBucket(name))) await deps.checkBackend(backend);
-    const { bucket, created } = await store.createBucket(name, owner, sealBackendSecret(backend, deps.secrets), { now: deps.clock(), ms: deps.bucketNameHoldMs });
+    if (backend.kind !== 'fs' && deps.checkBackend && !(await store.buckets.get(name))) await deps.checkBackend(backend);
+    const { bucket, created } = await store.buckets.create(name, owner, sealBackendSecret(backend, deps.secrets), { now: deps.clock(), ms: deps.bucketNameHoldMs });
     if (!created) {
       throw new S3Error(bucket.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: name });
     }
@@ -136,11 +136,11 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   });
   router.get('/buckets/:bucket', async (req, res) => {
     const bucket = await mustBucket(param(req, 'bucket'));
-    res.json({ ...publicBucket(bucket), stats: await store.bucketStats(bucket.id) });
+    res.json({ ...publicBucket(bucket), stats: await store.buckets.stats(bucket.id) });
   });
   router.delete('/buckets/:bucket', async (req, res) => {
     const bucket = await mustBucket(param(req, 'bucket'));
-    const { deleted, unreferencedBlobIds } = await store.deleteBucket(bucket, deps.clock());
+    const { deleted, unreferencedBlobIds } = await store.buckets.delete(bucket, deps.clock());
     await cache.del(cacheKeys.bucket(bucket.name));
     if (!deleted) throw new S3Error('BucketNotEmpty', undefined, { BucketName: bucket.name });
     await freeBlobs(unreferencedBlobIds);
@@ -155,7 +155,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   for (const [kind, config] of Object.entries(BUCKET_CONFIGS) as Array<[BucketConfigKind, (typeof BUCKET_CONFIGS)[BucketConfigKind]]>) {
     router.get(`/buckets/:bucket/${kind}`, async (req, res) => {
       const bucket = await mustBucket(param(req, 'bucket'));
-      const rules = await store.getBucketConfig(bucket, kind);
+      const rules = await store.buckets.getConfig(bucket, kind);
       if (!rules) throw new S3Error(config.missing, undefined, { BucketName: bucket.name });
       res.json({ rules });
     });
@@ -166,13 +166,13 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
       if (!Array.isArray(rules) || rules.length === 0 || rules.length > config.max || !rules.every(config.outline)) {
         throw new S3Error('MalformedXML', `rules must be a list of 1 to ${config.max} ${kind} rules`);
       }
-      await store.setBucketConfig(bucket, kind, rules as BucketConfigs[typeof kind]);
+      await store.buckets.setConfig(bucket, kind, rules as BucketConfigs[typeof kind]);
       await cache.del(cacheKeys.bucket(bucket.name));
       res.status(204).end();
     });
     router.delete(`/buckets/:bucket/${kind}`, async (req, res) => {
       const bucket = await mustBucket(param(req, 'bucket'));
-      await store.setBucketConfig(bucket, kind, undefined);
+      await store.buckets.setConfig(bucket, kind, undefined);
       await cache.del(cacheKeys.bucket(bucket.name));
       res.status(204).end();
     });
@@ -188,7 +188,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
       maxKeys = Math.min(Number(rawMax), 1000);
     }
     const prefix = str(q.prefix) ?? '';
-    const page = await store.listObjects(bucket, {
+    const page = await store.objects.list(bucket, {
       prefix,
       delimiter: str(q.delimiter) ?? '',
       maxKeys,
@@ -200,14 +200,14 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   });
   router.get('/buckets/:bucket/objects/:key', async (req, res) => {
     const { bucket, key } = await objectPath(req);
-    const meta = await store.headObject(bucket, key);
+    const meta = await store.objects.head(bucket, key);
     if (!meta) throw new S3Error('NoSuchKey', undefined, { Key: key });
     res.json(meta);
   });
   // GetObjectAttributes ObjectParts: a multipart object's parts (an empty list for one uploaded whole).
   router.get('/buckets/:bucket/objects/:key/parts', async (req, res) => {
     const { bucket, key } = await objectPath(req);
-    const parts = await store.objectParts(bucket, key);
+    const parts = await store.objects.parts(bucket, key);
     if (!parts) throw new S3Error('NoSuchKey', undefined, { Key: key });
     res.json({ parts });
   });
@@ -216,14 +216,14 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     const { bucket, key } = await objectPath(req);
     const tags = objectTagsFromJson(req.body?.tags);
     if (!tags) throw new S3Error('InvalidTag', 'tags must be a list of {key, value}');
-    if (!(await store.setObjectTags(bucket, key, tags))) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    if (!(await store.objects.setTags(bucket, key, tags))) throw new S3Error('NoSuchKey', undefined, { Key: key });
     // Answers of GET/HEAD carry the tag count: cached ones end here.
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
   });
   router.delete('/buckets/:bucket/objects/:key', async (req, res) => {
     const { bucket, key } = await objectPath(req);
-    await store.recycleObject(bucket, key, deps.clock(), deleteConditions(req.query));
+    await store.recycleBin.recycle(bucket, key, deps.clock(), deleteConditions(req.query));
     // The data plane's GET/HEAD cache (object-model/object-read-cache.ts), before answering.
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
@@ -255,10 +255,10 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
         failed(at, key, err);
       }
     });
-    await store.recycleObjects(bucket, plain, deps.clock());
+    await store.recycleBin.recycleMany(bucket, plain, deps.clock());
     for (const { at, key, conditions } of conditional) {
       try {
-        await store.recycleObject(bucket, key, deps.clock(), conditions);
+        await store.recycleBin.recycle(bucket, key, deps.clock(), conditions);
       } catch (err) {
         failed(at, key, err);
       }
@@ -275,13 +275,13 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     if (!Number.isInteger(limit) || limit < 1 || limit > RECYCLE_BIN_PAGE) throw new S3Error('InvalidArgument', `limit must be a whole number from 1 to ${RECYCLE_BIN_PAGE}`);
     const token = str(req.query.after);
     const after = token === undefined ? undefined : recycleBinCursor(token);
-    const page = await store.listRecycled({ owner: str(req.query.owner), bucket: str(req.query.bucket), prefix: str(req.query.prefix), limit, after });
+    const page = await store.recycleBin.list({ owner: str(req.query.owner), bucket: str(req.query.bucket), prefix: str(req.query.prefix), limit, after });
     res.json({ objects: page.objects, ...(page.next ? { nextToken: Buffer.from(JSON.stringify(page.next)).toString('base64url') } : {}) });
   });
   router.post('/recycle-bin/:id/restore', async (req, res) => {
     const id = Number(param(req, 'id'));
     if (!Number.isSafeInteger(id) || id <= 0) throw new S3Error('InvalidArgument', 'recycle-bin ids are positive integers');
-    const meta = await store.restoreObject(id, str(req.body?.owner), deps.clock());
+    const meta = await store.recycleBin.restore(id, str(req.body?.owner), deps.clock());
     if (!meta) throw new S3Error('NoSuchKey', 'no such object in the recycle bin');
     await invalidateObjectRead(cache, meta.bucket, meta.key);
     res.json(meta);

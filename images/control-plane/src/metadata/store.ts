@@ -150,76 +150,97 @@ export interface DeleteConditions {
   size?: number;
 }
 
-/** The control plane's view of the metadata database (PostgreSQL or PGlite, same SQL). */
-export interface MetadataStore {
-  insertUser(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<StoredUser>;
+/** Users and their credentials (the users table). */
+export interface UserStore {
+  insert(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<StoredUser>;
   /** Create or refresh the root user from its environment credentials. */
-  upsertRootUser(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<void>;
-  getUser(username: string): Promise<StoredUser | undefined>;
-  getUserByAccessKey(accessKey: string): Promise<StoredUser | undefined>;
+  upsertRoot(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<void>;
+  get(username: string): Promise<StoredUser | undefined>;
+  getByAccessKey(accessKey: string): Promise<StoredUser | undefined>;
+}
 
+/** Buckets, their configurations and their counts. */
+export interface BucketStore {
   /**
    * Creates the bucket, or answers the existing one (the caller decides which error that is). A name
    * that another account's bucket had until less than `nameHold.ms` ago is refused (S3Error
    * OperationAborted): replicas may still resolve it to that account from their caches.
    */
-  createBucket(name: string, owner: string, backend: BackendConfig, nameHold: BucketNameHold): Promise<{ bucket: Bucket; created: boolean }>;
-  getBucket(name: string): Promise<Bucket | undefined>;
-  listBuckets(owner: string): Promise<Bucket[]>;
+  create(name: string, owner: string, backend: BackendConfig, nameHold: BucketNameHold): Promise<{ bucket: Bucket; created: boolean }>;
+  get(name: string): Promise<Bucket | undefined>;
+  list(owner: string): Promise<Bucket[]>;
   /**
    * Deletes an empty bucket (its recycle bin is purged with it); false when it has NORMAL objects. The
-   * name is then held for its owner (see createBucket).
+   * name is then held for its owner (see create).
    */
-  deleteBucket(bucket: Bucket, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }>;
-  bucketStats(bucketId: number): Promise<BucketStats>;
+  delete(bucket: Bucket, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }>;
+  stats(bucketId: number): Promise<BucketStats>;
   /** One of the bucket's configurations, as stored now; undefined when it has none. */
-  getBucketConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K): Promise<BucketConfigs[K] | undefined>;
+  getConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K): Promise<BucketConfigs[K] | undefined>;
   /** Replace one of the bucket's configurations (undefined removes it); NoSuchBucket when it is gone. */
-  setBucketConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K, value: BucketConfigs[K] | undefined): Promise<void>;
+  setConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K, value: BucketConfigs[K] | undefined): Promise<void>;
   /** Every bucket that has lifecycle rules, with its rules. */
-  bucketsWithLifecycle(): Promise<Array<{ bucket: Bucket; rules: LifecycleRule[] }>>;
-  /**
-   * NORMAL objects of the bucket that the selection names → RECYCLED (as DeleteObject does, with an
-   * object.recycled event each), in batches of their own transactions; answers the keys recycled.
-   */
-  expireObjects(bucket: Bucket, selection: ExpirySelection, now: Date): Promise<string[]>;
+  withLifecycle(): Promise<Array<{ bucket: Bucket; rules: LifecycleRule[] }>>;
+}
 
-  headObject(bucket: Bucket, key: string): Promise<ObjectMeta | undefined>;
+/** The NORMAL objects of a bucket: one by key, and listed in key order. */
+export interface ObjectStore {
+  head(bucket: Bucket, key: string): Promise<ObjectMeta | undefined>;
   /** The NORMAL object's parts in part order (none for an object uploaded whole); undefined when there is no such object. */
-  objectParts(bucket: Bucket, key: string): Promise<ObjectPart[] | undefined>;
+  parts(bucket: Bucket, key: string): Promise<ObjectPart[] | undefined>;
   /** Replace the NORMAL object's tags (undefined or empty: none); false when there is no such object. */
-  setObjectTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean>;
-  listObjects(bucket: Bucket, query: ListQuery): Promise<ListPage>;
+  setTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean>;
+  list(bucket: Bucket, query: ListQuery): Promise<ListPage>;
+}
+
+/** Objects on their way out: NORMAL → RECYCLED → DELETED, and back from RECYCLED by a restore. */
+export interface RecycleBin {
   /**
    * NORMAL → RECYCLED; false when there was no such object. With conditions (a conditional delete) the
    * object must meet them — PreconditionFailed otherwise, NoSuchKey when there is none — checked under
    * the key's write lock, so no write of the key slips between the check and the delete.
    */
-  recycleObject(bucket: Bucket, key: string, now: Date, conditions?: DeleteConditions): Promise<boolean>;
+  recycle(bucket: Bucket, key: string, now: Date, conditions?: DeleteConditions): Promise<boolean>;
   /** Many keys NORMAL → RECYCLED at once (DeleteObjects), an object.recycled event each; answers those that had an object. */
-  recycleObjects(bucket: Bucket, keys: string[], now: Date): Promise<string[]>;
+  recycleMany(bucket: Bucket, keys: string[], now: Date): Promise<string[]>;
+  /**
+   * NORMAL objects of the bucket that the selection names → RECYCLED (as DeleteObject does, with an
+   * object.recycled event each), in batches of their own transactions; answers the keys recycled.
+   */
+  expire(bucket: Bucket, selection: ExpirySelection, now: Date): Promise<string[]>;
   /** Recycled objects by bucket name, key, newest version first; a page of `limit` and where the next starts. */
-  listRecycled(filter: RecycleBinQuery): Promise<RecycleBinPage>;
+  list(filter: RecycleBinQuery): Promise<RecycleBinPage>;
   /** RECYCLED → NORMAL; a NORMAL object now holding the key goes to the recycle bin in its place. */
-  restoreObject(id: number, owner: string | undefined, now: Date): Promise<ObjectMeta | undefined>;
+  restore(id: number, owner: string | undefined, now: Date): Promise<ObjectMeta | undefined>;
   /** RECYCLED objects recycled before `cutoff` → DELETED, releasing their blob references. */
-  purgeRecycled(cutoff: Date, now: Date): Promise<PurgeResult>;
-
-  /** Forget sent outbox rows and processed event ids older than `cutoff` (redelivery is long over). */
-  pruneEventLogs(cutoff: Date): Promise<{ outbox: number; processed: number }>;
+  purge(cutoff: Date, now: Date): Promise<PurgeResult>;
   /**
    * Forget DELETED versions (overwritten, or purged from the recycle bin) deleted before `cutoff`: their
    * references were released when they became DELETED and nothing reads them, but every overwrite
    * leaves one, so without this the table grows with the write count instead of the object count.
    */
   pruneDeletedVersions(cutoff: Date): Promise<number>;
-  /** Apply an event's side effects once: false when the event id was already processed. */
-  applyEventOnce(event: StrataEvent): Promise<boolean>;
+}
+
+/** Events applied once each (the processed-event table), and the event logs. */
+export interface EventInbox {
   /**
-   * applyEventOnce for a batch, atomically where it can (the object events in one statement): one
-   * flag per event, false for an id already processed (or earlier in the same batch). A failure
-   * may leave part of the batch applied; applying it again is safe (every event is idempotent).
+   * Apply the events' side effects once, atomically where it can (the object events in one
+   * statement): one flag per event, false for an id already processed (or earlier in the same batch).
+   * A single event is a batch of one. A failure may leave part of the batch applied; applying it
+   * again is safe (every event is idempotent).
    */
-  applyEventsOnce(events: StrataEvent[]): Promise<boolean[]>;
+  applyOnce(events: StrataEvent[]): Promise<boolean[]>;
+  /** Forget sent outbox rows and processed event ids older than `cutoff` (redelivery is long over). */
+  pruneLogs(cutoff: Date): Promise<{ outbox: number; processed: number }>;
+}
+
+/** The control plane's view of the metadata database (PostgreSQL or PGlite, same SQL), by aggregate. */
+export interface MetadataStore {
+  readonly users: UserStore;
+  readonly buckets: BucketStore;
+  readonly objects: ObjectStore;
+  readonly recycleBin: RecycleBin;
+  readonly inbox: EventInbox;
   ping(): Promise<void>;
 }

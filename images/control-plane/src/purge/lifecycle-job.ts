@@ -33,7 +33,7 @@ export interface LifecycleResult {
  */
 export async function runLifecycle(deps: LifecycleDeps, now: Date): Promise<LifecycleResult> {
   const result: LifecycleResult = { expiredObjects: 0, abortedUploads: 0 };
-  for (const { bucket, rules } of await deps.store.bucketsWithLifecycle()) {
+  for (const { bucket, rules } of await deps.store.buckets.withLifecycle()) {
     try {
       for (const rule of rules) {
         if (!rule.enabled) continue;
@@ -58,7 +58,7 @@ async function expireObjects(deps: LifecycleDeps, bucket: Bucket, rule: Lifecycl
   else if (exp && 'date' in exp && new Date(exp.date) <= now) cutoff = now;
   if (!cutoff) return 0;
   const { prefix, sizeGreaterThan, sizeLessThan, tags } = rule.filter;
-  const keys = await deps.store.expireObjects(bucket, { prefix, createdNoLaterThan: cutoff, sizeGreaterThan, sizeLessThan, tags }, now);
+  const keys = await deps.store.recycleBin.expire(bucket, { prefix, createdNoLaterThan: cutoff, sizeGreaterThan, sizeLessThan, tags }, now);
   for (const key of keys) await deps.invalidate(bucket.name, key);
   return keys.length;
 }

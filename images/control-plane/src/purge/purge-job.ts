@@ -41,7 +41,7 @@ export async function runPurge(deps: PurgeDeps, now: Date): Promise<PurgeRunResu
   deps.lifecycleTotal?.inc({ action: 'abort' }, lifecycle.abortedUploads);
   if (lifecycle.expiredObjects > 0) deps.kickOutbox?.();
   const cutoff = new Date(now.getTime() - deps.retentionDays * DAY_MS);
-  const { purged, unreferencedBlobIds } = await deps.store.purgeRecycled(cutoff, now);
+  const { purged, unreferencedBlobIds } = await deps.store.recycleBin.purge(cutoff, now);
   if (purged > 0) deps.kickOutbox?.();
   let freedBlobs = 0;
   try {
@@ -51,8 +51,8 @@ export async function runPurge(deps: PurgeDeps, now: Date): Promise<PurgeRunResu
   }
   // The event logs and DELETED versions are kept as long as the recycle bin: no redelivery is that late.
   const keptSince = new Date(now.getTime() - Math.max(deps.retentionDays, 7) * DAY_MS);
-  const pruned = await deps.store.pruneEventLogs(keptSince);
-  const prunedVersions = await deps.store.pruneDeletedVersions(keptSince);
+  const pruned = await deps.store.inbox.pruneLogs(keptSince);
+  const prunedVersions = await deps.store.recycleBin.pruneDeletedVersions(keptSince);
   deps.purgedTotal.inc(purged);
   deps.logger.info({ purged, freedBlobs, pruned: { ...pruned, deletedVersions: prunedVersions }, cutoff: cutoff.toISOString() }, 'recycle bin purged');
   return { purged, freedBlobs, ...lifecycle };

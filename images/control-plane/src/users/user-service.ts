@@ -1,6 +1,6 @@
 import { SecretBox, isUniqueViolation } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
-import type { MetadataStore } from '../metadata/store.js';
+import type { UserStore } from '../metadata/store.js';
 import { hashPassword, newAccessKey, newSecretKey, verifyPassword } from './credentials.js';
 
 export interface Credentials {
@@ -24,7 +24,7 @@ export class UserService {
   private readonly box: SecretBox;
 
   constructor(
-    private readonly store: MetadataStore,
+    private readonly users: UserStore,
     serverSecret: string,
   ) {
     this.box = new SecretBox(serverSecret);
@@ -32,7 +32,7 @@ export class UserService {
 
   /** Root's access key is its user name and its secret is its password, as with MinIO's root credentials. */
   async bootstrapRoot(username: string, password: string): Promise<void> {
-    await this.store.upsertRootUser({
+    await this.users.upsertRoot({
       username,
       passwordHash: await hashPassword(password),
       accessKey: username,
@@ -50,7 +50,7 @@ export class UserService {
     const secretKey = newSecretKey();
     const accessKey = newAccessKey();
     try {
-      await this.store.insertUser({ username, passwordHash: await hashPassword(password), accessKey, secretKeyEnc: this.box.seal(secretKey) });
+      await this.users.insert({ username, passwordHash: await hashPassword(password), accessKey, secretKeyEnc: this.box.seal(secretKey) });
     } catch (err) {
       if (isUniqueViolation(err)) throw new UserExistsError(username);
       throw err;
@@ -59,14 +59,14 @@ export class UserService {
   }
 
   async verify(username: unknown, password: unknown): Promise<{ username: string; accessKey: string }> {
-    const user = typeof username === 'string' ? await this.store.getUser(username) : undefined;
+    const user = typeof username === 'string' ? await this.users.get(username) : undefined;
     const ok = user && typeof password === 'string' && (await verifyPassword(password, user.passwordHash));
     if (!user || !ok) throw new S3Error('AccessDenied', 'invalid user name or password');
     return { username: user.username, accessKey: user.accessKey };
   }
 
   async credentials(accessKey: string): Promise<Credentials> {
-    const user = await this.store.getUserByAccessKey(accessKey);
+    const user = await this.users.getByAccessKey(accessKey);
     if (!user) throw new S3Error('InvalidAccessKeyId');
     return { username: user.username, accessKey: user.accessKey, secretKey: this.box.open(user.secretKeyEnc) };
   }

@@ -1,13 +1,11 @@
+import type { StringCache } from '../../../service-kit/src/index.js';
+
 /**
- * The data plane's cache, shaped after Redis so that a Redis Cluster implementation (ioredis) drops
- * in: strings with TTL, hashes and sets. Multipart upload state lives here. Keys of one upload share
- * a hash tag (`{uploadId}`) so that they land on one cluster shard.
+ * The data plane's cache, shaped after Redis: the kit's strings with TTL, and hashes and sets (the
+ * kit's RedisClusterCache and InMemoryCache have both). Multipart upload state lives here. Keys of
+ * one upload share a hash tag (`{uploadId}`) so that they land on one cluster shard.
  */
-export interface Cache {
-  get(key: string): Promise<string | undefined>;
-  set(key: string, value: string, ttlSeconds?: number): Promise<void>;
-  /** Answers how many of the keys existed. */
-  del(...keys: string[]): Promise<number>;
+export interface Cache extends StringCache {
   hset(key: string, field: string, value: string): Promise<void>;
   hget(key: string, field: string): Promise<string | undefined>;
   hgetall(key: string): Promise<Record<string, string>>;

@@ -1,12 +1,13 @@
-import type { Cache } from './cache.js';
+import type { StringCache } from './redis-cluster-cache.js';
 
 type Value = string | Map<string, string> | Set<string>;
 
 /**
- * A per-process cache with Redis-like semantics and lazy expiry. It also satisfies the control
- * plane's (smaller) cache interface, so one instance can serve both services in one process.
+ * A per-process cache with Redis-like semantics and lazy expiry: the StringCache every service uses,
+ * and the hashes and sets of the data plane's cache (as RedisClusterCache), so one instance can
+ * serve every service in one process.
  */
-export class InMemoryCache implements Cache {
+export class InMemoryCache implements StringCache {
   private readonly entries = new Map<string, { value: Value; expiresAt: number }>();
   private nextSweep = 0;
 

@@ -1,0 +1,56 @@
+import type { SqlClient } from '../../../service-kit/src/index.js';
+import type { StoredUser, UserStore } from './store.js';
+
+interface UserRow {
+  username: string;
+  password_hash: string;
+  access_key: string;
+  secret_key_enc: string;
+  is_root: boolean;
+  created_at: Date;
+}
+
+function toUser(row: UserRow): StoredUser {
+  return {
+    username: row.username,
+    passwordHash: row.password_hash,
+    accessKey: row.access_key,
+    secretKeyEnc: row.secret_key_enc,
+    isRoot: row.is_root,
+    createdAt: new Date(row.created_at).toISOString(),
+  };
+}
+
+/** The users table. */
+export class SqlUserStore implements UserStore {
+  constructor(private readonly sql: SqlClient) {}
+
+  async insert(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<StoredUser> {
+    const res = await this.sql.query<UserRow>(
+      `INSERT INTO users (username, password_hash, access_key, secret_key_enc) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING RETURNING *`,
+      [user.username, user.passwordHash, user.accessKey, user.secretKeyEnc],
+    );
+    if (!res.rows[0]) throw Object.assign(new Error(`user ${user.username} exists`), { code: '23505' });
+    return toUser(res.rows[0]);
+  }
+
+  async upsertRoot(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<void> {
+    await this.sql.query(
+      `INSERT INTO users (username, password_hash, access_key, secret_key_enc, is_root) VALUES ($1, $2, $3, $4, true)
+       ON CONFLICT (username) DO UPDATE SET password_hash = EXCLUDED.password_hash, access_key = EXCLUDED.access_key,
+         secret_key_enc = EXCLUDED.secret_key_enc, is_root = true`,
+      [user.username, user.passwordHash, user.accessKey, user.secretKeyEnc],
+    );
+  }
+
+  async get(username: string): Promise<StoredUser | undefined> {
+    const res = await this.sql.query<UserRow>('SELECT * FROM users WHERE username = $1', [username]);
+    return res.rows[0] && toUser(res.rows[0]);
+  }
+
+  async getByAccessKey(accessKey: string): Promise<StoredUser | undefined> {
+    const res = await this.sql.query<UserRow>('SELECT * FROM users WHERE access_key = $1', [accessKey]);
+    return res.rows[0] && toUser(res.rows[0]);
+  }
+}
