@@ -7,8 +7,8 @@
  * 256 MiB transfers, both C and cheaper per request than either server. The 4 KiB runs go over
  * 1000 keys (one presigned URL per key and method, cycled); every 4 KiB PUT sends a body no PUT
  * before it sent, so that each stores new content and frees what it replaces (the headline PUT
- * figure). Each key is PUT and read back once before the runs, and any answer that is not a 2xx
- * fails the benchmark.
+ * figure). Each key is PUT and read back once before the runs (a 2xx required), and an error status
+ * or socket error in any run fails the benchmark: figures of failed requests measure nothing.
  *
  *   npm run bench:object-store            (BENCH_SECONDS=10 BENCH_CONNECTIONS=16 by default)
  *   BENCH_SECONDS=3 npm run bench:object-store    (quick: about a minute in all)
