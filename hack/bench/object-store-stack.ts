@@ -1,6 +1,6 @@
 /**
  * Production-stack benchmark (prints figures; not a test), issue 3:
- *  1. 4 KiB PUT/GET ops/s through the gateway (SigV4 presigned requests, as in object-store.ts) for
+ *  1. 4 KiB PUT/GET ops/s through the gateway (SigV4 presigned requests driven by wrk, as in object-store.ts) for
  *     the standalone platform on its embedded defaults (PGlite, in-memory cache and broker) beside the
  *     same object store on the real servers: PostgreSQL (a fresh database on the machine's server,
  *     plus a throw-away streaming replica with BENCH_PG_REPLICA=1), a throw-away 3-master Redis
@@ -30,7 +30,6 @@
  * on a shared machine) of the stack's processes and of the PostgreSQL backends serving the bench
  * database, counted from the run's start until the outbox is published and every event applied.
  */
-import autocannon, { type Result } from 'autocannon';
 import amqp from 'amqplib';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -47,6 +46,7 @@ import { startPgReplica, type PgReplicaHarness } from '../../test/support/pg-rep
 import { freePort } from '../../test/support/ports.js';
 import { startRedisCluster, type RedisClusterHarness } from '../../test/support/redis-cluster.js';
 import { startTcpProxy, type TcpFaultProxy } from '../../test/support/tcp-proxy.js';
+import { runWrk, type WrkFigure } from './wrk.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -76,8 +76,8 @@ interface OpsFigure {
   cpuMs?: { stack: number; pg: number; rabbit: number };
 }
 
-function figure(r: Result): OpsFigure {
-  return { opsPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx, ok: r['2xx'] };
+function figure(r: WrkFigure): OpsFigure {
+  return { opsPerSec: r.opsPerSec, p50: r.p50, p99: r.p99, errors: r.errors, ok: r.ok };
 }
 
 /** CPU time per PUT, events on vs off (the load-independent form of the outbox's cost). */
@@ -96,7 +96,7 @@ function cpuLines(on: OpsFigure, off: OpsFigure): string[] {
 function mean(runs: OpsFigure[]): OpsFigure {
   const avg = (f: (r: OpsFigure) => number) => runs.reduce((a, r) => a + f(r), 0) / runs.length;
   const cpu = runs.every((r) => r.cpuMs) ? { stack: avg((r) => r.cpuMs!.stack), pg: avg((r) => r.cpuMs!.pg), rabbit: avg((r) => r.cpuMs!.rabbit) } : undefined;
-  return { opsPerSec: avg((r) => r.opsPerSec), p50: Math.round(avg((r) => r.p50)), p99: Math.max(...runs.map((r) => r.p99)), errors: runs.reduce((a, r) => a + r.errors, 0), cpuMs: cpu };
+  return { opsPerSec: avg((r) => r.opsPerSec), p50: avg((r) => r.p50), p99: Math.max(...runs.map((r) => r.p99)), errors: runs.reduce((a, r) => a + r.errors, 0), cpuMs: cpu };
 }
 
 /** Environment without the caller's STRATA_* settings, so that each stack gets exactly what it is given. */
@@ -269,7 +269,7 @@ async function standaloneReadsProductionEnv(): Promise<boolean> {
   return /pgUrl|createProductionSql|productionSettings/.test(platform);
 }
 
-/** Signed 4 KiB GET and PUT workloads against one stack (PUT cycles over 1000 keys per run). */
+/** Signed 4 KiB GET and PUT workloads against one stack (PUT cycles over 1000 new keys per run, one body for all). */
 class Workload {
   private run = 0;
   readonly small = randomBytes(SMALL);
@@ -286,16 +286,13 @@ class Workload {
   }
 
   async get(seconds = SECONDS): Promise<OpsFigure> {
-    return figure(await autocannon({ url: this.sign('GET', '/bench/small.bin'), connections: CONNECTIONS, duration: seconds, timeout: 30 }));
+    return figure(await runWrk({ origin: this.origin, method: 'GET', targets: [this.sign('GET', '/bench/small.bin').slice(this.origin.length)], seconds, connections: CONNECTIONS }));
   }
 
   async put(seconds = SECONDS): Promise<OpsFigure> {
     const run = this.run++;
-    const paths = Array.from({ length: 1000 }, (_, i) => this.sign('PUT', `/bench/r${run}/${i}.bin`).slice(this.origin.length));
-    let i = 0;
-    const body = this.small;
-    const requests = [{ method: 'PUT', body, setupRequest: (req: { path?: string }) => ({ ...req, method: 'PUT', body, path: paths[i++ % paths.length] }) }];
-    return figure(await autocannon({ url: this.origin, connections: CONNECTIONS, duration: seconds, timeout: 30, requests }));
+    const targets = Array.from({ length: 1000 }, (_, i) => this.sign('PUT', `/bench/r${run}/${i}.bin`).slice(this.origin.length));
+    return figure(await runWrk({ origin: this.origin, method: 'PUT', targets, body: this.small, bodies: 'one', seconds, connections: CONNECTIONS }));
   }
 
   /** PUTs at a steady rate until stop() says so (the drill's background load). */
@@ -505,7 +502,7 @@ async function main(): Promise<void> {
     // Report.
     const r0 = (n: number) => Math.round(n).toString();
     const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(0)} %`;
-    const ops = (f: OpsFigure) => `${r0(f.opsPerSec)} ops/s (p50 ${f.p50} ms, p99 ${f.p99} ms${f.errors ? `, ${f.errors} errors` : ''})`;
+    const ops = (f: OpsFigure) => `${r0(f.opsPerSec)} ops/s (p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms${f.errors ? `, ${f.errors} errors` : ''})`;
     const realName = topology === 'standalone' ? 'standalone process on the servers' : 'control plane + data plane + gateway as 3 processes';
     const yes = (ok: boolean) => (ok ? 'met' : 'NOT met');
     const perf = (sGet: OpsFigure, sPut: OpsFigure, rGet: OpsFigure, rPutOn: OpsFigure, rPutOff: OpsFigure) => {
