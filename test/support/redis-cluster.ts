@@ -32,6 +32,12 @@ export interface RedisClusterOptions {
    * layout, where a master's failure promotes its replica. Default false: 3 masters, no persistence.
    */
   withReplicas?: boolean;
+  /**
+   * cluster-node-timeout, ms: how long a master may be silent before its replica takes over. Short for
+   * failover tests (default 2000); the shared cluster waits longer, so that a loaded machine's pauses
+   * never promote a replica under tests that expect the layout as created.
+   */
+  nodeTimeoutMs?: number;
 }
 
 const HOST = '127.0.0.1';
@@ -129,7 +135,7 @@ async function startOnce(opts: RedisClusterOptions): Promise<RedisClusterHarness
         '--cluster-enabled', 'yes',
         '--cluster-port', String(ports[count + i]),
         '--cluster-config-file', path.join(dir, `nodes-${port}.conf`),
-        '--cluster-node-timeout', '2000',
+        '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 2000),
         '--dir', dir,
         '--save', '',
         ...(opts.withReplicas ? ['--appendonly', 'yes', '--appendfsync', 'everysec', '--appendfilename', `appendonly-${port}.aof`, '--appenddirname', `aof-${port}`] : ['--appendonly', 'no']),
@@ -200,4 +206,4 @@ export function startRedisCluster(opts: RedisClusterOptions = {}): Promise<Redis
  * process exits. Tests must not stop it (use startRedisCluster() for a cluster you may break) and
  * should use unique key prefixes.
  */
-export const sharedRedisCluster = sharedPerRun(() => startRedisCluster({ withReplicas: true }));
+export const sharedRedisCluster = sharedPerRun(() => startRedisCluster({ withReplicas: true, nodeTimeoutMs: 15_000 }));
