@@ -1,16 +1,28 @@
--- The batch commit (migration 0012) with its replaced-versions UPDATE written so that one plan fits
--- every batch. It joined object_info to the items (jsonb_to_recordset, estimated at 100 rows whatever the
--- batch), whose generic plan is a hash join over every live key of the table, so PL/pgSQL re-planned the
--- statement on each call (custom plans), and planning was most of its time. Now the live-key index is
--- probed with the batch's buckets and keys as arrays (`bucket_id = ANY (...) AND key = ANY (...)`), then
--- the exact pairs are kept. Everything else is as in migration 0012.
-CREATE OR REPLACE FUNCTION strata_commit_objects(p_items jsonb)
+-- The data plane's commit of new object versions (PUT, copy, multipart completion) in ONE statement and
+-- one transaction: a batch of N >= 1 items (a single commit is a batch of one; on embedded PGlite the
+-- data plane gathers concurrent commits into one batch, images/data-plane/src/catalog/group-commit.ts).
+-- p_items: a JSON array of items (strata_commit_items names their fields). One row per item, r_index its
+-- 1-based position: r_status 'ok', or, where the item changed nothing, 'no_bucket' (its bucket is gone),
+-- 'blob_gone' (the existing blob it names is being freed) or 'changed' (a conditional item whose key's
+-- current version is no longer the one it expects); r_blob_id and r_locator the blob it references (the
+-- locator only where it brought new content: its own when that content was not stored yet);
+-- r_replaced_size the size of the version it replaced; r_unreferenced_blob_id a blob left without
+-- references, for the data plane's collector.
+--
+-- Set-based: each statement handles every item at once, and statements are few, since on PGlite each one
+-- costs the Node.js thread the same whatever its rows. Every reference is taken before any is released,
+-- so a blob that one item releases and another references stays. A key written more than once in a batch
+-- is applied in waves (the n-th write of each key in the n-th call), each write replacing the one before.
+CREATE FUNCTION strata_commit_objects(p_items jsonb)
 RETURNS TABLE (r_index bigint, r_status text, r_blob_id bigint, r_locator text, r_replaced_size bigint, r_unreferenced_blob_id bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-  v_in_order boolean;
+  v_repeated boolean;
   v_instant boolean;
+  v_conditional boolean;
+  v_wave bigint[];
   v_alive integer[];
+  v_changed bigint[] := '{}';
   v_kept bigint[] := '{}';
   -- Items that commit: position, blob, and the blob's locator where the item brought new content.
   v_ok_idx bigint[];
@@ -26,27 +38,42 @@ DECLARE
   v_old_size bigint[];
   v_unreferenced bigint[];
 BEGIN
-  -- Statements are few on purpose: on PGlite each costs ~0.1-0.3 ms whatever its rows.
-  -- The same locks as one by one (in one order, so two batches cannot deadlock), then the buckets.
-  SELECT c.in_order, c.instant,
+  -- Writers of one key queue on its advisory lock before touching any blob row (taken in one order, so
+  -- two batches cannot deadlock); then the buckets are share-locked against a concurrent bucket delete.
+  SELECT c.repeated, c.instant, c.conditional,
     (SELECT coalesce(array_agg(b.id), '{}') FROM (SELECT buckets.id FROM buckets
        WHERE buckets.id IN (SELECT i.bucket_id FROM strata_commit_items(p_items) i) ORDER BY buckets.id FOR SHARE) b)
-  INTO v_in_order, v_instant, v_alive
-  FROM (SELECT count(*) <> count(DISTINCT (i.bucket_id, i.key)) OR bool_or(i.existing_blob_id IS NULL AND i.blob_md5 IS NULL) AS in_order,
-          bool_or(i.existing_blob_id IS NOT NULL) AS instant,
+  INTO v_repeated, v_instant, v_conditional, v_alive
+  FROM (SELECT count(*) <> count(DISTINCT (i.bucket_id, i.key)) AS repeated,
+          coalesce(bool_or(i.existing_blob_id IS NOT NULL), false) AS instant,
+          coalesce(bool_or(i.conditional), false) AS conditional,
           (SELECT count(l.locked) FROM (SELECT pg_advisory_xact_lock(j.bucket_id, hashtext(j.key)) AS locked
              FROM strata_commit_items(p_items) j ORDER BY j.bucket_id, hashtext(j.key)) l) AS locks
         FROM strata_commit_items(p_items) i) c;
-  IF v_in_order THEN
-    RETURN QUERY SELECT * FROM strata_commit_objects_in_order(p_items);
+
+  IF v_repeated THEN
+    FOR v_wave IN
+      SELECT array_agg(w.idx ORDER BY w.idx) FROM (SELECT i.idx, row_number() OVER (PARTITION BY i.bucket_id, i.key ORDER BY i.idx) AS n
+        FROM strata_commit_items(p_items) i) w GROUP BY w.n ORDER BY w.n
+    LOOP
+      RETURN QUERY SELECT v_wave[c.r_index::int], c.r_status, c.r_blob_id, c.r_locator, c.r_replaced_size, c.r_unreferenced_blob_id
+        FROM strata_commit_objects((SELECT jsonb_agg(p_items -> (x.idx::int - 1) ORDER BY x.n) FROM unnest(v_wave) WITH ORDINALITY AS x(idx, n))) c;
+    END LOOP;
     RETURN;
+  END IF;
+
+  -- Conditional items whose key's current version is not the one they expect.
+  IF v_conditional THEN
+    SELECT coalesce(array_agg(i.idx), '{}') INTO v_changed FROM strata_commit_items(p_items) i
+    WHERE i.conditional AND i.bucket_id = ANY (v_alive) AND i.current_etag IS DISTINCT FROM
+      (SELECT o.etag FROM object_info o WHERE o.bucket_id = i.bucket_id AND (o.bucket_id % 2) = (i.bucket_id % 2) AND o.key = i.key AND o.state = 'NORMAL');
   END IF;
 
   -- Instant uploads and copies: their existing blobs, if still LIVE, take one reference per item.
   IF v_instant THEN
     WITH wanted AS (
       SELECT i.existing_blob_id AS id, count(*)::int AS n FROM strata_commit_items(p_items) i
-      WHERE i.existing_blob_id IS NOT NULL AND i.bucket_id = ANY (v_alive) GROUP BY 1
+      WHERE i.existing_blob_id IS NOT NULL AND i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_changed)) GROUP BY 1
     ), counted AS (
       UPDATE blobs SET ref_count = blobs.ref_count + wanted.n FROM wanted
       WHERE blobs.id = wanted.id AND blobs.state = 'LIVE' RETURNING blobs.id
@@ -55,14 +82,17 @@ BEGIN
   END IF;
 
   -- New content: one row per (backend, md5, size) with its first item's locator and bytes, or, where
-  -- the content is stored already, its row takes the references. Then each committing item's blob.
+  -- the content is stored already, its row takes the references; content without an MD5 has no identity
+  -- and gets a row per item. Then each committing item's blob.
   WITH stored AS (
     INSERT INTO blobs (backend_key, backend, locator, md5, size, ref_count, created_at, data)
-    SELECT DISTINCT ON (i.backend_key, i.blob_md5, i.blob_size) i.backend_key, i.backend, i.locator, i.blob_md5, i.blob_size,
-      count(*) OVER (PARTITION BY i.backend_key, i.blob_md5, i.blob_size), i.now, decode(p_items -> (i.idx::int - 1) ->> 'data', 'base64')
+    SELECT DISTINCT ON (i.backend_key, i.blob_md5, i.blob_size, CASE WHEN i.blob_md5 IS NULL THEN i.idx END)
+      i.backend_key, i.backend, i.locator, i.blob_md5, i.blob_size,
+      count(*) OVER (PARTITION BY i.backend_key, i.blob_md5, i.blob_size, CASE WHEN i.blob_md5 IS NULL THEN i.idx END),
+      i.now, decode(p_items -> (i.idx::int - 1) ->> 'data', 'base64')
     FROM strata_commit_items(p_items) i
-    WHERE i.existing_blob_id IS NULL AND i.bucket_id = ANY (v_alive)
-    ORDER BY i.backend_key, i.blob_md5, i.blob_size, i.idx
+    WHERE i.existing_blob_id IS NULL AND i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_changed))
+    ORDER BY i.backend_key, i.blob_md5, i.blob_size, CASE WHEN i.blob_md5 IS NULL THEN i.idx END, i.idx
     ON CONFLICT (backend_key, md5, size) WHERE md5 IS NOT NULL AND state = 'LIVE'
     DO UPDATE SET ref_count = blobs.ref_count + excluded.ref_count
     RETURNING blobs.id, blobs.locator, blobs.backend_key, blobs.md5, blobs.size
@@ -71,10 +101,13 @@ BEGIN
     coalesce(array_agg(i.bucket_id), '{}'), coalesce(array_agg(i.key), '{}'), array_agg(i.now)
   INTO v_ok_idx, v_ok_blob, v_ok_locator, v_ok_bucket, v_ok_key, v_ok_now
   FROM strata_commit_items(p_items) i
-  LEFT JOIN stored s ON i.existing_blob_id IS NULL AND s.backend_key = i.backend_key AND s.md5 = i.blob_md5 AND s.size = i.blob_size
-  WHERE i.bucket_id = ANY (v_alive) AND (i.existing_blob_id IS NULL OR i.existing_blob_id = ANY (v_kept));
+  LEFT JOIN stored s ON i.existing_blob_id IS NULL AND s.backend_key = i.backend_key AND s.size = i.blob_size
+    AND (s.md5 = i.blob_md5 OR (i.blob_md5 IS NULL AND s.locator = i.locator))
+  WHERE i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_changed)) AND (i.existing_blob_id IS NULL OR i.existing_blob_id = ANY (v_kept));
 
   -- The owners' references; the replaced versions (overwritten versions do not go to the recycle bin).
+  -- The live-key index is probed with the batch's buckets and keys as arrays, then the exact pairs kept:
+  -- one plan fits every batch.
   WITH owned AS (
     INSERT INTO blob_owners (blob_id, owner, ref_count)
     SELECT r.blob_id, i.owner, count(*) FROM strata_commit_items(p_items) i JOIN unnest(v_ok_idx, v_ok_blob) AS r(idx, blob_id) ON r.idx = i.idx
@@ -115,8 +148,10 @@ BEGIN
   -- once, by the last item that released it.
   RETURN QUERY
   WITH created AS (
-    INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified, tags, headers)
-    SELECT i.bucket_id, i.key, 'NORMAL', r.blob_id, i.size, i.etag, i.md5, i.content_type, i.user_metadata, i.owner, i.now, i.tags, i.headers
+    INSERT INTO object_info (bucket_id, key, state, blob_id, size, etag, md5, content_type, user_metadata, owner, last_modified,
+      tags, headers, part_sizes, part_checksums)
+    SELECT i.bucket_id, i.key, 'NORMAL', r.blob_id, i.size, i.etag, i.md5, i.content_type, i.user_metadata, i.owner, i.now,
+      i.tags, i.headers, i.part_sizes, i.part_checksums
     FROM strata_commit_items(p_items) i JOIN unnest(v_ok_idx, v_ok_blob) AS r(idx, blob_id) ON r.idx = i.idx
     ORDER BY i.idx
   ), events AS (
@@ -127,7 +162,8 @@ BEGIN
     ORDER BY i.idx
   )
   SELECT i.idx,
-    CASE WHEN NOT (i.bucket_id = ANY (v_alive)) THEN 'no_bucket' WHEN r.idx IS NULL THEN 'blob_gone' ELSE 'ok' END,
+    CASE WHEN NOT (i.bucket_id = ANY (v_alive)) THEN 'no_bucket' WHEN i.idx = ANY (v_changed) THEN 'changed'
+      WHEN r.idx IS NULL THEN 'blob_gone' ELSE 'ok' END,
     r.blob_id, r.locator, o.size, u.blob_id
   FROM strata_commit_items(p_items) i
   LEFT JOIN unnest(v_ok_idx, v_ok_blob, v_ok_locator) AS r(idx, blob_id, locator) ON r.idx = i.idx
