@@ -31,10 +31,9 @@ DECLARE
   v_ok_bucket integer[];
   v_ok_key text[];
   v_ok_now timestamptz[];
-  -- Versions replaced: by which item, their blob, owner and size.
+  -- Versions replaced: by which item, their blob and size.
   v_old_idx bigint[];
   v_old_blob bigint[];
-  v_old_owner text[];
   v_old_size bigint[];
   v_unreferenced bigint[];
 BEGIN
@@ -83,7 +82,7 @@ BEGIN
 
   -- New content: one row per (backend, md5, size) with its first item's locator and bytes, or, where
   -- the content is stored already, its row takes the references; content without an MD5 has no identity
-  -- and gets a row per item. Then each committing item's blob.
+  -- and gets a row per item. Then each committing item's blob, and its owner's reference.
   WITH stored AS (
     INSERT INTO blobs (backend_key, backend, locator, md5, size, ref_count, created_at, data)
     SELECT DISTINCT ON (i.backend_key, i.blob_md5, i.blob_size, CASE WHEN i.blob_md5 IS NULL THEN i.idx END)
@@ -96,53 +95,50 @@ BEGIN
     ON CONFLICT (backend_key, md5, size) WHERE md5 IS NOT NULL AND state = 'LIVE'
     DO UPDATE SET ref_count = blobs.ref_count + excluded.ref_count
     RETURNING blobs.id, blobs.locator, blobs.backend_key, blobs.md5, blobs.size
-  )
-  SELECT coalesce(array_agg(i.idx), '{}'), array_agg(coalesce(i.existing_blob_id, s.id)), array_agg(s.locator),
-    coalesce(array_agg(i.bucket_id), '{}'), coalesce(array_agg(i.key), '{}'), array_agg(i.now)
-  INTO v_ok_idx, v_ok_blob, v_ok_locator, v_ok_bucket, v_ok_key, v_ok_now
-  FROM strata_commit_items(p_items) i
-  LEFT JOIN stored s ON i.existing_blob_id IS NULL AND s.backend_key = i.backend_key AND s.size = i.blob_size
-    AND (s.md5 = i.blob_md5 OR (i.blob_md5 IS NULL AND s.locator = i.locator))
-  WHERE i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_changed)) AND (i.existing_blob_id IS NULL OR i.existing_blob_id = ANY (v_kept));
-
-  -- The owners' references; the replaced versions (overwritten versions do not go to the recycle bin).
-  -- The live-key index is probed with the batch's buckets and keys as arrays, then the exact pairs kept:
-  -- one plan fits every batch.
-  WITH owned AS (
+  ), ok AS (
+    SELECT i.idx, coalesce(i.existing_blob_id, s.id) AS blob_id, s.locator, i.bucket_id, i.key, i.now, i.owner
+    FROM strata_commit_items(p_items) i
+    LEFT JOIN stored s ON i.existing_blob_id IS NULL AND s.backend_key = i.backend_key AND s.size = i.blob_size
+      AND (s.md5 = i.blob_md5 OR (i.blob_md5 IS NULL AND s.locator = i.locator))
+    WHERE i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_changed)) AND (i.existing_blob_id IS NULL OR i.existing_blob_id = ANY (v_kept))
+  ), owned AS (
     INSERT INTO blob_owners (blob_id, owner, ref_count)
-    SELECT r.blob_id, i.owner, count(*) FROM strata_commit_items(p_items) i JOIN unnest(v_ok_idx, v_ok_blob) AS r(idx, blob_id) ON r.idx = i.idx
-    GROUP BY 1, 2
+    SELECT ok.blob_id, ok.owner, count(*) FROM ok GROUP BY 1, 2
     ON CONFLICT (blob_id, owner) DO UPDATE SET ref_count = blob_owners.ref_count + excluded.ref_count
-  ), replaced AS (
+  )
+  SELECT coalesce(array_agg(ok.idx), '{}'), array_agg(ok.blob_id), array_agg(ok.locator),
+    coalesce(array_agg(ok.bucket_id), '{}'), coalesce(array_agg(ok.key), '{}'), array_agg(ok.now)
+  INTO v_ok_idx, v_ok_blob, v_ok_locator, v_ok_bucket, v_ok_key, v_ok_now
+  FROM ok;
+
+  -- The replaced versions (overwritten versions do not go to the recycle bin) release their references,
+  -- in one statement (which reads the blobs' counts as they were before it): an inline blob that only
+  -- they referenced goes with its bytes (its owner rows cascade); the others are counted down, and those
+  -- left at zero are reported for the collector. The live-key index is probed with the batch's buckets
+  -- and keys as arrays, then the exact pairs kept: one plan fits every batch.
+  WITH replaced AS (
     UPDATE object_info SET state = 'DELETED', deleted_at = r.now
     FROM unnest(v_ok_idx, v_ok_bucket, v_ok_key, v_ok_now) AS r(idx, bucket_id, key, now)
     WHERE object_info.bucket_id = ANY (v_ok_bucket) AND object_info.key = ANY (v_ok_key) AND object_info.state = 'NORMAL'
       AND object_info.bucket_id = r.bucket_id AND object_info.key = r.key
     RETURNING r.idx, object_info.blob_id, object_info.owner, object_info.size
+  ), released AS (
+    SELECT x.blob_id, count(*)::int AS n, (b.ref_count = count(*) AND b.data IS NOT NULL) AS frees
+    FROM replaced x JOIN blobs b ON b.id = x.blob_id GROUP BY x.blob_id, b.ref_count, (b.data IS NOT NULL)
+  ), freed AS (
+    DELETE FROM blobs USING released WHERE blobs.id = released.blob_id AND released.frees
+  ), counted AS (
+    UPDATE blobs SET ref_count = GREATEST(blobs.ref_count - released.n, 0) FROM released
+    WHERE blobs.id = released.blob_id AND NOT released.frees RETURNING blobs.id, blobs.ref_count
+  ), owners AS (
+    UPDATE blob_owners SET ref_count = GREATEST(blob_owners.ref_count - o.n, 0)
+    FROM (SELECT x.blob_id, x.owner, count(*)::int AS n FROM replaced x GROUP BY 1, 2) o
+    JOIN released ON released.blob_id = o.blob_id AND NOT released.frees
+    WHERE blob_owners.blob_id = o.blob_id AND blob_owners.owner = o.owner
   )
-  SELECT array_agg(replaced.idx), array_agg(replaced.blob_id), array_agg(replaced.owner), array_agg(replaced.size)
-  INTO v_old_idx, v_old_blob, v_old_owner, v_old_size FROM replaced;
-
-  -- The replaced versions release their references, in one statement (both branches read the counts
-  -- as they were before it): an inline blob that only they referenced goes with its bytes (its owner
-  -- rows cascade); the others are counted down, and those left at zero are reported for the collector.
-  IF v_old_idx IS NOT NULL THEN
-    WITH released AS (
-      SELECT x.blob_id, count(*)::int AS n, (b.ref_count = count(*) AND b.data IS NOT NULL) AS frees
-      FROM unnest(v_old_blob) AS x(blob_id) JOIN blobs b ON b.id = x.blob_id GROUP BY x.blob_id, b.ref_count, (b.data IS NOT NULL)
-    ), freed AS (
-      DELETE FROM blobs USING released WHERE blobs.id = released.blob_id AND released.frees
-    ), counted AS (
-      UPDATE blobs SET ref_count = GREATEST(blobs.ref_count - released.n, 0) FROM released
-      WHERE blobs.id = released.blob_id AND NOT released.frees RETURNING blobs.id, blobs.ref_count
-    ), owners AS (
-      UPDATE blob_owners SET ref_count = GREATEST(blob_owners.ref_count - o.n, 0)
-      FROM (SELECT x.blob_id, x.owner, count(*)::int AS n FROM unnest(v_old_blob, v_old_owner) AS x(blob_id, owner) GROUP BY 1, 2) o
-      JOIN released ON released.blob_id = o.blob_id AND NOT released.frees
-      WHERE blob_owners.blob_id = o.blob_id AND blob_owners.owner = o.owner
-    )
-    SELECT array_agg(counted.id) INTO v_unreferenced FROM counted WHERE counted.ref_count = 0;
-  END IF;
+  SELECT array_agg(replaced.idx), array_agg(replaced.blob_id), array_agg(replaced.size),
+    (SELECT array_agg(counted.id) FROM counted WHERE counted.ref_count = 0)
+  INTO v_old_idx, v_old_blob, v_old_size, v_unreferenced FROM replaced;
 
   -- The new versions and their events; the answer per item. A blob left unreferenced is reported
   -- once, by the last item that released it.
