@@ -1,13 +1,13 @@
 -- The data plane's commit of new object versions (PUT, copy, multipart completion) in ONE statement and
 -- one transaction: a batch of N >= 1 items (a single commit is a batch of one; on embedded PGlite the
 -- data plane gathers concurrent commits into one batch, images/data-plane/src/catalog/group-commit.ts).
--- p_items: a JSON array of items (strata_commit_items names their fields). One row per item, r_index its
--- 1-based position: r_status 'ok', or, where the item changed nothing, 'no_bucket' (its bucket is gone),
--- 'blob_gone' (the existing blob it names is being freed) or 'changed' (a conditional item whose key's
--- current version is no longer the one it expects); r_blob_id and r_locator the blob it references (the
--- locator only where it brought new content: its own when that content was not stored yet);
--- r_replaced_size the size of the version it replaced; r_unreferenced_blob_id a blob left without
--- references, for the data plane's collector.
+-- p_items: a JSON array of items (strata_commit_items names their fields). One row per item (not always
+-- in item order), r_index its 1-based position: r_status 'ok', or, where the item changed nothing,
+-- 'no_bucket' (its bucket is gone), 'blob_gone' (the existing blob it names is being freed) or 'changed'
+-- (a conditional item whose key's current version is no longer the one it expects); r_blob_id and
+-- r_locator the blob it references (the locator only where it brought new content: its own when that
+-- content was not stored yet); r_replaced_size the size of the version it replaced;
+-- r_unreferenced_blob_id a blob left without references, for the data plane's collector.
 --
 -- Set-based: each statement handles every item at once, and statements are few, since on PGlite each one
 -- costs the Node.js thread the same whatever its rows. Every reference is taken before any is released,
