@@ -1,13 +1,13 @@
 /**
- * Microbenchmark of the data plane's batch commit statement on embedded PGlite, the statement that
- * bounds small PUTs in the standalone platform: the set-based strata_commit_objects (migration 0007)
- * beside its baseline, the same items applied one by one (strata_commit_objects_in_order), alternated
- * in one process on one database. Not a test: prints ms per item.
+ * Microbenchmark of the data plane's commit statement on embedded PGlite, the statement that bounds
+ * small PUTs in the standalone platform: strata_commit_objects (images/control-plane/src/schema/functions/)
+ * with batches of `--batch` items beside its baseline, the same items committed one by one (batches of
+ * one, as without group commit), alternated in one process on one database. Not a test: prints ms per item.
  *
  *   npx tsx hack/bench/commit-function.ts [--batch 12] [--seconds 3] [--rounds 3] [--bodies one|distinct] [--inline] [--candidate file.sql]
  *
  * `--candidate` loads a SQL file defining `strata_commit_objects_candidate(p_items jsonb)` (a changed
- * version of the batch commit, before it becomes a migration) and times it beside the other two.
+ * version of the commit function, before it replaces its file) and times it beside the other two.
  *
  * Like the object-store benchmark's PUTs: 1000 keys written in turn (each PUT replaces a version), 4 KiB
  * bodies, either one body for all (every object shares one blob) or a different body per PUT.
@@ -54,20 +54,26 @@ try {
       now: new Date().toISOString(), eventId: randomUUID(), payload: { bucket: 'bench', key, size: SIZE },
     };
   };
-  const batch = () => JSON.stringify(Array.from({ length: batchSize }, item));
+  const batch = (size = batchSize) => JSON.stringify(Array.from({ length: size }, item));
+  const commit = async (fn: string, size: number) => {
+    const res = await sql.query<{ r_status: string }>(`SELECT * FROM ${fn}($1)`, [batch(size)]);
+    if (res.rows.length !== size || res.rows.some((r) => r.r_status !== 'ok')) throw new Error(`unexpected answer: ${JSON.stringify(res.rows)}`);
+  };
+  /** `fn` with whole batches, or (ONE_BY_ONE) strata_commit_objects with the same items one at a time. */
+  const ONE_BY_ONE = 'strata_commit_objects one by one';
   const run = async (fn: string, ms: number) => {
     let items = 0;
     const start = performance.now();
     while (performance.now() - start < ms) {
-      const res = await sql.query<{ r_status: string }>(`SELECT * FROM ${fn}($1)`, [batch()]);
-      if (res.rows.length !== batchSize || res.rows.some((r) => r.r_status !== 'ok')) throw new Error(`unexpected answer: ${JSON.stringify(res.rows)}`);
+      if (fn === ONE_BY_ONE) for (let i = 0; i < batchSize; i++) await commit('strata_commit_objects', 1);
+      else await commit(fn, batchSize);
       items += batchSize;
     }
     return (performance.now() - start) / items;
   };
-  // Fill every key once, then warm up both functions' plans.
+  // Fill every key once, then warm up the plans.
   while (n < KEYS) await sql.query('SELECT * FROM strata_commit_objects($1)', [batch()]);
-  const functions = ['strata_commit_objects', 'strata_commit_objects_in_order', ...(values.candidate ? ['strata_commit_objects_candidate'] : [])];
+  const functions = ['strata_commit_objects', ONE_BY_ONE, ...(values.candidate ? ['strata_commit_objects_candidate'] : [])];
   for (const fn of functions) await run(fn, 1000);
   const msPerItem: Record<string, number[]> = Object.fromEntries(functions.map((fn) => [fn, []]));
   // Each round starts with the next function: the one timed last in a round measured ~15% faster than an

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { migrate } from '../../images/control-plane/src/schema/migrate.js';
+import { BASELINE_VERSION, migrate } from '../../images/control-plane/src/schema/migrate.js';
 import { createPgSqlClient } from '../../images/service-kit/src/index.js';
 import { createTestDatabase } from '../support/pg.js';
 import { ROOT, enc, eventually, startObjectLayer, type DbKind, type ObjectLayer } from '../data-plane/harness.js';
@@ -51,7 +51,7 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
       it('migrations are recorded and idempotent', async () => {
         expect(await migrate(layer.sql)).to.deep.equal([]);
         const versions = await layer.sql.query<{ version: string }>('SELECT version FROM schema_migrations ORDER BY version');
-        expect(versions.rows.map((r) => r.version)).to.include('0001_object_store');
+        expect(versions.rows.map((r) => r.version)).to.include(BASELINE_VERSION);
       });
 
       it('object_info is partitioned by LIST (bucket_id % 2) and rows land in the partition bucket_id % 2 names', async () => {
@@ -493,7 +493,7 @@ describe('control plane migrations on PostgreSQL', () => {
     try {
       const [ra, rb] = await Promise.all([migrate(a), migrate(b)]);
       const applied = [...ra, ...rb];
-      expect(applied.filter((v) => v === '0001_object_store')).to.have.length(1);
+      expect(applied.filter((v) => v === BASELINE_VERSION)).to.have.length(1);
       expect(new Set(applied).size, 'no version applied twice').to.equal(applied.length);
       const rows = await a.query<{ version: string }>('SELECT version FROM schema_migrations');
       expect(rows.rows.map((r) => r.version).sort()).to.deep.equal([...applied].sort());

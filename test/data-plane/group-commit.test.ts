@@ -148,26 +148,25 @@ describe('group commit', function () {
       }
     });
 
-    it('commits one by one where group commit is off (the default on PostgreSQL)', async () => {
+    it('commits one by one where group commit is off (the default on PostgreSQL): each a batch of one', async () => {
       const catalog = new Catalog(sql, { groupCommit: false });
       statements.length = 0;
       await Promise.all(Array.from({ length: 5 }, (_, i) => catalog.commitObject(commitOf(`single-${i}`, `s${i}`))));
-      expect(statements.filter((s) => s.includes('strata_commit_object('))).to.have.length(5);
-      expect(statements.some((s) => s.includes('strata_commit_objects'))).to.equal(false);
+      expect(statements.filter((s) => s.includes('strata_commit_objects'))).to.have.length(5);
+      for (let i = 0; i < 5; i++) expect(await live(`single-${i}`)).to.have.length(1);
     });
 
-    it('stores tags and headers on the single-commit function and on the conditional transaction path alike', async () => {
+    it('stores tags, headers and part sizes with each version, conditional commits included', async () => {
       const catalog = new Catalog(sql, { groupCommit: false });
       const tags = [{ key: 'team', value: 'été' }, { key: 'empty', value: '' }];
       const headers = { 'cache-control': 'no-cache', 'x-amz-checksum-sha1': 'qZk+NkcGgWq6PiVxeFDCbJzQ2J0=', 'x-amz-checksum-type': 'FULL_OBJECT' };
       const stored = async (key: string) =>
         (await sql.query<{ tags: unknown; headers: unknown }>("SELECT tags, headers FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [bucket.id, key])).rows[0];
-      const fn = await catalog.commitObject(commitOf('tagged-fn', 't1', { tags, headers }));
-      expect([fn.meta.tags, fn.meta.headers]).to.deep.equal([tags, headers]);
+      const plain = await catalog.commitObject(commitOf('tagged-fn', 't1', { tags, headers }));
+      expect([plain.meta.tags, plain.meta.headers]).to.deep.equal([tags, headers]);
       expect(await stored('tagged-fn')).to.deep.equal({ tags, headers });
-      // Conditions take the multi-statement transaction.
-      const tx = await catalog.commitObject(commitOf('tagged-tx', 't2', { tags, headers, conditions: { ifNoneMatch: '*' } }));
-      expect([tx.meta.tags, tx.meta.headers]).to.deep.equal([tags, headers]);
+      const conditional = await catalog.commitObject(commitOf('tagged-tx', 't2', { tags, headers, conditions: { ifNoneMatch: '*' } }));
+      expect([conditional.meta.tags, conditional.meta.headers]).to.deep.equal([tags, headers]);
       expect(await stored('tagged-tx')).to.deep.equal({ tags, headers });
       // An overwrite without tags or headers leaves none (they belong to a version), and reads say so.
       await catalog.commitObject(commitOf('tagged-fn', 't3'));
@@ -176,20 +175,62 @@ describe('group commit', function () {
       expect([overwritten.tags, overwritten.headers]).to.deep.equal([undefined, undefined]);
       const kept = (await catalog.object(bucket, 'tagged-tx'))!;
       expect([kept.tags, kept.headers]).to.deep.equal([tags, headers]);
+      // A multipart completion's parts (its blob has no MD5), and checksums only with part sizes.
+      const blob = { kind: 'new' as const, backendKey: 'fs', backend: { kind: 'fs' }, locator: 'mp-1', md5: null, size: 9 };
+      await catalog.commitObject(commitOf('multipart', 'mp', { blob, size: 9, partSizes: [5, 4], partChecksums: ['AAAAAA==', 'AQEBAQ=='] }));
+      const multipart = (await catalog.object(bucket, 'multipart'))!;
+      expect([multipart.partSizes, multipart.partChecksums, multipart.locator]).to.deep.equal([[5, 4], ['AAAAAA==', 'AQEBAQ=='], 'mp-1']);
+      await catalog.commitObject(commitOf('whole', 'wh', { partChecksums: ['AAAAAA=='] }));
+      const whole = (await catalog.object(bucket, 'whole'))!;
+      expect([whole.partSizes, whole.partChecksums]).to.deep.equal([undefined, undefined]);
+    });
+
+    it('checks a conditional commit again when its key changed after the check, in a batch as alone', async () => {
+      /** The catalog's database, where another writer commits `write` right after a conditional commit read the key. */
+      const racing = (write: CommitRequest) => {
+        const state = { raced: false };
+        const client: SqlClient = {
+          ...sql,
+          query: async (text, params) => {
+            const res = await sql.query(text, params);
+            if (!state.raced && text.includes('LEFT JOIN object_info')) {
+              state.raced = true;
+              await new Catalog(sql, { groupCommit: false }).commitObject(write);
+            }
+            return res as never;
+          },
+        };
+        return { client, state };
+      };
+      for (const groupCommit of [true, false]) {
+        const key = `raced-${groupCommit}`;
+        const v1 = await new Catalog(sql).commitObject(commitOf(key, 'v1'));
+        const replaced = racing(commitOf(key, 'v2'));
+        const err = await new Catalog(replaced.client, { groupCommit }).commitObject(commitOf(key, 'v3', { conditions: { ifMatch: v1.meta.etag } })).catch((e: unknown) => e);
+        expect(replaced.state.raced, 'the other write came between check and commit').to.equal(true);
+        expect(err).to.be.instanceOf(S3Error).and.have.property('code', 'PreconditionFailed');
+        expect((await live(key)).map((r) => r.etag)).to.deep.equal(['v2'.padEnd(32, '0')]);
+        expect(await events(key), 'no event for the refused write').to.equal(2);
+        // If-None-Match: * against a key created in between.
+        const key2 = `created-${groupCommit}`;
+        const created = racing(commitOf(key2, 'other'));
+        const refused = await new Catalog(created.client, { groupCommit }).commitObject(commitOf(key2, 'mine', { conditions: { ifNoneMatch: '*' } })).catch((e: unknown) => e);
+        expect(refused).to.be.instanceOf(S3Error).and.have.property('code', 'PreconditionFailed');
+        expect((await live(key2)).map((r) => r.etag)).to.deep.equal(['other'.padEnd(32, '0')]);
+      }
     });
   });
 });
 
 /**
- * The set-based batch (migration 0007) against its definition: the same items applied one by one, in
- * order, by strata_commit_objects_in_order. Two databases start equal and take the same random batches;
- * after each, the answers and the object store's logical state must agree, and the set-based side must
- * keep every reference-count invariant. Where the orders legitimately differ (one item's replaced version
- * releases a blob that another item of the batch references: in order it may be freed and stored again,
- * set-based it is kept) only locators and the collector's hints can differ, so those are checked by
- * invariant, not by equality.
+ * A batch against its definition: the same items committed one by one, in order, each a batch of one.
+ * Two databases start equal and take the same random batches; after each, the answers and the object
+ * store's logical state must agree, and both sides must keep every reference-count invariant. Where the
+ * orders legitimately differ (one item's replaced version releases a blob that another item of the batch
+ * references: in order it may be freed and stored again, in a batch it is kept) only locators and the
+ * collector's hints can differ, so those are checked by invariant, not by equality.
  */
-describe('strata_commit_objects: set-based batch = the items in order', function () {
+describe('strata_commit_objects: a batch = its items one by one', function () {
   this.timeout(120_000);
   let setBased: SqlClient;
   let inOrder: SqlClient;
@@ -213,7 +254,7 @@ describe('strata_commit_objects: set-based batch = the items in order', function
     objects: (await db.query(
       // A replaced version's blob may legitimately be gone in one order and kept in the other.
       `SELECT o.bucket_id, o.key, o.state, CASE WHEN o.state <> 'DELETED' THEN b.md5 END AS blob_md5, CASE WHEN o.state <> 'DELETED' THEN b.size END AS blob_size, o.size, o.etag, o.md5, o.content_type,
-         o.user_metadata, o.owner, o.last_modified, o.deleted_at, o.tags, o.headers
+         o.user_metadata, o.owner, o.last_modified, o.deleted_at, o.tags, o.headers, o.part_sizes, o.part_checksums
        FROM object_info o LEFT JOIN blobs b ON b.id = o.blob_id ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13`,
     )).rows,
     liveBlobs: (await db.query("SELECT md5, size, ref_count FROM blobs WHERE state = 'LIVE' AND ref_count > 0 ORDER BY md5, size")).rows,
@@ -298,6 +339,7 @@ describe('strata_commit_objects: set-based batch = the items in order', function
     let setBasedRuns = 0;
     let instantHits = 0;
     const reported = new Set<string>();
+    const statuses: string[] = [];
     for (let round = 0; round < 60; round++) {
       const size = 1 + Math.floor(random() * 10);
       const repeatKey = random() < 0.15;
@@ -323,13 +365,23 @@ describe('strata_commit_objects: set-based batch = the items in order', function
           ...(random() < 0.3 ? { tags: [{ key: 'round', value: String(round) }, { key: 'n', value: String(n) }] } : {}),
           // (Not drawn from `random`: the sequences of earlier rounds stay as they were.)
           ...(n % 4 === 0 ? { headers: { 'cache-control': `max-age=${n}`, 'x-amz-checksum-crc32': 'AAAAAA==', 'x-amz-checksum-type': 'FULL_OBJECT' } } : {}),
+          ...(n % 5 === 3 ? { partSizes: [1, content.length - 1], partChecksums: ['AAAAAA==', 'AQEBAQ=='] } : {}),
+          ...((round + n) % 7 === 2 ? { conditional: true } : (round + n) % 11 === 5 ? { conditional: true, currentEtag: 'an older version' } : {}),
           now, eventId: `ev-${String(round).padStart(2, '0')}-${n}`, payload: { bucketId, key, size: content.length },
         });
       }
+      // Every fifth new content has no MD5 (as a multipart completion's): no content identity.
+      for (const [n, item] of items.entries()) if (n % 5 === 1 && 'blobMd5' in item) item.blobMd5 = null;
       // An instant hit names a LIVE blob holding more references than the batch's overwrites release (so
-      // that both orders find it); otherwise a blob id that does not exist.
+      // that both orders find it); otherwise a blob id that does not exist. A conditional item expects an
+      // older version, or the key's version from before the batch (so it fails where an earlier item of
+      // the batch wrote the key).
       const resolve = async (db: SqlClient) =>
         Promise.all(items.map(async ({ existing, ...item }) => {
+          if (item.conditional && !('currentEtag' in item)) {
+            const current = await db.query<{ etag: string }>("SELECT etag FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [item.bucketId, item.key]);
+            item.currentEtag = current.rows[0]?.etag ?? null;
+          }
           if (existing === undefined) return item;
           const row = (await db.query<{ id: number }>(
             `SELECT b.id FROM blobs b WHERE b.md5 = $1 AND b.state = 'LIVE' AND b.ref_count > (SELECT count(*) FROM object_info o
@@ -340,8 +392,13 @@ describe('strata_commit_objects: set-based batch = the items in order', function
         }));
       const [aItems, bItems] = [await resolve(setBased), await resolve(inOrder)];
       const a = (await setBased.query<{ r_index: number; r_status: string; r_blob_id: number | null; r_locator: string | null; r_replaced_size: number | null; r_unreferenced_blob_id: number | null }>(
-        'SELECT * FROM strata_commit_objects($1)', [JSON.stringify(aItems)])).rows;
-      const b = (await inOrder.query<{ r_index: number; r_status: string; r_replaced_size: number | null }>('SELECT * FROM strata_commit_objects_in_order($1)', [JSON.stringify(bItems)])).rows;
+        'SELECT * FROM strata_commit_objects($1)', [JSON.stringify(aItems)])).rows.sort((x, y) => Number(x.r_index) - Number(y.r_index));
+      const b: Array<{ r_index: number; r_status: string; r_replaced_size: number | null }> = [];
+      for (const [i, item] of bItems.entries()) {
+        const [row] = (await inOrder.query<{ r_status: string; r_replaced_size: number | null }>('SELECT * FROM strata_commit_objects($1)', [JSON.stringify([item])])).rows;
+        b.push({ ...row!, r_index: i + 1 });
+      }
+      statuses.push(...a.map((r) => r.r_status));
       const outcome = (rows: Array<{ r_index: number; r_status: string; r_replaced_size: number | null }>) =>
         rows.map((r) => [Number(r.r_index), r.r_status, r.r_replaced_size === null ? null : Number(r.r_replaced_size)]);
       expect(outcome(a), `round ${round}: statuses and replaced sizes`).to.deep.equal(outcome(b));
@@ -353,8 +410,8 @@ describe('strata_commit_objects: set-based batch = the items in order', function
       for (const [i, row] of a.entries()) {
         const item = aItems[i]!;
         if (row.r_status !== 'ok' || aItems.slice(i + 1).some((later) => later.bucketId === item.bucketId && later.key === item.key)) continue;
-        const blob = (await setBased.query<{ md5: string; locator: string }>('SELECT md5, locator FROM blobs WHERE id = $1', [row.r_blob_id])).rows[0];
-        expect(blob?.md5, `round ${round} item ${i + 1}: blob content`).to.equal(item.md5);
+        const blob = (await setBased.query<{ md5: string | null; locator: string }>('SELECT md5, locator FROM blobs WHERE id = $1', [row.r_blob_id])).rows[0];
+        expect(blob?.md5, `round ${round} item ${i + 1}: blob content`).to.equal('blobMd5' in item ? item.blobMd5 : item.md5);
         if ('existingBlobId' in item) instantHits++;
         else expect(row.r_locator, `round ${round} item ${i + 1}: locator`).to.equal(blob!.locator);
       }
@@ -369,7 +426,13 @@ describe('strata_commit_objects: set-based batch = the items in order', function
     }
     // The rounds must have reached every branch, or the comparison proves little.
     const { objects } = await logicalState(setBased);
-    expect(setBasedRuns, 'set-based batches').to.be.greaterThan(40);
+    expect(setBasedRuns, 'batches without a repeated key').to.be.greaterThan(40);
+    expect(statuses.filter((s) => s === 'changed').length, 'conditional items refused').to.be.greaterThan(0);
+    const reached = (await setBased.query<{ unhashed: number; parts: number }>(
+      `SELECT (SELECT count(*)::int FROM blobs WHERE md5 IS NULL) AS unhashed, (SELECT count(*)::int FROM object_info WHERE part_sizes IS NOT NULL) AS parts`,
+    )).rows[0]!;
+    expect(reached.unhashed, 'blobs without an MD5').to.be.greaterThan(5);
+    expect(reached.parts, 'versions with part sizes').to.be.greaterThan(5);
     expect(instantHits, 'instant hits').to.be.greaterThan(5);
     expect(objects.filter((o) => o.state === 'DELETED').length, 'overwrites').to.be.greaterThan(50);
     expect(reported.size, 'file blobs left for the collector').to.be.greaterThan(0);

@@ -25,6 +25,7 @@ import { productionSettings } from '../../images/service-kit/src/index.js';
 import { loadStandaloneEnv } from '../../images/standalone/src/config.js';
 import { OBJECT_STORE_SERVICES, startPlatform, type RunningPlatform } from '../../images/standalone/src/platform.js';
 import { CONTROL_PLANE_QUEUE } from '../../images/control-plane/src/events/consumer.js';
+import { BASELINE_VERSION } from '../../images/control-plane/src/schema/migrate.js';
 import { eventually, RabbitNames, RABBITMQ_URL } from '../events/rabbitmq-fixture.js';
 import { startPgReplica, type PgReplicaHarness } from '../support/pg-replica.js';
 import { startRedisCluster, type RedisClusterHarness } from '../support/redis-cluster.js';
@@ -130,7 +131,7 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
 
   it('creates its schema in the given PostgreSQL database (migrations applied at start), replicated to the standby', async () => {
     const versions = await primary.query<{ version: string }>('SELECT version FROM schema_migrations ORDER BY version');
-    expect(versions.rows.map((r) => r.version)).to.include('0001_object_store');
+    expect(versions.rows.map((r) => r.version)).to.include(BASELINE_VERSION);
     await pgh.waitForReplay();
     const onReplica = await replica.query<{ n: number }>('SELECT count(*)::int AS n FROM schema_migrations');
     expect(onReplica.rows[0]!.n).to.equal(versions.rows.length);

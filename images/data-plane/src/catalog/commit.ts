@@ -1,0 +1,223 @@
+import { isUniqueViolation, uuidV7, type SqlClient } from '../../../service-kit/src/index.js';
+import { S3Error, etagMatches, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import type { BucketRef, ObjectMeta } from './catalog.js';
+import { GroupCommit } from './group-commit.js';
+
+export interface Preconditions {
+  ifMatch?: string;
+  ifNoneMatch?: string;
+}
+
+/** The bytes the new object points at: a blob just written, or one already stored. */
+export type BlobSource =
+  | { kind: 'new'; backendKey: string; backend: unknown; locator: string; md5: string | null; size: number; /** An inline blob's bytes (StoredBlob.inline). */ data?: Buffer }
+  | { kind: 'existing'; blobId: number };
+
+export interface CommitRequest {
+  bucket: BucketRef;
+  key: string;
+  owner: string;
+  blob: BlobSource;
+  etag: string;
+  md5: string | null;
+  size: number;
+  contentType: string;
+  userMetadata: Record<string, string>;
+  /** The new version's tags (x-amz-tagging); none when absent or empty. */
+  tags?: Tag[];
+  /** The new version's stored headers; none when absent. */
+  headers?: StoredHeaders;
+  /** A multipart object's part sizes in part order; none for an object uploaded whole. */
+  partSizes?: number[];
+  /** Its parts' checksums in part order, when they have them. */
+  partChecksums?: string[];
+  conditions?: Preconditions;
+  now: Date;
+}
+
+export interface CommitResult {
+  meta: ObjectMeta;
+  /** False when a new blob's content was already stored: the caller deletes the bytes it wrote. */
+  newBlobKept: boolean;
+  /** Blobs whose last reference went away (the replaced object's): free their bytes. */
+  unreferencedBlobIds: number[];
+}
+
+/** The existing blob was being freed between lookup and commit. */
+export class BlobGoneError extends Error {}
+
+/** A conditional commit's key got another current version after its preconditions were checked. */
+class KeyChangedError extends Error {}
+
+/** What strata_commit_objects answers per item (schema/functions/strata_commit_objects.sql). */
+interface CommitRow {
+  r_index: number;
+  r_status: string;
+  r_blob_id: number;
+  r_locator: string | null;
+  r_replaced_size: number | null;
+  r_unreferenced_blob_id: number | null;
+}
+
+const COMMIT_RETRIES = 5;
+
+/**
+ * The commit of new object versions, all through strata_commit_objects: a commit is a batch of one, or,
+ * with group commit, one of the concurrent commits batched into one statement. An object's metadata, its
+ * blob references and its outbox event are committed in one transaction.
+ */
+export class ObjectCommit {
+  private readonly batches: GroupCommit<CommitRequest & { item: object }, CommitResult> | undefined;
+
+  /**
+   * `groupCommit` (default: on PGlite only) batches concurrent commits. PGlite has one connection and
+   * runs one statement at a time, so commits queue anyway and a batch only saves work; on PostgreSQL
+   * they run in parallel on the pool, and one transaction holding many keys' locks would make them wait
+   * for each other.
+   */
+  constructor(
+    private readonly sql: SqlClient,
+    opts: { groupCommit?: boolean } = {},
+  ) {
+    if (opts.groupCommit ?? sql.kind === 'pglite') this.batches = new GroupCommit((reqs) => this.commitBatch(reqs));
+  }
+
+  /**
+   * Commit a new version of `key` (replacing the current one), retrying when a concurrent write got in
+   * the way. With If-Match / If-None-Match the preconditions are checked against the key's current
+   * version, and the commit takes place only while that version is still current (else they are
+   * checked again).
+   */
+  async commit(req: CommitRequest): Promise<CommitResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const item = commitItem(req, req.conditions && (await this.currentVersion(req, req.conditions)));
+        return await (this.batches ? this.batches.submit({ ...req, item }) : unwrap((await this.commitBatch([{ ...req, item }]))[0]!));
+      } catch (err) {
+        if (!isRetryable(err)) throw err;
+        if (attempt >= COMMIT_RETRIES) throw err instanceof KeyChangedError ? new S3Error('OperationAborted') : err;
+      }
+    }
+  }
+
+  /** The key's current ETag (null: no object) once the preconditions hold against it. */
+  private async currentVersion(req: CommitRequest, conditions: Preconditions): Promise<{ currentEtag: string | null }> {
+    const res = await this.sql.query<{ etag: string | null }>(
+      `SELECT o.etag FROM buckets k LEFT JOIN object_info o ON o.bucket_id = k.id AND (o.bucket_id % 2) = ($1::int % 2) AND o.key = $2 AND o.state = 'NORMAL'
+       WHERE k.id = $1`,
+      [req.bucket.id, req.key],
+    );
+    if (!res.rows[0]) throw new S3Error('NoSuchBucket', undefined, { BucketName: req.bucket.name });
+    const currentEtag = res.rows[0].etag;
+    checkPreconditions(conditions, currentEtag ?? undefined, req.key);
+    return { currentEtag };
+  }
+
+  /**
+   * Several commits in ONE statement and transaction. If the statement fails, nothing of it stays and
+   * each commit runs on its own, so that a bad one fails alone.
+   */
+  private async commitBatch(reqs: Array<CommitRequest & { item: object }>): Promise<PromiseSettledResult<CommitResult>[]> {
+    let rows: CommitRow[];
+    try {
+      rows = (await this.sql.query<CommitRow>('SELECT * FROM strata_commit_objects($1)', [JSON.stringify(reqs.map((r) => r.item))])).rows;
+    } catch (reason) {
+      if (reqs.length === 1) return [{ status: 'rejected', reason }];
+      return (await Promise.all(reqs.map((req) => this.commitBatch([req])))).flat();
+    }
+    const byIndex = new Map(rows.map((row) => [Number(row.r_index), row]));
+    return reqs.map((req, i): PromiseSettledResult<CommitResult> => {
+      try {
+        const row = byIndex.get(i + 1);
+        if (!row) throw new Error(`the batch commit returned no row for item ${i + 1}`);
+        return { status: 'fulfilled', value: commitResult(req, row) };
+      } catch (reason) {
+        return { status: 'rejected', reason };
+      }
+    });
+  }
+}
+
+function unwrap<T>(result: PromiseSettledResult<T>): T {
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
+}
+
+/** Tags and headers as a version stores them: none when empty. */
+function nonEmpty<T extends object>(value: T | undefined): T | undefined {
+  return value && Object.keys(value).length ? value : undefined;
+}
+
+/** The request as a strata_commit_objects item (schema/functions/strata_commit_items.sql names the fields). */
+function commitItem(req: CommitRequest, condition: { currentEtag: string | null } | undefined): object {
+  const { bucket, key, blob } = req;
+  return {
+    bucketId: bucket.id,
+    key,
+    owner: req.owner,
+    ...(blob.kind === 'existing'
+      ? { existingBlobId: blob.blobId }
+      : { backendKey: blob.backendKey, backend: blob.backend, locator: blob.locator, blobMd5: blob.md5, blobSize: blob.size, ...(blob.data ? { data: blob.data.toString('base64') } : {}) }),
+    size: req.size,
+    etag: req.etag,
+    md5: req.md5,
+    contentType: req.contentType,
+    userMetadata: req.userMetadata,
+    tags: nonEmpty(req.tags),
+    headers: nonEmpty(req.headers),
+    ...(req.partSizes ? { partSizes: req.partSizes, partChecksums: req.partChecksums } : {}),
+    ...(condition ? { conditional: true, currentEtag: condition.currentEtag } : {}),
+    now: req.now.toISOString(),
+    eventId: uuidV7(),
+    // The object.created event's payload (the function adds replacedSize).
+    payload: { bucket: bucket.name, bucketId: bucket.id, key, size: req.size, etag: req.etag, contentType: req.contentType, owner: req.owner },
+  };
+}
+
+/** A commit's row as the commit's result, or its refusal as the error. */
+function commitResult(req: CommitRequest, row: CommitRow): CommitResult {
+  const { bucket, key, now, blob } = req;
+  if (row.r_status === 'no_bucket') throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
+  if (row.r_status === 'blob_gone') throw new BlobGoneError(`blob ${blob.kind === 'existing' ? blob.blobId : '?'} is being freed`);
+  if (row.r_status === 'changed') throw new KeyChangedError(`${bucket.name}/${key} changed after its preconditions were checked`);
+  const tags = nonEmpty(req.tags);
+  const headers = nonEmpty(req.headers);
+  const meta: ObjectMeta = {
+    bucket: bucket.name,
+    key,
+    size: req.size,
+    etag: req.etag,
+    md5: req.md5,
+    contentType: req.contentType,
+    userMetadata: req.userMetadata,
+    lastModified: now.toISOString(),
+    ...(tags ? { tags } : {}),
+    ...(headers ? { headers } : {}),
+  };
+  return {
+    meta,
+    newBlobKept: blob.kind === 'new' && row.r_locator === blob.locator,
+    unreferencedBlobIds: row.r_unreferenced_blob_id !== null ? [Number(row.r_unreferenced_blob_id)] : [],
+  };
+}
+
+/**
+ * A concurrent write won the key (unique violation), two commits took blob row locks in opposite orders
+ * (deadlock, one is aborted), or a conditional commit's key changed: the commit can simply run again.
+ */
+function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return err instanceof KeyChangedError || isUniqueViolation(err) || code === '40P01' || code === '40001';
+}
+
+/** If-Match / If-None-Match of a write against the key's current ETag (undefined: no object); PreconditionFailed or NoSuchKey as S3. */
+export function checkPreconditions(c: Preconditions | undefined, currentEtag: string | undefined, key: string): void {
+  if (!c) return;
+  if (c.ifMatch !== undefined) {
+    if (currentEtag === undefined) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    if (!etagMatches(c.ifMatch, currentEtag)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
+  }
+  if (c.ifNoneMatch !== undefined && currentEtag !== undefined && etagMatches(c.ifNoneMatch, currentEtag)) {
+    throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-None-Match' });
+  }
+}
