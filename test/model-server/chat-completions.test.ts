@@ -352,7 +352,7 @@ describe('model-server /v1/chat/completions', () => {
       expect(usage?.completion_tokens).to.equal(3);
 
       const models = await client.models.list();
-      expect(models.data.map((m) => m.id)).to.deep.equal([MODEL, 'strata-verse']);
+      expect(models.data.map((m) => m.id)).to.deep.equal(['strata-verse', MODEL]);
 
       try {
         await client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: '10' }] });
@@ -401,9 +401,9 @@ describe('model-server /v1/chat/completions', () => {
       const res = await getJson(`${server.url}/v1/models`);
       expect(res.status).to.equal(200);
       expect(res.body.object).to.equal('list');
-      expect(res.body.data.map((m: { id: string }) => m.id)).to.deep.equal([MODEL, 'strata-verse']);
-      expect(res.body.data[0]).to.include({ id: MODEL, object: 'model', owned_by: 'strata' });
-      expect(res.body.data[0].created).to.be.a('number');
+      expect(res.body.data.map((m: { id: string }) => m.id)).to.deep.equal(['strata-verse', MODEL]);
+      expect(res.body.data[1]).to.include({ id: MODEL, object: 'model', owned_by: 'strata' });
+      expect(res.body.data[1].created).to.be.a('number');
       expect((await getJson(`${server.url}/v1/models/${MODEL}`)).body.id).to.equal(MODEL);
     });
 

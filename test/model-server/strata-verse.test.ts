@@ -67,9 +67,9 @@ describe('strata-verse served beside strata-tiny', () => {
   });
   after(async () => server.stop());
 
-  it('lists both built-in models', async () => {
+  it('lists both built-in models, the text model first (what clients not told a model take)', async () => {
     const res = await getJson(`${server.url}/v1/models`);
-    expect(res.body.data.map((m: { id: string }) => m.id)).to.deep.equal(['strata-tiny', 'strata-verse']);
+    expect(res.body.data.map((m: { id: string }) => m.id)).to.deep.equal(['strata-verse', 'strata-tiny']);
   });
 
   it('strata-verse answers the poem app\'s request with text (letters and words, not ids), without prompt truncation', async () => {

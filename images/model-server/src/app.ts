@@ -25,8 +25,8 @@ export interface ModelServerOptions {
   /** Default 0.0.0.0. */
   host?: string;
   /**
-   * The models served, each its own weights and engine. Default: the built-in strata-tiny and
-   * strata-verse, unless modelDir or modelNames is given (then one model).
+   * The models served, each its own weights and engine, listed by /v1/models in this order. Default:
+   * the built-in strata-verse and strata-tiny, unless modelDir or modelNames is given (then one model).
    */
   models?: ModelSource[];
   /** One model: the folder with encoder.onnx and decoder.onnx (and tokenizer.json for a text model). */

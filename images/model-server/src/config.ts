@@ -6,7 +6,7 @@ const schema = z.object({
   MODEL_SERVER_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   PORT: env.port(8000),
   MODEL_SERVER_HOST: z.string().default('0.0.0.0'),
-  /** Either one set: serve that one model (default names strata-tiny); neither: the built-in strata-tiny and strata-verse. */
+  /** Either one set: serve that one model (default names strata-tiny); neither: the built-in strata-verse and strata-tiny. */
   MODEL_DIR: z.string().min(1).optional(),
   MODEL_NAMES: z.string().optional(),
   /** Comma-separated keys; when set, /v1 requests need `Authorization: Bearer <one of them>`. */

@@ -16,12 +16,14 @@ export interface ModelSource {
 }
 
 /**
- * The built-in models: strata-tiny answers content ids (its contract: the ids joined by spaces),
- * strata-verse answers verse through its own BPE tokenizer.
+ * The built-in models, in the order /v1/models lists them: strata-verse answers text (verse, through
+ * its own BPE tokenizer), strata-tiny answers content ids (its contract: the ids joined by spaces).
+ * The text model comes first because OpenAI-compatible clients that are not told a model take the
+ * first one listed, and only a text model is of use to them.
  */
 export const BUILT_IN_MODELS: readonly ModelSource[] = [
-  { names: ['strata-tiny'], dir: DEFAULT_MODEL_DIR },
   { names: ['strata-verse'], dir: path.join(DEFAULT_MODEL_DIR, 'strata-verse') },
+  { names: ['strata-tiny'], dir: DEFAULT_MODEL_DIR },
 ];
 
 /** A folder's tokenizer: its tokenizer.json (BPE) when there is one, else strata-tiny's id tokenizer. */
