@@ -8,6 +8,7 @@ import { startModelServer } from '../../images/model-server/src/app.js';
 import { chatCompletionsHandler } from '../../images/model-server/src/chat-completions.js';
 import type { GenerationScheduler } from '../../images/model-server/src/generation-scheduler.js';
 import { ModelServerMetrics } from '../../images/model-server/src/metrics.js';
+import { OPENAI_SAMPLING } from '../../images/model-server/src/served-models.js';
 import { ID_TOKENIZER } from '../../images/model-server/src/tokenizer.js';
 import { createLogger, createRegistry, type RunningService } from '../../images/service-kit/src/index.js';
 import { getJson, postJson, postStream, randomPrompts } from './helpers.js';
@@ -268,7 +269,7 @@ describe('model-server /v1/chat/completions', () => {
     it('503 in OpenAI shape while the model is not loaded', async () => {
       const app = express();
       app.post('/v1/chat/completions', express.json(), chatCompletionsHandler({
-        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, scheduler: () => undefined }]]),
+        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, sampling: OPENAI_SAMPLING, scheduler: () => undefined }]]),
         metrics: new ModelServerMetrics(createRegistry('model-server-test')), logger: createLogger('model-server-test', 'silent'),
       }));
       const listener = app.listen(0, '127.0.0.1');
@@ -296,7 +297,7 @@ describe('model-server /v1/chat/completions', () => {
       const registry = createRegistry('model-server-test');
       let settled = 0;
       const handler = chatCompletionsHandler({
-        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, scheduler: () => scheduler }]]), metrics: new ModelServerMetrics(registry), logger: createLogger('model-server-test', 'silent'),
+        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, sampling: OPENAI_SAMPLING, scheduler: () => scheduler }]]), metrics: new ModelServerMetrics(registry), logger: createLogger('model-server-test', 'silent'),
       });
       const app = express();
       app.post('/v1/chat/completions', express.json(), async (req, res) => {
