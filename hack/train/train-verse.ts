@@ -8,38 +8,46 @@
  *      out 5 % of the stanzas;
  *   3. train with tfjs (wasm backend) with a progress bar, then report the held-out loss and perplexity
  *      beside a unigram baseline's, and write images/model-server/model/strata-verse/{encoder.onnx,
- *      decoder.onnx, tokenizer.json, model-card.json, training-log.csv}.
+ *      decoder.onnx, tokenizer.json, model-card.json, training-log.csv, generation_config.json (the
+ *      sampling the server uses when a request leaves it out), corpus-words.txt (the corpus's words)}.
  * Everything random comes from --seed: the same seed and options give the same model.
  *
- * Options: --steps N (default 420)  --seconds N (a safety cap, default 3600: a run it cuts short is not
- *          reproducible, and says so)  --batch N (default 16)
- *          --lr X (peak learning rate, default 0.003)  --seed N (default 7)  --corpus FILE  --out DIR
- *          --checkpoint DIR (raw weights, default data/train-verse)
+ * Options: --steps N (default 600)  --seconds N (a safety cap, default 3600: a run it cuts short is not
+ *          reproducible, and says so)  --batch N (default 16)  --warmup N (default 60)
+ *          --lr X (peak learning rate, default 0.003; cosine decay to 5 % of it at --steps)  --seed N (default 7)
+ *          --eval-every N (held-out loss every N steps, into the card's curve; default 100)
+ *          --corpus FILE  --out DIR  --checkpoint DIR (raw weights, default data/train-verse)
+ *          --resume (continue the weights in --checkpoint, whose model and card are in --out, for
+ *          --steps more with a fresh optimizer and schedule; the card lists each run)
  */
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
 import { BpeTokenizer, trainBpe, type BpeTokenizerFile } from '../../images/model-server/src/bpe-tokenizer.js';
 import { CONTENT_TOKEN_COUNT, MAX_PROMPT_TOKENS, MODEL_DIMS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
+import { GENERATION_CONFIG_FILE } from '../../images/model-server/src/served-models.js';
 import { mulberry32 } from '../../images/model-server/src/random.js';
 import { exportDecoder, exportEncoder } from './export-onnx.js';
-import { TrainingProgress, evaluateLoss, saveCheckpoint, scheduledLearningRate, toArrays, trainStep } from './training-step.js';
+import { TrainingProgress, cosineLearningRate, evaluateLoss, loadCheckpoint, saveCheckpoint, toArrays, trainStep } from './training-step.js';
 import { TfTransformer, initWeights } from './transformer-tf.js';
-import { DEFAULT_CORPUS, MAX_ANSWER_TOKENS, makeExamples, makeVerseBatch, readStanzas, unigramLoss, type VerseExample } from './verse-corpus.js';
+import { DEFAULT_CORPUS, MAX_ANSWER_TOKENS, corpusWordList, makeExamples, makeVerseBatch, readStanzas, unigramLoss, type VerseExample } from './verse-corpus.js';
 
 const { values: args } = parseArgs({
   options: {
     model: { type: 'string', default: 'strata-verse' },
     seconds: { type: 'string', default: '3600' },
-    steps: { type: 'string', default: '420' },
+    steps: { type: 'string', default: '600' },
+    warmup: { type: 'string', default: '60' },
+    'eval-every': { type: 'string', default: '100' },
     batch: { type: 'string', default: '16' },
     lr: { type: 'string', default: '0.003' },
     seed: { type: 'string', default: '7' },
     corpus: { type: 'string', default: DEFAULT_CORPUS },
     out: { type: 'string', default: 'images/model-server/model/strata-verse' },
     checkpoint: { type: 'string', default: 'data/train-verse' },
+    resume: { type: 'boolean', default: false },
   },
 });
 const seed = Number(args.seed);
@@ -49,8 +57,14 @@ const batchSize = Number(args.batch);
 const baseLr = Number(args.lr);
 const outDir = path.resolve(args.out);
 const checkpointDir = path.resolve(args.checkpoint);
+const warmup = Number(args.warmup);
+const evalEvery = Number(args['eval-every']);
 const HELD_OUT_SHARE = 0.05;
-const WARMUP = 60;
+/**
+ * The sampling this model reads best with (real words, whole lines): a lower temperature and a
+ * nucleus cut keep it off the rare pieces that, drawn at temperature 1, spell non-words.
+ */
+const GENERATION_CONFIG = { temperature: 0.7, top_p: 0.7 };
 
 await tf.setBackend('wasm');
 await tf.ready();
@@ -69,11 +83,21 @@ const trainSet = makeExamples(shuffled.slice(heldOutCount), tokenizer, rand);
 console.log(`corpus: ${stanzas.length} stanzas from ${args.corpus}; tokenizer: ${tokenizerFile.pieces.length} pieces; ` +
   `${trainSet.length} training and ${heldOut.length} held-out examples (${trainSet.reduce((n, e) => n + e.answer.length, 0)} answer tokens)`);
 
-const weights = initWeights(seed);
+/** What a resumed run continues: the training section of the card in --out. */
+interface PreviousTraining {
+  steps: number;
+  seconds: number;
+  heldOutCurve: Array<{ step: number; loss: number }>;
+  evaluation: { heldOutLoss: number };
+  runs?: Array<Record<string, unknown>>;
+  [key: string]: unknown;
+}
+const previous = args.resume ? (JSON.parse(await readFile(path.join(outDir, 'model-card.json'), 'utf8')).training as PreviousTraining) : undefined;
+const weights = previous ? await loadCheckpoint(checkpointDir) : initWeights(seed);
 const model = new TfTransformer(weights);
+const heldOutBatches = chunks(heldOut, batchSize).map(makeVerseBatch);
 const training = await train();
 await saveCheckpoint(weights, checkpointDir);
-const heldOutBatches = chunks(heldOut, batchSize).map(makeVerseBatch);
 const heldOutLoss = await evaluateLoss(model, heldOutBatches);
 const baselineLoss = unigramLoss(trainSet, heldOut, CONTENT_TOKEN_COUNT + 1);
 const evaluation = {
@@ -90,21 +114,35 @@ await exportModel({ ...training, evaluation });
 async function train(): Promise<Record<string, unknown>> {
   const optimizer = tf.train.adam(baseLr, 0.9, 0.98, 1e-9);
   const logPath = path.join(checkpointDir, 'training-log.csv');
-  await TrainingProgress.newLog(logPath);
-  const progress = new TrainingProgress('training strata-verse', maxSteps, logPath);
+  // A resumed run continues the step count, the loss log and the held-out curve.
+  const offset = { steps: previous?.steps ?? 0, seconds: previous?.seconds ?? 0 };
+  if (previous) await copyFile(path.join(outDir, 'training-log.csv'), logPath);
+  else await TrainingProgress.newLog(logPath);
+  const progress = new TrainingProgress('training strata-verse', maxSteps, logPath, offset);
   let order: VerseExample[] = [];
+  // The held-out loss along the way (no gradient, no randomness: the run is the same with or without it).
+  const heldOutCurve: Array<{ step: number; loss: number }> = previous ? [...previous.heldOutCurve, { step: previous.steps, loss: previous.evaluation.heldOutLoss }] : [];
   while (progress.step < maxSteps && progress.seconds * 1000 < budgetMs) {
     if (order.length < batchSize) order = shuffle([...trainSet], rand);
     const batch = makeVerseBatch(order.splice(0, batchSize));
-    (optimizer as unknown as { learningRate: number }).learningRate = scheduledLearningRate(baseLr, progress.step, WARMUP);
+    (optimizer as unknown as { learningRate: number }).learningRate = cosineLearningRate(baseLr, progress.step, warmup, maxSteps);
     await progress.record(...trainStep(model, optimizer, batch));
+    if (progress.step % evalEvery === 0 && progress.step < maxSteps) {
+      heldOutCurve.push({ step: offset.steps + progress.step, loss: round(await evaluateLoss(model, heldOutBatches)) });
+      console.log(`\nstep ${progress.step}: held-out loss ${heldOutCurve.at(-1)!.loss}`);
+    }
   }
   progress.stop();
   const { step, lastLoss } = progress;
   const seconds = Math.round(progress.seconds);
   const cutShort = step < maxSteps;
   if (cutShort) console.warn(`the time budget (--seconds ${args.seconds}) ended training before --steps ${maxSteps}: this model depends on the machine's speed, not only on the seed`);
-  return { steps: step, ...(cutShort ? { cutShortByTimeBudget: true } : {}), batchSize, learningRate: baseLr, warmupSteps: WARMUP, seed, seconds, finalLoss: round(lastLoss), backend: tf.getBackend() };
+  const run = { steps: step, ...(cutShort ? { cutShortByTimeBudget: true } : {}), learningRate: baseLr, warmupSteps: warmup, seconds, ...(previous ? { resumed: true } : {}) };
+  const earlier = previous ? (previous.runs ?? [{ steps: previous.steps, learningRate: previous.learningRate, warmupSteps: previous.warmupSteps, seconds: previous.seconds }]) : [];
+  return {
+    steps: offset.steps + step, batchSize, learningRate: baseLr, schedule: 'linear warm-up, cosine decay to 5 % (each run)', warmupSteps: warmup, seed,
+    seconds: offset.seconds + seconds, finalLoss: round(lastLoss), heldOutCurve, runs: [...earlier, run], backend: tf.getBackend(),
+  };
 }
 
 async function exportModel(trainingReport: Record<string, unknown>): Promise<void> {
@@ -113,6 +151,8 @@ async function exportModel(trainingReport: Record<string, unknown>): Promise<voi
   await writeFile(path.join(outDir, 'decoder.onnx'), exportDecoder(arrays));
   await writeFile(path.join(outDir, 'tokenizer.json'), JSON.stringify(tokenizerFile) + '\n');
   await copyFile(path.join(checkpointDir, 'training-log.csv'), path.join(outDir, 'training-log.csv'));
+  await writeFile(path.join(outDir, GENERATION_CONFIG_FILE), JSON.stringify(GENERATION_CONFIG, null, 2) + '\n');
+  await writeFile(path.join(outDir, 'corpus-words.txt'), corpusWordList(stanzas));
   const card = {
     name: 'strata-verse',
     architecture: 'encoder-decoder transformer, pre-LayerNorm, sinusoidal positions, tied input/output embeddings, ReLU feed-forward (as strata-tiny)',
@@ -123,7 +163,7 @@ async function exportModel(trainingReport: Record<string, unknown>): Promise<voi
     promptFormat: `the last user message only: USER token, its text's BPE ids, EOS (at most ${MAX_PROMPT_TOKENS} tokens); trained on the poem app's requests`,
     task: `verse: an answer of at most ${MAX_ANSWER_TOKENS} tokens of whole lines of a stanza`,
     corpus: { file: args.corpus, package: 'fortunes (Debian)', licence: 'BSD (see /usr/share/doc/fortunes/copyright)', stanzas: stanzas.length },
-    files: { encoder: 'encoder.onnx', decoder: 'decoder.onnx', tokenizer: 'tokenizer.json', lossLog: 'training-log.csv' },
+    files: { encoder: 'encoder.onnx', decoder: 'decoder.onnx', tokenizer: 'tokenizer.json', lossLog: 'training-log.csv', sampling: GENERATION_CONFIG_FILE, corpusWords: 'corpus-words.txt' },
     training: trainingReport,
   };
   await writeFile(path.join(outDir, 'model-card.json'), JSON.stringify(card, null, 2) + '\n');

@@ -24,6 +24,16 @@ export function scheduledLearningRate(base: number, step: number, warmup: number
 }
 
 /**
+ * Linear warm-up, then cosine decay to `floor` × base at `total` steps: the whole run is spent at
+ * useful rates, and the last steps settle at a small one (inverse-square-root decay stays high to the end).
+ */
+export function cosineLearningRate(base: number, step: number, warmup: number, total: number, floor = 0.05): number {
+  if (step < warmup) return (base * (step + 1)) / warmup;
+  const progress = Math.min(1, (step - warmup) / Math.max(1, total - warmup));
+  return base * (floor + (1 - floor) * 0.5 * (1 + Math.cos(Math.PI * progress)));
+}
+
+/**
  * A run's progress: a progress bar (off a terminal, in CI logs or pipes, a plain line every 10 s
  * instead of nothing) and the loss log (step, loss, token accuracy, seconds), one line per step.
  */

@@ -36,6 +36,16 @@ export async function readStanzas(file: string): Promise<string[]> {
   return stanzas;
 }
 
+/** The words of a text, lower-cased: runs of letters, apostrophes inside a word kept ("o'er", "don't"). */
+export function verseWords(text: string): string[] {
+  return (text.match(/\p{L}+(?:'\p{L}+)*/gu) ?? []).map((w) => w.toLowerCase());
+}
+
+/** The distinct words of the corpus, sorted: what a model trained on it can be checked against. */
+export function corpusWordList(stanzas: readonly string[]): string {
+  return [...new Set(stanzas.flatMap(verseWords))].sort().join('\n') + '\n';
+}
+
 export interface VerseExample {
   /** Encoder ids: the poem app's request for a poem on a theme from the answer, as the server encodes it (its last user message). */
   source: number[];

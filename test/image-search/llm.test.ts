@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
-import type { RunningService } from '../../images/service-kit/src/index.js';
+import { startModelServer } from '../../images/model-server/src/app.js';
+import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
 import { startFakeLlm, type FakeLlm } from './support/fake-llm.js';
 import { AUTH_HEADER, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
 
@@ -123,7 +124,8 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
   const dirs: string[] = [];
   let modelDir: string;
   let imageDir: string;
-  const start = async (env: Record<string, string>) => {
+  /** Image search with `env`, asking the fake LLM unless `llmBaseUrl` names another upstream. */
+  const start = async (env: Record<string, string>, llmBaseUrl = llm.url) => {
     const indexDir = tempDir('image-search-llm-failures');
     dirs.push(indexDir);
     const service = await startImageSearch({
@@ -133,7 +135,7 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
       IMAGE_SEARCH_MODEL_DIR: modelDir,
       IMAGE_FILE_DIR: imageDir,
       IMAGE_SEARCH_INDEX_DIR: indexDir,
-      LLM_BASE_URL: llm.url,
+      LLM_BASE_URL: llmBaseUrl,
       LLM_API_KEY: 'test-key',
       logger: pino({ level: 'silent' }),
     });
@@ -197,6 +199,27 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
       expect(await llmStatus(service)).to.deep.include({ state: 'ok', error: null });
     } finally {
       await service.stop();
+    }
+  });
+
+  it('LLM_MODEL unset, pointed at Strata\'s own model server: strata-verse, the text model, never strata-tiny, which answers token ids', async () => {
+    const modelServer = await startModelServer({ port: 0, host: '127.0.0.1', truncatePrompt: true, logger: createLogger('model-server-test', 'silent') });
+    const service = await start({}, `${modelServer.url}/v1`);
+    // The model server's own count of the completions it answered, by model.
+    const answered = async (model: string) => {
+      const lines = (await (await fetch(`${modelServer.url}/metrics`)).text()).split('\n');
+      return lines.filter((l) => l.startsWith('model_server_chat_completions_total{') && l.includes(`model="${model}"`)).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+    };
+    try {
+      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'ok', model: 'strata-verse', model_source: 'upstream /v1/models', error: null });
+      const expand = await post(service.url, '/api/search/expand', { query: 'red', n: 2 });
+      expect(expand.status, JSON.stringify(expand.body)).to.equal(200);
+      expect(expand.body.expanded_queries[0]).to.equal('red');
+      expect(await answered('strata-verse')).to.equal(1);
+      expect(await answered('strata-tiny')).to.equal(0);
+    } finally {
+      await service.stop();
+      await modelServer.stop();
     }
   });
 });

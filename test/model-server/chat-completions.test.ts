@@ -8,6 +8,7 @@ import { startModelServer } from '../../images/model-server/src/app.js';
 import { chatCompletionsHandler } from '../../images/model-server/src/chat-completions.js';
 import type { GenerationScheduler } from '../../images/model-server/src/generation-scheduler.js';
 import { ModelServerMetrics } from '../../images/model-server/src/metrics.js';
+import { OPENAI_SAMPLING } from '../../images/model-server/src/served-models.js';
 import { ID_TOKENIZER } from '../../images/model-server/src/tokenizer.js';
 import { createLogger, createRegistry, type RunningService } from '../../images/service-kit/src/index.js';
 import { getJson, postJson, postStream, randomPrompts } from './helpers.js';
@@ -268,7 +269,7 @@ describe('model-server /v1/chat/completions', () => {
     it('503 in OpenAI shape while the model is not loaded', async () => {
       const app = express();
       app.post('/v1/chat/completions', express.json(), chatCompletionsHandler({
-        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, scheduler: () => undefined }]]),
+        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, sampling: OPENAI_SAMPLING, scheduler: () => undefined }]]),
         metrics: new ModelServerMetrics(createRegistry('model-server-test')), logger: createLogger('model-server-test', 'silent'),
       }));
       const listener = app.listen(0, '127.0.0.1');
@@ -296,7 +297,7 @@ describe('model-server /v1/chat/completions', () => {
       const registry = createRegistry('model-server-test');
       let settled = 0;
       const handler = chatCompletionsHandler({
-        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, scheduler: () => scheduler }]]), metrics: new ModelServerMetrics(registry), logger: createLogger('model-server-test', 'silent'),
+        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, sampling: OPENAI_SAMPLING, scheduler: () => scheduler }]]), metrics: new ModelServerMetrics(registry), logger: createLogger('model-server-test', 'silent'),
       });
       const app = express();
       app.post('/v1/chat/completions', express.json(), async (req, res) => {
@@ -352,7 +353,7 @@ describe('model-server /v1/chat/completions', () => {
       expect(usage?.completion_tokens).to.equal(3);
 
       const models = await client.models.list();
-      expect(models.data.map((m) => m.id)).to.deep.equal([MODEL, 'strata-verse']);
+      expect(models.data.map((m) => m.id)).to.deep.equal(['strata-verse', MODEL]);
 
       try {
         await client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: '10' }] });
@@ -401,9 +402,9 @@ describe('model-server /v1/chat/completions', () => {
       const res = await getJson(`${server.url}/v1/models`);
       expect(res.status).to.equal(200);
       expect(res.body.object).to.equal('list');
-      expect(res.body.data.map((m: { id: string }) => m.id)).to.deep.equal([MODEL, 'strata-verse']);
-      expect(res.body.data[0]).to.include({ id: MODEL, object: 'model', owned_by: 'strata' });
-      expect(res.body.data[0].created).to.be.a('number');
+      expect(res.body.data.map((m: { id: string }) => m.id)).to.deep.equal(['strata-verse', MODEL]);
+      expect(res.body.data[1]).to.include({ id: MODEL, object: 'model', owned_by: 'strata' });
+      expect(res.body.data[1].created).to.be.a('number');
       expect((await getJson(`${server.url}/v1/models/${MODEL}`)).body.id).to.equal(MODEL);
     });
 

@@ -3,11 +3,13 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { startModelServer } from '../../images/model-server/src/app.js';
 import { BpeTokenizer, trainBpe, type BpeTokenizerFile } from '../../images/model-server/src/bpe-tokenizer.js';
-import { FIRST_CONTENT_TOKEN, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
-import { DEFAULT_MODEL_DIR } from '../../images/model-server/src/served-models.js';
+import { verseWords } from '../../hack/train/verse-corpus.js';
+import { FIRST_CONTENT_TOKEN, MAX_OUTPUT_TOKENS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
+import { DEFAULT_MODEL_DIR, GENERATION_CONFIG_FILE } from '../../images/model-server/src/served-models.js';
 import { encodeChat } from '../../images/model-server/src/tokenizer.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
-import { buildPoemMessages } from '../../images/poem-app/src/poet.js';
+import { loadPoemAppConfig } from '../../images/poem-app/src/config.js';
+import { buildPoemMessages, buildPoemRequest } from '../../images/poem-app/src/poet.js';
 import { POEM_TYPES } from '../../images/poem-app/src/poem-types.js';
 import { getJson, postJson } from './helpers.js';
 
@@ -67,9 +69,9 @@ describe('strata-verse served beside strata-tiny', () => {
   });
   after(async () => server.stop());
 
-  it('lists both built-in models', async () => {
+  it('lists both built-in models, the text model first (what clients not told a model take)', async () => {
     const res = await getJson(`${server.url}/v1/models`);
-    expect(res.body.data.map((m: { id: string }) => m.id)).to.deep.equal(['strata-tiny', 'strata-verse']);
+    expect(res.body.data.map((m: { id: string }) => m.id)).to.deep.equal(['strata-verse', 'strata-tiny']);
   });
 
   it('strata-verse answers the poem app\'s request with text (letters and words, not ids), without prompt truncation', async () => {
@@ -97,5 +99,52 @@ describe('strata-verse served beside strata-tiny', () => {
     const tokens = choice.logprobs.content.map((e: { token: string }) => e.token);
     expect(tokens).to.have.length(res.body.usage.completion_tokens);
     expect(tokens.join('')).to.equal(choice.message.content);
+  });
+
+  it('a request that leaves temperature and top_p out gets the model\'s own: strata-verse its generation_config.json, strata-tiny OpenAI\'s', async () => {
+    const generation = JSON.parse(readFileSync(path.join(VERSE_DIR, GENERATION_CONFIG_FILE), 'utf8')) as { temperature: number; top_p: number };
+    expect(generation.temperature).to.be.below(1);
+    const verse = async (sampling: object) => (await postJson(url, { model: 'strata-verse', messages: poemRequest('rain'), seed: 5, max_tokens: 40, ...sampling })).body.choices[0].message.content as string;
+    const defaulted = await verse({});
+    expect(defaulted).to.equal(await verse({ temperature: generation.temperature, top_p: generation.top_p }));
+    expect(defaulted).to.not.equal(await verse({ temperature: 1, top_p: 1 }));
+    const tiny = async (sampling: object) => (await postJson(url, { model: 'strata-tiny', messages: [{ role: 'user', content: '10 20 30 40' }], seed: 5, ...sampling })).body.choices[0].message.content as string;
+    expect(await tiny({})).to.equal(await tiny({ temperature: 1, top_p: 1 }));
+  });
+
+  describe('the poem a newcomer reads: the poem app\'s request as `npm start` configures it (strata-verse, its own sampling)', () => {
+    const upstream = loadPoemAppConfig({ API_MODEL: 'strata-verse' }).upstream;
+    const corpusWords = new Set(readFileSync(path.join(VERSE_DIR, 'corpus-words.txt'), 'utf8').split('\n').filter(Boolean));
+    const themes = ['the sea', 'autumn rain', 'love', 'the night sky'];
+    const poems: string[] = [];
+
+    before(async () => {
+      // Every form on two themes, each with its own seed, so the draw is fixed.
+      for (const [i, type] of POEM_TYPES.entries()) {
+        for (const theme of [themes[i % themes.length]!, themes[(i + 1) % themes.length]!]) {
+          const body = { ...buildPoemRequest(upstream, type, theme, Math.min(upstream.maxTokens, MAX_OUTPUT_TOKENS)), seed: poems.length + 1 };
+          const res = await postJson(url, body);
+          expect(res.status, JSON.stringify(res.body)).to.equal(200);
+          poems.push(res.body.choices[0].message.content);
+        }
+      }
+    });
+
+    it('is written in the corpus\'s words: four in five words it writes are words of the songs and poems it learned from', () => {
+      const words = poems.flatMap(verseWords);
+      const unknown = words.filter((w) => !corpusWords.has(w));
+      expect(words.length).to.be.at.least(poems.length * 6);
+      expect(unknown.length / words.length, `words not in the corpus: ${unknown.join(', ')}`).to.be.at.most(0.2);
+    });
+
+    it('is verse: half the poems or more in lines, every line a few words, no stray characters', () => {
+      const lines = poems.map((poem) => poem.split('\n').filter((l) => l.trim()));
+      expect(lines.filter((l) => l.length >= 2).length, poems.join('\n---\n')).to.be.at.least(poems.length / 2);
+      for (const [i, poem] of poems.entries()) {
+        for (const line of lines[i]!) expect(verseWords(line).length, poem).to.be.within(1, 14);
+        // No replacement characters, no control characters beside the line breaks.
+        expect(poem, poem).to.not.match(/[\uFFFD]|[^\P{Cc}\n]/u);
+      }
+    });
   });
 });

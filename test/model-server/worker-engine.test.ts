@@ -6,6 +6,7 @@ import { chatCompletionsHandler } from '../../images/model-server/src/chat-compl
 import { DEFAULT_MODEL_DIR, startModelServer } from '../../images/model-server/src/app.js';
 import { modelServerConfigFromEnv } from '../../images/model-server/src/config.js';
 import { ModelServerMetrics } from '../../images/model-server/src/metrics.js';
+import { OPENAI_SAMPLING } from '../../images/model-server/src/served-models.js';
 import { ID_TOKENIZER } from '../../images/model-server/src/tokenizer.js';
 import { WorkerEngine } from '../../images/model-server/src/worker-engine.js';
 import { createLogger, createRegistry } from '../../images/service-kit/src/index.js';
@@ -25,7 +26,7 @@ describe('model-server generation worker thread', () => {
     });
     const app = express();
     app.post('/v1/chat/completions', express.json(), chatCompletionsHandler({
-      models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, scheduler: () => (engine.ready ? engine : undefined) }]]), metrics, logger,
+      models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, sampling: OPENAI_SAMPLING, scheduler: () => (engine.ready ? engine : undefined) }]]), metrics, logger,
     }));
     const listener = app.listen(0, '127.0.0.1');
     await once(listener, 'listening');

@@ -12,7 +12,7 @@ import { GenerationScheduler, type SchedulerObserver, type SequenceQueue } from 
 import { ModelServerMetrics } from './metrics.js';
 import { OnnxTransformer } from './onnx-transformer.js';
 import { OpenAIError, sendOpenAIError } from './openai-errors.js';
-import { BUILT_IN_MODELS, DEFAULT_MODEL_DIR, loadTokenizer, modelObject, type ModelSource } from './served-models.js';
+import { BUILT_IN_MODELS, DEFAULT_MODEL_DIR, loadSamplingDefaults, loadTokenizer, modelObject, type ModelSource } from './served-models.js';
 import { WorkerEngine } from './worker-engine.js';
 
 export { DEFAULT_MODEL_DIR };
@@ -25,8 +25,8 @@ export interface ModelServerOptions {
   /** Default 0.0.0.0. */
   host?: string;
   /**
-   * The models served, each its own weights and engine. Default: the built-in strata-tiny and
-   * strata-verse, unless modelDir or modelNames is given (then one model).
+   * The models served, each its own weights and engine, listed by /v1/models in this order. Default:
+   * the built-in strata-verse and strata-tiny, unless modelDir or modelNames is given (then one model).
    */
   models?: ModelSource[];
   /** One model: the folder with encoder.onnx and decoder.onnx (and tokenizer.json for a text model). */
@@ -82,11 +82,12 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
   const names = sources.flatMap((m) => m.names);
   if (new Set(names).size !== names.length) throw new Error(`model names must be unique, got ${names.join(', ')}`);
   const tokenizers = await Promise.all(sources.map((m) => loadTokenizer(m.dir)));
+  const sampling = await Promise.all(sources.map((m) => loadSamplingDefaults(m.dir)));
   /** Per source, once loaded. */
   const engines: Array<Engine | undefined> = sources.map(() => undefined);
   const models = new Map<string, ServedModel>();
   sources.forEach((source, i) => {
-    const served: ServedModel = { tokenizer: tokenizers[i]!, scheduler: () => (engines[i]?.ready() ? engines[i].queue : undefined) };
+    const served: ServedModel = { tokenizer: tokenizers[i]!, sampling: sampling[i]!, scheduler: () => (engines[i]?.ready() ? engines[i].queue : undefined) };
     for (const name of source.names) models.set(name, served);
   });
 

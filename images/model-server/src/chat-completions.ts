@@ -7,12 +7,15 @@ import { EngineUnavailableError, QueueFullError, type FinishReason, type Sequenc
 import type { ModelServerMetrics } from './metrics.js';
 import { MAX_PROMPT_TOKENS } from './model-spec.js';
 import { OpenAIError, sendOpenAIError } from './openai-errors.js';
+import type { SamplingDefaults } from './served-models.js';
 import { TokenSampler } from './token-sampler.js';
 import { encodeChat, type ModelTokenizer } from './tokenizer.js';
 
 /** A model as the handler serves it: its tokenizer and its generation engine. */
 export interface ServedModel {
   tokenizer: ModelTokenizer;
+  /** temperature and top_p for requests that leave them out. */
+  sampling: SamplingDefaults;
   /** The generation engine; undefined until the model is loaded (and while its worker restarts). */
   scheduler: () => SequenceQueue | undefined;
 }
@@ -108,8 +111,8 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
             maxTokens: request.maxTokens,
             topLogprobs: request.topLogprobs,
             sampler: new TokenSampler({
-              temperature: request.temperature,
-              topP: request.topP,
+              temperature: request.temperature ?? model.sampling.temperature,
+              topP: request.topP ?? model.sampling.topP,
               // Each choice gets its own stream of random numbers, all derived from the request's seed.
               seed: request.seed === undefined ? undefined : (request.seed + choice.index * 1_000_003) >>> 0,
             }),

@@ -43,8 +43,9 @@ export interface ChatRequest {
   model: string;
   messages: ChatMessageText[];
   maxTokens: number;
-  temperature: number;
-  topP: number;
+  /** undefined: the model's default (its generation_config.json), as vLLM does. */
+  temperature?: number;
+  topP?: number;
   seed?: number;
   stop: string[];
   n: number;
@@ -77,8 +78,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
     model: r.model,
     messages: r.messages.map((m) => ({ role: m.role as ChatRole, content: textOf(m.content) })),
     maxTokens: r.max_completion_tokens ?? r.max_tokens ?? MAX_OUTPUT_TOKENS,
-    temperature: r.temperature ?? 1,
-    topP: r.top_p ?? 1,
+    ...(typeof r.temperature === 'number' ? { temperature: r.temperature } : {}),
+    ...(typeof r.top_p === 'number' ? { topP: r.top_p } : {}),
     seed: r.seed ?? undefined,
     stop: r.stop === undefined || r.stop === null ? [] : typeof r.stop === 'string' ? [r.stop] : r.stop,
     n: r.n ?? 1,

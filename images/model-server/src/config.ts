@@ -8,7 +8,7 @@ export const modelServerEnvSchema = z.object({
   PORT: env.port(8000),
   /** Interface to listen on. */
   MODEL_SERVER_HOST: z.string().default('0.0.0.0'),
-  /** Either one set: serve that one model (default names strata-tiny); neither: the built-in strata-tiny and strata-verse. */
+  /** Either one set: serve that one model (default names strata-tiny); neither: the built-in strata-verse and strata-tiny. */
   MODEL_DIR: z.string().min(1).optional(),
   /** Comma-separated names the model in MODEL_DIR answers to. */
   MODEL_NAMES: z.string().optional(),

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
 import { BpeTokenizer, type BpeTokenizerFile } from './bpe-tokenizer.js';
 import { MAX_OUTPUT_TOKENS, MAX_PROMPT_TOKENS, MODEL_DIMS } from './model-spec.js';
 import { ID_TOKENIZER, type ModelTokenizer } from './tokenizer.js';
@@ -16,12 +17,14 @@ export interface ModelSource {
 }
 
 /**
- * The built-in models: strata-tiny answers content ids (its contract: the ids joined by spaces),
- * strata-verse answers verse through its own BPE tokenizer.
+ * The built-in models, in the order /v1/models lists them: strata-verse answers text (verse, through
+ * its own BPE tokenizer), strata-tiny answers content ids (its contract: the ids joined by spaces).
+ * The text model comes first because OpenAI-compatible clients that are not told a model take the
+ * first one listed, and only a text model is of use to them.
  */
 export const BUILT_IN_MODELS: readonly ModelSource[] = [
-  { names: ['strata-tiny'], dir: DEFAULT_MODEL_DIR },
   { names: ['strata-verse'], dir: path.join(DEFAULT_MODEL_DIR, 'strata-verse') },
+  { names: ['strata-tiny'], dir: DEFAULT_MODEL_DIR },
 ];
 
 /** A folder's tokenizer: its tokenizer.json (BPE) when there is one, else strata-tiny's id tokenizer. */
@@ -34,6 +37,41 @@ export async function loadTokenizer(dir: string): Promise<ModelTokenizer> {
     throw err;
   }
   return new BpeTokenizer(JSON.parse(text) as BpeTokenizerFile);
+}
+
+/** Sampling for a request that leaves temperature or top_p out. */
+export interface SamplingDefaults {
+  temperature: number;
+  topP: number;
+}
+
+/** OpenAI's defaults, for a model that states none. */
+export const OPENAI_SAMPLING: SamplingDefaults = { temperature: 1, topP: 1 };
+
+/** The file a model folder states its own sampling defaults in (Hugging Face's name; vLLM reads it too). */
+export const GENERATION_CONFIG_FILE = 'generation_config.json';
+
+const generationConfig = z.object({
+  temperature: z.number().min(0).max(2).optional(),
+  top_p: z.number().gt(0).max(1).optional(),
+});
+
+/**
+ * A folder's sampling defaults: its generation_config.json's temperature and top_p (what its model
+ * reads best with), OpenAI's for what the file leaves out or when there is none.
+ */
+export async function loadSamplingDefaults(dir: string): Promise<SamplingDefaults> {
+  const file = path.join(dir, GENERATION_CONFIG_FILE);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return OPENAI_SAMPLING;
+    throw err;
+  }
+  const parsed = generationConfig.safeParse(JSON.parse(text));
+  if (!parsed.success) throw new Error(`${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  return { temperature: parsed.data.temperature ?? OPENAI_SAMPLING.temperature, topP: parsed.data.top_p ?? OPENAI_SAMPLING.topP };
 }
 
 /**

@@ -24,7 +24,8 @@ export interface UpstreamConfig {
   timeoutMs: number;
   maxRetries: number;
   maxTokens: number;
-  temperature: number;
+  /** Unset: left out of the request, so the upstream's default applies (a model's own, where it states one). */
+  temperature?: number;
 }
 
 export const DEFAULT_DATABASE_URL = 'file:./data/poems.db';
@@ -65,8 +66,8 @@ export const poemAppEnvSchema = z.object({
   API_MAX_RETRIES: env.int(0, 0, 5),
   /** Most tokens a poem may have (the upstream's own limit is also respected). */
   API_MAX_TOKENS: env.int(256, 1, 4096),
-  /** Sampling temperature sent upstream. */
-  API_TEMPERATURE: z.coerce.number().min(0).max(2).default(0.9),
+  /** Sampling temperature sent upstream (unset: the upstream model's own default). */
+  API_TEMPERATURE: z.coerce.number().min(0).max(2).optional(),
   /** When set, writing and deleting history needs `Authorization: Bearer <key>`. */
   POEM_APP_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
 });
@@ -88,7 +89,7 @@ export function loadPoemAppConfig(source: NodeJS.ProcessEnv = process.env): Poem
       timeoutMs: c.API_TIMEOUT_MS,
       maxRetries: c.API_MAX_RETRIES,
       maxTokens: c.API_MAX_TOKENS,
-      temperature: c.API_TEMPERATURE,
+      ...(c.API_TEMPERATURE === undefined ? {} : { temperature: c.API_TEMPERATURE }),
     },
   };
 }

@@ -34,6 +34,16 @@ export function buildPoemMessages(type: PoemType, theme: string): OpenAI.Chat.Ch
   ];
 }
 
+/** The chat-completions request for one poem: the configured model and temperature (left out when unset), and `maxTokens`. */
+export function buildPoemRequest(config: Pick<UpstreamConfig, 'model' | 'temperature'>, type: PoemType, theme: string, maxTokens: number): OpenAI.Chat.ChatCompletionCreateParamsNonStreaming {
+  return {
+    model: config.model,
+    messages: buildPoemMessages(type, theme),
+    max_tokens: maxTokens,
+    ...(config.temperature === undefined ? {} : { temperature: config.temperature }),
+  };
+}
+
 /**
  * Writes poems through any OpenAI-compatible chat-completions upstream. Every call is bounded by the
  * client timeout and the caller's abort signal, and every failure surfaces as an UpstreamError (502).
@@ -85,15 +95,7 @@ export class Poet {
   async write(type: PoemType, theme: string, signal?: AbortSignal): Promise<string> {
     let completion: OpenAI.Chat.ChatCompletion;
     try {
-      completion = await this.client.chat.completions.create(
-        {
-          model: this.config.model,
-          messages: buildPoemMessages(type, theme),
-          max_tokens: await this.maxTokens(signal),
-          temperature: this.config.temperature,
-        },
-        { signal },
-      );
+      completion = await this.client.chat.completions.create(buildPoemRequest(this.config, type, theme, await this.maxTokens(signal)), { signal });
     } catch (err) {
       throw toUpstreamError(err, this.config);
     }
