@@ -40,6 +40,8 @@ export class BucketReconciler implements Reconciler {
     { apiVersion: 'v1', kind: 'Service', plural: 'services' },
     { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps' },
     { apiVersion: 'batch/v1', kind: 'CronJob', plural: 'cronjobs' },
+    { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' },
+    { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims' },
   ];
 
   constructor(
