@@ -57,9 +57,6 @@ export class BucketReconciler implements Reconciler {
     if (!bucket) return {};
     const parsed = bucketSpec.safeParse(bucket.spec ?? {});
     if (isBeingDeleted(bucket)) return this.finalize(bucket, parsed.success ? parsed.data : undefined);
-    if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) {
-      await this.kube.mergePatch(refOf(bucket), { metadata: { finalizers: [...(bucket.metadata.finalizers ?? []), BUCKET_FINALIZER] } });
-    }
     if (!parsed.success) {
       await writeStatus(this.kube, this.events, bucket, { fields: {}, state: 'degraded', reason: 'InvalidSpec', message: parsed.error.message });
       return {};
@@ -73,7 +70,7 @@ export class BucketReconciler implements Reconciler {
       live = await this.ensureStack(namespace);
     } catch (err) {
       // What the API server or the database refused shows in status, not only in the log; then backoff.
-      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, ...lastCounted(bucket) }, state: 'degraded', reason: 'StackApplyFailed', message: (err as Error).message });
+      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, }, state: 'degraded', reason: 'StackApplyFailed', message: (err as Error).message });
       throw err;
     }
     // Two resources naming one bucket would share it, and a Delete policy on one would empty the
@@ -81,7 +78,7 @@ export class BucketReconciler implements Reconciler {
     const holder = live.find((b) => b.metadata.uid !== bucket.metadata.uid && resolvedName(b) === bucketName && claimsEarlier(b, bucket));
     if (holder) {
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint, ...lastCounted(bucket) },
+        fields: { bucketName, endpoint, },
         state: 'degraded',
         reason: 'BucketNameTaken',
         message: `Bucket ${holder.metadata.name} of this namespace already manages bucket ${bucketName}`,
@@ -93,7 +90,7 @@ export class BucketReconciler implements Reconciler {
       // Past the progress deadline a stack that does not come up is a failure, not progress.
       const stalled = notReadyForMs(bucket.status?.conditions) > this.settings.progressDeadlineSeconds * 1000;
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint, ...lastCounted(bucket) },
+        fields: { bucketName, endpoint, },
         state: stalled ? 'degraded' : 'progressing',
         reason: stalled ? 'StackNotReady' : 'WaitingForStorageStack',
         message: stalled
@@ -107,11 +104,16 @@ export class BucketReconciler implements Reconciler {
     try {
       backend = await this.backendConfig(namespace, spec, bucketName);
     } catch (err) {
-      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, ...lastCounted(bucket) }, state: 'degraded', reason: 'MissingCredentials', message: (err as Error).message });
+      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, }, state: 'degraded', reason: 'MissingCredentials', message: (err as Error).message });
       return { requeueAfterMs: 30_000 };
     }
     try {
       const outcome = await service.ensureBucket(bucketName, backend);
+      // The finalizer is the record that the bucket exists in the object store (never the status):
+      // a resource deleted before its bucket was made goes at once, with nothing to clean up.
+      if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) {
+        await this.kube.mergePatch(refOf(bucket), { metadata: { finalizers: [...(bucket.metadata.finalizers ?? []), BUCKET_FINALIZER] } });
+      }
       if (outcome === 'created') await this.events.event(bucket, 'Normal', 'BucketCreated', `bucket ${bucketName} created on the ${backend.kind} backend`);
       // Without spec.lifecycle / spec.cors the bucket's rules of that kind are left to S3 clients.
       if (spec.lifecycle && (await service.ensureConfig(bucketName, 'lifecycle', spec.lifecycle.rules.map(lifecycleRuleBody))) === 'updated') {
@@ -124,7 +126,7 @@ export class BucketReconciler implements Reconciler {
       const conflict = err instanceof BucketConflictError;
       const refused = err instanceof BackendRefusedError;
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint, ...lastCounted(bucket) },
+        fields: { bucketName, endpoint, },
         state: 'degraded',
         reason: conflict ? 'BucketUnavailable' : refused ? 'BackendRefused' : 'ObjectStoreError',
         message: (err as Error).message,
@@ -225,10 +227,6 @@ export class BucketReconciler implements Reconciler {
     const service = spec?.deletionPolicy === 'Delete' && others.length === 0 ? await this.serviceIfReady(namespace) : undefined;
     if (spec?.deletionPolicy === 'Delete' && others.length > 0) {
       await this.events.event(bucket, 'Normal', 'BucketRetained', `bucket ${bucketName} is kept: Bucket ${others[0]!.metadata.name} still uses it`);
-    } else if (spec?.deletionPolicy === 'Delete' && !service && bucket.status?.objectCount === undefined) {
-      // Never reported ready: the bucket was never made, and a stack that never came up must not
-      // hold the resource forever.
-      await this.events.event(bucket, 'Normal', 'BucketNeverCreated', `bucket ${bucketName} was never created; nothing to delete`);
     } else if (spec?.deletionPolicy === 'Delete' && !service) {
       // Without a running stack the bucket cannot be deleted yet: retry with backoff, unless the stack
       // will never come back (its namespace is going) or has been gone past the deadline.
@@ -255,15 +253,6 @@ async function stackGivenUpReason(kube: KubeClient, bucket: Bucket, namespace: s
   const since = new Date(bucket.metadata.deletionTimestamp ?? now).getTime();
   if (now - since >= deadlineMs) return `the storage stack has not been ready for ${Math.round(deadlineMs / 1000)} s since the deletion began`;
   return undefined;
-}
-
-/**
- * The last object count and bytes read from the stack, kept while the stack cannot be asked: a count
- * in status is what tells a deletion that the bucket was made (and must be deleted or waited for).
- */
-function lastCounted(b: Bucket): { objectCount?: number; bytes?: number } {
-  const { objectCount, bytes } = b.status ?? {};
-  return { ...(objectCount !== undefined ? { objectCount } : {}), ...(bytes !== undefined ? { bytes } : {}) };
 }
 
 /** The object-store bucket a Bucket resource names (spec.bucketName, else its own name). */
