@@ -108,12 +108,13 @@ export class BucketReconciler implements Reconciler {
       return { requeueAfterMs: 30_000 };
     }
     try {
-      const outcome = await service.ensureBucket(bucketName, backend);
-      // The finalizer is the record that the bucket exists in the object store (never the status):
-      // a resource deleted before its bucket was made goes at once, with nothing to clean up.
+      // The finalizer is the record that the bucket may exist in the object store (never the status):
+      // added just before the bucket is made, so a resource deleted before then goes at once, and
+      // one deleted after it never goes without its deletion policy applied.
       if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) {
         await this.kube.mergePatch(refOf(bucket), { metadata: { finalizers: [...(bucket.metadata.finalizers ?? []), BUCKET_FINALIZER] } });
       }
+      const outcome = await service.ensureBucket(bucketName, backend);
       if (outcome === 'created') await this.events.event(bucket, 'Normal', 'BucketCreated', `bucket ${bucketName} created on the ${backend.kind} backend`);
       // Without spec.lifecycle / spec.cors the bucket's rules of that kind are left to S3 clients.
       if (spec.lifecycle && (await service.ensureConfig(bucketName, 'lifecycle', spec.lifecycle.rules.map(lifecycleRuleBody))) === 'updated') {
