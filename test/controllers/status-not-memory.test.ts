@@ -1,12 +1,11 @@
 import { expect } from 'chai';
 import { BucketReconciler } from '../../controllers/bucket/bucket-reconciler.js';
 import { HttpBucketService } from '../../controllers/bucket/bucket-service.js';
-import { secretValue } from '../../controllers/bucket/stack-secrets.js';
 import { ImageIndexReconciler } from '../../controllers/image-index/image-index-reconciler.js';
 import type { IndexWorkerClient } from '../../controllers/image-index/index-worker-client.js';
 import type { FakeKubeServer } from '../support/fake-kube/index.js';
-import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
-import { RecordingControlPlane } from './support/recording-control-plane.js';
+import { eventReasons, eventually, markDeploymentReady, mustGet, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { bringUpStack, useStackFixture } from './support/stack-fixture.js';
 
 const NS = 'memory';
 const GROUP_VERSION = 'strata.dev/v1alpha1';
@@ -23,18 +22,10 @@ const poke = (h: Harness, kind: string, name: string, value: string) =>
 
 /** Status is rebuilt from the world on every reconcile; losing it changes no decision. */
 describe('status is never the controllers\u2019 memory', () => {
-  let h: Harness;
-  let cp: RecordingControlPlane | undefined;
-  beforeEach(async () => {
-    h = await startHarness();
-    cp = undefined;
-  });
-  afterEach(async () => {
-    await h.stop();
-    await cp?.stop();
-  });
+  const fixture = useStackFixture();
 
   it('ImageIndex: the Jobs tell which requests ran, how they ended and when the last merge was; nothing runs or is reported twice', async () => {
+    const { h } = fixture;
     const worker: IndexWorkerClient = { status: async () => ({ vectors: 10, bufferSize: 0 }) };
     h.start([new ImageIndexReconciler(h.cached, h.events, TEST_SETTINGS, worker)]);
     await h.kube.apply({
@@ -74,13 +65,10 @@ describe('status is never the controllers\u2019 memory', () => {
   });
 
   it('Bucket: a lost status does not make a Delete-policy Bucket whose bucket exists look never made', async () => {
-    h.start([new BucketReconciler(h.cached, h.events, TEST_SETTINGS, (access) => new HttpBucketService({ ...access, controlPlaneUrl: cp!.url }))]);
+    const { h } = fixture;
+    h.start([new BucketReconciler(h.cached, h.events, TEST_SETTINGS, (access) => new HttpBucketService({ ...access, controlPlaneUrl: fixture.cp!.url }))]);
     await h.kube.apply({ apiVersion: GROUP_VERSION, kind: 'Bucket', metadata: { name: 'photos', namespace: NS }, spec: { deletionPolicy: 'Delete' } } as never);
-    const internal = await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
-    cp = await new RecordingControlPlane(secretValue(internal as never, 'STRATA_INTERNAL_TOKEN')!).start();
-    await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-    markDeploymentReady(h.fake, NS, 'strata-control-plane');
-    markDeploymentReady(h.fake, NS, 'strata-gateway');
+    const cp = await bringUpStack(fixture, NS);
     await eventually(() => expect((stored(h.fake, GROUP_VERSION, 'Bucket', NS, 'photos') as Doc).status?.objectCount).to.equal(0), 'ready');
     cp.buckets.get('photos')!.objects.push('kept-until-deleted');
 

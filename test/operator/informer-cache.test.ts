@@ -1,13 +1,12 @@
 import { expect } from 'chai';
 import { BucketReconciler } from '../../controllers/bucket/bucket-reconciler.js';
 import { HttpBucketService } from '../../controllers/bucket/bucket-service.js';
-import { secretValue } from '../../controllers/bucket/stack-secrets.js';
 import { ImageIndexReconciler } from '../../controllers/image-index/image-index-reconciler.js';
 import { ModelServerReconciler } from '../../controllers/model-server/model-server-reconciler.js';
 import type { Reconciler } from '../../controllers/support/reconciler.js';
 import { APPLIED_HASH_ANNOTATION } from '../../operator/desired-state.js';
-import { eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, type Doc, type Harness } from '../controllers/support/harness.js';
-import { RecordingControlPlane } from '../controllers/support/recording-control-plane.js';
+import { eventually, markDeploymentReady, mustGet, stored, TEST_SETTINGS, type Doc, type Harness } from '../controllers/support/harness.js';
+import { bringUpStack, useStackFixture } from '../controllers/support/stack-fixture.js';
 
 const NS = 'store';
 
@@ -24,26 +23,14 @@ async function settle(h: Harness, reconciler: Reconciler, name: string): Promise
 }
 
 describe('shared informers and the cached client', () => {
-  let h: Harness;
-  let cp: RecordingControlPlane | undefined;
-
-  beforeEach(async () => {
-    h = await startHarness();
-    cp = undefined;
-  });
-  afterEach(async () => {
-    await h.stop();
-    await cp?.stop();
-  });
+  const fixture = useStackFixture();
 
   it('reconciles an unchanged Bucket without a single request to the API server, and re-applies only what drifted', async () => {
-    const bucket = new BucketReconciler(h.cached, h.events, TEST_SETTINGS, (access) => new HttpBucketService({ ...access, controlPlaneUrl: cp!.url }));
+    const { h } = fixture;
+    const bucket = new BucketReconciler(h.cached, h.events, TEST_SETTINGS, (access) => new HttpBucketService({ ...access, controlPlaneUrl: fixture.cp!.url }));
     h.start([bucket]);
     await h.kube.apply({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'photos', namespace: NS }, spec: {} } as never);
-    await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack applied');
-    cp = await new RecordingControlPlane(secretValue(mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal') as never, 'STRATA_INTERNAL_TOKEN')!).start();
-    markDeploymentReady(h.fake, NS, 'strata-control-plane');
-    markDeploymentReady(h.fake, NS, 'strata-gateway');
+    await bringUpStack(fixture, NS);
     await eventually(() => expect((stored(h.fake, 'strata.dev/v1alpha1', 'Bucket', NS, 'photos') as Doc).status?.objectCount).to.equal(0), 'bucket ready');
     expect(mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway').metadata.annotations?.[APPLIED_HASH_ANNOTATION]).to.match(/^[0-9a-f]{32}$/);
 
@@ -67,6 +54,7 @@ describe('shared informers and the cached client', () => {
   });
 
   it('applies exactly the objects whose configuration a spec change alters', async () => {
+    const { h } = fixture;
     const ms = new ModelServerReconciler(h.cached, h.events, TEST_SETTINGS);
     h.start([ms]);
     const modelServer = (replicas: number) => ({ apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', metadata: { name: 'tiny', namespace: NS }, spec: { replicas } });
@@ -87,6 +75,7 @@ describe('shared informers and the cached client', () => {
   });
 
   it('lists and watches each kind once for every controller that needs it', async () => {
+    const { h } = fixture;
     const manager = h.start([
       new BucketReconciler(h.cached, h.events, TEST_SETTINGS),
       new ImageIndexReconciler(h.cached, h.events, TEST_SETTINGS),
