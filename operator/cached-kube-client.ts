@@ -34,21 +34,33 @@ const refKey = (ref: ObjectRef) => `${ref.apiVersion}|${ref.kind}|${ref.namespac
  * informers' caches, and an apply whose configuration is what the live object was last applied from
  * (same hash annotation, no field drifted since) sends nothing.
  *
- * Kinds no informer watches (Secrets: the operator may not list or watch them) are kept in a memo of
- * what this client last read or wrote, dropped at every resync: generated Secrets never change, and
- * any other change is seen within one resync period.
+ * Kinds no informer watches (Secrets: the operator may not list or watch them; the database and broker
+ * operators' resources, whose APIs may not exist) are kept in a memo of what this client last read or
+ * wrote, dropped at every resync: generated Secrets never change, and any other change is seen
+ * within one resync period.
  */
 export class CachedKubeClient implements KubeClient {
   private memo = new Map<string, KubeObject>();
+  private servedApis = new Map<string, boolean>();
 
   constructor(
     private readonly inner: KubeClient,
     private readonly informers: SharedInformerFactory,
-    private readonly memoKinds: string[] = ['Secret'],
+    private readonly memoKinds: string[] = ['Secret', 'Cluster', 'RabbitmqCluster'],
   ) {
     informers.onResync(() => {
       this.memo = new Map();
+      this.servedApis = new Map();
     });
+  }
+
+  /** Asked once per resync period: a CRD installed later is seen within one. */
+  async servesApi(apiVersion: string): Promise<boolean> {
+    const known = this.servedApis.get(apiVersion);
+    if (known !== undefined) return known;
+    const served = await this.inner.servesApi(apiVersion);
+    this.servedApis.set(apiVersion, served);
+    return served;
   }
 
   async apply<T extends KubeObject>(obj: T): Promise<T> {

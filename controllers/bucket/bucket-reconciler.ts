@@ -1,14 +1,15 @@
 import { API_VERSION, BUCKET_KIND, bucketSpec, type Bucket, type BucketSpec } from '../api/index.js';
 import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
 import { refOf } from '../support/kube-client.js';
-import { isBeingDeleted, sharedOwnerRefs } from '../support/ownership.js';
+import { isBeingDeleted, MANAGED_SELECTOR, sharedOwnerRefs } from '../support/ownership.js';
 import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import { claimForApply, notReadyForMs } from '../support/apply.js';
 import { writeStatus } from '../support/status-writer.js';
 import { BackendRefusedError, BucketConflictError, HttpBucketService, corsRuleBody, lifecycleRuleBody, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
 import { PgDatabaseProvisioner, type DatabaseProvisioner } from './database-provisioner.js';
-import { bundledPostgres } from './render-backing-services.js';
+import { bundledPostgres, bundledRabbitmq } from './render-backing-services.js';
+import { CNPG_CLUSTER, RABBITMQ_CLUSTER, type BackingProviders } from './render-operated-backing.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
 import { stackIdentity } from './stack-identity.js';
 import { backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
@@ -165,10 +166,23 @@ export class BucketReconciler implements Reconciler {
       this.databases ??= new PgDatabaseProvisioner(this.settings.postgresUrl);
       await this.databases.ensure(stackIdentity(namespace), credentials.postgresPassword);
     }
-    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials)) {
+    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials, await this.backingProviders(namespace))) {
       await this.kube.apply(obj.kind === 'PersistentVolumeClaim' ? claimForApply(obj, await this.kube.get(refOf(obj))) : obj);
     }
     return buckets;
+  }
+
+  /**
+   * CloudNativePG and the RabbitMQ cluster operator run the namespace's bundled servers where their
+   * APIs exist, unless the stack already runs its own StatefulSet (its data stays where it is).
+   */
+  private async backingProviders(namespace: string): Promise<BackingProviders> {
+    const own = new Set((await this.kube.list<KubeObject>('apps/v1', 'StatefulSet', namespace, MANAGED_SELECTOR)).map((s) => s.metadata.name));
+    const operated = async (statefulSet: string, apiVersion: string) => !own.has(statefulSet) && (await this.kube.servesApi(apiVersion));
+    return {
+      postgres: bundledPostgres(this.settings) && (await operated(STACK.postgres.name, CNPG_CLUSTER.apiVersion)) ? 'cloudnative-pg' : 'statefulset',
+      rabbitmq: bundledRabbitmq(this.settings) && (await operated(STACK.rabbitmq.name, RABBITMQ_CLUSTER.apiVersion)) ? 'rabbitmq-operator' : 'statefulset',
+    };
   }
 
   /** A client for the namespace's stack once its control plane and gateway report ready. */
