@@ -1,7 +1,8 @@
-import { KubernetesObjectApi, makeInformer, type Informer, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../images/service-kit/src/index.js';
-import { MANAGED_BY } from '../controllers/support/ownership.js';
-import type { Reconciler, WatchedKind } from '../controllers/support/reconciler.js';
+import { MANAGED_SELECTOR } from '../controllers/support/ownership.js';
+import type { Reconciler } from '../controllers/support/reconciler.js';
+import type { SharedInformerFactory } from './shared-informer.js';
 import type { OperatorMetrics } from './metrics.js';
 import { WorkQueue } from './work-queue.js';
 
@@ -10,7 +11,7 @@ export interface RunnerOptions {
   metrics: OperatorMetrics;
   /** Concurrent reconciles of this controller (different keys only). */
   workers: number;
-  /** Every so often every primary object is re-listed and queued: informers can go silent. */
+  /** Every so often the informers relist and every primary object is queued: informers can go silent. */
   resyncPeriodMs: number;
   /** First retry delay of a failing key; doubles per failure. */
   baseBackoffMs: number;
@@ -19,101 +20,57 @@ export interface RunnerOptions {
   namespace?: string;
 }
 
-function restPath(kind: WatchedKind, namespace?: string): string {
-  const base = kind.apiVersion.includes('/') ? `/apis/${kind.apiVersion}` : `/api/${kind.apiVersion}`;
-  return `${base}${namespace ? `/namespaces/${namespace}` : ''}/${kind.plural}`;
-}
-
 /**
- * Runs one reconciler: informers on its custom resource and on the kinds it owns feed a rate-limited
- * work queue; workers call reconcile() per key and requeue with backoff on failure.
+ * Runs one reconciler: the shared informers of its custom resource and of the kinds it owns feed a
+ * rate-limited work queue; workers call reconcile() per key and requeue with backoff on failure.
  */
 export class ControllerRunner {
   readonly queue: WorkQueue;
-  private readonly objects: KubernetesObjectApi;
-  private informers: Array<Informer<KubernetesObject>> = [];
   private workers: Array<Promise<void>> = [];
-  private resyncTimer?: NodeJS.Timeout;
-  private stopped = false;
   private synced = false;
 
   constructor(
-    private readonly kc: KubeConfig,
+    private readonly informers: SharedInformerFactory,
     private readonly reconciler: Reconciler,
     private readonly opts: RunnerOptions,
   ) {
     this.queue = new WorkQueue(opts.baseBackoffMs, opts.maxBackoffMs);
-    this.objects = KubernetesObjectApi.makeApiClient(kc);
   }
 
   get hasSynced(): boolean {
     return this.synced;
   }
 
-  async start(): Promise<void> {
-    this.stopped = false;
+  /** Subscribe to the informers this controller needs (before the factory starts them). */
+  register(): void {
     const { primary, owns } = this.reconciler;
-    const primaryInformer = this.watch(primary, undefined, (obj) => [keyOf(obj)]);
-    const ownedInformers = owns.map((kind) =>
-      this.watch(kind, `app.kubernetes.io/managed-by=${MANAGED_BY}`, (obj) =>
-        (obj.metadata?.ownerReferences ?? [])
-          .filter((ref) => ref.apiVersion === primary.apiVersion && ref.kind === primary.kind)
-          .map((ref) => `${obj.metadata?.namespace ?? ''}/${ref.name}`),
-      ),
-    );
-    this.informers = [primaryInformer, ...ownedInformers];
-    await Promise.all(this.informers.map((i) => i.start()));
+    const { namespace } = this.opts;
+    this.informers.informerFor({ ...primary, namespace }).onChange((obj) => this.enqueue(keyOf(obj)));
+    for (const kind of owns) {
+      this.informers.informerFor({ ...kind, namespace, labelSelector: MANAGED_SELECTOR }).onChange((obj) => {
+        for (const ref of obj.metadata?.ownerReferences ?? []) {
+          if (ref.apiVersion === primary.apiVersion && ref.kind === primary.kind) this.enqueue(`${obj.metadata?.namespace ?? ''}/${ref.name}`);
+        }
+      });
+    }
+  }
+
+  /** Start the workers once the informers have synced. */
+  start(): void {
     this.synced = true;
     for (let i = 0; i < this.opts.workers; i++) this.workers.push(this.work());
-    this.resyncTimer = setInterval(() => void this.resync(), this.opts.resyncPeriodMs);
-    this.resyncTimer.unref();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.resyncTimer) clearInterval(this.resyncTimer);
-    await Promise.all(this.informers.map((i) => i.stop()));
     this.queue.shutdown();
     await Promise.all(this.workers);
     this.workers = [];
     this.synced = false;
   }
 
-  private watch(kind: WatchedKind, labelSelector: string | undefined, keysOf: (obj: KubernetesObject) => string[]): Informer<KubernetesObject> {
-    const { namespace } = this.opts;
-    const list = () => this.objects.list(kind.apiVersion, kind.kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
-    const informer = makeInformer(this.kc, restPath(kind, namespace), list, labelSelector);
-    const enqueue = (obj: KubernetesObject) => {
-      for (const key of keysOf(obj)) this.enqueue(key);
-    };
-    informer.on('add', enqueue);
-    informer.on('update', enqueue);
-    informer.on('delete', enqueue);
-    // client-node's informer does not restart after an error: restart it after a pause.
-    informer.on('error', (err: unknown) => {
-      if (this.stopped) return;
-      this.opts.logger.warn({ err, kind: kind.kind }, 'watch failed, restarting');
-      setTimeout(() => {
-        if (!this.stopped) informer.start().catch(() => undefined);
-      }, 1000).unref();
-    });
-    return informer;
-  }
-
   private enqueue(key: string): void {
     this.queue.add(key);
     this.opts.metrics.queueDepth.set({ controller: this.reconciler.name }, this.queue.depth);
-  }
-
-  /** List every primary object afresh and queue it: level-based safety net for missed events. */
-  private async resync(): Promise<void> {
-    try {
-      const { primary } = this.reconciler;
-      const list = await this.objects.list(primary.apiVersion, primary.kind, this.opts.namespace);
-      for (const obj of list.items) this.enqueue(keyOf(obj));
-    } catch (err) {
-      this.opts.logger.warn({ err }, 'resync list failed');
-    }
   }
 
   private async work(): Promise<void> {

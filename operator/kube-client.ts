@@ -1,5 +1,6 @@
 import {
   ApiException,
+  ApisApi,
   CustomObjectsApi,
   KubernetesObjectApi,
   PatchStrategy,
@@ -27,10 +28,18 @@ export function isConflict(err: unknown): boolean {
 export class ClientNodeKubeClient implements KubeClient {
   private readonly objects: KubernetesObjectApi;
   private readonly custom: CustomObjectsApi;
+  private readonly apis: ApisApi;
 
   constructor(kc: KubeConfig) {
     this.objects = KubernetesObjectApi.makeApiClient(kc);
     this.custom = kc.makeApiClient(CustomObjectsApi);
+    this.apis = kc.makeApiClient(ApisApi);
+  }
+
+  async servesApi(apiVersion: string): Promise<boolean> {
+    if (!apiVersion.includes('/')) return apiVersion === 'v1';
+    const { groups } = await this.apis.getAPIVersions();
+    return groups.some((g) => g.versions.some((v) => v.groupVersion === apiVersion));
   }
 
   async apply<T extends KubeObject>(obj: T): Promise<T> {

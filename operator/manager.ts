@@ -2,6 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../images/service-kit/src/index.js';
 import type { Reconciler } from '../controllers/support/reconciler.js';
 import { ControllerRunner, type RunnerOptions } from './controller-runner.js';
+import { SharedInformerFactory } from './shared-informer.js';
 import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
 import type { OperatorMetrics } from './metrics.js';
 
@@ -9,6 +10,8 @@ export interface ManagerOptions extends Omit<RunnerOptions, 'logger' | 'metrics'
   logger: Logger;
   metrics: OperatorMetrics;
   reconcilers: Reconciler[];
+  /** The informers the reconcilers' cached client reads from; the manager makes its own when unset. */
+  informers?: SharedInformerFactory;
   /** Without it every replica reconciles (fine for one replica and for tests). */
   leaderElection?: Omit<LeaderElectionOptions, 'onStartedLeading' | 'onStoppedLeading'>;
 }
@@ -22,11 +25,15 @@ export class Manager {
   private elector?: LeaderElector;
   private transition: Promise<void> = Promise.resolve();
   private started = false;
+  private resyncTimer?: NodeJS.Timeout;
+  private readonly informers: SharedInformerFactory;
 
   constructor(
     private readonly kc: KubeConfig,
     private readonly opts: ManagerOptions,
-  ) {}
+  ) {
+    this.informers = opts.informers ?? new SharedInformerFactory(kc, opts.logger);
+  }
 
   get isLeader(): boolean {
     return this.elector ? this.elector.isLeader : this.started;
@@ -37,9 +44,10 @@ export class Manager {
     return this.runners.length;
   }
 
-  /** Ready when started; a standby replica is ready too (it serves metrics and waits to lead). */
+  /** Ready once every controller's informers have synced; a standby replica is ready too (it serves metrics and waits to lead). */
   get isReady(): boolean {
-    return this.started && this.runners.every((r) => r.hasSynced);
+    const controllersSynced = this.runners.length === this.opts.reconcilers.length && this.runners.every((r) => r.hasSynced);
+    return this.started && (!this.isLeader || controllersSynced);
   }
 
   start(): void {
@@ -98,16 +106,29 @@ export class Manager {
 
   private async startControllers(): Promise<void> {
     if (this.runners.length) return;
-    const { reconcilers, logger, ...runnerOpts } = this.opts;
-    this.runners = reconcilers.map((r) => new ControllerRunner(this.kc, r, { ...runnerOpts, logger: logger.child({ controller: r.name }) }));
-    await Promise.all(this.runners.map((r) => r.start()));
+    const { reconcilers, logger, informers: _informers, leaderElection: _le, ...runnerOpts } = this.opts;
+    const runners = reconcilers.map((r) => new ControllerRunner(this.informers, r, { ...runnerOpts, logger: logger.child({ controller: r.name }) }));
+    // Every controller subscribes first, so that each kind is listed and watched once for all of them.
+    for (const r of runners) r.register();
+    try {
+      await this.informers.start();
+    } catch (err) {
+      this.informers.stop();
+      throw err;
+    }
+    this.runners = runners;
+    for (const r of runners) r.start();
+    this.resyncTimer = setInterval(() => void this.informers.resync(), runnerOpts.resyncPeriodMs);
+    this.resyncTimer.unref();
     logger.info({ controllers: reconcilers.map((r) => r.name) }, 'controllers started');
   }
 
   private async stopControllers(): Promise<void> {
     const runners = this.runners;
     this.runners = [];
+    if (this.resyncTimer) clearInterval(this.resyncTimer);
     await Promise.all(runners.map((r) => r.stop()));
+    this.informers.stop();
     if (runners.length) this.opts.logger.info('controllers stopped');
   }
 }

@@ -3,9 +3,11 @@ import { createApp, createLogger, createRegistry, listen, type RunningService } 
 import { createReconcilers, type ReconcilerDeps } from '../controllers/index.js';
 import { leaderIdentity, settingsFrom, type OperatorEnv } from './config.js';
 import { KubeEventRecorder } from './event-recorder.js';
+import { CachedKubeClient } from './cached-kube-client.js';
 import { ClientNodeKubeClient } from './kube-client.js';
 import { Manager } from './manager.js';
 import { createOperatorMetrics } from './metrics.js';
+import { SharedInformerFactory } from './shared-informer.js';
 
 export interface RunningOperator {
   manager: Manager;
@@ -21,11 +23,13 @@ export async function startOperator(kc: KubeConfig, cfg: OperatorEnv, overrides:
   const logger = createLogger('operator', cfg.LOG_LEVEL);
   const registry = createRegistry('operator');
   const metrics = createOperatorMetrics(registry);
-  const kube = new ClientNodeKubeClient(kc);
+  const informers = new SharedInformerFactory(kc, logger);
+  const kube = new CachedKubeClient(new ClientNodeKubeClient(kc), informers);
   const events = new KubeEventRecorder(kc, logger);
   const manager = new Manager(kc, {
     logger,
     metrics,
+    informers,
     reconcilers: createReconcilers({ kube, events, settings: settingsFrom(cfg), ...overrides }),
     workers: cfg.WORKERS_PER_CONTROLLER,
     resyncPeriodMs: cfg.RESYNC_PERIOD_SECONDS * 1000,

@@ -56,7 +56,7 @@ export const imageIndexStatus = z.object({
   activeJob: z.string().optional().describe('Name of the running merge or rebuild Job.'),
   handledMergeRequest: z.string().optional().describe('The last mergeRequest value a Job was run for.'),
   handledRebuildRequest: z.string().optional().describe('The last rebuildRequest value a Job was run for.'),
-  jobCount: z.number().int().optional().describe('Merge and rebuild Jobs started so far.'),
+  jobCount: z.number().int().optional().describe("Merge and rebuild Jobs of this index that exist (a request's Job is kept as the record that it was handled)."),
 });
 
 export type ImageIndexSpec = z.infer<typeof imageIndexSpec>;

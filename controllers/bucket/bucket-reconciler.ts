@@ -1,14 +1,15 @@
 import { API_VERSION, BUCKET_KIND, bucketSpec, type Bucket, type BucketSpec } from '../api/index.js';
 import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
 import { refOf } from '../support/kube-client.js';
-import { isBeingDeleted, sharedOwnerRefs } from '../support/ownership.js';
+import { isBeingDeleted, MANAGED_SELECTOR, sharedOwnerRefs } from '../support/ownership.js';
 import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import { claimForApply, notReadyForMs } from '../support/apply.js';
 import { writeStatus } from '../support/status-writer.js';
 import { BackendRefusedError, BucketConflictError, HttpBucketService, corsRuleBody, lifecycleRuleBody, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
 import { PgDatabaseProvisioner, type DatabaseProvisioner } from './database-provisioner.js';
-import { bundledPostgres } from './render-backing-services.js';
+import { bundledPostgres, bundledRabbitmq } from './render-backing-services.js';
+import { CNPG_CLUSTER, RABBITMQ_CLUSTER, type BackingProviders } from './render-operated-backing.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
 import { stackIdentity } from './stack-identity.js';
 import { backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
@@ -40,6 +41,8 @@ export class BucketReconciler implements Reconciler {
     { apiVersion: 'v1', kind: 'Service', plural: 'services' },
     { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps' },
     { apiVersion: 'batch/v1', kind: 'CronJob', plural: 'cronjobs' },
+    { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' },
+    { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims' },
   ];
 
   constructor(
@@ -55,9 +58,6 @@ export class BucketReconciler implements Reconciler {
     if (!bucket) return {};
     const parsed = bucketSpec.safeParse(bucket.spec ?? {});
     if (isBeingDeleted(bucket)) return this.finalize(bucket, parsed.success ? parsed.data : undefined);
-    if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) {
-      await this.kube.mergePatch(refOf(bucket), { metadata: { finalizers: [...(bucket.metadata.finalizers ?? []), BUCKET_FINALIZER] } });
-    }
     if (!parsed.success) {
       await writeStatus(this.kube, this.events, bucket, { fields: {}, state: 'degraded', reason: 'InvalidSpec', message: parsed.error.message });
       return {};
@@ -71,7 +71,7 @@ export class BucketReconciler implements Reconciler {
       live = await this.ensureStack(namespace);
     } catch (err) {
       // What the API server or the database refused shows in status, not only in the log; then backoff.
-      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, ...lastCounted(bucket) }, state: 'degraded', reason: 'StackApplyFailed', message: (err as Error).message });
+      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, }, state: 'degraded', reason: 'StackApplyFailed', message: (err as Error).message });
       throw err;
     }
     // Two resources naming one bucket would share it, and a Delete policy on one would empty the
@@ -79,7 +79,7 @@ export class BucketReconciler implements Reconciler {
     const holder = live.find((b) => b.metadata.uid !== bucket.metadata.uid && resolvedName(b) === bucketName && claimsEarlier(b, bucket));
     if (holder) {
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint, ...lastCounted(bucket) },
+        fields: { bucketName, endpoint, },
         state: 'degraded',
         reason: 'BucketNameTaken',
         message: `Bucket ${holder.metadata.name} of this namespace already manages bucket ${bucketName}`,
@@ -91,7 +91,7 @@ export class BucketReconciler implements Reconciler {
       // Past the progress deadline a stack that does not come up is a failure, not progress.
       const stalled = notReadyForMs(bucket.status?.conditions) > this.settings.progressDeadlineSeconds * 1000;
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint, ...lastCounted(bucket) },
+        fields: { bucketName, endpoint, },
         state: stalled ? 'degraded' : 'progressing',
         reason: stalled ? 'StackNotReady' : 'WaitingForStorageStack',
         message: stalled
@@ -105,10 +105,16 @@ export class BucketReconciler implements Reconciler {
     try {
       backend = await this.backendConfig(namespace, spec, bucketName);
     } catch (err) {
-      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, ...lastCounted(bucket) }, state: 'degraded', reason: 'MissingCredentials', message: (err as Error).message });
+      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, }, state: 'degraded', reason: 'MissingCredentials', message: (err as Error).message });
       return { requeueAfterMs: 30_000 };
     }
     try {
+      // The finalizer is the record that the bucket may exist in the object store (never the status):
+      // added just before the bucket is made, so a resource deleted before then goes at once, and
+      // one deleted after it never goes without its deletion policy applied.
+      if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) {
+        await this.kube.mergePatch(refOf(bucket), { metadata: { finalizers: [...(bucket.metadata.finalizers ?? []), BUCKET_FINALIZER] } });
+      }
       const outcome = await service.ensureBucket(bucketName, backend);
       if (outcome === 'created') await this.events.event(bucket, 'Normal', 'BucketCreated', `bucket ${bucketName} created on the ${backend.kind} backend`);
       // Without spec.lifecycle / spec.cors the bucket's rules of that kind are left to S3 clients.
@@ -122,7 +128,7 @@ export class BucketReconciler implements Reconciler {
       const conflict = err instanceof BucketConflictError;
       const refused = err instanceof BackendRefusedError;
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint, ...lastCounted(bucket) },
+        fields: { bucketName, endpoint, },
         state: 'degraded',
         reason: conflict ? 'BucketUnavailable' : refused ? 'BackendRefused' : 'ObjectStoreError',
         message: (err as Error).message,
@@ -160,10 +166,23 @@ export class BucketReconciler implements Reconciler {
       this.databases ??= new PgDatabaseProvisioner(this.settings.postgresUrl);
       await this.databases.ensure(stackIdentity(namespace), credentials.postgresPassword);
     }
-    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials)) {
+    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials, await this.backingProviders(namespace))) {
       await this.kube.apply(obj.kind === 'PersistentVolumeClaim' ? claimForApply(obj, await this.kube.get(refOf(obj))) : obj);
     }
     return buckets;
+  }
+
+  /**
+   * CloudNativePG and the RabbitMQ cluster operator run the namespace's bundled servers where their
+   * APIs exist, unless the stack already runs its own StatefulSet (its data stays where it is).
+   */
+  private async backingProviders(namespace: string): Promise<BackingProviders> {
+    const own = new Set((await this.kube.list<KubeObject>('apps/v1', 'StatefulSet', namespace, MANAGED_SELECTOR)).map((s) => s.metadata.name));
+    const operated = async (statefulSet: string, apiVersion: string) => !own.has(statefulSet) && (await this.kube.servesApi(apiVersion));
+    return {
+      postgres: bundledPostgres(this.settings) && (await operated(STACK.postgres.name, CNPG_CLUSTER.apiVersion)) ? 'cloudnative-pg' : 'statefulset',
+      rabbitmq: bundledRabbitmq(this.settings) && (await operated(STACK.rabbitmq.name, RABBITMQ_CLUSTER.apiVersion)) ? 'rabbitmq-operator' : 'statefulset',
+    };
   }
 
   /** A client for the namespace's stack once its control plane and gateway report ready. */
@@ -223,10 +242,6 @@ export class BucketReconciler implements Reconciler {
     const service = spec?.deletionPolicy === 'Delete' && others.length === 0 ? await this.serviceIfReady(namespace) : undefined;
     if (spec?.deletionPolicy === 'Delete' && others.length > 0) {
       await this.events.event(bucket, 'Normal', 'BucketRetained', `bucket ${bucketName} is kept: Bucket ${others[0]!.metadata.name} still uses it`);
-    } else if (spec?.deletionPolicy === 'Delete' && !service && bucket.status?.objectCount === undefined) {
-      // Never reported ready: the bucket was never made, and a stack that never came up must not
-      // hold the resource forever.
-      await this.events.event(bucket, 'Normal', 'BucketNeverCreated', `bucket ${bucketName} was never created; nothing to delete`);
     } else if (spec?.deletionPolicy === 'Delete' && !service) {
       // Without a running stack the bucket cannot be deleted yet: retry with backoff, unless the stack
       // will never come back (its namespace is going) or has been gone past the deadline.
@@ -253,15 +268,6 @@ async function stackGivenUpReason(kube: KubeClient, bucket: Bucket, namespace: s
   const since = new Date(bucket.metadata.deletionTimestamp ?? now).getTime();
   if (now - since >= deadlineMs) return `the storage stack has not been ready for ${Math.round(deadlineMs / 1000)} s since the deletion began`;
   return undefined;
-}
-
-/**
- * The last object count and bytes read from the stack, kept while the stack cannot be asked: a count
- * in status is what tells a deletion that the bucket was made (and must be deleted or waited for).
- */
-function lastCounted(b: Bucket): { objectCount?: number; bytes?: number } {
-  const { objectCount, bytes } = b.status ?? {};
-  return { ...(objectCount !== undefined ? { objectCount } : {}), ...(bytes !== undefined ? { bytes } : {}) };
 }
 
 /** The object-store bucket a Bucket resource names (spec.bucketName, else its own name). */

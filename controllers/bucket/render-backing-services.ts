@@ -6,6 +6,7 @@ import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import type { StackIdentity } from './stack-identity.js';
 import { BACKING_KEYS, type BackingCredentials } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
+import { cnpgPrimaryService, cnpgReplicaService, renderCnpgCluster, renderRabbitmqCluster, STATEFULSET_PROVIDERS, type BackingProviders } from './render-operated-backing.js';
 
 const POSTGRES_IMAGE = 'postgres:16.4';
 const RABBITMQ_IMAGE = 'rabbitmq:3.13.7';
@@ -38,13 +39,20 @@ function asStackRole(url: string, identity: StackIdentity, password: string): st
  * broker user on the bundled RabbitMQ (an external broker's URL is used as given; the exchange and
  * queue names keep the namespaces apart there).
  */
-export function backingUrls(namespace: string, settings: OperatorSettings, identity: StackIdentity, credentials: BackingCredentials): BackingUrls {
+export function backingUrls(
+  namespace: string,
+  settings: OperatorSettings,
+  identity: StackIdentity,
+  credentials: BackingCredentials,
+  providers: BackingProviders = STATEFULSET_PROVIDERS,
+): BackingUrls {
   const host = (name: string) => serviceHost(settings, name, namespace);
   const pg = (hostName: string) => `postgres://${hostName}:${STACK.postgres.port}`;
+  const cnpg = providers.postgres === 'cloudnative-pg';
   return bundledPostgres(settings)
     ? {
-        postgresUrl: asStackRole(pg(host(STACK.postgres.name)), identity, credentials.postgresPassword),
-        postgresReplicaUrls: [asStackRole(pg(host(STACK.postgresReplica)), identity, credentials.postgresPassword)],
+        postgresUrl: asStackRole(pg(host(cnpg ? cnpgPrimaryService : STACK.postgres.name)), identity, credentials.postgresPassword),
+        postgresReplicaUrls: [asStackRole(pg(host(cnpg ? cnpgReplicaService : STACK.postgresReplica)), identity, credentials.postgresPassword)],
         amqpUrl: bundledRabbitmq(settings) ? rabbitmqUrl(namespace, settings, identity, credentials) : settings.amqpUrl,
       }
     : {
@@ -126,11 +134,20 @@ function server(s: ServerSpec, namespace: string, owners: OwnerReference[]): Man
 /**
  * The namespace's own PostgreSQL (a primary and a streaming replica, each a StatefulSet) and
  * RabbitMQ, when the operator was given no external URL for them: the first install needs nothing
- * preinstalled, and each namespace's data lives on its own servers.
+ * preinstalled, and each namespace's data lives on its own servers. Where the cluster runs
+ * CloudNativePG or the RabbitMQ cluster operator (`providers`), their resources instead.
  */
-export function renderBackingServices(namespace: string, owners: OwnerReference[], settings: OperatorSettings, identity: StackIdentity): Manifest[] {
+export function renderBackingServices(
+  namespace: string,
+  owners: OwnerReference[],
+  settings: OperatorSettings,
+  identity: StackIdentity,
+  credentials: BackingCredentials,
+  providers: BackingProviders = STATEFULSET_PROVIDERS,
+): Manifest[] {
   const out: Manifest[] = [];
-  if (bundledPostgres(settings)) {
+  if (bundledPostgres(settings) && providers.postgres === 'cloudnative-pg') out.push(...renderCnpgCluster(namespace, owners, settings, identity, credentials));
+  else if (bundledPostgres(settings)) {
     const pgEnv = [
       { name: 'PGDATA', value: PGDATA },
       { name: 'POSTGRES_USER', value: identity.role },
@@ -182,7 +199,8 @@ export function renderBackingServices(namespace: string, owners: OwnerReference[
       ),
     );
   }
-  if (bundledRabbitmq(settings)) {
+  if (bundledRabbitmq(settings) && providers.rabbitmq === 'rabbitmq-operator') out.push(...renderRabbitmqCluster(namespace, owners, identity, credentials));
+  else if (bundledRabbitmq(settings)) {
     out.push(
       ...server(
         {

@@ -6,6 +6,7 @@ import { DEFAULT_SETTINGS, imageFor, serviceHost, type OperatorSettings } from '
 import { redisClusterNodes, renderRedisCluster } from './render-redis-cluster.js';
 import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
 import { backingUrls, renderBackingServices } from './render-backing-services.js';
+import { STATEFULSET_PROVIDERS, type BackingProviders } from './render-operated-backing.js';
 import { stackIdentity } from './stack-identity.js';
 import { renderStackSecrets, type BackingCredentials } from './stack-secrets.js';
 import { PURGE_SCHEDULE, STACK } from './stack-names.js';
@@ -174,9 +175,15 @@ export function stackSettingsProblems(settings: Readonly<Record<string, string>>
  * of the namespace together, so it goes when the last Bucket goes. The data volume (and the Secrets,
  * see stack-secrets.ts) carry no owner: retained buckets keep their bytes.
  */
-export function renderStorageStack(namespace: string, owners: OwnerReference[], settings: OperatorSettings, credentials: BackingCredentials): Manifest[] {
+export function renderStorageStack(
+  namespace: string,
+  owners: OwnerReference[],
+  settings: OperatorSettings,
+  credentials: BackingCredentials,
+  providers: BackingProviders = STATEFULSET_PROVIDERS,
+): Manifest[] {
   const identity = stackIdentity(namespace);
-  const urls = backingUrls(namespace, settings, identity, credentials);
+  const urls = backingUrls(namespace, settings, identity, credentials, providers);
   const small = { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } };
   const config: Manifest = {
     apiVersion: 'v1',
@@ -288,5 +295,5 @@ export function renderStorageStack(namespace: string, owners: OwnerReference[], 
       },
     },
   };
-  return [config, platform, dataVolume, ...renderBackingServices(namespace, owners, settings, identity), ...controlPlane, ...dataPlane, ...gateway, ...renderRedisCluster(namespace, owners), purge];
+  return [config, platform, dataVolume, ...renderBackingServices(namespace, owners, settings, identity, credentials, providers), ...controlPlane, ...dataPlane, ...gateway, ...renderRedisCluster(namespace, owners), purge];
 }

@@ -1,6 +1,6 @@
 import { API_VERSION, nameProblem, IMAGE_INDEX_KIND, imageIndexSpec, type ImageIndex, type ImageIndexSpec, type ImageIndexStatus } from '../api/index.js';
-import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
-import { isBeingDeleted } from '../support/ownership.js';
+import { refOf, type EventRecorder, type KubeClient, type KubeObject } from '../support/kube-client.js';
+import { isBeingDeleted, MANAGED_SELECTOR } from '../support/ownership.js';
 import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
 import type { OperatorSettings } from '../support/settings.js';
 import { STACK } from '../bucket/stack-names.js';
@@ -8,7 +8,7 @@ import { applyOwned } from '../support/apply.js';
 import { writeStatus } from '../support/status-writer.js';
 import { rfc3339 } from '../support/time.js';
 import { HttpIndexWorkerClient, type IndexWorkerClient, type IndexWorkerStatus } from './index-worker-client.js';
-import { INDEX_LABEL, jobName, renderImageIndex, renderIndexJob, workerName, workerUrl, type IndexOperation } from './render-image-index.js';
+import { INDEX_LABEL, OPERATION_LABEL, REQUEST_ANNOTATION, jobName, renderImageIndex, renderIndexJob, workerName, workerUrl, type IndexOperation } from './render-image-index.js';
 
 /** Annotations that request an operation, like the spec fields (handy with kubectl annotate). */
 export const MERGE_ANNOTATION = 'strata.dev/merge-request';
@@ -16,6 +16,9 @@ export const REBUILD_ANNOTATION = 'strata.dev/rebuild-request';
 
 /** How often the worker's buffer is polled (auto-merge needs it). */
 const POLL_MS = 30_000;
+
+/** On a finished Job: its outcome was reported (an Event on the ImageIndex). */
+const REPORTED_ANNOTATION = 'strata.dev/outcome-reported';
 
 interface Job extends KubeObject {
   status?: { succeeded?: number; failed?: number; completionTime?: string; conditions?: Array<{ type: string; status: string }> };
@@ -69,30 +72,19 @@ export class ImageIndexReconciler implements Reconciler {
     }
     await applyOwned(this.kube, this.events, ix, renderImageIndex(ix, spec, this.settings), { endpoint: workerUrl(ix, this.settings) });
 
+    // Status is rebuilt from the world every time: the Jobs (labelled with their operation, annotated
+    // with their request) and the worker. Only the worker's last figures are carried over while it
+    // cannot be asked, for display.
     const previous: ImageIndexStatus = ix.status ?? {};
+    const jobs = await this.kube.list<Job>('batch/v1', 'Job', namespace, `${INDEX_LABEL}=${name},${MANAGED_SELECTOR}`);
+    let active = jobs.find((j) => jobOutcome(j) === 'running');
+    await this.reportFinished(ix, jobs);
     const fields: Omit<ImageIndexStatus, 'conditions' | 'observedGeneration'> = {
       endpoint: workerUrl(ix, this.settings),
       ...(previous.vectors !== undefined ? { vectors: previous.vectors } : {}),
       ...(previous.bufferSize !== undefined ? { bufferSize: previous.bufferSize } : {}),
-      ...(previous.lastMergeTime ? { lastMergeTime: previous.lastMergeTime } : {}),
-      ...(previous.handledMergeRequest ? { handledMergeRequest: previous.handledMergeRequest } : {}),
-      ...(previous.handledRebuildRequest ? { handledRebuildRequest: previous.handledRebuildRequest } : {}),
-      jobCount: previous.jobCount ?? 0,
+      ...jobFields(jobs),
     };
-
-    // Jobs: follow the running one to its end.
-    const jobs = await this.kube.list<Job>('batch/v1', 'Job', namespace, `${INDEX_LABEL}=${name}`);
-    let active = jobs.find((j) => jobOutcome(j) === 'running');
-    if (previous.activeJob && !active) {
-      const finished = jobs.find((j) => j.metadata.name === previous.activeJob);
-      const outcome = finished ? jobOutcome(finished) : 'failed';
-      if (outcome === 'succeeded') {
-        fields.lastMergeTime = rfc3339(finished?.status?.completionTime ?? new Date());
-        await this.events.event(ix, 'Normal', 'IndexOperationSucceeded', `Job ${previous.activeJob} finished`);
-      } else {
-        await this.events.event(ix, 'Warning', 'IndexOperationFailed', `Job ${previous.activeJob} ${finished ? 'failed' : 'disappeared'}`);
-      }
-    }
 
     const deployment = await this.kube.get<Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: workerName(ix) });
     const workerReady = (deployment?.status?.readyReplicas ?? 0) > 0;
@@ -113,17 +105,13 @@ export class ImageIndexReconciler implements Reconciler {
     // One operation at a time, also when the worker runs one started outside the operator (its API):
     // a Job now would be refused. Requests wait for the next poll.
     if (!active && workerReady && !observed?.busy) {
-      const next = this.nextOperation(ix, spec, fields, observed);
+      const next = this.nextOperation(ix, spec, jobs, observed);
       if (next) {
-        const { object: job, created } = await this.kube.createIfAbsent(renderIndexJob(ix, next.op, next.jobName, this.settings));
+        const { object: job, created } = await this.kube.createIfAbsent(renderIndexJob(ix, next.op, next.jobName, this.settings, next.request));
         // A finished Job of the same name already did this very operation: nothing runs now.
         if (created || jobOutcome(job as Job) === 'running') active = job as Job;
-        if (created) {
-          fields.jobCount = (fields.jobCount ?? 0) + 1;
-          await this.events.event(ix, 'Normal', next.op === 'merge' ? 'MergeStarted' : 'RebuildStarted', `Job ${next.jobName}: ${next.why}`);
-        }
-        if (next.handles === 'merge') fields.handledMergeRequest = next.token;
-        if (next.handles === 'rebuild') fields.handledRebuildRequest = next.token;
+        if (created) await this.events.event(ix, 'Normal', next.op === 'merge' ? 'MergeStarted' : 'RebuildStarted', `Job ${next.jobName}: ${next.why}`);
+        Object.assign(fields, jobFields([...jobs.filter((j) => j.metadata.name !== job.metadata.name), job as Job]));
       }
     }
     if (active) fields.activeJob = active.metadata.name;
@@ -147,28 +135,72 @@ export class ImageIndexReconciler implements Reconciler {
     return { requeueAfterMs: POLL_MS };
   }
 
-  /** Rebuild requests first (a rebuild includes a merge), then merge requests, then the auto-merge. */
+  /**
+   * An Event for each Job that finished, once: the Job itself is marked as reported (an annotation),
+   * so that neither a lost status write nor a restart reports it twice.
+   */
+  private async reportFinished(ix: ImageIndex, jobs: Job[]): Promise<void> {
+    for (const job of jobs) {
+      const outcome = jobOutcome(job);
+      if (outcome === 'running' || job.metadata.annotations?.[REPORTED_ANNOTATION]) continue;
+      await this.kube.mergePatch(refOf(job), { metadata: { annotations: { [REPORTED_ANNOTATION]: outcome } } });
+      if (outcome === 'succeeded') await this.events.event(ix, 'Normal', 'IndexOperationSucceeded', `Job ${job.metadata.name} finished`);
+      else await this.events.event(ix, 'Warning', 'IndexOperationFailed', `Job ${job.metadata.name} failed`);
+    }
+  }
+
+  /**
+   * Rebuild requests first (a rebuild includes a merge), then merge requests, then the auto-merge. A
+   * request is handled once a Job for its value exists (Jobs are named by the request).
+   */
   private nextOperation(
     ix: ImageIndex,
     spec: ImageIndexSpec,
-    fields: ImageIndexStatus,
+    jobs: Job[],
     observed: IndexWorkerStatus | undefined,
-  ): { op: IndexOperation; jobName: string; token: string; handles?: IndexOperation; why: string } | undefined {
+  ): { op: IndexOperation; jobName: string; request?: string; why: string } | undefined {
     const annotations = ix.metadata.annotations ?? {};
+    const exists = (name: string) => jobs.some((j) => j.metadata.name === name);
     const rebuild = spec.rebuildRequest ?? annotations[REBUILD_ANNOTATION];
-    if (rebuild && rebuild !== fields.handledRebuildRequest) {
-      return { op: 'rebuild', jobName: jobName(ix, 'rebuild', `request:${rebuild}`), token: rebuild, handles: 'rebuild', why: `rebuild requested (${rebuild})` };
+    if (rebuild && !exists(jobName(ix, 'rebuild', `request:${rebuild}`))) {
+      return { op: 'rebuild', jobName: jobName(ix, 'rebuild', `request:${rebuild}`), request: rebuild, why: `rebuild requested (${rebuild})` };
     }
     const merge = spec.mergeRequest ?? annotations[MERGE_ANNOTATION];
-    if (merge && merge !== fields.handledMergeRequest) {
-      return { op: 'merge', jobName: jobName(ix, 'merge', `request:${merge}`), token: merge, handles: 'merge', why: `merge requested (${merge})` };
+    if (merge && !exists(jobName(ix, 'merge', `request:${merge}`))) {
+      return { op: 'merge', jobName: jobName(ix, 'merge', `request:${merge}`), request: merge, why: `merge requested (${merge})` };
     }
     if (spec.autoMerge && observed && observed.bufferSize > spec.bufferThreshold) {
       // Named by the worker state it merges, never by a counter in status (a lost status write would
       // reuse a finished Job's name and block every later merge).
       const state = `${observed.vectors}:${observed.bufferSize}`;
-      return { op: 'merge', jobName: jobName(ix, 'merge', `auto:${state}`), token: state, why: `buffer ${observed.bufferSize} > threshold ${spec.bufferThreshold}` };
+      return { op: 'merge', jobName: jobName(ix, 'merge', `auto:${state}`), why: `buffer ${observed.bufferSize} > threshold ${spec.bufferThreshold}` };
     }
     return undefined;
   }
+}
+
+/** The newest first: by creation time, then name. */
+function newestFirst(a: Job, b: Job): number {
+  const ta = new Date(a.metadata.creationTimestamp ?? 0).getTime();
+  const tb = new Date(b.metadata.creationTimestamp ?? 0).getTime();
+  return tb - ta || b.metadata.name.localeCompare(a.metadata.name);
+}
+
+/** The status fields the index's Jobs tell: the requests handled, the last merge, how many exist. */
+function jobFields(jobs: Job[]): Pick<ImageIndexStatus, 'handledMergeRequest' | 'handledRebuildRequest' | 'lastMergeTime' | 'jobCount'> {
+  const sorted = [...jobs].sort(newestFirst);
+  const requestOf = (op: IndexOperation) => sorted.find((j) => j.metadata.labels?.[OPERATION_LABEL] === op && j.metadata.annotations?.[REQUEST_ANNOTATION] !== undefined)?.metadata.annotations?.[REQUEST_ANNOTATION];
+  const merged = jobs
+    .filter((j) => jobOutcome(j) === 'succeeded' && j.status?.completionTime)
+    .map((j) => j.status!.completionTime!)
+    .sort()
+    .pop();
+  const handledMergeRequest = requestOf('merge');
+  const handledRebuildRequest = requestOf('rebuild');
+  return {
+    ...(handledMergeRequest !== undefined ? { handledMergeRequest } : {}),
+    ...(handledRebuildRequest !== undefined ? { handledRebuildRequest } : {}),
+    ...(merged ? { lastMergeTime: rfc3339(merged) } : {}),
+    jobCount: jobs.length,
+  };
 }

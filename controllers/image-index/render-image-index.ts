@@ -13,6 +13,9 @@ export const WORKER_PORT = 8080;
 const STATE_DIR = '/var/lib/strata';
 const INDEX_DIR = `${STATE_DIR}/index`;
 export const INDEX_LABEL = 'strata.dev/image-index';
+export const OPERATION_LABEL = 'strata.dev/index-operation';
+/** On a Job run for a merge or rebuild request: the request's value (absent on auto-merges). */
+export const REQUEST_ANNOTATION = 'strata.dev/index-request';
 
 /** The namespace's JWT signing secret (the gateway's), for the worker and its Jobs; absent without a storage stack. */
 const JWT_SECRET_ENV = { name: 'STRATA_JWT_SECRET', valueFrom: { secretKeyRef: { name: STACK.internalSecret, key: 'STRATA_JWT_SECRET', optional: true } } };
@@ -151,10 +154,12 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
 /**
  * A merge or rebuild Job. The index state lives on the worker's volume, so the Job asks the worker to
  * run the operation (it swaps in the new index while search goes on) and waits for its outcome.
+ * A Job run for a request (`request`: its value) is the record that the request was handled, so it
+ * is kept until its ImageIndex goes (no TTL); an auto-merge's Job goes a day after it finished.
  */
-export function renderIndexJob(ix: ImageIndex, op: IndexOperation, name: string, settings: OperatorSettings): Manifest {
+export function renderIndexJob(ix: ImageIndex, op: IndexOperation, name: string, settings: OperatorSettings, request?: string): Manifest {
   const namespace = ix.metadata.namespace ?? 'default';
-  const labels = { ...standardLabels(`index-${op}`, ix.metadata.name), [INDEX_LABEL]: ix.metadata.name, 'strata.dev/index-operation': op };
+  const labels = { ...standardLabels(`index-${op}`, ix.metadata.name), [INDEX_LABEL]: ix.metadata.name, [OPERATION_LABEL]: op };
   const script = `
 const base = process.env.WORKER_URL, op = process.env.INDEX_OPERATION, pollMs = Number(process.env.POLL_MS || 5000);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -178,11 +183,11 @@ for (;;) {
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name, namespace, labels, ownerReferences: [controllerRef(ix)] },
+    metadata: { name, namespace, labels, ...(request !== undefined ? { annotations: { [REQUEST_ANNOTATION]: request } } : {}), ownerReferences: [controllerRef(ix)] },
     spec: {
       backoffLimit: 2,
       activeDeadlineSeconds: 6 * 3600,
-      ttlSecondsAfterFinished: 24 * 3600,
+      ...(request === undefined ? { ttlSecondsAfterFinished: 24 * 3600 } : {}),
       template: {
         metadata: { labels },
         spec: {

@@ -35,6 +35,8 @@ export interface KubeClient {
   mergePatch<T extends KubeObject>(ref: ObjectRef, patch: object): Promise<T>;
   /** JSON merge patch of the /status subresource. */
   patchStatus(ref: ObjectRef, status: object): Promise<void>;
+  /** Whether the API server serves this group/version (discovery, open to every user): a CRD's API exists. */
+  servesApi(apiVersion: string): Promise<boolean>;
 }
 
 /** Records Kubernetes Events about an object (kubectl describe shows them). */

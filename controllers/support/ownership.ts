@@ -2,6 +2,8 @@ import type { OwnerReference } from '../api/index.js';
 import type { KubeObject } from './kube-client.js';
 
 export const MANAGED_BY = 'strata-operator';
+/** Selects what the operator created; the informers of owned kinds watch only these. */
+export const MANAGED_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY}`;
 
 /** Labels every object the operator creates carries (the operator's informers select on managed-by). */
 export function standardLabels(component: string, instance: string): Record<string, string> {

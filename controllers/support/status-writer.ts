@@ -35,8 +35,8 @@ export async function writeStatus<S extends { conditions?: Condition[]; observed
   }
 }
 
-/** Sorted keys and no undefined values, so that equal statuses compare equal. */
-function normalize(value: unknown): unknown {
+/** Sorted keys and no undefined values, so that equal values (statuses, configurations) compare equal. */
+export function normalize(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(normalize);
   if (value && typeof value === 'object') {
     return Object.fromEntries(

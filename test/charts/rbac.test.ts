@@ -6,33 +6,8 @@ import { loadOperatorEnv } from '../../operator/config.js';
 import { startOperator, type RunningOperator } from '../../operator/operator.js';
 import { eventually, markDeploymentReady, mustGet, startHarness, stored, type Harness } from '../controllers/support/harness.js';
 import { RecordingControlPlane } from '../controllers/support/recording-control-plane.js';
-import type { RequestAttributes } from '../support/fake-kube/index.js';
-import { template, type RenderedObject } from './support/helm.js';
-
-interface Rule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
-
-const OPERATOR_TOKEN = 'strata-operator-sa';
-const RELEASE_NAMESPACE = 'strata-system';
-
-/** An RBAC authorizer over the chart's rendered Roles and ClusterRoles (all bound to the operator's ServiceAccount). */
-function authorizerFrom(objs: RenderedObject[]): (user: string, attrs: RequestAttributes) => boolean {
-  const grants = objs
-    .filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role')
-    .map((o) => ({ namespace: o.kind === 'Role' ? o.metadata.namespace : undefined, rules: o.rules as Rule[] }));
-  return (user, attrs) => {
-    if (user !== OPERATOR_TOKEN) return true; // the test itself acts as cluster admin
-    const resource = attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource;
-    return grants.some(
-      (g) =>
-        (g.namespace === undefined || g.namespace === attrs.namespace) &&
-        g.rules.some((r) => r.apiGroups.includes(attrs.group) && r.resources.includes(resource) && r.verbs.includes(attrs.verb)),
-    );
-  };
-}
+import { template } from './support/helm.js';
+import { authorizerFrom, OPERATOR_TOKEN, RELEASE_NAMESPACE } from './support/rbac-authorizer.js';
 
 /**
  * The chart's RBAC is enough for everything the operator does, and no more than the rules the chart

@@ -49,7 +49,7 @@ describe('Bucket deletion when the stack is gone', () => {
     await readyBucket('store', 1);
     const t = h.fake.state.typeForKind('apps/v1', 'Deployment');
     h.fake.state.update(t, 'store', 'strata-gateway', { ...h.fake.state.get(t, 'store', 'strata-gateway'), status: { readyReplicas: 0 } }, 'status');
-    // The Bucket reports the stack down first: it still knows its bucket was made.
+    // The Bucket reports the stack down first; its finalizer records that its bucket was made.
     await eventually(() => expect(getBucket(h, 'store', 'photos')!.status?.conditions?.find((c) => c.type === 'Progressing')?.status).to.equal('True'), 'stack down');
     await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: 'store', name: 'photos' });
     await eventually(() => expect(getBucket(h, 'store', 'photos')).to.equal(undefined), 'released', 15_000);

@@ -5,7 +5,9 @@ import { createLogger, createRegistry } from '../../../images/service-kit/src/in
 import { FakeKubeServer, type KubeObject } from '../../support/fake-kube/index.js';
 import type { Reconciler } from '../../../controllers/support/reconciler.js';
 import { DEFAULT_SETTINGS, type OperatorSettings } from '../../../controllers/support/settings.js';
+import { CachedKubeClient } from '../../../operator/cached-kube-client.js';
 import { ClientNodeKubeClient } from '../../../operator/kube-client.js';
+import { SharedInformerFactory } from '../../../operator/shared-informer.js';
 import { KubeEventRecorder } from '../../../operator/event-recorder.js';
 import { Manager, type ManagerOptions } from '../../../operator/manager.js';
 import { createOperatorMetrics } from '../../../operator/metrics.js';
@@ -25,7 +27,12 @@ export const TEST_SETTINGS: OperatorSettings = { ...DEFAULT_SETTINGS, imageTag: 
 
 export interface Harness {
   fake: FakeKubeServer;
+  /** A plain client: every call reaches the API server (what tests use to act as users). */
   kube: KubeClient;
+  /** The informers the managers started here run, shared by every controller of one manager. */
+  informers: SharedInformerFactory;
+  /** The operator's client: reads from `informers`, applies only changed configurations. */
+  cached: KubeClient;
   events: EventRecorder;
   start(reconcilers: Reconciler[], extra?: Partial<ManagerOptions>): Manager;
   stop(): Promise<void>;
@@ -39,9 +46,12 @@ export async function startHarness(): Promise<Harness> {
   const kube = new ClientNodeKubeClient(kc);
   const events = new KubeEventRecorder(kc, logger);
   const managers: Manager[] = [];
+  const informers = new SharedInformerFactory(kc, logger);
   return {
     fake,
     kube,
+    informers,
+    cached: new CachedKubeClient(kube, informers),
     events,
     start(reconcilers, extra = {}) {
       const manager = new Manager(kc, {
@@ -52,6 +62,8 @@ export async function startHarness(): Promise<Harness> {
         resyncPeriodMs: 60_000,
         baseBackoffMs: 20,
         maxBackoffMs: 500,
+        // One manager runs on the shared informers; more managers (leader election tests) make their own.
+        ...(managers.length === 0 ? { informers } : {}),
         ...extra,
       });
       managers.push(manager);

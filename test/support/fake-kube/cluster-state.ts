@@ -102,6 +102,8 @@ function checkMicroTimes(t: ResourceType, obj: KubeObject): void {
 export class ClusterState extends EventEmitter {
   private readonly types = new Map<string, ResourceType>();
   private readonly objects = new Map<string, KubeObject>();
+  /** Refuse creating namespaced objects in a namespace that does not exist, as a real API server does. */
+  requireNamespaces = false;
   /** Per object key, per field manager: the configuration it applied last (server-side apply). */
   private readonly appliedConfigs = new Map<string, Map<string, Json>>();
   private readonly log: WatchEvent[] = [];
@@ -181,6 +183,11 @@ export class ClusterState extends EventEmitter {
     if (t.statusSubresource) delete obj.status;
     this.validate(t, obj);
     asInvalid(t, obj.metadata.name, () => checkName(t, obj));
+    // NamespaceLifecycle admission: nothing is created in a namespace that does not exist (opt-in:
+    // most tests use namespaces they never create).
+    if (t.namespaced && this.requireNamespaces && !this.objects.has(objectKey(this.typeForKind('v1', 'Namespace'), undefined, obj.metadata.namespace!))) {
+      throw new ApiError(404, 'NotFound', `namespaces "${obj.metadata.namespace}" not found`);
+    }
     if (t.namespaced && this.namespaceTerminating(obj.metadata.namespace!)) {
       throw new ApiError(403, 'Forbidden', `${t.plural} "${obj.metadata.name}" is forbidden: unable to create new content in namespace ${obj.metadata.namespace} because it is being terminated`);
     }

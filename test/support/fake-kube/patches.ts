@@ -59,9 +59,34 @@ export function jsonPatch(target: Json, ops: Array<{ op: string; path: string; v
 export class PatchError extends Error {}
 
 /**
+ * Lists that server-side apply merges by key, as the Kubernetes OpenAPI schema marks them
+ * (`x-kubernetes-list-type: map`): by field name, the key fields to try in order (a container port
+ * is keyed by containerPort, a Service port by port). Every other list is atomic.
+ */
+const LIST_MAP_KEYS: Record<string, string[]> = {
+  containers: ['name'],
+  initContainers: ['name'],
+  ephemeralContainers: ['name'],
+  env: ['name'],
+  volumes: ['name'],
+  volumeMounts: ['mountPath'],
+  imagePullSecrets: ['name'],
+  ports: ['containerPort', 'port'],
+};
+
+/** The key field of a list that merges by key, when every entry (of both sides) has it. */
+function listKey(field: string | undefined, ...lists: Json[][]): string | undefined {
+  return LIST_MAP_KEYS[field ?? '']?.find((k) => lists.every((list) => list.every((e) => isObject(e) && k in e)));
+}
+
+const keyed = (list: Json[], key: string, value: Json) => list.findIndex((e) => isObject(e) && JSON.stringify(e[key]) === JSON.stringify(value));
+
+/**
  * Server-side apply, simplified: the applied configuration is merged into the live object (objects
- * recursively, lists atomically), and fields this manager applied last time but no longer applies
- * are removed. Other managers' fields stay. Conflicts are not detected: the operator always forces.
+ * recursively, lists of containers, env, ports and the like entry by entry by their key, other lists
+ * atomically), and fields (and keyed entries) this manager applied last time but no longer applies
+ * are removed. Other managers' fields and entries stay. Conflicts are not detected: the operator
+ * always forces.
  */
 export function applyConfiguration(live: Json, applied: Json, previouslyApplied: Json | undefined): Json {
   let out = clone(live);
@@ -69,19 +94,52 @@ export function applyConfiguration(live: Json, applied: Json, previouslyApplied:
   return mergeApplied(out, applied);
 }
 
-function mergeApplied(live: Json, applied: Json): Json {
+function mergeApplied(live: Json, applied: Json, field?: string): Json {
+  if (Array.isArray(applied) && Array.isArray(live)) {
+    const key = listKey(field, applied, live);
+    if (!key) return clone(applied);
+    const out = clone(live);
+    for (const entry of applied) {
+      const at = keyed(out, key, (entry as JsonObject)[key]!);
+      if (at >= 0) out[at] = mergeApplied(out[at]!, entry);
+      else out.push(clone(entry));
+    }
+    return out;
+  }
   if (!isObject(applied) || !isObject(live)) return clone(applied);
   const out = clone(live);
-  for (const [key, value] of Object.entries(applied)) out[key] = key in out ? mergeApplied(out[key]!, value) : clone(value);
+  for (const [key, value] of Object.entries(applied)) out[key] = key in out ? mergeApplied(out[key]!, value, key) : clone(value);
   return out;
 }
 
-function removeDropped(live: Json, applied: Json, previous: Json): Json {
+function removeDropped(live: Json, applied: Json, previous: Json, field?: string): Json {
+  if (Array.isArray(live) && Array.isArray(previous)) {
+    const appliedList = Array.isArray(applied) ? applied : [];
+    const key = listKey(field, previous, appliedList, live);
+    if (!key) return live;
+    const out: Json[] = [];
+    for (const entry of live) {
+      const id = (entry as JsonObject)[key]!;
+      const before = keyed(previous, key, id);
+      const now = keyed(appliedList, key, id);
+      if (before >= 0 && now < 0) continue;
+      out.push(before >= 0 ? removeDropped(entry, appliedList[now]!, previous[before]!) : entry);
+    }
+    return out;
+  }
   if (!isObject(live) || !isObject(previous)) return live;
   const appliedObj = isObject(applied) ? applied : {};
   for (const key of Object.keys(previous)) {
-    if (!(key in appliedObj)) delete live[key];
-    else if (isObject(previous[key]) && isObject(live[key])) live[key] = removeDropped(live[key]!, appliedObj[key]!, previous[key]!);
+    const keyedList = Array.isArray(previous[key]) && Array.isArray(live[key]) && listKey(key, previous[key] as Json[], live[key] as Json[]);
+    if (!(key in appliedObj) && keyedList) {
+      // Only this manager's entries go; the list stays while another manager's entries are left.
+      const left = removeDropped(live[key]!, [], previous[key]!, key) as Json[];
+      if (left.length) live[key] = left;
+      else delete live[key];
+    } else if (!(key in appliedObj)) delete live[key];
+    else if ((isObject(previous[key]) && isObject(live[key])) || (Array.isArray(previous[key]) && Array.isArray(live[key]))) {
+      live[key] = removeDropped(live[key]!, appliedObj[key]!, previous[key]!, key);
+    }
   }
   return live;
 }
