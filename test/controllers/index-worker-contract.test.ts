@@ -1,13 +1,10 @@
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { expect } from 'chai';
-import { pino } from 'pino';
-import { startImageSearch } from '../../images/image-search/src/app.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { imageIndexSpec, type ImageIndex } from '../../controllers/api/index.js';
 import { HttpIndexWorkerClient } from '../../controllers/image-index/index-worker-client.js';
 import { renderIndexJob, type IndexOperation } from '../../controllers/image-index/render-image-index.js';
-import { AUTH_HEADER, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from '../image-search/support/fixtures.js';
+import { AUTH_HEADER, startTestImageSearch, type TestImageSearch } from '../image-search/support/fixtures.js';
 import { TEST_SETTINGS, type Doc } from './support/harness.js';
 
 const JWT_SECRET = 'operator-contract-jwt-secret-0123456789';
@@ -33,33 +30,18 @@ function runJob(op: IndexOperation, workerUrl: string): Promise<{ code: number |
  */
 describe('ImageIndex controller against a real image-search worker', function () {
   this.timeout(120_000);
+  let fixture: TestImageSearch;
   let service: RunningService;
-  const dirs: string[] = [];
 
   before(async () => {
-    const modelDir = makeTestModel();
-    const images = await makeImageDir();
-    const indexDir = tempDir('operator-index');
-    dirs.push(modelDir, images.dir, indexDir);
-    service = await startImageSearch({
-      env: {},
-      PORT: 0,
-      host: '127.0.0.1',
-      IMAGE_SEARCH_MODEL_DIR: modelDir,
-      IMAGE_FILE_DIR: images.dir,
-      IMAGE_SEARCH_INDEX_DIR: indexDir,
-      IMAGE_SEARCH_BUFFER_THRESHOLD: 5,
-      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
-      STRATA_JWT_SECRET: JWT_SECRET,
-      logger: pino({ level: 'silent' }),
-    });
-    const paths = Object.values(images.colourFiles).flat();
+    fixture = await startTestImageSearch('operator-index', { IMAGE_SEARCH_BUFFER_THRESHOLD: 5, STRATA_JWT_SECRET: JWT_SECRET });
+    service = fixture.service;
+    const paths = Object.values(fixture.images.colourFiles).flat();
     const added = await fetch(`${service.url}/api/index/add`, { method: 'POST', headers: { ...AUTH_HEADER, 'content-type': 'application/json' }, body: JSON.stringify({ image_paths: paths }) });
     expect(added.status).to.equal(200);
   });
   after(async () => {
-    await service?.stop();
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    await fixture?.close();
   });
 
   it('reads vectors and buffer, runs a merge Job that empties the buffer, then a rebuild Job', async () => {

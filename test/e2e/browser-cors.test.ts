@@ -6,7 +6,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { CreateBucketCommand, ListObjectsV2Command, PutBucketCorsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from '../support/chromium.js';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
 import { bucketName, md5Hex, sdkClient } from './support/s3.js';
@@ -76,11 +77,7 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
     await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
     pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
     profile = fs.mkdtempSync(path.join(os.tmpdir(), 'strata-cors-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    context = await launchChromium(profile);
     page = context.pages()[0] ?? (await context.newPage());
     await page.goto(pageOrigin);
   });

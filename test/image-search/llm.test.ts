@@ -5,7 +5,7 @@ import { startImageSearch } from '../../images/image-search/src/app.js';
 import { startModelServer } from '../../images/model-server/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
 import { startFakeLlm, type FakeLlm } from './support/fake-llm.js';
-import { AUTH_HEADER, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
+import { AUTH_HEADER, makeImageDir, makeTestModel, startTestImageSearch, tempDir, type TestImageSearch } from './support/fixtures.js';
 
 async function post(base: string, route: string, payload: unknown) {
   const response = await fetch(base + route, { method: 'POST', headers: { ...AUTH_HEADER, 'content-type': 'application/json' }, body: JSON.stringify(payload) });
@@ -15,35 +15,19 @@ async function post(base: string, route: string, payload: unknown) {
 describe('image-search: LLM assistance against an OpenAI-compatible server', function () {
   this.timeout(120_000);
   let llm: FakeLlm;
+  let fixture: TestImageSearch;
   let service: RunningService;
-  const dirs: string[] = [];
 
   before(async () => {
     llm = await startFakeLlm('test-key');
-    const modelDir = makeTestModel();
-    const images = await makeImageDir();
-    const indexDir = tempDir('image-search-llm');
-    dirs.push(modelDir, images.dir, indexDir);
-    service = await startImageSearch({
-      env: {},
-      PORT: 0,
-      host: '127.0.0.1',
-      IMAGE_SEARCH_MODEL_DIR: modelDir,
-      IMAGE_FILE_DIR: images.dir,
-      IMAGE_SEARCH_INDEX_DIR: indexDir,
-      LLM_BASE_URL: llm.url,
-      LLM_API_KEY: 'test-key',
-      LLM_MODEL: 'strata-test-model',
-      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
-      logger: pino({ level: 'silent' }),
-    });
-    const added = await post(service.url, '/api/index/add', { image_paths: Object.values(images.colourFiles).flat() });
+    fixture = await startTestImageSearch('image-search-llm', { LLM_BASE_URL: llm.url, LLM_API_KEY: 'test-key', LLM_MODEL: 'strata-test-model' });
+    service = fixture.service;
+    const added = await post(service.url, '/api/index/add', { image_paths: Object.values(fixture.images.colourFiles).flat() });
     expect(added.body.added).to.have.length(12);
   });
   after(async () => {
-    await service?.stop();
+    await fixture?.close();
     await llm?.close();
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
   it('reports the LLM as enabled in /api/status', async () => {

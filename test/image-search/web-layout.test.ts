@@ -1,50 +1,30 @@
 import { expect } from 'chai';
 import { mkdirSync, rmSync } from 'node:fs';
-import { chromium, type BrowserContext } from 'playwright-core';
-import { pino } from 'pino';
-import { startImageSearch } from '../../images/image-search/src/app.js';
+import type { BrowserContext } from 'playwright-core';
+import { launchChromium } from '../support/chromium.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { layoutProblems } from '../support/page-layout.js';
-import { makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
+import { startTestImageSearch, tempDir, TEST_API_KEY, type TestImageSearch, waitForVectors } from './support/fixtures.js';
 
 describe('image-search: the page works at desktop and phone sizes (Chromium)', function () {
   this.timeout(120_000);
+  let fixture: TestImageSearch;
   let service: RunningService;
   let browser: BrowserContext;
-  const dirs: string[] = [];
+  let profile: string;
 
   before(async () => {
-    const modelDir = makeTestModel();
-    const images = await makeImageDir();
-    const indexDir = tempDir('image-search-layout');
-    const profile = tempDir('chromium-profile');
-    dirs.push(modelDir, images.dir, indexDir, profile);
-    service = await startImageSearch({
-      env: {},
-      PORT: 0,
-      host: '127.0.0.1',
-      IMAGE_SEARCH_MODEL_DIR: modelDir,
-      IMAGE_FILE_DIR: images.dir,
-      IMAGE_SEARCH_INDEX_DIR: indexDir,
-      IMAGE_SEARCH_SCAN_ON_START: true,
-      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
-      logger: pino({ level: 'silent' }),
-    });
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    for (;;) {
-      const status = (await (await fetch(`${service.url}/api/index/status`)).json()) as { total_vectors: number };
-      if (status.total_vectors >= 14) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    fixture = await startTestImageSearch('image-search-layout', { IMAGE_SEARCH_SCAN_ON_START: true });
+    service = fixture.service;
+    profile = tempDir('chromium-profile');
+    browser = await launchChromium(profile);
+    await waitForVectors(service.url, 14);
     mkdirSync('test/artifacts', { recursive: true });
   });
   after(async () => {
     await browser?.close();
-    await service?.stop();
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    await fixture?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   it('answers /favicon.ico with an icon', async () => {

@@ -1,53 +1,32 @@
 import { expect } from 'chai';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { launchChromium } from '../support/chromium.js';
 import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { startFakeLlm } from './support/fake-llm.js';
-import { colourImage, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
+import { colourImage, startTestImageSearch, tempDir, TEST_API_KEY, type TestImageSearch, waitForVectors } from './support/fixtures.js';
 
 describe('image-search: web UI in Chromium', function () {
   this.timeout(120_000);
+  let fixture: TestImageSearch;
   let service: RunningService;
   let browser: BrowserContext;
   const dirs: string[] = [];
 
   before(async () => {
-    const modelDir = makeTestModel();
-    const images = await makeImageDir();
-    const indexDir = tempDir('image-search-ui');
+    fixture = await startTestImageSearch('image-search-ui', { IMAGE_SEARCH_BUFFER_THRESHOLD: 10, IMAGE_SEARCH_SCAN_ON_START: true });
+    service = fixture.service;
     const profile = tempDir('chromium-profile');
-    dirs.push(modelDir, images.dir, indexDir, profile);
-    service = await startImageSearch({
-      env: {},
-      PORT: 0,
-      host: '127.0.0.1',
-      IMAGE_SEARCH_MODEL_DIR: modelDir,
-      IMAGE_FILE_DIR: images.dir,
-      IMAGE_SEARCH_INDEX_DIR: indexDir,
-      IMAGE_SEARCH_BUFFER_THRESHOLD: 10,
-      IMAGE_SEARCH_SCAN_ON_START: true,
-      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
-      logger: pino({ level: 'silent' }),
-    });
-    // A fresh profile directory per run.
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      viewport: { width: 1280, height: 900 },
-    });
-    // Wait until the start-up scan has indexed the directory.
-    for (;;) {
-      const status = (await (await fetch(`${service.url}/api/index/status`)).json()) as { total_vectors: number };
-      if (status.total_vectors >= 14) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    dirs.push(profile);
+    browser = await launchChromium(profile, { viewport: { width: 1280, height: 900 } });
+    await waitForVectors(service.url, 14);
   });
   after(async () => {
     await browser?.close();
-    await service?.stop();
+    await fixture?.close();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
@@ -74,7 +53,7 @@ describe('image-search: web UI in Chromium', function () {
     // Thumbnails load from /images.
     await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('#results img')].every((i) => i.complete && i.naturalWidth > 0));
 
-    const queryFile = path.join(dirs[2], 'query-yellow.png');
+    const queryFile = path.join(fixture.indexDir, 'query-yellow.png');
     mkdirSync(path.dirname(queryFile), { recursive: true });
     writeFileSync(queryFile, await colourImage([235, 215, 45], 777));
     await page.setInputFiles('#query-img', queryFile);
@@ -91,7 +70,7 @@ describe('image-search: web UI in Chromium', function () {
     await page.fill('#token', TEST_API_KEY);
     await page.dispatchEvent('#token', 'change');
     // Then a new file is added; a path outside the image directory is refused with the reason.
-    writeFileSync(path.join(dirs[1], 'colours', 'late-green.png'), await colourImage([45, 165, 65], 4242));
+    writeFileSync(path.join(fixture.images.dir, 'colours', 'late-green.png'), await colourImage([45, 165, 65], 4242));
     await page.fill('#add-paths', 'colours/late-green.png');
     await page.click('#add-form button');
     await page.waitForFunction(() => document.querySelector('#message')?.textContent === 'added 1, skipped 0');
@@ -123,8 +102,8 @@ describe('image-search: web UI in Chromium', function () {
       env: {},
       PORT: 0,
       host: '127.0.0.1',
-      IMAGE_SEARCH_MODEL_DIR: dirs[0],
-      IMAGE_FILE_DIR: dirs[1],
+      IMAGE_SEARCH_MODEL_DIR: fixture.modelDir,
+      IMAGE_FILE_DIR: fixture.images.dir,
       IMAGE_SEARCH_INDEX_DIR: indexDir,
       IMAGE_SEARCH_SCAN_ON_START: true,
       LLM_BASE_URL: llm.url,

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from '../support/chromium.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { layoutProblems } from '../support/page-layout.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
@@ -41,19 +42,7 @@ describe('poem-app page in Chromium', function () {
     });
     // A short upstream timeout lets the loading-then-timeout case finish quickly.
     app = await startTestPoemApp(path.join(tmp.dir, 'poems.db'), upstream.baseUrl, { timeoutMs: 1500 });
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+    context = await launchChromium(profile, {
       acceptDownloads: true,
       viewport: { width: 1280, height: 900 },
       colorScheme: 'light',

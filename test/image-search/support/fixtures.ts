@@ -1,8 +1,11 @@
 // Test fixtures for image search: the test CLIP model and a small image directory, in temp dirs.
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pino } from 'pino';
 import sharp from 'sharp';
+import { startImageSearch, type StartImageSearchOptions } from '../../../images/image-search/src/app.js';
+import type { RunningService } from '../../../images/service-kit/src/index.js';
 import { writeTestClipModel } from '../../../hack/clip/test-clip-model.js';
 import { rng } from './clustered-vectors.js';
 
@@ -67,4 +70,54 @@ export async function makeImageDir(): Promise<{ dir: string; colourFiles: Record
     }
   }
   return { dir, colourFiles };
+}
+
+export type ImageDir = Awaited<ReturnType<typeof makeImageDir>>;
+
+export interface TestImageSearch {
+  service: RunningService;
+  modelDir: string;
+  images: ImageDir;
+  indexDir: string;
+  /** Stops the service and removes its directories. */
+  close(): Promise<void>;
+}
+
+/**
+ * Image search over the test model, a fresh image directory (makeImageDir) and a fresh index, on a free
+ * loopback port, with TEST_API_KEY for the routes that change the index; `options` add or override.
+ */
+export async function startTestImageSearch(name: string, options: StartImageSearchOptions = {}): Promise<TestImageSearch> {
+  const modelDir = makeTestModel();
+  const images = await makeImageDir();
+  const indexDir = tempDir(name);
+  const remove = () => {
+    for (const dir of [modelDir, images.dir, indexDir]) rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const service = await startImageSearch({
+      env: {},
+      PORT: 0,
+      host: '127.0.0.1',
+      IMAGE_SEARCH_MODEL_DIR: modelDir,
+      IMAGE_FILE_DIR: images.dir,
+      IMAGE_SEARCH_INDEX_DIR: indexDir,
+      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
+      logger: pino({ level: 'silent' }),
+      ...options,
+    });
+    return { service, modelDir, images, indexDir, close: async () => (await service.stop(), remove()) };
+  } catch (err) {
+    remove();
+    throw err;
+  }
+}
+
+/** Resolves once the index holds at least `count` vectors (a start-up scan runs in the background). */
+export async function waitForVectors(url: string, count: number): Promise<void> {
+  for (;;) {
+    const status = (await (await fetch(`${url}/api/index/status`)).json()) as { total_vectors: number };
+    if (status.total_vectors >= count) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
