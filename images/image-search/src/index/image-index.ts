@@ -12,12 +12,16 @@
 import { promises as fs, existsSync, readdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../../service-kit/src/index.js';
-import { loadImageSearchConfig, type ImageSearchConfig } from '../config.js';
 import { minTrainingVectors, type FaissIndex, type TrainOptions } from './faiss.js';
 import { indexEngine, type IndexEngine } from './engine.js';
 import { isExactIndexFile } from './exact-index.js';
 import { writeFileAtomic, syncDir } from '../atomic-file.js';
 import { VectorLog } from './vector-log.js';
+import { DEFAULT_TRAINING } from './training-options.js';
+import { IndexBusyError, mainFactory, UnknownIdsError, type Hit, type IndexStatus, type JobStatus, type SearchOptions } from './index-types.js';
+
+export * from './index-types.js';
+export * from './training-options.js';
 
 const EXACT = 'IDMap2,Flat';
 const ADD_BATCH = 50_000;
@@ -46,85 +50,6 @@ export interface ImageIndexOptions {
   logger: Logger;
 }
 
-/**
- * Training defaults: fewer coarse k-means iterations than FAISS's 25 and PQ codebooks from fewer
- * residuals per code cost no measurable recall (before or after re-ranking) and cut training
- * several-fold (hack/bench/measurements.md); each stays configurable.
- */
-export const DEFAULT_TRAINING: Readonly<TrainOptions> = { niter: 10, pqNiter: 10, pqMaxPointsPerCentroid: 64 };
-
-type TrainingConfig = Pick<
-  ImageSearchConfig,
-  | 'IMAGE_SEARCH_TRAIN_NITER'
-  | 'IMAGE_SEARCH_TRAIN_PQ_NITER'
-  | 'IMAGE_SEARCH_TRAIN_PQ_POINTS'
-  | 'IMAGE_SEARCH_TRAIN_THREADS'
-  | 'IMAGE_SEARCH_TRAIN_BLAS_THREADS'
-  | 'IMAGE_SEARCH_TRAIN_TWO_LEVEL'
->;
-
-/** The IMAGE_SEARCH_TRAIN_* variables (validated with the rest of the configuration) as FAISS training options. */
-export function trainingOptions(config: TrainingConfig): TrainOptions {
-  const out: TrainOptions = { ...DEFAULT_TRAINING };
-  const knobs: Array<[number | undefined, keyof TrainOptions]> = [
-    [config.IMAGE_SEARCH_TRAIN_NITER, 'niter'],
-    [config.IMAGE_SEARCH_TRAIN_PQ_NITER, 'pqNiter'],
-    [config.IMAGE_SEARCH_TRAIN_PQ_POINTS, 'pqMaxPointsPerCentroid'],
-    [config.IMAGE_SEARCH_TRAIN_THREADS, 'threads'],
-    [config.IMAGE_SEARCH_TRAIN_BLAS_THREADS, 'blasThreads'],
-  ];
-  for (const [value, key] of knobs) if (value !== undefined) (out as Record<string, number>)[key] = value;
-  if (config.IMAGE_SEARCH_TRAIN_TWO_LEVEL) out.twoLevel = true;
-  return out;
-}
-
-/** trainingOptions() straight from an environment (benchmarks); a bad value throws the configuration error. */
-export function trainingOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): TrainOptions {
-  return trainingOptions(loadImageSearchConfig(env));
-}
-
-export interface Hit {
-  id: number;
-  path: string;
-  distance: number;
-}
-
-export interface SearchOptions {
-  nprobe?: number;
-  rerank?: boolean;
-  /** Candidates per wanted result when re-ranking (default: the index's rerankFactor). */
-  rerankFactor?: number;
-}
-
-export interface JobStatus {
-  op: 'merge' | 'rebuild';
-  state: 'running' | 'done' | 'failed';
-  phase: string;
-  progress: number;
-  started_at: string;
-  finished_at?: string;
-  error?: string;
-  result?: Record<string, unknown>;
-}
-
-export interface IndexStatus {
-  index_string: string;
-  dimension: number;
-  next_id: number;
-  total_vectors: number;
-  main: { kind: 'ivf' | 'exact' | 'none'; index: string | null; vectors: number; generation: number };
-  buffer: { vectors: number; threshold: number; merge_suggested: boolean };
-  deleted: number;
-  purged: number;
-  rebuild_suggested: boolean;
-  training: { min_vectors: number; enough_vectors: boolean; message: string };
-  nprobe: number;
-  rerank: boolean;
-  job: JobStatus | null;
-  /** The implementation serving the index: FAISS, or the exact in-process index (with how to enable FAISS). */
-  engine: { kind: IndexEngine['kind']; note?: string };
-}
-
 interface Manifest {
   version: 1;
   dim: number;
@@ -143,26 +68,6 @@ interface View {
   mainKind: 'ivf' | 'exact' | null;
   buffer: FaissIndex;
   mainUpTo: number;
-}
-
-/**
- * IVF indexes take ids themselves; other FAISS indexes (Flat, PQ, HNSW, ...) do not, so they are
- * wrapped in an IDMap2 (the ids are the image ids).
- */
-export function mainFactory(indexString: string): string {
-  return /(^|,)IVF\d/.test(indexString) || /^IDMap/.test(indexString) ? indexString : `IDMap2,${indexString}`;
-}
-
-export class IndexBusyError extends Error {
-  constructor(readonly job: JobStatus) {
-    super(`a ${job.op} is already running (${job.phase})`);
-  }
-}
-
-export class UnknownIdsError extends Error {
-  constructor(readonly ids: number[]) {
-    super(`unknown image ids: ${ids.join(', ')}`);
-  }
 }
 
 export class ImageIndex {
