@@ -31,22 +31,20 @@
  * database, counted from the run's start until the outbox is published and every event applied.
  */
 import amqp from 'amqplib';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { CONTROL_PLANE_QUEUE } from '../../images/control-plane/src/events/consumer.js';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { createTestDatabase, type TestDatabase } from '../../test/support/pg.js';
 import { startPgReplica, type PgReplicaHarness } from '../../test/support/pg-replica.js';
-import { freePort } from '../../test/support/ports.js';
 import { startRedisCluster, type RedisClusterHarness } from '../../test/support/redis-cluster.js';
 import { startTcpProxy, type TcpFaultProxy } from '../../test/support/tcp-proxy.js';
 import { runWrk, type WrkFigure } from './wrk.js';
+import { cpuDelta, cpuSnapshot, ROOT, startServices, startStandalone, standaloneReadsProductionEnv, type RealServers, type Stack } from './stacks.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -57,12 +55,8 @@ const DRAIN_LIMIT_S = 45;
 const DRILL_ONLY = process.env.BENCH_ONLY === 'drill';
 const OUTBOX_ONLY = process.env.BENCH_ONLY === 'outbox';
 const OUTBOX_RUNS = (process.env.BENCH_OUTBOX_RUNS ?? 'on,off,on,off,on').split(',').map((r) => r.trim() === 'off');
-const CPU_PROF = process.env.BENCH_CPU_PROF;
-const TICK_S = 0.01; // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
 const SMALL = 4096;
-const ROOT = { user: 'strata', password: 'strata-bench-password' };
 const AMQP_URL = process.env.STRATA_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface OpsFigure {
@@ -97,176 +91,6 @@ function mean(runs: OpsFigure[]): OpsFigure {
   const avg = (f: (r: OpsFigure) => number) => runs.reduce((a, r) => a + f(r), 0) / runs.length;
   const cpu = runs.every((r) => r.cpuMs) ? { stack: avg((r) => r.cpuMs!.stack), pg: avg((r) => r.cpuMs!.pg), rabbit: avg((r) => r.cpuMs!.rabbit) } : undefined;
   return { opsPerSec: avg((r) => r.opsPerSec), p50: avg((r) => r.p50), p99: Math.max(...runs.map((r) => r.p99)), errors: runs.reduce((a, r) => a + r.errors, 0), cpuMs: cpu };
-}
-
-/** Environment without the caller's STRATA_* settings, so that each stack gets exactly what it is given. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('STRATA_')));
-  return { ...base, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn', ...extra };
-}
-
-function spawnEntrypoint(file: string, env: NodeJS.ProcessEnv): ChildProcess {
-  const prof = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(CPU_PROF)}`] : [];
-  return spawn(process.execPath, [...prof, '--import', 'tsx', path.join(repo, file)], { cwd: repo, env, stdio: ['ignore', 'ignore', 'inherit'] });
-}
-
-/** CPU seconds (user + system) a process has used so far; 0 once it is gone. */
-async function cpuSeconds(pid: number | undefined): Promise<number> {
-  if (!pid) return 0;
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * TICK_S; // utime, stime
-  } catch {
-    return 0;
-  }
-}
-
-/**
- * CPU seconds of the stack's processes and of the PostgreSQL backends connected to the bench
- * database, per pid, so that a delta counts only processes alive at both ends (pools keep theirs).
- */
-async function cpuSnapshot(stack: Stack, admin: pg.Client): Promise<{ stack: Map<number, number>; pg: Map<number, number>; rabbit: Map<number, number> }> {
-  const pids = (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows.map((r) => r.pid);
-  const snap = { stack: new Map<number, number>(), pg: new Map<number, number>(), rabbit: new Map<number, number>() };
-  for (const child of stack.children) if (child.pid) snap.stack.set(child.pid, await cpuSeconds(child.pid));
-  for (const pid of pids) snap.pg.set(pid, await cpuSeconds(pid));
-  for (const pid of await rabbitPids()) snap.rabbit.set(pid, await cpuSeconds(pid));
-  return snap;
-}
-
-/** The machine's RabbitMQ server (beam.smp): shared with other users, so its figure is only indicative. */
-async function rabbitPids(): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(entry)) continue;
-    const comm = await readFile(`/proc/${entry}/comm`, 'utf8').catch(() => '');
-    if (comm.trim() === 'beam.smp') pids.push(Number(entry));
-  }
-  return pids;
-}
-
-function cpuDelta(a: Map<number, number>, b: Map<number, number>): number {
-  let total = 0;
-  for (const [pid, end] of b) total += end - (a.get(pid) ?? end);
-  return total;
-}
-
-async function waitReady(url: string, child: ChildProcess, ms = 90_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`${url}: the process exited with ${child.exitCode}`);
-    if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) return;
-    await sleep(200);
-  }
-  throw new Error(`${url} did not become ready`);
-}
-
-async function stopAll(children: ChildProcess[]): Promise<void> {
-  for (const child of [...children].reverse()) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await Promise.race([exited, sleep(10_000).then(() => child.kill('SIGKILL'))]);
-  }
-}
-
-interface Stack {
-  origin: string;
-  children: ChildProcess[];
-  stop(): Promise<void>;
-}
-
-/** What the real stack needs: the servers, and RabbitMQ reached through a fault proxy. */
-interface RealServers {
-  pgUrl: string;
-  replicaUrls: string[];
-  redisNodes: string;
-  amqpUrl: string;
-  exchange: string;
-  queuePrefix: string;
-  keyPrefix: string;
-}
-
-async function startStandalone(work: string, real?: RealServers): Promise<Stack> {
-  const [gw, dp, cp] = [await freePort(), await freePort(), await freePort()];
-  const child = spawnEntrypoint(
-    'images/standalone/src/main.ts',
-    cleanEnv({
-      STRATA_DATA_DIR: path.join(work, real ? 'data-real' : 'data-embedded'),
-      STRATA_HOST: '127.0.0.1',
-      STRATA_GATEWAY_PORT: String(gw),
-      STRATA_DATA_PLANE_PORT: String(dp),
-      STRATA_CONTROL_PLANE_PORT: String(cp),
-      STRATA_DISABLED_SERVICES: 'model-server,poem-app,image-search',
-      STRATA_ROOT_USER: ROOT.user,
-      STRATA_ROOT_PASSWORD: ROOT.password,
-      STRATA_PURGE_SCHEDULE: 'off',
-      ...(real ? realEnv(real) : {}),
-    }),
-  );
-  const origin = `http://127.0.0.1:${gw}`;
-  await waitReady(origin, child);
-  return { origin, children: [child], stop: () => stopAll([child]) };
-}
-
-function realEnv(real: RealServers): Record<string, string> {
-  return {
-    STRATA_PG_URL: real.pgUrl,
-    ...(real.replicaUrls.length ? { STRATA_PG_REPLICA_URLS: real.replicaUrls.join(',') } : {}),
-    STRATA_REDIS_NODES: real.redisNodes,
-    STRATA_REDIS_KEY_PREFIX: real.keyPrefix,
-    STRATA_AMQP_URL: real.amqpUrl,
-    STRATA_AMQP_EXCHANGE: real.exchange,
-    STRATA_AMQP_QUEUE_PREFIX: real.queuePrefix,
-  };
-}
-
-/** The three service containers' entrypoints as separate processes (the production topology). */
-async function startServices(work: string, real: RealServers): Promise<Stack> {
-  const [gw, dp, cp] = [await freePort(), await freePort(), await freePort()];
-  const token = randomBytes(16).toString('hex');
-  const children: ChildProcess[] = [];
-  try {
-    const cpUrl = `http://127.0.0.1:${cp}`;
-    const dpUrl = `http://127.0.0.1:${dp}`;
-    const control = spawnEntrypoint(
-      'images/control-plane/src/main.ts',
-      cleanEnv({ ...realEnv(real), PORT: String(cp), STRATA_INTERNAL_TOKEN: token, STRATA_SECRET_KEY: randomBytes(24).toString('hex'), STRATA_ROOT_USER: ROOT.user, STRATA_ROOT_PASSWORD: ROOT.password, STRATA_DATA_PLANE_URL: dpUrl }),
-    );
-    children.push(control);
-    await waitReady(cpUrl, control);
-    const data = spawnEntrypoint('images/data-plane/src/main.ts', cleanEnv({ ...realEnv(real), PORT: String(dp), STRATA_INTERNAL_TOKEN: token, STRATA_DATA_DIR: path.join(work, 'data-services') }));
-    children.push(data);
-    await waitReady(dpUrl, data);
-    const gateway = spawnEntrypoint(
-      'images/gateway/src/main.ts',
-      cleanEnv({
-        STRATA_GATEWAY_PORT: String(gw),
-        STRATA_GATEWAY_HOST: '127.0.0.1',
-        STRATA_CONTROL_PLANE_URL: cpUrl,
-        STRATA_DATA_PLANE_URL: dpUrl,
-        STRATA_INTERNAL_TOKEN: token,
-        STRATA_JWT_SECRET: randomBytes(24).toString('hex'),
-        STRATA_ROOT_USER: ROOT.user,
-        STRATA_REDIS_NODES: real.redisNodes,
-        STRATA_REDIS_KEY_PREFIX: real.keyPrefix,
-      }),
-    );
-    children.push(gateway);
-    const origin = `http://127.0.0.1:${gw}`;
-    await waitReady(origin, gateway);
-    return { origin, children, stop: () => stopAll(children) };
-  } catch (err) {
-    await stopAll(children);
-    throw err;
-  }
-}
-
-/** Does the standalone platform read the production env (STRATA_PG_URL...) yet? */
-async function standaloneReadsProductionEnv(): Promise<boolean> {
-  const platform = await readFile(path.join(repo, 'images/standalone/src/platform.ts'), 'utf8');
-  return /pgUrl|createProductionSql|productionSettings/.test(platform);
 }
 
 /** Signed 4 KiB GET and PUT workloads against one stack (PUT cycles over 1000 new keys per run, one body for all). */
