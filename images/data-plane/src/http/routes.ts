@@ -1,7 +1,20 @@
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import express, { type Request, type Response, type Router } from 'express';
-import { asciiJson, etagMatches, isChecksumAlgorithm, multipartChecksumTypes, objectTagsFromJson, S3Error, storedChecksum, storedHeadersFromJson, type S3ErrorCode, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import {
+  asciiJson,
+  isChecksumAlgorithm,
+  multipartChecksumTypes,
+  notModified,
+  objectTagsFromJson,
+  S3Error,
+  storedChecksum,
+  storedHeadersFromJson,
+  type ObjectConditions,
+  type S3ErrorCode,
+  type StoredHeaders,
+  type Tag,
+} from '../../../object-model/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
 import type { StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
@@ -164,30 +177,16 @@ export function partRange(partNumber: number, object: Pick<StoredObject, 'size' 
   return size > 0 ? { start, end: start + size - 1 } : undefined;
 }
 
-/** GET/HEAD conditions; answers 304 or throws 412 as S3 does. */
-function notModified(req: Request, object: StoredObject): boolean {
-  const modified = Math.floor(new Date(object.lastModified).getTime() / 1000);
-  const ifMatch = req.header('if-match');
-  const ifNoneMatch = req.header('if-none-match');
-  const ifModifiedSince = req.header('if-modified-since');
-  const ifUnmodifiedSince = req.header('if-unmodified-since');
-  if (ifMatch !== undefined && !etagMatches(ifMatch, object.etag)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
-  if (ifMatch === undefined && ifUnmodifiedSince !== undefined) {
-    const t = Date.parse(ifUnmodifiedSince);
-    if (!Number.isNaN(t) && modified > Math.floor(t / 1000)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Unmodified-Since' });
-  }
-  if (ifNoneMatch !== undefined) return etagMatches(ifNoneMatch, object.etag);
-  if (ifModifiedSince !== undefined) {
-    const t = Date.parse(ifModifiedSince);
-    return !Number.isNaN(t) && modified <= Math.floor(t / 1000);
-  }
-  return false;
+/** If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since of a GET or HEAD, as the gateway passed them on. */
+function readConditions(req: Request): ObjectConditions {
+  return { ifMatch: req.header('if-match'), ifNoneMatch: req.header('if-none-match'), ifModifiedSince: req.header('if-modified-since'), ifUnmodifiedSince: req.header('if-unmodified-since') };
 }
 
 function objectHeaders(res: Response, object: StoredObject): void {
   res.setHeader('etag', `"${object.etag}"`);
   res.setHeader('last-modified', new Date(object.lastModified).toUTCString());
   res.setHeader('content-type', object.contentType);
+  res.setHeader('x-strata-size', String(object.size));
   res.setHeader('accept-ranges', 'bytes');
   res.setHeader('x-strata-meta', asciiJson(object.userMetadata));
   if (object.tags?.length) res.setHeader('x-strata-tags', asciiJson(object.tags));
@@ -230,7 +229,8 @@ export function objectHandlers(objects: ObjectService) {
       return;
     }
     objectHeaders(res, object);
-    if (notModified(req, object)) {
+    // Decided from the metadata alone: a 304 or 412 never opens the blob.
+    if (notModified(object, readConditions(req))) {
       res.status(304).end();
       return;
     }

@@ -25,7 +25,7 @@ function partsPage(req: S3Request['req']): { maxParts: number; marker: number } 
 async function objectParts(s3: S3Request, partsCount: number, checksum: ObjectChecksum | undefined): Promise<Record<string, unknown>> {
   const { maxParts, marker } = partsPage(s3.req);
   if (!checksum) return { PartsCount: partsCount };
-  const parts = await s3.deps.controlPlane.objectParts(s3.bucket, s3.key);
+  const parts = await s3.deps.objects.objectParts(s3.bucket, s3.key);
   const rest = parts.filter((p) => p.partNumber > marker && p.checksum !== undefined);
   const page = rest.slice(0, maxParts);
   return {
@@ -52,7 +52,7 @@ export const getObjectAttributes: S3Handler = async (s3) => {
   const unknown = wanted.find((a) => !ATTRIBUTES.has(a));
   if (unknown) throw new S3Error('InvalidArgument', `Invalid attribute name specified: ${unknown}.`, { ArgumentName: 'x-amz-object-attributes' });
   await deps.buckets.owned(bucket, callerOf(res));
-  const meta = await deps.controlPlane.headObject(bucket, key);
+  const meta = await deps.objects.headObject(bucket, key);
   const etag = unquote(meta.etag);
   const parts = /-(\d+)$/.exec(etag)?.[1];
   const stored = storedChecksum(meta.headers);
