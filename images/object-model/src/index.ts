@@ -11,3 +11,4 @@ export * from './internal-api.js';
 export * from './preconditions.js';
 export * from './object-layer.js';
 export * from './object-rules.js';
+export * from './wire.js';

@@ -2,18 +2,21 @@ import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import express, { type Request, type Response, type Router } from 'express';
 import {
-  asciiJson,
+  encodeWireHeader,
   isChecksumAlgorithm,
   multipartChecksumTypes,
   notModified,
   objectTagsFromJson,
+  readWireHeader,
   S3Error,
+  STORED_HEADERS_HEADER,
   storedChecksum,
   storedHeadersFromJson,
+  TAGS_HEADER,
+  TRAILING_HEADERS_TRAILER,
+  USER_METADATA_HEADER,
   type ObjectConditions,
-  type S3ErrorCode,
   type StoredHeaders,
-  type Tag,
 } from '../../../object-model/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
 import type { StoredObject } from '../catalog/catalog.js';
@@ -64,55 +67,18 @@ function contentMd5(req: Request): string | undefined {
   return bytes.toString('hex');
 }
 
-/**
- * A JSON-valued internal header or trailer (`name`), converted by `convert`; undefined when absent or
- * empty. Text that is not JSON is `code`, "`name` must be `shape`".
- */
-function jsonValued<T>(raw: string | undefined, name: string, code: S3ErrorCode, shape: string, convert: (parsed: unknown) => T): T | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new S3Error(code, `${name} must be ${shape}`);
-  }
-  return convert(parsed);
-}
-
-/** x-strata-meta: the new object's user metadata as a JSON object (names lower-cased). */
-function userMetadata(req: Request): Record<string, string> | undefined {
-  return jsonValued(req.header('x-strata-meta'), 'x-strata-meta', 'InvalidArgument', 'a JSON object of strings', (parsed) => {
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new S3Error('InvalidArgument', 'x-strata-meta must be a JSON object of strings');
-    return Object.fromEntries(Object.entries(parsed as Record<string, unknown>).map(([k, v]) => [k.toLowerCase(), String(v)]));
-  });
-}
-
-/** x-strata-tags: the new object's tags as JSON (the gateway parsed x-amz-tagging). */
-function tags(req: Request): Tag[] | undefined {
-  return jsonValued(req.header('x-strata-tags'), 'x-strata-tags', 'InvalidTag', 'a JSON list of {key, value}', objectTagsFromJson);
-}
-
-/**
- * Stored headers of the new object as JSON in `name` (a header, or a trailer once the body has
- * arrived: x-strata-headers then x-strata-trailing-headers).
- */
-function storedHeaders(raw: string | undefined, name: string): StoredHeaders | undefined {
-  return jsonValued(raw, name, 'InvalidArgument', 'a JSON object of strings', storedHeadersFromJson);
-}
-
 /** Stored headers of a body: those sent ahead (x-strata-headers) and those in its trailer, read once it has arrived. */
 function bodyHeaders(req: Request): { headers?: StoredHeaders; trailingHeaders: () => Promise<StoredHeaders | undefined> } {
   return {
-    headers: storedHeaders(req.header('x-strata-headers'), 'x-strata-headers'),
+    headers: readWireHeader(STORED_HEADERS_HEADER, req.header(STORED_HEADERS_HEADER.name)),
     trailingHeaders: async () => {
       // (Trailers are parsed with the body's end, which a backend may not have waited for.)
       if (!req.complete) await finished(req);
-      return storedHeaders(req.trailers['x-strata-trailing-headers'], 'x-strata-trailing-headers');
+      return readWireHeader(TRAILING_HEADERS_TRAILER, req.trailers[TRAILING_HEADERS_TRAILER.name]);
     },
   };
 }
 
-/** A multipart upload's checksum algorithm and type, as S3 allows them together; undefined when absent. */
 /** The string-valued `fields` of a JSON object (a request's conditions); undefined when it has none of them. */
 function stringFields<K extends string>(value: unknown, fields: K[]): Partial<Record<K, string>> | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
@@ -188,9 +154,9 @@ function objectHeaders(res: Response, object: StoredObject): void {
   res.setHeader('content-type', object.contentType);
   res.setHeader('x-strata-size', String(object.size));
   res.setHeader('accept-ranges', 'bytes');
-  res.setHeader('x-strata-meta', asciiJson(object.userMetadata));
-  if (object.tags?.length) res.setHeader('x-strata-tags', asciiJson(object.tags));
-  if (object.headers) res.setHeader('x-strata-headers', asciiJson(object.headers));
+  res.setHeader(USER_METADATA_HEADER.name, encodeWireHeader(USER_METADATA_HEADER, object.userMetadata));
+  if (object.tags?.length) res.setHeader(TAGS_HEADER.name, encodeWireHeader(TAGS_HEADER, object.tags));
+  if (object.headers) res.setHeader(STORED_HEADERS_HEADER.name, encodeWireHeader(STORED_HEADERS_HEADER, object.headers));
 }
 
 /** Route of the object handlers below, relative to the internal API's mount point (/internal). */
@@ -208,8 +174,8 @@ export function objectHandlers(objects: ObjectService) {
       body: req,
       contentLength: contentLength(req),
       contentType: req.header('content-type'),
-      userMetadata: userMetadata(req),
-      tags: tags(req),
+      userMetadata: readWireHeader(USER_METADATA_HEADER, req.header(USER_METADATA_HEADER.name)),
+      tags: readWireHeader(TAGS_HEADER, req.header(TAGS_HEADER.name)),
       ...bodyHeaders(req),
       contentMd5: contentMd5(req),
       instantMd5: req.header('x-strata-instant-md5') || undefined,

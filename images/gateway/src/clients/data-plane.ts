@@ -2,7 +2,12 @@ import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import { InternalHttp, type Cancellation, type Guard, readText, seg } from './internal-http.js';
 import {
-  asciiJson,
+  encodeWireHeader,
+  readWireHeaderLeniently,
+  STORED_HEADERS_HEADER,
+  TAGS_HEADER,
+  TRAILING_HEADERS_TRAILER,
+  USER_METADATA_HEADER,
   type BodyHeaders,
   type CompletedPart,
   type CopyObjectInput,
@@ -16,24 +21,11 @@ import {
   type ObjectRead,
   type PutObjectInput,
   type PutObjectResult,
-  type StoredHeaders,
-  type Tag,
   type UploadChecksum,
   type UploadPartCopyInput,
   type UploadPartInput,
   type WriteConditions,
 } from '../../../object-model/src/index.js';
-
-/** A JSON-valued header of the data plane's answer; undefined when absent or malformed (informative: it must not fail the read). */
-function jsonHeader<T>(h: http.IncomingHttpHeaders, name: string): T | undefined {
-  const raw = h[name];
-  if (typeof raw !== 'string' || !raw) return undefined;
-  try {
-    return JSON.parse(raw) as T;
-  } catch {
-    return undefined;
-  }
-}
 
 /** The data plane's answer to a GET or HEAD of an object, as the object layer's typed read. */
 export function objectReadOf(bucket: string, key: string, res: http.IncomingMessage, withBody: boolean): ObjectRead {
@@ -41,15 +33,16 @@ export function objectReadOf(bucket: string, key: string, res: http.IncomingMess
   const status = res.statusCode === 304 ? 304 : res.statusCode === 206 ? 206 : 200;
   const contentLength = Number(h['content-length'] ?? 0);
   const contentRange = typeof h['content-range'] === 'string' ? h['content-range'] : undefined;
-  const tags = jsonHeader<Tag[]>(h, 'x-strata-tags');
-  const headers = jsonHeader<StoredHeaders>(h, 'x-strata-headers');
+  // Informative properties: a malformed one is left out rather than failing the read.
+  const tags = readWireHeaderLeniently(TAGS_HEADER, h[TAGS_HEADER.name]);
+  const headers = readWireHeaderLeniently(STORED_HEADERS_HEADER, h[STORED_HEADERS_HEADER.name]);
   const object: ObjectMeta = {
     bucket,
     key,
     size: Number(h['x-strata-size'] ?? contentRange?.split('/')[1] ?? contentLength),
     etag: String(h.etag ?? '').replace(/^"|"$/g, ''),
     contentType: String(h['content-type'] ?? 'application/octet-stream'),
-    userMetadata: jsonHeader<Record<string, string>>(h, 'x-strata-meta') ?? {},
+    userMetadata: readWireHeaderLeniently(USER_METADATA_HEADER, h[USER_METADATA_HEADER.name]) ?? {},
     lastModified: new Date(String(h['last-modified'] ?? 0)).toISOString(),
     ...(tags?.length ? { tags } : {}),
     ...(headers ? { headers } : {}),
@@ -87,12 +80,12 @@ export class DataPlaneClient {
       path,
       headers: {
         ...(h.contentLength !== undefined ? { [trailingHeaders ? 'x-strata-content-length' : 'content-length']: h.contentLength } : {}),
-        ...(h.headers ? { 'x-strata-headers': asciiJson(h.headers) } : {}),
-        ...(trailingHeaders ? { trailer: 'x-strata-trailing-headers' } : {}),
+        ...(h.headers ? { [STORED_HEADERS_HEADER.name]: encodeWireHeader(STORED_HEADERS_HEADER, h.headers) } : {}),
+        ...(trailingHeaders ? { trailer: TRAILING_HEADERS_TRAILER.name } : {}),
         ...headers,
       },
       body,
-      ...(trailingHeaders ? { trailers: () => ({ 'x-strata-trailing-headers': asciiJson(trailingHeaders() ?? {}) }) } : {}),
+      ...(trailingHeaders ? { trailers: () => ({ [TRAILING_HEADERS_TRAILER.name]: encodeWireHeader(TRAILING_HEADERS_TRAILER, trailingHeaders() ?? {}) }) } : {}),
       cancellation,
     });
     return JSON.parse(await readText(res)) as T;
@@ -106,8 +99,8 @@ export class DataPlaneClient {
       {
         'content-type': h.contentType ?? 'application/octet-stream',
         'x-strata-owner': h.owner,
-        'x-strata-meta': JSON.stringify(h.userMetadata),
-        ...(h.tags?.length ? { 'x-strata-tags': asciiJson(h.tags) } : {}),
+        [USER_METADATA_HEADER.name]: encodeWireHeader(USER_METADATA_HEADER, h.userMetadata),
+        ...(h.tags?.length ? { [TAGS_HEADER.name]: encodeWireHeader(TAGS_HEADER, h.tags) } : {}),
         ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}),
         ...(h.instantMd5 ? { 'x-strata-instant-md5': h.instantMd5 } : {}),
         ...(h.ifMatch ? { 'if-match': h.ifMatch } : {}),

@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { asciiJson } from './internal-api.js';
+import { S3Error, type S3ErrorCode } from './s3-errors.js';
+import { storedHeadersFromJson, type StoredHeaders } from './stored-headers.js';
+import { checkTagSet, type Tag } from './tags.js';
+
+/**
+ * The data plane's internal headers that carry an object's properties as JSON — on a PUT from the
+ * gateway and on a GET's answer to it — declared once: the gateway's client writes them with
+ * `encodeWireHeader`, the data plane's routes read them with `readWireHeader`, and the gateway reads the
+ * answer's with `readWireHeaderLeniently`.
+ */
+export interface WireHeader<T> {
+  name: string;
+  schema: z.ZodType<T>;
+  /** The S3 error a value that is not `shape` is. */
+  code: S3ErrorCode;
+  shape: string;
+}
+
+/** x-strata-meta: the object's user metadata (names lower-cased). */
+export const USER_METADATA_HEADER: WireHeader<Record<string, string>> = {
+  name: 'x-strata-meta',
+  schema: z.record(z.string(), z.string()).transform((meta) => Object.fromEntries(Object.entries(meta).map(([k, v]) => [k.toLowerCase(), v]))),
+  code: 'InvalidArgument',
+  shape: 'a JSON object of strings',
+};
+
+/** x-strata-tags: the object's tags, checked as S3 checks a tag set. */
+export const TAGS_HEADER: WireHeader<Tag[]> = {
+  name: 'x-strata-tags',
+  schema: z.array(z.object({ key: z.string(), value: z.string() })).transform((tags) => checkTagSet(tags, 'object')),
+  code: 'InvalidTag',
+  shape: 'a JSON list of {key, value}',
+};
+
+/** x-strata-headers: the stored headers known before the body (Cache-Control, ..., a checksum sent as a header); none when empty. */
+export const STORED_HEADERS_HEADER: WireHeader<StoredHeaders | undefined> = { name: 'x-strata-headers', schema: z.record(z.string(), z.string()).transform((h) => storedHeadersFromJson(h)), code: 'InvalidArgument', shape: 'a JSON object of strings' };
+
+/** x-strata-trailing-headers (a trailer): the stored headers known once the body has arrived (a trailer checksum). */
+export const TRAILING_HEADERS_TRAILER: WireHeader<StoredHeaders | undefined> = { ...STORED_HEADERS_HEADER, name: 'x-strata-trailing-headers' };
+
+/** The header's value as sent: ASCII JSON (non-ASCII characters as \u escapes, as headers need). */
+export function encodeWireHeader<T>(_header: WireHeader<T>, value: NonNullable<T>): string {
+  return asciiJson(value);
+}
+
+/** The header's value, checked; undefined when absent or empty. A value that is not its shape is its S3 error. */
+export function readWireHeader<T>(header: WireHeader<T>, raw: string | string[] | undefined): T | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Array.isArray(raw) ? raw.join(',') : raw);
+  } catch {
+    throw new S3Error(header.code, `${header.name} must be ${header.shape}`);
+  }
+  const result = header.schema.safeParse(parsed);
+  if (!result.success) throw new S3Error(header.code, `${header.name} must be ${header.shape}`);
+  return result.data;
+}
+
+/** As readWireHeader, for properties a reader only passes on: a malformed value is left out rather than failing the read. */
+export function readWireHeaderLeniently<T>(header: WireHeader<T>, raw: string | string[] | undefined): T | undefined {
+  try {
+    return readWireHeader(header, raw);
+  } catch {
+    return undefined;
+  }
+}
