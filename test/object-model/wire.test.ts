@@ -1,12 +1,15 @@
 import { expect } from 'chai';
 import {
   encodeWireHeader,
+  NAMED_CHECKSUM_BODY,
+  OBJECT_CONDITIONS_BODY,
   readWireHeader,
   readWireHeaderLeniently,
   S3Error,
   STORED_HEADERS_HEADER,
   TAGS_HEADER,
   USER_METADATA_HEADER,
+  WRITE_CONDITIONS_BODY,
 } from '../../images/object-model/src/index.js';
 
 describe('object model: the x-strata-* wire headers', () => {
@@ -45,5 +48,16 @@ describe('object model: the x-strata-* wire headers', () => {
     expect(codeOf(() => readWireHeader(TAGS_HEADER, '[{"key":"aws:k","value":"v"}]'))).to.equal('InvalidTag');
     expect(codeOf(() => readWireHeader(STORED_HEADERS_HEADER, '{"x-amz-website-redirect-location":"ftp://x"}'))).to.equal('InvalidRedirectLocation');
     expect(readWireHeaderLeniently(TAGS_HEADER, 'not json')).to.equal(undefined);
+  });
+
+  it('conditions and checksums in internal JSON bodies: the string-valued fields kept, none when there are none', () => {
+    expect(OBJECT_CONDITIONS_BODY.parse({ ifMatch: '"e"', ifModifiedSince: 'Wed, 04 Mar 2026 05:06:07 GMT', ifNoneMatch: 7, other: 'x' })).to.deep.equal({
+      ifMatch: '"e"',
+      ifModifiedSince: 'Wed, 04 Mar 2026 05:06:07 GMT',
+    });
+    for (const none of [undefined, null, 'text', {}, { ifMatch: 1 }]) expect(OBJECT_CONDITIONS_BODY.parse(none), JSON.stringify(none)).to.equal(undefined);
+    expect(WRITE_CONDITIONS_BODY.parse({ ifNoneMatch: '*', ifModifiedSince: 'x' })).to.deep.equal({ ifNoneMatch: '*' });
+    expect(NAMED_CHECKSUM_BODY.parse({ algorithm: 'CRC32', value: 'AAAAAA==' })).to.deep.equal({ algorithm: 'CRC32', value: 'AAAAAA==' });
+    expect(NAMED_CHECKSUM_BODY.parse({ algorithm: 'CRC32' })).to.equal(undefined);
   });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { asciiJson } from './internal-api.js';
+import { definedConditions } from './preconditions.js';
 import { S3Error, type S3ErrorCode } from './s3-errors.js';
 import { storedHeadersFromJson, type StoredHeaders } from './stored-headers.js';
 import { checkTagSet, type Tag } from './tags.js';
@@ -67,3 +68,18 @@ export function readWireHeaderLeniently<T>(header: WireHeader<T>, raw: string | 
     return undefined;
   }
 }
+
+/** Text in an internal JSON body that may be absent; anything but a string counts as absent. */
+const optionalText = z.string().optional().catch(undefined);
+
+/** A read's or a copy source's conditions in an internal JSON body (`conditions`); none when it names none. */
+export const OBJECT_CONDITIONS_BODY = z
+  .object({ ifMatch: optionalText, ifNoneMatch: optionalText, ifModifiedSince: optionalText, ifUnmodifiedSince: optionalText })
+  .catch({})
+  .transform(definedConditions);
+
+/** A write's conditions on the object it replaces in an internal JSON body; none when it names none. */
+export const WRITE_CONDITIONS_BODY = z.object({ ifMatch: optionalText, ifNoneMatch: optionalText }).catch({}).transform(definedConditions);
+
+/** A checksum with its algorithm's name in an internal JSON body; none unless both are strings. */
+export const NAMED_CHECKSUM_BODY = z.object({ algorithm: z.string(), value: z.string() }).optional().catch(undefined);

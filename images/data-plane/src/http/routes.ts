@@ -5,7 +5,9 @@ import {
   encodeWireHeader,
   isChecksumAlgorithm,
   multipartChecksumTypes,
+  NAMED_CHECKSUM_BODY,
   notModified,
+  OBJECT_CONDITIONS_BODY,
   objectTagsFromJson,
   readWireHeader,
   S3Error,
@@ -15,6 +17,7 @@ import {
   TAGS_HEADER,
   TRAILING_HEADERS_TRAILER,
   USER_METADATA_HEADER,
+  WRITE_CONDITIONS_BODY,
   type ObjectConditions,
   type StoredHeaders,
 } from '../../../object-model/src/index.js';
@@ -79,17 +82,7 @@ function bodyHeaders(req: Request): { headers?: StoredHeaders; trailingHeaders: 
   };
 }
 
-/** The string-valued `fields` of a JSON object (a request's conditions); undefined when it has none of them. */
-function stringFields<K extends string>(value: unknown, fields: K[]): Partial<Record<K, string>> | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const out: Partial<Record<K, string>> = {};
-  for (const f of fields) {
-    const v = (value as Record<string, unknown>)[f];
-    if (typeof v === 'string') out[f] = v;
-  }
-  return Object.keys(out).length ? out : undefined;
-}
-
+/** A multipart upload's checksum algorithm and type, as S3 allows them together; undefined when absent. */
 function uploadChecksum(value: unknown): UploadChecksum | undefined {
   if (value === undefined || value === null) return undefined;
   const { algorithm, type } = value as { algorithm?: unknown; type?: unknown };
@@ -99,12 +92,6 @@ function uploadChecksum(value: unknown): UploadChecksum | undefined {
   if (chosen !== 'COMPOSITE' && chosen !== 'FULL_OBJECT') throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-type header is invalid.');
   if (!allowed.includes(chosen)) throw new S3Error('InvalidRequest', `The ${chosen} checksum type cannot be used with the ${algorithm.toLowerCase()} checksum algorithm.`);
   return { algorithm, type: chosen };
-}
-
-/** `{algorithm, value}` of two strings, or undefined. */
-function namedChecksum(value: unknown): { algorithm: string; value: string } | undefined {
-  const c = value as { algorithm?: unknown; value?: unknown } | undefined;
-  return c && typeof c.algorithm === 'string' && typeof c.value === 'string' ? { algorithm: c.algorithm, value: c.value } : undefined;
 }
 
 /** One `bytes=` range against a size: undefined = serve everything (absent or unparseable, as S3 does). */
@@ -272,8 +259,8 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
         ...b,
         tags: objectTagsFromJson(b.tags),
         headers: storedHeadersFromJson(b.headers),
-        conditions: stringFields(b.conditions, ['ifMatch', 'ifNoneMatch', 'ifModifiedSince', 'ifUnmodifiedSince']),
-        destinationConditions: stringFields(b.destinationConditions, ['ifMatch', 'ifNoneMatch']),
+        conditions: OBJECT_CONDITIONS_BODY.parse(b.conditions),
+        destinationConditions: WRITE_CONDITIONS_BODY.parse(b.destinationConditions),
         bucket: p(req, 'bucket'),
         key: p(req, 'key'),
       } as CopyRequest),
@@ -310,7 +297,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
         bucket: b.sourceBucket,
         key: b.sourceKey,
         range: typeof b.range === 'string' ? b.range : undefined,
-        conditions: stringFields(b.conditions, ['ifMatch', 'ifNoneMatch', 'ifModifiedSince', 'ifUnmodifiedSince']),
+        conditions: OBJECT_CONDITIONS_BODY.parse(b.conditions),
       }),
     );
   });
@@ -325,11 +312,11 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     );
   });
   router.post('/multipart/:bucket/:key/:uploadId/complete', json, async (req, res) => {
-    const conditions = stringFields(req.body?.conditions, ['ifMatch', 'ifNoneMatch']);
+    const conditions = WRITE_CONDITIONS_BODY.parse(req.body?.conditions);
     const parts = Array.isArray(req.body?.parts)
-      ? (req.body.parts as Array<Record<string, unknown>>).map((r): RequestedPart => ({ partNumber: Number(r?.partNumber), etag: String(r?.etag ?? ''), checksum: namedChecksum(r?.checksum) }))
+      ? (req.body.parts as Array<Record<string, unknown>>).map((r): RequestedPart => ({ partNumber: Number(r?.partNumber), etag: String(r?.etag ?? ''), checksum: NAMED_CHECKSUM_BODY.parse(r?.checksum) }))
       : req.body?.parts;
-    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), parts, conditions, namedChecksum(req.body?.checksum)));
+    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), parts, conditions, NAMED_CHECKSUM_BODY.parse(req.body?.checksum)));
   });
   router.delete('/multipart/:bucket/:key/:uploadId', async (req, res) => {
     await multipart.abort(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'));
