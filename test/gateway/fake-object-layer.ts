@@ -6,9 +6,11 @@ import {
   etagMatches,
   notModified,
   S3Error,
+  type BackendRef,
   type BucketInfo,
   type CompletedPart,
   type CopyObjectInput,
+  type DeleteObjectsResult,
   type GetObjectInput,
   type ListObjectsQuery,
   type ListObjectsResult,
@@ -90,6 +92,33 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     const b = this.buckets.get(bucket);
     if (!b) throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket });
     return b;
+  }
+
+  async listBuckets(owner: string): Promise<BucketInfo[]> {
+    this.record('listBuckets', owner);
+    return [...this.buckets.values()].filter((b) => b.owner === owner).sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  async createBucket(bucket: string, owner: string, backend?: BackendRef): Promise<BucketInfo> {
+    this.record('createBucket', bucket, owner, backend);
+    if (this.buckets.has(bucket)) throw new S3Error(this.buckets.get(bucket)!.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: bucket });
+    this.addBucket(bucket, owner);
+    return this.buckets.get(bucket)!;
+  }
+
+  async deleteObjects(bucket: string, objects: Array<{ key: string; ifMatch?: string }>): Promise<DeleteObjectsResult> {
+    this.record('deleteObjects', bucket, objects);
+    const result: DeleteObjectsResult = { deleted: [], errors: [] };
+    for (const o of objects) {
+      const current = this.objects.get(`${bucket}/${o.key}`);
+      if (o.ifMatch !== undefined && (!current || !etagMatches(o.ifMatch, current.meta.etag))) {
+        result.errors.push({ key: o.key, code: 'PreconditionFailed', message: 'At least one of the pre-conditions you specified did not hold' });
+        continue;
+      }
+      this.objects.delete(`${bucket}/${o.key}`);
+      result.deleted.push(o.key);
+    }
+    return result;
   }
 
   async putObject(bucket: string, key: string, input: PutObjectInput, body: Readable): Promise<{ object: ObjectMeta; instant: boolean }> {
