@@ -1,4 +1,4 @@
-import { assertObjectKey, S3Error, type DeleteConditions } from '../../../object-model/src/index.js';
+import { S3Error, type DeleteConditions } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';
 import { header, readCheckedDocument } from '../s3/request.js';
@@ -31,7 +31,6 @@ function deleteConditions(ifMatch: string | undefined, lastModifiedTime: string 
  * then the object must exist (NoSuchKey) and meet them (PreconditionFailed), or nothing is deleted.
  */
 export const deleteObject: S3Handler = async ({ req, res, bucket, key, deps }) => {
-  assertObjectKey(key);
   const conditions = deleteConditions(header(req, 'if-match'), header(req, 'x-amz-if-match-last-modified-time'), header(req, 'x-amz-if-match-size'), [
     'x-amz-if-match-last-modified-time',
     'x-amz-if-match-size',

@@ -1,4 +1,4 @@
-import { assertObjectKey, S3Error, storedChecksum, type BucketInfo } from '../../../object-model/src/index.js';
+import { S3Error, storedChecksum, type BucketInfo } from '../../../object-model/src/index.js';
 import { callerOf, state } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumHeadersOf, contentMd5, discard, encoderOf, header, maxKeysOf, objectBody, objectLength, objectTagging, partNumberOf, readSmallBody, standardHeaders, unquote, userMetadata, wholeNumberOf } from '../s3/request.js';
@@ -9,7 +9,6 @@ import { parseXml } from '../s3/xml.js';
 import { copySource, copySourceConditions } from './object-write.js';
 
 async function target(s3: S3Request): Promise<BucketInfo> {
-  assertObjectKey(s3.key);
   return s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
 }
 

@@ -1,4 +1,4 @@
-import { assertObjectKey, S3Error, storedChecksum, type ObjectChecksum } from '../../../object-model/src/index.js';
+import { S3Error, storedChecksum, type ObjectChecksum } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumXml } from '../s3/checksums.js';
@@ -46,7 +46,6 @@ async function objectParts(s3: S3Request, partsCount: number, checksum: ObjectCh
  */
 export const getObjectAttributes: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
-  assertObjectKey(key);
   const wanted = (header(req, 'x-amz-object-attributes') ?? '').split(',').map((a) => a.trim()).filter(Boolean);
   if (wanted.length === 0) throw new S3Error('InvalidArgument', 'The x-amz-object-attributes header specifying the attributes to be retrieved is either missing or empty.', { ArgumentName: 'x-amz-object-attributes' });
   const unknown = wanted.find((a) => !ATTRIBUTES.has(a));

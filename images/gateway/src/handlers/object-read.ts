@@ -1,7 +1,6 @@
 import { pipeline, type Readable } from 'node:stream';
 import type { Request, Response } from 'express';
 import {
-  assertObjectKey,
   definedConditions,
   notModified,
   S3Error,
@@ -158,7 +157,6 @@ function readSmall(body: Readable): Promise<Buffer> {
 export const getObject: S3Handler = async (s3) => {
   const { res, bucket, key, query, deps } = s3;
   const caller = callerOf(res);
-  assertObjectKey(key);
   const partNumber = requestedPart(s3);
   const b = await deps.buckets.owned(bucket, caller);
   if (caller.via === 'bearer' && query.get('proxy') !== 'true') {
@@ -189,7 +187,6 @@ export const getObject: S3Handler = async (s3) => {
 };
 
 export const headObject: S3Handler = async (s3) => {
-  assertObjectKey(s3.key);
   const partNumber = requestedPart(s3);
   await readObject(s3, 'HEAD', await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res)), partNumber);
 };

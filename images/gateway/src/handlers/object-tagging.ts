@@ -1,4 +1,3 @@
-import { assertObjectKey } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { sendXml } from '../s3/render.js';
@@ -13,7 +12,6 @@ import { parseXml } from '../s3/xml.js';
  */
 
 async function ownedObject(s3: S3Request): Promise<void> {
-  assertObjectKey(s3.key);
   await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
 }
 

@@ -26,7 +26,6 @@ export const putObject: S3Handler = async (s3) => {
   const instant = instantMd5(s3);
   let body;
   try {
-    assertObjectKey(key);
     const length = objectLength(req, res);
     const md5 = contentMd5(req);
     const meta = userMetadata(req);
@@ -103,7 +102,6 @@ export function copySourceConditions(req: S3Request['req']): ObjectConditions | 
 export const copyObject: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
   const caller = callerOf(res);
-  assertObjectKey(key);
   discard(req);
   const bucketInfo = await deps.buckets.owned(bucket, caller);
   const { sourceBucket, sourceKey } = await copySource(s3, caller);
