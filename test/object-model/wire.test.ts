@@ -3,6 +3,7 @@ import {
   encodeWireHeader,
   NAMED_CHECKSUM_BODY,
   OBJECT_CONDITIONS_BODY,
+  readCopyObjectBody,
   readWireHeader,
   readWireHeaderLeniently,
   S3Error,
@@ -59,5 +60,24 @@ describe('object model: the x-strata-* wire headers', () => {
     expect(WRITE_CONDITIONS_BODY.parse({ ifNoneMatch: '*', ifModifiedSince: 'x' })).to.deep.equal({ ifNoneMatch: '*' });
     expect(NAMED_CHECKSUM_BODY.parse({ algorithm: 'CRC32', value: 'AAAAAA==' })).to.deep.equal({ algorithm: 'CRC32', value: 'AAAAAA==' });
     expect(NAMED_CHECKSUM_BODY.parse({ algorithm: 'CRC32' })).to.equal(undefined);
+  });
+
+  it('a CopyObject body: checked fields kept, each wrong field its S3 error with its argument name', () => {
+    const ok = readCopyObjectBody({ owner: 'bob', sourceBucket: 'b', sourceKey: 'k', metadataDirective: 'REPLACE', userMetadata: { a: '1' }, checksumAlgorithm: 'CRC32', conditions: { ifMatch: '"e"' } });
+    expect(ok).to.deep.include({ owner: 'bob', sourceBucket: 'b', sourceKey: 'k', metadataDirective: 'REPLACE', userMetadata: { a: '1' }, checksumAlgorithm: 'CRC32', conditions: { ifMatch: '"e"' } });
+    const failure = (body: unknown) => {
+      try {
+        readCopyObjectBody(body);
+      } catch (err) {
+        return err instanceof S3Error ? [err.code, err.extra?.ArgumentName] : [String(err)];
+      }
+      return ['accepted'];
+    };
+    expect(failure({ sourceKey: 'k' })).to.deep.equal(['InvalidArgument', undefined]);
+    expect(failure({ sourceBucket: 'b', sourceKey: 'k', metadataDirective: 'MOVE' })).to.deep.equal(['InvalidArgument', 'x-amz-metadata-directive']);
+    expect(failure({ sourceBucket: 'b', sourceKey: 'k', taggingDirective: 'copy' })).to.deep.equal(['InvalidArgument', 'x-amz-tagging-directive']);
+    expect(failure({ sourceBucket: 'b', sourceKey: 'k', checksumAlgorithm: 'MD5' })).to.deep.equal(['InvalidRequest', undefined]);
+    expect(failure({ sourceBucket: 'b', sourceKey: 'k', tags: [{ key: 'aws:x', value: '' }] })).to.deep.equal(['InvalidTag', undefined]);
+    expect(failure(null)).to.deep.equal(['InvalidArgument', undefined]);
   });
 });

@@ -1,9 +1,10 @@
 import { z } from 'zod';
+import { CHECKSUM_ALGORITHMS } from './checksum-algorithms.js';
 import { asciiJson } from './internal-api.js';
 import { definedConditions } from './preconditions.js';
 import { S3Error, type S3ErrorCode } from './s3-errors.js';
 import { storedHeadersFromJson, type StoredHeaders } from './stored-headers.js';
-import { checkTagSet, type Tag } from './tags.js';
+import { checkTagSet, objectTagsFromJson, type Tag } from './tags.js';
 
 /**
  * The data plane's internal headers that carry an object's properties as JSON — on a PUT from the
@@ -83,3 +84,38 @@ export const WRITE_CONDITIONS_BODY = z.object({ ifMatch: optionalText, ifNoneMat
 
 /** A checksum with its algorithm's name in an internal JSON body; none unless both are strings. */
 export const NAMED_CHECKSUM_BODY = z.object({ algorithm: z.string(), value: z.string() }).optional().catch(undefined);
+
+const directive = z.enum(['COPY', 'REPLACE']).optional();
+
+/** CopyObject's internal JSON body (the gateway's CopyObjectInput), as the data plane reads it. */
+export const COPY_OBJECT_BODY = z.object({
+  owner: optionalText,
+  sourceBucket: z.string(),
+  sourceKey: z.string(),
+  metadataDirective: directive,
+  contentType: optionalText,
+  userMetadata: z.record(z.string(), z.string()).optional(),
+  headers: z.unknown().optional().transform(storedHeadersFromJson),
+  taggingDirective: directive,
+  tags: z.unknown().optional().transform(objectTagsFromJson),
+  checksumAlgorithm: z.enum(CHECKSUM_ALGORITHMS).optional(),
+  conditions: OBJECT_CONDITIONS_BODY,
+  destinationConditions: WRITE_CONDITIONS_BODY,
+});
+
+/** The S3 error of each COPY_OBJECT_BODY field a body gets wrong. */
+const COPY_OBJECT_BODY_ERRORS: Record<string, () => S3Error> = {
+  sourceBucket: () => new S3Error('InvalidArgument', 'sourceBucket and sourceKey are required'),
+  sourceKey: () => new S3Error('InvalidArgument', 'sourceBucket and sourceKey are required'),
+  metadataDirective: () => new S3Error('InvalidArgument', 'metadataDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-metadata-directive' }),
+  taggingDirective: () => new S3Error('InvalidArgument', 'taggingDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-tagging-directive' }),
+  checksumAlgorithm: () => new S3Error('InvalidRequest', `checksumAlgorithm must be one of ${CHECKSUM_ALGORITHMS.join(', ')}`),
+};
+
+/** A CopyObject body, checked: the S3 error of its first wrong field (in the schema's order), InvalidArgument for any other. */
+export function readCopyObjectBody(value: unknown): z.output<typeof COPY_OBJECT_BODY> {
+  const result = COPY_OBJECT_BODY.safeParse(value ?? {});
+  if (result.success) return result.data;
+  const field = String(result.error.issues[0]?.path[0] ?? '');
+  throw COPY_OBJECT_BODY_ERRORS[field]?.() ?? new S3Error('InvalidArgument', `${field} is not valid in a copy request`);
+}

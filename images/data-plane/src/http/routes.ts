@@ -9,6 +9,7 @@ import {
   notModified,
   OBJECT_CONDITIONS_BODY,
   objectTagsFromJson,
+  readCopyObjectBody,
   readWireHeader,
   S3Error,
   STORED_HEADERS_HEADER,
@@ -25,7 +26,7 @@ import type { ByteRange } from '../backends/storage-backend.js';
 import type { StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
 import type { MultipartService, RequestedPart, UploadChecksum } from '../uploads/multipart-service.js';
-import type { CopyRequest, ObjectService } from '../uploads/object-service.js';
+import type { ObjectService } from '../uploads/object-service.js';
 
 export interface RouteDeps {
   objects: ObjectService;
@@ -245,26 +246,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   router.get(OBJECT_ROUTE, object.GET);
 
   router.post('/objects/:bucket/:key/copy', json, async (req, res) => {
-    const b = (req.body ?? {}) as Partial<CopyRequest>;
-    if (typeof b.sourceBucket !== 'string' || typeof b.sourceKey !== 'string') throw new S3Error('InvalidArgument', 'sourceBucket and sourceKey are required');
-    if (b.metadataDirective !== undefined && b.metadataDirective !== 'COPY' && b.metadataDirective !== 'REPLACE') {
-      throw new S3Error('InvalidArgument', 'metadataDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-metadata-directive' });
-    }
-    if (b.taggingDirective !== undefined && b.taggingDirective !== 'COPY' && b.taggingDirective !== 'REPLACE') {
-      throw new S3Error('InvalidArgument', 'taggingDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-tagging-directive' });
-    }
-    if (b.checksumAlgorithm !== undefined && !isChecksumAlgorithm(String(b.checksumAlgorithm))) throw new S3Error('InvalidRequest', 'checksumAlgorithm must be one of CRC32, CRC32C, CRC64NVME, SHA1, SHA256');
-    res.json(
-      await objects.copy({
-        ...b,
-        tags: objectTagsFromJson(b.tags),
-        headers: storedHeadersFromJson(b.headers),
-        conditions: OBJECT_CONDITIONS_BODY.parse(b.conditions),
-        destinationConditions: WRITE_CONDITIONS_BODY.parse(b.destinationConditions),
-        bucket: p(req, 'bucket'),
-        key: p(req, 'key'),
-      } as CopyRequest),
-    );
+    res.json(await objects.copy({ ...readCopyObjectBody(req.body), bucket: p(req, 'bucket'), key: p(req, 'key') }));
   });
 
   router.post('/multipart/:bucket/:key', json, async (req, res) => {
