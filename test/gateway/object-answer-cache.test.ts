@@ -4,7 +4,12 @@ import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { invalidateObjectRead } from '../../images/object-model/src/object-read-cache.js';
 
 describe('gateway: ObjectAnswerCache', () => {
-  const answer = (bytes: number, fill = 1) => ({ headers: { etag: '"e"' }, body: Buffer.alloc(bytes, fill) });
+  const read = (size: number) => ({
+    status: 200 as const,
+    object: { bucket: 'b', key: 'k', size, etag: 'e', contentType: 'application/octet-stream', userMetadata: {}, lastModified: '2026-01-01T00:00:00.000Z' },
+    contentLength: size,
+  });
+  const answer = (bytes: number, fill = 1) => ({ read: read(bytes), body: Buffer.alloc(bytes, fill) });
 
   it('serves an answer only under the version it was read at: a write after it hides it', async () => {
     const shared = new InMemoryCache();
@@ -23,7 +28,7 @@ describe('gateway: ObjectAnswerCache', () => {
   it('keeps a copy of the body, at most maxObjectBytes each and maxBytes in all, least recently used out first', () => {
     const cache = new ObjectAnswerCache(new InMemoryCache(), 300, 200);
     const shared = Buffer.alloc(1000, 7);
-    cache.set('b', 'view', 'v', { headers: {}, body: shared.subarray(0, 100) });
+    cache.set('b', 'view', 'v', { read: read(100), body: shared.subarray(0, 100) });
     shared.fill(0);
     expect(cache.get('b', 'view', 'v')!.body).to.deep.equal(Buffer.alloc(100, 7));
     cache.set('b', 'big', 'v', answer(201));

@@ -3,9 +3,8 @@ import { XMLValidator } from 'fast-xml-parser';
 import { routeOf, bucketAndKey } from '../../images/gateway/src/s3/router.js';
 import { errorXml, parseXml } from '../../images/gateway/src/s3/xml.js';
 import { urlEncodeKey } from '../../images/gateway/src/s3/render.js';
-import { isValidBucketName } from '../../images/gateway/src/middleware/bucket-access.js';
 import { newRequestId } from '../../images/gateway/src/middleware/request-context.js';
-import { assertObjectKey, S3Error, S3_ERRORS, type S3ErrorCode } from '../../images/object-model/src/index.js';
+import { assertObjectKey, isValidBucketName, S3Error, S3_ERRORS, type S3ErrorCode } from '../../images/object-model/src/index.js';
 
 const codeOf = (fn: () => unknown): string => {
   try {

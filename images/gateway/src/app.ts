@@ -8,6 +8,7 @@ import { bearerPassport, tokenIssuer } from './auth/jwt.js';
 import { LoginGuard } from './auth/login-guard.js';
 import { ControlPlaneClient } from './clients/control-plane.js';
 import { DataPlaneClient } from './clients/data-plane.js';
+import { httpObjectLayer } from './clients/object-layer.js';
 import { ObjectAnswerCache } from './clients/object-answer-cache.js';
 import type { ReadCacheStore } from '../../object-model/src/object-read-cache.js';
 import { state } from './context.js';
@@ -122,10 +123,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const countLookup = (cache: string) => (hit: boolean) => (hit ? cacheCounters.hits : cacheCounters.misses).inc({ cache });
   const credentials = cachedCredentials((accessKey) => controlPlane.credentials(accessKey), opts.credentialsCacheMs ?? 10_000, countLookup('gateway-credentials'));
   const answerBytes = opts.objectAnswerCacheBytes ?? DEFAULT_OBJECT_ANSWER_BYTES;
+  const objects = httpObjectLayer(controlPlane, dataPlane);
   const deps: GatewayDeps = {
+    objects,
     controlPlane,
-    dataPlane,
-    buckets: new BucketAccess(controlPlane, opts.bucketCacheMs ?? 2_000, countLookup('gateway-buckets')),
+    buckets: new BucketAccess(objects, opts.bucketCacheMs ?? 2_000, countLookup('gateway-buckets')),
     credentials,
     tokens: tokenIssuer(opts.jwtSecret, opts.jwtExpiresIn ?? '1h'),
     loginGuard: new LoginGuard(redis ? { kind: 'redis', client: redis, keyPrefix: opts.redisKeyPrefix ?? 'strata:flow:' } : { kind: 'memory' }, () => flow.rules()),

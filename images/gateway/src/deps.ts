@@ -4,14 +4,16 @@ import type { TokenIssuer } from './auth/jwt.js';
 import type { LoginGuard } from './auth/login-guard.js';
 import type { CredentialLookup } from './auth/sigv4-verify.js';
 import type { BucketAccess } from './middleware/bucket-access.js';
+import type { ObjectLayer } from '../../object-model/src/index.js';
 import type { ControlPlaneClient } from './clients/control-plane.js';
-import type { DataPlaneClient } from './clients/data-plane.js';
 import type { ObjectAnswerCache } from './clients/object-answer-cache.js';
 
-/** Everything a handler may use: the two internal services and the gateway's own settings. */
+/** Everything a handler may use: the object layer, the accounts, and the gateway's own settings. */
 export interface GatewayDeps {
+  /** Every S3 bucket, object and multipart operation: S3 handlers make one call here. */
+  objects: ObjectLayer;
+  /** Users, credentials and the recycle bin (/login and /admin). */
   controlPlane: ControlPlaneClient;
-  dataPlane: DataPlaneClient;
   buckets: BucketAccess;
   credentials: CredentialLookup;
   tokens: TokenIssuer;

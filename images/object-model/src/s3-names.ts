@@ -16,6 +16,10 @@ export function bucketNameProblem(name: string): string | undefined {
   return undefined;
 }
 
+export function isValidBucketName(name: string): boolean {
+  return bucketNameProblem(name) === undefined;
+}
+
 export function assertBucketName(name: string): void {
   const problem = bucketNameProblem(name);
   if (problem) throw new S3Error('InvalidBucketName', `${problem}: ${JSON.stringify(name)}`, { BucketName: name });

@@ -1,12 +1,32 @@
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import express, { type Request, type Response, type Router } from 'express';
-import { asciiJson, etagMatches, isChecksumAlgorithm, multipartChecksumTypes, objectTagsFromJson, S3Error, storedChecksum, storedHeadersFromJson, type S3ErrorCode, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import {
+  encodeWireHeader,
+  isChecksumAlgorithm,
+  multipartChecksumTypes,
+  NAMED_CHECKSUM_BODY,
+  notModified,
+  OBJECT_CONDITIONS_BODY,
+  objectTagsFromJson,
+  readCopyObjectBody,
+  readWireHeader,
+  S3Error,
+  STORED_HEADERS_HEADER,
+  storedChecksum,
+  storedHeadersFromJson,
+  TAGS_HEADER,
+  TRAILING_HEADERS_TRAILER,
+  USER_METADATA_HEADER,
+  WRITE_CONDITIONS_BODY,
+  type ObjectConditions,
+  type StoredHeaders,
+} from '../../../object-model/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
 import type { StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
 import type { MultipartService, RequestedPart, UploadChecksum } from '../uploads/multipart-service.js';
-import type { CopyRequest, ObjectService } from '../uploads/object-service.js';
+import type { ObjectService } from '../uploads/object-service.js';
 
 export interface RouteDeps {
   objects: ObjectService;
@@ -51,66 +71,19 @@ function contentMd5(req: Request): string | undefined {
   return bytes.toString('hex');
 }
 
-/**
- * A JSON-valued internal header or trailer (`name`), converted by `convert`; undefined when absent or
- * empty. Text that is not JSON is `code`, "`name` must be `shape`".
- */
-function jsonValued<T>(raw: string | undefined, name: string, code: S3ErrorCode, shape: string, convert: (parsed: unknown) => T): T | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new S3Error(code, `${name} must be ${shape}`);
-  }
-  return convert(parsed);
-}
-
-/** x-strata-meta: the new object's user metadata as a JSON object (names lower-cased). */
-function userMetadata(req: Request): Record<string, string> | undefined {
-  return jsonValued(req.header('x-strata-meta'), 'x-strata-meta', 'InvalidArgument', 'a JSON object of strings', (parsed) => {
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new S3Error('InvalidArgument', 'x-strata-meta must be a JSON object of strings');
-    return Object.fromEntries(Object.entries(parsed as Record<string, unknown>).map(([k, v]) => [k.toLowerCase(), String(v)]));
-  });
-}
-
-/** x-strata-tags: the new object's tags as JSON (the gateway parsed x-amz-tagging). */
-function tags(req: Request): Tag[] | undefined {
-  return jsonValued(req.header('x-strata-tags'), 'x-strata-tags', 'InvalidTag', 'a JSON list of {key, value}', objectTagsFromJson);
-}
-
-/**
- * Stored headers of the new object as JSON in `name` (a header, or a trailer once the body has
- * arrived: x-strata-headers then x-strata-trailing-headers).
- */
-function storedHeaders(raw: string | undefined, name: string): StoredHeaders | undefined {
-  return jsonValued(raw, name, 'InvalidArgument', 'a JSON object of strings', storedHeadersFromJson);
-}
-
 /** Stored headers of a body: those sent ahead (x-strata-headers) and those in its trailer, read once it has arrived. */
 function bodyHeaders(req: Request): { headers?: StoredHeaders; trailingHeaders: () => Promise<StoredHeaders | undefined> } {
   return {
-    headers: storedHeaders(req.header('x-strata-headers'), 'x-strata-headers'),
+    headers: readWireHeader(STORED_HEADERS_HEADER, req.header(STORED_HEADERS_HEADER.name)),
     trailingHeaders: async () => {
       // (Trailers are parsed with the body's end, which a backend may not have waited for.)
       if (!req.complete) await finished(req);
-      return storedHeaders(req.trailers['x-strata-trailing-headers'], 'x-strata-trailing-headers');
+      return readWireHeader(TRAILING_HEADERS_TRAILER, req.trailers[TRAILING_HEADERS_TRAILER.name]);
     },
   };
 }
 
 /** A multipart upload's checksum algorithm and type, as S3 allows them together; undefined when absent. */
-/** The string-valued `fields` of a JSON object (a request's conditions); undefined when it has none of them. */
-function stringFields<K extends string>(value: unknown, fields: K[]): Partial<Record<K, string>> | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const out: Partial<Record<K, string>> = {};
-  for (const f of fields) {
-    const v = (value as Record<string, unknown>)[f];
-    if (typeof v === 'string') out[f] = v;
-  }
-  return Object.keys(out).length ? out : undefined;
-}
-
 function uploadChecksum(value: unknown): UploadChecksum | undefined {
   if (value === undefined || value === null) return undefined;
   const { algorithm, type } = value as { algorithm?: unknown; type?: unknown };
@@ -120,12 +93,6 @@ function uploadChecksum(value: unknown): UploadChecksum | undefined {
   if (chosen !== 'COMPOSITE' && chosen !== 'FULL_OBJECT') throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-type header is invalid.');
   if (!allowed.includes(chosen)) throw new S3Error('InvalidRequest', `The ${chosen} checksum type cannot be used with the ${algorithm.toLowerCase()} checksum algorithm.`);
   return { algorithm, type: chosen };
-}
-
-/** `{algorithm, value}` of two strings, or undefined. */
-function namedChecksum(value: unknown): { algorithm: string; value: string } | undefined {
-  const c = value as { algorithm?: unknown; value?: unknown } | undefined;
-  return c && typeof c.algorithm === 'string' && typeof c.value === 'string' ? { algorithm: c.algorithm, value: c.value } : undefined;
 }
 
 /** One `bytes=` range against a size: undefined = serve everything (absent or unparseable, as S3 does). */
@@ -164,34 +131,20 @@ export function partRange(partNumber: number, object: Pick<StoredObject, 'size' 
   return size > 0 ? { start, end: start + size - 1 } : undefined;
 }
 
-/** GET/HEAD conditions; answers 304 or throws 412 as S3 does. */
-function notModified(req: Request, object: StoredObject): boolean {
-  const modified = Math.floor(new Date(object.lastModified).getTime() / 1000);
-  const ifMatch = req.header('if-match');
-  const ifNoneMatch = req.header('if-none-match');
-  const ifModifiedSince = req.header('if-modified-since');
-  const ifUnmodifiedSince = req.header('if-unmodified-since');
-  if (ifMatch !== undefined && !etagMatches(ifMatch, object.etag)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
-  if (ifMatch === undefined && ifUnmodifiedSince !== undefined) {
-    const t = Date.parse(ifUnmodifiedSince);
-    if (!Number.isNaN(t) && modified > Math.floor(t / 1000)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Unmodified-Since' });
-  }
-  if (ifNoneMatch !== undefined) return etagMatches(ifNoneMatch, object.etag);
-  if (ifModifiedSince !== undefined) {
-    const t = Date.parse(ifModifiedSince);
-    return !Number.isNaN(t) && modified <= Math.floor(t / 1000);
-  }
-  return false;
+/** If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since of a GET or HEAD, as the gateway passed them on. */
+function readConditions(req: Request): ObjectConditions {
+  return { ifMatch: req.header('if-match'), ifNoneMatch: req.header('if-none-match'), ifModifiedSince: req.header('if-modified-since'), ifUnmodifiedSince: req.header('if-unmodified-since') };
 }
 
 function objectHeaders(res: Response, object: StoredObject): void {
   res.setHeader('etag', `"${object.etag}"`);
   res.setHeader('last-modified', new Date(object.lastModified).toUTCString());
   res.setHeader('content-type', object.contentType);
+  res.setHeader('x-strata-size', String(object.size));
   res.setHeader('accept-ranges', 'bytes');
-  res.setHeader('x-strata-meta', asciiJson(object.userMetadata));
-  if (object.tags?.length) res.setHeader('x-strata-tags', asciiJson(object.tags));
-  if (object.headers) res.setHeader('x-strata-headers', asciiJson(object.headers));
+  res.setHeader(USER_METADATA_HEADER.name, encodeWireHeader(USER_METADATA_HEADER, object.userMetadata));
+  if (object.tags?.length) res.setHeader(TAGS_HEADER.name, encodeWireHeader(TAGS_HEADER, object.tags));
+  if (object.headers) res.setHeader(STORED_HEADERS_HEADER.name, encodeWireHeader(STORED_HEADERS_HEADER, object.headers));
 }
 
 /** Route of the object handlers below, relative to the internal API's mount point (/internal). */
@@ -209,8 +162,8 @@ export function objectHandlers(objects: ObjectService) {
       body: req,
       contentLength: contentLength(req),
       contentType: req.header('content-type'),
-      userMetadata: userMetadata(req),
-      tags: tags(req),
+      userMetadata: readWireHeader(USER_METADATA_HEADER, req.header(USER_METADATA_HEADER.name)),
+      tags: readWireHeader(TAGS_HEADER, req.header(TAGS_HEADER.name)),
       ...bodyHeaders(req),
       contentMd5: contentMd5(req),
       instantMd5: req.header('x-strata-instant-md5') || undefined,
@@ -230,7 +183,8 @@ export function objectHandlers(objects: ObjectService) {
       return;
     }
     objectHeaders(res, object);
-    if (notModified(req, object)) {
+    // Decided from the metadata alone: a 304 or 412 never opens the blob.
+    if (notModified(object, readConditions(req))) {
       res.status(304).end();
       return;
     }
@@ -292,26 +246,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   router.get(OBJECT_ROUTE, object.GET);
 
   router.post('/objects/:bucket/:key/copy', json, async (req, res) => {
-    const b = (req.body ?? {}) as Partial<CopyRequest>;
-    if (typeof b.sourceBucket !== 'string' || typeof b.sourceKey !== 'string') throw new S3Error('InvalidArgument', 'sourceBucket and sourceKey are required');
-    if (b.metadataDirective !== undefined && b.metadataDirective !== 'COPY' && b.metadataDirective !== 'REPLACE') {
-      throw new S3Error('InvalidArgument', 'metadataDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-metadata-directive' });
-    }
-    if (b.taggingDirective !== undefined && b.taggingDirective !== 'COPY' && b.taggingDirective !== 'REPLACE') {
-      throw new S3Error('InvalidArgument', 'taggingDirective must be COPY or REPLACE', { ArgumentName: 'x-amz-tagging-directive' });
-    }
-    if (b.checksumAlgorithm !== undefined && !isChecksumAlgorithm(String(b.checksumAlgorithm))) throw new S3Error('InvalidRequest', 'checksumAlgorithm must be one of CRC32, CRC32C, CRC64NVME, SHA1, SHA256');
-    res.json(
-      await objects.copy({
-        ...b,
-        tags: objectTagsFromJson(b.tags),
-        headers: storedHeadersFromJson(b.headers),
-        conditions: stringFields(b.conditions, ['ifMatch', 'ifNoneMatch', 'ifModifiedSince', 'ifUnmodifiedSince']),
-        destinationConditions: stringFields(b.destinationConditions, ['ifMatch', 'ifNoneMatch']),
-        bucket: p(req, 'bucket'),
-        key: p(req, 'key'),
-      } as CopyRequest),
-    );
+    res.json(await objects.copy({ ...readCopyObjectBody(req.body), bucket: p(req, 'bucket'), key: p(req, 'key') }));
   });
 
   router.post('/multipart/:bucket/:key', json, async (req, res) => {
@@ -344,7 +279,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
         bucket: b.sourceBucket,
         key: b.sourceKey,
         range: typeof b.range === 'string' ? b.range : undefined,
-        conditions: stringFields(b.conditions, ['ifMatch', 'ifNoneMatch', 'ifModifiedSince', 'ifUnmodifiedSince']),
+        conditions: OBJECT_CONDITIONS_BODY.parse(b.conditions),
       }),
     );
   });
@@ -359,11 +294,11 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     );
   });
   router.post('/multipart/:bucket/:key/:uploadId/complete', json, async (req, res) => {
-    const conditions = stringFields(req.body?.conditions, ['ifMatch', 'ifNoneMatch']);
+    const conditions = WRITE_CONDITIONS_BODY.parse(req.body?.conditions);
     const parts = Array.isArray(req.body?.parts)
-      ? (req.body.parts as Array<Record<string, unknown>>).map((r): RequestedPart => ({ partNumber: Number(r?.partNumber), etag: String(r?.etag ?? ''), checksum: namedChecksum(r?.checksum) }))
+      ? (req.body.parts as Array<Record<string, unknown>>).map((r): RequestedPart => ({ partNumber: Number(r?.partNumber), etag: String(r?.etag ?? ''), checksum: NAMED_CHECKSUM_BODY.parse(r?.checksum) }))
       : req.body?.parts;
-    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), parts, conditions, namedChecksum(req.body?.checksum)));
+    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), parts, conditions, NAMED_CHECKSUM_BODY.parse(req.body?.checksum)));
   });
   router.delete('/multipart/:bucket/:key/:uploadId', async (req, res) => {
     await multipart.abort(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'));

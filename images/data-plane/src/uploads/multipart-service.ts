@@ -2,13 +2,13 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { v7 as uuidv7 } from 'uuid';
 import { type Logger } from '../../../service-kit/src/index.js';
-import { assertObjectKey, checksumHeaders, compositeChecksum, digesting, fullObjectChecksum, mergeStoredHeaders, S3Error, startDigest, storedChecksum, withoutChecksum, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import { assertObjectKey, checkCopySourceConditions, checksumHeaders, checkUserMetadata, compositeChecksum, digesting, fullObjectChecksum, MAX_OBJECT_SIZE, mergeStoredHeaders, S3Error, startDigest, storedChecksum, withoutChecksum, type ObjectConditions, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import { checkPreconditions, type ObjectMeta, type Preconditions } from '../catalog/catalog.js';
 import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
-import { MAX_OBJECT_SIZE, checkCopySourceConditions, checkUserMetadata, type CopySourceConditions, type ObjectService } from './object-service.js';
+import type { ObjectService } from './object-service.js';
 import { DEFAULT_UPLOADS_PER_ACCOUNT, UploadState, type PartInfo, type UploadChecksum, type UploadInfo } from './upload-state.js';
 
 export const MIN_PART_SIZE = 5 * 1024 * 1024;
@@ -145,7 +145,7 @@ export class MultipartService {
     key: string,
     uploadId: string,
     partNumber: number,
-    source: { bucket: string; key: string; range?: string; conditions?: CopySourceConditions },
+    source: { bucket: string; key: string; range?: string; conditions?: ObjectConditions },
   ): Promise<{ etag: string; lastModified: string }> {
     this.checkPartNumber(partNumber);
     const { info, backend } = await this.upload(bucket, key, uploadId);

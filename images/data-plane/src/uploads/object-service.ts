@@ -1,15 +1,31 @@
 import type { Readable } from 'node:stream';
 import { cachedLookup, type Logger } from '../../../service-kit/src/index.js';
-import { assertObjectKey, checksumHeaders, copiedHeaders, digesting, etagMatches, mergeStoredHeaders, S3Error, startDigest, storedChecksum, WEBSITE_REDIRECT_HEADER, withoutChecksum, type ChecksumAlgorithm, type ObjectChecksum, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import {
+  assertObjectKey,
+  checkCopyChangesObject,
+  checkCopySourceConditions,
+  checksumHeaders,
+  checkUserMetadata,
+  copiedHeaders,
+  digesting,
+  MAX_OBJECT_SIZE,
+  mergeStoredHeaders,
+  S3Error,
+  startDigest,
+  storedChecksum,
+  withoutChecksum,
+  type ChecksumAlgorithm,
+  type ObjectChecksum,
+  type ObjectConditions,
+  type StoredHeaders,
+  type Tag,
+} from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-backend.js';
 import { BlobGoneError, checkPreconditions, type BucketRef, type Catalog, type ObjectMeta, type Preconditions, type StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
 import type { DataPlaneMetrics } from '../metrics.js';
 import { invalidateObjectRead, readThroughObjectCache, type ReadCacheStore } from '../../../object-model/src/object-read-cache.js';
-
-export const MAX_OBJECT_SIZE = 5 * 1024 ** 3;
-export const MAX_METADATA_BYTES = 2048;
 
 export interface PutRequest {
   bucket: string;
@@ -55,31 +71,14 @@ export interface CopyRequest {
    */
   checksumAlgorithm?: ChecksumAlgorithm;
   /** x-amz-copy-source-if-*: conditions on the source. */
-  conditions?: CopySourceConditions;
+  conditions?: ObjectConditions;
   /** If-Match / If-None-Match: conditions on the object the copy replaces, checked by its commit. */
   destinationConditions?: Preconditions;
-}
-
-/** x-amz-copy-source-if-* of CopyObject and UploadPartCopy. */
-export interface CopySourceConditions {
-  ifMatch?: string;
-  ifNoneMatch?: string;
-  ifModifiedSince?: string;
-  ifUnmodifiedSince?: string;
 }
 
 /** Hooks run after a commit: the outbox relay is kicked so that events leave at once. */
 export interface CommitListener {
   committed(): void;
-}
-
-export function checkUserMetadata(meta: Record<string, string>): void {
-  let bytes = 0;
-  for (const [k, v] of Object.entries(meta)) {
-    if (typeof v !== 'string') throw new S3Error('InvalidArgument', `user metadata ${JSON.stringify(k)} must be a string`);
-    bytes += Buffer.byteLength(k) + Buffer.byteLength(v);
-  }
-  if (bytes > MAX_METADATA_BYTES) throw new S3Error('MetadataTooLarge', `user metadata is ${bytes} bytes; at most ${MAX_METADATA_BYTES}`);
 }
 
 /** How long a bucket record is reused by writes (see ObjectService.bucket). */
@@ -238,14 +237,8 @@ export class ObjectService {
       checkCopySourceConditions(req.conditions, source);
       // Checked again by the commit; failing here spares reading or writing the bytes of a doomed copy.
       if (req.destinationConditions) checkPreconditions(req.destinationConditions, (await this.catalog.object(bucket, req.key))?.etag, req.key);
+      checkCopyChangesObject(req);
       const replace = req.metadataDirective === 'REPLACE';
-      const newRedirect = req.headers?.[WEBSITE_REDIRECT_HEADER] !== undefined;
-      if (!replace && !newRedirect && req.sourceBucket === req.bucket && req.sourceKey === req.key) {
-        throw new S3Error(
-          'InvalidRequest',
-          "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
-        );
-      }
       const contentType = replace ? req.contentType || 'application/octet-stream' : source.contentType;
       const userMetadata = replace ? (req.userMetadata ?? {}) : source.userMetadata;
       checkUserMetadata(userMetadata);
@@ -291,24 +284,5 @@ export class ObjectService {
       this.metrics.bytesIn.inc(stored.size);
       return this.commit({ ...base, headers: headersWith(await computed()), blob: this.newBlob(backend, bucket, stored) }, stored, backend);
     }
-  }
-}
-
-/** x-amz-copy-source-if-* against the source object: PreconditionFailed as S3 (If-Match wins over If-Unmodified-Since, If-None-Match over If-Modified-Since). */
-export function checkCopySourceConditions(c: CopySourceConditions | undefined, source: StoredObject): void {
-  if (!c) return;
-  const modified = new Date(source.lastModified).getTime();
-  const fail = (condition: string) => {
-    throw new S3Error('PreconditionFailed', undefined, { Condition: condition });
-  };
-  if (c.ifMatch !== undefined && !etagMatches(c.ifMatch, source.etag)) fail('x-amz-copy-source-If-Match');
-  if (c.ifNoneMatch !== undefined && etagMatches(c.ifNoneMatch, source.etag)) fail('x-amz-copy-source-If-None-Match');
-  if (c.ifUnmodifiedSince !== undefined && c.ifMatch === undefined) {
-    const t = Date.parse(c.ifUnmodifiedSince);
-    if (!Number.isNaN(t) && Math.floor(modified / 1000) > Math.floor(t / 1000)) fail('x-amz-copy-source-If-Unmodified-Since');
-  }
-  if (c.ifModifiedSince !== undefined && c.ifNoneMatch === undefined) {
-    const t = Date.parse(c.ifModifiedSince);
-    if (!Number.isNaN(t) && Math.floor(modified / 1000) <= Math.floor(t / 1000)) fail('x-amz-copy-source-If-Modified-Since');
   }
 }

@@ -1,57 +1,22 @@
-import type { BucketConfigs, CorsRule, LifecycleRule, StoredHeaders, Tag } from '../../../object-model/src/index.js';
-
-export type { BucketConfigs } from '../../../object-model/src/index.js';
+import type {
+  BackendRef,
+  BucketConfigs,
+  BucketInfo,
+  BucketListing,
+  DeleteConditions,
+  DeleteObjectsResult,
+  ListObjectsQuery,
+  ListObjectsResult,
+  ObjectMeta,
+  StoredPart,
+  Tag,
+} from '../../../object-model/src/index.js';
 import { InternalHttp, type Guard, seg } from './internal-http.js';
-
-/** Types of the control plane's internal API (ADR 0001). */
-export interface ObjectMeta {
-  bucket: string;
-  key: string;
-  size: number;
-  etag: string;
-  md5?: string;
-  contentType: string;
-  userMetadata: Record<string, string>;
-  lastModified: string;
-  /** Its tags; absent when it has none. */
-  tags?: Tag[];
-  /** Its stored headers (Cache-Control, ..., its checksum); absent when it has none. */
-  headers?: StoredHeaders;
-}
-export interface BackendRef {
-  kind: string;
-  [setting: string]: unknown;
-}
-export interface BucketInfo {
-  name: string;
-  owner: string;
-  createdAt: string;
-  backend: BackendRef;
-  /** The bucket's lifecycle rules, when it has any (the answers' x-amz-expiration). */
-  lifecycle?: LifecycleRule[];
-  /** The bucket's CORS rules, when it has any (browsers are answered by them instead of the server-wide policy). */
-  cors?: CorsRule[];
-}
 
 export interface UserCredentials {
   username: string;
   accessKey: string;
   secretKey: string;
-}
-export interface ListObjectsQuery {
-  prefix?: string;
-  delimiter?: string;
-  maxKeys?: number;
-  startAfter?: string;
-  continuationToken?: string;
-  marker?: string;
-}
-export interface ListObjectsResult {
-  objects: ObjectMeta[];
-  commonPrefixes: string[];
-  isTruncated: boolean;
-  nextContinuationToken?: string;
-  nextMarker?: string;
 }
 export interface RecycledObject {
   id: string | number;
@@ -59,15 +24,6 @@ export interface RecycledObject {
   key: string;
   size: number;
   recycledAt: string;
-}
-
-/** What a conditional delete requires of the object (the control plane checks it under the key's lock). */
-export interface DeleteConditions {
-  /** An If-Match list (`*`: any object). */
-  ifMatch?: string;
-  /** ISO 8601; compared to the second. */
-  lastModifiedTime?: string;
-  size?: number;
 }
 
 /** Typed client for the control plane: users, credentials, buckets, object metadata, recycle bin. */
@@ -90,8 +46,8 @@ export class ControlPlaneClient {
     return this.http.json('GET', `/internal/credentials/${seg(accessKey)}`);
   }
 
-  async listBuckets(owner: string): Promise<Array<{ name: string; createdAt: string; backend: BackendRef }>> {
-    const r = await this.http.json<{ buckets: Array<{ name: string; createdAt: string; backend: BackendRef }> }>('GET', `/internal/users/${seg(owner)}/buckets`);
+  async listBuckets(owner: string): Promise<BucketListing[]> {
+    const r = await this.http.json<{ buckets: BucketListing[] }>('GET', `/internal/users/${seg(owner)}/buckets`);
     return r.buckets;
   }
 
@@ -127,8 +83,8 @@ export class ControlPlaneClient {
   }
 
   /** A multipart object's parts in part order (none for an object uploaded whole). */
-  async objectParts(bucket: string, key: string): Promise<Array<{ partNumber: number; size: number; checksum?: string }>> {
-    return (await this.http.json<{ parts: Array<{ partNumber: number; size: number; checksum?: string }> }>('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/parts`)).parts;
+  async objectParts(bucket: string, key: string): Promise<StoredPart[]> {
+    return (await this.http.json<{ parts: StoredPart[] }>('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/parts`)).parts;
   }
 
   /** Replace the object's tags (none: remove them); NoSuchKey when there is no such object. */
@@ -141,7 +97,7 @@ export class ControlPlaneClient {
     await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, { query: { ...conditions } });
   }
 
-  deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<{ deleted: string[]; errors: Array<{ key: string; code: string; message: string }> }> {
+  deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult> {
     return this.http.json('POST', `/internal/buckets/${seg(bucket)}/delete-objects`, { body: { objects } });
   }
 

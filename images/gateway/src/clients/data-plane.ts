@@ -1,64 +1,63 @@
 import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import { InternalHttp, type Cancellation, type Guard, readText, seg } from './internal-http.js';
-import { asciiJson, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
-import type { ObjectMeta } from './control-plane.js';
+import {
+  encodeWireHeader,
+  readWireHeaderLeniently,
+  STORED_HEADERS_HEADER,
+  TAGS_HEADER,
+  TRAILING_HEADERS_TRAILER,
+  USER_METADATA_HEADER,
+  type BodyHeaders,
+  type CompletedPart,
+  type CopyObjectInput,
+  type CreateMultipartInput,
+  type GetObjectInput,
+  type ListPartsResult,
+  type ListUploadsQuery,
+  type ListUploadsResult,
+  type NamedChecksum,
+  type ObjectMeta,
+  type ObjectRead,
+  type PutObjectInput,
+  type PutObjectResult,
+  type UploadChecksum,
+  type UploadPartCopyInput,
+  type UploadPartInput,
+  type WriteConditions,
+} from '../../../object-model/src/index.js';
 
-/** What an uploaded body stores besides its bytes, and how long it is. */
-export interface BodyHeaders {
-  /** Unknown for a form upload's file: the body then goes chunked and the data plane counts it. */
-  contentLength?: number;
-  /** Stored headers known before the body: standard ones, a checksum sent as a header. */
-  headers?: StoredHeaders;
-  /** Stored headers known once the body has passed its checks (a trailer checksum): sent as a trailer. */
-  trailingHeaders?: () => StoredHeaders | undefined;
-}
-
-export interface PutObjectHeaders extends BodyHeaders {
-  contentType?: string;
-  owner: string;
-  userMetadata: Record<string, string>;
-  /** x-amz-tagging, parsed and checked. */
-  tags?: Tag[];
-  contentMd5?: string;
-  instantMd5?: string;
-  ifMatch?: string;
-  ifNoneMatch?: string;
-}
-
-export interface CopyConditions {
-  ifMatch?: string;
-  ifNoneMatch?: string;
-  ifModifiedSince?: string;
-  ifUnmodifiedSince?: string;
-}
-
-export interface PartInfo {
-  partNumber: number;
-  etag: string;
-  size: number;
-  lastModified: string;
-  /** Base64 of its checksum by the upload's algorithm (when the upload has one). */
-  checksum?: string;
-}
-
-/** A multipart upload's checksum algorithm and type (x-amz-checksum-algorithm, x-amz-checksum-type). */
-export interface UploadChecksum {
-  algorithm: string;
-  type?: 'COMPOSITE' | 'FULL_OBJECT';
-}
-
-/** A checksum with its algorithm's name. */
-export interface NamedChecksum {
-  algorithm: string;
-  value: string;
-}
-
-export interface UploadInfo {
-  key: string;
-  uploadId: string;
-  initiated: string;
-  owner: string;
+/** The data plane's answer to a GET or HEAD of an object, as the object layer's typed read. */
+export function objectReadOf(bucket: string, key: string, res: http.IncomingMessage, withBody: boolean): ObjectRead {
+  const h = res.headers;
+  const status = res.statusCode === 304 ? 304 : res.statusCode === 206 ? 206 : 200;
+  const contentLength = Number(h['content-length'] ?? 0);
+  const contentRange = typeof h['content-range'] === 'string' ? h['content-range'] : undefined;
+  // Informative properties: a malformed one is left out rather than failing the read.
+  const tags = readWireHeaderLeniently(TAGS_HEADER, h[TAGS_HEADER.name]);
+  const headers = readWireHeaderLeniently(STORED_HEADERS_HEADER, h[STORED_HEADERS_HEADER.name]);
+  const object: ObjectMeta = {
+    bucket,
+    key,
+    size: Number(h['x-strata-size'] ?? contentRange?.split('/')[1] ?? contentLength),
+    etag: String(h.etag ?? '').replace(/^"|"$/g, ''),
+    contentType: String(h['content-type'] ?? 'application/octet-stream'),
+    userMetadata: readWireHeaderLeniently(USER_METADATA_HEADER, h[USER_METADATA_HEADER.name]) ?? {},
+    lastModified: new Date(String(h['last-modified'] ?? 0)).toISOString(),
+    ...(tags?.length ? { tags } : {}),
+    ...(headers ? { headers } : {}),
+  };
+  const [partAlgorithm, partChecksum] = String(h['x-strata-part-checksum'] ?? '').split(' ');
+  const partsCount = h['x-amz-mp-parts-count'];
+  return {
+    status,
+    object,
+    contentLength,
+    ...(contentRange ? { contentRange } : {}),
+    ...(partsCount !== undefined ? { partsCount: Number(partsCount) } : {}),
+    ...(partAlgorithm && partChecksum ? { partChecksum: { algorithm: partAlgorithm, value: partChecksum } } : {}),
+    ...(withBody && status !== 304 ? { body: res } : {}),
+  };
 }
 
 /** Typed client for the data plane: object bytes, copy, multipart (ADR 0001). */
@@ -81,27 +80,27 @@ export class DataPlaneClient {
       path,
       headers: {
         ...(h.contentLength !== undefined ? { [trailingHeaders ? 'x-strata-content-length' : 'content-length']: h.contentLength } : {}),
-        ...(h.headers ? { 'x-strata-headers': asciiJson(h.headers) } : {}),
-        ...(trailingHeaders ? { trailer: 'x-strata-trailing-headers' } : {}),
+        ...(h.headers ? { [STORED_HEADERS_HEADER.name]: encodeWireHeader(STORED_HEADERS_HEADER, h.headers) } : {}),
+        ...(trailingHeaders ? { trailer: TRAILING_HEADERS_TRAILER.name } : {}),
         ...headers,
       },
       body,
-      ...(trailingHeaders ? { trailers: () => ({ 'x-strata-trailing-headers': asciiJson(trailingHeaders() ?? {}) }) } : {}),
+      ...(trailingHeaders ? { trailers: () => ({ [TRAILING_HEADERS_TRAILER.name]: encodeWireHeader(TRAILING_HEADERS_TRAILER, trailingHeaders() ?? {}) }) } : {}),
       cancellation,
     });
     return JSON.parse(await readText(res)) as T;
   }
 
   /** Stream a body up; resolves with the data plane's answer (on an instant hit before the body is sent). */
-  putObject(bucket: string, key: string, h: PutObjectHeaders, body: Readable, cancellation?: Cancellation): Promise<{ object: ObjectMeta; instant: boolean }> {
+  putObject(bucket: string, key: string, h: PutObjectInput, body: Readable, cancellation?: Cancellation): Promise<PutObjectResult> {
     return this.upload(
       `/internal/objects/${seg(bucket)}/${seg(key)}`,
       h,
       {
         'content-type': h.contentType ?? 'application/octet-stream',
         'x-strata-owner': h.owner,
-        'x-strata-meta': JSON.stringify(h.userMetadata),
-        ...(h.tags?.length ? { 'x-strata-tags': asciiJson(h.tags) } : {}),
+        [USER_METADATA_HEADER.name]: encodeWireHeader(USER_METADATA_HEADER, h.userMetadata),
+        ...(h.tags?.length ? { [TAGS_HEADER.name]: encodeWireHeader(TAGS_HEADER, h.tags) } : {}),
         ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}),
         ...(h.instantMd5 ? { 'x-strata-instant-md5': h.instantMd5 } : {}),
         ...(h.ifMatch ? { 'if-match': h.ifMatch } : {}),
@@ -112,21 +111,28 @@ export class DataPlaneClient {
     );
   }
 
-  /** GET or HEAD the bytes (a Range, or one part); the caller pipes the response (and must consume or destroy it). */
-  getObject(
-    method: 'GET' | 'HEAD',
-    bucket: string,
-    key: string,
-    which: { range?: string; partNumber?: number },
-    cancellation?: Cancellation,
-  ): Promise<http.IncomingMessage> {
-    return this.http.stream({
-      method,
+  /**
+   * GET or HEAD the object (a Range, or one part) under its conditions, which the data plane decides from
+   * the metadata before it opens the body. A GET's body is the caller's to consume or destroy.
+   */
+  async getObject(bucket: string, key: string, input: GetObjectInput, cancellation?: Cancellation): Promise<ObjectRead> {
+    const c = input.conditions;
+    const res = await this.http.stream({
+      method: input.method,
       path: `/internal/objects/${seg(bucket)}/${seg(key)}`,
-      headers: which.range ? { range: which.range } : {},
-      ...(which.partNumber !== undefined ? { query: { partNumber: which.partNumber } } : {}),
+      headers: {
+        ...(input.range ? { range: input.range } : {}),
+        ...(c?.ifMatch !== undefined ? { 'if-match': c.ifMatch } : {}),
+        ...(c?.ifNoneMatch !== undefined ? { 'if-none-match': c.ifNoneMatch } : {}),
+        ...(c?.ifModifiedSince !== undefined ? { 'if-modified-since': c.ifModifiedSince } : {}),
+        ...(c?.ifUnmodifiedSince !== undefined ? { 'if-unmodified-since': c.ifUnmodifiedSince } : {}),
+      },
+      ...(input.partNumber !== undefined ? { query: { partNumber: input.partNumber } } : {}),
       cancellation,
     });
+    const read = objectReadOf(bucket, key, res, input.method === 'GET');
+    if (!read.body) res.resume();
+    return read;
   }
 
   /** The backend's own URL for the object, or undefined when the backend cannot serve it directly. */
@@ -140,34 +146,11 @@ export class DataPlaneClient {
     }
   }
 
-  copyObject(
-    bucket: string,
-    key: string,
-    body: {
-      owner: string;
-      sourceBucket: string;
-      sourceKey: string;
-      metadataDirective: 'COPY' | 'REPLACE';
-      contentType?: string;
-      userMetadata?: Record<string, string>;
-      headers?: StoredHeaders;
-      taggingDirective: 'COPY' | 'REPLACE';
-      tags?: Tag[];
-      checksumAlgorithm?: string;
-      /** On the source (x-amz-copy-source-if-*). */
-      conditions?: CopyConditions;
-      /** On the object the copy replaces (If-Match, If-None-Match). */
-      destinationConditions?: { ifMatch?: string; ifNoneMatch?: string };
-    },
-  ): Promise<ObjectMeta> {
+  copyObject(bucket: string, key: string, body: CopyObjectInput): Promise<ObjectMeta> {
     return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, { body, long: true });
   }
 
-  createMultipart(
-    bucket: string,
-    key: string,
-    body: { owner: string; contentType?: string; userMetadata?: Record<string, string>; tags?: Tag[]; headers?: StoredHeaders; checksum?: UploadChecksum },
-  ): Promise<{ uploadId: string; checksum?: Required<UploadChecksum> }> {
+  createMultipart(bucket: string, key: string, body: CreateMultipartInput): Promise<{ uploadId: string; checksum?: Required<UploadChecksum> }> {
     return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, { body });
   }
 
@@ -177,7 +160,7 @@ export class DataPlaneClient {
     key: string,
     uploadId: string,
     partNumber: number,
-    h: BodyHeaders & { contentMd5?: string; checksumAlgorithm?: string },
+    h: UploadPartInput,
     body: Readable,
     cancellation?: Cancellation,
   ): Promise<{ etag: string }> {
@@ -199,17 +182,12 @@ export class DataPlaneClient {
     key: string,
     uploadId: string,
     partNumber: number,
-    body: { sourceBucket: string; sourceKey: string; range?: string; conditions?: CopyConditions },
+    body: UploadPartCopyInput,
   ): Promise<{ etag: string; lastModified: string; checksum?: NamedChecksum }> {
     return this.http.json('PUT', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}/copy`, { body, long: true });
   }
 
-  listParts(
-    bucket: string,
-    key: string,
-    uploadId: string,
-    q: { maxParts?: number; partNumberMarker?: number },
-  ): Promise<{ parts: PartInfo[]; isTruncated: boolean; nextPartNumberMarker?: number; initiated: string; owner: string; checksumAlgorithm?: string; checksumType?: string }> {
+  listParts(bucket: string, key: string, uploadId: string, q: { maxParts?: number; partNumberMarker?: number }): Promise<ListPartsResult> {
     return this.http.json('GET', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts`, { query: { ...q } });
   }
 
@@ -218,8 +196,8 @@ export class DataPlaneClient {
     bucket: string,
     key: string,
     uploadId: string,
-    parts: Array<{ partNumber: number; etag: string; checksum?: NamedChecksum }>,
-    conditions?: { ifMatch?: string; ifNoneMatch?: string },
+    parts: CompletedPart[],
+    conditions?: WriteConditions,
     checksum?: NamedChecksum,
   ): Promise<ObjectMeta> {
     return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/complete`, {
@@ -232,10 +210,7 @@ export class DataPlaneClient {
     await this.http.json('DELETE', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}`);
   }
 
-  listUploads(
-    bucket: string,
-    q: { prefix?: string; delimiter?: string; keyMarker?: string; uploadIdMarker?: string; maxUploads?: number },
-  ): Promise<{ uploads: UploadInfo[]; commonPrefixes?: string[]; isTruncated: boolean; nextKeyMarker?: string; nextUploadIdMarker?: string }> {
+  listUploads(bucket: string, q: ListUploadsQuery): Promise<ListUploadsResult> {
     return this.http.json('GET', `/internal/multipart/${seg(bucket)}`, { query: { ...q } });
   }
 }

@@ -1,19 +1,13 @@
 import http from 'node:http';
 import type { Readable } from 'node:stream';
 import { InProcessAgent } from '../../../service-kit/src/index.js';
-import { S3Error, type S3ErrorCode } from '../../../object-model/src/index.js';
+import { S3Error, type Cancellation, type S3ErrorCode } from '../../../object-model/src/index.js';
 import { upstreamFailure } from '../flow-control/breakers.js';
+
+export type { Cancellation };
 
 /** Runs one upstream call (e.g. through a circuit breaker). */
 export type Guard = <R>(fn: () => Promise<R>) => Promise<R>;
-
-/**
- * Something that may cancel a call: the client of the request being served went away. `onCancel` runs
- * `cancel` then (at once if that already happened).
- */
-export interface Cancellation {
-  onCancel(cancel: () => void): void;
-}
 
 /** The error a cancelled call fails with (as Node's for an aborted signal). */
 function cancelledError(): Error {

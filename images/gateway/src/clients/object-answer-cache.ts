@@ -1,10 +1,10 @@
-import type http from 'node:http';
+import type { ObjectRead } from '../../../object-model/src/index.js';
 import { ByteBoundedLru } from '../../../service-kit/src/byte-bounded-lru.js';
 import { currentObjectVersion, OBJECT_READ_CACHE_TTL_S, type ReadCacheStore } from '../../../object-model/src/object-read-cache.js';
 
-/** The data plane's answer to a whole-object GET: the headers the gateway passes on, and the body. */
+/** The object layer's answer to a whole-object GET: the read (its metadata), and the body. */
 export interface ObjectAnswer {
-  headers: http.IncomingHttpHeaders;
+  read: Omit<ObjectRead, 'body'>;
   body: Buffer;
 }
 
@@ -66,7 +66,7 @@ export class ObjectAnswerCache {
     // Outside Node's shared allocation pool, so that an entry holds exactly its own bytes.
     const body = Buffer.allocUnsafeSlow(answer.body.length);
     answer.body.copy(body);
-    this.entries.set(id, { headers: answer.headers, body, version, storedAt: this.now() });
+    this.entries.set(id, { read: answer.read, body, version, storedAt: this.now() });
   }
 
   /** Body bytes held now. */

@@ -1,4 +1,4 @@
-import type { BucketConfigs } from '../clients/control-plane.js';
+import type { BucketConfigs } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import { parseCorsConfiguration, renderCorsConfiguration, type CorsConfigurationXml } from '../s3/cors-xml.js';
 import { parseTagging, renderTagging, type TaggingXml } from '../s3/tagging-xml.js';
@@ -29,18 +29,18 @@ function configHandlers<K extends keyof BucketConfigs>(kind: K, document: Config
       await deps.buckets.owned(bucket, callerOf(res));
       const rules = document.parse(parseXml<Record<string, unknown>>(body.toString('utf8'), document.root));
       // (Only a TagSet may be empty: no tags, as after DeleteBucketTagging.)
-      await deps.controlPlane.putBucketConfig(bucket, kind, rules.length > 0 ? rules : undefined);
+      await deps.objects.putBucketConfig(bucket, kind, rules.length > 0 ? rules : undefined);
       deps.buckets.forget(bucket);
       res.status(200).end();
     },
     get: async ({ res, bucket, deps }) => {
       await deps.buckets.owned(bucket, callerOf(res));
-      sendXml(res, document.root, document.render(await deps.controlPlane.getBucketConfig(bucket, kind)));
+      sendXml(res, document.root, document.render(await deps.objects.getBucketConfig(bucket, kind)));
     },
     delete: async ({ req, res, bucket, deps }) => {
       discard(req);
       await deps.buckets.owned(bucket, callerOf(res));
-      await deps.controlPlane.putBucketConfig(bucket, kind, undefined);
+      await deps.objects.putBucketConfig(bucket, kind, undefined);
       deps.buckets.forget(bucket);
       res.status(204).end();
     },

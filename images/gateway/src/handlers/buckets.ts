@@ -1,7 +1,6 @@
-import { S3Error } from '../../../object-model/src/index.js';
+import { assertBucketName, isValidBucketName, S3Error, type BackendRef } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
-import { RESERVED_BUCKET_NAMES, isValidBucketName } from '../middleware/bucket-access.js';
-import type { BackendRef } from '../clients/control-plane.js';
+import { RESERVED_BUCKET_NAMES } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
 import { readSmallBody } from '../s3/request.js';
 import { callerOwner, sendXml } from '../s3/render.js';
@@ -28,7 +27,7 @@ export const listBuckets: S3Handler = async ({ res, query, deps }) => {
   }
   const prefix = query.get('prefix') ?? '';
   const region = query.get('bucket-region');
-  const all = region !== null && region !== deps.region ? [] : await deps.controlPlane.listBuckets(caller.username);
+  const all = region !== null && region !== deps.region ? [] : await deps.objects.listBuckets(caller.username);
   const matching = all
     .filter((b) => b.name.startsWith(prefix) && (after === undefined || b.name > after))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -82,11 +81,12 @@ function backendChoice(headerValue: string | undefined, body: Buffer, contentTyp
 export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
   const caller = callerOf(res);
   const body = await readSmallBody(req, res);
-  if (!isValidBucketName(bucket) || RESERVED_BUCKET_NAMES.has(bucket)) throw new S3Error('InvalidBucketName', undefined, { BucketName: bucket });
+  assertBucketName(bucket);
+  if (RESERVED_BUCKET_NAMES.has(bucket)) throw new S3Error('InvalidBucketName', `${bucket} is reserved for the gateway's own routes`, { BucketName: bucket });
   const backend = backendChoice(req.headers['x-strata-backend'] as string | undefined, body, req.headers['content-type']);
   // The control plane asks the data plane whether a non-fs backend is usable before it creates the bucket.
   try {
-    await deps.controlPlane.createBucket(bucket, caller.username, backend);
+    await deps.objects.createBucket(bucket, caller.username, backend);
   } catch (err) {
     // S3 in us-east-1 answers a create of a bucket the caller already owns with success (and changes nothing).
     if (!(err instanceof S3Error && err.code === 'BucketAlreadyOwnedByYou' && deps.region === 'us-east-1')) throw err;
@@ -98,7 +98,7 @@ export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
 
 export const deleteBucket: S3Handler = async ({ res, bucket, deps }) => {
   await deps.buckets.owned(bucket, callerOf(res));
-  await deps.controlPlane.deleteBucket(bucket);
+  await deps.objects.deleteBucket(bucket);
   deps.buckets.forget(bucket);
   res.status(204).end();
 };
@@ -125,7 +125,7 @@ export const getBucketVersioning: S3Handler = async ({ res, bucket, deps }) => {
 export const getAcl: S3Handler = async ({ res, bucket, key, deps }) => {
   const caller = callerOf(res);
   await deps.buckets.owned(bucket, caller);
-  if (key) await deps.controlPlane.headObject(bucket, key);
+  if (key) await deps.objects.headObject(bucket, key);
   sendXml(res, 'AccessControlPolicy', {
     Owner: callerOwner(caller),
     AccessControlList: {

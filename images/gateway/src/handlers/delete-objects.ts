@@ -1,5 +1,4 @@
-import { assertObjectKey, S3Error } from '../../../object-model/src/index.js';
-import type { DeleteConditions } from '../clients/control-plane.js';
+import { S3Error, type DeleteConditions } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';
 import { header, readCheckedDocument } from '../s3/request.js';
@@ -32,13 +31,12 @@ function deleteConditions(ifMatch: string | undefined, lastModifiedTime: string 
  * then the object must exist (NoSuchKey) and meet them (PreconditionFailed), or nothing is deleted.
  */
 export const deleteObject: S3Handler = async ({ req, res, bucket, key, deps }) => {
-  assertObjectKey(key);
   const conditions = deleteConditions(header(req, 'if-match'), header(req, 'x-amz-if-match-last-modified-time'), header(req, 'x-amz-if-match-size'), [
     'x-amz-if-match-last-modified-time',
     'x-amz-if-match-size',
   ]);
   await deps.buckets.owned(bucket, callerOf(res));
-  await deps.controlPlane.deleteObject(bucket, key, conditions);
+  await deps.objects.deleteObject(bucket, key, conditions);
   res.status(204).end();
 };
 
@@ -64,7 +62,7 @@ export const deleteObjects: S3Handler = async ({ req, res, bucket, deps }) => {
     return { key: o.Key, ...deleteConditions(text(o.ETag), text(o.LastModifiedTime), text(o.Size), ['LastModifiedTime', 'Size']) };
   });
   const quiet = doc.Quiet === 'true';
-  const r = await deps.controlPlane.deleteObjects(bucket, objects);
+  const r = await deps.objects.deleteObjects(bucket, objects);
   sendXml(res, 'DeleteResult', {
     Deleted: quiet ? [] : r.deleted.map((k) => ({ Key: k })),
     Error: r.errors.map((e) => ({ Key: e.key, Code: e.code, Message: e.message })),

@@ -1,6 +1,5 @@
-import { storedChecksum } from '../../../object-model/src/index.js';
+import { storedChecksum, type ObjectMeta } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
-import type { ObjectMeta } from '../clients/control-plane.js';
 import type { S3Handler } from '../s3/operation.js';
 import { owner, quoted, sendXml } from '../s3/render.js';
 import { encoderOf, maxKeysOf } from '../s3/request.js';
@@ -33,7 +32,7 @@ export const listObjectsV2: S3Handler = async ({ res, bucket, query, deps }) => 
   const delimiter = query.get('delimiter') ?? '';
   const startAfter = query.get('start-after') ?? '';
   const token = query.get('continuation-token') ?? undefined;
-  const r = await deps.controlPlane.listObjects(bucket, {
+  const r = await deps.objects.listObjects(bucket, {
     prefix: prefix || undefined,
     delimiter: delimiter || undefined,
     maxKeys,
@@ -65,7 +64,7 @@ export const listObjectsV1: S3Handler = async ({ res, bucket, query, deps }) => 
   const prefix = query.get('prefix') ?? '';
   const delimiter = query.get('delimiter') ?? '';
   const marker = query.get('marker') ?? '';
-  const r = await deps.controlPlane.listObjects(bucket, { prefix: prefix || undefined, delimiter: delimiter || undefined, maxKeys, marker: marker || undefined });
+  const r = await deps.objects.listObjects(bucket, { prefix: prefix || undefined, delimiter: delimiter || undefined, maxKeys, marker: marker || undefined });
   // S3 sends NextMarker only with a delimiter; sending it always is allowed and saves clients a guess.
   const last = [...r.objects.map((o) => o.key), ...r.commonPrefixes].sort().at(-1);
   const nextMarker = r.isTruncated ? (r.nextMarker ?? last) : undefined;
@@ -92,7 +91,7 @@ export const listObjectVersions: S3Handler = async ({ res, bucket, query, deps }
   const prefix = query.get('prefix') ?? '';
   const delimiter = query.get('delimiter') ?? '';
   const keyMarker = query.get('key-marker') ?? '';
-  const r = await deps.controlPlane.listObjects(bucket, { prefix: prefix || undefined, delimiter: delimiter || undefined, maxKeys, marker: keyMarker || undefined });
+  const r = await deps.objects.listObjects(bucket, { prefix: prefix || undefined, delimiter: delimiter || undefined, maxKeys, marker: keyMarker || undefined });
   const last = [...r.objects.map((o) => o.key), ...r.commonPrefixes].sort().at(-1);
   sendXml(res, 'ListVersionsResult', {
     Name: bucket,

@@ -1,6 +1,5 @@
-import { assertObjectKey, S3Error, storedChecksum } from '../../../object-model/src/index.js';
+import { S3Error, storedChecksum, type BucketInfo } from '../../../object-model/src/index.js';
 import { callerOf, state } from '../context.js';
-import type { BucketInfo } from '../clients/control-plane.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumHeadersOf, contentMd5, discard, encoderOf, header, maxKeysOf, objectBody, objectLength, objectTagging, partNumberOf, readSmallBody, standardHeaders, unquote, userMetadata, wholeNumberOf } from '../s3/request.js';
 import { checksumXml, listedPartChecksum, objectChecksumHeader } from '../s3/checksums.js';
@@ -10,7 +9,6 @@ import { parseXml } from '../s3/xml.js';
 import { copySource, copySourceConditions } from './object-write.js';
 
 async function target(s3: S3Request): Promise<BucketInfo> {
-  assertObjectKey(s3.key);
   return s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
 }
 
@@ -24,7 +22,7 @@ export const createMultipartUpload: S3Handler = async (s3) => {
   const type = header(req, 'x-amz-checksum-type');
   if (type !== undefined && algorithm === undefined) throw new S3Error('InvalidRequest', 'x-amz-checksum-type needs x-amz-checksum-algorithm.');
   const bucketInfo = await target(s3);
-  const { uploadId, checksum } = await deps.dataPlane.createMultipart(bucket, key, {
+  const { uploadId, checksum } = await deps.objects.createMultipart(bucket, key, {
     owner: callerOf(res).username,
     contentType: header(req, 'content-type'),
     userMetadata: userMetadata(req),
@@ -51,7 +49,7 @@ export const uploadPart: S3Handler = async (s3) => {
     const md5 = contentMd5(req);
     const upload = objectBody(req, res);
     body = upload.body;
-    const { etag } = await deps.dataPlane.uploadPart(
+    const { etag } = await deps.objects.uploadPart(
       bucket,
       key,
       query.get('uploadId') ?? '',
@@ -79,7 +77,7 @@ export const uploadPartCopy: S3Handler = async (s3) => {
   const range = header(req, 'x-amz-copy-source-range');
   if (range !== undefined && !/^bytes=\d+-\d+$/.test(range)) throw new S3Error('InvalidArgument', 'The x-amz-copy-source-range value must be of the form bytes=first-last.', { ArgumentName: 'x-amz-copy-source-range' });
   const conditions = copySourceConditions(req);
-  const r = await deps.dataPlane.uploadPartCopy(bucket, key, query.get('uploadId') ?? '', partNumber, {
+  const r = await deps.objects.uploadPartCopy(bucket, key, query.get('uploadId') ?? '', partNumber, {
     sourceBucket,
     sourceKey,
     ...(range ? { range } : {}),
@@ -118,7 +116,7 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   const ifMatch = header(req, 'if-match');
   const ifNoneMatch = header(req, 'if-none-match');
   const conditions = ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined;
-  const meta = await deps.dataPlane.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions, objectChecksum);
+  const meta = await deps.objects.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions, objectChecksum);
   setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
   const checksum = storedChecksum(meta.headers);
   sendXml(res, 'CompleteMultipartUploadResult', {
@@ -133,7 +131,7 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
 /** DELETE /bucket/key?uploadId=X */
 export const abortMultipartUpload: S3Handler = async (s3) => {
   await target(s3);
-  await s3.deps.dataPlane.abortMultipart(s3.bucket, s3.key, s3.query.get('uploadId') ?? '');
+  await s3.deps.objects.abortMultipart(s3.bucket, s3.key, s3.query.get('uploadId') ?? '');
   s3.res.status(204).end();
 };
 
@@ -144,7 +142,7 @@ export const listParts: S3Handler = async (s3) => {
   const maxParts = maxKeysOf(query, 'max-parts');
   const marker = wholeNumberOf(query, 'part-number-marker', 0);
   const uploadId = query.get('uploadId') ?? '';
-  const r = await deps.dataPlane.listParts(bucket, key, uploadId, { maxParts, partNumberMarker: marker });
+  const r = await deps.objects.listParts(bucket, key, uploadId, { maxParts, partNumberMarker: marker });
   setAbortDate(res, bucketInfo.lifecycle, { key, initiated: new Date(r.initiated) });
   sendXml(res, 'ListPartsResult', {
     Bucket: bucket,
@@ -180,7 +178,7 @@ export const listMultipartUploads: S3Handler = async ({ res, bucket, query, deps
   const r =
     maxUploads === 0
       ? { uploads: [], commonPrefixes: [], isTruncated: false }
-      : await deps.dataPlane.listUploads(bucket, {
+      : await deps.objects.listUploads(bucket, {
           prefix: prefix || undefined,
           delimiter: delimiter || undefined,
           keyMarker: keyMarker || undefined,

@@ -1,4 +1,4 @@
-import { assertObjectKey, S3Error, storedChecksum, type ObjectChecksum } from '../../../object-model/src/index.js';
+import { S3Error, storedChecksum, type ObjectChecksum } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumXml } from '../s3/checksums.js';
@@ -25,7 +25,7 @@ function partsPage(req: S3Request['req']): { maxParts: number; marker: number } 
 async function objectParts(s3: S3Request, partsCount: number, checksum: ObjectChecksum | undefined): Promise<Record<string, unknown>> {
   const { maxParts, marker } = partsPage(s3.req);
   if (!checksum) return { PartsCount: partsCount };
-  const parts = await s3.deps.controlPlane.objectParts(s3.bucket, s3.key);
+  const parts = await s3.deps.objects.objectParts(s3.bucket, s3.key);
   const rest = parts.filter((p) => p.partNumber > marker && p.checksum !== undefined);
   const page = rest.slice(0, maxParts);
   return {
@@ -46,13 +46,12 @@ async function objectParts(s3: S3Request, partsCount: number, checksum: ObjectCh
  */
 export const getObjectAttributes: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
-  assertObjectKey(key);
   const wanted = (header(req, 'x-amz-object-attributes') ?? '').split(',').map((a) => a.trim()).filter(Boolean);
   if (wanted.length === 0) throw new S3Error('InvalidArgument', 'The x-amz-object-attributes header specifying the attributes to be retrieved is either missing or empty.', { ArgumentName: 'x-amz-object-attributes' });
   const unknown = wanted.find((a) => !ATTRIBUTES.has(a));
   if (unknown) throw new S3Error('InvalidArgument', `Invalid attribute name specified: ${unknown}.`, { ArgumentName: 'x-amz-object-attributes' });
   await deps.buckets.owned(bucket, callerOf(res));
-  const meta = await deps.controlPlane.headObject(bucket, key);
+  const meta = await deps.objects.headObject(bucket, key);
   const etag = unquote(meta.etag);
   const parts = /-(\d+)$/.exec(etag)?.[1];
   const stored = storedChecksum(meta.headers);

@@ -1,13 +1,21 @@
-import type http from 'node:http';
-import { pipeline } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import type { Request, Response } from 'express';
-import { assertObjectKey, S3Error, withoutChecksum, type LifecycleRule, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import {
+  definedConditions,
+  notModified,
+  S3Error,
+  withoutChecksum,
+  type BucketInfo,
+  type LifecycleRule,
+  type ObjectConditions,
+  type ObjectMeta,
+  type ObjectRead,
+} from '../../../object-model/src/index.js';
 import { presignUrl } from '../auth/sigv4.js';
-import type { BucketInfo } from '../clients/control-plane.js';
 import { callerOf, state } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { setExpiration } from '../s3/expiration.js';
-import { header, partNumberOf, unquote } from '../s3/request.js';
+import { header, partNumberOf } from '../s3/request.js';
 import { originOf } from './presign.js';
 
 /** response-* query parameters that override answer headers (S3 GetObject). */
@@ -20,165 +28,97 @@ const OVERRIDES: Record<string, string> = {
   'response-content-encoding': 'Content-Encoding',
 };
 
-function etagMatches(list: string, etag: string): boolean {
-  return list.split(',').some((t) => {
-    const v = t.trim();
-    return v === '*' || unquote(v) === etag;
+/** If-Match, If-None-Match, If-Modified-Since and If-Unmodified-Since as sent; undefined when none is. */
+function readConditions(req: Request): ObjectConditions | undefined {
+  return definedConditions({
+    ifMatch: header(req, 'if-match'),
+    ifNoneMatch: header(req, 'if-none-match'),
+    ifModifiedSince: header(req, 'if-modified-since'),
+    ifUnmodifiedSince: header(req, 'if-unmodified-since'),
   });
 }
 
-/**
- * S3's precedence for conditional reads: If-Match / If-Unmodified-Since fail → 412;
- * If-None-Match / If-Modified-Since hold → 304. Returns the status to answer, or undefined to serve.
- */
-export function conditionalStatus(req: Request, etag: string, lastModified: Date): 304 | 412 | undefined {
-  const ifMatch = header(req, 'if-match');
-  const ifNoneMatch = header(req, 'if-none-match');
-  const ifModifiedSince = header(req, 'if-modified-since');
-  const ifUnmodifiedSince = header(req, 'if-unmodified-since');
-  const seconds = Math.floor(lastModified.getTime() / 1000);
-  if (ifMatch !== undefined) {
-    if (!etagMatches(ifMatch, etag)) return 412;
-  } else if (ifUnmodifiedSince !== undefined) {
-    const t = Date.parse(ifUnmodifiedSince);
-    if (!Number.isNaN(t) && seconds > Math.floor(t / 1000)) return 412;
-  }
-  if (ifNoneMatch !== undefined) {
-    if (etagMatches(ifNoneMatch, etag)) return 304;
-  } else if (ifModifiedSince !== undefined) {
-    const t = Date.parse(ifModifiedSince);
-    if (!Number.isNaN(t) && seconds <= Math.floor(t / 1000)) return 304;
-  }
-  return undefined;
-}
-
-/** The object's tags from the data plane's x-strata-tags (JSON); undefined when it has none. */
-function objectTags(h: http.IncomingHttpHeaders): Tag[] | undefined {
-  const raw = h['x-strata-tags'];
-  if (typeof raw !== 'string' || !raw) return undefined;
-  try {
-    return JSON.parse(raw) as Tag[];
-  } catch {
-    return undefined; // informative, as the metadata: a malformed header must not fail the read
-  }
-}
-
-/** The object's stored headers from the data plane's x-strata-headers (JSON); undefined when it has none. */
-function storedHeaders(h: http.IncomingHttpHeaders): StoredHeaders | undefined {
-  const raw = h['x-strata-headers'];
-  if (typeof raw !== 'string' || !raw) return undefined;
-  try {
-    return JSON.parse(raw) as StoredHeaders;
-  } catch {
-    return undefined; // as the metadata: a malformed header must not fail the read
-  }
+/** 304 Not Modified: the object's ETag and Last-Modified, no body. */
+function sendNotModified(res: Response, object: ObjectMeta): void {
+  res.status(304);
+  res.setHeader('ETag', `"${object.etag}"`);
+  res.setHeader('Last-Modified', new Date(object.lastModified).toUTCString());
+  res.end();
 }
 
 /**
- * Copy the data plane's object headers onto the answer: user metadata as x-amz-meta-*, the stored
- * standard headers (Cache-Control, ...), the checksum when the reader asked for it and gets the whole
- * object (a range's bytes do not have the object's checksum) or a part that has its own, the tags' count
- * as x-amz-tagging-count.
+ * Status and headers of a read that serves the object: its standard headers, user metadata as
+ * x-amz-meta-*, the stored headers (Cache-Control, ...), the checksum when the reader asked for it and
+ * gets the whole object (a range's bytes do not have the object's checksum) or a part that has its own,
+ * the tags' count as x-amz-tagging-count, the response-* overrides and the lifecycle's x-amz-expiration.
  */
-function copyObjectHeaders(h: http.IncomingHttpHeaders, res: Response, query: URLSearchParams, tags: Tag[] | undefined, withChecksum: boolean): void {
-  for (const name of ['content-length', 'content-range', 'etag', 'last-modified', 'content-type', 'x-amz-mp-parts-count'] as const) {
-    const v = h[name];
-    if (v !== undefined) res.setHeader(name, v);
-  }
+function sendObjectHeaders(s3: S3Request, read: Omit<ObjectRead, 'body'>, rules: readonly LifecycleRule[] | undefined): void {
+  const { req, res, query } = s3;
+  const { object } = read;
+  res.status(read.status === 206 ? 206 : 200);
+  res.setHeader('Content-Length', String(read.contentLength));
+  if (read.contentRange) res.setHeader('Content-Range', read.contentRange);
+  res.setHeader('ETag', `"${object.etag}"`);
+  res.setHeader('Last-Modified', new Date(object.lastModified).toUTCString());
+  res.setHeader('Content-Type', object.contentType);
+  if (read.partsCount !== undefined) res.setHeader('x-amz-mp-parts-count', String(read.partsCount));
   res.setHeader('Accept-Ranges', 'bytes');
-  const meta = h['x-strata-meta'];
-  if (typeof meta === 'string' && meta) {
-    try {
-      for (const [k, v] of Object.entries(JSON.parse(meta) as Record<string, string>)) res.setHeader(`x-amz-meta-${k}`, v);
-    } catch {
-      // metadata is informative: a malformed header must not fail the read
-    }
-  }
-  const stored = storedHeaders(h);
-  const answered = withChecksum && h['content-range'] === undefined ? stored : withoutChecksum(stored);
+  for (const [k, v] of Object.entries(object.userMetadata)) res.setHeader(`x-amz-meta-${k}`, v);
+  const withChecksum = header(req, 'x-amz-checksum-mode')?.toUpperCase() === 'ENABLED';
+  const answered = withChecksum && read.contentRange === undefined ? object.headers : withoutChecksum(object.headers);
   for (const [name, value] of Object.entries(answered ?? {})) res.setHeader(name, value);
   // One part of a multipart object (partNumber) has its own checksum, as S3 answers it.
-  const [partAlgorithm, partChecksum] = withChecksum ? String(h['x-strata-part-checksum'] ?? '').split(' ') : [];
-  if (partAlgorithm && partChecksum) res.setHeader(`x-amz-checksum-${partAlgorithm.toLowerCase()}`, partChecksum);
-  if (tags?.length) res.setHeader('x-amz-tagging-count', String(tags.length));
+  if (withChecksum && read.partChecksum) res.setHeader(`x-amz-checksum-${read.partChecksum.algorithm.toLowerCase()}`, read.partChecksum.value);
+  if (object.tags?.length) res.setHeader('x-amz-tagging-count', String(object.tags.length));
   for (const [param, headerName] of Object.entries(OVERRIDES)) {
     const v = query.get(param);
     if (v !== null) res.setHeader(headerName, v);
   }
-}
-
-/**
- * Status and headers of the answer from the data plane's headers: 304 / 412 for conditional reads
- * (true: the answer is complete), else the object's headers (false: the body follows, unless HEAD).
- */
-function answerHeaders(s3: S3Request, status: number, h: http.IncomingHttpHeaders, rules: readonly LifecycleRule[] | undefined): boolean {
-  const { req, res, query } = s3;
-  const etag = unquote(String(h.etag ?? ''));
-  const lastModified = new Date(String(h['last-modified'] ?? 0));
-  const conditional = conditionalStatus(req, etag, lastModified);
-  if (conditional === 412) throw new S3Error('PreconditionFailed', undefined, { Condition: header(req, 'if-match') !== undefined ? 'If-Match' : 'If-Unmodified-Since' });
-  if (conditional === 304) {
-    res.status(304);
-    res.setHeader('ETag', `"${etag}"`);
-    res.setHeader('Last-Modified', lastModified.toUTCString());
-    res.end();
-    return true;
-  }
-  res.status(status === 206 ? 206 : 200);
-  const tags = objectTags(h);
-  copyObjectHeaders(h, res, query, tags, header(req, 'x-amz-checksum-mode')?.toUpperCase() === 'ENABLED');
-  if (rules?.length) {
-    // The whole object's size: a range answer names it after the slash of Content-Range.
-    const size = Number(String(h['content-range'] ?? '').split('/')[1] ?? h['content-length']);
-    setExpiration(res, rules, { key: s3.key, size, lastModified, tags });
-  }
-  return false;
+  if (rules?.length) setExpiration(res, rules, { key: s3.key, size: object.size, lastModified: new Date(object.lastModified), tags: object.tags });
 }
 
 async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: BucketInfo, partNumber: number | undefined): Promise<void> {
   const rules = bucketInfo.lifecycle;
   const { req, res, bucket, key, deps } = s3;
-  const st = state(res);
   const range = header(req, 'range');
+  const conditions = readConditions(req);
   // Whole-object reads of small objects may be answered from the gateway's copy of an earlier answer.
   const answers = range === undefined && partNumber === undefined ? deps.objectAnswers : undefined;
   const version = answers ? await answers.version(bucket, key) : undefined;
   const cached = version !== undefined ? answers!.get(bucket, key, version) : undefined;
   if (cached) {
-    if (!answerHeaders(s3, 200, cached.headers, rules)) res.end(method === 'GET' ? cached.body : undefined);
+    if (notModified(cached.read.object, conditions)) return sendNotModified(res, cached.read.object);
+    sendObjectHeaders(s3, cached.read, rules);
+    res.end(method === 'GET' ? cached.body : undefined);
     return;
   }
-  const upstream = await deps.dataPlane.getObject(method, bucket, key, { range, partNumber }, st.clientGone);
-  let answered: boolean;
+  // The object layer decides the conditions from the metadata: a 304 or 412 opens no body.
+  const read = await deps.objects.getObject(bucket, key, { method, range, partNumber, conditions }, state(res).clientGone);
+  const { body, ...answer } = read;
+  if (read.status === 304) return sendNotModified(res, read.object);
   try {
-    answered = answerHeaders(s3, upstream.statusCode ?? 200, upstream.headers, rules);
+    sendObjectHeaders(s3, answer, rules);
   } catch (err) {
-    upstream.destroy();
+    body?.destroy();
     throw err;
   }
-  if (answered) {
-    upstream.destroy();
-    return;
-  }
-  if (method === 'HEAD') {
-    upstream.resume();
+  if (!body) {
     res.end();
     return;
   }
-  const length = Number(upstream.headers['content-length']);
-  if (length <= SMALL_BODY) {
+  if (read.contentLength <= SMALL_BODY) {
     // Small objects (the common case): read whole (bounded), then headers and body in one write.
     // A body cut short upstream cuts this answer too (as the piped path does), not an error with its headers.
-    const body = await readSmall(upstream).catch(() => undefined);
-    if (!body) {
+    const bytes = await readSmall(body).catch(() => undefined);
+    if (!bytes) {
       res.destroy();
       return;
     }
-    if (version !== undefined && upstream.statusCode === 200) answers!.set(bucket, key, version, { headers: upstream.headers, body });
-    res.end(body);
+    if (version !== undefined && read.status === 200) answers!.set(bucket, key, version, { read: answer, body: bytes });
+    res.end(bytes);
     return;
   }
-  await new Promise<void>((resolve, reject) => pipeline(upstream, res, (err) => (err && !res.writableFinished ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) => pipeline(body, res, (err) => (err && !res.writableFinished ? reject(err) : resolve())));
 }
 
 /**
@@ -195,14 +135,16 @@ function requestedPart({ req, query }: S3Request): number | undefined {
 /** Bodies up to this size are answered with one res.end(buffer) instead of a piped stream (and may be kept: ObjectAnswerCache). */
 export const SMALL_BODY = 64 * 1024;
 
-function readSmall(upstream: http.IncomingMessage): Promise<Buffer> {
+/** A body read whole; an HTTP answer that ends before its length (`complete` false) is an error. */
+function readSmall(body: Readable): Promise<Buffer> {
+  const cut = () => (body as { complete?: boolean }).complete === false;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    upstream.on('data', (c: Buffer) => chunks.push(c));
-    upstream.once('end', () => (upstream.complete ? resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)) : reject(new Error('the data plane closed the body early'))));
-    upstream.once('error', reject);
-    upstream.once('close', () => {
-      if (!upstream.complete) reject(new Error('the data plane closed the body early'));
+    body.on('data', (c: Buffer) => chunks.push(c));
+    body.once('end', () => (cut() ? reject(new Error('the data plane closed the body early')) : resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))));
+    body.once('error', reject);
+    body.once('close', () => {
+      if (cut()) reject(new Error('the data plane closed the body early'));
     });
   });
 }
@@ -215,15 +157,14 @@ function readSmall(upstream: http.IncomingMessage): Promise<Buffer> {
 export const getObject: S3Handler = async (s3) => {
   const { res, bucket, key, query, deps } = s3;
   const caller = callerOf(res);
-  assertObjectKey(key);
   const partNumber = requestedPart(s3);
   const b = await deps.buckets.owned(bucket, caller);
   if (caller.via === 'bearer' && query.get('proxy') !== 'true') {
     let location: string | undefined;
     // (A backend's own URL knows nothing of Strata's part boundaries.)
-    if (b.backend?.kind !== 'fs' && partNumber === undefined) location = await deps.dataPlane.directUrl(bucket, key, deps.redirectSeconds);
+    if (b.backend?.kind !== 'fs' && partNumber === undefined) location = await deps.objects.directUrl(bucket, key, deps.redirectSeconds);
     if (!location) {
-      await deps.controlPlane.headObject(bucket, key);
+      await deps.objects.headObject(bucket, key);
       const cred = await deps.credentials(caller.accessKey);
       const passOn = [...query.entries()].filter(([k]) => k in OVERRIDES || k === 'partNumber');
       location = presignUrl({
@@ -246,7 +187,6 @@ export const getObject: S3Handler = async (s3) => {
 };
 
 export const headObject: S3Handler = async (s3) => {
-  assertObjectKey(s3.key);
   const partNumber = requestedPart(s3);
   await readObject(s3, 'HEAD', await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res)), partNumber);
 };

@@ -1,4 +1,3 @@
-import { assertObjectKey } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { sendXml } from '../s3/render.js';
@@ -13,14 +12,13 @@ import { parseXml } from '../s3/xml.js';
  */
 
 async function ownedObject(s3: S3Request): Promise<void> {
-  assertObjectKey(s3.key);
   await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
 }
 
 export const getObjectTagging: S3Handler = async (s3) => {
   discard(s3.req);
   await ownedObject(s3);
-  const meta = await s3.deps.controlPlane.headObject(s3.bucket, s3.key);
+  const meta = await s3.deps.objects.headObject(s3.bucket, s3.key);
   sendXml(s3.res, 'Tagging', renderTagging(meta.tags ?? []));
 };
 
@@ -29,13 +27,13 @@ export const putObjectTagging: S3Handler = async (s3) => {
   const body = await readCheckedDocument(s3.req, s3.res, { required: true });
   await ownedObject(s3);
   const tags = parseTagging(parseXml<TaggingXml>(body.toString('utf8'), 'Tagging'), 'object');
-  await s3.deps.controlPlane.putObjectTags(s3.bucket, s3.key, tags);
+  await s3.deps.objects.putObjectTags(s3.bucket, s3.key, tags);
   s3.res.status(200).end();
 };
 
 export const deleteObjectTagging: S3Handler = async (s3) => {
   discard(s3.req);
   await ownedObject(s3);
-  await s3.deps.controlPlane.putObjectTags(s3.bucket, s3.key, []);
+  await s3.deps.objects.putObjectTags(s3.bucket, s3.key, []);
   s3.res.status(204).end();
 };

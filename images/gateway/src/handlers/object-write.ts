@@ -1,11 +1,10 @@
-import { assertObjectKey, isChecksumAlgorithm, S3Error, storedChecksum, WEBSITE_REDIRECT_HEADER } from '../../../object-model/src/index.js';
+import { assertObjectKey, checkCopyChangesObject, definedConditions, isChecksumAlgorithm, S3Error, storedChecksum, type ObjectConditions } from '../../../object-model/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { contentMd5, discard, header, objectBody, objectLength, objectTagging, standardHeaders, unquote, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';
 import { checksumXml } from '../s3/checksums.js';
 import { setExpiration } from '../s3/expiration.js';
 import { quoted, sendData, sendXml } from '../s3/render.js';
-import type { CopyConditions } from '../clients/data-plane.js';
 
 /** x-service-md5: the client's claim of the body's MD5 (hex) for an instant upload. */
 function instantMd5(s3: S3Request): string | undefined {
@@ -27,7 +26,6 @@ export const putObject: S3Handler = async (s3) => {
   const instant = instantMd5(s3);
   let body;
   try {
-    assertObjectKey(key);
     const length = objectLength(req, res);
     const md5 = contentMd5(req);
     const meta = userMetadata(req);
@@ -35,7 +33,7 @@ export const putObject: S3Handler = async (s3) => {
     const bucketInfo = await deps.buckets.owned(bucket, caller);
     const upload = objectBody(req, res);
     body = upload.body;
-    const result = await deps.dataPlane.putObject(
+    const result = await deps.objects.putObject(
       bucket,
       key,
       {
@@ -90,15 +88,9 @@ export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourc
   return { sourceBucket, sourceKey };
 }
 
-/** The fields of `values` that are set; undefined when none is. */
-function definedOnly<T extends Record<string, string | undefined>>(values: T): Partial<T> | undefined {
-  const set = Object.entries(values).filter(([, v]) => v !== undefined);
-  return set.length ? (Object.fromEntries(set) as Partial<T>) : undefined;
-}
-
 /** `x-amz-copy-source-if-*` of CopyObject and UploadPartCopy (checked against the source by the data plane). */
-export function copySourceConditions(req: S3Request['req']): CopyConditions | undefined {
-  return definedOnly({
+export function copySourceConditions(req: S3Request['req']): ObjectConditions | undefined {
+  return definedConditions({
     ifMatch: header(req, 'x-amz-copy-source-if-match'),
     ifNoneMatch: header(req, 'x-amz-copy-source-if-none-match'),
     ifModifiedSince: header(req, 'x-amz-copy-source-if-modified-since'),
@@ -110,7 +102,6 @@ export function copySourceConditions(req: S3Request['req']): CopyConditions | un
 export const copyObject: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
   const caller = callerOf(res);
-  assertObjectKey(key);
   discard(req);
   const bucketInfo = await deps.buckets.owned(bucket, caller);
   const { sourceBucket, sourceKey } = await copySource(s3, caller);
@@ -123,9 +114,7 @@ export const copyObject: S3Handler = async (s3) => {
   // A website redirect is never copied from the source (as S3): with either directive it is the request's;
   // with REPLACE so are the other stored headers. A new redirect is a change of the object itself.
   const headers = directive === 'REPLACE' ? standardHeaders(req) : websiteRedirect(req);
-  if (directive === 'COPY' && sourceBucket === bucket && sourceKey === key && headers?.[WEBSITE_REDIRECT_HEADER] === undefined) {
-    throw new S3Error('InvalidRequest', "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
-  }
+  checkCopyChangesObject({ bucket, key, sourceBucket, sourceKey, metadataDirective: directive, headers });
   // The copy's checksum of this algorithm (computed from the bytes when the source has another one).
   const checksumAlgorithm = header(req, 'x-amz-checksum-algorithm')?.toUpperCase();
   if (checksumAlgorithm !== undefined && !isChecksumAlgorithm(checksumAlgorithm)) {
@@ -133,8 +122,8 @@ export const copyObject: S3Handler = async (s3) => {
   }
   const conditions = copySourceConditions(req);
   // As PutObject: a copy may require what it replaces to be (If-Match) or not to be (If-None-Match: *).
-  const destinationConditions = definedOnly({ ifMatch: header(req, 'if-match'), ifNoneMatch: header(req, 'if-none-match') });
-  const meta = await deps.dataPlane.copyObject(bucket, key, {
+  const destinationConditions = definedConditions({ ifMatch: header(req, 'if-match'), ifNoneMatch: header(req, 'if-none-match') });
+  const meta = await deps.objects.copyObject(bucket, key, {
     owner: caller.username,
     sourceBucket,
     sourceKey,

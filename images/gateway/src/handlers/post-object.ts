@@ -104,7 +104,7 @@ export const postObject: S3Handler = async (s3) => {
       pipeline(form.file, checked, () => undefined);
       body = checked;
     }
-    const result = await deps.dataPlane.putObject(
+    const result = await deps.objects.putObject(
       bucket,
       key,
       {

@@ -1,4 +1,4 @@
-import { assertObjectKey, S3Error } from '../../../object-model/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import { MAX_PRESIGN_SECONDS, presignUrl } from '../auth/sigv4.js';
 import { callerOf, state } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
@@ -19,7 +19,6 @@ export const presign: S3Handler = async (s3) => {
   const { res, bucket, key, query, deps } = s3;
   state(res).errorFormat = 'json';
   const caller = callerOf(res);
-  assertObjectKey(key);
   await deps.buckets.owned(bucket, caller);
   const method = (query.get('method') ?? 'GET').toUpperCase();
   if (method !== 'GET' && method !== 'PUT') throw new S3Error('InvalidArgument', 'method must be GET or PUT', { ArgumentName: 'method' });

@@ -1,7 +1,6 @@
 import { cachedLookup } from '../../../service-kit/src/index.js';
-import { S3Error } from '../../../object-model/src/index.js';
+import { isValidBucketName, S3Error, type BucketInfo, type ObjectLayer } from '../../../object-model/src/index.js';
 import type { Caller } from '../context.js';
-import type { BucketInfo, ControlPlaneClient } from '../clients/control-plane.js';
 
 /**
  * Tenant isolation: a caller may only touch buckets they own. Bucket records are cached for a moment
@@ -12,12 +11,12 @@ export class BucketAccess {
   private readonly cache: ReturnType<typeof cachedLookup<BucketInfo>>;
 
   constructor(
-    controlPlane: ControlPlaneClient,
+    objects: Pick<ObjectLayer, 'getBucket'>,
     ttlMs: number,
     /** Told whether each lookup was answered from memory (metrics). */
     onLookup?: (hit: boolean) => void,
   ) {
-    this.cache = cachedLookup((name) => controlPlane.getBucket(name), ttlMs, { onLookup });
+    this.cache = cachedLookup((name) => objects.getBucket(name), ttlMs, { onLookup });
   }
 
   lookup(name: string): Promise<BucketInfo> {
@@ -45,16 +44,3 @@ export class BucketAccess {
 
 /** Names that would shadow the gateway's own routes. */
 export const RESERVED_BUCKET_NAMES = new Set(['admin', 'login', 'healthz', 'readyz', 'metrics']);
-
-/** S3's rules for new bucket names (3–63 chars, lower case, digits, dots, hyphens; not an IP). */
-export function isValidBucketName(name: string): boolean {
-  return (
-    /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) &&
-    !name.includes('..') &&
-    !name.includes('.-') &&
-    !name.includes('-.') &&
-    !/^\d+\.\d+\.\d+\.\d+$/.test(name) &&
-    !name.startsWith('xn--') &&
-    !name.endsWith('-s3alias')
-  );
-}

@@ -1,8 +1,7 @@
 import cors from 'cors';
 import type { NextFunction, Request, Response } from 'express';
-import { findCorsRule, S3Error, type CorsRule } from '../../../object-model/src/index.js';
-import type { BucketInfo } from '../clients/control-plane.js';
-import { isValidBucketName, RESERVED_BUCKET_NAMES } from './bucket-access.js';
+import { findCorsRule, isValidBucketName, S3Error, type BucketInfo, type CorsRule } from '../../../object-model/src/index.js';
+import { RESERVED_BUCKET_NAMES } from './bucket-access.js';
 
 /** Where the middleware finds a bucket's own CORS rules (the gateway's short-lived bucket cache). */
 export interface BucketLookup {

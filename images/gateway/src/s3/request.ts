@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import type { Request, Response } from 'express';
-import { mergeStoredHeaders, parseTaggingHeader, S3Error, OBJECT_UPLOAD_HEADERS, standardHeadersOf, WEBSITE_REDIRECT_HEADER, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import { checkUserMetadata, MAX_OBJECT_SIZE, mergeStoredHeaders, parseTaggingHeader, S3Error, OBJECT_UPLOAD_HEADERS, standardHeadersOf, WEBSITE_REDIRECT_HEADER, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
 import { PayloadHashCheck } from '../auth/payload-hash.js';
 import { EMPTY_SHA256, sha256Hex } from '../auth/sigv4.js';
@@ -10,8 +10,6 @@ import { ChecksumCheck, uploadChecksum } from './checksums.js';
 import { type BodyCheck, VerifiedBody } from './verified-body.js';
 import { urlEncodeKey } from './render.js';
 
-/** Largest single PUT (S3's limit). */
-export const MAX_PUT_BYTES = 5 * 1024 ** 3;
 /** Largest XML request body we read (DeleteObjects, CompleteMultipartUpload, CreateBucketConfiguration). */
 export const MAX_XML_BYTES = 1024 * 1024;
 
@@ -91,7 +89,7 @@ export function objectLength(req: Request, res: Response): number {
   const raw = chunked ? req.headers['x-amz-decoded-content-length'] : req.headers['content-length'];
   if (raw === undefined || Array.isArray(raw) || !/^\d+$/.test(raw)) throw new S3Error('MissingContentLength');
   const n = Number(raw);
-  if (n > MAX_PUT_BYTES) throw new S3Error('EntityTooLarge', undefined, { ProposedSize: String(n), MaxSizeAllowed: String(MAX_PUT_BYTES) });
+  if (n > MAX_OBJECT_SIZE) throw new S3Error('EntityTooLarge', undefined, { ProposedSize: String(n), MaxSizeAllowed: String(MAX_OBJECT_SIZE) });
   return n;
 }
 
@@ -147,7 +145,7 @@ export function contentMd5(req: Request): string | undefined {
   return v;
 }
 
-/** x-amz-meta-* headers → {name: value} (names lower case, prefix removed), bounded to 2 KiB. */
+/** x-amz-meta-* headers → {name: value} (names lower case, prefix removed), at most MAX_METADATA_BYTES. */
 export function userMetadata(req: Request): Record<string, string> {
   return userMetadataOf(Object.entries(req.headers));
 }
@@ -166,18 +164,13 @@ export function partNumberOf(query: URLSearchParams): number {
   return n;
 }
 
-/** x-amz-meta-* entries (headers, or a form's fields) → {name: value}, bounded to 2 KiB. */
+/** x-amz-meta-* entries (headers, or a form's fields) → {name: value}, at most MAX_METADATA_BYTES. */
 export function userMetadataOf(entries: Iterable<[string, string | string[] | undefined]>): Record<string, string> {
   const meta: Record<string, string> = {};
-  let size = 0;
   for (const [name, value] of entries) {
-    if (!name.startsWith('x-amz-meta-')) continue;
-    const key = name.slice('x-amz-meta-'.length);
-    const v = Array.isArray(value) ? value.join(',') : (value ?? '');
-    meta[key] = v;
-    size += Buffer.byteLength(key) + Buffer.byteLength(v);
+    if (name.startsWith('x-amz-meta-')) meta[name.slice('x-amz-meta-'.length)] = Array.isArray(value) ? value.join(',') : (value ?? '');
   }
-  if (size > 2048) throw new S3Error('MetadataTooLarge');
+  checkUserMetadata(meta);
   return meta;
 }
 

@@ -1,0 +1,66 @@
+import { createHash } from 'node:crypto';
+import { expect } from 'chai';
+import { codeOf, handlerFixture } from './handler-app.js';
+
+/** The gateway's bucket handlers, DeleteObjects and tagging against a fake object layer. */
+describe('gateway handlers: buckets, DeleteObjects and tags, against a fake ObjectLayer', () => {
+  const fx = handlerFixture((layer) => {
+    layer.addBucket('mine', 'alice');
+    layer.addBucket('theirs', 'bob');
+  });
+
+  it("ListBuckets lists the caller's buckets only, as the object layer answers them for that owner", async () => {
+    fx.layer.addBucket('also-mine', 'alice');
+    const r = await fx.app.fetch('GET', '/');
+    const xml = await r.text();
+    expect(r.status).to.equal(200);
+    expect(fx.layer.callsOf('listBuckets')).to.deep.equal([['alice']]);
+    expect([...xml.matchAll(/<Name>([^<]*)<\/Name>/g)].map((m) => m[1])).to.deep.equal(['also-mine', 'mine']);
+  });
+
+  it('CreateBucket refuses names S3 refuses and names of the gateway routes before the object layer is called; a second create by its owner succeeds', async () => {
+    for (const name of ['Upper', 'ab', 'a..b', '10.0.0.1', 'admin']) {
+      const r = await fx.app.fetch('PUT', `/${name}`);
+      expect([r.status, codeOf(await r.text())], name).to.deep.equal([400, 'InvalidBucketName']);
+    }
+    expect(fx.layer.callsOf('createBucket')).to.deep.equal([]);
+    expect((await fx.app.fetch('PUT', '/fresh')).status).to.equal(200);
+    expect(fx.layer.callsOf('createBucket')[0]!.slice(0, 2)).to.deep.equal(['fresh', 'alice']);
+    expect((await fx.app.fetch('PUT', '/fresh')).status).to.equal(200);
+    const taken = await fx.app.fetch('PUT', '/theirs');
+    expect([taken.status, codeOf(await taken.text())]).to.deep.equal([409, 'BucketAlreadyExists']);
+  });
+
+  it('DeleteObjects passes each key with its conditions and renders deleted keys and errors (only errors when Quiet)', async () => {
+    const meta = fx.layer.store('mine', 'a', Buffer.from('a'));
+    fx.layer.store('mine', 'b', Buffer.from('b'));
+    const doc = (quiet: boolean, objects: string) => `<Delete>${quiet ? '<Quiet>true</Quiet>' : ''}${objects}</Delete>`;
+    const body = doc(false, `<Object><Key>a</Key><ETag>"${meta.etag}"</ETag></Object><Object><Key>b</Key><ETag>"nope"</ETag></Object>`);
+    const r = await fx.app.fetch('POST', '/mine?delete', { headers: { 'content-md5': createHash('md5').update(body).digest('base64') }, body });
+    const xml = await r.text();
+    expect(r.status).to.equal(200);
+    expect(fx.layer.callsOf('deleteObjects')).to.deep.equal([
+      [
+        'mine',
+        [
+          { key: 'a', ifMatch: `"${meta.etag}"` },
+          { key: 'b', ifMatch: '"nope"' },
+        ],
+      ],
+    ]);
+    expect(xml).to.contain('<Deleted><Key>a</Key></Deleted>').and.contain('<Key>b</Key><Code>PreconditionFailed</Code>');
+    const quiet = await (await fx.app.fetch('POST', '/mine?delete', { body: doc(true, '<Object><Key>b</Key></Object>') })).text();
+    expect(quiet).to.not.contain('<Deleted>');
+    const tooMany = await fx.app.fetch('POST', '/mine?delete', { body: doc(false, '') });
+    expect(codeOf(await tooMany.text())).to.equal('MalformedXML');
+  });
+
+  it("GetObjectTagging renders the object's tags from its metadata; a missing key is NoSuchKey", async () => {
+    fx.layer.store('mine', 't', Buffer.from('t'), { tags: [{ key: 'team', value: 'web' }] });
+    const xml = await (await fx.app.fetch('GET', '/mine/t?tagging')).text();
+    expect(xml).to.contain('<Tag><Key>team</Key><Value>web</Value></Tag>');
+    expect(fx.layer.callsOf('headObject')).to.deep.equal([['mine', 't']]);
+    const missing = await fx.app.fetch('GET', '/mine/none?tagging');
+    expect([missing.status, codeOf(await missing.text())]).to.deep.equal([404, 'NoSuchKey']);
+  });
+});
