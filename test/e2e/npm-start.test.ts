@@ -1,7 +1,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -163,7 +163,8 @@ describe('e2e: npm start on a machine without FAISS (first run)', function () {
     // A fresh copy of the binding's sources: its build directory starts empty, as after `npm ci`.
     const native = path.join(dir, 'native');
     await mkdir(native);
-    for (const f of ['binding.gyp', 'faiss_binding.cc']) await copyFile(path.join(repo, 'images/image-search/native', f), path.join(native, f));
+    const sources = (await readdir(path.join(repo, 'images/image-search/native'))).filter((f) => /\.(cc|h|gyp)$/.test(f));
+    for (const f of sources) await copyFile(path.join(repo, 'images/image-search/native', f), path.join(native, f));
     const sysroot = await sysrootWithoutFaiss(path.join(dir, 'sysroot'));
     const ports = {
       STRATA_GATEWAY_PORT: await freePort(),

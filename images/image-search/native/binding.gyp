@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "strata_faiss",
-      "sources": ["faiss_binding.cc"],
+      "sources": ["faiss_binding.cc", "faiss_training.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
       "cflags!": ["-fno-exceptions"],
