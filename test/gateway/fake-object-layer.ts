@@ -62,7 +62,7 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
 
   /** An object stored as if written earlier (not recorded as a call). */
   store(bucket: string, key: string, bytes: Buffer, extra: Partial<ObjectMeta> = {}): ObjectMeta {
-    const meta: ObjectMeta = { bucket, key, size: bytes.length, etag: md5(bytes), contentType: 'application/octet-stream', userMetadata: {}, lastModified: new Date(this.clock).toISOString(), ...extra };
+    const meta: ObjectMeta = { bucket, key, size: bytes.length, etag: md5(bytes), md5: null, contentType: 'application/octet-stream', userMetadata: {}, lastModified: new Date(this.clock).toISOString(), ...extra };
     this.objects.set(`${bucket}/${key}`, { meta, bytes });
     return meta;
   }

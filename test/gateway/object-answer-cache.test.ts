@@ -6,7 +6,7 @@ import { invalidateObjectRead } from '../../images/object-model/src/object-read-
 describe('gateway: ObjectAnswerCache', () => {
   const read = (size: number) => ({
     status: 200 as const,
-    object: { bucket: 'b', key: 'k', size, etag: 'e', contentType: 'application/octet-stream', userMetadata: {}, lastModified: '2026-01-01T00:00:00.000Z' },
+    object: { bucket: 'b', key: 'k', size, etag: 'e', md5: null, contentType: 'application/octet-stream', userMetadata: {}, lastModified: '2026-01-01T00:00:00.000Z' },
     contentLength: size,
   });
   const answer = (bytes: number, fill = 1) => ({ read: read(bytes), body: Buffer.alloc(bytes, fill) });

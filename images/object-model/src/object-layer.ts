@@ -19,7 +19,7 @@ export interface ObjectMeta {
   key: string;
   size: number;
   etag: string;
-  md5?: string;
+  md5: string | null;
   contentType: string;
   userMetadata: Record<string, string>;
   lastModified: string;

@@ -1,4 +1,4 @@
-import type { BucketConfigs, CorsRule, LifecycleRule, StoredHeaders, Tag } from '../../../object-model/src/index.js';
+import type { BucketConfigs, CorsRule, LifecycleRule, ObjectMeta, Tag } from '../../../object-model/src/index.js';
 
 export type { BucketConfigs } from '../../../object-model/src/index.js';
 
@@ -29,20 +29,7 @@ export interface BucketNameHold {
 }
 
 /** The internal API's ObjectMeta (hack/adr/0001). `etag` is unquoted. */
-export interface ObjectMeta {
-  bucket: string;
-  key: string;
-  size: number;
-  etag: string;
-  md5: string | null;
-  contentType: string;
-  userMetadata: Record<string, string>;
-  lastModified: string;
-  /** Its tags; absent when it has none. */
-  tags?: Tag[];
-  /** Its stored headers (Cache-Control, ..., its checksum); absent when it has none. */
-  headers?: StoredHeaders;
-}
+export type { ObjectMeta } from '../../../object-model/src/index.js';
 
 /** One part of a multipart object: its size and, when its upload had a checksum algorithm, its checksum. */
 export interface ObjectPart {

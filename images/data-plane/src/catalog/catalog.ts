@@ -1,5 +1,5 @@
 import type { SqlClient } from '../../../service-kit/src/index.js';
-import { S3Error, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import { S3Error, type ObjectMeta, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import { ObjectCommit, type CommitRequest, type CommitResult } from './commit.js';
 
 export { BlobGoneError, checkPreconditions, type BlobSource, type CommitRequest, type CommitResult, type Preconditions } from './commit.js';
@@ -13,20 +13,7 @@ export interface BucketRef {
 }
 
 /** The internal API's ObjectMeta (hack/adr/0001). */
-export interface ObjectMeta {
-  bucket: string;
-  key: string;
-  size: number;
-  etag: string;
-  md5: string | null;
-  contentType: string;
-  userMetadata: Record<string, string>;
-  lastModified: string;
-  /** The object's tags; absent when it has none. */
-  tags?: Tag[];
-  /** Its stored headers (Cache-Control, ..., its checksum); absent when it has none. */
-  headers?: StoredHeaders;
-}
+export type { ObjectMeta } from '../../../object-model/src/index.js';
 
 /** An object with where its bytes are. */
 export interface StoredObject extends ObjectMeta {

@@ -41,6 +41,8 @@ export function objectReadOf(bucket: string, key: string, res: http.IncomingMess
     key,
     size: Number(h['x-strata-size'] ?? contentRange?.split('/')[1] ?? contentLength),
     etag: String(h.etag ?? '').replace(/^"|"$/g, ''),
+    // The content MD5 stays in the data plane (the ETag is what clients see).
+    md5: null,
     contentType: String(h['content-type'] ?? 'application/octet-stream'),
     userMetadata: readWireHeaderLeniently(USER_METADATA_HEADER, h[USER_METADATA_HEADER.name]) ?? {},
     lastModified: new Date(String(h['last-modified'] ?? 0)).toISOString(),
