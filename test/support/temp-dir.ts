@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -15,4 +15,18 @@ export function freshDirPerTest(prefix: string): { readonly path: string } {
     await rm(holder.path, { recursive: true, force: true });
   });
   return holder;
+}
+
+/** Every file under `dir` (recursively), as paths relative to it, sorted; [] when `dir` does not exist. */
+export async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string): Promise<void> => {
+    for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
+      const full = path.join(d, e.name);
+      if (e.isDirectory()) await walk(full);
+      else out.push(path.relative(dir, full));
+    }
+  };
+  await walk(dir);
+  return out.sort();
 }
