@@ -77,6 +77,44 @@ export async function startHarness(): Promise<Harness> {
   };
 }
 
+/**
+ * Registers hooks that start a harness before the suite (`'suite'`) or before each test (`'each'`)
+ * and stop it after; `setUp` runs on each new one (e.g. to start reconcilers). Answers a Harness
+ * that stands for the one running now.
+ */
+export function harnessHooks(scope: 'suite' | 'each', setUp: (h: Harness) => void = () => {}): Harness {
+  let current: Harness | undefined;
+  const now = (): Harness => {
+    if (!current) throw new Error('the harness runs only while a test does');
+    return current;
+  };
+  const [starting, stopping] = scope === 'suite' ? [before, after] : [beforeEach, afterEach];
+  starting(async () => {
+    current = await startHarness();
+    setUp(current);
+  });
+  stopping(() => current?.stop());
+  return {
+    get fake() {
+      return now().fake;
+    },
+    get kube() {
+      return now().kube;
+    },
+    get informers() {
+      return now().informers;
+    },
+    get cached() {
+      return now().cached;
+    },
+    get events() {
+      return now().events;
+    },
+    start: (reconcilers, extra) => now().start(reconcilers, extra),
+    stop: () => now().stop(),
+  };
+}
+
 /** Retry an assertion until it passes (state converges asynchronously); fails with the last error. */
 export async function eventually<T>(fn: () => Promise<T> | T, what = 'condition', timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
