@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { rawRequest } from '../support/http.js';
 import { startS3rver, type S3ServerHarness } from '../support/rgw.js';
 import { startTcpProxy, type TcpFaultProxy } from '../support/tcp-proxy.js';
-import { startTestPlatform, type TestPlatform } from './support/platform.js';
+import { startTestPlatform, withEnv, type TestPlatform } from './support/platform.js';
 import { bucketName, login, s3ErrorOf } from './support/s3.js';
 
 /**
@@ -16,25 +16,21 @@ describe('e2e: a hanging storage backend denies only its own buckets', function 
   let s3server: S3ServerHarness;
   let proxy: TcpFaultProxy;
   let auth: Record<string, string>;
-  const saved: Record<string, string | undefined> = {};
+  let restoreEnv = () => {};
   const hanging = bucketName('hang');
   const healthy = bucketName('fs');
 
   before(async () => {
     s3server = await startS3rver();
     proxy = await startTcpProxy({ port: Number(new URL(s3server.endpoint).port) });
-    const env = {
+    restoreEnv = withEnv({
       STRATA_BACKEND_MINIO_ENDPOINT: `http://127.0.0.1:${proxy.port}`,
       STRATA_BACKEND_MINIO_ACCESS_KEY: s3server.accessKey,
       STRATA_BACKEND_MINIO_SECRET_KEY: s3server.secretKey,
       STRATA_BACKEND_MINIO_BUCKET: bucketName('blobs'),
       // A backend silent for 1 s fails the call (default 5 s): keeps the test short.
       STRATA_BACKEND_MINIO_IDLE_TIMEOUT_MS: '1000',
-    };
-    for (const [k, v] of Object.entries(env)) {
-      saved[k] = process.env[k];
-      process.env[k] = v;
-    }
+    });
     p = await startTestPlatform();
     auth = { authorization: `Bearer ${await login(p.endpoint)}` };
     expect((await rawRequest(p.endpoint, 'PUT', `/${hanging}`, { ...auth, 'x-strata-backend': 'minio' })).status).to.equal(200);
@@ -46,10 +42,7 @@ describe('e2e: a hanging storage backend denies only its own buckets', function 
     await p?.destroy();
     await proxy?.close();
     await s3server?.stop();
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    restoreEnv();
   });
 
   it('GETs of the hanging bucket answer 503 ServiceUnavailable; the filesystem bucket keeps answering 200', async () => {
