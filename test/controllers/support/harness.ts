@@ -13,6 +13,7 @@ import { Manager, type ManagerOptions } from '../../../operator/manager.js';
 import { createOperatorMetrics } from '../../../operator/metrics.js';
 import type { EventRecorder, KubeClient } from '../../../controllers/support/kube-client.js';
 import { validateManifest } from './validate-manifest.js';
+import { fixtureHooks } from '../../support/fixture-hooks.js';
 
 const crdDir = path.resolve(import.meta.dirname, '../../../crds');
 
@@ -83,36 +84,15 @@ export async function startHarness(): Promise<Harness> {
  * that stands for the one running now.
  */
 export function harnessHooks(scope: 'suite' | 'each', setUp: (h: Harness) => void = () => {}): Harness {
-  let current: Harness | undefined;
-  const now = (): Harness => {
-    if (!current) throw new Error('the harness runs only while a test does');
-    return current;
-  };
-  const [starting, stopping] = scope === 'suite' ? [before, after] : [beforeEach, afterEach];
-  starting(async () => {
-    current = await startHarness();
-    setUp(current);
-  });
-  stopping(() => current?.stop());
-  return {
-    get fake() {
-      return now().fake;
+  return fixtureHooks(
+    scope,
+    async () => {
+      const h = await startHarness();
+      setUp(h);
+      return h;
     },
-    get kube() {
-      return now().kube;
-    },
-    get informers() {
-      return now().informers;
-    },
-    get cached() {
-      return now().cached;
-    },
-    get events() {
-      return now().events;
-    },
-    start: (reconcilers, extra) => now().start(reconcilers, extra),
-    stop: () => now().stop(),
-  };
+    (h) => h.stop(),
+  );
 }
 
 /** Retry an assertion until it passes (state converges asynchronously); fails with the last error. */

@@ -1,6 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fixtureHooks } from '../../support/fixture-hooks.js';
 import { OBJECT_STORE_SERVICES, startPlatform, type RunningPlatform } from '../../../images/standalone/src/platform.js';
 
 export const ROOT_USER = 'strata';
@@ -58,6 +59,14 @@ export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSe
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Registers hooks that start a platform (as startTestPlatform with `opts`) before the suite and
+ * destroy it after. Answers a TestPlatform that stands for the one running now.
+ */
+export function platformHooks(opts: Parameters<typeof startTestPlatform>[1] = {}): TestPlatform {
+  return fixtureHooks('suite', () => startTestPlatform(undefined, opts), (p) => p.destroy());
 }
 
 /** Set env variables for the platform about to start; answers a function that restores them. */
