@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { BucketReconciler } from '../../controllers/bucket/bucket-reconciler.js';
 import { backingCredentials } from '../../controllers/bucket/stack-secrets.js';
 import { stackIdentity } from '../../controllers/bucket/stack-identity.js';
-import { eventually, mustGet, startHarness, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { eventually, mustGet, harnessHooks, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
 
 const NS = 'operated';
 
@@ -25,11 +25,7 @@ const platformUrl = (h: Harness, key: string) => Buffer.from((mustGet(h.fake, 'v
 
 /** The bundled PostgreSQL and RabbitMQ run by CloudNativePG and the RabbitMQ cluster operator where their CRDs exist. */
 describe('Bucket stack on the database and broker operators', () => {
-  let h: Harness;
-  beforeEach(async () => {
-    h = await startHarness();
-  });
-  afterEach(() => h.stop());
+  const h = harnessHooks('each');
 
   const bucket = () => h.kube.apply({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'photos', namespace: NS }, spec: {} } as never);
 

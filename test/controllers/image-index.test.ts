@@ -31,6 +31,15 @@ function jobs(fake: FakeKubeServer): KubeObject[] {
   return fake.state.list(fake.state.typeForKind('batch/v1', 'Job'), NS);
 }
 
+/** The Job, once there is exactly one. */
+function theOnlyJob(fake: FakeKubeServer, what: string): Promise<KubeObject> {
+  return eventually(() => {
+    const list = jobs(fake);
+    expect(list).to.have.length(1);
+    return list[0]!;
+  }, what);
+}
+
 /** Play the Job controller: the Job ran to completion. */
 function completeJob(fake: FakeKubeServer, name: string): void {
   const t = fake.state.typeForKind('batch/v1', 'Job');
@@ -147,11 +156,7 @@ describe('ImageIndex reconciler', () => {
       worker.current = { vectors: 5000, bufferSize: 1500 };
       await h.kube.apply(indexCr({ bufferThreshold: 1000 }) as never);
       await workerReady();
-      const job = await eventually(() => {
-        const list = jobs(h.fake);
-        expect(list).to.have.length(1);
-        return list[0]!;
-      }, 'merge job');
+      const job = await theOnlyJob(h.fake, 'merge job');
       expect(job.metadata.labels?.['strata.dev/index-operation']).to.equal('merge');
       await eventually(() => expect(getIndex(h).status?.activeJob).to.equal(job.metadata.name), 'active job');
       // While it runs, no second merge starts even though the buffer is still large.
@@ -246,11 +251,7 @@ describe('ImageIndex reconciler', () => {
     it('reports a failed Job with a Warning and does not rerun the same request', async () => {
       await h.kube.apply(indexCr({ autoMerge: false, mergeRequest: 'm1' }) as never);
       await workerReady();
-      const job = await eventually(() => {
-        const list = jobs(h.fake);
-        expect(list).to.have.length(1);
-        return list[0]!;
-      }, 'merge job');
+      const job = await theOnlyJob(h.fake, 'merge job');
       const t = h.fake.state.typeForKind('batch/v1', 'Job');
       h.fake.state.update(t, NS, job.metadata.name, { ...h.fake.state.get(t, NS, job.metadata.name), status: { failed: 3, conditions: [{ type: 'Failed', status: 'True' }] } }, 'status');
       await eventually(() => expect(getIndex(h).status?.activeJob).to.equal(undefined), 'job over');
@@ -282,11 +283,7 @@ describe('ImageIndex reconciler', () => {
     it('runs a rebuild on a spec request and a merge on an annotation request, each once per value', async () => {
       await h.kube.apply(indexCr({ autoMerge: false, rebuildRequest: 'r1' }) as never);
       await workerReady();
-      const rebuild = await eventually(() => {
-        const list = jobs(h.fake);
-        expect(list).to.have.length(1);
-        return list[0]!;
-      }, 'rebuild job');
+      const rebuild = await theOnlyJob(h.fake, 'rebuild job');
       expect(rebuild.metadata.labels?.['strata.dev/index-operation']).to.equal('rebuild');
       expect(rebuild.metadata.ownerReferences?.[0]).to.include({ kind: 'ImageIndex', name: 'photos', controller: true });
       completeJob(h.fake, rebuild.metadata.name);

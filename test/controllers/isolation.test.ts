@@ -9,7 +9,7 @@ import { secretValue } from '../../controllers/bucket/stack-secrets.js';
 import { renderImageIndex } from '../../controllers/image-index/render-image-index.js';
 import { imageIndexSpec, type ImageIndex } from '../../controllers/api/index.js';
 import type { Manifest } from '../../controllers/support/kube-client.js';
-import { eventually, mustGet, startHarness, TEST_SETTINGS, validateStored, type Doc, type Harness } from './support/harness.js';
+import { eventually, mustGet, harnessHooks, TEST_SETTINGS, validateStored, type Doc } from './support/harness.js';
 import { validateManifest } from './support/validate-manifest.js';
 
 const PG_ADMIN_URL = process.env.STRATA_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -76,12 +76,7 @@ describe('one isolated stack per namespace', () => {
   });
 
   describe('reconciled against the fake API server', () => {
-    let h: Harness;
-    before(async () => {
-      h = await startHarness();
-      h.start([new BucketReconciler(h.kube, h.events, TEST_SETTINGS)]);
-    });
-    after(() => h.stop());
+    const h = harnessHooks('suite', (h) => h.start([new BucketReconciler(h.kube, h.events, TEST_SETTINGS)]));
 
     it('generates each namespace\'s own root user, keys and backing passwords, and wires them into its URLs only', async () => {
       for (const ns of ['north', 'south']) await h.kube.apply({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'photos', namespace: ns }, spec: {} } as never);

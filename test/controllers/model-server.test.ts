@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { ModelServerReconciler } from '../../controllers/model-server/model-server-reconciler.js';
 import { renderModelServer } from '../../controllers/model-server/render-model-server.js';
 import { modelServerSpec, type ModelServer } from '../../controllers/api/index.js';
-import { eventReasons, eventually, type Doc, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, validateStored, type Harness } from './support/harness.js';
+import { eventReasons, eventually, type Doc, markDeploymentReady, mustGet, harnessHooks, stored, TEST_SETTINGS, validateStored } from './support/harness.js';
 import { validateManifest } from './support/validate-manifest.js';
 
 const NS = 'ml';
@@ -46,12 +46,7 @@ describe('ModelServer reconciler', () => {
   });
 
   describe('against the fake API server', () => {
-    let h: Harness;
-    beforeEach(async () => {
-      h = await startHarness();
-      h.start([new ModelServerReconciler(h.kube, h.events, TEST_SETTINGS)]);
-    });
-    afterEach(() => h.stop());
+    const h = harnessHooks('each', (h) => h.start([new ModelServerReconciler(h.kube, h.events, TEST_SETTINGS)]));
 
     it('creates, reports readiness, follows spec updates and repairs drift', async () => {
       await h.kube.apply(sample({ replicas: 2 }) as never);

@@ -5,7 +5,7 @@ import { renderStackSecrets } from '../../controllers/bucket/stack-secrets.js';
 import { jobName, renderImageIndex, renderIndexJob } from '../../controllers/image-index/render-image-index.js';
 import { renderModelServer } from '../../controllers/model-server/render-model-server.js';
 import type { Manifest } from '../../controllers/support/kube-client.js';
-import { startHarness, TEST_CREDENTIALS, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { harnessHooks, TEST_CREDENTIALS, TEST_SETTINGS, type Doc } from './support/harness.js';
 
 const longest = (max: number) => `n${'x'.repeat(max - 1)}`;
 const indexOf = (name: string) => {
@@ -28,11 +28,7 @@ function podSpecs(obj: Manifest): Doc[] {
 
 describe('names and pod security', () => {
   describe('names derived from the longest allowed resource name', () => {
-    let h: Harness;
-    before(async () => {
-      h = await startHarness();
-    });
-    after(() => h.stop());
+    const h = harnessHooks('suite');
 
     it('all fit what the API server accepts (63 characters, DNS-1035 Services)', async () => {
       for (const obj of [...indexOf(longest(IMAGE_INDEX_KIND.name.maxLength)), ...modelServerOf(longest(MODEL_SERVER_KIND.name.maxLength))]) await h.kube.apply(obj);

@@ -4,7 +4,7 @@ import { renderRedisCluster } from '../../controllers/bucket/render-redis-cluste
 import { ImageIndexReconciler } from '../../controllers/image-index/image-index-reconciler.js';
 import type { IndexWorkerClient } from '../../controllers/image-index/index-worker-client.js';
 import type { Condition } from '../../controllers/api/index.js';
-import { eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { eventually, markDeploymentReady, mustGet, harnessHooks, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
 
 const NS = 'truth';
 const worker: IndexWorkerClient = { status: async () => ({ vectors: 0, bufferSize: 0 }) };
@@ -19,11 +19,7 @@ const indexCr = (storage: object) => ({
 
 /** Status tells what the API server said, and nothing is re-applied that the API server must refuse. */
 describe('status that tells the truth', () => {
-  let h: Harness;
-  beforeEach(async () => {
-    h = await startHarness();
-  });
-  afterEach(() => h.stop());
+  const h = harnessHooks('each');
 
   it('reports an apply the API server refuses as Degraded, with its message', async () => {
     // A worker Deployment already there with another selector: the selector is immutable.

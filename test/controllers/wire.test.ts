@@ -5,7 +5,7 @@ import { renderStackSecrets } from '../../controllers/bucket/stack-secrets.js';
 import { renderImageIndex, renderIndexJob } from '../../controllers/image-index/render-image-index.js';
 import { renderModelServer } from '../../controllers/model-server/render-model-server.js';
 import type { Manifest } from '../../controllers/support/kube-client.js';
-import { startHarness, stored, TEST_CREDENTIALS, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { harnessHooks, stored, TEST_CREDENTIALS, TEST_SETTINGS, type Doc } from './support/harness.js';
 
 /** Paths where `sent` has a value that `got` lacks or holds differently. */
 function lost(sent: unknown, got: unknown, at = ''): string[] {
@@ -26,11 +26,7 @@ function lost(sent: unknown, got: unknown, at = ''): string[] {
  * otherwise vanish silently).
  */
 describe('rendered objects on the wire (client-node serialization)', () => {
-  let h: Harness;
-  before(async () => {
-    h = await startHarness();
-  });
-  after(() => h.stop());
+  const h = harnessHooks('suite');
 
   it('reach the API server field for field, applied server-side', async () => {
     const owners = [{ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', name: 'b', uid: 'uid-b' }];

@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startControlPlane } from '../../images/control-plane/src/app.js';
@@ -8,6 +8,7 @@ import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { startDataPlane } from '../../images/data-plane/src/app.js';
 import { createLogger, createPgSqlClient, createPgliteSqlClient, type RunningService, type SqlClient } from '../../images/service-kit/src/index.js';
 import { createTestDatabase } from '../support/pg.js';
+import { filesUnder } from '../support/temp-dir.js';
 
 export type DbKind = 'pglite' | 'postgres';
 export const TOKEN = 'test-internal-token-0123456789';
@@ -67,18 +68,7 @@ export async function startObjectLayer(
   });
   const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: SERVER_SECRET_KEY, dataDir, sql, cache, broker, logger, outboxRetryMs: opts.outboxRetryMs ?? 100, blobSweepMs: 0, inlineBlobBytes: opts.inlineBlobBytes, multipartCache: opts.multipartCache, multipartUploadsPerAccount: opts.multipartUploadsPerAccount });
   dpRef.url = dp.url;
-  const files = async () => {
-    const out: string[] = [];
-    const walk = async (dir: string) => {
-      for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-        const p = path.join(dir, e.name);
-        if (e.isDirectory()) await walk(p);
-        else out.push(path.relative(dataDir, p));
-      }
-    };
-    await walk(dataDir);
-    return out.sort();
-  };
+  const files = () => filesUnder(dataDir);
   return {
     cp,
     dp,

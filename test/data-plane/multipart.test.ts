@@ -87,25 +87,12 @@ describe('data plane multipart uploads (PostgreSQL)', function () {
     const small2 = randomBytes(1000);
     const e1 = await uploadPart('checked', uploadId, 1, small1);
     const e2 = await uploadPart('checked', uploadId, 2, small2);
-    expect(
-      await errorOf(
-        await complete('checked', uploadId, [
-          { partNumber: 2, etag: e2 },
-          { partNumber: 1, etag: e1 },
-        ]),
-      ),
-    ).to.deep.equal({ status: 400, code: 'InvalidPartOrder' });
-    expect(await errorOf(await complete('checked', uploadId, [{ partNumber: 3, etag: e1 }]))).to.deep.equal({ status: 400, code: 'InvalidPart' });
-    expect(await errorOf(await complete('checked', uploadId, [{ partNumber: 1, etag: e2 }]))).to.deep.equal({ status: 400, code: 'InvalidPart' });
-    expect(
-      await errorOf(
-        await complete('checked', uploadId, [
-          { partNumber: 1, etag: e1 },
-          { partNumber: 2, etag: e2 },
-        ]),
-      ),
-    ).to.deep.equal({ status: 400, code: 'EntityTooSmall' });
-    expect(await errorOf(await complete('checked', uploadId, []))).to.deep.equal({ status: 400, code: 'MalformedXML' });
+    const completeError = async (parts: Array<{ partNumber: number; etag: string }>) => errorOf(await complete('checked', uploadId, parts));
+    expect(await completeError([{ partNumber: 2, etag: e2 }, { partNumber: 1, etag: e1 }])).to.deep.equal({ status: 400, code: 'InvalidPartOrder' });
+    expect(await completeError([{ partNumber: 3, etag: e1 }])).to.deep.equal({ status: 400, code: 'InvalidPart' });
+    expect(await completeError([{ partNumber: 1, etag: e2 }])).to.deep.equal({ status: 400, code: 'InvalidPart' });
+    expect(await completeError([{ partNumber: 1, etag: e1 }, { partNumber: 2, etag: e2 }])).to.deep.equal({ status: 400, code: 'EntityTooSmall' });
+    expect(await completeError([])).to.deep.equal({ status: 400, code: 'MalformedXML' });
     expect(await errorOf(await layer.dpFetch('PUT', `/internal/multipart/${bucket}/checked/${uploadId}/parts/0`, 'x'))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
     expect(await errorOf(await layer.dpFetch('PUT', `/internal/multipart/${bucket}/checked/${uploadId}/parts/10001`, 'x'))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
     // A single small part is fine: it is the last one.

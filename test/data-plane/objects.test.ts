@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
 import { Catalog } from '../../images/data-plane/src/catalog/catalog.js';
 import { enc, eventually, startObjectLayer, type ObjectLayer } from './harness.js';
+import { httpExchange } from '../support/http.js';
 
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
 const md5b64 = (b: Buffer | string) => createHash('md5').update(b).digest('base64');
@@ -155,21 +156,12 @@ for (const inlineBlobBytes of [undefined, 0]) {
 
     /** A chunked PUT whose length travels as x-strata-content-length and whose end carries `trailers` (as the gateway sends a body checked against a trailer checksum). */
     const trailedPut = (bucket: string, key: string, body: Buffer, declared: number, trailers: Record<string, string>, headers: Record<string, string> = {}) =>
-      new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = http.request(new URL(`${layer.dp.url}/internal/objects/${bucket}/${key}`), {
-          method: 'PUT',
-          headers: { 'x-strata-internal-token': 'test-internal-token-0123456789', 'x-strata-owner': 'alice', 'x-strata-content-length': String(declared), trailer: Object.keys(trailers).join(', '), ...headers },
-        });
-        req.on('response', (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-        });
-        req.on('error', reject);
-        req.write(body);
-        req.addTrailers(trailers);
-        req.end();
-      });
+      httpExchange(
+        `${layer.dp.url}/internal/objects/${bucket}/${key}`,
+        { method: 'PUT', headers: { 'x-strata-internal-token': 'test-internal-token-0123456789', 'x-strata-owner': 'alice', 'x-strata-content-length': String(declared), trailer: Object.keys(trailers).join(', '), ...headers } },
+        body,
+        trailers,
+      );
 
     it('keeps stored headers sent ahead (x-strata-headers) and after the body (a trailer), answers them on GET and HEAD', async () => {
       const bucket = await newBucket();
@@ -243,15 +235,7 @@ for (const inlineBlobBytes of [undefined, 0]) {
       const bucket = await newBucket();
       expect(await errorOf(await put(bucket, 'a/../b', 'x'))).to.deep.equal({ status: 400, code: 'InvalidObjectName' });
       // fetch (WHATWG URL) drops a `..` segment even when percent-encoded; node:http sends the path as is.
-      const dotDot = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port: layer.dp.port, path: `/internal/objects/${bucket}/%2E%2E`, method: 'PUT', headers: { 'x-strata-internal-token': 'test-internal-token-0123456789' } }, (res) => {
-          let body = '';
-          res.on('data', (c: Buffer) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        });
-        req.on('error', reject);
-        req.end('x');
-      });
+      const dotDot = await httpExchange(layer.dp.url, { method: 'PUT', path: `/internal/objects/${bucket}/%2E%2E`, headers: { 'x-strata-internal-token': 'test-internal-token-0123456789' } }, 'x');
       expect(dotDot.status, dotDot.body).to.equal(400);
       expect(JSON.parse(dotDot.body).error.code).to.equal('InvalidObjectName');
       expect(await errorOf(await put(bucket, 'nul\0key', 'x'))).to.deep.equal({ status: 400, code: 'InvalidObjectName' });

@@ -2,11 +2,8 @@ import { CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, He
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import { STREAMING_PAYLOAD, canonicalRequest, chunkStringToSign, credentialScope, sha256Hex, sign, signingKey, stringToSign, toAmzDate } from '../../images/gateway/src/auth/sigv4.js';
+import { rawRequest } from '../support/http.js';
 import { JWT_SECRET, ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
 import { bodyBytes, bucketName, login, s3ErrorOf, s3Failure, sdkClient, tenantClient } from './support/s3.js';
 
@@ -35,15 +32,7 @@ function chunkedPut(endpoint: string, target: string, datas: Buffer[]): Promise<
   }
   const body = Buffer.concat(frames);
   const authorization = `AWS4-HMAC-SHA256 Credential=${ROOT_USER}/${scope},SignedHeaders=${signed.join(';')},Signature=${seed}`;
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, method: 'PUT', path: target, headers: { ...headers, authorization, 'content-length': body.length } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+  return rawRequest(endpoint, 'PUT', target, { ...headers, authorization }, body);
 }
 
 /**
@@ -133,16 +122,7 @@ describe('e2e: gateway authentication as S3 checks it', function () {
 
   it('an Expect header other than 100-continue is ignored, as S3 does (no 417)', async () => {
     const token = await login(p.endpoint);
-    const u = new URL(p.endpoint);
-    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = http.request({ host: u.hostname, port: u.port, path: `/${bucket}/secret.txt?proxy=true`, headers: { authorization: `Bearer ${token}`, expect: 'something-else' } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-      });
-      req.on('error', reject);
-      req.end();
-    });
+    const answer = await rawRequest(p.endpoint, 'GET', `/${bucket}/secret.txt?proxy=true`, { authorization: `Bearer ${token}`, expect: 'something-else' });
     expect(answer).to.deep.equal({ status: 200, body: 'the signer never allowed copying this' });
   });
 
@@ -169,19 +149,14 @@ describe('e2e: gateway authentication as S3 checks it', function () {
 describe('e2e: /login brute-force limits from the rules file', function () {
   this.timeout(120_000);
   let p: TestPlatform;
-  let dir: string;
 
   before(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-login-'));
-    const rules = path.join(dir, 'rules.yaml');
-    await writeFile(rules, 'login:\n  failuresPerIp: { points: 5, duration: 60 }\n  failuresPerUser: { points: 3, duration: 60 }\n');
-    p = await startTestPlatform(undefined, { gatewayRulesFile: rules });
+    p = await startTestPlatform(undefined, { gatewayRules: 'login:\n  failuresPerIp: { points: 5, duration: 60 }\n  failuresPerUser: { points: 3, duration: 60 }\n' });
     const s3 = await tenantClient(p.endpoint, 'dave');
     s3.destroy();
   });
   after(async () => {
     await p?.destroy();
-    await rm(dir, { recursive: true, force: true });
   });
 
   const attempt = (ip: string, username: string, password: string) =>
@@ -215,18 +190,13 @@ describe('e2e: /login brute-force limits from the rules file', function () {
 describe('e2e: /login limits count the connecting address unless a trusted proxy names another', function () {
   this.timeout(120_000);
   let p: TestPlatform;
-  let dir: string;
 
   before(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-login-proxy-'));
-    const rules = path.join(dir, 'rules.yaml');
-    await writeFile(rules, 'login:\n  failuresPerIp: { points: 3, duration: 60 }\n');
     // No proxy trusted: as for a client that reaches the gateway directly.
-    p = await startTestPlatform(undefined, { gatewayRulesFile: rules, env: { STRATA_TRUST_PROXY: 'false' } });
+    p = await startTestPlatform(undefined, { gatewayRules: 'login:\n  failuresPerIp: { points: 3, duration: 60 }\n', env: { STRATA_TRUST_PROXY: 'false' } });
   });
   after(async () => {
     await p?.destroy();
-    await rm(dir, { recursive: true, force: true });
   });
 
   it('a client cannot escape its per-IP limit by sending a new X-Forwarded-For each time', async () => {

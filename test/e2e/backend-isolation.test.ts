@@ -1,22 +1,9 @@
 import { expect } from 'chai';
-import http from 'node:http';
+import { rawRequest } from '../support/http.js';
 import { startS3rver, type S3ServerHarness } from '../support/rgw.js';
 import { startTcpProxy, type TcpFaultProxy } from '../support/tcp-proxy.js';
-import { startTestPlatform, type TestPlatform } from './support/platform.js';
+import { startTestPlatform, withEnv, type TestPlatform } from './support/platform.js';
 import { bucketName, login, s3ErrorOf } from './support/s3.js';
-
-function request(endpoint: string, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string }> {
-  const u = new URL(endpoint);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, method, path, headers: { ...headers, ...(body !== undefined ? { 'content-length': Buffer.byteLength(body) } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 /**
  * One bucket's S3-compatible backend accepts connections and never answers (a stalled TCP proxy in
@@ -29,53 +16,46 @@ describe('e2e: a hanging storage backend denies only its own buckets', function 
   let s3server: S3ServerHarness;
   let proxy: TcpFaultProxy;
   let auth: Record<string, string>;
-  const saved: Record<string, string | undefined> = {};
+  let restoreEnv = () => {};
   const hanging = bucketName('hang');
   const healthy = bucketName('fs');
 
   before(async () => {
     s3server = await startS3rver();
     proxy = await startTcpProxy({ port: Number(new URL(s3server.endpoint).port) });
-    const env = {
+    restoreEnv = withEnv({
       STRATA_BACKEND_MINIO_ENDPOINT: `http://127.0.0.1:${proxy.port}`,
       STRATA_BACKEND_MINIO_ACCESS_KEY: s3server.accessKey,
       STRATA_BACKEND_MINIO_SECRET_KEY: s3server.secretKey,
       STRATA_BACKEND_MINIO_BUCKET: bucketName('blobs'),
       // A backend silent for 1 s fails the call (default 5 s): keeps the test short.
       STRATA_BACKEND_MINIO_IDLE_TIMEOUT_MS: '1000',
-    };
-    for (const [k, v] of Object.entries(env)) {
-      saved[k] = process.env[k];
-      process.env[k] = v;
-    }
+    });
     p = await startTestPlatform();
     auth = { authorization: `Bearer ${await login(p.endpoint)}` };
-    expect((await request(p.endpoint, 'PUT', `/${hanging}`, { ...auth, 'x-strata-backend': 'minio' })).status).to.equal(200);
-    expect((await request(p.endpoint, 'PUT', `/${healthy}`, auth)).status).to.equal(200);
-    expect((await request(p.endpoint, 'PUT', `/${hanging}/o.txt`, auth, 'on the backend')).status).to.equal(200);
-    expect((await request(p.endpoint, 'PUT', `/${healthy}/o.txt`, auth, 'on the filesystem')).status).to.equal(200);
+    expect((await rawRequest(p.endpoint, 'PUT', `/${hanging}`, { ...auth, 'x-strata-backend': 'minio' })).status).to.equal(200);
+    expect((await rawRequest(p.endpoint, 'PUT', `/${healthy}`, auth)).status).to.equal(200);
+    expect((await rawRequest(p.endpoint, 'PUT', `/${hanging}/o.txt`, auth, 'on the backend')).status).to.equal(200);
+    expect((await rawRequest(p.endpoint, 'PUT', `/${healthy}/o.txt`, auth, 'on the filesystem')).status).to.equal(200);
   });
   after(async () => {
     await p?.destroy();
     await proxy?.close();
     await s3server?.stop();
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    restoreEnv();
   });
 
   it('GETs of the hanging bucket answer 503 ServiceUnavailable; the filesystem bucket keeps answering 200', async () => {
     proxy.stall();
     // Twice the gateway breaker's volume threshold of hanging reads, all at once, with the healthy bucket read alongside.
-    const stuck = Array.from({ length: 24 }, () => request(p.endpoint, 'GET', `/${hanging}/o.txt?proxy=true`, auth));
+    const stuck = Array.from({ length: 24 }, () => rawRequest(p.endpoint, 'GET', `/${hanging}/o.txt?proxy=true`, auth));
     const healthyReads: number[] = [];
     let settled = false;
     const all = Promise.all(stuck).finally(() => {
       settled = true;
     });
     while (!settled) {
-      const r = await request(p.endpoint, 'GET', `/${healthy}/o.txt?proxy=true`, auth);
+      const r = await rawRequest(p.endpoint, 'GET', `/${healthy}/o.txt?proxy=true`, auth);
       healthyReads.push(r.status);
       // (Few enough that the hanging reads would be most of the gateway breaker's window.)
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -89,7 +69,7 @@ describe('e2e: a hanging storage backend denies only its own buckets', function 
     expect(healthyReads.every((s) => s === 200), `healthy bucket answers: ${healthyReads.join(',')}`).to.equal(true);
     // And after them: the gateway's data-plane breaker stayed closed.
     for (let i = 0; i < 20; i++) {
-      const r = await request(p.endpoint, 'GET', `/${healthy}/o.txt?proxy=true`, auth);
+      const r = await rawRequest(p.endpoint, 'GET', `/${healthy}/o.txt?proxy=true`, auth);
       expect(r.status).to.equal(200);
       expect(r.body).to.equal('on the filesystem');
     }
@@ -101,7 +81,7 @@ describe('e2e: a hanging storage backend denies only its own buckets', function 
   it('the hanging bucket is served again once its backend answers', async () => {
     proxy.restore();
     for (;;) {
-      const r = await request(p.endpoint, 'GET', `/${hanging}/o.txt?proxy=true`, auth);
+      const r = await rawRequest(p.endpoint, 'GET', `/${hanging}/o.txt?proxy=true`, auth);
       if (r.status === 200) {
         expect(r.body).to.equal('on the backend');
         return;

@@ -1,7 +1,4 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import {
   CompleteMultipartUploadCommand,
   CopyObjectCommand,
@@ -18,23 +15,11 @@ import {
 import { expect } from 'chai';
 import { freePorts } from '../support/ports.js';
 import { s3ClientFor, sharedRgw, startS3rver, type S3ServerHarness } from '../support/rgw.js';
-import { startTestPlatform, type TestPlatform } from './support/platform.js';
+import { startTestPlatform, withEnv, type TestPlatform } from './support/platform.js';
 import { bucketName, login, md5Hex, s3ErrorOf, sdkClient } from './support/s3.js';
 
 const MiB = 1024 * 1024;
 const DAY = 24 * 3600 * 1000;
-
-/** Set env variables for the platform about to start; answers a function that restores them. */
-function withEnv(env: Record<string, string>): () => void {
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  return () => {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  };
-}
 
 /**
  * Buckets on an S3-compatible backend through the standalone platform: the `minio` backend points at
@@ -240,21 +225,17 @@ describe('e2e: a storage backend that goes down after its bucket was made', func
   let server: S3ServerHarness;
   let p: TestPlatform;
   let s3: S3Client;
-  let rulesDir: string;
   let restoreEnv = () => {};
 
   before(async () => {
     server = await startS3rver('outage test: the server is stopped mid-test');
-    rulesDir = await mkdtemp(path.join(os.tmpdir(), 'strata-rules-'));
-    // A hair-trigger breaker: without the StorageBackend exemption two backend failures would open it.
-    const rules = path.join(rulesDir, 'rules.yaml');
-    await writeFile(rules, 'breakers:\n  default: { timeout: 10000, errorThresholdPercentage: 1, resetTimeout: 60000, volumeThreshold: 1 }\n');
     restoreEnv = withEnv({
       STRATA_BACKEND_MINIO_ENDPOINT: server.endpoint,
       STRATA_BACKEND_MINIO_ACCESS_KEY: server.accessKey,
       STRATA_BACKEND_MINIO_SECRET_KEY: server.secretKey,
     });
-    p = await startTestPlatform(undefined, { gatewayRulesFile: rules });
+    // A hair-trigger breaker: without the StorageBackend exemption two backend failures would open it.
+    p = await startTestPlatform(undefined, { gatewayRules: 'breakers:\n  default: { timeout: 10000, errorThresholdPercentage: 1, resetTimeout: 60000, volumeThreshold: 1 }\n' });
     s3 = sdkClient(p.endpoint);
   });
   after(async () => {
@@ -262,7 +243,6 @@ describe('e2e: a storage backend that goes down after its bucket was made', func
     s3?.destroy();
     await p?.destroy();
     await server?.stop();
-    await rm(rulesDir, { recursive: true, force: true });
   });
 
   it('answers 503 ServiceUnavailable for that bucket only; other buckets keep working (the breaker stays closed)', async () => {

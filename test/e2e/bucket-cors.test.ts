@@ -10,12 +10,9 @@ import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
-import { bucketName, login, s3ErrorOf, s3Failure, sdkPlatform, tenantClient } from './support/s3.js';
+import { bucketName, describeWithBucket, login, s3ErrorOf, s3Failure, tenantClient } from './support/s3.js';
 
-describe('e2e: bucket CORS configuration (PutBucketCors) and the answers to browsers', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('cors-cfg');
-  const { bucket } = env;
+describeWithBucket('e2e: bucket CORS configuration (PutBucketCors) and the answers to browsers', 'cors-cfg', (env, bucket) => {
   const app = 'https://app.example';
 
   const rules: CORSRule[] = [

@@ -4,12 +4,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { awsCli } from './support/cli.js';
-import { s3Failure, sdkPlatform, tenantClient } from './support/s3.js';
+import { describeWithBucket, s3Failure, tenantClient } from './support/s3.js';
 
-describe('e2e: bucket tagging (Put/Get/DeleteBucketTagging)', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('tags');
-  const { bucket } = env;
+describeWithBucket('e2e: bucket tagging (Put/Get/DeleteBucketTagging)', 'tags', (env, bucket) => {
   const TagSet = [{ Key: 'team', Value: 'data eng' }, { Key: 'cost-centre', Value: '4711' }];
 
   it('the SDK puts, reads back and deletes tags; none is NoSuchTagSet; bad tags are InvalidTag and change nothing', async () => {

@@ -16,12 +16,12 @@ import {
 import { Crc64Nvme } from '@aws-sdk/checksums/crc';
 import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
-import http from 'node:http';
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
+import { httpExchange, type HttpAnswer } from '../support/http.js';
 import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
-import { bodyBytes, s3ErrorOf, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
+import { bodyBytes, describeWithBucket, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
 
 const crc32 = (data: Buffer) => {
   const out = Buffer.alloc(4);
@@ -30,32 +30,15 @@ const crc32 = (data: Buffer) => {
 };
 
 /** A PUT of an aws-chunked body with an unsigned trailer, as SDKs send streams, through a presigned URL. */
-function chunkedPut(endpoint: string, path: string, pieces: Buffer[], trailer: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
+function chunkedPut(endpoint: string, path: string, pieces: Buffer[], trailer: string, headers: Record<string, string> = {}): Promise<HttpAnswer> {
   const framed = Buffer.concat([...pieces.flatMap((p) => [Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')]), Buffer.from(`0\r\n${trailer}\r\n`)]);
   const decoded = pieces.reduce((n, p) => n + p.length, 0);
   const signed = { 'x-amz-decoded-content-length': String(decoded), 'x-amz-trailer': 'x-amz-checksum-crc32', ...headers };
   const url = new URL(presignUrl({ method: 'PUT', origin: endpoint, path, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, headers: signed }));
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: url.hostname, port: url.port, method: 'PUT', path: url.pathname + url.search,
-        headers: { 'content-encoding': 'aws-chunked', 'content-length': framed.length, ...signed },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), headers: res.headers }));
-      },
-    );
-    req.on('error', reject);
-    req.end(framed);
-  });
+  return httpExchange(url, { method: 'PUT', headers: { 'content-encoding': 'aws-chunked', 'content-length': framed.length, ...signed } }, framed);
 }
 
-describe('e2e: flexible checksums (x-amz-checksum-*) on uploads', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('sums');
-  const { bucket } = env;
+describeWithBucket('e2e: flexible checksums (x-amz-checksum-*) on uploads', 'sums', (env, bucket) => {
   const get = async (key: string) => bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key })));
   const absent = async (key: string) => expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status).to.equal(404);
 
@@ -186,10 +169,7 @@ describe('e2e: flexible checksums (x-amz-checksum-*) on uploads', function () {
   });
 });
 
-describe('e2e: stored checksums (x-amz-checksum-mode, GetObjectAttributes, listings)', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('sumkeep');
-  const { bucket } = env;
+describeWithBucket('e2e: stored checksums (x-amz-checksum-mode, GetObjectAttributes, listings)', 'sumkeep', (env, bucket) => {
   const headWith = (key: string) => env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }));
 
   it('a checksum sent as a header is stored: HEAD and GET answer it when asked (the SDK then checks the bytes against it), not otherwise', async () => {
@@ -281,10 +261,7 @@ describe('e2e: stored checksums (x-amz-checksum-mode, GetObjectAttributes, listi
   });
 });
 
-describe('e2e: multipart uploads with a checksum algorithm (COMPOSITE and FULL_OBJECT)', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('summpu');
-  const { bucket } = env;
+describeWithBucket('e2e: multipart uploads with a checksum algorithm (COMPOSITE and FULL_OBJECT)', 'summpu', (env, bucket) => {
   const MiB = 1024 * 1024;
   const crc64 = async (data: Buffer) => {
     const d = new Crc64Nvme();

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { freshDirPerSuite } from '../support/temp-dir.js';
 import { awsCli, rclone, s3cmd, type CliResult } from './support/cli.js';
-import { startTestPlatform, type TestPlatform } from './support/platform.js';
+import { platformHooks } from './support/platform.js';
 import { bucketName, fileSha256 } from './support/s3.js';
 
 function ok(r: CliResult): CliResult {
@@ -21,24 +21,15 @@ async function randomFile(file: string, bytes: number): Promise<void> {
 
 describe('e2e: real S3 command-line clients against the standalone platform', function () {
   this.timeout(240_000);
-  let p: TestPlatform;
-  let work: string;
-
-  before(async () => {
-    p = await startTestPlatform();
-    work = await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-cli-'));
-  });
-  after(async () => {
-    await p?.destroy();
-    if (work) await rm(work, { recursive: true, force: true });
-  });
+  const p = platformHooks();
+  const work = freshDirPerSuite('strata-e2e-cli-');
 
   it('aws s3 (CLI v2): mb, cp 1 KiB and 40 MiB (multipart), ls, sync, presign, rm, rb — byte for byte', async () => {
-    const aws = awsCli(p.endpoint, path.join(work, 'aws-home'));
-    await mkdir(path.join(work, 'aws-home'), { recursive: true });
+    const aws = awsCli(p.endpoint, path.join(work.path, 'aws-home'));
+    await mkdir(path.join(work.path, 'aws-home'), { recursive: true });
     const bucket = bucketName('aws');
-    const small = path.join(work, 'small.bin');
-    const big = path.join(work, 'big.bin');
+    const small = path.join(work.path, 'small.bin');
+    const big = path.join(work.path, 'big.bin');
     await randomFile(small, 1024);
     await randomFile(big, 40 * 1024 * 1024);
 
@@ -54,10 +45,10 @@ describe('e2e: real S3 command-line clients against the standalone platform', fu
     expect(head.ContentLength).to.equal(41943040);
     expect(head.ETag).to.match(/^"[0-9a-f]{32}-5"$/);
 
-    const back = path.join(work, 'big.back');
+    const back = path.join(work.path, 'big.back');
     ok(await aws('s3', 'cp', '--only-show-errors', `s3://${bucket}/files/big.bin`, back));
     expect(await fileSha256(back)).to.equal(await fileSha256(big));
-    const smallBack = path.join(work, 'small.back');
+    const smallBack = path.join(work.path, 'small.back');
     ok(await aws('s3', 'cp', '--only-show-errors', `s3://${bucket}/files/small.bin`, smallBack));
     expect((await readFile(smallBack)).equals(await readFile(small))).to.equal(true);
 
@@ -69,13 +60,13 @@ describe('e2e: real S3 command-line clients against the standalone platform', fu
     expect(copyHead.ContentLength).to.equal(41943040);
     const metrics = await (await fetch(`${p.endpoint}/metrics`)).text();
     expect(metrics).to.match(/http_requests_total\{[^}]*UploadPartCopy[^}]*\} [1-9]/);
-    const copyBack = path.join(work, 'big.copy.back');
+    const copyBack = path.join(work.path, 'big.copy.back');
     ok(await aws('s3', 'cp', '--only-show-errors', `s3://${other}/big-copy.bin`, copyBack));
     expect(await fileSha256(copyBack)).to.equal(await fileSha256(big));
     ok(await aws('s3', 'rb', '--force', `s3://${other}`));
 
     // sync a directory up, change one file, sync again: only the change moves.
-    const dir = path.join(work, 'sync');
+    const dir = path.join(work.path, 'sync');
     await mkdir(path.join(dir, 'sub'), { recursive: true });
     await writeFile(path.join(dir, 'a.txt'), 'alpha');
     await writeFile(path.join(dir, 'sub', 'b.txt'), 'beta');
@@ -88,7 +79,7 @@ describe('e2e: real S3 command-line clients against the standalone platform', fu
     expect(second).not.to.contain('b.txt');
     expect(second, 'listed keys come back as they were stored').not.to.contain('odd name');
     expect(ok(await aws('s3', 'ls', `s3://${bucket}/sync/`)).stdout).to.contain(' odd name+1&é.txt');
-    const down = path.join(work, 'sync-down');
+    const down = path.join(work.path, 'sync-down');
     ok(await aws('s3', 'sync', '--only-show-errors', `s3://${bucket}/sync`, down));
     expect(await readFile(path.join(down, 'a.txt'), 'utf8')).to.equal('alpha, changed');
     expect(await readFile(path.join(down, 'sub', 'b.txt'), 'utf8')).to.equal('beta');
@@ -107,16 +98,16 @@ describe('e2e: real S3 command-line clients against the standalone platform', fu
   });
 
   it('s3cmd: mb, put, ls, get, del, rb', async () => {
-    const cmd = await s3cmd(p.endpoint, path.join(work, 's3cmd-home'));
+    const cmd = await s3cmd(p.endpoint, path.join(work.path, 's3cmd-home'));
     const bucket = bucketName('s3cmd');
-    const file = path.join(work, 's3cmd.txt');
+    const file = path.join(work.path, 's3cmd.txt');
     await writeFile(file, 'written by s3cmd\n'.repeat(100));
     ok(await cmd('mb', `s3://${bucket}`));
     ok(await cmd('put', file, `s3://${bucket}/dir/s3cmd.txt`));
     const ls = ok(await cmd('ls', `s3://${bucket}/dir/`)).stdout;
     expect(ls).to.contain(`s3://${bucket}/dir/s3cmd.txt`);
     expect(ls).to.match(/\s1700\s/);
-    const back = path.join(work, 's3cmd.back');
+    const back = path.join(work.path, 's3cmd.back');
     ok(await cmd('get', `s3://${bucket}/dir/s3cmd.txt`, back));
     expect(await readFile(back, 'utf8')).to.equal(await readFile(file, 'utf8'));
     ok(await cmd('del', `s3://${bucket}/dir/s3cmd.txt`));
@@ -125,9 +116,9 @@ describe('e2e: real S3 command-line clients against the standalone platform', fu
   });
 
   it('rclone: copy, ls, check', async () => {
-    const rc = rclone(p.endpoint, path.join(work, 'rclone-home'));
+    const rc = rclone(p.endpoint, path.join(work.path, 'rclone-home'));
     const bucket = bucketName('rclone');
-    const src = path.join(work, 'rclone-src');
+    const src = path.join(work.path, 'rclone-src');
     await mkdir(path.join(src, 'nested'), { recursive: true });
     await writeFile(path.join(src, 'one.txt'), 'one');
     await writeFile(path.join(src, 'nested', 'two.bin'), randomBytes(300_000));

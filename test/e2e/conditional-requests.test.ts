@@ -10,16 +10,13 @@ import {
   UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
-import { bodyBytes, login, s3ErrorOf, s3Failure, sdkPlatform } from './support/s3.js';
+import { bodyBytes, describeWithBucket, login, s3ErrorOf, s3Failure } from './support/s3.js';
 
 /**
  * The conditions S3 puts on deletes and copies (conditional deletes, 2025; conditional copies): a
  * request that names a condition must never act when it fails, and must not ignore it.
  */
-describe('e2e: conditional deletes and copies', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('cond');
-  const { bucket } = env;
+describeWithBucket('e2e: conditional deletes and copies', 'cond', (env, bucket) => {
   const put = (Key: string, Body = 'body') => env.s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body }));
   const exists = (Key: string) =>
     env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key })).then(

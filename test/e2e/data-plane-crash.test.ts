@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,7 @@ import { startGateway } from '../../images/gateway/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { freePort } from '../support/ports.js';
+import { filesUnder } from '../support/temp-dir.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TOKEN = 'crash-test-internal-token-0123456789';
@@ -89,18 +90,8 @@ async function eventually(check: () => Promise<boolean>, what: string, timeoutMs
 }
 
 /** Every file under `<dataDir>/blobs`, as paths relative to it. */
-async function blobTree(dataDir: string): Promise<string[]> {
-  const root = path.join(dataDir, 'blobs');
-  const out: string[] = [];
-  const walk = async (dir: string): Promise<void> => {
-    for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) await walk(p);
-      else out.push(path.relative(root, p));
-    }
-  };
-  await walk(root);
-  return out.sort();
+function blobTree(dataDir: string): Promise<string[]> {
+  return filesUnder(path.join(dataDir, 'blobs'));
 }
 
 /**

@@ -13,12 +13,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { awsCli } from './support/cli.js';
-import { bodyBytes, s3ErrorOf, s3Failure, sdkPlatform } from './support/s3.js';
+import { bodyBytes, describeWithBucket, s3ErrorOf, s3Failure } from './support/s3.js';
 
-describe('e2e: server-side encryption is refused, never silently skipped', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('sse');
-  const { bucket } = env;
+describeWithBucket('e2e: server-side encryption is refused, never silently skipped', 'sse', (env, bucket) => {
   const absent = async (key: string) => expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status, key).to.equal(404);
   const customerKey = randomBytes(32).toString('base64');
 

@@ -5,14 +5,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import pg from 'pg';
 import { CONTROL_PLANE_QUEUE } from '../../images/control-plane/src/events/consumer.js';
-import { RabbitNames, RABBITMQ_URL } from '../events/rabbitmq-fixture.js';
+import { RabbitNames } from '../events/rabbitmq-fixture.js';
 import { sharedPgReplica } from '../support/pg-replica.js';
 import { sharedRedisCluster } from '../support/redis-cluster.js';
 import { freePorts } from '../support/ports.js';
 import { runCase, seededRandom, type FuzzContext, type FuzzRecord } from './support/fuzz-cases.js';
 import { sendRaw, signRaw, type Credentials } from './support/raw-http.js';
+import { productionServersEnv, replicatedDatabase } from './support/production.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ROOT = { user: 'fuzzroot', password: 'fuzz-root-password-0123' };
@@ -46,26 +46,13 @@ describe('e2e: fault-and-fuzz suite (seeded)', function () {
   it(`production servers (PostgreSQL primary + replica, Redis Cluster, RabbitMQ): ${PRODUCTION_REQUESTS} requests (seed ${SEED})`, async () => {
     const [pgh, redis] = await Promise.all([sharedPgReplica(), sharedRedisCluster()]);
     const database = `fuzz_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: pgh.primaryUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${database}`);
-    await admin.end();
-    await pgh.waitForReplay();
-    const dbUrl = (server: string) => Object.assign(new URL(server), { pathname: `/${database}` }).toString();
+    const dbUrl = await replicatedDatabase(pgh, database);
     const names = new RabbitNames();
     names.queue(CONTROL_PLANE_QUEUE);
     cleanups.push(() => names.cleanup());
     await fuzzRun(
       PRODUCTION_REQUESTS,
-      {
-        STRATA_PG_URL: dbUrl(pgh.primaryUrl),
-        STRATA_PG_REPLICA_URLS: dbUrl(pgh.replicaUrl),
-        STRATA_REDIS_NODES: redis.nodes.map((n) => `${n.host}:${n.port}`).join(','),
-        STRATA_REDIS_KEY_PREFIX: `${database}:`,
-        STRATA_AMQP_URL: RABBITMQ_URL,
-        STRATA_AMQP_EXCHANGE: names.exchange,
-        STRATA_AMQP_QUEUE_PREFIX: `${names.prefix}.`,
-      },
+      productionServersEnv(pgh, dbUrl, redis, `${database}:`, names),
       cleanups,
     );
   });

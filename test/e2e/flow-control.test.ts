@@ -1,26 +1,18 @@
 import { CreateBucketCommand, HeadBucketCommand, ListBucketsCommand, S3ServiceException } from '@aws-sdk/client-s3';
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import { expect } from 'chai';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
 import { bucketName, s3ErrorOf, sdkClient } from './support/s3.js';
 
 describe('e2e: gateway flow control from a rules file', function () {
   this.timeout(60_000);
   let p: TestPlatform;
-  let dir: string;
 
   before(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-rules-'));
-    const rules = path.join(dir, 'rules.yaml');
-    await writeFile(rules, 'rateLimits:\n  routes:\n    ListBuckets: { points: 2, duration: 60 }\n    Preflight: { points: 2, duration: 60 }\n');
-    p = await startTestPlatform(undefined, { gatewayRulesFile: rules });
+    p = await startTestPlatform(undefined, { gatewayRules: 'rateLimits:\n  routes:\n    ListBuckets: { points: 2, duration: 60 }\n    Preflight: { points: 2, duration: 60 }\n' });
   });
   after(async () => {
     await p?.destroy();
-    await rm(dir, { recursive: true, force: true });
   });
 
   it('a rate-limited S3 operation answers SlowDown (503, S3 XML, Retry-After) while others go on', async () => {
@@ -61,18 +53,13 @@ describe("e2e: a user's rate limit counts browser form uploads too", function ()
   this.timeout(60_000);
   const INTERNAL_TOKEN = 'e2e-flow-internal-token-0123456789';
   let p: TestPlatform;
-  let dir: string;
 
   before(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-rules-'));
-    const rules = path.join(dir, 'rules.yaml');
     // Three requests a minute for the root user, whatever the route.
-    await writeFile(rules, `rateLimits:\n  users:\n    classes:\n      forms: { points: 3, duration: 60, users: [${ROOT_USER}] }\n`);
-    p = await startTestPlatform(undefined, { gatewayRulesFile: rules, internalToken: INTERNAL_TOKEN });
+    p = await startTestPlatform(undefined, { gatewayRules: `rateLimits:\n  users:\n    classes:\n      forms: { points: 3, duration: 60, users: [${ROOT_USER}] }\n`, internalToken: INTERNAL_TOKEN });
   });
   after(async () => {
     await p?.destroy();
-    await rm(dir, { recursive: true, force: true });
   });
 
   /** Whether the data plane holds the object (asked behind the gateway: the user's own requests are used up). */

@@ -16,17 +16,14 @@ import { loadGatewayEnv } from '../../images/gateway/src/config.js';
 import { ConfigError } from '../../images/service-kit/src/index.js';
 import { loadStandaloneEnv } from '../../images/standalone/src/config.js';
 import { startTestPlatform } from './support/platform.js';
-import { bodyBytes, bucketName, login, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
+import { bodyBytes, bucketName, describeWithBucket, login, s3Failure, sdkClient } from './support/s3.js';
 
 /**
  * The gateway answers repeated GETs of small objects itself (images/gateway/src/clients/object-answer-cache.ts).
  * What matters is that it never answers with a version a completed write replaced, whichever service
  * made the write, and never to a caller who may not read the bucket.
  */
-describe('e2e: small GETs answered by the gateway stay read-after-write consistent', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('answers');
-  const { bucket } = env;
+describeWithBucket('e2e: small GETs answered by the gateway stay read-after-write consistent', 'answers', (env, bucket) => {
 
   /** Objects answered by the gateway itself so far (its cache hit counter). */
   const hits = async (): Promise<number> => {

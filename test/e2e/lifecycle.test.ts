@@ -21,14 +21,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { expiryAfterDays } from '../../images/object-model/src/index.js';
 import { awsCli, s3cmd } from './support/cli.js';
-import { bucketName, login, s3ErrorOf, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
+import { bucketName, describeWithBucket, login, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
 
 const DAY = 24 * 3600 * 1000;
 
-describe('e2e: bucket lifecycle configuration (PutBucketLifecycleConfiguration and the daily job), and s3cmd\'s bucket-configuration commands', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('life');
-  const { bucket } = env;
+describeWithBucket('e2e: bucket lifecycle configuration (PutBucketLifecycleConfiguration and the daily job), and s3cmd\'s bucket-configuration commands', 'life', (env, bucket) => {
 
   const rules: LifecycleRule[] = [
     { ID: 'old-logs', Filter: { Prefix: 'logs/' }, Status: 'Enabled', Expiration: { Days: 2 } },

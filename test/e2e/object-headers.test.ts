@@ -17,7 +17,7 @@ import zlib from 'node:zlib';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { awsCli } from './support/cli.js';
 import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
-import { bodyBytes, s3ErrorOf, s3Failure, sdkPlatform } from './support/s3.js';
+import { bodyBytes, describeWithBucket, s3ErrorOf, s3Failure } from './support/s3.js';
 
 const STORED = {
   CacheControl: 'public, max-age=31536000, immutable',
@@ -32,10 +32,7 @@ function storedOf(r: { CacheControl?: string; ContentDisposition?: string; Conte
   return { CacheControl: r.CacheControl, ContentDisposition: r.ContentDisposition, ContentEncoding: r.ContentEncoding, ContentLanguage: r.ContentLanguage, Expires: r.Expires };
 }
 
-describe('e2e: stored object headers (Cache-Control, Content-Disposition, Content-Encoding, Content-Language, Expires)', function () {
-  this.timeout(180_000);
-  const env = sdkPlatform('ohdrs');
-  const { bucket } = env;
+describeWithBucket('e2e: stored object headers (Cache-Control, Content-Disposition, Content-Encoding, Content-Language, Expires)', 'ohdrs', (env, bucket) => {
   const head = (key: string) => env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
 
   it('PutObject keeps them; GET and HEAD answer them; response-* query parameters override them', async () => {
@@ -183,4 +180,4 @@ describe('e2e: stored object headers (Cache-Control, Content-Disposition, Conten
       await rm(home, { recursive: true, force: true });
     }
   });
-});
+}, 180_000);

@@ -15,16 +15,13 @@ import path from 'node:path';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { awsCli } from './support/cli.js';
 import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
-import { bucketName, s3ErrorOf, s3Failure, sdkPlatform } from './support/s3.js';
+import { bucketName, describeWithBucket, s3ErrorOf, s3Failure } from './support/s3.js';
 
 /**
  * What a write may ask for that Strata cannot give — another storage class, object lock, access for
  * others — is refused with nothing stored; what every object already is (STANDARD, private) is accepted.
  */
-describe('e2e: storage classes, object lock and public ACLs are refused, never silently dropped', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('props');
-  const { bucket } = env;
+describeWithBucket('e2e: storage classes, object lock and public ACLs are refused, never silently dropped', 'props', (env, bucket) => {
   const absent = async (key: string) => expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status, key).to.equal(404);
   const put = (Key: string, extra: Partial<ConstructorParameters<typeof PutObjectCommand>[0]>) => env.s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: 'body', ...extra }));
 

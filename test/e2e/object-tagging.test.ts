@@ -18,12 +18,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { awsCli } from './support/cli.js';
-import { bucketName, login, s3Failure, sdkPlatform, tenantClient } from './support/s3.js';
+import { bucketName, describeWithBucket, login, s3Failure, tenantClient } from './support/s3.js';
 
-describe('e2e: object tagging (x-amz-tagging, Put/Get/DeleteObjectTagging)', function () {
-  this.timeout(180_000);
-  const env = sdkPlatform('otags');
-  const { bucket } = env;
+describeWithBucket('e2e: object tagging (x-amz-tagging, Put/Get/DeleteObjectTagging)', 'otags', (env, bucket) => {
   const tagsOf = async (key: string, b = bucket): Promise<Tag[]> => (await env.s3.send(new GetObjectTaggingCommand({ Bucket: b, Key: key }))).TagSet ?? [];
   const tagCount = async (key: string): Promise<number | undefined> => {
     const got = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
@@ -154,4 +151,4 @@ describe('e2e: object tagging (x-amz-tagging, Put/Get/DeleteObjectTagging)', fun
       await rm(home, { recursive: true, force: true });
     }
   });
-});
+}, 180_000);

@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
-import { bodyBytes, login, s3ErrorOf, s3Failure, sdkPlatform } from './support/s3.js';
+import { bodyBytes, describeWithBucket, login, s3ErrorOf, s3Failure } from './support/s3.js';
 
 const MiB = 1024 * 1024;
 
@@ -20,10 +20,7 @@ const MiB = 1024 * 1024;
  * GetObject/HeadObject `partNumber` (what the AWS SDKs' transfer managers use for parallel downloads:
  * part 1 tells the parts' count, the others follow by number).
  */
-describe('e2e: GetObject and HeadObject by part number', function () {
-  this.timeout(180_000);
-  const env = sdkPlatform('partnum');
-  const { bucket } = env;
+describeWithBucket('e2e: GetObject and HeadObject by part number', 'partnum', (env, bucket) => {
   // Three parts of different sizes, so that a part's place cannot be guessed from one part size.
   const parts = [randomBytes(5 * MiB), randomBytes(5 * MiB + 3), randomBytes(1000)];
   const whole = Buffer.concat(parts);
@@ -114,4 +111,4 @@ describe('e2e: GetObject and HeadObject by part number', function () {
     const proxied = await fetch(`${env.p.endpoint}/${bucket}/multi.bin?partNumber=3&proxy=true`, { headers: { authorization: `Bearer ${token}` } });
     expect(Buffer.from(await proxied.arrayBuffer()).equals(parts[2]!)).to.equal(true);
   });
-});
+}, 180_000);

@@ -3,7 +3,7 @@ import { createPresignedPost, type PresignedPostOptions } from '@aws-sdk/s3-pres
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
-import { login, md5Hex, s3ErrorOf, s3Failure, bodyBytes, sdkClient, sdkPlatform } from './support/s3.js';
+import { bodyBytes, describeWithBucket, login, md5Hex, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
 import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
 
 /** Submit a presigned POST as a browser form would: its fields, then the file (last). */
@@ -14,10 +14,7 @@ async function submit(post: { url: string; fields: Record<string, string> }, fil
   return fetch(post.url, { method: 'POST', body: form, redirect: 'manual' });
 }
 
-describe('e2e: browser form uploads (POST Object with a signed policy)', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('post');
-  const { bucket } = env;
+describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)', 'post', (env, bucket) => {
   const presigned = (options: Omit<PresignedPostOptions, 'Bucket'>, client: S3Client = env.s3) => createPresignedPost(client, { Bucket: bucket, Expires: 300, ...options });
   const absent = async (key: string) => expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status).to.equal(404);
 

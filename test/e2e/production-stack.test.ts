@@ -26,11 +26,12 @@ import { loadStandaloneEnv } from '../../images/standalone/src/config.js';
 import { OBJECT_STORE_SERVICES, startPlatform, type RunningPlatform } from '../../images/standalone/src/platform.js';
 import { CONTROL_PLANE_QUEUE } from '../../images/control-plane/src/events/consumer.js';
 import { BASELINE_VERSION } from '../../images/control-plane/src/schema/migrate.js';
-import { eventually, RabbitNames, RABBITMQ_URL } from '../events/rabbitmq-fixture.js';
+import { eventually, RabbitNames } from '../events/rabbitmq-fixture.js';
 import { startPgReplica, type PgReplicaHarness } from '../support/pg-replica.js';
 import { startRedisCluster, type RedisClusterHarness } from '../support/redis-cluster.js';
 import { ROOT_PASSWORD, ROOT_USER, JWT_SECRET } from './support/platform.js';
 import { bucketName, md5Hex, sdkClient } from './support/s3.js';
+import { productionServersEnv, replicatedDatabase } from './support/production.js';
 
 const run = promisify(execFile);
 const TOKEN = 'production-stack-internal-token-0123';
@@ -72,12 +73,7 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
 
   before(async () => {
     [pgh, redis] = await Promise.all([startPgReplica(), startRedisCluster()]);
-    const dbUrl = (server: string) => Object.assign(new URL(server), { pathname: '/strata' }).toString();
-    const admin = new pg.Client({ connectionString: pgh.primaryUrl });
-    await admin.connect();
-    await admin.query('CREATE DATABASE strata');
-    await admin.end();
-    await pgh.waitForReplay();
+    const dbUrl = await replicatedDatabase(pgh, 'strata');
     primary = new pg.Pool({ connectionString: dbUrl(pgh.primaryUrl), max: 2 });
     replica = new pg.Pool({ connectionString: dbUrl(pgh.replicaUrl), max: 2 });
     replica.on('error', () => undefined); // idle connections die when the test stops the standby
@@ -88,14 +84,8 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
     // Exactly what `npm start` reads (images/standalone/src/main.ts).
     const env = loadStandaloneEnv({
       STRATA_DATA_DIR: dataDir,
-      STRATA_PG_URL: dbUrl(pgh.primaryUrl),
-      STRATA_PG_REPLICA_URLS: dbUrl(pgh.replicaUrl),
+      ...productionServersEnv(pgh, dbUrl, redis, keyPrefix, names),
       STRATA_PG_POOL_MAX: '6',
-      STRATA_REDIS_NODES: redis.nodes.map((n) => `${n.host}:${n.port}`).join(','),
-      STRATA_REDIS_KEY_PREFIX: keyPrefix,
-      STRATA_AMQP_URL: RABBITMQ_URL,
-      STRATA_AMQP_EXCHANGE: names.exchange,
-      STRATA_AMQP_QUEUE_PREFIX: `${names.prefix}.`,
     });
     platform = await startPlatform(
       {

@@ -24,10 +24,12 @@ import {
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { readdir, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
+import { rawRequest } from '../support/http.js';
+import { filesUnder } from '../support/temp-dir.js';
 import { startTestPlatform, ROOT_PASSWORD, ROOT_USER, type TestPlatform } from './support/platform.js';
 import { bodyBytes, bucketName, login, md5Hex, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
 
@@ -40,34 +42,6 @@ import { bodyBytes, bucketName, login, md5Hex, s3ErrorOf, s3Failure, sdkClient }
 
 async function bodyText(r: { Body?: unknown }): Promise<string> {
   return (await bodyBytes(r)).toString();
-}
-
-/** A raw request: the path goes out exactly as given (fetch would normalise `..` and `%2E%2E`). */
-function rawRequest(endpoint: string, method: string, p: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string }> {
-  const u = new URL(endpoint);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, method, path: p, headers: { ...headers, ...(body !== undefined ? { 'content-length': Buffer.byteLength(body) } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-/** Every file under dir (recursively), relative; [] when dir does not exist. */
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (d: string): Promise<void> => {
-    for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
-      const full = path.join(d, e.name);
-      if (e.isDirectory()) await walk(full);
-      else out.push(path.relative(dir, full));
-    }
-  };
-  await walk(dir);
-  return out.sort();
 }
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

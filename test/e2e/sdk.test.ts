@@ -35,13 +35,10 @@ import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ROOT_USER } from './support/platform.js';
-import { bodyBytes, bucketName, login, md5Hex, s3Failure, sdkClient, sdkPlatform } from './support/s3.js';
+import { bodyBytes, bucketName, describeWithBucket, login, md5Hex, s3Failure, sdkClient } from './support/s3.js';
 
 
-describe('e2e: @aws-sdk/client-s3 against the standalone gateway', function () {
-  this.timeout(120_000);
-  const env = sdkPlatform('sdk');
-  const { bucket } = env;
+describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sdk', (env, bucket) => {
 
   it('bucket calls: HeadBucket, location us-east-1, versioning never enabled, fixed private ACL', async () => {
     await env.s3.send(new HeadBucketCommand({ Bucket: bucket }));

@@ -19,11 +19,12 @@ import { fileURLToPath } from 'node:url';
 import { Cluster } from 'ioredis';
 import pg from 'pg';
 import { CONTROL_PLANE_QUEUE } from '../../images/control-plane/src/events/consumer.js';
-import { eventually, RabbitNames, RABBITMQ_URL } from '../events/rabbitmq-fixture.js';
+import { eventually, RabbitNames } from '../events/rabbitmq-fixture.js';
 import { sharedPgReplica, type PgReplicaHarness } from '../support/pg-replica.js';
 import { freePorts } from '../support/ports.js';
 import { sharedRedisCluster, type RedisClusterHarness } from '../support/redis-cluster.js';
 import { bucketName, sdkClient } from './support/s3.js';
+import { productionServersEnv, replicatedDatabase } from './support/production.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ROOT = { user: 'entryroot', password: 'entry-root-password' };
@@ -96,12 +97,7 @@ describe('e2e: service entrypoints on production servers, selected by env', func
   before(async () => {
     [pgh, redis] = await Promise.all([sharedPgReplica(), sharedRedisCluster()]);
     dbName = `strata_entry_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: pgh.primaryUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    await admin.end();
-    await pgh.waitForReplay();
-    const dbUrl = (server: string) => Object.assign(new URL(server), { pathname: `/${dbName}` }).toString();
+    const dbUrl = await replicatedDatabase(pgh, dbName);
     db = new pg.Pool({ connectionString: dbUrl(pgh.primaryUrl), max: 2 });
     names = new RabbitNames();
     names.queue(CONTROL_PLANE_QUEUE);
@@ -112,14 +108,8 @@ describe('e2e: service entrypoints on production servers, selected by env', func
     const [gwPort, dpPort, cpPort] = (await freePorts(3)) as [number, number, number];
     const shared = {
       STRATA_INTERNAL_TOKEN: randomBytes(16).toString('hex'),
-      STRATA_PG_URL: dbUrl(pgh.primaryUrl),
-      STRATA_PG_REPLICA_URLS: dbUrl(pgh.replicaUrl),
+      ...productionServersEnv(pgh, dbUrl, redis, keyPrefix, names),
       STRATA_PG_POOL_MAX: '3',
-      STRATA_REDIS_NODES: redis.nodes.map((n) => `${n.host}:${n.port}`).join(','),
-      STRATA_REDIS_KEY_PREFIX: keyPrefix,
-      STRATA_AMQP_URL: RABBITMQ_URL,
-      STRATA_AMQP_EXCHANGE: names.exchange,
-      STRATA_AMQP_QUEUE_PREFIX: `${names.prefix}.`,
     };
     const cp = new ServiceProcess('control-plane', cpPort, {
       ...shared,

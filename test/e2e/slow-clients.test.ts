@@ -1,24 +1,12 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import net from 'node:net';
+import { rawRequest } from '../support/http.js';
 import { startTestPlatform, type TestPlatform } from './support/platform.js';
 import { bucketName, login, s3ErrorOf } from './support/s3.js';
 
 /** The gateway's idle-body limit here (S3's 20 s by default), short to keep the test short. */
 const IDLE_MS = 1500;
-
-function request(endpoint: string, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string }> {
-  const u = new URL(endpoint);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, method, path, headers: { ...headers, ...(body !== undefined ? { 'content-length': Buffer.byteLength(body) } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 /**
  * A PUT that announces 1000 bytes, sends 10 and then nothing, on a connection of its own. Resolves
@@ -55,9 +43,9 @@ describe('e2e: clients that trickle bodies hold nothing that others need', funct
     const created = await fetch(`${p.endpoint}/admin/users`, { method: 'POST', headers: { ...rootAuth, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bob', password: 'bob-password-1' }) });
     expect(created.status).to.equal(201);
     bobToken = await login(p.endpoint, 'bob', 'bob-password-1');
-    expect((await request(p.endpoint, 'PUT', `/${rootBucket}`, rootAuth)).status).to.equal(200);
-    expect((await request(p.endpoint, 'PUT', `/${bobBucket}`, { authorization: `Bearer ${bobToken}` })).status).to.equal(200);
-    expect((await request(p.endpoint, 'PUT', `/${rootBucket}/o.txt`, rootAuth, 'still here')).status).to.equal(200);
+    expect((await rawRequest(p.endpoint, 'PUT', `/${rootBucket}`, rootAuth)).status).to.equal(200);
+    expect((await rawRequest(p.endpoint, 'PUT', `/${bobBucket}`, { authorization: `Bearer ${bobToken}` })).status).to.equal(200);
+    expect((await rawRequest(p.endpoint, 'PUT', `/${rootBucket}/o.txt`, rootAuth, 'still here')).status).to.equal(200);
   });
   after(async () => {
     await p?.destroy();
@@ -67,7 +55,7 @@ describe('e2e: clients that trickle bodies hold nothing that others need', funct
     const trickles = Array.from({ length: 600 }, (_, i) => tricklingPut(p.endpoint, `/${bobBucket}/t-${i}`, bobToken));
     // Reads while the trickles hold their connections (the first ones stop before any idle limit could free them).
     for (let i = 0; i < 20; i++) {
-      const r = await request(p.endpoint, 'GET', `/${rootBucket}/o.txt?proxy=true`, rootAuth);
+      const r = await rawRequest(p.endpoint, 'GET', `/${rootBucket}/o.txt?proxy=true`, rootAuth);
       expect(r.status).to.equal(200);
       expect(r.body).to.equal('still here');
     }
@@ -78,7 +66,7 @@ describe('e2e: clients that trickle bodies hold nothing that others need', funct
       expect(s3ErrorOf(a).code).to.be.oneOf(['RequestTimeout', 'SlowDown']);
     }
     // Nothing was stored.
-    const listing = await request(p.endpoint, 'GET', `/${bobBucket}?list-type=2`, { authorization: `Bearer ${bobToken}` });
+    const listing = await rawRequest(p.endpoint, 'GET', `/${bobBucket}?list-type=2`, { authorization: `Bearer ${bobToken}` });
     expect(listing.body).not.to.contain('<Key>');
   });
 
@@ -86,7 +74,7 @@ describe('e2e: clients that trickle bodies hold nothing that others need', funct
     const answer = await tricklingPut(p.endpoint, `/${bobBucket}/stalled`, bobToken);
     expect(statusOf(answer)).to.equal(400);
     expect(s3ErrorOf(answer).code).to.equal('RequestTimeout');
-    const head = await request(p.endpoint, 'HEAD', `/${bobBucket}/stalled`, { authorization: `Bearer ${bobToken}` });
+    const head = await rawRequest(p.endpoint, 'HEAD', `/${bobBucket}/stalled`, { authorization: `Bearer ${bobToken}` });
     expect(head.status).to.equal(404);
 
     // A slow but steady body (a byte every IDLE_MS / 3, longer in total than the idle limit) is stored.

@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import dns from 'node:dns';
 import http from 'node:http';
 import type { LookupFunction } from 'node:net';
+import { httpExchange, type HttpAnswer } from '../support/http.js';
 import { ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
 import { bodyBytes, bucketName, login, s3ErrorOf, sdkClient } from './support/s3.js';
 
@@ -24,19 +25,8 @@ import { bodyBytes, bucketName, login, s3ErrorOf, sdkClient } from './support/s3
 const lookup: LookupFunction = (hostname, options, callback) => dns.lookup(hostname === 'localhost' || hostname.endsWith('.localhost') ? '127.0.0.1' : hostname, options, callback);
 const agent = new http.Agent({ keepAlive: true, lookup });
 
-function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string; bytes: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: init.method ?? 'GET', headers: init.headers, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const bytes = Buffer.concat(chunks);
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: bytes.toString(), bytes });
-      });
-    });
-    req.on('error', reject);
-    req.end(init.body);
-  });
+function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<HttpAnswer> {
+  return httpExchange(url, { method: init.method ?? 'GET', headers: init.headers, agent }, init.body);
 }
 
 describe('e2e: virtual-hosted-style requests (<bucket>.localhost)', function () {

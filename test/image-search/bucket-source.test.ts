@@ -14,6 +14,21 @@ async function json(url: string, init?: RequestInit): Promise<any> {
   return (await fetch(url, init)).json();
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Status = any;
+
+/** The service's /api/status, once `ready` holds for it. */
+function statusWhen(service: RunningService, ready: (s: Status) => unknown): Promise<Status> {
+  return until(async () => {
+    const s = await json(`${service.url}/api/status`);
+    return ready(s) ? s : undefined;
+  });
+}
+
+function search(service: RunningService, query: string, topk: number) {
+  return json(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, topk }) });
+}
+
 describe('image-search: images from a bucket prefix of an S3 object store (IMAGE_SEARCH_SOURCE_S3_URL)', function () {
   this.timeout(120_000);
   let s3: TestS3;
@@ -21,6 +36,30 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
   let service: RunningService;
   const dirs: string[] = [];
   const put = (key: string, body: Buffer | string) => s3.put('photos', key, body);
+
+  /**
+   * Fresh model, mirror and index dirs (removed after the suite) and a start of the service over them,
+   * mirroring s3://photos/cams at start only, unless `env` says otherwise.
+   */
+  const mirror = (name: string, env: Record<string, string> = {}, objectEvents?: ObjectEventSource) => {
+    const modelDir = makeTestModel();
+    const imageDir = tempDir(`bucket-mirror-${name}`);
+    const indexDir = tempDir(`bucket-index-${name}`);
+    dirs.push(modelDir, imageDir, indexDir);
+    const full = {
+      PORT: '0',
+      IMAGE_FILE_DIR: imageDir,
+      IMAGE_SEARCH_MODEL_DIR: modelDir,
+      IMAGE_SEARCH_INDEX_DIR: indexDir,
+      IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams',
+      IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
+      IMAGE_SEARCH_S3_ENDPOINT: endpoint,
+      IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
+      IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
+      ...env,
+    };
+    return { imageDir, start: () => startImageSearch({ env: full, objectEvents, host: '127.0.0.1', logger: pino({ level: 'silent' }) }) };
+  };
 
   before(async () => {
     s3 = await startS3rver(['photos']);
@@ -40,29 +79,9 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
   });
 
   it('mirrors and indexes the prefix at start, then picks up objects created later', async () => {
-    const modelDir = makeTestModel();
-    const imageDir = tempDir('bucket-mirror');
-    const indexDir = tempDir('bucket-index');
-    dirs.push(modelDir, imageDir, indexDir);
-    service = await startImageSearch({
-      env: {
-        PORT: '0',
-        IMAGE_FILE_DIR: imageDir,
-        IMAGE_SEARCH_MODEL_DIR: modelDir,
-        IMAGE_SEARCH_INDEX_DIR: indexDir,
-        IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams',
-        IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '1',
-        IMAGE_SEARCH_S3_ENDPOINT: endpoint,
-        IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
-        IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
-      },
-      host: '127.0.0.1',
-      logger: pino({ level: 'silent' }),
-    });
-    const status = await until(async () => {
-      const s = await json(`${service.url}/api/status`);
-      return s.source.last_sync ? s : undefined;
-    });
+    const { imageDir, start } = mirror('sync', { IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '1' });
+    service = await start();
+    const status = await statusWhen(service, (s) => s.source.last_sync);
     expect(status.source).to.deep.include({ kind: 'bucket', url: 's3://photos/cams', last_error: null });
     expect(status.source.last_sync).to.include({ listed: 6, downloaded: 5, added: 4 });
     expect(status.index.total_vectors).to.equal(4);
@@ -70,15 +89,15 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
     expect(existsSync(path.join(imageDir, 'notes.txt'))).to.equal(false);
     expect(existsSync(path.join(imageDir, 'green.png'))).to.equal(false);
 
-    const search = await json(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"red","topk":2}' });
-    expect(search.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['s3/photos/cams/red/0.png', 's3/photos/cams/red/1.png']);
-    const image = await fetch(service.url + search.results[0].url);
+    const reds = await search(service, 'red', 2);
+    expect(reds.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['s3/photos/cams/red/0.png', 's3/photos/cams/red/1.png']);
+    const image = await fetch(service.url + reds.results[0].url);
     expect(image.status).to.equal(200);
 
     // An object created in the bucket reaches the index at the next round.
     await put('cams/yellow/new.png', await colourImage(PALETTE.yellow, 77));
     const found = await until(async () => {
-      const r = await json(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"yellow","topk":1}' });
+      const r = await search(service, 'yellow', 1);
       return r.results[0]?.path === 's3/photos/cams/yellow/new.png' ? r.results[0] : undefined;
     });
     expect(found.url).to.equal('/images/s3/photos/cams/yellow/new.png');
@@ -87,10 +106,6 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
   });
 
   it('indexes an object at once when its object-created event arrives (in-process broker contract)', async () => {
-    const modelDir = makeTestModel();
-    const imageDir = tempDir('bucket-mirror-events');
-    const indexDir = tempDir('bucket-index-events');
-    dirs.push(modelDir, imageDir, indexDir);
     let deliver: ((event: ObjectStoreEvent) => Promise<void>) | undefined;
     const broker: ObjectEventSource = {
       subscribe: async (queue, handler) => {
@@ -99,27 +114,10 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
         return { close: async () => undefined };
       },
     };
-    const events = await startImageSearch({
-      env: {
-        PORT: '0',
-        IMAGE_FILE_DIR: imageDir,
-        IMAGE_SEARCH_MODEL_DIR: modelDir,
-        IMAGE_SEARCH_INDEX_DIR: indexDir,
-        IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams',
-        IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0', // no polling: only the start and events
-        IMAGE_SEARCH_S3_ENDPOINT: endpoint,
-        IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
-        IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
-      },
-      objectEvents: broker,
-      host: '127.0.0.1',
-      logger: pino({ level: 'silent' }),
-    });
+    // No polling: only the sync at start and events.
+    const events = await mirror('events', {}, broker).start();
     try {
-      const first = await until(async () => {
-        const s = await json(`${events.url}/api/status`);
-        return s.source.last_sync ? s : undefined;
-      });
+      const first = await statusWhen(events, (s) => s.source.last_sync);
       expect(first.source).to.include({ events: 'subscribed', events_received: 0 });
       const before = first.index.total_vectors;
       await put('cams/green/late.png', await colourImage(PALETTE.green, 88));
@@ -128,23 +126,16 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       await deliver!({ id: 'e2', type: 'object.created', payload: { bucket: 'photos', key: 'other/late.png' } });
       await deliver!({ id: 'e3', type: 'object.deleted', payload: { bucket: 'photos', key: 'cams/red/0.png' } });
       await deliver!({ id: 'e4', type: 'object.created', payload: { bucket: 'photos', key: 'cams/green/late.png' } });
-      const after = await until(async () => {
-        const s = await json(`${events.url}/api/status`);
-        return s.index.total_vectors === before + 1 && !s.source.syncing ? s : undefined;
-      });
+      const after = await statusWhen(events, (s) => s.index.total_vectors === before + 1 && !s.source.syncing);
       expect(after.source.events_received).to.equal(1);
-      const search = await json(`${events.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"green","topk":1}' });
-      expect(search.results[0].path).to.equal('s3/photos/cams/green/late.png');
+      const greens = await search(events, 'green', 1);
+      expect(greens.results[0].path).to.equal('s3/photos/cams/green/late.png');
     } finally {
       await events.stop();
     }
   });
 
   it('drops images whose objects left the prefix when a recycle event arrives, and never touches files it did not mirror', async () => {
-    const modelDir = makeTestModel();
-    const imageDir = tempDir('bucket-mirror-gone');
-    const indexDir = tempDir('bucket-index-gone');
-    dirs.push(modelDir, imageDir, indexDir);
     await put('gone/red/a.png', await colourImage(PALETTE.red, 201));
     await put('gone/blue/b.png', await colourImage(PALETTE.blue, 202));
     let deliver: ((event: ObjectStoreEvent) => Promise<void>) | undefined;
@@ -154,24 +145,10 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
         return { close: async () => undefined };
       },
     };
-    const env = {
-      PORT: '0',
-      IMAGE_FILE_DIR: imageDir,
-      IMAGE_SEARCH_MODEL_DIR: modelDir,
-      IMAGE_SEARCH_INDEX_DIR: indexDir,
-      IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/gone',
-      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
-      IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
-      IMAGE_SEARCH_S3_ENDPOINT: endpoint,
-      IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
-      IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
-    };
-    let running = await startImageSearch({ env, objectEvents: broker, host: '127.0.0.1', logger: pino({ level: 'silent' }) });
-    const synced = async (predicate: (s: { index: { total_vectors: number }; source: { syncing: boolean; last_sync: { removed: number } | null } }) => boolean) =>
-      until(async () => {
-        const s = await json(`${running.url}/api/status`);
-        return s.source.last_sync && !s.source.syncing && predicate(s) ? s : undefined;
-      });
+    const { imageDir, start } = mirror('gone', { IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/gone', IMAGE_SEARCH_API_KEY: TEST_API_KEY }, broker);
+    let running = await start();
+    const synced = (predicate: (s: { index: { total_vectors: number }; source: { syncing: boolean; last_sync: { removed: number } | null } }) => boolean) =>
+      statusWhen(running, (s) => s.source.last_sync && !s.source.syncing && predicate(s));
     try {
       await synced((s) => s.index.total_vectors === 2);
       // An image that did not come from the bucket: added by path, it must survive every sync.
@@ -186,13 +163,13 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       expect(after.index.total_vectors).to.equal(2);
       expect(existsSync(path.join(imageDir, 's3/photos/gone/red/a.png'))).to.equal(false);
       expect(existsSync(path.join(imageDir, 'local', 'own.png'))).to.equal(true);
-      const search = await json(`${running.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"red","topk":5}' });
-      expect(search.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['local/own.png', 's3/photos/gone/blue/b.png']);
+      const reds = await search(running, 'red', 5);
+      expect(reds.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['local/own.png', 's3/photos/gone/blue/b.png']);
 
       // The record survives a restart: an object deleted while the service was down goes at the first sync.
       await running.stop();
       await s3.remove('photos', 'gone/blue/b.png');
-      running = await startImageSearch({ env, objectEvents: broker, host: '127.0.0.1', logger: pino({ level: 'silent' }) });
+      running = await start();
       const restarted = await synced(() => true);
       expect(restarted.source.last_sync.removed).to.equal(1);
       expect(restarted.index.total_vectors).to.equal(1);
@@ -204,10 +181,6 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
   });
 
   it('takes object-created events from RabbitMQ (IMAGE_SEARCH_EVENTS_AMQP_URL)', async () => {
-    const modelDir = makeTestModel();
-    const imageDir = tempDir('bucket-mirror-amqp');
-    const indexDir = tempDir('bucket-index-amqp');
-    dirs.push(modelDir, imageDir, indexDir);
     const unique = `test-${process.pid}-${Date.now()}`;
     const exchange = `strata.events.${unique}`;
     const queue = `strata.image-search.${unique}`;
@@ -219,29 +192,9 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
     await channel.assertExchange(exchange, 'topic', { durable: true });
     await channel.assertQueue(queue, { durable: true });
     await channel.bindQueue(queue, exchange, 'object.created');
-    const service = await startImageSearch({
-      env: {
-        PORT: '0',
-        IMAGE_FILE_DIR: imageDir,
-        IMAGE_SEARCH_MODEL_DIR: modelDir,
-        IMAGE_SEARCH_INDEX_DIR: indexDir,
-        IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams',
-        IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
-        IMAGE_SEARCH_S3_ENDPOINT: endpoint,
-        IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
-        IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
-        IMAGE_SEARCH_EVENTS_AMQP_URL: amqpUrl,
-        IMAGE_SEARCH_EVENTS_EXCHANGE: exchange,
-        IMAGE_SEARCH_EVENTS_QUEUE: queue,
-      },
-      host: '127.0.0.1',
-      logger: pino({ level: 'silent' }),
-    });
+    const service = await mirror('amqp', { IMAGE_SEARCH_EVENTS_AMQP_URL: amqpUrl, IMAGE_SEARCH_EVENTS_EXCHANGE: exchange, IMAGE_SEARCH_EVENTS_QUEUE: queue }).start();
     try {
-      const first = await until(async () => {
-        const s = await json(`${service.url}/api/status`);
-        return s.source.last_sync ? s : undefined;
-      });
+      const first = await statusWhen(service, (s) => s.source.last_sync);
       const before = first.index.total_vectors;
       await put('cams/purple/amqp.png', await colourImage([130, 50, 170], 99));
       channel.publish(exchange, 'object.created', Buffer.from('not json'));
@@ -251,10 +204,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
         Buffer.from(JSON.stringify({ id: 'evt-1', type: 'object.created', occurredAt: new Date().toISOString(), payload: { bucket: 'photos', key: 'cams/purple/amqp.png' } })),
       );
       await channel.waitForConfirms();
-      const after = await until(async () => {
-        const s = await json(`${service.url}/api/status`);
-        return s.index.total_vectors === before + 1 ? s : undefined;
-      });
+      const after = await statusWhen(service, (s) => s.index.total_vectors === before + 1);
       expect(after.source.events_received).to.equal(1);
       // The queue is drained: the event was acknowledged, the malformed message dropped.
       const left = await until(async () => {
@@ -271,30 +221,9 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
   });
 
   it('reports a sync that the object store refuses, and keeps serving', async () => {
-    const modelDir = makeTestModel();
-    const imageDir = tempDir('bucket-mirror-bad');
-    const indexDir = tempDir('bucket-index-bad');
-    dirs.push(modelDir, imageDir, indexDir);
-    const refused = await startImageSearch({
-      env: {
-        PORT: '0',
-        IMAGE_FILE_DIR: imageDir,
-        IMAGE_SEARCH_MODEL_DIR: modelDir,
-        IMAGE_SEARCH_INDEX_DIR: indexDir,
-        IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams',
-        IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
-        IMAGE_SEARCH_S3_ENDPOINT: endpoint,
-        IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'NOBODY',
-        IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
-      },
-      host: '127.0.0.1',
-      logger: pino({ level: 'silent' }),
-    });
+    const refused = await mirror('bad', { IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'NOBODY' }).start();
     try {
-      const status = await until(async () => {
-        const s = await json(`${refused.url}/api/status`);
-        return s.source.last_error ? s : undefined;
-      });
+      const status = await statusWhen(refused, (s) => s.source.last_error);
       expect(status.source.last_error).to.match(/answered 403 InvalidAccessKeyId/);
       expect(status.index.total_vectors).to.equal(0);
       expect((await fetch(`${refused.url}/api/index/status`)).status).to.equal(200);

@@ -4,12 +4,12 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
-import { ImageIndex, type ImageIndexOptions } from '../../images/image-search/src/index/image-index.js';
+import { ImageIndex } from '../../images/image-search/src/index/image-index.js';
 import { clusteredVectors } from './support/clustered-vectors.js';
+import { CRASH_DIM, crashIndexOptions } from './support/crash-index.js';
 
 const worker = path.join(path.dirname(fileURLToPath(import.meta.url)), 'support', 'crash-worker.ts');
-const d = 32;
+const d = CRASH_DIM;
 const names = (from: number, n: number) => Array.from({ length: n }, (_, i) => `img/${from + i}.jpg`);
 
 /** Run the worker; it must die by SIGKILL at the crash point. */
@@ -22,15 +22,7 @@ describe('image-search: a real crash (SIGKILL) during add, merge or rebuild lose
   this.timeout(120_000);
   let dir: string;
   const data = clusteredVectors(2700, d, 30, 21);
-  const options = (): ImageIndexOptions => ({
-    dir,
-    dim: d,
-    indexString: 'IVF16,PQ8x4np',
-    nprobe: 16,
-    bufferThreshold: 500,
-    minTrainingVectors: 2000,
-    logger: pino({ level: 'silent' }),
-  });
+  const options = () => crashIndexOptions(dir);
 
   /** Every live id finds itself first (exact re-ranking gives distance ~0); deleted ids stay hidden. */
   async function expectIntact(index: ImageIndex, live: number[], hidden: number[]) {

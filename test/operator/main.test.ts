@@ -1,29 +1,20 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { eventually, startHarness, type Harness } from '../controllers/support/harness.js';
+import { eventually, harnessHooks } from '../controllers/support/harness.js';
+import { freshDirPerTest } from '../support/temp-dir.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
 describe('operator entrypoint (operator/main.ts as a process)', function () {
   this.timeout(60_000);
-  let h: Harness;
-  let dir: string;
-
-  beforeEach(async () => {
-    h = await startHarness();
-    dir = mkdtempSync(path.join(os.tmpdir(), 'strata-operator-main-'));
-  });
-  afterEach(async () => {
-    await h.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const h = harnessHooks('each');
+  const dir = freshDirPerTest('strata-operator-main-');
 
   it('loads KUBECONFIG, serves /healthz and exits cleanly on SIGTERM', async () => {
-    const kubeconfig = path.join(dir, 'kubeconfig');
+    const kubeconfig = path.join(dir.path, 'kubeconfig');
     writeFileSync(kubeconfig, h.fake.kubeConfig().exportConfig());
     // Port 0 is not observable from outside: pick a free one through a throwaway server.
     const port = await new Promise<number>((resolve) => {

@@ -4,7 +4,7 @@ import { startModelServer } from '../../images/model-server/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
 import { startPoemApp } from '../../images/poem-app/src/app.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
-import { TEST_API_KEY, TEST_MODEL, getJson, postJson, startTestPoemApp, tempDir } from './support/poem-app-harness.js';
+import { TEST_API_KEY, TEST_MODEL, getJson, postJson, poemAppOnFakeUpstream, startTestPoemApp, tempDir } from './support/poem-app-harness.js';
 
 const WRITE_KEY = 'poem-history-key-0123456789';
 const poem = { type: 'Haiku', theme: 'tide', content: 'salt wind\nfirst light' };
@@ -18,58 +18,45 @@ function postWith(url: string, body: unknown, authorization?: string): Promise<R
 }
 
 describe('poem-app: history delete, write access, upstream limits and refusals', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let upstream: FakeOpenAI;
-  let app: RunningService;
-
-  before(async () => {
-    tmp = tempDir('poem-history');
-    upstream = await startFakeOpenAI();
-    app = await startTestPoemApp(path.join(tmp.dir, 'poems.db'), upstream.baseUrl, { maxTokens: 256 });
-  });
-  after(async () => {
-    await app?.stop();
-    await upstream?.close();
-    tmp?.remove();
-  });
+  const env = poemAppOnFakeUpstream('poem-history', { maxTokens: 256 });
 
   it('DELETE /api/poems/:id removes a poem (204), then answers 404 for it', async () => {
-    const saved = await postJson(`${app.url}/api/poems`, poem);
-    const keep = await postJson(`${app.url}/api/poems`, { ...poem, theme: 'kept' });
-    const res = await del(`${app.url}/api/poems/${saved.body.id}`);
+    const saved = await postJson(`${env.app.url}/api/poems`, poem);
+    const keep = await postJson(`${env.app.url}/api/poems`, { ...poem, theme: 'kept' });
+    const res = await del(`${env.app.url}/api/poems/${saved.body.id}`);
     expect(res.status).to.equal(204);
-    expect((await getJson(`${app.url}/api/poems/${saved.body.id}`)).status).to.equal(404);
-    const ids = (await getJson(`${app.url}/api/poems`)).body.poems.map((p: { id: number }) => p.id);
+    expect((await getJson(`${env.app.url}/api/poems/${saved.body.id}`)).status).to.equal(404);
+    const ids = (await getJson(`${env.app.url}/api/poems`)).body.poems.map((p: { id: number }) => p.id);
     expect(ids).to.include(keep.body.id).and.not.include(saved.body.id);
     for (const id of [saved.body.id, 999999, 'abc', '1e3']) {
-      const again = await del(`${app.url}/api/poems/${id}`);
+      const again = await del(`${env.app.url}/api/poems/${id}`);
       expect(again.status, String(id)).to.equal(404);
       expect((await again.json()).error.code).to.equal('not_found');
     }
   });
 
   it('serves /favicon.ico (the page icon) instead of 404', async () => {
-    const res = await fetch(`${app.url}/favicon.ico`);
+    const res = await fetch(`${env.app.url}/favicon.ico`);
     expect(res.status).to.equal(200);
     expect(res.headers.get('content-type')).to.match(/^image\/svg\+xml/);
     expect(await res.text()).to.include('<svg');
   });
 
   it('GET /api/info says which model writes and where, never the key', async () => {
-    const res = await getJson(`${app.url}/api/info`);
-    expect(res.body).to.deep.equal({ model: TEST_MODEL, origin: new URL(upstream.baseUrl).origin, historyWrites: 'open' });
+    const res = await getJson(`${env.app.url}/api/info`);
+    expect(res.body).to.deep.equal({ model: TEST_MODEL, origin: new URL(env.upstream.baseUrl).origin, historyWrites: 'open' });
     expect(JSON.stringify(res.body)).to.not.include(TEST_API_KEY);
   });
 
   it('asks for no more tokens than the upstream model allows (its /v1/models entry), else API_MAX_TOKENS', async () => {
-    upstream.received.length = 0;
-    expect((await postJson(`${app.url}/api/generate-poem`, { type: 'haiku', theme: 'snow' })).status).to.equal(200);
+    env.upstream.received.length = 0;
+    expect((await postJson(`${env.app.url}/api/generate-poem`, { type: 'haiku', theme: 'snow' })).status).to.equal(200);
     // The fake lists no model route: the configured value goes out as it is.
-    expect(upstream.received[0]!.body.max_tokens).to.equal(256);
+    expect(env.upstream.received[0]!.body.max_tokens).to.equal(256);
 
     const limited = await startFakeOpenAI();
     limited.modelInfo = { max_model_len: 128, max_output_tokens: 64 };
-    const clamped = await startTestPoemApp(path.join(tmp.dir, 'clamped.db'), limited.baseUrl, { maxTokens: 256 });
+    const clamped = await startTestPoemApp(path.join(env.dir, 'clamped.db'), limited.baseUrl, { maxTokens: 256 });
     try {
       for (let i = 0; i < 2; i++) expect((await postJson(`${clamped.url}/api/generate-poem`, { type: 'haiku', theme: 'snow' })).status).to.equal(200);
       expect(limited.received.map((r) => r.body.max_tokens)).to.deep.equal([64, 64]);
@@ -87,15 +74,15 @@ describe('poem-app: history delete, write access, upstream limits and refusals',
   ];
   for (const [status, message, settings] of refusals) {
     it(`explains an upstream ${status}: 502 with what went wrong and which setting to change`, async () => {
-      upstream.behave({ kind: 'error', status, message: 'nope' });
+      env.upstream.behave({ kind: 'error', status, message: 'nope' });
       try {
-        const res = await postJson(`${app.url}/api/generate-poem`, { type: 'haiku', theme: 'snow' });
+        const res = await postJson(`${env.app.url}/api/generate-poem`, { type: 'haiku', theme: 'snow' });
         expect(res.status).to.equal(502);
         expect(res.body.error.code).to.equal('upstream_error');
-        expect(res.body.error.message).to.match(message).and.include(new URL(upstream.baseUrl).origin);
+        expect(res.body.error.message).to.match(message).and.include(new URL(env.upstream.baseUrl).origin);
         for (const setting of settings) expect(res.body.error.hint).to.include(setting);
       } finally {
-        upstream.behave({ kind: 'poem', content: 'a quiet line' });
+        env.upstream.behave({ kind: 'poem', content: 'a quiet line' });
       }
     });
   }

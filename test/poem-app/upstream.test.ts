@@ -1,8 +1,7 @@
 import path from 'node:path';
 import { expect } from 'chai';
-import type { RunningService } from '../../images/service-kit/src/index.js';
-import { startFakeOpenAI, unusedPort, type FakeOpenAI } from './support/fake-openai.js';
-import { TEST_API_KEY, TEST_MODEL, getJson, postJson, startTestPoemApp, tempDir } from './support/poem-app-harness.js';
+import { unusedPort } from './support/fake-openai.js';
+import { TEST_API_KEY, TEST_MODEL, getJson, postJson, poemAppOnFakeUpstream, startTestPoemApp, tempDir } from './support/poem-app-harness.js';
 
 /** Poll until a condition holds (the test's own timeout bounds the wait). */
 async function waitFor(condition: () => boolean): Promise<void> {
@@ -10,35 +9,21 @@ async function waitFor(condition: () => boolean): Promise<void> {
 }
 
 describe('poem-app upstream (OpenAI chat-completions wire format)', () => {
-  let tmp: ReturnType<typeof tempDir>;
-  let upstream: FakeOpenAI;
-  let app: RunningService;
-
-  before(async () => {
-    tmp = tempDir('poem-upstream');
-    upstream = await startFakeOpenAI();
-    // A short client timeout keeps the "upstream hangs" case quick; the default is 30 s.
-    app = await startTestPoemApp(path.join(tmp.dir, 'poems.db'), upstream.baseUrl, { timeoutMs: 400 });
-  });
-
-  after(async () => {
-    await app?.stop();
-    await upstream?.close();
-    tmp?.remove();
-  });
+  // A short client timeout keeps the "upstream hangs" case quick; the default is 30 s.
+  const env = poemAppOnFakeUpstream('poem-upstream', { timeoutMs: 400 });
 
   beforeEach(() => {
-    upstream.received.length = 0;
+    env.upstream.received.length = 0;
   });
 
   it('sends the configured model, a system and a user message naming type and theme, and the API key', async () => {
-    upstream.behave({ kind: 'poem', content: '  Shall I compare thee\r\nto a summer server?  \n' });
-    const { status, body } = await postJson(`${app.url}/api/generate-poem`, { type: 'sonnet', theme: 'lighthouse   keepers' });
+    env.upstream.behave({ kind: 'poem', content: '  Shall I compare thee\r\nto a summer server?  \n' });
+    const { status, body } = await postJson(`${env.app.url}/api/generate-poem`, { type: 'sonnet', theme: 'lighthouse   keepers' });
     expect(status).to.equal(200);
     expect(body.poem).to.equal('Shall I compare thee\nto a summer server?');
 
-    expect(upstream.received).to.have.length(1);
-    const sent = upstream.received[0]!;
+    expect(env.upstream.received).to.have.length(1);
+    const sent = env.upstream.received[0]!;
     expect(sent.method).to.equal('POST');
     expect(sent.path).to.equal('/v1/chat/completions');
     expect(sent.authorization).to.equal(`Bearer ${TEST_API_KEY}`);
@@ -50,35 +35,35 @@ describe('poem-app upstream (OpenAI chat-completions wire format)', () => {
   });
 
   it('copes with any text the model returns (e.g. token ids from the local model server)', async () => {
-    upstream.behave({ kind: 'poem', content: '17 942 3 3 581 <unk> </s> \u0000 😀' });
-    const { status, body } = await postJson(`${app.url}/api/generate-poem`, { type: 'haiku', theme: 'numbers' });
+    env.upstream.behave({ kind: 'poem', content: '17 942 3 3 581 <unk> </s> \u0000 😀' });
+    const { status, body } = await postJson(`${env.app.url}/api/generate-poem`, { type: 'haiku', theme: 'numbers' });
     expect(status).to.equal(200);
     expect(body.poem).to.equal('17 942 3 3 581 <unk> </s> \u0000 😀');
   });
 
   it('answers 502 when the upstream returns an empty poem', async () => {
-    upstream.behave({ kind: 'poem', content: '   ' });
-    const { status, body } = await postJson(`${app.url}/api/generate-poem`, { type: 'ode', theme: 'silence' });
+    env.upstream.behave({ kind: 'poem', content: '   ' });
+    const { status, body } = await postJson(`${env.app.url}/api/generate-poem`, { type: 'ode', theme: 'silence' });
     expect(status).to.equal(502);
     expect(body.error.code).to.equal('upstream_empty');
   });
 
   it('answers 502 with the reason when the upstream fails with HTTP 500, without retrying', async () => {
-    upstream.behave({ kind: 'error', status: 500, message: 'model crashed' });
-    const { status, body } = await postJson(`${app.url}/api/generate-poem`, { type: 'limerick', theme: 'a cat' });
+    env.upstream.behave({ kind: 'error', status: 500, message: 'model crashed' });
+    const { status, body } = await postJson(`${env.app.url}/api/generate-poem`, { type: 'limerick', theme: 'a cat' });
     expect(status).to.equal(502);
     expect(body.error.code).to.equal('upstream_error');
     expect(body.error.message).to.include('HTTP 500').and.include('model crashed');
-    expect(upstream.received).to.have.length(1);
+    expect(env.upstream.received).to.have.length(1);
   });
 
   it('answers 502 (not a hang) when the upstream never answers', async () => {
-    upstream.behave({ kind: 'hang' });
-    const { status, body } = await postJson(`${app.url}/api/generate-poem`, { type: 'ode', theme: 'waiting' });
+    env.upstream.behave({ kind: 'hang' });
+    const { status, body } = await postJson(`${env.app.url}/api/generate-poem`, { type: 'ode', theme: 'waiting' });
     expect(status).to.equal(502);
     expect(body.error.code).to.equal('upstream_timeout');
     expect(body.error.message).to.match(/did not answer within 0.4 s/);
-    expect(upstream.received).to.have.length(1);
+    expect(env.upstream.received).to.have.length(1);
   });
 
   it('answers 502 when nothing listens at the upstream address (connection refused)', async () => {
@@ -100,16 +85,16 @@ describe('poem-app upstream (OpenAI chat-completions wire format)', () => {
 
   it('cancels the upstream call when the visitor goes away', async () => {
     const other = tempDir('poem-cancel');
-    const patient = await startTestPoemApp(path.join(other.dir, 'poems.db'), upstream.baseUrl, { timeoutMs: 20_000 });
+    const patient = await startTestPoemApp(path.join(other.dir, 'poems.db'), env.upstream.baseUrl, { timeoutMs: 20_000 });
     try {
-      upstream.behave({ kind: 'hang' });
-      const abandonedBefore = upstream.abandoned;
+      env.upstream.behave({ kind: 'hang' });
+      const abandonedBefore = env.upstream.abandoned;
       const visitor = new AbortController();
       const request = postJson(`${patient.url}/api/generate-poem`, { type: 'ballad', theme: 'leaving' }, { signal: visitor.signal });
-      await waitFor(() => upstream.received.length === 1);
+      await waitFor(() => env.upstream.received.length === 1);
       visitor.abort();
       await request.catch(() => undefined);
-      await waitFor(() => upstream.abandoned === abandonedBefore + 1);
+      await waitFor(() => env.upstream.abandoned === abandonedBefore + 1);
     } finally {
       // After an abort, fetch's pool may leave a fresh connection that never sends a request; Node does not
       // count it as idle, so a short grace ends it instead of waiting for the pool's 4 s keep-alive.
@@ -119,14 +104,14 @@ describe('poem-app upstream (OpenAI chat-completions wire format)', () => {
   });
 
   it('counts generations by type and outcome in /metrics', async () => {
-    upstream.behave({ kind: 'poem', content: 'counted' });
-    await postJson(`${app.url}/api/generate-poem`, { type: 'acrostic', theme: 'METRICS' });
-    upstream.behave({ kind: 'error', status: 503, message: 'busy' });
-    await postJson(`${app.url}/api/generate-poem`, { type: 'villanelle', theme: 'METRICS' });
-    const metrics = await (await fetch(`${app.url}/metrics`)).text();
+    env.upstream.behave({ kind: 'poem', content: 'counted' });
+    await postJson(`${env.app.url}/api/generate-poem`, { type: 'acrostic', theme: 'METRICS' });
+    env.upstream.behave({ kind: 'error', status: 503, message: 'busy' });
+    await postJson(`${env.app.url}/api/generate-poem`, { type: 'villanelle', theme: 'METRICS' });
+    const metrics = await (await fetch(`${env.app.url}/metrics`)).text();
     expect(metrics).to.match(/poem_generations_total\{[^}]*type="acrostic"[^}]*outcome="ok"[^}]*\} 1/);
     expect(metrics).to.match(/poem_generations_total\{[^}]*type="villanelle"[^}]*outcome="upstream_error"[^}]*\} 1/);
     expect(metrics).to.match(/poem_generation_duration_seconds_count\{[^}]*outcome="ok"[^}]*\} \d+/);
-    expect((await getJson(`${app.url}/readyz`)).status).to.equal(200);
+    expect((await getJson(`${env.app.url}/readyz`)).status).to.equal(200);
   });
 });

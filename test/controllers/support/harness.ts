@@ -13,6 +13,7 @@ import { Manager, type ManagerOptions } from '../../../operator/manager.js';
 import { createOperatorMetrics } from '../../../operator/metrics.js';
 import type { EventRecorder, KubeClient } from '../../../controllers/support/kube-client.js';
 import { validateManifest } from './validate-manifest.js';
+import { fixtureHooks } from '../../support/fixture-hooks.js';
 
 const crdDir = path.resolve(import.meta.dirname, '../../../crds');
 
@@ -75,6 +76,23 @@ export async function startHarness(): Promise<Harness> {
       await fake.stop();
     },
   };
+}
+
+/**
+ * Registers hooks that start a harness before the suite (`'suite'`) or before each test (`'each'`)
+ * and stop it after; `setUp` runs on each new one (e.g. to start reconcilers). Answers a Harness
+ * that stands for the one running now.
+ */
+export function harnessHooks(scope: 'suite' | 'each', setUp: (h: Harness) => void = () => {}): Harness {
+  return fixtureHooks(
+    scope,
+    async () => {
+      const h = await startHarness();
+      setUp(h);
+      return h;
+    },
+    (h) => h.stop(),
+  );
 }
 
 /** Retry an assertion until it passes (state converges asynchronously); fails with the last error. */

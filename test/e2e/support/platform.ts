@@ -1,6 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fixtureHooks } from '../../support/fixture-hooks.js';
 import { OBJECT_STORE_SERVICES, startPlatform, type RunningPlatform } from '../../../images/standalone/src/platform.js';
 
 export const ROOT_USER = 'strata';
@@ -21,9 +22,16 @@ export interface TestPlatform {
 /**
  * The standalone platform in this process on ephemeral ports, with a fresh (or given) data dir.
  * `generatedJwtSecret` leaves the JWT secret to the platform (generated and kept in the data dir).
+ * `gatewayRules` is the text of the gateway's rules file (flow control, breakers, login limits),
+ * written into the data dir.
  */
-export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSecret?: boolean; gatewayRulesFile?: string; gatewayAnswerCacheBytes?: number; gatewayBodyIdleTimeoutMs?: number; env?: NodeJS.ProcessEnv; internalToken?: string; corsOrigins?: string[] } = {}): Promise<TestPlatform> {
+export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSecret?: boolean; gatewayRules?: string; gatewayAnswerCacheBytes?: number; gatewayBodyIdleTimeoutMs?: number; env?: NodeJS.ProcessEnv; internalToken?: string; corsOrigins?: string[] } = {}): Promise<TestPlatform> {
   const dir = dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-')));
+  let gatewayRulesFile: string | undefined;
+  if (opts.gatewayRules !== undefined) {
+    gatewayRulesFile = path.join(dir, 'gateway-rules.yaml');
+    await writeFile(gatewayRulesFile, opts.gatewayRules);
+  }
   const platform = await startPlatform({
     dataDir: dir,
     host: '127.0.0.1',
@@ -33,7 +41,7 @@ export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSe
     jwtSecret: opts.generatedJwtSecret ? undefined : JWT_SECRET,
     internalToken: opts.internalToken,
     purgeSchedule: false,
-    gatewayRulesFile: opts.gatewayRulesFile,
+    gatewayRulesFile,
     gatewayAnswerCacheBytes: opts.gatewayAnswerCacheBytes,
     gatewayBodyIdleTimeoutMs: opts.gatewayBodyIdleTimeoutMs,
     env: opts.env,
@@ -50,5 +58,25 @@ export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSe
       await stop();
       await rm(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * Registers hooks that start a platform (as startTestPlatform with `opts`) before the suite and
+ * destroy it after. Answers a TestPlatform that stands for the one running now.
+ */
+export function platformHooks(opts: Parameters<typeof startTestPlatform>[1] = {}): TestPlatform {
+  return fixtureHooks('suite', () => startTestPlatform(undefined, opts), (p) => p.destroy());
+}
+
+/** Set env variables for the platform about to start; answers a function that restores them. */
+export function withEnv(env: Record<string, string>): () => void {
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  return () => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
   };
 }

@@ -66,19 +66,33 @@ export async function bodyBytes(r: { Body?: unknown }): Promise<Buffer> {
   return Buffer.from(await (r.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
 }
 
-/** A suite's platform, its SDK client and one bucket, made ready by the hooks sdkPlatform registers. */
+/** A suite's platform, its SDK client, one bucket and the root's bearer token, made ready by the hooks sdkPlatform registers. */
 export interface SdkPlatform {
   readonly p: TestPlatform;
   readonly s3: S3Client;
   readonly bucket: string;
+  readonly token: string;
+}
+
+/**
+ * A suite (`describe`) with a platform of its own, its root SDK client and one bucket named from
+ * `prefix`: `body` declares the tests, and `env` is filled in by the time they run.
+ */
+export function describeWithBucket(title: string, prefix: string, body: (env: SdkPlatform, bucket: string) => void, timeoutMs = 120_000): void {
+  describe(title, function () {
+    this.timeout(timeoutMs);
+    const env = sdkPlatform(prefix);
+    body(env, env.bucket);
+  });
 }
 
 /** Registers before/after hooks that start a platform with one bucket (named from prefix) and tear it down. */
-export function sdkPlatform(prefix: string): SdkPlatform {
-  const env = { bucket: bucketName(prefix) } as { p: TestPlatform; s3: S3Client; bucket: string };
+function sdkPlatform(prefix: string): SdkPlatform {
+  const env = { bucket: bucketName(prefix) } as { -readonly [K in keyof SdkPlatform]: SdkPlatform[K] };
   before(async () => {
     env.p = await startTestPlatform();
     env.s3 = sdkClient(env.p.endpoint);
+    env.token = await login(env.p.endpoint);
     await env.s3.send(new CreateBucketCommand({ Bucket: env.bucket }));
   });
   after(async () => {

@@ -7,12 +7,12 @@
 //           old-main-rm      the manifest is committed, the previous main index file not yet removed
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { pino } from 'pino';
 import { ImageIndex } from '../../../images/image-search/src/index/image-index.js';
 import { clusteredVectors } from './clustered-vectors.js';
+import { CRASH_DIM, crashIndexOptions } from './crash-index.js';
 
 const [dir, op, point] = process.argv.slice(2);
-const d = 32;
+const d = CRASH_DIM;
 const die = (): never => {
   process.kill(process.pid, 'SIGKILL');
   throw new Error('unreachable');
@@ -31,15 +31,7 @@ fs.rm = async (file, options) => {
   await rm(file, options);
 };
 
-const index = await ImageIndex.open({
-  dir,
-  dim: d,
-  indexString: 'IVF16,PQ8x4np',
-  nprobe: 16,
-  bufferThreshold: 500,
-  minTrainingVectors: 2000,
-  logger: pino({ level: 'silent' }),
-});
+const index = await ImageIndex.open(crashIndexOptions(dir!));
 if (op === 'add') {
   const x = clusteredVectors(5, d, 5, 99);
   await index.add(x, ['crash/0.jpg', 'crash/1.jpg', 'crash/2.jpg', 'crash/3.jpg', 'crash/4.jpg']);

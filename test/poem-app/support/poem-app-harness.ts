@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createLogger, type RunningService } from '../../../images/service-kit/src/index.js';
+import { fixtureHooks } from '../../support/fixture-hooks.js';
+import { startFakeOpenAI, type FakeOpenAI } from './fake-openai.js';
 import { startPoemApp } from '../../../images/poem-app/src/app.js';
 import type { UpstreamConfig } from '../../../images/poem-app/src/config.js';
 
@@ -60,4 +62,29 @@ export async function postJson(
 export async function getJson(url: string): Promise<{ status: number; body: Json }> {
   const response = await fetch(url);
   return { status: response.status, body: await response.json() };
+}
+
+export interface PoemAppOnFakeUpstream {
+  upstream: FakeOpenAI;
+  app: RunningService;
+  /** The temp folder of the app's SQLite file (poems.db). */
+  dir: string;
+}
+
+/** Registers hooks that start a fake OpenAI upstream and the poem app on it (a fresh database) before the suite, and stop them after. */
+export function poemAppOnFakeUpstream(prefix: string, upstream: Partial<UpstreamConfig> = {}): PoemAppOnFakeUpstream {
+  return fixtureHooks(
+    'suite',
+    async () => {
+      const tmp = tempDir(prefix);
+      const fake = await startFakeOpenAI();
+      const app = await startTestPoemApp(path.join(tmp.dir, 'poems.db'), fake.baseUrl, upstream);
+      return { upstream: fake, app, dir: tmp.dir, remove: tmp.remove };
+    },
+    async (f) => {
+      await f.app.stop();
+      await f.upstream.close();
+      f.remove();
+    },
+  );
 }
