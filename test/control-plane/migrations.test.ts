@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { BASELINE_VERSION, migrate, SchemaHistoryError } from '../../images/control-plane/src/schema/migrate.js';
 import { Catalog } from '../../images/data-plane/src/catalog/catalog.js';
-import { createPgliteSqlClient, type SqlClient } from '../../images/service-kit/src/index.js';
+import { createPgliteSqlClient, createPgSqlClient, type SqlClient } from '../../images/service-kit/src/index.js';
+import { createTestDatabase } from '../support/pg.js';
 
 describe('schema migrations and stored functions', function () {
   this.timeout(60_000);
@@ -45,5 +46,26 @@ describe('schema migrations and stored functions', function () {
     expect(before).to.be.instanceOf(Error).with.property('message').that.includes('not migrated');
     await migrate(sql);
     await catalog.ping();
+  });
+});
+
+describe('control plane migrations on PostgreSQL', () => {
+  it('two processes migrating a fresh database at once apply each version once', async () => {
+    const db = await createTestDatabase();
+    const a = createPgSqlClient(db.url);
+    const b = createPgSqlClient(db.url);
+    try {
+      const [ra, rb] = await Promise.all([migrate(a), migrate(b)]);
+      const applied = [...ra, ...rb];
+      expect(applied.filter((v) => v === BASELINE_VERSION)).to.have.length(1);
+      expect(new Set(applied).size, 'no version applied twice').to.equal(applied.length);
+      const rows = await a.query<{ version: string }>('SELECT version FROM schema_migrations');
+      expect(rows.rows.map((r) => r.version).sort()).to.deep.equal([...applied].sort());
+      expect(await migrate(a)).to.deep.equal([]);
+    } finally {
+      await a.close();
+      await b.close();
+      await db.drop();
+    }
   });
 });

@@ -1,7 +1,5 @@
 import { expect } from 'chai';
 import { BASELINE_VERSION, migrate } from '../../images/control-plane/src/schema/migrate.js';
-import { createPgSqlClient } from '../../images/service-kit/src/index.js';
-import { createTestDatabase } from '../support/pg.js';
 import { ROOT, enc, eventually, startObjectLayer, type DbKind, type ObjectLayer } from '../data-plane/harness.js';
 
 interface ListPage {
@@ -484,24 +482,3 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
     });
   });
 }
-
-describe('control plane migrations on PostgreSQL', () => {
-  it('two processes migrating a fresh database at once apply each version once', async () => {
-    const db = await createTestDatabase();
-    const a = createPgSqlClient(db.url);
-    const b = createPgSqlClient(db.url);
-    try {
-      const [ra, rb] = await Promise.all([migrate(a), migrate(b)]);
-      const applied = [...ra, ...rb];
-      expect(applied.filter((v) => v === BASELINE_VERSION)).to.have.length(1);
-      expect(new Set(applied).size, 'no version applied twice').to.equal(applied.length);
-      const rows = await a.query<{ version: string }>('SELECT version FROM schema_migrations');
-      expect(rows.rows.map((r) => r.version).sort()).to.deep.equal([...applied].sort());
-      expect(await migrate(a)).to.deep.equal([]);
-    } finally {
-      await a.close();
-      await b.close();
-      await db.drop();
-    }
-  });
-});

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -108,4 +109,17 @@ export async function eventually(check: () => Promise<void>, tries = 100, delayM
       await new Promise((r) => setTimeout(r, delayMs));
     }
   }
+}
+
+/** A raw PUT to the data plane (fetch sets Content-Length itself): `send` writes the body and may end or cut the request; resolves with the status, 0 when the connection failed. */
+export function rawPut(url: string, headers: Record<string, string>, send: (req: http.ClientRequest) => void): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.request(new URL(url), { method: 'PUT', headers: { 'x-strata-internal-token': 'test-internal-token-0123456789', ...headers } });
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', () => resolve(0));
+    send(req);
+  });
 }
