@@ -15,6 +15,7 @@ import type { onnx as OnnxTypes } from 'onnx-proto';
 import { CLIP_MEAN, CLIP_STD } from '../../images/image-search/src/clip/preprocess.js';
 import { ClipTokenizer, baseVocabulary, START_TOKEN, END_TOKEN, CONTEXT_LENGTH } from '../../images/image-search/src/clip/tokenizer.js';
 import { MODEL_FILES, TEST_MODEL_MARK } from '../../images/image-search/src/clip/model-files.js';
+import { mulberry32 } from '../../images/service-kit/src/random.js';
 
 const { onnx } = onnxProto;
 const EMBED = 512;
@@ -44,17 +45,6 @@ sun moon star sky cloud rain snow water sea beach mountain forest grass leaf cit
 chair cup bottle ball toy book phone computer small big little large old new happy sad one two three`
   .split(/\s+/)
   .filter(Boolean);
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function gaussian(rand: () => number): number {
   return Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
@@ -158,7 +148,7 @@ function uniformColourFeatures(rgb: [number, number, number]): Float32Array {
 /** Write the test model into `dir`; deterministic for a given seed. */
 export function writeTestClipModel(dir: string, seed = 20240601): void {
   mkdirSync(dir, { recursive: true });
-  const rand = rng(seed);
+  const rand = mulberry32(seed);
   const projection = new Float32Array(FEATURES * EMBED);
   for (let i = 0; i < projection.length; i++) projection[i] = gaussian(rand) / Math.sqrt(FEATURES);
 

@@ -1,4 +1,4 @@
-import { mulberry32 } from '../../images/model-server/src/random.js';
+import { mulberry32 } from '../../images/service-kit/src/random.js';
 import { CONTENT_TOKEN_COUNT, FIRST_CONTENT_TOKEN, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
 import type { TrainingBatch } from './training-step.js';
 

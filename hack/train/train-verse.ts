@@ -28,7 +28,7 @@ import '@tensorflow/tfjs-backend-wasm';
 import { BpeTokenizer, trainBpe, type BpeTokenizerFile } from '../../images/model-server/src/bpe-tokenizer.js';
 import { CONTENT_TOKEN_COUNT, MAX_PROMPT_TOKENS, MODEL_DIMS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
 import { GENERATION_CONFIG_FILE } from '../../images/model-server/src/served-models.js';
-import { mulberry32 } from '../../images/model-server/src/random.js';
+import { mulberry32 } from '../../images/service-kit/src/random.js';
 import { exportDecoder, exportEncoder } from './export-onnx.js';
 import { TrainingProgress, cosineLearningRate, evaluateLoss, loadCheckpoint, saveCheckpoint, toArrays, trainStep } from './training-step.js';
 import { TfTransformer, initWeights } from './transformer-tf.js';

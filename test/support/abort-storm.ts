@@ -10,7 +10,7 @@ export interface AbortedUpload {
 }
 
 /** mulberry32, so that a failing storm can be replayed from its printed seed. */
-export { mulberry32 as seededRandom } from '../../images/model-server/src/random.js';
+export { mulberry32 as seededRandom } from '../../images/service-kit/src/random.js';
 
 /**
  * Send a PUT over a raw loopback socket, stop after `cutAt` body bytes (0: the headers only) and

@@ -1,5 +1,5 @@
 import { FIRST_CONTENT_TOKEN, MODEL_DIMS, SPECIAL_TOKENS } from './model-spec.js';
-import { mulberry32 } from './random.js';
+import { mulberry32 } from '../../service-kit/src/random.js';
 
 export interface SamplingParams {
   /** 0 = greedy (argmax). */

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mulberry32 } from '../../../images/model-server/src/random.js';
+import { mulberry32 } from '../../../images/service-kit/src/random.js';
 import { sendRaw, signRaw, UNSIGNED_PAYLOAD, type Credentials, type RawOutcome, type RawRequest } from './raw-http.js';
 
 /**

@@ -1,16 +1,8 @@
 // Deterministic unit vectors with cluster structure (like image embeddings), for index tests and the bench.
+import { mulberry32 } from '../../../images/service-kit/src/random.js';
 
 /** Small fast PRNG (mulberry32) so every run sees the same data. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const rng = mulberry32;
 
 function gaussian(rand: () => number): number {
   return Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
