@@ -12,3 +12,4 @@ export * from './preconditions.js';
 export * from './object-layer.js';
 export * from './object-rules.js';
 export * from './wire.js';
+export * from './object-row.js';

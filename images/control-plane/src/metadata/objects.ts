@@ -1,5 +1,7 @@
 import { readQuery, type SqlClient } from '../../../service-kit/src/index.js';
-import { S3Error, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import { objectMetaOf, OBJECT_COLUMNS, S3Error, type ObjectRow, type Tag } from '../../../object-model/src/index.js';
+
+export { OBJECT_COLUMNS, objectMetaOf, type ObjectRow } from '../../../object-model/src/index.js';
 import type { Bucket, ListPage, ListQuery, ObjectMeta, ObjectPart, ObjectStore } from './store.js';
 
 /**
@@ -11,37 +13,6 @@ const AFTER_ALL = '\u{10FFFF}'.repeat(257);
 
 /** Partition pruning: the planner can only skip the other partition when the partition expression appears. */
 export const SAME_PARTITION = '(bucket_id % 2) = ($1::int % 2)';
-
-/** An object_info row as the object columns read it (OBJECT_COLUMNS). */
-export interface ObjectRow {
-  key: string;
-  size: number | string;
-  etag: string;
-  md5: string | null;
-  content_type: string;
-  user_metadata: Record<string, string>;
-  last_modified: Date;
-  tags: Tag[] | null;
-  headers: StoredHeaders | null;
-}
-
-export const OBJECT_COLUMNS = 'key, size, etag, md5, content_type, user_metadata, last_modified, tags, headers';
-
-/** The internal API's view of an object row. */
-export function toMeta(bucket: string, row: ObjectRow): ObjectMeta {
-  return {
-    bucket,
-    key: row.key,
-    size: Number(row.size),
-    etag: row.etag,
-    md5: row.md5,
-    contentType: row.content_type,
-    userMetadata: row.user_metadata ?? {},
-    lastModified: new Date(row.last_modified).toISOString(),
-    ...(row.tags?.length ? { tags: row.tags } : {}),
-    ...(row.headers ? { headers: row.headers } : {}),
-  };
-}
 
 interface ContinuationToken {
   /** The last key or common prefix returned. */
@@ -73,7 +44,7 @@ export class SqlObjectStore implements ObjectStore {
       `SELECT ${OBJECT_COLUMNS} FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`,
       [bucket.id, key],
     );
-    return res.rows[0] && toMeta(bucket.name, res.rows[0]);
+    return res.rows[0] && objectMetaOf(bucket.name, res.rows[0]);
   }
 
   async parts(bucket: Bucket, key: string): Promise<ObjectPart[] | undefined> {
@@ -153,7 +124,7 @@ export class SqlObjectStore implements ObjectStore {
           page.commonPrefixes.push(group);
           last = { k: group, g: true };
         } else {
-          page.objects.push(toMeta(bucket.name, row));
+          page.objects.push(objectMetaOf(bucket.name, row));
           last = { k: row.key, g: false };
         }
       }

@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { isUniqueViolation, readQuery, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
 import { S3Error, etagMatches } from '../../../object-model/src/index.js';
 import { insertOutboxEvent } from './event-inbox.js';
-import { OBJECT_COLUMNS, SAME_PARTITION, toMeta, type ObjectRow } from './objects.js';
+import { OBJECT_COLUMNS, objectMetaOf, SAME_PARTITION, type ObjectRow } from './objects.js';
 import type { Bucket, DeleteConditions, ExpirySelection, ObjectMeta, PurgeResult, RecycleBin, RecycleBinPage, RecycleBinQuery } from './store.js';
 
 /** Objects purged per transaction. */
@@ -188,7 +188,7 @@ export class SqlRecycleBin implements RecycleBin {
             await insertOutboxEvent(tx, 'object.recycled', { ...base, size: Number(displaced.rows[0].size), owner: displaced.rows[0].owner }, now);
           }
           await insertOutboxEvent(tx, 'object.restored', { ...base, size: Number(target.size), owner: target.owner }, now);
-          return toMeta(target.name, restored.rows[0]);
+          return objectMetaOf(target.name, restored.rows[0]);
         });
       } catch (err) {
         // Two restores of the same key at once: the loser retries and displaces the winner.

@@ -1,5 +1,5 @@
 import type { SqlClient } from '../../../service-kit/src/index.js';
-import { S3Error, type ObjectMeta, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import { objectMetaOf, S3Error, type ObjectMeta, type ObjectRow } from '../../../object-model/src/index.js';
 import { ObjectCommit, type CommitRequest, type CommitResult } from './commit.js';
 
 export { BlobGoneError, checkPreconditions, type BlobSource, type CommitRequest, type CommitResult, type Preconditions } from './commit.js';
@@ -27,18 +27,6 @@ export interface StoredObject extends ObjectMeta {
   partChecksums?: string[];
 }
 
-interface ObjectRow {
-  key: string;
-  size: number;
-  etag: string;
-  md5: string | null;
-  content_type: string;
-  user_metadata: Record<string, string>;
-  last_modified: Date;
-  tags: Tag[] | null;
-  headers: StoredHeaders | null;
-}
-
 /** An object row with where its bytes are (the reads of StoredObject). */
 interface StoredObjectRow extends ObjectRow {
   blob_id: number;
@@ -51,28 +39,13 @@ interface StoredObjectRow extends ObjectRow {
 
 function toStoredObject(bucket: string, row: StoredObjectRow): StoredObject {
   return {
-    ...toMeta(bucket, row),
+    ...objectMetaOf(bucket, row),
     blobId: Number(row.blob_id),
     locator: row.locator,
     backendKey: row.backend_key,
     owner: row.owner,
     ...(row.part_sizes ? { partSizes: row.part_sizes.map(Number) } : {}),
     ...(row.part_checksums ? { partChecksums: row.part_checksums } : {}),
-  };
-}
-
-function toMeta(bucket: string, row: ObjectRow): ObjectMeta {
-  return {
-    bucket,
-    key: row.key,
-    size: Number(row.size),
-    etag: row.etag,
-    md5: row.md5,
-    contentType: row.content_type,
-    userMetadata: row.user_metadata ?? {},
-    lastModified: new Date(row.last_modified).toISOString(),
-    ...(row.tags?.length ? { tags: row.tags } : {}),
-    ...(row.headers ? { headers: row.headers } : {}),
   };
 }
 
