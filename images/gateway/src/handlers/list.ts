@@ -22,19 +22,37 @@ function checksumOf(o: ObjectMeta): { ChecksumAlgorithm?: string; ChecksumType?:
   return checksum ? { ChecksumAlgorithm: checksum.algorithm, ChecksumType: checksum.type } : {};
 }
 
-/** GET /bucket?list-type=2 */
-export const listObjectsV2: S3Handler = async ({ res, bucket, query, deps }) => {
+/** What every listing reads first: the owned bucket's caller, its page size, key encoding, prefix and delimiter. */
+async function listing({ res, bucket, query, deps }: Parameters<S3Handler>[0]) {
   const caller = callerOf(res);
   await deps.buckets.owned(bucket, caller);
-  const maxKeys = maxKeysOf(query);
-  const encode = encoderOf(query);
   const prefix = query.get('prefix') ?? '';
   const delimiter = query.get('delimiter') ?? '';
+  return {
+    caller,
+    maxKeys: maxKeysOf(query),
+    encode: encoderOf(query),
+    prefix,
+    delimiter,
+    /** The listing's own filters, with empty values left out. */
+    filter: { prefix: prefix || undefined, delimiter: delimiter || undefined },
+    /** The answer's common part after its markers: the delimiter, truncation and the key encoding. */
+    page: (isTruncated: boolean, encode: (s: string) => string) => ({
+      ...(delimiter ? { Delimiter: encode(delimiter) } : {}),
+      IsTruncated: isTruncated,
+      ...(query.get('encoding-type') ? { EncodingType: 'url' } : {}),
+    }),
+  };
+}
+
+/** GET /bucket?list-type=2 */
+export const listObjectsV2: S3Handler = async (request) => {
+  const { res, bucket, query, deps } = request;
+  const { caller, maxKeys, encode, prefix, delimiter, filter } = await listing(request);
   const startAfter = query.get('start-after') ?? '';
   const token = query.get('continuation-token') ?? undefined;
   const r = await deps.objects.listObjects(bucket, {
-    prefix: prefix || undefined,
-    delimiter: delimiter || undefined,
+    ...filter,
     maxKeys,
     startAfter: startAfter || undefined,
     continuationToken: token,
@@ -56,15 +74,11 @@ export const listObjectsV2: S3Handler = async ({ res, bucket, query, deps }) => 
 };
 
 /** GET /bucket (ListObjects v1: marker / NextMarker), what s3cmd and rclone use. */
-export const listObjectsV1: S3Handler = async ({ res, bucket, query, deps }) => {
-  const caller = callerOf(res);
-  await deps.buckets.owned(bucket, caller);
-  const maxKeys = maxKeysOf(query);
-  const encode = encoderOf(query);
-  const prefix = query.get('prefix') ?? '';
-  const delimiter = query.get('delimiter') ?? '';
+export const listObjectsV1: S3Handler = async (request) => {
+  const { res, bucket, query, deps } = request;
+  const { caller, maxKeys, encode, prefix, filter, page } = await listing(request);
   const marker = query.get('marker') ?? '';
-  const r = await deps.objects.listObjects(bucket, { prefix: prefix || undefined, delimiter: delimiter || undefined, maxKeys, marker: marker || undefined });
+  const r = await deps.objects.listObjects(bucket, { ...filter, maxKeys, marker: marker || undefined });
   // S3 sends NextMarker only with a delimiter; sending it always is allowed and saves clients a guess.
   const last = [...r.objects.map((o) => o.key), ...r.commonPrefixes].sort().at(-1);
   const nextMarker = r.isTruncated ? (r.nextMarker ?? last) : undefined;
@@ -74,24 +88,18 @@ export const listObjectsV1: S3Handler = async ({ res, bucket, query, deps }) => 
     Marker: encode(marker),
     ...(nextMarker ? { NextMarker: encode(nextMarker) } : {}),
     MaxKeys: maxKeys,
-    ...(delimiter ? { Delimiter: encode(delimiter) } : {}),
-    IsTruncated: r.isTruncated,
-    ...(query.get('encoding-type') ? { EncodingType: 'url' } : {}),
+    ...page(r.isTruncated, encode),
     Contents: contents(r.objects, encode, caller.username),
     CommonPrefixes: r.commonPrefixes.map((p) => ({ Prefix: encode(p) })),
   });
 };
 
 /** GET /bucket?versions: without versioning each object appears once, VersionId "null". */
-export const listObjectVersions: S3Handler = async ({ res, bucket, query, deps }) => {
-  const caller = callerOf(res);
-  await deps.buckets.owned(bucket, caller);
-  const maxKeys = maxKeysOf(query);
-  const encode = encoderOf(query);
-  const prefix = query.get('prefix') ?? '';
-  const delimiter = query.get('delimiter') ?? '';
+export const listObjectVersions: S3Handler = async (request) => {
+  const { res, bucket, query, deps } = request;
+  const { caller, maxKeys, encode, prefix, filter, page } = await listing(request);
   const keyMarker = query.get('key-marker') ?? '';
-  const r = await deps.objects.listObjects(bucket, { prefix: prefix || undefined, delimiter: delimiter || undefined, maxKeys, marker: keyMarker || undefined });
+  const r = await deps.objects.listObjects(bucket, { ...filter, maxKeys, marker: keyMarker || undefined });
   const last = [...r.objects.map((o) => o.key), ...r.commonPrefixes].sort().at(-1);
   sendXml(res, 'ListVersionsResult', {
     Name: bucket,
@@ -100,9 +108,7 @@ export const listObjectVersions: S3Handler = async ({ res, bucket, query, deps }
     VersionIdMarker: '',
     ...(r.isTruncated && last ? { NextKeyMarker: encode(r.nextMarker ?? last), NextVersionIdMarker: 'null' } : {}),
     MaxKeys: maxKeys,
-    ...(delimiter ? { Delimiter: encode(delimiter) } : {}),
-    IsTruncated: r.isTruncated,
-    ...(query.get('encoding-type') ? { EncodingType: 'url' } : {}),
+    ...page(r.isTruncated, encode),
     Version: r.objects.map((o) => ({
       Key: encode(o.key),
       VersionId: 'null',
