@@ -53,8 +53,6 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
       ['functions', { functions: [{ name: 'f', parameters: {} }] }],
       ['response_format', { response_format: { type: 'json_object' } }],
       ['response_format', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }],
-      ['presence_penalty', { presence_penalty: 0.5 }],
-      ['frequency_penalty', { frequency_penalty: -1 }],
       ['logit_bias', { logit_bias: { 10: 5 } }],
     ];
     for (const [param, extra] of refused) {
@@ -65,14 +63,31 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
       });
     }
 
-    it('accepts their neutral values (tool_choice "none", text format, zero penalties, empty logit_bias)', async () => {
+    it('accepts their neutral values (tool_choice "none", text format, empty logit_bias) and penalties', async () => {
       const res = await postJson(url, {
         model: MODEL, messages: user('10 20'), temperature: 0,
         tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'none', response_format: { type: 'text' },
-        presence_penalty: 0, frequency_penalty: 0, logit_bias: {}, parallel_tool_calls: false, user: 'u',
+        presence_penalty: 0, frequency_penalty: 0.1, logit_bias: {}, parallel_tool_calls: false, user: 'u',
       });
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body.choices[0].message.content).to.equal('10 20');
+    });
+
+    it('applies presence and frequency penalties in the engine (-2..2, as OpenAI)', async () => {
+      const answer = async (extra: Record<string, unknown>) => {
+        const res = await postJson(url, { model: MODEL, messages: user('10 10 10 10 10 10'), temperature: 0, ...extra });
+        expect(res.status, JSON.stringify(res.body)).to.equal(200);
+        return res.body.choices[0].message.content as string;
+      };
+      const plain = await answer({});
+      expect(plain).to.equal('10 10 10 10 10 10');
+      // Every repeat of 10 costs 2 more: the greedy copy turns to other tokens.
+      const penalised = await answer({ frequency_penalty: 2, presence_penalty: 2 });
+      expect(penalised.split(' ').filter((t) => t === '10').length).to.be.lessThan(6);
+      for (const [param, value] of [['frequency_penalty', 2.5], ['presence_penalty', -3]] as const) {
+        const res = await postJson(url, { model: MODEL, messages: user('10'), [param]: value });
+        expectError(res, 400, param, 'invalid_value');
+      }
     });
 
     it('the official openai client surfaces the refusal as a BadRequestError with param and code', async () => {

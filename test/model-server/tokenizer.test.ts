@@ -81,6 +81,22 @@ describe('model-server token sampler', () => {
     for (let i = 0; i < 200; i++) expect(Math.abs(sampler.sample(logits(500)) - 500)).to.be.at.most(1);
   });
 
+  it('penalties lower what was generated: presence once, frequency per time; the shared row is left as it was', () => {
+    // Logits fall by 1 per id away from 500: 499 and 501 are 1 below 500, 498 and 502 are 2 below.
+    const row = logits(500);
+    const frequency = new TokenSampler({ temperature: 0, topP: 1, frequencyPenalty: 1.5 });
+    // 500, then 499 (500 is now 1.5 lower), then 501 (499 is 1.5 lower too), ...
+    expect(Array.from({ length: 3 }, () => frequency.sample(row))).to.deep.equal([500, 499, 501]);
+    expect(row[500]).to.equal(0);
+    const presence = new TokenSampler({ temperature: 0, topP: 1, presencePenalty: 0.5 });
+    // A presence penalty of 0.5 never outweighs a 1-logit lead: greedy keeps 500.
+    expect(Array.from({ length: 3 }, () => presence.sample(row))).to.deep.equal([500, 500, 500]);
+    const repeatMore = new TokenSampler({ temperature: 0, topP: 1, frequencyPenalty: -2 });
+    expect(Array.from({ length: 3 }, () => repeatMore.sample(row))).to.deep.equal([500, 500, 500]);
+    const none = new TokenSampler({ temperature: 0, topP: 1 });
+    expect(Array.from({ length: 3 }, () => none.sample(row))).to.deep.equal([500, 500, 500]);
+  });
+
   it('the same seed gives the same sequence, another seed another one', () => {
     const draw = (seed: number) => {
       const s = new TokenSampler({ temperature: 1.5, topP: 0.95, seed });

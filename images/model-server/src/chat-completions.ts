@@ -113,6 +113,8 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
             sampler: new TokenSampler({
               temperature: request.temperature ?? model.sampling.temperature,
               topP: request.topP ?? model.sampling.topP,
+              presencePenalty: request.presencePenalty,
+              frequencyPenalty: request.frequencyPenalty,
               // Each choice gets its own stream of random numbers, all derived from the request's seed.
               seed: request.seed === undefined ? undefined : (request.seed + choice.index * 1_000_003) >>> 0,
             }),

@@ -30,6 +30,8 @@ const chatRequestSchema = z.object({
   max_completion_tokens: maxTokens,
   temperature: z.number().min(0).max(2).nullable().optional(),
   top_p: z.number().min(0).max(1).nullable().optional(),
+  presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+  frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
   seed: z.number().int().nullable().optional(),
   stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullable().optional(),
   n: z.number().int().min(1).max(16).nullable().optional(),
@@ -46,6 +48,8 @@ export interface ChatRequest {
   /** undefined: the model's default (its generation_config.json), as vLLM does. */
   temperature?: number;
   topP?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
   seed?: number;
   stop: string[];
   n: number;
@@ -80,6 +84,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
     maxTokens: r.max_completion_tokens ?? r.max_tokens ?? MAX_OUTPUT_TOKENS,
     ...(typeof r.temperature === 'number' ? { temperature: r.temperature } : {}),
     ...(typeof r.top_p === 'number' ? { topP: r.top_p } : {}),
+    ...(r.presence_penalty ? { presencePenalty: r.presence_penalty } : {}),
+    ...(r.frequency_penalty ? { frequencyPenalty: r.frequency_penalty } : {}),
     seed: r.seed ?? undefined,
     stop: r.stop === undefined || r.stop === null ? [] : typeof r.stop === 'string' ? [r.stop] : r.stop,
     n: r.n ?? 1,
@@ -92,7 +98,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
 /**
  * Parameters that would change the answer in ways these models cannot honour are refused (400
  * unsupported_parameter, naming the parameter), never silently ignored; their neutral values (no tools,
- * tool_choice "none", text format, zero penalties, an empty logit_bias) are accepted.
+ * tool_choice "none", text format, an empty logit_bias) are accepted.
  */
 function refuseUnsupported(body: Record<string, unknown>): void {
   const present = (v: unknown) => v !== undefined && v !== null;
@@ -106,9 +112,6 @@ function refuseUnsupported(body: Record<string, unknown>): void {
   if (hasTools(body.functions) && body.function_call !== 'none') unsupported('functions', 'the models cannot call functions');
   const format = body.response_format as { type?: unknown } | null | undefined;
   if (present(format) && (typeof format !== 'object' || format!.type !== 'text')) unsupported('response_format', 'only {"type": "text"} is supported');
-  for (const penalty of ['presence_penalty', 'frequency_penalty']) {
-    if (present(body[penalty]) && body[penalty] !== 0) unsupported(penalty, 'penalties are not implemented (0 is accepted)');
-  }
   const bias = body.logit_bias;
   if (present(bias) && (typeof bias !== 'object' || Object.keys(bias as object).length > 0)) unsupported('logit_bias', 'logit biases are not implemented');
 }

@@ -22,6 +22,8 @@ export interface SequenceSpec {
   temperature: number;
   topP: number;
   seed?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
   /** Tokens wanted as they come (stream or stop strings); otherwise they may come with the finish. */
   streamed?: boolean;
   /** Log-probabilities wanted, with this many alternatives per token. */

@@ -101,7 +101,7 @@ function serve(model: OnnxTransformer): void {
         seqs.map((s) => ({
           prompt,
           maxTokens: s.maxTokens,
-          sampler: new TokenSampler({ temperature: s.temperature, topP: s.topP, seed: s.seed }),
+          sampler: new TokenSampler({ temperature: s.temperature, topP: s.topP, seed: s.seed, presencePenalty: s.presencePenalty, frequencyPenalty: s.frequencyPenalty }),
           // Reported with the step that follows the admission (or with the error of a failed encode).
           onStart: () => {
             pending.admitted.push(s.id);

@@ -7,6 +7,9 @@ export interface SamplingParams {
   topP: number;
   /** Same seed and params → same tokens. Absent: a random seed. */
   seed?: number;
+  /** OpenAI's penalties (-2..2): a token's logit is lowered by presence once it was generated, and by frequency × how often. */
+  presencePenalty?: number;
+  frequencyPenalty?: number;
 }
 
 // Module-local copies: in the worker thread these modules are compiled to CommonJS, where every use
@@ -18,12 +21,28 @@ const FIRST_CONTENT = FIRST_CONTENT_TOKEN;
 /** Picks the next token from one row of logits: greedy, or temperature + nucleus (top_p) sampling. Only EOS and content ids may be generated; PAD, BOS, UNK and role markers never are. */
 export class TokenSampler {
   private readonly random: () => number;
+  /** How often each content token was generated so far (for the penalties). */
+  private readonly generated = new Map<number, number>();
+  private readonly penalised: boolean;
+  private scratch: Float32Array | undefined;
 
   constructor(readonly params: SamplingParams) {
     this.random = mulberry32(params.seed ?? Math.floor(Math.random() * 2 ** 32));
+    this.penalised = (params.presencePenalty ?? 0) !== 0 || (params.frequencyPenalty ?? 0) !== 0;
   }
 
   sample(logits: Float32Array, offset = 0): number {
+    if (!this.penalised) return this.pick(logits, offset);
+    // The row with the penalties applied, in a buffer of this sequence's own (the caller's row is shared).
+    const row = (this.scratch ??= new Float32Array(V));
+    row.set(logits.subarray(offset, offset + V));
+    for (const [id, count] of this.generated) row[id]! -= (this.params.presencePenalty ?? 0) + (this.params.frequencyPenalty ?? 0) * count;
+    const id = this.pick(row, 0);
+    if (id !== EOS) this.generated.set(id, (this.generated.get(id) ?? 0) + 1);
+    return id;
+  }
+
+  private pick(logits: Float32Array, offset: number): number {
     let best: number = EOS;
     let max = logits[offset + EOS]!;
     for (let id = FIRST_CONTENT; id < V; id++) {

@@ -99,9 +99,10 @@ export class WorkerEngine implements SequenceQueue {
     // Choices of one request share their prompt array: send (and encode) each distinct prompt once.
     const byPrompt = new Map<readonly number[], SequenceSpec[]>();
     requests.forEach((request, i) => {
-      const { temperature, topP, seed } = request.sampler.params;
+      const { temperature, topP, seed, presencePenalty, frequencyPenalty } = request.sampler.params;
       const spec: SequenceSpec = {
-        id: ids[i]!, maxTokens: request.maxTokens, temperature, topP, ...(seed === undefined ? {} : { seed }), ...(request.streamed ? { streamed: true } : {}),
+        id: ids[i]!, maxTokens: request.maxTokens, temperature, topP, ...(seed === undefined ? {} : { seed }),
+        ...(presencePenalty ? { presencePenalty } : {}), ...(frequencyPenalty ? { frequencyPenalty } : {}), ...(request.streamed ? { streamed: true } : {}),
         ...(request.topLogprobs === undefined ? {} : { topLogprobs: request.topLogprobs }),
       };
       const specs = byPrompt.get(request.prompt);
