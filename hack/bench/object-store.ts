@@ -32,12 +32,13 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, openSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
+import { freePort } from '../../test/support/ports.js';
 import { startNginx } from './nginx-baseline.js';
+import { ROOT, standaloneSettings } from './stacks.js';
 import { curlTransfer } from './transfer.js';
 import { checkTargets, childrenCpuMs, runWrk, type WrkFigure } from './wrk.js';
 
@@ -49,19 +50,9 @@ const WRK_THREADS = Number(process.env.BENCH_WRK_THREADS ?? 2);
 const KEYS = 1000;
 const BIG = 256 * 1024 * 1024;
 const SMALL = 4096;
-const ROOT = { user: 'strata', password: 'strata-bench-password' };
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** The checkout whose standalone process is measured (the client is always this one's). */
 const serverRepo = path.resolve(process.env.BENCH_REPO ?? repo);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function rssMiB(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -108,27 +99,15 @@ async function writeRandomFile(file: string, bytes: number): Promise<void> {
 
 async function main(): Promise<void> {
   const work = await mkdtemp(path.join(os.tmpdir(), 'strata-bench-'));
-  const [gwPort, dpPort, cpPort, nginxPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [standalone, nginxPort] = [await standaloneSettings(path.join(work, 'data')), await freePort()];
+  const gwPort = standalone.gatewayPort;
   const loadBefore = os.loadavg();
   const origin = `http://127.0.0.1:${gwPort}`;
   const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', path.join(serverRepo, 'images/standalone/src/main.ts')], {
     cwd: serverRepo,
     env: {
       ...process.env,
-      // As `npm start` sets it (package.json): fewer glibc malloc arenas for the process's threads.
-      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
-      STRATA_DATA_DIR: path.join(work, 'data'),
-      STRATA_HOST: '127.0.0.1',
-      STRATA_GATEWAY_PORT: String(gwPort),
-      STRATA_DATA_PLANE_PORT: String(dpPort),
-      STRATA_CONTROL_PLANE_PORT: String(cpPort),
-      STRATA_DISABLED_SERVICES: process.env.STRATA_DISABLED_SERVICES ?? 'model-server,poem-app,image-search',
-      STRATA_MODEL_SERVER_PORT: String(await freePort()),
-      STRATA_POEM_APP_PORT: String(await freePort()),
-      STRATA_IMAGE_SEARCH_PORT: String(await freePort()),
-      STRATA_PURGE_SCHEDULE: 'off',
-      STRATA_ROOT_USER: ROOT.user,
-      STRATA_ROOT_PASSWORD: ROOT.password,
+      ...standalone.env,
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     },
     stdio: ['ignore', process.env.BENCH_CHILD_STDOUT ? openSync(process.env.BENCH_CHILD_STDOUT, 'w') : 'ignore', 'inherit'],

@@ -17,6 +17,34 @@ export const ROOT = { user: 'strata', password: 'strata-bench-password' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const TICK_S = 0.01; // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
 
+/**
+ * The standalone process's settings for a benchmark: every service on a free loopback port, its data
+ * under `dataDir`, the AI services off (they would share its event loop and memory), no purge, the
+ * benchmark's root user. Spread into the process's environment; `gatewayPort` is where S3 answers.
+ */
+export async function standaloneSettings(dataDir: string): Promise<{ env: Record<string, string>; gatewayPort: number }> {
+  const [gateway, dataPlane, controlPlane, modelServer, poemApp, imageSearch] = await Promise.all(Array.from({ length: 6 }, () => freePort()));
+  return {
+    gatewayPort: gateway!,
+    env: {
+      // As `npm start` sets it (package.json): fewer glibc malloc arenas for the process's threads.
+      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+      STRATA_DATA_DIR: dataDir,
+      STRATA_HOST: '127.0.0.1',
+      STRATA_GATEWAY_PORT: String(gateway),
+      STRATA_DATA_PLANE_PORT: String(dataPlane),
+      STRATA_CONTROL_PLANE_PORT: String(controlPlane),
+      STRATA_MODEL_SERVER_PORT: String(modelServer),
+      STRATA_POEM_APP_PORT: String(poemApp),
+      STRATA_IMAGE_SEARCH_PORT: String(imageSearch),
+      STRATA_DISABLED_SERVICES: process.env.STRATA_DISABLED_SERVICES ?? 'model-server,poem-app,image-search',
+      STRATA_PURGE_SCHEDULE: 'off',
+      STRATA_ROOT_USER: ROOT.user,
+      STRATA_ROOT_PASSWORD: ROOT.password,
+    },
+  };
+}
+
 /** Environment without the caller's STRATA_* settings, so that each stack gets exactly what it is given. */
 export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('STRATA_')));

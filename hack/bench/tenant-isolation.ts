@@ -26,14 +26,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { sendRaw, signRaw, UNSIGNED_PAYLOAD, type Credentials, type RawOutcome, type RawRequest } from '../../test/e2e/support/raw-http.js';
-import { freePort } from '../../test/support/ports.js';
 import { startS3rver } from '../../test/support/rgw.js';
 import { startTcpProxy } from '../../test/support/tcp-proxy.js';
+import { ROOT, standaloneSettings } from './stacks.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4);
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
-const ROOT = { user: 'strata', password: 'strata-bench-password' };
 const OBJECT_BYTES = 4096;
 const OBJECTS = 16;
 /** B's GETs that take longer are counted as errors (and bound the scenario's tail). */
@@ -139,26 +138,15 @@ async function main(): Promise<void> {
     const proxy = await startTcpProxy({ port: Number(new URL(s3server.endpoint).port) });
     cleanups.push(() => proxy.close());
 
-    const [gwPort, dpPort, cpPort, msPort, poemPort, isPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+    const standalone = await standaloneSettings(path.join(work, 'data'));
+    const gwPort = standalone.gatewayPort;
     const origin = `http://127.0.0.1:${gwPort}`;
     const host = `127.0.0.1:${gwPort}`;
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'images/standalone/src/main.ts')], {
       cwd: repo,
       env: {
         ...process.env,
-        MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
-        STRATA_DATA_DIR: path.join(work, 'data'),
-        STRATA_HOST: '127.0.0.1',
-        STRATA_GATEWAY_PORT: String(gwPort),
-        STRATA_DATA_PLANE_PORT: String(dpPort),
-        STRATA_CONTROL_PLANE_PORT: String(cpPort),
-        STRATA_MODEL_SERVER_PORT: String(msPort),
-        STRATA_POEM_APP_PORT: String(poemPort),
-        STRATA_IMAGE_SEARCH_PORT: String(isPort),
-        STRATA_DISABLED_SERVICES: 'model-server,poem-app,image-search',
-        STRATA_PURGE_SCHEDULE: 'off',
-        STRATA_ROOT_USER: ROOT.user,
-        STRATA_ROOT_PASSWORD: ROOT.password,
+        ...standalone.env,
         STRATA_BACKEND_MINIO_ENDPOINT: `http://127.0.0.1:${proxy.port}`,
         STRATA_BACKEND_MINIO_ACCESS_KEY: s3server.accessKey,
         STRATA_BACKEND_MINIO_SECRET_KEY: s3server.secretKey,
