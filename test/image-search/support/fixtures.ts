@@ -106,7 +106,11 @@ export async function startTestImageSearch(name: string, options: StartImageSear
       logger: pino({ level: 'silent' }),
       ...options,
     });
-    return { service, modelDir, images, indexDir, close: async () => (await service.stop(), remove()) };
+    const close = async () => {
+      await service.stop();
+      remove();
+    };
+    return { service, modelDir, images, indexDir, close };
   } catch (err) {
     remove();
     throw err;

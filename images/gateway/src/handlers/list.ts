@@ -28,16 +28,17 @@ async function listing({ res, bucket, query, deps }: Parameters<S3Handler>[0]) {
   await deps.buckets.owned(bucket, caller);
   const prefix = query.get('prefix') ?? '';
   const delimiter = query.get('delimiter') ?? '';
+  const encode = encoderOf(query);
   return {
     caller,
     maxKeys: maxKeysOf(query),
-    encode: encoderOf(query),
+    encode,
     prefix,
     delimiter,
     /** The listing's own filters, with empty values left out. */
     filter: { prefix: prefix || undefined, delimiter: delimiter || undefined },
     /** The answer's common part after its markers: the delimiter, truncation and the key encoding. */
-    page: (isTruncated: boolean, encode: (s: string) => string) => ({
+    page: (isTruncated: boolean) => ({
       ...(delimiter ? { Delimiter: encode(delimiter) } : {}),
       IsTruncated: isTruncated,
       ...(query.get('encoding-type') ? { EncodingType: 'url' } : {}),
@@ -88,7 +89,7 @@ export const listObjectsV1: S3Handler = async (request) => {
     Marker: encode(marker),
     ...(nextMarker ? { NextMarker: encode(nextMarker) } : {}),
     MaxKeys: maxKeys,
-    ...page(r.isTruncated, encode),
+    ...page(r.isTruncated),
     Contents: contents(r.objects, encode, caller.username),
     CommonPrefixes: r.commonPrefixes.map((p) => ({ Prefix: encode(p) })),
   });
@@ -108,7 +109,7 @@ export const listObjectVersions: S3Handler = async (request) => {
     VersionIdMarker: '',
     ...(r.isTruncated && last ? { NextKeyMarker: encode(r.nextMarker ?? last), NextVersionIdMarker: 'null' } : {}),
     MaxKeys: maxKeys,
-    ...page(r.isTruncated, encode),
+    ...page(r.isTruncated),
     Version: r.objects.map((o) => ({
       Key: encode(o.key),
       VersionId: 'null',
