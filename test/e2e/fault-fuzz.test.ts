@@ -110,6 +110,10 @@ async function fuzzRun(requests: number, env: NodeJS.ProcessEnv, cleanups: Array
   const victimBucket = 'fuzz-bob-bucket';
   expect(await statusOf(signed(attacker, 'PUT', `/${attackerBucket}`))).to.equal(200);
   expect(await statusOf(signed(victim, 'PUT', `/${victimBucket}`))).to.equal(200);
+  // An empty bucket may rightly be deleted by a fuzzed DELETE (S3 ignores unknown query parameters), which
+  // would leave nothing to check for leftovers; an object no fuzzed key can name keeps it non-empty.
+  const anchor = { key: 'anchor/keeps-the-bucket', body: Buffer.from('anchor') };
+  expect(await statusOf(signed(attacker, 'PUT', `/${attackerBucket}/${anchor.key}`, anchor.body))).to.equal(200);
   const setup = new Map<string, string>();
   const setupRng = seededRandom(SEED);
   for (let i = 0; i < 12; i++) {
@@ -169,6 +173,7 @@ async function fuzzRun(requests: number, env: NodeJS.ProcessEnv, cleanups: Array
   expect(await listKeys(signed, victim, victimBucket)).to.deep.equal([...setup.keys()].sort());
   // Every write that had to be refused left nothing behind.
   const stored = new Set(await listKeys(signed, attacker, attackerBucket));
+  expect(stored.has(anchor.key), 'the attacker bucket kept its anchor object').to.equal(true);
   const leftovers = [...ctx.mustNotExist].filter((raw) => stored.has(raw) || stored.has(decodeOrRaw(raw)));
   expect(leftovers, `seed ${SEED}`).to.deep.equal([]);
   // eslint-disable-next-line no-control-regex
