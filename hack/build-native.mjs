@@ -19,13 +19,18 @@ function upToDate() {
 
 /** The lines of a failed build that say why: the compiler's or linker's errors first, else node-gyp's. */
 function reasons(output) {
-  const lines = output.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const compiler = lines.filter((l) => !l.startsWith('gyp') && /\berror\b|cannot find|not found/i.test(l));
   return (compiler.length ? compiler : lines.filter((l) => l.startsWith('gyp ERR!'))).slice(0, 3);
 }
 
 function fail(why) {
-  console.log(`Image search: FAISS binding not built, so it will run on an exact in-process index.\n${why.map((l) => `  ${l}`).join('\n')}\n  For FAISS: ${ENABLE}`);
+  console.log(
+    `Image search: FAISS binding not built, so it will run on an exact in-process index.\n${why.map((l) => `  ${l}`).join('\n')}\n  For FAISS: ${ENABLE}`,
+  );
 }
 
 if (existsSync(path.join(dir, 'binding.gyp')) && !upToDate()) {

@@ -8,7 +8,10 @@ export const APPLIED_HASH_ANNOTATION = 'strata.dev/applied-hash';
 export function desiredHash(obj: KubeObject): string {
   const { [APPLIED_HASH_ANNOTATION]: _ignored, ...annotations } = obj.metadata.annotations ?? {};
   const config = { ...obj, metadata: { ...obj.metadata, annotations } };
-  return createHash('sha256').update(JSON.stringify(normalize(config))).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(JSON.stringify(normalize(config)))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 /** `obj` with its configuration's hash in the applied-hash annotation. */

@@ -76,14 +76,26 @@ export class ClientNodeKubeClient implements KubeClient {
 
   async delete(ref: ObjectRef): Promise<void> {
     try {
-      await this.objects.delete({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } }, undefined, undefined, undefined, undefined, 'Background');
+      await this.objects.delete(
+        { apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } },
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        'Background',
+      );
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
   }
 
   async mergePatch<T extends KubeObject>(ref: ObjectRef, patch: object): Promise<T> {
-    const spec = { apiVersion: ref.apiVersion, kind: ref.kind, ...patch, metadata: { ...((patch as { metadata?: object }).metadata ?? {}), name: ref.name, namespace: ref.namespace } };
+    const spec = {
+      apiVersion: ref.apiVersion,
+      kind: ref.kind,
+      ...patch,
+      metadata: { ...((patch as { metadata?: object }).metadata ?? {}), name: ref.name, namespace: ref.namespace },
+    };
     return fromClient<T>(await this.objects.patch(spec, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch));
   }
 

@@ -125,13 +125,16 @@ export class LeaderElector {
     } catch (err) {
       if (!isNotFound(err)) throw err;
       try {
-        await timed(this.api.createNamespacedLease({
-          namespace,
-          body: {
-            metadata: { name, namespace },
-            spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
-          },
-        }), 'creating the lease');
+        await timed(
+          this.api.createNamespacedLease({
+            namespace,
+            body: {
+              metadata: { name, namespace },
+              spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+            },
+          }),
+          'creating the lease',
+        );
         return true;
       } catch (createErr) {
         if (isConflict(createErr)) return false;
@@ -145,20 +148,23 @@ export class LeaderElector {
     if (holder !== identity && !expired) return false;
     const takingOver = holder !== identity;
     try {
-      const written = await timed(this.api.replaceNamespacedLease({
-        namespace,
-        name,
-        body: {
-          ...lease,
-          spec: {
-            ...spec,
-            holderIdentity: identity,
-            leaseDurationSeconds: durationSeconds,
-            renewTime: now,
-            ...(takingOver ? { acquireTime: now, leaseTransitions: (spec.leaseTransitions ?? 0) + 1 } : {}),
+      const written = await timed(
+        this.api.replaceNamespacedLease({
+          namespace,
+          name,
+          body: {
+            ...lease,
+            spec: {
+              ...spec,
+              holderIdentity: identity,
+              leaseDurationSeconds: durationSeconds,
+              renewTime: now,
+              ...(takingOver ? { acquireTime: now, leaseTransitions: (spec.leaseTransitions ?? 0) + 1 } : {}),
+            },
           },
-        },
-      }), 'renewing the lease');
+        }),
+        'renewing the lease',
+      );
       this.observe(written);
       return true;
     } catch (err) {

@@ -9,7 +9,12 @@ import { runRenderCommand } from './render-command.js';
  * `render -f FILE --namespace NS` instead prints what it would apply for the file's resources.
  */
 if (process.argv[2] === 'render') {
-  process.exitCode = runRenderCommand(process.argv.slice(3), process.env, (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+  process.exitCode = runRenderCommand(
+    process.argv.slice(3),
+    process.env,
+    (s) => process.stdout.write(s),
+    (s) => process.stderr.write(s),
+  );
 } else {
   const cfg = loadOperatorEnv();
   const operator = await startOperator(loadKubeConfig(), cfg);

@@ -19,7 +19,11 @@ export interface RunningOperator {
  * The whole operator: the manager with every controller, and /healthz /readyz /metrics over HTTP.
  * `overrides` lets tests reach the object store and index workers through their own servers.
  */
-export async function startOperator(kc: KubeConfig, cfg: OperatorEnv, overrides: Partial<Pick<ReconcilerDeps, 'bucketService' | 'indexWorker'>> = {}): Promise<RunningOperator> {
+export async function startOperator(
+  kc: KubeConfig,
+  cfg: OperatorEnv,
+  overrides: Partial<Pick<ReconcilerDeps, 'bucketService' | 'indexWorker'>> = {},
+): Promise<RunningOperator> {
   const logger = createLogger('operator', cfg.LOG_LEVEL);
   const registry = createRegistry('operator');
   const metrics = createOperatorMetrics(registry);

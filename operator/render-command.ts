@@ -4,7 +4,7 @@ import { Document } from 'yaml';
 import { loadOperatorEnv, settingsFrom } from './config.js';
 import { RenderInputError, parseResources, renderResources, type RenderedObject } from './render.js';
 
-const USAGE = 'usage: operator render -f RESOURCES.yaml --namespace NAMESPACE (settings from the operator\'s environment, as the chart sets it)';
+const USAGE = "usage: operator render -f RESOURCES.yaml --namespace NAMESPACE (settings from the operator's environment, as the chart sets it)";
 
 /** The rendered objects as multi-document YAML; create-once objects say so in a comment. */
 export function toYaml(objects: RenderedObject[]): string {
@@ -25,7 +25,12 @@ export function runRenderCommand(args: string[], env: NodeJS.ProcessEnv, out: (s
   let file: string | undefined;
   let namespace: string | undefined;
   try {
-    const { values } = parseArgs({ args, options: { file: { type: 'string', short: 'f' }, namespace: { type: 'string', short: 'n' } }, strict: true, allowPositionals: false });
+    const { values } = parseArgs({
+      args,
+      options: { file: { type: 'string', short: 'f' }, namespace: { type: 'string', short: 'n' } },
+      strict: true,
+      allowPositionals: false,
+    });
     ({ file, namespace } = values);
   } catch (e) {
     err(`${(e as Error).message}\n${USAGE}\n`);

@@ -55,7 +55,9 @@ export function parseResources(text: string, namespace: string): ParsedResource[
     const obj = value as Partial<KubeObject> & { spec?: unknown };
     const kind = KINDS.find((k) => k.def.kind === obj.kind);
     if (obj.apiVersion !== API_VERSION || !kind) {
-      throw new RenderInputError(`${where}: ${obj.apiVersion ?? '(no apiVersion)'} ${obj.kind ?? '(no kind)'} is not a Strata resource (${API_VERSION} ${KINDS.map((k) => k.def.kind).join(', ')})`);
+      throw new RenderInputError(
+        `${where}: ${obj.apiVersion ?? '(no apiVersion)'} ${obj.kind ?? '(no kind)'} is not a Strata resource (${API_VERSION} ${KINDS.map((k) => k.def.kind).join(', ')})`,
+      );
     }
     const name = obj.metadata?.name;
     if (typeof name !== 'string' || name === '') throw new RenderInputError(`${where}: ${obj.kind} has no metadata.name`);
@@ -68,7 +70,10 @@ export function parseResources(text: string, namespace: string): ParsedResource[
     const spec = kind.spec.safeParse(obj.spec ?? {});
     if (!spec.success) throw new RenderInputError(`${at}: invalid spec: ${spec.error.message}`);
     if (parsed.some((p) => p.resource.kind === obj.kind && p.resource.metadata.name === name)) throw new RenderInputError(`${at}: appears twice`);
-    parsed.push({ resource: { ...obj, apiVersion: API_VERSION, kind: obj.kind, metadata: { ...obj.metadata, name, namespace } } as KubeObject, spec: spec.data });
+    parsed.push({
+      resource: { ...obj, apiVersion: API_VERSION, kind: obj.kind, metadata: { ...obj.metadata, name, namespace } } as KubeObject,
+      spec: spec.data,
+    });
   });
   return parsed;
 }

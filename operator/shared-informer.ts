@@ -169,7 +169,11 @@ export class SharedInformerFactory {
 
   /** Start every informer not yet running; resolves when all have synced. */
   async start(): Promise<void> {
-    await Promise.all(this.all().filter((i) => !i.synced).map((i) => i.start()));
+    await Promise.all(
+      this.all()
+        .filter((i) => !i.synced)
+        .map((i) => i.start()),
+    );
   }
 
   stop(): void {
@@ -185,7 +189,9 @@ export class SharedInformerFactory {
   async resync(): Promise<void> {
     for (const l of this.resyncListeners) l();
     await Promise.all(
-      this.all().map((i) => i.resync().catch((err: unknown) => this.logger.warn({ err: err instanceof Error ? err.message : err, kind: i.scope.kind }, 'resync list failed'))),
+      this.all().map((i) =>
+        i.resync().catch((err: unknown) => this.logger.warn({ err: err instanceof Error ? err.message : err, kind: i.scope.kind }, 'resync list failed')),
+      ),
     );
   }
 }

@@ -31,24 +31,39 @@ export const bucketLifecycleRule = z
     id: z.string().min(1).max(255).describe('Rule name, unique within the bucket.'),
     enabled: z.boolean().default(true).describe('A disabled rule is kept but not applied.'),
     prefix: z.string().max(1024).default('').describe('Objects (and multipart uploads) whose key starts with this; empty: all of them.'),
-    expirationDays: z.number().int().min(1).optional().describe('Objects expire this many days after they were written (at the next midnight UTC) and go to the recycle bin.'),
+    expirationDays: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('Objects expire this many days after they were written (at the next midnight UTC) and go to the recycle bin.'),
     expirationDate: z
       .string()
       .regex(/^\d{4}-\d{2}-\d{2}$/)
       .optional()
       .describe('From this day on (YYYY-MM-DD, 00:00 UTC) every object the rule selects expires, however new.'),
-    abortIncompleteMultipartUploadDays: z.number().int().min(1).optional().describe('Multipart uploads still incomplete this many days after they began are aborted.'),
+    abortIncompleteMultipartUploadDays: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('Multipart uploads still incomplete this many days after they began are aborted.'),
   })
   .meta({
     'x-kubernetes-validations': [
       { rule: '!(has(self.expirationDays) && has(self.expirationDate))', message: 'a rule expires objects by expirationDays or by expirationDate, not both' },
-      { rule: LIFECYCLE_ACTIONS.map((a) => `has(self.${a})`).join(' || '), message: 'a rule needs an action: expirationDays, expirationDate or abortIncompleteMultipartUploadDays' },
+      {
+        rule: LIFECYCLE_ACTIONS.map((a) => `has(self.${a})`).join(' || '),
+        message: 'a rule needs an action: expirationDays, expirationDate or abortIncompleteMultipartUploadDays',
+      },
     ],
   })
   .superRefine((rule, ctx) => {
-    if (rule.expirationDays !== undefined && rule.expirationDate !== undefined) ctx.addIssue({ code: 'custom', message: `lifecycle rule ${rule.id}: expirationDays or expirationDate, not both` });
+    if (rule.expirationDays !== undefined && rule.expirationDate !== undefined)
+      ctx.addIssue({ code: 'custom', message: `lifecycle rule ${rule.id}: expirationDays or expirationDate, not both` });
     if (LIFECYCLE_ACTIONS.every((a) => rule[a] === undefined)) ctx.addIssue({ code: 'custom', message: `lifecycle rule ${rule.id} needs an action` });
-    if (rule.expirationDate !== undefined && Number.isNaN(Date.parse(`${rule.expirationDate}T00:00:00Z`))) ctx.addIssue({ code: 'custom', message: `lifecycle rule ${rule.id}: expirationDate is not a date` });
+    if (rule.expirationDate !== undefined && Number.isNaN(Date.parse(`${rule.expirationDate}T00:00:00Z`)))
+      ctx.addIssue({ code: 'custom', message: `lifecycle rule ${rule.id}: expirationDate is not a date` });
   })
   .describe('One lifecycle rule of the bucket (S3 lifecycle configuration, applied daily at 03:00).');
 export type BucketLifecycleRule = z.infer<typeof bucketLifecycleRule>;
@@ -57,11 +72,27 @@ export const bucketCorsRule = z
   .object({
     id: z.string().max(255).optional().describe('Rule name.'),
     allowedOrigins: z
-      .array(z.string().min(1).regex(/^[^*]*\*?[^*]*$/))
+      .array(
+        z
+          .string()
+          .min(1)
+          .regex(/^[^*]*\*?[^*]*$/),
+      )
       .min(1)
       .describe('Origins allowed, each with at most one * wildcard ("*": any origin).'),
-    allowedMethods: z.array(z.enum(['GET', 'PUT', 'HEAD', 'POST', 'DELETE'])).min(1).describe('Methods allowed.'),
-    allowedHeaders: z.array(z.string().min(1).regex(/^[^*]*\*?[^*]*$/)).default([]).describe('Request headers a preflight may ask for, each with at most one * wildcard.'),
+    allowedMethods: z
+      .array(z.enum(['GET', 'PUT', 'HEAD', 'POST', 'DELETE']))
+      .min(1)
+      .describe('Methods allowed.'),
+    allowedHeaders: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .regex(/^[^*]*\*?[^*]*$/),
+      )
+      .default([])
+      .describe('Request headers a preflight may ask for, each with at most one * wildcard.'),
     exposeHeaders: z.array(z.string().min(1)).default([]).describe('Answer headers the page may read (e.g. ETag).'),
     maxAgeSeconds: z.number().int().min(0).max(999_999_999).optional().describe('How long browsers may cache a preflight answer.'),
   })
@@ -90,18 +121,25 @@ export const bucketSpec = z
             const ids = rules.map((r) => r.id);
             if (new Set(ids).size !== ids.length) ctx.addIssue({ code: 'custom', message: 'lifecycle rule ids must be unique' });
           })
-          .describe('The rules; an empty list removes the bucket\'s rules.'),
+          .describe("The rules; an empty list removes the bucket's rules."),
       })
       .optional()
-      .describe('Lifecycle rules of the bucket. Set, the operator keeps the bucket\'s rules equal to these (rules set through the S3 API are replaced); unset, the bucket\'s rules are left as they are.'),
+      .describe(
+        "Lifecycle rules of the bucket. Set, the operator keeps the bucket's rules equal to these (rules set through the S3 API are replaced); unset, the bucket's rules are left as they are.",
+      ),
     cors: z
       .object({
-        rules: z.array(bucketCorsRule).max(100).describe('The rules; an empty list removes the bucket\'s rules (the gateway\'s server-wide CORS policy applies again).'),
+        rules: z
+          .array(bucketCorsRule)
+          .max(100)
+          .describe("The rules; an empty list removes the bucket's rules (the gateway's server-wide CORS policy applies again)."),
       })
       .optional()
-      .describe('CORS rules of the bucket, for browser applications. Set, the operator keeps the bucket\'s rules equal to these; unset, they are left as they are.'),
+      .describe(
+        "CORS rules of the bucket, for browser applications. Set, the operator keeps the bucket's rules equal to these; unset, they are left as they are.",
+      ),
   })
-  .describe('A bucket in the namespace\'s Strata object store.');
+  .describe("A bucket in the namespace's Strata object store.");
 
 export const bucketStatus = z.object({
   ...commonStatus,

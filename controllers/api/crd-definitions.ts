@@ -24,7 +24,8 @@ const DNS1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 
 /** What is wrong with a resource's name for its kind (undefined: nothing); the CRD carries the same rules. */
 export function nameProblem(def: CustomResourceKind, name: string): string | undefined {
-  if (name.length > def.name.maxLength) return `metadata.name ${name} is longer than ${def.name.maxLength} characters: the names derived from it would exceed 63`;
+  if (name.length > def.name.maxLength)
+    return `metadata.name ${name} is longer than ${def.name.maxLength} characters: the names derived from it would exceed 63`;
   if (def.name.dns1035 && !DNS1035.test(name)) return `metadata.name ${name} must start with a letter (it names a Service)`;
   return undefined;
 }
@@ -32,8 +33,13 @@ export function nameProblem(def: CustomResourceKind, name: string): string | und
 /** The CEL rules for metadata.name that the CRD's root schema carries. */
 export function nameValidations(def: CustomResourceKind): Array<{ rule: string; message: string }> {
   return [
-    { rule: `self.metadata.name.size() <= ${def.name.maxLength}`, message: `metadata.name may have at most ${def.name.maxLength} characters, so that the names derived from it fit 63` },
-    ...(def.name.dns1035 ? [{ rule: `self.metadata.name.matches('${DNS1035.source}')`, message: 'metadata.name must start with a letter (it names a Service)' }] : []),
+    {
+      rule: `self.metadata.name.size() <= ${def.name.maxLength}`,
+      message: `metadata.name may have at most ${def.name.maxLength} characters, so that the names derived from it fit 63`,
+    },
+    ...(def.name.dns1035
+      ? [{ rule: `self.metadata.name.matches('${DNS1035.source}')`, message: 'metadata.name must start with a letter (it names a Service)' }]
+      : []),
   ];
 }
 

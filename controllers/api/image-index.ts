@@ -1,9 +1,7 @@
 import { z } from 'zod';
 import { commonStatus, gpuRequest, resourceRequirements, type CustomResource } from './common.js';
 
-const oneOfPathOrBucket = (what: string) => [
-  { rule: 'has(self.directory) != has(self.bucket)', message: `${what}: set exactly one of directory or bucket` },
-];
+const oneOfPathOrBucket = (what: string) => [{ rule: 'has(self.directory) != has(self.bucket)', message: `${what}: set exactly one of directory or bucket` }];
 
 export const imageSource = z
   .object({
@@ -56,7 +54,11 @@ export const imageIndexStatus = z.object({
   activeJob: z.string().optional().describe('Name of the running merge or rebuild Job.'),
   handledMergeRequest: z.string().optional().describe('The last mergeRequest value a Job was run for.'),
   handledRebuildRequest: z.string().optional().describe('The last rebuildRequest value a Job was run for.'),
-  jobCount: z.number().int().optional().describe("Merge and rebuild Jobs of this index that exist (a request's Job is kept as the record that it was handled)."),
+  jobCount: z
+    .number()
+    .int()
+    .optional()
+    .describe("Merge and rebuild Jobs of this index that exist (a request's Job is kept as the record that it was handled)."),
 });
 
 export type ImageIndexSpec = z.infer<typeof imageIndexSpec>;

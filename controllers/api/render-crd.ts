@@ -15,11 +15,9 @@ export function toStructuralSchema(input: unknown): Schema {
   for (const [key, value] of Object.entries(input as Schema)) {
     if (key === '$schema') continue;
     if ((key === 'maximum' && value === Number.MAX_SAFE_INTEGER) || (key === 'minimum' && value === Number.MIN_SAFE_INTEGER)) continue;
-    if (key === 'properties' || key === 'additionalProperties' && typeof value === 'object') {
+    if (key === 'properties' || (key === 'additionalProperties' && typeof value === 'object')) {
       out[key] =
-        key === 'properties'
-          ? Object.fromEntries(Object.entries(value as Schema).map(([k, v]) => [k, toStructuralSchema(v)]))
-          : toStructuralSchema(value);
+        key === 'properties' ? Object.fromEntries(Object.entries(value as Schema).map(([k, v]) => [k, toStructuralSchema(v)])) : toStructuralSchema(value);
       continue;
     }
     out[key] = toStructuralSchema(value);

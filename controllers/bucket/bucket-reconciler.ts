@@ -6,7 +6,16 @@ import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/r
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import { claimForApply, notReadyForMs } from '../support/apply.js';
 import { writeStatus } from '../support/status-writer.js';
-import { BackendRefusedError, BucketConflictError, HttpBucketService, corsRuleBody, lifecycleRuleBody, type BackendConfig, type BucketService, type BucketServiceFactory } from './bucket-service.js';
+import {
+  BackendRefusedError,
+  BucketConflictError,
+  HttpBucketService,
+  corsRuleBody,
+  lifecycleRuleBody,
+  type BackendConfig,
+  type BucketService,
+  type BucketServiceFactory,
+} from './bucket-service.js';
 import { PgDatabaseProvisioner, type DatabaseProvisioner } from './database-provisioner.js';
 import { bundledPostgres, bundledRabbitmq } from './render-backing-services.js';
 import { CNPG_CLUSTER, RABBITMQ_CLUSTER, type BackingProviders } from './render-operated-backing.js';
@@ -71,7 +80,12 @@ export class BucketReconciler implements Reconciler {
       live = await this.ensureStack(namespace);
     } catch (err) {
       // What the API server or the database refused shows in status, not only in the log; then backoff.
-      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, }, state: 'degraded', reason: 'StackApplyFailed', message: (err as Error).message });
+      await writeStatus(this.kube, this.events, bucket, {
+        fields: { bucketName, endpoint },
+        state: 'degraded',
+        reason: 'StackApplyFailed',
+        message: (err as Error).message,
+      });
       throw err;
     }
     // Two resources naming one bucket would share it, and a Delete policy on one would empty the
@@ -79,7 +93,7 @@ export class BucketReconciler implements Reconciler {
     const holder = live.find((b) => b.metadata.uid !== bucket.metadata.uid && resolvedName(b) === bucketName && claimsEarlier(b, bucket));
     if (holder) {
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint, },
+        fields: { bucketName, endpoint },
         state: 'degraded',
         reason: 'BucketNameTaken',
         message: `Bucket ${holder.metadata.name} of this namespace already manages bucket ${bucketName}`,
@@ -91,7 +105,7 @@ export class BucketReconciler implements Reconciler {
       // Past the progress deadline a stack that does not come up is a failure, not progress.
       const stalled = notReadyForMs(bucket.status?.conditions) > this.settings.progressDeadlineSeconds * 1000;
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint, },
+        fields: { bucketName, endpoint },
         state: stalled ? 'degraded' : 'progressing',
         reason: stalled ? 'StackNotReady' : 'WaitingForStorageStack',
         message: stalled
@@ -105,7 +119,12 @@ export class BucketReconciler implements Reconciler {
     try {
       backend = await this.backendConfig(namespace, spec, bucketName);
     } catch (err) {
-      await writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint, }, state: 'degraded', reason: 'MissingCredentials', message: (err as Error).message });
+      await writeStatus(this.kube, this.events, bucket, {
+        fields: { bucketName, endpoint },
+        state: 'degraded',
+        reason: 'MissingCredentials',
+        message: (err as Error).message,
+      });
       return { requeueAfterMs: 30_000 };
     }
     try {
@@ -128,7 +147,7 @@ export class BucketReconciler implements Reconciler {
       const conflict = err instanceof BucketConflictError;
       const refused = err instanceof BackendRefusedError;
       await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint, },
+        fields: { bucketName, endpoint },
         state: 'degraded',
         reason: conflict ? 'BucketUnavailable' : refused ? 'BackendRefused' : 'ObjectStoreError',
         message: (err as Error).message,
@@ -247,7 +266,12 @@ export class BucketReconciler implements Reconciler {
       // will never come back (its namespace is going) or has been gone past the deadline.
       const givenUp = await this.stackGivenUp(bucket, namespace);
       if (!givenUp) throw new Error(`cannot delete bucket ${bucketName}: the storage stack is not ready`);
-      await this.events.event(bucket, 'Warning', 'BucketNotDeleted', `bucket ${bucketName} was not deleted (${givenUp}): its objects stay where the stack kept them, as with deletionPolicy Retain`);
+      await this.events.event(
+        bucket,
+        'Warning',
+        'BucketNotDeleted',
+        `bucket ${bucketName} was not deleted (${givenUp}): its objects stay where the stack kept them, as with deletionPolicy Retain`,
+      );
     } else if (spec?.deletionPolicy === 'Delete' && service) {
       await service.deleteBucket(bucketName);
       await this.events.event(bucket, 'Normal', 'BucketDeleted', `bucket ${bucketName} emptied and deleted (deletionPolicy Delete)`);

@@ -20,7 +20,12 @@ export type BucketConfigBodies = Pick<BucketConfigs, 'lifecycle' | 'cors'>;
 
 /** A Bucket's spec.cors rule in the control plane's form (no undefined fields: it is compared with what is stored). */
 export function corsRuleBody(rule: BucketCorsRule): CorsRule {
-  const body: CorsRule = { allowedOrigins: rule.allowedOrigins, allowedMethods: rule.allowedMethods, allowedHeaders: rule.allowedHeaders, exposeHeaders: rule.exposeHeaders };
+  const body: CorsRule = {
+    allowedOrigins: rule.allowedOrigins,
+    allowedMethods: rule.allowedMethods,
+    allowedHeaders: rule.allowedHeaders,
+    exposeHeaders: rule.exposeHeaders,
+  };
   if (rule.id !== undefined) body.id = rule.id;
   if (rule.maxAgeSeconds !== undefined) body.maxAgeSeconds = rule.maxAgeSeconds;
   return body;
@@ -111,7 +116,10 @@ export class HttpBucketService implements BucketService {
     let token: string | undefined;
     do {
       const q = new URLSearchParams({ maxKeys: '1000', ...(token ? { continuationToken: token } : {}) });
-      const page = await this.json<{ objects: unknown[]; isTruncated: boolean; nextContinuationToken?: string }>('GET', `/internal/buckets/${encodeURIComponent(name)}/objects?${q}`);
+      const page = await this.json<{ objects: unknown[]; isTruncated: boolean; nextContinuationToken?: string }>(
+        'GET',
+        `/internal/buckets/${encodeURIComponent(name)}/objects?${q}`,
+      );
       count += page.objects.length;
       token = page.isTruncated ? page.nextContinuationToken : undefined;
     } while (token && count < limit);
@@ -137,7 +145,8 @@ export class HttpBucketService implements BucketService {
     const res = await this.call('GET', path);
     if (!res.ok && res.status !== 404) throw new Error(`control plane answered ${res.status} to GET ${path}: ${await res.text()}`);
     const body = (await res.json()) as { rules?: unknown; error?: { code?: string } };
-    if (res.status === 404 && body.error?.code !== NO_CONFIGURATION[kind]) throw new Error(`control plane answered 404 to GET ${path}: ${JSON.stringify(body)}`);
+    if (res.status === 404 && body.error?.code !== NO_CONFIGURATION[kind])
+      throw new Error(`control plane answered 404 to GET ${path}: ${JSON.stringify(body)}`);
     // Level-based: written only when what is stored differs (no write on every resync).
     if (isDeepStrictEqual(body.rules ?? [], rules)) return 'unchanged';
     const write = rules.length > 0 ? await this.call('PUT', path, { rules }) : await this.call('DELETE', path);

@@ -6,7 +6,14 @@ import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import type { StackIdentity } from './stack-identity.js';
 import { BACKING_KEYS, type BackingCredentials } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
-import { cnpgPrimaryService, cnpgReplicaService, renderCnpgCluster, renderRabbitmqCluster, STATEFULSET_PROVIDERS, type BackingProviders } from './render-operated-backing.js';
+import {
+  cnpgPrimaryService,
+  cnpgReplicaService,
+  renderCnpgCluster,
+  renderRabbitmqCluster,
+  STATEFULSET_PROVIDERS,
+  type BackingProviders,
+} from './render-operated-backing.js';
 
 const POSTGRES_IMAGE = 'postgres:16.4';
 const RABBITMQ_IMAGE = 'rabbitmq:3.13.7';
@@ -124,7 +131,12 @@ function server(s: ServerSpec, namespace: string, owners: OwnerReference[]): Man
           },
         },
         volumeClaimTemplates: [
-          { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: s.storage } } } },
+          {
+            apiVersion: 'v1',
+            kind: 'PersistentVolumeClaim',
+            metadata: { name: 'data' },
+            spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: s.storage } } },
+          },
         ],
       },
     },
@@ -186,8 +198,15 @@ export function renderBackingServices(
             {
               name: 'clone-primary',
               image: POSTGRES_IMAGE,
-              command: ['sh', '-c', `[ -s "$PGDATA/PG_VERSION" ] || until pg_basebackup -h ${primaryHost} -U ${identity.role} -D "$PGDATA" -R -X stream; do rm -rf "$PGDATA"; sleep 5; done`],
-              env: [{ name: 'PGDATA', value: PGDATA }, { name: 'PGPASSWORD', ...passwordFrom(BACKING_KEYS.postgres) }],
+              command: [
+                'sh',
+                '-c',
+                `[ -s "$PGDATA/PG_VERSION" ] || until pg_basebackup -h ${primaryHost} -U ${identity.role} -D "$PGDATA" -R -X stream; do rm -rf "$PGDATA"; sleep 5; done`,
+              ],
+              env: [
+                { name: 'PGDATA', value: PGDATA },
+                { name: 'PGPASSWORD', ...passwordFrom(BACKING_KEYS.postgres) },
+              ],
               volumeMounts: [{ name: 'data', mountPath: common.volumeMountPath }],
               resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
               securityContext: RESTRICTED_CONTAINER_SECURITY,

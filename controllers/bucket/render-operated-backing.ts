@@ -43,7 +43,13 @@ function login(name: string, namespace: string, component: string, owners: Owner
  * A CloudNativePG Cluster of two instances (a primary and a streaming replica) with the stack's
  * database owned by the stack's role, whose password is the one the stack's services are given.
  */
-export function renderCnpgCluster(namespace: string, owners: OwnerReference[], settings: OperatorSettings, identity: StackIdentity, credentials: BackingCredentials): Manifest[] {
+export function renderCnpgCluster(
+  namespace: string,
+  owners: OwnerReference[],
+  settings: OperatorSettings,
+  identity: StackIdentity,
+  credentials: BackingCredentials,
+): Manifest[] {
   return [
     login(postgresLogin, namespace, 'postgresql', owners, identity.role, credentials.postgresPassword),
     {

@@ -206,7 +206,10 @@ export function renderStorageStack(
       STRATA_AMQP_URL: b64(urls.amqpUrl),
     },
   };
-  const configHash = createHash('sha256').update(JSON.stringify([config.data, platform.data])).digest('hex').slice(0, 16);
+  const configHash = createHash('sha256')
+    .update(JSON.stringify([config.data, platform.data]))
+    .digest('hex')
+    .slice(0, 16);
   const dataVolume: Manifest = {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -250,7 +253,14 @@ export function renderStorageStack(
     configHash,
   );
   const controlPlane = deploymentAndService(
-    { ...STACK.controlPlane, component: 'control-plane', database: true, image: imageFor(settings, 'control-plane'), env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }], resources: small },
+    {
+      ...STACK.controlPlane,
+      component: 'control-plane',
+      database: true,
+      image: imageFor(settings, 'control-plane'),
+      env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }],
+      resources: small,
+    },
     namespace,
     owners,
     settings,
@@ -295,5 +305,15 @@ export function renderStorageStack(
       },
     },
   };
-  return [config, platform, dataVolume, ...renderBackingServices(namespace, owners, settings, identity, credentials, providers), ...controlPlane, ...dataPlane, ...gateway, ...renderRedisCluster(namespace, owners), purge];
+  return [
+    config,
+    platform,
+    dataVolume,
+    ...renderBackingServices(namespace, owners, settings, identity, credentials, providers),
+    ...controlPlane,
+    ...dataPlane,
+    ...gateway,
+    ...renderRedisCluster(namespace, owners),
+    purge,
+  ];
 }

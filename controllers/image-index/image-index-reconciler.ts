@@ -8,7 +8,17 @@ import { applyOwned } from '../support/apply.js';
 import { writeStatus } from '../support/status-writer.js';
 import { rfc3339 } from '../support/time.js';
 import { HttpIndexWorkerClient, type IndexWorkerClient, type IndexWorkerStatus } from './index-worker-client.js';
-import { INDEX_LABEL, OPERATION_LABEL, REQUEST_ANNOTATION, jobName, renderImageIndex, renderIndexJob, workerName, workerUrl, type IndexOperation } from './render-image-index.js';
+import {
+  INDEX_LABEL,
+  OPERATION_LABEL,
+  REQUEST_ANNOTATION,
+  jobName,
+  renderImageIndex,
+  renderIndexJob,
+  workerName,
+  workerUrl,
+  type IndexOperation,
+} from './render-image-index.js';
 
 /** Annotations that request an operation, like the spec fields (handy with kubectl annotate). */
 export const MERGE_ANNOTATION = 'strata.dev/merge-request';
@@ -121,7 +131,15 @@ export class ImageIndexReconciler implements Reconciler {
     await writeStatus(this.kube, this.events, ix, {
       fields,
       state: workerReady ? 'ready' : stalled ? 'degraded' : 'progressing',
-      reason: workerReady ? (active ? 'IndexOperationRunning' : 'WorkerReady') : storeMissing ? 'WaitingForObjectStore' : stalled ? 'WorkerStalled' : 'WorkerStarting',
+      reason: workerReady
+        ? active
+          ? 'IndexOperationRunning'
+          : 'WorkerReady'
+        : storeMissing
+          ? 'WaitingForObjectStore'
+          : stalled
+            ? 'WorkerStalled'
+            : 'WorkerStarting',
       message: workerReady
         ? active
           ? `serving; Job ${active.metadata.name} running`
@@ -189,7 +207,10 @@ function newestFirst(a: Job, b: Job): number {
 /** The status fields the index's Jobs tell: the requests handled, the last merge, how many exist. */
 function jobFields(jobs: Job[]): Pick<ImageIndexStatus, 'handledMergeRequest' | 'handledRebuildRequest' | 'lastMergeTime' | 'jobCount'> {
   const sorted = [...jobs].sort(newestFirst);
-  const requestOf = (op: IndexOperation) => sorted.find((j) => j.metadata.labels?.[OPERATION_LABEL] === op && j.metadata.annotations?.[REQUEST_ANNOTATION] !== undefined)?.metadata.annotations?.[REQUEST_ANNOTATION];
+  const requestOf = (op: IndexOperation) =>
+    sorted.find((j) => j.metadata.labels?.[OPERATION_LABEL] === op && j.metadata.annotations?.[REQUEST_ANNOTATION] !== undefined)?.metadata.annotations?.[
+      REQUEST_ANNOTATION
+    ];
   const merged = jobs
     .filter((j) => jobOutcome(j) === 'succeeded' && j.status?.completionTime)
     .map((j) => j.status!.completionTime!)

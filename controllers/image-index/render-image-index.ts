@@ -183,7 +183,13 @@ for (;;) {
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name, namespace, labels, ...(request !== undefined ? { annotations: { [REQUEST_ANNOTATION]: request } } : {}), ownerReferences: [controllerRef(ix)] },
+    metadata: {
+      name,
+      namespace,
+      labels,
+      ...(request !== undefined ? { annotations: { [REQUEST_ANNOTATION]: request } } : {}),
+      ownerReferences: [controllerRef(ix)],
+    },
     spec: {
       backoffLimit: 2,
       activeDeadlineSeconds: 6 * 3600,
@@ -199,11 +205,7 @@ for (;;) {
               image: imageFor(settings, 'image-search'),
               imagePullPolicy: settings.imagePullPolicy,
               command: ['node', '--input-type=module', '-e', script],
-              env: [
-                { name: 'WORKER_URL', value: workerUrl(ix, settings) },
-                { name: 'INDEX_OPERATION', value: op },
-                JWT_SECRET_ENV,
-              ],
+              env: [{ name: 'WORKER_URL', value: workerUrl(ix, settings) }, { name: 'INDEX_OPERATION', value: op }, JWT_SECRET_ENV],
               resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '128Mi' } },
               securityContext: RESTRICTED_CONTAINER_SECURITY,
             },

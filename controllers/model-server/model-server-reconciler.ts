@@ -47,7 +47,10 @@ export class ModelServerReconciler implements Reconciler {
       await writeStatus(this.kube, this.events, ms, { fields: {}, state: 'degraded', reason: 'InvalidName', message: badName });
       return {};
     }
-    await applyOwned(this.kube, this.events, ms, renderModelServer(ms, spec, this.settings), { replicas: spec.replicas, endpoint: modelServerEndpoint(ms, spec, this.settings) });
+    await applyOwned(this.kube, this.events, ms, renderModelServer(ms, spec, this.settings), {
+      replicas: spec.replicas,
+      endpoint: modelServerEndpoint(ms, spec, this.settings),
+    });
 
     const deployment = await this.kube.get<DeploymentStatus>({
       apiVersion: 'apps/v1',

@@ -26,7 +26,8 @@ export function claimForApply(desired: Manifest, live: KubeObject | undefined): 
   if (liveSpec.storageClassName !== undefined) spec.storageClassName = liveSpec.storageClassName;
   else delete spec.storageClassName;
   const liveSize = liveSpec.resources?.requests?.storage;
-  if (storageBytes(liveSize) > storageBytes(spec.resources?.requests?.storage)) spec.resources = { ...spec.resources, requests: { ...spec.resources?.requests, storage: liveSize } };
+  if (storageBytes(liveSize) > storageBytes(spec.resources?.requests?.storage))
+    spec.resources = { ...spec.resources, requests: { ...spec.resources?.requests, storage: liveSize } };
   return { ...desired, spec };
 }
 

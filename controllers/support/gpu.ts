@@ -10,7 +10,10 @@ interface Resources {
 
 /** Pod scheduling fields for a GPU request: the GPU limit, node selector and tolerations (or nothing). */
 export function gpuScheduling(gpu: GpuRequest | undefined, resources: Resources | undefined) {
-  const base: Resources = { ...(resources?.requests ? { requests: { ...resources.requests } } : {}), ...(resources?.limits ? { limits: { ...resources.limits } } : {}) };
+  const base: Resources = {
+    ...(resources?.requests ? { requests: { ...resources.requests } } : {}),
+    ...(resources?.limits ? { limits: { ...resources.limits } } : {}),
+  };
   if (!gpu?.enabled) return { resources: base, nodeSelector: undefined, tolerations: undefined };
   // Extended resources are limits (requests default to them); a GPU is never shared between pods.
   return {

@@ -82,11 +82,23 @@ try {
     const body = values.bodies === 'distinct' ? { md5: randomBytes(16).toString('hex'), data: randomBytes(SIZE).toString('base64') } : oneBody;
     const key = `k/${target.written++ % KEYS}`;
     return {
-      bucketId: target.bucketId, key, owner: 'root',
-      backendKey: 'fs:/data', backend: { kind: 'fs' }, locator: values.inline ? `i${randomUUID().replaceAll('-', '')}` : randomUUID(),
-      blobMd5: body.md5, blobSize: SIZE, ...(values.inline ? { data: body.data } : {}),
-      size: SIZE, etag: `"${body.md5}"`, md5: body.md5, contentType: 'application/octet-stream', userMetadata: {},
-      now: new Date().toISOString(), eventId: randomUUID(), payload: { bucket: 'bench', key, size: SIZE },
+      bucketId: target.bucketId,
+      key,
+      owner: 'root',
+      backendKey: 'fs:/data',
+      backend: { kind: 'fs' },
+      locator: values.inline ? `i${randomUUID().replaceAll('-', '')}` : randomUUID(),
+      blobMd5: body.md5,
+      blobSize: SIZE,
+      ...(values.inline ? { data: body.data } : {}),
+      size: SIZE,
+      etag: `"${body.md5}"`,
+      md5: body.md5,
+      contentType: 'application/octet-stream',
+      userMetadata: {},
+      now: new Date().toISOString(),
+      eventId: randomUUID(),
+      payload: { bucket: 'bench', key, size: SIZE },
     };
   };
   const expectOk = (rows: Array<{ r_status: string }>, size: number) => {
@@ -100,9 +112,26 @@ try {
   const commitSingle = async (target: Target) => {
     const i = item(target);
     const args = [
-      i.bucketId, i.key, i.owner, null, i.backendKey, JSON.stringify(i.backend), i.locator, i.blobMd5, i.blobSize,
-      i.size, i.etag, i.md5, i.contentType, JSON.stringify(i.userMetadata), i.now, i.eventId, JSON.stringify(i.payload),
-      i.data !== undefined ? Buffer.from(i.data, 'base64') : null, null, null,
+      i.bucketId,
+      i.key,
+      i.owner,
+      null,
+      i.backendKey,
+      JSON.stringify(i.backend),
+      i.locator,
+      i.blobMd5,
+      i.blobSize,
+      i.size,
+      i.etag,
+      i.md5,
+      i.contentType,
+      JSON.stringify(i.userMetadata),
+      i.now,
+      i.eventId,
+      JSON.stringify(i.payload),
+      i.data !== undefined ? Buffer.from(i.data, 'base64') : null,
+      null,
+      null,
     ];
     const placeholders = args.map((_, n) => `$${n + 1}`).join(', ');
     expectOk((await target.sql.query<{ r_status: string }>(`SELECT * FROM strata_commit_object(${placeholders})`, args)).rows, 1);
@@ -120,7 +149,8 @@ try {
       },
     };
   }
-  if (values.candidate) contenders.strata_commit_objects_candidate = { target: current, step: () => commitBatch(current, 'strata_commit_objects_candidate', batchSize) };
+  if (values.candidate)
+    contenders.strata_commit_objects_candidate = { target: current, step: () => commitBatch(current, 'strata_commit_objects_candidate', batchSize) };
   if (baseline) {
     contenders[`strata_commit_object of ${values.baseline} one by one`] = {
       target: baseline,
@@ -170,7 +200,13 @@ try {
     return +(s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2).toFixed(4);
   };
   const medians = (m: Record<string, number[]>) => Object.fromEntries(Object.entries(m).map(([n, xs]) => [n, median(xs)]));
-  console.log(JSON.stringify({ batch: batchSize, bodies: values.bodies, inline: values.inline, cpuMsPerItem: medians(cpuMs), wallMsPerItem: medians(wallMs), cpuMs, wallMs }, null, 1));
+  console.log(
+    JSON.stringify(
+      { batch: batchSize, bodies: values.bodies, inline: values.inline, cpuMsPerItem: medians(cpuMs), wallMsPerItem: medians(wallMs), cpuMs, wallMs },
+      null,
+      1,
+    ),
+  );
 } finally {
   for (const sql of clients) await sql.close();
   rmSync(dir, { recursive: true, force: true });

@@ -20,7 +20,15 @@ const PASSWORD = 'bench-root-password';
 async function main(): Promise<void> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-bench-del-'));
   const platform = await startPlatform(
-    { dataDir, host: '127.0.0.1', ports: { gateway: 0, dataPlane: 0, controlPlane: 0 }, rootUser: USER, rootPassword: PASSWORD, purgeSchedule: false, logLevel: 'warn' },
+    {
+      dataDir,
+      host: '127.0.0.1',
+      ports: { gateway: 0, dataPlane: 0, controlPlane: 0 },
+      rootUser: USER,
+      rootPassword: PASSWORD,
+      purgeSchedule: false,
+      logLevel: 'warn',
+    },
     OBJECT_STORE_SERVICES,
   );
   const s3 = new S3Client({
@@ -34,7 +42,9 @@ async function main(): Promise<void> {
   await s3.send(new CreateBucketCommand({ Bucket }));
   const keys = Array.from({ length: KEYS }, (_, i) => `dir/${String(i).padStart(6, '0')}`);
   const fill = async () => {
-    const urls = keys.map((k) => presignUrl({ method: 'PUT', origin, path: `/${Bucket}/${k}`, accessKey: USER, secret: PASSWORD, region: 'us-east-1', expiresSeconds: 600 }));
+    const urls = keys.map((k) =>
+      presignUrl({ method: 'PUT', origin, path: `/${Bucket}/${k}`, accessKey: USER, secret: PASSWORD, region: 'us-east-1', expiresSeconds: 600 }),
+    );
     await onSixteenConnections(urls, (url) => send('PUT', url, 'x', 200));
   };
   const origin = platform.urls.gateway;
@@ -83,19 +93,25 @@ async function main(): Promise<void> {
     if ((await left()) !== 0) throw new Error(`${name} left objects behind`);
     // The process's CPU (every thread: client, gateway, planes, the PGlite thread) per deleted key.
     const cpuPerKey = (cpu.user + cpu.system) / 1000 / KEYS;
-    console.log(`${name.padEnd(34)} ${ms.toFixed(0).padStart(7)} ms  ${((KEYS / ms) * 1000).toFixed(0).padStart(7)} deletes/s  ${cpuPerKey.toFixed(2)} CPU ms a key`);
+    console.log(
+      `${name.padEnd(34)} ${ms.toFixed(0).padStart(7)} ms  ${((KEYS / ms) * 1000).toFixed(0).padStart(7)} deletes/s  ${cpuPerKey.toFixed(2)} CPU ms a key`,
+    );
   };
   console.log(`${KEYS} keys of 1 byte, ${ROUNDS} rounds (standalone, PGlite)`);
   for (let r = 0; r < ROUNDS; r++) {
     if (process.env.BENCH_ONLY !== 'batch') {
       await timed('DeleteObject x N, 16 connections', async () => {
-        const urls = keys.map((k) => presignUrl({ method: 'DELETE', origin, path: `/${Bucket}/${k}`, accessKey: USER, secret: PASSWORD, region: 'us-east-1', expiresSeconds: 600 }));
+        const urls = keys.map((k) =>
+          presignUrl({ method: 'DELETE', origin, path: `/${Bucket}/${k}`, accessKey: USER, secret: PASSWORD, region: 'us-east-1', expiresSeconds: 600 }),
+        );
         await onSixteenConnections(urls, (url) => send('DELETE', url, undefined, 204));
       });
     }
-    if (process.env.BENCH_ONLY !== 'single') await timed('DeleteObjects, 1000 keys a request', async () => {
-      for (let i = 0; i < keys.length; i += 1000) await s3.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })), Quiet: true } }));
-    });
+    if (process.env.BENCH_ONLY !== 'single')
+      await timed('DeleteObjects, 1000 keys a request', async () => {
+        for (let i = 0; i < keys.length; i += 1000)
+          await s3.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })), Quiet: true } }));
+      });
   }
   s3.destroy();
   await platform.stop();

@@ -97,7 +97,9 @@ try {
       }),
     );
     await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: key, Body: second, ContentType: 'image/png' }));
-    timings.overwrite.push(await msUntil(async () => (await searchByImage(second)).some((h) => h.path === mirrored && h.id !== oldId) && (await idIsGone(oldId))));
+    timings.overwrite.push(
+      await msUntil(async () => (await searchByImage(second)).some((h) => h.path === mirrored && h.id !== oldId) && (await idIsGone(oldId))),
+    );
     await s3.send(new DeleteObjectCommand({ Bucket: 'photos', Key: key }));
     timings.delete.push(await msUntil(async () => !(await searchByImage(second)).some((h) => h.path === mirrored)));
   }
@@ -112,9 +114,13 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 };
 const figures = Object.fromEntries(
-  Object.entries(timings).map(([name, values]) => [name, { p50_ms: Math.round(percentile(values, 50)), p95_ms: Math.round(percentile(values, 95)), max_ms: Math.round(Math.max(...values)) }]),
+  Object.entries(timings).map(([name, values]) => [
+    name,
+    { p50_ms: Math.round(percentile(values, 50)), p95_ms: Math.round(percentile(values, 95)), max_ms: Math.round(Math.max(...values)) },
+  ]),
 );
 console.log(`image search follows its bucket: ${rounds} rounds (target p95 < 1000 ms each)`);
-for (const [name, f] of Object.entries(figures)) console.log(`  ${name.padEnd(9)} p50 ${f.p50_ms} ms  p95 ${f.p95_ms} ms  max ${f.max_ms} ms${f.p95_ms < 1000 ? '' : '  (over target)'}`);
+for (const [name, f] of Object.entries(figures))
+  console.log(`  ${name.padEnd(9)} p50 ${f.p50_ms} ms  p95 ${f.p95_ms} ms  max ${f.max_ms} ms${f.p95_ms < 1000 ? '' : '  (over target)'}`);
 mkdirSync('test/artifacts', { recursive: true });
 writeFileSync('test/artifacts/bench-image-search-bucket.json', JSON.stringify({ rounds, date: new Date().toISOString(), ...figures }, null, 2));

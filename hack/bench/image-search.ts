@@ -78,7 +78,10 @@ async function benchSize(n: number): Promise<SizeResult> {
   // Exact search beside it: ground truth and exact QPS.
   t = performance.now();
   const exact = new FaissIndex(d, 'IDMap2,Flat');
-  await exact.addWithIds(base, BigInt64Array.from({ length: n }, (_, i) => BigInt(i)));
+  await exact.addWithIds(
+    base,
+    BigInt64Array.from({ length: n }, (_, i) => BigInt(i)),
+  );
   t = performance.now();
   const truthResult = await exact.search(queries, k);
   const exactBatch = queryCount / seconds(t);
@@ -91,7 +94,16 @@ async function benchSize(n: number): Promise<SizeResult> {
 
   const dir = mkdtempSync(path.join(tmpdir(), 'strata-bench-image-search-'));
   try {
-    const index = await ImageIndex.open({ dir, dim: d, indexString, nprobe: 32, bufferThreshold: 1000, verboseTraining: true, training, logger: pino({ level: 'warn' }) });
+    const index = await ImageIndex.open({
+      dir,
+      dim: d,
+      indexString,
+      nprobe: 32,
+      bufferThreshold: 1000,
+      verboseTraining: true,
+      training,
+      logger: pino({ level: 'warn' }),
+    });
     // Buffer adds, as POST /api/index/add does them (batches of 1000).
     t = performance.now();
     const batch = 1000;
@@ -149,7 +161,9 @@ async function benchSize(n: number): Promise<SizeResult> {
         const qps = queryCount / seconds(t);
         const r = recall(found, truth);
         runs.push({ nprobe, rerank, ...(rerank ? { rerankFactor } : {}), qps, recall_at_10: r });
-        log(`  nprobe ${String(nprobe).padStart(3)} rerank ${rerank ? `on (${k * rerankFactor} candidates)` : 'off'}: ${qps.toFixed(0)} q/s, recall@10 ${r.toFixed(3)}`);
+        log(
+          `  nprobe ${String(nprobe).padStart(3)} rerank ${rerank ? `on (${k * rerankFactor} candidates)` : 'off'}: ${qps.toFixed(0)} q/s, recall@10 ${r.toFixed(3)}`,
+        );
       }
     }
     await index.close();
@@ -197,7 +211,11 @@ async function benchEncode(): Promise<{ images: number; images_per_s: number; te
   }
 }
 
-log(`image search bench: sizes ${sizes.join(', ')}, ${indexString}, ${queryCount} queries (${concurrency} at a time), nprobe ${nprobes.join('/')}, OMP_WAIT_POLICY=${process.env.OMP_WAIT_POLICY}, OPENBLAS_THREAD_TIMEOUT=${process.env.OPENBLAS_THREAD_TIMEOUT}, training ${JSON.stringify(training)}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}, rss ${mb().toFixed(0)} MiB`);
+log(
+  `image search bench: sizes ${sizes.join(', ')}, ${indexString}, ${queryCount} queries (${concurrency} at a time), nprobe ${nprobes.join('/')}, OMP_WAIT_POLICY=${process.env.OMP_WAIT_POLICY}, OPENBLAS_THREAD_TIMEOUT=${process.env.OPENBLAS_THREAD_TIMEOUT}, training ${JSON.stringify(training)}, load ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}, rss ${mb().toFixed(0)} MiB`,
+);
 const results: SizeResult[] = [];
 const encode = await benchEncode();
 for (const n of sizes) results.push(await benchSize(n));
@@ -205,5 +223,9 @@ mkdirSync('test/artifacts', { recursive: true });
 const out = { date: new Date().toISOString(), quick, index: indexString, training, load_average: loadavg(), queries: queryCount, results, encode };
 writeFileSync('test/artifacts/bench-image-search.json', JSON.stringify(out, null, 2));
 console.log('\n| vectors | nprobe | rerank candidates | q/s | recall@10 |\n|---|---|---|---|---|');
-for (const r of results) for (const run of r.runs) console.log(`| ${r.vectors} | ${run.nprobe} | ${run.rerank ? k * (run.rerankFactor ?? 10) : 'off'} | ${run.qps.toFixed(0)} | ${run.recall_at_10.toFixed(3)} |`);
+for (const r of results)
+  for (const run of r.runs)
+    console.log(
+      `| ${r.vectors} | ${run.nprobe} | ${run.rerank ? k * (run.rerankFactor ?? 10) : 'off'} | ${run.qps.toFixed(0)} | ${run.recall_at_10.toFixed(3)} |`,
+    );
 log('done: test/artifacts/bench-image-search.json');

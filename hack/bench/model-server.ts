@@ -148,9 +148,13 @@ async function startServer(batching: boolean, worker: boolean): Promise<{ child:
   // two malloc arenas keep the RSS of a steady allocation churn down.
   const child = spawn(process.execPath, ['--max-semi-space-size=2', '--import', 'tsx', 'images/model-server/src/main.ts'], {
     env: {
-      ...process.env, MALLOC_ARENA_MAX: '2',
-      MODEL_SERVER_PORT: String(port), MODEL_SERVER_HOST: '127.0.0.1', MODEL_SERVER_BATCHING: String(batching),
-      MODEL_SERVER_WORKER: String(worker), LOG_LEVEL: 'warn',
+      ...process.env,
+      MALLOC_ARENA_MAX: '2',
+      MODEL_SERVER_PORT: String(port),
+      MODEL_SERVER_HOST: '127.0.0.1',
+      MODEL_SERVER_BATCHING: String(batching),
+      MODEL_SERVER_WORKER: String(worker),
+      LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -197,15 +201,19 @@ interface EngineMeasurement {
 async function measureEngine(model: OnnxTransformer, batching: boolean, concurrency: number): Promise<EngineMeasurement> {
   let steps = 0;
   let stepped = 0;
-  const scheduler = new GenerationScheduler(model, { maxBatch: batching ? 32 : 1, batchWindowMs: 3, maxQueue: 1000 }, {
-    queueChanged: () => {},
-    stepped: (batchSize) => {
-      steps++;
-      stepped += batchSize;
+  const scheduler = new GenerationScheduler(
+    model,
+    { maxBatch: batching ? 32 : 1, batchWindowMs: 3, maxQueue: 1000 },
+    {
+      queueChanged: () => {},
+      stepped: (batchSize) => {
+        steps++;
+        stepped += batchSize;
+      },
+      firstToken: () => {},
+      nextToken: () => {},
     },
-    firstToken: () => {},
-    nextToken: () => {},
-  });
+  );
   let tokens = 0;
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
@@ -214,17 +222,19 @@ async function measureEngine(model: OnnxTransformer, batching: boolean, concurre
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < deadline) {
         await new Promise<void>((resolve, reject) =>
-          scheduler.enqueue([{
-            prompt: [SPECIAL_TOKENS.USER, ...randomIds(), SPECIAL_TOKENS.EOS],
-            maxTokens: 64,
-            sampler: new TokenSampler({ temperature: 0, topP: 1 }),
-            onToken: () => {
-              tokens++;
-              return false;
+          scheduler.enqueue([
+            {
+              prompt: [SPECIAL_TOKENS.USER, ...randomIds(), SPECIAL_TOKENS.EOS],
+              maxTokens: 64,
+              sampler: new TokenSampler({ temperature: 0, topP: 1 }),
+              onToken: () => {
+                tokens++;
+                return false;
+              },
+              onFinish: () => resolve(),
+              onError: reject,
             },
-            onFinish: () => resolve(),
-            onError: reject,
-          }]),
+          ]),
         );
       }
     }),
@@ -232,8 +242,12 @@ async function measureEngine(model: OnnxTransformer, batching: boolean, concurre
   const ms = performance.now() - started;
   const cpu = process.cpuUsage(cpuBefore);
   return {
-    batching, concurrency, tokensPerSecond: (tokens / ms) * 1000, msPerToken: (ms / tokens) * concurrency,
-    cpuMsPerToken: (cpu.user + cpu.system) / 1000 / tokens, meanBatch: stepped / steps,
+    batching,
+    concurrency,
+    tokensPerSecond: (tokens / ms) * 1000,
+    msPerToken: (ms / tokens) * concurrency,
+    cpuMsPerToken: (cpu.user + cpu.system) / 1000 / tokens,
+    meanBatch: stepped / steps,
   };
 }
 
@@ -254,7 +268,10 @@ async function measure(url: string, batching: boolean, worker: boolean, concurre
       const connection = new Connection(url);
       while (performance.now() < deadline) {
         const t0 = performance.now();
-        const res = await connection.post('/v1/chat/completions', JSON.stringify({ model: 'strata-tiny', messages: [{ role: 'user', content: randomPrompt() }], temperature: 0 }));
+        const res = await connection.post(
+          '/v1/chat/completions',
+          JSON.stringify({ model: 'strata-tiny', messages: [{ role: 'user', content: randomPrompt() }], temperature: 0 }),
+        );
         const body = JSON.parse(res.text) as { usage?: { completion_tokens: number } };
         if (res.status !== 200 || !body.usage) throw new Error(`request failed: ${res.status} ${res.text}`);
         const ms = performance.now() - t0;
@@ -297,7 +314,9 @@ function percentile(values: number[], q: number): number {
 // The conditions, printed with the figures: on a shared machine other work changes them a lot.
 const conditions = () => ({ date: new Date().toISOString(), cpus: os.cpus().length, loadAverage1m: Number(os.loadavg()[0]!.toFixed(2)) });
 const startConditions = conditions();
-console.log(`started ${startConditions.date} on ${startConditions.cpus} CPUs, load average ${startConditions.loadAverage1m} (1 min), ${SECONDS} s per measurement, ${args['prompt-tokens']} content ids per prompt`);
+console.log(
+  `started ${startConditions.date} on ${startConditions.cpus} CPUs, load average ${startConditions.loadAverage1m} (1 min), ${SECONDS} s per measurement, ${args['prompt-tokens']} content ids per prompt`,
+);
 
 const engine: EngineMeasurement[] = [];
 const model = await OnnxTransformer.load(DEFAULT_MODEL_DIR);
@@ -306,7 +325,9 @@ for (const batching of [true, false]) {
   for (const c of CONCURRENCY) {
     const m = await measureEngine(model, batching, c);
     engine.push(m);
-    console.log(`engine batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ${m.msPerToken.toFixed(3)} ms per token per sequence, ${m.cpuMsPerToken.toFixed(3)} CPU-ms per token, mean batch ${m.meanBatch.toFixed(1)}`);
+    console.log(
+      `engine batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ${m.msPerToken.toFixed(3)} ms per token per sequence, ${m.cpuMsPerToken.toFixed(3)} CPU-ms per token, mean batch ${m.meanBatch.toFixed(1)}`,
+    );
   }
 }
 await model.release();
@@ -365,7 +386,9 @@ if (PAIRS > 0) {
       for (const batching of order) tokensPerSecond[String(batching)] = (await measure(batching ? on.url : off.url, batching, true, 32)).tokensPerSecond;
       const pair = { on: tokensPerSecond.true!, off: tokensPerSecond.false!, ratio: tokensPerSecond.true! / tokensPerSecond.false! };
       pairs.push(pair);
-      console.log(`pair ${i + 1} at c=32 (${order[0] ? 'on first' : 'off first'}): batching on ${pair.on.toFixed(0)} vs off ${pair.off.toFixed(0)} tokens/s -> ${pair.ratio.toFixed(2)}x`);
+      console.log(
+        `pair ${i + 1} at c=32 (${order[0] ? 'on first' : 'off first'}): batching on ${pair.on.toFixed(0)} vs off ${pair.off.toFixed(0)} tokens/s -> ${pair.ratio.toFixed(2)}x`,
+      );
     }
   } finally {
     for (const { child } of servers) {
@@ -374,9 +397,39 @@ if (PAIRS > 0) {
     }
   }
 }
-const pairsMedian = pairs.length > 0 ? percentile(pairs.map((p) => p.ratio), 0.5) : undefined;
-if (pairsMedian !== undefined) console.log(`HTTP: batching speed-up at concurrency 32, median of ${pairs.length} alternating pairs: ${pairsMedian.toFixed(2)}x (target >= 5x)`);
-console.log(`server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off), ${rss.batchingInThread!.toFixed(0)} MiB (batching on, no worker)`);
+const pairsMedian =
+  pairs.length > 0
+    ? percentile(
+        pairs.map((p) => p.ratio),
+        0.5,
+      )
+    : undefined;
+if (pairsMedian !== undefined)
+  console.log(`HTTP: batching speed-up at concurrency 32, median of ${pairs.length} alternating pairs: ${pairsMedian.toFixed(2)}x (target >= 5x)`);
+console.log(
+  `server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off), ${rss.batchingInThread!.toFixed(0)} MiB (batching on, no worker)`,
+);
 const endConditions = conditions();
 console.log(`finished ${endConditions.date}, load average ${endConditions.loadAverage1m} (1 min)`);
-console.log(JSON.stringify({ started: startConditions, finished: endConditions, seconds: SECONDS, promptTokens: args['prompt-tokens'], engine, engineSpeedupAt32: engineSpeedup, engineCpuGainAt32: engineCpuGain, http: results, httpSpeedupAt32: speedup, httpCpuGainAt32: cpuGain, inThreadSpeedupAt32: inThreadSpeedup, pairsAt32: pairs, pairsMedianSpeedupAt32: pairsMedian, rssMiB: rss }, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      started: startConditions,
+      finished: endConditions,
+      seconds: SECONDS,
+      promptTokens: args['prompt-tokens'],
+      engine,
+      engineSpeedupAt32: engineSpeedup,
+      engineCpuGainAt32: engineCpuGain,
+      http: results,
+      httpSpeedupAt32: speedup,
+      httpCpuGainAt32: cpuGain,
+      inThreadSpeedupAt32: inThreadSpeedup,
+      pairsAt32: pairs,
+      pairsMedianSpeedupAt32: pairsMedian,
+      rssMiB: rss,
+    },
+    null,
+    2,
+  ),
+);

@@ -90,7 +90,13 @@ function cpuLines(on: OpsFigure, off: OpsFigure): string[] {
 function mean(runs: OpsFigure[]): OpsFigure {
   const avg = (f: (r: OpsFigure) => number) => runs.reduce((a, r) => a + f(r), 0) / runs.length;
   const cpu = runs.every((r) => r.cpuMs) ? { stack: avg((r) => r.cpuMs!.stack), pg: avg((r) => r.cpuMs!.pg), rabbit: avg((r) => r.cpuMs!.rabbit) } : undefined;
-  return { opsPerSec: avg((r) => r.opsPerSec), p50: avg((r) => r.p50), p99: Math.max(...runs.map((r) => r.p99)), errors: runs.reduce((a, r) => a + r.errors, 0), cpuMs: cpu };
+  return {
+    opsPerSec: avg((r) => r.opsPerSec),
+    p50: avg((r) => r.p50),
+    p99: Math.max(...runs.map((r) => r.p99)),
+    errors: runs.reduce((a, r) => a + r.errors, 0),
+    cpuMs: cpu,
+  };
 }
 
 /** Signed 4 KiB GET and PUT workloads against one stack (PUT cycles over 1000 new keys per run, one body for all). */
@@ -110,7 +116,15 @@ class Workload {
   }
 
   async get(seconds = SECONDS): Promise<OpsFigure> {
-    return figure(await runWrk({ origin: this.origin, method: 'GET', targets: [this.sign('GET', '/bench/small.bin').slice(this.origin.length)], seconds, connections: CONNECTIONS }));
+    return figure(
+      await runWrk({
+        origin: this.origin,
+        method: 'GET',
+        targets: [this.sign('GET', '/bench/small.bin').slice(this.origin.length)],
+        seconds,
+        connections: CONNECTIONS,
+      }),
+    );
   }
 
   async put(seconds = SECONDS): Promise<OpsFigure> {
@@ -133,14 +147,17 @@ class Workload {
       if (inflight.size >= 64) await Promise.race(inflight);
       const url = new URL(this.sign('PUT', `/bench/drill/${n}.bin`));
       const p = new Promise<void>((resolve) => {
-        const req = http.request({ host: url.hostname, port: url.port, path: url.pathname + url.search, method: 'PUT', agent, headers: { 'content-length': SMALL } }, (res) => {
-          res.resume();
-          res.on('end', () => {
-            if (res.statusCode === 200) counts.ok++;
-            else counts.failed++;
-            resolve();
-          });
-        });
+        const req = http.request(
+          { host: url.hostname, port: url.port, path: url.pathname + url.search, method: 'PUT', agent, headers: { 'content-length': SMALL } },
+          (res) => {
+            res.resume();
+            res.on('end', () => {
+              if (res.statusCode === 200) counts.ok++;
+              else counts.failed++;
+              resolve();
+            });
+          },
+        );
         req.on('error', () => {
           counts.failed++;
           resolve();
@@ -244,7 +261,11 @@ async function main(): Promise<void> {
         await settle();
         const after = await cpuSnapshot(stack, admin);
         const n = Math.max(1, run.ok ?? 0);
-        run.cpuMs = { stack: (cpuDelta(before.stack, after.stack) * 1000) / n, pg: (cpuDelta(before.pg, after.pg) * 1000) / n, rabbit: (cpuDelta(before.rabbit, after.rabbit) * 1000) / n };
+        run.cpuMs = {
+          stack: (cpuDelta(before.stack, after.stack) * 1000) / n,
+          pg: (cpuDelta(before.pg, after.pg) * 1000) / n,
+          rabbit: (cpuDelta(before.rabbit, after.rabbit) * 1000) / n,
+        };
         (off ? offRuns : onRuns).push(run);
         log(
           `  events ${off ? 'off' : 'on '}: ${Math.round(run.opsPerSec)} PUT/s, CPU per PUT ${run.cpuMs.stack.toFixed(2)} ms stack + ${run.cpuMs.pg.toFixed(2)} ms PostgreSQL [+ ${run.cpuMs.rabbit.toFixed(2)} ms RabbitMQ, shared] (load average ${os
@@ -256,18 +277,29 @@ async function main(): Promise<void> {
         if (off) await admin.query('DROP TRIGGER strata_bench_events_off ON outbox');
       }
     }
-    const loadAfterRuns = os.loadavg().map((l) => l.toFixed(1)).join(' ');
+    const loadAfterRuns = os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ');
     const rPutOn = onRuns.length ? mean(onRuns) : undefined;
     const rPutOff = offRuns.length ? mean(offRuns) : undefined;
     const objects = await count("SELECT count(*)::int AS n FROM object_info WHERE state = 'NORMAL'");
 
     if (OUTBOX_ONLY) {
-      const ms = (f: OpsFigure) => (f.cpuMs ? `, CPU per PUT ${f.cpuMs.stack.toFixed(2)} ms stack + ${f.cpuMs.pg.toFixed(2)} ms PostgreSQL [+ ${f.cpuMs.rabbit.toFixed(2)} ms in the machine's RabbitMQ, shared with other users]` : '');
+      const ms = (f: OpsFigure) =>
+        f.cpuMs
+          ? `, CPU per PUT ${f.cpuMs.stack.toFixed(2)} ms stack + ${f.cpuMs.pg.toFixed(2)} ms PostgreSQL [+ ${f.cpuMs.rabbit.toFixed(2)} ms in the machine's RabbitMQ, shared with other users]`
+          : '';
       const lines = [
         '',
-        `real stack PUT 4 KiB, ${CONNECTIONS} connections, ${SECONDS} s per run (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`,
+        `real stack PUT 4 KiB, ${CONNECTIONS} connections, ${SECONDS} s per run (load average ${os
+          .loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')})`,
         ...(rPutOn ? [`  events on:  ${Math.round(rPutOn.opsPerSec)} ops/s (runs ${onRuns.map((f) => Math.round(f.opsPerSec)).join(', ')})${ms(rPutOn)}`] : []),
-        ...(rPutOff ? [`  events off: ${Math.round(rPutOff.opsPerSec)} ops/s (runs ${offRuns.map((f) => Math.round(f.opsPerSec)).join(', ')})${ms(rPutOff)}`] : []),
+        ...(rPutOff
+          ? [`  events off: ${Math.round(rPutOff.opsPerSec)} ops/s (runs ${offRuns.map((f) => Math.round(f.opsPerSec)).join(', ')})${ms(rPutOff)}`]
+          : []),
       ];
       if (rPutOn && rPutOff) {
         lines.push(`  outbox cost: ${((1 - rPutOn.opsPerSec / rPutOff.opsPerSec) * 100).toFixed(1)} % of PUT ops/s`);
@@ -357,7 +389,11 @@ async function main(): Promise<void> {
       `RabbitMQ outage drill: cut for ${outageS.toFixed(1)} s under ${rate} PUT/s (${drill.ok} PUTs answered 200, ${drill.failed} failed during the drill)`,
       `  outbox backlog ${before} at most before the cut (events in flight) → ${peak} when RabbitMQ came back; "drained" = back to ≤ ${settled}`,
       `  backlog published ${drainedS === undefined ? `NOT within ${DRAIN_LIMIT_S} s` : `${drainedS.toFixed(1)} s`} after RabbitMQ returned (publishing resumed after ${resumedS?.toFixed(1) ?? '?'} s, the reconnect backoff; highest backlog ${highest}); every event applied by the consumer ${appliedS === undefined ? `NOT within ${DRAIN_LIMIT_S} s` : `after ${appliedS.toFixed(1)} s`} (load still running)`,
-      ...(estimate60 === undefined ? [] : [`  a 60 s outage (backlog ~${Math.round((highest * 60) / OUTAGE_S)}) at the measured net drain rate of ${Math.round(netRate!)} events/s: ~${estimate60.toFixed(0)} s (estimate, not measured)`]),
+      ...(estimate60 === undefined
+        ? []
+        : [
+            `  a 60 s outage (backlog ~${Math.round((highest * 60) / OUTAGE_S)}) at the measured net drain rate of ${Math.round(netRate!)} events/s: ~${estimate60.toFixed(0)} s (estimate, not measured)`,
+          ]),
       `  object.created events written ${eventsTotal}, applied ${processed}; NORMAL objects before the drill ${objects}`,
       '',
       'Targets (issue 3):',
@@ -368,7 +404,9 @@ async function main(): Promise<void> {
           ]
         : []),
       `  backlog of a ${OUTAGE_S} s outage drains within 30 s: ${drainedS === undefined ? 'NOT met' : `${drainedS.toFixed(1)} s ${yes(drainedS <= 30)}`}` +
-        (estimate60 !== undefined ? `; the target's 60 s outage: ~${estimate60.toFixed(0)} s estimated ${yes(estimate60 <= 30)} (BENCH_OUTAGE_SECONDS=60 measures it)` : ''),
+        (estimate60 !== undefined
+          ? `; the target's 60 s outage: ~${estimate60.toFixed(0)} s estimated ${yes(estimate60 <= 30)} (BENCH_OUTAGE_SECONDS=60 measures it)`
+          : ''),
       '',
     ];
     console.log(report.join('\n'));
@@ -379,7 +417,9 @@ async function main(): Promise<void> {
     await redis?.stop().catch(() => undefined);
     await replica?.stop().catch(() => undefined);
     await db?.drop().catch(() => undefined);
-    await removeRabbitNames(real.exchange!, `${real.queuePrefix}${CONTROL_PLANE_QUEUE}`).catch((err) => console.error('could not remove the bench exchange/queue', err));
+    await removeRabbitNames(real.exchange!, `${real.queuePrefix}${CONTROL_PLANE_QUEUE}`).catch((err) =>
+      console.error('could not remove the bench exchange/queue', err),
+    );
     await rm(work, { recursive: true, force: true });
   }
 }

@@ -103,31 +103,46 @@ async function main(): Promise<void> {
   const gwPort = standalone.gatewayPort;
   const loadBefore = os.loadavg();
   const origin = `http://127.0.0.1:${gwPort}`;
-  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', path.join(serverRepo, 'images/standalone/src/main.ts')], {
-    cwd: serverRepo,
-    env: {
-      ...process.env,
-      ...standalone.env,
-      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+  const child = spawn(
+    process.execPath,
+    [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', path.join(serverRepo, 'images/standalone/src/main.ts')],
+    {
+      cwd: serverRepo,
+      env: {
+        ...process.env,
+        ...standalone.env,
+        LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+      },
+      stdio: ['ignore', process.env.BENCH_CHILD_STDOUT ? openSync(process.env.BENCH_CHILD_STDOUT, 'w') : 'ignore', 'inherit'],
     },
-    stdio: ['ignore', process.env.BENCH_CHILD_STDOUT ? openSync(process.env.BENCH_CHILD_STDOUT, 'w') : 'ignore', 'inherit'],
-  });
+  );
   const nginx = await startNginx(work, nginxPort);
   let peakRss = 0;
   // The peak per phase too: which load sets the process's peak.
   let phase = 'start';
   const phasePeaks = new Map<string, number>();
   const sampler = setInterval(() => {
-    rssMiB(child.pid!).then((v) => {
-      peakRss = Math.max(peakRss, v);
-      phasePeaks.set(phase, Math.max(phasePeaks.get(phase) ?? 0, v));
-    }, () => undefined);
+    rssMiB(child.pid!).then(
+      (v) => {
+        peakRss = Math.max(peakRss, v);
+        phasePeaks.set(phase, Math.max(phasePeaks.get(phase) ?? 0, v));
+      },
+      () => undefined,
+    );
   }, 200);
   try {
     await waitFor(`${origin}/readyz`);
     const sign = (method: string, key: string, expires = 3600) =>
       presignUrl({ method, origin, path: `/bench/${key}`, accessKey: ROOT.user, secret: ROOT.password, region: 'us-east-1', expiresSeconds: expires });
-    const bucketUrl = presignUrl({ method: 'PUT', origin, path: '/bench', accessKey: ROOT.user, secret: ROOT.password, region: 'us-east-1', expiresSeconds: 60 });
+    const bucketUrl = presignUrl({
+      method: 'PUT',
+      origin,
+      path: '/bench',
+      accessKey: ROOT.user,
+      secret: ROOT.password,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+    });
     if (!(await fetch(bucketUrl, { method: 'PUT' })).ok) throw new Error('could not create the bench bucket');
     const relative = (u: string) => u.slice(origin.length);
 
@@ -152,7 +167,16 @@ async function main(): Promise<void> {
       ];
       const small = randomBytes(SMALL);
       const load = (side: (typeof sides)[number], method: 'GET' | 'PUT', seconds = SECONDS) =>
-        runWrk({ origin: side.origin, method, targets: side[method === 'GET' ? 'get' : 'put'], body: method === 'PUT' ? small : undefined, bodies: PUT_BODIES, seconds, connections: CONNECTIONS, threads: WRK_THREADS });
+        runWrk({
+          origin: side.origin,
+          method,
+          targets: side[method === 'GET' ? 'get' : 'put'],
+          body: method === 'PUT' ? small : undefined,
+          bodies: PUT_BODIES,
+          seconds,
+          connections: CONNECTIONS,
+          threads: WRK_THREADS,
+        });
       for (const side of sides) {
         await checkTargets({ origin: side.origin, method: 'PUT', targets: side.put, body: small });
         await checkTargets({ origin: side.origin, method: 'GET', targets: side.get, expectBytes: SMALL });
@@ -205,9 +229,17 @@ async function main(): Promise<void> {
       // process compiles its path and takes its buffers; steady-state uploads are what is compared.
       await put(sign('PUT', 'big.bin'));
       await put(`${nginx.url}/big.bin`);
-      const [gwBigPut, ngBigPut] = await bestPairs('PUT 256 MiB', () => put(sign('PUT', 'big.bin')), () => put(`${nginx.url}/big.bin`));
+      const [gwBigPut, ngBigPut] = await bestPairs(
+        'PUT 256 MiB',
+        () => put(sign('PUT', 'big.bin')),
+        () => put(`${nginx.url}/big.bin`),
+      );
       phase = 'GET 256 MiB';
-      const [gwBigGet, ngBigGet] = await bestPairs('GET 256 MiB', () => get(sign('GET', 'big.bin')), () => get(`${nginx.url}/big.bin`));
+      const [gwBigGet, ngBigGet] = await bestPairs(
+        'GET 256 MiB',
+        () => get(sign('GET', 'big.bin')),
+        () => get(`${nginx.url}/big.bin`),
+      );
       const big = (name: string, g: number, n: number) => `| ${name} | ${f1(g)} MiB/s | ${f1(n)} MiB/s | ${f2(g / n)}× |`;
       rows.push(big('GET 256 MiB', gwBigGet.value, ngBigGet.value), big('PUT 256 MiB', gwBigPut.value, ngBigPut.value));
       const mib = BIG / 1048576;
@@ -234,7 +266,10 @@ async function main(): Promise<void> {
         ...rows,
         '',
         ...cpuLines,
-        `standalone RSS: idle ${f1(idleRss)} MiB, peak under load ${f1(peakRss)} MiB (${[...phasePeaks].filter(([name]) => name !== 'start').map(([name, v]) => `${name} ${f1(v)}`).join(', ')})`,
+        `standalone RSS: idle ${f1(idleRss)} MiB, peak under load ${f1(peakRss)} MiB (${[...phasePeaks]
+          .filter(([name]) => name !== 'start')
+          .map(([name, v]) => `${name} ${f1(v)}`)
+          .join(', ')})`,
         '',
         'targets (issue 2):',
         ...goals,

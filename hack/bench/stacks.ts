@@ -72,8 +72,13 @@ export async function cpuSeconds(pid: number | undefined): Promise<number> {
  * CPU seconds of the stack's processes and of the PostgreSQL backends connected to the bench
  * database, per pid, so that a delta counts only processes alive at both ends (pools keep theirs).
  */
-export async function cpuSnapshot(stack: Stack, admin: pg.Client): Promise<{ stack: Map<number, number>; pg: Map<number, number>; rabbit: Map<number, number> }> {
-  const pids = (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows.map((r) => r.pid);
+export async function cpuSnapshot(
+  stack: Stack,
+  admin: pg.Client,
+): Promise<{ stack: Map<number, number>; pg: Map<number, number>; rabbit: Map<number, number> }> {
+  const pids = (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows.map(
+    (r) => r.pid,
+  );
   const snap = { stack: new Map<number, number>(), pg: new Map<number, number>(), rabbit: new Map<number, number>() };
   for (const child of stack.children) if (child.pid) snap.stack.set(child.pid, await cpuSeconds(child.pid));
   for (const pid of pids) snap.pg.set(pid, await cpuSeconds(pid));
@@ -102,7 +107,13 @@ export async function waitReady(url: string, child: ChildProcess, ms = 90_000): 
   const until = Date.now() + ms;
   while (Date.now() < until) {
     if (child.exitCode !== null) throw new Error(`${url}: the process exited with ${child.exitCode}`);
-    if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(`${url}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await sleep(200);
   }
   throw new Error(`${url} did not become ready`);
@@ -178,11 +189,22 @@ export async function startServices(work: string, real: RealServers): Promise<St
     const dpUrl = `http://127.0.0.1:${dp}`;
     const control = spawnEntrypoint(
       'images/control-plane/src/main.ts',
-      cleanEnv({ ...realEnv(real), PORT: String(cp), STRATA_INTERNAL_TOKEN: token, STRATA_SECRET_KEY: randomBytes(24).toString('hex'), STRATA_ROOT_USER: ROOT.user, STRATA_ROOT_PASSWORD: ROOT.password, STRATA_DATA_PLANE_URL: dpUrl }),
+      cleanEnv({
+        ...realEnv(real),
+        PORT: String(cp),
+        STRATA_INTERNAL_TOKEN: token,
+        STRATA_SECRET_KEY: randomBytes(24).toString('hex'),
+        STRATA_ROOT_USER: ROOT.user,
+        STRATA_ROOT_PASSWORD: ROOT.password,
+        STRATA_DATA_PLANE_URL: dpUrl,
+      }),
     );
     children.push(control);
     await waitReady(cpUrl, control);
-    const data = spawnEntrypoint('images/data-plane/src/main.ts', cleanEnv({ ...realEnv(real), PORT: String(dp), STRATA_INTERNAL_TOKEN: token, STRATA_DATA_DIR: path.join(work, 'data-services') }));
+    const data = spawnEntrypoint(
+      'images/data-plane/src/main.ts',
+      cleanEnv({ ...realEnv(real), PORT: String(dp), STRATA_INTERNAL_TOKEN: token, STRATA_DATA_DIR: path.join(work, 'data-services') }),
+    );
     children.push(data);
     await waitReady(dpUrl, data);
     const gateway = spawnEntrypoint(

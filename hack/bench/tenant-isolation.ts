@@ -45,14 +45,24 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function waitHealthy(origin: string, exited: () => boolean): Promise<void> {
   for (let i = 0; i < 600; i++) {
     if (exited()) throw new Error('the standalone process exited before it was healthy');
-    if (await fetch(`${origin}/healthz`).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(`${origin}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await sleep(200);
   }
   throw new Error('the standalone process did not become healthy in 120 s');
 }
 
 async function loginToken(origin: string): Promise<string> {
-  const r = await fetch(`${origin}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: ROOT.user, password: ROOT.password }) });
+  const r = await fetch(`${origin}/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: ROOT.user, password: ROOT.password }),
+  });
   if (!r.ok) throw new Error(`root login failed: ${r.status}`);
   return ((await r.json()) as { data: { token: string } }).data.token;
 }
@@ -77,7 +87,12 @@ class Tally {
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
   }
   toString(): string {
-    return [...this.counts].sort().map(([k, n]) => `${k}×${n}`).join(' ') || 'none';
+    return (
+      [...this.counts]
+        .sort()
+        .map(([k, n]) => `${k}×${n}`)
+        .join(' ') || 'none'
+    );
   }
 }
 
@@ -101,24 +116,29 @@ interface Latencies {
 async function measureB(urls: string[], agent: http.Agent): Promise<Latencies> {
   const out: Latencies = { ms: [], errors: 0, errorKinds: new Tally() };
   const end = Date.now() + SECONDS * 1000;
-  await loop(CONNECTIONS, () => Date.now() >= end, 1_000_000, async (i) => {
-    const t0 = performance.now();
-    const status = await new Promise<string>((resolve) => {
-      const req = http.get(urls[i % urls.length]!, { agent }, (res) => {
-        let bytes = 0;
-        res.on('data', (c: Buffer) => (bytes += c.length));
-        res.on('end', () => resolve(res.statusCode === 200 && bytes === OBJECT_BYTES ? 'ok' : String(res.statusCode)));
-        res.on('error', () => resolve('reset'));
+  await loop(
+    CONNECTIONS,
+    () => Date.now() >= end,
+    1_000_000,
+    async (i) => {
+      const t0 = performance.now();
+      const status = await new Promise<string>((resolve) => {
+        const req = http.get(urls[i % urls.length]!, { agent }, (res) => {
+          let bytes = 0;
+          res.on('data', (c: Buffer) => (bytes += c.length));
+          res.on('end', () => resolve(res.statusCode === 200 && bytes === OBJECT_BYTES ? 'ok' : String(res.statusCode)));
+          res.on('error', () => resolve('reset'));
+        });
+        req.setTimeout(GET_DEADLINE_MS, () => req.destroy(new Error('deadline')));
+        req.on('error', (err) => resolve(err.message === 'deadline' ? 'deadline' : 'error'));
       });
-      req.setTimeout(GET_DEADLINE_MS, () => req.destroy(new Error('deadline')));
-      req.on('error', (err) => resolve(err.message === 'deadline' ? 'deadline' : 'error'));
-    });
-    out.ms.push(performance.now() - t0);
-    if (status !== 'ok') {
-      out.errors++;
-      out.errorKinds.add(status);
-    }
-  });
+      out.ms.push(performance.now() - t0);
+      if (status !== 'ok') {
+        out.errors++;
+        out.errorKinds.add(status);
+      }
+    },
+  );
   return out;
 }
 
@@ -184,14 +204,19 @@ async function main(): Promise<void> {
     await mustOk('A creates its bucket', send(signed(a, { method: 'PUT', target: '/tenant-a-fs', headers: [] })));
     await mustOk('A creates its backend bucket', send(signed(a, { method: 'PUT', target: '/tenant-a-remote', headers: [['x-strata-backend', 'minio']] })));
     const small = Buffer.from('on the backend');
-    await mustOk('A writes to its backend bucket', send(signed(a, { method: 'PUT', target: '/tenant-a-remote/o.txt', headers: [['content-length', String(small.length)]], body: small })));
+    await mustOk(
+      'A writes to its backend bucket',
+      send(signed(a, { method: 'PUT', target: '/tenant-a-remote/o.txt', headers: [['content-length', String(small.length)]], body: small })),
+    );
     await mustOk('B creates its bucket', send(signed(b, { method: 'PUT', target: '/tenant-b', headers: [] })));
     const urls: string[] = [];
     for (let i = 0; i < OBJECTS; i++) {
       const body = randomBytes(OBJECT_BYTES);
       const key = `object-${i}.bin`;
       await mustOk(`B writes ${key}`, send(signed(b, { method: 'PUT', target: `/tenant-b/${key}`, headers: [['content-length', String(body.length)]], body })));
-      urls.push(presignUrl({ method: 'GET', origin, path: `/tenant-b/${key}`, accessKey: b.accessKey, secret: b.secret, region: 'us-east-1', expiresSeconds: 3600 }));
+      urls.push(
+        presignUrl({ method: 'GET', origin, path: `/tenant-b/${key}`, accessKey: b.accessKey, secret: b.secret, region: 'us-east-1', expiresSeconds: 3600 }),
+      );
     }
     const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
     cleanups.push(async () => agent.destroy());
@@ -222,7 +247,16 @@ async function main(): Promise<void> {
             () => signed(a, { method: 'GET', target: '/tenant-a-fs?list-type=2&start-after=%00', headers: [] }),
             () => signed(a, { method: 'PUT', target: '/tenant-a-fs/bad-%FF%FE-key', headers: [['content-length', '3']], body: Buffer.from('abc') }),
             () => signed(a, { method: 'GET', target: '/tenant-a-fs/%C0%AF', headers: [] }),
-            () => signed(a, { method: 'POST', target: '/tenant-a-fs?delete', headers: [['content-length', String(malformed.length)], ['content-md5', md5]], body: malformed }),
+            () =>
+              signed(a, {
+                method: 'POST',
+                target: '/tenant-a-fs?delete',
+                headers: [
+                  ['content-length', String(malformed.length)],
+                  ['content-md5', md5],
+                ],
+                body: malformed,
+              }),
           ];
           await loop(4, stopped, 200_000, async (i) => tally.add(statusOf(await send(requests[i % requests.length]!(), 10_000))));
           return `A's bad requests: ${tally}`;
@@ -268,7 +302,20 @@ async function main(): Promise<void> {
           await loop(16, stopped, 100_000, async (i) => {
             // Even attempts come from one address, odd ones each from a new one.
             const xff = i % 2 === 0 ? '203.0.113.7' : `198.51.${(i >> 8) & 255}.${i & 255}`;
-            const o = await send({ method: 'POST', target: '/login', headers: [['host', host], ['content-type', 'application/json'], ['x-forwarded-for', xff], ['content-length', String(body.length)]], body: Buffer.from(body) }, 10_000);
+            const o = await send(
+              {
+                method: 'POST',
+                target: '/login',
+                headers: [
+                  ['host', host],
+                  ['content-type', 'application/json'],
+                  ['x-forwarded-for', xff],
+                  ['content-length', String(body.length)],
+                ],
+                body: Buffer.from(body),
+              },
+              10_000,
+            );
             tally.add(statusOf(o));
           });
           return `/login attempts: ${tally}`;
@@ -280,7 +327,9 @@ async function main(): Promise<void> {
           proxy.stall();
           const run = timed(async (stopped) => {
             const tally = new Tally();
-            await loop(24, stopped, 10_000, async () => tally.add(statusOf(await send(signed(a, { method: 'GET', target: '/tenant-a-remote/o.txt', headers: [] }), 30_000))));
+            await loop(24, stopped, 10_000, async () =>
+              tally.add(statusOf(await send(signed(a, { method: 'GET', target: '/tenant-a-remote/o.txt', headers: [] }), 30_000))),
+            );
             return `A's GETs of the hung-backend bucket: ${tally}`;
           });
           const stop = await run();
@@ -312,7 +361,12 @@ async function main(): Promise<void> {
     }
     console.log('\nscenario         GETs    p50 ms   p95 ms   p99 ms   max ms errors');
     for (const row of rows) console.log(row);
-    console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}; the standalone process ${exited ? 'EXITED' : 'stayed up'}`);
+    console.log(
+      `load average after: ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}; the standalone process ${exited ? 'EXITED' : 'stayed up'}`,
+    );
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   }

@@ -128,7 +128,25 @@ export async function runWrk(o: WrkOptions): Promise<WrkFigure> {
     await writeFile(script, SCRIPT);
     await writeFile(targets, o.targets.join('\n') + '\n');
     if (o.body) await writeFile(bodyFile, o.body);
-    const args = ['-t', String(threads), '-c', String(o.connections), '-d', `${o.seconds}s`, '--timeout', '30s', '-s', script, o.origin, '--', o.method, targets, bodyFile, o.bodies ?? 'one', String(threads)];
+    const args = [
+      '-t',
+      String(threads),
+      '-c',
+      String(o.connections),
+      '-d',
+      `${o.seconds}s`,
+      '--timeout',
+      '30s',
+      '-s',
+      script,
+      o.origin,
+      '--',
+      o.method,
+      targets,
+      bodyFile,
+      o.bodies ?? 'one',
+      String(threads),
+    ];
     const cpu0 = await childrenCpuMs();
     const out = await new Promise<string>((resolve, reject) => {
       const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -144,7 +162,9 @@ export async function runWrk(o: WrkOptions): Promise<WrkFigure> {
     const r = JSON.parse(line.slice('WRK_RESULT '.length)) as WrkResult;
     const errors = r.status + r.connect + r.read + r.write + r.timeout;
     if (errors && !o.allowErrors) {
-      throw new Error(`wrk ${o.method} ${o.origin}: ${r.status} of ${r.requests} answers 4xx/5xx, socket errors connect ${r.connect} read ${r.read} write ${r.write} timeout ${r.timeout}`);
+      throw new Error(
+        `wrk ${o.method} ${o.origin}: ${r.status} of ${r.requests} answers 4xx/5xx, socket errors connect ${r.connect} read ${r.read} write ${r.write} timeout ${r.timeout}`,
+      );
     }
     return {
       opsPerSec: r.requests / (r.durationUs / 1e6),
@@ -165,7 +185,14 @@ export async function runWrk(o: WrkOptions): Promise<WrkFigure> {
  * with a PUT body this is also how the keys of a run are created. GET answers must carry
  * `expectBytes` bytes when given.
  */
-export async function checkTargets(o: { origin: string; method: 'GET' | 'PUT'; targets: string[]; body?: Buffer; expectBytes?: number; concurrency?: number }): Promise<void> {
+export async function checkTargets(o: {
+  origin: string;
+  method: 'GET' | 'PUT';
+  targets: string[];
+  body?: Buffer;
+  expectBytes?: number;
+  concurrency?: number;
+}): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < o.targets.length) {
@@ -173,7 +200,8 @@ export async function checkTargets(o: { origin: string; method: 'GET' | 'PUT'; t
       const res = await fetch(o.origin + target, { method: o.method, body: o.body ? new Uint8Array(o.body) : undefined, redirect: 'manual' });
       const bytes = (await res.arrayBuffer()).byteLength;
       if (res.status < 200 || res.status > 299) throw new Error(`${o.method} ${target.split('?')[0]} answered ${res.status}`);
-      if (o.expectBytes !== undefined && bytes !== o.expectBytes) throw new Error(`${o.method} ${target.split('?')[0]}: ${bytes} bytes, expected ${o.expectBytes}`);
+      if (o.expectBytes !== undefined && bytes !== o.expectBytes)
+        throw new Error(`${o.method} ${target.split('?')[0]}: ${bytes} bytes, expected ${o.expectBytes}`);
     }
   };
   await Promise.all(Array.from({ length: o.concurrency ?? 16 }, worker));

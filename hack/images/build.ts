@@ -19,7 +19,10 @@ export function buildImageApp(image: string, out: string, root = REPO_ROOT): voi
     else copyFileSync(path.join(root, file.source), target);
   }
   // The compiled modules are ES modules, as in the repository.
-  writeFileSync(path.join(out, 'package.json'), `${JSON.stringify({ name: `strata-${image}`, private: true, type: 'module', main: compiledPath(spec.entry) }, null, 2)}\n`);
+  writeFileSync(
+    path.join(out, 'package.json'),
+    `${JSON.stringify({ name: `strata-${image}`, private: true, type: 'module', main: compiledPath(spec.entry) }, null, 2)}\n`,
+  );
   if (graph.leftOut.length) console.log(`${image}: development-only modules left out: ${graph.leftOut.join(', ')}`);
 }
 

@@ -13,7 +13,10 @@ function dependsNames(field: string, has: (pkg: string) => boolean): string[] {
   return field
     .split(',')
     .map((group) => {
-      const alternatives = group.split('|').map((alt) => alt.trim().split(/[\s(]/)[0].replace(/:any$/, '')).filter(Boolean);
+      const alternatives = group
+        .split('|')
+        .map((alt) => alt.trim().split(/[\s(]/)[0].replace(/:any$/, ''))
+        .filter(Boolean);
       return alternatives.find(has) ?? alternatives[0];
     })
     .filter((name): name is string => !!name);
@@ -84,7 +87,9 @@ export function aptAdds(pkgs: string[]): Set<string> {
 
 /** Bytes a package takes once installed (its Installed-Size, in KiB). */
 export function installedBytes(pkg: string): number {
-  const out = installed().has(pkg) ? run('dpkg-query', ['-W', '-f', '${Installed-Size}', pkg]) : /^Installed-Size: (\d+)$/m.exec(run('apt-cache', ['show', '--no-all-versions', pkg]))?.[1];
+  const out = installed().has(pkg)
+    ? run('dpkg-query', ['-W', '-f', '${Installed-Size}', pkg])
+    : /^Installed-Size: (\d+)$/m.exec(run('apt-cache', ['show', '--no-all-versions', pkg]))?.[1];
   if (!out) throw new Error(`no Installed-Size for ${pkg}`);
   return Number(out.trim()) * 1024;
 }

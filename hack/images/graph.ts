@@ -136,7 +136,11 @@ export function packageClosure(names: string[], root = REPO_ROOT): string[] {
     if (found.has(dir)) continue;
     found.add(dir);
     const pkg = JSON.parse(readFileSync(path.join(root, dir, 'package.json'), 'utf8')) as PackageJson;
-    for (const [deps, required] of [[pkg.dependencies, true], [pkg.optionalDependencies, false], [pkg.peerDependencies, false]] as const) {
+    for (const [deps, required] of [
+      [pkg.dependencies, true],
+      [pkg.optionalDependencies, false],
+      [pkg.peerDependencies, false],
+    ] as const) {
       for (const dep of Object.keys(deps ?? {})) {
         const target = findPackage(dep, dir, root);
         if (target) queue.push(target);
@@ -181,8 +185,7 @@ function walk(dir: string, root: string, skip: (rel: string) => boolean, out: st
     const rel = path.join(dir, entry.name);
     if (entry.isDirectory()) {
       if (!skip(rel)) walk(rel, root, skip, out);
-    }
-    else if (entry.isFile()) out.push(rel);
+    } else if (entry.isFile()) out.push(rel);
   }
   return out;
 }
@@ -215,7 +218,8 @@ export function imageContents(spec: ImageSpec, root = REPO_ROOT, platform: strin
     }
   }
   for (const folder of graph.folders) {
-    if (!spec.assets.some((a) => a === folder || a.startsWith(`${folder}/`))) throw new Error(`${spec.name}: its code reads ${folder}, which is not among its assets`);
+    if (!spec.assets.some((a) => a === folder || a.startsWith(`${folder}/`)))
+      throw new Error(`${spec.name}: its code reads ${folder}, which is not among its assets`);
   }
   for (const asset of spec.assets) {
     if (!existsSync(path.join(root, asset))) throw new Error(`${spec.name}: asset ${asset} is missing`);

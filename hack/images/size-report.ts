@@ -45,7 +45,17 @@ export function imageSize(spec: ImageSpec, root = REPO_ROOT): ImageSize {
   const appBytes = filesBytes(contents.files, root);
   const onnxRuntime = contents.packageDirs.includes('node_modules/onnxruntime-node');
   const totalBytes = baseBytes + aptBytes + appBytes;
-  return { name: spec.name, base, baseBytes, aptPackages, aptBytes, appBytes, totalBytes, onnxRuntime, limitBytes: onnxRuntime ? ONNX_LIMIT_BYTES : LIMIT_BYTES };
+  return {
+    name: spec.name,
+    base,
+    baseBytes,
+    aptPackages,
+    aptBytes,
+    appBytes,
+    totalBytes,
+    onnxRuntime,
+    limitBytes: onnxRuntime ? ONNX_LIMIT_BYTES : LIMIT_BYTES,
+  };
 }
 
 function mb(bytes: number): string {
@@ -58,8 +68,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   for (const spec of IMAGES) {
     const s = imageSize(spec);
     if (s.totalBytes > s.limitBytes) over++;
-    console.log(`${s.name.padEnd(14)} ${mb(s.baseBytes)}   ${mb(s.aptBytes)}   ${mb(s.appBytes)}   ${mb(s.totalBytes)}   ${mb(s.limitBytes)}${s.onnxRuntime ? '  (ONNX Runtime)' : ''}${s.totalBytes > s.limitBytes ? '  OVER' : ''}`);
+    console.log(
+      `${s.name.padEnd(14)} ${mb(s.baseBytes)}   ${mb(s.aptBytes)}   ${mb(s.appBytes)}   ${mb(s.totalBytes)}   ${mb(s.limitBytes)}${s.onnxRuntime ? '  (ONNX Runtime)' : ''}${s.totalBytes > s.limitBytes ? '  OVER' : ''}`,
+    );
   }
-  console.log('MB (10^6 bytes). The CUDA variants add NVIDIA\'s CUDA and cuDNN base and are outside these limits.');
+  console.log("MB (10^6 bytes). The CUDA variants add NVIDIA's CUDA and cuDNN base and are outside these limits.");
   process.exit(over ? 1 : 0);
 }

@@ -37,7 +37,10 @@ const LN_EPSILON = 1e-5;
 
 class TransformerGraph {
   readonly g: OnnxGraphBuilder;
-  constructor(name: string, private readonly weights: WeightArrays) {
+  constructor(
+    name: string,
+    private readonly weights: WeightArrays,
+  ) {
     this.g = new OnnxGraphBuilder(name);
   }
 
@@ -63,8 +66,16 @@ class TransformerGraph {
 
   /** One Gemm for several projections of the same input: weights side by side, [in, Σ out]. */
   fusedLinear(x: string, parts: Array<{ p: string; scale?: number }>): string {
-    const weight = this.g.op('Concat', parts.map(({ p, scale }) => this.scaled(this.w(`${p}.weight`), scale ?? 1)), { axis: 1 });
-    const bias = this.g.op('Concat', parts.map(({ p, scale }) => this.scaled(this.w(`${p}.bias`), scale ?? 1)), { axis: 0 });
+    const weight = this.g.op(
+      'Concat',
+      parts.map(({ p, scale }) => this.scaled(this.w(`${p}.weight`), scale ?? 1)),
+      { axis: 1 },
+    );
+    const bias = this.g.op(
+      'Concat',
+      parts.map(({ p, scale }) => this.scaled(this.w(`${p}.bias`), scale ?? 1)),
+      { axis: 0 },
+    );
     return this.g.op('Gemm', [x, weight, bias]);
   }
 
@@ -175,7 +186,9 @@ export function exportDecoder(weights: WeightArrays): Uint8Array {
   for (let l = 0; l < MODEL_DIMS.decoderLayers; l++) {
     const p = weightNames.decoderLayer(l);
     const sa = `${p}.self_attn`;
-    const [q, k, v] = g.ops('Split', [t.fusedLinear(t.norm(x, `${p}.norm1`), [{ p: `${sa}.q`, scale: SCALE }, { p: `${sa}.k` }, { p: `${sa}.v` }])], 3, { axis: 1 });
+    const [q, k, v] = g.ops('Split', [t.fusedLinear(t.norm(x, `${p}.norm1`), [{ p: `${sa}.q`, scale: SCALE }, { p: `${sa}.k` }, { p: `${sa}.v` }])], 3, {
+      axis: 1,
+    });
     newKeyValues.push(k!, v!);
     const qh = heads(q!);
     // Scores over the cache [B, H, 1, past_len] and over the token itself [B, H, 1, 1]; one softmax.

@@ -75,7 +75,13 @@ export class OnnxGraphBuilder {
   /** Add a node with one output and return that output's name. */
   op(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}): string {
     const out = `${opType.toLowerCase()}.${this.counter++}`;
-    this.nodes.push({ opType, input: inputs.map((i) => this.renamed.get(i) ?? i), output: [out], name: out, attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)) });
+    this.nodes.push({
+      opType,
+      input: inputs.map((i) => this.renamed.get(i) ?? i),
+      output: [out],
+      name: out,
+      attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)),
+    });
     return out;
   }
 
@@ -83,7 +89,13 @@ export class OnnxGraphBuilder {
   ops(opType: string, inputs: string[], outputs: number, attrs: Record<string, AttrValue> = {}): string[] {
     const name = `${opType.toLowerCase()}.${this.counter++}`;
     const out = Array.from({ length: outputs }, (_, i) => `${name}.${i}`);
-    this.nodes.push({ opType, input: inputs.map((i) => this.renamed.get(i) ?? i), output: out, name, attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)) });
+    this.nodes.push({
+      opType,
+      input: inputs.map((i) => this.renamed.get(i) ?? i),
+      output: out,
+      name,
+      attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)),
+    });
     return out;
   }
 

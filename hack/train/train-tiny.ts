@@ -191,7 +191,9 @@ async function evaluate(model: TfTransformer, examples: Example[]): Promise<Reco
     // Guessing uniformly among the 990 content tokens gets a whole answer right with probability < 1/990.
     chanceExactMatch: `< ${(1 / 990).toExponential(2)}`,
   };
-  console.log(`held-out: exact match ${(result.exactMatchAccuracy * 100).toFixed(1)}% over ${examples.length} prompts, token accuracy ${(result.tokenAccuracy * 100).toFixed(1)}%`);
+  console.log(
+    `held-out: exact match ${(result.exactMatchAccuracy * 100).toFixed(1)}% over ${examples.length} prompts, token accuracy ${(result.tokenAccuracy * 100).toFixed(1)}%`,
+  );
   return result;
 }
 
@@ -225,4 +227,3 @@ async function loadOnnxWeights(dir: string): Promise<Weights> {
   const arrays = await weightsFromOnnx(dir, weightShapes());
   return new Map([...arrays].map(([name, w]) => [name, tf.variable(tf.tensor(w.data, w.shape), true, name)]));
 }
-

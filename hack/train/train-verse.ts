@@ -32,7 +32,16 @@ import { mulberry32 } from '../../images/service-kit/src/random.js';
 import { exportDecoder, exportEncoder } from './export-onnx.js';
 import { TrainingProgress, cosineLearningRate, evaluateLoss, loadCheckpoint, saveCheckpoint, toArrays, trainStep } from './training-step.js';
 import { TfTransformer, initWeights } from './transformer-tf.js';
-import { DEFAULT_CORPUS, MAX_ANSWER_TOKENS, corpusWordList, makeExamples, makeVerseBatch, readStanzas, unigramLoss, type VerseExample } from './verse-corpus.js';
+import {
+  DEFAULT_CORPUS,
+  MAX_ANSWER_TOKENS,
+  corpusWordList,
+  makeExamples,
+  makeVerseBatch,
+  readStanzas,
+  unigramLoss,
+  type VerseExample,
+} from './verse-corpus.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -80,8 +89,10 @@ const shuffled = shuffle([...stanzas], rand);
 const heldOutCount = Math.max(1, Math.round(shuffled.length * HELD_OUT_SHARE));
 const heldOut = makeExamples(shuffled.slice(0, heldOutCount), tokenizer, rand);
 const trainSet = makeExamples(shuffled.slice(heldOutCount), tokenizer, rand);
-console.log(`corpus: ${stanzas.length} stanzas from ${args.corpus}; tokenizer: ${tokenizerFile.pieces.length} pieces; ` +
-  `${trainSet.length} training and ${heldOut.length} held-out examples (${trainSet.reduce((n, e) => n + e.answer.length, 0)} answer tokens)`);
+console.log(
+  `corpus: ${stanzas.length} stanzas from ${args.corpus}; tokenizer: ${tokenizerFile.pieces.length} pieces; ` +
+    `${trainSet.length} training and ${heldOut.length} held-out examples (${trainSet.reduce((n, e) => n + e.answer.length, 0)} answer tokens)`,
+);
 
 /** What a resumed run continues: the training section of the card in --out. */
 interface PreviousTraining {
@@ -107,8 +118,10 @@ const evaluation = {
   unigramBaselineLoss: round(baselineLoss),
   unigramBaselinePerplexity: round(Math.exp(baselineLoss)),
 };
-console.log(`held-out: loss ${evaluation.heldOutLoss} nats/token, perplexity ${evaluation.heldOutPerplexity}; ` +
-  `unigram baseline: loss ${evaluation.unigramBaselineLoss}, perplexity ${evaluation.unigramBaselinePerplexity}`);
+console.log(
+  `held-out: loss ${evaluation.heldOutLoss} nats/token, perplexity ${evaluation.heldOutPerplexity}; ` +
+    `unigram baseline: loss ${evaluation.unigramBaselineLoss}, perplexity ${evaluation.unigramBaselinePerplexity}`,
+);
 await exportModel({ ...training, evaluation });
 
 async function train(): Promise<Record<string, unknown>> {
@@ -121,7 +134,9 @@ async function train(): Promise<Record<string, unknown>> {
   const progress = new TrainingProgress('training strata-verse', maxSteps, logPath, offset);
   let order: VerseExample[] = [];
   // The held-out loss along the way (no gradient, no randomness: the run is the same with or without it).
-  const heldOutCurve: Array<{ step: number; loss: number }> = previous ? [...previous.heldOutCurve, { step: previous.steps, loss: previous.evaluation.heldOutLoss }] : [];
+  const heldOutCurve: Array<{ step: number; loss: number }> = previous
+    ? [...previous.heldOutCurve, { step: previous.steps, loss: previous.evaluation.heldOutLoss }]
+    : [];
   while (progress.step < maxSteps && progress.seconds * 1000 < budgetMs) {
     if (order.length < batchSize) order = shuffle([...trainSet], rand);
     const batch = makeVerseBatch(order.splice(0, batchSize));
@@ -136,12 +151,33 @@ async function train(): Promise<Record<string, unknown>> {
   const { step, lastLoss } = progress;
   const seconds = Math.round(progress.seconds);
   const cutShort = step < maxSteps;
-  if (cutShort) console.warn(`the time budget (--seconds ${args.seconds}) ended training before --steps ${maxSteps}: this model depends on the machine's speed, not only on the seed`);
-  const run = { steps: step, ...(cutShort ? { cutShortByTimeBudget: true } : {}), learningRate: baseLr, warmupSteps: warmup, seconds, ...(previous ? { resumed: true } : {}) };
-  const earlier = previous ? (previous.runs ?? [{ steps: previous.steps, learningRate: previous.learningRate, warmupSteps: previous.warmupSteps, seconds: previous.seconds }]) : [];
+  if (cutShort)
+    console.warn(
+      `the time budget (--seconds ${args.seconds}) ended training before --steps ${maxSteps}: this model depends on the machine's speed, not only on the seed`,
+    );
+  const run = {
+    steps: step,
+    ...(cutShort ? { cutShortByTimeBudget: true } : {}),
+    learningRate: baseLr,
+    warmupSteps: warmup,
+    seconds,
+    ...(previous ? { resumed: true } : {}),
+  };
+  const earlier = previous
+    ? (previous.runs ?? [{ steps: previous.steps, learningRate: previous.learningRate, warmupSteps: previous.warmupSteps, seconds: previous.seconds }])
+    : [];
   return {
-    steps: offset.steps + step, batchSize, learningRate: baseLr, schedule: 'linear warm-up, cosine decay to 5 % (each run)', warmupSteps: warmup, seed,
-    seconds: offset.seconds + seconds, finalLoss: round(lastLoss), heldOutCurve, runs: [...earlier, run], backend: tf.getBackend(),
+    steps: offset.steps + step,
+    batchSize,
+    learningRate: baseLr,
+    schedule: 'linear warm-up, cosine decay to 5 % (each run)',
+    warmupSteps: warmup,
+    seed,
+    seconds: offset.seconds + seconds,
+    finalLoss: round(lastLoss),
+    heldOutCurve,
+    runs: [...earlier, run],
+    backend: tf.getBackend(),
   };
 }
 
@@ -163,7 +199,14 @@ async function exportModel(trainingReport: Record<string, unknown>): Promise<voi
     promptFormat: `the last user message only: USER token, its text's BPE ids, EOS (at most ${MAX_PROMPT_TOKENS} tokens); trained on the poem app's requests`,
     task: `verse: an answer of at most ${MAX_ANSWER_TOKENS} tokens of whole lines of a stanza`,
     corpus: { file: args.corpus, package: 'fortunes (Debian)', licence: 'BSD (see /usr/share/doc/fortunes/copyright)', stanzas: stanzas.length },
-    files: { encoder: 'encoder.onnx', decoder: 'decoder.onnx', tokenizer: 'tokenizer.json', lossLog: 'training-log.csv', sampling: GENERATION_CONFIG_FILE, corpusWords: 'corpus-words.txt' },
+    files: {
+      encoder: 'encoder.onnx',
+      decoder: 'decoder.onnx',
+      tokenizer: 'tokenizer.json',
+      lossLog: 'training-log.csv',
+      sampling: GENERATION_CONFIG_FILE,
+      corpusWords: 'corpus-words.txt',
+    },
     training: trainingReport,
   };
   await writeFile(path.join(outDir, 'model-card.json'), JSON.stringify(card, null, 2) + '\n');

@@ -46,9 +46,19 @@ export class TrainingProgress {
   private readonly bar: cliProgress.SingleBar;
 
   /** `offset`: the steps and seconds of the runs this one continues (their lines are already in the log). */
-  constructor(label: string, maxSteps: number, private readonly logPath: string, private readonly offset = { steps: 0, seconds: 0 }) {
+  constructor(
+    label: string,
+    maxSteps: number,
+    private readonly logPath: string,
+    private readonly offset = { steps: 0, seconds: 0 },
+  ) {
     this.bar = new cliProgress.SingleBar(
-      { format: `${label} |{bar}| {value}/{total} steps | loss {loss} | token acc {acc} | {elapsed}s`, hideCursor: true, noTTYOutput: true, notTTYSchedule: 10_000 },
+      {
+        format: `${label} |{bar}| {value}/{total} steps | loss {loss} | token acc {acc} | {elapsed}s`,
+        hideCursor: true,
+        noTTYOutput: true,
+        notTTYSchedule: 10_000,
+      },
       cliProgress.Presets.shades_classic,
     );
     this.bar.start(maxSteps, 0, { loss: '-', acc: '-', elapsed: 0 });
@@ -73,7 +83,10 @@ export class TrainingProgress {
     this.recentAccuracy = this.step === 1 ? acc : 0.95 * this.recentAccuracy + 0.05 * acc;
     const elapsed = this.seconds;
     this.bar.update(this.step, { loss: this.lastLoss.toFixed(4), acc: this.recentAccuracy.toFixed(3), elapsed: elapsed.toFixed(0) });
-    await appendFile(this.logPath, `${this.offset.steps + this.step},${this.lastLoss.toFixed(5)},${acc.toFixed(4)},${(this.offset.seconds + elapsed).toFixed(1)}\n`);
+    await appendFile(
+      this.logPath,
+      `${this.offset.steps + this.step},${this.lastLoss.toFixed(5)},${acc.toFixed(4)},${(this.offset.seconds + elapsed).toFixed(1)}\n`,
+    );
   }
 
   stop(): void {

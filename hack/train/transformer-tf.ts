@@ -54,9 +54,23 @@ export function weightShapes(): Array<[string, number[]]> {
     [weightNames.embedding, [V, D]],
     [weightNames.outputBias, [V]],
   ];
-  const attention = (p: string) => ['q', 'k', 'v', 'o'].flatMap((m): Array<[string, number[]]> => [[`${p}.${m}.weight`, [D, D]], [`${p}.${m}.bias`, [D]]]);
-  const norm = (p: string): Array<[string, number[]]> => [[`${p}.weight`, [D]], [`${p}.bias`, [D]]];
-  const ff = (p: string): Array<[string, number[]]> => [[`${p}.w1`, [D, F]], [`${p}.b1`, [F]], [`${p}.w2`, [F, D]], [`${p}.b2`, [D]]];
+  const attention = (p: string) =>
+    ['q', 'k', 'v', 'o'].flatMap(
+      (m): Array<[string, number[]]> => [
+        [`${p}.${m}.weight`, [D, D]],
+        [`${p}.${m}.bias`, [D]],
+      ],
+    );
+  const norm = (p: string): Array<[string, number[]]> => [
+    [`${p}.weight`, [D]],
+    [`${p}.bias`, [D]],
+  ];
+  const ff = (p: string): Array<[string, number[]]> => [
+    [`${p}.w1`, [D, F]],
+    [`${p}.b1`, [F]],
+    [`${p}.w2`, [F, D]],
+    [`${p}.b2`, [D]],
+  ];
   for (let l = 0; l < MODEL_DIMS.encoderLayers; l++) {
     const p = weightNames.encoderLayer(l);
     shapes.push(...norm(`${p}.norm1`), ...attention(`${p}.self_attn`), ...norm(`${p}.norm2`), ...ff(`${p}.ff`));
@@ -65,9 +79,12 @@ export function weightShapes(): Array<[string, number[]]> {
   for (let l = 0; l < MODEL_DIMS.decoderLayers; l++) {
     const p = weightNames.decoderLayer(l);
     shapes.push(
-      ...norm(`${p}.norm1`), ...attention(`${p}.self_attn`),
-      ...norm(`${p}.norm2`), ...attention(`${p}.cross_attn`),
-      ...norm(`${p}.norm3`), ...ff(`${p}.ff`),
+      ...norm(`${p}.norm1`),
+      ...attention(`${p}.self_attn`),
+      ...norm(`${p}.norm2`),
+      ...attention(`${p}.cross_attn`),
+      ...norm(`${p}.norm3`),
+      ...ff(`${p}.ff`),
     );
   }
   shapes.push(...norm(weightNames.decoderNorm));
@@ -102,19 +119,27 @@ export class TfTransformer {
 
   private embed(ids: tf.Tensor2D): tf.Tensor3D {
     const [b, t] = ids.shape;
-    const x = embedLookup(this.w(weightNames.embedding), ids.reshape([b * t])).mul(Math.sqrt(D)).reshape([b, t, D]);
+    const x = embedLookup(this.w(weightNames.embedding), ids.reshape([b * t]))
+      .mul(Math.sqrt(D))
+      .reshape([b, t, D]);
     return x.add(this.pe.slice([0, 0], [t, D])) as tf.Tensor3D;
   }
 
   private linear(x: tf.Tensor3D, weight: string, bias: string): tf.Tensor3D {
     const [b, t, d] = x.shape;
     const w = this.w(weight);
-    return matMul(x.reshape([b * t, d]), w).add(this.w(bias)).reshape([b, t, w.shape[1]!]);
+    return matMul(x.reshape([b * t, d]), w)
+      .add(this.w(bias))
+      .reshape([b, t, w.shape[1]!]);
   }
 
   private norm(x: tf.Tensor3D, p: string): tf.Tensor3D {
     const { mean, variance } = tf.moments(x, -1, true);
-    return x.sub(mean).div(variance.add(LN_EPSILON).sqrt()).mul(this.w(`${p}.weight`)).add(this.w(`${p}.bias`));
+    return x
+      .sub(mean)
+      .div(variance.add(LN_EPSILON).sqrt())
+      .mul(this.w(`${p}.weight`))
+      .add(this.w(`${p}.bias`));
   }
 
   private heads(x: tf.Tensor3D): tf.Tensor4D {
@@ -128,7 +153,9 @@ export class TfTransformer {
     const q = this.heads(this.linear(xq, `${p}.q.weight`, `${p}.q.bias`));
     const k = this.heads(this.linear(xkv, `${p}.k.weight`, `${p}.k.bias`));
     const v = this.heads(this.linear(xkv, `${p}.v.weight`, `${p}.v.bias`));
-    const scores = matMul(q, swapLast(k)).mul(1 / Math.sqrt(HEAD_DIM)).add(bias);
+    const scores = matMul(q, swapLast(k))
+      .mul(1 / Math.sqrt(HEAD_DIM))
+      .add(bias);
     const out = matMul(tf.softmax(scores, -1), v).transpose([0, 2, 1, 3]).reshape([b, tq, D]) as tf.Tensor3D;
     return this.linear(out, `${p}.o.weight`, `${p}.o.bias`);
   }

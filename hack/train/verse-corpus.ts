@@ -29,7 +29,10 @@ export async function readStanzas(file: string): Promise<string[]> {
   const stanzas: string[] = [];
   for (const fortune of text.split(/^%$/m)) {
     for (const block of fortune.split(/\n\s*\n/)) {
-      const lines = block.split('\n').map((l) => l.replace(/\s+/g, ' ').trim()).filter((l) => l && !/^--/.test(l));
+      const lines = block
+        .split('\n')
+        .map((l) => l.replace(/\s+/g, ' ').trim())
+        .filter((l) => l && !/^--/.test(l));
       if (lines.length >= 2) stanzas.push(lines.join('\n'));
     }
   }
@@ -70,7 +73,10 @@ export function makeExamples(stanzas: readonly string[], tokenizer: BpeTokenizer
       const words = text.match(/\p{L}{4,}/gu) ?? ['verse'];
       const theme = words[Math.floor(rand() * words.length)]!.toLowerCase();
       const type = POEM_TYPES[Math.floor(rand() * POEM_TYPES.length)]!;
-      const prompt = encodeChat(buildPoemMessages(type, theme).map((m) => ({ role: m.role as 'system' | 'user', content: String(m.content) })), tokenizer);
+      const prompt = encodeChat(
+        buildPoemMessages(type, theme).map((m) => ({ role: m.role as 'system' | 'user', content: String(m.content) })),
+        tokenizer,
+      );
       if (prompt.length <= MAX_PROMPT_TOKENS) examples.push({ source: prompt, answer });
       lines = [];
     };
@@ -108,15 +114,17 @@ export function makeVerseBatch(examples: readonly VerseExample[]): TrainingBatch
 export function unigramLoss(train: readonly VerseExample[], heldOut: readonly VerseExample[], generable: number): number {
   const counts = new Map<number, number>();
   let total = 0;
-  for (const e of train) for (const id of [...e.answer, SPECIAL_TOKENS.EOS]) {
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-    total++;
-  }
+  for (const e of train)
+    for (const id of [...e.answer, SPECIAL_TOKENS.EOS]) {
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+      total++;
+    }
   let nll = 0;
   let n = 0;
-  for (const e of heldOut) for (const id of [...e.answer, SPECIAL_TOKENS.EOS]) {
-    nll -= Math.log(((counts.get(id) ?? 0) + 1) / (total + generable));
-    n++;
-  }
+  for (const e of heldOut)
+    for (const id of [...e.answer, SPECIAL_TOKENS.EOS]) {
+      nll -= Math.log(((counts.get(id) ?? 0) + 1) / (total + generable));
+      n++;
+    }
   return nll / n;
 }

@@ -47,7 +47,8 @@ describe('control plane batch statements without planner statistics (PGlite)', f
 
   /** How many transactions wrote the rows in `state` (rows written by one transaction share its xmin). */
   const writers = async (state: string) =>
-    (await sql.query<{ n: number }>('SELECT count(DISTINCT xmin::text)::int AS n FROM object_info WHERE bucket_id = $1 AND state = $2', [bucket.id, state])).rows[0].n;
+    (await sql.query<{ n: number }>('SELECT count(DISTINCT xmin::text)::int AS n FROM object_info WHERE bucket_id = $1 AND state = $2', [bucket.id, state]))
+      .rows[0].n;
 
   it('lifecycle expiry recycles every selected object once, in transactions of at most 500', async () => {
     const expired = await store.recycleBin.expire(bucket, { prefix: 'logs/', createdNoLaterThan: new Date() }, new Date());

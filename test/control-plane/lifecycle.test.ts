@@ -65,9 +65,12 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
     };
     const errorOf = async (res: Response) => ({ status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code });
 
-    it('stores, answers and removes a bucket\'s rules; refuses a malformed rule list; a new bucket of the same name starts without rules', async () => {
+    it("stores, answers and removes a bucket's rules; refuses a malformed rule list; a new bucket of the same name starts without rules", async () => {
       const bucket = await newBucket();
-      expect(await errorOf(await layer.cpFetch('GET', `/internal/buckets/${bucket}/lifecycle`))).to.deep.equal({ status: 404, code: 'NoSuchLifecycleConfiguration' });
+      expect(await errorOf(await layer.cpFetch('GET', `/internal/buckets/${bucket}/lifecycle`))).to.deep.equal({
+        status: 404,
+        code: 'NoSuchLifecycleConfiguration',
+      });
       const rules = [rule('logs', { prefix: 'logs/', expiration: { days: 3 } }), rule('uploads', { abortIncompleteMultipartUploadDays: 2 })];
       await setRules(bucket, rules);
       expect(await (await layer.cpFetch('GET', `/internal/buckets/${bucket}/lifecycle`)).json()).to.deep.equal({ rules });
@@ -75,7 +78,10 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${bucket}/lifecycle`, bad))).to.deep.equal({ status: 400, code: 'MalformedXML' });
       }
       expect(await (await layer.cpFetch('GET', `/internal/buckets/${bucket}/lifecycle`)).json(), 'a refused list changes nothing').to.deep.equal({ rules });
-      expect(await errorOf(await layer.cpFetch('PUT', '/internal/buckets/no-such-bucket-here/lifecycle', { rules }))).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
+      expect(await errorOf(await layer.cpFetch('PUT', '/internal/buckets/no-such-bucket-here/lifecycle', { rules }))).to.deep.equal({
+        status: 404,
+        code: 'NoSuchBucket',
+      });
       expect((await layer.cpFetch('DELETE', `/internal/buckets/${bucket}/lifecycle`)).status).to.equal(204);
       expect((await layer.cpFetch('GET', `/internal/buckets/${bucket}/lifecycle`)).status).to.equal(404);
 
@@ -88,7 +94,8 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
     it('expires what a rule selects at the midnight UTC S3 computes, into the recycle bin, and nothing else', async () => {
       const bucket = await newBucket();
       const other = await newBucket();
-      for (const key of ['logs/a', 'logs/b-big', 'logs/midnight', 'logsX', 'keep/c', 'scratch/d']) await put(bucket, key, key === 'logs/b-big' ? 'x'.repeat(2000) : `body of ${key}`);
+      for (const key of ['logs/a', 'logs/b-big', 'logs/midnight', 'logsX', 'keep/c', 'scratch/d'])
+        await put(bucket, key, key === 'logs/b-big' ? 'x'.repeat(2000) : `body of ${key}`);
       await put(other, 'logs/a', 'another bucket');
       const created = new Date('2031-01-10T10:30:00Z');
       await setLastModified(bucket, created);
@@ -115,12 +122,22 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
       expect(await keys(bucket)).to.deep.equal(['keep/c', 'logs/b-big', 'logsX', 'scratch/d']);
       expect(await keys(other), 'rules are per bucket').to.deep.equal(['logs/a']);
       expect((await layer.dpFetch('GET', `/internal/objects/${bucket}/logs%2Fa`)).status).to.equal(404);
-      const bin = (await (await layer.cpFetch('GET', `/internal/recycle-bin?bucket=${bucket}`)).json()) as { objects: Array<{ key: string; recycledAt: string }> };
-      expect(bin.objects.map((o) => [o.key, o.recycledAt])).to.deep.equal([['logs/a', expiry.toISOString()], ['logs/midnight', midnightExpiry.toISOString()]]);
+      const bin = (await (await layer.cpFetch('GET', `/internal/recycle-bin?bucket=${bucket}`)).json()) as {
+        objects: Array<{ key: string; recycledAt: string }>;
+      };
+      expect(bin.objects.map((o) => [o.key, o.recycledAt])).to.deep.equal([
+        ['logs/a', expiry.toISOString()],
+        ['logs/midnight', midnightExpiry.toISOString()],
+      ]);
       // Their events reach the broker (read there: each purge forgets sent outbox rows older than its retention).
       await eventually(async () => {
-        const recycled = published.filter((e) => e.type === 'object.recycled' && e.payload.bucket === bucket).map((e) => [e.payload.key, e.payload.size, e.payload.reason]);
-        expect(recycled.sort()).to.deep.equal([['logs/a', 'body of logs/a'.length, 'lifecycle'], ['logs/midnight', 'body of logs/midnight'.length, 'lifecycle']]);
+        const recycled = published
+          .filter((e) => e.type === 'object.recycled' && e.payload.bucket === bucket)
+          .map((e) => [e.payload.key, e.payload.size, e.payload.reason]);
+        expect(recycled.sort()).to.deep.equal([
+          ['logs/a', 'body of logs/a'.length, 'lifecycle'],
+          ['logs/midnight', 'body of logs/midnight'.length, 'lifecycle'],
+        ]);
       });
       // The bucket's counts follow the event, as for a DeleteObject.
       await eventually(async () => {
@@ -134,22 +151,52 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
     it('a Tag filter expires only objects carrying every tag it names, as written by PUT or by the tagging route', async () => {
       const bucket = await newBucket();
       const putTagged = async (key: string, tags: Array<{ key: string; value: string }>) => {
-        const res = await layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc(key)}`, 'body', { 'x-strata-owner': owner, 'x-strata-tags': JSON.stringify(tags) });
+        const res = await layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc(key)}`, 'body', {
+          'x-strata-owner': owner,
+          'x-strata-tags': JSON.stringify(tags),
+        });
         expect(res.status, await res.clone().text()).to.equal(200);
       };
-      await putTagged('both', [{ key: 'scratch', value: 'true' }, { key: 'team', value: 'a' }, { key: 'extra', value: '1' }]);
+      await putTagged('both', [
+        { key: 'scratch', value: 'true' },
+        { key: 'team', value: 'a' },
+        { key: 'extra', value: '1' },
+      ]);
       await putTagged('scratch-only', [{ key: 'scratch', value: 'true' }]);
-      await putTagged('wrong-value', [{ key: 'scratch', value: 'false' }, { key: 'team', value: 'a' }]);
+      await putTagged('wrong-value', [
+        { key: 'scratch', value: 'false' },
+        { key: 'team', value: 'a' },
+      ]);
       await put(bucket, 'untagged', 'body');
       await put(bucket, 'tagged-later', 'body');
-      const tagging = await layer.cpFetch('PUT', `/internal/buckets/${bucket}/objects/tagged-later/tagging`, { tags: [{ key: 'team', value: 'a' }, { key: 'scratch', value: 'true' }] });
+      const tagging = await layer.cpFetch('PUT', `/internal/buckets/${bucket}/objects/tagged-later/tagging`, {
+        tags: [
+          { key: 'team', value: 'a' },
+          { key: 'scratch', value: 'true' },
+        ],
+      });
       expect(tagging.status, await tagging.clone().text()).to.equal(204);
       // The tagging route checks what it stores as S3 would, and needs the object.
-      expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${bucket}/objects/untagged/tagging`, { tags: [{ key: 'aws:x', value: '1' }] }))).to.deep.equal({ status: 400, code: 'InvalidTag' });
-      expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${bucket}/objects/nothing-here/tagging`, { tags: [] }))).to.deep.equal({ status: 404, code: 'NoSuchKey' });
+      expect(
+        await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${bucket}/objects/untagged/tagging`, { tags: [{ key: 'aws:x', value: '1' }] })),
+      ).to.deep.equal({ status: 400, code: 'InvalidTag' });
+      expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${bucket}/objects/nothing-here/tagging`, { tags: [] }))).to.deep.equal({
+        status: 404,
+        code: 'NoSuchKey',
+      });
       await setLastModified(bucket, new Date('2031-02-01T00:00:00Z'));
       await setRules(bucket, [
-        rule('scratch-team-a', { filter: { form: 'and', prefix: '', tags: [{ key: 'scratch', value: 'true' }, { key: 'team', value: 'a' }] }, expiration: { days: 1 } }),
+        rule('scratch-team-a', {
+          filter: {
+            form: 'and',
+            prefix: '',
+            tags: [
+              { key: 'scratch', value: 'true' },
+              { key: 'team', value: 'a' },
+            ],
+          },
+          expiration: { days: 1 },
+        }),
       ]);
       expect((await purge(new Date('2031-02-03T00:00:00Z'))).expiredObjects).to.equal(2);
       expect(await keys(bucket)).to.deep.equal(['scratch-only', 'untagged', 'wrong-value']);

@@ -34,7 +34,10 @@ describe('schema migrations and stored functions', function () {
       INSERT INTO schema_migrations (version) VALUES ('0001_object_store'), ('0014_object_part_sizes')`);
     const err = await migrate(sql).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(SchemaHistoryError);
-    expect((err as Error).message).to.include('0001_object_store').and.include(BASELINE_VERSION).and.include('STRATA_DATA_DIR');
+    expect((err as Error).message)
+      .to.include('0001_object_store')
+      .and.include(BASELINE_VERSION)
+      .and.include('STRATA_DATA_DIR');
     expect(await functions()).to.deep.equal([]);
     const tables = await sql.query("SELECT 1 FROM pg_tables WHERE tablename = 'object_info'");
     expect(tables.rows).to.have.length(0);

@@ -141,8 +141,14 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         expect(none.objects).to.deep.equal([]);
         expect(none.commonPrefixes).to.deep.equal([]);
         expect(none.isTruncated).to.equal(false);
-        expect(await errorOf(await layer.cpFetch('GET', `/internal/buckets/${bucket}/objects?maxKeys=-1`))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
-        expect(await errorOf(await layer.cpFetch('GET', `/internal/buckets/${bucket}/objects?continuationToken=zzz`))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+        expect(await errorOf(await layer.cpFetch('GET', `/internal/buckets/${bucket}/objects?maxKeys=-1`))).to.deep.equal({
+          status: 400,
+          code: 'InvalidArgument',
+        });
+        expect(await errorOf(await layer.cpFetch('GET', `/internal/buckets/${bucket}/objects?continuationToken=zzz`))).to.deep.equal({
+          status: 400,
+          code: 'InvalidArgument',
+        });
       });
 
       it('computes common prefixes correctly across many keys', async () => {
@@ -199,7 +205,9 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         expect((await layer.dpFetch('GET', `/internal/objects/${bucket}/x`)).status).to.equal(404);
         expect((await list(bucket, {})).objects.map((o) => o.key)).to.deep.equal(['y']);
 
-        const bin = (await (await layer.cpFetch('GET', `/internal/recycle-bin?owner=${owner}&bucket=${bucket}`)).json()) as { objects: Array<{ id: number; key: string; recycledAt: string }> };
+        const bin = (await (await layer.cpFetch('GET', `/internal/recycle-bin?owner=${owner}&bucket=${bucket}`)).json()) as {
+          objects: Array<{ id: number; key: string; recycledAt: string }>;
+        };
         expect(bin.objects.map((o) => o.key)).to.deep.equal(['x']);
         expect(bin.objects[0].recycledAt).to.equal(start.toISOString());
         expect((await layer.cpFetch('POST', `/internal/recycle-bin/${bin.objects[0].id}/restore`, { owner: 'mallory' })).status).to.equal(404);
@@ -212,11 +220,19 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         await layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/x`);
         layer.clock.now = new Date(start.getTime() + 20 * DAY);
         await layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/y`);
-        const early = (await (await layer.cpFetch('POST', '/internal/purge', { now: new Date(start.getTime() + 29 * DAY).toISOString() })).json()) as { purged: number };
+        const early = (await (await layer.cpFetch('POST', '/internal/purge', { now: new Date(start.getTime() + 29 * DAY).toISOString() })).json()) as {
+          purged: number;
+        };
         expect(early.purged).to.equal(0);
-        const first = (await (await layer.cpFetch('POST', '/internal/purge', { now: new Date(start.getTime() + 31 * DAY).toISOString() })).json()) as { purged: number; freedBlobs: number };
+        const first = (await (await layer.cpFetch('POST', '/internal/purge', { now: new Date(start.getTime() + 31 * DAY).toISOString() })).json()) as {
+          purged: number;
+          freedBlobs: number;
+        };
         expect(first).to.deep.equal({ purged: 1, freedBlobs: 0, expiredObjects: 0, abortedUploads: 0 });
-        expect((await layer.files()).some((f) => f.endsWith(locator)), 'y still references the blob').to.equal(true);
+        expect(
+          (await layer.files()).some((f) => f.endsWith(locator)),
+          'y still references the blob',
+        ).to.equal(true);
         // Every event must be sent and consumed before the purge, or a late one escapes the log cleanup below.
         await eventually(async () => {
           const pending = await layer.sql.query<{ n: number }>(
@@ -226,13 +242,18 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         });
         // The event logs as they stand now: the second purge must forget these (its own object.purged
         // events are published at once and consumed with the database's clock, so they are not counted).
-        const logged = (await layer.sql.query<{ event_id: string }>('SELECT event_id FROM outbox UNION SELECT event_id FROM processed_events')).rows.map((r) => r.event_id);
+        const logged = (await layer.sql.query<{ event_id: string }>('SELECT event_id FROM outbox UNION SELECT event_id FROM processed_events')).rows.map(
+          (r) => r.event_id,
+        );
         expect(logged.length).to.be.greaterThan(0);
         // The injected clock drives the default "now" of purge.
         layer.clock.now = new Date(start.getTime() + 51 * DAY);
         const second = (await (await layer.cpFetch('POST', '/internal/purge', {})).json()) as { purged: number; freedBlobs: number };
         expect(second).to.deep.equal({ purged: 1, freedBlobs: 1, expiredObjects: 0, abortedUploads: 0 });
-        expect((await layer.files()).some((f) => f.endsWith(locator)), 'bytes freed').to.equal(false);
+        expect(
+          (await layer.files()).some((f) => f.endsWith(locator)),
+          'bytes freed',
+        ).to.equal(false);
         const states = await layer.sql.query<{ state: string }>(
           'SELECT o.state FROM object_info o JOIN buckets b ON b.id = o.bucket_id WHERE b.name = $1 ORDER BY o.key, o.id',
           [bucket],
@@ -276,7 +297,9 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         ]);
         expect(new Set(events.rows.map((r) => r.event_id)).size).to.equal(2);
         // Deleting them again recycles nothing more.
-        const again = (await (await layer.cpFetch('POST', `/internal/buckets/${bucket}/delete-objects`, { keys: ['k1', 'k2'] })).json()) as { deleted: string[] };
+        const again = (await (await layer.cpFetch('POST', `/internal/buckets/${bucket}/delete-objects`, { keys: ['k1', 'k2'] })).json()) as {
+          deleted: string[];
+        };
         expect(again.deleted).to.deep.equal(['k1', 'k2']);
         expect((await layer.sql.query("SELECT 1 FROM outbox WHERE type = 'object.recycled' AND payload->>'bucket' = $1", [bucket])).rows.length).to.equal(2);
       });
@@ -286,10 +309,14 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         const { object } = await put(bucket, 'c', 'four');
         const head = await layer.cpFetch('GET', `/internal/buckets/${bucket}/objects/c`);
         const lastModified = ((await head.json()) as { lastModified: string }).lastModified;
-        const del = (key: string, query: Record<string, string>) => layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/${key}?${new URLSearchParams(query)}`);
+        const del = (key: string, query: Record<string, string>) =>
+          layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/${key}?${new URLSearchParams(query)}`);
         expect(await errorOf(await del('c', { ifMatch: '"0123"' }))).to.deep.equal({ status: 412, code: 'PreconditionFailed' });
         expect(await errorOf(await del('c', { ifMatch: object.etag, size: '5' }))).to.deep.equal({ status: 412, code: 'PreconditionFailed' });
-        expect(await errorOf(await del('c', { lastModifiedTime: new Date(Date.parse(lastModified) - 2000).toISOString() }))).to.deep.equal({ status: 412, code: 'PreconditionFailed' });
+        expect(await errorOf(await del('c', { lastModifiedTime: new Date(Date.parse(lastModified) - 2000).toISOString() }))).to.deep.equal({
+          status: 412,
+          code: 'PreconditionFailed',
+        });
         expect(await errorOf(await del('c', { size: 'four' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
         expect(await errorOf(await del('missing', { ifMatch: '*' }))).to.deep.equal({ status: 404, code: 'NoSuchKey' });
         expect((await list(bucket, {})).objects.map((o) => o.key)).to.deep.equal(['c']);
@@ -313,7 +340,13 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
       it('the recycle bin is listed in pages (bucket, key, newest version first), by prefix, with tokens it gave', async () => {
         const a = await newBucket();
         const b = await newBucket();
-        for (const [bucket, key] of [[a, 'x/1'], [a, 'x/2'], [a, 'y/1'], [b, 'x/1'], [b, 'x/3']]) {
+        for (const [bucket, key] of [
+          [a, 'x/1'],
+          [a, 'x/2'],
+          [a, 'y/1'],
+          [b, 'x/1'],
+          [b, 'x/3'],
+        ]) {
           await put(bucket, key, key);
           expect((await layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/${enc(key)}`)).status).to.equal(204);
         }
@@ -336,7 +369,14 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
           token = p.nextToken;
           pages++;
         } while (token && pages < 100);
-        expect(all.map((o) => `${o.bucket === a ? 'a' : 'b'}:${o.key}:${o.size}`)).to.deep.equal(['a:x/1:3', 'a:x/2:6', 'a:x/2:3', 'a:y/1:3', 'b:x/1:3', 'b:x/3:3']);
+        expect(all.map((o) => `${o.bucket === a ? 'a' : 'b'}:${o.key}:${o.size}`)).to.deep.equal([
+          'a:x/1:3',
+          'a:x/2:6',
+          'a:x/2:3',
+          'a:y/1:3',
+          'b:x/1:3',
+          'b:x/3:3',
+        ]);
         expect(new Set(all.map((o) => o.id)).size).to.equal(6);
         const xs = await page({ bucket: a, prefix: 'x/' });
         expect([xs.objects.map((o) => o.key), xs.nextToken]).to.deep.equal([['x/1', 'x/2', 'x/2'], undefined]);
@@ -346,23 +386,27 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
       });
 
       // Only on PostgreSQL: PGlite has one connection, so no write can be in progress beside the delete there.
-      if (kind === 'postgres') it('a conditional delete waits for a write of the key in progress and checks what it wrote', async () => {
-        const bucket = await newBucket();
-        const old = await put(bucket, 'raced', 'old');
-        let deleting: Promise<Response> | undefined;
-        // A commit of the key (the data plane's hold this lock) that changes the object, still open
-        // when the delete arrives: the delete must check the object as that commit leaves it.
-        await layer.sql.transaction(async (tx) => {
-          await tx.query("SELECT pg_advisory_xact_lock(id, hashtext('raced')) FROM buckets WHERE name = $1", [bucket]);
-          await tx.query("UPDATE object_info SET etag = 'rewritten' WHERE key = 'raced' AND state = 'NORMAL' AND bucket_id = (SELECT id FROM buckets WHERE name = $1)", [bucket]);
-          deleting = layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/raced?ifMatch=${old.object.etag}`);
-          await new Promise((r) => setTimeout(r, 300));
+      if (kind === 'postgres')
+        it('a conditional delete waits for a write of the key in progress and checks what it wrote', async () => {
+          const bucket = await newBucket();
+          const old = await put(bucket, 'raced', 'old');
+          let deleting: Promise<Response> | undefined;
+          // A commit of the key (the data plane's hold this lock) that changes the object, still open
+          // when the delete arrives: the delete must check the object as that commit leaves it.
+          await layer.sql.transaction(async (tx) => {
+            await tx.query("SELECT pg_advisory_xact_lock(id, hashtext('raced')) FROM buckets WHERE name = $1", [bucket]);
+            await tx.query(
+              "UPDATE object_info SET etag = 'rewritten' WHERE key = 'raced' AND state = 'NORMAL' AND bucket_id = (SELECT id FROM buckets WHERE name = $1)",
+              [bucket],
+            );
+            deleting = layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/raced?ifMatch=${old.object.etag}`);
+            await new Promise((r) => setTimeout(r, 300));
+          });
+          const answered = await deleting!;
+          expect(answered.status, 'the delete checked the rewritten ETag').to.equal(412);
+          expect(await errorOf(answered)).to.deep.equal({ status: 412, code: 'PreconditionFailed' });
+          expect((await list(bucket, {})).objects.map((o) => o.key)).to.deep.equal(['raced']);
         });
-        const answered = await deleting!;
-        expect(answered.status, 'the delete checked the rewritten ETag').to.equal(412);
-        expect(await errorOf(answered)).to.deep.equal({ status: 412, code: 'PreconditionFailed' });
-        expect((await list(bucket, {})).objects.map((o) => o.key)).to.deep.equal(['raced']);
-      });
     });
 
     describe('users and buckets', () => {
@@ -372,29 +416,56 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         expect(created.status).to.equal(201);
         const creds = (await created.json()) as { username: string; accessKey: string; secretKey: string };
         expect(creds.accessKey).to.match(/^[A-Z2-7]{20}$/);
-        expect(await errorOf(await layer.cpFetch('POST', '/internal/users', { username: name, password: 'another one' }))).to.deep.equal({ status: 409, code: 'InvalidArgument' });
-        expect(await errorOf(await layer.cpFetch('POST', '/internal/users', { username: 'x', password: 'short' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+        expect(await errorOf(await layer.cpFetch('POST', '/internal/users', { username: name, password: 'another one' }))).to.deep.equal({
+          status: 409,
+          code: 'InvalidArgument',
+        });
+        expect(await errorOf(await layer.cpFetch('POST', '/internal/users', { username: 'x', password: 'short' }))).to.deep.equal({
+          status: 400,
+          code: 'InvalidArgument',
+        });
         expect((await layer.cpFetch('POST', '/internal/users/verify', { username: name, password: 'correct horse' })).status).to.equal(200);
-        expect(await errorOf(await layer.cpFetch('POST', '/internal/users/verify', { username: name, password: 'wrong horse' }))).to.deep.equal({ status: 403, code: 'AccessDenied' });
+        expect(await errorOf(await layer.cpFetch('POST', '/internal/users/verify', { username: name, password: 'wrong horse' }))).to.deep.equal({
+          status: 403,
+          code: 'AccessDenied',
+        });
         expect(await (await layer.cpFetch('GET', `/internal/credentials/${creds.accessKey}`)).json()).to.deep.equal(creds);
         expect(await errorOf(await layer.cpFetch('GET', '/internal/credentials/NOPE'))).to.deep.equal({ status: 403, code: 'InvalidAccessKeyId' });
-        const row = await layer.sql.query<{ password_hash: string; secret_key_enc: string }>('SELECT password_hash, secret_key_enc FROM users WHERE username = $1', [name]);
-        expect(row.rows[0].password_hash).to.match(/^scrypt\$/).and.not.include('correct horse');
+        const row = await layer.sql.query<{ password_hash: string; secret_key_enc: string }>(
+          'SELECT password_hash, secret_key_enc FROM users WHERE username = $1',
+          [name],
+        );
+        expect(row.rows[0].password_hash)
+          .to.match(/^scrypt\$/)
+          .and.not.include('correct horse');
         expect(row.rows[0].secret_key_enc).to.not.include(creds.secretKey);
       });
 
       it('bootstraps root with its user name as access key and its password as secret', async () => {
-        expect(await (await layer.cpFetch('GET', `/internal/credentials/${ROOT.user}`)).json()).to.deep.equal({ username: ROOT.user, accessKey: ROOT.user, secretKey: ROOT.password });
+        expect(await (await layer.cpFetch('GET', `/internal/credentials/${ROOT.user}`)).json()).to.deep.equal({
+          username: ROOT.user,
+          accessKey: ROOT.user,
+          secretKey: ROOT.password,
+        });
         expect((await layer.cpFetch('POST', '/internal/users/verify', { username: ROOT.user, password: ROOT.password })).status).to.equal(200);
       });
 
       it('validates bucket names as S3 does and keeps names unique', async () => {
         for (const bad of ['ab', 'a'.repeat(64), 'Upper', 'has_underscore', '192.168.0.1', 'a..b', '-start', 'end-', 'a.-b', 'xn--abc']) {
-          expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${enc(bad)}`, { owner })), bad).to.deep.equal({ status: 400, code: 'InvalidBucketName' });
+          expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${enc(bad)}`, { owner })), bad).to.deep.equal({
+            status: 400,
+            code: 'InvalidBucketName',
+          });
         }
         const name = await newBucket();
-        expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner }))).to.deep.equal({ status: 409, code: 'BucketAlreadyOwnedByYou' });
-        expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: 'bob' }))).to.deep.equal({ status: 409, code: 'BucketAlreadyExists' });
+        expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner }))).to.deep.equal({
+          status: 409,
+          code: 'BucketAlreadyOwnedByYou',
+        });
+        expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: 'bob' }))).to.deep.equal({
+          status: 409,
+          code: 'BucketAlreadyExists',
+        });
         const mine = (await (await layer.cpFetch('GET', `/internal/users/${owner}/buckets`)).json()) as { buckets: Array<{ name: string }> };
         expect(mine.buckets.map((b) => b.name)).to.include(name);
         await put(name, 'obj', 'data');
@@ -426,14 +497,20 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
           expect((await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner })).status).to.equal(200);
           expect((await layer.cpFetch('DELETE', `/internal/buckets/${name}`)).status).to.equal(204);
           at(89); // 59 s after the second delete
-          expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: 'bob' }))).to.deep.equal({ status: 409, code: 'OperationAborted' });
+          expect(await errorOf(await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: 'bob' }))).to.deep.equal({
+            status: 409,
+            code: 'OperationAborted',
+          });
           at(91);
           const taken = await layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: 'bob' });
           expect(taken.status, await taken.clone().text()).to.equal(200);
           expect(((await taken.json()) as { owner: string }).owner).to.equal('bob');
           expect(await bucketsOf('bob')).to.include(name);
           // The hold is gone with the create, and expired holds of other names are cleared by it.
-          const holds = await layer.sql.query<{ name: string }>('SELECT name FROM bucket_name_holds WHERE deleted_at < $1 OR name = $2', [new Date(Date.UTC(2031, 0, 1, 0, 0, 31)), name]);
+          const holds = await layer.sql.query<{ name: string }>('SELECT name FROM bucket_name_holds WHERE deleted_at < $1 OR name = $2', [
+            new Date(Date.UTC(2031, 0, 1, 0, 0, 31)),
+            name,
+          ]);
           expect(holds.rows).to.deep.equal([]);
           expect((await layer.cpFetch('DELETE', `/internal/buckets/${name}`)).status).to.equal(204);
         } finally {
@@ -460,12 +537,18 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         await put(bucket, 'two', '123');
         await put(bucket, 'two', '1234567');
         await layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/one`);
-        const stats = async () => ((await (await layer.cpFetch('GET', `/internal/buckets/${bucket}`)).json()) as { stats: { objectCount: number; bytes: number } }).stats;
+        const stats = async () =>
+          ((await (await layer.cpFetch('GET', `/internal/buckets/${bucket}`)).json()) as { stats: { objectCount: number; bytes: number } }).stats;
         await eventually(async () => {
           expect(await stats()).to.deep.equal({ objectCount: 1, bytes: 7 });
         });
         const { rows } = await layer.sql.query<{ id: number }>('SELECT id FROM buckets WHERE name = $1', [bucket]);
-        const event = { id: `test-${kind}-${Date.now()}`, type: 'object.created', occurredAt: new Date().toISOString(), payload: { bucket, bucketId: Number(rows[0].id), key: 'z', size: 10, replacedSize: null } };
+        const event = {
+          id: `test-${kind}-${Date.now()}`,
+          type: 'object.created',
+          occurredAt: new Date().toISOString(),
+          payload: { bucket, bucketId: Number(rows[0].id), key: 'z', size: 10, replacedSize: null },
+        };
         await layer.broker.publish(event);
         await layer.broker.publish(event);
         await eventually(async () => {

@@ -46,13 +46,17 @@ describe('control plane scheduled purge (node-cron)', function () {
        ($1, 'recent', 'RECYCLED', $2, 1, 'x', 'x', 'text/plain', 'alice', $4, $4)`,
       [bucketId, blobId, new Date('2031-04-01T00:00:00Z'), new Date('2031-05-20T00:00:00Z')],
     );
-    await eventually(async () => {
-      const rows = await sql.query<{ key: string; state: string }>('SELECT key, state FROM object_info WHERE bucket_id = $1 ORDER BY key', [bucketId]);
-      expect(rows.rows.map((r) => [r.key, r.state])).to.deep.equal([
-        ['old', 'DELETED'],
-        ['recent', 'RECYCLED'],
-      ]);
-    }, 100, 100);
+    await eventually(
+      async () => {
+        const rows = await sql.query<{ key: string; state: string }>('SELECT key, state FROM object_info WHERE bucket_id = $1 ORDER BY key', [bucketId]);
+        expect(rows.rows.map((r) => [r.key, r.state])).to.deep.equal([
+          ['old', 'DELETED'],
+          ['recent', 'RECYCLED'],
+        ]);
+      },
+      100,
+      100,
+    );
     const refs = await sql.query<{ ref_count: number }>('SELECT ref_count FROM blobs WHERE id = $1', [blobId]);
     expect(Number(refs.rows[0].ref_count)).to.equal(1);
   });

@@ -15,13 +15,22 @@ const crd = (group: string, version: string, kind: string, plural: string) => ({
     group,
     scope: 'Namespaced',
     names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
-    versions: [{ name: version, served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+    versions: [
+      {
+        name: version,
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+      },
+    ],
   },
 });
 const CNPG_CRD = crd('postgresql.cnpg.io', 'v1', 'Cluster', 'clusters');
 const RABBITMQ_CRD = crd('rabbitmq.com', 'v1beta1', 'RabbitmqCluster', 'rabbitmqclusters');
 
-const platformUrl = (h: Harness, key: string) => Buffer.from((mustGet(h.fake, 'v1', 'Secret', NS, 'strata-platform') as Doc).data[key], 'base64').toString('utf8');
+const platformUrl = (h: Harness, key: string) =>
+  Buffer.from((mustGet(h.fake, 'v1', 'Secret', NS, 'strata-platform') as Doc).data[key], 'base64').toString('utf8');
 
 /** The bundled PostgreSQL and RabbitMQ run by CloudNativePG and the RabbitMQ cluster operator where their CRDs exist. */
 describe('Bucket stack on the database and broker operators', () => {
@@ -37,7 +46,8 @@ describe('Bucket stack on the database and broker operators', () => {
     const cluster = (await eventually(() => mustGet(h.fake, 'postgresql.cnpg.io/v1', 'Cluster', NS, 'strata-postgresql'), 'Cluster')) as Doc;
     const rabbit = (await eventually(() => mustGet(h.fake, 'rabbitmq.com/v1beta1', 'RabbitmqCluster', NS, 'strata-rabbitmq'), 'RabbitmqCluster')) as Doc;
     await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-    for (const name of ['strata-postgresql', 'strata-postgresql-replica', 'strata-rabbitmq']) expect(stored(h.fake, 'apps/v1', 'StatefulSet', NS, name), name).to.equal(undefined);
+    for (const name of ['strata-postgresql', 'strata-postgresql-replica', 'strata-rabbitmq'])
+      expect(stored(h.fake, 'apps/v1', 'StatefulSet', NS, name), name).to.equal(undefined);
 
     const identity = stackIdentity(NS);
     const credentials = backingCredentials(mustGet(h.fake, 'v1', 'Secret', NS, 'strata-backing-credentials') as never);
@@ -64,7 +74,10 @@ describe('Bucket stack on the database and broker operators', () => {
     await h.kube.apply(RABBITMQ_CRD as never);
     // A change of the Bucket's spec reconciles the stack again, now with both APIs served.
     await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'photos' }, { spec: { deletionPolicy: 'Delete' } });
-    await eventually(() => expect((stored(h.fake, 'strata.dev/v1alpha1', 'Bucket', NS, 'photos') as Doc).status?.observedGeneration).to.equal(2), 'reconciled with the APIs served');
+    await eventually(
+      () => expect((stored(h.fake, 'strata.dev/v1alpha1', 'Bucket', NS, 'photos') as Doc).status?.observedGeneration).to.equal(2),
+      'reconciled with the APIs served',
+    );
     expect(stored(h.fake, 'postgresql.cnpg.io/v1', 'Cluster', NS, 'strata-postgresql')).to.equal(undefined);
     expect(stored(h.fake, 'rabbitmq.com/v1beta1', 'RabbitmqCluster', NS, 'strata-rabbitmq')).to.equal(undefined);
     expect(new URL(platformUrl(h, 'STRATA_PG_URL')).host).to.equal(`strata-postgresql.${NS}.svc.cluster.local:5432`);

@@ -6,7 +6,12 @@ import type { Bucket } from '../../controllers/api/index.js';
 import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, type Harness } from './support/harness.js';
 import { RecordingControlPlane } from './support/recording-control-plane.js';
 
-const bucketCr = (ns: string, name: string) => ({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name, namespace: ns }, spec: { deletionPolicy: 'Delete' } });
+const bucketCr = (ns: string, name: string) => ({
+  apiVersion: 'strata.dev/v1alpha1',
+  kind: 'Bucket',
+  metadata: { name, namespace: ns },
+  spec: { deletionPolicy: 'Delete' },
+});
 const getBucket = (h: Harness, ns: string, name: string) => stored(h.fake, 'strata.dev/v1alpha1', 'Bucket', ns, name) as unknown as Bucket | undefined;
 
 /** Deletion of a Delete-policy Bucket always finishes, also when its stack cannot come back. */
@@ -16,7 +21,14 @@ describe('Bucket deletion when the stack is gone', () => {
 
   /** A Ready Delete-policy Bucket in `ns`, served by a recording control plane. */
   async function readyBucket(ns: string, deadlineSeconds: number) {
-    h.start([new BucketReconciler(h.kube, h.events, { ...TEST_SETTINGS, stackDeletionDeadlineSeconds: deadlineSeconds }, (access) => new HttpBucketService({ ...access, controlPlaneUrl: cp!.url }))]);
+    h.start([
+      new BucketReconciler(
+        h.kube,
+        h.events,
+        { ...TEST_SETTINGS, stackDeletionDeadlineSeconds: deadlineSeconds },
+        (access) => new HttpBucketService({ ...access, controlPlaneUrl: cp!.url }),
+      ),
+    ]);
     await h.kube.apply(bucketCr(ns, 'photos') as never);
     const internal = await eventually(() => mustGet(h.fake, 'v1', 'Secret', ns, 'strata-internal'), 'stack secrets');
     cp = await new RecordingControlPlane(secretValue(internal as never, 'STRATA_INTERNAL_TOKEN')!).start();
@@ -50,7 +62,10 @@ describe('Bucket deletion when the stack is gone', () => {
     const t = h.fake.state.typeForKind('apps/v1', 'Deployment');
     h.fake.state.update(t, 'store', 'strata-gateway', { ...h.fake.state.get(t, 'store', 'strata-gateway'), status: { readyReplicas: 0 } }, 'status');
     // The Bucket reports the stack down first; its finalizer records that its bucket was made.
-    await eventually(() => expect(getBucket(h, 'store', 'photos')!.status?.conditions?.find((c) => c.type === 'Progressing')?.status).to.equal('True'), 'stack down');
+    await eventually(
+      () => expect(getBucket(h, 'store', 'photos')!.status?.conditions?.find((c) => c.type === 'Progressing')?.status).to.equal('True'),
+      'stack down',
+    );
     await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: 'store', name: 'photos' });
     await eventually(() => expect(getBucket(h, 'store', 'photos')).to.equal(undefined), 'released', 15_000);
     const events = h.fake.state.list(h.fake.state.typeForKind('v1', 'Event'), 'store').filter((e) => e.reason === 'BucketNotDeleted');

@@ -61,7 +61,16 @@ describe('Bucket controller client against the real control plane', function () 
   });
 
   it('stores an operator-made S3 backend with its settings', async () => {
-    const backend = { kind: 'minio' as const, endpoint: 'http://minio:9000', region: 'eu-west-1', bucket: 'strata-remote', useSSL: false, pathStyle: true, accessKey: 'AKID', secretKey: 'SECRET' };
+    const backend = {
+      kind: 'minio' as const,
+      endpoint: 'http://minio:9000',
+      region: 'eu-west-1',
+      bucket: 'strata-remote',
+      useSSL: false,
+      pathStyle: true,
+      accessKey: 'AKID',
+      secretKey: 'SECRET',
+    };
     expect(await client('strata-root').ensureBucket('remote', backend)).to.equal('created');
     const stored = (await (await fetch(`${cp.url}/internal/buckets/remote`, { headers: { 'x-strata-internal-token': TOKEN } })).json()) as { backend: object };
     expect(stored.backend).to.deep.include({ kind: 'minio', endpoint: 'http://minio:9000', bucket: 'strata-remote' });
@@ -83,15 +92,25 @@ describe('Bucket controller client against the real control plane', function () 
     expect((await fetch(`${cp.url}/internal/buckets/aged/lifecycle`, { headers: { 'x-strata-internal-token': TOKEN } })).status).to.equal(404);
     expect(await root.ensureConfig('aged', 'lifecycle', [])).to.equal('unchanged');
 
-    const cors = [corsRuleBody({ allowedOrigins: ['https://app.example'], allowedMethods: ['GET', 'PUT'], allowedHeaders: ['content-type'], exposeHeaders: ['ETag'], maxAgeSeconds: 600 })];
+    const cors = [
+      corsRuleBody({
+        allowedOrigins: ['https://app.example'],
+        allowedMethods: ['GET', 'PUT'],
+        allowedHeaders: ['content-type'],
+        exposeHeaders: ['ETag'],
+        maxAgeSeconds: 600,
+      }),
+    ];
     expect(await root.ensureConfig('aged', 'cors', cors)).to.equal('updated');
     expect(await root.ensureConfig('aged', 'cors', cors)).to.equal('unchanged');
-    expect(await (await fetch(`${cp.url}/internal/buckets/aged/cors`, { headers: { 'x-strata-internal-token': TOKEN } })).json()).to.deep.equal({ rules: cors });
+    expect(await (await fetch(`${cp.url}/internal/buckets/aged/cors`, { headers: { 'x-strata-internal-token': TOKEN } })).json()).to.deep.equal({
+      rules: cors,
+    });
     expect(await root.ensureConfig('aged', 'cors', [])).to.equal('updated');
     expect(await root.ensureConfig('aged', 'cors', [])).to.equal('unchanged');
   });
 
-  it('runs the purge CronJob\'s command against the control plane (and fails it on a bad token)', async () => {
+  it("runs the purge CronJob's command against the control plane (and fails it on a bad token)", async () => {
     const cron = renderStorageStack('ns', [], TEST_SETTINGS, TEST_CREDENTIALS).find((o) => o.kind === 'CronJob') as Doc;
     const [command, ...args] = cron.spec.jobTemplate.spec.template.spec.containers[0].command as string[];
     expect(command).to.equal('node');
@@ -108,10 +127,14 @@ describe('Bucket controller client against the real control plane', function () 
 
   it('reports a name taken by another owner, or refused, as a conflict', async () => {
     await client('strata-root').ensureBucket('shared', { kind: 'fs' });
-    const taken = await client('someone-else').ensureBucket('shared', { kind: 'fs' }).catch((err: unknown) => err);
+    const taken = await client('someone-else')
+      .ensureBucket('shared', { kind: 'fs' })
+      .catch((err: unknown) => err);
     expect(taken).to.be.instanceOf(BucketConflictError);
     expect((taken as Error).message).to.match(/BucketAlreadyExists/);
-    const invalid = await client('strata-root').ensureBucket('Not_A_Bucket', { kind: 'fs' }).catch((err: unknown) => err);
+    const invalid = await client('strata-root')
+      .ensureBucket('Not_A_Bucket', { kind: 'fs' })
+      .catch((err: unknown) => err);
     expect(invalid).to.be.instanceOf(BucketConflictError);
     expect((invalid as Error).message).to.match(/InvalidBucketName/);
   });

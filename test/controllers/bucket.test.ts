@@ -5,7 +5,19 @@ import { renderFlowRulesConfigMap, renderStorageStack } from '../../controllers/
 import { renderStackSecrets, secretValue } from '../../controllers/bucket/stack-secrets.js';
 import { PURGE_SCHEDULE } from '../../controllers/bucket/stack-names.js';
 import type { Bucket } from '../../controllers/api/index.js';
-import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_CREDENTIALS, TEST_SETTINGS, validateStored, type Doc, type Harness } from './support/harness.js';
+import {
+  eventReasons,
+  eventually,
+  markDeploymentReady,
+  mustGet,
+  startHarness,
+  stored,
+  TEST_CREDENTIALS,
+  TEST_SETTINGS,
+  validateStored,
+  type Doc,
+  type Harness,
+} from './support/harness.js';
 import { RecordingControlPlane } from './support/recording-control-plane.js';
 import { validateManifest } from './support/validate-manifest.js';
 
@@ -118,8 +130,13 @@ describe('Bucket reconciler', () => {
         // No bucket in the object store yet: nothing for a finalizer to clean up.
         expect(b.metadata.finalizers).to.equal(undefined);
       }, 'waiting for the stack');
-      expect(h.fake.state.list(h.fake.state.typeForKind('batch/v1', 'Job'), NS).map((j) => j.metadata.name)).to.satisfy((names: string[]) => names.some((n) => n.startsWith('strata-redis-cluster-create-')));
-      for (const [kind, name] of [['StatefulSet', 'strata-redis-5'], ['CronJob', 'strata-purge']] as const) {
+      expect(h.fake.state.list(h.fake.state.typeForKind('batch/v1', 'Job'), NS).map((j) => j.metadata.name)).to.satisfy((names: string[]) =>
+        names.some((n) => n.startsWith('strata-redis-cluster-create-')),
+      );
+      for (const [kind, name] of [
+        ['StatefulSet', 'strata-redis-5'],
+        ['CronJob', 'strata-purge'],
+      ] as const) {
         mustGet(h.fake, kind === 'StatefulSet' ? 'apps/v1' : 'batch/v1', kind, NS, name);
       }
       cp = await new RecordingControlPlane(internalToken()).start();
@@ -158,7 +175,10 @@ describe('Bucket reconciler', () => {
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-data-plane'), 'data plane restored');
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'gateway exists');
       await h.kube.mergePatch({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'strata-gateway' }, { spec: { replicas: 0 } });
-      await eventually(() => expect((mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway') as Doc).spec.replicas).to.equal(1), 'gateway replicas restored');
+      await eventually(
+        () => expect((mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway') as Doc).spec.replicas).to.equal(1),
+        'gateway replicas restored',
+      );
     });
 
     it('passes backend credentials from Secrets, and reports missing ones as Degraded', async () => {
@@ -179,10 +199,21 @@ describe('Bucket reconciler', () => {
       cp = await new RecordingControlPlane(internalToken()).start();
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
       stackReady();
-      await eventually(() => expect(getBucket(h, 'remote')!.status?.conditions?.find((c) => c.type === 'Degraded')?.reason).to.equal('MissingCredentials'), 'degraded');
-      await h.kube.apply({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'minio-creds', namespace: NS }, stringData: { ak: 'AKID', sk: 'SECRET' } } as never);
+      await eventually(
+        () => expect(getBucket(h, 'remote')!.status?.conditions?.find((c) => c.type === 'Degraded')?.reason).to.equal('MissingCredentials'),
+        'degraded',
+      );
+      await h.kube.apply({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'minio-creds', namespace: NS },
+        stringData: { ak: 'AKID', sk: 'SECRET' },
+      } as never);
       // The Secret is not watched; any change to the Bucket (or the periodic requeue) picks it up.
-      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'remote' }, { metadata: { annotations: { touched: 'yes' } } });
+      await h.kube.mergePatch(
+        { apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'remote' },
+        { metadata: { annotations: { touched: 'yes' } } },
+      );
       await eventually(() => expect(getBucket(h, 'remote')!.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True'), 'ready');
       expect(cp!.buckets.get('remote')!.backend).to.deep.equal({
         kind: 'minio',
@@ -197,7 +228,10 @@ describe('Bucket reconciler', () => {
       // Settings the object store refuses leave the resource Degraded until its spec changes.
       const refs = { accessKeySecretRef: { name: 'minio-creds', key: 'ak' }, secretKeySecretRef: { name: 'minio-creds', key: 'sk' } };
       await h.kube.apply(bucketCr('refused', { backend: { kind: 'minio', endpoint: 'http://refused:9000', ...refs } }) as never);
-      await eventually(() => expect(getBucket(h, 'refused')!.status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'BackendRefused' }), 'refused');
+      await eventually(
+        () => expect(getBucket(h, 'refused')!.status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'BackendRefused' }),
+        'refused',
+      );
       expect(cp!.buckets.has('refused')).to.equal(false);
     });
 
@@ -207,7 +241,10 @@ describe('Bucket reconciler', () => {
       cp = await new RecordingControlPlane(internalToken()).start();
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
       stackReady();
-      await eventually(() => expect(getBucket(h, 'logs')!.status?.conditions?.find((c) => c.type === 'Ready')?.observedGeneration).to.equal(1), 'ready at generation 1');
+      await eventually(
+        () => expect(getBucket(h, 'logs')!.status?.conditions?.find((c) => c.type === 'Ready')?.observedGeneration).to.equal(1),
+        'ready at generation 1',
+      );
       await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'logs' }, { spec: { deletionPolicy: 'Delete' } });
       await eventually(() => {
         const b = getBucket(h, 'logs')!;
@@ -219,8 +256,13 @@ describe('Bucket reconciler', () => {
       expect(cp!.buckets.has('logs')).to.equal(false);
     });
 
-    it('keeps the bucket\'s lifecycle and CORS rules equal to spec.lifecycle / spec.cors (written only when they differ), and reports an invalid rule', async () => {
-      const lifecycle = { rules: [{ id: 'logs', prefix: 'logs/', expirationDays: 7 }, { id: 'cutover', expirationDate: '2031-06-01', abortIncompleteMultipartUploadDays: 2, enabled: false }] };
+    it("keeps the bucket's lifecycle and CORS rules equal to spec.lifecycle / spec.cors (written only when they differ), and reports an invalid rule", async () => {
+      const lifecycle = {
+        rules: [
+          { id: 'logs', prefix: 'logs/', expirationDays: 7 },
+          { id: 'cutover', expirationDate: '2031-06-01', abortIncompleteMultipartUploadDays: 2, enabled: false },
+        ],
+      };
       const cors = { rules: [{ allowedOrigins: ['https://app.example'], allowedMethods: ['GET', 'PUT'], maxAgeSeconds: 600 }] };
       await h.kube.apply(bucketCr('aged', { lifecycle, cors }) as never);
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
@@ -230,9 +272,17 @@ describe('Bucket reconciler', () => {
       await eventually(() => expect(getBucket(h, 'aged')!.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True'), 'ready');
       expect(cp!.buckets.get('aged')!.lifecycle).to.deep.equal([
         { id: 'logs', enabled: true, filter: { form: 'filter', prefix: 'logs/', tags: [] }, expiration: { days: 7 } },
-        { id: 'cutover', enabled: false, filter: { form: 'filter', prefix: '', tags: [] }, expiration: { date: '2031-06-01T00:00:00.000Z' }, abortIncompleteMultipartUploadDays: 2 },
+        {
+          id: 'cutover',
+          enabled: false,
+          filter: { form: 'filter', prefix: '', tags: [] },
+          expiration: { date: '2031-06-01T00:00:00.000Z' },
+          abortIncompleteMultipartUploadDays: 2,
+        },
       ]);
-      expect(cp!.buckets.get('aged')!.cors).to.deep.equal([{ allowedOrigins: ['https://app.example'], allowedMethods: ['GET', 'PUT'], allowedHeaders: [], exposeHeaders: [], maxAgeSeconds: 600 }]);
+      expect(cp!.buckets.get('aged')!.cors).to.deep.equal([
+        { allowedOrigins: ['https://app.example'], allowedMethods: ['GET', 'PUT'], allowedHeaders: [], exposeHeaders: [], maxAgeSeconds: 600 },
+      ]);
       await eventually(() => expect(eventReasons(h.fake, NS, 'aged')).to.include.members(['LifecycleUpdated', 'CorsUpdated']), 'events');
       const writes = () => cp!.calls.filter((c) => /^\/internal\/buckets\/aged\/(lifecycle|cors)$/.test(c.path) && c.method !== 'GET').length;
       expect(writes()).to.equal(2);
@@ -240,7 +290,10 @@ describe('Bucket reconciler', () => {
       // Another reconcile (a label change) finds the rules in place and writes nothing.
       const reads = cp!.calls.filter((c) => c.path === '/internal/buckets/aged/lifecycle').length;
       await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'aged' }, { metadata: { labels: { touched: 'yes' } } });
-      await eventually(() => expect(cp!.calls.filter((c) => c.path === '/internal/buckets/aged/lifecycle').length).to.be.greaterThan(reads), 'reconciled again');
+      await eventually(
+        () => expect(cp!.calls.filter((c) => c.path === '/internal/buckets/aged/lifecycle').length).to.be.greaterThan(reads),
+        'reconciled again',
+      );
       expect(writes()).to.equal(2);
 
       // An empty list removes the rules.
@@ -253,13 +306,19 @@ describe('Bucket reconciler', () => {
         { apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'aged' },
         { spec: { lifecycle: { rules: [{ id: 'both', expirationDays: 1, expirationDate: '2031-01-01' }] } } },
       );
-      await eventually(() => expect(getBucket(h, 'aged')!.status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'InvalidSpec' }), 'invalid spec');
+      await eventually(
+        () => expect(getBucket(h, 'aged')!.status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'InvalidSpec' }),
+        'invalid spec',
+      );
       expect(cp!.buckets.get('aged')!.lifecycle).to.equal(undefined);
     });
 
     it('releases a Delete-policy Bucket whose stack never came up, and holds one whose bucket exists until the stack is back', async () => {
       await h.kube.apply(bucketCr('never', { deletionPolicy: 'Delete' }) as never);
-      await eventually(() => expect(getBucket(h, 'never')!.status?.conditions?.find((c) => c.type === 'Progressing')?.status).to.equal('True'), 'waiting for the stack');
+      await eventually(
+        () => expect(getBucket(h, 'never')!.status?.conditions?.find((c) => c.type === 'Progressing')?.status).to.equal('True'),
+        'waiting for the stack',
+      );
       await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'never' });
       await eventually(() => expect(getBucket(h, 'never')).to.equal(undefined), 'released');
 
@@ -290,12 +349,18 @@ describe('Bucket reconciler', () => {
       // Created later (the fake's timestamps have whole seconds: make the order unambiguous).
       await new Promise((r) => setTimeout(r, 1100));
       await h.kube.apply(bucketCr('second', { bucketName: 'shared-data' }) as never);
-      await eventually(() => expect(getBucket(h, 'second')!.status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'BucketNameTaken' }), 'second refused');
+      await eventually(
+        () => expect(getBucket(h, 'second')!.status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'BucketNameTaken' }),
+        'second refused',
+      );
       await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'first' });
       await eventually(() => expect(getBucket(h, 'first')).to.equal(undefined), 'first released');
       expect(cp.buckets.has('shared-data')).to.equal(true);
       expect(eventReasons(h.fake, NS, 'first')).to.include('BucketRetained');
-      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'second' }, { metadata: { annotations: { poke: '1' } } });
+      await h.kube.mergePatch(
+        { apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'second' },
+        { metadata: { annotations: { poke: '1' } } },
+      );
       await eventually(() => expect(getBucket(h, 'second')!.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True'), 'second takes over');
     });
 

@@ -49,7 +49,8 @@ function structuralProblems(node: Schema, at: string): string[] {
   }
   for (const [name, child] of Object.entries((node.properties as Record<string, Schema>) ?? {})) problems.push(...structuralProblems(child, `${at}.${name}`));
   if (node.items) problems.push(...structuralProblems(node.items as Schema, `${at}[]`));
-  if (node.additionalProperties && typeof node.additionalProperties === 'object') problems.push(...structuralProblems(node.additionalProperties as Schema, `${at}{}`));
+  if (node.additionalProperties && typeof node.additionalProperties === 'object')
+    problems.push(...structuralProblems(node.additionalProperties as Schema, `${at}{}`));
   return problems;
 }
 
@@ -58,7 +59,9 @@ describe('CRDs', () => {
 
   for (const dir of CRD_DIRS) {
     it(`${dir}/ matches the generator output (run npm run gen-crds after changing controllers/api)`, () => {
-      const committed = readdirSync(path.join(root, dir)).filter((f) => f.endsWith('.yaml')).sort();
+      const committed = readdirSync(path.join(root, dir))
+        .filter((f) => f.endsWith('.yaml'))
+        .sort();
       expect(committed).to.deep.equal([...generated.keys()].sort());
       for (const [name, text] of generated) expect(readFileSync(path.join(root, dir, name), 'utf8'), name).to.equal(text);
     });
@@ -70,7 +73,10 @@ describe('CRDs', () => {
       await validateManifest(crd);
       const version = crd.spec.versions[0];
       expect(version.subresources, name).to.deep.equal({ status: {} });
-      expect(version.additionalPrinterColumns.map((c: { name: string }) => c.name), name).to.include('Ready');
+      expect(
+        version.additionalPrinterColumns.map((c: { name: string }) => c.name),
+        name,
+      ).to.include('Ready');
       expect(crd.spec.scope).to.equal('Namespaced');
       const conditions = version.schema.openAPIV3Schema.properties.status.properties.conditions;
       expect(conditions['x-kubernetes-list-type'], name).to.equal('map');
@@ -85,12 +91,12 @@ describe('CRDs', () => {
       expect(structuralProblems(schema, name)).to.deep.equal([]);
     }
     // The check itself finds what it should.
-    expect(structuralProblems({ type: 'object', properties: { a: { anyOf: [{ type: 'string' }, { type: 'integer' }] }, b: {}, c: { type: 'integer', minimum: 1, default: 0 } } }, 'x')).to.deep.equal([
-      'x.a: no type',
-      'x.a: anyOf outside int-or-string',
-      'x.b: no type',
-      'x.c: default 0 is invalid',
-    ]);
+    expect(
+      structuralProblems(
+        { type: 'object', properties: { a: { anyOf: [{ type: 'string' }, { type: 'integer' }] }, b: {}, c: { type: 'integer', minimum: 1, default: 0 } } },
+        'x',
+      ),
+    ).to.deep.equal(['x.a: no type', 'x.a: anyOf outside int-or-string', 'x.b: no type', 'x.c: default 0 is invalid']);
   });
 
   it('carry defaults and enums from the TypeScript schemas', () => {

@@ -6,7 +6,18 @@ import { HttpIndexWorkerClient, type IndexWorkerClient, type IndexWorkerStatus }
 import { renderImageIndex, renderIndexJob } from '../../controllers/image-index/render-image-index.js';
 import { imageIndexSpec, type ImageIndex } from '../../controllers/api/index.js';
 import type { FakeKubeServer, KubeObject } from '../support/fake-kube/index.js';
-import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, validateStored, type Doc, type Harness } from './support/harness.js';
+import {
+  eventReasons,
+  eventually,
+  markDeploymentReady,
+  mustGet,
+  startHarness,
+  stored,
+  TEST_SETTINGS,
+  validateStored,
+  type Doc,
+  type Harness,
+} from './support/harness.js';
 import { validateManifest } from './support/validate-manifest.js';
 
 const NS = 'search';
@@ -44,7 +55,13 @@ function theOnlyJob(fake: FakeKubeServer, what: string): Promise<KubeObject> {
 function completeJob(fake: FakeKubeServer, name: string): void {
   const t = fake.state.typeForKind('batch/v1', 'Job');
   const job = fake.state.get(t, NS, name);
-  fake.state.update(t, NS, name, { ...job, status: { succeeded: 1, completionTime: '2026-11-22T12:00:00Z', conditions: [{ type: 'Complete', status: 'True' }] } }, 'status');
+  fake.state.update(
+    t,
+    NS,
+    name,
+    { ...job, status: { succeeded: 1, completionTime: '2026-11-22T12:00:00Z', conditions: [{ type: 'Complete', status: 'True' }] } },
+    'status',
+  );
 }
 
 const getIndex = (h: Harness) => mustGet(h.fake, 'strata.dev/v1alpha1', 'ImageIndex', NS, 'photos') as unknown as ImageIndex;
@@ -60,8 +77,17 @@ describe('ImageIndex reconciler', () => {
       expect(objs.map((o) => o.kind)).to.deep.equal(['PersistentVolumeClaim', 'Deployment', 'Service']);
       const container = (objs[1] as Doc).spec.template.spec.containers[0];
       const env = Object.fromEntries(container.env.map((e: { name: string; value?: string }) => [e.name, e.value ?? 'from-secret']));
-      expect(env).to.include({ IMAGE_SEARCH_INDEX_STRING: 'IVF1024,PQ16x8np', IMAGE_SEARCH_NPROBE: '8', IMAGE_SEARCH_TOPK: '20', IMAGE_SEARCH_BUFFER_THRESHOLD: '1000' });
-      expect(env).to.include({ IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/img/', IMAGE_SEARCH_MODEL_DIR: '/models/clip', IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'from-secret' });
+      expect(env).to.include({
+        IMAGE_SEARCH_INDEX_STRING: 'IVF1024,PQ16x8np',
+        IMAGE_SEARCH_NPROBE: '8',
+        IMAGE_SEARCH_TOPK: '20',
+        IMAGE_SEARCH_BUFFER_THRESHOLD: '1000',
+      });
+      expect(env).to.include({
+        IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/img/',
+        IMAGE_SEARCH_MODEL_DIR: '/models/clip',
+        IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'from-secret',
+      });
       // Object-created events from the namespace's RabbitMQ (when its stack exists), on a queue of this index's own.
       const events = container.env.find((e: { name: string }) => e.name === 'IMAGE_SEARCH_EVENTS_AMQP_URL');
       expect(events.valueFrom.secretKeyRef).to.deep.equal({ name: 'strata-platform', key: 'STRATA_AMQP_URL', optional: true });
@@ -87,7 +113,11 @@ describe('ImageIndex reconciler', () => {
       expect(pod.containers[0].image).to.equal(`ghcr.io/strata-dev/image-search:test${TEST_SETTINGS.gpuImageSuffix}`);
       expect(TEST_SETTINGS.gpuImageSuffix).to.not.equal('');
       // Images and CLIP files from their volumes, read-only, beside the state volume.
-      expect(pod.volumes.map((v: Doc) => v.persistentVolumeClaim)).to.deep.equal([{ claimName: 'photos-index-state' }, { claimName: 'catalog', readOnly: true }, { claimName: 'clip', readOnly: true }]);
+      expect(pod.volumes.map((v: Doc) => v.persistentVolumeClaim)).to.deep.equal([
+        { claimName: 'photos-index-state' },
+        { claimName: 'catalog', readOnly: true },
+        { claimName: 'clip', readOnly: true },
+      ]);
       expect(pod.containers[0].volumeMounts.slice(1)).to.deep.equal([
         { name: 'images', mountPath: '/images', readOnly: true },
         { name: 'model', mountPath: '/models/clip', readOnly: true },
@@ -108,7 +138,9 @@ describe('ImageIndex reconciler', () => {
     // The shape GET /api/index/status answers (images/image-search), trimmed to what matters here.
     const server = http.createServer((req, res) => {
       res.writeHead(req.url === '/api/index/status' ? 200 : 404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ index_string: 'IVF4096,PQ32x8', total_vectors: 4200, buffer: { vectors: 77, threshold: 1000, merge_suggested: false }, job: null }));
+      res.end(
+        JSON.stringify({ index_string: 'IVF4096,PQ32x8', total_vectors: 4200, buffer: { vectors: 77, threshold: 1000, merge_suggested: false }, job: null }),
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
@@ -139,7 +171,10 @@ describe('ImageIndex reconciler', () => {
       await h.kube.apply(indexCr({}) as never);
       await eventually(() => mustGet(h.fake, 'v1', 'PersistentVolumeClaim', NS, 'photos-index-state'), 'state volume');
       // The images come from a bucket, and this namespace has no object store yet.
-      await eventually(() => expect(getIndex(h).status?.conditions?.find((c) => c.type === 'Progressing')?.reason).to.equal('WaitingForObjectStore'), 'waiting for a store');
+      await eventually(
+        () => expect(getIndex(h).status?.conditions?.find((c) => c.type === 'Progressing')?.reason).to.equal('WaitingForObjectStore'),
+        'waiting for a store',
+      );
       worker.current = { vectors: 1234, bufferSize: 56 };
       await workerReady();
       await eventually(() => {
@@ -160,7 +195,10 @@ describe('ImageIndex reconciler', () => {
       expect(job.metadata.labels?.['strata.dev/index-operation']).to.equal('merge');
       await eventually(() => expect(getIndex(h).status?.activeJob).to.equal(job.metadata.name), 'active job');
       // While it runs, no second merge starts even though the buffer is still large.
-      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', namespace: NS, name: 'photos' }, { metadata: { annotations: { poke: '1' } } });
+      await h.kube.mergePatch(
+        { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', namespace: NS, name: 'photos' },
+        { metadata: { annotations: { poke: '1' } } },
+      );
       await eventually(() => expect(getIndex(h).metadata.generation).to.equal(1), 'poked');
       worker.current = { vectors: 5000, bufferSize: 0 };
       completeJob(h.fake, job.metadata.name);
@@ -182,7 +220,10 @@ describe('ImageIndex reconciler', () => {
       expect(jobs(h.fake)).to.have.length(0);
       expect(getIndex(h).status?.handledMergeRequest).to.equal(undefined);
       worker.current = { vectors: 5000, bufferSize: 1500, busy: false };
-      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', namespace: NS, name: 'photos' }, { metadata: { annotations: { poke: '1' } } });
+      await h.kube.mergePatch(
+        { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', namespace: NS, name: 'photos' },
+        { metadata: { annotations: { poke: '1' } } },
+      );
       await eventually(() => expect(jobs(h.fake)).to.have.length(1), 'merge job once free');
       await eventually(() => expect(getIndex(h).status?.handledMergeRequest).to.equal('m1'), 'request handled');
     });
@@ -194,7 +235,10 @@ describe('ImageIndex reconciler', () => {
       const d = h.fake.state.get(t, NS, 'photos-index-worker');
       const stalled = { type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'timed out progressing' };
       h.fake.state.update(t, NS, 'photos-index-worker', { ...d, status: { replicas: 1, readyReplicas: 0, conditions: [stalled] } }, 'status');
-      await eventually(() => expect(getIndex(h).status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'WorkerStalled' }), 'degraded');
+      await eventually(
+        () => expect(getIndex(h).status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'WorkerStalled' }),
+        'degraded',
+      );
     });
 
     it('does not auto-merge when autoMerge is off', async () => {
@@ -220,9 +264,12 @@ describe('ImageIndex reconciler', () => {
         expect(getIndex(h).status?.conditions?.every((c) => c.observedGeneration === 2)).to.equal(true);
       }, 'update applied');
       // Drift: a hand edit of the worker's image and a deleted Service are both put back.
-      await h.kube.mergePatch({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'photos-index-worker' }, {
-        spec: { template: { spec: { containers: [{ name: 'image-search', image: 'someone/else:latest' }] } } },
-      });
+      await h.kube.mergePatch(
+        { apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'photos-index-worker' },
+        {
+          spec: { template: { spec: { containers: [{ name: 'image-search', image: 'someone/else:latest' }] } } },
+        },
+      );
       await eventually(() => expect(workerContainer().image).to.equal('ghcr.io/strata-dev/image-search:test'), 'image restored');
       await h.kube.delete({ apiVersion: 'v1', kind: 'Service', namespace: NS, name: 'photos-index-worker' });
       await eventually(() => mustGet(h.fake, 'v1', 'Service', NS, 'photos-index-worker'), 'service restored');
@@ -253,7 +300,13 @@ describe('ImageIndex reconciler', () => {
       await workerReady();
       const job = await theOnlyJob(h.fake, 'merge job');
       const t = h.fake.state.typeForKind('batch/v1', 'Job');
-      h.fake.state.update(t, NS, job.metadata.name, { ...h.fake.state.get(t, NS, job.metadata.name), status: { failed: 3, conditions: [{ type: 'Failed', status: 'True' }] } }, 'status');
+      h.fake.state.update(
+        t,
+        NS,
+        job.metadata.name,
+        { ...h.fake.state.get(t, NS, job.metadata.name), status: { failed: 3, conditions: [{ type: 'Failed', status: 'True' }] } },
+        'status',
+      );
       await eventually(() => expect(getIndex(h).status?.activeJob).to.equal(undefined), 'job over');
       await eventually(() => expect(eventReasons(h.fake, NS, 'photos')).to.include('IndexOperationFailed'), 'warning event');
       const warning = h.fake.state.list(h.fake.state.typeForKind('v1', 'Event'), NS).find((e) => e.reason === 'IndexOperationFailed')!;
@@ -290,7 +343,10 @@ describe('ImageIndex reconciler', () => {
       await eventually(() => expect(getIndex(h).status?.handledRebuildRequest).to.equal('r1'), 'rebuild handled');
       await eventually(() => expect(getIndex(h).status?.activeJob).to.equal(undefined), 'rebuild done');
 
-      await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', namespace: NS, name: 'photos' }, { metadata: { annotations: { [MERGE_ANNOTATION]: 'now-1' } } });
+      await h.kube.mergePatch(
+        { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', namespace: NS, name: 'photos' },
+        { metadata: { annotations: { [MERGE_ANNOTATION]: 'now-1' } } },
+      );
       const merge = await eventually(() => {
         const found = jobs(h.fake).find((j) => j.metadata.labels?.['strata.dev/index-operation'] === 'merge');
         expect(found).to.not.equal(undefined);

@@ -8,16 +8,26 @@ import { AUTH_HEADER, startTestImageSearch, type TestImageSearch } from '../imag
 import { TEST_SETTINGS, type Doc } from './support/harness.js';
 
 const JWT_SECRET = 'operator-contract-jwt-secret-0123456789';
-const ix = { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', metadata: { name: 'photos', namespace: 'ns', uid: 'u' }, spec: imageIndexSpec.parse({ source: { directory: '/x' }, model: { directory: '/m' } }) } as ImageIndex;
+const ix = {
+  apiVersion: 'strata.dev/v1alpha1',
+  kind: 'ImageIndex',
+  metadata: { name: 'photos', namespace: 'ns', uid: 'u' },
+  spec: imageIndexSpec.parse({ source: { directory: '/x' }, model: { directory: '/m' } }),
+} as ImageIndex;
 
 /** Run a merge or rebuild Job's container command as the Job would, against a worker URL. */
 function runJob(op: IndexOperation, workerUrl: string): Promise<{ code: number | null; output: string }> {
   const container = (renderIndexJob(ix, op, `photos-${op}-1`, TEST_SETTINGS) as Doc).spec.template.spec.containers[0];
   // Secret references resolved as the kubelet would.
-  const env = Object.fromEntries(container.env.map((e: { name: string; value?: string }) => [e.name, e.value ?? (e.name === 'STRATA_JWT_SECRET' ? JWT_SECRET : '')]));
+  const env = Object.fromEntries(
+    container.env.map((e: { name: string; value?: string }) => [e.name, e.value ?? (e.name === 'STRATA_JWT_SECRET' ? JWT_SECRET : '')]),
+  );
   const [command, ...args] = container.command as string[];
   expect(command).to.equal('node');
-  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH, ...env, WORKER_URL: workerUrl, POLL_MS: '50' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH, ...env, WORKER_URL: workerUrl, POLL_MS: '50' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -37,7 +47,11 @@ describe('ImageIndex controller against a real image-search worker', function ()
     fixture = await startTestImageSearch('operator-index', { IMAGE_SEARCH_BUFFER_THRESHOLD: 5, STRATA_JWT_SECRET: JWT_SECRET });
     service = fixture.service;
     const paths = Object.values(fixture.images.colourFiles).flat();
-    const added = await fetch(`${service.url}/api/index/add`, { method: 'POST', headers: { ...AUTH_HEADER, 'content-type': 'application/json' }, body: JSON.stringify({ image_paths: paths }) });
+    const added = await fetch(`${service.url}/api/index/add`, {
+      method: 'POST',
+      headers: { ...AUTH_HEADER, 'content-type': 'application/json' },
+      body: JSON.stringify({ image_paths: paths }),
+    });
     expect(added.status).to.equal(200);
   });
   after(async () => {

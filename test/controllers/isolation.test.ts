@@ -20,14 +20,24 @@ const creds = (ns: string) => ({ postgresPassword: `pg-${ns}`, rabbitmqPassword:
 function connections(objects: Manifest[]): Record<string, string> {
   const platform = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'strata-platform') as Doc;
   const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'strata-config') as Doc;
-  const decoded: Record<string, string> = Object.fromEntries(Object.entries(platform.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+  const decoded: Record<string, string> = Object.fromEntries(
+    Object.entries(platform.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
+  );
   return { ...decoded, exchange: config.data.STRATA_AMQP_EXCHANGE as string, queuePrefix: config.data.STRATA_AMQP_QUEUE_PREFIX as string };
 }
 
 describe('one isolated stack per namespace', () => {
   for (const mode of ['bundled', 'external'] as const) {
     it(`gives a Bucket photos in two namespaces disjoint databases, roles, queues and secrets (${mode} servers)`, async () => {
-      const settings = mode === 'bundled' ? TEST_SETTINGS : { ...TEST_SETTINGS, postgresUrl: 'postgres://admin:secret@db:5432/postgres', postgresReplicaUrls: ['postgres://admin:secret@db-r:5432/postgres'], amqpUrl: 'amqp://mq:5672' };
+      const settings =
+        mode === 'bundled'
+          ? TEST_SETTINGS
+          : {
+              ...TEST_SETTINGS,
+              postgresUrl: 'postgres://admin:secret@db:5432/postgres',
+              postgresReplicaUrls: ['postgres://admin:secret@db-r:5432/postgres'],
+              amqpUrl: 'amqp://mq:5672',
+            };
       const a = renderStorageStack('north', owners('north'), settings, creds('north'));
       const b = renderStorageStack('south', owners('south'), settings, creds('south'));
       for (const o of [...a, ...b]) await validateManifest(o);
@@ -49,7 +59,11 @@ describe('one isolated stack per namespace', () => {
         // Each namespace's URLs point at servers in that namespace, with its own broker password.
         expect(pgA.hostname).to.equal('strata-postgresql.north.svc.cluster.local');
         expect(ca.STRATA_AMQP_URL).to.equal('amqp://strata:mq-north@strata-rabbitmq.north.svc.cluster.local:5672');
-        expect(a.filter((o) => o.kind === 'StatefulSet').map((o) => o.metadata.name)).to.include.members(['strata-postgresql', 'strata-postgresql-replica', 'strata-rabbitmq']);
+        expect(a.filter((o) => o.kind === 'StatefulSet').map((o) => o.metadata.name)).to.include.members([
+          'strata-postgresql',
+          'strata-postgresql-replica',
+          'strata-rabbitmq',
+        ]);
       } else {
         expect(a.some((o) => o.metadata.name.startsWith('strata-postgresql') || o.metadata.name === 'strata-rabbitmq')).to.equal(false);
       }
@@ -68,18 +82,20 @@ describe('one isolated stack per namespace', () => {
     expect(stackIdentity('a-b').database).to.not.equal(stackIdentity('a-c').database);
   });
 
-  it('listens for object events on the namespace\'s own exchange in index workers', () => {
+  it("listens for object events on the namespace's own exchange in index workers", () => {
     const spec = { source: { bucket: 'photos' }, model: { directory: '/m' } };
     const ix = { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', metadata: { name: 'ix', namespace: 'north', uid: 'u' }, spec } as unknown as ImageIndex;
-    const env = (renderImageIndex(ix, imageIndexSpec.parse(spec), TEST_SETTINGS).find((o) => o.kind === 'Deployment') as Doc).spec.template.spec.containers[0].env as Array<{ name: string; value?: string }>;
+    const env = (renderImageIndex(ix, imageIndexSpec.parse(spec), TEST_SETTINGS).find((o) => o.kind === 'Deployment') as Doc).spec.template.spec.containers[0]
+      .env as Array<{ name: string; value?: string }>;
     expect(env.find((e) => e.name === 'IMAGE_SEARCH_EVENTS_EXCHANGE')?.value).to.equal('strata.north.events');
   });
 
   describe('reconciled against the fake API server', () => {
     const h = harnessHooks('suite', (h) => h.start([new BucketReconciler(h.kube, h.events, TEST_SETTINGS)]));
 
-    it('generates each namespace\'s own root user, keys and backing passwords, and wires them into its URLs only', async () => {
-      for (const ns of ['north', 'south']) await h.kube.apply({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'photos', namespace: ns }, spec: {} } as never);
+    it("generates each namespace's own root user, keys and backing passwords, and wires them into its URLs only", async () => {
+      for (const ns of ['north', 'south'])
+        await h.kube.apply({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'photos', namespace: ns }, spec: {} } as never);
       const secretsOf = (ns: string) =>
         eventually(() => {
           const read = (name: string, key: string) => secretValue(mustGet(h.fake, 'v1', 'Secret', ns, name) as never, key)!;
@@ -118,7 +134,7 @@ describe('one isolated stack per namespace', () => {
       await admin.end();
     });
 
-    it('creates each namespace\'s role and database, which no other role may connect to; again and again', async () => {
+    it("creates each namespace's role and database, which no other role may connect to; again and again", async () => {
       for (const ns of namespaces) {
         await provisioner.ensure(stackIdentity(ns), 'first');
         await provisioner.ensure(stackIdentity(ns), 'second');
@@ -126,7 +142,8 @@ describe('one isolated stack per namespace', () => {
       const [a, b] = namespaces.map(stackIdentity) as [ReturnType<typeof stackIdentity>, ReturnType<typeof stackIdentity>];
       const owner = await admin.query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1', [a.database]);
       expect(owner.rows[0].owner).to.equal(a.role);
-      const can = async (role: string, db: string) => (await admin.query('SELECT has_database_privilege($1, $2, $3) AS ok', [role, db, 'CONNECT'])).rows[0].ok as boolean;
+      const can = async (role: string, db: string) =>
+        (await admin.query('SELECT has_database_privilege($1, $2, $3) AS ok', [role, db, 'CONNECT'])).rows[0].ok as boolean;
       expect(await can(a.role, a.database)).to.equal(true);
       expect(await can(b.role, b.database)).to.equal(true);
       expect(await can(a.role, b.database)).to.equal(false);

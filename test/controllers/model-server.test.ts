@@ -37,7 +37,9 @@ describe('ModelServer reconciler', () => {
       // The CUDA variant of the image; an image named in the spec wins.
       expect(pod.containers[0].image).to.equal('ghcr.io/strata-dev/model-server:test-cuda');
       const own = sample({ gpu: { enabled: true }, image: 'registry.local/llm:1' });
-      expect((renderModelServer(own, modelServerSpec.parse(own.spec), TEST_SETTINGS) as Doc[])[0]!.spec.template.spec.containers[0].image).to.equal('registry.local/llm:1');
+      expect((renderModelServer(own, modelServerSpec.parse(own.spec), TEST_SETTINGS) as Doc[])[0]!.spec.template.spec.containers[0].image).to.equal(
+        'registry.local/llm:1',
+      );
       const plain = renderModelServer(ms, modelServerSpec.parse(ms.spec), { ...TEST_SETTINGS, gpuImageSuffix: '' }) as Doc[];
       expect(plain[0]!.spec.template.spec.containers[0].image).to.equal('ghcr.io/strata-dev/model-server:test');
       expect(pod.nodeSelector).to.deep.equal({ 'nvidia.com/gpu.present': 'true' });
@@ -78,9 +80,12 @@ describe('ModelServer reconciler', () => {
       }, 'scaled');
 
       // Drift: someone edits the Deployment's image, then deletes the Service.
-      await h.kube.mergePatch({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'tiny-model-server' }, {
-        spec: { template: { spec: { containers: [{ name: 'model-server', image: 'evil:latest' }] } } },
-      });
+      await h.kube.mergePatch(
+        { apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'tiny-model-server' },
+        {
+          spec: { template: { spec: { containers: [{ name: 'model-server', image: 'evil:latest' }] } } },
+        },
+      );
       await eventually(() => {
         const d = mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server') as Doc;
         expect(d.spec.template.spec.containers[0].image).to.equal('ghcr.io/strata-dev/model-server:test');
@@ -93,7 +98,9 @@ describe('ModelServer reconciler', () => {
     });
 
     it('schedules on GPU nodes when asked, and back on CPU nodes when no longer asked', async () => {
-      await h.kube.apply(sample({ gpu: { enabled: true, tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'ml', effect: 'NoSchedule' }] } }) as never);
+      await h.kube.apply(
+        sample({ gpu: { enabled: true, tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'ml', effect: 'NoSchedule' }] } }) as never,
+      );
       const pod = () => (mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server') as Doc).spec.template.spec;
       await eventually(() => {
         expect(pod().containers[0].resources.limits).to.deep.equal({ 'nvidia.com/gpu': 1 });
@@ -116,8 +123,19 @@ describe('ModelServer reconciler', () => {
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server'), 'deployment created');
       const t = h.fake.state.typeForKind('apps/v1', 'Deployment');
       const d = h.fake.state.get(t, NS, 'tiny-model-server');
-      const stalled = { type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "tiny-model-server-5d8f" has timed out progressing.' };
-      h.fake.state.update(t, NS, 'tiny-model-server', { ...d, status: { replicas: 1, readyReplicas: 0, observedGeneration: d.metadata.generation, conditions: [stalled] } }, 'status');
+      const stalled = {
+        type: 'Progressing',
+        status: 'False',
+        reason: 'ProgressDeadlineExceeded',
+        message: 'ReplicaSet "tiny-model-server-5d8f" has timed out progressing.',
+      };
+      h.fake.state.update(
+        t,
+        NS,
+        'tiny-model-server',
+        { ...d, status: { replicas: 1, readyReplicas: 0, observedGeneration: d.metadata.generation, conditions: [stalled] } },
+        'status',
+      );
       await eventually(() => {
         const ms = mustGet(h.fake, 'strata.dev/v1alpha1', 'ModelServer', NS, 'tiny') as unknown as ModelServer;
         expect(ms.status?.conditions?.find((c) => c.type === 'Degraded')).to.include({ status: 'True', reason: 'RolloutStalled' });

@@ -1,5 +1,14 @@
 import { expect } from 'chai';
-import { IMAGE_INDEX_KIND, MODEL_SERVER_KIND, imageIndexSpec, modelServerSpec, nameProblem, renderCrd, type ImageIndex, type ModelServer } from '../../controllers/api/index.js';
+import {
+  IMAGE_INDEX_KIND,
+  MODEL_SERVER_KIND,
+  imageIndexSpec,
+  modelServerSpec,
+  nameProblem,
+  renderCrd,
+  type ImageIndex,
+  type ModelServer,
+} from '../../controllers/api/index.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from '../../controllers/bucket/render-storage-stack.js';
 import { renderStackSecrets } from '../../controllers/bucket/stack-secrets.js';
 import { jobName, renderImageIndex, renderIndexJob } from '../../controllers/image-index/render-image-index.js';
@@ -11,7 +20,10 @@ const longest = (max: number) => `n${'x'.repeat(max - 1)}`;
 const indexOf = (name: string) => {
   const spec = { source: { bucket: 'photos' }, model: { directory: '/m' } };
   const ix = { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', metadata: { name, namespace: 'ns', uid: 'u' }, spec } as unknown as ImageIndex;
-  return [...renderImageIndex(ix, imageIndexSpec.parse(spec), TEST_SETTINGS), ...(['merge', 'rebuild'] as const).map((op) => renderIndexJob(ix, op, jobName(ix, op, 'request:1'), TEST_SETTINGS))];
+  return [
+    ...renderImageIndex(ix, imageIndexSpec.parse(spec), TEST_SETTINGS),
+    ...(['merge', 'rebuild'] as const).map((op) => renderIndexJob(ix, op, jobName(ix, op, 'request:1'), TEST_SETTINGS)),
+  ];
 };
 const modelServerOf = (name: string) => {
   const spec = { model: { name: 'tiny', path: '/m' } };
@@ -31,7 +43,8 @@ describe('names and pod security', () => {
     const h = harnessHooks('suite');
 
     it('all fit what the API server accepts (63 characters, DNS-1035 Services)', async () => {
-      for (const obj of [...indexOf(longest(IMAGE_INDEX_KIND.name.maxLength)), ...modelServerOf(longest(MODEL_SERVER_KIND.name.maxLength))]) await h.kube.apply(obj);
+      for (const obj of [...indexOf(longest(IMAGE_INDEX_KIND.name.maxLength)), ...modelServerOf(longest(MODEL_SERVER_KIND.name.maxLength))])
+        await h.kube.apply(obj);
     });
 
     it('one character more is refused by the CRD and by the reconciler', async () => {
@@ -46,7 +59,13 @@ describe('names and pod security', () => {
   });
 
   it('runs every pod and container restricted: non-root, RuntimeDefault seccomp, no escalation, no capabilities', () => {
-    const all = [...renderStorageStack('ns', [], TEST_SETTINGS, TEST_CREDENTIALS), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns'), ...indexOf('ix'), ...modelServerOf('ms')];
+    const all = [
+      ...renderStorageStack('ns', [], TEST_SETTINGS, TEST_CREDENTIALS),
+      ...renderStackSecrets('ns'),
+      renderFlowRulesConfigMap('ns'),
+      ...indexOf('ix'),
+      ...modelServerOf('ms'),
+    ];
     let pods = 0;
     for (const obj of all) {
       for (const pod of podSpecs(obj)) {
@@ -54,7 +73,11 @@ describe('names and pod security', () => {
         const where = `${obj.kind}/${obj.metadata.name}`;
         expect(pod.securityContext, where).to.deep.include({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
         for (const c of [...(pod.initContainers ?? []), ...pod.containers] as Doc[]) {
-          expect(c.securityContext, `${where} ${c.name}`).to.deep.include({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
+          expect(c.securityContext, `${where} ${c.name}`).to.deep.include({
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ['ALL'] },
+            seccompProfile: { type: 'RuntimeDefault' },
+          });
         }
       }
     }

@@ -51,10 +51,18 @@ describe('Redis Cluster create Job', function () {
     expect(local).to.not.contain('.svc');
     const first = await run('sh', ['-c', local], { timeout: 45_000 });
     expect(first.stdout).to.match(/All 16384 slots covered/);
-    await eventually(async () => {
-      const info = await run('redis-cli', ['-p', String(ports[0]), 'cluster', 'info']);
-      expect(info.stdout).to.match(/cluster_state:ok/).and.match(/cluster_slots_assigned:16384/).and.match(/cluster_size:3/).and.match(/cluster_known_nodes:6/);
-    }, 'cluster ok', 30_000);
+    await eventually(
+      async () => {
+        const info = await run('redis-cli', ['-p', String(ports[0]), 'cluster', 'info']);
+        expect(info.stdout)
+          .to.match(/cluster_state:ok/)
+          .and.match(/cluster_slots_assigned:16384/)
+          .and.match(/cluster_size:3/)
+          .and.match(/cluster_known_nodes:6/);
+      },
+      'cluster ok',
+      30_000,
+    );
     const again = await run('sh', ['-c', local], { timeout: 45_000 });
     expect(again.stdout).to.contain('cluster already formed');
   });

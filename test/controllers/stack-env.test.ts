@@ -1,7 +1,12 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { CONFIG_HASH_ANNOTATION, OPERATOR_STACK_VARIABLES, renderFlowRulesConfigMap, renderStorageStack } from '../../controllers/bucket/render-storage-stack.js';
+import {
+  CONFIG_HASH_ANNOTATION,
+  OPERATOR_STACK_VARIABLES,
+  renderFlowRulesConfigMap,
+  renderStorageStack,
+} from '../../controllers/bucket/render-storage-stack.js';
 import { renderStackSecrets } from '../../controllers/bucket/stack-secrets.js';
 import { renderImageIndex } from '../../controllers/image-index/render-image-index.js';
 import { renderModelServer } from '../../controllers/model-server/render-model-server.js';
@@ -17,7 +22,11 @@ const COMPONENTS = ['gateway', 'data-plane', 'control-plane'] as const;
 function sourcesOf(component: string): string {
   const dirs = [path.join(root, 'images', component, 'src'), path.join(root, 'images/service-kit/src')];
   return dirs
-    .flatMap((dir) => readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => readFileSync(path.join(dir, f), 'utf8')))
+    .flatMap((dir) =>
+      readdirSync(dir, { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => readFileSync(path.join(dir, f), 'utf8')),
+    )
     .join('\n');
 }
 
@@ -43,9 +52,15 @@ function varsOf(container: Doc, objects: Manifest[]): string[] {
 }
 
 describe('storage stack environment vs. the services that read it', () => {
-  const settings = { ...TEST_SETTINGS, postgresUrl: 'postgres://admin:pw@db/postgres', postgresReplicaUrls: ['postgres://r1/strata', 'postgres://r2/strata'], amqpUrl: 'amqp://mq' };
+  const settings = {
+    ...TEST_SETTINGS,
+    postgresUrl: 'postgres://admin:pw@db/postgres',
+    postgresReplicaUrls: ['postgres://r1/strata', 'postgres://r2/strata'],
+    amqpUrl: 'amqp://mq',
+  };
   const objects = [...renderStorageStack('ns', [], settings, TEST_CREDENTIALS), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns')];
-  const containerOf = (component: string) => (objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `strata-${component}`) as Doc).spec.template.spec.containers[0];
+  const containerOf = (component: string) =>
+    (objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `strata-${component}`) as Doc).spec.template.spec.containers[0];
 
   for (const component of COMPONENTS) {
     it(`gives ${component} every variable its entrypoint requires`, () => {
@@ -57,7 +72,8 @@ describe('storage stack environment vs. the services that read it', () => {
 
     it(`sets no variable on ${component} itself that it does not read`, () => {
       const sources = sourcesOf(component);
-      for (const { name } of containerOf(component).env as Array<{ name: string }>) expect(sources, `${component} reads ${name}`).to.match(new RegExp(`\\b${name}\\b`));
+      for (const { name } of containerOf(component).env as Array<{ name: string }>)
+        expect(sources, `${component} reads ${name}`).to.match(new RegExp(`\\b${name}\\b`));
     });
   }
 
@@ -72,7 +88,13 @@ describe('storage stack environment vs. the services that read it', () => {
       ).to.equal(true);
     }
     // The names the production adapters read (PostgreSQL primary and replicas, Redis Cluster, RabbitMQ).
-    expect([...shared.keys()]).to.include.members(['STRATA_PG_URL', 'STRATA_PG_REPLICA_URLS', 'STRATA_REDIS_NODES', 'STRATA_REDIS_REPLICA_ACKS', 'STRATA_AMQP_URL']);
+    expect([...shared.keys()]).to.include.members([
+      'STRATA_PG_URL',
+      'STRATA_PG_REPLICA_URLS',
+      'STRATA_REDIS_NODES',
+      'STRATA_REDIS_REPLICA_ACKS',
+      'STRATA_AMQP_URL',
+    ]);
   });
 
   it('keeps connection URLs (passwords) in a Secret the gateway does not get', () => {
@@ -99,7 +121,11 @@ describe("the administrator's stack settings", () => {
 
   it('reach every service of the stack through its ConfigMap, beside what the operator sets', async () => {
     const stackSettings = { STRATA_S3_DOMAINS: 's3.example.com', STRATA_BUCKET_NAME_HOLD_MS: '120000', LOG_LEVEL: 'debug' };
-    const objects = [...renderStorageStack('ns', [], { ...TEST_SETTINGS, stackSettings }, TEST_CREDENTIALS), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns')];
+    const objects = [
+      ...renderStorageStack('ns', [], { ...TEST_SETTINGS, stackSettings }, TEST_CREDENTIALS),
+      ...renderStackSecrets('ns'),
+      renderFlowRulesConfigMap('ns'),
+    ];
     for (const o of objects) await validateManifest(o);
     const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'strata-config') as Doc;
     expect(config.data).to.include(stackSettings).and.include({ STRATA_DATA_DIR: '/data', STRATA_PURGE_CRON_ENABLED: 'false' });
@@ -113,7 +139,11 @@ describe("the administrator's stack settings", () => {
   });
 
   it('never name a variable the operator sets: its list covers every variable its containers get', () => {
-    const objects = [...renderStorageStack('ns', [], { ...TEST_SETTINGS, postgresReplicaUrls: ['postgres://r/strata'] }, TEST_CREDENTIALS), ...renderStackSecrets('ns'), renderFlowRulesConfigMap('ns')];
+    const objects = [
+      ...renderStorageStack('ns', [], { ...TEST_SETTINGS, postgresReplicaUrls: ['postgres://r/strata'] }, TEST_CREDENTIALS),
+      ...renderStackSecrets('ns'),
+      renderFlowRulesConfigMap('ns'),
+    ];
     for (const component of COMPONENTS) {
       const container = (objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `strata-${component}`) as Doc).spec.template.spec.containers[0];
       for (const name of varsOf(container, objects)) expect(OPERATOR_STACK_VARIABLES.has(name), `${component}: ${name}`).to.equal(true);
@@ -131,8 +161,11 @@ describe("the administrator's stack settings", () => {
       { ...TEST_SETTINGS, postgresUrl: 'postgres://elsewhere/strata' },
       { ...TEST_SETTINGS, postgresUrl: 'postgres://db/strata', postgresReplicaUrls: ['postgres://r/strata'] },
     ];
-    expect(hashes(renderStorageStack('ns', [], changed[2]!, TEST_CREDENTIALS))).to.not.deep.equal(hashes(renderStorageStack('ns', [], { ...changed[2]!, postgresReplicaUrls: [] }, TEST_CREDENTIALS)));
-    for (const settings of changed) expect(hashes(renderStorageStack('ns', [], settings, TEST_CREDENTIALS))[0], JSON.stringify(settings.stackSettings)).to.not.equal(base[0]);
+    expect(hashes(renderStorageStack('ns', [], changed[2]!, TEST_CREDENTIALS))).to.not.deep.equal(
+      hashes(renderStorageStack('ns', [], { ...changed[2]!, postgresReplicaUrls: [] }, TEST_CREDENTIALS)),
+    );
+    for (const settings of changed)
+      expect(hashes(renderStorageStack('ns', [], settings, TEST_CREDENTIALS))[0], JSON.stringify(settings.stackSettings)).to.not.equal(base[0]);
   });
 });
 
@@ -154,7 +187,8 @@ describe('server-wide storage backends under the operator', () => {
 });
 
 describe('index worker and model server environment vs. the services that read it', () => {
-  const envNames = (objs: Manifest[]) => ((objs.find((o) => o.kind === 'Deployment') as Doc).spec.template.spec.containers[0].env as Array<{ name: string }>).map((e) => e.name);
+  const envNames = (objs: Manifest[]) =>
+    ((objs.find((o) => o.kind === 'Deployment') as Doc).spec.template.spec.containers[0].env as Array<{ name: string }>).map((e) => e.name);
   const workerEnv = (spec: object) => {
     const ix = { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', metadata: { name: 'ix', namespace: 'ns', uid: 'u' }, spec } as unknown as ImageIndex;
     return envNames(renderImageIndex(ix, imageIndexSpec.parse(spec), TEST_SETTINGS));
@@ -176,11 +210,15 @@ describe('index worker and model server environment vs. the services that read i
     const envOf = (spec: object) => {
       const d = renderImageIndex({ ...ix, spec } as never, imageIndexSpec.parse(spec), TEST_SETTINGS).find((o) => o.kind === 'Deployment') as Doc;
       const c = d.spec.template.spec.containers[0];
-      return { env: Object.fromEntries(c.env.map((e: { name: string; value?: string }) => [e.name, e.value])), mounts: c.volumeMounts as Array<{ mountPath: string }> };
+      return {
+        env: Object.fromEntries(c.env.map((e: { name: string; value?: string }) => [e.name, e.value])),
+        mounts: c.volumeMounts as Array<{ mountPath: string }>,
+      };
     };
     const bucket = envOf({ source: { bucket: 'photos' }, model: { directory: '/models' } });
     const state = bucket.mounts[0]!.mountPath;
-    for (const dir of ['IMAGE_FILE_DIR', 'IMAGE_SEARCH_INDEX_DIR', 'IMAGE_SEARCH_MODEL_CACHE_DIR']) expect(bucket.env[dir], dir).to.match(new RegExp(`^${state}/`));
+    for (const dir of ['IMAGE_FILE_DIR', 'IMAGE_SEARCH_INDEX_DIR', 'IMAGE_SEARCH_MODEL_CACHE_DIR'])
+      expect(bucket.env[dir], dir).to.match(new RegExp(`^${state}/`));
     const directory = envOf({ source: { directory: '/images' }, model: { directory: '/models' } });
     expect(directory.env).to.include({ IMAGE_FILE_DIR: '/images', IMAGE_SEARCH_SCAN_ON_START: 'true' });
   });

@@ -47,7 +47,16 @@ describe('status is never the controllers\u2019 memory', () => {
     // The status is lost while the Job runs; then the Job finishes.
     loseStatus(h.fake, 'ImageIndex', 'photos');
     const t = h.fake.state.typeForKind('batch/v1', 'Job');
-    h.fake.state.update(t, NS, job.metadata.name, { ...h.fake.state.get(t, NS, job.metadata.name), status: { succeeded: 1, completionTime: '2026-11-22T12:00:00Z', conditions: [{ type: 'Complete', status: 'True' }] } }, 'status');
+    h.fake.state.update(
+      t,
+      NS,
+      job.metadata.name,
+      {
+        ...h.fake.state.get(t, NS, job.metadata.name),
+        status: { succeeded: 1, completionTime: '2026-11-22T12:00:00Z', conditions: [{ type: 'Complete', status: 'True' }] },
+      },
+      'status',
+    );
     await eventually(() => {
       const status = (stored(h.fake, GROUP_VERSION, 'ImageIndex', NS, 'photos') as Doc).status;
       expect(status).to.include({ handledMergeRequest: 'm1', lastMergeTime: '2026-11-22T12:00:00Z', jobCount: 1 });
@@ -58,7 +67,10 @@ describe('status is never the controllers\u2019 memory', () => {
     // Lost again: the same Jobs, the same status, and the outcome is not reported a second time.
     loseStatus(h.fake, 'ImageIndex', 'photos');
     await poke(h, 'ImageIndex', 'photos', '1');
-    await eventually(() => expect((stored(h.fake, GROUP_VERSION, 'ImageIndex', NS, 'photos') as Doc).status).to.include({ handledMergeRequest: 'm1', jobCount: 1 }), 'rebuilt again');
+    await eventually(
+      () => expect((stored(h.fake, GROUP_VERSION, 'ImageIndex', NS, 'photos') as Doc).status).to.include({ handledMergeRequest: 'm1', jobCount: 1 }),
+      'rebuilt again',
+    );
     expect(jobsOf(h).map((j) => j.metadata.name)).to.deep.equal([job.metadata.name]);
     expect(eventReasons(h.fake, NS, 'photos').filter((r) => r === 'IndexOperationSucceeded')).to.have.length(1);
     expect(eventReasons(h.fake, NS, 'photos').filter((r) => r === 'MergeStarted')).to.have.length(1);
@@ -81,7 +93,10 @@ describe('status is never the controllers\u2019 memory', () => {
     await poke(h, 'Bucket', 'photos', '1');
     // It waits for the stack (the bucket exists), and deletes the bucket once the stack is back.
     // (A reconcile that waits asks whether the namespace is terminating.)
-    await eventually(() => expect(h.fake.requests.filter((r) => r === `GET /api/v1/namespaces/${NS}`).length).to.be.greaterThan(2), 'reconciled while deleting');
+    await eventually(
+      () => expect(h.fake.requests.filter((r) => r === `GET /api/v1/namespaces/${NS}`).length).to.be.greaterThan(2),
+      'reconciled while deleting',
+    );
     expect(stored(h.fake, GROUP_VERSION, 'Bucket', NS, 'photos')).to.not.equal(undefined);
     expect(cp.buckets.has('photos')).to.equal(true);
     markDeploymentReady(h.fake, NS, 'strata-gateway');

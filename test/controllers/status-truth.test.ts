@@ -27,7 +27,10 @@ describe('status that tells the truth', () => {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: { name: 'photos-index-worker', namespace: NS },
-      spec: { selector: { matchLabels: { other: 'x' } }, template: { metadata: { labels: { other: 'x' } }, spec: { containers: [{ name: 'x', image: 'x' }] } } },
+      spec: {
+        selector: { matchLabels: { other: 'x' } },
+        template: { metadata: { labels: { other: 'x' } }, spec: { containers: [{ name: 'x', image: 'x' }] } },
+      },
     } as never);
     h.start([new ImageIndexReconciler(h.kube, h.events, TEST_SETTINGS, worker)]);
     await h.kube.apply(indexCr({ size: '10Gi' }) as never);
@@ -75,7 +78,13 @@ describe('status that tells the truth', () => {
     // The merge empties the buffer and its Job completes.
     Object.assign(state, { vectors: 5000, bufferSize: 0 });
     const t = h.fake.state.typeForKind('batch/v1', 'Job');
-    h.fake.state.update(t, NS, first.metadata.name, { ...h.fake.state.get(t, NS, first.metadata.name), status: { succeeded: 1, conditions: [{ type: 'Complete', status: 'True' }] } }, 'status');
+    h.fake.state.update(
+      t,
+      NS,
+      first.metadata.name,
+      { ...h.fake.state.get(t, NS, first.metadata.name), status: { succeeded: 1, conditions: [{ type: 'Complete', status: 'True' }] } },
+      'status',
+    );
     await eventually(() => expect((stored(h.fake, 'strata.dev/v1alpha1', 'ImageIndex', NS, 'photos') as Doc).status.bufferSize).to.equal(0), 'merged');
     expect(jobs()).to.have.length(1);
     // The status is lost (restored from a backup, rewritten by hand): the counter it kept is gone.

@@ -31,7 +31,8 @@ describe('rendered objects on the wire (client-node serialization)', () => {
   it('reach the API server field for field, applied server-side', async () => {
     const owners = [{ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', name: 'b', uid: 'uid-b' }];
     const settings = { ...TEST_SETTINGS, postgresReplicaUrls: ['postgres://r/strata'] };
-    const ix = (name: string, spec: object) => ({ apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', metadata: { name, namespace: 'wire', uid: `u-${name}` }, spec }) as unknown as ImageIndex;
+    const ix = (name: string, spec: object) =>
+      ({ apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', metadata: { name, namespace: 'wire', uid: `u-${name}` }, spec }) as unknown as ImageIndex;
     const gpuIx = ix('gpu', {
       source: { directory: '/images', volumeClaimName: 'images' },
       model: { directory: '/models', volumeClaimName: 'models' },
@@ -41,7 +42,13 @@ describe('rendered objects on the wire (client-node serialization)', () => {
     });
     const bucketIx = ix('bucket', { source: { bucket: 'photos', prefix: 'p/' }, model: { bucket: 'models' } });
     const ms = { apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', metadata: { name: 'm', namespace: 'wire', uid: 'u-m' } } as unknown as ModelServer;
-    const msSpec = { replicas: 3, port: 8100, gpu: { enabled: true }, resources: { limits: { cpu: '1500m', memory: '1Gi' } }, model: { name: 'tiny', path: '/m' } };
+    const msSpec = {
+      replicas: 3,
+      port: 8100,
+      gpu: { enabled: true },
+      resources: { limits: { cpu: '1500m', memory: '1Gi' } },
+      model: { name: 'tiny', path: '/m' },
+    };
     const objects: Manifest[] = [
       ...renderStorageStack('wire', owners, settings, TEST_CREDENTIALS),
       ...renderStackSecrets('wire'),
@@ -61,12 +68,17 @@ describe('rendered objects on the wire (client-node serialization)', () => {
     expect(objects.length).to.be.greaterThan(25);
     // protocol is part of the key of Service and container ports in server-side apply: always set it.
     const portsWithoutProtocol = objects.flatMap((o) =>
-      [...JSON.stringify(o).matchAll(/\{[^{}]*"(?:containerPort|port)":\d+[^{}]*\}/g)].map((m) => m[0]).filter((p) => !p.includes('"protocol"') && !p.includes('"path"')).map((p) => `${o.kind}/${o.metadata.name} ${p}`),
+      [...JSON.stringify(o).matchAll(/\{[^{}]*"(?:containerPort|port)":\d+[^{}]*\}/g)]
+        .map((m) => m[0])
+        .filter((p) => !p.includes('"protocol"') && !p.includes('"path"'))
+        .map((p) => `${o.kind}/${o.metadata.name} ${p}`),
     );
     expect(portsWithoutProtocol).to.deep.equal([]);
     // Keyed lists must not repeat a key (server-side apply refuses duplicates): env and volumes by name, mounts by path.
     const duplicates: string[] = [];
-    const podSpecs = objects.map((o) => [o, (o as Doc).spec?.template?.spec ?? (o as Doc).spec?.jobTemplate?.spec?.template?.spec] as const).filter(([, p]) => p);
+    const podSpecs = objects
+      .map((o) => [o, (o as Doc).spec?.template?.spec ?? (o as Doc).spec?.jobTemplate?.spec?.template?.spec] as const)
+      .filter(([, p]) => p);
     for (const [o, pod] of podSpecs) {
       const check = (what: string, keys: string[]) => {
         const seen = new Set<string>();
@@ -75,10 +87,19 @@ describe('rendered objects on the wire (client-node serialization)', () => {
           seen.add(k);
         }
       };
-      check('volume', (pod.volumes ?? []).map((v: { name: string }) => v.name));
+      check(
+        'volume',
+        (pod.volumes ?? []).map((v: { name: string }) => v.name),
+      );
       for (const c of pod.containers as Doc[]) {
-        check('env', (c.env ?? []).map((e: { name: string }) => e.name));
-        check('mount', (c.volumeMounts ?? []).map((m: { mountPath: string }) => m.mountPath));
+        check(
+          'env',
+          (c.env ?? []).map((e: { name: string }) => e.name),
+        );
+        check(
+          'mount',
+          (c.volumeMounts ?? []).map((m: { mountPath: string }) => m.mountPath),
+        );
       }
     }
     expect(duplicates).to.deep.equal([]);

@@ -34,9 +34,12 @@ async function bytesOf(stream: Readable): Promise<Buffer> {
 }
 
 /** A body delivered in small chunks, as a request would arrive. */
-const bodyOf = (b: Buffer) => Readable.from((function* () {
-  for (let i = 0; i < b.length; i += 64 * 1024) yield b.subarray(i, i + 64 * 1024);
-})());
+const bodyOf = (b: Buffer) =>
+  Readable.from(
+    (function* () {
+      for (let i = 0; i < b.length; i += 64 * 1024) yield b.subarray(i, i + 64 * 1024);
+    })(),
+  );
 
 async function rejection(p: Promise<unknown>): Promise<Error> {
   try {
@@ -270,13 +273,28 @@ describe('data plane: backend registry and configuration', () => {
       STRATA_BACKEND_CLOUD_PREFIX: 'strata/',
     });
     expect(config.minio).to.deep.include({ kind: 'minio', endpoint: 'http://minio:9000', region: 'us-east-1', bucket: 'strata', pathStyle: true });
-    expect(config.cloud).to.deep.include({ kind: 'cloud', endpoint: 'https://s3.eu-west-1.amazonaws.com', region: 'eu-west-1', bucket: 'my-bucket', prefix: 'strata/', pathStyle: false });
+    expect(config.cloud).to.deep.include({
+      kind: 'cloud',
+      endpoint: 'https://s3.eu-west-1.amazonaws.com',
+      region: 'eu-west-1',
+      bucket: 'my-bucket',
+      prefix: 'strata/',
+      pathStyle: false,
+    });
     expect(backendsConfigFromEnv({})).to.deep.equal({});
     expect(() => backendsConfigFromEnv({ STRATA_BACKEND_MINIO_ENDPOINT: 'http://minio:9000' })).to.throw(/ACCESS_KEY and _SECRET_KEY are required/);
   });
 
   it('picks fs, the configured kind, or the settings a bucket carries; refuses unknown and unconfigured kinds with 400', async () => {
-    const minio = { kind: 'minio' as const, endpoint: 'http://127.0.0.1:1', region: 'us-east-1', accessKey: 'a', secretKey: 'b', bucket: 'strata', pathStyle: true };
+    const minio = {
+      kind: 'minio' as const,
+      endpoint: 'http://127.0.0.1:1',
+      region: 'us-east-1',
+      accessKey: 'a',
+      secretKey: 'b',
+      bucket: 'strata',
+      pathStyle: true,
+    };
     const registry = new BackendRegistry(fs, { minio });
     expect(registry.forBucket({ kind: 'fs' })).to.equal(fs);
     const configured = registry.forBucket({ kind: 'minio' });
@@ -401,6 +419,5 @@ describe('object layer: bucket creation checks the backend first (the operator p
       expect(err.message, name).to.match(message);
       expect((await layer.cpFetch('GET', `/internal/buckets/${name}`)).status, name).to.equal(404);
     }
-
   });
 });

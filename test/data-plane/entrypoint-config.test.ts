@@ -22,7 +22,9 @@ describe('data plane entrypoint: configuration from the environment', function (
     });
     expect(run.status).to.not.equal(0);
     expect(run.stderr).to.match(/invalid configuration for data-plane/);
-    expect(run.stderr).to.match(/STRATA_ORPHAN_GRACE_MS/).and.match(/STRATA_SECRET_KEY/);
+    expect(run.stderr)
+      .to.match(/STRATA_ORPHAN_GRACE_MS/)
+      .and.match(/STRATA_SECRET_KEY/);
     expect(run.stderr).to.not.match(/STRATA_INTERNAL_TOKEN/);
   });
 });

@@ -152,7 +152,9 @@ describe('data plane: fs backend large bodies (FileSink)', () => {
     const blob = await fs.put(chunked(data, [65536]), { expectedSize: data.length, expectedMd5: md5(data) });
     expect(blob).to.include({ size: data.length, md5: md5(data) });
     expect(md5(await bytesOf(await fs.get(blob.locator)))).to.equal(md5(data));
-    expect(md5(await bytesOf(await fs.get(blob.locator, { start: 100, end: FILE_SINK_BUFFER + 99 })))).to.equal(md5(data.subarray(100, FILE_SINK_BUFFER + 100)));
+    expect(md5(await bytesOf(await fs.get(blob.locator, { start: 100, end: FILE_SINK_BUFFER + 99 })))).to.equal(
+      md5(data.subarray(100, FILE_SINK_BUFFER + 100)),
+    );
 
     const bad = fs.put(chunked(data, [65536]), { expectedSize: data.length, expectedMd5: md5(Buffer.from('other')) });
     expect(await bad.catch((err: S3Error) => err.code)).to.equal('BadDigest');
@@ -247,7 +249,12 @@ describe('data plane: small blobs kept in memory (SmallBlobCache)', () => {
     // Deleting the blob forgets it: a read fails as it does for any missing blob.
     await fs.delete(blob.locator);
     expect(cache.size).to.equal(0);
-    expect(await fs.get(blob.locator).then(() => 'read', (err: NodeJS.ErrnoException) => err.code)).to.equal('ENOENT');
+    expect(
+      await fs.get(blob.locator).then(
+        () => 'read',
+        (err: NodeJS.ErrnoException) => err.code,
+      ),
+    ).to.equal('ENOENT');
 
     const empty = await fs.put(Readable.from([]), { expectedSize: 0 });
     expect((await bytesOf(await fs.get(empty.locator))).length).to.equal(0);

@@ -33,7 +33,9 @@ describe('group commit', function () {
       const group = new GroupCommit<number, number>(async (items) => {
         calls++;
         if (items.includes(13)) throw new Error('whole batch failed');
-        return items.map((value): PromiseSettledResult<number> => (value % 2 ? { status: 'fulfilled', value } : { status: 'rejected', reason: new Error(`even ${value}`) }));
+        return items.map(
+          (value): PromiseSettledResult<number> => (value % 2 ? { status: 'fulfilled', value } : { status: 'rejected', reason: new Error(`even ${value}`) }),
+        );
       });
       const results = await Promise.allSettled([group.submit(1), group.submit(2), group.submit(3)]);
       expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
@@ -41,7 +43,7 @@ describe('group commit', function () {
       const failed = await group.submit(13).catch((err: Error) => err);
       expect(failed).to.be.instanceOf(Error).with.property('message', 'whole batch failed');
       expect(await group.submit(5)).to.equal(5);
-      expect(calls, "one batch each: [1, 2, 3], [13], [5]").to.equal(3);
+      expect(calls, 'one batch each: [1, 2, 3], [13], [5]').to.equal(3);
     });
   });
 
@@ -57,7 +59,8 @@ describe('group commit', function () {
       statements = [];
       // Records the statements the catalog sends, to see the batches.
       sql = { ...inner, query: (text, params) => (statements.push(text), inner.query(text, params)) };
-      const row = (await sql.query<{ id: number }>("INSERT INTO buckets (name, owner, backend) VALUES ('gc', 'alice', '{\"kind\":\"fs\"}') RETURNING id")).rows[0]!;
+      const row = (await sql.query<{ id: number }>("INSERT INTO buckets (name, owner, backend) VALUES ('gc', 'alice', '{\"kind\":\"fs\"}') RETURNING id"))
+        .rows[0]!;
       bucket = { id: Number(row.id), name: 'gc', owner: 'alice', backend: { kind: 'fs' } };
     });
     after(async () => {
@@ -78,8 +81,14 @@ describe('group commit', function () {
       ...over,
     });
     const live = async (key: string) =>
-      (await sql.query<{ etag: string; blob_id: number }>("SELECT etag, blob_id FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [bucket.id, key])).rows;
-    const events = async (key: string) => Number((await sql.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE payload->>'key' = $1", [key])).rows[0]!.n);
+      (
+        await sql.query<{ etag: string; blob_id: number }>("SELECT etag, blob_id FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [
+          bucket.id,
+          key,
+        ])
+      ).rows;
+    const events = async (key: string) =>
+      Number((await sql.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE payload->>'key' = $1", [key])).rows[0]!.n);
 
     it('commits concurrent writes in batches with the same outcome as one by one', async () => {
       const catalog = new Catalog(sql);
@@ -102,7 +111,12 @@ describe('group commit', function () {
       });
       // Tags and headers are stored with each version (every third request brought tags, every second headers).
       for (let i = 0; i < 10; i++) {
-        const row = (await sql.query<{ tags: unknown; headers: unknown }>("SELECT tags, headers FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [bucket.id, `key-${i}`])).rows[0]!;
+        const row = (
+          await sql.query<{ tags: unknown; headers: unknown }>("SELECT tags, headers FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [
+            bucket.id,
+            `key-${i}`,
+          ])
+        ).rows[0]!;
         expect(row.tags, `key-${i}`).to.deep.equal(i % 3 === 0 ? [{ key: 'i', value: String(i) }] : null);
         expect(row.headers, `key-${i}`).to.deep.equal(i % 2 === 0 ? { 'content-language': `l${i}` } : null);
       }
@@ -113,7 +127,9 @@ describe('group commit', function () {
       expect(contended).to.have.length(1);
       expect(contended[0]!.etag).to.equal(reqs[19]!.etag);
       expect(await events('contended')).to.equal(10);
-      const row = (await sql.query<{ payload: Record<string, unknown>; created_at: Date }>("SELECT payload, created_at FROM outbox WHERE payload->>'key' = 'key-3'")).rows[0]!;
+      const row = (
+        await sql.query<{ payload: Record<string, unknown>; created_at: Date }>("SELECT payload, created_at FROM outbox WHERE payload->>'key' = 'key-3'")
+      ).rows[0]!;
       expect(row.payload).to.include({ bucket: 'gc', bucketId: bucket.id, key: 'key-3', size: 2, owner: 'alice', contentType: 'text/plain' });
       expect(new Date(row.created_at).toISOString()).to.equal('2030-01-01T00:00:00.123Z');
       // Blob reference counts equal the live objects pointing at them.
@@ -133,11 +149,26 @@ describe('group commit', function () {
       const noBucket = commitOf('nobucket', 'nob', { bucket: { ...bucket, id: 424242, name: 'deleted' } });
       const all = [good[0]!, good[1]!, bad, good[2]!, gone, good[3]!, noBucket, good[4]!, good[5]!];
       const results = await Promise.allSettled(all.map((r) => catalog.commitObject(r)));
-      expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      expect(results.map((r) => r.status)).to.deep.equal([
+        'fulfilled',
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+        'fulfilled',
+      ]);
       expect((results[2] as PromiseRejectedResult).reason).to.have.property('code', '23502');
       expect((results[4] as PromiseRejectedResult).reason.constructor.name).to.equal('BlobGoneError');
-      expect((results[6] as PromiseRejectedResult).reason).to.be.instanceOf(S3Error).and.have.property('code', 'NoSuchBucket');
-      expect(statements.some((s) => s.includes('strata_commit_objects')), 'a batch was tried').to.equal(true);
+      expect((results[6] as PromiseRejectedResult).reason)
+        .to.be.instanceOf(S3Error)
+        .and.have.property('code', 'NoSuchBucket');
+      expect(
+        statements.some((s) => s.includes('strata_commit_objects')),
+        'a batch was tried',
+      ).to.equal(true);
       for (let i = 0; i < 6; i++) {
         expect(await live(`ok-${i}`)).to.have.length(1);
         expect(await events(`ok-${i}`)).to.equal(1);
@@ -158,10 +189,18 @@ describe('group commit', function () {
 
     it('stores tags, headers and part sizes with each version, conditional commits included', async () => {
       const catalog = new Catalog(sql, { groupCommit: false });
-      const tags = [{ key: 'team', value: 'été' }, { key: 'empty', value: '' }];
+      const tags = [
+        { key: 'team', value: 'été' },
+        { key: 'empty', value: '' },
+      ];
       const headers = { 'cache-control': 'no-cache', 'x-amz-checksum-sha1': 'qZk+NkcGgWq6PiVxeFDCbJzQ2J0=', 'x-amz-checksum-type': 'FULL_OBJECT' };
       const stored = async (key: string) =>
-        (await sql.query<{ tags: unknown; headers: unknown }>("SELECT tags, headers FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [bucket.id, key])).rows[0];
+        (
+          await sql.query<{ tags: unknown; headers: unknown }>("SELECT tags, headers FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [
+            bucket.id,
+            key,
+          ])
+        ).rows[0];
       const plain = await catalog.commitObject(commitOf('tagged-fn', 't1', { tags, headers }));
       expect([plain.meta.tags, plain.meta.headers]).to.deep.equal([tags, headers]);
       expect(await stored('tagged-fn')).to.deep.equal({ tags, headers });
@@ -206,7 +245,9 @@ describe('group commit', function () {
         const key = `raced-${groupCommit}`;
         const v1 = await new Catalog(sql).commitObject(commitOf(key, 'v1'));
         const replaced = racing(commitOf(key, 'v2'));
-        const err = await new Catalog(replaced.client, { groupCommit }).commitObject(commitOf(key, 'v3', { conditions: { ifMatch: v1.meta.etag } })).catch((e: unknown) => e);
+        const err = await new Catalog(replaced.client, { groupCommit })
+          .commitObject(commitOf(key, 'v3', { conditions: { ifMatch: v1.meta.etag } }))
+          .catch((e: unknown) => e);
         expect(replaced.state.raced, 'the other write came between check and commit').to.equal(true);
         expect(err).to.be.instanceOf(S3Error).and.have.property('code', 'PreconditionFailed');
         expect((await live(key)).map((r) => r.etag)).to.deep.equal(['v2'.padEnd(32, '0')]);
@@ -214,7 +255,9 @@ describe('group commit', function () {
         // If-None-Match: * against a key created in between.
         const key2 = `created-${groupCommit}`;
         const created = racing(commitOf(key2, 'other'));
-        const refused = await new Catalog(created.client, { groupCommit }).commitObject(commitOf(key2, 'mine', { conditions: { ifNoneMatch: '*' } })).catch((e: unknown) => e);
+        const refused = await new Catalog(created.client, { groupCommit })
+          .commitObject(commitOf(key2, 'mine', { conditions: { ifNoneMatch: '*' } }))
+          .catch((e: unknown) => e);
         expect(refused).to.be.instanceOf(S3Error).and.have.property('code', 'PreconditionFailed');
         expect((await live(key2)).map((r) => r.etag)).to.deep.equal(['other'.padEnd(32, '0')]);
       }
@@ -251,14 +294,18 @@ describe('strata_commit_objects: a batch = its items one by one', function () {
 
   /** What a client could observe, and what reference counting must agree on, without blob identities. */
   const logicalState = async (db: SqlClient) => ({
-    objects: (await db.query(
-      // A replaced version's blob may legitimately be gone in one order and kept in the other.
-      `SELECT o.bucket_id, o.key, o.state, CASE WHEN o.state <> 'DELETED' THEN b.md5 END AS blob_md5, CASE WHEN o.state <> 'DELETED' THEN b.size END AS blob_size, o.size, o.etag, o.md5, o.content_type,
+    objects: (
+      await db.query(
+        // A replaced version's blob may legitimately be gone in one order and kept in the other.
+        `SELECT o.bucket_id, o.key, o.state, CASE WHEN o.state <> 'DELETED' THEN b.md5 END AS blob_md5, CASE WHEN o.state <> 'DELETED' THEN b.size END AS blob_size, o.size, o.etag, o.md5, o.content_type,
          o.user_metadata, o.owner, o.last_modified, o.deleted_at, o.tags, o.headers, o.part_sizes, o.part_checksums
        FROM object_info o LEFT JOIN blobs b ON b.id = o.blob_id ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13`,
-    )).rows,
+      )
+    ).rows,
     liveBlobs: (await db.query("SELECT md5, size, ref_count FROM blobs WHERE state = 'LIVE' AND ref_count > 0 ORDER BY md5, size")).rows,
-    owners: (await db.query('SELECT b.md5, b.size, o.owner, o.ref_count FROM blob_owners o JOIN blobs b ON b.id = o.blob_id WHERE o.ref_count > 0 ORDER BY 1, 2, 3')).rows,
+    owners: (
+      await db.query('SELECT b.md5, b.size, o.owner, o.ref_count FROM blob_owners o JOIN blobs b ON b.id = o.blob_id WHERE o.ref_count > 0 ORDER BY 1, 2, 3')
+    ).rows,
     outbox: (await db.query('SELECT event_id, type, payload, created_at FROM outbox ORDER BY event_id')).rows,
   });
 
@@ -292,11 +339,26 @@ describe('strata_commit_objects: a batch = its items one by one', function () {
       await migrate(db);
       await db.query("INSERT INTO buckets (id, name, owner) VALUES (7, 'b7', 'alice')");
       const item = (key: string, content: string, locator: string, eventId: string) => ({
-        bucketId: 7, key, owner: 'alice', backendKey: 'fs', backend: { kind: 'fs' }, locator, blobMd5: content.padEnd(32, '0'), blobSize: content.length,
-        data: Buffer.from(content).toString('base64'), size: content.length, etag: 'e', md5: content.padEnd(32, '0'), contentType: 'text/plain',
-        userMetadata: {}, now: '2030-02-01T00:00:00Z', eventId, payload: {},
+        bucketId: 7,
+        key,
+        owner: 'alice',
+        backendKey: 'fs',
+        backend: { kind: 'fs' },
+        locator,
+        blobMd5: content.padEnd(32, '0'),
+        blobSize: content.length,
+        data: Buffer.from(content).toString('base64'),
+        size: content.length,
+        etag: 'e',
+        md5: content.padEnd(32, '0'),
+        contentType: 'text/plain',
+        userMetadata: {},
+        now: '2030-02-01T00:00:00Z',
+        eventId,
+        payload: {},
       });
-      const commit = async (items: unknown[]) => (await db.query<{ r_status: string }>('SELECT * FROM strata_commit_objects($1)', [JSON.stringify(items)])).rows;
+      const commit = async (items: unknown[]) =>
+        (await db.query<{ r_status: string }>('SELECT * FROM strata_commit_objects($1)', [JSON.stringify(items)])).rows;
       // Three versions share one inline blob; two of them are replaced in one batch, then the third.
       await commit([item('s1', 'shared', 'i-shared-1', 'sh-1'), item('s2', 'shared', 'i-shared-2', 'sh-2'), item('s3', 'shared', 'i-shared-3', 'sh-3')]);
       const refs = async () => (await db.query<{ ref_count: number }>("SELECT ref_count FROM blobs WHERE locator = 'i-shared-1'")).rows.map((r) => r.ref_count);
@@ -308,13 +370,17 @@ describe('strata_commit_objects: a batch = its items one by one', function () {
       expect(await refs()).to.deep.equal([]);
       await commit([item('s5', 'shared', 'i-shared-5', 'sh-8'), item('s6', 'shared', 'i-shared-6', 'sh-9')]);
       await commit([item('s5', 'x5', 'i-x5', 'sh-10'), item('s6', 'x6', 'i-x6', 'sh-11')]);
-      expect((await db.query("SELECT 1 FROM blobs WHERE md5 = $1", ['shared'.padEnd(32, '0')])).rows, 'both holders replaced at once').to.deep.equal([]);
-      expect((await db.query("SELECT 1 FROM blob_owners bo WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.id = bo.blob_id)")).rows).to.deep.equal([]);
+      expect((await db.query('SELECT 1 FROM blobs WHERE md5 = $1', ['shared'.padEnd(32, '0')])).rows, 'both holders replaced at once').to.deep.equal([]);
+      expect((await db.query('SELECT 1 FROM blob_owners bo WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.id = bo.blob_id)')).rows).to.deep.equal([]);
       // Each key's advisory lock is held to the end of the transaction, as one by one (on PostgreSQL a
       // writer of the same key outside the batch waits for it).
       const held = await db.transaction(async (tx) => {
-        await tx.query('SELECT * FROM strata_commit_objects($1)', [JSON.stringify([item('l1', 'a', 'i-l1', 'l-1'), item('l2', 'b', 'i-l2', 'l-2'), item('l3', 'c', 'i-l3', 'l-3')])]);
-        return (await tx.query<{ objid: number }>("SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND classid = 7 ORDER BY objid")).rows.map((r) => Number(r.objid));
+        await tx.query('SELECT * FROM strata_commit_objects($1)', [
+          JSON.stringify([item('l1', 'a', 'i-l1', 'l-1'), item('l2', 'b', 'i-l2', 'l-2'), item('l3', 'c', 'i-l3', 'l-3')]),
+        ]);
+        return (await tx.query<{ objid: number }>("SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND classid = 7 ORDER BY objid")).rows.map((r) =>
+          Number(r.objid),
+        );
       });
       const expected = await db.query<{ h: number }>("SELECT hashtext(k)::oid::bigint AS h FROM unnest(ARRAY['l1', 'l2', 'l3']) AS k ORDER BY 1");
       expect(held).to.deep.equal(expected.rows.map((r) => Number(r.h)));
@@ -358,16 +424,39 @@ describe('strata_commit_objects: a batch = its items one by one', function () {
         const blob =
           random() < 0.25
             ? { existing: random() < 0.2 ? 'none' : md5 }
-            : { backendKey: 'fs', backend: { kind: 'fs' }, locator: `${inline ? 'i' : 'f'}${String(++serial).padStart(5, '0')}`, blobMd5: md5, blobSize: content.length, ...(inline ? { data: Buffer.from(content).toString('base64') } : {}) };
+            : {
+                backendKey: 'fs',
+                backend: { kind: 'fs' },
+                locator: `${inline ? 'i' : 'f'}${String(++serial).padStart(5, '0')}`,
+                blobMd5: md5,
+                blobSize: content.length,
+                ...(inline ? { data: Buffer.from(content).toString('base64') } : {}),
+              };
         items.push({
-          bucketId, key, owner: pick(['alice', 'bob']), ...blob,
-          size: content.length, etag: md5, md5, contentType: 'text/plain', userMetadata: { round: String(round) },
-          ...(random() < 0.3 ? { tags: [{ key: 'round', value: String(round) }, { key: 'n', value: String(n) }] } : {}),
+          bucketId,
+          key,
+          owner: pick(['alice', 'bob']),
+          ...blob,
+          size: content.length,
+          etag: md5,
+          md5,
+          contentType: 'text/plain',
+          userMetadata: { round: String(round) },
+          ...(random() < 0.3
+            ? {
+                tags: [
+                  { key: 'round', value: String(round) },
+                  { key: 'n', value: String(n) },
+                ],
+              }
+            : {}),
           // (Not drawn from `random`: the sequences of earlier rounds stay as they were.)
           ...(n % 4 === 0 ? { headers: { 'cache-control': `max-age=${n}`, 'x-amz-checksum-crc32': 'AAAAAA==', 'x-amz-checksum-type': 'FULL_OBJECT' } } : {}),
           ...(n % 5 === 3 ? { partSizes: [1, content.length - 1], partChecksums: ['AAAAAA==', 'AQEBAQ=='] } : {}),
           ...((round + n) % 7 === 2 ? { conditional: true } : (round + n) % 11 === 5 ? { conditional: true, currentEtag: 'an older version' } : {}),
-          now, eventId: `ev-${String(round).padStart(2, '0')}-${n}`, payload: { bucketId, key, size: content.length },
+          now,
+          eventId: `ev-${String(round).padStart(2, '0')}-${n}`,
+          payload: { bucketId, key, size: content.length },
         });
       }
       // Every fifth new content has no MD5 (as a multipart completion's): no content identity.
@@ -377,25 +466,42 @@ describe('strata_commit_objects: a batch = its items one by one', function () {
       // older version, or the key's version from before the batch (so it fails where an earlier item of
       // the batch wrote the key).
       const resolve = async (db: SqlClient) =>
-        Promise.all(items.map(async ({ existing, ...item }) => {
-          if (item.conditional && !('currentEtag' in item)) {
-            const current = await db.query<{ etag: string }>("SELECT etag FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [item.bucketId, item.key]);
-            item.currentEtag = current.rows[0]?.etag ?? null;
-          }
-          if (existing === undefined) return item;
-          const row = (await db.query<{ id: number }>(
-            `SELECT b.id FROM blobs b WHERE b.md5 = $1 AND b.state = 'LIVE' AND b.ref_count > (SELECT count(*) FROM object_info o
+        Promise.all(
+          items.map(async ({ existing, ...item }) => {
+            if (item.conditional && !('currentEtag' in item)) {
+              const current = await db.query<{ etag: string }>("SELECT etag FROM object_info WHERE bucket_id = $1 AND key = $2 AND state = 'NORMAL'", [
+                item.bucketId,
+                item.key,
+              ]);
+              item.currentEtag = current.rows[0]?.etag ?? null;
+            }
+            if (existing === undefined) return item;
+            const row = (
+              await db.query<{ id: number }>(
+                `SELECT b.id FROM blobs b WHERE b.md5 = $1 AND b.state = 'LIVE' AND b.ref_count > (SELECT count(*) FROM object_info o
                WHERE o.blob_id = b.id AND o.state = 'NORMAL' AND (o.bucket_id, o.key) IN (SELECT * FROM unnest($2::int[], $3::text[])))`,
-            [existing, items.map((i) => i.bucketId), items.map((i) => i.key)],
-          )).rows[0];
-          return { ...item, existingBlobId: row?.id ?? 424242 };
-        }));
+                [existing, items.map((i) => i.bucketId), items.map((i) => i.key)],
+              )
+            ).rows[0];
+            return { ...item, existingBlobId: row?.id ?? 424242 };
+          }),
+        );
       const [aItems, bItems] = [await resolve(setBased), await resolve(inOrder)];
-      const a = (await setBased.query<{ r_index: number; r_status: string; r_blob_id: number | null; r_locator: string | null; r_replaced_size: number | null; r_unreferenced_blob_id: number | null }>(
-        'SELECT * FROM strata_commit_objects($1)', [JSON.stringify(aItems)])).rows.sort((x, y) => Number(x.r_index) - Number(y.r_index));
+      const a = (
+        await setBased.query<{
+          r_index: number;
+          r_status: string;
+          r_blob_id: number | null;
+          r_locator: string | null;
+          r_replaced_size: number | null;
+          r_unreferenced_blob_id: number | null;
+        }>('SELECT * FROM strata_commit_objects($1)', [JSON.stringify(aItems)])
+      ).rows.sort((x, y) => Number(x.r_index) - Number(y.r_index));
       const b: Array<{ r_index: number; r_status: string; r_replaced_size: number | null }> = [];
       for (const [i, item] of bItems.entries()) {
-        const [row] = (await inOrder.query<{ r_status: string; r_replaced_size: number | null }>('SELECT * FROM strata_commit_objects($1)', [JSON.stringify([item])])).rows;
+        const [row] = (
+          await inOrder.query<{ r_status: string; r_replaced_size: number | null }>('SELECT * FROM strata_commit_objects($1)', [JSON.stringify([item])])
+        ).rows;
         b.push({ ...row!, r_index: i + 1 });
       }
       statuses.push(...a.map((r) => r.r_status));
@@ -428,15 +534,17 @@ describe('strata_commit_objects: a batch = its items one by one', function () {
     const { objects } = await logicalState(setBased);
     expect(setBasedRuns, 'batches without a repeated key').to.be.greaterThan(40);
     expect(statuses.filter((s) => s === 'changed').length, 'conditional items refused').to.be.greaterThan(0);
-    const reached = (await setBased.query<{ unhashed: number; parts: number }>(
-      `SELECT (SELECT count(*)::int FROM blobs WHERE md5 IS NULL) AS unhashed, (SELECT count(*)::int FROM object_info WHERE part_sizes IS NOT NULL) AS parts`,
-    )).rows[0]!;
+    const reached = (
+      await setBased.query<{ unhashed: number; parts: number }>(
+        `SELECT (SELECT count(*)::int FROM blobs WHERE md5 IS NULL) AS unhashed, (SELECT count(*)::int FROM object_info WHERE part_sizes IS NOT NULL) AS parts`,
+      )
+    ).rows[0]!;
     expect(reached.unhashed, 'blobs without an MD5').to.be.greaterThan(5);
     expect(reached.parts, 'versions with part sizes').to.be.greaterThan(5);
     expect(instantHits, 'instant hits').to.be.greaterThan(5);
     expect(objects.filter((o) => o.state === 'DELETED').length, 'overwrites').to.be.greaterThan(50);
     expect(reported.size, 'file blobs left for the collector').to.be.greaterThan(0);
-    const shared = await setBased.query("SELECT 1 FROM blobs WHERE ref_count > 2 AND data IS NOT NULL");
+    const shared = await setBased.query('SELECT 1 FROM blobs WHERE ref_count > 2 AND data IS NOT NULL');
     expect(shared.rows.length, 'shared inline blobs').to.be.greaterThan(0);
     const events = (await setBased.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]!.n;
     expect(events, 'events').to.be.greaterThan(150);

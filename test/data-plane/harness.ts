@@ -67,7 +67,22 @@ export async function startObjectLayer(
     dataPlaneUrl: () => dpRef.url,
     clock: () => clock.now,
   });
-  const dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: SERVER_SECRET_KEY, dataDir, sql, cache, broker, logger, outboxRetryMs: opts.outboxRetryMs ?? 100, blobSweepMs: 0, inlineBlobBytes: opts.inlineBlobBytes, multipartCache: opts.multipartCache, multipartUploadsPerAccount: opts.multipartUploadsPerAccount });
+  const dp = await startDataPlane({
+    port: 0,
+    host: '127.0.0.1',
+    internalToken: TOKEN,
+    secretKey: SERVER_SECRET_KEY,
+    dataDir,
+    sql,
+    cache,
+    broker,
+    logger,
+    outboxRetryMs: opts.outboxRetryMs ?? 100,
+    blobSweepMs: 0,
+    inlineBlobBytes: opts.inlineBlobBytes,
+    multipartCache: opts.multipartCache,
+    multipartUploadsPerAccount: opts.multipartUploadsPerAccount,
+  });
   dpRef.url = dp.url;
   const files = () => filesUnder(dataDir);
   return {

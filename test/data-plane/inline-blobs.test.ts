@@ -47,7 +47,9 @@ describe('data plane inline blobs (PostgreSQL, limit 1 KiB)', function () {
     const big = randomBytes(1025);
     expect((await put('inline-a', 'big', big)).status).to.equal(200);
     expect((await blobOf('inline-a', 'big')).data).to.equal(null);
-    const chunked = await rawPut(`${layer.dp.url}/internal/objects/inline-a/chunked`, { 'x-strata-owner': 'alice', 'transfer-encoding': 'chunked' }, (req) => req.end('tiny but of unknown length'));
+    const chunked = await rawPut(`${layer.dp.url}/internal/objects/inline-a/chunked`, { 'x-strata-owner': 'alice', 'transfer-encoding': 'chunked' }, (req) =>
+      req.end('tiny but of unknown length'),
+    );
     expect(chunked).to.equal(200);
     expect((await blobOf('inline-a', 'chunked')).data).to.equal(null);
     expect(await blobFileCount()).to.equal(files + 2);
@@ -60,9 +62,14 @@ describe('data plane inline blobs (PostgreSQL, limit 1 KiB)', function () {
     expect(Buffer.from(await range.arrayBuffer()).equals(small.subarray(10, 20))).to.equal(true);
 
     // A copy shares the row; the bytes stay while either object references them.
-    const copy = await layer.dpFetch('POST', '/internal/objects/inline-b/dst/copy', JSON.stringify({ owner: 'bob', sourceBucket: 'inline-a', sourceKey: 'small', metadataDirective: 'COPY' }), {
-      'content-type': 'application/json',
-    });
+    const copy = await layer.dpFetch(
+      'POST',
+      '/internal/objects/inline-b/dst/copy',
+      JSON.stringify({ owner: 'bob', sourceBucket: 'inline-a', sourceKey: 'small', metadataDirective: 'COPY' }),
+      {
+        'content-type': 'application/json',
+      },
+    );
     expect(copy.status).to.equal(200);
     expect((await blobOf('inline-b', 'dst')).id).to.equal(row.id);
     expect(Number((await blobOf('inline-b', 'dst')).ref_count)).to.equal(2);

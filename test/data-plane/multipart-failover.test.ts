@@ -83,7 +83,13 @@ describe('data plane multipart on a six-node Redis Cluster: a master failover lo
 
   it('parts acknowledged before, during and after the failover all complete with the right bytes', async () => {
     // Uploads on every master; the failover hits the one that holds `victim`.
-    const uploads = await Promise.all(['victim', 'b', 'c', 'd', 'e', 'f'].map(async (key) => ({ key, uploadId: await initiate(key), parts: new Map<number, { etag: string; body: Buffer }>() })));
+    const uploads = await Promise.all(
+      ['victim', 'b', 'c', 'd', 'e', 'f'].map(async (key) => ({
+        key,
+        uploadId: await initiate(key),
+        parts: new Map<number, { etag: string; body: Buffer }>(),
+      })),
+    );
     const victim = uploads[0]!;
     const { master, replica } = await holders(victim.uploadId);
     for (const u of uploads) {
@@ -121,7 +127,10 @@ describe('data plane multipart on a six-node Redis Cluster: a master failover lo
     await exited;
     paused.kill('SIGCONT');
     await cli(replica, 'cluster', 'failover', 'takeover');
-    await until('the replica to take over', async () => /role:master/.test(await cli(replica, 'info', 'replication')) && /cluster_state:ok/.test(await cli(replica, 'cluster', 'info')));
+    await until(
+      'the replica to take over',
+      async () => /role:master/.test(await cli(replica, 'info', 'replication')) && /cluster_state:ok/.test(await cli(replica, 'cluster', 'info')),
+    );
     // The failed node comes back (as its pod would) and rejoins as the new master's replica: until then
     // that master's writes cannot be acknowledged by a replica, and are refused (503, retried).
     await cluster.restart(master);
@@ -133,7 +142,12 @@ describe('data plane multipart on a six-node Redis Cluster: a master failover lo
     if (!victim.parts.has(2)) victim.parts.set(2, { etag: await uploadPart(victim.key, victim.uploadId, 2, during), body: during });
     for (const u of uploads) {
       const parts = [...u.parts.entries()].sort(([a], [b]) => a - b);
-      const res = await layer.dpFetch('POST', `/internal/multipart/${bucket}/${u.key}/${u.uploadId}/complete`, JSON.stringify({ parts: parts.map(([partNumber, p]) => ({ partNumber, etag: p.etag })) }), json);
+      const res = await layer.dpFetch(
+        'POST',
+        `/internal/multipart/${bucket}/${u.key}/${u.uploadId}/complete`,
+        JSON.stringify({ parts: parts.map(([partNumber, p]) => ({ partNumber, etag: p.etag })) }),
+        json,
+      );
       expect(res.status, `${u.key}: ${await res.clone().text()}`).to.equal(200);
       const got = Buffer.from(await (await layer.dpFetch('GET', `/internal/objects/${bucket}/${u.key}`)).arrayBuffer());
       expect(got.equals(Buffer.concat(parts.map(([, p]) => p.body))), u.key).to.equal(true);

@@ -37,8 +37,10 @@ function multipartCalls(layer: () => ObjectLayer) {
   const errorOf = async (res: Response) => ({ status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code });
   return {
     errorOf,
-    createBucket: async (bucket: string, owner: string) => expect((await layer().cpFetch('PUT', `/internal/buckets/${bucket}`, { owner })).status).to.equal(200),
-    initiate: (bucket: string, key: string) => layer().dpFetch('POST', `/internal/multipart/${bucket}/${key}`, JSON.stringify({ contentType: 'text/plain' }), json),
+    createBucket: async (bucket: string, owner: string) =>
+      expect((await layer().cpFetch('PUT', `/internal/buckets/${bucket}`, { owner })).status).to.equal(200),
+    initiate: (bucket: string, key: string) =>
+      layer().dpFetch('POST', `/internal/multipart/${bucket}/${key}`, JSON.stringify({ contentType: 'text/plain' }), json),
     uploadId: async (res: Response) => {
       expect(res.status, await res.clone().text()).to.equal(200);
       return ((await res.json()) as { uploadId: string }).uploadId;
@@ -50,7 +52,10 @@ function multipartCalls(layer: () => ObjectLayer) {
     },
     complete: (bucket: string, key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>) =>
       layer().dpFetch('POST', `/internal/multipart/${bucket}/${key}/${uploadId}/complete`, JSON.stringify({ parts }), json),
-    listUploads: async (bucket: string) => ((await (await layer().dpFetch('GET', `/internal/multipart/${bucket}`)).json()) as { uploads: Array<{ uploadId: string }> }).uploads.map((u) => u.uploadId),
+    listUploads: async (bucket: string) =>
+      ((await (await layer().dpFetch('GET', `/internal/multipart/${bucket}`)).json()) as { uploads: Array<{ uploadId: string }> }).uploads.map(
+        (u) => u.uploadId,
+      ),
     partFiles: async () => (await layer().files()).filter((f) => f.startsWith('blobs/parts/')),
   };
 }
@@ -87,7 +92,10 @@ describe('data plane multipart: uploads belong to their bucket, Complete is idem
     layer.clock.now = new Date(layer.clock.now.getTime() + DEFAULT_BUCKET_NAME_HOLD_MS + 1000);
     await mp.createBucket(bucket, 'bob');
     expect(await mp.listUploads(bucket)).to.deep.equal([]);
-    expect(await mp.errorOf(await layer.dpFetch('GET', `/internal/multipart/${bucket}/secret.txt/${uploadId}/parts`))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
+    expect(await mp.errorOf(await layer.dpFetch('GET', `/internal/multipart/${bucket}/secret.txt/${uploadId}/parts`))).to.deep.equal({
+      status: 404,
+      code: 'NoSuchUpload',
+    });
     expect(await mp.errorOf(await mp.complete(bucket, 'secret.txt', uploadId, [{ partNumber: 1, etag }]))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
     expect((await layer.dpFetch('GET', `/internal/objects/${bucket}/secret.txt`)).status).to.equal(404);
   });
@@ -154,7 +162,11 @@ describe('data plane multipart: uploads belong to their bucket, Complete is idem
     await mp.createBucket(bucket, 'carol');
     const second = name('capped-too');
     await mp.createBucket(second, 'carol');
-    const ids = [await mp.uploadId(await mp.initiate(bucket, 'a')), await mp.uploadId(await mp.initiate(bucket, 'b')), await mp.uploadId(await mp.initiate(second, 'c'))];
+    const ids = [
+      await mp.uploadId(await mp.initiate(bucket, 'a')),
+      await mp.uploadId(await mp.initiate(bucket, 'b')),
+      await mp.uploadId(await mp.initiate(second, 'c')),
+    ];
     // The cap is per account, over all its buckets.
     expect(await mp.errorOf(await mp.initiate(second, 'd'))).to.deep.equal({ status: 503, code: 'SlowDown' });
     const dave = name('dave');

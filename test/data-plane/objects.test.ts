@@ -34,18 +34,24 @@ for (const inlineBlobBytes of [undefined, 0]) {
     /** Stored blobs: their files, and the blob rows that hold their bytes inline (as `inline:<locator>`). */
     const blobFiles = async () => [
       ...(await layer.files()).filter((f) => f.startsWith('blobs/')),
-      ...(await layer.sql.query<{ locator: string }>('SELECT locator FROM blobs WHERE data IS NOT NULL ORDER BY locator')).rows.map((r) => `inline:${r.locator}`),
+      ...(await layer.sql.query<{ locator: string }>('SELECT locator FROM blobs WHERE data IS NOT NULL ORDER BY locator')).rows.map(
+        (r) => `inline:${r.locator}`,
+      ),
     ];
     const tempFiles = async () => (await layer.files()).filter((f) => f.endsWith('.tmp'));
     const rowCount = async (bucket: string) =>
       Number(
-        (await layer.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM object_info o JOIN buckets b ON b.id = o.bucket_id WHERE b.name = $1', [bucket])).rows[0].n,
+        (await layer.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM object_info o JOIN buckets b ON b.id = o.bucket_id WHERE b.name = $1', [bucket]))
+          .rows[0].n,
       );
 
     it('stores and serves an object with its type, metadata and ETag; range reads', async () => {
       const bucket = await newBucket();
       const body = randomBytes(100_000);
-      const res = await put(bucket, 'dir/file.bin', body, { 'content-type': 'application/x-test', 'x-strata-meta': JSON.stringify({ color: 'blue', note: 'café' }) });
+      const res = await put(bucket, 'dir/file.bin', body, {
+        'content-type': 'application/x-test',
+        'x-strata-meta': JSON.stringify({ color: 'blue', note: 'café' }),
+      });
       expect(res.status).to.equal(200);
       const { object, instant } = (await res.json()) as { object: Record<string, unknown>; instant: boolean };
       expect(instant).to.equal(false);
@@ -95,7 +101,10 @@ for (const inlineBlobBytes of [undefined, 0]) {
       let sawTemp = false;
       await new Promise<void>((resolve) => {
         const url = new URL(`${layer.dp.url}/internal/objects/${bucket}/aborted`);
-        const req = http.request(url, { method: 'PUT', headers: { 'x-strata-internal-token': 'test-internal-token-0123456789', 'content-length': String(10 * 1024 * 1024) } });
+        const req = http.request(url, {
+          method: 'PUT',
+          headers: { 'x-strata-internal-token': 'test-internal-token-0123456789', 'content-length': String(10 * 1024 * 1024) },
+        });
         req.on('error', () => resolve());
         req.write(randomBytes(256 * 1024));
         // Abort only once the upload is really streaming into its temp file.
@@ -142,7 +151,16 @@ for (const inlineBlobBytes of [undefined, 0]) {
     const trailedPut = (bucket: string, key: string, body: Buffer, declared: number, trailers: Record<string, string>, headers: Record<string, string> = {}) =>
       httpExchange(
         `${layer.dp.url}/internal/objects/${bucket}/${key}`,
-        { method: 'PUT', headers: { 'x-strata-internal-token': 'test-internal-token-0123456789', 'x-strata-owner': 'alice', 'x-strata-content-length': String(declared), trailer: Object.keys(trailers).join(', '), ...headers } },
+        {
+          method: 'PUT',
+          headers: {
+            'x-strata-internal-token': 'test-internal-token-0123456789',
+            'x-strata-owner': 'alice',
+            'x-strata-content-length': String(declared),
+            trailer: Object.keys(trailers).join(', '),
+            ...headers,
+          },
+        },
         body,
         trailers,
       );
@@ -157,7 +175,14 @@ for (const inlineBlobBytes of [undefined, 0]) {
       }
       const body = randomBytes(3000);
       const checksum = { 'x-amz-checksum-sha256': createHash('sha256').update(body).digest('base64'), 'x-amz-checksum-type': 'FULL_OBJECT' };
-      const r = await trailedPut(bucket, 'trailed.bin', body, body.length, { 'x-strata-trailing-headers': JSON.stringify(checksum) }, { 'x-strata-headers': JSON.stringify({ 'content-language': 'fr' }) });
+      const r = await trailedPut(
+        bucket,
+        'trailed.bin',
+        body,
+        body.length,
+        { 'x-strata-trailing-headers': JSON.stringify(checksum) },
+        { 'x-strata-headers': JSON.stringify({ 'content-language': 'fr' }) },
+      );
       expect(r.status, r.body).to.equal(200);
       const got = await layer.dpFetch('GET', `/internal/objects/${bucket}/trailed.bin`);
       expect(JSON.parse(got.headers.get('x-strata-headers')!)).to.deep.equal({ 'content-language': 'fr', ...checksum });
@@ -171,7 +196,10 @@ for (const inlineBlobBytes of [undefined, 0]) {
       const bucket = await newBucket();
       const before = await blobFiles();
       for (const headers of [JSON.stringify({ 'x-custom': '1' }), '{not json', JSON.stringify(['cache-control']), JSON.stringify({ 'cache-control': 7 })]) {
-        expect(await errorOf(await put(bucket, 'bad.bin', 'x', { 'x-strata-headers': headers })), headers).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+        expect(await errorOf(await put(bucket, 'bad.bin', 'x', { 'x-strata-headers': headers })), headers).to.deep.equal({
+          status: 400,
+          code: 'InvalidArgument',
+        });
       }
       const body = Buffer.from('trailed bytes');
       const badTrailer = await trailedPut(bucket, 'bad-trailer.bin', body, body.length, { 'x-strata-trailing-headers': '{"x-amz-checksum-crc32":' });
@@ -219,14 +247,21 @@ for (const inlineBlobBytes of [undefined, 0]) {
       const bucket = await newBucket();
       expect(await errorOf(await put(bucket, 'a/../b', 'x'))).to.deep.equal({ status: 400, code: 'InvalidObjectName' });
       // fetch (WHATWG URL) drops a `..` segment even when percent-encoded; node:http sends the path as is.
-      const dotDot = await httpExchange(layer.dp.url, { method: 'PUT', path: `/internal/objects/${bucket}/%2E%2E`, headers: { 'x-strata-internal-token': 'test-internal-token-0123456789' } }, 'x');
+      const dotDot = await httpExchange(
+        layer.dp.url,
+        { method: 'PUT', path: `/internal/objects/${bucket}/%2E%2E`, headers: { 'x-strata-internal-token': 'test-internal-token-0123456789' } },
+        'x',
+      );
       expect(dotDot.status, dotDot.body).to.equal(400);
       expect(JSON.parse(dotDot.body).error.code).to.equal('InvalidObjectName');
       expect(await errorOf(await put(bucket, 'nul\0key', 'x'))).to.deep.equal({ status: 400, code: 'InvalidObjectName' });
       expect(await errorOf(await put(bucket, 'k'.repeat(1025), 'x'))).to.deep.equal({ status: 400, code: 'KeyTooLongError' });
       expect(await errorOf(await put(bucket, 'é'.repeat(513), 'x'))).to.deep.equal({ status: 400, code: 'KeyTooLongError' });
       expect((await put(bucket, 'k'.repeat(1024), 'x')).status).to.equal(200);
-      expect(await errorOf(await put(bucket, 'meta', 'x', { 'x-strata-meta': JSON.stringify({ big: 'v'.repeat(2100) }) }))).to.deep.equal({ status: 400, code: 'MetadataTooLarge' });
+      expect(await errorOf(await put(bucket, 'meta', 'x', { 'x-strata-meta': JSON.stringify({ big: 'v'.repeat(2100) }) }))).to.deep.equal({
+        status: 400,
+        code: 'MetadataTooLarge',
+      });
       expect(await errorOf(await put(bucket, 'meta', 'x', { 'x-strata-meta': '{oops' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
       expect(await errorOf(await put(bucket, 'meta', 'x', { 'x-strata-meta': '["a"]' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
       expect(await errorOf(await put(bucket, 'tags', 'x', { 'x-strata-tags': '[{"key":' }))).to.deep.equal({ status: 400, code: 'InvalidTag' });
@@ -345,9 +380,14 @@ for (const inlineBlobBytes of [undefined, 0]) {
       const target = await newBucket('bob');
       await put(bucket, 'src', 'copy me', { 'content-type': 'text/plain', 'x-strata-meta': '{"a":"1"}' });
       const files = await blobFiles();
-      const copy = await layer.dpFetch('POST', `/internal/objects/${target}/dst/copy`, JSON.stringify({ owner: 'bob', sourceBucket: bucket, sourceKey: 'src', metadataDirective: 'COPY' }), {
-        'content-type': 'application/json',
-      });
+      const copy = await layer.dpFetch(
+        'POST',
+        `/internal/objects/${target}/dst/copy`,
+        JSON.stringify({ owner: 'bob', sourceBucket: bucket, sourceKey: 'src', metadataDirective: 'COPY' }),
+        {
+          'content-type': 'application/json',
+        },
+      );
       expect(copy.status).to.equal(200);
       expect(await copy.json()).to.include({ key: 'dst', etag: md5('copy me'), contentType: 'text/plain' });
       expect(await blobFiles()).to.deep.equal(files);
@@ -358,11 +398,18 @@ for (const inlineBlobBytes of [undefined, 0]) {
         { 'content-type': 'application/json' },
       );
       expect(await replaced.json()).to.deep.include({ contentType: 'text/markdown', userMetadata: { b: '2' } });
-      const self = await layer.dpFetch('POST', `/internal/objects/${bucket}/src/copy`, JSON.stringify({ sourceBucket: bucket, sourceKey: 'src' }), { 'content-type': 'application/json' });
-      expect(await errorOf(self)).to.deep.equal({ status: 400, code: 'InvalidRequest' });
-      const failed = await layer.dpFetch('POST', `/internal/objects/${bucket}/x/copy`, JSON.stringify({ sourceBucket: bucket, sourceKey: 'src', conditions: { ifMatch: '"nope"' } }), {
+      const self = await layer.dpFetch('POST', `/internal/objects/${bucket}/src/copy`, JSON.stringify({ sourceBucket: bucket, sourceKey: 'src' }), {
         'content-type': 'application/json',
       });
+      expect(await errorOf(self)).to.deep.equal({ status: 400, code: 'InvalidRequest' });
+      const failed = await layer.dpFetch(
+        'POST',
+        `/internal/objects/${bucket}/x/copy`,
+        JSON.stringify({ sourceBucket: bucket, sourceKey: 'src', conditions: { ifMatch: '"nope"' } }),
+        {
+          'content-type': 'application/json',
+        },
+      );
       expect(await errorOf(failed)).to.deep.equal({ status: 412, code: 'PreconditionFailed' });
       // The blob is referenced by both objects: recycling and purging the source keeps the bytes.
       await layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/src`);
@@ -385,10 +432,22 @@ for (const inlineBlobBytes of [undefined, 0]) {
       );
       for (const w of owners.rows) expect(Number(w.ref_count), `blob ${w.blob_id} owner ${w.owner}`).to.equal(Number(w.refs));
       const onDisk = (await layer.files()).filter((f) => f.startsWith('blobs/') && !f.startsWith('blobs/parts/')).map((f) => f.split('/').pop()!);
-      const inline = await layer.sql.query<{ locator: string; size: number; length: number }>('SELECT locator, size, length(data) AS length FROM blobs WHERE data IS NOT NULL');
-      expect(onDisk.sort()).to.deep.equal(blobs.rows.map((b) => b.locator).filter((l) => !l.startsWith('i')).sort());
+      const inline = await layer.sql.query<{ locator: string; size: number; length: number }>(
+        'SELECT locator, size, length(data) AS length FROM blobs WHERE data IS NOT NULL',
+      );
+      expect(onDisk.sort()).to.deep.equal(
+        blobs.rows
+          .map((b) => b.locator)
+          .filter((l) => !l.startsWith('i'))
+          .sort(),
+      );
       for (const b of inline.rows) expect(Number(b.length), `inline blob ${b.locator}`).to.equal(Number(b.size));
-      expect(inline.rows.map((b) => b.locator).sort()).to.deep.equal(blobs.rows.map((b) => b.locator).filter((l) => l.startsWith('i')).sort());
+      expect(inline.rows.map((b) => b.locator).sort()).to.deep.equal(
+        blobs.rows
+          .map((b) => b.locator)
+          .filter((l) => l.startsWith('i'))
+          .sort(),
+      );
       if (inlineBlobBytes === 0) expect(inline.rows).to.deep.equal([]);
     };
 
@@ -418,7 +477,10 @@ for (const inlineBlobBytes of [undefined, 0]) {
     it('writes object.created to the outbox in the commit and relays it to the broker', async () => {
       const bucket = await newBucket();
       await put(bucket, 'evented', 'payload');
-      const rows = await layer.sql.query<{ type: string; payload: { key: string; bucket: string } }>("SELECT type, payload FROM outbox WHERE payload->>'bucket' = $1", [bucket]);
+      const rows = await layer.sql.query<{ type: string; payload: { key: string; bucket: string } }>(
+        "SELECT type, payload FROM outbox WHERE payload->>'bucket' = $1",
+        [bucket],
+      );
       expect(rows.rows.map((r) => [r.type, r.payload.key])).to.deep.include(['object.created', 'evented']);
       await eventually(async () => {
         const unsent = await layer.sql.query("SELECT 1 FROM outbox WHERE sent_at IS NULL AND payload->>'bucket' = $1", [bucket]);
@@ -428,7 +490,14 @@ for (const inlineBlobBytes of [undefined, 0]) {
 
     it('exposes its metrics: requests, bytes in and out, instant uploads, multipart in flight, outbox backlog', async () => {
       const metrics = await (await fetch(`${layer.dp.url}/metrics`)).text();
-      for (const name of ['http_requests_total', 'http_request_duration_seconds_bucket', 'strata_data_bytes_in_total', 'strata_data_bytes_out_total', 'strata_multipart_uploads_in_flight', 'strata_outbox_backlog']) {
+      for (const name of [
+        'http_requests_total',
+        'http_request_duration_seconds_bucket',
+        'strata_data_bytes_in_total',
+        'strata_data_bytes_out_total',
+        'strata_multipart_uploads_in_flight',
+        'strata_outbox_backlog',
+      ]) {
         expect(metrics, name).to.include(name);
       }
       const bytesIn = /strata_data_bytes_in_total\{service="data-plane"\} (\d+)/.exec(metrics);

@@ -34,17 +34,47 @@ describe('object read cache (GET/HEAD metadata)', function () {
         return seen;
       };
       expect(await readThroughObjectCache(cache, 'b', 'k', slowLoad, () => true)).to.equal('old');
-      expect(await readThroughObjectCache(cache, 'b', 'k', async () => db, () => true)).to.equal('new');
+      expect(
+        await readThroughObjectCache(
+          cache,
+          'b',
+          'k',
+          async () => db,
+          () => true,
+        ),
+      ).to.equal('new');
     });
 
     it('an expired token cannot revive an old entry', async () => {
       let now = 0;
       const cache = new InMemoryCache(() => now);
-      await readThroughObjectCache(cache, 'b', 'k', async () => 'v1', () => true);
+      await readThroughObjectCache(
+        cache,
+        'b',
+        'k',
+        async () => 'v1',
+        () => true,
+      );
       await cache.del(objectReadCacheKeys.version('b', 'k'));
-      expect(await readThroughObjectCache(cache, 'b', 'k', async () => 'v2', () => true)).to.equal('v2');
+      expect(
+        await readThroughObjectCache(
+          cache,
+          'b',
+          'k',
+          async () => 'v2',
+          () => true,
+        ),
+      ).to.equal('v2');
       now += 3600_000;
-      expect(await readThroughObjectCache(cache, 'b', 'k', async () => 'v3', () => true)).to.equal('v3');
+      expect(
+        await readThroughObjectCache(
+          cache,
+          'b',
+          'k',
+          async () => 'v3',
+          () => true,
+        ),
+      ).to.equal('v3');
     });
   });
 
@@ -57,7 +87,8 @@ describe('object read cache (GET/HEAD metadata)', function () {
       await layer?.stop();
     });
 
-    const put = (bucket: string, key: string, body: Buffer) => layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc(key)}`, body as BodyInit, { 'x-strata-owner': 'alice' });
+    const put = (bucket: string, key: string, body: Buffer) =>
+      layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc(key)}`, body as BodyInit, { 'x-strata-owner': 'alice' });
     const etagOf = async (bucket: string, key: string, method = 'GET') => {
       const res = await layer.dpFetch(method, `/internal/objects/${bucket}/${enc(key)}`);
       if (method === 'GET') await res.arrayBuffer();
@@ -80,9 +111,14 @@ describe('object read cache (GET/HEAD metadata)', function () {
 
       // copy onto the key
       expect((await put(bucket, 'src', c)).status).to.equal(200);
-      const copy = await layer.dpFetch('POST', `/internal/objects/${bucket}/k/copy`, JSON.stringify({ owner: 'alice', sourceBucket: bucket, sourceKey: 'src' }), {
-        'content-type': 'application/json',
-      });
+      const copy = await layer.dpFetch(
+        'POST',
+        `/internal/objects/${bucket}/k/copy`,
+        JSON.stringify({ owner: 'alice', sourceBucket: bucket, sourceKey: 'src' }),
+        {
+          'content-type': 'application/json',
+        },
+      );
       expect(copy.status).to.equal(200);
       expect(await etagOf(bucket, 'k')).to.equal(`"${md5(c)}"`);
 

@@ -45,7 +45,18 @@ describe('e2e: aborted uploads never end the process', function () {
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'parts.bin' }));
     const token = await login(p.endpoint);
     const signed = (path: string, extraQuery: Array<[string, string]> = []) =>
-      new URL(presignUrl({ method: 'PUT', origin: p.endpoint, path, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 600, extraQuery }));
+      new URL(
+        presignUrl({
+          method: 'PUT',
+          origin: p.endpoint,
+          path,
+          accessKey: ROOT_USER,
+          secret: ROOT_PASSWORD,
+          region: 'us-east-1',
+          expiresSeconds: 600,
+          extraQuery,
+        }),
+      );
     const target = (u: URL) => `${u.pathname}${u.search}`;
     const uploads: Array<(i: number) => AbortedUpload> = [
       // 10 MB declared: the file path with the MD5 thread.
@@ -54,7 +65,16 @@ describe('e2e: aborted uploads never end the process', function () {
       (i) => ({ target: target(signed(`/${bucket}/inline-${i}`)), headers: {}, contentLength: 40_000 }),
       // Between inline and the FileSink buffer: a plain write stream.
       (i) => ({ target: target(signed(`/${bucket}/small-${i}`)), headers: {}, contentLength: 200_000 }),
-      (i) => ({ target: target(signed(`/${bucket}/parts.bin`, [['partNumber', String((i % 10_000) + 1)], ['uploadId', UploadId!]])), headers: {}, contentLength: 6_000_000 }),
+      (i) => ({
+        target: target(
+          signed(`/${bucket}/parts.bin`, [
+            ['partNumber', String((i % 10_000) + 1)],
+            ['uploadId', UploadId!],
+          ]),
+        ),
+        headers: {},
+        contentLength: 6_000_000,
+      }),
       (i) => ({ target: `/${bucket}/bearer-${i}`, headers: { authorization: `Bearer ${token}` }, contentLength: 3_000_000 }),
     ];
     const hows = ['reset', 'close', 'half-close'] as const;

@@ -1,8 +1,26 @@
-import { CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand, ListPartsCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListPartsCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
-import { STREAMING_PAYLOAD, canonicalRequest, chunkStringToSign, credentialScope, sha256Hex, sign, signingKey, stringToSign, toAmzDate } from '../../images/gateway/src/auth/sigv4.js';
+import {
+  STREAMING_PAYLOAD,
+  canonicalRequest,
+  chunkStringToSign,
+  credentialScope,
+  sha256Hex,
+  sign,
+  signingKey,
+  stringToSign,
+  toAmzDate,
+} from '../../images/gateway/src/auth/sigv4.js';
 import { rawRequest } from '../support/http.js';
 import { JWT_SECRET, ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
 import { bodyBytes, bucketName, login, s3ErrorOf, s3Failure, sdkClient, tenantClient } from './support/s3.js';
@@ -24,7 +42,10 @@ function chunkedPut(endpoint: string, target: string, datas: Buffer[]): Promise<
     'x-amz-decoded-content-length': String(decoded),
   };
   const signed = Object.keys(headers).sort();
-  const seed = sign(key, stringToSign(amzDate, scope, canonicalRequest({ method: 'PUT', path: target, query: [], headers, signedHeaders: signed, payloadHash: STREAMING_PAYLOAD })));
+  const seed = sign(
+    key,
+    stringToSign(amzDate, scope, canonicalRequest({ method: 'PUT', path: target, query: [], headers, signedHeaders: signed, payloadHash: STREAMING_PAYLOAD })),
+  );
   let previous = seed;
   for (const data of [...datas, Buffer.alloc(0)]) {
     previous = sign(key, chunkStringToSign(amzDate, scope, previous, sha256Hex(data)));
@@ -99,7 +120,10 @@ describe('e2e: gateway authentication as S3 checks it', function () {
 
   it('an expired presigned URL answers 403 AccessDenied "Request has expired"', async () => {
     const s3 = sdkClient(p.endpoint);
-    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: bucket, Key: 'secret.txt' }), { expiresIn: 60, signingDate: new Date(Date.now() - 3600_000) });
+    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: bucket, Key: 'secret.txt' }), {
+      expiresIn: 60,
+      signingDate: new Date(Date.now() - 3600_000),
+    });
     const r = await fetch(url);
     expect(r.status).to.equal(403);
     expect(s3ErrorOf(await r.text())).to.deep.equal({ code: 'AccessDenied', message: 'Request has expired' });
@@ -137,7 +161,12 @@ describe('e2e: gateway authentication as S3 checks it', function () {
   });
 
   it('/login limits are on by default: the 11th wrong password of one user from one IP answers 429 with Retry-After', async () => {
-    const attempt = (password: string) => fetch(`${p.endpoint}/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.7' }, body: JSON.stringify({ username: ROOT_USER, password }) });
+    const attempt = (password: string) =>
+      fetch(`${p.endpoint}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.7' },
+        body: JSON.stringify({ username: ROOT_USER, password }),
+      });
     for (let i = 0; i < 10; i++) expect((await attempt('wrong')).status).to.equal(401);
     const refused = await attempt(ROOT_PASSWORD);
     expect(refused.status).to.equal(429);
@@ -151,7 +180,9 @@ describe('e2e: /login brute-force limits from the rules file', function () {
   let p: TestPlatform;
 
   before(async () => {
-    p = await startTestPlatform(undefined, { gatewayRules: 'login:\n  failuresPerIp: { points: 5, duration: 60 }\n  failuresPerUser: { points: 3, duration: 60 }\n' });
+    p = await startTestPlatform(undefined, {
+      gatewayRules: 'login:\n  failuresPerIp: { points: 5, duration: 60 }\n  failuresPerUser: { points: 3, duration: 60 }\n',
+    });
     const s3 = await tenantClient(p.endpoint, 'dave');
     s3.destroy();
   });
@@ -160,7 +191,11 @@ describe('e2e: /login brute-force limits from the rules file', function () {
   });
 
   const attempt = (ip: string, username: string, password: string) =>
-    fetch(`${p.endpoint}/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: JSON.stringify({ username, password }) });
+    fetch(`${p.endpoint}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': ip },
+      body: JSON.stringify({ username, password }),
+    });
 
   it('locks one username from one IP after its failures; other users and other IPs go on', async () => {
     for (let i = 0; i < 3; i++) expect((await attempt('203.0.113.1', ROOT_USER, 'wrong')).status).to.equal(401);
@@ -201,7 +236,11 @@ describe('e2e: /login limits count the connecting address unless a trusted proxy
 
   it('a client cannot escape its per-IP limit by sending a new X-Forwarded-For each time', async () => {
     const attempt = (ip: string, password: string) =>
-      fetch(`${p.endpoint}/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: JSON.stringify({ username: `nobody-${ip}`, password }) });
+      fetch(`${p.endpoint}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': ip },
+        body: JSON.stringify({ username: `nobody-${ip}`, password }),
+      });
     for (let i = 0; i < 3; i++) expect((await attempt(`198.51.100.${i + 10}`, 'wrong')).status).to.equal(401);
     expect((await attempt('198.51.100.99', 'wrong')).status).to.equal(429);
   });

@@ -66,7 +66,10 @@ describe('e2e: a hanging storage backend denies only its own buckets', function 
       // The data plane answered for its backend; the gateway did not give up on the data plane.
       expect(s3ErrorOf(r.body).message).to.match(/storage backend/);
     }
-    expect(healthyReads.every((s) => s === 200), `healthy bucket answers: ${healthyReads.join(',')}`).to.equal(true);
+    expect(
+      healthyReads.every((s) => s === 200),
+      `healthy bucket answers: ${healthyReads.join(',')}`,
+    ).to.equal(true);
     // And after them: the gateway's data-plane breaker stayed closed.
     for (let i = 0; i < 20; i++) {
       const r = await rawRequest(p.endpoint, 'GET', `/${healthy}/o.txt?proxy=true`, auth);
@@ -75,7 +78,9 @@ describe('e2e: a hanging storage backend denies only its own buckets', function 
     }
     const metrics = await (await fetch(`${p.endpoint}/metrics`)).text();
     expect(metrics).to.match(/strata_gateway_breaker_state\{[^}]*upstream="data-plane"[^}]*\} 0/);
-    expect(metrics, 'the data-plane breaker never opened').not.to.match(/strata_gateway_breaker_transitions_total\{[^}]*upstream="data-plane"[^}]*to="open"[^}]*\} [1-9]/);
+    expect(metrics, 'the data-plane breaker never opened').not.to.match(
+      /strata_gateway_breaker_transitions_total\{[^}]*upstream="data-plane"[^}]*to="open"[^}]*\} [1-9]/,
+    );
   });
 
   it('the hanging bucket is served again once its backend answers', async () => {

@@ -88,7 +88,16 @@ describe('e2e: storage backends per bucket (object-store server through the mini
   });
 
   it('Bearer GET redirects (302) to a presigned URL of the backend itself; the bytes come from there; proxy=true streams through Strata', async () => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'direct.txt', Body: 'served by the backend', ContentType: 'text/plain', CacheControl: 'max-age=77', ContentDisposition: 'inline; filename="d.txt"' }));
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: 'direct.txt',
+        Body: 'served by the backend',
+        ContentType: 'text/plain',
+        CacheControl: 'max-age=77',
+        ContentDisposition: 'inline; filename="d.txt"',
+      }),
+    );
     const r = await fetch(`${p.endpoint}/${bucket}/direct.txt`, { headers: auth(), redirect: 'manual' });
     expect(r.status).to.equal(302);
     const location = r.headers.get('location')!;
@@ -142,7 +151,8 @@ describe('e2e: storage backends per bucket (object-store server through the mini
     expect(Buffer.from(await crossedPart.Body!.transformToByteArray()).equals(parts[0]!)).to.equal(true);
 
     const content = randomBytes(70_000);
-    const put = (key: string) => fetch(`${p.endpoint}/${bucket}/${key}`, { method: 'PUT', headers: { ...auth(), 'x-service-md5': md5Hex(content) }, body: content });
+    const put = (key: string) =>
+      fetch(`${p.endpoint}/${bucket}/${key}`, { method: 'PUT', headers: { ...auth(), 'x-service-md5': md5Hex(content) }, body: content });
     expect(((await (await put('instant/1.bin')).json()) as { data: { instant: boolean } }).data.instant).to.equal(false);
     expect(((await (await put('instant/2.bin')).json()) as { data: { instant: boolean } }).data.instant).to.equal(true);
     const second = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'instant/2.bin' }));
@@ -178,7 +188,11 @@ describe('e2e: storage backends per bucket (object-store server through the mini
 
   it('a JSON body picks the backend for Bearer clients; settings from clients are refused', async () => {
     const name = bucketName('json-minio');
-    const r = await fetch(`${p.endpoint}/${name}`, { method: 'PUT', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ backend: { kind: 'minio' } }) });
+    const r = await fetch(`${p.endpoint}/${name}`, {
+      method: 'PUT',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body: JSON.stringify({ backend: { kind: 'minio' } }),
+    });
     expect(r.status, await r.text()).to.equal(200);
     const listed = await fetch(`${p.endpoint}/${name}/x.txt`, { method: 'PUT', headers: auth(), body: 'x' });
     expect(listed.status).to.equal(200);
@@ -235,7 +249,9 @@ describe('e2e: a storage backend that goes down after its bucket was made', func
       STRATA_BACKEND_MINIO_SECRET_KEY: server.secretKey,
     });
     // A hair-trigger breaker: without the StorageBackend exemption two backend failures would open it.
-    p = await startTestPlatform(undefined, { gatewayRules: 'breakers:\n  default: { timeout: 10000, errorThresholdPercentage: 1, resetTimeout: 60000, volumeThreshold: 1 }\n' });
+    p = await startTestPlatform(undefined, {
+      gatewayRules: 'breakers:\n  default: { timeout: 10000, errorThresholdPercentage: 1, resetTimeout: 60000, volumeThreshold: 1 }\n',
+    });
     s3 = sdkClient(p.endpoint);
   });
   after(async () => {
@@ -249,7 +265,9 @@ describe('e2e: a storage backend that goes down after its bucket was made', func
     const onMinio = bucketName('outage-minio');
     const onFs = bucketName('outage-fs');
     const token = await login(p.endpoint);
-    expect((await fetch(`${p.endpoint}/${onMinio}`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'x-strata-backend': 'minio' } })).status).to.equal(200);
+    expect(
+      (await fetch(`${p.endpoint}/${onMinio}`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'x-strata-backend': 'minio' } })).status,
+    ).to.equal(200);
     await s3.send(new CreateBucketCommand({ Bucket: onFs }));
     for (const b of [onMinio, onFs]) await s3.send(new PutObjectCommand({ Bucket: b, Key: 'k', Body: 'bytes' }));
     await server.stop();
@@ -262,7 +280,10 @@ describe('e2e: a storage backend that goes down after its bucket was made', func
       expect(err?.name).to.equal('ServiceUnavailable');
       expect(err?.$metadata?.httpStatusCode).to.equal(503);
       expect(err?.message).to.match(/storage backend minio:/);
-      const put = await s3.send(new PutObjectCommand({ Bucket: onMinio, Key: `new-${i}`, Body: 'x' })).then(() => undefined, (e: Error) => e);
+      const put = await s3.send(new PutObjectCommand({ Bucket: onMinio, Key: `new-${i}`, Body: 'x' })).then(
+        () => undefined,
+        (e: Error) => e,
+      );
       expect(put?.name).to.equal('ServiceUnavailable');
     }
     const fsObject = await s3.send(new GetObjectCommand({ Bucket: onFs, Key: 'k' }));

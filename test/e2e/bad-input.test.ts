@@ -23,7 +23,6 @@ import { JWT_SECRET, ROOT_PASSWORD } from './support/platform.js';
 import { bucketName, describeWithBucket, md5Hex, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
 
 describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial state', 'bad', (env, bucket) => {
-
   const keys = async (b = bucket) => ((await env.s3.send(new ListObjectsV2Command({ Bucket: b }))).Contents ?? []).map((o) => o.Key);
   const absent = async (key: string) => expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status).to.equal(404);
 
@@ -83,7 +82,11 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
     expect(override.status).to.equal(400);
     expect(s3ErrorOf(override.body).code).to.equal('InvalidArgument');
     expect(await keys()).to.deep.equal(['kept.txt']);
-    const loggedIn = await fetch(`${env.p.endpoint}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'strata', password: ROOT_PASSWORD }) });
+    const loggedIn = await fetch(`${env.p.endpoint}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'strata', password: ROOT_PASSWORD }),
+    });
     expect(loggedIn.status).to.equal(200);
     await rawRequest(env.p.endpoint, 'DELETE', `/${bucket}/kept.txt`, auth);
   });
@@ -115,13 +118,27 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
     const f = await s3Failure(env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'digest.bin', Body: body, ContentMD5: wrong })));
     expect(f).to.deep.equal({ name: 'BadDigest', status: 400 });
     await absent('digest.bin');
-    const invalid = await rawRequest(env.p.endpoint, 'PUT', `/${bucket}/digest.bin`, { authorization: `Bearer ${env.token}`, 'content-md5': 'not-base64!' }, 'x');
+    const invalid = await rawRequest(
+      env.p.endpoint,
+      'PUT',
+      `/${bucket}/digest.bin`,
+      { authorization: `Bearer ${env.token}`, 'content-md5': 'not-base64!' },
+      'x',
+    );
     expect(s3ErrorOf(invalid.body).code).to.equal('InvalidDigest');
     await absent('digest.bin');
   });
 
   it('a body that does not match its signed x-amz-content-sha256 is refused and stores nothing', async () => {
-    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/sha.txt`, accessKey: 'strata', secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    const url = presignUrl({
+      method: 'PUT',
+      origin: env.p.endpoint,
+      path: `/${bucket}/sha.txt`,
+      accessKey: 'strata',
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+    });
     // Presigned URLs sign no payload; check the header-signed path with the SDK and a tampered body instead.
     expect((await fetch(url, { method: 'PUT', body: 'fine' })).status).to.equal(200);
     const client = sdkClient(env.p.endpoint);
@@ -144,7 +161,13 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
   it('a client that disconnects mid-upload leaves no object behind', async () => {
     const u = new URL(env.p.endpoint);
     await new Promise<void>((resolve) => {
-      const req = http.request({ host: u.hostname, port: u.port, method: 'PUT', path: `/${bucket}/half.bin`, headers: { authorization: `Bearer ${env.token}`, 'content-length': 4 * 1024 * 1024 } });
+      const req = http.request({
+        host: u.hostname,
+        port: u.port,
+        method: 'PUT',
+        path: `/${bucket}/half.bin`,
+        headers: { authorization: `Bearer ${env.token}`, 'content-length': 4 * 1024 * 1024 },
+      });
       req.on('error', () => resolve());
       req.on('close', () => resolve());
       req.write(randomBytes(512 * 1024), () => setTimeout(() => req.destroy(), 200));
@@ -165,7 +188,13 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
     expect(s3ErrorOf(del.body).code).to.equal('MalformedXML');
     const noKeys = await rawRequest(env.p.endpoint, 'POST', `/${bucket}?delete`, auth, '<Delete></Delete>');
     expect(s3ErrorOf(noKeys.body).code).to.equal('MalformedXML');
-    const badMd5 = await rawRequest(env.p.endpoint, 'POST', `/${bucket}?delete`, { ...auth, 'content-md5': createHash('md5').update('x').digest('base64') }, '<Delete><Object><Key>keep.txt</Key></Object></Delete>');
+    const badMd5 = await rawRequest(
+      env.p.endpoint,
+      'POST',
+      `/${bucket}?delete`,
+      { ...auth, 'content-md5': createHash('md5').update('x').digest('base64') },
+      '<Delete><Object><Key>keep.txt</Key></Object></Delete>',
+    );
     expect(s3ErrorOf(badMd5.body).code).to.equal('BadDigest');
     const huge = await rawRequest(env.p.endpoint, 'POST', `/${bucket}?delete`, auth, `<Delete>${'<Object><Key>k</Key></Object>'.repeat(40_000)}</Delete>`);
     expect(huge.status).to.equal(400);
@@ -182,16 +211,39 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
   });
 
   it('multipart: unknown upload id, parts out of order, too small, unknown part — upload survives, no object', async () => {
-    expect((await s3Failure(env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'm.bin', UploadId: 'no-such-upload', PartNumber: 1, Body: 'x' })))).name).to.equal('NoSuchUpload');
+    expect(
+      (await s3Failure(env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'm.bin', UploadId: 'no-such-upload', PartNumber: 1, Body: 'x' })))).name,
+    ).to.equal('NoSuchUpload');
     const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'm.bin' }));
     const small1 = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'm.bin', UploadId, PartNumber: 1, Body: 'small one' }));
     const small2 = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'm.bin', UploadId, PartNumber: 2, Body: 'small two' }));
-    const complete = (parts: Array<{ PartNumber: number; ETag?: string }>) => env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'm.bin', UploadId, MultipartUpload: { Parts: parts } }));
-    expect((await s3Failure(complete([{ PartNumber: 2, ETag: small2.ETag }, { PartNumber: 1, ETag: small1.ETag }]))).name).to.equal('InvalidPartOrder');
-    expect((await s3Failure(complete([{ PartNumber: 1, ETag: small1.ETag }, { PartNumber: 2, ETag: small2.ETag }]))).name).to.equal('EntityTooSmall');
+    const complete = (parts: Array<{ PartNumber: number; ETag?: string }>) =>
+      env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'm.bin', UploadId, MultipartUpload: { Parts: parts } }));
+    expect(
+      (
+        await s3Failure(
+          complete([
+            { PartNumber: 2, ETag: small2.ETag },
+            { PartNumber: 1, ETag: small1.ETag },
+          ]),
+        )
+      ).name,
+    ).to.equal('InvalidPartOrder');
+    expect(
+      (
+        await s3Failure(
+          complete([
+            { PartNumber: 1, ETag: small1.ETag },
+            { PartNumber: 2, ETag: small2.ETag },
+          ]),
+        )
+      ).name,
+    ).to.equal('EntityTooSmall');
     expect((await s3Failure(complete([{ PartNumber: 1, ETag: `"${md5Hex('not it')}"` }]))).name).to.equal('InvalidPart');
     expect((await s3Failure(complete([{ PartNumber: 3, ETag: small1.ETag }]))).name).to.equal('InvalidPart');
-    expect((await s3Failure(env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'm.bin', UploadId, PartNumber: 10001, Body: 'x' })))).name).to.equal('InvalidArgument');
+    expect((await s3Failure(env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'm.bin', UploadId, PartNumber: 10001, Body: 'x' })))).name).to.equal(
+      'InvalidArgument',
+    );
     await absent('m.bin');
     const uploads = await env.s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
     expect(uploads.Uploads?.map((u) => u.UploadId)).to.include(UploadId);
@@ -221,7 +273,9 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
     expect(r1.status).to.equal(400);
     expect(s3ErrorOf(await r1.text()).code).to.equal('ExpiredToken');
     const [h, payload, sig] = env.token.split('.');
-    const forgedPayload = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), sub: 'someone-else' })).toString('base64url');
+    const forgedPayload = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), sub: 'someone-else' })).toString(
+      'base64url',
+    );
     const r2 = await fetch(`${env.p.endpoint}/`, { headers: { authorization: `Bearer ${h}.${forgedPayload}.${sig}` } });
     expect(r2.status).to.equal(403);
     expect(s3ErrorOf(await r2.text()).code).to.equal('AccessDenied');
@@ -239,7 +293,16 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
     const t = await fetch(tampered);
     expect(t.status).to.equal(403);
     expect(s3ErrorOf(await t.text()).code).to.equal('SignatureDoesNotMatch');
-    const old = presignUrl({ method: 'GET', origin: env.p.endpoint, path: `/${bucket}/signed.txt`, accessKey: 'strata', secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, now: new Date(Date.now() - 3600_000) });
+    const old = presignUrl({
+      method: 'GET',
+      origin: env.p.endpoint,
+      path: `/${bucket}/signed.txt`,
+      accessKey: 'strata',
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+      now: new Date(Date.now() - 3600_000),
+    });
     const e = await fetch(old);
     expect(e.status).to.equal(403);
     expect(s3ErrorOf(await e.text())).to.deep.equal({ code: 'AccessDenied', message: 'Request has expired' });
@@ -259,7 +322,11 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
   });
 
   it("another tenant's bucket is AccessDenied, and their listing shows only their own buckets", async () => {
-    const created = await fetch(`${env.p.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${env.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'mallory', password: 'mallory-password' }) });
+    const created = await fetch(`${env.p.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'mallory', password: 'mallory-password' }),
+    });
     const m = ((await created.json()) as { data: { accessKey: string; secretKey: string } }).data;
     const mallory = sdkClient(env.p.endpoint, m.accessKey, m.secretKey);
     expect(await s3Failure(mallory.send(new ListObjectsV2Command({ Bucket: bucket })))).to.deep.equal({ name: 'AccessDenied', status: 403 });

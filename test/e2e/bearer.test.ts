@@ -14,7 +14,11 @@ describeWithBucket('e2e: Bearer (JWT) clients, instant upload, redirects and the
     expect(((await bad.json()) as { error: { code: string } }).error.code).to.equal('InvalidArgument');
     const missing = await fetch(`${env.p.endpoint}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"username":"strata"}' });
     expect(missing.status).to.equal(400);
-    const wrong = await fetch(`${env.p.endpoint}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'strata', password: 'nope' }) });
+    const wrong = await fetch(`${env.p.endpoint}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'strata', password: 'nope' }),
+    });
     expect(wrong.status).to.equal(401);
     const body = (await wrong.json()) as { error: { code: string; message: string } };
     expect(body.error.code).to.equal('AccessDenied');
@@ -37,7 +41,11 @@ describeWithBucket('e2e: Bearer (JWT) clients, instant upload, redirects and the
 
     // A claimed MD5 that the body does not have is refused (BadDigest) and nothing is stored.
     const other = Buffer.from('different bytes');
-    const claimed = await fetch(`${env.p.endpoint}/${bucket}/instant/third.bin`, { method: 'PUT', headers: { ...auth(), 'x-service-md5': md5Hex('something else') }, body: other });
+    const claimed = await fetch(`${env.p.endpoint}/${bucket}/instant/third.bin`, {
+      method: 'PUT',
+      headers: { ...auth(), 'x-service-md5': md5Hex('something else') },
+      body: other,
+    });
     expect(claimed.status).to.equal(400);
     expect(await claimed.text()).to.contain('<Code>BadDigest</Code>');
     expect((await fetch(`${env.p.endpoint}/${bucket}/instant/third.bin`, { method: 'HEAD', headers: auth() })).status).to.equal(404);
@@ -88,12 +96,20 @@ describeWithBucket('e2e: Bearer (JWT) clients, instant upload, redirects and the
   });
 
   it('admin API: root creates a user who logs in and signs; recycle bin, restore and purge', async () => {
-    const created = await fetch(`${env.p.endpoint}/admin/users`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bob', password: 'bob-password-1' }) });
+    const created = await fetch(`${env.p.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'bob', password: 'bob-password-1' }),
+    });
     expect(created.status).to.equal(201);
     const bob = ((await created.json()) as { data: { username: string; accessKey: string; secretKey: string } }).data;
     expect(bob.username).to.equal('bob');
     const bobToken = await login(env.p.endpoint, 'bob', 'bob-password-1');
-    const notRoot = await fetch(`${env.p.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${bobToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'eve', password: 'eve-password-1' }) });
+    const notRoot = await fetch(`${env.p.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bobToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'eve', password: 'eve-password-1' }),
+    });
     expect(notRoot.status).to.equal(403);
     const bobS3 = sdkClient(env.p.endpoint, bob.accessKey, bob.secretKey);
     const bobBucket = bucketName('bob');
@@ -113,14 +129,21 @@ describeWithBucket('e2e: Bearer (JWT) clients, instant upload, redirects and the
     await bobS3.send(new PutObjectCommand({ Bucket: bobBucket, Key: 'other.txt', Body: 'x' }));
     await fetch(`${env.p.endpoint}/${bobBucket}/other.txt`, { method: 'DELETE', headers: { authorization: `Bearer ${bobToken}` } });
     type BinPage = { data: { objects: Array<{ key: string }>; isTruncated: boolean; nextToken?: string } };
-    const first = (await (await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${bobBucket}&max-items=1`, { headers: { authorization: `Bearer ${bobToken}` } })).json()) as BinPage;
+    const first = (await (
+      await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${bobBucket}&max-items=1`, { headers: { authorization: `Bearer ${bobToken}` } })
+    ).json()) as BinPage;
     expect([first.data.objects.map((o) => o.key), first.data.isTruncated]).to.deep.equal([['keep.txt'], true]);
     const second = (await (
-      await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${bobBucket}&max-items=1&continuation-token=${first.data.nextToken}`, { headers: { authorization: `Bearer ${bobToken}` } })
+      await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${bobBucket}&max-items=1&continuation-token=${first.data.nextToken}`, {
+        headers: { authorization: `Bearer ${bobToken}` },
+      })
     ).json()) as BinPage;
     expect([second.data.objects.map((o) => o.key), second.data.isTruncated, second.data.nextToken]).to.deep.equal([['other.txt'], false, undefined]);
     expect((await fetch(`${env.p.endpoint}/admin/recycle-bin?max-items=many`, { headers: { authorization: `Bearer ${bobToken}` } })).status).to.equal(400);
-    const restored = await fetch(`${env.p.endpoint}/admin/recycle-bin/${objects[0].id}/restore`, { method: 'POST', headers: { authorization: `Bearer ${bobToken}` } });
+    const restored = await fetch(`${env.p.endpoint}/admin/recycle-bin/${objects[0].id}/restore`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bobToken}` },
+    });
     expect(restored.status).to.equal(200);
     const again = await fetch(`${env.p.endpoint}/${bobBucket}/keep.txt?proxy=true`, { headers: { authorization: `Bearer ${bobToken}` } });
     expect(await again.text()).to.equal('restore me');

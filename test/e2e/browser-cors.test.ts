@@ -23,17 +23,38 @@ interface BrowserRun {
 }
 
 /** Runs in the page (another origin than the gateway): the calls a browser application makes. */
-async function pageScript(a: { gateway: string; bucket: string; putUrl: string; user: string; password: string; post?: { url: string; fields: Record<string, string> } }): Promise<BrowserRun> {
+async function pageScript(a: {
+  gateway: string;
+  bucket: string;
+  putUrl: string;
+  user: string;
+  password: string;
+  post?: { url: string; fields: Record<string, string> };
+}): Promise<BrowserRun> {
   const run: BrowserRun = {};
   try {
-    const login = await fetch(`${a.gateway}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: a.user, password: a.password }) });
+    const login = await fetch(`${a.gateway}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: a.user, password: a.password }),
+    });
     run.login = login.status;
     const token = ((await login.json()) as { data: { token: string } }).data.token;
     run.createBucket = (await fetch(`${a.gateway}/${a.bucket}`, { method: 'PUT', headers: { authorization: `Bearer ${token}` } })).status;
-    const put = await fetch(a.putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain', 'x-amz-meta-colour': 'blue' }, body: 'uploaded from a browser page' });
+    const put = await fetch(a.putUrl, {
+      method: 'PUT',
+      headers: { 'content-type': 'text/plain', 'x-amz-meta-colour': 'blue' },
+      body: 'uploaded from a browser page',
+    });
     run.put = { status: put.status, etag: put.headers.get('etag') };
     const get = await fetch(`${a.gateway}/${a.bucket}/page.txt?proxy=true`, { headers: { authorization: `Bearer ${token}` } });
-    run.get = { status: get.status, text: await get.text(), etag: get.headers.get('etag'), requestId: get.headers.get('x-amz-request-id'), meta: get.headers.get('x-amz-meta-colour') };
+    run.get = {
+      status: get.status,
+      text: await get.text(),
+      etag: get.headers.get('etag'),
+      requestId: get.headers.get('x-amz-request-id'),
+      meta: get.headers.get('x-amz-meta-colour'),
+    };
     if (a.post) {
       // A form upload, as an <input type=file> would send it: the signed fields, then the file.
       const form = new FormData();
@@ -52,7 +73,9 @@ async function pageScript(a: { gateway: string; bucket: string; putUrl: string; 
 async function pageFetches(urls: Record<string, string>): Promise<Record<string, { status?: number; text?: string; etag?: string | null; error?: string }>> {
   const out: Record<string, { status?: number; text?: string; etag?: string | null; error?: string }> = {};
   for (const [name, url] of Object.entries(urls)) {
-    const init: RequestInit | undefined = name.endsWith('Put') ? { method: 'PUT', headers: { 'content-type': 'text/plain', 'x-amz-meta-from': 'page' }, body: 'put from the page' } : undefined;
+    const init: RequestInit | undefined = name.endsWith('Put')
+      ? { method: 'PUT', headers: { 'content-type': 'text/plain', 'x-amz-meta-from': 'page' }, body: 'put from the page' }
+      : undefined;
     try {
       const r = await fetch(url, init);
       out[name] = { status: r.status, text: await r.text(), etag: r.headers.get('etag') };
@@ -88,7 +111,16 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
   });
 
   async function runPage(p: TestPlatform, bucket: string, post?: { url: string; fields: Record<string, string> }): Promise<BrowserRun> {
-    const putUrl = presignUrl({ method: 'PUT', origin: p.endpoint, path: `/${bucket}/page.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 300, headers: { 'x-amz-meta-colour': 'blue' } });
+    const putUrl = presignUrl({
+      method: 'PUT',
+      origin: p.endpoint,
+      path: `/${bucket}/page.txt`,
+      accessKey: ROOT_USER,
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 300,
+      headers: { 'x-amz-meta-colour': 'blue' },
+    });
     return page.evaluate(pageScript, { gateway: p.endpoint, bucket, putUrl, user: ROOT_USER, password: ROOT_PASSWORD, post });
   }
 
@@ -98,7 +130,12 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
       const bucket = bucketName('cors');
       // The application server signs a form upload policy for the page (the bucket is created by the page first).
       const client = sdkClient(p.endpoint);
-      const post = await createPresignedPost(client, { Bucket: bucket, Key: 'from-form/${filename}', Expires: 300, Conditions: [['starts-with', '$key', 'from-form/']] });
+      const post = await createPresignedPost(client, {
+        Bucket: bucket,
+        Key: 'from-form/${filename}',
+        Expires: 300,
+        Conditions: [['starts-with', '$key', 'from-form/']],
+      });
       client.destroy();
       const run = await runPage(p, bucket, post);
       expect(run.error).to.equal(undefined);
@@ -108,7 +145,17 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
       expect(run.get).to.deep.include({ status: 200, text: 'uploaded from a browser page', etag, meta: 'blue' });
       expect(run.get?.requestId).to.match(/^[0-9A-F]{16}$/);
       expect(run.form).to.deep.equal({ status: 204, etag: `"${md5Hex('picked in a file input')}"` });
-      const stored = await fetch(presignUrl({ method: 'GET', origin: p.endpoint, path: `/${bucket}/from-form/picked.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 }));
+      const stored = await fetch(
+        presignUrl({
+          method: 'GET',
+          origin: p.endpoint,
+          path: `/${bucket}/from-form/picked.txt`,
+          accessKey: ROOT_USER,
+          secret: ROOT_PASSWORD,
+          region: 'us-east-1',
+          expiresSeconds: 60,
+        }),
+      );
       expect(await stored.text()).to.equal('picked in a file input');
     } finally {
       await p.destroy();
@@ -119,7 +166,10 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
     const p = await startTestPlatform(undefined, { corsOrigins: ['https://app.example.com'] });
     try {
       const preflight = (origin: string) =>
-        fetch(`${p.endpoint}/any-bucket/key`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'content-type,x-amz-meta-colour' } });
+        fetch(`${p.endpoint}/any-bucket/key`, {
+          method: 'OPTIONS',
+          headers: { origin, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'content-type,x-amz-meta-colour' },
+        });
       const allowed = await preflight('https://app.example.com');
       expect(allowed.status).to.equal(200);
       expect(allowed.headers.get('access-control-allow-origin')).to.equal('https://app.example.com');
@@ -148,17 +198,49 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
         await client.send(new CreateBucketCommand({ Bucket: b }));
         await client.send(new PutObjectCommand({ Bucket: b, Key: 'hello.txt', Body: `hello from ${b}` }));
       }
-      await client.send(new PutBucketCorsCommand({ Bucket: open, CORSConfiguration: { CORSRules: [{ AllowedOrigins: [pageOrigin], AllowedMethods: ['GET', 'PUT'], AllowedHeaders: ['content-type', 'x-amz-meta-*'], ExposeHeaders: ['ETag'] }] } }));
-      await client.send(new PutBucketCorsCommand({ Bucket: closed, CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['https://elsewhere.example'], AllowedMethods: ['GET', 'PUT'] }] } }));
+      await client.send(
+        new PutBucketCorsCommand({
+          Bucket: open,
+          CORSConfiguration: {
+            CORSRules: [
+              { AllowedOrigins: [pageOrigin], AllowedMethods: ['GET', 'PUT'], AllowedHeaders: ['content-type', 'x-amz-meta-*'], ExposeHeaders: ['ETag'] },
+            ],
+          },
+        }),
+      );
+      await client.send(
+        new PutBucketCorsCommand({
+          Bucket: closed,
+          CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['https://elsewhere.example'], AllowedMethods: ['GET', 'PUT'] }] },
+        }),
+      );
       // The PUTs carry x-amz-meta-from (see pageFetches): a presigned URL must sign every x-amz-* header sent with it.
       const sign = (method: string, b: string, key: string) =>
-        presignUrl({ method, origin: p.endpoint, path: `/${b}/${key}`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 300, headers: method === 'PUT' ? { 'x-amz-meta-from': 'page' } : {} });
-      const urls = { openGet: sign('GET', open, 'hello.txt'), openPut: sign('PUT', open, 'put.txt'), closedGet: sign('GET', closed, 'hello.txt'), closedPut: sign('PUT', closed, 'put.txt') };
+        presignUrl({
+          method,
+          origin: p.endpoint,
+          path: `/${b}/${key}`,
+          accessKey: ROOT_USER,
+          secret: ROOT_PASSWORD,
+          region: 'us-east-1',
+          expiresSeconds: 300,
+          headers: method === 'PUT' ? { 'x-amz-meta-from': 'page' } : {},
+        });
+      const urls = {
+        openGet: sign('GET', open, 'hello.txt'),
+        openPut: sign('PUT', open, 'put.txt'),
+        closedGet: sign('GET', closed, 'hello.txt'),
+        closedPut: sign('PUT', closed, 'put.txt'),
+      };
       const seen = await page.evaluate(pageFetches, urls);
       expect(seen.openGet).to.deep.equal({ status: 200, text: `hello from ${open}`, etag: `"${md5Hex(`hello from ${open}`)}"` });
       expect(seen.openPut).to.deep.include({ status: 200, etag: `"${md5Hex('put from the page')}"` });
-      expect(seen.closedGet).to.have.property('error').that.matches(/Failed to fetch/);
-      expect(seen.closedPut).to.have.property('error').that.matches(/Failed to fetch/);
+      expect(seen.closedGet)
+        .to.have.property('error')
+        .that.matches(/Failed to fetch/);
+      expect(seen.closedPut)
+        .to.have.property('error')
+        .that.matches(/Failed to fetch/);
       // The refused preflight never reached the PUT: nothing was stored in the closed bucket.
       const listed = await client.send(new ListObjectsV2Command({ Bucket: closed }));
       expect(listed.Contents?.map((o) => o.Key)).to.deep.equal(['hello.txt']);

@@ -1,11 +1,4 @@
-import {
-  CreateBucketCommand,
-  DeleteBucketCorsCommand,
-  GetBucketCorsCommand,
-  PutBucketCorsCommand,
-  PutObjectCommand,
-  type CORSRule,
-} from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteBucketCorsCommand, GetBucketCorsCommand, PutBucketCorsCommand, PutObjectCommand, type CORSRule } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
@@ -16,11 +9,21 @@ describeWithBucket('e2e: bucket CORS configuration (PutBucketCors) and the answe
   const app = 'https://app.example';
 
   const rules: CORSRule[] = [
-    { ID: 'app', AllowedOrigins: [app], AllowedMethods: ['GET', 'PUT'], AllowedHeaders: ['content-type', 'x-amz-meta-*'], ExposeHeaders: ['ETag', 'x-amz-request-id'], MaxAgeSeconds: 600 },
+    {
+      ID: 'app',
+      AllowedOrigins: [app],
+      AllowedMethods: ['GET', 'PUT'],
+      AllowedHeaders: ['content-type', 'x-amz-meta-*'],
+      ExposeHeaders: ['ETag', 'x-amz-request-id'],
+      MaxAgeSeconds: 600,
+    },
     { ID: 'anyone-reads', AllowedOrigins: ['*'], AllowedMethods: ['GET', 'HEAD'] },
   ];
   const preflight = (b: string, origin: string, method: string, headers?: string) =>
-    fetch(`${env.p.endpoint}/${b}/some/key`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': method, ...(headers ? { 'access-control-request-headers': headers } : {}) } });
+    fetch(`${env.p.endpoint}/${b}/some/key`, {
+      method: 'OPTIONS',
+      headers: { origin, 'access-control-request-method': method, ...(headers ? { 'access-control-request-headers': headers } : {}) },
+    });
 
   it('the SDK puts, reads back and deletes a configuration; none is NoSuchCORSConfiguration', async () => {
     expect(await s3Failure(env.s3.send(new GetBucketCorsCommand({ Bucket: bucket })))).to.deep.equal({ name: 'NoSuchCORSConfiguration', status: 404 });
@@ -31,7 +34,7 @@ describeWithBucket('e2e: bucket CORS configuration (PutBucketCors) and the answe
     expect((await s3Failure(env.s3.send(new GetBucketCorsCommand({ Bucket: bucket })))).name).to.equal('NoSuchCORSConfiguration');
   });
 
-  it('answers preflights and requests by the bucket\'s rules: allowed origin, method and headers, or 403 AccessForbidden', async () => {
+  it("answers preflights and requests by the bucket's rules: allowed origin, method and headers, or 403 AccessForbidden", async () => {
     await env.s3.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: rules } }));
     const ok = await preflight(bucket, app, 'PUT', 'Content-Type, X-Amz-Meta-Colour');
     expect(ok.status).to.equal(200);
@@ -46,7 +49,11 @@ describeWithBucket('e2e: bucket CORS configuration (PutBucketCors) and the answe
     const read = await preflight(bucket, 'https://other.example', 'GET');
     expect(read.status).to.equal(200);
     expect(read.headers.get('access-control-allow-origin')).to.equal('*');
-    for (const [origin, method, headers] of [['https://other.example', 'PUT', undefined], [app, 'DELETE', undefined], [app, 'PUT', 'authorization']] as const) {
+    for (const [origin, method, headers] of [
+      ['https://other.example', 'PUT', undefined],
+      [app, 'DELETE', undefined],
+      [app, 'PUT', 'authorization'],
+    ] as const) {
       const refused = await preflight(bucket, origin, method, headers);
       expect(refused.status, `${origin} ${method} ${headers}`).to.equal(403);
       expect(s3ErrorOf(await refused.text()).code).to.equal('AccessForbidden');
@@ -54,12 +61,28 @@ describeWithBucket('e2e: bucket CORS configuration (PutBucketCors) and the answe
     }
     // A real request: the allowed origin may read the answer headers; a refused one gets none (the browser hides the answer).
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'page.txt', Body: 'for the page' }));
-    const url = presignUrl({ method: 'GET', origin: env.p.endpoint, path: `/${bucket}/page.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    const url = presignUrl({
+      method: 'GET',
+      origin: env.p.endpoint,
+      path: `/${bucket}/page.txt`,
+      accessKey: ROOT_USER,
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+    });
     const get = await fetch(url, { headers: { origin: app } });
     expect(get.status).to.equal(200);
     expect(get.headers.get('access-control-allow-origin')).to.equal(app);
     expect(get.headers.get('access-control-expose-headers')).to.equal('ETag, x-amz-request-id');
-    const putUrl = presignUrl({ method: 'DELETE', origin: env.p.endpoint, path: `/${bucket}/page.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    const putUrl = presignUrl({
+      method: 'DELETE',
+      origin: env.p.endpoint,
+      path: `/${bucket}/page.txt`,
+      accessKey: ROOT_USER,
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+    });
     const del = await fetch(putUrl, { method: 'DELETE', headers: { origin: app } });
     expect(del.status, 'the request itself is not refused by CORS').to.equal(204);
     expect(del.headers.get('access-control-allow-origin')).to.equal(null);
@@ -77,7 +100,11 @@ describeWithBucket('e2e: bucket CORS configuration (PutBucketCors) and the answe
 
   it('refuses bad configurations (and keeps the one in place); another tenant can neither read nor change it', async () => {
     await env.s3.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: rules } }));
-    expect(await s3Failure(env.s3.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['PATCH'] }] } })))).to.deep.equal({ name: 'InvalidRequest', status: 400 });
+    expect(
+      await s3Failure(
+        env.s3.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['PATCH'] }] } })),
+      ),
+    ).to.deep.equal({ name: 'InvalidRequest', status: 400 });
     const token = await login(env.p.endpoint);
     const md5 = (s: string) => createHash('md5').update(s).digest('base64');
     const send = async (body: string, headers: Record<string, string>) => {
@@ -94,7 +121,15 @@ describeWithBucket('e2e: bucket CORS configuration (PutBucketCors) and the answe
     const mallory = await tenantClient(env.p.endpoint, 'cors-mallory');
     try {
       expect((await s3Failure(mallory.send(new GetBucketCorsCommand({ Bucket: bucket })))).status).to.equal(403);
-      expect((await s3Failure(mallory.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['DELETE'] }] } })))).status).to.equal(403);
+      expect(
+        (
+          await s3Failure(
+            mallory.send(
+              new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['DELETE'] }] } }),
+            ),
+          )
+        ).status,
+      ).to.equal(403);
       expect((await s3Failure(mallory.send(new DeleteBucketCorsCommand({ Bucket: bucket })))).status).to.equal(403);
     } finally {
       mallory.destroy();

@@ -53,7 +53,11 @@ describe('e2e: a deleted bucket name is held for its owner across gateway replic
     root = sdkClient(p.endpoint);
     rootViaReplica = sdkClient(replica.url);
     const token = await login(p.endpoint);
-    const created = await fetch(`${p.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bob', password: 'bob-password-1' }) });
+    const created = await fetch(`${p.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'bob', password: 'bob-password-1' }),
+    });
     const keys = ((await created.json()) as { data: { accessKey: string; secretKey: string } }).data;
     bob = sdkClient(p.endpoint, keys.accessKey, keys.secretKey);
   });
@@ -76,7 +80,10 @@ describe('e2e: a deleted bucket name is held for its owner across gateway replic
     expect((await s3Failure(bob.send(new HeadBucketCommand({ Bucket: bucket })))).status).to.equal(404);
 
     // Through the replica's stale record the old owner reaches nothing: no bucket to write into or list.
-    expect(await s3Failure(rootViaReplica.send(new PutObjectCommand({ Bucket: bucket, Key: 'b.txt', Body: 'stale' })))).to.deep.equal({ name: 'NoSuchBucket', status: 404 });
+    expect(await s3Failure(rootViaReplica.send(new PutObjectCommand({ Bucket: bucket, Key: 'b.txt', Body: 'stale' })))).to.deep.equal({
+      name: 'NoSuchBucket',
+      status: 404,
+    });
     expect(await s3Failure(rootViaReplica.send(new ListObjectsV2Command({ Bucket: bucket })))).to.deep.equal({ name: 'NoSuchBucket', status: 404 });
 
     // The old owner may take the name back at once, and then uses it through either gateway.
@@ -97,7 +104,9 @@ describe('e2e: a deleted bucket name is held for its owner across gateway replic
     expect((await root.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []).to.deep.equal([]);
     expect(await s3Failure(root.send(new ListPartsCommand({ Bucket: bucket, Key: 'big.bin', UploadId })))).to.deep.equal({ name: 'NoSuchUpload', status: 404 });
     expect(
-      await s3Failure(root.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'big.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag }] } }))),
+      await s3Failure(
+        root.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'big.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag }] } })),
+      ),
     ).to.deep.equal({ name: 'NoSuchUpload', status: 404 });
     expect((await root.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents ?? []).to.deep.equal([]);
   });

@@ -7,13 +7,18 @@ import { awsCli } from './support/cli.js';
 import { describeWithBucket, s3Failure, tenantClient } from './support/s3.js';
 
 describeWithBucket('e2e: bucket tagging (Put/Get/DeleteBucketTagging)', 'tags', (env, bucket) => {
-  const TagSet = [{ Key: 'team', Value: 'data eng' }, { Key: 'cost-centre', Value: '4711' }];
+  const TagSet = [
+    { Key: 'team', Value: 'data eng' },
+    { Key: 'cost-centre', Value: '4711' },
+  ];
 
   it('the SDK puts, reads back and deletes tags; none is NoSuchTagSet; bad tags are InvalidTag and change nothing', async () => {
     expect(await s3Failure(env.s3.send(new GetBucketTaggingCommand({ Bucket: bucket })))).to.deep.equal({ name: 'NoSuchTagSet', status: 404 });
     await env.s3.send(new PutBucketTaggingCommand({ Bucket: bucket, Tagging: { TagSet } }));
     expect((await env.s3.send(new GetBucketTaggingCommand({ Bucket: bucket }))).TagSet).to.deep.equal(TagSet);
-    expect(await s3Failure(env.s3.send(new PutBucketTaggingCommand({ Bucket: bucket, Tagging: { TagSet: [{ Key: 'aws:owner', Value: 'x' }] } })))).to.deep.equal({ name: 'InvalidTag', status: 400 });
+    expect(
+      await s3Failure(env.s3.send(new PutBucketTaggingCommand({ Bucket: bucket, Tagging: { TagSet: [{ Key: 'aws:owner', Value: 'x' }] } }))),
+    ).to.deep.equal({ name: 'InvalidTag', status: 400 });
     expect((await env.s3.send(new GetBucketTaggingCommand({ Bucket: bucket }))).TagSet).to.deep.equal(TagSet);
     // An empty TagSet removes the tags, as DeleteBucketTagging does.
     await env.s3.send(new PutBucketTaggingCommand({ Bucket: bucket, Tagging: { TagSet: [] } }));

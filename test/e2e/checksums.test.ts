@@ -31,10 +31,24 @@ const crc32 = (data: Buffer) => {
 
 /** A PUT of an aws-chunked body with an unsigned trailer, as SDKs send streams, through a presigned URL. */
 function chunkedPut(endpoint: string, path: string, pieces: Buffer[], trailer: string, headers: Record<string, string> = {}): Promise<HttpAnswer> {
-  const framed = Buffer.concat([...pieces.flatMap((p) => [Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')]), Buffer.from(`0\r\n${trailer}\r\n`)]);
+  const framed = Buffer.concat([
+    ...pieces.flatMap((p) => [Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')]),
+    Buffer.from(`0\r\n${trailer}\r\n`),
+  ]);
   const decoded = pieces.reduce((n, p) => n + p.length, 0);
   const signed = { 'x-amz-decoded-content-length': String(decoded), 'x-amz-trailer': 'x-amz-checksum-crc32', ...headers };
-  const url = new URL(presignUrl({ method: 'PUT', origin: endpoint, path, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, headers: signed }));
+  const url = new URL(
+    presignUrl({
+      method: 'PUT',
+      origin: endpoint,
+      path,
+      accessKey: ROOT_USER,
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+      headers: signed,
+    }),
+  );
   return httpExchange(url, { method: 'PUT', headers: { 'content-encoding': 'aws-chunked', 'content-length': framed.length, ...signed } }, framed);
 }
 
@@ -47,7 +61,14 @@ describeWithBucket('e2e: flexible checksums (x-amz-checksum-*) on uploads', 'sum
     const put = await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'default.bin', Body: body }));
     expect(put.ChecksumCRC32).to.equal(crc32(body));
     expect((await get('default.bin')).equals(body)).to.equal(true);
-    const streamed = await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'streamed.bin', Body: Readable.from([body.subarray(0, 60_000), body.subarray(60_000)]), ContentLength: body.length }));
+    const streamed = await env.s3.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: 'streamed.bin',
+        Body: Readable.from([body.subarray(0, 60_000), body.subarray(60_000)]),
+        ContentLength: body.length,
+      }),
+    );
     expect(streamed.ChecksumCRC32).to.equal(crc32(body));
     expect((await get('streamed.bin')).equals(body)).to.equal(true);
   });
@@ -84,11 +105,17 @@ describeWithBucket('e2e: flexible checksums (x-amz-checksum-*) on uploads', 'sum
   it('a wrong checksum is BadDigest: nothing stored, an existing object left as it was', async () => {
     const body = Buffer.from('the bytes the client meant to send');
     const wrong = crc32(Buffer.from('other bytes'));
-    expect(await s3Failure(env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'wrong.txt', Body: body, ChecksumCRC32: wrong })))).to.deep.equal({ name: 'BadDigest', status: 400 });
+    expect(await s3Failure(env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'wrong.txt', Body: body, ChecksumCRC32: wrong })))).to.deep.equal({
+      name: 'BadDigest',
+      status: 400,
+    });
     await absent('wrong.txt');
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'kept.txt', Body: 'version one' }));
     const sha = createHash('sha256').update('x').digest('base64');
-    expect(await s3Failure(env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'kept.txt', Body: 'version two', ChecksumSHA256: sha })))).to.deep.equal({ name: 'BadDigest', status: 400 });
+    expect(await s3Failure(env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'kept.txt', Body: 'version two', ChecksumSHA256: sha })))).to.deep.equal({
+      name: 'BadDigest',
+      status: 400,
+    });
     expect((await get('kept.txt')).toString()).to.equal('version one');
   });
 
@@ -123,7 +150,16 @@ describeWithBucket('e2e: flexible checksums (x-amz-checksum-*) on uploads', 'sum
       { 'x-amz-trailer': 'x-amz-checksum-crc32' },
     ];
     for (const headers of cases) {
-      const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/refused.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, headers });
+      const url = presignUrl({
+        method: 'PUT',
+        origin: env.p.endpoint,
+        path: `/${bucket}/refused.txt`,
+        accessKey: ROOT_USER,
+        secret: ROOT_PASSWORD,
+        region: 'us-east-1',
+        expiresSeconds: 60,
+        headers,
+      });
       const r = await fetch(url, { method: 'PUT', headers, body });
       expect(r.status, JSON.stringify(headers)).to.equal(400);
       expect(s3ErrorOf(await r.text()).code, JSON.stringify(headers)).to.equal('InvalidRequest');
@@ -136,16 +172,31 @@ describeWithBucket('e2e: flexible checksums (x-amz-checksum-*) on uploads', 'sum
     const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
     const part1 = randomBytes(5 * 1024 * 1024);
     const part2 = randomBytes(1000);
-    const up1 = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 1, Body: part1, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
+    const up1 = await env.s3.send(
+      new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 1, Body: part1, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }),
+    );
     expect(up1.ChecksumCRC32).to.equal(crc32(part1));
-    const bad = await s3Failure(env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 2, Body: part2, ChecksumCRC32: crc32(part1) })));
+    const bad = await s3Failure(
+      env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 2, Body: part2, ChecksumCRC32: crc32(part1) })),
+    );
     expect(bad).to.deep.equal({ name: 'BadDigest', status: 400 });
     expect(((await env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: key, UploadId }))).Parts ?? []).map((x) => x.PartNumber)).to.deep.equal([1]);
-    const up2 = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 2, Body: part2, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
-    await env.s3.send(new CompleteMultipartUploadCommand({
-      Bucket: bucket, Key: key, UploadId,
-      MultipartUpload: { Parts: [{ PartNumber: 1, ETag: up1.ETag, ChecksumCRC32: up1.ChecksumCRC32 }, { PartNumber: 2, ETag: up2.ETag, ChecksumCRC32: up2.ChecksumCRC32 }] },
-    }));
+    const up2 = await env.s3.send(
+      new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 2, Body: part2, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }),
+    );
+    await env.s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId,
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: up1.ETag, ChecksumCRC32: up1.ChecksumCRC32 },
+            { PartNumber: 2, ETag: up2.ETag, ChecksumCRC32: up2.ChecksumCRC32 },
+          ],
+        },
+      }),
+    );
     expect((await get(key)).equals(Buffer.concat([part1, part2]))).to.equal(true);
   });
 
@@ -160,7 +211,10 @@ describeWithBucket('e2e: flexible checksums (x-amz-checksum-*) on uploads', 'sum
       },
       { step: 'build', priority: 'low', name: 'wrong-checksum' },
     );
-    expect(await s3Failure(client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'del.txt' }] } })))).to.deep.equal({ name: 'BadDigest', status: 400 });
+    expect(await s3Failure(client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'del.txt' }] } })))).to.deep.equal({
+      name: 'BadDigest',
+      status: 400,
+    });
     client.destroy();
     expect((await get('del.txt')).toString()).to.equal('x');
     const done = await env.s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'del.txt' }] } }));
@@ -187,7 +241,15 @@ describeWithBucket('e2e: stored checksums (x-amz-checksum-mode, GetObjectAttribu
   it('a checksum sent as a trailer (a streamed upload) is stored as well, whatever the algorithm', async () => {
     const body = randomBytes(70_000);
     const sha256 = createHash('sha256').update(body).digest('base64');
-    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'streamed.bin', Body: Readable.from([body.subarray(0, 30_000), body.subarray(30_000)]), ContentLength: body.length, ChecksumAlgorithm: ChecksumAlgorithm.SHA256 }));
+    await env.s3.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: 'streamed.bin',
+        Body: Readable.from([body.subarray(0, 30_000), body.subarray(30_000)]),
+        ContentLength: body.length,
+        ChecksumAlgorithm: ChecksumAlgorithm.SHA256,
+      }),
+    );
     expect((await headWith('streamed.bin')).ChecksumSHA256).to.equal(sha256);
     // A raw aws-chunked PUT with its trailer: the value stored is the trailer's.
     const pieces = [Buffer.from('raw '), Buffer.from('trailer')];
@@ -203,7 +265,15 @@ describeWithBucket('e2e: stored checksums (x-amz-checksum-mode, GetObjectAttribu
     expect(part.ChecksumCRC32C).to.equal(undefined);
     expect((await bodyBytes(part)).equals(body.subarray(0, 100))).to.equal(true);
 
-    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/ranged.bin`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    const url = presignUrl({
+      method: 'PUT',
+      origin: env.p.endpoint,
+      path: `/${bucket}/ranged.bin`,
+      accessKey: ROOT_USER,
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+    });
     expect((await fetch(url, { method: 'PUT', body: 'no checksum' })).status).to.equal(200);
     const h = await headWith('ranged.bin');
     expect([h.ChecksumCRC32, h.ChecksumCRC32C, h.ChecksumType]).to.deep.equal([undefined, undefined, undefined]);
@@ -217,10 +287,26 @@ describeWithBucket('e2e: stored checksums (x-amz-checksum-mode, GetObjectAttribu
     expect(attrs.ObjectSize).to.equal(body.length);
 
     await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'attrs/copy.txt', CopySource: `${bucket}/attrs/a.txt` }));
-    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'attrs/replaced.txt', CopySource: `${bucket}/attrs/a.txt`, MetadataDirective: 'REPLACE', ContentType: 'text/plain' }));
+    await env.s3.send(
+      new CopyObjectCommand({
+        Bucket: bucket,
+        Key: 'attrs/replaced.txt',
+        CopySource: `${bucket}/attrs/a.txt`,
+        MetadataDirective: 'REPLACE',
+        ContentType: 'text/plain',
+      }),
+    );
     for (const key of ['attrs/copy.txt', 'attrs/replaced.txt']) expect((await headWith(key)).ChecksumCRC32, key).to.equal(crc32(body));
 
-    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/attrs/plain.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    const url = presignUrl({
+      method: 'PUT',
+      origin: env.p.endpoint,
+      path: `/${bucket}/attrs/plain.txt`,
+      accessKey: ROOT_USER,
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+    });
     expect((await fetch(url, { method: 'PUT', body: 'plain' })).status).to.equal(200);
     const listed = await env.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'attrs/' }));
     expect((listed.Contents ?? []).map((o) => [o.Key, o.ChecksumAlgorithm, o.ChecksumType])).to.deep.equal([
@@ -235,26 +321,51 @@ describeWithBucket('e2e: stored checksums (x-amz-checksum-mode, GetObjectAttribu
     const body = randomBytes(300_000);
     const sha256 = createHash('sha256').update(body).digest('base64');
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'algo/source.bin', Body: body, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
-    const copied = await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'algo/sha.bin', CopySource: `${bucket}/algo/source.bin`, ChecksumAlgorithm: ChecksumAlgorithm.SHA256 }));
+    const copied = await env.s3.send(
+      new CopyObjectCommand({ Bucket: bucket, Key: 'algo/sha.bin', CopySource: `${bucket}/algo/source.bin`, ChecksumAlgorithm: ChecksumAlgorithm.SHA256 }),
+    );
     expect([copied.CopyObjectResult?.ChecksumSHA256, copied.CopyObjectResult?.ChecksumCRC32]).to.deep.equal([sha256, undefined]);
     const h = await headWith('algo/sha.bin');
     expect([h.ChecksumSHA256, h.ChecksumCRC32, h.ChecksumType]).to.deep.equal([sha256, undefined, 'FULL_OBJECT']);
     // The SDK checks the bytes it reads against the new checksum.
-    expect((await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'algo/sha.bin', ChecksumMode: 'ENABLED' })))).equals(body)).to.equal(true);
+    expect((await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'algo/sha.bin', ChecksumMode: 'ENABLED' })))).equals(body)).to.equal(
+      true,
+    );
     // The source keeps its own; the source's algorithm asked again, or none asked, keeps the source's value.
     expect((await headWith('algo/source.bin')).ChecksumCRC32).to.equal(crc32(body));
-    const same = await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'algo/crc.bin', CopySource: `${bucket}/algo/source.bin`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
+    const same = await env.s3.send(
+      new CopyObjectCommand({ Bucket: bucket, Key: 'algo/crc.bin', CopySource: `${bucket}/algo/source.bin`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }),
+    );
     expect(same.CopyObjectResult?.ChecksumCRC32).to.equal(crc32(body));
     const plain = await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'algo/kept.bin', CopySource: `${bucket}/algo/source.bin` }));
     expect([plain.CopyObjectResult?.ChecksumCRC32, plain.CopyObjectResult?.ChecksumType]).to.deep.equal([crc32(body), 'FULL_OBJECT']);
 
     // A source without any checksum gets one computed; an unknown algorithm is InvalidRequest and copies nothing.
-    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/algo/plain.bin`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 });
+    const url = presignUrl({
+      method: 'PUT',
+      origin: env.p.endpoint,
+      path: `/${bucket}/algo/plain.bin`,
+      accessKey: ROOT_USER,
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+    });
     expect((await fetch(url, { method: 'PUT', body })).status).to.equal(200);
-    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'algo/from-plain.bin', CopySource: `${bucket}/algo/plain.bin`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
+    await env.s3.send(
+      new CopyObjectCommand({ Bucket: bucket, Key: 'algo/from-plain.bin', CopySource: `${bucket}/algo/plain.bin`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }),
+    );
     expect((await headWith('algo/from-plain.bin')).ChecksumCRC32).to.equal(crc32(body));
     const copyHeaders = { 'x-amz-copy-source': `${bucket}/algo/source.bin`, 'x-amz-checksum-algorithm': 'MD5' };
-    const bad = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/algo/bad.bin`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, headers: copyHeaders });
+    const bad = presignUrl({
+      method: 'PUT',
+      origin: env.p.endpoint,
+      path: `/${bucket}/algo/bad.bin`,
+      accessKey: ROOT_USER,
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+      headers: copyHeaders,
+    });
     const refused = await fetch(bad, { method: 'PUT', headers: copyHeaders });
     expect([refused.status, s3ErrorOf(await refused.text()).code]).to.deep.equal([400, 'InvalidRequest']);
     expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'algo/bad.bin' })))).status).to.equal(404);
@@ -269,7 +380,19 @@ describeWithBucket('e2e: multipart uploads with a checksum algorithm (COMPOSITE 
     return Buffer.from(await d.digest()).toString('base64');
   };
   const presignedPart = (key: string, uploadId: string, n: number) =>
-    presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/${key}`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, extraQuery: [['partNumber', String(n)], ['uploadId', uploadId]] });
+    presignUrl({
+      method: 'PUT',
+      origin: env.p.endpoint,
+      path: `/${bucket}/${key}`,
+      accessKey: ROOT_USER,
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+      extraQuery: [
+        ['partNumber', String(n)],
+        ['uploadId', uploadId],
+      ],
+    });
 
   it('COMPOSITE (CRC32): parts keep their checksums (ListParts), the object gets the checksum of theirs with -N', async () => {
     const key = 'composite.bin';
@@ -278,15 +401,24 @@ describeWithBucket('e2e: multipart uploads with a checksum algorithm (COMPOSITE 
     const UploadId = created.UploadId!;
     const parts = [randomBytes(5 * MiB), randomBytes(3000)];
     const uploaded = [];
-    for (const [i, part] of parts.entries()) uploaded.push(await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: part, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 })));
+    for (const [i, part] of parts.entries())
+      uploaded.push(
+        await env.s3.send(
+          new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: part, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }),
+        ),
+      );
     const listed = await env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: key, UploadId }));
     expect((listed.Parts ?? []).map((p) => p.ChecksumCRC32)).to.deep.equal(parts.map(crc32));
     expect(listed.ChecksumAlgorithm).to.equal('CRC32');
 
-    const done = await env.s3.send(new CompleteMultipartUploadCommand({
-      Bucket: bucket, Key: key, UploadId,
-      MultipartUpload: { Parts: uploaded.map((u, i) => ({ PartNumber: i + 1, ETag: u.ETag, ChecksumCRC32: u.ChecksumCRC32 })) },
-    }));
+    const done = await env.s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId,
+        MultipartUpload: { Parts: uploaded.map((u, i) => ({ PartNumber: i + 1, ETag: u.ETag, ChecksumCRC32: u.ChecksumCRC32 })) },
+      }),
+    );
     const composite = `${crc32(Buffer.concat(parts.map((p) => Buffer.from(crc32(p), 'base64'))))}-2`;
     expect([done.ChecksumCRC32, done.ChecksumType]).to.deep.equal([composite, 'COMPOSITE']);
     const head = await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }));
@@ -299,8 +431,14 @@ describeWithBucket('e2e: multipart uploads with a checksum algorithm (COMPOSITE 
     // Its parts are listed with their sizes and checksums, a page at a time.
     expect(attrs.ObjectParts?.Parts?.map((p) => [p.PartNumber, p.Size, p.ChecksumCRC32])).to.deep.equal(parts.map((p, i) => [i + 1, p.length, crc32(p)]));
     const first = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: key, ObjectAttributes: ['ObjectParts'], MaxParts: 1 }));
-    expect([first.ObjectParts?.Parts?.map((p) => p.PartNumber), first.ObjectParts?.IsTruncated, first.ObjectParts?.NextPartNumberMarker]).to.deep.equal([[1], true, '1']);
-    const second = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: key, ObjectAttributes: ['ObjectParts'], MaxParts: 1, PartNumberMarker: '1' }));
+    expect([first.ObjectParts?.Parts?.map((p) => p.PartNumber), first.ObjectParts?.IsTruncated, first.ObjectParts?.NextPartNumberMarker]).to.deep.equal([
+      [1],
+      true,
+      '1',
+    ]);
+    const second = await env.s3.send(
+      new GetObjectAttributesCommand({ Bucket: bucket, Key: key, ObjectAttributes: ['ObjectParts'], MaxParts: 1, PartNumberMarker: '1' }),
+    );
     expect([second.ObjectParts?.Parts?.map((p) => p.PartNumber), second.ObjectParts?.IsTruncated]).to.deep.equal([[2], false]);
     // One part read by its number comes with that part's own checksum (the SDK checks the part's bytes against it).
     for (const [i, part] of parts.entries()) {
@@ -308,10 +446,14 @@ describeWithBucket('e2e: multipart uploads with a checksum algorithm (COMPOSITE 
       expect([one.ChecksumCRC32, one.PartsCount]).to.deep.equal([crc32(part), 2]);
       expect((await bodyBytes(one)).equals(part)).to.equal(true);
     }
-    expect((await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, PartNumber: 2, ChecksumMode: 'ENABLED' }))).ChecksumCRC32).to.equal(crc32(parts[1]!));
+    expect((await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, PartNumber: 2, ChecksumMode: 'ENABLED' }))).ChecksumCRC32).to.equal(
+      crc32(parts[1]!),
+    );
     expect((await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, PartNumber: 2 }))).ChecksumCRC32, 'not asked for').to.equal(undefined);
     // A copy that asks for CRC32 gets the CRC32 of the bytes (FULL_OBJECT), not the composite one.
-    const copied = await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'composite-copy.bin', CopySource: `${bucket}/${key}`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
+    const copied = await env.s3.send(
+      new CopyObjectCommand({ Bucket: bucket, Key: 'composite-copy.bin', CopySource: `${bucket}/${key}`, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }),
+    );
     expect([copied.CopyObjectResult?.ChecksumCRC32, copied.CopyObjectResult?.ChecksumType]).to.deep.equal([crc32(Buffer.concat(parts)), 'FULL_OBJECT']);
   });
 
@@ -323,15 +465,40 @@ describeWithBucket('e2e: multipart uploads with a checksum algorithm (COMPOSITE 
     const parts = [randomBytes(5 * MiB), randomBytes(5 * MiB + 17), randomBytes(1)];
     const whole = Buffer.concat(parts);
     const uploaded = [];
-    for (const [i, part] of parts.entries()) uploaded.push(await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: part, ChecksumAlgorithm: ChecksumAlgorithm.CRC64NVME })));
+    for (const [i, part] of parts.entries())
+      uploaded.push(
+        await env.s3.send(
+          new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: part, ChecksumAlgorithm: ChecksumAlgorithm.CRC64NVME }),
+        ),
+      );
     const Parts = uploaded.map((u, i) => ({ PartNumber: i + 1, ETag: u.ETag, ChecksumCRC64NVME: u.ChecksumCRC64NVME }));
 
     // A whole-object checksum that is not the object's: BadDigest, and the upload is still there.
-    const wrong = await s3Failure(env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts }, ChecksumCRC64NVME: await crc64(parts[0]!), ChecksumType: 'FULL_OBJECT' })));
+    const wrong = await s3Failure(
+      env.s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: bucket,
+          Key: key,
+          UploadId,
+          MultipartUpload: { Parts },
+          ChecksumCRC64NVME: await crc64(parts[0]!),
+          ChecksumType: 'FULL_OBJECT',
+        }),
+      ),
+    );
     expect(wrong).to.deep.equal({ name: 'BadDigest', status: 400 });
     expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status).to.equal(404);
 
-    const done = await env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts }, ChecksumCRC64NVME: await crc64(whole), ChecksumType: 'FULL_OBJECT' }));
+    const done = await env.s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId,
+        MultipartUpload: { Parts },
+        ChecksumCRC64NVME: await crc64(whole),
+        ChecksumType: 'FULL_OBJECT',
+      }),
+    );
     expect([done.ChecksumCRC64NVME, done.ChecksumType]).to.deep.equal([await crc64(whole), 'FULL_OBJECT']);
     const got = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }));
     expect(got.ChecksumCRC64NVME).to.equal(await crc64(whole));
@@ -342,20 +509,58 @@ describeWithBucket('e2e: multipart uploads with a checksum algorithm (COMPOSITE 
     const source = randomBytes(6 * MiB);
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'copy-source.bin', Body: source }));
     const key = 'copied.bin';
-    const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ChecksumAlgorithm: ChecksumAlgorithm.CRC32, ChecksumType: 'FULL_OBJECT' }));
-    const copied = await env.s3.send(new UploadPartCopyCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 1, CopySource: `${bucket}/copy-source.bin`, CopySourceRange: `bytes=0-${5 * MiB - 1}` }));
+    const { UploadId } = await env.s3.send(
+      new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ChecksumAlgorithm: ChecksumAlgorithm.CRC32, ChecksumType: 'FULL_OBJECT' }),
+    );
+    const copied = await env.s3.send(
+      new UploadPartCopyCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId,
+        PartNumber: 1,
+        CopySource: `${bucket}/copy-source.bin`,
+        CopySourceRange: `bytes=0-${5 * MiB - 1}`,
+      }),
+    );
     expect(copied.CopyPartResult?.ChecksumCRC32).to.equal(crc32(source.subarray(0, 5 * MiB)));
     const tail = Buffer.from('tail');
-    const last = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 2, Body: tail, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }));
-    const done = await env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: copied.CopyPartResult?.ETag }, { PartNumber: 2, ETag: last.ETag }] } }));
+    const last = await env.s3.send(
+      new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 2, Body: tail, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 }),
+    );
+    const done = await env.s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId,
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: copied.CopyPartResult?.ETag },
+            { PartNumber: 2, ETag: last.ETag },
+          ],
+        },
+      }),
+    );
     const whole = Buffer.concat([source.subarray(0, 5 * MiB), tail]);
     expect([done.ChecksumCRC32, done.ChecksumType]).to.deep.equal([crc32(whole), 'FULL_OBJECT']);
     expect((await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }))).ChecksumCRC32).to.equal(crc32(whole));
   });
 
-  it('refuses what S3 refuses: algorithm and type that do not go together, a part without the checksum or with another, a listed checksum that is not the part\'s', async () => {
-    for (const [ChecksumAlgorithm_, ChecksumType] of [['SHA256', 'FULL_OBJECT'], ['CRC64NVME', 'COMPOSITE'], ['MD5', undefined]] as const) {
-      const refused = await s3Failure(env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'refused.bin', ChecksumAlgorithm: ChecksumAlgorithm_ as ChecksumAlgorithm, ...(ChecksumType ? { ChecksumType } : {}) })));
+  it("refuses what S3 refuses: algorithm and type that do not go together, a part without the checksum or with another, a listed checksum that is not the part's", async () => {
+    for (const [ChecksumAlgorithm_, ChecksumType] of [
+      ['SHA256', 'FULL_OBJECT'],
+      ['CRC64NVME', 'COMPOSITE'],
+      ['MD5', undefined],
+    ] as const) {
+      const refused = await s3Failure(
+        env.s3.send(
+          new CreateMultipartUploadCommand({
+            Bucket: bucket,
+            Key: 'refused.bin',
+            ChecksumAlgorithm: ChecksumAlgorithm_ as ChecksumAlgorithm,
+            ...(ChecksumType ? { ChecksumType } : {}),
+          }),
+        ),
+      );
       expect(refused, `${ChecksumAlgorithm_} ${ChecksumType}`).to.deep.equal({ name: 'InvalidRequest', status: 400 });
     }
     const key = 'strict.bin';
@@ -364,16 +569,54 @@ describeWithBucket('e2e: multipart uploads with a checksum algorithm (COMPOSITE 
     // No checksum at all (a presigned PUT), then a CRC32 where SHA256 is expected.
     const bare = await fetch(presignedPart(key, UploadId!, 1), { method: 'PUT', body: part });
     expect([bare.status, s3ErrorOf(await bare.text()).code]).to.deep.equal([400, 'InvalidRequest']);
-    expect(await s3Failure(env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 1, Body: part, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 })))).to.deep.equal({ name: 'InvalidRequest', status: 400 });
+    expect(
+      await s3Failure(
+        env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 1, Body: part, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 })),
+      ),
+    ).to.deep.equal({ name: 'InvalidRequest', status: 400 });
     // The same as a stream (its checksum a trailer, the internal hop chunked): refused before its body went up.
-    expect(await s3Failure(env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 1, Body: Readable.from([randomBytes(300_000)]), ContentLength: 300_000, ChecksumAlgorithm: ChecksumAlgorithm.CRC32 })))).to.deep.equal({ name: 'InvalidRequest', status: 400 });
+    expect(
+      await s3Failure(
+        env.s3.send(
+          new UploadPartCommand({
+            Bucket: bucket,
+            Key: key,
+            UploadId,
+            PartNumber: 1,
+            Body: Readable.from([randomBytes(300_000)]),
+            ContentLength: 300_000,
+            ChecksumAlgorithm: ChecksumAlgorithm.CRC32,
+          }),
+        ),
+      ),
+    ).to.deep.equal({ name: 'InvalidRequest', status: 400 });
     expect((await env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: key, UploadId }))).Parts ?? []).to.deep.equal([]);
 
-    const ok = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 1, Body: part, ChecksumAlgorithm: ChecksumAlgorithm.SHA256 }));
+    const ok = await env.s3.send(
+      new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 1, Body: part, ChecksumAlgorithm: ChecksumAlgorithm.SHA256 }),
+    );
     expect(ok.ChecksumSHA256).to.equal(createHash('sha256').update(part).digest('base64'));
     const notTheParts = createHash('sha256').update('other').digest('base64');
-    expect(await s3Failure(env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: ok.ETag, ChecksumSHA256: notTheParts }] } })))).to.deep.equal({ name: 'InvalidPart', status: 400 });
-    const done = await env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: ok.ETag, ChecksumSHA256: ok.ChecksumSHA256 }] } }));
+    expect(
+      await s3Failure(
+        env.s3.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: bucket,
+            Key: key,
+            UploadId,
+            MultipartUpload: { Parts: [{ PartNumber: 1, ETag: ok.ETag, ChecksumSHA256: notTheParts }] },
+          }),
+        ),
+      ),
+    ).to.deep.equal({ name: 'InvalidPart', status: 400 });
+    const done = await env.s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId,
+        MultipartUpload: { Parts: [{ PartNumber: 1, ETag: ok.ETag, ChecksumSHA256: ok.ChecksumSHA256 }] },
+      }),
+    );
     expect(done.ChecksumSHA256).to.equal(`${createHash('sha256').update(Buffer.from(ok.ChecksumSHA256!, 'base64')).digest('base64')}-1`);
   });
 });

@@ -41,7 +41,10 @@ describe('e2e: real S3 command-line clients against the standalone platform', fu
     expect(listing).to.match(/\s1024 files\/small\.bin/);
     expect(listing).to.match(/\s41943040 files\/big\.bin/);
     // 40 MiB goes up in 8 MiB parts: the ETag is a multipart one.
-    const head = JSON.parse(ok(await aws('s3api', 'head-object', '--bucket', bucket, '--key', 'files/big.bin')).stdout) as { ETag: string; ContentLength: number };
+    const head = JSON.parse(ok(await aws('s3api', 'head-object', '--bucket', bucket, '--key', 'files/big.bin')).stdout) as {
+      ETag: string;
+      ContentLength: number;
+    };
     expect(head.ContentLength).to.equal(41943040);
     expect(head.ETag).to.match(/^"[0-9a-f]{32}-5"$/);
 
@@ -56,7 +59,10 @@ describe('e2e: real S3 command-line clients against the standalone platform', fu
     const other = bucketName('aws-copy');
     ok(await aws('s3', 'mb', `s3://${other}`));
     ok(await aws('s3', 'cp', '--only-show-errors', `s3://${bucket}/files/big.bin`, `s3://${other}/big-copy.bin`));
-    const copyHead = JSON.parse(ok(await aws('s3api', 'head-object', '--bucket', other, '--key', 'big-copy.bin')).stdout) as { ETag: string; ContentLength: number };
+    const copyHead = JSON.parse(ok(await aws('s3api', 'head-object', '--bucket', other, '--key', 'big-copy.bin')).stdout) as {
+      ETag: string;
+      ContentLength: number;
+    };
     expect(copyHead.ContentLength).to.equal(41943040);
     const metrics = await (await fetch(`${p.endpoint}/metrics`)).text();
     expect(metrics).to.match(/http_requests_total\{[^}]*UploadPartCopy[^}]*\} [1-9]/);

@@ -24,7 +24,8 @@ describeWithBucket('e2e: conditional deletes and copies', 'cond', (env, bucket) 
       () => false,
     );
   const text = async (Key: string) => (await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key })))).toString();
-  const del = (Key: string, extra: Partial<ConstructorParameters<typeof DeleteObjectCommand>[0]> = {}) => env.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key, ...extra }));
+  const del = (Key: string, extra: Partial<ConstructorParameters<typeof DeleteObjectCommand>[0]> = {}) =>
+    env.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key, ...extra }));
   const bearer = async (method: string, path: string, headers: Record<string, string>, body?: string) => {
     const r = await fetch(`${env.p.endpoint}${path}`, { method, headers: { authorization: `Bearer ${await login(env.p.endpoint)}`, ...headers }, body });
     return { status: r.status, ...s3ErrorOf(await r.text()) };
@@ -47,9 +48,15 @@ describeWithBucket('e2e: conditional deletes and copies', 'cond', (env, bucket) 
     await put('sized.txt', 'four');
     const { LastModified } = await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'sized.txt' }));
     expect(await s3Failure(del('sized.txt', { IfMatchSize: 5 }))).to.deep.equal({ name: 'PreconditionFailed', status: 412 });
-    expect(await s3Failure(del('sized.txt', { IfMatchLastModifiedTime: new Date(LastModified!.getTime() - 60_000) }))).to.deep.equal({ name: 'PreconditionFailed', status: 412 });
+    expect(await s3Failure(del('sized.txt', { IfMatchLastModifiedTime: new Date(LastModified!.getTime() - 60_000) }))).to.deep.equal({
+      name: 'PreconditionFailed',
+      status: 412,
+    });
     expect(await bearer('DELETE', `/${bucket}/sized.txt`, { 'x-amz-if-match-size': 'four' })).to.deep.include({ status: 400, code: 'InvalidArgument' });
-    expect(await bearer('DELETE', `/${bucket}/sized.txt`, { 'x-amz-if-match-last-modified-time': 'yesterday' })).to.deep.include({ status: 400, code: 'InvalidArgument' });
+    expect(await bearer('DELETE', `/${bucket}/sized.txt`, { 'x-amz-if-match-last-modified-time': 'yesterday' })).to.deep.include({
+      status: 400,
+      code: 'InvalidArgument',
+    });
     expect(await text('sized.txt')).to.equal('four');
     await del('sized.txt', { IfMatchSize: 4, IfMatchLastModifiedTime: LastModified });
     expect(await exists('sized.txt')).to.equal(false);
@@ -81,7 +88,12 @@ describeWithBucket('e2e: conditional deletes and copies', 'cond', (env, bucket) 
     ]);
     expect([await exists('d/1'), await exists('d/2'), await exists('d/3')]).to.deep.equal([false, true, true]);
     // A bad Size refuses the whole request before anything is deleted.
-    const bad = await bearer('POST', `/${bucket}?delete`, {}, '<Delete><Object><Key>d/2</Key></Object><Object><Key>d/3</Key><Size>big</Size></Object></Delete>');
+    const bad = await bearer(
+      'POST',
+      `/${bucket}?delete`,
+      {},
+      '<Delete><Object><Key>d/2</Key></Object><Object><Key>d/3</Key><Size>big</Size></Object></Delete>',
+    );
     expect(bad).to.deep.include({ status: 400, code: 'InvalidArgument' });
     expect([await exists('d/2'), await exists('d/3')]).to.deep.equal([true, true]);
   });
@@ -89,7 +101,8 @@ describeWithBucket('e2e: conditional deletes and copies', 'cond', (env, bucket) 
   it('CopyObject with If-None-Match: * never replaces an object and with If-Match only the version it names', async () => {
     await put('src.txt', 'source');
     const target = await put('dst.txt', 'target');
-    const copy = (Key: string, extra: { IfMatch?: string; IfNoneMatch?: string }) => env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key, CopySource: `${bucket}/src.txt`, ...extra }));
+    const copy = (Key: string, extra: { IfMatch?: string; IfNoneMatch?: string }) =>
+      env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key, CopySource: `${bucket}/src.txt`, ...extra }));
     expect(await s3Failure(copy('dst.txt', { IfNoneMatch: '*' }))).to.deep.equal({ name: 'PreconditionFailed', status: 412 });
     expect(await s3Failure(copy('dst.txt', { IfMatch: '"0123456789abcdef0123456789abcdef"' }))).to.deep.equal({ name: 'PreconditionFailed', status: 412 });
     expect(await s3Failure(copy('new.txt', { IfMatch: '*' }))).to.deep.equal({ name: 'NoSuchKey', status: 404 });
@@ -107,7 +120,10 @@ describeWithBucket('e2e: conditional deletes and copies', 'cond', (env, bucket) 
     const copyPart = (PartNumber: number, extra: Partial<ConstructorParameters<typeof UploadPartCopyCommand>[0]>) =>
       env.s3.send(new UploadPartCopyCommand({ Bucket: bucket, Key: 'assembled.bin', UploadId, PartNumber, CopySource: `${bucket}/part-src.bin`, ...extra }));
     const past = new Date(Date.now() - 3_600_000);
-    expect(await s3Failure(copyPart(1, { CopySourceIfMatch: '"0123456789abcdef0123456789abcdef"' }))).to.deep.equal({ name: 'PreconditionFailed', status: 412 });
+    expect(await s3Failure(copyPart(1, { CopySourceIfMatch: '"0123456789abcdef0123456789abcdef"' }))).to.deep.equal({
+      name: 'PreconditionFailed',
+      status: 412,
+    });
     expect(await s3Failure(copyPart(1, { CopySourceIfNoneMatch: src.ETag }))).to.deep.equal({ name: 'PreconditionFailed', status: 412 });
     expect(await s3Failure(copyPart(1, { CopySourceIfUnmodifiedSince: past }))).to.deep.equal({ name: 'PreconditionFailed', status: 412 });
     expect((await env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: 'assembled.bin', UploadId }))).Parts ?? []).to.deep.equal([]);

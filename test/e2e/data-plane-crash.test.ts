@@ -25,7 +25,8 @@ const KEYS_PER_WORKER = 8; // a worker cycles over its keys, so later uploads ov
 const ACKS_BEFORE_KILL = 60;
 const STALLED = 3;
 /** Advisory locks in this test's database (pg_locks covers the whole, shared server). */
-const ADVISORY_LOCKS = "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+const ADVISORY_LOCKS =
+  "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
 
 interface Attempt {
   sha: string;
@@ -119,17 +120,48 @@ describe('e2e: kill -9 of the data plane in the middle of uploads', function () 
     dataDir = path.join(work, 'data');
     admin = new pg.Client({ connectionString: db.url });
     await admin.connect();
-    cp = await startControlPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: 'crash-test-secret-key', rootUser: ROOT.user, rootPassword: ROOT.password, pgUrl: db.url, logger: quiet });
+    cp = await startControlPlane({
+      port: 0,
+      host: '127.0.0.1',
+      internalToken: TOKEN,
+      secretKey: 'crash-test-secret-key',
+      rootUser: ROOT.user,
+      rootPassword: ROOT.password,
+      pgUrl: db.url,
+      logger: quiet,
+    });
     const dpPort = await freePort();
     // The periodic sweep runs every second after the restart (the first start never needs it).
-    dp = new DataPlaneProcess({ PORT: String(dpPort), STRATA_PG_URL: db.url, STRATA_INTERNAL_TOKEN: TOKEN, STRATA_DATA_DIR: dataDir, STRATA_BLOB_SWEEP_MS: '1000' });
+    dp = new DataPlaneProcess({
+      PORT: String(dpPort),
+      STRATA_PG_URL: db.url,
+      STRATA_INTERNAL_TOKEN: TOKEN,
+      STRATA_DATA_DIR: dataDir,
+      STRATA_BLOB_SWEEP_MS: '1000',
+    });
     await dp.start();
     // Breakers that close again soon after the data plane is back (the defaults wait 30 s), no upload timeout.
     const rules = path.join(work, 'rules.yaml');
     await writeFile(rules, 'breakers:\n  default: { timeout: 0, errorThresholdPercentage: 50, resetTimeout: 300, volumeThreshold: 10 }\n');
-    gw = await startGateway({ port: 0, host: '127.0.0.1', controlPlaneUrl: cp.url, dataPlaneUrl: dp.url, internalToken: TOKEN, jwtSecret: 'crash-test-jwt-secret-0123456789abcdef', rootUser: ROOT.user, flowRulesFile: rules, logger: quiet });
+    gw = await startGateway({
+      port: 0,
+      host: '127.0.0.1',
+      controlPlaneUrl: cp.url,
+      dataPlaneUrl: dp.url,
+      internalToken: TOKEN,
+      jwtSecret: 'crash-test-jwt-secret-0123456789abcdef',
+      rootUser: ROOT.user,
+      flowRulesFile: rules,
+      logger: quiet,
+    });
     // (Not ./support/s3.js: it loads the whole standalone platform, which this test does not use.)
-    s3 = new S3Client({ endpoint: gw.url, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: ROOT.user, secretAccessKey: ROOT.password }, maxAttempts: 1 });
+    s3 = new S3Client({
+      endpoint: gw.url,
+      forcePathStyle: true,
+      region: 'us-east-1',
+      credentials: { accessKeyId: ROOT.user, secretAccessKey: ROOT.password },
+      maxAttempts: 1,
+    });
   });
 
   after(async () => {
@@ -153,14 +185,25 @@ describe('e2e: kill -9 of the data plane in the middle of uploads', function () 
     // 1. Bodies still streaming when the process dies: the client sends part of the body and waits.
     const stalled: http.ClientRequest[] = [];
     for (let i = 0; i < STALLED; i++) {
-      const url = presignUrl({ method: 'PUT', origin: gw.url, path: `/${bucket}/stalled-${i}`, accessKey: ROOT.user, secret: ROOT.password, region: 'us-east-1', expiresSeconds: 600 });
+      const url = presignUrl({
+        method: 'PUT',
+        origin: gw.url,
+        path: `/${bucket}/stalled-${i}`,
+        accessKey: ROOT.user,
+        secret: ROOT.password,
+        region: 'us-east-1',
+        expiresSeconds: 600,
+      });
       const req = http.request(url, { method: 'PUT', headers: { 'content-length': 1 << 20 } });
       req.on('error', () => undefined);
       req.on('response', (res) => res.resume());
       req.write(randomBytes(256 * 1024));
       stalled.push(req);
     }
-    await eventually(async () => (await blobTree(dataDir)).filter((f) => f.endsWith('.tmp')).length >= STALLED, 'the stalled bodies to be streaming into temp files');
+    await eventually(
+      async () => (await blobTree(dataDir)).filter((f) => f.endsWith('.tmp')).length >= STALLED,
+      'the stalled bodies to be streaming into temp files',
+    );
 
     // 2. A blob renamed into place whose commit waits: the test holds the key's commit lock.
     await admin.query('SELECT pg_advisory_lock($1::int, hashtext($2))', [bucketId, 'held/commit']);
@@ -238,7 +281,9 @@ describe('e2e: kill -9 of the data plane in the middle of uploads', function () 
     // the end once the lock is free: the object then exists, which is allowed (only its answer was
     // lost). Here the server notices the dead client first, as client_connection_check_interval does:
     // the transaction is rolled back and its blob file is an orphan.
-    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`);
+    await admin.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    );
     await admin.query('SELECT pg_advisory_unlock($1::int, hashtext($2))', [bucketId, 'held/commit']);
     await eventually(async () => Number((await admin.query<{ n: number }>(ADVISORY_LOCKS)).rows[0]!.n) === 0, 'the killed transactions to end');
     const known = new Set((await admin.query<{ locator: string }>('SELECT locator FROM blobs')).rows.map((r) => r.locator));
@@ -250,7 +295,10 @@ describe('e2e: kill -9 of the data plane in the middle of uploads', function () 
     const hoursAgo = new Date(Date.now() - 2 * 3600_000);
     for (const f of leftovers) await utimes(path.join(dataDir, 'blobs', f), hoursAgo, hoursAgo);
     await dp.start();
-    await eventually(async () => (await s3.send(new ListObjectsV2Command({ Bucket: bucket, MaxKeys: 1 }))).$metadata.httpStatusCode === 200, 'the gateway to reach the data plane again');
+    await eventually(
+      async () => (await s3.send(new ListObjectsV2Command({ Bucket: bucket, MaxKeys: 1 }))).$metadata.httpStatusCode === 200,
+      'the gateway to reach the data plane again',
+    );
 
     // 6. Every acknowledged upload reads back byte for byte (or a later upload of the key that
     // committed before the answer was lost); LIST shows only whole objects of keys that were sent.
@@ -288,7 +336,9 @@ describe('e2e: kill -9 of the data plane in the middle of uploads', function () 
       const files = await blobTree(dataDir);
       if (files.some((f) => f.endsWith('.tmp') || f.startsWith('parts/'))) return false;
       // Inline blobs (bodies up to 64 KiB) have no file: their bytes are in the row.
-      const rows = (await admin.query<{ locator: string }>("SELECT locator FROM blobs WHERE backend_key = 'fs' AND data IS NULL")).rows.map((r) => r.locator).sort();
+      const rows = (await admin.query<{ locator: string }>("SELECT locator FROM blobs WHERE backend_key = 'fs' AND data IS NULL")).rows
+        .map((r) => r.locator)
+        .sort();
       return JSON.stringify(files.map((f) => path.basename(f)).sort()) === JSON.stringify(rows);
     }, 'the cleanup job to remove the crash leftovers');
     const unreferenced = await admin.query("SELECT id FROM blobs WHERE ref_count = 0 OR state <> 'LIVE'");
@@ -303,7 +353,9 @@ describe('e2e: kill -9 of the data plane in the middle of uploads', function () 
     // Every version committed (current or overwritten) has its object.created event, and no event
     // exists without its version: object row and outbox row were committed together or not at all.
     const versions = await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM object_info WHERE bucket_id = $1', [bucketId]);
-    const events = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE type = 'object.created' AND payload->>'bucket' = $1", [bucket]);
+    const events = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE type = 'object.created' AND payload->>'bucket' = $1", [
+      bucket,
+    ]);
     expect(events.rows[0]!.n).to.equal(versions.rows[0]!.n);
 
     // 8. And the restarted data plane takes new uploads, which the sweep leaves alone.

@@ -27,23 +27,36 @@ describeWithBucket('e2e: server-side encryption is refused, never silently skipp
       { SSECustomerAlgorithm: 'AES256', SSECustomerKey: customerKey },
     ];
     for (const [i, ask] of asks.entries()) {
-      expect(await s3Failure(env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: `sse-${i}`, Body: body, ...ask }))), JSON.stringify(ask)).to.deep.equal({ name: 'NotImplemented', status: 501 });
+      expect(await s3Failure(env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: `sse-${i}`, Body: body, ...ask }))), JSON.stringify(ask)).to.deep.equal({
+        name: 'NotImplemented',
+        status: 501,
+      });
       await absent(`sse-${i}`);
     }
   });
 
   it('CopyObject and CreateMultipartUpload asking for it are refused; the source is untouched and no upload starts', async () => {
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'plain.txt', Body: 'plain' }));
-    expect(await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy.txt', CopySource: `${bucket}/plain.txt`, ServerSideEncryption: 'AES256' })))).to.deep.equal({ name: 'NotImplemented', status: 501 });
+    expect(
+      await s3Failure(
+        env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy.txt', CopySource: `${bucket}/plain.txt`, ServerSideEncryption: 'AES256' })),
+      ),
+    ).to.deep.equal({ name: 'NotImplemented', status: 501 });
     await absent('copy.txt');
-    expect(await s3Failure(env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'mpu.bin', SSECustomerAlgorithm: 'AES256', SSECustomerKey: customerKey })))).to.deep.equal({ name: 'NotImplemented', status: 501 });
+    expect(
+      await s3Failure(
+        env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'mpu.bin', SSECustomerAlgorithm: 'AES256', SSECustomerKey: customerKey })),
+      ),
+    ).to.deep.equal({ name: 'NotImplemented', status: 501 });
     expect((await env.s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []).to.deep.equal([]);
     expect((await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'plain.txt' })))).toString()).to.equal('plain');
   });
 
   it('a read bringing a customer key (SSE-C) is InvalidRequest: the object was not encrypted with it', async () => {
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'readable.txt', Body: 'x' }));
-    expect(await s3Failure(env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'readable.txt', SSECustomerAlgorithm: 'AES256', SSECustomerKey: customerKey })))).to.deep.equal({ name: 'InvalidRequest', status: 400 });
+    expect(
+      await s3Failure(env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'readable.txt', SSECustomerAlgorithm: 'AES256', SSECustomerKey: customerKey }))),
+    ).to.deep.equal({ name: 'InvalidRequest', status: 400 });
   });
 
   it('a form upload with an x-amz-server-side-encryption field is refused and stores nothing', async () => {

@@ -50,11 +50,7 @@ describe('e2e: fault-and-fuzz suite (seeded)', function () {
     const names = new RabbitNames();
     names.queue(CONTROL_PLANE_QUEUE);
     cleanups.push(() => names.cleanup());
-    await fuzzRun(
-      PRODUCTION_REQUESTS,
-      productionServersEnv(pgh, dbUrl, redis, `${database}:`, names),
-      cleanups,
-    );
+    await fuzzRun(PRODUCTION_REQUESTS, productionServersEnv(pgh, dbUrl, redis, `${database}:`, names), cleanups);
   });
 });
 
@@ -150,14 +146,22 @@ async function fuzzRun(requests: number, env: NodeJS.ProcessEnv, cleanups: Array
     const k = `${r.category} ${r.outcome.kind === 'answered' ? r.outcome.status : r.outcome.kind}`;
     statuses.set(k, (statuses.get(k) ?? 0) + 1);
   }
-  console.log(`    ${records.length} requests in ${next} cases: ${[...statuses].sort().map(([k, v]) => `${k}: ${v}`).join(', ')}`);
+  console.log(
+    `    ${records.length} requests in ${next} cases: ${[...statuses]
+      .sort()
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ')}`,
+  );
 
   // The process stays up and answers.
   expect(proc.exitCode, `the process exited; its log:\n${logTail}`).to.equal(null);
   expect((await fetch(`${endpoint}/healthz`)).status).to.equal(200);
   // No 5xx but the refusals by design, no hang.
-  const bad = records.filter((r) => r.outcome.kind === 'hang' || (r.outcome.kind === 'answered' && r.outcome.status >= 500 && r.outcome.status !== 501 && r.outcome.status !== 503));
-  const describe = (r: FuzzRecord) => `${r.category} ${r.label}: ${r.outcome.kind === 'answered' ? `${r.outcome.status} ${r.outcome.body.toString().slice(0, 200)}` : r.outcome.kind}`;
+  const bad = records.filter(
+    (r) => r.outcome.kind === 'hang' || (r.outcome.kind === 'answered' && r.outcome.status >= 500 && r.outcome.status !== 501 && r.outcome.status !== 503),
+  );
+  const describe = (r: FuzzRecord) =>
+    `${r.category} ${r.label}: ${r.outcome.kind === 'answered' ? `${r.outcome.status} ${r.outcome.body.toString().slice(0, 200)}` : r.outcome.kind}`;
   expect(bad.map(describe), `seed ${SEED}; log tail:\n${logTail.slice(-4000)}`).to.deep.equal([]);
   expect(records.length).to.be.at.least(requests);
   // Writes that had to be refused were: no 2xx for a bad signature, a bad digest or broken framing.
@@ -180,7 +184,8 @@ async function fuzzRun(requests: number, env: NodeJS.ProcessEnv, cleanups: Array
   expect([...stored].filter((k) => /[\u0000-\u001f\u007f\ufffd]/.test(k))).to.deep.equal([]);
   // The last-resort handler saw nothing.
   const metrics = await (await fetch(`${endpoint}/metrics`)).text();
-  for (const m of metrics.matchAll(/^(strata_\w*uncaught\w*)(?:\{[^}]*\})? (\S+)$/gm)) expect(Number(m[2]), `${m[1]}; log tail:\n${logTail.slice(-6000)}`).to.equal(0);
+  for (const m of metrics.matchAll(/^(strata_\w*uncaught\w*)(?:\{[^}]*\})? (\S+)$/gm))
+    expect(Number(m[2]), `${m[1]}; log tail:\n${logTail.slice(-6000)}`).to.equal(0);
   proc.kill('SIGTERM');
   await new Promise((r) => proc.once('exit', r));
 }
@@ -212,7 +217,11 @@ async function waitUntilHealthy(endpoint: string, proc: ChildProcess, log: () =>
 }
 
 async function createUser(endpoint: string, username: string): Promise<Credentials> {
-  const login = await fetch(`${endpoint}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: ROOT.user, password: ROOT.password }) });
+  const login = await fetch(`${endpoint}/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: ROOT.user, password: ROOT.password }),
+  });
   const token = ((await login.json()) as { data: { token: string } }).data.token;
   const res = await fetch(`${endpoint}/admin/users`, {
     method: 'POST',

@@ -9,7 +9,9 @@ describe('e2e: gateway flow control from a rules file', function () {
   let p: TestPlatform;
 
   before(async () => {
-    p = await startTestPlatform(undefined, { gatewayRules: 'rateLimits:\n  routes:\n    ListBuckets: { points: 2, duration: 60 }\n    Preflight: { points: 2, duration: 60 }\n' });
+    p = await startTestPlatform(undefined, {
+      gatewayRules: 'rateLimits:\n  routes:\n    ListBuckets: { points: 2, duration: 60 }\n    Preflight: { points: 2, duration: 60 }\n',
+    });
   });
   after(async () => {
     await p?.destroy();
@@ -56,7 +58,10 @@ describe("e2e: a user's rate limit counts browser form uploads too", function ()
 
   before(async () => {
     // Three requests a minute for the root user, whatever the route.
-    p = await startTestPlatform(undefined, { gatewayRules: `rateLimits:\n  users:\n    classes:\n      forms: { points: 3, duration: 60, users: [${ROOT_USER}] }\n`, internalToken: INTERNAL_TOKEN });
+    p = await startTestPlatform(undefined, {
+      gatewayRules: `rateLimits:\n  users:\n    classes:\n      forms: { points: 3, duration: 60, users: [${ROOT_USER}] }\n`,
+      internalToken: INTERNAL_TOKEN,
+    });
   });
   after(async () => {
     await p?.destroy();
@@ -64,7 +69,12 @@ describe("e2e: a user's rate limit counts browser form uploads too", function ()
 
   /** Whether the data plane holds the object (asked behind the gateway: the user's own requests are used up). */
   const stored = async (bucket: string, key: string) =>
-    (await fetch(`${p.platform.urls['data-plane']}/internal/objects/${bucket}/${encodeURIComponent(key)}`, { method: 'HEAD', headers: { 'x-strata-internal-token': INTERNAL_TOKEN } })).status;
+    (
+      await fetch(`${p.platform.urls['data-plane']}/internal/objects/${bucket}/${encodeURIComponent(key)}`, {
+        method: 'HEAD',
+        headers: { 'x-strata-internal-token': INTERNAL_TOKEN },
+      })
+    ).status;
 
   it('the upload past the limit answers SlowDown with Retry-After and stores nothing', async () => {
     const s3 = sdkClient(p.endpoint);

@@ -24,7 +24,6 @@ import { bodyBytes, bucketName, describeWithBucket, login, s3Failure, sdkClient 
  * made the write, and never to a caller who may not read the bucket.
  */
 describeWithBucket('e2e: small GETs answered by the gateway stay read-after-write consistent', 'answers', (env, bucket) => {
-
   /** Objects answered by the gateway itself so far (its cache hit counter). */
   const hits = async (): Promise<number> => {
     const text = await (await fetch(`${env.p.endpoint}/metrics`)).text();
@@ -32,7 +31,8 @@ describeWithBucket('e2e: small GETs answered by the gateway stay read-after-writ
     return line ? Number(line.split(' ').pop()) : 0;
   };
   const get = async (key: string) => bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key })));
-  const put = (key: string, body: Buffer, extra: Record<string, unknown> = {}) => env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ...extra }));
+  const put = (key: string, body: Buffer, extra: Record<string, unknown> = {}) =>
+    env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ...extra }));
 
   it('answers a repeated GET and HEAD from the gateway with the same bytes and headers', async () => {
     const body = randomBytes(4096);
@@ -108,19 +108,28 @@ describeWithBucket('e2e: small GETs answered by the gateway stay read-after-writ
     expect(await s3Failure(get('d2.bin'))).to.deep.equal({ name: 'NoSuchKey', status: 404 });
 
     const token = await login(env.p.endpoint);
-    const bin = (await (await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${bucket}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { data: { objects: Array<{ id: string; key: string }> } };
+    const bin = (await (await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${bucket}`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+      data: { objects: Array<{ id: string; key: string }> };
+    };
     const recycled = bin.data.objects.find((o) => o.key === 'd1.bin')!;
-    const restored = await fetch(`${env.p.endpoint}/admin/recycle-bin/${recycled.id}/restore`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    const restored = await fetch(`${env.p.endpoint}/admin/recycle-bin/${recycled.id}/restore`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(restored.status).to.equal(200);
     expect(await get('d1.bin')).to.deep.equal(body);
   });
 
-  it("never answers another tenant, even for an object the gateway holds an answer for", async () => {
+  it('never answers another tenant, even for an object the gateway holds an answer for', async () => {
     await put('private.bin', Buffer.from('secret bytes'));
     await get('private.bin');
     await get('private.bin');
     const token = await login(env.p.endpoint);
-    const created = await fetch(`${env.p.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'oscar', password: 'oscar-password' }) });
+    const created = await fetch(`${env.p.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'oscar', password: 'oscar-password' }),
+    });
     const o = ((await created.json()) as { data: { accessKey: string; secretKey: string } }).data;
     const oscar = sdkClient(env.p.endpoint, o.accessKey, o.secretKey);
     try {
@@ -150,7 +159,10 @@ describe('e2e: the gateway answer cache size (STRATA_GATEWAY_ANSWER_CACHE_BYTES)
     expect(loadGatewayEnv({ ...gatewaySecrets, STRATA_GATEWAY_ANSWER_CACHE_BYTES: '1048576' }).STRATA_GATEWAY_ANSWER_CACHE_BYTES).to.equal(1048576);
     expect(loadStandaloneEnv({ STRATA_GATEWAY_ANSWER_CACHE_BYTES: '0' }).STRATA_GATEWAY_ANSWER_CACHE_BYTES).to.equal(0);
     for (const bad of ['-1', 'lots', '1.5']) {
-      expect(() => loadGatewayEnv({ ...gatewaySecrets, STRATA_GATEWAY_ANSWER_CACHE_BYTES: bad }), bad).to.throw(ConfigError, /STRATA_GATEWAY_ANSWER_CACHE_BYTES/);
+      expect(() => loadGatewayEnv({ ...gatewaySecrets, STRATA_GATEWAY_ANSWER_CACHE_BYTES: bad }), bad).to.throw(
+        ConfigError,
+        /STRATA_GATEWAY_ANSWER_CACHE_BYTES/,
+      );
       expect(() => loadStandaloneEnv({ STRATA_GATEWAY_ANSWER_CACHE_BYTES: bad }), bad).to.throw(ConfigError, /STRATA_GATEWAY_ANSWER_CACHE_BYTES/);
     }
   });
@@ -166,7 +178,13 @@ describe('e2e: the gateway answer cache size (STRATA_GATEWAY_ANSWER_CACHE_BYTES)
       // Object bytes the data plane has sent to readers (its own /metrics).
       const dataPlaneBytesOut = async () => {
         const text = await (await fetch(`${p.platform.urls['data-plane']}/metrics`)).text();
-        return Number(text.split('\n').find((l) => l.startsWith('strata_data_bytes_out_total'))?.split(' ').pop() ?? 0);
+        return Number(
+          text
+            .split('\n')
+            .find((l) => l.startsWith('strata_data_bytes_out_total'))
+            ?.split(' ')
+            .pop() ?? 0,
+        );
       };
       const before = await dataPlaneBytesOut();
       for (let i = 0; i < 3; i++) expect(await bodyBytes(await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'a.bin' })))).to.deep.equal(body);

@@ -63,7 +63,11 @@ describe('e2e: npm start (the standalone process): banner and graceful SIGTERM',
       LOG_LEVEL: 'warn',
       OMP_WAIT_POLICY: 'PASSIVE',
     };
-    const proc = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'images/standalone/src/main.ts')], { cwd: repo, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const proc = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'images/standalone/src/main.ts')], {
+      cwd: repo,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     child = proc;
     let banner = '';
     const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
@@ -80,7 +84,8 @@ describe('e2e: npm start (the standalone process): banner and graceful SIGTERM',
     // No STRATA_ROOT_PASSWORD: the development default is printed, and it is the root's SigV4 secret.
     const password = /root password\s+(\S+)/.exec(banner)?.[1] ?? '';
     expect(password).to.have.length.greaterThan(7);
-    const sign = (method: string, p: string) => presignUrl({ method, origin: endpoint, path: p, accessKey: 'strata', secret: password, region: 'us-east-1', expiresSeconds: 300 });
+    const sign = (method: string, p: string) =>
+      presignUrl({ method, origin: endpoint, path: p, accessKey: 'strata', secret: password, region: 'us-east-1', expiresSeconds: 300 });
     expect((await fetch(sign('PUT', '/started'), { method: 'PUT' })).status).to.equal(200);
 
     // An upload is half sent when SIGTERM arrives: it still completes, then the process exits 0.
@@ -217,14 +222,22 @@ describe('e2e: npm start on a machine without FAISS (first run)', function () {
     const imageSearch = bannerValue(stderr, 'image search');
     expect(stderr).to.match(/image search\s+\S+\s+demo test encoder/);
     expect(stderr).to.contain('exact in-process index (for FAISS: apt-get install libfaiss-dev libopenblas-dev');
-    const status = (await (await fetch(`${imageSearch}/api/status`)).json()) as { ready: boolean; index: { total_vectors: number; engine: { kind: string; note: string } } };
+    const status = (await (await fetch(`${imageSearch}/api/status`)).json()) as {
+      ready: boolean;
+      index: { total_vectors: number; engine: { kind: string; note: string } };
+    };
     expect(status.ready).to.equal(true);
     expect(status.index.engine.kind).to.equal('exact');
     expect(status.index.engine.note).to.contain('apt-get install libfaiss-dev libopenblas-dev');
     expect(status.index.total_vectors).to.equal(8);
 
     // The banner's commands, run as printed: the aws CLI upload and listing, then the search.
-    const commands = stderr.slice(stderr.indexOf('Try:')).split('\n').slice(1).filter((l) => l.startsWith('  ')).map((l) => l.trim());
+    const commands = stderr
+      .slice(stderr.indexOf('Try:'))
+      .split('\n')
+      .slice(1)
+      .filter((l) => l.startsWith('  '))
+      .map((l) => l.trim());
     const shell = commands.filter((c) => !c.startsWith('open ') && !c.startsWith('curl '));
     expect(shell[0]).to.match(/^export AWS_ACCESS_KEY_ID=strata /);
     const aws = await run('bash', ['-c', shell.join('\n')], { cwd: repo, env: { PATH: process.env.PATH, HOME: dir } });
@@ -241,7 +254,17 @@ describe('e2e: npm start on a machine without FAISS (first run)', function () {
     // npm exits at once; the platform drains and closes every port.
     process.kill(-proc.pid!, 'SIGTERM');
     await exited;
-    const answering = async () => (await Promise.all(Object.values(ports).map((port) => fetch(`http://127.0.0.1:${port}/healthz`).then(() => port, () => 0)))).filter(Boolean);
+    const answering = async () =>
+      (
+        await Promise.all(
+          Object.values(ports).map((port) =>
+            fetch(`http://127.0.0.1:${port}/healthz`).then(
+              () => port,
+              () => 0,
+            ),
+          ),
+        )
+      ).filter(Boolean);
     const deadline = Date.now() + 60_000;
     while ((await answering()).length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
     expect(await answering()).to.deep.equal([]);

@@ -23,7 +23,8 @@ import { bucketName, describeWithBucket, s3ErrorOf, s3Failure } from './support/
  */
 describeWithBucket('e2e: storage classes, object lock and public ACLs are refused, never silently dropped', 'props', (env, bucket) => {
   const absent = async (key: string) => expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status, key).to.equal(404);
-  const put = (Key: string, extra: Partial<ConstructorParameters<typeof PutObjectCommand>[0]>) => env.s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: 'body', ...extra }));
+  const put = (Key: string, extra: Partial<ConstructorParameters<typeof PutObjectCommand>[0]>) =>
+    env.s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: 'body', ...extra }));
 
   it('storage class: STANDARD (and reduced redundancy) are stored; any other is InvalidStorageClass and stores nothing', async () => {
     await put('standard.txt', { StorageClass: 'STANDARD' });
@@ -33,7 +34,16 @@ describeWithBucket('e2e: storage classes, object lock and public ACLs are refuse
       expect(await s3Failure(put(`cold-${StorageClass}`, { StorageClass })), StorageClass).to.deep.equal({ name: 'InvalidStorageClass', status: 400 });
       await absent(`cold-${StorageClass}`);
     }
-    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/fast.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, headers: { 'x-amz-storage-class': 'FAST' } });
+    const url = presignUrl({
+      method: 'PUT',
+      origin: env.p.endpoint,
+      path: `/${bucket}/fast.txt`,
+      accessKey: ROOT_USER,
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+      headers: { 'x-amz-storage-class': 'FAST' },
+    });
     const r = await fetch(url, { method: 'PUT', headers: { 'x-amz-storage-class': 'FAST' }, body: 'x' });
     expect([r.status, s3ErrorOf(await r.text()).code]).to.deep.equal([400, 'InvalidStorageClass']);
     await absent('fast.txt');
@@ -41,17 +51,34 @@ describeWithBucket('e2e: storage classes, object lock and public ACLs are refuse
 
   it('object lock (retention or legal hold) is InvalidRequest on PutObject, CopyObject and CreateMultipartUpload; nothing is stored or started', async () => {
     const retain = new Date(Date.now() + 86_400_000);
-    expect(await s3Failure(put('locked.txt', { ObjectLockMode: 'COMPLIANCE', ObjectLockRetainUntilDate: retain }))).to.deep.equal({ name: 'InvalidRequest', status: 400 });
+    expect(await s3Failure(put('locked.txt', { ObjectLockMode: 'COMPLIANCE', ObjectLockRetainUntilDate: retain }))).to.deep.equal({
+      name: 'InvalidRequest',
+      status: 400,
+    });
     expect(await s3Failure(put('held.txt', { ObjectLockLegalHoldStatus: 'ON' }))).to.deep.equal({ name: 'InvalidRequest', status: 400 });
     await absent('locked.txt');
     await absent('held.txt');
     await put('source.txt', {});
-    expect(await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'locked-copy.txt', CopySource: `${bucket}/source.txt`, ObjectLockMode: 'GOVERNANCE', ObjectLockRetainUntilDate: retain })))).to.deep.equal({
+    expect(
+      await s3Failure(
+        env.s3.send(
+          new CopyObjectCommand({
+            Bucket: bucket,
+            Key: 'locked-copy.txt',
+            CopySource: `${bucket}/source.txt`,
+            ObjectLockMode: 'GOVERNANCE',
+            ObjectLockRetainUntilDate: retain,
+          }),
+        ),
+      ),
+    ).to.deep.equal({
       name: 'InvalidRequest',
       status: 400,
     });
     await absent('locked-copy.txt');
-    expect(await s3Failure(env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'locked.bin', ObjectLockLegalHoldStatus: 'ON' })))).to.deep.equal({ name: 'InvalidRequest', status: 400 });
+    expect(
+      await s3Failure(env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'locked.bin', ObjectLockLegalHoldStatus: 'ON' }))),
+    ).to.deep.equal({ name: 'InvalidRequest', status: 400 });
     expect((await env.s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []).to.deep.equal([]);
   });
 
@@ -62,9 +89,21 @@ describeWithBucket('e2e: storage classes, object lock and public ACLs are refuse
       expect(await s3Failure(put(`public-${ACL}`, { ACL })), ACL).to.deep.equal({ name: 'NotImplemented', status: 501 });
       await absent(`public-${ACL}`);
     }
-    expect(await s3Failure(put('granted.txt', { GrantRead: 'uri="http://acs.amazonaws.com/groups/global/AllUsers"' }))).to.deep.equal({ name: 'NotImplemented', status: 501 });
+    expect(await s3Failure(put('granted.txt', { GrantRead: 'uri="http://acs.amazonaws.com/groups/global/AllUsers"' }))).to.deep.equal({
+      name: 'NotImplemented',
+      status: 501,
+    });
     await absent('granted.txt');
-    const url = presignUrl({ method: 'PUT', origin: env.p.endpoint, path: `/${bucket}/odd-acl.txt`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, headers: { 'x-amz-acl': 'everyone' } });
+    const url = presignUrl({
+      method: 'PUT',
+      origin: env.p.endpoint,
+      path: `/${bucket}/odd-acl.txt`,
+      accessKey: ROOT_USER,
+      secret: ROOT_PASSWORD,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+      headers: { 'x-amz-acl': 'everyone' },
+    });
     const r = await fetch(url, { method: 'PUT', headers: { 'x-amz-acl': 'everyone' }, body: 'x' });
     expect([r.status, s3ErrorOf(await r.text()).code]).to.deep.equal([400, 'InvalidArgument']);
     await absent('odd-acl.txt');
@@ -72,7 +111,10 @@ describeWithBucket('e2e: storage classes, object lock and public ACLs are refuse
 
   it('CreateBucket with object lock or a public ACL is refused and makes no bucket; with ACL private it is made', async () => {
     const locked = bucketName('props-lock');
-    expect(await s3Failure(env.s3.send(new CreateBucketCommand({ Bucket: locked, ObjectLockEnabledForBucket: true })))).to.deep.equal({ name: 'NotImplemented', status: 501 });
+    expect(await s3Failure(env.s3.send(new CreateBucketCommand({ Bucket: locked, ObjectLockEnabledForBucket: true })))).to.deep.equal({
+      name: 'NotImplemented',
+      status: 501,
+    });
     expect((await s3Failure(env.s3.send(new HeadBucketCommand({ Bucket: locked })))).status).to.equal(404);
     const open = bucketName('props-public');
     expect(await s3Failure(env.s3.send(new CreateBucketCommand({ Bucket: open, ACL: 'public-read' })))).to.deep.equal({ name: 'NotImplemented', status: 501 });

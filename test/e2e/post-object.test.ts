@@ -7,7 +7,12 @@ import { bodyBytes, describeWithBucket, login, md5Hex, s3ErrorOf, s3Failure, sdk
 import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
 
 /** Submit a presigned POST as a browser form would: its fields, then the file (last). */
-async function submit(post: { url: string; fields: Record<string, string> }, file: Buffer | string, extra: Record<string, string> = {}, filename = 'upload.bin'): Promise<Response> {
+async function submit(
+  post: { url: string; fields: Record<string, string> },
+  file: Buffer | string,
+  extra: Record<string, string> = {},
+  filename = 'upload.bin',
+): Promise<Response> {
   const form = new FormData();
   for (const [name, value] of Object.entries({ ...post.fields, ...extra })) form.append(name, value);
   form.append('file', new Blob([typeof file === 'string' ? file : new Uint8Array(file)]), filename);
@@ -15,7 +20,8 @@ async function submit(post: { url: string; fields: Record<string, string> }, fil
 }
 
 describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)', 'post', (env, bucket) => {
-  const presigned = (options: Omit<PresignedPostOptions, 'Bucket'>, client: S3Client = env.s3) => createPresignedPost(client, { Bucket: bucket, Expires: 300, ...options });
+  const presigned = (options: Omit<PresignedPostOptions, 'Bucket'>, client: S3Client = env.s3) =>
+    createPresignedPost(client, { Bucket: bucket, Expires: 300, ...options });
   const absent = async (key: string) => expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status).to.equal(404);
 
   it("stores the file under the form's key with its type and metadata (204 by default, with ETag and Location)", async () => {
@@ -36,8 +42,13 @@ describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)
     const post = await presigned({ Key: 'forms/tagged.txt', Fields: { tagging } });
     const r = await submit(post, 'tagged');
     expect(r.status, await r.clone().text()).to.equal(204);
-    expect((await env.s3.send(new GetObjectTaggingCommand({ Bucket: bucket, Key: 'forms/tagged.txt' }))).TagSet).to.deep.equal([{ Key: 'source', Value: 'form' }]);
-    const bad = await presigned({ Key: 'forms/bad-tags.txt', Fields: { tagging: '<Tagging><TagSet><Tag><Key>aws:x</Key><Value>1</Value></Tag></TagSet></Tagging>' } });
+    expect((await env.s3.send(new GetObjectTaggingCommand({ Bucket: bucket, Key: 'forms/tagged.txt' }))).TagSet).to.deep.equal([
+      { Key: 'source', Value: 'form' },
+    ]);
+    const bad = await presigned({
+      Key: 'forms/bad-tags.txt',
+      Fields: { tagging: '<Tagging><TagSet><Tag><Key>aws:x</Key><Value>1</Value></Tag></TagSet></Tagging>' },
+    });
     const refused = await submit(bad, 'x');
     expect([refused.status, s3ErrorOf(await refused.text()).code]).to.deep.equal([400, 'InvalidTag']);
     const malformed = await submit(await presigned({ Key: 'forms/bad-xml.txt', Fields: { tagging: '<Tagging><TagSet>' } }), 'x');
@@ -47,11 +58,21 @@ describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)
   });
 
   it('fills ${filename} in the key, answers 201 with a PostResponse or 303 to success_action_redirect', async () => {
-    const post = await presigned({ Key: 'uploads/${filename}', Conditions: [['starts-with', '$key', 'uploads/'], ['starts-with', '$success_action_status', ''], ['starts-with', '$success_action_redirect', '']] });
+    const post = await presigned({
+      Key: 'uploads/${filename}',
+      Conditions: [
+        ['starts-with', '$key', 'uploads/'],
+        ['starts-with', '$success_action_status', ''],
+        ['starts-with', '$success_action_redirect', ''],
+      ],
+    });
     const created = await submit(post, 'first', { success_action_status: '201' }, 'photo one.txt');
     expect(created.status).to.equal(201);
     const xml = (await created.text()).replaceAll('&quot;', '"');
-    expect(xml).to.include('<PostResponse').and.include('<Key>uploads/photo one.txt</Key>').and.include(`<ETag>"${md5Hex('first')}"</ETag>`);
+    expect(xml)
+      .to.include('<PostResponse')
+      .and.include('<Key>uploads/photo one.txt</Key>')
+      .and.include(`<ETag>"${md5Hex('first')}"</ETag>`);
     expect((await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'uploads/photo one.txt' })))).toString()).to.equal('first');
     const redirected = await submit(post, 'second', { success_action_redirect: 'https://app.example.com/done?from=form' }, 'b.txt');
     expect(redirected.status).to.equal(303);
@@ -62,7 +83,10 @@ describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)
 
   it('enforces content-length-range while streaming: too large or too small stores nothing', async () => {
     const post = await presigned({ Key: 'sized.bin', Conditions: [['content-length-range', 10, 1000]] });
-    for (const [body, code] of [[randomBytes(200_000), 'EntityTooLarge'], [Buffer.from('tiny'), 'EntityTooSmall']] as const) {
+    for (const [body, code] of [
+      [randomBytes(200_000), 'EntityTooLarge'],
+      [Buffer.from('tiny'), 'EntityTooSmall'],
+    ] as const) {
       const r = await submit(post, body);
       expect(r.status, code).to.equal(400);
       expect(s3ErrorOf(await r.text()).code).to.equal(code);
@@ -74,10 +98,26 @@ describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)
   it('refuses a changed policy, a changed field, an extra field, an expired policy, another tenant and a malformed form', async () => {
     const post = await presigned({ Key: 'guarded/x.txt', Conditions: [['starts-with', '$key', 'guarded/']] });
     const cases: Array<[string, Promise<Response>, number, string]> = [
-      ['policy changed', submit({ ...post, fields: { ...post.fields, Policy: Buffer.from(JSON.stringify({ expiration: '2099-01-01T00:00:00Z', conditions: [] })).toString('base64') } }, 'x'), 403, 'SignatureDoesNotMatch'],
+      [
+        'policy changed',
+        submit(
+          {
+            ...post,
+            fields: { ...post.fields, Policy: Buffer.from(JSON.stringify({ expiration: '2099-01-01T00:00:00Z', conditions: [] })).toString('base64') },
+          },
+          'x',
+        ),
+        403,
+        'SignatureDoesNotMatch',
+      ],
       ['key outside the condition', submit({ ...post, fields: { ...post.fields, key: 'elsewhere/x.txt' } }, 'x'), 403, 'AccessDenied'],
       ['extra field', submit(post, 'x', { 'x-amz-meta-unsigned': 'no' }), 403, 'AccessDenied'],
-      ['no signature', submit({ ...post, fields: Object.fromEntries(Object.entries(post.fields).filter(([k]) => k !== 'X-Amz-Signature')) }, 'x'), 400, 'InvalidArgument'],
+      [
+        'no signature',
+        submit({ ...post, fields: Object.fromEntries(Object.entries(post.fields).filter(([k]) => k !== 'X-Amz-Signature')) }, 'x'),
+        400,
+        'InvalidArgument',
+      ],
       ['no policy (anonymous)', submit({ url: post.url, fields: { key: 'guarded/x.txt' } }, 'x'), 403, 'AccessDenied'],
     ];
     for (const [what, response, status, code] of cases) {
@@ -92,7 +132,11 @@ describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)
 
     // Another tenant's keys sign a valid policy, but the bucket is not theirs.
     const token = await login(env.p.endpoint);
-    const made = await fetch(`${env.p.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'post-other', password: 'post-other-password' }) });
+    const made = await fetch(`${env.p.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'post-other', password: 'post-other-password' }),
+    });
     const other = ((await made.json()) as { data: { accessKey: string; secretKey: string } }).data;
     const otherClient = sdkClient(env.p.endpoint, other.accessKey, other.secretKey);
     const foreign = await submit(await presigned({ Key: 'guarded/x.txt' }, otherClient), 'x');
@@ -108,7 +152,18 @@ describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)
     for (const [name, value] of Object.entries(post.fields)) noFile.append(name, value);
     const withoutFile = await fetch(post.url, { method: 'POST', body: noFile });
     expect([withoutFile.status, s3ErrorOf(await withoutFile.text()).code]).to.deep.equal([400, 'InvalidArgument']);
-    const notAForm = await fetch(presignUrl({ method: 'POST', origin: env.p.endpoint, path: `/${bucket}`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 }), { method: 'POST', body: 'x' });
+    const notAForm = await fetch(
+      presignUrl({
+        method: 'POST',
+        origin: env.p.endpoint,
+        path: `/${bucket}`,
+        accessKey: ROOT_USER,
+        secret: ROOT_PASSWORD,
+        region: 'us-east-1',
+        expiresSeconds: 60,
+      }),
+      { method: 'POST', body: 'x' },
+    );
     expect([notAForm.status, s3ErrorOf(await notAForm.text()).code]).to.deep.equal([412, 'PreconditionFailed']);
     await absent('guarded/x.txt');
   });

@@ -189,7 +189,7 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
     const fellBack =
       (sample(reads, 'strata_sql_reads_total', { target: 'primary', reason: 'replica-failed' }) ?? 0) +
       (sample(reads, 'strata_sql_reads_total', { target: 'primary', reason: 'no-healthy-replica' }) ?? 0);
-    expect(fellBack, 'reads answered by the primary in the replica\'s place').to.be.greaterThan(0);
+    expect(fellBack, "reads answered by the primary in the replica's place").to.be.greaterThan(0);
   });
 
   it('keeps multipart part state in the Redis Cluster, spread over all three masters', async () => {
@@ -228,7 +228,10 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
     } finally {
       for (const m of masters) m.disconnect();
     }
-    expect(perMaster.every((n) => n > 0), `upload keys per master: ${perMaster.join(', ')}`).to.equal(true);
+    expect(
+      perMaster.every((n) => n > 0),
+      `upload keys per master: ${perMaster.join(', ')}`,
+    ).to.equal(true);
     expect(perMaster.reduce((a, b) => a + b, 0)).to.be.at.least(uploads.length);
 
     const first = uploads[0]!;
@@ -263,11 +266,15 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
   it('exposes Prometheus metrics in every service after traffic', async () => {
     const body = Buffer.from('instant content');
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'instant/a', Body: body }));
-    const token = ((await (await fetch(`${platform.urls.gateway}/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ username: ROOT_USER, password: ROOT_PASSWORD }),
-    })).json()) as { data: { token: string } }).data.token;
+    const token = (
+      (await (
+        await fetch(`${platform.urls.gateway}/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ username: ROOT_USER, password: ROOT_PASSWORD }),
+        })
+      ).json()) as { data: { token: string } }
+    ).data.token;
     const instant = await fetch(`${platform.urls.gateway}/${bucket}/instant/b`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${token}`, 'x-service-md5': md5Hex(body) },

@@ -25,7 +25,11 @@ describe('e2e: state survives a restart on the same data dir', function () {
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'persisted.bin', Body: body }));
     s3.destroy();
     const token = await login(first.endpoint);
-    const created = await fetch(`${first.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'carol', password: 'carol-password' }) });
+    const created = await fetch(`${first.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'carol', password: 'carol-password' }),
+    });
     const carol = ((await created.json()) as { data: { accessKey: string; secretKey: string } }).data;
     await first.stop();
 

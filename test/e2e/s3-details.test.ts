@@ -62,7 +62,11 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     s3 = sdkClient(p.endpoint);
     token = await login(p.endpoint);
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-    const created = await fetch(`${p.endpoint}/admin/users`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bob', password: 'bob-password-1' }) });
+    const created = await fetch(`${p.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'bob', password: 'bob-password-1' }),
+    });
     expect(created.status).to.equal(201);
     const data = ((await created.json()) as { data: { accessKey: string; secretKey: string } }).data;
     bob = { ...data, token: await login(p.endpoint, 'bob', 'bob-password-1'), s3: sdkClient(p.endpoint, data.accessKey, data.secretKey) };
@@ -116,7 +120,12 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
       const over = await list('list-type=2&max-keys=5000');
       expect(tags(over.xml, 'MaxKeys')).to.deep.equal(['1000']);
       expect(tags(over.xml, 'Key')).to.have.length(8);
-      for (const bad of ['list-type=2&max-keys=abc', 'list-type=2&max-keys=-1', 'list-type=2&encoding-type=base64', 'list-type=2&continuation-token=not-a-token']) {
+      for (const bad of [
+        'list-type=2&max-keys=abc',
+        'list-type=2&max-keys=-1',
+        'list-type=2&encoding-type=base64',
+        'list-type=2&continuation-token=not-a-token',
+      ]) {
         const r = await list(bad);
         expect(r.status, bad).to.equal(400);
         expect(s3ErrorOf(r.xml).code, bad).to.equal('InvalidArgument');
@@ -198,10 +207,13 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     };
     let seenWhileSending = 0;
     const answer = await new Promise<{ status: number; etag: string }>((resolve, reject) => {
-      const req = http.request({ host: u.hostname, port: u.port, method: 'PUT', path: `/${bucket}/streamed.bin`, headers: { ...auth(), 'content-length': body.length } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, etag: String(res.headers.etag) }));
-      });
+      const req = http.request(
+        { host: u.hostname, port: u.port, method: 'PUT', path: `/${bucket}/streamed.bin`, headers: { ...auth(), 'content-length': body.length } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, etag: String(res.headers.etag) }));
+        },
+      );
       req.on('error', reject);
       req.write(body.subarray(0, body.length / 2), async () => {
         // Half the body is out and the request is still open: a buffering hop would have stored nothing yet.
@@ -223,11 +235,18 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     const { UploadId: other } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'elsewhere.bin' }));
     expect(UploadId).to.match(UUID_V7);
     expect(other).to.match(UUID_V7);
-    for (const PartNumber of [1, 2, 3]) await s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mpu/one.bin', UploadId, PartNumber, Body: randomBytes(1000 + PartNumber) }));
+    for (const PartNumber of [1, 2, 3])
+      await s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mpu/one.bin', UploadId, PartNumber, Body: randomBytes(1000 + PartNumber) }));
     expect((await filesUnder(path.join(p.dataDir, 'blobs', 'parts'))).length).to.equal(partsBefore.length + 3);
     // A part whose Content-MD5 does not match is BadDigest and leaves no part behind.
     const wrongMd5 = Buffer.from(md5Hex('not this part'), 'hex').toString('base64');
-    expect((await s3Failure(s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mpu/one.bin', UploadId, PartNumber: 4, Body: randomBytes(2000), ContentMD5: wrongMd5 })))).name).to.equal('BadDigest');
+    expect(
+      (
+        await s3Failure(
+          s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mpu/one.bin', UploadId, PartNumber: 4, Body: randomBytes(2000), ContentMD5: wrongMd5 })),
+        )
+      ).name,
+    ).to.equal('BadDigest');
     expect((await filesUnder(path.join(p.dataDir, 'blobs', 'parts'))).length).to.equal(partsBefore.length + 3);
     expect((await filesUnder(p.dataDir)).filter((f) => f.endsWith('.tmp'))).to.deep.equal([]);
 
@@ -252,7 +271,17 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
   });
 
   it('presigned PUT: works once, refused when expired or pointed at another key, stores nothing then', async () => {
-    const sign = (key: string, now?: Date) => presignUrl({ method: 'PUT', origin: p.endpoint, path: `/${bucket}/${key}`, accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60, now });
+    const sign = (key: string, now?: Date) =>
+      presignUrl({
+        method: 'PUT',
+        origin: p.endpoint,
+        path: `/${bucket}/${key}`,
+        accessKey: ROOT_USER,
+        secret: ROOT_PASSWORD,
+        region: 'us-east-1',
+        expiresSeconds: 60,
+        now,
+      });
     expect((await fetch(sign('presigned/ok.txt'), { method: 'PUT', body: 'ok' })).status).to.equal(200);
     const expired = await fetch(sign('presigned/expired.txt', new Date(Date.now() - 3600_000)), { method: 'PUT', body: 'late' });
     expect(expired.status).to.equal(403);
@@ -263,7 +292,8 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     const widened = new URL(sign('presigned/ok.txt'));
     widened.searchParams.set('X-Amz-Expires', '604800');
     expect((await fetch(widened, { method: 'PUT', body: 'longer' })).status).to.equal(403);
-    for (const key of ['presigned/expired.txt', 'presigned/other.txt']) expect((await s3Failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status).to.equal(404);
+    for (const key of ['presigned/expired.txt', 'presigned/other.txt'])
+      expect((await s3Failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status).to.equal(404);
     expect(await bodyText(await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'presigned/ok.txt' })))).to.equal('ok');
   });
 
@@ -292,7 +322,12 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'instant/root.bin', Body: content }));
     const bobBucket = bucketName('bob-instant');
     await bob.s3.send(new CreateBucketCommand({ Bucket: bobBucket }));
-    const bobPut = (key: string, body: Buffer) => fetch(`${p.endpoint}/${bobBucket}/${key}`, { method: 'PUT', headers: { authorization: `Bearer ${bob.token}`, 'x-service-md5': md5 }, body: body as unknown as BodyInit });
+    const bobPut = (key: string, body: Buffer) =>
+      fetch(`${p.endpoint}/${bobBucket}/${key}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${bob.token}`, 'x-service-md5': md5 },
+        body: body as unknown as BodyInit,
+      });
 
     // Knowing root's MD5 gets bob nothing: a body of the same size but other bytes is BadDigest.
     const claim = await bobPut('claimed.bin', Buffer.alloc(content.length));
@@ -324,19 +359,30 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     await s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'one.bin' }));
     expect((await s3Failure(s3.send(new GetObjectCommand({ Bucket: b, Key: 'one.bin' })))).name).to.equal('NoSuchKey');
     expect(((await s3.send(new ListObjectsV2Command({ Bucket: b }))).Contents ?? []).map((o) => o.Key)).to.deep.equal(['two.bin']);
-    const binOf = async () => ((await (await fetch(`${p.endpoint}/admin/recycle-bin?bucket=${b}`, { headers: auth() })).json()) as { data: { objects: Array<{ id: string; key: string; size: number }> } }).data.objects;
+    const binOf = async () =>
+      (
+        (await (await fetch(`${p.endpoint}/admin/recycle-bin?bucket=${b}`, { headers: auth() })).json()) as {
+          data: { objects: Array<{ id: string; key: string; size: number }> };
+        }
+      ).data.objects;
     const bin = await binOf();
     expect(bin.map((o) => [o.key, o.size])).to.deep.equal([['one.bin', content.length]]);
     // Another tenant can neither see this bin nor restore from it.
     expect((await fetch(`${p.endpoint}/admin/recycle-bin?bucket=${b}`, { headers: { authorization: `Bearer ${bob.token}` } })).status).to.equal(403);
-    expect((await fetch(`${p.endpoint}/admin/recycle-bin/${bin[0].id}/restore`, { method: 'POST', headers: { authorization: `Bearer ${bob.token}` } })).status).to.equal(404);
+    expect(
+      (await fetch(`${p.endpoint}/admin/recycle-bin/${bin[0].id}/restore`, { method: 'POST', headers: { authorization: `Bearer ${bob.token}` } })).status,
+    ).to.equal(404);
     const restored = await fetch(`${p.endpoint}/admin/recycle-bin/${bin[0].id}/restore`, { method: 'POST', headers: auth() });
     expect(restored.status).to.equal(200);
     expect((await s3.send(new HeadObjectCommand({ Bucket: b, Key: 'one.bin' }))).ContentLength).to.equal(content.length);
     expect(await binOf()).to.deep.equal([]);
 
     const purge = async (days: number) => {
-      const r = await fetch(`${p.endpoint}/admin/purge`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ now: new Date(Date.now() + days * DAY).toISOString() }) });
+      const r = await fetch(`${p.endpoint}/admin/purge`, {
+        method: 'POST',
+        headers: { ...auth(), 'content-type': 'application/json' },
+        body: JSON.stringify({ now: new Date(Date.now() + days * DAY).toISOString() }),
+      });
       expect(r.status).to.equal(200);
       return ((await r.json()) as { data: { purged: number; freedBlobs: number } }).data;
     };
@@ -345,7 +391,10 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     expect(await binOf()).to.have.length(1);
     expect((await purge(31)).purged).to.be.at.least(1);
     expect(await binOf()).to.deep.equal([]);
-    expect((await blobFiles()).filter((f) => !before.includes(f)), 'two.bin still references the bytes').to.deep.equal(added);
+    expect(
+      (await blobFiles()).filter((f) => !before.includes(f)),
+      'two.bin still references the bytes',
+    ).to.deep.equal(added);
     // (The body is read: the SDK checks it against the stored checksum, and an abandoned one errors when the platform stops.)
     expect((await bodyBytes(await s3.send(new GetObjectCommand({ Bucket: b, Key: 'two.bin' })))).equals(content)).to.equal(true);
 
@@ -353,7 +402,10 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     const last = await purge(31);
     expect(last.purged).to.be.at.least(1);
     expect(last.freedBlobs).to.be.at.least(1);
-    expect((await blobFiles()).filter((f) => !before.includes(f)), 'bytes freed').to.deep.equal([]);
+    expect(
+      (await blobFiles()).filter((f) => !before.includes(f)),
+      'bytes freed',
+    ).to.deep.equal([]);
     await s3.send(new DeleteBucketCommand({ Bucket: b }));
   });
 
@@ -380,12 +432,17 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     expect((await s3Failure(s3.send(new HeadObjectCommand({ Bucket: bobBucket, Key: 'stolen.txt' })))).status).to.equal(403);
     expect((await bob.s3.send(new ListObjectsV2Command({ Bucket: bobBucket }))).KeyCount).to.equal(0);
     // Non-root users cannot create users.
-    const eve = await fetch(`${p.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${bob.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'eve', password: 'eve-password-1' }) });
+    const eve = await fetch(`${p.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bob.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'eve', password: 'eve-password-1' }),
+    });
     expect(eve.status).to.equal(403);
   });
 
   it('POST /admin/users: a taken name and bad bodies are clear JSON errors; the new user signs with the keys answered', async () => {
-    const post = (body: string, headers: Record<string, string> = auth()) => fetch(`${p.endpoint}/admin/users`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
+    const post = (body: string, headers: Record<string, string> = auth()) =>
+      fetch(`${p.endpoint}/admin/users`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
     const taken = await post(JSON.stringify({ username: 'bob', password: 'another-password' }));
     expect(taken.status).to.be.within(400, 409);
     expect(((await taken.json()) as { error: { code: string } }).error.code).to.be.a('string');
@@ -397,7 +454,15 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     expect((await post(JSON.stringify({ username: 'x2', password: 'pw-123456' }), {})).status).to.equal(403);
     // The same call signed with SigV4 (root's access key = root user name).
     const signed = await fetch(
-      presignUrl({ method: 'POST', origin: p.endpoint, path: '/admin/users', accessKey: ROOT_USER, secret: ROOT_PASSWORD, region: 'us-east-1', expiresSeconds: 60 }),
+      presignUrl({
+        method: 'POST',
+        origin: p.endpoint,
+        path: '/admin/users',
+        accessKey: ROOT_USER,
+        secret: ROOT_PASSWORD,
+        region: 'us-east-1',
+        expiresSeconds: 60,
+      }),
       { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'dave', password: 'dave-password-1' }) },
     );
     expect(signed.status).to.equal(201);
@@ -415,7 +480,13 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
       ['PutBucketAcl', () => s3.send(new PutBucketAclCommand({ Bucket: bucket, ACL: 'public-read' }))],
       ['GetBucketPolicy', () => s3.send(new GetBucketPolicyCommand({ Bucket: bucket }))],
       ['DeleteBucketPolicy', () => s3.send(new DeleteBucketPolicyCommand({ Bucket: bucket }))],
-      ['PutObjectRetention', () => s3.send(new PutObjectRetentionCommand({ Bucket: bucket, Key: 'range.txt', Retention: { Mode: 'GOVERNANCE', RetainUntilDate: new Date(Date.now() + DAY) } }))],
+      [
+        'PutObjectRetention',
+        () =>
+          s3.send(
+            new PutObjectRetentionCommand({ Bucket: bucket, Key: 'range.txt', Retention: { Mode: 'GOVERNANCE', RetainUntilDate: new Date(Date.now() + DAY) } }),
+          ),
+      ],
       ['PutObjectLegalHold', () => s3.send(new PutObjectLegalHoldCommand({ Bucket: bucket, Key: 'range.txt', LegalHold: { Status: 'ON' } }))],
     ];
     for (const [name, attempt] of attempts) expect(await s3Failure(attempt()), name).to.deep.equal({ name: 'NotImplemented', status: 501 });
@@ -446,9 +517,17 @@ describe('e2e: S3 details on the wire (listing, ranges, multipart, presign, inst
     const copy = await rawRequest(p.endpoint, 'PUT', `/${bucket}/copy-target`, { ...h, 'x-amz-copy-source': `/${bucket}/a/../range.txt` });
     expect(s3ErrorOf(copy.body).code).to.equal('InvalidObjectName');
     // A DTD (external entity) in a request document is MalformedXML, not a server error.
-    const xxe = await rawRequest(p.endpoint, 'POST', `/${bucket}?delete`, h, '<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><Delete><Object><Key>&x;</Key></Object></Delete>');
+    const xxe = await rawRequest(
+      p.endpoint,
+      'POST',
+      `/${bucket}?delete`,
+      h,
+      '<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><Delete><Object><Key>&x;</Key></Object></Delete>',
+    );
     expect([xxe.status, s3ErrorOf(xxe.body).code]).to.deep.equal([400, 'MalformedXML']);
-    const quiet = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Quiet: true, Objects: [{ Key: 'fine-to-delete' }, { Key: 'bad/../key' }] } }));
+    const quiet = await s3.send(
+      new DeleteObjectsCommand({ Bucket: bucket, Delete: { Quiet: true, Objects: [{ Key: 'fine-to-delete' }, { Key: 'bad/../key' }] } }),
+    );
     expect(quiet.Deleted ?? []).to.have.length(0);
     expect(quiet.Errors?.map((e) => [e.Key, e.Code])).to.deep.equal([['bad/../key', 'InvalidObjectName']]);
     expect((await s3Failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'copy-target' })))).status).to.equal(404);

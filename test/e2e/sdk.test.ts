@@ -37,9 +37,7 @@ import { Readable } from 'node:stream';
 import { ROOT_USER } from './support/platform.js';
 import { bodyBytes, bucketName, describeWithBucket, login, md5Hex, s3Failure, sdkClient } from './support/s3.js';
 
-
 describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sdk', (env, bucket) => {
-
   it('bucket calls: HeadBucket, location us-east-1, versioning never enabled, fixed private ACL', async () => {
     await env.s3.send(new HeadBucketCommand({ Bucket: bucket }));
     const loc = await env.s3.send(new GetBucketLocationCommand({ Bucket: bucket }));
@@ -57,7 +55,14 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
   it('PutObject with metadata and Content-MD5, GetObject, HeadObject, response overrides', async () => {
     const body = Buffer.from('hello strata, with metadata');
     const put = await env.s3.send(
-      new PutObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt', Body: body, ContentType: 'text/plain', Metadata: { colour: 'blue', 'x-y': 'z' }, ContentMD5: createHash('md5').update(body).digest('base64') }),
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: 'meta/hello.txt',
+        Body: body,
+        ContentType: 'text/plain',
+        Metadata: { colour: 'blue', 'x-y': 'z' },
+        ContentMD5: createHash('md5').update(body).digest('base64'),
+      }),
     );
     expect(put.ETag).to.equal(`"${md5Hex(body)}"`);
     const got = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt' }));
@@ -68,7 +73,14 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
     const head = await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt' }));
     expect(head.ContentLength).to.equal(body.length);
     expect(head.Metadata?.colour).to.equal('blue');
-    const overridden = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'meta/hello.txt', ResponseContentType: 'application/x-strata', ResponseContentDisposition: 'attachment; filename="h.txt"' }));
+    const overridden = await env.s3.send(
+      new GetObjectCommand({
+        Bucket: bucket,
+        Key: 'meta/hello.txt',
+        ResponseContentType: 'application/x-strata',
+        ResponseContentDisposition: 'attachment; filename="h.txt"',
+      }),
+    );
     await bodyBytes(overridden);
     expect(overridden.ContentType).to.equal('application/x-strata');
     expect(overridden.ContentDisposition).to.equal('attachment; filename="h.txt"');
@@ -87,7 +99,14 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
       },
       { step: 'finalizeRequest', priority: 'low', name: 'observe' },
     );
-    await client.send(new PutObjectCommand({ Bucket: bucket, Key: 'streamed.bin', Body: Readable.from([data.subarray(0, 100_000), data.subarray(100_000)]), ContentLength: data.length }));
+    await client.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: 'streamed.bin',
+        Body: Readable.from([data.subarray(0, 100_000), data.subarray(100_000)]),
+        ContentLength: data.length,
+      }),
+    );
     client.destroy();
     expect(seen[0]).to.match(/^STREAMING-/);
     const got = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'streamed.bin' }));
@@ -122,11 +141,22 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
     const dst = await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'copy/dst one.txt' }));
     expect(dst.Metadata?.origin).to.equal('src');
     expect(dst.ContentType).to.equal('text/plain');
-    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/replaced.txt', CopySource: `${bucket}/copy/src.txt`, MetadataDirective: 'REPLACE', Metadata: { origin: 'new' }, ContentType: 'text/x-new' }));
+    await env.s3.send(
+      new CopyObjectCommand({
+        Bucket: bucket,
+        Key: 'copy/replaced.txt',
+        CopySource: `${bucket}/copy/src.txt`,
+        MetadataDirective: 'REPLACE',
+        Metadata: { origin: 'new' },
+        ContentType: 'text/x-new',
+      }),
+    );
     const replaced = await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'copy/replaced.txt' }));
     expect(replaced.Metadata).to.deep.equal({ origin: 'new' });
     expect(replaced.ContentType).to.equal('text/x-new');
-    const cond = await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/never.txt', CopySource: `${bucket}/copy/src.txt`, CopySourceIfMatch: '"nope"' })));
+    const cond = await s3Failure(
+      env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/never.txt', CopySource: `${bucket}/copy/src.txt`, CopySourceIfMatch: '"nope"' })),
+    );
     expect(cond.status).to.equal(412);
     expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'copy/never.txt' })))).status).to.equal(404);
     const self = await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy/src.txt', CopySource: `${bucket}/copy/src.txt` })));
@@ -139,13 +169,24 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
     const partA = randomBytes(5 * 1024 * 1024);
     const source = randomBytes(6 * 1024 * 1024);
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'mp/source.bin', Body: source }));
-    const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'mp/joined.bin', ContentType: 'application/x-joined', Metadata: { kind: 'joined' } }));
+    const { UploadId } = await env.s3.send(
+      new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'mp/joined.bin', ContentType: 'application/x-joined', Metadata: { kind: 'joined' } }),
+    );
     expect(UploadId).to.be.a('string');
     const listed = await env.s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
     expect(listed.Uploads?.map((u) => u.UploadId)).to.include(UploadId);
     const p1 = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mp/joined.bin', UploadId, PartNumber: 1, Body: partA }));
     const range = 'bytes=1048576-2097151';
-    const p2 = await env.s3.send(new UploadPartCopyCommand({ Bucket: bucket, Key: 'mp/joined.bin', UploadId, PartNumber: 2, CopySource: `${bucket}/mp/source.bin`, CopySourceRange: range }));
+    const p2 = await env.s3.send(
+      new UploadPartCopyCommand({
+        Bucket: bucket,
+        Key: 'mp/joined.bin',
+        UploadId,
+        PartNumber: 2,
+        CopySource: `${bucket}/mp/source.bin`,
+        CopySourceRange: range,
+      }),
+    );
     const parts = await env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: 'mp/joined.bin', UploadId }));
     expect(parts.Parts?.map((x) => [x.PartNumber, x.Size])).to.deep.equal([
       [1, partA.length],
@@ -156,7 +197,12 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
         Bucket: bucket,
         Key: 'mp/joined.bin',
         UploadId,
-        MultipartUpload: { Parts: [{ PartNumber: 1, ETag: p1.ETag }, { PartNumber: 2, ETag: p2.CopyPartResult?.ETag }] },
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: p1.ETag },
+            { PartNumber: 2, ETag: p2.CopyPartResult?.ETag },
+          ],
+        },
       }),
     );
     expect(done.ETag).to.match(/^"[0-9a-f]{32}-2"$/);
@@ -303,7 +349,11 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
   });
   it('ListBuckets pages by name (max-buckets, continuation-token), filters by prefix and region, and refuses bad parameters', async () => {
     const token = await login(env.p.endpoint);
-    const made = await fetch(`${env.p.endpoint}/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'pager', password: 'pager-password' }) });
+    const made = await fetch(`${env.p.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'pager', password: 'pager-password' }),
+    });
     const keys = ((await made.json()) as { data: { accessKey: string; secretKey: string } }).data;
     const pager = sdkClient(env.p.endpoint, keys.accessKey, keys.secretKey);
     try {
@@ -313,13 +363,28 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
       for await (const page of paginateListBuckets({ client: pager, pageSize: 2 }, {})) pages.push((page.Buckets ?? []).map((b) => b.Name!));
       expect(pages).to.deep.equal([names.slice().sort().slice(0, 2), names.slice().sort().slice(2, 4), names.slice().sort().slice(4)]);
       const prefixed = await pager.send(new ListBucketsCommand({ Prefix: 'pg-', MaxBuckets: 3 }));
-      expect((prefixed.Buckets ?? []).map((b) => b.Name)).to.deep.equal(names.filter((n) => n.startsWith('pg-')).sort().slice(0, 3));
+      expect((prefixed.Buckets ?? []).map((b) => b.Name)).to.deep.equal(
+        names
+          .filter((n) => n.startsWith('pg-'))
+          .sort()
+          .slice(0, 3),
+      );
       expect(prefixed.Prefix).to.equal('pg-');
       expect(prefixed.ContinuationToken).to.be.a('string');
       const rest = await pager.send(new ListBucketsCommand({ Prefix: 'pg-', MaxBuckets: 3, ContinuationToken: prefixed.ContinuationToken }));
-      expect((rest.Buckets ?? []).map((b) => b.Name)).to.deep.equal(names.filter((n) => n.startsWith('pg-')).sort().slice(3));
+      expect((rest.Buckets ?? []).map((b) => b.Name)).to.deep.equal(
+        names
+          .filter((n) => n.startsWith('pg-'))
+          .sort()
+          .slice(3),
+      );
       expect(rest.ContinuationToken).to.equal(undefined);
-      expect((await pager.send(new ListBucketsCommand({}))).Buckets?.map((b) => [b.Name, b.BucketRegion])).to.deep.equal(names.slice().sort().map((n) => [n, 'us-east-1']));
+      expect((await pager.send(new ListBucketsCommand({}))).Buckets?.map((b) => [b.Name, b.BucketRegion])).to.deep.equal(
+        names
+          .slice()
+          .sort()
+          .map((n) => [n, 'us-east-1']),
+      );
       expect((await pager.send(new ListBucketsCommand({ BucketRegion: 'eu-west-1' }))).Buckets ?? []).to.deep.equal([]);
       for (const bad of [{ MaxBuckets: 0 }, { MaxBuckets: 10_001 }, { ContinuationToken: 'not a token!' }]) {
         expect(await s3Failure(pager.send(new ListBucketsCommand(bad))), JSON.stringify(bad)).to.deep.equal({ name: 'InvalidArgument', status: 400 });
@@ -348,33 +413,84 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
     expect(((await env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: key, UploadId: second.UploadId }))).Parts ?? []).length).to.equal(1);
     const replaced = await complete(second, { IfMatch: created.ETag! });
     expect(replaced.ETag).to.match(/-1"$/);
-    expect(await s3Failure(env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: key, UploadId: second.UploadId })))).to.deep.equal({ name: 'NoSuchUpload', status: 404 });
+    expect(await s3Failure(env.s3.send(new ListPartsCommand({ Bucket: bucket, Key: key, UploadId: second.UploadId })))).to.deep.equal({
+      name: 'NoSuchUpload',
+      status: 404,
+    });
     expect((await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key })))).toString()).to.equal('only part');
   });
-  it('GetObjectAttributes answers ETag, size, storage class and a multipart object\'s part count, from metadata', async () => {
+  it("GetObjectAttributes answers ETag, size, storage class and a multipart object's part count, from metadata", async () => {
     const { bucket } = env;
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'attrs/single.txt', Body: 'twelve bytes' }));
-    const single = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/single.txt', ObjectAttributes: ['ETag', 'ObjectSize', 'StorageClass', 'ObjectParts'] }));
-    expect({ etag: single.ETag, size: single.ObjectSize, storage: single.StorageClass, parts: single.ObjectParts }).to.deep.equal({ etag: md5Hex('twelve bytes'), size: 12, storage: 'STANDARD', parts: undefined });
+    const single = await env.s3.send(
+      new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/single.txt', ObjectAttributes: ['ETag', 'ObjectSize', 'StorageClass', 'ObjectParts'] }),
+    );
+    expect({ etag: single.ETag, size: single.ObjectSize, storage: single.StorageClass, parts: single.ObjectParts }).to.deep.equal({
+      etag: md5Hex('twelve bytes'),
+      size: 12,
+      storage: 'STANDARD',
+      parts: undefined,
+    });
     expect(single.LastModified).to.be.instanceOf(Date);
     const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'attrs/multi.bin' }));
-    const one = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'attrs/multi.bin', UploadId, PartNumber: 1, Body: randomBytes(5 * 1024 * 1024) }));
+    const one = await env.s3.send(
+      new UploadPartCommand({ Bucket: bucket, Key: 'attrs/multi.bin', UploadId, PartNumber: 1, Body: randomBytes(5 * 1024 * 1024) }),
+    );
     const two = await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'attrs/multi.bin', UploadId, PartNumber: 2, Body: 'tail' }));
-    await env.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'attrs/multi.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: one.ETag }, { PartNumber: 2, ETag: two.ETag }] } }));
-    const multi = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/multi.bin', ObjectAttributes: ['ObjectParts', 'ObjectSize'] }));
-    expect({ parts: multi.ObjectParts?.TotalPartsCount, size: multi.ObjectSize, etag: multi.ETag }).to.deep.equal({ parts: 2, size: 5 * 1024 * 1024 + 4, etag: undefined });
-    expect(await s3Failure(env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/absent', ObjectAttributes: ['ETag'] })))).to.deep.equal({ name: 'NoSuchKey', status: 404 });
-    expect(await s3Failure(env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/single.txt', ObjectAttributes: ['Colour' as 'ETag'] })))).to.deep.equal({ name: 'InvalidArgument', status: 400 });
+    await env.s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key: 'attrs/multi.bin',
+        UploadId,
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: one.ETag },
+            { PartNumber: 2, ETag: two.ETag },
+          ],
+        },
+      }),
+    );
+    const multi = await env.s3.send(
+      new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/multi.bin', ObjectAttributes: ['ObjectParts', 'ObjectSize'] }),
+    );
+    expect({ parts: multi.ObjectParts?.TotalPartsCount, size: multi.ObjectSize, etag: multi.ETag }).to.deep.equal({
+      parts: 2,
+      size: 5 * 1024 * 1024 + 4,
+      etag: undefined,
+    });
+    expect(await s3Failure(env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/absent', ObjectAttributes: ['ETag'] })))).to.deep.equal({
+      name: 'NoSuchKey',
+      status: 404,
+    });
+    expect(
+      await s3Failure(env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'attrs/single.txt', ObjectAttributes: ['Colour' as 'ETag'] }))),
+    ).to.deep.equal({ name: 'InvalidArgument', status: 400 });
   });
   it('x-amz-expected-bucket-owner (and the copy source one) must name the caller, the owner of every bucket it reaches', async () => {
     const { bucket } = env;
     await env.s3.send(new HeadBucketCommand({ Bucket: bucket, ExpectedBucketOwner: ROOT_USER }));
     // A HEAD answer has no body: only its status.
     expect((await s3Failure(env.s3.send(new HeadBucketCommand({ Bucket: bucket, ExpectedBucketOwner: 'someone-else' })))).status).to.equal(403);
-    expect(await s3Failure(env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'owner/x.txt', Body: 'x', ExpectedBucketOwner: 'someone-else' })))).to.deep.equal({ name: 'AccessDenied', status: 403 });
+    expect(
+      await s3Failure(env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'owner/x.txt', Body: 'x', ExpectedBucketOwner: 'someone-else' }))),
+    ).to.deep.equal({ name: 'AccessDenied', status: 403 });
     expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'owner/x.txt' })))).status).to.equal(404);
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'owner/x.txt', Body: 'x', ExpectedBucketOwner: ROOT_USER }));
-    expect(await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'owner/y.txt', CopySource: `${bucket}/owner/x.txt`, ExpectedSourceBucketOwner: 'someone-else' })))).to.deep.equal({ name: 'AccessDenied', status: 403 });
-    await env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'owner/y.txt', CopySource: `${bucket}/owner/x.txt`, ExpectedSourceBucketOwner: ROOT_USER, ExpectedBucketOwner: ROOT_USER }));
+    expect(
+      await s3Failure(
+        env.s3.send(
+          new CopyObjectCommand({ Bucket: bucket, Key: 'owner/y.txt', CopySource: `${bucket}/owner/x.txt`, ExpectedSourceBucketOwner: 'someone-else' }),
+        ),
+      ),
+    ).to.deep.equal({ name: 'AccessDenied', status: 403 });
+    await env.s3.send(
+      new CopyObjectCommand({
+        Bucket: bucket,
+        Key: 'owner/y.txt',
+        CopySource: `${bucket}/owner/x.txt`,
+        ExpectedSourceBucketOwner: ROOT_USER,
+        ExpectedBucketOwner: ROOT_USER,
+      }),
+    );
   });
 });

@@ -54,13 +54,17 @@ class ServiceProcess {
     });
     child.stderr!.on('data', (c: Buffer) => (this.stderr = (this.stderr + c.toString()).slice(-20_000)));
     this.child = child;
-    await eventually(async () => {
-      if (child.exitCode !== null) throw new Error(`${this.name} exited with ${child.exitCode}: ${this.stderr}`);
-      return fetch(`${this.url}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      );
-    }, `${this.name} to be ready`, 60_000);
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`${this.name} exited with ${child.exitCode}: ${this.stderr}`);
+        return fetch(`${this.url}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        );
+      },
+      `${this.name} to be ready`,
+      60_000,
+    );
   }
 
   async stop(): Promise<void> {

@@ -40,7 +40,11 @@ describe('e2e: clients that trickle bodies hold nothing that others need', funct
     p = await startTestPlatform(undefined, { gatewayBodyIdleTimeoutMs: IDLE_MS });
     const rootToken = await login(p.endpoint);
     rootAuth = { authorization: `Bearer ${rootToken}` };
-    const created = await fetch(`${p.endpoint}/admin/users`, { method: 'POST', headers: { ...rootAuth, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bob', password: 'bob-password-1' }) });
+    const created = await fetch(`${p.endpoint}/admin/users`, {
+      method: 'POST',
+      headers: { ...rootAuth, 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'bob', password: 'bob-password-1' }),
+    });
     expect(created.status).to.equal(201);
     bobToken = await login(p.endpoint, 'bob', 'bob-password-1');
     expect((await rawRequest(p.endpoint, 'PUT', `/${rootBucket}`, rootAuth)).status).to.equal(200);
@@ -80,10 +84,13 @@ describe('e2e: clients that trickle bodies hold nothing that others need', funct
     // A slow but steady body (a byte every IDLE_MS / 3, longer in total than the idle limit) is stored.
     const u = new URL(p.endpoint);
     const status = await new Promise<number>((resolve, reject) => {
-      const req = http.request({ host: u.hostname, port: u.port, method: 'PUT', path: `/${bobBucket}/steady`, headers: { authorization: `Bearer ${bobToken}`, 'content-length': 6 } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = http.request(
+        { host: u.hostname, port: u.port, method: 'PUT', path: `/${bobBucket}/steady`, headers: { authorization: `Bearer ${bobToken}`, 'content-length': 6 } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       let sent = 0;
       const timer = setInterval(() => {

@@ -13,7 +13,10 @@ interface Json {
 }
 
 async function call(url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Json }> {
-  const res = await fetch(url, body === undefined ? { headers } : { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(
+    url,
+    body === undefined ? { headers } : { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) },
+  );
   return { status: res.status, json: (await res.json()) as Json };
 }
 
@@ -127,7 +130,9 @@ describe('e2e: the standalone platform runs every service', function () {
     });
     try {
       await s3.send(new CreateBucketCommand({ Bucket: 'photos' }));
-      await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'incoming/blue-sky.png', Body: await colourImage(PALETTE.blue!, 7), ContentType: 'image/png' }));
+      await s3.send(
+        new PutObjectCommand({ Bucket: 'photos', Key: 'incoming/blue-sky.png', Body: await colourImage(PALETTE.blue!, 7), ContentType: 'image/png' }),
+      );
       const deadline = Date.now() + 60_000;
       let paths: string[] = [];
       while (Date.now() < deadline) {
@@ -136,7 +141,10 @@ describe('e2e: the standalone platform runs every service', function () {
         if (paths.some((p) => p.endsWith('blue-sky.png'))) break;
         await new Promise((r) => setTimeout(r, 200));
       }
-      expect(paths.some((p) => p.endsWith('blue-sky.png')), paths.join(', ')).to.equal(true);
+      expect(
+        paths.some((p) => p.endsWith('blue-sky.png')),
+        paths.join(', '),
+      ).to.equal(true);
     } finally {
       s3.destroy();
     }

@@ -22,7 +22,8 @@ import { ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from '
 import { bodyBytes, bucketName, login, s3ErrorOf, sdkClient } from './support/s3.js';
 
 /** Names under localhost resolve to this machine (as systemd-resolved and browsers do; this machine's resolver does not). */
-const lookup: LookupFunction = (hostname, options, callback) => dns.lookup(hostname === 'localhost' || hostname.endsWith('.localhost') ? '127.0.0.1' : hostname, options, callback);
+const lookup: LookupFunction = (hostname, options, callback) =>
+  dns.lookup(hostname === 'localhost' || hostname.endsWith('.localhost') ? '127.0.0.1' : hostname, options, callback);
 const agent = new http.Agent({ keepAlive: true, lookup });
 
 function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<HttpAnswer> {
@@ -41,8 +42,12 @@ describe('e2e: virtual-hosted-style requests (<bucket>.localhost)', function () 
     port = new URL(p.endpoint).port;
     // The SDK's default addressing for a named endpoint: the bucket in the host name.
     virtual = new S3Client({
-      endpoint: `http://localhost:${port}`, forcePathStyle: false, region: 'us-east-1',
-      credentials: { accessKeyId: ROOT_USER, secretAccessKey: ROOT_PASSWORD }, maxAttempts: 1, requestHandler: { httpAgent: agent },
+      endpoint: `http://localhost:${port}`,
+      forcePathStyle: false,
+      region: 'us-east-1',
+      credentials: { accessKeyId: ROOT_USER, secretAccessKey: ROOT_PASSWORD },
+      maxAttempts: 1,
+      requestHandler: { httpAgent: agent },
     });
   });
   after(async () => {
@@ -75,8 +80,22 @@ describe('e2e: virtual-hosted-style requests (<bucket>.localhost)', function () 
     const { UploadId } = await virtual.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'multi.bin' }));
     const one = await virtual.send(new UploadPartCommand({ Bucket: bucket, Key: 'multi.bin', UploadId, PartNumber: 1, Body: part }));
     const two = await virtual.send(new UploadPartCommand({ Bucket: bucket, Key: 'multi.bin', UploadId, PartNumber: 2, Body: body }));
-    await virtual.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'multi.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: one.ETag }, { PartNumber: 2, ETag: two.ETag }] } }));
-    expect((await bodyBytes(await virtual.send(new GetObjectCommand({ Bucket: bucket, Key: 'multi.bin' })))).equals(Buffer.concat([part, body]))).to.equal(true);
+    await virtual.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key: 'multi.bin',
+        UploadId,
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: one.ETag },
+            { PartNumber: 2, ETag: two.ETag },
+          ],
+        },
+      }),
+    );
+    expect((await bodyBytes(await virtual.send(new GetObjectCommand({ Bucket: bucket, Key: 'multi.bin' })))).equals(Buffer.concat([part, body]))).to.equal(
+      true,
+    );
     // The same objects through path-style requests on the bare name and on the address.
     const pathStyle = sdkClient(p.endpoint);
     expect((await bodyBytes(await pathStyle.send(new GetObjectCommand({ Bucket: bucket, Key: 'copy.bin' })))).equals(body)).to.equal(true);
@@ -98,7 +117,9 @@ describe('e2e: virtual-hosted-style requests (<bucket>.localhost)', function () 
     expect(s3ErrorOf(refused.body).code).to.equal('SignatureDoesNotMatch');
     const putUrl = await getSignedUrl(virtual, new PutObjectCommand({ Bucket: bucket, Key: 'presigned.txt' }), { expiresIn: 60 });
     expect((await request(putUrl, { method: 'PUT', body: 'up' })).status).to.equal(200);
-    expect((await request(`http://localhost:${port}/${bucket}/presigned.txt`, { headers: { authorization: `Bearer ${await login(p.endpoint)}` } })).status).to.equal(302);
+    expect(
+      (await request(`http://localhost:${port}/${bucket}/presigned.txt`, { headers: { authorization: `Bearer ${await login(p.endpoint)}` } })).status,
+    ).to.equal(302);
   });
 
   it("a Bearer GET in the bucket's host redirects to a path-style URL on the domain itself, which serves the bytes", async () => {

@@ -207,7 +207,12 @@ describe('RabbitMQ event adapters (real broker)', function () {
     const registry = new Registry();
     const hookFor = amqpConnectionMetrics(registry);
     const outage = await proxy();
-    const p = new AmqpEventPublisher({ url: amqpUrlVia(outage.port), exchange: names.exchange, logger: quietLogger, onStateChange: hookFor('publisher') }).start();
+    const p = new AmqpEventPublisher({
+      url: amqpUrlVia(outage.port),
+      exchange: names.exchange,
+      logger: quietLogger,
+      onStateChange: hookFor('publisher'),
+    }).start();
     closers.push(() => p.close());
     await p.waitUntilConnected(20_000);
     const value = async (name: string) => (await registry.getSingleMetric(name)!.get()).values.find((v) => v.labels.connection === 'publisher')?.value;
@@ -242,16 +247,13 @@ describe('RabbitMQ event adapters (real broker)', function () {
     expect(err).to.be.instanceOf(Error);
     await p.waitUntilConnected(20_000);
     const event = testEvent();
-    await eventually(
-      async () => {
-        await b.waitUntilConnected(20_000);
-        return p.publish(event).then(
-          () => true,
-          () => false,
-        );
-      },
-      'a publish to succeed after the topology was declared again',
-    );
+    await eventually(async () => {
+      await b.waitUntilConnected(20_000);
+      return p.publish(event).then(
+        () => true,
+        () => false,
+      );
+    }, 'a publish to succeed after the topology was declared again');
     await eventually(() => received.includes(event.id), 'delivery through the re-declared queue');
   });
 

@@ -13,7 +13,7 @@ import { eventually, quietLogger, RabbitNames } from './rabbitmq-fixture.js';
 const event = (type: string, payload: Record<string, unknown>, id = uuidv7()): StrataEvent => ({ id, type, occurredAt: new Date().toISOString(), payload });
 
 async function newBucket(sql: SqlClient, name: string): Promise<number> {
-  const res = await sql.query<{ id: number }>("INSERT INTO buckets (name, owner, backend) VALUES ($1, 'alice', '{\"kind\":\"fs\"}') RETURNING id", [name]);
+  const res = await sql.query<{ id: number }>('INSERT INTO buckets (name, owner, backend) VALUES ($1, \'alice\', \'{"kind":"fs"}\') RETURNING id', [name]);
   return Number(res.rows[0]!.id);
 }
 
@@ -157,7 +157,14 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
     const events = Array.from({ length: 200 }, (_, i) => event('object.created', { bucket: 'burst', bucketId, key: `k${i}`, size: i, replacedSize: null }));
     batches.length = 0;
     await Promise.all([...events, ...events.slice(0, 50)].map((e) => publisher.publish(e)));
-    await eventually(async () => (await processed(sql, events.map((e) => e.id))) === 200, 'every event applied');
+    await eventually(
+      async () =>
+        (await processed(
+          sql,
+          events.map((e) => e.id),
+        )) === 200,
+      'every event applied',
+    );
     await eventually(async () => (await outcome('applied')) + (await outcome('duplicate')) === 250, 'every delivery handled');
     expect(await stats(sql, bucketId)).to.deep.equal({ objects: 200, bytes: (199 * 200) / 2 });
     expect(await outcome('applied')).to.equal(200);
@@ -187,7 +194,15 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
         return real.applyOnce(events);
       },
     };
-    const slow = await startEventConsumer({ broker, inbox: gated, cache: new InMemoryCache(), logger: quietLogger, consumed: held, batchMs: 60_000, maxBatch: 1 });
+    const slow = await startEventConsumer({
+      broker,
+      inbox: gated,
+      cache: new InMemoryCache(),
+      logger: quietLogger,
+      consumed: held,
+      batchMs: 60_000,
+      maxBatch: 1,
+    });
     let slowOpen = true;
     const closeSlow = async () => {
       openGate();
@@ -205,7 +220,14 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
       const heldBack = 30 - ((await outcome('applied')) - appliedBefore) - 1;
       expect(heldBack).to.be.greaterThan(0);
       await closeSlow();
-      await eventually(async () => (await processed(sql, events.map((e) => e.id))) === 30, 'every event applied by the other consumer');
+      await eventually(
+        async () =>
+          (await processed(
+            sql,
+            events.map((e) => e.id),
+          )) === 30,
+        'every event applied by the other consumer',
+      );
       expect(await stats(sql, bucketId)).to.deep.equal({ objects: 30, bytes: 60 });
       const slowApplied = async () => (await held.get()).values.filter((v) => v.labels.outcome === 'applied').reduce((a, v) => a + v.value, 0);
       // Whichever consumer applied an event, it counts once (the other sees a duplicate).
@@ -222,7 +244,14 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
     const failedBefore = await outcome('failed');
     batches.length = 0;
     await Promise.all([...good.slice(0, 10), bad, ...good.slice(10)].map((e) => publisher.publish(e)));
-    await eventually(async () => (await processed(sql, good.map((e) => e.id))) === 20, 'the good events applied');
+    await eventually(
+      async () =>
+        (await processed(
+          sql,
+          good.map((e) => e.id),
+        )) === 20,
+      'the good events applied',
+    );
     // The bad one is redelivered (and fails again) while the good ones stay applied once.
     await eventually(async () => (await outcome('failed')) - failedBefore >= 3, 'the bad event redelivered');
     expect(await processed(sql, [bad.id])).to.equal(0);

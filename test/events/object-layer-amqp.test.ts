@@ -44,7 +44,17 @@ describe('object layer over RabbitMQ: data plane outbox → control plane consum
     publisher = new AmqpEventPublisher({ url, exchange: names.exchange, logger: quietLogger, confirmTimeoutMs: 2000 }).start();
     await broker.waitUntilConnected(20_000);
     cp = await startControlPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, secretKey: 'events-test-secret-key', sql, broker, logger: quietLogger });
-    dp = await startDataPlane({ port: 0, host: '127.0.0.1', internalToken: TOKEN, dataDir, sql, broker: publisher, logger: quietLogger, outboxRetryMs: 100, blobSweepMs: 0 });
+    dp = await startDataPlane({
+      port: 0,
+      host: '127.0.0.1',
+      internalToken: TOKEN,
+      dataDir,
+      sql,
+      broker: publisher,
+      logger: quietLogger,
+      outboxRetryMs: 100,
+      blobSweepMs: 0,
+    });
   });
   after(async () => {
     await dp?.stop(1000);
@@ -85,7 +95,9 @@ describe('object layer over RabbitMQ: data plane outbox → control plane consum
 
     outage.restore();
     await eventually(async () => (await stats()).objectCount === 3 && (await stats()).bytes === 55, 'the stats to catch up', 30_000);
-    const processed = await sql.query<{ n: number }>("SELECT count(*)::int AS n FROM processed_events p JOIN outbox o USING (event_id) WHERE o.type = 'object.created' AND o.payload->>'bucket' = 'stats'");
+    const processed = await sql.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM processed_events p JOIN outbox o USING (event_id) WHERE o.type = 'object.created' AND o.payload->>'bucket' = 'stats'",
+    );
     expect(processed.rows[0]!.n).to.equal(4);
   });
 

@@ -55,7 +55,11 @@ describe('outbox → RabbitMQ → idempotent consumer across an outage (real Pos
   }
 
   async function writeToOutbox(tx: { query: SqlClient['query'] }, n: number): Promise<void> {
-    await tx.query('INSERT INTO outbox (event_id, type, payload) VALUES ($1, $2, $3)', [uuidv7(), 'object.created', JSON.stringify({ bucket: 'b', key: `k${n}`, size: n })]);
+    await tx.query('INSERT INTO outbox (event_id, type, payload) VALUES ($1, $2, $3)', [
+      uuidv7(),
+      'object.created',
+      JSON.stringify({ bucket: 'b', key: `k${n}`, size: n }),
+    ]);
   }
 
   it('delivers all 500 events exactly once in effect, with RabbitMQ cut in the middle', async () => {
@@ -125,9 +129,7 @@ describe('outbox → RabbitMQ → idempotent consumer across an outage (real Pos
     await eventually(() => inFlight === 0, 'the handlers in flight to finish');
 
     const processed = await sql.query<{ n: number }>('SELECT count(DISTINCT event_id)::int AS n FROM processed_events');
-    const outboxIds = await sql.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM outbox o JOIN processed_events p ON p.event_id = o.event_id',
-    );
+    const outboxIds = await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox o JOIN processed_events p ON p.event_id = o.event_id');
     expect(processed.rows[0]!.n).to.equal(EVENTS);
     expect(outboxIds.rows[0]!.n).to.equal(EVENTS);
     expect(await applied()).to.equal(EVENTS);

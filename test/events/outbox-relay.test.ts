@@ -50,14 +50,20 @@ describe('outbox relay coalesces kicks (real PostgreSQL and RabbitMQ)', function
         return real.unsentEvents(limit);
       },
     });
-    const relay = new OutboxRelay(catalog, publisher, new Gauge({ name: 'test_relay_backlog', help: 'test', registers: [] }), quietLogger, () => new Date(), { coalesceMs: 20 });
+    const relay = new OutboxRelay(catalog, publisher, new Gauge({ name: 'test_relay_backlog', help: 'test', registers: [] }), quietLogger, () => new Date(), {
+      coalesceMs: 20,
+    });
     closers.push(() => relay.stop());
 
     const ids = Array.from({ length: 40 }, () => uuidv7());
     // 40 commits, each followed by its kick, as the data plane does after every PUT.
     await Promise.all(
       ids.map(async (id, n) => {
-        await sql.query('INSERT INTO outbox (event_id, type, payload) VALUES ($1, $2, $3)', [id, 'object.created', JSON.stringify({ bucket: 'b', key: `k${n}` })]);
+        await sql.query('INSERT INTO outbox (event_id, type, payload) VALUES ($1, $2, $3)', [
+          id,
+          'object.created',
+          JSON.stringify({ bucket: 'b', key: `k${n}` }),
+        ]);
       }),
     );
     for (let i = 0; i < ids.length; i++) relay.kick();

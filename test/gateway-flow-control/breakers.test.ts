@@ -61,7 +61,7 @@ breakers:
     }
   });
 
-  it('does not count the caller\'s errors (S3 4xx) against the upstream', async () => {
+  it("does not count the caller's errors (S3 4xx) against the upstream", async () => {
     setup('breakers: { default: { timeout: 5000, errorThresholdPercentage: 10, resetTimeout: 60000, volumeThreshold: 1 } }');
     const upstream = breakers.wrap('control-plane', async () => {
       throw new S3Error('NoSuchKey');
@@ -70,7 +70,7 @@ breakers:
     expect(breakers.state('control-plane')).to.equal('closed');
   });
 
-  it('counts only the upstream\'s own failures: not the 503s it answers by design, nor a storage backend it reports down', async () => {
+  it("counts only the upstream's own failures: not the 503s it answers by design, nor a storage backend it reports down", async () => {
     setup('breakers: { default: { timeout: 5000, errorThresholdPercentage: 10, resetTimeout: 60000, volumeThreshold: 1 } }');
     const answers = [
       new S3Error('SlowDown'),
@@ -97,7 +97,7 @@ breakers:
     expect(breakers.state('other')).to.equal('open');
   });
 
-  it('by default gives service back within 2 s of the upstream\'s recovery (half-open probe)', async () => {
+  it("by default gives service back within 2 s of the upstream's recovery (half-open probe)", async () => {
     expect(DEFAULT_BREAKER.resetTimeout).to.be.at.most(2000);
     breakers = new Breakers(emptyFlowRules(), flowMetrics((registry = new Registry())), capturingLogger().logger);
     let healthy = false;

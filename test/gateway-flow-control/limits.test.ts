@@ -30,7 +30,9 @@ describe('gateway flow control: rate and concurrency limits', function () {
     // Anonymous requests have no user limit.
     expect((await hit(`${g.url}/GetObject/k`)).status).to.equal(200);
     expect(g.served.get('GetObject')).to.equal(5);
-    expect(await metricValue(g.registry, 'strata_gateway_rate_limit_rejections_total', { route: 'GetObject', user_class: 'default', scope: 'user' })).to.equal(1);
+    expect(await metricValue(g.registry, 'strata_gateway_rate_limit_rejections_total', { route: 'GetObject', user_class: 'default', scope: 'user' })).to.equal(
+      1,
+    );
   });
 
   it('answers a rejected HEAD with the status and Retry-After only', async () => {
@@ -42,7 +44,7 @@ describe('gateway flow control: rate and concurrency limits', function () {
     expect(await rejected.text()).to.equal('');
   });
 
-  it('hands the SlowDown error to a render callback (the gateway\'s own error renderer)', async () => {
+  it("hands the SlowDown error to a render callback (the gateway's own error renderer)", async () => {
     const seen: S3Error[] = [];
     const g = await start({
       rules: parseFlowRules('rateLimits: { routes: { GetObject: { points: 1, duration: 60 } } }'),

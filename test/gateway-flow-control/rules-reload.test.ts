@@ -14,7 +14,10 @@ const userRule = (points: number) => `rateLimits:\n  users:\n    default: { poin
 class ConfigMapDir {
   private generation = 0;
   private current?: string;
-  constructor(readonly dir: string, readonly fileName: string) {}
+  constructor(
+    readonly dir: string,
+    readonly fileName: string,
+  ) {}
 
   get file(): string {
     return path.join(this.dir, this.fileName);
@@ -100,7 +103,10 @@ describe('gateway flow control: rules file reload', function () {
     cm.publish('rateLimits: { users: { default: { points: -5, duration: 60 } } }');
     await eventually(async () => (await metricValue(g!.registry, 'strata_gateway_flow_rules_reloads_total', { outcome: 'rejected' })) === 1, 'the rejection');
     cm.publish(': : not yaml [');
-    await eventually(async () => (await metricValue(g!.registry, 'strata_gateway_flow_rules_reloads_total', { outcome: 'rejected' })) === 2, 'the second rejection');
+    await eventually(
+      async () => (await metricValue(g!.registry, 'strata_gateway_flow_rules_reloads_total', { outcome: 'rejected' })) === 2,
+      'the second rejection',
+    );
     expect(limitOf(g)).to.equal(2);
     const rejections = g.lines.filter((l) => l.msg === 'flow-control rules rejected; keeping the previous rules');
     expect(rejections).to.have.length(2);

@@ -79,7 +79,9 @@ describe('gateway: flexible checksums on uploads', () => {
 
   it('headers S3 refuses are InvalidRequest before any byte is read; none is no check', () => {
     expect(uploadChecksum({}, false)).to.equal(undefined);
-    expect(uploadChecksum({ 'x-amz-checksum-mode': 'ENABLED', 'x-amz-checksum-algorithm': 'CRC32', 'x-amz-checksum-type': 'FULL_OBJECT' }, false)).to.equal(undefined);
+    expect(uploadChecksum({ 'x-amz-checksum-mode': 'ENABLED', 'x-amz-checksum-algorithm': 'CRC32', 'x-amz-checksum-type': 'FULL_OBJECT' }, false)).to.equal(
+      undefined,
+    );
     const refusals: Array<[Record<string, string>, boolean, string]> = [
       [{ 'x-amz-checksum-crc32': EXPECTED.CRC32, 'x-amz-checksum-sha1': EXPECTED.SHA1 }, false, 'Multiple checksum Types are not allowed'],
       [{ 'x-amz-checksum-crc32': EXPECTED.CRC32, 'x-amz-trailer': 'x-amz-checksum-crc32c' }, true, 'Multiple checksum Types are not allowed'],

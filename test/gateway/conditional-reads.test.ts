@@ -21,7 +21,8 @@ describe('gateway + data plane: conditional reads open no blob', function () {
     const text = await (await fetch(`${layer.dp.url}/metrics`)).text();
     return Number(/^strata_data_bytes_out_total(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? 0);
   };
-  const get = (method: string, headers: Record<string, string> = {}) => fetch(`${gateway.url}/reads/big.bin?proxy=true`, { method, headers: { ...auth, ...headers } });
+  const get = (method: string, headers: Record<string, string> = {}) =>
+    fetch(`${gateway.url}/reads/big.bin?proxy=true`, { method, headers: { ...auth, ...headers } });
 
   before(async () => {
     layer = await startObjectLayer('pglite', { inlineBlobBytes: 0 });
@@ -35,7 +36,11 @@ describe('gateway + data plane: conditional reads open no blob', function () {
       rootUser: ROOT.user,
       logger: createLogger('test', 'silent'),
     });
-    const login = await fetch(`${gateway.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: ROOT.user, password: ROOT.password }) });
+    const login = await fetch(`${gateway.url}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: ROOT.user, password: ROOT.password }),
+    });
     auth = { authorization: `Bearer ${((await login.json()) as { data: { token: string } }).data.token}` };
     expect((await fetch(`${gateway.url}/reads`, { method: 'PUT', headers: auth })).status).to.equal(200);
     expect((await fetch(`${gateway.url}/reads/big.bin`, { method: 'PUT', headers: auth, body })).status).to.equal(200);

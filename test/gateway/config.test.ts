@@ -9,7 +9,10 @@ describe('gateway configuration', () => {
   it('STRATA_CORS_ORIGINS: any origin by default, a list of origins, or none; anything else is a config error', () => {
     expect(loadGatewayEnv(secrets).STRATA_CORS_ORIGINS).to.deep.equal(['*']);
     expect(loadStandaloneEnv({}).STRATA_CORS_ORIGINS).to.deep.equal(['*']);
-    expect(loadGatewayEnv({ ...secrets, STRATA_CORS_ORIGINS: 'https://app.example.com, http://localhost:3000' }).STRATA_CORS_ORIGINS).to.deep.equal(['https://app.example.com', 'http://localhost:3000']);
+    expect(loadGatewayEnv({ ...secrets, STRATA_CORS_ORIGINS: 'https://app.example.com, http://localhost:3000' }).STRATA_CORS_ORIGINS).to.deep.equal([
+      'https://app.example.com',
+      'http://localhost:3000',
+    ]);
     expect(loadGatewayEnv({ ...secrets, STRATA_CORS_ORIGINS: 'none' }).STRATA_CORS_ORIGINS).to.deep.equal([]);
     for (const bad of ['app.example.com', 'https://app.example.com/path', 'ftp://x']) {
       expect(() => loadGatewayEnv({ ...secrets, STRATA_CORS_ORIGINS: bad }), bad).to.throw(ConfigError, /STRATA_CORS_ORIGINS/);

@@ -15,7 +15,14 @@ describe('bucket CORS configuration (S3 XML ⇄ rules, matching)', () => {
         <ExposeHeader>ETag</ExposeHeader><MaxAgeSeconds>600</MaxAgeSeconds></CORSRule>
       <CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule>`);
     expect(rules).to.deep.equal([
-      { id: 'app', allowedOrigins: ['https://app.example', 'https://*.example.org'], allowedMethods: ['GET', 'PUT'], allowedHeaders: ['x-amz-*', 'Content-Type'], exposeHeaders: ['ETag'], maxAgeSeconds: 600 },
+      {
+        id: 'app',
+        allowedOrigins: ['https://app.example', 'https://*.example.org'],
+        allowedMethods: ['GET', 'PUT'],
+        allowedHeaders: ['x-amz-*', 'Content-Type'],
+        exposeHeaders: ['ETag'],
+        maxAgeSeconds: 600,
+      },
       { allowedOrigins: ['*'], allowedMethods: ['GET'], allowedHeaders: [], exposeHeaders: [] },
     ]);
     const written = renderXml('CORSConfiguration', renderCorsConfiguration(rules));

@@ -62,7 +62,17 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
 
   /** An object stored as if written earlier (not recorded as a call). */
   store(bucket: string, key: string, bytes: Buffer, extra: Partial<ObjectMeta> = {}): ObjectMeta {
-    const meta: ObjectMeta = { bucket, key, size: bytes.length, etag: md5(bytes), md5: null, contentType: 'application/octet-stream', userMetadata: {}, lastModified: new Date(this.clock).toISOString(), ...extra };
+    const meta: ObjectMeta = {
+      bucket,
+      key,
+      size: bytes.length,
+      etag: md5(bytes),
+      md5: null,
+      contentType: 'application/octet-stream',
+      userMetadata: {},
+      lastModified: new Date(this.clock).toISOString(),
+      ...extra,
+    };
     this.objects.set(`${bucket}/${key}`, { meta, bytes });
     return meta;
   }
@@ -85,7 +95,8 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
   private checkWrite(bucket: string, key: string, c: WriteConditions | undefined): void {
     const current = this.objects.get(`${bucket}/${key}`)?.meta;
     if (c?.ifNoneMatch === '*' && current) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-None-Match' });
-    if (c?.ifMatch !== undefined && (!current || !etagMatches(c.ifMatch, current.etag))) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
+    if (c?.ifMatch !== undefined && (!current || !etagMatches(c.ifMatch, current.etag)))
+      throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
   }
 
   async getBucket(bucket: string): Promise<BucketInfo> {
@@ -101,7 +112,8 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
 
   async createBucket(bucket: string, owner: string, backend?: BackendRef): Promise<BucketInfo> {
     this.record('createBucket', bucket, owner, backend);
-    if (this.buckets.has(bucket)) throw new S3Error(this.buckets.get(bucket)!.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: bucket });
+    if (this.buckets.has(bucket))
+      throw new S3Error(this.buckets.get(bucket)!.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: bucket });
     this.addBucket(bucket, owner);
     return this.buckets.get(bucket)!;
   }
@@ -125,7 +137,11 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     const bytes = await bytesOf(body);
     this.record('putObject', bucket, key, { ...input, trailingHeaders: undefined }, bytes);
     this.checkWrite(bucket, key, input);
-    const object = this.store(bucket, key, bytes, { contentType: input.contentType ?? 'application/octet-stream', userMetadata: input.userMetadata, ...(input.tags?.length ? { tags: input.tags } : {}) });
+    const object = this.store(bucket, key, bytes, {
+      contentType: input.contentType ?? 'application/octet-stream',
+      userMetadata: input.userMetadata,
+      ...(input.tags?.length ? { tags: input.tags } : {}),
+    });
     return { object, instant: false };
   }
 
@@ -135,7 +151,12 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     if (notModified(meta, input.conditions)) return { status: 304, object: meta, contentLength: 0 };
     const m = input.range ? /^bytes=(\d+)-(\d+)$/.exec(input.range) : null;
     const slice = m ? bytes.subarray(Number(m[1]), Number(m[2]) + 1) : bytes;
-    const read: ObjectRead = { status: m ? 206 : 200, object: meta, contentLength: slice.length, ...(m ? { contentRange: `bytes ${m[1]}-${m[2]}/${bytes.length}` } : {}) };
+    const read: ObjectRead = {
+      status: m ? 206 : 200,
+      object: meta,
+      contentLength: slice.length,
+      ...(m ? { contentRange: `bytes ${m[1]}-${m[2]}/${bytes.length}` } : {}),
+    };
     if (input.method === 'HEAD') return read;
     this.bodiesOpened++;
     return { ...read, body: Readable.from([slice]) };
@@ -153,10 +174,17 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
 
   async listObjects(bucket: string, query: ListObjectsQuery): Promise<ListObjectsResult> {
     this.record('listObjects', bucket, query);
-    const keys = [...this.objects.values()].filter((o) => o.meta.bucket === bucket && o.meta.key.startsWith(query.prefix ?? '') && o.meta.key > (query.startAfter ?? ''));
+    const keys = [...this.objects.values()].filter(
+      (o) => o.meta.bucket === bucket && o.meta.key.startsWith(query.prefix ?? '') && o.meta.key > (query.startAfter ?? ''),
+    );
     const sorted = keys.map((o) => o.meta).sort((a, b) => (a.key < b.key ? -1 : 1));
     const page = sorted.slice(0, query.maxKeys ?? 1000);
-    return { objects: page, commonPrefixes: [], isTruncated: page.length < sorted.length, ...(page.length < sorted.length ? { nextContinuationToken: page.at(-1)!.key } : {}) };
+    return {
+      objects: page,
+      commonPrefixes: [],
+      isTruncated: page.length < sorted.length,
+      ...(page.length < sorted.length ? { nextContinuationToken: page.at(-1)!.key } : {}),
+    };
   }
 
   async copyObject(bucket: string, key: string, input: CopyObjectInput): Promise<ObjectMeta> {

@@ -53,7 +53,12 @@ describe('gateway handlers: multipart uploads, against a fake ObjectLayer', () =
 
   it('a document the gateway can judge is refused before the object layer is called: parts out of order, no parts, a bad part number', async () => {
     await fx.app.fetch('POST', '/videos/k?uploads');
-    const outOfOrder = await fx.app.fetch('POST', '/videos/k?uploadId=upload-1', { body: completion([[2, 'a'], [1, 'b']]) });
+    const outOfOrder = await fx.app.fetch('POST', '/videos/k?uploadId=upload-1', {
+      body: completion([
+        [2, 'a'],
+        [1, 'b'],
+      ]),
+    });
     expect([outOfOrder.status, codeOf(await outOfOrder.text())]).to.deep.equal([400, 'InvalidPartOrder']);
     const empty = await fx.app.fetch('POST', '/videos/k?uploadId=upload-1', { body: '<CompleteMultipartUpload></CompleteMultipartUpload>' });
     expect(codeOf(await empty.text())).to.equal('MalformedXML');

@@ -32,7 +32,10 @@ describe('gateway handlers: objects, against a fake ObjectLayer', () => {
       contentType: 'text/plain',
       contentLength: 5,
       userMetadata: { colour: 'blue' },
-      tags: [{ key: 'team', value: 'web' }, { key: 'year', value: '2026' }],
+      tags: [
+        { key: 'team', value: 'web' },
+        { key: 'year', value: '2026' },
+      ],
       contentMd5: createHash('md5').update('hello').digest('base64'),
       ifNoneMatch: '*',
       headers: { 'cache-control': 'no-cache' },
@@ -62,7 +65,21 @@ describe('gateway handlers: objects, against a fake ObjectLayer', () => {
     const r = await fx.app.fetch('GET', '/photos/cat.jpg?response-content-disposition=attachment');
     expect(r.status).to.equal(200);
     expect(await r.text()).to.equal('meow meow');
-    expect(Object.fromEntries(['content-length', 'content-type', 'etag', 'last-modified', 'x-amz-meta-colour', 'x-amz-tagging-count', 'cache-control', 'content-disposition', 'accept-ranges'].map((h) => [h, r.headers.get(h)]))).to.deep.equal({
+    expect(
+      Object.fromEntries(
+        [
+          'content-length',
+          'content-type',
+          'etag',
+          'last-modified',
+          'x-amz-meta-colour',
+          'x-amz-tagging-count',
+          'cache-control',
+          'content-disposition',
+          'accept-ranges',
+        ].map((h) => [h, r.headers.get(h)]),
+      ),
+    ).to.deep.equal({
       'content-length': '9',
       'content-type': 'image/jpeg',
       etag: `"${meta.etag}"`,
@@ -97,7 +114,9 @@ describe('gateway handlers: objects, against a fake ObjectLayer', () => {
     const xml = await failed.text();
     expect(codeOf(xml)).to.equal('PreconditionFailed');
     expect(xml).to.contain('<Condition>If-Match</Condition>');
-    const head = await fx.app.fetch('HEAD', '/photos/c.txt', { headers: { 'if-unmodified-since': new Date(Date.parse(meta.lastModified) - 60_000).toUTCString() } });
+    const head = await fx.app.fetch('HEAD', '/photos/c.txt', {
+      headers: { 'if-unmodified-since': new Date(Date.parse(meta.lastModified) - 60_000).toUTCString() },
+    });
     expect(head.status).to.equal(412);
     expect(fx.layer.bodiesOpened).to.equal(0);
     const served = await fx.app.fetch('GET', '/photos/c.txt', { headers: { 'if-match': meta.etag, 'if-unmodified-since': 'not a date' } });
@@ -136,23 +155,44 @@ describe('gateway handlers: objects, against a fake ObjectLayer', () => {
     const r = await fx.app.fetch('GET', '/photos?list-type=2&prefix=a%2F&max-keys=1&start-after=a%2F0');
     const xml = await r.text();
     expect(r.status).to.equal(200);
-    expect(fx.layer.callsOf('listObjects')).to.deep.equal([['photos', { prefix: 'a/', delimiter: undefined, maxKeys: 1, startAfter: 'a/0', continuationToken: undefined }]]);
-    expect(xml).to.contain('<KeyCount>1</KeyCount>').and.contain('<Key>a/1</Key>').and.contain('<IsTruncated>true</IsTruncated>').and.contain('<NextContinuationToken>a/1</NextContinuationToken>');
+    expect(fx.layer.callsOf('listObjects')).to.deep.equal([
+      ['photos', { prefix: 'a/', delimiter: undefined, maxKeys: 1, startAfter: 'a/0', continuationToken: undefined }],
+    ]);
+    expect(xml)
+      .to.contain('<KeyCount>1</KeyCount>')
+      .and.contain('<Key>a/1</Key>')
+      .and.contain('<IsTruncated>true</IsTruncated>')
+      .and.contain('<NextContinuationToken>a/1</NextContinuationToken>');
     expect(xml).to.not.contain('a/2');
   });
 
   it('CopyObject passes source, directives and conditions on; a copy onto itself that changes nothing is refused', async () => {
     const source = fx.layer.store('photos', 'src', Buffer.from('bytes'), { userMetadata: { a: '1' } });
     const r = await fx.app.fetch('PUT', '/photos/dst', {
-      headers: { 'x-amz-copy-source': '/photos/src', 'x-amz-metadata-directive': 'REPLACE', 'x-amz-meta-b': '2', 'x-amz-copy-source-if-match': `"${source.etag}"` },
+      headers: {
+        'x-amz-copy-source': '/photos/src',
+        'x-amz-metadata-directive': 'REPLACE',
+        'x-amz-meta-b': '2',
+        'x-amz-copy-source-if-match': `"${source.etag}"`,
+      },
     });
     const xml = await r.text();
     expect(r.status).to.equal(200);
     expect(xml).to.contain('<CopyObjectResult').and.contain(`<ETag>&quot;${source.etag}&quot;</ETag>`);
     const [[bucket, key, input]] = fx.layer.callsOf('copyObject') as [[string, string, Record<string, unknown>]];
     expect([bucket, key]).to.deep.equal(['photos', 'dst']);
-    expect(input).to.deep.include({ owner: 'alice', sourceBucket: 'photos', sourceKey: 'src', metadataDirective: 'REPLACE', userMetadata: { b: '2' }, taggingDirective: 'COPY', conditions: { ifMatch: `"${source.etag}"` } });
-    const failed = await fx.app.fetch('PUT', '/photos/dst', { headers: { 'x-amz-copy-source': '/photos/src', 'x-amz-copy-source-if-none-match': `"${source.etag}"` } });
+    expect(input).to.deep.include({
+      owner: 'alice',
+      sourceBucket: 'photos',
+      sourceKey: 'src',
+      metadataDirective: 'REPLACE',
+      userMetadata: { b: '2' },
+      taggingDirective: 'COPY',
+      conditions: { ifMatch: `"${source.etag}"` },
+    });
+    const failed = await fx.app.fetch('PUT', '/photos/dst', {
+      headers: { 'x-amz-copy-source': '/photos/src', 'x-amz-copy-source-if-none-match': `"${source.etag}"` },
+    });
     expect((await failed.text()).match(/<Condition>([^<]*)</)?.[1]).to.equal('x-amz-copy-source-If-None-Match');
     const itself = await fx.app.fetch('PUT', '/photos/src', { headers: { 'x-amz-copy-source': '/photos/src' } });
     const itselfXml = await itself.text();

@@ -5,7 +5,12 @@ import { parseXml, renderXml } from '../../images/gateway/src/s3/xml.js';
 import { createdNoLaterThan, expiryAfterDays, lifecycleFilterMatches, objectExpiration, type LifecycleRule } from '../../images/object-model/src/index.js';
 
 const parse = (rules: string): LifecycleRule[] =>
-  parseLifecycleConfiguration(parseXml<LifecycleConfigurationXml>(`<LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${rules}</LifecycleConfiguration>`, 'LifecycleConfiguration'));
+  parseLifecycleConfiguration(
+    parseXml<LifecycleConfigurationXml>(
+      `<LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${rules}</LifecycleConfiguration>`,
+      'LifecycleConfiguration',
+    ),
+  );
 
 const refusal = (rules: string): string => s3CodeOf(() => parse(rules));
 
@@ -22,10 +27,19 @@ describe('lifecycle configuration (S3 XML ⇄ rules)', () => {
     const rules = parse(xml);
     expect(rules).to.deep.equal([
       { id: 'logs', enabled: true, filter: { form: 'filter', prefix: 'logs/', tags: [] }, expiration: { days: 7 } },
-      { id: 'legacy', enabled: false, filter: { form: 'prefix', prefix: 'tmp/', tags: [] }, expiration: { date: '2031-01-01T00:00:00.000Z' }, abortIncompleteMultipartUploadDays: 2 },
       {
-        id: 'big', enabled: true, filter: { form: 'and', prefix: 'v/', tags: [], sizeGreaterThan: 100, sizeLessThan: 5000 },
-        expiration: { days: 30 }, noncurrentVersionExpiration: { noncurrentDays: 3 },
+        id: 'legacy',
+        enabled: false,
+        filter: { form: 'prefix', prefix: 'tmp/', tags: [] },
+        expiration: { date: '2031-01-01T00:00:00.000Z' },
+        abortIncompleteMultipartUploadDays: 2,
+      },
+      {
+        id: 'big',
+        enabled: true,
+        filter: { form: 'and', prefix: 'v/', tags: [], sizeGreaterThan: 100, sizeLessThan: 5000 },
+        expiration: { days: 30 },
+        noncurrentVersionExpiration: { noncurrentDays: 3 },
       },
       { id: 'tagged', enabled: true, filter: { form: 'filter', prefix: '', tags: [{ key: 'class', value: 'scratch' }] }, expiration: { days: 1 } },
       { id: 'all', enabled: true, filter: { form: 'filter', prefix: '', tags: [] }, abortIncompleteMultipartUploadDays: 10 },
@@ -51,8 +65,14 @@ describe('lifecycle configuration (S3 XML ⇄ rules)', () => {
       [rule('<Filter><Prefix>a</Prefix></Filter><Status>On</Status><Expiration><Days>1</Days></Expiration>'), 'MalformedXML'],
       [rule('<Status>Enabled</Status><Expiration><Days>1</Days></Expiration>'), 'MalformedXML'], // no filter
       [rule('<Prefix>a</Prefix><Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>'), 'MalformedXML'],
-      [rule('<Filter><Prefix>a</Prefix><ObjectSizeLessThan>5</ObjectSizeLessThan></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>'), 'MalformedXML'],
-      [rule('<Filter><Prefix>a</Prefix></Filter><Filter><Prefix>b</Prefix></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>'), 'MalformedXML'],
+      [
+        rule('<Filter><Prefix>a</Prefix><ObjectSizeLessThan>5</ObjectSizeLessThan></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>'),
+        'MalformedXML',
+      ],
+      [
+        rule('<Filter><Prefix>a</Prefix></Filter><Filter><Prefix>b</Prefix></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>'),
+        'MalformedXML',
+      ],
       [rule('<Filter><Prefix>a</Prefix><Prefix>b</Prefix></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>'), 'MalformedXML'],
       [rule('<Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status>'), 'InvalidRequest'], // no action
       [rule('<Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status><Expiration><Days>0</Days></Expiration>'), 'InvalidArgument'],
@@ -60,15 +80,43 @@ describe('lifecycle configuration (S3 XML ⇄ rules)', () => {
       [rule('<Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status><Expiration><Days>1</Days><Date>2031-01-01</Date></Expiration>'), 'MalformedXML'],
       [rule('<Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status><Expiration><Date>2031-01-01T10:00:00Z</Date></Expiration>'), 'InvalidArgument'],
       [rule('<Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status><Expiration><Date>soon</Date></Expiration>'), 'InvalidArgument'],
-      [rule('<Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload>'), 'InvalidArgument'],
-      [rule('<Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload>'), 'InvalidArgument'],
-      [rule('<Filter><And><Tag><Key>k</Key></Tag><Tag><Key>k</Key></Tag></And></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>'), 'InvalidArgument'],
-      [rule('<Filter><And><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan><ObjectSizeLessThan>10</ObjectSizeLessThan></And></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>'), 'InvalidArgument'],
-      [rule('<Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status><Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition>'), 'NotImplemented'],
+      [
+        rule(
+          '<Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload>',
+        ),
+        'InvalidArgument',
+      ],
+      [
+        rule(
+          '<Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload>',
+        ),
+        'InvalidArgument',
+      ],
+      [
+        rule('<Filter><And><Tag><Key>k</Key></Tag><Tag><Key>k</Key></Tag></And></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>'),
+        'InvalidArgument',
+      ],
+      [
+        rule(
+          '<Filter><And><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan><ObjectSizeLessThan>10</ObjectSizeLessThan></And></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>',
+        ),
+        'InvalidArgument',
+      ],
+      [
+        rule('<Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status><Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition>'),
+        'NotImplemented',
+      ],
       [`<Rule><ID>${'x'.repeat(256)}</ID><Filter/><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>`, 'InvalidArgument'],
-      [rule('<Filter/><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>') + rule('<Filter/><Status>Enabled</Status><Expiration><Days>2</Days></Expiration>'), 'InvalidArgument'],
+      [
+        rule('<Filter/><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>') +
+          rule('<Filter/><Status>Enabled</Status><Expiration><Days>2</Days></Expiration>'),
+        'InvalidArgument',
+      ],
       [rule(`<Filter><Prefix>${'p'.repeat(1025)}</Prefix></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>`), 'InvalidArgument'],
-      [Array.from({ length: 1001 }, (_, i) => `<Rule><ID>r${i}</ID><Filter/><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>`).join(''), 'InvalidRequest'],
+      [
+        Array.from({ length: 1001 }, (_, i) => `<Rule><ID>r${i}</ID><Filter/><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>`).join(''),
+        'InvalidRequest',
+      ],
     ];
     for (const [xml, code] of cases) expect(refusal(xml), xml.slice(0, 160)).to.equal(code);
   });
@@ -91,12 +139,30 @@ describe('lifecycle configuration (S3 XML ⇄ rules)', () => {
       <Rule><ID>off</ID><Filter><Prefix>logs/</Prefix></Filter><Status>Disabled</Status><Expiration><Days>1</Days></Expiration></Rule>
       <Rule><ID>tag</ID><Filter><Tag><Key>a</Key><Value>b</Value></Tag></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>`);
     const created = new Date('2030-03-01T12:00:00Z');
-    expect(objectExpiration(rules, { key: 'logs/big', size: 5000, lastModified: created })).to.deep.equal({ expiry: new Date('2030-03-04T00:00:00Z'), ruleId: 'fast' });
-    expect(objectExpiration(rules, { key: 'logs/small', size: 10, lastModified: created })).to.deep.equal({ expiry: new Date('2030-04-01T00:00:00Z'), ruleId: 'slow' });
+    expect(objectExpiration(rules, { key: 'logs/big', size: 5000, lastModified: created })).to.deep.equal({
+      expiry: new Date('2030-03-04T00:00:00Z'),
+      ruleId: 'fast',
+    });
+    expect(objectExpiration(rules, { key: 'logs/small', size: 10, lastModified: created })).to.deep.equal({
+      expiry: new Date('2030-04-01T00:00:00Z'),
+      ruleId: 'slow',
+    });
     expect(objectExpiration(rules, { key: 'other', size: 10, lastModified: created })).to.equal(undefined);
     expect(lifecycleFilterMatches(rules[3]!.filter, { key: 'x', size: 1 })).to.equal(false);
     expect(lifecycleFilterMatches(rules[3]!.filter, { key: 'x', size: 1, tags: [{ key: 'a', value: 'c' }] })).to.equal(false);
-    expect(lifecycleFilterMatches(rules[3]!.filter, { key: 'x', size: 1, tags: [{ key: 'z', value: '1' }, { key: 'a', value: 'b' }] })).to.equal(true);
-    expect(objectExpiration(rules, { key: 'other', size: 10, lastModified: created, tags: [{ key: 'a', value: 'b' }] })).to.deep.equal({ expiry: new Date('2030-03-03T00:00:00Z'), ruleId: 'tag' });
+    expect(
+      lifecycleFilterMatches(rules[3]!.filter, {
+        key: 'x',
+        size: 1,
+        tags: [
+          { key: 'z', value: '1' },
+          { key: 'a', value: 'b' },
+        ],
+      }),
+    ).to.equal(true);
+    expect(objectExpiration(rules, { key: 'other', size: 10, lastModified: created, tags: [{ key: 'a', value: 'b' }] })).to.deep.equal({
+      expiry: new Date('2030-03-03T00:00:00Z'),
+      ruleId: 'tag',
+    });
   });
 });

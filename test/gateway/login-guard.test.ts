@@ -5,7 +5,12 @@ import { S3Error } from '../../images/object-model/src/index.js';
 
 describe('gateway login guard', () => {
   it('the rules file turns login limits on by default and lets them be changed', () => {
-    expect(parseFlowRules('{}').login).to.deep.equal({ failuresPerIp: { points: 100, duration: 900 }, failuresPerUser: { points: 10, duration: 900 }, concurrentHashes: 2, queuedHashes: 64 });
+    expect(parseFlowRules('{}').login).to.deep.equal({
+      failuresPerIp: { points: 100, duration: 900 },
+      failuresPerUser: { points: 10, duration: 900 },
+      concurrentHashes: 2,
+      queuedHashes: 64,
+    });
     expect(parseFlowRules('login: { concurrentHashes: 1 }').login.failuresPerUser.points).to.equal(10);
     expect(() => parseFlowRules('login: { failuresPerIp: { points: 0, duration: 1 } }')).to.throw(/login.failuresPerIp.points/);
   });
@@ -42,7 +47,10 @@ describe('gateway login guard', () => {
         running -= 1;
       });
     const admitted = [task(), task(), task(), task(), task()];
-    const refused = await task().then(() => undefined, (err: unknown) => err);
+    const refused = await task().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(refused).to.be.instanceOf(S3Error);
     expect((refused as S3Error).code).to.equal('SlowDown');
     while (gates.length > 0 || running > 0) {

@@ -6,7 +6,16 @@ import { invalidateObjectRead } from '../../images/object-model/src/object-read-
 describe('gateway: ObjectAnswerCache', () => {
   const read = (size: number) => ({
     status: 200 as const,
-    object: { bucket: 'b', key: 'k', size, etag: 'e', md5: null, contentType: 'application/octet-stream', userMetadata: {}, lastModified: '2026-01-01T00:00:00.000Z' },
+    object: {
+      bucket: 'b',
+      key: 'k',
+      size,
+      etag: 'e',
+      md5: null,
+      contentType: 'application/octet-stream',
+      userMetadata: {},
+      lastModified: '2026-01-01T00:00:00.000Z',
+    },
     contentLength: size,
   });
   const answer = (bytes: number, fill = 1) => ({ read: read(bytes), body: Buffer.alloc(bytes, fill) });
@@ -48,7 +57,13 @@ describe('gateway: ObjectAnswerCache', () => {
   it('lets an answer expire as the data plane read cache does (30 s), and counts hits and misses', () => {
     let now = 1_000_000;
     const lookups: boolean[] = [];
-    const cache = new ObjectAnswerCache(new InMemoryCache(), 1024, 512, (hit) => lookups.push(hit), () => now);
+    const cache = new ObjectAnswerCache(
+      new InMemoryCache(),
+      1024,
+      512,
+      (hit) => lookups.push(hit),
+      () => now,
+    );
     cache.set('b', 'k', 'v', answer(10));
     now += 29_000;
     expect(cache.get('b', 'k', 'v')).to.not.equal(undefined);

@@ -30,7 +30,10 @@ async function outcome(fields: Map<string, string>, bucket = 'photos'): Promise<
 
 describe('gateway: POST policy (browser form uploads)', () => {
   it('accepts the three condition forms, field names in any case, x-ignore- fields, and reports the size range', async () => {
-    const fields = form([{ bucket: 'photos' }, ['starts-with', '$key', 'user/alice/'], ['eq', '$Content-Type', 'image/png'], ['content-length-range', 1, 1048576]], { key: 'user/alice/a.png', 'content-type': 'image/png', 'x-ignore-tracking': '1' });
+    const fields = form(
+      [{ bucket: 'photos' }, ['starts-with', '$key', 'user/alice/'], ['eq', '$Content-Type', 'image/png'], ['content-length-range', 1, 1048576]],
+      { key: 'user/alice/a.png', 'content-type': 'image/png', 'x-ignore-tracking': '1' },
+    );
     expect(await outcome(fields)).to.equal('ok alice 1-1048576');
   });
 
@@ -60,6 +63,14 @@ describe('gateway: POST policy (browser form uploads)', () => {
     const signedNotJson = new Map(good).set('policy', notJson).set('x-amz-signature', sign(signingKey(SECRET, '20261126', 'us-east-1'), notJson));
     expect(await outcome(signedNotJson)).to.equal('InvalidPolicyDocument: Invalid Policy: Invalid JSON.');
     expect(await outcome(new Map([['key', 'a']]))).to.match(/^AccessDenied: Anonymous/);
-    expect(await outcome(new Map([['key', 'a'], ['awsaccesskeyid', 'AK'], ['signature', 'x']]))).to.match(/^InvalidRequest: Signature Version 2/);
+    expect(
+      await outcome(
+        new Map([
+          ['key', 'a'],
+          ['awsaccesskeyid', 'AK'],
+          ['signature', 'x'],
+        ]),
+      ),
+    ).to.match(/^InvalidRequest: Signature Version 2/);
   });
 });

@@ -41,9 +41,25 @@ describe('gateway S3 protocol pieces', () => {
 
     it('statuses clients rely on', () => {
       const expected: Partial<Record<S3ErrorCode, number>> = {
-        NoSuchBucket: 404, NoSuchKey: 404, NoSuchUpload: 404, BucketNotEmpty: 409, BucketAlreadyOwnedByYou: 409, InvalidBucketName: 400, BadDigest: 400,
-        InvalidPart: 400, InvalidPartOrder: 400, EntityTooSmall: 400, EntityTooLarge: 400, AccessDenied: 403, SignatureDoesNotMatch: 403,
-        InvalidRange: 416, PreconditionFailed: 412, NotImplemented: 501, SlowDown: 503, ServiceUnavailable: 503, MissingContentLength: 411,
+        NoSuchBucket: 404,
+        NoSuchKey: 404,
+        NoSuchUpload: 404,
+        BucketNotEmpty: 409,
+        BucketAlreadyOwnedByYou: 409,
+        InvalidBucketName: 400,
+        BadDigest: 400,
+        InvalidPart: 400,
+        InvalidPartOrder: 400,
+        EntityTooSmall: 400,
+        EntityTooLarge: 400,
+        AccessDenied: 403,
+        SignatureDoesNotMatch: 403,
+        InvalidRange: 416,
+        PreconditionFailed: 412,
+        NotImplemented: 501,
+        SlowDown: 503,
+        ServiceUnavailable: 503,
+        MissingContentLength: 411,
       };
       for (const [code, status] of Object.entries(expected)) expect(S3_ERRORS[code as S3ErrorCode].status, code).to.equal(status);
     });
@@ -132,7 +148,8 @@ describe('gateway S3 protocol pieces', () => {
   describe('names, keys, XML', () => {
     it('bucket names follow S3 rules; keys refuse "..", NUL and > 1024 bytes', () => {
       for (const good of ['abc', 'my-bucket.2026', 'a'.repeat(63), '0-0']) expect(isValidBucketName(good), good).to.equal(true);
-      for (const bad of ['ab', 'a'.repeat(64), 'Upper', 'a_b', 'a..b', '-ab', 'ab-', '.ab', 'a.-b', '10.0.0.1', 'xn--abc', 'abc-s3alias']) expect(isValidBucketName(bad), bad).to.equal(false);
+      for (const bad of ['ab', 'a'.repeat(64), 'Upper', 'a_b', 'a..b', '-ab', 'ab-', '.ab', 'a.-b', '10.0.0.1', 'xn--abc', 'abc-s3alias'])
+        expect(isValidBucketName(bad), bad).to.equal(false);
       expect(codeOf(() => assertObjectKey('a/../b'))).to.equal('InvalidObjectName');
       expect(codeOf(() => assertObjectKey('..'))).to.equal('InvalidObjectName');
       expect(codeOf(() => assertObjectKey('a\0b'))).to.equal('InvalidObjectName');
@@ -150,7 +167,11 @@ describe('gateway S3 protocol pieces', () => {
 
     it('request XML: malformed, empty or wrong-root documents are MalformedXML; entities are not expanded past the document', () => {
       expect(parseXml<{ Object: Array<{ Key: string }> }>('<Delete><Object><Key>a&amp;b</Key></Object></Delete>', 'Delete').Object[0].Key).to.equal('a&b');
-      for (const bad of ['', '   ', '<Delete>', '<Delete><Object></Delete>', '<Other/>', 'not xml']) expect(codeOf(() => parseXml(bad, 'Delete')), JSON.stringify(bad)).to.equal('MalformedXML');
+      for (const bad of ['', '   ', '<Delete>', '<Delete><Object></Delete>', '<Other/>', 'not xml'])
+        expect(
+          codeOf(() => parseXml(bad, 'Delete')),
+          JSON.stringify(bad),
+        ).to.equal('MalformedXML');
       const xxe = '<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><Delete><Object><Key>&x;</Key></Object></Delete>';
       expect(codeOf(() => parseXml(xxe, 'Delete'))).to.equal('MalformedXML');
       const laughs = `<!DOCTYPE d [<!ENTITY a "aaaaaaaaaa">${Array.from({ length: 8 }, (_, i) => `<!ENTITY ${'b'.repeat(i + 1)} "${`&${i ? 'b'.repeat(i) : 'a'};`.repeat(10)}">`).join('')}]><Delete><Object><Key>&bbbbbbbb;</Key></Object></Delete>`;

@@ -89,7 +89,11 @@ describe('gateway SigV4', () => {
       expect(viaHeader.code).to.equal('AccessDenied');
       expect(viaHeader.message).to.equal('There were headers present in the request which were not signed');
       expect(viaHeader.extra.HeadersNotSigned).to.equal('x-amz-copy-source');
-      const req = { method: 'PUT', url: presigned, headers: { host: 'examplebucket.s3.amazonaws.com', 'x-amz-copy-source': '/other/secret.txt', 'x-amz-meta-a': '1' } };
+      const req = {
+        method: 'PUT',
+        url: presigned,
+        headers: { host: 'examplebucket.s3.amazonaws.com', 'x-amz-copy-source': '/other/secret.txt', 'x-amz-meta-a': '1' },
+      };
       const viaQuery = await failure(verifySigV4(req, lookup, at(EXAMPLE_TIME)));
       expect(viaQuery.code).to.equal('AccessDenied');
       expect(viaQuery.extra.HeadersNotSigned).to.equal('x-amz-copy-source, x-amz-meta-a');
@@ -108,17 +112,43 @@ describe('gateway SigV4', () => {
       const service = getObjectRequest(good);
       service.headers.authorization = service.headers.authorization.replace('/s3/', '/sqs/');
       expect((await failure(verifySigV4(service, lookup, at(EXAMPLE_TIME)))).message).to.contain("incorrect service 'sqs'");
-      const query = await failure(verifySigV4({ method: 'GET', url: presigned, headers: { host: 'examplebucket.s3.amazonaws.com' } }, lookup, { region: 'eu-west-1', now: EXAMPLE_TIME }));
+      const query = await failure(
+        verifySigV4({ method: 'GET', url: presigned, headers: { host: 'examplebucket.s3.amazonaws.com' } }, lookup, { region: 'eu-west-1', now: EXAMPLE_TIME }),
+      );
       expect([query.code, query.status, query.extra.Region]).to.deep.equal(['AuthorizationQueryParametersError', 400, 'eu-west-1']);
-      const queryDay = await failure(verifySigV4({ method: 'GET', url: presigned.replace('X-Amz-Date=20130524', 'X-Amz-Date=20130523'), headers: { host: 'examplebucket.s3.amazonaws.com' } }, lookup, at(EXAMPLE_TIME)));
+      const queryDay = await failure(
+        verifySigV4(
+          { method: 'GET', url: presigned.replace('X-Amz-Date=20130524', 'X-Amz-Date=20130523'), headers: { host: 'examplebucket.s3.amazonaws.com' } },
+          lookup,
+          at(EXAMPLE_TIME),
+        ),
+      );
       expect(queryDay.code).to.equal('AuthorizationQueryParametersError');
     });
   });
 
   it('presignUrl produces the documented URL and verifies round-trip', async () => {
-    const url = presignUrl({ method: 'GET', origin: 'https://examplebucket.s3.amazonaws.com', path: '/test.txt', accessKey: AK, secret: SECRET, region: 'us-east-1', expiresSeconds: 86400, now: EXAMPLE_TIME });
+    const url = presignUrl({
+      method: 'GET',
+      origin: 'https://examplebucket.s3.amazonaws.com',
+      path: '/test.txt',
+      accessKey: AK,
+      secret: SECRET,
+      region: 'us-east-1',
+      expiresSeconds: 86400,
+      now: EXAMPLE_TIME,
+    });
     expect(url).to.contain('X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404');
-    const odd = presignUrl({ method: 'PUT', origin: 'http://127.0.0.1:9000', path: '/b/dir/a key+ü.txt', accessKey: AK, secret: SECRET, region: 'us-east-1', expiresSeconds: 60, now: EXAMPLE_TIME });
+    const odd = presignUrl({
+      method: 'PUT',
+      origin: 'http://127.0.0.1:9000',
+      path: '/b/dir/a key+ü.txt',
+      accessKey: AK,
+      secret: SECRET,
+      region: 'us-east-1',
+      expiresSeconds: 60,
+      now: EXAMPLE_TIME,
+    });
     const u = new URL(odd);
     const r = await verifySigV4({ method: 'PUT', url: u.pathname + u.search, headers: { host: u.host } }, lookup, at(EXAMPLE_TIME));
     expect(r.credential.accessKey).to.equal(AK);
@@ -126,7 +156,12 @@ describe('gateway SigV4', () => {
 
   describe('aws-chunked bodies', () => {
     const seed = '4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9';
-    const signing = { key: signingKey(SECRET, '20130524', 'us-east-1'), scope: '20130524/us-east-1/s3/aws4_request', amzDate: '20130524T000000Z', seedSignature: seed };
+    const signing = {
+      key: signingKey(SECRET, '20130524', 'us-east-1'),
+      scope: '20130524/us-east-1/s3/aws4_request',
+      amzDate: '20130524T000000Z',
+      seedSignature: seed,
+    };
     const body = (lastSig = 'b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9') =>
       Buffer.concat([
         Buffer.from('10000;chunk-signature=ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648\r\n'),
@@ -284,7 +319,9 @@ describe('gateway SigV4', () => {
 
   it('a payload hash check passes a matching body and withholds the end of a mismatching one', async () => {
     const data = Buffer.from('strata object bytes');
-    expect((await collect(Readable.from([data.subarray(0, 5), data.subarray(5)]).pipe(new VerifiedBody([new PayloadHashCheck(sha256Hex(data))])))).equals(data)).to.equal(true);
+    expect(
+      (await collect(Readable.from([data.subarray(0, 5), data.subarray(5)]).pipe(new VerifiedBody([new PayloadHashCheck(sha256Hex(data))])))).equals(data),
+    ).to.equal(true);
     const verifier = new VerifiedBody([new PayloadHashCheck(sha256Hex('something else'))]);
     const received: Buffer[] = [];
     verifier.on('data', (c: Buffer) => received.push(c));

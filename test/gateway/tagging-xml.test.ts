@@ -8,8 +8,14 @@ const parse = (inner: string, of: 'bucket' | 'object' = 'bucket') => parseTaggin
 
 describe('tagging document (S3 XML ⇄ tags)', () => {
   it('reads tags in order (an empty TagSet is no tags) and writes them back unchanged', () => {
-    const tags = parse('<TagSet><Tag><Key>team</Key><Value>data eng</Value></Tag><Tag><Key>cost-centre</Key><Value>4711</Value></Tag><Tag><Key>empty</Key><Value></Value></Tag></TagSet>');
-    expect(tags).to.deep.equal([{ key: 'team', value: 'data eng' }, { key: 'cost-centre', value: '4711' }, { key: 'empty', value: '' }]);
+    const tags = parse(
+      '<TagSet><Tag><Key>team</Key><Value>data eng</Value></Tag><Tag><Key>cost-centre</Key><Value>4711</Value></Tag><Tag><Key>empty</Key><Value></Value></Tag></TagSet>',
+    );
+    expect(tags).to.deep.equal([
+      { key: 'team', value: 'data eng' },
+      { key: 'cost-centre', value: '4711' },
+      { key: 'empty', value: '' },
+    ]);
     expect(parseTagging(parseXml<TaggingXml>(renderXml('Tagging', renderTagging(tags)), 'Tagging'), 'object')).to.deep.equal(tags);
     expect(parseTagging(parseXml<TaggingXml>(renderXml('Tagging', renderTagging([])), 'Tagging'), 'object')).to.deep.equal([]);
     expect(parse('<TagSet/>')).to.deep.equal([]);
@@ -27,7 +33,11 @@ describe('tagging document (S3 XML ⇄ tags)', () => {
       [`<TagSet>${tag('semi;colon')}</TagSet>`, 'InvalidTag'],
       [`<TagSet>${Array.from({ length: 51 }, (_, i) => tag(`k${i}`)).join('')}</TagSet>`, 'InvalidTag'],
     ];
-    for (const [xml, code] of cases) expect(s3CodeOf(() => parse(xml)), xml.slice(0, 100)).to.equal(code);
+    for (const [xml, code] of cases)
+      expect(
+        s3CodeOf(() => parse(xml)),
+        xml.slice(0, 100),
+      ).to.equal(code);
   });
 
   it('allows 50 tags on a bucket and 10 on an object', () => {
@@ -52,14 +62,21 @@ describe('x-amz-tagging header (URL-encoded key=value pairs)', () => {
 
   it('refuses what S3 refuses with InvalidTag: bad escapes, repeated keys, aws: keys, bad characters, more than 10 tags', () => {
     const cases = ['a=%E0%A4%A', 'a=1&a=2', 'aws%3Asystem=1', 'semi%3Bcolon=1', '=value', Array.from({ length: 11 }, (_, i) => `k${i}=v`).join('&')];
-    for (const raw of cases) expect(s3CodeOf(() => parseTaggingHeader(raw)), raw).to.equal('InvalidTag');
+    for (const raw of cases)
+      expect(
+        s3CodeOf(() => parseTaggingHeader(raw)),
+        raw,
+      ).to.equal('InvalidTag');
   });
 
   it('checks tags that reach an internal API as JSON the same way', () => {
     expect(objectTagsFromJson(undefined)).to.equal(undefined);
     expect(objectTagsFromJson([{ key: 'a', value: '1', extra: true }])).to.deep.equal([{ key: 'a', value: '1' }]);
     for (const bad of [{}, 'a=1', [{ key: 'a' }], [{ key: 'a', value: 1 }], [{ key: 'aws:x', value: '1' }]]) {
-      expect(s3CodeOf(() => objectTagsFromJson(bad)), JSON.stringify(bad)).to.equal('InvalidTag');
+      expect(
+        s3CodeOf(() => objectTagsFromJson(bad)),
+        JSON.stringify(bad),
+      ).to.equal('InvalidTag');
     }
   });
 });

@@ -30,7 +30,18 @@ describe('gateway: virtual-hosted-style requests become path style', () => {
   });
 
   it('every other host is left alone: the domain itself, other domains, addresses, no Host', () => {
-    for (const host of ['s3.example.com', 's3.example.com:9000', 'localhost:9000', 'evil-s3.example.com', 'photos.example.com', 'photos.s3.example.com.attacker.net', '127.0.0.1:9000', '[::1]:9000', 'x.[::1]', undefined]) {
+    for (const host of [
+      's3.example.com',
+      's3.example.com:9000',
+      'localhost:9000',
+      'evil-s3.example.com',
+      'photos.example.com',
+      'photos.s3.example.com.attacker.net',
+      '127.0.0.1:9000',
+      '[::1]:9000',
+      'x.[::1]',
+      undefined,
+    ]) {
       const req = request(host, '/bucket/key');
       rewrite(req);
       expect(req.url, String(host)).to.equal('/bucket/key');
@@ -45,7 +56,10 @@ describe('gateway: virtual-hosted-style requests become path style', () => {
   it('STRATA_S3_DOMAINS: a list of domain names (none by default in the image, localhost standalone); anything else is a config error', () => {
     const secrets = { STRATA_INTERNAL_TOKEN: 'x'.repeat(16), STRATA_JWT_SECRET: 'y'.repeat(32) };
     expect(loadGatewayEnv(secrets).STRATA_S3_DOMAINS).to.deep.equal([]);
-    expect(loadGatewayEnv({ ...secrets, STRATA_S3_DOMAINS: ' S3.Example.com , s3.internal ' }).STRATA_S3_DOMAINS).to.deep.equal(['s3.example.com', 's3.internal']);
+    expect(loadGatewayEnv({ ...secrets, STRATA_S3_DOMAINS: ' S3.Example.com , s3.internal ' }).STRATA_S3_DOMAINS).to.deep.equal([
+      's3.example.com',
+      's3.internal',
+    ]);
     expect(loadStandaloneEnv({}).STRATA_S3_DOMAINS).to.deep.equal(['localhost']);
     expect(loadStandaloneEnv({ STRATA_S3_DOMAINS: '' }).STRATA_S3_DOMAINS).to.deep.equal([]);
     for (const bad of ['http://s3.example.com', 's3.example.com:9000', 'under_score.com', '*.example.com']) {

@@ -8,8 +8,13 @@ import { makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fi
 
 const JWT_SECRET = 'image-search-access-jwt-secret-0123456789';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function post(base: string, route: string, payload: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; authenticate: string | null }> {
+async function post(
+  base: string,
+  route: string,
+  payload: unknown,
+  headers: Record<string, string> = {},
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<{ status: number; body: any; authenticate: string | null }> {
   const response = await fetch(base + route, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(payload) });
   return { status: response.status, body: await response.json(), authenticate: response.headers.get('www-authenticate') };
 }
@@ -22,7 +27,15 @@ describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY o
   const start = async (env: Record<string, string>): Promise<RunningService> => {
     const indexDir = tempDir('image-search-access');
     dirs.push(indexDir);
-    return startImageSearch({ env, PORT: 0, host: '127.0.0.1', IMAGE_SEARCH_MODEL_DIR: modelDir, IMAGE_FILE_DIR: images.dir, IMAGE_SEARCH_INDEX_DIR: indexDir, logger: pino({ level: 'silent' }) });
+    return startImageSearch({
+      env,
+      PORT: 0,
+      host: '127.0.0.1',
+      IMAGE_SEARCH_MODEL_DIR: modelDir,
+      IMAGE_FILE_DIR: images.dir,
+      IMAGE_SEARCH_INDEX_DIR: indexDir,
+      logger: pino({ level: 'silent' }),
+    });
   };
 
   before(async () => {
@@ -61,14 +74,21 @@ describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY o
           expect(refused.authenticate).to.match(/^Bearer/);
         }
       }
-      expect((await post(base, '/api/index/add', { image_paths: [red] }, { authorization: `Bearer ${gatewayToken(JWT_SECRET, -10)}` })).body.message).to.match(/expired/);
+      expect((await post(base, '/api/index/add', { image_paths: [red] }, { authorization: `Bearer ${gatewayToken(JWT_SECRET, -10)}` })).body.message).to.match(
+        /expired/,
+      );
       const status = (await (await fetch(`${base}/api/index/status`)).json()) as { total_vectors: number; job: unknown };
       expect(status).to.deep.include({ total_vectors: 0, job: null });
 
       // The key (as a bearer token or X-API-Key) and a gateway token both may.
       expect((await post(base, '/api/index/add', { image_paths: [red] }, { authorization: `Bearer ${TEST_API_KEY}` })).status).to.equal(200);
       expect((await post(base, '/api/index/add', { image_paths: [images.colourFiles.red[1]] }, { 'x-api-key': TEST_API_KEY })).status).to.equal(200);
-      const byUser = await post(base, '/api/tools/call', { tool: 'add_images', arguments: { image_paths: [images.colourFiles.blue[0]] } }, { authorization: `Bearer ${gatewayToken(JWT_SECRET, 60)}` });
+      const byUser = await post(
+        base,
+        '/api/tools/call',
+        { tool: 'add_images', arguments: { image_paths: [images.colourFiles.blue[0]] } },
+        { authorization: `Bearer ${gatewayToken(JWT_SECRET, 60)}` },
+      );
       expect(byUser.status).to.equal(200);
       expect(byUser.body.result.added).to.have.length(1);
 

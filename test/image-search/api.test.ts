@@ -15,8 +15,14 @@ interface Result {
 }
 
 // Response bodies are read loosely: each test asserts the fields it needs.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function call(base: string, method: string, route: string, payload?: unknown, headers: Record<string, string> = AUTH_HEADER): Promise<{ status: number; body: any }> {
+async function call(
+  base: string,
+  method: string,
+  route: string,
+  payload?: unknown,
+  headers: Record<string, string> = AUTH_HEADER,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<{ status: number; body: any }> {
   const init: RequestInit = { method, headers };
   if (payload instanceof FormData) init.body = payload;
   else if (typeof payload === 'string') Object.assign(init, { body: payload, headers: { ...headers, 'content-type': 'application/json' } });
@@ -36,10 +42,12 @@ async function call(base: string, method: string, route: string, payload?: unkno
 function rawGet(base: string, rawPath: string): Promise<number> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
-    http.get({ host: url.hostname, port: url.port, path: rawPath }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    }).on('error', reject);
+    http
+      .get({ host: url.hostname, port: url.port, path: rawPath }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+      .on('error', reject);
   });
 }
 
@@ -243,7 +251,10 @@ describe('image-search: HTTP API', function () {
     const search = await call(base, 'POST', '/api/tools/call', { tool: 'search_by_text', arguments: { query: 'green', topk: 2 } });
     expect(search.status).to.equal(200);
     expect(search.body.result.results).to.have.length(2);
-    const similar = await call(base, 'POST', '/api/tools/call', { tool: 'search_by_image_id', arguments: { image_id: search.body.result.results[0].id, topk: 2 } });
+    const similar = await call(base, 'POST', '/api/tools/call', {
+      tool: 'search_by_image_id',
+      arguments: { image_id: search.body.result.results[0].id, topk: 2 },
+    });
     expect(similar.body.result.results.map((r: Result) => r.id)).to.not.include(search.body.result.results[0].id);
     const status = await call(base, 'POST', '/api/tools/call', { tool: 'get_index_status', arguments: {} });
     expect(status.body.result).to.have.property('total_vectors');
@@ -320,5 +331,9 @@ describe('image-search: HTTP API', function () {
 
 function firstStamp(dir: string): string | undefined {
   const stamps = path.join(dir, 'tuxpaint');
-  return existsSync(stamps) ? readdirSync(stamps).filter((f) => f.endsWith('.png')).map((f) => `tuxpaint/${f}`)[0] : undefined;
+  return existsSync(stamps)
+    ? readdirSync(stamps)
+        .filter((f) => f.endsWith('.png'))
+        .map((f) => `tuxpaint/${f}`)[0]
+    : undefined;
 }

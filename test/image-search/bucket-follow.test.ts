@@ -14,7 +14,9 @@ type Json = any;
 
 /** Uncompressed PNGs: every colour gives a file of the same size, so only the content (ETag) tells them apart. */
 const samesizeImage = async (colour: keyof typeof PALETTE, seed: number) =>
-  sharp(await colourImage(PALETTE[colour], seed)).png({ compressionLevel: 0, adaptiveFiltering: false }).toBuffer();
+  sharp(await colourImage(PALETTE[colour], seed))
+    .png({ compressionLevel: 0, adaptiveFiltering: false })
+    .toBuffer();
 
 describe('image-search: the index follows its bucket exactly (content changes, deletes, undecodable objects)', function () {
   this.timeout(120_000);
@@ -58,7 +60,11 @@ describe('image-search: the index follows its bucket exactly (content changes, d
       return until(async () => ((s: Json) => (s.source.last_sync.finished_at !== before && !s.source.syncing ? s : undefined))(await status()));
     };
     const search = async (query: string): Promise<Array<{ id: number; path: string }>> =>
-      (await (await fetch(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, topk: 10 }) })).json()).results;
+      (
+        await (
+          await fetch(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, topk: 10 }) })
+        ).json()
+      ).results;
     const mirrored = 's3/photos/follow/a.png';
     try {
       const first = await firstSync();
@@ -81,7 +87,11 @@ describe('image-search: the index follows its bucket exactly (content changes, d
       expect(blueResults.filter((r) => r.path === mirrored)).to.have.length(1);
       expect(blueResults[0].path).to.equal(mirrored);
       expect(blueResults[0].id).to.not.equal(redHit.id);
-      const old = await fetch(`${service.url}/api/tools/call`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tool: 'search_by_image_id', arguments: { image_id: redHit.id } }) });
+      const old = await fetch(`${service.url}/api/tools/call`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ tool: 'search_by_image_id', arguments: { image_id: redHit.id } }),
+      });
       expect(old.status).to.equal(404);
 
       // Nothing changed: nothing fetched, nothing encoded; the undecodable object stays skipped, untouched.

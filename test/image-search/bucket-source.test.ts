@@ -154,7 +154,11 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       // An image that did not come from the bucket: added by path, it must survive every sync.
       mkdirSync(path.join(imageDir, 'local'), { recursive: true });
       writeFileSync(path.join(imageDir, 'local', 'own.png'), await colourImage(PALETTE.red, 203));
-      const add = await json(`${running.url}/api/index/add`, { method: 'POST', headers: { ...AUTH_HEADER, 'content-type': 'application/json' }, body: '{"image_paths":["local/own.png"]}' });
+      const add = await json(`${running.url}/api/index/add`, {
+        method: 'POST',
+        headers: { ...AUTH_HEADER, 'content-type': 'application/json' },
+        body: '{"image_paths":["local/own.png"]}',
+      });
       expect(add.added).to.have.length(1);
 
       await s3.remove('photos', 'gone/red/a.png');
@@ -192,7 +196,11 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
     await channel.assertExchange(exchange, 'topic', { durable: true });
     await channel.assertQueue(queue, { durable: true });
     await channel.bindQueue(queue, exchange, 'object.created');
-    const service = await mirror('amqp', { IMAGE_SEARCH_EVENTS_AMQP_URL: amqpUrl, IMAGE_SEARCH_EVENTS_EXCHANGE: exchange, IMAGE_SEARCH_EVENTS_QUEUE: queue }).start();
+    const service = await mirror('amqp', {
+      IMAGE_SEARCH_EVENTS_AMQP_URL: amqpUrl,
+      IMAGE_SEARCH_EVENTS_EXCHANGE: exchange,
+      IMAGE_SEARCH_EVENTS_QUEUE: queue,
+    }).start();
     try {
       const first = await statusWhen(service, (s) => s.source.last_sync);
       const before = first.index.total_vectors;
@@ -201,7 +209,14 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       channel.publish(
         exchange,
         'object.created',
-        Buffer.from(JSON.stringify({ id: 'evt-1', type: 'object.created', occurredAt: new Date().toISOString(), payload: { bucket: 'photos', key: 'cams/purple/amqp.png' } })),
+        Buffer.from(
+          JSON.stringify({
+            id: 'evt-1',
+            type: 'object.created',
+            occurredAt: new Date().toISOString(),
+            payload: { bucket: 'photos', key: 'cams/purple/amqp.png' },
+          }),
+        ),
       );
       await channel.waitForConfirms();
       const after = await statusWhen(service, (s) => s.index.total_vectors === before + 1);

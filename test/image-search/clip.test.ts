@@ -6,7 +6,14 @@ import sharp from 'sharp';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { createHash, createHmac } from 'node:crypto';
 import { ClipEncoder } from '../../images/image-search/src/clip/encoder.js';
-import { checkModelDir, describeModel, fetchModelFromS3, MODEL_FILES, ModelMissingError, signedHeaders } from '../../images/image-search/src/clip/model-files.js';
+import {
+  checkModelDir,
+  describeModel,
+  fetchModelFromS3,
+  MODEL_FILES,
+  ModelMissingError,
+  signedHeaders,
+} from '../../images/image-search/src/clip/model-files.js';
 import { CLIP_MEAN, CLIP_STD, ImageDecodeError, preprocessImage } from '../../images/image-search/src/clip/preprocess.js';
 import { ClipTokenizer, bytesToUnicode, parseMerges, CONTEXT_LENGTH } from '../../images/image-search/src/clip/tokenizer.js';
 import { buildVocabulary } from '../../hack/clip/test-clip-model.js';
@@ -35,7 +42,14 @@ describe('image-search: CLIP tokenizer', () => {
     // A handmade merge table: lower rank wins.
     const manual = new ClipTokenizer(
       parseMerges('#version: 0.2\na b</w>\na b\n'),
-      new Map([['a', 0], ['b</w>', 1], ['ab</w>', 2], ['ab', 3], ['<|startoftext|>', 4], ['<|endoftext|>', 5]]),
+      new Map([
+        ['a', 0],
+        ['b</w>', 1],
+        ['ab</w>', 2],
+        ['ab', 3],
+        ['<|startoftext|>', 4],
+        ['<|endoftext|>', 5],
+      ]),
     );
     expect(manual.bpe('ab')).to.deep.equal(['ab</w>']);
   });
@@ -91,7 +105,9 @@ describe('image-search: CLIP preprocessing and encoders', function () {
         raw.set(rgb, (y * width + x) * 3);
       }
     }
-    const png = await sharp(raw, { raw: { width, height: 224, channels: 3 } }).png().toBuffer();
+    const png = await sharp(raw, { raw: { width, height: 224, channels: 3 } })
+      .png()
+      .toBuffer();
     const out = new Float32Array(3 * 224 * 224);
     await preprocessImage(png, out);
     const at = (c: number, y: number, x: number) => out[c * 224 * 224 + y * 224 + x];
@@ -167,9 +183,24 @@ describe('image-search: model files', function () {
     const url = new URL('http://127.0.0.1:9000/models/clip/test/image_encoder.onnx');
     const credentials = { accessKeyId: 'AKEXAMPLE', secretAccessKey: 'secret/EXAMPLE' };
     const mine = signedHeaders(url, { ...credentials, region: 'eu-west-1' }, date);
-    const signer = new SignatureV4({ credentials, region: 'eu-west-1', service: 's3', sha256: Sha256 as unknown as ConstructorParameters<typeof SignatureV4>[0]['sha256'], uriEscapePath: false, applyChecksum: false });
+    const signer = new SignatureV4({
+      credentials,
+      region: 'eu-west-1',
+      service: 's3',
+      sha256: Sha256 as unknown as ConstructorParameters<typeof SignatureV4>[0]['sha256'],
+      uriEscapePath: false,
+      applyChecksum: false,
+    });
     const reference = await signer.sign(
-      { method: 'GET', protocol: 'http:', hostname: '127.0.0.1', port: 9000, path: url.pathname, query: {}, headers: { host: url.host, 'x-amz-content-sha256': mine['x-amz-content-sha256'] } },
+      {
+        method: 'GET',
+        protocol: 'http:',
+        hostname: '127.0.0.1',
+        port: 9000,
+        path: url.pathname,
+        query: {},
+        headers: { host: url.host, 'x-amz-content-sha256': mine['x-amz-content-sha256'] },
+      },
       { signingDate: date },
     );
     expect(mine.authorization).to.equal(reference.headers.authorization);
@@ -226,4 +257,3 @@ describe('image-search: model files', function () {
     }
   });
 });
-

@@ -37,7 +37,15 @@ describe('image-search: configuration from the environment', function () {
   it('reports every bad value at once', () => {
     let error: unknown;
     try {
-      loadImageSearchConfig({ IMAGE_SEARCH_TOPK: '0', IMAGE_SEARCH_BUFFER_THRESHOLD: 'lots', IMAGE_SEARCH_MAX_TOPK: '100000', IMAGE_SEARCH_EXECUTION_PROVIDER: 'tpu', IMAGE_SEARCH_RERANK_FACTOR: '0', IMAGE_SEARCH_TRAIN_NITER: 'ten', IMAGE_SEARCH_TRAIN_TWO_LEVEL: 'maybe' });
+      loadImageSearchConfig({
+        IMAGE_SEARCH_TOPK: '0',
+        IMAGE_SEARCH_BUFFER_THRESHOLD: 'lots',
+        IMAGE_SEARCH_MAX_TOPK: '100000',
+        IMAGE_SEARCH_EXECUTION_PROVIDER: 'tpu',
+        IMAGE_SEARCH_RERANK_FACTOR: '0',
+        IMAGE_SEARCH_TRAIN_NITER: 'ten',
+        IMAGE_SEARCH_TRAIN_TWO_LEVEL: 'maybe',
+      });
     } catch (err) {
       error = err;
     }
@@ -77,7 +85,9 @@ describe('image-search: configuration from the environment', function () {
       });
       const body = (await added.json()) as { buffer: { merge_suggested: boolean; threshold: number } };
       expect(body.buffer).to.include({ threshold: 2, merge_suggested: true });
-      const search = (await (await fetch(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"red"}' })).json()) as { topk: number; results: unknown[] };
+      const search = (await (
+        await fetch(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"red"}' })
+      ).json()) as { topk: number; results: unknown[] };
       expect(search.topk).to.equal(7);
       expect(search.results).to.have.length(3);
     } finally {

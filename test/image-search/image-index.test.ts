@@ -3,7 +3,14 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync, existsSync, statSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { DEFAULT_TRAINING, ImageIndex, IndexBusyError, UnknownIdsError, trainingOptionsFromEnv, type ImageIndexOptions } from '../../images/image-search/src/index/image-index.js';
+import {
+  DEFAULT_TRAINING,
+  ImageIndex,
+  IndexBusyError,
+  UnknownIdsError,
+  trainingOptionsFromEnv,
+  type ImageIndexOptions,
+} from '../../images/image-search/src/index/image-index.js';
 import { clusteredVectors, exactTopK, recallAtK } from './support/clustered-vectors.js';
 
 const d = 32;
@@ -159,14 +166,23 @@ describe('image-search: double-buffered index', function () {
       // Held-out queries from the same clusters.
       const queries = data.slice(3500 * d, 3600 * d);
       const truth = exactTopK(data.subarray(0, 3500 * d), queries, d, 10);
-      const recall = async (rerank: boolean) => recallAtK((await index.search(queries, 10, { rerank })).map((hits) => hits.map((h) => h.id)), truth);
+      const recall = async (rerank: boolean) =>
+        recallAtK(
+          (await index.search(queries, 10, { rerank })).map((hits) => hits.map((h) => h.id)),
+          truth,
+        );
       const approximate = await recall(false);
       const reranked = await recall(true);
       expect(reranked).to.be.at.least(0.95);
       expect(reranked).to.be.greaterThan(approximate);
       // Re-ranking every vector of every list (all lists probed) is exact search.
       const everything = await index.search(queries, 10, { rerank: true, rerankFactor: 350, nprobe: 16 });
-      expect(recallAtK(everything.map((hits) => hits.map((h) => h.id)), truth)).to.equal(1);
+      expect(
+        recallAtK(
+          everything.map((hits) => hits.map((h) => h.id)),
+          truth,
+        ),
+      ).to.equal(1);
       await index.close();
     } finally {
       rmSync(other, { recursive: true, force: true });
@@ -175,16 +191,31 @@ describe('image-search: double-buffered index', function () {
 
   it('training knobs: defaults, IMAGE_SEARCH_TRAIN_* overrides, bad values refused; a rebuild reports what it used', async () => {
     expect(trainingOptionsFromEnv({})).to.deep.equal({ niter: 10, pqNiter: 10, pqMaxPointsPerCentroid: 64 });
-    expect(trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_NITER: '25', IMAGE_SEARCH_TRAIN_PQ_POINTS: '0', IMAGE_SEARCH_TRAIN_BLAS_THREADS: '1', IMAGE_SEARCH_TRAIN_TWO_LEVEL: 'true' })).to.deep.equal({
+    expect(
+      trainingOptionsFromEnv({
+        IMAGE_SEARCH_TRAIN_NITER: '25',
+        IMAGE_SEARCH_TRAIN_PQ_POINTS: '0',
+        IMAGE_SEARCH_TRAIN_BLAS_THREADS: '1',
+        IMAGE_SEARCH_TRAIN_TWO_LEVEL: 'true',
+      }),
+    ).to.deep.equal({
       niter: 25,
       pqNiter: 10,
       pqMaxPointsPerCentroid: 0,
       blasThreads: 1,
       twoLevel: true,
     });
-    expect(trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_NITER: '', IMAGE_SEARCH_TRAIN_TWO_LEVEL: '' })).to.deep.equal({ niter: 10, pqNiter: 10, pqMaxPointsPerCentroid: 64 });
-    expect(() => trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_NITER: 'ten' })).to.throw(/invalid configuration for image-search:[\s\S]*IMAGE_SEARCH_TRAIN_NITER/);
-    expect(() => trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_THREADS: '-1', IMAGE_SEARCH_TRAIN_PQ_POINTS: '2000000' })).to.throw(/^(?=[\s\S]*IMAGE_SEARCH_TRAIN_THREADS)(?=[\s\S]*IMAGE_SEARCH_TRAIN_PQ_POINTS)/);
+    expect(trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_NITER: '', IMAGE_SEARCH_TRAIN_TWO_LEVEL: '' })).to.deep.equal({
+      niter: 10,
+      pqNiter: 10,
+      pqMaxPointsPerCentroid: 64,
+    });
+    expect(() => trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_NITER: 'ten' })).to.throw(
+      /invalid configuration for image-search:[\s\S]*IMAGE_SEARCH_TRAIN_NITER/,
+    );
+    expect(() => trainingOptionsFromEnv({ IMAGE_SEARCH_TRAIN_THREADS: '-1', IMAGE_SEARCH_TRAIN_PQ_POINTS: '2000000' })).to.throw(
+      /^(?=[\s\S]*IMAGE_SEARCH_TRAIN_THREADS)(?=[\s\S]*IMAGE_SEARCH_TRAIN_PQ_POINTS)/,
+    );
     const other = mkdtempSync(path.join(tmpdir(), 'strata-image-index-training-'));
     try {
       const training = { ...DEFAULT_TRAINING, niter: 4, threads: 1 };

@@ -8,7 +8,11 @@ import { startFakeLlm, type FakeLlm } from './support/fake-llm.js';
 import { AUTH_HEADER, makeImageDir, makeTestModel, startTestImageSearch, tempDir, type TestImageSearch } from './support/fixtures.js';
 
 async function post(base: string, route: string, payload: unknown) {
-  const response = await fetch(base + route, { method: 'POST', headers: { ...AUTH_HEADER, 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+  const response = await fetch(base + route, {
+    method: 'POST',
+    headers: { ...AUTH_HEADER, 'content-type': 'application/json' },
+    body: JSON.stringify(payload),
+  });
   return { status: response.status, body: (await response.json()) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
@@ -78,7 +82,10 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
     const offered = llm.requests.find((r) => r.body.tools)!.body.tools as Array<{ type: string; function: { name: string } }>;
     expect(offered.map((t) => t.function.name)).to.include('get_index_status');
 
-    const history = [...first.body.messages.filter((m: { role: string; content?: string }) => m.role === 'user' || (m.role === 'assistant' && m.content)), { role: 'user', content: 'and the index status?' }];
+    const history = [
+      ...first.body.messages.filter((m: { role: string; content?: string }) => m.role === 'user' || (m.role === 'assistant' && m.content)),
+      { role: 'user', content: 'and the index status?' },
+    ];
     const second = await post(service.url, '/api/chat', { messages: history });
     expect(second.status).to.equal(200);
     expect(second.body.tool_calls[0].tool).to.equal('get_index_status');
@@ -186,13 +193,15 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
     }
   });
 
-  it('LLM_MODEL unset, pointed at Strata\'s own model server: strata-verse, the text model, never strata-tiny, which answers token ids', async () => {
+  it("LLM_MODEL unset, pointed at Strata's own model server: strata-verse, the text model, never strata-tiny, which answers token ids", async () => {
     const modelServer = await startModelServer({ port: 0, host: '127.0.0.1', truncatePrompt: true, logger: createLogger('model-server-test', 'silent') });
     const service = await start({}, `${modelServer.url}/v1`);
     // The model server's own count of the completions it answered, by model.
     const answered = async (model: string) => {
       const lines = (await (await fetch(`${modelServer.url}/metrics`)).text()).split('\n');
-      return lines.filter((l) => l.startsWith('model_server_chat_completions_total{') && l.includes(`model="${model}"`)).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+      return lines
+        .filter((l) => l.startsWith('model_server_chat_completions_total{') && l.includes(`model="${model}"`))
+        .reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
     };
     try {
       expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'ok', model: 'strata-verse', model_source: 'upstream /v1/models', error: null });

@@ -31,7 +31,14 @@ describe('image-search: SearchService adds each image once', function () {
       },
       encodeTexts: (texts) => encoder.encodeTexts(texts),
     };
-    index = await ImageIndex.open({ dir: indexDir, dim: encoder.dim, indexString: 'IVF16,Flat', nprobe: 4, bufferThreshold: 100, logger: pino({ level: 'silent' }) });
+    index = await ImageIndex.open({
+      dir: indexDir,
+      dim: encoder.dim,
+      indexString: 'IVF16,Flat',
+      nprobe: 4,
+      bufferThreshold: 100,
+      logger: pino({ level: 'silent' }),
+    });
     service = new SearchService({ index, files: new ImageFiles(images.dir), embedder: counting, defaultTopk: 10, maxTopk: 100 });
   });
   after(async () => {

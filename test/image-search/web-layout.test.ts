@@ -45,7 +45,9 @@ describe('image-search: the page works at desktop and phone sizes (Chromium)', f
         await page.goto(service.url + '/');
         await page.waitForSelector('#model-state.warn');
         // Every input has a label (visible text or aria-label).
-        const unlabelled = await page.$$eval('input, textarea', (els) => els.filter((e) => !(e as HTMLInputElement).labels?.length && !e.getAttribute('aria-label')).map((e) => e.id));
+        const unlabelled = await page.$$eval('input, textarea', (els) =>
+          els.filter((e) => !(e as HTMLInputElement).labels?.length && !e.getAttribute('aria-label')).map((e) => e.id),
+        );
         expect(unlabelled).to.deep.equal([]);
         expect(await page.getAttribute('link[rel=icon]', 'href')).to.equal('/favicon.ico');
 
@@ -91,7 +93,13 @@ describe('image-search: the page works at desktop and phone sizes (Chromium)', f
         await page.click('#remove-image');
         await page.waitForFunction(() => document.querySelector('#message')?.textContent?.startsWith('removed '));
         expect(await page.$(`#results .card[data-id="${removedId}"]`)).to.equal(null);
-        const after = (await (await fetch(`${service.url}/api/tools/call`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tool: 'search_by_image_id', arguments: { image_id: Number(removedId) } }) })).status);
+        const after = await (
+          await fetch(`${service.url}/api/tools/call`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ tool: 'search_by_image_id', arguments: { image_id: Number(removedId) } }),
+          })
+        ).status;
         expect(after).to.equal(404);
       } finally {
         await page.close();

@@ -43,14 +43,19 @@ describe('container images (Dockerfiles; no Docker engine here to build them)', 
       const copied = contextCopies(stages(dockerfile(name)).find((s) => s.name === 'build')!.instructions);
       for (const src of copied) expect(existsSync(path.join(root, src)), `${name}: ${src}`).to.equal(true);
       for (const module of moduleGraph(entry, root).modules) {
-        expect(copied.some((src) => module === src || module.startsWith(`${src}/`)), `${name}: ${module}`).to.equal(true);
+        expect(
+          copied.some((src) => module === src || module.startsWith(`${src}/`)),
+          `${name}: ${module}`,
+        ).to.equal(true);
       }
     });
   }
 
   it('builds the FAISS binding against Debian FAISS in the build stage of the images that search', () => {
     for (const name of ['image-search', 'standalone']) {
-      const build = stages(dockerfile(name)).find((s) => s.name === 'build')!.instructions.join('\n');
+      const build = stages(dockerfile(name))
+        .find((s) => s.name === 'build')!
+        .instructions.join('\n');
       expect(build, name).to.contain('libfaiss-dev libopenblas-dev').and.contain('node-gyp rebuild').and.contain('images/image-search/native');
     }
   });
@@ -59,11 +64,18 @@ describe('container images (Dockerfiles; no Docker engine here to build them)', 
     it(`builds a CUDA variant of ${name} from the same Dockerfile`, () => {
       const lines = instructions(dockerfile(name));
       // CPU by default: the CUDA provider binaries are skipped and the runtime is the plain Node image.
-      expect(lines).to.include.members(['ARG ONNXRUNTIME_NODE_INSTALL=skip', 'ENV ONNXRUNTIME_NODE_INSTALL=${ONNXRUNTIME_NODE_INSTALL}', 'ARG RUNTIME_IMAGE=node:22-bookworm-slim', 'FROM ${RUNTIME_IMAGE}']);
+      expect(lines).to.include.members([
+        'ARG ONNXRUNTIME_NODE_INSTALL=skip',
+        'ENV ONNXRUNTIME_NODE_INSTALL=${ONNXRUNTIME_NODE_INSTALL}',
+        'ARG RUNTIME_IMAGE=node:22-bookworm-slim',
+        'FROM ${RUNTIME_IMAGE}',
+      ]);
       // Whatever the runtime base, Node comes from the Node image.
       expect(lines).to.include('COPY --from=node /usr/local/bin/node /usr/local/bin/node');
       const script = readFileSync(path.join(root, 'hack/build-images.sh'), 'utf8');
-      expect(script).to.match(new RegExp(`for name in [^\\n]*\\b${name}\\b`)).and.contain('${name}:${TAG}-cuda');
+      expect(script)
+        .to.match(new RegExp(`for name in [^\\n]*\\b${name}\\b`))
+        .and.contain('${name}:${TAG}-cuda');
       expect(script).to.contain('--build-arg ONNXRUNTIME_NODE_INSTALL=cuda12').and.contain('--build-arg RUNTIME_IMAGE=');
     });
   }

@@ -24,7 +24,9 @@ describe('container images: the shared libraries their native addons link (ldd)'
       const linked = linkedLibraries(files, root);
       expect(linked.missing, `${spec.name}: libraries ldd cannot resolve`).to.deep.equal([]);
       const installs = aptInstalls(runtimeStage(readDockerfile(root, spec.name))).sort();
-      expect(installs, `${spec.name}: ${[...linked.packages].map(([p, libs]) => `${p} (${libs.join(', ')})`).join('; ')}`).to.deep.equal(requiredPackages(linked));
+      expect(installs, `${spec.name}: ${[...linked.packages].map(([p, libs]) => `${p} (${libs.join(', ')})`).join('; ')}`).to.deep.equal(
+        requiredPackages(linked),
+      );
     });
   }
 

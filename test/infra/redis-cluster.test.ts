@@ -6,8 +6,7 @@ import { expect } from 'chai';
 import { sharedRedisCluster, startRedisCluster } from '../support/redis-cluster.js';
 
 const run = promisify(execFile);
-const cli = async (port: number, ...args: string[]) =>
-  (await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args])).stdout;
+const cli = async (port: number, ...args: string[]) => (await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args])).stdout;
 
 describe('test harness: Redis Cluster', function () {
   this.timeout(120_000);

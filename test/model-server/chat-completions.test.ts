@@ -36,7 +36,10 @@ describe('model-server /v1/chat/completions', () => {
       expect(Object.keys(body).sort()).to.deep.equal(['choices', 'created', 'id', 'model', 'object', 'usage']);
       expect(body.id).to.match(/^chatcmpl-[A-Za-z0-9]{16,}$/);
       expect(body.object).to.equal('chat.completion');
-      expect(body.created).to.be.a('number').and.be.at.least(before).and.be.at.most(Math.floor(Date.now() / 1000));
+      expect(body.created)
+        .to.be.a('number')
+        .and.be.at.least(before)
+        .and.be.at.most(Math.floor(Date.now() / 1000));
       expect(body.model).to.equal(MODEL);
       expect(body.choices).to.have.length(1);
       const [choice] = body.choices;
@@ -79,7 +82,10 @@ describe('model-server /v1/chat/completions', () => {
       const res = await postJson(url, { model: MODEL, messages: user('50 60 70'), n: 3, temperature: 0.7, seed: 5 });
       expect(res.status).to.equal(200);
       expect(res.body.choices.map((c: { index: number }) => c.index)).to.deep.equal([0, 1, 2]);
-      const generated = res.body.choices.reduce((n: number, c: { message: { content: string } }) => n + (c.message.content ? c.message.content.split(' ').length : 0), 0);
+      const generated = res.body.choices.reduce(
+        (n: number, c: { message: { content: string } }) => n + (c.message.content ? c.message.content.split(' ').length : 0),
+        0,
+      );
       expect(res.body.usage.completion_tokens).to.equal(generated);
       expect(res.body.usage.total_tokens).to.equal(res.body.usage.prompt_tokens + generated);
     });
@@ -96,7 +102,11 @@ describe('model-server /v1/chat/completions', () => {
       const request = { model: MODEL, messages: user('10 200 30 400 50 600 70'), temperature: 2, seed: 99 };
       const plain = await postJson(url, request);
       const { events } = await postStream(url, { ...request, stream: true });
-      const streamed = events.slice(0, -1).flatMap((c) => c.choices).map((c: { delta: { content?: string } }) => c.delta.content ?? '').join('');
+      const streamed = events
+        .slice(0, -1)
+        .flatMap((c) => c.choices)
+        .map((c: { delta: { content?: string } }) => c.delta.content ?? '')
+        .join('');
       expect(streamed).to.equal(plain.body.choices[0].message.content);
       const others = await Promise.all([1, 2, 3].map((seed) => postJson(url, { ...request, seed })));
       const contents = new Set([plain, ...others].map((r) => r.body.choices[0].message.content));
@@ -113,8 +123,19 @@ describe('model-server /v1/chat/completions', () => {
 
     it('accepts the request fields it ignores (user, logprobs: false, nulls) as OpenAI does', async () => {
       const res = await postJson(url, {
-        model: MODEL, messages: [{ role: 'system', content: 'copy' }, { role: 'user', content: [{ type: 'text', text: '10 20' }] }],
-        temperature: null, top_p: null, seed: null, stop: null, n: null, max_tokens: null, user: 'someone', logprobs: false,
+        model: MODEL,
+        messages: [
+          { role: 'system', content: 'copy' },
+          { role: 'user', content: [{ type: 'text', text: '10 20' }] },
+        ],
+        temperature: null,
+        top_p: null,
+        seed: null,
+        stop: null,
+        n: null,
+        max_tokens: null,
+        user: 'someone',
+        logprobs: false,
       });
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body.choices).to.have.length(1);
@@ -139,9 +160,7 @@ describe('model-server /v1/chat/completions', () => {
   describe('the trained model', () => {
     it('copies held-out prompts correctly at temperature 0', async () => {
       const prompts = randomPrompts(40, 2026);
-      const answers = await Promise.all(
-        prompts.map((ids) => postJson(url, { model: MODEL, messages: user(ids.join(' ')), temperature: 0 })),
-      );
+      const answers = await Promise.all(prompts.map((ids) => postJson(url, { model: MODEL, messages: user(ids.join(' ')), temperature: 0 })));
       const exact = answers.filter((res, i) => res.body.choices[0].message.content === prompts[i]!.join(' ')).length;
       // The training report measured 96% on its own held-out set; chance is < 1/990 per prompt.
       expect(exact / prompts.length).to.be.at.least(0.85);
@@ -152,7 +171,11 @@ describe('model-server /v1/chat/completions', () => {
     it('sends chat.completion.chunk events: role, content deltas, finish_reason, usage, [DONE]', async () => {
       const plain = await postJson(url, { model: MODEL, messages: user('31 41 59 26 53'), temperature: 0 });
       const { status, contentType, events } = await postStream(url, {
-        model: MODEL, messages: user('31 41 59 26 53'), temperature: 0, stream: true, stream_options: { include_usage: true },
+        model: MODEL,
+        messages: user('31 41 59 26 53'),
+        temperature: 0,
+        stream: true,
+        stream_options: { include_usage: true },
       });
       expect(status).to.equal(200);
       expect(contentType).to.match(/^text\/event-stream/);
@@ -173,7 +196,10 @@ describe('model-server /v1/chat/completions', () => {
       const finish = chunks.at(-2);
       expect(finish.choices[0].finish_reason).to.equal('stop');
       expect(finish.choices[0].delta).to.deep.equal({});
-      const content = chunks.flatMap((c) => c.choices).map((c: { delta: { content?: string } }) => c.delta.content ?? '').join('');
+      const content = chunks
+        .flatMap((c) => c.choices)
+        .map((c: { delta: { content?: string } }) => c.delta.content ?? '')
+        .join('');
       expect(content).to.equal(plain.body.choices[0].message.content);
     });
 
@@ -181,14 +207,18 @@ describe('model-server /v1/chat/completions', () => {
       const { events } = await postStream(url, { model: MODEL, messages: user('111 222 333 444'), temperature: 0, stream: true, stop: '333' });
       const chunks = events.slice(0, -1);
       expect(chunks.every((c) => c.usage === undefined)).to.equal(true);
-      const content = chunks.flatMap((c) => c.choices).map((c: { delta: { content?: string } }) => c.delta.content ?? '').join('');
+      const content = chunks
+        .flatMap((c) => c.choices)
+        .map((c: { delta: { content?: string } }) => c.delta.content ?? '')
+        .join('');
       expect(content).to.equal('111 222 ');
       expect(chunks.at(-1).choices[0].finish_reason).to.equal('stop');
     });
   });
 
   describe('errors in OpenAI shape', () => {
-    const expectError = (res: { status: number; body: any }, status: number, param: string | null, code?: string | null, what = '') => { // eslint-disable-line @typescript-eslint/no-explicit-any
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const expectError = (res: { status: number; body: any }, status: number, param: string | null, code?: string | null, what = '') => {
       expect(res.status, `${what} → ${JSON.stringify(res.body)}`).to.equal(status);
       expect(Object.keys(res.body)).to.deep.equal(['error']);
       expect(Object.keys(res.body.error).sort()).to.deep.equal(['code', 'message', 'param', 'type']);
@@ -268,10 +298,15 @@ describe('model-server /v1/chat/completions', () => {
 
     it('503 in OpenAI shape while the model is not loaded', async () => {
       const app = express();
-      app.post('/v1/chat/completions', express.json(), chatCompletionsHandler({
-        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, sampling: OPENAI_SAMPLING, scheduler: () => undefined }]]),
-        metrics: new ModelServerMetrics(createRegistry('model-server-test')), logger: createLogger('model-server-test', 'silent'),
-      }));
+      app.post(
+        '/v1/chat/completions',
+        express.json(),
+        chatCompletionsHandler({
+          models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, sampling: OPENAI_SAMPLING, scheduler: () => undefined }]]),
+          metrics: new ModelServerMetrics(createRegistry('model-server-test')),
+          logger: createLogger('model-server-test', 'silent'),
+        }),
+      );
       const listener = app.listen(0, '127.0.0.1');
       await once(listener, 'listening');
       try {
@@ -289,15 +324,18 @@ describe('model-server /v1/chat/completions', () => {
       let enqueued = 0;
       // A scheduler that never finishes a sequence: only the disconnect can end the request.
       const scheduler = {
-        enqueue: (requests: unknown[]) => requests.map((_, i) => {
-          enqueued++;
-          return { cancel: () => cancelled.push(i) };
-        }),
+        enqueue: (requests: unknown[]) =>
+          requests.map((_, i) => {
+            enqueued++;
+            return { cancel: () => cancelled.push(i) };
+          }),
       } as unknown as GenerationScheduler;
       const registry = createRegistry('model-server-test');
       let settled = 0;
       const handler = chatCompletionsHandler({
-        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, sampling: OPENAI_SAMPLING, scheduler: () => scheduler }]]), metrics: new ModelServerMetrics(registry), logger: createLogger('model-server-test', 'silent'),
+        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, sampling: OPENAI_SAMPLING, scheduler: () => scheduler }]]),
+        metrics: new ModelServerMetrics(registry),
+        logger: createLogger('model-server-test', 'silent'),
       });
       const app = express();
       app.post('/v1/chat/completions', express.json(), async (req, res) => {
@@ -311,9 +349,13 @@ describe('model-server /v1/chat/completions', () => {
         for (const stream of [false, true]) {
           const abort = new AbortController();
           const pending = fetch(base, {
-            method: 'POST', headers: { 'content-type': 'application/json' }, signal: abort.signal,
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            signal: abort.signal,
             body: JSON.stringify({ model: MODEL, messages: user('10 20'), n: 2, stream }),
-          }).then((r) => r.text()).catch((err: Error) => err.name);
+          })
+            .then((r) => r.text())
+            .catch((err: Error) => err.name);
           while (enqueued < (stream ? 4 : 2)) await new Promise((r) => setTimeout(r, 5));
           abort.abort();
           expect(await pending).to.equal('AbortError');
@@ -337,12 +379,23 @@ describe('model-server /v1/chat/completions', () => {
   describe('the official openai client', () => {
     it('creates completions, streams, lists models and surfaces errors', async () => {
       const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'strata-dummy-key', maxRetries: 0 });
-      const completion = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: '77 88 99' }], temperature: 0, max_tokens: 10 });
+      const completion = await client.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content: '77 88 99' }],
+        temperature: 0,
+        max_tokens: 10,
+      });
       expect(completion.object).to.equal('chat.completion');
       expect(completion.choices[0]!.message.content).to.equal('77 88 99');
       expect(completion.usage?.total_tokens).to.equal(8);
 
-      const stream = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: '77 88 99' }], temperature: 0, stream: true, stream_options: { include_usage: true } });
+      const stream = await client.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content: '77 88 99' }],
+        temperature: 0,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       let text = '';
       let usage: OpenAI.CompletionUsage | undefined | null;
       for await (const chunk of stream) {
@@ -377,7 +430,13 @@ describe('model-server /v1/chat/completions', () => {
             expect(status).to.equal(200);
             expect(events.at(-1)).to.equal('[DONE]');
             const chunks = events.slice(0, -1);
-            return { id: chunks[0].id, content: chunks.flatMap((c) => c.choices).map((c: { delta: { content?: string } }) => c.delta.content ?? '').join('') };
+            return {
+              id: chunks[0].id,
+              content: chunks
+                .flatMap((c) => c.choices)
+                .map((c: { delta: { content?: string } }) => c.delta.content ?? '')
+                .join(''),
+            };
           }
           const res = await postJson(url, body);
           expect(res.status).to.equal(200);
@@ -416,10 +475,15 @@ describe('model-server /v1/chat/completions', () => {
       await postJson(url, { model: MODEL, messages: user('10 11'), temperature: 0 });
       const metrics = await (await fetch(`${server.url}/metrics`)).text();
       for (const name of [
-        'model_server_chat_completions_total', 'model_server_generated_tokens_total', 'model_server_tokens_per_second',
-        'model_server_queue_depth', 'model_server_time_to_first_token_seconds_bucket', 'model_server_time_per_output_token_seconds_bucket',
+        'model_server_chat_completions_total',
+        'model_server_generated_tokens_total',
+        'model_server_tokens_per_second',
+        'model_server_queue_depth',
+        'model_server_time_to_first_token_seconds_bucket',
+        'model_server_time_per_output_token_seconds_bucket',
         'http_requests_total',
-      ]) expect(metrics).to.include(name);
+      ])
+        expect(metrics).to.include(name);
       expect(Number(/model_server_generated_tokens_total\{[^}]*\} (\d+)/.exec(metrics)![1])).to.be.greaterThan(0);
       expect(metrics).to.match(/model_server_chat_completions_total\{[^}]*outcome="ok"[^}]*\} [1-9]/);
     });
@@ -431,8 +495,13 @@ describe('model-server configuration: model names, no batching, bounded queue, p
 
   before(async () => {
     server = await startModelServer({
-      port: 0, host: '127.0.0.1', logger: createLogger('model-server-test', 'silent'),
-      modelNames: ['alpha', 'beta'], batching: false, maxQueue: 1, truncatePrompt: true,
+      port: 0,
+      host: '127.0.0.1',
+      logger: createLogger('model-server-test', 'silent'),
+      modelNames: ['alpha', 'beta'],
+      batching: false,
+      maxQueue: 1,
+      truncatePrompt: true,
     });
   });
   after(async () => server.stop());
@@ -455,10 +524,15 @@ describe('model-server configuration: model names, no batching, bounded queue, p
 
   it('answers 429 in OpenAI shape when the queue is full, and serves the rest', async () => {
     const results = await Promise.all(
-      Array.from({ length: 12 }, () => postJson(`${server.url}/v1/chat/completions`, { model: 'alpha', messages: user('10 20 30 40 50 60 70 80 90 100'), max_tokens: 64, temperature: 0 })),
+      Array.from({ length: 12 }, () =>
+        postJson(`${server.url}/v1/chat/completions`, { model: 'alpha', messages: user('10 20 30 40 50 60 70 80 90 100'), max_tokens: 64, temperature: 0 }),
+      ),
     );
     const statuses = results.map((r) => r.status);
-    expect(statuses.every((s) => s === 200 || s === 429), statuses.join(',')).to.equal(true);
+    expect(
+      statuses.every((s) => s === 200 || s === 429),
+      statuses.join(','),
+    ).to.equal(true);
     expect(statuses).to.include(429);
     expect(statuses).to.include(200);
     const rejected = results.find((r) => r.status === 429)!;

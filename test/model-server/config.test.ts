@@ -5,21 +5,53 @@ import { ConfigError } from '../../images/service-kit/src/index.js';
 describe('model-server configuration from the environment', () => {
   it('has the documented defaults (no model folder or names: the built-in models; no API keys)', () => {
     expect(modelServerConfigFromEnv({})).to.deep.equal({
-      port: 8000, host: '0.0.0.0', batching: true, maxBatch: 32,
-      batchWindowMs: 3, admissionWave: 8, maxQueue: 256, maxBodyBytes: 1024 * 1024, threads: 1, truncatePrompt: false, executionProvider: 'cpu',
+      port: 8000,
+      host: '0.0.0.0',
+      batching: true,
+      maxBatch: 32,
+      batchWindowMs: 3,
+      admissionWave: 8,
+      maxQueue: 256,
+      maxBodyBytes: 1024 * 1024,
+      threads: 1,
+      truncatePrompt: false,
+      executionProvider: 'cpu',
     });
   });
 
   it('reads every variable; MODEL_SERVER_PORT wins over PORT', () => {
     const c = modelServerConfigFromEnv({
-      PORT: '9000', MODEL_SERVER_PORT: '8100', MODEL_SERVER_HOST: '127.0.0.1', MODEL_DIR: '/models/tiny', MODEL_NAMES: ' a, b ,,c',
-      MODEL_SERVER_BATCHING: 'false', MODEL_SERVER_MAX_BATCH: '8', MODEL_SERVER_BATCH_WINDOW_MS: '0', MODEL_SERVER_ADMISSION_WAVE: '1', MODEL_SERVER_MAX_QUEUE: '10',
-      MODEL_SERVER_MAX_BODY_BYTES: '2048', MODEL_SERVER_THREADS: '0', MODEL_SERVER_TRUNCATE_PROMPT: 'true', STRATA_EXECUTION_PROVIDER: 'cuda',
+      PORT: '9000',
+      MODEL_SERVER_PORT: '8100',
+      MODEL_SERVER_HOST: '127.0.0.1',
+      MODEL_DIR: '/models/tiny',
+      MODEL_NAMES: ' a, b ,,c',
+      MODEL_SERVER_BATCHING: 'false',
+      MODEL_SERVER_MAX_BATCH: '8',
+      MODEL_SERVER_BATCH_WINDOW_MS: '0',
+      MODEL_SERVER_ADMISSION_WAVE: '1',
+      MODEL_SERVER_MAX_QUEUE: '10',
+      MODEL_SERVER_MAX_BODY_BYTES: '2048',
+      MODEL_SERVER_THREADS: '0',
+      MODEL_SERVER_TRUNCATE_PROMPT: 'true',
+      STRATA_EXECUTION_PROVIDER: 'cuda',
       MODEL_SERVER_API_KEYS: 'k1, k2,',
     });
     expect(c).to.deep.equal({
-      port: 8100, host: '127.0.0.1', modelDir: '/models/tiny', modelNames: ['a', 'b', 'c'], apiKeys: ['k1', 'k2'], batching: false, maxBatch: 8,
-      batchWindowMs: 0, admissionWave: 1, maxQueue: 10, maxBodyBytes: 2048, threads: 0, truncatePrompt: true, executionProvider: 'cuda',
+      port: 8100,
+      host: '127.0.0.1',
+      modelDir: '/models/tiny',
+      modelNames: ['a', 'b', 'c'],
+      apiKeys: ['k1', 'k2'],
+      batching: false,
+      maxBatch: 8,
+      batchWindowMs: 0,
+      admissionWave: 1,
+      maxQueue: 10,
+      maxBodyBytes: 2048,
+      threads: 0,
+      truncatePrompt: true,
+      executionProvider: 'cuda',
     });
     expect(modelServerConfigFromEnv({ PORT: '9000' }).port).to.equal(9000);
   });

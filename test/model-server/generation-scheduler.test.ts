@@ -43,11 +43,12 @@ describe('model-server generation scheduler', () => {
     // A window far longer than the test's timeout: only the early start can finish the second wave.
     const scheduler = new GenerationScheduler(model, { maxBatch: 32, batchWindowMs: 600_000, maxQueue: 100 });
     const events: string[] = [];
-    const wave = (names: string[]) => names.map((name) => {
-      const s = recorded(events, name, 3);
-      scheduler.enqueue([s.request]);
-      return s.finished;
-    });
+    const wave = (names: string[]) =>
+      names.map((name) => {
+        const s = recorded(events, name, 3);
+        scheduler.enqueue([s.request]);
+        return s.finished;
+      });
     // First wave: four sequences together (no earlier traffic, so no window).
     await Promise.all(wave(['a1', 'a2', 'a3', 'a4']));
     events.length = 0;
@@ -100,7 +101,10 @@ describe('model-server generation scheduler', () => {
     let late: Promise<void> | undefined;
     const events: string[] = [];
     const scheduler = new GenerationScheduler(model, {
-      maxBatch: 8, batchWindowMs: 0, maxQueue: 10, admissionWave: 1,
+      maxBatch: 8,
+      batchWindowMs: 0,
+      maxQueue: 10,
+      admissionWave: 1,
       // The second admission happens right after the first decoder step, without an event-loop turn:
       // a request handed over here (as the worker thread drains its port) must not wait another step.
       beforeAdmit: () => {

@@ -21,7 +21,8 @@ export async function getJson(url: string): Promise<JsonResponse> {
 }
 
 /** POST with stream: true and return every `data:` payload (the final "[DONE]" kept as a string). */
-export async function postStream(url: string, body: unknown): Promise<{ status: number; contentType: string | null; events: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function postStream(url: string, body: unknown): Promise<{ status: number; contentType: string | null; events: any[] }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const text = await res.text();
   const events = text

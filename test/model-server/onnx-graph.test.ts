@@ -27,7 +27,7 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
   });
   after(async () => model.release());
 
-  it('gives the oracle\'s logits at every step while sequences join, leave (the last row moving into their place), outgrow the cache and leave it too large', async () => {
+  it("gives the oracle's logits at every step while sequences join, leave (the last row moving into their place), outgrow the cache and leave it too large", async () => {
     // Teacher-forced sequences with different prompt lengths (the third is longer than the batch's
     // memory width, forcing a re-layout); the second leaves while rows after it live (the last row
     // moves into its place) and the fourth joins at that moment; the fifth runs past the cache's first
@@ -37,10 +37,25 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
     const sequences = [
       { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '10 11 12 13 14 15 16 17 18 19 20' }]), target: [SPECIAL_TOKENS.BOS, 500, 501, 502, 503, 504] },
       { joinAt: 0, prompt: encodeChat([{ role: 'user', content: '999' }]), target: [SPECIAL_TOKENS.BOS, 42, 43] },
-      { joinAt: 2, prompt: encodeChat([{ role: 'system', content: 'be terse' }, { role: 'user', content: '300 301 302 303 304 305 306 307 308 309 310 311 312 313 314 315 316' }]), target: [SPECIAL_TOKENS.BOS, 7, 300, 301, 302, 303, 304, 305] },
+      {
+        joinAt: 2,
+        prompt: encodeChat([
+          { role: 'system', content: 'be terse' },
+          { role: 'user', content: '300 301 302 303 304 305 306 307 308 309 310 311 312 313 314 315 316' },
+        ]),
+        target: [SPECIAL_TOKENS.BOS, 7, 300, 301, 302, 303, 304, 305],
+      },
       { joinAt: 3, prompt: encodeChat([{ role: 'user', content: '77 78' }]), target: [SPECIAL_TOKENS.BOS, 77, 78, 79, 80, 81, 82, 83, 84, 85] },
-      { joinAt: 4, prompt: encodeChat([{ role: 'user', content: '600 601 602' }]), target: [SPECIAL_TOKENS.BOS, ...Array.from({ length: 29 }, (_, i) => 600 + i)] },
-      { joinAt: 20, prompt: encodeChat([{ role: 'user', content: '700 701' }]), target: [SPECIAL_TOKENS.BOS, ...Array.from({ length: 39 }, (_, i) => 700 + i)] },
+      {
+        joinAt: 4,
+        prompt: encodeChat([{ role: 'user', content: '600 601 602' }]),
+        target: [SPECIAL_TOKENS.BOS, ...Array.from({ length: 29 }, (_, i) => 600 + i)],
+      },
+      {
+        joinAt: 20,
+        prompt: encodeChat([{ role: 'user', content: '700 701' }]),
+        target: [SPECIAL_TOKENS.BOS, ...Array.from({ length: 39 }, (_, i) => 700 + i)],
+      },
       { joinAt: 58, prompt: encodeChat([{ role: 'user', content: '900 901 902' }]), target: [SPECIAL_TOKENS.BOS, 900, 901, 902, 903, 904, 905, 906] },
     ];
     const expected = sequences.map((s) => oracle.decode(oracle.encode(s.prompt), s.target));
@@ -61,7 +76,12 @@ describe('model-server ONNX graphs vs the plain TypeScript oracle', () => {
     let shrank = false;
     for (let t = 0; slots.length > 0; t++) {
       batch.compact();
-      const out = await model.decodeStep(batch.stepInput(slots.map((s) => sequences[s]!.target[step[s]!]!), slots.map((s) => step[s]!)));
+      const out = await model.decodeStep(
+        batch.stepInput(
+          slots.map((s) => sequences[s]!.target[step[s]!]!),
+          slots.map((s) => step[s]!),
+        ),
+      );
       batch.advance(out);
       largestCache = Math.max(largestCache, batch.cacheColumns);
       if (batch.cacheColumns < largestCache) shrank = true;

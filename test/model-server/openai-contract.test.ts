@@ -7,7 +7,8 @@ import { getJson, postJson, postStream } from './helpers.js';
 const MODEL = 'strata-tiny';
 const user = (content: string) => [{ role: 'user', content }];
 
-function expectError(res: { status: number; body: any }, status: number, param: string | null, code: string): void { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function expectError(res: { status: number; body: any }, status: number, param: string | null, code: string): void {
   expect(res.status, JSON.stringify(res.body)).to.equal(status);
   expect(Object.keys(res.body)).to.deep.equal(['error']);
   expect(res.body.error).to.include({ param, code });
@@ -65,9 +66,17 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
 
     it('accepts their neutral values (tool_choice "none", text format, empty logit_bias) and penalties', async () => {
       const res = await postJson(url, {
-        model: MODEL, messages: user('10 20'), temperature: 0,
-        tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'none', response_format: { type: 'text' },
-        presence_penalty: 0, frequency_penalty: 0.1, logit_bias: {}, parallel_tool_calls: false, user: 'u',
+        model: MODEL,
+        messages: user('10 20'),
+        temperature: 0,
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        tool_choice: 'none',
+        response_format: { type: 'text' },
+        presence_penalty: 0,
+        frequency_penalty: 0.1,
+        logit_bias: {},
+        parallel_tool_calls: false,
+        user: 'u',
       });
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body.choices[0].message.content).to.equal('10 20');
@@ -84,7 +93,10 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
       // Every repeat of 10 costs 2 more: the greedy copy turns to other tokens.
       const penalised = await answer({ frequency_penalty: 2, presence_penalty: 2 });
       expect(penalised.split(' ').filter((t) => t === '10').length).to.be.lessThan(6);
-      for (const [param, value] of [['frequency_penalty', 2.5], ['presence_penalty', -3]] as const) {
+      for (const [param, value] of [
+        ['frequency_penalty', 2.5],
+        ['presence_penalty', -3],
+      ] as const) {
         const res = await postJson(url, { model: MODEL, messages: user('10'), [param]: value });
         expectError(res, 400, param, 'invalid_value');
       }
@@ -148,7 +160,14 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
     });
 
     it('streaming: each content chunk carries the entries of its tokens, and they add up to the answer', async () => {
-      const { status, events } = await postStream(url, { model: MODEL, messages: user('11 22 33 44'), temperature: 0, stream: true, logprobs: true, top_logprobs: 2 });
+      const { status, events } = await postStream(url, {
+        model: MODEL,
+        messages: user('11 22 33 44'),
+        temperature: 0,
+        stream: true,
+        logprobs: true,
+        top_logprobs: 2,
+      });
       expect(status).to.equal(200);
       const chunks = events.filter((e) => e !== '[DONE]' && e.choices.length > 0 && e.choices[0].delta.content);
       expect(chunks.length).to.be.greaterThan(0);
@@ -168,9 +187,21 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
 
     it('the official openai client reads them', async () => {
       const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-      const completion = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: '12 13' }], temperature: 0, logprobs: true, top_logprobs: 1 });
+      const completion = await client.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content: '12 13' }],
+        temperature: 0,
+        logprobs: true,
+        top_logprobs: 1,
+      });
       expect(completion.choices[0]!.logprobs!.content!.map((e) => e.token)).to.deep.equal(['12', ' 13']);
-      const stream = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: '12 13' }], temperature: 0, logprobs: true, stream: true });
+      const stream = await client.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content: '12 13' }],
+        temperature: 0,
+        logprobs: true,
+        stream: true,
+      });
       const streamed: string[] = [];
       for await (const chunk of stream) for (const e of chunk.choices[0]?.logprobs?.content ?? []) streamed.push(e.token);
       expect(streamed).to.deep.equal(['12', ' 13']);
@@ -190,7 +221,7 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
       expect(post.status).to.equal(404);
     });
 
-    it('advertises each model\'s context in /v1/models (max_model_len, as vLLM; prompt and output limits)', async () => {
+    it("advertises each model's context in /v1/models (max_model_len, as vLLM; prompt and output limits)", async () => {
       const res = await getJson(`${server.url}/v1/models/${MODEL}`);
       expect(res.body).to.include({ id: MODEL, max_model_len: 128, max_prompt_tokens: 64, max_output_tokens: 64 });
     });
@@ -206,16 +237,21 @@ describe('model-server API keys (MODEL_SERVER_API_KEYS)', () => {
   });
   after(async () => server.stop());
 
-  const call = (path: string, authorization?: string, body?: unknown) => fetch(`${server.url}${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
+  const call = (path: string, authorization?: string, body?: unknown) =>
+    fetch(`${server.url}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
 
   it('401 in OpenAI shape without a key or with a wrong one, on every /v1 route (fast path included)', async () => {
     const chat = { model: MODEL, messages: user('10') };
     for (const auth of [undefined, 'Bearer wrong', 'Bearer key-one-and-more', 'Basic a2V5LW9uZQ==', 'Bearer ']) {
-      for (const [path, body] of [['/v1/chat/completions', chat], ['/v1/models', undefined], ['/v1/nope', undefined]] as const) {
+      for (const [path, body] of [
+        ['/v1/chat/completions', chat],
+        ['/v1/models', undefined],
+        ['/v1/nope', undefined],
+      ] as const) {
         const res = await call(path, auth, body);
         expect(res.headers.get('www-authenticate')).to.equal('Bearer');
         expectError({ status: res.status, body: await res.json() }, 401, null, 'invalid_api_key');

@@ -37,26 +37,47 @@ export class ReferenceTransformer {
 
   /** Source ids → encoder memory, one row of D per position. */
   encode(sourceIds: readonly number[]): Float32Array[] {
-    let x = this.embed(sourceIds, sourceIds.map((_, i) => i));
+    let x = this.embed(
+      sourceIds,
+      sourceIds.map((_, i) => i),
+    );
     for (let l = 0; l < MODEL_DIMS.encoderLayers; l++) {
       const p = weightNames.encoderLayer(l);
       const n1 = x.map((r) => this.norm(r, `${p}.norm1`));
-      x = add(x, this.attention(n1, n1, () => true, `${p}.self_attn`));
-      x = add(x, x.map((r) => this.feedForward(this.norm(r, `${p}.norm2`), `${p}.ff`)));
+      x = add(
+        x,
+        this.attention(n1, n1, () => true, `${p}.self_attn`),
+      );
+      x = add(
+        x,
+        x.map((r) => this.feedForward(this.norm(r, `${p}.norm2`), `${p}.ff`)),
+      );
     }
     return x.map((r) => this.norm(r, weightNames.encoderNorm));
   }
 
   /** Teacher-forced decoder: logits (length V) for every position of targetIds. */
   decode(memory: Float32Array[], targetIds: readonly number[]): Float32Array[] {
-    let x = this.embed(targetIds, targetIds.map((_, i) => i));
+    let x = this.embed(
+      targetIds,
+      targetIds.map((_, i) => i),
+    );
     for (let l = 0; l < MODEL_DIMS.decoderLayers; l++) {
       const p = weightNames.decoderLayer(l);
       const n1 = x.map((r) => this.norm(r, `${p}.norm1`));
-      x = add(x, this.attention(n1, n1, (q, k) => k <= q, `${p}.self_attn`));
+      x = add(
+        x,
+        this.attention(n1, n1, (q, k) => k <= q, `${p}.self_attn`),
+      );
       const n2 = x.map((r) => this.norm(r, `${p}.norm2`));
-      x = add(x, this.attention(n2, memory, () => true, `${p}.cross_attn`));
-      x = add(x, x.map((r) => this.feedForward(this.norm(r, `${p}.norm3`), `${p}.ff`)));
+      x = add(
+        x,
+        this.attention(n2, memory, () => true, `${p}.cross_attn`),
+      );
+      x = add(
+        x,
+        x.map((r) => this.feedForward(this.norm(r, `${p}.norm3`), `${p}.ff`)),
+      );
     }
     const embedding = this.w(weightNames.embedding);
     const bias = this.w(weightNames.outputBias);
@@ -99,7 +120,11 @@ export class ReferenceTransformer {
   }
 
   private feedForward(x: Float32Array, p: string): Float32Array {
-    return this.linear(this.linear(x, `${p}.w1`, `${p}.b1`).map((v) => Math.max(0, v)), `${p}.w2`, `${p}.b2`);
+    return this.linear(
+      this.linear(x, `${p}.w1`, `${p}.b1`).map((v) => Math.max(0, v)),
+      `${p}.w2`,
+      `${p}.b2`,
+    );
   }
 
   /** Multi-head attention of queries xq over xkv; `visible(q, k)` says whether query q may see key k. */

@@ -37,8 +37,11 @@ describe('strata-verse: the BPE tokenizer', () => {
     expect(tokenizer.encode('☃')).to.deep.equal([SPECIAL_TOKENS.UNK]);
   });
 
-  it('encodes the poem app\'s whole request within the 64-token context', () => {
-    const prompt = encodeChat(poemRequest('the first snow over a quiet harbour').map((m) => ({ role: m.role as 'system' | 'user', content: String(m.content) })), tokenizer);
+  it("encodes the poem app's whole request within the 64-token context", () => {
+    const prompt = encodeChat(
+      poemRequest('the first snow over a quiet harbour').map((m) => ({ role: m.role as 'system' | 'user', content: String(m.content) })),
+      tokenizer,
+    );
     expect(prompt[0]).to.equal(SPECIAL_TOKENS.USER);
     expect(prompt.at(-1)).to.equal(SPECIAL_TOKENS.EOS);
     expect(prompt.length).to.be.at.most(64);
@@ -49,7 +52,7 @@ describe('strata-verse: the BPE tokenizer', () => {
     expect(trainBpe(corpus, 60)).to.deep.equal(trainBpe(corpus, 60));
   });
 
-  it('the model card reports held-out loss and perplexity below the unigram baseline\'s', () => {
+  it("the model card reports held-out loss and perplexity below the unigram baseline's", () => {
     const e = card.training.evaluation;
     expect(e.heldOutExamples).to.be.greaterThan(50);
     expect(e.heldOutPerplexity).to.be.closeTo(Math.exp(e.heldOutLoss), 0.01 * e.heldOutPerplexity);
@@ -74,7 +77,7 @@ describe('strata-verse served beside strata-tiny', () => {
     expect(res.body.data.map((m: { id: string }) => m.id)).to.deep.equal(['strata-verse', 'strata-tiny']);
   });
 
-  it('strata-verse answers the poem app\'s request with text (letters and words, not ids), without prompt truncation', async () => {
+  it("strata-verse answers the poem app's request with text (letters and words, not ids), without prompt truncation", async () => {
     const res = await postJson(url, { model: 'strata-verse', messages: poemRequest('the sea'), temperature: 0.8, seed: 3, max_tokens: 48 });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     const content: string = res.body.choices[0].message.content;
@@ -94,25 +97,37 @@ describe('strata-verse served beside strata-tiny', () => {
   });
 
   it('strata-verse logprobs tokens are its subword pieces and add up to the content', async () => {
-    const res = await postJson(url, { model: 'strata-verse', messages: poemRequest('night'), temperature: 0.7, seed: 9, max_tokens: 20, logprobs: true, top_logprobs: 2 });
+    const res = await postJson(url, {
+      model: 'strata-verse',
+      messages: poemRequest('night'),
+      temperature: 0.7,
+      seed: 9,
+      max_tokens: 20,
+      logprobs: true,
+      top_logprobs: 2,
+    });
     const choice = res.body.choices[0];
     const tokens = choice.logprobs.content.map((e: { token: string }) => e.token);
     expect(tokens).to.have.length(res.body.usage.completion_tokens);
     expect(tokens.join('')).to.equal(choice.message.content);
   });
 
-  it('a request that leaves temperature and top_p out gets the model\'s own: strata-verse its generation_config.json, strata-tiny OpenAI\'s', async () => {
+  it("a request that leaves temperature and top_p out gets the model's own: strata-verse its generation_config.json, strata-tiny OpenAI's", async () => {
     const generation = JSON.parse(readFileSync(path.join(VERSE_DIR, GENERATION_CONFIG_FILE), 'utf8')) as { temperature: number; top_p: number };
     expect(generation.temperature).to.be.below(1);
-    const verse = async (sampling: object) => (await postJson(url, { model: 'strata-verse', messages: poemRequest('rain'), seed: 5, max_tokens: 40, ...sampling })).body.choices[0].message.content as string;
+    const verse = async (sampling: object) =>
+      (await postJson(url, { model: 'strata-verse', messages: poemRequest('rain'), seed: 5, max_tokens: 40, ...sampling })).body.choices[0].message
+        .content as string;
     const defaulted = await verse({});
     expect(defaulted).to.equal(await verse({ temperature: generation.temperature, top_p: generation.top_p }));
     expect(defaulted).to.not.equal(await verse({ temperature: 1, top_p: 1 }));
-    const tiny = async (sampling: object) => (await postJson(url, { model: 'strata-tiny', messages: [{ role: 'user', content: '10 20 30 40' }], seed: 5, ...sampling })).body.choices[0].message.content as string;
+    const tiny = async (sampling: object) =>
+      (await postJson(url, { model: 'strata-tiny', messages: [{ role: 'user', content: '10 20 30 40' }], seed: 5, ...sampling })).body.choices[0].message
+        .content as string;
     expect(await tiny({})).to.equal(await tiny({ temperature: 1, top_p: 1 }));
   });
 
-  describe('the poem a newcomer reads: the poem app\'s request as `npm start` configures it (strata-verse, its own sampling)', () => {
+  describe("the poem a newcomer reads: the poem app's request as `npm start` configures it (strata-verse, its own sampling)", () => {
     const upstream = loadPoemAppConfig({ API_MODEL: 'strata-verse' }).upstream;
     const corpusWords = new Set(readFileSync(path.join(VERSE_DIR, 'corpus-words.txt'), 'utf8').split('\n').filter(Boolean));
     const themes = ['the sea', 'autumn rain', 'love', 'the night sky'];
@@ -130,7 +145,7 @@ describe('strata-verse served beside strata-tiny', () => {
       }
     });
 
-    it('is written in the corpus\'s words: four in five words it writes are words of the songs and poems it learned from', () => {
+    it("is written in the corpus's words: four in five words it writes are words of the songs and poems it learned from", () => {
       const words = poems.flatMap(verseWords);
       const unknown = words.filter((w) => !corpusWords.has(w));
       expect(words.length).to.be.at.least(poems.length * 6);

@@ -51,7 +51,7 @@ describe('model-server: the committed trained model', () => {
     expect(mean(losses.slice(-50))).to.be.below(0.1);
   });
 
-  it('copies the training script\'s own held-out prompts (never trained on) through the served ONNX graphs', async () => {
+  it("copies the training script's own held-out prompts (never trained on) through the served ONNX graphs", async () => {
     // The same held-out set train-model.ts builds and excludes from training (its seed and length).
     const { seed, maxContentTokens, task } = card.training;
     const rand = mulberry32(seed * 7919 + 1);
@@ -60,20 +60,25 @@ describe('model-server: the committed trained model', () => {
     try {
       const scheduler = new GenerationScheduler(model, { maxBatch: 32, batchWindowMs: 0, maxQueue: 1000 });
       const answers = await Promise.all(
-        heldOut.map((content) => new Promise<{ ids: number[]; reason: FinishReason }>((resolve, reject) => {
-          const ids: number[] = [];
-          scheduler.enqueue([{
-            prompt: encodeChat([{ role: 'user', content: content.join(' ') }]),
-            maxTokens: 64,
-            sampler: new TokenSampler({ temperature: 0, topP: 1 }),
-            onToken: (id) => {
-              ids.push(id);
-              return false;
-            },
-            onFinish: (reason) => resolve({ ids, reason }),
-            onError: reject,
-          }]);
-        })),
+        heldOut.map(
+          (content) =>
+            new Promise<{ ids: number[]; reason: FinishReason }>((resolve, reject) => {
+              const ids: number[] = [];
+              scheduler.enqueue([
+                {
+                  prompt: encodeChat([{ role: 'user', content: content.join(' ') }]),
+                  maxTokens: 64,
+                  sampler: new TokenSampler({ temperature: 0, topP: 1 }),
+                  onToken: (id) => {
+                    ids.push(id);
+                    return false;
+                  },
+                  onFinish: (reason) => resolve({ ids, reason }),
+                  onError: reject,
+                },
+              ]);
+            }),
+        ),
       );
       // Exact match: the whole expected answer, then EOS (finish_reason "stop").
       const exact = answers.filter((a, i) => a.reason === 'stop' && a.ids.join(' ') === expectedAnswer(task, heldOut[i]!).join(' ')).length;

@@ -21,13 +21,25 @@ describe('model-server generation worker thread', () => {
     const registry = createRegistry('model-server-test');
     const metrics = new ModelServerMetrics(registry);
     const engine = await WorkerEngine.start({
-      modelDir: DEFAULT_MODEL_DIR, maxBatch: 32, batchWindowMs: 0, maxQueue: 16, logger, observer: metrics, restartDelayMs: 500,
+      modelDir: DEFAULT_MODEL_DIR,
+      maxBatch: 32,
+      batchWindowMs: 0,
+      maxQueue: 16,
+      logger,
+      observer: metrics,
+      restartDelayMs: 500,
       workerEntry: new URL('./fixtures/stand-in-engine-worker.ts', import.meta.url),
     });
     const app = express();
-    app.post('/v1/chat/completions', express.json(), chatCompletionsHandler({
-      models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, sampling: OPENAI_SAMPLING, scheduler: () => (engine.ready ? engine : undefined) }]]), metrics, logger,
-    }));
+    app.post(
+      '/v1/chat/completions',
+      express.json(),
+      chatCompletionsHandler({
+        models: new Map([[MODEL, { tokenizer: ID_TOKENIZER, sampling: OPENAI_SAMPLING, scheduler: () => (engine.ready ? engine : undefined) }]]),
+        metrics,
+        logger,
+      }),
+    );
     const listener = app.listen(0, '127.0.0.1');
     await once(listener, 'listening');
     try {
@@ -108,32 +120,41 @@ describe('model-server generation worker thread', () => {
     const engine = await WorkerEngine.start({ modelDir: DEFAULT_MODEL_DIR, maxBatch: 32, batchWindowMs: 0, maxQueue: 64, logger, observer: metrics });
     try {
       const { TokenSampler } = await import('../../images/model-server/src/token-sampler.js');
-      const run = (prompt: number[], stopAt?: number) => new Promise<{ tokens: number[]; reason: string }>((resolve, reject) => {
-        const tokens: number[] = [];
-        engine.enqueue([{
-          prompt, maxTokens: 64, sampler: new TokenSampler({ temperature: 0, topP: 1 }),
-          onToken: (id) => {
-            tokens.push(id);
-            return id === stopAt;
-          },
-          onFinish: (reason) => resolve({ tokens, reason }),
-          onError: reject,
-        }]);
-      });
+      const run = (prompt: number[], stopAt?: number) =>
+        new Promise<{ tokens: number[]; reason: string }>((resolve, reject) => {
+          const tokens: number[] = [];
+          engine.enqueue([
+            {
+              prompt,
+              maxTokens: 64,
+              sampler: new TokenSampler({ temperature: 0, topP: 1 }),
+              onToken: (id) => {
+                tokens.push(id);
+                return id === stopAt;
+              },
+              onFinish: (reason) => resolve({ tokens, reason }),
+              onError: reject,
+            },
+          ]);
+        });
       const prompt = [5, 100, 200, 300, 400, 2];
       expect(await run(prompt)).to.deep.equal({ tokens: [100, 200, 300, 400], reason: 'stop' });
       expect(await run(prompt, 200)).to.deep.equal({ tokens: [100, 200], reason: 'stop' });
       // A cancelled sequence gets no more callbacks; the engine empties.
       let after = 0;
-      const [handle] = engine.enqueue([{
-        prompt, maxTokens: 64, sampler: new TokenSampler({ temperature: 0, topP: 1 }),
-        onToken: () => {
-          after++;
-          return false;
+      const [handle] = engine.enqueue([
+        {
+          prompt,
+          maxTokens: 64,
+          sampler: new TokenSampler({ temperature: 0, topP: 1 }),
+          onToken: () => {
+            after++;
+            return false;
+          },
+          onFinish: () => expect.fail('a cancelled sequence must not finish'),
+          onError: (e) => expect.fail(e.message),
         },
-        onFinish: () => expect.fail('a cancelled sequence must not finish'),
-        onError: (e) => expect.fail(e.message),
-      }]);
+      ]);
       handle!.cancel();
       const seen = after;
       await run(prompt);

@@ -10,7 +10,7 @@ const checksum = async (algorithm: ChecksumAlgorithm, data: Buffer): Promise<str
 };
 
 describe('service kit: checksums of multipart objects', () => {
-  it('FULL_OBJECT: combining the parts\' CRCs gives the CRC of their bytes one after the other (CRC32, CRC32C, CRC64NVME)', async () => {
+  it("FULL_OBJECT: combining the parts' CRCs gives the CRC of their bytes one after the other (CRC32, CRC32C, CRC64NVME)", async () => {
     // Sizes that exercise the combination: empty, one byte, odd, repeated (the cached operator), large.
     const parts = [randomBytes(1000), Buffer.alloc(0), randomBytes(1), randomBytes(77_777), randomBytes(77_777), randomBytes(3 * 1024 * 1024 + 5)];
     for (const algorithm of ['CRC32', 'CRC32C', 'CRC64NVME'] as const) {
@@ -22,17 +22,27 @@ describe('service kit: checksums of multipart objects', () => {
     const a = randomBytes(4096);
     const b = randomBytes(12_345);
     const crc = (d: Buffer) => Buffer.from((zlib.crc32(d) >>> 0).toString(16).padStart(8, '0'), 'hex').toString('base64');
-    expect(fullObjectChecksum('CRC32', [{ value: crc(a), size: a.length }, { value: crc(b), size: b.length }])).to.equal(crc(Buffer.concat([a, b])));
+    expect(
+      fullObjectChecksum('CRC32', [
+        { value: crc(a), size: a.length },
+        { value: crc(b), size: b.length },
+      ]),
+    ).to.equal(crc(Buffer.concat([a, b])));
   });
 
   it('FULL_OBJECT has no meaning for SHA: refused', () => {
     expect(() => fullObjectChecksum('SHA256', [{ value: 'AA==', size: 1 }])).to.throw(/SHA256/);
   });
 
-  it('COMPOSITE: the digest of the parts\' digests, with the part count', async () => {
+  it("COMPOSITE: the digest of the parts' digests, with the part count", async () => {
     const digests = [createHash('sha1').update('one').digest(), createHash('sha1').update('two').digest()];
     const expected = `${createHash('sha1').update(Buffer.concat(digests)).digest('base64')}-2`;
-    expect(await compositeChecksum('SHA1', digests.map((d) => d.toString('base64')))).to.equal(expected);
+    expect(
+      await compositeChecksum(
+        'SHA1',
+        digests.map((d) => d.toString('base64')),
+      ),
+    ).to.equal(expected);
   });
 
   it("knows which types each algorithm allows, S3's default first", () => {

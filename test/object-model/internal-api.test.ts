@@ -51,7 +51,11 @@ describe('service kit: internal API (token, error answers)', () => {
     const garbage = await call('/internal/echo', { method: 'POST', body: '{"a":', headers: { 'content-type': 'application/json' } });
     expect(garbage.status).to.equal(400);
     expect((await garbage.json()).error).to.include({ code: 'InvalidArgument', message: 'the request body is not valid JSON' });
-    const big = await call('/internal/echo', { method: 'POST', body: JSON.stringify({ a: 'x'.repeat(4096) }), headers: { 'content-type': 'application/json' } });
+    const big = await call('/internal/echo', {
+      method: 'POST',
+      body: JSON.stringify({ a: 'x'.repeat(4096) }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(big.status).to.equal(400);
     expect((await big.json()).error.code).to.equal('MaxMessageLengthExceeded');
   });

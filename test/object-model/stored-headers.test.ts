@@ -1,5 +1,14 @@
 import { expect } from 'chai';
-import { checksumHeaders, copiedHeaders, mergeStoredHeaders, S3Error, standardHeadersOf, storedChecksum, storedHeadersFromJson, withoutChecksum } from '../../images/object-model/src/index.js';
+import {
+  checksumHeaders,
+  copiedHeaders,
+  mergeStoredHeaders,
+  S3Error,
+  standardHeadersOf,
+  storedChecksum,
+  storedHeadersFromJson,
+  withoutChecksum,
+} from '../../images/object-model/src/index.js';
 
 const codeOf = (fn: () => unknown): string | undefined => {
   try {
@@ -12,17 +21,29 @@ const codeOf = (fn: () => unknown): string | undefined => {
 
 describe('service kit: headers stored with objects', () => {
   it('takes the standard headers from request headers or form fields, in any case, and nothing else', () => {
-    const picked = standardHeadersOf(Object.entries({
-      'Cache-Control': 'max-age=60',
+    const picked = standardHeadersOf(
+      Object.entries({
+        'Cache-Control': 'max-age=60',
+        'content-disposition': 'inline',
+        'CONTENT-LANGUAGE': 'en',
+        Expires: 'Wed, 21 Oct 2030 07:28:00 GMT',
+        'content-type': 'text/plain',
+        'x-amz-meta-a': 'b',
+        authorization: 'secret',
+      }),
+    );
+    expect(picked).to.deep.equal({
+      'cache-control': 'max-age=60',
       'content-disposition': 'inline',
-      'CONTENT-LANGUAGE': 'en',
-      Expires: 'Wed, 21 Oct 2030 07:28:00 GMT',
-      'content-type': 'text/plain',
-      'x-amz-meta-a': 'b',
-      authorization: 'secret',
-    }));
-    expect(picked).to.deep.equal({ 'cache-control': 'max-age=60', 'content-disposition': 'inline', 'content-language': 'en', expires: 'Wed, 21 Oct 2030 07:28:00 GMT' });
-    expect(standardHeadersOf([['content-type', 'x'], ['cache-control', undefined]])).to.equal(undefined);
+      'content-language': 'en',
+      expires: 'Wed, 21 Oct 2030 07:28:00 GMT',
+    });
+    expect(
+      standardHeadersOf([
+        ['content-type', 'x'],
+        ['cache-control', undefined],
+      ]),
+    ).to.equal(undefined);
   });
 
   it('leaves the upload framing (aws-chunked) out of Content-Encoding, and the header out when nothing else is left', () => {
@@ -35,7 +56,9 @@ describe('service kit: headers stored with objects', () => {
     expect(codeOf(() => standardHeadersOf([['content-disposition', 'attachment; filename="東京.txt"']]))).to.equal('InvalidArgument');
     expect(codeOf(() => standardHeadersOf([['cache-control', 'a\r\nx-injected: 1']]))).to.equal('InvalidArgument');
     expect(codeOf(() => standardHeadersOf([['cache-control', 'x'.repeat(9000)]]))).to.equal('InvalidArgument');
-    expect(standardHeadersOf([['content-disposition', 'attachment; filename="caf\u00e9.txt"']])).to.deep.equal({ 'content-disposition': 'attachment; filename="caf\u00e9.txt"' });
+    expect(standardHeadersOf([['content-disposition', 'attachment; filename="caf\u00e9.txt"']])).to.deep.equal({
+      'content-disposition': 'attachment; filename="caf\u00e9.txt"',
+    });
   });
 
   it('keeps a checksum as its header and type, finds it again and leaves it out on request', () => {
@@ -49,15 +72,22 @@ describe('service kit: headers stored with objects', () => {
   });
 
   it('checks what another service sends: known names, string values', () => {
-    expect(storedHeadersFromJson({ expires: 'soon', 'x-amz-checksum-sha256': 'abc', 'x-amz-checksum-type': 'FULL_OBJECT' })).to.deep.equal({ expires: 'soon', 'x-amz-checksum-sha256': 'abc', 'x-amz-checksum-type': 'FULL_OBJECT' });
+    expect(storedHeadersFromJson({ expires: 'soon', 'x-amz-checksum-sha256': 'abc', 'x-amz-checksum-type': 'FULL_OBJECT' })).to.deep.equal({
+      expires: 'soon',
+      'x-amz-checksum-sha256': 'abc',
+      'x-amz-checksum-type': 'FULL_OBJECT',
+    });
     expect(storedHeadersFromJson(undefined)).to.equal(undefined);
     expect(storedHeadersFromJson({})).to.equal(undefined);
     for (const bad of [{ 'x-amz-checksum-md5': 'x' }, { location: '/x' }, { expires: 1 }, ['cache-control'], 'cache-control']) {
-      expect(codeOf(() => storedHeadersFromJson(bad)), JSON.stringify(bad)).to.equal('InvalidArgument');
+      expect(
+        codeOf(() => storedHeadersFromJson(bad)),
+        JSON.stringify(bad),
+      ).to.equal('InvalidArgument');
     }
   });
 
-  it('keeps a website redirect that is a /path or an http(s) URL of at most 2 KiB; a copy never takes its source\'s', () => {
+  it("keeps a website redirect that is a /path or an http(s) URL of at most 2 KiB; a copy never takes its source's", () => {
     const redirect = 'x-amz-website-redirect-location';
     for (const good of ['/a.html', 'http://example.com', 'https://example.com/x?y=1', `/${'a'.repeat(2047)}`]) {
       expect(standardHeadersOf([[redirect.toUpperCase(), good]]), good.slice(0, 30)).to.deep.equal({ [redirect]: good });

@@ -5,15 +5,27 @@ import { ConfigError } from '../../images/service-kit/src/index.js';
 describe('operator configuration', () => {
   it('passes the platform connection settings on, read replicas as a list', () => {
     const settings = settingsFrom(
-      loadOperatorEnv({ STRATA_PG_URL: 'postgres://p/strata', STRATA_PG_REPLICA_URLS: 'postgres://r1/strata, postgres://r2/strata', STRATA_AMQP_URL: 'amqp://mq' }),
+      loadOperatorEnv({
+        STRATA_PG_URL: 'postgres://p/strata',
+        STRATA_PG_REPLICA_URLS: 'postgres://r1/strata, postgres://r2/strata',
+        STRATA_AMQP_URL: 'amqp://mq',
+      }),
     );
-    expect(settings).to.deep.include({ postgresUrl: 'postgres://p/strata', postgresReplicaUrls: ['postgres://r1/strata', 'postgres://r2/strata'], amqpUrl: 'amqp://mq' });
+    expect(settings).to.deep.include({
+      postgresUrl: 'postgres://p/strata',
+      postgresReplicaUrls: ['postgres://r1/strata', 'postgres://r2/strata'],
+      amqpUrl: 'amqp://mq',
+    });
     expect(settingsFrom(loadOperatorEnv({})).postgresReplicaUrls).to.deep.equal([]);
   });
 
   it("takes the storage stack's settings as a JSON object of scalars, and refuses what the operator sets itself", () => {
     expect(settingsFrom(loadOperatorEnv({})).stackSettings).to.deep.equal({});
-    const given = settingsFrom(loadOperatorEnv({ STRATA_STACK_SETTINGS: JSON.stringify({ STRATA_S3_DOMAINS: 's3.example.com', STRATA_BUCKET_NAME_HOLD_MS: 120000, STRATA_IN_PROCESS_HTTP: false }) }));
+    const given = settingsFrom(
+      loadOperatorEnv({
+        STRATA_STACK_SETTINGS: JSON.stringify({ STRATA_S3_DOMAINS: 's3.example.com', STRATA_BUCKET_NAME_HOLD_MS: 120000, STRATA_IN_PROCESS_HTTP: false }),
+      }),
+    );
     expect(given.stackSettings).to.deep.equal({ STRATA_S3_DOMAINS: 's3.example.com', STRATA_BUCKET_NAME_HOLD_MS: '120000', STRATA_IN_PROCESS_HTTP: 'false' });
     const refusals: Array<[string, RegExp]> = [
       ['{"STRATA_DATA_DIR": "/elsewhere"}', /STRATA_DATA_DIR: set by the operator itself/],
@@ -53,7 +65,11 @@ describe('operator kube config', () => {
       const file = loadKubeConfig({ ...process.env, KUBECONFIG: '/nonexistent/kubeconfig' });
       expect(file.getCurrentCluster()?.server).to.not.equal('https://10.96.0.1:443');
     } finally {
-      for (const [key, value] of [['KUBERNETES_SERVICE_HOST', saved.host], ['KUBERNETES_SERVICE_PORT', saved.port], ['KUBECONFIG', saved.kubeconfig]] as const) {
+      for (const [key, value] of [
+        ['KUBERNETES_SERVICE_HOST', saved.host],
+        ['KUBERNETES_SERVICE_PORT', saved.port],
+        ['KUBECONFIG', saved.kubeconfig],
+      ] as const) {
         if (value === undefined) delete process.env[key];
         else process.env[key] = value;
       }

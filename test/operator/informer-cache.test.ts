@@ -19,7 +19,10 @@ async function requestsDuring(h: Harness, fn: () => Promise<unknown>): Promise<s
 
 /** Reconcile until one reconcile sends nothing (the cache has caught up with the last writes). */
 async function settle(h: Harness, reconciler: Reconciler, name: string): Promise<void> {
-  await eventually(async () => expect((await requestsDuring(h, () => reconciler.reconcile({ namespace: NS, name }))).join(' ')).to.equal('', 'requests'), 'a reconcile that sends nothing');
+  await eventually(
+    async () => expect((await requestsDuring(h, () => reconciler.reconcile({ namespace: NS, name }))).join(' ')).to.equal('', 'requests'),
+    'a reconcile that sends nothing',
+  );
 }
 
 describe('shared informers and the cached client', () => {
@@ -44,8 +47,14 @@ describe('shared informers and the cached client', () => {
     await eventually(() => expect((mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-data-plane') as Doc).spec.replicas).to.equal(1), 'drift undone');
     // A lost annotation is drift as well.
     const writes = await requestsDuring(h, async () => {
-      await h.kube.mergePatch({ apiVersion: 'v1', kind: 'Service', namespace: NS, name: 'strata-gateway' }, { metadata: { annotations: { [APPLIED_HASH_ANNOTATION]: null } } });
-      await eventually(() => expect(mustGet(h.fake, 'v1', 'Service', NS, 'strata-gateway').metadata.annotations?.[APPLIED_HASH_ANNOTATION]).to.be.a('string'), 'annotation restored');
+      await h.kube.mergePatch(
+        { apiVersion: 'v1', kind: 'Service', namespace: NS, name: 'strata-gateway' },
+        { metadata: { annotations: { [APPLIED_HASH_ANNOTATION]: null } } },
+      );
+      await eventually(
+        () => expect(mustGet(h.fake, 'v1', 'Service', NS, 'strata-gateway').metadata.annotations?.[APPLIED_HASH_ANNOTATION]).to.be.a('string'),
+        'annotation restored',
+      );
       await settle(h, bucket, 'photos');
     });
     // The test's own patch, then the operator's apply of that one object (the test's direct reconciles
@@ -57,7 +66,12 @@ describe('shared informers and the cached client', () => {
     const { h } = fixture;
     const ms = new ModelServerReconciler(h.cached, h.events, TEST_SETTINGS);
     h.start([ms]);
-    const modelServer = (replicas: number) => ({ apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', metadata: { name: 'tiny', namespace: NS }, spec: { replicas } });
+    const modelServer = (replicas: number) => ({
+      apiVersion: 'strata.dev/v1alpha1',
+      kind: 'ModelServer',
+      metadata: { name: 'tiny', namespace: NS },
+      spec: { replicas },
+    });
     await h.kube.apply(modelServer(1) as never);
     await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server'), 'deployment');
     markDeploymentReady(h.fake, NS, 'tiny-model-server');
@@ -71,7 +85,9 @@ describe('shared informers and the cached client', () => {
     });
     // The test's apply of the ModelServer, then the operator's apply of the Deployment alone (not the Service).
     const applies = new Set(changed.filter((r) => r.startsWith('PATCH') && !r.endsWith('/status')));
-    expect(applies).to.deep.equal(new Set([`PATCH /apis/strata.dev/v1alpha1/namespaces/${NS}/modelservers/tiny`, `PATCH /apis/apps/v1/namespaces/${NS}/deployments/tiny-model-server`]));
+    expect(applies).to.deep.equal(
+      new Set([`PATCH /apis/strata.dev/v1alpha1/namespaces/${NS}/modelservers/tiny`, `PATCH /apis/apps/v1/namespaces/${NS}/deployments/tiny-model-server`]),
+    );
   });
 
   it('lists and watches each kind once for every controller that needs it', async () => {
@@ -84,7 +100,10 @@ describe('shared informers and the cached client', () => {
     await eventually(() => expect(manager.isReady).to.equal(true), 'informers synced');
     // One list and one watch of Deployments and of Services, which all three controllers own.
     for (const path of ['/apis/apps/v1/deployments', '/api/v1/services']) {
-      expect(h.fake.requests.filter((r) => r === `GET ${path}`), path).to.have.length(2);
+      expect(
+        h.fake.requests.filter((r) => r === `GET ${path}`),
+        path,
+      ).to.have.length(2);
     }
   });
 });

@@ -26,7 +26,16 @@ describe('leader election: observed time and renew deadline', () => {
   const start = () => {
     elector = new LeaderElector(
       fake.kubeConfig(),
-      { namespace: 'strata-system', leaseName: 'strata-operator', identity: 'me', leaseDurationMs: 1000, renewDeadlineMs: 500, retryPeriodMs: 50, onStartedLeading: () => undefined, onStoppedLeading: () => stops.push('stopped') },
+      {
+        namespace: 'strata-system',
+        leaseName: 'strata-operator',
+        identity: 'me',
+        leaseDurationMs: 1000,
+        renewDeadlineMs: 500,
+        retryPeriodMs: 50,
+        onStartedLeading: () => undefined,
+        onStoppedLeading: () => stops.push('stopped'),
+      },
       createLogger('leader-test', 'silent'),
     );
     elector.start();
@@ -40,7 +49,7 @@ describe('leader election: observed time and renew deadline', () => {
     else fake.state.create(t(), 'strata-system', { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'strata-operator' }, spec } as never);
   };
 
-  it('never takes a lease that keeps being renewed, however far behind the holder\'s clock is', async () => {
+  it("never takes a lease that keeps being renewed, however far behind the holder's clock is", async () => {
     const hourAgo = Date.now() - 3_600_000;
     holdLease(micro(hourAgo));
     const me = start();
@@ -53,7 +62,7 @@ describe('leader election: observed time and renew deadline', () => {
     await eventually(() => expect(me.isLeader).to.equal(true), 'took over', 5000);
   });
 
-  it('takes over a silent lease after its duration even when the holder\'s clock ran ahead', async () => {
+  it("takes over a silent lease after its duration even when the holder's clock ran ahead", async () => {
     holdLease(micro(Date.now() + 3_600_000));
     const me = start();
     await eventually(() => expect(me.isLeader).to.equal(true), 'took over', 5000);

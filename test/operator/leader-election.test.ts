@@ -28,7 +28,10 @@ describe('operator leader election', () => {
   });
   afterEach(() => h.stop());
 
-  const lease = () => mustGet(h.fake, 'coordination.k8s.io/v1', 'Lease', 'strata-system', 'strata-operator') as unknown as { spec: { holderIdentity: string; leaseTransitions: number } };
+  const lease = () =>
+    mustGet(h.fake, 'coordination.k8s.io/v1', 'Lease', 'strata-system', 'strata-operator') as unknown as {
+      spec: { holderIdentity: string; leaseTransitions: number };
+    };
 
   it('lets exactly one of two managers lead, and the other take over after the lease expires', async () => {
     const leader = await eventually(() => {
@@ -62,10 +65,14 @@ describe('operator leader election', () => {
     await eventually(() => expect(leader.runningControllers).to.equal(1), 'controllers running');
     // The API server answers nothing about Leases (say etcd is down): nobody may keep reconciling.
     h.fake.failRequests = (_method, path) => (path.includes('/leases') ? 503 : undefined);
-    await eventually(() => {
-      expect(one.isLeader).to.equal(false);
-      expect(two.isLeader).to.equal(false);
-    }, 'leader steps down after the renew deadline', 10_000);
+    await eventually(
+      () => {
+        expect(one.isLeader).to.equal(false);
+        expect(two.isLeader).to.equal(false);
+      },
+      'leader steps down after the renew deadline',
+      10_000,
+    );
     await leader.settled();
     expect(leader.runningControllers).to.equal(0);
     await h.kube.apply(modelServer('during-outage') as never);
@@ -81,7 +88,10 @@ describe('operator leader election', () => {
     const current = h.fake.state.get(coordination, 'strata-system', 'strata-operator') as unknown as { spec: object };
     // Someone else (an operator of another version, a split brain) holds a fresh lease for a minute.
     const renewTime = new Date().toISOString().replace(/Z$/, '000Z');
-    h.fake.state.update(coordination, 'strata-system', 'strata-operator', { ...current, spec: { ...current.spec, holderIdentity: 'intruder', renewTime, leaseDurationSeconds: 60 } } as never);
+    h.fake.state.update(coordination, 'strata-system', 'strata-operator', {
+      ...current,
+      spec: { ...current.spec, holderIdentity: 'intruder', renewTime, leaseDurationSeconds: 60 },
+    } as never);
     await eventually(() => expect(leader.isLeader).to.equal(false), 'leader steps down');
     await leader.settled();
     expect(leader.runningControllers).to.equal(0);

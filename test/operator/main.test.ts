@@ -25,7 +25,14 @@ describe('operator entrypoint (operator/main.ts as a process)', function () {
     });
     const child = spawn(process.execPath, ['--import', 'tsx', 'operator/main.ts'], {
       cwd: root,
-      env: { ...process.env, KUBECONFIG: kubeconfig, KUBERNETES_SERVICE_HOST: '', PORT: String(port), LOG_LEVEL: 'silent', LEADER_ELECTION_NAMESPACE: 'strata-system' },
+      env: {
+        ...process.env,
+        KUBECONFIG: kubeconfig,
+        KUBERNETES_SERVICE_HOST: '',
+        PORT: String(port),
+        LOG_LEVEL: 'silent',
+        LEADER_ELECTION_NAMESPACE: 'strata-system',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -34,7 +41,11 @@ describe('operator entrypoint (operator/main.ts as a process)', function () {
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
       await eventually(async () => expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).to.equal(200), `operator up (${output})`, 30_000);
-      await eventually(async () => expect((await (await fetch(`http://127.0.0.1:${port}/leader`)).json()) as object).to.deep.equal({ leader: true }), 'leading', 10_000);
+      await eventually(
+        async () => expect((await (await fetch(`http://127.0.0.1:${port}/leader`)).json()) as object).to.deep.equal({ leader: true }),
+        'leading',
+        10_000,
+      );
     } finally {
       child.kill('SIGTERM');
     }

@@ -20,7 +20,14 @@ describe('operator process', () => {
   });
 
   it('serves health, readiness, leadership and reconcile metrics, and stops gracefully', async () => {
-    const cfg = loadOperatorEnv({ PORT: '0', LOG_LEVEL: 'silent', LEASE_DURATION_SECONDS: '2', RETRY_PERIOD_SECONDS: '1', POD_NAME: 'operator-0', STRATA_IMAGE_TAG: 'v9' });
+    const cfg = loadOperatorEnv({
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      LEASE_DURATION_SECONDS: '2',
+      RETRY_PERIOD_SECONDS: '1',
+      POD_NAME: 'operator-0',
+      STRATA_IMAGE_TAG: 'v9',
+    });
     operator = await startOperator(h.fake.kubeConfig(), cfg);
     const url = operator.http.url;
     expect((await fetch(`${url}/healthz`)).status).to.equal(200);
@@ -41,7 +48,12 @@ describe('operator process', () => {
 
     await operator.stop();
     operator = undefined;
-    expect(await fetch(`${url}/healthz`).then(() => 'answered', () => 'closed')).to.equal('closed');
+    expect(
+      await fetch(`${url}/healthz`).then(
+        () => 'answered',
+        () => 'closed',
+      ),
+    ).to.equal('closed');
   });
 
   it('still reconciles when watches go silent, through the periodic resync', async () => {

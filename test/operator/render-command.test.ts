@@ -25,12 +25,23 @@ metadata: { name: poems }
 spec: { truncatePrompt: true }
 `;
 
-type Doc = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; data?: Record<string, string>; stringData?: Record<string, string> };
+type Doc = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+};
 
 function render(file: string, namespace: string, env: NodeJS.ProcessEnv = {}): { status: number; stdout: string; stderr: string } {
   let stdout = '';
   let stderr = '';
-  const status = runRenderCommand(['-f', file, '--namespace', namespace], env, (s) => (stdout += s), (s) => (stderr += s));
+  const status = runRenderCommand(
+    ['-f', file, '--namespace', namespace],
+    env,
+    (s) => (stdout += s),
+    (s) => (stderr += s),
+  );
   return { status, stdout, stderr };
 }
 
@@ -69,21 +80,35 @@ describe('operator render (what the operator would apply, without a cluster)', f
       expect(r.status).to.equal(0);
       return parse(r.stdout);
     });
-    for (const [docs, ns] of [[a!, 'team-a'], [b!, 'team-b']] as const) {
+    for (const [docs, ns] of [
+      [a!, 'team-a'],
+      [b!, 'team-b'],
+    ] as const) {
       for (const d of docs) {
         await validateManifest(d);
         expect(d.metadata.namespace, `${d.kind} ${d.metadata.name}`).to.equal(ns);
       }
       const names = docs.map((d) => `${d.kind}/${d.metadata.name}`);
-      expect(names).to.include.members(['Deployment/strata-gateway', 'Secret/strata-backing-credentials', 'Deployment/photos-index-worker', 'Deployment/poems-model-server']);
+      expect(names).to.include.members([
+        'Deployment/strata-gateway',
+        'Secret/strata-backing-credentials',
+        'Deployment/photos-index-worker',
+        'Deployment/poems-model-server',
+      ]);
       const modelServer = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'poems-model-server');
       expect(JSON.stringify(modelServer)).to.contain('{"name":"MODEL_SERVER_TRUNCATE_PROMPT","value":"true"}');
     }
     const valuesA = connectionValues(a!);
     const valuesB = connectionValues(b!);
-    expect(valuesA.some((v) => v.includes('/strata_team_a')), 'database URL of team-a').to.equal(true);
+    expect(
+      valuesA.some((v) => v.includes('/strata_team_a')),
+      'database URL of team-a',
+    ).to.equal(true);
     expect(valuesA.some((v) => v.includes('strata.team-a.events'))).to.equal(true);
-    expect(valuesA.filter((v) => valuesB.includes(v)), 'values both namespaces have').to.deep.equal([]);
+    expect(
+      valuesA.filter((v) => valuesB.includes(v)),
+      'values both namespaces have',
+    ).to.deep.equal([]);
   });
 
   it('renders with the settings of the operator environment (external servers)', () => {
@@ -98,8 +123,16 @@ describe('operator render (what the operator would apply, without a cluster)', f
   const bad: Array<[string, string, RegExp]> = [
     ['not YAML', 'kind: [', /document 1: not YAML/],
     ['a foreign kind', 'apiVersion: v1\nkind: Pod\nmetadata: { name: x }\n', /v1 Pod is not a Strata resource/],
-    ['an invalid spec', `${RESOURCES}---\napiVersion: strata.dev/v1alpha1\nkind: ModelServer\nmetadata: { name: bad }\nspec: { replicas: -1 }\n`, /document 4 \(ModelServer bad\): invalid spec/],
-    ['another namespace', 'apiVersion: strata.dev/v1alpha1\nkind: ModelServer\nmetadata: { name: m, namespace: other }\n', /metadata.namespace other differs from --namespace team-a/],
+    [
+      'an invalid spec',
+      `${RESOURCES}---\napiVersion: strata.dev/v1alpha1\nkind: ModelServer\nmetadata: { name: bad }\nspec: { replicas: -1 }\n`,
+      /document 4 \(ModelServer bad\): invalid spec/,
+    ],
+    [
+      'another namespace',
+      'apiVersion: strata.dev/v1alpha1\nkind: ModelServer\nmetadata: { name: m, namespace: other }\n',
+      /metadata.namespace other differs from --namespace team-a/,
+    ],
   ];
   for (const [what, text, message] of bad) {
     it(`refuses ${what} with a clear error, non-zero status and no output`, () => {
@@ -112,7 +145,10 @@ describe('operator render (what the operator would apply, without a cluster)', f
   }
 
   it('runs as `npm run operator -- render`, exiting non-zero on a missing file', () => {
-    const r = spawnSync('npm', ['run', '-s', 'operator', '--', 'render', '-f', path.join(dir.path, 'missing.yaml'), '--namespace', 'team-a'], { cwd: root, encoding: 'utf8' });
+    const r = spawnSync('npm', ['run', '-s', 'operator', '--', 'render', '-f', path.join(dir.path, 'missing.yaml'), '--namespace', 'team-a'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     expect(r.status).to.equal(1);
     expect(r.stderr).to.match(/no such file: .*missing\.yaml/);
   });

@@ -75,7 +75,11 @@ describe('poem-app page in Chromium', function () {
     expect(await page.locator('#poem-meta').textContent()).to.equal('Sonnet · “harbour lights” · written by strata-test-model');
     expect(await page.getByRole('status').textContent()).to.match(/sonnet by strata-test-model is ready/);
     // Which model writes here, and how to use a real provider.
-    expect(await page.locator('#model-note').textContent()).to.include('strata-test-model').and.include('API_BASE_URL').and.include('API_KEY').and.include('API_MODEL');
+    expect(await page.locator('#model-note').textContent())
+      .to.include('strata-test-model')
+      .and.include('API_BASE_URL')
+      .and.include('API_KEY')
+      .and.include('API_MODEL');
     const sent = upstream.received.at(-1)!;
     expect(sent.body.messages?.[1]?.content).to.include('sonnet').and.include('"harbour lights"');
 
@@ -132,7 +136,9 @@ describe('poem-app page in Chromium', function () {
       const status = page.locator('#status .status--error');
       await status.waitFor();
       expect(await status.textContent()).to.match(/refused the poem app's API key \(HTTP 401\): Incorrect API key provided/);
-      expect(await status.locator('.status__hint').textContent()).to.include('API_KEY').and.include('API_BASE_URL');
+      expect(await status.locator('.status__hint').textContent())
+        .to.include('API_KEY')
+        .and.include('API_BASE_URL');
     } finally {
       upstream.behave({ kind: 'poem', content: (req) => poemFor(req.body.messages?.[1]?.content ?? '') });
     }

@@ -14,7 +14,11 @@ function del(url: string, authorization?: string): Promise<Response> {
 }
 
 function postWith(url: string, body: unknown, authorization?: string): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body: JSON.stringify(body) });
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+    body: JSON.stringify(body),
+  });
 }
 
 describe('poem-app: history delete, write access, upstream limits and refusals', () => {
@@ -94,7 +98,11 @@ describe('poem-app: history writes when exposed (POEM_APP_API_KEY)', () => {
   const apps: RunningService[] = [];
   const start = async (host: string, apiKey?: string) => {
     const app = await startPoemApp({
-      port: 0, host, databasePath: path.join(tmp.dir, `${apps.length}.db`), logger: createLogger('poem-app-test', 'silent'), ...(apiKey ? { apiKey } : {}),
+      port: 0,
+      host,
+      databasePath: path.join(tmp.dir, `${apps.length}.db`),
+      logger: createLogger('poem-app-test', 'silent'),
+      ...(apiKey ? { apiKey } : {}),
       upstream: { baseUrl: upstream.baseUrl, apiKey: TEST_API_KEY, model: TEST_MODEL, timeoutMs: 5_000, maxRetries: 0, maxTokens: 64, temperature: 0.9 },
     });
     apps.push(app);
@@ -148,7 +156,13 @@ describe('poem-app against the real model server', () => {
 
   before(async () => {
     tmp = tempDir('poem-real-upstream');
-    model = await startModelServer({ port: 0, host: '127.0.0.1', modelNames: ['strata-tiny'], truncatePrompt: true, logger: createLogger('model-server-test', 'silent') });
+    model = await startModelServer({
+      port: 0,
+      host: '127.0.0.1',
+      modelNames: ['strata-tiny'],
+      truncatePrompt: true,
+      logger: createLogger('model-server-test', 'silent'),
+    });
     app = await startTestPoemApp(path.join(tmp.dir, 'poems.db'), `${model.url}/v1`, { model: 'strata-tiny', maxTokens: 256 });
   });
   after(async () => {
@@ -157,7 +171,7 @@ describe('poem-app against the real model server', () => {
     tmp?.remove();
   });
 
-  it('writes with API_MAX_TOKENS above the model\'s limit (256 > 64): the request is clamped, not refused', async () => {
+  it("writes with API_MAX_TOKENS above the model's limit (256 > 64): the request is clamped, not refused", async () => {
     const res = await postJson(`${app.url}/api/generate-poem`, { type: 'haiku', theme: 'snow' });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     expect(res.body.model).to.equal('strata-tiny');

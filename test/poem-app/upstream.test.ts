@@ -31,7 +31,9 @@ describe('poem-app upstream (OpenAI chat-completions wire format)', () => {
     expect(sent.body.max_tokens).to.equal(128);
     const messages = sent.body.messages!;
     expect(messages.map((m) => m.role)).to.deep.equal(['system', 'user']);
-    expect(messages[1]!.content).to.match(/sonnet/i).and.include('"lighthouse keepers"');
+    expect(messages[1]!.content)
+      .to.match(/sonnet/i)
+      .and.include('"lighthouse keepers"');
   });
 
   it('copes with any text the model returns (e.g. token ids from the local model server)', async () => {

@@ -30,7 +30,13 @@ describe('service kit: fast path past the router', () => {
       },
       (req: Request, res: Response) => {
         // Express's own request/response API works: query parsing, app settings, res.status().json().
-        res.status(201).json({ order: res.locals.order, route: (req as Request & { route: { path: string } }).route.path, name: req.params.name, q: req.query.q, app: req.app.get('query parser') });
+        res.status(201).json({
+          order: res.locals.order,
+          route: (req as Request & { route: { path: string } }).route.path,
+          name: req.params.name,
+          q: req.query.q,
+          app: req.app.get('query parser'),
+        });
       },
     ];
     const onError = (err: unknown, _req: Request, res: Response, _next: NextFunction) => void res.status(500).json({ error: (err as Error).message });
@@ -81,7 +87,14 @@ describe('service kit: requests born with the Express API', () => {
     const app = createApp({ name: 'born', logger: createLogger('born', 'silent'), registry: createRegistry('born') });
     app.set('answer', 42);
     app.get('/express/:id', (req, res) => {
-      res.status(202).json({ id: req.params.id, header: req.get('x-probe'), path: req.path, q: req.query.q, setting: req.app.get('answer'), node: req instanceof http.IncomingMessage });
+      res.status(202).json({
+        id: req.params.id,
+        header: req.get('x-probe'),
+        path: req.path,
+        q: req.query.q,
+        setting: req.app.get('answer'),
+        node: req instanceof http.IncomingMessage,
+      });
     });
     const listener = withFastPath(
       app,
@@ -90,15 +103,18 @@ describe('service kit: requests born with the Express API', () => {
       (err, _req, res) => void res.status(500).json({ error: String(err) }),
     );
     // What listen() serves: record each request's prototypes on arrival and once answered.
-    const recording = Object.assign((req: http.IncomingMessage, res: http.ServerResponse) => {
-      const entry = { arrival: Object.getPrototypeOf(req) as object, handled: {}, response: Object.getPrototypeOf(res) as object, responseHandled: {} };
-      res.on('finish', () => {
-        entry.handled = Object.getPrototypeOf(req) as object;
-        entry.responseHandled = Object.getPrototypeOf(res) as object;
-        prototypes.push(entry);
-      });
-      listener(req, res);
-    }, { locals: listener.locals, app });
+    const recording = Object.assign(
+      (req: http.IncomingMessage, res: http.ServerResponse) => {
+        const entry = { arrival: Object.getPrototypeOf(req) as object, handled: {}, response: Object.getPrototypeOf(res) as object, responseHandled: {} };
+        res.on('finish', () => {
+          entry.handled = Object.getPrototypeOf(req) as object;
+          entry.responseHandled = Object.getPrototypeOf(res) as object;
+          prototypes.push(entry);
+        });
+        listener(req, res);
+      },
+      { locals: listener.locals, app },
+    );
     running = await listen(recording, { name: 'born', logger: createLogger('born', 'silent'), registry: createRegistry('born'), port: 0, host: '127.0.0.1' });
   });
   after(() => running.stop(100));

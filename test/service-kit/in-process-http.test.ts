@@ -93,7 +93,13 @@ describe('service kit: in-process HTTP between services of one process', () => {
   const endless = { written: 0, closed: false };
 
   const start = async () => {
-    running = await listen(handler, { name: 'pipe-test', logger: createLogger('pipe-test', 'silent'), registry: createRegistry('pipe-test'), port: 0, host: '127.0.0.1' });
+    running = await listen(handler, {
+      name: 'pipe-test',
+      logger: createLogger('pipe-test', 'silent'),
+      registry: createRegistry('pipe-test'),
+      port: 0,
+      host: '127.0.0.1',
+    });
     return running;
   };
 
@@ -156,7 +162,9 @@ describe('service kit: in-process HTTP between services of one process', () => {
     res.pause();
     await new Promise((r) => setTimeout(r, 200));
     // The writer is held at its buffers' size (a few MiB at most), not running away.
-    expect(endless.written).to.be.greaterThan(0).and.below(8 << 20);
+    expect(endless.written)
+      .to.be.greaterThan(0)
+      .and.below(8 << 20);
     const held = endless.written;
     await new Promise((r) => setTimeout(r, 100));
     expect(endless.written).to.equal(held);

@@ -22,7 +22,8 @@ describe('PGlite on disk: commits and checkpoints made durable by its thread', f
     await rm(dir, { recursive: true, force: true });
   });
 
-  const open = async (name: string, fsync?: boolean) => (await createPgliteSqlClient(path.join(dir, name), { thread: true, ...(fsync === undefined ? {} : { fsync }) })) as PgliteThreadClient;
+  const open = async (name: string, fsync?: boolean) =>
+    (await createPgliteSqlClient(path.join(dir, name), { thread: true, ...(fsync === undefined ? {} : { fsync }) })) as PgliteThreadClient;
   const counters = async (sql: PgliteThreadClient): Promise<DurabilityCounters> => {
     const c = await sql.durability();
     if (!c) throw new Error('no durability counters: the file layer is not installed');
@@ -185,10 +186,16 @@ describe('the durable file layer on its own (real files, a copy of the fs module
     const wal = fsCopy.openSync(path.join(dir, 'pg_wal', '000000010000000000000001'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
     const answered: string[] = [];
     fsCopy.writeSync(wal, Buffer.from('commit 1'));
-    durable.answer(() => answered.push('commit 1'), (err) => answered.push(`commit 1 failed: ${err.message}`));
+    durable.answer(
+      () => answered.push('commit 1'),
+      (err) => answered.push(`commit 1 failed: ${err.message}`),
+    );
     for (let i = 0; i < 200 && answered.length < 1; i++) await new Promise((r) => setTimeout(r, 5));
     fsCopy.writeSync(wal, Buffer.from('commit 2'));
-    durable.answer(() => answered.push('commit 2'), (err) => answered.push(`commit 2 failed: ${err.message}`));
+    durable.answer(
+      () => answered.push('commit 2'),
+      (err) => answered.push(`commit 2 failed: ${err.message}`),
+    );
     for (let i = 0; i < 200 && answered.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
     expect(answered).to.deep.equal(['commit 1 failed: EIO: i/o error, fdatasync', 'commit 2']);
     fsCopy.closeSync(wal);

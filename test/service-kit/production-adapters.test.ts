@@ -1,7 +1,20 @@
 import { expect } from 'chai';
 import { z } from 'zod';
 import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
-import { CacheUnavailableError, cacheMetrics, countedCache, createProductionCache, createProductionSql, createRegistry, loadConfig, parseRedisNodes, productionEnvShape, productionSettings, RoutingSqlClient, type StringCache } from '../../images/service-kit/src/index.js';
+import {
+  CacheUnavailableError,
+  cacheMetrics,
+  countedCache,
+  createProductionCache,
+  createProductionSql,
+  createRegistry,
+  loadConfig,
+  parseRedisNodes,
+  productionEnvShape,
+  productionSettings,
+  RoutingSqlClient,
+  type StringCache,
+} from '../../images/service-kit/src/index.js';
 
 const schema = z.object(productionEnvShape);
 

@@ -22,8 +22,12 @@ describe('service-kit', () => {
       } catch (err) {
         expect(err).to.be.instanceOf(ConfigError);
         const problems = (err as ConfigError).problems.join('\n');
-        expect(problems).to.match(/PORT/).and.match(/"eighty"/);
-        expect(problems).to.match(/DEBUG/).and.match(/"maybe"/);
+        expect(problems)
+          .to.match(/PORT/)
+          .and.match(/"eighty"/);
+        expect(problems)
+          .to.match(/DEBUG/)
+          .and.match(/"maybe"/);
       }
     });
   });
@@ -85,10 +89,7 @@ describe('service-kit shutdown with silent connections', () => {
     const closed = new Promise((r) => socket.once('close', r));
     let stoppedBeforeGrace = false;
     // A grace period far longer than the test timeout: stop() must finish by closing the idle socket.
-    await Promise.race([
-      svc.stop(120_000).then(() => (stoppedBeforeGrace = true)),
-      new Promise((r) => setTimeout(r, 5_000)),
-    ]);
+    await Promise.race([svc.stop(120_000).then(() => (stoppedBeforeGrace = true)), new Promise((r) => setTimeout(r, 5_000))]);
     expect(stoppedBeforeGrace).to.equal(true);
     await closed;
   });

@@ -37,7 +37,13 @@ for (const client of clients) {
 
     it('answers rows with PostgreSQL types and counts affected rows', async () => {
       const at = new Date('2030-01-02T03:04:05.678Z');
-      const ins = await sql.query<{ id: number }>('INSERT INTO t (name, doc, at, n) VALUES ($1, $2, $3, $4), ($5, NULL, NULL, NULL) RETURNING id', ['one', JSON.stringify({ a: [1, 'x'] }), at, 2 ** 40, 'two']);
+      const ins = await sql.query<{ id: number }>('INSERT INTO t (name, doc, at, n) VALUES ($1, $2, $3, $4), ($5, NULL, NULL, NULL) RETURNING id', [
+        'one',
+        JSON.stringify({ a: [1, 'x'] }),
+        at,
+        2 ** 40,
+        'two',
+      ]);
       expect(ins.rowCount).to.equal(2);
       const row = (await sql.query<{ name: string; doc: unknown; at: Date; n: unknown }>('SELECT name, doc, at, n FROM t WHERE name = $1', ['one'])).rows[0]!;
       expect(row.doc).to.deep.equal({ a: [1, 'x'] });
@@ -171,7 +177,9 @@ describe('PGlite: statements prepared once per session', function () {
     const sql = await createPgliteSqlClient(undefined, { thread: true });
     try {
       const prepared = async () =>
-        (await sql.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'strata_%' ORDER BY statement")).rows.map((r) => r.statement);
+        (await sql.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'strata_%' ORDER BY statement")).rows.map(
+          (r) => r.statement,
+        );
       for (let i = 0; i < 5; i++) expect((await sql.query<{ n: number }>('SELECT $1::int + 1 AS n', [i])).rows).to.deep.equal([{ n: i + 1 }]);
       expect((await prepared()).filter((text) => text === 'SELECT $1::int + 1 AS n')).to.have.length(1);
       // Concurrent first uses: one of them prepares, the others run unnamed; all answer.

@@ -9,7 +9,10 @@ import { freshDirPerTest } from '../support/temp-dir.js';
 /** A file sink whose file is created some time after it is made (as an fs stream's open waits on a busy thread pool). */
 class SlowOpeningSink extends Writable {
   readonly chunks: Buffer[] = [];
-  constructor(private readonly file: string, private readonly openDelayMs: number) {
+  constructor(
+    private readonly file: string,
+    private readonly openDelayMs: number,
+  ) {
     super();
   }
 

@@ -1,7 +1,15 @@
 import { expect } from 'chai';
 import express from 'express';
 import { pino } from 'pino';
-import { createPgSqlClient, DatabaseUnavailableError, listen, PG_TIMEOUT_DEFAULTS, Registry, type RunningService, type SqlClient } from '../../images/service-kit/src/index.js';
+import {
+  createPgSqlClient,
+  DatabaseUnavailableError,
+  listen,
+  PG_TIMEOUT_DEFAULTS,
+  Registry,
+  type RunningService,
+  type SqlClient,
+} from '../../images/service-kit/src/index.js';
 import { internalErrorHandler } from '../../images/object-model/src/index.js';
 import { startTcpProxy, type TcpFaultProxy } from '../support/tcp-proxy.js';
 
@@ -48,7 +56,12 @@ describe('PostgreSQL pool limits: a frozen server is a 503, not a hang', functio
     expect((await sql.query<{ n: number }>('SELECT 1 AS n')).rows).to.deep.equal([{ n: 1 }]);
     proxy.stall();
     // The pooled connection goes silent (query limit), then new ones cannot be made (connect limit).
-    for (const attempt of [() => sql.query('SELECT 1'), () => sql.transaction((tx) => tx.query('SELECT 1')), () => sql.query('SELECT 2'), () => sql.query('SELECT 3')]) {
+    for (const attempt of [
+      () => sql.query('SELECT 1'),
+      () => sql.transaction((tx) => tx.query('SELECT 1')),
+      () => sql.query('SELECT 2'),
+      () => sql.query('SELECT 3'),
+    ]) {
       const err = await outcome(attempt());
       expect(err, String(err)).to.be.instanceOf(DatabaseUnavailableError);
     }

@@ -1,6 +1,16 @@
 import { expect } from 'chai';
 import pg from 'pg';
-import { createPgRoutingSqlClient, createPgSqlClient, formatLsn, laterLsn, parseLsn, parseReplicaUrls, readQuery, RoutingSqlClient, type ReadTarget } from '../../images/service-kit/src/index.js';
+import {
+  createPgRoutingSqlClient,
+  createPgSqlClient,
+  formatLsn,
+  laterLsn,
+  parseLsn,
+  parseReplicaUrls,
+  readQuery,
+  RoutingSqlClient,
+  type ReadTarget,
+} from '../../images/service-kit/src/index.js';
 import { startPgReplica, type PgReplicaHarness } from '../support/pg-replica.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
 

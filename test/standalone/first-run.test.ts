@@ -46,7 +46,11 @@ describe('standalone: first-run defaults', function () {
   it('image search gets the test encoder and demo images once, and never beside the user’s own', async () => {
     const first = await prepareImageSearchDemo(dir, {});
     expect(first).to.deep.include({ testEncoder: true, imagesWritten: Object.keys(DEMO_IMAGES).length });
-    expect(first.env).to.deep.include({ IMAGE_SEARCH_MODEL_DIR: path.join(dir, 'test-model'), IMAGE_FILE_DIR: path.join(dir, 'images'), IMAGE_SEARCH_SCAN_ON_START: 'true' });
+    expect(first.env).to.deep.include({
+      IMAGE_SEARCH_MODEL_DIR: path.join(dir, 'test-model'),
+      IMAGE_FILE_DIR: path.join(dir, 'images'),
+      IMAGE_SEARCH_SCAN_ON_START: 'true',
+    });
     expect(readdirSync(path.join(dir, 'test-model'))).to.include.members(['image_encoder.onnx', 'text_encoder.onnx', 'merges.txt']);
     expect(readdirSync(path.join(dir, 'images')).sort()).to.deep.equal(Object.keys(DEMO_IMAGES).sort());
 

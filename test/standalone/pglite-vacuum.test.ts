@@ -17,9 +17,11 @@ describe('standalone: vacuum of the embedded database', function () {
     // Counters reach pg_stat_* when a transaction ends after a forced flush (single-user mode too).
     await sql.query('SELECT pg_stat_force_next_flush()');
     await sql.query('SELECT 1');
-    return (await sql.query<{ dead: number; vacuumed: Date | null; analyzed: Date | null; autovacuumed: Date | null }>(
-      "SELECT n_dead_tup::int AS dead, last_vacuum AS vacuumed, last_analyze AS analyzed, last_autovacuum AS autovacuumed FROM pg_stat_user_tables WHERE relname = 'churn'",
-    )).rows[0]!;
+    return (
+      await sql.query<{ dead: number; vacuumed: Date | null; analyzed: Date | null; autovacuumed: Date | null }>(
+        "SELECT n_dead_tup::int AS dead, last_vacuum AS vacuumed, last_analyze AS analyzed, last_autovacuum AS autovacuumed FROM pg_stat_user_tables WHERE relname = 'churn'",
+      )
+    ).rows[0]!;
   };
 
   it('PGlite leaves dead rows behind (no autovacuum); the timer vacuums and analyzes them away', async () => {

@@ -25,7 +25,14 @@ export function abortUpload(origin: string, upload: AbortedUpload, cutAt: number
     socket.on('data', () => undefined);
     socket.once('close', () => resolve());
     socket.once('connect', () => {
-      const head = [`PUT ${upload.target} HTTP/1.1`, `Host: ${hostname}:${port}`, `Content-Length: ${upload.contentLength}`, ...Object.entries(upload.headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
+      const head = [
+        `PUT ${upload.target} HTTP/1.1`,
+        `Host: ${hostname}:${port}`,
+        `Content-Length: ${upload.contentLength}`,
+        ...Object.entries(upload.headers).map(([k, v]) => `${k}: ${v}`),
+        '',
+        '',
+      ].join('\r\n');
       socket.write(head);
       // The body in a few writes, so the server sees it arrive in pieces.
       let sent = 0;

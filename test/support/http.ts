@@ -35,7 +35,17 @@ export function httpExchange(url: string | URL, options: http.RequestOptions, bo
 }
 
 /** `method path` to the server at `endpoint`, with a content-length for the body when there is one: its status and text. */
-export async function rawRequest(endpoint: string, method: string, path: string, headers: Record<string, string>, body?: Buffer | string): Promise<{ status: number; body: string }> {
-  const answer = await httpExchange(endpoint, { method, path, headers: { ...headers, ...(body !== undefined ? { 'content-length': Buffer.byteLength(body) } : {}) } }, body);
+export async function rawRequest(
+  endpoint: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer | string,
+): Promise<{ status: number; body: string }> {
+  const answer = await httpExchange(
+    endpoint,
+    { method, path, headers: { ...headers, ...(body !== undefined ? { 'content-length': Buffer.byteLength(body) } : {}) } },
+    body,
+  );
   return { status: answer.status, body: answer.body };
 }

@@ -52,9 +52,7 @@ function killNow(entry: Live): void {
 async function asPostgres(tool: string, args: string[], timeoutMs = 120_000): Promise<string> {
   const cmd = path.join(PG_BIN, tool);
   const { stdout } =
-    userInfo().uid === 0
-      ? await run('runuser', ['-u', 'postgres', '--', cmd, ...args], { timeout: timeoutMs })
-      : await run(cmd, args, { timeout: timeoutMs });
+    userInfo().uid === 0 ? await run('runuser', ['-u', 'postgres', '--', cmd, ...args], { timeout: timeoutMs }) : await run(cmd, args, { timeout: timeoutMs });
   return stdout;
 }
 
@@ -118,7 +116,20 @@ async function startOnce(): Promise<PgReplicaHarness> {
 
     // -R writes standby.signal and primary_conninfo; -X stream copies the WAL needed to start.
     await asPostgres('pg_basebackup', [
-      '-h', HOST, '-p', String(primaryPort), '-U', 'postgres', '-D', replicaDir, '-R', '-X', 'stream', '-c', 'fast', '--no-sync',
+      '-h',
+      HOST,
+      '-p',
+      String(primaryPort),
+      '-U',
+      'postgres',
+      '-D',
+      replicaDir,
+      '-R',
+      '-X',
+      'stream',
+      '-c',
+      'fast',
+      '--no-sync',
     ]);
     appendFileSync(path.join(replicaDir, 'postgresql.conf'), serverSettings(replicaPort, dir));
 
@@ -150,8 +161,7 @@ async function startOnce(): Promise<PgReplicaHarness> {
       waitForReplay: async (timeoutMs = 30_000) => {
         const [{ lsn }] = (await query<{ lsn: string }>(primaryUrl, 'SELECT pg_current_wal_insert_lsn()::text AS lsn')) as [{ lsn: string }];
         await eventually(
-          async () =>
-            (await query<{ done: boolean }>(replicaUrl, 'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS done', [lsn]))[0]!.done,
+          async () => (await query<{ done: boolean }>(replicaUrl, 'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS done', [lsn]))[0]!.done,
           `the replica to replay up to ${lsn}`,
           timeoutMs,
         );

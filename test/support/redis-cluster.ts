@@ -77,9 +77,7 @@ async function waitClusterOk(ports: number[], timeoutMs: number): Promise<void> 
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const infos = await Promise.all(ports.map((p) => redisCli(p, 'cluster', 'info').catch(() => '')));
-    const ok = infos.every(
-      (info) => /cluster_state:ok/.test(info) && new RegExp(`cluster_known_nodes:${ports.length}\\b`).test(info),
-    );
+    const ok = infos.every((info) => /cluster_state:ok/.test(info) && new RegExp(`cluster_known_nodes:${ports.length}\\b`).test(info));
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`redis cluster not ok after ${timeoutMs} ms:\n${infos.join('\n---\n')}`);
     await new Promise((r) => setTimeout(r, 200));
@@ -95,14 +93,17 @@ interface ClusterRoles {
 async function waitForRoles(port: number, masterCount: number, replicaCount: number, timeoutMs: number): Promise<ClusterRoles> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const roles = (await redisCli(port, 'cluster', 'nodes')).trim().split('\n').map((line) => {
-      const [, address, flags, , , , , , ...slots] = line.split(' ');
-      return {
-        port: Number(address!.split('@')[0]!.split(':')[1]),
-        master: flags!.includes('master'),
-        firstSlot: slots.length > 0 ? Number(slots[0]!.split('-')[0]) : Number.NaN,
-      };
-    });
+    const roles = (await redisCli(port, 'cluster', 'nodes'))
+      .trim()
+      .split('\n')
+      .map((line) => {
+        const [, address, flags, , , , , , ...slots] = line.split(' ');
+        return {
+          port: Number(address!.split('@')[0]!.split(':')[1]),
+          master: flags!.includes('master'),
+          firstSlot: slots.length > 0 ? Number(slots[0]!.split('-')[0]) : Number.NaN,
+        };
+      });
     const masters = roles.filter((r) => r.master && !Number.isNaN(r.firstSlot)).sort((a, b) => a.firstSlot - b.firstSlot);
     const replicaPorts = roles.filter((r) => !r.master).map((r) => r.port);
     if (masters.length === masterCount && replicaPorts.length === replicaCount && roles.length === masterCount + replicaCount) {
@@ -130,16 +131,27 @@ async function startOnce(opts: RedisClusterOptions): Promise<RedisClusterHarness
     };
     clientPorts.forEach((port, i) => {
       const args = [
-        '--port', String(port),
-        '--bind', HOST,
-        '--cluster-enabled', 'yes',
-        '--cluster-port', String(ports[count + i]),
-        '--cluster-config-file', path.join(dir, `nodes-${port}.conf`),
-        '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 2000),
-        '--dir', dir,
-        '--save', '',
-        ...(opts.withReplicas ? ['--appendonly', 'yes', '--appendfsync', 'everysec', '--appendfilename', `appendonly-${port}.aof`, '--appenddirname', `aof-${port}`] : ['--appendonly', 'no']),
-        '--logfile', path.join(dir, `${port}.log`),
+        '--port',
+        String(port),
+        '--bind',
+        HOST,
+        '--cluster-enabled',
+        'yes',
+        '--cluster-port',
+        String(ports[count + i]),
+        '--cluster-config-file',
+        path.join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        String(opts.nodeTimeoutMs ?? 2000),
+        '--dir',
+        dir,
+        '--save',
+        '',
+        ...(opts.withReplicas
+          ? ['--appendonly', 'yes', '--appendfsync', 'everysec', '--appendfilename', `appendonly-${port}.aof`, '--appenddirname', `aof-${port}`]
+          : ['--appendonly', 'no']),
+        '--logfile',
+        path.join(dir, `${port}.log`),
       ];
       argsOf.set(port, args);
       spawnNode(port, i);

@@ -1,6 +1,28 @@
 import express from 'express';
 import type { ScheduledTask } from 'node-cron';
-import { amqpConnectionMetrics, cacheMetrics, countedCache, Counter, createApp, createLogger, createPgliteSqlClient, createProductionCache, createProductionSql, createRegistry, degradeWhenUnavailable, httpMetrics, InMemoryCache, listen, SecretBox, type Logger, type ProductionSettings, type Registry, type RunningService, type SqlClient, type StringCache } from '../../service-kit/src/index.js';
+import {
+  amqpConnectionMetrics,
+  cacheMetrics,
+  countedCache,
+  Counter,
+  createApp,
+  createLogger,
+  createPgliteSqlClient,
+  createProductionCache,
+  createProductionSql,
+  createRegistry,
+  degradeWhenUnavailable,
+  httpMetrics,
+  InMemoryCache,
+  listen,
+  SecretBox,
+  type Logger,
+  type ProductionSettings,
+  type Registry,
+  type RunningService,
+  type SqlClient,
+  type StringCache,
+} from '../../service-kit/src/index.js';
 import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
 import { AmqpEventBroker } from './events/amqp-broker.js';
 import type { EventBroker } from './events/broker.js';
@@ -124,7 +146,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const purgedTotal = new Counter({ name: 'strata_objects_purged_total', help: 'Recycled objects purged (made DELETED)', registers: [registry] });
   const lifecycleTotal = new Counter({
     name: 'strata_lifecycle_actions_total',
-    help: 'What buckets\' lifecycle rules did: objects expired into the recycle bin, incomplete multipart uploads aborted',
+    help: "What buckets' lifecycle rules did: objects expired into the recycle bin, incomplete multipart uploads aborted",
     labelNames: ['action'] as const,
     registers: [registry],
   });
@@ -138,7 +160,13 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const kickOutbox = dataPlaneOutboxKick(dataPlaneAt, opts.internalToken, logger);
   const uploads = new HttpUploadExpirer(dataPlaneAt, opts.internalToken);
   const purgeDeps: PurgeDeps = {
-    store, collector, retentionDays: opts.retentionDays ?? 30, logger, purgedTotal, lifecycleTotal, kickOutbox,
+    store,
+    collector,
+    retentionDays: opts.retentionDays ?? 30,
+    logger,
+    purgedTotal,
+    lifecycleTotal,
+    kickOutbox,
     uploads,
     invalidate: (bucket, key) => invalidateObjectRead(cache, bucket, key),
   };
@@ -154,12 +182,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   // Internal answers are never cached by anyone: no hash of every JSON body for an ETag header.
   app.set('etag', false);
   app.use(httpMetrics(registry).middleware);
-  app.use(
-    '/internal',
-    requireInternalToken(opts.internalToken),
-    express.json({ limit: '2mb' }),
-    kickOutboxAfterWrites(kickOutbox),
-  );
+  app.use('/internal', requireInternalToken(opts.internalToken), express.json({ limit: '2mb' }), kickOutboxAfterWrites(kickOutbox));
   app.use(
     '/internal',
     controlPlaneRoutes({

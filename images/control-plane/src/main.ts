@@ -3,10 +3,7 @@ import { startControlPlane } from './app.js';
 import { controlPlaneEnvSchema } from './config.js';
 
 /** Container entrypoint: configuration from the environment only. */
-const config = loadConfig(
-  'control-plane',
-  controlPlaneEnvSchema,
-);
+const config = loadConfig('control-plane', controlPlaneEnvSchema);
 
 const logger = createLogger('control-plane', config.LOG_LEVEL);
 // A bug that lets an error escape its request is logged and counted (strata_uncaught_errors_total), never an exit.

@@ -1,5 +1,24 @@
 import type http from 'node:http';
-import { amqpConnectionMetrics, cacheMetrics, countedCache, createApp, createLogger, createProductionCache, createProductionSql, createRegistry, httpMetrics, InMemoryCache, listen, SecretBox, type Logger, type ProductionSettings, type Registry, type RunningService, type SqlClient, withFastPath } from '../../service-kit/src/index.js';
+import {
+  amqpConnectionMetrics,
+  cacheMetrics,
+  countedCache,
+  createApp,
+  createLogger,
+  createProductionCache,
+  createProductionSql,
+  createRegistry,
+  httpMetrics,
+  InMemoryCache,
+  listen,
+  SecretBox,
+  type Logger,
+  type ProductionSettings,
+  type Registry,
+  type RunningService,
+  type SqlClient,
+  withFastPath,
+} from '../../service-kit/src/index.js';
 import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
 import { FsBackend, SMALL_READ } from './backends/fs-backend.js';
 import { backendsConfigFromEnv, type BackendsConfig } from './backends/config.js';
@@ -107,9 +126,12 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const metrics = dataPlaneMetrics(registry);
   const cacheCounters = cacheMetrics(registry);
   const smallBlobCacheMb = opts.smallBlobCacheMb ?? 16;
-  const smallBlobs = smallBlobCacheMb > 0
-    ? new SmallBlobCache(smallBlobCacheMb * 1024 * 1024, SMALL_READ, (hit) => (hit ? cacheCounters.hits : cacheCounters.misses).inc({ cache: 'data-plane-small-blobs' }))
-    : undefined;
+  const smallBlobs =
+    smallBlobCacheMb > 0
+      ? new SmallBlobCache(smallBlobCacheMb * 1024 * 1024, SMALL_READ, (hit) =>
+          (hit ? cacheCounters.hits : cacheCounters.misses).inc({ cache: 'data-plane-small-blobs' }),
+        )
+      : undefined;
   const catalog = new Catalog(sql);
   const fs: FsBackend = new FsBackend(opts.dataDir, {
     smallBlobs,
@@ -123,8 +145,13 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const cache: Cache = countedCache(opts.cache ?? ownCache ?? new InMemoryCache(), cacheCounters, name);
   // Multipart state lives only in the cache: with replicas, its writes wait for one (a failover then
   // loses no acknowledged part); the read cache's writes do not (they would wait for nothing it needs).
-  const ownMultipartCache = opts.multipartCache || !opts.redisReplicaAcks ? undefined : createProductionCache(opts, logger, { replicaAcks: opts.redisReplicaAcks });
-  const multipartCache: Cache = opts.multipartCache ? countedCache(opts.multipartCache, cacheCounters, name) : ownMultipartCache ? countedCache(ownMultipartCache, cacheCounters, name) : cache;
+  const ownMultipartCache =
+    opts.multipartCache || !opts.redisReplicaAcks ? undefined : createProductionCache(opts, logger, { replicaAcks: opts.redisReplicaAcks });
+  const multipartCache: Cache = opts.multipartCache
+    ? countedCache(opts.multipartCache, cacheCounters, name)
+    : ownMultipartCache
+      ? countedCache(ownMultipartCache, cacheCounters, name)
+      : cache;
   const publisher: EventPublisher | undefined =
     opts.broker ??
     (opts.amqpUrl
@@ -149,7 +176,10 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   // files are removed before serving; the rest, which needs the database (whose schema may not exist
   // yet), in the background, then periodically. A day of slack past the upload TTL, so that a part of
   // a live upload is never taken.
-  const cleanup = new CleanupJob(catalog, collector, backends.sweepable, logger, { graceMs: opts.orphanGraceMs, partMaxAgeMs: (UPLOAD_TTL_S + 24 * 3600) * 1000 });
+  const cleanup = new CleanupJob(catalog, collector, backends.sweepable, logger, {
+    graceMs: opts.orphanGraceMs,
+    partMaxAgeMs: (UPLOAD_TTL_S + 24 * 3600) * 1000,
+  });
   await cleanup.removeStaleFiles();
   cleanup.start(opts.blobSweepMs ?? 600_000);
   onClose.unshift(() => cleanup.stop());
@@ -175,7 +205,12 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   app.use(renderError);
   // Object PUT/GET/HEAD (every S3 object read and write) skip Express's router: same middleware, same handlers.
   const object = objectHandlers(objects);
-  const listener = withFastPath(app, claimObjectRequest, [metricsMiddleware, internalToken, (req, res) => object[req.method as ObjectMethod](req, res)], renderError);
+  const listener = withFastPath(
+    app,
+    claimObjectRequest,
+    [metricsMiddleware, internalToken, (req, res) => object[req.method as ObjectMethod](req, res)],
+    renderError,
+  );
   return listen(listener, { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
 }
 

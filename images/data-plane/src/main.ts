@@ -3,10 +3,7 @@ import { startDataPlane } from './app.js';
 import { dataPlaneEnvSchema } from './config.js';
 
 /** Container entrypoint: configuration from the environment only. */
-const config = loadConfig(
-  'data-plane',
-  dataPlaneEnvSchema,
-);
+const config = loadConfig('data-plane', dataPlaneEnvSchema);
 
 applyHeapGrowth();
 const logger = createLogger('data-plane', config.LOG_LEVEL);

@@ -18,7 +18,11 @@ export function dataPlaneMetrics(registry: Registry): DataPlaneMetrics {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
-    multipartInFlight: new Gauge({ name: 'strata_multipart_uploads_in_flight', help: 'Multipart uploads initiated by this process and not yet completed or aborted', registers: [registry] }),
+    multipartInFlight: new Gauge({
+      name: 'strata_multipart_uploads_in_flight',
+      help: 'Multipart uploads initiated by this process and not yet completed or aborted',
+      registers: [registry],
+    }),
     outboxBacklog: new Gauge({ name: 'strata_outbox_backlog', help: 'Outbox events not yet confirmed by the broker', registers: [registry] }),
   };
 }

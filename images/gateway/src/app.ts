@@ -1,7 +1,20 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type http from 'node:http';
 import { Cluster } from 'ioredis';
-import { Counter, createLogger, createRegistry, createApp, httpMetrics, cacheMetrics, listen, parseRedisNodes, type Logger, type Registry, type RunningService, withFastPath } from '../../service-kit/src/index.js';
+import {
+  Counter,
+  createLogger,
+  createRegistry,
+  createApp,
+  httpMetrics,
+  cacheMetrics,
+  listen,
+  parseRedisNodes,
+  type Logger,
+  type Registry,
+  type RunningService,
+  withFastPath,
+} from '../../service-kit/src/index.js';
 import { authenticate } from './auth/authenticate.js';
 import { cachedCredentials } from './auth/credential-cache.js';
 import { bearerPassport, tokenIssuer } from './auth/jwt.js';
@@ -121,7 +134,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   // Hit ratio of the gateway's in-memory lookups: strata_cache_hits_total / strata_cache_misses_total.
   const cacheCounters = cacheMetrics(registry);
   const countLookup = (cache: string) => (hit: boolean) => (hit ? cacheCounters.hits : cacheCounters.misses).inc({ cache });
-  const credentials = cachedCredentials((accessKey) => controlPlane.credentials(accessKey), opts.credentialsCacheMs ?? 10_000, countLookup('gateway-credentials'));
+  const credentials = cachedCredentials(
+    (accessKey) => controlPlane.credentials(accessKey),
+    opts.credentialsCacheMs ?? 10_000,
+    countLookup('gateway-credentials'),
+  );
   const answerBytes = opts.objectAnswerCacheBytes ?? DEFAULT_OBJECT_ANSWER_BYTES;
   const objects = httpObjectLayer(controlPlane, dataPlane);
   const deps: GatewayDeps = {
@@ -130,7 +147,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     buckets: new BucketAccess(objects, opts.bucketCacheMs ?? 2_000, countLookup('gateway-buckets')),
     credentials,
     tokens: tokenIssuer(opts.jwtSecret, opts.jwtExpiresIn ?? '1h'),
-    loginGuard: new LoginGuard(redis ? { kind: 'redis', client: redis, keyPrefix: opts.redisKeyPrefix ?? 'strata:flow:' } : { kind: 'memory' }, () => flow.rules()),
+    loginGuard: new LoginGuard(redis ? { kind: 'redis', client: redis, keyPrefix: opts.redisKeyPrefix ?? 'strata:flow:' } : { kind: 'memory' }, () =>
+      flow.rules(),
+    ),
     logger,
     region: opts.region ?? 'us-east-1',
     rootUser: opts.rootUser ?? 'strata',
@@ -138,12 +157,24 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     redirectSeconds: opts.redirectExpiresSeconds ?? 300,
     admitUser: (res, user) => flow.admitUser(res, state(res).operation, user),
     objectAnswers:
-      opts.objectReadCache && answerBytes > 0 ? new ObjectAnswerCache(opts.objectReadCache, answerBytes, SMALL_BODY, countLookup('gateway-objects')) : undefined,
+      opts.objectReadCache && answerBytes > 0
+        ? new ObjectAnswerCache(opts.objectReadCache, answerBytes, SMALL_BODY, countLookup('gateway-objects'))
+        : undefined,
   };
 
   const counters = {
-    bytesIn: new Counter({ name: 'strata_gateway_bytes_in_total', help: 'Bytes received from clients, by S3 operation', labelNames: ['operation'] as const, registers: [registry] }),
-    bytesOut: new Counter({ name: 'strata_gateway_bytes_out_total', help: 'Bytes sent to clients, by S3 operation', labelNames: ['operation'] as const, registers: [registry] }),
+    bytesIn: new Counter({
+      name: 'strata_gateway_bytes_in_total',
+      help: 'Bytes received from clients, by S3 operation',
+      labelNames: ['operation'] as const,
+      registers: [registry],
+    }),
+    bytesOut: new Counter({
+      name: 'strata_gateway_bytes_out_total',
+      help: 'Bytes sent to clients, by S3 operation',
+      labelNames: ['operation'] as const,
+      registers: [registry],
+    }),
   };
   // Requests and latency by S3 operation (the kit's route label carries the operation name).
   const metrics = httpMetrics(registry, (req) => (req.res ? state(req.res).operation : 'Unknown'));
@@ -203,10 +234,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const fastPath = withFastPath(app, (req) => (EXPRESS_ROUTES.has(firstSegment(req.url)) ? undefined : {}), [...context, ...s3], renderError);
   // Virtual-hosted-style requests become path style before anything (routing included) reads the URL.
   const toPathStyle = virtualHostedStyle(opts.virtualHostDomains ?? []);
-  const listener = Object.assign((req: http.IncomingMessage, res: http.ServerResponse) => {
-    toPathStyle(req);
-    fastPath(req, res);
-  }, { locals: fastPath.locals, app: fastPath.app });
+  const listener = Object.assign(
+    (req: http.IncomingMessage, res: http.ServerResponse) => {
+      toPathStyle(req);
+      fastPath(req, res);
+    },
+    { locals: fastPath.locals, app: fastPath.app },
+  );
   const running = await listen(listener, {
     name: 'gateway',
     logger,

@@ -6,7 +6,14 @@ export function corsOrigins() {
   return z
     .string()
     .default('*')
-    .transform((v) => (v.trim() === 'none' ? [] : v.split(',').map((s) => s.trim()).filter(Boolean)))
+    .transform((v) =>
+      v.trim() === 'none'
+        ? []
+        : v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+    )
     .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'origins like https://app.example.com (scheme and host, no path), `*` or `none`')));
 }
 
@@ -22,7 +29,10 @@ export const gatewayEnvSchema = z.object({
   STRATA_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters'),
   STRATA_JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
   /** Lifetime of the tokens POST /login issues (seconds, or e.g. 15m, 1h, 7d). */
-  STRATA_JWT_EXPIRES_IN: z.string().regex(/^\d+[smhd]?$/, 'a number of seconds or e.g. 15m, 1h, 7d').default('1h'),
+  STRATA_JWT_EXPIRES_IN: z
+    .string()
+    .regex(/^\d+[smhd]?$/, 'a number of seconds or e.g. 15m, 1h, 7d')
+    .default('1h'),
   /** The URL clients reach the gateway at (presigned redirects point there; unset: the request's host). */
   STRATA_PUBLIC_URL: z.string().url().optional(),
   /** Domains under which `<bucket>.<domain>` hosts are virtual-hosted-style requests (comma-separated; unset: path style only). */

@@ -2,7 +2,17 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express from 'express';
-import { createApp, createLogger, createRegistry, Gauge, httpMetrics, listen, type Logger, type Registry, type RunningService } from '../../service-kit/src/index.js';
+import {
+  createApp,
+  createLogger,
+  createRegistry,
+  Gauge,
+  httpMetrics,
+  listen,
+  type Logger,
+  type Registry,
+  type RunningService,
+} from '../../service-kit/src/index.js';
 import { BucketSource } from './bucket-source.js';
 import { ClipEncoder } from './clip/encoder.js';
 import { AmqpObjectEvents, OBJECT_EVENT_TYPES, type ObjectEventSource } from './object-events.js';
@@ -102,9 +112,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
         logger,
       })
     : null;
-  const llm = config.LLM_BASE_URL
-    ? new LlmAssistant({ baseURL: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY, model: config.LLM_MODEL, logger })
-    : null;
+  const llm = config.LLM_BASE_URL ? new LlmAssistant({ baseURL: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY, model: config.LLM_MODEL, logger }) : null;
 
   new Gauge({
     name: 'image_search_index_vectors',
@@ -185,7 +193,12 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
           },
           image_dir: files.root,
           source: source ? source.status() : { kind: 'directory', path: files.root },
-          defaults: { topk: config.IMAGE_SEARCH_TOPK, max_topk: config.IMAGE_SEARCH_MAX_TOPK, nprobe: config.IMAGE_SEARCH_NPROBE, index_string: config.IMAGE_SEARCH_INDEX_STRING },
+          defaults: {
+            topk: config.IMAGE_SEARCH_TOPK,
+            max_topk: config.IMAGE_SEARCH_MAX_TOPK,
+            nprobe: config.IMAGE_SEARCH_NPROBE,
+            index_string: config.IMAGE_SEARCH_INDEX_STRING,
+          },
         };
       },
     }),
@@ -206,7 +219,10 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     else logger.warn('image bucket not synced: the CLIP model is missing');
   }
   const events =
-    givenEvents ?? (config.IMAGE_SEARCH_EVENTS_AMQP_URL ? new AmqpObjectEvents(config.IMAGE_SEARCH_EVENTS_AMQP_URL, { exchange: config.IMAGE_SEARCH_EVENTS_EXCHANGE, logger }) : null);
+    givenEvents ??
+    (config.IMAGE_SEARCH_EVENTS_AMQP_URL
+      ? new AmqpObjectEvents(config.IMAGE_SEARCH_EVENTS_AMQP_URL, { exchange: config.IMAGE_SEARCH_EVENTS_EXCHANGE, logger })
+      : null);
   if (source && events && service.modelLoaded) {
     subscription = await events.subscribe(config.IMAGE_SEARCH_EVENTS_QUEUE, async (event) => {
       if (OBJECT_EVENT_TYPES.includes(event.type)) source.onObjectEvent(event.payload.bucket, event.payload.key);

@@ -169,7 +169,8 @@ export class BucketSource {
           this.last = { ...result, finished_at: new Date().toISOString() };
           this.lastError = null;
           this.running = null;
-          if (result.downloaded || result.added || result.replaced || result.removed) this.opts.logger.info({ ...result, skipped: result.skipped.length }, 'image bucket synced');
+          if (result.downloaded || result.added || result.replaced || result.removed)
+            this.opts.logger.info({ ...result, skipped: result.skipped.length }, 'image bucket synced');
           return result;
         },
         (err: unknown) => {
@@ -264,7 +265,9 @@ export class BucketSource {
     }
     const downloaded = new Set(changed.map((c) => c.path));
     // New and changed objects, and mirrored ones the index lacks (a crash, a fresh index directory).
-    const encode = [...current].filter(([p, e]) => e.skipped === undefined && (downloaded.has(p) || this.opts.service.index.idOf(p) === undefined)).map(([p]) => p);
+    const encode = [...current]
+      .filter(([p, e]) => e.skipped === undefined && (downloaded.has(p) || this.opts.service.index.idOf(p) === undefined))
+      .map(([p]) => p);
     const indexed = await this.opts.service.indexPaths(encode, { replace: true });
     for (const failed of indexed.skipped) {
       const entry = current.get(failed.path)!;
@@ -279,7 +282,15 @@ export class BucketSource {
       await Promise.all(gone.map((p) => fs.rm(this.opts.files.absolute(p), { force: true })));
     }
     if (changed.length || gone.length || indexed.skipped.length) await this.writeRecord(current);
-    return { listed: listed.length, downloaded: changed.length, encoded: encode.length, added: indexed.added, replaced: indexed.replaced, removed: gone.length, skipped };
+    return {
+      listed: listed.length,
+      downloaded: changed.length,
+      encoded: encode.length,
+      added: indexed.added,
+      replaced: indexed.replaced,
+      removed: gone.length,
+      skipped,
+    };
   }
 
   private async writeRecord(entries: Map<string, MirrorEntry>, options: { sync?: boolean } = {}): Promise<void> {

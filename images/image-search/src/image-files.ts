@@ -62,7 +62,11 @@ export class ImageFiles {
     const file = this.absolute(relative).replace(/\.[^.]+$/, '.txt');
     try {
       const text = await fs.readFile(file, 'utf8');
-      return text.split('\n').find((l) => l.trim())?.trim().slice(0, 200);
+      return text
+        .split('\n')
+        .find((l) => l.trim())
+        ?.trim()
+        .slice(0, 200);
     } catch {
       return undefined;
     }

@@ -145,7 +145,10 @@ $('image-form').addEventListener('submit', async (event) => {
 
 $('add-form').addEventListener('submit', async (event) => {
   event.preventDefault();
-  const paths = $('add-paths').value.split('\n').map((p) => p.trim()).filter(Boolean);
+  const paths = $('add-paths')
+    .value.split('\n')
+    .map((p) => p.trim())
+    .filter(Boolean);
   if (!paths.length) return;
   try {
     const body = await postJson('/api/index/add', { image_paths: paths });
@@ -203,7 +206,8 @@ async function refreshStatus() {
     if (idx.buffer.merge_suggested) row(list, '', 'merge suggested', 'suggest');
     row(list, 'deleted', String(idx.deleted));
     row(list, 'training', idx.training.message);
-    if (idx.job) row(list, 'job', `${idx.job.op}: ${idx.job.state} ${idx.job.state === 'running' ? `${idx.job.phase} ${Math.round(idx.job.progress * 100)}%` : ''}`);
+    if (idx.job)
+      row(list, 'job', `${idx.job.op}: ${idx.job.state} ${idx.job.state === 'running' ? `${idx.job.phase} ${Math.round(idx.job.progress * 100)}%` : ''}`);
     const running = idx.job && idx.job.state === 'running';
     $('merge').disabled = running;
     $('rebuild').disabled = running;

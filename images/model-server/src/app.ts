@@ -76,9 +76,11 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
   const logger = opts.logger ?? createLogger(SERVICE);
   const registry = opts.registry ?? createRegistry(SERVICE);
   const metrics = new ModelServerMetrics(registry);
-  const sources = opts.models ?? (opts.modelDir || opts.modelNames?.length
-    ? [{ names: opts.modelNames?.length ? opts.modelNames : DEFAULT_MODEL_NAMES, dir: opts.modelDir ?? DEFAULT_MODEL_DIR }]
-    : BUILT_IN_MODELS);
+  const sources =
+    opts.models ??
+    (opts.modelDir || opts.modelNames?.length
+      ? [{ names: opts.modelNames?.length ? opts.modelNames : DEFAULT_MODEL_NAMES, dir: opts.modelDir ?? DEFAULT_MODEL_DIR }]
+      : BUILT_IN_MODELS);
   const names = sources.flatMap((m) => m.names);
   if (new Set(names).size !== names.length) throw new Error(`model names must be unique, got ${names.join(', ')}`);
   const tokenizers = await Promise.all(sources.map((m) => loadTokenizer(m.dir)));
@@ -110,7 +112,16 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     if (authorized(req.headers.authorization)) next();
     else {
       res.setHeader('WWW-Authenticate', 'Bearer');
-      sendOpenAIError(res, new OpenAIError(401, 'Incorrect or missing API key: send the header Authorization: Bearer <key> with one of the keys in MODEL_SERVER_API_KEYS.', 'invalid_request_error', null, 'invalid_api_key'));
+      sendOpenAIError(
+        res,
+        new OpenAIError(
+          401,
+          'Incorrect or missing API key: send the header Authorization: Bearer <key> with one of the keys in MODEL_SERVER_API_KEYS.',
+          'invalid_request_error',
+          null,
+          'invalid_api_key',
+        ),
+      );
     }
   });
 
@@ -136,14 +147,23 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
   });
   // Every other route answers JSON in the same shape (never Express's HTML page).
   app.use((req, res) => {
-    sendOpenAIError(res, new OpenAIError(404, `Unknown request URL: ${req.method} ${req.originalUrl}. The API is under /v1.`, 'invalid_request_error', null, 'unknown_url'));
+    sendOpenAIError(
+      res,
+      new OpenAIError(404, `Unknown request URL: ${req.method} ${req.originalUrl}. The API is under /v1.`, 'invalid_request_error', null, 'unknown_url'),
+    );
   });
   const answerError = (err: unknown, res: Response) => {
     const type = (err as { type?: string }).type;
     if (type === 'entity.too.large') {
-      sendOpenAIError(res, new OpenAIError(413, `The request body is larger than ${opts.maxBodyBytes ?? 1024 * 1024} bytes.`, 'invalid_request_error', null, 'request_too_large'));
+      sendOpenAIError(
+        res,
+        new OpenAIError(413, `The request body is larger than ${opts.maxBodyBytes ?? 1024 * 1024} bytes.`, 'invalid_request_error', null, 'request_too_large'),
+      );
     } else if (type === 'entity.parse.failed' || type === 'encoding.unsupported' || type === 'charset.unsupported') {
-      sendOpenAIError(res, OpenAIError.invalid('We could not parse the JSON body of your request. The OpenAI API expects a JSON payload.', null, 'invalid_json'));
+      sendOpenAIError(
+        res,
+        OpenAIError.invalid('We could not parse the JSON body of your request. The OpenAI API expects a JSON payload.', null, 'invalid_json'),
+      );
     } else {
       logger.error({ err }, 'unhandled error');
       sendOpenAIError(res, new OpenAIError(500, 'The server had an error while processing your request.', 'server_error'));
@@ -160,9 +180,11 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     registry,
     port: opts.port ?? 8000,
     host: opts.host,
-    onClose: [async () => {
-      await Promise.all(engines.map((e) => e?.close()));
-    }],
+    onClose: [
+      async () => {
+        await Promise.all(engines.map((e) => e?.close()));
+      },
+    ],
   });
   try {
     const started = performance.now();
@@ -173,10 +195,15 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
       maxQueue: opts.maxQueue ?? 256,
     };
     const observers = summingObservers(metrics, sources.length);
-    await Promise.all(sources.map(async (source, i) => {
-      engines[i] = await startEngine(source.dir, schedulerOptions, opts, logger, observers[i]!);
-    }));
-    logger.info({ models: sources, loadMs: Math.round(performance.now() - started), batching: opts.batching !== false, worker: opts.worker !== false }, 'models loaded');
+    await Promise.all(
+      sources.map(async (source, i) => {
+        engines[i] = await startEngine(source.dir, schedulerOptions, opts, logger, observers[i]!);
+      }),
+    );
+    logger.info(
+      { models: sources, loadMs: Math.round(performance.now() - started), batching: opts.batching !== false, worker: opts.worker !== false },
+      'models loaded',
+    );
   } catch (err) {
     await service.stop(0);
     throw err;
@@ -194,7 +221,12 @@ async function startEngine(
 ): Promise<Engine> {
   if (opts.worker !== false) {
     const worker = await WorkerEngine.start({
-      ...schedulerOptions, modelDir, threads: opts.threads, executionProvider: opts.executionProvider, logger, observer,
+      ...schedulerOptions,
+      modelDir,
+      threads: opts.threads,
+      executionProvider: opts.executionProvider,
+      logger,
+      observer,
     });
     return { queue: worker, ready: () => worker.ready, close: () => worker.close() };
   }
@@ -220,7 +252,10 @@ function summingObservers(metrics: ModelServerMetrics, count: number): Scheduler
     queueChanged: (waiting: number, active: number) => {
       queue.waiting = waiting;
       queue.active = active;
-      metrics.queueChanged(queues.reduce((n, q) => n + q.waiting, 0), queues.reduce((n, q) => n + q.active, 0));
+      metrics.queueChanged(
+        queues.reduce((n, q) => n + q.waiting, 0),
+        queues.reduce((n, q) => n + q.active, 0),
+      );
     },
     stepped: (batchSize: number, seconds: number) => metrics.stepped(batchSize, seconds),
     firstToken: (seconds: number) => metrics.firstToken(seconds),
@@ -267,8 +302,13 @@ function chatCompletionsFastPath(
     const headers = req.headers;
     const length = Number(headers['content-length']);
     if (
-      req.method !== 'POST' || req.url !== CHAT_COMPLETIONS || !(length > 0) || length > opts.maxBodyBytes ||
-      headers['transfer-encoding'] !== undefined || headers['content-encoding'] !== undefined || !utf8(headers['content-type']) ||
+      req.method !== 'POST' ||
+      req.url !== CHAT_COMPLETIONS ||
+      !(length > 0) ||
+      length > opts.maxBodyBytes ||
+      headers['transfer-encoding'] !== undefined ||
+      headers['content-encoding'] !== undefined ||
+      !utf8(headers['content-type']) ||
       !opts.authorized(headers.authorization)
     ) {
       app(req, res);

@@ -66,7 +66,10 @@ export class BpeTokenizer {
   }
 
   decode(ids: readonly number[]): string {
-    return ids.map((id) => this.piece(id)).join('').replace(/^ /, '');
+    return ids
+      .map((id) => this.piece(id))
+      .join('')
+      .replace(/^ /, '');
   }
 
   private encodeUnit(unit: string): number[] {
@@ -111,7 +114,10 @@ export function trainBpe(corpus: string, size = CONTENT_TOKEN_COUNT, minCharCoun
   for (const unit of splitUnits(corpus)) unitCounts.set(unit, (unitCounts.get(unit) ?? 0) + 1);
   const charCounts = new Map<string, number>();
   for (const [unit, n] of unitCounts) for (const ch of unit) charCounts.set(ch, (charCounts.get(ch) ?? 0) + n);
-  const pieces = [...charCounts].filter(([, n]) => n >= minCharCount).map(([ch]) => ch).sort();
+  const pieces = [...charCounts]
+    .filter(([, n]) => n >= minCharCount)
+    .map(([ch]) => ch)
+    .sort();
   const known = new Set(pieces);
   // Each distinct unit as its current pieces; units with an unknown character keep it as a piece of its own.
   const words = [...unitCounts].map(([unit, count]) => ({ parts: [...unit], count }));

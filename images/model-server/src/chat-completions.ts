@@ -56,7 +56,13 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
       const found = deps.models.get(request.model);
       if (!found) {
         deps.metrics.completions.inc({ model: 'unknown', outcome: 'not_found', stream: 'false' });
-        throw new OpenAIError(404, `The model '${request.model}' does not exist or you do not have access to it.`, 'invalid_request_error', 'model', 'model_not_found');
+        throw new OpenAIError(
+          404,
+          `The model '${request.model}' does not exist or you do not have access to it.`,
+          'invalid_request_error',
+          'model',
+          'model_not_found',
+        );
       }
       model = found;
       // Without truncation, encoding stops just past the context: a huge prompt costs no more than that.
@@ -162,19 +168,21 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
       // and check request freshness, per-request work that a completion (never cached) does not need.
       res.statusCode = 200;
       res.setHeader('Content-Type', 'application/json; charset=utf-8');
-      res.end(JSON.stringify({
-        id,
-        object: 'chat.completion',
-        created,
-        model: request.model,
-        choices: choices.map((c) => ({
-          index: c.index,
-          message: { role: 'assistant', content: c.text.text, refusal: null },
-          logprobs: withLogprobs ? { content: c.text.logprobs, refusal: null } : null,
-          finish_reason: c.finishReason,
-        })),
-        usage: usage(),
-      }));
+      res.end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created,
+          model: request.model,
+          choices: choices.map((c) => ({
+            index: c.index,
+            message: { role: 'assistant', content: c.text.text, refusal: null },
+            logprobs: withLogprobs ? { content: c.text.logprobs, refusal: null } : null,
+            finish_reason: c.finishReason,
+          })),
+          usage: usage(),
+        }),
+      );
     } catch (err) {
       if (cancelled) return;
       done = true;

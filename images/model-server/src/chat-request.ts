@@ -14,7 +14,10 @@ const message = z
   .object({
     role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
     // Assistant messages may carry null content (tool calls); every other role needs content.
-    content: z.union([z.string(), z.array(contentPart)]).nullable().optional(),
+    content: z
+      .union([z.string(), z.array(contentPart)])
+      .nullable()
+      .optional(),
     name: z.string().optional(),
   })
   .refine((m) => m.role === 'assistant' || (m.content !== undefined && m.content !== null), {
@@ -33,7 +36,10 @@ const chatRequestSchema = z.object({
   presence_penalty: z.number().min(-2).max(2).nullable().optional(),
   frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
   seed: z.number().int().nullable().optional(),
-  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullable().optional(),
+  stop: z
+    .union([z.string().min(1), z.array(z.string().min(1)).max(4)])
+    .nullable()
+    .optional(),
   n: z.number().int().min(1).max(16).nullable().optional(),
   stream: z.boolean().nullable().optional(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullable().optional(),
@@ -106,7 +112,7 @@ function refuseUnsupported(body: Record<string, unknown>): void {
     throw OpenAIError.invalid(`Unsupported parameter: '${param}' is not supported by this server: ${why}.`, param, 'unsupported_parameter');
   };
   const toolChoice = body.tool_choice;
-  const hasTools = (v: unknown) => Array.isArray(v) ? v.length > 0 : present(v);
+  const hasTools = (v: unknown) => (Array.isArray(v) ? v.length > 0 : present(v));
   if (hasTools(body.tools) && toolChoice !== 'none') unsupported('tools', 'the models cannot call tools (tool_choice "none" is accepted)');
   if (present(toolChoice) && toolChoice !== 'none' && toolChoice !== 'auto') unsupported('tool_choice', 'the models cannot call tools');
   if (hasTools(body.functions) && body.function_call !== 'none') unsupported('functions', 'the models cannot call functions');

@@ -31,7 +31,10 @@ export const modelServerEnvSchema = z.object({
   /** Keep the end of a prompt longer than the context instead of answering 400 context_length_exceeded. */
   MODEL_SERVER_TRUNCATE_PROMPT: env.bool(false),
   /** Unset: the default (the generation engine in a worker thread); the option is then left out. */
-  MODEL_SERVER_WORKER: z.enum(['true', 'false', '1', '0', 'yes', 'no']).optional().transform((v) => (v === undefined ? undefined : v === 'true' || v === '1' || v === 'yes')),
+  MODEL_SERVER_WORKER: z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .optional()
+    .transform((v) => (v === undefined ? undefined : v === 'true' || v === '1' || v === 'yes')),
   /** Set by the operator for ModelServers that ask for a GPU. */
   STRATA_EXECUTION_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
 });
@@ -59,5 +62,8 @@ export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env
 }
 
 function list(value: string): string[] {
-  return value.split(',').map((s) => s.trim()).filter(Boolean);
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }

@@ -66,8 +66,4 @@ export interface EngineEvents {
   nextTokens: Numbers;
 }
 
-export type FromWorker =
-  | { t: 'ready'; executionProvider: 'cpu' | 'cuda' }
-  | { t: 'failed'; message: string }
-  | { t: 'warn'; message: string }
-  | EngineEvents;
+export type FromWorker = { t: 'ready'; executionProvider: 'cpu' | 'cuda' } | { t: 'failed'; message: string } | { t: 'warn'; message: string } | EngineEvents;

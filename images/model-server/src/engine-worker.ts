@@ -27,8 +27,14 @@ void OnnxTransformer.loadWithFallback(config.modelDir, { threads: config.threads
 
 function serve(model: OnnxTransformer): void {
   const emptyEvents = () => ({
-    admitted: [] as number[], tokens: [] as number[], logprobs: [] as number[], finished: [] as number[], errors: [] as EngineEvents['errors'],
-    steps: [] as number[], firstTokens: [] as number[], nextTokens: [] as number[],
+    admitted: [] as number[],
+    tokens: [] as number[],
+    logprobs: [] as number[],
+    finished: [] as number[],
+    errors: [] as EngineEvents['errors'],
+    steps: [] as number[],
+    firstTokens: [] as number[],
+    nextTokens: [] as number[],
   });
   let pending = emptyEvents();
   let flushQueued = false;
@@ -49,10 +55,9 @@ function serve(model: OnnxTransformer): void {
         at += a.length;
         return data.subarray(at - a.length, at);
       });
-      port.postMessage(
-        { t: 'events', admitted, tokens, logprobs, finished, errors: e.errors, steps, firstTokens, nextTokens } satisfies FromWorker,
-        [data.buffer],
-      );
+      port.postMessage({ t: 'events', admitted, tokens, logprobs, finished, errors: e.errors, steps, firstTokens, nextTokens } satisfies FromWorker, [
+        data.buffer,
+      ]);
     });
   };
 
@@ -60,7 +65,10 @@ function serve(model: OnnxTransformer): void {
     model,
     // The HTTP thread bounds the queue (it answers 429); this one takes whatever it is sent.
     {
-      maxBatch: config.maxBatch, batchWindowMs: config.batchWindowMs, admissionWave: config.admissionWave, maxQueue: Number.POSITIVE_INFINITY,
+      maxBatch: config.maxBatch,
+      batchWindowMs: config.batchWindowMs,
+      admissionWave: config.admissionWave,
+      maxQueue: Number.POSITIVE_INFINITY,
       // Requests that reached this thread during the last decoder run join the batch at this step.
       beforeAdmit: () => {
         for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
@@ -101,7 +109,13 @@ function serve(model: OnnxTransformer): void {
         seqs.map((s) => ({
           prompt,
           maxTokens: s.maxTokens,
-          sampler: new TokenSampler({ temperature: s.temperature, topP: s.topP, seed: s.seed, presencePenalty: s.presencePenalty, frequencyPenalty: s.frequencyPenalty }),
+          sampler: new TokenSampler({
+            temperature: s.temperature,
+            topP: s.topP,
+            seed: s.seed,
+            presencePenalty: s.presencePenalty,
+            frequencyPenalty: s.frequencyPenalty,
+          }),
           // Reported with the step that follows the admission (or with the error of a failed encode).
           onStart: () => {
             pending.admitted.push(s.id);

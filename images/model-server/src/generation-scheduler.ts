@@ -143,9 +143,17 @@ export class GenerationScheduler implements SequenceQueue {
     if (this.closed) throw new Error('the scheduler is closed');
     if (this.waiting.length + requests.length > this.opts.maxQueue) throw new QueueFullError(this.waiting.length);
     const now = performance.now();
-    const sequences = requests.map((request): Sequence => ({
-      request, enqueuedAt: now, lastTokenAt: now, lastToken: SPECIAL_TOKENS.BOS, position: 0, generated: 0, cancelled: false,
-    }));
+    const sequences = requests.map(
+      (request): Sequence => ({
+        request,
+        enqueuedAt: now,
+        lastTokenAt: now,
+        lastToken: SPECIAL_TOKENS.BOS,
+        position: 0,
+        generated: 0,
+        cancelled: false,
+      }),
+    );
     this.waiting.push(...sequences);
     this.report();
     if (!this.running) void this.run();
@@ -174,11 +182,14 @@ export class GenerationScheduler implements SequenceQueue {
                 this.windowFilled = undefined;
                 resolve();
               }, this.opts.batchWindowMs);
-              this.windowFilled = { enough, done: () => {
-                clearTimeout(timer);
-                this.windowFilled = undefined;
-                resolve();
-              } };
+              this.windowFilled = {
+                enough,
+                done: () => {
+                  clearTimeout(timer);
+                  this.windowFilled = undefined;
+                  resolve();
+                },
+              };
             });
           }
         }
@@ -236,7 +247,10 @@ export class GenerationScheduler implements SequenceQueue {
   private async step(): Promise<void> {
     this.batch.compact();
     const started = performance.now();
-    const input = this.batch.stepInput(this.slots.map((s) => s.lastToken), this.slots.map((s) => s.position));
+    const input = this.batch.stepInput(
+      this.slots.map((s) => s.lastToken),
+      this.slots.map((s) => s.position),
+    );
     const out = await this.model.decodeStep(input);
     this.batch.advance(out);
     const now = performance.now();

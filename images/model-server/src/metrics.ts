@@ -26,7 +26,12 @@ export class ModelServerMetrics implements SchedulerObserver {
       labelNames: ['model', 'outcome', 'stream'] as const,
       registers: [registry],
     });
-    this.promptTokens = new Counter({ name: 'model_server_prompt_tokens_total', help: 'Prompt tokens encoded', labelNames: ['model'] as const, registers: [registry] });
+    this.promptTokens = new Counter({
+      name: 'model_server_prompt_tokens_total',
+      help: 'Prompt tokens encoded',
+      labelNames: ['model'] as const,
+      registers: [registry],
+    });
     this.generatedTokens = new Counter({ name: 'model_server_generated_tokens_total', help: 'Tokens generated (EOS included)', registers: [registry] });
     const tokensInWindow = () => {
       this.dropOldSteps(performance.now());

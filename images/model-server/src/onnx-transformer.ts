@@ -121,7 +121,15 @@ export class OnnxTransformer {
   async decodeStep(input: DecoderStepInput): Promise<DecoderStepOutput> {
     const { batch, sourceLen, pastLen } = input;
     // Tensors over the caller's buffers (onnxruntime-node reads them in place: no copy per step).
-    const f32 = (data: Float32Array, dims: number[]) => new ort.Tensor('float32', data.subarray(0, dims.reduce((a, b) => a * b, 1)), dims);
+    const f32 = (data: Float32Array, dims: number[]) =>
+      new ort.Tensor(
+        'float32',
+        data.subarray(
+          0,
+          dims.reduce((a, b) => a * b, 1),
+        ),
+        dims,
+      );
     const i64 = (data: BigInt64Array) => new ort.Tensor('int64', data.subarray(0, batch), [batch, 1]);
     const memory = [batch, H, sourceLen, HEAD_DIM];
     const past = [batch, H, pastLen, HEAD_DIM];
@@ -165,7 +173,7 @@ function sliceRow(data: Float32Array, b: number, sourceLen: number, length: numb
   if (length === sourceLen) return data.subarray(b * H * sourceLen * HEAD_DIM, (b + 1) * H * sourceLen * HEAD_DIM);
   const out = new Float32Array(H * length * HEAD_DIM);
   for (let h = 0; h < H; h++) {
-    const from = ((b * H + h) * sourceLen) * HEAD_DIM;
+    const from = (b * H + h) * sourceLen * HEAD_DIM;
     out.set(data.subarray(from, from + length * HEAD_DIM), h * length * HEAD_DIM);
   }
   return out;

@@ -2,8 +2,12 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from '../../service-kit/src/logger.js';
 import type { EngineEvents, EngineWorkerData, FromWorker, SequenceSpec, ToWorker } from './engine-protocol.js';
 import {
-  EngineUnavailableError, QueueFullError,
-  type SchedulerObserver, type SequenceHandle, type SequenceQueue, type SequenceRequest,
+  EngineUnavailableError,
+  QueueFullError,
+  type SchedulerObserver,
+  type SequenceHandle,
+  type SequenceQueue,
+  type SequenceRequest,
 } from './generation-scheduler.js';
 import type { TokenLogprobs } from './token-sampler.js';
 
@@ -101,8 +105,14 @@ export class WorkerEngine implements SequenceQueue {
     requests.forEach((request, i) => {
       const { temperature, topP, seed, presencePenalty, frequencyPenalty } = request.sampler.params;
       const spec: SequenceSpec = {
-        id: ids[i]!, maxTokens: request.maxTokens, temperature, topP, ...(seed === undefined ? {} : { seed }),
-        ...(presencePenalty ? { presencePenalty } : {}), ...(frequencyPenalty ? { frequencyPenalty } : {}), ...(request.streamed ? { streamed: true } : {}),
+        id: ids[i]!,
+        maxTokens: request.maxTokens,
+        temperature,
+        topP,
+        ...(seed === undefined ? {} : { seed }),
+        ...(presencePenalty ? { presencePenalty } : {}),
+        ...(frequencyPenalty ? { frequencyPenalty } : {}),
+        ...(request.streamed ? { streamed: true } : {}),
         ...(request.topLogprobs === undefined ? {} : { topLogprobs: request.topLogprobs }),
       };
       const specs = byPrompt.get(request.prompt);
@@ -296,7 +306,7 @@ export class WorkerEngine implements SequenceQueue {
 function logprobsBySequence(list: EngineEvents['logprobs'] | undefined): Map<number, TokenLogprobs[]> | undefined {
   if (!list || list.length === 0) return undefined;
   const bySequence = new Map<number, TokenLogprobs[]>();
-  for (let i = 0; i < list.length;) {
+  for (let i = 0; i < list.length; ) {
     const id = list[i]!;
     const k = list[i + 2]!;
     const entry = { logprob: list[i + 1]!, top: Array.from(list.slice(i + 3, i + 3 + 2 * k)) };

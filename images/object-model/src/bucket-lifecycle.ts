@@ -57,7 +57,10 @@ export function lifecycleFilterMatches(filter: LifecycleFilter, object: { key: s
  * When an object expires under the configuration, and by which rule: the earliest expiry among the
  * enabled rules that select it (what S3 reports in `x-amz-expiration`); undefined when none does.
  */
-export function objectExpiration(rules: readonly LifecycleRule[], object: { key: string; size: number; lastModified: Date; tags?: readonly Tag[] }): { expiry: Date; ruleId: string } | undefined {
+export function objectExpiration(
+  rules: readonly LifecycleRule[],
+  object: { key: string; size: number; lastModified: Date; tags?: readonly Tag[] },
+): { expiry: Date; ruleId: string } | undefined {
   let found: { expiry: Date; ruleId: string } | undefined;
   for (const rule of rules) {
     const exp = rule.expiration;

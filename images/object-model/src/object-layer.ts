@@ -292,11 +292,32 @@ export interface ObjectLayer {
 
   // Multipart uploads
   createMultipart(bucket: string, key: string, input: CreateMultipartInput): Promise<{ uploadId: string; checksum?: Required<UploadChecksum> }>;
-  uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, input: UploadPartInput, body: Readable, cancellation?: Cancellation): Promise<{ etag: string }>;
-  uploadPartCopy(bucket: string, key: string, uploadId: string, partNumber: number, input: UploadPartCopyInput): Promise<{ etag: string; lastModified: string; checksum?: NamedChecksum }>;
+  uploadPart(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    input: UploadPartInput,
+    body: Readable,
+    cancellation?: Cancellation,
+  ): Promise<{ etag: string }>;
+  uploadPartCopy(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    input: UploadPartCopyInput,
+  ): Promise<{ etag: string; lastModified: string; checksum?: NamedChecksum }>;
   listParts(bucket: string, key: string, uploadId: string, query: { maxParts?: number; partNumberMarker?: number }): Promise<ListPartsResult>;
   /** `checksum`: the whole object's, as the client sent it (x-amz-checksum-* on the Complete request). */
-  completeMultipart(bucket: string, key: string, uploadId: string, parts: CompletedPart[], conditions?: WriteConditions, checksum?: NamedChecksum): Promise<ObjectMeta>;
+  completeMultipart(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    parts: CompletedPart[],
+    conditions?: WriteConditions,
+    checksum?: NamedChecksum,
+  ): Promise<ObjectMeta>;
   abortMultipart(bucket: string, key: string, uploadId: string): Promise<void>;
   listUploads(bucket: string, query: ListUploadsQuery): Promise<ListUploadsResult>;
 }

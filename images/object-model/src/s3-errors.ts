@@ -5,7 +5,11 @@
  */
 export const S3_ERRORS = {
   AccessDenied: { status: 403, message: 'Access Denied' },
-  AccessForbidden: { status: 403, message: 'CORSResponse: This CORS request is not allowed. This is usually because the evaluation of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource\'s CORS spec.' },
+  AccessForbidden: {
+    status: 403,
+    message:
+      "CORSResponse: This CORS request is not allowed. This is usually because the evaluation of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.",
+  },
   AuthorizationHeaderMalformed: { status: 400, message: 'The authorization header you provided is invalid.' },
   AuthorizationQueryParametersError: { status: 400, message: 'Error parsing the query-string authentication parameters.' },
   BadDigest: { status: 400, message: 'The Content-MD5 you specified did not match what we received.' },
@@ -22,7 +26,11 @@ export const S3_ERRORS = {
   InvalidBucketName: { status: 400, message: 'The specified bucket is not valid.' },
   InvalidDigest: { status: 400, message: 'The Content-MD5 you specified is not valid.' },
   InvalidObjectName: { status: 400, message: 'The specified object name is not valid.' },
-  InvalidPart: { status: 400, message: 'One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part\'s entity tag.' },
+  InvalidPart: {
+    status: 400,
+    message:
+      "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.",
+  },
   InvalidPartNumber: { status: 416, message: 'The requested partnumber is not satisfiable' },
   InvalidPartOrder: { status: 400, message: 'The list of parts was not in ascending order. Parts must be ordered by part number.' },
   InvalidRange: { status: 416, message: 'The requested range is not satisfiable' },
@@ -48,14 +56,23 @@ export const S3_ERRORS = {
   NoSuchKey: { status: 404, message: 'The specified key does not exist.' },
   NoSuchLifecycleConfiguration: { status: 404, message: 'The lifecycle configuration does not exist.' },
   NoSuchTagSet: { status: 404, message: 'The TagSet does not exist.' },
-  NoSuchUpload: { status: 404, message: 'The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.' },
+  NoSuchUpload: {
+    status: 404,
+    message: 'The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.',
+  },
   NotImplemented: { status: 501, message: 'A header you provided implies functionality that is not implemented.' },
   OperationAborted: { status: 409, message: 'A conflicting conditional operation is currently in progress against this resource. Please try again.' },
   PreconditionFailed: { status: 412, message: 'At least one of the preconditions you specified did not hold.' },
-  RequestTimeout: { status: 400, message: 'Your socket connection to the server was not read from or written to within the timeout period. Idle connections will be closed.' },
-  RequestTimeTooSkewed: { status: 403, message: 'The difference between the request time and the server\'s time is too large.' },
+  RequestTimeout: {
+    status: 400,
+    message: 'Your socket connection to the server was not read from or written to within the timeout period. Idle connections will be closed.',
+  },
+  RequestTimeTooSkewed: { status: 403, message: "The difference between the request time and the server's time is too large." },
   ServiceUnavailable: { status: 503, message: 'Please reduce your request rate.' },
-  SignatureDoesNotMatch: { status: 403, message: 'The request signature we calculated does not match the signature you provided. Check your key and signing method.' },
+  SignatureDoesNotMatch: {
+    status: 403,
+    message: 'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
+  },
   SlowDown: { status: 503, message: 'Please reduce your request rate.' },
   Unauthorized: { status: 401, message: 'Authentication required.' },
 } as const satisfies Record<string, { status: number; message: string }>;

@@ -39,7 +39,8 @@ function visible(value: string): string {
 export function assertObjectKey(key: string): void {
   if (key.length === 0) throw new S3Error('InvalidObjectName', 'the object key must not be empty');
   if (Buffer.byteLength(key, 'utf8') > 1024) throw new S3Error('KeyTooLongError', 'object keys are at most 1024 bytes of UTF-8', { Key: key.slice(0, 64) });
-  if (CONTROL_CHARACTER.test(key)) throw new S3Error('InvalidObjectName', 'object keys must not contain NUL or other control characters', { Key: visible(key) });
+  if (CONTROL_CHARACTER.test(key))
+    throw new S3Error('InvalidObjectName', 'object keys must not contain NUL or other control characters', { Key: visible(key) });
   if (key.split('/').includes('..')) throw new S3Error('InvalidObjectName', 'object keys must not contain a ".." segment', { Key: key });
 }
 
@@ -48,7 +49,8 @@ export function assertObjectKey(key: string): void {
  * any query parameter): no control characters. InvalidArgument names it.
  */
 export function assertTextArgument(name: string, value: string): void {
-  if (CONTROL_CHARACTER.test(name)) throw new S3Error('InvalidArgument', 'query parameter names must not contain control characters', { ArgumentName: visible(name) });
+  if (CONTROL_CHARACTER.test(name))
+    throw new S3Error('InvalidArgument', 'query parameter names must not contain control characters', { ArgumentName: visible(name) });
   if (CONTROL_CHARACTER.test(value)) {
     throw new S3Error('InvalidArgument', `${name} must not contain NUL or other control characters`, { ArgumentName: name, ArgumentValue: visible(value) });
   }

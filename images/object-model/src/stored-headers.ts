@@ -47,7 +47,12 @@ export function standardHeadersOf(entries: Iterable<[string, string | string[] |
     const name = rawName.toLowerCase();
     if (!(OBJECT_UPLOAD_HEADERS as readonly string[]).includes(name) || rawValue === undefined) continue;
     let value = Array.isArray(rawValue) ? rawValue.join(', ') : rawValue;
-    if (name === 'content-encoding') value = value.split(',').map((v) => v.trim()).filter((v) => v !== '' && v.toLowerCase() !== 'aws-chunked').join(', ');
+    if (name === 'content-encoding')
+      value = value
+        .split(',')
+        .map((v) => v.trim())
+        .filter((v) => v !== '' && v.toLowerCase() !== 'aws-chunked')
+        .join(', ');
     if (value === '') continue;
     (found ??= {})[name] = value;
   }
@@ -100,9 +105,13 @@ function checkStoredHeaders(headers: StoredHeaders): void {
     const known = (OBJECT_UPLOAD_HEADERS as readonly string[]).includes(name) || CHECKSUM_HEADER.test(name) || name === CHECKSUM_TYPE;
     if (!known) throw new S3Error('InvalidArgument', `${name} is not a header stored with objects`);
     // (What an HTTP answer can carry: no control characters, nothing beyond Latin-1.)
-    if (typeof value !== 'string' || /[^\t\x20-\x7e\x80-\xff]/.test(value)) throw new S3Error('InvalidArgument', `the value of ${name} must be a single line of Latin-1 text`);
+    if (typeof value !== 'string' || /[^\t\x20-\x7e\x80-\xff]/.test(value))
+      throw new S3Error('InvalidArgument', `the value of ${name} must be a single line of Latin-1 text`);
     if (name === WEBSITE_REDIRECT_HEADER && (!/^(\/|https?:\/\/)/.test(value) || Buffer.byteLength(value) > MAX_REDIRECT_BYTES)) {
-      throw new S3Error('InvalidRedirectLocation', `The website redirect location must have a prefix of 'http://' or 'https://' or '/', and at most ${MAX_REDIRECT_BYTES} bytes.`);
+      throw new S3Error(
+        'InvalidRedirectLocation',
+        `The website redirect location must have a prefix of 'http://' or 'https://' or '/', and at most ${MAX_REDIRECT_BYTES} bytes.`,
+      );
     }
     bytes += name.length + Buffer.byteLength(value);
   }

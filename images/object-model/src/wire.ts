@@ -37,7 +37,12 @@ export const TAGS_HEADER: WireHeader<Tag[]> = {
 };
 
 /** x-strata-headers: the stored headers known before the body (Cache-Control, ..., a checksum sent as a header); none when empty. */
-export const STORED_HEADERS_HEADER: WireHeader<StoredHeaders | undefined> = { name: 'x-strata-headers', schema: z.record(z.string(), z.string()).transform((h) => storedHeadersFromJson(h)), code: 'InvalidArgument', shape: 'a JSON object of strings' };
+export const STORED_HEADERS_HEADER: WireHeader<StoredHeaders | undefined> = {
+  name: 'x-strata-headers',
+  schema: z.record(z.string(), z.string()).transform((h) => storedHeadersFromJson(h)),
+  code: 'InvalidArgument',
+  shape: 'a JSON object of strings',
+};
 
 /** x-strata-trailing-headers (a trailer): the stored headers known once the body has arrived (a trailer checksum). */
 export const TRAILING_HEADERS_TRAILER: WireHeader<StoredHeaders | undefined> = { ...STORED_HEADERS_HEADER, name: 'x-strata-trailing-headers' };

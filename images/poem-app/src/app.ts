@@ -47,10 +47,7 @@ export async function startPoemApp(opts: StartPoemAppOptions): Promise<RunningSe
     app.use(express.static(WEB_DIR, { index: 'index.html', maxAge: opts.production ? '1h' : 0 }));
     app.use(errorHandler(logger));
     const running = await listen(app, { ...service, port: opts.port, host: opts.host });
-    logger.info(
-      { database: opts.databasePath, upstream: opts.upstream.baseUrl, model: opts.upstream.model, historyWrites: writes.mode },
-      'poem app ready',
-    );
+    logger.info({ database: opts.databasePath, upstream: opts.upstream.baseUrl, model: opts.upstream.model, historyWrites: writes.mode }, 'poem app ready');
     if (writes.mode === 'disabled') logger.warn('poem history writes are off: the app listens beyond localhost without POEM_APP_API_KEY');
     return running;
   } catch (err) {

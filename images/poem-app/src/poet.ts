@@ -35,7 +35,12 @@ export function buildPoemMessages(type: PoemType, theme: string): OpenAI.Chat.Ch
 }
 
 /** The chat-completions request for one poem: the configured model and temperature (left out when unset), and `maxTokens`. */
-export function buildPoemRequest(config: Pick<UpstreamConfig, 'model' | 'temperature'>, type: PoemType, theme: string, maxTokens: number): OpenAI.Chat.ChatCompletionCreateParamsNonStreaming {
+export function buildPoemRequest(
+  config: Pick<UpstreamConfig, 'model' | 'temperature'>,
+  type: PoemType,
+  theme: string,
+  maxTokens: number,
+): OpenAI.Chat.ChatCompletionCreateParamsNonStreaming {
   return {
     model: config.model,
     messages: buildPoemMessages(type, theme),
@@ -80,7 +85,10 @@ export class Poet {
   async maxTokens(signal?: AbortSignal): Promise<number> {
     if (this.upstreamLimit === undefined) {
       try {
-        const model = (await this.client.models.retrieve(this.config.model, { signal, timeout: Math.min(this.config.timeoutMs, 5_000) })) as unknown as Record<string, unknown>;
+        const model = (await this.client.models.retrieve(this.config.model, { signal, timeout: Math.min(this.config.timeoutMs, 5_000) })) as unknown as Record<
+          string,
+          unknown
+        >;
         const limit = [model.max_output_tokens, model.max_model_len].find((v): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0);
         this.upstreamLimit = limit ?? Number.POSITIVE_INFINITY;
       } catch (err) {
@@ -133,13 +141,26 @@ const PROVIDER_HINT = 'To use another provider, set API_BASE_URL (an OpenAI-comp
 function explainRefusal(status: number, config: UpstreamConfig, detail: string): { message: string; hint: string } {
   const where = `the model service at ${new URL(config.baseUrl).origin}`;
   if (status === 401 || status === 403) {
-    return { message: `${where} refused the poem app's API key (HTTP ${status})${detail}`, hint: `Set API_KEY to a key that service accepts. ${PROVIDER_HINT}` };
+    return {
+      message: `${where} refused the poem app's API key (HTTP ${status})${detail}`,
+      hint: `Set API_KEY to a key that service accepts. ${PROVIDER_HINT}`,
+    };
   }
   if (status === 404) {
-    return { message: `${where} does not serve the model '${config.model}' (HTTP 404)${detail}`, hint: `Set API_MODEL to a model listed by ${normalizeBaseUrl(config.baseUrl)}/models, or API_BASE_URL to a provider that serves it.` };
+    return {
+      message: `${where} does not serve the model '${config.model}' (HTTP 404)${detail}`,
+      hint: `Set API_MODEL to a model listed by ${normalizeBaseUrl(config.baseUrl)}/models, or API_BASE_URL to a provider that serves it.`,
+    };
   }
-  if (status === 429) return { message: `${where} is rate-limiting the poem app (HTTP 429)${detail}`, hint: `Wait a moment and try again, or raise the quota of API_KEY with that provider.` };
-  return { message: `${where} rejected the request for model '${config.model}' (HTTP ${status})${detail}`, hint: `Check API_MODEL and API_MAX_TOKENS against what that service allows. ${PROVIDER_HINT}` };
+  if (status === 429)
+    return {
+      message: `${where} is rate-limiting the poem app (HTTP 429)${detail}`,
+      hint: `Wait a moment and try again, or raise the quota of API_KEY with that provider.`,
+    };
+  return {
+    message: `${where} rejected the request for model '${config.model}' (HTTP ${status})${detail}`,
+    hint: `Check API_MODEL and API_MAX_TOKENS against what that service allows. ${PROVIDER_HINT}`,
+  };
 }
 
 function describe(err: unknown): string {

@@ -14,25 +14,18 @@ const labels = POEM_TYPES.map((t) => t.label).join(', ');
 const theme = z
   .string({ error: 'theme is required and must be a string' })
   .transform((s) => s.replace(/\s+/g, ' ').trim())
-  .pipe(
-    z
-      .string()
-      .min(1, 'theme must not be empty')
-      .max(MAX_THEME_LENGTH, `theme must be at most ${MAX_THEME_LENGTH} characters`),
-  );
+  .pipe(z.string().min(1, 'theme must not be empty').max(MAX_THEME_LENGTH, `theme must be at most ${MAX_THEME_LENGTH} characters`));
 
 const generateSchema = z.object(
   {
-    type: z
-      .string({ error: `type is required: one of ${codes}` })
-      .transform((code, ctx): PoemType => {
-        const found = poemTypeByCode(code.trim());
-        if (!found) {
-          ctx.addIssue({ code: 'custom', message: `unknown poem type "${code}"; use one of ${codes}` });
-          return z.NEVER;
-        }
-        return found;
-      }),
+    type: z.string({ error: `type is required: one of ${codes}` }).transform((code, ctx): PoemType => {
+      const found = poemTypeByCode(code.trim());
+      if (!found) {
+        ctx.addIssue({ code: 'custom', message: `unknown poem type "${code}"; use one of ${codes}` });
+        return z.NEVER;
+      }
+      return found;
+    }),
     theme,
   },
   { error: 'request body must be a JSON object' },
@@ -40,26 +33,19 @@ const generateSchema = z.object(
 
 const saveSchema = z.object(
   {
-    type: z
-      .string({ error: `type is required: one of ${labels}` })
-      .transform((value, ctx): PoemType => {
-        const found = poemTypeByLabelOrCode(value);
-        if (!found) {
-          ctx.addIssue({ code: 'custom', message: `unknown poem type "${value}"; use one of ${labels}` });
-          return z.NEVER;
-        }
-        return found;
-      }),
+    type: z.string({ error: `type is required: one of ${labels}` }).transform((value, ctx): PoemType => {
+      const found = poemTypeByLabelOrCode(value);
+      if (!found) {
+        ctx.addIssue({ code: 'custom', message: `unknown poem type "${value}"; use one of ${labels}` });
+        return z.NEVER;
+      }
+      return found;
+    }),
     theme,
     content: z
       .string({ error: 'content is required and must be a string' })
       .transform((s) => s.replace(/\r\n?/g, '\n').trim())
-      .pipe(
-        z
-          .string()
-          .min(1, 'content must not be empty')
-          .max(MAX_CONTENT_LENGTH, `content must be at most ${MAX_CONTENT_LENGTH} characters`),
-      ),
+      .pipe(z.string().min(1, 'content must not be empty').max(MAX_CONTENT_LENGTH, `content must be at most ${MAX_CONTENT_LENGTH} characters`)),
   },
   { error: 'request body must be a JSON object' },
 );

@@ -2,7 +2,10 @@ import { z } from 'zod';
 
 /** Thrown when the environment does not satisfy a service's config schema; lists every bad variable. */
 export class ConfigError extends Error {
-  constructor(readonly service: string, readonly problems: string[]) {
+  constructor(
+    readonly service: string,
+    readonly problems: string[],
+  ) {
     super(`invalid configuration for ${service}:\n  - ${problems.join('\n  - ')}`);
     this.name = 'ConfigError';
   }
@@ -12,11 +15,7 @@ export class ConfigError extends Error {
  * Parse env variables with a zod schema whose keys are the variable names.
  * Every problem is reported at once, naming the variable, so a misconfigured pod fails with one clear message.
  */
-export function loadConfig<S extends z.ZodObject<z.ZodRawShape>>(
-  service: string,
-  schema: S,
-  env: NodeJS.ProcessEnv = process.env,
-): z.infer<S> {
+export function loadConfig<S extends z.ZodObject<z.ZodRawShape>>(service: string, schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
   const result = schema.safeParse(env);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
@@ -40,13 +39,32 @@ export const env = {
     z
       .string()
       .default('')
-      .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      ),
   /** Comma-separated DNS names (no scheme, no port), lower-cased. */
   domains: (fallback = '') =>
     z
       .string()
       .default(fallback)
-      .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
-      .pipe(z.array(z.string().regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, 'comma-separated domain names, e.g. s3.example.com (no scheme, no port)'))),
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim().toLowerCase())
+          .filter(Boolean),
+      )
+      .pipe(
+        z.array(
+          z
+            .string()
+            .regex(
+              /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/,
+              'comma-separated domain names, e.g. s3.example.com (no scheme, no port)',
+            ),
+        ),
+      ),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 };

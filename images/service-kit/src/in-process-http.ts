@@ -88,7 +88,10 @@ export class PipeEnd extends Duplex {
 
   override _writev(chunks: Array<{ chunk: Buffer }>, callback: (err?: Error | null) => void): void {
     // Headers and body corked together by Node's HTTP code: handed over one by one, not concatenated.
-    this.handOver(chunks.map((c) => c.chunk), callback);
+    this.handOver(
+      chunks.map((c) => c.chunk),
+      callback,
+    );
   }
 
   /** Push chunks to the peer's reader; the write completes now, or once that reader has room again. */

@@ -80,7 +80,11 @@ export function productionSettings(e: ProductionEnv): ProductionSettings {
     pgUrl: e.STRATA_PG_URL,
     pgReplicaUrls: e.STRATA_PG_REPLICA_URLS,
     pgPoolMax: e.STRATA_PG_POOL_MAX,
-    pgTimeouts: { connectTimeoutMs: e.STRATA_PG_CONNECT_TIMEOUT_MS, statementTimeoutMs: e.STRATA_PG_STATEMENT_TIMEOUT_MS, queryTimeoutMs: e.STRATA_PG_QUERY_TIMEOUT_MS },
+    pgTimeouts: {
+      connectTimeoutMs: e.STRATA_PG_CONNECT_TIMEOUT_MS,
+      statementTimeoutMs: e.STRATA_PG_STATEMENT_TIMEOUT_MS,
+      queryTimeoutMs: e.STRATA_PG_QUERY_TIMEOUT_MS,
+    },
     pgReadConsistency: e.STRATA_PG_READ_CONSISTENCY,
     pgReplicaWaitMs: e.STRATA_PG_REPLICA_WAIT_MS,
     redisNodes: e.STRATA_REDIS_NODES,
@@ -154,7 +158,12 @@ export function createProductionSql(
 export function createProductionCache(s: ProductionSettings, logger?: Logger, opts: { replicaAcks?: number } = {}): RedisClusterCache | undefined {
   const nodes = s.redisNodes ?? [];
   if (nodes.length === 0) return undefined;
-  const cache = new RedisClusterCache({ nodes: parseRedisNodes(nodes), keyPrefix: s.redisKeyPrefix, timeoutMs: s.redisTimeoutMs ?? 500, replicaAcks: opts.replicaAcks });
+  const cache = new RedisClusterCache({
+    nodes: parseRedisNodes(nodes),
+    keyPrefix: s.redisKeyPrefix,
+    timeoutMs: s.redisTimeoutMs ?? 500,
+    replicaAcks: opts.replicaAcks,
+  });
   cache.client.once('ready', () => logger?.info({ nodes }, 'connected to the Redis Cluster'));
   return cache;
 }
@@ -176,7 +185,10 @@ export function cacheMetrics(registry: Registry): CacheMetrics {
   return {
     hits: counter('strata_cache_hits_total', 'Cache lookups that found a value, by cache', ['cache'] as const),
     misses: counter('strata_cache_misses_total', 'Cache lookups that found nothing, by cache', ['cache'] as const),
-    unavailable: counter('strata_cache_unavailable_total', 'Cache calls that failed because the cache was unreachable, by cache and operation', ['cache', 'operation'] as const),
+    unavailable: counter('strata_cache_unavailable_total', 'Cache calls that failed because the cache was unreachable, by cache and operation', [
+      'cache',
+      'operation',
+    ] as const),
   };
 }
 

@@ -7,7 +7,10 @@ import { createKeySharder, pickHashTags, slotRangesFromClusterSlots, type KeySha
  * only here (multipart uploads), they answer S3 ServiceUnavailable so the client retries.
  */
 export class CacheUnavailableError extends Error {
-  constructor(readonly operation: string, cause: unknown) {
+  constructor(
+    readonly operation: string,
+    cause: unknown,
+  ) {
     super(`cache unavailable during ${operation}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = 'CacheUnavailableError';
   }
@@ -41,11 +44,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * that mean "the cluster cannot serve right now" count as unavailability.
  */
 function isDeliberateReply(err: unknown): boolean {
-  return (
-    err instanceof Error &&
-    err.name === 'ReplyError' &&
-    !/^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|BUSY|MOVED|ASK)\b/.test(err.message)
-  );
+  return err instanceof Error && err.name === 'ReplyError' && !/^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|BUSY|MOVED|ASK)\b/.test(err.message);
 }
 
 /**
@@ -120,27 +119,31 @@ export class RedisClusterCache implements StringCache {
    * standard split is used until then). Optional: calls work without it.
    */
   async connect(): Promise<void> {
-    await this.call('connect', async () => {
-      if (this.client.status !== 'ready') {
-        await new Promise<void>((resolve, reject) => {
-          const onReady = () => {
-            this.client.off('end', onEnd);
-            resolve();
-          };
-          const onEnd = () => {
-            this.client.off('ready', onReady);
-            reject(new Error('cluster connection ended'));
-          };
-          this.client.once('ready', onReady);
-          this.client.once('end', onEnd);
-        });
-      }
-      if (!this.tagsFromCluster) {
-        const slots = await this.client.cluster('SLOTS');
-        this.sharder = createKeySharder(pickHashTags(slotRangesFromClusterSlots(slots)));
-        this.tagsFromCluster = true;
-      }
-    }, 0);
+    await this.call(
+      'connect',
+      async () => {
+        if (this.client.status !== 'ready') {
+          await new Promise<void>((resolve, reject) => {
+            const onReady = () => {
+              this.client.off('end', onEnd);
+              resolve();
+            };
+            const onEnd = () => {
+              this.client.off('ready', onReady);
+              reject(new Error('cluster connection ended'));
+            };
+            this.client.once('ready', onReady);
+            this.client.once('end', onEnd);
+          });
+        }
+        if (!this.tagsFromCluster) {
+          const slots = await this.client.cluster('SLOTS');
+          this.sharder = createKeySharder(pickHashTags(slotRangesFromClusterSlots(slots)));
+          this.tagsFromCluster = true;
+        }
+      },
+      0,
+    );
   }
 
   async get(key: string): Promise<string | undefined> {
@@ -203,10 +206,16 @@ export class RedisClusterCache implements StringCache {
   private write(command: string, ...args: Array<string | number>): Promise<unknown> {
     return this.call(command, async () => {
       if (this.replicaAcks === 0) return this.client.call(command, ...args);
-      const replies = (await this.client.pipeline().call(command, ...args).call('WAIT', this.replicaAcks, this.replicaAckTimeoutMs).exec()) ?? [];
+      const replies =
+        (await this.client
+          .pipeline()
+          .call(command, ...args)
+          .call('WAIT', this.replicaAcks, this.replicaAckTimeoutMs)
+          .exec()) ?? [];
       for (const [err] of replies) if (err) throw err;
       const acked = Number(replies[1]?.[1]);
-      if (!(acked >= this.replicaAcks)) throw new Error(`${command} reached ${acked} of the ${this.replicaAcks} replicas it needs within ${this.replicaAckTimeoutMs} ms`);
+      if (!(acked >= this.replicaAcks))
+        throw new Error(`${command} reached ${acked} of the ${this.replicaAcks} replicas it needs within ${this.replicaAckTimeoutMs} ms`);
       return replies[0]?.[1];
     });
   }

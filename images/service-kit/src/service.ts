@@ -75,7 +75,8 @@ export function createApp(opts: ServiceOptions): Express {
 
 /** The Express app behind a request listener: the app itself, or the `app` a fast-path listener carries. */
 function expressAppOf(handler: http.RequestListener): Express | undefined {
-  const isApp = (h: unknown): h is Express => typeof h === 'function' && typeof (h as { handle?: unknown }).handle === 'function' && typeof (h as Partial<Express>).request === 'object';
+  const isApp = (h: unknown): h is Express =>
+    typeof h === 'function' && typeof (h as { handle?: unknown }).handle === 'function' && typeof (h as Partial<Express>).request === 'object';
   if (isApp(handler)) return handler;
   const carried = (handler as { app?: unknown }).app;
   return isApp(carried) ? carried : undefined;
@@ -86,10 +87,7 @@ function expressAppOf(handler: http.RequestListener): Express | undefined {
  * `handler` may be an Express app, a listener that carries its Express app as `app` (withFastPath), or
  * any request listener; with an app, requests and responses are created with its prototypes.
  */
-export async function listen(
-  handler: http.RequestListener,
-  opts: ServiceOptions & { port: number; host?: string },
-): Promise<RunningService> {
+export async function listen(handler: http.RequestListener, opts: ServiceOptions & { port: number; host?: string }): Promise<RunningService> {
   const app = expressAppOf(handler);
   const server = app ? http.createServer(expressServerOptions(app), handler) : http.createServer(handler);
   // Requests in flight per socket, so shutdown can close every socket that is not serving one —

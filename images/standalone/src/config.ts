@@ -27,7 +27,12 @@ export const standaloneEnvSchema = z.object({
   STRATA_DISABLED_SERVICES: z
     .string()
     .default('')
-    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.enum(['model-server', 'poem-app', 'image-search']))),
   /** The root user (also its SigV4 access key). */
   STRATA_ROOT_USER: z.string().min(1).default('strata'),

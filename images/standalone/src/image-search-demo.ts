@@ -112,7 +112,10 @@ async function writeDemoImages(target: string): Promise<number> {
 export async function waitForIndexed(url: string, count: number, timeoutMs = 120_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const status = (await fetch(`${url}/api/status`).then((r) => r.json(), () => null)) as { ready?: boolean; index?: { total_vectors?: number } } | null;
+    const status = (await fetch(`${url}/api/status`).then(
+      (r) => r.json(),
+      () => null,
+    )) as { ready?: boolean; index?: { total_vectors?: number } } | null;
     if (status?.ready === false) return false;
     if ((status?.index?.total_vectors ?? 0) >= count) return true;
     await new Promise((r) => setTimeout(r, 200));

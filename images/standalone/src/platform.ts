@@ -1,6 +1,19 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { amqpConnectionMetrics, createLogger, createPgliteSqlClient, createProductionCache, createProductionSql, createRegistry, InMemoryCache, type Logger, type ProductionSettings, type Registry, type RunningService, type SqlClient } from '../../service-kit/src/index.js';
+import {
+  amqpConnectionMetrics,
+  createLogger,
+  createPgliteSqlClient,
+  createProductionCache,
+  createProductionSql,
+  createRegistry,
+  InMemoryCache,
+  type Logger,
+  type ProductionSettings,
+  type Registry,
+  type RunningService,
+  type SqlClient,
+} from '../../service-kit/src/index.js';
 import { startControlPlane } from '../../control-plane/src/app.js';
 import { AmqpEventBroker } from '../../control-plane/src/events/amqp-broker.js';
 import type { EventBroker } from '../../control-plane/src/events/broker.js';

@@ -33,8 +33,22 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
   describe('keySlot', () => {
     it('agrees with CLUSTER KEYSLOT, hash tags included', async () => {
       const keys = [
-        '', 'a', 'foo', '123456789', 'user1000', '{user1000}.following', 'foo{}{bar}', 'foo{{bar}}zap',
-        'foo{bar}{zap}', '{}', '{', '}', 'x{y', 'ключ', '日本語{タグ}', 'strata:blob:d41d8cd98f00b204e9800998ecf8427e:0',
+        '',
+        'a',
+        'foo',
+        '123456789',
+        'user1000',
+        '{user1000}.following',
+        'foo{}{bar}',
+        'foo{{bar}}zap',
+        'foo{bar}{zap}',
+        '{}',
+        '{',
+        '}',
+        'x{y',
+        'ключ',
+        '日本語{タグ}',
+        'strata:blob:d41d8cd98f00b204e9800998ecf8427e:0',
         ...Array.from({ length: 50 }, (_, i) => `k${i}:${randomUUID()}`),
       ];
       for (const key of keys) {
@@ -52,7 +66,11 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
   describe('pickHashTags', () => {
     it('puts each tag on a different master of the standard split', () => {
       const standard = standardSlotRanges(3);
-      expect(standard.map((r) => [r.start, r.end])).to.deep.equal([[0, 5460], [5461, 10922], [10923, 16383]]);
+      expect(standard.map((r) => [r.start, r.end])).to.deep.equal([
+        [0, 5460],
+        [5461, 10922],
+        [10923, 16383],
+      ]);
       const tags = pickHashTags(standard);
       expect(tags).to.have.length(3);
       const owners = tags.map((t) => ownerOf(standard, keySlot(t)));
@@ -235,7 +253,13 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
 
     it('with replicaAcks, a write is answered once that many replicas have it, and fails as an outage when they cannot', async () => {
       const acked = new RedisClusterCache({ nodes: cluster.nodes, keyPrefix: `acks-${randomUUID()}:`, timeoutMs: 1000, replicaAcks: 1 });
-      const tooMany = new RedisClusterCache({ nodes: cluster.nodes, keyPrefix: `acks-${randomUUID()}:`, timeoutMs: 1000, replicaAcks: 2, replicaAckTimeoutMs: 50 });
+      const tooMany = new RedisClusterCache({
+        nodes: cluster.nodes,
+        keyPrefix: `acks-${randomUUID()}:`,
+        timeoutMs: 1000,
+        replicaAcks: 2,
+        replicaAckTimeoutMs: 50,
+      });
       try {
         await acked.hset('h', 'f', 'v');
         await acked.sadd('s', 'm');

@@ -127,7 +127,13 @@ export function markDeploymentReady(fake: FakeKubeServer, namespace: string, nam
   const t = fake.state.typeForKind('apps/v1', 'Deployment');
   const d = fake.state.get(t, namespace, name) as KubeObject & { spec: { replicas?: number } };
   const replicas = d.spec.replicas ?? 1;
-  fake.state.update(t, namespace, name, { ...d, status: { replicas, readyReplicas: replicas, availableReplicas: replicas, updatedReplicas: replicas, observedGeneration: d.metadata.generation } }, 'status');
+  fake.state.update(
+    t,
+    namespace,
+    name,
+    { ...d, status: { replicas, readyReplicas: replicas, availableReplicas: replicas, updatedReplicas: replicas, observedGeneration: d.metadata.generation } },
+    'status',
+  );
 }
 
 /**

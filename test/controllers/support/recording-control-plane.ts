@@ -44,7 +44,8 @@ export class RecordingControlPlane {
         if (req.method === 'PUT' && !m[2]) {
           // The data plane's backend check, as the control plane relays it.
           const backendEndpoint = String((body?.backend as { endpoint?: string } | undefined)?.endpoint ?? '');
-          if (!bucket && backendEndpoint.includes('refused')) return send(400, { error: { code: 'InvalidArgument', message: 'The minio backend settings are incomplete' } });
+          if (!bucket && backendEndpoint.includes('refused'))
+            return send(400, { error: { code: 'InvalidArgument', message: 'The minio backend settings are incomplete' } });
           if (!bucket && backendEndpoint.includes('unreachable')) return send(503, { error: { code: 'ServiceUnavailable', message: 'backend unreachable' } });
           if (bucket) {
             const mine = bucket.owner === body?.owner;
@@ -56,14 +57,24 @@ export class RecordingControlPlane {
         if (!bucket) return send(404, { error: { code: 'NoSuchBucket', message: 'no such bucket' } });
         if (req.method === 'GET' && !m[2]) {
           // Statistics as the control plane keeps them (withheld when the test asks: the client then counts).
-          return send(200, { name, owner: bucket.owner, backend: bucket.backend, ...(this.withStats ? { stats: { objectCount: bucket.objects.length, bytes: bucket.objects.length * 100 } } : {}) });
+          return send(200, {
+            name,
+            owner: bucket.owner,
+            backend: bucket.backend,
+            ...(this.withStats ? { stats: { objectCount: bucket.objects.length, bytes: bucket.objects.length * 100 } } : {}),
+          });
         }
         if (req.method === 'GET' && m[2] === '/objects') {
           const max = Number(url.searchParams.get('maxKeys') ?? 1000);
           const start = Number(url.searchParams.get('continuationToken') ?? 0);
           const page = bucket.objects.slice(start, start + max);
           const more = start + max < bucket.objects.length;
-          return send(200, { objects: page.map((key) => ({ key })), commonPrefixes: [], isTruncated: more, ...(more ? { nextContinuationToken: String(start + max) } : {}) });
+          return send(200, {
+            objects: page.map((key) => ({ key })),
+            commonPrefixes: [],
+            isTruncated: more,
+            ...(more ? { nextContinuationToken: String(start + max) } : {}),
+          });
         }
         if (m[2] === '/lifecycle' || m[2] === '/cors') {
           const kind = m[2] === '/cors' ? 'cors' : 'lifecycle';

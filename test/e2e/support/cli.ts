@@ -13,7 +13,7 @@ export interface CliResult {
 export function run(file: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(file, args, { env, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) });
     });
   });

@@ -89,12 +89,82 @@ function fuzzValue(rng: Rng): string {
 
 /** Header values a client could send: printable junk, long values, high bytes (latin1 on the wire). */
 function headerJunk(rng: Rng): string {
-  return rng.pick(['', 'x'.repeat(rng.int(1, 9000)), '\u00ff\u00fe', 'bytes=999-1', 'bytes=-0', 'bytes=5-3,a-b', '"etag"', '*', 'W/"x"', 'not-a-date', 'aGVsbG8=', '🚀'.slice(0, 1)]);
+  return rng.pick([
+    '',
+    'x'.repeat(rng.int(1, 9000)),
+    '\u00ff\u00fe',
+    'bytes=999-1',
+    'bytes=-0',
+    'bytes=5-3,a-b',
+    '"etag"',
+    '*',
+    'W/"x"',
+    'not-a-date',
+    'aGVsbG8=',
+    '🚀'.slice(0, 1),
+  ]);
 }
 
-const LIST_PARAMS = ['prefix', 'delimiter', 'start-after', 'continuation-token', 'marker', 'max-keys', 'encoding-type', 'fetch-owner', 'key-marker', 'upload-id-marker', 'max-uploads', 'version-id-marker'];
-const SUBRESOURCES = ['', 'list-type=2', 'uploads', 'versions', 'acl', 'tagging', 'versioning', 'policy', 'object-lock', 'cors', 'lifecycle', 'location', 'website', 'replication', 'notification', 'logging', 'encryption', 'attributes', 'restore', 'torrent', 'select&select-type=2'];
-const OBJECT_HEADERS = ['x-amz-meta-a', 'x-amz-meta-b', 'range', 'if-match', 'if-none-match', 'if-modified-since', 'x-amz-tagging', 'x-amz-storage-class', 'x-amz-acl', 'cache-control', 'content-disposition', 'content-encoding', 'x-amz-checksum-crc32', 'x-amz-checksum-sha256', 'x-amz-website-redirect-location', 'x-amz-server-side-encryption', 'x-amz-copy-source', 'x-amz-copy-source-range', 'x-amz-metadata-directive', 'expect', 'content-md5'];
+const LIST_PARAMS = [
+  'prefix',
+  'delimiter',
+  'start-after',
+  'continuation-token',
+  'marker',
+  'max-keys',
+  'encoding-type',
+  'fetch-owner',
+  'key-marker',
+  'upload-id-marker',
+  'max-uploads',
+  'version-id-marker',
+];
+const SUBRESOURCES = [
+  '',
+  'list-type=2',
+  'uploads',
+  'versions',
+  'acl',
+  'tagging',
+  'versioning',
+  'policy',
+  'object-lock',
+  'cors',
+  'lifecycle',
+  'location',
+  'website',
+  'replication',
+  'notification',
+  'logging',
+  'encryption',
+  'attributes',
+  'restore',
+  'torrent',
+  'select&select-type=2',
+];
+const OBJECT_HEADERS = [
+  'x-amz-meta-a',
+  'x-amz-meta-b',
+  'range',
+  'if-match',
+  'if-none-match',
+  'if-modified-since',
+  'x-amz-tagging',
+  'x-amz-storage-class',
+  'x-amz-acl',
+  'cache-control',
+  'content-disposition',
+  'content-encoding',
+  'x-amz-checksum-crc32',
+  'x-amz-checksum-sha256',
+  'x-amz-website-redirect-location',
+  'x-amz-server-side-encryption',
+  'x-amz-copy-source',
+  'x-amz-copy-source-range',
+  'x-amz-metadata-directive',
+  'expect',
+  'content-md5',
+];
 
 async function send(ctx: FuzzContext, category: string, label: string, req: RawRequest): Promise<RawOutcome> {
   const outcome = await sendRaw(ctx.port, req, ctx.deadlineMs);
@@ -177,7 +247,9 @@ async function cutBody(rng: Rng, ctx: FuzzContext, n: number): Promise<void> {
   const chunked = rng.chance(0.3);
   const headers: Array<[string, string]> = chunked ? [['transfer-encoding', 'chunked']] : [['content-length', String(declared)]];
   const wire = chunked ? Buffer.concat([Buffer.from(`${declared.toString(16)}\r\n`), body]) : body;
-  const req = signRaw({ method: 'PUT', target: `/${ctx.attackerBucket}/${key}`, headers, body: wire, cutAfter: wire.length }, ctx.host, ctx.attacker, { payloadHash: UNSIGNED_PAYLOAD });
+  const req = signRaw({ method: 'PUT', target: `/${ctx.attackerBucket}/${key}`, headers, body: wire, cutAfter: wire.length }, ctx.host, ctx.attacker, {
+    payloadHash: UNSIGNED_PAYLOAD,
+  });
   ctx.mustNotExist.add(key);
   await send(ctx, 'cut', `${chunked ? 'chunked' : 'length'} ${sent}/${declared}`, req);
 }
@@ -190,24 +262,52 @@ async function badFraming(rng: Rng, ctx: FuzzContext, n: number): Promise<void> 
   const sig = 'a'.repeat(64);
   const cases: Array<[string, Array<[string, string]>, Buffer, string]> = [
     ['bad chunk size', [['transfer-encoding', 'chunked']], Buffer.from(`zz\r\n${data.toString('hex')}\r\n0\r\n\r\n`), UNSIGNED_PAYLOAD],
-    ['te and cl', [['transfer-encoding', 'chunked'], ['content-length', '5']], Buffer.from('5\r\nhello\r\n0\r\n\r\n'), UNSIGNED_PAYLOAD],
-    ['two lengths', [['content-length', '3'], ['content-length', '4']], Buffer.from('abcd'), UNSIGNED_PAYLOAD],
+    [
+      'te and cl',
+      [
+        ['transfer-encoding', 'chunked'],
+        ['content-length', '5'],
+      ],
+      Buffer.from('5\r\nhello\r\n0\r\n\r\n'),
+      UNSIGNED_PAYLOAD,
+    ],
+    [
+      'two lengths',
+      [
+        ['content-length', '3'],
+        ['content-length', '4'],
+      ],
+      Buffer.from('abcd'),
+      UNSIGNED_PAYLOAD,
+    ],
     ['negative length', [['content-length', '-1']], Buffer.alloc(0), UNSIGNED_PAYLOAD],
     [
       'aws-chunked bad signature',
-      [['content-encoding', 'aws-chunked'], ['x-amz-decoded-content-length', String(data.length)], ['content-length', String(data.length + 200)]],
+      [
+        ['content-encoding', 'aws-chunked'],
+        ['x-amz-decoded-content-length', String(data.length)],
+        ['content-length', String(data.length + 200)],
+      ],
       Buffer.concat([Buffer.from(`${data.length.toString(16)};chunk-signature=${sig}\r\n`), data, Buffer.from(`\r\n0;chunk-signature=${sig}\r\n\r\n`)]),
       'STREAMING-AWS4-HMAC-SHA256-PAYLOAD',
     ],
     [
       'aws-chunked huge chunk',
-      [['content-encoding', 'aws-chunked'], ['x-amz-decoded-content-length', '16777216'], ['content-length', '16777300']],
+      [
+        ['content-encoding', 'aws-chunked'],
+        ['x-amz-decoded-content-length', '16777216'],
+        ['content-length', '16777300'],
+      ],
       Buffer.from(`1000000;chunk-signature=${sig}\r\n`),
       'STREAMING-AWS4-HMAC-SHA256-PAYLOAD',
     ],
     [
       'aws-chunked garbage header',
-      [['content-encoding', 'aws-chunked'], ['x-amz-decoded-content-length', String(data.length)], ['content-length', String(data.length + 10)]],
+      [
+        ['content-encoding', 'aws-chunked'],
+        ['x-amz-decoded-content-length', String(data.length)],
+        ['content-length', String(data.length + 10)],
+      ],
       Buffer.concat([rng.bytes(10), data]),
       'STREAMING-UNSIGNED-PAYLOAD-TRAILER',
     ],
@@ -238,7 +338,9 @@ function mutateXml(rng: Rng, doc: string): Buffer {
     case 2:
       return Buffer.from(`${'<a>'.repeat(20_000)}${'</a>'.repeat(20_000)}`);
     case 3:
-      return Buffer.from(`<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>${doc.replace('>', '>&c;')}`);
+      return Buffer.from(
+        `<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>${doc.replace('>', '>&c;')}`,
+      );
     case 4:
       return Buffer.concat([Buffer.from(doc.slice(0, 20)), Buffer.from([0x00, 0xff, 0xfe]), Buffer.from(doc.slice(20))]);
     case 5:
@@ -253,7 +355,13 @@ async function xmlFuzz(rng: Rng, ctx: FuzzContext, n: number): Promise<void> {
   const docs = XML_DOCS(ctx.victimKeys);
   const i = rng.int(0, docs.length - 1);
   const body = mutateXml(rng, docs[i]!);
-  const targets = [`/${ctx.attackerBucket}?delete`, `/${ctx.attackerBucket}/x-${n}?tagging`, `/${ctx.attackerBucket}?cors`, `/${ctx.attackerBucket}?lifecycle`, `/${ctx.attackerBucket}/mp-${n}?uploadId=${fuzzValue(rng)}`];
+  const targets = [
+    `/${ctx.attackerBucket}?delete`,
+    `/${ctx.attackerBucket}/x-${n}?tagging`,
+    `/${ctx.attackerBucket}?cors`,
+    `/${ctx.attackerBucket}?lifecycle`,
+    `/${ctx.attackerBucket}/mp-${n}?uploadId=${fuzzValue(rng)}`,
+  ];
   const method = i === 0 || i === 4 ? 'POST' : 'PUT';
   const headers: Array<[string, string]> = [['content-length', String(body.length)]];
   if (rng.chance(0.6)) headers.push(['content-md5', md5Base64(body)]);
@@ -287,7 +395,9 @@ async function multipartMisuse(rng: Rng, ctx: FuzzContext, n: number): Promise<v
       case 3: {
         const parts = etags.map((e, i) => ({ n: rng.chance(0.8) ? i + 1 : rng.int(0, 5), e: rng.chance(0.8) ? e : '"bogus"' }));
         if (rng.chance(0.3)) parts.reverse();
-        const xml = Buffer.from(`<CompleteMultipartUpload>${parts.map((p) => `<Part><PartNumber>${p.n}</PartNumber><ETag>${p.e}</ETag></Part>`).join('')}</CompleteMultipartUpload>`);
+        const xml = Buffer.from(
+          `<CompleteMultipartUpload>${parts.map((p) => `<Part><PartNumber>${p.n}</PartNumber><ETag>${p.e}</ETag></Part>`).join('')}</CompleteMultipartUpload>`,
+        );
         const out = await send(ctx, 'multipart', `complete ${parts.length}`, signed('POST', `uploadId=${enc(id)}`, xml));
         if (out.kind === 'answered' && out.status === 200 && !out.body.includes('<Error>')) completed = true;
         break;
@@ -296,7 +406,16 @@ async function multipartMisuse(rng: Rng, ctx: FuzzContext, n: number): Promise<v
         await send(ctx, 'multipart', 'abort', signed('DELETE', `uploadId=${enc(id)}`));
         break;
       default:
-        await send(ctx, 'multipart', 'list uploads', signRaw({ method: 'GET', target: `/${ctx.attackerBucket}?uploads&key-marker=${fuzzValue(rng)}&upload-id-marker=${fuzzValue(rng)}`, headers: [] }, ctx.host, ctx.attacker));
+        await send(
+          ctx,
+          'multipart',
+          'list uploads',
+          signRaw(
+            { method: 'GET', target: `/${ctx.attackerBucket}?uploads&key-marker=${fuzzValue(rng)}&upload-id-marker=${fuzzValue(rng)}`, headers: [] },
+            ctx.host,
+            ctx.attacker,
+          ),
+        );
     }
   }
   if (!completed) ctx.mustNotExist.add(key);
@@ -308,7 +427,19 @@ async function badDigest(rng: Rng, ctx: FuzzContext, n: number): Promise<void> {
   const key = `digest-${n}`;
   const body = rng.bytes(rng.int(1, 50_000));
   const md5 = rng.chance(0.5) ? md5Base64(Buffer.concat([body, Buffer.from('x')])) : fuzzValue(rng);
-  const req = signRaw({ method: 'PUT', target: `/${ctx.attackerBucket}/${key}`, headers: [['content-md5', md5], ['content-length', String(body.length)]], body }, ctx.host, ctx.attacker);
+  const req = signRaw(
+    {
+      method: 'PUT',
+      target: `/${ctx.attackerBucket}/${key}`,
+      headers: [
+        ['content-md5', md5],
+        ['content-length', String(body.length)],
+      ],
+      body,
+    },
+    ctx.host,
+    ctx.attacker,
+  );
   ctx.mustNotExist.add(key);
   await send(ctx, 'digest', 'bad content-md5', req);
 }

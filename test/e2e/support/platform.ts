@@ -25,29 +25,43 @@ export interface TestPlatform {
  * `gatewayRules` is the text of the gateway's rules file (flow control, breakers, login limits),
  * written into the data dir.
  */
-export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSecret?: boolean; gatewayRules?: string; gatewayAnswerCacheBytes?: number; gatewayBodyIdleTimeoutMs?: number; env?: NodeJS.ProcessEnv; internalToken?: string; corsOrigins?: string[] } = {}): Promise<TestPlatform> {
+export async function startTestPlatform(
+  dataDir?: string,
+  opts: {
+    generatedJwtSecret?: boolean;
+    gatewayRules?: string;
+    gatewayAnswerCacheBytes?: number;
+    gatewayBodyIdleTimeoutMs?: number;
+    env?: NodeJS.ProcessEnv;
+    internalToken?: string;
+    corsOrigins?: string[];
+  } = {},
+): Promise<TestPlatform> {
   const dir = dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-')));
   let gatewayRulesFile: string | undefined;
   if (opts.gatewayRules !== undefined) {
     gatewayRulesFile = path.join(dir, 'gateway-rules.yaml');
     await writeFile(gatewayRulesFile, opts.gatewayRules);
   }
-  const platform = await startPlatform({
-    dataDir: dir,
-    host: '127.0.0.1',
-    ports: { gateway: 0, dataPlane: 0, controlPlane: 0 },
-    rootUser: ROOT_USER,
-    rootPassword: ROOT_PASSWORD,
-    jwtSecret: opts.generatedJwtSecret ? undefined : JWT_SECRET,
-    internalToken: opts.internalToken,
-    purgeSchedule: false,
-    gatewayRulesFile,
-    gatewayAnswerCacheBytes: opts.gatewayAnswerCacheBytes,
-    gatewayBodyIdleTimeoutMs: opts.gatewayBodyIdleTimeoutMs,
-    env: opts.env,
-    corsOrigins: opts.corsOrigins,
-    logLevel: process.env.STRATA_E2E_LOG_LEVEL ?? 'silent',
-  }, OBJECT_STORE_SERVICES);
+  const platform = await startPlatform(
+    {
+      dataDir: dir,
+      host: '127.0.0.1',
+      ports: { gateway: 0, dataPlane: 0, controlPlane: 0 },
+      rootUser: ROOT_USER,
+      rootPassword: ROOT_PASSWORD,
+      jwtSecret: opts.generatedJwtSecret ? undefined : JWT_SECRET,
+      internalToken: opts.internalToken,
+      purgeSchedule: false,
+      gatewayRulesFile,
+      gatewayAnswerCacheBytes: opts.gatewayAnswerCacheBytes,
+      gatewayBodyIdleTimeoutMs: opts.gatewayBodyIdleTimeoutMs,
+      env: opts.env,
+      corsOrigins: opts.corsOrigins,
+      logLevel: process.env.STRATA_E2E_LOG_LEVEL ?? 'silent',
+    },
+    OBJECT_STORE_SERVICES,
+  );
   const stop = () => platform.stop();
   return {
     platform,
@@ -66,7 +80,11 @@ export async function startTestPlatform(dataDir?: string, opts: { generatedJwtSe
  * destroy it after. Answers a TestPlatform that stands for the one running now.
  */
 export function platformHooks(opts: Parameters<typeof startTestPlatform>[1] = {}): TestPlatform {
-  return fixtureHooks('suite', () => startTestPlatform(undefined, opts), (p) => p.destroy());
+  return fixtureHooks(
+    'suite',
+    () => startTestPlatform(undefined, opts),
+    (p) => p.destroy(),
+  );
 }
 
 /** Set env variables for the platform about to start; answers a function that restores them. */

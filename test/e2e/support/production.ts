@@ -14,7 +14,13 @@ export async function replicatedDatabase(pgh: PgReplicaHarness, name: string): P
 }
 
 /** The settings that put the platform's services on the production servers: PostgreSQL primary and replica, Redis Cluster, RabbitMQ. */
-export function productionServersEnv(pgh: PgReplicaHarness, dbUrl: (server: string) => string, redis: RedisClusterHarness, redisKeyPrefix: string, names: RabbitNames): Record<string, string> {
+export function productionServersEnv(
+  pgh: PgReplicaHarness,
+  dbUrl: (server: string) => string,
+  redis: RedisClusterHarness,
+  redisKeyPrefix: string,
+  names: RabbitNames,
+): Record<string, string> {
   return {
     STRATA_PG_URL: dbUrl(pgh.primaryUrl),
     STRATA_PG_REPLICA_URLS: dbUrl(pgh.replicaUrl),

@@ -109,7 +109,14 @@ export function signRaw(req: RawRequest, host: string, creds: Credentials, opts:
   const q = req.target.indexOf('?');
   const rawPath = q < 0 ? req.target : req.target.slice(0, q);
   const rawQuery = q < 0 ? '' : req.target.slice(q + 1);
-  const canonical = canonicalRequest({ method: req.method, path: canonicalPath(rawPath), query: parseRawQuery(rawQuery), headers: byName, signedHeaders, payloadHash });
+  const canonical = canonicalRequest({
+    method: req.method,
+    path: canonicalPath(rawPath),
+    query: parseRawQuery(rawQuery),
+    headers: byName,
+    signedHeaders,
+    payloadHash,
+  });
   const scope = credentialScope(amzDate.slice(0, 8), region);
   const signature = sign(signingKey(creds.secret, amzDate.slice(0, 8), region), stringToSign(amzDate, scope, canonical));
   const authorization = `${ALGORITHM} Credential=${creds.accessKey}/${scope}, SignedHeaders=${[...signedHeaders].sort().join(';')}, Signature=${signature}`;

@@ -20,7 +20,13 @@ export interface FakeLlm {
 }
 
 function completion(model: string, message: Record<string, unknown>, finish = 'stop') {
-  return { id: 'chatcmpl-test', object: 'chat.completion', created: 0, model, choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }] };
+  return {
+    id: 'chatcmpl-test',
+    object: 'chat.completion',
+    created: 0,
+    model,
+    choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }],
+  };
 }
 
 function answer(body: FakeLlm['requests'][number]['body']): Record<string, unknown> {
@@ -69,7 +75,9 @@ export async function startFakeLlm(apiKey: string, models = ['strata-test-model'
       const body = JSON.parse(raw) as FakeLlm['requests'][number]['body'];
       fake.requests!.push({ authorization: req.headers.authorization, body });
       if (!fake.models!.includes(body.model)) {
-        return send(404, { error: { message: `The model \`${body.model}\` does not exist`, type: 'invalid_request_error', param: 'model', code: 'model_not_found' } });
+        return send(404, {
+          error: { message: `The model \`${body.model}\` does not exist`, type: 'invalid_request_error', param: 'model', code: 'model_not_found' },
+        });
       }
       const message = answer(body);
       send(200, completion(body.model, message, message.tool_calls ? 'tool_calls' : 'stop'));

@@ -30,7 +30,9 @@ export async function colourImage(rgb: [number, number, number], seed: number, w
   for (let i = 0; i < width * height; i++) {
     for (let c = 0; c < 3; c++) raw[i * 3 + c] = Math.max(0, Math.min(255, rgb[c] + Math.round((rand() - 0.5) * 40)));
   }
-  return sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer();
+  return sharp(raw, { raw: { width, height, channels: 3 } })
+    .png()
+    .toBuffer();
 }
 
 export const PALETTE: Record<string, [number, number, number]> = {
@@ -57,13 +59,19 @@ export async function makeImageDir(): Promise<{ dir: string; colourFiles: Record
       colourFiles[name].push(rel);
     }
   }
-  await sharp(await colourImage([215, 35, 35], 99)).jpeg().toFile(path.join(dir, 'colours', 'red-photo.jpg'));
-  await sharp(await colourImage([35, 65, 215], 98)).webp().toFile(path.join(dir, 'colours', 'blue-photo.webp'));
+  await sharp(await colourImage([215, 35, 35], 99))
+    .jpeg()
+    .toFile(path.join(dir, 'colours', 'red-photo.jpg'));
+  await sharp(await colourImage([35, 65, 215], 98))
+    .webp()
+    .toFile(path.join(dir, 'colours', 'blue-photo.webp'));
   writeFileSync(path.join(dir, 'broken.png'), 'this is not an image');
   const stamps = '/usr/share/tuxpaint/stamps/animals/mammals';
   if (existsSync(stamps)) {
     mkdirSync(path.join(dir, 'tuxpaint'));
-    for (const name of readdirSync(stamps).filter((f) => f.endsWith('.png')).slice(0, 6)) {
+    for (const name of readdirSync(stamps)
+      .filter((f) => f.endsWith('.png'))
+      .slice(0, 6)) {
       copyFileSync(path.join(stamps, name), path.join(dir, 'tuxpaint', name));
       const caption = path.join(stamps, name.replace(/\.png$/, '.txt'));
       if (existsSync(caption)) copyFileSync(caption, path.join(dir, 'tuxpaint', name.replace(/\.png$/, '.txt')));

@@ -17,11 +17,7 @@ export function tempDir(prefix: string): { dir: string; remove: () => void } {
 }
 
 /** Start the real poem app on a free port against the given SQLite file and upstream. */
-export function startTestPoemApp(
-  databasePath: string,
-  upstreamBaseUrl: string,
-  upstream: Partial<UpstreamConfig> = {},
-): Promise<RunningService> {
+export function startTestPoemApp(databasePath: string, upstreamBaseUrl: string, upstream: Partial<UpstreamConfig> = {}): Promise<RunningService> {
   return startPoemApp({
     port: 0,
     host: '127.0.0.1',

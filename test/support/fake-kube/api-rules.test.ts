@@ -29,16 +29,35 @@ describe('fake API server: what a real one refuses', () => {
   });
 
   it('refuses changes to immutable fields and shrinking a claim', () => {
-    const job = state.create(t('batch/v1', 'Job'), 'ns', obj('batch/v1', 'Job', 'j', { spec: { template: { spec: { containers: [{ name: 'a', image: 'x' }] } } } }));
+    const job = state.create(
+      t('batch/v1', 'Job'),
+      'ns',
+      obj('batch/v1', 'Job', 'j', { spec: { template: { spec: { containers: [{ name: 'a', image: 'x' }] } } } }),
+    );
     const changed = { ...job, spec: { template: { spec: { containers: [{ name: 'a', image: 'y' }] } } } };
     expect(status(() => state.update(t('batch/v1', 'Job'), 'ns', 'j', changed))).to.equal(422);
-    const pvc = state.create(t('v1', 'PersistentVolumeClaim'), 'ns', obj('v1', 'PersistentVolumeClaim', 'p', { spec: { storageClassName: 'fast', resources: { requests: { storage: '10Gi' } } } }));
-    const withStorage = (storage: string, storageClassName = 'fast') => ({ ...pvc, metadata: { ...pvc.metadata, resourceVersion: undefined }, spec: { storageClassName, resources: { requests: { storage } } } }) as unknown as KubeObject;
+    const pvc = state.create(
+      t('v1', 'PersistentVolumeClaim'),
+      'ns',
+      obj('v1', 'PersistentVolumeClaim', 'p', { spec: { storageClassName: 'fast', resources: { requests: { storage: '10Gi' } } } }),
+    );
+    const withStorage = (storage: string, storageClassName = 'fast') =>
+      ({
+        ...pvc,
+        metadata: { ...pvc.metadata, resourceVersion: undefined },
+        spec: { storageClassName, resources: { requests: { storage } } },
+      }) as unknown as KubeObject;
     expect(status(() => state.update(t('v1', 'PersistentVolumeClaim'), 'ns', 'p', withStorage('5Gi')))).to.equal(422);
     expect(status(() => state.update(t('v1', 'PersistentVolumeClaim'), 'ns', 'p', withStorage('10Gi', 'slow')))).to.equal(422);
     expect(status(() => state.update(t('v1', 'PersistentVolumeClaim'), 'ns', 'p', withStorage('20Gi')))).to.equal(200);
-    const sts = state.create(t('apps/v1', 'StatefulSet'), 'ns', obj('apps/v1', 'StatefulSet', 's', { spec: { selector: { matchLabels: { a: '1' } }, serviceName: 's' } }));
-    expect(status(() => state.update(t('apps/v1', 'StatefulSet'), 'ns', 's', { ...sts, spec: { selector: { matchLabels: { a: '2' } }, serviceName: 's' } }))).to.equal(422);
+    const sts = state.create(
+      t('apps/v1', 'StatefulSet'),
+      'ns',
+      obj('apps/v1', 'StatefulSet', 's', { spec: { selector: { matchLabels: { a: '1' } }, serviceName: 's' } }),
+    );
+    expect(
+      status(() => state.update(t('apps/v1', 'StatefulSet'), 'ns', 's', { ...sts, spec: { selector: { matchLabels: { a: '2' } }, serviceName: 's' } })),
+    ).to.equal(422);
   });
 
   it('terminates a namespace: content deleted, finalizers block, no new content, the namespace goes when empty', async () => {

@@ -37,18 +37,44 @@ export function checkName(t: ResourceType, obj: Validated): void {
   if (!rule.pattern.test(name)) throw new InvalidError(`metadata.name: Invalid value: "${name}": must be ${rule.what}`);
 }
 
-const at = (obj: unknown, path: string[]): unknown => path.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), obj);
+const at = (obj: unknown, path: string[]): unknown =>
+  path.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), obj);
 
 /** Fields the API server refuses to change after creation, per kind. */
 const IMMUTABLE: Record<string, string[][]> = {
-  Job: [['spec', 'template'], ['spec', 'selector'], ['spec', 'completions']],
-  StatefulSet: [['spec', 'selector'], ['spec', 'serviceName'], ['spec', 'volumeClaimTemplates'], ['spec', 'podManagementPolicy']],
+  Job: [
+    ['spec', 'template'],
+    ['spec', 'selector'],
+    ['spec', 'completions'],
+  ],
+  StatefulSet: [
+    ['spec', 'selector'],
+    ['spec', 'serviceName'],
+    ['spec', 'volumeClaimTemplates'],
+    ['spec', 'podManagementPolicy'],
+  ],
   Deployment: [['spec', 'selector']],
-  PersistentVolumeClaim: [['spec', 'storageClassName'], ['spec', 'accessModes'], ['spec', 'volumeName']],
+  PersistentVolumeClaim: [
+    ['spec', 'storageClassName'],
+    ['spec', 'accessModes'],
+    ['spec', 'volumeName'],
+  ],
   Service: [['spec', 'clusterIP']],
 };
 
-const STORAGE_UNITS: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50 };
+const STORAGE_UNITS: Record<string, number> = {
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+};
 
 /** A storage quantity in bytes ("10Gi", "500M", "1024"). */
 export function storageBytes(quantity: unknown): number {

@@ -29,15 +29,26 @@ describe('fake Kubernetes API server: server-side apply of keyed lists', () => {
   it('merges containers by name, env by name and container ports by containerPort across two managers', async () => {
     await apply(deploymentPath, 'operator', deployment([{ name: 'app', image: 'app:1', env: [{ name: 'A', value: '1' }], ports: [{ containerPort: 8080 }] }]));
     // A second manager (a sidecar injector, say) adds its own container and its own env var and port on the first.
-    await apply(deploymentPath, 'injector', deployment([
-      { name: 'app', env: [{ name: 'TRACE', value: 'on' }], ports: [{ containerPort: 9090, name: 'metrics' }] },
-      { name: 'proxy', image: 'proxy:1' },
-    ]));
+    await apply(
+      deploymentPath,
+      'injector',
+      deployment([
+        { name: 'app', env: [{ name: 'TRACE', value: 'on' }], ports: [{ containerPort: 9090, name: 'metrics' }] },
+        { name: 'proxy', image: 'proxy:1' },
+      ]),
+    );
     // The first manager applies again with a changed value: the other manager's entries stay.
-    const live = await apply(deploymentPath, 'operator', deployment([{ name: 'app', image: 'app:2', env: [{ name: 'A', value: '2' }], ports: [{ containerPort: 8080 }] }]));
+    const live = await apply(
+      deploymentPath,
+      'operator',
+      deployment([{ name: 'app', image: 'app:2', env: [{ name: 'A', value: '2' }], ports: [{ containerPort: 8080 }] }]),
+    );
     const [app, proxy] = live.spec.template.spec.containers;
     expect(app.image).to.equal('app:2');
-    expect(app.env).to.deep.equal([{ name: 'A', value: '2' }, { name: 'TRACE', value: 'on' }]);
+    expect(app.env).to.deep.equal([
+      { name: 'A', value: '2' },
+      { name: 'TRACE', value: 'on' },
+    ]);
     expect(app.ports).to.deep.equal([{ containerPort: 8080 }, { containerPort: 9090, name: 'metrics' }]);
     expect(proxy).to.deep.equal({ name: 'proxy', image: 'proxy:1' });
 
@@ -49,7 +60,12 @@ describe('fake Kubernetes API server: server-side apply of keyed lists', () => {
 
   it('merges Service ports by port, and keeps other lists atomic', async () => {
     const path = '/api/v1/namespaces/a/services/web';
-    const service = (ports: object[], extra: object = {}) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'a' }, spec: { selector: { app: 'web' }, ports, ...extra } });
+    const service = (ports: object[], extra: object = {}) => ({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'a' },
+      spec: { selector: { app: 'web' }, ports, ...extra },
+    });
     await apply(path, 'operator', service([{ name: 'http', port: 80 }], { externalIPs: ['10.0.0.1'] }));
     const live = await apply(path, 'other', service([{ name: 'metrics', port: 9090 }], { externalIPs: ['10.0.0.2'] }));
     expect(live.spec.ports.map((p: { port: number }) => p.port)).to.deep.equal([80, 9090]);

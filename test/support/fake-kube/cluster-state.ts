@@ -170,7 +170,8 @@ export class ClusterState extends EventEmitter {
     if (!obj.metadata.name && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomUUID().slice(0, 5);
     if (!obj.metadata.name) throw new ApiError(422, 'Invalid', `${t.kind}: metadata.name: Required value`);
     if (t.namespaced) {
-      if (obj.metadata.namespace && ns && obj.metadata.namespace !== ns) throw new ApiError(400, 'BadRequest', 'the namespace of the object does not match the namespace on the request');
+      if (obj.metadata.namespace && ns && obj.metadata.namespace !== ns)
+        throw new ApiError(400, 'BadRequest', 'the namespace of the object does not match the namespace on the request');
       obj.metadata.namespace = ns ?? obj.metadata.namespace;
       if (!obj.metadata.namespace) throw new ApiError(400, 'BadRequest', 'namespace required');
     } else {
@@ -189,7 +190,11 @@ export class ClusterState extends EventEmitter {
       throw new ApiError(404, 'NotFound', `namespaces "${obj.metadata.namespace}" not found`);
     }
     if (t.namespaced && this.namespaceTerminating(obj.metadata.namespace!)) {
-      throw new ApiError(403, 'Forbidden', `${t.plural} "${obj.metadata.name}" is forbidden: unable to create new content in namespace ${obj.metadata.namespace} because it is being terminated`);
+      throw new ApiError(
+        403,
+        'Forbidden',
+        `${t.plural} "${obj.metadata.name}" is forbidden: unable to create new content in namespace ${obj.metadata.namespace} because it is being terminated`,
+      );
     }
     Object.assign(obj.metadata, {
       uid: randomUUID(),
@@ -218,7 +223,11 @@ export class ClusterState extends EventEmitter {
     if (!old) throw new ApiError(404, 'NotFound', `${t.plural} "${name}" not found`);
     const rv = body.metadata?.resourceVersion;
     if (rv && rv !== old.metadata.resourceVersion) {
-      throw new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${t.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`);
+      throw new ApiError(
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on ${t.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+      );
     }
     let next: KubeObject;
     if (subresource === 'status') {
@@ -250,7 +259,7 @@ export class ClusterState extends EventEmitter {
     if (JSON.stringify(next) === JSON.stringify(old)) return clone(old); // a no-op write is not an event
     if (fieldManager) this.setManagedFields(next, fieldManager, 'Update');
     next.metadata.resourceVersion = String(++this.revision);
-    if (next.metadata.deletionTimestamp && !(next.metadata.finalizers?.length)) {
+    if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) {
       this.remove(t, key, next);
       return clone(next);
     }
@@ -269,7 +278,12 @@ export class ClusterState extends EventEmitter {
     let result: KubeObject;
     if (!live) {
       if (subresource) throw new ApiError(404, 'NotFound', `${t.plural} "${name}" not found`);
-      result = this.create(t, ns, { ...(stripped as unknown as KubeObject), metadata: { ...(config.metadata ?? {}), name } as KubeObject['metadata'] }, fieldManager);
+      result = this.create(
+        t,
+        ns,
+        { ...(stripped as unknown as KubeObject), metadata: { ...(config.metadata ?? {}), name } as KubeObject['metadata'] },
+        fieldManager,
+      );
     } else {
       const merged = applyConfiguration(live as unknown as Json, stripped, managers.get(configKey)) as unknown as KubeObject;
       merged.metadata.resourceVersion = live.metadata.resourceVersion;

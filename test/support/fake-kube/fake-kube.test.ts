@@ -46,7 +46,12 @@ describe('fake Kubernetes API server (client-node unmodified)', () => {
     const missing = await core.readNamespacedConfigMap({ namespace: 'a', name: 'nope' }).catch((e: k8s.ApiException<unknown>) => e);
     expect((missing as k8s.ApiException<unknown>).code).to.equal(404);
     // Generic client: discovery of a custom resource.
-    const bucket = await objects.create({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'b', namespace: 'a' }, spec: {} } as k8s.KubernetesObject);
+    const bucket = await objects.create({
+      apiVersion: 'strata.dev/v1alpha1',
+      kind: 'Bucket',
+      metadata: { name: 'b', namespace: 'a' },
+      spec: {},
+    } as k8s.KubernetesObject);
     expect(bucket.metadata?.generation).to.equal(1);
     const buckets = await objects.list('strata.dev/v1alpha1', 'Bucket', 'a');
     expect(buckets.items).to.have.length(1);
@@ -57,16 +62,34 @@ describe('fake Kubernetes API server (client-node unmodified)', () => {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: { name: 'web', namespace: 'a', labels: { a: '1' } },
-      spec: { replicas: 2, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'i' }] } } },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: 'web' } },
+        template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+      },
     };
     const created = await objects.patch(deployment, undefined, undefined, 'strata-operator', true, k8s.PatchStrategy.ServerSideApply);
     expect(created.metadata?.generation).to.equal(1);
     // Someone scales it by hand (merge patch): generation bumps.
-    const edited = await objects.patch({ ...deployment, spec: { replicas: 5 } } as k8s.KubernetesObject, undefined, undefined, 'someone', undefined, k8s.PatchStrategy.MergePatch);
+    const edited = await objects.patch(
+      { ...deployment, spec: { replicas: 5 } } as k8s.KubernetesObject,
+      undefined,
+      undefined,
+      'someone',
+      undefined,
+      k8s.PatchStrategy.MergePatch,
+    );
     expect((edited as k8s.V1Deployment).spec?.replicas).to.equal(5);
     expect(edited.metadata?.generation).to.equal(2);
     // Re-applying restores the field and drops a label no longer applied.
-    const reapplied = await objects.patch<k8s.KubernetesObject>({ ...deployment, metadata: { name: 'web', namespace: 'a' } }, undefined, undefined, 'strata-operator', true, k8s.PatchStrategy.ServerSideApply);
+    const reapplied = await objects.patch<k8s.KubernetesObject>(
+      { ...deployment, metadata: { name: 'web', namespace: 'a' } },
+      undefined,
+      undefined,
+      'strata-operator',
+      true,
+      k8s.PatchStrategy.ServerSideApply,
+    );
     expect((reapplied as k8s.V1Deployment).spec?.replicas).to.equal(2);
     expect(reapplied.metadata?.labels).to.equal(undefined);
     // Status goes through /status only.
@@ -78,7 +101,9 @@ describe('fake Kubernetes API server (client-node unmodified)', () => {
     const noStatusChange = await apps.replaceNamespacedDeployment({ namespace: 'a', name: 'web', body: { ...read, status: { readyReplicas: 0 } } });
     expect(noStatusChange.status?.readyReplicas).to.equal(2);
     // Stale resourceVersion → 409.
-    const stale = await apps.replaceNamespacedDeployment({ namespace: 'a', name: 'web', body: { ...read, metadata: { ...read.metadata, resourceVersion: '1' } } }).catch((e: k8s.ApiException<unknown>) => e);
+    const stale = await apps
+      .replaceNamespacedDeployment({ namespace: 'a', name: 'web', body: { ...read, metadata: { ...read.metadata, resourceVersion: '1' } } })
+      .catch((e: k8s.ApiException<unknown>) => e);
     expect((stale as k8s.ApiException<unknown>).code).to.equal(409);
   });
 
@@ -102,7 +127,12 @@ describe('fake Kubernetes API server (client-node unmodified)', () => {
   });
 
   it('keeps objects with finalizers until they are removed, then collects their dependents', async () => {
-    const bucket = await objects.create({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'b', namespace: 'a', finalizers: ['strata.dev/bucket'] }, spec: {} } as k8s.KubernetesObject);
+    const bucket = await objects.create({
+      apiVersion: 'strata.dev/v1alpha1',
+      kind: 'Bucket',
+      metadata: { name: 'b', namespace: 'a', finalizers: ['strata.dev/bucket'] },
+      spec: {},
+    } as k8s.KubernetesObject);
     const core = kc.makeApiClient(k8s.CoreV1Api);
     await core.createNamespacedConfigMap({
       namespace: 'a',
@@ -111,32 +141,56 @@ describe('fake Kubernetes API server (client-node unmodified)', () => {
     await objects.delete(bucket);
     const terminating = await objects.read({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'b', namespace: 'a' } });
     expect(terminating.metadata?.deletionTimestamp).to.not.equal(undefined);
-    await objects.patch({ ...terminating, metadata: { ...terminating.metadata, finalizers: [] } }, undefined, undefined, 'test', undefined, k8s.PatchStrategy.MergePatch);
+    await objects.patch(
+      { ...terminating, metadata: { ...terminating.metadata, finalizers: [] } },
+      undefined,
+      undefined,
+      'test',
+      undefined,
+      k8s.PatchStrategy.MergePatch,
+    );
     await eventually(async () => {
       const left = await core.listNamespacedConfigMap({ namespace: 'a' });
       expect(left.items).to.have.length(0);
     }, 'dependent collected');
-    const gone = await objects.read({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'b', namespace: 'a' } }).catch((e: k8s.ApiException<unknown>) => e);
+    const gone = await objects
+      .read({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'b', namespace: 'a' } })
+      .catch((e: k8s.ApiException<unknown>) => e);
     expect((gone as k8s.ApiException<unknown>).code).to.equal(404);
   });
 
   it('defaults custom resources from the CRD schema and refuses invalid ones with 422', async () => {
-    const created = (await objects.create({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'd', namespace: 'a' }, spec: {} } as k8s.KubernetesObject)) as k8s.KubernetesObject & {
+    const created = (await objects.create({
+      apiVersion: 'strata.dev/v1alpha1',
+      kind: 'Bucket',
+      metadata: { name: 'd', namespace: 'a' },
+      spec: {},
+    } as k8s.KubernetesObject)) as k8s.KubernetesObject & {
       spec: { deletionPolicy: string; backend: { kind: string } };
     };
     expect(created.spec.deletionPolicy).to.equal('Retain');
     expect(created.spec.backend.kind).to.equal('fs');
     const invalid = await objects
-      .create({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'bad', namespace: 'a' }, spec: { deletionPolicy: 'Sometimes' } } as k8s.KubernetesObject)
+      .create({
+        apiVersion: 'strata.dev/v1alpha1',
+        kind: 'Bucket',
+        metadata: { name: 'bad', namespace: 'a' },
+        spec: { deletionPolicy: 'Sometimes' },
+      } as k8s.KubernetesObject)
       .catch((e: k8s.ApiException<unknown>) => e);
     expect((invalid as k8s.ApiException<unknown>).code).to.equal(422);
   });
 
   it('stores Leases with optimistic concurrency', async () => {
     const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
-    const lease = await coordination.createNamespacedLease({ namespace: 'a', body: { metadata: { name: 'lock' }, spec: { holderIdentity: 'one', leaseDurationSeconds: 1 } } });
+    const lease = await coordination.createNamespacedLease({
+      namespace: 'a',
+      body: { metadata: { name: 'lock' }, spec: { holderIdentity: 'one', leaseDurationSeconds: 1 } },
+    });
     await coordination.replaceNamespacedLease({ namespace: 'a', name: 'lock', body: { ...lease, spec: { holderIdentity: 'two' } } });
-    const lost = await coordination.replaceNamespacedLease({ namespace: 'a', name: 'lock', body: { ...lease, spec: { holderIdentity: 'three' } } }).catch((e: k8s.ApiException<unknown>) => e);
+    const lost = await coordination
+      .replaceNamespacedLease({ namespace: 'a', name: 'lock', body: { ...lease, spec: { holderIdentity: 'three' } } })
+      .catch((e: k8s.ApiException<unknown>) => e);
     expect((lost as k8s.ApiException<unknown>).code).to.equal(409);
   });
 
@@ -147,7 +201,10 @@ describe('fake Kubernetes API server (client-node unmodified)', () => {
       .createNamespacedLease({ namespace: 'a', body: { metadata: { name: 'ms' }, spec: { holderIdentity: 'one', renewTime: new Date() } } })
       .catch((e: k8s.ApiException<unknown>) => e);
     expect((refused as k8s.ApiException<unknown>).code).to.equal(400);
-    const stored = await coordination.createNamespacedLease({ namespace: 'a', body: { metadata: { name: 'us' }, spec: { holderIdentity: 'one', renewTime: new k8s.V1MicroTime() } } });
+    const stored = await coordination.createNamespacedLease({
+      namespace: 'a',
+      body: { metadata: { name: 'us' }, spec: { holderIdentity: 'one', renewTime: new k8s.V1MicroTime() } },
+    });
     expect(String(stored.spec?.renewTime)).to.match(/\.\d{6}Z$/);
   });
 });

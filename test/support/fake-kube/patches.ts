@@ -26,7 +26,10 @@ export function mergePatch(target: Json, patch: Json): Json {
 export function jsonPatch(target: Json, ops: Array<{ op: string; path: string; value?: Json; from?: string }>): Json {
   let doc = clone(target);
   for (const op of ops) {
-    const parts = op.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const parts = op.path
+      .split('/')
+      .slice(1)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     if (parts.length === 0) {
       if (op.op === 'add' || op.op === 'replace') doc = clone(op.value ?? null);
       continue;

@@ -188,7 +188,8 @@ export class FakeKubeServer {
       for (const ref of written?.metadata?.ownerReferences ?? []) {
         if (!ref.blockOwnerDeletion) continue;
         const owner = this.state.allTypes().find((t) => apiVersionOf(t) === ref.apiVersion && t.kind === ref.kind);
-        if (owner) checks.push({ verb: 'update', group: owner.group, resource: owner.plural, subresource: 'finalizers', namespace: route.namespace, name: ref.name });
+        if (owner)
+          checks.push({ verb: 'update', group: owner.group, resource: owner.plural, subresource: 'finalizers', namespace: route.namespace, name: ref.name });
       }
     }
     for (const check of checks) {
@@ -215,23 +216,28 @@ export class FakeKubeServer {
     const live = this.state.get(type, namespace, name);
     let next: Json;
     try {
-      if (ct === 'application/merge-patch+json' || ct === 'application/strategic-merge-patch+json') next = mergePatch(live as unknown as Json, JSON.parse(body) as Json);
+      if (ct === 'application/merge-patch+json' || ct === 'application/strategic-merge-patch+json')
+        next = mergePatch(live as unknown as Json, JSON.parse(body) as Json);
       else if (ct === 'application/json-patch+json') next = jsonPatch(live as unknown as Json, JSON.parse(body) as never);
-      else throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${ct})`);
+      else
+        throw new ApiError(
+          415,
+          'UnsupportedMediaType',
+          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${ct})`,
+        );
     } catch (err) {
       if (err instanceof PatchError || err instanceof SyntaxError) throw new ApiError(422, 'Invalid', err.message);
       throw err;
     }
     const patched = next as unknown as KubeObject;
     // A patch never conflicts unless it names a resourceVersion itself.
-    if (!(JSON.parse(body) as { metadata?: { resourceVersion?: string } })?.metadata?.resourceVersion) patched.metadata.resourceVersion = live.metadata.resourceVersion;
+    if (!(JSON.parse(body) as { metadata?: { resourceVersion?: string } })?.metadata?.resourceVersion)
+      patched.metadata.resourceVersion = live.metadata.resourceVersion;
     return this.state.update(type, namespace, name, patched, subresource, q.get('fieldManager') ?? undefined);
   }
 
   private listOf(type: ResourceType, namespace: string | undefined, q: URLSearchParams) {
-    const items = this.state
-      .list(type, namespace)
-      .filter((o) => matchesLabels(o, q.get('labelSelector')) && matchesFields(o, q.get('fieldSelector')));
+    const items = this.state.list(type, namespace).filter((o) => matchesLabels(o, q.get('labelSelector')) && matchesFields(o, q.get('fieldSelector')));
     return { apiVersion: apiVersionOf(type), kind: `${type.kind}List`, metadata: { resourceVersion: String(this.state.currentRevision()) }, items };
   }
 
@@ -250,7 +256,10 @@ export class FakeKubeServer {
     } else {
       const backlog = this.state.eventsSince(type, Number(since));
       if (!backlog) {
-        write({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410, message: `too old resource version: ${since}` } });
+        write({
+          type: 'ERROR',
+          object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410, message: `too old resource version: ${since}` },
+        });
         res.end();
         return;
       }
@@ -289,7 +298,9 @@ export class FakeKubeServer {
           verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
           ...(t.shortNames ? { shortNames: t.shortNames } : {}),
         },
-        ...(t.statusSubresource ? [{ name: `${t.plural}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] }] : []),
+        ...(t.statusSubresource
+          ? [{ name: `${t.plural}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] }]
+          : []),
       ]),
     });
     if (parts.length === 1 && parts[0] === 'version') {
@@ -301,7 +312,14 @@ export class FakeKubeServer {
       return true;
     }
     if (parts.length === 2 && parts[0] === 'api' && parts[1] === 'v1') {
-      this.send(res, 200, resourceList('v1', types.filter((t) => t.group === '')));
+      this.send(
+        res,
+        200,
+        resourceList(
+          'v1',
+          types.filter((t) => t.group === ''),
+        ),
+      );
       return true;
     }
     if (parts.length === 1 && parts[0] === 'apis') {

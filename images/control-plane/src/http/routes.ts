@@ -1,6 +1,14 @@
 import express, { type Request, type Router } from 'express';
 import { type Logger, type SecretBox, type StringCache } from '../../../service-kit/src/index.js';
-import { assertBucketName, assertObjectKey, MAX_BUCKET_TAGS, MAX_CORS_RULES, MAX_LIFECYCLE_RULES, objectTagsFromJson, S3Error } from '../../../object-model/src/index.js';
+import {
+  assertBucketName,
+  assertObjectKey,
+  MAX_BUCKET_TAGS,
+  MAX_CORS_RULES,
+  MAX_LIFECYCLE_RULES,
+  objectTagsFromJson,
+  S3Error,
+} from '../../../object-model/src/index.js';
 import { cacheKeys } from '../cache/cache-keys.js';
 import { invalidateObjectRead } from '../../../object-model/src/object-read-cache.js';
 import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, DeleteConditions, MetadataStore, RecycleBinCursor } from '../metadata/store.js';
@@ -127,7 +135,10 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     }
     // No bucket may exist on a backend that is not usable (unknown settings, unreachable): check first.
     if (backend.kind !== 'fs' && deps.checkBackend && !(await store.buckets.get(name))) await deps.checkBackend(backend);
-    const { bucket, created } = await store.buckets.create(name, owner, sealBackendSecret(backend, deps.secrets), { now: deps.clock(), ms: deps.bucketNameHoldMs });
+    const { bucket, created } = await store.buckets.create(name, owner, sealBackendSecret(backend, deps.secrets), {
+      now: deps.clock(),
+      ms: deps.bucketNameHoldMs,
+    });
     if (!created) {
       throw new S3Error(bucket.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: name });
     }
@@ -146,7 +157,11 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     await freeBlobs(unreferencedBlobIds);
     // As S3: uploads in progress do not keep a bucket, and end with it. Already unreachable (they belong
     // to the deleted bucket's id), so a failure here only leaves them to their TTL and the part sweep.
-    await deps.uploads.abortBucketUploads(bucket.id).catch((err: unknown) => deps.logger.warn({ err, bucket: bucket.name }, 'aborting a deleted bucket\'s uploads failed; their TTL and the part sweep end them'));
+    await deps.uploads
+      .abortBucketUploads(bucket.id)
+      .catch((err: unknown) =>
+        deps.logger.warn({ err, bucket: bucket.name }, "aborting a deleted bucket's uploads failed; their TTL and the part sweep end them"),
+      );
     res.status(204).end();
   });
 
@@ -272,7 +287,8 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   // A page of the recycle bin: `limit` (1-1000, default 1000), `prefix`, `after` (a page's nextToken).
   router.get('/recycle-bin', async (req, res) => {
     const limit = str(req.query.limit) === undefined ? RECYCLE_BIN_PAGE : Number(req.query.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > RECYCLE_BIN_PAGE) throw new S3Error('InvalidArgument', `limit must be a whole number from 1 to ${RECYCLE_BIN_PAGE}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > RECYCLE_BIN_PAGE)
+      throw new S3Error('InvalidArgument', `limit must be a whole number from 1 to ${RECYCLE_BIN_PAGE}`);
     const token = str(req.query.after);
     const after = token === undefined ? undefined : recycleBinCursor(token);
     const page = await store.recycleBin.list({ owner: str(req.query.owner), bucket: str(req.query.bucket), prefix: str(req.query.prefix), limit, after });
@@ -300,11 +316,20 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const isStrings = (v: unknown) => Array.isArray(v) && v.every((e) => typeof e === 'string');
 
 /** Per configuration: its error when absent, its most rules, and the outline each rule must have. */
-const BUCKET_CONFIGS: Record<BucketConfigKind, { missing: 'NoSuchLifecycleConfiguration' | 'NoSuchCORSConfiguration' | 'NoSuchTagSet'; max: number; outline: (rule: unknown) => boolean }> = {
+const BUCKET_CONFIGS: Record<
+  BucketConfigKind,
+  { missing: 'NoSuchLifecycleConfiguration' | 'NoSuchCORSConfiguration' | 'NoSuchTagSet'; max: number; outline: (rule: unknown) => boolean }
+> = {
   lifecycle: {
     missing: 'NoSuchLifecycleConfiguration',
     max: MAX_LIFECYCLE_RULES,
-    outline: (r) => isObject(r) && typeof r.id === 'string' && typeof r.enabled === 'boolean' && isObject(r.filter) && typeof r.filter.prefix === 'string' && Array.isArray(r.filter.tags),
+    outline: (r) =>
+      isObject(r) &&
+      typeof r.id === 'string' &&
+      typeof r.enabled === 'boolean' &&
+      isObject(r.filter) &&
+      typeof r.filter.prefix === 'string' &&
+      Array.isArray(r.filter.tags),
   },
   cors: {
     missing: 'NoSuchCORSConfiguration',
@@ -328,5 +353,12 @@ function sealBackendSecret(backend: BackendConfig, secrets: SecretBox): BackendC
 function publicBucket(b: Bucket) {
   // A bucket's own backend credentials (operator-made buckets) stay in the database: no caller needs them back.
   const { accessKey: _accessKey, secretKey: _secretKey, secretKeySealed: _sealed, ...backend } = b.backend;
-  return { name: b.name, owner: b.owner, createdAt: b.createdAt, backend, ...(b.lifecycle ? { lifecycle: b.lifecycle } : {}), ...(b.cors ? { cors: b.cors } : {}) };
+  return {
+    name: b.name,
+    owner: b.owner,
+    createdAt: b.createdAt,
+    backend,
+    ...(b.lifecycle ? { lifecycle: b.lifecycle } : {}),
+    ...(b.cors ? { cors: b.cors } : {}),
+  };
 }

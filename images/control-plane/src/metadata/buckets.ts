@@ -47,12 +47,17 @@ export class SqlBucketStore implements BucketStore {
           const hold = held.rows[0];
           if (hold && hold.owner !== owner) {
             const until = new Date(new Date(hold.deleted_at).getTime() + nameHold.ms);
-            throw new S3Error('OperationAborted', `The bucket name was released moments ago and cannot be taken by another account yet; try again after ${until.toISOString()}.`, { BucketName: name });
+            throw new S3Error(
+              'OperationAborted',
+              `The bucket name was released moments ago and cannot be taken by another account yet; try again after ${until.toISOString()}.`,
+              { BucketName: name },
+            );
           }
-          const res = await tx.query<BucketRow>(
-            'INSERT INTO buckets (name, owner, backend) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING RETURNING *',
-            [name, owner, JSON.stringify(backend)],
-          );
+          const res = await tx.query<BucketRow>('INSERT INTO buckets (name, owner, backend) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING RETURNING *', [
+            name,
+            owner,
+            JSON.stringify(backend),
+          ]);
           if (res.rows[0]) {
             const bucket = toBucket(res.rows[0]);
             if (hold) await tx.query('DELETE FROM bucket_name_holds WHERE name = $1', [name]);
@@ -102,7 +107,9 @@ export class SqlBucketStore implements BucketStore {
   }
 
   async stats(bucketId: number): Promise<BucketStats> {
-    const res = await readQuery<{ object_count: number; bytes: number }>(this.sql, 'SELECT object_count, bytes FROM bucket_stats WHERE bucket_id = $1', [bucketId]);
+    const res = await readQuery<{ object_count: number; bytes: number }>(this.sql, 'SELECT object_count, bytes FROM bucket_stats WHERE bucket_id = $1', [
+      bucketId,
+    ]);
     const row = res.rows[0];
     return { objectCount: Number(row?.object_count ?? 0), bytes: Number(row?.bytes ?? 0) };
   }

@@ -64,7 +64,13 @@ export class SqlEventInbox implements EventInbox {
    * fresh ids.
    */
   private async applyCounted(events: StrataEvent[]): Promise<Set<string>> {
-    const cols = { id: [] as string[], type: [] as string[], bucket: [] as Array<number | null>, objects: [] as Array<number | null>, bytes: [] as Array<number | null> };
+    const cols = {
+      id: [] as string[],
+      type: [] as string[],
+      bucket: [] as Array<number | null>,
+      objects: [] as Array<number | null>,
+      bytes: [] as Array<number | null>,
+    };
     for (const event of events) {
       const delta = objectEventDelta(event);
       cols.id.push(event.id);

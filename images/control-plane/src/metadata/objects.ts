@@ -62,10 +62,11 @@ export class SqlObjectStore implements ObjectStore {
   }
 
   async setTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean> {
-    const res = await this.sql.query(
-      `UPDATE object_info SET tags = $3 WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`,
-      [bucket.id, key, tags?.length ? JSON.stringify(tags) : null],
-    );
+    const res = await this.sql.query(`UPDATE object_info SET tags = $3 WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`, [
+      bucket.id,
+      key,
+      tags?.length ? JSON.stringify(tags) : null,
+    ]);
     return res.rowCount > 0;
   }
 

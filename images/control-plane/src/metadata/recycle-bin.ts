@@ -29,7 +29,10 @@ async function releaseBlobRefs(tx: SqlExecutor, refs: Array<{ blob_id: number | 
   }
   const unreferenced: number[] = [];
   for (const [blobId, n] of [...perBlob].sort((a, b) => a[0] - b[0])) {
-    const res = await tx.query<{ ref_count: number }>('UPDATE blobs SET ref_count = GREATEST(ref_count - $2, 0) WHERE id = $1 RETURNING ref_count', [blobId, n]);
+    const res = await tx.query<{ ref_count: number }>('UPDATE blobs SET ref_count = GREATEST(ref_count - $2, 0) WHERE id = $1 RETURNING ref_count', [
+      blobId,
+      n,
+    ]);
     if (res.rows[0] && Number(res.rows[0].ref_count) === 0) unreferenced.push(blobId);
   }
   for (const { blobId, owner, n } of perOwner.values()) {
@@ -156,7 +159,13 @@ export class SqlRecycleBin implements RecycleBin {
       [q.owner ?? null, q.bucket ?? null, q.prefix || null, after?.bucket ?? null, after?.key ?? null, after?.id ?? null, q.limit + 1],
     );
     const rows = res.rows.slice(0, q.limit);
-    const objects = rows.map((r) => ({ id: Number(r.id), bucket: r.bucket, key: r.key, size: Number(r.size), recycledAt: new Date(r.recycled_at).toISOString() }));
+    const objects = rows.map((r) => ({
+      id: Number(r.id),
+      bucket: r.bucket,
+      key: r.key,
+      size: Number(r.size),
+      recycledAt: new Date(r.recycled_at).toISOString(),
+    }));
     const last = objects[objects.length - 1];
     return res.rows.length > q.limit && last ? { objects, next: { bucket: last.bucket, key: last.key, id: last.id } } : { objects };
   }
@@ -200,20 +209,22 @@ export class SqlRecycleBin implements RecycleBin {
   async purge(cutoff: Date, now: Date): Promise<PurgeResult> {
     const result: PurgeResult = { purged: 0, unreferencedBlobIds: [] };
     for (;;) {
-      const batch = await retryOnConflict(() => this.sql.transaction(async (tx) => {
-        const res = await tx.query<{ id: number; bucket_id: number; key: string; blob_id: number; owner: string; size: number }>(
-          `UPDATE object_info SET state = 'DELETED', deleted_at = $2
+      const batch = await retryOnConflict(() =>
+        this.sql.transaction(async (tx) => {
+          const res = await tx.query<{ id: number; bucket_id: number; key: string; blob_id: number; owner: string; size: number }>(
+            `UPDATE object_info SET state = 'DELETED', deleted_at = $2
            WHERE state = 'RECYCLED' AND id = ANY (ARRAY(
              SELECT id FROM object_info WHERE state = 'RECYCLED' AND recycled_at < $1 ORDER BY recycled_at LIMIT ${PURGE_BATCH} FOR UPDATE SKIP LOCKED))
            RETURNING id, bucket_id, key, blob_id, owner, size`,
-          [cutoff, now],
-        );
-        const unreferenced = await releaseBlobRefs(tx, res.rows);
-        for (const row of res.rows) {
-          await insertOutboxEvent(tx, 'object.purged', { bucketId: Number(row.bucket_id), key: row.key, size: Number(row.size), owner: row.owner }, now);
-        }
-        return { n: res.rows.length, unreferenced };
-      }));
+            [cutoff, now],
+          );
+          const unreferenced = await releaseBlobRefs(tx, res.rows);
+          for (const row of res.rows) {
+            await insertOutboxEvent(tx, 'object.purged', { bucketId: Number(row.bucket_id), key: row.key, size: Number(row.size), owner: row.owner }, now);
+          }
+          return { n: res.rows.length, unreferenced };
+        }),
+      );
       result.purged += batch.n;
       result.unreferencedBlobIds.push(...batch.unreferenced);
       if (batch.n < PURGE_BATCH) return result;
@@ -223,11 +234,12 @@ export class SqlRecycleBin implements RecycleBin {
   async expire(bucket: Bucket, selection: ExpirySelection, now: Date): Promise<string[]> {
     const expired: string[] = [];
     for (;;) {
-      const batch = await retryOnConflict(() => this.sql.transaction(async (tx) => {
-        // key >= prefix keeps it a range scan of the live-key index; starts_with decides. The batch is
-        // picked once (ARRAY(...), see BATCH_ONCE) and then updated.
-        const res = await tx.query<{ key: string; size: number; owner: string }>(
-          `UPDATE object_info SET state = 'RECYCLED', recycled_at = $7
+      const batch = await retryOnConflict(() =>
+        this.sql.transaction(async (tx) => {
+          // key >= prefix keeps it a range scan of the live-key index; starts_with decides. The batch is
+          // picked once (ARRAY(...), see BATCH_ONCE) and then updated.
+          const res = await tx.query<{ key: string; size: number; owner: string }>(
+            `UPDATE object_info SET state = 'RECYCLED', recycled_at = $7
            WHERE bucket_id = $1 AND ${SAME_PARTITION} AND state = 'NORMAL' AND id = ANY (ARRAY(
              SELECT id FROM object_info
              WHERE bucket_id = $1 AND ${SAME_PARTITION} AND state = 'NORMAL' AND key >= $2 AND starts_with(key, $2)
@@ -235,13 +247,28 @@ export class SqlRecycleBin implements RecycleBin {
                AND ($8::jsonb IS NULL OR tags @> $8::jsonb)
              ORDER BY key LIMIT $6 FOR UPDATE SKIP LOCKED))
            RETURNING key, size, owner`,
-          [bucket.id, selection.prefix, selection.createdNoLaterThan, selection.sizeGreaterThan ?? null, selection.sizeLessThan ?? null, PURGE_BATCH, now, selection.tags?.length ? JSON.stringify(selection.tags) : null],
-        );
-        for (const row of res.rows) {
-          await insertOutboxEvent(tx, 'object.recycled', { bucket: bucket.name, bucketId: bucket.id, key: row.key, size: Number(row.size), owner: row.owner, reason: 'lifecycle' }, now);
-        }
-        return res.rows.map((r) => r.key);
-      }));
+            [
+              bucket.id,
+              selection.prefix,
+              selection.createdNoLaterThan,
+              selection.sizeGreaterThan ?? null,
+              selection.sizeLessThan ?? null,
+              PURGE_BATCH,
+              now,
+              selection.tags?.length ? JSON.stringify(selection.tags) : null,
+            ],
+          );
+          for (const row of res.rows) {
+            await insertOutboxEvent(
+              tx,
+              'object.recycled',
+              { bucket: bucket.name, bucketId: bucket.id, key: row.key, size: Number(row.size), owner: row.owner, reason: 'lifecycle' },
+              now,
+            );
+          }
+          return res.rows.map((r) => r.key);
+        }),
+      );
       expired.push(...batch);
       if (batch.length < PURGE_BATCH) return expired;
     }

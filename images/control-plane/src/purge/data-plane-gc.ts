@@ -43,14 +43,23 @@ export class HttpUploadExpirer implements UploadExpirer {
 
   async expireUploads(bucket: string, prefix: string, initiatedNoLaterThan: Date): Promise<number> {
     const r = await callDataPlane<{ aborted: number }>(
-      this.dataPlaneUrl(), this.internalToken, `/internal/multipart-expiry/${encodeURIComponent(bucket)}`,
-      { prefix, initiatedNoLaterThan: initiatedNoLaterThan.toISOString() }, 'upload expiry',
+      this.dataPlaneUrl(),
+      this.internalToken,
+      `/internal/multipart-expiry/${encodeURIComponent(bucket)}`,
+      { prefix, initiatedNoLaterThan: initiatedNoLaterThan.toISOString() },
+      'upload expiry',
     );
     return r?.aborted ?? 0;
   }
 
   async abortBucketUploads(bucketId: number): Promise<number> {
-    const r = await callDataPlane<{ aborted: number }>(this.dataPlaneUrl(), this.internalToken, `/internal/bucket-uploads/${bucketId}`, undefined, 'abort of a deleted bucket\'s uploads');
+    const r = await callDataPlane<{ aborted: number }>(
+      this.dataPlaneUrl(),
+      this.internalToken,
+      `/internal/bucket-uploads/${bucketId}`,
+      undefined,
+      "abort of a deleted bucket's uploads",
+    );
     return r?.aborted ?? 0;
   }
 }

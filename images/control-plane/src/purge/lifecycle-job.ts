@@ -39,7 +39,11 @@ export async function runLifecycle(deps: LifecycleDeps, now: Date): Promise<Life
         if (!rule.enabled) continue;
         result.expiredObjects += await expireObjects(deps, bucket, rule, now);
         if (rule.abortIncompleteMultipartUploadDays !== undefined) {
-          result.abortedUploads += await deps.uploads.expireUploads(bucket.name, rule.filter.prefix, createdNoLaterThan(now, rule.abortIncompleteMultipartUploadDays));
+          result.abortedUploads += await deps.uploads.expireUploads(
+            bucket.name,
+            rule.filter.prefix,
+            createdNoLaterThan(now, rule.abortIncompleteMultipartUploadDays),
+          );
         }
       }
     } catch (err) {

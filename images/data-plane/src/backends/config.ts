@@ -66,7 +66,8 @@ export function settingsOfBucket(config: { kind: string; [setting: string]: unkn
   const sealed = str('secretKeySealed');
   const secretKey = str('secretKey') ?? (sealed === undefined ? undefined : openSealed(sealed, kind, secrets));
   const bucket = str('bucket');
-  if (!accessKey || !secretKey || !bucket) throw new S3Error('InvalidArgument', `the ${kind} backend settings need accessKey, secretKey and bucket along with endpoint`);
+  if (!accessKey || !secretKey || !bucket)
+    throw new S3Error('InvalidArgument', `the ${kind} backend settings need accessKey, secretKey and bucket along with endpoint`);
   const useSSL = config.useSSL !== false;
   return {
     kind,

@@ -110,7 +110,11 @@ export class FileSink extends Writable {
    * `md5`: given every byte written, in order (the MD5 of a large body is computed on its own thread,
    * reading this sink's buffers in place while the file write of the same bytes runs).
    */
-  constructor(private readonly path: string, private readonly md5?: ThreadMd5, private readonly direct = true) {
+  constructor(
+    private readonly path: string,
+    private readonly md5?: ThreadMd5,
+    private readonly direct = true,
+  ) {
     super({ highWaterMark: FILE_SINK_BUFFER });
   }
 

@@ -11,7 +11,11 @@ export class HashingCounter extends Transform {
   size = 0;
 
   /** `hashing: false` counts and limits only (the caller hashes the bytes elsewhere, e.g. ThreadMd5). */
-  constructor(private readonly limit: number, private readonly tooLarge: () => Error, private readonly hashing = true) {
+  constructor(
+    private readonly limit: number,
+    private readonly tooLarge: () => Error,
+    private readonly hashing = true,
+  ) {
     super();
   }
 
@@ -49,10 +53,12 @@ export interface MeteredBody {
 /** The metering a PUT of `body` with `opts` needs (the same rules on every backend). */
 export function meteredBody(body: Readable, opts: PutOptions, hashing = true): MeteredBody {
   const limit = Math.min(opts.maxSize ?? Number.MAX_SAFE_INTEGER, opts.expectedSize ?? Number.MAX_SAFE_INTEGER);
-  const counter = new HashingCounter(limit, () =>
-    opts.expectedSize !== undefined && opts.expectedSize < (opts.maxSize ?? Infinity)
-      ? new S3Error('InvalidRequest', 'the body is longer than its Content-Length')
-      : new S3Error('EntityTooLarge'),
+  const counter = new HashingCounter(
+    limit,
+    () =>
+      opts.expectedSize !== undefined && opts.expectedSize < (opts.maxSize ?? Infinity)
+        ? new S3Error('InvalidRequest', 'the body is longer than its Content-Length')
+        : new S3Error('EntityTooLarge'),
     hashing,
   );
   const source = new PassThrough();

@@ -53,7 +53,8 @@ export class BackendRegistry {
 
   forBucket(config: BucketBackendConfig): StorageBackend {
     if (config.kind === 'fs') return this.fs;
-    if (!BACKEND_KINDS.has(config.kind)) throw new S3Error('InvalidArgument', `Unknown storage backend ${JSON.stringify(config.kind)}: use fs, minio or cloud.`);
+    if (!BACKEND_KINDS.has(config.kind))
+      throw new S3Error('InvalidArgument', `Unknown storage backend ${JSON.stringify(config.kind)}: use fs, minio or cloud.`);
     const kind = config.kind as S3BackendKind;
     const own = settingsOfBucket(config, this.secrets);
     if (own) return this.byKey.get(S3Backend.keyOf(own)) ?? this.register(this.s3(own));
@@ -98,5 +99,4 @@ export class BackendRegistry {
       return undefined;
     }
   }
-
 }

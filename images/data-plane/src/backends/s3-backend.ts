@@ -140,7 +140,9 @@ export class S3Backend implements StorageBackend {
     const overloaded = /Retryable HTTP status: (429|5\d\d)/.test(message);
     if (NETWORK_ERRORS.has(code) || RETRYABLE_S3_CODES.has(code) || REFUSED_S3_CODES.has(code) || code.startsWith('UND_ERR') || overloaded) {
       // StorageBackend in the extras tells the gateway's breaker that the data plane itself is healthy.
-      return new S3Error('ServiceUnavailable', `The storage backend ${this.key} is unavailable (${action}): ${code || message}`, { StorageBackend: this.settings.kind });
+      return new S3Error('ServiceUnavailable', `The storage backend ${this.key} is unavailable (${action}): ${code || message}`, {
+        StorageBackend: this.settings.kind,
+      });
     }
     // Plain Error (not ECONNRESET-coded): the data plane answers InternalError and logs it.
     return new Error(`storage backend ${this.key} failed to ${action}: ${code ? `${code}: ` : ''}${message}`, { cause: err });
@@ -204,7 +206,10 @@ export class S3Backend implements StorageBackend {
         uploadId ??= await this.client.initiateNewMultipartUpload(bucket, name, {});
         const part = etags.length + 1;
         const md5 = createHash('md5').update(payload).digest('base64');
-        const res = await this.client.uploadPart({ bucketName: bucket, objectName: name, uploadID: uploadId, partNumber: part, headers: { 'Content-Length': payload.length, 'Content-MD5': md5 } }, payload);
+        const res = await this.client.uploadPart(
+          { bucketName: bucket, objectName: name, uploadID: uploadId, partNumber: part, headers: { 'Content-Length': payload.length, 'Content-MD5': md5 } },
+          payload,
+        );
         etags.push({ part, etag: res.etag });
       });
     try {
@@ -258,7 +263,12 @@ export class S3Backend implements StorageBackend {
       for (const l of locators) yield* await get(l);
     }
     const counter = new HashingCounter(Number.MAX_SAFE_INTEGER, () => new S3Error('EntityTooLarge'));
-    return this.upload('', pipeline(Readable.from(concatenated()), counter, () => undefined), counter, () => undefined);
+    return this.upload(
+      '',
+      pipeline(Readable.from(concatenated()), counter, () => undefined),
+      counter,
+      () => undefined,
+    );
   }
 
   /** The composed blob, or undefined when the server does not implement UploadPartCopy. */
@@ -297,7 +307,9 @@ export class S3Backend implements StorageBackend {
   async get(locator: string, range?: ByteRange): Promise<Readable> {
     const name = this.objectName(locator);
     return this.call('read a blob', () =>
-      range ? this.client.getPartialObject(this.settings.bucket, name, range.start, range.end - range.start + 1) : this.client.getObject(this.settings.bucket, name),
+      range
+        ? this.client.getPartialObject(this.settings.bucket, name, range.start, range.end - range.start + 1)
+        : this.client.getObject(this.settings.bucket, name),
     );
   }
 

@@ -70,7 +70,8 @@ export class Catalog {
    */
   async ping(): Promise<void> {
     const res = await this.sql.query<{ migrated: boolean }>("SELECT to_regprocedure('strata_commit_objects(jsonb)') IS NOT NULL AS migrated");
-    if (!res.rows[0]?.migrated) throw new Error('the metadata schema is not migrated yet (strata_commit_objects is missing; the control plane migrates it at start)');
+    if (!res.rows[0]?.migrated)
+      throw new Error('the metadata schema is not migrated yet (strata_commit_objects is missing; the control plane migrates it at start)');
   }
 
   async bucket(name: string): Promise<BucketRef> {
@@ -150,14 +151,20 @@ export class Catalog {
 
   /** The bytes of an inline blob (blobs.data), or undefined when no row of this backend holds them. */
   async inlineBlob(backendKey: string, locator: string): Promise<Buffer | undefined> {
-    const res = await this.sql.query<{ data: Buffer }>('SELECT data FROM blobs WHERE backend_key = $1 AND locator = $2 AND data IS NOT NULL', [backendKey, locator]);
+    const res = await this.sql.query<{ data: Buffer }>('SELECT data FROM blobs WHERE backend_key = $1 AND locator = $2 AND data IS NOT NULL', [
+      backendKey,
+      locator,
+    ]);
     return res.rows[0]?.data;
   }
 
   /** Which of these locators a `blobs` row of this backend names (any state): the rest are orphan files. */
   async knownLocators(backendKey: string, locators: string[]): Promise<Set<string>> {
     if (locators.length === 0) return new Set();
-    const res = await this.sql.query<{ locator: string }>('SELECT locator FROM blobs WHERE backend_key = $1 AND locator = ANY($2::text[])', [backendKey, locators]);
+    const res = await this.sql.query<{ locator: string }>('SELECT locator FROM blobs WHERE backend_key = $1 AND locator = ANY($2::text[])', [
+      backendKey,
+      locators,
+    ]);
     return new Set(res.rows.map((r) => r.locator));
   }
 

@@ -10,7 +10,15 @@ export interface Preconditions {
 
 /** The bytes the new object points at: a blob just written, or one already stored. */
 export type BlobSource =
-  | { kind: 'new'; backendKey: string; backend: unknown; locator: string; md5: string | null; size: number; /** An inline blob's bytes (StoredBlob.inline). */ data?: Buffer }
+  | {
+      kind: 'new';
+      backendKey: string;
+      backend: unknown;
+      locator: string;
+      md5: string | null;
+      size: number;
+      /** An inline blob's bytes (StoredBlob.inline). */ data?: Buffer;
+    }
   | { kind: 'existing'; blobId: number };
 
 export interface CommitRequest {
@@ -157,7 +165,14 @@ function commitItem(req: CommitRequest, condition: { currentEtag: string | null 
     owner: req.owner,
     ...(blob.kind === 'existing'
       ? { existingBlobId: blob.blobId }
-      : { backendKey: blob.backendKey, backend: blob.backend, locator: blob.locator, blobMd5: blob.md5, blobSize: blob.size, ...(blob.data ? { data: blob.data.toString('base64') } : {}) }),
+      : {
+          backendKey: blob.backendKey,
+          backend: blob.backend,
+          locator: blob.locator,
+          blobMd5: blob.md5,
+          blobSize: blob.size,
+          ...(blob.data ? { data: blob.data.toString('base64') } : {}),
+        }),
     size: req.size,
     etag: req.etag,
     md5: req.md5,

@@ -87,11 +87,13 @@ function bodyHeaders(req: Request): { headers?: StoredHeaders; trailingHeaders: 
 function uploadChecksum(value: unknown): UploadChecksum | undefined {
   if (value === undefined || value === null) return undefined;
   const { algorithm, type } = value as { algorithm?: unknown; type?: unknown };
-  if (typeof algorithm !== 'string' || !isChecksumAlgorithm(algorithm)) throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-algorithm header is invalid.');
+  if (typeof algorithm !== 'string' || !isChecksumAlgorithm(algorithm))
+    throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-algorithm header is invalid.');
   const allowed = multipartChecksumTypes(algorithm);
   const chosen = type === undefined ? allowed[0]! : type;
   if (chosen !== 'COMPOSITE' && chosen !== 'FULL_OBJECT') throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-type header is invalid.');
-  if (!allowed.includes(chosen)) throw new S3Error('InvalidRequest', `The ${chosen} checksum type cannot be used with the ${algorithm.toLowerCase()} checksum algorithm.`);
+  if (!allowed.includes(chosen))
+    throw new S3Error('InvalidRequest', `The ${chosen} checksum type cannot be used with the ${algorithm.toLowerCase()} checksum algorithm.`);
   return { algorithm, type: chosen };
 }
 
@@ -123,8 +125,10 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
  */
 export function partRange(partNumber: number, object: Pick<StoredObject, 'size' | 'partSizes'>): ByteRange | undefined {
   const sizes = object.partSizes ?? [object.size];
-  if (!Number.isInteger(partNumber) || partNumber < 1) throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber' });
-  if (partNumber > sizes.length) throw new S3Error('InvalidPartNumber', undefined, { PartNumberRequested: String(partNumber), ActualPartCount: String(sizes.length) });
+  if (!Number.isInteger(partNumber) || partNumber < 1)
+    throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber' });
+  if (partNumber > sizes.length)
+    throw new S3Error('InvalidPartNumber', undefined, { PartNumberRequested: String(partNumber), ActualPartCount: String(sizes.length) });
   let start = 0;
   for (let i = 0; i < partNumber - 1; i++) start += sizes[i]!;
   const size = sizes[partNumber - 1]!;
@@ -133,7 +137,12 @@ export function partRange(partNumber: number, object: Pick<StoredObject, 'size' 
 
 /** If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since of a GET or HEAD, as the gateway passed them on. */
 function readConditions(req: Request): ObjectConditions {
-  return { ifMatch: req.header('if-match'), ifNoneMatch: req.header('if-none-match'), ifModifiedSince: req.header('if-modified-since'), ifUnmodifiedSince: req.header('if-unmodified-since') };
+  return {
+    ifMatch: req.header('if-match'),
+    ifNoneMatch: req.header('if-none-match'),
+    ifModifiedSince: req.header('if-modified-since'),
+    ifUnmodifiedSince: req.header('if-unmodified-since'),
+  };
 }
 
 function objectHeaders(res: Response, object: StoredObject): void {
@@ -296,7 +305,9 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   router.post('/multipart/:bucket/:key/:uploadId/complete', json, async (req, res) => {
     const conditions = WRITE_CONDITIONS_BODY.parse(req.body?.conditions);
     const parts = Array.isArray(req.body?.parts)
-      ? (req.body.parts as Array<Record<string, unknown>>).map((r): RequestedPart => ({ partNumber: Number(r?.partNumber), etag: String(r?.etag ?? ''), checksum: NAMED_CHECKSUM_BODY.parse(r?.checksum) }))
+      ? (req.body.parts as Array<Record<string, unknown>>).map(
+          (r): RequestedPart => ({ partNumber: Number(r?.partNumber), etag: String(r?.etag ?? ''), checksum: NAMED_CHECKSUM_BODY.parse(r?.checksum) }),
+        )
       : req.body?.parts;
     res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), parts, conditions, NAMED_CHECKSUM_BODY.parse(req.body?.checksum)));
   });
@@ -328,7 +339,8 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   router.post('/multipart-expiry/:bucket', json, async (req, res) => {
     const prefix: unknown = req.body?.prefix ?? '';
     const before = new Date(String(req.body?.initiatedNoLaterThan));
-    if (typeof prefix !== 'string' || Number.isNaN(before.getTime())) throw new S3Error('InvalidArgument', 'prefix (a string) and initiatedNoLaterThan (an ISO 8601 time) are required');
+    if (typeof prefix !== 'string' || Number.isNaN(before.getTime()))
+      throw new S3Error('InvalidArgument', 'prefix (a string) and initiatedNoLaterThan (an ISO 8601 time) are required');
     res.json({ aborted: await multipart.abortInitiatedBefore(p(req, 'bucket'), prefix, before) });
   });
 
@@ -340,7 +352,8 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
 
   router.post('/blobs/gc', json, async (req, res) => {
     const ids: unknown = req.body?.blobIds;
-    if (ids !== undefined && (!Array.isArray(ids) || !ids.every((i) => Number.isSafeInteger(i)))) throw new S3Error('InvalidArgument', 'blobIds must be a list of integers');
+    if (ids !== undefined && (!Array.isArray(ids) || !ids.every((i) => Number.isSafeInteger(i))))
+      throw new S3Error('InvalidArgument', 'blobIds must be a list of integers');
     res.json({ freed: await deps.collector.collect(ids as number[] | undefined) });
   });
 

@@ -2,7 +2,24 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { v7 as uuidv7 } from 'uuid';
 import { type Logger } from '../../../service-kit/src/index.js';
-import { assertObjectKey, checkCopySourceConditions, checksumHeaders, checkUserMetadata, compositeChecksum, digesting, fullObjectChecksum, MAX_OBJECT_SIZE, mergeStoredHeaders, S3Error, startDigest, storedChecksum, withoutChecksum, type ObjectConditions, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import {
+  assertObjectKey,
+  checkCopySourceConditions,
+  checksumHeaders,
+  checkUserMetadata,
+  compositeChecksum,
+  digesting,
+  fullObjectChecksum,
+  MAX_OBJECT_SIZE,
+  mergeStoredHeaders,
+  S3Error,
+  startDigest,
+  storedChecksum,
+  withoutChecksum,
+  type ObjectConditions,
+  type StoredHeaders,
+  type Tag,
+} from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import { checkPreconditions, type ObjectMeta, type Preconditions } from '../catalog/catalog.js';
@@ -121,7 +138,10 @@ export class MultipartService {
     if (opts.contentLength !== undefined && opts.contentLength > MAX_OBJECT_SIZE) throw new S3Error('EntityTooLarge');
     const wanted = info.checksum?.algorithm;
     if (wanted && opts.checksumAlgorithm !== wanted) {
-      throw new S3Error('InvalidRequest', `The upload was created using the ${wanted} checksum algorithm: each part must carry an x-amz-checksum-${wanted.toLowerCase()} checksum.`);
+      throw new S3Error(
+        'InvalidRequest',
+        `The upload was created using the ${wanted} checksum algorithm: each part must carry an x-amz-checksum-${wanted.toLowerCase()} checksum.`,
+      );
     }
     const stored = await backend.put(body, { expectedMd5: opts.contentMd5, expectedSize: opts.contentLength, maxSize: MAX_OBJECT_SIZE, part: true });
     this.metrics.bytesIn.inc(stored.size);
@@ -135,7 +155,14 @@ export class MultipartService {
         throw err;
       }
     }
-    await this.savePart(uploadId, backend, { partNumber, etag: stored.md5, size: stored.size, locator: stored.locator, lastModified: this.clock().toISOString(), ...(checksum ? { checksum } : {}) });
+    await this.savePart(uploadId, backend, {
+      partNumber,
+      etag: stored.md5,
+      size: stored.size,
+      locator: stored.locator,
+      lastModified: this.clock().toISOString(),
+      ...(checksum ? { checksum } : {}),
+    });
     return { etag: stored.md5 };
   }
 
@@ -154,9 +181,14 @@ export class MultipartService {
     let range: ByteRange | undefined;
     if (source.range !== undefined) {
       const m = /^bytes=(\d+)-(\d+)$/.exec(source.range.trim());
-      if (!m) throw new S3Error('InvalidArgument', 'The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy');
+      if (!m)
+        throw new S3Error(
+          'InvalidArgument',
+          'The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy',
+        );
       range = { start: Number(m[1]), end: Number(m[2]) };
-      if (range.start > range.end || range.end >= object.size) throw new S3Error('InvalidRange', `range ${source.range} is outside the source object of ${object.size} bytes`);
+      if (range.start > range.end || range.end >= object.size)
+        throw new S3Error('InvalidRange', `range ${source.range} is outside the source object of ${object.size} bytes`);
     }
     const expectedSize = range ? range.end - range.start + 1 : object.size;
     const bytes = await sourceBackend.get(object.locator, range);
@@ -166,7 +198,14 @@ export class MultipartService {
     this.metrics.bytesIn.inc(stored.size);
     const lastModified = this.clock().toISOString();
     const checksum = digest ? Buffer.from(await digest.digest()).toString('base64') : undefined;
-    await this.savePart(uploadId, backend, { partNumber, etag: stored.md5, size: stored.size, locator: stored.locator, lastModified, ...(checksum ? { checksum } : {}) });
+    await this.savePart(uploadId, backend, {
+      partNumber,
+      etag: stored.md5,
+      size: stored.size,
+      locator: stored.locator,
+      lastModified,
+      ...(checksum ? { checksum } : {}),
+    });
     return { etag: stored.md5, lastModified, ...(checksum && info.checksum ? { checksum: { algorithm: info.checksum.algorithm, value: checksum } } : {}) };
   }
 
@@ -225,17 +264,28 @@ export class MultipartService {
       if (!Number.isInteger(n) || n <= previous) throw new S3Error('InvalidPartOrder', undefined, { UploadId: uploadId });
       previous = n;
       const part = stored.get(n);
-      const etag = String(r.etag ?? '').replace(/^"|"$/g, '').toLowerCase();
+      const etag = String(r.etag ?? '')
+        .replace(/^"|"$/g, '')
+        .toLowerCase();
       if (!part || part.etag !== etag) throw new S3Error('InvalidPart', undefined, { UploadId: uploadId, PartNumber: String(n), ETag: etag });
       // A checksum the client lists for a part must be the one the part was uploaded with.
       if (info.checksum && r.checksum && (r.checksum.algorithm !== info.checksum.algorithm || r.checksum.value !== part.checksum)) {
-        throw new S3Error('InvalidPart', `The ${r.checksum.algorithm} checksum listed for part ${n} is not the one it was uploaded with.`, { UploadId: uploadId, PartNumber: String(n), ETag: etag });
+        throw new S3Error('InvalidPart', `The ${r.checksum.algorithm} checksum listed for part ${n} is not the one it was uploaded with.`, {
+          UploadId: uploadId,
+          PartNumber: String(n),
+          ETag: etag,
+        });
       }
       chosen.push(part);
     }
     chosen.slice(0, -1).forEach((p) => {
       if (p.size < MIN_PART_SIZE) {
-        throw new S3Error('EntityTooSmall', undefined, { UploadId: uploadId, PartNumber: String(p.partNumber), ProposedSize: String(p.size), MinSizeAllowed: String(MIN_PART_SIZE) });
+        throw new S3Error('EntityTooSmall', undefined, {
+          UploadId: uploadId,
+          PartNumber: String(p.partNumber),
+          ProposedSize: String(p.size),
+          MinSizeAllowed: String(MIN_PART_SIZE),
+        });
       }
     });
     const etag = `${createHash('md5')
@@ -315,10 +365,17 @@ export class MultipartService {
     if (parts.some((p) => p.checksum === undefined)) throw new S3Error('InvalidPart', `Every part of this upload needs its ${upload.algorithm} checksum.`);
     const value =
       upload.type === 'COMPOSITE'
-        ? await compositeChecksum(upload.algorithm, parts.map((p) => p.checksum!))
-        : fullObjectChecksum(upload.algorithm, parts.map((p) => ({ value: p.checksum!, size: p.size })));
+        ? await compositeChecksum(
+            upload.algorithm,
+            parts.map((p) => p.checksum!),
+          )
+        : fullObjectChecksum(
+            upload.algorithm,
+            parts.map((p) => ({ value: p.checksum!, size: p.size })),
+          );
     if (expected) {
-      if (expected.algorithm !== upload.algorithm) throw new S3Error('InvalidRequest', `The upload was created using the ${upload.algorithm} checksum algorithm, not ${expected.algorithm}.`);
+      if (expected.algorithm !== upload.algorithm)
+        throw new S3Error('InvalidRequest', `The upload was created using the ${upload.algorithm} checksum algorithm, not ${expected.algorithm}.`);
       // (A composite checksum may be sent with or without its `-N`.)
       if (expected.value !== value && `${expected.value}-${parts.length}` !== value) {
         throw new S3Error('BadDigest', `The ${upload.algorithm} you specified for the whole object did not match the one calculated from its parts.`);
@@ -444,5 +501,4 @@ export class MultipartService {
       ...(isTruncated && last ? { nextKeyMarker: last.key, ...(last.uploadId ? { nextUploadIdMarker: last.uploadId } : {}) } : {}),
     };
   }
-
 }

@@ -157,18 +157,22 @@ export class ObjectService {
   }
 
   newBlob(backend: StorageBackend, bucket: BucketRef, stored: StoredBlob) {
-    return { kind: 'new' as const, backendKey: backend.key, backend: bucket.backend, locator: stored.locator, md5: stored.md5, size: stored.size, data: stored.inline };
+    return {
+      kind: 'new' as const,
+      backendKey: backend.key,
+      backend: bucket.backend,
+      locator: stored.locator,
+      md5: stored.md5,
+      size: stored.size,
+      data: stored.inline,
+    };
   }
 
   /**
    * Commit metadata for bytes already stored; the bytes just written are deleted when the commit fails
    * or when the same content was already stored (dedupe), and blobs left unreferenced are freed.
    */
-  async commit(
-    req: Omit<Parameters<Catalog['commitObject']>[0], 'now'>,
-    written: StoredBlob | undefined,
-    backend: StorageBackend,
-  ): Promise<ObjectMeta> {
+  async commit(req: Omit<Parameters<Catalog['commitObject']>[0], 'now'>, written: StoredBlob | undefined, backend: StorageBackend): Promise<ObjectMeta> {
     let result;
     try {
       result = await this.commitToCurrentBucket(req, backend);
@@ -202,7 +206,8 @@ export class ObjectService {
       if (!(err instanceof S3Error && err.code === 'NoSuchBucket')) throw err;
       this.buckets.forget(req.bucket.name);
       const current = await this.buckets(req.bucket.name).catch(() => undefined);
-      if (!current || current.id === req.bucket.id || current.owner !== req.bucket.owner || this.backends.forBucket(current.backend).key !== backend.key) throw err;
+      if (!current || current.id === req.bucket.id || current.owner !== req.bucket.owner || this.backends.forBucket(current.backend).key !== backend.key)
+        throw err;
       const blob = req.blob.kind === 'new' ? { ...req.blob, backend: current.backend } : req.blob;
       return this.catalog.commitObject({ ...req, bucket: current, blob, now: this.clock() });
     }

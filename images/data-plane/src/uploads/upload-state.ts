@@ -137,10 +137,9 @@ export class UploadState {
    */
   async forget(uploadId: string, info: UploadInfo): Promise<boolean> {
     const removed = await this.cache.del(uploadKey(uploadId));
-    await Promise.all([
-      this.cache.srem(bucketUploadsKey(info.bucketId), uploadId),
-      this.cache.srem(accountUploadsKey(info.account), uploadId),
-    ]).catch(() => undefined);
+    await Promise.all([this.cache.srem(bucketUploadsKey(info.bucketId), uploadId), this.cache.srem(accountUploadsKey(info.account), uploadId)]).catch(
+      () => undefined,
+    );
     return removed > 0;
   }
 

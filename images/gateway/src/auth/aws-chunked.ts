@@ -121,7 +121,11 @@ export class AwsChunkedDecoder extends Transform {
         if (!/^[0-9a-fA-F]+$/.test(sizeHex.trim())) throw new S3Error('InvalidRequest', 'Malformed aws-chunked chunk header.');
         this.remaining = parseInt(sizeHex, 16);
         if (this.remaining > MAX_CHUNK) throw new S3Error('InvalidRequest', 'aws-chunked chunk too large.');
-        this.chunkSignature = ext.map((e) => e.trim()).find((e) => e.startsWith('chunk-signature='))?.slice('chunk-signature='.length) ?? '';
+        this.chunkSignature =
+          ext
+            .map((e) => e.trim())
+            .find((e) => e.startsWith('chunk-signature='))
+            ?.slice('chunk-signature='.length) ?? '';
         if (this.signing && !this.chunkSignature) throw new S3Error('SignatureDoesNotMatch', 'Missing chunk signature.');
         this.hash = createHash('sha256');
         this.state = 'data';

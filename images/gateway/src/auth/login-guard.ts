@@ -64,13 +64,19 @@ export class LoginGuard {
     const rules = this.rulesOf().login;
     // consume() rejects once a count is past its limit: the count is what matters here.
     await Promise.all([
-      this.limiter('ip', rules).consume(ip).catch(() => undefined),
-      this.limiter('user', rules).consume(userKey(ip, username)).catch(() => undefined),
+      this.limiter('ip', rules)
+        .consume(ip)
+        .catch(() => undefined),
+      this.limiter('user', rules)
+        .consume(userKey(ip, username))
+        .catch(() => undefined),
     ]);
   }
 
   async succeeded(ip: string, username: string): Promise<void> {
-    await this.limiter('user', this.rulesOf().login).delete(userKey(ip, username)).catch(() => undefined);
+    await this.limiter('user', this.rulesOf().login)
+      .delete(userKey(ip, username))
+      .catch(() => undefined);
   }
 
   /** Run a password check in one of the few hash slots; SlowDown when too many already wait. */
@@ -86,7 +92,9 @@ export class LoginGuard {
 
   /** A store that cannot answer lets the login through: the password check still runs in its slot. */
   private peek(scope: 'ip' | 'user', rules: LoginLimits, key: string): Promise<RateLimiterRes | null> {
-    return this.limiter(scope, rules).get(key).catch(() => null);
+    return this.limiter(scope, rules)
+      .get(key)
+      .catch(() => null);
   }
 
   /** The limiter of the current rule; rebuilt (counts lost) only when its rule changes. */

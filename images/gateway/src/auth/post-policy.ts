@@ -21,19 +21,28 @@ export interface VerifiedPolicy {
 type Condition = { kind: 'eq' | 'starts-with'; field: string; value: string } | { kind: 'content-length-range'; min: number; max: number };
 
 /** Check a form's policy and signature; `fields` by lower-cased name, `bucket` from the request path. */
-export async function verifyPostPolicy(fields: ReadonlyMap<string, string>, bucket: string, lookup: CredentialLookup, region: string, now = new Date()): Promise<VerifiedPolicy> {
+export async function verifyPostPolicy(
+  fields: ReadonlyMap<string, string>,
+  bucket: string,
+  lookup: CredentialLookup,
+  region: string,
+  now = new Date(),
+): Promise<VerifiedPolicy> {
   const policy = fields.get('policy');
   if (policy === undefined) {
-    if (fields.has('awsaccesskeyid')) throw new S3Error('InvalidRequest', 'Signature Version 2 is not supported; sign the policy with AWS Signature Version 4.');
+    if (fields.has('awsaccesskeyid'))
+      throw new S3Error('InvalidRequest', 'Signature Version 2 is not supported; sign the policy with AWS Signature Version 4.');
     throw new S3Error('AccessDenied', 'Anonymous uploads are not allowed: the form needs a signed policy.');
   }
   const required = ['x-amz-algorithm', 'x-amz-credential', 'x-amz-date', 'x-amz-signature'].filter((f) => !fields.get(f));
   if (required.length > 0) throw new S3Error('InvalidArgument', `Bucket POST must contain the fields ${required.join(', ')}.`);
   if (fields.get('x-amz-algorithm') !== ALGORITHM) throw new S3Error('InvalidArgument', `x-amz-algorithm must be ${ALGORITHM}.`);
   const scope = parseCredential(fields.get('x-amz-credential')!);
-  if (scope.region !== region || scope.service !== 's3') throw new S3Error('InvalidArgument', `The credential's scope must be <date>/${region}/s3/aws4_request.`);
+  if (scope.region !== region || scope.service !== 's3')
+    throw new S3Error('InvalidArgument', `The credential's scope must be <date>/${region}/s3/aws4_request.`);
   const amzDate = fields.get('x-amz-date')!;
-  if (!parseAmzDate(amzDate) || amzDate.slice(0, 8) !== scope.date) throw new S3Error('InvalidArgument', 'x-amz-date must be YYYYMMDDTHHMMSSZ, on the date of the credential.');
+  if (!parseAmzDate(amzDate) || amzDate.slice(0, 8) !== scope.date)
+    throw new S3Error('InvalidArgument', 'x-amz-date must be YYYYMMDDTHHMMSSZ, on the date of the credential.');
 
   const credential = await lookup(scope.accessKey);
   const expected = sign(signingKey(credential.secretKey, scope.date, scope.region, scope.service), policy);
@@ -87,7 +96,8 @@ function parseCondition(c: unknown): Condition {
   if (Array.isArray(c)) {
     const [op, a, b] = c as unknown[];
     const kind = typeof op === 'string' ? op.toLowerCase() : op;
-    if (kind === 'content-length-range' && Number.isInteger(a) && Number.isInteger(b) && (a as number) >= 0 && (b as number) >= (a as number)) return { kind, min: a as number, max: b as number };
+    if (kind === 'content-length-range' && Number.isInteger(a) && Number.isInteger(b) && (a as number) >= 0 && (b as number) >= (a as number))
+      return { kind, min: a as number, max: b as number };
     if ((kind === 'eq' || kind === 'starts-with') && typeof b === 'string' && c.length === 3) return { kind, field: field(a), value: b };
     throw invalidPolicy(`Invalid condition: ${JSON.stringify(c)}.`);
   }

@@ -27,10 +27,7 @@ export interface Credential {
 export type CredentialLookup = (accessKey: string) => Promise<Credential>;
 
 /** How the request body is protected, decided by x-amz-content-sha256. */
-export type PayloadMode =
-  | { kind: 'unsigned' }
-  | { kind: 'sha256'; hex: string }
-  | { kind: 'chunked'; signed: boolean; trailer: boolean };
+export type PayloadMode = { kind: 'unsigned' } | { kind: 'sha256'; hex: string } | { kind: 'chunked'; signed: boolean; trailer: boolean };
 
 export interface SigV4Result {
   credential: Credential;
@@ -87,7 +84,10 @@ function payloadMode(hash: string | undefined, presigned: boolean): PayloadMode 
 export function parseCredential(value: string): { accessKey: string; date: string; region: string; service: string; scope: string } {
   const parts = value.split('/');
   if (parts.length < 5 || parts[parts.length - 1] !== 'aws4_request') {
-    throw new S3Error('InvalidArgument', `Error parsing the X-Amz-Credential parameter; the Credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".`);
+    throw new S3Error(
+      'InvalidArgument',
+      `Error parsing the X-Amz-Credential parameter; the Credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".`,
+    );
   }
   // Access keys never contain '/', but be tolerant: the scope is the last four parts.
   const [date, region, service] = parts.slice(-4, -1);
@@ -107,7 +107,8 @@ function checkScope(cred: ReturnType<typeof parseCredential>, requestDay: string
   };
   if (cred.region !== region) fail(`the region '${cred.region}' is wrong; expecting '${region}'`, { Region: region });
   if (cred.service !== SERVICE) fail(`incorrect service '${cred.service}'. This endpoint belongs to '${SERVICE}'.`);
-  if (cred.date !== requestDay) fail(`Invalid credential date '${cred.date}'. Date is not the same as ${presigned ? 'X-Amz-Date' : 'the request date'} (${requestDay}).`);
+  if (cred.date !== requestDay)
+    fail(`Invalid credential date '${cred.date}'. Date is not the same as ${presigned ? 'X-Amz-Date' : 'the request date'} (${requestDay}).`);
 }
 
 /**
@@ -174,7 +175,10 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
     const d = get('X-Amz-Date');
     const e = get('X-Amz-Expires');
     if (!c || !sh || !sig || !d || !e) {
-      throw new S3Error('InvalidArgument', 'Query-string authentication requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.');
+      throw new S3Error(
+        'InvalidArgument',
+        'Query-string authentication requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.',
+      );
     }
     credentialValue = c;
     signedHeaders = sh.split(';');
@@ -193,7 +197,8 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
 
   if (presigned) {
     if (date.getTime() - now.getTime() > MAX_SKEW_MS) throw new S3Error('AccessDenied', 'Request is not valid yet');
-    if (now.getTime() > date.getTime() + expires! * 1000) throw new S3Error('AccessDenied', 'Request has expired', { Expires: new Date(date.getTime() + expires! * 1000).toISOString() });
+    if (now.getTime() > date.getTime() + expires! * 1000)
+      throw new S3Error('AccessDenied', 'Request has expired', { Expires: new Date(date.getTime() + expires! * 1000).toISOString() });
   } else if (Math.abs(now.getTime() - date.getTime()) > MAX_SKEW_MS) {
     throw new S3Error('RequestTimeTooSkewed', undefined, { RequestTime: amzDate, ServerTime: now.toISOString() });
   }

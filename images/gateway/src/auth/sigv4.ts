@@ -140,7 +140,10 @@ export function signaturesEqual(a: string, b: string): boolean {
 
 /** `20130524T000000Z` from a Date. */
 export function toAmzDate(date: Date): string {
-  return date.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  return date
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
 }
 
 /** Parse `20130524T000000Z`; undefined when malformed. */

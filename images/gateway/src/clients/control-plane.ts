@@ -102,7 +102,10 @@ export class ControlPlaneClient {
   }
 
   /** A page of the owner's recycle bin (`limit` ≤ 1000); `nextToken` when more follow. */
-  recycleBin(owner: string, q: { bucket?: string; prefix?: string; limit?: number; after?: string } = {}): Promise<{ objects: RecycledObject[]; nextToken?: string }> {
+  recycleBin(
+    owner: string,
+    q: { bucket?: string; prefix?: string; limit?: number; after?: string } = {},
+  ): Promise<{ objects: RecycledObject[]; nextToken?: string }> {
     return this.http.json('GET', '/internal/recycle-bin', { query: { owner, ...q } });
   }
 

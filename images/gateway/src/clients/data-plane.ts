@@ -87,7 +87,9 @@ export class DataPlaneClient {
         ...headers,
       },
       body,
-      ...(trailingHeaders ? { trailers: () => ({ [TRAILING_HEADERS_TRAILER.name]: encodeWireHeader(TRAILING_HEADERS_TRAILER, trailingHeaders() ?? {}) }) } : {}),
+      ...(trailingHeaders
+        ? { trailers: () => ({ [TRAILING_HEADERS_TRAILER.name]: encodeWireHeader(TRAILING_HEADERS_TRAILER, trailingHeaders() ?? {}) }) }
+        : {}),
       cancellation,
     });
     return JSON.parse(await readText(res)) as T;

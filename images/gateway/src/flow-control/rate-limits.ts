@@ -5,9 +5,7 @@ import type { FlowRules, RateLimitRule } from './rules.js';
 /** Where counters live: this process only, or Redis (shared by every gateway replica). */
 export type RateLimitStore = { kind: 'memory' } | { kind: 'redis'; client: Redis | Cluster; keyPrefix: string };
 
-export type RateLimitVerdict =
-  | { allowed: true }
-  | { allowed: false; scope: 'route' | 'user'; userClass: string; retryAfterSeconds: number };
+export type RateLimitVerdict = { allowed: true } | { allowed: false; scope: 'route' | 'user'; userClass: string; retryAfterSeconds: number };
 
 /** User class of a caller: its class from the rules, "default", or "anonymous" (no user limit). */
 export function userClassOf(rules: FlowRules, user: string | undefined): string {
@@ -24,7 +22,10 @@ export class RateLimits {
   private rules!: FlowRules;
   private limiters = new Map<string, { rule: string; limiter: RateLimiterAbstract }>();
 
-  constructor(private readonly store: RateLimitStore, rules: FlowRules) {
+  constructor(
+    private readonly store: RateLimitStore,
+    rules: FlowRules,
+  ) {
     this.update(rules);
   }
 

@@ -4,8 +4,7 @@ import type { S3Error } from '../../../object-model/src/index.js';
 /** How a flow-control rejection reaches the client. The gateway may pass `(err, _req, _res, next) => next(err)`. */
 export type RenderRejection = (err: S3Error, req: Request, res: Response, next: NextFunction) => void;
 
-const escapeXml = (s: string) =>
-  s.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
+const escapeXml = (s: string) => s.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
 
 /** Minimal S3 error document (what S3 clients parse to back off); HEAD gets the status only. */
 export const renderS3ErrorXml: RenderRejection = (err, req, res) => {

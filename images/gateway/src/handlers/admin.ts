@@ -70,7 +70,8 @@ export function adminRouter(deps: GatewayDeps): Router {
     wrap('AdminPurge', async (req, res) => {
       requireRoot(res);
       const now = (req.body as { now?: unknown } | undefined)?.now;
-      if (now !== undefined && (typeof now !== 'string' || Number.isNaN(Date.parse(now)))) throw new S3Error('InvalidArgument', '"now" must be an ISO 8601 time.');
+      if (now !== undefined && (typeof now !== 'string' || Number.isNaN(Date.parse(now))))
+        throw new S3Error('InvalidArgument', '"now" must be an ISO 8601 time.');
       sendData(res, await deps.controlPlane.purge(now));
     }),
   );

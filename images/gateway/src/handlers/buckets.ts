@@ -63,18 +63,25 @@ function backendChoice(headerValue: string | undefined, body: Buffer, contentTyp
       }
       backend = typeof parsed.backend === 'string' ? { kind: parsed.backend } : parsed.backend;
       if (backend !== undefined && (typeof backend !== 'object' || backend === null || Object.keys(backend).some((k) => k !== 'kind'))) {
-        throw new S3Error('InvalidArgument', 'backend must be a kind ("fs", "minio" or "cloud") or {"kind": ...}; its settings come from the server configuration.', { ArgumentName: 'backend' });
+        throw new S3Error(
+          'InvalidArgument',
+          'backend must be a kind ("fs", "minio" or "cloud") or {"kind": ...}; its settings come from the server configuration.',
+          { ArgumentName: 'backend' },
+        );
       }
     } else {
       const conf = parseXml<{ LocationConstraint?: string; Backend?: string }>(text, 'CreateBucketConfiguration');
       if (conf.LocationConstraint && conf.LocationConstraint !== 'us-east-1') {
-        throw new S3Error('InvalidArgument', `Unsupported LocationConstraint ${conf.LocationConstraint}: Strata serves region us-east-1.`, { ArgumentName: 'LocationConstraint' });
+        throw new S3Error('InvalidArgument', `Unsupported LocationConstraint ${conf.LocationConstraint}: Strata serves region us-east-1.`, {
+          ArgumentName: 'LocationConstraint',
+        });
       }
       if (conf.Backend) backend = { kind: conf.Backend };
     }
   }
   if (headerValue) backend = { kind: headerValue.trim() };
-  if (backend && !BACKEND_KINDS.has(backend.kind)) throw new S3Error('InvalidArgument', `Unknown backend "${backend.kind}": use fs, minio or cloud.`, { ArgumentName: 'x-strata-backend' });
+  if (backend && !BACKEND_KINDS.has(backend.kind))
+    throw new S3Error('InvalidArgument', `Unknown backend "${backend.kind}": use fs, minio or cloud.`, { ArgumentName: 'x-strata-backend' });
   return backend;
 }
 
@@ -130,7 +137,12 @@ export const getAcl: S3Handler = async ({ res, bucket, key, deps }) => {
     Owner: callerOwner(caller),
     AccessControlList: {
       Grant: {
-        Grantee: { '@_xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance', '@_xsi:type': 'CanonicalUser', ID: caller.username, DisplayName: caller.username },
+        Grantee: {
+          '@_xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance',
+          '@_xsi:type': 'CanonicalUser',
+          ID: caller.username,
+          DisplayName: caller.username,
+        },
         Permission: 'FULL_CONTROL',
       },
     },

@@ -10,7 +10,12 @@ import { parseXml } from '../s3/xml.js';
  * last-modified time and its size — checked here so that a bad value refuses the request before
  * anything is deleted. None given: undefined (an unconditional delete).
  */
-function deleteConditions(ifMatch: string | undefined, lastModifiedTime: string | undefined, size: string | undefined, names: [string, string]): DeleteConditions | undefined {
+function deleteConditions(
+  ifMatch: string | undefined,
+  lastModifiedTime: string | undefined,
+  size: string | undefined,
+  names: [string, string],
+): DeleteConditions | undefined {
   const c: DeleteConditions = {};
   if (ifMatch !== undefined) c.ifMatch = ifMatch;
   if (lastModifiedTime !== undefined) {

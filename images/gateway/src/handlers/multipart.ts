@@ -1,7 +1,23 @@
 import { S3Error, storedChecksum, type BucketInfo } from '../../../object-model/src/index.js';
 import { callerOf, state } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { checksumHeadersOf, contentMd5, discard, encoderOf, header, maxKeysOf, objectBody, objectLength, objectTagging, partNumberOf, readSmallBody, standardHeaders, unquote, userMetadata, wholeNumberOf } from '../s3/request.js';
+import {
+  checksumHeadersOf,
+  contentMd5,
+  discard,
+  encoderOf,
+  header,
+  maxKeysOf,
+  objectBody,
+  objectLength,
+  objectTagging,
+  partNumberOf,
+  readSmallBody,
+  standardHeaders,
+  unquote,
+  userMetadata,
+  wholeNumberOf,
+} from '../s3/request.js';
 import { checksumXml, listedPartChecksum, objectChecksumHeader } from '../s3/checksums.js';
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
 import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
@@ -75,7 +91,10 @@ export const uploadPartCopy: S3Handler = async (s3) => {
   const partNumber = partNumberOf(query);
   const { sourceBucket, sourceKey } = await copySource(s3, callerOf(res));
   const range = header(req, 'x-amz-copy-source-range');
-  if (range !== undefined && !/^bytes=\d+-\d+$/.test(range)) throw new S3Error('InvalidArgument', 'The x-amz-copy-source-range value must be of the form bytes=first-last.', { ArgumentName: 'x-amz-copy-source-range' });
+  if (range !== undefined && !/^bytes=\d+-\d+$/.test(range))
+    throw new S3Error('InvalidArgument', 'The x-amz-copy-source-range value must be of the form bytes=first-last.', {
+      ArgumentName: 'x-amz-copy-source-range',
+    });
   const conditions = copySourceConditions(req);
   const r = await deps.objects.uploadPartCopy(bucket, key, query.get('uploadId') ?? '', partNumber, {
     sourceBucket,
@@ -104,7 +123,8 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   const doc = parseXml<CompleteDocument>(body.toString('utf8'), 'CompleteMultipartUpload');
   const parts = (doc.Part ?? []).map((p) => {
     const n = Number(p.PartNumber);
-    if (!Number.isInteger(n) || n < 1 || n > 10000 || typeof p.ETag !== 'string') throw new S3Error('MalformedXML', 'Each Part needs a PartNumber (1-10000) and an ETag.');
+    if (!Number.isInteger(n) || n < 1 || n > 10000 || typeof p.ETag !== 'string')
+      throw new S3Error('MalformedXML', 'Each Part needs a PartNumber (1-10000) and an ETag.');
     const checksum = listedPartChecksum(p);
     return { partNumber: n, etag: unquote(p.ETag), ...(checksum ? { checksum } : {}) };
   });
@@ -195,7 +215,14 @@ export const listMultipartUploads: S3Handler = async ({ res, bucket, query, deps
     MaxUploads: maxUploads,
     IsTruncated: r.isTruncated,
     ...(query.get('encoding-type') ? { EncodingType: 'url' } : {}),
-    Upload: r.uploads.map((u) => ({ Key: encode(u.key), UploadId: u.uploadId, Initiator: owner(u.owner), Owner: owner(u.owner), StorageClass: 'STANDARD', Initiated: new Date(u.initiated).toISOString() })),
+    Upload: r.uploads.map((u) => ({
+      Key: encode(u.key),
+      UploadId: u.uploadId,
+      Initiator: owner(u.owner),
+      Owner: owner(u.owner),
+      StorageClass: 'STANDARD',
+      Initiated: new Date(u.initiated).toISOString(),
+    })),
     CommonPrefixes: (r.commonPrefixes ?? []).map((p) => ({ Prefix: encode(p) })),
   });
 };

@@ -12,7 +12,8 @@ function partsPage(req: S3Request['req']): { maxParts: number; marker: number } 
   const number = (name: string, fallback: number, max: number) => {
     const raw = header(req, name);
     if (raw === undefined) return fallback;
-    if (!/^\d+$/.test(raw) || Number(raw) > max) throw new S3Error('InvalidArgument', `${name} must be an integer from 0 to ${max}.`, { ArgumentName: name, ArgumentValue: raw });
+    if (!/^\d+$/.test(raw) || Number(raw) > max)
+      throw new S3Error('InvalidArgument', `${name} must be an integer from 0 to ${max}.`, { ArgumentName: name, ArgumentValue: raw });
     return Number(raw);
   };
   return { maxParts: number('x-amz-max-parts', 1000, 1000), marker: number('x-amz-part-number-marker', 0, 10000) };
@@ -46,8 +47,14 @@ async function objectParts(s3: S3Request, partsCount: number, checksum: ObjectCh
  */
 export const getObjectAttributes: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
-  const wanted = (header(req, 'x-amz-object-attributes') ?? '').split(',').map((a) => a.trim()).filter(Boolean);
-  if (wanted.length === 0) throw new S3Error('InvalidArgument', 'The x-amz-object-attributes header specifying the attributes to be retrieved is either missing or empty.', { ArgumentName: 'x-amz-object-attributes' });
+  const wanted = (header(req, 'x-amz-object-attributes') ?? '')
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
+  if (wanted.length === 0)
+    throw new S3Error('InvalidArgument', 'The x-amz-object-attributes header specifying the attributes to be retrieved is either missing or empty.', {
+      ArgumentName: 'x-amz-object-attributes',
+    });
   const unknown = wanted.find((a) => !ATTRIBUTES.has(a));
   if (unknown) throw new S3Error('InvalidArgument', `Invalid attribute name specified: ${unknown}.`, { ArgumentName: 'x-amz-object-attributes' });
   await deps.buckets.owned(bucket, callerOf(res));

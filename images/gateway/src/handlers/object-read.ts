@@ -141,7 +141,9 @@ function readSmall(body: Readable): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     body.on('data', (c: Buffer) => chunks.push(c));
-    body.once('end', () => (cut() ? reject(new Error('the data plane closed the body early')) : resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))));
+    body.once('end', () =>
+      cut() ? reject(new Error('the data plane closed the body early')) : resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)),
+    );
     body.once('error', reject);
     body.once('close', () => {
       if (cut()) reject(new Error('the data plane closed the body early'));

@@ -1,7 +1,27 @@
-import { assertObjectKey, checkCopyChangesObject, definedConditions, isChecksumAlgorithm, S3Error, storedChecksum, type ObjectConditions } from '../../../object-model/src/index.js';
+import {
+  assertObjectKey,
+  checkCopyChangesObject,
+  definedConditions,
+  isChecksumAlgorithm,
+  S3Error,
+  storedChecksum,
+  type ObjectConditions,
+} from '../../../object-model/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { contentMd5, discard, header, objectBody, objectLength, objectTagging, standardHeaders, unquote, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';
+import {
+  contentMd5,
+  discard,
+  header,
+  objectBody,
+  objectLength,
+  objectTagging,
+  standardHeaders,
+  unquote,
+  uploadHeaders,
+  userMetadata,
+  websiteRedirect,
+} from '../s3/request.js';
 import { checksumXml } from '../s3/checksums.js';
 import { setExpiration } from '../s3/expiration.js';
 import { quoted, sendData, sendXml } from '../s3/render.js';
@@ -80,7 +100,8 @@ export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourc
   }
   const trimmed = decoded.replace(/^\//, '');
   const slash = trimmed.indexOf('/');
-  if (slash <= 0 || slash === trimmed.length - 1) throw new S3Error('InvalidArgument', 'Copy Source must mention the source bucket and key: sourcebucket/sourcekey', { ArgumentName: 'x-amz-copy-source' });
+  if (slash <= 0 || slash === trimmed.length - 1)
+    throw new S3Error('InvalidArgument', 'Copy Source must mention the source bucket and key: sourcebucket/sourcekey', { ArgumentName: 'x-amz-copy-source' });
   const sourceBucket = trimmed.slice(0, slash);
   const sourceKey = trimmed.slice(slash + 1);
   assertObjectKey(sourceKey);
@@ -106,9 +127,11 @@ export const copyObject: S3Handler = async (s3) => {
   const bucketInfo = await deps.buckets.owned(bucket, caller);
   const { sourceBucket, sourceKey } = await copySource(s3, caller);
   const directive = (header(req, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
-  if (directive !== 'COPY' && directive !== 'REPLACE') throw new S3Error('InvalidArgument', 'Unknown metadata directive.', { ArgumentName: 'x-amz-metadata-directive' });
+  if (directive !== 'COPY' && directive !== 'REPLACE')
+    throw new S3Error('InvalidArgument', 'Unknown metadata directive.', { ArgumentName: 'x-amz-metadata-directive' });
   const taggingDirective = (header(req, 'x-amz-tagging-directive') ?? 'COPY').toUpperCase();
-  if (taggingDirective !== 'COPY' && taggingDirective !== 'REPLACE') throw new S3Error('InvalidArgument', 'Unknown tagging directive.', { ArgumentName: 'x-amz-tagging-directive' });
+  if (taggingDirective !== 'COPY' && taggingDirective !== 'REPLACE')
+    throw new S3Error('InvalidArgument', 'Unknown tagging directive.', { ArgumentName: 'x-amz-tagging-directive' });
   // As S3: with COPY the source's tags go with the copy, and an x-amz-tagging header is ignored.
   const tags = taggingDirective === 'REPLACE' ? (objectTagging(req) ?? []) : undefined;
   // A website redirect is never copied from the source (as S3): with either directive it is the request's;
@@ -118,7 +141,10 @@ export const copyObject: S3Handler = async (s3) => {
   // The copy's checksum of this algorithm (computed from the bytes when the source has another one).
   const checksumAlgorithm = header(req, 'x-amz-checksum-algorithm')?.toUpperCase();
   if (checksumAlgorithm !== undefined && !isChecksumAlgorithm(checksumAlgorithm)) {
-    throw new S3Error('InvalidRequest', 'Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]');
+    throw new S3Error(
+      'InvalidRequest',
+      'Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]',
+    );
   }
   const conditions = copySourceConditions(req);
   // As PutObject: a copy may require what it replaces to be (If-Match) or not to be (If-None-Match: *).
@@ -138,5 +164,9 @@ export const copyObject: S3Handler = async (s3) => {
   });
   setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
   const checksum = storedChecksum(meta.headers);
-  sendXml(res, 'CopyObjectResult', { LastModified: new Date(meta.lastModified).toISOString(), ETag: quoted(unquote(meta.etag)), ...(checksum ? checksumXml(checksum) : {}) });
+  sendXml(res, 'CopyObjectResult', {
+    LastModified: new Date(meta.lastModified).toISOString(),
+    ETag: quoted(unquote(meta.etag)),
+    ...(checksum ? checksumXml(checksum) : {}),
+  });
 };

@@ -84,7 +84,12 @@ export const postObject: S3Handler = async (s3) => {
   const form = await formUntilFile(req);
   try {
     const { credential, sizeRange } = await verifyPostPolicy(form.fields, bucket, deps.credentials, deps.region);
-    const caller = { username: credential.username, accessKey: credential.accessKey, isRoot: credential.username === deps.rootUser, via: 'post-policy' as const };
+    const caller = {
+      username: credential.username,
+      accessKey: credential.accessKey,
+      isRoot: credential.username === deps.rootUser,
+      via: 'post-policy' as const,
+    };
     state(res).caller = caller;
     // Flow control saw no user (the policy names it): the user's rate limit counts the upload now.
     await deps.admitUser?.(res, caller.username);

@@ -29,6 +29,15 @@ export const presign: S3Handler = async (s3) => {
   const expiresSeconds = Number(rawExpires);
   const cred = await deps.credentials(caller.accessKey);
   const now = new Date();
-  const url = presignUrl({ method, origin: originOf(s3), path: `/${bucket}/${key}`, accessKey: cred.accessKey, secret: cred.secretKey, region: deps.region, expiresSeconds, now });
+  const url = presignUrl({
+    method,
+    origin: originOf(s3),
+    path: `/${bucket}/${key}`,
+    accessKey: cred.accessKey,
+    secret: cred.secretKey,
+    region: deps.region,
+    expiresSeconds,
+    now,
+  });
   sendData(res, { url, method, expiresAt: new Date(now.getTime() + expiresSeconds * 1000).toISOString() });
 };

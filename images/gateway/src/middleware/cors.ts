@@ -20,27 +20,27 @@ export interface BucketLookup {
  * server-wide origins (STRATA_CORS_ORIGINS; `*` by default, as MinIO's; none: no CORS answers).
  */
 export function crossOrigin(origins: readonly string[], buckets?: BucketLookup): (req: Request, res: Response, next: NextFunction) => void {
-  const serverWide = origins.length === 0 ? undefined : cors({
-    origin: origins.includes('*') ? '*' : [...origins],
-    methods: ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'],
-    // No cookies are involved (auth travels in headers and URLs), so every answer header may be read:
-    // ETag, x-amz-request-id, x-amz-checksum-*, x-amz-meta-*...
-    exposedHeaders: '*',
-    maxAge: 3600,
-    optionsSuccessStatus: 200,
-  });
+  const serverWide =
+    origins.length === 0
+      ? undefined
+      : cors({
+          origin: origins.includes('*') ? '*' : [...origins],
+          methods: ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'],
+          // No cookies are involved (auth travels in headers and URLs), so every answer header may be read:
+          // ETag, x-amz-request-id, x-amz-checksum-*, x-amz-meta-*...
+          exposedHeaders: '*',
+          maxAge: 3600,
+          optionsSuccessStatus: 200,
+        });
   return (req, res, next) => {
     // As S3: no CORS headers for requests without an Origin (command-line clients, SDKs outside browsers).
     const origin = req.headers.origin;
     if (origin === undefined) return next();
-    bucketRules(req.url, buckets).then(
-      (rules) => {
-        if (rules) answerByBucketRules(rules, origin, req, res, next);
-        else if (serverWide) serverWide(req, res, next);
-        else next();
-      },
-      next,
-    );
+    bucketRules(req.url, buckets).then((rules) => {
+      if (rules) answerByBucketRules(rules, origin, req, res, next);
+      else if (serverWide) serverWide(req, res, next);
+      else next();
+    }, next);
   };
 }
 
@@ -61,7 +61,10 @@ function answerByBucketRules(rules: readonly CorsRule[], origin: string, req: Re
   const preflight = req.method === 'OPTIONS';
   const method = preflight ? String(req.headers['access-control-request-method'] ?? '') : req.method;
   const headers = preflight
-    ? String(req.headers['access-control-request-headers'] ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean)
+    ? String(req.headers['access-control-request-headers'] ?? '')
+        .split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean)
     : [];
   res.setHeader('Vary', preflight ? 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers' : 'Origin');
   const rule = findCorsRule(rules, { origin, method, headers });

@@ -1,5 +1,15 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { CHECKSUM_ALGORITHMS, checksumHeaders, DIGEST_BYTES, isChecksumAlgorithm, S3Error, startDigest, type ChecksumAlgorithm, type RunningDigest, type StoredHeaders } from '../../../object-model/src/index.js';
+import {
+  CHECKSUM_ALGORITHMS,
+  checksumHeaders,
+  DIGEST_BYTES,
+  isChecksumAlgorithm,
+  S3Error,
+  startDigest,
+  type ChecksumAlgorithm,
+  type RunningDigest,
+  type StoredHeaders,
+} from '../../../object-model/src/index.js';
 import type { BodyCheck } from './verified-body.js';
 
 /**
@@ -31,22 +41,28 @@ export function uploadChecksum(headers: IncomingHttpHeaders, chunked: boolean): 
   const sent: string[] = [];
   for (const name of ALGORITHM_BY_HEADER.keys()) if (headers[name] !== undefined) sent.push(name);
   const trailer = headers['x-amz-trailer'];
-  const trailed = trailer === undefined ? [] : String(trailer)
-    .split(',')
-    .map((name) => name.trim().toLowerCase())
-    .filter((name) => name.startsWith('x-amz-checksum-'));
+  const trailed =
+    trailer === undefined
+      ? []
+      : String(trailer)
+          .split(',')
+          .map((name) => name.trim().toLowerCase())
+          .filter((name) => name.startsWith('x-amz-checksum-'));
   for (const name of trailed) {
     if (!ALGORITHM_BY_HEADER.has(name)) throw new S3Error('InvalidRequest', `The value specified in the x-amz-trailer header is not supported: ${name}.`);
   }
-  if (sent.length + trailed.length > 1) throw new S3Error('InvalidRequest', 'Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.');
+  if (sent.length + trailed.length > 1)
+    throw new S3Error('InvalidRequest', 'Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.');
   const declared = sdkAlgorithm(headers);
   const header = sent[0] ?? trailed[0];
   if (header === undefined) {
-    if (declared) throw new S3Error('InvalidRequest', 'x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or x-amz-trailer headers were found.');
+    if (declared)
+      throw new S3Error('InvalidRequest', 'x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or x-amz-trailer headers were found.');
     return undefined;
   }
   const algorithm = ALGORITHM_BY_HEADER.get(header)!;
-  if (declared && declared !== algorithm) throw new S3Error('InvalidRequest', `x-amz-sdk-checksum-algorithm names ${declared}, but the checksum sent is ${header}.`);
+  if (declared && declared !== algorithm)
+    throw new S3Error('InvalidRequest', `x-amz-sdk-checksum-algorithm names ${declared}, but the checksum sent is ${header}.`);
   if (trailed.length > 0 && !chunked) throw new S3Error('InvalidRequest', 'x-amz-trailer needs an aws-chunked body (Content-Encoding: aws-chunked).');
   if (sent.length === 0) return { algorithm, header };
   const expected = String(headers[header]);

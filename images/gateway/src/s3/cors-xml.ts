@@ -23,7 +23,8 @@ function parseRule(raw: unknown): CorsRule {
   const allowedMethods = texts(r.AllowedMethod, 'AllowedMethod');
   if (allowedOrigins.length === 0 || allowedMethods.length === 0) throw malformedXml('a CORSRule needs at least one AllowedOrigin and one AllowedMethod.');
   for (const m of allowedMethods) {
-    if (!(CORS_METHODS as readonly string[]).includes(m)) throw new S3Error('InvalidRequest', `Found unsupported HTTP method in CORS config. Unsupported method is ${m}`);
+    if (!(CORS_METHODS as readonly string[]).includes(m))
+      throw new S3Error('InvalidRequest', `Found unsupported HTTP method in CORS config. Unsupported method is ${m}`);
   }
   for (const o of allowedOrigins) {
     if (o.split('*').length > 2) throw new S3Error('InvalidRequest', `AllowedOrigin "${o}" can not have more than one wildcard.`);

@@ -37,5 +37,6 @@ export function refuseServerSideEncryption(operation: string, headers: IncomingH
   }
   if (!READS.has(operation)) return;
   const asked = encryptionAsked(Object.keys(headers));
-  if (asked?.startsWith('x-amz-server-side-encryption-customer-')) throw new S3Error('InvalidRequest', 'The encryption parameters are not applicable to this object.');
+  if (asked?.startsWith('x-amz-server-side-encryption-customer-'))
+    throw new S3Error('InvalidRequest', 'The encryption parameters are not applicable to this object.');
 }

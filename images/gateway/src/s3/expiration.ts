@@ -6,7 +6,11 @@ import { objectExpiration, uploadAbortion, type LifecycleRule, type Tag } from '
  * CompleteMultipartUpload): when a lifecycle rule of its bucket will expire it, and which one —
  * `expiry-date="Fri, 23 Dec 2012 00:00:00 GMT", rule-id="…"`, as S3 writes it (SDKs read it as `Expiration`).
  */
-export function setExpiration(res: Response, rules: readonly LifecycleRule[] | undefined, object: { key: string; size: number; lastModified: Date | string; tags?: readonly Tag[] }): void {
+export function setExpiration(
+  res: Response,
+  rules: readonly LifecycleRule[] | undefined,
+  object: { key: string; size: number; lastModified: Date | string; tags?: readonly Tag[] },
+): void {
   if (!rules?.length) return; // (most buckets: nothing else is worked out)
   const lastModified = new Date(object.lastModified);
   if (Number.isNaN(lastModified.getTime())) return;

@@ -24,7 +24,11 @@ function wholeNumber(v: Element, element: string, min: number, max = Number.MAX_
   const raw = xmlText(v, element);
   if (raw === undefined || !/^\d+$/.test(raw)) throw malformedXml(`${element} must be a whole number.`);
   const n = Number(raw);
-  if (n < min || n > max) throw new S3Error('InvalidArgument', `'${element}' must be ${min === 1 ? 'a positive integer' : `at least ${min}`}${max < Number.MAX_SAFE_INTEGER ? ` and at most ${max}` : ''}.`);
+  if (n < min || n > max)
+    throw new S3Error(
+      'InvalidArgument',
+      `'${element}' must be ${min === 1 ? 'a positive integer' : `at least ${min}`}${max < Number.MAX_SAFE_INTEGER ? ` and at most ${max}` : ''}.`,
+    );
   return n;
 }
 
@@ -95,7 +99,8 @@ function parseRule(raw: Element): LifecycleRule {
   const n = xmlGroup(rule.NoncurrentVersionExpiration, 'NoncurrentVersionExpiration');
   if (n) {
     parsed.noncurrentVersionExpiration = { noncurrentDays: wholeNumber(n.NoncurrentDays, 'NoncurrentDays', 1) };
-    if (n.NewerNoncurrentVersions !== undefined) parsed.noncurrentVersionExpiration.newerNoncurrentVersions = wholeNumber(n.NewerNoncurrentVersions, 'NewerNoncurrentVersions', 1, 100);
+    if (n.NewerNoncurrentVersions !== undefined)
+      parsed.noncurrentVersionExpiration.newerNoncurrentVersions = wholeNumber(n.NewerNoncurrentVersions, 'NewerNoncurrentVersions', 1, 100);
   }
   if (!parsed.expiration && parsed.abortIncompleteMultipartUploadDays === undefined && !parsed.noncurrentVersionExpiration) {
     throw new S3Error('InvalidRequest', 'At least one action needs to be specified in a rule.');
@@ -118,7 +123,8 @@ export function parseLifecycleConfiguration(doc: LifecycleConfigurationXml): Lif
   if (rules.length === 0) throw malformedXml('a lifecycle configuration has at least one Rule.');
   if (rules.length > MAX_LIFECYCLE_RULES) throw new S3Error('InvalidRequest', `A lifecycle configuration has at most ${MAX_LIFECYCLE_RULES} rules.`);
   const parsed = rules.map(parseRule);
-  if (new Set(parsed.map((r) => r.id)).size !== parsed.length) throw new S3Error('InvalidArgument', 'Rule ID must be unique. Found same ID for more than one rule');
+  if (new Set(parsed.map((r) => r.id)).size !== parsed.length)
+    throw new S3Error('InvalidArgument', 'Rule ID must be unique. Found same ID for more than one rule');
   return parsed;
 }
 
@@ -149,12 +155,19 @@ export function renderLifecycleConfiguration(rules: readonly LifecycleRule[]): R
         ID: r.id,
         ...renderFilter(r.filter),
         Status: r.enabled ? 'Enabled' : 'Disabled',
-        Expiration: !exp ? undefined : 'days' in exp ? { Days: exp.days } : 'date' in exp ? { Date: exp.date } : { ExpiredObjectDeleteMarker: exp.expiredObjectDeleteMarker },
+        Expiration: !exp
+          ? undefined
+          : 'days' in exp
+            ? { Days: exp.days }
+            : 'date' in exp
+              ? { Date: exp.date }
+              : { ExpiredObjectDeleteMarker: exp.expiredObjectDeleteMarker },
         NoncurrentVersionExpiration: r.noncurrentVersionExpiration && {
           NoncurrentDays: r.noncurrentVersionExpiration.noncurrentDays,
           NewerNoncurrentVersions: r.noncurrentVersionExpiration.newerNoncurrentVersions,
         },
-        AbortIncompleteMultipartUpload: r.abortIncompleteMultipartUploadDays === undefined ? undefined : { DaysAfterInitiation: r.abortIncompleteMultipartUploadDays },
+        AbortIncompleteMultipartUpload:
+          r.abortIncompleteMultipartUploadDays === undefined ? undefined : { DaysAfterInitiation: r.abortIncompleteMultipartUploadDays },
       };
     }),
   };

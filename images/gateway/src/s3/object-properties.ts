@@ -28,7 +28,16 @@ const S3_STORAGE_CLASSES = new Set([
 /** Those Strata stores as its one class (reduced redundancy asks for less than it gives, as MinIO takes it). */
 const STORED_CLASSES = new Set(['STANDARD', 'REDUCED_REDUNDANCY']);
 
-const CANNED_ACLS = new Set(['private', 'public-read', 'public-read-write', 'authenticated-read', 'aws-exec-read', 'bucket-owner-read', 'bucket-owner-full-control', 'log-delivery-write']);
+const CANNED_ACLS = new Set([
+  'private',
+  'public-read',
+  'public-read-write',
+  'authenticated-read',
+  'aws-exec-read',
+  'bucket-owner-read',
+  'bucket-owner-full-control',
+  'log-delivery-write',
+]);
 /** Canned ACLs that give no one but the owner (of the object and of its bucket: one account here) any access. */
 const OWNER_ONLY_ACLS = new Set(['private', 'bucket-owner-read', 'bucket-owner-full-control']);
 
@@ -41,7 +50,8 @@ type Lookup = (name: string) => string | undefined;
 function checkAcl(acl: string | undefined, lookup: Lookup): void {
   if (acl !== undefined) {
     if (!CANNED_ACLS.has(acl)) throw new S3Error('InvalidArgument', `${acl} is not a canned ACL.`, { ArgumentName: 'x-amz-acl', ArgumentValue: acl });
-    if (!OWNER_ONLY_ACLS.has(acl)) throw new S3Error('NotImplemented', `Strata keeps buckets and objects private to their owner; the canned ACL ${acl} is not supported.`);
+    if (!OWNER_ONLY_ACLS.has(acl))
+      throw new S3Error('NotImplemented', `Strata keeps buckets and objects private to their owner; the canned ACL ${acl} is not supported.`);
   }
   const grant = GRANTS.find((name) => lookup(name) !== undefined);
   if (grant) throw new S3Error('NotImplemented', `Strata keeps buckets and objects private to their owner; ${grant} is not supported.`);
@@ -72,7 +82,8 @@ export function refuseUnsupportedProperties(operation: string, headers: Record<s
   if (OBJECT_WRITES.has(operation)) {
     refuseUnsupportedObjectProperties(lookup);
   } else if (operation === 'CreateBucket') {
-    if (lookup('x-amz-bucket-object-lock-enabled')?.toLowerCase() === 'true') throw new S3Error('NotImplemented', 'Strata does not lock objects (x-amz-bucket-object-lock-enabled).');
+    if (lookup('x-amz-bucket-object-lock-enabled')?.toLowerCase() === 'true')
+      throw new S3Error('NotImplemented', 'Strata does not lock objects (x-amz-bucket-object-lock-enabled).');
     checkAcl(lookup('x-amz-acl'), lookup);
   }
 }

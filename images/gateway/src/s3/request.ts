@@ -1,7 +1,18 @@
 import { createHash } from 'node:crypto';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import type { Request, Response } from 'express';
-import { checkUserMetadata, MAX_OBJECT_SIZE, mergeStoredHeaders, parseTaggingHeader, S3Error, OBJECT_UPLOAD_HEADERS, standardHeadersOf, WEBSITE_REDIRECT_HEADER, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import {
+  checkUserMetadata,
+  MAX_OBJECT_SIZE,
+  mergeStoredHeaders,
+  parseTaggingHeader,
+  S3Error,
+  OBJECT_UPLOAD_HEADERS,
+  standardHeadersOf,
+  WEBSITE_REDIRECT_HEADER,
+  type StoredHeaders,
+  type Tag,
+} from '../../../object-model/src/index.js';
 import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
 import { PayloadHashCheck } from '../auth/payload-hash.js';
 import { EMPTY_SHA256, sha256Hex } from '../auth/sigv4.js';
@@ -160,7 +171,8 @@ export function objectTagging(req: Request): Tag[] | undefined {
 export function partNumberOf(query: URLSearchParams): number {
   const raw = query.get('partNumber') ?? '';
   const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < 1 || n > 10000) throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber', ArgumentValue: raw });
+  if (!/^\d+$/.test(raw) || n < 1 || n > 10000)
+    throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber', ArgumentValue: raw });
   return n;
 }
 
@@ -195,7 +207,8 @@ export function unquote(etag: string): string {
 export function wholeNumberOf(query: URLSearchParams, name: string, fallback: number): number {
   const raw = query.get(name);
   if (raw === null || raw === '') return fallback;
-  if (!/^\d{1,15}$/.test(raw)) throw new S3Error('InvalidArgument', `Provided ${name} not an integer or within integer range`, { ArgumentName: name, ArgumentValue: raw });
+  if (!/^\d{1,15}$/.test(raw))
+    throw new S3Error('InvalidArgument', `Provided ${name} not an integer or within integer range`, { ArgumentName: name, ArgumentValue: raw });
   return Number(raw);
 }
 
@@ -208,6 +221,7 @@ export function maxKeysOf(query: URLSearchParams, name = 'max-keys'): number {
 export function encoderOf(query: URLSearchParams): (s: string) => string {
   const enc = query.get('encoding-type');
   if (enc === null || enc === '') return (s) => s;
-  if (enc !== 'url') throw new S3Error('InvalidArgument', 'Invalid Encoding Method specified in Request', { ArgumentName: 'encoding-type', ArgumentValue: enc });
+  if (enc !== 'url')
+    throw new S3Error('InvalidArgument', 'Invalid Encoding Method specified in Request', { ArgumentName: 'encoding-type', ArgumentValue: enc });
   return urlEncodeKey;
 }

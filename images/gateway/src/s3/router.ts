@@ -21,7 +21,24 @@ import type { S3Handler } from './operation.js';
 import { discard } from './request.js';
 
 /** Bucket subresources Strata does not implement (by design: no versioning, policy, lock...). */
-const UNSUPPORTED_BUCKET = ['policy', 'object-lock', 'encryption', 'website', 'logging', 'notification', 'replication', 'ownershipControls', 'publicAccessBlock', 'accelerate', 'requestPayment', 'analytics', 'metrics', 'inventory', 'intelligent-tiering', 'policyStatus'];
+const UNSUPPORTED_BUCKET = [
+  'policy',
+  'object-lock',
+  'encryption',
+  'website',
+  'logging',
+  'notification',
+  'replication',
+  'ownershipControls',
+  'publicAccessBlock',
+  'accelerate',
+  'requestPayment',
+  'analytics',
+  'metrics',
+  'inventory',
+  'intelligent-tiering',
+  'policyStatus',
+];
 const UNSUPPORTED_OBJECT = ['retention', 'legal-hold', 'torrent', 'restore', 'select'];
 
 interface Route {
@@ -60,8 +77,12 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         return { operation: 'HeadBucket', handler: buckets.headBucket };
       case 'POST':
         if (query.has('delete')) return { operation: 'DeleteObjects', handler: deleteObjects };
-        if (/^multipart\/form-data\b/i.test(String(headers['content-type'] ?? ''))) return { operation: 'PostObject', handler: postObject, authenticatesItself: true };
-        return { operation: 'PostBucket', handler: async () => Promise.reject(new S3Error('PreconditionFailed', 'Bucket POST must be of the enclosure-type multipart/form-data')) };
+        if (/^multipart\/form-data\b/i.test(String(headers['content-type'] ?? '')))
+          return { operation: 'PostObject', handler: postObject, authenticatesItself: true };
+        return {
+          operation: 'PostBucket',
+          handler: async () => Promise.reject(new S3Error('PreconditionFailed', 'Bucket POST must be of the enclosure-type multipart/form-data')),
+        };
       case 'GET':
         if (query.has('location')) return { operation: 'GetBucketLocation', handler: buckets.getBucketLocation };
         if (query.has('versioning')) return { operation: 'GetBucketVersioning', handler: buckets.getBucketVersioning };
@@ -73,7 +94,9 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('versions')) return { operation: 'ListObjectVersions', handler: list.listObjectVersions };
         return (
           unsupportedSubresource(query, UNSUPPORTED_BUCKET) ??
-          (query.get('list-type') === '2' ? { operation: 'ListObjectsV2', handler: list.listObjectsV2 } : { operation: 'ListObjects', handler: list.listObjectsV1 })
+          (query.get('list-type') === '2'
+            ? { operation: 'ListObjectsV2', handler: list.listObjectsV2 }
+            : { operation: 'ListObjects', handler: list.listObjectsV1 })
         );
     }
     return { operation: 'MethodNotAllowed', handler: async () => Promise.reject(new S3Error('MethodNotAllowed')) };
@@ -83,9 +106,14 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
       if (query.has('acl')) return { operation: 'PutObjectAcl', handler: notImplemented('object ACLs') };
       if (query.has('tagging')) return { operation: 'PutObjectTagging', handler: putObjectTagging };
       if (query.has('uploadId') || query.has('partNumber')) {
-        return headers['x-amz-copy-source'] ? { operation: 'UploadPartCopy', handler: multipart.uploadPartCopy } : { operation: 'UploadPart', handler: multipart.uploadPart };
+        return headers['x-amz-copy-source']
+          ? { operation: 'UploadPartCopy', handler: multipart.uploadPartCopy }
+          : { operation: 'UploadPart', handler: multipart.uploadPart };
       }
-      return unsupportedSubresource(query, UNSUPPORTED_OBJECT) ?? (headers['x-amz-copy-source'] ? { operation: 'CopyObject', handler: copyObject } : { operation: 'PutObject', handler: putObject });
+      return (
+        unsupportedSubresource(query, UNSUPPORTED_OBJECT) ??
+        (headers['x-amz-copy-source'] ? { operation: 'CopyObject', handler: copyObject } : { operation: 'PutObject', handler: putObject })
+      );
     case 'GET':
       if (query.has('acl')) return { operation: 'GetObjectAcl', handler: buckets.getAcl };
       if (query.has('tagging')) return { operation: 'GetObjectTagging', handler: getObjectTagging };

@@ -13,15 +13,20 @@ export interface BodyCheck {
 export class SizeRangeCheck implements BodyCheck {
   private size = 0;
 
-  constructor(private readonly min: number, private readonly max: number) {}
+  constructor(
+    private readonly min: number,
+    private readonly max: number,
+  ) {}
 
   update(chunk: Buffer): void {
     this.size += chunk.length;
-    if (this.size > this.max) throw new S3Error('EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size.', { MaxSizeAllowed: String(this.max) });
+    if (this.size > this.max)
+      throw new S3Error('EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size.', { MaxSizeAllowed: String(this.max) });
   }
 
   finish(): void {
-    if (this.size < this.min) throw new S3Error('EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed size.', { MinSizeAllowed: String(this.min) });
+    if (this.size < this.min)
+      throw new S3Error('EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed size.', { MinSizeAllowed: String(this.min) });
   }
 }
 

@@ -24,7 +24,19 @@ function prune(value: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** Elements that may repeat in a request document: always parsed as lists. */
-const REPEATED = new Set(['Part', 'Object', 'Rule', 'Tag', 'Transition', 'NoncurrentVersionTransition', 'CORSRule', 'AllowedOrigin', 'AllowedMethod', 'AllowedHeader', 'ExposeHeader']);
+const REPEATED = new Set([
+  'Part',
+  'Object',
+  'Rule',
+  'Tag',
+  'Transition',
+  'NoncurrentVersionTransition',
+  'CORSRule',
+  'AllowedOrigin',
+  'AllowedMethod',
+  'AllowedHeader',
+  'ExposeHeader',
+]);
 
 const parser = new XMLParser({
   ignoreAttributes: true,
@@ -49,7 +61,8 @@ export function parseXml<T>(text: string, root: string): T {
     throw new S3Error('MalformedXML');
   }
   const body = doc[root];
-  if (body === undefined) throw new S3Error('MalformedXML', `The XML you provided was not well-formed or did not validate against our published schema (expected <${root}>).`);
+  if (body === undefined)
+    throw new S3Error('MalformedXML', `The XML you provided was not well-formed or did not validate against our published schema (expected <${root}>).`);
   return (body === '' ? {} : body) as T;
 }
 

@@ -59,8 +59,12 @@ export class ClipEncoder implements Embedder {
       image = await ort.InferenceSession.create(imageFile, sessionOptions(provider));
     }
     const text = await ort.InferenceSession.create(path.join(dir, MODEL_FILES.text), sessionOptions(provider));
-    for (const [session, input] of [[image, 'pixel_values'], [text, 'input_ids']] as const) {
-      if (!session.inputNames.includes(input)) throw new Error(`CLIP model in ${dir}: expected an input named ${input}, found ${session.inputNames.join(', ')}`);
+    for (const [session, input] of [
+      [image, 'pixel_values'],
+      [text, 'input_ids'],
+    ] as const) {
+      if (!session.inputNames.includes(input))
+        throw new Error(`CLIP model in ${dir}: expected an input named ${input}, found ${session.inputNames.join(', ')}`);
     }
     const tokenizer = ClipTokenizer.fromDirectory(dir);
     // Probe the embedding width once with a blank text.

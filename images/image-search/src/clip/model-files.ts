@@ -40,7 +40,10 @@ export function describeModel(dir: string): { backbone: string; test_encoder: bo
 
 /** Throws ModelMissingError naming what is missing, or returns the directory. */
 export function checkModelDir(dir: string | undefined): string {
-  if (!dir) throw new ModelMissingError('CLIP model missing: set IMAGE_SEARCH_MODEL_DIR (or IMAGE_SEARCH_MODEL_S3_URL) to a directory made by `npm run make-test-clip -- <dir>` or hack/clip/export-clip.py');
+  if (!dir)
+    throw new ModelMissingError(
+      'CLIP model missing: set IMAGE_SEARCH_MODEL_DIR (or IMAGE_SEARCH_MODEL_S3_URL) to a directory made by `npm run make-test-clip -- <dir>` or hack/clip/export-clip.py',
+    );
   const missing = REQUIRED.filter((f) => !existsSync(path.join(dir, f)));
   if (missing.length) throw new ModelMissingError(`CLIP model missing in ${dir}: no ${missing.join(', ')}`);
   return dir;

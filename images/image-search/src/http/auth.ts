@@ -16,7 +16,10 @@ export type Decision = { ok: true; subject: string } | { ok: false; status: 401 
 
 /** Refused: answered 401 (no or a bad token) or 403 (no way to authorise is configured). */
 export class UnauthorizedError extends Error {
-  constructor(readonly status: 401 | 403, message: string) {
+  constructor(
+    readonly status: 401 | 403,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -48,7 +51,12 @@ export class WriteAuthorizer {
       return { ok: false, status: 403, message: 'changing the index needs a token, and none is configured: set IMAGE_SEARCH_API_KEY or STRATA_JWT_SECRET' };
     }
     const token = tokenOf(req);
-    if (!token) return { ok: false, status: 401, message: 'changing the index needs a token: send Authorization: Bearer <IMAGE_SEARCH_API_KEY or a gateway token from POST /login>' };
+    if (!token)
+      return {
+        ok: false,
+        status: 401,
+        message: 'changing the index needs a token: send Authorization: Bearer <IMAGE_SEARCH_API_KEY or a gateway token from POST /login>',
+      };
     if (apiKey && sameSecret(token, apiKey)) return { ok: true, subject: 'api-key' };
     if (jwtSecret) {
       try {

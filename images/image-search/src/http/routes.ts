@@ -107,7 +107,12 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
       ai_explanation: explanation,
       total_results: results.length,
       llm_enabled: true,
-      ...(failure ? { note: `The LLM failed (${failure}): plain vector retrieval${expanded.length > 1 ? ' of the expanded queries' : ''}, no explanation.`, llm_error: failure } : {}),
+      ...(failure
+        ? {
+            note: `The LLM failed (${failure}): plain vector retrieval${expanded.length > 1 ? ' of the expanded queries' : ''}, no explanation.`,
+            llm_error: failure,
+          }
+        : {}),
     });
   });
 
@@ -188,4 +193,3 @@ function parseHistory(b: Record<string, unknown>): ChatCompletionMessageParam[] 
     return { role: msg.role, content: msg.content } as ChatCompletionMessageParam;
   });
 }
-

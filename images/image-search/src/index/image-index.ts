@@ -100,7 +100,9 @@ export class ImageIndex {
     try {
       new this.engine.Index(this.dim, this.mainFactory);
     } catch (err) {
-      throw new Error(`image index string ${JSON.stringify(opts.indexString)} is not a valid FAISS factory string: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(
+        `image index string ${JSON.stringify(opts.indexString)} is not a valid FAISS factory string: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
 
@@ -131,14 +133,27 @@ export class ImageIndex {
     const buffer = await this.bufferFrom(manifest.mainUpTo);
     this.view = { main: main?.index ?? null, mainKind: main?.kind ?? null, buffer, mainUpTo: manifest.mainUpTo };
     this.removeStrayFiles();
-    this.opts.logger.info({ dir: this.opts.dir, nextId: manifest.nextId, main: manifest.main, buffer: buffer.ntotal, engine: this.engine.kind, ...(this.engine.note ? { engineNote: this.engine.note } : {}) }, 'image index loaded');
+    this.opts.logger.info(
+      {
+        dir: this.opts.dir,
+        nextId: manifest.nextId,
+        main: manifest.main,
+        buffer: buffer.ntotal,
+        engine: this.engine.kind,
+        ...(this.engine.note ? { engineNote: this.engine.note } : {}),
+      },
+      'image index loaded',
+    );
   }
 
   /** The main index file as this engine reads it; a file the other engine wrote is rebuilt exact from the stored vectors. */
   private async readMain(main: NonNullable<Manifest['main']>, upTo: number): Promise<{ index: FaissIndex; kind: 'ivf' | 'exact' }> {
     const file = path.join(this.opts.dir, main.file);
     if (isExactIndexFile(file) === (this.engine.kind === 'exact')) return { index: await this.engine.Index.read(file), kind: main.kind };
-    this.opts.logger.warn({ file, engine: this.engine.kind }, 'main index written by the other index engine: rebuilt as an exact index from the stored vectors');
+    this.opts.logger.warn(
+      { file, engine: this.engine.kind },
+      'main index written by the other index engine: rebuilt as an exact index from the stored vectors',
+    );
     return { index: await this.bufferFrom(0, upTo), kind: 'exact' };
   }
 
@@ -335,10 +350,10 @@ export class ImageIndex {
           this.engine.kind === 'exact'
             ? `exact in-process index: ${this.opts.indexString} needs FAISS`
             : view.mainKind === 'ivf'
-            ? `trained ${this.opts.indexString}`
-            : enough
-              ? `${this.liveCount} vectors: enough to train ${this.opts.indexString}; run a merge or rebuild`
-              : `exact search fallback: ${this.opts.indexString} needs at least ${this.minTrain} vectors to train, have ${this.liveCount}`,
+              ? `trained ${this.opts.indexString}`
+              : enough
+                ? `${this.liveCount} vectors: enough to train ${this.opts.indexString}; run a merge or rebuild`
+                : `exact search fallback: ${this.opts.indexString} needs at least ${this.minTrain} vectors to train, have ${this.liveCount}`,
       },
       nprobe: this.opts.nprobe,
       rerank: this.opts.rerank ?? true,
@@ -397,7 +412,8 @@ export class ImageIndex {
     if (view.mainKind !== 'ivf' && this.canTrain(this.liveCount)) return this.runRebuild(job);
     const dropped = [...hidden].filter((id) => id >= view.mainUpTo && id < upTo);
     // Nothing in the buffer: no new generation (copying and writing a big index for nothing).
-    if (view.main && !moving.length && !dropped.length) return { moved: 0, dropped_deleted: 0, main_vectors: view.main.ntotal, kind: view.mainKind, note: 'buffer empty: nothing to merge' };
+    if (view.main && !moving.length && !dropped.length)
+      return { moved: 0, dropped_deleted: 0, main_vectors: view.main.ntotal, kind: view.mainKind, note: 'buffer empty: nothing to merge' };
     job.phase = 'copying main index';
     const next = view.main ? await view.main.clone() : new this.engine.Index(this.dim, EXACT);
     job.phase = 'adding buffer';

@@ -13,7 +13,11 @@ export class VectorLog {
   private count: number;
   readonly paths: string[] = [];
 
-  constructor(dir: string, readonly dim: number, committedCount: number) {
+  constructor(
+    dir: string,
+    readonly dim: number,
+    committedCount: number,
+  ) {
     this.rowBytes = dim * 4;
     const vectorFile = path.join(dir, 'vectors.f32');
     const pathFile = path.join(dir, 'paths.jsonl');

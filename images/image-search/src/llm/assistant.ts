@@ -139,7 +139,14 @@ export class LlmAssistant {
     } catch {
       variants = text.split('\n');
     }
-    const cleaned = variants.map((v) => v.replace(/^\s*(?:[-*•]|\d+[.)])\s*/, '').replace(/^"|"$/g, '').trim()).filter(Boolean);
+    const cleaned = variants
+      .map((v) =>
+        v
+          .replace(/^\s*(?:[-*•]|\d+[.)])\s*/, '')
+          .replace(/^"|"$/g, '')
+          .trim(),
+      )
+      .filter(Boolean);
     const unique = [...new Set([query, ...cleaned])];
     return unique.slice(0, n + 1);
   }
@@ -147,7 +154,10 @@ export class LlmAssistant {
   async explain(query: string, results: SearchResultItem[], service: SearchService): Promise<string> {
     return this.complete([
       { role: 'system', content: SYSTEM },
-      { role: 'user', content: `Search: "${query}"\nResults:\n${await describe(results, service)}\nIn two or three sentences, explain how these results relate to the search.` },
+      {
+        role: 'user',
+        content: `Search: "${query}"\nResults:\n${await describe(results, service)}\nIn two or three sentences, explain how these results relate to the search.`,
+      },
     ]);
   }
 
@@ -162,7 +172,11 @@ export class LlmAssistant {
   }
 
   /** One chat turn: the model may call tools (bounded rounds; writing ones only with `canWrite`) before it answers. */
-  async chat(history: ChatCompletionMessageParam[], service: SearchService, { canWrite = false } = {}): Promise<{ reply: string; toolCalls: ChatToolCall[]; messages: ChatCompletionMessageParam[] }> {
+  async chat(
+    history: ChatCompletionMessageParam[],
+    service: SearchService,
+    { canWrite = false } = {},
+  ): Promise<{ reply: string; toolCalls: ChatToolCall[]; messages: ChatCompletionMessageParam[] }> {
     const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }, ...history];
     const toolCalls: ChatToolCall[] = [];
     const rounds = this.opts.maxToolRounds ?? 4;
@@ -194,7 +208,11 @@ export class LlmAssistant {
           record.error = err instanceof Error ? err.message : String(err);
         }
         toolCalls.push(record);
-        messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(record.error ? { error: record.error } : record.result).slice(0, 20_000) });
+        messages.push({
+          role: 'tool',
+          tool_call_id: call.id,
+          content: JSON.stringify(record.error ? { error: record.error } : record.result).slice(0, 20_000),
+        });
       }
     }
     throw new LlmUpstreamError('the conversation needed more tool-call rounds than allowed');
