@@ -1,6 +1,9 @@
-// Reading the images' Dockerfiles: their instructions and stages, and what a stage installs with apt-get.
+// Reading the images' Dockerfiles: their instructions and stages, what a stage is built on (its own
+// Dockerfile's earlier stages, the shared stages of hack/images/Dockerfile, an outside image), and what
+// it installs with apt-get.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { REPO_ROOT } from './graph.js';
 
 export interface Stage {
   /** The FROM line's image, as written (an ARG reference stays unexpanded). */
@@ -28,24 +31,23 @@ export function stages(text: string): Stage[] {
   return out;
 }
 
-/** The values of the Dockerfile's ARG defaults (ARG NAME=value). */
-export function argDefaults(text: string): Map<string, string> {
-  const args = new Map<string, string>();
+/** The values of the Dockerfile's ARG defaults (ARG NAME=value), with `args` (--build-arg) over them. */
+export function argDefaults(text: string, args: Readonly<Record<string, string>> = {}): Map<string, string> {
+  const values = new Map<string, string>(Object.entries(args));
   for (const line of instructions(text)) {
     const m = /^ARG\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)/.exec(line);
-    if (m && !args.has(m[1])) args.set(m[1], m[2]);
+    if (m && !values.has(m[1])) values.set(m[1], m[2]);
   }
-  return args;
+  return values;
 }
 
-/** The stage's FROM image with ARG defaults filled in. */
-export function baseImage(text: string, stage: Stage): string {
-  const args = argDefaults(text);
-  return stage.from.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_, name: string) => args.get(name) ?? '');
+/** An image reference or stage name with the ARG values filled in. */
+export function expandArgs(ref: string, values: ReadonlyMap<string, string>): string {
+  return ref.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_, name: string) => values.get(name) ?? '');
 }
 
-/** Packages the stage's RUN lines install with `apt-get install`. */
-export function aptInstalls(stage: Stage): string[] {
+/** Packages the RUN lines among these instructions install with `apt-get install`. */
+export function aptInstalls(stage: { instructions: string[] }): string[] {
   const pkgs: string[] = [];
   for (const line of stage.instructions.filter((l) => /^RUN\s/.test(l))) {
     for (const command of line.slice(4).split(/&&|;|\|\|/)) {
@@ -58,13 +60,53 @@ export function aptInstalls(stage: Stage): string[] {
   return pkgs;
 }
 
-export function readDockerfile(root: string, image: string): string {
-  return readFileSync(path.join(root, 'images', image, 'Dockerfile'), 'utf8');
+/** The Dockerfile of the stages every image starts from (hack/build-images.sh builds it first). */
+export const SHARED_DOCKERFILE = 'hack/images/Dockerfile';
+
+/** The stage of SHARED_DOCKERFILE an image reference names: strata-<target>, with any registry and tag. */
+export function sharedTarget(ref: string): string | undefined {
+  return /^(?:\S*\/)?strata-([a-z0-9-]+)(?::[\w.-]+)?$/.exec(ref)?.[1];
 }
 
-/** The stage the image runs: the last one. */
-export function runtimeStage(text: string): Stage {
+export interface ResolvedStage {
+  /** The outside image it starts from, ARG values filled in. */
+  base: string;
+  /** The stages it is made of, the one on the outside image first and itself last, each with its Dockerfile. */
+  layers: { file: string; stage: Stage }[];
+  /** Their instructions in that order: what the stage runs on top of base. */
+  instructions: string[];
+}
+
+/**
+ * A stage of a Dockerfile (the last one where no name is given), followed through its FROM: to an earlier
+ * stage, to a stage of the shared Dockerfile, down to an outside image. `args` stand for --build-arg.
+ */
+export function resolveStage(root: string, file: string, name?: string, args: Readonly<Record<string, string>> = {}): ResolvedStage {
+  const text = readFileSync(path.join(root, file), 'utf8');
   const all = stages(text);
-  if (!all.length) throw new Error('no FROM in Dockerfile');
-  return all.at(-1)!;
+  const stage = name === undefined ? all.at(-1) : all.find((s) => s.name === name);
+  if (!stage) throw new Error(`${file}: no stage ${name ?? '(no FROM)'}`);
+  const from = expandArgs(stage.from, argDefaults(text, args));
+  const earlier = all.slice(0, all.indexOf(stage)).find((s) => s.name?.toLowerCase() === from.toLowerCase());
+  const target = sharedTarget(from);
+  const below = earlier
+    ? resolveStage(root, file, earlier.name, args)
+    : target !== undefined && file !== SHARED_DOCKERFILE
+      ? resolveStage(root, SHARED_DOCKERFILE, target, args)
+      : undefined;
+  const layer = { file, stage };
+  if (!below) return { base: from, layers: [layer], instructions: [...stage.instructions] };
+  return { base: below.base, layers: [...below.layers, layer], instructions: [...below.instructions, ...stage.instructions] };
+}
+
+/** Which stage of images/<name>/Dockerfile (by default the last, the runtime), the checkout, and --build-arg values. */
+export interface ImageStageOptions {
+  stage?: string;
+  root?: string;
+  args?: Readonly<Record<string, string>>;
+}
+
+/** A stage of an image's Dockerfile with all it is built on. */
+export function imageStage(image: string, { stage, root = REPO_ROOT, args = {} }: ImageStageOptions = {}): ResolvedStage {
+  return resolveStage(root, path.join('images', image, 'Dockerfile'), stage, args);
 }

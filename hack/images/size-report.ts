@@ -1,9 +1,10 @@
 // Sizes of the images, summed from what each image's stages put into it: the base image, the Debian
-// packages its runtime stage installs (with what they pull in), and the /app its build stage writes
-// (hack/images/build.ts: compiled modules, assets, selected packages as installed on this machine).
+// packages its runtime stage and the shared runtime stage under it install (with what they pull in),
+// and the /app its build stage writes (hack/images/build.ts: compiled modules, assets, selected
+// packages as installed on this machine).
 //   npx tsx hack/images/size-report.ts
 import { aptAdds, installedBytes } from './debian.js';
-import { aptInstalls, baseImage, readDockerfile, runtimeStage } from './dockerfile.js';
+import { aptInstalls, imageStage } from './dockerfile.js';
 import { filesBytes, imageContents, REPO_ROOT } from './graph.js';
 import { IMAGES, type ImageSpec } from './images.js';
 
@@ -34,9 +35,9 @@ export interface ImageSize {
 }
 
 export function imageSize(spec: ImageSpec, root = REPO_ROOT): ImageSize {
-  const dockerfile = readDockerfile(root, spec.name);
-  const stage = runtimeStage(dockerfile);
-  const base = baseImage(dockerfile, stage);
+  // The runtime stage with the shared stages under it, down to the outside base image.
+  const stage = imageStage(spec.name, { root });
+  const base = stage.base;
   const baseBytes = BASE_IMAGE_BYTES[base];
   if (baseBytes === undefined) throw new Error(`${spec.name}: no size known for base image ${base}`);
   const aptPackages = [...aptAdds(aptInstalls(stage))].sort();

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { aptInstalls, readDockerfile, runtimeStage } from '../../hack/images/dockerfile.js';
+import { aptInstalls, imageStage } from '../../hack/images/dockerfile.js';
 import { imageContents } from '../../hack/images/graph.js';
 import { FAISS_BINDING, IMAGES } from '../../hack/images/images.js';
 import { linkedLibraries, requiredPackages } from '../../hack/images/libraries.js';
@@ -10,8 +10,9 @@ const root = path.resolve(import.meta.dirname, '../..');
 
 // ldd on the native addons and shared objects each image carries, as built and installed here (the
 // images' Debian release is this machine's): every library they link must be carried by the image or
-// come from a package that the base image holds or the runtime stage installs; and the runtime stage
-// installs exactly those packages (no -dev packages, nothing unused).
+// come from a package that the base image holds or the runtime stages install (the image's own and the
+// shared one under it, hack/images/Dockerfile); and they install exactly those packages (no -dev
+// packages, nothing unused).
 describe('container images: the shared libraries their native addons link (ldd)', function () {
   this.timeout(300_000);
   before(function () {
@@ -23,7 +24,8 @@ describe('container images: the shared libraries their native addons link (ldd)'
       const { files } = imageContents(spec, root);
       const linked = linkedLibraries(files, root);
       expect(linked.missing, `${spec.name}: libraries ldd cannot resolve`).to.deep.equal([]);
-      const installs = aptInstalls(runtimeStage(readDockerfile(root, spec.name))).sort();
+      // The image's runtime stage with the shared runtime stage under it.
+      const installs = aptInstalls(imageStage(spec.name, { root })).sort();
       expect(installs, `${spec.name}: ${[...linked.packages].map(([p, libs]) => `${p} (${libs.join(', ')})`).join('; ')}`).to.deep.equal(
         requiredPackages(linked),
       );
