@@ -1,6 +1,7 @@
 // Writes one image's /app into a folder: its modules compiled to JavaScript under dist/, the files they
 // read, and only the installed packages they import (less what nothing loads at run time). The image's
-// Dockerfile runs it in its build stage and copies the folder into the runtime stage.
+// Dockerfile runs it in its build stage (on the shared build stage of hack/images/Dockerfile, which holds the
+// dependencies and the sources) and copies the folder into its runtime stage.
 //   npx tsx hack/images/build.ts <image> <out-dir>
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
