@@ -64,7 +64,7 @@ describe('image-search: a real crash (SIGKILL) during add, merge or rebuild lose
       const index = await ImageIndex.open(options());
       const status = index.status();
       expect(status.main, `${op} ${point}`).to.deep.include({ kind: 'ivf', generation: 1, vectors: 2500 });
-      expect(status).to.deep.include({ next_id: 2700, deleted: 2, total_vectors: 2698 });
+      expect(status).to.deep.include({ nextId: 2700, deleted: 2, totalVectors: 2698 });
       expect(status.buffer.vectors).to.equal(199);
       await expectIntact(index, sample, [5, 2600]);
       await index.close();
@@ -76,7 +76,7 @@ describe('image-search: a real crash (SIGKILL) during add, merge or rebuild lose
     const index = await ImageIndex.open(options());
     const status = index.status();
     expect(status.main).to.deep.include({ kind: 'ivf', generation: 2, vectors: 2698 });
-    expect(status).to.deep.include({ next_id: 2700, deleted: 0, purged: 2, total_vectors: 2698 });
+    expect(status).to.deep.include({ nextId: 2700, deleted: 0, purged: 2, totalVectors: 2698 });
     expect(status.buffer.vectors).to.equal(0);
     await expectIntact(index, sample, [5, 2600]);
     await index.close();
@@ -85,7 +85,7 @@ describe('image-search: a real crash (SIGKILL) during add, merge or rebuild lose
   it('during an add: vectors written, manifest not committed — the add never happened', async () => {
     crash(dir, 'add', 'manifest-rename');
     const index = await ImageIndex.open(options());
-    expect(index.status()).to.deep.include({ next_id: 2700, total_vectors: 2698 });
+    expect(index.status()).to.deep.include({ nextId: 2700, totalVectors: 2698 });
     expect(index.idOf('crash/0.jpg')).to.equal(undefined);
     const added = await index.add(data.slice(0, d), ['again/0.jpg']);
     expect(added.added[0].id).to.equal(2700);

@@ -37,7 +37,7 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
   it('reports the LLM as enabled in /api/status', async () => {
     const status = (await (await fetch(service.url + '/api/status')).json()) as { llm: Record<string, unknown>; features: Record<string, boolean> };
     expect(status.llm).to.deep.include({ enabled: true, model: 'strata-test-model' });
-    expect(status.features).to.deep.include({ query_expansion: true, chat: true, rag_qa: true });
+    expect(status.features).to.deep.include({ queryExpansion: true, chat: true, ragQa: true });
   });
 
   it('POST /api/search/rag expands the query, merges de-duplicated results by distance and explains them', async () => {
@@ -74,9 +74,9 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
   it('POST /api/chat runs the tool-call loop and continues a multi-turn conversation', async () => {
     const first = await post(service.url, '/api/chat', { messages: [{ role: 'user', content: 'find blue' }] });
     expect(first.status).to.equal(200);
-    expect(first.body.tool_calls).to.have.length(1);
-    expect(first.body.tool_calls[0]).to.deep.include({ tool: 'search_by_text', arguments: { query: 'blue', topk: 3 } });
-    expect(first.body.tool_calls[0].result.results).to.have.length(3);
+    expect(first.body.toolCalls).to.have.length(1);
+    expect(first.body.toolCalls[0]).to.deep.include({ tool: 'search_by_text', arguments: { query: 'blue', topk: 3 } });
+    expect(first.body.toolCalls[0].result.results).to.have.length(3);
     expect(first.body.reply).to.equal('I found 3 images.');
     // The tools were offered in function-calling format.
     const offered = llm.requests.find((r) => r.body.tools)!.body.tools as Array<{ type: string; function: { name: string } }>;
@@ -88,7 +88,7 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
     ];
     const second = await post(service.url, '/api/chat', { messages: history });
     expect(second.status).to.equal(200);
-    expect(second.body.tool_calls[0].tool).to.equal('get_index_status');
+    expect(second.body.toolCalls[0].tool).to.equal('get_index_status');
     expect(second.body.reply).to.equal('The index holds 12 vectors.');
     const sent = llm.requests.at(-1)!.body.messages;
     expect(sent.some((m) => m.content === 'I found 3 images.')).to.equal(true);
@@ -98,7 +98,7 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
     // A model that keeps calling tools gets 4 rounds; then tools are withdrawn and it must answer.
     const loop = await post(service.url, '/api/chat', { message: 'loop forever' });
     expect(loop.status).to.equal(200);
-    expect(loop.body.tool_calls).to.have.length(4);
+    expect(loop.body.toolCalls).to.have.length(4);
     expect(loop.body.reply).to.equal('ok');
     expect(llm.requests.at(-1)!.body.tools).to.equal(undefined);
     expect((await post(service.url, '/api/chat', { messages: [{ role: 'robot', content: 'x' }] })).status).to.equal(400);
@@ -132,8 +132,8 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
     });
     // Scanned and checked: the status has the index and the LLM's first answer.
     for (;;) {
-      const status = (await (await fetch(`${service.url}/api/status`)).json()) as { index: { total_vectors: number }; llm: { state: string } };
-      if (status.index.total_vectors >= 12 && status.llm.state !== 'checking') break;
+      const status = (await (await fetch(`${service.url}/api/status`)).json()) as { index: { totalVectors: number }; llm: { state: string } };
+      if (status.index.totalVectors >= 12 && status.llm.state !== 'checking') break;
       await new Promise((r) => setTimeout(r, 50));
     }
     return service;
@@ -154,7 +154,7 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
   it('a model the upstream does not offer: 502 with its message (not its 404), RAG answers plain retrieval with a note, the status says error', async () => {
     const service = await start({ LLM_MODEL: 'gpt-4o-mini' });
     try {
-      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'error', model: 'gpt-4o-mini', model_source: 'LLM_MODEL' });
+      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'error', model: 'gpt-4o-mini', modelSource: 'LLM_MODEL' });
       expect((await llmStatus(service)).error).to.match(/does not offer LLM_MODEL=gpt-4o-mini \(it lists strata-verse, strata-tiny\)/);
       const expand = await post(service.url, '/api/search/expand', { query: 'red' });
       expect(expand.status).to.equal(502);
@@ -165,7 +165,7 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
 
       const rag = await post(service.url, '/api/search/rag', { query: 'red', topk: 3 });
       expect(rag.status).to.equal(200);
-      expect(rag.body).to.deep.include({ original_query: 'red', expanded_queries: ['red'], ai_explanation: null, total_results: 3, llm_enabled: true });
+      expect(rag.body).to.deep.include({ original_query: 'red', expanded_queries: ['red'], ai_explanation: null, total_results: 3, llmEnabled: true });
       expect(rag.body.results[0].path).to.match(/red/);
       expect(rag.body.note).to.match(/^The LLM failed \(the LLM answered 404: .*\): plain vector retrieval, no explanation\.$/);
     } finally {
@@ -176,7 +176,7 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
   it('LLM_MODEL unset: the first model the upstream lists; the status follows the LLM going down and coming back', async () => {
     const service = await start({});
     try {
-      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'ok', model: 'strata-verse', model_source: 'upstream /v1/models', error: null });
+      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'ok', model: 'strata-verse', modelSource: 'upstream /v1/models', error: null });
       const expand = await post(service.url, '/api/search/expand', { query: 'red', n: 2 });
       expect(expand.status).to.equal(200);
       expect(llm.requests.at(-1)!.body.model).to.equal('strata-verse');
@@ -204,7 +204,7 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
         .reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
     };
     try {
-      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'ok', model: 'strata-verse', model_source: 'upstream /v1/models', error: null });
+      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'ok', model: 'strata-verse', modelSource: 'upstream /v1/models', error: null });
       const expand = await post(service.url, '/api/search/expand', { query: 'red', n: 2 });
       expect(expand.status, JSON.stringify(expand.body)).to.equal(200);
       expect(expand.body.expanded_queries[0]).to.equal('red');

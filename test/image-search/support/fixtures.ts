@@ -128,8 +128,8 @@ export async function startTestImageSearch(name: string, options: StartImageSear
 /** Resolves once the index holds at least `count` vectors (a start-up scan runs in the background). */
 export async function waitForVectors(url: string, count: number): Promise<void> {
   for (;;) {
-    const status = (await (await fetch(`${url}/api/index/status`)).json()) as { total_vectors: number };
-    if (status.total_vectors >= count) return;
+    const status = (await (await fetch(`${url}/api/index/status`)).json()) as { totalVectors: number };
+    if (status.totalVectors >= count) return;
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -26,10 +26,10 @@ export const TOOLS: ChatCompletionFunctionTool[] = [
       parameters: {
         type: 'object',
         properties: {
-          image_id: { type: 'integer', description: 'id of an indexed image' },
+          imageId: { type: 'integer', description: 'id of an indexed image' },
           topk: { type: 'integer', description: 'how many results (default 20)', minimum: 1 },
         },
-        required: ['image_id'],
+        required: ['imageId'],
       },
     },
   },
@@ -48,8 +48,8 @@ export const TOOLS: ChatCompletionFunctionTool[] = [
       description: 'Add images to the index by path relative to the image directory; they are searchable at once.',
       parameters: {
         type: 'object',
-        properties: { image_paths: { type: 'array', items: { type: 'string' }, description: 'image paths' } },
-        required: ['image_paths'],
+        properties: { imagePaths: { type: 'array', items: { type: 'string' }, description: 'image paths' } },
+        required: ['imagePaths'],
       },
     },
   },
@@ -83,14 +83,14 @@ export async function callTool(service: SearchService, name: string, args: unkno
       return { query: a.query, results };
     }
     case 'search_by_image_id': {
-      if (!Number.isInteger(a.image_id)) throw new InputError('search_by_image_id needs an integer "image_id"');
-      const results = await service.searchSimilar(a.image_id as number, service.topk(a.topk));
-      return { image_id: a.image_id, results };
+      if (!Number.isInteger(a.imageId)) throw new InputError('search_by_image_id needs an integer "imageId"');
+      const results = await service.searchSimilar(a.imageId as number, service.topk(a.topk));
+      return { imageId: a.imageId, results };
     }
     case 'get_index_status':
       return service.index.status();
     case 'add_images':
-      return service.addPaths(a.image_paths);
+      return service.addPaths(a.imagePaths, 'imagePaths');
     default:
       throw new UnknownToolError(name);
   }
