@@ -2,10 +2,9 @@ import { expect } from 'chai';
 import http from 'node:http';
 import { existsSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { pino } from 'pino';
 import { startImageSearch, type StartImageSearchOptions } from '../../images/image-search/src/app.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
-import { AUTH_HEADER, colourImage, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
+import { AUTH_HEADER, colourImage, makeImageDir, makeTestModel, tempDir, testServiceOptions } from './support/fixtures.js';
 
 interface Result {
   id: number;
@@ -76,19 +75,11 @@ describe('image-search: HTTP API', function () {
   let indexDir: string;
   let service: RunningService;
   let base: string;
-  const options = (): StartImageSearchOptions => ({
-    env: {},
-    PORT: 0,
-    host: '127.0.0.1',
-    IMAGE_SEARCH_MODEL_DIR: modelDir,
-    IMAGE_FILE_DIR: images.dir,
-    IMAGE_SEARCH_INDEX_DIR: indexDir,
-    IMAGE_SEARCH_BUFFER_THRESHOLD: 5,
-    IMAGE_SEARCH_MAX_UPLOAD_BYTES: 300_000,
-    IMAGE_SEARCH_API_KEY: TEST_API_KEY,
-    STRATA_JWT_SECRET: JWT_SECRET,
-    logger: pino({ level: 'silent' }),
-  });
+  const options = (): StartImageSearchOptions =>
+    testServiceOptions(
+      { modelDir, images, indexDir },
+      { IMAGE_SEARCH_BUFFER_THRESHOLD: 5, IMAGE_SEARCH_MAX_UPLOAD_BYTES: 300_000, STRATA_JWT_SECRET: JWT_SECRET },
+    );
 
   before(async () => {
     modelDir = makeTestModel();

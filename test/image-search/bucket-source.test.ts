@@ -32,7 +32,6 @@ function search(service: RunningService, query: string, topk: number) {
 describe('image-search: images from a bucket prefix of an S3 object store (IMAGE_SEARCH_SOURCE_S3_URL)', function () {
   this.timeout(120_000);
   let s3: TestS3;
-  let endpoint: string;
   let service: RunningService;
   const dirs: string[] = [];
   const put = (key: string, body: Buffer | string) => s3.put('photos', key, body);
@@ -53,7 +52,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       IMAGE_SEARCH_INDEX_DIR: indexDir,
       IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams',
       IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
-      IMAGE_SEARCH_S3_ENDPOINT: endpoint,
+      IMAGE_SEARCH_S3_ENDPOINT: s3.endpoint,
       IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
       IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
       ...env,
@@ -63,7 +62,6 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
 
   before(async () => {
     s3 = await startS3rver(['photos']);
-    endpoint = s3.endpoint;
     let seed = 1;
     for (const colour of ['red', 'blue'] as const) {
       for (let i = 0; i < 2; i++) await put(`cams/${colour}/${i}.png`, await colourImage(PALETTE[colour], seed++));

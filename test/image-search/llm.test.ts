@@ -20,13 +20,11 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
   this.timeout(120_000);
   let llm: FakeLlm;
   let fixture: TestImageSearch;
-  let service: RunningService;
 
   before(async () => {
     llm = await startFakeLlm('test-key');
     fixture = await startTestImageSearch('image-search-llm', { LLM_BASE_URL: llm.url, LLM_API_KEY: 'test-key', LLM_MODEL: 'strata-test-model' });
-    service = fixture.service;
-    const added = await post(service.url, '/api/index/add', { image_paths: Object.values(fixture.images.colourFiles).flat() });
+    const added = await post(fixture.service.url, '/api/index/add', { image_paths: Object.values(fixture.images.colourFiles).flat() });
     expect(added.body.added).to.have.length(12);
   });
   after(async () => {
@@ -35,13 +33,13 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
   });
 
   it('reports the LLM as enabled in /api/status', async () => {
-    const status = (await (await fetch(service.url + '/api/status')).json()) as { llm: Record<string, unknown>; features: Record<string, boolean> };
+    const status = (await (await fetch(fixture.service.url + '/api/status')).json()) as { llm: Record<string, unknown>; features: Record<string, boolean> };
     expect(status.llm).to.deep.include({ enabled: true, model: 'strata-test-model' });
     expect(status.features).to.deep.include({ queryExpansion: true, chat: true, ragQa: true });
   });
 
   it('POST /api/search/rag expands the query, merges de-duplicated results by distance and explains them', async () => {
-    const { status, body } = await post(service.url, '/api/search/rag', { query: 'red', topk: 5, use_expansion: true });
+    const { status, body } = await post(fixture.service.url, '/api/search/rag', { query: 'red', topk: 5, use_expansion: true });
     expect(status).to.equal(200);
     expect(body.original_query).to.equal('red');
     expect(body.expanded_queries).to.deep.equal(['red', 'crimson things', 'scarlet objects', 'red pictures']);
@@ -54,16 +52,16 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
     const request = llm.requests.at(-1)!;
     expect(request.authorization).to.equal('Bearer test-key');
     expect(request.body.model).to.equal('strata-test-model');
-    const plain = await post(service.url, '/api/search/rag', { query: 'red', topk: 3, use_expansion: false });
+    const plain = await post(fixture.service.url, '/api/search/rag', { query: 'red', topk: 3, use_expansion: false });
     expect(plain.body.expanded_queries).to.deep.equal(['red']);
   });
 
   it('POST /api/search/expand and /api/rag/qa', async () => {
-    const expand = await post(service.url, '/api/search/expand', { query: 'red', n: 2 });
+    const expand = await post(fixture.service.url, '/api/search/expand', { query: 'red', n: 2 });
     expect(expand.status).to.equal(200);
     expect(expand.body.expanded_queries).to.deep.equal(['red', 'crimson things', 'scarlet objects']);
-    expect((await post(service.url, '/api/search/expand', { query: '' })).status).to.equal(400);
-    const qa = await post(service.url, '/api/rag/qa', { question: 'which images are red?', topk: 3 });
+    expect((await post(fixture.service.url, '/api/search/expand', { query: '' })).status).to.equal(400);
+    const qa = await post(fixture.service.url, '/api/rag/qa', { question: 'which images are red?', topk: 3 });
     expect(qa.status).to.equal(200);
     expect(qa.body.answer).to.equal('The red images are ids listed above.');
     expect(qa.body.results).to.have.length(3);
@@ -72,7 +70,7 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
   });
 
   it('POST /api/chat runs the tool-call loop and continues a multi-turn conversation', async () => {
-    const first = await post(service.url, '/api/chat', { messages: [{ role: 'user', content: 'find blue' }] });
+    const first = await post(fixture.service.url, '/api/chat', { messages: [{ role: 'user', content: 'find blue' }] });
     expect(first.status).to.equal(200);
     expect(first.body.toolCalls).to.have.length(1);
     expect(first.body.toolCalls[0]).to.deep.include({ tool: 'search_by_text', arguments: { query: 'blue', topk: 3 } });
@@ -86,7 +84,7 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
       ...first.body.messages.filter((m: { role: string; content?: string }) => m.role === 'user' || (m.role === 'assistant' && m.content)),
       { role: 'user', content: 'and the index status?' },
     ];
-    const second = await post(service.url, '/api/chat', { messages: history });
+    const second = await post(fixture.service.url, '/api/chat', { messages: history });
     expect(second.status).to.equal(200);
     expect(second.body.toolCalls[0].tool).to.equal('get_index_status');
     expect(second.body.reply).to.equal('The index holds 12 vectors.');
@@ -96,14 +94,14 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
 
   it('bounds the tool-call rounds and reports LLM failures as 502', async () => {
     // A model that keeps calling tools gets 4 rounds; then tools are withdrawn and it must answer.
-    const loop = await post(service.url, '/api/chat', { message: 'loop forever' });
+    const loop = await post(fixture.service.url, '/api/chat', { message: 'loop forever' });
     expect(loop.status).to.equal(200);
     expect(loop.body.toolCalls).to.have.length(4);
     expect(loop.body.reply).to.equal('ok');
     expect(llm.requests.at(-1)!.body.tools).to.equal(undefined);
-    expect((await post(service.url, '/api/chat', { messages: [{ role: 'robot', content: 'x' }] })).status).to.equal(400);
+    expect((await post(fixture.service.url, '/api/chat', { messages: [{ role: 'robot', content: 'x' }] })).status).to.equal(400);
     llm.failNext = 2; // the client retries once
-    const failed = await post(service.url, '/api/search/expand', { query: 'red' });
+    const failed = await post(fixture.service.url, '/api/search/expand', { query: 'red' });
     expect(failed.status).to.equal(502);
     expect(failed.body.message).to.match(/LLM request failed/);
   });

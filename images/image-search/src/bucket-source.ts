@@ -61,12 +61,11 @@ interface ListedObject {
   etag: string;
 }
 
-/** What the record keeps per mirrored path: the object's ETag and size, and why it is not indexed. */
-interface MirrorEntry {
-  key: string;
-  /** ETag of the mirrored content; '' while a download is pending (fetched again at the next round). */
-  etag: string;
-  size: number;
+/**
+ * What the record keeps per mirrored path: the object as listed, and why it is not indexed. Its ETag
+ * is '' while a download is pending (fetched again at the next round).
+ */
+interface MirrorEntry extends ListedObject {
   skipped?: string;
 }
 
