@@ -16,7 +16,7 @@ export class HttpIndexWorkerClient implements IndexWorkerClient {
   async status(workerUrl: string): Promise<IndexWorkerStatus> {
     const res = await fetch(`${workerUrl}/api/index/status`, { signal: AbortSignal.timeout(10_000) });
     if (!res.ok) throw new Error(`index worker answered ${res.status}`);
-    const body = (await res.json()) as { total_vectors?: number; buffer?: { vectors?: number }; job?: { state?: string } | null };
-    return { vectors: body.total_vectors ?? 0, bufferSize: body.buffer?.vectors ?? 0, busy: body.job?.state === 'running' };
+    const body = (await res.json()) as { totalVectors?: number; buffer?: { vectors?: number }; job?: { state?: string } | null };
+    return { vectors: body.totalVectors ?? 0, bufferSize: body.buffer?.vectors ?? 0, busy: body.job?.state === 'running' };
   }
 }

@@ -171,11 +171,11 @@ const unsigned = part({ alg: 'HS256', typ: 'JWT' }) + '.' + part({ sub: 'strata-
 const headers = secret ? { authorization: 'Bearer ' + unsigned + '.' + createHmac('sha256', secret).update(unsigned).digest('base64url') } : {};
 const start = await fetch(base + '/api/index/' + op, { method: 'POST', headers });
 if (!start.ok) { console.error(op, 'refused:', start.status, await start.text()); process.exit(1); }
-const started = (await start.json()).job?.started_at;
+const started = (await start.json()).job?.startedAt;
 for (;;) {
   await sleep(pollMs);
   const job = (await (await fetch(base + '/api/index/status')).json()).job;
-  if (!job || job.op !== op || job.started_at !== started) continue;
+  if (!job || job.op !== op || job.startedAt !== started) continue;
   console.log(op, job.state, job.phase ?? '', job.progress ?? '');
   if (job.state === 'done') process.exit(0);
   if (job.state === 'failed') { console.error(job.error); process.exit(1); }

@@ -139,7 +139,7 @@ describe('ImageIndex reconciler', () => {
     const server = http.createServer((req, res) => {
       res.writeHead(req.url === '/api/index/status' ? 200 : 404, { 'content-type': 'application/json' });
       res.end(
-        JSON.stringify({ index_string: 'IVF4096,PQ32x8', total_vectors: 4200, buffer: { vectors: 77, threshold: 1000, merge_suggested: false }, job: null }),
+        JSON.stringify({ indexString: 'IVF4096,PQ32x8', totalVectors: 4200, buffer: { vectors: 77, threshold: 1000, mergeSuggested: false }, job: null }),
       );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

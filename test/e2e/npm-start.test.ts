@@ -224,12 +224,12 @@ describe('e2e: npm start on a machine without FAISS (first run)', function () {
     expect(stderr).to.contain('exact in-process index (for FAISS: apt-get install libfaiss-dev libopenblas-dev');
     const status = (await (await fetch(`${imageSearch}/api/status`)).json()) as {
       ready: boolean;
-      index: { total_vectors: number; engine: { kind: string; note: string } };
+      index: { totalVectors: number; engine: { kind: string; note: string } };
     };
     expect(status.ready).to.equal(true);
     expect(status.index.engine.kind).to.equal('exact');
     expect(status.index.engine.note).to.contain('apt-get install libfaiss-dev libopenblas-dev');
-    expect(status.index.total_vectors).to.equal(8);
+    expect(status.index.totalVectors).to.equal(8);
 
     // The banner's commands, run as printed: the aws CLI upload and listing, then the search.
     const commands = stderr

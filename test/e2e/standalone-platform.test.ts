@@ -116,8 +116,8 @@ describe('e2e: the standalone platform runs every service', function () {
     expect(results).to.have.length(3);
     expect(results.map((r) => r.path)).to.have.members(colourFiles.red!);
     const status = await call(`${platform.urls['image-search']}/api/index/status`);
-    expect(status.json).to.deep.include({ total_vectors: all.length });
-    expect(status.json.index_string).to.equal('IVF4096,PQ32x8');
+    expect(status.json).to.deep.include({ totalVectors: all.length });
+    expect(status.json.indexString).to.equal('IVF4096,PQ32x8');
     expect(existsSync(path.join(dataDir, 'image-search', 'index'))).to.equal(true);
   });
 

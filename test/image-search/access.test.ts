@@ -66,7 +66,7 @@ describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY o
           ['/api/index/remove', { image_ids: [0] }],
           ['/api/index/merge', {}],
           ['/api/index/rebuild', {}],
-          ['/api/tools/call', { tool: 'add_images', arguments: { image_paths: [red] } }],
+          ['/api/tools/call', { tool: 'add_images', arguments: { imagePaths: [red] } }],
         ] as const) {
           const refused = await post(base, route, payload, headers);
           expect(refused.status, `${route} with ${what}`).to.equal(401);
@@ -77,8 +77,8 @@ describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY o
       expect((await post(base, '/api/index/add', { image_paths: [red] }, { authorization: `Bearer ${gatewayToken(JWT_SECRET, -10)}` })).body.message).to.match(
         /expired/,
       );
-      const status = (await (await fetch(`${base}/api/index/status`)).json()) as { total_vectors: number; job: unknown };
-      expect(status).to.deep.include({ total_vectors: 0, job: null });
+      const status = (await (await fetch(`${base}/api/index/status`)).json()) as { totalVectors: number; job: unknown };
+      expect(status).to.deep.include({ totalVectors: 0, job: null });
 
       // The key (as a bearer token or X-API-Key) and a gateway token both may.
       expect((await post(base, '/api/index/add', { image_paths: [red] }, { authorization: `Bearer ${TEST_API_KEY}` })).status).to.equal(200);
@@ -86,7 +86,7 @@ describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY o
       const byUser = await post(
         base,
         '/api/tools/call',
-        { tool: 'add_images', arguments: { image_paths: [images.colourFiles.blue[0]] } },
+        { tool: 'add_images', arguments: { imagePaths: [images.colourFiles.blue[0]] } },
         { authorization: `Bearer ${gatewayToken(JWT_SECRET, 60)}` },
       );
       expect(byUser.status).to.equal(200);
@@ -95,9 +95,9 @@ describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY o
       // Reads need nothing.
       expect((await post(base, '/search', { query: 'red', topk: 2 })).status).to.equal(200);
       expect((await post(base, '/api/tools/call', { tool: 'search_by_text', arguments: { query: 'red' } })).status).to.equal(200);
-      const described = (await (await fetch(`${base}/api/status`)).json()) as { auth: unknown; index: { total_vectors: number } };
+      const described = (await (await fetch(`${base}/api/status`)).json()) as { auth: unknown; index: { totalVectors: number } };
       expect(described.auth).to.deep.equal({ writes: 'token', accepts: ['IMAGE_SEARCH_API_KEY', 'gateway token (POST /login)'] });
-      expect(described.index.total_vectors).to.equal(3);
+      expect(described.index.totalVectors).to.equal(3);
     } finally {
       await service.stop();
     }

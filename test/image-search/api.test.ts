@@ -2,10 +2,9 @@ import { expect } from 'chai';
 import http from 'node:http';
 import { existsSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { pino } from 'pino';
 import { startImageSearch, type StartImageSearchOptions } from '../../images/image-search/src/app.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
-import { AUTH_HEADER, colourImage, makeImageDir, makeTestModel, tempDir, TEST_API_KEY } from './support/fixtures.js';
+import { AUTH_HEADER, colourImage, makeImageDir, makeTestModel, tempDir, testServiceOptions } from './support/fixtures.js';
 
 interface Result {
   id: number;
@@ -76,19 +75,11 @@ describe('image-search: HTTP API', function () {
   let indexDir: string;
   let service: RunningService;
   let base: string;
-  const options = (): StartImageSearchOptions => ({
-    env: {},
-    PORT: 0,
-    host: '127.0.0.1',
-    IMAGE_SEARCH_MODEL_DIR: modelDir,
-    IMAGE_FILE_DIR: images.dir,
-    IMAGE_SEARCH_INDEX_DIR: indexDir,
-    IMAGE_SEARCH_BUFFER_THRESHOLD: 5,
-    IMAGE_SEARCH_MAX_UPLOAD_BYTES: 300_000,
-    IMAGE_SEARCH_API_KEY: TEST_API_KEY,
-    STRATA_JWT_SECRET: JWT_SECRET,
-    logger: pino({ level: 'silent' }),
-  });
+  const options = (): StartImageSearchOptions =>
+    testServiceOptions(
+      { modelDir, images, indexDir },
+      { IMAGE_SEARCH_BUFFER_THRESHOLD: 5, IMAGE_SEARCH_MAX_UPLOAD_BYTES: 300_000, STRATA_JWT_SECRET: JWT_SECRET },
+    );
 
   before(async () => {
     modelDir = makeTestModel();
@@ -110,10 +101,10 @@ describe('image-search: HTTP API', function () {
     const status = await call(base, 'GET', '/api/status');
     expect(status.body.model.loaded).to.equal(true);
     // The test model is not CLIP, and the status says so.
-    expect(status.body.model).to.deep.include({ backbone: 'strata-test-clip', test_encoder: true });
+    expect(status.body.model).to.deep.include({ backbone: 'strata-test-clip', testEncoder: true });
     expect(status.body.model.note).to.match(/^test encoder, not CLIP/);
     expect(status.body.llm).to.deep.include({ enabled: false });
-    expect(status.body.features).to.deep.include({ text_search: true, query_expansion: false, chat: false });
+    expect(status.body.features).to.deep.include({ textSearch: true, queryExpansion: false, chat: false });
     expect((await call(base, 'GET', '/readyz')).status).to.equal(200);
   });
 
@@ -123,11 +114,11 @@ describe('image-search: HTTP API', function () {
     expect(added.status).to.equal(200);
     expect(added.body.added).to.have.length(all.length);
     expect(added.body.added[0]).to.include({ id: 0, path: all[0] });
-    expect(added.body.buffer.merge_suggested).to.equal(true);
+    expect(added.body.buffer.mergeSuggested).to.equal(true);
     const again = await call(base, 'POST', '/api/index/add', { image_paths: [all[0]] });
     expect(again.body.skipped[0]).to.include({ id: 0, reason: 'already indexed' });
 
-    const before = (await call(base, 'GET', '/api/index/status')).body.next_id;
+    const before = (await call(base, 'GET', '/api/index/status')).body.nextId;
     // A symlink inside the directory that points out of it counts as outside.
     const outside = tempDir('image-outside');
     writeFileSync(path.join(outside, 'secret.png'), await colourImage([1, 2, 3], 5));
@@ -147,7 +138,7 @@ describe('image-search: HTTP API', function () {
     expect(huge.status).to.equal(413);
     expect(huge.body.error).to.equal('payload_too_large');
     expect((await call(base, 'POST', '/api/index/add', { paths: [all[0]] })).status).to.equal(400);
-    expect((await call(base, 'GET', '/api/index/status')).body.next_id).to.equal(before);
+    expect((await call(base, 'GET', '/api/index/status')).body.nextId).to.equal(before);
   });
 
   it('POST /search finds images by text and by uploaded image, ordered by distance', async () => {
@@ -205,7 +196,7 @@ describe('image-search: HTTP API', function () {
     const [target] = (await call(base, 'POST', '/search', { query: 'red', topk: 1 })).body.results as Result[];
     const unknown = await call(base, 'POST', '/api/index/remove', { image_ids: [target.id, 9999] });
     expect(unknown.status).to.equal(404);
-    expect(unknown.body.unknown_ids).to.deep.equal([9999]);
+    expect(unknown.body.unknownIds).to.deep.equal([9999]);
     expect((await call(base, 'POST', '/api/index/remove', { image_ids: ['1'] })).status).to.equal(400);
     expect(((await call(base, 'POST', '/search', { query: 'red', topk: 1 })).body.results as Result[])[0].id).to.equal(target.id);
     const removed = await call(base, 'POST', '/api/index/remove', { image_ids: [target.id] });
@@ -236,7 +227,7 @@ describe('image-search: HTTP API', function () {
     status = await waitForJob(base);
     expect(status.job).to.include({ op: 'rebuild', state: 'done' });
     expect(status.deleted).to.equal(0);
-    expect(status.main.vectors).to.equal(status.total_vectors);
+    expect(status.main.vectors).to.equal(status.totalVectors);
   });
 
   it('GET /api/tools lists 4 function tools; POST /api/tools/call runs them', async () => {
@@ -253,23 +244,23 @@ describe('image-search: HTTP API', function () {
     expect(search.body.result.results).to.have.length(2);
     const similar = await call(base, 'POST', '/api/tools/call', {
       tool: 'search_by_image_id',
-      arguments: { image_id: search.body.result.results[0].id, topk: 2 },
+      arguments: { imageId: search.body.result.results[0].id, topk: 2 },
     });
     expect(similar.body.result.results.map((r: Result) => r.id)).to.not.include(search.body.result.results[0].id);
     const status = await call(base, 'POST', '/api/tools/call', { tool: 'get_index_status', arguments: {} });
-    expect(status.body.result).to.have.property('total_vectors');
+    expect(status.body.result).to.have.property('totalVectors');
     const tux = firstStamp(images.dir);
     if (tux) {
-      const add = await call(base, 'POST', '/api/tools/call', { tool: 'add_images', arguments: { image_paths: [tux] } });
+      const add = await call(base, 'POST', '/api/tools/call', { tool: 'add_images', arguments: { imagePaths: [tux] } });
       expect(add.body.result.added).to.have.length(1);
     }
     expect((await call(base, 'POST', '/api/tools/call', { tool: 'rm_rf', arguments: {} })).status).to.equal(404);
     expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_text', arguments: { topk: 2 } })).status).to.equal(400);
-    expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_image_id', arguments: { image_id: 424242 } })).status).to.equal(404);
+    expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_image_id', arguments: { imageId: 424242 } })).status).to.equal(404);
     expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_text', arguments: [1] })).status).to.equal(400);
     expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_text', arguments: { query: 'red', topk: 1000 } })).status).to.equal(400);
     expect((await call(base, 'POST', '/api/tools/call', { arguments: {} })).status).to.equal(400);
-    const outside = await call(base, 'POST', '/api/tools/call', { tool: 'add_images', arguments: { image_paths: ['../x.png'] } });
+    const outside = await call(base, 'POST', '/api/tools/call', { tool: 'add_images', arguments: { imagePaths: ['../x.png'] } });
     expect(outside.status).to.equal(400);
     expect(outside.body.message).to.match(/outside the image directory/);
   });
@@ -277,7 +268,7 @@ describe('image-search: HTTP API', function () {
   it('LLM endpoints report themselves disabled; RAG falls back to plain retrieval', async () => {
     const rag = await call(base, 'POST', '/api/search/rag', { query: 'red', topk: 2, use_expansion: true });
     expect(rag.status).to.equal(200);
-    expect(rag.body).to.include({ original_query: 'red', total_results: 2, llm_enabled: false });
+    expect(rag.body).to.include({ original_query: 'red', total_results: 2, llmEnabled: false });
     expect(rag.body.expanded_queries).to.deep.equal(['red']);
     expect(rag.body.ai_explanation).to.match(/disabled/);
     expect((await call(base, 'POST', '/api/search/rag', { query: 'red', topk: 0 })).status).to.equal(400);
@@ -296,6 +287,29 @@ describe('image-search: HTTP API', function () {
     }
   });
 
+  it("keeps the specification's field names and spells every field Strata adds in camelCase", async () => {
+    const rag = (await call(base, 'POST', '/api/search/rag', { query: 'red', topk: 2, use_expansion: false })).body;
+    expect(rag).to.have.all.keys('original_query', 'expanded_queries', 'results', 'ai_explanation', 'total_results', 'llmEnabled');
+    expect((await call(base, 'POST', '/search', { query: 'red', topk: 1 })).body).to.have.all.keys('query', 'topk', 'results', 'total_results');
+    const tools = (await call(base, 'GET', '/api/tools')).body;
+    expect(tools.writeTools).to.deep.equal(['add_images']);
+    const [byText, byId, , add] = tools.tools as Array<{ function: { parameters: { properties: object } } }>;
+    expect(byText.function.parameters.properties).to.have.all.keys('query', 'topk');
+    expect(byId.function.parameters.properties).to.have.all.keys('imageId', 'topk');
+    expect(add.function.parameters.properties).to.have.all.keys('imagePaths');
+    const bodies = [
+      rag,
+      tools,
+      (await call(base, 'POST', '/api/index/add', { image_paths: [images.colourFiles.red[0]] })).body,
+      (await call(base, 'POST', '/api/index/merge')).body,
+      await waitForJob(base),
+      (await call(base, 'GET', '/api/status')).body,
+      (await call(base, 'POST', '/api/index/remove', { image_ids: [424242] })).body,
+      (await call(base, 'POST', '/api/tools/call', { tool: 'get_index_status', arguments: {} })).body,
+    ];
+    for (const key of bodies.flatMap((b) => keysOf(b))) expect(SPEC_FIELDS.has(key) || /^[a-z][a-zA-Z0-9]*$/.test(key), key).to.equal(true);
+  });
+
   it('keeps its state across a restart', async () => {
     const before = await call(base, 'POST', '/search', { query: 'yellow', topk: 5 });
     const statusBefore = (await call(base, 'GET', '/api/index/status')).body;
@@ -303,7 +317,7 @@ describe('image-search: HTTP API', function () {
     service = await startImageSearch(options());
     base = service.url;
     const statusAfter = (await call(base, 'GET', '/api/index/status')).body;
-    expect(statusAfter.next_id).to.equal(statusBefore.next_id);
+    expect(statusAfter.nextId).to.equal(statusBefore.nextId);
     expect(statusAfter.main).to.deep.equal(statusBefore.main);
     expect((await call(base, 'POST', '/search', { query: 'yellow', topk: 5 })).body).to.deep.equal(before.body);
   });
@@ -328,6 +342,25 @@ describe('image-search: HTTP API', function () {
     }
   });
 });
+
+/** Fields the image retrieval specification names: they keep its snake_case spelling. */
+const SPEC_FIELDS = new Set([
+  'original_query',
+  'expanded_queries',
+  'ai_explanation',
+  'total_results',
+  'use_expansion',
+  'query_img',
+  'image_paths',
+  'image_ids',
+]);
+
+/** Every key of a JSON value, nested ones included. */
+function keysOf(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(keysOf);
+  if (!value || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, v]) => [key, ...keysOf(v)]);
+}
 
 function firstStamp(dir: string): string | undefined {
   const stamps = path.join(dir, 'tuxpaint');

@@ -52,12 +52,12 @@ describe('image-search: the index follows its bucket exactly (content changes, d
     const env = bucketSourceEnv(s3, 's3://photos/follow', { modelDir, imageDir, indexDir });
     let service: RunningService = await startImageSearch({ env, objectEvents: broker, host: '127.0.0.1', logger: pino({ level: 'silent' }) });
     const status = (): Promise<Json> => fetch(`${service.url}/api/status`).then((r) => r.json());
-    const firstSync = () => until(async () => ((s: Json) => (s.source.last_sync && !s.source.syncing ? s : undefined))(await status()));
+    const firstSync = () => until(async () => ((s: Json) => (s.source.lastSync && !s.source.syncing ? s : undefined))(await status()));
     /** An object event, then the round it triggers. */
     const syncAfterEvent = async (key: string) => {
-      const before = (await status()).source.last_sync?.finished_at;
+      const before = (await status()).source.lastSync?.finishedAt;
       await deliver!({ id: `e-${key}-${Date.now()}`, type: 'object.created', payload: { bucket: 'photos', key } });
-      return until(async () => ((s: Json) => (s.source.last_sync.finished_at !== before && !s.source.syncing ? s : undefined))(await status()));
+      return until(async () => ((s: Json) => (s.source.lastSync.finishedAt !== before && !s.source.syncing ? s : undefined))(await status()));
     };
     const search = async (query: string): Promise<Array<{ id: number; path: string }>> =>
       (
@@ -69,10 +69,10 @@ describe('image-search: the index follows its bucket exactly (content changes, d
     try {
       const first = await firstSync();
       expect(first.source.mirror).to.equal('s3/photos');
-      expect(first.source.last_sync).to.deep.include({ listed: 2, downloaded: 2, added: 1, replaced: 0 });
-      expect(first.source.last_sync.skipped).to.have.length(1);
-      expect(first.source.last_sync.skipped[0].key).to.equal('follow/broken.png');
-      expect(first.source.last_sync.skipped[0].reason).to.match(/not a decodable image/);
+      expect(first.source.lastSync).to.deep.include({ listed: 2, downloaded: 2, added: 1, replaced: 0 });
+      expect(first.source.lastSync.skipped).to.have.length(1);
+      expect(first.source.lastSync.skipped[0].key).to.equal('follow/broken.png');
+      expect(first.source.lastSync.skipped[0].reason).to.match(/not a decodable image/);
       expect(readFileSync(path.join(imageDir, mirrored)).equals(red)).to.equal(true);
       expect(readFileSync(path.join(imageDir, 'a.png')).equals(local)).to.equal(true);
       const [redHit] = (await search('red')).filter((r) => r.path === mirrored);
@@ -81,8 +81,8 @@ describe('image-search: the index follows its bucket exactly (content changes, d
       // Overwritten with content of the same size: fetched again, new vector in, old vector out.
       await s3.put('photos', 'follow/a.png', blue);
       const overwritten = await syncAfterEvent('follow/a.png');
-      expect(overwritten.source.last_sync).to.deep.include({ downloaded: 1, encoded: 1, added: 0, replaced: 1, removed: 0 });
-      expect(overwritten.index.total_vectors).to.equal(1);
+      expect(overwritten.source.lastSync).to.deep.include({ downloaded: 1, encoded: 1, added: 0, replaced: 1, removed: 0 });
+      expect(overwritten.index.totalVectors).to.equal(1);
       const blueResults = await search('blue');
       expect(blueResults.filter((r) => r.path === mirrored)).to.have.length(1);
       expect(blueResults[0].path).to.equal(mirrored);
@@ -90,22 +90,22 @@ describe('image-search: the index follows its bucket exactly (content changes, d
       const old = await fetch(`${service.url}/api/tools/call`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ tool: 'search_by_image_id', arguments: { image_id: redHit.id } }),
+        body: JSON.stringify({ tool: 'search_by_image_id', arguments: { imageId: redHit.id } }),
       });
       expect(old.status).to.equal(404);
 
       // Nothing changed: nothing fetched, nothing encoded; the undecodable object stays skipped, untouched.
       const quiet = await syncAfterEvent('follow/broken.png');
-      expect(quiet.source.last_sync).to.deep.include({ downloaded: 0, encoded: 0, added: 0, replaced: 0 });
-      expect(quiet.source.last_sync.skipped.map((s: { key: string }) => s.key)).to.deep.equal(['follow/broken.png']);
+      expect(quiet.source.lastSync).to.deep.include({ downloaded: 0, encoded: 0, added: 0, replaced: 0 });
+      expect(quiet.source.lastSync.skipped.map((s: { key: string }) => s.key)).to.deep.equal(['follow/broken.png']);
 
       // Overwritten while the service is down: the recorded ETag tells at the first round.
       await service.stop();
       await s3.put('photos', 'follow/a.png', red);
       service = await startImageSearch({ env, objectEvents: broker, host: '127.0.0.1', logger: pino({ level: 'silent' }) });
       const restarted = await firstSync();
-      expect(restarted.source.last_sync).to.deep.include({ downloaded: 1, encoded: 1, replaced: 1, added: 0 });
-      expect(restarted.source.last_sync.skipped.map((s: { key: string }) => s.key)).to.deep.equal(['follow/broken.png']);
+      expect(restarted.source.lastSync).to.deep.include({ downloaded: 1, encoded: 1, replaced: 1, added: 0 });
+      expect(restarted.source.lastSync.skipped.map((s: { key: string }) => s.key)).to.deep.equal(['follow/broken.png']);
       const redAgain = (await search('red')).filter((r) => r.path === mirrored);
       expect(redAgain).to.have.length(1);
       expect(redAgain[0].id).to.not.equal(redHit.id);
@@ -114,15 +114,15 @@ describe('image-search: the index follows its bucket exactly (content changes, d
       // The undecodable object is looked at again once it changes.
       await s3.put('photos', 'follow/broken.png', await samesizeImage('yellow', 4));
       const fixed = await syncAfterEvent('follow/broken.png');
-      expect(fixed.source.last_sync).to.deep.include({ downloaded: 1, added: 1 });
-      expect(fixed.source.last_sync.skipped).to.deep.equal([]);
+      expect(fixed.source.lastSync).to.deep.include({ downloaded: 1, added: 1 });
+      expect(fixed.source.lastSync.skipped).to.deep.equal([]);
       expect((await search('yellow'))[0].path).to.equal('s3/photos/follow/broken.png');
 
       // A delete removes the vector and the mirrored file, and nothing else.
       await s3.remove('photos', 'follow/a.png');
       const deleted = await syncAfterEvent('follow/a.png');
-      expect(deleted.source.last_sync).to.deep.include({ removed: 1 });
-      expect(deleted.index.total_vectors).to.equal(1);
+      expect(deleted.source.lastSync).to.deep.include({ removed: 1 });
+      expect(deleted.index.totalVectors).to.equal(1);
       expect((await search('red')).map((r) => r.path)).to.not.include(mirrored);
       expect(existsSync(path.join(imageDir, mirrored))).to.equal(false);
       expect(readFileSync(path.join(imageDir, 'a.png')).equals(local)).to.equal(true);
@@ -138,17 +138,17 @@ describe('image-search: the index follows its bucket exactly (content changes, d
     const env = bucketSourceEnv(s3, 's3://photos/lost', { modelDir, imageDir, indexDir });
     const start = () => startImageSearch({ env, host: '127.0.0.1', logger: pino({ level: 'silent' }) });
     const synced = async (service: RunningService): Promise<Json> =>
-      until(async () => ((s: Json) => (s.source.last_sync && !s.source.syncing ? s : undefined))(await (await fetch(`${service.url}/api/status`)).json()));
+      until(async () => ((s: Json) => (s.source.lastSync && !s.source.syncing ? s : undefined))(await (await fetch(`${service.url}/api/status`)).json()));
     let service = await start();
-    expect((await synced(service)).source.last_sync).to.deep.include({ downloaded: 1, added: 1 });
+    expect((await synced(service)).source.lastSync).to.deep.include({ downloaded: 1, added: 1 });
     await service.stop();
     rmSync(indexDir, { recursive: true, force: true });
     mkdirSync(indexDir);
     service = await start();
     try {
       const again = await synced(service);
-      expect(again.source.last_sync).to.deep.include({ downloaded: 0, encoded: 1, added: 1 });
-      expect(again.index.total_vectors).to.equal(1);
+      expect(again.source.lastSync).to.deep.include({ downloaded: 0, encoded: 1, added: 1 });
+      expect(again.index.totalVectors).to.equal(1);
     } finally {
       await service.stop();
     }

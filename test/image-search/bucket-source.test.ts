@@ -32,7 +32,6 @@ function search(service: RunningService, query: string, topk: number) {
 describe('image-search: images from a bucket prefix of an S3 object store (IMAGE_SEARCH_SOURCE_S3_URL)', function () {
   this.timeout(120_000);
   let s3: TestS3;
-  let endpoint: string;
   let service: RunningService;
   const dirs: string[] = [];
   const put = (key: string, body: Buffer | string) => s3.put('photos', key, body);
@@ -53,7 +52,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       IMAGE_SEARCH_INDEX_DIR: indexDir,
       IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/cams',
       IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '0',
-      IMAGE_SEARCH_S3_ENDPOINT: endpoint,
+      IMAGE_SEARCH_S3_ENDPOINT: s3.endpoint,
       IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
       IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
       ...env,
@@ -63,7 +62,6 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
 
   before(async () => {
     s3 = await startS3rver(['photos']);
-    endpoint = s3.endpoint;
     let seed = 1;
     for (const colour of ['red', 'blue'] as const) {
       for (let i = 0; i < 2; i++) await put(`cams/${colour}/${i}.png`, await colourImage(PALETTE[colour], seed++));
@@ -81,10 +79,10 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
   it('mirrors and indexes the prefix at start, then picks up objects created later', async () => {
     const { imageDir, start } = mirror('sync', { IMAGE_SEARCH_SOURCE_SYNC_SECONDS: '1' });
     service = await start();
-    const status = await statusWhen(service, (s) => s.source.last_sync);
-    expect(status.source).to.deep.include({ kind: 'bucket', url: 's3://photos/cams', last_error: null });
-    expect(status.source.last_sync).to.include({ listed: 6, downloaded: 5, added: 4 });
-    expect(status.index.total_vectors).to.equal(4);
+    const status = await statusWhen(service, (s) => s.source.lastSync);
+    expect(status.source).to.deep.include({ kind: 'bucket', url: 's3://photos/cams', lastError: null });
+    expect(status.source.lastSync).to.include({ listed: 6, downloaded: 5, added: 4 });
+    expect(status.index.totalVectors).to.equal(4);
     expect(existsSync(path.join(imageDir, 's3/photos/cams/red/0.png'))).to.equal(true);
     expect(existsSync(path.join(imageDir, 'notes.txt'))).to.equal(false);
     expect(existsSync(path.join(imageDir, 'green.png'))).to.equal(false);
@@ -102,7 +100,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
     });
     expect(found.url).to.equal('/images/s3/photos/cams/yellow/new.png');
     const index = await json(`${service.url}/api/index/status`);
-    expect(index.total_vectors).to.equal(5);
+    expect(index.totalVectors).to.equal(5);
   });
 
   it('indexes an object at once when its object-created event arrives (in-process broker contract)', async () => {
@@ -117,17 +115,17 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
     // No polling: only the sync at start and events.
     const events = await mirror('events', {}, broker).start();
     try {
-      const first = await statusWhen(events, (s) => s.source.last_sync);
-      expect(first.source).to.include({ events: 'subscribed', events_received: 0 });
-      const before = first.index.total_vectors;
+      const first = await statusWhen(events, (s) => s.source.lastSync);
+      expect(first.source).to.include({ events: 'subscribed', eventsReceived: 0 });
+      const before = first.index.totalVectors;
       await put('cams/green/late.png', await colourImage(PALETTE.green, 88));
       // Events about other buckets, other prefixes or other types are acknowledged and ignored.
       await deliver!({ id: 'e1', type: 'object.created', payload: { bucket: 'elsewhere', key: 'cams/green/late.png' } });
       await deliver!({ id: 'e2', type: 'object.created', payload: { bucket: 'photos', key: 'other/late.png' } });
       await deliver!({ id: 'e3', type: 'object.deleted', payload: { bucket: 'photos', key: 'cams/red/0.png' } });
       await deliver!({ id: 'e4', type: 'object.created', payload: { bucket: 'photos', key: 'cams/green/late.png' } });
-      const after = await statusWhen(events, (s) => s.index.total_vectors === before + 1 && !s.source.syncing);
-      expect(after.source.events_received).to.equal(1);
+      const after = await statusWhen(events, (s) => s.index.totalVectors === before + 1 && !s.source.syncing);
+      expect(after.source.eventsReceived).to.equal(1);
       const greens = await search(events, 'green', 1);
       expect(greens.results[0].path).to.equal('s3/photos/cams/green/late.png');
     } finally {
@@ -147,10 +145,10 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
     };
     const { imageDir, start } = mirror('gone', { IMAGE_SEARCH_SOURCE_S3_URL: 's3://photos/gone', IMAGE_SEARCH_API_KEY: TEST_API_KEY }, broker);
     let running = await start();
-    const synced = (predicate: (s: { index: { total_vectors: number }; source: { syncing: boolean; last_sync: { removed: number } | null } }) => boolean) =>
-      statusWhen(running, (s) => s.source.last_sync && !s.source.syncing && predicate(s));
+    const synced = (predicate: (s: { index: { totalVectors: number }; source: { syncing: boolean; lastSync: { removed: number } | null } }) => boolean) =>
+      statusWhen(running, (s) => s.source.lastSync && !s.source.syncing && predicate(s));
     try {
-      await synced((s) => s.index.total_vectors === 2);
+      await synced((s) => s.index.totalVectors === 2);
       // An image that did not come from the bucket: added by path, it must survive every sync.
       mkdirSync(path.join(imageDir, 'local'), { recursive: true });
       writeFileSync(path.join(imageDir, 'local', 'own.png'), await colourImage(PALETTE.red, 203));
@@ -163,8 +161,8 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
 
       await s3.remove('photos', 'gone/red/a.png');
       await deliver!({ id: 'r1', type: 'object.recycled', payload: { bucket: 'photos', key: 'gone/red/a.png' } });
-      const after = await synced((s) => s.source.last_sync?.removed === 1);
-      expect(after.index.total_vectors).to.equal(2);
+      const after = await synced((s) => s.source.lastSync?.removed === 1);
+      expect(after.index.totalVectors).to.equal(2);
       expect(existsSync(path.join(imageDir, 's3/photos/gone/red/a.png'))).to.equal(false);
       expect(existsSync(path.join(imageDir, 'local', 'own.png'))).to.equal(true);
       const reds = await search(running, 'red', 5);
@@ -175,8 +173,8 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       await s3.remove('photos', 'gone/blue/b.png');
       running = await start();
       const restarted = await synced(() => true);
-      expect(restarted.source.last_sync.removed).to.equal(1);
-      expect(restarted.index.total_vectors).to.equal(1);
+      expect(restarted.source.lastSync.removed).to.equal(1);
+      expect(restarted.index.totalVectors).to.equal(1);
       expect(existsSync(path.join(imageDir, 's3/photos/gone/blue/b.png'))).to.equal(false);
       expect(existsSync(path.join(imageDir, 'local', 'own.png'))).to.equal(true);
     } finally {
@@ -202,8 +200,8 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       IMAGE_SEARCH_EVENTS_QUEUE: queue,
     }).start();
     try {
-      const first = await statusWhen(service, (s) => s.source.last_sync);
-      const before = first.index.total_vectors;
+      const first = await statusWhen(service, (s) => s.source.lastSync);
+      const before = first.index.totalVectors;
       await put('cams/purple/amqp.png', await colourImage([130, 50, 170], 99));
       channel.publish(exchange, 'object.created', Buffer.from('not json'));
       channel.publish(
@@ -219,8 +217,8 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
         ),
       );
       await channel.waitForConfirms();
-      const after = await statusWhen(service, (s) => s.index.total_vectors === before + 1);
-      expect(after.source.events_received).to.equal(1);
+      const after = await statusWhen(service, (s) => s.index.totalVectors === before + 1);
+      expect(after.source.eventsReceived).to.equal(1);
       // The queue is drained: the event was acknowledged, the malformed message dropped.
       const left = await until(async () => {
         const q = await channel.checkQueue(queue);
@@ -238,9 +236,9 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
   it('reports a sync that the object store refuses, and keeps serving', async () => {
     const refused = await mirror('bad', { IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'NOBODY' }).start();
     try {
-      const status = await statusWhen(refused, (s) => s.source.last_error);
-      expect(status.source.last_error).to.match(/answered 403 InvalidAccessKeyId/);
-      expect(status.index.total_vectors).to.equal(0);
+      const status = await statusWhen(refused, (s) => s.source.lastError);
+      expect(status.source.lastError).to.match(/answered 403 InvalidAccessKeyId/);
+      expect(status.index.totalVectors).to.equal(0);
       expect((await fetch(`${refused.url}/api/index/status`)).status).to.equal(200);
     } finally {
       await refused.stop();

@@ -158,8 +158,8 @@ describe('image-search: model files', function () {
     const clip = tempDir('clip-like');
     try {
       writeFileSync(path.join(clip, 'merges.txt'), '#version: 0.2\ni n\n');
-      expect(describeModel(test)).to.deep.include({ backbone: 'strata-test-clip', test_encoder: true });
-      expect(describeModel(clip)).to.deep.equal({ backbone: 'ViT-B/32', test_encoder: false });
+      expect(describeModel(test)).to.deep.include({ backbone: 'strata-test-clip', testEncoder: true });
+      expect(describeModel(clip)).to.deep.equal({ backbone: 'ViT-B/32', testEncoder: false });
     } finally {
       rmSync(test, { recursive: true, force: true });
       rmSync(clip, { recursive: true, force: true });

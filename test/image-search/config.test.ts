@@ -74,17 +74,17 @@ describe('image-search: configuration from the environment', function () {
     });
     try {
       const status = (await (await fetch(`${service.url}/api/status`)).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-      expect(status.image_dir).to.equal(path.resolve(images.dir));
-      expect(status.model).to.include({ loaded: true, dir: modelDir, execution_provider: 'cpu' });
-      expect(status.model.execution_provider_note).to.match(/CUDA execution provider unavailable/);
-      expect(status.defaults).to.include({ topk: 7, index_string: 'IVF4096,PQ32x8' });
+      expect(status.imageDir).to.equal(path.resolve(images.dir));
+      expect(status.model).to.include({ loaded: true, dir: modelDir, executionProvider: 'cpu' });
+      expect(status.model.executionProviderNote).to.match(/CUDA execution provider unavailable/);
+      expect(status.defaults).to.include({ topk: 7, indexString: 'IVF4096,PQ32x8' });
       const added = await fetch(`${service.url}/api/index/add`, {
         method: 'POST',
         headers: { ...AUTH_HEADER, 'content-type': 'application/json' },
         body: JSON.stringify({ image_paths: images.colourFiles.red }),
       });
-      const body = (await added.json()) as { buffer: { merge_suggested: boolean; threshold: number } };
-      expect(body.buffer).to.include({ threshold: 2, merge_suggested: true });
+      const body = (await added.json()) as { buffer: { mergeSuggested: boolean; threshold: number } };
+      expect(body.buffer).to.include({ threshold: 2, mergeSuggested: true });
       const search = (await (
         await fetch(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"red"}' })
       ).json()) as { topk: number; results: unknown[] };

@@ -54,6 +54,17 @@ describe('image-search: a real crash (SIGKILL) during add, merge or rebuild lose
 
   const sample = [0, 1, 6, 999, 2499, 2500, 2601, 2699];
 
+  /** The index as it opens after a crash: its main part, counts and buffer as given, every sampled id intact. */
+  async function expectRecovered(label: string, main: object, counts: object, bufferVectors: number) {
+    const index = await ImageIndex.open(options());
+    const status = index.status();
+    expect(status.main, label).to.deep.include(main);
+    expect(status, label).to.deep.include(counts);
+    expect(status.buffer.vectors, label).to.equal(bufferVectors);
+    await expectIntact(index, sample, [5, 2600]);
+    await index.close();
+  }
+
   it('before the new main index file is renamed into place, and before the manifest commits it', async () => {
     for (const [op, point] of [
       ['rebuild', 'main-rename'],
@@ -61,31 +72,19 @@ describe('image-search: a real crash (SIGKILL) during add, merge or rebuild lose
       ['rebuild', 'manifest-rename'],
     ]) {
       crash(dir, op, point);
-      const index = await ImageIndex.open(options());
-      const status = index.status();
-      expect(status.main, `${op} ${point}`).to.deep.include({ kind: 'ivf', generation: 1, vectors: 2500 });
-      expect(status).to.deep.include({ next_id: 2700, deleted: 2, total_vectors: 2698 });
-      expect(status.buffer.vectors).to.equal(199);
-      await expectIntact(index, sample, [5, 2600]);
-      await index.close();
+      await expectRecovered(`${op} ${point}`, { kind: 'ivf', generation: 1, vectors: 2500 }, { nextId: 2700, deleted: 2, totalVectors: 2698 }, 199);
     }
   });
 
   it('after the manifest commits, before the previous main index file is removed', async () => {
     crash(dir, 'rebuild', 'old-main-rm');
-    const index = await ImageIndex.open(options());
-    const status = index.status();
-    expect(status.main).to.deep.include({ kind: 'ivf', generation: 2, vectors: 2698 });
-    expect(status).to.deep.include({ next_id: 2700, deleted: 0, purged: 2, total_vectors: 2698 });
-    expect(status.buffer.vectors).to.equal(0);
-    await expectIntact(index, sample, [5, 2600]);
-    await index.close();
+    await expectRecovered('rebuild old-main-rm', { kind: 'ivf', generation: 2, vectors: 2698 }, { nextId: 2700, deleted: 0, purged: 2, totalVectors: 2698 }, 0);
   });
 
   it('during an add: vectors written, manifest not committed — the add never happened', async () => {
     crash(dir, 'add', 'manifest-rename');
     const index = await ImageIndex.open(options());
-    expect(index.status()).to.deep.include({ next_id: 2700, total_vectors: 2698 });
+    expect(index.status()).to.deep.include({ nextId: 2700, totalVectors: 2698 });
     expect(index.idOf('crash/0.jpg')).to.equal(undefined);
     const added = await index.add(data.slice(0, d), ['again/0.jpg']);
     expect(added.added[0].id).to.equal(2700);

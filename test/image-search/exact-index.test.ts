@@ -95,7 +95,7 @@ describe('image-search: exact in-process index (no FAISS)', function () {
     index = await ImageIndex.open(options);
     [hits] = await index.search(row(data, 500), 1);
     expect(hits[0]).to.deep.include({ id: 400, path: 'img/500.jpg' });
-    expect(index.status().total_vectors).to.equal(400);
+    expect(index.status().totalVectors).to.equal(400);
     await index.close();
   });
 

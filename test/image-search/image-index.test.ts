@@ -78,8 +78,8 @@ describe('image-search: double-buffered index', function () {
     // Enough vectors: status suggests a merge, and the merge trains the IVF-PQ index.
     await index.add(data.slice(100 * d, 3000 * d), names(100, 2900));
     status = index.status();
-    expect(status.buffer.merge_suggested).to.equal(true);
-    expect(status.training.enough_vectors).to.equal(true);
+    expect(status.buffer.mergeSuggested).to.equal(true);
+    expect(status.training.enoughVectors).to.equal(true);
     index.merge();
     // Search keeps answering while the new index is built on the side.
     let searchesDuringMerge = 0;
@@ -124,7 +124,7 @@ describe('image-search: double-buffered index', function () {
     const reloaded = index.status();
     expect(reloaded.main).to.deep.include({ kind: 'ivf', vectors: 3096 });
     expect(reloaded.buffer.vectors).to.equal(1);
-    expect(reloaded.next_id).to.equal(3101);
+    expect(reloaded.nextId).to.equal(3101);
     expect(await index.search(data.slice(0, 20 * d), 5)).to.deep.equal(before);
     expect(index.pathOf(3100)).to.equal('img/3500.jpg');
     expect(index.pathOf(10)).to.equal(undefined);
@@ -138,7 +138,7 @@ describe('image-search: double-buffered index', function () {
     writeFileSync(path.join(dir, 'main-99.faiss'), 'partial');
     writeFileSync(path.join(dir, 'manifest.json.tmp-1-2'), '{');
     let index = await ImageIndex.open(options());
-    expect(index.status()).to.deep.include({ next_id: 3101 });
+    expect(index.status()).to.deep.include({ nextId: 3101 });
     expect(statSync(path.join(dir, 'vectors.f32')).size).to.equal(3101 * d * 4);
     expect(existsSync(path.join(dir, 'main-99.faiss'))).to.equal(false);
     expect(existsSync(path.join(dir, 'manifest.json.tmp-1-2'))).to.equal(false);

@@ -20,13 +20,11 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
   this.timeout(120_000);
   let llm: FakeLlm;
   let fixture: TestImageSearch;
-  let service: RunningService;
 
   before(async () => {
     llm = await startFakeLlm('test-key');
     fixture = await startTestImageSearch('image-search-llm', { LLM_BASE_URL: llm.url, LLM_API_KEY: 'test-key', LLM_MODEL: 'strata-test-model' });
-    service = fixture.service;
-    const added = await post(service.url, '/api/index/add', { image_paths: Object.values(fixture.images.colourFiles).flat() });
+    const added = await post(fixture.service.url, '/api/index/add', { image_paths: Object.values(fixture.images.colourFiles).flat() });
     expect(added.body.added).to.have.length(12);
   });
   after(async () => {
@@ -35,13 +33,13 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
   });
 
   it('reports the LLM as enabled in /api/status', async () => {
-    const status = (await (await fetch(service.url + '/api/status')).json()) as { llm: Record<string, unknown>; features: Record<string, boolean> };
+    const status = (await (await fetch(fixture.service.url + '/api/status')).json()) as { llm: Record<string, unknown>; features: Record<string, boolean> };
     expect(status.llm).to.deep.include({ enabled: true, model: 'strata-test-model' });
-    expect(status.features).to.deep.include({ query_expansion: true, chat: true, rag_qa: true });
+    expect(status.features).to.deep.include({ queryExpansion: true, chat: true, ragQa: true });
   });
 
   it('POST /api/search/rag expands the query, merges de-duplicated results by distance and explains them', async () => {
-    const { status, body } = await post(service.url, '/api/search/rag', { query: 'red', topk: 5, use_expansion: true });
+    const { status, body } = await post(fixture.service.url, '/api/search/rag', { query: 'red', topk: 5, use_expansion: true });
     expect(status).to.equal(200);
     expect(body.original_query).to.equal('red');
     expect(body.expanded_queries).to.deep.equal(['red', 'crimson things', 'scarlet objects', 'red pictures']);
@@ -54,16 +52,16 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
     const request = llm.requests.at(-1)!;
     expect(request.authorization).to.equal('Bearer test-key');
     expect(request.body.model).to.equal('strata-test-model');
-    const plain = await post(service.url, '/api/search/rag', { query: 'red', topk: 3, use_expansion: false });
+    const plain = await post(fixture.service.url, '/api/search/rag', { query: 'red', topk: 3, use_expansion: false });
     expect(plain.body.expanded_queries).to.deep.equal(['red']);
   });
 
   it('POST /api/search/expand and /api/rag/qa', async () => {
-    const expand = await post(service.url, '/api/search/expand', { query: 'red', n: 2 });
+    const expand = await post(fixture.service.url, '/api/search/expand', { query: 'red', n: 2 });
     expect(expand.status).to.equal(200);
     expect(expand.body.expanded_queries).to.deep.equal(['red', 'crimson things', 'scarlet objects']);
-    expect((await post(service.url, '/api/search/expand', { query: '' })).status).to.equal(400);
-    const qa = await post(service.url, '/api/rag/qa', { question: 'which images are red?', topk: 3 });
+    expect((await post(fixture.service.url, '/api/search/expand', { query: '' })).status).to.equal(400);
+    const qa = await post(fixture.service.url, '/api/rag/qa', { question: 'which images are red?', topk: 3 });
     expect(qa.status).to.equal(200);
     expect(qa.body.answer).to.equal('The red images are ids listed above.');
     expect(qa.body.results).to.have.length(3);
@@ -72,11 +70,11 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
   });
 
   it('POST /api/chat runs the tool-call loop and continues a multi-turn conversation', async () => {
-    const first = await post(service.url, '/api/chat', { messages: [{ role: 'user', content: 'find blue' }] });
+    const first = await post(fixture.service.url, '/api/chat', { messages: [{ role: 'user', content: 'find blue' }] });
     expect(first.status).to.equal(200);
-    expect(first.body.tool_calls).to.have.length(1);
-    expect(first.body.tool_calls[0]).to.deep.include({ tool: 'search_by_text', arguments: { query: 'blue', topk: 3 } });
-    expect(first.body.tool_calls[0].result.results).to.have.length(3);
+    expect(first.body.toolCalls).to.have.length(1);
+    expect(first.body.toolCalls[0]).to.deep.include({ tool: 'search_by_text', arguments: { query: 'blue', topk: 3 } });
+    expect(first.body.toolCalls[0].result.results).to.have.length(3);
     expect(first.body.reply).to.equal('I found 3 images.');
     // The tools were offered in function-calling format.
     const offered = llm.requests.find((r) => r.body.tools)!.body.tools as Array<{ type: string; function: { name: string } }>;
@@ -86,9 +84,9 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
       ...first.body.messages.filter((m: { role: string; content?: string }) => m.role === 'user' || (m.role === 'assistant' && m.content)),
       { role: 'user', content: 'and the index status?' },
     ];
-    const second = await post(service.url, '/api/chat', { messages: history });
+    const second = await post(fixture.service.url, '/api/chat', { messages: history });
     expect(second.status).to.equal(200);
-    expect(second.body.tool_calls[0].tool).to.equal('get_index_status');
+    expect(second.body.toolCalls[0].tool).to.equal('get_index_status');
     expect(second.body.reply).to.equal('The index holds 12 vectors.');
     const sent = llm.requests.at(-1)!.body.messages;
     expect(sent.some((m) => m.content === 'I found 3 images.')).to.equal(true);
@@ -96,14 +94,14 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
 
   it('bounds the tool-call rounds and reports LLM failures as 502', async () => {
     // A model that keeps calling tools gets 4 rounds; then tools are withdrawn and it must answer.
-    const loop = await post(service.url, '/api/chat', { message: 'loop forever' });
+    const loop = await post(fixture.service.url, '/api/chat', { message: 'loop forever' });
     expect(loop.status).to.equal(200);
-    expect(loop.body.tool_calls).to.have.length(4);
+    expect(loop.body.toolCalls).to.have.length(4);
     expect(loop.body.reply).to.equal('ok');
     expect(llm.requests.at(-1)!.body.tools).to.equal(undefined);
-    expect((await post(service.url, '/api/chat', { messages: [{ role: 'robot', content: 'x' }] })).status).to.equal(400);
+    expect((await post(fixture.service.url, '/api/chat', { messages: [{ role: 'robot', content: 'x' }] })).status).to.equal(400);
     llm.failNext = 2; // the client retries once
-    const failed = await post(service.url, '/api/search/expand', { query: 'red' });
+    const failed = await post(fixture.service.url, '/api/search/expand', { query: 'red' });
     expect(failed.status).to.equal(502);
     expect(failed.body.message).to.match(/LLM request failed/);
   });
@@ -132,8 +130,8 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
     });
     // Scanned and checked: the status has the index and the LLM's first answer.
     for (;;) {
-      const status = (await (await fetch(`${service.url}/api/status`)).json()) as { index: { total_vectors: number }; llm: { state: string } };
-      if (status.index.total_vectors >= 12 && status.llm.state !== 'checking') break;
+      const status = (await (await fetch(`${service.url}/api/status`)).json()) as { index: { totalVectors: number }; llm: { state: string } };
+      if (status.index.totalVectors >= 12 && status.llm.state !== 'checking') break;
       await new Promise((r) => setTimeout(r, 50));
     }
     return service;
@@ -154,7 +152,7 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
   it('a model the upstream does not offer: 502 with its message (not its 404), RAG answers plain retrieval with a note, the status says error', async () => {
     const service = await start({ LLM_MODEL: 'gpt-4o-mini' });
     try {
-      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'error', model: 'gpt-4o-mini', model_source: 'LLM_MODEL' });
+      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'error', model: 'gpt-4o-mini', modelSource: 'LLM_MODEL' });
       expect((await llmStatus(service)).error).to.match(/does not offer LLM_MODEL=gpt-4o-mini \(it lists strata-verse, strata-tiny\)/);
       const expand = await post(service.url, '/api/search/expand', { query: 'red' });
       expect(expand.status).to.equal(502);
@@ -165,7 +163,7 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
 
       const rag = await post(service.url, '/api/search/rag', { query: 'red', topk: 3 });
       expect(rag.status).to.equal(200);
-      expect(rag.body).to.deep.include({ original_query: 'red', expanded_queries: ['red'], ai_explanation: null, total_results: 3, llm_enabled: true });
+      expect(rag.body).to.deep.include({ original_query: 'red', expanded_queries: ['red'], ai_explanation: null, total_results: 3, llmEnabled: true });
       expect(rag.body.results[0].path).to.match(/red/);
       expect(rag.body.note).to.match(/^The LLM failed \(the LLM answered 404: .*\): plain vector retrieval, no explanation\.$/);
     } finally {
@@ -176,7 +174,7 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
   it('LLM_MODEL unset: the first model the upstream lists; the status follows the LLM going down and coming back', async () => {
     const service = await start({});
     try {
-      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'ok', model: 'strata-verse', model_source: 'upstream /v1/models', error: null });
+      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'ok', model: 'strata-verse', modelSource: 'upstream /v1/models', error: null });
       const expand = await post(service.url, '/api/search/expand', { query: 'red', n: 2 });
       expect(expand.status).to.equal(200);
       expect(llm.requests.at(-1)!.body.model).to.equal('strata-verse');
@@ -204,7 +202,7 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
         .reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
     };
     try {
-      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'ok', model: 'strata-verse', model_source: 'upstream /v1/models', error: null });
+      expect(await llmStatus(service)).to.deep.include({ enabled: true, state: 'ok', model: 'strata-verse', modelSource: 'upstream /v1/models', error: null });
       const expand = await post(service.url, '/api/search/expand', { query: 'red', n: 2 });
       expect(expand.status, JSON.stringify(expand.body)).to.equal(200);
       expect(expand.body.expanded_queries[0]).to.equal('red');

@@ -59,7 +59,7 @@ describe('image-search: SearchService adds each image once', function () {
       [red, 'already indexed'],
     ]);
     expect(encoded).to.equal(2);
-    expect(index.status().total_vectors).to.equal(2);
+    expect(index.status().totalVectors).to.equal(2);
   });
 
   it('indexPaths encodes each path once and reports what does not decode', async () => {

@@ -3,26 +3,22 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { launchChromium } from '../support/chromium.js';
-import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
-import type { RunningService } from '../../images/service-kit/src/index.js';
 import { startFakeLlm } from './support/fake-llm.js';
-import { colourImage, startTestImageSearch, tempDir, TEST_API_KEY, type TestImageSearch, waitForVectors } from './support/fixtures.js';
+import { colourImage, startTestImageSearch, tempDir, TEST_API_KEY, testServiceOptions, type TestImageSearch, waitForVectors } from './support/fixtures.js';
 
 describe('image-search: web UI in Chromium', function () {
   this.timeout(120_000);
   let fixture: TestImageSearch;
-  let service: RunningService;
   let browser: BrowserContext;
   const dirs: string[] = [];
 
   before(async () => {
     fixture = await startTestImageSearch('image-search-ui', { IMAGE_SEARCH_BUFFER_THRESHOLD: 10, IMAGE_SEARCH_SCAN_ON_START: true });
-    service = fixture.service;
     const profile = tempDir('chromium-profile');
     dirs.push(profile);
     browser = await launchChromium(profile, { viewport: { width: 1280, height: 900 } });
-    await waitForVectors(service.url, 14);
+    await waitForVectors(fixture.service.url, 14);
   });
   after(async () => {
     await browser?.close();
@@ -31,6 +27,7 @@ describe('image-search: web UI in Chromium', function () {
   });
 
   it('searches by text and by image, shows distances and index status, and runs a merge', async () => {
+    const { service } = fixture;
     const page = await browser.newPage();
     const offline: string[] = [];
     page.on('request', (r) => {
@@ -98,19 +95,12 @@ describe('image-search: web UI in Chromium', function () {
     const llm = await startFakeLlm('ui-key');
     const indexDir = tempDir('image-search-ui-llm');
     dirs.push(indexDir);
-    const assisted = await startImageSearch({
-      env: {},
-      PORT: 0,
-      host: '127.0.0.1',
-      IMAGE_SEARCH_MODEL_DIR: fixture.modelDir,
-      IMAGE_FILE_DIR: fixture.images.dir,
-      IMAGE_SEARCH_INDEX_DIR: indexDir,
-      IMAGE_SEARCH_SCAN_ON_START: true,
-      LLM_BASE_URL: llm.url,
-      LLM_API_KEY: 'ui-key',
-      LLM_MODEL: 'strata-test-model',
-      logger: pino({ level: 'silent' }),
-    });
+    const assisted = await startImageSearch(
+      testServiceOptions(
+        { ...fixture, indexDir },
+        { IMAGE_SEARCH_SCAN_ON_START: true, LLM_BASE_URL: llm.url, LLM_API_KEY: 'ui-key', LLM_MODEL: 'strata-test-model' },
+      ),
+    );
     const page = await browser.newPage();
     try {
       await page.goto(assisted.url + '/');

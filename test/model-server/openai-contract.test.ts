@@ -223,7 +223,8 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
 
     it("advertises each model's context in /v1/models (max_model_len, as vLLM; prompt and output limits)", async () => {
       const res = await getJson(`${server.url}/v1/models/${MODEL}`);
-      expect(res.body).to.include({ id: MODEL, max_model_len: 128, max_prompt_tokens: 64, max_output_tokens: 64 });
+      expect(res.body).to.include({ id: MODEL, max_model_len: 128, maxPromptTokens: 64, maxOutputTokens: 64 });
+      expect(res.body).to.not.have.any.keys('max_prompt_tokens', 'max_output_tokens');
     });
   });
 });

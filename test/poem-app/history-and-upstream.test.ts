@@ -59,7 +59,7 @@ describe('poem-app: history delete, write access, upstream limits and refusals',
     expect(env.upstream.received[0]!.body.max_tokens).to.equal(256);
 
     const limited = await startFakeOpenAI();
-    limited.modelInfo = { max_model_len: 128, max_output_tokens: 64 };
+    limited.modelInfo = { max_model_len: 128, maxOutputTokens: 64 };
     const clamped = await startTestPoemApp(path.join(env.dir, 'clamped.db'), limited.baseUrl, { maxTokens: 256 });
     try {
       for (let i = 0; i < 2; i++) expect((await postJson(`${clamped.url}/api/generate-poem`, { type: 'haiku', theme: 'snow' })).status).to.equal(200);

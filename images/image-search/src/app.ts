@@ -59,7 +59,7 @@ async function loadModel(
     const encoder = await ClipEncoder.load(dir, { executionProvider: config.IMAGE_SEARCH_EXECUTION_PROVIDER });
     if (encoder.providerFallback) logger.warn(encoder.providerFallback);
     const description = describeModel(dir);
-    if (description.test_encoder) logger.warn({ dir }, `image encoder loaded: ${description.note}`);
+    if (description.testEncoder) logger.warn({ dir }, `image encoder loaded: ${description.note}`);
     else logger.info({ dir, dim: encoder.dim, executionProvider: encoder.executionProvider }, 'CLIP model loaded');
     return { encoder, dir, description };
   } catch (err) {
@@ -166,24 +166,24 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
             dir: model.dir ?? null,
             error: service.modelError ?? null,
             backbone: model.description?.backbone ?? null,
-            test_encoder: model.description?.test_encoder ?? false,
+            testEncoder: model.description?.testEncoder ?? false,
             ...(model.description?.note ? { note: model.description.note } : {}),
-            execution_provider: model.encoder?.executionProvider ?? null,
-            ...(model.encoder?.providerFallback ? { execution_provider_note: model.encoder.providerFallback } : {}),
+            executionProvider: model.encoder?.executionProvider ?? null,
+            ...(model.encoder?.providerFallback ? { executionProviderNote: model.encoder.providerFallback } : {}),
           },
           auth: auth.describe(),
-          llm: llm ? { enabled: true, ...llm.status(), base_url: config.LLM_BASE_URL } : { enabled: false, reason: 'LLM_BASE_URL is not set' },
+          llm: llm ? { enabled: true, ...llm.status(), baseUrl: config.LLM_BASE_URL } : { enabled: false, reason: 'LLM_BASE_URL is not set' },
           features: {
-            text_search: service.modelLoaded,
-            image_search: service.modelLoaded,
-            query_expansion: Boolean(llm),
-            ai_explanation: Boolean(llm),
-            rag_qa: Boolean(llm),
+            textSearch: service.modelLoaded,
+            imageSearch: service.modelLoaded,
+            queryExpansion: Boolean(llm),
+            aiExplanation: Boolean(llm),
+            ragQa: Boolean(llm),
             chat: Boolean(llm),
             tools: true,
           },
           index: {
-            total_vectors: status.total_vectors,
+            totalVectors: status.totalVectors,
             main: status.main,
             buffer: status.buffer,
             deleted: status.deleted,
@@ -191,13 +191,13 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
             job: status.job,
             engine: status.engine,
           },
-          image_dir: files.root,
+          imageDir: files.root,
           source: source ? source.status() : { kind: 'directory', path: files.root },
           defaults: {
             topk: config.IMAGE_SEARCH_TOPK,
-            max_topk: config.IMAGE_SEARCH_MAX_TOPK,
+            maxTopk: config.IMAGE_SEARCH_MAX_TOPK,
             nprobe: config.IMAGE_SEARCH_NPROBE,
-            index_string: config.IMAGE_SEARCH_INDEX_STRING,
+            indexString: config.IMAGE_SEARCH_INDEX_STRING,
           },
         };
       },

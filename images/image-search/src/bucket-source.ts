@@ -48,11 +48,11 @@ export interface BucketSourceStatus {
   /** The image directory's folder that holds the mirror (paths of mirrored images start with it). */
   mirror: string;
   syncing: boolean;
-  last_sync: (SyncResult & { finished_at: string }) | null;
-  last_error: string | null;
+  lastSync: (SyncResult & { finishedAt: string }) | null;
+  lastError: string | null;
   /** Whether object events (created, recycled, restored) trigger syncs, and how many matching ones arrived. */
   events: 'none' | 'subscribed';
-  events_received: number;
+  eventsReceived: number;
 }
 
 interface ListedObject {
@@ -61,12 +61,11 @@ interface ListedObject {
   etag: string;
 }
 
-/** What the record keeps per mirrored path: the object's ETag and size, and why it is not indexed. */
-interface MirrorEntry {
-  key: string;
-  /** ETag of the mirrored content; '' while a download is pending (fetched again at the next round). */
-  etag: string;
-  size: number;
+/**
+ * What the record keeps per mirrored path: the object as listed, and why it is not indexed. Its ETag
+ * is '' while a download is pending (fetched again at the next round).
+ */
+interface MirrorEntry extends ListedObject {
   skipped?: string;
 }
 
@@ -88,7 +87,7 @@ export class BucketSource {
   private readonly prefix: string;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<SyncResult> | null = null;
-  private last: BucketSourceStatus['last_sync'] = null;
+  private last: BucketSourceStatus['lastSync'] = null;
   private lastError: string | null = null;
   private pending = false;
   events: 'none' | 'subscribed' = 'none';
@@ -107,10 +106,10 @@ export class BucketSource {
       url: this.opts.location.url,
       mirror: `${MIRROR_FOLDER}/${this.bucket}`,
       syncing: this.running !== null,
-      last_sync: this.last,
-      last_error: this.lastError,
+      lastSync: this.last,
+      lastError: this.lastError,
       events: this.events,
-      events_received: this.eventsSeen,
+      eventsReceived: this.eventsSeen,
     };
   }
 
@@ -166,7 +165,7 @@ export class BucketSource {
     if (!this.running) {
       this.running = this.syncOnce().then(
         (result) => {
-          this.last = { ...result, finished_at: new Date().toISOString() };
+          this.last = { ...result, finishedAt: new Date().toISOString() };
           this.lastError = null;
           this.running = null;
           if (result.downloaded || result.added || result.replaced || result.removed)

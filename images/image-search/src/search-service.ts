@@ -103,11 +103,12 @@ export class SearchService {
 
   /**
    * Add images by path (relative to the image directory). All paths are checked before anything
-   * changes; repeated and already indexed paths are skipped before anything is encoded.
+   * changes; repeated and already indexed paths are skipped before anything is encoded. `field` names
+   * the paths in errors (the route's image_paths, the tool's imagePaths).
    */
-  async addPaths(paths: unknown): Promise<{ added: SearchResultItem[]; skipped: Array<{ id: number; path: string; reason: string }> }> {
+  async addPaths(paths: unknown, field = 'image_paths'): Promise<{ added: SearchResultItem[]; skipped: Array<{ id: number; path: string; reason: string }> }> {
     if (!Array.isArray(paths) || paths.length === 0 || paths.length > 1000) {
-      throw new InputError('image_paths must be an array of 1 to 1000 paths');
+      throw new InputError(`${field} must be an array of 1 to 1000 paths`);
     }
     const resolved = paths.map((p) => {
       try {

@@ -74,7 +74,7 @@ $('more-like-this').addEventListener('click', async () => {
   $('detail').close();
   showMessage('searching…');
   try {
-    const body = await postJson('/api/tools/call', { tool: 'search_by_image_id', arguments: { image_id: id, topk: topk() } });
+    const body = await postJson('/api/tools/call', { tool: 'search_by_image_id', arguments: { imageId: id, topk: topk() } });
     renderResults(body.result.results);
     showMessage(`${body.result.results.length} images like ${path}`);
   } catch (err) {
@@ -186,7 +186,7 @@ async function refreshStatus() {
     const status = await api('/api/status');
     const model = $('model-state');
     // The test encoder is not CLIP: the badge says so (amber), as the status does.
-    const modelState = !status.model.loaded ? 'missing' : status.model.test_encoder ? 'test' : 'clip';
+    const modelState = !status.model.loaded ? 'missing' : status.model.testEncoder ? 'test' : 'clip';
     model.textContent = { clip: `CLIP ${status.model.backbone}`, test: 'test encoder (not CLIP)', missing: 'model missing' }[modelState];
     model.className = `badge ${{ clip: 'ok', test: 'warn', missing: 'off' }[modelState]}`;
     model.title = status.model.error || status.model.note || '';
@@ -200,10 +200,10 @@ async function refreshStatus() {
     const idx = status.index;
     const list = $('index-status');
     list.replaceChildren();
-    row(list, 'vectors', String(idx.total_vectors));
+    row(list, 'vectors', String(idx.totalVectors));
     row(list, 'main', `${idx.main.kind} (${idx.main.vectors})`);
-    row(list, 'buffer', `${idx.buffer.vectors} / ${idx.buffer.threshold}`, idx.buffer.merge_suggested ? 'suggest' : '');
-    if (idx.buffer.merge_suggested) row(list, '', 'merge suggested', 'suggest');
+    row(list, 'buffer', `${idx.buffer.vectors} / ${idx.buffer.threshold}`, idx.buffer.mergeSuggested ? 'suggest' : '');
+    if (idx.buffer.mergeSuggested) row(list, '', 'merge suggested', 'suggest');
     row(list, 'deleted', String(idx.deleted));
     row(list, 'training', idx.training.message);
     if (idx.job)

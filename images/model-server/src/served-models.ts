@@ -85,7 +85,7 @@ export function modelObject(id: string, created: number) {
     created,
     owned_by: 'strata',
     max_model_len: MODEL_DIMS.maxPositions,
-    max_prompt_tokens: MAX_PROMPT_TOKENS,
-    max_output_tokens: MAX_OUTPUT_TOKENS,
+    maxPromptTokens: MAX_PROMPT_TOKENS,
+    maxOutputTokens: MAX_OUTPUT_TOKENS,
   };
 }

@@ -79,7 +79,7 @@ export class Poet {
 
   /**
    * max_tokens for a request: API_MAX_TOKENS, lowered to what the upstream says its model can answer
-   * (Strata's model server lists max_output_tokens in /v1/models, vLLM max_model_len); an upstream
+   * (Strata's model server lists maxOutputTokens in /v1/models, vLLM max_model_len); an upstream
    * that says nothing (OpenAI) or cannot be asked leaves API_MAX_TOKENS as it is.
    */
   async maxTokens(signal?: AbortSignal): Promise<number> {
@@ -89,7 +89,7 @@ export class Poet {
           string,
           unknown
         >;
-        const limit = [model.max_output_tokens, model.max_model_len].find((v): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0);
+        const limit = [model.maxOutputTokens, model.max_model_len].find((v): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0);
         this.upstreamLimit = limit ?? Number.POSITIVE_INFINITY;
       } catch (err) {
         // A 4xx (no such route or model) is an answer: no limit to learn. Other failures: ask again next time.

@@ -115,9 +115,9 @@ export async function waitForIndexed(url: string, count: number, timeoutMs = 120
     const status = (await fetch(`${url}/api/status`).then(
       (r) => r.json(),
       () => null,
-    )) as { ready?: boolean; index?: { total_vectors?: number } } | null;
+    )) as { ready?: boolean; index?: { totalVectors?: number } } | null;
     if (status?.ready === false) return false;
-    if ((status?.index?.total_vectors ?? 0) >= count) return true;
+    if ((status?.index?.totalVectors ?? 0) >= count) return true;
     await new Promise((r) => setTimeout(r, 200));
   }
   return false;

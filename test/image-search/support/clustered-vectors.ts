@@ -18,12 +18,17 @@ export function normalizeRows(x: Float32Array, d: number): Float32Array {
   return x;
 }
 
+/** `rows` unit vectors of dimension d in random (Gaussian) directions, drawn from `rand`. */
+function randomUnitRows(rand: () => number, rows: number, d: number): Float32Array {
+  const x = new Float32Array(rows * d);
+  for (let i = 0; i < x.length; i++) x[i] = gaussian(rand);
+  return normalizeRows(x, d);
+}
+
 /** n unit vectors of dimension d around `clusters` random centres, spread `noise` around each. */
 export function clusteredVectors(n: number, d: number, clusters: number, seed = 1, noise = 0.5): Float32Array {
   const rand = rng(seed);
-  const centres = new Float32Array(clusters * d);
-  for (let i = 0; i < centres.length; i++) centres[i] = gaussian(rand);
-  normalizeRows(centres, d);
+  const centres = randomUnitRows(rand, clusters, d);
   const out = new Float32Array(n * d);
   const scale = noise / Math.sqrt(d);
   for (let i = 0; i < n; i++) {
@@ -74,12 +79,8 @@ export function recallAtK(found: number[][], truth: number[][]): number {
  */
 export function embeddingLikeVectors(n: number, d: number, clusters: number, seed = 1, directions = 32): Float32Array {
   const rand = rng(seed);
-  const centres = new Float32Array(clusters * d);
-  for (let i = 0; i < centres.length; i++) centres[i] = gaussian(rand);
-  normalizeRows(centres, d);
-  const basis = new Float32Array(directions * d);
-  for (let i = 0; i < basis.length; i++) basis[i] = gaussian(rand);
-  normalizeRows(basis, d);
+  const centres = randomUnitRows(rand, clusters, d);
+  const basis = randomUnitRows(rand, directions, d);
   const strength = Array.from({ length: directions }, (_, j) => 0.45 / Math.sqrt(j + 1));
   const isotropic = 0.1 / Math.sqrt(d);
   const out = new Float32Array(n * d);

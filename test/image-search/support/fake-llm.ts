@@ -40,9 +40,9 @@ function answer(body: FakeLlm['requests'][number]['body']): Record<string, unkno
     });
     if (/loop/i.test(lastUser)) return call('search_by_text', { query: 'loop', topk: 1 });
     if (last.role === 'tool') {
-      const result = JSON.parse(text) as { results?: unknown[]; total_vectors?: number; error?: string };
+      const result = JSON.parse(text) as { results?: unknown[]; totalVectors?: number; error?: string };
       if (result.error) return { content: `The tool failed: ${result.error}` };
-      return { content: result.results ? `I found ${result.results.length} images.` : `The index holds ${result.total_vectors} vectors.` };
+      return { content: result.results ? `I found ${result.results.length} images.` : `The index holds ${result.totalVectors} vectors.` };
     }
     if (/status/i.test(text)) return call('get_index_status', {});
     return call('search_by_text', { query: text.replace(/^find\s+/i, ''), topk: 3 });

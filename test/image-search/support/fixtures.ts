@@ -92,9 +92,27 @@ export interface TestImageSearch {
 }
 
 /**
- * Image search over the test model, a fresh image directory (makeImageDir) and a fresh index, on a free
- * loopback port, with TEST_API_KEY for the routes that change the index; `options` add or override.
+ * Options of image search over these directories, on a free loopback port, with TEST_API_KEY for the
+ * routes that change the index and no log; `options` add or override.
  */
+export function testServiceOptions(
+  dirs: Pick<TestImageSearch, 'modelDir' | 'images' | 'indexDir'>,
+  options: StartImageSearchOptions = {},
+): StartImageSearchOptions {
+  return {
+    env: {},
+    PORT: 0,
+    host: '127.0.0.1',
+    IMAGE_SEARCH_MODEL_DIR: dirs.modelDir,
+    IMAGE_FILE_DIR: dirs.images.dir,
+    IMAGE_SEARCH_INDEX_DIR: dirs.indexDir,
+    IMAGE_SEARCH_API_KEY: TEST_API_KEY,
+    logger: pino({ level: 'silent' }),
+    ...options,
+  };
+}
+
+/** Image search (testServiceOptions) over the test model, a fresh image directory (makeImageDir) and a fresh index. */
 export async function startTestImageSearch(name: string, options: StartImageSearchOptions = {}): Promise<TestImageSearch> {
   const modelDir = makeTestModel();
   const images = await makeImageDir();
@@ -103,17 +121,7 @@ export async function startTestImageSearch(name: string, options: StartImageSear
     for (const dir of [modelDir, images.dir, indexDir]) rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const service = await startImageSearch({
-      env: {},
-      PORT: 0,
-      host: '127.0.0.1',
-      IMAGE_SEARCH_MODEL_DIR: modelDir,
-      IMAGE_FILE_DIR: images.dir,
-      IMAGE_SEARCH_INDEX_DIR: indexDir,
-      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
-      logger: pino({ level: 'silent' }),
-      ...options,
-    });
+    const service = await startImageSearch(testServiceOptions({ modelDir, images, indexDir }, options));
     const close = async () => {
       await service.stop();
       remove();
@@ -128,8 +136,8 @@ export async function startTestImageSearch(name: string, options: StartImageSear
 /** Resolves once the index holds at least `count` vectors (a start-up scan runs in the background). */
 export async function waitForVectors(url: string, count: number): Promise<void> {
   for (;;) {
-    const status = (await (await fetch(`${url}/api/index/status`)).json()) as { total_vectors: number };
-    if (status.total_vectors >= count) return;
+    const status = (await (await fetch(`${url}/api/index/status`)).json()) as { totalVectors: number };
+    if (status.totalVectors >= count) return;
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -21,7 +21,7 @@ export class ModelMissingError extends Error {}
 export const TEST_MODEL_MARK = '#version: strata-test-clip';
 
 /** What a model directory holds, as the status tells it: CLIP ViT-B/32, or the test encoder (which is not CLIP). */
-export function describeModel(dir: string): { backbone: string; test_encoder: boolean; note?: string } {
+export function describeModel(dir: string): { backbone: string; testEncoder: boolean; note?: string } {
   let firstLine = '';
   try {
     firstLine = readFileSync(path.join(dir, MODEL_FILES.merges), 'utf8').split('\n', 1)[0].trim();
@@ -31,11 +31,11 @@ export function describeModel(dir: string): { backbone: string; test_encoder: bo
   if (firstLine === TEST_MODEL_MARK) {
     return {
       backbone: 'strata-test-clip',
-      test_encoder: true,
+      testEncoder: true,
       note: 'test encoder, not CLIP: it matches colours and textures only (images/image-search/README.md, "Model": the ViT-B/32 export)',
     };
   }
-  return { backbone: 'ViT-B/32', test_encoder: false };
+  return { backbone: 'ViT-B/32', testEncoder: false };
 }
 
 /** Throws ModelMissingError naming what is missing, or returns the directory. */

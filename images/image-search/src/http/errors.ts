@@ -35,7 +35,7 @@ export function errorHandler(logger: Logger) {
       return send(err.status, err.message);
     }
     if (err instanceof InputError) return send(err.status, err.message, err.details ? { details: err.details } : {});
-    if (err instanceof UnknownIdsError) return send(404, err.message, { unknown_ids: err.ids });
+    if (err instanceof UnknownIdsError) return send(404, err.message, { unknownIds: err.ids });
     if (err instanceof IndexBusyError) return send(409, err.message, { job: err.job });
     if (err instanceof ModelUnavailableError) return send(503, err.message, { error: 'model_missing' });
     if (err instanceof LlmDisabledError) return send(503, err.message, { error: 'llm_disabled' });

@@ -83,7 +83,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     if (!llmAssistant) {
       const results = await service.searchTexts([query], topk);
       const note = 'LLM assistance is disabled (LLM_BASE_URL is not set): plain vector retrieval, no expansion or explanation.';
-      res.json({ original_query: query, expanded_queries: [query], results, ai_explanation: note, total_results: results.length, llm_enabled: false });
+      res.json({ original_query: query, expanded_queries: [query], results, ai_explanation: note, total_results: results.length, llmEnabled: false });
       return;
     }
     // When the LLM fails, the search still answers: plain retrieval, with a note saying why.
@@ -106,11 +106,11 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
       results,
       ai_explanation: explanation,
       total_results: results.length,
-      llm_enabled: true,
+      llmEnabled: true,
       ...(failure
         ? {
             note: `The LLM failed (${failure}): plain vector retrieval${expanded.length > 1 ? ' of the expanded queries' : ''}, no explanation.`,
-            llm_error: failure,
+            llmError: failure,
           }
         : {}),
     });
@@ -139,10 +139,10 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     const b = body(req);
     const history = parseHistory(b);
     const turn = await llm().chat(history, service, { canWrite: opts.auth.decide(req).ok });
-    res.json({ reply: turn.reply, tool_calls: turn.toolCalls, messages: turn.messages });
+    res.json({ reply: turn.reply, toolCalls: turn.toolCalls, messages: turn.messages });
   });
 
-  router.get('/api/tools', (_req, res) => res.json({ tools: TOOLS, write_tools: [...WRITE_TOOLS] }));
+  router.get('/api/tools', (_req, res) => res.json({ tools: TOOLS, writeTools: [...WRITE_TOOLS] }));
 
   router.post('/api/tools/call', json, async (req, res) => {
     const b = body(req);
@@ -154,7 +154,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     res.json({ tool, result: await callTool(service, tool, b.arguments ?? {}, { canWrite: WRITE_TOOLS.has(tool) }) });
   });
 
-  router.get('/api/index/status', (_req, res) => res.json({ ...service.index.status(), image_dir: service.files.root }));
+  router.get('/api/index/status', (_req, res) => res.json({ ...service.index.status(), imageDir: service.files.root }));
 
   const guard = opts.auth.guard;
   router.post('/api/index/add', guard, json, async (req, res) => {

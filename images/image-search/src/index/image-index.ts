@@ -2,7 +2,7 @@
 //
 //   main index   trained IVF-PQ (or an exact IDMap2,Flat until there are enough vectors to train)
 //                holding ids [0, mainUpTo) minus purged ones; never mutated once in service
-//   buffer       exact IDMap2,Flat index of ids [mainUpTo, next_id): new vectors, searchable at once
+//   buffer       exact IDMap2,Flat index of ids [mainUpTo, nextId): new vectors, searchable at once
 //   deleted      ids hidden from results at once; physically dropped by merge (buffer) or rebuild (main)
 //
 // Merge and rebuild build a new main index on the side (clone + add, or train from the stored raw
@@ -165,7 +165,7 @@ export class ImageIndex {
     }
   }
 
-  /** An exact index over the live ids [from, to) (default: to next_id). */
+  /** An exact index over the live ids [from, to) (default: to nextId). */
   private async bufferFrom(from: number, to = this.log.size): Promise<FaissIndex> {
     const buffer = new this.engine.Index(this.dim, EXACT);
     for (let start = from; start < to; start += ADD_BATCH) {
@@ -325,10 +325,10 @@ export class ImageIndex {
     const bufferCount = view.buffer.ntotal;
     const enough = this.canTrain(this.liveCount);
     return {
-      index_string: this.opts.indexString,
+      indexString: this.opts.indexString,
       dimension: this.dim,
-      next_id: this.log.size,
-      total_vectors: this.liveCount,
+      nextId: this.log.size,
+      totalVectors: this.liveCount,
       main: {
         kind: view.mainKind ?? 'none',
         index: view.mainKind === 'ivf' ? this.opts.indexString : view.mainKind === 'exact' ? EXACT : null,
@@ -338,14 +338,14 @@ export class ImageIndex {
       buffer: {
         vectors: bufferCount,
         threshold: this.opts.bufferThreshold,
-        merge_suggested: bufferCount > this.opts.bufferThreshold,
+        mergeSuggested: bufferCount > this.opts.bufferThreshold,
       },
       deleted: this.deleted.size,
       purged: this.purged.size,
-      rebuild_suggested: this.deleted.size > this.opts.bufferThreshold,
+      rebuildSuggested: this.deleted.size > this.opts.bufferThreshold,
       training: {
-        min_vectors: this.minTrain,
-        enough_vectors: enough,
+        minVectors: this.minTrain,
+        enoughVectors: enough,
         message:
           this.engine.kind === 'exact'
             ? `exact in-process index: ${this.opts.indexString} needs FAISS`
@@ -389,16 +389,16 @@ export class ImageIndex {
 
   private startJob(op: JobStatus['op'], work: (job: JobStatus) => Promise<Record<string, unknown>>): JobStatus {
     if (this.job?.state === 'running') throw new IndexBusyError(this.job);
-    const job: JobStatus = { op, state: 'running', phase: 'starting', progress: 0, started_at: new Date().toISOString() };
+    const job: JobStatus = { op, state: 'running', phase: 'starting', progress: 0, startedAt: new Date().toISOString() };
     this.job = job;
     this.opts.logger.info({ op }, 'index job started');
     this.jobPromise = work(job).then(
       (result) => {
-        Object.assign(job, { state: 'done', phase: 'done', progress: 1, result, finished_at: new Date().toISOString() });
+        Object.assign(job, { state: 'done', phase: 'done', progress: 1, result, finishedAt: new Date().toISOString() });
         this.opts.logger.info({ op, result }, 'index job finished');
       },
       (err: unknown) => {
-        Object.assign(job, { state: 'failed', error: err instanceof Error ? err.message : String(err), finished_at: new Date().toISOString() });
+        Object.assign(job, { state: 'failed', error: err instanceof Error ? err.message : String(err), finishedAt: new Date().toISOString() });
         this.opts.logger.error({ op, err }, 'index job failed');
       },
     );
@@ -413,14 +413,14 @@ export class ImageIndex {
     const dropped = [...hidden].filter((id) => id >= view.mainUpTo && id < upTo);
     // Nothing in the buffer: no new generation (copying and writing a big index for nothing).
     if (view.main && !moving.length && !dropped.length)
-      return { moved: 0, dropped_deleted: 0, main_vectors: view.main.ntotal, kind: view.mainKind, note: 'buffer empty: nothing to merge' };
+      return { moved: 0, droppedDeleted: 0, mainVectors: view.main.ntotal, kind: view.mainKind, note: 'buffer empty: nothing to merge' };
     job.phase = 'copying main index';
     const next = view.main ? await view.main.clone() : new this.engine.Index(this.dim, EXACT);
     job.phase = 'adding buffer';
     await this.addIds(next, moving, job);
     const kind = view.mainKind ?? 'exact';
     await this.install(job, next, kind, upTo, dropped);
-    return { moved: moving.length, dropped_deleted: dropped.length, main_vectors: next.ntotal, kind };
+    return { moved: moving.length, droppedDeleted: dropped.length, mainVectors: next.ntotal, kind };
   }
 
   private async runRebuild(job: JobStatus): Promise<Record<string, unknown>> {
@@ -447,12 +447,12 @@ export class ImageIndex {
     await this.install(job, next, trained ? 'ivf' : 'exact', upTo, dropped);
     return {
       vectors: live.length,
-      dropped_deleted: dropped.length,
+      droppedDeleted: dropped.length,
       kind: trained ? 'ivf' : 'exact',
-      train_seconds: (trainedAt - started) / 1000,
+      trainSeconds: (trainedAt - started) / 1000,
       training: this.training,
-      add_seconds: (addedAt - trainedAt) / 1000,
-      write_seconds: (performance.now() - addedAt) / 1000,
+      addSeconds: (addedAt - trainedAt) / 1000,
+      writeSeconds: (performance.now() - addedAt) / 1000,
     };
   }
 

@@ -19,23 +19,23 @@ export interface JobStatus {
   state: 'running' | 'done' | 'failed';
   phase: string;
   progress: number;
-  started_at: string;
-  finished_at?: string;
+  startedAt: string;
+  finishedAt?: string;
   error?: string;
   result?: Record<string, unknown>;
 }
 
 export interface IndexStatus {
-  index_string: string;
+  indexString: string;
   dimension: number;
-  next_id: number;
-  total_vectors: number;
+  nextId: number;
+  totalVectors: number;
   main: { kind: 'ivf' | 'exact' | 'none'; index: string | null; vectors: number; generation: number };
-  buffer: { vectors: number; threshold: number; merge_suggested: boolean };
+  buffer: { vectors: number; threshold: number; mergeSuggested: boolean };
   deleted: number;
   purged: number;
-  rebuild_suggested: boolean;
-  training: { min_vectors: number; enough_vectors: boolean; message: string };
+  rebuildSuggested: boolean;
+  training: { minVectors: number; enoughVectors: boolean; message: string };
   nprobe: number;
   rerank: boolean;
   job: JobStatus | null;

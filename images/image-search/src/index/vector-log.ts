@@ -1,6 +1,6 @@
-// Append-only store of every vector and image path ever added, addressed by id (ids are dense: 0..next_id-1).
+// Append-only store of every vector and image path ever added, addressed by id (ids are dense: 0..nextId-1).
 // The raw float vectors serve exact re-ranking, rebuilds and the brute-force buffer after a restart;
-// bytes beyond next_id (an add that crashed before its manifest) are cut off at open.
+// bytes beyond nextId (an add that crashed before its manifest) are cut off at open.
 import { openSync, readSync, closeSync, fsyncSync, writeSync, ftruncateSync, fstatSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 

@@ -28,7 +28,7 @@ export interface LlmHealth {
   state: 'checking' | 'ok' | 'error';
   model: string | null;
   /** Where the model name comes from. */
-  model_source: 'LLM_MODEL' | 'upstream /v1/models';
+  modelSource: 'LLM_MODEL' | 'upstream /v1/models';
   error: string | null;
 }
 
@@ -66,7 +66,7 @@ export class LlmAssistant {
   constructor(private readonly opts: AssistantOptions) {
     this.client = new OpenAI({ baseURL: opts.baseURL, apiKey: opts.apiKey ?? 'unused', maxRetries: 1, timeout: 60_000 });
     this.resolvedModel = opts.model ?? null;
-    this.health = { state: 'checking', model: this.resolvedModel, model_source: opts.model ? 'LLM_MODEL' : 'upstream /v1/models', error: null };
+    this.health = { state: 'checking', model: this.resolvedModel, modelSource: opts.model ? 'LLM_MODEL' : 'upstream /v1/models', error: null };
   }
 
   get model(): string | null {

@@ -2,57 +2,33 @@
 import type { ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
 import { InputError, type SearchService } from '../search-service.js';
 
+/** A tool in the function-calling format: its arguments are a JSON object with these properties. */
+function tool(name: string, description: string, properties: Record<string, object> = {}, required: string[] = []): ChatCompletionFunctionTool {
+  return { type: 'function', function: { name, description, parameters: { type: 'object', properties, ...(required.length ? { required } : {}) } } };
+}
+
+const TOPK = { type: 'integer', description: 'how many results (default 20)', minimum: 1 };
+
 export const TOOLS: ChatCompletionFunctionTool[] = [
-  {
-    type: 'function',
-    function: {
-      name: 'search_by_text',
-      description: 'Find indexed images that match a text description, closest first.',
-      parameters: {
-        type: 'object',
-        properties: {
-          query: { type: 'string', description: 'what the images should show' },
-          topk: { type: 'integer', description: 'how many results (default 20)', minimum: 1 },
-        },
-        required: ['query'],
-      },
-    },
-  },
-  {
-    type: 'function',
-    function: {
-      name: 'search_by_image_id',
-      description: 'Find images similar to an already indexed image, given its id.',
-      parameters: {
-        type: 'object',
-        properties: {
-          image_id: { type: 'integer', description: 'id of an indexed image' },
-          topk: { type: 'integer', description: 'how many results (default 20)', minimum: 1 },
-        },
-        required: ['image_id'],
-      },
-    },
-  },
-  {
-    type: 'function',
-    function: {
-      name: 'get_index_status',
-      description: 'Report the image index: vectors in the main index and the buffer, deleted ids, training state, running merge or rebuild.',
-      parameters: { type: 'object', properties: {} },
-    },
-  },
-  {
-    type: 'function',
-    function: {
-      name: 'add_images',
-      description: 'Add images to the index by path relative to the image directory; they are searchable at once.',
-      parameters: {
-        type: 'object',
-        properties: { image_paths: { type: 'array', items: { type: 'string' }, description: 'image paths' } },
-        required: ['image_paths'],
-      },
-    },
-  },
+  tool(
+    'search_by_text',
+    'Find indexed images that match a text description, closest first.',
+    { query: { type: 'string', description: 'what the images should show' }, topk: TOPK },
+    ['query'],
+  ),
+  tool(
+    'search_by_image_id',
+    'Find images similar to an already indexed image, given its id.',
+    { imageId: { type: 'integer', description: 'id of an indexed image' }, topk: TOPK },
+    ['imageId'],
+  ),
+  tool('get_index_status', 'Report the image index: vectors in the main index and the buffer, deleted ids, training state, running merge or rebuild.'),
+  tool(
+    'add_images',
+    'Add images to the index by path relative to the image directory; they are searchable at once.',
+    { imagePaths: { type: 'array', items: { type: 'string' }, description: 'image paths' } },
+    ['imagePaths'],
+  ),
 ];
 
 /** Tools that change the index: they need the same token as the index routes. */
@@ -83,14 +59,14 @@ export async function callTool(service: SearchService, name: string, args: unkno
       return { query: a.query, results };
     }
     case 'search_by_image_id': {
-      if (!Number.isInteger(a.image_id)) throw new InputError('search_by_image_id needs an integer "image_id"');
-      const results = await service.searchSimilar(a.image_id as number, service.topk(a.topk));
-      return { image_id: a.image_id, results };
+      if (!Number.isInteger(a.imageId)) throw new InputError('search_by_image_id needs an integer "imageId"');
+      const results = await service.searchSimilar(a.imageId as number, service.topk(a.topk));
+      return { imageId: a.imageId, results };
     }
     case 'get_index_status':
       return service.index.status();
     case 'add_images':
-      return service.addPaths(a.image_paths);
+      return service.addPaths(a.imagePaths, 'imagePaths');
     default:
       throw new UnknownToolError(name);
   }
