@@ -63,7 +63,7 @@ async function idIsGone(id: number): Promise<boolean> {
   const response = await fetch(`${base}/api/tools/call`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ tool: 'search_by_image_id', arguments: { imageId: id, topk: 1 } }),
+    body: JSON.stringify({ tool: 'search_by_image_id', arguments: { image_id: id, topk: 1 } }),
   });
   await response.arrayBuffer();
   return response.status === 404;

@@ -66,7 +66,7 @@ describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY o
           ['/api/index/remove', { image_ids: [0] }],
           ['/api/index/merge', {}],
           ['/api/index/rebuild', {}],
-          ['/api/tools/call', { tool: 'add_images', arguments: { imagePaths: [red] } }],
+          ['/api/tools/call', { tool: 'add_images', arguments: { image_paths: [red] } }],
         ] as const) {
           const refused = await post(base, route, payload, headers);
           expect(refused.status, `${route} with ${what}`).to.equal(401);
@@ -86,7 +86,7 @@ describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY o
       const byUser = await post(
         base,
         '/api/tools/call',
-        { tool: 'add_images', arguments: { imagePaths: [images.colourFiles.blue[0]] } },
+        { tool: 'add_images', arguments: { image_paths: [images.colourFiles.blue[0]] } },
         { authorization: `Bearer ${gatewayToken(JWT_SECRET, 60)}` },
       );
       expect(byUser.status).to.equal(200);

@@ -244,23 +244,23 @@ describe('image-search: HTTP API', function () {
     expect(search.body.result.results).to.have.length(2);
     const similar = await call(base, 'POST', '/api/tools/call', {
       tool: 'search_by_image_id',
-      arguments: { imageId: search.body.result.results[0].id, topk: 2 },
+      arguments: { image_id: search.body.result.results[0].id, topk: 2 },
     });
     expect(similar.body.result.results.map((r: Result) => r.id)).to.not.include(search.body.result.results[0].id);
     const status = await call(base, 'POST', '/api/tools/call', { tool: 'get_index_status', arguments: {} });
     expect(status.body.result).to.have.property('totalVectors');
     const tux = firstStamp(images.dir);
     if (tux) {
-      const add = await call(base, 'POST', '/api/tools/call', { tool: 'add_images', arguments: { imagePaths: [tux] } });
+      const add = await call(base, 'POST', '/api/tools/call', { tool: 'add_images', arguments: { image_paths: [tux] } });
       expect(add.body.result.added).to.have.length(1);
     }
     expect((await call(base, 'POST', '/api/tools/call', { tool: 'rm_rf', arguments: {} })).status).to.equal(404);
     expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_text', arguments: { topk: 2 } })).status).to.equal(400);
-    expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_image_id', arguments: { imageId: 424242 } })).status).to.equal(404);
+    expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_image_id', arguments: { image_id: 424242 } })).status).to.equal(404);
     expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_text', arguments: [1] })).status).to.equal(400);
     expect((await call(base, 'POST', '/api/tools/call', { tool: 'search_by_text', arguments: { query: 'red', topk: 1000 } })).status).to.equal(400);
     expect((await call(base, 'POST', '/api/tools/call', { arguments: {} })).status).to.equal(400);
-    const outside = await call(base, 'POST', '/api/tools/call', { tool: 'add_images', arguments: { imagePaths: ['../x.png'] } });
+    const outside = await call(base, 'POST', '/api/tools/call', { tool: 'add_images', arguments: { image_paths: ['../x.png'] } });
     expect(outside.status).to.equal(400);
     expect(outside.body.message).to.match(/outside the image directory/);
   });
@@ -295,8 +295,8 @@ describe('image-search: HTTP API', function () {
     expect(tools.writeTools).to.deep.equal(['add_images']);
     const [byText, byId, , add] = tools.tools as Array<{ function: { parameters: { properties: object } } }>;
     expect(byText.function.parameters.properties).to.have.all.keys('query', 'topk');
-    expect(byId.function.parameters.properties).to.have.all.keys('imageId', 'topk');
-    expect(add.function.parameters.properties).to.have.all.keys('imagePaths');
+    expect(byId.function.parameters.properties).to.have.all.keys('image_id', 'topk');
+    expect(add.function.parameters.properties).to.have.all.keys('image_paths');
     const bodies = [
       rag,
       tools,
@@ -353,6 +353,8 @@ const SPEC_FIELDS = new Set([
   'query_img',
   'image_paths',
   'image_ids',
+  // The search_by_image_id tool's argument: one image of the specification's image_ids.
+  'image_id',
 ]);
 
 /** Every key of a JSON value, nested ones included. */

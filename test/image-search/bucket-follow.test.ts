@@ -90,7 +90,7 @@ describe('image-search: the index follows its bucket exactly (content changes, d
       const old = await fetch(`${service.url}/api/tools/call`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ tool: 'search_by_image_id', arguments: { imageId: redHit.id } }),
+        body: JSON.stringify({ tool: 'search_by_image_id', arguments: { image_id: redHit.id } }),
       });
       expect(old.status).to.equal(404);
 

@@ -97,7 +97,7 @@ describe('image-search: the page works at desktop and phone sizes (Chromium)', f
           await fetch(`${service.url}/api/tools/call`, {
             method: 'POST',
             headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ tool: 'search_by_image_id', arguments: { imageId: Number(removedId) } }),
+            body: JSON.stringify({ tool: 'search_by_image_id', arguments: { image_id: Number(removedId) } }),
           })
         ).status;
         expect(after).to.equal(404);

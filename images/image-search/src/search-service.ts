@@ -104,7 +104,7 @@ export class SearchService {
   /**
    * Add images by path (relative to the image directory). All paths are checked before anything
    * changes; repeated and already indexed paths are skipped before anything is encoded. `field` names
-   * the paths in errors (the route's image_paths, the tool's imagePaths).
+   * the paths in errors.
    */
   async addPaths(paths: unknown, field = 'image_paths'): Promise<{ added: SearchResultItem[]; skipped: Array<{ id: number; path: string; reason: string }> }> {
     if (!Array.isArray(paths) || paths.length === 0 || paths.length > 1000) {

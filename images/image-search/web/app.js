@@ -74,7 +74,7 @@ $('more-like-this').addEventListener('click', async () => {
   $('detail').close();
   showMessage('searching…');
   try {
-    const body = await postJson('/api/tools/call', { tool: 'search_by_image_id', arguments: { imageId: id, topk: topk() } });
+    const body = await postJson('/api/tools/call', { tool: 'search_by_image_id', arguments: { image_id: id, topk: topk() } });
     renderResults(body.result.results);
     showMessage(`${body.result.results.length} images like ${path}`);
   } catch (err) {

@@ -19,15 +19,15 @@ export const TOOLS: ChatCompletionFunctionTool[] = [
   tool(
     'search_by_image_id',
     'Find images similar to an already indexed image, given its id.',
-    { imageId: { type: 'integer', description: 'id of an indexed image' }, topk: TOPK },
-    ['imageId'],
+    { image_id: { type: 'integer', description: 'id of an indexed image' }, topk: TOPK },
+    ['image_id'],
   ),
   tool('get_index_status', 'Report the image index: vectors in the main index and the buffer, deleted ids, training state, running merge or rebuild.'),
   tool(
     'add_images',
     'Add images to the index by path relative to the image directory; they are searchable at once.',
-    { imagePaths: { type: 'array', items: { type: 'string' }, description: 'image paths' } },
-    ['imagePaths'],
+    { image_paths: { type: 'array', items: { type: 'string' }, description: 'image paths' } },
+    ['image_paths'],
   ),
 ];
 
@@ -59,14 +59,14 @@ export async function callTool(service: SearchService, name: string, args: unkno
       return { query: a.query, results };
     }
     case 'search_by_image_id': {
-      if (!Number.isInteger(a.imageId)) throw new InputError('search_by_image_id needs an integer "imageId"');
-      const results = await service.searchSimilar(a.imageId as number, service.topk(a.topk));
-      return { imageId: a.imageId, results };
+      if (!Number.isInteger(a.image_id)) throw new InputError('search_by_image_id needs an integer "image_id"');
+      const results = await service.searchSimilar(a.image_id as number, service.topk(a.topk));
+      return { image_id: a.image_id, results };
     }
     case 'get_index_status':
       return service.index.status();
     case 'add_images':
-      return service.addPaths(a.imagePaths, 'imagePaths');
+      return service.addPaths(a.image_paths, 'image_paths');
     default:
       throw new UnknownToolError(name);
   }
