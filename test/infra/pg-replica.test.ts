@@ -2,18 +2,9 @@ import { existsSync } from 'node:fs';
 import { expect } from 'chai';
 import pg from 'pg';
 import { query, startPgReplica, type PgReplicaHarness } from '../support/pg-replica.js';
+import { rejectionOf } from '../support/rejection.js';
 
 const q = <R extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<R[]> => query<R>(url, text, params, 3000);
-
-/** What `work` rejects with; undefined where it succeeds. */
-async function rejection(work: Promise<unknown>): Promise<unknown> {
-  try {
-    await work;
-  } catch (err) {
-    return err;
-  }
-  return undefined;
-}
 
 async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -46,7 +37,7 @@ describe('test harness: PostgreSQL primary + streaming replica', function () {
     await q(h.primaryUrl, "INSERT INTO harness_t VALUES (1, 'one')");
     await h.waitForReplay();
     expect(await q(h.replicaUrl, 'SELECT v FROM harness_t WHERE id = 1')).to.deep.equal([{ v: 'one' }]);
-    expect(((await rejection(q(h.replicaUrl, "INSERT INTO harness_t VALUES (2, 'two')"))) as Error).message).to.match(/read-only transaction/);
+    expect(((await rejectionOf(q(h.replicaUrl, "INSERT INTO harness_t VALUES (2, 'two')"))) as Error).message).to.match(/read-only transaction/);
   });
 
   it('simulates lag: with replay paused the replica receives WAL but does not show it', async () => {
@@ -66,7 +57,7 @@ describe('test harness: PostgreSQL primary + streaming replica', function () {
 
   it('stops and restarts the replica, which catches up', async () => {
     await h.stopReplica();
-    expect(await rejection(q(h.replicaUrl, 'SELECT 1'))).to.be.instanceOf(Error);
+    expect(await rejectionOf(q(h.replicaUrl, 'SELECT 1'))).to.be.instanceOf(Error);
     await q(h.primaryUrl, "INSERT INTO harness_t VALUES (4, 'four')");
     await h.startReplica();
     await h.waitForReplay();
@@ -79,6 +70,6 @@ describe('test harness: PostgreSQL primary + streaming replica', function () {
     await h.stop();
     await h.stop();
     expect(existsSync(dataDir)).to.equal(false);
-    expect(await rejection(q(h.primaryUrl, 'SELECT 1'))).to.be.instanceOf(Error);
+    expect(await rejectionOf(q(h.primaryUrl, 'SELECT 1'))).to.be.instanceOf(Error);
   });
 });
