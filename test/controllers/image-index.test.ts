@@ -11,6 +11,7 @@ import {
   eventually,
   markDeploymentReady,
   mustGet,
+  setJobStatus,
   startHarness,
   stored,
   TEST_SETTINGS,
@@ -299,14 +300,7 @@ describe('ImageIndex reconciler', () => {
       await h.kube.apply(indexCr({ autoMerge: false, mergeRequest: 'm1' }) as never);
       await workerReady();
       const job = await theOnlyJob(h.fake, 'merge job');
-      const t = h.fake.state.typeForKind('batch/v1', 'Job');
-      h.fake.state.update(
-        t,
-        NS,
-        job.metadata.name,
-        { ...h.fake.state.get(t, NS, job.metadata.name), status: { failed: 3, conditions: [{ type: 'Failed', status: 'True' }] } },
-        'status',
-      );
+      setJobStatus(h.fake, NS, job.metadata.name, { failed: 3, conditions: [{ type: 'Failed', status: 'True' }] });
       await eventually(() => expect(getIndex(h).status?.activeJob).to.equal(undefined), 'job over');
       await eventually(() => expect(eventReasons(h.fake, NS, 'photos')).to.include('IndexOperationFailed'), 'warning event');
       const warning = h.fake.state.list(h.fake.state.typeForKind('v1', 'Event'), NS).find((e) => e.reason === 'IndexOperationFailed')!;

@@ -4,7 +4,7 @@ import { HttpBucketService } from '../../controllers/bucket/bucket-service.js';
 import { ImageIndexReconciler } from '../../controllers/image-index/image-index-reconciler.js';
 import type { IndexWorkerClient } from '../../controllers/image-index/index-worker-client.js';
 import type { FakeKubeServer } from '../support/fake-kube/index.js';
-import { eventReasons, eventually, markDeploymentReady, mustGet, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { eventReasons, eventually, markDeploymentReady, mustGet, setJobStatus, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
 import { bringUpStack, useStackFixture } from './support/stack-fixture.js';
 
 const NS = 'memory';
@@ -46,17 +46,7 @@ describe('status is never the controllers\u2019 memory', () => {
 
     // The status is lost while the Job runs; then the Job finishes.
     loseStatus(h.fake, 'ImageIndex', 'photos');
-    const t = h.fake.state.typeForKind('batch/v1', 'Job');
-    h.fake.state.update(
-      t,
-      NS,
-      job.metadata.name,
-      {
-        ...h.fake.state.get(t, NS, job.metadata.name),
-        status: { succeeded: 1, completionTime: '2026-11-22T12:00:00Z', conditions: [{ type: 'Complete', status: 'True' }] },
-      },
-      'status',
-    );
+    setJobStatus(h.fake, NS, job.metadata.name, { succeeded: 1, completionTime: '2026-11-22T12:00:00Z', conditions: [{ type: 'Complete', status: 'True' }] });
     await eventually(() => {
       const status = (stored(h.fake, GROUP_VERSION, 'ImageIndex', NS, 'photos') as Doc).status;
       expect(status).to.include({ handledMergeRequest: 'm1', lastMergeTime: '2026-11-22T12:00:00Z', jobCount: 1 });

@@ -4,7 +4,7 @@ import { renderRedisCluster } from '../../controllers/bucket/render-redis-cluste
 import { ImageIndexReconciler } from '../../controllers/image-index/image-index-reconciler.js';
 import type { IndexWorkerClient } from '../../controllers/image-index/index-worker-client.js';
 import type { Condition } from '../../controllers/api/index.js';
-import { eventually, markDeploymentReady, mustGet, harnessHooks, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
+import { eventually, markDeploymentReady, mustGet, harnessHooks, setJobStatus, stored, TEST_SETTINGS, type Doc, type Harness } from './support/harness.js';
 
 const NS = 'truth';
 const worker: IndexWorkerClient = { status: async () => ({ vectors: 0, bufferSize: 0 }) };
@@ -77,14 +77,7 @@ describe('status that tells the truth', () => {
     }, 'first merge');
     // The merge empties the buffer and its Job completes.
     Object.assign(state, { vectors: 5000, bufferSize: 0 });
-    const t = h.fake.state.typeForKind('batch/v1', 'Job');
-    h.fake.state.update(
-      t,
-      NS,
-      first.metadata.name,
-      { ...h.fake.state.get(t, NS, first.metadata.name), status: { succeeded: 1, conditions: [{ type: 'Complete', status: 'True' }] } },
-      'status',
-    );
+    setJobStatus(h.fake, NS, first.metadata.name, { succeeded: 1, conditions: [{ type: 'Complete', status: 'True' }] });
     await eventually(() => expect((stored(h.fake, 'strata.dev/v1alpha1', 'ImageIndex', NS, 'photos') as Doc).status.bufferSize).to.equal(0), 'merged');
     expect(jobs()).to.have.length(1);
     // The status is lost (restored from a backup, rewritten by hand): the counter it kept is gone.

@@ -6,6 +6,23 @@ import { amqpConnectionMetrics, AmqpPublishError, AmqpUnavailableError, Registry
 import { startTcpProxy, type TcpFaultProxy } from '../support/tcp-proxy.js';
 import { amqpUrlVia, eventually, quietLogger, RabbitNames, RABBITMQ_URL, testEvent } from './rabbitmq-fixture.js';
 
+/** Restores the network: the publisher and the broker reconnect, and an event published then is delivered. */
+async function deliversOnceRestored(
+  outage: TcpFaultProxy,
+  p: AmqpEventPublisher,
+  b: AmqpEventBroker,
+  received: string[],
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  outage.restore();
+  await p.waitUntilConnected(timeoutMs);
+  await b.waitUntilConnected(timeoutMs);
+  const after = testEvent();
+  await p.publish(after);
+  await eventually(() => received.includes(after.id), what);
+}
+
 describe('RabbitMQ event adapters (real broker)', function () {
   this.timeout(60_000);
   let names: RabbitNames;
@@ -138,12 +155,7 @@ describe('RabbitMQ event adapters (real broker)', function () {
     await new Promise((r) => setTimeout(r, 300));
     expect(p.state).to.not.equal('connected');
 
-    outage.restore();
-    await p.waitUntilConnected(20_000);
-    await b.waitUntilConnected(20_000);
-    const after = testEvent();
-    await p.publish(after);
-    await eventually(() => received.includes(after.id), 'delivery after the outage');
+    await deliversOnceRestored(outage, p, b, received, 20_000, 'delivery after the outage');
     expect(states).to.include.members(['connected', 'connecting', 'disconnected']);
   });
 
@@ -195,12 +207,7 @@ describe('RabbitMQ event adapters (real broker)', function () {
     expect((during as Error).name).to.be.oneOf(['AmqpPublishError', 'AmqpUnavailableError']);
     await eventually(() => p.state !== 'connected', 'the heartbeat to declare the connection dead', 30_000);
 
-    outage.restore();
-    await p.waitUntilConnected(30_000);
-    await b.waitUntilConnected(30_000);
-    const after = testEvent();
-    await p.publish(after);
-    await eventually(() => received.includes(after.id), 'delivery after the network came back');
+    await deliversOnceRestored(outage, p, b, received, 30_000, 'delivery after the network came back');
   });
 
   it('reports the connection state as metrics', async () => {

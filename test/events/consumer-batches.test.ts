@@ -8,7 +8,7 @@ import { SqlEventInbox } from '../../images/control-plane/src/metadata/event-inb
 import { migrate } from '../../images/control-plane/src/schema/migrate.js';
 import { Counter, createPgliteSqlClient, createPgSqlClient, Registry, type SqlClient } from '../../images/service-kit/src/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
-import { eventually, quietLogger, RabbitNames } from './rabbitmq-fixture.js';
+import { eventually, quietLogger, RabbitNames, RABBITMQ_URL } from './rabbitmq-fixture.js';
 
 const event = (type: string, payload: Record<string, unknown>, id = uuidv7()): StrataEvent => ({ id, type, occurredAt: new Date().toISOString(), payload });
 
@@ -26,6 +26,12 @@ async function stats(sql: SqlClient, bucketId: number): Promise<{ objects: numbe
 async function processed(sql: SqlClient, ids: string[]): Promise<number> {
   const res = await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM processed_events WHERE event_id = ANY($1::text[])', [ids]);
   return Number(res.rows[0]!.n);
+}
+
+/** Waits until every one of `events` is recorded as processed. */
+async function untilProcessed(sql: SqlClient, events: Array<{ id: string }>, what: string): Promise<void> {
+  const ids = events.map((e) => e.id);
+  await eventually(async () => (await processed(sql, ids)) === ids.length, what);
 }
 
 for (const kind of ['pglite', 'postgres'] as const) {
@@ -124,7 +130,7 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
     await migrate(sql);
     names = new RabbitNames();
     names.queue(CONTROL_PLANE_QUEUE);
-    const url = process.env.STRATA_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+    const url = RABBITMQ_URL;
     broker = new AmqpEventBroker({ url, exchange: names.exchange, queuePrefix: `${names.prefix}.`, logger: quietLogger, redeliveryMs: 50 }).start();
     publisher = new AmqpEventBroker({ url, exchange: names.exchange, queuePrefix: `${names.prefix}.`, logger: quietLogger }).start();
     await broker.waitUntilConnected(20_000);
@@ -157,14 +163,7 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
     const events = Array.from({ length: 200 }, (_, i) => event('object.created', { bucket: 'burst', bucketId, key: `k${i}`, size: i, replacedSize: null }));
     batches.length = 0;
     await Promise.all([...events, ...events.slice(0, 50)].map((e) => publisher.publish(e)));
-    await eventually(
-      async () =>
-        (await processed(
-          sql,
-          events.map((e) => e.id),
-        )) === 200,
-      'every event applied',
-    );
+    await untilProcessed(sql, events, 'every event applied');
     await eventually(async () => (await outcome('applied')) + (await outcome('duplicate')) === 250, 'every delivery handled');
     expect(await stats(sql, bucketId)).to.deep.equal({ objects: 200, bytes: (199 * 200) / 2 });
     expect(await outcome('applied')).to.equal(200);
@@ -220,14 +219,7 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
       const heldBack = 30 - ((await outcome('applied')) - appliedBefore) - 1;
       expect(heldBack).to.be.greaterThan(0);
       await closeSlow();
-      await eventually(
-        async () =>
-          (await processed(
-            sql,
-            events.map((e) => e.id),
-          )) === 30,
-        'every event applied by the other consumer',
-      );
+      await untilProcessed(sql, events, 'every event applied by the other consumer');
       expect(await stats(sql, bucketId)).to.deep.equal({ objects: 30, bytes: 60 });
       const slowApplied = async () => (await held.get()).values.filter((v) => v.labels.outcome === 'applied').reduce((a, v) => a + v.value, 0);
       // Whichever consumer applied an event, it counts once (the other sees a duplicate).
@@ -244,14 +236,7 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
     const failedBefore = await outcome('failed');
     batches.length = 0;
     await Promise.all([...good.slice(0, 10), bad, ...good.slice(10)].map((e) => publisher.publish(e)));
-    await eventually(
-      async () =>
-        (await processed(
-          sql,
-          good.map((e) => e.id),
-        )) === 20,
-      'the good events applied',
-    );
+    await untilProcessed(sql, good, 'the good events applied');
     // The bad one is redelivered (and fails again) while the good ones stay applied once.
     await eventually(async () => (await outcome('failed')) - failedBefore >= 3, 'the bad event redelivered');
     expect(await processed(sql, [bad.id])).to.equal(0);
@@ -267,8 +252,7 @@ describe('AmqpEventBroker acks the handlers of one tick together (real RabbitMQ)
 
   before(async () => {
     names = new RabbitNames();
-    const url = process.env.STRATA_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
-    broker = new AmqpEventBroker({ url, exchange: names.exchange, logger: quietLogger, redeliveryMs: 50 }).start();
+    broker = new AmqpEventBroker({ url: RABBITMQ_URL, exchange: names.exchange, logger: quietLogger, redeliveryMs: 50 }).start();
     await broker.waitUntilConnected(20_000);
   });
   after(async () => {

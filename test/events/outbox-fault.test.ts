@@ -2,14 +2,12 @@ import { expect } from 'chai';
 import { v7 as uuidv7 } from 'uuid';
 import { AmqpEventBroker } from '../../images/control-plane/src/events/amqp-broker.js';
 import type { StrataEvent } from '../../images/control-plane/src/events/broker.js';
-import { migrate } from '../../images/control-plane/src/schema/migrate.js';
 import { Catalog } from '../../images/data-plane/src/catalog/catalog.js';
 import { AmqpEventPublisher } from '../../images/data-plane/src/events/amqp-publisher.js';
 import { OutboxRelay } from '../../images/data-plane/src/outbox/relay.js';
-import { createPgSqlClient, Gauge, type SqlClient } from '../../images/service-kit/src/index.js';
-import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import { Gauge, type SqlClient } from '../../images/service-kit/src/index.js';
 import { startTcpProxy, type TcpFaultProxy } from '../support/tcp-proxy.js';
-import { amqpUrlVia, eventually, quietLogger, RabbitNames, RABBITMQ_URL } from './rabbitmq-fixture.js';
+import { amqpUrlVia, eventually, outboxSuite, quietLogger, RABBITMQ_URL } from './rabbitmq-fixture.js';
 
 const EVENTS = 500;
 
@@ -21,32 +19,21 @@ const EVENTS = 500;
  */
 describe('outbox → RabbitMQ → idempotent consumer across an outage (real PostgreSQL and RabbitMQ)', function () {
   this.timeout(120_000);
-  let db: TestDatabase;
-  let sql: SqlClient;
-  let names: RabbitNames;
+  const fx = outboxSuite('strata_events', 6);
   let outage: TcpFaultProxy;
-  const closers: Array<() => Promise<void>> = [];
 
   before(async () => {
-    db = await createTestDatabase('strata_events');
-    sql = createPgSqlClient(db.url, { max: 6 });
-    await migrate(sql);
-    await sql.exec('CREATE TABLE consumer_effects (id int PRIMARY KEY, applied bigint NOT NULL); INSERT INTO consumer_effects VALUES (1, 0)');
-    names = new RabbitNames();
+    await fx.sql.exec('CREATE TABLE consumer_effects (id int PRIMARY KEY, applied bigint NOT NULL); INSERT INTO consumer_effects VALUES (1, 0)');
     const target = new URL(RABBITMQ_URL);
     outage = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5672) });
   });
   after(async () => {
-    for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
     await outage?.close();
-    await names?.cleanup().catch(() => undefined);
-    await sql?.close();
-    await db?.drop();
   });
 
   /** The side effect and the event id in one transaction: a duplicate changes nothing. */
   async function applyOnce(event: StrataEvent): Promise<boolean> {
-    return sql.transaction(async (tx) => {
+    return fx.sql.transaction(async (tx) => {
       const fresh = await tx.query('INSERT INTO processed_events (event_id, type) VALUES ($1, $2) ON CONFLICT DO NOTHING', [event.id, event.type]);
       if (fresh.rowCount === 0) return false;
       await tx.query('UPDATE consumer_effects SET applied = applied + 1 WHERE id = 1');
@@ -64,14 +51,14 @@ describe('outbox → RabbitMQ → idempotent consumer across an outage (real Pos
 
   it('delivers all 500 events exactly once in effect, with RabbitMQ cut in the middle', async () => {
     const url = amqpUrlVia(outage.port);
-    const broker = new AmqpEventBroker({ url, exchange: names.exchange, logger: quietLogger, redeliveryMs: 50 }).start();
-    closers.push(() => broker.close());
+    const broker = new AmqpEventBroker({ url, exchange: fx.names.exchange, logger: quietLogger, redeliveryMs: 50 }).start();
+    fx.closers.push(() => broker.close());
     await broker.waitUntilConnected(20_000);
     let deliveries = 0;
     let duplicates = 0;
     let failed = 0;
     let inFlight = 0;
-    await broker.subscribe(names.queue('control-plane'), async (event) => {
+    await broker.subscribe(fx.names.queue('control-plane'), async (event) => {
       deliveries++;
       inFlight++;
       try {
@@ -84,18 +71,18 @@ describe('outbox → RabbitMQ → idempotent consumer across an outage (real Pos
       }
     });
 
-    const publisher = new AmqpEventPublisher({ url, exchange: names.exchange, logger: quietLogger, confirmTimeoutMs: 2000 }).start();
-    closers.push(() => publisher.close());
+    const publisher = new AmqpEventPublisher({ url, exchange: fx.names.exchange, logger: quietLogger, confirmTimeoutMs: 2000 }).start();
+    fx.closers.push(() => publisher.close());
     await publisher.waitUntilConnected(20_000);
     const backlog = new Gauge({ name: 'test_outbox_backlog', help: 'test', registers: [] });
-    const relay = new OutboxRelay(new Catalog(sql), publisher, backlog, quietLogger, () => new Date());
+    const relay = new OutboxRelay(new Catalog(fx.sql), publisher, backlog, quietLogger, () => new Date());
     relay.start(100);
-    closers.push(() => relay.stop());
+    fx.closers.push(() => relay.stop());
 
     // Writers commit state + outbox rows in small transactions and kick the relay, as the data plane does.
     let failedPublishesSeen = 0;
     for (let n = 0; n < EVENTS; n += 10) {
-      await sql.transaction(async (tx) => {
+      await fx.sql.transaction(async (tx) => {
         for (let i = n; i < n + 10; i++) await writeToOutbox(tx, i);
       });
       relay.kick();
@@ -117,7 +104,7 @@ describe('outbox → RabbitMQ → idempotent consumer across an outage (real Pos
     expect(failedPublishesSeen).to.be.greaterThan(0);
 
     // A relay that crashed between confirm and markSent publishes rows again: nothing changes.
-    const again = await sql.query<{ event_id: string; type: string; payload: Record<string, unknown>; created_at: Date }>(
+    const again = await fx.sql.query<{ event_id: string; type: string; payload: Record<string, unknown>; created_at: Date }>(
       'SELECT event_id, type, payload, created_at FROM outbox ORDER BY id LIMIT 25',
     );
     const before = deliveries;
@@ -128,8 +115,8 @@ describe('outbox → RabbitMQ → idempotent consumer across an outage (real Pos
     // Handlers still running (a redelivery from the outage may be in flight) would skew the counts below.
     await eventually(() => inFlight === 0, 'the handlers in flight to finish');
 
-    const processed = await sql.query<{ n: number }>('SELECT count(DISTINCT event_id)::int AS n FROM processed_events');
-    const outboxIds = await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox o JOIN processed_events p ON p.event_id = o.event_id');
+    const processed = await fx.sql.query<{ n: number }>('SELECT count(DISTINCT event_id)::int AS n FROM processed_events');
+    const outboxIds = await fx.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox o JOIN processed_events p ON p.event_id = o.event_id');
     expect(processed.rows[0]!.n).to.equal(EVENTS);
     expect(outboxIds.rows[0]!.n).to.equal(EVENTS);
     expect(await applied()).to.equal(EVENTS);
@@ -138,12 +125,12 @@ describe('outbox → RabbitMQ → idempotent consumer across an outage (real Pos
   });
 
   async function applied(): Promise<number> {
-    return Number((await sql.query<{ applied: number }>('SELECT applied FROM consumer_effects WHERE id = 1')).rows[0]!.applied);
+    return Number((await fx.sql.query<{ applied: number }>('SELECT applied FROM consumer_effects WHERE id = 1')).rows[0]!.applied);
   }
   async function unsent(): Promise<number> {
-    return Number((await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL')).rows[0]!.n);
+    return Number((await fx.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL')).rows[0]!.n);
   }
   async function attemptsOnUnsent(): Promise<number> {
-    return Number((await sql.query<{ n: number }>('SELECT coalesce(sum(attempts), 0)::int AS n FROM outbox WHERE sent_at IS NULL')).rows[0]!.n);
+    return Number((await fx.sql.query<{ n: number }>('SELECT coalesce(sum(attempts), 0)::int AS n FROM outbox WHERE sent_at IS NULL')).rows[0]!.n);
   }
 });

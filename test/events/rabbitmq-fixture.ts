@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import amqp from 'amqplib';
 import { v7 as uuidv7 } from 'uuid';
-import { createLogger } from '../../images/service-kit/src/index.js';
+import { migrate } from '../../images/control-plane/src/schema/migrate.js';
+import { createLogger, createPgSqlClient, type SqlClient } from '../../images/service-kit/src/index.js';
+import { fixtureHooks } from '../support/fixture-hooks.js';
+import { createTestDatabase } from '../support/pg.js';
 import type { StrataEvent } from '../../images/control-plane/src/events/broker.js';
 
 /** The machine's shared RabbitMQ; tests only declare (and delete) names of their own. */
@@ -65,4 +68,36 @@ export async function eventually(check: () => boolean | Promise<boolean>, what: 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** The state of an outbox suite: a migrated test database, RabbitMQ names of its own, and what its tests start (closed newest first). */
+export interface OutboxSuite {
+  sql: SqlClient;
+  names: RabbitNames;
+  closers: Array<() => Promise<void>>;
+}
+
+/** Starts an outbox suite's state before the calling suite and removes it after; call inside `describe`. */
+export function outboxSuite(dbPrefix: string, maxConnections: number): OutboxSuite {
+  return fixtureHooks(
+    'suite',
+    async () => {
+      const db = await createTestDatabase(dbPrefix);
+      const sql = createPgSqlClient(db.url, { max: maxConnections });
+      try {
+        await migrate(sql);
+      } catch (err) {
+        await sql.close();
+        await db.drop();
+        throw err;
+      }
+      return { db, sql, names: new RabbitNames(), closers: [] as Array<() => Promise<void>> };
+    },
+    async ({ db, sql, names, closers }) => {
+      for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
+      await names.cleanup().catch(() => undefined);
+      await sql.close();
+      await db.drop();
+    },
+  );
 }

@@ -1,17 +1,10 @@
 import { existsSync } from 'node:fs';
 import { expect } from 'chai';
 import pg from 'pg';
-import { startPgReplica, type PgReplicaHarness } from '../support/pg-replica.js';
+import { query, startPgReplica, type PgReplicaHarness } from '../support/pg-replica.js';
+import { rejectionOf } from '../support/rejection.js';
 
-async function q<R extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-  await client.connect();
-  try {
-    return (await client.query<R>(text, params)).rows;
-  } finally {
-    await client.end();
-  }
-}
+const q = <R extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<R[]> => query<R>(url, text, params, 3000);
 
 async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -24,11 +17,9 @@ async function eventually(check: () => Promise<boolean>, what: string, timeoutMs
 describe('test harness: PostgreSQL primary + streaming replica', function () {
   this.timeout(180_000);
   let h: PgReplicaHarness;
-  let dataDir: string;
 
   before(async () => {
     h = await startPgReplica();
-    dataDir = (await q<{ d: string }>(h.primaryUrl, "SELECT current_setting('data_directory') AS d"))[0]!.d;
   });
   after(() => h?.stop());
 
@@ -46,13 +37,7 @@ describe('test harness: PostgreSQL primary + streaming replica', function () {
     await q(h.primaryUrl, "INSERT INTO harness_t VALUES (1, 'one')");
     await h.waitForReplay();
     expect(await q(h.replicaUrl, 'SELECT v FROM harness_t WHERE id = 1')).to.deep.equal([{ v: 'one' }]);
-    let error: unknown;
-    try {
-      await q(h.replicaUrl, "INSERT INTO harness_t VALUES (2, 'two')");
-    } catch (err) {
-      error = err;
-    }
-    expect((error as Error).message).to.match(/read-only transaction/);
+    expect(((await rejectionOf(q(h.replicaUrl, "INSERT INTO harness_t VALUES (2, 'two')"))) as Error).message).to.match(/read-only transaction/);
   });
 
   it('simulates lag: with replay paused the replica receives WAL but does not show it', async () => {
@@ -72,13 +57,7 @@ describe('test harness: PostgreSQL primary + streaming replica', function () {
 
   it('stops and restarts the replica, which catches up', async () => {
     await h.stopReplica();
-    let error: unknown;
-    try {
-      await q(h.replicaUrl, 'SELECT 1');
-    } catch (err) {
-      error = err;
-    }
-    expect(error).to.be.instanceOf(Error);
+    expect(await rejectionOf(q(h.replicaUrl, 'SELECT 1'))).to.be.instanceOf(Error);
     await q(h.primaryUrl, "INSERT INTO harness_t VALUES (4, 'four')");
     await h.startReplica();
     await h.waitForReplay();
@@ -86,16 +65,11 @@ describe('test harness: PostgreSQL primary + streaming replica', function () {
   });
 
   it('stop() shuts both servers down and removes their files', async () => {
+    const dataDir = (await q<{ d: string }>(h.primaryUrl, "SELECT current_setting('data_directory') AS d"))[0]!.d;
     expect(existsSync(dataDir)).to.equal(true);
     await h.stop();
     await h.stop();
     expect(existsSync(dataDir)).to.equal(false);
-    let error: unknown;
-    try {
-      await q(h.primaryUrl, 'SELECT 1');
-    } catch (err) {
-      error = err;
-    }
-    expect(error).to.be.instanceOf(Error);
+    expect(await rejectionOf(q(h.primaryUrl, 'SELECT 1'))).to.be.instanceOf(Error);
   });
 });

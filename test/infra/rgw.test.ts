@@ -10,6 +10,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { s3ClientFor, startRgw, startS3rver, type S3ServerHarness } from '../support/rgw.js';
+import { rejectionOf } from '../support/rejection.js';
 
 /** Bucket create, object put/get/list/delete: what the Strata backends need from an S3 server. */
 async function roundTrip(client: S3Client): Promise<void> {
@@ -42,12 +43,7 @@ describe('test harness: S3 server (radosgw, s3rver fallback)', function () {
         // Wrong credentials are refused: radosgw really checks signatures (s3rver does not).
         if (h.kind === 'radosgw') {
           const wrong = s3ClientFor({ ...h, secretKey: `${h.secretKey}x` });
-          let error: unknown;
-          try {
-            await roundTrip(wrong);
-          } catch (err) {
-            error = err;
-          }
+          const error = await rejectionOf(roundTrip(wrong));
           wrong.destroy();
           expect((error as { name?: string })?.name).to.match(/SignatureDoesNotMatch|AccessDenied|InvalidAccessKeyId/);
         }

@@ -1,3 +1,7 @@
+import { startModelServer, type ModelServerOptions } from '../../images/model-server/src/app.js';
+import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
+import { fixtureHooks } from '../support/fixture-hooks.js';
+
 /** Small HTTP helpers for the model-server tests. */
 export interface JsonResponse {
   status: number;
@@ -43,4 +47,23 @@ export function randomPrompts(count: number, seed: number, maxLen = 12): number[
     return state / 2 ** 32;
   };
   return Array.from({ length: count }, () => Array.from({ length: 1 + Math.floor(next() * maxLen) }, () => 10 + Math.floor(next() * 990)));
+}
+
+/** The running model server of a suite: `base` is its root URL, `url` its chat-completions URL. */
+export interface SuiteModelServer {
+  server: RunningService;
+  base: string;
+  url: string;
+}
+
+/** Starts a model server (silent, on a free local port) before the calling suite and stops it after; call inside `describe`. */
+export function modelServerForSuite(options: ModelServerOptions = {}): SuiteModelServer {
+  return fixtureHooks(
+    'suite',
+    async () => {
+      const server = await startModelServer({ port: 0, host: '127.0.0.1', logger: createLogger('model-server-test', 'silent'), ...options });
+      return { server, base: server.url, url: `${server.url}/v1/chat/completions` };
+    },
+    (fixture) => fixture.server.stop(),
+  );
 }

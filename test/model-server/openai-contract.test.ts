@@ -1,8 +1,6 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
-import { startModelServer } from '../../images/model-server/src/app.js';
-import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
-import { getJson, postJson, postStream } from './helpers.js';
+import { getJson, modelServerForSuite, postJson, postStream } from './helpers.js';
 
 const MODEL = 'strata-tiny';
 const user = (content: string) => [{ role: 'user', content }];
@@ -17,31 +15,24 @@ function expectError(res: { status: number; body: any }, status: number, param: 
 }
 
 describe('model-server: what it cannot do is refused in OpenAI shape', () => {
-  let server: RunningService;
-  let url: string;
-
-  before(async () => {
-    server = await startModelServer({ port: 0, host: '127.0.0.1', modelNames: [MODEL], logger: createLogger('model-server-test', 'silent') });
-    url = `${server.url}/v1/chat/completions`;
-  });
-  after(async () => server.stop());
+  const ms = modelServerForSuite({ modelNames: [MODEL] });
 
   describe('prompts past the context', () => {
     it('answers 400 context_length_exceeded for a ~0.9 MB prompt (no stack overflow), and the server keeps serving', async () => {
       const huge = 'a '.repeat(450_000);
       expect(huge.length).to.be.greaterThan(800_000);
-      const res = await postJson(url, { model: MODEL, messages: user(huge) });
+      const res = await postJson(ms.url, { model: MODEL, messages: user(huge) });
       expectError(res, 400, 'messages', 'context_length_exceeded');
       expect(res.body.error.type).to.equal('invalid_request_error');
       // Many messages too (one spread per message would not overflow; their total must still be counted).
       const many = Array.from({ length: 20_000 }, () => ({ role: 'user', content: '10 20' }));
-      expectError(await postJson(url, { model: MODEL, messages: many }), 400, 'messages', 'context_length_exceeded');
-      expect((await postJson(url, { model: MODEL, messages: user('10 20'), temperature: 0 })).body.choices[0].message.content).to.equal('10 20');
+      expectError(await postJson(ms.url, { model: MODEL, messages: many }), 400, 'messages', 'context_length_exceeded');
+      expect((await postJson(ms.url, { model: MODEL, messages: user('10 20'), temperature: 0 })).body.choices[0].message.content).to.equal('10 20');
     });
 
     it('answers 400 context_length_exceeded just past the context', async () => {
       const words = Array.from({ length: 63 }, (_, i) => String(100 + i)).join(' ');
-      expectError(await postJson(url, { model: MODEL, messages: user(words) }), 400, 'messages', 'context_length_exceeded');
+      expectError(await postJson(ms.url, { model: MODEL, messages: user(words) }), 400, 'messages', 'context_length_exceeded');
     });
   });
 
@@ -58,14 +49,14 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
     ];
     for (const [param, extra] of refused) {
       it(`400 unsupported_parameter for ${JSON.stringify(extra)}`, async () => {
-        const res = await postJson(url, { model: MODEL, messages: user('10 20'), ...extra });
+        const res = await postJson(ms.url, { model: MODEL, messages: user('10 20'), ...extra });
         expectError(res, 400, param, 'unsupported_parameter');
         expect(res.body.error.type).to.equal('invalid_request_error');
       });
     }
 
     it('accepts their neutral values (tool_choice "none", text format, empty logit_bias) and penalties', async () => {
-      const res = await postJson(url, {
+      const res = await postJson(ms.url, {
         model: MODEL,
         messages: user('10 20'),
         temperature: 0,
@@ -84,7 +75,7 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
 
     it('applies presence and frequency penalties in the engine (-2..2, as OpenAI)', async () => {
       const answer = async (extra: Record<string, unknown>) => {
-        const res = await postJson(url, { model: MODEL, messages: user('10 10 10 10 10 10'), temperature: 0, ...extra });
+        const res = await postJson(ms.url, { model: MODEL, messages: user('10 10 10 10 10 10'), temperature: 0, ...extra });
         expect(res.status, JSON.stringify(res.body)).to.equal(200);
         return res.body.choices[0].message.content as string;
       };
@@ -97,13 +88,13 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
         ['frequency_penalty', 2.5],
         ['presence_penalty', -3],
       ] as const) {
-        const res = await postJson(url, { model: MODEL, messages: user('10'), [param]: value });
+        const res = await postJson(ms.url, { model: MODEL, messages: user('10'), [param]: value });
         expectError(res, 400, param, 'invalid_value');
       }
     });
 
     it('the official openai client surfaces the refusal as a BadRequestError with param and code', async () => {
-      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const client = new OpenAI({ baseURL: `${ms.base}/v1`, apiKey: 'unused', maxRetries: 0 });
       try {
         await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: '10' }], response_format: { type: 'json_object' } });
         expect.fail('should throw');
@@ -119,7 +110,7 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
     const sumExp = (xs: number[]) => xs.reduce((n, x) => n + Math.exp(x), 0);
 
     it('non-streaming: one entry per generated token, in OpenAI shape, consistent with the content', async () => {
-      const res = await postJson(url, { model: MODEL, messages: user('10 20 30'), temperature: 0, logprobs: true, top_logprobs: 3 });
+      const res = await postJson(ms.url, { model: MODEL, messages: user('10 20 30'), temperature: 0, logprobs: true, top_logprobs: 3 });
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       const choice = res.body.choices[0];
       expect(choice.message.content).to.equal('10 20 30');
@@ -142,25 +133,25 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
     });
 
     it('logprobs without top_logprobs lists no alternatives; logprobs false or absent gives null', async () => {
-      const res = await postJson(url, { model: MODEL, messages: user('10 20'), temperature: 0, logprobs: true });
+      const res = await postJson(ms.url, { model: MODEL, messages: user('10 20'), temperature: 0, logprobs: true });
       expect(res.body.choices[0].logprobs.content.map((e: { top_logprobs: unknown[] }) => e.top_logprobs)).to.deep.equal([[], []]);
-      expect((await postJson(url, { model: MODEL, messages: user('10 20'), logprobs: false })).body.choices[0].logprobs).to.equal(null);
-      expect((await postJson(url, { model: MODEL, messages: user('10 20') })).body.choices[0].logprobs).to.equal(null);
+      expect((await postJson(ms.url, { model: MODEL, messages: user('10 20'), logprobs: false })).body.choices[0].logprobs).to.equal(null);
+      expect((await postJson(ms.url, { model: MODEL, messages: user('10 20') })).body.choices[0].logprobs).to.equal(null);
     });
 
     it('400 for top_logprobs without logprobs, or out of range', async () => {
-      expectError(await postJson(url, { model: MODEL, messages: user('10'), top_logprobs: 2 }), 400, 'top_logprobs', 'invalid_value');
-      expectError(await postJson(url, { model: MODEL, messages: user('10'), logprobs: true, top_logprobs: 21 }), 400, 'top_logprobs', 'invalid_value');
+      expectError(await postJson(ms.url, { model: MODEL, messages: user('10'), top_logprobs: 2 }), 400, 'top_logprobs', 'invalid_value');
+      expectError(await postJson(ms.url, { model: MODEL, messages: user('10'), logprobs: true, top_logprobs: 21 }), 400, 'top_logprobs', 'invalid_value');
     });
 
     it('a stop string keeps the entries of the answer only', async () => {
-      const res = await postJson(url, { model: MODEL, messages: user('100 200 300 400'), temperature: 0, stop: [' 300'], logprobs: true });
+      const res = await postJson(ms.url, { model: MODEL, messages: user('100 200 300 400'), temperature: 0, stop: [' 300'], logprobs: true });
       expect(res.body.choices[0].message.content).to.equal('100 200');
       expect(res.body.choices[0].logprobs.content.map((e: { token: string }) => e.token)).to.deep.equal(['100', ' 200']);
     });
 
     it('streaming: each content chunk carries the entries of its tokens, and they add up to the answer', async () => {
-      const { status, events } = await postStream(url, {
+      const { status, events } = await postStream(ms.url, {
         model: MODEL,
         messages: user('11 22 33 44'),
         temperature: 0,
@@ -186,7 +177,7 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
     });
 
     it('the official openai client reads them', async () => {
-      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const client = new OpenAI({ baseURL: `${ms.base}/v1`, apiKey: 'unused', maxRetries: 0 });
       const completion = await client.chat.completions.create({
         model: MODEL,
         messages: [{ role: 'user', content: '12 13' }],
@@ -211,18 +202,18 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
   describe('routes', () => {
     it('answers JSON in OpenAI shape on every route, /v1 or not', async () => {
       for (const path of ['/', '/nope', '/v1/nope', '/favicon.ico', '/api/v1/chat']) {
-        const res = await fetch(`${server.url}${path}`);
+        const res = await fetch(`${ms.base}${path}`);
         expect(res.status, path).to.equal(404);
         expect(res.headers.get('content-type'), path).to.match(/^application\/json/);
         expectError({ status: res.status, body: await res.json() }, 404, null, 'unknown_url');
       }
-      const post = await fetch(`${server.url}/completions`, { method: 'POST', body: '{}' });
+      const post = await fetch(`${ms.base}/completions`, { method: 'POST', body: '{}' });
       expect(post.headers.get('content-type')).to.match(/^application\/json/);
       expect(post.status).to.equal(404);
     });
 
     it("advertises each model's context in /v1/models (max_model_len, as vLLM; prompt and output limits)", async () => {
-      const res = await getJson(`${server.url}/v1/models/${MODEL}`);
+      const res = await getJson(`${ms.base}/v1/models/${MODEL}`);
       expect(res.body).to.include({ id: MODEL, max_model_len: 128, maxPromptTokens: 64, maxOutputTokens: 64 });
       expect(res.body).to.not.have.any.keys('max_prompt_tokens', 'max_output_tokens');
     });
@@ -230,16 +221,11 @@ describe('model-server: what it cannot do is refused in OpenAI shape', () => {
 });
 
 describe('model-server API keys (MODEL_SERVER_API_KEYS)', () => {
-  let server: RunningService;
   const keys = ['key-one', 'key-two'];
-
-  before(async () => {
-    server = await startModelServer({ port: 0, host: '127.0.0.1', modelNames: [MODEL], apiKeys: keys, logger: createLogger('model-server-test', 'silent') });
-  });
-  after(async () => server.stop());
+  const ms = modelServerForSuite({ modelNames: [MODEL], apiKeys: keys });
 
   const call = (path: string, authorization?: string, body?: unknown) =>
-    fetch(`${server.url}${path}`, {
+    fetch(`${ms.base}${path}`, {
       method: body === undefined ? 'GET' : 'POST',
       headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -270,9 +256,9 @@ describe('model-server API keys (MODEL_SERVER_API_KEYS)', () => {
   });
 
   it('works with the official openai client given the key, and 401 as AuthenticationError without it', async () => {
-    const good = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'key-two', maxRetries: 0 });
+    const good = new OpenAI({ baseURL: `${ms.base}/v1`, apiKey: 'key-two', maxRetries: 0 });
     expect((await good.models.list()).data.map((m) => m.id)).to.deep.equal([MODEL]);
-    const bad = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'nope', maxRetries: 0 });
+    const bad = new OpenAI({ baseURL: `${ms.base}/v1`, apiKey: 'nope', maxRetries: 0 });
     try {
       await bad.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: '10' }] });
       expect.fail('should throw');

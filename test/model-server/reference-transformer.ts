@@ -37,17 +37,10 @@ export class ReferenceTransformer {
 
   /** Source ids → encoder memory, one row of D per position. */
   encode(sourceIds: readonly number[]): Float32Array[] {
-    let x = this.embed(
-      sourceIds,
-      sourceIds.map((_, i) => i),
-    );
+    let x = this.embedSequence(sourceIds);
     for (let l = 0; l < MODEL_DIMS.encoderLayers; l++) {
       const p = weightNames.encoderLayer(l);
-      const n1 = x.map((r) => this.norm(r, `${p}.norm1`));
-      x = add(
-        x,
-        this.attention(n1, n1, () => true, `${p}.self_attn`),
-      );
+      x = this.selfAttention(x, p, () => true);
       x = add(
         x,
         x.map((r) => this.feedForward(this.norm(r, `${p}.norm2`), `${p}.ff`)),
@@ -58,17 +51,10 @@ export class ReferenceTransformer {
 
   /** Teacher-forced decoder: logits (length V) for every position of targetIds. */
   decode(memory: Float32Array[], targetIds: readonly number[]): Float32Array[] {
-    let x = this.embed(
-      targetIds,
-      targetIds.map((_, i) => i),
-    );
+    let x = this.embedSequence(targetIds);
     for (let l = 0; l < MODEL_DIMS.decoderLayers; l++) {
       const p = weightNames.decoderLayer(l);
-      const n1 = x.map((r) => this.norm(r, `${p}.norm1`));
-      x = add(
-        x,
-        this.attention(n1, n1, (q, k) => k <= q, `${p}.self_attn`),
-      );
+      x = this.selfAttention(x, p, (q, k) => k <= q);
       const n2 = x.map((r) => this.norm(r, `${p}.norm2`));
       x = add(
         x,
@@ -91,6 +77,20 @@ export class ReferenceTransformer {
       }
       return logits;
     });
+  }
+
+  /** Embeddings of ids at positions 0, 1, 2, … */
+  private embedSequence(ids: readonly number[]): Float32Array[] {
+    return this.embed(
+      ids,
+      ids.map((_, i) => i),
+    );
+  }
+
+  /** The residual self-attention sublayer of layer `p` (pre-norm `norm1`), attending where `mask(query, key)` holds. */
+  private selfAttention(x: Float32Array[], p: string, mask: (q: number, k: number) => boolean): Float32Array[] {
+    const n1 = x.map((r) => this.norm(r, `${p}.norm1`));
+    return add(x, this.attention(n1, n1, mask, `${p}.self_attn`));
   }
 
   private embed(ids: readonly number[], positions: number[]): Float32Array[] {

@@ -1,17 +1,15 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { startModelServer } from '../../images/model-server/src/app.js';
 import { BpeTokenizer, trainBpe, type BpeTokenizerFile } from '../../images/model-server/src/bpe-tokenizer.js';
 import { verseWords } from '../../hack/train/verse-corpus.js';
 import { FIRST_CONTENT_TOKEN, MAX_OUTPUT_TOKENS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
 import { DEFAULT_MODEL_DIR, GENERATION_CONFIG_FILE } from '../../images/model-server/src/served-models.js';
 import { encodeChat } from '../../images/model-server/src/tokenizer.js';
-import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
 import { loadPoemAppConfig } from '../../images/poem-app/src/config.js';
 import { buildPoemMessages, buildPoemRequest } from '../../images/poem-app/src/poet.js';
 import { POEM_TYPES } from '../../images/poem-app/src/poem-types.js';
-import { getJson, postJson } from './helpers.js';
+import { getJson, modelServerForSuite, postJson } from './helpers.js';
 
 const VERSE_DIR = path.join(DEFAULT_MODEL_DIR, 'strata-verse');
 const tokenizerFile = JSON.parse(readFileSync(path.join(VERSE_DIR, 'tokenizer.json'), 'utf8')) as BpeTokenizerFile;
@@ -63,22 +61,15 @@ describe('strata-verse: the BPE tokenizer', () => {
 });
 
 describe('strata-verse served beside strata-tiny', () => {
-  let server: RunningService;
-  let url: string;
-
-  before(async () => {
-    server = await startModelServer({ port: 0, host: '127.0.0.1', logger: createLogger('model-server-test', 'silent') });
-    url = `${server.url}/v1/chat/completions`;
-  });
-  after(async () => server.stop());
+  const ms = modelServerForSuite();
 
   it('lists both built-in models, the text model first (what clients not told a model take)', async () => {
-    const res = await getJson(`${server.url}/v1/models`);
+    const res = await getJson(`${ms.base}/v1/models`);
     expect(res.body.data.map((m: { id: string }) => m.id)).to.deep.equal(['strata-verse', 'strata-tiny']);
   });
 
   it("strata-verse answers the poem app's request with text (letters and words, not ids), without prompt truncation", async () => {
-    const res = await postJson(url, { model: 'strata-verse', messages: poemRequest('the sea'), temperature: 0.8, seed: 3, max_tokens: 48 });
+    const res = await postJson(ms.url, { model: 'strata-verse', messages: poemRequest('the sea'), temperature: 0.8, seed: 3, max_tokens: 48 });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     const content: string = res.body.choices[0].message.content;
     expect(content.trim()).to.not.equal('');
@@ -87,17 +78,17 @@ describe('strata-verse served beside strata-tiny', () => {
     expect(res.body.model).to.equal('strata-verse');
     expect(res.body.usage.prompt_tokens).to.be.at.most(64);
     // The same seed gives the same verse.
-    const again = await postJson(url, { model: 'strata-verse', messages: poemRequest('the sea'), temperature: 0.8, seed: 3, max_tokens: 48 });
+    const again = await postJson(ms.url, { model: 'strata-verse', messages: poemRequest('the sea'), temperature: 0.8, seed: 3, max_tokens: 48 });
     expect(again.body.choices[0].message.content).to.equal(content);
   });
 
   it('strata-tiny on the same server still answers token ids', async () => {
-    const res = await postJson(url, { model: 'strata-tiny', messages: [{ role: 'user', content: '10 20 30' }], temperature: 0 });
+    const res = await postJson(ms.url, { model: 'strata-tiny', messages: [{ role: 'user', content: '10 20 30' }], temperature: 0 });
     expect(res.body.choices[0].message.content).to.equal('10 20 30');
   });
 
   it('strata-verse logprobs tokens are its subword pieces and add up to the content', async () => {
-    const res = await postJson(url, {
+    const res = await postJson(ms.url, {
       model: 'strata-verse',
       messages: poemRequest('night'),
       temperature: 0.7,
@@ -116,13 +107,13 @@ describe('strata-verse served beside strata-tiny', () => {
     const generation = JSON.parse(readFileSync(path.join(VERSE_DIR, GENERATION_CONFIG_FILE), 'utf8')) as { temperature: number; top_p: number };
     expect(generation.temperature).to.be.below(1);
     const verse = async (sampling: object) =>
-      (await postJson(url, { model: 'strata-verse', messages: poemRequest('rain'), seed: 5, max_tokens: 40, ...sampling })).body.choices[0].message
+      (await postJson(ms.url, { model: 'strata-verse', messages: poemRequest('rain'), seed: 5, max_tokens: 40, ...sampling })).body.choices[0].message
         .content as string;
     const defaulted = await verse({});
     expect(defaulted).to.equal(await verse({ temperature: generation.temperature, top_p: generation.top_p }));
     expect(defaulted).to.not.equal(await verse({ temperature: 1, top_p: 1 }));
     const tiny = async (sampling: object) =>
-      (await postJson(url, { model: 'strata-tiny', messages: [{ role: 'user', content: '10 20 30 40' }], seed: 5, ...sampling })).body.choices[0].message
+      (await postJson(ms.url, { model: 'strata-tiny', messages: [{ role: 'user', content: '10 20 30 40' }], seed: 5, ...sampling })).body.choices[0].message
         .content as string;
     expect(await tiny({})).to.equal(await tiny({ temperature: 1, top_p: 1 }));
   });
@@ -138,7 +129,7 @@ describe('strata-verse served beside strata-tiny', () => {
       for (const [i, type] of POEM_TYPES.entries()) {
         for (const theme of [themes[i % themes.length]!, themes[(i + 1) % themes.length]!]) {
           const body = { ...buildPoemRequest(upstream, type, theme, Math.min(upstream.maxTokens, MAX_OUTPUT_TOKENS)), seed: poems.length + 1 };
-          const res = await postJson(url, body);
+          const res = await postJson(ms.url, body);
           expect(res.status, JSON.stringify(res.body)).to.equal(200);
           poems.push(res.body.choices[0].message.content);
         }

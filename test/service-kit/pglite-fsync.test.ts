@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import fs from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createPgliteSqlClient } from '../../images/service-kit/src/index.js';
 import { DURABLE_FS_SOURCE, type DurabilityCounters } from '../../images/service-kit/src/pglite-fsync.js';
 import type { PgliteThreadClient } from '../../images/service-kit/src/pglite-thread.js';
+import { freshDirPerSuite, freshDirPerTest } from '../support/temp-dir.js';
 
 /**
  * PGlite's own fsyncs are no-ops in WASM; its thread syncs what PostgreSQL would have (pglite-fsync.ts).
@@ -13,17 +13,10 @@ import type { PgliteThreadClient } from '../../images/service-kit/src/pglite-thr
  */
 describe('PGlite on disk: commits and checkpoints made durable by its thread', function () {
   this.timeout(120_000);
-  let dir: string;
-
-  before(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-pglite-fsync-'));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const tmp = freshDirPerSuite('strata-pglite-fsync-');
 
   const open = async (name: string, fsync?: boolean) =>
-    (await createPgliteSqlClient(path.join(dir, name), { thread: true, ...(fsync === undefined ? {} : { fsync }) })) as PgliteThreadClient;
+    (await createPgliteSqlClient(path.join(tmp.path, name), { thread: true, ...(fsync === undefined ? {} : { fsync }) })) as PgliteThreadClient;
   const counters = async (sql: PgliteThreadClient): Promise<DurabilityCounters> => {
     const c = await sql.durability();
     if (!c) throw new Error('no durability counters: the file layer is not installed');
@@ -91,34 +84,28 @@ describe('PGlite on disk: commits and checkpoints made durable by its thread', f
 describe('the durable file layer on its own (real files, a copy of the fs module)', () => {
   type Layer = { afterExchange(): void; answer(ok: () => void, fail: (err: Error) => void): void; syncAll(): void; stats: DurabilityCounters };
   const install = new Function(`${DURABLE_FS_SOURCE}; return installDurableFs;`)() as (f: typeof fs, p: typeof path, dir: string) => Layer;
-  let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-durable-fs-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const tmp = freshDirPerTest('strata-durable-fs-');
 
   it('skips a changed directory that is gone by the time it would be synced (a dropped database)', () => {
     const fsCopy = { ...fs };
-    const durable = install(fsCopy, path, dir);
-    fs.mkdirSync(path.join(dir, 'base', '16384'), { recursive: true });
-    const file = path.join(dir, 'base', '16384', '1259');
+    const durable = install(fsCopy, path, tmp.path);
+    fs.mkdirSync(path.join(tmp.path, 'base', '16384'), { recursive: true });
+    const file = path.join(tmp.path, 'base', '16384', '1259');
     const fd = fsCopy.openSync(file, fs.constants.O_CREAT | fs.constants.O_WRONLY);
     fsCopy.writeSync(fd, Buffer.from('page'));
     fsCopy.closeSync(fd);
-    fs.rmSync(path.join(dir, 'base', '16384'), { recursive: true });
+    fs.rmSync(path.join(tmp.path, 'base', '16384'), { recursive: true });
     expect(() => durable.afterExchange()).not.to.throw();
     expect(durable.stats.dataSyncs, 'the file was synced when it closed').to.equal(1);
   });
 
   it('syncs WAL writes and new directories after an exchange; data before pg_control, then pg_control', () => {
     const fsCopy = { ...fs };
-    const durable = install(fsCopy, path, dir);
-    for (const sub of ['pg_wal', 'global', 'base']) fs.mkdirSync(path.join(dir, sub));
-    const wal = fsCopy.openSync(path.join(dir, 'pg_wal', '000000010000000000000001'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
-    const data = fsCopy.openSync(path.join(dir, 'base', '1259'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
-    const control = fsCopy.openSync(path.join(dir, 'global', 'pg_control'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
+    const durable = install(fsCopy, path, tmp.path);
+    for (const sub of ['pg_wal', 'global', 'base']) fs.mkdirSync(path.join(tmp.path, sub));
+    const wal = fsCopy.openSync(path.join(tmp.path, 'pg_wal', '000000010000000000000001'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
+    const data = fsCopy.openSync(path.join(tmp.path, 'base', '1259'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
+    const control = fsCopy.openSync(path.join(tmp.path, 'global', 'pg_control'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
     fsCopy.writeSync(wal, Buffer.from('commit record'));
     fsCopy.writeSync(data, Buffer.from('data page'));
     durable.afterExchange();
@@ -141,9 +128,9 @@ describe('the durable file layer on its own (real files, a copy of the fs module
 
   it('answers in order once a sync started after their writes has finished, the next exchanges running meanwhile', async () => {
     const fsCopy = { ...fs };
-    const durable = install(fsCopy, path, dir);
-    fs.mkdirSync(path.join(dir, 'pg_wal'));
-    const wal = fsCopy.openSync(path.join(dir, 'pg_wal', '000000010000000000000001'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
+    const durable = install(fsCopy, path, tmp.path);
+    fs.mkdirSync(path.join(tmp.path, 'pg_wal'));
+    const wal = fsCopy.openSync(path.join(tmp.path, 'pg_wal', '000000010000000000000001'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
     durable.afterExchange(); // (the new file's directory entry)
     const answered: string[] = [];
     const fail = (err: Error) => answered.push(`failed: ${err.message}`);
@@ -181,9 +168,9 @@ describe('the durable file layer on its own (real files, a copy of the fs module
       }
       return fs.fdatasync(fd, cb);
     }) as typeof fs.fdatasync;
-    const durable = install(fsCopy, path, dir);
-    fs.mkdirSync(path.join(dir, 'pg_wal'));
-    const wal = fsCopy.openSync(path.join(dir, 'pg_wal', '000000010000000000000001'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
+    const durable = install(fsCopy, path, tmp.path);
+    fs.mkdirSync(path.join(tmp.path, 'pg_wal'));
+    const wal = fsCopy.openSync(path.join(tmp.path, 'pg_wal', '000000010000000000000001'), fs.constants.O_CREAT | fs.constants.O_WRONLY);
     const answered: string[] = [];
     fsCopy.writeSync(wal, Buffer.from('commit 1'));
     durable.answer(

@@ -1,9 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { createPgliteSqlClient, createPgSqlClient, isUniqueViolation, type SqlClient } from '../../images/service-kit/src/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import { freshDirPerSuite } from '../support/temp-dir.js';
 
 /** The SqlClient contract, the same on every client the services run on. */
 const clients: Array<{ name: string; open: () => Promise<{ sql: SqlClient; done: () => Promise<void> }> }> = [
@@ -199,25 +198,19 @@ describe('PGlite: statements prepared once per session', function () {
 
 describe('PGlite on its own thread: on disk', function () {
   this.timeout(120_000);
-  let dir: string;
-  before(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-pglite-thread-'));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const tmp = freshDirPerSuite('strata-pglite-thread-');
 
   it('creates the cluster, keeps the data across a restart, and refuses statements once closed', async () => {
-    const first = await createPgliteSqlClient(path.join(dir, 'db'), { thread: true });
+    const first = await createPgliteSqlClient(path.join(tmp.path, 'db'), { thread: true });
     await first.exec("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('survives')");
     await first.close();
     const closed = await first.query('SELECT 1').catch((err: Error) => err);
     expect(closed).to.be.instanceOf(Error);
     // The same files open on the event loop, and on a thread again.
-    const onLoop = await createPgliteSqlClient(path.join(dir, 'db'));
+    const onLoop = await createPgliteSqlClient(path.join(tmp.path, 'db'));
     expect((await onLoop.query<{ v: string }>('SELECT v FROM kept')).rows).to.deep.equal([{ v: 'survives' }]);
     await onLoop.close();
-    const again = await createPgliteSqlClient(path.join(dir, 'db'), { thread: true });
+    const again = await createPgliteSqlClient(path.join(tmp.path, 'db'), { thread: true });
     expect((await again.query<{ v: string }>('SELECT v FROM kept')).rows).to.deep.equal([{ v: 'survives' }]);
     await again.close();
   });

@@ -65,6 +65,14 @@ describe('RoutingSqlClient: read/write splitting with read-your-writes (real pri
     return res.rows[0]!;
   }
 
+  /** Once the replica has replayed everything, `c` reads the newest row from it again. */
+  async function readsReturnToReplica(c: RoutingSqlClient, what: string): Promise<void> {
+    await h.waitForReplay();
+    const id = nextId - 1;
+    await eventually(async () => (await where(c, id)).replica, what);
+    expect(await where(c, id)).to.deep.equal({ replica: true, port: replicaPort, n: 1 });
+  }
+
   before(async () => {
     h = await startPgReplica();
     primaryPort = Number(new URL(h.primaryUrl).port);
@@ -124,10 +132,7 @@ describe('RoutingSqlClient: read/write splitting with read-your-writes (real pri
     } finally {
       await h.resumeReplay();
     }
-    await h.waitForReplay();
-    const after = nextId - 1;
-    await eventually(async () => (await where(c, after)).replica, 'reads to return to the replica after replay resumed');
-    expect(await where(c, after)).to.deep.equal({ replica: true, port: replicaPort, n: 1 });
+    await readsReturnToReplica(c, 'reads to return to the replica after replay resumed');
   });
 
   it('keeps read-your-writes under concurrent writers and readers while the replica streams', async () => {
@@ -198,10 +203,7 @@ describe('RoutingSqlClient: read/write splitting with read-your-writes (real pri
     } finally {
       await h.startReplica();
     }
-    await h.waitForReplay();
-    const id = nextId - 1;
-    await eventually(async () => (await where(c, id)).replica, 'reads to return to the replica');
-    expect(await where(c, id)).to.deep.equal({ replica: true, port: replicaPort, n: 1 });
+    await readsReturnToReplica(c, 'reads to return to the replica');
     expect(c.replicaStatus()[0]!.healthy).to.equal(true);
   });
 

@@ -56,8 +56,9 @@ async function asPostgres(tool: string, args: string[], timeoutMs = 120_000): Pr
   return stdout;
 }
 
-async function query<R extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+/** The rows of one query on a fresh connection to `url`, closed after. */
+export async function query<R extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = [], connectionTimeoutMillis = 5000): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis });
   await client.connect();
   try {
     return (await client.query<R>(text, params)).rows;

@@ -13,6 +13,7 @@ import {
 import { CacheUnavailableError, RedisClusterCache, degradeWhenUnavailable, type StringCache } from '../../../images/service-kit/src/redis-cluster-cache.js';
 import type { Cache as DataPlaneCache } from '../../../images/data-plane/src/cache/cache.js';
 import { sharedRedisCluster, startRedisCluster, type RedisClusterHarness } from '../../support/redis-cluster.js';
+import { rejectionOf } from '../../support/rejection.js';
 
 const ownerOf = (ranges: SlotRange[], slot: number) => ranges.find((r) => slot >= r.start && slot <= r.end)?.master;
 
@@ -240,12 +241,7 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
 
     it('lets a deliberate server error through unchanged (not an outage)', async () => {
       await cache.set('plain', 'x');
-      let error: unknown;
-      try {
-        await cache.hgetall('plain');
-      } catch (err) {
-        error = err;
-      }
+      const error = await rejectionOf(cache.hgetall('plain'));
       expect(error).to.be.instanceOf(Error);
       expect(error).not.to.be.instanceOf(CacheUnavailableError);
       expect((error as Error).message).to.match(/WRONGTYPE/);
@@ -301,12 +297,7 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
           ['expire', () => cache.expire('h', 10)],
         ];
         for (const [name, call] of calls) {
-          let error: unknown;
-          try {
-            await call();
-          } catch (err) {
-            error = err;
-          }
+          const error = await rejectionOf(call());
           expect(error, name).to.be.instanceOf(CacheUnavailableError);
           expect((error as CacheUnavailableError).operation).to.equal(name);
         }
@@ -342,13 +333,7 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
       this.timeout(30_000);
       const cache = new RedisClusterCache({ nodes: [{ host: '127.0.0.1', port: 1 }], timeoutMs: 300 });
       try {
-        let error: unknown;
-        try {
-          await cache.get('k');
-        } catch (err) {
-          error = err;
-        }
-        expect(error).to.be.instanceOf(CacheUnavailableError);
+        expect(await rejectionOf(cache.get('k'))).to.be.instanceOf(CacheUnavailableError);
       } finally {
         await cache.close();
       }

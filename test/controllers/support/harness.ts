@@ -123,6 +123,12 @@ export function mustGet(fake: FakeKubeServer, apiVersion: string, kind: string, 
 }
 
 /** Play the part of the Deployment controller: report every replica ready. */
+/** Sets the status of the Job `name` in `namespace`, as the Job controller would. */
+export function setJobStatus(fake: FakeKubeServer, namespace: string, name: string, status: Record<string, unknown>): void {
+  const t = fake.state.typeForKind('batch/v1', 'Job');
+  fake.state.update(t, namespace, name, { ...fake.state.get(t, namespace, name), status }, 'status');
+}
+
 export function markDeploymentReady(fake: FakeKubeServer, namespace: string, name: string): void {
   const t = fake.state.typeForKind('apps/v1', 'Deployment');
   const d = fake.state.get(t, namespace, name) as KubeObject & { spec: { replicas?: number } };
