@@ -257,6 +257,8 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
         replicaAckTimeoutMs: 50,
       });
       try {
+        // Fresh clients fail fast until the cluster is ready (no offline queue): wait for it, as services do at start.
+        await Promise.all([acked.connect(), tooMany.connect()]);
         await acked.hset('h', 'f', 'v');
         await acked.sadd('s', 'm');
         await acked.set('k', 'v', 60);
