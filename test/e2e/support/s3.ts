@@ -1,4 +1,5 @@
-import { CreateBucketCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, HeadObjectCommand, S3Client, S3ServiceException, type CompletedPart } from '@aws-sdk/client-s3';
+import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { fixtureHooks } from '../../support/fixture-hooks.js';
@@ -89,6 +90,16 @@ export async function s3Failure(p: Promise<unknown>): Promise<{ name: string; st
     throw err;
   }
   throw new Error('expected the S3 call to fail');
+}
+
+/** Asserts that `bucket` holds no object `key` (HEAD answers 404). */
+export async function expectAbsent(s3: S3Client, bucket: string, key: string): Promise<void> {
+  expect((await s3Failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status, key).to.equal(404);
+}
+
+/** The Parts of a CompleteMultipartUpload: each upload answer's ETag under its number, from 1 in the order given. */
+export function completedParts(answers: Array<{ ETag?: string } | undefined>): CompletedPart[] {
+  return answers.map((a, i) => ({ PartNumber: i + 1, ETag: a?.ETag }));
 }
 
 /** The whole body of a GetObject answer. */
