@@ -1,4 +1,14 @@
-import { CreateBucketCommand, HeadObjectCommand, S3Client, S3ServiceException, type CompletedPart } from '@aws-sdk/client-s3';
+import {
+  CompleteMultipartUploadCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  HeadObjectCommand,
+  S3Client,
+  S3ServiceException,
+  UploadPartCommand,
+  type CompletedPart,
+  type CompleteMultipartUploadCommandOutput,
+} from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -57,6 +67,11 @@ export function presignedFetch(
   return fetch(url, { method, headers: init.headers, body: init.body });
 }
 
+/** The Authorization header of a request made with a bearer `token`. */
+export function bearer(token: string): { authorization: string } {
+  return { authorization: `Bearer ${token}` };
+}
+
 /** Code and message of an S3 XML error document. */
 export function s3ErrorOf(xml: string): { code: string; message: string } {
   return { code: /<Code>([^<]*)<\/Code>/.exec(xml)?.[1] ?? '', message: /<Message>([^<]*)<\/Message>/.exec(xml)?.[1] ?? '' };
@@ -79,6 +94,21 @@ export function md5Hex(data: Buffer | string): string {
 /** Unique bucket names so suites never collide. */
 export function bucketName(prefix: string): string {
   return `${prefix}-${Math.random().toString(36).slice(2, 10)}`;
+}
+
+/** Makes a bucket named from `prefix` (as bucketName) with the credentials of `s3`; answers its name. */
+export async function newBucket(s3: S3Client, prefix: string): Promise<string> {
+  const name = bucketName(prefix);
+  await s3.send(new CreateBucketCommand({ Bucket: name }));
+  return name;
+}
+
+/** A multipart upload of `bodies` as parts 1, 2, … of `key`, completed: answers CompleteMultipartUpload's answer. */
+export async function uploadInParts(s3: S3Client, bucket: string, key: string, bodies: Array<Buffer | string>): Promise<CompleteMultipartUploadCommandOutput> {
+  const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
+  const parts = [];
+  for (const [i, Body] of bodies.entries()) parts.push(await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body })));
+  return s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts: completedParts(parts) } }));
 }
 
 /** The S3 error name and HTTP status of a call that must fail (throws when it succeeds). */
