@@ -1,11 +1,11 @@
 import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
-import { describeWithBucket, s3ErrorOf } from './support/s3.js';
+import { bearer, describeWithBucket, s3ErrorOf } from './support/s3.js';
 
 /** Every ListObjects parameter clients use, checked on the wire (the raw XML for encoding-type=url). */
 describeWithBucket('e2e: ListObjects on the wire (encoding-type, fetch-owner, max-keys, delimiter pages)', 'listing', (env, b) => {
   const list = async (query: string) => {
-    const r = await fetch(`${env.p.endpoint}/${b}?${query}`, { headers: { authorization: `Bearer ${env.token}` } });
+    const r = await fetch(`${env.p.endpoint}/${b}?${query}`, { headers: bearer(env.token) });
     return { status: r.status, xml: await r.text() };
   };
   const tags = (xml: string, tag: string) => [...xml.matchAll(new RegExp(`<${tag}>([^<]*)</${tag}>`, 'g'))].map((m) => m[1]);

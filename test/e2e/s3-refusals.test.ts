@@ -13,14 +13,10 @@ import {
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { rawRequest } from '../support/http.js';
-import { bodyText, describeWithBucket, s3ErrorOf, s3Failure } from './support/s3.js';
-
-const DAY = 24 * 3600_000;
+import { bearer, bodyText, describeWithBucket, s3ErrorOf, s3Failure } from './support/s3.js';
 
 /** What Strata does not do is NotImplemented (or a fixed private ACL), and a bad key is refused on every operation. */
 describeWithBucket('e2e: NotImplemented answers, the fixed ACL and bad keys', 'details', (env, bucket) => {
-  const auth = () => ({ authorization: `Bearer ${env.token}` });
-
   it('NotImplemented for every versioning, policy, lock and ACL write; ?acl is a fixed private ACL, never the object', async () => {
     const attempts: Array<[string, () => Promise<unknown>]> = [
       [
@@ -34,16 +30,20 @@ describeWithBucket('e2e: NotImplemented answers, the fixed ACL and bad keys', 'd
         'PutObjectRetention',
         () =>
           env.s3.send(
-            new PutObjectRetentionCommand({ Bucket: bucket, Key: 'range.txt', Retention: { Mode: 'GOVERNANCE', RetainUntilDate: new Date(Date.now() + DAY) } }),
+            new PutObjectRetentionCommand({
+              Bucket: bucket,
+              Key: 'range.txt',
+              Retention: { Mode: 'GOVERNANCE', RetainUntilDate: new Date(Date.now() + 86_400_000) },
+            }),
           ),
       ],
       ['PutObjectLegalHold', () => env.s3.send(new PutObjectLegalHoldCommand({ Bucket: bucket, Key: 'range.txt', LegalHold: { Status: 'ON' } }))],
     ];
     for (const [name, attempt] of attempts) expect(await s3Failure(attempt()), name).to.deep.equal({ name: 'NotImplemented', status: 501 });
-    const versioning = await fetch(`${env.p.endpoint}/${bucket}?versioning`, { headers: auth() });
+    const versioning = await fetch(`${env.p.endpoint}/${bucket}?versioning`, { headers: bearer(env.token) });
     expect(await versioning.text()).to.match(/<VersioningConfiguration[^>]*\/>|<VersioningConfiguration[^>]*><\/VersioningConfiguration>/);
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'acl.txt', Body: 'SECRET OBJECT BYTES' }));
-    const acl = await fetch(`${env.p.endpoint}/${bucket}/acl.txt?acl`, { headers: auth(), redirect: 'manual' });
+    const acl = await fetch(`${env.p.endpoint}/${bucket}/acl.txt?acl`, { headers: bearer(env.token), redirect: 'manual' });
     expect(acl.status).to.equal(200);
     const xml = await acl.text();
     expect(xml).to.contain('<AccessControlPolicy').and.contain('<Permission>FULL_CONTROL</Permission>');
@@ -53,7 +53,7 @@ describeWithBucket('e2e: NotImplemented answers, the fixed ACL and bad keys', 'd
   });
 
   it('bad keys on every operation: ".." segments and NUL are InvalidObjectName, DeleteObjects reports them per key', async () => {
-    const h = auth();
+    const h = bearer(env.token);
     for (const [method, target] of [
       ['GET', `/${bucket}/a/../b?proxy=true`],
       ['HEAD', `/${bucket}/a/%2E%2E/b`],

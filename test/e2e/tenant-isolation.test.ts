@@ -1,6 +1,5 @@
 import {
   CopyObjectCommand,
-  CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteBucketCommand,
   DeleteObjectCommand,
@@ -16,7 +15,7 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { filesUnder } from '../support/temp-dir.js';
-import { bodyBytes, bodyText, bucketName, describeWithBucket, md5Hex, rootPresign, s3ErrorOf, s3Failure, sdkClient, tenantHooks } from './support/s3.js';
+import { bearer, bodyBytes, bodyText, describeWithBucket, md5Hex, newBucket, rootPresign, s3ErrorOf, s3Failure, sdkClient, tenantHooks } from './support/s3.js';
 
 const DAY = 24 * 3600_000;
 
@@ -26,19 +25,17 @@ const DAY = 24 * 3600_000;
  */
 describeWithBucket('e2e: tenants on one platform (instant upload, recycle bin, isolation, users)', 'details', (env, bucket) => {
   const bob = tenantHooks(env, 'bob');
-  const auth = () => ({ authorization: `Bearer ${env.token}` });
   const blobFiles = async () => (await filesUnder(path.join(env.p.dataDir, 'blobs'))).filter((f) => !f.startsWith('parts') && !f.endsWith('.tmp'));
 
   it('instant upload never hits on another tenant’s blob: the body is read and checked instead', async () => {
     const content = randomBytes(64 * 1024);
     const md5 = md5Hex(content);
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'instant/root.bin', Body: content }));
-    const bobBucket = bucketName('bob-instant');
-    await bob.s3.send(new CreateBucketCommand({ Bucket: bobBucket }));
+    const bobBucket = await newBucket(bob.s3, 'bob-instant');
     const bobPut = (key: string, body: Buffer) =>
       fetch(`${env.p.endpoint}/${bobBucket}/${key}`, {
         method: 'PUT',
-        headers: { authorization: `Bearer ${bob.token}`, 'x-service-md5': md5 },
+        headers: { ...bearer(bob.token), 'x-service-md5': md5 },
         body: body as unknown as BodyInit,
       });
 
@@ -57,8 +54,7 @@ describeWithBucket('e2e: tenants on one platform (instant upload, recycle bin, i
   });
 
   it('recycle bin: delete hides from GET and LIST, restore brings back; purge frees bytes only when no object references them', async () => {
-    const b = bucketName('recycle');
-    await env.s3.send(new CreateBucketCommand({ Bucket: b }));
+    const b = await newBucket(env.s3, 'recycle');
     // Above the 64 KiB kept inline in the database: the bytes are a file, and its removal is checked.
     const content = randomBytes(96 * 1024);
     const before = await blobFiles();
@@ -74,18 +70,16 @@ describeWithBucket('e2e: tenants on one platform (instant upload, recycle bin, i
     expect(((await env.s3.send(new ListObjectsV2Command({ Bucket: b }))).Contents ?? []).map((o) => o.Key)).to.deep.equal(['two.bin']);
     const binOf = async () =>
       (
-        (await (await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${b}`, { headers: auth() })).json()) as {
+        (await (await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${b}`, { headers: bearer(env.token) })).json()) as {
           data: { objects: Array<{ id: string; key: string; size: number }> };
         }
       ).data.objects;
     const bin = await binOf();
     expect(bin.map((o) => [o.key, o.size])).to.deep.equal([['one.bin', content.length]]);
     // Another tenant can neither see this bin nor restore from it.
-    expect((await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${b}`, { headers: { authorization: `Bearer ${bob.token}` } })).status).to.equal(403);
-    expect(
-      (await fetch(`${env.p.endpoint}/admin/recycle-bin/${bin[0].id}/restore`, { method: 'POST', headers: { authorization: `Bearer ${bob.token}` } })).status,
-    ).to.equal(404);
-    const restored = await fetch(`${env.p.endpoint}/admin/recycle-bin/${bin[0].id}/restore`, { method: 'POST', headers: auth() });
+    expect((await fetch(`${env.p.endpoint}/admin/recycle-bin?bucket=${b}`, { headers: bearer(bob.token) })).status).to.equal(403);
+    expect((await fetch(`${env.p.endpoint}/admin/recycle-bin/${bin[0].id}/restore`, { method: 'POST', headers: bearer(bob.token) })).status).to.equal(404);
+    const restored = await fetch(`${env.p.endpoint}/admin/recycle-bin/${bin[0].id}/restore`, { method: 'POST', headers: bearer(env.token) });
     expect(restored.status).to.equal(200);
     expect((await env.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'one.bin' }))).ContentLength).to.equal(content.length);
     expect(await binOf()).to.deep.equal([]);
@@ -93,7 +87,7 @@ describeWithBucket('e2e: tenants on one platform (instant upload, recycle bin, i
     const purge = async (days: number) => {
       const r = await fetch(`${env.p.endpoint}/admin/purge`, {
         method: 'POST',
-        headers: { ...auth(), 'content-type': 'application/json' },
+        headers: { ...bearer(env.token), 'content-type': 'application/json' },
         body: JSON.stringify({ now: new Date(Date.now() + days * DAY).toISOString() }),
       });
       expect(r.status).to.equal(200);
@@ -124,8 +118,7 @@ describeWithBucket('e2e: tenants on one platform (instant upload, recycle bin, i
 
   it('tenant isolation on every path: objects, copies, deletes, multipart, ACLs and the bucket itself', async () => {
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'private.txt', Body: 'root only' }));
-    const bobBucket = bucketName('bob-own');
-    await bob.s3.send(new CreateBucketCommand({ Bucket: bobBucket }));
+    const bobBucket = await newBucket(bob.s3, 'bob-own');
     const denied = async (name: string, call: Promise<unknown>) => expect((await s3Failure(call)).name, name).to.equal('AccessDenied');
     // HEAD answers carry no body: the status says it.
     expect((await s3Failure(bob.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'private.txt' })))).status).to.equal(403);
@@ -137,9 +130,9 @@ describeWithBucket('e2e: tenants on one platform (instant upload, recycle bin, i
     await denied('ListMultipartUploads', bob.s3.send(new ListMultipartUploadsCommand({ Bucket: bucket })));
     await denied('GetObjectAcl', bob.s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: 'private.txt' })));
     await denied('DeleteBucket', bob.s3.send(new DeleteBucketCommand({ Bucket: bucket })));
-    const viaProxy = await fetch(`${env.p.endpoint}/${bucket}/private.txt?proxy=true`, { headers: { authorization: `Bearer ${bob.token}` } });
+    const viaProxy = await fetch(`${env.p.endpoint}/${bucket}/private.txt?proxy=true`, { headers: bearer(bob.token) });
     expect(viaProxy.status).to.equal(403);
-    const viaRedirect = await fetch(`${env.p.endpoint}/${bucket}/private.txt`, { headers: { authorization: `Bearer ${bob.token}` }, redirect: 'manual' });
+    const viaRedirect = await fetch(`${env.p.endpoint}/${bucket}/private.txt`, { headers: bearer(bob.token), redirect: 'manual' });
     expect(viaRedirect.status).to.equal(403);
     expect(await bodyText(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'private.txt' })))).to.equal('root only');
     expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bobBucket, Key: 'stolen.txt' })))).status).to.equal(403);
@@ -147,14 +140,14 @@ describeWithBucket('e2e: tenants on one platform (instant upload, recycle bin, i
     // Non-root users cannot create users.
     const eve = await fetch(`${env.p.endpoint}/admin/users`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${bob.token}`, 'content-type': 'application/json' },
+      headers: { ...bearer(bob.token), 'content-type': 'application/json' },
       body: JSON.stringify({ username: 'eve', password: 'eve-password-1' }),
     });
     expect(eve.status).to.equal(403);
   });
 
   it('POST /admin/users: a taken name and bad bodies are clear JSON errors; the new user signs with the keys answered', async () => {
-    const post = (body: string, headers: Record<string, string> = auth()) =>
+    const post = (body: string, headers: Record<string, string> = bearer(env.token)) =>
       fetch(`${env.p.endpoint}/admin/users`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
     const taken = await post(JSON.stringify({ username: 'bob', password: 'another-password' }));
     expect(taken.status).to.be.within(400, 409);
@@ -176,7 +169,7 @@ describeWithBucket('e2e: tenants on one platform (instant upload, recycle bin, i
     expect(dave.username).to.equal('dave');
     expect(dave.accessKey).to.be.a('string').and.not.equal(dave.secretKey);
     const daveS3 = sdkClient(env.p.endpoint, dave.accessKey, dave.secretKey);
-    await daveS3.send(new CreateBucketCommand({ Bucket: bucketName('dave') }));
+    await newBucket(daveS3, 'dave');
     daveS3.destroy();
   });
 });
