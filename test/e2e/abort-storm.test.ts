@@ -1,11 +1,10 @@
 import { CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { randomBytes, randomInt } from 'node:crypto';
-import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { createLogger, uncaughtErrors, surviveUncaughtErrors } from '../../images/service-kit/src/index.js';
 import { abortUpload, overWorkers, seededRandom, type AbortedUpload } from '../support/abort-storm.js';
-import { ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
-import { bodyBytes, bucketName, login, sdkClient } from './support/s3.js';
+import { startTestPlatform, type TestPlatform } from './support/platform.js';
+import { bodyBytes, bucketName, login, rootPresign, sdkClient } from './support/s3.js';
 
 /** The counter's total over its labels. */
 async function uncaughtCount(): Promise<number> {
@@ -45,18 +44,7 @@ describe('e2e: aborted uploads never end the process', function () {
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'parts.bin' }));
     const token = await login(p.endpoint);
     const signed = (path: string, extraQuery: Array<[string, string]> = []) =>
-      new URL(
-        presignUrl({
-          method: 'PUT',
-          origin: p.endpoint,
-          path,
-          accessKey: ROOT_USER,
-          secret: ROOT_PASSWORD,
-          region: 'us-east-1',
-          expiresSeconds: 600,
-          extraQuery,
-        }),
-      );
+      new URL(rootPresign(p.endpoint, 'PUT', path, { expiresSeconds: 600, extraQuery }));
     const target = (u: URL) => `${u.pathname}${u.search}`;
     const uploads: Array<(i: number) => AbortedUpload> = [
       // 10 MB declared: the file path with the MD5 thread.

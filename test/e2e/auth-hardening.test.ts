@@ -22,7 +22,7 @@ import {
   toAmzDate,
 } from '../../images/gateway/src/auth/sigv4.js';
 import { rawRequest } from '../support/http.js';
-import { JWT_SECRET, ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
+import { JWT_SECRET, platformHooks, ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
 import { bodyBytes, bucketName, login, s3ErrorOf, s3Failure, sdkClient, tenantClient } from './support/s3.js';
 
 /** A signed aws-chunked PUT (STREAMING-AWS4-HMAC-SHA256-PAYLOAD) of `datas` as chunks, sent raw. */
@@ -177,17 +177,13 @@ describe('e2e: gateway authentication as S3 checks it', function () {
 
 describe('e2e: /login brute-force limits from the rules file', function () {
   this.timeout(120_000);
-  let p: TestPlatform;
+  const p = platformHooks({
+    gatewayRules: 'login:\n  failuresPerIp: { points: 5, duration: 60 }\n  failuresPerUser: { points: 3, duration: 60 }\n',
+  });
 
   before(async () => {
-    p = await startTestPlatform(undefined, {
-      gatewayRules: 'login:\n  failuresPerIp: { points: 5, duration: 60 }\n  failuresPerUser: { points: 3, duration: 60 }\n',
-    });
     const s3 = await tenantClient(p.endpoint, 'dave');
     s3.destroy();
-  });
-  after(async () => {
-    await p?.destroy();
   });
 
   const attempt = (ip: string, username: string, password: string) =>
@@ -224,15 +220,8 @@ describe('e2e: /login brute-force limits from the rules file', function () {
 
 describe('e2e: /login limits count the connecting address unless a trusted proxy names another', function () {
   this.timeout(120_000);
-  let p: TestPlatform;
-
-  before(async () => {
-    // No proxy trusted: as for a client that reaches the gateway directly.
-    p = await startTestPlatform(undefined, { gatewayRules: 'login:\n  failuresPerIp: { points: 3, duration: 60 }\n', env: { STRATA_TRUST_PROXY: 'false' } });
-  });
-  after(async () => {
-    await p?.destroy();
-  });
+  // No proxy trusted: as for a client that reaches the gateway directly.
+  const p = platformHooks({ gatewayRules: 'login:\n  failuresPerIp: { points: 3, duration: 60 }\n', env: { STRATA_TRUST_PROXY: 'false' } });
 
   it('a client cannot escape its per-IP limit by sending a new X-Forwarded-For each time', async () => {
     const attempt = (ip: string, password: string) =>

@@ -8,9 +8,8 @@ import { CreateBucketCommand, ListObjectsV2Command, PutBucketCorsCommand, PutObj
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium.js';
-import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
-import { bucketName, md5Hex, sdkClient } from './support/s3.js';
+import { bucketName, md5Hex, rootPresign, sdkClient } from './support/s3.js';
 
 /** What the page's script saw: statuses, the headers it could read, the bytes it got back. */
 interface BrowserRun {
@@ -111,16 +110,7 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
   });
 
   async function runPage(p: TestPlatform, bucket: string, post?: { url: string; fields: Record<string, string> }): Promise<BrowserRun> {
-    const putUrl = presignUrl({
-      method: 'PUT',
-      origin: p.endpoint,
-      path: `/${bucket}/page.txt`,
-      accessKey: ROOT_USER,
-      secret: ROOT_PASSWORD,
-      region: 'us-east-1',
-      expiresSeconds: 300,
-      headers: { 'x-amz-meta-colour': 'blue' },
-    });
+    const putUrl = rootPresign(p.endpoint, 'PUT', `/${bucket}/page.txt`, { expiresSeconds: 300, headers: { 'x-amz-meta-colour': 'blue' } });
     return page.evaluate(pageScript, { gateway: p.endpoint, bucket, putUrl, user: ROOT_USER, password: ROOT_PASSWORD, post });
   }
 
@@ -145,17 +135,7 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
       expect(run.get).to.deep.include({ status: 200, text: 'uploaded from a browser page', etag, meta: 'blue' });
       expect(run.get?.requestId).to.match(/^[0-9A-F]{16}$/);
       expect(run.form).to.deep.equal({ status: 204, etag: `"${md5Hex('picked in a file input')}"` });
-      const stored = await fetch(
-        presignUrl({
-          method: 'GET',
-          origin: p.endpoint,
-          path: `/${bucket}/from-form/picked.txt`,
-          accessKey: ROOT_USER,
-          secret: ROOT_PASSWORD,
-          region: 'us-east-1',
-          expiresSeconds: 60,
-        }),
-      );
+      const stored = await fetch(rootPresign(p.endpoint, 'GET', `/${bucket}/from-form/picked.txt`));
       expect(await stored.text()).to.equal('picked in a file input');
     } finally {
       await p.destroy();
@@ -216,16 +196,7 @@ describe('e2e: a browser page on another origin uses the gateway (CORS, Chromium
       );
       // The PUTs carry x-amz-meta-from (see pageFetches): a presigned URL must sign every x-amz-* header sent with it.
       const sign = (method: string, b: string, key: string) =>
-        presignUrl({
-          method,
-          origin: p.endpoint,
-          path: `/${b}/${key}`,
-          accessKey: ROOT_USER,
-          secret: ROOT_PASSWORD,
-          region: 'us-east-1',
-          expiresSeconds: 300,
-          headers: method === 'PUT' ? { 'x-amz-meta-from': 'page' } : {},
-        });
+        rootPresign(p.endpoint, method, `/${b}/${key}`, { expiresSeconds: 300, headers: method === 'PUT' ? { 'x-amz-meta-from': 'page' } : {} });
       const urls = {
         openGet: sign('GET', open, 'hello.txt'),
         openPut: sign('PUT', open, 'put.txt'),

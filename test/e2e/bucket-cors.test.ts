@@ -1,9 +1,7 @@
 import { CreateBucketCommand, DeleteBucketCorsCommand, GetBucketCorsCommand, PutBucketCorsCommand, PutObjectCommand, type CORSRule } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
-import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
-import { bucketName, describeWithBucket, login, s3ErrorOf, s3Failure, tenantClient } from './support/s3.js';
+import { bucketName, describeWithBucket, login, rootPresign, s3ErrorOf, s3Failure, tenantClient } from './support/s3.js';
 
 describeWithBucket('e2e: bucket CORS configuration (PutBucketCors) and the answers to browsers', 'cors-cfg', (env, bucket) => {
   const app = 'https://app.example';
@@ -61,28 +59,12 @@ describeWithBucket('e2e: bucket CORS configuration (PutBucketCors) and the answe
     }
     // A real request: the allowed origin may read the answer headers; a refused one gets none (the browser hides the answer).
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'page.txt', Body: 'for the page' }));
-    const url = presignUrl({
-      method: 'GET',
-      origin: env.p.endpoint,
-      path: `/${bucket}/page.txt`,
-      accessKey: ROOT_USER,
-      secret: ROOT_PASSWORD,
-      region: 'us-east-1',
-      expiresSeconds: 60,
-    });
+    const url = rootPresign(env.p.endpoint, 'GET', `/${bucket}/page.txt`);
     const get = await fetch(url, { headers: { origin: app } });
     expect(get.status).to.equal(200);
     expect(get.headers.get('access-control-allow-origin')).to.equal(app);
     expect(get.headers.get('access-control-expose-headers')).to.equal('ETag, x-amz-request-id');
-    const putUrl = presignUrl({
-      method: 'DELETE',
-      origin: env.p.endpoint,
-      path: `/${bucket}/page.txt`,
-      accessKey: ROOT_USER,
-      secret: ROOT_PASSWORD,
-      region: 'us-east-1',
-      expiresSeconds: 60,
-    });
+    const putUrl = rootPresign(env.p.endpoint, 'DELETE', `/${bucket}/page.txt`);
     const del = await fetch(putUrl, { method: 'DELETE', headers: { origin: app } });
     expect(del.status, 'the request itself is not refused by CORS').to.equal(204);
     expect(del.headers.get('access-control-allow-origin')).to.equal(null);

@@ -17,7 +17,7 @@ import { expect } from 'chai';
 import { startGateway } from '../../images/gateway/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
 import { JWT_SECRET, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
-import { bodyBytes, bucketName, login, s3Failure, sdkClient } from './support/s3.js';
+import { bodyBytes, bucketName, createTenant, s3Failure, sdkClient } from './support/s3.js';
 
 const INTERNAL_TOKEN = 'bucket-name-hold-internal-token';
 
@@ -52,14 +52,7 @@ describe('e2e: a deleted bucket name is held for its owner across gateway replic
     });
     root = sdkClient(p.endpoint);
     rootViaReplica = sdkClient(replica.url);
-    const token = await login(p.endpoint);
-    const created = await fetch(`${p.endpoint}/admin/users`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'bob', password: 'bob-password-1' }),
-    });
-    const keys = ((await created.json()) as { data: { accessKey: string; secretKey: string } }).data;
-    bob = sdkClient(p.endpoint, keys.accessKey, keys.secretKey);
+    bob = (await createTenant(p.endpoint, 'bob')).s3;
   });
   after(async () => {
     for (const c of [root, rootViaReplica, bob]) c?.destroy();

@@ -1,20 +1,13 @@
 import { CreateBucketCommand, HeadBucketCommand, ListBucketsCommand, S3ServiceException } from '@aws-sdk/client-s3';
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import { expect } from 'chai';
-import { ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
+import { platformHooks, ROOT_USER } from './support/platform.js';
 import { bucketName, s3ErrorOf, sdkClient } from './support/s3.js';
 
 describe('e2e: gateway flow control from a rules file', function () {
   this.timeout(60_000);
-  let p: TestPlatform;
-
-  before(async () => {
-    p = await startTestPlatform(undefined, {
-      gatewayRules: 'rateLimits:\n  routes:\n    ListBuckets: { points: 2, duration: 60 }\n    Preflight: { points: 2, duration: 60 }\n',
-    });
-  });
-  after(async () => {
-    await p?.destroy();
+  const p = platformHooks({
+    gatewayRules: 'rateLimits:\n  routes:\n    ListBuckets: { points: 2, duration: 60 }\n    Preflight: { points: 2, duration: 60 }\n',
   });
 
   it('a rate-limited S3 operation answers SlowDown (503, S3 XML, Retry-After) while others go on', async () => {
@@ -54,17 +47,10 @@ describe('e2e: gateway flow control from a rules file', function () {
 describe("e2e: a user's rate limit counts browser form uploads too", function () {
   this.timeout(60_000);
   const INTERNAL_TOKEN = 'e2e-flow-internal-token-0123456789';
-  let p: TestPlatform;
-
-  before(async () => {
-    // Three requests a minute for the root user, whatever the route.
-    p = await startTestPlatform(undefined, {
-      gatewayRules: `rateLimits:\n  users:\n    classes:\n      forms: { points: 3, duration: 60, users: [${ROOT_USER}] }\n`,
-      internalToken: INTERNAL_TOKEN,
-    });
-  });
-  after(async () => {
-    await p?.destroy();
+  // Three requests a minute for the root user, whatever the route.
+  const p = platformHooks({
+    gatewayRules: `rateLimits:\n  users:\n    classes:\n      forms: { points: 3, duration: 60, users: [${ROOT_USER}] }\n`,
+    internalToken: INTERNAL_TOKEN,
   });
 
   /** Whether the data plane holds the object (asked behind the gateway: the user's own requests are used up). */

@@ -16,7 +16,7 @@ import { loadGatewayEnv } from '../../images/gateway/src/config.js';
 import { ConfigError } from '../../images/service-kit/src/index.js';
 import { loadStandaloneEnv } from '../../images/standalone/src/config.js';
 import { startTestPlatform } from './support/platform.js';
-import { bodyBytes, bucketName, describeWithBucket, login, s3Failure, sdkClient } from './support/s3.js';
+import { bodyBytes, bucketName, createTenant, describeWithBucket, login, s3Failure, sdkClient } from './support/s3.js';
 
 /**
  * The gateway answers repeated GETs of small objects itself (images/gateway/src/clients/object-answer-cache.ts).
@@ -124,14 +124,7 @@ describeWithBucket('e2e: small GETs answered by the gateway stay read-after-writ
     await put('private.bin', Buffer.from('secret bytes'));
     await get('private.bin');
     await get('private.bin');
-    const token = await login(env.p.endpoint);
-    const created = await fetch(`${env.p.endpoint}/admin/users`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'oscar', password: 'oscar-password' }),
-    });
-    const o = ((await created.json()) as { data: { accessKey: string; secretKey: string } }).data;
-    const oscar = sdkClient(env.p.endpoint, o.accessKey, o.secretKey);
+    const oscar = (await createTenant(env.p.endpoint, 'oscar', 'oscar-password')).s3;
     try {
       expect(await s3Failure(oscar.send(new GetObjectCommand({ Bucket: bucket, Key: 'private.bin' })))).to.deep.equal({ name: 'AccessDenied', status: 403 });
       expect((await s3Failure(oscar.send(new HeadObjectCommand({ Bucket: bucket, Key: 'private.bin' })))).status).to.equal(403);

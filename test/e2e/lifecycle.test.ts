@@ -1,7 +1,6 @@
 import {
   CompleteMultipartUploadCommand,
   CopyObjectCommand,
-  CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteBucketLifecycleCommand,
   GetBucketLifecycleConfigurationCommand,
@@ -21,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expiryAfterDays } from '../../images/object-model/src/index.js';
 import { awsCli, s3cmd } from './support/cli.js';
-import { bucketName, describeWithBucket, login, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
+import { bucketName, describeWithBucket, login, newBucket, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -121,8 +120,7 @@ describeWithBucket(
     });
 
     it("answers x-amz-expiration (the SDK's Expiration) on PUT, GET, HEAD, copy and complete for objects a rule will expire", async () => {
-      const b = bucketName('life-exp');
-      await env.s3.send(new CreateBucketCommand({ Bucket: b }));
+      const b = await newBucket(env.s3, 'life-exp');
       await env.s3.send(
         new PutBucketLifecycleConfigurationCommand({
           Bucket: b,
@@ -179,8 +177,7 @@ describeWithBucket(
     });
 
     it('the daily job (here the admin purge, run as of a later day) sends expired objects to the recycle bin, restorable', async () => {
-      const b = bucketName('life-job');
-      await env.s3.send(new CreateBucketCommand({ Bucket: b }));
+      const b = await newBucket(env.s3, 'life-job');
       for (const key of ['logs/1.log', 'logs/2.log', 'data/keep.bin']) await env.s3.send(new PutObjectCommand({ Bucket: b, Key: key, Body: `body of ${key}` }));
       await env.s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: b, LifecycleConfiguration: { Rules: [rules[0]!] } }));
       const purge = async (now: Date) => {

@@ -14,10 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
-import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { awsCli } from './support/cli.js';
-import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
-import { bodyBytes, describeWithBucket, s3ErrorOf, s3Failure } from './support/s3.js';
+import { bodyBytes, describeWithBucket, rootPresign, s3ErrorOf, s3Failure } from './support/s3.js';
 
 const STORED = {
   CacheControl: 'public, max-age=31536000, immutable',
@@ -67,15 +65,7 @@ describeWithBucket(
     it('a browser fetching the object gets Content-Encoding: gzip and so the decoded text (what a static site needs)', async () => {
       const text = 'body { color: teal }\n'.repeat(50);
       await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'site.css', Body: zlib.gzipSync(text), ContentType: 'text/css', ContentEncoding: 'gzip' }));
-      const url = presignUrl({
-        method: 'GET',
-        origin: env.p.endpoint,
-        path: `/${bucket}/site.css`,
-        accessKey: ROOT_USER,
-        secret: ROOT_PASSWORD,
-        region: 'us-east-1',
-        expiresSeconds: 60,
-      });
+      const url = rootPresign(env.p.endpoint, 'GET', `/${bucket}/site.css`);
       // fetch decodes a gzip Content-Encoding as browsers do.
       const r = await fetch(url);
       expect([r.status, r.headers.get('content-encoding'), await r.text()]).to.deep.equal([200, 'gzip', text]);

@@ -12,17 +12,15 @@ import { expect } from 'chai';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { awsCli } from './support/cli.js';
-import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
-import { bucketName, describeWithBucket, s3ErrorOf, s3Failure } from './support/s3.js';
+import { bucketName, describeWithBucket, expectAbsent, rootPresign, s3ErrorOf, s3Failure } from './support/s3.js';
 
 /**
  * What a write may ask for that Strata cannot give — another storage class, object lock, access for
  * others — is refused with nothing stored; what every object already is (STANDARD, private) is accepted.
  */
 describeWithBucket('e2e: storage classes, object lock and public ACLs are refused, never silently dropped', 'props', (env, bucket) => {
-  const absent = async (key: string) => expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status, key).to.equal(404);
+  const absent = (key: string) => expectAbsent(env.s3, bucket, key);
   const put = (Key: string, extra: Partial<ConstructorParameters<typeof PutObjectCommand>[0]>) =>
     env.s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: 'body', ...extra }));
 
@@ -34,16 +32,7 @@ describeWithBucket('e2e: storage classes, object lock and public ACLs are refuse
       expect(await s3Failure(put(`cold-${StorageClass}`, { StorageClass })), StorageClass).to.deep.equal({ name: 'InvalidStorageClass', status: 400 });
       await absent(`cold-${StorageClass}`);
     }
-    const url = presignUrl({
-      method: 'PUT',
-      origin: env.p.endpoint,
-      path: `/${bucket}/fast.txt`,
-      accessKey: ROOT_USER,
-      secret: ROOT_PASSWORD,
-      region: 'us-east-1',
-      expiresSeconds: 60,
-      headers: { 'x-amz-storage-class': 'FAST' },
-    });
+    const url = rootPresign(env.p.endpoint, 'PUT', `/${bucket}/fast.txt`, { headers: { 'x-amz-storage-class': 'FAST' } });
     const r = await fetch(url, { method: 'PUT', headers: { 'x-amz-storage-class': 'FAST' }, body: 'x' });
     expect([r.status, s3ErrorOf(await r.text()).code]).to.deep.equal([400, 'InvalidStorageClass']);
     await absent('fast.txt');
@@ -94,16 +83,7 @@ describeWithBucket('e2e: storage classes, object lock and public ACLs are refuse
       status: 501,
     });
     await absent('granted.txt');
-    const url = presignUrl({
-      method: 'PUT',
-      origin: env.p.endpoint,
-      path: `/${bucket}/odd-acl.txt`,
-      accessKey: ROOT_USER,
-      secret: ROOT_PASSWORD,
-      region: 'us-east-1',
-      expiresSeconds: 60,
-      headers: { 'x-amz-acl': 'everyone' },
-    });
+    const url = rootPresign(env.p.endpoint, 'PUT', `/${bucket}/odd-acl.txt`, { headers: { 'x-amz-acl': 'everyone' } });
     const r = await fetch(url, { method: 'PUT', headers: { 'x-amz-acl': 'everyone' }, body: 'x' });
     expect([r.status, s3ErrorOf(await r.text()).code]).to.deep.equal([400, 'InvalidArgument']);
     await absent('odd-acl.txt');

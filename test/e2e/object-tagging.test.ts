@@ -1,7 +1,6 @@
 import {
   CompleteMultipartUploadCommand,
   CopyObjectCommand,
-  CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteObjectTaggingCommand,
   GetObjectCommand,
@@ -18,7 +17,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { awsCli } from './support/cli.js';
-import { bucketName, describeWithBucket, login, s3Failure, tenantClient } from './support/s3.js';
+import { describeWithBucket, login, newBucket, s3Failure, tenantClient } from './support/s3.js';
 
 describeWithBucket(
   'e2e: object tagging (x-amz-tagging, Put/Get/DeleteObjectTagging)',
@@ -166,8 +165,7 @@ describeWithBucket(
     });
 
     it('a lifecycle rule with a Tag filter selects the objects carrying that tag (x-amz-expiration)', async () => {
-      const b = bucketName('otags-life');
-      await env.s3.send(new CreateBucketCommand({ Bucket: b }));
+      const b = await newBucket(env.s3, 'otags-life');
       await env.s3.send(
         new PutBucketLifecycleConfigurationCommand({
           Bucket: b,
@@ -206,8 +204,7 @@ describeWithBucket(
         const got = await aws('s3api', 'get-object-tagging', '--bucket', bucket, '--key', 'big.bin');
         expect(got.code, got.stderr).to.equal(0);
         expect(JSON.parse(got.stdout).TagSet).to.deep.equal([{ Key: 'from', Value: 'cli' }]);
-        const other = bucketName('otags-dest');
-        await env.s3.send(new CreateBucketCommand({ Bucket: other }));
+        const other = await newBucket(env.s3, 'otags-dest');
         const copy = await aws('s3', 'cp', `s3://${bucket}/big.bin`, `s3://${other}/big.bin`);
         expect(copy.code, copy.stderr).to.equal(0);
         expect(await tagsOf('big.bin', other)).to.deep.equal([{ Key: 'from', Value: 'cli' }]);

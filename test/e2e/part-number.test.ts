@@ -1,18 +1,7 @@
-import {
-  CompleteMultipartUploadCommand,
-  CopyObjectCommand,
-  CreateMultipartUploadCommand,
-  GetObjectAttributesCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  UploadPartCommand,
-} from '@aws-sdk/client-s3';
+import { CopyObjectCommand, GetObjectAttributesCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
-import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
-import { bodyBytes, describeWithBucket, login, s3ErrorOf, s3Failure } from './support/s3.js';
+import { bodyBytes, describeWithBucket, login, rootPresign, s3ErrorOf, s3Failure, uploadInParts } from './support/s3.js';
 
 const MiB = 1024 * 1024;
 
@@ -28,32 +17,10 @@ describeWithBucket(
     const parts = [randomBytes(5 * MiB), randomBytes(5 * MiB + 3), randomBytes(1000)];
     const whole = Buffer.concat(parts);
     const offsets = parts.map((_, i) => parts.slice(0, i).reduce((n, p) => n + p.length, 0));
-    const signed = (key: string, query: Array<[string, string]>) =>
-      presignUrl({
-        method: 'GET',
-        origin: env.p.endpoint,
-        path: `/${bucket}/${key}`,
-        accessKey: ROOT_USER,
-        secret: ROOT_PASSWORD,
-        region: 'us-east-1',
-        expiresSeconds: 60,
-        extraQuery: query,
-      });
+    const signed = (key: string, query: Array<[string, string]>) => rootPresign(env.p.endpoint, 'GET', `/${bucket}/${key}`, { extraQuery: query });
 
     before(async () => {
-      const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'multi.bin' }));
-      const etags: string[] = [];
-      for (const [i, body] of parts.entries()) {
-        etags.push((await env.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'multi.bin', UploadId, PartNumber: i + 1, Body: body }))).ETag!);
-      }
-      await env.s3.send(
-        new CompleteMultipartUploadCommand({
-          Bucket: bucket,
-          Key: 'multi.bin',
-          UploadId,
-          MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) },
-        }),
-      );
+      await uploadInParts(env.s3, bucket, 'multi.bin', parts);
       await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'single.bin', Body: parts[2] }));
     });
 
@@ -80,17 +47,7 @@ describeWithBucket(
       const attrs = await env.s3.send(new GetObjectAttributesCommand({ Bucket: bucket, Key: 'multi.bin', ObjectAttributes: ['ObjectParts', 'ObjectSize'] }));
       expect([attrs.ObjectParts?.TotalPartsCount, attrs.ObjectParts?.Parts, attrs.ObjectSize]).to.deep.equal([3, undefined, whole.length]);
       const headers = { 'x-amz-object-attributes': 'ObjectParts', 'x-amz-max-parts': 'many' };
-      const url = presignUrl({
-        method: 'GET',
-        origin: env.p.endpoint,
-        path: `/${bucket}/multi.bin`,
-        accessKey: ROOT_USER,
-        secret: ROOT_PASSWORD,
-        region: 'us-east-1',
-        expiresSeconds: 60,
-        extraQuery: [['attributes', '']],
-        headers,
-      });
+      const url = rootPresign(env.p.endpoint, 'GET', `/${bucket}/multi.bin`, { extraQuery: [['attributes', '']], headers });
       const r = await fetch(url, { headers });
       expect([r.status, s3ErrorOf(await r.text()).code]).to.deep.equal([400, 'InvalidArgument']);
     });

@@ -1,10 +1,8 @@
-import { GetObjectCommand, GetObjectTaggingCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, GetObjectTaggingCommand, S3Client } from '@aws-sdk/client-s3';
 import { createPresignedPost, type PresignedPostOptions } from '@aws-sdk/s3-presigned-post';
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
-import { bodyBytes, describeWithBucket, login, md5Hex, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
-import { ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
+import { bodyBytes, createTenant, describeWithBucket, expectAbsent, md5Hex, rootPresign, s3ErrorOf } from './support/s3.js';
 
 /** Submit a presigned POST as a browser form would: its fields, then the file (last). */
 async function submit(
@@ -22,7 +20,7 @@ async function submit(
 describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)', 'post', (env, bucket) => {
   const presigned = (options: Omit<PresignedPostOptions, 'Bucket'>, client: S3Client = env.s3) =>
     createPresignedPost(client, { Bucket: bucket, Expires: 300, ...options });
-  const absent = async (key: string) => expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })))).status).to.equal(404);
+  const absent = (key: string) => expectAbsent(env.s3, bucket, key);
 
   it("stores the file under the form's key with its type and metadata (204 by default, with ETag and Location)", async () => {
     const body = randomBytes(70_000);
@@ -131,14 +129,7 @@ describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)
     await absent('guarded/x.txt');
 
     // Another tenant's keys sign a valid policy, but the bucket is not theirs.
-    const token = await login(env.p.endpoint);
-    const made = await fetch(`${env.p.endpoint}/admin/users`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'post-other', password: 'post-other-password' }),
-    });
-    const other = ((await made.json()) as { data: { accessKey: string; secretKey: string } }).data;
-    const otherClient = sdkClient(env.p.endpoint, other.accessKey, other.secretKey);
+    const otherClient = (await createTenant(env.p.endpoint, 'post-other', 'post-other-password')).s3;
     const foreign = await submit(await presigned({ Key: 'guarded/x.txt' }, otherClient), 'x');
     otherClient.destroy();
     expect([foreign.status, s3ErrorOf(await foreign.text()).code]).to.deep.equal([403, 'AccessDenied']);
@@ -152,18 +143,7 @@ describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)
     for (const [name, value] of Object.entries(post.fields)) noFile.append(name, value);
     const withoutFile = await fetch(post.url, { method: 'POST', body: noFile });
     expect([withoutFile.status, s3ErrorOf(await withoutFile.text()).code]).to.deep.equal([400, 'InvalidArgument']);
-    const notAForm = await fetch(
-      presignUrl({
-        method: 'POST',
-        origin: env.p.endpoint,
-        path: `/${bucket}`,
-        accessKey: ROOT_USER,
-        secret: ROOT_PASSWORD,
-        region: 'us-east-1',
-        expiresSeconds: 60,
-      }),
-      { method: 'POST', body: 'x' },
-    );
+    const notAForm = await fetch(rootPresign(env.p.endpoint, 'POST', `/${bucket}`), { method: 'POST', body: 'x' });
     expect([notAForm.status, s3ErrorOf(await notAForm.text()).code]).to.deep.equal([412, 'PreconditionFailed']);
     await absent('guarded/x.txt');
   });

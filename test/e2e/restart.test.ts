@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { startTestPlatform, type TestPlatform } from './support/platform.js';
-import { bucketName, login, sdkClient } from './support/s3.js';
+import { bucketName, createTenant, login, sdkClient } from './support/s3.js';
 
 describe('e2e: state survives a restart on the same data dir', function () {
   this.timeout(120_000);
@@ -25,12 +25,8 @@ describe('e2e: state survives a restart on the same data dir', function () {
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'persisted.bin', Body: body }));
     s3.destroy();
     const token = await login(first.endpoint);
-    const created = await fetch(`${first.endpoint}/admin/users`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'carol', password: 'carol-password' }),
-    });
-    const carol = ((await created.json()) as { data: { accessKey: string; secretKey: string } }).data;
+    const carol = await createTenant(first.endpoint, 'carol', 'carol-password');
+    carol.s3.destroy();
     await first.stop();
 
     second = await startTestPlatform(first.dataDir, { generatedJwtSecret: true });

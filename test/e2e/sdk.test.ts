@@ -35,7 +35,7 @@ import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ROOT_USER } from './support/platform.js';
-import { bodyBytes, bucketName, describeWithBucket, login, md5Hex, s3Failure, sdkClient } from './support/s3.js';
+import { bodyBytes, bucketName, completedParts, createTenant, describeWithBucket, md5Hex, s3Failure, sdkClient } from './support/s3.js';
 
 describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sdk', (env, bucket) => {
   it('bucket calls: HeadBucket, location us-east-1, versioning never enabled, fixed private ACL', async () => {
@@ -198,10 +198,7 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
         Key: 'mp/joined.bin',
         UploadId,
         MultipartUpload: {
-          Parts: [
-            { PartNumber: 1, ETag: p1.ETag },
-            { PartNumber: 2, ETag: p2.CopyPartResult?.ETag },
-          ],
+          Parts: completedParts([p1, p2.CopyPartResult]),
         },
       }),
     );
@@ -348,14 +345,7 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
     expect((await s3Failure(env.s3.send(new HeadBucketCommand({ Bucket: b })))).status).to.equal(404);
   });
   it('ListBuckets pages by name (max-buckets, continuation-token), filters by prefix and region, and refuses bad parameters', async () => {
-    const token = await login(env.p.endpoint);
-    const made = await fetch(`${env.p.endpoint}/admin/users`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'pager', password: 'pager-password' }),
-    });
-    const keys = ((await made.json()) as { data: { accessKey: string; secretKey: string } }).data;
-    const pager = sdkClient(env.p.endpoint, keys.accessKey, keys.secretKey);
+    const pager = (await createTenant(env.p.endpoint, 'pager', 'pager-password')).s3;
     try {
       const names = ['pg-e', 'pg-a', 'pg-c', 'other-b', 'pg-d'].map((n) => `${n}-${env.bucket}`);
       for (const name of names) await pager.send(new CreateBucketCommand({ Bucket: name }));
@@ -443,10 +433,7 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
         Key: 'attrs/multi.bin',
         UploadId,
         MultipartUpload: {
-          Parts: [
-            { PartNumber: 1, ETag: one.ETag },
-            { PartNumber: 2, ETag: two.ETag },
-          ],
+          Parts: completedParts([one, two]),
         },
       }),
     );

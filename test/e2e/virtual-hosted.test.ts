@@ -19,7 +19,7 @@ import http from 'node:http';
 import type { LookupFunction } from 'node:net';
 import { httpExchange, type HttpAnswer } from '../support/http.js';
 import { ROOT_PASSWORD, ROOT_USER, startTestPlatform, type TestPlatform } from './support/platform.js';
-import { bodyBytes, bucketName, login, s3ErrorOf, sdkClient } from './support/s3.js';
+import { bodyBytes, bucketName, completedParts, login, s3ErrorOf, sdkClient } from './support/s3.js';
 
 /** Names under localhost resolve to this machine (as systemd-resolved and browsers do; this machine's resolver does not). */
 const lookup: LookupFunction = (hostname, options, callback) =>
@@ -86,10 +86,7 @@ describe('e2e: virtual-hosted-style requests (<bucket>.localhost)', function () 
         Key: 'multi.bin',
         UploadId,
         MultipartUpload: {
-          Parts: [
-            { PartNumber: 1, ETag: one.ETag },
-            { PartNumber: 2, ETag: two.ETag },
-          ],
+          Parts: completedParts([one, two]),
         },
       }),
     );
