@@ -16,10 +16,10 @@ import {
   type ProductionSettings,
   type Registry,
   type RunningService,
+  runChain,
   type SqlClient,
-  withFastPath,
 } from '../../service-kit/src/index.js';
-import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
+import { internalErrorHandler, requireInternalToken, S3Error } from '../../object-model/src/index.js';
 import { FsBackend, SMALL_READ } from './backends/fs-backend.js';
 import { backendsConfigFromEnv, type BackendsConfig } from './backends/config.js';
 import { BackendRegistry } from './backends/registry.js';
@@ -32,7 +32,7 @@ import type { EventPublisher } from './events/publisher.js';
 import { BlobCollector } from './gc/blob-collector.js';
 import { CleanupJob } from './gc/cleanup-job.js';
 import { dataPlaneErrors } from './http/errors.js';
-import { dataPlaneRoutes, OBJECT_ROUTE, objectHandlers } from './http/routes.js';
+import { dataPlaneRoutes, OBJECT_ROUTE, objectHandlers, type ObjectTarget } from './http/routes.js';
 import { dataPlaneMetrics } from './metrics.js';
 import { OutboxRelay } from './outbox/relay.js';
 import { MultipartService, UPLOAD_TTL_S } from './uploads/multipart-service.js';
@@ -197,35 +197,42 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const app = createApp(serviceOpts);
   // Internal answers are never cached by anyone: no hash of every JSON body for an ETag header.
   app.set('etag', false);
-  const metricsMiddleware = httpMetrics(registry).middleware;
+  const httpCounts = httpMetrics(registry);
   const internalToken = requireInternalToken(opts.internalToken);
   const renderError = internalErrorHandler(logger, dataPlaneErrors(logger));
-  app.use(metricsMiddleware);
+  app.use(httpCounts.middleware);
   app.use('/internal', internalToken, dataPlaneRoutes({ objects, multipart, collector, kickOutbox: () => relay?.kick() }), backendRoutes(backends));
   app.use(renderError);
-  // Object PUT/GET/HEAD (every S3 object read and write) skip Express's router: same middleware, same handlers.
+  // Object PUT/GET/HEAD (every S3 object read and write) on Node's own request and response; the rest of the internal API is Express's.
   const object = objectHandlers(objects);
-  const listener = withFastPath(
-    app,
-    claimObjectRequest,
-    [metricsMiddleware, internalToken, (req, res) => object[req.method as ObjectMethod](req, res)],
-    renderError,
-  );
-  return listen(listener, { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
+  const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const target = objectRequest(req);
+    if (!target) {
+      app(req, res);
+      return;
+    }
+    httpCounts.observe(req, res, OBJECT_ROUTE);
+    runChain([internalToken, () => object[req.method as ObjectMethod](req, res, objectTarget(target))], req, res, renderError);
+  };
+  return listen(Object.assign(listener, { locals: app.locals }), { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
 }
 
 type ObjectMethod = keyof ReturnType<typeof objectHandlers>;
 const OBJECT_PATH = /^\/internal\/objects\/([^/?#]+)\/([^/?#]+)(?:\?|$)/;
-const OBJECT_ROUTE_MATCHED = { path: OBJECT_ROUTE };
 
-/** `/internal/objects/{bucket}/{key}` by PUT, GET or HEAD, with what Express's router would have set; anything else is Express's. */
-function claimObjectRequest(req: http.IncomingMessage): { route: { path: string }; params: Record<string, string> } | undefined {
+/** `/internal/objects/{bucket}/{key}` by PUT, GET or HEAD: its path segments (still encoded); anything else is Express's. */
+function objectRequest(req: http.IncomingMessage): RegExpExecArray | undefined {
   if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'PUT') return undefined;
-  const m = OBJECT_PATH.exec(req.url ?? '');
-  if (!m) return undefined;
+  return OBJECT_PATH.exec(req.url ?? '') ?? undefined;
+}
+
+/** Bucket and key decoded, the query parsed; InvalidArgument (400) for escapes that are not UTF-8. */
+function objectTarget(match: RegExpExecArray): ObjectTarget {
+  const url = match.input;
+  const q = url.indexOf('?');
   try {
-    return { route: OBJECT_ROUTE_MATCHED, params: { bucket: decodeURIComponent(m[1]!), key: decodeURIComponent(m[2]!) } };
+    return { bucket: decodeURIComponent(match[1]!), key: decodeURIComponent(match[2]!), query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)) };
   } catch {
-    return undefined; // malformed escapes: Express answers them (400)
+    throw new S3Error('InvalidArgument', 'Failed to decode param');
   }
 }
