@@ -19,7 +19,7 @@ import {
   runChain,
   type SqlClient,
 } from '../../service-kit/src/index.js';
-import { internalErrorHandler, requireInternalToken, S3Error } from '../../object-model/src/index.js';
+import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
 import { FsBackend, SMALL_READ } from './backends/fs-backend.js';
 import { backendsConfigFromEnv, type BackendsConfig } from './backends/config.js';
 import { BackendRegistry } from './backends/registry.js';
@@ -32,7 +32,7 @@ import type { EventPublisher } from './events/publisher.js';
 import { BlobCollector } from './gc/blob-collector.js';
 import { CleanupJob } from './gc/cleanup-job.js';
 import { dataPlaneErrors } from './http/errors.js';
-import { dataPlaneRoutes, OBJECT_ROUTE, objectHandlers, type ObjectTarget } from './http/routes.js';
+import { dataPlaneRoutes, OBJECT_ROUTE, objectRoute } from './http/routes.js';
 import { dataPlaneMetrics } from './metrics.js';
 import { OutboxRelay } from './outbox/relay.js';
 import { MultipartService, UPLOAD_TTL_S } from './uploads/multipart-service.js';
@@ -204,35 +204,15 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   app.use('/internal', internalToken, dataPlaneRoutes({ objects, multipart, collector, kickOutbox: () => relay?.kick() }), backendRoutes(backends));
   app.use(renderError);
   // Object PUT/GET/HEAD (every S3 object read and write) on Node's own request and response; the rest of the internal API is Express's.
-  const object = objectHandlers(objects);
+  const objectRequest = objectRoute(objects);
   const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    const target = objectRequest(req);
-    if (!target) {
+    const serve = objectRequest(req);
+    if (!serve) {
       app(req, res);
       return;
     }
     httpCounts.observe(req, res, OBJECT_ROUTE);
-    runChain([internalToken, () => object[req.method as ObjectMethod](req, res, objectTarget(target))], req, res, renderError);
+    runChain([internalToken, () => serve(res)], req, res, renderError);
   };
   return listen(Object.assign(listener, { locals: app.locals }), { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
-}
-
-type ObjectMethod = keyof ReturnType<typeof objectHandlers>;
-const OBJECT_PATH = /^\/internal\/objects\/([^/?#]+)\/([^/?#]+)(?:\?|$)/;
-
-/** `/internal/objects/{bucket}/{key}` by PUT, GET or HEAD: its path segments (still encoded); anything else is Express's. */
-function objectRequest(req: http.IncomingMessage): RegExpExecArray | undefined {
-  if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'PUT') return undefined;
-  return OBJECT_PATH.exec(req.url ?? '') ?? undefined;
-}
-
-/** Bucket and key decoded, the query parsed; InvalidArgument (400) for escapes that are not UTF-8. */
-function objectTarget(match: RegExpExecArray): ObjectTarget {
-  const url = match.input;
-  const q = url.indexOf('?');
-  try {
-    return { bucket: decodeURIComponent(match[1]!), key: decodeURIComponent(match[2]!), query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)) };
-  } catch {
-    throw new S3Error('InvalidArgument', 'Failed to decode param');
-  }
 }

@@ -163,7 +163,7 @@ function objectHeaders(res: http.ServerResponse, object: StoredObject): void {
   if (object.headers) res.setHeader(STORED_HEADERS_HEADER.name, encodeWireHeader(STORED_HEADERS_HEADER, object.headers));
 }
 
-/** Route of the object handlers below, relative to the internal API's mount point (/internal): the metrics' route label. */
+/** Route of the object handlers below, relative to the internal API's mount point (/internal): the http metrics' route label. */
 export const OBJECT_ROUTE = '/objects/:bucket/:key';
 
 /** The object an object request names, and its query. */
@@ -174,7 +174,7 @@ export interface ObjectTarget {
 }
 
 /** PUT, GET and HEAD of one object (`/internal/objects/{bucket}/{key}`): the hot path, served on Node's own request and response (app.ts). */
-export function objectHandlers(objects: ObjectService) {
+function objectHandlers(objects: ObjectService) {
   const put = async (req: http.IncomingMessage, res: http.ServerResponse, { bucket, key }: ObjectTarget) => {
     const ifMatch = header(req, 'if-match');
     const ifNoneMatch = header(req, 'if-none-match');
@@ -255,6 +255,34 @@ export function objectHandlers(objects: ObjectService) {
     GET: (req: http.IncomingMessage, res: http.ServerResponse, target: ObjectTarget) => read(req, res, target, true),
     HEAD: (req: http.IncomingMessage, res: http.ServerResponse, target: ObjectTarget) => read(req, res, target, false),
   };
+}
+
+const OBJECT_PATH = /^\/internal\/objects\/([^/?#]+)\/([^/?#]+)(?:\?|$)/;
+
+/**
+ * The route of the object handlers: for `/internal/objects/{bucket}/{key}` by PUT, GET or HEAD, the
+ * handler that answers it; undefined for any other request (the Express routes below). Bucket and key
+ * escapes that are not UTF-8 are InvalidArgument (400), raised when the handler runs.
+ */
+export function objectRoute(objects: ObjectService): (req: http.IncomingMessage) => ((res: http.ServerResponse) => Promise<void>) | undefined {
+  const handlers = objectHandlers(objects);
+  return (req) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'PUT') return undefined;
+    const match = OBJECT_PATH.exec(req.url ?? '');
+    if (!match) return undefined;
+    const handler = handlers[req.method];
+    return async (res) => handler(req, res, objectTarget(match));
+  };
+}
+
+function objectTarget(match: RegExpExecArray): ObjectTarget {
+  const url = match.input;
+  const q = url.indexOf('?');
+  try {
+    return { bucket: decodeURIComponent(match[1]!), key: decodeURIComponent(match[2]!), query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)) };
+  } catch {
+    throw new S3Error('InvalidArgument', 'Failed to decode param');
+  }
 }
 
 /** The data plane's internal API (hack/adr/0001-object-store-internal-api.md). */
