@@ -149,6 +149,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     rootUser: opts.rootUser ?? 'strata',
     publicUrl: opts.publicUrl,
     redirectSeconds: opts.redirectExpiresSeconds ?? 300,
+    // X-Forwarded-For is believed only from the proxies named here (the ingress): a client that reaches the
+    // gateway directly cannot choose the address that per-IP limits count.
     proxies: trustedProxies(opts.trustProxy),
     admitUser: (res, user) => flow.admitUser(res, state(res).operation, user),
     objectAnswers:
