@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { Cluster, Redis } from 'ioredis';
 import { parseFlowRules } from '../../images/gateway/src/flow-control/index.js';
 import { S3Error } from '../../images/object-model/src/index.js';
+import { sendJson } from '../../images/service-kit/src/index.js';
 import { freePorts } from '../support/ports.js';
 import { sharedRedisCluster } from '../support/redis-cluster.js';
 import { eventually, hit, metricValue, startTestGateway, type TestGateway } from './support.js';
@@ -50,7 +51,7 @@ describe('gateway flow control: rate and concurrency limits', function () {
       rules: parseFlowRules('rateLimits: { routes: { GetObject: { points: 1, duration: 60 } } }'),
       render: (err, _req, res) => {
         seen.push(err);
-        res.status(err.status).json({ rendered: err.code, retryAfter: res.getHeader('retry-after') });
+        sendJson(res, { rendered: err.code, retryAfter: res.getHeader('retry-after') }, err.status);
       },
     });
     await hit(`${g.url}/GetObject/k`);

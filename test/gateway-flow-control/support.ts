@@ -44,8 +44,8 @@ export async function startTestGateway(
     ...opts,
     logger,
     registry,
-    routeOf: (req) => req.path.split('/')[1] || 'root',
-    userOf: (req) => req.header('x-user') ?? undefined,
+    routeOf: (req) => (req.url ?? '/').split(/[/?]/)[1] || 'root',
+    userOf: (req) => (req.headers['x-user'] as string | undefined) ?? undefined,
   });
   const served = new Map<string, number>();
   const holds: Array<() => void> = [];

@@ -1,12 +1,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import express from 'express';
-import { Counter, createLogger, createRegistry } from '../../images/service-kit/src/index.js';
+import { Counter, createLogger, createRegistry, runChain, type ChainHandler } from '../../images/service-kit/src/index.js';
 import type { ObjectLayer } from '../../images/object-model/src/index.js';
 import { state } from '../../images/gateway/src/context.js';
 import type { GatewayDeps } from '../../images/gateway/src/deps.js';
 import { BucketAccess } from '../../images/gateway/src/middleware/bucket-access.js';
 import { errorRenderer } from '../../images/gateway/src/middleware/errors.js';
+import { trustedProxies } from '../../images/gateway/src/proxy.js';
 import { requestContext } from '../../images/gateway/src/middleware/request-context.js';
 import { nameOperation, s3Endpoint } from '../../images/gateway/src/s3/router.js';
 import { FakeObjectLayer } from './fake-object-layer.js';
@@ -64,16 +64,20 @@ export async function handlerApp(layer: Partial<ObjectLayer>, username = 'alice'
     region: 'us-east-1',
     rootUser: 'root',
     redirectSeconds: 300,
+    proxies: trustedProxies(),
   };
-  const app = express();
-  app.set('etag', false);
-  app.use(requestContext(logger, counters), nameOperation, (_req, res, next) => {
-    state(res).caller = { username, accessKey: `${username}-key`, isRoot: false, via: 'sigv4' };
-    next();
-  });
-  app.use(s3Endpoint(deps));
-  app.use(errorRenderer(logger));
-  const server = http.createServer(app);
+  // The gateway's S3 chain (as app.ts runs it) with authentication replaced by the fixed caller.
+  const chain: ChainHandler[] = [
+    requestContext(logger, counters),
+    nameOperation,
+    (_req, res, next) => {
+      state(res).caller = { username, accessKey: `${username}-key`, isRoot: false, via: 'sigv4' };
+      next();
+    },
+    s3Endpoint(deps),
+  ];
+  const renderError = errorRenderer(logger);
+  const server = http.createServer((req, res) => runChain(chain, req, res, renderError));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

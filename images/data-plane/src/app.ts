@@ -16,8 +16,8 @@ import {
   type ProductionSettings,
   type Registry,
   type RunningService,
+  runChain,
   type SqlClient,
-  withFastPath,
 } from '../../service-kit/src/index.js';
 import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
 import { FsBackend, SMALL_READ } from './backends/fs-backend.js';
@@ -32,7 +32,7 @@ import type { EventPublisher } from './events/publisher.js';
 import { BlobCollector } from './gc/blob-collector.js';
 import { CleanupJob } from './gc/cleanup-job.js';
 import { dataPlaneErrors } from './http/errors.js';
-import { dataPlaneRoutes, OBJECT_ROUTE, objectHandlers } from './http/routes.js';
+import { dataPlaneRoutes, OBJECT_ROUTE, objectRoute } from './http/routes.js';
 import { dataPlaneMetrics } from './metrics.js';
 import { OutboxRelay } from './outbox/relay.js';
 import { MultipartService, UPLOAD_TTL_S } from './uploads/multipart-service.js';
@@ -197,35 +197,22 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const app = createApp(serviceOpts);
   // Internal answers are never cached by anyone: no hash of every JSON body for an ETag header.
   app.set('etag', false);
-  const metricsMiddleware = httpMetrics(registry).middleware;
+  const httpCounts = httpMetrics(registry);
   const internalToken = requireInternalToken(opts.internalToken);
   const renderError = internalErrorHandler(logger, dataPlaneErrors(logger));
-  app.use(metricsMiddleware);
+  app.use(httpCounts.middleware);
   app.use('/internal', internalToken, dataPlaneRoutes({ objects, multipart, collector, kickOutbox: () => relay?.kick() }), backendRoutes(backends));
   app.use(renderError);
-  // Object PUT/GET/HEAD (every S3 object read and write) skip Express's router: same middleware, same handlers.
-  const object = objectHandlers(objects);
-  const listener = withFastPath(
-    app,
-    claimObjectRequest,
-    [metricsMiddleware, internalToken, (req, res) => object[req.method as ObjectMethod](req, res)],
-    renderError,
-  );
-  return listen(listener, { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
-}
-
-type ObjectMethod = keyof ReturnType<typeof objectHandlers>;
-const OBJECT_PATH = /^\/internal\/objects\/([^/?#]+)\/([^/?#]+)(?:\?|$)/;
-const OBJECT_ROUTE_MATCHED = { path: OBJECT_ROUTE };
-
-/** `/internal/objects/{bucket}/{key}` by PUT, GET or HEAD, with what Express's router would have set; anything else is Express's. */
-function claimObjectRequest(req: http.IncomingMessage): { route: { path: string }; params: Record<string, string> } | undefined {
-  if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'PUT') return undefined;
-  const m = OBJECT_PATH.exec(req.url ?? '');
-  if (!m) return undefined;
-  try {
-    return { route: OBJECT_ROUTE_MATCHED, params: { bucket: decodeURIComponent(m[1]!), key: decodeURIComponent(m[2]!) } };
-  } catch {
-    return undefined; // malformed escapes: Express answers them (400)
-  }
+  // Object PUT/GET/HEAD (every S3 object read and write) on Node's own request and response; the rest of the internal API is Express's.
+  const objectRequest = objectRoute(objects);
+  const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const serve = objectRequest(req);
+    if (!serve) {
+      app(req, res);
+      return;
+    }
+    httpCounts.observe(req, res, OBJECT_ROUTE);
+    runChain([internalToken, () => serve(res)], req, res, renderError);
+  };
+  return listen(Object.assign(listener, { locals: app.locals }), { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
 }

@@ -1,4 +1,4 @@
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type Request } from 'express';
 import type http from 'node:http';
 import { Cluster } from 'ioredis';
 import {
@@ -12,8 +12,10 @@ import {
   parseRedisNodes,
   type Logger,
   type Registry,
+  runChain,
+  type ChainHandler,
+  type Next,
   type RunningService,
-  withFastPath,
 } from '../../service-kit/src/index.js';
 import { authenticate } from './auth/authenticate.js';
 import { cachedCredentials } from './auth/credential-cache.js';
@@ -36,17 +38,9 @@ import { crossOrigin } from './middleware/cors.js';
 import { errorRenderer } from './middleware/errors.js';
 import { requestContext } from './middleware/request-context.js';
 import { checkRequestTarget } from './middleware/request-target.js';
+import { trustedProxies } from './proxy.js';
 import { nameOperation, s3Endpoint } from './s3/router.js';
 import { virtualHostedStyle } from './s3/virtual-host.js';
-
-/** Proxies in front of the gateway (an ingress controller, a sidecar) are on loopback or private networks. */
-export const DEFAULT_TRUST_PROXY = 'loopback, linklocal, uniquelocal';
-
-/** `true`/`false`, a hop count, or addresses and subnet names, as Express's `trust proxy` takes them. */
-function trustProxySetting(value: string): boolean | number | string {
-  if (value === 'true' || value === 'false') return value === 'true';
-  return /^\d+$/.test(value) ? Number(value) : value;
-}
 
 export interface GatewayOptions {
   port: number;
@@ -83,7 +77,7 @@ export interface GatewayOptions {
   objectAnswerCacheBytes?: number;
   /** A request body silent this long is answered 400 RequestTimeout (default 20 s, as S3; 0: off). */
   bodyIdleTimeoutMs?: number;
-  /** Express `trust proxy`: the peers whose X-Forwarded-For is believed (default: loopback and private addresses). */
+  /** The peers whose X-Forwarded-For and X-Forwarded-Proto are believed (proxy.ts; default: loopback and private addresses). */
   trustProxy?: string;
   logger?: Logger;
   registry?: Registry;
@@ -93,7 +87,7 @@ const JSON_LIMIT = '64kb';
 /** Small-object answers kept by default: a few thousand hot 4 KiB objects, little next to the process's RSS budget. */
 const DEFAULT_OBJECT_ANSWER_BYTES = 8 * 1024 * 1024;
 
-/** First path segments of the routes Express serves itself (ops endpoints, /login, /admin); bucket names that would clash are reserved. */
+/** First path segments of the routes the Express app serves (ops endpoints, /login, /admin); bucket names that would clash are reserved. */
 const EXPRESS_ROUTES = new Set(['healthz', 'readyz', 'metrics', 'login', 'admin']);
 
 /** The first segment of a request target's path, lower-cased as Express's case-insensitive routes match it. */
@@ -155,6 +149,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     rootUser: opts.rootUser ?? 'strata',
     publicUrl: opts.publicUrl,
     redirectSeconds: opts.redirectExpiresSeconds ?? 300,
+    // X-Forwarded-For is believed only from the proxies named here (the ingress): a client that reaches the
+    // gateway directly cannot choose the address that per-IP limits count.
+    proxies: trustedProxies(opts.trustProxy),
     admitUser: (res, user) => flow.admitUser(res, state(res).operation, user),
     objectAnswers:
       opts.objectReadCache && answerBytes > 0
@@ -177,7 +174,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     }),
   };
   // Requests and latency by S3 operation (the kit's route label carries the operation name).
-  const metrics = httpMetrics(registry, (req) => (req.res ? state(req.res).operation : 'Unknown'));
+  const metrics = httpMetrics(registry, (_req, res) => state(res).operation ?? 'Unknown');
 
   const app = createApp({
     name: 'gateway',
@@ -188,20 +185,17 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
       'data-plane': async () => void (await fetchOk(`${opts.dataPlaneUrl}/healthz`)),
     },
   });
-  // X-Forwarded-For is believed only from the proxies named here (the ingress): a client that reaches the
-  // gateway directly cannot choose the address that per-IP limits count.
-  app.set('trust proxy', trustProxySetting(opts.trustProxy ?? DEFAULT_TRUST_PROXY));
   app.set('etag', false);
   // Preflights are answered before authentication (cors.ts), and one naming a bucket may look it up: the
   // 'Preflight' route's flow-control limits come first, so that a flood of them is refused before it
   // reaches the control plane.
-  const preflightFlow = (req: Request, res: Response, next: NextFunction) => {
+  const preflightFlow = (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
     if (req.method !== 'OPTIONS' || req.headers.origin === undefined) return next();
     state(res).operation = 'Preflight';
     flow.middleware(req, res, next);
   };
   const renderError = errorRenderer(logger);
-  const context = [
+  const context: ChainHandler[] = [
     requestContext(logger, counters),
     bodyIdleTimeout(opts.bodyIdleTimeoutMs ?? DEFAULT_BODY_IDLE_TIMEOUT_MS, renderError),
     metrics.middleware,
@@ -210,7 +204,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     crossOrigin(opts.corsOrigins ?? ['*'], deps.buckets),
   ];
   app.use(...context);
-  const jsonRoutes = (_req: Request, res: Response, next: NextFunction) => {
+  const jsonRoutes = (_req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
     state(res).errorFormat = 'json';
     next();
   };
@@ -224,24 +218,24 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const passport = bearerPassport(opts.jwtSecret);
   const auth = authenticate({ passport, credentials, rootUser: deps.rootUser, region: deps.region });
 
-  const s3 = [nameOperation, auth, flow.middleware, s3Endpoint(deps)];
+  const s3: ChainHandler[] = [nameOperation, auth, flow.middleware, s3Endpoint(deps)];
   app.post('/login', jsonRoutes, flow.middleware, jsonBody, login(deps));
   app.use('/admin', jsonRoutes, auth, flow.middleware, jsonBody, adminRouter(deps));
+  // What else reaches the app under those first segments (GET /login, /healthz/x...) is S3's, as everywhere else.
   app.use(...s3);
   app.use(renderError);
 
-  // S3 requests skip Express's router (same middleware, same order); the routes above keep it.
-  const fastPath = withFastPath(app, (req) => (EXPRESS_ROUTES.has(firstSegment(req.url)) ? undefined : {}), [...context, ...s3], renderError);
+  // S3 on Node's own request and response: the same middleware in the same order, with no router to walk
+  // (nameOperation routes by method, path and subresources). The Express app serves only its own first segments.
+  const chain = [...context, ...s3];
   // Virtual-hosted-style requests become path style before anything (routing included) reads the URL.
   const toPathStyle = virtualHostedStyle(opts.virtualHostDomains ?? []);
-  const listener = Object.assign(
-    (req: http.IncomingMessage, res: http.ServerResponse) => {
-      toPathStyle(req);
-      fastPath(req, res);
-    },
-    { locals: fastPath.locals, app: fastPath.app },
-  );
-  const running = await listen(listener, {
+  const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    toPathStyle(req);
+    if (EXPRESS_ROUTES.has(firstSegment(req.url))) app(req, res);
+    else runChain(chain, req, res, renderError);
+  };
+  const running = await listen(Object.assign(listener, { locals: app.locals }), {
     name: 'gateway',
     logger,
     registry,

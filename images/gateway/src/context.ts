@@ -1,4 +1,5 @@
-import type { Request, Response } from 'express';
+import type http from 'node:http';
+import { requestTarget } from '../../object-model/src/index.js';
 import type { SigV4Result } from './auth/sigv4-verify.js';
 import type { Cancellation } from './clients/internal-http.js';
 
@@ -11,7 +12,7 @@ export interface Caller {
   sigv4?: SigV4Result;
 }
 
-/** Per-request state kept in res.locals (typed accessors, so handlers never cast). */
+/** Per-request state kept on the response (typed accessors, so handlers never cast). */
 export interface RequestState {
   requestId: string;
   /** S3 operation name for metrics and logs, e.g. GetObject. */
@@ -50,19 +51,23 @@ export class ClientGone implements Cancellation {
   }
 }
 
-export function state(res: Response): RequestState {
-  return res.locals as unknown as RequestState;
+const STATE = Symbol('strata.request-state');
+
+/** The request's state (filled in by requestContext, the first middleware of every request). */
+export function state(res: http.ServerResponse): RequestState {
+  const holder = res as http.ServerResponse & { [STATE]?: RequestState };
+  return (holder[STATE] ??= {} as RequestState);
 }
 
-export function callerOf(res: Response): Caller {
+export function callerOf(res: http.ServerResponse): Caller {
   const c = state(res).caller;
   if (!c) throw new Error('caller not authenticated (auth middleware missing)');
   return c;
 }
 
 /** Raw path and query of the request as received (still percent-encoded). */
-export function rawTarget(req: Request): { path: string; query: string } {
-  const url = req.originalUrl ?? req.url;
+export function rawTarget(req: http.IncomingMessage): { path: string; query: string } {
+  const url = requestTarget(req);
   const q = url.indexOf('?');
   return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q + 1) };
 }

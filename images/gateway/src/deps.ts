@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type http from 'node:http';
 import type { Logger } from '../../service-kit/src/index.js';
 import type { TokenIssuer } from './auth/jwt.js';
 import type { LoginGuard } from './auth/login-guard.js';
@@ -7,6 +7,7 @@ import type { BucketAccess } from './middleware/bucket-access.js';
 import type { ObjectLayer } from '../../object-model/src/index.js';
 import type { ControlPlaneClient } from './clients/control-plane.js';
 import type { ObjectAnswerCache } from './clients/object-answer-cache.js';
+import type { TrustedProxies } from './proxy.js';
 
 /** Everything a handler may use: the object layer, the accounts, and the gateway's own settings. */
 export interface GatewayDeps {
@@ -22,7 +23,9 @@ export interface GatewayDeps {
   logger: Logger;
   region: string;
   rootUser: string;
-  /** Origin clients reach the gateway at; when unset, taken from each request's Host header. */
+  /** Client addresses and schemes as trusted proxies forward them. */
+  proxies: TrustedProxies;
+  /** Origin clients reach the gateway at; when unset, taken from each request's Host header and scheme. */
   publicUrl?: string;
   /** Lifetime of the presigned URL a Bearer GET is redirected to. */
   redirectSeconds: number;
@@ -30,7 +33,7 @@ export interface GatewayDeps {
    * Counts a request against its user's rate limit once the handler has authenticated it (form uploads:
    * flow control ran before their signed policy named the user); throws SlowDown when exhausted.
    */
-  admitUser?: (res: Response, user: string) => Promise<void>;
+  admitUser?: (res: http.ServerResponse, user: string) => Promise<void>;
   /** Answers to small whole-object GETs kept in the gateway; absent without a shared object read cache. */
   objectAnswers?: ObjectAnswerCache;
 }

@@ -4,9 +4,8 @@ import express, { type Express, type NextFunction, type Request, type Response }
 // The kit's modules one by one, not its index: the index also loads the SQL, Redis and AMQP clients,
 // which this process never uses (tens of MB of resident memory).
 import { createLogger, type Logger } from '../../service-kit/src/logger.js';
-import { createRegistry, httpMetrics, type Registry } from '../../service-kit/src/metrics.js';
+import { createRegistry, httpMetrics, type HttpMetrics, type Registry } from '../../service-kit/src/metrics.js';
 import { createApp, listen, type RunningService } from '../../service-kit/src/service.js';
-import { adoptRequest } from '../../service-kit/src/fast-path.js';
 import { chatCompletionsHandler, type ServedModel } from './chat-completions.js';
 import { GenerationScheduler, type SchedulerObserver, type SequenceQueue } from './generation-scheduler.js';
 import { ModelServerMetrics } from './metrics.js';
@@ -104,8 +103,8 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
       },
     },
   });
-  const { middleware: metricsMiddleware } = httpMetrics(registry);
-  app.use(metricsMiddleware);
+  const httpCounts = httpMetrics(registry);
+  app.use(httpCounts.middleware);
   const authorized = apiKeyCheck(opts.apiKeys);
   // As vLLM's --api-key: the API needs a key; health, readiness and metrics stay open.
   app.use('/v1', (req, res, next) => {
@@ -152,7 +151,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
       new OpenAIError(404, `Unknown request URL: ${req.method} ${req.originalUrl}. The API is under /v1.`, 'invalid_request_error', null, 'unknown_url'),
     );
   });
-  const answerError = (err: unknown, res: Response) => {
+  const answerError = (err: unknown, res: http.ServerResponse) => {
     const type = (err as { type?: string }).type;
     if (type === 'entity.too.large') {
       sendOpenAIError(
@@ -174,7 +173,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     answerError(err, res);
   });
 
-  const service = await listen(chatCompletionsFastPath(app, { maxBodyBytes, handler: chatCompletions, metricsMiddleware, answerError, authorized }), {
+  const service = await listen(chatCompletionsFastPath(app, { maxBodyBytes, handler: chatCompletions, httpCounts, answerError, authorized }), {
     name: SERVICE,
     logger,
     registry,
@@ -276,13 +275,10 @@ function apiKeyCheck(keys: readonly string[] | undefined): (header: string | und
 }
 
 const CHAT_COMPLETIONS = '/v1/chat/completions';
-/** What Express's router would set as req.route for the chat route (the http metrics' route label). */
-const CHAT_ROUTE = { path: CHAT_COMPLETIONS };
-
 /**
  * POST /v1/chat/completions without Express's router and body parser, for the usual request: a body
  * with a Content-Length within the limit, no Content-Encoding, UTF-8 (or no charset). It runs the
- * same handler, on the same Express request/response objects, with the same http metrics and the same
+ * same handler, on Node's own request and response, with the same http metrics (route label) and the same
  * answers to an unparsable body or a handler failure; any other request (other routes, a chunked,
  * compressed, non-UTF-8 or too large body…) goes through Express as before. Under load the router's
  * walk past the other routes and the body parser's stream machinery were a noticeable part of the
@@ -292,12 +288,12 @@ function chatCompletionsFastPath(
   app: Express,
   opts: {
     maxBodyBytes: number;
-    handler: (req: Request, res: Response) => Promise<void>;
-    metricsMiddleware: (req: Request, res: Response, next: NextFunction) => void;
-    answerError: (err: unknown, res: Response) => void;
+    handler: (req: http.IncomingMessage & { body?: unknown }, res: http.ServerResponse) => Promise<void>;
+    httpCounts: HttpMetrics;
+    answerError: (err: unknown, res: http.ServerResponse) => void;
     authorized: (header: string | undefined) => boolean;
   },
-): http.RequestListener & { locals: Express['locals']; app: Express } {
+): http.RequestListener & { locals: Express['locals'] } {
   const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const headers = req.headers;
     const length = Number(headers['content-length']);
@@ -314,10 +310,8 @@ function chatCompletionsFastPath(
       app(req, res);
       return;
     }
-    // What Express does to every request before its router (app.handle), then what its router sets.
-    const { request, response } = adoptRequest(app, req, res);
-    (request as Request & { route: unknown }).route = CHAT_ROUTE;
-    opts.metricsMiddleware(request, response, () => {});
+    opts.httpCounts.observe(req, res, CHAT_COMPLETIONS);
+    const request: http.IncomingMessage & { body?: unknown } = req;
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -326,16 +320,16 @@ function chatCompletionsFastPath(
       try {
         request.body = JSON.parse(text);
       } catch (err) {
-        opts.answerError(Object.assign(err as Error, { type: 'entity.parse.failed' }), response);
+        opts.answerError(Object.assign(err as Error, { type: 'entity.parse.failed' }), res);
         return;
       }
-      opts.handler(request, response).catch((err: unknown) => {
-        if (!res.headersSent) opts.answerError(err, response);
+      opts.handler(request, res).catch((err: unknown) => {
+        if (!res.headersSent) opts.answerError(err, res);
         else res.destroy();
       });
     });
   };
-  return Object.assign(listener, { locals: app.locals, app });
+  return Object.assign(listener, { locals: app.locals });
 }
 
 /** No charset, or UTF-8: the bodies the fast path decodes itself. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Request, Response } from 'express';
+import type http from 'node:http';
 import type { Logger } from '../../service-kit/src/logger.js';
 import { ChoiceText } from './choice-text.js';
 import { parseChatRequest, type ChatRequest } from './chat-request.js';
@@ -46,7 +46,7 @@ interface Usage {
 
 /** POST /v1/chat/completions: validate, queue one sequence per choice, answer as JSON or as SSE chunks. */
 export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
-  return async (req: Request, res: Response): Promise<void> => {
+  return async (req: http.IncomingMessage & { body?: unknown }, res: http.ServerResponse): Promise<void> => {
     let request: ChatRequest;
     let prompt: number[];
     let model: ServedModel;
@@ -209,7 +209,7 @@ class ChunkStream {
   private readonly pending: string[] = [];
 
   constructor(
-    private readonly res: Response,
+    private readonly res: http.ServerResponse,
     private readonly id: string,
     private readonly created: number,
     private readonly model: string,
@@ -218,7 +218,7 @@ class ChunkStream {
 
   /** Send headers and each choice's role chunk, then anything generated meanwhile. */
   open(indices: number[]): void {
-    this.res.status(200);
+    this.res.statusCode = 200;
     this.res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
     this.res.setHeader('Cache-Control', 'no-cache');
     this.res.setHeader('Connection', 'keep-alive');

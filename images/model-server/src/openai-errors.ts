@@ -1,4 +1,5 @@
-import type { Response } from 'express';
+import type http from 'node:http';
+import { sendJson } from '../../service-kit/src/chain.js';
 
 /** An error answered in OpenAI's shape: `{"error":{"message","type","param","code"}}`. */
 export class OpenAIError extends Error {
@@ -22,7 +23,7 @@ export class OpenAIError extends Error {
   }
 }
 
-export function sendOpenAIError(res: Response, err: OpenAIError): void {
+export function sendOpenAIError(res: http.ServerResponse, err: OpenAIError): void {
   if (err.status === 429 || err.status === 503) res.setHeader('Retry-After', '1');
-  res.status(err.status).json(err.body());
+  sendJson(res, err.body(), err.status);
 }

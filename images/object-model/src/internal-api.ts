@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { NextFunction, Request, Response } from 'express';
-import { isDatabaseUnavailable, type Logger } from '../../service-kit/src/index.js';
+import type http from 'node:http';
+import { isDatabaseUnavailable, sendJson, type Logger, type Next } from '../../service-kit/src/index.js';
 import { S3Error } from './s3-errors.js';
 
 /**
@@ -14,9 +14,9 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 /** Every internal call carries `x-strata-internal-token`; anything else is 401 (compared in constant time). */
 export function requireInternalToken(token: string) {
   const expected = digest(token);
-  return (req: Request, _res: Response, next: NextFunction) => {
-    const given = req.header('x-strata-internal-token');
-    if (!given || !timingSafeEqual(digest(given), expected)) {
+  return (req: http.IncomingMessage, _res: http.ServerResponse, next: Next) => {
+    const given = req.headers['x-strata-internal-token'];
+    if (typeof given !== 'string' || !given || !timingSafeEqual(digest(given), expected)) {
       next(new S3Error('Unauthorized', 'missing or wrong x-strata-internal-token'));
       return;
     }
@@ -30,14 +30,19 @@ export function asciiJson(value: unknown): string {
 }
 
 /** A service's own mapping of an error it knows to an S3 error; undefined = not one of its own. */
-export type ErrorMapping = (err: unknown, req: Request) => S3Error | undefined;
+export type ErrorMapping = (err: unknown, req: http.IncomingMessage) => S3Error | undefined;
+
+/** The request target as received (Express's originalUrl where a router stripped its mount point). */
+export function requestTarget(req: http.IncomingMessage & { originalUrl?: string }): string {
+  return req.originalUrl ?? req.url ?? '/';
+}
 
 /** Renders errors as the internal API's `{"error":{code,message,extra?}}` with the S3 status. */
 export function internalErrorHandler(logger: Logger, mapError: ErrorMapping = () => undefined) {
-  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+  return (err: unknown, req: http.IncomingMessage, res: http.ServerResponse, _next: Next) => {
     // The client went away mid-request: nobody is left to answer.
     if ((err as { code?: string }).code === 'ECONNRESET' || req.socket?.destroyed) {
-      logger.info({ method: req.method, url: req.originalUrl }, 'client aborted the request');
+      logger.info({ method: req.method, url: requestTarget(req) }, 'client aborted the request');
       res.destroy();
       return;
     }
@@ -48,7 +53,7 @@ export function internalErrorHandler(logger: Logger, mapError: ErrorMapping = ()
     }
     // A body we stopped reading must not be drained: answer, then close the connection.
     if (!req.complete) res.setHeader('connection', 'close');
-    res.status(s3.status).json(s3.toJSON());
+    sendJson(res, s3.toJSON(), s3.status);
   };
 }
 
@@ -68,7 +73,7 @@ function databaseUnavailable(logger: Logger, err: unknown): S3Error | undefined 
   return new S3Error('ServiceUnavailable', 'The metadata database is unavailable; please retry.');
 }
 
-function unexpected(logger: Logger, err: unknown, req: Request): S3Error {
-  logger.error({ err, method: req.method, url: req.originalUrl }, 'internal error');
+function unexpected(logger: Logger, err: unknown, req: http.IncomingMessage): S3Error {
+  logger.error({ err, method: req.method, url: requestTarget(req) }, 'internal error');
   return new S3Error('InternalError');
 }

@@ -1,5 +1,5 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { NextFunction, Request, Response } from 'express';
+import type http from 'node:http';
 import { uncaughtErrors } from './last-resort.js';
 
 export { Counter, Gauge, Histogram, Registry, Summary } from 'prom-client';
@@ -16,14 +16,20 @@ export function createRegistry(service: string, withDefaults = true): Registry {
 export interface HttpMetrics {
   requests: Counter<'method' | 'route' | 'status'>;
   duration: Histogram<'method' | 'route' | 'status'>;
-  middleware: (req: Request, res: Response, next: NextFunction) => void;
+  /** Counts every request it sees once answered; mountable in Express (whose requests extend Node's) and in a plain chain. */
+  middleware: (req: http.IncomingMessage, res: http.ServerResponse, next: () => void) => void;
+  /** Count one request once answered, under `route` (default: as the middleware names it): for handlers that route requests themselves. */
+  observe(req: http.IncomingMessage, res: http.ServerResponse, route?: string): void;
 }
+
+/** A request as Express's router leaves it: the matched route's pattern, once one matched. */
+type RoutedRequest = http.IncomingMessage & { route?: { path?: unknown } };
 
 /**
  * Request count and latency by method, route and status. `routeOf` names the route (low cardinality);
  * by default Express's matched route pattern, else "unmatched".
  */
-export function httpMetrics(registry: Registry, routeOf?: (req: Request) => string): HttpMetrics {
+export function httpMetrics(registry: Registry, routeOf?: (req: http.IncomingMessage, res: http.ServerResponse) => string): HttpMetrics {
   const requests = new Counter({
     name: 'http_requests_total',
     help: 'HTTP requests handled, by method, route and status',
@@ -37,15 +43,21 @@ export function httpMetrics(registry: Registry, routeOf?: (req: Request) => stri
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  const middleware = (req: Request, res: Response, next: NextFunction) => {
+  const observe = (req: http.IncomingMessage, res: http.ServerResponse, route?: string) => {
     const start = process.hrtime.bigint();
     res.on('finish', () => {
-      const route = routeOf ? routeOf(req) : ((req.route?.path as string | undefined) ?? 'unmatched');
-      const labels = { method: req.method, route, status: String(res.statusCode) };
+      const labels = {
+        method: req.method ?? '',
+        route: route ?? (routeOf ? routeOf(req, res) : (((req as RoutedRequest).route?.path as string | undefined) ?? 'unmatched')),
+        status: String(res.statusCode),
+      };
       requests.inc(labels);
       duration.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
     });
+  };
+  const middleware = (req: http.IncomingMessage, res: http.ServerResponse, next: () => void) => {
+    observe(req, res);
     next();
   };
-  return { requests, duration, middleware };
+  return { requests, duration, middleware, observe };
 }

@@ -2,7 +2,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import express, { type Express, type Request, type Response } from 'express';
-import { expressServerOptions } from './fast-path.js';
 import { PipeEnd, serveInProcess } from './in-process-http.js';
 import type { Logger } from './logger.js';
 import type { Registry } from './metrics.js';
@@ -73,23 +72,16 @@ export function createApp(opts: ServiceOptions): Express {
   return app;
 }
 
-/** The Express app behind a request listener: the app itself, or the `app` a fast-path listener carries. */
-function expressAppOf(handler: http.RequestListener): Express | undefined {
-  const isApp = (h: unknown): h is Express =>
-    typeof h === 'function' && typeof (h as { handle?: unknown }).handle === 'function' && typeof (h as Partial<Express>).request === 'object';
-  if (isApp(handler)) return handler;
-  const carried = (handler as { app?: unknown }).app;
-  return isApp(carried) ? carried : undefined;
-}
-
 /**
  * Listen on host:port (port 0 picks a free one) and return a handle whose stop() drains gracefully.
- * `handler` may be an Express app, a listener that carries its Express app as `app` (withFastPath), or
- * any request listener; with an app, requests and responses are created with its prototypes.
+ * `handler` is any request listener; one that carries an app's `locals` (an Express app, or a listener
+ * made around one) has /readyz answer "shutting down" once stop() begins.
  */
-export async function listen(handler: http.RequestListener, opts: ServiceOptions & { port: number; host?: string }): Promise<RunningService> {
-  const app = expressAppOf(handler);
-  const server = app ? http.createServer(expressServerOptions(app), handler) : http.createServer(handler);
+export async function listen(
+  handler: http.RequestListener & { locals?: Record<string, unknown> },
+  opts: ServiceOptions & { port: number; host?: string },
+): Promise<RunningService> {
+  const server = http.createServer(handler);
   // Requests in flight per socket, so shutdown can close every socket that is not serving one —
   // including fresh connections that never sent a request, which closeIdleConnections() skips.
   const inFlight = new Map<Duplex, number>();
@@ -136,7 +128,7 @@ export async function listen(handler: http.RequestListener, opts: ServiceOptions
   let stopping: Promise<void> | undefined;
   const stop = (graceMs = 10_000) => {
     stopping ??= (async () => {
-      const markShuttingDown = (handler as Partial<Express>).locals?.markShuttingDown as (() => void) | undefined;
+      const markShuttingDown = handler.locals?.markShuttingDown as (() => void) | undefined;
       markShuttingDown?.();
       leaveInProcess();
       await new Promise<void>((resolve) => {

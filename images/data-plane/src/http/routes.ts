@@ -1,6 +1,7 @@
+import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type Request, type Router } from 'express';
 import {
   encodeWireHeader,
   isChecksumAlgorithm,
@@ -22,6 +23,7 @@ import {
   type ObjectConditions,
   type StoredHeaders,
 } from '../../../object-model/src/index.js';
+import { sendJson } from '../../../service-kit/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
 import type { StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
@@ -38,6 +40,11 @@ export interface RouteDeps {
 
 const p = (req: Request, name: string) => String(req.params[name]);
 const q = (req: Request, name: string) => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
+/** A request header's (first) value. */
+const header = (req: http.IncomingMessage, name: string): string | undefined => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
 
 /** Bodies up to this size are answered with one res.end(buffer) instead of a piped stream. */
 const SMALL_BODY = 64 * 1024;
@@ -55,16 +62,16 @@ function readAll(stream: Readable): Promise<Buffer> {
  * The body's length: Content-Length, or, for a chunked body (one that ends in trailers),
  * x-strata-content-length (the backend checks the bytes that arrive against it).
  */
-function contentLength(req: Request): number | undefined {
-  const raw = req.header('content-length') ?? req.header('x-strata-content-length');
+function contentLength(req: http.IncomingMessage): number | undefined {
+  const raw = header(req, 'content-length') ?? header(req, 'x-strata-content-length');
   if (raw === undefined) return undefined;
   if (!/^\d+$/.test(raw)) throw new S3Error('InvalidArgument', 'Content-Length must be a non-negative integer');
   return Number(raw);
 }
 
 /** Base64 Content-MD5 → hex; InvalidDigest when it is not 16 bytes of base64. */
-function contentMd5(req: Request): string | undefined {
-  const raw = req.header('x-strata-content-md5');
+function contentMd5(req: http.IncomingMessage): string | undefined {
+  const raw = header(req, 'x-strata-content-md5');
   if (raw === undefined) return undefined;
   const bytes = Buffer.from(raw, 'base64');
   if (bytes.length !== 16 || !/^[A-Za-z0-9+/]+=*$/.test(raw)) throw new S3Error('InvalidDigest');
@@ -72,9 +79,9 @@ function contentMd5(req: Request): string | undefined {
 }
 
 /** Stored headers of a body: those sent ahead (x-strata-headers) and those in its trailer, read once it has arrived. */
-function bodyHeaders(req: Request): { headers?: StoredHeaders; trailingHeaders: () => Promise<StoredHeaders | undefined> } {
+function bodyHeaders(req: http.IncomingMessage): { headers?: StoredHeaders; trailingHeaders: () => Promise<StoredHeaders | undefined> } {
   return {
-    headers: readWireHeader(STORED_HEADERS_HEADER, req.header(STORED_HEADERS_HEADER.name)),
+    headers: readWireHeader(STORED_HEADERS_HEADER, header(req, STORED_HEADERS_HEADER.name)),
     trailingHeaders: async () => {
       // (Trailers are parsed with the body's end, which a backend may not have waited for.)
       if (!req.complete) await finished(req);
@@ -136,16 +143,16 @@ export function partRange(partNumber: number, object: Pick<StoredObject, 'size' 
 }
 
 /** If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since of a GET or HEAD, as the gateway passed them on. */
-function readConditions(req: Request): ObjectConditions {
+function readConditions(req: http.IncomingMessage): ObjectConditions {
   return {
-    ifMatch: req.header('if-match'),
-    ifNoneMatch: req.header('if-none-match'),
-    ifModifiedSince: req.header('if-modified-since'),
-    ifUnmodifiedSince: req.header('if-unmodified-since'),
+    ifMatch: header(req, 'if-match'),
+    ifNoneMatch: header(req, 'if-none-match'),
+    ifModifiedSince: header(req, 'if-modified-since'),
+    ifUnmodifiedSince: header(req, 'if-unmodified-since'),
   };
 }
 
-function objectHeaders(res: Response, object: StoredObject): void {
+function objectHeaders(res: http.ServerResponse, object: StoredObject): void {
   res.setHeader('etag', `"${object.etag}"`);
   res.setHeader('last-modified', new Date(object.lastModified).toUTCString());
   res.setHeader('content-type', object.contentType);
@@ -156,51 +163,59 @@ function objectHeaders(res: Response, object: StoredObject): void {
   if (object.headers) res.setHeader(STORED_HEADERS_HEADER.name, encodeWireHeader(STORED_HEADERS_HEADER, object.headers));
 }
 
-/** Route of the object handlers below, relative to the internal API's mount point (/internal). */
+/** Route of the object handlers below, relative to the internal API's mount point (/internal): the http metrics' route label. */
 export const OBJECT_ROUTE = '/objects/:bucket/:key';
 
-/** PUT, GET and HEAD of one object: the hot path, also served without Express's router (app.ts). */
-export function objectHandlers(objects: ObjectService) {
-  const put = async (req: Request, res: Response) => {
-    const ifMatch = req.header('if-match');
-    const ifNoneMatch = req.header('if-none-match');
+/** The object an object request names, and its query. */
+export interface ObjectTarget {
+  bucket: string;
+  key: string;
+  query: URLSearchParams;
+}
+
+/** PUT, GET and HEAD of one object (`/internal/objects/{bucket}/{key}`): the hot path, served on Node's own request and response (app.ts). */
+function objectHandlers(objects: ObjectService) {
+  const put = async (req: http.IncomingMessage, res: http.ServerResponse, { bucket, key }: ObjectTarget) => {
+    const ifMatch = header(req, 'if-match');
+    const ifNoneMatch = header(req, 'if-none-match');
     const result = await objects.put({
-      bucket: p(req, 'bucket'),
-      key: p(req, 'key'),
-      owner: req.header('x-strata-owner') || undefined,
+      bucket,
+      key,
+      owner: header(req, 'x-strata-owner') || undefined,
       body: req,
       contentLength: contentLength(req),
-      contentType: req.header('content-type'),
-      userMetadata: readWireHeader(USER_METADATA_HEADER, req.header(USER_METADATA_HEADER.name)),
-      tags: readWireHeader(TAGS_HEADER, req.header(TAGS_HEADER.name)),
+      contentType: header(req, 'content-type'),
+      userMetadata: readWireHeader(USER_METADATA_HEADER, header(req, USER_METADATA_HEADER.name)),
+      tags: readWireHeader(TAGS_HEADER, header(req, TAGS_HEADER.name)),
       ...bodyHeaders(req),
       contentMd5: contentMd5(req),
-      instantMd5: req.header('x-strata-instant-md5') || undefined,
+      instantMd5: header(req, 'x-strata-instant-md5') || undefined,
       conditions: ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined,
     });
     // An instant hit did not read the body: close the connection rather than drain bytes nobody needs.
     if (result.instant && !req.complete) res.setHeader('connection', 'close');
-    res.json(result);
+    sendJson(res, result);
   };
 
-  const read = async (req: Request, res: Response, withBody: boolean) => {
-    const { object, backend } = await objects.head(p(req, 'bucket'), p(req, 'key'));
-    if (req.query['direct-url'] !== undefined) {
+  const read = async (req: http.IncomingMessage, res: http.ServerResponse, { bucket, key, query }: ObjectTarget, withBody: boolean) => {
+    const { object, backend } = await objects.head(bucket, key);
+    if (query.has('direct-url')) {
       if (!backend.directUrl) throw Object.assign(new S3Error('NotImplemented', 'this backend cannot serve objects directly'), { status: 404 });
-      const expires = Math.min(Math.max(Number(q(req, 'expires') ?? 900) || 900, 1), 7 * 24 * 3600);
-      res.json({ url: await backend.directUrl(object.locator, expires, { contentType: object.contentType, headers: object.headers }) });
+      const expires = Math.min(Math.max(Number(query.get('expires') ?? 900) || 900, 1), 7 * 24 * 3600);
+      sendJson(res, { url: await backend.directUrl(object.locator, expires, { contentType: object.contentType, headers: object.headers }) });
       return;
     }
     objectHeaders(res, object);
     // Decided from the metadata alone: a 304 or 412 never opens the blob.
     if (notModified(object, readConditions(req))) {
-      res.status(304).end();
+      res.statusCode = 304;
+      res.end();
       return;
     }
     // One part of the object (the gateway refuses partNumber with a Range), or the Range asked for.
-    const rawPart = q(req, 'partNumber');
-    const partNumber = rawPart !== undefined ? Number(rawPart) : undefined;
-    const range = partNumber !== undefined ? partRange(partNumber, object) : parseRange(req.header('range'), object.size);
+    const rawPart = query.get('partNumber');
+    const partNumber = rawPart !== null ? Number(rawPart) : undefined;
+    const range = partNumber !== undefined ? partRange(partNumber, object) : parseRange(header(req, 'range'), object.size);
     if (partNumber !== undefined && object.partSizes) {
       res.setHeader('x-amz-mp-parts-count', String(object.partSizes.length));
       // The part's own checksum (an upload with a checksum algorithm), for readers that check the part's bytes.
@@ -209,7 +224,7 @@ export function objectHandlers(objects: ObjectService) {
       if (algorithm && value) res.setHeader('x-strata-part-checksum', `${algorithm} ${value}`);
     }
     if (range) {
-      res.status(206);
+      res.statusCode = 206;
       res.setHeader('content-range', `bytes ${range.start}-${range.end}/${object.size}`);
     }
     res.setHeader('content-length', String(range ? range.end - range.start + 1 : object.size));
@@ -237,9 +252,37 @@ export function objectHandlers(objects: ObjectService) {
   };
   return {
     PUT: put,
-    GET: (req: Request, res: Response) => read(req, res, true),
-    HEAD: (req: Request, res: Response) => read(req, res, false),
+    GET: (req: http.IncomingMessage, res: http.ServerResponse, target: ObjectTarget) => read(req, res, target, true),
+    HEAD: (req: http.IncomingMessage, res: http.ServerResponse, target: ObjectTarget) => read(req, res, target, false),
   };
+}
+
+const OBJECT_PATH = /^\/internal\/objects\/([^/?#]+)\/([^/?#]+)(?:\?|$)/;
+
+/**
+ * The route of the object handlers: for `/internal/objects/{bucket}/{key}` by PUT, GET or HEAD, the
+ * handler that answers it; undefined for any other request (the Express routes below). Bucket and key
+ * escapes that are not UTF-8 are InvalidArgument (400), raised when the handler runs.
+ */
+export function objectRoute(objects: ObjectService): (req: http.IncomingMessage) => ((res: http.ServerResponse) => Promise<void>) | undefined {
+  const handlers = objectHandlers(objects);
+  return (req) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'PUT') return undefined;
+    const match = OBJECT_PATH.exec(req.url ?? '');
+    if (!match) return undefined;
+    const handler = handlers[req.method];
+    return async (res) => handler(req, res, objectTarget(match));
+  };
+}
+
+function objectTarget(match: RegExpExecArray): ObjectTarget {
+  const url = match.input;
+  const q = url.indexOf('?');
+  try {
+    return { bucket: decodeURIComponent(match[1]!), key: decodeURIComponent(match[2]!), query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)) };
+  } catch {
+    throw new S3Error('InvalidArgument', 'Failed to decode param');
+  }
 }
 
 /** The data plane's internal API (hack/adr/0001-object-store-internal-api.md). */
@@ -247,12 +290,6 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   const { objects, multipart } = deps;
   const router = express.Router();
   const json = express.json({ limit: '2mb' });
-  const object = objectHandlers(objects);
-
-  router.put(OBJECT_ROUTE, object.PUT);
-  // HEAD first: Express would otherwise route HEAD to the GET handler and open the blob.
-  router.head(OBJECT_ROUTE, object.HEAD);
-  router.get(OBJECT_ROUTE, object.GET);
 
   router.post('/objects/:bucket/:key/copy', json, async (req, res) => {
     res.json(await objects.copy({ ...readCopyObjectBody(req.body), bucket: p(req, 'bucket'), key: p(req, 'key') }));

@@ -1,4 +1,5 @@
-import type { NextFunction, Request, Response } from 'express';
+import type http from 'node:http';
+import type { Next } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
 import { rawTarget, state } from '../context.js';
 import { sentTarget } from '../s3/virtual-host.js';
@@ -18,14 +19,14 @@ export interface AuthDeps {
  * presigned query). Anonymous requests are AccessDenied: Strata has no public buckets.
  */
 export function authenticate(deps: AuthDeps) {
-  return async (req: Request, res: Response, next: NextFunction) => {
+  return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
     if (state(res).authenticatesItself) return next();
     const authorization = req.headers.authorization;
     try {
       // A presigned URL wins over a Bearer header: fetch keeps Authorization when it follows our
       // same-origin 302 to a presigned URL, and answering with another redirect would loop.
       if (isPresignedQuery(rawTarget(req).query) || isSigV4Header(authorization)) {
-        const result = await verifySigV4({ method: req.method, url: sentTarget(req), headers: req.headers }, deps.credentials, { region: deps.region });
+        const result = await verifySigV4({ method: req.method ?? '', url: sentTarget(req), headers: req.headers }, deps.credentials, { region: deps.region });
         state(res).caller = {
           username: result.credential.username,
           accessKey: result.credential.accessKey,
@@ -64,7 +65,7 @@ async function holderOf(claims: TokenClaims, credentials: CredentialLookup): Pro
   return claims;
 }
 
-function bearer(passport: BearerAuthenticator, req: Request, res: Response): Promise<TokenClaims> {
+function bearer(passport: BearerAuthenticator, req: http.IncomingMessage, res: http.ServerResponse): Promise<TokenClaims> {
   return new Promise((resolve, reject) => {
     const run = passport.authenticate('jwt', { session: false }, (err: unknown, user: TokenClaims | false, info: unknown) => {
       if (err) return reject(err);
@@ -72,7 +73,7 @@ function bearer(passport: BearerAuthenticator, req: Request, res: Response): Pro
       const name = (info as { name?: string } | undefined)?.name;
       if (name === 'TokenExpiredError') return reject(new S3Error('ExpiredToken', 'The provided token has expired.'));
       reject(new S3Error('AccessDenied', 'The bearer token is invalid.'));
-    }) as (req: Request, res: Response, next: NextFunction) => void;
+    }) as (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => void;
     run(req, res, (e?: unknown) => reject(e ?? new S3Error('AccessDenied')));
   });
 }

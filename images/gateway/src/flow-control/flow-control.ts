@@ -1,6 +1,6 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type http from 'node:http';
 import type { Cluster, Redis } from 'ioredis';
-import { type Logger, type Registry } from '../../../service-kit/src/index.js';
+import { type ChainHandler, type Logger, type Next, type Registry } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
 import { Breakers } from './breakers.js';
 import { ConcurrencyLimits } from './concurrency.js';
@@ -17,9 +17,9 @@ export interface FlowControlOptions {
   logger: Logger;
   registry: Registry;
   /** Low-cardinality route name of a request (e.g. the S3 operation). */
-  routeOf: (req: Request, res: Response) => string;
+  routeOf: (req: http.IncomingMessage, res: http.ServerResponse) => string;
   /** The authenticated user, or undefined for anonymous requests (no per-user limit). */
-  userOf: (req: Request, res: Response) => string | undefined;
+  userOf: (req: http.IncomingMessage, res: http.ServerResponse) => string | undefined;
   /** Share rate-limit counters between gateway replicas through this Redis (or Redis Cluster). */
   redis?: Redis | Cluster;
   /** Prefix of the Redis keys of the counters. Default "strata:flow:". */
@@ -33,13 +33,13 @@ export interface FlowControlOptions {
 
 export interface FlowControl {
   /** Rate and concurrency limits; mount after authentication (it needs the user). */
-  middleware: RequestHandler;
+  middleware: ChainHandler;
   /**
    * Count a request whose caller becomes known only inside its handler (a form upload authenticates by
    * its signed policy, after this middleware ran without a user) against that user's rate limit.
    * Throws SlowDown, with Retry-After set on `res`, when the limit is exhausted.
    */
-  admitUser(res: Response, route: string, user: string): Promise<void>;
+  admitUser(res: http.ServerResponse, route: string, user: string): Promise<void>;
   /** Call `fn` through the circuit breaker of upstream `name`. */
   wrap<A extends unknown[], R>(name: string, fn: (...args: A) => Promise<R>): (...args: A) => Promise<R>;
   /** Call `fn` once through the circuit breaker of upstream `name`. */
@@ -88,12 +88,12 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
     breakers.update(rules);
   };
 
-  const reject = (req: Request, res: Response, next: NextFunction, retryAfterSeconds: number, message: string) => {
+  const reject = (req: http.IncomingMessage, res: http.ServerResponse, next: Next, retryAfterSeconds: number, message: string) => {
     res.setHeader('Retry-After', String(retryAfterSeconds));
     render(new S3Error('SlowDown', message), req, res, next);
   };
 
-  const middleware: RequestHandler = (req, res, next) => {
+  const middleware: ChainHandler = (req, res, next) => {
     const route = routeOf(req, res);
     const user = userOf(req, res);
     rateLimits
@@ -118,7 +118,7 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
       .catch(next);
   };
 
-  const admitUser = async (res: Response, route: string, user: string): Promise<void> => {
+  const admitUser = async (res: http.ServerResponse, route: string, user: string): Promise<void> => {
     const verdict = await rateLimits.checkUser(user);
     if (verdict.allowed) return;
     metrics.rateLimitRejections.inc({ route, user_class: verdict.userClass, scope: verdict.scope });

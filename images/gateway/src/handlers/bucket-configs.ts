@@ -5,7 +5,7 @@ import { parseTagging, renderTagging, type TaggingXml } from '../s3/tagging-xml.
 import { parseLifecycleConfiguration, renderLifecycleConfiguration, type LifecycleConfigurationXml } from '../s3/lifecycle-xml.js';
 import type { S3Handler } from '../s3/operation.js';
 import { discard, readCheckedDocument } from '../s3/request.js';
-import { sendXml } from '../s3/render.js';
+import { sendXml, sendStatus } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 
 /** How one bucket configuration is written in S3's XML. */
@@ -31,7 +31,7 @@ function configHandlers<K extends keyof BucketConfigs>(kind: K, document: Config
       // (Only a TagSet may be empty: no tags, as after DeleteBucketTagging.)
       await deps.objects.putBucketConfig(bucket, kind, rules.length > 0 ? rules : undefined);
       deps.buckets.forget(bucket);
-      res.status(200).end();
+      sendStatus(res, 200);
     },
     get: async ({ res, bucket, deps }) => {
       await deps.buckets.owned(bucket, callerOf(res));
@@ -42,7 +42,7 @@ function configHandlers<K extends keyof BucketConfigs>(kind: K, document: Config
       await deps.buckets.owned(bucket, callerOf(res));
       await deps.objects.putBucketConfig(bucket, kind, undefined);
       deps.buckets.forget(bucket);
-      res.status(204).end();
+      sendStatus(res, 204);
     },
   };
 }

@@ -3,7 +3,7 @@ import { callerOf } from '../context.js';
 import { RESERVED_BUCKET_NAMES } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
 import { readSmallBody } from '../s3/request.js';
-import { callerOwner, sendXml } from '../s3/render.js';
+import { callerOwner, sendXml, sendStatus } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 
 /** Most buckets one ListBuckets page may ask for (S3's limit). */
@@ -100,20 +100,20 @@ export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
   }
   deps.buckets.forget(bucket);
   res.setHeader('Location', `/${bucket}`);
-  res.status(200).end();
+  sendStatus(res, 200);
 };
 
 export const deleteBucket: S3Handler = async ({ res, bucket, deps }) => {
   await deps.buckets.owned(bucket, callerOf(res));
   await deps.objects.deleteBucket(bucket);
   deps.buckets.forget(bucket);
-  res.status(204).end();
+  sendStatus(res, 204);
 };
 
 export const headBucket: S3Handler = async ({ res, bucket, deps }) => {
   await deps.buckets.owned(bucket, callerOf(res));
   res.setHeader('x-amz-bucket-region', deps.region);
-  res.status(200).end();
+  sendStatus(res, 200);
 };
 
 export const getBucketLocation: S3Handler = async ({ res, bucket, deps }) => {

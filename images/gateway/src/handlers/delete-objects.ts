@@ -2,7 +2,7 @@ import { S3Error, type DeleteConditions } from '../../../object-model/src/index.
 import { callerOf } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';
 import { header, readCheckedDocument } from '../s3/request.js';
-import { sendXml } from '../s3/render.js';
+import { sendXml, sendStatus } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 
 /**
@@ -42,7 +42,7 @@ export const deleteObject: S3Handler = async ({ req, res, bucket, key, deps }) =
   ]);
   await deps.buckets.owned(bucket, callerOf(res));
   await deps.objects.deleteObject(bucket, key, conditions);
-  res.status(204).end();
+  sendStatus(res, 204);
 };
 
 interface DeleteDocument {

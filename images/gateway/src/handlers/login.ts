@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
+import { sendJson } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
 import { state } from '../context.js';
 import type { GatewayDeps } from '../deps.js';
@@ -21,10 +22,10 @@ export function login(deps: GatewayDeps) {
       }
       const { username, password } = body as { username: string; password: string };
       const guard = deps.loginGuard;
-      const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+      const ip = deps.proxies.clientAddress(req);
       const refuse = (retryAfterSeconds: number) => {
         res.setHeader('Retry-After', String(retryAfterSeconds));
-        res.status(429).json({ error: { code: 'TooManyRequests', message: `Too many failed logins; try again in ${retryAfterSeconds} seconds.` } });
+        sendJson(res, { error: { code: 'TooManyRequests', message: `Too many failed logins; try again in ${retryAfterSeconds} seconds.` } }, 429);
       };
       const before = await guard.check(ip, username);
       if (!before.allowed) return refuse(before.retryAfterSeconds);
@@ -45,7 +46,7 @@ export function login(deps: GatewayDeps) {
         }
       });
       if (outcome === undefined) {
-        res.status(401).json({ error: { code: 'AccessDenied', message: 'Invalid username or password.' } });
+        sendJson(res, { error: { code: 'AccessDenied', message: 'Invalid username or password.' } }, 401);
         return;
       }
       if ('allowed' in outcome) return refuse(outcome.retryAfterSeconds);

@@ -20,7 +20,7 @@ import {
 } from '../s3/request.js';
 import { checksumXml, listedPartChecksum, objectChecksumHeader } from '../s3/checksums.js';
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
-import { owner, quoted, sendXml, urlEncodeKey } from '../s3/render.js';
+import { owner, quoted, sendXml, urlEncodeKey, sendStatus } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 import { copySource, copySourceConditions } from './object-write.js';
 
@@ -76,7 +76,7 @@ export const uploadPart: S3Handler = async (s3) => {
     );
     res.setHeader('ETag', quoted(etag));
     if (upload.checksum?.value) res.setHeader(upload.checksum.checksum.header, upload.checksum.value);
-    res.status(200).end();
+    sendStatus(res, 200);
   } catch (err) {
     discard(body ?? req);
     throw err;
@@ -152,7 +152,7 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
 export const abortMultipartUpload: S3Handler = async (s3) => {
   await target(s3);
   await s3.deps.objects.abortMultipart(s3.bucket, s3.key, s3.query.get('uploadId') ?? '');
-  s3.res.status(204).end();
+  sendStatus(s3.res, 204);
 };
 
 /** GET /bucket/key?uploadId=X */

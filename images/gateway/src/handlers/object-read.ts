@@ -1,5 +1,5 @@
 import { pipeline, type Readable } from 'node:stream';
-import type { Request, Response } from 'express';
+import type http from 'node:http';
 import {
   definedConditions,
   notModified,
@@ -17,6 +17,7 @@ import type { S3Handler, S3Request } from '../s3/operation.js';
 import { setExpiration } from '../s3/expiration.js';
 import { header, partNumberOf } from '../s3/request.js';
 import { originOf } from './presign.js';
+import { sendStatus } from '../s3/render.js';
 
 /** response-* query parameters that override answer headers (S3 GetObject). */
 const OVERRIDES: Record<string, string> = {
@@ -29,7 +30,7 @@ const OVERRIDES: Record<string, string> = {
 };
 
 /** If-Match, If-None-Match, If-Modified-Since and If-Unmodified-Since as sent; undefined when none is. */
-function readConditions(req: Request): ObjectConditions | undefined {
+function readConditions(req: http.IncomingMessage): ObjectConditions | undefined {
   return definedConditions({
     ifMatch: header(req, 'if-match'),
     ifNoneMatch: header(req, 'if-none-match'),
@@ -39,8 +40,8 @@ function readConditions(req: Request): ObjectConditions | undefined {
 }
 
 /** 304 Not Modified: the object's ETag and Last-Modified, no body. */
-function sendNotModified(res: Response, object: ObjectMeta): void {
-  res.status(304);
+function sendNotModified(res: http.ServerResponse, object: ObjectMeta): void {
+  res.statusCode = 304;
   res.setHeader('ETag', `"${object.etag}"`);
   res.setHeader('Last-Modified', new Date(object.lastModified).toUTCString());
   res.end();
@@ -55,7 +56,7 @@ function sendNotModified(res: Response, object: ObjectMeta): void {
 function sendObjectHeaders(s3: S3Request, read: Omit<ObjectRead, 'body'>, rules: readonly LifecycleRule[] | undefined): void {
   const { req, res, query } = s3;
   const { object } = read;
-  res.status(read.status === 206 ? 206 : 200);
+  res.statusCode = read.status === 206 ? 206 : 200;
   res.setHeader('Content-Length', String(read.contentLength));
   if (read.contentRange) res.setHeader('Content-Range', read.contentRange);
   res.setHeader('ETag', `"${object.etag}"`);
@@ -182,7 +183,7 @@ export const getObject: S3Handler = async (s3) => {
     }
     res.setHeader('Location', location);
     res.setHeader('Cache-Control', 'no-store');
-    res.status(302).end();
+    sendStatus(res, 302);
     return;
   }
   await readObject(s3, 'GET', b, partNumber);

@@ -1,6 +1,6 @@
 import { callerOf } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { sendXml } from '../s3/render.js';
+import { sendXml, sendStatus } from '../s3/render.js';
 import { discard, readCheckedDocument } from '../s3/request.js';
 import { parseTagging, renderTagging, type TaggingXml } from '../s3/tagging-xml.js';
 import { parseXml } from '../s3/xml.js';
@@ -28,12 +28,12 @@ export const putObjectTagging: S3Handler = async (s3) => {
   await ownedObject(s3);
   const tags = parseTagging(parseXml<TaggingXml>(body.toString('utf8'), 'Tagging'), 'object');
   await s3.deps.objects.putObjectTags(s3.bucket, s3.key, tags);
-  s3.res.status(200).end();
+  sendStatus(s3.res, 200);
 };
 
 export const deleteObjectTagging: S3Handler = async (s3) => {
   discard(s3.req);
   await ownedObject(s3);
   await s3.deps.objects.putObjectTags(s3.bucket, s3.key, []);
-  s3.res.status(204).end();
+  sendStatus(s3.res, 204);
 };

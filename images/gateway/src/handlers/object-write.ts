@@ -24,7 +24,7 @@ import {
 } from '../s3/request.js';
 import { checksumXml } from '../s3/checksums.js';
 import { setExpiration } from '../s3/expiration.js';
-import { quoted, sendData, sendXml } from '../s3/render.js';
+import { quoted, sendData, sendXml, sendStatus } from '../s3/render.js';
 
 /** x-service-md5: the client's claim of the body's MD5 (hex) for an instant upload. */
 function instantMd5(s3: S3Request): string | undefined {
@@ -79,7 +79,7 @@ export const putObject: S3Handler = async (s3) => {
     }
     if (result.instant) discard(body);
     if (instant) sendData(res, { instant: result.instant, bucket, key, etag: result.object.etag, size: result.object.size });
-    else res.status(200).end();
+    else sendStatus(res, 200);
   } catch (err) {
     discard(body ?? req);
     throw err;

@@ -1,11 +1,11 @@
-import type { Request } from 'express';
+import type http from 'node:http';
 import busboy from 'busboy';
 import { pipeline, type Readable } from 'node:stream';
 import { assertObjectKey, S3Error, standardHeadersOf } from '../../../object-model/src/index.js';
 import { verifyPostPolicy } from '../auth/post-policy.js';
 import { state } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';
-import { quoted, sendXml, urlEncodeKey } from '../s3/render.js';
+import { quoted, sendXml, urlEncodeKey, sendStatus } from '../s3/render.js';
 import { refuseEncryptedWrite } from '../s3/encryption.js';
 import { refuseUnsupportedObjectProperties } from '../s3/object-properties.js';
 import { userMetadataOf } from '../s3/request.js';
@@ -27,7 +27,7 @@ interface Form {
 }
 
 /** Read a multipart/form-data body up to its `file` field, whose bytes are then left to stream. */
-function formUntilFile(req: Request): Promise<Form> {
+function formUntilFile(req: http.IncomingMessage): Promise<Form> {
   return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
@@ -132,12 +132,12 @@ export const postObject: S3Handler = async (s3) => {
       redirect.searchParams.set('key', key);
       redirect.searchParams.set('etag', etag);
       res.setHeader('Location', redirect.toString());
-      res.status(303).end();
+      sendStatus(res, 303);
       return;
     }
     const status = form.fields.get('success_action_status');
     if (status === '201') sendXml(res, 'PostResponse', { Location: location, Bucket: bucket, Key: key, ETag: etag }, 201);
-    else res.status(status === '200' ? 200 : 204).end();
+    else sendStatus(res, status === '200' ? 200 : 204);
   } catch (err) {
     form.drain();
     throw err;

@@ -11,7 +11,7 @@ import { pathStyleHost } from '../s3/virtual-host.js';
  */
 export function originOf({ req, deps }: S3Request): string {
   if (deps.publicUrl) return deps.publicUrl.replace(/\/$/, '');
-  return `${req.protocol}://${pathStyleHost(req)}`;
+  return `${deps.proxies.protocol(req)}://${pathStyleHost(req)}`;
 }
 
 /** GET /{bucket}/{key}?presign&method=GET|PUT&expires=SECONDS → {"data":{"url","expiresAt"}} */

@@ -1,10 +1,11 @@
-import type { NextFunction, Request, Response } from 'express';
+import type http from 'node:http';
+import type { Next } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
 
 /** S3's: a body that sends nothing for 20 s is answered RequestTimeout. */
 export const DEFAULT_BODY_IDLE_TIMEOUT_MS = 20_000;
 
-type RenderError = (err: unknown, req: Request, res: Response, next: NextFunction) => void;
+type RenderError = (err: unknown, req: http.IncomingMessage, res: http.ServerResponse, next: Next) => void;
 
 /**
  * A request body that sends no byte for `idleMs` is answered S3's 400 RequestTimeout and its
@@ -14,7 +15,7 @@ type RenderError = (err: unknown, req: Request, res: Response, next: NextFunctio
  * has arrived whole (and those without one) are not timed; 0 turns the limit off.
  */
 export function bodyIdleTimeout(idleMs: number, render: RenderError) {
-  return (req: Request, res: Response, next: NextFunction): void => {
+  return (req: http.IncomingMessage, res: http.ServerResponse, next: Next): void => {
     if (idleMs <= 0 || req.complete) {
       next();
       return;

@@ -1,7 +1,9 @@
 import cors from 'cors';
-import type { NextFunction, Request, Response } from 'express';
+import type http from 'node:http';
+import type { Next } from '../../../service-kit/src/index.js';
 import { findCorsRule, isValidBucketName, S3Error, type BucketInfo, type CorsRule } from '../../../object-model/src/index.js';
 import { RESERVED_BUCKET_NAMES } from './bucket-access.js';
+import { sendStatus } from '../s3/render.js';
 
 /** Where the middleware finds a bucket's own CORS rules (the gateway's short-lived bucket cache). */
 export interface BucketLookup {
@@ -19,7 +21,7 @@ export interface BucketLookup {
  * `403 AccessForbidden` and other requests get no CORS headers. Every other request follows the
  * server-wide origins (STRATA_CORS_ORIGINS; `*` by default, as MinIO's; none: no CORS answers).
  */
-export function crossOrigin(origins: readonly string[], buckets?: BucketLookup): (req: Request, res: Response, next: NextFunction) => void {
+export function crossOrigin(origins: readonly string[], buckets?: BucketLookup): (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => void {
   const serverWide =
     origins.length === 0
       ? undefined
@@ -36,7 +38,7 @@ export function crossOrigin(origins: readonly string[], buckets?: BucketLookup):
     // As S3: no CORS headers for requests without an Origin (command-line clients, SDKs outside browsers).
     const origin = req.headers.origin;
     if (origin === undefined) return next();
-    bucketRules(req.url, buckets).then((rules) => {
+    bucketRules(req.url ?? '/', buckets).then((rules) => {
       if (rules) answerByBucketRules(rules, origin, req, res, next);
       else if (serverWide) serverWide(req, res, next);
       else next();
@@ -57,9 +59,9 @@ async function bucketRules(url: string, buckets: BucketLookup | undefined): Prom
   }
 }
 
-function answerByBucketRules(rules: readonly CorsRule[], origin: string, req: Request, res: Response, next: NextFunction): void {
+function answerByBucketRules(rules: readonly CorsRule[], origin: string, req: http.IncomingMessage, res: http.ServerResponse, next: Next): void {
   const preflight = req.method === 'OPTIONS';
-  const method = preflight ? String(req.headers['access-control-request-method'] ?? '') : req.method;
+  const method = preflight ? String(req.headers['access-control-request-method'] ?? '') : (req.method ?? '');
   const headers = preflight
     ? String(req.headers['access-control-request-headers'] ?? '')
         .split(',')
@@ -79,5 +81,5 @@ function answerByBucketRules(rules: readonly CorsRule[], origin: string, req: Re
   res.setHeader('Access-Control-Allow-Methods', rule.allowedMethods.join(', '));
   if (headers.length > 0) res.setHeader('Access-Control-Allow-Headers', headers.join(', '));
   if (rule.maxAgeSeconds !== undefined) res.setHeader('Access-Control-Max-Age', String(rule.maxAgeSeconds));
-  res.status(200).end();
+  sendStatus(res, 200);
 }

@@ -1,7 +1,8 @@
-import type { NextFunction, Request, Response } from 'express';
-import { type Logger } from '../../../service-kit/src/index.js';
+import type http from 'node:http';
+import type { Next } from '../../../service-kit/src/index.js';
+import { sendJson, type Logger } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
-import { state } from '../context.js';
+import { rawTarget, state } from '../context.js';
 import { errorXml } from '../s3/xml.js';
 
 /** Anything thrown becomes an S3Error; unknown failures are logged and answered as InternalError. */
@@ -16,7 +17,7 @@ export function toS3Error(err: unknown, logger: Logger): S3Error {
 
 /** Renders errors as S3 XML (or JSON for the JSON routes) with the request id; HEAD gets no body. */
 export function errorRenderer(logger: Logger) {
-  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+  return (err: unknown, req: http.IncomingMessage, res: http.ServerResponse, _next: Next) => {
     const st = state(res);
     if (st.clientGone?.fired && (err as Error)?.name === 'AbortError') return;
     // Already answered (a body that timed out is answered as it times out): nothing left to say.
@@ -28,17 +29,17 @@ export function errorRenderer(logger: Logger) {
       res.destroy();
       return;
     }
-    res.status(s3.status);
+    res.statusCode = s3.status;
     if (s3.code === 'NotImplemented' || s3.code === 'MethodNotAllowed') res.setHeader('Allow', 'GET, PUT, POST, DELETE, HEAD');
     if (req.method === 'HEAD') {
       res.end();
       return;
     }
     if (st.errorFormat === 'json') {
-      res.json(s3.toJSON());
+      sendJson(res, s3.toJSON());
       return;
     }
-    const body = errorXml(s3, req.path, st.requestId);
+    const body = errorXml(s3, rawTarget(req).path, st.requestId);
     res.setHeader('Content-Type', 'application/xml');
     res.setHeader('Content-Length', Buffer.byteLength(body));
     res.end(body);

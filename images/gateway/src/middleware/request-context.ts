@@ -1,8 +1,9 @@
 import type { Socket } from 'node:net';
-import type { NextFunction, Request, Response } from 'express';
+import type http from 'node:http';
+import type { Next } from '../../../service-kit/src/index.js';
 import type { Counter } from 'prom-client';
 import { pooledRandomBytes, type Logger } from '../../../service-kit/src/index.js';
-import { ClientGone, state } from '../context.js';
+import { ClientGone, rawTarget, state } from '../context.js';
 
 export interface TrafficCounters {
   bytesIn: Counter<'operation'>;
@@ -22,7 +23,7 @@ export function newRequestId(): string {
 }
 
 export function requestContext(logger: Logger, counters: TrafficCounters) {
-  return (req: Request, res: Response, next: NextFunction) => {
+  return (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
     const requestId = newRequestId();
     const start = process.hrtime.bigint();
     const st = state(res);
@@ -54,7 +55,7 @@ export function requestContext(logger: Logger, counters: TrafficCounters) {
           reqId: requestId,
           op: st.operation,
           method: req.method,
-          path: req.path,
+          path: rawTarget(req).path,
           status: res.statusCode,
           ms: Math.round(ms * 10) / 10,
           in: st.bytesIn,

@@ -1,4 +1,5 @@
-import type { NextFunction, Request, Response } from 'express';
+import type http from 'node:http';
+import type { Next } from '../../../service-kit/src/index.js';
 import { assertTextArgument, hasNonUtf8Escapes, S3Error } from '../../../object-model/src/index.js';
 import { rawTarget } from '../context.js';
 
@@ -9,9 +10,8 @@ import { rawTarget } from '../context.js';
  * answer header. Node refuses raw control bytes in a request line, so only escapes can carry them.
  * (Keys are checked by the kit's assertObjectKey where the S3 endpoint splits the path.)
  */
-export function checkRequestTarget(req: Request, _res: Response, next: NextFunction): void {
-  const url = req.originalUrl ?? req.url;
-  if (!url.includes('%')) {
+export function checkRequestTarget(req: http.IncomingMessage, _res: http.ServerResponse, next: Next): void {
+  if (!(req.url ?? '').includes('%')) {
     next();
     return;
   }

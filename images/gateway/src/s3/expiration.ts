@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type http from 'node:http';
 import { objectExpiration, uploadAbortion, type LifecycleRule, type Tag } from '../../../object-model/src/index.js';
 
 /**
@@ -7,7 +7,7 @@ import { objectExpiration, uploadAbortion, type LifecycleRule, type Tag } from '
  * `expiry-date="Fri, 23 Dec 2012 00:00:00 GMT", rule-id="…"`, as S3 writes it (SDKs read it as `Expiration`).
  */
 export function setExpiration(
-  res: Response,
+  res: http.ServerResponse,
   rules: readonly LifecycleRule[] | undefined,
   object: { key: string; size: number; lastModified: Date | string; tags?: readonly Tag[] },
 ): void {
@@ -19,7 +19,7 @@ export function setExpiration(
 }
 
 /** `x-amz-abort-date` and `x-amz-abort-rule-id` on CreateMultipartUpload and ListParts: when a rule will abort the upload. */
-export function setAbortDate(res: Response, rules: readonly LifecycleRule[] | undefined, upload: { key: string; initiated: Date }): void {
+export function setAbortDate(res: http.ServerResponse, rules: readonly LifecycleRule[] | undefined, upload: { key: string; initiated: Date }): void {
   if (!rules?.length || Number.isNaN(upload.initiated.getTime())) return;
   const found = uploadAbortion(rules, upload);
   if (!found) return;

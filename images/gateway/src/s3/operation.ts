@@ -1,10 +1,10 @@
-import type { Request, Response } from 'express';
+import type http from 'node:http';
 import type { GatewayDeps } from '../deps.js';
 
 /** One S3 request after routing: bucket and key decoded, subresources parsed. */
 export interface S3Request {
-  req: Request;
-  res: Response;
+  req: http.IncomingMessage;
+  res: http.ServerResponse;
   bucket: string;
   key: string;
   query: URLSearchParams;

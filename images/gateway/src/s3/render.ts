@@ -1,19 +1,26 @@
-import type { Response } from 'express';
+import type http from 'node:http';
+import { sendJson } from '../../../service-kit/src/index.js';
 import type { Caller } from '../context.js';
 import { renderXml } from './xml.js';
 
 /** Send an S3 XML document with status 200 (or the given status). */
-export function sendXml(res: Response, root: string, body: Record<string, unknown>, status = 200): void {
+export function sendXml(res: http.ServerResponse, root: string, body: Record<string, unknown>, status = 200): void {
   const xml = renderXml(root, body);
-  res.status(status);
+  res.statusCode = status;
   res.setHeader('Content-Type', 'application/xml');
   res.setHeader('Content-Length', Buffer.byteLength(xml));
   res.end(xml);
 }
 
 /** Strata's JSON envelope for its own (non-S3) answers. */
-export function sendData(res: Response, data: unknown, status = 200): void {
-  res.status(status).json({ data });
+export function sendData(res: http.ServerResponse, data: unknown, status = 200): void {
+  sendJson(res, { data }, status);
+}
+
+/** An answer with a status and no body. */
+export function sendStatus(res: http.ServerResponse, status: number): void {
+  res.statusCode = status;
+  res.end();
 }
 
 export function quoted(etag: string): string {

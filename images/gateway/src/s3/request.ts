@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { pipeline, type Readable, type Transform } from 'node:stream';
-import type { Request, Response } from 'express';
+import type http from 'node:http';
 import {
   checkUserMetadata,
   MAX_OBJECT_SIZE,
@@ -36,7 +36,7 @@ export interface ObjectUpload {
  * What an upload stores besides its bytes in headers: the standard ones (Cache-Control, ...) and a
  * checksum sent as a header, known at once; a checksum sent as a trailer, known once the body has passed.
  */
-export function uploadHeaders(req: Request, upload: ObjectUpload): { headers?: StoredHeaders; trailingHeaders?: () => StoredHeaders | undefined } {
+export function uploadHeaders(req: http.IncomingMessage, upload: ObjectUpload): { headers?: StoredHeaders; trailingHeaders?: () => StoredHeaders | undefined } {
   const { headers, trailingHeaders } = checksumHeadersOf(upload);
   const merged = mergeStoredHeaders(standardHeaders(req), headers);
   return { ...(merged ? { headers: merged } : {}), ...(trailingHeaders ? { trailingHeaders } : {}) };
@@ -50,12 +50,12 @@ export function checksumHeadersOf(upload: ObjectUpload): { headers?: StoredHeade
 }
 
 /** Cache-Control, Content-Disposition, Content-Encoding (without aws-chunked), Content-Language, Expires, x-amz-website-redirect-location, as sent. */
-export function standardHeaders(req: Request): StoredHeaders | undefined {
+export function standardHeaders(req: http.IncomingMessage): StoredHeaders | undefined {
   return standardHeadersOf(OBJECT_UPLOAD_HEADERS.map((name) => [name, req.headers[name]]));
 }
 
 /** x-amz-website-redirect-location alone, checked (what CopyObject's COPY directive takes from the request). */
-export function websiteRedirect(req: Request): StoredHeaders | undefined {
+export function websiteRedirect(req: http.IncomingMessage): StoredHeaders | undefined {
   return standardHeadersOf([[WEBSITE_REDIRECT_HEADER, req.headers[WEBSITE_REDIRECT_HEADER]]]);
 }
 
@@ -64,7 +64,7 @@ export function websiteRedirect(req: Request): StoredHeaders | undefined {
  * checked, the signed sha256 checked, and the flexible checksum (x-amz-checksum-*, header or trailer)
  * checked, all while streaming. InvalidRequest at once for checksum headers S3 refuses.
  */
-export function objectBody(req: Request, res: Response, opts: { checksum?: boolean } = {}): ObjectUpload {
+export function objectBody(req: http.IncomingMessage, res: http.ServerResponse, opts: { checksum?: boolean } = {}): ObjectUpload {
   const sig = state(res).caller?.sigv4;
   const payload = sig?.payload;
   const chunked = payload?.kind === 'chunked' || /aws-chunked/.test(String(req.headers['content-encoding'] ?? ''));
@@ -94,7 +94,7 @@ export function objectBody(req: Request, res: Response, opts: { checksum?: boole
 }
 
 /** Length of the object's bytes: x-amz-decoded-content-length for aws-chunked, else Content-Length. */
-export function objectLength(req: Request, res: Response): number {
+export function objectLength(req: http.IncomingMessage, res: http.ServerResponse): number {
   const payload = state(res).caller?.sigv4?.payload;
   const chunked = payload?.kind === 'chunked' || /aws-chunked/.test(String(req.headers['content-encoding'] ?? ''));
   const raw = chunked ? req.headers['x-amz-decoded-content-length'] : req.headers['content-length'];
@@ -115,7 +115,12 @@ export function discard(body: Readable): void {
  * checked when there are. `checksum: false` where x-amz-checksum-* headers are not about the body
  * (CompleteMultipartUpload: they are the object's).
  */
-export async function readSmallBody(req: Request, res: Response, limit = MAX_XML_BYTES, opts: { checksum?: boolean } = {}): Promise<Buffer> {
+export async function readSmallBody(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  limit = MAX_XML_BYTES,
+  opts: { checksum?: boolean } = {},
+): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) {
     discard(req);
@@ -137,7 +142,7 @@ export async function readSmallBody(req: Request, res: Response, limit = MAX_XML
  * compared here, a flexible checksum (header or trailer) checked while it is read. With `required`,
  * a request carrying neither is refused, as S3 refuses it for the operations that need one.
  */
-export async function readCheckedDocument(req: Request, res: Response, opts: { required?: boolean } = {}): Promise<Buffer> {
+export async function readCheckedDocument(req: http.IncomingMessage, res: http.ServerResponse, opts: { required?: boolean } = {}): Promise<Buffer> {
   const md5 = contentMd5(req);
   if (opts.required && !md5 && req.headers['x-amz-trailer'] === undefined && !Object.keys(req.headers).some((h) => h.startsWith('x-amz-checksum-'))) {
     discard(req);
@@ -149,7 +154,7 @@ export async function readCheckedDocument(req: Request, res: Response, opts: { r
 }
 
 /** `Content-MD5` as sent (base64 of 16 bytes), or InvalidDigest. */
-export function contentMd5(req: Request): string | undefined {
+export function contentMd5(req: http.IncomingMessage): string | undefined {
   const v = req.headers['content-md5'];
   if (v === undefined) return undefined;
   if (Array.isArray(v) || Buffer.from(v, 'base64').length !== 16 || !/^[A-Za-z0-9+/]+=*$/.test(v)) throw new S3Error('InvalidDigest');
@@ -157,12 +162,12 @@ export function contentMd5(req: Request): string | undefined {
 }
 
 /** x-amz-meta-* headers → {name: value} (names lower case, prefix removed), at most MAX_METADATA_BYTES. */
-export function userMetadata(req: Request): Record<string, string> {
+export function userMetadata(req: http.IncomingMessage): Record<string, string> {
   return userMetadataOf(Object.entries(req.headers));
 }
 
 /** `x-amz-tagging` (URL-encoded `k1=v1&k2=v2`), checked as S3 checks it; undefined when absent. */
-export function objectTagging(req: Request): Tag[] | undefined {
+export function objectTagging(req: http.IncomingMessage): Tag[] | undefined {
   const raw = header(req, 'x-amz-tagging');
   return raw === undefined ? undefined : parseTaggingHeader(raw);
 }
@@ -186,13 +191,13 @@ export function userMetadataOf(entries: Iterable<[string, string | string[] | un
   return meta;
 }
 
-export function header(req: Request, name: string): string | undefined {
+export function header(req: http.IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
 }
 
 /** The sha256 of a JSON body sent with SigV4 must match what was signed (admin routes). */
-export function checkSignedJsonBody(res: Response, raw: Buffer | undefined): void {
+export function checkSignedJsonBody(res: http.ServerResponse, raw: Buffer | undefined): void {
   const payload = state(res).caller?.sigv4?.payload;
   if (payload?.kind === 'sha256' && sha256Hex(raw ?? Buffer.alloc(0)) !== payload.hex) {
     throw new S3Error('BadDigest', 'The provided x-amz-content-sha256 header does not match what was computed.');

@@ -1,4 +1,5 @@
-import type { NextFunction, Request, Response } from 'express';
+import type http from 'node:http';
+import type { Next } from '../../../service-kit/src/index.js';
 import { assertObjectKey, S3Error } from '../../../object-model/src/index.js';
 import { rawTarget, state } from '../context.js';
 import type { GatewayDeps } from '../deps.js';
@@ -54,7 +55,7 @@ function unsupportedSubresource(query: URLSearchParams, names: string[]): Route 
 }
 
 /** Pick the S3 operation from method, bucket/key presence and subresources (the S3 REST rules). */
-export function routeOf(method: string, bucket: string, key: string, query: URLSearchParams, headers: Request['headers']): Route {
+export function routeOf(method: string, bucket: string, key: string, query: URLSearchParams, headers: http.IncomingMessage['headers']): Route {
   if (!bucket) {
     if (method === 'GET') return { operation: 'ListBuckets', handler: buckets.listBuckets };
     return { operation: 'MethodNotAllowed', handler: async () => Promise.reject(new S3Error('MethodNotAllowed')) };
@@ -151,17 +152,17 @@ interface ResolvedRequest {
 }
 
 /** Each request's route, found once by nameOperation and used again by s3Endpoint. */
-const resolved = new WeakMap<Response, ResolvedRequest>();
+const resolved = new WeakMap<http.ServerResponse, ResolvedRequest>();
 
-function resolve(req: Request): ResolvedRequest {
+function resolve(req: http.IncomingMessage): ResolvedRequest {
   const { path, query: rawQuery } = rawTarget(req);
   const { bucket, key } = bucketAndKey(path);
   const query = new URLSearchParams(rawQuery);
-  return { route: routeOf(req.method, bucket, key, query, req.headers), bucket, key, query };
+  return { route: routeOf(req.method ?? '', bucket, key, query, req.headers), bucket, key, query };
 }
 
 /** Names the operation before auth runs, so metrics and logs carry it even for refused requests. */
-export function nameOperation(req: Request, res: Response, next: NextFunction): void {
+export function nameOperation(req: http.IncomingMessage, res: http.ServerResponse, next: Next): void {
   const r = resolve(req);
   resolved.set(res, r);
   state(res).operation = r.route.operation;
@@ -174,7 +175,7 @@ export function nameOperation(req: Request, res: Response, next: NextFunction): 
  * whose bucket it means to reach. A tenant only ever reaches its own buckets, and a bucket's owner ID is
  * the owner's name (as in ListBuckets), so the statement holds exactly when it names the caller.
  */
-function checkExpectedOwners(req: Request, res: Response, bucket: string): void {
+function checkExpectedOwners(req: http.IncomingMessage, res: http.ServerResponse, bucket: string): void {
   const caller = state(res).caller;
   if (!bucket || !caller) return;
   for (const name of ['x-amz-expected-bucket-owner', 'x-amz-source-expected-bucket-owner']) {
@@ -185,7 +186,7 @@ function checkExpectedOwners(req: Request, res: Response, bucket: string): void 
 
 /** The S3 REST endpoint: every path not claimed by /login or /admin. */
 export function s3Endpoint(deps: GatewayDeps) {
-  return async (req: Request, res: Response, next: NextFunction) => {
+  return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
     try {
       const { route, bucket, key, query } = resolved.get(res) ?? resolve(req);
       state(res).operation = route.operation;
