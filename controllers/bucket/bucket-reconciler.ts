@@ -2,10 +2,10 @@ import { API_VERSION, BUCKET_KIND, bucketSpec, type Bucket, type BucketSpec } fr
 import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
 import { refOf } from '../support/kube-client.js';
 import { isBeingDeleted, MANAGED_SELECTOR, sharedOwnerRefs } from '../support/ownership.js';
-import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
+import { OWNED, type ReconcileRequest, type ReconcileResult, type Reconciler } from '../support/reconciler.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import { claimForApply, notReadyForMs } from '../support/apply.js';
-import { writeStatus } from '../support/status-writer.js';
+import { checkedSpec, writeStatus } from '../support/status-writer.js';
 import {
   BackendRefusedError,
   BucketConflictError,
@@ -44,15 +44,7 @@ const STACK_WAIT_MS = 10_000;
 export class BucketReconciler implements Reconciler {
   readonly name = 'bucket';
   readonly primary = { apiVersion: API_VERSION, kind: BUCKET_KIND.kind, plural: BUCKET_KIND.plural };
-  readonly owns = [
-    { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' },
-    { apiVersion: 'apps/v1', kind: 'StatefulSet', plural: 'statefulsets' },
-    { apiVersion: 'v1', kind: 'Service', plural: 'services' },
-    { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps' },
-    { apiVersion: 'batch/v1', kind: 'CronJob', plural: 'cronjobs' },
-    { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' },
-    { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims' },
-  ];
+  readonly owns = [OWNED.deployment, OWNED.statefulSet, OWNED.service, OWNED.configMap, OWNED.cronJob, OWNED.job, OWNED.persistentVolumeClaim];
 
   constructor(
     private readonly kube: KubeClient,
@@ -65,13 +57,9 @@ export class BucketReconciler implements Reconciler {
   async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
     const bucket = await this.kube.get<Bucket>({ ...this.primary, namespace, name });
     if (!bucket) return {};
-    const parsed = bucketSpec.safeParse(bucket.spec ?? {});
-    if (isBeingDeleted(bucket)) return this.finalize(bucket, parsed.success ? parsed.data : undefined);
-    if (!parsed.success) {
-      await writeStatus(this.kube, this.events, bucket, { fields: {}, state: 'degraded', reason: 'InvalidSpec', message: parsed.error.message });
-      return {};
-    }
-    const spec = parsed.data;
+    if (isBeingDeleted(bucket)) return this.finalize(bucket, bucketSpec.safeParse(bucket.spec ?? {}).data);
+    const spec = await checkedSpec(this.kube, this.events, bucket, bucketSpec);
+    if (!spec) return {};
     const bucketName = spec.bucketName ?? bucket.metadata.name;
     const endpoint = `http://${serviceHost(this.settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}/${bucketName}`;
 
