@@ -62,44 +62,35 @@ export class BucketReconciler implements Reconciler {
     if (!spec) return {};
     const bucketName = spec.bucketName ?? bucket.metadata.name;
     const endpoint = `http://${serviceHost(this.settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}/${bucketName}`;
+    const status = (state: 'progressing' | 'degraded', reason: string, message: string) =>
+      writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint }, state, reason, message });
 
     let live: Bucket[];
     try {
       live = await this.ensureStack(namespace);
     } catch (err) {
       // What the API server or the database refused shows in status, not only in the log; then backoff.
-      await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
-        state: 'degraded',
-        reason: 'StackApplyFailed',
-        message: (err as Error).message,
-      });
+      await status('degraded', 'StackApplyFailed', (err as Error).message);
       throw err;
     }
     // Two resources naming one bucket would share it, and a Delete policy on one would empty the
     // other's: the oldest claim wins, the others wait.
     const holder = live.find((b) => b.metadata.uid !== bucket.metadata.uid && resolvedName(b) === bucketName && claimsEarlier(b, bucket));
     if (holder) {
-      await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
-        state: 'degraded',
-        reason: 'BucketNameTaken',
-        message: `Bucket ${holder.metadata.name} of this namespace already manages bucket ${bucketName}`,
-      });
+      await status('degraded', 'BucketNameTaken', `Bucket ${holder.metadata.name} of this namespace already manages bucket ${bucketName}`);
       return { requeueAfterMs: REFRESH_MS };
     }
     const service = await this.serviceIfReady(namespace);
     if (!service) {
       // Past the progress deadline a stack that does not come up is a failure, not progress.
       const stalled = notReadyForMs(bucket.status?.conditions) > this.settings.progressDeadlineSeconds * 1000;
-      await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
-        state: stalled ? 'degraded' : 'progressing',
-        reason: stalled ? 'StackNotReady' : 'WaitingForStorageStack',
-        message: stalled
+      await status(
+        stalled ? 'degraded' : 'progressing',
+        stalled ? 'StackNotReady' : 'WaitingForStorageStack',
+        stalled
           ? `the gateway and control plane have not become ready within ${this.settings.progressDeadlineSeconds} s: see the stack's Deployments and StatefulSets in namespace ${namespace}`
           : 'waiting for the gateway and control plane to become ready',
-      });
+      );
       return { requeueAfterMs: STACK_WAIT_MS };
     }
 
@@ -107,12 +98,7 @@ export class BucketReconciler implements Reconciler {
     try {
       backend = await this.backendConfig(namespace, spec, bucketName);
     } catch (err) {
-      await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
-        state: 'degraded',
-        reason: 'MissingCredentials',
-        message: (err as Error).message,
-      });
+      await status('degraded', 'MissingCredentials', (err as Error).message);
       return { requeueAfterMs: 30_000 };
     }
     try {
@@ -134,12 +120,7 @@ export class BucketReconciler implements Reconciler {
     } catch (err) {
       const conflict = err instanceof BucketConflictError;
       const refused = err instanceof BackendRefusedError;
-      await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
-        state: 'degraded',
-        reason: conflict ? 'BucketUnavailable' : refused ? 'BackendRefused' : 'ObjectStoreError',
-        message: (err as Error).message,
-      });
+      await status('degraded', conflict ? 'BucketUnavailable' : refused ? 'BackendRefused' : 'ObjectStoreError', (err as Error).message);
       // Only a change of the spec (or of the name's owner) helps: look again now and then, no hot retries.
       if (conflict || refused) return { requeueAfterMs: REFRESH_MS };
       throw err;

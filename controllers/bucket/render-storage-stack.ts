@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { OwnerReference } from '../api/index.js';
 import type { Manifest } from '../support/kube-client.js';
-import { standardLabels } from '../support/ownership.js';
+import { scrapeAnnotations, standardLabels } from '../support/ownership.js';
 import { DEFAULT_SETTINGS, imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
 import { redisClusterNodes, renderRedisCluster } from './render-redis-cluster.js';
 import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
@@ -74,9 +74,7 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
           metadata: {
             labels,
             annotations: {
-              'prometheus.io/scrape': 'true',
-              'prometheus.io/port': String(c.port),
-              'prometheus.io/path': '/metrics',
+              ...scrapeAnnotations(c.port),
               // Environment from the ConfigMap and Secret below is read at start: a change rolls the pods.
               [CONFIG_HASH_ANNOTATION]: configHash,
             },
@@ -216,56 +214,39 @@ export function renderStorageStack(
     metadata: { name: STACK.dataVolume, namespace, labels: standardLabels('data-plane', 'strata') },
     spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: settings.dataVolumeSize } } },
   };
-  const gateway = deploymentAndService(
-    {
-      ...STACK.gateway,
-      component: 'gateway',
-      database: false,
-      image: imageFor(settings, 'gateway'),
-      env: [{ name: 'STRATA_GATEWAY_PORT', value: String(STACK.gateway.port) }],
-      // A directory mount (not subPath) so that ConfigMap edits reach the running pod.
-      volumes: [{ name: 'flow-control', configMap: { name: STACK.flowControl } }],
-      volumeMounts: [{ name: 'flow-control', mountPath: FLOW_RULES_DIR, readOnly: true }],
-      resources: small,
-    },
-    namespace,
-    owners,
-    settings,
-    configHash,
-  );
+  const workload = (c: Component) => deploymentAndService(c, namespace, owners, settings, configHash);
+  const gateway = workload({
+    ...STACK.gateway,
+    component: 'gateway',
+    database: false,
+    image: imageFor(settings, 'gateway'),
+    env: [{ name: 'STRATA_GATEWAY_PORT', value: String(STACK.gateway.port) }],
+    // A directory mount (not subPath) so that ConfigMap edits reach the running pod.
+    volumes: [{ name: 'flow-control', configMap: { name: STACK.flowControl } }],
+    volumeMounts: [{ name: 'flow-control', mountPath: FLOW_RULES_DIR, readOnly: true }],
+    resources: small,
+  });
   // The gateway is stateless: the rolling strategy applies despite its ConfigMap volume.
   (gateway[0]!.spec as { strategy: object }).strategy = { type: 'RollingUpdate' };
-  const dataPlane = deploymentAndService(
-    {
-      ...STACK.dataPlane,
-      component: 'data-plane',
-      database: true,
-      backends: true,
-      image: imageFor(settings, 'data-plane'),
-      env: [{ name: 'PORT', value: String(STACK.dataPlane.port) }],
-      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } }],
-      volumeMounts: [{ name: 'data', mountPath: '/data' }],
-      resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '1Gi' } },
-    },
-    namespace,
-    owners,
-    settings,
-    configHash,
-  );
-  const controlPlane = deploymentAndService(
-    {
-      ...STACK.controlPlane,
-      component: 'control-plane',
-      database: true,
-      image: imageFor(settings, 'control-plane'),
-      env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }],
-      resources: small,
-    },
-    namespace,
-    owners,
-    settings,
-    configHash,
-  );
+  const dataPlane = workload({
+    ...STACK.dataPlane,
+    component: 'data-plane',
+    database: true,
+    backends: true,
+    image: imageFor(settings, 'data-plane'),
+    env: [{ name: 'PORT', value: String(STACK.dataPlane.port) }],
+    volumes: [{ name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } }],
+    volumeMounts: [{ name: 'data', mountPath: '/data' }],
+    resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '1Gi' } },
+  });
+  const controlPlane = workload({
+    ...STACK.controlPlane,
+    component: 'control-plane',
+    database: true,
+    image: imageFor(settings, 'control-plane'),
+    env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }],
+    resources: small,
+  });
   const purge: Manifest = {
     apiVersion: 'batch/v1',
     kind: 'CronJob',

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import type { ImageIndex, ImageIndexSpec } from '../api/index.js';
 import { STACK } from '../bucket/stack-names.js';
 import { stackIdentity } from '../bucket/stack-identity.js';
-import { gpuScheduling } from '../support/gpu.js';
+import { gpuPlacement, gpuScheduling } from '../support/gpu.js';
 import type { Manifest } from '../support/kube-client.js';
-import { controllerRef, standardLabels } from '../support/ownership.js';
+import { controllerRef, scrapeAnnotations, standardLabels } from '../support/ownership.js';
 import { imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
 import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
 
@@ -103,11 +103,10 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
       strategy: { type: 'Recreate' },
       selector: { matchLabels: selector },
       template: {
-        metadata: { labels, annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(WORKER_PORT), 'prometheus.io/path': '/metrics' } },
+        metadata: { labels, annotations: scrapeAnnotations(WORKER_PORT) },
         spec: {
           securityContext: restrictedPodSecurity(SERVICE_UID),
-          ...(gpu.nodeSelector ? { nodeSelector: gpu.nodeSelector } : {}),
-          ...(gpu.tolerations ? { tolerations: gpu.tolerations } : {}),
+          ...gpuPlacement(gpu),
           containers: [
             {
               name: 'image-search',

@@ -1,7 +1,7 @@
 import type { ModelServer, ModelServerSpec } from '../api/index.js';
-import { gpuScheduling } from '../support/gpu.js';
+import { gpuPlacement, gpuScheduling } from '../support/gpu.js';
 import type { Manifest } from '../support/kube-client.js';
-import { controllerRef, standardLabels } from '../support/ownership.js';
+import { controllerRef, scrapeAnnotations, standardLabels } from '../support/ownership.js';
 import { imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
 import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
 
@@ -36,14 +36,10 @@ export function renderModelServer(ms: ModelServer, spec: ModelServerSpec, settin
       replicas: spec.replicas,
       selector: { matchLabels: selector },
       template: {
-        metadata: {
-          labels,
-          annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(spec.port), 'prometheus.io/path': '/metrics' },
-        },
+        metadata: { labels, annotations: scrapeAnnotations(spec.port) },
         spec: {
           securityContext: restrictedPodSecurity(SERVICE_UID),
-          ...(gpu.nodeSelector ? { nodeSelector: gpu.nodeSelector } : {}),
-          ...(gpu.tolerations ? { tolerations: gpu.tolerations } : {}),
+          ...gpuPlacement(gpu),
           containers: [
             {
               name: 'model-server',

@@ -8,6 +8,14 @@ interface Resources {
   limits?: Record<string, string | number>;
 }
 
+/** The pod spec's nodeSelector and tolerations from gpuScheduling, where it set them. */
+export function gpuPlacement(scheduling: { nodeSelector?: Record<string, string>; tolerations?: Toleration[] }) {
+  return {
+    ...(scheduling.nodeSelector ? { nodeSelector: scheduling.nodeSelector } : {}),
+    ...(scheduling.tolerations ? { tolerations: scheduling.tolerations } : {}),
+  };
+}
+
 /** Pod scheduling fields for a GPU request: the GPU limit, node selector and tolerations (or nothing). */
 export function gpuScheduling(gpu: GpuRequest | undefined, resources: Resources | undefined) {
   const base: Resources = {
