@@ -88,7 +88,8 @@ export class BucketReconciler implements Reconciler {
         stalled ? 'degraded' : 'progressing',
         stalled ? 'StackNotReady' : 'WaitingForStorageStack',
         stalled
-          ? `the gateway and control plane have not become ready within ${this.settings.progressDeadlineSeconds} s: see the stack's Deployments and StatefulSets in namespace ${namespace}`
+          ? `the gateway and control plane have not become ready within ${this.settings.progressDeadlineSeconds} s: see the stack's Deployments and ` +
+              `StatefulSets in namespace ${namespace}`
           : 'waiting for the gateway and control plane to become ready',
       );
       return { requeueAfterMs: STACK_WAIT_MS };

@@ -273,7 +273,9 @@ export function renderStorageStack(
                     'node',
                     '-e',
                     // Recycled objects older than the retention become DELETED; the control plane does the work.
-                    `fetch(process.env.STRATA_CONTROL_PLANE_URL + '/internal/purge', { method: 'POST', headers: { 'content-type': 'application/json', 'x-strata-internal-token': process.env.STRATA_INTERNAL_TOKEN }, body: '{}' }).then(async (r) => { console.log(r.status, await r.text()); process.exit(r.ok ? 0 : 1); }, (e) => { console.error(e); process.exit(1); })`,
+                    `fetch(process.env.STRATA_CONTROL_PLANE_URL + '/internal/purge', { method: 'POST', headers: { 'content-type': 'application/json', ` +
+                      `'x-strata-internal-token': process.env.STRATA_INTERNAL_TOKEN }, body: '{}' }).then(async (r) => { console.log(r.status, await ` +
+                      `r.text()); process.exit(r.ok ? 0 : 1); }, (e) => { console.error(e); process.exit(1); })`,
                   ],
                   envFrom: [{ configMapRef: { name: STACK.config } }, { secretRef: { name: STACK.internalSecret } }],
                   resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },

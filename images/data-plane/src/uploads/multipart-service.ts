@@ -175,7 +175,8 @@ export class MultipartService {
       if (!m)
         throw new S3Error(
           'InvalidArgument',
-          'The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy',
+          'The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and ' +
+            'last bytes to copy',
         );
       range = { start: Number(m[1]), end: Number(m[2]) };
       if (range.start > range.end || range.end >= object.size)
