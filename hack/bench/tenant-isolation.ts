@@ -345,7 +345,9 @@ async function main(): Promise<void> {
       const attack = await stop();
       const sorted = [...lat.ms].sort((x, y) => x - y);
       const f = (n: number) => n.toFixed(1).padStart(8);
-      const row = `${scenario.name.padEnd(13)} ${String(sorted.length).padStart(7)} ${f(percentile(sorted, 50))} ${f(percentile(sorted, 95))} ${f(percentile(sorted, 99))} ${f(sorted[sorted.length - 1] ?? NaN)} ${String(lat.errors).padStart(6)}`;
+      const row =
+        `${scenario.name.padEnd(13)} ${String(sorted.length).padStart(7)} ${f(percentile(sorted, 50))} ${f(percentile(sorted, 95))} ` +
+        `${f(percentile(sorted, 99))} ${f(sorted[sorted.length - 1] ?? NaN)} ${String(lat.errors).padStart(6)}`;
       rows.push(row);
       console.log(`${row}${lat.errors ? `  (${lat.errorKinds})` : ''}\n    ${attack}; load ${os.loadavg()[0]!.toFixed(2)}`);
       // Let the process settle (closed sockets, breakers) before the next scenario.
