@@ -4,7 +4,7 @@ import type { Manifest } from '../support/kube-client.js';
 import { scrapeAnnotations, standardLabels } from '../support/ownership.js';
 import { DEFAULT_SETTINGS, imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
 import { redisClusterNodes, renderRedisCluster } from './render-redis-cluster.js';
-import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
+import { oneShotPodTemplate, RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
 import { backingUrls, renderBackingServices } from './render-backing-services.js';
 import { STATEFULSET_PROVIDERS, type BackingProviders } from './render-operated-backing.js';
 import { stackIdentity } from './stack-identity.js';
@@ -260,30 +260,20 @@ export function renderStorageStack(
       jobTemplate: {
         spec: {
           backoffLimit: 3,
-          template: {
-            metadata: { labels: standardLabels('purge', 'strata') },
-            spec: {
-              restartPolicy: 'OnFailure',
-              securityContext: restrictedPodSecurity(SERVICE_UID, { fsGroup: false }),
-              containers: [
-                {
-                  name: 'purge',
-                  image: imageFor(settings, 'control-plane'),
-                  command: [
-                    'node',
-                    '-e',
-                    // Recycled objects older than the retention become DELETED; the control plane does the work.
-                    `fetch(process.env.STRATA_CONTROL_PLANE_URL + '/internal/purge', { method: 'POST', headers: { 'content-type': 'application/json', ` +
-                      `'x-strata-internal-token': process.env.STRATA_INTERNAL_TOKEN }, body: '{}' }).then(async (r) => { console.log(r.status, await ` +
-                      `r.text()); process.exit(r.ok ? 0 : 1); }, (e) => { console.error(e); process.exit(1); })`,
-                  ],
-                  envFrom: [{ configMapRef: { name: STACK.config } }, { secretRef: { name: STACK.internalSecret } }],
-                  resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },
-                  securityContext: RESTRICTED_CONTAINER_SECURITY,
-                },
-              ],
-            },
-          },
+          template: oneShotPodTemplate('purge', SERVICE_UID, {
+            name: 'purge',
+            image: imageFor(settings, 'control-plane'),
+            command: [
+              'node',
+              '-e',
+              // Recycled objects older than the retention become DELETED; the control plane does the work.
+              `fetch(process.env.STRATA_CONTROL_PLANE_URL + '/internal/purge', { method: 'POST', headers: { 'content-type': 'application/json', ` +
+                `'x-strata-internal-token': process.env.STRATA_INTERNAL_TOKEN }, body: '{}' }).then(async (r) => { console.log(r.status, await ` +
+                `r.text()); process.exit(r.ok ? 0 : 1); }, (e) => { console.error(e); process.exit(1); })`,
+            ],
+            envFrom: [{ configMapRef: { name: STACK.config } }, { secretRef: { name: STACK.internalSecret } }],
+            resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+          }),
         },
       },
     },
