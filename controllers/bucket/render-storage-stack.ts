@@ -44,7 +44,7 @@ export function renderFlowRulesConfigMap(namespace: string): Manifest {
 interface Component {
   name: string;
   port: number;
-  image: string;
+  /** Names the image too. */
   component: string;
   env: Array<{ name: string; value: string }>;
   /** Gets the PostgreSQL and RabbitMQ URLs (the planes; the gateway never talks to either). */
@@ -84,7 +84,7 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
             containers: [
               {
                 name: c.component,
-                image: c.image,
+                image: imageFor(settings, c.component),
                 imagePullPolicy: settings.imagePullPolicy,
                 ports: [{ name: 'http', containerPort: c.port, protocol: 'TCP' }],
                 envFrom: [
@@ -214,12 +214,10 @@ export function renderStorageStack(
     metadata: { name: STACK.dataVolume, namespace, labels: standardLabels('data-plane', 'strata') },
     spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: settings.dataVolumeSize } } },
   };
-  const workload = (c: Component) => deploymentAndService(c, namespace, owners, settings, configHash);
-  const gateway = workload({
-    ...STACK.gateway,
-    component: 'gateway',
+  const workload = (component: string, stack: { name: string; port: number }, c: Omit<Component, 'name' | 'port' | 'component'>) =>
+    deploymentAndService({ ...stack, component, ...c }, namespace, owners, settings, configHash);
+  const gateway = workload('gateway', STACK.gateway, {
     database: false,
-    image: imageFor(settings, 'gateway'),
     env: [{ name: 'STRATA_GATEWAY_PORT', value: String(STACK.gateway.port) }],
     // A directory mount (not subPath) so that ConfigMap edits reach the running pod.
     volumes: [{ name: 'flow-control', configMap: { name: STACK.flowControl } }],
@@ -228,22 +226,16 @@ export function renderStorageStack(
   });
   // The gateway is stateless: the rolling strategy applies despite its ConfigMap volume.
   (gateway[0]!.spec as { strategy: object }).strategy = { type: 'RollingUpdate' };
-  const dataPlane = workload({
-    ...STACK.dataPlane,
-    component: 'data-plane',
+  const dataPlane = workload('data-plane', STACK.dataPlane, {
     database: true,
     backends: true,
-    image: imageFor(settings, 'data-plane'),
     env: [{ name: 'PORT', value: String(STACK.dataPlane.port) }],
     volumes: [{ name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } }],
     volumeMounts: [{ name: 'data', mountPath: '/data' }],
     resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '1Gi' } },
   });
-  const controlPlane = workload({
-    ...STACK.controlPlane,
-    component: 'control-plane',
+  const controlPlane = workload('control-plane', STACK.controlPlane, {
     database: true,
-    image: imageFor(settings, 'control-plane'),
     env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }],
     resources: small,
   });
