@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from '../images/service-kit/src/index.js';
+import { Histogram, registeredCounter, registeredGauge, type Counter, type Gauge, type Registry } from '../images/service-kit/src/index.js';
 
 /** The operator's Prometheus metrics (the Grafana "operator" dashboard reads these names). */
 export interface OperatorMetrics {
@@ -11,12 +11,10 @@ export interface OperatorMetrics {
 
 export function createOperatorMetrics(registry: Registry): OperatorMetrics {
   return {
-    reconcileTotal: new Counter({
-      name: 'strata_operator_reconcile_total',
-      help: 'Reconciles by controller and result (success, requeue, error)',
-      labelNames: ['controller', 'result'] as const,
-      registers: [registry],
-    }),
+    reconcileTotal: registeredCounter(registry, 'strata_operator_reconcile_total', 'Reconciles by controller and result (success, requeue, error)', [
+      'controller',
+      'result',
+    ]),
     reconcileDuration: new Histogram({
       name: 'strata_operator_reconcile_duration_seconds',
       help: 'Reconcile duration in seconds by controller',
@@ -24,18 +22,10 @@ export function createOperatorMetrics(registry: Registry): OperatorMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
-    queueDepth: new Gauge({
-      name: 'strata_operator_workqueue_depth',
-      help: 'Keys waiting in the work queue by controller',
-      labelNames: ['controller'] as const,
-      registers: [registry],
-    }),
-    queueRetries: new Counter({
-      name: 'strata_operator_workqueue_retries_total',
-      help: 'Keys re-queued with backoff after a failed reconcile',
-      labelNames: ['controller'] as const,
-      registers: [registry],
-    }),
-    isLeader: new Gauge({ name: 'strata_operator_leader', help: '1 while this replica holds the leader lease', registers: [registry] }),
+    queueDepth: registeredGauge(registry, 'strata_operator_workqueue_depth', 'Keys waiting in the work queue by controller', ['controller']),
+    queueRetries: registeredCounter(registry, 'strata_operator_workqueue_retries_total', 'Keys re-queued with backoff after a failed reconcile', [
+      'controller',
+    ]),
+    isLeader: registeredGauge(registry, 'strata_operator_leader', '1 while this replica holds the leader lease'),
   };
 }

@@ -56,7 +56,8 @@ export function parseResources(text: string, namespace: string): ParsedResource[
     const kind = KINDS.find((k) => k.def.kind === obj.kind);
     if (obj.apiVersion !== API_VERSION || !kind) {
       throw new RenderInputError(
-        `${where}: ${obj.apiVersion ?? '(no apiVersion)'} ${obj.kind ?? '(no kind)'} is not a Strata resource (${API_VERSION} ${KINDS.map((k) => k.def.kind).join(', ')})`,
+        `${where}: ${obj.apiVersion ?? '(no apiVersion)'} ${obj.kind ?? '(no kind)'} is not a Strata resource (${API_VERSION} ` +
+          `${KINDS.map((k) => k.def.kind).join(', ')})`,
       );
     }
     const name = obj.metadata?.name;

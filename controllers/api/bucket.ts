@@ -125,7 +125,8 @@ export const bucketSpec = z
       })
       .optional()
       .describe(
-        "Lifecycle rules of the bucket. Set, the operator keeps the bucket's rules equal to these (rules set through the S3 API are replaced); unset, the bucket's rules are left as they are.",
+        "Lifecycle rules of the bucket. Set, the operator keeps the bucket's rules equal to these (rules set through the S3 API are replaced); unset, " +
+          "the bucket's rules are left as they are.",
       ),
     cors: z
       .object({

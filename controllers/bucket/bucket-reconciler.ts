@@ -2,10 +2,10 @@ import { API_VERSION, BUCKET_KIND, bucketSpec, type Bucket, type BucketSpec } fr
 import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
 import { refOf } from '../support/kube-client.js';
 import { isBeingDeleted, MANAGED_SELECTOR, sharedOwnerRefs } from '../support/ownership.js';
-import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
+import { OWNED, type ReconcileRequest, type ReconcileResult, type Reconciler } from '../support/reconciler.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import { claimForApply, notReadyForMs } from '../support/apply.js';
-import { writeStatus } from '../support/status-writer.js';
+import { checkedSpec, writeStatus } from '../support/status-writer.js';
 import {
   BackendRefusedError,
   BucketConflictError,
@@ -44,15 +44,7 @@ const STACK_WAIT_MS = 10_000;
 export class BucketReconciler implements Reconciler {
   readonly name = 'bucket';
   readonly primary = { apiVersion: API_VERSION, kind: BUCKET_KIND.kind, plural: BUCKET_KIND.plural };
-  readonly owns = [
-    { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' },
-    { apiVersion: 'apps/v1', kind: 'StatefulSet', plural: 'statefulsets' },
-    { apiVersion: 'v1', kind: 'Service', plural: 'services' },
-    { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps' },
-    { apiVersion: 'batch/v1', kind: 'CronJob', plural: 'cronjobs' },
-    { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' },
-    { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims' },
-  ];
+  readonly owns = [OWNED.deployment, OWNED.statefulSet, OWNED.service, OWNED.configMap, OWNED.cronJob, OWNED.job, OWNED.persistentVolumeClaim];
 
   constructor(
     private readonly kube: KubeClient,
@@ -65,53 +57,41 @@ export class BucketReconciler implements Reconciler {
   async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
     const bucket = await this.kube.get<Bucket>({ ...this.primary, namespace, name });
     if (!bucket) return {};
-    const parsed = bucketSpec.safeParse(bucket.spec ?? {});
-    if (isBeingDeleted(bucket)) return this.finalize(bucket, parsed.success ? parsed.data : undefined);
-    if (!parsed.success) {
-      await writeStatus(this.kube, this.events, bucket, { fields: {}, state: 'degraded', reason: 'InvalidSpec', message: parsed.error.message });
-      return {};
-    }
-    const spec = parsed.data;
+    if (isBeingDeleted(bucket)) return this.finalize(bucket, bucketSpec.safeParse(bucket.spec ?? {}).data);
+    const spec = await checkedSpec(this.kube, this.events, bucket, bucketSpec);
+    if (!spec) return {};
     const bucketName = spec.bucketName ?? bucket.metadata.name;
     const endpoint = `http://${serviceHost(this.settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}/${bucketName}`;
+    const status = (state: 'progressing' | 'degraded', reason: string, message: string) =>
+      writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint }, state, reason, message });
 
     let live: Bucket[];
     try {
       live = await this.ensureStack(namespace);
     } catch (err) {
       // What the API server or the database refused shows in status, not only in the log; then backoff.
-      await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
-        state: 'degraded',
-        reason: 'StackApplyFailed',
-        message: (err as Error).message,
-      });
+      await status('degraded', 'StackApplyFailed', (err as Error).message);
       throw err;
     }
     // Two resources naming one bucket would share it, and a Delete policy on one would empty the
     // other's: the oldest claim wins, the others wait.
     const holder = live.find((b) => b.metadata.uid !== bucket.metadata.uid && resolvedName(b) === bucketName && claimsEarlier(b, bucket));
     if (holder) {
-      await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
-        state: 'degraded',
-        reason: 'BucketNameTaken',
-        message: `Bucket ${holder.metadata.name} of this namespace already manages bucket ${bucketName}`,
-      });
+      await status('degraded', 'BucketNameTaken', `Bucket ${holder.metadata.name} of this namespace already manages bucket ${bucketName}`);
       return { requeueAfterMs: REFRESH_MS };
     }
     const service = await this.serviceIfReady(namespace);
     if (!service) {
       // Past the progress deadline a stack that does not come up is a failure, not progress.
       const stalled = notReadyForMs(bucket.status?.conditions) > this.settings.progressDeadlineSeconds * 1000;
-      await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
-        state: stalled ? 'degraded' : 'progressing',
-        reason: stalled ? 'StackNotReady' : 'WaitingForStorageStack',
-        message: stalled
-          ? `the gateway and control plane have not become ready within ${this.settings.progressDeadlineSeconds} s: see the stack's Deployments and StatefulSets in namespace ${namespace}`
+      await status(
+        stalled ? 'degraded' : 'progressing',
+        stalled ? 'StackNotReady' : 'WaitingForStorageStack',
+        stalled
+          ? `the gateway and control plane have not become ready within ${this.settings.progressDeadlineSeconds} s: see the stack's Deployments and ` +
+              `StatefulSets in namespace ${namespace}`
           : 'waiting for the gateway and control plane to become ready',
-      });
+      );
       return { requeueAfterMs: STACK_WAIT_MS };
     }
 
@@ -119,12 +99,7 @@ export class BucketReconciler implements Reconciler {
     try {
       backend = await this.backendConfig(namespace, spec, bucketName);
     } catch (err) {
-      await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
-        state: 'degraded',
-        reason: 'MissingCredentials',
-        message: (err as Error).message,
-      });
+      await status('degraded', 'MissingCredentials', (err as Error).message);
       return { requeueAfterMs: 30_000 };
     }
     try {
@@ -146,12 +121,7 @@ export class BucketReconciler implements Reconciler {
     } catch (err) {
       const conflict = err instanceof BucketConflictError;
       const refused = err instanceof BackendRefusedError;
-      await writeStatus(this.kube, this.events, bucket, {
-        fields: { bucketName, endpoint },
-        state: 'degraded',
-        reason: conflict ? 'BucketUnavailable' : refused ? 'BackendRefused' : 'ObjectStoreError',
-        message: (err as Error).message,
-      });
+      await status('degraded', conflict ? 'BucketUnavailable' : refused ? 'BackendRefused' : 'ObjectStoreError', (err as Error).message);
       // Only a change of the spec (or of the name's owner) helps: look again now and then, no hot retries.
       if (conflict || refused) return { requeueAfterMs: REFRESH_MS };
       throw err;

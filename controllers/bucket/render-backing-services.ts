@@ -201,7 +201,8 @@ export function renderBackingServices(
               command: [
                 'sh',
                 '-c',
-                `[ -s "$PGDATA/PG_VERSION" ] || until pg_basebackup -h ${primaryHost} -U ${identity.role} -D "$PGDATA" -R -X stream; do rm -rf "$PGDATA"; sleep 5; done`,
+                `[ -s "$PGDATA/PG_VERSION" ] || until pg_basebackup -h ${primaryHost} -U ${identity.role} -D "$PGDATA" -R -X stream; do rm -rf ` +
+                  `"$PGDATA"; sleep 5; done`,
               ],
               env: [
                 { name: 'PGDATA', value: PGDATA },

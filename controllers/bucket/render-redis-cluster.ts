@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { OwnerReference } from '../api/index.js';
-import { RESTRICTED_CONTAINER_SECURITY, restrictedPodSecurity } from '../support/pod-security.js';
+import { oneShotPodTemplate, RESTRICTED_CONTAINER_SECURITY, restrictedPodSecurity } from '../support/pod-security.js';
 import type { Manifest } from '../support/kube-client.js';
 import { standardLabels } from '../support/ownership.js';
 import { STACK, redisShardHost, redisShardName } from './stack-names.js';
@@ -101,22 +101,12 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
     'if redis-cli -h "${first%:*}" -p "${first##*:}" cluster info | grep -q cluster_state:ok; then echo "cluster already formed"; exit 0; fi',
     `redis-cli --cluster create $NODES --cluster-replicas ${STACK.redisReplicasPerShard} --cluster-yes`,
   ].join('\n');
-  const template = {
-    metadata: { labels: standardLabels('redis-cluster-create', 'strata') },
-    spec: {
-      restartPolicy: 'OnFailure',
-      securityContext: restrictedPodSecurity(REDIS_UID, { fsGroup: false }),
-      containers: [
-        {
-          name: 'cluster-create',
-          image: REDIS_IMAGE,
-          command: ['sh', '-c', script],
-          resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '128Mi' } },
-          securityContext: RESTRICTED_CONTAINER_SECURITY,
-        },
-      ],
-    },
-  };
+  const template = oneShotPodTemplate('redis-cluster-create', REDIS_UID, {
+    name: 'cluster-create',
+    image: REDIS_IMAGE,
+    command: ['sh', '-c', script],
+    resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '128Mi' } },
+  });
   const digest = createHash('sha256').update(JSON.stringify(template)).digest('hex').slice(0, 10);
   out.push({
     apiVersion: 'batch/v1',

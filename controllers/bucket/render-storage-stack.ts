@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { OwnerReference } from '../api/index.js';
 import type { Manifest } from '../support/kube-client.js';
-import { standardLabels } from '../support/ownership.js';
+import { scrapeAnnotations, standardLabels } from '../support/ownership.js';
 import { DEFAULT_SETTINGS, imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
 import { redisClusterNodes, renderRedisCluster } from './render-redis-cluster.js';
-import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
+import { oneShotPodTemplate, RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
 import { backingUrls, renderBackingServices } from './render-backing-services.js';
 import { STATEFULSET_PROVIDERS, type BackingProviders } from './render-operated-backing.js';
 import { stackIdentity } from './stack-identity.js';
@@ -44,7 +44,7 @@ export function renderFlowRulesConfigMap(namespace: string): Manifest {
 interface Component {
   name: string;
   port: number;
-  image: string;
+  /** Names the image too. */
   component: string;
   env: Array<{ name: string; value: string }>;
   /** Gets the PostgreSQL and RabbitMQ URLs (the planes; the gateway never talks to either). */
@@ -74,9 +74,7 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
           metadata: {
             labels,
             annotations: {
-              'prometheus.io/scrape': 'true',
-              'prometheus.io/port': String(c.port),
-              'prometheus.io/path': '/metrics',
+              ...scrapeAnnotations(c.port),
               // Environment from the ConfigMap and Secret below is read at start: a change rolls the pods.
               [CONFIG_HASH_ANNOTATION]: configHash,
             },
@@ -86,7 +84,7 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
             containers: [
               {
                 name: c.component,
-                image: c.image,
+                image: imageFor(settings, c.component),
                 imagePullPolicy: settings.imagePullPolicy,
                 ports: [{ name: 'http', containerPort: c.port, protocol: 'TCP' }],
                 envFrom: [
@@ -216,56 +214,31 @@ export function renderStorageStack(
     metadata: { name: STACK.dataVolume, namespace, labels: standardLabels('data-plane', 'strata') },
     spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: settings.dataVolumeSize } } },
   };
-  const gateway = deploymentAndService(
-    {
-      ...STACK.gateway,
-      component: 'gateway',
-      database: false,
-      image: imageFor(settings, 'gateway'),
-      env: [{ name: 'STRATA_GATEWAY_PORT', value: String(STACK.gateway.port) }],
-      // A directory mount (not subPath) so that ConfigMap edits reach the running pod.
-      volumes: [{ name: 'flow-control', configMap: { name: STACK.flowControl } }],
-      volumeMounts: [{ name: 'flow-control', mountPath: FLOW_RULES_DIR, readOnly: true }],
-      resources: small,
-    },
-    namespace,
-    owners,
-    settings,
-    configHash,
-  );
+  const workload = (component: string, stack: { name: string; port: number }, c: Omit<Component, 'name' | 'port' | 'component'>) =>
+    deploymentAndService({ ...stack, component, ...c }, namespace, owners, settings, configHash);
+  const gateway = workload('gateway', STACK.gateway, {
+    database: false,
+    env: [{ name: 'STRATA_GATEWAY_PORT', value: String(STACK.gateway.port) }],
+    // A directory mount (not subPath) so that ConfigMap edits reach the running pod.
+    volumes: [{ name: 'flow-control', configMap: { name: STACK.flowControl } }],
+    volumeMounts: [{ name: 'flow-control', mountPath: FLOW_RULES_DIR, readOnly: true }],
+    resources: small,
+  });
   // The gateway is stateless: the rolling strategy applies despite its ConfigMap volume.
   (gateway[0]!.spec as { strategy: object }).strategy = { type: 'RollingUpdate' };
-  const dataPlane = deploymentAndService(
-    {
-      ...STACK.dataPlane,
-      component: 'data-plane',
-      database: true,
-      backends: true,
-      image: imageFor(settings, 'data-plane'),
-      env: [{ name: 'PORT', value: String(STACK.dataPlane.port) }],
-      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } }],
-      volumeMounts: [{ name: 'data', mountPath: '/data' }],
-      resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '1Gi' } },
-    },
-    namespace,
-    owners,
-    settings,
-    configHash,
-  );
-  const controlPlane = deploymentAndService(
-    {
-      ...STACK.controlPlane,
-      component: 'control-plane',
-      database: true,
-      image: imageFor(settings, 'control-plane'),
-      env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }],
-      resources: small,
-    },
-    namespace,
-    owners,
-    settings,
-    configHash,
-  );
+  const dataPlane = workload('data-plane', STACK.dataPlane, {
+    database: true,
+    backends: true,
+    env: [{ name: 'PORT', value: String(STACK.dataPlane.port) }],
+    volumes: [{ name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } }],
+    volumeMounts: [{ name: 'data', mountPath: '/data' }],
+    resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '1Gi' } },
+  });
+  const controlPlane = workload('control-plane', STACK.controlPlane, {
+    database: true,
+    env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }],
+    resources: small,
+  });
   const purge: Manifest = {
     apiVersion: 'batch/v1',
     kind: 'CronJob',
@@ -279,28 +252,20 @@ export function renderStorageStack(
       jobTemplate: {
         spec: {
           backoffLimit: 3,
-          template: {
-            metadata: { labels: standardLabels('purge', 'strata') },
-            spec: {
-              restartPolicy: 'OnFailure',
-              securityContext: restrictedPodSecurity(SERVICE_UID, { fsGroup: false }),
-              containers: [
-                {
-                  name: 'purge',
-                  image: imageFor(settings, 'control-plane'),
-                  command: [
-                    'node',
-                    '-e',
-                    // Recycled objects older than the retention become DELETED; the control plane does the work.
-                    `fetch(process.env.STRATA_CONTROL_PLANE_URL + '/internal/purge', { method: 'POST', headers: { 'content-type': 'application/json', 'x-strata-internal-token': process.env.STRATA_INTERNAL_TOKEN }, body: '{}' }).then(async (r) => { console.log(r.status, await r.text()); process.exit(r.ok ? 0 : 1); }, (e) => { console.error(e); process.exit(1); })`,
-                  ],
-                  envFrom: [{ configMapRef: { name: STACK.config } }, { secretRef: { name: STACK.internalSecret } }],
-                  resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },
-                  securityContext: RESTRICTED_CONTAINER_SECURITY,
-                },
-              ],
-            },
-          },
+          template: oneShotPodTemplate('purge', SERVICE_UID, {
+            name: 'purge',
+            image: imageFor(settings, 'control-plane'),
+            command: [
+              'node',
+              '-e',
+              // Recycled objects older than the retention become DELETED; the control plane does the work.
+              `fetch(process.env.STRATA_CONTROL_PLANE_URL + '/internal/purge', { method: 'POST', headers: { 'content-type': 'application/json', ` +
+                `'x-strata-internal-token': process.env.STRATA_INTERNAL_TOKEN }, body: '{}' }).then(async (r) => { console.log(r.status, await ` +
+                `r.text()); process.exit(r.ok ? 0 : 1); }, (e) => { console.error(e); process.exit(1); })`,
+            ],
+            envFrom: [{ configMapRef: { name: STACK.config } }, { secretRef: { name: STACK.internalSecret } }],
+            resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+          }),
         },
       },
     },

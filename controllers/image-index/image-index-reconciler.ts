@@ -1,11 +1,11 @@
-import { API_VERSION, nameProblem, IMAGE_INDEX_KIND, imageIndexSpec, type ImageIndex, type ImageIndexSpec, type ImageIndexStatus } from '../api/index.js';
+import { API_VERSION, IMAGE_INDEX_KIND, imageIndexSpec, type ImageIndex, type ImageIndexSpec, type ImageIndexStatus } from '../api/index.js';
 import { refOf, type EventRecorder, type KubeClient, type KubeObject } from '../support/kube-client.js';
 import { isBeingDeleted, MANAGED_SELECTOR } from '../support/ownership.js';
-import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
+import { OWNED, type ReconcileRequest, type ReconcileResult, type Reconciler } from '../support/reconciler.js';
 import type { OperatorSettings } from '../support/settings.js';
 import { STACK } from '../bucket/stack-names.js';
 import { applyOwned } from '../support/apply.js';
-import { writeStatus } from '../support/status-writer.js';
+import { checkedSpec, writeStatus } from '../support/status-writer.js';
 import { rfc3339 } from '../support/time.js';
 import { HttpIndexWorkerClient, type IndexWorkerClient, type IndexWorkerStatus } from './index-worker-client.js';
 import {
@@ -52,12 +52,7 @@ function jobOutcome(job: Job): 'running' | 'succeeded' | 'failed' {
 export class ImageIndexReconciler implements Reconciler {
   readonly name = 'imageindex';
   readonly primary = { apiVersion: API_VERSION, kind: IMAGE_INDEX_KIND.kind, plural: IMAGE_INDEX_KIND.plural };
-  readonly owns = [
-    { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' },
-    { apiVersion: 'v1', kind: 'Service', plural: 'services' },
-    { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims' },
-    { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' },
-  ];
+  readonly owns = [OWNED.deployment, OWNED.service, OWNED.persistentVolumeClaim, OWNED.job];
 
   constructor(
     private readonly kube: KubeClient,
@@ -69,17 +64,8 @@ export class ImageIndexReconciler implements Reconciler {
   async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
     const ix = await this.kube.get<ImageIndex>({ ...this.primary, namespace, name });
     if (!ix || isBeingDeleted(ix)) return {};
-    const parsed = imageIndexSpec.safeParse(ix.spec ?? {});
-    if (!parsed.success) {
-      await writeStatus(this.kube, this.events, ix, { fields: {}, state: 'degraded', reason: 'InvalidSpec', message: parsed.error.message });
-      return {};
-    }
-    const spec = parsed.data;
-    const badName = nameProblem(IMAGE_INDEX_KIND, name);
-    if (badName) {
-      await writeStatus(this.kube, this.events, ix, { fields: {}, state: 'degraded', reason: 'InvalidName', message: badName });
-      return {};
-    }
+    const spec = await checkedSpec(this.kube, this.events, ix, imageIndexSpec, IMAGE_INDEX_KIND);
+    if (!spec) return {};
     await applyOwned(this.kube, this.events, ix, renderImageIndex(ix, spec, this.settings), { endpoint: workerUrl(ix, this.settings) });
 
     // Status is rebuilt from the world every time: the Jobs (labelled with their operation, annotated

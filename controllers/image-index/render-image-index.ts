@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { ImageIndex, ImageIndexSpec } from '../api/index.js';
 import { STACK } from '../bucket/stack-names.js';
 import { stackIdentity } from '../bucket/stack-identity.js';
-import { gpuScheduling } from '../support/gpu.js';
+import { gpuServicePodTemplate, httpService } from '../support/gpu.js';
 import type { Manifest } from '../support/kube-client.js';
 import { controllerRef, standardLabels } from '../support/ownership.js';
 import { imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
@@ -72,8 +72,6 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
   const labels = { ...standardLabels('image-search', ix.metadata.name), [INDEX_LABEL]: ix.metadata.name };
   const selector = { 'app.kubernetes.io/name': 'image-search', 'app.kubernetes.io/instance': ix.metadata.name };
   const owner = [controllerRef(ix)];
-  const gpu = gpuScheduling(spec.gpu, spec.resources as never);
-  const probe = (path: string, failureThreshold: number) => ({ httpGet: { path, port: 'http' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold });
   const volumes: object[] = [{ name: 'state', persistentVolumeClaim: { claimName: stateClaimName(ix) } }];
   const mounts: object[] = [{ name: 'state', mountPath: STATE_DIR }];
   if (spec.source.directory && spec.source.volumeClaimName) {
@@ -102,52 +100,30 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
       replicas: 1,
       strategy: { type: 'Recreate' },
       selector: { matchLabels: selector },
-      template: {
-        metadata: { labels, annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(WORKER_PORT), 'prometheus.io/path': '/metrics' } },
-        spec: {
-          securityContext: restrictedPodSecurity(SERVICE_UID),
-          ...(gpu.nodeSelector ? { nodeSelector: gpu.nodeSelector } : {}),
-          ...(gpu.tolerations ? { tolerations: gpu.tolerations } : {}),
-          containers: [
-            {
-              name: 'image-search',
-              image: spec.image ?? imageFor(settings, 'image-search', spec.gpu.enabled ? 'gpu' : 'cpu'),
-              imagePullPolicy: settings.imagePullPolicy,
-              ports: [{ name: 'http', containerPort: WORKER_PORT, protocol: 'TCP' }],
-              env: [
-                { name: 'PORT', value: String(WORKER_PORT) },
-                { name: 'IMAGE_SEARCH_INDEX_DIR', value: INDEX_DIR },
-                { name: 'IMAGE_SEARCH_MODEL_CACHE_DIR', value: `${STATE_DIR}/model-cache` },
-                { name: 'IMAGE_SEARCH_INDEX_STRING', value: spec.index },
-                { name: 'IMAGE_SEARCH_NPROBE', value: String(spec.nprobe) },
-                { name: 'IMAGE_SEARCH_TOPK', value: String(spec.topk) },
-                { name: 'IMAGE_SEARCH_BUFFER_THRESHOLD', value: String(spec.bufferThreshold) },
-                // Changing the index takes a token signed with it (gateway logins, and the merge/rebuild Jobs).
-                JWT_SECRET_ENV,
-                // FAISS's OpenMP threads must sleep, not spin, between parallel sections.
-                { name: 'OMP_WAIT_POLICY', value: 'PASSIVE' },
-                ...(spec.gpu.enabled ? [{ name: 'IMAGE_SEARCH_EXECUTION_PROVIDER', value: 'cuda' }] : []),
-                ...sourceEnv(spec, namespace, settings, ix.metadata.name ?? name),
-              ],
-              resources: gpu.resources,
-              startupProbe: probe('/healthz', 60),
-              livenessProbe: probe('/healthz', 3),
-              readinessProbe: probe('/readyz', 3),
-              volumeMounts: mounts,
-              securityContext: RESTRICTED_CONTAINER_SECURITY,
-            },
-          ],
-          volumes,
-        },
-      },
+      template: gpuServicePodTemplate(labels, spec, settings, {
+        component: 'image-search',
+        port: WORKER_PORT,
+        env: [
+          { name: 'IMAGE_SEARCH_INDEX_DIR', value: INDEX_DIR },
+          { name: 'IMAGE_SEARCH_MODEL_CACHE_DIR', value: `${STATE_DIR}/model-cache` },
+          { name: 'IMAGE_SEARCH_INDEX_STRING', value: spec.index },
+          { name: 'IMAGE_SEARCH_NPROBE', value: String(spec.nprobe) },
+          { name: 'IMAGE_SEARCH_TOPK', value: String(spec.topk) },
+          { name: 'IMAGE_SEARCH_BUFFER_THRESHOLD', value: String(spec.bufferThreshold) },
+          // Changing the index takes a token signed with it (gateway logins, and the merge/rebuild Jobs).
+          JWT_SECRET_ENV,
+          // FAISS's OpenMP threads must sleep, not spin, between parallel sections.
+          { name: 'OMP_WAIT_POLICY', value: 'PASSIVE' },
+          ...(spec.gpu.enabled ? [{ name: 'IMAGE_SEARCH_EXECUTION_PROVIDER', value: 'cuda' }] : []),
+          ...sourceEnv(spec, namespace, settings, ix.metadata.name ?? name),
+        ],
+        startupFailureThreshold: 60,
+        volumeMounts: mounts,
+        volumes,
+      }),
     },
   };
-  const service: Manifest = {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name, namespace, labels, ownerReferences: owner },
-    spec: { type: 'ClusterIP', selector, ports: [{ name: 'http', port: WORKER_PORT, targetPort: 'http', protocol: 'TCP' }] },
-  };
+  const service = httpService({ name, namespace, labels, ownerReferences: owner }, selector, WORKER_PORT);
   return [pvc, deployment, service];
 }
 

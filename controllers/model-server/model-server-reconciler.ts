@@ -1,10 +1,10 @@
-import { API_VERSION, nameProblem, MODEL_SERVER_KIND, modelServerSpec, type ModelServer } from '../api/index.js';
+import { API_VERSION, MODEL_SERVER_KIND, modelServerSpec, type ModelServer } from '../api/index.js';
 import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
 import { isBeingDeleted } from '../support/ownership.js';
-import type { ReconcileRequest, ReconcileResult, Reconciler } from '../support/reconciler.js';
+import { OWNED, type ReconcileRequest, type ReconcileResult, type Reconciler } from '../support/reconciler.js';
 import type { OperatorSettings } from '../support/settings.js';
 import { applyOwned } from '../support/apply.js';
-import { writeStatus } from '../support/status-writer.js';
+import { checkedSpec, writeStatus } from '../support/status-writer.js';
 import { modelServerEndpoint, modelServerWorkloadName, renderModelServer } from './render-model-server.js';
 
 interface DeploymentStatus extends KubeObject {
@@ -21,10 +21,7 @@ interface DeploymentStatus extends KubeObject {
 export class ModelServerReconciler implements Reconciler {
   readonly name = 'modelserver';
   readonly primary = { apiVersion: API_VERSION, kind: MODEL_SERVER_KIND.kind, plural: MODEL_SERVER_KIND.plural };
-  readonly owns = [
-    { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' },
-    { apiVersion: 'v1', kind: 'Service', plural: 'services' },
-  ];
+  readonly owns = [OWNED.deployment, OWNED.service];
 
   constructor(
     private readonly kube: KubeClient,
@@ -36,17 +33,8 @@ export class ModelServerReconciler implements Reconciler {
     const ms = await this.kube.get<ModelServer>({ ...this.primary, namespace, name });
     // Gone, or going: the garbage collector removes what it owns.
     if (!ms || isBeingDeleted(ms)) return {};
-    const parsed = modelServerSpec.safeParse(ms.spec ?? {});
-    if (!parsed.success) {
-      await writeStatus(this.kube, this.events, ms, { fields: {}, state: 'degraded', reason: 'InvalidSpec', message: parsed.error.message });
-      return {};
-    }
-    const spec = parsed.data;
-    const badName = nameProblem(MODEL_SERVER_KIND, name);
-    if (badName) {
-      await writeStatus(this.kube, this.events, ms, { fields: {}, state: 'degraded', reason: 'InvalidName', message: badName });
-      return {};
-    }
+    const spec = await checkedSpec(this.kube, this.events, ms, modelServerSpec, MODEL_SERVER_KIND);
+    if (!spec) return {};
     await applyOwned(this.kube, this.events, ms, renderModelServer(ms, spec, this.settings), {
       replicas: spec.replicas,
       endpoint: modelServerEndpoint(ms, spec, this.settings),

@@ -1,9 +1,8 @@
 import type { ModelServer, ModelServerSpec } from '../api/index.js';
-import { gpuScheduling } from '../support/gpu.js';
+import { gpuServicePodTemplate, httpService } from '../support/gpu.js';
 import type { Manifest } from '../support/kube-client.js';
 import { controllerRef, standardLabels } from '../support/ownership.js';
-import { imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
-import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
+import { serviceHost, type OperatorSettings } from '../support/settings.js';
 
 /** Name of the Deployment and Service of a ModelServer. */
 export function modelServerWorkloadName(ms: ModelServer): string {
@@ -21,62 +20,27 @@ export function renderModelServer(ms: ModelServer, spec: ModelServerSpec, settin
   const labels = standardLabels('model-server', ms.metadata.name);
   const selector = { 'app.kubernetes.io/name': 'model-server', 'app.kubernetes.io/instance': ms.metadata.name };
   const owner = [controllerRef(ms)];
-  const gpu = gpuScheduling(spec.gpu, spec.resources as never);
-  const probe = (path: string, failureThreshold: number) => ({
-    httpGet: { path, port: 'http' },
-    periodSeconds: 10,
-    timeoutSeconds: 3,
-    failureThreshold,
-  });
+  const meta = { name, namespace, labels, ownerReferences: owner };
   const deployment: Manifest = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name, namespace, labels, ownerReferences: owner },
+    metadata: meta,
     spec: {
       replicas: spec.replicas,
       selector: { matchLabels: selector },
-      template: {
-        metadata: {
-          labels,
-          annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(spec.port), 'prometheus.io/path': '/metrics' },
-        },
-        spec: {
-          securityContext: restrictedPodSecurity(SERVICE_UID),
-          ...(gpu.nodeSelector ? { nodeSelector: gpu.nodeSelector } : {}),
-          ...(gpu.tolerations ? { tolerations: gpu.tolerations } : {}),
-          containers: [
-            {
-              name: 'model-server',
-              image: spec.image ?? imageFor(settings, 'model-server', spec.gpu.enabled ? 'gpu' : 'cpu'),
-              imagePullPolicy: settings.imagePullPolicy,
-              ports: [{ name: 'http', containerPort: spec.port, protocol: 'TCP' }],
-              env: [
-                { name: 'PORT', value: String(spec.port) },
-                { name: 'MODEL_NAMES', value: spec.model.name },
-                ...(spec.model.path ? [{ name: 'MODEL_DIR', value: spec.model.path }] : []),
-                ...(spec.gpu.enabled ? [{ name: 'STRATA_EXECUTION_PROVIDER', value: 'cuda' }] : []),
-                ...(spec.truncatePrompt ? [{ name: 'MODEL_SERVER_TRUNCATE_PROMPT', value: 'true' }] : []),
-              ],
-              resources: gpu.resources,
-              startupProbe: probe('/healthz', 30),
-              livenessProbe: probe('/healthz', 3),
-              readinessProbe: probe('/readyz', 3),
-              securityContext: RESTRICTED_CONTAINER_SECURITY,
-            },
-          ],
-        },
-      },
+      template: gpuServicePodTemplate(labels, spec, settings, {
+        component: 'model-server',
+        port: spec.port,
+        env: [
+          { name: 'MODEL_NAMES', value: spec.model.name },
+          ...(spec.model.path ? [{ name: 'MODEL_DIR', value: spec.model.path }] : []),
+          ...(spec.gpu.enabled ? [{ name: 'STRATA_EXECUTION_PROVIDER', value: 'cuda' }] : []),
+          ...(spec.truncatePrompt ? [{ name: 'MODEL_SERVER_TRUNCATE_PROMPT', value: 'true' }] : []),
+        ],
+        startupFailureThreshold: 30,
+      }),
     },
   };
-  const service: Manifest = {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name, namespace, labels, ownerReferences: owner },
-    spec: {
-      type: 'ClusterIP',
-      selector,
-      ports: [{ name: 'http', port: spec.port, targetPort: 'http', protocol: 'TCP' }],
-    },
-  };
+  const service = httpService({ ...meta }, selector, spec.port);
   return [deployment, service];
 }

@@ -5,6 +5,11 @@ export const MANAGED_BY = 'strata-operator';
 /** Selects what the operator created; the informers of owned kinds watch only these. */
 export const MANAGED_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY}`;
 
+/** Pod annotations that have Prometheus scrape /metrics on the port. */
+export function scrapeAnnotations(port: number): Record<string, string> {
+  return { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(port), 'prometheus.io/path': '/metrics' };
+}
+
 /** Labels every object the operator creates carries (the operator's informers select on managed-by). */
 export function standardLabels(component: string, instance: string): Record<string, string> {
   return {

@@ -18,6 +18,21 @@ export interface WatchedKind {
   plural: string;
 }
 
+function owned(apiVersion: string, kind: string): WatchedKind {
+  return { apiVersion, kind, plural: `${kind.toLowerCase()}s` };
+}
+
+/** The kinds the controllers create (for each, the REST plural is the lowercased kind and an s). */
+export const OWNED = {
+  deployment: owned('apps/v1', 'Deployment'),
+  statefulSet: owned('apps/v1', 'StatefulSet'),
+  service: owned('v1', 'Service'),
+  configMap: owned('v1', 'ConfigMap'),
+  persistentVolumeClaim: owned('v1', 'PersistentVolumeClaim'),
+  cronJob: owned('batch/v1', 'CronJob'),
+  job: owned('batch/v1', 'Job'),
+} satisfies Record<string, WatchedKind>;
+
 /**
  * controller-runtime's reconcile contract: given a key, read the current state, converge the world
  * toward the spec and record status. Level-based and idempotent: it may run any number of times.

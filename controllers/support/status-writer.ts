@@ -1,4 +1,5 @@
-import type { Condition } from '../api/index.js';
+import type { ZodType } from 'zod';
+import { nameProblem, type Condition, type CustomResourceKind } from '../api/index.js';
 import { conditionStatus, setConditions, stateConditions } from './conditions.js';
 import { refOf, type EventRecorder, type KubeClient, type KubeObject } from './kube-client.js';
 import { statusPatch } from './ownership.js';
@@ -33,6 +34,26 @@ export async function writeStatus<S extends { conditions?: Condition[]; observed
   if (wasReady !== isReady || conditionStatus(previous?.conditions, 'Degraded') !== conditionStatus(conditions, 'Degraded')) {
     await events.event(obj, update.state === 'degraded' ? 'Warning' : 'Normal', update.reason, update.message);
   }
+}
+
+/**
+ * The resource's spec as its schema reads it. A spec the schema refuses, or a name too long or not
+ * DNS-1035 where the kind's derived names need it (given `kind`), is written to status as Degraded
+ * (InvalidSpec, InvalidName) and answers undefined: nothing more is done until the resource changes.
+ */
+export async function checkedSpec<T>(
+  kube: KubeClient,
+  events: EventRecorder,
+  obj: KubeObject & { spec?: unknown; status?: { conditions?: Condition[]; observedGeneration?: number } },
+  schema: ZodType<T>,
+  kind?: CustomResourceKind,
+): Promise<T | undefined> {
+  const parsed = schema.safeParse(obj.spec ?? {});
+  const badName = parsed.success && kind ? nameProblem(kind, obj.metadata.name) : undefined;
+  if (parsed.success && !badName) return parsed.data;
+  const [reason, message] = parsed.success ? ['InvalidName', badName!] : ['InvalidSpec', parsed.error.message];
+  await writeStatus(kube, events, obj, { fields: {}, state: 'degraded', reason, message });
+  return undefined;
 }
 
 /** Sorted keys and no undefined values, so that equal values (statuses, configurations) compare equal. */

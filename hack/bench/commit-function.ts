@@ -181,7 +181,7 @@ try {
   for (const name of names) await run(name, 1000);
   const cpuMs: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   const wallMs: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
-  // Each round starts with the next contender: the one timed last in a round measured ~15% faster than an
+  // Each round starts with the next contender: the one timed last in a round is measured faster than an
   // identical copy timed first (the table's state after the others), so no contender keeps one place.
   for (let round = 0; round < Number(values.rounds); round++) {
     for (let i = 0; i < names.length; i++) {

@@ -141,7 +141,8 @@ async function benchSize(n: number): Promise<SizeResult> {
     const fixedBytes = memory.total - (memory.lists ?? 0);
     log(
       `main index: file ${(fileBytes / n).toFixed(1)} bytes/vector; in memory ${((memory.lists ?? 0) / n).toFixed(1)} bytes/vector (codes + ids) ` +
-        `+ ${(fixedBytes / 2 ** 20).toFixed(1)} MiB fixed (coarse ${((memory.coarse ?? 0) / 2 ** 20).toFixed(1)}, codebooks ${((memory.codebooks ?? 0) / 2 ** 20).toFixed(1)}, ` +
+        `+ ${(fixedBytes / 2 ** 20).toFixed(1)} MiB fixed (coarse ${((memory.coarse ?? 0) / 2 ** 20).toFixed(1)}, codebooks ` +
+        `${((memory.codebooks ?? 0) / 2 ** 20).toFixed(1)}, ` +
         `precomputed tables ${((memory.tables ?? 0) / 2 ** 20).toFixed(1)} MiB) = ${(memory.total / n).toFixed(1)} bytes/vector all in`,
     );
     const runs: SizeResult['runs'] = [];
@@ -162,7 +163,8 @@ async function benchSize(n: number): Promise<SizeResult> {
         const r = recall(found, truth);
         runs.push({ nprobe, rerank, ...(rerank ? { rerankFactor } : {}), qps, recall_at_10: r });
         log(
-          `  nprobe ${String(nprobe).padStart(3)} rerank ${rerank ? `on (${k * rerankFactor} candidates)` : 'off'}: ${qps.toFixed(0)} q/s, recall@10 ${r.toFixed(3)}`,
+          `  nprobe ${String(nprobe).padStart(3)} rerank ${rerank ? `on (${k * rerankFactor} candidates)` : 'off'}: ${qps.toFixed(0)} q/s, recall@10 ` +
+            `${r.toFixed(3)}`,
         );
       }
     }
@@ -212,9 +214,11 @@ async function benchEncode(): Promise<{ images: number; images_per_s: number; te
 }
 
 log(
-  `image search bench: sizes ${sizes.join(', ')}, ${indexString}, ${queryCount} queries (${concurrency} at a time), nprobe ${nprobes.join('/')}, OMP_WAIT_POLICY=${process.env.OMP_WAIT_POLICY}, OPENBLAS_THREAD_TIMEOUT=${process.env.OPENBLAS_THREAD_TIMEOUT}, training ${JSON.stringify(training)}, load ${loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ')}, rss ${mb().toFixed(0)} MiB`,
+  `image search bench: sizes ${sizes.join(', ')}, ${indexString}, ${queryCount} queries (${concurrency} at a time), nprobe ${nprobes.join('/')}, ` +
+    `OMP_WAIT_POLICY=${process.env.OMP_WAIT_POLICY}, OPENBLAS_THREAD_TIMEOUT=${process.env.OPENBLAS_THREAD_TIMEOUT}, training ` +
+    `${JSON.stringify(training)}, load ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}, rss ${mb().toFixed(0)} MiB`,
 );
 const results: SizeResult[] = [];
 const encode = await benchEncode();

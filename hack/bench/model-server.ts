@@ -315,7 +315,8 @@ function percentile(values: number[], q: number): number {
 const conditions = () => ({ date: new Date().toISOString(), cpus: os.cpus().length, loadAverage1m: Number(os.loadavg()[0]!.toFixed(2)) });
 const startConditions = conditions();
 console.log(
-  `started ${startConditions.date} on ${startConditions.cpus} CPUs, load average ${startConditions.loadAverage1m} (1 min), ${SECONDS} s per measurement, ${args['prompt-tokens']} content ids per prompt`,
+  `started ${startConditions.date} on ${startConditions.cpus} CPUs, load average ${startConditions.loadAverage1m} (1 min), ${SECONDS} s per ` +
+    `measurement, ${args['prompt-tokens']} content ids per prompt`,
 );
 
 const engine: EngineMeasurement[] = [];
@@ -326,7 +327,8 @@ for (const batching of [true, false]) {
     const m = await measureEngine(model, batching, c);
     engine.push(m);
     console.log(
-      `engine batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ${m.msPerToken.toFixed(3)} ms per token per sequence, ${m.cpuMsPerToken.toFixed(3)} CPU-ms per token, mean batch ${m.meanBatch.toFixed(1)}`,
+      `engine batching ${batching ? 'on ' : 'off'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ` +
+        `${m.msPerToken.toFixed(3)} ms per token per sequence, ${m.cpuMsPerToken.toFixed(3)} CPU-ms per token, mean batch ${m.meanBatch.toFixed(1)}`,
     );
   }
 }
@@ -352,7 +354,8 @@ for (const run of serverRuns) {
       const m = await measure(url, batching, worker, c);
       results.push(m);
       console.log(
-        `batching ${batching ? 'on ' : 'off'}${worker ? '' : ' (engine on the HTTP thread)'} c=${String(c).padStart(2)}: ${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ` +
+        `batching ${batching ? 'on ' : 'off'}${worker ? '' : ' (engine on the HTTP thread)'} c=${String(c).padStart(2)}: ` +
+          `${m.tokensPerSecond.toFixed(0).padStart(6)} tokens/s, ` +
           `p50 ${m.p50Ms.toFixed(1)} ms, p99 ${m.p99Ms.toFixed(1)} ms per request, ` +
           `${m.msPerTokenE2E.toFixed(3)} ms/token end to end, ${m.serverMsPerToken.toFixed(3)} ms/token in the server, ` +
           `${m.serverCpuMsPerToken.toFixed(3)} server CPU-ms/token, ${m.clientCpuMsPerRequest.toFixed(2)} client CPU-ms/request, ` +
@@ -387,7 +390,8 @@ if (PAIRS > 0) {
       const pair = { on: tokensPerSecond.true!, off: tokensPerSecond.false!, ratio: tokensPerSecond.true! / tokensPerSecond.false! };
       pairs.push(pair);
       console.log(
-        `pair ${i + 1} at c=32 (${order[0] ? 'on first' : 'off first'}): batching on ${pair.on.toFixed(0)} vs off ${pair.off.toFixed(0)} tokens/s -> ${pair.ratio.toFixed(2)}x`,
+        `pair ${i + 1} at c=32 (${order[0] ? 'on first' : 'off first'}): batching on ${pair.on.toFixed(0)} vs off ${pair.off.toFixed(0)} tokens/s -> ` +
+          `${pair.ratio.toFixed(2)}x`,
       );
     }
   } finally {
@@ -407,7 +411,8 @@ const pairsMedian =
 if (pairsMedian !== undefined)
   console.log(`HTTP: batching speed-up at concurrency 32, median of ${pairs.length} alternating pairs: ${pairsMedian.toFixed(2)}x (target >= 5x)`);
 console.log(
-  `server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off), ${rss.batchingInThread!.toFixed(0)} MiB (batching on, no worker)`,
+  `server RSS after the runs: ${rss.batching!.toFixed(0)} MiB (batching on), ${rss.noBatching!.toFixed(0)} MiB (batching off), ` +
+    `${rss.batchingInThread!.toFixed(0)} MiB (batching on, no worker)`,
 );
 const endConditions = conditions();
 console.log(`finished ${endConditions.date}, load average ${endConditions.loadAverage1m} (1 min)`);

@@ -82,8 +82,11 @@ function cpuLines(on: OpsFigure, off: OpsFigure): string[] {
   const onR = onMs + on.cpuMs.rabbit;
   const offR = offMs + off.cpuMs.rabbit;
   return [
-    `  CPU per PUT, stack + PostgreSQL: ${onMs.toFixed(2)} ms on (${on.cpuMs.stack.toFixed(2)} + ${on.cpuMs.pg.toFixed(2)}) vs ${offMs.toFixed(2)} ms off (${off.cpuMs.stack.toFixed(2)} + ${off.cpuMs.pg.toFixed(2)}): +${((onMs / offMs - 1) * 100).toFixed(1)} %, i.e. a CPU-bound machine loses ${((1 - offMs / onMs) * 100).toFixed(1)} % of its PUT ops/s`,
-    `  with the machine's RabbitMQ (shared with other users; ${on.cpuMs.rabbit.toFixed(2)} vs ${off.cpuMs.rabbit.toFixed(2)} ms per PUT): ${onR.toFixed(2)} vs ${offR.toFixed(2)} ms, a CPU-bound machine loses ${((1 - offR / onR) * 100).toFixed(1)} %`,
+    `  CPU per PUT, stack + PostgreSQL: ${onMs.toFixed(2)} ms on (${on.cpuMs.stack.toFixed(2)} + ${on.cpuMs.pg.toFixed(2)}) vs ${offMs.toFixed(2)} ms ` +
+      `off (${off.cpuMs.stack.toFixed(2)} + ${off.cpuMs.pg.toFixed(2)}): +${((onMs / offMs - 1) * 100).toFixed(1)} %, i.e. a CPU-bound machine loses ` +
+      `${((1 - offMs / onMs) * 100).toFixed(1)} % of its PUT ops/s`,
+    `  with the machine's RabbitMQ (shared with other users; ${on.cpuMs.rabbit.toFixed(2)} vs ${off.cpuMs.rabbit.toFixed(2)} ms per PUT): ` +
+      `${onR.toFixed(2)} vs ${offR.toFixed(2)} ms, a CPU-bound machine loses ${((1 - offR / onR) * 100).toFixed(1)} %`,
   ];
 }
 
@@ -268,10 +271,11 @@ async function main(): Promise<void> {
         };
         (off ? offRuns : onRuns).push(run);
         log(
-          `  events ${off ? 'off' : 'on '}: ${Math.round(run.opsPerSec)} PUT/s, CPU per PUT ${run.cpuMs.stack.toFixed(2)} ms stack + ${run.cpuMs.pg.toFixed(2)} ms PostgreSQL [+ ${run.cpuMs.rabbit.toFixed(2)} ms RabbitMQ, shared] (load average ${os
-            .loadavg()
-            .map((l) => l.toFixed(1))
-            .join(' ')})`,
+          `  events ${off ? 'off' : 'on '}: ${Math.round(run.opsPerSec)} PUT/s, CPU per PUT ${run.cpuMs.stack.toFixed(2)} ms stack + ` +
+            `${run.cpuMs.pg.toFixed(2)} ms PostgreSQL [+ ${run.cpuMs.rabbit.toFixed(2)} ms RabbitMQ, shared] (load average ${os
+              .loadavg()
+              .map((l) => l.toFixed(1))
+              .join(' ')})`,
         );
       } finally {
         if (off) await admin.query('DROP TRIGGER strata_bench_events_off ON outbox');
@@ -288,7 +292,8 @@ async function main(): Promise<void> {
     if (OUTBOX_ONLY) {
       const ms = (f: OpsFigure) =>
         f.cpuMs
-          ? `, CPU per PUT ${f.cpuMs.stack.toFixed(2)} ms stack + ${f.cpuMs.pg.toFixed(2)} ms PostgreSQL [+ ${f.cpuMs.rabbit.toFixed(2)} ms in the machine's RabbitMQ, shared with other users]`
+          ? `, CPU per PUT ${f.cpuMs.stack.toFixed(2)} ms stack + ${f.cpuMs.pg.toFixed(2)} ms PostgreSQL [+ ${f.cpuMs.rabbit.toFixed(2)} ms in the ` +
+            `machine's RabbitMQ, shared with other users]`
           : '';
       const lines = [
         '',
@@ -371,7 +376,8 @@ async function main(): Promise<void> {
         '',
         '| real stack PUT 4 KiB | events on (outbox → RabbitMQ → consumer) | events off (no outbox row) | outbox cost |',
         '|---|---|---|---|',
-        `| mean of alternating runs | ${ops(rPutOn)} (runs: ${onRuns.map((f) => r0(f.opsPerSec)).join(', ')}) | ${ops(rPutOff)} (runs: ${offRuns.map((f) => r0(f.opsPerSec)).join(', ')}) | ${(outboxCost * 100).toFixed(1)} % |`,
+        `| mean of alternating runs | ${ops(rPutOn)} (runs: ${onRuns.map((f) => r0(f.opsPerSec)).join(', ')}) | ${ops(rPutOff)} (runs: ` +
+          `${offRuns.map((f) => r0(f.opsPerSec)).join(', ')}) | ${(outboxCost * 100).toFixed(1)} % |`,
         '',
         ...cpuLines(rPutOn, rPutOff),
         `  (load average at the end of the runs: ${loadAfterRuns})`,
@@ -382,24 +388,31 @@ async function main(): Promise<void> {
     const measured = sGet && sPut && rGet && rPutOn && rPutOff ? perf(sGet, sPut, rGet, rPutOn, rPutOff) : undefined;
     const report = [
       '',
-      `Strata object store on its production servers — ${os.cpus().length} cores shared with other work, loopback, ${CONNECTIONS} connections, ${SECONDS} s per run, 4 KiB bodies, SigV4 presigned requests`,
-      `real stack: ${realName}; PostgreSQL 15 (${servers.replicaUrls.length ? 'throw-away primary + streaming replica' : "the machine's server, one fresh database"}), Redis Cluster (3 masters), RabbitMQ (the machine's, through a TCP fault proxy)`,
+      `Strata object store on its production servers — ${os.cpus().length} cores shared with other work, loopback, ${CONNECTIONS} connections, ` +
+        `${SECONDS} s per run, 4 KiB bodies, SigV4 presigned requests`,
+      `real stack: ${realName}; PostgreSQL 15 ` +
+        `(${servers.replicaUrls.length ? 'throw-away primary + streaming replica' : "the machine's server, one fresh database"}), Redis Cluster (3 ` +
+        `masters), RabbitMQ (the machine's, through a TCP fault proxy)`,
       '',
       ...(measured?.lines ?? []),
       `RabbitMQ outage drill: cut for ${outageS.toFixed(1)} s under ${rate} PUT/s (${drill.ok} PUTs answered 200, ${drill.failed} failed during the drill)`,
       `  outbox backlog ${before} at most before the cut (events in flight) → ${peak} when RabbitMQ came back; "drained" = back to ≤ ${settled}`,
-      `  backlog published ${drainedS === undefined ? `NOT within ${DRAIN_LIMIT_S} s` : `${drainedS.toFixed(1)} s`} after RabbitMQ returned (publishing resumed after ${resumedS?.toFixed(1) ?? '?'} s, the reconnect backoff; highest backlog ${highest}); every event applied by the consumer ${appliedS === undefined ? `NOT within ${DRAIN_LIMIT_S} s` : `after ${appliedS.toFixed(1)} s`} (load still running)`,
+      `  backlog published ${drainedS === undefined ? `NOT within ${DRAIN_LIMIT_S} s` : `${drainedS.toFixed(1)} s`} after RabbitMQ returned ` +
+        `(publishing resumed after ${resumedS?.toFixed(1) ?? '?'} s, the reconnect backoff; highest backlog ${highest}); every event applied by the ` +
+        `consumer ${appliedS === undefined ? `NOT within ${DRAIN_LIMIT_S} s` : `after ${appliedS.toFixed(1)} s`} (load still running)`,
       ...(estimate60 === undefined
         ? []
         : [
-            `  a 60 s outage (backlog ~${Math.round((highest * 60) / OUTAGE_S)}) at the measured net drain rate of ${Math.round(netRate!)} events/s: ~${estimate60.toFixed(0)} s (estimate, not measured)`,
+            `  a 60 s outage (backlog ~${Math.round((highest * 60) / OUTAGE_S)}) at the measured net drain rate of ${Math.round(netRate!)} events/s: ` +
+              `~${estimate60.toFixed(0)} s (estimate, not measured)`,
           ]),
       `  object.created events written ${eventsTotal}, applied ${processed}; NORMAL objects before the drill ${objects}`,
       '',
       'Targets (issue 3):',
       ...(sGet && sPut && rGet && rPutOn && measured
         ? [
-            `  real stack ≥ 60 % of standalone ops/s: GET ${pct(rGet.opsPerSec, sGet.opsPerSec)} ${yes(rGet.opsPerSec >= 0.6 * sGet.opsPerSec)}, PUT ${pct(rPutOn.opsPerSec, sPut.opsPerSec)} ${yes(rPutOn.opsPerSec >= 0.6 * sPut.opsPerSec)}`,
+            `  real stack ≥ 60 % of standalone ops/s: GET ${pct(rGet.opsPerSec, sGet.opsPerSec)} ${yes(rGet.opsPerSec >= 0.6 * sGet.opsPerSec)}, PUT ` +
+              `${pct(rPutOn.opsPerSec, sPut.opsPerSec)} ${yes(rPutOn.opsPerSec >= 0.6 * sPut.opsPerSec)}`,
             `  outbox costs ≤ 15 % of PUT ops/s: ${(measured.outboxCost * 100).toFixed(1)} % ${yes(measured.outboxCost <= 0.15)}`,
           ]
         : []),

@@ -246,10 +246,12 @@ async function main(): Promise<void> {
       const perMiB = (m: { serverMs: number; clientMs: number }) => `${f2(m.serverMs / mib)} ms/MiB (client ${f2(m.clientMs / mib)})`;
       cpuLines.push(
         ...runs,
-        `standalone CPU per MiB: GET 256 MiB ${perMiB(gwBigGet)}, PUT 256 MiB ${perMiB(gwBigPut)}; nginx runs' client (curl): GET ${f2(ngBigGet.clientMs / mib)}, PUT ${f2(ngBigPut.clientMs / mib)} ms/MiB`,
+        `standalone CPU per MiB: GET 256 MiB ${perMiB(gwBigGet)}, PUT 256 MiB ${perMiB(gwBigPut)}; nginx runs' client (curl): GET ` +
+          `${f2(ngBigGet.clientMs / mib)}, PUT ${f2(ngBigPut.clientMs / mib)} ms/MiB`,
       );
       goals.push(
-        `  GET 256 MiB >= 0.8x nginx: ${met(gwBigGet.value >= 0.8 * ngBigGet.value)}; PUT 256 MiB >= 0.9x nginx: ${met(gwBigPut.value >= 0.9 * ngBigPut.value)}`,
+        `  GET 256 MiB >= 0.8x nginx: ${met(gwBigGet.value >= 0.8 * ngBigGet.value)}; PUT 256 MiB >= 0.9x nginx: ` +
+          `${met(gwBigPut.value >= 0.9 * ngBigPut.value)}`,
       );
     }
 
@@ -258,7 +260,10 @@ async function main(): Promise<void> {
     console.log(
       [
         '',
-        `Strata object store vs nginx — ${os.cpus().length} cores, loopback, ${CONNECTIONS} connections, ${SECONDS} s per run, SigV4 presigned requests, wrk (${WRK_THREADS} threads) and curl, ${process.env.BENCH_REPO ? `standalone from ${serverRepo}, ` : ''}gateway → data plane ${process.env.STRATA_IN_PROCESS_HTTP === '0' ? 'over loopback TCP (STRATA_IN_PROCESS_HTTP=0)' : 'in-process'}, 4 KiB PUTs over ${KEYS} keys, bodies: ${PUT_BODIES === 'distinct' ? 'a different one per PUT' : 'one for all (BENCH_PUT_BODIES=one)'}`,
+        `Strata object store vs nginx — ${os.cpus().length} cores, loopback, ${CONNECTIONS} connections, ${SECONDS} s per run, SigV4 presigned ` +
+          `requests, wrk (${WRK_THREADS} threads) and curl, ${process.env.BENCH_REPO ? `standalone from ${serverRepo}, ` : ''}gateway → data plane ` +
+          `${process.env.STRATA_IN_PROCESS_HTTP === '0' ? 'over loopback TCP (STRATA_IN_PROCESS_HTTP=0)' : 'in-process'}, 4 KiB PUTs over ${KEYS} ` +
+          `keys, bodies: ${PUT_BODIES === 'distinct' ? 'a different one per PUT' : 'one for all (BENCH_PUT_BODIES=one)'}`,
         `load average (1, 5, 15 min) ${loadBefore.map(f1).join(' ')} before, ${loadAfter.map(f1).join(' ')} after`,
         '',
         '| operation | Strata gateway (standalone) | nginx | ratio |',

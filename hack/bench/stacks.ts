@@ -103,20 +103,28 @@ export function cpuDelta(a: Map<number, number>, b: Map<number, number>): number
   return total;
 }
 
-export async function waitReady(url: string, child: ChildProcess, ms = 90_000): Promise<void> {
+/** Polls `url` every 200 ms until it answers 2xx (true) or `ms` have passed (false); `check` throws once its process is gone. */
+export async function answersOk(url: string, ms: number, check: () => void): Promise<boolean> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`${url}: the process exited with ${child.exitCode}`);
+    check();
     if (
-      await fetch(`${url}/readyz`).then(
+      await fetch(url).then(
         (r) => r.ok,
         () => false,
       )
     )
-      return;
+      return true;
     await sleep(200);
   }
-  throw new Error(`${url} did not become ready`);
+  return false;
+}
+
+export async function waitReady(url: string, child: ChildProcess, ms = 90_000): Promise<void> {
+  const exited = () => {
+    if (child.exitCode !== null) throw new Error(`${url}: the process exited with ${child.exitCode}`);
+  };
+  if (!(await answersOk(`${url}/readyz`, ms, exited))) throw new Error(`${url} did not become ready`);
 }
 
 export async function stopAll(children: ChildProcess[]): Promise<void> {

@@ -28,7 +28,7 @@ import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { sendRaw, signRaw, UNSIGNED_PAYLOAD, type Credentials, type RawOutcome, type RawRequest } from '../../test/e2e/support/raw-http.js';
 import { startS3rver } from '../../test/support/rgw.js';
 import { startTcpProxy } from '../../test/support/tcp-proxy.js';
-import { ROOT, standaloneSettings } from './stacks.js';
+import { answersOk, ROOT, standaloneSettings } from './stacks.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4);
@@ -43,18 +43,10 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function waitHealthy(origin: string, exited: () => boolean): Promise<void> {
-  for (let i = 0; i < 600; i++) {
+  const check = () => {
     if (exited()) throw new Error('the standalone process exited before it was healthy');
-    if (
-      await fetch(`${origin}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return;
-    await sleep(200);
-  }
-  throw new Error('the standalone process did not become healthy in 120 s');
+  };
+  if (!(await answersOk(`${origin}/healthz`, 120_000, check))) throw new Error('the standalone process did not become healthy in 120 s');
 }
 
 async function loginToken(origin: string): Promise<string> {
@@ -353,7 +345,9 @@ async function main(): Promise<void> {
       const attack = await stop();
       const sorted = [...lat.ms].sort((x, y) => x - y);
       const f = (n: number) => n.toFixed(1).padStart(8);
-      const row = `${scenario.name.padEnd(13)} ${String(sorted.length).padStart(7)} ${f(percentile(sorted, 50))} ${f(percentile(sorted, 95))} ${f(percentile(sorted, 99))} ${f(sorted[sorted.length - 1] ?? NaN)} ${String(lat.errors).padStart(6)}`;
+      const row =
+        `${scenario.name.padEnd(13)} ${String(sorted.length).padStart(7)} ${f(percentile(sorted, 50))} ${f(percentile(sorted, 95))} ` +
+        `${f(percentile(sorted, 99))} ${f(sorted[sorted.length - 1] ?? NaN)} ${String(lat.errors).padStart(6)}`;
       rows.push(row);
       console.log(`${row}${lat.errors ? `  (${lat.errorKinds})` : ''}\n    ${attack}; load ${os.loadavg()[0]!.toFixed(2)}`);
       // Let the process settle (closed sockets, breakers) before the next scenario.

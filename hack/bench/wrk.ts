@@ -163,7 +163,8 @@ export async function runWrk(o: WrkOptions): Promise<WrkFigure> {
     const errors = r.status + r.connect + r.read + r.write + r.timeout;
     if (errors && !o.allowErrors) {
       throw new Error(
-        `wrk ${o.method} ${o.origin}: ${r.status} of ${r.requests} answers 4xx/5xx, socket errors connect ${r.connect} read ${r.read} write ${r.write} timeout ${r.timeout}`,
+        `wrk ${o.method} ${o.origin}: ${r.status} of ${r.requests} answers 4xx/5xx, socket errors connect ${r.connect} read ${r.read} write ${r.write} ` +
+          `timeout ${r.timeout}`,
       );
     }
     return {

@@ -192,7 +192,8 @@ async function evaluate(model: TfTransformer, examples: Example[]): Promise<Reco
     chanceExactMatch: `< ${(1 / 990).toExponential(2)}`,
   };
   console.log(
-    `held-out: exact match ${(result.exactMatchAccuracy * 100).toFixed(1)}% over ${examples.length} prompts, token accuracy ${(result.tokenAccuracy * 100).toFixed(1)}%`,
+    `held-out: exact match ${(result.exactMatchAccuracy * 100).toFixed(1)}% over ${examples.length} prompts, token accuracy ` +
+      `${(result.tokenAccuracy * 100).toFixed(1)}%`,
   );
   return result;
 }

@@ -195,7 +195,9 @@ async function exportModel(trainingReport: Record<string, unknown>): Promise<voi
     dims: MODEL_DIMS,
     parameters: [...arrays.values()].reduce((n, w) => n + w.data.length, 0),
     specialTokens: SPECIAL_TOKENS,
-    tokenizer: `BPE over characters, ${tokenizerFile.pieces.length} pieces (content ids 10..${9 + tokenizerFile.pieces.length}), ${tokenizerFile.merges.length} merges: tokenizer.json`,
+    tokenizer:
+      `BPE over characters, ${tokenizerFile.pieces.length} pieces (content ids 10..${9 + tokenizerFile.pieces.length}), ` +
+      `${tokenizerFile.merges.length} merges: tokenizer.json`,
     promptFormat: `the last user message only: USER token, its text's BPE ids, EOS (at most ${MAX_PROMPT_TOKENS} tokens); trained on the poem app's requests`,
     task: `verse: an answer of at most ${MAX_ANSWER_TOKENS} tokens of whole lines of a stanza`,
     corpus: { file: args.corpus, package: 'fortunes (Debian)', licence: 'BSD (see /usr/share/doc/fortunes/copyright)', stanzas: stanzas.length },

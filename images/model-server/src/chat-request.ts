@@ -25,7 +25,10 @@ const message = z
     path: ['content'],
   });
 
-/** The part of OpenAI's chat completions request that Strata serves; fields that change nothing here (user, metadata...) are accepted and ignored, those it cannot honour are refused (refuseUnsupported). */
+/**
+ * The part of OpenAI's chat completions request that Strata serves; fields that change nothing here
+ * (user, metadata...) are accepted and ignored, those it cannot honour are refused (refuseUnsupported).
+ */
 const chatRequestSchema = z.object({
   model: z.string().min(1),
   messages: z.array(message).min(1),

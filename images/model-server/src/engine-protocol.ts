@@ -3,16 +3,22 @@
  * they are structured-cloned by postMessage.
  */
 
-/** What the worker is started with (workerData). */
-export interface EngineWorkerData {
-  /** URL of the worker module the bootstrap imports (engine-worker.ts, or a test's stand-in). */
-  entry: string;
+/** The model the worker loads and how it batches. */
+export interface EngineSettings {
   modelDir: string;
   threads?: number;
   executionProvider?: 'cpu' | 'cuda';
+  /** Most sequences decoded together; 1 = no batching. */
   maxBatch: number;
   batchWindowMs: number;
+  /** See SchedulerOptions.admissionWave. */
   admissionWave?: number;
+}
+
+/** What the worker is started with (workerData). */
+export interface EngineWorkerData extends EngineSettings {
+  /** URL of the worker module the bootstrap imports (engine-worker.ts, or a test's stand-in). */
+  entry: string;
 }
 
 /** One choice to generate; `id` is unique per server (assigned by the HTTP thread). */

@@ -68,10 +68,11 @@ export interface SchedulerOptions {
 }
 
 /**
- * Each encoder run costs ~0.2 ms beyond its prompts' own work (ONNX Runtime's per-run overhead, and
- * the decoder's weights evicted from the CPU caches and read back). Under a busy batch arrivals come
- * one to three per step; in waves of 8 the encoder runs half as often and a batch of 32 decodes
- * 6–10 % more tokens/s, for at most one step (~1 ms) more before a prompt's first token.
+ * Each encoder run costs a fixed amount beyond its prompts' own work (ONNX Runtime's per-run overhead,
+ * and the decoder's weights evicted from the CPU caches and read back). Under a busy batch arrivals
+ * come one to three per step; in waves of 8 the encoder runs half as often and a full batch decodes
+ * more tokens/s, for at most one step more before a prompt's first token (figures:
+ * hack/bench/measurements.md).
  */
 const DEFAULT_ADMISSION_WAVE = 8;
 

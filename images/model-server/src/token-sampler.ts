@@ -18,7 +18,10 @@ const V = MODEL_DIMS.vocabSize;
 const EOS = SPECIAL_TOKENS.EOS;
 const FIRST_CONTENT = FIRST_CONTENT_TOKEN;
 
-/** Picks the next token from one row of logits: greedy, or temperature + nucleus (top_p) sampling. Only EOS and content ids may be generated; PAD, BOS, UNK and role markers never are. */
+/**
+ * Picks the next token from one row of logits: greedy, or temperature + nucleus (top_p) sampling. Only
+ * EOS and content ids may be generated; PAD, BOS, UNK and role markers never are.
+ */
 export class TokenSampler {
   private readonly random: () => number;
   /** How often each content token was generated so far (for the penalties). */

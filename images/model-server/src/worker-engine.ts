@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../../service-kit/src/logger.js';
-import type { EngineEvents, EngineWorkerData, FromWorker, SequenceSpec, ToWorker } from './engine-protocol.js';
+import type { EngineEvents, EngineSettings, EngineWorkerData, FromWorker, SequenceSpec, ToWorker } from './engine-protocol.js';
 import {
   EngineUnavailableError,
   QueueFullError,
@@ -15,15 +15,7 @@ const BOOTSTRAP = new URL('./engine-worker-bootstrap.mjs', import.meta.url);
 // The worker module in this module's own form: .ts where tsx runs the sources, .js in the images (compiled).
 const ENGINE_WORKER = import.meta.url.endsWith('.ts') ? new URL('./engine-worker.ts', import.meta.url) : new URL('./engine-worker.js', import.meta.url);
 
-export interface WorkerEngineOptions {
-  modelDir: string;
-  threads?: number;
-  executionProvider?: 'cpu' | 'cuda';
-  /** Most sequences decoded together; 1 = no batching. */
-  maxBatch: number;
-  batchWindowMs: number;
-  /** See SchedulerOptions.admissionWave. */
-  admissionWave?: number;
+export interface WorkerEngineOptions extends EngineSettings {
   /** Most sequences waiting for a batch slot (bounded here, in the HTTP thread); beyond it enqueue() throws QueueFullError. */
   maxQueue: number;
   logger: Logger;

@@ -33,6 +33,7 @@ export function checkCopyChangesObject(copy: {
   if (copy.metadataDirective === 'REPLACE' || copy.headers?.[WEBSITE_REDIRECT_HEADER] !== undefined) return;
   throw new S3Error(
     'InvalidRequest',
-    "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
+    "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website " +
+      'redirect location or encryption attributes.',
   );
 }

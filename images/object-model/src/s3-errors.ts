@@ -8,7 +8,8 @@ export const S3_ERRORS = {
   AccessForbidden: {
     status: 403,
     message:
-      "CORSResponse: This CORS request is not allowed. This is usually because the evaluation of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.",
+      'CORSResponse: This CORS request is not allowed. This is usually because the evaluation of Origin, request method / ' +
+      "Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.",
   },
   AuthorizationHeaderMalformed: { status: 400, message: 'The authorization header you provided is invalid.' },
   AuthorizationQueryParametersError: { status: 400, message: 'Error parsing the query-string authentication parameters.' },
@@ -29,7 +30,8 @@ export const S3_ERRORS = {
   InvalidPart: {
     status: 400,
     message:
-      "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.",
+      'One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have ' +
+      "matched the part's entity tag.",
   },
   InvalidPartNumber: { status: 416, message: 'The requested partnumber is not satisfiable' },
   InvalidPartOrder: { status: 400, message: 'The list of parts was not in ascending order. Parts must be ordered by part number.' },

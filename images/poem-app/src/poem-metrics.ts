@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from '../../service-kit/src/index.js';
+import { Histogram, registeredCounter, type Counter, type Registry } from '../../service-kit/src/index.js';
 
 export type GenerationOutcome = 'ok' | 'timeout' | 'unavailable' | 'upstream_error' | 'empty';
 
@@ -10,12 +10,7 @@ export class PoemMetrics {
   readonly deleted: Counter;
 
   constructor(registry: Registry) {
-    this.generations = new Counter({
-      name: 'poem_generations_total',
-      help: 'Poem generations attempted, by poem type code and outcome',
-      labelNames: ['type', 'outcome'] as const,
-      registers: [registry],
-    });
+    this.generations = registeredCounter(registry, 'poem_generations_total', 'Poem generations attempted, by poem type code and outcome', ['type', 'outcome']);
     this.generationSeconds = new Histogram({
       name: 'poem_generation_duration_seconds',
       help: 'Time spent waiting for the upstream model per generation, by outcome',
@@ -23,12 +18,7 @@ export class PoemMetrics {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60],
       registers: [registry],
     });
-    this.saved = new Counter({
-      name: 'poems_saved_total',
-      help: 'Poems saved to history, by poem type label',
-      labelNames: ['type'] as const,
-      registers: [registry],
-    });
-    this.deleted = new Counter({ name: 'poems_deleted_total', help: 'Poems deleted from history', registers: [registry] });
+    this.saved = registeredCounter(registry, 'poems_saved_total', 'Poems saved to history, by poem type label', ['type']);
+    this.deleted = registeredCounter(registry, 'poems_deleted_total', 'Poems deleted from history');
   }
 }

@@ -41,21 +41,22 @@ let historyWrites = 'open';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
+/** A new `tag` element with its class and, when given, its text. */
+function make(tag, className, text) {
+  const node = document.createElement(tag);
+  node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
 /** One message in the status banner; `hint` (what to do about it) goes on a line of its own. */
 function setStatus(message, kind = 'info', hint = '') {
   if (!message) {
     el.status.replaceChildren();
     return;
   }
-  const line = document.createElement('p');
-  line.className = `status status--${kind}`;
-  line.textContent = message;
-  if (hint) {
-    const help = document.createElement('span');
-    help.className = 'status__hint';
-    help.textContent = hint;
-    line.append(help);
-  }
+  const line = make('p', `status status--${kind}`, message);
+  if (hint) line.append(make('span', 'status__hint', hint));
   el.status.replaceChildren(line);
 }
 
@@ -94,14 +95,7 @@ function renderResult(state) {
   el.result.setAttribute('aria-busy', String(state === 'loading'));
   if (state === 'poem' && current) {
     // One block per line, so a line that wraps on a narrow screen gets a hanging indent (see .poem__line).
-    el.poem.replaceChildren(
-      ...current.content.split('\n').map((text) => {
-        const line = document.createElement('div');
-        line.className = 'poem__line';
-        line.textContent = text;
-        return line;
-      }),
-    );
+    el.poem.replaceChildren(...current.content.split('\n').map((text) => make('div', 'poem__line', text)));
     el.meta.textContent = `${current.typeLabel} · “${current.theme}”${current.model ? ` · written by ${current.model}` : ''}`;
   } else if (state !== 'poem') {
     el.meta.textContent = '';
@@ -210,29 +204,14 @@ function historyItem(poem) {
   button.className = 'history__item';
   button.dataset.id = String(poem.id);
 
-  const top = document.createElement('span');
-  top.className = 'history__top';
-  const badge = document.createElement('span');
-  badge.className = 'badge';
-  badge.textContent = poem.type;
-  const time = document.createElement('time');
-  time.className = 'history__date';
+  const top = make('span', 'history__top');
+  const time = make('time', 'history__date', dateFormat.format(new Date(poem.createdAt)));
   time.dateTime = poem.createdAt;
-  time.textContent = dateFormat.format(new Date(poem.createdAt));
-  top.append(badge, time);
+  top.append(make('span', 'badge', poem.type), time);
 
-  const theme = document.createElement('span');
-  theme.className = 'history__theme';
-  theme.textContent = poem.theme;
-  const preview = document.createElement('span');
-  preview.className = 'history__preview';
-  preview.textContent = poem.content;
-
-  button.append(top, theme, preview);
-  const remove = document.createElement('button');
+  button.append(top, make('span', 'history__theme', poem.theme), make('span', 'history__preview', poem.content));
+  const remove = make('button', 'button button--quiet history__delete', 'Delete');
   remove.type = 'button';
-  remove.className = 'button button--quiet history__delete';
-  remove.textContent = 'Delete';
   remove.hidden = historyWrites === 'disabled';
   remove.setAttribute('aria-label', `Delete the ${poem.type.toLowerCase()} on “${poem.theme}”`);
   remove.addEventListener('click', () => onDelete(poem));

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type http from 'node:http';
 import { uncaughtErrors } from './last-resort.js';
 
@@ -11,6 +11,16 @@ export function createRegistry(service: string, withDefaults = true): Registry {
   if (withDefaults) collectDefaultMetrics({ register: registry });
   registry.registerMetric(uncaughtErrors);
   return registry;
+}
+
+/** A counter in `registry`, by the labels named. */
+export function registeredCounter<L extends string = never>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
+
+/** A gauge in `registry`, by the labels named. */
+export function registeredGauge<L extends string = never>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
+  return new Gauge({ name, help, labelNames, registers: [registry] });
 }
 
 export interface HttpMetrics {

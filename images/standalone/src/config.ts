@@ -24,16 +24,7 @@ export const standaloneEnvSchema = z.object({
   /** Image search port. */
   STRATA_IMAGE_SEARCH_PORT: env.port(8080),
   /** Comma-separated services not to start, e.g. "image-search,poem-app" (the object store always runs). */
-  STRATA_DISABLED_SERVICES: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    )
-    .pipe(z.array(z.enum(['model-server', 'poem-app', 'image-search']))),
+  STRATA_DISABLED_SERVICES: env.list().pipe(z.array(z.enum(['model-server', 'poem-app', 'image-search']))),
   /** The root user (also its SigV4 access key). */
   STRATA_ROOT_USER: z.string().min(1).default('strata'),
   /** The root's password (also its SigV4 secret key); the default is for development only. */

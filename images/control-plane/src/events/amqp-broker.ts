@@ -8,7 +8,10 @@ export interface AmqpEventBrokerOptions extends AmqpEventsOptions {
    * one RabbitMQ vhost: e.g. `prod.` makes `strata.control-plane` → `prod.strata.control-plane`. Default none.
    */
   queuePrefix?: string;
-  /** Unacknowledged messages per subscriber, i.e. how many handlers run at once per queue (the control plane's consumer applies them in batches). Default 64. */
+  /**
+   * Unacknowledged messages per subscriber, i.e. how many handlers run at once per queue (the control
+   * plane's consumer applies them in batches). Default 64.
+   */
   prefetch?: number;
   /** A failed handler's message goes back to the queue after this delay (no hot redelivery loop). Default 200 ms. */
   redeliveryMs?: number;

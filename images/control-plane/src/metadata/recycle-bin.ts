@@ -60,8 +60,8 @@ const RECYCLED_PAYLOAD = "jsonb_build_object('bucket', $5::text, 'bucketId', $1:
 /**
  * The NORMAL object of one key → RECYCLED with its object.recycled event, in ONE statement (atomic
  * without a transaction: no BEGIN/COMMIT round trips); whether there was one. Written for one key
- * (`key = $2`) so that its plan is cached: the many-keys form is planned anew on every call (~2 ms on
- * PGlite, four times its run).
+ * (`key = $2`) so that its plan is cached: the many-keys form is planned anew on every call, which
+ * costs more than its run.
  */
 async function recycleKey(sql: SqlExecutor, bucket: Bucket, key: string, now: Date): Promise<boolean> {
   const res = await sql.query(

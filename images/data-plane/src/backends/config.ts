@@ -16,8 +16,9 @@ const truthy = (v: string | undefined, fallback: boolean) => (v === undefined ||
  * Reads `STRATA_BACKEND_MINIO_*` (an object-store server; path-style addressing by default) and
  * `STRATA_BACKEND_CLOUD_*` (a cloud object store; virtual-hosted style, endpoint defaults to AWS S3
  * of the region): ENDPOINT, REGION, ACCESS_KEY, SECRET_KEY, BUCKET, PREFIX, PATH_STYLE,
- * PUBLIC_ENDPOINT, IDLE_TIMEOUT_MS (ms without a byte from the backend before a call fails, default 5000). A kind is configured when its ENDPOINT (cloud: ENDPOINT or REGION) is set;
- * incomplete settings are a startup error.
+ * PUBLIC_ENDPOINT, IDLE_TIMEOUT_MS (ms without a byte from the backend before a call fails, default
+ * 5000). A kind is configured when its ENDPOINT (cloud: ENDPOINT or REGION) is set; incomplete
+ * settings are a startup error.
  */
 export function backendsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): BackendsConfig {
   const config: BackendsConfig = {};

@@ -82,7 +82,8 @@ export class Catalog {
 
   async object(bucket: BucketRef, key: string): Promise<StoredObject | undefined> {
     const res = await this.sql.query<StoredObjectRow>(
-      `SELECT o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.part_sizes, o.part_checksums, o.owner, o.blob_id, b.locator, b.backend_key
+      `SELECT o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified,
+              o.tags, o.headers, o.part_sizes, o.part_checksums, o.owner, o.blob_id, b.locator, b.backend_key
        FROM object_info o JOIN blobs b ON b.id = o.blob_id
        WHERE o.bucket_id = $1 AND (o.bucket_id % 2) = ($1::int % 2) AND o.key = $2 AND o.state = 'NORMAL'`,
       [bucket.id, key],
@@ -98,7 +99,8 @@ export class Catalog {
   async objectByBucketName(bucketName: string, key: string): Promise<{ bucket: BucketRef; object: StoredObject | undefined }> {
     const res = await this.sql.query<StoredObjectRow & { bucket_id: number; bucket_owner: string; bucket_backend: BucketRef['backend'] }>(
       `SELECT k.id AS bucket_id, k.owner AS bucket_owner, k.backend AS bucket_backend,
-              o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified, o.tags, o.headers, o.part_sizes, o.part_checksums, o.owner, o.blob_id, b.locator, b.backend_key
+              o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified,
+              o.tags, o.headers, o.part_sizes, o.part_checksums, o.owner, o.blob_id, b.locator, b.backend_key
        FROM buckets k JOIN object_info o ON o.bucket_id = k.id AND o.key = $2 AND o.state = 'NORMAL' JOIN blobs b ON b.id = o.blob_id
        WHERE k.name = $1`,
       [bucketName, key],

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { v7 as uuidv7 } from 'uuid';
 import { type Logger } from '../../../service-kit/src/index.js';
@@ -7,9 +6,7 @@ import {
   checkCopySourceConditions,
   checksumHeaders,
   checkUserMetadata,
-  compositeChecksum,
   digesting,
-  fullObjectChecksum,
   MAX_OBJECT_SIZE,
   mergeStoredHeaders,
   S3Error,
@@ -25,12 +22,13 @@ import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import { checkPreconditions, type ObjectMeta, type Preconditions } from '../catalog/catalog.js';
 import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
+import { chosenParts, multipartEtag, objectChecksum, type RequestedPart } from './completion.js';
 import type { ObjectService } from './object-service.js';
 import { DEFAULT_UPLOADS_PER_ACCOUNT, UploadState, type PartInfo, type UploadChecksum, type UploadInfo } from './upload-state.js';
 
-export const MIN_PART_SIZE = 5 * 1024 * 1024;
 const MAX_PART_NUMBER = 10_000;
 export { UPLOAD_TTL_S, type UploadChecksum } from './upload-state.js';
+export { MIN_PART_SIZE, type RequestedPart } from './completion.js';
 
 /** A part's bytes as they arrive, with the checksum they were checked against. */
 export interface PartUpload {
@@ -41,13 +39,6 @@ export interface PartUpload {
   /** Its checksum as a stored header, sent before the body or (trailingHeaders) after it. */
   headers?: StoredHeaders;
   trailingHeaders?: () => Promise<StoredHeaders | undefined>;
-}
-
-/** A part as CompleteMultipartUpload lists it, with the checksum the client has for it, if any. */
-export interface RequestedPart {
-  partNumber: number;
-  etag: string;
-  checksum?: { algorithm: string; value: string };
 }
 
 export interface MultipartLimits {
@@ -184,7 +175,8 @@ export class MultipartService {
       if (!m)
         throw new S3Error(
           'InvalidArgument',
-          'The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy',
+          'The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and ' +
+            'last bytes to copy',
         );
       range = { start: Number(m[1]), end: Number(m[2]) };
       if (range.start > range.end || range.end >= object.size)
@@ -255,43 +247,10 @@ export class MultipartService {
     const retried = await this.completedBefore(bucketName, key, uploadId);
     if (retried) return retried;
     const { info, backend } = await this.upload(bucketName, key, uploadId);
-    if (!Array.isArray(requested) || requested.length === 0) throw new S3Error('MalformedXML', 'You must specify at least one part');
     const stored = new Map((await this.state.parts(uploadId)).map((p) => [p.partNumber, p]));
-    const chosen: PartInfo[] = [];
-    let previous = 0;
-    for (const r of requested) {
-      const n = Number(r?.partNumber);
-      if (!Number.isInteger(n) || n <= previous) throw new S3Error('InvalidPartOrder', undefined, { UploadId: uploadId });
-      previous = n;
-      const part = stored.get(n);
-      const etag = String(r.etag ?? '')
-        .replace(/^"|"$/g, '')
-        .toLowerCase();
-      if (!part || part.etag !== etag) throw new S3Error('InvalidPart', undefined, { UploadId: uploadId, PartNumber: String(n), ETag: etag });
-      // A checksum the client lists for a part must be the one the part was uploaded with.
-      if (info.checksum && r.checksum && (r.checksum.algorithm !== info.checksum.algorithm || r.checksum.value !== part.checksum)) {
-        throw new S3Error('InvalidPart', `The ${r.checksum.algorithm} checksum listed for part ${n} is not the one it was uploaded with.`, {
-          UploadId: uploadId,
-          PartNumber: String(n),
-          ETag: etag,
-        });
-      }
-      chosen.push(part);
-    }
-    chosen.slice(0, -1).forEach((p) => {
-      if (p.size < MIN_PART_SIZE) {
-        throw new S3Error('EntityTooSmall', undefined, {
-          UploadId: uploadId,
-          PartNumber: String(p.partNumber),
-          ProposedSize: String(p.size),
-          MinSizeAllowed: String(MIN_PART_SIZE),
-        });
-      }
-    });
-    const etag = `${createHash('md5')
-      .update(Buffer.concat(chosen.map((p) => Buffer.from(p.etag, 'hex'))))
-      .digest('hex')}-${chosen.length}`;
-    const checksum = info.checksum && (await this.objectChecksum(info.checksum, chosen, expectedChecksum));
+    const chosen = chosenParts(uploadId, info, requested, stored);
+    const etag = multipartEtag(chosen);
+    const checksum = info.checksum && (await objectChecksum(info.checksum, chosen, expectedChecksum));
     const { bucket } = await this.objects.bucket(bucketName);
     if (bucket.id !== info.bucketId) throw new S3Error('NoSuchUpload', undefined, { UploadId: uploadId });
     if (conditions) {
@@ -354,34 +313,6 @@ export class MultipartService {
     } catch (err) {
       this.logger.warn({ err, uploadId }, 'completed upload: cleanup left for a retry, a listing or the part sweep');
     }
-  }
-
-  /**
-   * The object's checksum from its parts': COMPOSITE (a checksum of the parts' checksums, `-N`) or
-   * FULL_OBJECT (the CRC of all its bytes, combined from the parts' CRCs). One the client sent for the
-   * whole object must match (BadDigest, the upload stays in progress).
-   */
-  private async objectChecksum(upload: UploadChecksum, parts: PartInfo[], expected: { algorithm: string; value: string } | undefined) {
-    if (parts.some((p) => p.checksum === undefined)) throw new S3Error('InvalidPart', `Every part of this upload needs its ${upload.algorithm} checksum.`);
-    const value =
-      upload.type === 'COMPOSITE'
-        ? await compositeChecksum(
-            upload.algorithm,
-            parts.map((p) => p.checksum!),
-          )
-        : fullObjectChecksum(
-            upload.algorithm,
-            parts.map((p) => ({ value: p.checksum!, size: p.size })),
-          );
-    if (expected) {
-      if (expected.algorithm !== upload.algorithm)
-        throw new S3Error('InvalidRequest', `The upload was created using the ${upload.algorithm} checksum algorithm, not ${expected.algorithm}.`);
-      // (A composite checksum may be sent with or without its `-N`.)
-      if (expected.value !== value && `${expected.value}-${parts.length}` !== value) {
-        throw new S3Error('BadDigest', `The ${upload.algorithm} you specified for the whole object did not match the one calculated from its parts.`);
-      }
-    }
-    return { algorithm: upload.algorithm, value, type: upload.type };
   }
 
   async abort(bucket: string, key: string, uploadId: string): Promise<void> {
