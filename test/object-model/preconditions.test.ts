@@ -1,5 +1,12 @@
 import { expect } from 'chai';
-import { checkCopySourceConditions, evaluatePreconditions, notModified, S3Error } from '../../images/object-model/src/index.js';
+import {
+  checkCopySourceConditions,
+  checkDeleteConditions,
+  checkWriteConditions,
+  evaluatePreconditions,
+  notModified,
+  S3Error,
+} from '../../images/object-model/src/index.js';
 
 describe('object model: conditional requests (evaluatePreconditions)', () => {
   const object = { etag: 'abc', lastModified: '2026-03-04T05:06:07.890Z' };
@@ -47,5 +54,31 @@ describe('object model: conditional requests (evaluatePreconditions)', () => {
     expect(condition(() => checkCopySourceConditions({ ifNoneMatch: '"abc"' }, object))).to.equal('PreconditionFailed x-amz-copy-source-If-None-Match');
     expect(condition(() => checkCopySourceConditions({ ifModifiedSince: after }, object))).to.equal('PreconditionFailed x-amz-copy-source-If-Modified-Since');
     expect(condition(() => checkCopySourceConditions({ ifMatch: 'abc', ifModifiedSince: before }, object))).to.equal('held');
+  });
+
+  it('a write and a delete are checked by the same module: NoSuchKey without an object, PreconditionFailed naming the condition', () => {
+    const failure = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (err) {
+        return err instanceof S3Error ? `${err.code}${err.extra?.Condition ? ` ${err.extra.Condition}` : ''}` : String(err);
+      }
+      return 'held';
+    };
+    expect(failure(() => checkWriteConditions({ ifMatch: '"abc"' }, undefined, 'k'))).to.equal('NoSuchKey');
+    expect(failure(() => checkWriteConditions({ ifMatch: '"x"' }, 'abc', 'k'))).to.equal('PreconditionFailed If-Match');
+    expect(failure(() => checkWriteConditions({ ifNoneMatch: '*' }, 'abc', 'k'))).to.equal('PreconditionFailed If-None-Match');
+    expect(failure(() => checkWriteConditions({ ifNoneMatch: '*' }, undefined, 'k'))).to.equal('held');
+    const current = { etag: 'abc', size: 3, lastModified: new Date('2026-01-02T03:04:05.678Z') };
+    expect(failure(() => checkDeleteConditions({ ifMatch: '*' }, undefined, 'k'))).to.equal('NoSuchKey');
+    expect(failure(() => checkDeleteConditions({ ifMatch: '"x"' }, current, 'k'))).to.equal('PreconditionFailed If-Match');
+    expect(failure(() => checkDeleteConditions({ size: 4 }, current, 'k'))).to.equal('PreconditionFailed x-amz-if-match-size');
+    expect(failure(() => checkDeleteConditions({ lastModifiedTime: '2026-01-02T03:04:06Z' }, current, 'k'))).to.equal(
+      'PreconditionFailed x-amz-if-match-last-modified-time',
+    );
+    // Compared to the second, as S3 does.
+    expect(failure(() => checkDeleteConditions({ ifMatch: '"abc"', size: 3, lastModifiedTime: new Date('2026-01-02T03:04:05Z') }, current, 'k'))).to.equal(
+      'held',
+    );
   });
 });

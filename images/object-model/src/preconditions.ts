@@ -1,4 +1,5 @@
 import { etagMatches } from './etags.js';
+import type { WriteConditions } from './object-layer.js';
 import { S3Error } from './s3-errors.js';
 
 /** The conditions a read (If-*) or a copy's source (x-amz-copy-source-if-*) puts on an object; times as the client sent them. */
@@ -61,4 +62,37 @@ export function checkCopySourceConditions(c: ObjectConditions | undefined, sourc
 export function definedConditions<T extends Record<string, string | undefined>>(values: T): Partial<T> | undefined {
   const set = Object.entries(values).filter(([, v]) => v !== undefined);
   return set.length ? (Object.fromEntries(set) as Partial<T>) : undefined;
+}
+
+/** If-Match / If-None-Match of a write against the key's current ETag (undefined: no object); PreconditionFailed or NoSuchKey as S3. */
+export function checkWriteConditions(c: WriteConditions | undefined, currentEtag: string | undefined, key: string): void {
+  if (!c) return;
+  if (c.ifMatch !== undefined) {
+    if (currentEtag === undefined) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    if (!etagMatches(c.ifMatch, currentEtag)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
+  }
+  if (c.ifNoneMatch !== undefined && currentEtag !== undefined && etagMatches(c.ifNoneMatch, currentEtag)) {
+    throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-None-Match' });
+  }
+}
+
+/** What a conditional delete requires (DeleteObject's If-Match, x-amz-if-match-last-modified-time, x-amz-if-match-size; DeleteObjects' ETag, ...). */
+export interface DeleteRequirements {
+  ifMatch?: string;
+  lastModifiedTime?: string | Date;
+  size?: number;
+}
+
+/** A conditional delete's requirements against the current object (undefined: none): NoSuchKey or PreconditionFailed as S3. */
+export function checkDeleteConditions(
+  c: DeleteRequirements,
+  current: { etag: string; size: number; lastModified: string | Date } | undefined,
+  key: string,
+): void {
+  if (!current) throw new S3Error('NoSuchKey', undefined, { Key: key });
+  if (c.ifMatch !== undefined && !etagMatches(c.ifMatch, current.etag)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
+  if (c.lastModifiedTime !== undefined && seconds(c.lastModifiedTime) !== seconds(current.lastModified)) {
+    throw new S3Error('PreconditionFailed', undefined, { Condition: 'x-amz-if-match-last-modified-time' });
+  }
+  if (c.size !== undefined && c.size !== current.size) throw new S3Error('PreconditionFailed', undefined, { Condition: 'x-amz-if-match-size' });
 }

@@ -1,6 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 import { isUniqueViolation, readQuery, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
-import { S3Error, etagMatches } from '../../../object-model/src/index.js';
+import { checkDeleteConditions } from '../../../object-model/src/index.js';
 import { insertOutboxEvent } from './event-inbox.js';
 import { OBJECT_COLUMNS, objectMetaOf, SAME_PARTITION, type ObjectRow } from './objects.js';
 import type { Bucket, DeleteConditions, ExpirySelection, ObjectMeta, PurgeResult, RecycleBin, RecycleBinPage, RecycleBinQuery } from './store.js';
@@ -288,14 +288,4 @@ export class SqlRecycleBin implements RecycleBin {
       if (res.rowCount < PURGE_BATCH * 20) return pruned;
     }
   }
-}
-
-/** A conditional delete's requirements against the current object (undefined: none): NoSuchKey or PreconditionFailed as S3. */
-function checkDeleteConditions(c: DeleteConditions, current: { etag: string; size: number; lastModified: Date } | undefined, key: string): void {
-  if (!current) throw new S3Error('NoSuchKey', undefined, { Key: key });
-  if (c.ifMatch !== undefined && !etagMatches(c.ifMatch, current.etag)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
-  if (c.lastModifiedTime !== undefined && Math.floor(c.lastModifiedTime.getTime() / 1000) !== Math.floor(current.lastModified.getTime() / 1000)) {
-    throw new S3Error('PreconditionFailed', undefined, { Condition: 'x-amz-if-match-last-modified-time' });
-  }
-  if (c.size !== undefined && c.size !== current.size) throw new S3Error('PreconditionFailed', undefined, { Condition: 'x-amz-if-match-size' });
 }

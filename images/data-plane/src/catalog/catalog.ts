@@ -2,7 +2,7 @@ import type { SqlClient } from '../../../service-kit/src/index.js';
 import { objectMetaOf, S3Error, type ObjectMeta, type ObjectRow } from '../../../object-model/src/index.js';
 import { ObjectCommit, type CommitRequest, type CommitResult } from './commit.js';
 
-export { BlobGoneError, checkPreconditions, type BlobSource, type CommitRequest, type CommitResult, type Preconditions } from './commit.js';
+export { BlobGoneError, type BlobSource, type CommitRequest, type CommitResult } from './commit.js';
 
 /** The bucket as the data plane needs it. */
 export interface BucketRef {

@@ -1,12 +1,7 @@
 import { isUniqueViolation, uuidV7, type SqlClient } from '../../../service-kit/src/index.js';
-import { S3Error, etagMatches, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import { S3Error, checkWriteConditions, type StoredHeaders, type Tag, type WriteConditions } from '../../../object-model/src/index.js';
 import type { BucketRef, ObjectMeta } from './catalog.js';
 import { GroupCommit } from './group-commit.js';
-
-export interface Preconditions {
-  ifMatch?: string;
-  ifNoneMatch?: string;
-}
 
 /** The bytes the new object points at: a blob just written, or one already stored. */
 export type BlobSource =
@@ -39,7 +34,7 @@ export interface CommitRequest {
   partSizes?: number[];
   /** Its parts' checksums in part order, when they have them. */
   partChecksums?: string[];
-  conditions?: Preconditions;
+  conditions?: WriteConditions;
   now: Date;
 }
 
@@ -109,7 +104,7 @@ export class ObjectCommit {
   }
 
   /** The key's current ETag (null: no object) once the preconditions hold against it. */
-  private async currentVersion(req: CommitRequest, conditions: Preconditions): Promise<{ currentEtag: string | null }> {
+  private async currentVersion(req: CommitRequest, conditions: WriteConditions): Promise<{ currentEtag: string | null }> {
     const res = await this.sql.query<{ etag: string | null }>(
       `SELECT o.etag FROM buckets k LEFT JOIN object_info o ON o.bucket_id = k.id AND (o.bucket_id % 2) = ($1::int % 2) AND o.key = $2 AND o.state = 'NORMAL'
        WHERE k.id = $1`,
@@ -117,7 +112,7 @@ export class ObjectCommit {
     );
     if (!res.rows[0]) throw new S3Error('NoSuchBucket', undefined, { BucketName: req.bucket.name });
     const currentEtag = res.rows[0].etag;
-    checkPreconditions(conditions, currentEtag ?? undefined, req.key);
+    checkWriteConditions(conditions, currentEtag ?? undefined, req.key);
     return { currentEtag };
   }
 
@@ -223,16 +218,4 @@ function commitResult(req: CommitRequest, row: CommitRow): CommitResult {
 function isRetryable(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code;
   return err instanceof KeyChangedError || isUniqueViolation(err) || code === '40P01' || code === '40001';
-}
-
-/** If-Match / If-None-Match of a write against the key's current ETag (undefined: no object); PreconditionFailed or NoSuchKey as S3. */
-export function checkPreconditions(c: Preconditions | undefined, currentEtag: string | undefined, key: string): void {
-  if (!c) return;
-  if (c.ifMatch !== undefined) {
-    if (currentEtag === undefined) throw new S3Error('NoSuchKey', undefined, { Key: key });
-    if (!etagMatches(c.ifMatch, currentEtag)) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
-  }
-  if (c.ifNoneMatch !== undefined && currentEtag !== undefined && etagMatches(c.ifNoneMatch, currentEtag)) {
-    throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-None-Match' });
-  }
 }

@@ -16,10 +16,12 @@ import {
   type ObjectConditions,
   type StoredHeaders,
   type Tag,
+  checkWriteConditions,
+  type WriteConditions,
 } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
-import { checkPreconditions, type ObjectMeta, type Preconditions } from '../catalog/catalog.js';
+import { type ObjectMeta } from '../catalog/catalog.js';
 import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
 import { chosenParts, multipartEtag, objectChecksum, type RequestedPart } from './completion.js';
@@ -240,7 +242,7 @@ export class MultipartService {
     key: string,
     uploadId: string,
     requested: RequestedPart[],
-    conditions?: Preconditions,
+    conditions?: WriteConditions,
     /** The whole object's checksum as the client computed it (x-amz-checksum-* on the Complete request). */
     expectedChecksum?: { algorithm: string; value: string },
   ): Promise<ObjectMeta> {
@@ -261,7 +263,7 @@ export class MultipartService {
           throw err;
         },
       );
-      checkPreconditions(conditions, current, key);
+      checkWriteConditions(conditions, current, key);
     }
     const composed = await backend.compose(chosen.map((p) => p.locator));
     const meta = await this.objects.commit(

@@ -19,10 +19,12 @@ import {
   type ObjectConditions,
   type StoredHeaders,
   type Tag,
+  checkWriteConditions,
+  type WriteConditions,
 } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-backend.js';
-import { BlobGoneError, checkPreconditions, type BucketRef, type Catalog, type ObjectMeta, type Preconditions, type StoredObject } from '../catalog/catalog.js';
+import { BlobGoneError, type BucketRef, type Catalog, type ObjectMeta, type StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
 import type { DataPlaneMetrics } from '../metrics.js';
 import { invalidateObjectRead, readThroughObjectCache, type ReadCacheStore } from '../../../object-model/src/object-read-cache.js';
@@ -45,7 +47,7 @@ export interface PutRequest {
   contentMd5?: string;
   /** Hex MD5 the client claims for an instant upload. */
   instantMd5?: string;
-  conditions?: Preconditions;
+  conditions?: WriteConditions;
 }
 
 export interface CopyRequest {
@@ -73,7 +75,7 @@ export interface CopyRequest {
   /** x-amz-copy-source-if-*: conditions on the source. */
   conditions?: ObjectConditions;
   /** If-Match / If-None-Match: conditions on the object the copy replaces, checked by its commit. */
-  destinationConditions?: Preconditions;
+  destinationConditions?: WriteConditions;
 }
 
 /** Hooks run after a commit: the outbox relay is kicked so that events leave at once. */
@@ -241,7 +243,7 @@ export class ObjectService {
       const { object: source, backend: sourceBackend } = await this.head(req.sourceBucket, req.sourceKey);
       checkCopySourceConditions(req.conditions, source);
       // Checked again by the commit; failing here spares reading or writing the bytes of a doomed copy.
-      if (req.destinationConditions) checkPreconditions(req.destinationConditions, (await this.catalog.object(bucket, req.key))?.etag, req.key);
+      if (req.destinationConditions) checkWriteConditions(req.destinationConditions, (await this.catalog.object(bucket, req.key))?.etag, req.key);
       checkCopyChangesObject(req);
       const replace = req.metadataDirective === 'REPLACE';
       const contentType = replace ? req.contentType || 'application/octet-stream' : source.contentType;
