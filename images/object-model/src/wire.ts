@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CHECKSUM_ALGORITHMS } from './checksum-algorithms.js';
+import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm, multipartChecksumTypes, type ChecksumAlgorithm } from './checksum-algorithms.js';
 import { asciiJson } from './internal-api.js';
 import { definedConditions } from './preconditions.js';
 import { S3Error, type S3ErrorCode } from './s3-errors.js';
@@ -117,10 +117,109 @@ const COPY_OBJECT_BODY_ERRORS: Record<string, () => S3Error> = {
   checksumAlgorithm: () => new S3Error('InvalidRequest', `checksumAlgorithm must be one of ${CHECKSUM_ALGORITHMS.join(', ')}`),
 };
 
-/** A CopyObject body, checked: the S3 error of its first wrong field (in the schema's order), InvalidArgument for any other. */
-export function readCopyObjectBody(value: unknown): z.output<typeof COPY_OBJECT_BODY> {
-  const result = COPY_OBJECT_BODY.safeParse(value ?? {});
-  if (result.success) return result.data;
-  const field = String(result.error.issues[0]?.path[0] ?? '');
-  throw COPY_OBJECT_BODY_ERRORS[field]?.() ?? new S3Error('InvalidArgument', `${field} is not valid in a copy request`);
+/**
+ * A reader of one internal JSON body: the value checked by `schema`, or the S3 error `errors` names for
+ * its first wrong field (in the schema's order), InvalidArgument for any other.
+ */
+function bodyReader<S extends z.ZodType>(schema: S, errors: Record<string, () => S3Error>, what: string): (value: unknown) => z.output<S> {
+  return (value) => {
+    const result = schema.safeParse(value ?? {});
+    if (result.success) return result.data;
+    const field = String(result.error.issues[0]?.path[0] ?? '');
+    throw errors[field]?.() ?? new S3Error('InvalidArgument', `${field} is not valid in ${what}`);
+  };
 }
+
+/** A CopyObject body, checked. */
+export const readCopyObjectBody = bodyReader(COPY_OBJECT_BODY, COPY_OBJECT_BODY_ERRORS, 'a copy request');
+
+/** A multipart upload's checksum as CreateMultipartUpload names it: the algorithm's default type unless one is named. */
+function uploadChecksum(value: unknown): { algorithm: ChecksumAlgorithm; type: 'COMPOSITE' | 'FULL_OBJECT' } | undefined {
+  if (value === undefined || value === null) return undefined;
+  const { algorithm, type } = value as { algorithm?: unknown; type?: unknown };
+  if (typeof algorithm !== 'string' || !isChecksumAlgorithm(algorithm))
+    throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-algorithm header is invalid.');
+  const allowed = multipartChecksumTypes(algorithm);
+  const chosen = type === undefined ? allowed[0]! : type;
+  if (chosen !== 'COMPOSITE' && chosen !== 'FULL_OBJECT') throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-type header is invalid.');
+  if (!allowed.includes(chosen))
+    throw new S3Error('InvalidRequest', `The ${chosen} checksum type cannot be used with the ${algorithm.toLowerCase()} checksum algorithm.`);
+  return { algorithm, type: chosen };
+}
+
+/** CreateMultipartUpload's internal JSON body (the gateway's CreateMultipartInput), as the data plane reads it. */
+export const readCreateMultipartBody = bodyReader(
+  z.object({
+    owner: optionalText,
+    contentType: optionalText,
+    userMetadata: z.record(z.string(), z.string()).optional(),
+    tags: z.unknown().optional().transform(objectTagsFromJson),
+    headers: z.unknown().optional().transform(storedHeadersFromJson),
+    checksum: z.unknown().optional().transform(uploadChecksum),
+  }),
+  {},
+  'a multipart upload',
+);
+
+/** UploadPartCopy's internal JSON body (the gateway's UploadPartCopyInput). */
+export const readPartCopyBody = bodyReader(
+  z.object({ sourceBucket: z.string(), sourceKey: z.string(), range: optionalText, conditions: OBJECT_CONDITIONS_BODY }),
+  { sourceBucket: COPY_OBJECT_BODY_ERRORS.sourceBucket!, sourceKey: COPY_OBJECT_BODY_ERRORS.sourceKey! },
+  'a part copy',
+);
+
+/** One part a CompleteMultipartUpload names; its number and ETag are judged against the stored parts. */
+export interface RequestedPart {
+  partNumber: number;
+  etag: string;
+  checksum?: { algorithm: string; value: string };
+}
+
+/**
+ * CompleteMultipartUpload's internal JSON body. `parts` that is no list is passed on as it is: the upload
+ * judges it (MalformedXML) after a retried Complete has been recognised.
+ */
+export const readCompleteMultipartBody = bodyReader(
+  z.object({
+    parts: z.unknown().transform((parts) =>
+      Array.isArray(parts)
+        ? parts.map(
+            (r: Record<string, unknown> | null): RequestedPart => ({
+              partNumber: Number(r?.partNumber),
+              etag: String(r?.etag ?? ''),
+              checksum: NAMED_CHECKSUM_BODY.parse(r?.checksum),
+            }),
+          )
+        : (parts as RequestedPart[]),
+    ),
+    conditions: WRITE_CONDITIONS_BODY,
+    checksum: NAMED_CHECKSUM_BODY,
+  }),
+  {},
+  'a multipart completion',
+);
+
+const EXPIRY_REQUIRED = () => new S3Error('InvalidArgument', 'prefix (a string) and initiatedNoLaterThan (an ISO 8601 time) are required');
+
+/** A lifecycle rule's AbortIncompleteMultipartUpload, as the control plane asks it of the data plane. */
+export const readMultipartExpiryBody = bodyReader(
+  z.object({
+    prefix: z
+      .string()
+      .nullish()
+      .transform((p) => p ?? ''),
+    initiatedNoLaterThan: z
+      .unknown()
+      .transform((t) => new Date(String(t)))
+      .refine((d) => !Number.isNaN(d.getTime())),
+  }),
+  { prefix: EXPIRY_REQUIRED, initiatedNoLaterThan: EXPIRY_REQUIRED },
+  'a multipart expiry',
+);
+
+/** The blobs a purge freed, for the data plane to collect now (none named: all that are unreferenced). */
+export const readBlobCollectionBody = bodyReader(
+  z.object({ blobIds: z.array(z.number().refine(Number.isSafeInteger)).optional() }),
+  { blobIds: () => new S3Error('InvalidArgument', 'blobIds must be a list of integers') },
+  'a blob collection',
+);

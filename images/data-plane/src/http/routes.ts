@@ -4,22 +4,20 @@ import { finished } from 'node:stream/promises';
 import express, { type Request, type Router } from 'express';
 import {
   encodeWireHeader,
-  isChecksumAlgorithm,
-  multipartChecksumTypes,
-  NAMED_CHECKSUM_BODY,
   notModified,
-  OBJECT_CONDITIONS_BODY,
-  objectTagsFromJson,
+  readBlobCollectionBody,
+  readCompleteMultipartBody,
   readCopyObjectBody,
+  readCreateMultipartBody,
+  readMultipartExpiryBody,
+  readPartCopyBody,
   readWireHeader,
   S3Error,
   STORED_HEADERS_HEADER,
   storedChecksum,
-  storedHeadersFromJson,
   TAGS_HEADER,
   TRAILING_HEADERS_TRAILER,
   USER_METADATA_HEADER,
-  WRITE_CONDITIONS_BODY,
   type ObjectConditions,
   type StoredHeaders,
 } from '../../../object-model/src/index.js';
@@ -27,7 +25,7 @@ import { sendJson } from '../../../service-kit/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
 import type { StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
-import type { MultipartService, RequestedPart, UploadChecksum } from '../uploads/multipart-service.js';
+import type { MultipartService } from '../uploads/multipart-service.js';
 import type { ObjectService } from '../uploads/object-service.js';
 
 export interface RouteDeps {
@@ -88,20 +86,6 @@ function bodyHeaders(req: http.IncomingMessage): { headers?: StoredHeaders; trai
       return readWireHeader(TRAILING_HEADERS_TRAILER, req.trailers[TRAILING_HEADERS_TRAILER.name]);
     },
   };
-}
-
-/** A multipart upload's checksum algorithm and type, as S3 allows them together; undefined when absent. */
-function uploadChecksum(value: unknown): UploadChecksum | undefined {
-  if (value === undefined || value === null) return undefined;
-  const { algorithm, type } = value as { algorithm?: unknown; type?: unknown };
-  if (typeof algorithm !== 'string' || !isChecksumAlgorithm(algorithm))
-    throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-algorithm header is invalid.');
-  const allowed = multipartChecksumTypes(algorithm);
-  const chosen = type === undefined ? allowed[0]! : type;
-  if (chosen !== 'COMPOSITE' && chosen !== 'FULL_OBJECT') throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-type header is invalid.');
-  if (!allowed.includes(chosen))
-    throw new S3Error('InvalidRequest', `The ${chosen} checksum type cannot be used with the ${algorithm.toLowerCase()} checksum algorithm.`);
-  return { algorithm, type: chosen };
 }
 
 /** One `bytes=` range against a size: undefined = serve everything (absent or unparseable, as S3 does). */
@@ -296,16 +280,9 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   });
 
   router.post('/multipart/:bucket/:key', json, async (req, res) => {
-    const checksum = uploadChecksum(req.body?.checksum);
-    const uploadId = await multipart.initiate(p(req, 'bucket'), p(req, 'key'), {
-      owner: req.body?.owner,
-      contentType: req.body?.contentType,
-      userMetadata: req.body?.userMetadata,
-      tags: objectTagsFromJson(req.body?.tags),
-      headers: storedHeadersFromJson(req.body?.headers),
-      checksum,
-    });
-    res.json({ uploadId, ...(checksum ? { checksum } : {}) });
+    const body = readCreateMultipartBody(req.body);
+    const uploadId = await multipart.initiate(p(req, 'bucket'), p(req, 'key'), body);
+    res.json({ uploadId, ...(body.checksum ? { checksum: body.checksum } : {}) });
   });
   router.put('/multipart/:bucket/:key/:uploadId/parts/:n', async (req, res) => {
     res.json(
@@ -318,14 +295,13 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     );
   });
   router.put('/multipart/:bucket/:key/:uploadId/parts/:n/copy', json, async (req, res) => {
-    const b = req.body ?? {};
-    if (typeof b.sourceBucket !== 'string' || typeof b.sourceKey !== 'string') throw new S3Error('InvalidArgument', 'sourceBucket and sourceKey are required');
+    const { sourceBucket, sourceKey, range, conditions } = readPartCopyBody(req.body);
     res.json(
       await multipart.uploadPartCopy(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), Number(p(req, 'n')), {
-        bucket: b.sourceBucket,
-        key: b.sourceKey,
-        range: typeof b.range === 'string' ? b.range : undefined,
-        conditions: OBJECT_CONDITIONS_BODY.parse(b.conditions),
+        bucket: sourceBucket,
+        key: sourceKey,
+        range,
+        conditions,
       }),
     );
   });
@@ -340,13 +316,8 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     );
   });
   router.post('/multipart/:bucket/:key/:uploadId/complete', json, async (req, res) => {
-    const conditions = WRITE_CONDITIONS_BODY.parse(req.body?.conditions);
-    const parts = Array.isArray(req.body?.parts)
-      ? (req.body.parts as Array<Record<string, unknown>>).map(
-          (r): RequestedPart => ({ partNumber: Number(r?.partNumber), etag: String(r?.etag ?? ''), checksum: NAMED_CHECKSUM_BODY.parse(r?.checksum) }),
-        )
-      : req.body?.parts;
-    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), parts, conditions, NAMED_CHECKSUM_BODY.parse(req.body?.checksum)));
+    const { parts, conditions, checksum } = readCompleteMultipartBody(req.body);
+    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), parts, conditions, checksum));
   });
   router.delete('/multipart/:bucket/:key/:uploadId', async (req, res) => {
     await multipart.abort(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'));
@@ -374,11 +345,8 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
 
   // A lifecycle rule's AbortIncompleteMultipartUpload (the control plane's daily job).
   router.post('/multipart-expiry/:bucket', json, async (req, res) => {
-    const prefix: unknown = req.body?.prefix ?? '';
-    const before = new Date(String(req.body?.initiatedNoLaterThan));
-    if (typeof prefix !== 'string' || Number.isNaN(before.getTime()))
-      throw new S3Error('InvalidArgument', 'prefix (a string) and initiatedNoLaterThan (an ISO 8601 time) are required');
-    res.json({ aborted: await multipart.abortInitiatedBefore(p(req, 'bucket'), prefix, before) });
+    const { prefix, initiatedNoLaterThan } = readMultipartExpiryBody(req.body);
+    res.json({ aborted: await multipart.abortInitiatedBefore(p(req, 'bucket'), prefix, initiatedNoLaterThan) });
   });
 
   // The control plane writes events too (recycle, restore, purge, buckets) but has no relay of its own.
@@ -388,10 +356,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   });
 
   router.post('/blobs/gc', json, async (req, res) => {
-    const ids: unknown = req.body?.blobIds;
-    if (ids !== undefined && (!Array.isArray(ids) || !ids.every((i) => Number.isSafeInteger(i))))
-      throw new S3Error('InvalidArgument', 'blobIds must be a list of integers');
-    res.json({ freed: await deps.collector.collect(ids as number[] | undefined) });
+    res.json({ freed: await deps.collector.collect(readBlobCollectionBody(req.body).blobIds) });
   });
 
   return router;

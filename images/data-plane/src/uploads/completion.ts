@@ -1,21 +1,16 @@
 import { createHash } from 'node:crypto';
-import { compositeChecksum, fullObjectChecksum, S3Error } from '../../../object-model/src/index.js';
+import { compositeChecksum, fullObjectChecksum, S3Error, type RequestedPart } from '../../../object-model/src/index.js';
 import type { PartInfo, UploadChecksum, UploadInfo } from './upload-state.js';
 
 export const MIN_PART_SIZE = 5 * 1024 * 1024;
-
-/** A part as CompleteMultipartUpload lists it, with the checksum the client has for it, if any. */
-export interface RequestedPart {
-  partNumber: number;
-  etag: string;
-  checksum?: { algorithm: string; value: string };
-}
 
 /**
  * The stored parts a CompleteMultipartUpload names, in its order: part numbers ascending, each part's
  * ETag (and checksum, when listed) the one it was uploaded with, and every part but the last at least
  * MIN_PART_SIZE (S3's rules and error codes).
  */
+export type { RequestedPart };
+
 export function chosenParts(uploadId: string, info: UploadInfo, requested: RequestedPart[], stored: Map<number, PartInfo>): PartInfo[] {
   if (!Array.isArray(requested) || requested.length === 0) throw new S3Error('MalformedXML', 'You must specify at least one part');
   const chosen: PartInfo[] = [];
