@@ -48,4 +48,29 @@ describe('service kit: handler chains on node:http', () => {
       expect(await r.json()).to.deep.equal({ error: { next: 'passed to next', throw: 'thrown', reject: 'rejected' }[how] });
     }
   });
+
+  it('an error handler that throws cuts the connection instead of leaving an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    const broken = http.createServer((req, res) =>
+      runChain([async () => Promise.reject(new Error('handler failed'))], req, res, () => {
+        throw new Error('renderer failed');
+      }),
+    );
+    try {
+      await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', () => resolve()));
+      const outcome = await fetch(`http://127.0.0.1:${(broken.address() as AddressInfo).port}/`, { signal: AbortSignal.timeout(5000) }).then(
+        (r) => `answered ${r.status}`,
+        (err: Error) => (err.name === 'TimeoutError' ? 'hung' : 'cut'),
+      );
+      await new Promise((r) => setImmediate(r));
+      expect(outcome).to.equal('cut');
+      expect(unhandled).to.deep.equal([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      broken.closeAllConnections();
+      await new Promise<void>((resolve) => broken.close(() => resolve()));
+    }
+  });
 });

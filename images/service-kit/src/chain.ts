@@ -20,7 +20,15 @@ export function runChain<Req extends http.IncomingMessage>(
   onError: ChainErrorHandler<Req>,
 ): void {
   let i = 0;
-  const fail = (err: unknown) => onError(err ?? new Error('rejected without a reason'), req, res, () => undefined);
+  // An error handler that throws itself has nothing left to answer with: the connection is cut, and nothing
+  // escapes as an unhandled rejection.
+  const fail = (err: unknown) => {
+    try {
+      onError(err ?? new Error('rejected without a reason'), req, res, () => undefined);
+    } catch {
+      res.destroy();
+    }
+  };
   const next = (err?: unknown): void => {
     if (err !== undefined && err !== null) {
       fail(err);
