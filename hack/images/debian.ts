@@ -8,6 +8,18 @@ function run(cmd: string, args: string[]): string {
   return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
 }
 
+/**
+ * `fn` answering each argument once per process: what dpkg, apt and ldd say of a path or a package
+ * does not change while the tests run, and the images share most libraries (each query costs a process).
+ */
+function once<R>(fn: (arg: string) => R): (arg: string) => R {
+  const answers = new Map<string, R>();
+  return (arg) => {
+    if (!answers.has(arg)) answers.set(arg, fn(arg));
+    return answers.get(arg)!;
+  };
+}
+
 /** Package names of a Depends/Pre-Depends field, the first of each set of alternatives that `has` accepts (else the first). */
 function dependsNames(field: string, has: (pkg: string) => boolean): string[] {
   return field
@@ -44,12 +56,12 @@ function installed(): Map<string, Installed> {
 }
 
 /** A package's Pre-Depends and Depends, from the archive (apt-cache) where it is not installed here. */
-function depends(pkg: string): string {
+const depends = once((pkg: string): string => {
   const local = installed().get(pkg);
   if (local) return local.depends;
   const fields = run('apt-cache', ['show', '--no-all-versions', pkg]);
   return [...fields.matchAll(/^(?:Pre-Depends|Depends): (.*)$/gm)].map((m) => m[1]).join(', ');
-}
+});
 
 /** `roots` and everything they depend on, stopping at packages in `stop`. */
 function closure(roots: Iterable<string>, stop: ReadonlySet<string>): Set<string> {
@@ -86,19 +98,19 @@ export function aptAdds(pkgs: string[]): Set<string> {
 }
 
 /** Bytes a package takes once installed (its Installed-Size, in KiB). */
-export function installedBytes(pkg: string): number {
+export const installedBytes = once((pkg: string): number => {
   const out = installed().has(pkg)
     ? run('dpkg-query', ['-W', '-f', '${Installed-Size}', pkg])
     : /^Installed-Size: (\d+)$/m.exec(run('apt-cache', ['show', '--no-all-versions', pkg]))?.[1];
   if (!out) throw new Error(`no Installed-Size for ${pkg}`);
   return Number(out.trim()) * 1024;
-}
+});
 
 /**
  * The package that owns a shared library: dpkg knows files by the path its package installed, so the
  * path ldd printed, its /usr-merged twin, and the file behind the links (alternatives) are tried in turn.
  */
-export function libraryPackage(lib: string): string | undefined {
+export const libraryPackage = once((lib: string): string | undefined => {
   const candidates = [lib, lib.startsWith('/usr/') ? lib.slice(4) : `/usr${lib}`, realpathSync(lib)];
   for (const candidate of candidates) {
     try {
@@ -108,14 +120,14 @@ export function libraryPackage(lib: string): string | undefined {
     }
   }
   return undefined;
-}
+});
 
 /** Shared libraries a binary loads, as ldd resolves them here: soname to path, or null when not found. */
-export function sharedLibraries(binary: string): Map<string, string | null> {
+export const sharedLibraries = once((binary: string): ReadonlyMap<string, string | null> => {
   const libs = new Map<string, string | null>();
   for (const line of run('ldd', [binary]).split('\n')) {
     const m = /^\s*(\S+) => (?:(\/\S+) \(0x|not found)/.exec(line);
     if (m) libs.set(m[1], m[2] ?? null);
   }
   return libs;
-}
+});

@@ -21,14 +21,24 @@ export function compilerOptions(root = REPO_ROOT): ts.CompilerOptions {
   return ts.parseJsonConfigFileContent(config, ts.sys, root).options;
 }
 
+const transpiled = new Map<string, string>();
+
 /** One module's JavaScript (isolatedModules holds project-wide, so each file compiles on its own). */
 export function transpile(file: string, options: ts.CompilerOptions): string {
   const source = readFileSync(file, 'utf8');
   if (!file.endsWith('.ts')) return source;
-  // ES modules: the package.json's "type": "module" makes every .ts one (NodeNext's rule, which a
-  // single-file transpile cannot look up).
-  const compilerOptions = { ...options, module: ts.ModuleKind.ES2022, moduleResolution: ts.ModuleResolutionKind.Bundler };
-  return ts.transpileModule(source, { compilerOptions, fileName: file }).outputText;
+  // The images share most modules, and every test of them walks the graph again: one transpile per
+  // file, text and options in a process.
+  const key = `${file}\0${JSON.stringify(options)}\0${source}`;
+  let js = transpiled.get(key);
+  if (js === undefined) {
+    // ES modules: the package.json's "type": "module" makes every .ts one (NodeNext's rule, which a
+    // single-file transpile cannot look up).
+    const compilerOptions = { ...options, module: ts.ModuleKind.ES2022, moduleResolution: ts.ModuleResolutionKind.Bundler };
+    js = ts.transpileModule(source, { compilerOptions, fileName: file }).outputText;
+    transpiled.set(key, js);
+  }
+  return js;
 }
 
 /** Module specifiers the JavaScript loads: static and dynamic imports, require, require.resolve, new URL(…, import.meta.url). */
