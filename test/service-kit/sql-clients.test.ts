@@ -215,3 +215,30 @@ describe('PGlite on its own thread: on disk', function () {
     await again.close();
   });
 });
+
+describe('new PGlite clusters are copies of one pristine cluster (initdb once per process)', function () {
+  this.timeout(120_000);
+  const tmp = freshDirPerSuite('strata-pglite-new-');
+  const tables = async (sql: SqlClient) =>
+    (await sql.query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")).rows.map((r) => r.name);
+
+  for (const [where, open] of [
+    ['on disk, on a thread', (name: string) => createPgliteSqlClient(path.join(tmp.path, name), { thread: true })],
+    ['on disk, on the event loop', (name: string) => createPgliteSqlClient(path.join(tmp.path, name))],
+    ['in memory, on a thread', () => createPgliteSqlClient(undefined, { thread: true })],
+    ['in memory, on the event loop', () => createPgliteSqlClient()],
+  ] as const) {
+    it(`${where}: each new database starts empty, whatever an earlier one wrote`, async () => {
+      const first = await open(`${where}-1`);
+      await first.exec("CREATE TABLE written_first (v text); INSERT INTO written_first VALUES ('one')");
+      expect(await tables(first)).to.deep.equal(['written_first']);
+      const second = await open(`${where}-2`);
+      expect(await tables(second)).to.deep.equal([]);
+      await second.exec('CREATE TABLE written_second (v int)');
+      expect(await tables(first)).to.deep.equal(['written_first']);
+      // A working cluster: the catalog, a transaction and the settings initdb writes.
+      expect((await second.query<{ v: string }>('SHOW server_encoding')).rows[0]).to.deep.equal({ server_encoding: 'UTF8' });
+      await Promise.all([first.close(), second.close()]);
+    });
+  }
+});

@@ -32,7 +32,11 @@ const errorFields = (err) => {
   return out;
 };
 (async () => {
-  const db = await PGlite.create({ ...(workerData.dataDir ? { dataDir: workerData.dataDir } : {}), ...workerData.options });
+  const { tarball, ...options } = workerData.options;
+  const db = await PGlite.create({
+    ...(workerData.dataDir ? { dataDir: workerData.dataDir } : { loadDataDir: new Blob([require('node:fs').readFileSync(tarball)]) }),
+    ...options,
+  });
   let chain = Promise.resolve();
   parentPort.on('message', (m) => {
     chain = chain.then(async () => {
@@ -80,9 +84,14 @@ function toError(fields: Record<string, unknown>): Error {
 
 /**
  * A SqlClient whose PGlite lives on a worker thread. `dataDir` is a directory that already holds a
- * cluster (see createPgliteSqlClient), or undefined for an in-memory database.
+ * cluster (see createPgliteSqlClient), or undefined for an in-memory database loaded from `options.tarball`
+ * (a fresh cluster's, pglite-cluster.ts).
  */
-export async function startPgliteThread(dataDir: string | undefined, options: { postgresqlconf: string[] }, fsync = true): Promise<PgliteThreadClient> {
+export async function startPgliteThread(
+  dataDir: string | undefined,
+  options: { postgresqlconf: string[]; tarball?: string },
+  fsync = true,
+): Promise<PgliteThreadClient> {
   const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
   // A small young generation: the thread only allocates messages.
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { entry, dataDir, options, fsync }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });

@@ -1,9 +1,9 @@
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
+import { createPgliteCluster, pristineClusterTarball } from './pglite-cluster.js';
 import { inLoopBackend, pgliteSqlClient } from './pglite-session.js';
 import { startPgliteThread } from './pglite-thread.js';
 import { pgTypeParser } from './pglite-wire.js';
@@ -164,33 +164,12 @@ export async function createPgliteSqlClient(dataDir?: string, opts: { thread?: b
   // never given back, and the metadata working set is small (the OS caches the files anyway).
   const options = { postgresqlconf: ['shared_buffers = 16MB'] };
   const onDisk = dataDir !== undefined && dataDir !== 'memory://';
-  if (onDisk && !existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    // A new cluster: initdb runs in the same WASM memory and leaves it ~500 MB large for good (and a
-    // closed instance's memory only goes back whenever V8 happens to collect it). So, like
-    // PostgreSQL's own initdb, create the cluster in a short-lived child process, then open it here.
-    await initPgliteCluster(dataDir, options.postgresqlconf);
-  }
-  if (opts.thread) return startPgliteThread(onDisk ? path.resolve(dataDir) : undefined, options, opts.fsync ?? true);
-  const db = await PGlite.create({ ...(onDisk ? { dataDir } : {}), ...options });
+  // A new cluster is a copy of a pristine one (pglite-cluster.ts): initdb runs once per process.
+  if (onDisk && !existsSync(path.join(dataDir, 'PG_VERSION'))) await createPgliteCluster(dataDir, options.postgresqlconf);
+  const tarball = onDisk ? undefined : await pristineClusterTarball(options.postgresqlconf);
+  if (opts.thread) return startPgliteThread(onDisk ? path.resolve(dataDir) : undefined, { ...options, tarball }, opts.fsync ?? true);
+  const db = await PGlite.create({ ...(onDisk ? { dataDir } : { loadDataDir: new Blob([await readFile(tarball!)]) }), ...options });
   return pgliteSqlClient(inLoopBackend(db));
-}
-
-/** Create a PGlite cluster in `dataDir` from a child Node.js process (its memory goes with it). */
-function initPgliteCluster(dataDir: string, postgresqlconf: string[]): Promise<void> {
-  const script = [
-    'const [entry, dir, conf] = process.argv.slice(1);',
-    'const { PGlite } = require(entry);',
-    '(async () => {',
-    '  const db = await PGlite.create({ dataDir: dir, postgresqlconf: JSON.parse(conf) });',
-    '  await db.close();',
-    '})().catch((err) => { console.error(err); process.exit(1); });',
-  ].join('\n');
-  const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', script, entry, path.resolve(dataDir), JSON.stringify(postgresqlconf)], { timeout: 300_000 }, (err, _stdout, stderr) =>
-      err ? reject(new Error(`creating the PGlite database in ${dataDir} failed: ${err.message}\n${stderr}`)) : resolve(),
-    );
-  });
 }
 
 /** PostgreSQL's unique_violation, the same code on both clients. */
