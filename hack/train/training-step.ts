@@ -111,7 +111,13 @@ function lossAndAccuracy(model: TfTransformer, batch: TrainingBatch, keepLogits:
 export function trainStep(model: TfTransformer, optimizer: tf.Optimizer, batch: TrainingBatch): [tf.Scalar, tf.Scalar] {
   return tf.tidy(() => {
     let logitsKept: tf.Tensor | undefined;
-    const lossValue = optimizer.minimize(() => lossAndAccuracy(model, batch, (logits) => (logitsKept = tf.keep(logits))), true)!;
+    model.training = true;
+    let lossValue: tf.Scalar;
+    try {
+      lossValue = optimizer.minimize(() => lossAndAccuracy(model, batch, (logits) => (logitsKept = tf.keep(logits))), true)!;
+    } finally {
+      model.training = false;
+    }
     const labels = tf.tensor1d(batch.targetOut, 'int32');
     const weight = tf.notEqual(labels, SPECIAL_TOKENS.PAD).toFloat();
     const correct = tf.mul(tf.equal(tf.argMax(logitsKept!, -1), labels).toFloat(), weight);

@@ -108,8 +108,21 @@ export function initWeights(seed: number): Weights {
 
 export class TfTransformer {
   private readonly pe = tf.tensor2d(positionalEncoding(), [MODEL_DIMS.maxPositions, D]);
+  /** Dropout on the embeddings and on each sublayer's output, applied only while `training` (trainStep sets it). */
+  training = false;
+  /** Each dropout mask's seed: the run's seed, then a count, so a run is the same with the same seed. */
+  private maskCount = 0;
 
-  constructor(readonly weights: Weights) {}
+  constructor(
+    readonly weights: Weights,
+    private readonly dropoutRate = 0,
+    private readonly seed = 0,
+  ) {}
+
+  private dropout<T extends tf.Tensor>(x: T): T {
+    if (!this.training || this.dropoutRate === 0) return x;
+    return tf.dropout(x, this.dropoutRate, undefined, this.seed * 1_000_003 + this.maskCount++) as T;
+  }
 
   private w(name: string): tf.Tensor {
     const t = this.weights.get(name);
@@ -122,7 +135,7 @@ export class TfTransformer {
     const x = embedLookup(this.w(weightNames.embedding), ids.reshape([b * t]))
       .mul(Math.sqrt(D))
       .reshape([b, t, D]);
-    return x.add(this.pe.slice([0, 0], [t, D])) as tf.Tensor3D;
+    return this.dropout(x.add(this.pe.slice([0, 0], [t, D])) as tf.Tensor3D);
   }
 
   private linear(x: tf.Tensor3D, weight: string, bias: string): tf.Tensor3D {
@@ -176,8 +189,8 @@ export class TfTransformer {
     for (let l = 0; l < MODEL_DIMS.encoderLayers; l++) {
       const p = weightNames.encoderLayer(l);
       const n1 = this.norm(x, `${p}.norm1`);
-      x = x.add(this.attention(n1, n1, bias, `${p}.self_attn`));
-      x = x.add(this.feedForward(this.norm(x, `${p}.norm2`), `${p}.ff`));
+      x = x.add(this.dropout(this.attention(n1, n1, bias, `${p}.self_attn`)));
+      x = x.add(this.dropout(this.feedForward(this.norm(x, `${p}.norm2`), `${p}.ff`)));
     }
     return this.norm(x, weightNames.encoderNorm);
   }
@@ -192,9 +205,9 @@ export class TfTransformer {
     for (let l = 0; l < MODEL_DIMS.decoderLayers; l++) {
       const p = weightNames.decoderLayer(l);
       const n1 = this.norm(x, `${p}.norm1`);
-      x = x.add(this.attention(n1, n1, causalBias, `${p}.self_attn`));
-      x = x.add(this.attention(this.norm(x, `${p}.norm2`), memory, crossBias, `${p}.cross_attn`));
-      x = x.add(this.feedForward(this.norm(x, `${p}.norm3`), `${p}.ff`));
+      x = x.add(this.dropout(this.attention(n1, n1, causalBias, `${p}.self_attn`)));
+      x = x.add(this.dropout(this.attention(this.norm(x, `${p}.norm2`), memory, crossBias, `${p}.cross_attn`)));
+      x = x.add(this.dropout(this.feedForward(this.norm(x, `${p}.norm3`), `${p}.ff`)));
     }
     const h = this.norm(x, weightNames.decoderNorm);
     return matMul(h.reshape([b * t, D]), tf.transpose(this.w(weightNames.embedding)))
