@@ -70,13 +70,13 @@ describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY o
         ] as const) {
           const refused = await post(base, route, payload, headers);
           expect(refused.status, `${route} with ${what}`).to.equal(401);
-          expect(refused.body.error).to.equal('unauthorized');
+          expect(refused.body.error.code).to.equal('unauthorized');
           expect(refused.authenticate).to.match(/^Bearer/);
         }
       }
-      expect((await post(base, '/api/index/add', { image_paths: [red] }, { authorization: `Bearer ${gatewayToken(JWT_SECRET, -10)}` })).body.message).to.match(
-        /expired/,
-      );
+      expect(
+        (await post(base, '/api/index/add', { image_paths: [red] }, { authorization: `Bearer ${gatewayToken(JWT_SECRET, -10)}` })).body.error.message,
+      ).to.match(/expired/);
       const status = (await (await fetch(`${base}/api/index/status`)).json()) as { totalVectors: number; job: unknown };
       expect(status).to.deep.include({ totalVectors: 0, job: null });
 
@@ -108,7 +108,7 @@ describe('image-search: changing the index needs a token (IMAGE_SEARCH_API_KEY o
     try {
       const refused = await post(service.url, '/api/index/add', { image_paths: [images.colourFiles.red[0]] }, { authorization: `Bearer ${TEST_API_KEY}` });
       expect(refused.status).to.equal(403);
-      expect(refused.body.message).to.match(/set IMAGE_SEARCH_API_KEY or STRATA_JWT_SECRET/);
+      expect(refused.body.error.message).to.match(/set IMAGE_SEARCH_API_KEY or STRATA_JWT_SECRET/);
       expect((await post(service.url, '/api/index/merge', {})).status).to.equal(403);
       expect((await post(service.url, '/search', { query: 'red' })).status).to.equal(200);
     } finally {

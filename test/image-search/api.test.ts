@@ -124,19 +124,19 @@ describe('image-search: HTTP API', function () {
     writeFileSync(path.join(outside, 'secret.png'), await colourImage([1, 2, 3], 5));
     symlinkSync(path.join(outside, 'secret.png'), path.join(images.dir, 'colours', 'escape.png'));
     const escape = await call(base, 'POST', '/api/index/add', { image_paths: ['colours/escape.png'] });
-    expect(escape.body.message).to.match(/outside the image directory/);
+    expect(escape.body.error.message).to.match(/outside the image directory/);
     expect(await rawGet(base, '/images/colours/escape.png')).to.equal(404);
     rmSync(path.join(images.dir, 'colours', 'escape.png'));
     rmSync(outside, { recursive: true, force: true });
     for (const bad of [['../../etc/passwd'], ['/etc/hostname'], ['colours/missing.png'], [all[1], 'broken.png'], [], 'x', [42], ['colours/escape.png']]) {
       const response = await call(base, 'POST', '/api/index/add', { image_paths: bad });
       expect(response.status, JSON.stringify(bad)).to.equal(400);
-      expect(response.body.error).to.equal('bad_request');
+      expect(response.body.error.code).to.equal('bad_request');
     }
     expect((await call(base, 'POST', '/api/index/add', '{"image_paths": [')).status).to.equal(400);
     const huge = await call(base, 'POST', '/api/index/add', { image_paths: [`colours/${'x'.repeat(400_000)}.png`] });
     expect(huge.status).to.equal(413);
-    expect(huge.body.error).to.equal('payload_too_large');
+    expect(huge.body.error.code).to.equal('payload_too_large');
     expect((await call(base, 'POST', '/api/index/add', { paths: [all[0]] })).status).to.equal(400);
     expect((await call(base, 'GET', '/api/index/status')).body.nextId).to.equal(before);
   });
@@ -168,21 +168,37 @@ describe('image-search: HTTP API', function () {
     for (const topk of [0, 101, 'many', 2.5]) {
       const r = await call(base, 'POST', '/search', { query: 'red', topk });
       expect(r.status).to.equal(400);
-      expect(r.body.message).to.match(/topk must be an integer from 1 to 100/);
+      expect(r.body.error.message).to.match(/topk must be an integer from 1 to 100/);
     }
     expect((await call(base, 'POST', '/search', { topk: 3 })).status).to.equal(400);
-    expect((await call(base, 'POST', '/search', '{not json')).body).to.include({ error: 'bad_request' });
+    expect((await call(base, 'POST', '/search', '{not json')).body.error).to.include({ code: 'bad_request' });
     const notImage = new FormData();
     notImage.append('query_img', new Blob(['hello, not an image']), 'notes.txt');
     const bad = await call(base, 'POST', '/search', notImage);
     expect(bad.status).to.equal(415);
-    expect(bad.body.message).to.match(/not a decodable image/);
+    expect(bad.body.error.message).to.match(/not a decodable image/);
     const huge = new FormData();
     huge.append('query_img', new Blob([new Uint8Array(400_000).fill(1)]), 'huge.png');
     expect((await call(base, 'POST', '/search', huge)).status).to.equal(413);
     const empty = new FormData();
     empty.append('topk', '3');
     expect((await call(base, 'POST', '/search', empty)).status).to.equal(400);
+  });
+
+  it('every error answer has the shape of the other Strata APIs: {error: {code, message}}, nothing beside it', async () => {
+    const answers = [
+      await call(base, 'GET', '/api/no-such-endpoint'),
+      await call(base, 'GET', '/images/nothing.png'),
+      await call(base, 'POST', '/search', '{not json'),
+      await call(base, 'POST', '/search', { query: 'red', topk: 0 }),
+      await call(base, 'POST', '/api/index/remove', { image_ids: [9999] }),
+    ];
+    expect(answers.map((a) => a.status)).to.deep.equal([404, 404, 400, 400, 404]);
+    expect(answers.map((a) => a.body.error.code)).to.deep.equal(['not_found', 'not_found', 'bad_request', 'bad_request', 'not_found']);
+    for (const { body } of answers) {
+      expect(Object.keys(body)).to.deep.equal(['error']);
+      expect(body.error.message).to.be.a('string').and.not.equal('');
+    }
   });
 
   it('serves images only from the image directory', async () => {
@@ -196,7 +212,7 @@ describe('image-search: HTTP API', function () {
     const [target] = (await call(base, 'POST', '/search', { query: 'red', topk: 1 })).body.results as Result[];
     const unknown = await call(base, 'POST', '/api/index/remove', { image_ids: [target.id, 9999] });
     expect(unknown.status).to.equal(404);
-    expect(unknown.body.unknownIds).to.deep.equal([9999]);
+    expect(unknown.body.error.unknownIds).to.deep.equal([9999]);
     expect((await call(base, 'POST', '/api/index/remove', { image_ids: ['1'] })).status).to.equal(400);
     expect(((await call(base, 'POST', '/search', { query: 'red', topk: 1 })).body.results as Result[])[0].id).to.equal(target.id);
     const removed = await call(base, 'POST', '/api/index/remove', { image_ids: [target.id] });
@@ -262,7 +278,7 @@ describe('image-search: HTTP API', function () {
     expect((await call(base, 'POST', '/api/tools/call', { arguments: {} })).status).to.equal(400);
     const outside = await call(base, 'POST', '/api/tools/call', { tool: 'add_images', arguments: { image_paths: ['../x.png'] } });
     expect(outside.status).to.equal(400);
-    expect(outside.body.message).to.match(/outside the image directory/);
+    expect(outside.body.error.message).to.match(/outside the image directory/);
   });
 
   it('LLM endpoints report themselves disabled; RAG falls back to plain retrieval', async () => {
@@ -282,8 +298,8 @@ describe('image-search: HTTP API', function () {
     ] as const) {
       const r = await call(base, 'POST', route, payload);
       expect(r.status, route).to.equal(503);
-      expect(r.body.error).to.equal('llm_disabled');
-      expect(r.body.message).to.match(/LLM_BASE_URL/);
+      expect(r.body.error.code).to.equal('llm_disabled');
+      expect(r.body.error.message).to.match(/LLM_BASE_URL/);
     }
   });
 
@@ -334,7 +350,7 @@ describe('image-search: HTTP API', function () {
       expect(status.body.model.error).to.match(/IMAGE_SEARCH_MODEL_DIR/);
       const search = await call(noModel.url, 'POST', '/search', { query: 'red' });
       expect(search.status).to.equal(503);
-      expect(search.body.error).to.equal('model_missing');
+      expect(search.body.error.code).to.equal('model_missing');
       expect((await call(noModel.url, 'GET', '/api/index/status')).status).to.equal(200);
     } finally {
       await noModel.stop();

@@ -103,7 +103,7 @@ describe('image-search: LLM assistance against an OpenAI-compatible server', fun
     llm.failNext = 2; // the client retries once
     const failed = await post(fixture.service.url, '/api/search/expand', { query: 'red' });
     expect(failed.status).to.equal(502);
-    expect(failed.body.message).to.match(/LLM request failed/);
+    expect(failed.body.error.message).to.match(/LLM request failed/);
   });
 });
 
@@ -156,8 +156,8 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
       expect((await llmStatus(service)).error).to.match(/does not offer LLM_MODEL=gpt-4o-mini \(it lists strata-verse, strata-tiny\)/);
       const expand = await post(service.url, '/api/search/expand', { query: 'red' });
       expect(expand.status).to.equal(502);
-      expect(expand.body).to.deep.include({ error: 'upstream_error' });
-      expect(expand.body.message).to.equal('LLM request failed: the LLM answered 404: The model `gpt-4o-mini` does not exist');
+      expect(expand.body.error).to.deep.include({ code: 'upstream_error' });
+      expect(expand.body.error.message).to.equal('LLM request failed: the LLM answered 404: The model `gpt-4o-mini` does not exist');
       expect((await post(service.url, '/api/rag/qa', { question: 'which are red?' })).status).to.equal(502);
       expect((await post(service.url, '/api/chat', { message: 'find red' })).status).to.equal(502);
 
@@ -182,7 +182,7 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
       llm.failNext = 2; // the client retries once
       const down = await post(service.url, '/api/search/expand', { query: 'red' });
       expect(down.status).to.equal(502);
-      expect(down.body.message).to.equal('LLM request failed: the LLM answered 500: upstream exploded');
+      expect(down.body.error.message).to.equal('LLM request failed: the LLM answered 500: upstream exploded');
       expect(await llmStatus(service)).to.deep.include({ state: 'error', error: 'the LLM answered 500: upstream exploded' });
       expect((await post(service.url, '/api/search/expand', { query: 'red' })).status).to.equal(200);
       expect(await llmStatus(service)).to.deep.include({ state: 'ok', error: null });

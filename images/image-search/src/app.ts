@@ -19,7 +19,7 @@ import { AmqpObjectEvents, OBJECT_EVENT_TYPES, type ObjectEventSource } from './
 import { checkModelDir, describeModel, fetchModelFromS3 } from './clip/model-files.js';
 import { loadImageSearchConfig, type ImageSearchConfig } from './config.js';
 import { WriteAuthorizer } from './http/auth.js';
-import { errorHandler } from './http/errors.js';
+import { errorBody, errorHandler } from './http/errors.js';
 import { imageSearchRoutes } from './http/routes.js';
 import { ImageFiles } from './image-files.js';
 import { ImageIndex, trainingOptions } from './index/image-index.js';
@@ -146,7 +146,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
   app.get('/favicon.ico', (_req: express.Request, res: express.Response) => res.sendFile(path.join(WEB_DIR, 'favicon.ico'), { maxAge: '1d' }));
   // Images are served read-only from the image directory; `send` refuses paths leaving it.
   app.use('/images', (req: express.Request, res: express.Response, next: express.NextFunction) =>
-    files.servable(req.path) ? next() : res.status(404).json({ error: 'not_found', message: 'no such image' }),
+    files.servable(req.path) ? next() : res.status(404).json(errorBody(404, 'no such image')),
   );
   app.use('/images', express.static(files.root, { index: false, dotfiles: 'deny', fallthrough: false }));
   app.use(
@@ -203,7 +203,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
       },
     }),
   );
-  app.use((_req: express.Request, res: express.Response) => res.status(404).json({ error: 'not_found', message: 'no such endpoint' }));
+  app.use((_req: express.Request, res: express.Response) => res.status(404).json(errorBody(404, 'no such endpoint')));
   app.use(errorHandler(logger));
 
   // Which model, and whether the LLM answers at all: the status says so from the start.

@@ -19,10 +19,11 @@ async function api(path, options = {}) {
   if (token()) headers.authorization = `Bearer ${token()}`;
   const response = await fetch(path, { ...options, headers });
   const body = await response.json().catch(() => ({}));
+  const message = body.error && body.error.message;
   if (response.status === 401 || response.status === 403) {
-    throw new Error(`${body.message || response.statusText} (paste a token into “Access token”)`);
+    throw new Error(`${message || response.statusText} (paste a token into “Access token”)`);
   }
-  if (!response.ok) throw new Error(body.message || `${response.status} ${response.statusText}`);
+  if (!response.ok) throw new Error(message || `${response.status} ${response.statusText}`);
   return body;
 }
 

@@ -1,4 +1,5 @@
-// One JSON error shape for every failure: {error: code, message, details?}, with the right status.
+// One JSON error shape for every failure, the other Strata APIs' own: {error: {code, message, ...}}
+// (details, unknownIds or job where they help), with the right status.
 import OpenAI from 'openai';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '../../../service-kit/src/index.js';
@@ -25,11 +26,15 @@ const CODES: Record<number, string> = {
   503: 'unavailable',
 };
 
+/** The body of an error answer: the status's code unless `extra` names a more precise one. */
+export function errorBody(status: number, message: string, extra: Record<string, unknown> = {}): { error: Record<string, unknown> } {
+  return { error: { code: CODES[status] ?? 'error', message, ...extra } };
+}
+
 export function errorHandler(logger: Logger) {
   return (err: unknown, _req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(err);
-    const send = (status: number, message: string, extra: Record<string, unknown> = {}) =>
-      res.status(status).json({ error: CODES[status] ?? 'error', message, ...extra });
+    const send = (status: number, message: string, extra: Record<string, unknown> = {}) => res.status(status).json(errorBody(status, message, extra));
     if (err instanceof UnauthorizedError) {
       if (err.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="strata-image-search"');
       return send(err.status, err.message);
@@ -37,8 +42,8 @@ export function errorHandler(logger: Logger) {
     if (err instanceof InputError) return send(err.status, err.message, err.details ? { details: err.details } : {});
     if (err instanceof UnknownIdsError) return send(404, err.message, { unknownIds: err.ids });
     if (err instanceof IndexBusyError) return send(409, err.message, { job: err.job });
-    if (err instanceof ModelUnavailableError) return send(503, err.message, { error: 'model_missing' });
-    if (err instanceof LlmDisabledError) return send(503, err.message, { error: 'llm_disabled' });
+    if (err instanceof ModelUnavailableError) return send(503, err.message, { code: 'model_missing' });
+    if (err instanceof LlmDisabledError) return send(503, err.message, { code: 'llm_disabled' });
     // The LLM's failures (its 4xx included: they are about our request to it, not the client's) are 502s
     // with the upstream's message; checked before any error that merely carries a status.
     if (err instanceof LlmUpstreamError || err instanceof OpenAI.APIError) return send(502, `LLM request failed: ${upstreamMessage(err)}`);
