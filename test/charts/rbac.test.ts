@@ -4,7 +4,7 @@ import { secretValue } from '../../controllers/bucket/stack-secrets.js';
 import type { IndexWorkerClient } from '../../controllers/image-index/index-worker-client.js';
 import { loadOperatorEnv } from '../../operator/config.js';
 import { startOperator, type RunningOperator } from '../../operator/operator.js';
-import { eventually, markDeploymentReady, mustGet, startHarness, stored, type Harness } from '../controllers/support/harness.js';
+import { eventually, markDeploymentReady, markStackReady, mustGet, startHarness, stored, type Harness } from '../controllers/support/harness.js';
 import { RecordingControlPlane } from '../controllers/support/recording-control-plane.js';
 import { template } from './support/helm.js';
 import { authorizerFrom, OPERATOR_TOKEN, RELEASE_NAMESPACE } from './support/rbac-authorizer.js';
@@ -56,8 +56,7 @@ describe('Helm chart RBAC enforced on the running operator', function () {
         const internal = await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
         cp = await new RecordingControlPlane(secretValue(internal as never, 'STRATA_INTERNAL_TOKEN')!).start();
         await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-        markDeploymentReady(h.fake, NS, 'strata-control-plane');
-        markDeploymentReady(h.fake, NS, 'strata-gateway');
+        await markStackReady(h.fake, NS);
         await eventually(() => expect(cp!.buckets.has('data')).to.equal(true), 'bucket created');
 
         await h.kube.apply({

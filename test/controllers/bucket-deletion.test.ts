@@ -3,7 +3,7 @@ import { BucketReconciler, BUCKET_FINALIZER } from '../../controllers/bucket/buc
 import { HttpBucketService } from '../../controllers/bucket/bucket-service.js';
 import { secretValue } from '../../controllers/bucket/stack-secrets.js';
 import type { Bucket } from '../../controllers/api/index.js';
-import { eventReasons, eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, type Harness } from './support/harness.js';
+import { eventReasons, eventually, markStackReady, mustGet, startHarness, stored, TEST_SETTINGS, type Harness } from './support/harness.js';
 import { RecordingControlPlane } from './support/recording-control-plane.js';
 
 const bucketCr = (ns: string, name: string) => ({
@@ -33,8 +33,7 @@ describe('Bucket deletion when the stack is gone', () => {
     const internal = await eventually(() => mustGet(h.fake, 'v1', 'Secret', ns, 'strata-internal'), 'stack secrets');
     cp = await new RecordingControlPlane(secretValue(internal as never, 'STRATA_INTERNAL_TOKEN')!).start();
     await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', ns, 'strata-gateway'), 'stack');
-    markDeploymentReady(h.fake, ns, 'strata-control-plane');
-    markDeploymentReady(h.fake, ns, 'strata-gateway');
+    await markStackReady(h.fake, ns);
     await eventually(() => expect(getBucket(h, ns, 'photos')!.status?.objectCount).to.equal(0), 'bucket ready');
     expect(getBucket(h, ns, 'photos')!.metadata.finalizers).to.include(BUCKET_FINALIZER);
   }

@@ -9,6 +9,7 @@ import {
   eventReasons,
   eventually,
   markDeploymentReady,
+  markStackReady,
   mustGet,
   startHarness,
   stored,
@@ -104,10 +105,7 @@ describe('Bucket reconciler', () => {
         }),
       ]);
     };
-    const stackReady = () => {
-      markDeploymentReady(h.fake, NS, 'strata-control-plane');
-      markDeploymentReady(h.fake, NS, 'strata-gateway');
-    };
+    const stackReady = () => markStackReady(h.fake, NS);
     const internalToken = () => secretValue(mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal') as never, 'STRATA_INTERNAL_TOKEN')!;
 
     beforeEach(async () => {
@@ -140,7 +138,7 @@ describe('Bucket reconciler', () => {
         mustGet(h.fake, kind === 'StatefulSet' ? 'apps/v1' : 'batch/v1', kind, NS, name);
       }
       cp = await new RecordingControlPlane(internalToken()).start();
-      stackReady();
+      await stackReady();
       await eventually(() => {
         const b = getBucket(h, 'photos')!;
         expect(b.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True');
@@ -198,7 +196,7 @@ describe('Bucket reconciler', () => {
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
       cp = await new RecordingControlPlane(internalToken()).start();
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-      stackReady();
+      await stackReady();
       await eventually(
         () => expect(getBucket(h, 'remote')!.status?.conditions?.find((c) => c.type === 'Degraded')?.reason).to.equal('MissingCredentials'),
         'degraded',
@@ -240,7 +238,7 @@ describe('Bucket reconciler', () => {
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
       cp = await new RecordingControlPlane(internalToken()).start();
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-      stackReady();
+      await stackReady();
       await eventually(
         () => expect(getBucket(h, 'logs')!.status?.conditions?.find((c) => c.type === 'Ready')?.observedGeneration).to.equal(1),
         'ready at generation 1',
@@ -268,7 +266,7 @@ describe('Bucket reconciler', () => {
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
       cp = await new RecordingControlPlane(internalToken()).start();
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-      stackReady();
+      await stackReady();
       await eventually(() => expect(getBucket(h, 'aged')!.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True'), 'ready');
       expect(cp!.buckets.get('aged')!.lifecycle).to.deep.equal([
         { id: 'logs', enabled: true, filter: { form: 'filter', prefix: 'logs/', tags: [] }, expiration: { days: 7 } },
@@ -326,7 +324,7 @@ describe('Bucket reconciler', () => {
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
       cp = await new RecordingControlPlane(internalToken()).start();
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-      stackReady();
+      await stackReady();
       await eventually(() => expect(getBucket(h, 'kept')!.status?.objectCount).to.equal(0), 'ready');
       // The gateway goes down; the bucket exists, so deletion waits for the stack.
       const t = h.fake.state.typeForKind('apps/v1', 'Deployment');
@@ -344,7 +342,7 @@ describe('Bucket reconciler', () => {
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
       cp = await new RecordingControlPlane(internalToken()).start();
       await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-      stackReady();
+      await stackReady();
       await eventually(() => expect(getBucket(h, 'first')!.status?.objectCount).to.equal(0), 'first ready');
       // Created later (the fake's timestamps have whole seconds: make the order unambiguous).
       await new Promise((r) => setTimeout(r, 1100));
@@ -370,7 +368,7 @@ describe('Bucket reconciler', () => {
         await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
         cp = await new RecordingControlPlane(internalToken()).start();
         await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-        stackReady();
+        await stackReady();
         await eventually(() => expect(cp!.buckets.has('data')).to.equal(true), 'bucket created');
         cp!.buckets.get('data')!.objects.push('a.txt', 'b/c.txt');
         await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'data' });

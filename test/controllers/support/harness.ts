@@ -143,6 +143,14 @@ export function markDeploymentReady(fake: FakeKubeServer, namespace: string, nam
 }
 
 /**
+ * Mark the object store's stack ready (the control plane's and the gateway's Deployments), each once
+ * it exists: the operator applies the stack one object at a time, so one being there says nothing of the other.
+ */
+export async function markStackReady(fake: FakeKubeServer, namespace: string): Promise<void> {
+  for (const name of ['strata-control-plane', 'strata-gateway']) await eventually(() => markDeploymentReady(fake, namespace, name), `Deployment ${name}`);
+}
+
+/**
  * Validate every object the fake API server holds (what the operator created, as stored: defaults,
  * owner references, status) against the official Kubernetes schemas or the generated CRD schema.
  */
