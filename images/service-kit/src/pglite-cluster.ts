@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { cp, mkdtemp } from 'node:fs/promises';
+import { cp, mkdtemp, rename, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,9 +15,21 @@ import path from 'node:path';
 const pristineFolders = new Map<string, Promise<string>>();
 const pristineTarballs = new Map<string, Promise<string>>();
 
-/** Make a cluster in `dataDir` (a folder without one) as initdb would. */
+/**
+ * Make a cluster in `dataDir` (absent, or an empty folder) as initdb would. The copy is made beside it
+ * and renamed into place, so a copy cut short (a crash, a full disk) never leaves a half cluster that
+ * the next start would take for a whole one.
+ */
 export async function createPgliteCluster(dataDir: string, postgresqlconf: string[]): Promise<void> {
-  await cp(await pristine(pristineFolders, 'folder', postgresqlconf), dataDir, { recursive: true });
+  const pristineDir = await pristine(pristineFolders, 'folder', postgresqlconf);
+  const copy = `${path.resolve(dataDir)}.new-${process.pid}`;
+  await rm(copy, { recursive: true, force: true });
+  try {
+    await cp(pristineDir, copy, { recursive: true });
+    await rename(copy, dataDir);
+  } finally {
+    await rm(copy, { recursive: true, force: true });
+  }
 }
 
 /** The path of a tarball of a fresh cluster, for PGlite's `loadDataDir` (an in-memory database). */
