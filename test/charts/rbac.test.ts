@@ -55,7 +55,6 @@ describe('Helm chart RBAC enforced on the running operator', function () {
         await h.kube.apply({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'data', namespace: NS }, spec: { deletionPolicy: 'Delete' } } as never);
         const internal = await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
         cp = await new RecordingControlPlane(secretValue(internal as never, 'STRATA_INTERNAL_TOKEN')!).start();
-        await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
         await markStackReady(h.fake, NS);
         await eventually(() => expect(cp!.buckets.has('data')).to.equal(true), 'bucket created');
 

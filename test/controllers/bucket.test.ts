@@ -105,7 +105,6 @@ describe('Bucket reconciler', () => {
         }),
       ]);
     };
-    const stackReady = () => markStackReady(h.fake, NS);
     const internalToken = () => secretValue(mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal') as never, 'STRATA_INTERNAL_TOKEN')!;
 
     beforeEach(async () => {
@@ -138,7 +137,7 @@ describe('Bucket reconciler', () => {
         mustGet(h.fake, kind === 'StatefulSet' ? 'apps/v1' : 'batch/v1', kind, NS, name);
       }
       cp = await new RecordingControlPlane(internalToken()).start();
-      await stackReady();
+      await markStackReady(h.fake, NS);
       await eventually(() => {
         const b = getBucket(h, 'photos')!;
         expect(b.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True');
@@ -195,8 +194,7 @@ describe('Bucket reconciler', () => {
       );
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
       cp = await new RecordingControlPlane(internalToken()).start();
-      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-      await stackReady();
+      await markStackReady(h.fake, NS);
       await eventually(
         () => expect(getBucket(h, 'remote')!.status?.conditions?.find((c) => c.type === 'Degraded')?.reason).to.equal('MissingCredentials'),
         'degraded',
@@ -237,8 +235,7 @@ describe('Bucket reconciler', () => {
       await h.kube.apply(bucketCr('logs', { deletionPolicy: 'Retain' }) as never);
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
       cp = await new RecordingControlPlane(internalToken()).start();
-      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-      await stackReady();
+      await markStackReady(h.fake, NS);
       await eventually(
         () => expect(getBucket(h, 'logs')!.status?.conditions?.find((c) => c.type === 'Ready')?.observedGeneration).to.equal(1),
         'ready at generation 1',
@@ -265,8 +262,7 @@ describe('Bucket reconciler', () => {
       await h.kube.apply(bucketCr('aged', { lifecycle, cors }) as never);
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
       cp = await new RecordingControlPlane(internalToken()).start();
-      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-      await stackReady();
+      await markStackReady(h.fake, NS);
       await eventually(() => expect(getBucket(h, 'aged')!.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True'), 'ready');
       expect(cp!.buckets.get('aged')!.lifecycle).to.deep.equal([
         { id: 'logs', enabled: true, filter: { form: 'filter', prefix: 'logs/', tags: [] }, expiration: { days: 7 } },
@@ -323,8 +319,7 @@ describe('Bucket reconciler', () => {
       await h.kube.apply(bucketCr('kept', { deletionPolicy: 'Delete' }) as never);
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
       cp = await new RecordingControlPlane(internalToken()).start();
-      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-      await stackReady();
+      await markStackReady(h.fake, NS);
       await eventually(() => expect(getBucket(h, 'kept')!.status?.objectCount).to.equal(0), 'ready');
       // The gateway goes down; the bucket exists, so deletion waits for the stack.
       const t = h.fake.state.typeForKind('apps/v1', 'Deployment');
@@ -341,8 +336,7 @@ describe('Bucket reconciler', () => {
       await h.kube.apply(bucketCr('first', { bucketName: 'shared-data', deletionPolicy: 'Delete' }) as never);
       await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
       cp = await new RecordingControlPlane(internalToken()).start();
-      await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-      await stackReady();
+      await markStackReady(h.fake, NS);
       await eventually(() => expect(getBucket(h, 'first')!.status?.objectCount).to.equal(0), 'first ready');
       // Created later (the fake's timestamps have whole seconds: make the order unambiguous).
       await new Promise((r) => setTimeout(r, 1100));
@@ -367,8 +361,7 @@ describe('Bucket reconciler', () => {
         await h.kube.apply(bucketCr('data', { deletionPolicy: policy }) as never);
         await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'strata-internal'), 'stack secrets');
         cp = await new RecordingControlPlane(internalToken()).start();
-        await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'strata-gateway'), 'stack');
-        await stackReady();
+        await markStackReady(h.fake, NS);
         await eventually(() => expect(cp!.buckets.has('data')).to.equal(true), 'bucket created');
         cp!.buckets.get('data')!.objects.push('a.txt', 'b/c.txt');
         await h.kube.delete({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'data' });
