@@ -7,8 +7,30 @@ const SCHEMA_DIR = path.dirname(fileURLToPath(import.meta.url));
 const MIGRATIONS_DIR = path.join(SCHEMA_DIR, 'migrations');
 const FUNCTIONS_DIR = path.join(SCHEMA_DIR, 'functions');
 
-/** The first versioned migration: a database that records others but not this one has another history. */
+/** The first versioned migration: every history since 0.2.0 starts with it. */
 export const BASELINE_VERSION = '0001_baseline';
+
+/**
+ * The versions recorded by the builds before the baseline (0.1.0 and earlier), in the order they ran;
+ * `pre-baseline.sql` brings a schema of any prefix of them to the baseline's tables.
+ */
+export const PRE_BASELINE_VERSIONS = [
+  '0001_object_store',
+  '0002_blobs_by_locator',
+  '0003_commit_object_function',
+  '0004_commit_objects_function',
+  '0005_bucket_name_hold',
+  '0006_inline_blobs',
+  '0007_set_based_batch_commit',
+  '0008_bucket_lifecycle',
+  '0009_bucket_cors',
+  '0010_bucket_tags',
+  '0011_object_tags',
+  '0012_object_headers',
+  '0013_batch_commit_replaced_by_index',
+  '0014_object_part_sizes',
+] as const;
+const PRE_BASELINE_FILE = path.join(SCHEMA_DIR, 'pre-baseline.sql');
 
 /** Any fixed number: every process that migrates this schema serialises on it. */
 const MIGRATION_LOCK_KEY = 0x5354_5241; // "STRA"
@@ -25,9 +47,11 @@ const FUNCTION_PREFIX = 'strata_';
  * nor apply a file twice, and callers see the old functions or the new ones, never none. Returns the
  * versions applied now.
  *
- * A database whose recorded versions lack the baseline was made by another history (before the
- * migrations were squashed into the baseline, nothing released): it is refused with what to do, never
- * migrated on guesses.
+ * Every schema change is a new migration file; a shipped one is never edited, since databases that
+ * recorded it keep what it did then. A database of a build from before the baseline (it records
+ * PRE_BASELINE_VERSIONS) is first brought to the baseline by `pre-baseline.sql`, and its records are
+ * replaced by the baseline's. A database recording a version this build does not have (made by a newer
+ * build) is refused with a SchemaHistoryError, never migrated on guesses.
  */
 export async function migrate(sql: SqlClient, logger?: Logger): Promise<string[]> {
   const versions = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f)).sort();
@@ -38,9 +62,22 @@ export async function migrate(sql: SqlClient, logger?: Logger): Promise<string[]
       version text PRIMARY KEY,
       applied_at timestamptz NOT NULL DEFAULT now()
     )`);
-    const done = new Set((await tx.query<{ version: string }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
-    if (done.size > 0 && !done.has(BASELINE_VERSION)) throw new SchemaHistoryError([...done].sort());
+    const recorded = (await tx.query<{ version: string }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version);
     const applied: string[] = [];
+    let done = new Set(recorded);
+    if (done.size > 0 && !done.has(BASELINE_VERSION)) {
+      const preBaseline: readonly string[] = PRE_BASELINE_VERSIONS;
+      if (!recorded.includes(preBaseline[0]!) || !recorded.every((v) => preBaseline.includes(v))) throw new SchemaHistoryError(recorded.sort());
+      await tx.exec(await readFile(PRE_BASELINE_FILE, 'utf8'));
+      await tx.query('DELETE FROM schema_migrations WHERE version = ANY($1)', [recorded]);
+      await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [BASELINE_VERSION]);
+      done = new Set([BASELINE_VERSION]);
+      applied.push(BASELINE_VERSION);
+      logger?.info({ recorded: recorded.sort(), version: BASELINE_VERSION }, 'schema of a build before the baseline brought to it');
+    }
+    const known = new Set(versions.map((f) => f.replace(/\.sql$/, '')));
+    const unknown = [...done].filter((v) => !known.has(v)).sort();
+    if (unknown.length > 0) throw new SchemaHistoryError(unknown);
     for (const file of versions) {
       const version = file.replace(/\.sql$/, '');
       if (done.has(version)) continue;
@@ -64,14 +101,16 @@ async function defineFunctions(tx: SqlExecutor, files: string[]): Promise<void> 
   for (const file of files) await tx.exec(await readFile(path.join(FUNCTIONS_DIR, file), 'utf8'));
 }
 
-/** The database records migrations of another history than this build's baseline. */
+/**
+ * The database records schema versions this build does not know: made by a newer build (or a history
+ * nothing maps onto the baseline). Nothing is changed in it.
+ */
 export class SchemaHistoryError extends Error {
-  constructor(readonly recorded: string[]) {
+  constructor(readonly unknown: string[]) {
     super(
-      `the database records schema versions ${recorded.join(', ')} but not ${BASELINE_VERSION}: it was made by a ` +
-        'Strata from before the migrations were squashed into one baseline, and this build does not upgrade it. ' +
-        'Start on an empty database: for the embedded default, move the data directory (STRATA_DATA_DIR, ' +
-        'default ./data) away; on PostgreSQL, create a new database (or drop and re-create the schema).',
+      `the database records schema versions ${unknown.join(', ')} that this build does not know: it was made ` +
+        'by a newer Strata. Start the release that made it (or a newer one); a build never migrates a schema ' +
+        'backwards. See CHANGELOG.md for the versions and their upgrade notes.',
     );
     this.name = 'SchemaHistoryError';
   }
