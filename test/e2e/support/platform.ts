@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fixtureHooks } from '../../support/fixture-hooks.js';
-import { OBJECT_STORE_SERVICES, startPlatform, type RunningPlatform } from '../../../images/standalone/src/platform.js';
+import { OBJECT_STORE_SERVICES, startPlatform, type PlatformOptions, type RunningPlatform } from '../../../images/standalone/src/platform.js';
 
 export const ROOT_USER = 'strata';
 export const ROOT_PASSWORD = 'strata-e2e-password';
@@ -35,6 +35,10 @@ export async function startTestPlatform(
     env?: NodeJS.ProcessEnv;
     internalToken?: string;
     corsOrigins?: string[];
+    /** The root user's password (default ROOT_PASSWORD): a data dir made elsewhere keeps its own. */
+    rootPassword?: string;
+    /** Production servers replacing the embedded defaults (PlatformOptions.production). */
+    production?: PlatformOptions['production'];
   } = {},
 ): Promise<TestPlatform> {
   const dir = dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'strata-e2e-')));
@@ -49,7 +53,7 @@ export async function startTestPlatform(
       host: '127.0.0.1',
       ports: { gateway: 0, dataPlane: 0, controlPlane: 0 },
       rootUser: ROOT_USER,
-      rootPassword: ROOT_PASSWORD,
+      rootPassword: opts.rootPassword ?? ROOT_PASSWORD,
       jwtSecret: opts.generatedJwtSecret ? undefined : JWT_SECRET,
       internalToken: opts.internalToken,
       purgeSchedule: false,
@@ -58,6 +62,7 @@ export async function startTestPlatform(
       gatewayBodyIdleTimeoutMs: opts.gatewayBodyIdleTimeoutMs,
       env: opts.env,
       corsOrigins: opts.corsOrigins,
+      production: opts.production,
       logLevel: process.env.STRATA_E2E_LOG_LEVEL ?? 'silent',
     },
     OBJECT_STORE_SERVICES,
