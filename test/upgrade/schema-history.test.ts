@@ -6,8 +6,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { BASELINE_VERSION, migrate, PRE_BASELINE_VERSIONS, SchemaHistoryError } from '../../images/control-plane/src/schema/migrate.js';
+import { Catalog } from '../../images/data-plane/src/catalog/catalog.js';
 import { createPgliteSqlClient, createPgSqlClient, type SqlClient } from '../../images/service-kit/src/index.js';
 import { createTestDatabase } from '../support/pg.js';
+import { rejectionOf } from '../support/rejection.js';
 import { schemaCatalog } from '../support/schema-catalog.js';
 
 const HISTORY_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'schema-history');
@@ -111,6 +113,18 @@ describe('schema: every earlier migration history upgrades to the baseline', fun
         await sql.close();
       }
     }
+  });
+
+  it('a data plane is not ready on a database of the last pre-baseline build (its commit function has the same name) until it is migrated', async () => {
+    await withDatabase(async (sql) => {
+      await migrateAsBuild(sql, builds[builds.length - 1]!);
+      const catalog = new Catalog(sql);
+      expect(await rejectionOf(catalog.ping()))
+        .to.have.property('message')
+        .that.includes('not migrated');
+      await migrate(sql);
+      await catalog.ping();
+    });
   });
 
   it('refuses a database a newer build made, and changes nothing in it', async () => {

@@ -72,6 +72,11 @@ export class Catalog {
     const res = await this.sql.query<{ migrated: boolean }>("SELECT to_regprocedure('strata_commit_objects(jsonb)') IS NOT NULL AS migrated");
     if (!res.rows[0]?.migrated)
       throw new Error('the metadata schema is not migrated yet (strata_commit_objects is missing; the control plane migrates it at start)');
+    // A database of 0.1.0 or earlier has a function of that name too, of another body: ready once the
+    // control plane has brought it to the baseline (schema README).
+    const baseline = await this.sql.query("SELECT 1 FROM schema_migrations WHERE version = '0001_baseline'");
+    if (baseline.rows.length === 0)
+      throw new Error('the metadata schema is not migrated yet (it is of a build before 0.2.0; the control plane migrates it at start)');
   }
 
   async bucket(name: string): Promise<BucketRef> {
