@@ -2,7 +2,7 @@
 # Build every Strata container image from the repository root: first the stages they all start from
 # (hack/images/Dockerfile, tagged strata-build:<TAG> and strata-runtime:<TAG> in the local engine, not
 # pushed), then each images/<name>/Dockerfile on them.
-#   hack/build-images.sh [--push]        REGISTRY=ghcr.io/strata-dev/ TAG=0.1.0 by default
+#   hack/build-images.sh [--push]        REGISTRY=ghcr.io/strata-dev/ TAG=package.json's version by default
 #   CUDA=1 hack/build-images.sh          also model-server:<TAG>-cuda and image-search:<TAG>-cuda, what GPU
 #                                        ModelServers and GPU ImageIndex workers run (onnxruntime's CUDA 12
 #                                        provider on an nvidia/cuda base)

@@ -43,7 +43,7 @@ export interface OperatorSettings {
 
 export const DEFAULT_SETTINGS: OperatorSettings = {
   imagePrefix: 'ghcr.io/strata-dev/',
-  imageTag: '0.1.0',
+  imageTag: '0.2.0',
   gpuImageSuffix: '-cuda',
   imagePullPolicy: 'IfNotPresent',
   postgresUrl: '',

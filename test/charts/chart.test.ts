@@ -7,6 +7,7 @@ import { loadOperatorEnv, settingsFrom } from '../../operator/config.js';
 import { CHART_DIR, helm, template, type RenderedObject } from './support/helm.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
+const RELEASE = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
 const kinds = (objs: RenderedObject[]) => objs.map((o) => `${o.kind}/${o.metadata.name}`);
 
 interface Rule {
@@ -42,8 +43,9 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     expect(kinds(objs).some((k) => k.startsWith('Ingress/') || k.startsWith('ServiceMonitor/'))).to.equal(false);
     const deployment = objs.find((o) => o.kind === 'Deployment') as RenderedObject & { spec: { template: { spec: { containers: Array<{ image: string; env: Array<{ name: string; value?: string }> }> } } } };
     const container = deployment.spec.template.spec.containers[0]!;
-    expect(container.image).to.equal('ghcr.io/strata-dev/operator:0.1.0');
-    expect(container.env.find((e) => e.name === 'STRATA_IMAGE_TAG')?.value).to.equal('0.1.0');
+    // The chart's appVersion, package.json's version (test/hack/release-version.test.ts).
+    expect(container.image).to.equal(`ghcr.io/strata-dev/operator:${RELEASE}`);
+    expect(container.env.find((e) => e.name === 'STRATA_IMAGE_TAG')?.value).to.equal(RELEASE);
     expect(container.env.find((e) => e.name === 'STRATA_GPU_IMAGE_SUFFIX')?.value).to.equal('-cuda');
   });
 
