@@ -67,7 +67,8 @@ export async function migrate(sql: SqlClient, logger?: Logger): Promise<string[]
     let done = new Set(recorded);
     if (done.size > 0 && !done.has(BASELINE_VERSION)) {
       const preBaseline: readonly string[] = PRE_BASELINE_VERSIONS;
-      if (!recorded.includes(preBaseline[0]!) || !recorded.every((v) => preBaseline.includes(v))) throw new SchemaHistoryError(recorded.sort());
+      const foreign = recorded.filter((v) => !preBaseline.includes(v)).sort();
+      if (foreign.length > 0 || !recorded.includes(preBaseline[0]!)) throw new SchemaHistoryError(foreign.length > 0 ? foreign : recorded.sort());
       await tx.exec(await readFile(PRE_BASELINE_FILE, 'utf8'));
       await tx.query('DELETE FROM schema_migrations WHERE version = ANY($1)', [recorded]);
       await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [BASELINE_VERSION]);
@@ -108,9 +109,9 @@ async function defineFunctions(tx: SqlExecutor, files: string[]): Promise<void> 
 export class SchemaHistoryError extends Error {
   constructor(readonly unknown: string[]) {
     super(
-      `the database records schema versions ${unknown.join(', ')} that this build does not know: it was made ` +
-        'by a newer Strata. Start the release that made it (or a newer one); a build never migrates a schema ' +
-        'backwards. See CHANGELOG.md for the versions and their upgrade notes.',
+      `the database records schema versions ${unknown.join(', ')} that this build does not know: it was made by a ` +
+        'newer Strata (or by a history no release recorded). Start the release that made it, or a newer one: a ' +
+        'build never migrates a schema backwards. CHANGELOG.md lists the releases and their upgrade notes.',
     );
     this.name = 'SchemaHistoryError';
   }
