@@ -115,6 +115,22 @@ describe('schema: every earlier migration history upgrades to the baseline', fun
     }
   });
 
+  it('two processes upgrading a database of the last pre-baseline build at once bring it to the baseline once', async () => {
+    const db = await createTestDatabase('strata_schema_history');
+    const [a, b] = [createPgSqlClient(db.url), createPgSqlClient(db.url)];
+    try {
+      await migrateAsBuild(a, builds[builds.length - 1]!);
+      const applied = (await Promise.all([migrate(a), migrate(b)])).flat();
+      expect(applied).to.deep.equal([BASELINE_VERSION]);
+      expect(await recordedVersions(a)).to.deep.equal([BASELINE_VERSION]);
+      expect(await schemaCatalog(a)).to.deep.equal(fresh);
+    } finally {
+      await a.close();
+      await b.close();
+      await db.drop();
+    }
+  });
+
   it('a data plane is not ready on a database of the last pre-baseline build (its commit function has the same name) until it is migrated', async () => {
     await withDatabase(async (sql) => {
       await migrateAsBuild(sql, builds[builds.length - 1]!);
