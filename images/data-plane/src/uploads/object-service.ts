@@ -198,8 +198,12 @@ export class ObjectService {
     if (this.readCache) {
       await invalidateObjectRead(this.readCache, req.bucket.name, req.key).catch((err) => this.logger.warn({ err }, 'object read cache not invalidated'));
     }
-    if (written && result.sharedBlob) await this.dropDuplicate(written, result.sharedBlob, backend);
-    else if (written && !result.newBlobKept) await backend.delete(written.locator);
+    // The object is committed: nothing after this may fail the request (bytes left go with the orphan sweep).
+    if (written && result.sharedBlob) {
+      await this.dropDuplicate(written, result.sharedBlob, backend).catch((err) => this.logger.warn({ err }, 'duplicate bytes left to the orphan sweep'));
+    } else if (written && !result.newBlobKept) {
+      await backend.delete(written.locator).catch((err) => this.logger.warn({ err }, 'duplicate bytes left to the orphan sweep'));
+    }
     this.listener.committed();
     if (result.unreferencedBlobIds.length) {
       await this.collector.collect(result.unreferencedBlobIds).catch((err) => this.logger.warn({ err }, 'freeing replaced blob failed; the sweep will retry'));
