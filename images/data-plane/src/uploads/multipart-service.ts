@@ -208,8 +208,8 @@ export class MultipartService {
   /**
    * Record a part, removing the bytes of the one it replaces. Saves of one part number run one at a time
    * here, so that of concurrent uploads of it (a client that reset and retried while the first still
-   * ran) each replaced one's bytes are removed at once; across data planes, the loser's bytes go with
-   * the upload (forget() reads every part recorded).
+   * ran) each replaced one's bytes are removed at once. (Across data planes, a loser whose record the
+   * winner overwrote unseen is still left to the part sweep.)
    */
   private async savePart(uploadId: string, backend: StorageBackend, part: PartInfo): Promise<void> {
     const lock = `${uploadId}/${part.partNumber}`;
