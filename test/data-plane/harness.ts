@@ -39,14 +39,23 @@ export const SERVER_SECRET_KEY = 'test-server-secret-key';
 /**
  * `inlineBlobBytes`: the data plane's inline limit (default: the data plane's own; 0 puts every body in a file);
  * `cache`: the cache both planes share (default a new one); `multipartCache`: the data plane's for multipart
- * state (default `cache`); `multipartUploadsPerAccount`: the data plane's cap.
+ * state (default `cache`); `multipartUploadsPerAccount`: the data plane's cap; `dataPlaneSql` (postgres): the
+ * data plane's own client of the test database (e.g. through a fault proxy), closed with the layer.
  */
 export async function startObjectLayer(
   kind: DbKind,
-  opts: { outboxRetryMs?: number; inlineBlobBytes?: number; cache?: InMemoryCache; multipartCache?: Cache; multipartUploadsPerAccount?: number } = {},
+  opts: {
+    outboxRetryMs?: number;
+    inlineBlobBytes?: number;
+    cache?: InMemoryCache;
+    multipartCache?: Cache;
+    multipartUploadsPerAccount?: number;
+    dataPlaneSql?: (url: string) => SqlClient;
+  } = {},
 ): Promise<ObjectLayer> {
   const db = kind === 'postgres' ? await createTestDatabase() : undefined;
   const sql = db ? createPgSqlClient(db.url) : await createPgliteSqlClient();
+  const dpSql = db && opts.dataPlaneSql ? opts.dataPlaneSql(db.url) : sql;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-dp-'));
   const logger = createLogger('test', process.env.STRATA_TEST_LOG_LEVEL ?? 'silent');
   const cache = opts.cache ?? new InMemoryCache();
@@ -73,7 +82,7 @@ export async function startObjectLayer(
     internalToken: TOKEN,
     secretKey: SERVER_SECRET_KEY,
     dataDir,
-    sql,
+    sql: dpSql,
     cache,
     broker,
     logger,
@@ -104,6 +113,7 @@ export async function startObjectLayer(
     async stop() {
       await dp.stop(1000);
       await cp.stop(1000);
+      if (dpSql !== sql) await dpSql.close();
       await sql.close();
       await db?.drop();
       await rm(dataDir, { recursive: true, force: true });

@@ -10,6 +10,12 @@ export interface TcpFaultProxy {
    * and left hanging (a dead peer or a black-holed route, which only timeouts and heartbeats detect).
    */
   stall(): void;
+  /**
+   * From the moment a client sends bytes that contain `marker` (a statement's text), every answer is
+   * held back, on every connection, new ones included, while what clients send still reaches the
+   * server: a server that ran the statement and then froze, or a lost way back. Resolves when it happened.
+   */
+  holdRepliesAfter(marker: string): Promise<void>;
   /** End the outage: accept and forward again (connections left hanging by stall() are dropped). */
   restore(): void;
   /** Connections currently forwarded. */
@@ -28,7 +34,15 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
   const host = target.host ?? '127.0.0.1';
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
   const hanging = new Set<net.Socket>();
-  let mode: 'up' | 'cut' | 'stalled' = 'up';
+  let mode: 'up' | 'cut' | 'stalled' | 'holding' = 'up';
+  let watch: { marker: Buffer; seen: () => void } | undefined;
+  const holdReplies = () => {
+    mode = 'holding';
+    for (const { client, upstream } of pairs) {
+      upstream.unpipe(client);
+      upstream.pause();
+    }
+  };
 
   const server = net.createServer((client) => {
     if (mode === 'cut') {
@@ -53,8 +67,16 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
     upstream.on('error', teardown);
     client.on('close', teardown);
     upstream.on('close', teardown);
+    client.on('data', (chunk: Buffer) => {
+      if (!watch || !chunk.includes(watch.marker)) return;
+      const { seen } = watch;
+      watch = undefined;
+      holdReplies();
+      seen();
+    });
     client.pipe(upstream);
-    upstream.pipe(client);
+    if (mode === 'holding') upstream.pause();
+    else upstream.pipe(client);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -86,11 +108,18 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
         upstream.pause();
       }
     },
+    holdRepliesAfter(marker) {
+      return new Promise<void>((seen) => {
+        watch = { marker: Buffer.from(marker), seen };
+      });
+    },
     restore() {
-      const wasStalled = mode === 'stalled';
+      const was = mode;
       mode = 'up';
+      watch = undefined;
       dropHanging();
-      if (!wasStalled) return;
+      if (was === 'holding') for (const { client, upstream } of pairs) upstream.pipe(client);
+      if (was !== 'stalled') return;
       for (const { client, upstream } of pairs) {
         client.pipe(upstream);
         upstream.pipe(client);

@@ -52,10 +52,13 @@ const REFUSED_S3_CODES = new Set(['AccessDenied', 'InvalidAccessKeyId', 'Signatu
 /**
  * A keep-alive agent whose sockets are destroyed (ETIMEDOUT) after `idleMs` without traffic: minio-js
  * sets no timeouts, and a backend that accepts connections but never answers must fail requests
- * (503) rather than hang them.
+ * (503) rather than hang them. The agent's own `timeout` is that too: a connection going back to the
+ * pool gets the agent's timeout (Node's keepSocketAlive), which would otherwise be none, leaving every
+ * call on a reused connection unbounded.
  */
 function agentWithIdleTimeout(useSSL: boolean, idleMs: number): http.Agent {
-  const agent = useSSL ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  const options = { keepAlive: true, timeout: idleMs };
+  const agent = useSSL ? new https.Agent(options) : new http.Agent(options);
   const connect = agent.createConnection.bind(agent);
   agent.createConnection = (options, callback) => {
     const socket = connect(options, callback) as net.Socket;

@@ -2,7 +2,7 @@ import type { SqlClient } from '../../../service-kit/src/index.js';
 import { objectMetaOf, S3Error, type ObjectMeta, type ObjectRow } from '../../../object-model/src/index.js';
 import { ObjectCommit, type CommitRequest, type CommitResult } from './commit.js';
 
-export { BlobGoneError, type BlobSource, type CommitRequest, type CommitResult } from './commit.js';
+export { BlobGoneError, CommitOutcomeUnknownError, type BlobSource, type CommitRequest, type CommitResult } from './commit.js';
 
 /** The bucket as the data plane needs it. */
 export interface BucketRef {
@@ -120,18 +120,39 @@ export class Catalog {
    * Instant upload: the blob with this content that `owner` already references, by one read of the
    * (backend, md5, size) index. A client-sent hash proves nothing, so other tenants' blobs never match.
    */
-  async instantCandidate(backendKey: string, md5: string, size: number, owner: string): Promise<number | undefined> {
-    const res = await this.sql.query<{ id: number }>(
-      `SELECT b.id FROM blobs b JOIN blob_owners o ON o.blob_id = b.id AND o.owner = $4 AND o.ref_count > 0
+  async instantCandidate(backendKey: string, md5: string, size: number, owner: string): Promise<{ id: number; locator: string } | undefined> {
+    const res = await this.sql.query<{ id: number; locator: string }>(
+      `SELECT b.id, b.locator FROM blobs b JOIN blob_owners o ON o.blob_id = b.id AND o.owner = $4 AND o.ref_count > 0
        WHERE b.backend_key = $1 AND b.md5 = $2 AND b.size = $3 AND b.md5 IS NOT NULL AND b.state = 'LIVE'`,
       [backendKey, md5, size, owner],
     );
-    return res.rows[0] ? Number(res.rows[0].id) : undefined;
+    return res.rows[0] ? { id: Number(res.rows[0].id), locator: res.rows[0].locator } : undefined;
   }
 
   /** Commit a new version of `key`, replacing the current one (ObjectCommit.commit). */
   commitObject(req: CommitRequest): Promise<CommitResult> {
     return this.commits.commit(req);
+  }
+
+  /** Decide whether the commit that carried `eventId` took place (ObjectCommit.outcome). */
+  commitOutcome(eventId: string): Promise<'committed' | 'not-committed'> {
+    return this.commits.outcome(eventId);
+  }
+
+  /**
+   * A stored blob whose bytes are missing gets the same content's new bytes: `locator` (and, for an
+   * inline blob, `data`) replace its own, unless it changed meanwhile. Answers the objects that point at
+   * it (their cached reads name the old locator); none when it was not repaired.
+   */
+  async repairBlob(blobId: number, missingLocator: string, replacement: { locator: string; data?: Buffer }): Promise<Array<{ bucket: string; key: string }>> {
+    const res = await this.sql.query<{ bucket: string; key: string }>(
+      `WITH repaired AS (
+         UPDATE blobs SET locator = $3, data = $4 WHERE id = $1 AND locator = $2 AND state = 'LIVE' AND data IS NULL RETURNING id
+       )
+       SELECT k.name AS bucket, o.key FROM repaired r JOIN object_info o ON o.blob_id = r.id AND o.state <> 'DELETED' JOIN buckets k ON k.id = o.bucket_id`,
+      [blobId, missingLocator, replacement.locator, replacement.data ?? null],
+    );
+    return res.rows;
   }
 
   /** Blobs at reference count 0 (all of them, or those among `ids`), to be freed. */

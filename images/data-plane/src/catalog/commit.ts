@@ -1,4 +1,4 @@
-import { isUniqueViolation, uuidV7, type SqlClient } from '../../../service-kit/src/index.js';
+import { DatabaseUnavailableError, isDatabaseUnavailable, isUniqueViolation, uuidV7, type SqlClient } from '../../../service-kit/src/index.js';
 import { S3Error, checkWriteConditions, type StoredHeaders, type Tag, type WriteConditions } from '../../../object-model/src/index.js';
 import type { BucketRef, ObjectMeta } from './catalog.js';
 import { GroupCommit } from './group-commit.js';
@@ -40,14 +40,35 @@ export interface CommitRequest {
 
 export interface CommitResult {
   meta: ObjectMeta;
-  /** False when a new blob's content was already stored: the caller deletes the bytes it wrote. */
+  /**
+   * False when a new blob's content was already stored (`sharedBlob`): the caller deletes the bytes it
+   * wrote once that blob's bytes are known to be there (else they repair it, see Catalog.repairBlob).
+   */
   newBlobKept: boolean;
+  /** The stored blob a new blob's content was deduplicated onto (when newBlobKept is false). */
+  sharedBlob?: { id: number; locator: string };
   /** Blobs whose last reference went away (the replaced object's): free their bytes. */
   unreferencedBlobIds: number[];
 }
 
 /** The existing blob was being freed between lookup and commit. */
 export class BlobGoneError extends Error {}
+
+/**
+ * A commit whose outcome is unknown: the connection failed or timed out once the statement may have
+ * reached the server, and deciding it (ObjectCommit.outcome) failed as well. The server may still
+ * commit it (a frozen primary that resumes), so the bytes it names must stay until `eventId` is
+ * decided. Answered 503 like any unavailable database.
+ */
+export class CommitOutcomeUnknownError extends DatabaseUnavailableError {
+  constructor(
+    cause: DatabaseUnavailableError,
+    readonly eventId: string,
+  ) {
+    super(cause.cause ?? cause);
+    this.name = 'CommitOutcomeUnknownError';
+  }
+}
 
 /** A conditional commit's key got another current version after its preconditions were checked. */
 class KeyChangedError extends Error {}
@@ -63,6 +84,9 @@ interface CommitRow {
 }
 
 const COMMIT_RETRIES = 5;
+
+/** The outbox type of a fence that decided a commit did not take place (ObjectCommit.outcome); never published. */
+export const FENCE_EVENT = 'commit.fenced';
 
 /**
  * The commit of new object versions, all through strata_commit_objects: a commit is a batch of one, or,
@@ -94,13 +118,56 @@ export class ObjectCommit {
   async commit(req: CommitRequest): Promise<CommitResult> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const item = commitItem(req, req.conditions && (await this.currentVersion(req, req.conditions)));
-        return await (this.batches ? this.batches.submit({ ...req, item }) : unwrap((await this.commitBatch([{ ...req, item }]))[0]!));
+        const eventId = uuidV7();
+        const item = commitItem(req, req.conditions && (await this.currentVersion(req, req.conditions)), eventId);
+        return await this.submit({ ...req, item }, eventId);
       } catch (err) {
         if (!isRetryable(err)) throw err;
         if (attempt >= COMMIT_RETRIES) throw err instanceof KeyChangedError ? new S3Error('OperationAborted') : err;
       }
     }
+  }
+
+  /**
+   * One commit. A failure the server answered (a refusal, an error) rolled it back. A lost or silent
+   * connection did not tell: the statement may have run, or may still run, so the outcome is decided
+   * (outcome()) before the commit counts as failed; where that cannot be decided either, the error
+   * says the outcome is unknown.
+   */
+  private async submit(req: CommitRequest & { item: object }, eventId: string): Promise<CommitResult> {
+    try {
+      return await (this.batches ? this.batches.submit(req) : unwrap((await this.commitBatch([req]))[0]!));
+    } catch (err) {
+      if (!(err instanceof DatabaseUnavailableError) || err instanceof CommitOutcomeUnknownError) throw err;
+      const outcome = await this.outcome(eventId).catch(() => {
+        throw new CommitOutcomeUnknownError(err, eventId);
+      });
+      if (outcome === 'not-committed') throw err;
+      // Committed: the answer is rebuilt from the request. The blob it wrote is kept (a duplicate of
+      // stored content is then a file no row names, for the orphan sweep), and a blob the replaced version
+      // left unreferenced waits for the collector's sweep.
+      return { meta: metaOf(req), newBlobKept: true, unreferencedBlobIds: [] };
+    }
+  }
+
+  /**
+   * Whether the commit that carried `eventId` took place, decided for good. A fence row with that event
+   * id goes into the outbox (marked sent, so the relay never publishes it) unless the commit's own event
+   * row is there: outbox.event_id is unique, so once the fence is in, that commit can no longer take
+   * place (its insert fails and rolls it back), and while it is in progress the fence waits for it. Asked
+   * again (a fence whose answer was lost), the fence found answers the same. Sent rows are pruned after
+   * days, so an outcome is to be decided well within that time.
+   */
+  async outcome(eventId: string): Promise<'committed' | 'not-committed'> {
+    const fenced = await this.sql.query(
+      `INSERT INTO outbox (event_id, type, payload, created_at, sent_at) VALUES ($1, '${FENCE_EVENT}', '{}', now(), now())
+       ON CONFLICT (event_id) DO NOTHING RETURNING id`,
+      [eventId],
+    );
+    if (fenced.rows.length > 0) return 'not-committed';
+    // (A statement of its own: the row the insert waited for is not in that statement's snapshot.)
+    const found = await this.sql.query<{ type: string }>('SELECT type FROM outbox WHERE event_id = $1', [eventId]);
+    return found.rows[0]?.type === FENCE_EVENT ? 'not-committed' : 'committed';
   }
 
   /** The key's current ETag (null: no object) once the preconditions hold against it. */
@@ -125,7 +192,9 @@ export class ObjectCommit {
     try {
       rows = (await this.sql.query<CommitRow>('SELECT * FROM strata_commit_objects($1)', [JSON.stringify(reqs.map((r) => r.item))])).rows;
     } catch (reason) {
-      if (reqs.length === 1) return [{ status: 'rejected', reason }];
+      // (A lost connection does not say whether the batch committed: running its items again could
+      // commit them twice; each item's outcome is decided by its event id instead.)
+      if (reqs.length === 1 || isDatabaseUnavailable(reason)) return reqs.map(() => ({ status: 'rejected', reason }));
       return (await Promise.all(reqs.map((req) => this.commitBatch([req])))).flat();
     }
     const byIndex = new Map(rows.map((row) => [Number(row.r_index), row]));
@@ -152,7 +221,7 @@ function nonEmpty<T extends object>(value: T | undefined): T | undefined {
 }
 
 /** The request as a strata_commit_objects item (schema/functions/strata_commit_items.sql names the fields). */
-function commitItem(req: CommitRequest, condition: { currentEtag: string | null } | undefined): object {
+function commitItem(req: CommitRequest, condition: { currentEtag: string | null } | undefined, eventId: string): object {
   const { bucket, key, blob } = req;
   return {
     bucketId: bucket.id,
@@ -178,7 +247,7 @@ function commitItem(req: CommitRequest, condition: { currentEtag: string | null 
     ...(req.partSizes ? { partSizes: req.partSizes, partChecksums: req.partChecksums } : {}),
     ...(condition ? { conditional: true, currentEtag: condition.currentEtag } : {}),
     now: req.now.toISOString(),
-    eventId: uuidV7(),
+    eventId,
     // The object.created event's payload (the function adds replacedSize).
     payload: { bucket: bucket.name, bucketId: bucket.id, key, size: req.size, etag: req.etag, contentType: req.contentType, owner: req.owner },
   };
@@ -186,10 +255,22 @@ function commitItem(req: CommitRequest, condition: { currentEtag: string | null 
 
 /** A commit's row as the commit's result, or its refusal as the error. */
 function commitResult(req: CommitRequest, row: CommitRow): CommitResult {
-  const { bucket, key, now, blob } = req;
+  const { bucket, key, blob } = req;
   if (row.r_status === 'no_bucket') throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
   if (row.r_status === 'blob_gone') throw new BlobGoneError(`blob ${blob.kind === 'existing' ? blob.blobId : '?'} is being freed`);
   if (row.r_status === 'changed') throw new KeyChangedError(`${bucket.name}/${key} changed after its preconditions were checked`);
+  const kept = blob.kind === 'new' && row.r_locator === blob.locator;
+  return {
+    meta: metaOf(req),
+    newBlobKept: kept,
+    ...(blob.kind === 'new' && !kept && row.r_locator !== null ? { sharedBlob: { id: Number(row.r_blob_id), locator: row.r_locator } } : {}),
+    unreferencedBlobIds: row.r_unreferenced_blob_id !== null ? [Number(row.r_unreferenced_blob_id)] : [],
+  };
+}
+
+/** The committed version's metadata. */
+function metaOf(req: CommitRequest): ObjectMeta {
+  const { bucket, key, now } = req;
   const tags = nonEmpty(req.tags);
   const headers = nonEmpty(req.headers);
   const meta: ObjectMeta = {
@@ -204,11 +285,7 @@ function commitResult(req: CommitRequest, row: CommitRow): CommitResult {
     ...(tags ? { tags } : {}),
     ...(headers ? { headers } : {}),
   };
-  return {
-    meta,
-    newBlobKept: blob.kind === 'new' && row.r_locator === blob.locator,
-    unreferencedBlobIds: row.r_unreferenced_blob_id !== null ? [Number(row.r_unreferenced_blob_id)] : [],
-  };
+  return meta;
 }
 
 /**

@@ -57,6 +57,8 @@ export interface MultipartLimits {
 export class MultipartService {
   private readonly state: UploadState;
   private readonly uploadsPerAccount: number;
+  /** The save in progress per upload and part number (see savePart). */
+  private readonly partSaves = new Map<string, Promise<void>>();
 
   constructor(
     cache: Cache,
@@ -203,7 +205,28 @@ export class MultipartService {
     return { etag: stored.md5, lastModified, ...(checksum && info.checksum ? { checksum: { algorithm: info.checksum.algorithm, value: checksum } } : {}) };
   }
 
+  /**
+   * Record a part, removing the bytes of the one it replaces. Saves of one part number run one at a time
+   * here, so that of concurrent uploads of it (a client that reset and retried while the first still
+   * ran) each replaced one's bytes are removed at once. (Across data planes, a loser whose record the
+   * winner overwrote unseen is still left to the part sweep.)
+   */
   private async savePart(uploadId: string, backend: StorageBackend, part: PartInfo): Promise<void> {
+    const lock = `${uploadId}/${part.partNumber}`;
+    const mine = (this.partSaves.get(lock) ?? Promise.resolve()).then(() => this.replacePart(uploadId, backend, part));
+    const done = mine.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.partSaves.set(lock, done);
+    try {
+      await mine;
+    } finally {
+      if (this.partSaves.get(lock) === done) this.partSaves.delete(lock);
+    }
+  }
+
+  private async replacePart(uploadId: string, backend: StorageBackend, part: PartInfo): Promise<void> {
     const previous = await this.state.part(uploadId, part.partNumber);
     // Aborted or completed while this part was streaming: its bytes must not stay behind.
     if (!(await this.state.savePart(uploadId, part))) {
@@ -377,11 +400,16 @@ export class MultipartService {
     return [backend, backend ? await this.state.parts(uploadId) : []];
   }
 
-  /** The state goes first, then the parts' bytes (each best-effort: the part sweep takes what is left). */
+  /**
+   * The state goes first, then the parts' bytes: those given and those recorded when the state went (a
+   * part saved while a Complete ran); each best-effort, the part sweep takes what is left.
+   */
   private async discard(uploadId: string, info: UploadInfo, backend: StorageBackend | undefined, parts: PartInfo[]): Promise<void> {
-    if (await this.state.forget(uploadId, info)) this.metrics.multipartInFlight.dec();
-    for (const p of parts) {
-      await backend?.delete(p.locator).catch((err) => this.logger.warn({ err, uploadId }, 'could not remove a part'));
+    const forgotten = await this.state.forget(uploadId, info);
+    if (forgotten.ended) this.metrics.multipartInFlight.dec();
+    const locators = new Set([...parts, ...forgotten.parts].map((p) => p.locator));
+    for (const locator of locators) {
+      await backend?.delete(locator).catch((err) => this.logger.warn({ err, uploadId }, 'could not remove a part'));
     }
   }
 

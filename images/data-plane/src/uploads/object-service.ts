@@ -24,7 +24,7 @@ import {
 } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-backend.js';
-import { BlobGoneError, type BucketRef, type Catalog, type ObjectMeta, type StoredObject } from '../catalog/catalog.js';
+import { BlobGoneError, CommitOutcomeUnknownError, type BucketRef, type Catalog, type ObjectMeta, type StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
 import type { DataPlaneMetrics } from '../metrics.js';
 import { invalidateObjectRead, readThroughObjectCache, type ReadCacheStore } from '../../../object-model/src/object-read-cache.js';
@@ -83,6 +83,11 @@ export interface CommitListener {
   committed(): void;
 }
 
+/** Deciding an unknown commit outcome (ObjectService.resolveLater): first try, backoff cap, tries (~15 min in all). */
+const RESOLVE_FIRST_DELAY_MS = 1_000;
+const RESOLVE_MAX_DELAY_MS = 60_000;
+const RESOLVE_ATTEMPTS = 20;
+
 /** How long a bucket record is reused by writes (see ObjectService.bucket). */
 const BUCKET_CACHE_MS = 2_000;
 
@@ -127,10 +132,12 @@ export class ObjectService {
 
     if (req.instantMd5 !== undefined && req.contentLength !== undefined) {
       const md5 = req.instantMd5.toLowerCase();
-      const blobId = /^[0-9a-f]{32}$/.test(md5) ? await this.catalog.instantCandidate(backend.key, md5, req.contentLength, owner) : undefined;
-      if (blobId !== undefined) {
+      const candidate = /^[0-9a-f]{32}$/.test(md5) ? await this.catalog.instantCandidate(backend.key, md5, req.contentLength, owner) : undefined;
+      // Only onto bytes that are there: a blob whose bytes went missing is repaired by the body instead.
+      if (candidate !== undefined && (await backend.exists(candidate.locator))) {
         try {
-          const result = await this.commit({ ...base, blob: { kind: 'existing', blobId }, etag: md5, md5, size: req.contentLength }, undefined, backend);
+          const blob = { kind: 'existing' as const, blobId: candidate.id };
+          const result = await this.commit({ ...base, blob, etag: md5, md5, size: req.contentLength }, undefined, backend);
           this.metrics.instantUploads.inc({ outcome: 'hit' });
           return { object: result, instant: true };
         } catch (err) {
@@ -171,8 +178,10 @@ export class ObjectService {
   }
 
   /**
-   * Commit metadata for bytes already stored; the bytes just written are deleted when the commit fails
-   * or when the same content was already stored (dedupe), and blobs left unreferenced are freed.
+   * Commit metadata for bytes already stored; the bytes just written are deleted when the commit failed
+   * or when the same content was already stored (dedupe), and blobs left unreferenced are freed. Bytes
+   * are never deleted while the commit's outcome is unknown (CommitOutcomeUnknownError): they stay until
+   * it is decided (resolveLater), or, should this process end first, for the orphan sweep.
    */
   async commit(req: Omit<Parameters<Catalog['commitObject']>[0], 'now'>, written: StoredBlob | undefined, backend: StorageBackend): Promise<ObjectMeta> {
     let result;
@@ -181,19 +190,71 @@ export class ObjectService {
     } catch (err) {
       // A commit whose outcome is unknown (lost connection at COMMIT) may still have replaced the object.
       if (this.readCache) await invalidateObjectRead(this.readCache, req.bucket.name, req.key).catch(() => undefined);
-      if (written) await backend.delete(written.locator).catch((e) => this.logger.warn({ err: e }, 'could not remove uncommitted blob'));
+      if (written && err instanceof CommitOutcomeUnknownError) this.resolveLater(err.eventId, written.locator, backend);
+      else if (written) await backend.delete(written.locator).catch((e) => this.logger.warn({ err: e }, 'could not remove uncommitted blob'));
       throw err;
     }
     // Before answering: no reader may be served the replaced version from the cache any more.
     if (this.readCache) {
       await invalidateObjectRead(this.readCache, req.bucket.name, req.key).catch((err) => this.logger.warn({ err }, 'object read cache not invalidated'));
     }
-    if (written && !result.newBlobKept) await backend.delete(written.locator);
+    // The object is committed: nothing after this may fail the request (bytes left go with the orphan sweep).
+    if (written && result.sharedBlob) {
+      await this.dropDuplicate(written, result.sharedBlob, backend).catch((err) => this.logger.warn({ err }, 'duplicate bytes left to the orphan sweep'));
+    } else if (written && !result.newBlobKept) {
+      await backend.delete(written.locator).catch((err) => this.logger.warn({ err }, 'duplicate bytes left to the orphan sweep'));
+    }
     this.listener.committed();
     if (result.unreferencedBlobIds.length) {
       await this.collector.collect(result.unreferencedBlobIds).catch((err) => this.logger.warn({ err }, 'freeing replaced blob failed; the sweep will retry'));
     }
     return result.meta;
+  }
+
+  /**
+   * The bytes just written duplicate a stored blob's: they go, once that blob's bytes are known to be
+   * there. A blob whose bytes are missing (lost before this rule held, or by hand) takes these instead,
+   * which repairs every object that points at it.
+   */
+  private async dropDuplicate(written: StoredBlob, shared: { id: number; locator: string }, backend: StorageBackend): Promise<void> {
+    if (await backend.exists(shared.locator)) {
+      await backend.delete(written.locator);
+      return;
+    }
+    const repaired = await this.catalog.repairBlob(shared.id, shared.locator, { locator: written.locator, data: written.inline });
+    // (None: it changed meanwhile; these bytes are left to the orphan sweep rather than risked.)
+    if (repaired.length === 0) return;
+    this.logger.warn({ blobId: shared.id, missing: shared.locator, locator: written.locator }, 'blob whose bytes were missing repaired with the same content');
+    if (this.readCache) {
+      for (const { bucket, key } of repaired) await invalidateObjectRead(this.readCache, bucket, key).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Decide an unknown commit outcome in the background (ObjectCommit.outcome) and delete the bytes it
+   * wrote if it did not commit; retried with backoff while the database cannot answer. A process that
+   * ends first leaves the bytes to the orphan sweep, whose grace outlasts any commit in flight.
+   */
+  private resolveLater(eventId: string, locator: string, backend: StorageBackend, attempt = 0): void {
+    const timer = setTimeout(
+      () => {
+        this.catalog
+          .commitOutcome(eventId)
+          .then(
+            async (outcome) => {
+              if (outcome === 'not-committed') await backend.delete(locator);
+              this.logger.info({ eventId, locator, outcome }, 'unknown commit outcome decided');
+            },
+            (err: unknown) => {
+              if (attempt < RESOLVE_ATTEMPTS) this.resolveLater(eventId, locator, backend, attempt + 1);
+              else this.logger.warn({ err, eventId, locator }, 'commit outcome still unknown; its bytes are left to the orphan sweep');
+            },
+          )
+          .catch((err: unknown) => this.logger.warn({ err, eventId, locator }, 'bytes of a commit that did not take place not removed'));
+      },
+      Math.min(RESOLVE_FIRST_DELAY_MS * 2 ** attempt, RESOLVE_MAX_DELAY_MS),
+    );
+    timer.unref();
   }
 
   /**

@@ -131,16 +131,19 @@ export class UploadState {
   }
 
   /**
-   * Forget an upload (its parts' bytes are the caller's); answers whether it was still there. Once its
-   * hash is gone the upload is over: a set member left behind by a failed removal is dropped later (a
-   * bucket's by the next listing, an account's when it is older than the upload TTL).
+   * Forget an upload; answers whether it was still there, and the parts recorded just before it went
+   * (their bytes are the caller's: parts saved while a Complete composed are among them; one saved later
+   * is refused by savePart, which leaves only a save within this call's two cache round trips to the
+   * part sweep). Once its hash is gone the upload is over: a set member left behind by a failed removal
+   * is dropped later (a bucket's by the next listing, an account's when it is older than the upload TTL).
    */
-  async forget(uploadId: string, info: UploadInfo): Promise<boolean> {
+  async forget(uploadId: string, info: UploadInfo): Promise<{ ended: boolean; parts: PartInfo[] }> {
+    const parts = await this.parts(uploadId);
     const removed = await this.cache.del(uploadKey(uploadId));
     await Promise.all([this.cache.srem(bucketUploadsKey(info.bucketId), uploadId), this.cache.srem(accountUploadsKey(info.account), uploadId)]).catch(
       () => undefined,
     );
-    return removed > 0;
+    return { ended: removed > 0, parts };
   }
 
   /** A bucket's uploads still in progress (ids of uploads that expired or ended are dropped from its set). */
