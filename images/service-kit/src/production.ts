@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { env } from './config.js';
 import type { Logger } from './logger.js';
 import { Counter, type Registry } from './metrics.js';
-import { CacheUnavailableError, RedisClusterCache, type StringCache } from './redis-cluster-cache.js';
+import { CacheUnavailableError, RedisClusterCache, type RedisClusterCacheOptions, type StringCache } from './redis-cluster-cache.js';
 import { createPgRoutingSqlClient, parseReplicaUrls, type RoutingSqlClientOptions } from './sql-routing.js';
 import { createPgSqlClient, PG_TIMEOUT_DEFAULTS, type PgTimeouts, type SqlClient } from './sql.js';
 
@@ -155,7 +155,11 @@ export function createProductionSql(
  * would not be found by another that started after a reshard. A resharded cluster keeps working,
  * only less evenly spread.
  */
-export function createProductionCache(s: ProductionSettings, logger?: Logger, opts: { replicaAcks?: number } = {}): RedisClusterCache | undefined {
+export function createProductionCache(
+  s: ProductionSettings,
+  logger?: Logger,
+  opts: Pick<RedisClusterCacheOptions, 'replicaAcks' | 'onUnreplicatedWrite'> = {},
+): RedisClusterCache | undefined {
   const nodes = s.redisNodes ?? [];
   if (nodes.length === 0) return undefined;
   const cache = new RedisClusterCache({
@@ -163,6 +167,7 @@ export function createProductionCache(s: ProductionSettings, logger?: Logger, op
     keyPrefix: s.redisKeyPrefix,
     timeoutMs: s.redisTimeoutMs ?? 500,
     replicaAcks: opts.replicaAcks,
+    onUnreplicatedWrite: opts.onUnreplicatedWrite,
   });
   cache.client.once('ready', () => logger?.info({ nodes }, 'connected to the Redis Cluster'));
   return cache;
@@ -172,6 +177,7 @@ export interface CacheMetrics {
   hits: Counter<'cache'>;
   misses: Counter<'cache'>;
   unavailable: Counter<'cache' | 'operation'>;
+  unreplicated: Counter<'cache' | 'operation'>;
 }
 
 /**
@@ -189,6 +195,11 @@ export function cacheMetrics(registry: Registry): CacheMetrics {
       'cache',
       'operation',
     ] as const),
+    unreplicated: counter(
+      'strata_cache_unreplicated_writes_total',
+      'Cache writes answered with fewer replica acknowledgements than asked (the master had no live replica), by cache and operation',
+      ['cache', 'operation'] as const,
+    ),
   };
 }
 
