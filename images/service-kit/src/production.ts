@@ -40,9 +40,11 @@ export const productionEnvShape = {
   /** Limit of one cache call (retries included), ms; past it the call counts as a cache outage. */
   STRATA_REDIS_TIMEOUT_MS: env.int(500, 10, 60_000),
   /**
-   * Replicas that must have each write of state kept only in Redis (multipart uploads) before it is
-   * answered (WAIT): 1 with the production cluster (a replica per master), so that a failover loses no
-   * acknowledged part. 0 for a cluster without replicas.
+   * Replicas each write of state kept only in Redis (multipart uploads) waits for before it is answered
+   * (WAIT, up to half of STRATA_REDIS_TIMEOUT_MS): 1 with the production cluster (a replica per master),
+   * so that a failover loses no acknowledged part. A master with no live replica takes the write on its
+   * own (its AOF) rather than refusing it: counted in strata_cache_unreplicated_writes_total. 0 for a
+   * cluster without replicas.
    */
   STRATA_REDIS_REPLICA_ACKS: env.int(0, 0, 5),
   /** RabbitMQ, `amqp://user:pass@host:5672/vhost`. */
