@@ -66,8 +66,8 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
                   'hostname',
                   '--appendonly',
                   'yes',
-                  // A dead master's replica takes over after this long (plus an election, about a second):
-                  // the bound within which multipart works again on its slots (Redis's default is 15 s).
+                  // A dead master's replica takes over after this long (plus the election and the clients'
+                  // slot refresh, about 2 s): when multipart works again on its slots (Redis's default: 15 s).
                   '--cluster-node-timeout',
                   '5000',
                 ],
