@@ -49,7 +49,8 @@ describe('data plane multipart on a six-node Redis Cluster: losing one node lose
     cache = new RedisClusterCache({
       nodes: cluster.nodes,
       keyPrefix,
-      timeoutMs: 1000,
+      // A replica has a second to acknowledge (half the call's limit): ample even on a loaded machine.
+      timeoutMs: 2000,
       replicaAcks: 1,
       onUnreplicatedWrite: (w) => unreplicated.push(w),
     });
