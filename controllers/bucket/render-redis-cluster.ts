@@ -66,6 +66,10 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
                   'hostname',
                   '--appendonly',
                   'yes',
+                  // A dead master's replica takes over after this long (plus the election and the clients'
+                  // slot refresh, about 2 s): when multipart works again on its slots (Redis's default: 15 s).
+                  '--cluster-node-timeout',
+                  '5000',
                 ],
                 ports: [
                   { name: 'redis', containerPort: STACK.redisPort, protocol: 'TCP' },

@@ -10,7 +10,9 @@ const json = { 'content-type': 'application/json' };
 
 /** The real in-memory cache, with one kind of write made to fail as an unreachable Redis master would. */
 class FailingCache extends InMemoryCache {
-  failing: 'set' | 'del' | 'srem' | undefined;
+  failing: 'set' | 'del' | 'srem' | 'sadd' | 'hset' | undefined;
+  /** Every hash ever written (to look for upload records left behind). */
+  readonly hashes = new Set<string>();
 
   private check(call: string): void {
     if (this.failing === call) throw new CacheUnavailableError(call, new Error('master down'));
@@ -29,6 +31,17 @@ class FailingCache extends InMemoryCache {
   override async srem(key: string, member: string): Promise<void> {
     this.check('srem');
     return super.srem(key, member);
+  }
+
+  override async sadd(key: string, member: string, ttlSeconds?: number): Promise<void> {
+    this.check('sadd');
+    return super.sadd(key, member, ttlSeconds);
+  }
+
+  override async hset(key: string, field: string, value: string, ttlSeconds?: number): Promise<void> {
+    this.hashes.add(key);
+    this.check('hset');
+    return super.hset(key, field, value, ttlSeconds);
   }
 }
 
@@ -154,6 +167,25 @@ describe('data plane multipart: uploads belong to their bucket, Complete is idem
       // Nothing of the upload is left once the retry has finished its cleanup.
       expect(await mp.listUploads(bucket)).to.deep.equal([]);
       expect(await mp.partFiles()).to.deep.equal(partsBefore);
+    });
+  }
+
+  for (const failing of ['sadd', 'hset'] as const) {
+    it(`a create that fails (cache ${failing} failing) leaves nothing: no upload record, no member of the bucket's or the account's set`, async () => {
+      const bucket = name('half-made');
+      await mp.createBucket(bucket, 'erin');
+      const kept = await mp.uploadId(await mp.initiate(bucket, 'kept'));
+      cache.failing = failing;
+      expect(await mp.errorOf(await mp.initiate(bucket, 'lost'))).to.deep.equal({ status: 503, code: 'ServiceUnavailable' });
+      cache.failing = undefined;
+      const records = [];
+      for (const key of cache.hashes) if (key.startsWith('strata:mpu:{') && (await cache.hget(key, 'info'))?.includes('"erin"')) records.push(key);
+      expect(records).to.deep.equal([`strata:mpu:{${kept}}`]);
+      const bucketId = (await layer.sql.query<{ id: number }>('SELECT id FROM buckets WHERE name = $1', [bucket])).rows[0]!.id;
+      expect(await cache.smembers(`strata:mpu-bucket-id:{${bucketId}}`)).to.deep.equal([kept]);
+      expect(await cache.smembers('strata:mpu-account:{erin}')).to.deep.equal([kept]);
+      expect(await mp.listUploads(bucket)).to.deep.equal([kept]);
+      expect((await layer.dpFetch('DELETE', `/internal/multipart/${bucket}/kept/${kept}`)).status).to.equal(204);
     });
   }
 

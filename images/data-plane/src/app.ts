@@ -145,8 +145,20 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   const cache: Cache = countedCache(opts.cache ?? ownCache ?? new InMemoryCache(), cacheCounters, name);
   // Multipart state lives only in the cache: with replicas, its writes wait for one (a failover then
   // loses no acknowledged part); the read cache's writes do not (they would wait for nothing it needs).
+  // A master without a live replica still takes them (on its AOF): counted, and logged every 10 s at most.
+  let unreplicatedLoggedAt = 0;
   const ownMultipartCache =
-    opts.multipartCache || !opts.redisReplicaAcks ? undefined : createProductionCache(opts, logger, { replicaAcks: opts.redisReplicaAcks });
+    opts.multipartCache || !opts.redisReplicaAcks
+      ? undefined
+      : createProductionCache(opts, logger, {
+          replicaAcks: opts.redisReplicaAcks,
+          onUnreplicatedWrite: (write) => {
+            cacheCounters.unreplicated.inc({ cache: name, operation: write.operation });
+            if (Date.now() - unreplicatedLoggedAt < 10_000) return;
+            unreplicatedLoggedAt = Date.now();
+            logger.warn(write, 'multipart state written without a replica acknowledgement (its master has no live replica): kept on the master and its AOF');
+          },
+        });
   const multipartCache: Cache = opts.multipartCache
     ? countedCache(opts.multipartCache, cacheCounters, name)
     : ownMultipartCache

@@ -51,8 +51,9 @@ export class InMemoryCache implements StringCache {
     return n;
   }
 
-  async hset(key: string, field: string, value: string): Promise<void> {
+  async hset(key: string, field: string, value: string, ttlSeconds?: number): Promise<void> {
     this.container(key, () => new Map<string, string>()).set(field, value);
+    if (ttlSeconds) await this.expire(key, ttlSeconds);
   }
 
   async hget(key: string, field: string): Promise<string | undefined> {
@@ -70,8 +71,9 @@ export class InMemoryCache implements StringCache {
     if (v instanceof Map) for (const f of fields) v.delete(f);
   }
 
-  async sadd(key: string, member: string): Promise<void> {
+  async sadd(key: string, member: string, ttlSeconds?: number): Promise<void> {
     this.container(key, () => new Set<string>()).add(member);
+    if (ttlSeconds) await this.expire(key, ttlSeconds);
   }
 
   async srem(key: string, member: string): Promise<void> {

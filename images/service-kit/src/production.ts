@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { env } from './config.js';
 import type { Logger } from './logger.js';
 import { Counter, type Registry } from './metrics.js';
-import { CacheUnavailableError, RedisClusterCache, type StringCache } from './redis-cluster-cache.js';
+import { CacheUnavailableError, RedisClusterCache, type RedisClusterCacheOptions, type StringCache } from './redis-cluster-cache.js';
 import { createPgRoutingSqlClient, parseReplicaUrls, type RoutingSqlClientOptions } from './sql-routing.js';
 import { createPgSqlClient, PG_TIMEOUT_DEFAULTS, type PgTimeouts, type SqlClient } from './sql.js';
 
@@ -40,9 +40,11 @@ export const productionEnvShape = {
   /** Limit of one cache call (retries included), ms; past it the call counts as a cache outage. */
   STRATA_REDIS_TIMEOUT_MS: env.int(500, 10, 60_000),
   /**
-   * Replicas that must have each write of state kept only in Redis (multipart uploads) before it is
-   * answered (WAIT): 1 with the production cluster (a replica per master), so that a failover loses no
-   * acknowledged part. 0 for a cluster without replicas.
+   * Replicas each write of state kept only in Redis (multipart uploads) waits for before it is answered
+   * (WAIT, up to half of STRATA_REDIS_TIMEOUT_MS): 1 with the production cluster (a replica per master),
+   * so that a failover loses no acknowledged part. A master with no live replica takes the write on its
+   * own (its AOF) rather than refusing it: counted in strata_cache_unreplicated_writes_total. 0 for a
+   * cluster without replicas.
    */
   STRATA_REDIS_REPLICA_ACKS: env.int(0, 0, 5),
   /** RabbitMQ, `amqp://user:pass@host:5672/vhost`. */
@@ -155,7 +157,11 @@ export function createProductionSql(
  * would not be found by another that started after a reshard. A resharded cluster keeps working,
  * only less evenly spread.
  */
-export function createProductionCache(s: ProductionSettings, logger?: Logger, opts: { replicaAcks?: number } = {}): RedisClusterCache | undefined {
+export function createProductionCache(
+  s: ProductionSettings,
+  logger?: Logger,
+  opts: Pick<RedisClusterCacheOptions, 'replicaAcks' | 'onUnreplicatedWrite'> = {},
+): RedisClusterCache | undefined {
   const nodes = s.redisNodes ?? [];
   if (nodes.length === 0) return undefined;
   const cache = new RedisClusterCache({
@@ -163,6 +169,7 @@ export function createProductionCache(s: ProductionSettings, logger?: Logger, op
     keyPrefix: s.redisKeyPrefix,
     timeoutMs: s.redisTimeoutMs ?? 500,
     replicaAcks: opts.replicaAcks,
+    onUnreplicatedWrite: opts.onUnreplicatedWrite,
   });
   cache.client.once('ready', () => logger?.info({ nodes }, 'connected to the Redis Cluster'));
   return cache;
@@ -172,6 +179,7 @@ export interface CacheMetrics {
   hits: Counter<'cache'>;
   misses: Counter<'cache'>;
   unavailable: Counter<'cache' | 'operation'>;
+  unreplicated: Counter<'cache' | 'operation'>;
 }
 
 /**
@@ -189,6 +197,11 @@ export function cacheMetrics(registry: Registry): CacheMetrics {
       'cache',
       'operation',
     ] as const),
+    unreplicated: counter(
+      'strata_cache_unreplicated_writes_total',
+      'Cache writes answered with fewer replica acknowledgements than asked (the master had no live replica), by cache and operation',
+      ['cache', 'operation'] as const,
+    ),
   };
 }
 

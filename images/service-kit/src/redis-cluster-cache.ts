@@ -28,14 +28,34 @@ export interface RedisClusterCacheOptions {
   /** Delay between attempts, in ms. Default 50. */
   retryDelayMs?: number;
   /**
-   * Every write returns only once this many replicas of its master have it (WAIT on the master's
-   * connection), else fails as an outage: a failover, which promotes a replica, then loses no write
-   * that was answered. For state that lives only here (multipart uploads). Default 0 (no waiting).
+   * Replicas each write should reach before it is answered (WAIT on the master's connection): a
+   * failover, which promotes a replica, then loses no write that was answered. For state that lives
+   * only here (multipart uploads). A master with fewer replicas attached (one is down, or it was just
+   * promoted and its old master has not rejoined) waits for those it has, and one whose replicas do not
+   * acknowledge in time does not fail the write either: the write is on the master, in its AOF (written
+   * before the reply), and is reported through `onUnreplicatedWrite`. Losing it takes a second fault:
+   * the master lost before a replica has it. Default 0 (no waiting).
    */
   replicaAcks?: number;
   /** How long a write waits for its replicas, in ms (below timeoutMs). Default half of timeoutMs. */
   replicaAckTimeoutMs?: number;
+  /** Called for each write answered with fewer replica acknowledgements than `replicaAcks` (log, metric). */
+  onUnreplicatedWrite?: (write: UnreplicatedWrite) => void;
 }
+
+/** A write accepted with fewer replica acknowledgements than asked for. */
+export interface UnreplicatedWrite {
+  operation: string;
+  /** Replicas attached to the key's master when it was written, and how many acknowledged it. */
+  attached: number;
+  acknowledged: number;
+}
+
+/** One command of a write: its name, then its arguments, the first being the stored key. */
+type WriteCommand = [string, string, ...Array<string | number>];
+
+/** The EXPIRE that goes with a write given a TTL. */
+const expiring = (key: string, ttlSeconds: number | undefined): WriteCommand[] => (ttlSeconds && ttlSeconds > 0 ? [['expire', key, ttlSeconds]] : []);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -78,12 +98,14 @@ export class RedisClusterCache implements StringCache {
   private readonly retryDelayMs: number;
   private readonly replicaAcks: number;
   private readonly replicaAckTimeoutMs: number;
+  private readonly onUnreplicatedWrite: (write: UnreplicatedWrite) => void;
 
   constructor(opts: RedisClusterCacheOptions) {
     this.keyPrefix = opts.keyPrefix ?? '';
     this.timeoutMs = opts.timeoutMs ?? 1000;
     this.replicaAcks = opts.replicaAcks ?? 0;
     this.replicaAckTimeoutMs = opts.replicaAckTimeoutMs ?? Math.max(1, Math.floor(this.timeoutMs / 2));
+    this.onUnreplicatedWrite = opts.onUnreplicatedWrite ?? (() => undefined);
     this.retries = opts.retries ?? 1;
     this.retryDelayMs = opts.retryDelayMs ?? 50;
     this.client = new Cluster(opts.nodes, {
@@ -151,8 +173,7 @@ export class RedisClusterCache implements StringCache {
   }
 
   async set(key: string, value: string, ttlSeconds?: number): Promise<void> {
-    const k = this.storedKey(key);
-    await this.write('set', ...(ttlSeconds && ttlSeconds > 0 ? [k, value, 'EX', ttlSeconds] : [k, value]));
+    await this.write('set', this.storedKey(key), value, ...(ttlSeconds && ttlSeconds > 0 ? ['EX', ttlSeconds] : []));
   }
 
   /** Answers how many of the keys existed. One DEL per key: the keys may live on different masters. */
@@ -162,8 +183,10 @@ export class RedisClusterCache implements StringCache {
     return counts.reduce((a: number, b) => a + Number(b), 0);
   }
 
-  async hset(key: string, field: string, value: string): Promise<void> {
-    await this.write('hset', this.storedKey(key), field, value);
+  /** With `ttlSeconds`, the field is written and the hash's TTL set in one transaction (MULTI/EXEC): a lost connection leaves both or neither. */
+  async hset(key: string, field: string, value: string, ttlSeconds?: number): Promise<void> {
+    const k = this.storedKey(key);
+    await this.writeAll('hset', [['hset', k, field, value], ...expiring(k, ttlSeconds)]);
   }
 
   async hget(key: string, field: string): Promise<string | undefined> {
@@ -179,8 +202,10 @@ export class RedisClusterCache implements StringCache {
     await this.write('hdel', this.storedKey(key), ...fields);
   }
 
-  async sadd(key: string, member: string): Promise<void> {
-    await this.write('sadd', this.storedKey(key), member);
+  /** With `ttlSeconds`, the member is added and the set's TTL set in one transaction (MULTI/EXEC): a lost connection leaves both or neither. */
+  async sadd(key: string, member: string, ttlSeconds?: number): Promise<void> {
+    const k = this.storedKey(key);
+    await this.writeAll('sadd', [['sadd', k, member], ...expiring(k, ttlSeconds)]);
   }
 
   async srem(key: string, member: string): Promise<void> {
@@ -199,25 +224,47 @@ export class RedisClusterCache implements StringCache {
     await this.write('expire', this.storedKey(key), ttlSeconds);
   }
 
+  /** One write command (its first argument is the stored key); see writeAll. */
+  private async write(command: string, key: string, ...args: Array<string | number>): Promise<unknown> {
+    return (await this.writeAll(command, [[command, key, ...args]]))[0];
+  }
+
   /**
-   * One write command (its first argument is the stored key); with `replicaAcks`, sent with a WAIT in
-   * one pipeline to the key's master, and failed unless enough replicas acknowledged it in time.
+   * Write commands on one key's slot, as one transaction (MULTI/EXEC) when there are several; answers
+   * their replies. With `replicaAcks`, the transaction also reads the master's ROLE (its attached
+   * replicas), and the write then waits (WAIT) for as many of those as it asks, within
+   * replicaAckTimeoutMs. Fewer acknowledgements do not fail it (see RedisClusterCacheOptions.replicaAcks).
    */
-  private write(command: string, ...args: Array<string | number>): Promise<unknown> {
-    return this.call(command, async () => {
-      if (this.replicaAcks === 0) return this.client.call(command, ...args);
-      const replies =
-        (await this.client
-          .pipeline()
-          .call(command, ...args)
-          .call('WAIT', this.replicaAcks, this.replicaAckTimeoutMs)
-          .exec()) ?? [];
-      for (const [err] of replies) if (err) throw err;
-      const acked = Number(replies[1]?.[1]);
-      if (!(acked >= this.replicaAcks))
-        throw new Error(`${command} reached ${acked} of the ${this.replicaAcks} replicas it needs within ${this.replicaAckTimeoutMs} ms`);
-      return replies[0]?.[1];
+  private writeAll(operation: string, commands: WriteCommand[]): Promise<unknown[]> {
+    return this.call(operation, async () => {
+      if (this.replicaAcks === 0 && commands.length === 1) return [await this.client.call(...commands[0]!)];
+      const pipeline = this.client.pipeline().call('MULTI');
+      for (const command of commands) pipeline.call(...command);
+      if (this.replicaAcks > 0) pipeline.call('ROLE');
+      const replies = (await pipeline.call('EXEC').exec()) ?? [];
+      for (const [err] of replies) if (err) throw this.redirected(err);
+      const results = replies.at(-1)![1] as unknown[];
+      for (const result of results) if (result instanceof Error) throw result;
+      if (this.replicaAcks === 0) return results;
+      const [, , replicas] = results.pop() as [string, number, unknown[]];
+      const attached = Array.isArray(replicas) ? replicas.length : 0;
+      const wanted = Math.min(this.replicaAcks, attached);
+      let acknowledged = 0;
+      if (wanted > 0) {
+        // WAIT covers every earlier write of this connection; EXISTS routes it to the key's master.
+        const waited = (await this.client.pipeline().exists(commands[0]![1]).call('WAIT', wanted, this.replicaAckTimeoutMs).exec()) ?? [];
+        for (const [err] of waited) if (err) throw this.redirected(err);
+        acknowledged = Number(waited[1]?.[1]);
+      }
+      if (acknowledged < this.replicaAcks) this.onUnreplicatedWrite({ operation, attached, acknowledged });
+      return results;
     });
+  }
+
+  /** A pipeline sent to a node that no longer serves the slot: the slot map is refreshed for the retry. */
+  private redirected(err: Error): Error {
+    if (/^(MOVED|ASK)\b/.test(err.message)) this.client.refreshSlotsCache();
+    return err;
   }
 
   async close(): Promise<void> {

@@ -10,7 +10,13 @@ import {
   standardSlotRanges,
   type SlotRange,
 } from '../../../images/service-kit/src/hash-tags.js';
-import { CacheUnavailableError, RedisClusterCache, degradeWhenUnavailable, type StringCache } from '../../../images/service-kit/src/redis-cluster-cache.js';
+import {
+  CacheUnavailableError,
+  RedisClusterCache,
+  degradeWhenUnavailable,
+  type StringCache,
+  type UnreplicatedWrite,
+} from '../../../images/service-kit/src/redis-cluster-cache.js';
 import type { Cache as DataPlaneCache } from '../../../images/data-plane/src/cache/cache.js';
 import { sharedRedisCluster, startRedisCluster, type RedisClusterHarness } from '../../support/redis-cluster.js';
 import { rejectionOf } from '../../support/rejection.js';
@@ -247,14 +253,22 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
       expect((error as Error).message).to.match(/WRONGTYPE/);
     });
 
-    it('with replicaAcks, a write is answered once that many replicas have it, and fails as an outage when they cannot', async () => {
-      const acked = new RedisClusterCache({ nodes: cluster.nodes, keyPrefix: `acks-${randomUUID()}:`, timeoutMs: 1000, replicaAcks: 1 });
+    it('with replicaAcks, a write waits for its replica; asking more than a master has is answered and reported, not failed', async () => {
+      const unreplicated: UnreplicatedWrite[] = [];
+      const acked = new RedisClusterCache({
+        nodes: cluster.nodes,
+        keyPrefix: `acks-${randomUUID()}:`,
+        timeoutMs: 1000,
+        replicaAcks: 1,
+        onUnreplicatedWrite: (w) => unreplicated.push(w),
+      });
       const tooMany = new RedisClusterCache({
         nodes: cluster.nodes,
         keyPrefix: `acks-${randomUUID()}:`,
         timeoutMs: 1000,
         replicaAcks: 2,
         replicaAckTimeoutMs: 50,
+        onUnreplicatedWrite: (w) => unreplicated.push(w),
       });
       try {
         // Fresh clients fail fast until the cluster is ready (no offline queue): wait for it, as services do at start.
@@ -263,14 +277,36 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
         await acked.sadd('s', 'm');
         await acked.set('k', 'v', 60);
         expect([await acked.hget('h', 'f'), await acked.smembers('s'), await acked.get('k'), await acked.del('k', 'h')]).to.deep.equal(['v', ['m'], 'v', 2]);
-        // Each master of the shared cluster has one replica.
-        let error: unknown;
-        await tooMany.hset('h', 'f', 'v').catch((err: unknown) => (error = err));
-        expect(error).to.be.instanceOf(CacheUnavailableError);
-        expect((error as Error).message).to.match(/reached 1 of the 2 replicas/);
+        expect(unreplicated).to.deep.equal([]);
+        // Each master of the shared cluster has one replica: it acknowledges, the second asked for is missing.
+        await tooMany.hset('h', 'f', 'v');
+        expect(await tooMany.hget('h', 'f')).to.equal('v');
+        expect(unreplicated).to.deep.equal([{ operation: 'hset', attached: 1, acknowledged: 1 }]);
       } finally {
         await acked.close();
         await tooMany.close();
+      }
+    });
+
+    it('hset and sadd with a TTL send the value and the TTL in one transaction (MULTI/EXEC)', async () => {
+      for (const replicaAcks of [0, 1]) {
+        const writer = new RedisClusterCache({ nodes: cluster.nodes, keyPrefix: `ttl-${randomUUID()}:`, timeoutMs: 1000, replicaAcks });
+        try {
+          await writer.connect();
+          await writer.hset('h', 'f', 'v', 600);
+          await writer.sadd('s', 'm', 600);
+          await writer.hset('h', 'g', 'w');
+          expect(await writer.hgetall('h')).to.deep.equal({ f: 'v', g: 'w' });
+          expect(await writer.smembers('s')).to.deep.equal(['m']);
+          for (const key of ['h', 's']) expect(await writer.client.ttl(writer.storedKey(key)), `${key}, replicaAcks ${replicaAcks}`).to.be.within(590, 600);
+          // A deliberate server error inside the transaction surfaces as itself (a bug), not as an outage.
+          await writer.set('plain', 'x');
+          const error = await rejectionOf(writer.sadd('plain', 'm', 5));
+          expect(error).not.to.be.instanceOf(CacheUnavailableError);
+          expect((error as Error).message).to.match(/WRONGTYPE/);
+        } finally {
+          await writer.close();
+        }
       }
     });
   });
@@ -328,6 +364,34 @@ describe('control-plane cache: hash tags and the Redis Cluster adapter', functio
       } finally {
         await own.stop();
         await cache.close();
+      }
+    });
+
+    it('with replicaAcks, a cluster without replicas takes writes at once (reported as unreplicated), not as an outage', async function () {
+      // A master with no replica (one died, or it was just promoted) must not block the state kept there.
+      this.timeout(30_000);
+      const own = await startRedisCluster();
+      const unreplicated: UnreplicatedWrite[] = [];
+      const cache = new RedisClusterCache({
+        nodes: own.nodes,
+        keyPrefix: `lonely-${randomUUID()}:`,
+        timeoutMs: 1000,
+        replicaAcks: 1,
+        replicaAckTimeoutMs: 500,
+        onUnreplicatedWrite: (w) => unreplicated.push(w),
+      });
+      try {
+        await cache.connect();
+        await cache.hset('h', 'f', 'v', 60);
+        await cache.sadd('s', 'm');
+        expect([await cache.hget('h', 'f'), await cache.smembers('s')]).to.deep.equal(['v', ['m']]);
+        expect(unreplicated).to.deep.equal([
+          { operation: 'hset', attached: 0, acknowledged: 0 },
+          { operation: 'sadd', attached: 0, acknowledged: 0 },
+        ]);
+      } finally {
+        await cache.close();
+        await own.stop();
       }
     });
 

@@ -6,11 +6,13 @@ import type { StringCache } from '../../../service-kit/src/index.js';
  * one upload share a hash tag (`{uploadId}`) so that they land on one cluster shard.
  */
 export interface Cache extends StringCache {
-  hset(key: string, field: string, value: string): Promise<void>;
+  /** With `ttlSeconds`, the field is written and the hash's TTL set at once: both or neither. */
+  hset(key: string, field: string, value: string, ttlSeconds?: number): Promise<void>;
   hget(key: string, field: string): Promise<string | undefined>;
   hgetall(key: string): Promise<Record<string, string>>;
   hdel(key: string, ...fields: string[]): Promise<void>;
-  sadd(key: string, member: string): Promise<void>;
+  /** With `ttlSeconds`, the member is added and the set's TTL set at once: both or neither. */
+  sadd(key: string, member: string, ttlSeconds?: number): Promise<void>;
   srem(key: string, member: string): Promise<void>;
   smembers(key: string): Promise<string[]>;
   /** How many members the set has (0 when missing). */

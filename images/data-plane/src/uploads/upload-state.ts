@@ -59,6 +59,12 @@ const accountUploadsKey = (account: string) => `strata:mpu-account:{${account}}`
 const partField = (n: number) => `part:${String(n).padStart(5, '0')}`;
 export const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
+/**
+ * How long a set member may go without its upload's record before it counts as left by a failed
+ * create: a create writes its record within a few cache calls (each bounded by the cache's timeout).
+ */
+const RECORD_GRACE_MS = 60_000;
+
 /** When a UUID v7 upload id was made (its first 48 bits are milliseconds since the epoch). */
 const initiatedMs = (uploadId: string) => parseInt(uploadId.slice(0, 8) + uploadId.slice(9, 13), 16);
 
@@ -77,30 +83,45 @@ export class UploadState {
    * Record a new upload, unless its account already has `maxPerAccount` uploads in progress (S3
    * SlowDown: clients back off and retry; uploads completed or aborted meanwhile make room). The cap
    * is checked before the write, so concurrent initiations may pass it by a few.
+   *
+   * All or nothing as clients see it: the account's and the bucket's sets get the id first (a member
+   * without a record is no upload: listings and the cap skip it, and drop it once it is older than
+   * RECORD_GRACE_MS), then the record is written with its TTL in one transaction. A create that fails
+   * takes back what it wrote (best-effort; its id was never answered, so nobody can use the upload);
+   * whatever that misses is invisible and goes with the TTL.
    */
   async create(uploadId: string, info: UploadInfo, maxPerAccount: number): Promise<void> {
     const account = accountUploadsKey(info.account);
-    if ((await this.cache.scard(account)) >= maxPerAccount && (await this.pruneExpired(account)) >= maxPerAccount) {
+    if ((await this.cache.scard(account)) >= maxPerAccount && (await this.pruneOver(account)) >= maxPerAccount) {
       throw new S3Error('SlowDown', `This account has ${maxPerAccount} multipart uploads in progress, its limit: complete or abort some first.`);
     }
-    await this.cache.hset(uploadKey(uploadId), 'info', JSON.stringify(info));
-    await this.cache.expire(uploadKey(uploadId), UPLOAD_TTL_S);
-    for (const set of [bucketUploadsKey(info.bucketId), account]) {
-      await this.cache.sadd(set, uploadId);
-      // Every member is younger than the upload TTL or expired: the set need not outlive its newest.
-      await this.cache.expire(set, UPLOAD_TTL_S);
+    const sets = [account, bucketUploadsKey(info.bucketId)];
+    try {
+      // Every member is younger than the upload TTL or over: a set need not outlive its newest.
+      for (const set of sets) await this.cache.sadd(set, uploadId, UPLOAD_TTL_S);
+      await this.cache.hset(uploadKey(uploadId), 'info', JSON.stringify(info), UPLOAD_TTL_S);
+    } catch (err) {
+      await Promise.all([this.cache.del(uploadKey(uploadId)), ...sets.map((set) => this.cache.srem(set, uploadId))]).catch(() => undefined);
+      throw err;
     }
   }
 
-  /** Drops the members of an account's set whose upload has expired; answers how many remain. */
-  private async pruneExpired(account: string): Promise<number> {
-    const oldest = this.clock().getTime() - UPLOAD_TTL_S * 1000;
-    let live = 0;
-    for (const uploadId of await this.cache.smembers(account)) {
-      if (initiatedMs(uploadId) < oldest) await this.cache.srem(account, uploadId);
-      else live++;
-    }
-    return live;
+  /**
+   * Drops the members of an account's set whose upload is over (expired, or without a record past
+   * RECORD_GRACE_MS); answers how many remain.
+   */
+  private async pruneOver(account: string): Promise<number> {
+    const members = await this.cache.smembers(account);
+    const over = await Promise.all(
+      members.map(async (uploadId) => initiatedMs(uploadId) < this.clock().getTime() - UPLOAD_TTL_S * 1000 || (await this.orphan(uploadId))),
+    );
+    for (const [i, uploadId] of members.entries()) if (over[i]) await this.cache.srem(account, uploadId);
+    return over.filter((o) => !o).length;
+  }
+
+  /** A set member whose upload has no record, and is old enough that no create of it is still under way. */
+  private async orphan(uploadId: string): Promise<boolean> {
+    return initiatedMs(uploadId) < this.clock().getTime() - RECORD_GRACE_MS && !(await this.cache.hget(uploadKey(uploadId), 'info'));
   }
 
   async info(uploadId: string): Promise<UploadInfo | undefined> {
@@ -146,13 +167,14 @@ export class UploadState {
     return { ended: removed > 0, parts };
   }
 
-  /** A bucket's uploads still in progress (ids of uploads that expired or ended are dropped from its set). */
+  /** A bucket's uploads still in progress (ids of uploads that are over are dropped from its set). */
   async uploadsOf(bucketId: number): Promise<Array<{ uploadId: string; info: UploadInfo }>> {
     const uploads: Array<{ uploadId: string; info: UploadInfo }> = [];
     for (const uploadId of await this.cache.smembers(bucketUploadsKey(bucketId))) {
       const info = await this.info(uploadId);
       if (info) uploads.push({ uploadId, info });
-      else await this.cache.srem(bucketUploadsKey(bucketId), uploadId);
+      // Without a record: over, or (younger than RECORD_GRACE_MS) a create still under way.
+      else if (await this.orphan(uploadId)) await this.cache.srem(bucketUploadsKey(bucketId), uploadId);
     }
     return uploads;
   }
