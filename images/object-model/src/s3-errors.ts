@@ -21,6 +21,7 @@ export const S3_ERRORS = {
   EntityTooSmall: { status: 400, message: 'Your proposed upload is smaller than the minimum allowed object size.' },
   ExpiredToken: { status: 400, message: 'The provided token has expired.' },
   IncompleteBody: { status: 400, message: 'You did not provide the number of bytes specified by the Content-Length HTTP header.' },
+  InsufficientStorage: { status: 507, message: 'The storage volume is full; free space or raise the quota, then retry.' },
   InternalError: { status: 500, message: 'We encountered an internal error. Please try again.' },
   InvalidAccessKeyId: { status: 403, message: 'The AWS Access Key Id you provided does not exist in our records.' },
   InvalidArgument: { status: 400, message: 'Invalid Argument' },
