@@ -56,6 +56,7 @@ export const S3_ERRORS = {
   MissingSecurityHeader: { status: 400, message: 'Your request is missing a required header.' },
   NoSuchBucket: { status: 404, message: 'The specified bucket does not exist.' },
   NoSuchCORSConfiguration: { status: 404, message: 'The CORS configuration does not exist.' },
+  NoSuchJob: { status: 404, message: 'The specified job does not exist; jobs are kept by the control plane until it restarts.' },
   NoSuchKey: { status: 404, message: 'The specified key does not exist.' },
   NoSuchLifecycleConfiguration: { status: 404, message: 'The lifecycle configuration does not exist.' },
   NoSuchTagSet: { status: 404, message: 'The TagSet does not exist.' },
