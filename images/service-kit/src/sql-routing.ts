@@ -56,9 +56,10 @@ export interface RoutingSqlClientOptions {
   /** Limit for the replay-position probe; a replica slower than this counts as failed. Default 1000 ms. */
   probeTimeoutMs?: number;
   /**
-   * After the primary failed to tell its WAL position (unreachable, or silent past `probeTimeoutMs`),
+   * After the primary failed to tell its WAL position (unreachable, or silent past the pool's limits),
    * reads that need it do not ask it again for this long (they go to a replica proven caught up, see
-   * the class comment); the next read after it asks again. Default 1000 ms.
+   * the class comment); the next read after it asks again, waiting at most `probeTimeoutMs`, until it
+   * answers. Default 1000 ms.
    */
   primaryRetryMs?: number;
   /** Applied to read() calls without `fresh`/`latest` of their own: 'session' (default) or 'latest'. */
@@ -77,6 +78,9 @@ interface Replica {
   probing: Promise<void> | undefined;
   unhealthyUntil: number;
 }
+
+/** How long a read may wait for a streaming replica to replay what it received, while the primary cannot be asked. */
+const CATCH_UP_WAIT_MS = 250;
 
 /**
  * What a replica knows of its primary: its replay position, what it has received, and its WAL
@@ -123,8 +127,8 @@ export function laterLsn(a: string | undefined, b: string | undefined): string |
  *   replay is answered by the primary too (the replica stays in use); SQL errors of the statement
  *   itself are thrown as they are. After the window the replica is probed again before use.
  * - `opts.stale` reads go to any healthy replica without asking the primary (see ReadOptions.stale).
- * - While the primary cannot tell its WAL position (unreachable, or silent past `probeTimeoutMs`; then
- *   not asked again for `primaryRetryMs`), a read that needs a position goes to a replica that is
+ * - While the primary cannot tell its WAL position (unreachable, or silent past the pool's limits; then
+ *   not asked again for `primaryRetryMs`, and after it with `probeTimeoutMs` until it answers), a read that needs a position goes to a replica that is
  *   provably caught up with everything its primary has flushed: its WAL receiver is streaming, it has
  *   replayed all it received and at least the WAL end the primary last reported to it, and at least
  *   this client's known writes and `opts.minLsn`. Every write acknowledged before the primary stopped
@@ -292,11 +296,12 @@ export class RoutingSqlClient implements SqlClient {
     if (fault && Date.now() < fault.until) throw fault.err;
     let res: SqlResult<{ lsn: string }>;
     try {
-      res = await withTimeout(
-        this.primary.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn'),
-        this.opts.probeTimeoutMs,
-        `the primary did not tell its WAL position within ${this.opts.probeTimeoutMs} ms`,
-      );
+      const query = this.primary.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
+      // A healthy primary has the pool's limits (a busy pool is queueing, not a fault); one that failed
+      // last time is asked again with the probe's short limit, so reads wait at most that for it.
+      res = fault
+        ? await withTimeout(query, this.opts.probeTimeoutMs, `the primary did not tell its WAL position within ${this.opts.probeTimeoutMs} ms`)
+        : await query;
     } catch (err) {
       if (!isReplicaFault(err)) throw err;
       // A silent primary (the timeout above) is as unavailable as an unreachable one: services answer 503.
@@ -340,6 +345,17 @@ export class RoutingSqlClient implements SqlClient {
    * for reads while the primary cannot be asked; undefined when none is.
    */
   private async caughtUpReplica(required: bigint | undefined): Promise<Replica | undefined> {
+    // The primary writes WAL of its own now and then (checkpoints, standby snapshots): a replica a few
+    // ms from replaying it is waited for, up to CATCH_UP_WAIT_MS (or replicaWaitMs when longer).
+    const deadline = Date.now() + Math.max(this.opts.replicaWaitMs, CATCH_UP_WAIT_MS);
+    for (;;) {
+      const replica = await this.caughtUpReplicaNow(required);
+      if (replica || !this.anyHealthy() || Date.now() >= deadline) return replica;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  private async caughtUpReplicaNow(required: bigint | undefined): Promise<Replica | undefined> {
     const start = this.next++;
     for (let i = 0; i < this.replicas.length; i++) {
       const replica = this.replicas[(start + i) % this.replicas.length]!;
