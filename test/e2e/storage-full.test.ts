@@ -23,7 +23,7 @@ const MiB = 1024 * 1024;
 /**
  * The filesystem backend's volume fills up (a 10 MiB tmpfs mounted as the platform's blob directory):
  * PutObject, UploadPart and CompleteMultipartUpload answer 507 InsufficientStorage, never 500, and leave
- * no partial file behind; once space is freed, writes succeed again.
+ * no partial file behind, and no breaker counts them; once space is freed, writes succeed again.
  */
 describe('e2e: a full data volume answers 507 InsufficientStorage', function () {
   this.timeout(120_000);
@@ -45,7 +45,10 @@ describe('e2e: a full data volume answers 507 InsufficientStorage', function () 
       // Only root (or CAP_SYS_ADMIN) may mount; without it there is no real full filesystem to test on.
       this.skip();
     }
-    p = await startTestPlatform(dir);
+    // One counted failure would open the gateway's breakers: a full volume must not count.
+    p = await startTestPlatform(dir, {
+      gatewayRules: 'breakers:\n  default: { timeout: 10000, errorThresholdPercentage: 1, resetTimeout: 60000, volumeThreshold: 1 }\n',
+    });
     s3 = sdkClient(p.endpoint);
   });
   after(async () => {
@@ -87,5 +90,7 @@ describe('e2e: a full data volume answers 507 InsufficientStorage', function () 
     const body = Buffer.alloc(5 * MiB, 7);
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'big.bin', Body: body }));
     expect((await bodyBytes(await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'big.bin' })))).equals(body)).to.equal(true);
+    const metrics = await (await fetch(`${p!.endpoint}/metrics`)).text();
+    expect(metrics).to.match(/strata_gateway_breaker_state\{[^}]*upstream="data-plane"[^}]*\} 0/);
   });
 });
