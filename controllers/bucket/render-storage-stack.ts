@@ -56,6 +56,24 @@ interface Component {
   resources: object;
 }
 
+/**
+ * The purge CronJob's script: recycled objects older than the retention become DELETED, the control
+ * plane does the work as a job. It starts the job (202), waits for it by reading its status every
+ * PURGE_POLL_S seconds, prints the finished job and exits 0 only when it succeeded, so the Job (and
+ * its retries, backoffLimit) report the purge truthfully. A control plane that forgot the job (a
+ * restart) answers 404: a failure.
+ */
+export const PURGE_POLL_S = 2;
+const PURGE_COMMAND =
+  `const base = process.env.STRATA_CONTROL_PLANE_URL, headers = { 'content-type': 'application/json', ` +
+  `'x-strata-internal-token': process.env.STRATA_INTERNAL_TOKEN }; ` +
+  `const call = async (path, init) => { const r = await fetch(base + path, { headers, ...init }); const text = await r.text(); ` +
+  `if (!r.ok) throw new Error(r.status + ' ' + text); return JSON.parse(text); }; ` +
+  `(async () => { let job = await call('/internal/purge', { method: 'POST', body: '{}' }); ` +
+  `while (job.state === 'running') { await new Promise((s) => setTimeout(s, ${PURGE_POLL_S * 1000})); job = await call('/internal/jobs/' + job.id); } ` +
+  `console.log(job.state, JSON.stringify(job)); process.exit(job.state === 'succeeded' ? 0 : 1); })()` +
+  `.catch((e) => { console.error(String(e)); process.exit(1); })`;
+
 function deploymentAndService(c: Component, namespace: string, owners: OwnerReference[], settings: OperatorSettings, configHash: string): Manifest[] {
   const labels = standardLabels(c.component, 'strata');
   const selector = { 'app.kubernetes.io/name': c.component, 'app.kubernetes.io/instance': 'strata' };
@@ -255,14 +273,7 @@ export function renderStorageStack(
           template: oneShotPodTemplate('purge', SERVICE_UID, {
             name: 'purge',
             image: imageFor(settings, 'control-plane'),
-            command: [
-              'node',
-              '-e',
-              // Recycled objects older than the retention become DELETED; the control plane does the work.
-              `fetch(process.env.STRATA_CONTROL_PLANE_URL + '/internal/purge', { method: 'POST', headers: { 'content-type': 'application/json', ` +
-                `'x-strata-internal-token': process.env.STRATA_INTERNAL_TOKEN }, body: '{}' }).then(async (r) => { console.log(r.status, await ` +
-                `r.text()); process.exit(r.ok ? 0 : 1); }, (e) => { console.error(e); process.exit(1); })`,
-            ],
+            command: ['node', '-e', PURGE_COMMAND],
             envFrom: [{ configMapRef: { name: STACK.config } }, { secretRef: { name: STACK.internalSecret } }],
             resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } },
           }),

@@ -2,15 +2,9 @@ import { expect } from 'chai';
 import type { StrataEvent } from '../../images/control-plane/src/metadata/store.js';
 import type { LifecycleRule } from '../../images/object-model/src/index.js';
 import { enc, eventually, startObjectLayer, type DbKind, type ObjectLayer } from '../data-plane/harness.js';
+import { internalPurge, type PurgeResult } from '../support/admin-jobs.js';
 
 const DAY = 24 * 3600 * 1000;
-
-interface PurgeAnswer {
-  purged: number;
-  freedBlobs: number;
-  expiredObjects: number;
-  abortedUploads: number;
-}
 
 const rule = (id: string, over: Partial<LifecycleRule> & { prefix?: string }): LifecycleRule => {
   const { prefix = '', ...rest } = over;
@@ -58,10 +52,8 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
       const page = (await (await layer.cpFetch('GET', `/internal/buckets/${bucket}/objects`)).json()) as { objects: Array<{ key: string }> };
       return page.objects.map((o) => o.key);
     };
-    const purge = async (now: Date): Promise<PurgeAnswer> => {
-      const res = await layer.cpFetch('POST', '/internal/purge', { now: now.toISOString() });
-      expect(res.status, await res.clone().text()).to.equal(200);
-      return (await res.json()) as PurgeAnswer;
+    const purge = async (now: Date): Promise<PurgeResult> => {
+      return internalPurge(layer.cpFetch, { now: now.toISOString() });
     };
     const errorOf = async (res: Response) => ({ status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code });
 

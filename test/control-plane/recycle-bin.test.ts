@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { enc, eventually, type DbKind } from '../data-plane/harness.js';
 import { metadataSuite } from './metadata-fixture.js';
+import { internalPurge } from '../support/admin-jobs.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -49,14 +50,9 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/x`);
         fx.layer.clock.now = new Date(start.getTime() + 20 * DAY);
         await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/y`);
-        const early = (await (await fx.layer.cpFetch('POST', '/internal/purge', { now: new Date(start.getTime() + 29 * DAY).toISOString() })).json()) as {
-          purged: number;
-        };
+        const early = await internalPurge(fx.layer.cpFetch, { now: new Date(start.getTime() + 29 * DAY).toISOString() });
         expect(early.purged).to.equal(0);
-        const first = (await (await fx.layer.cpFetch('POST', '/internal/purge', { now: new Date(start.getTime() + 31 * DAY).toISOString() })).json()) as {
-          purged: number;
-          freedBlobs: number;
-        };
+        const first = await internalPurge(fx.layer.cpFetch, { now: new Date(start.getTime() + 31 * DAY).toISOString() });
         expect(first).to.deep.equal({ purged: 1, freedBlobs: 0, expiredObjects: 0, abortedUploads: 0 });
         expect(
           (await fx.layer.files()).some((f) => f.endsWith(locator)),
@@ -77,7 +73,7 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         expect(logged.length).to.be.greaterThan(0);
         // The injected clock drives the default "now" of purge.
         fx.layer.clock.now = new Date(start.getTime() + 51 * DAY);
-        const second = (await (await fx.layer.cpFetch('POST', '/internal/purge', {})).json()) as { purged: number; freedBlobs: number };
+        const second = await internalPurge(fx.layer.cpFetch);
         expect(second).to.deep.equal({ purged: 1, freedBlobs: 1, expiredObjects: 0, abortedUploads: 0 });
         expect(
           (await fx.layer.files()).some((f) => f.endsWith(locator)),
@@ -96,8 +92,7 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
         expect(Number(oldLogs.rows[0].n)).to.equal(0);
         // DELETED versions are forgotten once older than the retention too (x became DELETED on day 31,
         // y on day 51; a purge on day 75 keeps what is newer than day 45).
-        const third = await fx.layer.cpFetch('POST', '/internal/purge', { now: new Date(start.getTime() + 75 * DAY).toISOString() });
-        expect(third.status).to.equal(200);
+        await internalPurge(fx.layer.cpFetch, { now: new Date(start.getTime() + 75 * DAY).toISOString() });
         const left = await fx.layer.sql.query<{ key: string; state: string }>(
           'SELECT o.key, o.state FROM object_info o JOIN buckets b ON b.id = o.bucket_id WHERE b.name = $1 ORDER BY o.key, o.id',
           [bucket],

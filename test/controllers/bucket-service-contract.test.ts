@@ -110,19 +110,53 @@ describe('Bucket controller client against the real control plane', function () 
     expect(await root.ensureConfig('aged', 'cors', [])).to.equal('unchanged');
   });
 
-  it("runs the purge CronJob's command against the control plane (and fails it on a bad token)", async () => {
+  /** Runs the purge CronJob's command against the control plane at `url`: its exit code and output. */
+  const runPurgeCommand = (url: string, token: string) => {
     const cron = renderStorageStack('ns', [], TEST_SETTINGS, TEST_CREDENTIALS).find((o) => o.kind === 'CronJob') as Doc;
     const [command, ...args] = cron.spec.jobTemplate.spec.template.spec.containers[0].command as string[];
     expect(command).to.equal('node');
-    const run = (token: string) =>
-      promisify(execFile)(process.execPath, args, { env: { PATH: process.env.PATH, STRATA_CONTROL_PLANE_URL: cp.url, STRATA_INTERNAL_TOKEN: token } }).then(
-        ({ stdout }) => ({ code: 0, stdout }),
-        (err: { code?: number; stdout?: string }) => ({ code: err.code ?? 1, stdout: err.stdout ?? '' }),
-      );
-    const ok = await run(TOKEN);
+    return promisify(execFile)(process.execPath, args, { env: { PATH: process.env.PATH, STRATA_CONTROL_PLANE_URL: url, STRATA_INTERNAL_TOKEN: token } }).then(
+      ({ stdout }) => ({ code: 0, stdout }),
+      (err: { code?: number; stdout?: string }) => ({ code: err.code ?? 1, stdout: err.stdout ?? '' }),
+    );
+  };
+
+  it("runs the purge CronJob's command against the control plane: it waits for the purge job (and fails on a bad token)", async () => {
+    const ok = await runPurgeCommand(cp.url, TOKEN);
     expect(ok.code, ok.stdout).to.equal(0);
-    expect(ok.stdout).to.match(/^200 /);
-    expect((await run('wrong-token-wrong-token')).code).to.equal(1);
+    expect(ok.stdout).to.match(/^succeeded /);
+    const job = JSON.parse(ok.stdout.slice('succeeded '.length)) as { kind: string; state: string; result: { purged: number } };
+    expect(job).to.deep.include({ kind: 'purge', state: 'succeeded' });
+    expect(job.result.purged).to.equal(0);
+    expect((await runPurgeCommand(cp.url, 'wrong-token-wrong-token')).code).to.equal(1);
+  });
+
+  it("fails the purge CronJob's command when the job fails or the control plane forgot it", async () => {
+    // A control plane whose purge job fails after a while, or is unknown when asked (a restart).
+    let outcome: 'failed' | 'forgotten' = 'failed';
+    let polls = 0;
+    const stub = http.createServer((req, res) => {
+      const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.method === 'POST' && req.url === '/internal/purge')
+        return json(202, { id: 'j1', kind: 'purge', state: 'running', startedAt: new Date().toISOString() });
+      if (req.url !== '/internal/jobs/j1') return json(404, { error: { code: 'InvalidRequest', message: 'no such route' } });
+      if (outcome === 'forgotten') return json(404, { error: { code: 'NoSuchJob', message: 'The specified job does not exist' } });
+      if (++polls < 2) return json(200, { id: 'j1', kind: 'purge', state: 'running', startedAt: new Date().toISOString() });
+      return json(200, { id: 'j1', kind: 'purge', state: 'failed', error: { code: 'ServiceUnavailable', message: 'database unavailable' } });
+    });
+    await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
+      const failed = await runPurgeCommand(url, TOKEN);
+      expect(failed.code, failed.stdout).to.equal(1);
+      expect(failed.stdout).to.match(/^failed /);
+      expect(polls).to.equal(2); // it waited while the job ran
+      outcome = 'forgotten';
+      expect((await runPurgeCommand(url, TOKEN)).code).to.equal(1);
+    } finally {
+      stub.closeAllConnections();
+      await new Promise((resolve) => stub.close(resolve));
+    }
   });
 
   it('reports a name taken by another owner, or refused, as a conflict', async () => {

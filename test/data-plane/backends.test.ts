@@ -23,6 +23,7 @@ import { S3Error } from '../../images/object-model/src/index.js';
 import { freePorts } from '../support/ports.js';
 import { ROOT, SERVER_SECRET_KEY, startObjectLayer, type ObjectLayer } from './harness.js';
 import { s3ClientFor, sharedRgw, startS3rver, type S3ServerHarness } from '../support/rgw.js';
+import { internalPurge } from '../support/admin-jobs.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 const MiB = 1024 * 1024;
@@ -399,8 +400,8 @@ describe('object layer: bucket creation checks the backend first (the operator p
     const keys = async () => ((await client.send(new ListObjectsV2Command({ Bucket: own.bucket as string, Prefix: 'op/' }))).Contents ?? []).map((c) => c.Key);
     expect(await keys()).to.have.length(1);
     expect((await layer.cpFetch('DELETE', '/internal/buckets/op-bucket/objects/k')).status).to.equal(204);
-    const purge = await layer.cpFetch('POST', '/internal/purge', { now: new Date(layer.clock.now.getTime() + 31 * 24 * 3600 * 1000).toISOString() });
-    expect(((await purge.json()) as { freedBlobs: number }).freedBlobs).to.equal(1);
+    const purge = await internalPurge(layer.cpFetch, { now: new Date(layer.clock.now.getTime() + 31 * 24 * 3600 * 1000).toISOString() });
+    expect(purge.freedBlobs).to.equal(1);
     expect(await keys()).to.deep.equal([]);
   });
 

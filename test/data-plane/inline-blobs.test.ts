@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
 import { Catalog } from '../../images/data-plane/src/catalog/catalog.js';
 import { enc, eventually, type ObjectLayer, rawPut, startObjectLayer } from './harness.js';
+import { internalPurge } from '../support/admin-jobs.js';
 
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
 const md5b64 = (b: Buffer | string) => createHash('md5').update(b).digest('base64');
@@ -77,7 +78,7 @@ describe('data plane inline blobs (PostgreSQL, limit 1 KiB)', function () {
     expect(Buffer.from(await (await layer.dpFetch('GET', '/internal/objects/inline-b/dst')).arrayBuffer()).equals(small)).to.equal(true);
     // Recycled and purged: the row that held the bytes is gone.
     expect((await layer.cpFetch('DELETE', '/internal/buckets/inline-b/objects/dst')).status).to.equal(204);
-    const purged = (await (await layer.cpFetch('POST', '/internal/purge', { now: '2099-01-01T00:00:00Z' })).json()) as { purged: number; freedBlobs: number };
+    const purged = await internalPurge(layer.cpFetch, { now: '2099-01-01T00:00:00Z' });
     expect(purged.freedBlobs).to.be.greaterThan(0);
     await eventually(async () => {
       expect((await layer.sql.query('SELECT 1 FROM blobs WHERE id = $1', [row.id])).rows).to.deep.equal([]);

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { eventually } from './harness.js';
 import { objectsSuite } from './objects-fixture.js';
+import { internalPurge } from '../support/admin-jobs.js';
 
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
 
@@ -125,7 +126,7 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect(await errorOf(failed)).to.deep.equal({ status: 412, code: 'PreconditionFailed' });
       // The blob is referenced by both objects: recycling and purging the source keeps the bytes.
       await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/src`);
-      await fx.layer.cpFetch('POST', '/internal/purge', { now: '2099-01-01T00:00:00Z' });
+      await internalPurge(fx.layer.cpFetch, { now: '2099-01-01T00:00:00Z' });
       expect(await (await fx.layer.dpFetch('GET', `/internal/objects/${target}/dst`)).text()).to.equal('copy me');
     });
 

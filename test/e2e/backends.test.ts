@@ -17,6 +17,7 @@ import { freePorts } from '../support/ports.js';
 import { s3ClientFor, sharedRgw, startS3rver, type S3ServerHarness } from '../support/rgw.js';
 import { startTestPlatform, withEnv, type TestPlatform } from './support/platform.js';
 import { bucketName, login, md5Hex, s3ErrorOf, sdkClient } from './support/s3.js';
+import { adminPurge } from '../support/admin-jobs.js';
 
 const MiB = 1024 * 1024;
 const DAY = 24 * 3600 * 1000;
@@ -161,15 +162,7 @@ describe('e2e: storage backends per bucket (object-store server through the mini
 
   it('delete + purge free a blob on the backend only when no object references it any more', async () => {
     const keysBefore = await backendKeys();
-    const purge = async () => {
-      const r = await fetch(`${p.endpoint}/admin/purge`, {
-        method: 'POST',
-        headers: { ...auth(), 'content-type': 'application/json' },
-        body: JSON.stringify({ now: new Date(Date.now() + 31 * DAY).toISOString() }),
-      });
-      expect(r.status).to.equal(200);
-      return ((await r.json()) as { data: { purged: number; freedBlobs: number } }).data;
-    };
+    const purge = async () => adminPurge(p.endpoint, auth(), { now: new Date(Date.now() + 31 * DAY).toISOString() });
     // big.bin and big-copy.bin share a blob: purging one keeps the bytes.
     await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'big.bin' }));
     expect((await purge()).freedBlobs).to.equal(0);

@@ -21,6 +21,7 @@ import path from 'node:path';
 import { expiryAfterDays } from '../../images/object-model/src/index.js';
 import { awsCli, s3cmd } from './support/cli.js';
 import { bucketName, describeWithBucket, login, newBucket, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
+import { adminPurge } from '../support/admin-jobs.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -180,15 +181,7 @@ describeWithBucket(
       const b = await newBucket(env.s3, 'life-job');
       for (const key of ['logs/1.log', 'logs/2.log', 'data/keep.bin']) await env.s3.send(new PutObjectCommand({ Bucket: b, Key: key, Body: `body of ${key}` }));
       await env.s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: b, LifecycleConfiguration: { Rules: [rules[0]!] } }));
-      const purge = async (now: Date) => {
-        const res = await fetch(`${env.p.endpoint}/admin/purge`, {
-          method: 'POST',
-          headers: { ...(await rootBearer()), 'content-type': 'application/json' },
-          body: JSON.stringify({ now: now.toISOString() }),
-        });
-        expect(res.status).to.equal(200);
-        return ((await res.json()) as { data: { expiredObjects: number; purged: number } }).data;
-      };
+      const purge = async (now: Date) => adminPurge(env.p.endpoint, await rootBearer(), { now: now.toISOString() });
       expect((await purge(new Date(Date.now() + DAY))).expiredObjects, 'not yet: 2 days').to.equal(0);
       expect((await purge(new Date(Date.now() + 3 * DAY))).expiredObjects).to.equal(2);
       const listed = await env.s3.send(new ListObjectsV2Command({ Bucket: b }));

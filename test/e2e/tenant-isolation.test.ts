@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { filesUnder } from '../support/temp-dir.js';
 import { bearer, bodyBytes, bodyText, describeWithBucket, md5Hex, newBucket, rootPresign, s3ErrorOf, s3Failure, sdkClient, tenantHooks } from './support/s3.js';
+import { adminPurge } from '../support/admin-jobs.js';
 
 const DAY = 24 * 3600_000;
 
@@ -84,15 +85,7 @@ describeWithBucket('e2e: tenants on one platform (instant upload, recycle bin, i
     expect((await env.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'one.bin' }))).ContentLength).to.equal(content.length);
     expect(await binOf()).to.deep.equal([]);
 
-    const purge = async (days: number) => {
-      const r = await fetch(`${env.p.endpoint}/admin/purge`, {
-        method: 'POST',
-        headers: { ...bearer(env.token), 'content-type': 'application/json' },
-        body: JSON.stringify({ now: new Date(Date.now() + days * DAY).toISOString() }),
-      });
-      expect(r.status).to.equal(200);
-      return ((await r.json()) as { data: { purged: number; freedBlobs: number } }).data;
-    };
+    const purge = async (days: number) => adminPurge(env.p.endpoint, bearer(env.token), { now: new Date(Date.now() + days * DAY).toISOString() });
     await env.s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'one.bin' }));
     expect((await purge(29)).purged, 'younger than 30 days: kept').to.equal(0);
     expect(await binOf()).to.have.length(1);

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { StrataEvent } from '../../images/control-plane/src/events/broker.js';
 import { ROOT, startObjectLayer, type ObjectLayer } from '../data-plane/harness.js';
+import { internalPurge } from '../support/admin-jobs.js';
 
 describe('events committed by the control plane are published at once, not at the relay retry', function () {
   this.timeout(60_000);
@@ -41,8 +42,8 @@ describe('events committed by the control plane are published at once, not at th
     seen.length = 0;
     expect((await layer.cpFetch('DELETE', '/internal/buckets/kicked/objects/k')).status).to.equal(204);
     await arrived('object.recycled', 'k');
-    const purge = await layer.cpFetch('POST', '/internal/purge', { now: new Date(layer.clock.now.getTime() + 31 * 24 * 3600 * 1000).toISOString() });
-    expect(((await purge.json()) as { purged: number }).purged).to.equal(1);
+    const purge = await internalPurge(layer.cpFetch, { now: new Date(layer.clock.now.getTime() + 31 * 24 * 3600 * 1000).toISOString() });
+    expect(purge.purged).to.equal(1);
     expect((await arrived('object.purged', 'k')).payload).to.include({ key: 'k' });
   });
 

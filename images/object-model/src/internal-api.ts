@@ -46,7 +46,10 @@ export function internalErrorHandler(logger: Logger, mapError: ErrorMapping = ()
       res.destroy();
       return;
     }
-    const s3 = err instanceof S3Error ? err : (mapError(err, req) ?? bodyParserError(err) ?? databaseUnavailable(logger, err) ?? unexpected(logger, err, req));
+    const s3 =
+      err instanceof S3Error
+        ? err
+        : (mapError(err, req) ?? bodyParserError(err) ?? storageFull(logger, err) ?? databaseUnavailable(logger, err) ?? unexpected(logger, err, req));
     if (res.headersSent) {
       res.destroy();
       return;
@@ -63,6 +66,26 @@ function bodyParserError(err: unknown): S3Error | undefined {
   if (type === 'entity.parse.failed') return new S3Error('InvalidArgument', 'the request body is not valid JSON');
   if (type === 'entity.too.large') return new S3Error('MaxMessageLengthExceeded');
   if ((err as { status?: number }).status === 400) return new S3Error('InvalidArgument', (err as Error).message);
+  return undefined;
+}
+
+/**
+ * The disk or quota under the service is full (ENOSPC, EDQUOT): 507, which names the cause; nothing
+ * about the request was wrong, and a 500 would read as a bug. Writers remove their partial files.
+ */
+function storageFull(logger: Logger, err: unknown): S3Error | undefined {
+  const code = storageFullCode(err);
+  if (!code) return undefined;
+  logger.warn({ err }, 'storage full');
+  return new S3Error('InsufficientStorage', `The storage volume is full (${code}); free space or raise the quota, then retry.`);
+}
+
+/** ENOSPC or EDQUOT when `err` (or an error it wraps as its cause) says the disk or quota is full. */
+export function storageFullCode(err: unknown): 'ENOSPC' | 'EDQUOT' | undefined {
+  for (let e = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'ENOSPC' || code === 'EDQUOT') return code;
+  }
   return undefined;
 }
 

@@ -1,4 +1,4 @@
-import { createPgSqlClient, type PgTimeouts, type SqlClient, type SqlExecutor, type SqlResult } from './sql.js';
+import { createPgSqlClient, DatabaseUnavailableError, type PgTimeouts, type SqlClient, type SqlExecutor, type SqlResult } from './sql.js';
 
 /** HTTP header that carries a WAL position between services ("write token"), e.g. `0/3000148`. */
 export const MIN_LSN_HEADER = 'x-strata-min-lsn';
@@ -17,6 +17,13 @@ export interface ReadOptions {
    * the primary's current WAL position, then a replica that has replayed that far (else the primary).
    */
   latest?: boolean;
+  /**
+   * The caller tolerates the lag of a healthy replica (e.g. credential lookups): any healthy replica
+   * answers, without asking the primary anything, so such reads keep working while the primary hangs
+   * or is down. The primary answers only when no replica is healthy. Callers that must see a row
+   * written a moment ago re-read a miss with `fresh`.
+   */
+  stale?: boolean;
 }
 
 export type ReadTarget = 'primary' | 'replica';
@@ -48,6 +55,13 @@ export interface RoutingSqlClientOptions {
   unhealthyMs?: number;
   /** Limit for the replay-position probe; a replica slower than this counts as failed. Default 1000 ms. */
   probeTimeoutMs?: number;
+  /**
+   * After the primary failed to tell its WAL position (unreachable, or silent past the pool's limits),
+   * reads that need it do not ask it again for this long (they go to a replica proven caught up, see
+   * the class comment); the next read after it asks again, waiting at most `probeTimeoutMs`, until it
+   * answers. Default 1000 ms.
+   */
+  primaryRetryMs?: number;
   /** Applied to read() calls without `fresh`/`latest` of their own: 'session' (default) or 'latest'. */
   defaultRead?: 'session' | 'latest';
   /** Called for every read() with where it went and why (metrics). */
@@ -64,6 +78,17 @@ interface Replica {
   probing: Promise<void> | undefined;
   unhealthyUntil: number;
 }
+
+/** How long a read may wait for a streaming replica to replay what it received, while the primary cannot be asked. */
+const CATCH_UP_WAIT_MS = 250;
+
+/**
+ * What a replica knows of its primary: its replay position, what it has received, and its WAL
+ * receiver's state with the primary's WAL end as last reported to it (`latest_end_lsn`; NULL without
+ * pg_read_all_stats or while not streaming).
+ */
+const CATCH_UP_SQL = `SELECT pg_last_wal_replay_lsn()::text AS replay, pg_last_wal_receive_lsn()::text AS received,
+  r.status, r.latest_end_lsn::text AS primary_end FROM (SELECT 1) one LEFT JOIN pg_stat_wal_receiver r ON true`;
 
 /** Parse `pg_lsn` text (`X/Y`, two hex numbers) into a comparable number. */
 export function parseLsn(text: string): bigint {
@@ -101,8 +126,15 @@ export function laterLsn(a: string | undefined, b: string | undefined): string |
  *   `unhealthyMs` and the read is answered by the primary; a read cancelled by a conflict with WAL
  *   replay is answered by the primary too (the replica stays in use); SQL errors of the statement
  *   itself are thrown as they are. After the window the replica is probed again before use.
- * - While the primary is unreachable, reads that must cover this client's writes (or `latest`) fail:
- *   freshness cannot be proven then. Reads with nothing to cover still go to replicas.
+ * - `opts.stale` reads go to any healthy replica without asking the primary (see ReadOptions.stale).
+ * - While the primary cannot tell its WAL position (unreachable, or silent past the pool's limits; then
+ *   not asked again for `primaryRetryMs`, and after it with `probeTimeoutMs` until it answers), a read that needs a position goes to a replica that is
+ *   provably caught up with everything its primary has flushed: its WAL receiver is streaming, it has
+ *   replayed all it received and at least the WAL end the primary last reported to it, and at least
+ *   this client's known writes and `opts.minLsn`. Every write acknowledged before the primary stopped
+ *   talking is then covered, up to what was still in flight to the replica (milliseconds on a healthy
+ *   link). Else the read fails with the primary's error (503): freshness cannot be proven.
+ *   Reading pg_stat_wal_receiver needs pg_read_all_stats (or superuser); without it this never holds.
  * - `writeLsn()` answers this client's write token (send it as MIN_LSN_HEADER to a service that must
  *   see the writes). `replicaStatus()` is for status pages; replicas never fail readiness, since
  *   the primary answers in their place.
@@ -112,7 +144,9 @@ export class RoutingSqlClient implements SqlClient {
   readonly kind: SqlClient['kind'];
   private readonly primary: SqlClient;
   private readonly replicas: Replica[];
-  private readonly opts: Required<Pick<RoutingSqlClientOptions, 'lsnRefreshMs' | 'replicaWaitMs' | 'unhealthyMs' | 'probeTimeoutMs' | 'defaultRead'>> &
+  private readonly opts: Required<
+    Pick<RoutingSqlClientOptions, 'lsnRefreshMs' | 'replicaWaitMs' | 'unhealthyMs' | 'probeTimeoutMs' | 'primaryRetryMs' | 'defaultRead'>
+  > &
     Pick<RoutingSqlClientOptions, 'onRead' | 'onReplicaError'>;
   private next = 0;
   /** Writes finished so far, and how many of them `knownWriteLsn` covers. */
@@ -120,6 +154,8 @@ export class RoutingSqlClient implements SqlClient {
   private writesCovered = 0;
   private knownWriteLsn: bigint | undefined;
   private fetchingWriteLsn: { covers: number; done: Promise<void> } | undefined;
+  /** The primary's last failure to tell its WAL position, and until when it is not asked again. */
+  private primaryFault: { err: unknown; until: number } | undefined;
 
   constructor(options: RoutingSqlClientOptions) {
     this.primary = options.primary;
@@ -130,6 +166,7 @@ export class RoutingSqlClient implements SqlClient {
       replicaWaitMs: options.replicaWaitMs ?? 0,
       unhealthyMs: options.unhealthyMs ?? 5000,
       probeTimeoutMs: options.probeTimeoutMs ?? 1000,
+      primaryRetryMs: options.primaryRetryMs ?? 1000,
       defaultRead: options.defaultRead ?? 'session',
       onRead: options.onRead,
       onReplicaError: options.onReplicaError,
@@ -152,16 +189,34 @@ export class RoutingSqlClient implements SqlClient {
   async read<R = Record<string, unknown>>(text: string, params?: unknown[], opts: ReadOptions = {}): Promise<SqlResult<R>> {
     if (opts.fresh) return this.onPrimary<R>(text, params, 'fresh');
     if (this.replicas.length === 0) return this.onPrimary<R>(text, params, 'no-replicas');
+    if (opts.stale) {
+      const replica = await this.pickReplica(undefined);
+      if (!replica) return this.onPrimary<R>(text, params, 'no-healthy-replica');
+      return this.onReplica<R>(replica, text, params, 'stale-ok');
+    }
     const latest = opts.latest ?? this.opts.defaultRead === 'latest';
     const token = opts.minLsn !== undefined ? parseLsn(opts.minLsn) : undefined;
-    // The primary's position now also covers this client's writes: one query instead of two.
-    const required = max(token, latest ? await this.primaryLsnNow() : await this.ownWriteLsn());
+    let required: bigint | undefined;
+    try {
+      // The primary's position now also covers this client's writes: one query instead of two.
+      required = max(token, latest ? await this.primaryLsnNow() : await this.ownWriteLsn());
+    } catch (err) {
+      if (!isReplicaFault(err)) throw err;
+      const replica = await this.caughtUpReplica(max(token, this.knownWriteLsn));
+      if (!replica) throw err;
+      return this.onReplica<R>(replica, text, params, 'primary-unreachable');
+    }
 
     const replica = await this.waitForReplica(required);
     if (!replica) return this.onPrimary<R>(text, params, this.anyHealthy() ? 'replica-behind' : 'no-healthy-replica');
+    return this.onReplica<R>(replica, text, params, required === undefined ? 'any' : 'caught-up');
+  }
+
+  /** Run a read on `replica`; a replica fault (or a conflict with WAL replay) sends it to the primary instead. */
+  private async onReplica<R>(replica: Replica, text: string, params: unknown[] | undefined, reason: string): Promise<SqlResult<R>> {
     try {
       const result = await replica.client.query<R>(text, params);
-      this.opts.onRead?.('replica', required === undefined ? 'any' : 'caught-up');
+      this.opts.onRead?.('replica', reason);
       return result;
     } catch (err) {
       // A query cancelled because it conflicted with WAL replay says nothing about the replica's health.
@@ -231,10 +286,30 @@ export class RoutingSqlClient implements SqlClient {
     return this.knownWriteLsn;
   }
 
-  /** The primary's WAL insert position now; it covers every write this client finished before the call. */
+  /**
+   * The primary's WAL insert position now; it covers every write this client finished before the call.
+   * A primary that failed to answer within `primaryRetryMs` is not asked (its error is thrown at once).
+   */
   private async primaryLsnNow(): Promise<bigint> {
     const covers = this.writesDone;
-    const res = await this.primary.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
+    const fault = this.primaryFault;
+    if (fault && Date.now() < fault.until) throw fault.err;
+    let res: SqlResult<{ lsn: string }>;
+    try {
+      const query = this.primary.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
+      // A healthy primary has the pool's limits (a busy pool is queueing, not a fault); one that failed
+      // last time is asked again with the probe's short limit, so reads wait at most that for it.
+      res = fault
+        ? await withTimeout(query, this.opts.probeTimeoutMs, `the primary did not tell its WAL position within ${this.opts.probeTimeoutMs} ms`)
+        : await query;
+    } catch (err) {
+      if (!isReplicaFault(err)) throw err;
+      // A silent primary (the timeout above) is as unavailable as an unreachable one: services answer 503.
+      const unavailable = err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
+      this.primaryFault = { err: unavailable, until: Date.now() + this.opts.primaryRetryMs };
+      throw unavailable;
+    }
+    this.primaryFault = undefined;
     const lsn = parseLsn(res.rows[0]!.lsn);
     this.knownWriteLsn = max(this.knownWriteLsn, lsn);
     this.writesCovered = Math.max(this.writesCovered, covers);
@@ -261,6 +336,44 @@ export class RoutingSqlClient implements SqlClient {
       if (replica.unhealthyUntil > Date.now()) continue;
       if (required === undefined) return replica;
       if (replica.replayLsn !== undefined && replica.replayLsn >= required) return replica;
+    }
+    return undefined;
+  }
+
+  /**
+   * A healthy replica provably caught up with its primary (see the class comment) and at `required`,
+   * for reads while the primary cannot be asked; undefined when none is.
+   */
+  private async caughtUpReplica(required: bigint | undefined): Promise<Replica | undefined> {
+    // The primary writes WAL of its own now and then (checkpoints, standby snapshots): a replica a few
+    // ms from replaying it is waited for, up to CATCH_UP_WAIT_MS (or replicaWaitMs when longer).
+    const deadline = Date.now() + Math.max(this.opts.replicaWaitMs, CATCH_UP_WAIT_MS);
+    for (;;) {
+      const replica = await this.caughtUpReplicaNow(required);
+      if (replica || !this.anyHealthy() || Date.now() >= deadline) return replica;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  private async caughtUpReplicaNow(required: bigint | undefined): Promise<Replica | undefined> {
+    const start = this.next++;
+    for (let i = 0; i < this.replicas.length; i++) {
+      const replica = this.replicas[(start + i) % this.replicas.length]!;
+      if (replica.unhealthyUntil > Date.now()) continue;
+      try {
+        const res = await withTimeout(
+          replica.client.query<{ replay: string | null; received: string | null; status: string | null; primary_end: string | null }>(CATCH_UP_SQL),
+          this.opts.probeTimeoutMs,
+          `replica ${replica.name} did not answer within ${this.opts.probeTimeoutMs} ms`,
+        );
+        const row = res.rows[0];
+        if (!row?.replay || !row.received || !row.primary_end || row.status !== 'streaming') continue;
+        const replay = parseLsn(row.replay);
+        if (replay >= parseLsn(row.received) && replay >= parseLsn(row.primary_end) && (required === undefined || replay >= required)) return replica;
+      } catch (err) {
+        if (!isReplicaFault(err)) throw err;
+        this.markUnhealthy(replica, err);
+      }
     }
     return undefined;
   }

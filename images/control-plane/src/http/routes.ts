@@ -17,6 +17,7 @@ import type { BlobCollector } from '../purge/data-plane-gc.js';
 import type { UploadExpirer } from '../purge/lifecycle-job.js';
 import type { PurgeRunResult } from '../purge/purge-job.js';
 import type { UserService } from '../users/user-service.js';
+import { AdminJobs } from './admin-jobs.js';
 
 export interface RouteDeps {
   store: MetadataStore;
@@ -81,6 +82,7 @@ function param(req: Request, name: string): string {
 export function controlPlaneRoutes(deps: RouteDeps): Router {
   const { store, users, cache } = deps;
   const router = express.Router();
+  const jobs = new AdminJobs(deps.clock, deps.logger);
 
   const findBucket = async (name: string): Promise<Bucket | undefined> => {
     const cached = await cache.get(cacheKeys.bucket(name));
@@ -302,11 +304,16 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     await invalidateObjectRead(cache, meta.bucket, meta.key);
     res.json(meta);
   });
+  // Long work answers 202 with its job at once; GET /jobs/:id tells how it went (admin-jobs.ts).
   router.post('/purge', async (req, res) => {
     const rawNow = str(req.body?.now);
     const now = rawNow ? new Date(rawNow) : deps.clock();
     if (Number.isNaN(now.getTime())) throw new S3Error('InvalidArgument', 'now must be an ISO 8601 time');
-    res.json(await deps.purge(now));
+    const job = jobs.start('purge', () => deps.purge(now));
+    res.status(202).location(`/internal/jobs/${job.id}`).json(job);
+  });
+  router.get('/jobs/:id', async (req, res) => {
+    res.json(jobs.get(param(req, 'id')));
   });
 
   return router;

@@ -1,4 +1,4 @@
-import type { SqlClient } from '../../../service-kit/src/index.js';
+import { readQuery, type SqlClient } from '../../../service-kit/src/index.js';
 import type { StoredUser, UserStore } from './store.js';
 
 interface UserRow {
@@ -45,12 +45,23 @@ export class SqlUserStore implements UserStore {
   }
 
   async get(username: string): Promise<StoredUser | undefined> {
-    const res = await this.sql.query<UserRow>('SELECT * FROM users WHERE username = $1', [username]);
-    return res.rows[0] && toUser(res.rows[0]);
+    return this.lookup('SELECT * FROM users WHERE username = $1', username);
   }
 
   async getByAccessKey(accessKey: string): Promise<StoredUser | undefined> {
-    const res = await this.sql.query<UserRow>('SELECT * FROM users WHERE access_key = $1', [accessKey]);
-    return res.rows[0] && toUser(res.rows[0]);
+    return this.lookup('SELECT * FROM users WHERE access_key = $1', accessKey);
+  }
+
+  /**
+   * Credential lookups (login, SigV4, bearer tokens) tolerate a replica's lag, so they keep working
+   * while the primary hangs or is down; a miss is confirmed on the primary, so a user created a moment
+   * ago is found at once. (A changed root password may be accepted as long as the replica lags, as long
+   * as the gateway's credential cache holds it.)
+   */
+  private async lookup(text: string, value: string): Promise<StoredUser | undefined> {
+    const row =
+      (await readQuery<UserRow>(this.sql, text, [value], { stale: true })).rows[0] ??
+      (await readQuery<UserRow>(this.sql, text, [value], { fresh: true })).rows[0];
+    return row && toUser(row);
   }
 }

@@ -46,6 +46,8 @@ const COMPOSE_CONCURRENCY = 4;
 const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED']);
 const RETRYABLE_S3_CODES = new Set(['ServiceUnavailable', 'SlowDown', 'InternalError', 'RequestTimeout']);
 const NOT_FOUND_CODES = new Set(['NoSuchKey', 'NotFound']);
+/** The backend says its storage or a quota is full (MinIO, Ceph RGW, S3-compatible servers): 507, not a fault of the data plane. */
+const FULL_S3_CODES = new Set(['XMinioStorageFull', 'InsufficientStorage', 'QuotaExceeded', 'XMinioAdminBucketQuotaExceeded']);
 /** The backend refuses Strata itself (credentials, its bucket gone): unusable until an admin fixes it. */
 const REFUSED_S3_CODES = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'NoSuchBucket', 'AllAccessDisabled']);
 
@@ -138,6 +140,11 @@ export class S3Backend implements StorageBackend {
     const name = (err as Error | null)?.name ?? '';
     if (!(err instanceof MinioS3Error) && /^Invalid\w*Error$/.test(name)) {
       return new S3Error('InvalidArgument', `The ${this.settings.kind} storage backend settings are not valid: ${message}`);
+    }
+    if (FULL_S3_CODES.has(code)) {
+      return new S3Error('InsufficientStorage', `The storage backend ${this.key} is full (${action}): ${code}: ${message}`, {
+        StorageBackend: this.settings.kind,
+      });
     }
     // minio-js turns 429/5xx answers into a code-less "Request failed ...: Retryable HTTP status: 503".
     const overloaded = /Retryable HTTP status: (429|5\d\d)/.test(message);

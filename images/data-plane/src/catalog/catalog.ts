@@ -1,4 +1,4 @@
-import type { SqlClient } from '../../../service-kit/src/index.js';
+import { readQuery, type SqlClient } from '../../../service-kit/src/index.js';
 import { objectMetaOf, S3Error, type ObjectMeta, type ObjectRow } from '../../../object-model/src/index.js';
 import { ObjectCommit, type CommitRequest, type CommitResult } from './commit.js';
 
@@ -79,8 +79,9 @@ export class Catalog {
       throw new Error('the metadata schema is not migrated yet (it is of a build before 0.2.0; the control plane migrates it at start)');
   }
 
+  /** Read like objectByBucketName (replica-routed, as fresh as the client's default read). */
   async bucket(name: string): Promise<BucketRef> {
-    const res = await this.sql.query<BucketRef>('SELECT id, name, owner, backend FROM buckets WHERE name = $1', [name]);
+    const res = await readQuery<BucketRef>(this.sql, 'SELECT id, name, owner, backend FROM buckets WHERE name = $1', [name]);
     if (!res.rows[0]) throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
     return { ...res.rows[0], id: Number(res.rows[0].id) };
   }
@@ -100,9 +101,12 @@ export class Catalog {
   /**
    * The NORMAL object `key` of the bucket named `bucketName` in ONE statement (the read hot path:
    * GET/HEAD). `undefined` object when the bucket exists but the key does not; NoSuchBucket otherwise.
+   * Read through readQuery: a replica answers when it provably has every write before this call (the
+   * data plane's reads are `latest`), also while the primary hangs (RoutingSqlClient).
    */
   async objectByBucketName(bucketName: string, key: string): Promise<{ bucket: BucketRef; object: StoredObject | undefined }> {
-    const res = await this.sql.query<StoredObjectRow & { bucket_id: number; bucket_owner: string; bucket_backend: BucketRef['backend'] }>(
+    const res = await readQuery<StoredObjectRow & { bucket_id: number; bucket_owner: string; bucket_backend: BucketRef['backend'] }>(
+      this.sql,
       `SELECT k.id AS bucket_id, k.owner AS bucket_owner, k.backend AS bucket_backend,
               o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified,
               o.tags, o.headers, o.part_sizes, o.part_checksums, o.owner, o.blob_id, b.locator, b.backend_key
@@ -177,13 +181,15 @@ export class Catalog {
     await this.sql.query("DELETE FROM blobs WHERE id = $1 AND state = 'FREEING'", [blobId]);
   }
 
-  /** The bytes of an inline blob (blobs.data), or undefined when no row of this backend holds them. */
+  /**
+   * The bytes of an inline blob (blobs.data), or undefined when no row of this backend holds them.
+   * A blob's bytes never change, so any replica may answer (also while the primary hangs); a replica
+   * that has not replayed the blob yet is confirmed on the primary.
+   */
   async inlineBlob(backendKey: string, locator: string): Promise<Buffer | undefined> {
-    const res = await this.sql.query<{ data: Buffer }>('SELECT data FROM blobs WHERE backend_key = $1 AND locator = $2 AND data IS NOT NULL', [
-      backendKey,
-      locator,
-    ]);
-    return res.rows[0]?.data;
+    const text = 'SELECT data FROM blobs WHERE backend_key = $1 AND locator = $2 AND data IS NOT NULL';
+    const read = (opts: { stale: true } | { fresh: true }) => readQuery<{ data: Buffer }>(this.sql, text, [backendKey, locator], opts);
+    return (await read({ stale: true })).rows[0]?.data ?? (await read({ fresh: true })).rows[0]?.data;
   }
 
   /** Which of these locators a `blobs` row of this backend names (any state): the rest are orphan files. */

@@ -1,4 +1,5 @@
 import type {
+  AdminJob,
   BackendRef,
   BucketConfigs,
   BucketInfo,
@@ -113,7 +114,13 @@ export class ControlPlaneClient {
     return this.http.json('POST', `/internal/recycle-bin/${seg(id)}/restore`, { body: { owner } });
   }
 
-  purge(now?: string): Promise<{ purged: number; freedBlobs: number }> {
+  /** Starts the purge (lifecycle rules, then the recycle bin) as a job: answers it at once, `running`. */
+  purge(now?: string): Promise<AdminJob> {
     return this.http.json('POST', '/internal/purge', { body: now ? { now } : {} });
+  }
+
+  /** An admin job's status; NoSuchJob when the control plane does not know it (e.g. it restarted). */
+  job(id: string): Promise<AdminJob> {
+    return this.http.json('GET', `/internal/jobs/${seg(id)}`);
   }
 }

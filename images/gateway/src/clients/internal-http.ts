@@ -41,6 +41,7 @@ const CODE_BY_STATUS: Record<number, S3ErrorCode> = {
   412: 'PreconditionFailed',
   416: 'InvalidRange',
   503: 'ServiceUnavailable',
+  507: 'InsufficientStorage',
 };
 
 /**

@@ -21,13 +21,13 @@ export function upstreamFailure<E extends Error>(err: E): E {
  * What a breaker does not count: only the upstream's own failures open it (it cannot be reached, it
  * times out, it answers a server fault of its own). Not the caller's fault (4xx); not a refusal it
  * answered by design (501, and 503: SlowDown, flow control, a dependency of its own it reports
- * unavailable, such as a multipart store); not a bucket's storage backend being down (the data plane
+ * unavailable, such as a multipart store; 507, its storage full); not a bucket's storage backend being down (the data plane
  * marks those `StorageBackend`), which must never deny every other bucket.
  */
 export function isNotUpstreamFault(err: unknown): boolean {
   if (err instanceof Error && upstreamFailures.has(err)) return false;
   if (!(err instanceof S3Error)) return false;
-  return err.status < 500 || err.status === 501 || err.status === 503 || err.extra.StorageBackend !== undefined;
+  return err.status < 500 || err.status === 501 || err.status === 503 || err.status === 507 || err.extra.StorageBackend !== undefined;
 }
 
 /**

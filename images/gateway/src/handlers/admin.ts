@@ -25,7 +25,7 @@ function requireRoot(res: Response): void {
 
 /**
  * Strata's admin API (JSON, Bearer or SigV4): users (root), the caller's recycle bin, restore,
- * and purge now (root). Mounted after authentication.
+ * and purge now (root; a job, read back with GET /admin/jobs/:id). Mounted after authentication.
  */
 export function adminRouter(deps: GatewayDeps): Router {
   const router = express.Router();
@@ -72,7 +72,17 @@ export function adminRouter(deps: GatewayDeps): Router {
       const now = (req.body as { now?: unknown } | undefined)?.now;
       if (now !== undefined && (typeof now !== 'string' || Number.isNaN(Date.parse(now))))
         throw new S3Error('InvalidArgument', '"now" must be an ISO 8601 time.');
-      sendData(res, await deps.controlPlane.purge(now));
+      // Long work: 202 with the job at once; GET /admin/jobs/:id tells how it went.
+      const job = await deps.controlPlane.purge(now);
+      res.setHeader('Location', `/admin/jobs/${job.id}`);
+      sendData(res, job, 202);
+    }),
+  );
+  router.get(
+    '/jobs/:id',
+    wrap('AdminGetJob', async (req, res) => {
+      requireRoot(res);
+      sendData(res, await deps.controlPlane.job(String(req.params.id)));
     }),
   );
   router.use((_req: Request, res: Response, next: NextFunction) => {
