@@ -103,12 +103,11 @@ export const postObject: S3Handler = async (s3) => {
     // The form's `tagging` field is a Tagging document (S3's POST Object), not a header's k=v list.
     const taggingField = form.fields.get('tagging');
     const tags = taggingField === undefined ? undefined : parseTagging(parseXml<TaggingXml>(taggingField, 'Tagging'), 'object');
-    let body: Readable = form.file;
-    if (sizeRange) {
-      const checked = new VerifiedBody([new SizeRangeCheck(sizeRange.min, sizeRange.max)]);
-      pipeline(form.file, checked, () => undefined);
-      body = checked;
-    }
+    // The file's last bytes are held back until its part ended with its boundary (and its size is within the
+    // policy's range): a form cut short (no final boundary) is MalformedPOSTRequest and completes no upload.
+    const body = new VerifiedBody(sizeRange ? [new SizeRangeCheck(sizeRange.min, sizeRange.max)] : []);
+    form.file.once('error', () => body.destroy(new S3Error('MalformedPOSTRequest', 'The form ends before its final boundary.')));
+    pipeline(form.file, body, () => undefined);
     const result = await deps.objects.putObject(
       bucket,
       key,
