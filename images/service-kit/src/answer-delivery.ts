@@ -130,7 +130,8 @@ export class AnswerDelivery {
       else socket.end();
     };
     const refuseNow = () => {
-      if (socket.destroyed) return;
+      // Gone, or closing after an answer that ended the connection: nothing more is said on it.
+      if (socket.destroyed || !socket.writable) return;
       if (!broken) {
         socket.write(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
         close();
