@@ -60,6 +60,16 @@ describe('service kit: answers are delivered, in request order', () => {
     expect(got.error).to.equal(undefined);
   });
 
+  it('a request that follows a body refused early on its connection is not served (its answer could not be sent)', async () => {
+    const size = 1024 * 1024;
+    const late = 'PUT /after-refusal HTTP/1.1\r\nhost: x\r\ncontent-length: 4\r\n\r\nlate';
+    const got = await sendAllThenRead(running!.port, `PUT /refuse HTTP/1.1\r\nhost: x\r\ncontent-length: ${size}\r\n\r\n`, size, late);
+    expect(got.statuses, `${got.error ?? ''} ${got.text}`).to.deep.equal([403]);
+    // Give a handler that wrongly ran the time it takes to store.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(stored.has('/after-refusal')).to.equal(false);
+  });
+
   it('a chunked body whose framing breaks is answered 400 and the client reads it, though it kept sending', async () => {
     const head = `PUT /broken HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n`;
     const got = await sendAllThenRead(running!.port, head, 16 * 1024 * 1024);

@@ -13,6 +13,8 @@ import type { Duplex } from 'node:stream';
  * - **Bounded drain.** An answer that goes out while its request's body is still arriving closes the
  *   connection (`Connection: close`, then the lingering close): the rest of the body is not read without
  *   bound to keep the connection.
+ * - **No request after the last answer.** A request that arrives on a connection after an answer that ends
+ *   it is not served: its answer could not be sent, so it must store nothing.
  * - **Malformed bytes wait their turn.** Node writes its 400 for bytes that are no valid HTTP straight on
  *   the socket, ahead of the answers to the requests before them that are still being served (the client
  *   then reads the 400 as their answer), and destroys the connection. Here the requests before them get
@@ -44,6 +46,11 @@ function bodyPending(req: http.IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
+/** Connections in their lingering close. */
+const lingering = new WeakSet<net.Socket>();
+/** Connections an answer ended (`Connection: close`): a request that follows on them is never answered. */
+const closing = new WeakSet<Duplex>();
+
 /** The server's responses: one sent while its request's body is still arriving closes the connection. */
 export class DeliveredResponse<Request extends http.IncomingMessage = http.IncomingMessage> extends http.ServerResponse<Request> {
   // writeHead is where Node fixes the Connection header (every answer passes here, implicit ones too).
@@ -51,12 +58,11 @@ export class DeliveredResponse<Request extends http.IncomingMessage = http.Incom
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
   override writeHead(statusCode: number, ...rest: unknown[]): this {
     if (!this.headersSent && bodyPending(this.req)) this.shouldKeepAlive = false;
-    return (http.ServerResponse.prototype.writeHead as (...args: unknown[]) => this).call(this, statusCode, ...rest);
+    const self = (http.ServerResponse.prototype.writeHead as (...args: unknown[]) => this).call(this, statusCode, ...rest);
+    if (!this.shouldKeepAlive || /\bclose\b/i.test(String(this.getHeader('connection') ?? ''))) closing.add(this.req.socket);
+    return self;
   }
 }
-
-/** Connections in their lingering close. */
-const lingering = new WeakSet<net.Socket>();
 
 /** FIN now (once written data is out), then discard what the client still sends, within the bounds above. */
 function lingeringClose(socket: net.Socket): void {
@@ -98,6 +104,16 @@ export class AnswerDelivery {
       res.once('close', done);
     });
     server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => this.refuse(err, socket));
+  }
+
+  /**
+   * Whether `req` is to be served: not when an earlier answer on its connection ended the connection (its
+   * own answer could never be sent, so it must change nothing); its bytes are then read and dropped.
+   */
+  serves(req: http.IncomingMessage): boolean {
+    if (!closing.has(req.socket) && !(req.socket instanceof net.Socket && lingering.has(req.socket))) return true;
+    req.resume();
+    return false;
   }
 
   /** Each open connection and how many of its requests are being served. */

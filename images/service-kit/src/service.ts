@@ -81,7 +81,9 @@ export async function listen(
   handler: http.RequestListener & { locals?: Record<string, unknown> },
   opts: ServiceOptions & { port: number; host?: string },
 ): Promise<RunningService> {
-  const server = http.createServer({ ServerResponse: DeliveredResponse }, handler);
+  const server = http.createServer({ ServerResponse: DeliveredResponse }, (req, res) => {
+    if (delivery.serves(req)) handler(req, res);
+  });
   // Requests in flight per socket (answer-delivery.ts), so shutdown can close every socket that is not
   // serving one — including fresh connections that never sent a request, which closeIdleConnections() skips.
   const delivery = new AnswerDelivery(server);
