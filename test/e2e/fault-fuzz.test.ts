@@ -188,7 +188,10 @@ async function fuzzRun(requests: number, env: NodeJS.ProcessEnv, cleanups: Array
   const leftovers = [...ctx.mustNotExist].filter((raw) => stored.has(raw) || stored.has(decodeOrRaw(raw)));
   expect(leftovers, `seed ${SEED}`).to.deep.equal([]);
   // Every write answered 200 stored its object (an answer on a connection is its own request's).
-  expect([...ctx.mustExist].filter((key) => !stored.has(key)), `seed ${SEED}`).to.deep.equal([]);
+  expect(
+    [...ctx.mustExist].filter((key) => !stored.has(key)),
+    `seed ${SEED}`,
+  ).to.deep.equal([]);
   // eslint-disable-next-line no-control-regex
   expect([...stored].filter((k) => /[\u0000-\u001f\u007f\ufffd]/.test(k))).to.deep.equal([]);
   // The last-resort handler saw nothing.
