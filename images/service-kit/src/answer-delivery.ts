@@ -148,19 +148,15 @@ export class AnswerDelivery {
     const refuseNow = () => {
       // Gone, or closing after an answer that ended the connection: nothing more is said on it.
       if (socket.destroyed || !socket.writable) return;
-      if (!broken) {
-        socket.write(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-        close();
-        return;
-      }
-      // Its handler still waits for the rest of the body: the answer goes out now, on its own response
-      // (which keeps any answer already under way; its handler then sees the connection close and stores nothing).
-      if (broken.res.headersSent) {
+      // The broken request's own answer, already under way, is let finish.
+      if (broken?.res.headersSent) {
         broken.res.once('finish', close);
         return;
       }
-      broken.res.shouldKeepAlive = false;
-      broken.res.writeHead(status, { 'Content-Length': '0' }).end();
+      // Written as Node writes it, on the socket: a broken request's handler still waits for a body that never
+      // comes whole, and the connection's close aborts it (its upload is cancelled, nothing is stored).
+      socket.write(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      close();
     };
     const waiting = new Set(before.map((e) => e.res).filter((res) => !res.writableFinished));
     if (waiting.size === 0) return refuseNow();
