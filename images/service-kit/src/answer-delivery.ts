@@ -59,7 +59,9 @@ export class DeliveredResponse<Request extends http.IncomingMessage = http.Incom
   override writeHead(statusCode: number, ...rest: unknown[]): this {
     if (!this.headersSent && bodyPending(this.req)) this.shouldKeepAlive = false;
     const self = (http.ServerResponse.prototype.writeHead as (...args: unknown[]) => this).call(this, statusCode, ...rest);
-    if (!this.shouldKeepAlive || /\bclose\b/i.test(String(this.getHeader('connection') ?? ''))) closing.add(this.req.socket);
+    // (A request whose connection is gone may have no socket left.)
+    const socket = this.req.socket ?? this.socket;
+    if (socket && (!this.shouldKeepAlive || /\bclose\b/i.test(String(this.getHeader('connection') ?? '')))) closing.add(socket);
     return self;
   }
 }
