@@ -165,6 +165,9 @@ async function fuzzRun(requests: number, env: NodeJS.ProcessEnv, cleanups: Array
     (r) =>
       r.outcome.kind === 'hang' ||
       (r.outcome.kind === 'reset' && r.category !== 'cut') ||
+      // A connection closed without an answer loses it too; only a client that half-closed (broken framing:
+      // Node's server then drops what it still serves) or cut its request may see that.
+      (r.outcome.kind === 'closed' && r.category !== 'cut' && r.category !== 'framing') ||
       (r.outcome.kind === 'answered' && r.outcome.status >= 500 && r.outcome.status !== 501 && r.outcome.status !== 503),
   );
   const describe = (r: FuzzRecord) =>
