@@ -51,7 +51,10 @@ const lingering = new WeakSet<net.Socket>();
 /** Connections an answer ended (`Connection: close`): a request that follows on them is never answered. */
 const closing = new WeakSet<Duplex>();
 
-/** The server's responses: one sent while its request's body is still arriving closes the connection. */
+/**
+ * The server's responses: one sent while its request's body is still arriving closes the connection. (Routes
+ * served by Express get Express's response prototype instead: their small JSON bodies are read whole first.)
+ */
 export class DeliveredResponse<Request extends http.IncomingMessage = http.IncomingMessage> extends http.ServerResponse<Request> {
   // writeHead is where Node fixes the Connection header (every answer passes here, implicit ones too).
   override writeHead(statusCode: number, statusMessage?: string, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
