@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { freshDirPerSuite } from '../support/temp-dir.js';
 import { awsCli, rclone, s3cmd, type CliResult } from './support/cli.js';
@@ -101,6 +101,56 @@ describe('e2e: real S3 command-line clients against the standalone platform', fu
     expect(ok(await aws('s3', 'ls', '--recursive', `s3://${bucket}`)).stdout.trim()).to.equal('');
     ok(await aws('s3', 'rb', `s3://${bucket}`));
     expect(ok(await aws('s3', 'ls')).stdout).not.to.contain(bucket);
+  });
+
+  it('keys with leading, trailing and only spaces: aws s3api delete-objects, aws s3 sync --delete and rm --recursive, rclone delete leave nothing', async () => {
+    const aws = awsCli(p.endpoint, path.join(work.path, 'aws-home'));
+    await mkdir(path.join(work.path, 'aws-home'), { recursive: true });
+    const bucket = bucketName('aws-spaces');
+    const keys = ['sp ', ' lead', ' ', 'in the middle'];
+    const dir = path.join(work.path, 'spaces');
+    await mkdir(dir, { recursive: true });
+    for (const k of keys) await writeFile(path.join(dir, k), `body of "${k}"`);
+    const listed = async () =>
+      ((JSON.parse(ok(await aws('s3api', 'list-objects-v2', '--bucket', bucket)).stdout || '{}') as { Contents?: Array<{ Key: string }> }).Contents ?? [])
+        .map((o) => o.Key)
+        .sort();
+    ok(await aws('s3', 'mb', `s3://${bucket}`));
+    // DeleteObjects as the CLI writes it: exactly the spaced keys go, the look-alikes stay.
+    for (const k of [...keys, 'sp', 'lead'])
+      ok(await aws('s3api', 'put-object', '--bucket', bucket, '--key', `batch/${k}`, '--body', path.join(dir, keys[0]!)));
+    const deleted = JSON.parse(
+      ok(await aws('s3api', 'delete-objects', '--bucket', bucket, '--delete', JSON.stringify({ Objects: keys.map((k) => ({ Key: `batch/${k}` })) }))).stdout,
+    ) as { Deleted?: Array<{ Key: string }>; Errors?: unknown[] };
+    expect(deleted.Errors ?? []).to.deep.equal([]);
+    expect((deleted.Deleted ?? []).map((d) => d.Key).sort()).to.deep.equal(keys.map((k) => `batch/${k}`).sort());
+    expect(await listed()).to.deep.equal(['batch/lead', 'batch/sp']);
+    ok(await aws('s3', 'rm', '--only-show-errors', '--recursive', `s3://${bucket}/batch`));
+    // sync up, remove one file locally, sync --delete: the remote copy goes.
+    ok(await aws('s3', 'sync', '--only-show-errors', dir, `s3://${bucket}/sync`));
+    expect(await listed()).to.deep.equal(keys.map((k) => `sync/${k}`).sort());
+    await rm(path.join(dir, 'sp '));
+    ok(await aws('s3', 'sync', '--only-show-errors', '--delete', dir, `s3://${bucket}/sync`));
+    expect(await listed()).to.deep.equal(
+      keys
+        .filter((k) => k !== 'sp ')
+        .map((k) => `sync/${k}`)
+        .sort(),
+    );
+    ok(await aws('s3', 'rm', '--only-show-errors', '--recursive', `s3://${bucket}`));
+    expect(await listed()).to.deep.equal([]);
+    // rclone: copy up, then delete everything.
+    const rc = rclone(p.endpoint, path.join(work.path, 'rclone-home'));
+    ok(await rc('copy', dir, `strata:${bucket}/rc`));
+    expect(await listed()).to.deep.equal(
+      keys
+        .filter((k) => k !== 'sp ')
+        .map((k) => `rc/${k}`)
+        .sort(),
+    );
+    ok(await rc('delete', `strata:${bucket}/rc`));
+    expect(await listed()).to.deep.equal([]);
+    ok(await aws('s3', 'rb', `s3://${bucket}`));
   });
 
   it('s3cmd: mb, put, ls, get, del, rb', async () => {

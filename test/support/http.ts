@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 
 export interface HttpAnswer {
   status: number;
@@ -48,4 +49,58 @@ export async function rawRequest(
     body,
   );
   return { status: answer.status, body: answer.body };
+}
+
+/** What came back on one connection, and how it ended. */
+export interface Conversation {
+  /** Everything the server wrote, as latin1 text. */
+  text: string;
+  /** The status lines in order. */
+  statuses: number[];
+  /** The socket error the client saw, if any (ECONNRESET: the server reset the connection; 'hang': no close within the deadline). */
+  error?: string;
+}
+
+/**
+ * Write `head` and then `bodyBytes` bytes of filler on a fresh connection without reading anything (a client
+ * that reads its answer only once it has sent everything), stop writing at the first failure, then read until
+ * the server closes (the client never half-closes: Node's server would drop the answers still owed) or
+ * `deadlineMs` passed.
+ */
+export function sendAllThenRead(port: number, head: string, bodyBytes: number, after = '', deadlineMs = 30_000): Promise<Conversation> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    socket.pause();
+    const chunks: Buffer[] = [];
+    let error: string | undefined;
+    const deadline = setTimeout(() => {
+      error ??= 'hang';
+      socket.destroy();
+    }, deadlineMs);
+    const finish = () => {
+      clearTimeout(deadline);
+      const text = Buffer.concat(chunks).toString('latin1');
+      resolve({ text, statuses: [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), error });
+    };
+    socket.on('error', (err: Error & { code?: string }) => {
+      error ??= err.code ?? err.message;
+    });
+    socket.on('close', finish);
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('connect', async () => {
+      socket.write(head);
+      const filler = Buffer.alloc(256 * 1024, 0x61);
+      for (let sent = 0; sent < bodyBytes && !error && !socket.destroyed; sent += filler.length) {
+        if (!socket.write(filler.subarray(0, Math.min(filler.length, bodyBytes - sent)))) {
+          await new Promise((r) => {
+            socket.once('drain', r);
+            socket.once('close', r);
+          });
+        }
+      }
+      if (after && !socket.destroyed) socket.write(after);
+      // Everything is sent: now read the answer (what the kernel kept of it).
+      socket.resume();
+    });
+  });
 }

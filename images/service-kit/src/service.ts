@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
 import express, { type Express, type Request, type Response } from 'express';
+import { AnswerDelivery, DeliveredResponse } from './answer-delivery.js';
 import { PipeEnd, serveInProcess } from './in-process-http.js';
 import type { Logger } from './logger.js';
 import type { Registry } from './metrics.js';
@@ -81,31 +81,20 @@ export async function listen(
   handler: http.RequestListener & { locals?: Record<string, unknown> },
   opts: ServiceOptions & { port: number; host?: string },
 ): Promise<RunningService> {
-  const server = http.createServer(handler);
-  // Requests in flight per socket, so shutdown can close every socket that is not serving one —
-  // including fresh connections that never sent a request, which closeIdleConnections() skips.
-  const inFlight = new Map<Duplex, number>();
-  server.on('connection', (socket) => {
-    inFlight.set(socket, 0);
-    socket.once('close', () => inFlight.delete(socket));
+  const server = http.createServer({ ServerResponse: DeliveredResponse }, (req, res) => {
+    if (delivery.serves(req)) handler(req, res);
   });
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const socket = req.socket;
-    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
-    res.once('close', () => {
-      // A response may close after its connection did (a reset): a closed connection stays forgotten.
-      const n = inFlight.get(socket);
-      if (n !== undefined) inFlight.set(socket, Math.max(0, n - 1));
-    });
-  });
+  // Requests in flight per socket (answer-delivery.ts), so shutdown can close every socket that is not
+  // serving one — including fresh connections that never sent a request, which closeIdleConnections() skips.
+  const delivery = new AnswerDelivery(server);
   /** Resolves once no in-process connection is open (they end through closeIdleSockets or the grace timer). */
   const pipesClosed = async () => {
-    for (const socket of inFlight.keys()) {
+    for (const [socket] of delivery.connections()) {
       if (socket instanceof PipeEnd && !socket.closed) await new Promise((resolve) => socket.once('close', resolve));
     }
   };
   const closeIdleSockets = () => {
-    for (const [socket, n] of inFlight) if (n === 0) socket.destroy();
+    for (const [socket, n] of delivery.connections()) if (n === 0) socket.destroy();
   };
   // Long uploads must not be cut by Node's default request timeout (a stalled body is the services'
   // own idle limit to judge); a client that has not sent its headers in 20 s is gone.

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mulberry32 } from '../../../images/service-kit/src/random.js';
+import { delivery } from './fuzz-delivery.js';
 import { sendRaw, signRaw, UNSIGNED_PAYLOAD, type Credentials, type RawOutcome, type RawRequest } from './raw-http.js';
 
 /**
@@ -51,6 +52,8 @@ export interface FuzzContext {
   victimKeys: string[];
   /** Keys of the attacker's bucket that a refused write named: none may exist at the end. */
   mustNotExist: Set<string>;
+  /** Keys of the attacker's bucket that a write answered 200 stored: each must exist at the end. */
+  mustExist: Set<string>;
   record(r: FuzzRecord): void;
   deadlineMs: number;
 }
@@ -81,7 +84,22 @@ function rawKey(rng: Rng, n: number): { raw: string; bad: boolean } {
   }
 }
 
-const FUZZ_VALUES = ['%00', '%FF', 'abc', '-1', '0', '99999999999999999999', '', '%0D%0Aset-cookie:x', '%C3%28', 'a'.repeat(2000), '%E2%80%AE', 'null'];
+const FUZZ_VALUES = [
+  '%00',
+  '%FF',
+  'abc',
+  '-1',
+  '0',
+  '99999999999999999999',
+  '',
+  '%0D%0Aset-cookie:x',
+  '%C3%28',
+  'a'.repeat(2000),
+  '%E2%80%AE',
+  'attachment%3B%20filename%3D%22%E2%80%AEtxt.exe%22',
+  'fz/%26%230%3B',
+  'null',
+];
 
 function fuzzValue(rng: Rng): string {
   return rng.chance(0.7) ? rng.pick(FUZZ_VALUES) : Buffer.from(rng.bytes(rng.int(1, 12))).toString('hex');
@@ -141,6 +159,7 @@ const SUBRESOURCES = [
   'restore',
   'torrent',
   'select&select-type=2',
+  'mdsearch&inventory',
 ];
 const OBJECT_HEADERS = [
   'x-amz-meta-a',
@@ -166,7 +185,7 @@ const OBJECT_HEADERS = [
   'content-md5',
 ];
 
-async function send(ctx: FuzzContext, category: string, label: string, req: RawRequest): Promise<RawOutcome> {
+export async function send(ctx: FuzzContext, category: string, label: string, req: RawRequest): Promise<RawOutcome> {
   const outcome = await sendRaw(ctx.port, req, ctx.deadlineMs);
   ctx.record({ category, label, outcome });
   return outcome;
@@ -452,6 +471,7 @@ export async function runCase(rng: Rng, ctx: FuzzContext, n: number): Promise<vo
   if (r < 0.67) return cutBody(rng, ctx, n);
   if (r < 0.75) return badFraming(rng, ctx, n);
   if (r < 0.85) return xmlFuzz(rng, ctx, n);
-  if (r < 0.95) return multipartMisuse(rng, ctx, n);
-  return badDigest(rng, ctx, n);
+  if (r < 0.92) return multipartMisuse(rng, ctx, n);
+  if (r < 0.95) return badDigest(rng, ctx, n);
+  return delivery(rng, ctx, n);
 }

@@ -29,15 +29,18 @@ export interface RawRequest {
   cutAfter?: number;
   /** Half-close after the body: the server sees the end of the stream (for broken framing). */
   halfClose?: boolean;
+  /** Leave out sendRaw's `connection: close` (bytes after the body are then the connection's next request). */
+  keepAlive?: boolean;
 }
 
 export type RawOutcome =
   | { kind: 'answered'; status: number; headers: Record<string, string>; body: Buffer }
   | { kind: 'closed' } // the server closed without an answer
+  | { kind: 'reset' } // the connection was reset before an answer arrived (one the server sent is lost so)
   | { kind: 'cut' } // we went away on purpose
   | { kind: 'hang' }; // nothing within the deadline
 
-/** Send one request on a fresh connection (`connection: close`) and read the answer until the server closes. */
+/** Send one request on a fresh connection (`connection: close` unless keepAlive) and read the first answer until the server closes. */
 export function sendRaw(port: number, req: RawRequest, deadlineMs: number): Promise<RawOutcome> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
@@ -51,11 +54,14 @@ export function sendRaw(port: number, req: RawRequest, deadlineMs: number): Prom
       resolve(outcome);
     };
     const timer = setTimeout(() => finish({ kind: 'hang' }), deadlineMs);
-    socket.on('error', () => finish(parseAnswer(Buffer.concat(chunks))));
+    socket.on('error', (err: Error & { code?: string }) => {
+      const answer = parseAnswer(Buffer.concat(chunks));
+      finish(answer.kind === 'closed' && (err.code === 'ECONNRESET' || err.code === 'EPIPE') ? { kind: 'reset' } : answer);
+    });
     socket.on('data', (c: Buffer) => chunks.push(c));
     socket.on('close', () => finish(parseAnswer(Buffer.concat(chunks))));
     socket.on('connect', () => {
-      const head = `${req.method} ${req.target} HTTP/1.1\r\n${req.headers.map(([k, v]) => `${k}: ${v}\r\n`).join('')}connection: close\r\n\r\n`;
+      const head = `${req.method} ${req.target} HTTP/1.1\r\n${req.headers.map(([k, v]) => `${k}: ${v}\r\n`).join('')}${req.keepAlive ? '' : 'connection: close\r\n'}\r\n`;
       socket.write(Buffer.from(head, 'latin1'));
       const body = req.body ?? Buffer.alloc(0);
       if (req.cutAfter !== undefined) {
@@ -121,6 +127,28 @@ export function signRaw(req: RawRequest, host: string, creds: Credentials, opts:
   const signature = sign(signingKey(creds.secret, amzDate.slice(0, 8), region), stringToSign(amzDate, scope, canonical));
   const authorization = `${ALGORITHM} Credential=${creds.accessKey}/${scope}, SignedHeaders=${[...signedHeaders].sort().join(';')}, Signature=${signature}`;
   return { ...req, headers: [...headers, ['authorization', authorization]] };
+}
+
+/**
+ * The fields of a browser form (POST Object) whose policy allows any upload to `bucket` for an hour, signed
+ * with SigV4 as the SDKs' createPresignedPost signs it.
+ */
+export function signedPostFields(bucket: string, creds: Credentials, now = new Date(), region = 'us-east-1'): Record<string, string> {
+  const amzDate = toAmzDate(now);
+  const credential = `${creds.accessKey}/${credentialScope(amzDate.slice(0, 8), region)}`;
+  const policy = Buffer.from(
+    JSON.stringify({
+      expiration: new Date(now.getTime() + 3600_000).toISOString(),
+      conditions: [{ bucket }, ['starts-with', '$key', ''], { 'x-amz-algorithm': ALGORITHM }, { 'x-amz-credential': credential }, { 'x-amz-date': amzDate }],
+    }),
+  ).toString('base64');
+  return {
+    'x-amz-algorithm': ALGORITHM,
+    'x-amz-credential': credential,
+    'x-amz-date': amzDate,
+    policy,
+    'x-amz-signature': sign(signingKey(creds.secret, amzDate.slice(0, 8), region), policy),
+  };
 }
 
 export { UNSIGNED_PAYLOAD };

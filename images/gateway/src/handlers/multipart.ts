@@ -126,7 +126,8 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
     if (!Number.isInteger(n) || n < 1 || n > 10000 || typeof p.ETag !== 'string')
       throw new S3Error('MalformedXML', 'Each Part needs a PartNumber (1-10000) and an ETag.');
     const checksum = listedPartChecksum(p);
-    return { partNumber: n, etag: unquote(p.ETag), ...(checksum ? { checksum } : {}) };
+    // An ETag is compared, not kept: the space around it (a pretty-printed document) is no part of it.
+    return { partNumber: n, etag: unquote(p.ETag.trim()), ...(checksum ? { checksum } : {}) };
   });
   if (parts.length === 0) throw new S3Error('MalformedXML', 'The CompleteMultipartUpload document lists no parts.');
   for (let i = 1; i < parts.length; i++) {

@@ -29,6 +29,15 @@ const OVERRIDES: Record<string, string> = {
   'response-content-encoding': 'Content-Encoding',
 };
 
+/**
+ * A response-* override as a header value: a header holds bytes, and Node writes only tab and characters
+ * U+0020-U+00FF but DEL (one byte each; it refuses the others, which was a 500). The others are sent
+ * percent-encoded as UTF-8 (RFC 5987's encoding), so the answer is served and its bytes say what was sent.
+ */
+function headerSafe(value: string): string {
+  return value.replace(/[^\t\u0020-\u007e\u0080-\u00ff]+/gu, (chars) => encodeURIComponent(chars));
+}
+
 /** If-Match, If-None-Match, If-Modified-Since and If-Unmodified-Since as sent; undefined when none is. */
 function readConditions(req: http.IncomingMessage): ObjectConditions | undefined {
   return definedConditions({
@@ -73,7 +82,7 @@ function sendObjectHeaders(s3: S3Request, read: Omit<ObjectRead, 'body'>, rules:
   if (object.tags?.length) res.setHeader('x-amz-tagging-count', String(object.tags.length));
   for (const [param, headerName] of Object.entries(OVERRIDES)) {
     const v = query.get(param);
-    if (v !== null) res.setHeader(headerName, v);
+    if (v !== null) res.setHeader(headerName, headerSafe(v));
   }
   if (rules?.length) setExpiration(res, rules, { key: s3.key, size: object.size, lastModified: new Date(object.lastModified), tags: object.tags });
 }

@@ -11,7 +11,7 @@ import { refuseUnsupportedObjectProperties } from '../s3/object-properties.js';
 import { userMetadataOf } from '../s3/request.js';
 import { parseTagging, type TaggingXml } from '../s3/tagging-xml.js';
 import { parseXml } from '../s3/xml.js';
-import { SizeRangeCheck, VerifiedBody } from '../s3/verified-body.js';
+import { SizeRangeCheck, VerifiedBody, type BodyCheck } from '../s3/verified-body.js';
 import { originOf } from './presign.js';
 
 /** Most bytes of the fields before the file (S3 allows 20 KB). */
@@ -24,6 +24,21 @@ interface Form {
   filename: string;
   /** Stop parsing and let the rest of the body flow away (so the client reads our answer, not a reset). */
   drain(): void;
+  /** Resolves once the form ended with its closing delimiter (`--boundary--`); MalformedPOSTRequest otherwise. */
+  ended: Promise<void>;
+}
+
+const cutForm = () => new S3Error('MalformedPOSTRequest', 'The form ends before its closing boundary.');
+
+/** The upload completes only once its form ended whole: a form cut after the file's bytes stores nothing. */
+class FormEndCheck implements BodyCheck {
+  constructor(private readonly ended: Promise<void>) {}
+
+  update(): void {}
+
+  finish(): Promise<void> {
+    return this.ended;
+  }
 }
 
 /** Read a multipart/form-data body up to its `file` field, whose bytes are then left to stream. */
@@ -39,6 +54,12 @@ function formUntilFile(req: http.IncomingMessage): Promise<Form> {
     const fields = new Map<string, string>();
     let fieldBytes = 0;
     let failed = false;
+    let parseError = false;
+    const ended = new Promise<void>((resolveEnd, rejectEnd) => {
+      parser.once('error', () => rejectEnd(cutForm()));
+      parser.once('close', () => (parseError ? rejectEnd(cutForm()) : resolveEnd()));
+    });
+    ended.catch(() => undefined);
     // Refused before the file: stop parsing and let the rest of the body flow away.
     const fail = (err: S3Error) => {
       failed = true;
@@ -56,10 +77,14 @@ function formUntilFile(req: http.IncomingMessage): Promise<Form> {
         stream.resume();
         return;
       }
+      // A form that ends before the file's closing boundary errors the file, maybe before the handler pipes
+      // it anywhere (the policy is checked first): the error stays on the stream (`errored`) for it to see.
+      stream.on('error', () => undefined);
       resolve({
         fields,
         file: stream,
         filename: info.filename ?? '',
+        ended,
         drain: () => {
           req.unpipe(parser);
           stream.resume();
@@ -69,7 +94,10 @@ function formUntilFile(req: http.IncomingMessage): Promise<Form> {
     });
     // Settles nothing once the file was found (a promise settles once).
     parser.on('close', () => reject(new S3Error('InvalidArgument', 'POST requires exactly one file upload per request.', { ArgumentName: 'file' })));
-    parser.on('error', () => fail(new S3Error('MalformedPOSTRequest')));
+    parser.on('error', () => {
+      parseError = true;
+      fail(new S3Error('MalformedPOSTRequest'));
+    });
     req.pipe(parser);
   });
 }
@@ -103,12 +131,12 @@ export const postObject: S3Handler = async (s3) => {
     // The form's `tagging` field is a Tagging document (S3's POST Object), not a header's k=v list.
     const taggingField = form.fields.get('tagging');
     const tags = taggingField === undefined ? undefined : parseTagging(parseXml<TaggingXml>(taggingField, 'Tagging'), 'object');
-    let body: Readable = form.file;
-    if (sizeRange) {
-      const checked = new VerifiedBody([new SizeRangeCheck(sizeRange.min, sizeRange.max)]);
-      pipeline(form.file, checked, () => undefined);
-      body = checked;
-    }
+    // The file's last bytes are held back until the form ended with its closing boundary (and the size is
+    // within the policy's range): a form cut short is MalformedPOSTRequest and completes no upload.
+    if (form.file.errored) throw cutForm();
+    const body = new VerifiedBody([...(sizeRange ? [new SizeRangeCheck(sizeRange.min, sizeRange.max)] : []), new FormEndCheck(form.ended)]);
+    form.file.once('error', () => body.destroy(cutForm()));
+    pipeline(form.file, body, () => undefined);
     const result = await deps.objects.putObject(
       bucket,
       key,
