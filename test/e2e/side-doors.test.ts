@@ -1,0 +1,72 @@
+import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { expect } from 'chai';
+import { httpExchange } from '../support/http.js';
+import { platformHooks, ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
+import { bearer, bodyText, bucketName, login, md5Hex, presignedFetch, s3ErrorOf, s3Failure, sdkClient } from './support/s3.js';
+
+/** POST /login from the local address `from` (any 127.x reaches the loopback-bound gateway), with extra headers. */
+async function loginFrom(endpoint: string, from: string, password: string, headers: Record<string, string> = {}, username = ROOT_USER): Promise<number> {
+  const body = JSON.stringify({ username, password });
+  const answer = await httpExchange(
+    endpoint,
+    {
+      method: 'POST',
+      path: '/login',
+      localAddress: from,
+      headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers },
+    },
+    body,
+  );
+  return answer.status;
+}
+
+/** Issue 37, findings 6, 7 and 10: what reaches the gateway beside the signed, authenticated front door. */
+describe('e2e: side doors of the gateway', function () {
+  this.timeout(120_000);
+  const p = platformHooks({ gatewayRules: 'login:\n  failuresPerIp: { points: 5, duration: 60 }\n  failuresPerUser: { points: 3, duration: 60 }\n' });
+  const bucket = bucketName('doors');
+  const secret = 'the signer stored this and signed nothing else';
+
+  before(async () => {
+    const s3 = sdkClient(p.endpoint);
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'secret.txt', Body: secret }));
+    s3.destroy();
+  });
+
+  it('a presigned PUT plus an unsigned x-service-md5 is AccessDenied, never an instant copy of another object', async () => {
+    const s3 = sdkClient(p.endpoint);
+    const putUrl = await getSignedUrl(s3, new PutObjectCommand({ Bucket: bucket, Key: 'uploads/mine.txt' }), { expiresIn: 300 });
+    const body = 'x'.repeat(secret.length);
+    const put = await fetch(putUrl, { method: 'PUT', headers: { 'x-service-md5': md5Hex(secret) }, body });
+    expect(put.status).to.equal(403);
+    expect(s3ErrorOf(await put.text())).to.deep.equal({ code: 'AccessDenied', message: 'There were headers present in the request which were not signed' });
+    expect((await s3Failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'uploads/mine.txt' })))).status).to.equal(404);
+    // Signed, the header is the signer's own request: an instant upload of the signer's object.
+    const signed = await presignedFetch(p.endpoint, 'PUT', `/${bucket}/uploads/signed.txt`, { headers: { 'x-service-md5': md5Hex(secret) }, body });
+    expect(signed.status).to.equal(200);
+    expect(((await signed.json()) as { data: { instant: boolean } }).data.instant).to.equal(true);
+    // Bearer clients keep instant upload as before.
+    const token = await login(p.endpoint);
+    const viaBearer = await fetch(`${p.endpoint}/${bucket}/uploads/bearer.txt`, {
+      method: 'PUT',
+      headers: { ...bearer(token), 'x-service-md5': md5Hex(secret) },
+      body,
+    });
+    expect(((await viaBearer.json()) as { data: { instant: boolean } }).data.instant).to.equal(true);
+    expect(await bodyText(await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'uploads/bearer.txt' })))).to.equal(secret);
+    s3.destroy();
+  });
+
+  it('X-Forwarded-For is not believed by default: rotating it escapes no limit, and it cannot lock out the address it names', async () => {
+    // An attacker on 127.0.0.3 sends failures in the name of the victim's address, 127.0.0.4.
+    for (let i = 0; i < 3; i++) expect(await loginFrom(p.endpoint, '127.0.0.3', 'wrong', { 'x-forwarded-for': '127.0.0.4' })).to.equal(401);
+    expect(await loginFrom(p.endpoint, '127.0.0.4', ROOT_PASSWORD)).to.equal(200);
+    // Its own address is what counts, whatever it names.
+    expect(await loginFrom(p.endpoint, '127.0.0.3', ROOT_PASSWORD, { 'x-forwarded-for': '198.51.100.1' })).to.equal(429);
+    const rotating = (i: number) => loginFrom(p.endpoint, '127.0.0.5', 'wrong', { 'x-forwarded-for': `198.51.100.${10 + i}` }, `nobody-${i}`);
+    for (let i = 0; i < 5; i++) expect(await rotating(i)).to.equal(401);
+    expect(await rotating(5)).to.equal(429);
+  });
+});
