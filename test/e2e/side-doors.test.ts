@@ -59,6 +59,37 @@ describe('e2e: side doors of the gateway', function () {
     s3.destroy();
   });
 
+  it('a presigned URL plus a signed Authorization header is refused: only one auth mechanism (a Bearer header still yields)', async () => {
+    const s3 = sdkClient(p.endpoint);
+    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: bucket, Key: 'secret.txt' }), { expiresIn: 300 });
+    const signature = 'AWS4-HMAC-SHA256 Credential=strata/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00';
+    const both = await fetch(url, { headers: { authorization: signature } });
+    expect(both.status).to.equal(400);
+    expect(s3ErrorOf(await both.text())).to.deep.equal({
+      code: 'InvalidArgument',
+      message:
+        'Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified',
+    });
+    // fetch keeps a Bearer header when it follows the gateway's 302 to a presigned URL.
+    const token = await login(p.endpoint);
+    expect((await fetch(url, { headers: bearer(token) })).status).to.equal(200);
+    s3.destroy();
+  });
+
+  it('/admin answers its edge errors in JSON too (a bad target, an anonymous caller)', async () => {
+    const token = await login(p.endpoint);
+    const badTarget = await fetch(`${p.endpoint}/admin/%FF`, { headers: bearer(token) });
+    expect(badTarget.status).to.equal(400);
+    expect(badTarget.headers.get('content-type')).to.match(/^application\/json/);
+    expect(((await badTarget.json()) as { error: { code: string } }).error.code).to.equal('InvalidURI');
+    const anonymous = await fetch(`${p.endpoint}/admin/users`, { method: 'POST', body: '{' });
+    expect(anonymous.status).to.equal(403);
+    expect(((await anonymous.json()) as { error: { code: string } }).error.code).to.equal('AccessDenied');
+    // S3 routes keep S3's XML.
+    const s3Side = await fetch(`${p.endpoint}/${bucket}/%FF`, { headers: bearer(token) });
+    expect(s3ErrorOf(await s3Side.text()).code).to.equal('InvalidURI');
+  });
+
   it('X-Forwarded-For is not believed by default: rotating it escapes no limit, and it cannot lock out the address it names', async () => {
     // An attacker on 127.0.0.3 sends failures in the name of the victim's address, 127.0.0.4.
     for (let i = 0; i < 3; i++) expect(await loginFrom(p.endpoint, '127.0.0.3', 'wrong', { 'x-forwarded-for': '127.0.0.4' })).to.equal(401);

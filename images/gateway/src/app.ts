@@ -194,7 +194,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     state(res).operation = 'Preflight';
     flow.middleware(req, res, next);
   };
-  const renderError = errorRenderer(logger);
+  const renderError = errorRenderer(logger, registry);
   const context: ChainHandler[] = [
     requestContext(logger, counters),
     bodyIdleTimeout(opts.bodyIdleTimeoutMs ?? DEFAULT_BODY_IDLE_TIMEOUT_MS, renderError),
@@ -204,10 +204,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     crossOrigin(opts.corsOrigins ?? ['*'], deps.buckets),
   ];
   app.use(...context);
-  const jsonRoutes = (_req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
-    state(res).errorFormat = 'json';
-    next();
-  };
   const jsonBody = express.json({
     limit: JSON_LIMIT,
     type: () => true,
@@ -219,8 +215,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const auth = authenticate({ passport, credentials, rootUser: deps.rootUser, region: deps.region });
 
   const s3: ChainHandler[] = [nameOperation, auth, flow.middleware, s3Endpoint(deps)];
-  app.post('/login', jsonRoutes, flow.middleware, jsonBody, login(deps));
-  app.use('/admin', jsonRoutes, auth, flow.middleware, jsonBody, adminRouter(deps));
+  app.post('/login', flow.middleware, jsonBody, login(deps));
+  app.use('/admin', auth, flow.middleware, jsonBody, adminRouter(deps));
   // What else reaches the app under those first segments (GET /login, /healthz/x...) is S3's, as everywhere else.
   app.use(...s3);
   app.use(renderError);

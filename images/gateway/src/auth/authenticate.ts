@@ -23,9 +23,18 @@ export function authenticate(deps: AuthDeps) {
     if (state(res).authenticatesItself) return next();
     const authorization = req.headers.authorization;
     try {
-      // A presigned URL wins over a Bearer header: fetch keeps Authorization when it follows our
-      // same-origin 302 to a presigned URL, and answering with another redirect would loop.
-      if (isPresignedQuery(rawTarget(req).query) || isSigV4Header(authorization)) {
+      const presigned = isPresignedQuery(rawTarget(req).query);
+      // Two signatures are refused, as S3 does (which one would hold?). A presigned URL does win over a
+      // Bearer header: fetch keeps Authorization when it follows our same-origin 302 to a presigned
+      // URL, and answering with another redirect would loop.
+      if (presigned && authorization !== undefined && !authorization.startsWith('Bearer ')) {
+        throw new S3Error(
+          'InvalidArgument',
+          'Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified',
+          { ArgumentName: 'Authorization', ArgumentValue: authorization.split(' ', 1)[0]! },
+        );
+      }
+      if (presigned || isSigV4Header(authorization)) {
         const result = await verifySigV4({ method: req.method ?? '', url: sentTarget(req), headers: req.headers }, deps.credentials, { region: deps.region });
         state(res).caller = {
           username: result.credential.username,
