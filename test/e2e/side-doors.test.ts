@@ -1,5 +1,6 @@
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import net from 'node:net';
 import { expect } from 'chai';
 import { httpExchange } from '../support/http.js';
 import { platformHooks, ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
@@ -19,6 +20,39 @@ async function loginFrom(endpoint: string, from: string, password: string, heade
     body,
   );
   return answer.status;
+}
+
+/**
+ * A request with `Expect: 100-continue` over a raw socket: the first status line the server sends, and
+ * (when that is 100 Continue) the final one after the body is sent.
+ */
+function expectContinue(endpoint: string, head: string, body: Buffer): Promise<{ first: string; final?: string }> {
+  const { hostname, port } = new URL(endpoint);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: hostname, port: Number(port) });
+    let received = '';
+    let first: string | undefined;
+    socket.on('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      for (let end = received.indexOf('\r\n\r\n'); end >= 0; end = received.indexOf('\r\n\r\n')) {
+        const status = received.slice(0, received.indexOf('\r\n'));
+        received = received.slice(end + 4);
+        if (first === undefined) {
+          first = status;
+          if (!status.startsWith('HTTP/1.1 100')) {
+            socket.destroy();
+            return resolve({ first });
+          }
+          socket.write(body);
+        } else {
+          socket.destroy();
+          return resolve({ first, final: status });
+        }
+      }
+    });
+    socket.write(`${head}Host: ${hostname}:${port}\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
+  });
 }
 
 /** Issue 37, findings 6, 7 and 10: what reaches the gateway beside the signed, authenticated front door. */
@@ -88,6 +122,20 @@ describe('e2e: side doors of the gateway', function () {
     // S3 routes keep S3's XML.
     const s3Side = await fetch(`${p.endpoint}/${bucket}/%FF`, { headers: bearer(token) });
     expect(s3ErrorOf(await s3Side.text()).code).to.equal('InvalidURI');
+  });
+
+  it('Expect: 100-continue is answered 100 only once the headers are authenticated', async () => {
+    const body = Buffer.alloc(2 * 1024 * 1024, 7);
+    const refused = await expectContinue(p.endpoint, `PUT /${bucket}/expect/anonymous.bin HTTP/1.1\r\n`, body);
+    expect(refused).to.deep.equal({ first: 'HTTP/1.1 403 Forbidden' });
+    const forged = await expectContinue(p.endpoint, `PUT /${bucket}/expect/forged.bin HTTP/1.1\r\nAuthorization: Bearer not-a-token\r\n`, body);
+    expect(forged.first).to.equal('HTTP/1.1 403 Forbidden');
+    const token = await login(p.endpoint);
+    const accepted = await expectContinue(p.endpoint, `PUT /${bucket}/expect/mine.bin HTTP/1.1\r\nAuthorization: Bearer ${token}\r\n`, body);
+    expect(accepted).to.deep.equal({ first: 'HTTP/1.1 100 Continue', final: 'HTTP/1.1 200 OK' });
+    const credentials = Buffer.from(JSON.stringify({ username: ROOT_USER, password: ROOT_PASSWORD }));
+    const loggedIn = await expectContinue(p.endpoint, 'POST /login HTTP/1.1\r\nContent-Type: application/json\r\n', credentials);
+    expect(loggedIn).to.deep.equal({ first: 'HTTP/1.1 100 Continue', final: 'HTTP/1.1 200 OK' });
   });
 
   it('X-Forwarded-For is not believed by default: rotating it escapes no limit, and it cannot lock out the address it names', async () => {

@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import type { Next } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
-import { rawTarget, state } from '../context.js';
+import { acceptBody, rawTarget, state } from '../context.js';
 import { sentTarget } from '../s3/virtual-host.js';
 import type { BearerAuthenticator, TokenClaims } from './jwt.js';
 import { isPresignedQuery, isSigV4Header, verifySigV4, type CredentialLookup } from './sigv4-verify.js';
@@ -20,7 +20,11 @@ export interface AuthDeps {
  */
 export function authenticate(deps: AuthDeps) {
   return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
-    if (state(res).authenticatesItself) return next();
+    if (state(res).authenticatesItself) {
+      // Its signature is in the body (a form's policy): the body is needed to authenticate.
+      acceptBody(res);
+      return next();
+    }
     const authorization = req.headers.authorization;
     try {
       const presigned = isPresignedQuery(rawTarget(req).query);
@@ -51,6 +55,7 @@ export function authenticate(deps: AuthDeps) {
       } else {
         throw new S3Error('AccessDenied', 'Anonymous access is not allowed: send a Bearer token or an AWS Signature Version 4.');
       }
+      acceptBody(res);
       next();
     } catch (err) {
       next(err);
