@@ -34,7 +34,7 @@ export const CONFIGURED_SERVICES: { name: string; schema: EnvSchema; source: str
 ];
 
 /** Files whose variable comments describe variables other schemas take over (spread or reused). */
-const SHARED_SOURCES = ['images/service-kit/src/production.ts', 'images/service-kit/src/heap-growth.ts'];
+const SHARED_SOURCES = ['images/service-kit/src/production.ts', 'images/service-kit/src/heap-growth.ts', 'images/service-kit/src/loopback-guard.ts'];
 
 const VARIABLE = /^[A-Z][A-Z0-9_]*$/;
 

@@ -159,9 +159,12 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     expect((await stackSettings([])).settings).to.deep.equal({});
     expect((await stackSettings(['platform.settings.STRATA_BUCKET_CACHE_MS=500', 'platform.settings.LOG_LEVEL=debug'])).settings).to.deep.equal({ STRATA_BUCKET_CACHE_MS: '500', LOG_LEVEL: 'debug' });
     const virtual = await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com', 'ingress.virtualHostedStyle=true']);
-    expect(virtual).to.deep.equal({ settings: { STRATA_S3_DOMAINS: 's3.example.com' }, hosts: ['s3.example.com', '*.s3.example.com'] });
+    expect(virtual).to.deep.equal({ settings: { STRATA_S3_DOMAINS: 's3.example.com', STRATA_TRUST_PROXY: 'uniquelocal' }, hosts: ['s3.example.com', '*.s3.example.com'] });
     // Set explicitly, the administrator's domains win; without virtualHostedStyle the ingress has one host.
-    expect((await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com', 'ingress.virtualHostedStyle=true', 'platform.settings.STRATA_S3_DOMAINS=s3.example.com\\,s3.internal'])).settings).to.deep.equal({ STRATA_S3_DOMAINS: 's3.example.com,s3.internal' });
+    expect((await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com', 'ingress.virtualHostedStyle=true', 'platform.settings.STRATA_S3_DOMAINS=s3.example.com\\,s3.internal'])).settings).to.deep.equal({ STRATA_S3_DOMAINS: 's3.example.com,s3.internal', STRATA_TRUST_PROXY: 'uniquelocal' });
+    // Behind the ingress, the gateway believes the controller's X-Forwarded-For (its pods: ingress.trustedProxies); without an ingress it believes no one.
+    expect((await stackSettings(['ingress.enabled=true', 'ingress.trustedProxies=10.42.0.0/16'])).settings).to.deep.equal({ STRATA_TRUST_PROXY: '10.42.0.0/16' });
+    expect((await stackSettings(['ingress.enabled=true', 'platform.settings.STRATA_TRUST_PROXY=false'])).settings).to.deep.equal({ STRATA_TRUST_PROXY: 'false' });
     expect((await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com'])).hosts).to.deep.equal(['s3.example.com']);
   });
 

@@ -179,6 +179,8 @@ describe('e2e: /login brute-force limits from the rules file', function () {
   this.timeout(120_000);
   const p = platformHooks({
     gatewayRules: 'login:\n  failuresPerIp: { points: 5, duration: 60 }\n  failuresPerUser: { points: 3, duration: 60 }\n',
+    // The test stands for an ingress on loopback that names each client's address.
+    env: { STRATA_TRUST_PROXY: 'loopback' },
   });
 
   before(async () => {

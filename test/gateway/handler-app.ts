@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, createLogger, createRegistry, runChain, type ChainHandler } from '../../images/service-kit/src/index.js';
+import { Counter, createLogger, createRegistry, runChain, type ChainHandler, type Logger, type Registry } from '../../images/service-kit/src/index.js';
 import type { ObjectLayer } from '../../images/object-model/src/index.js';
 import { state } from '../../images/gateway/src/context.js';
 import type { GatewayDeps } from '../../images/gateway/src/deps.js';
@@ -45,9 +45,9 @@ export interface HandlerApp {
  * The gateway's S3 endpoint (routing, handlers, error rendering) in front of `layer`, with the caller
  * `username` already authenticated: what the handlers parse, call and render, and nothing else.
  */
-export async function handlerApp(layer: Partial<ObjectLayer>, username = 'alice'): Promise<HandlerApp> {
-  const logger = createLogger('gateway-handlers-test', 'silent');
-  const registry = createRegistry('gateway-handlers-test', false);
+export async function handlerApp(layer: Partial<ObjectLayer>, username = 'alice', opts: { logger?: Logger; registry?: Registry } = {}): Promise<HandlerApp> {
+  const logger = opts.logger ?? createLogger('gateway-handlers-test', 'silent');
+  const registry = opts.registry ?? createRegistry('gateway-handlers-test', false);
   const counters = {
     bytesIn: new Counter({ name: 'test_bytes_in', help: 'in', labelNames: ['operation'] as const, registers: [registry] }),
     bytesOut: new Counter({ name: 'test_bytes_out', help: 'out', labelNames: ['operation'] as const, registers: [registry] }),
@@ -76,7 +76,7 @@ export async function handlerApp(layer: Partial<ObjectLayer>, username = 'alice'
     },
     s3Endpoint(deps),
   ];
-  const renderError = errorRenderer(logger);
+  const renderError = errorRenderer(logger, registry);
   const server = http.createServer((req, res) => runChain(chain, req, res, renderError));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -8,8 +8,17 @@ function request(peer: string, headers: http.IncomingHttpHeaders = {}, encrypted
 }
 
 describe('gateway: trusted proxies (client address and scheme)', () => {
-  it('by default believes X-Forwarded-For and -Proto from loopback and private peers only', () => {
+  it('by default believes no X-Forwarded-For or -Proto, not even from loopback or private peers', () => {
     const proxies = trustedProxies();
+    const forwarded = { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https' };
+    expect(proxies.clientAddress(request('10.1.2.3', forwarded))).to.equal('10.1.2.3');
+    expect(proxies.clientAddress(request('127.0.0.1', forwarded))).to.equal('127.0.0.1');
+    expect(proxies.protocol(request('127.0.0.1', forwarded))).to.equal('http');
+    expect(trustedProxies('').clientAddress(request('::1', forwarded))).to.equal('::1');
+  });
+
+  it('believes X-Forwarded-For and -Proto from the configured peers only', () => {
+    const proxies = trustedProxies('loopback, linklocal, uniquelocal');
     const forwarded = { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https' };
     expect(proxies.clientAddress(request('10.1.2.3', forwarded))).to.equal('203.0.113.7');
     expect(proxies.protocol(request('127.0.0.1', forwarded))).to.equal('https');

@@ -36,6 +36,7 @@ describe('model-server configuration from the environment', () => {
       MODEL_SERVER_TRUNCATE_PROMPT: 'true',
       STRATA_EXECUTION_PROVIDER: 'cuda',
       MODEL_SERVER_API_KEYS: 'k1, k2,',
+      STRATA_ALLOWED_HOSTS: 'Studio.lan, models.lan',
     });
     expect(c).to.deep.equal({
       port: 8100,
@@ -43,6 +44,7 @@ describe('model-server configuration from the environment', () => {
       modelDir: '/models/tiny',
       modelNames: ['a', 'b', 'c'],
       apiKeys: ['k1', 'k2'],
+      allowedHosts: ['studio.lan', 'models.lan'],
       batching: false,
       maxBatch: 8,
       batchWindowMs: 0,

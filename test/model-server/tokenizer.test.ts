@@ -1,7 +1,19 @@
 import { expect } from 'chai';
 import { FIRST_CONTENT_TOKEN, MODEL_DIMS, SPECIAL_TOKENS } from '../../images/model-server/src/model-spec.js';
 import { TokenSampler } from '../../images/model-server/src/token-sampler.js';
-import { ROLE_TOKENS, detokenize, encodeChat, tokenizeText } from '../../images/model-server/src/tokenizer.js';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { BpeTokenizer, type BpeTokenizerFile } from '../../images/model-server/src/bpe-tokenizer.js';
+import { DEFAULT_MODEL_DIR } from '../../images/model-server/src/served-models.js';
+import {
+  ID_TOKENIZER,
+  ROLE_TOKENS,
+  detokenize,
+  encodeChat,
+  encodeChatTail,
+  tokenizeText,
+  type ChatMessageText,
+} from '../../images/model-server/src/tokenizer.js';
 
 const V = MODEL_DIMS.vocabSize;
 const isContent = (id: number) => Number.isInteger(id) && id >= FIRST_CONTENT_TOKEN && id < V;
@@ -36,6 +48,29 @@ describe('model-server tokenizer', () => {
       { role: 'tool', content: '14 15' },
     ]);
     expect(chat).to.deep.equal([4, 11, 8, 12, 5, 13, 6, 7, 14, 15, 2]);
+  });
+
+  it('encodes the tail of a chat (what truncation keeps) as the whole encoding would, reading only the tail of a huge text', () => {
+    const verse = new BpeTokenizer(JSON.parse(readFileSync(path.join(DEFAULT_MODEL_DIR, 'strata-verse', 'tokenizer.json'), 'utf8')) as BpeTokenizerFile);
+    const words = (n: number, from = 0) =>
+      Array.from({ length: n }, (_, i) => (i % 3 === 0 ? `word${from + i}` : String(10 + ((from + i) % 990)))).join(from % 2 === 0 ? ' ' : ' \t ');
+    const chats: ChatMessageText[][] = [
+      [{ role: 'user', content: '10 20 30' }],
+      [{ role: 'user', content: words(80) }],
+      [
+        { role: 'system', content: 'You write verse.\r\nShort lines,  please.' },
+        { role: 'user', content: words(30) },
+        { role: 'assistant', content: '' },
+        { role: 'user', content: `${words(40, 7)}\n\nthe  tide is full,\tthe moon lies fair` },
+      ],
+      [{ role: 'user', content: words(200_000) }],
+    ];
+    for (const tokenizer of [ID_TOKENIZER, verse]) {
+      for (const chat of chats) expect(encodeChatTail(chat, tokenizer, 64)).to.deep.equal(encodeChat(chat, tokenizer).slice(-64));
+    }
+    // Only the tail is read: what lies before it could be anything (here text the tokenizer would take long over).
+    const huge = `${'x'.repeat(2_000_000)} ${words(100)}`;
+    expect(encodeChatTail([{ role: 'user', content: huge }], verse, 64)).to.deep.equal(encodeChatTail([{ role: 'user', content: words(100) }], verse, 64));
   });
 
   it('detokenizes to the ids joined by single spaces', () => {

@@ -26,7 +26,7 @@ import { DataPlaneClient } from './clients/data-plane.js';
 import { httpObjectLayer } from './clients/object-layer.js';
 import { ObjectAnswerCache } from './clients/object-answer-cache.js';
 import type { ReadCacheStore } from '../../object-model/src/object-read-cache.js';
-import { state } from './context.js';
+import { acceptBody, state } from './context.js';
 import type { GatewayDeps } from './deps.js';
 import { flowControl } from './flow-control/index.js';
 import { adminRouter } from './handlers/admin.js';
@@ -194,7 +194,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     state(res).operation = 'Preflight';
     flow.middleware(req, res, next);
   };
-  const renderError = errorRenderer(logger);
+  const renderError = errorRenderer(logger, registry);
   const context: ChainHandler[] = [
     requestContext(logger, counters),
     bodyIdleTimeout(opts.bodyIdleTimeoutMs ?? DEFAULT_BODY_IDLE_TIMEOUT_MS, renderError),
@@ -204,10 +204,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     crossOrigin(opts.corsOrigins ?? ['*'], deps.buckets),
   ];
   app.use(...context);
-  const jsonRoutes = (_req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
-    state(res).errorFormat = 'json';
-    next();
-  };
   const jsonBody = express.json({
     limit: JSON_LIMIT,
     type: () => true,
@@ -219,8 +215,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const auth = authenticate({ passport, credentials, rootUser: deps.rootUser, region: deps.region });
 
   const s3: ChainHandler[] = [nameOperation, auth, flow.middleware, s3Endpoint(deps)];
-  app.post('/login', jsonRoutes, flow.middleware, jsonBody, login(deps));
-  app.use('/admin', jsonRoutes, auth, flow.middleware, jsonBody, adminRouter(deps));
+  // A login's body is its credentials: it may come at once (100 Continue, where asked).
+  const loginBody = (_req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
+    acceptBody(res);
+    next();
+  };
+  app.post('/login', flow.middleware, loginBody, jsonBody, login(deps));
+  app.use('/admin', auth, flow.middleware, jsonBody, adminRouter(deps));
   // What else reaches the app under those first segments (GET /login, /healthz/x...) is S3's, as everywhere else.
   app.use(...s3);
   app.use(renderError);
@@ -250,6 +251,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   });
   // S3 ignores an Expect header it does not know; Node would answer 417 to any but 100-continue.
   running.server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => running.server.emit('request', req, res));
+  // 100 Continue only once the headers are authenticated (acceptBody), not as Node would at once: a
+  // refused client gets its error without sending its body first.
+  running.server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    state(res).expectsContinue = true;
+    running.server.emit('request', req, res);
+  });
   return running;
 }
 

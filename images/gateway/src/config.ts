@@ -42,7 +42,7 @@ export const gatewayEnvSchema = z.object({
   STRATA_ROOT_USER: z.string().min(1).default('strata'),
   /** The region SigV4 signatures must name. */
   STRATA_REGION: z.string().default('us-east-1'),
-  /** Peers whose X-Forwarded-For/-Proto are believed (proxy.ts: addresses, subnets or names such as loopback, uniquelocal; a hop count; `false` for none). */
+  /** Peers whose X-Forwarded-For/-Proto are believed (proxy.ts: addresses, subnets or names such as loopback, uniquelocal; a hop count; unset or `false`: none). */
   STRATA_TRUST_PROXY: z.string().optional(),
   /** Lifetime of the presigned URL a Bearer GET is redirected to, s. */
   STRATA_REDIRECT_EXPIRES_SECONDS: env.int(300, 1, 7 * 24 * 3600),

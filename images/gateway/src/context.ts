@@ -20,6 +20,8 @@ export interface RequestState {
   /** How errors are rendered: S3 XML for S3 routes, JSON for /login, /admin and presign. */
   errorFormat: 'xml' | 'json';
   caller?: Caller;
+  /** The client sent `Expect: 100-continue` and waits for `100 Continue` before sending its body. */
+  expectsContinue?: boolean;
   /** The handler authenticates the request itself (a browser form upload's signed policy). */
   authenticatesItself?: boolean;
   bytesIn: number;
@@ -57,6 +59,17 @@ const STATE = Symbol('strata.request-state');
 export function state(res: http.ServerResponse): RequestState {
   const holder = res as http.ServerResponse & { [STATE]?: RequestState };
   return (holder[STATE] ??= {} as RequestState);
+}
+
+/**
+ * The request may send its body now: a client that asked (`Expect: 100-continue`) gets `100 Continue`
+ * here, once, after its headers were authenticated, so that a refused client never sends its body.
+ */
+export function acceptBody(res: http.ServerResponse): void {
+  const st = state(res);
+  if (!st.expectsContinue) return;
+  st.expectsContinue = false;
+  if (!res.headersSent) res.writeContinue();
 }
 
 export function callerOf(res: http.ServerResponse): Caller {

@@ -2,8 +2,12 @@ import type http from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import proxyaddr from 'proxy-addr';
 
-/** Proxies in front of the gateway (an ingress controller, a sidecar) are on loopback or private networks. */
-export const DEFAULT_TRUST_PROXY = 'loopback, linklocal, uniquelocal';
+/**
+ * No proxy is believed unless configured: a peer on loopback or a private network may be any local
+ * process or pod, and believing its X-Forwarded-For would let it pick the address that login failures
+ * count against (its own, to escape the limit, or a victim's, to lock the victim out).
+ */
+export const DEFAULT_TRUST_PROXY = '';
 
 /** What the gateway believes of X-Forwarded-For and X-Forwarded-Proto, and from whom. */
 export interface TrustedProxies {
@@ -15,7 +19,8 @@ export interface TrustedProxies {
 
 /**
  * The peers whose forwarding headers are believed: `true`/`false`, a hop count, or comma-separated
- * addresses, subnets and names (loopback, linklocal, uniquelocal), as proxy-addr reads them.
+ * addresses, subnets and names (loopback, linklocal, uniquelocal), as proxy-addr reads them; empty
+ * (the default) believes no one.
  */
 export function trustedProxies(setting: string = DEFAULT_TRUST_PROXY): TrustedProxies {
   const trust = trustOf(setting.trim());

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express from 'express';
 import {
+  allowedHosts,
   createApp,
   createLogger,
   createRegistry,
@@ -229,5 +230,11 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     });
     source.events = 'subscribed';
   }
-  return listen(app, { ...serviceOptions, port: config.PORT, host: host ?? config.IMAGE_SEARCH_HOST });
+  // DNS-rebinding protection on loopback (service kit): STRATA_ALLOWED_HOSTS names more hosts.
+  return listen(app, {
+    ...serviceOptions,
+    port: config.PORT,
+    host: host ?? config.IMAGE_SEARCH_HOST,
+    hostCheck: { allowedHosts: allowedHosts((env ?? process.env).STRATA_ALLOWED_HOSTS) },
+  });
 }

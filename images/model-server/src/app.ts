@@ -34,6 +34,8 @@ export interface ModelServerOptions {
   registry?: Registry;
   /** One model: the names it answers to (all served by the same weights). Default strata-tiny. */
   modelNames?: string[];
+  /** On a loopback host, the names besides loopback ones that requests may carry in Host (STRATA_ALLOWED_HOSTS). */
+  allowedHosts?: string[];
   /** Bearer keys that /v1 requests must carry (any one of them); none: no key needed (as vLLM's --api-key). */
   apiKeys?: string[];
   /** Dynamic batching on (default) or off (one sequence at a time). */
@@ -179,6 +181,10 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     registry,
     port: opts.port ?? 8000,
     host: opts.host,
+    hostCheck: {
+      allowedHosts: opts.allowedHosts,
+      refuse: (res, status, message) => sendOpenAIError(res, new OpenAIError(status, message, 'permission_error', null, 'forbidden_host')),
+    },
     onClose: [
       async () => {
         await Promise.all(engines.map((e) => e?.close()));

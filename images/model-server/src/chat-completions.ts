@@ -9,7 +9,7 @@ import { MAX_PROMPT_TOKENS } from './model-spec.js';
 import { OpenAIError, sendOpenAIError } from './openai-errors.js';
 import type { SamplingDefaults } from './served-models.js';
 import { TokenSampler } from './token-sampler.js';
-import { encodeChat, type ModelTokenizer } from './tokenizer.js';
+import { encodeChat, encodeChatTail, type ModelTokenizer } from './tokenizer.js';
 
 /** A model as the handler serves it: its tokenizer and its generation engine. */
 export interface ServedModel {
@@ -65,10 +65,13 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
         );
       }
       model = found;
-      // Without truncation, encoding stops just past the context: a huge prompt costs no more than that.
-      prompt = encodeChat(request.messages, model.tokenizer, deps.truncatePrompt ? undefined : MAX_PROMPT_TOKENS);
-      // The prompt ends with EOS, so its tail keeps the end marker and the latest words.
-      if (deps.truncatePrompt && prompt.length > MAX_PROMPT_TOKENS) prompt = prompt.slice(prompt.length - MAX_PROMPT_TOKENS);
+      // Either way a huge prompt costs no more than the context (this runs on the event loop every
+      // service of the standalone process shares): without truncation, encoding stops just past the
+      // context; with it, only the messages' tails are encoded (the prompt ends with EOS, so its tail
+      // keeps the end marker and the latest words).
+      prompt = deps.truncatePrompt
+        ? encodeChatTail(request.messages, model.tokenizer, MAX_PROMPT_TOKENS)
+        : encodeChat(request.messages, model.tokenizer, MAX_PROMPT_TOKENS);
       if (prompt.length > MAX_PROMPT_TOKENS) {
         throw OpenAIError.invalid(
           `This model's maximum context length is ${MAX_PROMPT_TOKENS} tokens. However, your messages resulted in more than ${MAX_PROMPT_TOKENS} tokens.`,

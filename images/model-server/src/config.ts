@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { env, loadConfig } from '../../service-kit/src/config.js';
+import { allowedHosts, allowedHostsEnv } from '../../service-kit/src/loopback-guard.js';
 import type { ModelServerOptions } from './app.js';
 
 export const modelServerEnvSchema = z.object({
@@ -8,6 +9,7 @@ export const modelServerEnvSchema = z.object({
   PORT: env.port(8000),
   /** Interface to listen on. */
   MODEL_SERVER_HOST: z.string().default('0.0.0.0'),
+  ...allowedHostsEnv,
   /** Either one set: serve that one model (default names strata-tiny); neither: the built-in strata-verse and strata-tiny. */
   MODEL_DIR: z.string().min(1).optional(),
   /** Comma-separated names the model in MODEL_DIR answers to. */
@@ -48,6 +50,7 @@ export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env
     ...(c.MODEL_DIR ? { modelDir: c.MODEL_DIR } : {}),
     ...(c.MODEL_NAMES ? { modelNames: list(c.MODEL_NAMES) } : {}),
     ...(c.MODEL_SERVER_API_KEYS ? { apiKeys: list(c.MODEL_SERVER_API_KEYS) } : {}),
+    ...(c.STRATA_ALLOWED_HOSTS ? { allowedHosts: allowedHosts(c.STRATA_ALLOWED_HOSTS) } : {}),
     batching: c.MODEL_SERVER_BATCHING,
     maxBatch: c.MODEL_SERVER_MAX_BATCH,
     batchWindowMs: c.MODEL_SERVER_BATCH_WINDOW_MS,

@@ -73,6 +73,44 @@ export function encodeChat(messages: readonly ChatMessageText[], tokenizer: Mode
   return ids;
 }
 
+/**
+ * The characters one prompt token is taken to span at most, with the whitespace before it: the window
+ * of a text's tail that encodeChatTail tokenizes. Words and BPE pieces are far shorter.
+ */
+export const MAX_TOKEN_CHARS = 64;
+
+/**
+ * The last `maxTokens` ids of encodeChat's prompt (the prompt a truncating server keeps), at a cost
+ * bounded by `maxTokens`, not by the size of the messages: messages are read from the last one back
+ * until the prompt is full, and each text is first cut to its last (tokens still wanted) ×
+ * MAX_TOKEN_CHARS characters, at a whitespace where that window has one, so a word is not split.
+ * Only a text whose tail is padded with long runs of whitespace or words longer than MAX_TOKEN_CHARS
+ * gets a different (shorter-reaching) tail than the whole text would give.
+ */
+export function encodeChatTail(messages: readonly ChatMessageText[], tokenizer: ModelTokenizer, maxTokens: number): number[] {
+  const read = tokenizer.lastUserMessageOnly ? messages.filter((m) => m.role === 'user').slice(-1) : messages;
+  // The prompt's pieces from its end back: EOS, then each message's text ids and its role marker.
+  const backwards: number[][] = [[SPECIAL_TOKENS.EOS]];
+  let count = 1;
+  for (let i = read.length - 1; i >= 0 && count < maxTokens; i--) {
+    const m = read[i]!;
+    const ids = tokenizer.encode(textTail(m.content, (maxTokens - count) * MAX_TOKEN_CHARS));
+    backwards.push(ids, [ROLE_TOKENS[m.role]]);
+    count += ids.length + 1;
+  }
+  const prompt: number[] = [];
+  for (let i = backwards.length - 1; i >= 0; i--) for (const id of backwards[i]!) prompt.push(id);
+  return prompt.length > maxTokens ? prompt.slice(prompt.length - maxTokens) : prompt;
+}
+
+/** The last `chars` characters of `text`, from the first whitespace in them if there is one. */
+function textTail(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  const window = text.slice(text.length - chars);
+  const space = window.search(/\s/);
+  return space < 0 ? window : window.slice(space);
+}
+
 /** Generated ids to the response text: the ids joined by single spaces. */
 export function detokenize(ids: readonly number[]): string {
   return ids.join(' ');

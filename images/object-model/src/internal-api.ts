@@ -42,7 +42,8 @@ export function internalErrorHandler(logger: Logger, mapError: ErrorMapping = ()
   return (err: unknown, req: http.IncomingMessage, res: http.ServerResponse, _next: Next) => {
     // The client went away mid-request: nobody is left to answer.
     if ((err as { code?: string }).code === 'ECONNRESET' || req.socket?.destroyed) {
-      logger.info({ method: req.method, url: requestTarget(req) }, 'client aborted the request');
+      // Debug only: callers hang up at will (the gateway cancels for its own clients), no fault here.
+      logger.debug({ method: req.method, url: requestTarget(req) }, 'client aborted the request');
       res.destroy();
       return;
     }

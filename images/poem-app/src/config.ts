@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, loadConfig } from '../../service-kit/src/index.js';
+import { allowedHosts, allowedHostsEnv, env, loadConfig } from '../../service-kit/src/index.js';
 import { parseDatabaseUrl } from './database-url.js';
 
 /** Everything the poem app needs to run; `startPoemApp` takes this (tests and standalone build it directly). */
@@ -14,6 +14,8 @@ export interface PoemAppConfig {
   production?: boolean;
   /** Key that history writes (save, delete) need; unset: writes are open on loopback only. */
   apiKey?: string;
+  /** On a loopback host, the names besides loopback ones that requests may carry in Host (STRATA_ALLOWED_HOSTS). */
+  allowedHosts?: string[];
 }
 
 export interface UpstreamConfig {
@@ -36,6 +38,7 @@ export const poemAppEnvSchema = z.object({
   PORT: env.port(3000),
   /** Interface to listen on. */
   HOST: z.string().default('0.0.0.0'),
+  ...allowedHostsEnv,
   /** `production` hides error details from pages; the rest is unchanged. */
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   LOG_LEVEL: env.logLevel(),
@@ -78,6 +81,7 @@ export function loadPoemAppConfig(source: NodeJS.ProcessEnv = process.env): Poem
   return {
     port: c.PORT,
     host: c.HOST,
+    allowedHosts: allowedHosts(c.STRATA_ALLOWED_HOSTS),
     databasePath: c.DATABASE_URL,
     logLevel: c.LOG_LEVEL,
     production: c.NODE_ENV === 'production',

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { RequestHandler } from 'express';
+import { isLoopback } from '../../service-kit/src/index.js';
 import { HttpError } from './http-errors.js';
 
 /**
@@ -16,13 +17,6 @@ export interface WriteAccess {
 export function writeAccess(host: string | undefined, key: string | undefined): WriteAccess {
   if (key) return { mode: 'key', key };
   return isLoopback(host) ? { mode: 'open' } : { mode: 'disabled' };
-}
-
-/** 127.0.0.0/8, ::1 and localhost; an unset host means all interfaces (Node's default). */
-export function isLoopback(host: string | undefined): boolean {
-  if (!host) return false;
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h) || h === '::ffff:127.0.0.1';
 }
 
 export function requireWriteAccess(access: WriteAccess): RequestHandler {

@@ -18,3 +18,4 @@ export * from './heap-growth.js';
 export * from './in-process-http.js';
 export * from './ids.js';
 export * from './streams.js';
+export * from './loopback-guard.js';

@@ -4,6 +4,7 @@ import express, { type Express, type Request, type Response } from 'express';
 import { AnswerDelivery, DeliveredResponse } from './answer-delivery.js';
 import { PipeEnd, serveInProcess } from './in-process-http.js';
 import type { Logger } from './logger.js';
+import { loopbackHostCheck, type HostCheckOptions } from './loopback-guard.js';
 import type { Registry } from './metrics.js';
 
 /** A readiness check: resolves when the dependency is usable, throws (or rejects) when not. */
@@ -75,14 +76,19 @@ export function createApp(opts: ServiceOptions): Express {
 /**
  * Listen on host:port (port 0 picks a free one) and return a handle whose stop() drains gracefully.
  * `handler` is any request listener; one that carries an app's `locals` (an Express app, or a listener
- * made around one) has /readyz answer "shutting down" once stop() begins.
+ * made around one) has /readyz answer "shutting down" once stop() begins. With `hostCheck`, a service
+ * bound to a loopback address refuses foreign Host and Origin names (loopback-guard.ts).
  */
 export async function listen(
   handler: http.RequestListener & { locals?: Record<string, unknown> },
-  opts: ServiceOptions & { port: number; host?: string },
+  opts: ServiceOptions & { port: number; host?: string; hostCheck?: HostCheckOptions },
 ): Promise<RunningService> {
+  const host = opts.host ?? '0.0.0.0';
+  // Before any handler (fast paths included): on loopback, requests for foreign Host names are refused.
+  const allowed = opts.hostCheck && loopbackHostCheck(host, opts.hostCheck);
   const server = http.createServer({ ServerResponse: DeliveredResponse }, (req, res) => {
-    if (delivery.serves(req)) handler(req, res);
+    if (!delivery.serves(req)) return;
+    if (!allowed || allowed(req, res)) handler(req, res);
   });
   // Requests in flight per socket (answer-delivery.ts), so shutdown can close every socket that is not
   // serving one — including fresh connections that never sent a request, which closeIdleConnections() skips.
@@ -101,7 +107,6 @@ export async function listen(
   server.requestTimeout = 0;
   server.headersTimeout = 20_000;
   server.keepAliveTimeout = 65_000;
-  const host = opts.host ?? '0.0.0.0';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, host, () => {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { DEFAULT_INLINE_BLOB_BYTES } from '../../data-plane/src/app.js';
 import { gatewayEnvSchema } from '../../gateway/src/config.js';
 import { DEFAULT_S3_DOMAINS } from './platform.js';
-import { env, loadConfig, productionEnvShape } from '../../service-kit/src/index.js';
+import { allowedHostsEnv, env, loadConfig, productionEnvShape } from '../../service-kit/src/index.js';
 
 /** The standalone platform's environment: every value has a development default. */
 export const standaloneEnvSchema = z.object({
@@ -11,6 +11,7 @@ export const standaloneEnvSchema = z.object({
   STRATA_DATA_DIR: z.string().min(1).default('./data'),
   /** Interface every public service listens on: this machine only unless told otherwise (the root password is a development default). */
   STRATA_HOST: z.string().default('127.0.0.1'),
+  ...allowedHostsEnv,
   /** S3 gateway port. */
   STRATA_GATEWAY_PORT: env.port(9000),
   /** Data plane port (internal). */

@@ -21,6 +21,7 @@ import { InMemoryBroker } from '../../control-plane/src/events/memory-broker.js'
 import type { Cache } from '../../data-plane/src/cache/cache.js';
 import { startDataPlane } from '../../data-plane/src/app.js';
 import { startGateway } from '../../gateway/src/app.js';
+import { localModelServerKey } from './model-server-key.js';
 import { ephemeralSecret, persistentSecret } from './secrets.js';
 import { startPgliteVacuum } from './pglite-vacuum.js';
 
@@ -211,11 +212,15 @@ export const AI_SERVICES: PlatformService[] = [
     start: async (ctx) => {
       const [{ startPoemApp }, { loadPoemAppConfig }] = await Promise.all([import('../../poem-app/src/app.js'), import('../../poem-app/src/config.js')]);
       const env = ctx.options.env ?? {};
+      const upstream = envOr(env, 'API_BASE_URL', `${ctx.urls['model-server'] ?? 'http://127.0.0.1:8000'}/v1`);
+      // The local model server's key, when it asks for one and the user gave the poem app none.
+      const key = env.API_KEY || env.OPENAI_API_KEY ? undefined : localModelServerKey(env, upstream, ctx.urls['model-server']);
       const config = loadPoemAppConfig({
         ...env,
+        ...(key ? { API_KEY: key } : {}),
         PORT: String(ctx.options.ports?.poemApp ?? 3000),
         DATABASE_URL: envOr(env, 'DATABASE_URL', path.join(ctx.options.dataDir, 'poem-app', 'poems.db')),
-        API_BASE_URL: envOr(env, 'API_BASE_URL', `${ctx.urls['model-server'] ?? 'http://127.0.0.1:8000'}/v1`),
+        API_BASE_URL: upstream,
         // The tiny model answers at most 64 tokens; ask for what it can give unless told otherwise.
         API_MAX_TOKENS: envOr(env, 'API_MAX_TOKENS', '64'),
         // The built-in model that writes verse (strata-tiny answers token ids), unless another upstream is named.
@@ -236,10 +241,13 @@ export const AI_SERVICES: PlatformService[] = [
       ]);
       // No model or images of the user's own: the test encoder and demo images, so a search answers at once.
       const demo = await prepareImageSearchDemo(dir, env);
+      // An LLM that is the local model server gets its key, unless the user gave one.
+      const llmKey = env.LLM_API_KEY ? undefined : localModelServerKey(env, env.LLM_BASE_URL, ctx.urls['model-server']);
       const running = await startImageSearch({
         env: {
           ...env,
           ...demo.env,
+          ...(llmKey ? { LLM_API_KEY: llmKey } : {}),
           PORT: String(ctx.options.ports?.imageSearch ?? 8080),
           IMAGE_SEARCH_INDEX_DIR: envOr(env, 'IMAGE_SEARCH_INDEX_DIR', path.join(dir, 'index')),
           IMAGE_SEARCH_MODEL_CACHE_DIR: envOr(env, 'IMAGE_SEARCH_MODEL_CACHE_DIR', path.join(dir, 'model-cache')),

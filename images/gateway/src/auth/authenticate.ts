@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import type { Next } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
-import { rawTarget, state } from '../context.js';
+import { acceptBody, rawTarget, state } from '../context.js';
 import { sentTarget } from '../s3/virtual-host.js';
 import type { BearerAuthenticator, TokenClaims } from './jwt.js';
 import { isPresignedQuery, isSigV4Header, verifySigV4, type CredentialLookup } from './sigv4-verify.js';
@@ -20,12 +20,25 @@ export interface AuthDeps {
  */
 export function authenticate(deps: AuthDeps) {
   return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
-    if (state(res).authenticatesItself) return next();
+    if (state(res).authenticatesItself) {
+      // Its signature is in the body (a form's policy): the body is needed to authenticate.
+      acceptBody(res);
+      return next();
+    }
     const authorization = req.headers.authorization;
     try {
-      // A presigned URL wins over a Bearer header: fetch keeps Authorization when it follows our
-      // same-origin 302 to a presigned URL, and answering with another redirect would loop.
-      if (isPresignedQuery(rawTarget(req).query) || isSigV4Header(authorization)) {
+      const presigned = isPresignedQuery(rawTarget(req).query);
+      // Two signatures are refused, as S3 does (which one would hold?). A presigned URL does win over a
+      // Bearer header: fetch keeps Authorization when it follows our same-origin 302 to a presigned
+      // URL, and answering with another redirect would loop.
+      if (presigned && authorization !== undefined && !authorization.startsWith('Bearer ')) {
+        throw new S3Error(
+          'InvalidArgument',
+          'Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified',
+          { ArgumentName: 'Authorization', ArgumentValue: authorization.split(' ', 1)[0]! },
+        );
+      }
+      if (presigned || isSigV4Header(authorization)) {
         const result = await verifySigV4({ method: req.method ?? '', url: sentTarget(req), headers: req.headers }, deps.credentials, { region: deps.region });
         state(res).caller = {
           username: result.credential.username,
@@ -42,6 +55,7 @@ export function authenticate(deps: AuthDeps) {
       } else {
         throw new S3Error('AccessDenied', 'Anonymous access is not allowed: send a Bearer token or an AWS Signature Version 4.');
       }
+      acceptBody(res);
       next();
     } catch (err) {
       next(err);

@@ -111,13 +111,17 @@ function checkScope(cred: ReturnType<typeof parseCredential>, requestDay: string
     fail(`Invalid credential date '${cred.date}'. Date is not the same as ${presigned ? 'X-Amz-Date' : 'the request date'} (${requestDay}).`);
 }
 
+/** Headers that change what a request stores or does: x-amz-* and Strata's own x-service-* (x-service-md5). */
+const MUST_BE_SIGNED = /^x-(amz|service)-/i;
+
 /**
- * Every x-amz-* header the request carries must be among the signed ones, for header and presigned
- * auth alike: an unsigned one could change what the signer allowed (x-amz-copy-source turns a signed
- * PUT into a copy of any of the signer's objects).
+ * Every x-amz-* and x-service-* header the request carries must be among the signed ones, for header
+ * and presigned auth alike: an unsigned one could change what the signer allowed (x-amz-copy-source
+ * turns a signed PUT into a copy of any of the signer's objects; x-service-md5 into an instant upload
+ * of another of the signer's objects, whatever the body).
  */
 function checkAllAmzHeadersSigned(headers: SigV4Request['headers'], signedHeaders: readonly string[]): void {
-  const unsigned = Object.keys(headers).filter((name) => name.toLowerCase().startsWith('x-amz-') && !signedHeaders.includes(name.toLowerCase()));
+  const unsigned = Object.keys(headers).filter((name) => MUST_BE_SIGNED.test(name) && !signedHeaders.includes(name.toLowerCase()));
   if (unsigned.length > 0) {
     throw new S3Error('AccessDenied', 'There were headers present in the request which were not signed', { HeadersNotSigned: unsigned.join(', ') });
   }
@@ -126,7 +130,7 @@ function checkAllAmzHeadersSigned(headers: SigV4Request['headers'], signedHeader
 /**
  * Verify a SigV4 request (Authorization header or presigned query). Throws the S3 error a real S3
  * would answer: InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed, AccessDenied
- * ("Request has expired", unsigned x-amz-* headers), AuthorizationHeaderMalformed /
+ * ("Request has expired", unsigned x-amz-* or x-service-* headers), AuthorizationHeaderMalformed /
  * AuthorizationQueryParametersError (credential scope) or InvalidArgument for malformed parameters.
  */
 export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, opts: VerifyOptions): Promise<SigV4Result> {

@@ -22,6 +22,15 @@ export function newRequestId(): string {
   return pooledRandomBytes(8).toString('hex').toUpperCase();
 }
 
+/**
+ * The JSON routes (POST /login, everything under /admin) answer every error as JSON, those met at the
+ * edge too (a bad target, a timed-out body, a flow-control refusal, auth); the rest is S3's, in XML.
+ */
+function answersJson(req: http.IncomingMessage): boolean {
+  const { path } = rawTarget(req);
+  return path === '/admin' || path.startsWith('/admin/') || (path === '/login' && req.method === 'POST');
+}
+
 export function requestContext(logger: Logger, counters: TrafficCounters) {
   return (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
     const requestId = newRequestId();
@@ -29,7 +38,7 @@ export function requestContext(logger: Logger, counters: TrafficCounters) {
     const st = state(res);
     st.requestId = requestId;
     st.operation = 'Unknown';
-    st.errorFormat = 'xml';
+    st.errorFormat = answersJson(req) ? 'json' : 'xml';
     st.bytesIn = 0;
     st.bytesOut = 0;
     st.clientGone = new ClientGone();
