@@ -20,7 +20,8 @@ type Counted = { bytesRead?: number; bytesWritten?: number; writableLength?: num
  * minBytesPerSecond × windowMs / 1000 bytes while the gateway waits on its client ends the request.
  * - A request body (the gateway reading, nothing of it waiting unread): 400 RequestTimeout and the
  *   connection closed, as for a silent body (body-timeout.ts), so a body trickled a byte at a time
- *   holds its upload slot and upstream connection for one window, not for as long as it likes.
+ *   holds its upload slot and upstream connection for one window, not for as long as it likes; the
+ *   rest of a body answered early (a refusal) is held to the same rate, its connection closed.
  * - An answer (the gateway's writes waiting for the client to read): the connection is closed, which
  *   ends the upstream read it streams; what is buffered for it is bounded by the stream's high-water
  *   mark (pipeline's backpressure), so a client that does not read holds neither memory nor a read
@@ -39,12 +40,16 @@ export function minTransferRate(rate: () => TransferRate, render: RenderError, o
     let read = socket.bytesRead;
     let written = socket.bytesWritten;
     const timer = setInterval(() => {
+      if (socket.destroyed) {
+        clearInterval(timer);
+        return;
+      }
       const readNow = socket.bytesRead ?? read;
       const writtenNow = socket.bytesWritten ?? written;
       const [inWindow, outWindow] = [readNow - read, writtenNow - written];
       [read, written] = [readNow, writtenNow];
-      const waitingForBody = !req.complete && req.readableLength === 0 && !res.headersSent;
-      if (waitingForBody && inWindow < least) {
+      // (A body is waited for when none of it waits unread; after an early answer Node reads the rest itself.)
+      if (!req.complete && req.readableLength === 0 && inWindow < least) {
         clearInterval(timer);
         onCut(res, 'slow-body');
         timeOutBody(req, res, render, windowMs);
@@ -58,7 +63,13 @@ export function minTransferRate(rate: () => TransferRate, render: RenderError, o
       }
     }, windowMs);
     timer.unref();
-    res.once('close', () => clearInterval(timer));
+    // Timed until the answer is sent and the body has come whole (the rest of a body answered early
+    // included), or the connection is gone (seen at the next tick). (Not a 'close' listener: a piped
+    // answer has ten already.)
+    res.once('finish', () => {
+      if (req.complete) clearInterval(timer);
+      else req.once('end', () => clearInterval(timer));
+    });
     next();
   };
 }
