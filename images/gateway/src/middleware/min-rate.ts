@@ -48,8 +48,9 @@ export function minTransferRate(rate: () => TransferRate, render: RenderError, o
       const writtenNow = socket.bytesWritten ?? written;
       const [inWindow, outWindow] = [readNow - read, writtenNow - written];
       [read, written] = [readNow, writtenNow];
-      // (A body is waited for when none of it waits unread; after an early answer Node reads the rest itself.)
-      if (!req.complete && req.readableLength === 0 && inWindow < least) {
+      // (A body is waited for when none of it waits unread and its reader is not holding it back, as a
+      // pipe to a slow upstream does; after an early answer Node reads the rest itself.)
+      if (!req.complete && req.readableLength === 0 && req.readableFlowing !== false && inWindow < least) {
         clearInterval(timer);
         onCut(res, 'slow-body');
         timeOutBody(req, res, render, windowMs);
