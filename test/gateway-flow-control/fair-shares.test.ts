@@ -9,7 +9,7 @@ import { Breakers, upstreamFailure } from '../../images/gateway/src/flow-control
 import { flowMetrics } from '../../images/gateway/src/flow-control/metrics.js';
 import { parseFlowRules } from '../../images/gateway/src/flow-control/index.js';
 import { FairPool } from '../../images/gateway/src/flow-control/shares.js';
-import { capturingLogger } from './support.js';
+import { capturingLogger, metricValue } from './support.js';
 
 const failing = () => Promise.reject(upstreamFailure(new S3Error('ServiceUnavailable', 'unreachable')));
 const settle = (p: Promise<unknown>) =>
@@ -61,6 +61,8 @@ describe('gateway flow control: fair shares of the shared pools', function () {
       expect(breakers.state('data-plane')).to.equal('closed');
       const denied = (await settle(breakers.run('data-plane', () => Promise.resolve('ok'), 'broken-bucket'))) as S3Error;
       expect(denied.code).to.equal('ServiceUnavailable');
+      // The upstream's gauge shows its worst breaker (metrics never name a bucket).
+      expect(await metricValue(registry, 'strata_gateway_breaker_state', { upstream: 'data-plane' })).to.equal(2);
     } finally {
       breakers.close();
     }

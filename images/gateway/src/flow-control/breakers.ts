@@ -46,7 +46,8 @@ const MAX_SCOPED = 1024;
  * a function that calls `fn` through the breaker of `name`; every function wrapped under one name
  * shares that breaker. Open circuits and timeouts reject at once with S3 `ServiceUnavailable`.
  * On a reload, a breaker whose settings changed is replaced (it starts closed). Metrics name the
- * upstream only (a scope is a tenant's bucket name: unbounded); logs name the scope too.
+ * upstream only (a scope is a tenant's bucket name: unbounded): its state gauge shows the worst of
+ * its breakers; logs name the scope too.
  */
 export class Breakers {
   private readonly breakers = new Map<string, { upstream: string; scope?: string; fingerprint: string; breaker: CircuitBreaker<[Thunk], unknown> }>();
@@ -67,6 +68,7 @@ export class Breakers {
         this.breakers.delete(key);
         if (scope === undefined) this.breakerFor(upstream);
         else this.scoped--;
+        this.showState(upstream);
       }
     }
   }
@@ -91,8 +93,7 @@ export class Breakers {
 
   state(name: string, scope?: string): BreakerState {
     const breaker = this.breakers.get(keyOf(name, scope))?.breaker;
-    if (!breaker || breaker.closed) return 'closed';
-    return breaker.opened ? 'open' : 'halfOpen';
+    return breaker ? this.stateOf(breaker) : 'closed';
   }
 
   close(): void {
@@ -120,18 +121,31 @@ export class Breakers {
       errorFilter: isNotUpstreamFault,
     });
     const transition = (to: BreakerState) => () => {
-      // (The state gauge is the upstream's own breaker's; a scoped one's changes are counted and logged.)
-      if (scope === undefined) this.metrics.breakerState.set({ upstream: name }, BREAKER_STATE[to]);
+      this.showState(name);
       this.metrics.breakerTransitions.inc({ upstream: name, to });
       this.logger[to === 'closed' ? 'info' : 'warn']({ upstream: name, ...(scope !== undefined ? { scope } : {}), state: to }, 'circuit breaker state changed');
     };
     breaker.on('open', transition('open'));
     breaker.on('halfOpen', transition('halfOpen'));
     breaker.on('close', transition('closed'));
-    if (scope === undefined) this.metrics.breakerState.set({ upstream: name }, BREAKER_STATE.closed);
-    else this.scoped++;
+    if (scope !== undefined) this.scoped++;
     this.breakers.set(key, { upstream: name, scope, fingerprint: this.fingerprint(name), breaker });
+    this.showState(name);
     return breaker;
+  }
+
+  /** The state gauge of an upstream: the worst of its breakers' (its own and its scopes'). */
+  private showState(upstream: string): void {
+    let worst = 0;
+    for (const entry of this.breakers.values()) {
+      if (entry.upstream === upstream) worst = Math.max(worst, BREAKER_STATE[this.stateOf(entry.breaker)]);
+    }
+    this.metrics.breakerState.set({ upstream }, worst);
+  }
+
+  private stateOf(breaker: CircuitBreaker<[Thunk], unknown>): BreakerState {
+    if (breaker.closed) return 'closed';
+    return breaker.opened ? 'open' : 'halfOpen';
   }
 
   /** Drop the oldest closed scoped breaker once MAX_SCOPED are kept (a closed one holds nothing worth keeping). */
