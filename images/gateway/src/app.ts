@@ -29,6 +29,8 @@ import type { ReadCacheStore } from '../../object-model/src/object-read-cache.js
 import { acceptBody, state } from './context.js';
 import type { GatewayDeps } from './deps.js';
 import { flowControl } from './flow-control/index.js';
+import { capConnections } from './flow-control/connections.js';
+import { tenantLabel } from './flow-control/flow-control.js';
 import { adminRouter } from './handlers/admin.js';
 import { login } from './handlers/login.js';
 import { SMALL_BODY } from './handlers/object-read.js';
@@ -36,6 +38,7 @@ import { BucketAccess } from './middleware/bucket-access.js';
 import { bodyIdleTimeout, DEFAULT_BODY_IDLE_TIMEOUT_MS } from './middleware/body-timeout.js';
 import { crossOrigin } from './middleware/cors.js';
 import { errorRenderer } from './middleware/errors.js';
+import { minTransferRate } from './middleware/min-rate.js';
 import { requestContext } from './middleware/request-context.js';
 import { checkRequestTarget } from './middleware/request-target.js';
 import { trustedProxies } from './proxy.js';
@@ -124,7 +127,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     render: (err, _req, _res, next) => next(err),
   });
   const controlPlane = new ControlPlaneClient(opts.controlPlaneUrl, opts.internalToken, (fn) => flow.run('control-plane', fn));
-  const dataPlane = new DataPlaneClient(opts.dataPlaneUrl, opts.internalToken, (fn) => flow.run('data-plane', fn));
+  const dataPlane = new DataPlaneClient(opts.dataPlaneUrl, opts.internalToken, (fn, bucket) => flow.run('data-plane', fn, bucket));
   // Hit ratio of the gateway's in-memory lookups: strata_cache_hits_total / strata_cache_misses_total.
   const cacheCounters = cacheMetrics(registry);
   const countLookup = (cache: string) => (hit: boolean) => (hit ? cacheCounters.hits : cacheCounters.misses).inc({ cache });
@@ -198,6 +201,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const context: ChainHandler[] = [
     requestContext(logger, counters),
     bodyIdleTimeout(opts.bodyIdleTimeoutMs ?? DEFAULT_BODY_IDLE_TIMEOUT_MS, renderError),
+    minTransferRate(
+      () => flow.rules().transfer,
+      renderError,
+      (res, what) => {
+        const tenant = tenantLabel(state(res).caller?.username);
+        logger.debug({ requestId: state(res).requestId, tenant, what }, 'transfer below the minimum rate: request ended');
+        flow.countRejection(tenant, what);
+      },
+    ),
     metrics.middleware,
     checkRequestTarget,
     preflightFlow,
@@ -249,6 +261,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
       async () => void (await redis?.quit().catch(() => redis.disconnect())),
     ],
   });
+  // Connections past the rules' caps are closed as they are accepted (flow-control/connections.ts).
+  capConnections(
+    running.server,
+    () => flow.rules().connections,
+    (reason) => flow.countRejection('-', reason),
+  );
   // S3 ignores an Expect header it does not know; Node would answer 417 to any but 100-continue.
   running.server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => running.server.emit('request', req, res));
   // 100 Continue only once the headers are authenticated (acceptBody), not as Node would at once: a

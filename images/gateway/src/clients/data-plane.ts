@@ -62,7 +62,7 @@ export function objectReadOf(bucket: string, key: string, res: http.IncomingMess
   };
 }
 
-/** Typed client for the data plane: object bytes, copy, multipart (ADR 0001). */
+/** Typed client for the data plane: object bytes, copy, multipart (ADR 0001). Calls are guarded per bucket (their breaker scope). */
 export class DataPlaneClient {
   readonly http: InternalHttp;
 
@@ -133,6 +133,7 @@ export class DataPlaneClient {
       },
       ...(input.partNumber !== undefined ? { query: { partNumber: input.partNumber } } : {}),
       cancellation,
+      scope: bucket,
     });
     const read = objectReadOf(bucket, key, res, input.method === 'GET');
     if (!read.body) res.resume();
@@ -142,7 +143,10 @@ export class DataPlaneClient {
   /** The backend's own URL for the object, or undefined when the backend cannot serve it directly. */
   async directUrl(bucket: string, key: string, expires: number): Promise<string | undefined> {
     try {
-      const r = await this.http.json<{ url: string }>('GET', `/internal/objects/${seg(bucket)}/${seg(key)}`, { query: { 'direct-url': true, expires } });
+      const r = await this.http.json<{ url: string }>('GET', `/internal/objects/${seg(bucket)}/${seg(key)}`, {
+        query: { 'direct-url': true, expires },
+        scope: bucket,
+      });
       return r.url;
     } catch (err) {
       if ((err as { code?: string }).code === 'NotImplemented') return undefined;
@@ -155,7 +159,7 @@ export class DataPlaneClient {
   }
 
   createMultipart(bucket: string, key: string, body: CreateMultipartInput): Promise<{ uploadId: string; checksum?: Required<UploadChecksum> }> {
-    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, { body });
+    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, { body, scope: bucket });
   }
 
   /** A part's bytes, with the algorithm of the checksum it carries (an upload with one requires it). */
@@ -192,7 +196,7 @@ export class DataPlaneClient {
   }
 
   listParts(bucket: string, key: string, uploadId: string, q: { maxParts?: number; partNumberMarker?: number }): Promise<ListPartsResult> {
-    return this.http.json('GET', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts`, { query: { ...q } });
+    return this.http.json('GET', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts`, { query: { ...q }, scope: bucket });
   }
 
   /** `checksum`: the whole object's, as the client sent it (x-amz-checksum-* on the Complete request). */
@@ -211,10 +215,10 @@ export class DataPlaneClient {
   }
 
   async abortMultipart(bucket: string, key: string, uploadId: string): Promise<void> {
-    await this.http.json('DELETE', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}`);
+    await this.http.json('DELETE', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}`, { scope: bucket });
   }
 
   listUploads(bucket: string, q: ListUploadsQuery): Promise<ListUploadsResult> {
-    return this.http.json('GET', `/internal/multipart/${seg(bucket)}`, { query: { ...q } });
+    return this.http.json('GET', `/internal/multipart/${seg(bucket)}`, { query: { ...q }, scope: bucket });
   }
 }

@@ -3,11 +3,15 @@ import type { Readable } from 'node:stream';
 import { InProcessAgent } from '../../../service-kit/src/index.js';
 import { S3Error, type Cancellation, type S3ErrorCode } from '../../../object-model/src/index.js';
 import { upstreamFailure } from '../flow-control/breakers.js';
+import { ConnectionQueue } from './connection-queue.js';
 
 export type { Cancellation };
 
-/** Runs one upstream call (e.g. through a circuit breaker). */
-export type Guard = <R>(fn: () => Promise<R>) => Promise<R>;
+/** Runs one upstream call (e.g. through a circuit breaker: the upstream's, or its `scope`'s, such as a bucket's). */
+export type Guard = <R>(fn: () => Promise<R>, scope?: string) => Promise<R>;
+
+/** Connections the gateway opens to one internal service, per kind (calls, uploads). */
+const MAX_SOCKETS = 512;
 
 /** The error a cancelled call fails with (as Node's for an aborted signal). */
 function cancelledError(): Error {
@@ -28,6 +32,8 @@ export interface StreamCall {
   trailers?: () => http.OutgoingHttpHeaders;
   /** Ends the upstream exchange when it fires (e.g. when the client went away). */
   cancellation?: Cancellation;
+  /** The breaker scope of the call (the bucket): failures for one never open the circuit for another. */
+  scope?: string;
 }
 
 /** Status → code for error answers that carry no JSON body (HEAD, or a proxy in between). */
@@ -56,12 +62,14 @@ export const DEFAULT_INTERNAL_IDLE_TIMEOUT_MS = 120_000;
  */
 export class InternalHttp {
   // In the standalone process the data and control planes answer in-process (no loopback socket).
-  private readonly agent = new InProcessAgent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64 });
+  private readonly agent: InProcessAgent;
+  /** Calls wait for one of the agent's connections here, outside the breaker (connection-queue.ts). */
+  private readonly queue: ConnectionQueue;
   /**
    * Calls that stream a client's body up hold their connection as long as that client takes: they get
    * connections of their own, so uploads in progress never leave reads waiting for one.
    */
-  private readonly uploadAgent = new InProcessAgent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64 });
+  private readonly uploadAgent: InProcessAgent;
   private readonly base: URL;
 
   /**
@@ -69,6 +77,7 @@ export class InternalHttp {
    * answer comes only after the whole body went up, which no upstream timeout should cut.
    * `idleTimeoutMs`: a call whose connection moves no byte either way this long (connecting included)
    * fails with ServiceUnavailable, counted against the upstream: a stalled peer never holds a request.
+   * `maxConnections`: connections per kind (calls, uploads); calls past it wait in a queue.
    */
   constructor(
     baseUrl: string,
@@ -76,8 +85,12 @@ export class InternalHttp {
     private readonly service: string,
     private readonly guard: Guard = (fn) => fn(),
     private readonly idleTimeoutMs = DEFAULT_INTERNAL_IDLE_TIMEOUT_MS,
+    maxConnections = MAX_SOCKETS,
   ) {
     this.base = new URL(baseUrl);
+    this.agent = new InProcessAgent({ keepAlive: true, maxSockets: maxConnections, maxFreeSockets: 64 });
+    this.uploadAgent = new InProcessAgent({ keepAlive: true, maxSockets: maxConnections, maxFreeSockets: 64 });
+    this.queue = new ConnectionQueue(maxConnections, service);
   }
 
   /** Ends `req` with an error once its connection is idle for `idleTimeoutMs`; the timer goes with the request. */
@@ -103,11 +116,24 @@ export class InternalHttp {
   }
 
   /** Send a request and resolve with the response once its headers arrive (errors → S3Error). */
-  stream(call: StreamCall): Promise<http.IncomingMessage> {
-    return call.body ? this.send(call) : this.guard(() => this.send(call));
+  async stream(call: StreamCall): Promise<http.IncomingMessage> {
+    if (call.body) return this.send(call);
+    const release = await this.queue.acquire(call.cancellation);
+    let sent = false;
+    try {
+      return await this.guard(() => {
+        sent = true;
+        return this.send(call, release);
+      }, call.scope);
+    } catch (err) {
+      // (A request that went out gives its place back when it closes, which a breaker's timeout does not wait for.)
+      if (!sent) release();
+      throw err;
+    }
   }
 
-  private send(call: StreamCall): Promise<http.IncomingMessage> {
+  /** `release`: the call's place in the queue, given back once its exchange is over (its answer read or dropped). */
+  private send(call: StreamCall, release?: () => void): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
       const req = http.request({
         protocol: this.base.protocol,
@@ -118,6 +144,7 @@ export class InternalHttp {
         agent: call.body ? this.uploadAgent : this.agent,
         headers: { ...call.headers, 'x-strata-internal-token': this.token },
       });
+      if (release) req.once('close', release);
       // (Not http.request's `signal`: an AbortSignal's listeners cost a noticeable share of a small PUT.)
       call.cancellation?.onCancel(() => req.destroy(cancelledError()));
       this.timeIdle(req);
@@ -168,8 +195,18 @@ export class InternalHttp {
 
   /** JSON in, JSON out. */
   /** `long: true` for calls whose duration grows with object size (compose, copy): not timed by the breaker. */
-  json<T>(method: string, path: string, opts: { query?: Query; body?: unknown; headers?: http.OutgoingHttpHeaders; long?: boolean } = {}): Promise<T> {
-    return opts.long ? this.sendJson<T>(method, path, opts) : this.guard(() => this.sendJson<T>(method, path, opts));
+  /** `scope`: the call's breaker scope (see StreamCall). */
+  async json<T>(
+    method: string,
+    path: string,
+    opts: { query?: Query; body?: unknown; headers?: http.OutgoingHttpHeaders; long?: boolean; scope?: string } = {},
+  ): Promise<T> {
+    const release = await this.queue.acquire();
+    try {
+      return opts.long ? await this.sendJson<T>(method, path, opts) : await this.guard(() => this.sendJson<T>(method, path, opts), opts.scope);
+    } finally {
+      release();
+    }
   }
 
   private async sendJson<T>(method: string, path: string, opts: { query?: Query; body?: unknown; headers?: http.OutgoingHttpHeaders }): Promise<T> {

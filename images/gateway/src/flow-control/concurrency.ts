@@ -1,24 +1,40 @@
 import type { FlowRules } from './rules.js';
+import { FairPool, type ShareRefusal } from './shares.js';
 
 /** Routes that stream a request body up: each holds a connection for as long as its client sends. */
 export const UPLOAD_ROUTES: ReadonlySet<string> = new Set(['PutObject', 'UploadPart', 'PostObject']);
 
+/** Routes that stream an answer down: each holds a connection for as long as its client reads. */
+export const READ_ROUTES: ReadonlySet<string> = new Set(['GetObject']);
+
+/** Why a request was refused a slot: its route's limit, or its tenant's share of the reads or uploads. */
+export type ConcurrencyRefusal = { scope: 'route' } | { scope: 'reads' | 'uploads'; reason: ShareRefusal };
+
 /**
- * Requests in flight per route, against the route's limit in the current rules, and uploads in
- * flight per user, against `uploadsPerUser`. Counts are per gateway replica and survive rule reloads
- * (a lowered limit applies to the next request).
+ * Requests in flight per route, against the route's limit in the current rules, and streamed reads
+ * and uploads per tenant, in pools shared fairly between tenants (shares.ts: `readsPerUser` /
+ * `uploadsPerUser` each, `readPool` / `uploadPool` in all). Counts are per gateway replica and survive
+ * rule reloads (a lowered limit applies to the next request).
  */
 export class ConcurrencyLimits {
   private readonly inFlight = new Map<string, number>();
-  private readonly uploadsInFlight = new Map<string, number>();
+  private readonly reads: FairPool;
+  private readonly uploads: FairPool;
 
   constructor(
     private rules: FlowRules,
     private readonly onCount: (route: string, count: number) => void = () => undefined,
-  ) {}
+  ) {
+    const c = rules.concurrency;
+    this.reads = new FairPool(c.readPool, c.readsPerUser);
+    this.uploads = new FairPool(c.uploadPool, c.uploadsPerUser);
+  }
 
   update(rules: FlowRules): void {
     this.rules = rules;
+    const c = rules.concurrency;
+    this.reads.resize(c.readPool, c.readsPerUser);
+    this.uploads.resize(c.uploadPool, c.uploadsPerUser);
   }
 
   count(route: string): number {
@@ -26,18 +42,24 @@ export class ConcurrencyLimits {
   }
 
   /**
-   * Take a slot on `route` (and, for an upload, one of `user`'s upload slots): a release function
-   * (idempotent) when there is room or no limit applies, null when full.
+   * Take a slot on `route` (and, for a streamed read or upload, one of `tenant`'s share): a release
+   * function (idempotent) when there is room or no limit applies, else why not. `tenant` is the user,
+   * or for anonymous callers their address.
    */
-  tryAcquire(route: string, user?: string): (() => void) | null {
-    const releaseUpload = user !== undefined && UPLOAD_ROUTES.has(route) ? this.tryAcquireUpload(user) : () => undefined;
-    if (!releaseUpload) return null;
+  tryAcquire(route: string, tenant?: string): (() => void) | ConcurrencyRefusal {
+    let releaseShare = () => undefined as void;
+    const pool = tenant === undefined ? undefined : UPLOAD_ROUTES.has(route) ? this.uploads : READ_ROUTES.has(route) ? this.reads : undefined;
+    if (pool && tenant !== undefined) {
+      const taken = pool.tryTake(tenant);
+      if (typeof taken === 'string') return { scope: pool === this.uploads ? 'uploads' : 'reads', reason: taken };
+      releaseShare = taken;
+    }
     const limit = this.rules.concurrency.routes[route];
-    if (limit === undefined) return releaseUpload;
+    if (limit === undefined) return releaseShare;
     const current = this.count(route);
     if (current >= limit) {
-      releaseUpload();
-      return null;
+      releaseShare();
+      return { scope: 'route' };
     }
     this.set(route, current + 1);
     let released = false;
@@ -45,21 +67,7 @@ export class ConcurrencyLimits {
       if (released) return;
       released = true;
       this.set(route, this.count(route) - 1);
-      releaseUpload();
-    };
-  }
-
-  private tryAcquireUpload(user: string): (() => void) | null {
-    const current = this.uploadsInFlight.get(user) ?? 0;
-    if (current >= this.rules.concurrency.uploadsPerUser) return null;
-    this.uploadsInFlight.set(user, current + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (this.uploadsInFlight.get(user) ?? 1) - 1;
-      if (left <= 0) this.uploadsInFlight.delete(user);
-      else this.uploadsInFlight.set(user, left);
+      releaseShare();
     };
   }
 

@@ -10,6 +10,9 @@ import { renderS3ErrorXml, type RenderRejection } from './render.js';
 import { emptyFlowRules, type FlowRules } from './rules.js';
 import { watchRules, type ReloadOutcome, type RulesWatcher } from './rules-watcher.js';
 
+/** A tenant as metrics name it: the account name (operator-controlled, so few), or "anonymous". */
+export const tenantLabel = (user: string | undefined): string => user ?? 'anonymous';
+
 export interface FlowControlOptions {
   /** Rules file (YAML/JSON), re-read on change. Without it, `rules` (or no limits) apply for good. */
   rulesFile?: string;
@@ -42,8 +45,10 @@ export interface FlowControl {
   admitUser(res: http.ServerResponse, route: string, user: string): Promise<void>;
   /** Call `fn` through the circuit breaker of upstream `name`. */
   wrap<A extends unknown[], R>(name: string, fn: (...args: A) => Promise<R>): (...args: A) => Promise<R>;
-  /** Call `fn` once through the circuit breaker of upstream `name`. */
-  run<R>(name: string, fn: () => Promise<R>): Promise<R>;
+  /** Call `fn` once through the circuit breaker of upstream `name` (of its `scope`, e.g. a bucket, when given). */
+  run<R>(name: string, fn: () => Promise<R>, scope?: string): Promise<R>;
+  /** Count a refusal (or a cut) of `tenant`'s (tenantLabel) by `reason` in strata_gateway_tenant_rejections_total. */
+  countRejection(tenant: string, reason: string): void;
   breakers: Breakers;
   rules(): FlowRules;
   /** Re-read the rules file now; normally the directory watch does it. */
@@ -88,6 +93,7 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
     breakers.update(rules);
   };
 
+  const countRejection = (tenant: string, reason: string) => metrics.tenantRejections.inc({ tenant, reason });
   const reject = (req: http.IncomingMessage, res: http.ServerResponse, next: Next, retryAfterSeconds: number, message: string) => {
     res.setHeader('Retry-After', String(retryAfterSeconds));
     render(new S3Error('SlowDown', message), req, res, next);
@@ -96,17 +102,21 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
   const middleware: ChainHandler = (req, res, next) => {
     const route = routeOf(req, res);
     const user = userOf(req, res);
+    const tenant = tenantLabel(user);
     rateLimits
       .check(route, user)
       .then((verdict) => {
         if (!verdict.allowed) {
           metrics.rateLimitRejections.inc({ route, user_class: verdict.userClass, scope: verdict.scope });
+          countRejection(tenant, 'rate-limit');
           reject(req, res, next, verdict.retryAfterSeconds, 'Please reduce your request rate.');
           return;
         }
-        const release = concurrency.tryAcquire(route, user);
-        if (!release) {
+        // Anonymous callers (public buckets) share by address: one cannot take another's share.
+        const release = concurrency.tryAcquire(route, user ?? `anonymous@${req.socket?.remoteAddress ?? ''}`);
+        if (typeof release !== 'function') {
           metrics.concurrencyRejections.inc({ route });
+          countRejection(tenant, release.scope === 'route' ? 'route-concurrency' : `${release.scope}-${release.reason}`);
           reject(req, res, next, 1, 'Too many requests in progress; please reduce your request rate.');
           return;
         }
@@ -122,6 +132,7 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
     const verdict = await rateLimits.checkUser(user);
     if (verdict.allowed) return;
     metrics.rateLimitRejections.inc({ route, user_class: verdict.userClass, scope: verdict.scope });
+    countRejection(tenantLabel(user), 'rate-limit');
     res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
     throw new S3Error('SlowDown', 'Please reduce your request rate.');
   };
@@ -130,7 +141,8 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
     middleware,
     admitUser,
     wrap: (name, fn) => breakers.wrap(name, fn),
-    run: (name, fn) => breakers.run(name, fn),
+    run: (name, fn, scope) => breakers.run(name, fn, scope),
+    countRejection,
     breakers,
     rules: () => watcher?.current() ?? initial,
     reload: () => (watcher ? watcher.reload() : Promise.resolve('unchanged' as const)),

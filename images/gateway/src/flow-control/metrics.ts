@@ -4,6 +4,7 @@ import { Counter, Gauge, type Registry } from '../../../service-kit/src/index.js
 export interface FlowMetrics {
   rateLimitRejections: Counter<'route' | 'user_class' | 'scope'>;
   concurrencyRejections: Counter<'route'>;
+  tenantRejections: Counter<'tenant' | 'reason'>;
   inFlight: Gauge<'route'>;
   breakerState: Gauge<'upstream'>;
   breakerTransitions: Counter<'upstream' | 'to'>;
@@ -34,6 +35,13 @@ export function flowMetrics(registry: Registry): FlowMetrics {
       'strata_gateway_concurrency_rejections_total',
       'Requests rejected with SlowDown because the route had too many requests in flight',
       ['route'] as const,
+    ),
+    tenantRejections: counter(
+      registry,
+      'strata_gateway_tenant_rejections_total',
+      'Requests and connections refused or cut, by tenant (account name; "anonymous"; "-" before one is known) and reason ' +
+        '(rate-limit|route-concurrency|reads-tenant-cap|reads-share|reads-pool-full|uploads-*|slow-body|slow-reader|connections-per-address|connections-total)',
+      ['tenant', 'reason'] as const,
     ),
     inFlight: gauge(registry, 'strata_gateway_in_flight_requests', 'Requests in flight, by route (routes with a concurrency limit)', ['route'] as const),
     breakerState: gauge(registry, 'strata_gateway_breaker_state', 'Circuit breaker state by upstream: 0 closed, 1 half-open, 2 open', ['upstream'] as const),

@@ -17,7 +17,16 @@ import { z } from 'zod';
  * concurrency:
  *   routes:
  *     GetObject: 64         # requests in flight at once, per gateway replica
- *   uploadsPerUser: 128     # uploads (PutObject, UploadPart, PostObject) in flight per user, per replica
+ *   uploadsPerUser: 32      # uploads (PutObject, UploadPart, PostObject) in flight per tenant, per replica
+ *   readsPerUser: 32        # streamed reads (GetObject) in flight per tenant, per replica
+ *   uploadPool: 384         # uploads in flight, all tenants together: shared fairly (shares.ts)
+ *   readPool: 384           # streamed reads in flight, all tenants together: shared fairly
+ * transfer:                # bodies and answers must move at least this fast (bytes/s over each window)
+ *   minBytesPerSecond: 512
+ *   windowMs: 20000
+ * connections:             # open client connections, per replica (checked when one is accepted)
+ *   perAddress: 1000
+ *   total: 10000
  * breakers:
  *   default: { timeout: 10000, errorThresholdPercentage: 50, resetTimeout: 1000, volumeThreshold: 10 }
  *   upstreams:
@@ -81,10 +90,33 @@ const loginLimits = z.strictObject({
 export type LoginLimits = z.infer<typeof loginLimits>;
 
 /**
- * One user's uploads in flight by default: plenty for any client's parallel parts, and far from what
- * the gateway can hold open, so that one tenant trickling bodies cannot take every upload slot.
+ * One tenant's uploads (and streamed reads) in flight by default: plenty for any client's parallel
+ * parts, and a small part of the pools below, so that a tenant holding slots it does not use (a
+ * trickled body, an answer it does not read) takes at most this many.
  */
-export const DEFAULT_UPLOADS_PER_USER = 128;
+export const DEFAULT_UPLOADS_PER_USER = 32;
+export const DEFAULT_READS_PER_USER = 32;
+/**
+ * Streamed reads and uploads in flight, all tenants together (per replica). Each holds a connection
+ * to the data plane, of which the gateway opens 512 per kind: reads leave room for metadata calls
+ * on the same connections.
+ */
+export const DEFAULT_READ_POOL = 384;
+export const DEFAULT_UPLOAD_POOL = 384;
+
+/** Apache mod_reqtimeout's MinRate (500 B/s), over S3's 20 s body timeout. */
+export const DEFAULT_TRANSFER = { minBytesPerSecond: 512, windowMs: 20_000 };
+
+/** Well under a default file-descriptor limit of a server (the data plane and database clients need theirs). */
+export const DEFAULT_CONNECTIONS = { perAddress: 1000, total: 10_000 };
+
+const concurrencyDefaults = {
+  routes: {},
+  uploadsPerUser: DEFAULT_UPLOADS_PER_USER,
+  readsPerUser: DEFAULT_READS_PER_USER,
+  uploadPool: DEFAULT_UPLOAD_POOL,
+  readPool: DEFAULT_READ_POOL,
+};
 
 export const flowRulesSchema = z.strictObject({
   rateLimits: z
@@ -101,10 +133,34 @@ export const flowRulesSchema = z.strictObject({
   concurrency: z
     .strictObject({
       routes: z.record(z.string(), z.number().int().positive()).default({}),
-      /** Streamed uploads one user may have in flight at once (per replica): past it SlowDown. */
+      /** Streamed uploads one tenant may have in flight at once (per replica): past it SlowDown. */
       uploadsPerUser: z.number().int().positive().default(DEFAULT_UPLOADS_PER_USER),
+      /** Streamed reads (GetObject) one tenant may have in flight at once (per replica): past it SlowDown. */
+      readsPerUser: z.number().int().positive().default(DEFAULT_READS_PER_USER),
+      /** Uploads in flight, all tenants together, shared fairly between the tenants that want them (shares.ts). */
+      uploadPool: z.number().int().positive().default(DEFAULT_UPLOAD_POOL),
+      /** Streamed reads in flight, all tenants together, shared the same way. */
+      readPool: z.number().int().positive().default(DEFAULT_READ_POOL),
     })
-    .default({ routes: {}, uploadsPerUser: DEFAULT_UPLOADS_PER_USER }),
+    .default(concurrencyDefaults),
+  /**
+   * The slowest a request body or an answer may move: fewer than minBytesPerSecond × windowMs / 1000
+   * bytes in a window while the gateway waits on the client ends the request (400 RequestTimeout for
+   * a body; the connection closed for an answer the client does not read). 0 turns it off.
+   */
+  transfer: z
+    .strictObject({
+      minBytesPerSecond: z.number().int().min(0).default(DEFAULT_TRANSFER.minBytesPerSecond),
+      windowMs: z.number().int().positive().default(DEFAULT_TRANSFER.windowMs),
+    })
+    .default(DEFAULT_TRANSFER),
+  /** Open client connections: per peer address and in all, past which a new one is closed at once. */
+  connections: z
+    .strictObject({
+      perAddress: z.number().int().positive().default(DEFAULT_CONNECTIONS.perAddress),
+      total: z.number().int().positive().default(DEFAULT_CONNECTIONS.total),
+    })
+    .default(DEFAULT_CONNECTIONS),
   breakers: z
     .strictObject({
       default: breaker.default(DEFAULT_BREAKER),

@@ -5,7 +5,24 @@ import { S3Error } from '../../../object-model/src/index.js';
 /** S3's: a body that sends nothing for 20 s is answered RequestTimeout. */
 export const DEFAULT_BODY_IDLE_TIMEOUT_MS = 20_000;
 
-type RenderError = (err: unknown, req: http.IncomingMessage, res: http.ServerResponse, next: Next) => void;
+export type RenderError = (err: unknown, req: http.IncomingMessage, res: http.ServerResponse, next: Next) => void;
+
+/**
+ * End a request whose body is too slow: S3's 400 RequestTimeout, and the connection closed (the
+ * upload it fed is cancelled as for a client that went away). The answer may be stuck behind a
+ * client that reads nothing either: the connection is closed after `graceMs` regardless.
+ */
+export function timeOutBody(req: http.IncomingMessage, res: http.ServerResponse, render: RenderError, graceMs: number): void {
+  // Answered already (refused before its body was read): the rest of the body is not coming.
+  if (res.headersSent) {
+    req.socket?.destroy();
+    return;
+  }
+  res.setHeader('Connection', 'close');
+  res.once('finish', () => req.socket?.destroy());
+  render(new S3Error('RequestTimeout'), req, res, () => undefined);
+  setTimeout(() => req.socket?.destroy(), graceMs).unref();
+}
 
 /**
  * A request body that sends no byte for `idleMs` is answered S3's 400 RequestTimeout and its
@@ -23,17 +40,7 @@ export function bodyIdleTimeout(idleMs: number, render: RenderError) {
     // The socket's idle timer: reset by every byte either way (not a 'data' listener, which would
     // take the body out of the handler's hands).
     req.setTimeout(idleMs, () => {
-      if (req.complete) return;
-      // Answered already (refused before its body was read): the rest of the body is not coming.
-      if (res.headersSent) {
-        req.socket.destroy();
-        return;
-      }
-      res.setHeader('Connection', 'close');
-      res.once('finish', () => req.socket.destroy());
-      render(new S3Error('RequestTimeout'), req, res, () => undefined);
-      // The answer may be stuck behind a client that reads nothing either: close regardless.
-      setTimeout(() => req.socket.destroy(), idleMs).unref();
+      if (!req.complete) timeOutBody(req, res, render, idleMs);
     });
     req.once('end', () => req.setTimeout(0));
     // Answered before the body came whole (a refusal, an early error): Node keeps reading the rest to
