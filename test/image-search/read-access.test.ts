@@ -5,7 +5,7 @@ import jwt from 'jsonwebtoken';
 import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
-import { AUTH_HEADER, colourImage, makeImageDir, makeTestModel, PALETTE, tempDir, type ImageDir } from './support/fixtures.js';
+import { AUTH_HEADER, colourImage, makeImageDir, makeTestModel, PALETTE, tempDir, TEST_API_KEY, type ImageDir } from './support/fixtures.js';
 import { bucketSourceEnv, S3RVER_OWNER, startS3rver, until, type TestS3 } from './support/s3rver.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -148,6 +148,35 @@ describe('image-search: results and image bytes only for callers who may read th
       expect(asAdmin.imageDir).to.equal(images.dir);
       expect(asAdmin.source.owner).to.equal(S3RVER_OWNER);
       expect((await call(service, 'GET', '/api/index/status', undefined, AUTH_HEADER)).imageDir).to.equal(images.dir);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('names no server path to anonymous callers when the model is missing (status, readiness, search)', async () => {
+    const [emptyModelDir, indexDir] = [tempDir('read-access-no-model'), tempDir('read-access-no-model-index')];
+    dirs.push(emptyModelDir, indexDir);
+    const service = await startImageSearch({
+      env: { IMAGE_SEARCH_API_KEY: TEST_API_KEY },
+      PORT: 0,
+      host: '127.0.0.1',
+      IMAGE_SEARCH_MODEL_DIR: emptyModelDir,
+      IMAGE_FILE_DIR: images.dir,
+      IMAGE_SEARCH_INDEX_DIR: indexDir,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const answers = [
+        await fetch(`${service.url}/readyz`),
+        await fetch(`${service.url}/api/status`),
+        await fetch(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"red"}' }),
+      ];
+      for (const answer of answers) {
+        const text = await answer.text();
+        expect(text).to.match(/CLIP model missing|model/);
+        expect(text, answer.url).to.not.include(emptyModelDir);
+      }
+      expect((await call(service, 'GET', '/api/status', undefined, AUTH_HEADER)).model.error).to.include(emptyModelDir);
     } finally {
       await service.stop();
     }

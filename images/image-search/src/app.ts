@@ -25,7 +25,7 @@ import { ImageAccess } from './image-access.js';
 import { ImageFiles } from './image-files.js';
 import { ImageIndex, trainingOptions } from './index/image-index.js';
 import { LlmAssistant } from './llm/assistant.js';
-import { SearchService } from './search-service.js';
+import { ModelUnavailableError, SearchService } from './search-service.js';
 
 const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../web');
 
@@ -134,7 +134,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     registry,
     readiness: {
       'clip-model': () => {
-        if (!service.modelLoaded) throw new Error(service.modelError);
+        if (!service.modelLoaded) throw new ModelUnavailableError();
       },
     },
     onClose: [async () => subscription?.close(), async () => source?.stop(), () => index.close(), () => model.encoder?.close()],
@@ -171,7 +171,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
           model: {
             loaded: service.modelLoaded,
             dir: admin ? (model.dir ?? null) : null,
-            error: service.modelError ? (admin ? service.modelError : 'the model is not available (an admin sees why)') : null,
+            error: service.modelError ? (admin ? service.modelError : new ModelUnavailableError().message) : null,
             backbone: model.description?.backbone ?? null,
             testEncoder: model.description?.testEncoder ?? false,
             ...(model.description?.note ? { note: model.description.note } : {}),

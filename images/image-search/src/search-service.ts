@@ -13,8 +13,15 @@ export interface SearchResultItem {
   url: string;
 }
 
-/** The CLIP model is not available: search and add answer 503 with this message. */
-export class ModelUnavailableError extends Error {}
+/**
+ * The CLIP model is not available: search and add answer 503 with this message. It names no server
+ * paths (anyone may search); why the model is missing is in the log and in an admin's /api/status.
+ */
+export class ModelUnavailableError extends Error {
+  constructor() {
+    super("CLIP model missing: search and add are disabled (the log and an admin's GET /api/status say why)");
+  }
+}
 
 /** Bad input from a client (4xx); `status` defaults to 400. */
 export class InputError extends Error {
@@ -57,7 +64,7 @@ export class SearchService {
   }
 
   private embedder(): Embedder {
-    if (!this.opts.embedder) throw new ModelUnavailableError(this.modelError);
+    if (!this.opts.embedder) throw new ModelUnavailableError();
     return this.opts.embedder;
   }
 
