@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { AUTH_HEADER, colourImage, makeImageDir, makeTestModel, PALETTE, tempDir, TEST_API_KEY, type ImageDir } from './support/fixtures.js';
+import { startFakeLlm } from './support/fake-llm.js';
 import { bucketSourceEnv, S3RVER_OWNER, startS3rver, until, type TestS3 } from './support/s3rver.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -150,6 +151,32 @@ describe('image-search: results and image bytes only for callers who may read th
       expect((await call(service, 'GET', '/api/index/status', undefined, AUTH_HEADER)).imageDir).to.equal(images.dir);
     } finally {
       await service.stop();
+    }
+  });
+
+  it('gives the LLM features (RAG answers, the chat’s tool calls) only what the caller may read', async () => {
+    const llm = await startFakeLlm('test-key');
+    const service = await start({ LLM_BASE_URL: llm.url, LLM_API_KEY: 'test-key' });
+    try {
+      for (const [who, headers, sees] of [
+        ['anonymous', {}, false],
+        ['another tenant', OTHER, false],
+        ['the owner', OWNER, true],
+      ] as const) {
+        const qa = await call(service, 'POST', '/api/rag/qa', { question: 'which are red?', topk: 20 }, headers);
+        expect(qa.status, who).to.equal(200);
+        expect(fromBucket(qa.results).length > 0, who).to.equal(sees);
+        // What the answer was built from: the prompt the LLM got names only images the caller may read.
+        expect(JSON.stringify(llm.requests.at(-1)!.body.messages).includes('s3/photos'), who).to.equal(sees);
+        const chat = await call(service, 'POST', '/api/chat', { message: 'find red' }, headers);
+        expect(chat.status, who).to.equal(200);
+        expect(chat.toolCalls[0].tool).to.equal('search_by_text');
+        expect(chat.toolCalls[0].result.results, who).to.have.length(3);
+        if (!sees) expect(fromBucket(chat.toolCalls[0].result.results), who).to.deep.equal([]);
+      }
+    } finally {
+      await service.stop();
+      await llm.close();
     }
   });
 
