@@ -110,7 +110,7 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
           { name: 'IMAGE_SEARCH_NPROBE', value: String(spec.nprobe) },
           { name: 'IMAGE_SEARCH_TOPK', value: String(spec.topk) },
           { name: 'IMAGE_SEARCH_BUFFER_THRESHOLD', value: String(spec.bufferThreshold) },
-          // Changing the index takes a token signed with it (gateway logins, and the merge/rebuild Jobs).
+          // Callers' gateway tokens are checked with it; the merge/rebuild Jobs sign admin tokens with it.
           JWT_SECRET_ENV,
           // FAISS's OpenMP threads must sleep, not spin, between parallel sections.
           { name: 'OMP_WAIT_POLICY', value: 'PASSIVE' },
@@ -139,11 +139,12 @@ export function renderIndexJob(ix: ImageIndex, op: IndexOperation, name: string,
   const script = `
 const base = process.env.WORKER_URL, op = process.env.INDEX_OPERATION, pollMs = Number(process.env.POLL_MS || 5000);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-// The worker takes tokens signed with the stack's JWT secret (HS256, as the gateway issues them).
+// The worker takes tokens signed with the stack's JWT secret (HS256, as the gateway issues them); the
+// role image-search-admin (which the gateway never issues) lets this one change the index.
 const { createHmac } = await import('node:crypto');
 const part = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
 const now = Math.floor(Date.now() / 1000), secret = process.env.STRATA_JWT_SECRET;
-const unsigned = part({ alg: 'HS256', typ: 'JWT' }) + '.' + part({ sub: 'strata-operator', iat: now, exp: now + 600 });
+const unsigned = part({ alg: 'HS256', typ: 'JWT' }) + '.' + part({ sub: 'strata-operator', role: 'image-search-admin', iat: now, exp: now + 600 });
 const headers = secret ? { authorization: 'Bearer ' + unsigned + '.' + createHmac('sha256', secret).update(unsigned).digest('base64url') } : {};
 const start = await fetch(base + '/api/index/' + op, { method: 'POST', headers });
 if (!start.ok) { console.error(op, 'refused:', start.status, await start.text()); process.exit(1); }

@@ -133,10 +133,18 @@ describe('e2e: the standalone platform runs every service', function () {
       await s3.send(
         new PutObjectCommand({ Bucket: 'photos', Key: 'incoming/blue-sky.png', Body: await colourImage(PALETTE.blue!, 7), ContentType: 'image/png' }),
       );
+      // The bucket is the root's: only the root's tokens see its images (as S3 would serve them).
+      const search = async (headers: Record<string, string> = {}) =>
+        ((await call(`${platform.urls['image-search']}/search`, { query: 'blue', topk: 20 }, headers)).json.results as Array<{ path: string; url: string }>) ??
+        [];
+      const loginAs = async (username: string, password: string) => ({
+        authorization: `Bearer ${((await call(`${platform.urls.gateway}/login`, { username, password })).json.data as { token: string }).token}`,
+      });
+      const root = await loginAs(platform.rootUser, platform.rootPassword);
       const deadline = Date.now() + 60_000;
       let paths: string[] = [];
       while (Date.now() < deadline) {
-        const found = await call(`${platform.urls['image-search']}/search`, { query: 'blue', topk: 20 });
+        const found = { json: { results: await search(root) } };
         paths = (found.json.results as Array<{ path: string }>).map((r) => r.path);
         if (paths.some((p) => p.endsWith('blue-sky.png'))) break;
         await new Promise((r) => setTimeout(r, 200));
@@ -145,6 +153,16 @@ describe('e2e: the standalone platform runs every service', function () {
         paths.some((p) => p.endsWith('blue-sky.png')),
         paths.join(', '),
       ).to.equal(true);
+      const own = (await search(root)).find((r) => r.path.endsWith('blue-sky.png'))!;
+      expect((await fetch(platform.urls['image-search'] + own.url)).status).to.equal(200);
+      // Anonymous callers and another user see nothing of it, and get none of its bytes.
+      const created = await call(`${platform.urls.gateway}/admin/users`, { username: 'mallory', password: 'mallory-password-1' }, root);
+      expect(created.status, JSON.stringify(created.json)).to.equal(201);
+      const other = await loginAs('mallory', 'mallory-password-1');
+      for (const headers of [{}, other]) {
+        expect((await search(headers)).map((r) => r.path).filter((p) => p.startsWith('s3/'))).to.deep.equal([]);
+        expect((await fetch(platform.urls['image-search'] + own.url.replace(/\?.*/, ''), { headers })).status).to.be.oneOf([401, 403]);
+      }
     } finally {
       s3.destroy();
     }

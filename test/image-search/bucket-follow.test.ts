@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import type { ObjectEventSource, ObjectStoreEvent } from '../../images/image-search/src/object-events.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
-import { colourImage, makeTestModel, PALETTE, tempDir } from './support/fixtures.js';
+import { AUTH_HEADER, colourImage, makeTestModel, PALETTE, tempDir } from './support/fixtures.js';
 import { bucketSourceEnv, startS3rver, until, type TestS3 } from './support/s3rver.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -51,7 +51,7 @@ describe('image-search: the index follows its bucket exactly (content changes, d
     };
     const env = bucketSourceEnv(s3, 's3://photos/follow', { modelDir, imageDir, indexDir });
     let service: RunningService = await startImageSearch({ env, objectEvents: broker, host: '127.0.0.1', logger: pino({ level: 'silent' }) });
-    const status = (): Promise<Json> => fetch(`${service.url}/api/status`).then((r) => r.json());
+    const status = (): Promise<Json> => fetch(`${service.url}/api/status`, { headers: AUTH_HEADER }).then((r) => r.json());
     const firstSync = () => until(async () => ((s: Json) => (s.source.lastSync && !s.source.syncing ? s : undefined))(await status()));
     /** An object event, then the round it triggers. */
     const syncAfterEvent = async (key: string) => {
@@ -62,7 +62,11 @@ describe('image-search: the index follows its bucket exactly (content changes, d
     const search = async (query: string): Promise<Array<{ id: number; path: string }>> =>
       (
         await (
-          await fetch(`${service.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, topk: 10 }) })
+          await fetch(`${service.url}/search`, {
+            method: 'POST',
+            headers: { ...AUTH_HEADER, 'content-type': 'application/json' },
+            body: JSON.stringify({ query, topk: 10 }),
+          })
         ).json()
       ).results;
     const mirrored = 's3/photos/follow/a.png';
@@ -89,7 +93,7 @@ describe('image-search: the index follows its bucket exactly (content changes, d
       expect(blueResults[0].id).to.not.equal(redHit.id);
       const old = await fetch(`${service.url}/api/tools/call`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { ...AUTH_HEADER, 'content-type': 'application/json' },
         body: JSON.stringify({ tool: 'search_by_image_id', arguments: { image_id: redHit.id } }),
       });
       expect(old.status).to.equal(404);
@@ -138,7 +142,11 @@ describe('image-search: the index follows its bucket exactly (content changes, d
     const env = bucketSourceEnv(s3, 's3://photos/lost', { modelDir, imageDir, indexDir });
     const start = () => startImageSearch({ env, host: '127.0.0.1', logger: pino({ level: 'silent' }) });
     const synced = async (service: RunningService): Promise<Json> =>
-      until(async () => ((s: Json) => (s.source.lastSync && !s.source.syncing ? s : undefined))(await (await fetch(`${service.url}/api/status`)).json()));
+      until(async () =>
+        ((s: Json) => (s.source.lastSync && !s.source.syncing ? s : undefined))(
+          await (await fetch(`${service.url}/api/status`, { headers: AUTH_HEADER })).json(),
+        ),
+      );
     let service = await start();
     expect((await synced(service)).source.lastSync).to.deep.include({ downloaded: 1, added: 1 });
     await service.stop();

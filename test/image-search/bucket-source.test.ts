@@ -10,8 +10,9 @@ import { AUTH_HEADER, colourImage, makeTestModel, PALETTE, tempDir, TEST_API_KEY
 import { startS3rver, until, type TestS3 } from './support/s3rver.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function json(url: string, init?: RequestInit): Promise<any> {
-  return (await fetch(url, init)).json();
+async function json(url: string, init: RequestInit = {}): Promise<any> {
+  // As the admin: the bucket is private, and the source's details in /api/status are for admins.
+  return (await fetch(url, { ...init, headers: { ...AUTH_HEADER, ...(init.headers as Record<string, string>) } })).json();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -55,6 +56,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       IMAGE_SEARCH_S3_ENDPOINT: s3.endpoint,
       IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
       IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
+      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
       ...env,
     };
     return { imageDir, start: () => startImageSearch({ env: full, objectEvents, host: '127.0.0.1', logger: pino({ level: 'silent' }) }) };
@@ -98,7 +100,8 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       const r = await search(service, 'yellow', 1);
       return r.results[0]?.path === 's3/photos/cams/yellow/new.png' ? r.results[0] : undefined;
     });
-    expect(found.url).to.equal('/images/s3/photos/cams/yellow/new.png');
+    // The bucket is private: its images' URLs are signed.
+    expect(found.url).to.match(/^\/images\/s3\/photos\/cams\/yellow\/new\.png\?expires=\d+&signature=/);
     const index = await json(`${service.url}/api/index/status`);
     expect(index.totalVectors).to.equal(5);
   });

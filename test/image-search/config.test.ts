@@ -73,7 +73,8 @@ describe('image-search: configuration from the environment', function () {
       logger: pino({ level: 'silent' }),
     });
     try {
-      const status = (await (await fetch(`${service.url}/api/status`)).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      // Server paths are told to admins only.
+      const status = (await (await fetch(`${service.url}/api/status`, { headers: AUTH_HEADER })).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
       expect(status.imageDir).to.equal(path.resolve(images.dir));
       expect(status.model).to.include({ loaded: true, dir: modelDir, executionProvider: 'cpu' });
       expect(status.model.executionProviderNote).to.match(/CUDA execution provider unavailable/);

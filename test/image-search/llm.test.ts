@@ -5,7 +5,7 @@ import { startImageSearch } from '../../images/image-search/src/app.js';
 import { startModelServer } from '../../images/model-server/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
 import { startFakeLlm, type FakeLlm } from './support/fake-llm.js';
-import { AUTH_HEADER, makeImageDir, makeTestModel, startTestImageSearch, tempDir, type TestImageSearch } from './support/fixtures.js';
+import { AUTH_HEADER, makeImageDir, makeTestModel, startTestImageSearch, tempDir, TEST_API_KEY, type TestImageSearch } from './support/fixtures.js';
 
 async function post(base: string, route: string, payload: unknown) {
   const response = await fetch(base + route, {
@@ -126,6 +126,8 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
       IMAGE_SEARCH_INDEX_DIR: indexDir,
       LLM_BASE_URL: llmBaseUrl,
       LLM_API_KEY: 'test-key',
+      // post() sends it: a token this service cannot check would be refused.
+      IMAGE_SEARCH_API_KEY: TEST_API_KEY,
       logger: pino({ level: 'silent' }),
     });
     // Scanned and checked: the status has the index and the LLM's first answer.

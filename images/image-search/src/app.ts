@@ -21,11 +21,12 @@ import { checkModelDir, describeModel, fetchModelFromS3 } from './clip/model-fil
 import { loadImageSearchConfig, type ImageSearchConfig } from './config.js';
 import { WriteAuthorizer } from './http/auth.js';
 import { errorBody, errorHandler } from './http/errors.js';
-import { imageSearchRoutes } from './http/routes.js';
+import { imageReadGuard, imageSearchRoutes } from './http/routes.js';
+import { ImageAccess } from './image-access.js';
 import { ImageFiles } from './image-files.js';
 import { ImageIndex, trainingOptions } from './index/image-index.js';
 import { LlmAssistant } from './llm/assistant.js';
-import { SearchService } from './search-service.js';
+import { ModelUnavailableError, SearchService } from './search-service.js';
 
 const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../web');
 
@@ -134,21 +135,25 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     registry,
     readiness: {
       'clip-model': () => {
-        if (!service.modelLoaded) throw new Error(service.modelError);
+        if (!service.modelLoaded) throw new ModelUnavailableError();
       },
     },
     onClose: [async () => subscription?.close(), async () => source?.stop(), () => index.close(), () => model.encoder?.close()],
   };
-  const auth = new WriteAuthorizer({ apiKey: config.IMAGE_SEARCH_API_KEY, jwtSecret: config.STRATA_JWT_SECRET });
+  const auth = new WriteAuthorizer({ apiKey: config.IMAGE_SEARCH_API_KEY, jwtSecret: config.STRATA_JWT_SECRET, adminUsers: config.IMAGE_SEARCH_ADMIN_USERS });
   if (!auth.describe().accepts.length) logger.warn('neither IMAGE_SEARCH_API_KEY nor STRATA_JWT_SECRET is set: the index cannot be changed over HTTP');
+  const access = new ImageAccess({
+    publicSources: config.IMAGE_SEARCH_PUBLIC_SOURCES,
+    ownerOf: (bucket) => source?.ownerOf(bucket),
+    // Replicas that share a secret accept each other's image URLs.
+    signingSecret: config.IMAGE_SEARCH_API_KEY ?? config.STRATA_JWT_SECRET,
+  });
   const app = createApp(serviceOptions);
   app.use(httpMetrics(registry).middleware);
   app.use('/static', express.static(WEB_DIR, { index: false, fallthrough: false }));
   app.get('/favicon.ico', (_req: express.Request, res: express.Response) => res.sendFile(path.join(WEB_DIR, 'favicon.ico'), { maxAge: '1d' }));
-  // Images are served read-only from the image directory; `send` refuses paths leaving it.
-  app.use('/images', (req: express.Request, res: express.Response, next: express.NextFunction) =>
-    files.servable(req.path) ? next() : res.status(404).json(errorBody(404, 'no such image')),
-  );
+  // Images are served read-only from the image directory, to callers who may read them; `send` refuses paths leaving it.
+  app.use('/images', imageReadGuard(files, auth, access));
   app.use('/images', express.static(files.root, { index: false, dotfiles: 'deny', fallthrough: false }));
   app.use(
     imageSearchRoutes({
@@ -157,15 +162,17 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
       webIndexFile: path.join(WEB_DIR, 'index.html'),
       maxUploadBytes: config.IMAGE_SEARCH_MAX_UPLOAD_BYTES,
       auth,
-      describe: () => {
+      access,
+      // Server paths, the model's error (it names them) and the source's object keys: admins only.
+      describe: (admin) => {
         const status = index.status();
         return {
           service: 'image-search',
           ready: service.modelLoaded,
           model: {
             loaded: service.modelLoaded,
-            dir: model.dir ?? null,
-            error: service.modelError ?? null,
+            dir: admin ? (model.dir ?? null) : null,
+            error: service.modelError ? (admin ? service.modelError : new ModelUnavailableError().message) : null,
             backbone: model.description?.backbone ?? null,
             testEncoder: model.description?.testEncoder ?? false,
             ...(model.description?.note ? { note: model.description.note } : {}),
@@ -192,8 +199,9 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
             job: status.job,
             engine: status.engine,
           },
-          imageDir: files.root,
-          source: source ? source.status() : { kind: 'directory', path: files.root },
+          ...(admin
+            ? { imageDir: files.root, source: source ? source.status() : { kind: 'directory', path: files.root } }
+            : { source: { kind: source ? 'bucket' : 'directory' } }),
           defaults: {
             topk: config.IMAGE_SEARCH_TOPK,
             maxTopk: config.IMAGE_SEARCH_MAX_TOPK,

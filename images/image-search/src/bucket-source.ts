@@ -50,6 +50,8 @@ export interface BucketSourceStatus {
   syncing: boolean;
   lastSync: (SyncResult & { finishedAt: string }) | null;
   lastError: string | null;
+  /** The bucket's owner (the user the source reads it as), once learned; its images are theirs to see. */
+  owner: string | null;
   /** Whether object events (created, recycled, restored) trigger syncs, and how many matching ones arrived. */
   events: 'none' | 'subscribed';
   eventsReceived: number;
@@ -90,6 +92,7 @@ export class BucketSource {
   private last: BucketSourceStatus['lastSync'] = null;
   private lastError: string | null = null;
   private pending = false;
+  private owner: string | undefined;
   events: 'none' | 'subscribed' = 'none';
   private eventsSeen = 0;
 
@@ -108,6 +111,7 @@ export class BucketSource {
       syncing: this.running !== null,
       lastSync: this.last,
       lastError: this.lastError,
+      owner: this.owner ?? null,
       events: this.events,
       eventsReceived: this.eventsSeen,
     };
@@ -133,6 +137,11 @@ export class BucketSource {
     if (!this.matches(bucket, key)) return;
     this.eventsSeen++;
     this.requestSync();
+  }
+
+  /** The owner of `bucket` when it is this source's and the owner is known (ImageAccess asks). */
+  ownerOf(bucket: string): string | undefined {
+    return bucket === this.bucket ? this.owner : undefined;
   }
 
   /** Whether an object of the store belongs to this source (bucket and prefix). */
@@ -226,7 +235,28 @@ export class BucketSource {
     return path.join(this.mirrorRoot, MIRROR_RECORD);
   }
 
+  /**
+   * Learn the bucket's owner: buckets are private to their owner, so the user this source reads as
+   * owns it, and ListBuckets names that user (Owner ID) among whose buckets it must be. A bucket not
+   * among them has no known owner (only admins see its images); a failed request keeps what was known.
+   */
+  private async learnOwner(): Promise<void> {
+    let doc: { ListAllMyBucketsResult?: { Owner?: { ID?: string }; Buckets?: { Bucket?: { Name?: string } | Array<{ Name?: string }> } } };
+    try {
+      doc = parser.parse(await (await this.get(this.url(''))).text()) as typeof doc;
+    } catch (err) {
+      this.opts.logger.warn({ err }, 'could not learn the owner of the source bucket (ListBuckets)');
+      return;
+    }
+    const result = doc.ListAllMyBucketsResult;
+    const buckets = [result?.Buckets?.Bucket ?? []].flat();
+    const owner = result?.Owner?.ID ? String(result.Owner.ID) : undefined;
+    this.owner = owner && buckets.some((b) => b.Name === this.bucket) ? owner : undefined;
+    if (!this.owner) this.opts.logger.warn({ bucket: this.bucket }, 'the source bucket is not among the buckets its user owns: only admins see its images');
+  }
+
   private async syncOnce(): Promise<SyncResult> {
+    await this.learnOwner();
     const listed = await this.list();
     const previous = await this.readRecord();
     const current = new Map<string, MirrorEntry>();

@@ -84,11 +84,18 @@ export const imageSearchSchema = z.object({
   /** Index every image under IMAGE_FILE_DIR that is not indexed yet, in the background at start. */
   IMAGE_SEARCH_SCAN_ON_START: env.bool(false),
   /**
-   * Tokens for the routes that change the index (README, "Access"): a key of this service, and/or the
-   * gateway's JWT signing secret (tokens from the gateway's POST /login). Neither: no changes over HTTP.
+   * Who is asking (README, "Access"): the index's admin key, and/or the gateway's JWT signing secret
+   * (tokens from the gateway's POST /login). Only admins change the index; neither: no changes over HTTP.
    */
   IMAGE_SEARCH_API_KEY: optional().refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters'),
   STRATA_JWT_SECRET: optional().refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
+  /** Gateway users whose tokens may change the index (as the admin key may). */
+  IMAGE_SEARCH_ADMIN_USERS: env.list(),
+  /**
+   * Sources anonymous callers may read (comma-separated): "directory" (the local image directory) and/or
+   * bucket names. Other images are shown only to their bucket's owner and admins. Empty: nothing is public.
+   */
+  IMAGE_SEARCH_PUBLIC_SOURCES: env.list('directory'),
   /** An OpenAI-compatible upstream for the LLM features (unset: they are off). */
   LLM_BASE_URL: optional(),
   /** Its API key. */

@@ -34,27 +34,27 @@ export class ImageFiles {
   }
 
   /**
-   * False when a URL path under /images names a file that resolves outside the directory (a symlink
-   * pointing out of it); the static handler refuses ".." on its own.
+   * The path (relative to the directory, as the index stores it) of the file a URL path under /images
+   * names: normalised, symlinks resolved, so that it says where the bytes really are. Null when it
+   * does not decode or leads outside the directory.
    */
-  servable(urlPath: string): boolean {
+  servedPath(urlPath: string): string | null {
     let absolute: string;
     try {
-      absolute = path.join(this.root, decodeURIComponent(urlPath));
+      absolute = path.resolve(this.root, '.' + path.posix.normalize('/' + decodeURIComponent(urlPath)));
     } catch {
-      return true; // malformed escapes: the static handler answers 400
+      return null;
     }
-    if (!existsSync(absolute)) return true;
-    return this.inside(realpathSync(absolute));
+    if (absolute.includes('\0') || !this.inside(absolute)) return null;
+    const real = existsSync(absolute) ? realpathSync(absolute) : absolute;
+    if (!this.inside(real)) return null;
+    const rootReal = existsSync(this.root) ? realpathSync(this.root) : this.root;
+    const base = real === rootReal || real.startsWith(rootReal + path.sep) ? rootReal : this.root;
+    return path.relative(base, real).split(path.sep).join('/');
   }
 
   absolute(relative: string): string {
     return path.join(this.root, relative);
-  }
-
-  /** Browser URL of an indexed image (served by the static /images area). */
-  url(relative: string): string {
-    return '/images/' + relative.split('/').map(encodeURIComponent).join('/');
   }
 
   /** A one-line caption from a .txt file beside the image, when there is one. */

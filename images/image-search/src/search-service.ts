@@ -4,6 +4,7 @@ import type { Embedder } from './clip/encoder.js';
 import { ImageDecodeError } from './clip/preprocess.js';
 import type { ImageIndex, Hit } from './index/image-index.js';
 import { BadPathError, type ImageFiles } from './image-files.js';
+import type { Viewer } from './image-access.js';
 
 export interface SearchResultItem {
   id: number;
@@ -12,8 +13,15 @@ export interface SearchResultItem {
   url: string;
 }
 
-/** The CLIP model is not available: search and add answer 503 with this message. */
-export class ModelUnavailableError extends Error {}
+/**
+ * The CLIP model is not available: search and add answer 503 with this message. It names no server
+ * paths (anyone may search); why the model is missing is in the log and in an admin's /api/status.
+ */
+export class ModelUnavailableError extends Error {
+  constructor() {
+    super("CLIP model missing: search and add are disabled (the log and an admin's GET /api/status say why)");
+  }
+}
 
 /** Bad input from a client (4xx); `status` defaults to 400. */
 export class InputError extends Error {
@@ -56,7 +64,7 @@ export class SearchService {
   }
 
   private embedder(): Embedder {
-    if (!this.opts.embedder) throw new ModelUnavailableError(this.modelError);
+    if (!this.opts.embedder) throw new ModelUnavailableError();
     return this.opts.embedder;
   }
 
@@ -70,18 +78,36 @@ export class SearchService {
     return n;
   }
 
-  private items(hits: Hit[]): SearchResultItem[] {
-    return hits.map((h) => ({ id: h.id, path: h.path, distance: h.distance, url: this.opts.files.url(h.path) }));
+  private items(hits: Hit[], viewer: Viewer): SearchResultItem[] {
+    return hits.map((h) => ({ id: h.id, path: h.path, distance: h.distance, url: viewer.url(h.path) }));
+  }
+
+  /**
+   * The `topk` nearest hits per query that the viewer may read (and `keep` accepts). Filtered inside
+   * the search, before truncation: the index is asked for more until each query has `topk` such hits
+   * or the index has no more to give, so that others' images never cost a caller results.
+   */
+  private async searchVisible(vectors: Float32Array, topk: number, viewer: Viewer, keep: (h: Hit) => boolean = () => true): Promise<Hit[][]> {
+    const visible = (h: Hit) => keep(h) && viewer.mayRead(h.path);
+    for (let k = topk; ; ) {
+      const perQuery = await this.opts.index.search(vectors, k);
+      const filtered = perQuery.map((hits) => hits.filter(visible));
+      const total = this.opts.index.status().totalVectors;
+      // A query that got fewer than k hits has had everything the index holds for it.
+      const done = perQuery.every((hits, q) => filtered[q].length >= topk || hits.length < k) || k >= total;
+      if (done) return filtered.map((hits) => hits.slice(0, topk));
+      k = Math.min(k * 4, total);
+    }
   }
 
   /** Each query searched; results of all queries de-duplicated (closest distance wins) and merged by distance. */
-  async searchTexts(queries: string[], topk: number): Promise<SearchResultItem[]> {
+  async searchTexts(queries: string[], topk: number, viewer: Viewer): Promise<SearchResultItem[]> {
     const vectors = await this.embedder().encodeTexts(queries);
-    const perQuery = await this.opts.index.search(vectors, topk);
-    return this.items(mergeByDistance(perQuery, topk));
+    const perQuery = await this.searchVisible(vectors, topk, viewer);
+    return this.items(mergeByDistance(perQuery, topk), viewer);
   }
 
-  async searchImage(image: Buffer, topk: number): Promise<SearchResultItem[]> {
+  async searchImage(image: Buffer, topk: number, viewer: Viewer): Promise<SearchResultItem[]> {
     let vector: Float32Array;
     try {
       vector = await this.embedder().encodeImages([image]);
@@ -89,16 +115,18 @@ export class SearchService {
       if (err instanceof ImageDecodeError) throw new InputError(err.message, 415);
       throw err;
     }
-    const [hits] = await this.opts.index.search(vector, topk);
-    return this.items(hits);
+    const [hits] = await this.searchVisible(vector, topk, viewer);
+    return this.items(hits, viewer);
   }
 
-  /** Images most similar to an indexed one (the image itself excluded). */
-  async searchSimilar(id: number, topk: number): Promise<SearchResultItem[]> {
-    const vector = this.opts.index.vectorOf(id);
+  /** Images most similar to an indexed one the viewer may read (the image itself excluded). */
+  async searchSimilar(id: number, topk: number, viewer: Viewer): Promise<SearchResultItem[]> {
+    const path = this.opts.index.pathOf(id);
+    const vector = path !== undefined && viewer.mayRead(path) ? this.opts.index.vectorOf(id) : undefined;
+    // An image the caller may not read is as unknown to them as one that does not exist.
     if (!vector) throw new InputError(`unknown image id ${id}`, 404);
-    const [hits] = await this.opts.index.search(vector, topk + 1);
-    return this.items(hits.filter((h) => h.id !== id).slice(0, topk));
+    const [hits] = await this.searchVisible(vector, topk, viewer, (h) => h.id !== id);
+    return this.items(hits, viewer);
   }
 
   /**
@@ -106,7 +134,11 @@ export class SearchService {
    * changes; repeated and already indexed paths are skipped before anything is encoded. `field` names
    * the paths in errors.
    */
-  async addPaths(paths: unknown, field = 'image_paths'): Promise<{ added: SearchResultItem[]; skipped: Array<{ id: number; path: string; reason: string }> }> {
+  async addPaths(
+    paths: unknown,
+    viewer: Viewer,
+    field = 'image_paths',
+  ): Promise<{ added: SearchResultItem[]; skipped: Array<{ id: number; path: string; reason: string }> }> {
     if (!Array.isArray(paths) || paths.length === 0 || paths.length > 1000) {
       throw new InputError(`${field} must be an array of 1 to 1000 paths`);
     }
@@ -135,7 +167,7 @@ export class SearchService {
     }
     const result = await this.opts.index.add(vectors, [...fresh.keys()]);
     return {
-      added: result.added.map((a) => ({ id: a.id, path: a.path, distance: 0, url: this.opts.files.url(a.path) })),
+      added: result.added.map((a) => ({ id: a.id, path: a.path, distance: 0, url: viewer.url(a.path) })),
       skipped: [...skipped, ...result.skipped],
     };
   }

@@ -35,10 +35,11 @@ export const env = {
       .enum(['true', 'false', '1', '0', 'yes', 'no'])
       .default(fallback ? 'true' : 'false')
       .transform((v) => v === 'true' || v === '1' || v === 'yes'),
-  list: () =>
+  /** Comma-separated values, trimmed, empty ones dropped (unset: `fallback`'s). */
+  list: (fallback = '') =>
     z
       .string()
-      .default('')
+      .default(fallback)
       .transform((v) =>
         v
           .split(',')

@@ -255,8 +255,10 @@ export const AI_SERVICES: PlatformService[] = [
           IMAGE_SEARCH_S3_ENDPOINT: envOr(env, 'IMAGE_SEARCH_S3_ENDPOINT', ctx.urls.gateway ?? 'http://127.0.0.1:9000'),
           IMAGE_SEARCH_S3_ACCESS_KEY_ID: envOr(env, 'IMAGE_SEARCH_S3_ACCESS_KEY_ID', ctx.rootUser),
           IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: envOr(env, 'IMAGE_SEARCH_S3_SECRET_ACCESS_KEY', ctx.rootPassword),
-          // Changing the index takes a token the gateway issued (POST /login) or IMAGE_SEARCH_API_KEY.
+          // Callers are told by the tokens its gateway issues (POST /login): a user sees the images of
+          // their own buckets; changing the index takes the root's token (or IMAGE_SEARCH_API_KEY).
           STRATA_JWT_SECRET: ctx.jwtSecret,
+          IMAGE_SEARCH_ADMIN_USERS: envOr(env, 'IMAGE_SEARCH_ADMIN_USERS', ctx.rootUser),
         },
         host: ctx.options.host ?? '127.0.0.1',
         // With IMAGE_SEARCH_SOURCE_S3_URL set, images put into that bucket are indexed at once.

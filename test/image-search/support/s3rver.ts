@@ -4,7 +4,7 @@
 import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
-import { tempDir } from './fixtures.js';
+import { tempDir, TEST_API_KEY } from './fixtures.js';
 
 type S3rverServer = { run(): Promise<{ port: number }>; close(): Promise<void> };
 const S3rver = createRequire(import.meta.url)('s3rver') as new (options: Record<string, unknown>) => S3rverServer;
@@ -37,7 +37,10 @@ export async function startS3rver(buckets: string[]): Promise<TestS3> {
   };
 }
 
-/** The environment of an image search that follows s3://<bucket>/<prefix> on this server. */
+/** Who s3rver says owns every bucket (ListBuckets' Owner ID): the owner image search records. */
+export const S3RVER_OWNER = '123456789000';
+
+/** The environment of an image search that follows s3://<bucket>/<prefix> on this server, with TEST_API_KEY as its admin key. */
 export function bucketSourceEnv(s3: TestS3, url: string, dirs: { modelDir: string; imageDir: string; indexDir: string }, syncSeconds = 0): NodeJS.ProcessEnv {
   return {
     PORT: '0',
@@ -49,6 +52,7 @@ export function bucketSourceEnv(s3: TestS3, url: string, dirs: { modelDir: strin
     IMAGE_SEARCH_S3_ENDPOINT: s3.endpoint,
     IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'S3RVER',
     IMAGE_SEARCH_S3_SECRET_ACCESS_KEY: 'S3RVER',
+    IMAGE_SEARCH_API_KEY: TEST_API_KEY,
   };
 }
 

@@ -1,11 +1,13 @@
 // The 14 endpoints of image search (the web UI's static files are mounted by app.ts).
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { LlmUpstreamError, type LlmAssistant } from '../llm/assistant.js';
 import { TOOLS, WRITE_TOOLS, callTool } from '../llm/tools.js';
+import type { ImageAccess, Viewer } from '../image-access.js';
+import type { ImageFiles } from '../image-files.js';
 import { InputError, type SearchResultItem, type SearchService } from '../search-service.js';
-import type { WriteAuthorizer } from './auth.js';
-import { LlmDisabledError } from './errors.js';
+import { UnauthorizedError, type WriteAuthorizer } from './auth.js';
+import { errorBody, LlmDisabledError } from './errors.js';
 import { parseSearchForm } from './upload.js';
 
 export interface RouteOptions {
@@ -13,10 +15,35 @@ export interface RouteOptions {
   llm: LlmAssistant | null;
   webIndexFile: string;
   maxUploadBytes: number;
-  /** Who may change the index (routes that change state need its token). */
+  /** Who is asking; who may change the index (routes that change state need an admin's token). */
   auth: WriteAuthorizer;
-  /** Extra facts for GET /api/status. */
-  describe: () => Record<string, unknown>;
+  /** What each caller may read. */
+  access: ImageAccess;
+  /** Extra facts for GET /api/status; server paths only when `admin`. */
+  describe: (admin: boolean) => Record<string, unknown>;
+}
+
+/**
+ * Guards /images: bytes of an image go only to a caller who may read it, or against a URL this
+ * service signed for one (401 anonymous, 403 otherwise; decided by the path before the file is
+ * looked at, so that neither tells whether a private image exists).
+ */
+export function imageReadGuard(files: ImageFiles, auth: WriteAuthorizer, access: ImageAccess) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const path = files.servedPath(req.path);
+    if (path === null) {
+      res.status(404).json(errorBody(404, 'no such image'));
+      return;
+    }
+    try {
+      const caller = auth.caller(req);
+      if (access.mayRead(caller, path) || access.signedFor(path, req.query.expires, req.query.signature)) return next();
+      if (caller.kind === 'anonymous') throw new UnauthorizedError(401, 'this image is not public: send a token, or use the URL a search gave you');
+      throw new UnauthorizedError(403, 'you may not read this image');
+    } catch (err) {
+      next(err);
+    }
+  };
 }
 
 /** The message of an LLM failure; anything else is not the LLM's and propagates. */
@@ -40,6 +67,8 @@ function text(value: unknown, name: string): string {
 export function imageSearchRoutes(opts: RouteOptions): Router {
   const { service } = opts;
   const router = express.Router();
+  const viewer = (req: Request): Viewer => opts.access.viewer(opts.auth.caller(req));
+  const isAdmin = (req: Request) => opts.auth.caller(req).kind === 'admin';
   const json = express.json({ limit: '256kb' });
   const llm = () => {
     if (!opts.llm) throw new LlmDisabledError();
@@ -55,13 +84,13 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
       const topk = service.topk(form.fields.topk);
       if (form.image) {
         if (!form.image.data.length) throw new InputError('query_img is empty');
-        const results = await service.searchImage(form.image.data, topk);
+        const results = await service.searchImage(form.image.data, topk, viewer(req));
         res.json({ query: { image: form.image.name }, topk, results, total_results: results.length });
         return;
       }
       if (!form.fields.query) throw new InputError('send a text "query" or an image file in field "query_img"');
       const query = text(form.fields.query, 'query');
-      const results = await service.searchTexts([query], topk);
+      const results = await service.searchTexts([query], topk, viewer(req));
       res.json({ query, topk, results, total_results: results.length });
       return;
     }
@@ -69,7 +98,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     const b = body(req);
     const query = text(b.query, 'query');
     const topk = service.topk(b.topk);
-    const results = await service.searchTexts([query], topk);
+    const results = await service.searchTexts([query], topk, viewer(req));
     res.json({ query, topk, results, total_results: results.length });
   });
 
@@ -81,7 +110,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     const expand = b.use_expansion !== false;
     const llmAssistant = opts.llm;
     if (!llmAssistant) {
-      const results = await service.searchTexts([query], topk);
+      const results = await service.searchTexts([query], topk, viewer(req));
       const note = 'LLM assistance is disabled (LLM_BASE_URL is not set): plain vector retrieval, no expansion or explanation.';
       res.json({ original_query: query, expanded_queries: [query], results, ai_explanation: note, total_results: results.length, llmEnabled: false });
       return;
@@ -98,7 +127,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
       }
     };
     const expanded = expand ? await orFallback(() => llmAssistant.expand(query), [query]) : [query];
-    const results: SearchResultItem[] = await service.searchTexts(expanded, topk);
+    const results: SearchResultItem[] = await service.searchTexts(expanded, topk, viewer(req));
     const explanation = await orFallback(() => llmAssistant.explain(query, results, service), null);
     res.json({
       original_query: query,
@@ -130,7 +159,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     const question = text(b.question ?? b.query, 'question');
     const assistant = llm();
     const topk = service.topk(b.topk ?? 5);
-    const results = await service.searchTexts([question], topk);
+    const results = await service.searchTexts([question], topk, viewer(req));
     const answer = await assistant.answer(question, results, service);
     res.json({ question, answer, results, total_results: results.length });
   });
@@ -138,7 +167,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
   router.post('/api/chat', json, async (req, res) => {
     const b = body(req);
     const history = parseHistory(b);
-    const turn = await llm().chat(history, service, { canWrite: opts.auth.decide(req).ok });
+    const turn = await llm().chat(history, service, { canWrite: opts.auth.decide(req).ok, viewer: viewer(req) });
     res.json({ reply: turn.reply, toolCalls: turn.toolCalls, messages: turn.messages });
   });
 
@@ -151,14 +180,15 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
       throw new InputError('arguments must be a JSON object');
     }
     if (WRITE_TOOLS.has(tool)) opts.auth.require(req);
-    res.json({ tool, result: await callTool(service, tool, b.arguments ?? {}, { canWrite: WRITE_TOOLS.has(tool) }) });
+    res.json({ tool, result: await callTool(service, tool, b.arguments ?? {}, { canWrite: WRITE_TOOLS.has(tool), viewer: viewer(req) }) });
   });
 
-  router.get('/api/index/status', (_req, res) => res.json({ ...service.index.status(), imageDir: service.files.root }));
+  // The image directory is a server path: admins only.
+  router.get('/api/index/status', (req, res) => res.json({ ...service.index.status(), ...(isAdmin(req) ? { imageDir: service.files.root } : {}) }));
 
   const guard = opts.auth.guard;
   router.post('/api/index/add', guard, json, async (req, res) => {
-    const result = await service.addPaths(body(req).image_paths);
+    const result = await service.addPaths(body(req).image_paths, viewer(req));
     res.json({ ...result, buffer: service.index.status().buffer });
   });
 
@@ -174,7 +204,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     res.status(202).json({ job: service.index.rebuild() });
   });
 
-  router.get('/api/status', (_req, res) => res.json(opts.describe()));
+  router.get('/api/status', (req, res) => res.json(opts.describe(isAdmin(req))));
 
   return router;
 }

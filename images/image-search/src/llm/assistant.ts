@@ -3,6 +3,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { Logger } from '../../../service-kit/src/index.js';
+import type { Viewer } from '../image-access.js';
 import type { SearchResultItem, SearchService } from '../search-service.js';
 import { callTool, toolsFor } from './tools.js';
 
@@ -171,11 +172,14 @@ export class LlmAssistant {
     ]);
   }
 
-  /** One chat turn: the model may call tools (bounded rounds; writing ones only with `canWrite`) before it answers. */
+  /**
+   * One chat turn: the model may call tools (bounded rounds; writing ones only with `canWrite`) before
+   * it answers; its searches see what `viewer` may read.
+   */
   async chat(
     history: ChatCompletionMessageParam[],
     service: SearchService,
-    { canWrite = false } = {},
+    { canWrite = false, viewer }: { canWrite?: boolean; viewer: Viewer },
   ): Promise<{ reply: string; toolCalls: ChatToolCall[]; messages: ChatCompletionMessageParam[] }> {
     const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }, ...history];
     const toolCalls: ChatToolCall[] = [];
@@ -202,7 +206,7 @@ export class LlmAssistant {
         const record: ChatToolCall = { tool: call.function.name, arguments: undefined };
         try {
           record.arguments = JSON.parse(call.function.arguments || '{}');
-          record.result = await callTool(service, call.function.name, record.arguments, { canWrite });
+          record.result = await callTool(service, call.function.name, record.arguments, { canWrite, viewer });
         } catch (err) {
           // Tool errors go back to the model as the tool's answer, so it can correct itself.
           record.error = err instanceof Error ? err.message : String(err);

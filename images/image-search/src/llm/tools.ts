@@ -1,5 +1,6 @@
 // The four agent tools, in the chat-completions function-calling format, and their executor.
 import type { ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
+import type { Viewer } from '../image-access.js';
 import { InputError, type SearchService } from '../search-service.js';
 
 /** A tool in the function-calling format: its arguments are a JSON object with these properties. */
@@ -47,26 +48,32 @@ export class UnknownToolError extends InputError {
 
 /**
  * Run a tool by name with JSON arguments (already parsed); bad arguments are InputErrors. A tool that
- * changes the index runs only with `canWrite` (the caller was authorised).
+ * changes the index runs only with `canWrite` (the caller is an admin); searches show what `viewer` may read.
  */
-export async function callTool(service: SearchService, name: string, args: unknown, { canWrite = false } = {}): Promise<unknown> {
-  if (WRITE_TOOLS.has(name) && !canWrite) throw new InputError(`${name} changes the index: it needs a token (Authorization: Bearer ...)`, 401);
+export async function callTool(
+  service: SearchService,
+  name: string,
+  args: unknown,
+  { canWrite = false, viewer }: { canWrite?: boolean; viewer: Viewer },
+): Promise<unknown> {
+  if (WRITE_TOOLS.has(name) && !canWrite)
+    throw new InputError(`${name} changes the index: it needs the admin key or an admin's token (Authorization: Bearer ...)`, 401);
   const a = (args && typeof args === 'object' ? args : {}) as Record<string, unknown>;
   switch (name) {
     case 'search_by_text': {
       if (typeof a.query !== 'string' || !a.query.trim()) throw new InputError('search_by_text needs a non-empty string "query"');
-      const results = await service.searchTexts([a.query], service.topk(a.topk));
+      const results = await service.searchTexts([a.query], service.topk(a.topk), viewer);
       return { query: a.query, results };
     }
     case 'search_by_image_id': {
       if (!Number.isInteger(a.image_id)) throw new InputError('search_by_image_id needs an integer "image_id"');
-      const results = await service.searchSimilar(a.image_id as number, service.topk(a.topk));
+      const results = await service.searchSimilar(a.image_id as number, service.topk(a.topk), viewer);
       return { image_id: a.image_id, results };
     }
     case 'get_index_status':
       return service.index.status();
     case 'add_images':
-      return service.addPaths(a.image_paths, 'image_paths');
+      return service.addPaths(a.image_paths, viewer, 'image_paths');
     default:
       throw new UnknownToolError(name);
   }

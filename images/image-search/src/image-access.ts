@@ -1,0 +1,94 @@
+// What a caller may read: the object store's own rule, asked of every indexed image. An image's source
+// follows from its path: `s3/<bucket>/...` (MIRROR_FOLDER) was mirrored from that bucket, anything else
+// is the local image directory ("directory"). Buckets are private to their owner (the gateway's rule),
+// so a bucket's images are readable by the owner's gateway tokens, by admins, and by everyone only when
+// the bucket is named in IMAGE_SEARCH_PUBLIC_SOURCES. The owner is the user whose credentials the
+// bucket source reads it with (it can only list buckets it owns); a bucket whose owner is not known
+// (not the current source, or not learned yet) is shown to admins only. The local directory is
+// readable by any valid token, and by everyone when "directory" is public (the default).
+// Image bytes of what is not public are served against a URL this service signed for one who may read
+// it (HMAC of path and expiry: a presigned URL of image search), so that <img> tags work.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { MIRROR_FOLDER } from './bucket-source.js';
+import type { Caller } from './http/auth.js';
+
+/** The name of the local image directory in IMAGE_SEARCH_PUBLIC_SOURCES. */
+export const DIRECTORY_SOURCE = 'directory';
+
+/** How long a signed image URL serves its image. */
+export const IMAGE_URL_SECONDS = 3600;
+
+export type ImageSource = { kind: 'directory' } | { kind: 'bucket'; bucket: string };
+
+/** What one caller sees: which indexed paths, and the URL their bytes are served at. */
+export interface Viewer {
+  mayRead(path: string): boolean;
+  url(path: string): string;
+}
+
+export interface ImageAccessOptions {
+  /** Sources anonymous callers may read: DIRECTORY_SOURCE and/or bucket names. */
+  publicSources: readonly string[];
+  /** The owner of a bucket, when known. */
+  ownerOf: (bucket: string) => string | undefined;
+  /** Key of the signed image URLs (derive it from a configured secret, so that replicas agree); random when absent. */
+  signingSecret?: string;
+  now?: () => number;
+}
+
+export function sourceOf(path: string): ImageSource {
+  const [top, bucket, rest] = path.split('/', 3);
+  return top === MIRROR_FOLDER && bucket && rest !== undefined ? { kind: 'bucket', bucket } : { kind: 'directory' };
+}
+
+const encodePath = (relative: string) => '/images/' + relative.split('/').map(encodeURIComponent).join('/');
+
+export class ImageAccess {
+  private readonly key: Buffer;
+  private readonly publicSources: ReadonlySet<string>;
+
+  constructor(private readonly opts: ImageAccessOptions) {
+    this.publicSources = new Set(opts.publicSources);
+    this.key = opts.signingSecret ? createHmac('sha256', opts.signingSecret).update('strata image-search image URLs').digest() : randomBytes(32);
+  }
+
+  isPublic(path: string): boolean {
+    const source = sourceOf(path);
+    return this.publicSources.has(source.kind === 'directory' ? DIRECTORY_SOURCE : source.bucket);
+  }
+
+  mayRead(caller: Caller, path: string): boolean {
+    if (caller.kind === 'admin' || this.isPublic(path)) return true;
+    if (caller.kind === 'anonymous') return false;
+    const source = sourceOf(path);
+    return source.kind === 'directory' || this.opts.ownerOf(source.bucket) === caller.username;
+  }
+
+  viewer(caller: Caller): Viewer {
+    return { mayRead: (path) => this.mayRead(caller, path), url: (path) => this.url(path) };
+  }
+
+  /** The browser URL of an image: plain when public, else signed (to be handed only to one who may read it). */
+  url(path: string): string {
+    if (this.isPublic(path)) return encodePath(path);
+    const expires = Math.floor(this.now() / 1000) + IMAGE_URL_SECONDS;
+    return `${encodePath(path)}?expires=${expires}&signature=${this.signature(path, expires)}`;
+  }
+
+  /** Whether `expires` and `signature` (query parameters) are a live signature of this path. */
+  signedFor(path: string, expires: unknown, signature: unknown): boolean {
+    if (typeof expires !== 'string' || typeof signature !== 'string' || !/^\d{1,12}$/.test(expires)) return false;
+    if (Number(expires) * 1000 < this.now()) return false;
+    const want = Buffer.from(this.signature(path, Number(expires)));
+    const got = Buffer.from(signature);
+    return want.length === got.length && timingSafeEqual(want, got);
+  }
+
+  private signature(path: string, expires: number): string {
+    return createHmac('sha256', this.key).update(`${path}\n${expires}`).digest('base64url');
+  }
+
+  private now(): number {
+    return this.opts.now?.() ?? Date.now();
+  }
+}
