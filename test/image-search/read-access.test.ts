@@ -14,9 +14,6 @@ type Json = any;
 
 const JWT_SECRET = 'image-search-read-access-jwt-secret-0123456789';
 const tokenOf = (sub: string) => ({ authorization: `Bearer ${jwt.sign({ sub, ak: `AK-${sub}` }, JWT_SECRET, { algorithm: 'HS256', expiresIn: 300 })}` });
-/** The bucket's owner (the user image search reads it as) and another tenant. */
-const OWNER = tokenOf(S3RVER_OWNER);
-const OTHER = tokenOf('mallory');
 const BUCKET_PATHS = ['s3/photos/cams/red-a.png', 's3/photos/cams/red-b.png', 's3/photos/cams/blue-a.png'];
 
 describe('image-search: results and image bytes only for callers who may read their source (the object store’s permissions)', function () {
@@ -24,6 +21,9 @@ describe('image-search: results and image bytes only for callers who may read th
   let s3: TestS3;
   let images: ImageDir;
   const dirs: string[] = [];
+  /** The bucket's owner (the user image search reads it as) and another tenant, signed when the file's tests start. */
+  let OWNER: Record<string, string>;
+  let OTHER: Record<string, string>;
 
   /** Image search over the local test images and the private bucket s3://photos/cams, once both are indexed. */
   const start = async (env: Record<string, string> = {}): Promise<RunningService> => {
@@ -54,6 +54,8 @@ describe('image-search: results and image bytes only for callers who may read th
   const fromBucket = (results: Array<{ path: string }>) => paths(results).filter((p) => p.startsWith('s3/'));
 
   before(async () => {
+    OWNER = tokenOf(S3RVER_OWNER);
+    OTHER = tokenOf('mallory');
     s3 = await startS3rver(['photos']);
     images = await makeImageDir();
     dirs.push(images.dir);

@@ -28,7 +28,7 @@ export function newRequestId(): string {
  */
 function answersJson(req: http.IncomingMessage): boolean {
   const { path } = rawTarget(req);
-  return path === '/admin' || path.startsWith('/admin/') || (path === '/login' && req.method === 'POST');
+  return path.startsWith('/admin/') || (path === '/login' && req.method === 'POST');
 }
 
 export function requestContext(logger: Logger, counters: TrafficCounters) {
