@@ -7,7 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { promisify, stripVTControlCharacters } from 'node:util';
 import { expect } from 'chai';
 import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
 import { md5Hex } from './support/s3.js';
@@ -268,5 +268,98 @@ describe('e2e: npm start on a machine without FAISS (first run)', function () {
     const deadline = Date.now() + 60_000;
     while ((await answering()).length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
     expect(await answering()).to.deep.equal([]);
+  });
+});
+
+/**
+ * `npm start` in a terminal (a pseudo-terminal from `script`), as a new user on a machine without FAISS
+ * runs it the first time: what comes before the banner (npm's script lines, the binding's failed
+ * build, the platform's start) fits in a dozen lines, so the banner is on the first screen.
+ */
+describe('e2e: npm start in a terminal (first screen)', function () {
+  this.timeout(600_000);
+  let child: ChildProcess | undefined;
+  let dir: string;
+
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'strata-first-screen-'));
+  });
+  after(async () => {
+    // script, and with its terminal gone, npm and the platform behind it (SIGHUP).
+    if (child?.pid && child.exitCode === null && child.signalCode === null) {
+      const exit = new Promise((r) => child!.once('exit', r));
+      process.kill(-child.pid, 'SIGKILL');
+      await exit;
+    }
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('prints at most 12 lines before the banner, and stops on Ctrl+C', async () => {
+    const native = path.join(dir, 'native');
+    await mkdir(native);
+    const sources = (await readdir(path.join(repo, 'images/image-search/native'))).filter((f) => /\.(cc|h|gyp)$/.test(f));
+    for (const f of sources) await copyFile(path.join(repo, 'images/image-search/native', f), path.join(native, f));
+    const sysroot = await sysrootWithoutFaiss(path.join(dir, 'sysroot'));
+    const gatewayPort = await freePort();
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TERM: 'xterm',
+      STRATA_DATA_DIR: path.join(dir, 'data'),
+      STRATA_FAISS_BINDING_DIR: native,
+      CXXFLAGS: `--sysroot=${sysroot}`,
+      NODE_PATH: path.join(repo, 'node_modules'),
+      STRATA_GATEWAY_PORT: String(gatewayPort),
+      STRATA_DATA_PLANE_PORT: String(await freePort()),
+      STRATA_CONTROL_PLANE_PORT: String(await freePort()),
+      STRATA_MODEL_SERVER_PORT: String(await freePort()),
+      STRATA_POEM_APP_PORT: String(await freePort()),
+      STRATA_IMAGE_SEARCH_PORT: String(await freePort()),
+      OMP_WAIT_POLICY: 'PASSIVE',
+    };
+    // util-linux script: `npm start` on a pseudo-terminal, everything it shows copied to our stdout.
+    const proc = spawn('script', ['-qfec', 'npm start', '/dev/null'], { cwd: repo, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    child = proc;
+    let screen = '';
+    proc.stdout!.on('data', (c: Buffer) => (screen += c.toString()));
+    proc.stderr!.on('data', (c: Buffer) => (screen += c.toString()));
+    const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setInterval(() => {
+        if (/Stop with Ctrl\+C/.test(screen)) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 100);
+      void exited.then((code) => {
+        clearInterval(timer);
+        reject(new Error(`npm start exited (${code}) before its banner:\n${screen}`));
+      });
+    });
+
+    // The lines as the terminal shows them: colours, npm's spinner and line erasures removed.
+    const lines = stripVTControlCharacters(screen).replace(/\r/g, '').split('\n');
+    const banner = lines.findIndex((l) => l.startsWith('Strata is running'));
+    expect(banner, screen).to.be.greaterThan(0);
+    const before = lines.slice(0, banner);
+    expect(before.length, `before the banner:\n${before.join('\n')}`).to.be.at.most(12);
+    // What it says there: the failed build in two lines with what to install, and no log lines.
+    expect(before.join('\n')).to.match(/FAISS binding not built: .*faiss\/\w+\.h: No such file or directory\n {2}Image search runs on an exact/);
+    expect(
+      before.filter((l) => /\b(INFO|WARN|ERROR)\b/.test(l)),
+      before.join('\n'),
+    ).to.deep.equal([]);
+
+    // Ctrl+C on the terminal stops npm and the platform: the gateway's port closes.
+    proc.stdin!.write('\x03');
+    await exited;
+    const answers = () =>
+      fetch(`http://127.0.0.1:${gatewayPort}/healthz`).then(
+        () => true,
+        () => false,
+      );
+    const deadline = Date.now() + 60_000;
+    while ((await answers()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    expect(await answers()).to.equal(false);
   });
 });

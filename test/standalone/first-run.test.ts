@@ -1,7 +1,8 @@
 import { expect } from 'chai';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { loadImageSearchConfig } from '../../images/image-search/src/config.js';
 import { startImageSearch } from '../../images/image-search/src/app.js';
@@ -17,6 +18,15 @@ describe('standalone: first-run defaults', function () {
     dir = mkdtempSync(path.join(tmpdir(), 'strata-first-run-'));
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("the README's first screen (40 lines) shows how to try it and how to test it", () => {
+    const readme = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../README.md');
+    const top = readFileSync(readme, 'utf8').split('\n').slice(0, 40).join('\n');
+    expect(top).to.match(/^## Try it\b/m);
+    expect(top).to.match(/^npm start$/m);
+    expect(top).to.match(/^## Tests$/m);
+    expect(top).to.match(/^npm test\b/m);
+  });
 
   it('npm start listens on 127.0.0.1 unless STRATA_HOST says otherwise', () => {
     expect(loadStandaloneEnv({}).STRATA_HOST).to.equal('127.0.0.1');

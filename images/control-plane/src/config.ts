@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, productionEnvShape } from '../../service-kit/src/index.js';
+import { env, productionEnvShape, secretsEnv } from '../../service-kit/src/index.js';
 import { DAILY_PURGE_SCHEDULE, DEFAULT_BUCKET_NAME_HOLD_MS } from './app.js';
 
 /** The control plane's environment (the container entrypoint reads nothing else). */
@@ -9,10 +9,8 @@ export const controlPlaneEnvSchema = z.object({
   ...productionEnvShape,
   /** PostgreSQL primary, libpq URL (required here). */
   STRATA_PG_URL: z.string().min(1, 'the PostgreSQL connection URL is required'),
-  /** The token every internal call carries (shared by gateway, data and control plane). */
-  STRATA_INTERNAL_TOKEN: z.string().min(16, 'at least 16 characters'),
-  /** Seals users' SigV4 secrets and operator-made buckets' backend keys. */
-  STRATA_SECRET_KEY: z.string().min(16, 'at least 16 characters'),
+  STRATA_INTERNAL_TOKEN: secretsEnv.STRATA_INTERNAL_TOKEN,
+  STRATA_SECRET_KEY: secretsEnv.STRATA_SECRET_KEY,
   /** The root user, created or updated at start (also its SigV4 access key). */
   STRATA_ROOT_USER: z.string().min(3).optional(),
   /** The root's password (also its SigV4 secret key). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, productionEnvShape } from '../../service-kit/src/index.js';
+import { env, productionEnvShape, secretsEnv } from '../../service-kit/src/index.js';
 import { DEFAULT_INLINE_BLOB_BYTES } from './app.js';
 import { DEFAULT_UPLOADS_PER_ACCOUNT } from './uploads/upload-state.js';
 
@@ -12,21 +12,21 @@ export const dataPlaneEnvSchema = z.object({
   ...productionEnvShape,
   /** PostgreSQL primary, libpq URL (required here). */
   STRATA_PG_URL: z.string().min(1, 'the PostgreSQL connection URL is required'),
-  /** The token every internal call carries (shared by gateway, data and control plane). */
-  STRATA_INTERNAL_TOKEN: z.string().min(16, 'at least 16 characters'),
-  // Opens the backend secret keys of operator-made buckets (sealed by the control plane with the same key).
-  STRATA_SECRET_KEY: z.string().min(16, 'at least 16 characters').optional(),
-  /** How often unconfirmed outbox events are sent again, ms. */
+  STRATA_INTERNAL_TOKEN: secretsEnv.STRATA_INTERNAL_TOKEN,
+  // Opens the backend secret keys of operator-made buckets (sealed by the control plane with the same key);
+  // unset: such buckets answer 503.
+  STRATA_SECRET_KEY: secretsEnv.STRATA_SECRET_KEY.optional(),
+  /** How often unconfirmed outbox events are sent again, ms. @tuning */
   STRATA_OUTBOX_RETRY_MS: env.int(5000, 100),
   /** How often unreferenced blob files are swept, ms (0: never). */
   STRATA_BLOB_SWEEP_MS: env.int(600_000, 0),
-  // Temp files and unreferenced blob files younger than this may still belong to a live request.
+  // Temp files and unreferenced blob files younger than this may still belong to a live request, ms. @tuning
   STRATA_ORPHAN_GRACE_MS: env.int(3_600_000, 1000),
-  // Memory for recently read small blobs (filesystem backend), in MiB; 0 turns it off.
+  // Memory for recently read small blobs (filesystem backend), in MiB; 0 turns it off. @tuning
   STRATA_SMALL_BLOB_CACHE_MB: env.int(16, 0),
-  // Bodies up to this many bytes are kept in the database with their blob row instead of a file; 0 = off.
+  // Bodies up to this many bytes are kept in the database with their blob row instead of a file; 0 = off. @tuning
   STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
-  // Large bodies written to files with O_DIRECT (past the page cache) where the file system allows it.
+  // Large bodies written to files with O_DIRECT (past the page cache) where the file system allows it. @tuning
   STRATA_DIRECT_IO: env.bool(true),
   // In-progress multipart uploads one account may have at once (S3 SlowDown past it).
   STRATA_MULTIPART_UPLOADS_PER_ACCOUNT: env.int(DEFAULT_UPLOADS_PER_ACCOUNT, 1),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, loadConfig, productionEnvShape } from '../../service-kit/src/index.js';
+import { env, loadConfig, productionEnvShape, secretsEnv } from '../../service-kit/src/index.js';
 
 /** `*`, `none`, or comma-separated origins (`https://app.example.com`); `none` becomes an empty list. */
 export function corsOrigins() {
@@ -19,6 +19,7 @@ export function corsOrigins() {
 
 /** The gateway's environment. Secrets (internal token, JWT secret) have no defaults. */
 export const gatewayEnvSchema = z.object({
+  /** TCP port to listen on. */
   STRATA_GATEWAY_PORT: env.port(9000),
   /** Interface to listen on. */
   STRATA_GATEWAY_HOST: z.string().default('0.0.0.0'),
@@ -26,8 +27,8 @@ export const gatewayEnvSchema = z.object({
   STRATA_CONTROL_PLANE_URL: z.string().url().default('http://127.0.0.1:9002'),
   /** The data plane's internal API. */
   STRATA_DATA_PLANE_URL: z.string().url().default('http://127.0.0.1:9001'),
-  STRATA_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters'),
-  STRATA_JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  STRATA_INTERNAL_TOKEN: secretsEnv.STRATA_INTERNAL_TOKEN,
+  STRATA_JWT_SECRET: secretsEnv.STRATA_JWT_SECRET,
   /** Lifetime of the tokens POST /login issues (seconds, or e.g. 15m, 1h, 7d). */
   STRATA_JWT_EXPIRES_IN: z
     .string()
@@ -39,6 +40,7 @@ export const gatewayEnvSchema = z.object({
   STRATA_S3_DOMAINS: env.domains(),
   /** Origins of browser pages allowed to call the gateway (comma-separated; `*`: any; `none`: cross-origin calls off). */
   STRATA_CORS_ORIGINS: corsOrigins(),
+  /** The user the gateway treats as root (the control plane's STRATA_ROOT_USER; its requests pass every check). */
   STRATA_ROOT_USER: z.string().min(1).default('strata'),
   /** The region SigV4 signatures must name. */
   STRATA_REGION: z.string().default('us-east-1'),
@@ -46,11 +48,11 @@ export const gatewayEnvSchema = z.object({
   STRATA_TRUST_PROXY: z.string().optional(),
   /** Lifetime of the presigned URL a Bearer GET is redirected to, s. */
   STRATA_REDIRECT_EXPIRES_SECONDS: env.int(300, 1, 7 * 24 * 3600),
-  /** How long a user's credentials are cached, ms. */
+  /** How long a user's credentials are cached, ms. @tuning */
   STRATA_CREDENTIALS_CACHE_MS: env.int(10_000, 0),
-  /** How long a bucket's owner and settings are cached, ms. */
+  /** How long a bucket's owner and settings are cached, ms. @tuning */
   STRATA_BUCKET_CACHE_MS: env.int(2_000, 0),
-  /** Bytes of small-object answers the gateway keeps (unset: 8 MiB; 0 turns the answers off). */
+  /** Bytes of small-object answers the gateway keeps (unset: 8 MiB; 0 turns the answers off). @tuning */
   STRATA_GATEWAY_ANSWER_CACHE_BYTES: z.coerce.number().int().min(0).optional(),
   /** A request body silent this long is answered 400 RequestTimeout, ms (S3's 20 s; 0: off). */
   STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS: env.int(20_000, 0),

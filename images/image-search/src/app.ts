@@ -38,12 +38,15 @@ export type StartImageSearchOptions = Partial<ImageSearchConfig> & {
   env?: NodeJS.ProcessEnv;
   /** In-process object store events (the standalone platform's broker); else IMAGE_SEARCH_EVENTS_AMQP_URL. */
   objectEvents?: ObjectEventSource;
+  /** The caller put the test encoder there and tells the user so itself (the standalone's banner): an info line, not a warning. */
+  testEncoderNoted?: boolean;
 };
 
 /** Find the model (directory or object store) and load it; null + reason when it is not available. */
 async function loadModel(
   config: ImageSearchConfig,
   logger: Logger,
+  testEncoderNoted = false,
 ): Promise<{ encoder: ClipEncoder | null; error?: string; dir?: string; description?: ReturnType<typeof describeModel> }> {
   try {
     const dir = config.IMAGE_SEARCH_MODEL_S3_URL
@@ -61,7 +64,7 @@ async function loadModel(
     const encoder = await ClipEncoder.load(dir, { executionProvider: config.IMAGE_SEARCH_EXECUTION_PROVIDER });
     if (encoder.providerFallback) logger.warn(encoder.providerFallback);
     const description = describeModel(dir);
-    if (description.testEncoder) logger.warn({ dir }, `image encoder loaded: ${description.note}`);
+    if (description.testEncoder) logger[testEncoderNoted ? 'info' : 'warn']({ dir }, `image encoder loaded: ${description.note}`);
     else logger.info({ dir, dim: encoder.dim, executionProvider: encoder.executionProvider }, 'CLIP model loaded');
     return { encoder, dir, description };
   } catch (err) {
@@ -72,12 +75,12 @@ async function loadModel(
 }
 
 export async function startImageSearch(opts: StartImageSearchOptions = {}): Promise<RunningService> {
-  const { logger: givenLogger, registry: givenRegistry, host, env, objectEvents: givenEvents, ...overrides } = opts;
+  const { logger: givenLogger, registry: givenRegistry, host, env, objectEvents: givenEvents, testEncoderNoted, ...overrides } = opts;
   const config: ImageSearchConfig = { ...loadImageSearchConfig(env ?? process.env), ...overrides };
   const logger = givenLogger ?? createLogger('image-search', config.LOG_LEVEL);
   const registry = givenRegistry ?? createRegistry('image-search');
 
-  const model = await loadModel(config, logger);
+  const model = await loadModel(config, logger, testEncoderNoted);
   if (model.encoder && model.encoder.dim !== 512) logger.warn({ dim: model.encoder.dim }, 'CLIP model is not 512-d');
   const index = await ImageIndex.open({
     dir: config.IMAGE_SEARCH_INDEX_DIR,

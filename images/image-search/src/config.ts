@@ -1,7 +1,7 @@
 // Image search configuration from the environment (validated; every problem reported at once).
 import path from 'node:path';
 import { z } from 'zod';
-import { env, loadConfig } from '../../service-kit/src/index.js';
+import { env, loadConfig, secretsEnv } from '../../service-kit/src/index.js';
 
 /** A FAISS training knob: unset keeps DEFAULT_TRAINING's value, 0 asks for FAISS's own default. */
 const trainingKnob = () => z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(1_000_000).optional());
@@ -40,19 +40,19 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_MODEL_CACHE_DIR: z.string().default('data/image-search/model-cache'),
   /** Index state: main index, vectors, paths, manifest. */
   IMAGE_SEARCH_INDEX_DIR: z.string().default('data/image-search/index'),
-  /** FAISS index factory string of the trained main index. */
+  /** FAISS index factory string of the trained main index. @tuning */
   IMAGE_SEARCH_INDEX_STRING: z.string().default('IVF4096,PQ32x8'),
-  /** IVF lists searched per query (more: better recall, slower). */
+  /** IVF lists searched per query (more: better recall, slower). @tuning */
   IMAGE_SEARCH_NPROBE: env.int(32, 1, 65536),
-  /** Re-rank PQ candidates by exact distance from the stored vectors. */
+  /** Re-rank PQ candidates by exact distance from the stored vectors. @tuning */
   IMAGE_SEARCH_RERANK: env.bool(true),
-  /** PQ candidates fetched per wanted result for exact re-ranking (deeper: better recall, a little slower). */
+  /** PQ candidates fetched per wanted result for exact re-ranking (deeper: better recall, a little slower). @tuning */
   IMAGE_SEARCH_RERANK_FACTOR: env.int(10, 1, 1000),
   /** Results per search when the request names none. */
   IMAGE_SEARCH_TOPK: env.int(20, 1, 1000),
   /** Most results a search may ask for. */
   IMAGE_SEARCH_MAX_TOPK: env.int(100, 1, 1000),
-  /** Vectors in the brute-force buffer that make the index report a merge is due. */
+  /** Vectors in the brute-force buffer that make the index report a merge is due. @tuning */
   IMAGE_SEARCH_BUFFER_THRESHOLD: env.int(1000, 1),
   /** Largest image accepted by search-by-image and add, bytes. */
   IMAGE_SEARCH_MAX_UPLOAD_BYTES: env.int(10 * 1024 * 1024, 1024),
@@ -69,17 +69,17 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_EVENTS_EXCHANGE: z.string().default('strata.events'),
   /** Queue this service binds to that exchange. */
   IMAGE_SEARCH_EVENTS_QUEUE: z.string().default('strata.image-search'),
-  /** FAISS training (README, "Image search"): coarse and PQ k-means iterations, PQ residuals per code, threads. */
+  /** Coarse-quantizer k-means iterations while training (README, "Image search"). @tuning */
   IMAGE_SEARCH_TRAIN_NITER: trainingKnob(),
-  /** PQ k-means iterations (unset: FAISS's default). */
+  /** PQ k-means iterations (unset: FAISS's default). @tuning */
   IMAGE_SEARCH_TRAIN_PQ_NITER: trainingKnob(),
-  /** Training points per PQ centroid (unset: FAISS's default). */
+  /** Training points per PQ centroid (unset: FAISS's default). @tuning */
   IMAGE_SEARCH_TRAIN_PQ_POINTS: trainingKnob(),
-  /** OpenMP threads while training (unset: all cores). */
+  /** OpenMP threads while training (unset: all cores). @tuning */
   IMAGE_SEARCH_TRAIN_THREADS: trainingKnob(),
-  /** OpenBLAS threads while training (unset: its default). */
+  /** OpenBLAS threads while training (unset: its default). @tuning */
   IMAGE_SEARCH_TRAIN_BLAS_THREADS: trainingKnob(),
-  /** Train the coarse quantizer in two levels (faster for large IVF counts). */
+  /** Train the coarse quantizer in two levels (faster for large IVF counts). @tuning */
   IMAGE_SEARCH_TRAIN_TWO_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), env.bool(false)),
   /** Index every image under IMAGE_FILE_DIR that is not indexed yet, in the background at start. */
   IMAGE_SEARCH_SCAN_ON_START: env.bool(false),
@@ -88,7 +88,8 @@ export const imageSearchSchema = z.object({
    * (tokens from the gateway's POST /login). Only admins change the index; neither: no changes over HTTP.
    */
   IMAGE_SEARCH_API_KEY: optional().refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters'),
-  STRATA_JWT_SECRET: optional().refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
+  /** The gateway's signing secret: its login tokens are accepted (unset: only the admin key changes the index). */
+  STRATA_JWT_SECRET: z.preprocess((v) => (typeof v === 'string' && v.trim() ? v.trim() : undefined), secretsEnv.STRATA_JWT_SECRET.optional()),
   /** Gateway users whose tokens may change the index (as the admin key may). */
   IMAGE_SEARCH_ADMIN_USERS: env.list(),
   /**

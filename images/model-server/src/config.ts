@@ -18,21 +18,21 @@ export const modelServerEnvSchema = z.object({
   MODEL_SERVER_API_KEYS: z.string().optional(),
   /** Continuous batching of concurrent requests (off: one request at a time). */
   MODEL_SERVER_BATCHING: env.bool(true),
-  /** Most sequences decoded together in one step. */
+  /** Most sequences decoded together in one step. @tuning */
   MODEL_SERVER_MAX_BATCH: env.int(32, 1, 256),
-  /** How long a new request waits for others to join its batch, ms. */
+  /** How long a new request waits for others to join its batch, ms. @tuning */
   MODEL_SERVER_BATCH_WINDOW_MS: env.int(3, 0, 1000),
-  /** Most queued requests admitted into a running batch at one step. */
+  /** Most queued requests admitted into a running batch at one step. @tuning */
   MODEL_SERVER_ADMISSION_WAVE: env.int(8, 1, 256),
   /** Requests waiting beyond this are answered 429. */
   MODEL_SERVER_MAX_QUEUE: env.int(256, 1, 100_000),
   /** Largest request body, bytes (413 past it). */
   MODEL_SERVER_MAX_BODY_BYTES: env.int(1024 * 1024, 1024, 100 * 1024 * 1024),
-  /** ONNX Runtime intra-op threads (0: its own default). */
+  /** ONNX Runtime intra-op threads (0: its own default). @tuning */
   MODEL_SERVER_THREADS: env.int(1, 0, 64),
   /** Keep the end of a prompt longer than the context instead of answering 400 context_length_exceeded. */
   MODEL_SERVER_TRUNCATE_PROMPT: env.bool(false),
-  /** Unset: the default (the generation engine in a worker thread); the option is then left out. */
+  /** Unset: the default (the generation engine in a worker thread); the option is then left out. @tuning */
   MODEL_SERVER_WORKER: z
     .enum(['true', 'false', '1', '0', 'yes', 'no'])
     .optional()

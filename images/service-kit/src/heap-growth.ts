@@ -5,6 +5,12 @@ import { env, loadConfig } from './config.js';
 /** How far past its live size the old generation may grow before V8's next full collection, in percent. */
 export const DEFAULT_HEAP_GROWING_PERCENT = 200;
 
+/** The variable applyHeapGrowth reads (gateway, data plane and the standalone platform call it at start). */
+export const heapGrowthEnvShape = {
+  /** How far past its live size V8's old generation grows before a full collection, percent (0: V8's own factor). @tuning */
+  STRATA_HEAP_GROWING_PERCENT: env.int(DEFAULT_HEAP_GROWING_PERCENT, 0, 1000),
+};
+
 /**
  * Let V8's old generation grow to (1 + percent/100) × its live size before the next full (mark-compact)
  * collection (`--heap-growing-percent`; V8's own factor is 1.1–1.7×), from STRATA_HEAP_GROWING_PERCENT
@@ -18,8 +24,7 @@ export const DEFAULT_HEAP_GROWING_PERCENT = 200;
  * the flag at each collection).
  */
 export function applyHeapGrowth(source: NodeJS.ProcessEnv = process.env): number {
-  const schema = z.object({ STRATA_HEAP_GROWING_PERCENT: env.int(DEFAULT_HEAP_GROWING_PERCENT, 0, 1000) });
-  const percent = loadConfig('heap', schema, source).STRATA_HEAP_GROWING_PERCENT;
+  const percent = loadConfig('heap', z.object(heapGrowthEnvShape), source).STRATA_HEAP_GROWING_PERCENT;
   if (percent > 0) v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
   return percent;
 }

@@ -12,6 +12,7 @@ export * from './redis-cluster-cache.js';
 export * from './memory-cache.js';
 export * from './production.js';
 export * from './secret-box.js';
+export * from './secrets-env.js';
 export * from './chain.js';
 export * from './lookup-cache.js';
 export * from './heap-growth.js';

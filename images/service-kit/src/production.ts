@@ -31,7 +31,7 @@ export const productionEnvShape = {
    * covers every commit made anywhere before it; right for separate service processes).
    */
   STRATA_PG_READ_CONSISTENCY: z.enum(['session', 'latest']).optional(),
-  /** How long a read may wait for a replica to catch up before going to the primary, ms. */
+  /** How long a read may wait for a replica to catch up before going to the primary, ms. @tuning */
   STRATA_PG_REPLICA_WAIT_MS: env.int(10, 0, 10_000),
   /** Redis Cluster seed nodes, comma-separated `host:port`. */
   STRATA_REDIS_NODES: env.list(),

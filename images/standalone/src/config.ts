@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { DEFAULT_INLINE_BLOB_BYTES } from '../../data-plane/src/app.js';
 import { gatewayEnvSchema } from '../../gateway/src/config.js';
 import { DEFAULT_S3_DOMAINS } from './platform.js';
-import { allowedHostsEnv, env, loadConfig, productionEnvShape } from '../../service-kit/src/index.js';
+import { allowedHostsEnv, env, loadConfig, productionEnvShape, secretsEnv } from '../../service-kit/src/index.js';
 
 /** The standalone platform's environment: every value has a development default. */
 export const standaloneEnvSchema = z.object({
@@ -31,13 +31,13 @@ export const standaloneEnvSchema = z.object({
   /** The root's password (also its SigV4 secret key); the default is for development only. */
   STRATA_ROOT_PASSWORD: z.string().min(8, 'must be at least 8 characters').default('strata-secret-key'),
   /** Generated per process when unset (the three services share it in-process). */
-  STRATA_INTERNAL_TOKEN: z.string().min(16).optional(),
+  STRATA_INTERNAL_TOKEN: secretsEnv.STRATA_INTERNAL_TOKEN.optional(),
   /** Generated once per data dir and kept there when unset, so tokens survive restarts. */
-  STRATA_JWT_SECRET: z.string().min(32).optional(),
+  STRATA_JWT_SECRET: secretsEnv.STRATA_JWT_SECRET.optional(),
   /** Seals users' SigV4 secrets; generated once per data dir when unset (losing it loses the secrets). */
-  STRATA_SECRET_KEY: z.string().min(32).optional(),
-  STRATA_JWT_EXPIRES_IN: z.string().default('1h'),
-  STRATA_PUBLIC_URL: z.string().url().optional(),
+  STRATA_SECRET_KEY: secretsEnv.STRATA_SECRET_KEY.optional(),
+  STRATA_JWT_EXPIRES_IN: gatewayEnvSchema.shape.STRATA_JWT_EXPIRES_IN,
+  STRATA_PUBLIC_URL: gatewayEnvSchema.shape.STRATA_PUBLIC_URL,
   /** Domains whose subdomains name buckets (virtual-hosted style), e.g. `<bucket>.localhost`. */
   STRATA_S3_DOMAINS: env.domains(DEFAULT_S3_DOMAINS.join(',')),
   /** Origins of browser pages allowed to call the gateway: the gateway image's setting, parsed the same way. */
@@ -46,12 +46,12 @@ export const standaloneEnvSchema = z.object({
   STRATA_PURGE_SCHEDULE: z.string().default('0 3 * * *'),
   /** Gateway flow-control rules file (optional; re-read on change). */
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
-  /** Bytes of small-object answers the gateway keeps: the gateway image's setting, parsed the same way. */
+  /** Bytes of small-object answers the gateway keeps: the gateway image's setting, parsed the same way. @tuning */
   STRATA_GATEWAY_ANSWER_CACHE_BYTES: gatewayEnvSchema.shape.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
   STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS: gatewayEnvSchema.shape.STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS,
-  /** Bodies up to this many bytes are kept in the database instead of files (the data plane image's setting). */
+  /** Bodies up to this many bytes are kept in the database instead of files (the data plane image's setting). @tuning */
   STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
-  /** Large bodies written with O_DIRECT where the file system allows it (the data plane image's setting). */
+  /** Large bodies written with O_DIRECT where the file system allows it (the data plane image's setting). @tuning */
   STRATA_DIRECT_IO: env.bool(true),
   /** The embedded database's commits and checkpoints synced to disk (PGlite's own fsyncs are no-ops). */
   STRATA_PGLITE_FSYNC: env.bool(true),

@@ -263,6 +263,8 @@ export const AI_SERVICES: PlatformService[] = [
         host: ctx.options.host ?? '127.0.0.1',
         // With IMAGE_SEARCH_SOURCE_S3_URL set, images put into that bucket are indexed at once.
         objectEvents: ctx.broker,
+        // The banner names the demo encoder (notes below): no warning line before it.
+        testEncoderNoted: demo.testEncoder,
         logger: ctx.logger('image-search'),
       });
       if (demo.imagesWritten) await waitForIndexed(running.url, demo.imagesWritten);
