@@ -104,6 +104,8 @@ describe('data plane: S3-compatible storage backend (minio client)', function ()
     await backend.delete(stored.locator);
     expect(await backend.exists(stored.locator)).to.equal(false);
     await backend.delete(stored.locator); // missing: not an error
+    // A missing blob read: BlobMissingError (answered 503 and logged as data loss), whole or ranged.
+    for (const range of [undefined, { start: 10, end: 19 }]) expect((await rejection(backend.get(stored.locator, range))).name).to.equal('BlobMissingError');
   });
 
   it('streams a body larger than a part as a backend multipart upload, hashing it on the way', async () => {
