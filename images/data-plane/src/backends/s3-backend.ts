@@ -147,6 +147,14 @@ export class S3Backend implements StorageBackend {
       });
     }
     // minio-js turns 429/5xx answers into a code-less "Request failed ...: Retryable HTTP status: 503".
+    // A backend that asks to slow down (SlowDown, 503, 429: momentarily too busy, as S3 answers a burst
+    // on one prefix) is relayed as SlowDown, which clients retry with backoff; other failures to reach
+    // it are ServiceUnavailable. Marked StorageBackend either way (see below).
+    if (code === 'SlowDown' || /Retryable HTTP status: (429|503)\b/.test(message)) {
+      return new S3Error('SlowDown', `The storage backend ${this.key} is busy (${action}): ${code || message}; please retry later.`, {
+        StorageBackend: this.settings.kind,
+      });
+    }
     const overloaded = /Retryable HTTP status: (429|5\d\d)/.test(message);
     if (NETWORK_ERRORS.has(code) || RETRYABLE_S3_CODES.has(code) || REFUSED_S3_CODES.has(code) || code.startsWith('UND_ERR') || overloaded) {
       // StorageBackend in the extras tells the gateway's breaker that the data plane itself is healthy.
