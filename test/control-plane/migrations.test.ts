@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { BASELINE_VERSION, migrate, SchemaHistoryError } from '../../images/control-plane/src/schema/migrate.js';
+import { BASELINE_VERSION, migrate, migrationVersions, SchemaHistoryError } from '../../images/control-plane/src/schema/migrate.js';
 import { Catalog } from '../../images/data-plane/src/catalog/catalog.js';
 import { createPgliteSqlClient, createPgSqlClient, type SqlClient } from '../../images/service-kit/src/index.js';
 import { createTestDatabase } from '../support/pg.js';
@@ -18,10 +18,10 @@ describe('schema migrations and stored functions', function () {
   const functions = async () =>
     (await sql.query<{ f: string }>("SELECT p.oid::regprocedure::text AS f FROM pg_proc p WHERE p.proname LIKE 'strata%' ORDER BY 1")).rows.map((r) => r.f);
 
-  it('applies the baseline once and defines the stored functions again on every start, exactly those of functions/', async () => {
-    expect(await migrate(sql)).to.deep.equal([BASELINE_VERSION]);
+  it('applies the baseline and each later migration once and defines the stored functions again on every start, exactly those of functions/', async () => {
+    expect(await migrate(sql)).to.deep.equal(await migrationVersions());
     const defined = await functions();
-    expect(defined).to.deep.equal(['strata_commit_items(jsonb)', 'strata_commit_objects(jsonb)']);
+    expect(defined).to.deep.equal(['strata_commit_items(jsonb)', 'strata_commit_objects(jsonb)', 'strata_locator_lock_key(text,text)']);
     // A function no file defines (a renamed or removed one) goes; the files' functions come back.
     await sql.exec('CREATE FUNCTION strata_commit_object(integer) RETURNS integer LANGUAGE sql AS $$ SELECT 1 $$');
     await sql.exec('DROP FUNCTION strata_commit_items(jsonb)');

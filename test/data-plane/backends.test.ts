@@ -104,6 +104,8 @@ describe('data plane: S3-compatible storage backend (minio client)', function ()
     await backend.delete(stored.locator);
     expect(await backend.exists(stored.locator)).to.equal(false);
     await backend.delete(stored.locator); // missing: not an error
+    // A missing blob read: BlobMissingError (answered 503 and logged as data loss), whole or ranged.
+    for (const range of [undefined, { start: 10, end: 19 }]) expect((await rejection(backend.get(stored.locator, range))).name).to.equal('BlobMissingError');
   });
 
   it('streams a body larger than a part as a backend multipart upload, hashing it on the way', async () => {
@@ -206,7 +208,7 @@ describe('data plane: S3-compatible storage backend (minio client)', function ()
     expect(err.message).to.match(/SignatureDoesNotMatch|InvalidAccessKeyId|AccessDenied/);
   });
 
-  it('answers 503 ServiceUnavailable when the backend itself answers 503', async () => {
+  it('answers 503 SlowDown (never 500) when the backend itself asks to slow down, for every call', async () => {
     const overloaded = http.createServer((req, res) => {
       req.resume();
       res.writeHead(503, { 'content-type': 'application/xml' }).end('<Error><Code>SlowDown</Code><Message>slow down</Message></Error>');
@@ -214,9 +216,11 @@ describe('data plane: S3-compatible storage backend (minio client)', function ()
     await new Promise<void>((resolve) => overloaded.listen(0, '127.0.0.1', resolve));
     try {
       const busy = new S3Backend({ ...settings, endpoint: `http://127.0.0.1:${(overloaded.address() as AddressInfo).port}` });
-      const err = await rejection(busy.ready());
-      expect(err).to.be.instanceOf(S3Error);
-      expect((err as S3Error).code).to.equal('ServiceUnavailable');
+      for (const attempt of [busy.ready(), busy.put(bodyOf(Buffer.from('x'))), busy.get('0'.repeat(32)), busy.exists('0'.repeat(32))]) {
+        const err = await rejection(attempt);
+        expect(err).to.be.instanceOf(S3Error);
+        expect({ code: (err as S3Error).code, status: (err as S3Error).status }).to.deep.equal({ code: 'SlowDown', status: 503 });
+      }
     } finally {
       overloaded.close();
     }

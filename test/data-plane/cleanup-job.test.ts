@@ -4,11 +4,12 @@ import { mkdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
 import { BackendRegistry } from '../../images/data-plane/src/backends/registry.js';
-import { Catalog } from '../../images/data-plane/src/catalog/catalog.js';
+import { Catalog, type CommitRequest } from '../../images/data-plane/src/catalog/catalog.js';
 import { BlobCollector } from '../../images/data-plane/src/gc/blob-collector.js';
 import { CleanupJob } from '../../images/data-plane/src/gc/cleanup-job.js';
-import { createLogger } from '../../images/service-kit/src/index.js';
-import { startObjectLayer, type ObjectLayer } from './harness.js';
+import { S3Error } from '../../images/object-model/src/index.js';
+import { createLogger, type SqlExecutor } from '../../images/service-kit/src/index.js';
+import { eventually, startObjectLayer, type ObjectLayer } from './harness.js';
 
 const HOUR = 3_600_000;
 
@@ -22,11 +23,12 @@ describe('data plane cleanup job (PostgreSQL)', function () {
   let layer: ObjectLayer;
   let job: CleanupJob;
   let fs: FsBackend;
+  let catalog: Catalog;
 
   before(async () => {
     layer = await startObjectLayer('postgres', { inlineBlobBytes: 0 }); // the job is about files
     fs = new FsBackend(layer.dataDir);
-    const catalog = new Catalog(layer.sql);
+    catalog = new Catalog(layer.sql);
     const logger = createLogger('test', 'silent');
     job = new CleanupJob(catalog, new BlobCollector(catalog, new BackendRegistry(fs), logger), [fs], logger, { partMaxAgeMs: 8 * 24 * HOUR });
   });
@@ -93,6 +95,109 @@ describe('data plane cleanup job (PostgreSQL)', function () {
     const left = (await layer.files()).map((f) => path.basename(f));
     expect(left).to.not.include(stuck);
     expect(left).to.not.include(unfreed);
+  });
+
+  /** A commit of a new blob file `locator` as `key` of bucket `fence` (a PUT whose file is written). */
+  const commitOf = async (key: string, locator: string): Promise<CommitRequest> => ({
+    bucket: await catalog.bucket('fence'),
+    key,
+    owner: 'alice',
+    blob: { kind: 'new', backendKey: fs.key, backend: { kind: 'fs' }, locator, md5: null, size: 100 },
+    etag: 'e',
+    md5: null,
+    size: 100,
+    contentType: 'text/plain',
+    userMetadata: {},
+    now: new Date(),
+  });
+  /** Runs `hold` in a transaction of its own that stays open until the returned release is called. */
+  async function holding(hold: (tx: SqlExecutor) => Promise<unknown>): Promise<() => Promise<void>> {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held!: () => void;
+    const isHeld = new Promise<void>((resolve) => (held = resolve));
+    const done = layer.sql.transaction(async (tx) => {
+      await hold(tx);
+      held();
+      await released;
+    });
+    await isHeld;
+    return async () => {
+      release();
+      await done;
+    };
+  }
+  /** Waits until a strata_commit_objects statement waits for a lock. */
+  const commitWaiting = () =>
+    eventually(async () => {
+      const waiting = await layer.sql.query(
+        "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%strata_commit_objects%' AND pid <> pg_backend_pid()",
+      );
+      expect(waiting.rows).to.have.length(1);
+    });
+  const blobRows = async (l: string) => (await layer.sql.query('SELECT id FROM blobs WHERE locator = $1', [l])).rows.length;
+  const liveKey = async (key: string) =>
+    (
+      await layer.sql.query("SELECT 1 FROM object_info o JOIN buckets k ON k.id = o.bucket_id WHERE k.name = 'fence' AND o.key = $1 AND o.state = 'NORMAL'", [
+        key,
+      ])
+    ).rows.length;
+
+  it('a commit that resumes after the sweep took its file is refused (503), and no row points at the missing bytes', async () => {
+    expect((await layer.cpFetch('PUT', '/internal/buckets/fence', { owner: 'alice' })).status).to.be.oneOf([200, 409]);
+    const late = locator();
+    const file = await leftover(at(late), 2 * HOUR); // written, its commit held past the grace
+    const { id } = await catalog.bucket('fence');
+    // The commit waits on its key's lock (as behind a frozen primary) before it touches any blob.
+    const release = await holding((tx) => tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [id, 'late']));
+    const commit = catalog.commitObject(await commitOf('late', late)).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    try {
+      await commitWaiting();
+      await job.runOnce();
+      expect(await layer.files()).to.not.include(file);
+    } finally {
+      await release();
+    }
+    const err = await commit;
+    expect(err).to.be.instanceOf(S3Error);
+    expect((err as S3Error).code).to.equal('ServiceUnavailable');
+    expect(await blobRows(late)).to.equal(0);
+    expect(await liveKey('late')).to.equal(0);
+  });
+
+  it('a sweep that meets a commit of its candidate in progress waits for it and keeps the file', async () => {
+    expect((await layer.cpFetch('PUT', '/internal/buckets/fence', { owner: 'alice' })).status).to.be.oneOf([200, 409]);
+    const first = locator();
+    await leftover(at(first), 2 * HOUR);
+    await catalog.commitObject(await commitOf('busy', first));
+    const slow = locator();
+    const file = await leftover(at(slow), 2 * HOUR);
+    // The commit of `slow` takes its locator's lock, then waits for the row of the version it replaces.
+    const release = await holding((tx) =>
+      tx.query(
+        "SELECT o.id FROM object_info o JOIN buckets k ON k.id = o.bucket_id WHERE k.name = 'fence' AND o.key = 'busy' AND o.state = 'NORMAL' FOR UPDATE OF o",
+      ),
+    );
+    const commit = catalog.commitObject(await commitOf('busy', slow));
+    let pass: Promise<unknown> | undefined;
+    try {
+      await commitWaiting();
+      pass = job.runOnce();
+      await eventually(async () => {
+        const sweepWaits = await layer.sql.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock(l.h)%'");
+        expect(sweepWaits.rows).to.have.length(1);
+      });
+    } finally {
+      await release();
+    }
+    await commit;
+    await pass;
+    expect(await layer.files()).to.include(file);
+    expect(await blobRows(slow)).to.equal(1);
+    expect(await liveKey('busy')).to.equal(1);
   });
 
   it('overlapping calls share one pass', async () => {

@@ -252,9 +252,9 @@ describe('data plane: small blobs kept in memory (SmallBlobCache)', () => {
     expect(
       await fs.get(blob.locator).then(
         () => 'read',
-        (err: NodeJS.ErrnoException) => err.code,
+        (err: Error) => err.name,
       ),
-    ).to.equal('ENOENT');
+    ).to.equal('BlobMissingError');
 
     const empty = await fs.put(Readable.from([]), { expectedSize: 0 });
     expect((await bytesOf(await fs.get(empty.locator))).length).to.equal(0);

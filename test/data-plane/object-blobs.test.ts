@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { expect } from 'chai';
 import { eventually } from './harness.js';
 import { objectsSuite } from './objects-fixture.js';
@@ -42,6 +44,27 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect(await errorOf(wrongSize)).to.deep.equal({ status: 400, code: 'BadDigest' });
       const metrics = await (await fetch(`${fx.layer.dp.url}/metrics`)).text();
       expect(metrics).to.match(/strata_instant_uploads_total\{outcome="hit",service="data-plane"\} 1/);
+    });
+
+    it('GET of an object whose bytes are missing answers 503 saying so (never 500), and counts it for the operator', async () => {
+      const bucket = await newBucket();
+      const before = await blobFiles();
+      expect((await put(bucket, 'lost', randomBytes(100_000))).status).to.equal(200);
+      const file = path.join(fx.layer.dataDir, (await blobFiles()).find((f) => !before.includes(f))!);
+      const bytes = await readFile(file);
+      await rm(file);
+      for (const range of [undefined, 'bytes=10-99999']) {
+        const res = await fx.layer.dpFetch('GET', `/internal/objects/${bucket}/lost`, undefined, range ? { range } : {});
+        const { error } = (await res.json()) as { error: { code: string; message: string } };
+        expect({ status: res.status, code: error.code }).to.deep.equal({ status: 503, code: 'ServiceUnavailable' });
+        expect(error.message).to.match(/data is not available/);
+      }
+      const metrics = await (await fetch(`${fx.layer.dp.url}/metrics`)).text();
+      expect(metrics).to.match(/strata_missing_blob_reads_total\{service="data-plane"\} 2/);
+      // Its bytes restored (a volume remounted, a backup), it reads again.
+      await writeFile(file, bytes);
+      const back = await fx.layer.dpFetch('GET', `/internal/objects/${bucket}/lost`);
+      expect(Buffer.from(await back.arrayBuffer()).equals(bytes)).to.equal(true);
     });
 
     it('overwriting frees the old bytes once nothing references them', async () => {

@@ -4,6 +4,7 @@ export interface DataPlaneMetrics {
   bytesIn: Counter;
   bytesOut: Counter;
   instantUploads: Counter<'outcome'>;
+  missingBlobReads: Counter;
   multipartInFlight: Gauge;
   outboxBacklog: Gauge;
 }
@@ -16,6 +17,11 @@ export function dataPlaneMetrics(registry: Registry): DataPlaneMetrics {
       name: 'strata_instant_uploads_total',
       help: 'Instant-upload attempts by outcome (hit: committed without reading the body; miss: body stored)',
       labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    missingBlobReads: new Counter({
+      name: 'strata_missing_blob_reads_total',
+      help: 'Reads of objects whose bytes are missing on their storage backend (data loss; each is logged at error with its bucket and key)',
       registers: [registry],
     }),
     multipartInFlight: new Gauge({

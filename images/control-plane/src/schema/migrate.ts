@@ -38,6 +38,14 @@ const MIGRATION_LOCK_KEY = 0x5354_5241; // "STRA"
 /** The prefix of every stored function the schema defines; functions/ holds all of them. */
 const FUNCTION_PREFIX = 'strata_';
 
+/** This build's migration versions (`migrations/NNNN_name.sql` without `.sql`), in the order they apply. */
+export async function migrationVersions(): Promise<string[]> {
+  return (await readdir(MIGRATIONS_DIR))
+    .filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f))
+    .sort()
+    .map((f) => f.replace(/\.sql$/, ''));
+}
+
 /**
  * Apply the versioned `migrations/NNNN_name.sql` files (tables and indexes) not yet recorded in
  * `schema_migrations`, in file-name order, then define the stored functions again from `functions/`:
@@ -54,7 +62,7 @@ const FUNCTION_PREFIX = 'strata_';
  * build) is refused with a SchemaHistoryError, never migrated on guesses.
  */
 export async function migrate(sql: SqlClient, logger?: Logger): Promise<string[]> {
-  const versions = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f)).sort();
+  const versions = await migrationVersions();
   const functions = (await readdir(FUNCTIONS_DIR)).filter((f) => f.startsWith(FUNCTION_PREFIX) && f.endsWith('.sql')).sort();
   return sql.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
@@ -76,13 +84,12 @@ export async function migrate(sql: SqlClient, logger?: Logger): Promise<string[]
       applied.push(BASELINE_VERSION);
       logger?.info({ recorded: recorded.sort(), version: BASELINE_VERSION }, 'schema of a build before the baseline brought to it');
     }
-    const known = new Set(versions.map((f) => f.replace(/\.sql$/, '')));
+    const known = new Set(versions);
     const unknown = [...done].filter((v) => !known.has(v)).sort();
     if (unknown.length > 0) throw new SchemaHistoryError(unknown);
-    for (const file of versions) {
-      const version = file.replace(/\.sql$/, '');
+    for (const version of versions) {
       if (done.has(version)) continue;
-      await tx.exec(await readFile(path.join(MIGRATIONS_DIR, file), 'utf8'));
+      await tx.exec(await readFile(path.join(MIGRATIONS_DIR, `${version}.sql`), 'utf8'));
       await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
       applied.push(version);
       logger?.info({ version }, 'migration applied');

@@ -9,7 +9,7 @@ import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
 import { ThreadMd5 } from './md5-thread.js';
 import { HashingCounter, meteredBody } from './metered-body.js';
 import type { SmallBlobCache } from './small-blob-cache.js';
-import type { ByteRange, HashedBlob, PutOptions, StorageBackend } from './storage-backend.js';
+import { BlobMissingError, type ByteRange, type HashedBlob, type PutOptions, type StorageBackend } from './storage-backend.js';
 
 /**
  * 32 random hex digits (122 random bits: a UUID v4 without its dashes). crypto.randomUUID draws from a
@@ -152,7 +152,7 @@ export class FsBackend implements StorageBackend {
     if (cached) return oneChunk(range ? cached.subarray(range.start, range.end + 1) : cached);
     if (INLINE_LOCATOR.test(locator)) {
       const bytes = await this.inline?.load(locator);
-      if (!bytes) throw Object.assign(new Error(`inline blob ${locator} not found`), { code: 'ENOENT' });
+      if (!bytes) throw new BlobMissingError(this.key, locator);
       this.smallBlobs?.set(locator, bytes);
       return oneChunk(range ? bytes.subarray(range.start, range.end + 1) : bytes);
     }
@@ -162,7 +162,9 @@ export class FsBackend implements StorageBackend {
     // Opened first, so that a missing blob is an error here, not later in the response stream.
     const start = range?.start ?? 0;
     const want = range ? Math.min(SMALL_READ, range.end - start + 1) : SMALL_READ;
-    const fd = await new Promise<number>((resolve, reject) => openFd(p, 'r', (err, fd) => (err ? reject(err) : resolve(fd))));
+    const fd = await new Promise<number>((resolve, reject) =>
+      openFd(p, 'r', (err, fd) => (err?.code === 'ENOENT' ? reject(new BlobMissingError(this.key, locator)) : err ? reject(err) : resolve(fd))),
+    );
     let n: number;
     const buf = Buffer.allocUnsafe(want);
     try {

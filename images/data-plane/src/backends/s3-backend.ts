@@ -7,7 +7,7 @@ import { Client, S3Error as MinioS3Error } from 'minio';
 import { S3Error, STANDARD_OBJECT_HEADERS, type StoredHeaders } from '../../../object-model/src/index.js';
 import { BackendBreaker } from './backend-breaker.js';
 import { HashingCounter, meteredBody } from './metered-body.js';
-import type { ByteRange, HashedBlob, PutOptions, StorageBackend, StoredBlob } from './storage-backend.js';
+import { BlobMissingError, type ByteRange, type HashedBlob, type PutOptions, type StorageBackend, type StoredBlob } from './storage-backend.js';
 
 /** Where an S3-compatible backend keeps Strata's blobs: one bucket (and optional key prefix) on one endpoint. */
 export interface S3BackendSettings {
@@ -147,6 +147,14 @@ export class S3Backend implements StorageBackend {
       });
     }
     // minio-js turns 429/5xx answers into a code-less "Request failed ...: Retryable HTTP status: 503".
+    // A backend that asks to slow down (SlowDown, 503, 429: momentarily too busy, as S3 answers a burst
+    // on one prefix) is relayed as SlowDown, which clients retry with backoff; other failures to reach
+    // it are ServiceUnavailable. Marked StorageBackend either way (see below).
+    if (code === 'SlowDown' || /Retryable HTTP status: (429|503)\b/.test(message)) {
+      return new S3Error('SlowDown', `The storage backend ${this.key} is busy (${action}): ${code || message}; please retry later.`, {
+        StorageBackend: this.settings.kind,
+      });
+    }
     const overloaded = /Retryable HTTP status: (429|5\d\d)/.test(message);
     if (NETWORK_ERRORS.has(code) || RETRYABLE_S3_CODES.has(code) || REFUSED_S3_CODES.has(code) || code.startsWith('UND_ERR') || overloaded) {
       // StorageBackend in the extras tells the gateway's breaker that the data plane itself is healthy.
@@ -316,11 +324,17 @@ export class S3Backend implements StorageBackend {
 
   async get(locator: string, range?: ByteRange): Promise<Readable> {
     const name = this.objectName(locator);
-    return this.call('read a blob', () =>
-      range
-        ? this.client.getPartialObject(this.settings.bucket, name, range.start, range.end - range.start + 1)
-        : this.client.getObject(this.settings.bucket, name),
-    );
+    return this.breaker.run(async () => {
+      try {
+        return await (range
+          ? this.client.getPartialObject(this.settings.bucket, name, range.start, range.end - range.start + 1)
+          : this.client.getObject(this.settings.bucket, name));
+      } catch (err) {
+        // (A missing blob is no failure of the backend: its breaker does not count it.)
+        if (err instanceof MinioS3Error && NOT_FOUND_CODES.has(String(err.code))) throw new BlobMissingError(this.key, locator);
+        throw this.failure(err, 'read a blob');
+      }
+    });
   }
 
   async delete(locator: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { StoredHeaders } from '../../../object-model/src/index.js';
+import { S3Error, type StoredHeaders } from '../../../object-model/src/index.js';
 
 /** What a backend answers for stored bytes: its own name for them, their size and hex MD5 (null when the backend did not hash them). */
 export interface StoredBlob {
@@ -49,7 +49,7 @@ export interface StorageBackend {
   readonly key: string;
   /** Stream a body into a new blob, hashing it on the way; nothing remains on any error. */
   put(body: Readable, opts?: PutOptions): Promise<HashedBlob>;
-  /** Stream a blob, or a byte range of it. */
+  /** Stream a blob, or a byte range of it; BlobMissingError when its bytes are not there. */
   get(locator: string, range?: ByteRange): Promise<Readable>;
   /** Remove a blob; removing a missing blob is not an error. */
   delete(locator: string): Promise<void>;
@@ -62,4 +62,25 @@ export interface StorageBackend {
   ready?(): Promise<void>;
   /** Remove part blobs older than `maxAgeMs` (uploads that expired unfinished); answers how many. */
   removeStaleParts?(maxAgeMs: number): Promise<number>;
+}
+
+/**
+ * A blob a row names whose bytes are not on its backend (lost: deleted by hand, a volume restored without
+ * them): thrown by `get`. Not the reader's fault and not a bug of the request: answered 503 with a
+ * message that says so (toS3Error), and logged at error as the data loss it is. 503 rather than 500 or
+ * 404: the object exists, and its bytes can come back (a remounted volume, a restore, or an upload of
+ * the same content, which repairs the blob: Catalog.repairBlob), so a client's bounded retries are right.
+ */
+export class BlobMissingError extends Error {
+  constructor(
+    readonly backendKey: string,
+    readonly locator: string,
+  ) {
+    super(`blob ${locator} is missing on storage backend ${backendKey}`);
+    this.name = 'BlobMissingError';
+  }
+
+  toS3Error(): S3Error {
+    return new S3Error('ServiceUnavailable', "The object's data is not available on its storage backend; the operator has been alerted.");
+  }
 }

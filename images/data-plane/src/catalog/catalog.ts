@@ -149,14 +149,19 @@ export class Catalog {
    * it (their cached reads name the old locator); none when it was not repaired.
    */
   async repairBlob(blobId: number, missingLocator: string, replacement: { locator: string; data?: Buffer }): Promise<Array<{ bucket: string; key: string }>> {
-    const res = await this.sql.query<{ bucket: string; key: string }>(
-      `WITH repaired AS (
-         UPDATE blobs SET locator = $3, data = $4 WHERE id = $1 AND locator = $2 AND state = 'LIVE' AND data IS NULL RETURNING id
-       )
-       SELECT k.name AS bucket, o.key FROM repaired r JOIN object_info o ON o.blob_id = r.id AND o.state <> 'DELETED' JOIN buckets k ON k.id = o.bucket_id`,
-      [blobId, missingLocator, replacement.locator, replacement.data ?? null],
-    );
-    return res.rows;
+    return this.sql.transaction(async (tx) => {
+      // The replacement file may be an old orphan by now: fenced like a commit's (fenceOrphans).
+      await tx.query('SELECT pg_advisory_xact_lock_shared(strata_locator_lock_key(backend_key, $2)) FROM blobs WHERE id = $1', [blobId, replacement.locator]);
+      const res = await tx.query<{ bucket: string; key: string }>(
+        `WITH repaired AS (
+           UPDATE blobs SET locator = $3, data = $4 WHERE id = $1 AND locator = $2 AND state = 'LIVE' AND data IS NULL
+             AND NOT EXISTS (SELECT 1 FROM swept_locators s WHERE s.backend_key = blobs.backend_key AND s.locator = $3) RETURNING id
+         )
+         SELECT k.name AS bucket, o.key FROM repaired r JOIN object_info o ON o.blob_id = r.id AND o.state <> 'DELETED' JOIN buckets k ON k.id = o.bucket_id`,
+        [blobId, missingLocator, replacement.locator, replacement.data ?? null],
+      );
+      return res.rows;
+    });
   }
 
   /** Blobs at reference count 0 (all of them, or those among `ids`), to be freed. */
@@ -192,14 +197,33 @@ export class Catalog {
     return (await read({ stale: true })).rows[0]?.data ?? (await read({ fresh: true })).rows[0]?.data;
   }
 
-  /** Which of these locators a `blobs` row of this backend names (any state): the rest are orphan files. */
-  async knownLocators(backendKey: string, locators: string[]): Promise<Set<string>> {
-    if (locators.length === 0) return new Set();
-    const res = await this.sql.query<{ locator: string }>('SELECT locator FROM blobs WHERE backend_key = $1 AND locator = ANY($2::text[])', [
-      backendKey,
-      locators,
-    ]);
-    return new Set(res.rows.map((r) => r.locator));
+  /**
+   * Which of these blob files of a backend no `blobs` row names (any state): orphans, returned fenced,
+   * so that they may be deleted. Each is recorded in swept_locators, which strata_commit_objects checks,
+   * under its locator's exclusive advisory lock (a commit of that locator holds the shared one): a commit
+   * still in flight either committed its row first, and the file is no orphan, or is refused once it
+   * resumes, and never points at the deleted bytes. A locator fenced before (by a pass whose deletion
+   * did not finish) is returned again.
+   */
+  async fenceOrphans(backendKey: string, locators: string[]): Promise<string[]> {
+    if (locators.length === 0) return [];
+    return this.sql.transaction(async (tx) => {
+      await tx.query(
+        `SELECT count(pg_advisory_xact_lock(l.h)) FROM (SELECT DISTINCT strata_locator_lock_key($1, c) AS h FROM unnest($2::text[]) c ORDER BY 1) l`,
+        [backendKey, locators],
+      );
+      // (A statement of its own: one that committed while the locks were awaited is in its snapshot.)
+      const res = await tx.query<{ locator: string }>(
+        `WITH orphan AS (
+           SELECT c AS locator FROM unnest($2::text[]) c WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.backend_key = $1 AND b.locator = c)
+         ), fenced AS (
+           INSERT INTO swept_locators (backend_key, locator) SELECT $1, orphan.locator FROM orphan ON CONFLICT DO NOTHING
+         )
+         SELECT locator FROM orphan`,
+        [backendKey, locators],
+      );
+      return res.rows.map((r) => r.locator);
+    });
   }
 
   /** The oldest unsent outbox events. */

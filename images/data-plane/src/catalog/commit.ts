@@ -258,6 +258,11 @@ function commitResult(req: CommitRequest, row: CommitRow): CommitResult {
   const { bucket, key, blob } = req;
   if (row.r_status === 'no_bucket') throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
   if (row.r_status === 'blob_gone') throw new BlobGoneError(`blob ${blob.kind === 'existing' ? blob.blobId : '?'} is being freed`);
+  // The orphan sweep took the new file while this commit waited (its primary froze past the sweep's
+  // grace): nothing was committed and the bytes are gone, so the client sends them again.
+  if (row.r_status === 'swept') {
+    throw new S3Error('ServiceUnavailable', 'The upload waited too long to commit and its data was removed; please send it again.');
+  }
   if (row.r_status === 'changed') throw new KeyChangedError(`${bucket.name}/${key} changed after its preconditions were checked`);
   const kept = blob.kind === 'new' && row.r_locator === blob.locator;
   return {

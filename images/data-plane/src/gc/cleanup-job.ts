@@ -21,7 +21,8 @@ export interface CleanupOptions {
   /**
    * A temp file or an unreferenced blob file younger than this may still belong to a request in
    * flight (a body being written, a blob renamed into place whose commit has not run yet), so it is
-   * left alone. Default 1 hour.
+   * left alone. Default 1 hour. A commit that still comes later (its primary froze for longer) is
+   * refused, never pointed at the deleted file (Catalog.fenceOrphans).
    */
   graceMs?: number;
   /** Part files older than this belong to uploads that expired unfinished. */
@@ -49,7 +50,8 @@ export const DEFAULT_ORPHAN_GRACE_MS = 3_600_000;
  * in the middle of a write can leave, besides nothing visible to clients:
  * - a temp file (the body was still streaming) → removed once older than the grace;
  * - a blob file renamed into place whose metadata commit never ran, or a deduplicated copy the
- *   process did not get to delete → no `blobs` row names it: removed once older than the grace;
+ *   process did not get to delete → no `blobs` row names it: removed once older than the grace,
+ *   after a fence that refuses any commit of it still to come;
  * - a blob row at reference count 0 (the replaced object's blob was not freed yet, or was claimed
  *   FREEING and not finished) → freed by the BlobCollector, which re-claims FREEING rows;
  * - part files of multipart uploads that will never complete → removed after the upload TTL + a day.
@@ -129,9 +131,7 @@ export class CleanupJob {
     let removed = 0;
     let batch: string[] = [];
     const flush = async () => {
-      const known = await this.catalog.knownLocators(store.key, batch);
-      for (const locator of batch) {
-        if (known.has(locator)) continue;
+      for (const locator of await this.catalog.fenceOrphans(store.key, batch)) {
         await store.delete(locator);
         removed++;
       }

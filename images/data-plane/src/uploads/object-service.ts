@@ -23,7 +23,7 @@ import {
   type WriteConditions,
 } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
-import type { ByteRange, StorageBackend, StoredBlob } from '../backends/storage-backend.js';
+import { BlobMissingError, type ByteRange, type StorageBackend, type StoredBlob } from '../backends/storage-backend.js';
 import { BlobGoneError, CommitOutcomeUnknownError, type BucketRef, type Catalog, type ObjectMeta, type StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
 import type { DataPlaneMetrics } from '../metrics.js';
@@ -290,7 +290,15 @@ export class ObjectService {
   }
 
   async read(object: StoredObject, backend: StorageBackend, range?: ByteRange): Promise<Readable> {
-    const stream = await backend.get(object.locator, range);
+    const stream = await backend.get(object.locator, range).catch((err: unknown) => {
+      if (!(err instanceof BlobMissingError)) throw err;
+      this.metrics.missingBlobReads.inc();
+      this.logger.error(
+        { bucket: object.bucket, key: object.key, blobId: object.blobId, backend: err.backendKey, locator: err.locator },
+        "object's bytes are missing on its storage backend (data loss): answered 503 until they are restored or uploaded again",
+      );
+      throw err.toS3Error();
+    });
     stream.on('data', (chunk: Buffer) => this.metrics.bytesOut.inc(chunk.length));
     return stream;
   }

@@ -3,8 +3,9 @@
 -- data plane gathers concurrent commits into one batch, images/data-plane/src/catalog/group-commit.ts).
 -- p_items: a JSON array of items (strata_commit_items names their fields). One row per item (not always
 -- in item order), r_index its 1-based position: r_status 'ok', or, where the item changed nothing,
--- 'no_bucket' (its bucket is gone), 'blob_gone' (the existing blob it names is being freed) or 'changed'
--- (a conditional item whose key's current version is no longer the one it expects); r_blob_id and
+-- 'no_bucket' (its bucket is gone), 'blob_gone' (the existing blob it names is being freed), 'changed'
+-- (a conditional item whose key's current version is no longer the one it expects) or 'swept' (the orphan
+-- sweep fenced and deleted the new file it names, see swept_locators); r_blob_id and
 -- r_locator the blob it references (the locator only where it brought new content: its own when that
 -- content was not stored yet); r_replaced_size the size of the version it replaced;
 -- r_unreferenced_blob_id a blob left without references, for the data plane's collector.
@@ -23,6 +24,8 @@ DECLARE
   v_wave bigint[];
   v_alive integer[];
   v_changed bigint[] := '{}';
+  v_swept bigint[];
+  v_skipped bigint[];
   v_kept bigint[] := '{}';
   -- Items that commit: position, blob, and the blob's locator where the item brought new content.
   v_ok_idx bigint[];
@@ -68,11 +71,21 @@ BEGIN
       (SELECT o.etag FROM object_info o WHERE o.bucket_id = i.bucket_id AND (o.bucket_id % 2) = (i.bucket_id % 2) AND o.key = i.key AND o.state = 'NORMAL');
   END IF;
 
+  -- New files the orphan sweep fenced (swept_locators) may be gone: their items commit nothing. The sweep
+  -- holds a locator's exclusive advisory lock while it fences it, a commit the shared one from here to
+  -- its end (strata_locator_lock_key), and each reads the other's rows in a later statement (a newer
+  -- snapshot): either the sweep sees this commit's blob row and keeps the file, or this commit sees the fence.
+  PERFORM count(pg_advisory_xact_lock_shared(l.h)) FROM (SELECT DISTINCT strata_locator_lock_key(i.backend_key, i.locator) AS h
+    FROM strata_commit_items(p_items) i WHERE i.existing_blob_id IS NULL AND i.locator IS NOT NULL ORDER BY 1) l;
+  SELECT coalesce(array_agg(i.idx), '{}') INTO v_swept FROM strata_commit_items(p_items) i
+  WHERE i.existing_blob_id IS NULL AND EXISTS (SELECT 1 FROM swept_locators s WHERE s.backend_key = i.backend_key AND s.locator = i.locator);
+  v_skipped := v_changed || v_swept;
+
   -- Instant uploads and copies: their existing blobs, if still LIVE, take one reference per item.
   IF v_instant THEN
     WITH wanted AS (
       SELECT i.existing_blob_id AS id, count(*)::int AS n FROM strata_commit_items(p_items) i
-      WHERE i.existing_blob_id IS NOT NULL AND i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_changed)) GROUP BY 1
+      WHERE i.existing_blob_id IS NOT NULL AND i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_skipped)) GROUP BY 1
     ), counted AS (
       UPDATE blobs SET ref_count = blobs.ref_count + wanted.n FROM wanted
       WHERE blobs.id = wanted.id AND blobs.state = 'LIVE' RETURNING blobs.id
@@ -90,7 +103,7 @@ BEGIN
       count(*) OVER (PARTITION BY i.backend_key, i.blob_md5, i.blob_size, CASE WHEN i.blob_md5 IS NULL THEN i.idx END),
       i.now, decode(p_items -> (i.idx::int - 1) ->> 'data', 'base64')
     FROM strata_commit_items(p_items) i
-    WHERE i.existing_blob_id IS NULL AND i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_changed))
+    WHERE i.existing_blob_id IS NULL AND i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_skipped))
     ORDER BY i.backend_key, i.blob_md5, i.blob_size, CASE WHEN i.blob_md5 IS NULL THEN i.idx END, i.idx
     ON CONFLICT (backend_key, md5, size) WHERE md5 IS NOT NULL AND state = 'LIVE'
     DO UPDATE SET ref_count = blobs.ref_count + excluded.ref_count
@@ -100,7 +113,7 @@ BEGIN
     FROM strata_commit_items(p_items) i
     LEFT JOIN stored s ON i.existing_blob_id IS NULL AND s.backend_key = i.backend_key AND s.size = i.blob_size
       AND (s.md5 = i.blob_md5 OR (i.blob_md5 IS NULL AND s.locator = i.locator))
-    WHERE i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_changed)) AND (i.existing_blob_id IS NULL OR i.existing_blob_id = ANY (v_kept))
+    WHERE i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_skipped)) AND (i.existing_blob_id IS NULL OR i.existing_blob_id = ANY (v_kept))
   ), owned AS (
     INSERT INTO blob_owners (blob_id, owner, ref_count)
     SELECT ok.blob_id, ok.owner, count(*) FROM ok GROUP BY 1, 2
@@ -159,6 +172,7 @@ BEGIN
   )
   SELECT i.idx,
     CASE WHEN NOT (i.bucket_id = ANY (v_alive)) THEN 'no_bucket' WHEN i.idx = ANY (v_changed) THEN 'changed'
+      WHEN i.idx = ANY (v_swept) THEN 'swept'
       WHEN r.idx IS NULL THEN 'blob_gone' ELSE 'ok' END,
     r.blob_id, r.locator, o.size, u.blob_id
   FROM strata_commit_items(p_items) i
