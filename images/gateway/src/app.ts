@@ -126,7 +126,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     // Rejections render like every other error: S3 XML with the request id.
     render: (err, _req, _res, next) => next(err),
   });
-  const controlPlane = new ControlPlaneClient(opts.controlPlaneUrl, opts.internalToken, (fn) => flow.run('control-plane', fn));
+  const controlPlane = new ControlPlaneClient(opts.controlPlaneUrl, opts.internalToken, (fn, scope) => flow.run('control-plane', fn, scope));
   const dataPlane = new DataPlaneClient(opts.dataPlaneUrl, opts.internalToken, (fn, bucket) => flow.run('data-plane', fn, bucket));
   // Hit ratio of the gateway's in-memory lookups: strata_cache_hits_total / strata_cache_misses_total.
   const cacheCounters = cacheMetrics(registry);

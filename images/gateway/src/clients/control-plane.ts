@@ -27,7 +27,15 @@ export interface RecycledObject {
   recycledAt: string;
 }
 
-/** Typed client for the control plane: users, credentials, buckets, object metadata, recycle bin. */
+/** A breaker scope for an account's calls that name no bucket (bucket names hold no ':'). */
+const accountScope = (owner: string) => `account:${owner}`;
+
+/**
+ * Typed client for the control plane: users, credentials, buckets, object metadata, recycle bin. Calls
+ * about one bucket (or one account's listings) are guarded in that scope, so that one tenant's failing
+ * calls (a listing that times out) never open the circuit for the others; users and credentials, which
+ * every tenant's requests need, share the upstream's own breaker.
+ */
 export class ControlPlaneClient {
   readonly http: InternalHttp;
 
@@ -48,20 +56,20 @@ export class ControlPlaneClient {
   }
 
   async listBuckets(owner: string): Promise<BucketListing[]> {
-    const r = await this.http.json<{ buckets: BucketListing[] }>('GET', `/internal/users/${seg(owner)}/buckets`);
+    const r = await this.http.json<{ buckets: BucketListing[] }>('GET', `/internal/users/${seg(owner)}/buckets`, { scope: accountScope(owner) });
     return r.buckets;
   }
 
   createBucket(bucket: string, owner: string, backend?: BackendRef): Promise<BucketInfo> {
-    return this.http.json('PUT', `/internal/buckets/${seg(bucket)}`, { body: { owner, ...(backend ? { backend } : {}) } });
+    return this.http.json('PUT', `/internal/buckets/${seg(bucket)}`, { body: { owner, ...(backend ? { backend } : {}) }, scope: bucket });
   }
 
   getBucket(bucket: string): Promise<BucketInfo> {
-    return this.http.json('GET', `/internal/buckets/${seg(bucket)}`);
+    return this.http.json('GET', `/internal/buckets/${seg(bucket)}`, { scope: bucket });
   }
 
   async deleteBucket(bucket: string): Promise<void> {
-    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}`);
+    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}`, { scope: bucket });
   }
 
   /** One of the bucket's configurations (NoSuchLifecycleConfiguration / NoSuchCORSConfiguration / NoSuchTagSet when it has none). */
@@ -71,16 +79,16 @@ export class ControlPlaneClient {
 
   /** Replace one of the bucket's configurations; undefined removes it. */
   async putBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K, rules: BucketConfigs[K] | undefined): Promise<void> {
-    if (rules) await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/${kind}`, { body: { rules } });
-    else await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/${kind}`);
+    if (rules) await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/${kind}`, { body: { rules }, scope: bucket });
+    else await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/${kind}`, { scope: bucket });
   }
 
   listObjects(bucket: string, q: ListObjectsQuery): Promise<ListObjectsResult> {
-    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects`, { query: { ...q } });
+    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects`, { query: { ...q }, scope: bucket });
   }
 
   headObject(bucket: string, key: string): Promise<ObjectMeta> {
-    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`);
+    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, { scope: bucket });
   }
 
   /** A multipart object's parts in part order (none for an object uploaded whole). */
@@ -90,16 +98,16 @@ export class ControlPlaneClient {
 
   /** Replace the object's tags (none: remove them); NoSuchKey when there is no such object. */
   async putObjectTags(bucket: string, key: string, tags: Tag[]): Promise<void> {
-    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/tagging`, { body: { tags } });
+    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/tagging`, { body: { tags }, scope: bucket });
   }
 
   /** Soft delete; with conditions, NoSuchKey or PreconditionFailed unless the object meets them. */
   async deleteObject(bucket: string, key: string, conditions?: DeleteConditions): Promise<void> {
-    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, { query: { ...conditions } });
+    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, { query: { ...conditions }, scope: bucket });
   }
 
   deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult> {
-    return this.http.json('POST', `/internal/buckets/${seg(bucket)}/delete-objects`, { body: { objects } });
+    return this.http.json('POST', `/internal/buckets/${seg(bucket)}/delete-objects`, { body: { objects }, scope: bucket });
   }
 
   /** A page of the owner's recycle bin (`limit` ≤ 1000); `nextToken` when more follow. */
@@ -107,11 +115,11 @@ export class ControlPlaneClient {
     owner: string,
     q: { bucket?: string; prefix?: string; limit?: number; after?: string } = {},
   ): Promise<{ objects: RecycledObject[]; nextToken?: string }> {
-    return this.http.json('GET', '/internal/recycle-bin', { query: { owner, ...q } });
+    return this.http.json('GET', '/internal/recycle-bin', { query: { owner, ...q }, scope: accountScope(owner) });
   }
 
   restore(id: string, owner: string): Promise<ObjectMeta> {
-    return this.http.json('POST', `/internal/recycle-bin/${seg(id)}/restore`, { body: { owner } });
+    return this.http.json('POST', `/internal/recycle-bin/${seg(id)}/restore`, { body: { owner }, scope: accountScope(owner) });
   }
 
   /** Starts the purge (lifecycle rules, then the recycle bin) as a job: answers it at once, `running`. */
