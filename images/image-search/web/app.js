@@ -209,6 +209,18 @@ async function refreshStatus() {
     row(list, 'training', idx.training.message);
     if (idx.job)
       row(list, 'job', `${idx.job.op}: ${idx.job.state} ${idx.job.state === 'running' ? `${idx.job.phase} ${Math.round(idx.job.progress * 100)}%` : ''}`);
+    // The bucket source's state (admins get it: it names object keys): last sync, lag, skipped objects, last error.
+    const source = status.source;
+    if (source && source.kind === 'bucket' && source.url) {
+      row(list, 'source', source.url);
+      row(list, 'last sync', source.lastSync ? `${source.lastSync.finishedAt} (${source.lagSeconds} s ago)` : source.syncing ? 'syncing…' : 'not yet');
+      const skipped = source.lastSync ? source.lastSync.skipped : [];
+      if (skipped.length) {
+        row(list, 'skipped', `${skipped.length} object(s)`, 'suggest');
+        for (const s of skipped.slice(0, 10)) row(list, '', `${s.key}: ${s.reason}`, 'suggest');
+      }
+      if (source.lastError) row(list, 'sync error', `${source.lastError} (${source.lastErrorAt})`, 'error');
+    }
     const running = idx.job && idx.job.state === 'running';
     $('merge').disabled = running;
     $('rebuild').disabled = running;

@@ -19,6 +19,8 @@ export interface RouteOptions {
   auth: WriteAuthorizer;
   /** What each caller may read. */
   access: ImageAccess;
+  /** The image source's state (sync rounds, skipped objects, last error): admins only, it names keys and paths. */
+  sourceStatus: () => object;
   /** Extra facts for GET /api/status; server paths only when `admin`. */
   describe: (admin: boolean) => Record<string, unknown>;
 }
@@ -183,8 +185,10 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     res.json({ tool, result: await callTool(service, tool, b.arguments ?? {}, { canWrite: WRITE_TOOLS.has(tool), viewer: viewer(req) }) });
   });
 
-  // The image directory is a server path: admins only.
-  router.get('/api/index/status', (req, res) => res.json({ ...service.index.status(), ...(isAdmin(req) ? { imageDir: service.files.root } : {}) }));
+  // The image directory is a server path, the source's state names object keys: admins only.
+  router.get('/api/index/status', (req, res) =>
+    res.json({ ...service.index.status(), ...(isAdmin(req) ? { imageDir: service.files.root, source: opts.sourceStatus() } : {}) }),
+  );
 
   const guard = opts.auth.guard;
   router.post('/api/index/add', guard, json, async (req, res) => {
