@@ -116,7 +116,16 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     : null;
   // An image an admin removes stays out of the index until its object changes.
   if (source) service.onRemoved((paths) => source.exclude(paths));
-  const llm = config.LLM_BASE_URL ? new LlmAssistant({ baseURL: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY, model: config.LLM_MODEL, logger }) : null;
+  const llm = config.LLM_BASE_URL
+    ? new LlmAssistant({
+        baseURL: config.LLM_BASE_URL,
+        apiKey: config.LLM_API_KEY,
+        model: config.LLM_MODEL,
+        timeoutSeconds: config.LLM_TIMEOUT_SECONDS,
+        maxRetries: config.LLM_MAX_RETRIES,
+        logger,
+      })
+    : null;
 
   new Gauge({
     name: 'image_search_index_vectors',
