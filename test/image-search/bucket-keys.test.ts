@@ -6,14 +6,15 @@ import { startImageSearch } from '../../images/image-search/src/app.js';
 import { MIRROR_RECORD, mirrorPathOf, REMOVED_BY_ADMIN } from '../../images/image-search/src/bucket-source.js';
 import type { ObjectEventSource, ObjectStoreEvent } from '../../images/image-search/src/object-events.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
-import { AUTH_HEADER, colourImage, makeTestModel, PALETTE, tempDir } from './support/fixtures.js';
+import { launchChromium } from '../support/chromium.js';
+import { AUTH_HEADER, colourImage, makeTestModel, PALETTE, tempDir, TEST_API_KEY } from './support/fixtures.js';
 import { bucketSourceEnv, startS3rver, until, type TestS3 } from './support/s3rver.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
 /** A service following s3://photos/<prefix>, with object events delivered by the test. */
-async function follow(s3: TestS3, prefix: string, dirs: { modelDir: string; imageDir: string; indexDir: string }) {
+async function follow(s3: TestS3, prefix: string, dirs: { modelDir: string; imageDir: string; indexDir: string }, env: NodeJS.ProcessEnv = {}) {
   let deliver: ((event: ObjectStoreEvent) => Promise<void>) | undefined;
   const broker: ObjectEventSource = {
     subscribe: async (_queue, handler) => {
@@ -22,7 +23,7 @@ async function follow(s3: TestS3, prefix: string, dirs: { modelDir: string; imag
     },
   };
   const service: RunningService = await startImageSearch({
-    env: bucketSourceEnv(s3, `s3://photos/${prefix}`, dirs),
+    env: { ...bucketSourceEnv(s3, `s3://photos/${prefix}`, dirs), ...env },
     objectEvents: broker,
     host: '127.0.0.1',
     logger: pino({ level: 'silent' }),
@@ -149,6 +150,41 @@ describe('image-search: bucket following holds every legal key and reports what 
       expect(Object.keys(record.paths)).to.deep.equal([moved]);
     } finally {
       await running.service.stop();
+    }
+  });
+
+  it("shows an admin the source's skipped objects and its last error on the page", async () => {
+    await s3.put('photos', 'page/red.png', await colourImage(PALETTE.red, 5));
+    await s3.put('photos', 'page/photo.bmp', 'a format this service does not read');
+    const working = await follow(s3, 'page', fresh());
+    const refused = await follow(s3, 'page', fresh(), { IMAGE_SEARCH_S3_ACCESS_KEY_ID: 'WRONG' });
+    const profile = tempDir('keys-chromium');
+    dirs.push(profile);
+    const browser = await launchChromium(profile, { viewport: { width: 1366, height: 900 } });
+    try {
+      await working.synced();
+      await until(async () => ((await refused.indexStatus()).source.lastError ? true : undefined));
+      const indexPanel = async (url: string) => {
+        const page = await browser.newPage();
+        await page.goto(url + '/');
+        await page.fill('#token', TEST_API_KEY);
+        await page.press('#token', 'Tab');
+        await page.waitForFunction(() => document.querySelector('#index-status')?.textContent?.includes('last sync'));
+        const text = (await page.textContent('#index-status')) ?? '';
+        await page.close();
+        return text;
+      };
+      const shown = await indexPanel(working.service.url);
+      expect(shown).to.match(/skipped1 object\(s\)/);
+      expect(shown).to.include('page/photo.bmp: not an image file name (.bmp is not one of');
+      expect(shown).to.not.include('sync error');
+      const failing = await indexPanel(refused.service.url);
+      expect(failing).to.match(/last syncnot yet/);
+      expect(failing).to.match(/sync errorGET \/photos from the object store answered 403 InvalidAccessKeyId/);
+    } finally {
+      await browser.close();
+      await working.service.stop();
+      await refused.service.stop();
     }
   });
 });
