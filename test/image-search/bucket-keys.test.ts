@@ -125,6 +125,33 @@ describe('image-search: bucket following holds every legal key and reports what 
     }
   });
 
+  it('commits what a round finished when one object cannot be mirrored, reports it, and recovers once it can', async () => {
+    const d = fresh();
+    await s3.put('photos', 'part/red.png', await colourImage(PALETTE.red, 6));
+    await s3.put('photos', 'part/blue.png', await colourImage(PALETTE.blue, 7));
+    // Something in the way of one object's mirror file (a folder with a file in it): its download cannot land.
+    const blocked = path.join(d.imageDir, mirrorPathOf('photos', 'part/blue.png'));
+    mkdirSync(blocked, { recursive: true });
+    writeFileSync(path.join(blocked, 'in-the-way'), 'x');
+    const running = await follow(s3, 'part', d);
+    try {
+      const first = await running.synced();
+      expect(first.source.lastError).to.equal(null);
+      expect(first.source.lastSync).to.deep.include({ downloaded: 1, added: 1 });
+      expect(first.source.lastSync.skipped.map((s: { key: string }) => s.key)).to.deep.equal(['part/blue.png']);
+      expect(first.source.lastSync.skipped[0].reason).to.match(/^not fetched \(tried again next round\): /);
+      // The finished part is committed: the next round fetches nothing again.
+      const record = JSON.parse(readFileSync(path.join(d.imageDir, 's3/photos', MIRROR_RECORD), 'utf8'));
+      expect(Object.keys(record.paths)).to.deep.equal([mirrorPathOf('photos', 'part/red.png')]);
+      rmSync(blocked, { recursive: true });
+      const recovered = await running.syncAfterEvent('part/blue.png');
+      expect(recovered.source.lastSync).to.deep.include({ downloaded: 1, added: 1, skipped: [] });
+      expect(recovered.totalVectors).to.equal(2);
+    } finally {
+      await running.service.stop();
+    }
+  });
+
   it('moves a mirror of the earlier layout (s3/<bucket>/<key>) to the hashed one at start, without fetching again', async () => {
     const d = fresh();
     const red = await colourImage(PALETTE.red, 4);
