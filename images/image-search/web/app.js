@@ -27,8 +27,8 @@ async function api(path, options = {}) {
   return body;
 }
 
-function postJson(path, payload) {
-  return api(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload ?? {}) });
+function postJson(path, payload, options = {}) {
+  return api(path, { ...options, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload ?? {}) });
 }
 
 /** Results as buttons: each opens the detail view (keyboard: Tab, then Enter or Space). */
@@ -104,26 +104,42 @@ function topk() {
 $('token').value = token();
 $('token').addEventListener('change', () => sessionStorage.setItem(TOKEN_KEY, $('token').value.trim()));
 
+/** The running text search (an AI-assisted one waits for the LLM): "Cancel" aborts it. */
+let searching = null;
+$('cancel-search').addEventListener('click', () => searching && searching.abort());
+
 $('text-form').addEventListener('submit', async (event) => {
   event.preventDefault();
   const query = $('query').value.trim();
   if (!query) return;
+  if (searching) searching.abort();
+  const controller = new AbortController();
+  searching = controller;
+  $('cancel-search').hidden = false;
   showMessage('searching…');
   $('explanation').hidden = true;
+  const { signal } = controller;
   try {
     if ($('use-ai').checked) {
-      const body = await postJson('/api/search/rag', { query, topk: topk(), use_expansion: true });
+      const body = await postJson('/api/search/rag', { query, topk: topk(), use_expansion: true }, { signal });
       renderResults(body.results);
       $('explanation').hidden = false;
       $('explanation').textContent = body.note || `${body.ai_explanation} (queries: ${body.expanded_queries.join(' | ')})`;
       showMessage(`${body.total_results} results`);
     } else {
-      const body = await postJson('/search', { query, topk: topk() });
+      const body = await postJson('/search', { query, topk: topk() }, { signal });
       renderResults(body.results);
       showMessage(`${body.total_results} results for “${query}”`);
     }
   } catch (err) {
-    showMessage(err.message, true);
+    if (signal.aborted) {
+      if (searching === controller) showMessage('search cancelled');
+    } else showMessage(err.message, true);
+  } finally {
+    if (searching === controller) {
+      searching = null;
+      $('cancel-search').hidden = true;
+    }
   }
 });
 
