@@ -15,6 +15,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand, DeleteObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { mirrorPathOf } from '../../images/image-search/src/bucket-source.js';
 import { AI_SERVICES, OBJECT_STORE_SERVICES, startPlatform } from '../../images/standalone/src/platform.js';
 import { writeTestClipModel } from '../clip/test-clip-model.js';
 import { colourImage } from '../../test/image-search/support/fixtures.js';
@@ -84,7 +85,7 @@ try {
   await s3.send(new CreateBucketCommand({ Bucket: 'photos' }));
   for (let round = 0; round < rounds; round++) {
     const key = `bench/round-${round}.png`;
-    const mirrored = `s3/photos/${key}`;
+    const mirrored = mirrorPathOf('photos', key);
     const first = await colourImage([(round * 37) % 256, (round * 91) % 256, (round * 53) % 256], round + 1, 64, 64);
     const second = await colourImage([255 - ((round * 37) % 256), (round * 17) % 256, 255 - ((round * 53) % 256)], round + 1000, 64, 64);
     await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: key, Body: first, ContentType: 'image/png' }));

@@ -286,7 +286,9 @@ describe('image-search: HTTP API', function () {
     expect(rag.status).to.equal(200);
     expect(rag.body).to.include({ original_query: 'red', total_results: 2, llmEnabled: false });
     expect(rag.body.expanded_queries).to.deep.equal(['red']);
-    expect(rag.body.ai_explanation).to.match(/disabled/);
+    // No explanation: null with a note, the same shape as a failed LLM.
+    expect(rag.body.ai_explanation).to.equal(null);
+    expect(rag.body.note).to.match(/^LLM assistance is disabled \(LLM_BASE_URL is not set\)/);
     expect((await call(base, 'POST', '/api/search/rag', { query: 'red', topk: 0 })).status).to.equal(400);
     expect((await call(base, 'POST', '/api/search/rag', { query: 'red', use_expansion: 'yes' })).status).to.equal(400);
     expect((await call(base, 'POST', '/api/search/rag', '{"query":')).status).to.equal(400);
@@ -305,7 +307,7 @@ describe('image-search: HTTP API', function () {
 
   it("keeps the specification's field names and spells every field Strata adds in camelCase", async () => {
     const rag = (await call(base, 'POST', '/api/search/rag', { query: 'red', topk: 2, use_expansion: false })).body;
-    expect(rag).to.have.all.keys('original_query', 'expanded_queries', 'results', 'ai_explanation', 'total_results', 'llmEnabled');
+    expect(rag).to.have.all.keys('original_query', 'expanded_queries', 'results', 'ai_explanation', 'note', 'total_results', 'llmEnabled');
     expect((await call(base, 'POST', '/search', { query: 'red', topk: 1 })).body).to.have.all.keys('query', 'topk', 'results', 'total_results');
     const tools = (await call(base, 'GET', '/api/tools')).body;
     expect(tools.writeTools).to.deep.equal(['add_images']);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import sharp from 'sharp';
 import { startImageSearch } from '../../images/image-search/src/app.js';
+import { mirrorPathOf } from '../../images/image-search/src/bucket-source.js';
 import type { ObjectEventSource, ObjectStoreEvent } from '../../images/image-search/src/object-events.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { AUTH_HEADER, colourImage, makeTestModel, PALETTE, tempDir } from './support/fixtures.js';
@@ -69,7 +70,7 @@ describe('image-search: the index follows its bucket exactly (content changes, d
           })
         ).json()
       ).results;
-    const mirrored = 's3/photos/follow/a.png';
+    const mirrored = mirrorPathOf('photos', 'follow/a.png');
     try {
       const first = await firstSync();
       expect(first.source.mirror).to.equal('s3/photos');
@@ -120,7 +121,7 @@ describe('image-search: the index follows its bucket exactly (content changes, d
       const fixed = await syncAfterEvent('follow/broken.png');
       expect(fixed.source.lastSync).to.deep.include({ downloaded: 1, added: 1 });
       expect(fixed.source.lastSync.skipped).to.deep.equal([]);
-      expect((await search('yellow'))[0].path).to.equal('s3/photos/follow/broken.png');
+      expect((await search('yellow'))[0].path).to.equal(mirrorPathOf('photos', 'follow/broken.png'));
 
       // A delete removes the vector and the mirrored file, and nothing else.
       await s3.remove('photos', 'follow/a.png');

@@ -4,6 +4,7 @@ import path from 'node:path';
 import amqp from 'amqplib';
 import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
+import { mirrorPathOf } from '../../images/image-search/src/bucket-source.js';
 import type { ObjectEventSource, ObjectStoreEvent } from '../../images/image-search/src/object-events.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { AUTH_HEADER, colourImage, makeTestModel, PALETTE, tempDir, TEST_API_KEY } from './support/fixtures.js';
@@ -85,12 +86,14 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
     expect(status.source).to.deep.include({ kind: 'bucket', url: 's3://photos/cams', lastError: null });
     expect(status.source.lastSync).to.include({ listed: 6, downloaded: 5, added: 4 });
     expect(status.index.totalVectors).to.equal(4);
-    expect(existsSync(path.join(imageDir, 's3/photos/cams/red/0.png'))).to.equal(true);
+    expect(existsSync(path.join(imageDir, mirrorPathOf('photos', 'cams/red/0.png')))).to.equal(true);
     expect(existsSync(path.join(imageDir, 'notes.txt'))).to.equal(false);
     expect(existsSync(path.join(imageDir, 'green.png'))).to.equal(false);
 
     const reds = await search(service, 'red', 2);
-    expect(reds.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['s3/photos/cams/red/0.png', 's3/photos/cams/red/1.png']);
+    expect(reds.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(
+      [mirrorPathOf('photos', 'cams/red/0.png'), mirrorPathOf('photos', 'cams/red/1.png')].sort(),
+    );
     const image = await fetch(service.url + reds.results[0].url);
     expect(image.status).to.equal(200);
 
@@ -98,10 +101,10 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
     await put('cams/yellow/new.png', await colourImage(PALETTE.yellow, 77));
     const found = await until(async () => {
       const r = await search(service, 'yellow', 1);
-      return r.results[0]?.path === 's3/photos/cams/yellow/new.png' ? r.results[0] : undefined;
+      return r.results[0]?.path === mirrorPathOf('photos', 'cams/yellow/new.png') ? r.results[0] : undefined;
     });
     // The bucket is private: its images' URLs are signed.
-    expect(found.url).to.match(/^\/images\/s3\/photos\/cams\/yellow\/new\.png\?expires=\d+&signature=/);
+    expect(found.url).to.match(new RegExp(`^/images/${mirrorPathOf('photos', 'cams/yellow/new.png')}\\?expires=\\d+&signature=`));
     const index = await json(`${service.url}/api/index/status`);
     expect(index.totalVectors).to.equal(5);
   });
@@ -130,7 +133,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       const after = await statusWhen(events, (s) => s.index.totalVectors === before + 1 && !s.source.syncing);
       expect(after.source.eventsReceived).to.equal(1);
       const greens = await search(events, 'green', 1);
-      expect(greens.results[0].path).to.equal('s3/photos/cams/green/late.png');
+      expect(greens.results[0].path).to.equal(mirrorPathOf('photos', 'cams/green/late.png'));
     } finally {
       await events.stop();
     }
@@ -166,10 +169,10 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       await deliver!({ id: 'r1', type: 'object.recycled', payload: { bucket: 'photos', key: 'gone/red/a.png' } });
       const after = await synced((s) => s.source.lastSync?.removed === 1);
       expect(after.index.totalVectors).to.equal(2);
-      expect(existsSync(path.join(imageDir, 's3/photos/gone/red/a.png'))).to.equal(false);
+      expect(existsSync(path.join(imageDir, mirrorPathOf('photos', 'gone/red/a.png')))).to.equal(false);
       expect(existsSync(path.join(imageDir, 'local', 'own.png'))).to.equal(true);
       const reds = await search(running, 'red', 5);
-      expect(reds.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['local/own.png', 's3/photos/gone/blue/b.png']);
+      expect(reds.results.map((r: { path: string }) => r.path).sort()).to.deep.equal(['local/own.png', mirrorPathOf('photos', 'gone/blue/b.png')]);
 
       // The record survives a restart: an object deleted while the service was down goes at the first sync.
       await running.stop();
@@ -178,7 +181,7 @@ describe('image-search: images from a bucket prefix of an S3 object store (IMAGE
       const restarted = await synced(() => true);
       expect(restarted.source.lastSync.removed).to.equal(1);
       expect(restarted.index.totalVectors).to.equal(1);
-      expect(existsSync(path.join(imageDir, 's3/photos/gone/blue/b.png'))).to.equal(false);
+      expect(existsSync(path.join(imageDir, mirrorPathOf('photos', 'gone/blue/b.png')))).to.equal(false);
       expect(existsSync(path.join(imageDir, 'local', 'own.png'))).to.equal(true);
     } finally {
       await running.stop();

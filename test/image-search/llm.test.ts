@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import { startModelServer } from '../../images/model-server/src/app.js';
@@ -181,7 +183,7 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
       expect(expand.status).to.equal(200);
       expect(llm.requests.at(-1)!.body.model).to.equal('strata-verse');
 
-      llm.failNext = 2; // the client retries once
+      llm.failNext = 1; // LLM_MAX_RETRIES defaults to 0: no retry
       const down = await post(service.url, '/api/search/expand', { query: 'red' });
       expect(down.status).to.equal(502);
       expect(down.body.error.message).to.equal('LLM request failed: the LLM answered 500: upstream exploded');
@@ -213,6 +215,52 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
     } finally {
       await service.stop();
       await modelServer.stop();
+    }
+  });
+
+  it("chats with Strata's own model server, which refuses tools: retrieves first, then asks, and says so; the badge stays ok", async () => {
+    const modelServer = await startModelServer({ port: 0, host: '127.0.0.1', truncatePrompt: true, logger: createLogger('model-server-test', 'silent') });
+    // A CPU model on a loaded machine: room for its answers.
+    const service = await start({ LLM_TIMEOUT_SECONDS: '120' }, `${modelServer.url}/v1`);
+    try {
+      for (const message of ['which images are red?', 'and which are blue?']) {
+        const chat = await post(service.url, '/api/chat', { message });
+        expect(chat.status, JSON.stringify(chat.body)).to.equal(200);
+        expect(chat.body.reply).to.be.a('string');
+        expect(chat.body.note).to.match(/does not accept tools: the images were retrieved/);
+        expect(chat.body.toolCalls).to.have.length(1);
+        expect(chat.body.toolCalls[0]).to.deep.include({ tool: 'search_by_text', arguments: { query: message, topk: 5 } });
+        expect(chat.body.toolCalls[0].result.results).to.have.length(5);
+        expect(chat.body.messages.at(-1)).to.deep.equal({ role: 'assistant', content: chat.body.reply });
+        expect(await llmStatus(service)).to.deep.include({ state: 'ok', error: null });
+      }
+    } finally {
+      await service.stop();
+      await modelServer.stop();
+    }
+  });
+
+  it('a hanging LLM costs a search at most LLM_TIMEOUT_SECONDS: RAG answers plain retrieval, ai_explanation null and a note', async function () {
+    this.timeout(60_000);
+    const sockets = new Set<Socket>();
+    // Accepts every request and never answers.
+    const hanging = http.createServer(() => undefined);
+    hanging.on('connection', (socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const service = await start({ LLM_MODEL: 'strata-verse', LLM_TIMEOUT_SECONDS: '1' }, `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/v1`);
+    try {
+      const started = Date.now();
+      const rag = await post(service.url, '/api/search/rag', { query: 'red', topk: 3 });
+      const seconds = (Date.now() - started) / 1000;
+      expect(rag.status).to.equal(200);
+      expect(rag.body).to.deep.include({ expanded_queries: ['red'], ai_explanation: null, total_results: 3 });
+      expect(rag.body.note).to.match(/^The LLM failed \(.*timed out.*\): plain vector retrieval, no explanation\.$/i);
+      // One timeout (expansion), no retry, no second call: 1 s plus a generous margin for a loaded machine.
+      expect(seconds).to.be.below(10);
+    } finally {
+      await service.stop();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => hanging.close(resolve));
     }
   });
 });

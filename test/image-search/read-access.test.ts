@@ -4,6 +4,7 @@ import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
+import { mirrorPathOf } from '../../images/image-search/src/bucket-source.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { AUTH_HEADER, colourImage, makeImageDir, makeTestModel, PALETTE, tempDir, TEST_API_KEY, type ImageDir } from './support/fixtures.js';
 import { startFakeLlm } from './support/fake-llm.js';
@@ -14,7 +15,7 @@ type Json = any;
 
 const JWT_SECRET = 'image-search-read-access-jwt-secret-0123456789';
 const tokenOf = (sub: string) => ({ authorization: `Bearer ${jwt.sign({ sub, ak: `AK-${sub}` }, JWT_SECRET, { algorithm: 'HS256', expiresIn: 300 })}` });
-const BUCKET_PATHS = ['s3/photos/cams/red-a.png', 's3/photos/cams/red-b.png', 's3/photos/cams/blue-a.png'];
+const BUCKET_PATHS = ['cams/red-a.png', 'cams/red-b.png', 'cams/blue-a.png'].map((key) => mirrorPathOf('photos', key));
 
 describe('image-search: results and image bytes only for callers who may read their source (the object store’s permissions)', function () {
   this.timeout(120_000);
@@ -102,10 +103,10 @@ describe('image-search: results and image bytes only for callers who may read th
 
       // Bytes: refused before the file is looked at (a missing key answers the same), however the path is spelt.
       for (const route of [
-        '/images/s3/photos/cams/red-a.png',
-        '/images//s3/photos/cams/red-a.png',
-        '/images/s3/photos/./cams/red-a.png',
-        '/images/s3/photos/cams/missing.png',
+        `/images/${BUCKET_PATHS[0]}`,
+        `/images//${BUCKET_PATHS[0]}`,
+        `/images/${BUCKET_PATHS[0].replace('photos/', 'photos/./')}`,
+        '/images/s3/photos/missing.png',
       ]) {
         expect((await fetch(service.url + route)).status, `anonymous ${route}`).to.equal(401);
         expect((await fetch(service.url + route, { headers: OTHER })).status, `another tenant ${route}`).to.equal(403);
@@ -116,13 +117,13 @@ describe('image-search: results and image bytes only for callers who may read th
       const own = await searchAs(OWNER, 'red', 20);
       expect(fromBucket(own).sort()).to.deep.equal([...BUCKET_PATHS].sort());
       const ownRed = own.find((r: { path: string }) => r.path === BUCKET_PATHS[0]);
-      expect(ownRed.url).to.match(/^\/images\/s3\/photos\/cams\/red-a\.png\?expires=\d+&signature=[\w-]+$/);
+      expect(ownRed.url).to.match(new RegExp(`^/images/${BUCKET_PATHS[0]}\\?expires=\\d+&signature=[\\w-]+$`));
       const bytes = await fetch(service.url + ownRed.url);
       expect(bytes.status).to.equal(200);
       expect(Buffer.from(await bytes.arrayBuffer()).equals(readFileSync(path.join(images.dir, BUCKET_PATHS[0])))).to.equal(true);
       expect((await fetch(service.url + ownRed.url.replace(/signature=./, 'signature=x'))).status).to.equal(401);
-      expect((await fetch(service.url + ownRed.url.replace('red-a.png', 'red-b.png'))).status).to.equal(401);
-      expect((await fetch(`${service.url}/images/s3/photos/cams/red-a.png`, { headers: OWNER })).status).to.equal(200);
+      expect((await fetch(service.url + ownRed.url.replace(BUCKET_PATHS[0], BUCKET_PATHS[1]))).status).to.equal(401);
+      expect((await fetch(`${service.url}/images/${BUCKET_PATHS[0]}`, { headers: OWNER })).status).to.equal(200);
       const ownSimilar = await call(service, 'POST', '/api/tools/call', { tool: 'search_by_image_id', arguments: { image_id: bucketRed.id, topk: 20 } }, OWNER);
       expect(fromBucket(ownSimilar.result.results).sort()).to.deep.equal([BUCKET_PATHS[1], BUCKET_PATHS[2]].sort());
 

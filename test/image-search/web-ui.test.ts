@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { launchChromium } from '../support/chromium.js';
@@ -120,6 +122,50 @@ describe('image-search: web UI in Chromium', function () {
       await page.close();
       await assisted.stop();
       await llm.close();
+    }
+  });
+
+  it('an AI-assisted search waiting on a hanging LLM can be cancelled, and the next search works', async () => {
+    const sockets = new Set<Socket>();
+    // Accepts every request and never answers.
+    const hanging = http.createServer(() => undefined);
+    hanging.on('connection', (socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const indexDir = tempDir('image-search-ui-hanging');
+    dirs.push(indexDir);
+    const assisted = await startImageSearch(
+      testServiceOptions(
+        { ...fixture, indexDir },
+        {
+          IMAGE_SEARCH_SCAN_ON_START: true,
+          LLM_BASE_URL: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/v1`,
+          LLM_MODEL: 'strata-test-model',
+          LLM_TIMEOUT_SECONDS: 600,
+        },
+      ),
+    );
+    const page = await browser.newPage();
+    try {
+      await page.goto(assisted.url + '/');
+      await page.waitForFunction(() => !(document.querySelector('#use-ai') as HTMLInputElement).disabled);
+      await page.waitForFunction(() => Number(document.querySelector('#index-status dd')?.textContent) >= 14);
+      expect(await page.isHidden('#cancel-search')).to.equal(true);
+      await page.check('#use-ai');
+      await page.fill('#query', 'red');
+      await page.click('#text-form button[type=submit]');
+      await page.waitForSelector('#cancel-search:not([hidden])');
+      expect(await page.textContent('#message')).to.equal('searching…');
+      await page.click('#cancel-search');
+      await page.waitForFunction(() => document.querySelector('#message')?.textContent === 'search cancelled');
+      expect(await page.isHidden('#cancel-search')).to.equal(true);
+      await page.uncheck('#use-ai');
+      await page.click('#text-form button[type=submit]');
+      await page.waitForFunction(() => document.querySelector('#message')?.textContent?.endsWith('results for “red”'));
+    } finally {
+      await page.close();
+      await assisted.stop();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => hanging.close(resolve));
     }
   });
 });

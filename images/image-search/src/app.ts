@@ -117,7 +117,18 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
         logger,
       })
     : null;
-  const llm = config.LLM_BASE_URL ? new LlmAssistant({ baseURL: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY, model: config.LLM_MODEL, logger }) : null;
+  // An image an admin removes stays out of the index until its object changes.
+  if (source) service.onRemoved((paths) => source.exclude(paths));
+  const llm = config.LLM_BASE_URL
+    ? new LlmAssistant({
+        baseURL: config.LLM_BASE_URL,
+        apiKey: config.LLM_API_KEY,
+        model: config.LLM_MODEL,
+        timeoutSeconds: config.LLM_TIMEOUT_SECONDS,
+        maxRetries: config.LLM_MAX_RETRIES,
+        logger,
+      })
+    : null;
 
   new Gauge({
     name: 'image_search_index_vectors',
@@ -166,6 +177,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
       maxUploadBytes: config.IMAGE_SEARCH_MAX_UPLOAD_BYTES,
       auth,
       access,
+      sourceStatus: () => (source ? source.status() : { kind: 'directory', path: files.root }),
       // Server paths, the model's error (it names them) and the source's object keys: admins only.
       describe: (admin) => {
         const status = index.status();

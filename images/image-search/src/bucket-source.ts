@@ -1,13 +1,18 @@
 // Images from a bucket prefix of Strata's object store (IMAGE_SEARCH_SOURCE_S3_URL=s3://bucket/prefix):
 // the image objects under the prefix are mirrored into a folder of the image directory of their own
-// (MIRROR_FOLDER: object `key` of `bucket` is `s3/<bucket>/<key>`) and indexed, at start, on object
+// (MIRROR_FOLDER: object `key` of `bucket` is the file `s3/<bucket>/<hash of key>.<ext>`, flat, so that
+// every legal key has a file, `x.jpg` and `x.jpg/inner.jpg` alike; the key is kept in the record) and
+// indexed, at start, on object
 // events and every IMAGE_SEARCH_SOURCE_SYNC_SECONDS, so that the index follows the bucket exactly:
 // a new object is added, an object whose content changed (ETag) is fetched again and its new vector
 // replaces the old one, an object that left the prefix leaves the index and the mirror. The record
 // of the mirror (MIRROR_RECORD: ETag and size per path, and why an object is not indexed) survives
-// restarts; an object that does not decode stays in `skipped` and is left alone until it changes.
+// restarts; an object that does not decode, or that an admin removed from the index, stays in `skipped`
+// and is left alone until it changes. A round commits what it finished: an object it could not fetch is
+// reported in `skipped` and tried again at the next round, and never stops the others.
 // Files that did not come from the bucket are never written or removed. Listing and downloads are
 // ordinary S3 requests (ListObjectsV2, GET) signed with SigV4, so any S3 API works, Strata's gateway included.
+import { createHash } from 'node:crypto';
 import { existsSync, promises as fs, statSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -49,7 +54,11 @@ export interface BucketSourceStatus {
   mirror: string;
   syncing: boolean;
   lastSync: (SyncResult & { finishedAt: string }) | null;
+  /** Seconds since the last round that finished (null before the first): how far the index may lag the bucket. */
+  lagSeconds: number | null;
+  /** Why the last round failed (null when it finished); the rounds go on and it clears once one finishes. */
   lastError: string | null;
+  lastErrorAt: string | null;
   /** The bucket's owner (the user the source reads it as), once learned; its images are theirs to see. */
   owner: string | null;
   /** Whether object events (created, recycled, restored) trigger syncs, and how many matching ones arrived. */
@@ -73,9 +82,21 @@ interface MirrorEntry extends ListedObject {
 
 /**
  * The folder of the image directory the mirror lives in: object `key` of `bucket` is the file
- * `s3/<bucket>/<key>`, so mirrored images never share a path with files from elsewhere.
+ * `s3/<bucket>/<hash>.<ext>` (mirrorPathOf), so mirrored images never share a path with files from elsewhere.
  */
 export const MIRROR_FOLDER = 's3';
+
+/**
+ * The mirror's path (relative to the image directory) of object `key` of `bucket`: one flat file per key,
+ * named by the key's SHA-256, with the key's extension (the encoder and the browser go by it).
+ */
+export function mirrorPathOf(bucket: string, key: string): string {
+  const hash = createHash('sha256').update(key).digest('hex').slice(0, 40);
+  return `${MIRROR_FOLDER}/${bucket}/${hash}${path.extname(key).toLowerCase()}`;
+}
+
+/** Why an object an admin removed from the index is not indexed again (until the object changes). */
+export const REMOVED_BY_ADMIN = 'removed from the index by an admin (indexed again once the object changes)';
 /** The record of what this source mirrored (JSON, in the mirror folder; not an image name, so never indexed). */
 export const MIRROR_RECORD = '.strata-bucket-source.json';
 
@@ -91,6 +112,9 @@ export class BucketSource {
   private running: Promise<SyncResult> | null = null;
   private last: BucketSourceStatus['lastSync'] = null;
   private lastError: string | null = null;
+  private lastErrorAt: string | null = null;
+  /** Rounds and exclusions, one at a time (both rewrite the record). */
+  private lock: Promise<unknown> = Promise.resolve();
   private pending = false;
   private owner: string | undefined;
   events: 'none' | 'subscribed' = 'none';
@@ -110,7 +134,9 @@ export class BucketSource {
       mirror: `${MIRROR_FOLDER}/${this.bucket}`,
       syncing: this.running !== null,
       lastSync: this.last,
+      lagSeconds: this.last ? Math.max(0, Math.round((Date.now() - Date.parse(this.last.finishedAt)) / 1000)) : null,
       lastError: this.lastError,
+      lastErrorAt: this.lastErrorAt,
       owner: this.owner ?? null,
       events: this.events,
       eventsReceived: this.eventsSeen,
@@ -172,7 +198,7 @@ export class BucketSource {
   /** One round: list, mirror new or changed image objects, index what is not indexed yet, drop what is gone. */
   sync(): Promise<SyncResult> {
     if (!this.running) {
-      this.running = this.syncOnce().then(
+      this.running = this.locked(() => this.syncOnce()).then(
         (result) => {
           this.last = { ...result, finishedAt: new Date().toISOString() };
           this.lastError = null;
@@ -183,6 +209,7 @@ export class BucketSource {
         },
         (err: unknown) => {
           this.lastError = err instanceof Error ? err.message : String(err);
+          this.lastErrorAt = new Date().toISOString();
           this.running = null;
           this.opts.logger.warn({ error: this.lastError, url: this.opts.location.url }, 'image bucket sync failed');
           throw err;
@@ -190,6 +217,31 @@ export class BucketSource {
       );
     }
     return this.running;
+  }
+
+  private locked<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.lock.then(fn);
+    this.lock = result.catch(() => undefined);
+    return result;
+  }
+
+  /**
+   * Images an admin removed from the index (paths of the image directory): those of this mirror are
+   * recorded as skipped (REMOVED_BY_ADMIN), so that rounds leave them out until their object changes.
+   */
+  exclude(paths: readonly string[]): Promise<void> {
+    return this.locked(async () => {
+      const record = await this.readRecord();
+      let changed = false;
+      for (const p of paths) {
+        const entry = record.get(p);
+        if (entry && entry.skipped === undefined) {
+          record.set(p, { ...entry, skipped: REMOVED_BY_ADMIN });
+          changed = true;
+        }
+      }
+      if (changed) await this.writeRecord(record);
+    });
   }
 
   private url(pathPart: string, query: Record<string, string> = {}): URL {
@@ -258,23 +310,26 @@ export class BucketSource {
   private async syncOnce(): Promise<SyncResult> {
     await this.learnOwner();
     const listed = await this.list();
-    const previous = await this.readRecord();
+    const previous = await this.migrate(await this.readRecord());
     const current = new Map<string, MirrorEntry>();
     const skipped: SyncResult['skipped'] = [];
     const changed: Array<{ path: string; object: ListedObject }> = [];
     const maxBytes = this.opts.maxObjectBytes ?? 50 * 2 ** 20;
     for (const object of listed) {
-      if (object.key.endsWith('/') || !IMAGE_EXTENSIONS.has(path.extname(object.key).toLowerCase())) continue;
-      const target = path.resolve(this.mirrorRoot, object.key);
-      if (!target.startsWith(this.mirrorRoot + path.sep) || object.key.split('/').includes('..')) {
-        skipped.push({ key: object.key, reason: 'key leads outside the mirror folder' });
+      // Folder markers are no objects to show; anything else not indexed is reported with the reason.
+      if (object.key.endsWith('/')) continue;
+      const extension = path.extname(object.key).toLowerCase();
+      if (!IMAGE_EXTENSIONS.has(extension)) {
+        const reason = `not an image file name (${extension ? `${extension} is` : 'no extension is'} not one of ${[...IMAGE_EXTENSIONS].join(' ')})`;
+        skipped.push({ key: object.key, reason });
         continue;
       }
       if (object.size > maxBytes) {
         skipped.push({ key: object.key, reason: `larger than ${maxBytes} bytes` });
         continue;
       }
-      const relative = path.relative(this.opts.files.root, target).split(path.sep).join('/');
+      const relative = mirrorPathOf(this.bucket, object.key);
+      const target = this.opts.files.absolute(relative);
       const before = previous.get(relative);
       // Unchanged: same ETag, and the mirrored file still whole (downloads are not fsynced).
       if (before && before.etag === object.etag && (before.skipped !== undefined || (existsSync(target) && statSync(target).size === before.size))) {
@@ -288,11 +343,20 @@ export class BucketSource {
     // Pending downloads are recorded first, so that what a crash part-way left is still known as this
     // source's (dropped if the object goes meanwhile). Not fsynced: the final record of the round is.
     if (changed.length) await this.writeRecord(new Map([...previous, ...current]), { sync: false });
+    // An object that cannot be fetched is reported and tried again next round; its old copy (if any) stays.
+    const downloaded = new Set<string>();
     for (const { path: relative, object } of changed) {
-      const etag = await this.download(object.key, this.opts.files.absolute(relative));
-      current.set(relative, { key: object.key, etag: etag ?? object.etag, size: statSync(this.opts.files.absolute(relative)).size });
+      try {
+        const etag = await this.download(object.key, this.opts.files.absolute(relative));
+        current.set(relative, { key: object.key, etag: etag ?? object.etag, size: statSync(this.opts.files.absolute(relative)).size });
+        downloaded.add(relative);
+      } catch (err) {
+        const before = previous.get(relative);
+        if (before) current.set(relative, before);
+        else current.delete(relative);
+        skipped.push({ key: object.key, reason: `not fetched (tried again next round): ${err instanceof Error ? err.message : String(err)}` });
+      }
     }
-    const downloaded = new Set(changed.map((c) => c.path));
     // New and changed objects, and mirrored ones the index lacks (a crash, a fresh index directory).
     const encode = [...current]
       .filter(([p, e]) => e.skipped === undefined && (downloaded.has(p) || this.opts.service.index.idOf(p) === undefined))
@@ -310,16 +374,64 @@ export class BucketSource {
       await this.opts.service.removePaths(gone);
       await Promise.all(gone.map((p) => fs.rm(this.opts.files.absolute(p), { force: true })));
     }
-    if (changed.length || gone.length || indexed.skipped.length) await this.writeRecord(current);
+    if (changed.length || gone.length || indexed.skipped.length || this.migrated) await this.writeRecord(current);
+    this.migrated = false;
     return {
       listed: listed.length,
-      downloaded: changed.length,
+      downloaded: downloaded.size,
       encoded: encode.length,
       added: indexed.added,
       replaced: indexed.replaced,
       removed: gone.length,
       skipped,
     };
+  }
+
+  private migrated = false;
+
+  /**
+   * Bring a record of the earlier layout (object `key` at `s3/<bucket>/<key>`) to the hashed one: each file
+   * moved to its new path (indexed again there; the old path leaves the index), emptied folders removed.
+   * A file that cannot be moved is dropped from the record and so fetched again.
+   */
+  private async migrate(record: Map<string, MirrorEntry>): Promise<Map<string, MirrorEntry>> {
+    const out = new Map<string, MirrorEntry>();
+    const old: string[] = [];
+    let moved = 0;
+    for (const [p, entry] of record) {
+      const wanted = mirrorPathOf(this.bucket, entry.key);
+      if (p === wanted) {
+        out.set(p, entry);
+        continue;
+      }
+      old.push(p);
+      try {
+        const from = this.opts.files.absolute(p);
+        if (entry.skipped === undefined && statSync(from).isFile() && statSync(from).size === entry.size) {
+          await fs.rename(from, this.opts.files.absolute(wanted));
+          out.set(wanted, entry);
+          moved++;
+        }
+      } catch {
+        // gone or not a file (a key that the old layout could not hold): fetched again
+      }
+    }
+    if (!old.length) return record;
+    await this.opts.service.removePaths(old);
+    await Promise.all(old.map((p) => fs.rm(this.opts.files.absolute(p), { force: true, recursive: true })));
+    // The old layout's folders: removed when empty (deepest first), never with files of others in them.
+    const dirs = new Set(
+      old.flatMap((p) =>
+        p
+          .split('/')
+          .slice(2, -1)
+          .map((_, i, parts) => parts.slice(0, i + 1).join('/')),
+      ),
+    );
+    for (const dir of [...dirs].sort((a, b) => b.length - a.length)) await fs.rmdir(path.join(this.mirrorRoot, dir)).catch(() => undefined);
+    this.migrated = true;
+    this.opts.logger.info({ moved, fetchedAgain: old.length - moved }, 'image bucket mirror moved to the hashed layout');
+    return out;
   }
 
   private async writeRecord(entries: Map<string, MirrorEntry>, options: { sync?: boolean } = {}): Promise<void> {
@@ -336,7 +448,7 @@ export class BucketSource {
       if (parsed.url !== this.opts.location.url || !parsed.paths || typeof parsed.paths !== 'object') return out;
       const mine = `${MIRROR_FOLDER}/${this.bucket}/`;
       for (const [p, e] of Object.entries(parsed.paths as Record<string, MirrorEntry>)) {
-        if (!p.startsWith(mine) || p.split('/').includes('..') || !e || typeof e.etag !== 'string' || typeof e.key !== 'string') continue;
+        if (!p.startsWith(mine) || p.split('/').includes('..') || p.includes('\0') || !e || typeof e.etag !== 'string' || typeof e.key !== 'string') continue;
         out.set(p, { key: e.key, etag: e.etag, size: Number(e.size) || 0, ...(typeof e.skipped === 'string' ? { skipped: e.skipped } : {}) });
       }
     } catch {

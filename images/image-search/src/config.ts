@@ -103,6 +103,10 @@ export const imageSearchSchema = z.object({
   LLM_API_KEY: optional(),
   /** Unset: the first model the upstream's /v1/models lists. */
   LLM_MODEL: optional(),
+  /** Seconds one LLM request may take: a search or chat waits for it, so keep it interactive. */
+  LLM_TIMEOUT_SECONDS: env.int(10, 1, 600),
+  /** Retries of a failed LLM request (each may take LLM_TIMEOUT_SECONDS again). */
+  LLM_MAX_RETRIES: env.int(0, 0, 5),
 });
 
 export type ImageSearchConfig = Omit<z.infer<typeof imageSearchSchema>, 'IMAGE_FILE_DIR'> & { IMAGE_FILE_DIR: string };

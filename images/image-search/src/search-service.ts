@@ -172,12 +172,22 @@ export class SearchService {
     };
   }
 
+  private readonly removalListeners: Array<(paths: string[]) => Promise<void>> = [];
+
+  /** Told the paths of images a caller removed by id (a bucket source keeps them out of its rounds). */
+  onRemoved(listener: (paths: string[]) => Promise<void>): void {
+    this.removalListeners.push(listener);
+  }
+
   /** Remove ids (all must be known, else 404 and nothing changes). */
   async removeIds(ids: unknown): Promise<{ removed: number[] }> {
     if (!Array.isArray(ids) || ids.length === 0 || ids.length > 10_000 || !ids.every((id) => Number.isInteger(id))) {
       throw new InputError('image_ids must be an array of 1 to 10000 integer ids');
     }
-    return this.opts.index.remove(ids as number[]);
+    const paths = (ids as number[]).map((id) => this.opts.index.pathOf(id)).filter((p): p is string => p !== undefined);
+    const result = await this.opts.index.remove(ids as number[]);
+    for (const listener of this.removalListeners) await listener(paths);
+    return result;
   }
 
   /** Remove the indexed images at these paths (paths not indexed are ignored); returns the removed ids. */

@@ -27,8 +27,8 @@ async function api(path, options = {}) {
   return body;
 }
 
-function postJson(path, payload) {
-  return api(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload ?? {}) });
+function postJson(path, payload, options = {}) {
+  return api(path, { ...options, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload ?? {}) });
 }
 
 /** Results as buttons: each opens the detail view (keyboard: Tab, then Enter or Space). */
@@ -104,26 +104,42 @@ function topk() {
 $('token').value = token();
 $('token').addEventListener('change', () => sessionStorage.setItem(TOKEN_KEY, $('token').value.trim()));
 
+/** The running text search (an AI-assisted one waits for the LLM): "Cancel" aborts it. */
+let searching = null;
+$('cancel-search').addEventListener('click', () => searching && searching.abort());
+
 $('text-form').addEventListener('submit', async (event) => {
   event.preventDefault();
   const query = $('query').value.trim();
   if (!query) return;
+  if (searching) searching.abort();
+  const controller = new AbortController();
+  searching = controller;
+  $('cancel-search').hidden = false;
   showMessage('searching…');
   $('explanation').hidden = true;
+  const { signal } = controller;
   try {
     if ($('use-ai').checked) {
-      const body = await postJson('/api/search/rag', { query, topk: topk(), use_expansion: true });
+      const body = await postJson('/api/search/rag', { query, topk: topk(), use_expansion: true }, { signal });
       renderResults(body.results);
       $('explanation').hidden = false;
       $('explanation').textContent = body.note || `${body.ai_explanation} (queries: ${body.expanded_queries.join(' | ')})`;
       showMessage(`${body.total_results} results`);
     } else {
-      const body = await postJson('/search', { query, topk: topk() });
+      const body = await postJson('/search', { query, topk: topk() }, { signal });
       renderResults(body.results);
       showMessage(`${body.total_results} results for “${query}”`);
     }
   } catch (err) {
-    showMessage(err.message, true);
+    if (signal.aborted) {
+      if (searching === controller) showMessage('search cancelled');
+    } else showMessage(err.message, true);
+  } finally {
+    if (searching === controller) {
+      searching = null;
+      $('cancel-search').hidden = true;
+    }
   }
 });
 
@@ -209,6 +225,18 @@ async function refreshStatus() {
     row(list, 'training', idx.training.message);
     if (idx.job)
       row(list, 'job', `${idx.job.op}: ${idx.job.state} ${idx.job.state === 'running' ? `${idx.job.phase} ${Math.round(idx.job.progress * 100)}%` : ''}`);
+    // The bucket source's state (admins get it: it names object keys): last sync, lag, skipped objects, last error.
+    const source = status.source;
+    if (source && source.kind === 'bucket' && source.url) {
+      row(list, 'source', source.url);
+      row(list, 'last sync', source.lastSync ? `${source.lastSync.finishedAt} (${source.lagSeconds} s ago)` : source.syncing ? 'syncing…' : 'not yet');
+      const skipped = source.lastSync ? source.lastSync.skipped : [];
+      if (skipped.length) {
+        row(list, 'skipped', `${skipped.length} object(s)`, 'suggest');
+        for (const s of skipped.slice(0, 10)) row(list, '', `${s.key}: ${s.reason}`, 'suggest');
+      }
+      if (source.lastError) row(list, 'sync error', `${source.lastError} (${source.lastErrorAt})`, 'error');
+    }
     const running = idx.job && idx.job.state === 'running';
     $('merge').disabled = running;
     $('rebuild').disabled = running;

@@ -19,6 +19,8 @@ export interface RouteOptions {
   auth: WriteAuthorizer;
   /** What each caller may read. */
   access: ImageAccess;
+  /** The image source's state (sync rounds, skipped objects, last error): admins only, it names keys and paths. */
+  sourceStatus: () => object;
   /** Extra facts for GET /api/status; server paths only when `admin`. */
   describe: (admin: boolean) => Record<string, unknown>;
 }
@@ -112,7 +114,8 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     if (!llmAssistant) {
       const results = await service.searchTexts([query], topk, viewer(req));
       const note = 'LLM assistance is disabled (LLM_BASE_URL is not set): plain vector retrieval, no expansion or explanation.';
-      res.json({ original_query: query, expanded_queries: [query], results, ai_explanation: note, total_results: results.length, llmEnabled: false });
+      // No explanation is `null` with a note, the same shape as when the LLM fails.
+      res.json({ original_query: query, expanded_queries: [query], results, ai_explanation: null, note, total_results: results.length, llmEnabled: false });
       return;
     }
     // When the LLM fails, the search still answers: plain retrieval, with a note saying why.
@@ -168,7 +171,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     const b = body(req);
     const history = parseHistory(b);
     const turn = await llm().chat(history, service, { canWrite: opts.auth.decide(req).ok, viewer: viewer(req) });
-    res.json({ reply: turn.reply, toolCalls: turn.toolCalls, messages: turn.messages });
+    res.json({ reply: turn.reply, toolCalls: turn.toolCalls, messages: turn.messages, ...(turn.note ? { note: turn.note } : {}) });
   });
 
   router.get('/api/tools', (_req, res) => res.json({ tools: TOOLS, writeTools: [...WRITE_TOOLS] }));
@@ -183,8 +186,10 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     res.json({ tool, result: await callTool(service, tool, b.arguments ?? {}, { canWrite: WRITE_TOOLS.has(tool), viewer: viewer(req) }) });
   });
 
-  // The image directory is a server path: admins only.
-  router.get('/api/index/status', (req, res) => res.json({ ...service.index.status(), ...(isAdmin(req) ? { imageDir: service.files.root } : {}) }));
+  // The image directory is a server path, the source's state names object keys: admins only.
+  router.get('/api/index/status', (req, res) =>
+    res.json({ ...service.index.status(), ...(isAdmin(req) ? { imageDir: service.files.root, source: opts.sourceStatus() } : {}) }),
+  );
 
   const guard = opts.auth.guard;
   router.post('/api/index/add', guard, json, async (req, res) => {

@@ -15,6 +15,10 @@ export interface AssistantOptions {
   logger: Logger;
   /** Tool-call rounds allowed per chat turn. */
   maxToolRounds?: number;
+  /** Seconds one LLM request may take (interactive: the caller waits), default 10. */
+  timeoutSeconds?: number;
+  /** Retries of a failed LLM request (each may take timeoutSeconds), default 0. */
+  maxRetries?: number;
 }
 
 export interface ChatToolCall {
@@ -24,7 +28,19 @@ export interface ChatToolCall {
   error?: string;
 }
 
-/** What the page's badge and GET /api/status say about the LLM: its last answer, not its configuration. */
+/** One chat turn's answer; `note` says how it was made when not the usual way (the model refused tools). */
+export interface ChatTurn {
+  reply: string;
+  toolCalls: ChatToolCall[];
+  messages: ChatCompletionMessageParam[];
+  note?: string;
+}
+
+/**
+ * What the page's badge and GET /api/status say about the LLM: whether it answers (its last answer, not its
+ * configuration). A request it refused (400: a parameter it does not take, a prompt too long) was answered:
+ * the LLM is up, the state is ok.
+ */
 export interface LlmHealth {
   state: 'checking' | 'ok' | 'error';
   model: string | null;
@@ -33,8 +49,15 @@ export interface LlmHealth {
   error: string | null;
 }
 
-/** The upstream LLM failed (the message says how); routes answer 502 with it. */
+/** The upstream LLM failed (the message says how; `cause`: the client's error); routes answer 502 with it. */
 export class LlmUpstreamError extends Error {}
+
+/** Whether the upstream refused a request for its tools (e.g. Strata's model server: "Unsupported parameter: 'tools'"). */
+function refusedTools(err: unknown): boolean {
+  const cause = err instanceof LlmUpstreamError ? err.cause : err;
+  if (!(cause instanceof OpenAI.APIError) || cause.status !== 400) return false;
+  return cause.param === 'tools' || cause.param === 'tool_choice' || /\btools?\b|tool_choice/i.test(upstreamMessage(cause));
+}
 
 /** The upstream's own words for a failure of the openai client (status, message), else the error's message. */
 export function upstreamMessage(err: unknown): string {
@@ -63,9 +86,16 @@ export class LlmAssistant {
   private readonly client: OpenAI;
   private resolvedModel: string | null;
   private health: LlmHealth;
+  /** The upstream refused tools once: chat turns retrieve first and then ask, without offering tools. */
+  private toolsRefused = false;
 
   constructor(private readonly opts: AssistantOptions) {
-    this.client = new OpenAI({ baseURL: opts.baseURL, apiKey: opts.apiKey ?? 'unused', maxRetries: 1, timeout: 60_000 });
+    this.client = new OpenAI({
+      baseURL: opts.baseURL,
+      apiKey: opts.apiKey ?? 'unused',
+      maxRetries: opts.maxRetries ?? 0,
+      timeout: (opts.timeoutSeconds ?? 10) * 1000,
+    });
     this.resolvedModel = opts.model ?? null;
     this.health = { state: 'checking', model: this.resolvedModel, modelSource: opts.model ? 'LLM_MODEL' : 'upstream /v1/models', error: null };
   }
@@ -106,9 +136,11 @@ export class LlmAssistant {
       return result;
     } catch (err) {
       const message = err instanceof LlmUpstreamError ? err.message : upstreamMessage(err);
-      this.health = { ...this.health, state: 'error', error: message };
+      const refused = err instanceof OpenAI.APIError && err.status === 400;
+      if (refused) this.health = { ...this.health, state: 'ok', error: null };
+      else this.health = { ...this.health, state: 'error', error: message };
       this.opts.logger.warn({ error: message }, 'LLM request failed');
-      throw new LlmUpstreamError(message);
+      throw new LlmUpstreamError(message, { cause: err });
     }
   }
 
@@ -174,13 +206,48 @@ export class LlmAssistant {
 
   /**
    * One chat turn: the model may call tools (bounded rounds; writing ones only with `canWrite`) before
-   * it answers; its searches see what `viewer` may read.
+   * it answers; its searches see what `viewer` may read. A model that refuses tools gets the turn without
+   * them: the images are retrieved for the last user message first and given to it (the `note` says so).
    */
-  async chat(
+  async chat(history: ChatCompletionMessageParam[], service: SearchService, options: { canWrite?: boolean; viewer: Viewer }): Promise<ChatTurn> {
+    if (!this.toolsRefused) {
+      try {
+        return await this.chatWithTools(history, service, options);
+      } catch (err) {
+        if (!refusedTools(err)) throw err;
+        this.toolsRefused = true;
+        this.opts.logger.info({ error: (err as Error).message }, 'the LLM refuses tools: chat retrieves first, then asks');
+      }
+    }
+    return this.chatWithoutTools(history, service, options.viewer);
+  }
+
+  private async chatWithoutTools(history: ChatCompletionMessageParam[], service: SearchService, viewer: Viewer): Promise<ChatTurn> {
+    const lastUser = history.findLastIndex((m) => m.role === 'user');
+    const question = lastUser < 0 ? '' : String(history[lastUser].content ?? '');
+    const args = { query: question, topk: 5 };
+    const results = question.trim() ? await service.searchTexts([question], args.topk, viewer) : [];
+    const asked: ChatCompletionMessageParam[] = [
+      ...history.slice(0, Math.max(lastUser, 0)),
+      {
+        role: 'user',
+        content: `${question}\nImages retrieved for it:\n${await describe(results, service)}\nAnswer using only these images; cite image ids.`,
+      },
+    ];
+    const reply = await this.complete([{ role: 'system', content: SYSTEM }, ...asked]);
+    return {
+      reply,
+      toolCalls: [{ tool: 'search_by_text', arguments: args, result: { query: question, results } }],
+      messages: [...history, { role: 'assistant', content: reply }],
+      note: 'This LLM does not accept tools: the images were retrieved for your last message first and given to it with the question.',
+    };
+  }
+
+  private async chatWithTools(
     history: ChatCompletionMessageParam[],
     service: SearchService,
     { canWrite = false, viewer }: { canWrite?: boolean; viewer: Viewer },
-  ): Promise<{ reply: string; toolCalls: ChatToolCall[]; messages: ChatCompletionMessageParam[] }> {
+  ): Promise<ChatTurn> {
     const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }, ...history];
     const toolCalls: ChatToolCall[] = [];
     const rounds = this.opts.maxToolRounds ?? 4;
