@@ -112,6 +112,9 @@ describe('gateway S3 protocol pieces', () => {
         ['PUT', '/b1?tagging', {}, 'PutBucketTagging'],
         ['GET', '/b1?tagging', {}, 'GetBucketTagging'],
         ['DELETE', '/b1?tagging', {}, 'DeleteBucketTagging'],
+        ['GET', '/b1?policy', {}, 'GetBucketPolicy'],
+        ['GET', '/b1?object-lock', {}, 'GetObjectLockConfiguration'],
+        ['GET', '/b1?logging', {}, 'GetBucketLogging'],
       ];
       for (const [method, target, headers, expected] of cases) expect(op(method, target, headers), `${method} ${target}`).to.equal(expected);
     });
@@ -122,7 +125,6 @@ describe('gateway S3 protocol pieces', () => {
         ['PUT', '/b1?acl'],
         ['PUT', '/b1?policy'],
         ['DELETE', '/b1?policy'],
-        ['GET', '/b1?policy'],
         ['PUT', '/b1?object-lock'],
         ['PUT', '/b1?website'],
         ['PUT', '/b1/k?acl'],
