@@ -17,7 +17,7 @@ import { postObject } from '../handlers/post-object.js';
 import { presign } from '../handlers/presign.js';
 import { notImplemented } from '../handlers/unsupported.js';
 import { refuseServerSideEncryption } from './encryption.js';
-import { refuseUnsupportedProperties } from './object-properties.js';
+import { invalidBeforeUnsupported, refuseUnsupportedProperties } from './object-properties.js';
 import type { S3Handler } from './operation.js';
 import { discard } from './request.js';
 
@@ -201,8 +201,10 @@ export function s3Endpoint(deps: GatewayDeps) {
       try {
         // Every operation on a key, reads included: a key no write accepts never reaches a lookup.
         if (key) assertObjectKey(key);
-        refuseServerSideEncryption(route.operation, req.headers);
-        refuseUnsupportedProperties(route.operation, req.headers);
+        invalidBeforeUnsupported(
+          () => refuseServerSideEncryption(route.operation, req.headers),
+          () => refuseUnsupportedProperties(route.operation, req.headers),
+        );
       } catch (err) {
         discard(req);
         throw err;

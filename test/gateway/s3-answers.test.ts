@@ -1,0 +1,65 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { expect } from 'chai';
+import { codeOf, handlerFixture } from './handler-app.js';
+
+/** Answers given as S3 gives them (issue #40): validation before NotImplemented, encryption headers on reads. */
+describe('gateway handlers: answers as S3 gives them', () => {
+  const fx = handlerFixture((layer) => {
+    layer.addBucket('photos', 'alice');
+  });
+  const key = randomBytes(32).toString('base64');
+  const keyMd5 = createHash('md5').update(Buffer.from(key, 'base64')).digest('base64');
+  const sseC = {
+    'x-amz-server-side-encryption-customer-algorithm': 'AES256',
+    'x-amz-server-side-encryption-customer-key': key,
+    'x-amz-server-side-encryption-customer-key-md5': keyMd5,
+  };
+
+  async function answer(method: string, target: string, headers: Record<string, string>): Promise<[number, string | undefined]> {
+    const r = await fx.app.fetch(method, target, { headers, body: method === 'PUT' ? 'body' : undefined });
+    return [r.status, method === 'HEAD' ? (r.headers.get('x-amz-error-code') ?? undefined) : codeOf(await r.text())];
+  }
+
+  it('a malformed canned ACL or malformed encryption headers get 400 InvalidArgument before any 501, and nothing is stored', async () => {
+    const invalid: [string, string, Record<string, string>][] = [
+      ['PUT', '/photos/a', { 'x-amz-acl': 'bogus', 'x-amz-server-side-encryption': 'AES256' }],
+      ['PUT', '/photos/a', { 'x-amz-acl': 'bogus', 'x-amz-grant-read': 'id=x' }],
+      ['PUT', '/photos/a', { 'x-amz-server-side-encryption': 'bogus' }],
+      ['PUT', '/photos/a', { 'x-amz-server-side-encryption': 'AES256', ...sseC }],
+      ['PUT', '/photos/a', { 'x-amz-server-side-encryption-aws-kms-key-id': 'alias/k' }],
+      ['PUT', '/photos/a', { ...sseC, 'x-amz-server-side-encryption-customer-key-md5': keyMd5.replace(/^./, (c) => (c === 'A' ? 'B' : 'A')) }],
+      ['PUT', '/photos/a', { 'x-amz-server-side-encryption-customer-algorithm': 'AES256' }],
+      ['PUT', '/photos/a', { ...sseC, 'x-amz-server-side-encryption-customer-algorithm': 'AES128' }],
+      ['POST', '/photos/a?uploads', { 'x-amz-acl': 'public-read', 'x-amz-storage-class': 'GLACIER' }],
+      ['PUT', '/photos/a?acl', { 'x-amz-acl': 'bogus' }],
+      ['PUT', '/photos?acl', { 'x-amz-acl': 'bogus' }],
+    ];
+    for (const [method, target, headers] of invalid) {
+      const [status, code] = await answer(method, target, headers);
+      expect(status, `${method} ${target} ${JSON.stringify(headers)}`).to.equal(400);
+      expect(code, `${method} ${target} ${JSON.stringify(headers)}`).to.be.oneOf(['InvalidArgument', 'InvalidStorageClass']);
+    }
+    // Well-formed, they are what Strata does not do.
+    for (const headers of <Record<string, string>[]>[
+      { 'x-amz-server-side-encryption': 'AES256' },
+      sseC,
+      { 'x-amz-server-side-encryption': 'aws:kms', 'x-amz-server-side-encryption-aws-kms-key-id': 'k' },
+      { 'x-amz-acl': 'public-read' },
+    ])
+      expect(await answer('PUT', '/photos/a', headers), JSON.stringify(headers)).to.deep.equal([501, 'NotImplemented']);
+    expect(await answer('PUT', '/photos/a?acl', { 'x-amz-acl': 'private' })).to.deep.equal([501, 'NotImplemented']);
+    expect(fx.layer.callsOf('putObject')).to.deep.equal([]);
+  });
+
+  it('SSE-S3/KMS headers on GET and HEAD are 400 InvalidArgument; a customer key stays InvalidRequest', async () => {
+    fx.layer.store('photos', 'plain', Buffer.from('plain'));
+    for (const method of ['GET', 'HEAD']) {
+      for (const headers of <Record<string, string>[]>[{ 'x-amz-server-side-encryption': 'aws:kms' }, { 'x-amz-server-side-encryption-aws-kms-key-id': 'k' }])
+        expect((await answer(method, '/photos/plain', headers))[0], `${method} ${JSON.stringify(headers)}`).to.equal(400);
+      expect(await answer('GET', '/photos/plain', { 'x-amz-server-side-encryption': 'AES256' })).to.deep.equal([400, 'InvalidArgument']);
+      expect((await answer(method, '/photos/plain', sseC))[0]).to.equal(400);
+    }
+    expect(await answer('GET', '/photos/plain', sseC)).to.deep.equal([400, 'InvalidRequest']);
+    expect(await answer('GET', '/photos/plain', {})).to.deep.equal([200, undefined]);
+  });
+});
