@@ -76,7 +76,11 @@ describe('gateway SigV4', () => {
     expect(expired.code).to.equal('AccessDenied');
     expect(expired.message).to.equal('Request has expired');
     const tooLong = await failure(verifySigV4({ ...req, url: url.replace('X-Amz-Expires=86400', 'X-Amz-Expires=604801') }, lookup, at(EXAMPLE_TIME)));
-    expect(tooLong.code).to.equal('InvalidArgument');
+    expect([tooLong.code, tooLong.status]).to.deep.equal(['AuthorizationQueryParametersError', 400]);
+    for (const bad of ['-1', 'soon']) {
+      const refused = await failure(verifySigV4({ ...req, url: url.replace('X-Amz-Expires=86400', `X-Amz-Expires=${bad}`) }, lookup, at(EXAMPLE_TIME)));
+      expect([refused.code, refused.status], bad).to.deep.equal(['AuthorizationQueryParametersError', 400]);
+    }
   });
 
   describe('as AWS checks it', () => {

@@ -172,7 +172,8 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
     }
   } else {
     const get = (name: string) => query.find(([k]) => k === name)?.[1];
-    if (get('X-Amz-Algorithm') !== ALGORITHM) throw new S3Error('InvalidArgument', 'X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
+    // S3's code for every malformed query-string authentication parameter.
+    if (get('X-Amz-Algorithm') !== ALGORITHM) throw new S3Error('AuthorizationQueryParametersError', 'X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
     const c = get('X-Amz-Credential');
     const sh = get('X-Amz-SignedHeaders');
     const sig = get('X-Amz-Signature');
@@ -180,8 +181,8 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
     const e = get('X-Amz-Expires');
     if (!c || !sh || !sig || !d || !e) {
       throw new S3Error(
-        'InvalidArgument',
-        'Query-string authentication requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.',
+        'AuthorizationQueryParametersError',
+        'Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.',
       );
     }
     credentialValue = c;
@@ -189,8 +190,10 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
     signature = sig;
     amzDate = d;
     expires = Number(e);
-    if (!/^\d+$/.test(e)) throw new S3Error('InvalidArgument', 'X-Amz-Expires should be a number');
-    if (expires > MAX_PRESIGN_SECONDS) throw new S3Error('InvalidArgument', 'X-Amz-Expires must be less than a week (in seconds) that is 604800');
+    if (/^-\d+$/.test(e)) throw new S3Error('AuthorizationQueryParametersError', 'X-Amz-Expires must be non-negative');
+    if (!/^\d+$/.test(e)) throw new S3Error('AuthorizationQueryParametersError', 'X-Amz-Expires should be a number');
+    if (expires > MAX_PRESIGN_SECONDS)
+      throw new S3Error('AuthorizationQueryParametersError', 'X-Amz-Expires must be less than a week (in seconds) that is 604800');
   }
 
   const cred = parseCredential(credentialValue);
