@@ -1,5 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
+import { createLogger, runChain } from '../../images/service-kit/src/index.js';
+import type { BucketInfo } from '../../images/object-model/src/index.js';
+import { crossOrigin } from '../../images/gateway/src/middleware/cors.js';
+import { errorRenderer } from '../../images/gateway/src/middleware/errors.js';
 import { codeOf, handlerFixture } from './handler-app.js';
 
 /** Answers given as S3 gives them (issue #40): validation before NotImplemented, encryption headers on reads. */
@@ -61,5 +67,48 @@ describe('gateway handlers: answers as S3 gives them', () => {
     }
     expect(await answer('GET', '/photos/plain', sseC)).to.deep.equal([400, 'InvalidRequest']);
     expect(await answer('GET', '/photos/plain', {})).to.deep.equal([200, undefined]);
+  });
+});
+
+describe('gateway CORS answers as S3 gives them', () => {
+  let server: http.Server;
+  let url: string;
+  before(async () => {
+    const logger = createLogger('cors-answers-test', 'silent');
+    const rules = [
+      { allowedOrigins: ['https://app.example'], allowedMethods: ['GET', 'PUT'], allowedHeaders: ['*'], exposeHeaders: ['ETag'], maxAgeSeconds: 600 },
+    ];
+    const buckets = { lookup: async (name: string) => (name === 'ruled' ? { cors: rules } : {}) as unknown as BucketInfo };
+    // What the S3 endpoint would answer for a request that got through: 200, or 403 for an OPTIONS (it signs nothing).
+    const endpoint = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      res.statusCode = req.method === 'OPTIONS' ? 403 : 200;
+      res.end();
+    };
+    const chain = [crossOrigin(['*'], buckets), endpoint];
+    const renderError = errorRenderer(logger);
+    server = http.createServer((req, res) => runChain(chain, req, res, renderError));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('an OPTIONS without Origin is 400 BadRequest, on a bucket with rules or without', async () => {
+    for (const target of ['/ruled/k', '/plain/k', '/']) {
+      const r = await fetch(url + target, { method: 'OPTIONS', headers: { 'access-control-request-method': 'GET' } });
+      expect([r.status, codeOf(await r.text())], target).to.deep.equal([400, 'BadRequest']);
+    }
+  });
+
+  it("a request allowed by a bucket's rule gets the rule's methods and max age, as a preflight does", async () => {
+    const r = await fetch(`${url}/ruled/k`, { headers: { origin: 'https://app.example' } });
+    expect(r.status).to.equal(200);
+    expect(Object.fromEntries([...r.headers].filter(([h]) => h.startsWith('access-control-')))).to.deep.equal({
+      'access-control-allow-origin': 'https://app.example',
+      'access-control-allow-methods': 'GET, PUT',
+      'access-control-expose-headers': 'ETag',
+      'access-control-max-age': '600',
+    });
+    const refused = await fetch(`${url}/ruled/k`, { method: 'DELETE', headers: { origin: 'https://app.example' } });
+    expect([refused.status, refused.headers.get('access-control-allow-methods')]).to.deep.equal([200, null]);
   });
 });

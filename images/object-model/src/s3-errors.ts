@@ -13,6 +13,7 @@ export const S3_ERRORS = {
   },
   AuthorizationHeaderMalformed: { status: 400, message: 'The authorization header you provided is invalid.' },
   AuthorizationQueryParametersError: { status: 400, message: 'Error parsing the query-string authentication parameters.' },
+  BadRequest: { status: 400, message: 'Bad Request' },
   BadDigest: { status: 400, message: 'The Content-MD5 you specified did not match what we received.' },
   BucketAlreadyExists: { status: 409, message: 'The requested bucket name is not available.' },
   BucketAlreadyOwnedByYou: { status: 409, message: 'Your previous request to create the named bucket succeeded and you already own it.' },
