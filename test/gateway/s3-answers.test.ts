@@ -57,6 +57,18 @@ describe('gateway handlers: answers as S3 gives them', () => {
     expect(fx.layer.callsOf('putObject')).to.deep.equal([]);
   });
 
+  it('Content-Encoding: aws-chunked on a plain body (no decoded length, not signed as a stream) stores the body as sent', async () => {
+    for (const [encoding, stored] of [
+      ['aws-chunked', undefined],
+      ['aws-chunked,gzip', 'gzip'],
+    ] as const) {
+      const r = await fx.app.fetch('PUT', '/photos/plain', { headers: { 'content-encoding': encoding }, body: 'hello' });
+      expect(r.status, encoding).to.equal(200);
+      const [, , input, bytes] = fx.layer.callsOf('putObject').at(-1) as [string, string, { headers?: Record<string, string> }, Buffer];
+      expect([bytes.toString(), input.headers?.['content-encoding']], encoding).to.deep.equal(['hello', stored]);
+    }
+  });
+
   it('SSE-S3/KMS headers on GET and HEAD are 400 InvalidArgument; a customer key stays InvalidRequest', async () => {
     fx.layer.store('photos', 'plain', Buffer.from('plain'));
     for (const method of ['GET', 'HEAD']) {

@@ -60,6 +60,17 @@ export function websiteRedirect(req: http.IncomingMessage): StoredHeaders | unde
 }
 
 /**
+ * Whether the body comes in aws-chunked framing: signed as a stream (x-amz-content-sha256 STREAMING-*),
+ * or (a presigned URL, whose signature says nothing of the body) `Content-Encoding: aws-chunked` with the
+ * x-amz-decoded-content-length every chunked sender gives. `Content-Encoding: aws-chunked` on a plain body
+ * (a client naming the encoding for what it sends whole) is a plain body, as S3 takes it.
+ */
+function isAwsChunked(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  if (state(res).caller?.sigv4?.payload.kind === 'chunked') return true;
+  return /aws-chunked/.test(String(req.headers['content-encoding'] ?? '')) && req.headers['x-amz-decoded-content-length'] !== undefined;
+}
+
+/**
  * The request body as the object's bytes: aws-chunked framing decoded and each chunk signature
  * checked, the signed sha256 checked, and the flexible checksum (x-amz-checksum-*, header or trailer)
  * checked, all while streaming. InvalidRequest at once for checksum headers S3 refuses.
@@ -67,7 +78,7 @@ export function websiteRedirect(req: http.IncomingMessage): StoredHeaders | unde
 export function objectBody(req: http.IncomingMessage, res: http.ServerResponse, opts: { checksum?: boolean } = {}): ObjectUpload {
   const sig = state(res).caller?.sigv4;
   const payload = sig?.payload;
-  const chunked = payload?.kind === 'chunked' || /aws-chunked/.test(String(req.headers['content-encoding'] ?? ''));
+  const chunked = isAwsChunked(req, res);
   const requested = opts.checksum === false ? undefined : uploadChecksum(req.headers, chunked);
   const streams: Array<Readable | Transform> = [req];
   const checks: BodyCheck[] = [];
@@ -95,8 +106,7 @@ export function objectBody(req: http.IncomingMessage, res: http.ServerResponse, 
 
 /** Length of the object's bytes: x-amz-decoded-content-length for aws-chunked, else Content-Length. */
 export function objectLength(req: http.IncomingMessage, res: http.ServerResponse): number {
-  const payload = state(res).caller?.sigv4?.payload;
-  const chunked = payload?.kind === 'chunked' || /aws-chunked/.test(String(req.headers['content-encoding'] ?? ''));
+  const chunked = isAwsChunked(req, res);
   const raw = chunked ? req.headers['x-amz-decoded-content-length'] : req.headers['content-length'];
   if (raw === undefined || Array.isArray(raw) || !/^\d+$/.test(raw)) throw new S3Error('MissingContentLength');
   const n = Number(raw);
