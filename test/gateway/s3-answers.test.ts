@@ -69,6 +69,21 @@ describe('gateway handlers: answers as S3 gives them', () => {
     }
   });
 
+  it('user metadata sent as UTF-8 bytes is stored as that text and answered as S3 answers non-ASCII: one RFC 2047 encoded word', async () => {
+    const text = 'Grüße ✓ 日本';
+    const encoded = `=?UTF-8?B?${Buffer.from(text).toString('base64')}?=`;
+    // The header's bytes are the UTF-8 of the text (a string of one character per byte is how fetch sends bytes).
+    const put = await fx.app.fetch('PUT', '/photos/meta', {
+      headers: { 'x-amz-meta-note': Buffer.from(text).toString('latin1'), 'x-amz-meta-word': encoded },
+      body: 'x',
+    });
+    expect(put.status).to.equal(200);
+    const [, , input] = fx.layer.callsOf('putObject').at(-1) as [string, string, { userMetadata: Record<string, string> }];
+    expect(input.userMetadata).to.deep.equal({ note: text, word: text });
+    const get = await fx.app.fetch('GET', '/photos/meta');
+    expect([get.status, get.headers.get('x-amz-meta-note'), get.headers.get('x-amz-meta-word')]).to.deep.equal([200, encoded, encoded]);
+  });
+
   it('SSE-S3/KMS headers on GET and HEAD are 400 InvalidArgument; a customer key stays InvalidRequest', async () => {
     fx.layer.store('photos', 'plain', Buffer.from('plain'));
     for (const method of ['GET', 'HEAD']) {

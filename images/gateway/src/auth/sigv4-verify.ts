@@ -8,6 +8,7 @@ import {
   UNSIGNED_PAYLOAD,
   canonicalPath,
   canonicalRequest,
+  headerText,
   parseAmzDate,
   parseRawQuery,
   sign,
@@ -218,13 +219,20 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
   const key = signingKey(credential.secretKey, cred.date, cred.region, cred.service);
   const amzDateForSigning = presigned ? amzDate : (header(req, 'x-amz-date') ?? amzDate);
 
+  // The signed headers as the bytes the client signed (UTF-8 metadata, for one), not as Node decoded them.
+  const signedValues = Object.fromEntries(
+    signedHeaders.map((name) => {
+      const v = req.headers[name];
+      return [name, Array.isArray(v) ? v.map(headerText) : v === undefined ? undefined : headerText(v)];
+    }),
+  );
   // Clients encode the path the same way in almost all cases; a few send it raw or doubly encoded,
   // so try the canonical form first and then the path exactly as it arrived.
   const candidates = [canonicalPath(rawPath)];
   if (rawPath !== candidates[0]) candidates.push(rawPath);
   if (rawPath.startsWith('/') && uriEncode(rawPath, false) !== candidates[0]) candidates.push(uriEncode(rawPath, false));
   for (const path of candidates) {
-    const canonical = canonicalRequest({ method: req.method, path, query: signedQuery, headers: req.headers, signedHeaders, payloadHash });
+    const canonical = canonicalRequest({ method: req.method, path, query: signedQuery, headers: signedValues, signedHeaders, payloadHash });
     const expected = sign(key, stringToSign(amzDateForSigning, cred.scope, canonical));
     if (signaturesEqual(expected, signature)) {
       return { credential, payload, seedSignature: signature, key, scope: cred.scope, amzDate: amzDateForSigning };

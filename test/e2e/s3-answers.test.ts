@@ -1,0 +1,19 @@
+import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { expect } from 'chai';
+import { bodyBytes, describeWithBucket } from './support/s3.js';
+
+/** Answers as S3 gives them (issue #40), end to end with the AWS SDK. */
+describeWithBucket('e2e: answers as S3 gives them', 'answers', (env, bucket) => {
+  it('Non-ASCII user metadata is signed and stored as the SDK sends it, and answered RFC 2047 encoded as S3 answers it', async () => {
+    // (Node's HTTP client sends only Latin-1 characters, one byte each, and the SDK signs their UTF-8.)
+    const text = 'Grüße, café';
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'utf8-meta', Body: 'x', Metadata: { note: text, plain: 'ascii' } }));
+    const encoded = `=?UTF-8?B?${Buffer.from(text).toString('base64')}?=`;
+    const head = await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'utf8-meta' }));
+    expect(head.Metadata).to.deep.equal({ note: encoded, plain: 'ascii' });
+    // An encoded word sent in is decoded before it is stored: the same answer again.
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'encoded-meta', Body: 'y', Metadata: { note: encoded } }));
+    const get = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'encoded-meta' }));
+    expect([get.Metadata, (await bodyBytes(get)).toString()]).to.deep.equal([{ note: encoded }, 'y']);
+  });
+});
