@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { createLogger, runChain } from '../../images/service-kit/src/index.js';
-import type { BucketInfo } from '../../images/object-model/src/index.js';
+import { assertTextArgument, type BucketInfo } from '../../images/object-model/src/index.js';
 import { crossOrigin } from '../../images/gateway/src/middleware/cors.js';
 import { errorRenderer } from '../../images/gateway/src/middleware/errors.js';
 import { codeOf, handlerFixture } from './handler-app.js';
@@ -82,6 +82,29 @@ describe('gateway handlers: answers as S3 gives them', () => {
     expect(input.userMetadata).to.deep.equal({ note: text, word: text });
     const get = await fx.app.fetch('GET', '/photos/meta');
     expect([get.status, get.headers.get('x-amz-meta-note'), get.headers.get('x-amz-meta-word')]).to.deep.equal([200, encoded, encoded]);
+  });
+
+  it('control characters in keys and listing arguments are accepted, as S3 accepts them; listings carry them as character references or URL-encoded', async () => {
+    for (const path of ['/photos/line%0Abreak', '/photos/tab%09and%01bell', '/photos/cr%0D%7F']) {
+      const r = await fx.app.fetch('PUT', path, { body: 'x' });
+      expect(r.status, path).to.equal(200);
+    }
+    expect(fx.layer.callsOf('putObject').map((c) => c[1])).to.deep.equal(['line\nbreak', 'tab\tand\u0001bell', 'cr\r\u007f']);
+    const raw = await (await fx.app.fetch('GET', '/photos?list-type=2')).text();
+    expect(raw).to.contain('<Key>line&#x0A;break</Key>').and.contain('<Key>tab&#x09;and&#x01;bell</Key>').and.contain('<Key>cr&#x0D;\u007f</Key>');
+    const encoded = await (await fx.app.fetch('GET', '/photos?list-type=2&encoding-type=url&prefix=line%0A')).text();
+    expect(encoded).to.contain('<Key>line%0Abreak</Key>').and.contain('<Prefix>line%0A</Prefix>');
+    expect(fx.layer.callsOf('listObjects').at(-1)![1]).to.deep.include({ prefix: 'line\n' });
+    for (const [name, value] of [
+      ['prefix', 'a\nb'],
+      ['delimiter', '\t'],
+      ['start-after', '\u0001'],
+      ['marker', '\u007f'],
+    ])
+      expect(() => assertTextArgument(name!, value!), name).not.to.throw();
+    expect(() => assertTextArgument('prefix', 'a\u0000')).to.throw('prefix must not contain NUL');
+    const nul = await fx.app.fetch('PUT', '/photos/nul%00');
+    expect([nul.status, codeOf(await nul.text())]).to.deep.equal([400, 'InvalidObjectName']);
   });
 
   it('SSE-S3/KMS headers on GET and HEAD are 400 InvalidArgument; a customer key stays InvalidRequest', async () => {
