@@ -1,6 +1,6 @@
-import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
-import { bodyBytes, describeWithBucket } from './support/s3.js';
+import { bodyBytes, describeWithBucket, presignedFetch } from './support/s3.js';
 
 /** Answers as S3 gives them (issue #40), end to end with the AWS SDK. */
 describeWithBucket('e2e: answers as S3 gives them', 'answers', (env, bucket) => {
@@ -15,5 +15,22 @@ describeWithBucket('e2e: answers as S3 gives them', 'answers', (env, bucket) => 
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'encoded-meta', Body: 'y', Metadata: { note: encoded } }));
     const get = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'encoded-meta' }));
     expect([get.Metadata, (await bodyBytes(get)).toString()]).to.deep.equal([{ note: encoded }, 'y']);
+  });
+
+  it('keys with control characters are stored, read and listed: as character references without encoding-type, URL-encoded with it', async () => {
+    const key = 'ctl/line\nbreak\ttab\u0001bell';
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: 'ctl' }));
+    expect((await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key })))).toString()).to.equal('ctl');
+    const listed = await env.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'ctl/line\n', EncodingType: 'url' }));
+    expect((listed.Contents ?? []).map((o) => decodeURIComponent(o.Key!))).to.deep.equal([key]);
+    const raw = await (
+      await presignedFetch(env.p.endpoint, 'GET', `/${bucket}`, {
+        query: [
+          ['list-type', '2'],
+          ['prefix', 'ctl/'],
+        ],
+      })
+    ).text();
+    expect(raw).to.contain('<Key>ctl/line&#x0A;break&#x09;tab&#x01;bell</Key>');
   });
 });
