@@ -1,6 +1,17 @@
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import {
+  GetBucketEncryptionCommand,
+  GetBucketLoggingCommand,
+  GetBucketPolicyCommand,
+  GetBucketRequestPaymentCommand,
+  GetObjectLockConfigurationCommand,
+  GetPublicAccessBlockCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+} from '@aws-sdk/client-s3';
 import { expect } from 'chai';
-import { bodyBytes, describeWithBucket, presignedFetch } from './support/s3.js';
+import { bodyBytes, describeWithBucket, presignedFetch, s3Failure } from './support/s3.js';
 
 /** Answers as S3 gives them (issue #40), end to end with the AWS SDK. */
 describeWithBucket('e2e: answers as S3 gives them', 'answers', (env, bucket) => {
@@ -32,5 +43,17 @@ describeWithBucket('e2e: answers as S3 gives them', 'answers', (env, bucket) => 
       })
     ).text();
     expect(raw).to.contain('<Key>ctl/line&#x0A;break&#x09;tab&#x01;bell</Key>');
+  });
+
+  it('the SDK reads unset bucket configurations as S3 answers them (Terraform reads them all)', async () => {
+    const missing: Array<[string, () => Promise<unknown>]> = [
+      ['NoSuchBucketPolicy', () => env.s3.send(new GetBucketPolicyCommand({ Bucket: bucket }))],
+      ['ServerSideEncryptionConfigurationNotFoundError', () => env.s3.send(new GetBucketEncryptionCommand({ Bucket: bucket }))],
+      ['ObjectLockConfigurationNotFoundError', () => env.s3.send(new GetObjectLockConfigurationCommand({ Bucket: bucket }))],
+      ['NoSuchPublicAccessBlockConfiguration', () => env.s3.send(new GetPublicAccessBlockCommand({ Bucket: bucket }))],
+    ];
+    for (const [code, read] of missing) expect(await s3Failure(read()), code).to.deep.equal({ name: code, status: 404 });
+    expect((await env.s3.send(new GetBucketLoggingCommand({ Bucket: bucket }))).LoggingEnabled).to.equal(undefined);
+    expect((await env.s3.send(new GetBucketRequestPaymentCommand({ Bucket: bucket }))).Payer).to.equal('BucketOwner');
   });
 });
