@@ -50,15 +50,13 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
     expect(await keys()).to.deep.equal([]);
   });
 
-  it('NUL, control characters and non-UTF-8 escapes in listing arguments are InvalidArgument; nobody else is denied service', async () => {
+  it('NUL and non-UTF-8 escapes in listing arguments are InvalidArgument; nobody else is denied service', async () => {
     const auth = { authorization: `Bearer ${env.token}` };
     await rawRequest(env.p.endpoint, 'PUT', `/${bucket}/kept.txt`, auth, 'kept');
     const bad = [
       'list-type=2&prefix=%00',
-      'list-type=2&prefix=a%01b',
       'list-type=2&start-after=%00',
       'list-type=2&continuation-token=%00',
-      'list-type=2&delimiter=%0A',
       'list-type=2&prefix=%FF',
       'list-type=2&prefix=%C3',
       'marker=%00',
@@ -90,7 +88,7 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
     await rawRequest(env.p.endpoint, 'DELETE', `/${bucket}/kept.txt`, auth);
   });
 
-  it('a key whose escapes are not UTF-8 is InvalidURI and stores nothing; control characters in keys are InvalidObjectName', async () => {
+  it('a key whose escapes are not UTF-8 is InvalidURI and stores nothing; NUL in a key is InvalidObjectName', async () => {
     const auth = { authorization: `Bearer ${env.token}` };
     for (const path of [`/${bucket}/caf%E9.txt`, `/${bucket}/%FF%FE`, `/${bucket}/half%C3`]) {
       const put = await rawRequest(env.p.endpoint, 'PUT', path, auth, 'x');
@@ -99,7 +97,7 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
       const get = await rawRequest(env.p.endpoint, 'GET', `${path}?proxy=true`, auth);
       expect(s3ErrorOf(get.body).code, path).to.equal('InvalidURI');
     }
-    for (const path of [`/${bucket}/bell%07.txt`, `/${bucket}/line%0Abreak`, `/${bucket}/del%7F`]) {
+    for (const path of [`/${bucket}/nul%00.txt`, `/${bucket}/dir/%00`]) {
       const put = await rawRequest(env.p.endpoint, 'PUT', path, auth, 'x');
       expect(s3ErrorOf(put.body).code, path).to.equal('InvalidObjectName');
       const head = await rawRequest(env.p.endpoint, 'GET', `${path}?proxy=true`, auth);

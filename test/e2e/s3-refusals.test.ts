@@ -1,7 +1,6 @@
 import {
   DeleteBucketPolicyCommand,
   DeleteObjectsCommand,
-  GetBucketPolicyCommand,
   GetObjectAclCommand,
   GetObjectCommand,
   HeadObjectCommand,
@@ -24,7 +23,6 @@ describeWithBucket('e2e: NotImplemented answers, the fixed ACL and bad keys', 'd
         () => env.s3.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: 'Suspended' } })),
       ],
       ['PutBucketAcl', () => env.s3.send(new PutBucketAclCommand({ Bucket: bucket, ACL: 'public-read' }))],
-      ['GetBucketPolicy', () => env.s3.send(new GetBucketPolicyCommand({ Bucket: bucket }))],
       ['DeleteBucketPolicy', () => env.s3.send(new DeleteBucketPolicyCommand({ Bucket: bucket }))],
       [
         'PutObjectRetention',

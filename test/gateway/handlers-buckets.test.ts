@@ -63,4 +63,48 @@ describe('gateway handlers: buckets, DeleteObjects and tags, against a fake Obje
     const missing = await fx.app.fetch('GET', '/mine/none?tagging');
     expect([missing.status, codeOf(await missing.text())]).to.deep.equal([404, 'NoSuchKey']);
   });
+
+  it("reads of configurations no bucket has answer S3's unset answers, for the owner only; their writes stay NotImplemented", async () => {
+    const missing: [string, string][] = [
+      ['policy', 'NoSuchBucketPolicy'],
+      ['policyStatus', 'NoSuchBucketPolicy'],
+      ['encryption', 'ServerSideEncryptionConfigurationNotFoundError'],
+      ['ownershipControls', 'OwnershipControlsNotFoundError'],
+      ['website', 'NoSuchWebsiteConfiguration'],
+      ['replication', 'ReplicationConfigurationNotFoundError'],
+      ['object-lock', 'ObjectLockConfigurationNotFoundError'],
+      ['publicAccessBlock', 'NoSuchPublicAccessBlockConfiguration'],
+    ];
+    for (const [sub, code] of missing) {
+      const r = await fx.app.fetch('GET', `/mine?${sub}`);
+      expect([r.status, codeOf(await r.text())], sub).to.deep.equal([404, code]);
+    }
+    const empty: [string, string][] = [
+      ['logging', '<BucketLoggingStatus xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></BucketLoggingStatus>'],
+      [
+        'requestPayment',
+        '<RequestPaymentConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Payer>BucketOwner</Payer></RequestPaymentConfiguration>',
+      ],
+      ['accelerate', '<AccelerateConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></AccelerateConfiguration>'],
+      ['notification', '<NotificationConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></NotificationConfiguration>'],
+    ];
+    for (const [sub, xml] of empty) {
+      const r = await fx.app.fetch('GET', `/mine?${sub}`);
+      expect([r.status, (await r.text()).replace(/^<\?xml[^>]*>\s*/, '')], sub).to.deep.equal([200, xml]);
+    }
+    for (const target of ['/theirs?policy', '/theirs?logging']) {
+      const r = await fx.app.fetch('GET', target);
+      expect([r.status, codeOf(await r.text())], target).to.deep.equal([403, 'AccessDenied']);
+    }
+    const absent = await fx.app.fetch('GET', '/nobucket?encryption');
+    expect([absent.status, codeOf(await absent.text())]).to.deep.equal([404, 'NoSuchBucket']);
+    for (const [method, target] of [
+      ['PUT', '/mine?policy'],
+      ['DELETE', '/mine?encryption'],
+      ['PUT', '/mine?logging'],
+    ] as const) {
+      const r = await fx.app.fetch(method, target, { body: method === 'PUT' ? '{}' : undefined });
+      expect([r.status, codeOf(await r.text())], `${method} ${target}`).to.deep.equal([501, 'NotImplemented']);
+    }
+  });
 });

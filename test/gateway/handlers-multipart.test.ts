@@ -60,6 +60,13 @@ describe('gateway handlers: multipart uploads, against a fake ObjectLayer', () =
       ]),
     });
     expect([outOfOrder.status, codeOf(await outOfOrder.text())]).to.deep.equal([400, 'InvalidPartOrder']);
+    const twice = await fx.app.fetch('POST', '/videos/k?uploadId=upload-1', {
+      body: completion([
+        [1, 'a'],
+        [1, 'a'],
+      ]),
+    });
+    expect([twice.status, codeOf(await twice.text())], 'a part number listed twice').to.deep.equal([400, 'InvalidPartOrder']);
     const empty = await fx.app.fetch('POST', '/videos/k?uploadId=upload-1', { body: '<CompleteMultipartUpload></CompleteMultipartUpload>' });
     expect(codeOf(await empty.text())).to.equal('MalformedXML');
     const badPart = await fx.app.fetch('PUT', '/videos/k?partNumber=10001&uploadId=upload-1', { body: 'x' });

@@ -2,7 +2,16 @@ import { expect } from 'chai';
 import { Readable } from 'node:stream';
 import { AwsChunkedDecoder, awsChunkedHeldBytes } from '../../images/gateway/src/auth/aws-chunked.js';
 import { PayloadHashCheck } from '../../images/gateway/src/auth/payload-hash.js';
-import { chunkStringToSign, presignUrl, sha256Hex, sign, signingKey } from '../../images/gateway/src/auth/sigv4.js';
+import {
+  UNSIGNED_PAYLOAD,
+  canonicalRequest,
+  chunkStringToSign,
+  presignUrl,
+  sha256Hex,
+  sign,
+  signingKey,
+  stringToSign,
+} from '../../images/gateway/src/auth/sigv4.js';
 import { verifySigV4, type Credential } from '../../images/gateway/src/auth/sigv4-verify.js';
 import { VerifiedBody } from '../../images/gateway/src/s3/verified-body.js';
 import { S3Error } from '../../images/object-model/src/index.js';
@@ -76,7 +85,34 @@ describe('gateway SigV4', () => {
     expect(expired.code).to.equal('AccessDenied');
     expect(expired.message).to.equal('Request has expired');
     const tooLong = await failure(verifySigV4({ ...req, url: url.replace('X-Amz-Expires=86400', 'X-Amz-Expires=604801') }, lookup, at(EXAMPLE_TIME)));
-    expect(tooLong.code).to.equal('InvalidArgument');
+    expect([tooLong.code, tooLong.status]).to.deep.equal(['AuthorizationQueryParametersError', 400]);
+    for (const bad of ['-1', 'soon']) {
+      const refused = await failure(verifySigV4({ ...req, url: url.replace('X-Amz-Expires=86400', `X-Amz-Expires=${bad}`) }, lookup, at(EXAMPLE_TIME)));
+      expect([refused.code, refused.status], bad).to.deep.equal(['AuthorizationQueryParametersError', 400]);
+    }
+  });
+
+  it('checks header signatures over the bytes sent: UTF-8 metadata as UTF-8, a Latin-1 byte as the character it is', async () => {
+    const host = 'examplebucket.s3.amazonaws.com';
+    const amzDate = '20130524T000000Z';
+    const key = signingKey(SECRET, '20130524', 'us-east-1');
+    for (const [text, sent] of [
+      ['Grüße ✓ 日本', Buffer.from('Grüße ✓ 日本').toString('latin1')],
+      ['café', 'café'],
+    ]) {
+      const signedHeaders = ['host', 'x-amz-content-sha256', 'x-amz-date', 'x-amz-meta-note'];
+      const values = { host, 'x-amz-content-sha256': UNSIGNED_PAYLOAD, 'x-amz-date': amzDate, 'x-amz-meta-note': text };
+      const canonical = canonicalRequest({ method: 'PUT', path: '/k', query: [], headers: values, signedHeaders, payloadHash: UNSIGNED_PAYLOAD });
+      const signature = sign(key, stringToSign(amzDate, '20130524/us-east-1/s3/aws4_request', canonical));
+      // As Node's HTTP server hands the header over: one character per byte received.
+      const headers = {
+        ...values,
+        'x-amz-meta-note': sent,
+        authorization: `AWS4-HMAC-SHA256 Credential=${AK}/20130524/us-east-1/s3/aws4_request,SignedHeaders=${signedHeaders.join(';')},Signature=${signature}`,
+      };
+      const r = await verifySigV4({ method: 'PUT', url: '/k', headers }, lookup, at(EXAMPLE_TIME));
+      expect(r.credential.username, text).to.equal('example');
+    }
   });
 
   describe('as AWS checks it', () => {

@@ -62,7 +62,7 @@ const md5Base64 = (b: Buffer) => createHash('md5').update(b).digest('base64');
 const enc = (s: string) => encodeURIComponent(s);
 
 /** Raw (already encoded) key material: plain, unicode, and the bytes the edge must refuse. */
-const BAD_KEY_BYTES = ['%00', '%FF', '%C0%AF', '%ED%A0%80', '%01', '%1F', '%7F', '%E2%82', '%F8%88%80%80%80'];
+const BAD_KEY_BYTES = ['%00', '%FF', '%C0%AF', '%ED%A0%80', '%E2%82', '%F8%88%80%80%80'];
 function rawKey(rng: Rng, n: number): { raw: string; bad: boolean } {
   switch (rng.int(0, 7)) {
     case 0:

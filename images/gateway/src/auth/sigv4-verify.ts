@@ -8,6 +8,7 @@ import {
   UNSIGNED_PAYLOAD,
   canonicalPath,
   canonicalRequest,
+  headerText,
   parseAmzDate,
   parseRawQuery,
   sign,
@@ -172,7 +173,8 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
     }
   } else {
     const get = (name: string) => query.find(([k]) => k === name)?.[1];
-    if (get('X-Amz-Algorithm') !== ALGORITHM) throw new S3Error('InvalidArgument', 'X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
+    // S3's code for every malformed query-string authentication parameter.
+    if (get('X-Amz-Algorithm') !== ALGORITHM) throw new S3Error('AuthorizationQueryParametersError', 'X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
     const c = get('X-Amz-Credential');
     const sh = get('X-Amz-SignedHeaders');
     const sig = get('X-Amz-Signature');
@@ -180,8 +182,8 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
     const e = get('X-Amz-Expires');
     if (!c || !sh || !sig || !d || !e) {
       throw new S3Error(
-        'InvalidArgument',
-        'Query-string authentication requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.',
+        'AuthorizationQueryParametersError',
+        'Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.',
       );
     }
     credentialValue = c;
@@ -189,8 +191,10 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
     signature = sig;
     amzDate = d;
     expires = Number(e);
-    if (!/^\d+$/.test(e)) throw new S3Error('InvalidArgument', 'X-Amz-Expires should be a number');
-    if (expires > MAX_PRESIGN_SECONDS) throw new S3Error('InvalidArgument', 'X-Amz-Expires must be less than a week (in seconds) that is 604800');
+    if (/^-\d+$/.test(e)) throw new S3Error('AuthorizationQueryParametersError', 'X-Amz-Expires must be non-negative');
+    if (!/^\d+$/.test(e)) throw new S3Error('AuthorizationQueryParametersError', 'X-Amz-Expires should be a number');
+    if (expires > MAX_PRESIGN_SECONDS)
+      throw new S3Error('AuthorizationQueryParametersError', 'X-Amz-Expires must be less than a week (in seconds) that is 604800');
   }
 
   const cred = parseCredential(credentialValue);
@@ -215,13 +219,20 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
   const key = signingKey(credential.secretKey, cred.date, cred.region, cred.service);
   const amzDateForSigning = presigned ? amzDate : (header(req, 'x-amz-date') ?? amzDate);
 
+  // The signed headers as the bytes the client signed (UTF-8 metadata, for one), not as Node decoded them.
+  const signedValues = Object.fromEntries(
+    signedHeaders.map((name) => {
+      const v = req.headers[name];
+      return [name, Array.isArray(v) ? v.map(headerText) : v === undefined ? undefined : headerText(v)];
+    }),
+  );
   // Clients encode the path the same way in almost all cases; a few send it raw or doubly encoded,
   // so try the canonical form first and then the path exactly as it arrived.
   const candidates = [canonicalPath(rawPath)];
   if (rawPath !== candidates[0]) candidates.push(rawPath);
   if (rawPath.startsWith('/') && uriEncode(rawPath, false) !== candidates[0]) candidates.push(uriEncode(rawPath, false));
   for (const path of candidates) {
-    const canonical = canonicalRequest({ method: req.method, path, query: signedQuery, headers: req.headers, signedHeaders, payloadHash });
+    const canonical = canonicalRequest({ method: req.method, path, query: signedQuery, headers: signedValues, signedHeaders, payloadHash });
     const expected = sign(key, stringToSign(amzDateForSigning, cred.scope, canonical));
     if (signaturesEqual(expected, signature)) {
       return { credential, payload, seedSignature: signature, key, scope: cred.scope, amzDate: amzDateForSigning };

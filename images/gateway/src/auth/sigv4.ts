@@ -48,6 +48,17 @@ export function safeDecode(value: string): string {
   }
 }
 
+/**
+ * A header value as the text its bytes spell in UTF-8. Node reads header bytes as Latin-1 (one character
+ * per byte); clients sign, and mean, the UTF-8 text. Bytes that are not UTF-8 are left as read.
+ */
+export function headerText(value: string): string {
+  if (!/[\x80-\xff]/.test(value)) return value;
+  const bytes = Buffer.from(value, 'latin1');
+  const text = bytes.toString('utf8');
+  return Buffer.from(text, 'utf8').equals(bytes) ? text : value;
+}
+
 /** Parse a raw query string into decoded [name, value] pairs, keeping order and duplicates. */
 export function parseRawQuery(rawQuery: string): Array<[string, string]> {
   if (!rawQuery) return [];

@@ -1,4 +1,4 @@
-import type { BucketConfigs } from '../../../object-model/src/index.js';
+import { S3Error, type BucketConfigs, type S3ErrorCode } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import { parseCorsConfiguration, renderCorsConfiguration, type CorsConfigurationXml } from '../s3/cors-xml.js';
 import { parseTagging, renderTagging, type TaggingXml } from '../s3/tagging-xml.js';
@@ -67,3 +67,41 @@ export const tags = configHandlers('tags', {
   parse: (doc) => parseTagging(doc as TaggingXml, 'bucket'),
   render: renderTagging,
 });
+
+/**
+ * Reads of the bucket configurations Strata has no place for (no bucket ever has one): S3's answer for a
+ * bucket where it is not set, so that tools which read all of them (Terraform, `s3cmd info`, inventories)
+ * see an unconfigured bucket rather than an error. Writes of them stay NotImplemented (router.ts).
+ */
+const UNSET_CONFIG_ANSWERS: Record<string, { operation: string } & ({ error: S3ErrorCode } | { root: string; body: Record<string, unknown> })> = {
+  policy: { operation: 'GetBucketPolicy', error: 'NoSuchBucketPolicy' },
+  policyStatus: { operation: 'GetBucketPolicyStatus', error: 'NoSuchBucketPolicy' },
+  encryption: { operation: 'GetBucketEncryption', error: 'ServerSideEncryptionConfigurationNotFoundError' },
+  ownershipControls: { operation: 'GetBucketOwnershipControls', error: 'OwnershipControlsNotFoundError' },
+  website: { operation: 'GetBucketWebsite', error: 'NoSuchWebsiteConfiguration' },
+  replication: { operation: 'GetBucketReplication', error: 'ReplicationConfigurationNotFoundError' },
+  'object-lock': { operation: 'GetObjectLockConfiguration', error: 'ObjectLockConfigurationNotFoundError' },
+  publicAccessBlock: { operation: 'GetPublicAccessBlock', error: 'NoSuchPublicAccessBlockConfiguration' },
+  logging: { operation: 'GetBucketLogging', root: 'BucketLoggingStatus', body: {} },
+  requestPayment: { operation: 'GetBucketRequestPayment', root: 'RequestPaymentConfiguration', body: { Payer: 'BucketOwner' } },
+  accelerate: { operation: 'GetBucketAccelerateConfiguration', root: 'AccelerateConfiguration', body: {} },
+  notification: { operation: 'GetBucketNotificationConfiguration', root: 'NotificationConfiguration', body: {} },
+};
+
+/** The subresources whose GET is answered as unset (see UNSET_CONFIG_ANSWERS). */
+export const UNSET_CONFIGS = Object.keys(UNSET_CONFIG_ANSWERS);
+
+/** S3's name of the GET of configuration `name`. */
+export function unsetConfigOperation(name: string): string {
+  return UNSET_CONFIG_ANSWERS[name]!.operation;
+}
+
+/** GET of an unset configuration `name` (one of UNSET_CONFIGS), for the bucket's owner only. */
+export function getUnsetConfig(name: string): S3Handler {
+  const answer = UNSET_CONFIG_ANSWERS[name]!;
+  return async ({ res, bucket, deps }) => {
+    await deps.buckets.owned(bucket, callerOf(res));
+    if ('error' in answer) throw new S3Error(answer.error, undefined, { BucketName: bucket });
+    sendXml(res, answer.root, answer.body);
+  };
+}

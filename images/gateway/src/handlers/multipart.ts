@@ -130,6 +130,9 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
     return { partNumber: n, etag: unquote(p.ETag.trim()), ...(checksum ? { checksum } : {}) };
   });
   if (parts.length === 0) throw new S3Error('MalformedXML', 'The CompleteMultipartUpload document lists no parts.');
+  // Strictly ascending, as S3 requires ("The list of parts was not in ascending order", CompleteMultipartUpload's
+  // errors in the S3 API reference): a part number listed twice is InvalidPartOrder too, as S3-compatible
+  // servers checked against S3 answer it (versitygw #1063/#1075, kumo #677/#680); radosgw alone keeps one.
   for (let i = 1; i < parts.length; i++) {
     if (parts[i].partNumber <= parts[i - 1].partNumber) throw new S3Error('InvalidPartOrder');
   }

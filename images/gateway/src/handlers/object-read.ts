@@ -15,7 +15,7 @@ import { presignUrl } from '../auth/sigv4.js';
 import { callerOf, state } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { setExpiration } from '../s3/expiration.js';
-import { header, partNumberOf } from '../s3/request.js';
+import { header, metadataHeaderValue, partNumberOf } from '../s3/request.js';
 import { originOf } from './presign.js';
 import { sendStatus } from '../s3/render.js';
 
@@ -73,7 +73,7 @@ function sendObjectHeaders(s3: S3Request, read: Omit<ObjectRead, 'body'>, rules:
   res.setHeader('Content-Type', object.contentType);
   if (read.partsCount !== undefined) res.setHeader('x-amz-mp-parts-count', String(read.partsCount));
   res.setHeader('Accept-Ranges', 'bytes');
-  for (const [k, v] of Object.entries(object.userMetadata)) res.setHeader(`x-amz-meta-${k}`, v);
+  for (const [k, v] of Object.entries(object.userMetadata)) res.setHeader(`x-amz-meta-${k}`, metadataHeaderValue(v));
   const withChecksum = header(req, 'x-amz-checksum-mode')?.toUpperCase() === 'ENABLED';
   const answered = withChecksum && read.contentRange === undefined ? object.headers : withoutChecksum(object.headers);
   for (const [name, value] of Object.entries(answered ?? {})) res.setHeader(name, value);

@@ -7,7 +7,7 @@ import { state } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';
 import { quoted, sendXml, urlEncodeKey, sendStatus } from '../s3/render.js';
 import { refuseEncryptedWrite } from '../s3/encryption.js';
-import { refuseUnsupportedObjectProperties } from '../s3/object-properties.js';
+import { invalidBeforeUnsupported, refuseUnsupportedObjectProperties } from '../s3/object-properties.js';
 import { userMetadataOf } from '../s3/request.js';
 import { parseTagging, type TaggingXml } from '../s3/tagging-xml.js';
 import { parseXml } from '../s3/xml.js';
@@ -122,8 +122,11 @@ export const postObject: S3Handler = async (s3) => {
     // Flow control saw no user (the policy names it): the user's rate limit counts the upload now.
     await deps.admitUser?.(res, caller.username);
     await deps.buckets.owned(bucket, caller);
-    refuseEncryptedWrite(form.fields.keys());
-    refuseUnsupportedObjectProperties((name) => form.fields.get(name), form.fields.get('acl'));
+    const field = (name: string): string | undefined => form.fields.get(name);
+    invalidBeforeUnsupported(
+      () => refuseEncryptedWrite(form.fields.keys(), field),
+      () => refuseUnsupportedObjectProperties(field, form.fields.get('acl')),
+    );
     const rawKey = form.fields.get('key');
     if (rawKey === undefined) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'key'.", { ArgumentName: 'key' });
     const key = rawKey.replaceAll('${filename}', form.filename);

@@ -35,9 +35,13 @@ export function crossOrigin(origins: readonly string[], buckets?: BucketLookup):
           optionsSuccessStatus: 200,
         });
   return (req, res, next) => {
-    // As S3: no CORS headers for requests without an Origin (command-line clients, SDKs outside browsers).
+    // As S3: no CORS headers for requests without an Origin (command-line clients, SDKs outside browsers),
+    // and a preflight without one is a bad request (whatever the server-wide policy: it names no origin to check).
     const origin = req.headers.origin;
-    if (origin === undefined) return next();
+    if (origin === undefined) {
+      if (req.method === 'OPTIONS') return next(new S3Error('BadRequest', 'Insufficient information. Origin request header needed.'));
+      return next();
+    }
     bucketRules(req.url ?? '/', buckets).then((rules) => {
       if (rules) answerByBucketRules(rules, origin, req, res, next);
       else if (serverWide) serverWide(req, res, next);
@@ -77,9 +81,10 @@ function answerByBucketRules(rules: readonly CorsRule[], origin: string, req: ht
   }
   res.setHeader('Access-Control-Allow-Origin', rule.allowedOrigins.includes('*') ? '*' : origin);
   if (rule.exposeHeaders.length > 0) res.setHeader('Access-Control-Expose-Headers', rule.exposeHeaders.join(', '));
-  if (!preflight) return next();
+  // As S3, the rule's methods and max age on every answer it allows, not only on preflights.
   res.setHeader('Access-Control-Allow-Methods', rule.allowedMethods.join(', '));
-  if (headers.length > 0) res.setHeader('Access-Control-Allow-Headers', headers.join(', '));
   if (rule.maxAgeSeconds !== undefined) res.setHeader('Access-Control-Max-Age', String(rule.maxAgeSeconds));
+  if (!preflight) return next();
+  if (headers.length > 0) res.setHeader('Access-Control-Allow-Headers', headers.join(', '));
   sendStatus(res, 200);
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { S3Error } from '../../../object-model/src/index.js';
 
@@ -5,13 +6,22 @@ import { S3Error } from '../../../object-model/src/index.js';
  * Server-side encryption. Strata stores bytes as they came (the backend's own disk or server encryption
  * is the place for encryption at rest), so a request that asks for SSE-S3, SSE-KMS or SSE-C is refused
  * rather than answered 200 with the object stored in the clear: a client that asked for encryption must
- * not believe it got it. (MinIO without a KMS refuses them the same way.)
+ * not believe it got it. (MinIO without a KMS refuses them the same way.) As S3, the headers are first
+ * checked as S3 checks them: a request S3 would refuse as malformed gets S3's 400, not the 501.
  */
 const WRITES = new Set(['PutObject', 'CopyObject', 'CreateMultipartUpload', 'UploadPart', 'UploadPartCopy', 'PostObject']);
 const READS = new Set(['GetObject', 'HeadObject']);
 
+const SSE = 'x-amz-server-side-encryption';
+const SSE_VALUES = new Set(['AES256', 'aws:kms', 'aws:kms:dsse']);
+/** Headers that only go with `x-amz-server-side-encryption: aws:kms` (or aws:kms:dsse). */
+const KMS_FIELDS = [`${SSE}-aws-kms-key-id`, `${SSE}-context`];
+
+/** A header's or form field's value by lower-case name. */
+type Lookup = (name: string) => string | undefined;
+
 function isEncryptionField(name: string): boolean {
-  return name.startsWith('x-amz-server-side-encryption') || name.startsWith('x-amz-copy-source-server-side-encryption');
+  return name.startsWith(SSE) || name.startsWith('x-amz-copy-source-server-side-encryption');
 }
 
 /** The first encryption header or form field among `names` (lower case), if any. */
@@ -20,23 +30,64 @@ function encryptionAsked(names: Iterable<string>): string | undefined {
   return undefined;
 }
 
-/** NotImplemented when a write's headers or form fields (`names`) ask for encryption. */
-export function refuseEncryptedWrite(names: Iterable<string>): void {
+function invalid(message: string, name: string, value?: string): S3Error {
+  return new S3Error('InvalidArgument', message, { ArgumentName: name, ...(value === undefined ? {} : { ArgumentValue: value }) });
+}
+
+/** The SSE-C triple under `prefix` (the object's or the copy source's), if any of it is there: all three, AES256, a 256-bit key and its MD5. */
+function checkCustomerKey(lookup: Lookup, prefix: string): boolean {
+  const algorithm = lookup(`${prefix}-customer-algorithm`);
+  const key = lookup(`${prefix}-customer-key`);
+  const md5 = lookup(`${prefix}-customer-key-md5`);
+  if (algorithm === undefined && key === undefined && md5 === undefined) return false;
+  const what = 'Requests specifying Server Side Encryption with Customer provided keys must provide';
+  if (algorithm === undefined) throw invalid(`${what} a valid encryption algorithm.`, `${prefix}-customer-algorithm`);
+  if (algorithm !== 'AES256') throw invalid('The encryption algorithm specified is not valid.', `${prefix}-customer-algorithm`, algorithm);
+  if (key === undefined) throw invalid(`${what} an appropriate secret key.`, `${prefix}-customer-key`);
+  const raw = Buffer.from(key, 'base64');
+  if (raw.length !== 32 || raw.toString('base64') !== key) throw invalid('The secret key was invalid for the specified algorithm.', `${prefix}-customer-key`);
+  if (md5 === undefined) throw invalid(`${what} the client calculated MD5 of the secret key.`, `${prefix}-customer-key-md5`);
+  if (createHash('md5').update(raw).digest('base64') !== md5)
+    throw invalid('The calculated MD5 hash of the key did not match the hash that was provided.', `${prefix}-customer-key-md5`);
+  return true;
+}
+
+/** S3's checks of a request's encryption headers (InvalidArgument): a known method, KMS fields only with KMS, SSE-C complete and alone. */
+function checkEncryptionHeaders(lookup: Lookup): void {
+  const method = lookup(SSE);
+  if (method !== undefined && !SSE_VALUES.has(method)) throw invalid(`${method} is not a server-side encryption method.`, SSE, method);
+  const kmsField = KMS_FIELDS.find((name) => lookup(name) !== undefined);
+  if (kmsField && !method?.startsWith('aws:kms'))
+    throw invalid(`Server Side Encryption with AWS KMS managed key requires HTTP header ${SSE} : aws:kms`, kmsField);
+  if (checkCustomerKey(lookup, SSE) && method !== undefined)
+    throw invalid('Server Side Encryption with Customer provided key is incompatible with the encryption method specified', SSE, method);
+  checkCustomerKey(lookup, 'x-amz-copy-source-server-side-encryption');
+}
+
+/** For a write whose headers or form fields (`names`, `lookup`) ask for encryption: S3's 400 when malformed, else NotImplemented. */
+export function refuseEncryptedWrite(names: Iterable<string>, lookup: Lookup): void {
   const asked = encryptionAsked(names);
-  if (asked !== undefined) throw new S3Error('NotImplemented', `Strata does not encrypt objects itself (${asked}); nothing was stored.`);
+  if (asked === undefined) return;
+  checkEncryptionHeaders(lookup);
+  throw new S3Error('NotImplemented', `Strata does not encrypt objects itself (${asked}); nothing was stored.`);
 }
 
 /**
- * NotImplemented for a write that asks for encryption; InvalidRequest for a read that brings a customer
- * key (SSE-C), as S3 answers for an object not encrypted with one.
+ * Writes as refuseEncryptedWrite. Reads (no object here is encrypted): SSE-S3/KMS headers are
+ * InvalidArgument, as S3 answers them on a GET or HEAD; a customer key (SSE-C) is InvalidRequest, as S3
+ * answers for an object not encrypted with one.
  */
 export function refuseServerSideEncryption(operation: string, headers: IncomingHttpHeaders): void {
+  const lookup: Lookup = (name) => {
+    const v = headers[name];
+    return Array.isArray(v) ? v.join(',') : v;
+  };
   if (WRITES.has(operation)) {
-    refuseEncryptedWrite(Object.keys(headers));
+    refuseEncryptedWrite(Object.keys(headers), lookup);
     return;
   }
   if (!READS.has(operation)) return;
-  const asked = encryptionAsked(Object.keys(headers));
-  if (asked?.startsWith('x-amz-server-side-encryption-customer-'))
-    throw new S3Error('InvalidRequest', 'The encryption parameters are not applicable to this object.');
+  const kms = [SSE, ...KMS_FIELDS, `${SSE}-bucket-key-enabled`].find((name) => lookup(name) !== undefined);
+  if (kms) throw invalid(`${kms} is not supported on a ${operation === 'GetObject' ? 'GET' : 'HEAD'} request.`, kms, lookup(kms));
+  if (checkCustomerKey(lookup, SSE)) throw new S3Error('InvalidRequest', 'The encryption parameters are not applicable to this object.');
 }

@@ -81,9 +81,30 @@ export function refuseUnsupportedProperties(operation: string, headers: Record<s
   };
   if (OBJECT_WRITES.has(operation)) {
     refuseUnsupportedObjectProperties(lookup);
+  } else if (operation === 'PutBucketAcl' || operation === 'PutObjectAcl') {
+    // Refused as NotImplemented by their handler, after S3's own check of the canned ACL.
+    const acl = lookup('x-amz-acl');
+    if (acl !== undefined && !CANNED_ACLS.has(acl)) checkAcl(acl, lookup);
   } else if (operation === 'CreateBucket') {
     if (lookup('x-amz-bucket-object-lock-enabled')?.toLowerCase() === 'true')
       throw new S3Error('NotImplemented', 'Strata does not lock objects (x-amz-bucket-object-lock-enabled).');
     checkAcl(lookup('x-amz-acl'), lookup);
   }
+}
+
+/**
+ * Runs each check; S3 validates a request before it refuses what it does not implement, so any other
+ * refusal (a 400) wins over a NotImplemented one, whatever the order of the checks.
+ */
+export function invalidBeforeUnsupported(...checks: (() => void)[]): void {
+  let unsupported: S3Error | undefined;
+  for (const check of checks) {
+    try {
+      check();
+    } catch (err) {
+      if (!(err instanceof S3Error && err.code === 'NotImplemented')) throw err;
+      unsupported ??= err;
+    }
+  }
+  if (unsupported) throw unsupported;
 }

@@ -15,7 +15,7 @@ import {
 } from '../../../object-model/src/index.js';
 import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
 import { PayloadHashCheck } from '../auth/payload-hash.js';
-import { EMPTY_SHA256, sha256Hex } from '../auth/sigv4.js';
+import { EMPTY_SHA256, headerText, sha256Hex } from '../auth/sigv4.js';
 import { state } from '../context.js';
 import { ChecksumCheck, uploadChecksum } from './checksums.js';
 import { type BodyCheck, VerifiedBody } from './verified-body.js';
@@ -60,6 +60,17 @@ export function websiteRedirect(req: http.IncomingMessage): StoredHeaders | unde
 }
 
 /**
+ * Whether the body comes in aws-chunked framing: signed as a stream (x-amz-content-sha256 STREAMING-*),
+ * or (a presigned URL, whose signature says nothing of the body) `Content-Encoding: aws-chunked` with the
+ * x-amz-decoded-content-length every chunked sender gives. `Content-Encoding: aws-chunked` on a plain body
+ * (a client naming the encoding for what it sends whole) is a plain body, as S3 takes it.
+ */
+function isAwsChunked(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  if (state(res).caller?.sigv4?.payload.kind === 'chunked') return true;
+  return /aws-chunked/.test(String(req.headers['content-encoding'] ?? '')) && req.headers['x-amz-decoded-content-length'] !== undefined;
+}
+
+/**
  * The request body as the object's bytes: aws-chunked framing decoded and each chunk signature
  * checked, the signed sha256 checked, and the flexible checksum (x-amz-checksum-*, header or trailer)
  * checked, all while streaming. InvalidRequest at once for checksum headers S3 refuses.
@@ -67,7 +78,7 @@ export function websiteRedirect(req: http.IncomingMessage): StoredHeaders | unde
 export function objectBody(req: http.IncomingMessage, res: http.ServerResponse, opts: { checksum?: boolean } = {}): ObjectUpload {
   const sig = state(res).caller?.sigv4;
   const payload = sig?.payload;
-  const chunked = payload?.kind === 'chunked' || /aws-chunked/.test(String(req.headers['content-encoding'] ?? ''));
+  const chunked = isAwsChunked(req, res);
   const requested = opts.checksum === false ? undefined : uploadChecksum(req.headers, chunked);
   const streams: Array<Readable | Transform> = [req];
   const checks: BodyCheck[] = [];
@@ -95,8 +106,7 @@ export function objectBody(req: http.IncomingMessage, res: http.ServerResponse, 
 
 /** Length of the object's bytes: x-amz-decoded-content-length for aws-chunked, else Content-Length. */
 export function objectLength(req: http.IncomingMessage, res: http.ServerResponse): number {
-  const payload = state(res).caller?.sigv4?.payload;
-  const chunked = payload?.kind === 'chunked' || /aws-chunked/.test(String(req.headers['content-encoding'] ?? ''));
+  const chunked = isAwsChunked(req, res);
   const raw = chunked ? req.headers['x-amz-decoded-content-length'] : req.headers['content-length'];
   if (raw === undefined || Array.isArray(raw) || !/^\d+$/.test(raw)) throw new S3Error('MissingContentLength');
   const n = Number(raw);
@@ -161,9 +171,32 @@ export function contentMd5(req: http.IncomingMessage): string | undefined {
   return v;
 }
 
-/** x-amz-meta-* headers → {name: value} (names lower case, prefix removed), at most MAX_METADATA_BYTES. */
+/** x-amz-meta-* headers → {name: value} (names lower case, prefix removed, values as UTF-8 text), at most MAX_METADATA_BYTES. */
 export function userMetadata(req: http.IncomingMessage): Record<string, string> {
-  return userMetadataOf(Object.entries(req.headers));
+  return userMetadataOf(Object.entries(req.headers).map(([name, v]) => [name, Array.isArray(v) ? v.map(headerText) : v && headerText(v)]));
+}
+
+/** An RFC 2047 encoded word in UTF-8 (`=?UTF-8?B?...?=` or `=?UTF-8?Q?...?=`). */
+const ENCODED_WORD = /=\?utf-8\?([bq])\?([^?]*)\?=/gi;
+
+/**
+ * A user metadata value as S3 keeps it: RFC 2047 encoded words (UTF-8) decoded before it is stored; and
+ * as S3 answers it (metadataHeaderValue), encoded again when it is not US-ASCII, so that it is mail-safe.
+ */
+function decodeEncodedWords(value: string): string {
+  return value.replace(ENCODED_WORD, (_, kind: string, text: string) =>
+    kind.toLowerCase() === 'b'
+      ? Buffer.from(text, 'base64').toString('utf8')
+      : Buffer.from(
+          text.replace(/_/g, ' ').replace(/=([0-9a-f]{2})/gi, (_m, h: string) => String.fromCharCode(parseInt(h, 16))),
+          'latin1',
+        ).toString('utf8'),
+  );
+}
+
+/** A stored user metadata value as the header S3 answers: US-ASCII as is, anything else one RFC 2047 encoded word. */
+export function metadataHeaderValue(value: string): string {
+  return /^\p{ASCII}*$/u.test(value) ? value : `=?UTF-8?B?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }
 
 /** `x-amz-tagging` (URL-encoded `k1=v1&k2=v2`), checked as S3 checks it; undefined when absent. */
@@ -185,7 +218,7 @@ export function partNumberOf(query: URLSearchParams): number {
 export function userMetadataOf(entries: Iterable<[string, string | string[] | undefined]>): Record<string, string> {
   const meta: Record<string, string> = {};
   for (const [name, value] of entries) {
-    if (name.startsWith('x-amz-meta-')) meta[name.slice('x-amz-meta-'.length)] = Array.isArray(value) ? value.join(',') : (value ?? '');
+    if (name.startsWith('x-amz-meta-')) meta[name.slice('x-amz-meta-'.length)] = decodeEncodedWords(Array.isArray(value) ? value.join(',') : (value ?? ''));
   }
   checkUserMetadata(meta);
   return meta;

@@ -17,11 +17,11 @@ import { postObject } from '../handlers/post-object.js';
 import { presign } from '../handlers/presign.js';
 import { notImplemented } from '../handlers/unsupported.js';
 import { refuseServerSideEncryption } from './encryption.js';
-import { refuseUnsupportedProperties } from './object-properties.js';
+import { invalidBeforeUnsupported, refuseUnsupportedProperties } from './object-properties.js';
 import type { S3Handler } from './operation.js';
 import { discard } from './request.js';
 
-/** Bucket subresources Strata does not implement (by design: no versioning, policy, lock...). */
+/** Bucket subresources Strata does not implement (by design: no versioning, policy, lock...); GETs of most answer as unset (unsetConfig). */
 const UNSUPPORTED_BUCKET = [
   'policy',
   'object-lock',
@@ -52,6 +52,12 @@ interface Route {
 function unsupportedSubresource(query: URLSearchParams, names: string[]): Route | undefined {
   const name = names.find((n) => query.has(n));
   return name ? { operation: `Unsupported:${name}`, handler: notImplemented(`?${name}`) } : undefined;
+}
+
+/** GET of a configuration no bucket has here (policy, encryption, logging...): S3's answer for an unset one. */
+function unsetConfig(query: URLSearchParams): Route | undefined {
+  const name = configs.UNSET_CONFIGS.find((n) => query.has(n));
+  return name ? { operation: configs.unsetConfigOperation(name), handler: configs.getUnsetConfig(name) } : undefined;
 }
 
 /** Pick the S3 operation from method, bucket/key presence and subresources (the S3 REST rules). */
@@ -94,6 +100,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('uploads')) return { operation: 'ListMultipartUploads', handler: multipart.listMultipartUploads };
         if (query.has('versions')) return { operation: 'ListObjectVersions', handler: list.listObjectVersions };
         return (
+          unsetConfig(query) ??
           unsupportedSubresource(query, UNSUPPORTED_BUCKET) ??
           (query.get('list-type') === '2'
             ? { operation: 'ListObjectsV2', handler: list.listObjectsV2 }
@@ -194,8 +201,10 @@ export function s3Endpoint(deps: GatewayDeps) {
       try {
         // Every operation on a key, reads included: a key no write accepts never reaches a lookup.
         if (key) assertObjectKey(key);
-        refuseServerSideEncryption(route.operation, req.headers);
-        refuseUnsupportedProperties(route.operation, req.headers);
+        invalidBeforeUnsupported(
+          () => refuseServerSideEncryption(route.operation, req.headers),
+          () => refuseUnsupportedProperties(route.operation, req.headers),
+        );
       } catch (err) {
         discard(req);
         throw err;

@@ -6,10 +6,19 @@ const DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
 
 const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: '@_', suppressEmptyNode: false, processEntities: true });
 
-/** Render one S3 XML document; `undefined` fields are left out, arrays repeat the element. */
+/** C0 control characters: XML 1.0 cannot carry most of them raw, and a parser turns a raw CR into LF. */
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0001-\u001f]/g;
+
+/**
+ * Render one S3 XML document; `undefined` fields are left out, arrays repeat the element. Control
+ * characters in text (keys may hold them) are written as character references (`&#xA;`), as S3 writes
+ * them; the markup itself holds none.
+ */
 export function renderXml(root: string, body: Record<string, unknown>, withNamespace = true): string {
   const content = withNamespace ? { '@_xmlns': S3_NS, ...prune(body) } : prune(body);
-  return DECLARATION + (builder.build({ [root]: content }) as string);
+  const xml = builder.build({ [root]: content }) as string;
+  return DECLARATION + xml.replace(CONTROL_CHARACTERS, (c) => `&#x${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')};`);
 }
 
 function prune(value: Record<string, unknown>): Record<string, unknown> {
