@@ -378,6 +378,17 @@ export class ClusterState extends EventEmitter {
   /** Custom resources: schema defaults applied, invalid objects refused as the API server does. */
   private validate(t: ResourceType, obj: KubeObject): void {
     checkMicroTimes(t, obj);
+    // ValidateOwnerReferences: every reference names its owner completely, uid included.
+    for (const ref of obj.metadata.ownerReferences ?? []) {
+      for (const field of ['apiVersion', 'kind', 'name', 'uid'] as const) {
+        if (!ref[field])
+          throw new ApiError(
+            422,
+            'Invalid',
+            `${t.kind}.${t.group} "${obj.metadata.name}" is invalid: metadata.ownerReferences.${field}: Invalid value: "": ${field} must not be empty`,
+          );
+      }
+    }
     const problems = this.schemas.check(apiVersionOf(t), t.kind, obj);
     if (problems.length) throw new ApiError(422, 'Invalid', `${t.kind}.${t.group} "${obj.metadata.name}" is invalid: ${problems.join('; ')}`);
   }
