@@ -61,7 +61,16 @@ describe('Bucket: the bucket name and backend it was made with', () => {
     await bucketReady(h.kube, { deletionPolicy: 'Delete' });
     expect(getBucket(h).metadata.annotations?.[BOUND_ANNOTATIONS.bucketName]).to.equal('photos');
 
-    // An API server that skips CEL (or a CRD from before the rule) lets the edit through: the operator refuses it.
+    // The API server refuses the edits...
+    for (const [spec, message] of [
+      [{ bucketName: 'renamed' }, 'spec.bucketName cannot be set or removed after creation'],
+      [{ backend: { kind: 'minio', endpoint: 'http://minio:9000' } }, 'spec.backend cannot be changed'],
+    ] as const) {
+      const refused = await h.kube.mergePatch(BUCKET, { spec }).catch((e: unknown) => e);
+      expect(String((refused as { body?: unknown }).body ?? refused)).to.contain(message);
+    }
+    // ...and where it lets them through (a CRD from before the rules), the operator refuses them.
+    h.fake.state.celTransitionRules = false;
     await h.kube.mergePatch(BUCKET, { spec: { bucketName: 'renamed' } });
     await eventually(() => {
       expect(condition(h, 'Ready')).to.include({ status: 'False', reason: 'ImmutableFieldChanged' });
