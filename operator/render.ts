@@ -9,6 +9,7 @@ import {
   imageIndexSpec,
   modelServerSpec,
   nameProblem,
+  REQUIRED_ROOT_FIELDS,
   type Bucket,
   type CustomResourceKind,
   type ImageIndex,
@@ -43,9 +44,27 @@ interface ParsedResource {
   spec: unknown;
 }
 
-/** The Strata resources of a multi-document YAML text, checked as the controllers check them. */
-export function parseResources(text: string, namespace: string): ParsedResource[] {
+/** What a resource file holds: Strata resources, and objects of other kinds (passed through as given). */
+export interface ParsedInput {
+  resources: ParsedResource[];
+  foreign: Manifest[];
+}
+
+/**
+ * `generate`: the stack's Secrets with fresh values, as the operator creates them (they differ on
+ * every render). `omit`: no Secret the operator generates or derives from generated values, so that
+ * the output is the same on every render and applying it never rotates a credential.
+ */
+export type SecretsMode = 'omit' | 'generate';
+export const SECRETS_MODES: readonly SecretsMode[] = ['omit', 'generate'];
+
+/**
+ * The Strata resources of a multi-document YAML text, checked as the API server checks them against
+ * the CRDs (whose schemas are generated from the same zod schemas) and as the controllers check them.
+ */
+export function parseResources(text: string, namespace: string): ParsedInput {
   const parsed: ParsedResource[] = [];
+  const foreign: Manifest[] = [];
   parseAllDocuments(text).forEach((doc, i) => {
     const where = `document ${i + 1}`;
     if (doc.errors.length > 0) throw new RenderInputError(`${where}: not YAML: ${doc.errors[0]!.message}`);
@@ -53,8 +72,17 @@ export function parseResources(text: string, namespace: string): ParsedResource[
     if (value === null || value === undefined) return; // an empty document ("---" at the end)
     if (typeof value !== 'object' || Array.isArray(value)) throw new RenderInputError(`${where}: not a Kubernetes object`);
     const obj = value as Partial<KubeObject> & { spec?: unknown };
+    if (obj.apiVersion !== API_VERSION) {
+      if (typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string')
+        throw new RenderInputError(`${where}: not a Kubernetes object (no apiVersion or kind)`);
+      // Namespaced as the file's Strata resources are (they refer to one another by name).
+      if (obj.metadata?.namespace !== undefined && obj.metadata.namespace !== namespace)
+        throw new RenderInputError(`${where} (${obj.kind}): metadata.namespace ${obj.metadata.namespace} differs from --namespace ${namespace}`);
+      foreign.push({ ...obj, metadata: { ...obj.metadata, namespace } } as Manifest);
+      return;
+    }
     const kind = KINDS.find((k) => k.def.kind === obj.kind);
-    if (obj.apiVersion !== API_VERSION || !kind) {
+    if (!kind) {
       throw new RenderInputError(
         `${where}: ${obj.apiVersion ?? '(no apiVersion)'} ${obj.kind ?? '(no kind)'} is not a Strata resource (${API_VERSION} ` +
           `${KINDS.map((k) => k.def.kind).join(', ')})`,
@@ -68,7 +96,9 @@ export function parseResources(text: string, namespace: string): ParsedResource[
     }
     const badName = nameProblem(kind.def, name);
     if (badName) throw new RenderInputError(`${at}: ${badName}`);
-    const spec = kind.spec.safeParse(obj.spec ?? {});
+    const missing = REQUIRED_ROOT_FIELDS.filter((f) => obj[f] === undefined || obj[f] === null);
+    if (missing.length) throw new RenderInputError(`${at}: ${missing.join(', ')}: Required value`);
+    const spec = kind.spec.safeParse(obj.spec);
     if (!spec.success) throw new RenderInputError(`${at}: invalid spec: ${spec.error.message}`);
     if (parsed.some((p) => p.resource.kind === obj.kind && p.resource.metadata.name === name)) throw new RenderInputError(`${at}: appears twice`);
     parsed.push({
@@ -76,22 +106,22 @@ export function parseResources(text: string, namespace: string): ParsedResource[
       spec: spec.data,
     });
   });
-  return parsed;
+  return { resources: parsed, foreign };
 }
 
 /**
  * What the operator applies in `namespace` for these resources, rendered by the controllers' own
- * functions. The stack's Secrets carry freshly generated values, as the operator generates them when
- * it creates them; resources without a uid get owner references with an empty uid.
+ * functions. Owner references go only to resources with a uid (an API server refuses an empty one;
+ * the operator adds them when it reconciles). Secrets: see SecretsMode.
  */
-export function renderResources(resources: ParsedResource[], namespace: string, settings: OperatorSettings): RenderedObject[] {
+export function renderResources(resources: ParsedResource[], namespace: string, settings: OperatorSettings, secrets: SecretsMode = 'omit'): RenderedObject[] {
   const out: RenderedObject[] = [];
   const buckets = resources.filter((r) => r.resource.kind === BUCKET_KIND.kind).map((r) => r.resource as Bucket);
   if (buckets.length > 0) {
-    const secrets = renderStackSecrets(namespace);
-    const backing = secrets.find((s) => s.metadata.name === STACK.backingSecret);
+    const generated = renderStackSecrets(namespace);
+    const backing = generated.find((s) => s.metadata.name === STACK.backingSecret);
     if (!backing) throw new Error(`Secret ${STACK.backingSecret} was not rendered`);
-    for (const obj of [...secrets, renderFlowRulesConfigMap(namespace)]) out.push({ object: obj, createOnce: true });
+    for (const obj of [...generated, renderFlowRulesConfigMap(namespace)]) out.push({ object: obj, createOnce: true });
     const stack = renderStorageStack(namespace, sharedOwnerRefs(buckets), settings, backingCredentials(backing as { stringData?: Record<string, string> }));
     for (const obj of stack) out.push({ object: obj, createOnce: false });
   }
@@ -102,5 +132,22 @@ export function renderResources(resources: ParsedResource[], namespace: string, 
       for (const obj of renderModelServer(resource as ModelServer, spec as never, settings)) out.push({ object: obj, createOnce: false });
     }
   }
-  return out;
+  return out
+    .filter(({ object }) => secrets === 'generate' || object.kind !== 'Secret')
+    .map(({ object, createOnce }) => ({ object: withoutUidlessOwners(object), createOnce }));
+}
+
+/** The Secrets `--secrets=omit` leaves out of what renderResources would render for these resources. */
+export function omittedSecrets(resources: ParsedResource[], namespace: string, settings: OperatorSettings): string[] {
+  return renderResources(resources, namespace, settings, 'generate')
+    .filter(({ object }) => object.kind === 'Secret')
+    .map(({ object }) => object.metadata.name);
+}
+
+function withoutUidlessOwners(object: Manifest): Manifest {
+  const owners = object.metadata.ownerReferences;
+  if (!owners) return object;
+  const kept = owners.filter((o) => o.uid);
+  const { ownerReferences: _dropped, ...rest } = object.metadata;
+  return { ...object, metadata: kept.length ? { ...rest, ownerReferences: kept } : rest };
 }

@@ -32,6 +32,8 @@ export class SharedInformer {
   private readonly api: KubernetesObjectApi;
   private readonly watcher: Watch;
   private resourceVersion = '';
+  /** Bumped whenever the cache is replaced or the informer stops: events of older watches are dropped. */
+  private generation = 0;
   private request?: AbortController;
   private restartTimer?: NodeJS.Timeout;
   private running = false;
@@ -62,14 +64,14 @@ export class SharedInformer {
   /** Resolves once the first list is in the cache and the watch is open. */
   async start(): Promise<void> {
     this.running = true;
-    await this.relist(false);
-    await this.watch();
+    await this.listAndWatch(false);
     this.synced = true;
   }
 
   stop(): void {
     this.running = false;
     this.synced = false;
+    this.generation++;
     if (this.restartTimer) clearTimeout(this.restartTimer);
     this.request?.abort();
     this.request = undefined;
@@ -78,35 +80,56 @@ export class SharedInformer {
   /** Relist into the cache and tell the handlers of every object (level-based safety net). */
   async resync(): Promise<void> {
     if (!this.running) return;
-    await this.relist(true);
+    await this.listAndWatch(true);
   }
 
-  private async relist(notifyAll: boolean): Promise<void> {
+  /**
+   * client-go's ListAndWatch: list, replace the cache with the list in one step, and watch from the
+   * list's resource version. A watch still open is dropped at that moment and whatever it delivers
+   * afterwards ignored: the list may be older than events that watch already delivered (a deletion
+   * during the list), and laying it over them would resurrect objects; the new watch replays every
+   * change after the list instead. A failed list leaves the cache and the open watch as they were.
+   */
+  private async listAndWatch(notifyAll: boolean): Promise<void> {
     const { apiVersion, kind, namespace, labelSelector, fieldSelector } = this.scope;
     const list = await this.api.list(apiVersion, kind, namespace, undefined, undefined, undefined, fieldSelector, labelSelector);
-    const seen = new Set<string>();
-    for (const item of list.items) {
-      const obj = { ...item, apiVersion, kind } as KubernetesObject;
-      const key = keyOf(obj);
-      seen.add(key);
-      const previous = this.objects.get(key);
-      this.objects.set(key, obj);
-      if (notifyAll || previous?.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.notify(obj);
-    }
-    for (const [key, obj] of this.objects) {
-      if (seen.has(key)) continue;
-      this.objects.delete(key);
-      this.notify(obj);
-    }
+    if (!this.running) return;
+    const generation = ++this.generation;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.request?.abort();
+    this.request = undefined;
+    this.replace(
+      list.items.map((item) => ({ ...item, apiVersion, kind }) as KubernetesObject),
+      notifyAll,
+    );
     this.resourceVersion = list.metadata?.resourceVersion ?? '';
+    try {
+      await this.watch(generation);
+    } catch (err) {
+      // The first start reports the failure; later the informer keeps trying, as after a watch ends.
+      if (!this.synced) throw err;
+      this.restart(err ?? new Error('watch failed'), generation);
+    }
   }
 
-  private async watch(): Promise<void> {
+  private replace(items: KubernetesObject[], notifyAll: boolean): void {
+    const previous = new Map(this.objects);
+    this.objects.clear();
+    for (const obj of items) this.objects.set(keyOf(obj), obj);
+    for (const obj of items) {
+      if (notifyAll || previous.get(keyOf(obj))?.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.notify(obj);
+    }
+    for (const [key, obj] of previous) if (!this.objects.has(key)) this.notify(obj);
+  }
+
+  private async watch(generation: number): Promise<void> {
     const { apiVersion, kind, namespace, labelSelector, fieldSelector } = this.scope;
     const query: Record<string, string> = { resourceVersion: this.resourceVersion, allowWatchBookmarks: 'true' };
     if (labelSelector) query.labelSelector = labelSelector;
     if (fieldSelector) query.fieldSelector = fieldSelector;
+    const current = () => this.running && generation === this.generation;
     const onEvent = (phase: string, raw: KubernetesObject & { code?: number }) => {
+      if (!current()) return;
       if (phase === 'ERROR') {
         if (raw.code === 410) this.resourceVersion = '';
         return;
@@ -117,21 +140,26 @@ export class SharedInformer {
       this.resourceVersion = obj.metadata?.resourceVersion ?? this.resourceVersion;
       if (phase !== 'BOOKMARK') this.notify(obj);
     };
-    this.request = await this.watcher.watch(restPath(this.scope, namespace), query, onEvent, (err: unknown) => this.restart(err));
+    const request = await this.watcher.watch(restPath(this.scope, namespace), query, onEvent, (err: unknown) => {
+      if (current()) this.restart(err, generation);
+    });
+    // A relist replaced this watch while it was opening: it is not wanted any more.
+    if (current()) this.request = request;
+    else request.abort();
   }
 
   /** The watch ended: resume it (relisting first when the resource version expired), after a pause on errors. */
-  private restart(err: unknown): void {
-    if (!this.running) return;
+  private restart(err: unknown, generation: number): void {
+    if (!this.running || generation !== this.generation) return;
     if (err) this.logger.warn({ err: err instanceof Error ? err.message : err, kind: this.scope.kind }, 'watch failed, restarting');
     this.restartTimer = setTimeout(
       () => {
-        if (!this.running) return;
+        if (!this.running || generation !== this.generation) return;
         const resume = async () => {
-          if (!this.resourceVersion) await this.relist(false);
-          await this.watch();
+          if (!this.resourceVersion) await this.listAndWatch(false);
+          else await this.watch(generation);
         };
-        resume().catch((e: unknown) => this.restart(e ?? new Error('watch restart failed')));
+        resume().catch((e: unknown) => this.restart(e ?? new Error('watch restart failed'), this.generation));
       },
       err ? 1000 : 0,
     );

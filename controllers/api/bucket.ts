@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { commonStatus, secretKeyRef, type CustomResource } from './common.js';
 
+/** A CEL transition rule: the field keeps the value it was created with (the reconciler checks the same). */
+const IMMUTABLE = (field: string, why: string) => ({ rule: 'self == oldSelf', message: `${field} cannot be changed: ${why}` });
+
 export const bucketBackend = z
   .object({
     kind: z.enum(['fs', 'minio', 'cloud']).default('fs').describe('fs: the data plane volume; minio: any S3-compatible server; cloud: a cloud object store.'),
@@ -20,6 +23,7 @@ export const bucketBackend = z
         rule: "self.kind == 'fs' || (has(self.accessKeySecretRef) && has(self.secretKeySecretRef))",
         message: 'minio and cloud backends need accessKeySecretRef and secretKeySecretRef',
       },
+      IMMUTABLE('spec.backend', 'the bytes stay where the bucket was created'),
     ],
   })
   .describe('Where the bucket keeps its bytes.');
@@ -104,8 +108,9 @@ export const bucketSpec = z
     bucketName: z
       .string()
       .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/)
+      .meta({ 'x-kubernetes-validations': [IMMUTABLE('spec.bucketName', 'a new name would leave the old bucket behind')] })
       .optional()
-      .describe('S3 bucket name; defaults to metadata.name.'),
+      .describe('S3 bucket name; defaults to metadata.name. Cannot be changed.'),
     backend: bucketBackend.default({ kind: 'fs', region: 'us-east-1', useSSL: true }),
     deletionPolicy: z
       .enum(['Retain', 'Delete'])
@@ -139,6 +144,11 @@ export const bucketSpec = z
       .describe(
         "CORS rules of the bucket, for browser applications. Set, the operator keeps the bucket's rules equal to these; unset, they are left as they are.",
       ),
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: 'has(self.bucketName) == has(oldSelf.bucketName)', message: 'spec.bucketName cannot be set or removed after creation' },
+    ],
   })
   .describe("A bucket in the namespace's Strata object store.");
 

@@ -18,6 +18,19 @@ export const resourceRequirements = z
   })
   .describe('CPU and memory requests and limits for the pods, as in a container spec.');
 
+/** Requests and limits the operator sets when a spec gives none (never BestEffort: first evicted, unbounded memory, refused under a quota). */
+export function defaultedResources(defaults: { requests: Record<string, string>; limits: Record<string, string> }) {
+  const text = (r: Record<string, string>) =>
+    Object.entries(r)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+  return resourceRequirements
+    .optional()
+    .describe(
+      `CPU and memory requests and limits for the pods, as in a container spec. Unset: requests ${text(defaults.requests)}; limits ${text(defaults.limits)}.`,
+    );
+}
+
 export const toleration = z.object({
   key: z.string().optional(),
   operator: z.enum(['Exists', 'Equal']).optional(),

@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import { commonStatus, gpuRequest, resourceRequirements, type CustomResource } from './common.js';
+import { commonStatus, defaultedResources, gpuRequest, type CustomResource } from './common.js';
+
+/** An index worker's pods when spec.resources is unset: the CLIP model and the FAISS index in memory. */
+export const INDEX_WORKER_DEFAULT_RESOURCES = { requests: { cpu: '500m', memory: '1Gi' }, limits: { memory: '4Gi' } };
 
 const oneOfPathOrBucket = (what: string) => [{ rule: 'has(self.directory) != has(self.bucket)', message: `${what}: set exactly one of directory or bucket` }];
 
@@ -32,7 +35,7 @@ export const imageIndexSpec = z.object({
   bufferThreshold: z.number().int().min(1).default(1000).describe('Buffered vectors that trigger an automatic merge.'),
   autoMerge: z.boolean().default(true).describe('Run a merge Job when the buffer exceeds bufferThreshold.'),
   gpu: gpuRequest.default({ enabled: false, count: 1, resourceName: 'nvidia.com/gpu' }),
-  resources: resourceRequirements.optional(),
+  resources: defaultedResources(INDEX_WORKER_DEFAULT_RESOURCES),
   storage: z
     .object({
       size: z.string().default('10Gi').describe('Size of the index state volume.'),

@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import { commonStatus, gpuRequest, resourceRequirements, type CustomResource } from './common.js';
+import { commonStatus, defaultedResources, gpuRequest, type CustomResource } from './common.js';
+
+/** A model server's pods when spec.resources is unset: the built-in models need a few hundred MiB. */
+export const MODEL_SERVER_DEFAULT_RESOURCES = { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '1Gi' } };
 
 export const modelServerSpec = z.object({
   model: z
@@ -11,7 +14,7 @@ export const modelServerSpec = z.object({
     .describe('The model to serve.'),
   replicas: z.number().int().min(0).max(100).default(1),
   port: z.number().int().min(1).max(65535).default(8000),
-  resources: resourceRequirements.optional(),
+  resources: defaultedResources(MODEL_SERVER_DEFAULT_RESOURCES),
   gpu: gpuRequest.default({ enabled: false, count: 1, resourceName: 'nvidia.com/gpu' }),
   image: z.string().optional().describe('Container image; the operator default when unset.'),
   truncatePrompt: z

@@ -38,6 +38,9 @@ export function openApiSchemaOf(type: z.ZodType): Schema {
   return toStructuralSchema(z.toJSONSchema(type, { target: 'openapi-3.0', io: 'input' }));
 }
 
+/** Top-level fields every Strata resource must have (the CRD's root schema requires them). */
+export const REQUIRED_ROOT_FIELDS = ['spec'] as const;
+
 /** The CustomResourceDefinition object for one kind. */
 export function renderCrd(def: CustomResourceKind): Schema {
   return {
@@ -68,7 +71,7 @@ export function renderCrd(def: CustomResourceKind): Schema {
           schema: {
             openAPIV3Schema: {
               type: 'object',
-              required: ['spec'],
+              required: [...REQUIRED_ROOT_FIELDS],
               'x-kubernetes-validations': nameValidations(def),
               properties: {
                 apiVersion: { type: 'string' },

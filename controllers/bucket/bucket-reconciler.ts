@@ -25,6 +25,12 @@ import { backingCredentials, renderStackSecrets, secretValue } from './stack-sec
 import { STACK } from './stack-names.js';
 
 export const BUCKET_FINALIZER = 'strata.dev/bucket';
+/**
+ * The bucket name and backend a Bucket's bucket was made with, recorded with its finalizer (status is
+ * not memory). They never change (the CRD refuses edits; this is the same rule for objects created
+ * before it, or API servers that skip CEL): a changed spec is refused, never acted on.
+ */
+export const BOUND_ANNOTATIONS = { bucketName: 'strata.dev/bucket-name', backend: 'strata.dev/backend' } as const;
 
 interface Secret extends KubeObject {
   data?: Record<string, string>;
@@ -60,10 +66,15 @@ export class BucketReconciler implements Reconciler {
     if (isBeingDeleted(bucket)) return this.finalize(bucket, bucketSpec.safeParse(bucket.spec ?? {}).data);
     const spec = await checkedSpec(this.kube, this.events, bucket, bucketSpec);
     if (!spec) return {};
-    const bucketName = spec.bucketName ?? bucket.metadata.name;
+    const bucketName = resolvedName(bucket);
     const endpoint = `http://${serviceHost(this.settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}/${bucketName}`;
     const status = (state: 'progressing' | 'degraded', reason: string, message: string) =>
       writeStatus(this.kube, this.events, bucket, { fields: { bucketName, endpoint }, state, reason, message });
+    const changed = immutableChange(bucket, spec);
+    if (changed) {
+      await status('degraded', 'ImmutableFieldChanged', changed);
+      return { requeueAfterMs: REFRESH_MS };
+    }
 
     let live: Bucket[];
     try {
@@ -106,8 +117,17 @@ export class BucketReconciler implements Reconciler {
       // The finalizer is the record that the bucket may exist in the object store (never the status):
       // added just before the bucket is made, so a resource deleted before then goes at once, and
       // one deleted after it never goes without its deletion policy applied.
-      if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) {
-        await this.kube.mergePatch(refOf(bucket), { metadata: { finalizers: [...(bucket.metadata.finalizers ?? []), BUCKET_FINALIZER] } });
+      // With the resourceVersion read: a concurrent change (another finalizer) conflicts and is read
+      // again, instead of this list replacing it.
+      const annotations = bucket.metadata.annotations ?? {};
+      if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER) || annotations[BOUND_ANNOTATIONS.bucketName] === undefined) {
+        await this.kube.mergePatch(refOf(bucket), {
+          metadata: {
+            resourceVersion: bucket.metadata.resourceVersion,
+            finalizers: [...(bucket.metadata.finalizers ?? []).filter((f) => f !== BUCKET_FINALIZER), BUCKET_FINALIZER],
+            annotations: { [BOUND_ANNOTATIONS.bucketName]: bucketName, [BOUND_ANNOTATIONS.backend]: JSON.stringify(spec.backend) },
+          },
+        });
       }
       const outcome = await service.ensureBucket(bucketName, backend);
       if (outcome === 'created') await this.events.event(bucket, 'Normal', 'BucketCreated', `bucket ${bucketName} created on the ${backend.kind} backend`);
@@ -223,7 +243,7 @@ export class BucketReconciler implements Reconciler {
   /** The resource is going: apply the deletion policy, then let it go. */
   private async finalize(bucket: Bucket, spec: BucketSpec | undefined): Promise<ReconcileResult> {
     if (!bucket.metadata.finalizers?.includes(BUCKET_FINALIZER)) return {};
-    const bucketName = spec?.bucketName ?? bucket.metadata.name;
+    const bucketName = resolvedName(bucket);
     const namespace = bucket.metadata.namespace ?? '';
     const others = (await this.kube.list<Bucket>(this.primary.apiVersion, this.primary.kind, namespace)).filter(
       (b) => b.metadata.uid !== bucket.metadata.uid && !isBeingDeleted(b) && resolvedName(b) === bucketName,
@@ -264,9 +284,22 @@ async function stackGivenUpReason(kube: KubeClient, bucket: Bucket, namespace: s
   return undefined;
 }
 
-/** The object-store bucket a Bucket resource names (spec.bucketName, else its own name). */
+/** The object-store bucket a Bucket resource names: the one it was made with, else spec.bucketName, else its own name. */
 function resolvedName(b: Bucket): string {
-  return (b.spec as { bucketName?: string } | undefined)?.bucketName ?? b.metadata.name;
+  return b.metadata.annotations?.[BOUND_ANNOTATIONS.bucketName] ?? (b.spec as { bucketName?: string } | undefined)?.bucketName ?? b.metadata.name;
+}
+
+/** What an edit changed of the fields a Bucket was made with (undefined: nothing). */
+function immutableChange(b: Bucket, spec: BucketSpec): string | undefined {
+  const bound = b.metadata.annotations ?? {};
+  const name = spec.bucketName ?? b.metadata.name;
+  const boundName = bound[BOUND_ANNOTATIONS.bucketName];
+  if (boundName !== undefined && boundName !== name)
+    return `spec.bucketName cannot be changed: this resource manages bucket ${boundName} (set it back; ${name} is not created)`;
+  const boundBackend = bound[BOUND_ANNOTATIONS.backend];
+  if (boundBackend !== undefined && boundBackend !== JSON.stringify(spec.backend))
+    return `spec.backend cannot be changed: bucket ${boundName ?? name} was made on ${boundBackend} (set it back)`;
+  return undefined;
 }
 
 /** Whether `a` claimed its name before `b`: older first, the resource name breaks ties. */

@@ -87,6 +87,8 @@ interface ServerSpec {
   extraVolumes?: object[];
   extraMounts?: object[];
   readiness: object;
+  /** Fails only when the server no longer answers (a server still starting or recovering is alive). */
+  liveness: object;
   storage: string;
 }
 
@@ -122,6 +124,7 @@ function server(s: ServerSpec, namespace: string, owners: OwnerReference[]): Man
                 env: s.env,
                 ports: [{ ...s.port, protocol: 'TCP' }],
                 readinessProbe: s.readiness,
+                livenessProbe: s.liveness,
                 resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } },
                 volumeMounts: [{ name: 'data', mountPath: s.volumeMountPath }, ...(s.extraMounts ?? [])],
                 securityContext: RESTRICTED_CONTAINER_SECURITY,
@@ -183,6 +186,14 @@ export function renderBackingServices(
       extraVolumes: [{ name: 'config', configMap: { name: STACK.postgresConfig } }],
       extraMounts: [{ name: 'config', mountPath: hbaDir, readOnly: true }],
       readiness: { exec: { command: ['pg_isready', '-U', identity.role, '-d', identity.database, '-h', '127.0.0.1'] }, periodSeconds: 5 },
+      // pg_isready exits 1 while the server rejects connections (starting, replaying WAL) and 2 when
+      // nothing answers: only the latter is a dead server.
+      liveness: {
+        exec: { command: ['sh', '-c', `pg_isready -h 127.0.0.1 -p ${STACK.postgres.port} -t 5; [ $? -ne 2 ]`] },
+        periodSeconds: 10,
+        timeoutSeconds: 10,
+        failureThreshold: 6,
+      },
       storage: settings.dataVolumeSize,
     };
     out.push(...server({ ...common, name: STACK.postgres.name, env: pgEnv }, namespace, owners));
@@ -234,6 +245,14 @@ export function renderBackingServices(
           ],
           volumeMountPath: '/var/lib/rabbitmq',
           readiness: { exec: { command: ['rabbitmq-diagnostics', '-q', 'check_port_connectivity'] }, periodSeconds: 10, timeoutSeconds: 10 },
+          // The node's runtime answers (the RabbitMQ docs' liveness check); boot takes up to a minute.
+          liveness: {
+            exec: { command: ['rabbitmq-diagnostics', '-q', 'ping'] },
+            initialDelaySeconds: 60,
+            periodSeconds: 30,
+            timeoutSeconds: 15,
+            failureThreshold: 3,
+          },
           storage: '2Gi',
         },
         namespace,

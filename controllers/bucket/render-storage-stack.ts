@@ -222,8 +222,11 @@ export function renderStorageStack(
       STRATA_AMQP_URL: b64(urls.amqpUrl),
     },
   };
+  // The generated passwords never change, so the hash leaves them out: `operator render`, which has
+  // no cluster to read them from, computes the same hash as the operator.
+  const withoutPasswords = backingUrls(namespace, settings, identity, { postgresPassword: '', rabbitmqPassword: '' }, providers);
   const configHash = createHash('sha256')
-    .update(JSON.stringify([config.data, platform.data]))
+    .update(JSON.stringify([config.data, withoutPasswords]))
     .digest('hex')
     .slice(0, 16);
   const dataVolume: Manifest = {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ImageIndex, ImageIndexSpec } from '../api/index.js';
+import { INDEX_WORKER_DEFAULT_RESOURCES, type ImageIndex, type ImageIndexSpec } from '../api/index.js';
 import { STACK } from '../bucket/stack-names.js';
 import { stackIdentity } from '../bucket/stack-identity.js';
 import { gpuServicePodTemplate, httpService } from '../support/gpu.js';
@@ -117,6 +117,7 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
           ...(spec.gpu.enabled ? [{ name: 'IMAGE_SEARCH_EXECUTION_PROVIDER', value: 'cuda' }] : []),
           ...sourceEnv(spec, namespace, settings, ix.metadata.name ?? name),
         ],
+        defaultResources: INDEX_WORKER_DEFAULT_RESOURCES,
         startupFailureThreshold: 60,
         volumeMounts: mounts,
         volumes,

@@ -1,4 +1,4 @@
-import type { ModelServer, ModelServerSpec } from '../api/index.js';
+import { MODEL_SERVER_DEFAULT_RESOURCES, type ModelServer, type ModelServerSpec } from '../api/index.js';
 import { gpuServicePodTemplate, httpService } from '../support/gpu.js';
 import type { Manifest } from '../support/kube-client.js';
 import { controllerRef, standardLabels } from '../support/ownership.js';
@@ -37,6 +37,7 @@ export function renderModelServer(ms: ModelServer, spec: ModelServerSpec, settin
           ...(spec.gpu.enabled ? [{ name: 'STRATA_EXECUTION_PROVIDER', value: 'cuda' }] : []),
           ...(spec.truncatePrompt ? [{ name: 'MODEL_SERVER_TRUNCATE_PROMPT', value: 'true' }] : []),
         ],
+        defaultResources: MODEL_SERVER_DEFAULT_RESOURCES,
         startupFailureThreshold: 30,
       }),
     },

@@ -34,6 +34,8 @@ export interface GpuServiceContainer {
   port: number;
   /** After PORT. */
   env: object[];
+  /** The pods' requests and limits when the spec gives none. */
+  defaultResources: Resources;
   /** Probes of /healthz before the service counts as started (model loading takes a while). */
   startupFailureThreshold: number;
   volumeMounts?: object[];
@@ -42,7 +44,8 @@ export interface GpuServiceContainer {
 
 /**
  * The pod template of such a service: restricted security, scraped on its port, scheduled where its
- * GPU request needs (and limited to it), the spec's image or the operator's cpu or gpu variant.
+ * GPU request needs (and limited to it), the spec's resources or the service's defaults, the spec's image
+ * or the operator's cpu or gpu variant.
  */
 export function gpuServicePodTemplate(
   labels: Record<string, string>,
@@ -50,7 +53,7 @@ export function gpuServicePodTemplate(
   settings: OperatorSettings,
   c: GpuServiceContainer,
 ) {
-  const gpu = gpuScheduling(spec.gpu, spec.resources as Resources | undefined);
+  const gpu = gpuScheduling(spec.gpu, (spec.resources as Resources | undefined) ?? c.defaultResources);
   const probe = (path: string, failureThreshold: number) => ({ httpGet: { path, port: 'http' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold });
   return {
     metadata: { labels, annotations: scrapeAnnotations(c.port) },

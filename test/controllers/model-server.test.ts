@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { ModelServerReconciler } from '../../controllers/model-server/model-server-reconciler.js';
 import { renderModelServer } from '../../controllers/model-server/render-model-server.js';
-import { modelServerSpec, type ModelServer } from '../../controllers/api/index.js';
+import { MODEL_SERVER_DEFAULT_RESOURCES, modelServerSpec, type ModelServer } from '../../controllers/api/index.js';
 import { eventReasons, eventually, type Doc, markDeploymentReady, mustGet, harnessHooks, stored, TEST_SETTINGS, validateStored } from './support/harness.js';
 import { validateManifest } from './support/validate-manifest.js';
 
@@ -103,7 +103,7 @@ describe('ModelServer reconciler', () => {
       );
       const pod = () => (mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server') as Doc).spec.template.spec;
       await eventually(() => {
-        expect(pod().containers[0].resources.limits).to.deep.equal({ 'nvidia.com/gpu': 1 });
+        expect(pod().containers[0].resources.limits).to.deep.equal({ ...MODEL_SERVER_DEFAULT_RESOURCES.limits, 'nvidia.com/gpu': 1 });
         expect(pod().containers[0].env).to.deep.include({ name: 'STRATA_EXECUTION_PROVIDER', value: 'cuda' });
         expect(pod().nodeSelector).to.deep.equal({ 'nvidia.com/gpu.present': 'true' });
         expect(pod().tolerations).to.deep.equal([{ key: 'dedicated', operator: 'Equal', value: 'ml', effect: 'NoSchedule' }]);

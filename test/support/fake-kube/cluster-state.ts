@@ -104,6 +104,8 @@ export class ClusterState extends EventEmitter {
   private readonly objects = new Map<string, KubeObject>();
   /** Refuse creating namespaced objects in a namespace that does not exist, as a real API server does. */
   requireNamespaces = false;
+  /** Evaluate the CRDs' transition rules on updates (false: an API server, or a CRD, without them). */
+  celTransitionRules = true;
   /** Per object key, per field manager: the configuration it applied last (server-side apply). */
   private readonly appliedConfigs = new Map<string, Map<string, Json>>();
   private readonly log: WatchEvent[] = [];
@@ -253,6 +255,10 @@ export class ClusterState extends EventEmitter {
       asInvalid(t, name, () => checkUpdate(t, old, next));
     }
     this.validate(t, next);
+    if (subresource !== 'status' && this.celTransitionRules) {
+      const broken = this.schemas.transitionProblems(apiVersionOf(t), t.kind, old, next);
+      if (broken.length) throw new ApiError(422, 'Invalid', `${t.kind}.${t.group} "${name}" is invalid: ${broken.join('; ')}`);
+    }
     next.metadata.generation = specPart(next) !== specPart(old) ? old.metadata.generation + 1 : old.metadata.generation;
     next.metadata.resourceVersion = old.metadata.resourceVersion;
     next.metadata.managedFields = old.metadata.managedFields;
@@ -378,6 +384,17 @@ export class ClusterState extends EventEmitter {
   /** Custom resources: schema defaults applied, invalid objects refused as the API server does. */
   private validate(t: ResourceType, obj: KubeObject): void {
     checkMicroTimes(t, obj);
+    // ValidateOwnerReferences: every reference names its owner completely, uid included.
+    for (const ref of obj.metadata.ownerReferences ?? []) {
+      for (const field of ['apiVersion', 'kind', 'name', 'uid'] as const) {
+        if (!ref[field])
+          throw new ApiError(
+            422,
+            'Invalid',
+            `${t.kind}.${t.group} "${obj.metadata.name}" is invalid: metadata.ownerReferences.${field}: Invalid value: "": ${field} must not be empty`,
+          );
+      }
+    }
     const problems = this.schemas.check(apiVersionOf(t), t.kind, obj);
     if (problems.length) throw new ApiError(422, 'Invalid', `${t.kind}.${t.group} "${obj.metadata.name}" is invalid: ${problems.join('; ')}`);
   }

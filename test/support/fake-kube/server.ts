@@ -82,6 +82,11 @@ export class FakeKubeServer {
   /** Fault injection: a request this answers true for hangs (no answer) until it answers false. */
   hangRequests?: (method: string, path: string) => boolean;
   /**
+   * Fault injection: a list this answers true for is read when it arrives but answered only once this
+   * answers false (a slow response, older than the watch events sent meanwhile).
+   */
+  holdListAnswers?: (path: string) => boolean;
+  /**
    * RBAC: when set, every resource request is authorized with the caller's bearer token and its
    * attributes (as the API server's authorizer sees them); a refusal answers 403 and is remembered
    * in `denied`. Discovery is open to everyone, as system:discovery makes it.
@@ -146,7 +151,11 @@ export class FakeKubeServer {
       case 'GET':
         if (name) return this.send(res, 200, this.state.get(type, namespace, name));
         if (q.get('watch') === 'true' || q.get('watch') === '1') return this.watch(req, res, route, q);
-        return this.send(res, 200, this.listOf(type, namespace, q));
+        {
+          const list = this.listOf(type, namespace, q);
+          while (this.holdListAnswers?.(url.pathname)) await new Promise((r) => setTimeout(r, 20));
+          return this.send(res, 200, list);
+        }
       case 'POST':
         if (name) throw new ApiError(405, 'MethodNotAllowed', 'POST on a named resource');
         return this.send(res, 201, this.state.create(type, namespace, parseJson(body), q.get('fieldManager') ?? undefined));
