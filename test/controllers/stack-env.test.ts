@@ -30,11 +30,13 @@ function sourcesOf(component: string): string {
     .join('\n');
 }
 
-/** Variables a service's entrypoint requires (a zod string with neither default nor optional). */
+/** Variables a service's entrypoint requires (a zod string, or one of the kit's shared secrets, with neither default nor optional). */
 function requiredVars(component: string): string[] {
   const files = ['main.ts', 'config.ts'].map((f) => path.join(root, 'images', component, 'src', f));
   const text = files.map((f) => (readdirSync(path.dirname(f)).includes(path.basename(f)) ? readFileSync(f, 'utf8') : '')).join('\n');
-  return [...text.matchAll(/^\s*(STRATA_[A-Z0-9_]+): z\.string\(\)(.*)$/gm)].filter((m) => !/\.(default|optional)\(/.test(m[2]!)).map((m) => m[1]!);
+  return [...text.matchAll(/^\s*(STRATA_[A-Z0-9_]+): (?:z\.string\(\)|secretsEnv\.STRATA_[A-Z0-9_]+)(.*)$/gm)]
+    .filter((m) => !/\.(default|optional)\(/.test(m[2]!))
+    .map((m) => m[1]!);
 }
 
 /** The variable names a container of the stack receives: envFrom ConfigMaps and Secrets, and env. */
