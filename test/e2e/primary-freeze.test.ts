@@ -1,4 +1,12 @@
-import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  CompleteMultipartUploadCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -12,6 +20,7 @@ import { startTcpProxy, type TcpFaultProxy } from '../support/tcp-proxy.js';
 import { JWT_SECRET, ROOT_PASSWORD, ROOT_USER } from './support/platform.js';
 import { replicatedDatabase } from './support/production.js';
 import { bodyText, bucketName, createTenant, s3Failure, sdkClient, type Tenant } from './support/s3.js';
+import { S3ServiceException } from '@aws-sdk/client-s3';
 
 /**
  * The PostgreSQL primary freezes (a TCP proxy in front of it stalls: connections stay open and no byte
@@ -121,5 +130,57 @@ describe('e2e: a frozen PostgreSQL primary with a healthy replica', function () 
     );
     expect(Date.now() - restored, 'PUTs work again within').to.be.below(5_000);
     expect(await bodyText(await tenant.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'after.txt' })))).to.equal('after the freeze');
+  });
+
+  /** Runs an S3 call until it succeeds (after the primary's return), each failure a 503, never another status. */
+  const untilServed = async <T>(call: () => Promise<T>, what: string): Promise<T> => {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      try {
+        return await call();
+      } catch (err) {
+        if (!(err instanceof S3ServiceException)) throw err;
+        expect(err.$metadata.httpStatusCode, `${what}: ${err.name}`).to.equal(503);
+        if (Date.now() > deadline) throw new Error(`${what}: still 503 after 15 s`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+  };
+
+  it('UploadPart and CompleteMultipartUpload during the freeze answer 200 or 503, never 500; after the return the upload completes byte for byte', async () => {
+    const key = 'multipart-across-the-freeze.bin';
+    const { UploadId } = await tenant.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
+    const parts = [Buffer.alloc(5 * 1024 * 1024, 'a'), Buffer.from('the last part, sent while the primary was frozen')];
+    const first = await tenant.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 1, Body: parts[0] }));
+    const uploadLast = () => tenant.s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 2, Body: parts[1] }));
+    const complete = (etags: string[]) =>
+      tenant.s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: bucket,
+          Key: key,
+          UploadId,
+          MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) },
+        }),
+      );
+    let lastEtag: string | undefined;
+    proxy.stall();
+    try {
+      try {
+        lastEtag = (await uploadLast()).ETag;
+      } catch (err) {
+        expect((err as S3ServiceException).$metadata?.httpStatusCode, 'UploadPart while frozen').to.equal(503);
+      }
+      if (lastEtag) {
+        // The commit needs the primary: refused with 503 (its outcome decided later), never a 500.
+        const failed = await s3Failure(complete([first.ETag!, lastEtag]));
+        expect(failed.status, `Complete while frozen: ${failed.name}`).to.equal(503);
+      }
+    } finally {
+      proxy.restore();
+    }
+    lastEtag ??= (await untilServed(uploadLast, 'UploadPart after the return')).ETag;
+    await untilServed(() => complete([first.ETag!, lastEtag!]), 'Complete after the return');
+    const got = await tenant.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    expect(Buffer.from(await got.Body!.transformToByteArray()).equals(Buffer.concat(parts))).to.equal(true);
   });
 });
