@@ -14,8 +14,8 @@ concurrency: { readsPerUser: 8, uploadsPerUser: 8, readPool: 64, uploadPool: 64 
 transfer: { minBytesPerSecond: 65536, windowMs: 1000 }
 connections: { perAddress: 120, total: 5000 }
 `;
-/** The issue asks for ~1 s; on a loaded 2-core CI machine a well-behaved request gets 3 s. */
-const BOUND_MS = 3000;
+/** A well-behaved tenant's GET, PUT and LIST during an attack: at most 1 s (measured: under 300 ms with the whole suite running beside it). */
+const BOUND_MS = 1000;
 const ABUSERS = ['mallory1', 'mallory2', 'mallory3'];
 /** Larger than what the kernel's socket buffers take of an answer nobody reads (several MiB on loopback). */
 const BIG = 32 * 1024 * 1024;
