@@ -7,6 +7,7 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import { expect } from 'chai';
 import { startPlatform, type RunningPlatform } from '../../images/standalone/src/platform.js';
 import { colourImage, makeImageDir, makeTestModel, PALETTE, tempDir } from '../image-search/support/fixtures.js';
+import { mirrorPathOf } from '../../images/image-search/src/bucket-source.js';
 
 interface Json {
   [key: string]: unknown;
@@ -141,19 +142,21 @@ describe('e2e: the standalone platform runs every service', function () {
         authorization: `Bearer ${((await call(`${platform.urls.gateway}/login`, { username, password })).json.data as { token: string }).token}`,
       });
       const root = await loginAs(platform.rootUser, platform.rootPassword);
+      // The bucket's mirror keeps each object at a path made from its key (bucket-source.ts).
+      const mirrored = mirrorPathOf('photos', 'incoming/blue-sky.png');
       const deadline = Date.now() + 60_000;
       let paths: string[] = [];
       while (Date.now() < deadline) {
         const found = { json: { results: await search(root) } };
         paths = (found.json.results as Array<{ path: string }>).map((r) => r.path);
-        if (paths.some((p) => p.endsWith('blue-sky.png'))) break;
+        if (paths.some((p) => p === mirrored)) break;
         await new Promise((r) => setTimeout(r, 200));
       }
       expect(
-        paths.some((p) => p.endsWith('blue-sky.png')),
+        paths.some((p) => p === mirrored),
         paths.join(', '),
       ).to.equal(true);
-      const own = (await search(root)).find((r) => r.path.endsWith('blue-sky.png'))!;
+      const own = (await search(root)).find((r) => r.path === mirrored)!;
       expect((await fetch(platform.urls['image-search'] + own.url)).status).to.equal(200);
       // Anonymous callers and another user see nothing of it, and get none of its bytes.
       const created = await call(`${platform.urls.gateway}/admin/users`, { username: 'mallory', password: 'mallory-password-1' }, root);
