@@ -66,6 +66,11 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
                   'hostname',
                   '--appendonly',
                   'yes',
+                  // Fsynced before the reply: a master with no live replica takes multipart writes on
+                  // its AOF alone, and with `everysec` a loaded disk postpones the write past the reply
+                  // (up to 2 s), so a crash lost acknowledged parts. Multipart writes are few (one a part).
+                  '--appendfsync',
+                  'always',
                   // A dead master's replica takes over after this long (plus the election and the clients'
                   // slot refresh, about 2 s): when multipart works again on its slots (Redis's default: 15 s).
                   '--cluster-node-timeout',

@@ -28,7 +28,7 @@ export interface RedisClusterHarness {
 
 export interface RedisClusterOptions {
   /**
-   * One replica per master, and every node with AOF (appendonly, fsync every second): the production
+   * One replica per master, and every node with AOF (appendonly, fsynced before each reply): the production
    * layout, where a master's failure promotes its replica. Default false: 3 masters, no persistence.
    */
   withReplicas?: boolean;
@@ -148,7 +148,7 @@ async function startOnce(opts: RedisClusterOptions): Promise<RedisClusterHarness
         '--save',
         '',
         ...(opts.withReplicas
-          ? ['--appendonly', 'yes', '--appendfsync', 'everysec', '--appendfilename', `appendonly-${port}.aof`, '--appenddirname', `aof-${port}`]
+          ? ['--appendonly', 'yes', '--appendfsync', 'always', '--appendfilename', `appendonly-${port}.aof`, '--appenddirname', `aof-${port}`]
           : ['--appendonly', 'no']),
         '--logfile',
         path.join(dir, `${port}.log`),
