@@ -32,8 +32,10 @@ describe('e2e: the admin purge is a job (202, then its status)', function () {
     db = await createTestDatabase('strata_jobs');
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-jobs-'));
     const rules = path.join(dataDir, 'gateway-rules.yaml');
-    // A control-plane call cut after 500 ms, and one counted failure opens the breaker.
-    await writeFile(rules, 'breakers:\n  default: { timeout: 500, errorThresholdPercentage: 1, resetTimeout: 60000, volumeThreshold: 1 }\n');
+    // A control-plane call cut after 3 s, and one counted failure opens the breaker. (Short enough for the
+    // purge to outlast it; long enough that no ordinary call, such as the user and login of the second
+    // test, exceeds it on a loaded machine and opens the breaker for everything after.)
+    await writeFile(rules, 'breakers:\n  default: { timeout: 3000, errorThresholdPercentage: 1, resetTimeout: 60000, volumeThreshold: 1 }\n');
     platform = await startPlatform(
       {
         dataDir,
@@ -69,7 +71,7 @@ describe('e2e: the admin purge is a job (202, then its status)', function () {
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'old.txt', Body: 'recycled long ago' }));
     await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'old.txt' }));
 
-    // The purge cannot touch object rows while this lock is held (well past the breaker's 500 ms).
+    // The purge cannot touch object rows while this lock is held (past the breaker's 3 s).
     const locker = new pg.Client({ connectionString: db.url });
     await locker.connect();
     let job: AdminJob;
@@ -82,7 +84,7 @@ describe('e2e: the admin purge is a job (202, then its status)', function () {
       expect(job).to.deep.include({ kind: 'purge', state: 'running' });
       expect(started.headers.get('location')).to.equal(`/admin/jobs/${job.id}`);
       // Past the breaker's timeout, still running; a second start answers the same job.
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await new Promise((resolve) => setTimeout(resolve, 3500));
       expect(await jobOf(await gw(`/admin/jobs/${job.id}`))).to.deep.include({ id: job.id, state: 'running' });
       expect((await jobOf(await startPurge(new Date(Date.now() + 31 * DAY)))).id).to.equal(job.id);
     } finally {

@@ -138,6 +138,11 @@ describe('e2e: kill -9 of the data plane in the middle of uploads', function () 
       STRATA_INTERNAL_TOKEN: TOKEN,
       STRATA_DATA_DIR: dataDir,
       STRATA_BLOB_SWEEP_MS: '1000',
+      // The test holds the held upload's commit lock until after the kill, however long the other
+      // uploads take on a loaded machine: no statement or answer timeout may end that commit first
+      // (a cancelled commit is a definite failure and its file is deleted, leaving no orphan to sweep).
+      STRATA_PG_STATEMENT_TIMEOUT_MS: '0',
+      STRATA_PG_QUERY_TIMEOUT_MS: '0',
     });
     await dp.start();
     // Breakers that close again soon after the data plane is back (the defaults wait 30 s), no upload timeout.
