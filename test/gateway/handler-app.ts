@@ -62,6 +62,7 @@ export async function handlerApp(layer: Partial<ObjectLayer>, username = 'alice'
     loginGuard: unreachable('loginGuard'),
     logger,
     region: 'us-east-1',
+    signatureV2: true,
     rootUser: 'root',
     redirectSeconds: 300,
     proxies: trustedProxies(),

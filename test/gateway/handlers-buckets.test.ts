@@ -100,11 +100,25 @@ describe('gateway handlers: buckets, DeleteObjects and tags, against a fake Obje
     expect([absent.status, codeOf(await absent.text())]).to.deep.equal([404, 'NoSuchBucket']);
     for (const [method, target] of [
       ['PUT', '/mine?policy'],
-      ['DELETE', '/mine?encryption'],
+      ['DELETE', '/mine?logging'],
       ['PUT', '/mine?logging'],
     ] as const) {
       const r = await fx.app.fetch(method, target, { body: method === 'PUT' ? '{}' : undefined });
       expect([r.status, codeOf(await r.text())], `${method} ${target}`).to.deep.equal([501, 'NotImplemented']);
     }
+  });
+
+  it("deletes of configurations no bucket has answer S3's 204, for the owner only, and leave the bucket in place", async () => {
+    const deletable = ['policy', 'encryption', 'ownershipControls', 'website', 'replication', 'publicAccessBlock'];
+    for (const sub of deletable) {
+      const r = await fx.app.fetch('DELETE', `/mine?${sub}`);
+      expect([r.status, await r.text()], sub).to.deep.equal([204, '']);
+      const theirs = await fx.app.fetch('DELETE', `/theirs?${sub}`);
+      expect([theirs.status, codeOf(await theirs.text())], `theirs ${sub}`).to.deep.equal([403, 'AccessDenied']);
+      const absent = await fx.app.fetch('DELETE', `/nobucket?${sub}`);
+      expect([absent.status, codeOf(await absent.text())], `absent ${sub}`).to.deep.equal([404, 'NoSuchBucket']);
+    }
+    expect(fx.layer.callsOf('deleteBucket')).to.deep.equal([]);
+    expect((await fx.app.fetch('HEAD', '/mine')).status).to.equal(200);
   });
 });

@@ -62,6 +62,8 @@ export interface GatewayOptions {
   corsOrigins?: readonly string[];
   rootUser?: string;
   region?: string;
+  /** Accept AWS Signature Version 2 (default true); false: every SigV2 request is 403 AccessDenied. */
+  signatureV2?: boolean;
   redirectExpiresSeconds?: number;
   credentialsCacheMs?: number;
   bucketCacheMs?: number;
@@ -149,6 +151,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     ),
     logger,
     region: opts.region ?? 'us-east-1',
+    signatureV2: opts.signatureV2 ?? true,
     rootUser: opts.rootUser ?? 'strata',
     publicUrl: opts.publicUrl,
     redirectSeconds: opts.redirectExpiresSeconds ?? 300,
@@ -224,7 +227,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     },
   });
   const passport = bearerPassport(opts.jwtSecret);
-  const auth = authenticate({ passport, credentials, rootUser: deps.rootUser, region: deps.region });
+  const auth = authenticate({ passport, credentials, rootUser: deps.rootUser, region: deps.region, signatureV2: deps.signatureV2 });
 
   const s3: ChainHandler[] = [nameOperation, auth, flow.middleware, s3Endpoint(deps)];
   // A login's body is its credentials: it may come at once (100 Continue, where asked).

@@ -44,6 +44,8 @@ export const gatewayEnvSchema = z.object({
   STRATA_ROOT_USER: z.string().min(1).default('strata'),
   /** The region SigV4 signatures must name. */
   STRATA_REGION: z.string().default('us-east-1'),
+  /** Accept AWS Signature Version 2 (headers, presigned URLs, POST forms); `false`: every SigV2 request is 403 AccessDenied. */
+  STRATA_SIGV2: env.bool(true),
   /** Peers whose X-Forwarded-For/-Proto are believed (proxy.ts: addresses, subnets or names such as loopback, uniquelocal; a hop count; unset or `false`: none). */
   STRATA_TRUST_PROXY: z.string().optional(),
   /** Lifetime of the presigned URL a Bearer GET is redirected to, s. */

@@ -8,7 +8,7 @@ export interface Caller {
   username: string;
   accessKey: string;
   isRoot: boolean;
-  via: 'bearer' | 'sigv4' | 'presigned' | 'post-policy';
+  via: 'bearer' | 'sigv4' | 'presigned' | 'sigv2' | 'presigned-v2' | 'post-policy';
   sigv4?: SigV4Result;
 }
 

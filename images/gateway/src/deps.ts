@@ -22,6 +22,8 @@ export interface GatewayDeps {
   loginGuard: LoginGuard;
   logger: Logger;
   region: string;
+  /** Whether AWS Signature Version 2 is accepted (STRATA_SIGV2): headers, presigned queries and forms. */
+  signatureV2: boolean;
   rootUser: string;
   /** Client addresses and schemes as trusted proxies forward them. */
   proxies: TrustedProxies;

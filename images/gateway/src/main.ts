@@ -24,6 +24,7 @@ const gateway = await startGateway({
   corsOrigins: env.STRATA_CORS_ORIGINS,
   rootUser: env.STRATA_ROOT_USER,
   region: env.STRATA_REGION,
+  signatureV2: env.STRATA_SIGV2,
   redirectExpiresSeconds: env.STRATA_REDIRECT_EXPIRES_SECONDS,
   credentialsCacheMs: env.STRATA_CREDENTIALS_CACHE_MS,
   bucketCacheMs: env.STRATA_BUCKET_CACHE_MS,

@@ -42,6 +42,8 @@ export const standaloneEnvSchema = z.object({
   STRATA_S3_DOMAINS: env.domains(DEFAULT_S3_DOMAINS.join(',')),
   /** Origins of browser pages allowed to call the gateway: the gateway image's setting, parsed the same way. */
   STRATA_CORS_ORIGINS: gatewayEnvSchema.shape.STRATA_CORS_ORIGINS,
+  /** Accept AWS Signature Version 2: the gateway image's setting, parsed the same way. */
+  STRATA_SIGV2: gatewayEnvSchema.shape.STRATA_SIGV2,
   /** Cron expression of the in-process recycle-bin purge, or "off". */
   STRATA_PURGE_SCHEDULE: z.string().default('0 3 * * *'),
   /** Gateway flow-control rules file (optional; re-read on change). */

@@ -33,6 +33,7 @@ const platform = await startPlatform(
     publicUrl: env.STRATA_PUBLIC_URL,
     s3Domains: env.STRATA_S3_DOMAINS,
     corsOrigins: env.STRATA_CORS_ORIGINS,
+    gatewaySignatureV2: env.STRATA_SIGV2,
     gatewayRulesFile: env.STRATA_GATEWAY_RULES_FILE,
     gatewayAnswerCacheBytes: env.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
     gatewayBodyIdleTimeoutMs: env.STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS,

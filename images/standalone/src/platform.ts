@@ -44,6 +44,8 @@ export interface PlatformOptions {
   s3Domains?: readonly string[];
   /** Origins of browser pages allowed to call the gateway (default any). */
   corsOrigins?: readonly string[];
+  /** Whether the gateway accepts AWS Signature Version 2 (default true). */
+  gatewaySignatureV2?: boolean;
   gatewayRulesFile?: string;
   /** Bytes of small-object answers the gateway keeps (default 8 MiB; 0 turns them off). */
   gatewayAnswerCacheBytes?: number;
@@ -162,6 +164,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         publicUrl: ctx.options.publicUrl,
         virtualHostDomains: ctx.options.s3Domains ?? DEFAULT_S3_DOMAINS,
         corsOrigins: ctx.options.corsOrigins,
+        signatureV2: ctx.options.gatewaySignatureV2,
         rootUser: ctx.rootUser,
         flowRulesFile: ctx.options.gatewayRulesFile,
         // The cache holding the data plane's object version tokens: small GETs answered by the gateway.

@@ -5,6 +5,7 @@ import { acceptBody, rawTarget, state } from '../context.js';
 import { sentTarget } from '../s3/virtual-host.js';
 import type { BearerAuthenticator, TokenClaims } from './jwt.js';
 import { isPresignedQuery, isSigV4Header, verifySigV4, type CredentialLookup } from './sigv4-verify.js';
+import { isSigV2Header, isSigV2Query, signatureV2Off, verifySigV2 } from './sigv2.js';
 
 export interface AuthDeps {
   passport: BearerAuthenticator;
@@ -12,11 +13,23 @@ export interface AuthDeps {
   rootUser: string;
   /** The region SigV4 credential scopes must name. */
   region: string;
+  /** Whether AWS Signature Version 2 is accepted (STRATA_SIGV2); when not, it is 403 AccessDenied. */
+  signatureV2: boolean;
+}
+
+/** S3's answer to a request that carries two signatures (which one would hold?). */
+function twoMechanisms(authorization: string | undefined): S3Error {
+  return new S3Error(
+    'InvalidArgument',
+    'Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified',
+    authorization === undefined ? { ArgumentName: 'Signature' } : { ArgumentName: 'Authorization', ArgumentValue: authorization.split(' ', 1)[0]! },
+  );
 }
 
 /**
- * Establishes the caller: `Authorization: Bearer <jwt>` through passport-jwt, or AWS SigV4 (header or
- * presigned query). Anonymous requests are AccessDenied: Strata has no public buckets.
+ * Establishes the caller: `Authorization: Bearer <jwt>` through passport-jwt, AWS SigV4 or (unless
+ * turned off) SigV2, each as a header or a presigned query. Anonymous requests are AccessDenied:
+ * Strata has no public buckets.
  */
 export function authenticate(deps: AuthDeps) {
   return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
@@ -27,17 +40,14 @@ export function authenticate(deps: AuthDeps) {
     }
     const authorization = req.headers.authorization;
     try {
-      const presigned = isPresignedQuery(rawTarget(req).query);
-      // Two signatures are refused, as S3 does (which one would hold?). A presigned URL does win over a
-      // Bearer header: fetch keeps Authorization when it follows our same-origin 302 to a presigned
-      // URL, and answering with another redirect would loop.
-      if (presigned && authorization !== undefined && !authorization.startsWith('Bearer ')) {
-        throw new S3Error(
-          'InvalidArgument',
-          'Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified',
-          { ArgumentName: 'Authorization', ArgumentValue: authorization.split(' ', 1)[0]! },
-        );
-      }
+      const query = rawTarget(req).query;
+      const presigned = isPresignedQuery(query);
+      const presignedV2 = isSigV2Query(query);
+      // Two signatures are refused, as S3 does. A presigned URL does win over a Bearer header: fetch
+      // keeps Authorization when it follows our same-origin 302 to a presigned URL, and answering
+      // with another redirect would loop.
+      if ((presigned || presignedV2) && authorization !== undefined && !authorization.startsWith('Bearer ')) throw twoMechanisms(authorization);
+      if (presigned && presignedV2) throw twoMechanisms(undefined);
       if (presigned || isSigV4Header(authorization)) {
         const result = await verifySigV4({ method: req.method ?? '', url: sentTarget(req), headers: req.headers }, deps.credentials, { region: deps.region });
         state(res).caller = {
@@ -47,13 +57,24 @@ export function authenticate(deps: AuthDeps) {
           via: isSigV4Header(authorization) ? 'sigv4' : 'presigned',
           sigv4: result,
         };
+      } else if (presignedV2 || isSigV2Header(authorization)) {
+        if (!deps.signatureV2) throw signatureV2Off();
+        // SigV2 signs the path-style resource (/bucket/key) whatever the host: the target after any virtual-host rewrite.
+        const { path, query: rawQuery } = rawTarget(req);
+        const url = rawQuery ? `${path}?${rawQuery}` : path;
+        // Repeated x-amz-* headers are signed joined by ',' (Node would join them with ', ').
+        const credential = await verifySigV2({ method: req.method ?? '', url, headers: req.headersDistinct }, deps.credentials);
+        state(res).caller = {
+          username: credential.username,
+          accessKey: credential.accessKey,
+          isRoot: credential.username === deps.rootUser,
+          via: presignedV2 ? 'presigned-v2' : 'sigv2',
+        };
       } else if (authorization?.startsWith('Bearer ')) {
         const claims = await holderOf(await bearer(deps.passport, req, res), deps.credentials);
         state(res).caller = { username: claims.sub, accessKey: claims.ak, isRoot: claims.sub === deps.rootUser, via: 'bearer' };
-      } else if (authorization?.startsWith('AWS ')) {
-        throw new S3Error('InvalidRequest', 'Signature Version 2 is not supported; use AWS Signature Version 4.');
       } else {
-        throw new S3Error('AccessDenied', 'Anonymous access is not allowed: send a Bearer token or an AWS Signature Version 4.');
+        throw new S3Error('AccessDenied', 'Anonymous access is not allowed: send a Bearer token or an AWS signature.');
       }
       acceptBody(res);
       next();

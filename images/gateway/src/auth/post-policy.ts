@@ -1,16 +1,19 @@
 import { S3Error } from '../../../object-model/src/index.js';
 import { parseCredential, type Credential, type CredentialLookup } from './sigv4-verify.js';
 import { ALGORITHM, parseAmzDate, sign, signaturesEqual, signingKey } from './sigv4.js';
+import { signatureDoesNotMatch, signatureV2Off, signV2 } from './sigv2.js';
 
 /**
  * Browser form uploads (S3 "POST Object"): the form carries a policy document (base64 JSON: an
- * expiration and conditions on the form's fields) signed with SigV4 by someone holding the keys,
+ * expiration and conditions on the form's fields) signed by someone holding the keys,
  * usually an application server. The upload is allowed when the signature holds, the policy has not
- * expired, every condition holds and every field the form sends is covered by a condition.
+ * expired, every condition holds and every field the form sends is covered by a condition. The form
+ * may be signed with SigV4 (x-amz-* fields) or, unless turned off, SigV2 (AWSAccessKeyId, signature).
  */
 
-/** Form fields that no condition needs to name (S3's rule), besides `x-ignore-*`. */
-const UNCONDITIONED = new Set(['x-amz-signature', 'file', 'policy']);
+/** Form fields that no condition needs to name (S3's rule, per signature version), besides `x-ignore-*`. */
+const UNCONDITIONED_V4 = new Set(['x-amz-signature', 'file', 'policy']);
+const UNCONDITIONED_V2 = new Set(['awsaccesskeyid', 'signature', 'file', 'policy']);
 
 export interface VerifiedPolicy {
   credential: Credential;
@@ -18,22 +21,16 @@ export interface VerifiedPolicy {
   sizeRange?: { min: number; max: number };
 }
 
+export interface PostPolicyOptions {
+  /** Whether forms signed with Signature Version 2 are accepted (STRATA_SIGV2). */
+  signatureV2: boolean;
+  now?: Date;
+}
+
 type Condition = { kind: 'eq' | 'starts-with'; field: string; value: string } | { kind: 'content-length-range'; min: number; max: number };
 
-/** Check a form's policy and signature; `fields` by lower-cased name, `bucket` from the request path. */
-export async function verifyPostPolicy(
-  fields: ReadonlyMap<string, string>,
-  bucket: string,
-  lookup: CredentialLookup,
-  region: string,
-  now = new Date(),
-): Promise<VerifiedPolicy> {
-  const policy = fields.get('policy');
-  if (policy === undefined) {
-    if (fields.has('awsaccesskeyid'))
-      throw new S3Error('InvalidRequest', 'Signature Version 2 is not supported; sign the policy with AWS Signature Version 4.');
-    throw new S3Error('AccessDenied', 'Anonymous uploads are not allowed: the form needs a signed policy.');
-  }
+/** The SigV4 form: x-amz-algorithm, -credential, -date and -signature, the signature over the policy with the derived key. */
+async function verifyV4Signature(fields: ReadonlyMap<string, string>, policy: string, lookup: CredentialLookup, region: string): Promise<Credential> {
   const required = ['x-amz-algorithm', 'x-amz-credential', 'x-amz-date', 'x-amz-signature'].filter((f) => !fields.get(f));
   if (required.length > 0) throw new S3Error('InvalidArgument', `Bucket POST must contain the fields ${required.join(', ')}.`);
   if (fields.get('x-amz-algorithm') !== ALGORITHM) throw new S3Error('InvalidArgument', `x-amz-algorithm must be ${ALGORITHM}.`);
@@ -47,6 +44,43 @@ export async function verifyPostPolicy(
   const credential = await lookup(scope.accessKey);
   const expected = sign(signingKey(credential.secretKey, scope.date, scope.region, scope.service), policy);
   if (!signaturesEqual(expected, fields.get('x-amz-signature')!)) throw new S3Error('SignatureDoesNotMatch', undefined, { AWSAccessKeyId: scope.accessKey });
+  return credential;
+}
+
+/** The SigV2 form: AWSAccessKeyId and signature, base64(HMAC-SHA1(secret, policy)). */
+async function verifyV2Signature(fields: ReadonlyMap<string, string>, policy: string, lookup: CredentialLookup): Promise<Credential> {
+  const accessKey = fields.get('awsaccesskeyid')!;
+  const signature = fields.get('signature');
+  if (!signature) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'Signature'.", { ArgumentName: 'Signature' });
+  const credential = await lookup(accessKey);
+  if (!signaturesEqual(signV2(credential.secretKey, policy), signature)) throw signatureDoesNotMatch(accessKey, policy, signature);
+  return credential;
+}
+
+/** Check a form's policy and signature; `fields` by lower-cased name, `bucket` from the request path. */
+export async function verifyPostPolicy(
+  fields: ReadonlyMap<string, string>,
+  bucket: string,
+  lookup: CredentialLookup,
+  region: string,
+  opts: PostPolicyOptions,
+): Promise<VerifiedPolicy> {
+  const now = opts.now ?? new Date();
+  const v2 = fields.has('awsaccesskeyid');
+  if (v2 && ['x-amz-algorithm', 'x-amz-credential', 'x-amz-signature'].some((f) => fields.has(f))) {
+    throw new S3Error('InvalidArgument', 'Only one auth mechanism allowed; the form carries both AWSAccessKeyId and X-Amz-Credential.', {
+      ArgumentName: 'AWSAccessKeyId',
+    });
+  }
+  if (v2 && !opts.signatureV2) throw signatureV2Off();
+  const policy = fields.get('policy');
+  if (policy === undefined) {
+    if (v2) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'policy'.", { ArgumentName: 'policy' });
+    throw new S3Error('AccessDenied', 'Anonymous uploads are not allowed: the form needs a signed policy.');
+  }
+  // Only the signature differs between the versions; the policy is checked alike.
+  const credential = v2 ? await verifyV2Signature(fields, policy, lookup) : await verifyV4Signature(fields, policy, lookup, region);
+  const unconditioned = v2 ? UNCONDITIONED_V2 : UNCONDITIONED_V4;
 
   const { expiration, conditions } = parsePolicy(policy);
   if (expiration.getTime() < now.getTime()) throw new S3Error('AccessDenied', 'Invalid according to Policy: Policy expired.');
@@ -64,7 +98,7 @@ export async function verifyPostPolicy(
       throw new S3Error('AccessDenied', `Invalid according to Policy: Policy Condition failed: ["${c.kind}", "$${c.field}", ${JSON.stringify(c.value)}]`);
     }
   }
-  const extra = [...fields.keys()].filter((f) => !UNCONDITIONED.has(f) && !f.startsWith('x-ignore-') && !named.has(f));
+  const extra = [...fields.keys()].filter((f) => !unconditioned.has(f) && !f.startsWith('x-ignore-') && !named.has(f));
   if (extra.length > 0) throw new S3Error('AccessDenied', `Invalid according to Policy: Extra input fields: ${extra.join(', ')}`);
   return { credential, ...(sizeRange ? { sizeRange } : {}) };
 }

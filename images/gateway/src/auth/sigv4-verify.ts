@@ -53,7 +53,8 @@ export interface VerifyOptions {
   now?: Date;
 }
 
-const MAX_SKEW_MS = 15 * 60 * 1000;
+/** The clock difference S3 tolerates between a signed request and the server (15 minutes). */
+export const MAX_SKEW_MS = 15 * 60 * 1000;
 const SERVICE = 's3';
 
 function header(req: SigV4Request, name: string): string | undefined {
@@ -121,7 +122,7 @@ const MUST_BE_SIGNED = /^x-(amz|service)-/i;
  * turns a signed PUT into a copy of any of the signer's objects; x-service-md5 into an instant upload
  * of another of the signer's objects, whatever the body).
  */
-function checkAllAmzHeadersSigned(headers: SigV4Request['headers'], signedHeaders: readonly string[]): void {
+export function checkAllAmzHeadersSigned(headers: SigV4Request['headers'], signedHeaders: readonly string[]): void {
   const unsigned = Object.keys(headers).filter((name) => MUST_BE_SIGNED.test(name) && !signedHeaders.includes(name.toLowerCase()));
   if (unsigned.length > 0) {
     throw new S3Error('AccessDenied', 'There were headers present in the request which were not signed', { HeadersNotSigned: unsigned.join(', ') });

@@ -105,3 +105,32 @@ export function getUnsetConfig(name: string): S3Handler {
     sendXml(res, answer.root, answer.body);
   };
 }
+
+/**
+ * DELETE of the configurations that S3 can delete and no bucket has here: 204, S3's answer whether or not
+ * one was set (so `terraform destroy` and cleanup scripts succeed). The others (logging, request payment,
+ * accelerate, notification, object lock, policy status) have no DELETE in S3 and stay NotImplemented.
+ */
+const UNSET_CONFIG_DELETES: Record<string, string> = {
+  policy: 'DeleteBucketPolicy',
+  encryption: 'DeleteBucketEncryption',
+  ownershipControls: 'DeleteBucketOwnershipControls',
+  website: 'DeleteBucketWebsite',
+  replication: 'DeleteBucketReplication',
+  publicAccessBlock: 'DeletePublicAccessBlock',
+};
+
+/** The subresources whose DELETE is answered as of an unset configuration (see UNSET_CONFIG_DELETES). */
+export const UNSET_DELETABLE_CONFIGS = Object.keys(UNSET_CONFIG_DELETES);
+
+/** S3's name of the DELETE of configuration `name`. */
+export function unsetConfigDeleteOperation(name: string): string {
+  return UNSET_CONFIG_DELETES[name]!;
+}
+
+/** DELETE of an unset configuration: nothing to remove; for the bucket's owner only. */
+export const deleteUnsetConfig: S3Handler = async ({ req, res, bucket, deps }) => {
+  discard(req);
+  await deps.buckets.owned(bucket, callerOf(res));
+  sendStatus(res, 204);
+};

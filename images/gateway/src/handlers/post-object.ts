@@ -111,7 +111,7 @@ export const postObject: S3Handler = async (s3) => {
   const { req, res, bucket, deps } = s3;
   const form = await formUntilFile(req);
   try {
-    const { credential, sizeRange } = await verifyPostPolicy(form.fields, bucket, deps.credentials, deps.region);
+    const { credential, sizeRange } = await verifyPostPolicy(form.fields, bucket, deps.credentials, deps.region, { signatureV2: deps.signatureV2 });
     const caller = {
       username: credential.username,
       accessKey: credential.accessKey,

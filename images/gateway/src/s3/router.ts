@@ -60,6 +60,12 @@ function unsetConfig(query: URLSearchParams): Route | undefined {
   return name ? { operation: configs.unsetConfigOperation(name), handler: configs.getUnsetConfig(name) } : undefined;
 }
 
+/** DELETE of a configuration no bucket has here (policy, website...): S3's 204 for an unset one. */
+function unsetConfigDelete(query: URLSearchParams): Route | undefined {
+  const name = configs.UNSET_DELETABLE_CONFIGS.find((n) => query.has(n));
+  return name ? { operation: configs.unsetConfigDeleteOperation(name), handler: configs.deleteUnsetConfig } : undefined;
+}
+
 /** Pick the S3 operation from method, bucket/key presence and subresources (the S3 REST rules). */
 export function routeOf(method: string, bucket: string, key: string, query: URLSearchParams, headers: http.IncomingMessage['headers']): Route {
   if (!bucket) {
@@ -79,7 +85,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('lifecycle')) return { operation: 'DeleteBucketLifecycle', handler: configs.lifecycle.delete };
         if (query.has('cors')) return { operation: 'DeleteBucketCors', handler: configs.cors.delete };
         if (query.has('tagging')) return { operation: 'DeleteBucketTagging', handler: configs.tags.delete };
-        return unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'DeleteBucket', handler: buckets.deleteBucket };
+        return unsetConfigDelete(query) ?? unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'DeleteBucket', handler: buckets.deleteBucket };
       case 'HEAD':
         return { operation: 'HeadBucket', handler: buckets.headBucket };
       case 'POST':
