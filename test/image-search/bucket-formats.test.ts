@@ -97,10 +97,21 @@ describe('image-search: a bucket of large and unusual formats (thumbnails in the
         const help = (await page.textContent('#token-help')) ?? '';
         expect(help).to.include('data.token');
         expect(help).to.match(/POST .*\/login\s+Content-Type: application\/json\s+\{"username": "…", "password": "…"\}/);
+        // Nonsense gets the nearest images with a hint that nothing matched well.
+        await page.fill('#query', 'xyzzy qwerty');
+        await page.press('#query', 'Enter');
+        await page.waitForSelector('#explanation:not([hidden])');
+        expect(await page.textContent('#explanation')).to.match(/^No image matches this query well/);
+        for (const card of await page.$$('#results .card')) await card.scrollIntoViewIfNeeded();
+        await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('#results img')].every((i) => i.complete));
+        // The grid of the next search alone is measured.
+        await page.evaluate(() => performance.clearResourceTimings());
         await page.fill('#query', 'red');
         await page.fill('#topk', '20');
         await page.press('#query', 'Enter');
-        await page.waitForFunction(() => document.querySelectorAll('#results .card').length === 5);
+        await page.waitForFunction(
+          () => document.querySelectorAll('#results .card').length === 5 && document.querySelector('#explanation')!.hasAttribute('hidden'),
+        );
         // Every tile scrolled into view (they load lazily), then all loaded and shown.
         for (const card of await page.$$('#results .card')) await card.scrollIntoViewIfNeeded();
         await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('#results img')].every((i) => i.complete && i.naturalWidth > 0));
