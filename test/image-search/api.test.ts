@@ -11,6 +11,8 @@ interface Result {
   path: string;
   distance: number;
   url: string;
+  thumbnailUrl: string;
+  thumbnailSrcset: string;
 }
 
 // Response bodies are read loosely: each test asserts the fields it needs.
@@ -52,8 +54,10 @@ function rawGet(base: string, rawPath: string): Promise<number> {
 
 function expectOrdered(results: Result[]) {
   for (const r of results) {
-    expect(r).to.have.all.keys('id', 'path', 'distance', 'url');
+    expect(r).to.have.all.keys('id', 'path', 'distance', 'url', 'thumbnailUrl', 'thumbnailSrcset');
     expect(r.url).to.equal('/images/' + r.path.split('/').map(encodeURIComponent).join('/'));
+    expect(r.thumbnailUrl).to.equal(`/api/images/${r.id}/thumbnail?size=160`);
+    expect(r.thumbnailSrcset).to.equal(`${r.thumbnailUrl} 1x, /api/images/${r.id}/thumbnail?size=320 2x`);
   }
   for (let i = 1; i < results.length; i++) expect(results[i].distance).to.be.at.least(results[i - 1].distance);
 }
@@ -307,8 +311,25 @@ describe('image-search: HTTP API', function () {
 
   it("keeps the specification's field names and spells every field Strata adds in camelCase", async () => {
     const rag = (await call(base, 'POST', '/api/search/rag', { query: 'red', topk: 2, use_expansion: false })).body;
-    expect(rag).to.have.all.keys('original_query', 'expanded_queries', 'results', 'ai_explanation', 'note', 'total_results', 'llmEnabled');
-    expect((await call(base, 'POST', '/search', { query: 'red', topk: 1 })).body).to.have.all.keys('query', 'topk', 'results', 'total_results');
+    expect(rag).to.have.all.keys(
+      'original_query',
+      'expanded_queries',
+      'results',
+      'ai_explanation',
+      'note',
+      'total_results',
+      'llmEnabled',
+      'bestSimilarity',
+      'weakMatch',
+    );
+    expect((await call(base, 'POST', '/search', { query: 'red', topk: 1 })).body).to.have.all.keys(
+      'query',
+      'topk',
+      'results',
+      'total_results',
+      'bestSimilarity',
+      'weakMatch',
+    );
     const tools = (await call(base, 'GET', '/api/tools')).body;
     expect(tools.writeTools).to.deep.equal(['add_images']);
     const [byText, byId, , add] = tools.tools as Array<{ function: { parameters: { properties: object } } }>;

@@ -11,7 +11,7 @@ import { SearchService } from '../../images/image-search/src/search-service.js';
 import { makeImageDir, makeTestModel, tempDir } from './support/fixtures.js';
 
 /** A viewer that may read the paths `may` accepts. */
-const viewerOf = (may: (path: string) => boolean): Viewer => ({ mayRead: may, url: (p) => `/images/${p}` });
+const viewerOf = (may: (path: string) => boolean): Viewer => ({ mayRead: may, url: (p) => `/images/${p}`, thumbnailUrl: (id, _p, size) => `/t/${id}/${size}` });
 const EVERYTHING = viewerOf(() => true);
 
 describe('image-search: SearchService adds each image once, and searches only what the viewer may read', function () {

@@ -49,8 +49,10 @@ describe('image-search: web UI in Chromium', function () {
     const cards = await page.$$eval('#results .card', (els) => els.map((e) => e.textContent ?? ''));
     expect(cards).to.have.length(3);
     for (const c of cards) expect(c).to.match(/distance \d+\.\d{4}.*green/);
-    // Thumbnails load from /images.
+    // The grid loads thumbnails, not the originals.
     await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('#results img')].every((i) => i.complete && i.naturalWidth > 0));
+    const sources = await page.$$eval('#results img', (imgs) => imgs.map((i) => (i as HTMLImageElement).currentSrc));
+    for (const src of sources) expect(src).to.match(/\/api\/images\/\d+\/thumbnail\?size=160$/);
 
     const queryFile = path.join(fixture.indexDir, 'query-yellow.png');
     mkdirSync(path.dirname(queryFile), { recursive: true });

@@ -21,11 +21,14 @@ import { checkModelDir, describeModel, fetchModelFromS3 } from './clip/model-fil
 import { loadImageSearchConfig, type ImageSearchConfig } from './config.js';
 import { WriteAuthorizer } from './http/auth.js';
 import { errorBody, errorHandler } from './http/errors.js';
+import { browserFormats, imageRenditionRoutes } from './http/image-routes.js';
 import { imageReadGuard, imageSearchRoutes } from './http/routes.js';
 import { ImageAccess } from './image-access.js';
 import { ImageFiles } from './image-files.js';
 import { ImageIndex, trainingOptions } from './index/image-index.js';
 import { LlmAssistant } from './llm/assistant.js';
+import { matchQuality } from './match-quality.js';
+import { RenditionCache } from './renditions.js';
 import { ModelUnavailableError, SearchService } from './search-service.js';
 
 const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../web');
@@ -94,6 +97,11 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     logger,
   });
   const files = new ImageFiles(config.IMAGE_FILE_DIR);
+  const renditions = new RenditionCache({
+    dir: config.IMAGE_SEARCH_THUMBNAIL_DIR ?? path.join(config.IMAGE_SEARCH_INDEX_DIR, 'thumbnails'),
+    maxBytes: config.IMAGE_SEARCH_THUMBNAIL_CACHE_MB * 2 ** 20,
+    logger,
+  });
   const service = new SearchService({
     index,
     files,
@@ -126,6 +134,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
         model: config.LLM_MODEL,
         timeoutSeconds: config.LLM_TIMEOUT_SECONDS,
         maxRetries: config.LLM_MAX_RETRIES,
+        encoder: model.description ?? null,
         logger,
       })
     : null;
@@ -168,7 +177,9 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
   app.get('/favicon.ico', (_req: express.Request, res: express.Response) => res.sendFile(path.join(WEB_DIR, 'favicon.ico'), { maxAge: '1d' }));
   // Images are served read-only from the image directory, to callers who may read them; `send` refuses paths leaving it.
   app.use('/images', imageReadGuard(files, auth, access));
+  app.use('/images', browserFormats(files, renditions));
   app.use('/images', express.static(files.root, { index: false, dotfiles: 'deny', fallthrough: false }));
+  app.use(imageRenditionRoutes({ service, files, auth, access, cache: renditions }));
   app.use(
     imageSearchRoutes({
       service,
@@ -177,6 +188,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
       maxUploadBytes: config.IMAGE_SEARCH_MAX_UPLOAD_BYTES,
       auth,
       access,
+      matchQuality: (results) => matchQuality(results, model.description?.backbone ?? 'ViT-B/32'),
       sourceStatus: () => (source ? source.status() : { kind: 'directory', path: files.root }),
       // Server paths, the model's error (it names them) and the source's object keys: admins only.
       describe: (admin) => {
@@ -194,7 +206,8 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
             executionProvider: model.encoder?.executionProvider ?? null,
             ...(model.encoder?.providerFallback ? { executionProviderNote: model.encoder.providerFallback } : {}),
           },
-          auth: auth.describe(),
+          // Gateway tokens come from POST /login at the S3 endpoint (Strata's gateway): the page tells users where.
+          auth: { ...auth.describe(), ...(config.STRATA_JWT_SECRET ? { loginUrl: `${config.IMAGE_SEARCH_S3_ENDPOINT.replace(/\/$/, '')}/login` } : {}) },
           llm: llm ? { enabled: true, ...llm.status(), baseUrl: config.LLM_BASE_URL } : { enabled: false, reason: 'LLM_BASE_URL is not set' },
           features: {
             textSearch: service.modelLoaded,

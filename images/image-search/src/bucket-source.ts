@@ -20,7 +20,8 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { XMLParser } from 'fast-xml-parser';
 import type { Logger } from '../../service-kit/src/index.js';
 import { signedHeaders, type S3Location } from './clip/model-files.js';
-import { IMAGE_EXTENSIONS, type ImageFiles } from './image-files.js';
+import type { ImageFiles } from './image-files.js';
+import { unsupportedReason } from './image-formats.js';
 import { streamToFileAtomic, writeFileAtomic } from './atomic-file.js';
 import type { SearchService } from './search-service.js';
 
@@ -318,10 +319,9 @@ export class BucketSource {
     for (const object of listed) {
       // Folder markers are no objects to show; anything else not indexed is reported with the reason.
       if (object.key.endsWith('/')) continue;
-      const extension = path.extname(object.key).toLowerCase();
-      if (!IMAGE_EXTENSIONS.has(extension)) {
-        const reason = `not an image file name (${extension ? `${extension} is` : 'no extension is'} not one of ${[...IMAGE_EXTENSIONS].join(' ')})`;
-        skipped.push({ key: object.key, reason });
+      const unsupported = unsupportedReason(object.key);
+      if (unsupported) {
+        skipped.push({ key: object.key, reason: unsupported });
         continue;
       }
       if (object.size > maxBytes) {

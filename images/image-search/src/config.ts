@@ -54,6 +54,13 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_MAX_TOPK: env.int(100, 1, 1000),
   /** Vectors in the brute-force buffer that make the index report a merge is due. @tuning */
   IMAGE_SEARCH_BUFFER_THRESHOLD: env.int(1000, 1),
+  /**
+   * Cache of thumbnails and of originals converted for browsers (TIFF, HEIF), content-addressed
+   * (unset: thumbnails/ in IMAGE_SEARCH_INDEX_DIR).
+   */
+  IMAGE_SEARCH_THUMBNAIL_DIR: optional(),
+  /** Most MiB that cache holds; past it the least recently used files go. */
+  IMAGE_SEARCH_THUMBNAIL_CACHE_MB: env.int(512, 1, 1_048_576),
   /** Largest image accepted by search-by-image and add, bytes. */
   IMAGE_SEARCH_MAX_UPLOAD_BYTES: env.int(10 * 1024 * 1024, 1024),
   /**

@@ -24,6 +24,8 @@ export type ImageSource = { kind: 'directory' } | { kind: 'bucket'; bucket: stri
 export interface Viewer {
   mayRead(path: string): boolean;
   url(path: string): string;
+  /** The URL of the thumbnail of indexed image `id` at `path`, `size` px (signed like url()). */
+  thumbnailUrl(id: number, path: string, size: number): string;
 }
 
 export interface ImageAccessOptions {
@@ -65,14 +67,27 @@ export class ImageAccess {
   }
 
   viewer(caller: Caller): Viewer {
-    return { mayRead: (path) => this.mayRead(caller, path), url: (path) => this.url(path) };
+    return {
+      mayRead: (path) => this.mayRead(caller, path),
+      url: (path) => this.url(path),
+      thumbnailUrl: (id, path, size) => this.thumbnailUrl(id, path, size),
+    };
   }
 
   /** The browser URL of an image: plain when public, else signed (to be handed only to one who may read it). */
   url(path: string): string {
-    if (this.isPublic(path)) return encodePath(path);
+    return this.isPublic(path) ? encodePath(path) : `${encodePath(path)}?${this.signedQuery(path)}`;
+  }
+
+  /** The URL of an indexed image's thumbnail: signed as url() is, for the image's path (one signature serves both). */
+  thumbnailUrl(id: number, path: string, size: number): string {
+    const url = `/api/images/${id}/thumbnail?size=${size}`;
+    return this.isPublic(path) ? url : `${url}&${this.signedQuery(path)}`;
+  }
+
+  private signedQuery(path: string): string {
     const expires = Math.floor(this.now() / 1000) + IMAGE_URL_SECONDS;
-    return `${encodePath(path)}?expires=${expires}&signature=${this.signature(path, expires)}`;
+    return `expires=${expires}&signature=${this.signature(path, expires)}`;
   }
 
   /** Whether `expires` and `signature` (query parameters) are a live signature of this path. */

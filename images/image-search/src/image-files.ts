@@ -1,8 +1,9 @@
 // The image directory: safe resolution of user-supplied paths, URLs under /images, sidecar captions.
 import { existsSync, promises as fs, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { IMAGE_EXTENSIONS, unsupportedReason } from './image-formats.js';
 
-export const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.png', '.webp', '.gif', '.tif', '.tiff', '.avif']);
+export { IMAGE_EXTENSIONS };
 
 export class BadPathError extends Error {}
 
@@ -24,7 +25,8 @@ export class ImageFiles {
     if (!existsSync(absolute) || !statSync(absolute).isFile()) throw new BadPathError(`${input}: no such image file`);
     // A symlink inside the directory that points out of it is refused too.
     if (!this.inside(realpathSync(absolute))) throw new BadPathError(`${input}: outside the image directory`);
-    if (!IMAGE_EXTENSIONS.has(path.extname(absolute).toLowerCase())) throw new BadPathError(`${input}: not an image file name`);
+    const unsupported = unsupportedReason(absolute);
+    if (unsupported) throw new BadPathError(`${input}: not an image file name: ${unsupported}`);
     return { relative: path.relative(this.root, absolute).split(path.sep).join('/'), absolute };
   }
 

@@ -5,12 +5,22 @@ import { ImageDecodeError } from './clip/preprocess.js';
 import type { ImageIndex, Hit } from './index/image-index.js';
 import { BadPathError, type ImageFiles } from './image-files.js';
 import type { Viewer } from './image-access.js';
+import { THUMBNAIL_SIZES } from './renditions.js';
 
 export interface SearchResultItem {
   id: number;
   path: string;
   distance: number;
   url: string;
+  /** The 160 px thumbnail, and `srcset` with the 320 px one for 2x screens (the grid's images; `url` on open). */
+  thumbnailUrl: string;
+  thumbnailSrcset: string;
+}
+
+/** A result item of image `id` at `path` as `viewer` gets it: its URLs (signed where not public). */
+export function resultItem(viewer: Viewer, id: number, path: string, distance: number): SearchResultItem {
+  const [small, large] = THUMBNAIL_SIZES.map((size) => viewer.thumbnailUrl(id, path, size));
+  return { id, path, distance, url: viewer.url(path), thumbnailUrl: small, thumbnailSrcset: `${small} 1x, ${large} 2x` };
 }
 
 /**
@@ -79,7 +89,7 @@ export class SearchService {
   }
 
   private items(hits: Hit[], viewer: Viewer): SearchResultItem[] {
-    return hits.map((h) => ({ id: h.id, path: h.path, distance: h.distance, url: viewer.url(h.path) }));
+    return hits.map((h) => resultItem(viewer, h.id, h.path, h.distance));
   }
 
   /**
@@ -167,7 +177,7 @@ export class SearchService {
     }
     const result = await this.opts.index.add(vectors, [...fresh.keys()]);
     return {
-      added: result.added.map((a) => ({ id: a.id, path: a.path, distance: 0, url: viewer.url(a.path) })),
+      added: result.added.map((a) => resultItem(viewer, a.id, a.path, 0)),
       skipped: [...skipped, ...result.skipped],
     };
   }

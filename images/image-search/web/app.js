@@ -41,10 +41,13 @@ function renderResults(results) {
     card.className = 'card';
     card.dataset.id = String(r.id);
     card.setAttribute('aria-label', `${r.path}, distance ${r.distance.toFixed(4)}: open`);
+    // The grid shows thumbnails (a few KB; 2x for dense screens), never the original (that is for the detail view).
     const img = document.createElement('img');
-    img.src = r.url;
+    img.src = r.thumbnailUrl || r.url;
+    if (r.thumbnailSrcset) img.srcset = r.thumbnailSrcset;
     img.alt = '';
     img.loading = 'lazy';
+    img.decoding = 'async';
     const meta = document.createElement('span');
     meta.className = 'meta';
     const distance = document.createElement('span');
@@ -61,11 +64,20 @@ function renderResults(results) {
 
 let current = null;
 
+/** The box under the search: a weak-match hint (nothing matched well) and the LLM's explanation or note. */
+function showExplanation(lines) {
+  const text = lines.filter(Boolean).join('\n');
+  $('explanation').hidden = !text;
+  $('explanation').textContent = text;
+}
+
 function openDetail(result) {
   current = result;
   $('detail-title').textContent = result.path;
   $('detail-img').src = result.url;
   $('detail-img').alt = result.path;
+  // The stored bytes (TIFF, HEIF as they are): the view above may be a conversion for the browser.
+  $('detail-original').href = `${result.url}${result.url.includes('?') ? '&' : '?'}original=true`;
   $('detail-meta').textContent = `id ${result.id} · distance ${result.distance.toFixed(4)}`;
   $('detail').showModal();
 }
@@ -123,12 +135,13 @@ $('text-form').addEventListener('submit', async (event) => {
     if ($('use-ai').checked) {
       const body = await postJson('/api/search/rag', { query, topk: topk(), use_expansion: true }, { signal });
       renderResults(body.results);
-      $('explanation').hidden = false;
-      $('explanation').textContent = body.note || `${body.ai_explanation} (queries: ${body.expanded_queries.join(' | ')})`;
+      const explained = body.ai_explanation ? `${body.ai_explanation} (queries: ${body.expanded_queries.join(' | ')})` : body.note;
+      showExplanation([body.hint, explained]);
       showMessage(`${body.total_results} results`);
     } else {
       const body = await postJson('/search', { query, topk: topk() }, { signal });
       renderResults(body.results);
+      showExplanation([body.hint]);
       showMessage(`${body.total_results} results for “${query}”`);
     }
   } catch (err) {
@@ -214,6 +227,7 @@ async function refreshStatus() {
     llm.className = `badge ${{ ok: 'ok', checking: '', error: 'off', disabled: 'off' }[llmState]}`;
     llm.title = status.llm.error || status.llm.reason || '';
     $('use-ai').disabled = !status.llm.enabled;
+    if (status.auth && status.auth.loginUrl) $('login-url').textContent = status.auth.loginUrl;
     const idx = status.index;
     const list = $('index-status');
     list.replaceChildren();

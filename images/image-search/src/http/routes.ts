@@ -9,6 +9,7 @@ import { InputError, type SearchResultItem, type SearchService } from '../search
 import { UnauthorizedError, type WriteAuthorizer } from './auth.js';
 import { errorBody, LlmDisabledError } from './errors.js';
 import { parseSearchForm } from './upload.js';
+import type { MatchQuality } from '../match-quality.js';
 
 export interface RouteOptions {
   service: SearchService;
@@ -21,6 +22,8 @@ export interface RouteOptions {
   access: ImageAccess;
   /** The image source's state (sync rounds, skipped objects, last error): admins only, it names keys and paths. */
   sourceStatus: () => object;
+  /** How well a text search's results match (a nonsense query gets a hint rather than random images as if they matched). */
+  matchQuality: (results: SearchResultItem[]) => MatchQuality;
   /** Extra facts for GET /api/status; server paths only when `admin`. */
   describe: (admin: boolean) => Record<string, unknown>;
 }
@@ -93,7 +96,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
       if (!form.fields.query) throw new InputError('send a text "query" or an image file in field "query_img"');
       const query = text(form.fields.query, 'query');
       const results = await service.searchTexts([query], topk, viewer(req));
-      res.json({ query, topk, results, total_results: results.length });
+      res.json({ query, topk, results, total_results: results.length, ...opts.matchQuality(results) });
       return;
     }
     await new Promise<void>((resolve, reject) => json(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
@@ -101,7 +104,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     const query = text(b.query, 'query');
     const topk = service.topk(b.topk);
     const results = await service.searchTexts([query], topk, viewer(req));
-    res.json({ query, topk, results, total_results: results.length });
+    res.json({ query, topk, results, total_results: results.length, ...opts.matchQuality(results) });
   });
 
   router.post('/api/search/rag', json, async (req, res) => {
@@ -115,7 +118,16 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
       const results = await service.searchTexts([query], topk, viewer(req));
       const note = 'LLM assistance is disabled (LLM_BASE_URL is not set): plain vector retrieval, no expansion or explanation.';
       // No explanation is `null` with a note, the same shape as when the LLM fails.
-      res.json({ original_query: query, expanded_queries: [query], results, ai_explanation: null, note, total_results: results.length, llmEnabled: false });
+      res.json({
+        original_query: query,
+        expanded_queries: [query],
+        results,
+        ai_explanation: null,
+        note,
+        total_results: results.length,
+        llmEnabled: false,
+        ...opts.matchQuality(results),
+      });
       return;
     }
     // When the LLM fails, the search still answers: plain retrieval, with a note saying why.
@@ -139,6 +151,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
       ai_explanation: explanation,
       total_results: results.length,
       llmEnabled: true,
+      ...opts.matchQuality(results),
       ...(failure
         ? {
             note: `The LLM failed (${failure}): plain vector retrieval${expanded.length > 1 ? ' of the expanded queries' : ''}, no explanation.`,

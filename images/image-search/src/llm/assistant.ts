@@ -19,6 +19,8 @@ export interface AssistantOptions {
   timeoutSeconds?: number;
   /** Retries of a failed LLM request (each may take timeoutSeconds), default 0. */
   maxRetries?: number;
+  /** The image encoder running (describeModel), named to the model as it is; null: none loaded. */
+  encoder?: { backbone: string; testEncoder: boolean } | null;
 }
 
 export interface ChatToolCall {
@@ -69,7 +71,18 @@ export function upstreamMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-const SYSTEM = 'You are the assistant of Strata image search. Images are found by CLIP embeddings; be brief and concrete.';
+/** The system prompt: it says which encoder finds the images (the test encoder is not CLIP and matches colours only). */
+export function systemPrompt(encoder: AssistantOptions['encoder']): string {
+  const how =
+    encoder === undefined
+      ? 'images are found by their embeddings'
+      : encoder === null
+        ? 'no image encoder is loaded, so searches find nothing'
+        : encoder.testEncoder
+          ? `Images are found by ${encoder.backbone}, a test encoder that is not CLIP: it matches colours and textures only, not meaning`
+          : `Images are found by CLIP ${encoder.backbone} embeddings`;
+  return `You are the assistant of Strata image search. ${how.charAt(0).toUpperCase()}${how.slice(1)}; be brief and concrete.`;
+}
 
 /** Describe results for the model: id, path and caption, one per line. */
 async function describe(results: SearchResultItem[], service: SearchService): Promise<string> {
@@ -88,6 +101,7 @@ export class LlmAssistant {
   private health: LlmHealth;
   /** The upstream refused tools once: chat turns retrieve first and then ask, without offering tools. */
   private toolsRefused = false;
+  private readonly system: string;
 
   constructor(private readonly opts: AssistantOptions) {
     this.client = new OpenAI({
@@ -97,6 +111,7 @@ export class LlmAssistant {
       timeout: (opts.timeoutSeconds ?? 10) * 1000,
     });
     this.resolvedModel = opts.model ?? null;
+    this.system = systemPrompt(opts.encoder);
     this.health = { state: 'checking', model: this.resolvedModel, modelSource: opts.model ? 'LLM_MODEL' : 'upstream /v1/models', error: null };
   }
 
@@ -159,7 +174,7 @@ export class LlmAssistant {
   /** The original query followed by up to `n` distinct rewrites. */
   async expand(query: string, n = 3): Promise<string[]> {
     const text = await this.complete([
-      { role: 'system', content: SYSTEM },
+      { role: 'system', content: this.system },
       {
         role: 'user',
         content: `Write ${n} alternative short descriptions of images that match the search "${query}". Answer with one description per line, nothing else.`,
@@ -186,7 +201,7 @@ export class LlmAssistant {
 
   async explain(query: string, results: SearchResultItem[], service: SearchService): Promise<string> {
     return this.complete([
-      { role: 'system', content: SYSTEM },
+      { role: 'system', content: this.system },
       {
         role: 'user',
         content: `Search: "${query}"\nResults:\n${await describe(results, service)}\nIn two or three sentences, explain how these results relate to the search.`,
@@ -196,7 +211,7 @@ export class LlmAssistant {
 
   async answer(question: string, results: SearchResultItem[], service: SearchService): Promise<string> {
     return this.complete([
-      { role: 'system', content: SYSTEM },
+      { role: 'system', content: this.system },
       {
         role: 'user',
         content: `Question: ${question}\nImages retrieved for it:\n${await describe(results, service)}\nAnswer the question using only these images; cite image ids.`,
@@ -234,7 +249,7 @@ export class LlmAssistant {
         content: `${question}\nImages retrieved for it:\n${await describe(results, service)}\nAnswer using only these images; cite image ids.`,
       },
     ];
-    const reply = await this.complete([{ role: 'system', content: SYSTEM }, ...asked]);
+    const reply = await this.complete([{ role: 'system', content: this.system }, ...asked]);
     return {
       reply,
       toolCalls: [{ tool: 'search_by_text', arguments: args, result: { query: question, results } }],
@@ -248,7 +263,7 @@ export class LlmAssistant {
     service: SearchService,
     { canWrite = false, viewer }: { canWrite?: boolean; viewer: Viewer },
   ): Promise<ChatTurn> {
-    const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }, ...history];
+    const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: this.system }, ...history];
     const toolCalls: ChatToolCall[] = [];
     const rounds = this.opts.maxToolRounds ?? 4;
     const model = await this.chatModel();
