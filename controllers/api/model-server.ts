@@ -18,7 +18,9 @@ export const modelServerSpec = z.object({
         .string()
         .min(1)
         .default(DEFAULT_SERVED_MODEL)
-        .describe(`Model id answered by /v1/models and used in completions; without path one of the image's built-in models (${BUILT_IN_MODEL_NAMES.join(', ')}).`),
+        .describe(
+          `Model id answered by /v1/models and used in completions; without path one of the image's built-in models (${BUILT_IN_MODEL_NAMES.join(', ')}).`,
+        ),
       path: z
         .string()
         .optional()

@@ -85,7 +85,11 @@ export function summarize(poems: readonly MeasuredPoem[], corpusWords: ReadonlyS
 }
 
 export function verseCorpusWords(): Set<string> {
-  return new Set(readFileSync(path.join(DEFAULT_MODEL_DIR, 'strata-verse', 'corpus-words.txt'), 'utf8').split('\n').filter(Boolean));
+  return new Set(
+    readFileSync(path.join(DEFAULT_MODEL_DIR, 'strata-verse', 'corpus-words.txt'), 'utf8')
+      .split('\n')
+      .filter(Boolean),
+  );
 }
 
 async function main(): Promise<void> {

@@ -54,7 +54,9 @@ describe('ModelServer reconciler', () => {
     /** What the rendered pod's model server would serve: its env through the server's own config. */
     const served = (spec: object) => {
       const [deployment] = renderModelServer(sample(spec), modelServerSpec.parse(spec), TEST_SETTINGS) as Doc[];
-      const env = Object.fromEntries((deployment!.spec.template.spec.containers[0].env as Array<{ name: string; value: string }>).map((e) => [e.name, e.value]));
+      const env = Object.fromEntries(
+        (deployment!.spec.template.spec.containers[0].env as Array<{ name: string; value: string }>).map((e) => [e.name, e.value]),
+      );
       const config = modelServerConfigFromEnv(env);
       return { env, config, sources: configuredModelSources(config.modelDir, config.modelNames) };
     };
@@ -68,7 +70,7 @@ describe('ModelServer reconciler', () => {
       expect(sources).to.deep.equal([{ names: ['strata-verse'], dir: verseDir }]);
     });
 
-    it('model strata-verse loads strata-verse\'s weights (not strata-tiny\'s); truncatePrompt: false reaches the server as false', () => {
+    it("model strata-verse loads strata-verse's weights (not strata-tiny's); truncatePrompt: false reaches the server as false", () => {
       const { config, sources } = served({ model: { name: 'strata-verse' }, truncatePrompt: false });
       expect(sources).to.deep.equal([{ names: ['strata-verse'], dir: verseDir }]);
       expect(config.truncatePrompt).to.equal(false);

@@ -37,7 +37,9 @@ describe('model-server: a model name loads only its own weights', () => {
       expect((await getJson(`${ms.base}/v1/models`)).body.data.map((m: { id: string }) => m.id)).to.deep.equal(['strata-verse']);
       const res = await postJson(ms.url, { model: 'strata-verse', messages: [{ role: 'user', content: 'Write a haiku on the theme "rain".' }], seed: 1 });
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
-      expect(res.body.choices[0].message.content).to.match(/\p{L}{2,}/u).and.not.match(/^\d+( \d+)*$/);
+      expect(res.body.choices[0].message.content)
+        .to.match(/\p{L}{2,}/u)
+        .and.not.match(/^\d+( \d+)*$/);
     });
   });
 });

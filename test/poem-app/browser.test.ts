@@ -37,7 +37,9 @@ async function spillsOutOfHistoryCards(page: Page): Promise<string[]> {
       for (const part of card.querySelectorAll<HTMLElement>('.badge, .history__date, .history__theme, .history__preview')) {
         const box = part.getBoundingClientRect();
         if (box.right > edge.right + 0.5 || box.left < edge.left - 0.5) {
-          problems.push(`${part.className} "${part.textContent}" spans ${Math.round(box.left)}..${Math.round(box.right)}, its card ${Math.round(edge.left)}..${Math.round(edge.right)}`);
+          problems.push(
+            `${part.className} "${part.textContent}" spans ${Math.round(box.left)}..${Math.round(box.right)}, its card ${Math.round(edge.left)}..${Math.round(edge.right)}`,
+          );
         }
       }
     }

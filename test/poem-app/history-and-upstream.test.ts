@@ -73,7 +73,12 @@ describe('poem-app: history delete, write access, upstream limits and refusals',
 
   const refusals: Array<[number, RegExp, string[], string?]> = [
     // What helps against an over-long prompt is the model server's truncation, not the poem app's settings.
-    [400, /refused the poem app's prompt as longer than the context of model 'strata-test-model' \(HTTP 400\): nope/, ['MODEL_SERVER_TRUNCATE_PROMPT', 'truncatePrompt'], 'context_length_exceeded'],
+    [
+      400,
+      /refused the poem app's prompt as longer than the context of model 'strata-test-model' \(HTTP 400\): nope/,
+      ['MODEL_SERVER_TRUNCATE_PROMPT', 'truncatePrompt'],
+      'context_length_exceeded',
+    ],
     [401, /refused the poem app's API key \(HTTP 401\): nope/, ['API_KEY']],
     [404, /does not serve the model 'strata-test-model' \(HTTP 404\): nope/, ['API_MODEL', 'API_BASE_URL']],
     [400, /rejected the request for model 'strata-test-model' \(HTTP 400\): nope/, ['API_MODEL', 'API_MAX_TOKENS', 'API_BASE_URL', 'API_KEY']],

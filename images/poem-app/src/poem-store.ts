@@ -81,7 +81,9 @@ export class PoemStore {
 
   /** Newest first; ties on the timestamp fall back to insertion order. */
   list(limit: number): Poem[] {
-    const rows = this.db.prepare('SELECT id, type, theme, content, model, created_at FROM poems ORDER BY created_at DESC, id DESC LIMIT ?').all(limit) as PoemRow[];
+    const rows = this.db
+      .prepare('SELECT id, type, theme, content, model, created_at FROM poems ORDER BY created_at DESC, id DESC LIMIT ?')
+      .all(limit) as PoemRow[];
     return rows.map(toPoem);
   }
 

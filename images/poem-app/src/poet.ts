@@ -40,7 +40,12 @@ export function buildPoemMessages(type: PoemType, theme: string): OpenAI.Chat.Ch
  * The follow-up when an answer was short: the poem so far as the assistant's turn, then a request for
  * the missing lines (an upstream that reads only the last user message still gets form and theme).
  */
-export function buildContinuationMessages(type: PoemType, theme: string, linesSoFar: readonly string[], missing: number): OpenAI.Chat.ChatCompletionMessageParam[] {
+export function buildContinuationMessages(
+  type: PoemType,
+  theme: string,
+  linesSoFar: readonly string[],
+  missing: number,
+): OpenAI.Chat.ChatCompletionMessageParam[] {
   return [
     ...buildPoemMessages(type, theme),
     { role: 'assistant', content: linesSoFar.join('\n') },
@@ -185,7 +190,11 @@ export class Poet {
 function toUpstreamError(err: unknown, config: UpstreamConfig): UpstreamError {
   const reason = describe(err);
   if (err instanceof OpenAI.APIConnectionTimeoutError) {
-    return new UpstreamError('timeout', `the model service at ${normalizeBaseUrl(config.baseUrl)} did not answer within ${config.timeoutMs / 1000} s (API_TIMEOUT_MS); please try again`, reason);
+    return new UpstreamError(
+      'timeout',
+      `the model service at ${normalizeBaseUrl(config.baseUrl)} did not answer within ${config.timeoutMs / 1000} s (API_TIMEOUT_MS); please try again`,
+      reason,
+    );
   }
   if (err instanceof OpenAI.APIUserAbortError) return new UpstreamError('unavailable', 'the request was cancelled', reason);
   if (err instanceof OpenAI.APIConnectionError) {
