@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
+import { DEFAULT_MODEL_DIR } from '../../images/model-server/src/served-models.js';
 import { startModelServer } from '../../images/model-server/src/app.js';
 import { loadPoemAppConfig } from '../../images/poem-app/src/config.js';
 import { containsTheme, lineCountOf, shapePoem, verseLines } from '../../images/poem-app/src/poem-shape.js';
@@ -108,6 +111,16 @@ describe('poem shape: every form has its line count and its theme', () => {
 
     it('is still written in its corpus’s words (the share the model card reports)', () => {
       expect(summarize(poems, verseCorpusWords()).corpusWordShare).to.be.at.least(0.75);
+    });
+
+    it('the model card reports the measured runs: every poem with its lines and theme', () => {
+      const card = JSON.parse(readFileSync(path.join(DEFAULT_MODEL_DIR, 'strata-verse', 'model-card.json'), 'utf8'));
+      expect(card.poemApp.runs).to.have.length.at.least(1);
+      for (const run of card.poemApp.runs) {
+        expect(run.poems).to.equal(POEM_TYPES.length * MEASURED_THEMES.length);
+        expect(run).to.include({ linesRight: run.poems, themePresent: run.poems });
+        expect(run.corpusWordShare).to.be.within(0, 1);
+      }
     });
   });
 });
