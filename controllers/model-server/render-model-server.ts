@@ -35,7 +35,8 @@ export function renderModelServer(ms: ModelServer, spec: ModelServerSpec, settin
           { name: 'MODEL_NAMES', value: spec.model.name },
           ...(spec.model.path ? [{ name: 'MODEL_DIR', value: spec.model.path }] : []),
           ...(spec.gpu.enabled ? [{ name: 'STRATA_EXECUTION_PROVIDER', value: 'cuda' }] : []),
-          ...(spec.truncatePrompt ? [{ name: 'MODEL_SERVER_TRUNCATE_PROMPT', value: 'true' }] : []),
+          // Always stated: the server's own default could differ from the spec's.
+          { name: 'MODEL_SERVER_TRUNCATE_PROMPT', value: String(spec.truncatePrompt) },
         ],
         defaultResources: MODEL_SERVER_DEFAULT_RESOURCES,
         startupFailureThreshold: 30,

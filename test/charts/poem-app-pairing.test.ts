@@ -68,7 +68,7 @@ describe('the chart\'s poem app and the ModelServer it asks agree', function () 
     const generated = await template(['poemApp.enabled=true']);
     const vars = env(generated);
     expect(vars.API_MAX_TOKENS!.value).to.equal(String(MAX_OUTPUT_TOKENS));
-    expect(vars.API_MODEL!.value).to.equal('strata-tiny');
+    expect(vars.API_MODEL!.value).to.equal('strata-verse');
     expect(vars.POEM_APP_API_KEY!.valueFrom!.secretKeyRef).to.deep.equal({ name: 'strata-poem-app-access', key: 'POEM_APP_API_KEY' });
     const secret = (objs: RenderedObject[]) => objs.find((o) => o.kind === 'Secret' && o.metadata.name === 'strata-poem-app-access') as RenderedObject & { stringData: Record<string, string> };
     expect(secret(generated).stringData.POEM_APP_API_KEY).to.match(/^[A-Za-z0-9]{32}$/);

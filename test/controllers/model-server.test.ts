@@ -4,6 +4,9 @@ import { renderModelServer } from '../../controllers/model-server/render-model-s
 import { MODEL_SERVER_DEFAULT_RESOURCES, modelServerSpec, type ModelServer } from '../../controllers/api/index.js';
 import { eventReasons, eventually, type Doc, markDeploymentReady, mustGet, harnessHooks, stored, TEST_SETTINGS, validateStored } from './support/harness.js';
 import { validateManifest } from './support/validate-manifest.js';
+import { BUILT_IN_MODEL_NAMES } from '../../controllers/api/index.js';
+import { modelServerConfigFromEnv } from '../../images/model-server/src/config.js';
+import { BUILT_IN_MODELS, configuredModelSources } from '../../images/model-server/src/served-models.js';
 
 const NS = 'ml';
 const sample = (spec: object): ModelServer =>
@@ -44,6 +47,43 @@ describe('ModelServer reconciler', () => {
       expect(plain[0]!.spec.template.spec.containers[0].image).to.equal('ghcr.io/strata-dev/model-server:test');
       expect(pod.nodeSelector).to.deep.equal({ 'nvidia.com/gpu.present': 'true' });
       expect(pod.tolerations).to.deep.equal([{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }]);
+    });
+  });
+
+  describe('model and prompt truncation', () => {
+    /** What the rendered pod's model server would serve: its env through the server's own config. */
+    const served = (spec: object) => {
+      const [deployment] = renderModelServer(sample(spec), modelServerSpec.parse(spec), TEST_SETTINGS) as Doc[];
+      const env = Object.fromEntries(
+        (deployment!.spec.template.spec.containers[0].env as Array<{ name: string; value: string }>).map((e) => [e.name, e.value]),
+      );
+      const config = modelServerConfigFromEnv(env);
+      return { env, config, sources: configuredModelSources(config.modelDir, config.modelNames) };
+    };
+    const verseDir = BUILT_IN_MODELS.find((m) => m.names.includes('strata-verse'))!.dir;
+
+    it('a ModelServer that names no model serves strata-verse from its own weights, with prompt truncation on', () => {
+      const { env, config, sources } = served({});
+      expect(env.MODEL_NAMES).to.equal('strata-verse');
+      expect(env.MODEL_SERVER_TRUNCATE_PROMPT).to.equal('true');
+      expect(config.truncatePrompt).to.equal(true);
+      expect(sources).to.deep.equal([{ names: ['strata-verse'], dir: verseDir }]);
+    });
+
+    it("model strata-verse loads strata-verse's weights (not strata-tiny's); truncatePrompt: false reaches the server as false", () => {
+      const { config, sources } = served({ model: { name: 'strata-verse' }, truncatePrompt: false });
+      expect(sources).to.deep.equal([{ names: ['strata-verse'], dir: verseDir }]);
+      expect(config.truncatePrompt).to.equal(false);
+    });
+
+    it('refuses a built-in name over a path of other weights, and a name of its own without a path', () => {
+      expect(() => modelServerSpec.parse({ model: { name: 'strata-verse', path: '/models/other' } })).to.throw(/built-in names load only their own weights/);
+      expect(() => modelServerSpec.parse({ model: { name: 'my-llm' } })).to.throw(/without path, name is a built-in model/);
+      expect(served({ model: { name: 'my-llm', path: '/models/mine' } }).sources).to.deep.equal([{ names: ['my-llm'], dir: '/models/mine' }]);
+    });
+
+    it("the CRD's built-in names are the image's", () => {
+      expect([...BUILT_IN_MODEL_NAMES]).to.deep.equal(BUILT_IN_MODELS.flatMap((m) => m.names));
     });
   });
 

@@ -228,7 +228,7 @@ describe('index worker and model server environment vs. the services that read i
   it('sets only variables the model server reads', () => {
     const sources = sourcesOf('model-server');
     const ms = { apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', metadata: { name: 'm', namespace: 'ns', uid: 'u' } } as unknown as ModelServer;
-    const spec = { model: { name: 'strata-tiny', path: '/models/tiny' }, gpu: { enabled: true } };
+    const spec = { model: { name: 'my-model', path: '/models/mine' }, gpu: { enabled: true } };
     const names = envNames(renderModelServer({ ...ms, spec } as never, modelServerSpec.parse(spec), TEST_SETTINGS));
     for (const name of names) expect(sources, `model-server reads ${name}`).to.match(new RegExp(`\\b${name}\\b`));
     expect(names).to.include.members(['MODEL_NAMES', 'MODEL_DIR', 'STRATA_EXECUTION_PROVIDER']);

@@ -47,7 +47,7 @@ describe('model-server /v1/chat/completions errors in OpenAI shape', () => {
       [{ ...ok, top_p: 1.5 }, 'top_p', 'invalid_value'],
       [{ ...ok, n: 0 }, 'n', 'invalid_value'],
       [{ ...ok, stream: 'yes' }, 'stream', 'invalid_type'],
-      [{ ...ok, stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop', 'invalid_value'],
+      [{ ...ok, stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop', 'array_above_max_length'],
       [{ ...ok, seed: 'x' }, 'seed', 'invalid_type'],
       [{ ...ok, messages: user(Array.from({ length: 80 }, () => '10').join(' ')) }, 'messages', 'context_length_exceeded'],
       [[ok], null, 'invalid_request_body'],

@@ -7,21 +7,44 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium.js';
 import type { RunningService } from '../../images/service-kit/src/index.js';
 import { layoutProblems } from '../support/page-layout.js';
-import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
+import { lineCountOf, shapePoem } from '../../images/poem-app/src/poem-shape.js';
+import { poemTypeByCode } from '../../images/poem-app/src/poem-types.js';
+import { linesAsked, startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
 import { startTestPoemApp, tempDir } from './support/poem-app-harness.js';
 
 const ARTIFACTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../artifacts');
 
-/** The fake model writes a small poem that quotes the theme it was given, so the page shows real lines. */
-function poemFor(userMessage: string): string {
-  const theme = /"([^"]*)"/.exec(userMessage)?.[1] ?? 'nothing';
-  return [
-    `Above the ${theme}, the evening leans,`,
-    'a slow bell counts the harbour in,',
-    '',
-    'and every window, lit, convenes',
-    'the quiet where the tides begin.',
-  ].join('\n');
+/** The fake model writes the lines it is asked for, the first quoting the theme, so the page shows real lines. */
+const verse = (n: number, theme: string) => (n === 1 ? `Above the ${theme}, the evening leans,` : `and bell ${n} counts the harbour in,`);
+const writePoem = linesAsked(verse);
+
+/** The poem the page shows for a form and theme: the fake's lines in the form's shape. */
+function expectedPoem(code: string, theme: string): string {
+  const type = poemTypeByCode(code)!;
+  return shapePoem(
+    Array.from({ length: lineCountOf(type, theme) }, (_, i) => verse(i + 1, theme)),
+    type,
+    theme,
+  );
+}
+
+/** Parts of a history card (type badge, date, theme, preview) that reach past the card's edges. */
+async function spillsOutOfHistoryCards(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const problems: string[] = [];
+    for (const card of document.querySelectorAll<HTMLElement>('.history__item')) {
+      const edge = card.getBoundingClientRect();
+      for (const part of card.querySelectorAll<HTMLElement>('.badge, .history__date, .history__theme, .history__preview')) {
+        const box = part.getBoundingClientRect();
+        if (box.right > edge.right + 0.5 || box.left < edge.left - 0.5) {
+          problems.push(
+            `${part.className} "${part.textContent}" spans ${Math.round(box.left)}..${Math.round(box.right)}, its card ${Math.round(edge.left)}..${Math.round(edge.right)}`,
+          );
+        }
+      }
+    }
+    return problems;
+  });
 }
 
 describe('poem-app page in Chromium', function () {
@@ -38,7 +61,7 @@ describe('poem-app page in Chromium', function () {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     upstream = await startFakeOpenAI({
       kind: 'poem',
-      content: (req) => poemFor(req.body.messages?.find((m) => m.role === 'user')?.content ?? ''),
+      content: writePoem,
     });
     // A short upstream timeout lets the loading-then-timeout case finish quickly.
     app = await startTestPoemApp(path.join(tmp.dir, 'poems.db'), upstream.baseUrl, { timeoutMs: 1500 });
@@ -70,7 +93,7 @@ describe('poem-app page in Chromium', function () {
 
     const poem = page.locator('#poem-text');
     await poem.waitFor({ state: 'visible' });
-    const expected = poemFor('"harbour lights"');
+    const expected = expectedPoem('sonnet', 'harbour lights');
     expect(await poem.locator('.poem__line').allTextContents()).to.deep.equal(expected.split('\n'));
     expect(await page.locator('#poem-meta').textContent()).to.equal('Sonnet · “harbour lights” · written by strata-test-model');
     expect(await page.getByRole('status').textContent()).to.match(/sonnet by strata-test-model is ready/);
@@ -102,6 +125,8 @@ describe('poem-app page in Chromium', function () {
     // Opening a saved poem shows it again, ready to download, without offering a second save.
     await item.click();
     expect(await poem.locator('.poem__line').allTextContents()).to.deep.equal(expected.split('\n'));
+    // ...with the model that wrote it, kept in the history.
+    expect(await page.locator('#poem-meta').textContent()).to.equal('Sonnet · “harbour lights” · written by strata-test-model');
     expect(await page.locator('#download').isEnabled()).to.equal(true);
     expect(await page.locator('#save').isDisabled()).to.equal(true);
   });
@@ -140,7 +165,7 @@ describe('poem-app page in Chromium', function () {
         .to.include('API_KEY')
         .and.include('API_BASE_URL');
     } finally {
-      upstream.behave({ kind: 'poem', content: (req) => poemFor(req.body.messages?.[1]?.content ?? '') });
+      upstream.behave({ kind: 'poem', content: writePoem });
     }
   });
 
@@ -181,11 +206,11 @@ describe('poem-app page in Chromium', function () {
       await page.getByRole('button', { name: 'Generate' }).click();
       const status = page.locator('#status .status--error');
       await status.waitFor();
-      expect(await status.textContent()).to.match(/Could not write the poem: the poem service failed \(HTTP 500\): model crashed/);
+      expect(await status.textContent()).to.match(/Could not write the poem: the model service failed \(HTTP 500\): model crashed/);
       expect(await page.getByRole('button', { name: 'Generate' }).isEnabled()).to.equal(true);
       await page.screenshot({ path: path.join(ARTIFACTS, 'poem-app-error.png') });
     } finally {
-      upstream.behave({ kind: 'poem', content: (req) => poemFor(req.body.messages?.[1]?.content ?? '') });
+      upstream.behave({ kind: 'poem', content: writePoem });
     }
   });
 
@@ -209,7 +234,7 @@ describe('poem-app page in Chromium', function () {
       expect(await page.locator('#result').getAttribute('aria-busy')).to.equal('false');
       expect(await page.locator('#generate').isEnabled()).to.equal(true);
     } finally {
-      upstream.behave({ kind: 'poem', content: (req) => poemFor(req.body.messages?.[1]?.content ?? '') });
+      upstream.behave({ kind: 'poem', content: writePoem });
     }
   });
 
@@ -223,10 +248,12 @@ describe('poem-app page in Chromium', function () {
     await page.locator('#poem-text').waitFor({ state: 'visible' });
     await page.locator('.history__item').first().waitFor();
     expect(await layoutProblems(page, 'body'), 'at 1366×900').to.deep.equal([]);
+    expect(await spillsOutOfHistoryCards(page), 'at 1366×900').to.deep.equal([]);
     await page.screenshot({ path: path.join(ARTIFACTS, 'poem-app-desktop.png'), fullPage: true });
 
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await layoutProblems(page, 'body'), 'at 390×844').to.deep.equal([]);
+    expect(await spillsOutOfHistoryCards(page), 'at 390×844').to.deep.equal([]);
     await page.screenshot({ path: path.join(ARTIFACTS, 'poem-app-mobile.png'), fullPage: true });
     // Reduced motion turns transitions off, so the screenshot shows the settled dark theme.
     await page.emulateMedia({ colorScheme: 'dark', reducedMotion: 'reduce' });

@@ -25,11 +25,12 @@ describe('poem-app configuration', () => {
     });
   });
 
-  it('applies defaults: port 3000, local model server, no retries, 30 s timeout', () => {
+  it('applies defaults: port 3000, local model server and its verse model, no retries, 30 s timeout', () => {
     const c = loadPoemAppConfig({});
     expect(c.port).to.equal(3000);
     expect(c.databasePath).to.equal('./data/poems.db');
-    expect(c.upstream).to.include({ baseUrl: DEFAULT_API_BASE_URL, maxRetries: 0, timeoutMs: 30_000 });
+    // The container's default too: strata-verse writes words, strata-tiny answers token ids by design.
+    expect(c.upstream).to.include({ baseUrl: DEFAULT_API_BASE_URL, model: 'strata-verse', maxRetries: 0, timeoutMs: 30_000 });
     expect(c.production).to.equal(false);
   });
 

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { startModelServer } from '../../images/model-server/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
 import { startPoemApp } from '../../images/poem-app/src/app.js';
-import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
+import { linesAsked, startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
 import { TEST_API_KEY, TEST_MODEL, getJson, postJson, poemAppOnFakeUpstream, startTestPoemApp, tempDir } from './support/poem-app-harness.js';
 
 const WRITE_KEY = 'poem-history-key-0123456789';
@@ -71,22 +71,30 @@ describe('poem-app: history delete, write access, upstream limits and refusals',
     }
   });
 
-  const refusals: Array<[number, RegExp, string[]]> = [
+  const refusals: Array<[number, RegExp, string[], string?]> = [
+    // What helps against an over-long prompt is the model server's truncation, not the poem app's settings.
+    [
+      400,
+      /refused the poem app's prompt as longer than the context of model 'strata-test-model' \(HTTP 400\): nope/,
+      ['MODEL_SERVER_TRUNCATE_PROMPT', 'truncatePrompt'],
+      'context_length_exceeded',
+    ],
     [401, /refused the poem app's API key \(HTTP 401\): nope/, ['API_KEY']],
     [404, /does not serve the model 'strata-test-model' \(HTTP 404\): nope/, ['API_MODEL', 'API_BASE_URL']],
     [400, /rejected the request for model 'strata-test-model' \(HTTP 400\): nope/, ['API_MODEL', 'API_MAX_TOKENS', 'API_BASE_URL', 'API_KEY']],
   ];
-  for (const [status, message, settings] of refusals) {
-    it(`explains an upstream ${status}: 502 with what went wrong and which setting to change`, async () => {
-      env.upstream.behave({ kind: 'error', status, message: 'nope' });
+  for (const [status, message, settings, code] of refusals) {
+    it(`explains an upstream ${status}${code ? ` ${code}` : ''}: 502 with what went wrong and which setting to change`, async () => {
+      env.upstream.behave({ kind: 'error', status, message: 'nope', ...(code ? { code } : {}) });
       try {
         const res = await postJson(`${env.app.url}/api/generate-poem`, { type: 'haiku', theme: 'snow' });
         expect(res.status).to.equal(502);
         expect(res.body.error.code).to.equal('upstream_error');
         expect(res.body.error.message).to.match(message).and.include(new URL(env.upstream.baseUrl).origin);
         for (const setting of settings) expect(res.body.error.hint).to.include(setting);
+        if (code) expect(res.body.error.hint).to.not.match(/API_MODEL|API_MAX_TOKENS/);
       } finally {
-        env.upstream.behave({ kind: 'poem', content: 'a quiet line' });
+        env.upstream.behave({ kind: 'poem', content: linesAsked() });
       }
     });
   }
@@ -175,6 +183,10 @@ describe('poem-app against the real model server', () => {
     const res = await postJson(`${app.url}/api/generate-poem`, { type: 'haiku', theme: 'snow' });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     expect(res.body.model).to.equal('strata-tiny');
-    expect(res.body.poem).to.match(/^\d+( \d+)*$/);
+    // strata-tiny answers token ids by design: three lines of them, the theme opening the first.
+    const lines = res.body.poem.split('\n');
+    expect(lines, res.body.poem).to.have.length(3);
+    expect(lines[0]).to.match(/^Snow — \d+( \d+)*$/);
+    for (const line of lines.slice(1)) expect(line).to.match(/^\d+( \d+)*$/);
   });
 });

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { expect } from 'chai';
-import { unusedPort } from './support/fake-openai.js';
+import { linesAsked, unusedPort } from './support/fake-openai.js';
 import { TEST_API_KEY, TEST_MODEL, getJson, postJson, poemAppOnFakeUpstream, startTestPoemApp, tempDir } from './support/poem-app-harness.js';
 
 /** Poll until a condition holds (the test's own timeout bounds the wait). */
@@ -16,11 +16,14 @@ describe('poem-app upstream (OpenAI chat-completions wire format)', () => {
     env.upstream.received.length = 0;
   });
 
-  it('sends the configured model, a system and a user message naming type and theme, and the API key', async () => {
-    env.upstream.behave({ kind: 'poem', content: '  Shall I compare thee\r\nto a summer server?  \n' });
+  it('sends the configured model, a system and a user message naming type, line count and theme, and the API key', async () => {
+    const sonnet = ['  Shall I compare thee to lighthouse keepers\r', ...Array.from({ length: 13 }, (_, i) => `to a summer server, line ${i + 2}?  `)];
+    env.upstream.behave({ kind: 'poem', content: sonnet.join('\n') + '\n' });
     const { status, body } = await postJson(`${env.app.url}/api/generate-poem`, { type: 'sonnet', theme: 'lighthouse   keepers' });
     expect(status).to.equal(200);
-    expect(body.poem).to.equal('Shall I compare thee\nto a summer server?');
+    // Trimmed lines in the sonnet's stanzas (4, 4, 4, 2).
+    const lines = sonnet.map((l) => l.trim());
+    expect(body.poem).to.equal([lines.slice(0, 4), lines.slice(4, 8), lines.slice(8, 12), lines.slice(12)].map((s) => s.join('\n')).join('\n\n'));
 
     expect(env.upstream.received).to.have.length(1);
     const sent = env.upstream.received[0]!;
@@ -33,14 +36,16 @@ describe('poem-app upstream (OpenAI chat-completions wire format)', () => {
     expect(messages.map((m) => m.role)).to.deep.equal(['system', 'user']);
     expect(messages[1]!.content)
       .to.match(/sonnet/i)
+      .and.include('of 14 lines')
       .and.include('"lighthouse keepers"');
   });
 
   it('copes with any text the model returns (e.g. token ids from the local model server)', async () => {
-    env.upstream.behave({ kind: 'poem', content: '17 942 3 3 581 <unk> </s> \u0000 😀' });
+    env.upstream.behave({ kind: 'poem', content: linesAsked((n) => `17 942 ${n} 3 581 <unk> </s> \u0000 😀`) });
     const { status, body } = await postJson(`${env.app.url}/api/generate-poem`, { type: 'haiku', theme: 'numbers' });
     expect(status).to.equal(200);
-    expect(body.poem).to.equal('17 942 3 3 581 <unk> </s> \u0000 😀');
+    // Control characters are dropped; the rest is kept as written.
+    expect(body.poem).to.equal(['Numbers — 17 942 1 3 581 <unk> </s>  😀', '17 942 2 3 581 <unk> </s>  😀', '17 942 3 3 581 <unk> </s>  😀'].join('\n'));
   });
 
   it('answers 502 when the upstream returns an empty poem', async () => {
@@ -76,7 +81,9 @@ describe('poem-app upstream (OpenAI chat-completions wire format)', () => {
       const { status, body } = await postJson(`${down.url}/api/generate-poem`, { type: 'haiku', theme: 'absence' });
       expect(status).to.equal(502);
       expect(body.error.code).to.equal('upstream_unavailable');
-      expect(body.error.message).to.match(/unreachable/);
+      // The model service is what cannot be reached: said so, with the URL the app is configured with.
+      expect(body.error.message).to.equal(`the model service at http://127.0.0.1:${port}/v1 (API_BASE_URL) is unreachable; please try again later`);
+      expect(body.error.hint).to.include('API_BASE_URL');
       // Saving and listing do not depend on the upstream.
       expect((await postJson(`${down.url}/api/poems`, { type: 'Haiku', theme: 'absence', content: 'still here' })).status).to.equal(201);
     } finally {
@@ -106,7 +113,7 @@ describe('poem-app upstream (OpenAI chat-completions wire format)', () => {
   });
 
   it('counts generations by type and outcome in /metrics', async () => {
-    env.upstream.behave({ kind: 'poem', content: 'counted' });
+    env.upstream.behave({ kind: 'poem', content: linesAsked() });
     await postJson(`${env.app.url}/api/generate-poem`, { type: 'acrostic', theme: 'METRICS' });
     env.upstream.behave({ kind: 'error', status: 503, message: 'busy' });
     await postJson(`${env.app.url}/api/generate-poem`, { type: 'villanelle', theme: 'METRICS' });

@@ -11,12 +11,10 @@ import { GenerationScheduler, type SchedulerObserver, type SequenceQueue } from 
 import { ModelServerMetrics } from './metrics.js';
 import { OnnxTransformer } from './onnx-transformer.js';
 import { OpenAIError, sendOpenAIError } from './openai-errors.js';
-import { BUILT_IN_MODELS, DEFAULT_MODEL_DIR, loadSamplingDefaults, loadTokenizer, modelObject, type ModelSource } from './served-models.js';
+import { configuredModelSources, DEFAULT_MODEL_DIR, loadSamplingDefaults, loadTokenizer, modelObject, type ModelSource } from './served-models.js';
 import { WorkerEngine } from './worker-engine.js';
 
 export { DEFAULT_MODEL_DIR };
-/** The names the weights in modelDir answer to when only modelDir is given. */
-export const DEFAULT_MODEL_NAMES = ['strata-tiny'];
 
 export interface ModelServerOptions {
   /** 0 picks a free port. Default 8000. */
@@ -25,14 +23,14 @@ export interface ModelServerOptions {
   host?: string;
   /**
    * The models served, each its own weights and engine, listed by /v1/models in this order. Default:
-   * the built-in strata-verse and strata-tiny, unless modelDir or modelNames is given (then one model).
+   * the built-in strata-verse and strata-tiny, unless modelDir or modelNames is given (configuredModelSources).
    */
   models?: ModelSource[];
   /** One model: the folder with encoder.onnx and decoder.onnx (and tokenizer.json for a text model). */
   modelDir?: string;
   logger?: Logger;
   registry?: Registry;
-  /** One model: the names it answers to (all served by the same weights). Default strata-tiny. */
+  /** Without modelDir: built-in model names, each served by its own weights; with it: the names of its weights (default: the built-in's, else the path). */
   modelNames?: string[];
   /** On a loopback host, the names besides loopback ones that requests may carry in Host (STRATA_ALLOWED_HOSTS). */
   allowedHosts?: string[];
@@ -77,11 +75,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
   const logger = opts.logger ?? createLogger(SERVICE);
   const registry = opts.registry ?? createRegistry(SERVICE);
   const metrics = new ModelServerMetrics(registry);
-  const sources =
-    opts.models ??
-    (opts.modelDir || opts.modelNames?.length
-      ? [{ names: opts.modelNames?.length ? opts.modelNames : DEFAULT_MODEL_NAMES, dir: opts.modelDir ?? DEFAULT_MODEL_DIR }]
-      : BUILT_IN_MODELS);
+  const sources = opts.models ?? configuredModelSources(opts.modelDir, opts.modelNames);
   const names = sources.flatMap((m) => m.names);
   if (new Set(names).size !== names.length) throw new Error(`model names must be unique, got ${names.join(', ')}`);
   const tokenizers = await Promise.all(sources.map((m) => loadTokenizer(m.dir)));

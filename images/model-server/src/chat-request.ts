@@ -3,6 +3,8 @@ import { MAX_OUTPUT_TOKENS } from './model-spec.js';
 
 /** Most alternatives per position that `top_logprobs` may ask for (OpenAI's limit). */
 export const MAX_TOP_LOGPROBS = 20;
+/** Most stop sequences in one request (OpenAI's limit). */
+export const MAX_STOP_SEQUENCES = 4;
 import { OpenAIError } from './openai-errors.js';
 import type { ChatMessageText, ChatRole } from './tokenizer.js';
 
@@ -40,7 +42,7 @@ const chatRequestSchema = z.object({
   frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
   seed: z.number().int().nullable().optional(),
   stop: z
-    .union([z.string().min(1), z.array(z.string().min(1)).max(4)])
+    .union([z.string().min(1), z.array(z.string().min(1)).max(MAX_STOP_SEQUENCES)])
     .nullable()
     .optional(),
   n: z.number().int().min(1).max(16).nullable().optional(),
@@ -74,6 +76,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
     throw OpenAIError.invalid('The request body must be a JSON object.', null, 'invalid_request_body');
   }
   refuseUnsupported(body as Record<string, unknown>);
+  refuseNonTextContent((body as Record<string, unknown>).messages);
+  refuseTooManyStops((body as Record<string, unknown>).stop);
   const result = chatRequestSchema.safeParse(body);
   if (!result.success) {
     const issue = result.error.issues[0]!;
@@ -123,6 +127,54 @@ function refuseUnsupported(body: Record<string, unknown>): void {
   if (present(format) && (typeof format !== 'object' || format!.type !== 'text')) unsupported('response_format', 'only {"type": "text"} is supported');
   const bias = body.logit_bias;
   if (present(bias) && (typeof bias !== 'object' || Object.keys(bias as object).length > 0)) unsupported('logit_bias', 'logit biases are not implemented');
+  // Only text comes out: ["text"] is accepted, any other output modality is refused by name.
+  const modalities = body.modalities;
+  if (present(modalities)) {
+    const other = Array.isArray(modalities) ? modalities.find((m) => m !== 'text') : modalities;
+    if (other !== undefined) {
+      throw OpenAIError.invalid(
+        `Unsupported value: 'modalities' does not support ${JSON.stringify(other)} with this model. Supported values are: ["text"].`,
+        'modalities',
+        'unsupported_value',
+      );
+    }
+  }
+  if (present(body.audio)) unsupported('audio', 'the models answer text only');
+}
+
+/** Content part types OpenAI knows that these text-only models cannot read. */
+const NON_TEXT_PARTS = new Set(['image_url', 'input_audio', 'file']);
+
+/** A message part that is not text gets OpenAI's own refusal, naming the part, instead of a bare schema error. */
+function refuseNonTextContent(messages: unknown): void {
+  if (!Array.isArray(messages)) return;
+  messages.forEach((message, i) => {
+    const content = (message as { content?: unknown } | null)?.content;
+    if (!Array.isArray(content)) return;
+    content.forEach((part, j) => {
+      const type = (part as { type?: unknown } | null)?.type;
+      const param = `messages[${i}].content[${j}].type`;
+      if (typeof type === 'string' && NON_TEXT_PARTS.has(type)) {
+        throw OpenAIError.invalid(
+          `Invalid content type. ${type} is only supported by certain models; this server's models read text only.`,
+          param,
+          'invalid_value',
+        );
+      }
+      if (type !== 'text') throw OpenAIError.invalid(`Invalid '${param}': expected 'text', got ${JSON.stringify(type) ?? 'nothing'}.`, param, 'invalid_value');
+    });
+  });
+}
+
+/** OpenAI allows up to 4 stop sequences and says so in these words. */
+function refuseTooManyStops(stop: unknown): void {
+  if (Array.isArray(stop) && stop.length > MAX_STOP_SEQUENCES) {
+    throw OpenAIError.invalid(
+      `Invalid 'stop': array too long. Expected an array with maximum length ${MAX_STOP_SEQUENCES}, but got an array with length ${stop.length} instead.`,
+      'stop',
+      'array_above_max_length',
+    );
+  }
 }
 
 /** A wrong JSON type (as opposed to a value out of range); for a union, only if no alternative got further. */

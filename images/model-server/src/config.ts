@@ -10,9 +10,9 @@ export const modelServerEnvSchema = z.object({
   /** Interface to listen on. */
   MODEL_SERVER_HOST: z.string().default('0.0.0.0'),
   ...allowedHostsEnv,
-  /** Either one set: serve that one model (default names strata-tiny); neither: the built-in strata-verse and strata-tiny. */
+  /** Folder of one model's weights (named by MODEL_NAMES, else by this path); unset: the built-in models (strata-verse and strata-tiny, or those MODEL_NAMES names). */
   MODEL_DIR: z.string().min(1).optional(),
-  /** Comma-separated names the model in MODEL_DIR answers to. */
+  /** Comma-separated names the model in MODEL_DIR answers to; without MODEL_DIR, built-in models to serve (each loads its own weights). */
   MODEL_NAMES: z.string().optional(),
   /** Comma-separated keys; when set, /v1 requests need `Authorization: Bearer <one of them>`. */
   MODEL_SERVER_API_KEYS: z.string().optional(),
@@ -30,8 +30,10 @@ export const modelServerEnvSchema = z.object({
   MODEL_SERVER_MAX_BODY_BYTES: env.int(1024 * 1024, 1024, 100 * 1024 * 1024),
   /** ONNX Runtime intra-op threads (0: its own default). @tuning */
   MODEL_SERVER_THREADS: env.int(1, 0, 64),
-  /** Keep the end of a prompt longer than the context instead of answering 400 context_length_exceeded. */
-  MODEL_SERVER_TRUNCATE_PROMPT: env.bool(false),
+  // On by default: the built-in models have a 64-token context, shorter than many chat prompts (the
+  // poem app's included); the end of the prompt (the last user message) is what they read.
+  /** Keep the end of a prompt longer than the context instead of answering 400 context_length_exceeded (false: refuse, as vLLM does). */
+  MODEL_SERVER_TRUNCATE_PROMPT: env.bool(true),
   /** Unset: the default (the generation engine in a worker thread); the option is then left out. @tuning */
   MODEL_SERVER_WORKER: z
     .enum(['true', 'false', '1', '0', 'yes', 'no'])

@@ -27,6 +27,47 @@ export const BUILT_IN_MODELS: readonly ModelSource[] = [
   { names: ['strata-tiny'], dir: DEFAULT_MODEL_DIR },
 ];
 
+/** The built-in model a name belongs to, if any. */
+export function builtInModelNamed(name: string): ModelSource | undefined {
+  return BUILT_IN_MODELS.find((m) => m.names.includes(name));
+}
+
+/**
+ * What a server configured with MODEL_DIR / MODEL_NAMES serves. A built-in model's name only ever
+ * loads that model's own weights: names alone must be built-in ones (each serves its own folder), and
+ * a MODEL_DIR may not answer to a built-in name unless it is that model's folder. A MODEL_DIR without
+ * names answers to its built-in name, else to the path as given (as vLLM's default served name).
+ */
+export function configuredModelSources(modelDir: string | undefined, modelNames: readonly string[] | undefined): ModelSource[] {
+  const names = modelNames?.length ? [...modelNames] : undefined;
+  if (!modelDir && !names) return BUILT_IN_MODELS.map((m) => ({ names: [...m.names], dir: m.dir }));
+  const builtInNames = BUILT_IN_MODELS.flatMap((m) => m.names).join(', ');
+  if (!modelDir) {
+    const unknown = names!.filter((n) => !builtInModelNamed(n));
+    if (unknown.length > 0) {
+      throw new Error(`MODEL_NAMES ${unknown.join(', ')}: not a built-in model (${builtInNames}); set MODEL_DIR to the folder of its weights`);
+    }
+    // One source per built-in model named, in the order first named.
+    const sources: ModelSource[] = [];
+    for (const name of names!) {
+      const dir = builtInModelNamed(name)!.dir;
+      const source = sources.find((s) => s.dir === dir);
+      if (source) source.names.push(name);
+      else sources.push({ names: [name], dir });
+    }
+    return sources;
+  }
+  const own = BUILT_IN_MODELS.find((m) => path.resolve(m.dir) === path.resolve(modelDir));
+  const served = names ?? (own ? [...own.names] : [modelDir]);
+  for (const name of served) {
+    const builtIn = builtInModelNamed(name);
+    if (builtIn && path.resolve(builtIn.dir) !== path.resolve(modelDir)) {
+      throw new Error(`model name ${name} is the built-in model's and serves only its weights, not those in MODEL_DIR ${modelDir}; choose another name`);
+    }
+  }
+  return [{ names: served, dir: modelDir }];
+}
+
 /** A folder's tokenizer: its tokenizer.json (BPE) when there is one, else strata-tiny's id tokenizer. */
 export async function loadTokenizer(dir: string): Promise<ModelTokenizer> {
   let text: string;

@@ -32,7 +32,7 @@ export interface UpstreamConfig {
 
 export const DEFAULT_DATABASE_URL = 'file:./data/poems.db';
 export const DEFAULT_API_BASE_URL = 'http://127.0.0.1:8000/v1';
-export const DEFAULT_MODEL = 'strata-tiny';
+export const DEFAULT_MODEL = 'strata-verse';
 
 export const poemAppEnvSchema = z.object({
   PORT: env.port(3000),

@@ -8,17 +8,20 @@ export interface Poem {
   type: string;
   theme: string;
   content: string;
+  /** The model that wrote it; null for poems saved without one (and all saved before it was kept). */
+  model: string | null;
   /** ISO 8601, UTC, millisecond precision. */
   createdAt: string;
 }
 
-export type NewPoem = Pick<Poem, 'type' | 'theme' | 'content'>;
+export type NewPoem = Pick<Poem, 'type' | 'theme' | 'content'> & { model?: string | null };
 
 interface PoemRow {
   id: number;
   type: string;
   theme: string;
   content: string;
+  model: string | null;
   created_at: string;
 }
 
@@ -35,6 +38,8 @@ const MIGRATIONS: readonly string[] = [
      created_at TEXT NOT NULL
    );
    CREATE INDEX poems_newest_first ON poems (created_at DESC, id DESC);`,
+  // The model that wrote each poem; rows saved before this step have none (NULL).
+  `ALTER TABLE poems ADD COLUMN model TEXT;`,
 ];
 
 /** Saved poems in an embedded SQLite file (better-sqlite3). Calls are synchronous and short. */
@@ -62,20 +67,23 @@ export class PoemStore {
 
   add(poem: NewPoem, now: Date = new Date()): Poem {
     const createdAt = now.toISOString();
+    const model = poem.model ?? null;
     const result = this.db
-      .prepare('INSERT INTO poems (type, theme, content, created_at) VALUES (?, ?, ?, ?)')
-      .run(poem.type, poem.theme, poem.content, createdAt);
-    return { id: Number(result.lastInsertRowid), ...poem, createdAt };
+      .prepare('INSERT INTO poems (type, theme, content, model, created_at) VALUES (?, ?, ?, ?, ?)')
+      .run(poem.type, poem.theme, poem.content, model, createdAt);
+    return { id: Number(result.lastInsertRowid), type: poem.type, theme: poem.theme, content: poem.content, model, createdAt };
   }
 
   get(id: number): Poem | undefined {
-    const row = this.db.prepare('SELECT id, type, theme, content, created_at FROM poems WHERE id = ?').get(id) as PoemRow | undefined;
+    const row = this.db.prepare('SELECT id, type, theme, content, model, created_at FROM poems WHERE id = ?').get(id) as PoemRow | undefined;
     return row && toPoem(row);
   }
 
   /** Newest first; ties on the timestamp fall back to insertion order. */
   list(limit: number): Poem[] {
-    const rows = this.db.prepare('SELECT id, type, theme, content, created_at FROM poems ORDER BY created_at DESC, id DESC LIMIT ?').all(limit) as PoemRow[];
+    const rows = this.db
+      .prepare('SELECT id, type, theme, content, model, created_at FROM poems ORDER BY created_at DESC, id DESC LIMIT ?')
+      .all(limit) as PoemRow[];
     return rows.map(toPoem);
   }
 
@@ -95,7 +103,7 @@ export class PoemStore {
 }
 
 function toPoem(r: PoemRow): Poem {
-  return { id: r.id, type: r.type, theme: r.theme, content: r.content, createdAt: r.created_at };
+  return { id: r.id, type: r.type, theme: r.theme, content: r.content, model: r.model, createdAt: r.created_at };
 }
 
 function migrate(db: Database.Database): void {

@@ -4,6 +4,7 @@ import { POEM_TYPES, poemTypeByCode, poemTypeByLabelOrCode, type PoemType } from
 
 export const MAX_THEME_LENGTH = 200;
 export const MAX_CONTENT_LENGTH = 10_000;
+export const MAX_MODEL_LENGTH = 200;
 export const DEFAULT_LIST_LIMIT = 50;
 export const MAX_LIST_LIMIT = 500;
 
@@ -46,6 +47,13 @@ const saveSchema = z.object(
       .string({ error: 'content is required and must be a string' })
       .transform((s) => s.replace(/\r\n?/g, '\n').trim())
       .pipe(z.string().min(1, 'content must not be empty').max(MAX_CONTENT_LENGTH, `content must be at most ${MAX_CONTENT_LENGTH} characters`)),
+    // The model that wrote the poem (as /api/generate-poem named it); absent or null: not known.
+    model: z
+      .string({ error: 'model must be a string' })
+      .trim()
+      .max(MAX_MODEL_LENGTH, `model must be at most ${MAX_MODEL_LENGTH} characters`)
+      .nullish()
+      .transform((m) => m || null),
   },
   { error: 'request body must be a JSON object' },
 );
@@ -66,6 +74,7 @@ export interface SaveRequest {
   type: PoemType;
   theme: string;
   content: string;
+  model: string | null;
 }
 
 export function parseGenerateRequest(body: unknown): GenerateRequest {

@@ -42,10 +42,10 @@ export function poemApi({ store, poet, metrics, logger, writes }: PoemApiDeps): 
     });
     const stopTimer = metrics.generationSeconds.startTimer();
     try {
-      const poem = await poet.write(type, theme, cancel.signal);
+      const { poem, requests, themeAdded } = await poet.write(type, theme, cancel.signal);
       const seconds = stopTimer({ outcome: 'ok' });
       metrics.generations.inc({ type: type.code, outcome: 'ok' });
-      logger.info({ type: type.code, themeLength: theme.length, poemLength: poem.length, seconds }, 'poem generated');
+      logger.info({ type: type.code, themeLength: theme.length, poemLength: poem.length, requests, themeAdded, seconds }, 'poem generated');
       res.json({ poem, type: { code: type.code, label: type.label }, theme, model: poet.model });
     } catch (err) {
       const outcome = err instanceof UpstreamError ? err.failure : 'upstream_error';
@@ -78,8 +78,8 @@ export function poemApi({ store, poet, metrics, logger, writes }: PoemApiDeps): 
   });
 
   api.post('/poems', requireWriteAccess(writes), (req, res) => {
-    const { type, theme, content } = parseSaveRequest(req.body);
-    const poem = store.add({ type: type.label, theme, content });
+    const { type, theme, content, model } = parseSaveRequest(req.body);
+    const poem = store.add({ type: type.label, theme, content, model });
     metrics.saved.inc({ type: type.label });
     logger.info({ id: poem.id, type: type.code }, 'poem saved');
     res.status(201).location(`/api/poems/${poem.id}`).json(poem);

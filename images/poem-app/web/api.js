@@ -62,8 +62,8 @@ export async function fetchInfo() {
   return request('/api/info');
 }
 
-export async function savePoem(typeLabel, theme, content) {
-  return request('/api/poems', { method: 'POST', body: { type: typeLabel, theme, content }, write: true });
+export async function savePoem(typeLabel, theme, content, model) {
+  return request('/api/poems', { method: 'POST', body: { type: typeLabel, theme, content, model: model ?? null }, write: true });
 }
 
 export async function deletePoem(id) {

@@ -33,7 +33,7 @@ const el = {
 
 /** @type {Array<{code: string, label: string, description: string}>} */
 let poemTypes = [];
-/** The poem on screen: {typeLabel, theme, content, savedId} or null. */
+/** The poem on screen: {typeLabel, theme, content, savedId, model} or null. */
 let current = null;
 let generating = false;
 /** Whether this server lets the page change the history ('open', 'key' or 'disabled'). */
@@ -185,7 +185,7 @@ async function onSave() {
   el.save.disabled = true;
   el.saveLabel.textContent = 'Saving…';
   try {
-    const saved = await savePoem(current.typeLabel, current.theme, current.content);
+    const saved = await savePoem(current.typeLabel, current.theme, current.content, current.model);
     current = { ...current, savedId: saved.id };
     setStatus('Saved to your recent works.', 'success');
     await loadHistory();
@@ -217,7 +217,7 @@ function historyItem(poem) {
   remove.addEventListener('click', () => onDelete(poem));
   button.setAttribute('aria-label', `${poem.type} on “${poem.theme}”, saved ${time.textContent}. Show this poem.`);
   button.addEventListener('click', () => {
-    current = { typeLabel: poem.type, theme: poem.theme, content: poem.content, savedId: poem.id };
+    current = { typeLabel: poem.type, theme: poem.theme, content: poem.content, savedId: poem.id, model: poem.model ?? null };
     renderResult('poem');
     setStatus(`Showing your saved ${poem.type.toLowerCase()} on “${poem.theme}”.`);
     el.result.scrollIntoView({ block: 'start', behavior: 'smooth' });

@@ -17,7 +17,7 @@ export interface ReceivedRequest {
 /** How the fake answers the next requests: a poem, an HTTP error, or never (to exercise timeouts). */
 export type FakeBehaviour =
   | { kind: 'poem'; content: string | ((req: ReceivedRequest) => string) }
-  | { kind: 'error'; status: number; message: string }
+  | { kind: 'error'; status: number; message: string; code?: string }
   | { kind: 'hang' };
 
 export interface FakeOpenAI {
@@ -35,10 +35,26 @@ export interface FakeOpenAI {
 }
 
 /**
+ * A well-behaved poet: answers the number of lines the last user message asks for ("of N lines", or
+ * "next N lines" in a follow-up), each line distinct (numbered past the lines of the poem so far),
+ * made by `line` from its number and the theme (the last quoted text).
+ */
+export function linesAsked(line: (n: number, theme: string) => string = (n, theme) => `line ${n} of a poem on ${theme}`) {
+  return (req: ReceivedRequest): string => {
+    const messages = req.body.messages ?? [];
+    const ask = [...messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+    const count = Number(/(?:of|next) (\d+) lines/.exec(ask)?.[1] ?? 1);
+    const theme = [...ask.matchAll(/"([^"]*)"/g)].at(-1)?.[1] ?? 'nothing';
+    const sofar = messages.filter((m) => m.role === 'assistant').flatMap((m) => m.content.split('\n').filter(Boolean)).length;
+    return Array.from({ length: count }, (_, i) => line(sofar + i + 1, theme)).join('\n');
+  };
+}
+
+/**
  * A small server speaking the OpenAI chat-completions wire format (the subset the poem app uses),
  * listening on a free port. It records every request so tests can check what the app sent.
  */
-export async function startFakeOpenAI(initial: FakeBehaviour = { kind: 'poem', content: 'a quiet line' }): Promise<FakeOpenAI> {
+export async function startFakeOpenAI(initial: FakeBehaviour = { kind: 'poem', content: linesAsked() }): Promise<FakeOpenAI> {
   let behaviour = initial;
   const received: ReceivedRequest[] = [];
   let abandoned = 0;
@@ -71,7 +87,7 @@ export async function startFakeOpenAI(initial: FakeBehaviour = { kind: 'poem', c
         return;
       }
       if (behaviour.kind === 'error') {
-        sendJson(res, behaviour.status, { error: { message: behaviour.message, type: 'server_error', code: null } });
+        sendJson(res, behaviour.status, { error: { message: behaviour.message, type: 'server_error', code: behaviour.code ?? null } });
         return;
       }
       const content = typeof behaviour.content === 'function' ? behaviour.content(record) : behaviour.content;

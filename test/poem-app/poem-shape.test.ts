@@ -1,0 +1,126 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { DEFAULT_MODEL_DIR } from '../../images/model-server/src/served-models.js';
+import { startModelServer } from '../../images/model-server/src/app.js';
+import { loadPoemAppConfig } from '../../images/poem-app/src/config.js';
+import { containsTheme, lineCountOf, shapePoem, verseLines } from '../../images/poem-app/src/poem-shape.js';
+import { POEM_TYPES, poemTypeByCode } from '../../images/poem-app/src/poem-types.js';
+import { maxRequestsFor, Poet } from '../../images/poem-app/src/poet.js';
+import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
+import { MEASURED_THEMES, summarize, verseCorpusWords, writeMeasuredPoems, type MeasuredPoem } from '../../hack/bench/poem-shape.js';
+import { linesAsked } from './support/fake-openai.js';
+import { postJson, poemAppOnFakeUpstream } from './support/poem-app-harness.js';
+
+const form = (code: string) => poemTypeByCode(code)!;
+
+describe('poem shape: every form has its line count and its theme', () => {
+  it('knows each form’s line count (an acrostic: one line per letter of its theme)', () => {
+    const counts = Object.fromEntries(POEM_TYPES.filter((t) => t.code !== 'acrostic').map((t) => [t.code, lineCountOf(t, 'x')]));
+    expect(counts).to.deep.equal({ sonnet: 14, haiku: 3, limerick: 5, 'free-verse': 8, ode: 10, villanelle: 19, ballad: 12 });
+    expect(lineCountOf(form('acrostic'), 'the sea')).to.equal(6);
+    expect(lineCountOf(form('acrostic'), 'a')).to.equal(3);
+    expect(lineCountOf(form('acrostic'), 'x'.repeat(200))).to.equal(20);
+  });
+
+  it('reads lines of verse: trimmed, no blank, symbol-only or Markdown marks, no control characters', () => {
+    expect(verseLines('## Title\r\n\r\n **bold** line \n---\n\u0007bell\n  ')).to.deep.equal(['Title', 'bold line', 'bell']);
+  });
+
+  it('finds the theme as whole words, any case, any spacing', () => {
+    expect(containsTheme('All my Love', 'love')).to.equal(true);
+    expect(containsTheme('a glove', 'love')).to.equal(false);
+    expect(containsTheme('The\nnight   sky', 'the night sky')).to.equal(true);
+    expect(containsTheme('c++ rules (a+b)', 'c++')).to.equal(true);
+  });
+
+  it('trims to the count, sets the stanzas apart, and opens the first line with a missing theme', () => {
+    const lines = Array.from({ length: 16 }, (_, i) => `line ${i + 1}`);
+    const sonnet = shapePoem(lines, form('sonnet'), 'autumn rain');
+    expect(sonnet.split('\n\n').map((s) => s.split('\n').length)).to.deep.equal([4, 4, 4, 2]);
+    expect(sonnet.split('\n')[0]).to.equal('Autumn rain — line 1');
+    expect(verseLines(sonnet)).to.have.length(14);
+    expect(shapePoem(['rain on the roof', 'b', 'c'], form('haiku'), 'rain')).to.equal('rain on the roof\nb\nc');
+  });
+
+  describe('against any upstream (a fake OpenAI-compatible one)', () => {
+    const env = poemAppOnFakeUpstream('poem-shape');
+    beforeEach(() => {
+      env.upstream.received.length = 0;
+    });
+    const generate = (type: string, theme: string) => postJson(`${env.app.url}/api/generate-poem`, { type, theme });
+
+    it('asks again for the missing lines when an answer is short, with the poem so far', async () => {
+      env.upstream.behave({ kind: 'poem', content: (req) => linesAsked()(req).split('\n').slice(0, 2).join('\n') });
+      const res = await generate('limerick', 'a cat');
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      expect(verseLines(res.body.poem)).to.have.length(5);
+      expect(env.upstream.received).to.have.length(3);
+      const followUp = env.upstream.received[1]!.body.messages!;
+      expect(followUp.map((m) => m.role)).to.deep.equal(['system', 'user', 'assistant', 'user']);
+      expect(followUp[2]!.content).to.equal('line 1 of a poem on a cat\nline 2 of a poem on a cat');
+      expect(followUp[3]!.content).to.include('next 3 lines').and.include('"a cat"');
+      expect(env.upstream.received[2]!.body.messages![3]!.content).to.include('next 1 lines');
+    });
+
+    it('trims a long answer and drops repeated lines', async () => {
+      env.upstream.behave({ kind: 'poem', content: 'a cat\nA  CAT\nsits\nsits\non\nthe\nmat\nand\nmore' });
+      const res = await generate('haiku', 'a cat');
+      expect(res.body.poem).to.equal('a cat\nsits\non');
+      expect(env.upstream.received).to.have.length(1);
+    });
+
+    it('answers 502 with how many lines it got when the upstream keeps repeating itself (bounded follow-ups)', async () => {
+      env.upstream.behave({ kind: 'poem', content: 'the same line' });
+      const res = await generate('sonnet', 'echo');
+      expect(res.status).to.equal(502);
+      expect(res.body.error.code).to.equal('upstream_empty');
+      expect(res.body.error.message).to.include('1 of the 14 lines of a sonnet');
+      expect(env.upstream.received).to.have.length(maxRequestsFor(14));
+    });
+
+    it('answers 502 when the upstream writes nothing at all', async () => {
+      env.upstream.behave({ kind: 'poem', content: ' \n --- \n' });
+      const res = await generate('haiku', 'silence');
+      expect(res.status).to.equal(502);
+      expect(res.body.error.code).to.equal('upstream_empty');
+      env.upstream.behave({ kind: 'poem', content: linesAsked() });
+    });
+  });
+
+  describe("with the platform's model server and strata-verse: 8 forms × 5 themes", function () {
+    this.timeout(120_000);
+    let server: RunningService;
+    let poems: MeasuredPoem[];
+
+    before(async () => {
+      server = await startModelServer({ port: 0, host: '127.0.0.1', truncatePrompt: true, logger: createLogger('model-server-test', 'silent') });
+      poems = await writeMeasuredPoems(new Poet(loadPoemAppConfig({ API_BASE_URL: `${server.url}/v1`, API_MODEL: 'strata-verse' }).upstream));
+    });
+    after(async () => {
+      await server?.stop();
+    });
+
+    it('all 40 poems have their form’s line count and their theme', () => {
+      expect(poems).to.have.length(POEM_TYPES.length * MEASURED_THEMES.length);
+      for (const p of poems) {
+        expect(p.lineCount, `${p.form} on ${p.theme}:\n${p.poem}`).to.equal(p.expectedLines);
+        expect(p.themePresent, `${p.form} on ${p.theme}:\n${p.poem}`).to.equal(true);
+      }
+    });
+
+    it('is still written in its corpus’s words (the share the model card reports)', () => {
+      expect(summarize(poems, verseCorpusWords()).corpusWordShare).to.be.at.least(0.75);
+    });
+
+    it('the model card reports the measured runs: every poem with its lines and theme', () => {
+      const card = JSON.parse(readFileSync(path.join(DEFAULT_MODEL_DIR, 'strata-verse', 'model-card.json'), 'utf8'));
+      expect(card.poemApp.runs).to.have.length.at.least(1);
+      for (const run of card.poemApp.runs) {
+        expect(run.poems).to.equal(POEM_TYPES.length * MEASURED_THEMES.length);
+        expect(run).to.include({ linesRight: run.poems, themePresent: run.poems });
+        expect(run.corpusWordShare).to.be.within(0, 1);
+      }
+    });
+  });
+});
