@@ -4,14 +4,20 @@
 // (node:http on port 0, PGlite, the fake Kubernetes API) are fine. `npm test` runs every file.
 //
 // Also left to the full suite, though they need no server: test/e2e (whole platforms), and these
-// server-less files that take seconds of CPU each (dpkg and compiler probes, FAISS training, worker
-// crashes, PGlite fsync and batch benchmarks, lease timers):
+// server-less files that take 5 s or more each (dpkg and compiler probes, FAISS training, worker
+// crashes, PGlite's first start, fsync and batch benchmarks, controller and lease timers):
 //   test/control-plane/batch-statements.test.ts
+//   test/controllers/backing-operators.test.ts
+//   test/controllers/bucket-deletion.test.ts
+//   test/controllers/bucket-immutable.test.ts
 //   test/controllers/image-index.test.ts
 //   test/data-plane/commit-objects-batch.test.ts
+//   test/data-plane/entrypoint-config.test.ts
+//   test/data-plane/group-commit.test.ts
 //   test/image-search/config.test.ts
 //   test/image-search/crash.test.ts
 //   test/image-search/faiss-binding.test.ts
+//   test/image-search/image-index.test.ts
 //   test/image-search/llm.test.ts
 //   test/images/dockerfiles.test.ts
 //   test/images/libraries.test.ts
@@ -33,10 +39,7 @@ module.exports = {
   spec: [
     'test/charts/first-install.test.ts',
     'test/charts/poem-app-pairing.test.ts',
-    'test/controllers/backing-operators.test.ts',
     'test/controllers/backing-probes.test.ts',
-    'test/controllers/bucket-deletion.test.ts',
-    'test/controllers/bucket-immutable.test.ts',
     'test/controllers/crds.test.ts',
     'test/controllers/model-server.test.ts',
     'test/controllers/names-and-pods.test.ts',
@@ -44,9 +47,7 @@ module.exports = {
     'test/controllers/stack-env.test.ts',
     'test/controllers/status-not-memory.test.ts',
     'test/controllers/wire.test.ts',
-    'test/data-plane/entrypoint-config.test.ts',
     'test/data-plane/fs-backend.test.ts',
-    'test/data-plane/group-commit.test.ts',
     'test/data-plane/s3-backend-timeouts.test.ts',
     'test/data-plane/upload-state.test.ts',
     'test/gateway-flow-control/breakers.test.ts',
@@ -80,7 +81,6 @@ module.exports = {
     'test/image-search/bucket-follow.test.ts',
     'test/image-search/clip.test.ts',
     'test/image-search/exact-index.test.ts',
-    'test/image-search/image-index.test.ts',
     'test/image-search/read-access.test.ts',
     'test/image-search/search-service.test.ts',
     'test/model-server/chat-completions-errors.test.ts',
