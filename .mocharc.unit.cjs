@@ -118,6 +118,7 @@ module.exports = {
     'test/support/fake-kube/api-rules.test.ts',
     'test/support/fake-kube/apply-lists.test.ts',
     'test/support/fake-kube/fake-kube.test.ts',
+    'test/support/pglite-warmup.test.ts',
     'test/support/server-guard.test.ts',
   ],
 };
