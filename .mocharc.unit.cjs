@@ -120,5 +120,6 @@ module.exports = {
     'test/support/fake-kube/fake-kube.test.ts',
     'test/support/pglite-warmup.test.ts',
     'test/support/server-guard.test.ts',
+    'test/support/unit-list.test.ts',
   ],
 };
