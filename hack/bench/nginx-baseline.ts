@@ -12,7 +12,8 @@ export interface NginxBaseline {
   stop(): Promise<void>;
 }
 
-export async function startNginx(workDir: string, port: number): Promise<NginxBaseline> {
+/** `workers`: nginx's worker_processes (2: one per core of this machine; issue 41's table uses 1). */
+export async function startNginx(workDir: string, port: number, workers = 2): Promise<NginxBaseline> {
   const root = path.join(workDir, 'nginx-root');
   const temp = path.join(workDir, 'nginx-temp');
   await mkdir(root, { recursive: true });
@@ -20,7 +21,7 @@ export async function startNginx(workDir: string, port: number): Promise<NginxBa
   const conf = path.join(workDir, 'nginx.conf');
   await writeFile(
     conf,
-    `${process.getuid?.() === 0 ? 'user root;\n' : ''}worker_processes 2;
+    `${process.getuid?.() === 0 ? 'user root;\n' : ''}worker_processes ${workers};
 daemon off;
 pid ${path.join(workDir, 'nginx.pid')};
 error_log ${path.join(workDir, 'nginx-error.log')} warn;

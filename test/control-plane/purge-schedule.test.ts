@@ -54,8 +54,8 @@ describe('control plane scheduled purge (node-cron)', function () {
           ['recent', 'RECYCLED'],
         ]);
       },
-      100,
-      100,
+      'the scheduled purge',
+      10_000,
     );
     const refs = await sql.query<{ ref_count: number }>('SELECT ref_count FROM blobs WHERE id = $1', [blobId]);
     expect(Number(refs.rows[0].ref_count)).to.equal(1);

@@ -123,18 +123,8 @@ export async function startObjectLayer(
 
 export const enc = encodeURIComponent;
 
-/** Poll until `check` passes (events are asynchronous); fails with the last error after `tries`. */
-export async function eventually(check: () => Promise<void>, tries = 100, delayMs = 50): Promise<void> {
-  for (let i = 0; ; i++) {
-    try {
-      await check();
-      return;
-    } catch (err) {
-      if (i >= tries) throw err;
-      await new Promise((r) => setTimeout(r, delayMs));
-    }
-  }
-}
+/** Poll until `check` passes (events are asynchronous); fails with the last error. */
+export { eventually } from '../support/eventually.js';
 
 /** A raw PUT to the data plane (fetch sets Content-Length itself): `send` writes the body and may end or cut the request; resolves with the status, 0 when the connection failed. */
 export function rawPut(url: string, headers: Record<string, string>, send: (req: http.ClientRequest) => void): Promise<number> {

@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { keySlot, RedisClusterCache, type UnreplicatedWrite } from '../../images/service-kit/src/index.js';
 import { startRedisCluster, type RedisClusterHarness, type RedisClusterNode } from '../support/redis-cluster.js';
+import { eventually } from '../support/eventually.js';
 import { startObjectLayer, type ObjectLayer } from './harness.js';
 
 const run = promisify(execFile);
@@ -16,15 +17,6 @@ const json = { 'content-type': 'application/json' };
  * (cluster-node-timeout, 2 s here, then an election), then nothing more. Generous for a loaded machine.
  */
 const RECOVERY_BOUND_MS = 15_000;
-
-/** Poll `check` until it answers true (or fail after `timeoutMs`). */
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 /**
  * Multipart state lives in Redis. On the production layout (3 masters, each with a replica, AOF on)
@@ -92,11 +84,11 @@ describe('data plane multipart on a six-node Redis Cluster: losing one node lose
     const slot = keySlot(cache.storedKey(baseKey));
     const node = (entry: [string, number, ...unknown[]] | undefined) => [...cluster.nodes, ...cluster.replicas].find((n) => n.port === Number(entry?.[1]));
     let found: { master?: RedisClusterNode; replica?: RedisClusterNode } = {};
-    await until('the slot map to list the master and its replica', async () => {
+    await eventually(async () => {
       const [, , master, replica] = (await cache.client.cluster('SLOTS')).find(([start, end]) => slot >= start && slot <= end)!;
       found = { master: node(master), replica: node(replica) };
       return found.master !== undefined && found.replica !== undefined;
-    });
+    }, 'the slot map to list the master and its replica');
     return { master: found.master!, replica: found.replica! };
   };
   const bucketId = async (bucket: string) => Number((await layer.sql.query<{ id: number }>('SELECT id FROM buckets WHERE name = $1', [bucket])).rows[0]!.id);
@@ -182,11 +174,11 @@ describe('data plane multipart on a six-node Redis Cluster: losing one node lose
     lone.kill('SIGKILL');
     await loneExited;
     await cluster.restart(promoted);
-    await until('the restarted master to serve its slots', async () => /cluster_state:ok/.test(await cli(promoted, 'cluster', 'info')));
+    await eventually(async () => /cluster_state:ok/.test(await cli(promoted, 'cluster', 'info')), 'the restarted master to serve its slots');
 
     // The dead node comes back (as its pod would) and follows the new master: writes wait for it again.
     await cluster.restart(victimMaster);
-    await until('the old master to follow the new one', async () => /master_link_status:up/.test(await cli(victimMaster, 'info', 'replication')));
+    await eventually(async () => /master_link_status:up/.test(await cli(victimMaster, 'info', 'replication')), 'the old master to follow the new one');
     const reported = unreplicated.length;
     const body4 = randomBytes(100);
     victim.parts.set(4, { etag: (await retried('part 4', () => tryPart(tagged, 'victim', victim.uploadId, 4, body4))).result, body: body4 });

@@ -15,6 +15,7 @@ import { createLogger, type RunningService } from '../../images/service-kit/src/
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { freePort } from '../support/ports.js';
 import { filesUnder } from '../support/temp-dir.js';
+import { eventually } from '../support/eventually.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TOKEN = 'crash-test-internal-token-0123456789';
@@ -80,15 +81,6 @@ class DataPlaneProcess {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
-
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** Every file under `<dataDir>/blobs`, as paths relative to it. */
 function blobTree(dataDir: string): Promise<string[]> {

@@ -60,15 +60,8 @@ export function testEvent(type = 'object.created', payload: Record<string, unkno
   return { id: uuidv7(), type, occurredAt: new Date().toISOString(), payload: { bucket: 'b', key: 'k', ...payload } };
 }
 
-/** Poll until check() holds; fails with `what` after timeoutMs. */
-export async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** Poll until check() holds; fails with `what` after its timeout. */
+export { eventually } from '../support/eventually.js';
 
 /** The state of an outbox suite: a migrated test database, RabbitMQ names of its own, and what its tests start (closed newest first). */
 export interface OutboxSuite {

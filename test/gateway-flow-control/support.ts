@@ -86,14 +86,8 @@ export function tempDir(): { dir: string; remove(): void } {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Poll `check` until it returns true (or throw after timeoutMs); for state the test cannot await. */
-export async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** Poll `check` until it returns true (or throw after its timeout); for state the test cannot await. */
+export { eventually } from '../support/eventually.js';
 
 export async function metricValue(registry: Registry, name: string, labels: Record<string, string>): Promise<number> {
   const metric = registry.getSingleMetric(name);

@@ -3,16 +3,9 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { query, startPgReplica, type PgReplicaHarness } from '../support/pg-replica.js';
 import { rejectionOf } from '../support/rejection.js';
+import { eventually } from '../support/eventually.js';
 
 const q = <R extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<R[]> => query<R>(url, text, params, 3000);
-
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('test harness: PostgreSQL primary + streaming replica', function () {
   this.timeout(180_000);

@@ -1,12 +1,8 @@
 import path from 'node:path';
 import { expect } from 'chai';
+import { eventually } from '../support/eventually.js';
 import { linesAsked, unusedPort } from './support/fake-openai.js';
 import { TEST_API_KEY, TEST_MODEL, getJson, postJson, poemAppOnFakeUpstream, startTestPoemApp, tempDir } from './support/poem-app-harness.js';
-
-/** Poll until a condition holds (the test's own timeout bounds the wait). */
-async function waitFor(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((r) => setTimeout(r, 10));
-}
 
 describe('poem-app upstream (OpenAI chat-completions wire format)', () => {
   // A short client timeout keeps the "upstream hangs" case quick; the default is 30 s.
@@ -100,10 +96,10 @@ describe('poem-app upstream (OpenAI chat-completions wire format)', () => {
       const abandonedBefore = env.upstream.abandoned;
       const visitor = new AbortController();
       const request = postJson(`${patient.url}/api/generate-poem`, { type: 'ballad', theme: 'leaving' }, { signal: visitor.signal });
-      await waitFor(() => env.upstream.received.length === 1);
+      await eventually(() => env.upstream.received.length === 1);
       visitor.abort();
       await request.catch(() => undefined);
-      await waitFor(() => env.upstream.abandoned === abandonedBefore + 1);
+      await eventually(() => env.upstream.abandoned === abandonedBefore + 1);
     } finally {
       // After an abort, fetch's pool may leave a fresh connection that never sends a request; Node does not
       // count it as idle, so a short grace ends it instead of waiting for the pool's 4 s keep-alive.

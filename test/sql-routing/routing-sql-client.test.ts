@@ -13,6 +13,7 @@ import {
 } from '../../images/service-kit/src/index.js';
 import { startPgReplica, type PgReplicaHarness } from '../support/pg-replica.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
+import { eventually } from '../support/eventually.js';
 
 interface Where {
   replica: boolean;
@@ -22,15 +23,6 @@ interface Where {
 
 /** A read that says which server answered it and what it saw of row `id`. */
 const WHERE_SQL = 'SELECT pg_is_in_recovery() AS replica, inet_server_port() AS port, (SELECT count(*)::int FROM items WHERE id = $1) AS n';
-
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 async function directCount(url: string, id: number): Promise<number> {
   const client = new pg.Client({ connectionString: url });

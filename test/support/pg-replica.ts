@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePorts } from './ports.js';
 import { cleanUpAtExit, sharedPerRun, startWithRetries } from './throwaway.js';
+import { eventually } from './eventually.js';
 
 const run = promisify(execFile);
 
@@ -64,15 +65,6 @@ export async function query<R extends pg.QueryResultRow>(url: string, text: stri
     return (await client.query<R>(text, params)).rows;
   } finally {
     await client.end();
-  }
-}
-
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`PostgreSQL replica harness: timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
   }
 }
 

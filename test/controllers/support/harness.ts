@@ -14,6 +14,7 @@ import { createOperatorMetrics } from '../../../operator/metrics.js';
 import type { EventRecorder, KubeClient } from '../../../controllers/support/kube-client.js';
 import { validateManifest } from './validate-manifest.js';
 import { fixtureHooks } from '../../support/fixture-hooks.js';
+import { eventually } from '../../support/eventually.js';
 
 const crdDir = path.resolve(import.meta.dirname, '../../../crds');
 
@@ -96,19 +97,7 @@ export function harnessHooks(scope: 'suite' | 'each', setUp: (h: Harness) => voi
 }
 
 /** Retry an assertion until it passes (state converges asynchronously); fails with the last error. */
-export async function eventually<T>(fn: () => Promise<T> | T, what = 'condition', timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (err) {
-      last = err;
-      if (Date.now() > deadline) throw new Error(`${what} never held: ${last instanceof Error ? last.message : String(last)}`);
-      await new Promise((r) => setTimeout(r, 30));
-    }
-  }
-}
+export { eventually };
 
 /** Read an object straight from the fake server's storage. */
 export function stored(fake: FakeKubeServer, apiVersion: string, kind: string, namespace: string, name: string): KubeObject | undefined {

@@ -4,6 +4,7 @@
 import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
+import { eventually } from '../../support/eventually.js';
 import { tempDir, TEST_API_KEY } from './fixtures.js';
 
 type S3rverServer = { run(): Promise<{ port: number }>; close(): Promise<void> };
@@ -56,11 +57,7 @@ export function bucketSourceEnv(s3: TestS3, url: string, dirs: { modelDir: strin
   };
 }
 
-/** Polls `probe` every 100 ms until it returns a value. */
-export async function until<T>(probe: () => Promise<T | undefined>): Promise<T> {
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** Polls `probe` until it returns a value (undefined: not yet); bounded by the test's own timeout as before. */
+export function until<T>(probe: () => Promise<T | undefined>): Promise<T> {
+  return eventually(async () => (await probe()) ?? false, 'the probe to answer', 60_000) as Promise<T>;
 }

@@ -4,21 +4,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { FakeKubeServer } from './index.js';
+import { eventually } from '../eventually.js';
 
 const crd = parseYaml(readFileSync(path.resolve(import.meta.dirname, '../../../crds/buckets.strata.dev.yaml'), 'utf8')) as object;
-
-async function eventually<T>(fn: () => Promise<T> | T, what: string, tries = 200): Promise<T> {
-  let last: unknown;
-  for (let i = 0; i < tries; i++) {
-    try {
-      return await fn();
-    } catch (err) {
-      last = err;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-  throw new Error(`${what}: ${last instanceof Error ? last.message : String(last)}`);
-}
 
 describe('fake Kubernetes API server (client-node unmodified)', () => {
   let fake: FakeKubeServer;

@@ -1,0 +1,125 @@
+// `npm run test:unit`: the inner loop. Every listed file needs no server (PostgreSQL, Redis, RabbitMQ,
+// Chromium, radosgw, nginx, a spawned platform): test/support/unit-run.ts refuses their ports and
+// binaries, so a listed file that reaches for one fails the run, naming itself. In-process servers
+// (node:http on port 0, PGlite, the fake Kubernetes API) are fine. `npm test` runs every file.
+//
+// Also left to the full suite, though they need no server: test/e2e (whole platforms), and these
+// server-less files that take 5 s or more each (dpkg and compiler probes, FAISS training, worker
+// crashes, PGlite's first start, fsync and batch benchmarks, controller and lease timers):
+//   test/control-plane/batch-statements.test.ts
+//   test/controllers/backing-operators.test.ts
+//   test/controllers/bucket-deletion.test.ts
+//   test/controllers/bucket-immutable.test.ts
+//   test/controllers/image-index.test.ts
+//   test/data-plane/commit-objects-batch.test.ts
+//   test/data-plane/entrypoint-config.test.ts
+//   test/data-plane/group-commit.test.ts
+//   test/image-search/config.test.ts
+//   test/image-search/crash.test.ts
+//   test/image-search/faiss-binding.test.ts
+//   test/image-search/image-index.test.ts
+//   test/image-search/llm.test.ts
+//   test/images/dockerfiles.test.ts
+//   test/images/libraries.test.ts
+//   test/model-server/openai-contract.test.ts
+//   test/model-server/strata-verse.test.ts
+//   test/model-server/worker-engine.test.ts
+//   test/operator/config.test.ts
+//   test/operator/informer-cache.test.ts
+//   test/operator/leader-election-clock.test.ts
+//   test/operator/leader-election.test.ts
+//   test/service-kit/last-resort.test.ts
+//   test/service-kit/pglite-fsync.test.ts
+//   test/standalone/pglite-vacuum.test.ts
+const base = require('./.mocharc.json');
+
+module.exports = {
+  ...base,
+  require: ['test/support/pglite-warmup.ts', 'test/support/unit-run.ts'],
+  spec: [
+    'test/charts/first-install.test.ts',
+    'test/charts/poem-app-pairing.test.ts',
+    'test/controllers/backing-probes.test.ts',
+    'test/controllers/crds.test.ts',
+    'test/controllers/model-server.test.ts',
+    'test/controllers/names-and-pods.test.ts',
+    'test/controllers/pod-resources.test.ts',
+    'test/controllers/stack-env.test.ts',
+    'test/controllers/status-not-memory.test.ts',
+    'test/controllers/wire.test.ts',
+    'test/data-plane/fs-backend.test.ts',
+    'test/data-plane/s3-backend-timeouts.test.ts',
+    'test/data-plane/upload-state.test.ts',
+    'test/gateway-flow-control/breakers.test.ts',
+    'test/gateway-flow-control/control-plane-scopes.test.ts',
+    'test/gateway-flow-control/fair-shares.test.ts',
+    'test/gateway-flow-control/rules-reload.test.ts',
+    'test/gateway/checksums.test.ts',
+    'test/gateway/client-disconnects.test.ts',
+    'test/gateway/config.test.ts',
+    'test/gateway/cors-xml.test.ts',
+    'test/gateway/handlers-buckets.test.ts',
+    'test/gateway/handlers-multipart.test.ts',
+    'test/gateway/handlers-objects.test.ts',
+    'test/gateway/internal-http.test.ts',
+    'test/gateway/lifecycle-xml.test.ts',
+    'test/gateway/login-guard.test.ts',
+    'test/gateway/min-rate.test.ts',
+    'test/gateway/object-answer-cache.test.ts',
+    'test/gateway/post-policy.test.ts',
+    'test/gateway/proxy.test.ts',
+    'test/gateway/s3-answers.test.ts',
+    'test/gateway/s3-protocol.test.ts',
+    'test/gateway/sigv4.test.ts',
+    'test/gateway/tagging-xml.test.ts',
+    'test/gateway/virtual-host.test.ts',
+    'test/hack/config-reference.test.ts',
+    'test/hack/release-version.test.ts',
+    'test/image-search/access.test.ts',
+    'test/image-search/api.test.ts',
+    'test/image-search/atomic-file.test.ts',
+    'test/image-search/bucket-follow.test.ts',
+    'test/image-search/clip.test.ts',
+    'test/image-search/exact-index.test.ts',
+    'test/image-search/read-access.test.ts',
+    'test/image-search/search-service.test.ts',
+    'test/model-server/chat-completions-errors.test.ts',
+    'test/model-server/chat-completions.test.ts',
+    'test/model-server/config.test.ts',
+    'test/model-server/configured-server.test.ts',
+    'test/model-server/generation-scheduler.test.ts',
+    'test/model-server/onnx-graph.test.ts',
+    'test/model-server/tokenizer.test.ts',
+    'test/model-server/trained-model.test.ts',
+    'test/object-model/checksum-algorithms.test.ts',
+    'test/object-model/internal-api.test.ts',
+    'test/object-model/preconditions.test.ts',
+    'test/object-model/stored-headers.test.ts',
+    'test/object-model/wire-bodies.test.ts',
+    'test/object-model/wire.test.ts',
+    'test/operator/informer-relist.test.ts',
+    'test/operator/operator.test.ts',
+    'test/operator/work-queue.test.ts',
+    'test/poem-app/api.test.ts',
+    'test/poem-app/config.test.ts',
+    'test/poem-app/history-and-upstream.test.ts',
+    'test/poem-app/upstream.test.ts',
+    'test/service-kit/answer-delivery.test.ts',
+    'test/service-kit/chain.test.ts',
+    'test/service-kit/heap-growth.test.ts',
+    'test/service-kit/ids.test.ts',
+    'test/service-kit/in-process-http.test.ts',
+    'test/service-kit/lookup-cache.test.ts',
+    'test/service-kit/loopback-guard.test.ts',
+    'test/service-kit/service-kit.test.ts',
+    'test/service-kit/streams.test.ts',
+    'test/standalone/first-run.test.ts',
+    'test/support/eventually.test.ts',
+    'test/support/fake-kube/api-rules.test.ts',
+    'test/support/fake-kube/apply-lists.test.ts',
+    'test/support/fake-kube/fake-kube.test.ts',
+    'test/support/pglite-warmup.test.ts',
+    'test/support/server-guard.test.ts',
+    'test/support/unit-list.test.ts',
+  ],
+};
