@@ -30,5 +30,5 @@ export function createReconcilers(deps: ReconcilerDeps): Reconciler[] {
 }
 
 export type { Reconciler } from './support/reconciler.js';
-export { DEFAULT_SETTINGS, type OperatorSettings } from './support/settings.js';
+export { DEFAULT_SETTINGS, parseLabels, type OperatorSettings } from './support/settings.js';
 export { stackSettingsProblems } from './bucket/render-storage-stack.js';

@@ -6,6 +6,7 @@ import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import type { StackIdentity } from './stack-identity.js';
 import { BACKING_KEYS, type BackingCredentials } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
+import { disruptionBudget, spreadByHost } from './pod-spread.js';
 import {
   cnpgPrimaryService,
   cnpgReplicaService,
@@ -73,6 +74,9 @@ function rabbitmqUrl(namespace: string, settings: OperatorSettings, identity: St
   return `amqp://${identity.brokerUser}:${credentials.rabbitmqPassword}@${serviceHost(settings, STACK.rabbitmq.name, namespace)}:${STACK.rabbitmq.port}`;
 }
 
+/** Every pod of one of the stack's servers (PostgreSQL's primary and replica together). */
+const componentPods = (component: string) => ({ 'app.kubernetes.io/name': component, 'app.kubernetes.io/part-of': 'strata' });
+
 const passwordFrom = (key: string) => ({ valueFrom: { secretKeyRef: { name: STACK.backingSecret, key } } });
 
 interface ServerSpec {
@@ -115,6 +119,8 @@ function server(s: ServerSpec, namespace: string, owners: OwnerReference[]): Man
           metadata: { labels },
           spec: {
             securityContext: restrictedPodSecurity(IMAGE_UID),
+            // The primary and its replica on different nodes: one drain never takes both.
+            affinity: spreadByHost(componentPods(s.component)),
             ...(s.initContainers ? { initContainers: s.initContainers } : {}),
             containers: [
               {
@@ -229,6 +235,8 @@ export function renderBackingServices(
         owners,
       ),
     );
+    // One of the two evicted at a time: a drain never stops both the primary and its standby.
+    out.push(disruptionBudget(STACK.postgres.name, namespace, componentPods('postgresql'), owners));
   }
   if (bundledRabbitmq(settings) && providers.rabbitmq === 'rabbitmq-operator') out.push(...renderRabbitmqCluster(namespace, owners, identity, credentials));
   else if (bundledRabbitmq(settings)) {
@@ -259,6 +267,8 @@ export function renderBackingServices(
         owners,
       ),
     );
+    // A single broker: the budget lets a drain move it (one at a time) rather than block the drain forever.
+    out.push(disruptionBudget(STACK.rabbitmq.name, namespace, componentPods('rabbitmq'), owners));
   }
   return out;
 }
