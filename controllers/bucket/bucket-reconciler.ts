@@ -21,7 +21,7 @@ import { bundledPostgres, bundledRabbitmq } from './render-backing-services.js';
 import { CNPG_CLUSTER, RABBITMQ_CLUSTER, type BackingProviders } from './render-operated-backing.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
 import { stackIdentity } from './stack-identity.js';
-import { backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
+import { BACKEND_CREDENTIALS_LABEL, backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
 
 export const BUCKET_FINALIZER = 'strata.dev/bucket';
@@ -219,6 +219,10 @@ export class BucketReconciler implements Reconciler {
     const read = async (ref: { name: string; key: string } | undefined, what: string) => {
       if (!ref) throw new Error(`backend ${b.kind} needs ${what}`);
       const secret = await this.kube.get<Secret>({ apiVersion: 'v1', kind: 'Secret', namespace, name: ref.name });
+      // Opt-in: whoever may write Buckets must not make the operator hand any Secret of the namespace to a backend.
+      if (secret && secret.metadata.labels?.[BACKEND_CREDENTIALS_LABEL] !== 'true') {
+        throw new Error(`Secret ${ref.name} (${what}) lacks the label ${BACKEND_CREDENTIALS_LABEL}=true that allows the operator to use it`);
+      }
       const value = secretValue(secret, ref.key);
       if (value === undefined) throw new Error(`Secret ${ref.name} has no key ${ref.key} (${what})`);
       return value;

@@ -54,6 +54,9 @@ export function renderStackSecrets(namespace: string): Manifest[] {
   ];
 }
 
+/** The label a Secret carries to be usable as a Bucket's backend credentials (spec.backend.*SecretRef). */
+export const BACKEND_CREDENTIALS_LABEL = 'strata.dev/backend-credentials';
+
 /** Key of the Redis Cluster's password in its Secret: the variable name the services read it under. */
 export const REDIS_PASSWORD_KEY = 'STRATA_REDIS_PASSWORD';
 

@@ -25,7 +25,7 @@ describe('Helm chart RBAC enforced on the running operator', function () {
 
       beforeEach(async () => {
         h = await startHarness();
-        const objs = await template(mode === 'namespace' ? [`watchNamespace=${NS}`] : []);
+        const objs = await template(mode === 'namespace' ? [`watchNamespace=${NS}`] : [`tenantNamespaces={${NS}}`]);
         h.fake.authorize = authorizerFrom(objs);
         operator = undefined;
         cp = undefined;
@@ -87,6 +87,20 @@ describe('Helm chart RBAC enforced on the running operator', function () {
           fetch(`${h.fake.url}/apis/apps/v1/namespaces/${NS}/deployments/tiny-model-server`, { method: 'DELETE', headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } }),
         );
         expect(forbidden.status).to.equal(403);
+        // No Secret outside the tenant namespace: kube-system's cannot be read, created or patched.
+        const asOperator = (method: string, path: string, body?: object) =>
+          fetch(`${h.fake.url}/api/v1/namespaces/kube-system/secrets${path}`, {
+            method,
+            headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' },
+            ...(body ? { body: JSON.stringify(body) } : {}),
+          });
+        for (const name of ['strata-platform', 'strata-internal', 'bootstrap-token-abc']) {
+          expect((await asOperator('GET', `/${name}`)).status, `get kube-system/${name}`).to.equal(403);
+          expect((await asOperator('PATCH', `/${name}`, { data: {} })).status, `patch kube-system/${name}`).to.equal(403);
+        }
+        expect((await asOperator('POST', '', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'planted' } })).status).to.equal(403);
+        // Nor in another namespace where a Bucket would need them: it is refused there, not granted.
+        expect((await fetch(`${h.fake.url}/api/v1/namespaces/other/secrets/strata-internal`, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } })).status).to.equal(403);
       });
     });
   }
