@@ -28,6 +28,8 @@ export const operatorEnvSchema = z.object({
   /** Read replicas of STRATA_PG_URL, comma-separated (empty: none). */
   STRATA_PG_REPLICA_URLS: z.string().default(''),
   STRATA_AMQP_URL: z.string().default(DEFAULT_SETTINGS.amqpUrl),
+  /** The management API of STRATA_AMQP_URL's server, e.g. http://admin:secret@rabbitmq:15672 (empty: that host, port 15672, same user). */
+  STRATA_AMQP_MANAGEMENT_URL: z.string().default(DEFAULT_SETTINGS.amqpManagementUrl),
   /** IANA time zone of each stack's 03:00 purge CronJob. */
   STRATA_PURGE_TIME_ZONE: z.string().min(1).default(DEFAULT_SETTINGS.purgeTimeZone),
   /** How long a Delete-policy Bucket being deleted waits for its stack before it is released (Warning event). */
@@ -109,6 +111,7 @@ export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
     postgresUrl: cfg.STRATA_PG_URL,
     postgresReplicaUrls: cfg.STRATA_PG_REPLICA_URLS.split(/[\s,]+/).filter(Boolean),
     amqpUrl: cfg.STRATA_AMQP_URL,
+    amqpManagementUrl: cfg.STRATA_AMQP_MANAGEMENT_URL,
     dataVolumeSize: cfg.STRATA_DATA_VOLUME_SIZE,
     clusterDomain: cfg.CLUSTER_DOMAIN,
     stackSettings: cfg.STRATA_STACK_SETTINGS,

@@ -18,6 +18,7 @@ import {
 } from './bucket-service.js';
 import { PgDatabaseProvisioner, type DatabaseProvisioner } from './database-provisioner.js';
 import { bundledPostgres, bundledRabbitmq } from './render-backing-services.js';
+import { managementUrlOf, RabbitmqManagementProvisioner, type BrokerProvisioner } from './broker-provisioner.js';
 import { CNPG_CLUSTER, RABBITMQ_CLUSTER, type BackingProviders } from './render-operated-backing.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
 import { stackIdentity } from './stack-identity.js';
@@ -58,6 +59,7 @@ export class BucketReconciler implements Reconciler {
     private readonly settings: OperatorSettings,
     private readonly serviceFor: BucketServiceFactory = (access) => new HttpBucketService(access),
     private databases?: DatabaseProvisioner,
+    private brokers?: BrokerProvisioner,
   ) {}
 
   async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
@@ -174,6 +176,10 @@ export class BucketReconciler implements Reconciler {
     if (!bundledPostgres(this.settings)) {
       this.databases ??= new PgDatabaseProvisioner(this.settings.postgresUrl);
       await this.databases.ensure(stackIdentity(namespace), credentials.postgresPassword);
+    }
+    if (!bundledRabbitmq(this.settings)) {
+      this.brokers ??= new RabbitmqManagementProvisioner(this.settings.amqpManagementUrl || managementUrlOf(this.settings.amqpUrl));
+      await this.brokers.ensure(stackIdentity(namespace), credentials.rabbitmqPassword);
     }
     for (const obj of renderStorageStack(namespace, owners, this.settings, credentials, await this.backingProviders(namespace))) {
       await this.kube.apply(obj.kind === 'PersistentVolumeClaim' ? claimForApply(obj, await this.kube.get(refOf(obj))) : obj);

@@ -44,8 +44,8 @@ function asStackRole(url: string, identity: StackIdentity, password: string): st
 /**
  * The connection URLs the namespace's services get: always the namespace's own role and database
  * (on the bundled servers, or on the external server where the operator created them), and its own
- * broker user on the bundled RabbitMQ (an external broker's URL is used as given; the exchange and
- * queue names keep the namespaces apart there).
+ * broker user on the bundled RabbitMQ, or its own user and vhost on the external one (the operator
+ * creates them there: the administrator's URL never reaches a namespace).
  */
 export function backingUrls(
   namespace: string,
@@ -61,13 +61,26 @@ export function backingUrls(
     ? {
         postgresUrl: asStackRole(pg(host(cnpg ? cnpgPrimaryService : STACK.postgres.name)), identity, credentials.postgresPassword),
         postgresReplicaUrls: [asStackRole(pg(host(cnpg ? cnpgReplicaService : STACK.postgresReplica)), identity, credentials.postgresPassword)],
-        amqpUrl: bundledRabbitmq(settings) ? rabbitmqUrl(namespace, settings, identity, credentials) : settings.amqpUrl,
+        amqpUrl: bundledRabbitmq(settings)
+          ? rabbitmqUrl(namespace, settings, identity, credentials)
+          : asSharedBrokerUser(settings.amqpUrl, identity, credentials.rabbitmqPassword),
       }
     : {
         postgresUrl: asStackRole(settings.postgresUrl, identity, credentials.postgresPassword),
         postgresReplicaUrls: settings.postgresReplicaUrls.map((u) => asStackRole(u, identity, credentials.postgresPassword)),
-        amqpUrl: bundledRabbitmq(settings) ? rabbitmqUrl(namespace, settings, identity, credentials) : settings.amqpUrl,
+        amqpUrl: bundledRabbitmq(settings)
+          ? rabbitmqUrl(namespace, settings, identity, credentials)
+          : asSharedBrokerUser(settings.amqpUrl, identity, credentials.rabbitmqPassword),
       };
+}
+
+/** The external broker's `url` with the stack's own user, password and vhost in place of the administrator's. */
+function asSharedBrokerUser(url: string, identity: StackIdentity, password: string): string {
+  const u = new URL(url);
+  u.username = encodeURIComponent(identity.sharedBrokerUser);
+  u.password = encodeURIComponent(password);
+  u.pathname = `/${encodeURIComponent(identity.sharedBrokerVhost)}`;
+  return u.toString();
 }
 
 function rabbitmqUrl(namespace: string, settings: OperatorSettings, identity: StackIdentity, credentials: BackingCredentials): string {

@@ -20,6 +20,8 @@ export interface OperatorSettings {
   postgresUrl: string;
   postgresReplicaUrls: string[];
   amqpUrl: string;
+  /** RabbitMQ's management API (administrator credentials) for amqpUrl's server; empty: derived from amqpUrl (port 15672). */
+  amqpManagementUrl: string;
   /** Size of the data plane's volume (fs backend). */
   dataVolumeSize: string;
   /** Cluster DNS suffix for endpoints in status. */
@@ -68,6 +70,7 @@ export const DEFAULT_SETTINGS: OperatorSettings = {
   postgresUrl: '',
   postgresReplicaUrls: [],
   amqpUrl: '',
+  amqpManagementUrl: '',
   dataVolumeSize: '20Gi',
   clusterDomain: 'cluster.local',
   stackSettings: {},
