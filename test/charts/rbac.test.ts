@@ -82,6 +82,17 @@ describe('Helm chart RBAC enforced on the running operator', function () {
         const events = h.fake.state.list(h.fake.state.typeForKind('v1', 'Event'), NS).map((e) => e.reason);
         expect(events).to.include.members(['BucketCreated', 'MergeStarted', 'BucketDeleted']);
         expect(h.fake.denied, JSON.stringify(h.fake.denied)).to.deep.equal([]);
+        if (mode === 'cluster') {
+          // A namespace not listed in tenantNamespaces: its Bucket says why it gets no stack (no Secret there).
+          await h.kube.apply({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'data', namespace: 'unlisted' }, spec: {} } as never);
+          await eventually(() => {
+            const b = mustGet(h.fake, 'strata.dev/v1alpha1', 'Bucket', 'unlisted', 'data') as { status?: { conditions?: Array<{ type: string; reason: string; message: string }> } };
+            const degraded = b.status?.conditions?.find((c) => c.type === 'Degraded');
+            expect(degraded?.reason).to.equal('StackApplyFailed');
+            expect(degraded?.message).to.match(/forbidden|403/i);
+          }, 'unlisted namespace refused');
+          expect(h.fake.denied.every((d) => d.namespace === 'unlisted' && d.resource === 'secrets')).to.equal(true);
+        }
         // The rules are enforced: what the chart does not grant is refused.
         const forbidden = await operator.manager.stop().then(() =>
           fetch(`${h.fake.url}/apis/apps/v1/namespaces/${NS}/deployments/tiny-model-server`, { method: 'DELETE', headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } }),
