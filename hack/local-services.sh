@@ -7,7 +7,7 @@ set -uo pipefail
 
 pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
 redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; }
-rabbit_up() { (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; }
+rabbit_up() { (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/15672) 2>/dev/null; }
 # As root (CI) the servers start directly; as a user, through sudo when it needs no password.
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
 
@@ -36,6 +36,13 @@ if ! rabbit_up; then
   else
     missing+=(rabbitmq-server)
   fi
+fi
+
+# RabbitMQ's management API (port 15672): the operator creates each namespace's user and vhost through
+# it (test/controllers/broker-provisioner.test.ts). Enabling works on a running node or before it starts.
+if command -v rabbitmq-plugins >/dev/null; then
+  as_root rabbitmq-plugins enable --offline rabbitmq_management >/dev/null 2>&1 || true
+  as_root rabbitmq-plugins enable rabbitmq_management >/dev/null 2>&1 || true
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

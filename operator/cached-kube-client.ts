@@ -35,7 +35,8 @@ const refKey = (ref: ObjectRef) => `${ref.apiVersion}|${ref.kind}|${ref.namespac
  * (same hash annotation, no field drifted since) sends nothing.
  *
  * Kinds no informer watches (Secrets: the operator may not list or watch them; the database and broker
- * operators' resources, whose APIs may not exist) are kept in a memo of what this client last read or
+ * operators' resources, whose APIs may not exist; NetworkPolicies and disruption budgets, which only
+ * the operator writes) are kept in a memo of what this client last read or
  * wrote, dropped at every resync: generated Secrets never change, and any other change is seen
  * within one resync period.
  */
@@ -46,7 +47,7 @@ export class CachedKubeClient implements KubeClient {
   constructor(
     private readonly inner: KubeClient,
     private readonly informers: SharedInformerFactory,
-    private readonly memoKinds: string[] = ['Secret', 'Cluster', 'RabbitmqCluster'],
+    private readonly memoKinds: string[] = ['Secret', 'Cluster', 'RabbitmqCluster', 'NetworkPolicy', 'PodDisruptionBudget'],
   ) {
     informers.onResync(() => {
       this.memo = new Map();

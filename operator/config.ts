@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { env, loadConfig } from '../images/service-kit/src/index.js';
-import { DEFAULT_SETTINGS, stackSettingsProblems, type OperatorSettings } from '../controllers/index.js';
+import { DEFAULT_SETTINGS, parseLabels, stackSettingsProblems, type OperatorSettings } from '../controllers/index.js';
 
 /** The operator's environment (the Helm chart sets these). */
 export const operatorEnvSchema = z.object({
@@ -28,6 +28,8 @@ export const operatorEnvSchema = z.object({
   /** Read replicas of STRATA_PG_URL, comma-separated (empty: none). */
   STRATA_PG_REPLICA_URLS: z.string().default(''),
   STRATA_AMQP_URL: z.string().default(DEFAULT_SETTINGS.amqpUrl),
+  /** The management API of STRATA_AMQP_URL's server, e.g. http://admin:secret@rabbitmq:15672 (empty: that host, port 15672, same user). */
+  STRATA_AMQP_MANAGEMENT_URL: z.string().default(DEFAULT_SETTINGS.amqpManagementUrl),
   /** IANA time zone of each stack's 03:00 purge CronJob. */
   STRATA_PURGE_TIME_ZONE: z.string().min(1).default(DEFAULT_SETTINGS.purgeTimeZone),
   /** How long a Delete-policy Bucket being deleted waits for its stack before it is released (Warning event). */
@@ -36,6 +38,17 @@ export const operatorEnvSchema = z.object({
   PROGRESS_DEADLINE_SECONDS: env.int(DEFAULT_SETTINGS.progressDeadlineSeconds, 1, 86_400),
   STRATA_DATA_VOLUME_SIZE: z.string().default(DEFAULT_SETTINGS.dataVolumeSize),
   CLUSTER_DOMAIN: z.string().default(DEFAULT_SETTINGS.clusterDomain),
+  /** Each stack gets NetworkPolicies admitting only itself and the peers below (the cluster's network plugin enforces them). */
+  NETWORK_POLICIES: env.bool(DEFAULT_SETTINGS.networkPolicy.enabled),
+  /** Namespace and pod labels (`k=v,...`) of the ingress controller, admitted to each stack's gateway. */
+  INGRESS_CONTROLLER_NAMESPACE: z.string().min(1).default(DEFAULT_SETTINGS.networkPolicy.ingressController.namespace),
+  INGRESS_CONTROLLER_POD_LABELS: labelsEnv(DEFAULT_SETTINGS.networkPolicy.ingressController.podLabels),
+  /** Namespace and pod labels of Prometheus, admitted to the services' metrics ports. */
+  PROMETHEUS_NAMESPACE: z.string().min(1).default(DEFAULT_SETTINGS.networkPolicy.prometheus.namespace),
+  PROMETHEUS_POD_LABELS: labelsEnv(DEFAULT_SETTINGS.networkPolicy.prometheus.podLabels),
+  /** The operator's own namespace and pod labels, admitted to each stack's control plane (the chart sets them). */
+  OPERATOR_NAMESPACE: z.string().min(1).default(DEFAULT_SETTINGS.networkPolicy.operator.namespace),
+  OPERATOR_POD_LABELS: labelsEnv(DEFAULT_SETTINGS.networkPolicy.operator.podLabels),
   /** Settings for the storage stack's services: a JSON object of variable → value (the chart's platform.settings). */
   STRATA_STACK_SETTINGS: z
     .string()
@@ -62,6 +75,27 @@ export const operatorEnvSchema = z.object({
     }),
 });
 
+/** `k=v,...` pod labels (at least one: an empty selector would admit every pod of the namespace). */
+function labelsEnv(fallback: Record<string, string>) {
+  return z
+    .string()
+    .default(
+      Object.entries(fallback)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
+    )
+    .transform((text, ctx): Record<string, string> => {
+      try {
+        const labels = parseLabels(text);
+        if (Object.keys(labels).length === 0) ctx.addIssue({ code: 'custom', message: 'at least one label key=value' });
+        return labels;
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    });
+}
+
 export type OperatorEnv = z.infer<typeof operatorEnvSchema>;
 
 export function loadOperatorEnv(source: NodeJS.ProcessEnv = process.env): OperatorEnv {
@@ -77,12 +111,19 @@ export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
     postgresUrl: cfg.STRATA_PG_URL,
     postgresReplicaUrls: cfg.STRATA_PG_REPLICA_URLS.split(/[\s,]+/).filter(Boolean),
     amqpUrl: cfg.STRATA_AMQP_URL,
+    amqpManagementUrl: cfg.STRATA_AMQP_MANAGEMENT_URL,
     dataVolumeSize: cfg.STRATA_DATA_VOLUME_SIZE,
     clusterDomain: cfg.CLUSTER_DOMAIN,
     stackSettings: cfg.STRATA_STACK_SETTINGS,
     purgeTimeZone: cfg.STRATA_PURGE_TIME_ZONE,
     stackDeletionDeadlineSeconds: cfg.STACK_DELETION_DEADLINE_SECONDS,
     progressDeadlineSeconds: cfg.PROGRESS_DEADLINE_SECONDS,
+    networkPolicy: {
+      enabled: cfg.NETWORK_POLICIES,
+      ingressController: { namespace: cfg.INGRESS_CONTROLLER_NAMESPACE, podLabels: cfg.INGRESS_CONTROLLER_POD_LABELS },
+      prometheus: { namespace: cfg.PROMETHEUS_NAMESPACE, podLabels: cfg.PROMETHEUS_POD_LABELS },
+      operator: { namespace: cfg.OPERATOR_NAMESPACE, podLabels: cfg.OPERATOR_POD_LABELS },
+    },
   };
 }
 

@@ -110,10 +110,23 @@ export class ClientNodeKubeClient implements KubeClient {
 }
 
 function toClient(obj: KubeObject): KubernetesObject {
-  return obj as unknown as KubernetesObject;
+  return renameIngressPeers(obj, 'from', '_from') as unknown as KubernetesObject;
 }
 
 /** client-node returns model classes with Date fields for built-in kinds; reconcilers want plain JSON. */
 function fromClient<T>(obj: unknown): T {
-  return JSON.parse(JSON.stringify(obj)) as T;
+  return renameIngressPeers(JSON.parse(JSON.stringify(obj)) as KubeObject, '_from', 'from') as T;
+}
+
+/**
+ * client-node serializes built-in kinds through its models, which name a NetworkPolicy ingress rule's
+ * `from` `_from` (a reserved word) and drop a plain `from`: the policy would reach the API server as
+ * `ingress: [{}]`, which admits everyone. The only such renamed field among the kinds the operator
+ * writes (the others are in list metadata and CRD schemas); test/controllers/wire.test.ts checks it.
+ */
+function renameIngressPeers(obj: KubeObject, from: string, to: string): KubeObject {
+  const spec = (obj as { spec?: { ingress?: Array<Record<string, unknown>> } }).spec;
+  if (obj.kind !== 'NetworkPolicy' || !spec?.ingress) return obj;
+  const ingress = spec.ingress.map(({ [from]: peers, ...rule }) => (peers === undefined ? rule : { ...rule, [to]: peers }));
+  return { ...obj, spec: { ...spec, ingress } } as KubeObject;
 }

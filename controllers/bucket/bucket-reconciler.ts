@@ -18,10 +18,11 @@ import {
 } from './bucket-service.js';
 import { PgDatabaseProvisioner, type DatabaseProvisioner } from './database-provisioner.js';
 import { bundledPostgres, bundledRabbitmq } from './render-backing-services.js';
+import { managementUrlOf, RabbitmqManagementProvisioner, type BrokerProvisioner } from './broker-provisioner.js';
 import { CNPG_CLUSTER, RABBITMQ_CLUSTER, type BackingProviders } from './render-operated-backing.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
 import { stackIdentity } from './stack-identity.js';
-import { backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
+import { BACKEND_CREDENTIALS_LABEL, backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
 
 export const BUCKET_FINALIZER = 'strata.dev/bucket';
@@ -58,6 +59,7 @@ export class BucketReconciler implements Reconciler {
     private readonly settings: OperatorSettings,
     private readonly serviceFor: BucketServiceFactory = (access) => new HttpBucketService(access),
     private databases?: DatabaseProvisioner,
+    private brokers?: BrokerProvisioner,
   ) {}
 
   async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
@@ -175,6 +177,10 @@ export class BucketReconciler implements Reconciler {
       this.databases ??= new PgDatabaseProvisioner(this.settings.postgresUrl);
       await this.databases.ensure(stackIdentity(namespace), credentials.postgresPassword);
     }
+    if (!bundledRabbitmq(this.settings)) {
+      this.brokers ??= new RabbitmqManagementProvisioner(this.settings.amqpManagementUrl || managementUrlOf(this.settings.amqpUrl));
+      await this.brokers.ensure(stackIdentity(namespace), credentials.rabbitmqPassword);
+    }
     for (const obj of renderStorageStack(namespace, owners, this.settings, credentials, await this.backingProviders(namespace))) {
       await this.kube.apply(obj.kind === 'PersistentVolumeClaim' ? claimForApply(obj, await this.kube.get(refOf(obj))) : obj);
     }
@@ -219,6 +225,10 @@ export class BucketReconciler implements Reconciler {
     const read = async (ref: { name: string; key: string } | undefined, what: string) => {
       if (!ref) throw new Error(`backend ${b.kind} needs ${what}`);
       const secret = await this.kube.get<Secret>({ apiVersion: 'v1', kind: 'Secret', namespace, name: ref.name });
+      // Opt-in: whoever may write Buckets must not make the operator hand any Secret of the namespace to a backend.
+      if (secret && secret.metadata.labels?.[BACKEND_CREDENTIALS_LABEL] !== 'true') {
+        throw new Error(`Secret ${ref.name} (${what}) lacks the label ${BACKEND_CREDENTIALS_LABEL}=true that allows the operator to use it`);
+      }
       const value = secretValue(secret, ref.key);
       if (value === undefined) throw new Error(`Secret ${ref.name} has no key ${ref.key} (${what})`);
       return value;

@@ -6,6 +6,7 @@ import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import type { StackIdentity } from './stack-identity.js';
 import { BACKING_KEYS, type BackingCredentials } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
+import { disruptionBudget, spreadByHost } from './pod-spread.js';
 import {
   cnpgPrimaryService,
   cnpgReplicaService,
@@ -43,8 +44,8 @@ function asStackRole(url: string, identity: StackIdentity, password: string): st
 /**
  * The connection URLs the namespace's services get: always the namespace's own role and database
  * (on the bundled servers, or on the external server where the operator created them), and its own
- * broker user on the bundled RabbitMQ (an external broker's URL is used as given; the exchange and
- * queue names keep the namespaces apart there).
+ * broker user on the bundled RabbitMQ, or its own user and vhost on the external one (the operator
+ * creates them there: the administrator's URL never reaches a namespace).
  */
 export function backingUrls(
   namespace: string,
@@ -60,18 +61,34 @@ export function backingUrls(
     ? {
         postgresUrl: asStackRole(pg(host(cnpg ? cnpgPrimaryService : STACK.postgres.name)), identity, credentials.postgresPassword),
         postgresReplicaUrls: [asStackRole(pg(host(cnpg ? cnpgReplicaService : STACK.postgresReplica)), identity, credentials.postgresPassword)],
-        amqpUrl: bundledRabbitmq(settings) ? rabbitmqUrl(namespace, settings, identity, credentials) : settings.amqpUrl,
+        amqpUrl: bundledRabbitmq(settings)
+          ? rabbitmqUrl(namespace, settings, identity, credentials)
+          : asSharedBrokerUser(settings.amqpUrl, identity, credentials.rabbitmqPassword),
       }
     : {
         postgresUrl: asStackRole(settings.postgresUrl, identity, credentials.postgresPassword),
         postgresReplicaUrls: settings.postgresReplicaUrls.map((u) => asStackRole(u, identity, credentials.postgresPassword)),
-        amqpUrl: bundledRabbitmq(settings) ? rabbitmqUrl(namespace, settings, identity, credentials) : settings.amqpUrl,
+        amqpUrl: bundledRabbitmq(settings)
+          ? rabbitmqUrl(namespace, settings, identity, credentials)
+          : asSharedBrokerUser(settings.amqpUrl, identity, credentials.rabbitmqPassword),
       };
+}
+
+/** The external broker's `url` with the stack's own user, password and vhost in place of the administrator's. */
+function asSharedBrokerUser(url: string, identity: StackIdentity, password: string): string {
+  const u = new URL(url);
+  u.username = encodeURIComponent(identity.sharedBrokerUser);
+  u.password = encodeURIComponent(password);
+  u.pathname = `/${encodeURIComponent(identity.sharedBrokerVhost)}`;
+  return u.toString();
 }
 
 function rabbitmqUrl(namespace: string, settings: OperatorSettings, identity: StackIdentity, credentials: BackingCredentials): string {
   return `amqp://${identity.brokerUser}:${credentials.rabbitmqPassword}@${serviceHost(settings, STACK.rabbitmq.name, namespace)}:${STACK.rabbitmq.port}`;
 }
+
+/** Every pod of one of the stack's servers (PostgreSQL's primary and replica together). */
+const componentPods = (component: string) => ({ 'app.kubernetes.io/name': component, 'app.kubernetes.io/part-of': 'strata' });
 
 const passwordFrom = (key: string) => ({ valueFrom: { secretKeyRef: { name: STACK.backingSecret, key } } });
 
@@ -115,6 +132,8 @@ function server(s: ServerSpec, namespace: string, owners: OwnerReference[]): Man
           metadata: { labels },
           spec: {
             securityContext: restrictedPodSecurity(IMAGE_UID),
+            // The primary and its replica on different nodes: one drain never takes both.
+            affinity: spreadByHost(componentPods(s.component)),
             ...(s.initContainers ? { initContainers: s.initContainers } : {}),
             containers: [
               {
@@ -229,6 +248,8 @@ export function renderBackingServices(
         owners,
       ),
     );
+    // One of the two evicted at a time: a drain never stops both the primary and its standby.
+    out.push(disruptionBudget(STACK.postgres.name, namespace, componentPods('postgresql'), owners));
   }
   if (bundledRabbitmq(settings) && providers.rabbitmq === 'rabbitmq-operator') out.push(...renderRabbitmqCluster(namespace, owners, identity, credentials));
   else if (bundledRabbitmq(settings)) {
@@ -259,6 +280,8 @@ export function renderBackingServices(
         owners,
       ),
     );
+    // A single broker: the budget lets a drain move it (one at a time) rather than block the drain forever.
+    out.push(disruptionBudget(STACK.rabbitmq.name, namespace, componentPods('rabbitmq'), owners));
   }
   return out;
 }

@@ -6,6 +6,7 @@ import { DEFAULT_SETTINGS, imageFor, serviceHost, type OperatorSettings } from '
 import { redisClusterNodes, renderRedisCluster } from './render-redis-cluster.js';
 import { oneShotPodTemplate, RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
 import { backingUrls, renderBackingServices } from './render-backing-services.js';
+import { renderNetworkPolicies } from './render-network-policies.js';
 import { STATEFULSET_PROVIDERS, type BackingProviders } from './render-operated-backing.js';
 import { stackIdentity } from './stack-identity.js';
 import { renderStackSecrets, type BackingCredentials } from './stack-secrets.js';
@@ -111,6 +112,8 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
                   ...(c.backends ? [{ secretRef: { name: STACK.backendsSecret, optional: true } }] : []),
                   { secretRef: { name: STACK.rootSecret } },
                   { secretRef: { name: STACK.internalSecret } },
+                  // STRATA_REDIS_PASSWORD: every service of the stack is a client of its Redis Cluster.
+                  { secretRef: { name: STACK.redisSecret } },
                 ],
                 env: c.env,
                 readinessProbe: probe('/readyz'),
@@ -294,5 +297,6 @@ export function renderStorageStack(
     ...gateway,
     ...renderRedisCluster(namespace, owners),
     purge,
+    ...renderNetworkPolicies(namespace, owners, settings.networkPolicy),
   ];
 }

@@ -12,6 +12,9 @@ export interface StackIdentity {
   role: string;
   /** RabbitMQ user of the stack's services on the bundled broker. */
   brokerUser: string;
+  /** On a shared (external) RabbitMQ: the stack's own user, with permissions on its own vhost only. */
+  sharedBrokerUser: string;
+  sharedBrokerVhost: string;
   /** Topic exchange of the stack's events (STRATA_AMQP_EXCHANGE). */
   exchange: string;
   /** Prefix of every queue the stack declares (STRATA_AMQP_QUEUE_PREFIX). */
@@ -30,5 +33,13 @@ function pgIdentifier(namespace: string): string {
 
 export function stackIdentity(namespace: string): StackIdentity {
   const pg = pgIdentifier(namespace);
-  return { database: pg, role: pg, brokerUser: 'strata', exchange: `strata.${namespace}.events`, queuePrefix: `${namespace}.` };
+  return {
+    database: pg,
+    role: pg,
+    brokerUser: 'strata',
+    sharedBrokerUser: `strata-${namespace}`,
+    sharedBrokerVhost: `strata-${namespace}`,
+    exchange: `strata.${namespace}.events`,
+    queuePrefix: `${namespace}.`,
+  };
 }

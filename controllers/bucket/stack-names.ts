@@ -22,6 +22,8 @@ export const STACK = {
   postgresConfig: 'strata-postgresql-config',
   rabbitmq: { name: 'strata-rabbitmq', port: 5672 },
   internalSecret: 'strata-internal',
+  /** The Redis Cluster's password (requirepass and masterauth; generated once, read by every client). */
+  redisSecret: 'strata-redis-credentials',
   dataVolume: 'strata-data',
   purgeCronJob: 'strata-purge',
   /** Redis Cluster: 3 masters, each with one replica (6 single-pod StatefulSets, AOF on). */

@@ -42,8 +42,23 @@ export function renderStackSecrets(namespace: string): Manifest[] {
       // URL-safe: they go into connection URLs as they are.
       stringData: { [BACKING_KEYS.postgres]: random(24), [BACKING_KEYS.rabbitmq]: random(24) },
     },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: STACK.redisSecret, namespace, labels },
+      type: 'Opaque',
+      // A Secret of its own (not a key added to strata-internal): stacks made before Redis had a
+      // password get it created on upgrade, since existing Secrets are never rewritten.
+      stringData: { [REDIS_PASSWORD_KEY]: random(32) },
+    },
   ];
 }
+
+/** The label a Secret carries to be usable as a Bucket's backend credentials (spec.backend.*SecretRef). */
+export const BACKEND_CREDENTIALS_LABEL = 'strata.dev/backend-credentials';
+
+/** Key of the Redis Cluster's password in its Secret: the variable name the services read it under. */
+export const REDIS_PASSWORD_KEY = 'STRATA_REDIS_PASSWORD';
 
 /** Keys of the stack's own PostgreSQL and RabbitMQ passwords in its backing Secret. */
 export const BACKING_KEYS = { postgres: 'POSTGRES_PASSWORD', rabbitmq: 'RABBITMQ_PASSWORD' } as const;

@@ -20,6 +20,8 @@ export interface OperatorSettings {
   postgresUrl: string;
   postgresReplicaUrls: string[];
   amqpUrl: string;
+  /** RabbitMQ's management API (administrator credentials) for amqpUrl's server; empty: derived from amqpUrl (port 15672). */
+  amqpManagementUrl: string;
   /** Size of the data plane's volume (fs backend). */
   dataVolumeSize: string;
   /** Cluster DNS suffix for endpoints in status. */
@@ -39,6 +41,25 @@ export interface OperatorSettings {
   stackDeletionDeadlineSeconds: number;
   /** A Bucket whose stack has not become ready for this long is Degraded (StackNotReady), no longer Progressing. */
   progressDeadlineSeconds: number;
+  /** Who may reach a stack's pods besides the stack itself (its NetworkPolicies). */
+  networkPolicy: NetworkPolicySettings;
+}
+
+/** Pods of one namespace, by labels. */
+export interface PeerSettings {
+  namespace: string;
+  podLabels: Record<string, string>;
+}
+
+/** Each stack's NetworkPolicies (render-network-policies.ts): on by default; the peers they admit. */
+export interface NetworkPolicySettings {
+  enabled: boolean;
+  /** Reaches the gateway (the S3 endpoint). */
+  ingressController: PeerSettings;
+  /** Scrapes the services' /metrics. */
+  prometheus: PeerSettings;
+  /** The operator's own pods: they call the control plane's internal API. */
+  operator: PeerSettings;
 }
 
 export const DEFAULT_SETTINGS: OperatorSettings = {
@@ -49,13 +70,35 @@ export const DEFAULT_SETTINGS: OperatorSettings = {
   postgresUrl: '',
   postgresReplicaUrls: [],
   amqpUrl: '',
+  amqpManagementUrl: '',
   dataVolumeSize: '20Gi',
   clusterDomain: 'cluster.local',
   stackSettings: {},
   purgeTimeZone: 'UTC',
   stackDeletionDeadlineSeconds: 600,
   progressDeadlineSeconds: 600,
+  // ingress-nginx's and kube-prometheus-stack's usual namespaces and labels; the chart sets its own.
+  networkPolicy: {
+    enabled: true,
+    ingressController: { namespace: 'ingress-nginx', podLabels: { 'app.kubernetes.io/name': 'ingress-nginx' } },
+    prometheus: { namespace: 'monitoring', podLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+    operator: { namespace: 'strata-system', podLabels: { 'app.kubernetes.io/name': 'strata-operator' } },
+  },
 };
+
+/** `a=b,c=d` → labels; throws on an entry that is not `key=value`. */
+export function parseLabels(text: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const entry of text
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
+    const m = /^([A-Za-z0-9./_-]+)=([A-Za-z0-9._-]*)$/.exec(entry);
+    if (!m) throw new Error(`"${entry}" is not a label key=value`);
+    labels[m[1]!] = m[2]!;
+  }
+  return labels;
+}
 
 export function imageFor(settings: OperatorSettings, name: string, variant: 'cpu' | 'gpu' = 'cpu'): string {
   return `${settings.imagePrefix}${name}:${settings.imageTag}${variant === 'gpu' ? settings.gpuImageSuffix : ''}`;

@@ -29,8 +29,10 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     for (const o of objs) await validateManifest(o);
     expect(kinds(objs)).to.include.members([
       'ServiceAccount/strata-operator',
-      'ClusterRole/strata-operator',
-      'ClusterRoleBinding/strata-operator',
+      // Cluster-scoped names carry the release namespace: two releases named strata in two namespaces do not collide.
+      'ClusterRole/strata-system-strata-operator',
+      'ClusterRoleBinding/strata-system-strata-operator',
+      'ClusterRole/strata-system-strata-operator-secrets',
       'Role/strata-operator-leader-election',
       'RoleBinding/strata-operator-leader-election',
       'Deployment/strata-operator',
@@ -61,7 +63,8 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     for (const o of objs) await validateManifest(o);
     const names = kinds(objs);
     expect(names).to.include.members(['Ingress/strata-s3', 'ServiceMonitor/strata-operator', 'ServiceMonitor/strata-platform', 'Deployment/strata-poem-app', 'Service/strata-poem-app', 'Role/strata-operator', 'RoleBinding/strata-operator']);
-    expect(names).to.not.include('ClusterRole/strata-operator');
+    expect(names.some((n) => n.startsWith('ClusterRole'))).to.equal(false);
+    expect(names).to.include.members(['Role/strata-operator-secrets', 'RoleBinding/strata-operator-secrets']);
     const ingress = objs.find((o) => o.kind === 'Ingress') as RenderedObject & { spec: { rules: Array<{ http: { paths: Array<{ backend: { service: { name: string; port: { number: number } } } }> } }> } };
     expect(ingress.metadata.namespace).to.equal('data');
     expect(ingress.spec.rules[0]!.http.paths[0]!.backend.service).to.deep.equal({ name: 'strata-gateway', port: { number: 9000 } });
@@ -125,8 +128,8 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     expect(term.labelSelector.matchLabels).to.deep.equal(pdb.spec.selector.matchLabels);
   });
 
-  it('grants least privilege: no wildcards, no deletes, Secrets neither listed nor watched', async () => {
-    const objs = await template();
+  it('grants least privilege: no wildcards, no deletes, Secrets neither listed nor watched nor granted cluster-wide', async () => {
+    const objs = await template(['tenantNamespaces={photos,logs}']);
     const rules = objs.filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role').flatMap((o) => o.rules as Rule[]);
     for (const rule of rules) {
       expect([...rule.apiGroups, ...rule.resources, ...rule.verbs]).to.not.include('*');
@@ -134,6 +137,12 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     }
     const secrets = rules.filter((r) => r.resources.includes('secrets'));
     expect(secrets.flatMap((r) => r.verbs).sort()).to.deep.equal(['create', 'get', 'patch']);
+    expect(secrets.find((r) => r.verbs.includes('patch'))).to.deep.include({ resourceNames: ['strata-platform'] });
+    // The ClusterRole holding them is bound only by RoleBindings, in the listed tenant namespaces.
+    const secretRoles = objs.filter((o) => (o.rules as Rule[] | undefined)?.some((r) => r.resources.includes('secrets'))).map((o) => o.metadata.name);
+    expect(secretRoles).to.deep.equal(['strata-system-strata-operator-secrets']);
+    const bindings = objs.filter((o) => (o as { roleRef?: { name: string } }).roleRef?.name === secretRoles[0]);
+    expect(bindings.map((b) => `${b.kind}/${b.metadata.namespace}`).sort()).to.deep.equal(['RoleBinding/logs', 'RoleBinding/photos']);
     expect(rules.some((r) => r.resources.includes('leases') && r.verbs.includes('update'))).to.equal(true);
     expect(rules.some((r) => r.resources.includes('buckets/status') && r.verbs.includes('patch'))).to.equal(true);
   });

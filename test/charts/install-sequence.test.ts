@@ -21,6 +21,7 @@ const readYaml = (file: string) => parseYaml(readFileSync(file, 'utf8')) as Kube
 const README_SEQUENCE = [
   'helm install strata charts/strata --namespace strata-system --create-namespace --wait',
   'kubectl create namespace photos',
+  "helm upgrade strata charts/strata --namespace strata-system --reuse-values --set 'tenantNamespaces={photos}'",
   'kubectl apply -n photos -f crds/examples/bucket-fs.yaml',
   'kubectl wait -n photos bucket/photos --for=condition=Ready --timeout=10m',
   'helm upgrade strata charts/strata --namespace strata-system --reuse-values \\\n  --set ingress.enabled=true --set ingress.namespace=photos --set ingress.host=s3.example.com \\\n  --set metrics.serviceMonitor.enabled=true',
@@ -98,14 +99,19 @@ describe('the README install sequence on a bare cluster', function () {
     markDeploymentReady(fake, RELEASE_NAMESPACE, 'strata-operator');
 
     // The upgrade's Ingress could not go first: namespace photos does not exist yet.
-    const upgrade = await template(['ingress.enabled=true', 'ingress.namespace=photos', 'ingress.host=s3.example.com', 'metrics.serviceMonitor.enabled=true']);
+    const upgrade = await template(['tenantNamespaces={photos}', 'ingress.enabled=true', 'ingress.namespace=photos', 'ingress.host=s3.example.com', 'metrics.serviceMonitor.enabled=true']);
     const ingress = upgrade.find((o) => o.kind === 'Ingress')!;
     expect(ingress.metadata.namespace).to.equal('photos');
     const refused = await applyAll([ingress], RELEASE_NAMESPACE).catch((e: unknown) => String(e));
     expect(refused).to.match(/HTTP-Code: 404[\s\S]*namespaces [\\"]*photos[\\"]* not found/);
 
-    // 2.-3. kubectl create namespace photos; kubectl apply -n photos -f crds/examples/bucket-fs.yaml
+    // 2.-3. kubectl create namespace photos; helm upgrade --set tenantNamespaces={photos} (the operator may
+    // keep its Secrets there); kubectl apply -n photos -f crds/examples/bucket-fs.yaml
     await namespace('photos');
+    const tenants = await template(['tenantNamespaces={photos}']);
+    await applyAll(tenants, RELEASE_NAMESPACE);
+    // The API server authorizes with the RBAC objects it now holds.
+    fake.authorize = authorizerFrom(tenants);
     await applyAll([readYaml(path.join(ROOT, 'crds/examples/bucket-fs.yaml'))], 'photos');
 
     // 4. kubectl wait --for=condition=Ready, while the cluster's controllers bring the stack up.

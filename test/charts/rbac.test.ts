@@ -25,7 +25,7 @@ describe('Helm chart RBAC enforced on the running operator', function () {
 
       beforeEach(async () => {
         h = await startHarness();
-        const objs = await template(mode === 'namespace' ? [`watchNamespace=${NS}`] : []);
+        const objs = await template(mode === 'namespace' ? [`watchNamespace=${NS}`] : [`tenantNamespaces={${NS}}`]);
         h.fake.authorize = authorizerFrom(objs);
         operator = undefined;
         cp = undefined;
@@ -82,11 +82,36 @@ describe('Helm chart RBAC enforced on the running operator', function () {
         const events = h.fake.state.list(h.fake.state.typeForKind('v1', 'Event'), NS).map((e) => e.reason);
         expect(events).to.include.members(['BucketCreated', 'MergeStarted', 'BucketDeleted']);
         expect(h.fake.denied, JSON.stringify(h.fake.denied)).to.deep.equal([]);
+        if (mode === 'cluster') {
+          // A namespace not listed in tenantNamespaces: its Bucket says why it gets no stack (no Secret there).
+          await h.kube.apply({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', metadata: { name: 'data', namespace: 'unlisted' }, spec: {} } as never);
+          await eventually(() => {
+            const b = mustGet(h.fake, 'strata.dev/v1alpha1', 'Bucket', 'unlisted', 'data') as { status?: { conditions?: Array<{ type: string; reason: string; message: string }> } };
+            const degraded = b.status?.conditions?.find((c) => c.type === 'Degraded');
+            expect(degraded?.reason).to.equal('StackApplyFailed');
+            expect(degraded?.message).to.match(/forbidden|403/i);
+          }, 'unlisted namespace refused');
+          expect(h.fake.denied.every((d) => d.namespace === 'unlisted' && d.resource === 'secrets')).to.equal(true);
+        }
         // The rules are enforced: what the chart does not grant is refused.
         const forbidden = await operator.manager.stop().then(() =>
           fetch(`${h.fake.url}/apis/apps/v1/namespaces/${NS}/deployments/tiny-model-server`, { method: 'DELETE', headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } }),
         );
         expect(forbidden.status).to.equal(403);
+        // No Secret outside the tenant namespace: kube-system's cannot be read, created or patched.
+        const asOperator = (method: string, path: string, body?: object) =>
+          fetch(`${h.fake.url}/api/v1/namespaces/kube-system/secrets${path}`, {
+            method,
+            headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' },
+            ...(body ? { body: JSON.stringify(body) } : {}),
+          });
+        for (const name of ['strata-platform', 'strata-internal', 'bootstrap-token-abc']) {
+          expect((await asOperator('GET', `/${name}`)).status, `get kube-system/${name}`).to.equal(403);
+          expect((await asOperator('PATCH', `/${name}`, { data: {} })).status, `patch kube-system/${name}`).to.equal(403);
+        }
+        expect((await asOperator('POST', '', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'planted' } })).status).to.equal(403);
+        // Nor in another namespace where a Bucket would need them: it is refused there, not granted.
+        expect((await fetch(`${h.fake.url}/api/v1/namespaces/other/secrets/strata-internal`, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } })).status).to.equal(403);
       });
     });
   }

@@ -199,17 +199,26 @@ describe('Bucket reconciler', () => {
         () => expect(getBucket(h, 'remote')!.status?.conditions?.find((c) => c.type === 'Degraded')?.reason).to.equal('MissingCredentials'),
         'degraded',
       );
-      await h.kube.apply({
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name: 'minio-creds', namespace: NS },
-        stringData: { ak: 'AKID', sk: 'SECRET' },
-      } as never);
+      const creds = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'minio-creds', namespace: NS }, stringData: { ak: 'AKID', sk: 'SECRET' } };
+      await h.kube.apply(creds as never);
       // The Secret is not watched; any change to the Bucket (or the periodic requeue) picks it up.
-      await h.kube.mergePatch(
-        { apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'remote' },
-        { metadata: { annotations: { touched: 'yes' } } },
+      const touch = (value: string) =>
+        h.kube.mergePatch(
+          { apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'remote' },
+          { metadata: { annotations: { touched: value } } },
+        );
+      await touch('yes');
+      // Without the opt-in label the operator does not hand the Secret to a backend.
+      await eventually(
+        () =>
+          expect(getBucket(h, 'remote')!.status?.conditions?.find((c) => c.type === 'Degraded')?.message).to.match(
+            /lacks the label strata\.dev\/backend-credentials=true/,
+          ),
+        'unlabelled Secret refused',
       );
+      expect(cp!.buckets.has('remote')).to.equal(false);
+      await h.kube.apply({ ...creds, metadata: { ...creds.metadata, labels: { 'strata.dev/backend-credentials': 'true' } } } as never);
+      await touch('again');
       await eventually(() => expect(getBucket(h, 'remote')!.status?.conditions?.find((c) => c.type === 'Ready')?.status).to.equal('True'), 'ready');
       expect(cp!.buckets.get('remote')!.backend).to.deep.equal({
         kind: 'minio',

@@ -36,7 +36,7 @@ describe('one isolated stack per namespace', () => {
               ...TEST_SETTINGS,
               postgresUrl: 'postgres://admin:secret@db:5432/postgres',
               postgresReplicaUrls: ['postgres://admin:secret@db-r:5432/postgres'],
-              amqpUrl: 'amqp://mq:5672',
+              amqpUrl: 'amqp://admin:secret@mq:5672',
             };
       const a = renderStorageStack('north', owners('north'), settings, creds('north'));
       const b = renderStorageStack('south', owners('south'), settings, creds('south'));
@@ -66,6 +66,9 @@ describe('one isolated stack per namespace', () => {
         ]);
       } else {
         expect(a.some((o) => o.metadata.name.startsWith('strata-postgresql') || o.metadata.name === 'strata-rabbitmq')).to.equal(false);
+        // The shared broker: each namespace its own user and vhost (the operator creates them), never the administrator's URL.
+        expect(ca.STRATA_AMQP_URL).to.equal('amqp://strata-north:mq-north@mq:5672/strata-north');
+        expect(cb.STRATA_AMQP_URL).to.equal('amqp://strata-south:mq-south@mq:5672/strata-south');
       }
       // Nothing one namespace's stack is rendered with names the other namespace.
       expect(JSON.stringify(a)).to.not.match(/south/);

@@ -104,11 +104,11 @@ describe('storage stack environment vs. the services that read it', () => {
     expect(JSON.stringify(config.data)).to.not.match(/postgres:|amqp:/);
     const platform = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'strata-platform') as Doc;
     const decoded = Object.fromEntries(Object.entries(platform.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
-    // The namespace's own role and database on the administrator's servers.
+    // The namespace's own role and database, and its own broker user and vhost, on the administrator's servers.
     expect(decoded).to.deep.equal({
       STRATA_PG_URL: 'postgres://strata_ns:pg-password@db/strata_ns',
       STRATA_PG_REPLICA_URLS: 'postgres://strata_ns:pg-password@r1/strata_ns,postgres://strata_ns:pg-password@r2/strata_ns',
-      STRATA_AMQP_URL: settings.amqpUrl,
+      STRATA_AMQP_URL: 'amqp://strata-ns:mq-password@mq/strata-ns',
     });
     expect(varsOf(containerOf('gateway'), objects)).to.not.include('STRATA_PG_URL');
     // Without replicas the key is absent (server-side apply then removes it from a live Secret).

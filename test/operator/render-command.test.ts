@@ -200,7 +200,7 @@ describe('operator render (what the operator would apply, without a cluster)', f
     expect(secret).to.deep.equal({
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name: 'minio-credentials', namespace: 'team-a' },
+      metadata: { name: 'minio-credentials', namespace: 'team-a', labels: { 'strata.dev/backend-credentials': 'true' } },
       type: 'Opaque',
       stringData: { accessKey: 'minioadmin', secretKey: 'minioadmin' },
     });

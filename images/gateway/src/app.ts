@@ -71,6 +71,8 @@ export interface GatewayOptions {
   flowRulesFile?: string;
   /** Redis Cluster seed nodes (`host:port`, STRATA_REDIS_NODES): rate-limit counters shared by every gateway replica. */
   redisNodes?: string[];
+  /** Their password (STRATA_REDIS_PASSWORD). */
+  redisPassword?: string;
   /** Prefix of the rate-limit keys there (default "strata:flow:"). */
   redisKeyPrefix?: string;
   /**
@@ -113,7 +115,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
         // Fail fast while the cluster is down: the rate limiter falls back to per-replica counters.
         enableOfflineQueue: false,
         clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
-        redisOptions: { connectTimeout: 1000, commandTimeout: 500, maxRetriesPerRequest: 1 },
+        redisOptions: { ...(opts.redisPassword ? { password: opts.redisPassword } : {}), connectTimeout: 1000, commandTimeout: 500, maxRetriesPerRequest: 1 },
       })
     : undefined;
   redis?.on('error', () => undefined);

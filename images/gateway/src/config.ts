@@ -64,6 +64,7 @@ export const gatewayEnvSchema = z.object({
   STRATA_FLOW_RULES_FILE: z.string().optional(),
   /** Redis Cluster seed nodes (comma-separated host:port): rate-limit counters shared by the replicas. */
   STRATA_REDIS_NODES: productionEnvShape.STRATA_REDIS_NODES,
+  STRATA_REDIS_PASSWORD: productionEnvShape.STRATA_REDIS_PASSWORD,
   STRATA_REDIS_KEY_PREFIX: productionEnvShape.STRATA_REDIS_KEY_PREFIX,
   LOG_LEVEL: env.logLevel(),
 });

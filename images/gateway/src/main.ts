@@ -10,7 +10,10 @@ const logger = createLogger('gateway', env.LOG_LEVEL);
 surviveUncaughtErrors(logger);
 // The Redis Cluster that holds the data plane's object read cache (same nodes and key prefix): with it
 // the gateway answers repeated small GETs itself, validated by the objects' version tokens there.
-const objectReadCache = createProductionCache({ redisNodes: env.STRATA_REDIS_NODES, redisKeyPrefix: env.STRATA_REDIS_KEY_PREFIX }, logger);
+const objectReadCache = createProductionCache(
+  { redisNodes: env.STRATA_REDIS_NODES, redisPassword: env.STRATA_REDIS_PASSWORD, redisKeyPrefix: env.STRATA_REDIS_KEY_PREFIX },
+  logger,
+);
 const gateway = await startGateway({
   port: env.STRATA_GATEWAY_PORT,
   host: env.STRATA_GATEWAY_HOST,
@@ -30,6 +33,7 @@ const gateway = await startGateway({
   bucketCacheMs: env.STRATA_BUCKET_CACHE_MS,
   flowRulesFile: env.STRATA_GATEWAY_RULES_FILE ?? env.STRATA_FLOW_RULES_FILE,
   redisNodes: env.STRATA_REDIS_NODES,
+  redisPassword: env.STRATA_REDIS_PASSWORD,
   redisKeyPrefix: env.STRATA_REDIS_KEY_PREFIX ? `${env.STRATA_REDIS_KEY_PREFIX}strata:flow:` : undefined,
   objectReadCache,
   objectAnswerCacheBytes: env.STRATA_GATEWAY_ANSWER_CACHE_BYTES,

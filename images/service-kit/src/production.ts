@@ -35,6 +35,8 @@ export const productionEnvShape = {
   STRATA_PG_REPLICA_WAIT_MS: env.int(10, 0, 10_000),
   /** Redis Cluster seed nodes, comma-separated `host:port`. */
   STRATA_REDIS_NODES: env.list(),
+  /** Password of the Redis Cluster's nodes (their requirepass; the operator generates one per stack). Unset: none. */
+  STRATA_REDIS_PASSWORD: z.string().min(1).optional(),
   /** Prefix of every cache key (several installations or test runs on one cluster). */
   STRATA_REDIS_KEY_PREFIX: z.string().default(''),
   /** Limit of one cache call (retries included), ms; past it the call counts as a cache outage. */
@@ -67,6 +69,8 @@ export interface ProductionSettings {
   pgReadConsistency?: 'session' | 'latest';
   pgReplicaWaitMs?: number;
   redisNodes?: string[];
+  /** See STRATA_REDIS_PASSWORD. */
+  redisPassword?: string;
   redisKeyPrefix?: string;
   redisTimeoutMs?: number;
   /** See STRATA_REDIS_REPLICA_ACKS. */
@@ -90,6 +94,7 @@ export function productionSettings(e: ProductionEnv): ProductionSettings {
     pgReadConsistency: e.STRATA_PG_READ_CONSISTENCY,
     pgReplicaWaitMs: e.STRATA_PG_REPLICA_WAIT_MS,
     redisNodes: e.STRATA_REDIS_NODES,
+    redisPassword: e.STRATA_REDIS_PASSWORD,
     redisKeyPrefix: e.STRATA_REDIS_KEY_PREFIX,
     redisTimeoutMs: e.STRATA_REDIS_TIMEOUT_MS,
     redisReplicaAcks: e.STRATA_REDIS_REPLICA_ACKS,
@@ -166,6 +171,7 @@ export function createProductionCache(
   if (nodes.length === 0) return undefined;
   const cache = new RedisClusterCache({
     nodes: parseRedisNodes(nodes),
+    password: s.redisPassword,
     keyPrefix: s.redisKeyPrefix,
     timeoutMs: s.redisTimeoutMs ?? 500,
     replicaAcks: opts.replicaAcks,

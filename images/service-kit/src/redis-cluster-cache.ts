@@ -19,6 +19,8 @@ export class CacheUnavailableError extends Error {
 export interface RedisClusterCacheOptions {
   /** Seed nodes; the client discovers the rest. */
   nodes: ClusterNode[];
+  /** The nodes' password (requirepass), sent to every node the client connects to. */
+  password?: string;
   /** Prefix of every key (namespaces one test or tenant of a shared cluster). Default none: Strata's keys start with "strata:". */
   keyPrefix?: string;
   /** Upper bound for one call including its retries, in ms. Default 1000. */
@@ -118,6 +120,7 @@ export class RedisClusterCache implements StringCache {
       maxRedirections: 4,
       slotsRefreshTimeout: Math.max(200, this.timeoutMs),
       redisOptions: {
+        ...(opts.password ? { password: opts.password } : {}),
         connectTimeout: this.timeoutMs,
         commandTimeout: this.timeoutMs,
         maxRetriesPerRequest: 1,

@@ -144,6 +144,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         directIo: ctx.options.directIo,
         // With replica acks, multipart state gets a Redis connection of its own whose writes wait for a replica.
         redisNodes: ctx.options.production?.redisNodes,
+        redisPassword: ctx.options.production?.redisPassword,
         redisKeyPrefix: ctx.options.production?.redisKeyPrefix,
         redisTimeoutMs: ctx.options.production?.redisTimeoutMs,
         redisReplicaAcks: ctx.options.production?.redisReplicaAcks,
@@ -174,6 +175,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         trustProxy: ctx.options.env?.STRATA_TRUST_PROXY || undefined,
         // Rate-limit counters on the Redis Cluster when there is one.
         redisNodes: ctx.options.production?.redisNodes,
+        redisPassword: ctx.options.production?.redisPassword,
         redisKeyPrefix: ctx.options.production?.redisKeyPrefix ? `${ctx.options.production.redisKeyPrefix}strata:flow:` : undefined,
         logger: ctx.logger('gateway'),
       }),

@@ -46,6 +46,8 @@ export const BUILTIN_TYPES: ResourceType[] = [
   grouped('batch', 'v1', 'CronJob', 'cronjobs'),
   grouped('coordination.k8s.io', 'v1', 'Lease', 'leases', false),
   grouped('networking.k8s.io', 'v1', 'Ingress', 'ingresses'),
+  grouped('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies', false),
+  grouped('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
   grouped('rbac.authorization.k8s.io', 'v1', 'Role', 'roles', false),
   grouped('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings', false),
   grouped('rbac.authorization.k8s.io', 'v1', 'ClusterRole', 'clusterroles', false, false),
