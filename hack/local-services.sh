@@ -40,7 +40,7 @@ fi
 
 # RabbitMQ's management API (port 15672): the operator creates each namespace's user and vhost through
 # it (test/controllers/broker-provisioner.test.ts). Enabling works on a running node or before it starts.
-if command -v rabbitmq-plugins >/dev/null; then
+if ! (exec 3<>/dev/tcp/127.0.0.1/15672) 2>/dev/null && command -v rabbitmq-plugins >/dev/null; then
   as_root rabbitmq-plugins enable --offline rabbitmq_management >/dev/null 2>&1 || true
   as_root rabbitmq-plugins enable rabbitmq_management >/dev/null 2>&1 || true
 fi
