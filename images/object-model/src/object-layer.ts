@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { Grant, OwnershipRule, PublicAccessBlock } from './access-control.js';
 import type { BucketConfigs } from './bucket-configs.js';
 import type { CorsRule } from './bucket-cors.js';
 import type { LifecycleRule } from './bucket-lifecycle.js';
@@ -43,6 +44,12 @@ export interface BucketInfo {
   lifecycle?: LifecycleRule[];
   /** The bucket's CORS rules, when it has any (browsers are answered by them instead of the server-wide policy). */
   cors?: CorsRule[];
+  /** Its object ownership controls (access-control.ts); absent: none (ObjectWriter, as S3 without controls). */
+  ownership?: OwnershipRule[];
+  /** Its grants, when it has any besides its owner's. */
+  acl?: Grant[];
+  /** Its public access block, when it has one. */
+  publicAccessBlock?: PublicAccessBlock[];
 }
 
 export interface BucketListing {

@@ -5,9 +5,14 @@ import {
   assertObjectKey,
   MAX_BUCKET_TAGS,
   MAX_CORS_RULES,
+  MAX_GRANTS,
   MAX_LIFECYCLE_RULES,
+  OBJECT_OWNERSHIPS,
   objectTagsFromJson,
+  PERMISSIONS,
   S3Error,
+  type ObjectOwnership,
+  type Permission,
 } from '../../../object-model/src/index.js';
 import { cacheKeys } from '../cache/cache-keys.js';
 import { invalidateObjectRead } from '../../../object-model/src/object-read-cache.js';
@@ -173,8 +178,8 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     router.get(`/buckets/:bucket/${kind}`, async (req, res) => {
       const bucket = await mustBucket(param(req, 'bucket'));
       const rules = await store.buckets.getConfig(bucket, kind);
-      if (!rules) throw new S3Error(config.missing, undefined, { BucketName: bucket.name });
-      res.json({ rules });
+      if (!rules && config.missing) throw new S3Error(config.missing, undefined, { BucketName: bucket.name });
+      res.json({ rules: rules ?? [] });
     });
     router.put(`/buckets/:bucket/${kind}`, async (req, res) => {
       const bucket = await mustBucket(param(req, 'bucket'));
@@ -325,7 +330,12 @@ const isStrings = (v: unknown) => Array.isArray(v) && v.every((e) => typeof e ==
 /** Per configuration: its error when absent, its most rules, and the outline each rule must have. */
 const BUCKET_CONFIGS: Record<
   BucketConfigKind,
-  { missing: 'NoSuchLifecycleConfiguration' | 'NoSuchCORSConfiguration' | 'NoSuchTagSet'; max: number; outline: (rule: unknown) => boolean }
+  {
+    /** The answer when the bucket has none; without one, an empty list. */
+    missing?: 'NoSuchLifecycleConfiguration' | 'NoSuchCORSConfiguration' | 'NoSuchTagSet' | 'OwnershipControlsNotFoundError' | 'NoSuchPublicAccessBlockConfiguration';
+    max: number;
+    outline: (rule: unknown) => boolean;
+  }
 > = {
   lifecycle: {
     missing: 'NoSuchLifecycleConfiguration',
@@ -348,6 +358,26 @@ const BUCKET_CONFIGS: Record<
     max: MAX_BUCKET_TAGS,
     outline: (t) => isObject(t) && typeof t.key === 'string' && typeof t.value === 'string',
   },
+  ownership: {
+    missing: 'OwnershipControlsNotFoundError',
+    max: 1,
+    outline: (r) => isObject(r) && OBJECT_OWNERSHIPS.includes(r.objectOwnership as ObjectOwnership),
+  },
+  // A bucket without grants is private to its owner: no error, no grants.
+  acl: {
+    max: MAX_GRANTS + 2,
+    outline: (g) =>
+      isObject(g) &&
+      PERMISSIONS.includes(g.permission as Permission) &&
+      isObject(g.grantee) &&
+      (typeof g.grantee.id === 'string' || typeof g.grantee.group === 'string'),
+  },
+  publicAccessBlock: {
+    missing: 'NoSuchPublicAccessBlockConfiguration',
+    max: 1,
+    outline: (b) =>
+      isObject(b) && ['blockPublicAcls', 'ignorePublicAcls', 'blockPublicPolicy', 'restrictPublicBuckets'].every((k) => typeof b[k] === 'boolean'),
+  },
 };
 
 /** An operator-made bucket's backend secret key, stored only sealed (secretKeySealed) — never in clear text. */
@@ -367,5 +397,8 @@ function publicBucket(b: Bucket) {
     backend,
     ...(b.lifecycle ? { lifecycle: b.lifecycle } : {}),
     ...(b.cors ? { cors: b.cors } : {}),
+    ...(b.ownership ? { ownership: b.ownership } : {}),
+    ...(b.acl ? { acl: b.acl } : {}),
+    ...(b.publicAccessBlock ? { publicAccessBlock: b.publicAccessBlock } : {}),
   };
 }

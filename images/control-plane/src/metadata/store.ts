@@ -18,6 +18,10 @@ export interface Bucket {
   lifecycle?: LifecycleRule[];
   /** Its CORS rules, when it has any. */
   cors?: CorsRule[];
+  /** Its object ownership controls, access grants and public access block, when it has them (object-model access-control.ts). */
+  ownership?: BucketConfigs['ownership'];
+  acl?: BucketConfigs['acl'];
+  publicAccessBlock?: BucketConfigs['publicAccessBlock'];
 }
 
 export type BucketConfigKind = keyof BucketConfigs;
