@@ -80,6 +80,8 @@ export interface GatewayOptions {
   objectAnswerCacheBytes?: number;
   /** A request body silent this long is answered 400 RequestTimeout (default 20 s, as S3; 0: off). */
   bodyIdleTimeoutMs?: number;
+  /** Refuse public ACLs and ignore existing public grants on every bucket (STRATA_BLOCK_PUBLIC_ACLS; default false). */
+  blockPublicAcls?: boolean;
   /** The peers whose X-Forwarded-For and X-Forwarded-Proto are believed (proxy.ts; default: loopback and private addresses). */
   trustProxy?: string;
   logger?: Logger;
@@ -141,7 +143,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const deps: GatewayDeps = {
     objects,
     controlPlane,
-    buckets: new BucketAccess(objects, opts.bucketCacheMs ?? 2_000, countLookup('gateway-buckets')),
+    buckets: new BucketAccess(objects, opts.bucketCacheMs ?? 2_000, countLookup('gateway-buckets'), opts.blockPublicAcls ?? false),
     credentials,
     tokens: tokenIssuer(opts.jwtSecret, opts.jwtExpiresIn ?? '1h'),
     loginGuard: new LoginGuard(redis ? { kind: 'redis', client: redis, keyPrefix: opts.redisKeyPrefix ?? 'strata:flow:' } : { kind: 'memory' }, () =>

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { Grant, OwnershipRule, PublicAccessBlock } from './access-control.js';
+import type { AccessControlList, Grant, OwnershipRule, PublicAccessBlock } from './access-control.js';
 import type { BucketConfigs } from './bucket-configs.js';
 import type { CorsRule } from './bucket-cors.js';
 import type { LifecycleRule } from './bucket-lifecycle.js';
@@ -293,6 +293,8 @@ export interface ObjectLayer {
   copyObject(bucket: string, key: string, input: CopyObjectInput): Promise<ObjectMeta>;
   /** Replace the object's tags (none: remove them); NoSuchKey when there is no such object. */
   putObjectTags(bucket: string, key: string, tags: Tag[]): Promise<void>;
+  /** Replace the ACL kept with the object (undefined: none, private to the bucket owner); NoSuchKey when there is no such object. */
+  putObjectAcl(bucket: string, key: string, acl: AccessControlList | undefined): Promise<void>;
   /** Soft delete; with conditions, NoSuchKey or PreconditionFailed unless the object meets them. */
   deleteObject(bucket: string, key: string, conditions?: DeleteConditions): Promise<void>;
   deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult>;

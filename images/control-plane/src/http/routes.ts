@@ -1,7 +1,11 @@
 import express, { type Request, type Router } from 'express';
 import { type Logger, type SecretBox, type StringCache } from '../../../service-kit/src/index.js';
 import {
+  aclHeaders,
   assertBucketName,
+  isStoredAcl,
+  OBJECT_ACL_HEADER,
+  type AccessControlList,
   assertObjectKey,
   MAX_BUCKET_TAGS,
   MAX_CORS_RULES,
@@ -240,6 +244,16 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     if (!tags) throw new S3Error('InvalidTag', 'tags must be a list of {key, value}');
     if (!(await store.objects.setTags(bucket, key, tags))) throw new S3Error('NoSuchKey', undefined, { Key: key });
     // Answers of GET/HEAD carry the tag count: cached ones end here.
+    await invalidateObjectRead(cache, bucket.name, key);
+    res.status(204).end();
+  });
+  // PutObjectAcl: the ACL kept among the object's stored headers (object-model access-control.ts); null removes it.
+  router.put('/buckets/:bucket/objects/:key/acl', async (req, res) => {
+    const { bucket, key } = await objectPath(req);
+    const acl: unknown = req.body?.acl;
+    const stored = acl === null ? undefined : aclHeaders(acl as AccessControlList)[OBJECT_ACL_HEADER]!;
+    if (stored !== undefined && !isStoredAcl(stored)) throw new S3Error('MalformedACLError', 'acl must be {owner, grants} of Strata users and groups');
+    if (!(await store.objects.setAcl(bucket, key, stored))) throw new S3Error('NoSuchKey', undefined, { Key: key });
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
   });

@@ -181,6 +181,8 @@ export interface ObjectStore {
   parts(bucket: Bucket, key: string): Promise<ObjectPart[] | undefined>;
   /** Replace the NORMAL object's tags (undefined or empty: none); false when there is no such object. */
   setTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean>;
+  /** Keep an object's ACL (its stored header's value) or remove it (undefined); false when there is no such object. */
+  setAcl(bucket: Bucket, key: string, acl: string | undefined): Promise<boolean>;
   list(bucket: Bucket, query: ListQuery): Promise<ListPage>;
 }
 

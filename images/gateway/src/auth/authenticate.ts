@@ -15,8 +15,15 @@ export interface AuthDeps {
 }
 
 /**
+ * What an anonymous request (no signature, no token) may ask: reads that an ACL can make public (an object
+ * granted to AllUsers, a bucket listing, their ACLs). Their handlers decide by the ACL; anything else
+ * anonymous is AccessDenied here, before any lookup.
+ */
+const ANONYMOUS_OPERATIONS = new Set(['GetObject', 'HeadObject', 'ListObjects', 'ListObjectsV2', 'GetObjectAcl', 'GetBucketAcl']);
+
+/**
  * Establishes the caller: `Authorization: Bearer <jwt>` through passport-jwt, or AWS SigV4 (header or
- * presigned query). Anonymous requests are AccessDenied: Strata has no public buckets.
+ * presigned query). Anonymous requests go on without a caller only for ANONYMOUS_OPERATIONS.
  */
 export function authenticate(deps: AuthDeps) {
   return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
@@ -52,7 +59,7 @@ export function authenticate(deps: AuthDeps) {
         state(res).caller = { username: claims.sub, accessKey: claims.ak, isRoot: claims.sub === deps.rootUser, via: 'bearer' };
       } else if (authorization?.startsWith('AWS ')) {
         throw new S3Error('InvalidRequest', 'Signature Version 2 is not supported; use AWS Signature Version 4.');
-      } else {
+      } else if (authorization !== undefined || !ANONYMOUS_OPERATIONS.has(state(res).operation)) {
         throw new S3Error('AccessDenied', 'Anonymous access is not allowed: send a Bearer token or an AWS Signature Version 4.');
       }
       acceptBody(res);

@@ -4,6 +4,7 @@ import { assertObjectKey, S3Error } from '../../../object-model/src/index.js';
 import { rawTarget, state } from '../context.js';
 import type { GatewayDeps } from '../deps.js';
 import { safeDecode } from '../auth/sigv4.js';
+import * as access from '../handlers/access-control.js';
 import * as buckets from '../handlers/buckets.js';
 import * as configs from '../handlers/bucket-configs.js';
 import { deleteObject, deleteObjects } from '../handlers/delete-objects.js';
@@ -30,8 +31,6 @@ const UNSUPPORTED_BUCKET = [
   'logging',
   'notification',
   'replication',
-  'ownershipControls',
-  'publicAccessBlock',
   'accelerate',
   'requestPayment',
   'analytics',
@@ -69,7 +68,9 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
   if (!key) {
     switch (method) {
       case 'PUT':
-        if (query.has('acl')) return { operation: 'PutBucketAcl', handler: notImplemented('bucket ACLs') };
+        if (query.has('acl')) return { operation: 'PutBucketAcl', handler: access.putBucketAcl };
+        if (query.has('ownershipControls')) return { operation: 'PutBucketOwnershipControls', handler: access.ownershipControls.put };
+        if (query.has('publicAccessBlock')) return { operation: 'PutPublicAccessBlock', handler: access.publicAccessBlock.put };
         if (query.has('versioning')) return { operation: 'PutBucketVersioning', handler: notImplemented('versioning') };
         if (query.has('lifecycle')) return { operation: 'PutBucketLifecycleConfiguration', handler: configs.lifecycle.put };
         if (query.has('cors')) return { operation: 'PutBucketCors', handler: configs.cors.put };
@@ -79,6 +80,8 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('lifecycle')) return { operation: 'DeleteBucketLifecycle', handler: configs.lifecycle.delete };
         if (query.has('cors')) return { operation: 'DeleteBucketCors', handler: configs.cors.delete };
         if (query.has('tagging')) return { operation: 'DeleteBucketTagging', handler: configs.tags.delete };
+        if (query.has('ownershipControls')) return { operation: 'DeleteBucketOwnershipControls', handler: access.ownershipControls.delete };
+        if (query.has('publicAccessBlock')) return { operation: 'DeletePublicAccessBlock', handler: access.publicAccessBlock.delete };
         return unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'DeleteBucket', handler: buckets.deleteBucket };
       case 'HEAD':
         return { operation: 'HeadBucket', handler: buckets.headBucket };
@@ -93,7 +96,9 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
       case 'GET':
         if (query.has('location')) return { operation: 'GetBucketLocation', handler: buckets.getBucketLocation };
         if (query.has('versioning')) return { operation: 'GetBucketVersioning', handler: buckets.getBucketVersioning };
-        if (query.has('acl')) return { operation: 'GetBucketAcl', handler: buckets.getAcl };
+        if (query.has('acl')) return { operation: 'GetBucketAcl', handler: access.getBucketAcl };
+        if (query.has('ownershipControls')) return { operation: 'GetBucketOwnershipControls', handler: access.ownershipControls.get };
+        if (query.has('publicAccessBlock')) return { operation: 'GetPublicAccessBlock', handler: access.publicAccessBlock.get };
         if (query.has('lifecycle')) return { operation: 'GetBucketLifecycleConfiguration', handler: configs.lifecycle.get };
         if (query.has('cors')) return { operation: 'GetBucketCors', handler: configs.cors.get };
         if (query.has('tagging')) return { operation: 'GetBucketTagging', handler: configs.tags.get };
@@ -111,7 +116,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
   }
   switch (method) {
     case 'PUT':
-      if (query.has('acl')) return { operation: 'PutObjectAcl', handler: notImplemented('object ACLs') };
+      if (query.has('acl')) return { operation: 'PutObjectAcl', handler: access.putObjectAcl };
       if (query.has('tagging')) return { operation: 'PutObjectTagging', handler: putObjectTagging };
       if (query.has('uploadId') || query.has('partNumber')) {
         return headers['x-amz-copy-source']
@@ -123,7 +128,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         (headers['x-amz-copy-source'] ? { operation: 'CopyObject', handler: copyObject } : { operation: 'PutObject', handler: putObject })
       );
     case 'GET':
-      if (query.has('acl')) return { operation: 'GetObjectAcl', handler: buckets.getAcl };
+      if (query.has('acl')) return { operation: 'GetObjectAcl', handler: access.getObjectAcl };
       if (query.has('tagging')) return { operation: 'GetObjectTagging', handler: getObjectTagging };
       if (query.has('uploadId')) return { operation: 'ListParts', handler: multipart.listParts };
       if (query.has('presign')) return { operation: 'Presign', handler: presign };
