@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import { requestedAcl, S3Error, type Grant, type RequestedAcl } from '../../../object-model/src/index.js';
 import { callerOf, state } from '../context.js';
-import { aclToKeep, bucketAcl, objectAcl, objectAllows } from '../middleware/access-policy.js';
+import { aclsEnabled, aclToKeep, bucketAcl, objectAcl, objectAllows } from '../middleware/access-policy.js';
 import {
   parseAccessControlPolicy,
   parseOwnershipControls,
@@ -59,6 +59,7 @@ async function objectFor(s3: S3Request, permission: 'READ_ACP' | 'WRITE_ACP') {
   const { res, bucket, key, deps } = s3;
   const caller = state(res).caller?.username;
   const info = await deps.buckets.existing(bucket);
+  if (caller !== info.owner && !aclsEnabled(info)) throw new S3Error('AccessDenied');
   const meta = await deps.objects.headObject(bucket, key).catch((err: unknown) => {
     // As S3: who may not list the bucket learns nothing of which keys exist.
     if (err instanceof S3Error && err.code === 'NoSuchKey' && caller !== info.owner) throw new S3Error('AccessDenied');

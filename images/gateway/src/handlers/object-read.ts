@@ -14,7 +14,7 @@ import {
 } from '../../../object-model/src/index.js';
 import { presignUrl } from '../auth/sigv4.js';
 import { state } from '../context.js';
-import { bucketAllows, objectAllows } from '../middleware/access-policy.js';
+import { aclsEnabled, bucketAllows, objectAllows } from '../middleware/access-policy.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { setExpiration } from '../s3/expiration.js';
 import { header, metadataHeaderValue, partNumberOf } from '../s3/request.js';
@@ -172,6 +172,8 @@ async function readable(s3: S3Request): Promise<BucketInfo> {
   const caller = state(res).caller?.username;
   const info = await deps.buckets.existing(bucket);
   if (caller !== undefined && caller === info.owner) return info;
+  // With ACLs off only the owner reads: no lookup of the object.
+  if (!aclsEnabled(info)) throw new S3Error('AccessDenied');
   const blocks = deps.buckets.platformBlocksPublic;
   const meta = await deps.objects.headObject(bucket, key).catch((err: unknown) => {
     if (err instanceof S3Error && err.code === 'NoSuchKey' && !bucketAllows(info, caller, 'READ', blocks)) throw new S3Error('AccessDenied');
