@@ -17,6 +17,7 @@ import {
   UploadPartCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
+import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import { expect } from 'chai';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -191,6 +192,16 @@ describeWithBucket('e2e: access control (ownership controls, ACLs, anonymous rea
     expect((await anonymous(env.p.endpoint, 'GET', `/${b}/copy.bin`)).status).to.equal(403);
     await env.s3.send(new CopyObjectCommand({ Bucket: b, Key: 'public-copy.bin', CopySource: `${b}/big.bin`, ACL: 'public-read' }));
     expect((await anonymous(env.p.endpoint, 'GET', `/${b}/public-copy.bin`)).status).to.equal(200);
+  });
+
+  it('a form upload (POST Object) with acl=public-read into an ObjectWriter bucket is readable anonymously', async () => {
+    const b = await bucketWithAcls(env.s3, 'acl-form');
+    const post = await createPresignedPost(env.s3, { Bucket: b, Key: 'form.txt', Expires: 300, Fields: { acl: 'public-read' } });
+    const form = new FormData();
+    for (const [name, value] of Object.entries(post.fields)) form.append(name, value);
+    form.append('file', new Blob(['form bytes']), 'f.txt');
+    expect((await fetch(post.url, { method: 'POST', body: form })).status).to.equal(204);
+    expect(await anonymous(env.p.endpoint, 'GET', `/${b}/form.txt`)).to.include({ status: 200, body: 'form bytes' });
   });
 
   it('a bucket public access block refuses public ACLs with AccessDenied (BlockPublicAcls) and ignores existing ones (IgnorePublicAcls)', async () => {
