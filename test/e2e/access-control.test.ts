@@ -244,3 +244,28 @@ describe('e2e: access control with the platform switch STRATA_BLOCK_PUBLIC_ACLS'
     }
   });
 });
+
+describe('e2e: anonymous reads of public objects share the read pool by client address', function () {
+  this.timeout(120_000);
+  // One streamed read in flight per tenant (an account, or an anonymous client address).
+  const p = platformHooks({ gatewayRules: 'concurrency: { readsPerUser: 1, readPool: 8 }\n' });
+
+  it('a second anonymous read from the same address is SlowDown while the first is held; the owner is served meanwhile', async () => {
+    const s3 = sdkClient(p.endpoint);
+    const held = new AbortController();
+    try {
+      const b = await bucketWithAcls(s3, 'acl-flow');
+      const big = Buffer.alloc(16 * 1024 * 1024, 7);
+      await s3.send(new PutObjectCommand({ Bucket: b, Key: 'big.bin', Body: big, ACL: 'public-read' }));
+      // The first anonymous read is answered and left unread: its slot stays taken.
+      const first = await fetch(`${p.endpoint}/${b}/big.bin`, { signal: held.signal });
+      expect(first.status).to.equal(200);
+      expect(await anonymous(p.endpoint, 'GET', `/${b}/big.bin`)).to.include({ status: 503, code: 'SlowDown' });
+      const own = await s3.send(new GetObjectCommand({ Bucket: b, Key: 'big.bin' }));
+      expect((await own.Body!.transformToByteArray()).length).to.equal(big.length);
+    } finally {
+      held.abort();
+      s3.destroy();
+    }
+  });
+});

@@ -117,6 +117,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
       })
     : undefined;
   redis?.on('error', () => undefined);
+  // X-Forwarded-For is believed only from the proxies named here (the ingress): a client that reaches the
+  // gateway directly cannot choose the address that per-IP limits count.
+  const proxies = trustedProxies(opts.trustProxy);
   const flow = await flowControl({
     redis,
     redisKeyPrefix: opts.redisKeyPrefix,
@@ -125,6 +128,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     registry,
     routeOf: (_req, res) => state(res).operation,
     userOf: (_req, res) => state(res).caller?.username,
+    // Anonymous readers of public objects share by client address, so that one cannot take another's share.
+    clientAddressOf: (req) => proxies.clientAddress(req),
     // Rejections render like every other error: S3 XML with the request id.
     render: (err, _req, _res, next) => next(err),
   });
@@ -154,9 +159,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     rootUser: opts.rootUser ?? 'strata',
     publicUrl: opts.publicUrl,
     redirectSeconds: opts.redirectExpiresSeconds ?? 300,
-    // X-Forwarded-For is believed only from the proxies named here (the ingress): a client that reaches the
-    // gateway directly cannot choose the address that per-IP limits count.
-    proxies: trustedProxies(opts.trustProxy),
+    proxies,
     admitUser: (res, user) => flow.admitUser(res, state(res).operation, user),
     objectAnswers:
       opts.objectReadCache && answerBytes > 0
