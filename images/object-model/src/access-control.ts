@@ -78,7 +78,8 @@ export const MAX_GRANTS = 100;
 export function granteeOf(type: string, value: string): Grantee {
   switch (type.toLowerCase()) {
     case 'id':
-      if (!USER_NAME.test(value)) throw new S3Error('InvalidArgument', `Invalid id: ${value} is not a Strata user name.`, { ArgumentName: 'id', ArgumentValue: value });
+      if (!USER_NAME.test(value))
+        throw new S3Error('InvalidArgument', `Invalid id: ${value} is not a Strata user name.`, { ArgumentName: 'id', ArgumentValue: value });
       return { id: value };
     case 'uri':
       if (!GROUPS.has(value)) throw new S3Error('InvalidArgument', `Invalid group uri: ${value}.`, { ArgumentName: 'uri', ArgumentValue: value });
@@ -111,7 +112,8 @@ export function requestedAcl(lookup: (name: string) => string | undefined, canne
     throw new S3Error('InvalidArgument', `${canned} is not a canned ACL.`, { ArgumentName: 'x-amz-acl', ArgumentValue: canned });
   const headers = Object.keys(GRANT_HEADERS).filter((name) => lookup(name) !== undefined);
   if (canned !== undefined && headers.length) throw new S3Error('InvalidRequest', 'Specifying both Canned ACLs and Header Grants is not allowed');
-  if (canned === 'aws-exec-read' || canned === 'log-delivery-write') throw new S3Error('NotImplemented', `Strata has no AWS service for the canned ACL ${canned}.`);
+  if (canned === 'aws-exec-read' || canned === 'log-delivery-write')
+    throw new S3Error('NotImplemented', `Strata has no AWS service for the canned ACL ${canned}.`);
   if (canned !== undefined) return { canned: canned as CannedAcl };
   if (!headers.length) return undefined;
   const grants = headers.flatMap((name) => parseGrantHeader(name, lookup(name)!));
@@ -168,7 +170,12 @@ export const OBJECT_ACL_HEADER = 'x-strata-acl';
 
 /** The stored header holding `acl`. */
 export function aclHeaders(acl: AccessControlList): StoredHeaders {
-  return { [OBJECT_ACL_HEADER]: JSON.stringify({ o: acl.owner, g: acl.grants.map((g) => ['id' in g.grantee ? `id:${g.grantee.id}` : `uri:${g.grantee.group}`, g.permission]) }) };
+  return {
+    [OBJECT_ACL_HEADER]: JSON.stringify({
+      o: acl.owner,
+      g: acl.grants.map((g) => ['id' in g.grantee ? `id:${g.grantee.id}` : `uri:${g.grantee.group}`, g.permission]),
+    }),
+  };
 }
 
 /** The ACL kept among an object's headers; undefined when it has none (then it is the bucket owner's, private). */

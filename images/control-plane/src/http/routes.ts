@@ -346,7 +346,12 @@ const BUCKET_CONFIGS: Record<
   BucketConfigKind,
   {
     /** The answer when the bucket has none; without one, an empty list. */
-    missing?: 'NoSuchLifecycleConfiguration' | 'NoSuchCORSConfiguration' | 'NoSuchTagSet' | 'OwnershipControlsNotFoundError' | 'NoSuchPublicAccessBlockConfiguration';
+    missing?:
+      | 'NoSuchLifecycleConfiguration'
+      | 'NoSuchCORSConfiguration'
+      | 'NoSuchTagSet'
+      | 'OwnershipControlsNotFoundError'
+      | 'NoSuchPublicAccessBlockConfiguration';
     max: number;
     outline: (rule: unknown) => boolean;
   }

@@ -31,7 +31,8 @@ async function aclRequest(s3: S3Request): Promise<RequestedAcl> {
     const grants: Grant[] = parseAccessControlPolicy(parseXml<Record<string, unknown>>(body, 'AccessControlPolicy'));
     return { grants };
   }
-  if (!fromHeaders) throw new S3Error('MissingSecurityHeader', 'Your request was missing a required header: x-amz-acl, x-amz-grant-* or an AccessControlPolicy body.');
+  if (!fromHeaders)
+    throw new S3Error('MissingSecurityHeader', 'Your request was missing a required header: x-amz-acl, x-amz-grant-* or an AccessControlPolicy body.');
   return fromHeaders;
 }
 

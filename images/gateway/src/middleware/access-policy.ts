@@ -108,13 +108,30 @@ export function aclToKeep(requested: RequestedAcl | undefined, target: AclTarget
   // The owner: a bucket's is its creator; an object's the writer, but the bucket owner where it prefers
   // to own objects written with bucket-owner-full-control (S3's BucketOwnerPreferred).
   let owner = target.owner ?? (kind === 'bucket' ? bucket.owner : writer);
-  if (target.owner === undefined && ownership === 'BucketOwnerPreferred' && requested && 'canned' in requested && requested.canned === 'bucket-owner-full-control')
+  if (
+    target.owner === undefined &&
+    ownership === 'BucketOwnerPreferred' &&
+    requested &&
+    'canned' in requested &&
+    requested.canned === 'bucket-owner-full-control'
+  )
     owner = bucket.owner;
-  const grants = requested === undefined ? cannedGrants('private', owner, bucket.owner) : 'canned' in requested ? cannedGrants(requested.canned, owner, bucket.owner) : requested.grants;
+  const grants =
+    requested === undefined
+      ? cannedGrants('private', owner, bucket.owner)
+      : 'canned' in requested
+        ? cannedGrants(requested.canned, owner, bucket.owner)
+        : requested.grants;
   if (isPublic(grants) && blocksPublicAcls(bucket, target.platformBlocksPublic))
     throw new S3Error('AccessDenied', 'Public ACLs are blocked (public access block).');
   // The bucket owner's private object needs nothing kept: that is what an object without an ACL is.
-  if (owner === bucket.owner && grants.length === 1 && 'id' in grants[0]!.grantee && grants[0]!.grantee.id === owner && grants[0]!.permission === 'FULL_CONTROL')
+  if (
+    owner === bucket.owner &&
+    grants.length === 1 &&
+    'id' in grants[0]!.grantee &&
+    grants[0]!.grantee.id === owner &&
+    grants[0]!.permission === 'FULL_CONTROL'
+  )
     return undefined;
   return { owner, grants };
 }
