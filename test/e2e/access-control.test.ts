@@ -175,7 +175,12 @@ describeWithBucket('e2e: access control (ownership controls, ACLs, anonymous rea
     expect((await s3Failure(bob.s3.send(new PutObjectCommand({ Bucket: b, Key: 'bob.txt', Body: 'b' })))).status).to.equal(403);
     // WRITE on the bucket: bob may write into it; his object is his (ObjectWriter) and the bucket owner keeps access.
     await env.s3.send(new PutBucketAclCommand({ Bucket: b, GrantWrite: 'id="acl-bob"', GrantFullControl: `id="${ROOT_USER}"` }));
-    await bob.s3.send(new PutObjectCommand({ Bucket: b, Key: 'bob.txt', Body: 'from bob' }));
+    await bob.s3.send(new PutObjectCommand({ Bucket: b, Key: 'bob.txt', Body: 'from bob', ExpectedBucketOwner: ROOT_USER }));
+    // x-amz-expected-bucket-owner names the bucket's owner, not the caller.
+    expect(await s3Failure(bob.s3.send(new PutObjectCommand({ Bucket: b, Key: 'bob2.txt', Body: 'x', ExpectedBucketOwner: 'acl-bob' })))).to.deep.equal({
+      name: 'AccessDenied',
+      status: 403,
+    });
     expect((await bob.s3.send(new GetObjectAclCommand({ Bucket: b, Key: 'bob.txt' }))).Owner?.ID).to.equal('acl-bob');
     expect(await (await env.s3.send(new GetObjectCommand({ Bucket: b, Key: 'bob.txt' }))).Body!.transformToString()).to.equal('from bob');
   });

@@ -20,7 +20,7 @@ import { notImplemented } from '../handlers/unsupported.js';
 import { refuseServerSideEncryption } from './encryption.js';
 import { invalidBeforeUnsupported, refuseUnsupportedProperties } from './object-properties.js';
 import type { S3Handler } from './operation.js';
-import { discard } from './request.js';
+import { discard, header } from './request.js';
 
 /** Bucket subresources Strata does not implement (by design: no versioning, policy, lock...); GETs of most answer as unset (unsetConfig). */
 const UNSUPPORTED_BUCKET = [
@@ -184,15 +184,30 @@ export function nameOperation(req: http.IncomingMessage, res: http.ServerRespons
 
 /**
  * `x-amz-expected-bucket-owner` (and `x-amz-source-expected-bucket-owner` for copies): the caller states
- * whose bucket it means to reach. A tenant only ever reaches its own buckets, and a bucket's owner ID is
- * the owner's name (as in ListBuckets), so the statement holds exactly when it names the caller.
+ * whose bucket it means to reach; a bucket's owner ID is the owner's name (as in ListBuckets). The
+ * bucket's record is looked up (the cached one the handler reads too): with ACL grants a caller may reach
+ * another account's bucket.
  */
-function checkExpectedOwners(req: http.IncomingMessage, res: http.ServerResponse, bucket: string): void {
+async function checkExpectedOwners(req: http.IncomingMessage, res: http.ServerResponse, bucket: string, deps: GatewayDeps): Promise<void> {
   const caller = state(res).caller;
   if (!bucket || !caller) return;
-  for (const name of ['x-amz-expected-bucket-owner', 'x-amz-source-expected-bucket-owner']) {
+  const source = header(req, 'x-amz-copy-source');
+  const sourceBucket = source === undefined ? undefined : safeDecode(source.split('?', 1)[0]!).replace(/^\//, '').split('/', 1)[0];
+  for (const [name, target] of [
+    ['x-amz-expected-bucket-owner', bucket],
+    ['x-amz-source-expected-bucket-owner', sourceBucket],
+  ] as const) {
     const expected = req.headers[name];
-    if (expected !== undefined && expected !== caller.username) throw new S3Error('AccessDenied', `The bucket is not owned by the account named in ${name}.`);
+    if (expected === undefined) continue;
+    // (A bucket that does not exist is left to the handler: NoSuchBucket.)
+    const owner = target
+      ? await deps.buckets.existing(target).then(
+          (b) => b.owner,
+          () => expected,
+        )
+      : undefined;
+    if (owner === expected) continue;
+    throw new S3Error('AccessDenied', `The bucket is not owned by the account named in ${name}.`);
   }
 }
 
@@ -202,7 +217,7 @@ export function s3Endpoint(deps: GatewayDeps) {
     try {
       const { route, bucket, key, query } = resolved.get(res) ?? resolve(req);
       state(res).operation = route.operation;
-      checkExpectedOwners(req, res, bucket);
+      await checkExpectedOwners(req, res, bucket, deps);
       try {
         // Every operation on a key, reads included: a key no write accepts never reaches a lookup.
         if (key) assertObjectKey(key);
