@@ -71,16 +71,16 @@ describeWithBucket('e2e: storage classes, object lock and public ACLs are refuse
     expect((await env.s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []).to.deep.equal([]);
   });
 
-  it('ACLs: private and bucket-owner-* are what every object has; public ones and grants are NotImplemented, an unknown one InvalidArgument', async () => {
+  it('ACLs on a bucket with ACLs off (BucketOwnerEnforced, the default): private and bucket-owner-full-control are stored; others AccessControlListNotSupported, an unknown one InvalidArgument', async () => {
     await put('private.txt', { ACL: 'private' });
     await put('owner.txt', { ACL: 'bucket-owner-full-control' });
     for (const ACL of ['public-read', 'public-read-write', 'authenticated-read'] as const) {
-      expect(await s3Failure(put(`public-${ACL}`, { ACL })), ACL).to.deep.equal({ name: 'NotImplemented', status: 501 });
+      expect(await s3Failure(put(`public-${ACL}`, { ACL })), ACL).to.deep.equal({ name: 'AccessControlListNotSupported', status: 400 });
       await absent(`public-${ACL}`);
     }
     expect(await s3Failure(put('granted.txt', { GrantRead: 'uri="http://acs.amazonaws.com/groups/global/AllUsers"' }))).to.deep.equal({
-      name: 'NotImplemented',
-      status: 501,
+      name: 'AccessControlListNotSupported',
+      status: 400,
     });
     await absent('granted.txt');
     const url = rootPresign(env.p.endpoint, 'PUT', `/${bucket}/odd-acl.txt`, { headers: { 'x-amz-acl': 'everyone' } });
@@ -89,7 +89,7 @@ describeWithBucket('e2e: storage classes, object lock and public ACLs are refuse
     await absent('odd-acl.txt');
   });
 
-  it('CreateBucket with object lock or a public ACL is refused and makes no bucket; with ACL private it is made', async () => {
+  it('CreateBucket with object lock, or a public ACL while ACLs are off (the default), is refused and makes no bucket; with ACL private it is made', async () => {
     const locked = bucketName('props-lock');
     expect(await s3Failure(env.s3.send(new CreateBucketCommand({ Bucket: locked, ObjectLockEnabledForBucket: true })))).to.deep.equal({
       name: 'NotImplemented',
@@ -97,14 +97,17 @@ describeWithBucket('e2e: storage classes, object lock and public ACLs are refuse
     });
     expect((await s3Failure(env.s3.send(new HeadBucketCommand({ Bucket: locked })))).status).to.equal(404);
     const open = bucketName('props-public');
-    expect(await s3Failure(env.s3.send(new CreateBucketCommand({ Bucket: open, ACL: 'public-read' })))).to.deep.equal({ name: 'NotImplemented', status: 501 });
+    expect(await s3Failure(env.s3.send(new CreateBucketCommand({ Bucket: open, ACL: 'public-read' })))).to.deep.equal({
+      name: 'InvalidBucketAclWithObjectOwnership',
+      status: 400,
+    });
     expect((await s3Failure(env.s3.send(new HeadBucketCommand({ Bucket: open })))).status).to.equal(404);
     const privateBucket = bucketName('props-private');
     await env.s3.send(new CreateBucketCommand({ Bucket: privateBucket, ACL: 'private' }));
     await env.s3.send(new HeadBucketCommand({ Bucket: privateBucket }));
   });
 
-  it('a form upload with acl=public-read or a storage class Strata lacks is refused and stores nothing; acl=private stores', async () => {
+  it('a form upload with acl=public-read (ACLs off here) or a storage class Strata lacks is refused and stores nothing; acl=private stores', async () => {
     const upload = async (key: string, fields: Record<string, string>) => {
       const post = await createPresignedPost(env.s3, { Bucket: bucket, Key: key, Expires: 300, Fields: fields });
       const form = new FormData();
@@ -113,14 +116,14 @@ describeWithBucket('e2e: storage classes, object lock and public ACLs are refuse
       const r = await fetch(post.url, { method: 'POST', body: form });
       return [r.status, s3ErrorOf(await r.text()).code];
     };
-    expect(await upload('form-public.txt', { acl: 'public-read' })).to.deep.equal([501, 'NotImplemented']);
+    expect(await upload('form-public.txt', { acl: 'public-read' })).to.deep.equal([400, 'AccessControlListNotSupported']);
     await absent('form-public.txt');
     expect(await upload('form-cold.txt', { 'x-amz-storage-class': 'GLACIER' })).to.deep.equal([400, 'InvalidStorageClass']);
     await absent('form-cold.txt');
     expect((await upload('form-private.txt', { acl: 'private' }))[0]).to.equal(204);
   });
 
-  it('the Debian AWS CLI v2: `s3 cp --storage-class GLACIER` and `--acl public-read` fail and store nothing; STANDARD works', async () => {
+  it('the Debian AWS CLI v2: `s3 cp --storage-class GLACIER`, and `--acl public-read` into a bucket with ACLs off, fail and store nothing; STANDARD works', async () => {
     const home = await mkdtemp(path.join(os.tmpdir(), 'strata-props-'));
     try {
       const file = path.join(home, 'file.txt');
@@ -130,7 +133,7 @@ describeWithBucket('e2e: storage classes, object lock and public ACLs are refuse
       expect([cold.code !== 0, cold.stderr.includes('InvalidStorageClass')], cold.stderr).to.deep.equal([true, true]);
       await absent('cli-cold.txt');
       const pub = await aws('s3', 'cp', file, `s3://${bucket}/cli-public.txt`, '--acl', 'public-read');
-      expect([pub.code !== 0, pub.stderr.includes('NotImplemented')], pub.stderr).to.deep.equal([true, true]);
+      expect([pub.code !== 0, pub.stderr.includes('AccessControlListNotSupported')], pub.stderr).to.deep.equal([true, true]);
       await absent('cli-public.txt');
       const ok = await aws('s3', 'cp', file, `s3://${bucket}/cli-standard.txt`, '--storage-class', 'STANDARD');
       expect(ok.code, ok.stderr).to.equal(0);

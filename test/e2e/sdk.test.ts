@@ -311,17 +311,20 @@ describeWithBucket('e2e: @aws-sdk/client-s3 against the standalone gateway', 'sd
     expect(left.KeyCount).to.equal(0);
   });
 
-  it('answers NotImplemented (501) for versioning, policies, object lock and ACL writes', async () => {
+  it('answers NotImplemented (501) for versioning, policies and object lock; a public ACL where ACLs are off is AccessControlListNotSupported', async () => {
     const attempts = [
       () => env.s3.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: 'Enabled' } })),
       () => env.s3.send(new PutBucketPolicyCommand({ Bucket: bucket, Policy: '{"Version":"2012-10-17","Statement":[]}' })),
       () => env.s3.send(new PutObjectLockConfigurationCommand({ Bucket: bucket, ObjectLockConfiguration: { ObjectLockEnabled: 'Enabled' } })),
-      () => env.s3.send(new PutObjectAclCommand({ Bucket: bucket, Key: 'meta/hello.txt', ACL: 'public-read' })),
     ];
     for (const attempt of attempts) {
       const f = await s3Failure(attempt());
       expect(f).to.deep.equal({ name: 'NotImplemented', status: 501 });
     }
+    expect(await s3Failure(env.s3.send(new PutObjectAclCommand({ Bucket: bucket, Key: 'meta/hello.txt', ACL: 'public-read' })))).to.deep.equal({
+      name: 'AccessControlListNotSupported',
+      status: 400,
+    });
     // The bucket is unchanged and still usable.
     expect((await env.s3.send(new GetBucketVersioningCommand({ Bucket: bucket }))).Status).to.equal(undefined);
   });

@@ -57,7 +57,14 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
   private clock = Date.parse('2026-01-02T03:04:05Z');
 
   addBucket(name: string, owner: string): void {
-    this.buckets.set(name, { name, owner, createdAt: new Date(this.clock).toISOString(), backend: { kind: 'fs' } });
+    // As the control plane makes them: ACLs off (BucketOwnerEnforced).
+    this.buckets.set(name, {
+      name,
+      owner,
+      createdAt: new Date(this.clock).toISOString(),
+      backend: { kind: 'fs' },
+      ownership: [{ objectOwnership: 'BucketOwnerEnforced' }],
+    });
   }
 
   /** An object stored as if written earlier (not recorded as a call). */

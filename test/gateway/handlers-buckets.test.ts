@@ -69,11 +69,9 @@ describe('gateway handlers: buckets, DeleteObjects and tags, against a fake Obje
       ['policy', 'NoSuchBucketPolicy'],
       ['policyStatus', 'NoSuchBucketPolicy'],
       ['encryption', 'ServerSideEncryptionConfigurationNotFoundError'],
-      ['ownershipControls', 'OwnershipControlsNotFoundError'],
       ['website', 'NoSuchWebsiteConfiguration'],
       ['replication', 'ReplicationConfigurationNotFoundError'],
       ['object-lock', 'ObjectLockConfigurationNotFoundError'],
-      ['publicAccessBlock', 'NoSuchPublicAccessBlockConfiguration'],
     ];
     for (const [sub, code] of missing) {
       const r = await fx.app.fetch('GET', `/mine?${sub}`);

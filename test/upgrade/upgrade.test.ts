@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import {
+  GetBucketOwnershipControlsCommand,
   GetBucketTaggingCommand,
   GetObjectCommand,
   GetObjectTaggingCommand,
@@ -118,6 +119,17 @@ for (const name of ['0.1.0-embedded', '0.1.0-postgres']) {
           bucket.name,
         ).to.deep.equal(keys.sort());
         if (bucket.tags) expect((await root.send(new GetBucketTaggingCommand({ Bucket: bucket.name }))).TagSet).to.deep.equal(bucket.tags);
+      }
+    });
+
+    it('gives every earlier bucket ACLs off (BucketOwnerEnforced): its objects stay private to its owner', async () => {
+      for (const bucket of manifest.buckets) {
+        const controls = await ownerClient(bucket.name).send(new GetBucketOwnershipControlsCommand({ Bucket: bucket.name }));
+        expect(controls.OwnershipControls?.Rules, bucket.name).to.deep.equal([{ ObjectOwnership: 'BucketOwnerEnforced' }]);
+      }
+      for (const o of manifest.objects) {
+        const anonymous = await fetch(`${platform.endpoint}/${o.bucket}/${encodeURIComponent(o.key).replace(/%2F/g, '/')}`);
+        expect(anonymous.status, o.key).to.equal(403);
       }
     });
 

@@ -84,6 +84,8 @@ export interface GatewayOptions {
   objectAnswerCacheBytes?: number;
   /** A request body silent this long is answered 400 RequestTimeout (default 20 s, as S3; 0: off). */
   bodyIdleTimeoutMs?: number;
+  /** Refuse public ACLs and ignore existing public grants on every bucket (STRATA_BLOCK_PUBLIC_ACLS; default false). */
+  blockPublicAcls?: boolean;
   /** The peers whose X-Forwarded-For and X-Forwarded-Proto are believed (proxy.ts; default: loopback and private addresses). */
   trustProxy?: string;
   logger?: Logger;
@@ -119,6 +121,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
       })
     : undefined;
   redis?.on('error', () => undefined);
+  // X-Forwarded-For is believed only from the proxies named here (the ingress): a client that reaches the
+  // gateway directly cannot choose the address that per-IP limits count.
+  const proxies = trustedProxies(opts.trustProxy);
   const flow = await flowControl({
     redis,
     redisKeyPrefix: opts.redisKeyPrefix,
@@ -127,6 +132,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     registry,
     routeOf: (_req, res) => state(res).operation,
     userOf: (_req, res) => state(res).caller?.username,
+    // Anonymous readers of public objects share by client address, so that one cannot take another's share.
+    clientAddressOf: (req) => proxies.clientAddress(req),
     // Rejections render like every other error: S3 XML with the request id.
     render: (err, _req, _res, next) => next(err),
   });
@@ -145,7 +152,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const deps: GatewayDeps = {
     objects,
     controlPlane,
-    buckets: new BucketAccess(objects, opts.bucketCacheMs ?? 2_000, countLookup('gateway-buckets')),
+    buckets: new BucketAccess(objects, opts.bucketCacheMs ?? 2_000, countLookup('gateway-buckets'), opts.blockPublicAcls ?? false),
     credentials,
     tokens: tokenIssuer(opts.jwtSecret, opts.jwtExpiresIn ?? '1h'),
     loginGuard: new LoginGuard(redis ? { kind: 'redis', client: redis, keyPrefix: opts.redisKeyPrefix ?? 'strata:flow:' } : { kind: 'memory' }, () =>
@@ -157,9 +164,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     rootUser: opts.rootUser ?? 'strata',
     publicUrl: opts.publicUrl,
     redirectSeconds: opts.redirectExpiresSeconds ?? 300,
-    // X-Forwarded-For is believed only from the proxies named here (the ingress): a client that reaches the
-    // gateway directly cannot choose the address that per-IP limits count.
-    proxies: trustedProxies(opts.trustProxy),
+    proxies,
     admitUser: (res, user) => flow.admitUser(res, state(res).operation, user),
     objectAnswers:
       opts.objectReadCache && answerBytes > 0

@@ -58,6 +58,12 @@ export const gatewayEnvSchema = z.object({
   STRATA_GATEWAY_ANSWER_CACHE_BYTES: z.coerce.number().int().min(0).optional(),
   /** A request body silent this long is answered 400 RequestTimeout, ms (S3's 20 s; 0: off). */
   STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS: env.int(20_000, 0),
+  /**
+   * Platform public access block: refuse public ACLs (AllUsers / AuthenticatedUsers grants) with 403 and
+   * ignore the public grants objects and buckets already have. Default off: a bucket has ACLs off until its
+   * owner turns them on (ownership controls), which already keeps data private by default.
+   */
+  STRATA_BLOCK_PUBLIC_ACLS: env.bool(false),
   /** Flow-control rules (YAML/JSON; a ConfigMap mount), re-read on change. Unset: no limits. */
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
   /** Same as STRATA_GATEWAY_RULES_FILE (the name the flow-control module documents). */

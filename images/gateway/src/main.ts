@@ -39,6 +39,7 @@ const gateway = await startGateway({
   objectAnswerCacheBytes: env.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
   bodyIdleTimeoutMs: env.STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS,
   trustProxy: env.STRATA_TRUST_PROXY,
+  blockPublicAcls: env.STRATA_BLOCK_PUBLIC_ACLS,
   logger,
 });
 // Stopped in reverse order: the gateway (in-flight requests) first, then the cache connection.

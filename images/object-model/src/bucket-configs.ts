@@ -1,13 +1,21 @@
+import type { Grant, OwnershipRule, PublicAccessBlock } from './access-control.js';
 import type { CorsRule } from './bucket-cors.js';
 import type { LifecycleRule } from './bucket-lifecycle.js';
 import type { BucketTag } from './tags.js';
 
 /**
  * The configurations a bucket keeps with its record (PutBucketLifecycleConfiguration, PutBucketCors,
- * PutBucketTagging), by the name the control plane's API gives each (`/internal/buckets/:bucket/<name>`).
+ * PutBucketTagging, PutBucketOwnershipControls, PutBucketAcl, PutPublicAccessBlock), by the name the
+ * control plane's API gives each (`/internal/buckets/:bucket/<name>`).
  */
 export interface BucketConfigs {
   lifecycle: LifecycleRule[];
   cors: CorsRule[];
   tags: BucketTag[];
+  /** One rule. A bucket is made with BucketOwnerEnforced; without one (deleted) it is ObjectWriter, as S3. */
+  ownership: OwnershipRule[];
+  /** The bucket's grants (its owner's own included); none: private to its owner. */
+  acl: Grant[];
+  /** One block. */
+  publicAccessBlock: PublicAccessBlock[];
 }

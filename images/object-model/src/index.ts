@@ -5,6 +5,7 @@ export * from './bucket-cors.js';
 export * from './tags.js';
 export * from './bucket-configs.js';
 export * from './stored-headers.js';
+export * from './access-control.js';
 export * from './checksum-algorithms.js';
 export * from './etags.js';
 export * from './internal-api.js';

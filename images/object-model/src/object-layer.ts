@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { AccessControlList, Grant, OwnershipRule, PublicAccessBlock } from './access-control.js';
 import type { BucketConfigs } from './bucket-configs.js';
 import type { CorsRule } from './bucket-cors.js';
 import type { LifecycleRule } from './bucket-lifecycle.js';
@@ -43,6 +44,12 @@ export interface BucketInfo {
   lifecycle?: LifecycleRule[];
   /** The bucket's CORS rules, when it has any (browsers are answered by them instead of the server-wide policy). */
   cors?: CorsRule[];
+  /** Its object ownership controls (access-control.ts); absent: none (ObjectWriter, as S3 without controls). */
+  ownership?: OwnershipRule[];
+  /** Its grants, when it has any besides its owner's. */
+  acl?: Grant[];
+  /** Its public access block, when it has one. */
+  publicAccessBlock?: PublicAccessBlock[];
 }
 
 export interface BucketListing {
@@ -286,6 +293,8 @@ export interface ObjectLayer {
   copyObject(bucket: string, key: string, input: CopyObjectInput): Promise<ObjectMeta>;
   /** Replace the object's tags (none: remove them); NoSuchKey when there is no such object. */
   putObjectTags(bucket: string, key: string, tags: Tag[]): Promise<void>;
+  /** Replace the ACL kept with the object (undefined: none, private to the bucket owner); NoSuchKey when there is no such object. */
+  putObjectAcl(bucket: string, key: string, acl: AccessControlList | undefined): Promise<void>;
   /** Soft delete; with conditions, NoSuchKey or PreconditionFailed unless the object meets them. */
   deleteObject(bucket: string, key: string, conditions?: DeleteConditions): Promise<void>;
   deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult>;

@@ -5,6 +5,7 @@
  */
 export const S3_ERRORS = {
   AccessDenied: { status: 403, message: 'Access Denied' },
+  AccessControlListNotSupported: { status: 400, message: 'The bucket does not allow ACLs' },
   AccessForbidden: {
     status: 403,
     message:
@@ -26,6 +27,7 @@ export const S3_ERRORS = {
   InternalError: { status: 500, message: 'We encountered an internal error. Please try again.' },
   InvalidAccessKeyId: { status: 403, message: 'The AWS Access Key Id you provided does not exist in our records.' },
   InvalidArgument: { status: 400, message: 'Invalid Argument' },
+  InvalidBucketAclWithObjectOwnership: { status: 400, message: "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting" },
   InvalidBucketName: { status: 400, message: 'The specified bucket is not valid.' },
   InvalidDigest: { status: 400, message: 'The Content-MD5 you specified is not valid.' },
   InvalidObjectName: { status: 400, message: 'The specified object name is not valid.' },
@@ -46,6 +48,7 @@ export const S3_ERRORS = {
   InvalidToken: { status: 400, message: 'The provided token is malformed or otherwise invalid.' },
   InvalidURI: { status: 400, message: "Couldn't parse the specified URI." },
   KeyTooLongError: { status: 400, message: 'Your key is too long.' },
+  MalformedACLError: { status: 400, message: 'The XML you provided was not well-formed or did not validate against our published schema.' },
   MalformedPOSTRequest: { status: 400, message: 'The body of your POST request is not well-formed multipart/form-data.' },
   MalformedTrailerError: { status: 400, message: 'The request contained trailing data that was not well-formed or did not conform to our published schema.' },
   MalformedXML: { status: 400, message: 'The XML you provided was not well-formed or did not validate against our published schema.' },
@@ -86,6 +89,7 @@ export const S3_ERRORS = {
     message: 'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
   },
   SlowDown: { status: 503, message: 'Please reduce your request rate.' },
+  UnexpectedContent: { status: 400, message: 'This request does not support content' },
   Unauthorized: { status: 401, message: 'Authentication required.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

@@ -1,3 +1,4 @@
+import { isStoredAcl, OBJECT_ACL_HEADER } from './access-control.js';
 import { S3Error } from './s3-errors.js';
 
 /**
@@ -85,11 +86,14 @@ export function withoutChecksum(headers: StoredHeaders | undefined): StoredHeade
 /**
  * The headers a copy gets with CopyObject's COPY directive: the source's, except its website redirect,
  * which S3 never copies (it is "unique to each object"): the copy has the one its request names, if any.
+ * Nor is an ACL ever copied (S3: a copy is private unless its request gives it an ACL).
  */
 export function copiedHeaders(source: StoredHeaders | undefined, requested: StoredHeaders | undefined): StoredHeaders | undefined {
-  const { [WEBSITE_REDIRECT_HEADER]: _sourceRedirect, ...kept } = source ?? {};
-  const redirect = requested?.[WEBSITE_REDIRECT_HEADER];
-  return mergeStoredHeaders(kept, redirect === undefined ? undefined : { [WEBSITE_REDIRECT_HEADER]: redirect });
+  const { [WEBSITE_REDIRECT_HEADER]: _sourceRedirect, [OBJECT_ACL_HEADER]: _sourceAcl, ...kept } = source ?? {};
+  const fromRequest = Object.fromEntries(
+    [WEBSITE_REDIRECT_HEADER, OBJECT_ACL_HEADER].flatMap((name) => (requested?.[name] === undefined ? [] : [[name, requested[name]]])),
+  ) as StoredHeaders;
+  return mergeStoredHeaders(kept, fromRequest);
 }
 
 /** `a` with `b` over it; undefined when both are empty. */
@@ -103,6 +107,11 @@ function checkStoredHeaders(headers: StoredHeaders): void {
   let bytes = 0;
   for (const [name, value] of Object.entries(headers)) {
     const known = (OBJECT_UPLOAD_HEADERS as readonly string[]).includes(name) || CHECKSUM_HEADER.test(name) || name === CHECKSUM_TYPE;
+    if (name === OBJECT_ACL_HEADER) {
+      if (typeof value !== 'string' || !isStoredAcl(value)) throw new S3Error('InvalidArgument', 'the stored ACL is not well formed');
+      bytes += name.length + value.length;
+      continue;
+    }
     if (!known) throw new S3Error('InvalidArgument', `${name} is not a header stored with objects`);
     // (What an HTTP answer can carry: no control characters, nothing beyond Latin-1.)
     if (typeof value !== 'string' || /[^\t\x20-\x7e\x80-\xff]/.test(value))

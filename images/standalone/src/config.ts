@@ -51,6 +51,8 @@ export const standaloneEnvSchema = z.object({
   /** Bytes of small-object answers the gateway keeps: the gateway image's setting, parsed the same way. @tuning */
   STRATA_GATEWAY_ANSWER_CACHE_BYTES: gatewayEnvSchema.shape.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
   STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS: gatewayEnvSchema.shape.STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS,
+  /** Refuse and ignore public ACLs everywhere: the gateway image's setting. */
+  STRATA_BLOCK_PUBLIC_ACLS: gatewayEnvSchema.shape.STRATA_BLOCK_PUBLIC_ACLS,
   /** Bodies up to this many bytes are kept in the database instead of files (the data plane image's setting). @tuning */
   STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
   /** Large bodies written with O_DIRECT where the file system allows it (the data plane image's setting). @tuning */

@@ -51,6 +51,8 @@ export interface PlatformOptions {
   gatewayAnswerCacheBytes?: number;
   /** A request body silent this long is answered 400 RequestTimeout (default 20 s; 0: off). */
   gatewayBodyIdleTimeoutMs?: number;
+  /** Refuse and ignore public ACLs everywhere (STRATA_BLOCK_PUBLIC_ACLS). */
+  blockPublicAcls?: boolean;
   /** Largest body the data plane keeps inline in the database (default 64 KiB; 0: every body in a file). */
   inlineBlobBytes?: number;
   /** Large bodies written with O_DIRECT where the file system allows it (default true). */
@@ -172,6 +174,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         objectReadCache: ctx.cache,
         objectAnswerCacheBytes: ctx.options.gatewayAnswerCacheBytes,
         bodyIdleTimeoutMs: ctx.options.gatewayBodyIdleTimeoutMs,
+        blockPublicAcls: ctx.options.blockPublicAcls,
         trustProxy: ctx.options.env?.STRATA_TRUST_PROXY || undefined,
         // Rate-limit counters on the Redis Cluster when there is one.
         redisNodes: ctx.options.production?.redisNodes,

@@ -32,6 +32,7 @@ export async function startTestPlatform(
     gatewayRules?: string;
     gatewayAnswerCacheBytes?: number;
     gatewayBodyIdleTimeoutMs?: number;
+    blockPublicAcls?: boolean;
     env?: NodeJS.ProcessEnv;
     internalToken?: string;
     corsOrigins?: string[];
@@ -60,6 +61,7 @@ export async function startTestPlatform(
       gatewayRulesFile,
       gatewayAnswerCacheBytes: opts.gatewayAnswerCacheBytes,
       gatewayBodyIdleTimeoutMs: opts.gatewayBodyIdleTimeoutMs,
+      blockPublicAcls: opts.blockPublicAcls,
       env: opts.env,
       corsOrigins: opts.corsOrigins,
       production: opts.production,

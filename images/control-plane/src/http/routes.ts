@@ -1,13 +1,22 @@
 import express, { type Request, type Router } from 'express';
 import { type Logger, type SecretBox, type StringCache } from '../../../service-kit/src/index.js';
 import {
+  aclHeaders,
   assertBucketName,
+  isStoredAcl,
+  OBJECT_ACL_HEADER,
+  type AccessControlList,
   assertObjectKey,
   MAX_BUCKET_TAGS,
   MAX_CORS_RULES,
+  MAX_GRANTS,
   MAX_LIFECYCLE_RULES,
+  OBJECT_OWNERSHIPS,
   objectTagsFromJson,
+  PERMISSIONS,
   S3Error,
+  type ObjectOwnership,
+  type Permission,
 } from '../../../object-model/src/index.js';
 import { cacheKeys } from '../cache/cache-keys.js';
 import { invalidateObjectRead } from '../../../object-model/src/object-read-cache.js';
@@ -173,8 +182,8 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     router.get(`/buckets/:bucket/${kind}`, async (req, res) => {
       const bucket = await mustBucket(param(req, 'bucket'));
       const rules = await store.buckets.getConfig(bucket, kind);
-      if (!rules) throw new S3Error(config.missing, undefined, { BucketName: bucket.name });
-      res.json({ rules });
+      if (!rules && config.missing) throw new S3Error(config.missing, undefined, { BucketName: bucket.name });
+      res.json({ rules: rules ?? [] });
     });
     router.put(`/buckets/:bucket/${kind}`, async (req, res) => {
       const bucket = await mustBucket(param(req, 'bucket'));
@@ -235,6 +244,16 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     if (!tags) throw new S3Error('InvalidTag', 'tags must be a list of {key, value}');
     if (!(await store.objects.setTags(bucket, key, tags))) throw new S3Error('NoSuchKey', undefined, { Key: key });
     // Answers of GET/HEAD carry the tag count: cached ones end here.
+    await invalidateObjectRead(cache, bucket.name, key);
+    res.status(204).end();
+  });
+  // PutObjectAcl: the ACL kept among the object's stored headers (object-model access-control.ts); null removes it.
+  router.put('/buckets/:bucket/objects/:key/acl', async (req, res) => {
+    const { bucket, key } = await objectPath(req);
+    const acl: unknown = req.body?.acl;
+    const stored = acl === null ? undefined : aclHeaders(acl as AccessControlList)[OBJECT_ACL_HEADER]!;
+    if (stored !== undefined && !isStoredAcl(stored)) throw new S3Error('MalformedACLError', 'acl must be {owner, grants} of Strata users and groups');
+    if (!(await store.objects.setAcl(bucket, key, stored))) throw new S3Error('NoSuchKey', undefined, { Key: key });
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
   });
@@ -325,7 +344,17 @@ const isStrings = (v: unknown) => Array.isArray(v) && v.every((e) => typeof e ==
 /** Per configuration: its error when absent, its most rules, and the outline each rule must have. */
 const BUCKET_CONFIGS: Record<
   BucketConfigKind,
-  { missing: 'NoSuchLifecycleConfiguration' | 'NoSuchCORSConfiguration' | 'NoSuchTagSet'; max: number; outline: (rule: unknown) => boolean }
+  {
+    /** The answer when the bucket has none; without one, an empty list. */
+    missing?:
+      | 'NoSuchLifecycleConfiguration'
+      | 'NoSuchCORSConfiguration'
+      | 'NoSuchTagSet'
+      | 'OwnershipControlsNotFoundError'
+      | 'NoSuchPublicAccessBlockConfiguration';
+    max: number;
+    outline: (rule: unknown) => boolean;
+  }
 > = {
   lifecycle: {
     missing: 'NoSuchLifecycleConfiguration',
@@ -348,6 +377,26 @@ const BUCKET_CONFIGS: Record<
     max: MAX_BUCKET_TAGS,
     outline: (t) => isObject(t) && typeof t.key === 'string' && typeof t.value === 'string',
   },
+  ownership: {
+    missing: 'OwnershipControlsNotFoundError',
+    max: 1,
+    outline: (r) => isObject(r) && OBJECT_OWNERSHIPS.includes(r.objectOwnership as ObjectOwnership),
+  },
+  // A bucket without grants is private to its owner: no error, no grants.
+  acl: {
+    max: MAX_GRANTS + 2,
+    outline: (g) =>
+      isObject(g) &&
+      PERMISSIONS.includes(g.permission as Permission) &&
+      isObject(g.grantee) &&
+      (typeof g.grantee.id === 'string' || typeof g.grantee.group === 'string'),
+  },
+  publicAccessBlock: {
+    missing: 'NoSuchPublicAccessBlockConfiguration',
+    max: 1,
+    outline: (b) =>
+      isObject(b) && ['blockPublicAcls', 'ignorePublicAcls', 'blockPublicPolicy', 'restrictPublicBuckets'].every((k) => typeof b[k] === 'boolean'),
+  },
 };
 
 /** An operator-made bucket's backend secret key, stored only sealed (secretKeySealed) — never in clear text. */
@@ -367,5 +416,8 @@ function publicBucket(b: Bucket) {
     backend,
     ...(b.lifecycle ? { lifecycle: b.lifecycle } : {}),
     ...(b.cors ? { cors: b.cors } : {}),
+    ...(b.ownership ? { ownership: b.ownership } : {}),
+    ...(b.acl ? { acl: b.acl } : {}),
+    ...(b.publicAccessBlock ? { publicAccessBlock: b.publicAccessBlock } : {}),
   };
 }

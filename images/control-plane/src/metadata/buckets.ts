@@ -6,7 +6,14 @@ import { purgeBucketRecycleBin } from './recycle-bin.js';
 import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, BucketNameHold, BucketStats, BucketStore } from './store.js';
 
 /** The column of each bucket configuration (names from this fixed map only: they go into SQL text). */
-const CONFIG_COLUMNS: Record<BucketConfigKind, string> = { lifecycle: 'lifecycle', cors: 'cors', tags: 'tags' };
+const CONFIG_COLUMNS: Record<BucketConfigKind, string> = {
+  lifecycle: 'lifecycle',
+  cors: 'cors',
+  tags: 'tags',
+  ownership: 'ownership',
+  acl: 'acl',
+  publicAccessBlock: 'public_access_block',
+};
 
 interface BucketRow {
   id: number;
@@ -16,12 +23,18 @@ interface BucketRow {
   created_at: Date;
   lifecycle?: LifecycleRule[] | null;
   cors?: CorsRule[] | null;
+  ownership?: BucketConfigs['ownership'] | null;
+  acl?: BucketConfigs['acl'] | null;
+  public_access_block?: BucketConfigs['publicAccessBlock'] | null;
 }
 
 function toBucket(row: BucketRow): Bucket {
   const bucket: Bucket = { id: Number(row.id), name: row.name, owner: row.owner, backend: row.backend, createdAt: new Date(row.created_at).toISOString() };
   if (row.lifecycle) bucket.lifecycle = row.lifecycle;
   if (row.cors) bucket.cors = row.cors;
+  if (row.ownership) bucket.ownership = row.ownership;
+  if (row.acl) bucket.acl = row.acl;
+  if (row.public_access_block) bucket.publicAccessBlock = row.public_access_block;
   return bucket;
 }
 

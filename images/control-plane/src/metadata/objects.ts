@@ -1,5 +1,5 @@
 import { readQuery, type SqlClient } from '../../../service-kit/src/index.js';
-import { objectMetaOf, OBJECT_COLUMNS, S3Error, type ObjectRow, type Tag } from '../../../object-model/src/index.js';
+import { OBJECT_ACL_HEADER, objectMetaOf, OBJECT_COLUMNS, S3Error, type ObjectRow, type Tag } from '../../../object-model/src/index.js';
 
 export { OBJECT_COLUMNS, objectMetaOf, type ObjectRow } from '../../../object-model/src/index.js';
 import type { Bucket, ListPage, ListQuery, ObjectMeta, ObjectPart, ObjectStore } from './store.js';
@@ -67,6 +67,17 @@ export class SqlObjectStore implements ObjectStore {
       key,
       tags?.length ? JSON.stringify(tags) : null,
     ]);
+    return res.rowCount > 0;
+  }
+
+  /** Keep `acl` (aclHeaders' value) among the object's stored headers, or remove it (undefined). */
+  async setAcl(bucket: Bucket, key: string, acl: string | undefined): Promise<boolean> {
+    const res = await this.sql.query(
+      `UPDATE object_info SET headers = NULLIF(CASE WHEN $3::text IS NULL THEN COALESCE(headers, '{}'::jsonb) - $4::text
+                                                    ELSE COALESCE(headers, '{}'::jsonb) || jsonb_build_object($4::text, $3::text) END, '{}'::jsonb)
+       WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`,
+      [bucket.id, key, acl ?? null, OBJECT_ACL_HEADER],
+    );
     return res.rowCount > 0;
   }
 

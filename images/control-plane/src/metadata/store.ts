@@ -18,6 +18,10 @@ export interface Bucket {
   lifecycle?: LifecycleRule[];
   /** Its CORS rules, when it has any. */
   cors?: CorsRule[];
+  /** Its object ownership controls, access grants and public access block, when it has them (object-model access-control.ts). */
+  ownership?: BucketConfigs['ownership'];
+  acl?: BucketConfigs['acl'];
+  publicAccessBlock?: BucketConfigs['publicAccessBlock'];
 }
 
 export type BucketConfigKind = keyof BucketConfigs;
@@ -177,6 +181,8 @@ export interface ObjectStore {
   parts(bucket: Bucket, key: string): Promise<ObjectPart[] | undefined>;
   /** Replace the NORMAL object's tags (undefined or empty: none); false when there is no such object. */
   setTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean>;
+  /** Keep an object's ACL (its stored header's value) or remove it (undefined); false when there is no such object. */
+  setAcl(bucket: Bucket, key: string, acl: string | undefined): Promise<boolean>;
   list(bucket: Bucket, query: ListQuery): Promise<ListPage>;
 }
 

@@ -1,5 +1,5 @@
 import { SecretBox, isUniqueViolation } from '../../../service-kit/src/index.js';
-import { S3Error } from '../../../object-model/src/index.js';
+import { S3Error, USER_NAME } from '../../../object-model/src/index.js';
 import type { UserStore } from '../metadata/store.js';
 import { hashPassword, newAccessKey, newSecretKey, verifyPassword } from './credentials.js';
 
@@ -16,8 +16,6 @@ class UserExistsError extends S3Error {
     super('InvalidArgument', `user ${JSON.stringify(username)} already exists`);
   }
 }
-
-const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._@+-]{2,63}$/;
 
 /** Users and their credentials: scrypt password hashes, SigV4 secrets sealed with the server key. */
 export class UserService {
@@ -41,7 +39,7 @@ export class UserService {
   }
 
   async createUser(username: unknown, password: unknown): Promise<Credentials> {
-    if (typeof username !== 'string' || !USERNAME.test(username)) {
+    if (typeof username !== 'string' || !USER_NAME.test(username)) {
       throw new S3Error('InvalidArgument', 'username: 3 to 64 characters of letters, digits and . _ @ + -, starting with a letter or digit');
     }
     if (typeof password !== 'string' || password.length < 8 || password.length > 256) {

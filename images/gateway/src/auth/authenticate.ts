@@ -27,9 +27,15 @@ function twoMechanisms(authorization: string | undefined): S3Error {
 }
 
 /**
+ * What an anonymous request (no signature, no token) may ask: reads that an ACL can make public (an object
+ * granted to AllUsers, a bucket listing, their ACLs). Their handlers decide by the ACL; anything else
+ * anonymous is AccessDenied here, before any lookup.
+ */
+const ANONYMOUS_OPERATIONS = new Set(['GetObject', 'HeadObject', 'ListObjects', 'ListObjectsV2', 'GetObjectAcl', 'GetBucketAcl']);
+
+/**
  * Establishes the caller: `Authorization: Bearer <jwt>` through passport-jwt, AWS SigV4 or (unless
- * turned off) SigV2, each as a header or a presigned query. Anonymous requests are AccessDenied:
- * Strata has no public buckets.
+ * turned off) SigV2, each as a header or a presigned query. Anonymous requests go on without a caller only for ANONYMOUS_OPERATIONS.
  */
 export function authenticate(deps: AuthDeps) {
   return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
@@ -73,7 +79,7 @@ export function authenticate(deps: AuthDeps) {
       } else if (authorization?.startsWith('Bearer ')) {
         const claims = await holderOf(await bearer(deps.passport, req, res), deps.credentials);
         state(res).caller = { username: claims.sub, accessKey: claims.ak, isRoot: claims.sub === deps.rootUser, via: 'bearer' };
-      } else {
+      } else if (authorization !== undefined || !ANONYMOUS_OPERATIONS.has(state(res).operation)) {
         throw new S3Error('AccessDenied', 'Anonymous access is not allowed: send a Bearer token or an AWS signature.');
       }
       acceptBody(res);

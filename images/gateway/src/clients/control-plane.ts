@@ -1,4 +1,5 @@
 import type {
+  AccessControlList,
   AdminJob,
   BackendRef,
   BucketConfigs,
@@ -99,6 +100,11 @@ export class ControlPlaneClient {
   /** Replace the object's tags (none: remove them); NoSuchKey when there is no such object. */
   async putObjectTags(bucket: string, key: string, tags: Tag[]): Promise<void> {
     await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/tagging`, { body: { tags }, scope: bucket });
+  }
+
+  /** Replace the ACL kept with the object (undefined: none); NoSuchKey when there is no such object. */
+  async putObjectAcl(bucket: string, key: string, acl: AccessControlList | undefined): Promise<void> {
+    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/acl`, { body: { acl: acl ?? null }, scope: bucket });
   }
 
   /** Soft delete; with conditions, NoSuchKey or PreconditionFailed unless the object meets them. */

@@ -20,6 +20,7 @@ export function httpObjectLayer(controlPlane: ControlPlaneClient, dataPlane: Dat
     headObject: cp.headObject.bind(cp),
     objectParts: cp.objectParts.bind(cp),
     putObjectTags: cp.putObjectTags.bind(cp),
+    putObjectAcl: cp.putObjectAcl.bind(cp),
     deleteObject: cp.deleteObject.bind(cp),
     deleteObjects: cp.deleteObjects.bind(cp),
     putObject: dp.putObject.bind(dp),

@@ -23,6 +23,8 @@ export interface FlowControlOptions {
   routeOf: (req: http.IncomingMessage, res: http.ServerResponse) => string;
   /** The authenticated user, or undefined for anonymous requests (no per-user limit). */
   userOf: (req: http.IncomingMessage, res: http.ServerResponse) => string | undefined;
+  /** The client's address (behind trusted proxies, the one they forwarded): anonymous callers share by it. Default: the peer's. */
+  clientAddressOf?: (req: http.IncomingMessage) => string;
   /** Share rate-limit counters between gateway replicas through this Redis (or Redis Cluster). */
   redis?: Redis | Cluster;
   /** Prefix of the Redis keys of the counters. Default "strata:flow:". */
@@ -64,6 +66,7 @@ export interface FlowControl {
  */
 export async function flowControl(opts: FlowControlOptions): Promise<FlowControl> {
   const { logger, registry, routeOf, userOf } = opts;
+  const clientAddressOf = opts.clientAddressOf ?? ((req: http.IncomingMessage) => req.socket?.remoteAddress ?? '');
   const render = opts.render ?? renderS3ErrorXml;
   const metrics = flowMetrics(registry);
 
@@ -113,7 +116,7 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
           return;
         }
         // Anonymous callers (public buckets) share by address: one cannot take another's share.
-        const release = concurrency.tryAcquire(route, user ?? `anonymous@${req.socket?.remoteAddress ?? ''}`);
+        const release = concurrency.tryAcquire(route, user ?? `anonymous@${clientAddressOf(req)}`);
         if (typeof release !== 'function') {
           metrics.concurrencyRejections.inc({ route });
           countRejection(tenant, release.scope === 'route' ? 'route-concurrency' : `${release.scope}-${release.reason}`);

@@ -77,11 +77,9 @@ const UNSET_CONFIG_ANSWERS: Record<string, { operation: string } & ({ error: S3E
   policy: { operation: 'GetBucketPolicy', error: 'NoSuchBucketPolicy' },
   policyStatus: { operation: 'GetBucketPolicyStatus', error: 'NoSuchBucketPolicy' },
   encryption: { operation: 'GetBucketEncryption', error: 'ServerSideEncryptionConfigurationNotFoundError' },
-  ownershipControls: { operation: 'GetBucketOwnershipControls', error: 'OwnershipControlsNotFoundError' },
   website: { operation: 'GetBucketWebsite', error: 'NoSuchWebsiteConfiguration' },
   replication: { operation: 'GetBucketReplication', error: 'ReplicationConfigurationNotFoundError' },
   'object-lock': { operation: 'GetObjectLockConfiguration', error: 'ObjectLockConfigurationNotFoundError' },
-  publicAccessBlock: { operation: 'GetPublicAccessBlock', error: 'NoSuchPublicAccessBlockConfiguration' },
   logging: { operation: 'GetBucketLogging', root: 'BucketLoggingStatus', body: {} },
   requestPayment: { operation: 'GetBucketRequestPayment', root: 'RequestPaymentConfiguration', body: { Payer: 'BucketOwner' } },
   accelerate: { operation: 'GetBucketAccelerateConfiguration', root: 'AccelerateConfiguration', body: {} },
@@ -114,10 +112,8 @@ export function getUnsetConfig(name: string): S3Handler {
 const UNSET_CONFIG_DELETES: Record<string, string> = {
   policy: 'DeleteBucketPolicy',
   encryption: 'DeleteBucketEncryption',
-  ownershipControls: 'DeleteBucketOwnershipControls',
   website: 'DeleteBucketWebsite',
   replication: 'DeleteBucketReplication',
-  publicAccessBlock: 'DeletePublicAccessBlock',
 };
 
 /** The subresources whose DELETE is answered as of an unset configuration (see UNSET_CONFIG_DELETES). */

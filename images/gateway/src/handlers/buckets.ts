@@ -1,8 +1,19 @@
-import { assertBucketName, isValidBucketName, S3Error, type BackendRef } from '../../../object-model/src/index.js';
+import type http from 'node:http';
+import {
+  assertBucketName,
+  isValidBucketName,
+  OBJECT_OWNERSHIPS,
+  requestedAcl,
+  S3Error,
+  type BackendRef,
+  type BucketInfo,
+  type ObjectOwnership,
+} from '../../../object-model/src/index.js';
+import { aclToKeep } from '../middleware/access-policy.js';
 import { callerOf } from '../context.js';
 import { RESERVED_BUCKET_NAMES } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
-import { readSmallBody } from '../s3/request.js';
+import { header, readSmallBody } from '../s3/request.js';
 import { callerOwner, sendXml, sendStatus } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 
@@ -85,19 +96,46 @@ function backendChoice(headerValue: string | undefined, body: Buffer, contentTyp
   return backend;
 }
 
+/**
+ * A new bucket's ownership controls (`x-amz-object-ownership`, default BucketOwnerEnforced as S3) and ACL
+ * (x-amz-acl, x-amz-grant-*), checked before anything is created: an ACL on a bucket with ACLs off is
+ * InvalidBucketAclWithObjectOwnership, a public one under a public access block AccessDenied.
+ */
+function accessOfNewBucket(req: http.IncomingMessage, owner: string, platformBlocksPublic: boolean) {
+  const raw = header(req, 'x-amz-object-ownership');
+  if (raw !== undefined && !OBJECT_OWNERSHIPS.includes(raw as ObjectOwnership))
+    throw new S3Error('InvalidArgument', `x-amz-object-ownership must be one of ${OBJECT_OWNERSHIPS.join(', ')}.`, { ArgumentName: 'x-amz-object-ownership' });
+  const ownership = (raw ?? 'BucketOwnerEnforced') as ObjectOwnership;
+  const requested = requestedAcl((name) => header(req, name));
+  const draft: BucketInfo = { name: '', owner, createdAt: '', backend: { kind: 'fs' }, ownership: [{ objectOwnership: ownership }] };
+  let acl;
+  try {
+    acl = aclToKeep(requested, { bucket: draft, writer: owner, kind: 'bucket', platformBlocksPublic });
+  } catch (err) {
+    throw err instanceof S3Error && err.code === 'AccessControlListNotSupported' ? new S3Error('InvalidBucketAclWithObjectOwnership') : err;
+  }
+  return { ownership, grants: acl?.grants };
+}
+
 export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
   const caller = callerOf(res);
   const body = await readSmallBody(req, res);
   assertBucketName(bucket);
   if (RESERVED_BUCKET_NAMES.has(bucket)) throw new S3Error('InvalidBucketName', `${bucket} is reserved for the gateway's own routes`, { BucketName: bucket });
   const backend = backendChoice(req.headers['x-strata-backend'] as string | undefined, body, req.headers['content-type']);
+  const access = accessOfNewBucket(req, caller.username, deps.buckets.platformBlocksPublic);
   // The control plane asks the data plane whether a non-fs backend is usable before it creates the bucket.
+  let created = true;
   try {
     await deps.objects.createBucket(bucket, caller.username, backend);
   } catch (err) {
     // S3 in us-east-1 answers a create of a bucket the caller already owns with success (and changes nothing).
     if (!(err instanceof S3Error && err.code === 'BucketAlreadyOwnedByYou' && deps.region === 'us-east-1')) throw err;
+    created = false;
   }
+  // (A bucket is made with BucketOwnerEnforced and no grants: only other choices are written.)
+  if (created && access.ownership !== 'BucketOwnerEnforced') await deps.objects.putBucketConfig(bucket, 'ownership', [{ objectOwnership: access.ownership }]);
+  if (created && access.grants) await deps.objects.putBucketConfig(bucket, 'acl', access.grants);
   deps.buckets.forget(bucket);
   res.setHeader('Location', `/${bucket}`);
   sendStatus(res, 200);
@@ -126,25 +164,4 @@ export const getBucketLocation: S3Handler = async ({ res, bucket, deps }) => {
 export const getBucketVersioning: S3Handler = async ({ res, bucket, deps }) => {
   await deps.buckets.owned(bucket, callerOf(res));
   sendXml(res, 'VersioningConfiguration', {});
-};
-
-/** A fixed private ACL (owner FULL_CONTROL) for a bucket or an object; never the object itself. */
-export const getAcl: S3Handler = async ({ res, bucket, key, deps }) => {
-  const caller = callerOf(res);
-  await deps.buckets.owned(bucket, caller);
-  if (key) await deps.objects.headObject(bucket, key);
-  sendXml(res, 'AccessControlPolicy', {
-    Owner: callerOwner(caller),
-    AccessControlList: {
-      Grant: {
-        Grantee: {
-          '@_xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance',
-          '@_xsi:type': 'CanonicalUser',
-          ID: caller.username,
-          DisplayName: caller.username,
-        },
-        Permission: 'FULL_CONTROL',
-      },
-    },
-  });
 };

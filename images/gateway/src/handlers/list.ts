@@ -1,5 +1,5 @@
 import { storedChecksum, type ObjectMeta } from '../../../object-model/src/index.js';
-import { callerOf } from '../context.js';
+import { state } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';
 import { owner, quoted, sendXml } from '../s3/render.js';
 import { encoderOf, maxKeysOf } from '../s3/request.js';
@@ -22,10 +22,12 @@ function checksumOf(o: ObjectMeta): { ChecksumAlgorithm?: string; ChecksumType?:
   return checksum ? { ChecksumAlgorithm: checksum.algorithm, ChecksumType: checksum.type } : {};
 }
 
-/** What every listing reads first: the owned bucket's caller, its page size, key encoding, prefix and delimiter. */
+/** What every listing reads first: the bucket's owner (as the objects' owner), its page size, key encoding, prefix and delimiter. */
 async function listing({ res, bucket, query, deps }: Parameters<S3Handler>[0]) {
-  const caller = callerOf(res);
-  await deps.buckets.owned(bucket, caller);
+  // Anonymous callers and other users list where the bucket's ACL grants them READ. Objects are shown as
+  // the bucket owner's (who holds every permission on them).
+  const info = await deps.buckets.permitted(bucket, state(res).caller, 'READ');
+  const caller = { username: info.owner };
   const prefix = query.get('prefix') ?? '';
   const delimiter = query.get('delimiter') ?? '';
   const encode = encoderOf(query);

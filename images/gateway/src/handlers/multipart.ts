@@ -1,4 +1,5 @@
-import { S3Error, storedChecksum, type BucketInfo } from '../../../object-model/src/index.js';
+import { mergeStoredHeaders, S3Error, storedChecksum, type BucketInfo } from '../../../object-model/src/index.js';
+import { objectAclHeaders } from '../middleware/access-policy.js';
 import { callerOf, state } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import {
@@ -24,8 +25,9 @@ import { owner, quoted, sendXml, urlEncodeKey, sendStatus } from '../s3/render.j
 import { parseXml } from '../s3/xml.js';
 import { copySource, copySourceConditions } from './object-write.js';
 
+/** The bucket of an upload: its owner's, or another user's whose ACL grants WRITE. */
 async function target(s3: S3Request): Promise<BucketInfo> {
-  return s3.deps.buckets.owned(s3.bucket, callerOf(s3.res));
+  return s3.deps.buckets.permitted(s3.bucket, callerOf(s3.res), 'WRITE');
 }
 
 /** POST /bucket/key?uploads */
@@ -38,12 +40,14 @@ export const createMultipartUpload: S3Handler = async (s3) => {
   const type = header(req, 'x-amz-checksum-type');
   if (type !== undefined && algorithm === undefined) throw new S3Error('InvalidRequest', 'x-amz-checksum-type needs x-amz-checksum-algorithm.');
   const bucketInfo = await target(s3);
+  // The ACL asked for here is kept with the upload and given to the object at completion, as S3.
+  const acl = objectAclHeaders(req, bucketInfo, callerOf(res).username, deps.buckets.platformBlocksPublic);
   const { uploadId, checksum } = await deps.objects.createMultipart(bucket, key, {
     owner: callerOf(res).username,
     contentType: header(req, 'content-type'),
     userMetadata: userMetadata(req),
     ...(tags?.length ? { tags } : {}),
-    headers: standardHeaders(req),
+    headers: mergeStoredHeaders(standardHeaders(req), acl),
     ...(algorithm ? { checksum: { algorithm: algorithm.toUpperCase(), ...(type ? { type: type.toUpperCase() as 'COMPOSITE' | 'FULL_OBJECT' } : {}) } } : {}),
   });
   if (checksum) {

@@ -4,6 +4,7 @@ import {
   definedConditions,
   notModified,
   S3Error,
+  withoutAcl,
   withoutChecksum,
   type BucketInfo,
   type LifecycleRule,
@@ -12,7 +13,8 @@ import {
   type ObjectRead,
 } from '../../../object-model/src/index.js';
 import { presignUrl } from '../auth/sigv4.js';
-import { callerOf, state } from '../context.js';
+import { state } from '../context.js';
+import { aclsEnabled, bucketAllows, objectAllows } from '../middleware/access-policy.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { setExpiration } from '../s3/expiration.js';
 import { header, metadataHeaderValue, partNumberOf } from '../s3/request.js';
@@ -75,7 +77,7 @@ function sendObjectHeaders(s3: S3Request, read: Omit<ObjectRead, 'body'>, rules:
   res.setHeader('Accept-Ranges', 'bytes');
   for (const [k, v] of Object.entries(object.userMetadata)) res.setHeader(`x-amz-meta-${k}`, metadataHeaderValue(v));
   const withChecksum = header(req, 'x-amz-checksum-mode')?.toUpperCase() === 'ENABLED';
-  const answered = withChecksum && read.contentRange === undefined ? object.headers : withoutChecksum(object.headers);
+  const answered = withoutAcl(withChecksum && read.contentRange === undefined ? object.headers : withoutChecksum(object.headers));
   for (const [name, value] of Object.entries(answered ?? {})) res.setHeader(name, value);
   // One part of a multipart object (partNumber) has its own checksum, as S3 answers it.
   if (withChecksum && read.partChecksum) res.setHeader(`x-amz-checksum-${read.partChecksum.algorithm.toLowerCase()}`, read.partChecksum.value);
@@ -162,16 +164,36 @@ function readSmall(body: Readable): Promise<Buffer> {
 }
 
 /**
+ * The bucket of an object the caller may read: its owner may; anyone else (anonymous callers included)
+ * where the object's ACL grants READ. As S3, a missing key is NoSuchKey only to who may list the bucket.
+ */
+async function readable(s3: S3Request): Promise<BucketInfo> {
+  const { res, bucket, key, deps } = s3;
+  const caller = state(res).caller?.username;
+  const info = await deps.buckets.existing(bucket);
+  if (caller !== undefined && caller === info.owner) return info;
+  // With ACLs off only the owner reads: no lookup of the object.
+  if (!aclsEnabled(info)) throw new S3Error('AccessDenied');
+  const blocks = deps.buckets.platformBlocksPublic;
+  const meta = await deps.objects.headObject(bucket, key).catch((err: unknown) => {
+    if (err instanceof S3Error && err.code === 'NoSuchKey' && !bucketAllows(info, caller, 'READ', blocks)) throw new S3Error('AccessDenied');
+    throw err;
+  });
+  if (!objectAllows(info, meta.headers, caller, 'READ', blocks)) throw new S3Error('AccessDenied');
+  return info;
+}
+
+/**
  * GetObject. SigV4 and presigned callers get the bytes; Bearer callers are redirected (302) to a
  * short-lived presigned URL (the backend's own URL when it can serve the object), unless they ask
  * for `?proxy=true`.
  */
 export const getObject: S3Handler = async (s3) => {
   const { res, bucket, key, query, deps } = s3;
-  const caller = callerOf(res);
+  const caller = state(res).caller;
   const partNumber = requestedPart(s3);
-  const b = await deps.buckets.owned(bucket, caller);
-  if (caller.via === 'bearer' && query.get('proxy') !== 'true') {
+  const b = await readable(s3);
+  if (caller?.via === 'bearer' && query.get('proxy') !== 'true') {
     let location: string | undefined;
     // (A backend's own URL knows nothing of Strata's part boundaries.)
     if (b.backend?.kind !== 'fs' && partNumber === undefined) location = await deps.objects.directUrl(bucket, key, deps.redirectSeconds);
@@ -200,5 +222,5 @@ export const getObject: S3Handler = async (s3) => {
 
 export const headObject: S3Handler = async (s3) => {
   const partNumber = requestedPart(s3);
-  await readObject(s3, 'HEAD', await s3.deps.buckets.owned(s3.bucket, callerOf(s3.res)), partNumber);
+  await readObject(s3, 'HEAD', await readable(s3), partNumber);
 };

@@ -3,11 +3,13 @@ import {
   checkCopyChangesObject,
   definedConditions,
   isChecksumAlgorithm,
+  mergeStoredHeaders,
   S3Error,
   storedChecksum,
   type ObjectConditions,
 } from '../../../object-model/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
+import { objectAclHeaders, objectAllows } from '../middleware/access-policy.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import {
   contentMd5,
@@ -50,9 +52,11 @@ export const putObject: S3Handler = async (s3) => {
     const md5 = contentMd5(req);
     const meta = userMetadata(req);
     const tags = objectTagging(req);
-    const bucketInfo = await deps.buckets.owned(bucket, caller);
+    const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
+    const acl = objectAclHeaders(req, bucketInfo, caller.username, deps.buckets.platformBlocksPublic);
     const upload = objectBody(req, res);
     body = upload.body;
+    const stored = uploadHeaders(req, upload);
     const result = await deps.objects.putObject(
       bucket,
       key,
@@ -62,7 +66,8 @@ export const putObject: S3Handler = async (s3) => {
         owner: caller.username,
         userMetadata: meta,
         tags,
-        ...uploadHeaders(req, upload),
+        ...stored,
+        ...(acl ? { headers: mergeStoredHeaders(stored.headers, acl) } : {}),
         contentMd5: md5,
         instantMd5: instant,
         ifMatch: header(req, 'if-match'),
@@ -105,7 +110,15 @@ export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourc
   const sourceBucket = trimmed.slice(0, slash);
   const sourceKey = trimmed.slice(slash + 1);
   assertObjectKey(sourceKey);
-  await s3.deps.buckets.owned(sourceBucket, caller);
+  // The source is read: its bucket's owner may, others where the source object's ACL grants them READ.
+  const { deps } = s3;
+  const source = await deps.buckets.existing(sourceBucket);
+  if (source.owner !== caller.username) {
+    const meta = await deps.objects.headObject(sourceBucket, sourceKey).catch((err: unknown) => {
+      throw err instanceof S3Error && err.code === 'NoSuchKey' ? new S3Error('AccessDenied') : err;
+    });
+    if (!objectAllows(source, meta.headers, caller.username, 'READ', deps.buckets.platformBlocksPublic)) throw new S3Error('AccessDenied');
+  }
   return { sourceBucket, sourceKey };
 }
 
@@ -124,7 +137,9 @@ export const copyObject: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
   const caller = callerOf(res);
   discard(req);
-  const bucketInfo = await deps.buckets.owned(bucket, caller);
+  const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
+  // A copy never takes its source's ACL: it has the one its request names (private by default), as S3.
+  const acl = objectAclHeaders(req, bucketInfo, caller.username, deps.buckets.platformBlocksPublic);
   const { sourceBucket, sourceKey } = await copySource(s3, caller);
   const directive = (header(req, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE')
@@ -136,7 +151,7 @@ export const copyObject: S3Handler = async (s3) => {
   const tags = taggingDirective === 'REPLACE' ? (objectTagging(req) ?? []) : undefined;
   // A website redirect is never copied from the source (as S3): with either directive it is the request's;
   // with REPLACE so are the other stored headers. A new redirect is a change of the object itself.
-  const headers = directive === 'REPLACE' ? standardHeaders(req) : websiteRedirect(req);
+  const headers = mergeStoredHeaders(directive === 'REPLACE' ? standardHeaders(req) : websiteRedirect(req), acl);
   checkCopyChangesObject({ bucket, key, sourceBucket, sourceKey, metadataDirective: directive, headers });
   // The copy's checksum of this algorithm (computed from the bytes when the source has another one).
   const checksumAlgorithm = header(req, 'x-amz-checksum-algorithm')?.toUpperCase();

@@ -1,9 +1,10 @@
 import type http from 'node:http';
 import busboy from 'busboy';
 import { pipeline, type Readable } from 'node:stream';
-import { assertObjectKey, S3Error, standardHeadersOf } from '../../../object-model/src/index.js';
+import { assertObjectKey, mergeStoredHeaders, S3Error, standardHeadersOf } from '../../../object-model/src/index.js';
 import { verifyPostPolicy } from '../auth/post-policy.js';
 import { state } from '../context.js';
+import { objectAclHeaders } from '../middleware/access-policy.js';
 import type { S3Handler } from '../s3/operation.js';
 import { quoted, sendXml, urlEncodeKey, sendStatus } from '../s3/render.js';
 import { refuseEncryptedWrite } from '../s3/encryption.js';
@@ -121,7 +122,7 @@ export const postObject: S3Handler = async (s3) => {
     state(res).caller = caller;
     // Flow control saw no user (the policy names it): the user's rate limit counts the upload now.
     await deps.admitUser?.(res, caller.username);
-    await deps.buckets.owned(bucket, caller);
+    const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
     const field = (name: string): string | undefined => form.fields.get(name);
     invalidBeforeUnsupported(
       () => refuseEncryptedWrite(form.fields.keys(), field),
@@ -148,7 +149,10 @@ export const postObject: S3Handler = async (s3) => {
         owner: caller.username,
         userMetadata: userMetadataOf(form.fields),
         tags,
-        headers: standardHeadersOf(form.fields),
+        headers: mergeStoredHeaders(
+          standardHeadersOf(form.fields),
+          objectAclHeaders(field, bucketInfo, caller.username, deps.buckets.platformBlocksPublic, form.fields.get('acl')),
+        ),
       },
       body,
       state(res).clientGone,

@@ -1,6 +1,7 @@
 import { cachedLookup } from '../../../service-kit/src/index.js';
-import { isValidBucketName, S3Error, type BucketInfo, type ObjectLayer } from '../../../object-model/src/index.js';
+import { isValidBucketName, S3Error, type BucketInfo, type ObjectLayer, type Permission } from '../../../object-model/src/index.js';
 import type { Caller } from '../context.js';
+import { bucketAllows } from './access-policy.js';
 
 /**
  * Tenant isolation: a caller may only touch buckets they own. Bucket records are cached for a moment
@@ -15,6 +16,8 @@ export class BucketAccess {
     ttlMs: number,
     /** Told whether each lookup was answered from memory (metrics). */
     onLookup?: (hit: boolean) => void,
+    /** The platform's public access block (STRATA_BLOCK_PUBLIC_ACLS): public ACLs refused and ignored everywhere. */
+    readonly platformBlocksPublic = false,
   ) {
     this.cache = cachedLookup((name) => objects.getBucket(name), ttlMs, { onLookup });
   }
@@ -25,16 +28,30 @@ export class BucketAccess {
 
   /** The bucket, if the caller owns it; NoSuchBucket / AccessDenied otherwise. */
   async owned(name: string, caller: Caller): Promise<BucketInfo> {
+    const bucket = await this.existing(name);
+    if (bucket.owner !== caller.username) throw new S3Error('AccessDenied', 'Access Denied: the bucket belongs to another account.');
+    return bucket;
+  }
+
+  /**
+   * The bucket, if the caller (undefined: anonymous) owns it or its ACL grants `permission` (READ: list
+   * it; WRITE: write and delete its objects; READ_ACP / WRITE_ACP: its ACL); AccessDenied otherwise.
+   */
+  async permitted(name: string, caller: Caller | undefined, permission: Permission): Promise<BucketInfo> {
+    const bucket = await this.existing(name);
+    if (!bucketAllows(bucket, caller?.username, permission, this.platformBlocksPublic)) throw new S3Error('AccessDenied');
+    return bucket;
+  }
+
+  /** The bucket's record; NoSuchBucket when there is none. */
+  async existing(name: string): Promise<BucketInfo> {
     if (!isValidBucketName(name)) throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
-    let bucket: BucketInfo;
     try {
-      bucket = await this.lookup(name);
+      return await this.lookup(name);
     } catch (err) {
       if (err instanceof S3Error && err.code === 'NoSuchBucket') throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
       throw err;
     }
-    if (bucket.owner !== caller.username) throw new S3Error('AccessDenied', 'Access Denied: the bucket belongs to another account.');
-    return bucket;
   }
 
   forget(name: string): void {

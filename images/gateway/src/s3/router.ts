@@ -4,6 +4,7 @@ import { assertObjectKey, S3Error } from '../../../object-model/src/index.js';
 import { rawTarget, state } from '../context.js';
 import type { GatewayDeps } from '../deps.js';
 import { safeDecode } from '../auth/sigv4.js';
+import * as access from '../handlers/access-control.js';
 import * as buckets from '../handlers/buckets.js';
 import * as configs from '../handlers/bucket-configs.js';
 import { deleteObject, deleteObjects } from '../handlers/delete-objects.js';
@@ -19,7 +20,7 @@ import { notImplemented } from '../handlers/unsupported.js';
 import { refuseServerSideEncryption } from './encryption.js';
 import { invalidBeforeUnsupported, refuseUnsupportedProperties } from './object-properties.js';
 import type { S3Handler } from './operation.js';
-import { discard } from './request.js';
+import { discard, header } from './request.js';
 
 /** Bucket subresources Strata does not implement (by design: no versioning, policy, lock...); GETs of most answer as unset (unsetConfig). */
 const UNSUPPORTED_BUCKET = [
@@ -30,8 +31,6 @@ const UNSUPPORTED_BUCKET = [
   'logging',
   'notification',
   'replication',
-  'ownershipControls',
-  'publicAccessBlock',
   'accelerate',
   'requestPayment',
   'analytics',
@@ -75,7 +74,9 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
   if (!key) {
     switch (method) {
       case 'PUT':
-        if (query.has('acl')) return { operation: 'PutBucketAcl', handler: notImplemented('bucket ACLs') };
+        if (query.has('acl')) return { operation: 'PutBucketAcl', handler: access.putBucketAcl };
+        if (query.has('ownershipControls')) return { operation: 'PutBucketOwnershipControls', handler: access.ownershipControls.put };
+        if (query.has('publicAccessBlock')) return { operation: 'PutPublicAccessBlock', handler: access.publicAccessBlock.put };
         if (query.has('versioning')) return { operation: 'PutBucketVersioning', handler: notImplemented('versioning') };
         if (query.has('lifecycle')) return { operation: 'PutBucketLifecycleConfiguration', handler: configs.lifecycle.put };
         if (query.has('cors')) return { operation: 'PutBucketCors', handler: configs.cors.put };
@@ -85,6 +86,8 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('lifecycle')) return { operation: 'DeleteBucketLifecycle', handler: configs.lifecycle.delete };
         if (query.has('cors')) return { operation: 'DeleteBucketCors', handler: configs.cors.delete };
         if (query.has('tagging')) return { operation: 'DeleteBucketTagging', handler: configs.tags.delete };
+        if (query.has('ownershipControls')) return { operation: 'DeleteBucketOwnershipControls', handler: access.ownershipControls.delete };
+        if (query.has('publicAccessBlock')) return { operation: 'DeletePublicAccessBlock', handler: access.publicAccessBlock.delete };
         return unsetConfigDelete(query) ?? unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'DeleteBucket', handler: buckets.deleteBucket };
       case 'HEAD':
         return { operation: 'HeadBucket', handler: buckets.headBucket };
@@ -99,7 +102,9 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
       case 'GET':
         if (query.has('location')) return { operation: 'GetBucketLocation', handler: buckets.getBucketLocation };
         if (query.has('versioning')) return { operation: 'GetBucketVersioning', handler: buckets.getBucketVersioning };
-        if (query.has('acl')) return { operation: 'GetBucketAcl', handler: buckets.getAcl };
+        if (query.has('acl')) return { operation: 'GetBucketAcl', handler: access.getBucketAcl };
+        if (query.has('ownershipControls')) return { operation: 'GetBucketOwnershipControls', handler: access.ownershipControls.get };
+        if (query.has('publicAccessBlock')) return { operation: 'GetPublicAccessBlock', handler: access.publicAccessBlock.get };
         if (query.has('lifecycle')) return { operation: 'GetBucketLifecycleConfiguration', handler: configs.lifecycle.get };
         if (query.has('cors')) return { operation: 'GetBucketCors', handler: configs.cors.get };
         if (query.has('tagging')) return { operation: 'GetBucketTagging', handler: configs.tags.get };
@@ -117,7 +122,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
   }
   switch (method) {
     case 'PUT':
-      if (query.has('acl')) return { operation: 'PutObjectAcl', handler: notImplemented('object ACLs') };
+      if (query.has('acl')) return { operation: 'PutObjectAcl', handler: access.putObjectAcl };
       if (query.has('tagging')) return { operation: 'PutObjectTagging', handler: putObjectTagging };
       if (query.has('uploadId') || query.has('partNumber')) {
         return headers['x-amz-copy-source']
@@ -129,7 +134,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         (headers['x-amz-copy-source'] ? { operation: 'CopyObject', handler: copyObject } : { operation: 'PutObject', handler: putObject })
       );
     case 'GET':
-      if (query.has('acl')) return { operation: 'GetObjectAcl', handler: buckets.getAcl };
+      if (query.has('acl')) return { operation: 'GetObjectAcl', handler: access.getObjectAcl };
       if (query.has('tagging')) return { operation: 'GetObjectTagging', handler: getObjectTagging };
       if (query.has('uploadId')) return { operation: 'ListParts', handler: multipart.listParts };
       if (query.has('presign')) return { operation: 'Presign', handler: presign };
@@ -185,15 +190,30 @@ export function nameOperation(req: http.IncomingMessage, res: http.ServerRespons
 
 /**
  * `x-amz-expected-bucket-owner` (and `x-amz-source-expected-bucket-owner` for copies): the caller states
- * whose bucket it means to reach. A tenant only ever reaches its own buckets, and a bucket's owner ID is
- * the owner's name (as in ListBuckets), so the statement holds exactly when it names the caller.
+ * whose bucket it means to reach; a bucket's owner ID is the owner's name (as in ListBuckets). The
+ * bucket's record is looked up (the cached one the handler reads too): with ACL grants a caller may reach
+ * another account's bucket.
  */
-function checkExpectedOwners(req: http.IncomingMessage, res: http.ServerResponse, bucket: string): void {
+async function checkExpectedOwners(req: http.IncomingMessage, res: http.ServerResponse, bucket: string, deps: GatewayDeps): Promise<void> {
   const caller = state(res).caller;
   if (!bucket || !caller) return;
-  for (const name of ['x-amz-expected-bucket-owner', 'x-amz-source-expected-bucket-owner']) {
+  const source = header(req, 'x-amz-copy-source');
+  const sourceBucket = source === undefined ? undefined : safeDecode(source.split('?', 1)[0]!).replace(/^\//, '').split('/', 1)[0];
+  for (const [name, target] of [
+    ['x-amz-expected-bucket-owner', bucket],
+    ['x-amz-source-expected-bucket-owner', sourceBucket],
+  ] as const) {
     const expected = req.headers[name];
-    if (expected !== undefined && expected !== caller.username) throw new S3Error('AccessDenied', `The bucket is not owned by the account named in ${name}.`);
+    if (expected === undefined) continue;
+    // (A bucket that does not exist is left to the handler: NoSuchBucket.)
+    const owner = target
+      ? await deps.buckets.existing(target).then(
+          (b) => b.owner,
+          () => expected,
+        )
+      : undefined;
+    if (owner === expected) continue;
+    throw new S3Error('AccessDenied', `The bucket is not owned by the account named in ${name}.`);
   }
 }
 
@@ -203,7 +223,7 @@ export function s3Endpoint(deps: GatewayDeps) {
     try {
       const { route, bucket, key, query } = resolved.get(res) ?? resolve(req);
       state(res).operation = route.operation;
-      checkExpectedOwners(req, res, bucket);
+      await checkExpectedOwners(req, res, bucket, deps);
       try {
         // Every operation on a key, reads included: a key no write accepts never reaches a lookup.
         if (key) assertObjectKey(key);

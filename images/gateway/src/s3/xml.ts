@@ -45,6 +45,7 @@ const REPEATED = new Set([
   'AllowedMethod',
   'AllowedHeader',
   'ExposeHeader',
+  'Grant',
 ]);
 
 /**
