@@ -17,6 +17,10 @@ export const operatorEnvSchema = z.object({
   RENEW_DEADLINE_SECONDS: env.int(10, 1, 3600),
   RETRY_PERIOD_SECONDS: env.int(2, 1, 3600),
   POD_NAME: z.string().default(hostname()),
+  /** Every API server request of the operator ends after this long (client-go's request timeout). */
+  KUBE_REQUEST_TIMEOUT_SECONDS: env.int(30, 1, 3600),
+  /** A reconcile still running after this long is aborted and retried with backoff (its deadline). */
+  RECONCILE_TIMEOUT_SECONDS: env.int(120, 1, 86_400),
   RESYNC_PERIOD_SECONDS: env.int(300, 5, 86_400),
   WORKERS_PER_CONTROLLER: env.int(2, 1, 64),
   STRATA_IMAGE_PREFIX: z.string().default(DEFAULT_SETTINGS.imagePrefix),

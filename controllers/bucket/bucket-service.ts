@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 // The rules in the object store's own form (type-only: nothing of the kit is loaded at run time).
 import type { BucketConfigs, CorsRule, LifecycleRule } from '../../images/object-model/src/index.js';
 import type { BucketCorsRule, BucketLifecycleRule } from '../api/index.js';
+import { requestSignal } from '../support/reconcile-signal.js';
 /** The backend a bucket keeps its bytes on, as the control plane's bucket API takes it. */
 export interface BackendConfig {
   kind: 'fs' | 'minio' | 'cloud';
@@ -165,7 +166,7 @@ export class HttpBucketService implements BucketService {
       method,
       headers: { 'x-strata-internal-token': this.access.internalToken, ...(body ? { 'content-type': 'application/json' } : {}) },
       body: body ? JSON.stringify(body) : undefined,
-      signal: AbortSignal.timeout(30_000),
+      signal: requestSignal(30_000),
     });
   }
 }
