@@ -263,7 +263,18 @@ export class BucketReconciler implements Reconciler {
         `bucket ${bucketName} was not deleted (${givenUp}): its objects stay where the stack kept them, as with deletionPolicy Retain`,
       );
     } else if (spec?.deletionPolicy === 'Delete' && service) {
-      await service.deleteBucket(bucketName);
+      // One chunk per reconcile, then back of the queue: other Buckets are served between chunks, and
+      // a lost lease or a deadline never finds a worker deep in an unbounded loop.
+      const deletion = await service.deleteBucket(bucketName);
+      if (!deletion.gone) {
+        await writeStatus(this.kube, this.events, bucket, {
+          fields: { ...bucket.status, bucketName, objectCount: deletion.objectsLeft },
+          state: 'progressing',
+          reason: 'EmptyingBucket',
+          message: `deleting bucket ${bucketName} (deletionPolicy Delete): ${deletion.objectsLeft} object(s) left`,
+        });
+        return { requeueAfterMs: 0 };
+      }
       await this.events.event(bucket, 'Normal', 'BucketDeleted', `bucket ${bucketName} emptied and deleted (deletionPolicy Delete)`);
     } else {
       await this.events.event(bucket, 'Normal', 'BucketRetained', `bucket ${bucketName} and its objects are kept (deletionPolicy Retain)`);

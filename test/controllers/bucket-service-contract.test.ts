@@ -55,8 +55,8 @@ describe('Bucket controller client against the real control plane', function () 
     expect(await root.ensureBucket('photos', { kind: 'fs' })).to.equal('created');
     expect(await root.ensureBucket('photos', { kind: 'fs' })).to.equal('exists');
     expect(await root.stats('photos')).to.deep.equal({ objectCount: 0, bytes: 0 });
-    await root.deleteBucket('photos');
-    await root.deleteBucket('photos'); // gone already: fine
+    expect(await root.deleteBucket('photos')).to.deep.equal({ gone: true });
+    expect(await root.deleteBucket('photos')).to.deep.equal({ gone: true }); // gone already: fine
     expect(await root.ensureBucket('photos', { kind: 'fs' })).to.equal('created');
   });
 
