@@ -1,7 +1,7 @@
 import { API_VERSION, BUCKET_KIND, bucketSpec, type Bucket, type BucketSpec } from '../api/index.js';
 import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
 import { refOf } from '../support/kube-client.js';
-import { isBeingDeleted, MANAGED_SELECTOR, sharedOwnerRefs } from '../support/ownership.js';
+import { isBeingDeleted, sharedOwnerRefs } from '../support/ownership.js';
 import { OWNED, type ReconcileRequest, type ReconcileResult, type Reconciler } from '../support/reconciler.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import { claimForApply, notReadyForMs } from '../support/apply.js';
@@ -17,8 +17,9 @@ import {
   type BucketServiceFactory,
 } from './bucket-service.js';
 import { PgDatabaseProvisioner, type DatabaseProvisioner } from './database-provisioner.js';
-import { bundledPostgres, bundledRabbitmq } from './render-backing-services.js';
-import { CNPG_CLUSTER, RABBITMQ_CLUSTER, type BackingProviders } from './render-operated-backing.js';
+import { bundledPostgres } from './render-backing-services.js';
+import { BackingProviderMissingError, keptBackingProviders } from './backing-providers.js';
+import type { BackingProviders } from './render-operated-backing.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
 import { stackIdentity } from './stack-identity.js';
 import { backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
@@ -77,9 +78,14 @@ export class BucketReconciler implements Reconciler {
     }
 
     let live: Bucket[];
+    let backingProviders: BackingProviders | undefined;
     try {
-      live = await this.ensureStack(namespace);
+      ({ buckets: live, providers: backingProviders } = await this.ensureStack(namespace));
     } catch (err) {
+      if (err instanceof BackingProviderMissingError) {
+        await status('degraded', 'BackingProviderMissing', err.message);
+        return { requeueAfterMs: REFRESH_MS };
+      }
       // What the API server or the database refused shows in status, not only in the log; then backoff.
       await status('degraded', 'StackApplyFailed', (err as Error).message);
       throw err;
@@ -148,7 +154,7 @@ export class BucketReconciler implements Reconciler {
     }
     const { objectCount, bytes } = await service.stats(bucketName);
     await writeStatus(this.kube, this.events, bucket, {
-      fields: { bucketName, endpoint, objectCount, ...(bytes !== undefined ? { bytes } : {}) },
+      fields: { bucketName, endpoint, objectCount, ...(bytes !== undefined ? { bytes } : {}), ...(backingProviders ? { backingProviders } : {}) },
       state: 'ready',
       reason: 'BucketReady',
       message: `bucket ${bucketName} is served at ${endpoint}`,
@@ -160,7 +166,7 @@ export class BucketReconciler implements Reconciler {
    * Secrets and the rules file once, then everything else applied; owned by every live Bucket of the
    * namespace. Returns those live Buckets.
    */
-  private async ensureStack(namespace: string): Promise<Bucket[]> {
+  private async ensureStack(namespace: string): Promise<{ buckets: Bucket[]; providers?: BackingProviders }> {
     const secrets = renderStackSecrets(namespace);
     let credentials: ReturnType<typeof backingCredentials> | undefined;
     for (const obj of [...secrets, renderFlowRulesConfigMap(namespace)]) {
@@ -170,28 +176,16 @@ export class BucketReconciler implements Reconciler {
     if (!credentials) throw new Error(`Secret ${STACK.backingSecret} was not rendered`);
     const buckets = (await this.kube.list<Bucket>(this.primary.apiVersion, this.primary.kind, namespace)).filter((b) => !isBeingDeleted(b));
     const owners = sharedOwnerRefs(buckets);
-    if (owners.length === 0) return buckets;
+    if (owners.length === 0) return { buckets };
     if (!bundledPostgres(this.settings)) {
       this.databases ??= new PgDatabaseProvisioner(this.settings.postgresUrl);
       await this.databases.ensure(stackIdentity(namespace), credentials.postgresPassword);
     }
-    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials, await this.backingProviders(namespace))) {
+    const providers = await keptBackingProviders(this.kube, this.settings, namespace);
+    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials, providers)) {
       await this.kube.apply(obj.kind === 'PersistentVolumeClaim' ? claimForApply(obj, await this.kube.get(refOf(obj))) : obj);
     }
-    return buckets;
-  }
-
-  /**
-   * CloudNativePG and the RabbitMQ cluster operator run the namespace's bundled servers where their
-   * APIs exist, unless the stack already runs its own StatefulSet (its data stays where it is).
-   */
-  private async backingProviders(namespace: string): Promise<BackingProviders> {
-    const own = new Set((await this.kube.list<KubeObject>('apps/v1', 'StatefulSet', namespace, MANAGED_SELECTOR)).map((s) => s.metadata.name));
-    const operated = async (statefulSet: string, apiVersion: string) => !own.has(statefulSet) && (await this.kube.servesApi(apiVersion));
-    return {
-      postgres: bundledPostgres(this.settings) && (await operated(STACK.postgres.name, CNPG_CLUSTER.apiVersion)) ? 'cloudnative-pg' : 'statefulset',
-      rabbitmq: bundledRabbitmq(this.settings) && (await operated(STACK.rabbitmq.name, RABBITMQ_CLUSTER.apiVersion)) ? 'rabbitmq-operator' : 'statefulset',
-    };
+    return { buckets, providers };
   }
 
   /** A client for the namespace's stack once its control plane and gateway report ready. */

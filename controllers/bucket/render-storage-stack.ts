@@ -7,6 +7,7 @@ import { redisClusterNodes, renderRedisCluster } from './render-redis-cluster.js
 import { oneShotPodTemplate, RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
 import { backingUrls, renderBackingServices } from './render-backing-services.js';
 import { STATEFULSET_PROVIDERS, type BackingProviders } from './render-operated-backing.js';
+import { PROVIDERS_ANNOTATION, providersRecord } from './backing-providers.js';
 import { stackIdentity } from './stack-identity.js';
 import { renderStackSecrets, type BackingCredentials } from './stack-secrets.js';
 import { PURGE_SCHEDULE, STACK } from './stack-names.js';
@@ -204,7 +205,14 @@ export function renderStorageStack(
   const config: Manifest = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: { name: STACK.config, namespace, labels: standardLabels('storage-stack', 'strata'), ownerReferences: owners },
+    metadata: {
+      name: STACK.config,
+      namespace,
+      labels: standardLabels('storage-stack', 'strata'),
+      // Which provider holds the stack's data, so that it is kept (backing-providers.ts).
+      annotations: { [PROVIDERS_ANNOTATION]: providersRecord(providers) },
+      ownerReferences: owners,
+    },
     // The administrator's settings first: they never name a variable the operator sets (checked at start).
     data: { ...settings.stackSettings, ...operatorConfig(namespace, settings) },
   };

@@ -148,6 +148,7 @@ describe('Bucket reconciler', () => {
         expect(b.status?.endpoint).to.equal('http://strata-gateway.store.svc.cluster.local:9000/photos');
         expect(b.status?.objectCount).to.equal(0);
         expect(b.status?.bytes).to.equal(0);
+        expect(b.status?.backingProviders).to.deep.equal({ postgres: 'statefulset', rabbitmq: 'statefulset' });
         expect(b.metadata.finalizers).to.deep.equal([BUCKET_FINALIZER]);
       }, 'bucket ready');
       const put = cp!.calls.find((c) => c.method === 'PUT')!;
