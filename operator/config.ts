@@ -27,6 +27,8 @@ export const operatorEnvSchema = z.object({
   STRATA_IMAGE_TAG: z.string().default(DEFAULT_SETTINGS.imageTag),
   /** Tag suffix of the GPU (CUDA) model-server image; empty: GPU pods run the plain image. */
   STRATA_GPU_IMAGE_SUFFIX: z.string().default(DEFAULT_SETTINGS.gpuImageSuffix),
+  /** Registry (and path) of PostgreSQL, RabbitMQ and Redis images, e.g. a private mirror; empty: docker.io/library/. */
+  STRATA_THIRD_PARTY_REGISTRY: z.string().default(DEFAULT_SETTINGS.thirdPartyRegistry),
   STRATA_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default(DEFAULT_SETTINGS.imagePullPolicy),
   STRATA_PG_URL: z.string().default(DEFAULT_SETTINGS.postgresUrl),
   /** Read replicas of STRATA_PG_URL, comma-separated (empty: none). */
@@ -78,6 +80,7 @@ export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
     imageTag: cfg.STRATA_IMAGE_TAG,
     gpuImageSuffix: cfg.STRATA_GPU_IMAGE_SUFFIX,
     imagePullPolicy: cfg.STRATA_IMAGE_PULL_POLICY,
+    thirdPartyRegistry: cfg.STRATA_THIRD_PARTY_REGISTRY,
     postgresUrl: cfg.STRATA_PG_URL,
     postgresReplicaUrls: cfg.STRATA_PG_REPLICA_URLS.split(/[\s,]+/).filter(Boolean),
     amqpUrl: cfg.STRATA_AMQP_URL,
