@@ -1,7 +1,7 @@
 import { API_VERSION, BUCKET_KIND, bucketSpec, type Bucket, type BucketSpec } from '../api/index.js';
 import type { EventRecorder, KubeClient, KubeObject } from '../support/kube-client.js';
 import { refOf } from '../support/kube-client.js';
-import { isBeingDeleted, sharedOwnerRefs } from '../support/ownership.js';
+import { isBeingDeleted, MANAGED_SELECTOR, sharedOwnerRefs } from '../support/ownership.js';
 import { OWNED, type ReconcileRequest, type ReconcileResult, type Reconciler } from '../support/reconciler.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
 import { claimForApply, notReadyForMs } from '../support/apply.js';
@@ -182,10 +182,25 @@ export class BucketReconciler implements Reconciler {
       await this.databases.ensure(stackIdentity(namespace), credentials.postgresPassword);
     }
     const providers = await keptBackingProviders(this.kube, this.settings, namespace);
-    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials, providers)) {
+    const stack = renderStorageStack(namespace, owners, this.settings, credentials, providers);
+    for (const obj of stack) {
       await this.kube.apply(obj.kind === 'PersistentVolumeClaim' ? claimForApply(obj, await this.kube.get(refOf(obj))) : obj);
     }
+    await this.deleteSupersededRedisJobs(namespace, stack);
     return { buckets, providers };
+  }
+
+  /**
+   * The Redis cluster-create Job is named by a digest of its template (a Job's template is immutable):
+   * one of an older template is superseded by the current one and deleted, instead of piling up.
+   */
+  private async deleteSupersededRedisJobs(namespace: string, stack: KubeObject[]): Promise<void> {
+    const prefix = `${STACK.redisClusterJob}-`;
+    const current = new Set(stack.filter((o) => o.kind === 'Job' && o.metadata.name.startsWith(prefix)).map((o) => o.metadata.name));
+    if (current.size === 0) return;
+    for (const job of await this.kube.list<KubeObject>('batch/v1', 'Job', namespace, MANAGED_SELECTOR)) {
+      if (job.metadata.name.startsWith(prefix) && !current.has(job.metadata.name)) await this.kube.delete(refOf(job));
+    }
   }
 
   /** A client for the namespace's stack once its control plane and gateway report ready. */
