@@ -6,7 +6,9 @@ import { HttpBucketService } from '../../controllers/bucket/bucket-service.js';
 import type { KubeClient } from '../../controllers/support/kube-client.js';
 import { runWithReconcileSignal } from '../../controllers/support/reconcile-signal.js';
 import type { ReconcileRequest, Reconciler } from '../../controllers/support/reconciler.js';
+import { loadOperatorEnv } from '../../operator/config.js';
 import { ClientNodeKubeClient } from '../../operator/kube-client.js';
+import { startOperator } from '../../operator/operator.js';
 import { Manager } from '../../operator/manager.js';
 import { createOperatorMetrics } from '../../operator/metrics.js';
 import { eventually, harnessHooks, stored } from '../controllers/support/harness.js';
@@ -105,6 +107,28 @@ describe('leadership that stops: abort signals, request timeouts, reconcile dead
     expect(at(`${leader} lost the lease`)).to.be.lessThan(at(`${standby} starts`));
     expect((leader === 'one' ? one : two).runningControllers).to.equal(0);
     expect(stored(h.fake, 'v1', 'ConfigMap', 'ml', `m-by-${leader}`)).to.equal(undefined);
+  });
+
+  it('the operator process reports a lost lease (where main exits with status 1)', async () => {
+    const cfg = loadOperatorEnv({
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      LEASE_DURATION_SECONDS: '3',
+      RENEW_DEADLINE_SECONDS: '1',
+      RETRY_PERIOD_SECONDS: '1',
+      POD_NAME: 'operator-0',
+    });
+    let lost = 0;
+    const operator = await startOperator(h.fake.kubeConfig('operator'), cfg, {}, () => lost++);
+    try {
+      await eventually(() => expect(operator.manager.isLeader).to.equal(true), 'leading');
+      h.fake.hangRequests = (_method, path, user) => user === 'operator' && path.includes('/leases');
+      await eventually(() => expect(lost).to.equal(1), 'lease loss reported', 15_000);
+      expect(operator.manager.runningControllers).to.equal(0);
+    } finally {
+      h.fake.hangRequests = undefined;
+      await operator.stop();
+    }
   });
 
   it('aborts a reconcile past its deadline and retries it', async () => {
