@@ -6,7 +6,8 @@
 #   CUDA=1 hack/build-images.sh          also model-server:<TAG>-cuda and image-search:<TAG>-cuda, what GPU
 #                                        ModelServers and GPU ImageIndex workers run (onnxruntime's CUDA 12
 #                                        provider on an nvidia/cuda base)
-# Without a reachable Docker engine it says so and exits 0 (CI machines and laptops without Docker).
+# Without a reachable Docker engine it says so and exits 0 (CI machines and laptops without Docker),
+# except with --push: a release step that pushes nothing must fail (exit 1), not pass silently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,10 @@ PUSH=false
 [ "${1:-}" = "--push" ] && PUSH=true
 
 if ! command -v docker >/dev/null 2>&1 || ! docker info >/dev/null 2>&1; then
+  if $PUSH; then
+    echo "build-images: --push needs a Docker engine and none is available; nothing built or pushed." >&2
+    exit 1
+  fi
   echo "build-images: no Docker engine available; nothing built."
   exit 0
 fi

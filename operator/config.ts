@@ -17,12 +17,18 @@ export const operatorEnvSchema = z.object({
   RENEW_DEADLINE_SECONDS: env.int(10, 1, 3600),
   RETRY_PERIOD_SECONDS: env.int(2, 1, 3600),
   POD_NAME: z.string().default(hostname()),
+  /** Every API server request of the operator ends after this long (client-go's request timeout). */
+  KUBE_REQUEST_TIMEOUT_SECONDS: env.int(30, 1, 3600),
+  /** A reconcile still running after this long is aborted and retried with backoff (its deadline). */
+  RECONCILE_TIMEOUT_SECONDS: env.int(120, 1, 86_400),
   RESYNC_PERIOD_SECONDS: env.int(300, 5, 86_400),
   WORKERS_PER_CONTROLLER: env.int(2, 1, 64),
   STRATA_IMAGE_PREFIX: z.string().default(DEFAULT_SETTINGS.imagePrefix),
   STRATA_IMAGE_TAG: z.string().default(DEFAULT_SETTINGS.imageTag),
   /** Tag suffix of the GPU (CUDA) model-server image; empty: GPU pods run the plain image. */
   STRATA_GPU_IMAGE_SUFFIX: z.string().default(DEFAULT_SETTINGS.gpuImageSuffix),
+  /** Registry (and path) of PostgreSQL, RabbitMQ and Redis images, e.g. a private mirror; empty: docker.io/library/. */
+  STRATA_THIRD_PARTY_REGISTRY: z.string().default(DEFAULT_SETTINGS.thirdPartyRegistry),
   STRATA_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default(DEFAULT_SETTINGS.imagePullPolicy),
   STRATA_PG_URL: z.string().default(DEFAULT_SETTINGS.postgresUrl),
   /** Read replicas of STRATA_PG_URL, comma-separated (empty: none). */
@@ -108,6 +114,7 @@ export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
     imageTag: cfg.STRATA_IMAGE_TAG,
     gpuImageSuffix: cfg.STRATA_GPU_IMAGE_SUFFIX,
     imagePullPolicy: cfg.STRATA_IMAGE_PULL_POLICY,
+    thirdPartyRegistry: cfg.STRATA_THIRD_PARTY_REGISTRY,
     postgresUrl: cfg.STRATA_PG_URL,
     postgresReplicaUrls: cfg.STRATA_PG_REPLICA_URLS.split(/[\s,]+/).filter(Boolean),
     amqpUrl: cfg.STRATA_AMQP_URL,

@@ -2,6 +2,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../images/service-kit/src/index.js';
 import { MANAGED_SELECTOR } from '../controllers/support/ownership.js';
 import type { Reconciler } from '../controllers/support/reconciler.js';
+import { runWithReconcileSignal } from '../controllers/support/reconcile-signal.js';
 import type { SharedInformerFactory } from './shared-informer.js';
 import type { OperatorMetrics } from './metrics.js';
 import { WorkQueue } from './work-queue.js';
@@ -18,6 +19,8 @@ export interface RunnerOptions {
   maxBackoffMs: number;
   /** Watch one namespace only; all namespaces when unset. */
   namespace?: string;
+  /** A reconcile still running after this long is aborted (and retried with backoff), as controller-runtime's per-reconcile context deadline. */
+  reconcileTimeoutMs: number;
 }
 
 /**
@@ -28,6 +31,8 @@ export class ControllerRunner {
   readonly queue: WorkQueue;
   private workers: Array<Promise<void>> = [];
   private synced = false;
+  /** Aborted on stop: every reconcile in flight ends with it. */
+  private running = new AbortController();
 
   constructor(
     private readonly informers: SharedInformerFactory,
@@ -61,8 +66,10 @@ export class ControllerRunner {
     for (let i = 0; i < this.opts.workers; i++) this.workers.push(this.work());
   }
 
+  /** Stop taking keys, abort the reconciles in flight (their requests end at once) and wait for them to return. */
   async stop(): Promise<void> {
     this.queue.shutdown();
+    this.running.abort(new Error(`controller ${this.reconciler.name} stopped`));
     await Promise.all(this.workers);
     this.workers = [];
     this.synced = false;
@@ -83,7 +90,10 @@ export class ControllerRunner {
       const [namespace = '', name = ''] = key.split('/');
       const end = metrics.reconcileDuration.startTimer({ controller });
       try {
-        const result = await this.reconciler.reconcile({ namespace, name });
+        const signal = AbortSignal.any([this.running.signal, AbortSignal.timeout(this.opts.reconcileTimeoutMs)]);
+        const result = await runWithReconcileSignal(signal, () => this.reconciler.reconcile({ namespace, name }, signal));
+        // A reconcile that swallowed its abort still did not finish its work: it is retried.
+        signal.throwIfAborted();
         this.queue.forget(key);
         if (result.requeueAfterMs !== undefined) {
           this.queue.addAfter(key, result.requeueAfterMs);

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../images/service-kit/src/index.js';
 import type { EventRecorder, KubeObject } from '../controllers/support/kube-client.js';
+import { timedConfiguration } from './api-configuration.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './kube-client.js';
 
 /** Writes core/v1 Events about the operator's resources; a failed event is logged, never fatal. */
 export class KubeEventRecorder implements EventRecorder {
@@ -11,8 +13,9 @@ export class KubeEventRecorder implements EventRecorder {
     kc: KubeConfig,
     private readonly logger: Logger,
     private readonly component = 'strata-operator',
+    requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS,
   ) {
-    this.core = kc.makeApiClient(CoreV1Api);
+    this.core = new CoreV1Api(timedConfiguration(kc, requestTimeoutMs));
   }
 
   async event(about: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {

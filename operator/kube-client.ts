@@ -8,10 +8,13 @@ import {
   type KubeConfig,
   type KubernetesObject,
 } from '@kubernetes/client-node';
+import { timedConfiguration } from './api-configuration.js';
 import { CUSTOM_RESOURCE_KINDS, GROUP, VERSION } from '../controllers/api/index.js';
 import type { KubeClient, KubeObject, ObjectRef } from '../controllers/support/kube-client.js';
 
 export const FIELD_MANAGER = 'strata-operator';
+/** client-go's usual request timeout: no API call of a reconcile waits longer. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 export function isNotFound(err: unknown): boolean {
   return err instanceof ApiException && err.code === 404;
@@ -23,17 +26,19 @@ export function isConflict(err: unknown): boolean {
 /**
  * The reconcilers' view of the API server, on `@kubernetes/client-node`. Apply is server-side apply
  * (`application/apply-patch+yaml`, forced, field manager strata-operator); client-node's typed patch
- * calls would default to JSON patch, so every patch names its content type.
+ * calls would default to JSON patch, so every patch names its content type. Every request ends after
+ * `requestTimeoutMs`, or with the reconcile it serves (see reconcile-signal.ts).
  */
 export class ClientNodeKubeClient implements KubeClient {
   private readonly objects: KubernetesObjectApi;
   private readonly custom: CustomObjectsApi;
   private readonly apis: ApisApi;
 
-  constructor(kc: KubeConfig) {
-    this.objects = KubernetesObjectApi.makeApiClient(kc);
-    this.custom = kc.makeApiClient(CustomObjectsApi);
-    this.apis = kc.makeApiClient(ApisApi);
+  constructor(kc: KubeConfig, requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS) {
+    const configuration = timedConfiguration(kc, requestTimeoutMs);
+    this.objects = new KubernetesObjectApi(configuration);
+    this.custom = new CustomObjectsApi(configuration);
+    this.apis = new ApisApi(configuration);
   }
 
   async servesApi(apiVersion: string): Promise<boolean> {

@@ -17,6 +17,12 @@ export interface LeaderElectionOptions {
   onStoppedLeading: () => void;
 }
 
+/**
+ * Lease timing runs on the monotonic clock (client-go uses Go's monotonic time): a wall clock stepped
+ * by NTP or by hand must not make a leader outlive its renew deadline or a candidate take a live lease.
+ */
+const monotonicMs = (): number => performance.now();
+
 /** A request that has not answered within `ms` is given up (its answer, if any, is ignored). */
 function withTimeout<T>(request: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -29,7 +35,7 @@ function withTimeout<T>(request: Promise<T>, ms: number, what: string): Promise<
 /**
  * Leader election on a coordination.k8s.io/v1 Lease (client-node has no helper), as client-go does
  * it. Writes use the Lease's resourceVersion, so of two candidates racing for an expired lease exactly
- * one wins. Expiry is judged on the local clock only: a lease is expired when its record has not
+ * one wins. Expiry is judged on the local monotonic clock only: a lease is expired when its record has not
  * changed for leaseDuration since this process saw it change (the holder's renewTime comes from
  * another clock and is never compared with ours). Every request is cut off at the renew deadline, so
  * a leader whose renewals hang stops leading before its lease can expire for the others.
@@ -82,16 +88,16 @@ export class LeaderElector {
 
   private async tick(): Promise<void> {
     // A leader may spend what is left of its renew deadline; a candidate one retry period.
-    const budget = this.leading ? Math.max(1, this.lastRenew + this.opts.renewDeadlineMs - Date.now()) : Math.max(this.opts.retryPeriodMs, 1);
+    const budget = this.leading ? Math.max(1, this.lastRenew + this.opts.renewDeadlineMs - monotonicMs()) : Math.max(this.opts.retryPeriodMs, 1);
     try {
-      const held = await this.tryAcquireOrRenew(Date.now() + budget);
-      if (held) this.lastRenew = Date.now();
+      const held = await this.tryAcquireOrRenew(monotonicMs() + budget);
+      if (held) this.lastRenew = monotonicMs();
       if (held && !this.leading) this.setLeading(true);
       if (!held && this.leading) this.setLeading(false);
     } catch (err) {
       this.logger.warn({ err }, 'leader election: lease request failed');
     }
-    if (this.leading && Date.now() - this.lastRenew >= this.opts.renewDeadlineMs) this.setLeading(false);
+    if (this.leading && monotonicMs() - this.lastRenew >= this.opts.renewDeadlineMs) this.setLeading(false);
   }
 
   /** Note the record as read now; returns when it was first seen as it is (local clock). */
@@ -99,7 +105,7 @@ export class LeaderElector {
     const record = JSON.stringify(lease.spec ?? {});
     if (record !== this.observedRecord) {
       this.observedRecord = record;
-      this.observedAt = Date.now();
+      this.observedAt = monotonicMs();
     }
     return this.observedAt;
   }
@@ -114,7 +120,7 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(deadline: number): Promise<boolean> {
     const { namespace, leaseName: name, identity } = this.opts;
-    const timed = <T>(request: Promise<T>, what: string) => withTimeout(request, Math.max(1, deadline - Date.now()), what);
+    const timed = <T>(request: Promise<T>, what: string) => withTimeout(request, Math.max(1, deadline - monotonicMs()), what);
     // Lease times are MicroTime: the API server only parses six fractional digits, and a plain Date
     // serializes three ("cannot parse .123Z as .000000", 400). V1MicroTime pads to six.
     const now = new V1MicroTime();
@@ -144,7 +150,7 @@ export class LeaderElector {
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? '';
     const observedAt = this.observe(lease);
-    const expired = !holder || observedAt + (spec.leaseDurationSeconds ?? durationSeconds) * 1000 < Date.now();
+    const expired = !holder || observedAt + (spec.leaseDurationSeconds ?? durationSeconds) * 1000 < monotonicMs();
     if (holder !== identity && !expired) return false;
     const takingOver = holder !== identity;
     try {

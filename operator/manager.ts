@@ -14,6 +14,12 @@ export interface ManagerOptions extends Omit<RunnerOptions, 'logger' | 'metrics'
   informers?: SharedInformerFactory;
   /** Without it every replica reconciles (fine for one replica and for tests). */
   leaderElection?: Omit<LeaderElectionOptions, 'onStartedLeading' | 'onStoppedLeading'>;
+  /**
+   * Called once the lease is lost (not handed back by stop()) and the reconciles in flight have been
+   * aborted: the operator exits non-zero here, as controller-runtime's manager does, so that nothing
+   * of the old term outlives it. Without it the manager keeps campaigning (tests).
+   */
+  onLeadershipLost?: () => void;
 }
 
 /**
@@ -68,6 +74,7 @@ export class Manager {
         onStoppedLeading: () => {
           metrics.isLeader.set(0);
           this.serialize(() => this.stopControllers());
+          if (this.started && this.opts.onLeadershipLost) void this.leadershipLost(this.opts.onLeadershipLost, leaderElection);
         },
       },
       logger,
@@ -93,6 +100,22 @@ export class Manager {
     if (this.elector) await this.elector.stop(false);
     this.serialize(() => this.stopControllers());
     await this.transition;
+  }
+
+  /**
+   * The lease is gone: the reconciles in flight were aborted with the controllers; report the loss
+   * once they have returned, or once half the gap between renew deadline and lease duration has
+   * passed (a reconcile stuck in something that ignores its abort must not outlive the lease).
+   */
+  private async leadershipLost(report: () => void, election: NonNullable<ManagerOptions['leaderElection']>): Promise<void> {
+    this.started = false;
+    this.elector?.stop(false).catch(() => undefined);
+    const graceMs = Math.max(1, (election.leaseDurationMs - election.renewDeadlineMs) / 2);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.transition, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
+    this.opts.logger.error({ identity: election.identity }, 'leader election lost: in-flight reconciles aborted, exiting');
+    report();
   }
 
   /** Wait until the current start/stop transition is done (tests). */

@@ -23,13 +23,16 @@ export async function startOperator(
   kc: KubeConfig,
   cfg: OperatorEnv,
   overrides: Partial<Pick<ReconcilerDeps, 'bucketService' | 'indexWorker'>> = {},
+  /** What a lost lease does once the reconciles in flight are aborted: exit non-zero, as controller-runtime does. */
+  onLeadershipLost: () => void = () => process.exit(1),
 ): Promise<RunningOperator> {
   const logger = createLogger('operator', cfg.LOG_LEVEL);
   const registry = createRegistry('operator');
   const metrics = createOperatorMetrics(registry);
   const informers = new SharedInformerFactory(kc, logger);
-  const kube = new CachedKubeClient(new ClientNodeKubeClient(kc), informers);
-  const events = new KubeEventRecorder(kc, logger);
+  const requestTimeoutMs = cfg.KUBE_REQUEST_TIMEOUT_SECONDS * 1000;
+  const kube = new CachedKubeClient(new ClientNodeKubeClient(kc, requestTimeoutMs), informers);
+  const events = new KubeEventRecorder(kc, logger, undefined, requestTimeoutMs);
   const manager = new Manager(kc, {
     logger,
     metrics,
@@ -37,6 +40,8 @@ export async function startOperator(
     reconcilers: createReconcilers({ kube, events, settings: settingsFrom(cfg), ...overrides }),
     workers: cfg.WORKERS_PER_CONTROLLER,
     resyncPeriodMs: cfg.RESYNC_PERIOD_SECONDS * 1000,
+    reconcileTimeoutMs: cfg.RECONCILE_TIMEOUT_SECONDS * 1000,
+    onLeadershipLost,
     baseBackoffMs: 100,
     maxBackoffMs: 5 * 60_000,
     namespace: cfg.WATCH_NAMESPACE || undefined,

@@ -158,6 +158,10 @@ export const bucketStatus = z.object({
   endpoint: z.string().optional().describe('S3 endpoint URL of the bucket (path style).'),
   objectCount: z.number().int().optional().describe('Objects in the bucket at the last reconcile.'),
   bytes: z.number().int().optional().describe('Bytes stored in the bucket at the last reconcile.'),
+  backingProviders: z
+    .object({ postgres: z.enum(['statefulset', 'cloudnative-pg']), rabbitmq: z.enum(['statefulset', 'rabbitmq-operator']) })
+    .optional()
+    .describe("Who runs the stack's bundled PostgreSQL and RabbitMQ: chosen once per namespace and kept."),
 });
 
 export type BucketSpec = z.infer<typeof bucketSpec>;

@@ -19,7 +19,8 @@ import {
 import { PgDatabaseProvisioner, type DatabaseProvisioner } from './database-provisioner.js';
 import { bundledPostgres, bundledRabbitmq } from './render-backing-services.js';
 import { managementUrlOf, RabbitmqManagementProvisioner, type BrokerProvisioner } from './broker-provisioner.js';
-import { CNPG_CLUSTER, RABBITMQ_CLUSTER, type BackingProviders } from './render-operated-backing.js';
+import { BackingProviderMissingError, keptBackingProviders } from './backing-providers.js';
+import type { BackingProviders } from './render-operated-backing.js';
 import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-stack.js';
 import { stackIdentity } from './stack-identity.js';
 import { BACKEND_CREDENTIALS_LABEL, backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
@@ -79,9 +80,14 @@ export class BucketReconciler implements Reconciler {
     }
 
     let live: Bucket[];
+    let backingProviders: BackingProviders | undefined;
     try {
-      live = await this.ensureStack(namespace);
+      ({ buckets: live, providers: backingProviders } = await this.ensureStack(namespace));
     } catch (err) {
+      if (err instanceof BackingProviderMissingError) {
+        await status('degraded', 'BackingProviderMissing', err.message);
+        return { requeueAfterMs: REFRESH_MS };
+      }
       // What the API server or the database refused shows in status, not only in the log; then backoff.
       await status('degraded', 'StackApplyFailed', (err as Error).message);
       throw err;
@@ -150,7 +156,7 @@ export class BucketReconciler implements Reconciler {
     }
     const { objectCount, bytes } = await service.stats(bucketName);
     await writeStatus(this.kube, this.events, bucket, {
-      fields: { bucketName, endpoint, objectCount, ...(bytes !== undefined ? { bytes } : {}) },
+      fields: { bucketName, endpoint, objectCount, ...(bytes !== undefined ? { bytes } : {}), ...(backingProviders ? { backingProviders } : {}) },
       state: 'ready',
       reason: 'BucketReady',
       message: `bucket ${bucketName} is served at ${endpoint}`,
@@ -162,7 +168,7 @@ export class BucketReconciler implements Reconciler {
    * Secrets and the rules file once, then everything else applied; owned by every live Bucket of the
    * namespace. Returns those live Buckets.
    */
-  private async ensureStack(namespace: string): Promise<Bucket[]> {
+  private async ensureStack(namespace: string): Promise<{ buckets: Bucket[]; providers?: BackingProviders }> {
     const secrets = renderStackSecrets(namespace);
     let credentials: ReturnType<typeof backingCredentials> | undefined;
     for (const obj of [...secrets, renderFlowRulesConfigMap(namespace)]) {
@@ -172,7 +178,7 @@ export class BucketReconciler implements Reconciler {
     if (!credentials) throw new Error(`Secret ${STACK.backingSecret} was not rendered`);
     const buckets = (await this.kube.list<Bucket>(this.primary.apiVersion, this.primary.kind, namespace)).filter((b) => !isBeingDeleted(b));
     const owners = sharedOwnerRefs(buckets);
-    if (owners.length === 0) return buckets;
+    if (owners.length === 0) return { buckets };
     if (!bundledPostgres(this.settings)) {
       this.databases ??= new PgDatabaseProvisioner(this.settings.postgresUrl);
       await this.databases.ensure(stackIdentity(namespace), credentials.postgresPassword);
@@ -181,23 +187,26 @@ export class BucketReconciler implements Reconciler {
       this.brokers ??= new RabbitmqManagementProvisioner(this.settings.amqpManagementUrl || managementUrlOf(this.settings.amqpUrl));
       await this.brokers.ensure(stackIdentity(namespace), credentials.rabbitmqPassword);
     }
-    for (const obj of renderStorageStack(namespace, owners, this.settings, credentials, await this.backingProviders(namespace))) {
+    const providers = await keptBackingProviders(this.kube, this.settings, namespace);
+    const stack = renderStorageStack(namespace, owners, this.settings, credentials, providers);
+    for (const obj of stack) {
       await this.kube.apply(obj.kind === 'PersistentVolumeClaim' ? claimForApply(obj, await this.kube.get(refOf(obj))) : obj);
     }
-    return buckets;
+    await this.deleteSupersededRedisJobs(namespace, stack);
+    return { buckets, providers };
   }
 
   /**
-   * CloudNativePG and the RabbitMQ cluster operator run the namespace's bundled servers where their
-   * APIs exist, unless the stack already runs its own StatefulSet (its data stays where it is).
+   * The Redis cluster-create Job is named by a digest of its template (a Job's template is immutable):
+   * one of an older template is superseded by the current one and deleted, instead of piling up.
    */
-  private async backingProviders(namespace: string): Promise<BackingProviders> {
-    const own = new Set((await this.kube.list<KubeObject>('apps/v1', 'StatefulSet', namespace, MANAGED_SELECTOR)).map((s) => s.metadata.name));
-    const operated = async (statefulSet: string, apiVersion: string) => !own.has(statefulSet) && (await this.kube.servesApi(apiVersion));
-    return {
-      postgres: bundledPostgres(this.settings) && (await operated(STACK.postgres.name, CNPG_CLUSTER.apiVersion)) ? 'cloudnative-pg' : 'statefulset',
-      rabbitmq: bundledRabbitmq(this.settings) && (await operated(STACK.rabbitmq.name, RABBITMQ_CLUSTER.apiVersion)) ? 'rabbitmq-operator' : 'statefulset',
-    };
+  private async deleteSupersededRedisJobs(namespace: string, stack: KubeObject[]): Promise<void> {
+    const prefix = `${STACK.redisClusterJob}-`;
+    const current = new Set(stack.filter((o) => o.kind === 'Job' && o.metadata.name.startsWith(prefix)).map((o) => o.metadata.name));
+    if (current.size === 0) return;
+    for (const job of await this.kube.list<KubeObject>('batch/v1', 'Job', namespace, MANAGED_SELECTOR)) {
+      if (job.metadata.name.startsWith(prefix) && !current.has(job.metadata.name)) await this.kube.delete(refOf(job));
+    }
   }
 
   /** A client for the namespace's stack once its control plane and gateway report ready. */
@@ -273,7 +282,18 @@ export class BucketReconciler implements Reconciler {
         `bucket ${bucketName} was not deleted (${givenUp}): its objects stay where the stack kept them, as with deletionPolicy Retain`,
       );
     } else if (spec?.deletionPolicy === 'Delete' && service) {
-      await service.deleteBucket(bucketName);
+      // One chunk per reconcile, then back of the queue: other Buckets are served between chunks, and
+      // a lost lease or a deadline never finds a worker deep in an unbounded loop.
+      const deletion = await service.deleteBucket(bucketName);
+      if (!deletion.gone) {
+        await writeStatus(this.kube, this.events, bucket, {
+          fields: { ...bucket.status, bucketName, objectCount: deletion.objectsLeft },
+          state: 'progressing',
+          reason: 'EmptyingBucket',
+          message: `deleting bucket ${bucketName} (deletionPolicy Delete): ${deletion.objectsLeft} object(s) left`,
+        });
+        return { requeueAfterMs: 0 };
+      }
       await this.events.event(bucket, 'Normal', 'BucketDeleted', `bucket ${bucketName} emptied and deleted (deletionPolicy Delete)`);
     } else {
       await this.events.event(bucket, 'Normal', 'BucketRetained', `bucket ${bucketName} and its objects are kept (deletionPolicy Retain)`);

@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 // The rules in the object store's own form (type-only: nothing of the kit is loaded at run time).
 import type { BucketConfigs, CorsRule, LifecycleRule } from '../../images/object-model/src/index.js';
 import type { BucketCorsRule, BucketLifecycleRule } from '../api/index.js';
+import { requestSignal } from '../support/reconcile-signal.js';
 /** The backend a bucket keeps its bytes on, as the control plane's bucket API takes it. */
 export interface BackendConfig {
   kind: 'fs' | 'minio' | 'cloud';
@@ -49,8 +50,12 @@ export interface BucketService {
   ensureBucket(name: string, backend: BackendConfig): Promise<'created' | 'exists'>;
   /** Objects and bytes in the bucket. */
   stats(name: string): Promise<BucketStats>;
-  /** Empty the bucket (objects go to the recycle bin) and delete it; an absent bucket is fine. */
-  deleteBucket(name: string): Promise<void>;
+  /**
+   * One bounded step of emptying the bucket: at most `maxKeys` objects go (to the recycle bin), and
+   * the bucket itself once it is empty. An absent bucket is gone. Callers repeat it (a reconcile per
+   * chunk, requeued between chunks) so that no worker is held for as long as a big bucket takes.
+   */
+  deleteBucket(name: string, maxKeys?: number): Promise<BucketDeletion>;
   /** Make one of the bucket's configurations exactly these rules (none for an empty list); 'updated' when it was not. */
   ensureConfig<K extends keyof BucketConfigBodies>(name: string, kind: K, rules: BucketConfigBodies[K]): Promise<'updated' | 'unchanged'>;
 }
@@ -60,6 +65,12 @@ export interface BucketStats {
   /** Unknown when the control plane keeps no statistics (the objects are then counted). */
   bytes?: number;
 }
+
+/** Where emptying a bucket stands after one chunk. */
+export type BucketDeletion = { gone: true } | { gone: false; objectsLeft: number };
+
+/** Objects deleted per chunk: one listing page, one batch delete (S3's DeleteObjects takes 1 000 keys). */
+export const DELETE_CHUNK_KEYS = 1000;
 
 export interface StackAccess {
   namespace: string;
@@ -126,18 +137,20 @@ export class HttpBucketService implements BucketService {
     return count;
   }
 
-  async deleteBucket(name: string): Promise<void> {
+  async deleteBucket(name: string, maxKeys = DELETE_CHUNK_KEYS): Promise<BucketDeletion> {
     const path = `/internal/buckets/${encodeURIComponent(name)}`;
-    for (;;) {
-      const res = await this.call('GET', `${path}/objects?maxKeys=1000`);
-      if (res.status === 404) return;
-      if (!res.ok) throw new Error(`control plane answered ${res.status} listing ${name}`);
-      const page = (await res.json()) as { objects: Array<{ key: string }> };
-      if (page.objects.length === 0) break;
-      await this.json('POST', `${path}/delete-objects`, { keys: page.objects.map((o) => o.key) });
-    }
-    const res = await this.call('DELETE', path);
-    if (!res.ok && res.status !== 404) throw new Error(`control plane answered ${res.status} to DELETE bucket ${name}`);
+    const res = await this.call('GET', `${path}/objects?maxKeys=${maxKeys}`);
+    if (res.status === 404) return { gone: true };
+    if (!res.ok) throw new Error(`control plane answered ${res.status} listing ${name}`);
+    const page = (await res.json()) as { objects: Array<{ key: string }>; isTruncated?: boolean };
+    if (page.objects.length > 0) await this.json('POST', `${path}/delete-objects`, { keys: page.objects.map((o) => o.key) });
+    // More than this page: the next chunk goes in the next reconcile (objects written meanwhile too).
+    if (page.isTruncated) return { gone: false, objectsLeft: (await this.stats(name)).objectCount };
+    const del = await this.call('DELETE', path);
+    if (del.ok || del.status === 404) return { gone: true };
+    // Objects written since the listing: not empty yet, another chunk.
+    if (del.status === 409) return { gone: false, objectsLeft: (await this.stats(name)).objectCount };
+    throw new Error(`control plane answered ${del.status} to DELETE bucket ${name}`);
   }
 
   async ensureConfig<K extends keyof BucketConfigBodies>(name: string, kind: K, rules: BucketConfigBodies[K]): Promise<'updated' | 'unchanged'> {
@@ -165,7 +178,7 @@ export class HttpBucketService implements BucketService {
       method,
       headers: { 'x-strata-internal-token': this.access.internalToken, ...(body ? { 'content-type': 'application/json' } : {}) },
       body: body ? JSON.stringify(body) : undefined,
-      signal: AbortSignal.timeout(30_000),
+      signal: requestSignal(30_000),
     });
   }
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { StackIdentity } from './stack-identity.js';
 
@@ -19,6 +20,12 @@ const ALREADY_EXISTS = new Set(['42710', '42P04']);
  */
 export class PgDatabaseProvisioner implements DatabaseProvisioner {
   private readonly pool: pg.Pool;
+  /**
+   * Per role, a digest of the password this process last set. ALTER ROLE … PASSWORD runs only when it
+   * differs (first reconcile after a start, or a new password), not on every reconcile: each one
+   * rewrites the catalog and its verifier (a new SCRAM salt) and may be logged by the server.
+   */
+  private readonly passwordSet = new Map<string, string>();
 
   constructor(adminUrl: string) {
     this.pool = new pg.Pool({ connectionString: adminUrl, max: 2, connectionTimeoutMillis: 10_000, query_timeout: 30_000 });
@@ -31,7 +38,11 @@ export class PgDatabaseProvisioner implements DatabaseProvisioner {
       const database = client.escapeIdentifier(identity.database);
       const secret = client.escapeLiteral(password);
       const roleExists = (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [identity.role])).rowCount;
-      await tolerateExisting(client.query(roleExists ? `ALTER ROLE ${role} LOGIN PASSWORD ${secret}` : `CREATE ROLE ${role} LOGIN PASSWORD ${secret}`));
+      const digest = createHash('sha256').update(password).digest('hex');
+      if (!roleExists || this.passwordSet.get(identity.role) !== digest) {
+        await tolerateExisting(client.query(roleExists ? `ALTER ROLE ${role} LOGIN PASSWORD ${secret}` : `CREATE ROLE ${role} LOGIN PASSWORD ${secret}`));
+        this.passwordSet.set(identity.role, digest);
+      }
       // A non-superuser administrator can only hand a database to a role it is a member of.
       await client.query(`GRANT ${role} TO CURRENT_USER`).catch(() => undefined);
       const dbExists = (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [identity.database])).rowCount;

@@ -3,6 +3,7 @@ import type { Manifest } from '../support/kube-client.js';
 import { standardLabels } from '../support/ownership.js';
 import { RESTRICTED_CONTAINER_SECURITY, restrictedPodSecurity } from '../support/pod-security.js';
 import { serviceHost, type OperatorSettings } from '../support/settings.js';
+import { thirdPartyImage } from '../support/third-party-images.js';
 import type { StackIdentity } from './stack-identity.js';
 import { BACKING_KEYS, type BackingCredentials } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
@@ -16,8 +17,6 @@ import {
   type BackingProviders,
 } from './render-operated-backing.js';
 
-const POSTGRES_IMAGE = 'postgres:16.4';
-const RABBITMQ_IMAGE = 'rabbitmq:3.13.7';
 /** The uid both official images run their server as. */
 const IMAGE_UID = 999;
 const PGDATA = '/var/lib/postgresql/data/pgdata';
@@ -199,7 +198,7 @@ export function renderBackingServices(
     const common = {
       component: 'postgresql',
       port: { name: 'postgresql', containerPort: STACK.postgres.port },
-      image: POSTGRES_IMAGE,
+      image: thirdPartyImage(settings, 'postgres'),
       args: ['-c', `hba_file=${hbaDir}/pg_hba.conf`, '-c', 'wal_level=replica', '-c', 'max_wal_senders=5', '-c', 'hot_standby=on'],
       volumeMountPath: '/var/lib/postgresql/data',
       extraVolumes: [{ name: 'config', configMap: { name: STACK.postgresConfig } }],
@@ -227,7 +226,7 @@ export function renderBackingServices(
           initContainers: [
             {
               name: 'clone-primary',
-              image: POSTGRES_IMAGE,
+              image: thirdPartyImage(settings, 'postgres'),
               command: [
                 'sh',
                 '-c',
@@ -259,7 +258,7 @@ export function renderBackingServices(
           name: STACK.rabbitmq.name,
           component: 'rabbitmq',
           port: { name: 'amqp', containerPort: STACK.rabbitmq.port },
-          image: RABBITMQ_IMAGE,
+          image: thirdPartyImage(settings, 'rabbitmq'),
           env: [
             { name: 'RABBITMQ_DEFAULT_USER', value: identity.brokerUser },
             { name: 'RABBITMQ_DEFAULT_PASS', ...passwordFrom(BACKING_KEYS.rabbitmq) },

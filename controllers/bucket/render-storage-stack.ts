@@ -8,6 +8,7 @@ import { oneShotPodTemplate, RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restric
 import { backingUrls, renderBackingServices } from './render-backing-services.js';
 import { renderNetworkPolicies } from './render-network-policies.js';
 import { STATEFULSET_PROVIDERS, type BackingProviders } from './render-operated-backing.js';
+import { PROVIDERS_ANNOTATION, providersRecord } from './backing-providers.js';
 import { stackIdentity } from './stack-identity.js';
 import { renderStackSecrets, type BackingCredentials } from './stack-secrets.js';
 import { PURGE_SCHEDULE, STACK } from './stack-names.js';
@@ -60,7 +61,7 @@ interface Component {
 /**
  * The purge CronJob's script: recycled objects older than the retention become DELETED, the control
  * plane does the work as a job. It starts the job (202), waits for it by reading its status every
- * PURGE_POLL_S seconds, prints the finished job and exits 0 only when it succeeded, so the Job (and
+ * PURGE_POLL_S seconds (PURGE_POLL_MS in its environment overrides it: tests), prints the finished job and exits 0 only when it succeeded, so the Job (and
  * its retries, backoffLimit) report the purge truthfully. A control plane that forgot the job (a
  * restart) answers 404: a failure.
  */
@@ -71,7 +72,8 @@ const PURGE_COMMAND =
   `const call = async (path, init) => { const r = await fetch(base + path, { headers, ...init }); const text = await r.text(); ` +
   `if (!r.ok) throw new Error(r.status + ' ' + text); return JSON.parse(text); }; ` +
   `(async () => { let job = await call('/internal/purge', { method: 'POST', body: '{}' }); ` +
-  `while (job.state === 'running') { await new Promise((s) => setTimeout(s, ${PURGE_POLL_S * 1000})); job = await call('/internal/jobs/' + job.id); } ` +
+  `const pollMs = Number(process.env.PURGE_POLL_MS) || ${PURGE_POLL_S * 1000}; ` +
+  `while (job.state === 'running') { await new Promise((s) => setTimeout(s, pollMs)); job = await call('/internal/jobs/' + job.id); } ` +
   `console.log(job.state, JSON.stringify(job)); process.exit(job.state === 'succeeded' ? 0 : 1); })()` +
   `.catch((e) => { console.error(String(e)); process.exit(1); })`;
 
@@ -207,7 +209,14 @@ export function renderStorageStack(
   const config: Manifest = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: { name: STACK.config, namespace, labels: standardLabels('storage-stack', 'strata'), ownerReferences: owners },
+    metadata: {
+      name: STACK.config,
+      namespace,
+      labels: standardLabels('storage-stack', 'strata'),
+      // Which provider holds the stack's data, so that it is kept (backing-providers.ts).
+      annotations: { [PROVIDERS_ANNOTATION]: providersRecord(providers) },
+      ownerReferences: owners,
+    },
     // The administrator's settings first: they never name a variable the operator sets (checked at start).
     data: { ...settings.stackSettings, ...operatorConfig(namespace, settings) },
   };

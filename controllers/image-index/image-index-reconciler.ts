@@ -72,9 +72,10 @@ export class ImageIndexReconciler implements Reconciler {
     // with their request) and the worker. Only the worker's last figures are carried over while it
     // cannot be asked, for display.
     const previous: ImageIndexStatus = ix.status ?? {};
-    const jobs = await this.kube.list<Job>('batch/v1', 'Job', namespace, `${INDEX_LABEL}=${name},${MANAGED_SELECTOR}`);
-    let active = jobs.find((j) => jobOutcome(j) === 'running');
-    await this.reportFinished(ix, jobs);
+    const listed = await this.kube.list<Job>('batch/v1', 'Job', namespace, `${INDEX_LABEL}=${name},${MANAGED_SELECTOR}`);
+    let active = listed.find((j) => jobOutcome(j) === 'running');
+    await this.reportFinished(ix, listed);
+    const jobs = await this.deleteSuperseded(ix, spec, listed);
     const fields: Omit<ImageIndexStatus, 'conditions' | 'observedGeneration'> = {
       endpoint: workerUrl(ix, this.settings),
       ...(previous.vectors !== undefined ? { vectors: previous.vectors } : {}),
@@ -151,6 +152,26 @@ export class ImageIndexReconciler implements Reconciler {
       if (outcome === 'succeeded') await this.events.event(ix, 'Normal', 'IndexOperationSucceeded', `Job ${job.metadata.name} finished`);
       else await this.events.event(ix, 'Warning', 'IndexOperationFailed', `Job ${job.metadata.name} failed`);
     }
+  }
+
+  /**
+   * Finished Jobs of requests no longer asked for (the request now has another value, or none) are
+   * deleted once reported, so that requests do not pile up Jobs; the Job of each current request stays,
+   * as the record that it was handled. Automatic merges go by their ttlSecondsAfterFinished. Answers
+   * the Jobs that remain.
+   */
+  private async deleteSuperseded(ix: ImageIndex, spec: ImageIndexSpec, jobs: Job[]): Promise<Job[]> {
+    const annotations = ix.metadata.annotations ?? {};
+    const current = new Set<string>();
+    const rebuild = spec.rebuildRequest ?? annotations[REBUILD_ANNOTATION];
+    const merge = spec.mergeRequest ?? annotations[MERGE_ANNOTATION];
+    if (rebuild) current.add(jobName(ix, 'rebuild', `request:${rebuild}`));
+    if (merge) current.add(jobName(ix, 'merge', `request:${merge}`));
+    const superseded = jobs.filter(
+      (j) => j.metadata.annotations?.[REQUEST_ANNOTATION] !== undefined && jobOutcome(j) !== 'running' && !current.has(j.metadata.name),
+    );
+    for (const job of superseded) await this.kube.delete(refOf(job));
+    return jobs.filter((j) => !superseded.includes(j));
   }
 
   /**

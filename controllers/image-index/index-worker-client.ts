@@ -1,3 +1,5 @@
+import { requestSignal } from '../support/reconcile-signal.js';
+
 /** What the ImageIndex reconciler reads from a running index worker. */
 export interface IndexWorkerStatus {
   vectors: number;
@@ -14,7 +16,7 @@ export interface IndexWorkerClient {
 /** GET /api/index/status of the image-search service. */
 export class HttpIndexWorkerClient implements IndexWorkerClient {
   async status(workerUrl: string): Promise<IndexWorkerStatus> {
-    const res = await fetch(`${workerUrl}/api/index/status`, { signal: AbortSignal.timeout(10_000) });
+    const res = await fetch(`${workerUrl}/api/index/status`, { signal: requestSignal(10_000) });
     if (!res.ok) throw new Error(`index worker answered ${res.status}`);
     const body = (await res.json()) as { totalVectors?: number; buffer?: { vectors?: number }; job?: { state?: string } | null };
     return { vectors: body.totalVectors ?? 0, bufferSize: body.buffer?.vectors ?? 0, busy: body.job?.state === 'running' };

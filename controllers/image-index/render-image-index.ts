@@ -55,7 +55,10 @@ function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSe
   if (spec.model.directory) env.push({ name: 'IMAGE_SEARCH_MODEL_DIR', value: spec.model.directory });
   if (spec.model.bucket) env.push({ name: 'IMAGE_SEARCH_MODEL_S3_URL', value: `s3://${spec.model.bucket}/${spec.model.prefix}` });
   if (usesBucket) {
-    // The namespace's own object store, with the root credentials (also its SigV4 keys).
+    // The namespace's own object store, with the root credentials (also its SigV4 keys). Still the
+    // root's: the control plane can create users (POST /internal/users) but has no grant of READ on
+    // another user's bucket yet; with bucket ACLs, each index gets a user that owns nothing and may
+    // only read its source and model buckets (its keys in a Secret of its own) instead.
     env.push(
       { name: 'IMAGE_SEARCH_S3_ENDPOINT', value: s3 },
       { name: 'IMAGE_SEARCH_S3_ACCESS_KEY_ID', valueFrom: { secretKeyRef: { name: STACK.rootSecret, key: 'STRATA_ROOT_USER' } } },

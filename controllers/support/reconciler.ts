@@ -44,5 +44,9 @@ export interface Reconciler {
   readonly primary: WatchedKind;
   /** Kinds it creates; a change to one requeues the owners named in its ownerReferences. */
   readonly owns: WatchedKind[];
-  reconcile(request: ReconcileRequest): Promise<ReconcileResult>;
+  /**
+   * `signal` (always given by the manager) aborts when leadership is lost, the manager stops or the reconcile's deadline passes:
+   * long work checks it between steps (the API and HTTP clients already end their requests with it).
+   */
+  reconcile(request: ReconcileRequest, signal?: AbortSignal): Promise<ReconcileResult>;
 }

@@ -10,6 +10,8 @@ export interface OperatorSettings {
    */
   gpuImageSuffix: string;
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  /** Registry (and path) of the third-party images, PostgreSQL, RabbitMQ and Redis; empty: Docker Hub (third-party-images.ts). */
+  thirdPartyRegistry: string;
   /**
    * Storage stack: an external PostgreSQL server (its administrator's URL: the operator creates a
    * role and database per namespace there, and the namespace's services get only those), its hot
@@ -67,6 +69,7 @@ export const DEFAULT_SETTINGS: OperatorSettings = {
   imageTag: '0.2.0',
   gpuImageSuffix: '-cuda',
   imagePullPolicy: 'IfNotPresent',
+  thirdPartyRegistry: '',
   postgresUrl: '',
   postgresReplicaUrls: [],
   amqpUrl: '',

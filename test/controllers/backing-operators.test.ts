@@ -82,4 +82,33 @@ describe('Bucket stack on the database and broker operators', () => {
     expect(stored(h.fake, 'rabbitmq.com/v1beta1', 'RabbitmqCluster', NS, 'strata-rabbitmq')).to.equal(undefined);
     expect(new URL(platformUrl(h, 'STRATA_PG_URL')).host).to.equal(`strata-postgresql.${NS}.svc.cluster.local:5432`);
   });
+
+  it('keeps the recorded provider when the operators\u2019 CRDs go away: Degraded, never a new empty StatefulSet', async () => {
+    await h.kube.apply(CNPG_CRD as never);
+    await h.kube.apply(RABBITMQ_CRD as never);
+    // The plain client: discovery is asked on every reconcile, so the CRDs' removal is seen at once.
+    h.start([new BucketReconciler(h.kube, h.events, TEST_SETTINGS)]);
+    await bucket();
+    await eventually(() => mustGet(h.fake, 'postgresql.cnpg.io/v1', 'Cluster', NS, 'strata-postgresql'), 'Cluster');
+    const config = (await eventually(() => mustGet(h.fake, 'v1', 'ConfigMap', NS, 'strata-config'), 'stack config')) as Doc;
+    expect(JSON.parse(config.metadata.annotations['strata.dev/backing-providers'])).to.deep.equal({
+      postgres: 'cloudnative-pg',
+      rabbitmq: 'rabbitmq-operator',
+    });
+
+    for (const name of ['clusters.postgresql.cnpg.io', 'rabbitmqclusters.rabbitmq.com'])
+      await h.kube.delete({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', namespace: '', name });
+    await h.kube.mergePatch({ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', namespace: NS, name: 'photos' }, { spec: { deletionPolicy: 'Delete' } });
+    const degraded = await eventually(() => {
+      const b = stored(h.fake, 'strata.dev/v1alpha1', 'Bucket', NS, 'photos') as Doc;
+      const c = b.status?.conditions?.find((x: Doc) => x.type === 'Degraded');
+      expect(c?.status, JSON.stringify(b.status)).to.equal('True');
+      expect(c?.reason).to.equal('BackingProviderMissing');
+      return c as Doc;
+    }, 'Degraded');
+    expect(degraded.message).to.contain('cloudnative-pg').and.contain('postgresql.cnpg.io/v1');
+    for (const name of ['strata-postgresql', 'strata-postgresql-replica', 'strata-rabbitmq'])
+      expect(stored(h.fake, 'apps/v1', 'StatefulSet', NS, name), name).to.equal(undefined);
+    expect(new URL(platformUrl(h, 'STRATA_PG_URL')).host).to.equal(`strata-postgresql-rw.${NS}.svc.cluster.local:5432`);
+  });
 });

@@ -84,8 +84,12 @@ describe('Bucket reconciler', () => {
       expect(await service.ensureBucket('c', { ...s3, endpoint: 'http://refused:9000' }).catch((e: unknown) => e)).to.be.instanceOf(BackendRefusedError);
       const unreachable = await service.ensureBucket('c', { ...s3, endpoint: 'http://unreachable:9000' }).catch((e: unknown) => e);
       expect(unreachable).to.be.instanceOf(Error).and.not.be.instanceOf(BackendRefusedError);
-      await service.deleteBucket('b');
+      // Emptied one chunk (1 000 keys) per call, then deleted.
+      expect(await service.deleteBucket('b')).to.deep.equal({ gone: false, objectsLeft: 1500 });
+      expect(await service.deleteBucket('b')).to.deep.equal({ gone: false, objectsLeft: 500 });
+      expect(await service.deleteBucket('b')).to.deep.equal({ gone: true });
       expect(cp.buckets.has('b')).to.equal(false);
+      expect(await service.deleteBucket('b')).to.deep.equal({ gone: true });
     } finally {
       await cp.stop();
     }
@@ -144,6 +148,7 @@ describe('Bucket reconciler', () => {
         expect(b.status?.endpoint).to.equal('http://strata-gateway.store.svc.cluster.local:9000/photos');
         expect(b.status?.objectCount).to.equal(0);
         expect(b.status?.bytes).to.equal(0);
+        expect(b.status?.backingProviders).to.deep.equal({ postgres: 'statefulset', rabbitmq: 'statefulset' });
         expect(b.metadata.finalizers).to.deep.equal([BUCKET_FINALIZER]);
       }, 'bucket ready');
       const put = cp!.calls.find((c) => c.method === 'PUT')!;

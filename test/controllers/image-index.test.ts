@@ -355,5 +355,27 @@ describe('ImageIndex reconciler', () => {
       }, 'merge handled');
       expect(jobs(h.fake)).to.have.length(2);
     });
+
+    it('deletes the finished Job of a superseded request, keeping the current request\u2019s', async () => {
+      await h.kube.apply(indexCr({ autoMerge: false, mergeRequest: 'm1' }) as never);
+      await workerReady();
+      const first = await theOnlyJob(h.fake, 'first merge');
+      completeJob(h.fake, first.metadata.name);
+      await eventually(() => expect(getIndex(h).status?.activeJob).to.equal(undefined), 'first merge done');
+      await h.kube.apply(indexCr({ autoMerge: false, mergeRequest: 'm2' }) as never);
+      const second = await eventually(() => {
+        const found = jobs(h.fake).find((j) => j.metadata.name !== first.metadata.name);
+        expect(found).to.not.equal(undefined);
+        return found!;
+      }, 'second merge');
+      completeJob(h.fake, second.metadata.name);
+      await eventually(() => {
+        expect(jobs(h.fake).map((j) => j.metadata.name)).to.deep.equal([second.metadata.name]);
+        expect(getIndex(h).status?.handledMergeRequest).to.equal('m2');
+        expect(getIndex(h).status?.jobCount).to.equal(1);
+        // Each was reported before it went.
+        expect(eventReasons(h.fake, NS, 'photos').filter((r) => r === 'IndexOperationSucceeded')).to.have.length(2);
+      }, 'superseded Job deleted');
+    });
   });
 });

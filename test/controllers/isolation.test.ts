@@ -152,5 +152,21 @@ describe('one isolated stack per namespace', () => {
       expect(await can(a.role, b.database)).to.equal(false);
       expect(await can(b.role, a.database)).to.equal(false);
     });
+
+    it('sets the password only when it changed, not on every reconcile', async () => {
+      const id = stackIdentity(namespaces[0]!);
+      // Each ALTER ROLE … PASSWORD stores a new SCRAM verifier (fresh salt): an unchanged one means no ALTER.
+      const verifier = async () => (await admin.query('SELECT rolpassword FROM pg_authid WHERE rolname = $1', [id.role])).rows[0].rolpassword as string;
+      await provisioner.ensure(id, 'third');
+      const set = await verifier();
+      await provisioner.ensure(id, 'third');
+      await provisioner.ensure(id, 'third');
+      expect(await verifier()).to.equal(set);
+      await provisioner.ensure(id, 'fourth');
+      expect(await verifier()).to.not.equal(set);
+      const login = new pg.Client({ connectionString: PG_ADMIN_URL, user: id.role, password: 'fourth', database: id.database });
+      await login.connect();
+      await login.end();
+    });
   });
 });

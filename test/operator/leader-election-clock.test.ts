@@ -42,9 +42,9 @@ describe('leader election: observed time and renew deadline', () => {
     return elector;
   };
   const t = () => fake.state.typeForKind('coordination.k8s.io/v1', 'Lease');
-  const holdLease = (renewTime: string) => {
+  const holdLease = (renewTime: string, leaseDurationSeconds = 1) => {
     const existing = fake.state.tryGet(t(), 'strata-system', 'strata-operator');
-    const spec = { holderIdentity: 'other', leaseDurationSeconds: 1, renewTime, acquireTime: renewTime };
+    const spec = { holderIdentity: 'other', leaseDurationSeconds, renewTime, acquireTime: renewTime };
     if (existing) fake.state.update(t(), 'strata-system', 'strata-operator', { ...existing, spec });
     else fake.state.create(t(), 'strata-system', { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'strata-operator' }, spec } as never);
   };
@@ -66,6 +66,23 @@ describe('leader election: observed time and renew deadline', () => {
     holdLease(micro(Date.now() + 3_600_000));
     const me = start();
     await eventually(() => expect(me.isLeader).to.equal(true), 'took over', 5000);
+  });
+
+  it('takes no live lease when the wall clock jumps forward (lease timing runs on the monotonic clock)', async () => {
+    holdLease(micro(Date.now()), 60);
+    const reads = () => fake.requests.filter((r) => r === `GET ${LEASE_PATH}`).length;
+    const me = start();
+    await eventually(() => expect(reads()).to.be.greaterThan(0), 'lease read');
+    // NTP (or an operator) steps the clock an hour ahead; the holder's 60 s lease is still live.
+    const realNow = Date.now.bind(Date);
+    Date.now = () => realNow() + 3_600_000;
+    try {
+      const before = reads();
+      await eventually(() => expect(reads()).to.be.greaterThan(before + 5), 'several more reads');
+      expect(me.isLeader).to.equal(false);
+    } finally {
+      Date.now = realNow;
+    }
   });
 
   it('stops leading by the renew deadline when renewals hang, before the lease can expire for others', async () => {

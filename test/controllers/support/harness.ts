@@ -62,6 +62,7 @@ export async function startHarness(): Promise<Harness> {
         reconcilers,
         workers: 2,
         resyncPeriodMs: 60_000,
+        reconcileTimeoutMs: 60_000,
         baseBackoffMs: 20,
         maxBackoffMs: 500,
         // One manager runs on the shared informers; more managers (leader election tests) make their own.

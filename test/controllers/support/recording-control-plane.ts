@@ -86,7 +86,8 @@ export class RecordingControlPlane {
         }
         if (req.method === 'POST' && m[2] === '/delete-objects') {
           const keys = (body?.keys as string[]) ?? [];
-          bucket.objects = bucket.objects.filter((k) => !keys.includes(k));
+          const gone = new Set(keys);
+          bucket.objects = bucket.objects.filter((k) => !gone.has(k));
           return send(200, { deleted: keys, errors: [] });
         }
         if (req.method === 'DELETE' && !m[2]) {

@@ -327,6 +327,14 @@ export class ClusterState extends EventEmitter {
     this.objects.delete(key);
     this.appliedConfigs.delete(key);
     this.record(t, 'DELETED', obj);
+    // A deleted CRD takes its objects with it and its API stops being served.
+    if (t.kind === 'CustomResourceDefinition') {
+      for (const crdType of typesFromCrd(obj as never)) {
+        const prefix = `${typeKeyOf(crdType)}/`;
+        for (const k of [...this.objects.keys()].filter((k) => k.startsWith(prefix))) this.objects.delete(k);
+        this.types.delete(`${apiVersionOf(crdType)}/${crdType.plural}`);
+      }
+    }
     // The garbage collector runs in the background, as in a real cluster.
     setImmediate(() => this.collectGarbage());
     if (obj.metadata.namespace) this.finishNamespaceIfEmpty(obj.metadata.namespace);

@@ -79,8 +79,8 @@ export class FakeKubeServer {
   readonly requests: string[] = [];
   /** Fault injection: a status code to fail a request with (e.g. 503 for an unreachable etcd), or undefined. */
   failRequests?: (method: string, path: string) => number | undefined;
-  /** Fault injection: a request this answers true for hangs (no answer) until it answers false. */
-  hangRequests?: (method: string, path: string) => boolean;
+  /** Fault injection: a request this answers true for hangs (no answer) until it answers false; `user` is the caller's bearer token. */
+  hangRequests?: (method: string, path: string, user: string) => boolean;
   /**
    * Fault injection: a list this answers true for is read when it arrives but answered only once this
    * answers false (a slow response, older than the watch events sent meanwhile).
@@ -136,7 +136,8 @@ export class FakeKubeServer {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
     this.requests.push(`${req.method} ${url.pathname}`);
-    while (this.hangRequests?.(req.method ?? 'GET', url.pathname)) await new Promise((r) => setTimeout(r, 20));
+    const caller = (req.headers.authorization ?? '').replace(/^Bearer /, '');
+    while (this.hangRequests?.(req.method ?? 'GET', url.pathname, caller)) await new Promise((r) => setTimeout(r, 20));
     const injected = this.failRequests?.(req.method ?? 'GET', url.pathname);
     if (injected) throw new ApiError(injected, injected === 503 ? 'ServiceUnavailable' : 'InternalError', `injected failure for ${req.method} ${url.pathname}`);
     const parts = url.pathname.split('/').filter(Boolean);
