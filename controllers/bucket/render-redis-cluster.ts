@@ -6,8 +6,9 @@ import { standardLabels } from '../support/ownership.js';
 import { STACK, redisShardHost, redisShardName } from './stack-names.js';
 import { REDIS_PASSWORD_KEY } from './stack-secrets.js';
 import { disruptionBudget, spreadByHost } from './pod-spread.js';
+import type { OperatorSettings } from '../support/settings.js';
+import { thirdPartyImage } from '../support/third-party-images.js';
 
-const REDIS_IMAGE = 'redis:7.2-alpine';
 /** The uid of the redis image's user. */
 const REDIS_UID = 999;
 
@@ -51,7 +52,8 @@ export const REWRITE_NODES_CONF = [
  * Every node requires the stack's generated password (requirepass, and masterauth for replication),
  * read from its Secret into a config file on stdin: never on a command line or in the manifest.
  */
-export function renderRedisCluster(namespace: string, owners: OwnerReference[]): Manifest[] {
+export function renderRedisCluster(namespace: string, owners: OwnerReference[], settings: Pick<OperatorSettings, 'thirdPartyRegistry'>): Manifest[] {
+  const image = thirdPartyImage(settings, 'redis');
   const out: Manifest[] = [];
   for (let i = 0; i < REDIS_NODE_COUNT; i++) {
     const name = redisShardName(i);
@@ -113,7 +115,7 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
             containers: [
               {
                 name: 'redis',
-                image: REDIS_IMAGE,
+                image,
                 command: ['sh', '-c', redisStartScript(args), 'redis-start'],
                 env: REDIS_AUTH_ENV,
                 ports: [
@@ -144,7 +146,7 @@ export function renderRedisCluster(namespace: string, owners: OwnerReference[]):
   out.push(disruptionBudget('strata-redis', namespace, REDIS_POD_SELECTOR, owners));
   const template = oneShotPodTemplate('redis-cluster-create', REDIS_UID, {
     name: 'cluster-create',
-    image: REDIS_IMAGE,
+    image,
     command: ['sh', '-c', redisClusterCreateScript(redisClusterNodes(namespace).split(','))],
     env: REDIS_AUTH_ENV,
     resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '128Mi' } },

@@ -304,7 +304,7 @@ export function renderStorageStack(
     ...controlPlane,
     ...dataPlane,
     ...gateway,
-    ...renderRedisCluster(namespace, owners),
+    ...renderRedisCluster(namespace, owners, settings),
     purge,
     ...renderNetworkPolicies(namespace, owners, settings.networkPolicy),
   ];

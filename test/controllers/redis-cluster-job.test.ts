@@ -28,7 +28,7 @@ describe('Redis Cluster create Job', function () {
 
   /** The Job's script with the shards' DNS names replaced by the local servers. */
   function localJobScript(): string {
-    const job = renderRedisCluster('ns', []).find((o) => o.kind === 'Job') as Doc;
+    const job = renderRedisCluster('ns', [], { thirdPartyRegistry: '' }).find((o) => o.kind === 'Job') as Doc;
     const container = job.spec.template.spec.containers[0];
     expect(container.env).to.deep.equal([
       { name: 'REDISCLI_AUTH', valueFrom: { secretKeyRef: { name: 'strata-redis-credentials', key: 'STRATA_REDIS_PASSWORD' } } },
@@ -64,7 +64,7 @@ describe('Redis Cluster create Job', function () {
     dir = mkdtempSync(path.join(tmpdir(), 'strata-redis-job-'));
     const n = REDIS_NODE_COUNT;
     ports = await freePorts(2 * n);
-    const node = (renderRedisCluster('ns', []).find((o) => o.kind === 'StatefulSet') as Doc).spec.template.spec.containers[0];
+    const node = (renderRedisCluster('ns', [], { thirdPartyRegistry: '' }).find((o) => o.kind === 'StatefulSet') as Doc).spec.template.spec.containers[0];
     for (let i = 0; i < n; i++) {
       // The node container's own start script (password from the environment), with local ports and files.
       // prettier-ignore

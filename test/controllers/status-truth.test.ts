@@ -88,7 +88,7 @@ describe('status that tells the truth', () => {
   });
 
   it('names the Redis cluster Job by its pod template, which the API server never lets change', () => {
-    const job = (ns: string) => renderRedisCluster(ns, []).find((o) => o.kind === 'Job')!;
+    const job = (ns: string) => renderRedisCluster(ns, [], { thirdPartyRegistry: '' }).find((o) => o.kind === 'Job')!;
     expect(job('a').metadata.name).to.equal(job('a').metadata.name);
     expect(job('a').metadata.name).to.not.equal(job('b').metadata.name);
   });

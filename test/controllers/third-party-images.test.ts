@@ -7,11 +7,12 @@ import { TEST_CREDENTIALS, TEST_SETTINGS, type Doc } from './support/harness.js'
 
 const owners = [{ apiVersion: 'strata.dev/v1alpha1', kind: 'Bucket', name: 'photos', uid: 'u1' }];
 
-/** Images of the bundled PostgreSQL and RabbitMQ StatefulSets, by StatefulSet name. */
+/** Images of the bundled PostgreSQL, RabbitMQ and Redis StatefulSets (and the Redis create Job), by name. */
 function backingImages(settings = TEST_SETTINGS): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const o of renderStorageStack('ns', owners, settings, TEST_CREDENTIALS) as Doc[]) {
-    if (o.kind !== 'StatefulSet' || !/postgresql|rabbitmq/.test(o.metadata.name)) continue;
+    if ((o.kind !== 'StatefulSet' && o.kind !== 'Job') || !/postgresql|rabbitmq|redis/.test(o.metadata.name)) continue;
+    if (o.kind === 'Job') o.metadata.name = 'strata-redis-create';
     const spec = o.spec.template.spec;
     out[o.metadata.name] = [...(spec.initContainers ?? []), ...spec.containers].map((c: Doc) => c.image as string);
   }
@@ -21,8 +22,9 @@ function backingImages(settings = TEST_SETTINGS): Record<string, string[]> {
 describe('third-party images: pinned, RabbitMQ supported, registry override', () => {
   it('pulls PostgreSQL and RabbitMQ from Docker Hub by exact version, RabbitMQ past 3.13', () => {
     const images = backingImages();
-    expect(Object.keys(images)).to.have.members(['strata-postgresql', 'strata-postgresql-replica', 'strata-rabbitmq']);
-    for (const image of Object.values(images).flat()) expect(image).to.match(/^docker\.io\/library\/(postgres|rabbitmq):\d+\.\d+(\.\d+)?$/);
+    expect(Object.keys(images)).to.include.members(['strata-postgresql', 'strata-postgresql-replica', 'strata-rabbitmq', 'strata-redis-create']);
+    for (const image of Object.values(images).flat()) expect(image).to.match(/^docker\.io\/library\/(postgres|rabbitmq|redis):\d+\.\d+(\.\d+)?(-alpine)?$/);
+    expect(images['strata-redis-create']![0]).to.equal('docker.io/library/redis:7.2.5-alpine');
     expect(images['strata-rabbitmq']![0]).to.equal('docker.io/library/rabbitmq:4.1.4');
     for (const pinned of Object.values(THIRD_PARTY_IMAGES)) expect(pinned).to.match(/:\d+\.\d+(\.\d+)?(-[a-z]+)?$/); // a release, never `16` or `latest`
   });
@@ -30,7 +32,7 @@ describe('third-party images: pinned, RabbitMQ supported, registry override', ()
   it('pulls them from the configured registry (operator env STRATA_THIRD_PARTY_REGISTRY)', () => {
     const settings = settingsFrom(loadOperatorEnv({ STRATA_THIRD_PARTY_REGISTRY: 'registry.example.com/mirror' }));
     for (const image of Object.values(backingImages({ ...TEST_SETTINGS, thirdPartyRegistry: settings.thirdPartyRegistry })).flat()) {
-      expect(image).to.match(/^registry\.example\.com\/mirror\/(postgres|rabbitmq):/);
+      expect(image).to.match(/^registry\.example\.com\/mirror\/(postgres|rabbitmq|redis):/);
     }
   });
 
