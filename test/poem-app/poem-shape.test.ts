@@ -88,6 +88,22 @@ describe('poem shape: every form has its line count and its theme', () => {
     });
   });
 
+  describe('against a slow upstream that writes one line a request', () => {
+    // Each request well within the client timeout (1.5 s), so only the poem's deadline (3 s) can stop them.
+    const env = poemAppOnFakeUpstream('poem-slow', { timeoutMs: 1500 });
+
+    it('bounds a poem by twice the client timeout, follow-ups included', async () => {
+      env.upstream.behave({ kind: 'poem', content: (req) => linesAsked()(req).split('\n')[0]!, delayMs: 250 });
+      const res = await postJson(`${env.app.url}/api/generate-poem`, { type: 'villanelle', theme: 'slow tide' });
+      expect(res.status, JSON.stringify(res.body)).to.equal(502);
+      expect(res.body.error.code).to.equal('upstream_timeout');
+      // (On a machine too loaded to answer one request within 1.5 s, the client timeout ends it instead.)
+      expect(res.body.error.message).to.match(/of the 19 lines of a villanelle in 3 s \(twice API_TIMEOUT_MS|did not answer within/);
+      // 21 requests of 250 ms would take over 5 s: the deadline stopped the follow-ups before.
+      expect(env.upstream.received.length).to.be.below(maxRequestsFor(19));
+    });
+  });
+
   describe("with the platform's model server and strata-verse: 8 forms × 5 themes", function () {
     this.timeout(120_000);
     let server: RunningService;

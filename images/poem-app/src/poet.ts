@@ -74,6 +74,15 @@ export function maxRequestsFor(lineCount: number): number {
   return lineCount + 2;
 }
 
+/**
+ * How long one poem may take, first request and follow-ups together: twice API_TIMEOUT_MS. A follow-up
+ * gets what is left of it (at most API_TIMEOUT_MS), so a slow upstream costs a poem at most this long,
+ * not a timeout per missing line.
+ */
+export function poemDeadlineMs(timeoutMs: number): number {
+  return 2 * timeoutMs;
+}
+
 /** A written poem and how it came to be (for logs and the measurements in the model card). */
 export interface WrittenPoem {
   /** Exactly the form's lines, in its stanzas, with the theme. */
@@ -139,7 +148,7 @@ export class Poet {
 
   /**
    * A poem with exactly its form's line count and its theme, from any upstream: short answers get
-   * follow-up requests (up to maxRequestsFor), repeated lines are dropped, extra lines trimmed, and a
+   * follow-up requests (up to maxRequestsFor, all within poemDeadlineMs), repeated lines are dropped, extra lines trimmed, and a
    * theme the lines lack opens the first line (see shapePoem).
    */
   async write(type: PoemType, theme: string, signal?: AbortSignal): Promise<WrittenPoem> {
@@ -148,9 +157,18 @@ export class Poet {
     const lines: string[] = [];
     let requests = 0;
     let firstAnswerLines = 0;
+    const deadline = performance.now() + poemDeadlineMs(this.config.timeoutMs);
     while (lines.length < count && requests < maxRequestsFor(count)) {
+      const left = Math.min(this.config.timeoutMs, Math.floor(deadline - performance.now()));
+      if (left <= 0) {
+        throw new UpstreamError(
+          'timeout',
+          `the model service wrote ${lines.length} of the ${count} lines of a ${type.label.toLowerCase()} in ${poemDeadlineMs(this.config.timeoutMs) / 1000} s ` +
+            `(twice API_TIMEOUT_MS, ${requests} requests); please try again`,
+        );
+      }
       const messages = requests === 0 ? buildPoemMessages(type, theme) : buildContinuationMessages(type, theme, lines, count - lines.length);
-      const answer = verseLines(await this.complete(buildPoemRequest(this.config, type, theme, maxTokens, messages), signal));
+      const answer = verseLines(await this.complete(buildPoemRequest(this.config, type, theme, maxTokens, messages), left, signal));
       if (requests === 0) firstAnswerLines = answer.length;
       requests++;
       addNewLines(lines, answer);
@@ -167,7 +185,7 @@ export class Poet {
   }
 
   /** One chat completion's text ('' when it has none); failures as UpstreamError. */
-  private async complete(request: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, signal?: AbortSignal): Promise<string> {
+  private async complete(request: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, timeoutMs: number, signal?: AbortSignal): Promise<string> {
     // Each call gets its own signal, tied to the caller's only while it runs: the client leaves its
     // listener on the signal it is given, and one poem may take many calls.
     const call = new AbortController();
@@ -176,7 +194,7 @@ export class Poet {
     signal?.addEventListener('abort', abort, { once: true });
     let completion: OpenAI.Chat.ChatCompletion;
     try {
-      completion = await this.client.chat.completions.create(request, { signal: call.signal });
+      completion = await this.client.chat.completions.create(request, { signal: call.signal, timeout: timeoutMs });
     } catch (err) {
       throw toUpstreamError(err, this.config);
     } finally {

@@ -16,7 +16,7 @@ export interface ReceivedRequest {
 
 /** How the fake answers the next requests: a poem, an HTTP error, or never (to exercise timeouts). */
 export type FakeBehaviour =
-  | { kind: 'poem'; content: string | ((req: ReceivedRequest) => string) }
+  | { kind: 'poem'; content: string | ((req: ReceivedRequest) => string); delayMs?: number }
   | { kind: 'error'; status: number; message: string; code?: string }
   | { kind: 'hang' };
 
@@ -91,14 +91,17 @@ export async function startFakeOpenAI(initial: FakeBehaviour = { kind: 'poem', c
         return;
       }
       const content = typeof behaviour.content === 'function' ? behaviour.content(record) : behaviour.content;
-      sendJson(res, 200, {
-        id: 'chatcmpl-fake1',
-        object: 'chat.completion',
-        created: Math.floor(Date.now() / 1000),
-        model: record.body.model ?? 'unknown',
-        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', logprobs: null }],
-        usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 },
-      });
+      const answer = () =>
+        sendJson(res, 200, {
+          id: 'chatcmpl-fake1',
+          object: 'chat.completion',
+          created: Math.floor(Date.now() / 1000),
+          model: record.body.model ?? 'unknown',
+          choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', logprobs: null }],
+          usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 },
+        });
+      if (behaviour.delayMs) setTimeout(answer, behaviour.delayMs);
+      else answer();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
