@@ -43,6 +43,8 @@ export const operatorEnvSchema = z.object({
   /** A Bucket whose stack is not ready after this long turns Degraded. */
   PROGRESS_DEADLINE_SECONDS: env.int(DEFAULT_SETTINGS.progressDeadlineSeconds, 1, 86_400),
   STRATA_DATA_VOLUME_SIZE: z.string().default(DEFAULT_SETTINGS.dataVolumeSize),
+  /** Gateway replicas per storage stack; above one they are spread over nodes, with a disruption budget. */
+  STRATA_GATEWAY_REPLICAS: env.int(DEFAULT_SETTINGS.gatewayReplicas, 1, 50),
   CLUSTER_DOMAIN: z.string().default(DEFAULT_SETTINGS.clusterDomain),
   /** Each stack gets NetworkPolicies admitting only itself and the peers below (the cluster's network plugin enforces them). */
   NETWORK_POLICIES: env.bool(DEFAULT_SETTINGS.networkPolicy.enabled),
@@ -120,6 +122,7 @@ export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
     amqpUrl: cfg.STRATA_AMQP_URL,
     amqpManagementUrl: cfg.STRATA_AMQP_MANAGEMENT_URL,
     dataVolumeSize: cfg.STRATA_DATA_VOLUME_SIZE,
+    gatewayReplicas: cfg.STRATA_GATEWAY_REPLICAS,
     clusterDomain: cfg.CLUSTER_DOMAIN,
     stackSettings: cfg.STRATA_STACK_SETTINGS,
     purgeTimeZone: cfg.STRATA_PURGE_TIME_ZONE,

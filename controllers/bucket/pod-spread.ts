@@ -14,6 +14,14 @@ export function spreadByHost(matchLabels: Record<string, string>) {
 }
 
 /**
+ * Spread a Deployment's replicas evenly over nodes when the scheduler can (ScheduleAnyway: on too few
+ * nodes they still run, stacked), as Kubernetes advises for stateless replicas.
+ */
+export function spreadOverHosts(matchLabels: Record<string, string>) {
+  return [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels } }];
+}
+
+/**
  * At most one of the selected pods evicted at a time (node drains, cluster autoscaler). maxUnavailable,
  * not minAvailable: a budget over one pod then still lets a drain move it, rather than blocking it forever.
  */

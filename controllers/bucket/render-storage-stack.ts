@@ -12,6 +12,7 @@ import { PROVIDERS_ANNOTATION, providersRecord } from './backing-providers.js';
 import { stackIdentity } from './stack-identity.js';
 import { renderStackSecrets, type BackingCredentials } from './stack-secrets.js';
 import { PURGE_SCHEDULE, STACK } from './stack-names.js';
+import { disruptionBudget, spreadOverHosts } from './pod-spread.js';
 
 /** Default flow-control rules mounted into the gateway (re-read on change, no restart). */
 export const DEFAULT_FLOW_RULES = `# Strata gateway flow control. Edit this ConfigMap: the gateway re-reads the file on change.
@@ -56,6 +57,8 @@ interface Component {
   volumes?: object[];
   volumeMounts?: object[];
   resources: object;
+  /** Above one (stateless services only): spread over nodes, with a disruption budget. */
+  replicas?: number;
 }
 
 /**
@@ -80,6 +83,7 @@ const PURGE_COMMAND =
 function deploymentAndService(c: Component, namespace: string, owners: OwnerReference[], settings: OperatorSettings, configHash: string): Manifest[] {
   const labels = standardLabels(c.component, 'strata');
   const selector = { 'app.kubernetes.io/name': c.component, 'app.kubernetes.io/instance': 'strata' };
+  const replicas = c.replicas ?? 1;
   const probe = (path: string) => ({ httpGet: { path, port: 'http' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 });
   return [
     {
@@ -87,7 +91,7 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
       kind: 'Deployment',
       metadata: { name: c.name, namespace, labels, ownerReferences: owners },
       spec: {
-        replicas: 1,
+        replicas,
         // One writer on the data volume (ReadWriteOnce): replace, never overlap.
         strategy: c.volumes?.length ? { type: 'Recreate' } : { type: 'RollingUpdate' },
         selector: { matchLabels: selector },
@@ -126,10 +130,14 @@ function deploymentAndService(c: Component, namespace: string, owners: OwnerRefe
               },
             ],
             ...(c.volumes ? { volumes: c.volumes } : {}),
+            ...(replicas > 1 ? { topologySpreadConstraints: spreadOverHosts(selector) } : {}),
           },
         },
       },
     },
+    // A drain then takes one replica at a time. One replica needs none; one left from a larger count
+    // (nothing prunes it) is harmless: maxUnavailable 1 still lets a drain move a lone pod.
+    ...(replicas > 1 ? [disruptionBudget(c.name, namespace, selector, owners)] : []),
     {
       apiVersion: 'v1',
       kind: 'Service',
@@ -251,6 +259,7 @@ export function renderStorageStack(
     deploymentAndService({ ...stack, component, ...c }, namespace, owners, settings, configHash);
   const gateway = workload('gateway', STACK.gateway, {
     database: false,
+    replicas: settings.gatewayReplicas,
     env: [{ name: 'STRATA_GATEWAY_PORT', value: String(STACK.gateway.port) }],
     // A directory mount (not subPath) so that ConfigMap edits reach the running pod.
     volumes: [{ name: 'flow-control', configMap: { name: STACK.flowControl } }],

@@ -56,9 +56,10 @@ function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSe
   if (spec.model.bucket) env.push({ name: 'IMAGE_SEARCH_MODEL_S3_URL', value: `s3://${spec.model.bucket}/${spec.model.prefix}` });
   if (usesBucket) {
     // The namespace's own object store, with the root credentials (also its SigV4 keys). Still the
-    // root's: the control plane can create users (POST /internal/users) but has no grant of READ on
-    // another user's bucket yet; with bucket ACLs, each index gets a user that owns nothing and may
-    // only read its source and model buckets (its keys in a Secret of its own) instead.
+    // root's: a user of its own would need READ on every object of the source, and S3's ACLs (what the
+    // gateway enforces) give no such thing. A bucket READ grant only lists the bucket; reading an
+    // object takes a READ grant on that object (test/e2e/access-control.test.ts), which objects users
+    // upload later never carry. S3 does this with a bucket or IAM policy, which Strata does not have.
     env.push(
       { name: 'IMAGE_SEARCH_S3_ENDPOINT', value: s3 },
       { name: 'IMAGE_SEARCH_S3_ACCESS_KEY_ID', valueFrom: { secretKeyRef: { name: STACK.rootSecret, key: 'STRATA_ROOT_USER' } } },

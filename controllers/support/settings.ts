@@ -26,6 +26,12 @@ export interface OperatorSettings {
   amqpManagementUrl: string;
   /** Size of the data plane's volume (fs backend). */
   dataVolumeSize: string;
+  /**
+   * Replicas of each stack's gateway (stateless: its rate limits are shared through Redis). Above one
+   * they are spread over nodes and a disruption budget keeps all but one through a drain. The data
+   * plane (one ReadWriteOnce volume) and the control plane (admin jobs in its memory) stay at one.
+   */
+  gatewayReplicas: number;
   /** Cluster DNS suffix for endpoints in status. */
   clusterDomain: string;
   /**
@@ -75,6 +81,7 @@ export const DEFAULT_SETTINGS: OperatorSettings = {
   amqpUrl: '',
   amqpManagementUrl: '',
   dataVolumeSize: '20Gi',
+  gatewayReplicas: 1,
   clusterDomain: 'cluster.local',
   stackSettings: {},
   purgeTimeZone: 'UTC',

@@ -177,8 +177,19 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     expect((await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com'])).hosts).to.deep.equal(['s3.example.com']);
   });
 
+  it('hands platform.gatewayReplicas to the operator, which runs that many gateways per stack', async () => {
+    const replicas = async (sets: string[]) => {
+      const objs = await template(sets);
+      const operator = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'strata-operator') as RenderedObject & { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } } };
+      const value = operator.spec.template.spec.containers[0]!.env.find((e) => e.name === 'STRATA_GATEWAY_REPLICAS')!.value!;
+      return settingsFrom(loadOperatorEnv({ STRATA_GATEWAY_REPLICAS: value })).gatewayReplicas;
+    };
+    expect(await replicas([])).to.equal(1);
+    expect(await replicas(['platform.gatewayReplicas=3'])).to.equal(3);
+  });
+
   it('rejects values that break values.schema.json', async () => {
-    for (const bad of ['replicaCount=-1', 'logLevel=loud', 'platform.postgresUrl=mysql://x', 'image.pullPolicy=Sometimes', 'unknownKey=1', 'platform.settings.bad-name=1', 'platform.settings.STRATA_X.nested=1']) {
+    for (const bad of ['replicaCount=-1', 'logLevel=loud', 'platform.postgresUrl=mysql://x', 'image.pullPolicy=Sometimes', 'unknownKey=1', 'platform.settings.bad-name=1', 'platform.settings.STRATA_X.nested=1', 'platform.gatewayReplicas=0']) {
       const result = await helm(['template', 'strata', CHART_DIR, '--set', bad]);
       expect(result.code, bad).to.not.equal(0);
       expect(result.stderr, bad).to.match(/schema|values don't meet/i);

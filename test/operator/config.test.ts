@@ -43,6 +43,12 @@ describe('operator configuration', () => {
     }
   });
 
+  it('runs one gateway per stack unless STRATA_GATEWAY_REPLICAS asks for more, and refuses fewer than one', () => {
+    expect(settingsFrom(loadOperatorEnv({})).gatewayReplicas).to.equal(1);
+    expect(settingsFrom(loadOperatorEnv({ STRATA_GATEWAY_REPLICAS: '3' })).gatewayReplicas).to.equal(3);
+    for (const bad of ['0', '-1', 'two']) expect(() => loadOperatorEnv({ STRATA_GATEWAY_REPLICAS: bad }), bad).to.throw(ConfigError, 'STRATA_GATEWAY_REPLICAS');
+  });
+
   it('gives every process its own leader identity, even two restarts of one pod', () => {
     const cfg = loadOperatorEnv({ POD_NAME: 'strata-operator-0' });
     const [a, b] = [leaderIdentity(cfg), leaderIdentity(cfg)];
