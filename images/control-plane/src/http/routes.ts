@@ -325,7 +325,11 @@ const isStrings = (v: unknown) => Array.isArray(v) && v.every((e) => typeof e ==
 /** Per configuration: its error when absent, its most rules, and the outline each rule must have. */
 const BUCKET_CONFIGS: Record<
   BucketConfigKind,
-  { missing: 'NoSuchLifecycleConfiguration' | 'NoSuchCORSConfiguration' | 'NoSuchTagSet'; max: number; outline: (rule: unknown) => boolean }
+  {
+    missing: 'NoSuchLifecycleConfiguration' | 'NoSuchCORSConfiguration' | 'NoSuchTagSet' | 'ServerSideEncryptionConfigurationNotFoundError';
+    max: number;
+    outline: (rule: unknown) => boolean;
+  }
 > = {
   lifecycle: {
     missing: 'NoSuchLifecycleConfiguration',
@@ -347,6 +351,11 @@ const BUCKET_CONFIGS: Record<
     missing: 'NoSuchTagSet',
     max: MAX_BUCKET_TAGS,
     outline: (t) => isObject(t) && typeof t.key === 'string' && typeof t.value === 'string',
+  },
+  encryption: {
+    missing: 'ServerSideEncryptionConfigurationNotFoundError',
+    max: 1,
+    outline: (r) => isObject(r) && (r.algorithm === 'AES256' || r.algorithm === 'aws:kms') && (r.kmsKeyId === undefined || typeof r.kmsKeyId === 'string'),
   },
 };
 

@@ -6,7 +6,7 @@ import { purgeBucketRecycleBin } from './recycle-bin.js';
 import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, BucketNameHold, BucketStats, BucketStore } from './store.js';
 
 /** The column of each bucket configuration (names from this fixed map only: they go into SQL text). */
-const CONFIG_COLUMNS: Record<BucketConfigKind, string> = { lifecycle: 'lifecycle', cors: 'cors', tags: 'tags' };
+const CONFIG_COLUMNS: Record<BucketConfigKind, string> = { lifecycle: 'lifecycle', cors: 'cors', tags: 'tags', encryption: 'encryption' };
 
 interface BucketRow {
   id: number;

@@ -17,6 +17,10 @@ import {
   type StoredHeaders,
   type Tag,
   checkWriteConditions,
+  ENCRYPTION_ENTRY,
+  splitEncryption,
+  type SseAnswer,
+  type SseRequest,
   type WriteConditions,
 } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
@@ -41,6 +45,8 @@ export interface PartUpload {
   /** Its checksum as a stored header, sent before the body or (trailingHeaders) after it. */
   headers?: StoredHeaders;
   trailingHeaders?: () => Promise<StoredHeaders | undefined>;
+  /** The customer key of an SSE-C upload (every part brings it, as S3 requires). */
+  sse?: SseRequest;
 }
 
 export interface MultipartLimits {
@@ -76,11 +82,22 @@ export class MultipartService {
   async initiate(
     bucketName: string,
     key: string,
-    opts: { owner?: string; contentType?: string; userMetadata?: Record<string, string>; tags?: Tag[]; headers?: StoredHeaders; checksum?: UploadChecksum },
-  ): Promise<string> {
+    opts: {
+      owner?: string;
+      contentType?: string;
+      userMetadata?: Record<string, string>;
+      tags?: Tag[];
+      headers?: StoredHeaders;
+      checksum?: UploadChecksum;
+      sse?: SseRequest;
+    },
+  ): Promise<{ uploadId: string; sse?: SseAnswer }> {
     assertObjectKey(key);
     checkUserMetadata(opts.userMetadata ?? {});
     const { bucket, backend } = await this.objects.bucket(bucketName);
+    // One data key for the upload (its record, wrapped, with the upload's state); each part is its own segment.
+    const sealed = await this.objects.encryption.seal(opts.sse, bucket.encryption);
+    const headers = mergeStoredHeaders(withoutChecksum(opts.headers), sealed && { [ENCRYPTION_ENTRY]: JSON.stringify(sealed.record) });
     const uploadId = uuidv7();
     const info: UploadInfo = {
       bucketId: bucket.id,
@@ -90,7 +107,7 @@ export class MultipartService {
       contentType: opts.contentType || 'application/octet-stream',
       userMetadata: opts.userMetadata ?? {},
       ...(opts.tags?.length ? { tags: opts.tags } : {}),
-      ...(opts.headers ? { headers: withoutChecksum(opts.headers) } : {}),
+      ...(headers ? { headers } : {}),
       ...(opts.checksum ? { checksum: opts.checksum } : {}),
       initiated: this.clock().toISOString(),
       backendKey: backend.key,
@@ -98,7 +115,8 @@ export class MultipartService {
     };
     await this.state.create(uploadId, info, this.uploadsPerAccount);
     this.metrics.multipartInFlight.inc();
-    return uploadId;
+    const { sse } = splitEncryption(headers);
+    return { uploadId, ...(sse ? { sse } : {}) };
   }
 
   /**
@@ -138,8 +156,21 @@ export class MultipartService {
         `The upload was created using the ${wanted} checksum algorithm: each part must carry an x-amz-checksum-${wanted.toLowerCase()} checksum.`,
       );
     }
-    const stored = await backend.put(body, { expectedMd5: opts.contentMd5, expectedSize: opts.contentLength, maxSize: MAX_OBJECT_SIZE, part: true });
-    this.metrics.bytesIn.inc(stored.size);
+    const record = info.headers?.[ENCRYPTION_ENTRY];
+    const dataKey = await this.objects.encryption.open(record, opts.sse?.customerKey);
+    let stored: { locator: string; md5: string; size: number };
+    if (dataKey && record) {
+      const encrypted = await this.objects.storeEncrypted(body, { dataKey, record: JSON.parse(record) }, backend, {
+        expectedMd5: opts.contentMd5,
+        expectedSize: opts.contentLength,
+        part: true,
+      });
+      // The part's ETag and size are its plaintext's (the upload's ETag and part sizes are computed from them).
+      stored = { locator: encrypted.stored.locator, md5: encrypted.plainMd5, size: encrypted.size };
+    } else {
+      stored = await backend.put(body, { expectedMd5: opts.contentMd5, expectedSize: opts.contentLength, maxSize: MAX_OBJECT_SIZE, part: true });
+      this.metrics.bytesIn.inc(stored.size);
+    }
     let checksum: string | undefined;
     if (wanted) {
       try {
@@ -167,7 +198,7 @@ export class MultipartService {
     key: string,
     uploadId: string,
     partNumber: number,
-    source: { bucket: string; key: string; range?: string; conditions?: ObjectConditions },
+    source: { bucket: string; key: string; range?: string; conditions?: ObjectConditions; sse?: SseRequest },
   ): Promise<{ etag: string; lastModified: string }> {
     this.checkPartNumber(partNumber);
     const { info, backend } = await this.upload(bucket, key, uploadId);
@@ -187,11 +218,22 @@ export class MultipartService {
         throw new S3Error('InvalidRange', `range ${source.range} is outside the source object of ${object.size} bytes`);
     }
     const expectedSize = range ? range.end - range.start + 1 : object.size;
-    const bytes = await sourceBackend.get(object.locator, range);
+    // The source's plaintext (its customer key if SSE-C), stored as the upload stores its parts.
+    const sourceKey = await this.objects.encryption.open(object.encryption, source.sse?.copySourceCustomerKey);
+    const record = info.headers?.[ENCRYPTION_ENTRY];
+    const dataKey = await this.objects.encryption.open(record, source.sse?.customerKey);
+    const bytes = await this.objects.read(object, sourceBackend, range, sourceKey);
     // An upload with a checksum algorithm: the copied bytes get their checksum on the way.
     const digest = info.checksum && startDigest(info.checksum.algorithm);
-    const stored = await backend.put(digest ? digesting(bytes, digest) : bytes, { expectedSize, part: true });
-    this.metrics.bytesIn.inc(stored.size);
+    const plain = digest ? digesting(bytes, digest) : bytes;
+    let stored: { locator: string; md5: string; size: number };
+    if (dataKey && record) {
+      const encrypted = await this.objects.storeEncrypted(plain, { dataKey, record: JSON.parse(record) }, backend, { expectedSize, part: true });
+      stored = { locator: encrypted.stored.locator, md5: encrypted.plainMd5, size: encrypted.size };
+    } else {
+      stored = await backend.put(plain, { expectedSize, part: true });
+      this.metrics.bytesIn.inc(stored.size);
+    }
     const lastModified = this.clock().toISOString();
     const checksum = digest ? Buffer.from(await digest.digest()).toString('base64') : undefined;
     await this.savePart(uploadId, backend, {
@@ -289,6 +331,7 @@ export class MultipartService {
       checkWriteConditions(conditions, current, key);
     }
     const composed = await backend.compose(chosen.map((p) => p.locator));
+    const encrypted = info.headers?.[ENCRYPTION_ENTRY] !== undefined;
     const meta = await this.objects.commit(
       {
         bucket,
@@ -298,10 +341,11 @@ export class MultipartService {
         userMetadata: info.userMetadata,
         tags: info.tags,
         headers: mergeStoredHeaders(info.headers, checksum && checksumHeaders(checksum)),
-        blob: this.objects.newBlob(backend, bucket, composed),
+        // Encrypted parts: the composed blob's MD5 is of ciphertext, kept from instant upload and dedupe.
+        blob: { ...this.objects.newBlob(backend, bucket, composed), ...(encrypted ? { md5: null } : {}) },
         etag,
-        md5: composed.md5,
-        size: composed.size,
+        md5: encrypted ? null : composed.md5,
+        size: encrypted ? chosen.reduce((sum, p) => sum + p.size, 0) : composed.size,
         partSizes: chosen.map((p) => p.size),
         ...(checksum ? { partChecksums: chosen.map((p) => p.checksum!) } : {}),
         conditions,
