@@ -50,6 +50,7 @@ export class ObjectEncryption {
    * every write without encryption headers); undefined: stored in the clear.
    */
   async seal(sse: SseRequest | undefined, bucketDefault: EncryptionRule[] | undefined): Promise<Sealed | undefined> {
+    if (!sse?.customerKey && !sse?.method && !bucketDefault?.length) return undefined;
     const dataKey = randomBytes(32);
     if (sse?.customerKey) {
       const customerKey = customerKeyOf(sse.customerKey);
@@ -161,7 +162,12 @@ export class ObjectEncryption {
           }
           const decryptor = new SegmentDecryptor(dataKey, prefix, n, r.first, r.skip, to - from + 1);
           chunks.on('error', (err) => decryptor.destroy(err));
-          yield* chunks.pipe(decryptor);
+          try {
+            yield* chunks.pipe(decryptor);
+          } finally {
+            // A failed chunk or a reader gone: the backend's stream (a file handle) ends with it.
+            chunks.destroy();
+          }
         }
         plainAt += n;
         storedAt += segmentSize(n);
