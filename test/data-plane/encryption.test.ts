@@ -32,7 +32,7 @@ describe('data plane: server-side encryption at rest', function () {
 
   const sseHeader = (sse: object) => ({ 'x-strata-sse': JSON.stringify(sse) });
   const put = (key: string, body: Buffer, headers: Record<string, string> = {}) =>
-    layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc(key)}`, body, { 'x-strata-owner': 'alice', 'content-length': String(body.length), ...headers });
+    layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc(key)}`, body as unknown as BodyInit, { 'x-strata-owner': 'alice', 'content-length': String(body.length), ...headers });
   const get = (key: string, headers: Record<string, string> = {}) => layer.dpFetch('GET', `/internal/objects/${bucket}/${enc(key)}`, undefined, headers);
   const errorOf = async (res: Response) => ({ status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code });
   /** The bytes of every stored blob file. */
@@ -192,8 +192,8 @@ describe('data plane: server-side encryption at rest', function () {
     for (const [i, part] of parts.entries()) {
       const path = `/internal/multipart/${bucket}/mp.bin/${uploadId}/parts/${i + 1}`;
       // Every part needs the customer key, as S3 requires.
-      if (i === 0) expect(await errorOf(await layer.dpFetch('PUT', path, part, { 'content-length': String(part.length) }))).to.deep.equal({ status: 400, code: 'InvalidRequest' });
-      const res = await layer.dpFetch('PUT', path, part, { 'content-length': String(part.length), ...sseHeader({ customerKey }) });
+      if (i === 0) expect(await errorOf(await layer.dpFetch('PUT', path, part as unknown as BodyInit, { 'content-length': String(part.length) }))).to.deep.equal({ status: 400, code: 'InvalidRequest' });
+      const res = await layer.dpFetch('PUT', path, part as unknown as BodyInit, { 'content-length': String(part.length), ...sseHeader({ customerKey }) });
       expect(res.status).to.equal(200);
       etags.push(((await res.json()) as { etag: string }).etag);
     }

@@ -191,8 +191,6 @@ function objectHandlers(objects: ObjectService) {
 
   const read = async (req: http.IncomingMessage, res: http.ServerResponse, { bucket, key, query }: ObjectTarget, withBody: boolean) => {
     const { object, backend } = await objects.head(bucket, key);
-    // An SSE-C object needs its key on every read (HEAD too); a wrong one is refused before anything is answered.
-    const dataKey = await objects.encryption.open(object.encryption, sseOf(req)?.customerKey);
     if (query.has('direct-url')) {
       // Encrypted bytes are only served decrypted, through the gateway.
       if (!backend.directUrl || object.encryption) throw Object.assign(new S3Error('NotImplemented', 'this backend cannot serve objects directly'), { status: 404 });
@@ -200,6 +198,8 @@ function objectHandlers(objects: ObjectService) {
       sendJson(res, { url: await backend.directUrl(object.locator, expires, { contentType: object.contentType, headers: object.headers }) });
       return;
     }
+    // An SSE-C object needs its key on every read (HEAD too); a wrong one is refused before anything is answered.
+    const dataKey = await objects.encryption.open(object.encryption, sseOf(req)?.customerKey);
     objectHeaders(res, object);
     // Decided from the metadata alone: a 304 or 412 never opens the blob.
     if (notModified(object, readConditions(req))) {
