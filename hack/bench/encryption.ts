@@ -102,7 +102,8 @@ try {
   }
   const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
   console.log(`SSE-S3 (bucket default) vs plain — ${os.cpus().length} cores, ${ROUNDS} rounds, medians`);
-  for (const [name, values] of Object.entries(results)) console.log(`${name.padEnd(28)} ${median(values).toFixed(2)}   (${values.map((v) => v.toFixed(2)).join(' ')})`);
+  for (const [name, values] of Object.entries(results))
+    console.log(`${name.padEnd(28)} ${median(values).toFixed(2)}   (${values.map((v) => v.toFixed(2)).join(' ')})`);
 } finally {
   agent.destroy();
   await platform.stop();

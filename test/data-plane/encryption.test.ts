@@ -32,7 +32,11 @@ describe('data plane: server-side encryption at rest', function () {
 
   const sseHeader = (sse: object) => ({ 'x-strata-sse': JSON.stringify(sse) });
   const put = (key: string, body: Buffer, headers: Record<string, string> = {}) =>
-    layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc(key)}`, body as unknown as BodyInit, { 'x-strata-owner': 'alice', 'content-length': String(body.length), ...headers });
+    layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc(key)}`, body as unknown as BodyInit, {
+      'x-strata-owner': 'alice',
+      'content-length': String(body.length),
+      ...headers,
+    });
   const get = (key: string, headers: Record<string, string> = {}) => layer.dpFetch('GET', `/internal/objects/${bucket}/${enc(key)}`, undefined, headers);
   const errorOf = async (res: Response) => ({ status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code });
   /** The bytes of every stored blob file. */
@@ -119,7 +123,10 @@ describe('data plane: server-side encryption at rest', function () {
     expect(meta.etag).to.not.equal(md5(body));
     expect(await errorOf(await get('c.bin'))).to.deep.equal({ status: 400, code: 'InvalidRequest' });
     expect((await layer.dpFetch('HEAD', `/internal/objects/${bucket}/c.bin`)).status, 'HEAD without the key').to.equal(400);
-    expect(await errorOf(await get('c.bin', sseHeader({ customerKey: randomBytes(32).toString('base64') })))).to.deep.equal({ status: 403, code: 'AccessDenied' });
+    expect(await errorOf(await get('c.bin', sseHeader({ customerKey: randomBytes(32).toString('base64') })))).to.deep.equal({
+      status: 403,
+      code: 'AccessDenied',
+    });
     const ok = await get('c.bin', sseHeader({ customerKey }));
     expect(Buffer.from(await ok.arrayBuffer()).equals(body)).to.equal(true);
     const rows = await layer.sql.query<{ headers: unknown }>(`SELECT headers FROM object_info WHERE key = 'c.bin'`);
@@ -192,7 +199,11 @@ describe('data plane: server-side encryption at rest', function () {
     for (const [i, part] of parts.entries()) {
       const path = `/internal/multipart/${bucket}/mp.bin/${uploadId}/parts/${i + 1}`;
       // Every part needs the customer key, as S3 requires.
-      if (i === 0) expect(await errorOf(await layer.dpFetch('PUT', path, part as unknown as BodyInit, { 'content-length': String(part.length) }))).to.deep.equal({ status: 400, code: 'InvalidRequest' });
+      if (i === 0)
+        expect(await errorOf(await layer.dpFetch('PUT', path, part as unknown as BodyInit, { 'content-length': String(part.length) }))).to.deep.equal({
+          status: 400,
+          code: 'InvalidRequest',
+        });
       const res = await layer.dpFetch('PUT', path, part as unknown as BodyInit, { 'content-length': String(part.length), ...sseHeader({ customerKey }) });
       expect(res.status).to.equal(200);
       etags.push(((await res.json()) as { etag: string }).etag);

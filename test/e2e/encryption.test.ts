@@ -54,7 +54,9 @@ describeWithBucket('e2e: server-side encryption (SSE-S3, SSE-C, bucket default)'
   it('CopyObject with x-amz-copy-source-server-side-encryption-customer-* re-encrypts; multipart SSE-C needs the key on each part', async () => {
     const body = randomBytes(3000);
     await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'copy-src.bin', Body: body, ...sseC }));
-    expect((await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy-dst.bin', CopySource: `${bucket}/copy-src.bin` })))).status).to.equal(400);
+    expect(
+      (await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'copy-dst.bin', CopySource: `${bucket}/copy-src.bin` })))).status,
+    ).to.equal(400);
     const copied = await env.s3.send(
       new CopyObjectCommand({
         Bucket: bucket,

@@ -306,7 +306,11 @@ export interface ObjectLayer {
   deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult>;
 
   // Multipart uploads
-  createMultipart(bucket: string, key: string, input: CreateMultipartInput): Promise<{ uploadId: string; checksum?: Required<UploadChecksum>; sse?: SseAnswer }>;
+  createMultipart(
+    bucket: string,
+    key: string,
+    input: CreateMultipartInput,
+  ): Promise<{ uploadId: string; checksum?: Required<UploadChecksum>; sse?: SseAnswer }>;
   uploadPart(
     bucket: string,
     key: string,

@@ -94,11 +94,15 @@ export class ObjectEncryption {
       return store.unwrap(record.key, keyId);
     }
     if (customerKey === undefined)
-      throw new S3Error('InvalidRequest', 'The object was stored using a form of Server Side Encryption. The correct parameters must be provided to retrieve the object.');
+      throw new S3Error(
+        'InvalidRequest',
+        'The object was stored using a form of Server Side Encryption. The correct parameters must be provided to retrieve the object.',
+      );
     const key = customerKeyOf(customerKey);
     const expected = Buffer.from(record.hmac ?? '', 'base64');
     const actual = customerHmac(key, Buffer.from(record.salt ?? '', 'base64'));
-    if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) throw new S3Error('AccessDenied', 'The provided customer key is not the one the object was encrypted with.');
+    if (expected.length !== actual.length || !timingSafeEqual(expected, actual))
+      throw new S3Error('AccessDenied', 'The provided customer key is not the one the object was encrypted with.');
     const dataKey = unwrapKey(key, record.key, SSE_C_CONTEXT);
     if (!dataKey) throw new S3Error('InternalError', "the object's wrapped data key failed authentication");
     return dataKey;

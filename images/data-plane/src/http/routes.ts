@@ -193,7 +193,8 @@ function objectHandlers(objects: ObjectService) {
     const { object, backend } = await objects.head(bucket, key);
     if (query.has('direct-url')) {
       // Encrypted bytes are only served decrypted, through the gateway.
-      if (!backend.directUrl || object.encryption) throw Object.assign(new S3Error('NotImplemented', 'this backend cannot serve objects directly'), { status: 404 });
+      if (!backend.directUrl || object.encryption)
+        throw Object.assign(new S3Error('NotImplemented', 'this backend cannot serve objects directly'), { status: 404 });
       const expires = Math.min(Math.max(Number(query.get('expires') ?? 900) || 900, 1), 7 * 24 * 3600);
       sendJson(res, { url: await backend.directUrl(object.locator, expires, { contentType: object.contentType, headers: object.headers }) });
       return;

@@ -15,7 +15,6 @@ import {
   withoutChecksum,
   type ObjectConditions,
   type StoredHeaders,
-  type Tag,
   checkWriteConditions,
   ENCRYPTION_ENTRY,
   splitEncryption,
@@ -30,7 +29,7 @@ import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
 import { chosenParts, multipartEtag, objectChecksum, type RequestedPart } from './completion.js';
 import type { ObjectService } from './object-service.js';
-import { DEFAULT_UPLOADS_PER_ACCOUNT, UploadState, type PartInfo, type UploadChecksum, type UploadInfo } from './upload-state.js';
+import { DEFAULT_UPLOADS_PER_ACCOUNT, UploadState, type InitiateOptions, type PartInfo, type UploadInfo } from './upload-state.js';
 
 const MAX_PART_NUMBER = 10_000;
 export { UPLOAD_TTL_S, type UploadChecksum } from './upload-state.js';
@@ -48,6 +47,9 @@ export interface PartUpload {
   /** The customer key of an SSE-C upload (every part brings it, as S3 requires). */
   sse?: SseRequest;
 }
+
+/** How a part's bytes are checked, and the customer key of an SSE-C upload. */
+type PartStore = { expectedMd5?: string; expectedSize?: number; customerKey?: string };
 
 export interface MultipartLimits {
   /** In-progress uploads one account (a bucket owner) may have at once; default DEFAULT_UPLOADS_PER_ACCOUNT. */
@@ -79,19 +81,7 @@ export class MultipartService {
     this.uploadsPerAccount = limits.uploadsPerAccount ?? DEFAULT_UPLOADS_PER_ACCOUNT;
   }
 
-  async initiate(
-    bucketName: string,
-    key: string,
-    opts: {
-      owner?: string;
-      contentType?: string;
-      userMetadata?: Record<string, string>;
-      tags?: Tag[];
-      headers?: StoredHeaders;
-      checksum?: UploadChecksum;
-      sse?: SseRequest;
-    },
-  ): Promise<{ uploadId: string; sse?: SseAnswer }> {
+  async initiate(bucketName: string, key: string, opts: InitiateOptions): Promise<{ uploadId: string; sse?: SseAnswer }> {
     assertObjectKey(key);
     checkUserMetadata(opts.userMetadata ?? {});
     const { bucket, backend } = await this.objects.bucket(bucketName);
@@ -156,21 +146,11 @@ export class MultipartService {
         `The upload was created using the ${wanted} checksum algorithm: each part must carry an x-amz-checksum-${wanted.toLowerCase()} checksum.`,
       );
     }
-    const record = info.headers?.[ENCRYPTION_ENTRY];
-    const dataKey = await this.objects.encryption.open(record, opts.sse?.customerKey);
-    let stored: { locator: string; md5: string; size: number };
-    if (dataKey && record) {
-      const encrypted = await this.objects.storeEncrypted(body, { dataKey, record: JSON.parse(record) }, backend, {
-        expectedMd5: opts.contentMd5,
-        expectedSize: opts.contentLength,
-        part: true,
-      });
-      // The part's ETag and size are its plaintext's (the upload's ETag and part sizes are computed from them).
-      stored = { locator: encrypted.stored.locator, md5: encrypted.plainMd5, size: encrypted.size };
-    } else {
-      stored = await backend.put(body, { expectedMd5: opts.contentMd5, expectedSize: opts.contentLength, maxSize: MAX_OBJECT_SIZE, part: true });
-      this.metrics.bytesIn.inc(stored.size);
-    }
+    const stored = await this.storePart(body, info, backend, {
+      expectedMd5: opts.contentMd5,
+      expectedSize: opts.contentLength,
+      customerKey: opts.sse?.customerKey,
+    });
     let checksum: string | undefined;
     if (wanted) {
       try {
@@ -220,20 +200,10 @@ export class MultipartService {
     const expectedSize = range ? range.end - range.start + 1 : object.size;
     // The source's plaintext (its customer key if SSE-C), stored as the upload stores its parts.
     const sourceKey = await this.objects.encryption.open(object.encryption, source.sse?.copySourceCustomerKey);
-    const record = info.headers?.[ENCRYPTION_ENTRY];
-    const dataKey = await this.objects.encryption.open(record, source.sse?.customerKey);
     const bytes = await this.objects.read(object, sourceBackend, range, sourceKey);
     // An upload with a checksum algorithm: the copied bytes get their checksum on the way.
     const digest = info.checksum && startDigest(info.checksum.algorithm);
-    const plain = digest ? digesting(bytes, digest) : bytes;
-    let stored: { locator: string; md5: string; size: number };
-    if (dataKey && record) {
-      const encrypted = await this.objects.storeEncrypted(plain, { dataKey, record: JSON.parse(record) }, backend, { expectedSize, part: true });
-      stored = { locator: encrypted.stored.locator, md5: encrypted.plainMd5, size: encrypted.size };
-    } else {
-      stored = await backend.put(plain, { expectedSize, part: true });
-      this.metrics.bytesIn.inc(stored.size);
-    }
+    const stored = await this.storePart(digest ? digesting(bytes, digest) : bytes, info, backend, { expectedSize, customerKey: source.sse?.customerKey });
     const lastModified = this.clock().toISOString();
     const checksum = digest ? Buffer.from(await digest.digest()).toString('base64') : undefined;
     await this.savePart(uploadId, backend, {
@@ -245,6 +215,19 @@ export class MultipartService {
       ...(checksum ? { checksum } : {}),
     });
     return { etag: stored.md5, lastModified, ...(checksum && info.checksum ? { checksum: { algorithm: info.checksum.algorithm, value: checksum } } : {}) };
+  }
+
+  /** A part's bytes, encrypted as a segment of its own when the upload is; the ETag and size are then its plaintext's. */
+  private async storePart(body: Readable, info: UploadInfo, backend: StorageBackend, { customerKey, ...opts }: PartStore) {
+    const record = info.headers?.[ENCRYPTION_ENTRY];
+    const dataKey = await this.objects.encryption.open(record, customerKey);
+    if (dataKey && record) {
+      const encrypted = await this.objects.storeEncrypted(body, { dataKey, record: JSON.parse(record) }, backend, { ...opts, part: true });
+      return { locator: encrypted.stored.locator, md5: encrypted.plainMd5, size: encrypted.size };
+    }
+    const stored = await backend.put(body, { ...opts, maxSize: MAX_OBJECT_SIZE, part: true });
+    this.metrics.bytesIn.inc(stored.size);
+    return stored;
   }
 
   /**

@@ -184,7 +184,12 @@ export class ObjectService {
    * MD5 for SSE-S3; for SSE-C and SSE-KMS an opaque value (the stored bytes' MD5), which S3 documents as
    * not the MD5 of the data.
    */
-  private async putEncrypted(req: PutRequest, base: Omit<Parameters<Catalog['commitObject']>[0], 'now' | 'blob' | 'etag' | 'md5' | 'size'>, sealed: Sealed, backend: StorageBackend) {
+  private async putEncrypted(
+    req: PutRequest,
+    base: Omit<Parameters<Catalog['commitObject']>[0], 'now' | 'blob' | 'etag' | 'md5' | 'size'>,
+    sealed: Sealed,
+    backend: StorageBackend,
+  ) {
     const expectedMd5 = req.contentMd5 ?? req.instantMd5?.toLowerCase();
     const { stored, plainMd5, size } = await this.storeEncrypted(req.body, sealed, backend, { expectedMd5, expectedSize: req.contentLength });
     let headers: StoredHeaders | undefined;
@@ -427,7 +432,12 @@ export class ObjectService {
         if (!sealed) {
           const stored = await backend.put(bytes, { expectedSize: source.size });
           this.metrics.bytesIn.inc(stored.size);
-          const fresh = { ...base, partSizes: source.encryption ? undefined : base.partSizes, etag: source.encryption ? stored.md5 : base.etag, md5: stored.md5 };
+          const fresh = {
+            ...base,
+            partSizes: source.encryption ? undefined : base.partSizes,
+            etag: source.encryption ? stored.md5 : base.etag,
+            md5: stored.md5,
+          };
           return this.commit({ ...fresh, headers: headersWith(await computed()), blob: this.newBlob(backend, bucket, stored) }, stored, backend);
         }
         // Encrypted anew as one segment: a new object of one part (its ETag is the new bytes', as S3 gives a re-encrypted copy).

@@ -16,7 +16,9 @@ export function parseEncryptionConfiguration(doc: Record<string, unknown>): Encr
   if (algorithm !== 'AES256' && algorithm !== 'aws:kms') throw malformedXml('SSEAlgorithm is AES256 or aws:kms.');
   const kmsKeyId = xmlText(apply.KMSMasterKeyID, 'KMSMasterKeyID');
   if (kmsKeyId !== undefined && algorithm !== 'aws:kms')
-    throw new S3Error('InvalidArgument', 'a KMSMasterKeyID is allowed only if SSEAlgorithm is aws:kms.', { ArgumentName: 'ApplyServerSideEncryptionByDefault' });
+    throw new S3Error('InvalidArgument', 'a KMSMasterKeyID is allowed only if SSEAlgorithm is aws:kms.', {
+      ArgumentName: 'ApplyServerSideEncryptionByDefault',
+    });
   const bucketKey = xmlText(rule.BucketKeyEnabled, 'BucketKeyEnabled');
   if (bucketKey !== undefined && bucketKey !== 'true' && bucketKey !== 'false') throw malformedXml('BucketKeyEnabled is true or false.');
   return [{ algorithm, ...(kmsKeyId ? { kmsKeyId } : {}), ...(bucketKey !== undefined ? { bucketKeyEnabled: bucketKey === 'true' } : {}) }];
