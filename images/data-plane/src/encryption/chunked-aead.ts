@@ -43,7 +43,7 @@ function aad(index: number, final: boolean): Buffer {
   return a;
 }
 
-/** Encrypts a stream of plaintext into one segment; `flushed` runs first in flush (a check that may fail the stream). */
+/** Encrypts a stream of plaintext into one segment; `beforeFinal` runs before the last chunk is sealed (a check that may fail the stream). */
 export class SegmentEncryptor extends Transform {
   private readonly prefix = randomBytes(PREFIX);
   private pending: Buffer[] = [];
@@ -52,7 +52,7 @@ export class SegmentEncryptor extends Transform {
 
   constructor(
     private readonly key: Buffer,
-    private readonly beforeFinal: () => void = () => undefined,
+    private readonly beforeFinal: () => void | Promise<void> = () => undefined,
   ) {
     super();
     this.push(this.prefix);
@@ -85,13 +85,12 @@ export class SegmentEncryptor extends Transform {
   }
 
   override _flush(done: TransformCallback): void {
-    try {
-      this.beforeFinal();
-    } catch (err) {
-      done(err as Error);
-      return;
-    }
-    done(null, this.seal(this.takePending(this.pendingBytes), true));
+    Promise.resolve()
+      .then(this.beforeFinal)
+      .then(
+        () => done(null, this.seal(this.takePending(this.pendingBytes), true)),
+        (err: unknown) => done(err as Error),
+      );
   }
 }
 

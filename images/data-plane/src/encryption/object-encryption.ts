@@ -127,7 +127,7 @@ export class ObjectEncryption {
    * `body` encrypted as one segment under `dataKey`. `check` runs once the whole plaintext has passed and
    * before the last chunk is sealed (the size and MD5 checks of the plaintext): its error fails the stream.
    */
-  static encrypting(body: Readable, dataKey: Buffer, check: () => void): Readable {
+  static encrypting(body: Readable, dataKey: Buffer, check: () => void | Promise<void>): Readable {
     const encryptor = new SegmentEncryptor(dataKey, check);
     pipeline(body, encryptor, () => undefined);
     return encryptor;

@@ -25,6 +25,7 @@ import {
   type WriteConditions,
 } from '../../../object-model/src/index.js';
 import { meteredBody } from '../backends/metered-body.js';
+import { ThreadMd5 } from '../backends/md5-thread.js';
 import { ObjectEncryption, type Sealed } from '../encryption/object-encryption.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import { BlobMissingError, type ByteRange, type StorageBackend, type StoredBlob } from '../backends/storage-backend.js';
@@ -204,13 +205,17 @@ export class ObjectService {
 
   /** Plaintext `body` stored encrypted as one segment; size and MD5 checked on the plaintext before its last chunk is sealed. */
   async storeEncrypted(body: Readable, sealed: Sealed, backend: StorageBackend, opts: { expectedMd5?: string; expectedSize?: number; part?: boolean }) {
-    const metered = meteredBody(body, { ...opts, maxSize: MAX_OBJECT_SIZE });
+    // The plaintext is counted here and hashed on the MD5 thread (its MD5 is the ETag and the Content-MD5 check).
+    const metered = meteredBody(body, { ...opts, maxSize: MAX_OBJECT_SIZE }, false);
+    const md5 = new ThreadMd5();
     let plainMd5 = '';
-    const encrypted = ObjectEncryption.encrypting(metered.source.pipe(metered.counter), sealed.dataKey, () => {
-      plainMd5 = metered.counter.digestHex();
+    const hashed = metered.source.pipe(metered.counter).on('data', (chunk: Buffer) => void md5.update(chunk).catch(() => undefined));
+    const encrypted = ObjectEncryption.encrypting(hashed, sealed.dataKey, async () => {
+      plainMd5 = await md5.digestHex();
       metered.verify(metered.counter.size, plainMd5);
     });
     metered.source.on('error', (err) => encrypted.destroy(err));
+    encrypted.on('error', () => md5.drop());
     const stored = await backend.put(encrypted, {
       expectedSize: opts.expectedSize === undefined ? undefined : ObjectEncryption.storedSize(opts.expectedSize),
       maxSize: ObjectEncryption.storedSize(MAX_OBJECT_SIZE),
