@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes, type DecipherGCM } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { S3Error } from '../../../object-model/src/index.js';
 
@@ -100,79 +100,98 @@ function tampered(): S3Error {
 
 /**
  * Decrypts the stored bytes of chunks `first`.. of a segment of `plain` plaintext bytes (the stream
- * starts at chunk `first`, after the nonce prefix when that is given, else with the prefix) and passes on plaintext bytes [skip, skip+length)
- * of what those chunks hold. A chunk is passed on only once its tag verified; a short or altered stream fails.
+ * starts at chunk `first`, after the nonce prefix when that is given, else with the prefix) and passes on
+ * plaintext bytes [skip, skip+length) of what those chunks hold. Bytes are deciphered as they arrive (no
+ * copies); a chunk's plaintext is passed on only once its tag verified; a short or altered stream fails.
  */
 export class SegmentDecryptor extends Transform {
-  private buffered: Buffer[] = [];
-  private bufferedBytes = 0;
+  private prefixParts: Buffer[] = [];
   private index: number;
   private skip: number;
   private left: number;
   private readonly count: number;
+  private decipher: DecipherGCM | undefined;
+  private bodyLeft = 0;
+  private tagParts: Buffer[] = [];
+  private tagLeft = 0;
+  private out: Buffer[] = [];
 
   constructor(
     private readonly key: Buffer,
     private prefix: Buffer | undefined,
-    plain: number,
+    private readonly plain: number,
     first: number,
     skip: number,
     length: number,
   ) {
     super();
     this.count = chunkCount(plain);
-    this.plain = plain;
     this.index = first;
     this.skip = skip;
     this.left = length;
   }
 
-  private readonly plain: number;
-
-  private chunkBytes(i: number): number {
-    return (i === this.count - 1 ? this.plain - i * CHUNK : CHUNK) + TAG;
+  private startChunk(): void {
+    const final = this.index === this.count - 1;
+    this.decipher = createDecipheriv('aes-256-gcm', this.key, nonce(this.prefix!, this.index));
+    this.decipher.setAAD(aad(this.index, final));
+    this.bodyLeft = final ? this.plain - this.index * CHUNK : CHUNK;
+    this.tagLeft = TAG;
+    this.tagParts = [];
+    this.out = [];
   }
 
-  private open(sealed: Buffer): Buffer {
-    const final = this.index === this.count - 1;
-    const decipher = createDecipheriv('aes-256-gcm', this.key, nonce(this.prefix!, this.index));
-    decipher.setAAD(aad(this.index, final));
-    decipher.setAuthTag(sealed.subarray(sealed.length - TAG));
-    const body = decipher.update(sealed.subarray(0, sealed.length - TAG));
+  private endChunk(): void {
+    const decipher = this.decipher!;
+    decipher.setAuthTag(this.tagParts.length === 1 ? this.tagParts[0]! : Buffer.concat(this.tagParts));
     try {
-      decipher.final();
+      const last = decipher.final();
+      if (last.length) this.out.push(last);
     } catch {
       throw tampered();
     }
+    this.decipher = undefined;
     this.index++;
-    return body;
+    for (let piece of this.out) {
+      if (this.skip >= piece.length) {
+        this.skip -= piece.length;
+        continue;
+      }
+      piece = piece.subarray(this.skip, this.skip + this.left);
+      this.skip = 0;
+      this.left -= piece.length;
+      if (piece.length) this.push(piece);
+      if (this.left === 0) break;
+    }
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.buffered.push(chunk);
-    this.bufferedBytes += chunk.length;
+    let at = 0;
     if (this.prefix === undefined) {
-      if (this.bufferedBytes < PREFIX) {
+      const need = PREFIX - this.prefixParts.reduce((n, b) => n + b.length, 0);
+      this.prefixParts.push(chunk.subarray(0, need));
+      at = Math.min(need, chunk.length);
+      if (at < need) {
         done();
         return;
       }
-      const all = Buffer.concat(this.buffered);
-      this.prefix = all.subarray(0, PREFIX);
-      this.buffered = all.length > PREFIX ? [all.subarray(PREFIX)] : [];
-      this.bufferedBytes = all.length - PREFIX;
+      this.prefix = Buffer.concat(this.prefixParts);
     }
     try {
-      while (this.left > 0 && this.index < this.count && this.bufferedBytes >= this.chunkBytes(this.index)) {
-        const need = this.chunkBytes(this.index);
-        const all = this.buffered.length === 1 ? this.buffered[0]! : Buffer.concat(this.buffered);
-        const plain = this.open(all.subarray(0, need));
-        const rest = all.subarray(need);
-        this.buffered = rest.length ? [rest] : [];
-        this.bufferedBytes = rest.length;
-        const out = plain.subarray(this.skip, this.skip + this.left);
-        this.skip = Math.max(0, this.skip - plain.length);
-        this.left -= out.length;
-        if (out.length) this.push(out);
+      while (at < chunk.length && this.left > 0 && this.index < this.count) {
+        if (!this.decipher) this.startChunk();
+        const take = Math.min(this.bodyLeft > 0 ? this.bodyLeft : this.tagLeft, chunk.length - at);
+        const piece = chunk.subarray(at, at + take);
+        at += take;
+        if (this.bodyLeft > 0) {
+          this.bodyLeft -= take;
+          const plain = this.decipher!.update(piece);
+          if (plain.length) this.out.push(plain);
+          continue;
+        }
+        this.tagParts.push(piece);
+        this.tagLeft -= take;
+        if (this.tagLeft === 0) this.endChunk();
       }
     } catch (err) {
       done(err as Error);
