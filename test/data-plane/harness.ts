@@ -7,6 +7,7 @@ import { InMemoryBroker } from '../../images/control-plane/src/events/memory-bro
 import type { Cache } from '../../images/data-plane/src/cache/cache.js';
 import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { startDataPlane } from '../../images/data-plane/src/app.js';
+import type { KeyStore } from '../../images/data-plane/src/encryption/key-store.js';
 import { createLogger, createPgSqlClient, createPgliteSqlClient, type RunningService, type SqlClient } from '../../images/service-kit/src/index.js';
 import { createTestDatabase } from '../support/pg.js';
 import { filesUnder } from '../support/temp-dir.js';
@@ -51,6 +52,8 @@ export async function startObjectLayer(
     multipartCache?: Cache;
     multipartUploadsPerAccount?: number;
     dataPlaneSql?: (url: string) => SqlClient;
+    /** The data plane's encryption key stores (a test may swap the master store to rotate it). */
+    keyStores?: { master?: KeyStore; kms?: KeyStore };
   } = {},
 ): Promise<ObjectLayer> {
   const db = kind === 'postgres' ? await createTestDatabase() : undefined;
@@ -91,6 +94,7 @@ export async function startObjectLayer(
     inlineBlobBytes: opts.inlineBlobBytes,
     multipartCache: opts.multipartCache,
     multipartUploadsPerAccount: opts.multipartUploadsPerAccount,
+    keyStores: opts.keyStores,
   });
   dpRef.url = dp.url;
   const files = () => filesUnder(dataDir);

@@ -68,7 +68,6 @@ describe('gateway handlers: buckets, DeleteObjects and tags, against a fake Obje
     const missing: [string, string][] = [
       ['policy', 'NoSuchBucketPolicy'],
       ['policyStatus', 'NoSuchBucketPolicy'],
-      ['encryption', 'ServerSideEncryptionConfigurationNotFoundError'],
       ['website', 'NoSuchWebsiteConfiguration'],
       ['replication', 'ReplicationConfigurationNotFoundError'],
       ['object-lock', 'ObjectLockConfigurationNotFoundError'],
@@ -94,7 +93,7 @@ describe('gateway handlers: buckets, DeleteObjects and tags, against a fake Obje
       const r = await fx.app.fetch('GET', target);
       expect([r.status, codeOf(await r.text())], target).to.deep.equal([403, 'AccessDenied']);
     }
-    const absent = await fx.app.fetch('GET', '/nobucket?encryption');
+    const absent = await fx.app.fetch('GET', '/nobucket?policy');
     expect([absent.status, codeOf(await absent.text())]).to.deep.equal([404, 'NoSuchBucket']);
     for (const [method, target] of [
       ['PUT', '/mine?policy'],

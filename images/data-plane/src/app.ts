@@ -22,6 +22,8 @@ import {
 import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
 import { FsBackend, SMALL_READ } from './backends/fs-backend.js';
 import { backendsConfigFromEnv, type BackendsConfig } from './backends/config.js';
+import { keyStoresFrom, type EncryptionKeySettings, type KeyStore } from './encryption/key-store.js';
+import { ObjectEncryption } from './encryption/object-encryption.js';
 import { BackendRegistry } from './backends/registry.js';
 import { backendRoutes } from './backends/routes.js';
 import { SmallBlobCache } from './backends/small-blob-cache.js';
@@ -102,6 +104,13 @@ export interface DataPlaneOptions extends ProductionSettings {
   multipartUploadsPerAccount?: number;
   /** Age below which a temp file or an unreferenced blob file may still belong to a live request. Default 1 hour. */
   orphanGraceMs?: number;
+  /**
+   * Server-side encryption keys (encryption/key-store.ts): the SSE-S3 key-encryption key and former ones,
+   * the built-in KMS's named keys. Without a master key SSE-S3 and SSE-KMS are refused (SSE-C needs none).
+   * `keyStores` replaces the built-in stores (an external KMS).
+   */
+  encryptionKeys?: EncryptionKeySettings;
+  keyStores?: { master?: KeyStore; kms?: KeyStore };
   /** Injected clock (tests). */
   clock?: () => Date;
   logger?: Logger;
@@ -202,7 +211,8 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
   if (ownMultipartCache) onClose.push(() => ownMultipartCache.close());
   if (!opts.sql) onClose.push(() => sql.close());
 
-  const objects = new ObjectService(catalog, backends, collector, { committed: () => relay?.kick() }, metrics, logger, clock, cache);
+  const encryption = new ObjectEncryption(opts.keyStores ?? keyStoresFrom(opts.encryptionKeys ?? {}));
+  const objects = new ObjectService(catalog, backends, collector, { committed: () => relay?.kick() }, metrics, logger, clock, cache, encryption);
   const multipart = new MultipartService(multipartCache, objects, backends, metrics, logger, clock, { uploadsPerAccount: opts.multipartUploadsPerAccount });
 
   const serviceOpts = { name, logger, registry, readiness: { database: () => catalog.ping() }, onClose };

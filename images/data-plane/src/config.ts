@@ -16,6 +16,14 @@ export const dataPlaneEnvSchema = z.object({
   // Opens the backend secret keys of operator-made buckets (sealed by the control plane with the same key);
   // unset: such buckets answer 503.
   STRATA_SECRET_KEY: secretsEnv.STRATA_SECRET_KEY.optional(),
+  // SSE-S3's key-encryption key (base64, 32 bytes); unset: SSE-S3 and SSE-KMS requests are refused (SSE-C works).
+  STRATA_SSE_MASTER_KEY: secretsEnv.STRATA_SSE_MASTER_KEY.optional(),
+  // Former key-encryption keys, comma-separated base64: objects written under them still read (rotation).
+  STRATA_SSE_MASTER_KEYS: z.string().optional(),
+  // The built-in KMS's keys for SSE-KMS, `name:base64key,...` (aws:kms with an unknown key id: KMS.NotFoundException).
+  STRATA_SSE_KMS_KEYS: z.string().optional(),
+  // The KMS key of aws:kms without a key id; default the first of STRATA_SSE_KMS_KEYS.
+  STRATA_SSE_KMS_DEFAULT_KEY: z.string().optional(),
   /** How often unconfirmed outbox events are sent again, ms. @tuning */
   STRATA_OUTBOX_RETRY_MS: env.int(5000, 100),
   /** How often unreferenced blob files are swept, ms (0: never). */

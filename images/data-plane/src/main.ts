@@ -19,6 +19,12 @@ await runEntrypoint('data-plane', dataPlaneEnvSchema, (config, logger) => {
     inlineBlobBytes: config.STRATA_INLINE_BLOB_BYTES,
     directIo: config.STRATA_DIRECT_IO,
     multipartUploadsPerAccount: config.STRATA_MULTIPART_UPLOADS_PER_ACCOUNT,
+    encryptionKeys: {
+      masterKey: config.STRATA_SSE_MASTER_KEY,
+      masterKeys: config.STRATA_SSE_MASTER_KEYS,
+      kmsKeys: config.STRATA_SSE_KMS_KEYS,
+      kmsDefaultKey: config.STRATA_SSE_KMS_DEFAULT_KEY,
+    },
     logger,
   });
 });

@@ -4,6 +4,16 @@ import type { LifecycleRule } from './bucket-lifecycle.js';
 import type { BucketTag } from './tags.js';
 
 /**
+ * A bucket's default encryption (PutBucketEncryption's ServerSideEncryptionConfiguration Rule): objects
+ * written without encryption headers get it.
+ */
+export interface EncryptionRule {
+  algorithm: 'AES256' | 'aws:kms';
+  kmsKeyId?: string;
+  bucketKeyEnabled?: boolean;
+}
+
+/**
  * The configurations a bucket keeps with its record (PutBucketLifecycleConfiguration, PutBucketCors,
  * PutBucketTagging, PutBucketOwnershipControls, PutBucketAcl, PutPublicAccessBlock), by the name the
  * control plane's API gives each (`/internal/buckets/:bucket/<name>`).
@@ -18,4 +28,6 @@ export interface BucketConfigs {
   acl: Grant[];
   /** One block. */
   publicAccessBlock: PublicAccessBlock[];
+  /** The bucket's default encryption (one rule). */
+  encryption: EncryptionRule[];
 }

@@ -15,3 +15,4 @@ export * from './object-layer.js';
 export * from './object-rules.js';
 export * from './wire.js';
 export * from './object-row.js';
+export * from './object-encryption.js';

@@ -4,6 +4,7 @@ import type { BucketConfigs } from './bucket-configs.js';
 import type { CorsRule } from './bucket-cors.js';
 import type { LifecycleRule } from './bucket-lifecycle.js';
 import type { ObjectConditions } from './preconditions.js';
+import type { SseAnswer, SseRequest } from './object-encryption.js';
 import type { StoredHeaders } from './stored-headers.js';
 import type { Tag } from './tags.js';
 
@@ -28,6 +29,8 @@ export interface ObjectMeta {
   tags?: Tag[];
   /** Its stored headers (Cache-Control, ..., its checksum); absent when it has none. */
   headers?: StoredHeaders;
+  /** Its server-side encryption; absent for an object stored in the clear. */
+  sse?: SseAnswer;
 }
 
 export interface BackendRef {
@@ -122,6 +125,8 @@ export interface PutObjectInput extends BodyHeaders {
   instantMd5?: string;
   ifMatch?: string;
   ifNoneMatch?: string;
+  /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
+  sse?: SseRequest;
 }
 
 export interface PutObjectResult {
@@ -140,6 +145,8 @@ export interface GetObjectInput {
   partNumber?: number;
   /** If-Match and the rest: decided from the metadata before the body is opened. */
   conditions?: ObjectConditions;
+  /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
+  sse?: SseRequest;
 }
 
 /** A checksum with its algorithm's name. */
@@ -182,6 +189,8 @@ export interface CopyObjectInput {
   conditions?: ObjectConditions;
   /** On the object the copy replaces (If-Match, If-None-Match). */
   destinationConditions?: WriteConditions;
+  /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
+  sse?: SseRequest;
 }
 
 /** A multipart upload's checksum algorithm and type (x-amz-checksum-algorithm, x-amz-checksum-type). */
@@ -197,12 +206,16 @@ export interface CreateMultipartInput {
   tags?: Tag[];
   headers?: StoredHeaders;
   checksum?: UploadChecksum;
+  /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
+  sse?: SseRequest;
 }
 
 export interface UploadPartInput extends BodyHeaders {
   contentMd5?: string;
   /** The algorithm of the checksum the part carries (an upload with one requires it). */
   checksumAlgorithm?: string;
+  /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
+  sse?: SseRequest;
 }
 
 export interface UploadPartCopyInput {
@@ -210,6 +223,8 @@ export interface UploadPartCopyInput {
   sourceKey: string;
   range?: string;
   conditions?: ObjectConditions;
+  /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
+  sse?: SseRequest;
 }
 
 export interface PartInfo {
@@ -300,7 +315,11 @@ export interface ObjectLayer {
   deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult>;
 
   // Multipart uploads
-  createMultipart(bucket: string, key: string, input: CreateMultipartInput): Promise<{ uploadId: string; checksum?: Required<UploadChecksum> }>;
+  createMultipart(
+    bucket: string,
+    key: string,
+    input: CreateMultipartInput,
+  ): Promise<{ uploadId: string; checksum?: Required<UploadChecksum>; sse?: SseAnswer }>;
   uploadPart(
     bucket: string,
     key: string,

@@ -1,4 +1,5 @@
 import type { ObjectMeta } from './object-layer.js';
+import { splitEncryption } from './object-encryption.js';
 import type { StoredHeaders } from './stored-headers.js';
 import type { Tag } from './tags.js';
 
@@ -21,8 +22,9 @@ export interface ObjectRow {
 /** The columns an ObjectRow is read from. */
 export const OBJECT_COLUMNS = 'key, size, etag, md5, content_type, user_metadata, last_modified, tags, headers';
 
-/** The object an `object_info` row of `bucket` describes. */
+/** The object an `object_info` row of `bucket` describes (its encryption record stays out: only its public part, `sse`). */
 export function objectMetaOf(bucket: string, row: ObjectRow): ObjectMeta {
+  const { headers, sse } = splitEncryption(row.headers);
   return {
     bucket,
     key: row.key,
@@ -33,6 +35,7 @@ export function objectMetaOf(bucket: string, row: ObjectRow): ObjectMeta {
     userMetadata: row.user_metadata ?? {},
     lastModified: new Date(row.last_modified).toISOString(),
     ...(row.tags?.length ? { tags: row.tags } : {}),
-    ...(row.headers ? { headers: row.headers } : {}),
+    ...(headers ? { headers } : {}),
+    ...(sse ? { sse } : {}),
   };
 }

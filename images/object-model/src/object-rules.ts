@@ -28,9 +28,12 @@ export function checkCopyChangesObject(copy: {
   sourceKey: string;
   metadataDirective?: 'COPY' | 'REPLACE';
   headers?: StoredHeaders;
+  /** The copy asks for encryption (x-amz-server-side-encryption or a customer key): a change of the object. */
+  sse?: { method?: string; customerKey?: string };
 }): void {
   if (copy.sourceBucket !== copy.bucket || copy.sourceKey !== copy.key) return;
   if (copy.metadataDirective === 'REPLACE' || copy.headers?.[WEBSITE_REDIRECT_HEADER] !== undefined) return;
+  if (copy.sse?.method !== undefined || copy.sse?.customerKey !== undefined) return;
   throw new S3Error(
     'InvalidRequest',
     "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website " +

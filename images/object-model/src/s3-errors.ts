@@ -71,6 +71,7 @@ export const S3_ERRORS = {
     status: 404,
     message: 'The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.',
   },
+  'KMS.NotFoundException': { status: 400, message: 'Invalid keyId' },
   NotImplemented: { status: 501, message: 'A header you provided implies functionality that is not implemented.' },
   ObjectLockConfigurationNotFoundError: { status: 404, message: 'Object Lock configuration does not exist for this bucket.' },
   OperationAborted: { status: 409, message: 'A conflicting conditional operation is currently in progress against this resource. Please try again.' },

@@ -14,4 +14,6 @@ export const secretsEnv = {
   STRATA_JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
   /** Seals users' SigV4 secrets and operator-made buckets' backend secret keys (the same value in data and control plane). */
   STRATA_SECRET_KEY: z.string().min(16, 'must be at least 16 characters'),
+  /** SSE-S3's key-encryption key: wraps every encrypted object's data key (base64 of 32 bytes; `openssl rand -base64 32`). */
+  STRATA_SSE_MASTER_KEY: z.string().refine((v) => Buffer.from(v.trim(), 'base64').length === 32, 'must be 32 bytes in base64'),
 };

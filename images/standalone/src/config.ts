@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_INLINE_BLOB_BYTES } from '../../data-plane/src/app.js';
+import { dataPlaneEnvSchema } from '../../data-plane/src/config.js';
 import { gatewayEnvSchema } from '../../gateway/src/config.js';
 import { DEFAULT_S3_DOMAINS } from './platform.js';
 import { allowedHostsEnv, env, loadConfig, productionEnvShape, secretsEnv } from '../../service-kit/src/index.js';
@@ -36,6 +37,11 @@ export const standaloneEnvSchema = z.object({
   STRATA_JWT_SECRET: secretsEnv.STRATA_JWT_SECRET.optional(),
   /** Seals users' SigV4 secrets; generated once per data dir when unset (losing it loses the secrets). */
   STRATA_SECRET_KEY: secretsEnv.STRATA_SECRET_KEY.optional(),
+  /** SSE-S3's key-encryption key (base64, 32 bytes); generated once per data dir when unset (losing it loses SSE-S3 objects). */
+  STRATA_SSE_MASTER_KEY: secretsEnv.STRATA_SSE_MASTER_KEY.optional(),
+  STRATA_SSE_MASTER_KEYS: dataPlaneEnvSchema.shape.STRATA_SSE_MASTER_KEYS,
+  STRATA_SSE_KMS_KEYS: dataPlaneEnvSchema.shape.STRATA_SSE_KMS_KEYS,
+  STRATA_SSE_KMS_DEFAULT_KEY: dataPlaneEnvSchema.shape.STRATA_SSE_KMS_DEFAULT_KEY,
   STRATA_JWT_EXPIRES_IN: gatewayEnvSchema.shape.STRATA_JWT_EXPIRES_IN,
   STRATA_PUBLIC_URL: gatewayEnvSchema.shape.STRATA_PUBLIC_URL,
   /** Domains whose subdomains name buckets (virtual-hosted style), e.g. `<bucket>.localhost`. */

@@ -29,6 +29,12 @@ const platform = await startPlatform(
     internalToken: env.STRATA_INTERNAL_TOKEN,
     jwtSecret: env.STRATA_JWT_SECRET,
     secretKey: env.STRATA_SECRET_KEY,
+    encryptionKeys: {
+      masterKey: env.STRATA_SSE_MASTER_KEY,
+      masterKeys: env.STRATA_SSE_MASTER_KEYS,
+      kmsKeys: env.STRATA_SSE_KMS_KEYS,
+      kmsDefaultKey: env.STRATA_SSE_KMS_DEFAULT_KEY,
+    },
     jwtExpiresIn: env.STRATA_JWT_EXPIRES_IN,
     publicUrl: env.STRATA_PUBLIC_URL,
     s3Domains: env.STRATA_S3_DOMAINS,

@@ -23,6 +23,7 @@ import { startDataPlane } from '../../data-plane/src/app.js';
 import { startGateway } from '../../gateway/src/app.js';
 import { localModelServerKey } from './model-server-key.js';
 import { ephemeralSecret, persistentSecret } from './secrets.js';
+import type { EncryptionKeySettings } from '../../data-plane/src/encryption/key-store.js';
 import { startPgliteVacuum } from './pglite-vacuum.js';
 
 /** `<bucket>.localhost`: many systems resolve every name under localhost to this machine. */
@@ -38,6 +39,12 @@ export interface PlatformOptions {
   internalToken?: string;
   jwtSecret?: string;
   secretKey?: string;
+  /**
+   * Server-side encryption keys of the data plane (STRATA_SSE_*). Without a master key one is generated
+   * once per data dir and kept there (`secrets/sse-master-key`), like the other secrets: losing it loses
+   * every SSE-S3 object.
+   */
+  encryptionKeys?: EncryptionKeySettings;
   jwtExpiresIn?: string;
   publicUrl?: string;
   /** Domains whose subdomains name buckets (virtual-hosted style); default DEFAULT_S3_DOMAINS. */
@@ -93,6 +100,7 @@ export interface PlatformContext {
   internalToken: string;
   jwtSecret: string;
   secretKey: string;
+  encryptionKeys: EncryptionKeySettings;
   rootUser: string;
   rootPassword: string;
   logger: (service: string) => Logger;
@@ -150,6 +158,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         redisKeyPrefix: ctx.options.production?.redisKeyPrefix,
         redisTimeoutMs: ctx.options.production?.redisTimeoutMs,
         redisReplicaAcks: ctx.options.production?.redisReplicaAcks,
+        encryptionKeys: ctx.encryptionKeys,
         logger: ctx.logger('data-plane'),
       }),
   },
@@ -330,6 +339,11 @@ export async function startPlatform(options: PlatformOptions, services: Platform
     internalToken: options.internalToken ?? ephemeralSecret(),
     jwtSecret: options.jwtSecret ?? (await persistentSecret(options.dataDir, 'jwt-secret')),
     secretKey: options.secretKey ?? (await persistentSecret(options.dataDir, 'server-key')),
+    encryptionKeys: {
+      ...options.encryptionKeys,
+      // The generated secret is 32 random bytes in hex: the key is those bytes (base64, as the setting takes it).
+      masterKey: options.encryptionKeys?.masterKey ?? Buffer.from(await persistentSecret(options.dataDir, 'sse-master-key'), 'hex').toString('base64'),
+    },
     rootUser: options.rootUser ?? 'strata',
     rootPassword: options.rootPassword ?? 'strata-secret-key',
     logger: (service) => createLogger(service, options.logLevel),

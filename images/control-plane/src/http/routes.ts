@@ -351,7 +351,8 @@ const BUCKET_CONFIGS: Record<
       | 'NoSuchCORSConfiguration'
       | 'NoSuchTagSet'
       | 'OwnershipControlsNotFoundError'
-      | 'NoSuchPublicAccessBlockConfiguration';
+      | 'NoSuchPublicAccessBlockConfiguration'
+      | 'ServerSideEncryptionConfigurationNotFoundError';
     max: number;
     outline: (rule: unknown) => boolean;
   }
@@ -396,6 +397,11 @@ const BUCKET_CONFIGS: Record<
     max: 1,
     outline: (b) =>
       isObject(b) && ['blockPublicAcls', 'ignorePublicAcls', 'blockPublicPolicy', 'restrictPublicBuckets'].every((k) => typeof b[k] === 'boolean'),
+  },
+  encryption: {
+    missing: 'ServerSideEncryptionConfigurationNotFoundError',
+    max: 1,
+    outline: (r) => isObject(r) && (r.algorithm === 'AES256' || r.algorithm === 'aws:kms') && (r.kmsKeyId === undefined || typeof r.kmsKeyId === 'string'),
   },
 };
 

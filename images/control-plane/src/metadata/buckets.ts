@@ -13,6 +13,7 @@ const CONFIG_COLUMNS: Record<BucketConfigKind, string> = {
   ownership: 'ownership',
   acl: 'acl',
   publicAccessBlock: 'public_access_block',
+  encryption: 'encryption',
 };
 
 interface BucketRow {

@@ -1,5 +1,5 @@
 import { readQuery, type SqlClient } from '../../../service-kit/src/index.js';
-import { objectMetaOf, S3Error, type ObjectMeta, type ObjectRow } from '../../../object-model/src/index.js';
+import { ENCRYPTION_ENTRY, objectMetaOf, S3Error, type EncryptionRule, type ObjectMeta, type ObjectRow } from '../../../object-model/src/index.js';
 import { ObjectCommit, type CommitRequest, type CommitResult } from './commit.js';
 
 export { BlobGoneError, CommitOutcomeUnknownError, type BlobSource, type CommitRequest, type CommitResult } from './commit.js';
@@ -10,6 +10,8 @@ export interface BucketRef {
   name: string;
   owner: string;
   backend: { kind: string; [setting: string]: unknown };
+  /** Its default encryption (PutBucketEncryption), when it has one: writes without encryption headers get it. */
+  encryption?: EncryptionRule[];
 }
 
 /** The internal API's ObjectMeta (hack/adr/0001). */
@@ -25,6 +27,8 @@ export interface StoredObject extends ObjectMeta {
   partSizes?: number[];
   /** Its parts' checksums in part order (an upload with a checksum algorithm: the object's algorithm). */
   partChecksums?: string[];
+  /** Its encryption record (encryption/object-encryption.ts), when its bytes are encrypted. */
+  encryption?: string;
 }
 
 /** An object row with where its bytes are (the reads of StoredObject). */
@@ -46,6 +50,7 @@ function toStoredObject(bucket: string, row: StoredObjectRow): StoredObject {
     owner: row.owner,
     ...(row.part_sizes ? { partSizes: row.part_sizes.map(Number) } : {}),
     ...(row.part_checksums ? { partChecksums: row.part_checksums } : {}),
+    ...(row.headers?.[ENCRYPTION_ENTRY] ? { encryption: row.headers[ENCRYPTION_ENTRY] } : {}),
   };
 }
 
@@ -81,9 +86,15 @@ export class Catalog {
 
   /** Read like objectByBucketName (replica-routed, as fresh as the client's default read). */
   async bucket(name: string): Promise<BucketRef> {
-    const res = await readQuery<BucketRef>(this.sql, 'SELECT id, name, owner, backend FROM buckets WHERE name = $1', [name]);
-    if (!res.rows[0]) throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
-    return { ...res.rows[0], id: Number(res.rows[0].id) };
+    const res = await readQuery<BucketRef & { encryption: EncryptionRule[] | null }>(
+      this.sql,
+      'SELECT id, name, owner, backend, encryption FROM buckets WHERE name = $1',
+      [name],
+    );
+    const row = res.rows[0];
+    if (!row) throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
+    const { encryption, ...bucket } = row;
+    return { ...bucket, id: Number(row.id), ...(encryption?.length ? { encryption } : {}) };
   }
 
   async object(bucket: BucketRef, key: string): Promise<StoredObject | undefined> {

@@ -1,5 +1,5 @@
 import { DatabaseUnavailableError, isDatabaseUnavailable, isUniqueViolation, uuidV7, type SqlClient } from '../../../service-kit/src/index.js';
-import { S3Error, checkWriteConditions, type StoredHeaders, type Tag, type WriteConditions } from '../../../object-model/src/index.js';
+import { S3Error, checkWriteConditions, splitEncryption, type StoredHeaders, type Tag, type WriteConditions } from '../../../object-model/src/index.js';
 import type { BucketRef, ObjectMeta } from './catalog.js';
 import { GroupCommit } from './group-commit.js';
 
@@ -277,7 +277,8 @@ function commitResult(req: CommitRequest, row: CommitRow): CommitResult {
 function metaOf(req: CommitRequest): ObjectMeta {
   const { bucket, key, now } = req;
   const tags = nonEmpty(req.tags);
-  const headers = nonEmpty(req.headers);
+  // The encryption record stays here: the answer carries only its public part.
+  const { headers, sse } = splitEncryption(nonEmpty(req.headers));
   const meta: ObjectMeta = {
     bucket: bucket.name,
     key,
@@ -289,6 +290,7 @@ function metaOf(req: CommitRequest): ObjectMeta {
     lastModified: now.toISOString(),
     ...(tags ? { tags } : {}),
     ...(headers ? { headers } : {}),
+    ...(sse ? { sse } : {}),
   };
   return meta;
 }

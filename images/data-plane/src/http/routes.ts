@@ -12,7 +12,10 @@ import {
   readMultipartExpiryBody,
   readPartCopyBody,
   readWireHeader,
+  readSseRequest,
   S3Error,
+  SSE_ANSWER_HEADER,
+  SSE_REQUEST_HEADER,
   STORED_HEADERS_HEADER,
   storedChecksum,
   TAGS_HEADER,
@@ -145,7 +148,11 @@ function objectHeaders(res: http.ServerResponse, object: StoredObject): void {
   res.setHeader(USER_METADATA_HEADER.name, encodeWireHeader(USER_METADATA_HEADER, object.userMetadata));
   if (object.tags?.length) res.setHeader(TAGS_HEADER.name, encodeWireHeader(TAGS_HEADER, object.tags));
   if (object.headers) res.setHeader(STORED_HEADERS_HEADER.name, encodeWireHeader(STORED_HEADERS_HEADER, object.headers));
+  if (object.sse) res.setHeader(SSE_ANSWER_HEADER, JSON.stringify(object.sse));
 }
+
+/** The encryption a request asks (the gateway's checked SSE headers). */
+const sseOf = (req: http.IncomingMessage) => readSseRequest(req.headers[SSE_REQUEST_HEADER]);
 
 /** Route of the object handlers below, relative to the internal API's mount point (/internal): the http metrics' route label. */
 export const OBJECT_ROUTE = '/objects/:bucket/:key';
@@ -175,6 +182,7 @@ function objectHandlers(objects: ObjectService) {
       contentMd5: contentMd5(req),
       instantMd5: header(req, 'x-strata-instant-md5') || undefined,
       conditions: ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined,
+      sse: sseOf(req),
     });
     // An instant hit did not read the body: close the connection rather than drain bytes nobody needs.
     if (result.instant && !req.complete) res.setHeader('connection', 'close');
@@ -184,11 +192,15 @@ function objectHandlers(objects: ObjectService) {
   const read = async (req: http.IncomingMessage, res: http.ServerResponse, { bucket, key, query }: ObjectTarget, withBody: boolean) => {
     const { object, backend } = await objects.head(bucket, key);
     if (query.has('direct-url')) {
-      if (!backend.directUrl) throw Object.assign(new S3Error('NotImplemented', 'this backend cannot serve objects directly'), { status: 404 });
+      // Encrypted bytes are only served decrypted, through the gateway.
+      if (!backend.directUrl || object.encryption)
+        throw Object.assign(new S3Error('NotImplemented', 'this backend cannot serve objects directly'), { status: 404 });
       const expires = Math.min(Math.max(Number(query.get('expires') ?? 900) || 900, 1), 7 * 24 * 3600);
       sendJson(res, { url: await backend.directUrl(object.locator, expires, { contentType: object.contentType, headers: object.headers }) });
       return;
     }
+    // An SSE-C object needs its key on every read (HEAD too); a wrong one is refused before anything is answered.
+    const dataKey = await objects.encryption.open(object.encryption, sseOf(req)?.customerKey);
     objectHeaders(res, object);
     // Decided from the metadata alone: a 304 or 412 never opens the blob.
     if (notModified(object, readConditions(req))) {
@@ -216,7 +228,7 @@ function objectHandlers(objects: ObjectService) {
       res.end();
       return;
     }
-    const stream = await objects.read(object, backend, range);
+    const stream = await objects.read(object, backend, range, dataKey);
     const length = range ? range.end - range.start + 1 : object.size;
     if (length <= SMALL_BODY) {
       // Small objects (the common case): read whole (bounded), then headers and body in one write.
@@ -276,13 +288,13 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   const json = express.json({ limit: '2mb' });
 
   router.post('/objects/:bucket/:key/copy', json, async (req, res) => {
-    res.json(await objects.copy({ ...readCopyObjectBody(req.body), bucket: p(req, 'bucket'), key: p(req, 'key') }));
+    res.json(await objects.copy({ ...readCopyObjectBody(req.body), bucket: p(req, 'bucket'), key: p(req, 'key'), sse: sseOf(req) }));
   });
 
   router.post('/multipart/:bucket/:key', json, async (req, res) => {
     const body = readCreateMultipartBody(req.body);
-    const uploadId = await multipart.initiate(p(req, 'bucket'), p(req, 'key'), body);
-    res.json({ uploadId, ...(body.checksum ? { checksum: body.checksum } : {}) });
+    const { uploadId, sse } = await multipart.initiate(p(req, 'bucket'), p(req, 'key'), { ...body, sse: sseOf(req) });
+    res.json({ uploadId, ...(body.checksum ? { checksum: body.checksum } : {}), ...(sse ? { sse } : {}) });
   });
   router.put('/multipart/:bucket/:key/:uploadId/parts/:n', async (req, res) => {
     res.json(
@@ -291,6 +303,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
         contentMd5: contentMd5(req),
         checksumAlgorithm: req.header('x-strata-checksum-algorithm'),
         ...bodyHeaders(req),
+        sse: sseOf(req),
       }),
     );
   });
@@ -302,6 +315,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
         key: sourceKey,
         range,
         conditions,
+        sse: sseOf(req),
       }),
     );
   });

@@ -15,8 +15,11 @@ import {
   withoutChecksum,
   type ObjectConditions,
   type StoredHeaders,
-  type Tag,
   checkWriteConditions,
+  ENCRYPTION_ENTRY,
+  splitEncryption,
+  type SseAnswer,
+  type SseRequest,
   type WriteConditions,
 } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
@@ -26,7 +29,7 @@ import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
 import { chosenParts, multipartEtag, objectChecksum, type RequestedPart } from './completion.js';
 import type { ObjectService } from './object-service.js';
-import { DEFAULT_UPLOADS_PER_ACCOUNT, UploadState, type PartInfo, type UploadChecksum, type UploadInfo } from './upload-state.js';
+import { DEFAULT_UPLOADS_PER_ACCOUNT, UploadState, type InitiateOptions, type PartInfo, type UploadInfo } from './upload-state.js';
 
 const MAX_PART_NUMBER = 10_000;
 export { UPLOAD_TTL_S, type UploadChecksum } from './upload-state.js';
@@ -41,7 +44,12 @@ export interface PartUpload {
   /** Its checksum as a stored header, sent before the body or (trailingHeaders) after it. */
   headers?: StoredHeaders;
   trailingHeaders?: () => Promise<StoredHeaders | undefined>;
+  /** The customer key of an SSE-C upload (every part brings it, as S3 requires). */
+  sse?: SseRequest;
 }
+
+/** How a part's bytes are checked, and the customer key of an SSE-C upload. */
+type PartStore = { expectedMd5?: string; expectedSize?: number; customerKey?: string };
 
 export interface MultipartLimits {
   /** In-progress uploads one account (a bucket owner) may have at once; default DEFAULT_UPLOADS_PER_ACCOUNT. */
@@ -73,14 +81,13 @@ export class MultipartService {
     this.uploadsPerAccount = limits.uploadsPerAccount ?? DEFAULT_UPLOADS_PER_ACCOUNT;
   }
 
-  async initiate(
-    bucketName: string,
-    key: string,
-    opts: { owner?: string; contentType?: string; userMetadata?: Record<string, string>; tags?: Tag[]; headers?: StoredHeaders; checksum?: UploadChecksum },
-  ): Promise<string> {
+  async initiate(bucketName: string, key: string, opts: InitiateOptions): Promise<{ uploadId: string; sse?: SseAnswer }> {
     assertObjectKey(key);
     checkUserMetadata(opts.userMetadata ?? {});
     const { bucket, backend } = await this.objects.bucket(bucketName);
+    // One data key for the upload (its record, wrapped, with the upload's state); each part is its own segment.
+    const sealed = await this.objects.encryption.seal(opts.sse, bucket.encryption);
+    const headers = mergeStoredHeaders(withoutChecksum(opts.headers), sealed && { [ENCRYPTION_ENTRY]: JSON.stringify(sealed.record) });
     const uploadId = uuidv7();
     const info: UploadInfo = {
       bucketId: bucket.id,
@@ -90,7 +97,7 @@ export class MultipartService {
       contentType: opts.contentType || 'application/octet-stream',
       userMetadata: opts.userMetadata ?? {},
       ...(opts.tags?.length ? { tags: opts.tags } : {}),
-      ...(opts.headers ? { headers: withoutChecksum(opts.headers) } : {}),
+      ...(headers ? { headers } : {}),
       ...(opts.checksum ? { checksum: opts.checksum } : {}),
       initiated: this.clock().toISOString(),
       backendKey: backend.key,
@@ -98,7 +105,8 @@ export class MultipartService {
     };
     await this.state.create(uploadId, info, this.uploadsPerAccount);
     this.metrics.multipartInFlight.inc();
-    return uploadId;
+    const { sse } = splitEncryption(headers);
+    return { uploadId, ...(sse ? { sse } : {}) };
   }
 
   /**
@@ -138,8 +146,11 @@ export class MultipartService {
         `The upload was created using the ${wanted} checksum algorithm: each part must carry an x-amz-checksum-${wanted.toLowerCase()} checksum.`,
       );
     }
-    const stored = await backend.put(body, { expectedMd5: opts.contentMd5, expectedSize: opts.contentLength, maxSize: MAX_OBJECT_SIZE, part: true });
-    this.metrics.bytesIn.inc(stored.size);
+    const stored = await this.storePart(body, info, backend, {
+      expectedMd5: opts.contentMd5,
+      expectedSize: opts.contentLength,
+      customerKey: opts.sse?.customerKey,
+    });
     let checksum: string | undefined;
     if (wanted) {
       try {
@@ -167,7 +178,7 @@ export class MultipartService {
     key: string,
     uploadId: string,
     partNumber: number,
-    source: { bucket: string; key: string; range?: string; conditions?: ObjectConditions },
+    source: { bucket: string; key: string; range?: string; conditions?: ObjectConditions; sse?: SseRequest },
   ): Promise<{ etag: string; lastModified: string }> {
     this.checkPartNumber(partNumber);
     const { info, backend } = await this.upload(bucket, key, uploadId);
@@ -187,11 +198,12 @@ export class MultipartService {
         throw new S3Error('InvalidRange', `range ${source.range} is outside the source object of ${object.size} bytes`);
     }
     const expectedSize = range ? range.end - range.start + 1 : object.size;
-    const bytes = await sourceBackend.get(object.locator, range);
+    // The source's plaintext (its customer key if SSE-C), stored as the upload stores its parts.
+    const sourceKey = await this.objects.encryption.open(object.encryption, source.sse?.copySourceCustomerKey);
+    const bytes = await this.objects.read(object, sourceBackend, range, sourceKey);
     // An upload with a checksum algorithm: the copied bytes get their checksum on the way.
     const digest = info.checksum && startDigest(info.checksum.algorithm);
-    const stored = await backend.put(digest ? digesting(bytes, digest) : bytes, { expectedSize, part: true });
-    this.metrics.bytesIn.inc(stored.size);
+    const stored = await this.storePart(digest ? digesting(bytes, digest) : bytes, info, backend, { expectedSize, customerKey: source.sse?.customerKey });
     const lastModified = this.clock().toISOString();
     const checksum = digest ? Buffer.from(await digest.digest()).toString('base64') : undefined;
     await this.savePart(uploadId, backend, {
@@ -203,6 +215,19 @@ export class MultipartService {
       ...(checksum ? { checksum } : {}),
     });
     return { etag: stored.md5, lastModified, ...(checksum && info.checksum ? { checksum: { algorithm: info.checksum.algorithm, value: checksum } } : {}) };
+  }
+
+  /** A part's bytes, encrypted as a segment of its own when the upload is; the ETag and size are then its plaintext's. */
+  private async storePart(body: Readable, info: UploadInfo, backend: StorageBackend, { customerKey, ...opts }: PartStore) {
+    const record = info.headers?.[ENCRYPTION_ENTRY];
+    const dataKey = await this.objects.encryption.open(record, customerKey);
+    if (dataKey && record) {
+      const encrypted = await this.objects.storeEncrypted(body, { dataKey, record: JSON.parse(record) }, backend, { ...opts, part: true });
+      return { locator: encrypted.stored.locator, md5: encrypted.plainMd5, size: encrypted.size };
+    }
+    const stored = await backend.put(body, { ...opts, maxSize: MAX_OBJECT_SIZE, part: true });
+    this.metrics.bytesIn.inc(stored.size);
+    return stored;
   }
 
   /**
@@ -289,6 +314,7 @@ export class MultipartService {
       checkWriteConditions(conditions, current, key);
     }
     const composed = await backend.compose(chosen.map((p) => p.locator));
+    const encrypted = info.headers?.[ENCRYPTION_ENTRY] !== undefined;
     const meta = await this.objects.commit(
       {
         bucket,
@@ -298,10 +324,11 @@ export class MultipartService {
         userMetadata: info.userMetadata,
         tags: info.tags,
         headers: mergeStoredHeaders(info.headers, checksum && checksumHeaders(checksum)),
-        blob: this.objects.newBlob(backend, bucket, composed),
+        // Encrypted parts: the composed blob's MD5 is of ciphertext, kept from instant upload and dedupe.
+        blob: { ...this.objects.newBlob(backend, bucket, composed), ...(encrypted ? { md5: null } : {}) },
         etag,
-        md5: composed.md5,
-        size: composed.size,
+        md5: encrypted ? null : composed.md5,
+        size: encrypted ? chosen.reduce((sum, p) => sum + p.size, 0) : composed.size,
         partSizes: chosen.map((p) => p.size),
         ...(checksum ? { partChecksums: chosen.map((p) => p.checksum!) } : {}),
         conditions,

@@ -20,8 +20,13 @@ import {
   type StoredHeaders,
   type Tag,
   checkWriteConditions,
+  ENCRYPTION_ENTRY,
+  type SseRequest,
   type WriteConditions,
 } from '../../../object-model/src/index.js';
+import { meteredBody } from '../backends/metered-body.js';
+import { ThreadMd5 } from '../backends/md5-thread.js';
+import { ObjectEncryption, type Sealed } from '../encryption/object-encryption.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import { BlobMissingError, type ByteRange, type StorageBackend, type StoredBlob } from '../backends/storage-backend.js';
 import { BlobGoneError, CommitOutcomeUnknownError, type BucketRef, type Catalog, type ObjectMeta, type StoredObject } from '../catalog/catalog.js';
@@ -48,6 +53,8 @@ export interface PutRequest {
   /** Hex MD5 the client claims for an instant upload. */
   instantMd5?: string;
   conditions?: WriteConditions;
+  /** Server-side encryption asked by the request (else the bucket's default). */
+  sse?: SseRequest;
 }
 
 export interface CopyRequest {
@@ -76,6 +83,8 @@ export interface CopyRequest {
   conditions?: ObjectConditions;
   /** If-Match / If-None-Match: conditions on the object the copy replaces, checked by its commit. */
   destinationConditions?: WriteConditions;
+  /** The copy's encryption (else the bucket's default), and the source's customer key (copySourceCustomerKey). */
+  sse?: SseRequest;
 }
 
 /** Hooks run after a commit: the outbox relay is kicked so that events leave at once. */
@@ -103,6 +112,8 @@ export class ObjectService {
     private readonly clock: () => Date,
     /** Read cache of GET/HEAD metadata (object-model/object-read-cache.ts); none = every read asks the database. */
     private readonly readCache?: ReadCacheStore,
+    /** Server-side encryption (its key stores); without keys only SSE-C works. */
+    readonly encryption: ObjectEncryption = new ObjectEncryption({}),
   ) {}
 
   /** Bucket records by name (see bucket()). */
@@ -129,6 +140,8 @@ export class ObjectService {
     const owner = req.owner ?? bucket.owner;
     const contentType = req.contentType || 'application/octet-stream';
     const base = { bucket, key: req.key, owner, contentType, userMetadata, tags: req.tags, headers: req.headers, conditions: req.conditions };
+    const sealed = await this.encryption.seal(req.sse, bucket.encryption);
+    if (sealed) return { object: await this.putEncrypted(req, base, sealed, backend), instant: false };
 
     if (req.instantMd5 !== undefined && req.contentLength !== undefined) {
       const md5 = req.instantMd5.toLowerCase();
@@ -163,6 +176,64 @@ export class ObjectService {
       backend,
     );
     return { object, instant: false };
+  }
+
+  /**
+   * A PutObject whose bytes are encrypted (encryption/): never an instant upload, and its blob has no
+   * MD5, so it is never deduplicated with other bytes (its ciphertext is its data key's alone). Size and
+   * Content-MD5 are checked on the plaintext before the last chunk is sealed. ETag as S3: the plaintext's
+   * MD5 for SSE-S3; for SSE-C and SSE-KMS an opaque value (the stored bytes' MD5), which S3 documents as
+   * not the MD5 of the data.
+   */
+  private async putEncrypted(
+    req: PutRequest,
+    base: Omit<Parameters<Catalog['commitObject']>[0], 'now' | 'blob' | 'etag' | 'md5' | 'size'>,
+    sealed: Sealed,
+    backend: StorageBackend,
+  ) {
+    const expectedMd5 = req.contentMd5 ?? req.instantMd5?.toLowerCase();
+    const { stored, plainMd5, size } = await this.storeEncrypted(req.body, sealed, backend, { expectedMd5, expectedSize: req.contentLength });
+    let headers: StoredHeaders | undefined;
+    try {
+      headers = mergeStoredHeaders(mergeStoredHeaders(req.headers, await req.trailingHeaders?.()), { [ENCRYPTION_ENTRY]: JSON.stringify(sealed.record) });
+    } catch (err) {
+      await backend.delete(stored.locator).catch((e) => this.logger.warn({ err: e }, 'could not remove uncommitted blob'));
+      throw err;
+    }
+    return this.commit({ ...base, headers, ...this.encryptedBlob(backend, base.bucket, stored, sealed, plainMd5), size }, stored, backend);
+  }
+
+  /** Plaintext `body` stored encrypted as one segment; size and MD5 checked on the plaintext before its last chunk is sealed. */
+  async storeEncrypted(body: Readable, sealed: Sealed, backend: StorageBackend, opts: { expectedMd5?: string; expectedSize?: number; part?: boolean }) {
+    // The plaintext is counted here and hashed on the MD5 thread (its MD5 is the ETag and the Content-MD5 check).
+    const metered = meteredBody(body, { ...opts, maxSize: MAX_OBJECT_SIZE }, false);
+    const md5 = new ThreadMd5();
+    let plainMd5 = '';
+    const hashed = metered.source.pipe(metered.counter).on('data', (chunk: Buffer) => void md5.update(chunk).catch(() => undefined));
+    const encrypted = ObjectEncryption.encrypting(hashed, sealed.dataKey, async () => {
+      plainMd5 = await md5.digestHex();
+      metered.verify(metered.counter.size, plainMd5);
+    });
+    metered.source.on('error', (err) => encrypted.destroy(err));
+    encrypted.on('error', () => md5.drop());
+    const stored = await backend.put(encrypted, {
+      expectedSize: opts.expectedSize === undefined ? undefined : ObjectEncryption.storedSize(opts.expectedSize),
+      maxSize: ObjectEncryption.storedSize(MAX_OBJECT_SIZE),
+      ...(opts.part ? { part: true } : {}),
+    });
+    this.metrics.bytesIn.inc(stored.size);
+    return { stored, plainMd5, size: metered.counter.size };
+  }
+
+  /**
+   * The blob, ETag and MD5 of encrypted bytes just stored. The blob has no MD5, so it is never found by
+   * instant upload nor deduplicated (its ciphertext is its data key's alone). ETag as S3: the plaintext's
+   * MD5 for SSE-S3; for SSE-C and SSE-KMS an opaque value (the stored bytes' MD5), which S3 documents as
+   * not the MD5 of the data.
+   */
+  private encryptedBlob(backend: StorageBackend, bucket: BucketRef, stored: StoredBlob, sealed: Sealed, plainMd5: string) {
+    const sse3 = sealed.record.alg === 'AES256';
+    return { blob: { ...this.newBlob(backend, bucket, stored), md5: null }, etag: sse3 ? plainMd5 : stored.md5!, md5: sse3 ? plainMd5 : null };
   }
 
   newBlob(backend: StorageBackend, bucket: BucketRef, stored: StoredBlob) {
@@ -289,7 +360,16 @@ export class ObjectService {
     return { object, backend };
   }
 
-  async read(object: StoredObject, backend: StorageBackend, range?: ByteRange): Promise<Readable> {
+  /**
+   * The object's bytes (a range of them), decrypted when it is encrypted: `dataKey` is what
+   * encryption.open answered for it (undefined for an object stored in the clear).
+   */
+  async read(object: StoredObject, backend: StorageBackend, range?: ByteRange, dataKey?: Buffer): Promise<Readable> {
+    if (dataKey && object.encryption) {
+      const plain = ObjectEncryption.decrypting(backend, object.locator, object.partSizes ?? [object.size], dataKey, range);
+      plain.on('data', (chunk: Buffer) => this.metrics.bytesOut.inc(chunk.length));
+      return plain;
+    }
     const stream = await backend.get(object.locator, range).catch((err: unknown) => {
       if (!(err instanceof BlobMissingError)) throw err;
       this.metrics.missingBlobReads.inc();
@@ -314,6 +394,11 @@ export class ObjectService {
       // Checked again by the commit; failing here spares reading or writing the bytes of a doomed copy.
       if (req.destinationConditions) checkWriteConditions(req.destinationConditions, (await this.catalog.object(bucket, req.key))?.etag, req.key);
       checkCopyChangesObject(req);
+      // The copy's encryption is its request's or the bucket default's, never the source's (as S3).
+      const sourceKey = await this.encryption.open(source.encryption, req.sse?.copySourceCustomerKey);
+      const { copySourceCustomerKey: _sourceKey, ...targetSse } = req.sse ?? {};
+      const sealed = await this.encryption.seal(targetSse, bucket.encryption);
+      const sameBytes = ObjectEncryption.sameKey(source.encryption, sealed, sourceKey, targetSse.customerKey);
       const replace = req.metadataDirective === 'REPLACE';
       const contentType = replace ? req.contentType || 'application/octet-stream' : source.contentType;
       const userMetadata = replace ? (req.userMetadata ?? {}) : source.userMetadata;
@@ -344,21 +429,46 @@ export class ObjectService {
         partChecksums,
         conditions: req.destinationConditions,
       };
+      // The same key (or none on both sides): the copy keeps the source's bytes and record.
+      const record = sameBytes && source.encryption ? { [ENCRYPTION_ENTRY]: source.encryption } : undefined;
+      if (!sameBytes || (source.encryption && sourceBackend.key !== backend.key && digest)) {
+        const plain = await this.read(source, sourceBackend, undefined, sourceKey);
+        const bytes = digest ? digesting(plain, digest) : plain;
+        if (!sealed) {
+          const stored = await backend.put(bytes, { expectedSize: source.size });
+          this.metrics.bytesIn.inc(stored.size);
+          const fresh = {
+            ...base,
+            partSizes: source.encryption ? undefined : base.partSizes,
+            etag: source.encryption ? stored.md5 : base.etag,
+            md5: stored.md5,
+          };
+          return this.commit({ ...fresh, headers: headersWith(await computed()), blob: this.newBlob(backend, bucket, stored) }, stored, backend);
+        }
+        // Encrypted anew as one segment: a new object of one part (its ETag is the new bytes', as S3 gives a re-encrypted copy).
+        const { stored, plainMd5 } = await this.storeEncrypted(bytes, sealed, backend, { expectedSize: source.size });
+        const headers = mergeStoredHeaders(headersWith(await computed()), { [ENCRYPTION_ENTRY]: JSON.stringify(sealed.record) });
+        const encrypted = this.encryptedBlob(backend, bucket, stored, sealed, plainMd5);
+        return this.commit({ ...base, ...encrypted, partSizes: undefined, partChecksums: undefined, headers }, stored, backend);
+      }
       if (sourceBackend.key === backend.key) {
         // The blob is shared; the bytes are read only when a new checksum needs them.
-        if (digest) for await (const chunk of await sourceBackend.get(source.locator)) digest.update(chunk as Buffer);
+        if (digest) for await (const chunk of await this.read(source, sourceBackend, undefined, sourceKey)) digest.update(chunk as Buffer);
         try {
-          return await this.commit({ ...base, headers: headersWith(await computed()), blob: { kind: 'existing', blobId: source.blobId } }, undefined, backend);
+          const headers = mergeStoredHeaders(headersWith(await computed()), record);
+          return await this.commit({ ...base, headers, blob: { kind: 'existing', blobId: source.blobId } }, undefined, backend);
         } catch (err) {
           // The source was replaced and its blob freed meanwhile: read the source again.
           if (err instanceof BlobGoneError && attempt < 3) continue;
           throw err;
         }
       }
+      // Another backend: the stored bytes travel as they are (encrypted ones with their record; their blob has no MD5).
       const bytes = await sourceBackend.get(source.locator);
-      const stored = await backend.put(digest ? digesting(bytes, digest) : bytes, { expectedSize: source.size });
+      const stored = await backend.put(digest ? digesting(bytes, digest) : bytes, source.encryption ? {} : { expectedSize: source.size });
       this.metrics.bytesIn.inc(stored.size);
-      return this.commit({ ...base, headers: headersWith(await computed()), blob: this.newBlob(backend, bucket, stored) }, stored, backend);
+      const blob = { ...this.newBlob(backend, bucket, stored), ...(source.encryption ? { md5: null } : {}) };
+      return this.commit({ ...base, headers: mergeStoredHeaders(headersWith(await computed()), record), blob }, stored, backend);
     }
   }
 }

@@ -1,4 +1,4 @@
-import { S3Error, type ChecksumAlgorithm, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
+import { S3Error, type ChecksumAlgorithm, type SseRequest, type StoredHeaders, type Tag } from '../../../object-model/src/index.js';
 import type { ObjectMeta } from '../catalog/catalog.js';
 import type { Cache } from '../cache/cache.js';
 
@@ -27,6 +27,18 @@ export interface UploadInfo {
   backendKey: string;
   /** The account whose in-progress uploads this one counts against (the bucket's owner). */
   account: string;
+}
+
+/** What CreateMultipartUpload asks (MultipartService.initiate). */
+export interface InitiateOptions {
+  owner?: string;
+  contentType?: string;
+  userMetadata?: Record<string, string>;
+  tags?: Tag[];
+  headers?: StoredHeaders;
+  checksum?: UploadChecksum;
+  /** Its encryption (else the bucket's default): one data key for the upload, each part its own segment. */
+  sse?: SseRequest;
 }
 
 export interface UploadChecksum {

@@ -2,6 +2,12 @@ import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import { InternalHttp, type Cancellation, type Guard, readText, seg } from './internal-http.js';
 import {
+  encodeSseRequest,
+  readSseAnswer,
+  SSE_ANSWER_HEADER,
+  SSE_REQUEST_HEADER,
+  type SseAnswer,
+  type SseRequest,
   encodeWireHeader,
   readWireHeaderLeniently,
   STORED_HEADERS_HEADER,
@@ -49,6 +55,8 @@ export function objectReadOf(bucket: string, key: string, res: http.IncomingMess
     ...(tags?.length ? { tags } : {}),
     ...(headers ? { headers } : {}),
   };
+  const sse = readSseAnswer(h[SSE_ANSWER_HEADER]);
+  if (sse) object.sse = sse;
   const [partAlgorithm, partChecksum] = String(h['x-strata-part-checksum'] ?? '').split(' ');
   const partsCount = h['x-amz-mp-parts-count'];
   return {
@@ -60,6 +68,12 @@ export function objectReadOf(bucket: string, key: string, res: http.IncomingMess
     ...(partAlgorithm && partChecksum ? { partChecksum: { algorithm: partAlgorithm, value: partChecksum } } : {}),
     ...(withBody && status !== 304 ? { body: res } : {}),
   };
+}
+
+/** The internal header of a request's encryption (none when it asks nothing). */
+function sseHeaders(sse: SseRequest | undefined): http.OutgoingHttpHeaders {
+  const value = encodeSseRequest(sse);
+  return value ? { [SSE_REQUEST_HEADER]: value } : {};
 }
 
 /** Typed client for the data plane: object bytes, copy, multipart (ADR 0001). Calls are guarded per bucket (their breaker scope). */
@@ -109,6 +123,7 @@ export class DataPlaneClient {
         ...(h.instantMd5 ? { 'x-strata-instant-md5': h.instantMd5 } : {}),
         ...(h.ifMatch ? { 'if-match': h.ifMatch } : {}),
         ...(h.ifNoneMatch ? { 'if-none-match': h.ifNoneMatch } : {}),
+        ...sseHeaders(h.sse),
       },
       body,
       cancellation,
@@ -130,6 +145,7 @@ export class DataPlaneClient {
         ...(c?.ifNoneMatch !== undefined ? { 'if-none-match': c.ifNoneMatch } : {}),
         ...(c?.ifModifiedSince !== undefined ? { 'if-modified-since': c.ifModifiedSince } : {}),
         ...(c?.ifUnmodifiedSince !== undefined ? { 'if-unmodified-since': c.ifUnmodifiedSince } : {}),
+        ...sseHeaders(input.sse),
       },
       ...(input.partNumber !== undefined ? { query: { partNumber: input.partNumber } } : {}),
       cancellation,
@@ -154,12 +170,16 @@ export class DataPlaneClient {
     }
   }
 
-  copyObject(bucket: string, key: string, body: CopyObjectInput): Promise<ObjectMeta> {
-    return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, { body, long: true });
+  copyObject(bucket: string, key: string, { sse, ...body }: CopyObjectInput): Promise<ObjectMeta> {
+    return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, { body, headers: sseHeaders(sse), long: true });
   }
 
-  createMultipart(bucket: string, key: string, body: CreateMultipartInput): Promise<{ uploadId: string; checksum?: Required<UploadChecksum> }> {
-    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, { body, scope: bucket });
+  createMultipart(
+    bucket: string,
+    key: string,
+    { sse, ...body }: CreateMultipartInput,
+  ): Promise<{ uploadId: string; checksum?: Required<UploadChecksum>; sse?: SseAnswer }> {
+    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, { body, headers: sseHeaders(sse), scope: bucket });
   }
 
   /** A part's bytes, with the algorithm of the checksum it carries (an upload with one requires it). */
@@ -179,6 +199,7 @@ export class DataPlaneClient {
         'content-type': 'application/octet-stream',
         ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}),
         ...(h.checksumAlgorithm ? { 'x-strata-checksum-algorithm': h.checksumAlgorithm } : {}),
+        ...sseHeaders(h.sse),
       },
       body,
       cancellation,
@@ -190,9 +211,13 @@ export class DataPlaneClient {
     key: string,
     uploadId: string,
     partNumber: number,
-    body: UploadPartCopyInput,
+    { sse, ...body }: UploadPartCopyInput,
   ): Promise<{ etag: string; lastModified: string; checksum?: NamedChecksum }> {
-    return this.http.json('PUT', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}/copy`, { body, long: true });
+    return this.http.json('PUT', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}/copy`, {
+      body,
+      headers: sseHeaders(sse),
+      long: true,
+    });
   }
 
   listParts(bucket: string, key: string, uploadId: string, q: { maxParts?: number; partNumberMarker?: number }): Promise<ListPartsResult> {

@@ -1,6 +1,7 @@
 import { S3Error, type BucketConfigs, type S3ErrorCode } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import { parseCorsConfiguration, renderCorsConfiguration, type CorsConfigurationXml } from '../s3/cors-xml.js';
+import { parseEncryptionConfiguration, renderEncryptionConfiguration } from '../s3/encryption-xml.js';
 import { parseTagging, renderTagging, type TaggingXml } from '../s3/tagging-xml.js';
 import { parseLifecycleConfiguration, renderLifecycleConfiguration, type LifecycleConfigurationXml } from '../s3/lifecycle-xml.js';
 import type { S3Handler } from '../s3/operation.js';
@@ -68,6 +69,13 @@ export const tags = configHandlers('tags', {
   render: renderTagging,
 });
 
+/** Put/Get/DeleteBucketEncryption: the bucket's default encryption (new objects without encryption headers get it). */
+export const encryption = configHandlers('encryption', {
+  root: 'ServerSideEncryptionConfiguration',
+  parse: (doc) => parseEncryptionConfiguration(doc),
+  render: renderEncryptionConfiguration,
+});
+
 /**
  * Reads of the bucket configurations Strata has no place for (no bucket ever has one): S3's answer for a
  * bucket where it is not set, so that tools which read all of them (Terraform, `s3cmd info`, inventories)
@@ -76,7 +84,6 @@ export const tags = configHandlers('tags', {
 const UNSET_CONFIG_ANSWERS: Record<string, { operation: string } & ({ error: S3ErrorCode } | { root: string; body: Record<string, unknown> })> = {
   policy: { operation: 'GetBucketPolicy', error: 'NoSuchBucketPolicy' },
   policyStatus: { operation: 'GetBucketPolicyStatus', error: 'NoSuchBucketPolicy' },
-  encryption: { operation: 'GetBucketEncryption', error: 'ServerSideEncryptionConfigurationNotFoundError' },
   website: { operation: 'GetBucketWebsite', error: 'NoSuchWebsiteConfiguration' },
   replication: { operation: 'GetBucketReplication', error: 'ReplicationConfigurationNotFoundError' },
   'object-lock': { operation: 'GetObjectLockConfiguration', error: 'ObjectLockConfigurationNotFoundError' },
@@ -111,7 +118,6 @@ export function getUnsetConfig(name: string): S3Handler {
  */
 const UNSET_CONFIG_DELETES: Record<string, string> = {
   policy: 'DeleteBucketPolicy',
-  encryption: 'DeleteBucketEncryption',
   website: 'DeleteBucketWebsite',
   replication: 'DeleteBucketReplication',
 };

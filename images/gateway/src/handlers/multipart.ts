@@ -21,6 +21,7 @@ import {
 } from '../s3/request.js';
 import { checksumXml, listedPartChecksum, objectChecksumHeader } from '../s3/checksums.js';
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
+import { customerKeyAnswer, setSseHeaders, sseRequestOf } from '../s3/encryption.js';
 import { owner, quoted, sendXml, urlEncodeKey, sendStatus } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 import { copySource, copySourceConditions } from './object-write.js';
@@ -42,14 +43,16 @@ export const createMultipartUpload: S3Handler = async (s3) => {
   const bucketInfo = await target(s3);
   // The ACL asked for here is kept with the upload and given to the object at completion, as S3.
   const acl = objectAclHeaders(req, bucketInfo, callerOf(res).username, deps.buckets.platformBlocksPublic);
-  const { uploadId, checksum } = await deps.objects.createMultipart(bucket, key, {
+  const { uploadId, checksum, sse } = await deps.objects.createMultipart(bucket, key, {
     owner: callerOf(res).username,
     contentType: header(req, 'content-type'),
     userMetadata: userMetadata(req),
     ...(tags?.length ? { tags } : {}),
     headers: mergeStoredHeaders(standardHeaders(req), acl),
     ...(algorithm ? { checksum: { algorithm: algorithm.toUpperCase(), ...(type ? { type: type.toUpperCase() as 'COMPOSITE' | 'FULL_OBJECT' } : {}) } } : {}),
+    sse: sseRequestOf('CreateMultipartUpload', req.headers),
   });
+  setSseHeaders(res, sse);
   if (checksum) {
     res.setHeader('x-amz-checksum-algorithm', checksum.algorithm);
     res.setHeader('x-amz-checksum-type', checksum.type);
@@ -74,11 +77,18 @@ export const uploadPart: S3Handler = async (s3) => {
       key,
       query.get('uploadId') ?? '',
       partNumber,
-      { contentLength: length, contentMd5: md5, checksumAlgorithm: upload.checksum?.checksum.algorithm, ...checksumHeadersOf(upload) },
+      {
+        contentLength: length,
+        contentMd5: md5,
+        checksumAlgorithm: upload.checksum?.checksum.algorithm,
+        ...checksumHeadersOf(upload),
+        sse: sseRequestOf('UploadPart', req.headers),
+      },
       body,
       state(res).clientGone,
     );
     res.setHeader('ETag', quoted(etag));
+    setSseHeaders(res, customerKeyAnswer(req));
     if (upload.checksum?.value) res.setHeader(upload.checksum.checksum.header, upload.checksum.value);
     sendStatus(res, 200);
   } catch (err) {
@@ -105,7 +115,9 @@ export const uploadPartCopy: S3Handler = async (s3) => {
     sourceKey,
     ...(range ? { range } : {}),
     ...(conditions ? { conditions } : {}),
+    sse: sseRequestOf('UploadPartCopy', req.headers),
   });
+  setSseHeaders(res, customerKeyAnswer(req));
   sendXml(res, 'CopyPartResult', {
     LastModified: new Date(r.lastModified).toISOString(),
     ETag: quoted(unquote(r.etag)),
@@ -146,6 +158,7 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   const conditions = ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined;
   const meta = await deps.objects.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions, objectChecksum);
   setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
+  setSseHeaders(res, meta.sse);
   const checksum = storedChecksum(meta.headers);
   sendXml(res, 'CompleteMultipartUploadResult', {
     Location: `/${bucket}/${urlEncodeKey(key)}`,

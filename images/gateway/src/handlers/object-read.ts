@@ -20,6 +20,7 @@ import { setExpiration } from '../s3/expiration.js';
 import { header, metadataHeaderValue, partNumberOf } from '../s3/request.js';
 import { originOf } from './presign.js';
 import { sendStatus } from '../s3/render.js';
+import { setSseHeaders, sseRequestOf } from '../s3/encryption.js';
 
 /** response-* query parameters that override answer headers (S3 GetObject). */
 const OVERRIDES: Record<string, string> = {
@@ -87,6 +88,7 @@ function sendObjectHeaders(s3: S3Request, read: Omit<ObjectRead, 'body'>, rules:
     if (v !== null) res.setHeader(headerName, headerSafe(v));
   }
   if (rules?.length) setExpiration(res, rules, { key: s3.key, size: object.size, lastModified: new Date(object.lastModified), tags: object.tags });
+  setSseHeaders(res, object.sse);
 }
 
 async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: BucketInfo, partNumber: number | undefined): Promise<void> {
@@ -94,8 +96,10 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: Buc
   const { req, res, bucket, key, deps } = s3;
   const range = header(req, 'range');
   const conditions = readConditions(req);
-  // Whole-object reads of small objects may be answered from the gateway's copy of an earlier answer.
-  const answers = range === undefined && partNumber === undefined ? deps.objectAnswers : undefined;
+  const sse = sseRequestOf(method === 'GET' ? 'GetObject' : 'HeadObject', req.headers);
+  // Whole-object reads of small objects may be answered from the gateway's copy of an earlier answer;
+  // never a read that brings a customer key (the data plane judges it), and encrypted answers are never kept.
+  const answers = range === undefined && partNumber === undefined && !sse ? deps.objectAnswers : undefined;
   const version = answers ? await answers.version(bucket, key) : undefined;
   const cached = version !== undefined ? answers!.get(bucket, key, version) : undefined;
   if (cached) {
@@ -105,7 +109,7 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: Buc
     return;
   }
   // The object layer decides the conditions from the metadata: a 304 or 412 opens no body.
-  const read = await deps.objects.getObject(bucket, key, { method, range, partNumber, conditions }, state(res).clientGone);
+  const read = await deps.objects.getObject(bucket, key, { method, range, partNumber, conditions, sse }, state(res).clientGone);
   const { body, ...answer } = read;
   if (read.status === 304) return sendNotModified(res, read.object);
   try {
@@ -126,7 +130,7 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: Buc
       res.destroy();
       return;
     }
-    if (version !== undefined && read.status === 200) answers!.set(bucket, key, version, { read: answer, body: bytes });
+    if (version !== undefined && read.status === 200 && !read.object.sse) answers!.set(bucket, key, version, { read: answer, body: bytes });
     res.end(bytes);
     return;
   }

@@ -25,6 +25,7 @@ import {
   websiteRedirect,
 } from '../s3/request.js';
 import { checksumXml } from '../s3/checksums.js';
+import { setSseHeaders, sseRequestOf } from '../s3/encryption.js';
 import { setExpiration } from '../s3/expiration.js';
 import { quoted, sendData, sendXml, sendStatus } from '../s3/render.js';
 
@@ -72,11 +73,13 @@ export const putObject: S3Handler = async (s3) => {
         instantMd5: instant,
         ifMatch: header(req, 'if-match'),
         ifNoneMatch: header(req, 'if-none-match'),
+        sse: sseRequestOf('PutObject', req.headers),
       },
       body,
       state(res).clientGone,
     );
     res.setHeader('ETag', quoted(result.object.etag));
+    setSseHeaders(res, result.object.sse);
     setExpiration(res, bucketInfo.lifecycle, { key, size: result.object.size, lastModified: result.object.lastModified, tags });
     if (upload.checksum?.value) {
       res.setHeader(upload.checksum.checksum.header, upload.checksum.value);
@@ -176,7 +179,9 @@ export const copyObject: S3Handler = async (s3) => {
     ...(checksumAlgorithm ? { checksumAlgorithm } : {}),
     ...(conditions ? { conditions } : {}),
     ...(destinationConditions ? { destinationConditions } : {}),
+    sse: sseRequestOf('CopyObject', req.headers),
   });
+  setSseHeaders(res, meta.sse);
   setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
   const checksum = storedChecksum(meta.headers);
   sendXml(res, 'CopyObjectResult', {

@@ -1,19 +1,21 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { S3Error } from '../../../object-model/src/index.js';
+import type http from 'node:http';
+import { S3Error, sseResponseHeaders, type SseAnswer, type SseRequest } from '../../../object-model/src/index.js';
 
 /**
- * Server-side encryption. Strata stores bytes as they came (the backend's own disk or server encryption
- * is the place for encryption at rest), so a request that asks for SSE-S3, SSE-KMS or SSE-C is refused
- * rather than answered 200 with the object stored in the clear: a client that asked for encryption must
- * not believe it got it. (MinIO without a KMS refuses them the same way.) As S3, the headers are first
- * checked as S3 checks them: a request S3 would refuse as malformed gets S3's 400, not the 501.
+ * Server-side encryption headers (the data plane encrypts: data-plane/src/encryption/). They are checked
+ * as S3 checks them first (a malformed request gets S3's 400), then passed on as an SseRequest
+ * (sseRequestOf). A browser form (PostObject) asking for encryption is still refused with 501 rather than
+ * stored in the clear: a client that asked for encryption must not believe it got it.
  */
 const WRITES = new Set(['PutObject', 'CopyObject', 'CreateMultipartUpload', 'UploadPart', 'UploadPartCopy', 'PostObject']);
 const READS = new Set(['GetObject', 'HeadObject']);
 
 const SSE = 'x-amz-server-side-encryption';
 const SSE_VALUES = new Set(['AES256', 'aws:kms', 'aws:kms:dsse']);
+/** The S3 operations whose request may carry a customer key for the object (SSE-C). */
+const CUSTOMER_KEYED = new Set([...WRITES, ...READS]);
 /** Headers that only go with `x-amz-server-side-encryption: aws:kms` (or aws:kms:dsse). */
 const KMS_FIELDS = [`${SSE}-aws-kms-key-id`, `${SSE}-context`];
 
@@ -72,22 +74,55 @@ export function refuseEncryptedWrite(names: Iterable<string>, lookup: Lookup): v
   throw new S3Error('NotImplemented', `Strata does not encrypt objects itself (${asked}); nothing was stored.`);
 }
 
-/**
- * Writes as refuseEncryptedWrite. Reads (no object here is encrypted): SSE-S3/KMS headers are
- * InvalidArgument, as S3 answers them on a GET or HEAD; a customer key (SSE-C) is InvalidRequest, as S3
- * answers for an object not encrypted with one.
- */
-export function refuseServerSideEncryption(operation: string, headers: IncomingHttpHeaders): void {
-  const lookup: Lookup = (name) => {
+function lookupOf(headers: IncomingHttpHeaders): Lookup {
+  return (name) => {
     const v = headers[name];
     return Array.isArray(v) ? v.join(',') : v;
   };
+}
+
+/**
+ * S3's checks of a request's encryption headers: writes as checkEncryptionHeaders (dual-layer
+ * `aws:kms:dsse` is NotImplemented); reads refuse SSE-S3/KMS headers (InvalidArgument, as S3 answers
+ * them on a GET or HEAD), and their customer key must be well formed.
+ */
+export function checkServerSideEncryption(operation: string, headers: IncomingHttpHeaders): void {
+  const lookup = lookupOf(headers);
   if (WRITES.has(operation)) {
-    refuseEncryptedWrite(Object.keys(headers), lookup);
+    if (encryptionAsked(Object.keys(headers)) === undefined) return;
+    checkEncryptionHeaders(lookup);
+    if (lookup(SSE) === 'aws:kms:dsse') throw new S3Error('NotImplemented', 'Dual-layer server-side encryption (aws:kms:dsse) is not supported.');
     return;
   }
   if (!READS.has(operation)) return;
   const kms = [SSE, ...KMS_FIELDS, `${SSE}-bucket-key-enabled`].find((name) => lookup(name) !== undefined);
   if (kms) throw invalid(`${kms} is not supported on a ${operation === 'GetObject' ? 'GET' : 'HEAD'} request.`, kms, lookup(kms));
-  if (checkCustomerKey(lookup, SSE)) throw new S3Error('InvalidRequest', 'The encryption parameters are not applicable to this object.');
+  checkCustomerKey(lookup, SSE);
+}
+
+/** What a request (checked by checkServerSideEncryption) asks, for the data plane; undefined when nothing. */
+export function sseRequestOf(operation: string, headers: IncomingHttpHeaders): SseRequest | undefined {
+  if (!CUSTOMER_KEYED.has(operation)) return undefined;
+  const lookup = lookupOf(headers);
+  const method = lookup(SSE);
+  const sse: SseRequest = {
+    ...(method === 'AES256' || method === 'aws:kms' ? { method } : {}),
+    ...(method === 'aws:kms' && lookup(KMS_FIELDS[0]!) ? { kmsKeyId: lookup(KMS_FIELDS[0]!) } : {}),
+    ...(lookup(`${SSE}-customer-key`) ? { customerKey: lookup(`${SSE}-customer-key`) } : {}),
+    ...(lookup('x-amz-copy-source-server-side-encryption-customer-key')
+      ? { copySourceCustomerKey: lookup('x-amz-copy-source-server-side-encryption-customer-key') }
+      : {}),
+  };
+  return Object.keys(sse).length ? sse : undefined;
+}
+
+/** An answer's encryption headers (x-amz-server-side-encryption*, as S3 answers PUT, GET, HEAD, copy and multipart). */
+export function setSseHeaders(res: http.ServerResponse, sse: SseAnswer | undefined): void {
+  for (const [name, value] of Object.entries(sseResponseHeaders(sse))) res.setHeader(name, value);
+}
+
+/** An SSE-C part upload's answer echoes the customer key's algorithm and MD5 (as S3); none without one. */
+export function customerKeyAnswer(req: http.IncomingMessage): SseAnswer | undefined {
+  const md5 = lookupOf(req.headers)(`${SSE}-customer-key-md5`);
+  return md5 ? { customerKeyMd5: md5 } : undefined;
 }

@@ -17,7 +17,7 @@ import { copyObject, putObject } from '../handlers/object-write.js';
 import { postObject } from '../handlers/post-object.js';
 import { presign } from '../handlers/presign.js';
 import { notImplemented } from '../handlers/unsupported.js';
-import { refuseServerSideEncryption } from './encryption.js';
+import { checkServerSideEncryption } from './encryption.js';
 import { invalidBeforeUnsupported, refuseUnsupportedProperties } from './object-properties.js';
 import type { S3Handler } from './operation.js';
 import { discard, header } from './request.js';
@@ -26,7 +26,6 @@ import { discard, header } from './request.js';
 const UNSUPPORTED_BUCKET = [
   'policy',
   'object-lock',
-  'encryption',
   'website',
   'logging',
   'notification',
@@ -81,11 +80,13 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('lifecycle')) return { operation: 'PutBucketLifecycleConfiguration', handler: configs.lifecycle.put };
         if (query.has('cors')) return { operation: 'PutBucketCors', handler: configs.cors.put };
         if (query.has('tagging')) return { operation: 'PutBucketTagging', handler: configs.tags.put };
+        if (query.has('encryption')) return { operation: 'PutBucketEncryption', handler: configs.encryption.put };
         return unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'CreateBucket', handler: buckets.createBucket };
       case 'DELETE':
         if (query.has('lifecycle')) return { operation: 'DeleteBucketLifecycle', handler: configs.lifecycle.delete };
         if (query.has('cors')) return { operation: 'DeleteBucketCors', handler: configs.cors.delete };
         if (query.has('tagging')) return { operation: 'DeleteBucketTagging', handler: configs.tags.delete };
+        if (query.has('encryption')) return { operation: 'DeleteBucketEncryption', handler: configs.encryption.delete };
         if (query.has('ownershipControls')) return { operation: 'DeleteBucketOwnershipControls', handler: access.ownershipControls.delete };
         if (query.has('publicAccessBlock')) return { operation: 'DeletePublicAccessBlock', handler: access.publicAccessBlock.delete };
         return unsetConfigDelete(query) ?? unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'DeleteBucket', handler: buckets.deleteBucket };
@@ -108,6 +109,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('lifecycle')) return { operation: 'GetBucketLifecycleConfiguration', handler: configs.lifecycle.get };
         if (query.has('cors')) return { operation: 'GetBucketCors', handler: configs.cors.get };
         if (query.has('tagging')) return { operation: 'GetBucketTagging', handler: configs.tags.get };
+        if (query.has('encryption')) return { operation: 'GetBucketEncryption', handler: configs.encryption.get };
         if (query.has('uploads')) return { operation: 'ListMultipartUploads', handler: multipart.listMultipartUploads };
         if (query.has('versions')) return { operation: 'ListObjectVersions', handler: list.listObjectVersions };
         return (
@@ -228,7 +230,7 @@ export function s3Endpoint(deps: GatewayDeps) {
         // Every operation on a key, reads included: a key no write accepts never reaches a lookup.
         if (key) assertObjectKey(key);
         invalidBeforeUnsupported(
-          () => refuseServerSideEncryption(route.operation, req.headers),
+          () => checkServerSideEncryption(route.operation, req.headers),
           () => refuseUnsupportedProperties(route.operation, req.headers),
         );
       } catch (err) {

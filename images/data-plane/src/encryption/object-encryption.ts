@@ -1,0 +1,189 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { pipeline, Readable } from 'node:stream';
+import { S3Error, type EncryptionRule, type SseRequest } from '../../../object-model/src/index.js';
+import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
+import { SegmentDecryptor, segmentRange, segmentSize, SegmentEncryptor, NONCE_PREFIX_BYTES } from './chunked-aead.js';
+import { unwrapKey, wrapKey, type KeyStore } from './key-store.js';
+
+/**
+ * An object's encryption record, kept (JSON) in its stored headers under ENCRYPTION_ENTRY: how its data
+ * key is wrapped, never a key in the clear. SSE-S3: wrapped by the key-encryption key `kek` (its
+ * fingerprint). SSE-KMS: by the key store's key `kms`. SSE-C: by the customer's key, which is not kept;
+ * `hmac` (HMAC-SHA256 of the key under the random `salt`, as MinIO keeps) tells a wrong key from a
+ * tampered record, and `keyMd5` is what S3 echoes.
+ */
+export interface EncryptionRecord {
+  alg: 'AES256' | 'aws:kms' | 'SSE-C';
+  kek?: string;
+  kms?: string;
+  key: string;
+  keyMd5?: string;
+  salt?: string;
+  hmac?: string;
+}
+
+/** A new object's encryption: its record and its data key (the key only in memory, for this write). */
+export interface Sealed {
+  record: EncryptionRecord;
+  dataKey: Buffer;
+}
+
+const SSE_C_CONTEXT = 'sse-c';
+
+function customerHmac(customerKey: Buffer, salt: Buffer): Buffer {
+  return createHmac('sha256', customerKey).update('strata-sse-c').update(salt).digest();
+}
+
+/** A customer key as the gateway checked it (base64 of 32 bytes). */
+function customerKeyOf(value: string): Buffer {
+  const key = Buffer.from(value, 'base64');
+  if (key.length !== 32) throw new S3Error('InvalidArgument', 'The secret key was invalid for the specified algorithm.');
+  return key;
+}
+
+/** Reads and writes objects' bytes encrypted (SSE-S3, SSE-KMS, SSE-C), in chunks (chunked-aead.ts). */
+export class ObjectEncryption {
+  constructor(private readonly keys: { master?: KeyStore; kms?: KeyStore }) {}
+
+  /**
+   * The encryption of a new object: what the request asks, else the bucket's default (S3 applies it to
+   * every write without encryption headers); undefined: stored in the clear.
+   */
+  async seal(sse: SseRequest | undefined, bucketDefault: EncryptionRule[] | undefined): Promise<Sealed | undefined> {
+    if (!sse?.customerKey && !sse?.method && !bucketDefault?.length) return undefined;
+    const dataKey = randomBytes(32);
+    if (sse?.customerKey) {
+      const customerKey = customerKeyOf(sse.customerKey);
+      const salt = randomBytes(16);
+      return {
+        dataKey,
+        record: {
+          alg: 'SSE-C',
+          key: wrapKey(customerKey, dataKey, SSE_C_CONTEXT),
+          keyMd5: createHash('md5').update(customerKey).digest('base64'),
+          salt: salt.toString('base64'),
+          hmac: customerHmac(customerKey, salt).toString('base64'),
+        },
+      };
+    }
+    const rule = sse?.method ? { algorithm: sse.method, kmsKeyId: sse.kmsKeyId } : bucketDefault?.[0];
+    if (!rule) return undefined;
+    if (rule.algorithm === 'aws:kms') {
+      if (!this.keys.kms) throw new S3Error('KMS.NotFoundException', 'No KMS key is configured on this server (STRATA_SSE_KMS_KEYS).');
+      const { keyId, wrapped } = await this.keys.kms.wrap(dataKey, rule.kmsKeyId);
+      return { dataKey, record: { alg: 'aws:kms', kms: keyId, key: wrapped } };
+    }
+    if (!this.keys.master) throw new S3Error('NotImplemented', 'Server-side encryption is not configured on this server (STRATA_SSE_MASTER_KEY).');
+    const { keyId, wrapped } = await this.keys.master.wrap(dataKey);
+    return { dataKey, record: { alg: 'AES256', kek: keyId, key: wrapped } };
+  }
+
+  /**
+   * The data key of an object with `record` (undefined: not encrypted, answers undefined) for a request
+   * that brings `customerKey`. As S3: an SSE-C object read without its key, or a customer key for an
+   * object not encrypted with one, is InvalidRequest (400); a wrong key is AccessDenied (403).
+   */
+  async open(raw: string | undefined, customerKey: string | undefined): Promise<Buffer | undefined> {
+    const record = raw === undefined ? undefined : (JSON.parse(raw) as EncryptionRecord);
+    if (record?.alg !== 'SSE-C') {
+      if (customerKey !== undefined) throw new S3Error('InvalidRequest', 'The encryption parameters are not applicable to this object.');
+      if (!record) return undefined;
+      const store = record.alg === 'aws:kms' ? this.keys.kms : this.keys.master;
+      const keyId = record.alg === 'aws:kms' ? record.kms : record.kek;
+      if (!store || !keyId) throw new S3Error('InternalError', `the object is encrypted with a key this server does not have (${keyId})`);
+      return store.unwrap(record.key, keyId);
+    }
+    if (customerKey === undefined)
+      throw new S3Error(
+        'InvalidRequest',
+        'The object was stored using a form of Server Side Encryption. The correct parameters must be provided to retrieve the object.',
+      );
+    const key = customerKeyOf(customerKey);
+    const expected = Buffer.from(record.hmac ?? '', 'base64');
+    const actual = customerHmac(key, Buffer.from(record.salt ?? '', 'base64'));
+    if (expected.length !== actual.length || !timingSafeEqual(expected, actual))
+      throw new S3Error('AccessDenied', 'The provided customer key is not the one the object was encrypted with.');
+    const dataKey = unwrapKey(key, record.key, SSE_C_CONTEXT);
+    if (!dataKey) throw new S3Error('InternalError', "the object's wrapped data key failed authentication");
+    return dataKey;
+  }
+
+  /** Whether `raw` (a stored record) and `sse` (a write's request) mean the same key, so a copy may share the bytes. */
+  static sameKey(raw: string | undefined, sealed: Sealed | undefined, sourceKey: Buffer | undefined, targetCustomerKey: string | undefined): boolean {
+    if (raw === undefined || sealed === undefined) return raw === undefined && sealed === undefined;
+    const record = JSON.parse(raw) as EncryptionRecord;
+    if (record.alg !== sealed.record.alg) return false;
+    if (record.alg === 'aws:kms') return record.kms === sealed.record.kms;
+    if (record.alg === 'SSE-C') return sourceKey !== undefined && targetCustomerKey !== undefined && record.keyMd5 === sealed.record.keyMd5;
+    return true;
+  }
+
+  /** The record a copy that shares the source's bytes keeps: the source's own (the same data key). */
+  static recordOf(raw: string): EncryptionRecord {
+    return JSON.parse(raw) as EncryptionRecord;
+  }
+
+  /**
+   * `body` encrypted as one segment under `dataKey`. `check` runs once the whole plaintext has passed and
+   * before the last chunk is sealed (the size and MD5 checks of the plaintext): its error fails the stream.
+   */
+  static encrypting(body: Readable, dataKey: Buffer, check: () => void | Promise<void>): Readable {
+    const encryptor = new SegmentEncryptor(dataKey, check);
+    pipeline(body, encryptor, () => undefined);
+    return encryptor;
+  }
+
+  /** Stored bytes of a segment of `plain` bytes (what the backend checks the encrypted body against). */
+  static storedSize(plain: number): number {
+    return segmentSize(plain);
+  }
+
+  /**
+   * Plaintext bytes `range` (all when undefined) of an encrypted blob of `segments` (plaintext sizes: the
+   * parts of a multipart object, or its one body), reading and decrypting only the chunks they cover.
+   */
+  static decrypting(backend: StorageBackend, locator: string, segments: number[], dataKey: Buffer, range: ByteRange | undefined): Readable {
+    const total = segments.reduce((a, b) => a + b, 0);
+    const start = range?.start ?? 0;
+    const end = range?.end ?? total - 1;
+    async function* plain(): AsyncGenerator<Buffer> {
+      let plainAt = 0;
+      let storedAt = 0;
+      for (const n of segments) {
+        const last = plainAt + n - 1;
+        if (n > 0 && last >= start && plainAt <= end) {
+          const from = Math.max(start, plainAt) - plainAt;
+          const to = Math.min(end, last) - plainAt;
+          const r = segmentRange(n, from, to);
+          // From the segment's start the prefix comes with the chunks (one read); else it is read apart.
+          let prefix: Buffer | undefined;
+          let chunks: Readable;
+          if (r.first === 0) {
+            chunks = await backend.get(locator, { start: storedAt, end: storedAt + r.to });
+          } else {
+            prefix = await readAll(await backend.get(locator, { start: storedAt, end: storedAt + NONCE_PREFIX_BYTES - 1 }));
+            chunks = await backend.get(locator, { start: storedAt + r.from, end: storedAt + r.to });
+          }
+          const decryptor = new SegmentDecryptor(dataKey, prefix, n, r.first, r.skip, to - from + 1);
+          chunks.on('error', (err) => decryptor.destroy(err));
+          try {
+            yield* chunks.pipe(decryptor);
+          } finally {
+            // A failed chunk or a reader gone: the backend's stream (a file handle) ends with it.
+            chunks.destroy();
+          }
+        }
+        plainAt += n;
+        storedAt += segmentSize(n);
+        if (plainAt > end) break;
+      }
+    }
+    return Readable.from(plain(), { objectMode: false });
+  }
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of stream) parts.push(c as Buffer);
+  return Buffer.concat(parts);
+}
