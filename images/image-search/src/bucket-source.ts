@@ -22,6 +22,7 @@ import type { Logger } from '../../service-kit/src/index.js';
 import { signedHeaders, type S3Location } from './clip/model-files.js';
 import type { ImageFiles } from './image-files.js';
 import { unsupportedReason } from './image-formats.js';
+import { forEachLimited, isObjectReaders, readersOfAcl, type ObjectReaders } from './object-acl.js';
 import { streamToFileAtomic, writeFileAtomic } from './atomic-file.js';
 import type { SearchService } from './search-service.js';
 
@@ -79,6 +80,15 @@ interface ListedObject {
  */
 interface MirrorEntry extends ListedObject {
   skipped?: string;
+  /** Who the object store lets GET the object (its ACL at the last round that could read it). */
+  readers?: ObjectReaders;
+}
+
+/** A mirrored image's object: its bucket and key, and who may read it (unknown until its ACL was read). */
+export interface MirroredObject {
+  bucket: string;
+  key: string;
+  readers?: ObjectReaders;
 }
 
 /**
@@ -118,6 +128,8 @@ export class BucketSource {
   private lock: Promise<unknown> = Promise.resolve();
   private pending = false;
   private owner: string | undefined;
+  /** The mirror as of the last finished round (or the record at start): what each indexed path is. */
+  private mirrored = new Map<string, MirrorEntry>();
   events: 'none' | 'subscribed' = 'none';
   private eventsSeen = 0;
 
@@ -169,6 +181,12 @@ export class BucketSource {
   /** The owner of `bucket` when it is this source's and the owner is known (ImageAccess asks). */
   ownerOf(bucket: string): string | undefined {
     return bucket === this.bucket ? this.owner : undefined;
+  }
+
+  /** The object a mirrored path holds (with who may read it), when it is this source's. */
+  objectOf(relative: string): MirroredObject | undefined {
+    const entry = this.mirrored.get(relative);
+    return entry && { bucket: this.bucket, key: entry.key, readers: entry.readers };
   }
 
   /** Whether an object of the store belongs to this source (bucket and prefix). */
@@ -312,6 +330,7 @@ export class BucketSource {
     await this.learnOwner();
     const listed = await this.list();
     const previous = await this.migrate(await this.readRecord());
+    if (!this.mirrored.size) this.mirrored = previous;
     const current = new Map<string, MirrorEntry>();
     const skipped: SyncResult['skipped'] = [];
     const changed: Array<{ path: string; object: ListedObject }> = [];
@@ -357,6 +376,7 @@ export class BucketSource {
         skipped.push({ key: object.key, reason: `not fetched (tried again next round): ${err instanceof Error ? err.message : String(err)}` });
       }
     }
+    const aclsChanged = await this.readAcls(current);
     // New and changed objects, and mirrored ones the index lacks (a crash, a fresh index directory).
     const encode = [...current]
       .filter(([p, e]) => e.skipped === undefined && (downloaded.has(p) || this.opts.service.index.idOf(p) === undefined))
@@ -374,8 +394,9 @@ export class BucketSource {
       await this.opts.service.removePaths(gone);
       await Promise.all(gone.map((p) => fs.rm(this.opts.files.absolute(p), { force: true })));
     }
-    if (changed.length || gone.length || indexed.skipped.length || this.migrated) await this.writeRecord(current);
+    if (changed.length || gone.length || indexed.skipped.length || aclsChanged || this.migrated) await this.writeRecord(current);
     this.migrated = false;
+    this.mirrored = current;
     return {
       listed: listed.length,
       downloaded: downloaded.size,
@@ -388,6 +409,38 @@ export class BucketSource {
   }
 
   private migrated = false;
+
+  /**
+   * Read the ACL of every mirrored image (GetObjectAcl, 8 at a time): ACL changes do not change the ETag,
+   * so each round asks again; an ACL that cannot be read keeps what was known (unknown: owner only).
+   * Returns whether any entry's readers changed.
+   */
+  private async readAcls(entries: Map<string, MirrorEntry>): Promise<boolean> {
+    let changed = false;
+    let failed: string | undefined;
+    await forEachLimited(
+      [...entries].filter(([, e]) => e.skipped === undefined),
+      8,
+      async ([relative, entry]) => {
+        try {
+          const response = await this.get(this.url(this.objectPath(entry.key), { acl: '' }));
+          const readers = readersOfAcl(await response.text());
+          if (JSON.stringify(readers) === JSON.stringify(entry.readers)) return;
+          entries.set(relative, { ...entries.get(relative)!, readers });
+          changed = true;
+        } catch (err) {
+          failed = err instanceof Error ? err.message : String(err);
+        }
+      },
+    );
+    if (failed) this.opts.logger.warn({ error: failed, url: this.opts.location.url }, 'could not read the ACL of some source objects: their readers stay as last known');
+    return changed;
+  }
+
+  /** The URL path of object `key` of this bucket. */
+  private objectPath(key: string): string {
+    return `${encodeURIComponent(this.bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`;
+  }
 
   /**
    * Bring a record of the earlier layout (object `key` at `s3/<bucket>/<key>`) to the hashed one: each file
@@ -449,7 +502,13 @@ export class BucketSource {
       const mine = `${MIRROR_FOLDER}/${this.bucket}/`;
       for (const [p, e] of Object.entries(parsed.paths as Record<string, MirrorEntry>)) {
         if (!p.startsWith(mine) || p.split('/').includes('..') || p.includes('\0') || !e || typeof e.etag !== 'string' || typeof e.key !== 'string') continue;
-        out.set(p, { key: e.key, etag: e.etag, size: Number(e.size) || 0, ...(typeof e.skipped === 'string' ? { skipped: e.skipped } : {}) });
+        out.set(p, {
+          key: e.key,
+          etag: e.etag,
+          size: Number(e.size) || 0,
+          ...(typeof e.skipped === 'string' ? { skipped: e.skipped } : {}),
+          ...(isObjectReaders(e.readers) ? { readers: e.readers } : {}),
+        });
       }
     } catch {
       // no record yet
@@ -460,7 +519,7 @@ export class BucketSource {
   /** Fetch an object into the mirror; returns the ETag of what was fetched (when the store sends one). */
   private async download(key: string, target: string): Promise<string | undefined> {
     await fs.mkdir(path.dirname(target), { recursive: true });
-    const url = this.url(`${encodeURIComponent(this.bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`);
+    const url = this.url(this.objectPath(key));
     const response = await this.get(url);
     if (!response.body) throw new Error(`GET ${url.pathname}: empty response`);
     // No fsync per image: a file a crash left short fails the mirror's size check and is fetched again.

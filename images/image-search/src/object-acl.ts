@@ -1,0 +1,60 @@
+// Who the object store lets GET an object, from its ACL (GetObjectAcl, `?acl`): the object's owner,
+// users granted READ or FULL_CONTROL, AuthenticatedUsers (any logged-in user) and AllUsers (anyone).
+// The bucket source reads each object's ACL with its own credentials (the bucket's owner may read every
+// ACL in its bucket) at every round and keeps it with the mirror's record, so image search answers
+// "may this caller see this image" as the gateway would, without a request per search; an ACL changed
+// at the store is seen at the next round (hack/docs/object-storage.md "Access control").
+import { XMLParser } from 'fast-xml-parser';
+
+/** The readers an object's ACL names. */
+export interface ObjectReaders {
+  /** Users who may GET it: the object's owner and READ / FULL_CONTROL grantees. */
+  users: string[];
+  /** AuthenticatedUsers READ: any caller with a valid gateway login. */
+  authenticated: boolean;
+  /** AllUsers READ: anyone, anonymous included. */
+  everyone: boolean;
+}
+
+export const ALL_USERS = 'http://acs.amazonaws.com/groups/global/AllUsers';
+export const AUTHENTICATED_USERS = 'http://acs.amazonaws.com/groups/global/AuthenticatedUsers';
+const READS = new Set(['READ', 'FULL_CONTROL']);
+
+const parser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name === 'Grant' });
+
+/** The readers of an AccessControlPolicy document; throws when it is not one. */
+export function readersOfAcl(xml: string): ObjectReaders {
+  const doc = parser.parse(xml) as {
+    AccessControlPolicy?: { Owner?: { ID?: string }; AccessControlList?: { Grant?: Array<{ Grantee?: { ID?: string; URI?: string }; Permission?: string }> } | '' };
+  };
+  const policy = doc.AccessControlPolicy;
+  if (!policy) throw new Error('the object store answered GetObjectAcl with something that is not an AccessControlPolicy');
+  const users = new Set<string>();
+  if (policy.Owner?.ID) users.add(String(policy.Owner.ID));
+  const readers: ObjectReaders = { users: [], authenticated: false, everyone: false };
+  const list = policy.AccessControlList || {};
+  for (const grant of list.Grant ?? []) {
+    if (!READS.has(String(grant.Permission ?? ''))) continue;
+    const grantee = grant.Grantee ?? {};
+    if (grantee.ID) users.add(String(grantee.ID));
+    else if (grantee.URI === ALL_USERS) readers.everyone = true;
+    else if (grantee.URI === AUTHENTICATED_USERS) readers.authenticated = true;
+  }
+  readers.users = [...users].sort();
+  return readers;
+}
+
+/** Whether a stored value is ObjectReaders (the record is read back from disk). */
+export function isObjectReaders(value: unknown): value is ObjectReaders {
+  const r = value as ObjectReaders | undefined;
+  return !!r && Array.isArray(r.users) && r.users.every((u) => typeof u === 'string') && typeof r.authenticated === 'boolean' && typeof r.everyone === 'boolean';
+}
+
+/** Run `fn` over `items`, at most `limit` at a time. */
+export async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
