@@ -28,7 +28,7 @@ export interface Viewer {
   mayRead(path: string): boolean;
   url(path: string): string;
   /** The bucket object a mirrored image is (its labels show `bucket/key`), when known. */
-  objectOf(path: string): { bucket: string; key: string } | undefined;
+  objectOf?(path: string): { bucket: string; key: string } | undefined;
   /** The URL of the thumbnail of indexed image `id` at `path`, `size` px (signed like url()). */
   thumbnailUrl(id: number, path: string, size: number): string;
 }

@@ -22,7 +22,7 @@ export interface SearchResultItem {
 /** A result item of image `id` at `path` as `viewer` gets it: its URLs (signed where not public). */
 export function resultItem(viewer: Viewer, id: number, path: string, distance: number): SearchResultItem {
   const [small, large] = THUMBNAIL_SIZES.map((size) => viewer.thumbnailUrl(id, path, size));
-  const source = viewer.objectOf(path);
+  const source = viewer.objectOf?.(path);
   return { id, path, distance, url: viewer.url(path), thumbnailUrl: small, thumbnailSrcset: `${small} 1x, ${large} 2x`, ...(source ? { source } : {}) };
 }
 
