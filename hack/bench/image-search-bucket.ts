@@ -113,7 +113,11 @@ async function putLibrary(): Promise<string[]> {
 async function resultsPageBytes(query: string): Promise<{ bytes: number; results: number }> {
   let bytes = 0;
   for (const asset of ['/', '/static/app.js', '/static/style.css']) bytes += (await (await fetch(base + asset)).arrayBuffer()).byteLength;
-  const response = await fetch(`${base}/search`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ query, topk: 20 }) });
+  const response = await fetch(`${base}/search`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ query, topk: 20 }),
+  });
   const body = await response.arrayBuffer();
   bytes += body.byteLength;
   const results = (JSON.parse(Buffer.from(body).toString()) as { results: Array<{ thumbnailUrl: string }> }).results;
@@ -174,7 +178,8 @@ const figures = Object.fromEntries(
 console.log(`image search follows its bucket: ${rounds} rounds (target p95 < 1000 ms each)`);
 for (const [name, f] of Object.entries(figures))
   console.log(`  ${name.padEnd(9)} p50 ${f.p50_ms} ms  p95 ${f.p95_ms} ms  max ${f.max_ms} ms${f.p95_ms < 1000 ? '' : '  (over target)'}`);
-if (page) console.log(`  results page (20 results, 160 px thumbnails, page + script + style + JSON): ${page.bytes} bytes, ${page.results} results (target < 2 MB)`);
+if (page)
+  console.log(`  results page (20 results, 160 px thumbnails, page + script + style + JSON): ${page.bytes} bytes, ${page.results} results (target < 2 MB)`);
 mkdirSync('test/artifacts', { recursive: true });
 writeFileSync(
   'test/artifacts/bench-image-search-bucket.json',

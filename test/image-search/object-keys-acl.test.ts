@@ -41,7 +41,9 @@ describe('image-search: results name their bucket object and follow the object s
   const syncNow = async () => {
     const before = (await indexStatus()).source.lastSync?.finishedAt;
     await deliver!({ id: `e-${Date.now()}`, type: 'object.created', payload: { bucket: BUCKET, key: 'acl/private.png' } });
-    return until(async () => ((s: Json) => (s.source.lastSync && s.source.lastSync.finishedAt !== before && !s.source.syncing ? s : undefined))(await indexStatus()));
+    return until(async () =>
+      ((s: Json) => (s.source.lastSync && s.source.lastSync.finishedAt !== before && !s.source.syncing ? s : undefined))(await indexStatus()),
+    );
   };
   const search = async (headers: Record<string, string>): Promise<Json> => {
     const response = await fetch(`${service.url}/search`, {
@@ -66,7 +68,8 @@ describe('image-search: results name their bucket object and follow the object s
     // ACLs are off in a new bucket (BucketOwnerEnforced, as on S3): ObjectWriter turns them on.
     await alice.s3.send(new CreateBucketCommand({ Bucket: BUCKET, ObjectOwnership: 'ObjectWriter' }));
     let seed = 1;
-    for (const key of ADVERSARIAL) await alice.s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: await colourImage(PALETTE.red, seed++, 64, 48) }));
+    for (const key of ADVERSARIAL)
+      await alice.s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: await colourImage(PALETTE.red, seed++, 64, 48) }));
     for (const [key, acl] of Object.entries(ACL_KEYS))
       await alice.s3.send(
         new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: await colourImage(PALETTE.red, seed++, 64, 48), ACL: acl.acl, GrantRead: acl.grantRead }),
@@ -157,7 +160,11 @@ describe('image-search: results name their bucket object and follow the object s
       await page.press('#query', 'Enter');
       await page.waitForFunction(() => document.querySelectorAll('#results .card').length >= 8);
       const labels = await page.$$eval('#results .card .label', (els) => els.map((e) => e.textContent ?? ''));
-      for (const key of ADVERSARIAL) expect(labels.some((l) => l.endsWith(` ${BUCKET}/${key}`)), key).to.equal(true);
+      for (const key of ADVERSARIAL)
+        expect(
+          labels.some((l) => l.endsWith(` ${BUCKET}/${key}`)),
+          key,
+        ).to.equal(true);
       expect(labels.some((l) => l.includes('s3/'))).to.equal(false);
       // The key's markup stays text: no element was made of it.
       expect(await page.$$eval('#results b', (els) => els.length)).to.equal(0);

@@ -10,6 +10,7 @@
 // restarts; an object that does not decode, or that an admin removed from the index, stays in `skipped`
 // and is left alone until it changes. A round commits what it finished: an object it could not fetch is
 // reported in `skipped` and tried again at the next round, and never stops the others.
+// Each round also reads every image's ACL (who may see it: object-acl.ts), kept in the record.
 // Files that did not come from the bucket are never written or removed. Listing and downloads are
 // ordinary S3 requests (ListObjectsV2, GET) signed with SigV4, so any S3 API works, Strata's gateway included.
 import { createHash } from 'node:crypto';
@@ -22,7 +23,7 @@ import type { Logger } from '../../service-kit/src/index.js';
 import { signedHeaders, type S3Location } from './clip/model-files.js';
 import type { ImageFiles } from './image-files.js';
 import { unsupportedReason } from './image-formats.js';
-import { forEachLimited, isObjectReaders, readersOfAcl, type ObjectReaders } from './object-acl.js';
+import { isObjectReaders, readReaders, type MirroredObject, type ObjectReaders } from './object-acl.js';
 import { streamToFileAtomic, writeFileAtomic } from './atomic-file.js';
 import type { SearchService } from './search-service.js';
 
@@ -81,13 +82,6 @@ interface ListedObject {
 interface MirrorEntry extends ListedObject {
   skipped?: string;
   /** Who the object store lets GET the object (its ACL at the last round that could read it). */
-  readers?: ObjectReaders;
-}
-
-/** A mirrored image's object: its bucket and key, and who may read it (unknown until its ACL was read). */
-export interface MirroredObject {
-  bucket: string;
-  key: string;
   readers?: ObjectReaders;
 }
 
@@ -376,7 +370,9 @@ export class BucketSource {
         skipped.push({ key: object.key, reason: `not fetched (tried again next round): ${err instanceof Error ? err.message : String(err)}` });
       }
     }
-    const aclsChanged = await this.readAcls(current);
+    // Who may read each image: its ACL, read again every round (an ACL change keeps the ETag).
+    const acls = await readReaders(current, async (key) => (await this.get(this.url(this.objectPath(key), { acl: '' }))).text());
+    if (acls.failed) this.opts.logger.warn({ error: acls.failed, url: this.opts.location.url }, 'could not read the ACL of some source objects');
     // New and changed objects, and mirrored ones the index lacks (a crash, a fresh index directory).
     const encode = [...current]
       .filter(([p, e]) => e.skipped === undefined && (downloaded.has(p) || this.opts.service.index.idOf(p) === undefined))
@@ -394,7 +390,7 @@ export class BucketSource {
       await this.opts.service.removePaths(gone);
       await Promise.all(gone.map((p) => fs.rm(this.opts.files.absolute(p), { force: true })));
     }
-    if (changed.length || gone.length || indexed.skipped.length || aclsChanged || this.migrated) await this.writeRecord(current);
+    if (changed.length || gone.length || indexed.skipped.length || acls.changed || this.migrated) await this.writeRecord(current);
     this.migrated = false;
     this.mirrored = current;
     return {
@@ -409,33 +405,6 @@ export class BucketSource {
   }
 
   private migrated = false;
-
-  /**
-   * Read the ACL of every mirrored image (GetObjectAcl, 8 at a time): ACL changes do not change the ETag,
-   * so each round asks again; an ACL that cannot be read keeps what was known (unknown: owner only).
-   * Returns whether any entry's readers changed.
-   */
-  private async readAcls(entries: Map<string, MirrorEntry>): Promise<boolean> {
-    let changed = false;
-    let failed: string | undefined;
-    await forEachLimited(
-      [...entries].filter(([, e]) => e.skipped === undefined),
-      8,
-      async ([relative, entry]) => {
-        try {
-          const response = await this.get(this.url(this.objectPath(entry.key), { acl: '' }));
-          const readers = readersOfAcl(await response.text());
-          if (JSON.stringify(readers) === JSON.stringify(entry.readers)) return;
-          entries.set(relative, { ...entries.get(relative)!, readers });
-          changed = true;
-        } catch (err) {
-          failed = err instanceof Error ? err.message : String(err);
-        }
-      },
-    );
-    if (failed) this.opts.logger.warn({ error: failed, url: this.opts.location.url }, 'could not read the ACL of some source objects: their readers stay as last known');
-    return changed;
-  }
 
   /** The URL path of object `key` of this bucket. */
   private objectPath(key: string): string {

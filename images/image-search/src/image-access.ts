@@ -12,7 +12,8 @@
 // Image bytes of what is not public are served against a URL this service signed for one who may read
 // it (HMAC of path and expiry: a presigned URL of image search), so that <img> tags work.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { MIRROR_FOLDER, type MirroredObject } from './bucket-source.js';
+import { MIRROR_FOLDER } from './bucket-source.js';
+import type { MirroredObject } from './object-acl.js';
 import type { Caller } from './http/auth.js';
 
 /** The name of the local image directory in IMAGE_SEARCH_PUBLIC_SOURCES. */

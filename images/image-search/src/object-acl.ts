@@ -16,6 +16,13 @@ export interface ObjectReaders {
   everyone: boolean;
 }
 
+/** A mirrored image's object: its bucket and key, and who may read it (unknown until its ACL was read). */
+export interface MirroredObject {
+  bucket: string;
+  key: string;
+  readers?: ObjectReaders;
+}
+
 export const ALL_USERS = 'http://acs.amazonaws.com/groups/global/AllUsers';
 export const AUTHENTICATED_USERS = 'http://acs.amazonaws.com/groups/global/AuthenticatedUsers';
 const READS = new Set(['READ', 'FULL_CONTROL']);
@@ -25,7 +32,10 @@ const parser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isA
 /** The readers of an AccessControlPolicy document; throws when it is not one. */
 export function readersOfAcl(xml: string): ObjectReaders {
   const doc = parser.parse(xml) as {
-    AccessControlPolicy?: { Owner?: { ID?: string }; AccessControlList?: { Grant?: Array<{ Grantee?: { ID?: string; URI?: string }; Permission?: string }> } | '' };
+    AccessControlPolicy?: {
+      Owner?: { ID?: string };
+      AccessControlList?: { Grant?: Array<{ Grantee?: { ID?: string; URI?: string }; Permission?: string }> } | '';
+    };
   };
   const policy = doc.AccessControlPolicy;
   if (!policy) throw new Error('the object store answered GetObjectAcl with something that is not an AccessControlPolicy');
@@ -47,11 +57,39 @@ export function readersOfAcl(xml: string): ObjectReaders {
 /** Whether a stored value is ObjectReaders (the record is read back from disk). */
 export function isObjectReaders(value: unknown): value is ObjectReaders {
   const r = value as ObjectReaders | undefined;
-  return !!r && Array.isArray(r.users) && r.users.every((u) => typeof u === 'string') && typeof r.authenticated === 'boolean' && typeof r.everyone === 'boolean';
+  return (
+    !!r && Array.isArray(r.users) && r.users.every((u) => typeof u === 'string') && typeof r.authenticated === 'boolean' && typeof r.everyone === 'boolean'
+  );
+}
+
+/**
+ * Read the ACL of every entry not skipped (8 at a time) with `fetchAcl` (GetObjectAcl's body) and set its
+ * readers: ACL changes do not change the ETag, so each round asks again. An ACL that cannot be read keeps
+ * what was known (unknown: the bucket owner's rule alone). Answers whether any readers changed, and
+ * the last failure.
+ */
+export async function readReaders<E extends { key: string; skipped?: string; readers?: ObjectReaders }>(
+  entries: Map<string, E>,
+  fetchAcl: (key: string) => Promise<string>,
+): Promise<{ changed: boolean; failed?: string }> {
+  let changed = false;
+  let failed: string | undefined;
+  const wanted = [...entries].filter(([, e]) => e.skipped === undefined);
+  await forEachLimited(wanted, 8, async ([p, entry]) => {
+    try {
+      const readers = readersOfAcl(await fetchAcl(entry.key));
+      if (JSON.stringify(readers) === JSON.stringify(entry.readers)) return;
+      entries.set(p, { ...entries.get(p)!, readers });
+      changed = true;
+    } catch (err) {
+      failed = err instanceof Error ? err.message : String(err);
+    }
+  });
+  return { changed, failed };
 }
 
 /** Run `fn` over `items`, at most `limit` at a time. */
-export async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length) await fn(items[next++]);
