@@ -1,4 +1,4 @@
-import { CreateBucketCommand, PutObjectAclCommand, PutObjectCommand, type ObjectCannedACL } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectAclCommand, PutObjectCommand, PutPublicAccessBlockCommand, type ObjectCannedACL } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { pino } from 'pino';
@@ -145,6 +145,18 @@ describe('image-search: results name their bucket object and follow the object s
     expect(await keysSeenBy(as.anonymous, 'acl/')).to.deep.equal([]);
     expect(await keysSeenBy(as.carol, 'acl/')).to.deep.equal(['acl/authenticated.png', 'acl/private.png']);
     expect(await keysSeenBy(as.bob, 'acl/')).to.deep.equal(['acl/authenticated.png', 'acl/granted.png']);
+  });
+
+  it('ignores public grants where the bucket’s public access block does (IgnorePublicAcls), as the gateway', async () => {
+    await alice.s3.send(new PutObjectAclCommand({ Bucket: BUCKET, Key: 'acl/public.png', ACL: 'public-read' }));
+    await syncNow();
+    expect(await keysSeenBy(as.anonymous, 'acl/')).to.deep.equal(['acl/public.png']);
+    await alice.s3.send(new PutPublicAccessBlockCommand({ Bucket: BUCKET, PublicAccessBlockConfiguration: { IgnorePublicAcls: true } }));
+    expect((await fetch(`${platform.endpoint}/${BUCKET}/acl/public.png`)).status).to.equal(403);
+    await syncNow();
+    expect(await keysSeenBy(as.anonymous, 'acl/')).to.deep.equal([]);
+    // AuthenticatedUsers is a public grant too; a grant to a user stays.
+    expect(await keysSeenBy(as.carol, 'acl/')).to.deep.equal(['acl/private.png']);
   });
 
   it('labels results bucket/key on the page, as text (Chromium)', async () => {

@@ -370,8 +370,12 @@ export class BucketSource {
         skipped.push({ key: object.key, reason: `not fetched (tried again next round): ${err instanceof Error ? err.message : String(err)}` });
       }
     }
-    // Who may read each image: its ACL, read again every round (an ACL change keeps the ETag).
-    const acls = await readReaders(current, async (key) => (await this.get(this.url(this.objectPath(key), { acl: '' }))).text());
+    // Who may read each image: its ACL (read every round: an ACL change keeps the ETag) and the bucket's public access block.
+    const acls = await readReaders(current, async (key) => {
+      const url = key === null ? this.url(encodeURIComponent(this.bucket), { publicAccessBlock: '' }) : this.url(this.objectPath(key), { acl: '' });
+      const response = await fetch(url, { headers: signedHeaders(url, this.opts.location) });
+      return { status: response.status, body: await response.text() };
+    });
     if (acls.failed) this.opts.logger.warn({ error: acls.failed, url: this.opts.location.url }, 'could not read the ACL of some source objects');
     // New and changed objects, and mirrored ones the index lacks (a crash, a fresh index directory).
     const encode = [...current]
@@ -471,13 +475,9 @@ export class BucketSource {
       const mine = `${MIRROR_FOLDER}/${this.bucket}/`;
       for (const [p, e] of Object.entries(parsed.paths as Record<string, MirrorEntry>)) {
         if (!p.startsWith(mine) || p.split('/').includes('..') || p.includes('\0') || !e || typeof e.etag !== 'string' || typeof e.key !== 'string') continue;
-        out.set(p, {
-          key: e.key,
-          etag: e.etag,
-          size: Number(e.size) || 0,
-          ...(typeof e.skipped === 'string' ? { skipped: e.skipped } : {}),
-          ...(isObjectReaders(e.readers) ? { readers: e.readers } : {}),
-        });
+        const skipped = typeof e.skipped === 'string' ? { skipped: e.skipped } : {};
+        const readers = isObjectReaders(e.readers) ? { readers: e.readers } : {};
+        out.set(p, { key: e.key, etag: e.etag, size: Number(e.size) || 0, ...skipped, ...readers });
       }
     } catch {
       // no record yet

@@ -62,22 +62,42 @@ export function isObjectReaders(value: unknown): value is ObjectReaders {
   );
 }
 
+/** An S3 answer: status and body. */
+export interface XmlAnswer {
+  status: number;
+  body: string;
+}
+
 /**
- * Read the ACL of every entry not skipped (8 at a time) with `fetchAcl` (GetObjectAcl's body) and set its
- * readers: ACL changes do not change the ETag, so each round asks again. An ACL that cannot be read keeps
- * what was known (unknown: the bucket owner's rule alone). Answers whether any readers changed, and
- * the last failure.
+ * Whether the bucket's public access block makes public grants count for nothing (IgnorePublicAcls, as the
+ * gateway decides); none (404 NoSuchPublicAccessBlockConfiguration) is false, anything unreadable true.
+ */
+export function publicAclsIgnored(answer: XmlAnswer): boolean {
+  if (answer.status === 404) return false;
+  const doc = parser.parse(answer.body) as { PublicAccessBlockConfiguration?: { IgnorePublicAcls?: string } };
+  return answer.status !== 200 || !doc.PublicAccessBlockConfiguration || doc.PublicAccessBlockConfiguration.IgnorePublicAcls === 'true';
+}
+
+/**
+ * Set the readers of every entry not skipped from its ACL (GetObjectAcl, 8 at a time, `fetchXml(key)`)
+ * and the bucket's public access block (`fetchXml(null)`): ACL changes do not change the ETag, so each
+ * round asks again. An ACL that cannot be read keeps what was known (unknown: the bucket owner's rule
+ * alone). Answers whether any readers changed, and the last failure.
  */
 export async function readReaders<E extends { key: string; skipped?: string; readers?: ObjectReaders }>(
   entries: Map<string, E>,
-  fetchAcl: (key: string) => Promise<string>,
+  fetchXml: (key: string | null) => Promise<XmlAnswer>,
 ): Promise<{ changed: boolean; failed?: string }> {
   let changed = false;
   let failed: string | undefined;
+  const ignorePublic = await fetchXml(null).then(publicAclsIgnored, () => true);
   const wanted = [...entries].filter(([, e]) => e.skipped === undefined);
   await forEachLimited(wanted, 8, async ([p, entry]) => {
     try {
-      const readers = readersOfAcl(await fetchAcl(entry.key));
+      const answer = await fetchXml(entry.key);
+      if (answer.status !== 200) throw new Error(`GetObjectAcl answered ${answer.status}`);
+      const readers = readersOfAcl(answer.body);
+      if (ignorePublic) Object.assign(readers, { everyone: false, authenticated: false });
       if (JSON.stringify(readers) === JSON.stringify(entry.readers)) return;
       entries.set(p, { ...entries.get(p)!, readers });
       changed = true;
