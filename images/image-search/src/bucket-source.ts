@@ -324,7 +324,6 @@ export class BucketSource {
     await this.learnOwner();
     const listed = await this.list();
     const previous = await this.migrate(await this.readRecord());
-    if (!this.mirrored.size) this.mirrored = previous;
     const current = new Map<string, MirrorEntry>();
     const skipped: SyncResult['skipped'] = [];
     const changed: Array<{ path: string; object: ListedObject }> = [];
@@ -370,13 +369,7 @@ export class BucketSource {
         skipped.push({ key: object.key, reason: `not fetched (tried again next round): ${err instanceof Error ? err.message : String(err)}` });
       }
     }
-    // Who may read each image: its ACL (read every round: an ACL change keeps the ETag) and the bucket's public access block.
-    const acls = await readReaders(current, async (key) => {
-      const url = key === null ? this.url(encodeURIComponent(this.bucket), { publicAccessBlock: '' }) : this.url(this.objectPath(key), { acl: '' });
-      const response = await fetch(url, { headers: signedHeaders(url, this.opts.location) });
-      return { status: response.status, body: await response.text() };
-    });
-    if (acls.failed) this.opts.logger.warn({ error: acls.failed, url: this.opts.location.url }, 'could not read the ACL of some source objects');
+    this.mirrored = new Map([...previous, ...current]); // keys of what this round indexes (readers: after it)
     // New and changed objects, and mirrored ones the index lacks (a crash, a fresh index directory).
     const encode = [...current]
       .filter(([p, e]) => e.skipped === undefined && (downloaded.has(p) || this.opts.service.index.idOf(p) === undefined))
@@ -394,6 +387,14 @@ export class BucketSource {
       await this.opts.service.removePaths(gone);
       await Promise.all(gone.map((p) => fs.rm(this.opts.files.absolute(p), { force: true })));
     }
+    // Who may read each image: its ACL (read every round: an ACL change keeps the ETag) and the bucket's
+    // public access block; after indexing, so new images are searchable first (until then: owner rule alone).
+    const acls = await readReaders(current, async (key) => {
+      const url = key === null ? this.url(encodeURIComponent(this.bucket), { publicAccessBlock: '' }) : this.url(this.objectPath(key), { acl: '' });
+      const response = await fetch(url, { headers: signedHeaders(url, this.opts.location) });
+      return { status: response.status, body: await response.text() };
+    });
+    if (acls.failed) this.opts.logger.warn({ error: acls.failed, url: this.opts.location.url }, 'could not read the ACL of some source objects');
     if (changed.length || gone.length || indexed.skipped.length || acls.changed || this.migrated) await this.writeRecord(current);
     this.migrated = false;
     this.mirrored = current;
