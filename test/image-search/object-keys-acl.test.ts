@@ -159,34 +159,40 @@ describe('image-search: results name their bucket object and follow the object s
     expect(await keysSeenBy(as.carol, 'acl/')).to.deep.equal(['acl/private.png']);
   });
 
-  it('labels results bucket/key on the page, as text (Chromium)', async () => {
-    const profile = tempDir('iskeys-chromium');
-    dirs.push(profile);
-    const browser = await launchChromium(profile, { viewport: { width: 1366, height: 900 } });
-    try {
-      const page = await browser.newPage();
-      await page.goto(service.url + '/');
-      await page.fill('#token', TEST_API_KEY);
-      await page.press('#token', 'Tab');
-      await page.fill('#query', 'red');
-      await page.press('#query', 'Enter');
-      await page.waitForFunction(() => document.querySelectorAll('#results .card').length >= 8);
-      const labels = await page.$$eval('#results .card .label', (els) => els.map((e) => e.textContent ?? ''));
-      for (const key of ADVERSARIAL)
-        expect(
-          labels.some((l) => l.endsWith(` ${BUCKET}/${key}`)),
-          key,
-        ).to.equal(true);
-      expect(labels.some((l) => l.includes('s3/'))).to.equal(false);
-      // The key's markup stays text: no element was made of it.
-      expect(await page.$$eval('#results b', (els) => els.length)).to.equal(0);
-      const cards = await page.$$('#results .card');
-      await cards[labels.findIndex((l) => l.includes('<b>bold</b>'))].click();
-      expect(await page.textContent('#detail-title')).to.equal(`${BUCKET}/${ADVERSARIAL[2]}`);
-      // The longest key does not widen the page.
-      expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).to.equal(true);
-    } finally {
-      await browser.close();
-    }
-  });
+  for (const viewport of [
+    { width: 1366, height: 900 },
+    { width: 390, height: 844 },
+  ])
+    it(`labels results bucket/key on the page, as text (Chromium, ${viewport.width}×${viewport.height})`, async () => {
+      const profile = tempDir('iskeys-chromium');
+      dirs.push(profile);
+      const browser = await launchChromium(profile, { viewport });
+      try {
+        const page = await browser.newPage();
+        await page.goto(service.url + '/');
+        await page.fill('#token', TEST_API_KEY);
+        await page.press('#token', 'Tab');
+        await page.fill('#query', 'red');
+        await page.press('#query', 'Enter');
+        await page.waitForFunction(() => document.querySelectorAll('#results .card').length >= 8);
+        const labels = await page.$$eval('#results .card .label', (els) => els.map((e) => e.textContent ?? ''));
+        for (const key of ADVERSARIAL)
+          expect(
+            labels.some((l) => l.endsWith(` ${BUCKET}/${key}`)),
+            key,
+          ).to.equal(true);
+        expect(labels.some((l) => l.includes('s3/'))).to.equal(false);
+        // The key's markup stays text: no element was made of it.
+        expect(await page.$$eval('#results b', (els) => els.length)).to.equal(0);
+        // The longest key neither widens the page nor makes its card taller than three lines of label.
+        expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).to.equal(true);
+        const tallest = await page.$$eval('#results .card .label', (els) => Math.max(...els.map((e) => e.getBoundingClientRect().height)));
+        expect(tallest).to.be.below(60);
+        const cards = await page.$$('#results .card');
+        await cards[labels.findIndex((l) => l.includes('<b>bold</b>'))].click();
+        expect(await page.textContent('#detail-title')).to.equal(`${BUCKET}/${ADVERSARIAL[2]}`);
+      } finally {
+        await browser.close();
+      }
+    });
 });
