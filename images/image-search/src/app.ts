@@ -168,6 +168,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
   const access = new ImageAccess({
     publicSources: config.IMAGE_SEARCH_PUBLIC_SOURCES,
     ownerOf: (bucket) => source?.ownerOf(bucket),
+    objectOf: (relative) => source?.objectOf(relative),
     // Replicas that share a secret accept each other's image URLs.
     signingSecret: config.IMAGE_SEARCH_API_KEY ?? config.STRATA_JWT_SECRET,
   });

@@ -10,6 +10,7 @@
 // restarts; an object that does not decode, or that an admin removed from the index, stays in `skipped`
 // and is left alone until it changes. A round commits what it finished: an object it could not fetch is
 // reported in `skipped` and tried again at the next round, and never stops the others.
+// Each round also reads every image's ACL (who may see it: object-acl.ts), kept in the record.
 // Files that did not come from the bucket are never written or removed. Listing and downloads are
 // ordinary S3 requests (ListObjectsV2, GET) signed with SigV4, so any S3 API works, Strata's gateway included.
 import { createHash } from 'node:crypto';
@@ -22,6 +23,7 @@ import type { Logger } from '../../service-kit/src/index.js';
 import { signedHeaders, type S3Location } from './clip/model-files.js';
 import type { ImageFiles } from './image-files.js';
 import { unsupportedReason } from './image-formats.js';
+import { isObjectReaders, readReaders, type MirroredObject, type ObjectReaders } from './object-acl.js';
 import { streamToFileAtomic, writeFileAtomic } from './atomic-file.js';
 import type { SearchService } from './search-service.js';
 
@@ -79,6 +81,8 @@ interface ListedObject {
  */
 interface MirrorEntry extends ListedObject {
   skipped?: string;
+  /** Who the object store lets GET the object (its ACL at the last round that could read it). */
+  readers?: ObjectReaders;
 }
 
 /**
@@ -118,6 +122,8 @@ export class BucketSource {
   private lock: Promise<unknown> = Promise.resolve();
   private pending = false;
   private owner: string | undefined;
+  /** The mirror as of the last finished round (or the record at start): what each indexed path is. */
+  private mirrored = new Map<string, MirrorEntry>();
   events: 'none' | 'subscribed' = 'none';
   private eventsSeen = 0;
 
@@ -169,6 +175,12 @@ export class BucketSource {
   /** The owner of `bucket` when it is this source's and the owner is known (ImageAccess asks). */
   ownerOf(bucket: string): string | undefined {
     return bucket === this.bucket ? this.owner : undefined;
+  }
+
+  /** The object a mirrored path holds (with who may read it), when it is this source's. */
+  objectOf(relative: string): MirroredObject | undefined {
+    const entry = this.mirrored.get(relative);
+    return entry && { bucket: this.bucket, key: entry.key, readers: entry.readers };
   }
 
   /** Whether an object of the store belongs to this source (bucket and prefix). */
@@ -357,6 +369,7 @@ export class BucketSource {
         skipped.push({ key: object.key, reason: `not fetched (tried again next round): ${err instanceof Error ? err.message : String(err)}` });
       }
     }
+    this.mirrored = new Map([...previous, ...current]); // keys of what this round indexes (readers: after it)
     // New and changed objects, and mirrored ones the index lacks (a crash, a fresh index directory).
     const encode = [...current]
       .filter(([p, e]) => e.skipped === undefined && (downloaded.has(p) || this.opts.service.index.idOf(p) === undefined))
@@ -374,8 +387,17 @@ export class BucketSource {
       await this.opts.service.removePaths(gone);
       await Promise.all(gone.map((p) => fs.rm(this.opts.files.absolute(p), { force: true })));
     }
-    if (changed.length || gone.length || indexed.skipped.length || this.migrated) await this.writeRecord(current);
+    // Who may read each image: its ACL (read every round: an ACL change keeps the ETag) and the bucket's
+    // public access block; after indexing, so new images are searchable first (until then: owner rule alone).
+    const acls = await readReaders(current, async (key) => {
+      const url = key === null ? this.url(encodeURIComponent(this.bucket), { publicAccessBlock: '' }) : this.url(this.objectPath(key), { acl: '' });
+      const response = await fetch(url, { headers: signedHeaders(url, this.opts.location) });
+      return { status: response.status, body: await response.text() };
+    });
+    if (acls.failed) this.opts.logger.warn({ error: acls.failed, url: this.opts.location.url }, 'could not read the ACL of some source objects');
+    if (changed.length || gone.length || indexed.skipped.length || acls.changed || this.migrated) await this.writeRecord(current);
     this.migrated = false;
+    this.mirrored = current;
     return {
       listed: listed.length,
       downloaded: downloaded.size,
@@ -388,6 +410,11 @@ export class BucketSource {
   }
 
   private migrated = false;
+
+  /** The URL path of object `key` of this bucket. */
+  private objectPath(key: string): string {
+    return `${encodeURIComponent(this.bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`;
+  }
 
   /**
    * Bring a record of the earlier layout (object `key` at `s3/<bucket>/<key>`) to the hashed one: each file
@@ -449,7 +476,9 @@ export class BucketSource {
       const mine = `${MIRROR_FOLDER}/${this.bucket}/`;
       for (const [p, e] of Object.entries(parsed.paths as Record<string, MirrorEntry>)) {
         if (!p.startsWith(mine) || p.split('/').includes('..') || p.includes('\0') || !e || typeof e.etag !== 'string' || typeof e.key !== 'string') continue;
-        out.set(p, { key: e.key, etag: e.etag, size: Number(e.size) || 0, ...(typeof e.skipped === 'string' ? { skipped: e.skipped } : {}) });
+        const skipped = typeof e.skipped === 'string' ? { skipped: e.skipped } : {};
+        const readers = isObjectReaders(e.readers) ? { readers: e.readers } : {};
+        out.set(p, { key: e.key, etag: e.etag, size: Number(e.size) || 0, ...skipped, ...readers });
       }
     } catch {
       // no record yet
@@ -460,7 +489,7 @@ export class BucketSource {
   /** Fetch an object into the mirror; returns the ETag of what was fetched (when the store sends one). */
   private async download(key: string, target: string): Promise<string | undefined> {
     await fs.mkdir(path.dirname(target), { recursive: true });
-    const url = this.url(`${encodeURIComponent(this.bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`);
+    const url = this.url(this.objectPath(key));
     const response = await this.get(url);
     if (!response.body) throw new Error(`GET ${url.pathname}: empty response`);
     // No fsync per image: a file a crash left short fails the mirror's size check and is fetched again.

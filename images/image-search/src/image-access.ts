@@ -1,15 +1,19 @@
 // What a caller may read: the object store's own rule, asked of every indexed image. An image's source
 // follows from its path: `s3/<bucket>/...` (MIRROR_FOLDER) was mirrored from that bucket, anything else
-// is the local image directory ("directory"). Buckets are private to their owner (the gateway's rule),
-// so a bucket's images are readable by the owner's gateway tokens, by admins, and by everyone only when
-// the bucket is named in IMAGE_SEARCH_PUBLIC_SOURCES. The owner is the user whose credentials the
-// bucket source reads it with (it can only list buckets it owns); a bucket whose owner is not known
-// (not the current source, or not learned yet) is shown to admins only. The local directory is
-// readable by any valid token, and by everyone when "directory" is public (the default).
+// is the local image directory ("directory"). A bucket image is readable by whom the gateway would let
+// GET its object: the bucket's owner (who may do everything in it), the users its ACL grants READ (the
+// object's owner included), any logged-in user under authenticated-read, anyone under public-read; also
+// by admins, and by everyone when the bucket is named in IMAGE_SEARCH_PUBLIC_SOURCES. The bucket's owner
+// is the user whose credentials the bucket source reads it with (it can only list buckets it owns), the
+// ACL is the one that source read at its last round (object-acl.ts); a bucket whose owner is not known
+// (not the current source, or not learned yet) and an object whose ACL is not known are shown by the
+// owner rule alone, failing closed. The local directory is readable by any valid token, and by everyone
+// when "directory" is public (the default).
 // Image bytes of what is not public are served against a URL this service signed for one who may read
 // it (HMAC of path and expiry: a presigned URL of image search), so that <img> tags work.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { MIRROR_FOLDER } from './bucket-source.js';
+import type { MirroredObject } from './object-acl.js';
 import type { Caller } from './http/auth.js';
 
 /** The name of the local image directory in IMAGE_SEARCH_PUBLIC_SOURCES. */
@@ -24,6 +28,8 @@ export type ImageSource = { kind: 'directory' } | { kind: 'bucket'; bucket: stri
 export interface Viewer {
   mayRead(path: string): boolean;
   url(path: string): string;
+  /** The bucket object a mirrored image is (its labels show `bucket/key`), when known. */
+  objectOf?(path: string): { bucket: string; key: string } | undefined;
   /** The URL of the thumbnail of indexed image `id` at `path`, `size` px (signed like url()). */
   thumbnailUrl(id: number, path: string, size: number): string;
 }
@@ -33,6 +39,8 @@ export interface ImageAccessOptions {
   publicSources: readonly string[];
   /** The owner of a bucket, when known. */
   ownerOf: (bucket: string) => string | undefined;
+  /** The object a mirrored path holds, with the readers its ACL names, when known. */
+  objectOf?: (path: string) => MirroredObject | undefined;
   /** Key of the signed image URLs (derive it from a configured secret, so that replicas agree); random when absent. */
   signingSecret?: string;
   now?: () => number;
@@ -61,15 +69,23 @@ export class ImageAccess {
 
   mayRead(caller: Caller, path: string): boolean {
     if (caller.kind === 'admin' || this.isPublic(path)) return true;
-    if (caller.kind === 'anonymous') return false;
     const source = sourceOf(path);
-    return source.kind === 'directory' || this.opts.ownerOf(source.bucket) === caller.username;
+    if (source.kind === 'directory') return caller.kind !== 'anonymous';
+    const readers = this.opts.objectOf?.(path)?.readers;
+    if (readers?.everyone) return true;
+    if (caller.kind === 'anonymous') return false;
+    if (readers?.authenticated) return true;
+    return this.opts.ownerOf(source.bucket) === caller.username || !!readers?.users.includes(caller.username);
   }
 
   viewer(caller: Caller): Viewer {
     return {
       mayRead: (path) => this.mayRead(caller, path),
       url: (path) => this.url(path),
+      objectOf: (path) => {
+        const object = this.opts.objectOf?.(path);
+        return object && { bucket: object.bucket, key: object.key };
+      },
       thumbnailUrl: (id, path, size) => this.thumbnailUrl(id, path, size),
     };
   }

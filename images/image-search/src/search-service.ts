@@ -15,12 +15,15 @@ export interface SearchResultItem {
   /** The 160 px thumbnail, and `srcset` with the 320 px one for 2x screens (the grid's images; `url` on open). */
   thumbnailUrl: string;
   thumbnailSrcset: string;
+  /** The bucket object a mirrored image is (its path is a hash of the key): labels show `bucket/key`. */
+  source?: { bucket: string; key: string };
 }
 
 /** A result item of image `id` at `path` as `viewer` gets it: its URLs (signed where not public). */
 export function resultItem(viewer: Viewer, id: number, path: string, distance: number): SearchResultItem {
   const [small, large] = THUMBNAIL_SIZES.map((size) => viewer.thumbnailUrl(id, path, size));
-  return { id, path, distance, url: viewer.url(path), thumbnailUrl: small, thumbnailSrcset: `${small} 1x, ${large} 2x` };
+  const source = viewer.objectOf?.(path);
+  return { id, path, distance, url: viewer.url(path), thumbnailUrl: small, thumbnailSrcset: `${small} 1x, ${large} 2x`, ...(source ? { source } : {}) };
 }
 
 /**

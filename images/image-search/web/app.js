@@ -31,6 +31,9 @@ function postJson(path, payload, options = {}) {
   return api(path, { ...options, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload ?? {}) });
 }
 
+/** What a result is called: `bucket/key` for a bucket image (its path is a hash of the key), else its path. Set as text, never as HTML. */
+const labelOf = (r) => (r.source ? `${r.source.bucket}/${r.source.key}` : r.path);
+
 /** Results as buttons: each opens the detail view (keyboard: Tab, then Enter or Space). */
 function renderResults(results) {
   const grid = $('results');
@@ -40,7 +43,7 @@ function renderResults(results) {
     card.type = 'button';
     card.className = 'card';
     card.dataset.id = String(r.id);
-    card.setAttribute('aria-label', `${r.path}, distance ${r.distance.toFixed(4)}: open`);
+    card.setAttribute('aria-label', `${labelOf(r)}, distance ${r.distance.toFixed(4)}: open`);
     // The grid shows thumbnails (a few KB; 2x for dense screens), never the original (that is for the detail view).
     const img = document.createElement('img');
     img.src = r.thumbnailUrl || r.url;
@@ -54,7 +57,9 @@ function renderResults(results) {
     distance.className = 'distance';
     distance.textContent = `distance ${r.distance.toFixed(4)}`;
     const name = document.createElement('span');
-    name.textContent = `#${r.id} ${r.path}`;
+    name.className = 'label';
+    name.title = labelOf(r);
+    name.textContent = `#${r.id} ${labelOf(r)}`;
     meta.append(distance, name);
     card.append(img, meta);
     card.addEventListener('click', () => openDetail(r));
@@ -73,9 +78,9 @@ function showExplanation(lines) {
 
 function openDetail(result) {
   current = result;
-  $('detail-title').textContent = result.path;
+  $('detail-title').textContent = labelOf(result);
   $('detail-img').src = result.url;
-  $('detail-img').alt = result.path;
+  $('detail-img').alt = labelOf(result);
   // The stored bytes (TIFF, HEIF as they are): the view above may be a conversion for the browser.
   $('detail-original').href = `${result.url}${result.url.includes('?') ? '&' : '?'}original=true`;
   $('detail-meta').textContent = `id ${result.id} · distance ${result.distance.toFixed(4)}`;
