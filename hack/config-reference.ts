@@ -66,6 +66,7 @@ const SHARED_PIECES: { shape: Shape; source: string }[] = [
   { shape: allowedHostsEnv, source: 'images/service-kit/src/loopback-guard.ts' },
   { shape: heapGrowthEnvShape, source: 'images/service-kit/src/heap-growth.ts' },
   { shape: gatewayEnvSchema.shape, source: 'images/gateway/src/config.ts' },
+  { shape: dataPlaneEnvSchema.shape, source: 'images/data-plane/src/config.ts' },
 ];
 
 const VARIABLE = /^[A-Z][A-Z0-9_]*$/;

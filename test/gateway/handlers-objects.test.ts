@@ -91,7 +91,7 @@ describe('gateway handlers: objects, against a fake ObjectLayer', () => {
       'accept-ranges': 'bytes',
     });
     const [[, , input]] = fx.layer.callsOf('getObject') as [[string, string, Record<string, unknown>]];
-    expect(input).to.deep.equal({ method: 'GET', range: undefined, partNumber: undefined, conditions: undefined });
+    expect(input).to.deep.equal({ method: 'GET', range: undefined, partNumber: undefined, conditions: undefined, sse: undefined });
   });
 
   it('a Range GET passes the range on and answers 206 with its Content-Range', async () => {

@@ -114,6 +114,8 @@ describe("image-search: changing the index takes the admin key or an admin's tok
       expect(described.auth).to.deep.equal({
         writes: 'token',
         accepts: ['IMAGE_SEARCH_API_KEY', 'gateway token of an admin user (IMAGE_SEARCH_ADMIN_USERS: 2)'],
+        // Where a token comes from: the gateway's /login (the page's "How to get a token").
+        loginUrl: 'http://127.0.0.1:9000/login',
       });
       expect(described.index.totalVectors).to.equal(3);
     } finally {
