@@ -65,4 +65,26 @@ describe('image-search: rendition cache', function () {
     const tiny = await sharp((await cache.thumbnail(path.join(images, 'tiny.png'), 320, 'webp')).file).metadata();
     expect([tiny.width, tiny.height]).to.deep.equal([40, 30]);
   });
+
+  it('makes at most `conversions` renditions at once, however many are asked together (the thread pool stays shared)', async () => {
+    // Eight large originals asked for at once: without a bound, libvips would run one on each of libuv's 4 threads.
+    const big: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const file = path.join(images, `big-${i}.png`);
+      writeFileSync(file, await colourImage(Object.values(PALETTE)[i % 4]!, 100 + i, 2400, 1800));
+      big.push(file);
+    }
+    const cache = new RenditionCache({ dir: cacheDir, maxBytes: 1 << 30, logger, conversions: 2 });
+    let most = 0;
+    let done = false;
+    const all = Promise.all(big.map((file) => cache.display(file, 'webp'))).finally(() => (done = true));
+    while (!done) {
+      most = Math.max(most, sharp.counters().process);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const made = await all;
+    expect(new Set(made.map((r) => r.file)).size).to.equal(8);
+    expect(most, 'sharp operations running at once').to.be.within(1, 2);
+    expect(cache.converting).to.equal(0);
+  });
 });

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
+import pLimit from 'p-limit';
 import sharp, { type Sharp } from 'sharp';
 import type { Logger } from '../../service-kit/src/index.js';
 import { writeFileAtomic } from './atomic-file.js';
@@ -29,7 +30,16 @@ export interface RenditionCacheOptions {
   dir: string;
   maxBytes: number;
   logger: Logger;
+  /** Renditions made at once (default CONVERSIONS); the rest wait their turn. */
+  conversions?: number;
 }
+
+/**
+ * Renditions made at once. Each decode and encode holds a thread of libuv's pool (4 by default), which
+ * the process's file reads and writes share (in `npm start`, the object store's too): many callers asking
+ * for conversions of large originals at once must not take all of it.
+ */
+export const CONVERSIONS = 2;
 
 /** How hard the encoder works: WebP's effort (0–6); from 4 on also mozjpeg and PNG's strongest deflate. */
 interface Encoding {
@@ -50,9 +60,16 @@ export class RenditionCache {
   /** SHA-256 of a file's bytes, remembered while its size and mtime stay the same. */
   private readonly hashes = new Map<string, { size: number; mtimeMs: number; hash: string }>();
   private clock = 0;
+  private readonly limit: ReturnType<typeof pLimit>;
 
   constructor(private readonly opts: RenditionCacheOptions) {
+    this.limit = pLimit(opts.conversions ?? CONVERSIONS);
     this.ready = this.load();
+  }
+
+  /** Renditions being made now (at most `conversions`). */
+  get converting(): number {
+    return this.limit.activeCount;
   }
 
   /** The directory's files as entries; temp files a crash left are removed. */
@@ -129,7 +146,7 @@ export class RenditionCache {
     if (format === 'jpeg') image = image.flatten({ background: '#ffffff' }).jpeg({ quality: 80, mozjpeg: thorough });
     else if (format === 'png') image = image.png({ compressionLevel: thorough ? 9 : 6 });
     else image = image.webp({ quality: 75, effort: encoding.effort });
-    const data = await image.toBuffer();
+    const data = await this.limit(() => image.toBuffer());
     // A cache: no fsync (a crash loses at most renditions made again on demand), still all or nothing.
     await writeFileAtomic(file, data, { sync: false });
     this.entries.set(name, { size: data.length, used: ++this.clock });
