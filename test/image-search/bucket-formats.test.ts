@@ -97,15 +97,8 @@ describe('image-search: a bucket of large and unusual formats (thumbnails in the
         const help = (await page.textContent('#token-help')) ?? '';
         expect(help).to.include('data.token');
         expect(help).to.match(/POST .*\/login\s+Content-Type: application\/json\s+\{"username": "…", "password": "…"\}/);
-        // Nonsense gets the nearest images with a hint that nothing matched well.
-        await page.fill('#query', 'xyzzy qwerty');
-        await page.press('#query', 'Enter');
-        await page.waitForSelector('#explanation:not([hidden])');
-        expect(await page.textContent('#explanation')).to.match(/^No image matches this query well/);
-        for (const card of await page.$$('#results .card')) await card.scrollIntoViewIfNeeded();
-        await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('#results img')].every((i) => i.complete));
-        // The grid of the next search alone is measured.
-        await page.evaluate(() => performance.clearResourceTimings());
+        // The grid is measured on the page's first search: a later search within the same second would
+        // reuse the same signed thumbnail URLs from the browser's cache and receive no bytes at all.
         await page.fill('#query', 'red');
         await page.fill('#topk', '20');
         await page.press('#query', 'Enter');
@@ -157,6 +150,18 @@ describe('image-search: a bucket of large and unusual formats (thumbnails in the
         expect(stored.headers.get('content-type')).to.equal('image/tiff');
         expect((await stored.arrayBuffer()).byteLength).to.be.above(19_000_000);
         expect(await layoutProblems(page, '#detail')).to.deep.equal([]);
+
+        const other = await browser.newPage();
+        await other.goto(service.url + '/');
+        await other.fill('#token', TEST_API_KEY);
+        await other.dispatchEvent('#token', 'change');
+        // Nonsense gets the nearest images with a hint that nothing matched well.
+        await other.fill('#query', 'xyzzy qwerty');
+        await other.press('#query', 'Enter');
+        await other.waitForSelector('#explanation:not([hidden])');
+        expect(await other.textContent('#explanation')).to.match(/^No image matches this query well/);
+        for (const card of await other.$$('#results .card')) await card.scrollIntoViewIfNeeded();
+        await other.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('#results img')].every((i) => i.complete));
       } finally {
         await browser.close();
       }
