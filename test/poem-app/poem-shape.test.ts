@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { DEFAULT_MODEL_DIR } from '../../images/model-server/src/served-models.js';
 import { startModelServer } from '../../images/model-server/src/app.js';
 import { loadPoemAppConfig } from '../../images/poem-app/src/config.js';
-import { containsTheme, lineCountOf, shapePoem, verseLines } from '../../images/poem-app/src/poem-shape.js';
+import { acrosticLetters, containsTheme, lineCountOf, shapePoem, verseLines } from '../../images/poem-app/src/poem-shape.js';
 import { POEM_TYPES, poemTypeByCode } from '../../images/poem-app/src/poem-types.js';
 import { maxRequestsFor, Poet } from '../../images/poem-app/src/poet.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
@@ -43,6 +43,25 @@ describe('poem shape: every form has its line count and its theme', () => {
     expect(shapePoem(['rain on the roof', 'b', 'c'], form('haiku'), 'rain')).to.equal('rain on the roof\nb\nc');
   });
 
+  it('spells an acrostic’s theme down its first letters: fitting lines in their places, others opened with a word of their letter', () => {
+    const firstLetters = (poem: string) =>
+      verseLines(poem)
+        .map((l) => /\p{L}/u.exec(l)![0].toLowerCase())
+        .join('');
+    expect(acrosticLetters(form('acrostic'), 'the sea')).to.deep.equal(['t', 'h', 'e', 's', 'e', 'a']);
+    expect(acrosticLetters(form('haiku'), 'the sea')).to.deep.equal([]);
+    // The upstream's lines in another order: each goes to its letter's place, the extra one is left out.
+    const reordered = shapePoem(['a gull cries', 'every wave', 'silent sea', 'one more'], form('acrostic'), 'sea');
+    expect(reordered).to.equal('silent sea\nevery wave\na gull cries');
+    // None begins with its letter: opened with a word of it; the theme, missing, then opens the first line.
+    const opened = shapePoem(['the tide', 'waves', 'gulls'], form('acrostic'), 'sea');
+    expect(opened).to.equal('Sea — Still the tide\nEven waves\nAnd gulls');
+    expect(firstLetters(opened)).to.equal('sea');
+    // Quotes and other scripts: the first letter counts; a letter beyond a–z opens its line itself.
+    expect(firstLetters(shapePoem(['“Öl” on water', 'lamps', 'x'], form('acrostic'), 'öl'))).to.equal('ölx');
+    expect(shapePoem(['lamps', 'water', 'x'], form('acrostic'), 'öl')).to.equal('Öl — Ö water\nlamps\nx');
+  });
+
   describe('against any upstream (a fake OpenAI-compatible one)', () => {
     const env = poemAppOnFakeUpstream('poem-shape');
     beforeEach(() => {
@@ -61,6 +80,14 @@ describe('poem shape: every form has its line count and its theme', () => {
       expect(followUp[2]!.content).to.equal('line 1 of a poem on a cat\nline 2 of a poem on a cat');
       expect(followUp[3]!.content).to.include('next 3 lines').and.include('"a cat"');
       expect(env.upstream.received[2]!.body.messages![3]!.content).to.include('next 1 lines');
+    });
+
+    it('asks for an acrostic’s letters and answers a poem whose first letters spell the theme', async () => {
+      const res = await generate('acrostic', 'the sea');
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      const first = verseLines(res.body.poem).map((l) => /\p{L}/u.exec(l)![0].toLowerCase());
+      expect(first.join('')).to.equal('thesea');
+      expect(env.upstream.received[0]!.body.messages!.at(-1)!.content).to.include('their first letters T, H, E, S, E, A in that order');
     });
 
     it('trims a long answer and drops repeated lines', async () => {
@@ -122,6 +149,10 @@ describe('poem shape: every form has its line count and its theme', () => {
       for (const p of poems) {
         expect(p.lineCount, `${p.form} on ${p.theme}:\n${p.poem}`).to.equal(p.expectedLines);
         expect(p.themePresent, `${p.form} on ${p.theme}:\n${p.poem}`).to.equal(true);
+        if (p.form === 'acrostic') {
+          const first = verseLines(p.poem).map((l) => /\p{L}/u.exec(l)![0].toLowerCase());
+          expect(first.join(''), p.poem).to.equal(acrosticLetters(form('acrostic'), p.theme).join(''));
+        }
       }
     });
 

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type { UpstreamConfig } from './config.js';
 import { HttpError } from './http-errors.js';
-import { addNewLines, containsTheme, lineCountOf, shapePoem, verseLines } from './poem-shape.js';
+import { acrosticLetters, addNewLines, arrangeLines, containsTheme, lineCountOf, shapePoem, verseLines } from './poem-shape.js';
 import type { PoemType } from './poem-types.js';
 
 /** Why a generation failed upstream; also the `outcome` label of the generation metrics. */
@@ -30,9 +30,11 @@ const SYSTEM_PROMPT =
 /** The chat messages for one poem: the form, its rules and line count, and the theme as quoted data (last, so a truncated prompt keeps it). */
 export function buildPoemMessages(type: PoemType, theme: string): OpenAI.Chat.ChatCompletionMessageParam[] {
   const lines = lineCountOf(type, theme);
+  const letters = acrosticLetters(type, theme);
+  const opening = letters.length > 0 ? `, their first letters ${letters.map((l) => l.toUpperCase()).join(', ')} in that order,` : '';
   return [
     { role: 'system', content: SYSTEM_PROMPT },
-    { role: 'user', content: `Write a ${type.label.toLowerCase()} (${type.description}) of ${lines} lines on the theme "${theme}".` },
+    { role: 'user', content: `Write a ${type.label.toLowerCase()} (${type.description}) of ${lines} lines${opening} on the theme "${theme}".` },
   ];
 }
 
@@ -180,7 +182,7 @@ export class Poet {
         `the model service wrote ${lines.length} of the ${count} lines of a ${type.label.toLowerCase()} in ${requests} requests; please try again`,
       );
     }
-    const themeAdded = !containsTheme(lines.slice(0, count).join('\n'), theme);
+    const themeAdded = !containsTheme(arrangeLines(lines, type, theme).join('\n'), theme);
     return { poem: shapePoem(lines, type, theme), requests, firstAnswerLines, themeAdded };
   }
 
