@@ -34,7 +34,7 @@ const grant = (id: string, permission: Grant['permission']): Grant => ({ grantee
  * READ on an object → GetObjectAttributes; READ on a bucket → ListMultipartUploads; object tagging and
  * ListParts are mapped from no ACL permission (the bucket owner's, and ListParts the upload initiator's too).
  */
-describe('gateway handlers: which ACL grants allow GetObjectAttributes, object tagging, ListMultipartUploads and ListParts', () => {
+describe('gateway handlers: which ACL grants allow GetObjectAttributes, object tagging, ListMultipartUploads, ListParts and AbortMultipartUpload', () => {
   let layer: UploadsLayer;
   const apps = new Map<string | null, HandlerApp>();
   const as = async (user: string | null): Promise<HandlerApp> => {
@@ -129,5 +129,16 @@ describe('gateway handlers: which ACL grants allow GetObjectAttributes, object t
     expect(await answer('alice', 'GET', '/shared/big.bin?uploadId=nope')).to.equal('404 NoSuchUpload');
     expect(await answer('dave', 'GET', '/shared/big.bin?uploadId=nope')).to.equal('403 AccessDenied');
     expect(await answer(null, 'GET', `/shared/big.bin?uploadId=${uploadId}`)).to.equal('403 AccessDenied');
+  });
+
+  it("AbortMultipartUpload is the bucket owner's and the upload initiator's too: another WRITE grantee may not end it", async () => {
+    const { uploadId } = await layer.createMultipart('shared', 'big.bin', { owner: 'bob' });
+    expect(await answer('carol', 'DELETE', `/shared/big.bin?uploadId=${uploadId}`)).to.equal('403 AccessDenied');
+    expect(await answer('dave', 'DELETE', `/shared/big.bin?uploadId=${uploadId}`)).to.equal('403 AccessDenied');
+    expect(layer.uploads.has(uploadId)).to.equal(true);
+    expect(await answer('bob', 'DELETE', `/shared/big.bin?uploadId=${uploadId}`)).to.equal(204);
+    const second = await layer.createMultipart('shared', 'big.bin', { owner: 'bob' });
+    expect(await answer('alice', 'DELETE', `/shared/big.bin?uploadId=${second.uploadId}`)).to.equal(204);
+    expect(layer.uploads.size).to.equal(0);
   });
 });

@@ -169,16 +169,20 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   });
 };
 
-/** DELETE /bucket/key?uploadId=X */
+/**
+ * DELETE /bucket/key?uploadId=X. S3 (s3:AbortMultipartUpload, which no ACL permission maps to): the
+ * bucket's owner and the upload's initiator, so a WRITE grant does not let one writer end another's upload.
+ */
 export const abortMultipartUpload: S3Handler = async (s3) => {
-  await target(s3);
+  const bucketInfo = await s3.deps.buckets.existing(s3.bucket);
+  if (callerOf(s3.res).username !== bucketInfo.owner) await listablePartsOf(s3, { maxParts: 1, partNumberMarker: 0 });
   await s3.deps.objects.abortMultipart(s3.bucket, s3.key, s3.query.get('uploadId') ?? '');
   sendStatus(s3.res, 204);
 };
 
 /**
- * The parts of an upload the caller may list. S3 (s3:ListMultipartUploadParts, which no ACL permission
- * maps to): the bucket's owner and the upload's initiator, nobody by a grant. To a caller who could not
+ * The parts of an upload the caller may list (or abort). S3 (s3:ListMultipartUploadParts, which no ACL
+ * permission maps to): the bucket's owner and the upload's initiator, nobody by a grant. To a caller who could not
  * have started an upload here (no WRITE on the bucket), an unknown upload is AccessDenied, not NoSuchUpload.
  */
 async function listablePartsOf(s3: S3Request, query: { maxParts: number; partNumberMarker: number }): Promise<{ bucketInfo: BucketInfo; r: ListPartsResult }> {
