@@ -165,15 +165,17 @@ describe('Helm chart charts/strata (real helm binary)', function () {
       const hosts = (objs.find((o) => o.kind === 'Ingress') as (RenderedObject & { spec: { rules: Array<{ host: string }> } }) | undefined)?.spec.rules.map((r) => r.host);
       return { settings: settingsFrom(loadOperatorEnv({ STRATA_STACK_SETTINGS: json })).stackSettings, hosts };
     };
-    expect((await stackSettings([])).settings).to.deep.equal({});
-    expect((await stackSettings(['platform.settings.STRATA_BUCKET_CACHE_MS=500', 'platform.settings.LOG_LEVEL=debug'])).settings).to.deep.equal({ STRATA_BUCKET_CACHE_MS: '500', LOG_LEVEL: 'debug' });
+    // Every stack gets the gateway's S3 switches (platform.s3, test/charts/s3-switches.test.ts).
+    const S3 = { STRATA_SIGV2: 'true', STRATA_BLOCK_PUBLIC_ACLS: 'false' };
+    expect((await stackSettings([])).settings).to.deep.equal(S3);
+    expect((await stackSettings(['platform.settings.STRATA_BUCKET_CACHE_MS=500', 'platform.settings.LOG_LEVEL=debug'])).settings).to.deep.equal({ STRATA_BUCKET_CACHE_MS: '500', LOG_LEVEL: 'debug', ...S3 });
     const virtual = await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com', 'ingress.virtualHostedStyle=true']);
-    expect(virtual).to.deep.equal({ settings: { STRATA_S3_DOMAINS: 's3.example.com', STRATA_TRUST_PROXY: 'uniquelocal' }, hosts: ['s3.example.com', '*.s3.example.com'] });
+    expect(virtual).to.deep.equal({ settings: { STRATA_S3_DOMAINS: 's3.example.com', STRATA_TRUST_PROXY: 'uniquelocal', ...S3 }, hosts: ['s3.example.com', '*.s3.example.com'] });
     // Set explicitly, the administrator's domains win; without virtualHostedStyle the ingress has one host.
-    expect((await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com', 'ingress.virtualHostedStyle=true', 'platform.settings.STRATA_S3_DOMAINS=s3.example.com\\,s3.internal'])).settings).to.deep.equal({ STRATA_S3_DOMAINS: 's3.example.com,s3.internal', STRATA_TRUST_PROXY: 'uniquelocal' });
+    expect((await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com', 'ingress.virtualHostedStyle=true', 'platform.settings.STRATA_S3_DOMAINS=s3.example.com\\,s3.internal'])).settings).to.deep.equal({ STRATA_S3_DOMAINS: 's3.example.com,s3.internal', STRATA_TRUST_PROXY: 'uniquelocal', ...S3 });
     // Behind the ingress, the gateway believes the controller's X-Forwarded-For (its pods: ingress.trustedProxies); without an ingress it believes no one.
-    expect((await stackSettings(['ingress.enabled=true', 'ingress.trustedProxies=10.42.0.0/16'])).settings).to.deep.equal({ STRATA_TRUST_PROXY: '10.42.0.0/16' });
-    expect((await stackSettings(['ingress.enabled=true', 'platform.settings.STRATA_TRUST_PROXY=false'])).settings).to.deep.equal({ STRATA_TRUST_PROXY: 'false' });
+    expect((await stackSettings(['ingress.enabled=true', 'ingress.trustedProxies=10.42.0.0/16'])).settings).to.deep.equal({ STRATA_TRUST_PROXY: '10.42.0.0/16', ...S3 });
+    expect((await stackSettings(['ingress.enabled=true', 'platform.settings.STRATA_TRUST_PROXY=false'])).settings).to.deep.equal({ STRATA_TRUST_PROXY: 'false', ...S3 });
     expect((await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com'])).hosts).to.deep.equal(['s3.example.com']);
   });
 

@@ -108,6 +108,12 @@ describeWithBucket('e2e: access control (ownership controls, ACLs, anonymous rea
     await env.s3.send(new PutBucketOwnershipControlsCommand({ Bucket: b, OwnershipControls: { Rules: [{ ObjectOwnership: 'ObjectWriter' }] } }));
     await env.s3.send(new PutObjectCommand({ Bucket: b, Key: 'pub.txt', Body: 'public bytes', ACL: 'public-read' }));
     expect(await anonymous(env.p.endpoint, 'GET', `/${b}/pub.txt`)).to.include({ status: 200, body: 'public bytes' });
+    // READ on the object is GetObjectAttributes too (S3), for anonymous callers as for users; tagging is no grant's.
+    const attributes = await fetch(`${env.p.endpoint}/${b}/pub.txt?attributes`, { headers: { 'x-amz-object-attributes': 'ObjectSize' } });
+    expect([attributes.status, await attributes.text()]).to.satisfy(
+      ([status, body]: [number, string]) => status === 200 && body.includes('<ObjectSize>12</ObjectSize>'),
+    );
+    expect(await anonymous(env.p.endpoint, 'GET', `/${b}/pub.txt?tagging`)).to.include({ status: 403, code: 'AccessDenied' });
     // Turning ACLs back off makes the object private again (its ACL no longer counts), as S3.
     await env.s3.send(new PutBucketOwnershipControlsCommand({ Bucket: b, OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] } }));
     expect((await anonymous(env.p.endpoint, 'GET', `/${b}/pub.txt`)).status).to.equal(403);
@@ -160,6 +166,8 @@ describeWithBucket('e2e: access control (ownership controls, ACLs, anonymous rea
     expect(list.status).to.equal(200);
     expect(list.body).to.include('<Key>doc.txt</Key>');
     expect((await anonymous(env.p.endpoint, 'GET', `/${b}/missing.txt`)).code).to.equal('NoSuchKey');
+    // Bucket READ is ListMultipartUploads too (S3's mapping), anonymous callers included.
+    expect((await anonymous(env.p.endpoint, 'GET', `/${b}?uploads`)).status).to.equal(200);
   });
 
   it('grants to another Strata user let that user read (and write) as granted; authenticated-read is any signed-in user', async () => {
@@ -250,10 +258,10 @@ describe('e2e: access control with the platform switch STRATA_BLOCK_PUBLIC_ACLS'
   });
 });
 
-describe('e2e: anonymous reads of public objects share the read pool by client address', function () {
+describe('e2e: anonymous reads of public objects share the read pool and a request rate by client address', function () {
   this.timeout(120_000);
-  // One streamed read in flight per tenant (an account, or an anonymous client address).
-  const p = platformHooks({ gatewayRules: 'concurrency: { readsPerUser: 1, readPool: 8 }\n' });
+  // One streamed read in flight per tenant (an account, or an anonymous client address); 6 anonymous requests a minute per address.
+  const p = platformHooks({ gatewayRules: 'concurrency: { readsPerUser: 1, readPool: 8 }\nrateLimits: { anonymous: { points: 6, duration: 60 } }\n' });
 
   it('a second anonymous read from the same address is SlowDown while the first is held; the owner is served meanwhile', async () => {
     const s3 = sdkClient(p.endpoint);
@@ -270,6 +278,26 @@ describe('e2e: anonymous reads of public objects share the read pool by client a
       expect((await own.Body!.transformToByteArray()).length).to.equal(big.length);
     } finally {
       held.abort();
+      s3.destroy();
+    }
+  });
+
+  it('anonymous requests past rateLimits.anonymous from one address are SlowDown (the rate, not the pool); the owner is served', async () => {
+    const s3 = sdkClient(p.endpoint);
+    try {
+      const b = await bucketWithAcls(s3, 'acl-rate');
+      await s3.send(new PutObjectCommand({ Bucket: b, Key: 'small.txt', Body: 'small', ACL: 'public-read' }));
+      let refused: { status: number; code: string; body: string } | undefined;
+      // Whatever earlier tests of this platform took of the address's 6, a refusal comes within 7 reads.
+      for (let i = 0; i < 7 && !refused; i++) {
+        const r = await anonymous(p.endpoint, 'GET', `/${b}/small.txt`);
+        if (r.status !== 200) refused = r;
+      }
+      expect(refused).to.include({ status: 503, code: 'SlowDown' });
+      expect(refused!.body).to.include('<Message>Please reduce your request rate.</Message>');
+      const own = await s3.send(new GetObjectCommand({ Bucket: b, Key: 'small.txt' }));
+      expect(await own.Body!.transformToString()).to.equal('small');
+    } finally {
       s3.destroy();
     }
   });

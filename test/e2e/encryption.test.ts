@@ -112,14 +112,20 @@ describeWithBucket('e2e: server-side encryption (SSE-S3, SSE-C, bucket default)'
     expect((await s3Failure(env.s3.send(new GetBucketEncryptionCommand({ Bucket: bucket })))).status).to.equal(404);
   });
 
-  it('a form upload with an x-amz-server-side-encryption field is still refused (501) and stores nothing', async () => {
-    const post = await createPresignedPost(env.s3, { Bucket: bucket, Key: 'form.txt', Expires: 300, Fields: { 'x-amz-server-side-encryption': 'AES256' } });
-    const form = new FormData();
-    for (const [name, value] of Object.entries(post.fields)) form.append(name, value);
-    form.append('file', new Blob(['form body']), 'f.txt');
-    const r = await fetch(post.url, { method: 'POST', body: form });
-    expect([r.status, s3ErrorOf(await r.text()).code]).to.deep.equal([501, 'NotImplemented']);
-    await expectAbsent(env.s3, bucket, 'form.txt');
+  it('a form upload with an x-amz-server-side-encryption field is stored encrypted, as a PUT with the header; aws:kms:dsse is 501 and stores nothing', async () => {
+    const submit = async (key: string, sse: string) => {
+      const post = await createPresignedPost(env.s3, { Bucket: bucket, Key: key, Expires: 300, Fields: { 'x-amz-server-side-encryption': sse } });
+      const form = new FormData();
+      for (const [name, value] of Object.entries(post.fields)) form.append(name, value);
+      form.append('file', new Blob(['form body']), 'f.txt');
+      return fetch(post.url, { method: 'POST', body: form });
+    };
+    const stored = await submit('form.txt', 'AES256');
+    expect([stored.status, stored.headers.get('x-amz-server-side-encryption')]).to.deep.equal([204, 'AES256']);
+    expect((await env.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'form.txt' }))).ServerSideEncryption).to.equal('AES256');
+    const dsse = await submit('form-dsse.txt', 'aws:kms:dsse');
+    expect([dsse.status, s3ErrorOf(await dsse.text()).code]).to.deep.equal([501, 'NotImplemented']);
+    await expectAbsent(env.s3, bucket, 'form-dsse.txt');
   });
 
   it('the Debian AWS CLI v2: `s3 cp --sse AES256` and `--sse-c` round trips', async () => {

@@ -36,7 +36,7 @@ export interface TestGateway {
  * x-user header. `/hold/...` requests wait until the test releases them.
  */
 export async function startTestGateway(
-  opts: Partial<Pick<FlowControlOptions, 'rulesFile' | 'rules' | 'redis' | 'redisKeyPrefix' | 'debounceMs' | 'pollMs' | 'render'>>,
+  opts: Partial<Pick<FlowControlOptions, 'rulesFile' | 'rules' | 'redis' | 'redisKeyPrefix' | 'debounceMs' | 'pollMs' | 'render' | 'clientAddressOf'>>,
 ): Promise<TestGateway> {
   const { logger, lines } = capturingLogger();
   const registry = new Registry();

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, createLogger, createRegistry, runChain, type ChainHandler, type Logger, type Registry } from '../../images/service-kit/src/index.js';
-import type { ObjectLayer } from '../../images/object-model/src/index.js';
+import { S3Error, type ObjectLayer } from '../../images/object-model/src/index.js';
+import { anonymousMayAsk } from '../../images/gateway/src/auth/authenticate.js';
 import { state } from '../../images/gateway/src/context.js';
 import type { GatewayDeps } from '../../images/gateway/src/deps.js';
 import { BucketAccess } from '../../images/gateway/src/middleware/bucket-access.js';
@@ -45,7 +46,12 @@ export interface HandlerApp {
  * The gateway's S3 endpoint (routing, handlers, error rendering) in front of `layer`, with the caller
  * `username` already authenticated: what the handlers parse, call and render, and nothing else.
  */
-export async function handlerApp(layer: Partial<ObjectLayer>, username = 'alice', opts: { logger?: Logger; registry?: Registry } = {}): Promise<HandlerApp> {
+export async function handlerApp(
+  layer: Partial<ObjectLayer>,
+  /** null: an anonymous caller (no signature), let through for the operations the gateway lets anonymous callers ask. */
+  username: string | null = 'alice',
+  opts: { logger?: Logger; registry?: Registry } = {},
+): Promise<HandlerApp> {
   const logger = opts.logger ?? createLogger('gateway-handlers-test', 'silent');
   const registry = opts.registry ?? createRegistry('gateway-handlers-test', false);
   const counters = {
@@ -72,7 +78,8 @@ export async function handlerApp(layer: Partial<ObjectLayer>, username = 'alice'
     requestContext(logger, counters),
     nameOperation,
     (_req, res, next) => {
-      state(res).caller = { username, accessKey: `${username}-key`, isRoot: false, via: 'sigv4' };
+      if (username !== null) state(res).caller = { username, accessKey: `${username}-key`, isRoot: false, via: 'sigv4' };
+      else if (!anonymousMayAsk(state(res).operation)) return next(new S3Error('AccessDenied'));
       next();
     },
     s3Endpoint(deps),

@@ -44,7 +44,7 @@ export const gatewayEnvSchema = z.object({
   STRATA_ROOT_USER: z.string().min(1).default('strata'),
   /** The region SigV4 signatures must name. */
   STRATA_REGION: z.string().default('us-east-1'),
-  /** Accept AWS Signature Version 2 (headers, presigned URLs, POST forms); `false`: every SigV2 request is 403 AccessDenied. */
+  /** Accept AWS Signature Version 2 (headers, presigned URLs, POST forms); `false`: every SigV2 request is 403 AccessDenied. Chart: `platform.s3.signatureV2`. */
   STRATA_SIGV2: env.bool(true),
   /** Peers whose X-Forwarded-For/-Proto are believed (proxy.ts: addresses, subnets or names such as loopback, uniquelocal; a hop count; unset or `false`: none). */
   STRATA_TRUST_PROXY: z.string().optional(),
@@ -61,10 +61,11 @@ export const gatewayEnvSchema = z.object({
   /**
    * Platform public access block: refuse public ACLs (AllUsers / AuthenticatedUsers grants) with 403 and
    * ignore the public grants objects and buckets already have. Default off: a bucket has ACLs off until its
-   * owner turns them on (ownership controls), which already keeps data private by default.
+   * owner turns them on (ownership controls), which already keeps data private by default. Chart:
+   * `platform.s3.blockPublicAcls`.
    */
   STRATA_BLOCK_PUBLIC_ACLS: env.bool(false),
-  /** Flow-control rules (YAML/JSON; a ConfigMap mount), re-read on change. Unset: no limits. */
+  /** Flow-control rules (YAML/JSON; a ConfigMap mount), re-read on change. Unset: the rules' defaults (hack/docs/edge-limits.md), the anonymous rate per client address among them. */
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
   /** Same as STRATA_GATEWAY_RULES_FILE (the name the flow-control module documents). */
   STRATA_FLOW_RULES_FILE: z.string().optional(),

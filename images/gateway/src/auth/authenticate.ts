@@ -28,10 +28,24 @@ function twoMechanisms(authorization: string | undefined): S3Error {
 
 /**
  * What an anonymous request (no signature, no token) may ask: reads that an ACL can make public (an object
- * granted to AllUsers, a bucket listing, their ACLs). Their handlers decide by the ACL; anything else
- * anonymous is AccessDenied here, before any lookup.
+ * granted to AllUsers and its attributes, a bucket listing and its uploads' listing, their ACLs). Their
+ * handlers decide by the ACL; anything else anonymous is AccessDenied here, before any lookup.
  */
-const ANONYMOUS_OPERATIONS = new Set(['GetObject', 'HeadObject', 'ListObjects', 'ListObjectsV2', 'GetObjectAcl', 'GetBucketAcl']);
+const ANONYMOUS_OPERATIONS = new Set([
+  'GetObject',
+  'HeadObject',
+  'GetObjectAttributes',
+  'ListObjects',
+  'ListObjectsV2',
+  'ListMultipartUploads',
+  'GetObjectAcl',
+  'GetBucketAcl',
+]);
+
+/** Whether an anonymous request for `operation` goes on to its handler (which decides by the ACL). */
+export function anonymousMayAsk(operation: string): boolean {
+  return ANONYMOUS_OPERATIONS.has(operation);
+}
 
 /**
  * Establishes the caller: `Authorization: Bearer <jwt>` through passport-jwt, AWS SigV4 or (unless
@@ -79,7 +93,7 @@ export function authenticate(deps: AuthDeps) {
       } else if (authorization?.startsWith('Bearer ')) {
         const claims = await holderOf(await bearer(deps.passport, req, res), deps.credentials);
         state(res).caller = { username: claims.sub, accessKey: claims.ak, isRoot: claims.sub === deps.rootUser, via: 'bearer' };
-      } else if (authorization !== undefined || !ANONYMOUS_OPERATIONS.has(state(res).operation)) {
+      } else if (authorization !== undefined || !anonymousMayAsk(state(res).operation)) {
         throw new S3Error('AccessDenied', 'Anonymous access is not allowed: send a Bearer token or an AWS signature.');
       }
       acceptBody(res);

@@ -5,7 +5,7 @@ import { S3Error } from '../../../object-model/src/index.js';
 import { Breakers } from './breakers.js';
 import { ConcurrencyLimits } from './concurrency.js';
 import { flowMetrics } from './metrics.js';
-import { RateLimits } from './rate-limits.js';
+import { addressKey, RateLimits } from './rate-limits.js';
 import { renderS3ErrorXml, type RenderRejection } from './render.js';
 import { emptyFlowRules, type FlowRules } from './rules.js';
 import { watchRules, type ReloadOutcome, type RulesWatcher } from './rules-watcher.js';
@@ -23,7 +23,7 @@ export interface FlowControlOptions {
   routeOf: (req: http.IncomingMessage, res: http.ServerResponse) => string;
   /** The authenticated user, or undefined for anonymous requests (no per-user limit). */
   userOf: (req: http.IncomingMessage, res: http.ServerResponse) => string | undefined;
-  /** The client's address (behind trusted proxies, the one they forwarded): anonymous callers share by it. Default: the peer's. */
+  /** The client's address (behind trusted proxies, the one they forwarded): anonymous callers are limited and share by it. Default: the peer's. */
   clientAddressOf?: (req: http.IncomingMessage) => string;
   /** Share rate-limit counters between gateway replicas through this Redis (or Redis Cluster). */
   redis?: Redis | Cluster;
@@ -106,8 +106,10 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
     const route = routeOf(req, res);
     const user = userOf(req, res);
     const tenant = tenantLabel(user);
+    // Anonymous callers (public buckets) count by address: against the anonymous rate and in shares below.
+    const anonymousKey = user === undefined ? clientAddressOf(req) : undefined;
     rateLimits
-      .check(route, user)
+      .check(route, user, anonymousKey)
       .then((verdict) => {
         if (!verdict.allowed) {
           metrics.rateLimitRejections.inc({ route, user_class: verdict.userClass, scope: verdict.scope });
@@ -115,8 +117,8 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
           reject(req, res, next, verdict.retryAfterSeconds, 'Please reduce your request rate.');
           return;
         }
-        // Anonymous callers (public buckets) share by address: one cannot take another's share.
-        const release = concurrency.tryAcquire(route, user ?? `anonymous@${clientAddressOf(req)}`);
+        // Anonymous callers share by address: one cannot take another's share.
+        const release = concurrency.tryAcquire(route, user ?? `anonymous@${addressKey(anonymousKey ?? '')}`);
         if (typeof release !== 'function') {
           metrics.concurrencyRejections.inc({ route });
           countRejection(tenant, release.scope === 'route' ? 'route-concurrency' : `${release.scope}-${release.reason}`);

@@ -27,7 +27,7 @@ export function flowMetrics(registry: Registry): FlowMetrics {
     rateLimitRejections: counter(
       registry,
       'strata_gateway_rate_limit_rejections_total',
-      'Requests rejected with SlowDown by a rate limit, by route, user class and which limit (route|user)',
+      'Requests rejected with SlowDown by a rate limit, by route, user class and which limit (route|user|address: an anonymous client address)',
       ['route', 'user_class', 'scope'] as const,
     ),
     concurrencyRejections: counter(

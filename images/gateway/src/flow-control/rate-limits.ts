@@ -5,7 +5,27 @@ import type { FlowRules, RateLimitRule } from './rules.js';
 /** Where counters live: this process only, or Redis (shared by every gateway replica). */
 export type RateLimitStore = { kind: 'memory' } | { kind: 'redis'; client: Redis | Cluster; keyPrefix: string };
 
-export type RateLimitVerdict = { allowed: true } | { allowed: false; scope: 'route' | 'user'; userClass: string; retryAfterSeconds: number };
+export type RateLimitVerdict = { allowed: true } | { allowed: false; scope: 'route' | 'user' | 'address'; userClass: string; retryAfterSeconds: number };
+
+/**
+ * The key an anonymous client's address counts under: an IPv4 address (also IPv4-mapped IPv6) as itself,
+ * an IPv6 address by its /64, since one host is commonly given a whole /64 and could otherwise take a fresh
+ * share with each address of it.
+ */
+export function addressKey(address: string): string {
+  const bare = address.replace(/%.*$/, '');
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(bare);
+  if (mapped) return mapped[1]!;
+  if (!bare.includes(':')) return bare;
+  const [head = '', tail] = bare.split('::', 2);
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => (Number.parseInt(g, 16) || 0).toString(16))
+    .join(':')}::/64`;
+}
 
 /** User class of a caller: its class from the rules, "default", or "anonymous" (no user limit). */
 export function userClassOf(rules: FlowRules, user: string | undefined): string {
@@ -35,6 +55,7 @@ export class RateLimits {
     for (const [route, rule] of Object.entries(rules.rateLimits.routes)) wanted.set(`route:${route}`, rule);
     if (rules.rateLimits.users.default) wanted.set('user:default', rules.rateLimits.users.default);
     for (const [name, cls] of Object.entries(rules.rateLimits.users.classes)) wanted.set(`user:${name}`, { points: cls.points, duration: cls.duration });
+    if (rules.rateLimits.anonymous) wanted.set('anonymous', rules.rateLimits.anonymous);
     const next = new Map<string, { rule: string; limiter: RateLimiterAbstract }>();
     for (const [id, rule] of wanted) {
       const fingerprint = `${rule.points}/${rule.duration}`;
@@ -44,13 +65,18 @@ export class RateLimits {
     this.limiters = next;
   }
 
-  /** Take one point from the route's limit and the user's; the first that is exhausted rejects. */
-  async check(route: string, user: string | undefined): Promise<RateLimitVerdict> {
+  /**
+   * Take one point from the route's limit and the user's, or for an anonymous request (no user) from its
+   * client address's; the first that is exhausted rejects.
+   */
+  async check(route: string, user: string | undefined, address?: string): Promise<RateLimitVerdict> {
     const userClass = userClassOf(this.rules, user);
     const checks: Array<Promise<RateLimitVerdict>> = [];
     const routeLimiter = this.limiters.get(`route:${route}`)?.limiter;
     if (routeLimiter) checks.push(consume(routeLimiter, 'all', 'route', userClass));
     if (user !== undefined) checks.push(this.checkUser(user));
+    const anonymous = this.limiters.get('anonymous')?.limiter;
+    if (user === undefined && address !== undefined && anonymous) checks.push(consume(anonymous, addressKey(address), 'address', userClass));
     const verdicts = await Promise.all(checks);
     return verdicts.find((v) => !v.allowed) ?? { allowed: true };
   }
@@ -78,7 +104,7 @@ export function buildLimiter(store: RateLimitStore, id: string, rule: RateLimitR
   });
 }
 
-async function consume(limiter: RateLimiterAbstract, key: string, scope: 'route' | 'user', userClass: string): Promise<RateLimitVerdict> {
+async function consume(limiter: RateLimiterAbstract, key: string, scope: 'route' | 'user' | 'address', userClass: string): Promise<RateLimitVerdict> {
   try {
     await limiter.consume(key);
     return { allowed: true };

@@ -14,6 +14,7 @@ import { z } from 'zod';
  *     default: { points: 50, duration: 1 }     # each user, all routes together
  *     classes:                                  # named groups with their own limit
  *       batch: { points: 5, duration: 1, users: [etl-bot] }
+ *   anonymous: { points: 200, duration: 1 }     # each client address without a signature (false: none)
  * concurrency:
  *   routes:
  *     GetObject: 64         # requests in flight at once, per gateway replica
@@ -48,6 +49,13 @@ const rateLimit = z.strictObject({
 export type RateLimitRule = z.infer<typeof rateLimit>;
 
 const userClass = rateLimit.extend({ users: z.array(z.string().min(1)).min(1) });
+
+/**
+ * Anonymous requests (public objects' reads) per client address, all routes together: what one user gets by
+ * default, so that reads nobody signs are no free flood. The address is the one trusted proxies forwarded
+ * (STRATA_TRUST_PROXY), never a client's own claim; IPv6 clients count per /64 (what one host is given).
+ */
+export const DEFAULT_ANONYMOUS_RATE: RateLimitRule = { points: 200, duration: 1 };
 
 const breaker = z.strictObject({
   /**
@@ -128,8 +136,10 @@ export const flowRulesSchema = z.strictObject({
           classes: z.record(z.string(), userClass).default({}),
         })
         .default({ classes: {} }),
+      /** Per client address, for requests without a signature or token; `false`: no such limit. */
+      anonymous: z.union([rateLimit, z.literal(false)]).default(DEFAULT_ANONYMOUS_RATE),
     })
-    .default({ routes: {}, users: { classes: {} } }),
+    .default({ routes: {}, users: { classes: {} }, anonymous: DEFAULT_ANONYMOUS_RATE }),
   concurrency: z
     .strictObject({
       routes: z.record(z.string(), z.number().int().positive()).default({}),

@@ -1,5 +1,5 @@
-import { mergeStoredHeaders, S3Error, storedChecksum, type BucketInfo } from '../../../object-model/src/index.js';
-import { objectAclHeaders } from '../middleware/access-policy.js';
+import { mergeStoredHeaders, S3Error, storedChecksum, type BucketInfo, type ListPartsResult } from '../../../object-model/src/index.js';
+import { bucketAllows, objectAclHeaders } from '../middleware/access-policy.js';
 import { callerOf, state } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import {
@@ -169,21 +169,43 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   });
 };
 
-/** DELETE /bucket/key?uploadId=X */
+/**
+ * DELETE /bucket/key?uploadId=X. S3 (s3:AbortMultipartUpload, which no ACL permission maps to): the
+ * bucket's owner and the upload's initiator, so a WRITE grant does not let one writer end another's upload.
+ */
 export const abortMultipartUpload: S3Handler = async (s3) => {
-  await target(s3);
+  const bucketInfo = await s3.deps.buckets.existing(s3.bucket);
+  if (callerOf(s3.res).username !== bucketInfo.owner) await listablePartsOf(s3, { maxParts: 1, partNumberMarker: 0 });
   await s3.deps.objects.abortMultipart(s3.bucket, s3.key, s3.query.get('uploadId') ?? '');
   sendStatus(s3.res, 204);
 };
 
+/**
+ * The parts of an upload the caller may list (or abort). S3 (s3:ListMultipartUploadParts, which no ACL
+ * permission maps to): the bucket's owner and the upload's initiator, nobody by a grant. To a caller who could not
+ * have started an upload here (no WRITE on the bucket), an unknown upload is AccessDenied, not NoSuchUpload.
+ */
+async function listablePartsOf(s3: S3Request, query: { maxParts: number; partNumberMarker: number }): Promise<{ bucketInfo: BucketInfo; r: ListPartsResult }> {
+  const { res, bucket, key, deps } = s3;
+  const caller = callerOf(res).username;
+  const bucketInfo = await deps.buckets.existing(bucket);
+  const isOwner = caller === bucketInfo.owner;
+  const r = await deps.objects.listParts(bucket, key, s3.query.get('uploadId') ?? '', query).catch((err: unknown) => {
+    if (!isOwner && err instanceof S3Error && err.code === 'NoSuchUpload' && !bucketAllows(bucketInfo, caller, 'WRITE', deps.buckets.platformBlocksPublic))
+      throw new S3Error('AccessDenied');
+    throw err;
+  });
+  if (!isOwner && r.owner !== caller) throw new S3Error('AccessDenied');
+  return { bucketInfo, r };
+}
+
 /** GET /bucket/key?uploadId=X */
 export const listParts: S3Handler = async (s3) => {
-  const { res, bucket, key, query, deps } = s3;
-  const bucketInfo = await target(s3);
+  const { res, bucket, key, query } = s3;
   const maxParts = maxKeysOf(query, 'max-parts');
   const marker = wholeNumberOf(query, 'part-number-marker', 0);
   const uploadId = query.get('uploadId') ?? '';
-  const r = await deps.objects.listParts(bucket, key, uploadId, { maxParts, partNumberMarker: marker });
+  const { bucketInfo, r } = await listablePartsOf(s3, { maxParts, partNumberMarker: marker });
   setAbortDate(res, bucketInfo.lifecycle, { key, initiated: new Date(r.initiated) });
   sendXml(res, 'ListPartsResult', {
     Bucket: bucket,
@@ -207,9 +229,13 @@ export const listParts: S3Handler = async (s3) => {
   });
 };
 
-/** GET /bucket?uploads — prefix, delimiter (CommonPrefixes), key-marker / upload-id-marker, max-uploads, encoding-type. */
+/**
+ * GET /bucket?uploads — prefix, delimiter (CommonPrefixes), key-marker / upload-id-marker, max-uploads,
+ * encoding-type. Who may: the bucket's READ grant (S3 maps READ on a bucket to s3:ListBucketMultipartUploads),
+ * anonymous callers included.
+ */
 export const listMultipartUploads: S3Handler = async ({ res, bucket, query, deps }) => {
-  await deps.buckets.owned(bucket, callerOf(res));
+  await deps.buckets.permitted(bucket, state(res).caller, 'READ');
   const maxUploads = maxKeysOf(query, 'max-uploads');
   const encode = encoderOf(query);
   const prefix = query.get('prefix') ?? '';

@@ -1,9 +1,9 @@
 import { S3Error, storedChecksum, type ObjectChecksum } from '../../../object-model/src/index.js';
-import { callerOf } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumXml } from '../s3/checksums.js';
 import { sendXml } from '../s3/render.js';
 import { header, unquote } from '../s3/request.js';
+import { readable } from './object-read.js';
 
 const ATTRIBUTES = new Set(['ETag', 'Checksum', 'ObjectParts', 'StorageClass', 'ObjectSize']);
 
@@ -44,6 +44,7 @@ async function objectParts(s3: S3Request, partsCount: number, checksum: ObjectCh
  * from the object's metadata without reading its bytes. `Checksum` is there when the object was
  * uploaded with one; a multipart object's parts are given as their count, and listed (`x-amz-max-parts`,
  * `x-amz-part-number-marker`) with their sizes and checksums when the object has a checksum.
+ * Who may: as GetObject (the object's READ grant).
  */
 export const getObjectAttributes: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
@@ -57,7 +58,8 @@ export const getObjectAttributes: S3Handler = async (s3) => {
     });
   const unknown = wanted.find((a) => !ATTRIBUTES.has(a));
   if (unknown) throw new S3Error('InvalidArgument', `Invalid attribute name specified: ${unknown}.`, { ArgumentName: 'x-amz-object-attributes' });
-  await deps.buckets.owned(bucket, callerOf(res));
+  // S3: READ access to the object (its ACL's READ grant, as GetObject), anonymous callers included.
+  await readable(s3);
   const meta = await deps.objects.headObject(bucket, key);
   const etag = unquote(meta.etag);
   const parts = /-(\d+)$/.exec(etag)?.[1];

@@ -168,10 +168,11 @@ function readSmall(body: Readable): Promise<Buffer> {
 }
 
 /**
- * The bucket of an object the caller may read: its owner may; anyone else (anonymous callers included)
- * where the object's ACL grants READ. As S3, a missing key is NoSuchKey only to who may list the bucket.
+ * The bucket of an object the caller may read (GetObject, HeadObject, GetObjectAttributes): its owner may;
+ * anyone else (anonymous callers included) where the object's ACL grants READ. As S3, a missing key is
+ * NoSuchKey only to who may list the bucket.
  */
-async function readable(s3: S3Request): Promise<BucketInfo> {
+export async function readable(s3: S3Request): Promise<BucketInfo> {
   const { res, bucket, key, deps } = s3;
   const caller = state(res).caller?.username;
   const info = await deps.buckets.existing(bucket);

@@ -9,6 +9,8 @@ import { parseXml } from '../s3/xml.js';
  * Get/Put/DeleteObjectTagging: the object's tags, kept with its current version in the metadata (an
  * overwrite brings its own tags, or none; a copy keeps the source's unless x-amz-tagging-directive is
  * REPLACE). NoSuchKey for a key with no object. Lifecycle rules select objects by them.
+ * Who may: the bucket's owner. In S3, s3:GetObjectTagging and s3:PutObjectTagging are the bucket owner's by
+ * default and no ACL permission maps to them (READ on an object is s3:GetObject only), so no grant gives them.
  */
 
 async function ownedObject(s3: S3Request): Promise<void> {

@@ -7,7 +7,7 @@ import { state } from '../context.js';
 import { objectAclHeaders } from '../middleware/access-policy.js';
 import type { S3Handler } from '../s3/operation.js';
 import { quoted, sendXml, urlEncodeKey, sendStatus } from '../s3/render.js';
-import { refuseEncryptedWrite } from '../s3/encryption.js';
+import { checkFormEncryption, setSseHeaders, sseRequestOfForm } from '../s3/encryption.js';
 import { invalidBeforeUnsupported, refuseUnsupportedObjectProperties } from '../s3/object-properties.js';
 import { userMetadataOf } from '../s3/request.js';
 import { parseTagging, type TaggingXml } from '../s3/tagging-xml.js';
@@ -125,7 +125,7 @@ export const postObject: S3Handler = async (s3) => {
     const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
     const field = (name: string): string | undefined => form.fields.get(name);
     invalidBeforeUnsupported(
-      () => refuseEncryptedWrite(form.fields.keys(), field),
+      () => checkFormEncryption(form.fields),
       () => refuseUnsupportedObjectProperties(field, form.fields.get('acl')),
     );
     const rawKey = form.fields.get('key');
@@ -153,12 +153,15 @@ export const postObject: S3Handler = async (s3) => {
           standardHeadersOf(form.fields),
           objectAclHeaders(field, bucketInfo, caller.username, deps.buckets.platformBlocksPublic, form.fields.get('acl')),
         ),
+        // The form's x-amz-server-side-encryption* fields, as a PUT's headers (SSE-S3, SSE-KMS, SSE-C).
+        sse: sseRequestOfForm(form.fields),
       },
       body,
       state(res).clientGone,
     );
     const etag = quoted(result.object.etag);
     res.setHeader('ETag', etag);
+    setSseHeaders(res, result.object.sse);
     const location = `${originOf(s3)}/${urlEncodeKey(bucket)}/${urlEncodeKey(key)}`;
     res.setHeader('Location', location);
     const redirect = redirectTarget(form.fields.get('success_action_redirect') ?? form.fields.get('redirect'));

@@ -1,4 +1,5 @@
 import { S3Error, type EncryptionRule } from '../../../object-model/src/index.js';
+import { dualLayerNotImplemented } from './encryption.js';
 import { malformedXml, xmlGroup, xmlText } from './xml.js';
 
 /**
@@ -13,7 +14,9 @@ export function parseEncryptionConfiguration(doc: Record<string, unknown>): Encr
   const apply = xmlGroup(rule.ApplyServerSideEncryptionByDefault, 'ApplyServerSideEncryptionByDefault');
   if (!apply) throw malformedXml('the Rule holds an ApplyServerSideEncryptionByDefault.');
   const algorithm = xmlText(apply.SSEAlgorithm, 'SSEAlgorithm');
-  if (algorithm !== 'AES256' && algorithm !== 'aws:kms') throw malformedXml('SSEAlgorithm is AES256 or aws:kms.');
+  // S3's third algorithm, dual-layer, is one Strata does not offer (as on a PUT: encryption.ts).
+  if (algorithm === 'aws:kms:dsse') throw dualLayerNotImplemented();
+  if (algorithm !== 'AES256' && algorithm !== 'aws:kms') throw malformedXml('SSEAlgorithm is AES256, aws:kms or aws:kms:dsse.');
   const kmsKeyId = xmlText(apply.KMSMasterKeyID, 'KMSMasterKeyID');
   if (kmsKeyId !== undefined && algorithm !== 'aws:kms')
     throw new S3Error('InvalidArgument', 'a KMSMasterKeyID is allowed only if SSEAlgorithm is aws:kms.', {

@@ -6,14 +6,16 @@ import { S3Error, sseResponseHeaders, type SseAnswer, type SseRequest } from '..
 /**
  * Server-side encryption headers (the data plane encrypts: data-plane/src/encryption/). They are checked
  * as S3 checks them first (a malformed request gets S3's 400), then passed on as an SseRequest
- * (sseRequestOf). A browser form (PostObject) asking for encryption is still refused with 501 rather than
- * stored in the clear: a client that asked for encryption must not believe it got it.
+ * (sseRequestOf). A browser form (PostObject) asks the same with form fields of the same names.
+ * Dual-layer encryption (`aws:kms:dsse`) is not offered: it is refused (NotImplemented) rather than
+ * stored with one layer, since a client that asked for two layers must not believe it got them.
  */
 const WRITES = new Set(['PutObject', 'CopyObject', 'CreateMultipartUpload', 'UploadPart', 'UploadPartCopy', 'PostObject']);
 const READS = new Set(['GetObject', 'HeadObject']);
 
 const SSE = 'x-amz-server-side-encryption';
-const SSE_VALUES = new Set(['AES256', 'aws:kms', 'aws:kms:dsse']);
+const DUAL_LAYER = 'aws:kms:dsse';
+const SSE_VALUES = new Set(['AES256', 'aws:kms', DUAL_LAYER]);
 /** The S3 operations whose request may carry a customer key for the object (SSE-C). */
 const CUSTOMER_KEYED = new Set([...WRITES, ...READS]);
 /** Headers that only go with `x-amz-server-side-encryption: aws:kms` (or aws:kms:dsse). */
@@ -66,12 +68,29 @@ function checkEncryptionHeaders(lookup: Lookup): void {
   checkCustomerKey(lookup, 'x-amz-copy-source-server-side-encryption');
 }
 
-/** For a write whose headers or form fields (`names`, `lookup`) ask for encryption: S3's 400 when malformed, else NotImplemented. */
-export function refuseEncryptedWrite(names: Iterable<string>, lookup: Lookup): void {
-  const asked = encryptionAsked(names);
-  if (asked === undefined) return;
+/**
+ * S3's NotImplemented (501, "A header you provided implies functionality that is not implemented", naming
+ * the header) for dual-layer encryption, which S3 offers and Strata does not (`where`: the header or field).
+ */
+export function dualLayerNotImplemented(where?: string): S3Error {
+  return new S3Error('NotImplemented', undefined, where ? { Header: where } : undefined);
+}
+
+/** A write's encryption headers or form fields (`names`, `lookup`) checked as S3 checks them; dual-layer is NotImplemented. */
+function checkWriteEncryption(names: Iterable<string>, lookup: Lookup): void {
+  if (encryptionAsked(names) === undefined) return;
   checkEncryptionHeaders(lookup);
-  throw new S3Error('NotImplemented', `Strata does not encrypt objects itself (${asked}); nothing was stored.`);
+  if (lookup(SSE) === DUAL_LAYER) throw dualLayerNotImplemented(SSE);
+}
+
+/** A browser form's encryption fields (by lower-case name), checked as the same headers of a PUT. */
+export function checkFormEncryption(fields: ReadonlyMap<string, string>): void {
+  checkWriteEncryption(fields.keys(), (name) => fields.get(name));
+}
+
+/** What a browser form's encryption fields (checked by checkFormEncryption) ask, for the data plane. */
+export function sseRequestOfForm(fields: ReadonlyMap<string, string>): SseRequest | undefined {
+  return sseRequestFrom((name) => fields.get(name));
 }
 
 function lookupOf(headers: IncomingHttpHeaders): Lookup {
@@ -82,16 +101,13 @@ function lookupOf(headers: IncomingHttpHeaders): Lookup {
 }
 
 /**
- * S3's checks of a request's encryption headers: writes as checkEncryptionHeaders (dual-layer
- * `aws:kms:dsse` is NotImplemented); reads refuse SSE-S3/KMS headers (InvalidArgument, as S3 answers
+ * S3's checks of a request's encryption headers: writes as checkWriteEncryption; reads refuse SSE-S3/KMS headers (InvalidArgument, as S3 answers
  * them on a GET or HEAD), and their customer key must be well formed.
  */
 export function checkServerSideEncryption(operation: string, headers: IncomingHttpHeaders): void {
   const lookup = lookupOf(headers);
   if (WRITES.has(operation)) {
-    if (encryptionAsked(Object.keys(headers)) === undefined) return;
-    checkEncryptionHeaders(lookup);
-    if (lookup(SSE) === 'aws:kms:dsse') throw new S3Error('NotImplemented', 'Dual-layer server-side encryption (aws:kms:dsse) is not supported.');
+    checkWriteEncryption(Object.keys(headers), lookup);
     return;
   }
   if (!READS.has(operation)) return;
@@ -102,8 +118,10 @@ export function checkServerSideEncryption(operation: string, headers: IncomingHt
 
 /** What a request (checked by checkServerSideEncryption) asks, for the data plane; undefined when nothing. */
 export function sseRequestOf(operation: string, headers: IncomingHttpHeaders): SseRequest | undefined {
-  if (!CUSTOMER_KEYED.has(operation)) return undefined;
-  const lookup = lookupOf(headers);
+  return CUSTOMER_KEYED.has(operation) ? sseRequestFrom(lookupOf(headers)) : undefined;
+}
+
+function sseRequestFrom(lookup: Lookup): SseRequest | undefined {
   const method = lookup(SSE);
   const sse: SseRequest = {
     ...(method === 'AES256' || method === 'aws:kms' ? { method } : {}),
