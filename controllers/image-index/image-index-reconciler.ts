@@ -8,6 +8,18 @@ import { applyOwned } from '../support/apply.js';
 import { checkedSpec, writeStatus } from '../support/status-writer.js';
 import { rfc3339 } from '../support/time.js';
 import { HttpIndexWorkerClient, type IndexWorkerClient, type IndexWorkerStatus } from './index-worker-client.js';
+import { stackAccessIfReady } from '../bucket/stack-access.js';
+import { secretValue } from '../bucket/stack-secrets.js';
+import {
+  HttpReaderKeyService,
+  READER_FINALIZER,
+  READER_KEYS,
+  readerKeyName,
+  readerResources,
+  readerSecretName,
+  renderReaderSecret,
+  type ReaderKeyServiceFactory,
+} from './source-reader.js';
 import {
   INDEX_LABEL,
   OPERATION_LABEL,
@@ -26,12 +38,20 @@ export const REBUILD_ANNOTATION = 'strata.dev/rebuild-request';
 
 /** How often the worker's buffer is polled (auto-merge needs it). */
 const POLL_MS = 30_000;
+/** How soon a deleted ImageIndex's key removal is tried again while its object store is not ready. */
+const CLEANUP_RETRY_MS = 15_000;
+
+/** Where the worker's scoped read-only key stands: none needed, made (its id), or waiting for the object store. */
+type ReaderState = { kind: 'none' } | { kind: 'ready'; accessKey: string } | { kind: 'waiting' };
 
 /** On a finished Job: its outcome was reported (an Event on the ImageIndex). */
 const REPORTED_ANNOTATION = 'strata.dev/outcome-reported';
 
 interface Job extends KubeObject {
   status?: { succeeded?: number; failed?: number; completionTime?: string; conditions?: Array<{ type: string; status: string }> };
+}
+interface Secret extends KubeObject {
+  data?: Record<string, string>;
 }
 interface Deployment extends KubeObject {
   status?: { readyReplicas?: number; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
@@ -59,13 +79,16 @@ export class ImageIndexReconciler implements Reconciler {
     private readonly events: EventRecorder,
     private readonly settings: OperatorSettings,
     private readonly worker: IndexWorkerClient = new HttpIndexWorkerClient(),
+    private readonly readerKeys: ReaderKeyServiceFactory = (access) => new HttpReaderKeyService(access),
   ) {}
 
   async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
     const ix = await this.kube.get<ImageIndex>({ ...this.primary, namespace, name });
-    if (!ix || isBeingDeleted(ix)) return {};
+    if (!ix) return {};
+    if (isBeingDeleted(ix)) return this.releaseReader(ix);
     const spec = await checkedSpec(this.kube, this.events, ix, imageIndexSpec, IMAGE_INDEX_KIND);
     if (!spec) return {};
+    const reader = await this.ensureReader(ix, spec);
     await applyOwned(this.kube, this.events, ix, renderImageIndex(ix, spec, this.settings), { endpoint: workerUrl(ix, this.settings) });
 
     // Status is rebuilt from the world every time: the Jobs (labelled with their operation, annotated
@@ -78,6 +101,7 @@ export class ImageIndexReconciler implements Reconciler {
     const jobs = await this.deleteSuperseded(ix, spec, listed);
     const fields: Omit<ImageIndexStatus, 'conditions' | 'observedGeneration'> = {
       endpoint: workerUrl(ix, this.settings),
+      ...(reader.kind === 'ready' ? { sourceCredentials: readerSecretName(ix), sourceAccessKey: reader.accessKey } : {}),
       ...(previous.vectors !== undefined ? { vectors: previous.vectors } : {}),
       ...(previous.bufferSize !== undefined ? { bufferSize: previous.bufferSize } : {}),
       ...jobFields(jobs),
@@ -85,9 +109,9 @@ export class ImageIndexReconciler implements Reconciler {
 
     const deployment = await this.kube.get<Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: workerName(ix) });
     const workerReady = (deployment?.status?.readyReplicas ?? 0) > 0;
-    // Bucket sources read through the namespace's object store: it exists once a Bucket does.
-    const needsStore = Boolean(spec.source.bucket || spec.model.bucket);
-    const storeMissing = needsStore && !(await this.kube.get({ apiVersion: 'v1', kind: 'Secret', namespace, name: STACK.rootSecret }));
+    // Bucket sources read through the namespace's object store (it exists once a Bucket does), with a
+    // key the store makes once it is ready.
+    const storeMissing = reader.kind === 'waiting';
     let observed: IndexWorkerStatus | undefined;
     if (workerReady) {
       try {
@@ -132,12 +156,69 @@ export class ImageIndexReconciler implements Reconciler {
           ? `serving; Job ${active.metadata.name} running`
           : 'serving searches'
         : storeMissing
-          ? `the images or the model come from a bucket, but namespace ${namespace} has no Strata object store yet: create a Bucket`
+          ? (await this.kube.get({ apiVersion: 'v1', kind: 'Secret', namespace, name: STACK.rootSecret }))
+            ? `the images or the model come from a bucket: waiting for namespace ${namespace}'s object store to become ready and make the worker's read-only key`
+            : `the images or the model come from a bucket, but namespace ${namespace} has no Strata object store yet: create a Bucket`
           : stalled
             ? `the index worker does not come up: ${stalled.message ?? stalled.reason}`
             : 'waiting for the index worker to become ready',
     });
     return { requeueAfterMs: POLL_MS };
+  }
+
+  /**
+   * The worker's scoped read-only key, made through the object store once it is ready, and its Secret.
+   * The finalizer goes on first (it is the record that a key may exist), with the resourceVersion read,
+   * so that a concurrent change conflicts instead of being overwritten. A spec that no longer reads a
+   * bucket gives the key back.
+   */
+  private async ensureReader(ix: ImageIndex, spec: ImageIndexSpec): Promise<ReaderState> {
+    const resources = readerResources(spec);
+    const namespace = ix.metadata.namespace ?? 'default';
+    if (resources.length === 0) {
+      if (ix.metadata.finalizers?.includes(READER_FINALIZER)) {
+        await this.releaseReader(ix);
+        await this.kube.delete({ apiVersion: 'v1', kind: 'Secret', namespace, name: readerSecretName(ix) });
+      }
+      return { kind: 'none' };
+    }
+    const access = await stackAccessIfReady(this.kube, this.settings, namespace);
+    if (!access) return { kind: 'waiting' };
+    if (!ix.metadata.finalizers?.includes(READER_FINALIZER)) {
+      await this.kube.mergePatch(refOf(ix), {
+        metadata: { resourceVersion: ix.metadata.resourceVersion, finalizers: [...(ix.metadata.finalizers ?? []), READER_FINALIZER] },
+      });
+    }
+    const key = await this.readerKeys(access).ensure(readerKeyName(ix), access.rootUser, resources);
+    const live = await this.kube.get<Secret>({ apiVersion: 'v1', kind: 'Secret', namespace, name: readerSecretName(ix) });
+    // Written only when it differs (no Secret write on every poll).
+    if (secretValue(live, READER_KEYS.accessKey) !== key.accessKey || secretValue(live, READER_KEYS.secretKey) !== key.secretKey) {
+      await this.kube.apply(renderReaderSecret(ix, key));
+      await this.events.event(
+        ix,
+        'Normal',
+        'ReaderKeyReady',
+        `the index worker reads ${resources.map((r) => `${r.bucket}/${r.prefix}`).join(', ')} with read-only key ${key.accessKey}`,
+      );
+    }
+    return { kind: 'ready', accessKey: key.accessKey };
+  }
+
+  /**
+   * The key goes with its ImageIndex (or with a spec that reads no bucket): deleted in the object store,
+   * then the finalizer removed. A store that is gone took its keys with it; one that is there but not
+   * ready is waited for.
+   */
+  private async releaseReader(ix: ImageIndex): Promise<ReconcileResult> {
+    if (!ix.metadata.finalizers?.includes(READER_FINALIZER)) return {};
+    const namespace = ix.metadata.namespace ?? 'default';
+    const access = await stackAccessIfReady(this.kube, this.settings, namespace);
+    if (access) await this.readerKeys(access).remove(readerKeyName(ix));
+    else if (await this.kube.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: STACK.controlPlane.name }))
+      return { requeueAfterMs: CLEANUP_RETRY_MS };
+    const finalizers = (ix.metadata.finalizers ?? []).filter((f) => f !== READER_FINALIZER);
+    await this.kube.mergePatch(refOf(ix), { metadata: { finalizers, resourceVersion: ix.metadata.resourceVersion } });
+    return {};
   }
 
   /**

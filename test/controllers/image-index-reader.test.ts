@@ -1,0 +1,162 @@
+import { expect } from 'chai';
+import { ImageIndexReconciler } from '../../controllers/image-index/image-index-reconciler.js';
+import type { IndexWorkerClient } from '../../controllers/image-index/index-worker-client.js';
+import { renderImageIndex } from '../../controllers/image-index/render-image-index.js';
+import { READER_FINALIZER, type ReaderKey, type ReaderKeyService, type ReaderResource } from '../../controllers/image-index/source-reader.js';
+import { imageIndexSpec, type ImageIndex } from '../../controllers/api/index.js';
+import type { StackAccess } from '../../controllers/bucket/bucket-service.js';
+import { secretValue } from '../../controllers/bucket/stack-secrets.js';
+import { eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, validateStored, type Doc, type Harness } from './support/harness.js';
+import { validateManifest } from './support/validate-manifest.js';
+
+const NS = 'search';
+const ROOT_SECRET = 'strata-root-credentials';
+const indexCr = (spec: object = {}) => ({
+  apiVersion: 'strata.dev/v1alpha1',
+  kind: 'ImageIndex',
+  metadata: { name: 'photos', namespace: NS },
+  spec: { source: { bucket: 'photos', prefix: 'img/' }, model: { directory: '/models/clip' }, ...spec },
+});
+const ixRef = { apiVersion: 'strata.dev/v1alpha1', kind: 'ImageIndex', namespace: NS, name: 'photos' };
+
+/** Every Secret a pod template's containers read (env and envFrom). */
+function secretsReadBy(deployment: Doc): string[] {
+  const names = new Set<string>();
+  for (const c of deployment.spec.template.spec.containers as Doc[]) {
+    for (const e of (c.env ?? []) as Doc[]) if (e.valueFrom?.secretKeyRef) names.add(e.valueFrom.secretKeyRef.name);
+    for (const e of (c.envFrom ?? []) as Doc[]) if (e.secretRef) names.add(e.secretRef.name);
+  }
+  return [...names].sort();
+}
+
+/** The object store's scoped keys, as the control plane keeps them by name (records every call). */
+class StubKeys {
+  readonly keys = new Map<string, { parent: string; resources: ReaderResource[]; key: ReaderKey }>();
+  readonly calls: string[] = [];
+  made = 0;
+  lastAccess?: StackAccess;
+  factory = (access: StackAccess): ReaderKeyService => {
+    this.lastAccess = access;
+    return {
+      ensure: async (name, parent, resources) => {
+        this.calls.push(`ensure ${name}`);
+        const existing = this.keys.get(name);
+        if (existing) {
+          existing.resources = resources;
+          return existing.key;
+        }
+        this.made++;
+        const key = { accessKey: `AK${this.made}`, secretKey: `secret-${this.made}` };
+        this.keys.set(name, { parent, resources, key });
+        return key;
+      },
+      remove: async (name) => {
+        this.calls.push(`remove ${name}`);
+        this.keys.delete(name);
+      },
+    };
+  };
+}
+
+const idleWorker: IndexWorkerClient = { status: async () => ({ vectors: 0, bufferSize: 0 }) };
+
+describe('ImageIndex reconciler: the worker reads its source with a scoped read-only key, never the root keys', () => {
+  it('renders a worker that reads no root credentials, only its own reader Secret (bucket source and bucket model)', async () => {
+    for (const spec of [{}, { model: { bucket: 'models', prefix: 'clip/' } }]) {
+      const ix = indexCr(spec) as unknown as ImageIndex;
+      const objs = renderImageIndex(ix, imageIndexSpec.parse(ix.spec), TEST_SETTINGS);
+      for (const o of objs) await validateManifest(o);
+      const deployment = objs.find((o) => o.kind === 'Deployment') as Doc;
+      const secrets = secretsReadBy(deployment);
+      expect(secrets).to.not.include(ROOT_SECRET);
+      expect(secrets).to.include('photos-index-reader');
+      const env = Object.fromEntries((deployment.spec.template.spec.containers[0].env as Doc[]).map((e) => [e.name, e.valueFrom?.secretKeyRef]));
+      expect(env.IMAGE_SEARCH_S3_ACCESS_KEY_ID).to.deep.equal({ name: 'photos-index-reader', key: 'accessKey' });
+      expect(env.IMAGE_SEARCH_S3_SECRET_ACCESS_KEY).to.deep.equal({ name: 'photos-index-reader', key: 'secretKey' });
+    }
+  });
+
+  describe('against the fake API server', function () {
+    this.timeout(60_000);
+    let h: Harness;
+    let keys: StubKeys;
+    beforeEach(async () => {
+      h = await startHarness();
+      keys = new StubKeys();
+      h.start([new ImageIndexReconciler(h.kube, h.events, TEST_SETTINGS, idleWorker, keys.factory)]);
+    });
+    afterEach(() => h.stop());
+
+    /** The namespace's object store as the Bucket controller leaves it: its Secrets, and its control plane and gateway ready. */
+    const storeReady = async () => {
+      await h.kube.apply({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: ROOT_SECRET, namespace: NS },
+        stringData: { STRATA_ROOT_USER: 'root', STRATA_ROOT_PASSWORD: 'root-password' },
+      } as never);
+      await h.kube.apply({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'strata-internal', namespace: NS },
+        stringData: { STRATA_INTERNAL_TOKEN: 'internal-token' },
+      } as never);
+      for (const name of ['strata-control-plane', 'strata-gateway']) {
+        await h.kube.apply({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name, namespace: NS },
+          spec: {
+            selector: { matchLabels: { app: name } },
+            template: { metadata: { labels: { app: name } }, spec: { containers: [{ name, image: 'strata/test' }] } },
+          },
+        } as never);
+        markDeploymentReady(h.fake, NS, name);
+      }
+    };
+    const index = () => mustGet(h.fake, 'strata.dev/v1alpha1', 'ImageIndex', NS, 'photos') as unknown as ImageIndex & { status?: Doc };
+
+    it('waits for the object store, then makes one key for the source bucket and prefix, hands it over in a Secret of its own and shows it in status', async () => {
+      await h.kube.apply(indexCr() as never);
+      await eventually(() => expect(index().status?.conditions?.find((c: Doc) => c.type === 'Progressing')?.reason).to.equal('WaitingForObjectStore'));
+      expect(keys.calls).to.deep.equal([]);
+      await storeReady();
+      const secret = (await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'photos-index-reader'), 'reader Secret')) as Doc;
+      expect(secretValue(secret, 'accessKey')).to.equal('AK1');
+      expect(secretValue(secret, 'secretKey')).to.equal('secret-1');
+      expect(secret.metadata.ownerReferences[0]).to.include({ kind: 'ImageIndex', name: 'photos', controller: true });
+      expect(keys.keys.get('imageindex.search.photos')).to.deep.include({ parent: 'root', resources: [{ bucket: 'photos', prefix: 'img/' }] });
+      expect(keys.lastAccess).to.deep.include({ internalToken: 'internal-token', rootUser: 'root' });
+      await eventually(() => expect(index().status).to.include({ sourceCredentials: 'photos-index-reader', sourceAccessKey: 'AK1' }), 'status');
+      expect(index().metadata.finalizers).to.include(READER_FINALIZER);
+      const deployment = mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'photos-index-worker') as Doc;
+      expect(secretsReadBy(deployment)).to.not.include(ROOT_SECRET);
+      // Reconciled again (a spec change): the same key, its scope brought along, nothing made twice.
+      await h.kube.apply(indexCr({ source: { bucket: 'photos', prefix: 'img/2026/' } }) as never);
+      await eventually(() => expect(keys.keys.get('imageindex.search.photos')?.resources).to.deep.equal([{ bucket: 'photos', prefix: 'img/2026/' }]));
+      expect(keys.made).to.equal(1);
+      expect(await validateStored(h.fake)).to.be.greaterThan(0);
+    });
+
+    it('deletes the key when the ImageIndex goes, then lets it go', async () => {
+      await storeReady();
+      await h.kube.apply(indexCr({ model: { bucket: 'models', prefix: 'clip/' } }) as never);
+      await eventually(() => expect(keys.keys.get('imageindex.search.photos')?.resources).to.have.length(2), 'key made');
+      await h.kube.delete(ixRef);
+      await eventually(() => expect(stored(h.fake, 'strata.dev/v1alpha1', 'ImageIndex', NS, 'photos')).to.equal(undefined), 'ImageIndex gone');
+      expect(keys.keys.size).to.equal(0);
+      expect(keys.calls).to.include('remove imageindex.search.photos');
+    });
+
+    it('gives the key back when the spec stops reading a bucket', async () => {
+      await storeReady();
+      await h.kube.apply(indexCr() as never);
+      await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'photos-index-reader'), 'reader Secret');
+      await h.kube.apply(indexCr({ source: { directory: '/images' } }) as never);
+      await eventually(() => expect(stored(h.fake, 'v1', 'Secret', NS, 'photos-index-reader')).to.equal(undefined), 'reader Secret deleted');
+      expect(keys.keys.size).to.equal(0);
+      await eventually(() => expect(index().metadata.finalizers ?? []).to.not.include(READER_FINALIZER), 'finalizer removed');
+      await eventually(() => expect(index().status?.sourceCredentials).to.equal(undefined), 'status cleared');
+    });
+  });
+});
