@@ -10,6 +10,15 @@ function parentOf(value: unknown): string {
   return value;
 }
 
+/** A key pair the operator chose (it keeps it in a Secret): an id as users' are, a long secret. */
+function keyPairOf(body: { accessKey?: unknown; secretKey?: unknown }): { accessKey: string; secretKey: string } {
+  const { accessKey, secretKey } = body;
+  if (typeof accessKey !== 'string' || !/^[A-Z2-7]{20}$/.test(accessKey)) throw new S3Error('InvalidArgument', 'accessKey: 20 characters of A-Z and 2-7');
+  if (typeof secretKey !== 'string' || !/^[\x21-\x7e]{32,128}$/.test(secretKey))
+    throw new S3Error('InvalidArgument', 'secretKey: 32 to 128 printable characters');
+  return { accessKey, secretKey };
+}
+
 function nameOf(req: Request): string {
   const name = String(req.params.name);
   if (!KEY_NAME.test(name)) throw new S3Error('InvalidArgument', 'a key name is lower-case letters, digits, "." and "-"');
@@ -18,8 +27,8 @@ function nameOf(req: Request): string {
 
 /**
  * Scoped access keys on the internal API: the gateway's admin API makes, lists and deletes them for
- * users (it checks who may); the operator keeps one per ImageIndex by name (PUT is idempotent and
- * answers the key's credentials every time, so a lost Secret is written again with the same key).
+ * users (it checks who may); the operator keeps one per ImageIndex by name, with the key pair it keeps
+ * in a Secret of its own (PUT is idempotent: the store is brought to the Secret, never the other way).
  */
 export function scopedKeyRoutes(users: UserService): Router {
   const router = express.Router();
@@ -37,9 +46,11 @@ export function scopedKeyRoutes(users: UserService): Router {
     res.status(204).end();
   });
   router.put('/scoped-keys/by-name/:name', async (req, res) => {
-    const body = (req.body ?? {}) as { parent?: unknown };
-    const { created, ...key } = await users.ensureScopedKey(nameOf(req), parentOf(body.parent), parseKeyScope(req.body));
-    res.status(created ? 201 : 200).json(key);
+    const { parent, accessKey, secretKey, ...scope } = (req.body ?? {}) as { parent?: unknown; accessKey?: unknown; secretKey?: unknown };
+    const key = keyPairOf({ accessKey, secretKey });
+    const parsed = parseKeyScope(scope);
+    const { created } = await users.ensureScopedKey(nameOf(req), parentOf(parent), parsed, key);
+    res.status(created ? 201 : 200).json({ accessKey: key.accessKey, parent, scope: parsed });
   });
   router.delete('/scoped-keys/by-name/:name', async (req, res) => {
     // Gone already is fine: the operator's cleanup may run again.

@@ -19,11 +19,11 @@ class UserExistsError extends S3Error {
   }
 }
 
-/** "409 InvalidArgument" for an operator key name that another user's key has. */
+/** "409 InvalidArgument" for an operator key whose name or id another key (or user) has. */
 class ScopedKeyConflictError extends S3Error {
   override readonly status = 409;
-  constructor(name: string) {
-    super('InvalidArgument', `scoped key ${JSON.stringify(name)} belongs to another user`);
+  constructor(message: string) {
+    super('InvalidArgument', message);
   }
 }
 
@@ -93,24 +93,30 @@ export class UserService {
   }
 
   /**
-   * The scoped key named `name` (the operator's, one per ImageIndex), made if there is none, its scope
-   * made `scope` if it differs: idempotent, so that a reconcile may ask again. A key of that name with
-   * another parent is a conflict.
+   * Make the scoped key named `name` (the operator's, one per ImageIndex) exactly this: this key pair
+   * (the operator keeps it in a Secret it writes once), of `parent`, with `scope`. Idempotent, so that
+   * every reconcile may ask again, and a store that lost the key gets it back. A name of another
+   * parent's key, or a key id another key or user has, is a conflict.
    */
-  async ensureScopedKey(name: string, parent: string, scope: KeyScope): Promise<ScopedKeyCredentials & { created: boolean }> {
-    const existing = await this.scopedStore().getByName(name);
-    if (!existing) {
-      try {
-        return { ...(await this.createScopedKey(parent, scope, name)), created: true };
-      } catch (err) {
-        // Made meanwhile by another call: answer that one.
-        if (!isUniqueViolation(err)) throw err;
-        return this.ensureScopedKey(name, parent, scope);
-      }
+  async ensureScopedKey(name: string, parent: string, scope: KeyScope, key: { accessKey: string; secretKey: string }): Promise<{ created: boolean }> {
+    const store = this.scopedStore();
+    const existing = await store.getByName(name);
+    if (existing && existing.parent !== parent) throw new ScopedKeyConflictError(`scoped key ${JSON.stringify(name)} belongs to another user`);
+    if (existing && existing.accessKey === key.accessKey && this.box.open(existing.secretKeyEnc) === key.secretKey) {
+      if (JSON.stringify(existing.scope) !== JSON.stringify(scope)) await store.setScope(existing.accessKey, scope);
+      return { created: false };
     }
-    if (existing.parent !== parent) throw new ScopedKeyConflictError(name);
-    if (JSON.stringify(existing.scope) !== JSON.stringify(scope)) await this.scopedStore().setScope(existing.accessKey, scope);
-    return { accessKey: existing.accessKey, secretKey: this.box.open(existing.secretKeyEnc), parent, scope, created: false };
+    if (await this.users.getByAccessKey(key.accessKey)) throw new ScopedKeyConflictError('that access key id is taken');
+    if (!(await this.users.get(parent))) throw new S3Error('InvalidArgument', `user ${JSON.stringify(parent)} does not exist`);
+    // Another key pair under this name (the Secret was made anew): the old one goes.
+    if (existing) await store.delete(existing.accessKey);
+    try {
+      await store.insert({ accessKey: key.accessKey, name, parent, secretKeyEnc: this.box.seal(key.secretKey), scope });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new ScopedKeyConflictError('that access key id or name is taken');
+      throw err;
+    }
+    return { created: true };
   }
 
   /** The scoped keys of `parent`, without their secrets. */
