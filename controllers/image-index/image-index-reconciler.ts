@@ -17,6 +17,7 @@ import {
   readerKeyName,
   readerResources,
   readerSecretName,
+  newReaderKey,
   renderReaderSecret,
   type ReaderKeyServiceFactory,
 } from './source-reader.js';
@@ -42,7 +43,7 @@ const POLL_MS = 30_000;
 const CLEANUP_RETRY_MS = 15_000;
 
 /** Where the worker's scoped read-only key stands: none needed, made (its id), or waiting for the object store. */
-type ReaderState = { kind: 'none' } | { kind: 'ready'; accessKey: string } | { kind: 'waiting' };
+type ReaderState = { kind: 'none' } | { kind: 'ready'; accessKey: string } | { kind: 'waiting' } | { kind: 'failed'; message: string };
 
 /** On a finished Job: its outcome was reported (an Event on the ImageIndex). */
 const REPORTED_ANNOTATION = 'strata.dev/outcome-reported';
@@ -148,9 +149,11 @@ export class ImageIndexReconciler implements Reconciler {
           : 'WorkerReady'
         : storeMissing
           ? 'WaitingForObjectStore'
-          : stalled
-            ? 'WorkerStalled'
-            : 'WorkerStarting',
+          : reader.kind === 'failed'
+            ? 'WaitingForReaderKey'
+            : stalled
+              ? 'WorkerStalled'
+              : 'WorkerStarting',
       message: workerReady
         ? active
           ? `serving; Job ${active.metadata.name} running`
@@ -159,49 +162,55 @@ export class ImageIndexReconciler implements Reconciler {
           ? (await this.kube.get({ apiVersion: 'v1', kind: 'Secret', namespace, name: STACK.rootSecret }))
             ? `the images or the model come from a bucket: waiting for namespace ${namespace}'s object store to become ready and make the worker's read-only key`
             : `the images or the model come from a bucket, but namespace ${namespace} has no Strata object store yet: create a Bucket`
-          : stalled
-            ? `the index worker does not come up: ${stalled.message ?? stalled.reason}`
-            : 'waiting for the index worker to become ready',
+          : reader.kind === 'failed'
+            ? `the worker's read-only key could not be made (asked again at the next poll): ${reader.message}`
+            : stalled
+              ? `the index worker does not come up: ${stalled.message ?? stalled.reason}`
+              : 'waiting for the index worker to become ready',
     });
     return { requeueAfterMs: POLL_MS };
   }
 
   /**
-   * The worker's scoped read-only key, made through the object store once it is ready, and its Secret.
-   * The finalizer goes on first (it is the record that a key may exist), with the resourceVersion read,
-   * so that a concurrent change conflicts instead of being overwritten. A spec that no longer reads a
-   * bucket gives the key back.
+   * The worker's scoped read-only key: its Secret (made once with a new key pair, then only read) and
+   * the object store's key brought to it once the store is ready. The finalizer goes on first (it is the
+   * record that a key may exist), with the resourceVersion read, so that a concurrent change conflicts
+   * instead of being overwritten. A spec that no longer reads a bucket gives the key back (its Secret
+   * stays with the ImageIndex, holding a key the store no longer takes). A store that refuses is shown
+   * in status and asked again at the next poll; the worker is applied meanwhile and waits for its Secret.
    */
   private async ensureReader(ix: ImageIndex, spec: ImageIndexSpec): Promise<ReaderState> {
     const resources = readerResources(spec);
     const namespace = ix.metadata.namespace ?? 'default';
     if (resources.length === 0) {
-      if (ix.metadata.finalizers?.includes(READER_FINALIZER)) {
-        await this.releaseReader(ix);
-        await this.kube.delete({ apiVersion: 'v1', kind: 'Secret', namespace, name: readerSecretName(ix) });
-      }
+      await this.releaseReader(ix);
       return { kind: 'none' };
     }
     const access = await stackAccessIfReady(this.kube, this.settings, namespace);
     if (!access) return { kind: 'waiting' };
-    if (!ix.metadata.finalizers?.includes(READER_FINALIZER)) {
-      await this.kube.mergePatch(refOf(ix), {
-        metadata: { resourceVersion: ix.metadata.resourceVersion, finalizers: [...(ix.metadata.finalizers ?? []), READER_FINALIZER] },
-      });
+    try {
+      if (!ix.metadata.finalizers?.includes(READER_FINALIZER)) {
+        await this.kube.mergePatch(refOf(ix), {
+          metadata: { resourceVersion: ix.metadata.resourceVersion, finalizers: [...(ix.metadata.finalizers ?? []), READER_FINALIZER] },
+        });
+      }
+      const ref = { apiVersion: 'v1', kind: 'Secret', namespace, name: readerSecretName(ix) };
+      let secret = await this.kube.get<Secret>(ref);
+      if (!secret) ({ object: secret } = await this.kube.createIfAbsent<Secret>(renderReaderSecret(ix, newReaderKey()) as Secret));
+      const accessKey = secretValue(secret, READER_KEYS.accessKey);
+      const secretKey = secretValue(secret, READER_KEYS.secretKey);
+      if (!accessKey || !secretKey)
+        throw new Error(`Secret ${ref.name} lacks ${READER_KEYS.accessKey} or ${READER_KEYS.secretKey}: delete it to have a new key made`);
+      const made = !(ix.status?.sourceAccessKey === accessKey);
+      await this.readerKeys(access).ensure(readerKeyName(ix), access.rootUser, resources, { accessKey, secretKey });
+      if (made) {
+        const what = resources.map((r) => `${r.bucket}/${r.prefix}`).join(', ');
+        await this.events.event(ix, 'Normal', 'ReaderKeyReady', `the index worker reads ${what} with read-only key ${accessKey}`);
+      }
+      return { kind: 'ready', accessKey };
+    } catch (err) {
+      return { kind: 'failed', message: (err as Error).message };
     }
-    const key = await this.readerKeys(access).ensure(readerKeyName(ix), access.rootUser, resources);
-    const live = await this.kube.get<Secret>({ apiVersion: 'v1', kind: 'Secret', namespace, name: readerSecretName(ix) });
-    // Written only when it differs (no Secret write on every poll).
-    if (secretValue(live, READER_KEYS.accessKey) !== key.accessKey || secretValue(live, READER_KEYS.secretKey) !== key.secretKey) {
-      await this.kube.apply(renderReaderSecret(ix, key));
-      await this.events.event(
-        ix,
-        'Normal',
-        'ReaderKeyReady',
-        `the index worker reads ${resources.map((r) => `${r.bucket}/${r.prefix}`).join(', ')} with read-only key ${key.accessKey}`,
-      );
-    }
-    return { kind: 'ready', accessKey: key.accessKey };
   }
 
   /**

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { ImageIndex, ImageIndexSpec } from '../api/index.js';
 import type { StackAccess } from '../bucket/bucket-service.js';
 import type { Manifest } from '../support/kube-client.js';
@@ -7,9 +8,10 @@ import { requestSignal } from '../support/reconcile-signal.js';
 /**
  * The index worker reads its bucket source (and a model kept in a bucket) with an access key of its
  * own: a scoped key of the stack's root user that may only read those buckets under those prefixes
- * (the object store refuses it every write, bucket change and other bucket: hack/docs, issue 38). The
- * operator keeps one per ImageIndex, by name, through the control plane's internal API, and hands it
- * to the worker in a Secret of the ImageIndex's own; never the root keys.
+ * (the object store refuses it every write, bucket change and other bucket: hack/docs/object-storage.md).
+ * The operator makes the key pair, writes it once to a Secret of the ImageIndex's own (created, never
+ * patched: the chart grants no patch on such Secrets) and brings the store's key of that name to it at
+ * every reconcile, through the control plane's internal API. Never the root keys.
  */
 
 /** On an ImageIndex whose key may exist in the object store: removed once the key is deleted. */
@@ -32,6 +34,16 @@ export const readerSecretName = (ix: ImageIndex) => `${ix.metadata.name}-index-r
 export const readerKeyName = (ix: ImageIndex) => `imageindex.${ix.metadata.namespace ?? 'default'}.${ix.metadata.name}`;
 /** The Secret's keys. */
 export const READER_KEYS = { accessKey: 'accessKey', secretKey: 'secretKey' } as const;
+
+const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+
+/** A new key pair: a 20-character id as the object store's own, a 40-character secret. */
+export function newReaderKey(): ReaderKey {
+  return {
+    accessKey: Array.from(randomBytes(20), (b) => KEY_ALPHABET[b % 32]).join(''),
+    secretKey: randomBytes(30).toString('base64url'),
+  };
+}
 
 /** What the worker reads from the object store: the source's bucket and prefix, the model's; none without buckets. */
 export function readerResources(spec: ImageIndexSpec): ReaderResource[] {
@@ -59,8 +71,8 @@ export function renderReaderSecret(ix: ImageIndex, key: ReaderKey): Manifest {
 
 /** What the ImageIndex controller needs from a namespace's object store. */
 export interface ReaderKeyService {
-  /** The key named `name` of `parent`, made or its scope brought to `resources` (idempotent). */
-  ensure(name: string, parent: string, resources: ReaderResource[]): Promise<ReaderKey>;
+  /** Make the store's key named `name` this key pair of `parent`, scoped to `resources` (idempotent). */
+  ensure(name: string, parent: string, resources: ReaderResource[], key: ReaderKey): Promise<void>;
   /** Delete the key named `name`; absent is fine. */
   remove(name: string): Promise<void>;
 }
@@ -71,12 +83,10 @@ export type ReaderKeyServiceFactory = (access: StackAccess) => ReaderKeyService;
 export class HttpReaderKeyService implements ReaderKeyService {
   constructor(private readonly access: StackAccess) {}
 
-  async ensure(name: string, parent: string, resources: ReaderResource[]): Promise<ReaderKey> {
-    const res = await this.call('PUT', name, { parent, access: 'read', resources });
+  async ensure(name: string, parent: string, resources: ReaderResource[], key: ReaderKey): Promise<void> {
+    const res = await this.call('PUT', name, { parent, access: 'read', resources, ...key });
     if (!res.ok) throw new Error(`control plane answered ${res.status} to PUT scoped key ${name}: ${await res.text()}`);
-    const body = (await res.json()) as Partial<ReaderKey>;
-    if (typeof body.accessKey !== 'string' || typeof body.secretKey !== 'string') throw new Error(`control plane answered no key for ${name}`);
-    return { accessKey: body.accessKey, secretKey: body.secretKey };
+    await res.arrayBuffer();
   }
 
   async remove(name: string): Promise<void> {

@@ -33,22 +33,13 @@ function secretsReadBy(deployment: Doc): string[] {
 class StubKeys {
   readonly keys = new Map<string, { parent: string; resources: ReaderResource[]; key: ReaderKey }>();
   readonly calls: string[] = [];
-  made = 0;
   lastAccess?: StackAccess;
   factory = (access: StackAccess): ReaderKeyService => {
     this.lastAccess = access;
     return {
-      ensure: async (name, parent, resources) => {
+      ensure: async (name, parent, resources, key) => {
         this.calls.push(`ensure ${name}`);
-        const existing = this.keys.get(name);
-        if (existing) {
-          existing.resources = resources;
-          return existing.key;
-        }
-        this.made++;
-        const key = { accessKey: `AK${this.made}`, secretKey: `secret-${this.made}` };
         this.keys.set(name, { parent, resources, key });
-        return key;
       },
       remove: async (name) => {
         this.calls.push(`remove ${name}`);
@@ -122,19 +113,24 @@ describe('ImageIndex reconciler: the worker reads its source with a scoped read-
       expect(keys.calls).to.deep.equal([]);
       await storeReady();
       const secret = (await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'photos-index-reader'), 'reader Secret')) as Doc;
-      expect(secretValue(secret, 'accessKey')).to.equal('AK1');
-      expect(secretValue(secret, 'secretKey')).to.equal('secret-1');
+      const key = { accessKey: secretValue(secret, 'accessKey')!, secretKey: secretValue(secret, 'secretKey')! };
+      expect(key.accessKey).to.match(/^[A-Z2-7]{20}$/);
+      expect(key.secretKey).to.have.length(40);
       expect(secret.metadata.ownerReferences[0]).to.include({ kind: 'ImageIndex', name: 'photos', controller: true });
-      expect(keys.keys.get('imageindex.search.photos')).to.deep.include({ parent: 'root', resources: [{ bucket: 'photos', prefix: 'img/' }] });
+      await eventually(() =>
+        expect(keys.keys.get('imageindex.search.photos')).to.deep.equal({ parent: 'root', resources: [{ bucket: 'photos', prefix: 'img/' }], key }),
+      );
       expect(keys.lastAccess).to.deep.include({ internalToken: 'internal-token', rootUser: 'root' });
-      await eventually(() => expect(index().status).to.include({ sourceCredentials: 'photos-index-reader', sourceAccessKey: 'AK1' }), 'status');
+      await eventually(() => expect(index().status).to.include({ sourceCredentials: 'photos-index-reader', sourceAccessKey: key.accessKey }), 'status');
       expect(index().metadata.finalizers).to.include(READER_FINALIZER);
       const deployment = mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'photos-index-worker') as Doc;
       expect(secretsReadBy(deployment)).to.not.include(ROOT_SECRET);
-      // Reconciled again (a spec change): the same key, its scope brought along, nothing made twice.
+      // Reconciled again (a spec change): the same key, its scope brought along; the Secret is never rewritten.
+      const version = secret.metadata.resourceVersion;
       await h.kube.apply(indexCr({ source: { bucket: 'photos', prefix: 'img/2026/' } }) as never);
       await eventually(() => expect(keys.keys.get('imageindex.search.photos')?.resources).to.deep.equal([{ bucket: 'photos', prefix: 'img/2026/' }]));
-      expect(keys.made).to.equal(1);
+      expect(keys.keys.get('imageindex.search.photos')?.key).to.deep.equal(key);
+      expect((mustGet(h.fake, 'v1', 'Secret', NS, 'photos-index-reader') as Doc).metadata.resourceVersion).to.equal(version);
       expect(await validateStored(h.fake)).to.be.greaterThan(0);
     });
 
@@ -151,12 +147,26 @@ describe('ImageIndex reconciler: the worker reads its source with a scoped read-
     it('gives the key back when the spec stops reading a bucket', async () => {
       await storeReady();
       await h.kube.apply(indexCr() as never);
-      await eventually(() => mustGet(h.fake, 'v1', 'Secret', NS, 'photos-index-reader'), 'reader Secret');
+      await eventually(() => expect(keys.keys.size).to.equal(1), 'key made');
       await h.kube.apply(indexCr({ source: { directory: '/images' } }) as never);
-      await eventually(() => expect(stored(h.fake, 'v1', 'Secret', NS, 'photos-index-reader')).to.equal(undefined), 'reader Secret deleted');
-      expect(keys.keys.size).to.equal(0);
+      await eventually(() => expect(keys.keys.size).to.equal(0), 'key deleted');
       await eventually(() => expect(index().metadata.finalizers ?? []).to.not.include(READER_FINALIZER), 'finalizer removed');
       await eventually(() => expect(index().status?.sourceCredentials).to.equal(undefined), 'status cleared');
+    });
+
+    it('shows a store that refuses the key in status, and still runs the worker (which waits for its key)', async () => {
+      await h.stop();
+      h = await startHarness();
+      const refusing: ReaderKeyService = { ensure: async () => Promise.reject(new Error('control plane answered 503')), remove: async () => undefined };
+      h.start([new ImageIndexReconciler(h.kube, h.events, TEST_SETTINGS, idleWorker, () => refusing)]);
+      await storeReady();
+      await h.kube.apply(indexCr() as never);
+      await eventually(() => {
+        const progressing = index().status?.conditions?.find((c: Doc) => c.type === 'Progressing');
+        expect(progressing?.reason).to.equal('WaitingForReaderKey');
+        expect(progressing?.message).to.include('control plane answered 503');
+      });
+      mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'photos-index-worker');
     });
   });
 });
