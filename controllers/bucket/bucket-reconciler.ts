@@ -289,8 +289,17 @@ export class BucketReconciler implements Reconciler {
   }
 }
 
-/** Why a Delete-policy Bucket whose stack is down is released without deleting its bucket (undefined: wait). */
-async function stackGivenUpReason(kube: KubeClient, bucket: Bucket, namespace: string, deadlineMs: number, now = Date.now()): Promise<string | undefined> {
+/**
+ * Why a resource being deleted whose stack is down is released without cleaning up there (undefined:
+ * wait): a Delete-policy Bucket without deleting its bucket, an ImageIndex without deleting its key.
+ */
+export async function stackGivenUpReason(
+  kube: KubeClient,
+  bucket: KubeObject,
+  namespace: string,
+  deadlineMs: number,
+  now = Date.now(),
+): Promise<string | undefined> {
   // A namespace-scoped install may not read Namespaces: the deadline alone then decides.
   const ns = await kube.get<KubeObject>({ apiVersion: 'v1', kind: 'Namespace', namespace: '', name: namespace }).catch(() => undefined);
   if (ns?.metadata.deletionTimestamp) return `namespace ${namespace} is terminating and the storage stack with it`;

@@ -9,6 +9,7 @@ import { checkedSpec, writeStatus } from '../support/status-writer.js';
 import { rfc3339 } from '../support/time.js';
 import { HttpIndexWorkerClient, type IndexWorkerClient, type IndexWorkerStatus } from './index-worker-client.js';
 import { stackAccessIfReady } from '../bucket/stack-access.js';
+import { stackGivenUpReason } from '../bucket/bucket-reconciler.js';
 import { secretValue } from '../bucket/stack-secrets.js';
 import {
   HttpReaderKeyService,
@@ -216,15 +217,20 @@ export class ImageIndexReconciler implements Reconciler {
   /**
    * The key goes with its ImageIndex (or with a spec that reads no bucket): deleted in the object store,
    * then the finalizer removed. A store that is gone took its keys with it; one that is there but not
-   * ready is waited for.
+   * ready is waited for, as a Bucket's deletion waits (its namespace terminating, or the stack deletion
+   * deadline passing, end the wait with a Warning: the key stays in a store nobody reaches).
    */
   private async releaseReader(ix: ImageIndex): Promise<ReconcileResult> {
     if (!ix.metadata.finalizers?.includes(READER_FINALIZER)) return {};
     const namespace = ix.metadata.namespace ?? 'default';
     const access = await stackAccessIfReady(this.kube, this.settings, namespace);
     if (access) await this.readerKeys(access).remove(readerKeyName(ix));
-    else if (await this.kube.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: STACK.controlPlane.name }))
-      return { requeueAfterMs: CLEANUP_RETRY_MS };
+    else if (await this.kube.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: STACK.controlPlane.name })) {
+      const deadlineMs = this.settings.stackDeletionDeadlineSeconds * 1000;
+      const givenUp = isBeingDeleted(ix) ? await stackGivenUpReason(this.kube, ix, namespace, deadlineMs) : undefined;
+      if (!givenUp) return { requeueAfterMs: CLEANUP_RETRY_MS };
+      await this.events.event(ix, 'Warning', 'ReaderKeyLeft', `the index worker's read-only key ${readerKeyName(ix)} was not deleted: ${givenUp}`);
+    }
     const finalizers = (ix.metadata.finalizers ?? []).filter((f) => f !== READER_FINALIZER);
     await this.kube.mergePatch(refOf(ix), { metadata: { finalizers, resourceVersion: ix.metadata.resourceVersion } });
     return {};

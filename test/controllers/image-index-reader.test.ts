@@ -6,7 +6,18 @@ import { READER_FINALIZER, type ReaderKey, type ReaderKeyService, type ReaderRes
 import { imageIndexSpec, type ImageIndex } from '../../controllers/api/index.js';
 import type { StackAccess } from '../../controllers/bucket/bucket-service.js';
 import { secretValue } from '../../controllers/bucket/stack-secrets.js';
-import { eventually, markDeploymentReady, mustGet, startHarness, stored, TEST_SETTINGS, validateStored, type Doc, type Harness } from './support/harness.js';
+import {
+  eventReasons,
+  eventually,
+  markDeploymentReady,
+  mustGet,
+  startHarness,
+  stored,
+  TEST_SETTINGS,
+  validateStored,
+  type Doc,
+  type Harness,
+} from './support/harness.js';
 import { validateManifest } from './support/validate-manifest.js';
 
 const NS = 'search';
@@ -142,6 +153,42 @@ describe('ImageIndex reconciler: the worker reads its source with a scoped read-
       await eventually(() => expect(stored(h.fake, 'strata.dev/v1alpha1', 'ImageIndex', NS, 'photos')).to.equal(undefined), 'ImageIndex gone');
       expect(keys.keys.size).to.equal(0);
       expect(keys.calls).to.include('remove imageindex.search.photos');
+    });
+
+    /** The control plane's Deployment reports no ready replica (the store is down). */
+    const storeDown = () => {
+      const t = h.fake.state.typeForKind('apps/v1', 'Deployment');
+      const d = h.fake.state.get(t, NS, 'strata-control-plane') as Doc;
+      h.fake.state.update(t, NS, 'strata-control-plane', { ...d, status: { replicas: 1, readyReplicas: 0 } } as never, 'status');
+    };
+
+    it('waits for a store that is down to delete the key, and finishes once it is back', async () => {
+      await storeReady();
+      await h.kube.apply(indexCr() as never);
+      await eventually(() => expect(keys.keys.size).to.equal(1), 'key made');
+      storeDown();
+      await h.kube.delete(ixRef);
+      await eventually(() => expect(index().metadata.deletionTimestamp).to.be.a('string'), 'deletion begun');
+      expect(keys.keys.size).to.equal(1);
+      markDeploymentReady(h.fake, NS, 'strata-control-plane');
+      // (The retry comes after CLEANUP_RETRY_MS; a touch of the resource brings it sooner.)
+      await h.kube.mergePatch(ixRef, { metadata: { annotations: { touched: 'yes' } } });
+      await eventually(() => expect(stored(h.fake, 'strata.dev/v1alpha1', 'ImageIndex', NS, 'photos')).to.equal(undefined), 'ImageIndex gone');
+      expect(keys.keys.size).to.equal(0);
+    });
+
+    it('lets the ImageIndex go once the stack deletion deadline passed, with a Warning that the key was left', async () => {
+      await h.stop();
+      h = await startHarness();
+      h.start([new ImageIndexReconciler(h.kube, h.events, { ...TEST_SETTINGS, stackDeletionDeadlineSeconds: 0 }, idleWorker, keys.factory)]);
+      await storeReady();
+      await h.kube.apply(indexCr() as never);
+      await eventually(() => expect(keys.keys.size).to.equal(1), 'key made');
+      storeDown();
+      await h.kube.delete(ixRef);
+      await eventually(() => expect(stored(h.fake, 'strata.dev/v1alpha1', 'ImageIndex', NS, 'photos')).to.equal(undefined), 'ImageIndex gone');
+      expect(keys.keys.size).to.equal(1);
+      expect(eventReasons(h.fake, NS, 'photos')).to.include('ReaderKeyLeft');
     });
 
     it('gives the key back when the spec stops reading a bucket', async () => {
