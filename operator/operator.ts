@@ -22,7 +22,7 @@ export interface RunningOperator {
 export async function startOperator(
   kc: KubeConfig,
   cfg: OperatorEnv,
-  overrides: Partial<Pick<ReconcilerDeps, 'bucketService' | 'indexWorker'>> = {},
+  overrides: Partial<Pick<ReconcilerDeps, 'bucketService' | 'indexWorker' | 'readerKeys'>> = {},
   /** What a lost lease does once the reconciles in flight are aborted: exit non-zero, as controller-runtime does. */
   onLeadershipLost: () => void = () => process.exit(1),
 ): Promise<RunningOperator> {

@@ -55,6 +55,8 @@ export const imageIndexStatus = z.object({
   bufferSize: z.number().int().optional().describe('Vectors in the buffer waiting for a merge.'),
   lastMergeTime: z.string().optional(),
   activeJob: z.string().optional().describe('Name of the running merge or rebuild Job.'),
+  sourceCredentials: z.string().optional().describe("The Secret with the worker's access key: read-only, scoped to the source (and model) bucket and prefix."),
+  sourceAccessKey: z.string().optional().describe("The access key id of the worker's scoped read-only key."),
   handledMergeRequest: z.string().optional().describe('The last mergeRequest value a Job was run for.'),
   handledRebuildRequest: z.string().optional().describe('The last rebuildRequest value a Job was run for.'),
   jobCount: z

@@ -25,6 +25,7 @@ import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-s
 import { stackIdentity } from './stack-identity.js';
 import { BACKEND_CREDENTIALS_LABEL, backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
+import { stackAccessIfReady } from './stack-access.js';
 
 export const BUCKET_FINALIZER = 'strata.dev/bucket';
 /**
@@ -36,9 +37,6 @@ export const BOUND_ANNOTATIONS = { bucketName: 'strata.dev/bucket-name', backend
 
 interface Secret extends KubeObject {
   data?: Record<string, string>;
-}
-interface Deployment extends KubeObject {
-  status?: { readyReplicas?: number };
 }
 
 /** Poll the object count this often once the bucket is ready. */
@@ -211,21 +209,8 @@ export class BucketReconciler implements Reconciler {
 
   /** A client for the namespace's stack once its control plane and gateway report ready. */
   private async serviceIfReady(namespace: string): Promise<BucketService | undefined> {
-    for (const component of [STACK.controlPlane, STACK.gateway]) {
-      const d = await this.kube.get<Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: component.name });
-      if (!d?.status?.readyReplicas) return undefined;
-    }
-    const root = await this.kube.get<Secret>({ apiVersion: 'v1', kind: 'Secret', namespace, name: STACK.rootSecret });
-    const internal = await this.kube.get<Secret>({ apiVersion: 'v1', kind: 'Secret', namespace, name: STACK.internalSecret });
-    const rootUser = secretValue(root, 'STRATA_ROOT_USER');
-    const internalToken = secretValue(internal, 'STRATA_INTERNAL_TOKEN');
-    if (!rootUser || !internalToken) return undefined;
-    return this.serviceFor({
-      namespace,
-      controlPlaneUrl: `http://${serviceHost(this.settings, STACK.controlPlane.name, namespace)}:${STACK.controlPlane.port}`,
-      rootUser,
-      internalToken,
-    });
+    const access = await stackAccessIfReady(this.kube, this.settings, namespace);
+    return access && this.serviceFor(access);
   }
 
   private async backendConfig(namespace: string, spec: BucketSpec, bucketName: string): Promise<BackendConfig> {
@@ -304,8 +289,17 @@ export class BucketReconciler implements Reconciler {
   }
 }
 
-/** Why a Delete-policy Bucket whose stack is down is released without deleting its bucket (undefined: wait). */
-async function stackGivenUpReason(kube: KubeClient, bucket: Bucket, namespace: string, deadlineMs: number, now = Date.now()): Promise<string | undefined> {
+/**
+ * Why a resource being deleted whose stack is down is released without cleaning up there (undefined:
+ * wait): a Delete-policy Bucket without deleting its bucket, an ImageIndex without deleting its key.
+ */
+export async function stackGivenUpReason(
+  kube: KubeClient,
+  bucket: KubeObject,
+  namespace: string,
+  deadlineMs: number,
+  now = Date.now(),
+): Promise<string | undefined> {
   // A namespace-scoped install may not read Namespaces: the deadline alone then decides.
   const ns = await kube.get<KubeObject>({ apiVersion: 'v1', kind: 'Namespace', namespace: '', name: namespace }).catch(() => undefined);
   if (ns?.metadata.deletionTimestamp) return `namespace ${namespace} is terminating and the storage stack with it`;

@@ -8,6 +8,20 @@ import { applyOwned } from '../support/apply.js';
 import { checkedSpec, writeStatus } from '../support/status-writer.js';
 import { rfc3339 } from '../support/time.js';
 import { HttpIndexWorkerClient, type IndexWorkerClient, type IndexWorkerStatus } from './index-worker-client.js';
+import { stackAccessIfReady } from '../bucket/stack-access.js';
+import { stackGivenUpReason } from '../bucket/bucket-reconciler.js';
+import { secretValue } from '../bucket/stack-secrets.js';
+import {
+  HttpReaderKeyService,
+  READER_FINALIZER,
+  READER_KEYS,
+  readerKeyName,
+  readerResources,
+  readerSecretName,
+  newReaderKey,
+  renderReaderSecret,
+  type ReaderKeyServiceFactory,
+} from './source-reader.js';
 import {
   INDEX_LABEL,
   OPERATION_LABEL,
@@ -26,12 +40,20 @@ export const REBUILD_ANNOTATION = 'strata.dev/rebuild-request';
 
 /** How often the worker's buffer is polled (auto-merge needs it). */
 const POLL_MS = 30_000;
+/** How soon a deleted ImageIndex's key removal is tried again while its object store is not ready. */
+const CLEANUP_RETRY_MS = 15_000;
+
+/** Where the worker's scoped read-only key stands: none needed, made (its id), or waiting for the object store. */
+type ReaderState = { kind: 'none' } | { kind: 'ready'; accessKey: string } | { kind: 'waiting' } | { kind: 'failed'; message: string };
 
 /** On a finished Job: its outcome was reported (an Event on the ImageIndex). */
 const REPORTED_ANNOTATION = 'strata.dev/outcome-reported';
 
 interface Job extends KubeObject {
   status?: { succeeded?: number; failed?: number; completionTime?: string; conditions?: Array<{ type: string; status: string }> };
+}
+interface Secret extends KubeObject {
+  data?: Record<string, string>;
 }
 interface Deployment extends KubeObject {
   status?: { readyReplicas?: number; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
@@ -59,13 +81,16 @@ export class ImageIndexReconciler implements Reconciler {
     private readonly events: EventRecorder,
     private readonly settings: OperatorSettings,
     private readonly worker: IndexWorkerClient = new HttpIndexWorkerClient(),
+    private readonly readerKeys: ReaderKeyServiceFactory = (access) => new HttpReaderKeyService(access),
   ) {}
 
   async reconcile({ namespace, name }: ReconcileRequest): Promise<ReconcileResult> {
     const ix = await this.kube.get<ImageIndex>({ ...this.primary, namespace, name });
-    if (!ix || isBeingDeleted(ix)) return {};
+    if (!ix) return {};
+    if (isBeingDeleted(ix)) return this.releaseReader(ix);
     const spec = await checkedSpec(this.kube, this.events, ix, imageIndexSpec, IMAGE_INDEX_KIND);
     if (!spec) return {};
+    const reader = await this.ensureReader(ix, spec);
     await applyOwned(this.kube, this.events, ix, renderImageIndex(ix, spec, this.settings), { endpoint: workerUrl(ix, this.settings) });
 
     // Status is rebuilt from the world every time: the Jobs (labelled with their operation, annotated
@@ -78,6 +103,7 @@ export class ImageIndexReconciler implements Reconciler {
     const jobs = await this.deleteSuperseded(ix, spec, listed);
     const fields: Omit<ImageIndexStatus, 'conditions' | 'observedGeneration'> = {
       endpoint: workerUrl(ix, this.settings),
+      ...(reader.kind === 'ready' ? { sourceCredentials: readerSecretName(ix), sourceAccessKey: reader.accessKey } : {}),
       ...(previous.vectors !== undefined ? { vectors: previous.vectors } : {}),
       ...(previous.bufferSize !== undefined ? { bufferSize: previous.bufferSize } : {}),
       ...jobFields(jobs),
@@ -85,9 +111,9 @@ export class ImageIndexReconciler implements Reconciler {
 
     const deployment = await this.kube.get<Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: workerName(ix) });
     const workerReady = (deployment?.status?.readyReplicas ?? 0) > 0;
-    // Bucket sources read through the namespace's object store: it exists once a Bucket does.
-    const needsStore = Boolean(spec.source.bucket || spec.model.bucket);
-    const storeMissing = needsStore && !(await this.kube.get({ apiVersion: 'v1', kind: 'Secret', namespace, name: STACK.rootSecret }));
+    // Bucket sources read through the namespace's object store (it exists once a Bucket does), with a
+    // key the store makes once it is ready.
+    const storeMissing = reader.kind === 'waiting';
     let observed: IndexWorkerStatus | undefined;
     if (workerReady) {
       try {
@@ -124,20 +150,90 @@ export class ImageIndexReconciler implements Reconciler {
           : 'WorkerReady'
         : storeMissing
           ? 'WaitingForObjectStore'
-          : stalled
-            ? 'WorkerStalled'
-            : 'WorkerStarting',
+          : reader.kind === 'failed'
+            ? 'WaitingForReaderKey'
+            : stalled
+              ? 'WorkerStalled'
+              : 'WorkerStarting',
       message: workerReady
         ? active
           ? `serving; Job ${active.metadata.name} running`
           : 'serving searches'
         : storeMissing
-          ? `the images or the model come from a bucket, but namespace ${namespace} has no Strata object store yet: create a Bucket`
-          : stalled
-            ? `the index worker does not come up: ${stalled.message ?? stalled.reason}`
-            : 'waiting for the index worker to become ready',
+          ? (await this.kube.get({ apiVersion: 'v1', kind: 'Secret', namespace, name: STACK.rootSecret }))
+            ? `the images or the model come from a bucket: waiting for namespace ${namespace}'s object store to become ready and make the worker's read-only key`
+            : `the images or the model come from a bucket, but namespace ${namespace} has no Strata object store yet: create a Bucket`
+          : reader.kind === 'failed'
+            ? `the worker's read-only key could not be made (asked again at the next poll): ${reader.message}`
+            : stalled
+              ? `the index worker does not come up: ${stalled.message ?? stalled.reason}`
+              : 'waiting for the index worker to become ready',
     });
     return { requeueAfterMs: POLL_MS };
+  }
+
+  /**
+   * The worker's scoped read-only key: its Secret (made once with a new key pair, then only read) and
+   * the object store's key brought to it once the store is ready. The finalizer goes on first (it is the
+   * record that a key may exist), with the resourceVersion read, so that a concurrent change conflicts
+   * instead of being overwritten. A spec that no longer reads a bucket gives the key back (its Secret
+   * stays with the ImageIndex, holding a key the store no longer takes). A store that refuses is shown
+   * in status and asked again at the next poll; the worker is applied meanwhile and waits for its Secret.
+   */
+  private async ensureReader(ix: ImageIndex, spec: ImageIndexSpec): Promise<ReaderState> {
+    const resources = readerResources(spec);
+    const namespace = ix.metadata.namespace ?? 'default';
+    if (resources.length === 0) {
+      await this.releaseReader(ix);
+      return { kind: 'none' };
+    }
+    const access = await stackAccessIfReady(this.kube, this.settings, namespace);
+    if (!access) return { kind: 'waiting' };
+    try {
+      if (!ix.metadata.finalizers?.includes(READER_FINALIZER)) {
+        await this.kube.mergePatch(refOf(ix), {
+          metadata: { resourceVersion: ix.metadata.resourceVersion, finalizers: [...(ix.metadata.finalizers ?? []), READER_FINALIZER] },
+        });
+      }
+      const ref = { apiVersion: 'v1', kind: 'Secret', namespace, name: readerSecretName(ix) };
+      let secret = await this.kube.get<Secret>(ref);
+      if (!secret) ({ object: secret } = await this.kube.createIfAbsent<Secret>(renderReaderSecret(ix, newReaderKey()) as Secret));
+      const accessKey = secretValue(secret, READER_KEYS.accessKey);
+      const secretKey = secretValue(secret, READER_KEYS.secretKey);
+      if (!accessKey || !secretKey)
+        throw new Error(`Secret ${ref.name} lacks ${READER_KEYS.accessKey} or ${READER_KEYS.secretKey}: delete it to have a new key made`);
+      const made = !(ix.status?.sourceAccessKey === accessKey);
+      await this.readerKeys(access).ensure(readerKeyName(ix), access.rootUser, resources, { accessKey, secretKey });
+      if (made) {
+        const what = resources.map((r) => `${r.bucket}/${r.prefix}`).join(', ');
+        await this.events.event(ix, 'Normal', 'ReaderKeyReady', `the index worker reads ${what} with read-only key ${accessKey}`);
+      }
+      return { kind: 'ready', accessKey };
+    } catch (err) {
+      return { kind: 'failed', message: (err as Error).message };
+    }
+  }
+
+  /**
+   * The key goes with its ImageIndex (or with a spec that reads no bucket): deleted in the object store,
+   * then the finalizer removed. A store that is gone took its keys with it; one that is there but not
+   * ready is waited for, as a Bucket's deletion waits (its namespace terminating, or the stack deletion
+   * deadline passing, end the wait with a Warning: the key stays in a store nobody reaches).
+   */
+  private async releaseReader(ix: ImageIndex): Promise<ReconcileResult> {
+    if (!ix.metadata.finalizers?.includes(READER_FINALIZER)) return {};
+    const namespace = ix.metadata.namespace ?? 'default';
+    const access = await stackAccessIfReady(this.kube, this.settings, namespace);
+    if (access) await this.readerKeys(access).remove(readerKeyName(ix));
+    else if (await this.kube.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: STACK.controlPlane.name })) {
+      const deadlineMs = this.settings.stackDeletionDeadlineSeconds * 1000;
+      const givenUp = isBeingDeleted(ix) ? await stackGivenUpReason(this.kube, ix, namespace, deadlineMs) : undefined;
+      if (!givenUp) return { requeueAfterMs: CLEANUP_RETRY_MS };
+      await this.events.event(ix, 'Warning', 'ReaderKeyLeft', `the index worker's read-only key ${readerKeyName(ix)} was not deleted: ${givenUp}`);
+    }
+    const finalizers = (ix.metadata.finalizers ?? []).filter((f) => f !== READER_FINALIZER);
+    await this.kube.mergePatch(refOf(ix), { metadata: { finalizers, resourceVersion: ix.metadata.resourceVersion } });
+    return {};
   }
 
   /**

@@ -7,6 +7,7 @@ import type { Manifest } from '../support/kube-client.js';
 import { controllerRef, standardLabels } from '../support/ownership.js';
 import { imageFor, serviceHost, type OperatorSettings } from '../support/settings.js';
 import { RESTRICTED_CONTAINER_SECURITY, SERVICE_UID, restrictedPodSecurity } from '../support/pod-security.js';
+import { READER_KEYS, readerSecretName } from './source-reader.js';
 
 export const WORKER_PORT = 8080;
 /** The state volume: the index, the model cache and (bucket sources) the mirrored images. */
@@ -34,7 +35,7 @@ export function jobName(ix: ImageIndex, op: IndexOperation, token: string): stri
   return `${ix.metadata.name}-${op}-${hash}`;
 }
 
-function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSettings, indexName: string) {
+function sourceEnv(ix: ImageIndex, spec: ImageIndexSpec, namespace: string, settings: OperatorSettings, indexName: string) {
   const env: object[] = [];
   const s3 = `http://${serviceHost(settings, STACK.gateway.name, namespace)}:${STACK.gateway.port}`;
   const usesBucket = Boolean(spec.source.bucket || spec.model.bucket);
@@ -55,15 +56,13 @@ function sourceEnv(spec: ImageIndexSpec, namespace: string, settings: OperatorSe
   if (spec.model.directory) env.push({ name: 'IMAGE_SEARCH_MODEL_DIR', value: spec.model.directory });
   if (spec.model.bucket) env.push({ name: 'IMAGE_SEARCH_MODEL_S3_URL', value: `s3://${spec.model.bucket}/${spec.model.prefix}` });
   if (usesBucket) {
-    // The namespace's own object store, with the root credentials (also its SigV4 keys). Still the
-    // root's: a user of its own would need READ on every object of the source, and S3's ACLs (what the
-    // gateway enforces) give no such thing. A bucket READ grant only lists the bucket; reading an
-    // object takes a READ grant on that object (test/e2e/access-control.test.ts), which objects users
-    // upload later never carry. S3 does this with a bucket or IAM policy, which Strata does not have.
+    // The namespace's own object store, with a read-only key scoped to the source (and model) bucket
+    // and prefix, never the root's: the reconciler makes it and writes its Secret (source-reader.ts).
+    // Until that Secret exists the worker waits (the reference is not optional).
     env.push(
       { name: 'IMAGE_SEARCH_S3_ENDPOINT', value: s3 },
-      { name: 'IMAGE_SEARCH_S3_ACCESS_KEY_ID', valueFrom: { secretKeyRef: { name: STACK.rootSecret, key: 'STRATA_ROOT_USER' } } },
-      { name: 'IMAGE_SEARCH_S3_SECRET_ACCESS_KEY', valueFrom: { secretKeyRef: { name: STACK.rootSecret, key: 'STRATA_ROOT_PASSWORD' } } },
+      { name: 'IMAGE_SEARCH_S3_ACCESS_KEY_ID', valueFrom: { secretKeyRef: { name: readerSecretName(ix), key: READER_KEYS.accessKey } } },
+      { name: 'IMAGE_SEARCH_S3_SECRET_ACCESS_KEY', valueFrom: { secretKeyRef: { name: readerSecretName(ix), key: READER_KEYS.secretKey } } },
     );
   }
   return env;
@@ -119,7 +118,7 @@ export function renderImageIndex(ix: ImageIndex, spec: ImageIndexSpec, settings:
           // FAISS's OpenMP threads must sleep, not spin, between parallel sections.
           { name: 'OMP_WAIT_POLICY', value: 'PASSIVE' },
           ...(spec.gpu.enabled ? [{ name: 'IMAGE_SEARCH_EXECUTION_PROVIDER', value: 'cuda' }] : []),
-          ...sourceEnv(spec, namespace, settings, ix.metadata.name ?? name),
+          ...sourceEnv(ix, spec, namespace, settings, ix.metadata.name ?? name),
         ],
         defaultResources: INDEX_WORKER_DEFAULT_RESOURCES,
         startupFailureThreshold: 60,

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { HttpBucketService } from '../../controllers/bucket/bucket-service.js';
 import { secretValue } from '../../controllers/bucket/stack-secrets.js';
 import type { IndexWorkerClient } from '../../controllers/image-index/index-worker-client.js';
+import { HttpReaderKeyService } from '../../controllers/image-index/source-reader.js';
 import { loadOperatorEnv } from '../../operator/config.js';
 import { startOperator, type RunningOperator } from '../../operator/operator.js';
 import { eventually, markDeploymentReady, markStackReady, mustGet, startHarness, stored, type Harness } from '../controllers/support/harness.js';
@@ -48,6 +49,7 @@ describe('Helm chart RBAC enforced on the running operator', function () {
         });
         operator = await startOperator(h.fake.kubeConfig(OPERATOR_TOKEN), cfg, {
           bucketService: (access) => new HttpBucketService({ ...access, controlPlaneUrl: cp!.url }),
+          readerKeys: (access) => new HttpReaderKeyService({ ...access, controlPlaneUrl: cp!.url }),
           indexWorker: worker,
         });
         await eventually(() => expect(operator!.manager.isLeader).to.equal(true), 'leading');
@@ -67,6 +69,9 @@ describe('Helm chart RBAC enforced on the running operator', function () {
         await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'photos-index-worker'), 'index worker');
         markDeploymentReady(h.fake, NS, 'photos-index-worker');
         await eventually(() => expect(h.fake.state.list(h.fake.state.typeForKind('batch/v1', 'Job'), NS).some((j) => j.metadata.name.startsWith('photos-merge-'))).to.equal(true), 'merge Job');
+        // The worker's read-only key: its Secret created (never patched) and the store's key brought to it.
+        await eventually(() => expect(cp!.scopedKeys.get(`imageindex.${NS}.photos`)?.resources).to.deep.equal([{ bucket: 'data', prefix: '' }]), 'reader key');
+        mustGet(h.fake, 'v1', 'Secret', NS, 'photos-index-reader');
 
         await h.kube.apply({ apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', metadata: { name: 'tiny', namespace: NS }, spec: {} } as never);
         await eventually(() => mustGet(h.fake, 'apps/v1', 'Deployment', NS, 'tiny-model-server'), 'model server');

@@ -30,6 +30,7 @@ import { startEventConsumer } from './events/consumer.js';
 import { dataPlaneOutboxKick, kickOutboxAfterWrites } from './events/outbox-kick.js';
 import { InMemoryBroker } from './events/memory-broker.js';
 import { controlPlaneRoutes } from './http/routes.js';
+import { scopedKeyRoutes } from './http/scoped-key-routes.js';
 import { SqlMetadataStore } from './metadata/sql-store.js';
 import { dataPlaneBackendCheck } from './backends/backend-check.js';
 import { HttpBlobCollector, HttpUploadExpirer } from './purge/data-plane-gc.js';
@@ -108,7 +109,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     throw err;
   }
   const store = new SqlMetadataStore(sql);
-  const users = new UserService(store.users, opts.secretKey);
+  const users = new UserService(store.users, opts.secretKey, store.scopedKeys);
   if (opts.rootUser && opts.rootPassword) {
     await users.bootstrapRoot(opts.rootUser, opts.rootPassword);
     logger.info({ rootUser: opts.rootUser }, 'root user ready');
@@ -183,6 +184,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   app.set('etag', false);
   app.use(httpMetrics(registry).middleware);
   app.use('/internal', requireInternalToken(opts.internalToken), express.json({ limit: '2mb' }), kickOutboxAfterWrites(kickOutbox));
+  app.use('/internal', scopedKeyRoutes(users));
   app.use(
     '/internal',
     controlPlaneRoutes({

@@ -1,5 +1,6 @@
 import type http from 'node:http';
 import { requestTarget } from '../../object-model/src/index.js';
+import type { KeyScope } from '../../object-model/src/index.js';
 import type { SigV4Result } from './auth/sigv4-verify.js';
 import type { Cancellation } from './clients/internal-http.js';
 
@@ -7,7 +8,10 @@ import type { Cancellation } from './clients/internal-http.js';
 export interface Caller {
   username: string;
   accessKey: string;
+  /** Never for a scoped key, even one of the root's: a scoped key administers nothing. */
   isRoot: boolean;
+  /** The caller signed with a scoped key: it acts as `username` within these limits (auth/key-scope.ts). */
+  scope?: KeyScope;
   via: 'bearer' | 'sigv4' | 'presigned' | 'sigv2' | 'presigned-v2' | 'post-policy';
   sigv4?: SigV4Result;
 }

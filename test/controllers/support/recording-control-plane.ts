@@ -14,6 +14,8 @@ export interface RecordedCall {
  */
 export class RecordingControlPlane {
   readonly calls: RecordedCall[] = [];
+  /** Scoped keys by name: what the operator last asked for. */
+  readonly scopedKeys = new Map<string, Record<string, unknown>>();
   readonly buckets = new Map<string, { owner: string; backend: unknown; objects: string[]; lifecycle?: unknown[]; cors?: unknown[] }>();
   private server?: http.Server;
   url = '';
@@ -37,6 +39,19 @@ export class RecordingControlPlane {
           res.end(payload === undefined ? '' : JSON.stringify(payload));
         };
         if (token !== this.token) return send(401, { error: { code: 'AccessDenied', message: 'bad token' } });
+        // The operator's scoped keys by name (ImageIndex workers' read-only keys), as the control plane keeps them.
+        const key = url.pathname.match(/^\/internal\/scoped-keys\/by-name\/([^/]+)$/);
+        if (key) {
+          const name = decodeURIComponent(key[1]!);
+          if (req.method === 'PUT') {
+            this.scopedKeys.set(name, body ?? {});
+            return send(200, { accessKey: body?.accessKey, parent: body?.parent });
+          }
+          if (req.method === 'DELETE') {
+            this.scopedKeys.delete(name);
+            return send(204);
+          }
+        }
         const m = url.pathname.match(/^\/internal\/buckets\/([^/]+)(\/objects|\/delete-objects|\/lifecycle|\/cors)?$/);
         if (!m) return send(404, { error: { code: 'NoSuchKey', message: 'no route' } });
         const name = decodeURIComponent(m[1]!);

@@ -1,4 +1,4 @@
-import type { BucketConfigs, CorsRule, LifecycleRule, ObjectMeta, Tag } from '../../../object-model/src/index.js';
+import type { BucketConfigs, CorsRule, KeyScope, LifecycleRule, ObjectMeta, Tag } from '../../../object-model/src/index.js';
 
 export type { BucketConfigs } from '../../../object-model/src/index.js';
 
@@ -150,6 +150,28 @@ export interface UserStore {
   getByAccessKey(accessKey: string): Promise<StoredUser | undefined>;
 }
 
+/** A scoped access key as stored (key-scope.ts in the object model says what it may do). */
+export interface StoredScopedKey {
+  accessKey: string;
+  /** The operator's name for it (one per ImageIndex); none for keys made through the admin API. */
+  name?: string;
+  parent: string;
+  secretKeyEnc: string;
+  scope: KeyScope;
+  createdAt: string;
+}
+
+/** Scoped access keys (the scoped_keys table). */
+export interface ScopedKeyStore {
+  insert(key: Omit<StoredScopedKey, 'createdAt'>): Promise<StoredScopedKey>;
+  getByAccessKey(accessKey: string): Promise<StoredScopedKey | undefined>;
+  getByName(name: string): Promise<StoredScopedKey | undefined>;
+  list(parent: string): Promise<StoredScopedKey[]>;
+  setScope(accessKey: string, scope: KeyScope): Promise<void>;
+  /** Whether it existed. */
+  delete(accessKey: string): Promise<boolean>;
+}
+
 /** Buckets, their configurations and their counts. */
 export interface BucketStore {
   /**
@@ -231,6 +253,7 @@ export interface EventInbox {
 /** The control plane's view of the metadata database (PostgreSQL or PGlite, same SQL), by aggregate. */
 export interface MetadataStore {
   readonly users: UserStore;
+  readonly scopedKeys: ScopedKeyStore;
   readonly buckets: BucketStore;
   readonly objects: ObjectStore;
   readonly recycleBin: RecycleBin;

@@ -1,10 +1,10 @@
 import type http from 'node:http';
 import type { Next } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
-import { acceptBody, rawTarget, state } from '../context.js';
+import { acceptBody, rawTarget, state, type Caller } from '../context.js';
 import { sentTarget } from '../s3/virtual-host.js';
 import type { BearerAuthenticator, TokenClaims } from './jwt.js';
-import { isPresignedQuery, isSigV4Header, verifySigV4, type CredentialLookup } from './sigv4-verify.js';
+import { isPresignedQuery, isSigV4Header, verifySigV4, type Credential, type CredentialLookup } from './sigv4-verify.js';
 import { isSigV2Header, isSigV2Query, signatureV2Off, verifySigV2 } from './sigv2.js';
 
 export interface AuthDeps {
@@ -71,9 +71,7 @@ export function authenticate(deps: AuthDeps) {
       if (presigned || isSigV4Header(authorization)) {
         const result = await verifySigV4({ method: req.method ?? '', url: sentTarget(req), headers: req.headers }, deps.credentials, { region: deps.region });
         state(res).caller = {
-          username: result.credential.username,
-          accessKey: result.credential.accessKey,
-          isRoot: result.credential.username === deps.rootUser,
+          ...identity(result.credential, deps.rootUser),
           via: isSigV4Header(authorization) ? 'sigv4' : 'presigned',
           sigv4: result,
         };
@@ -84,15 +82,10 @@ export function authenticate(deps: AuthDeps) {
         const url = rawQuery ? `${path}?${rawQuery}` : path;
         // Repeated x-amz-* headers are signed joined by ',' (Node would join them with ', ').
         const credential = await verifySigV2({ method: req.method ?? '', url, headers: req.headersDistinct }, deps.credentials);
-        state(res).caller = {
-          username: credential.username,
-          accessKey: credential.accessKey,
-          isRoot: credential.username === deps.rootUser,
-          via: presignedV2 ? 'presigned-v2' : 'sigv2',
-        };
+        state(res).caller = { ...identity(credential, deps.rootUser), via: presignedV2 ? 'presigned-v2' : 'sigv2' };
       } else if (authorization?.startsWith('Bearer ')) {
-        const claims = await holderOf(await bearer(deps.passport, req, res), deps.credentials);
-        state(res).caller = { username: claims.sub, accessKey: claims.ak, isRoot: claims.sub === deps.rootUser, via: 'bearer' };
+        const holder = await holderOf(await bearer(deps.passport, req, res), deps.credentials);
+        state(res).caller = { ...identity(holder, deps.rootUser), via: 'bearer' };
       } else if (authorization !== undefined || !anonymousMayAsk(state(res).operation)) {
         throw new S3Error('AccessDenied', 'Anonymous access is not allowed: send a Bearer token or an AWS signature.');
       }
@@ -105,19 +98,33 @@ export function authenticate(deps: AuthDeps) {
 }
 
 /**
- * A token's holder must still be a user with the access key it names: a deleted user's (or a rotated
- * key's) tokens stop working once the credentials cache forgets the key.
+ * Who signed: the key's user, with the key's scope when it is a scoped key. A scoped key of the root is
+ * not the root (it administers nothing).
  */
-async function holderOf(claims: TokenClaims, credentials: CredentialLookup): Promise<TokenClaims> {
-  let username: string;
+export function identity(credential: Credential, rootUser: string): Omit<Caller, 'via'> {
+  return {
+    username: credential.username,
+    accessKey: credential.accessKey,
+    isRoot: credential.username === rootUser && credential.scope === undefined,
+    ...(credential.scope ? { scope: credential.scope } : {}),
+  };
+}
+
+/**
+ * A token's holder must still be a user with the access key it names: a deleted user's (or a rotated
+ * key's) tokens stop working once the credentials cache forgets the key. A token naming a scoped key
+ * carries that key's scope.
+ */
+async function holderOf(claims: TokenClaims, credentials: CredentialLookup): Promise<Credential> {
+  let holder: Credential;
   try {
-    ({ username } = await credentials(claims.ak));
+    holder = await credentials(claims.ak);
   } catch (err) {
     if (err instanceof S3Error && err.code === 'InvalidAccessKeyId') throw new S3Error('AccessDenied', 'The bearer token is invalid.');
     throw err;
   }
-  if (username !== claims.sub) throw new S3Error('AccessDenied', 'The bearer token is invalid.');
-  return claims;
+  if (holder.username !== claims.sub) throw new S3Error('AccessDenied', 'The bearer token is invalid.');
+  return holder;
 }
 
 function bearer(passport: BearerAuthenticator, req: http.IncomingMessage, res: http.ServerResponse): Promise<TokenClaims> {

@@ -1,4 +1,5 @@
 import { S3Error } from '../../../object-model/src/index.js';
+import type { KeyScope } from '../../../object-model/src/index.js';
 import {
   ALGORITHM,
   MAX_PRESIGN_SECONDS,
@@ -24,6 +25,8 @@ export interface Credential {
   username: string;
   accessKey: string;
   secretKey: string;
+  /** A scoped key's limits (`username` is then its parent's): key-scope.ts enforces them. */
+  scope?: KeyScope;
 }
 export type CredentialLookup = (accessKey: string) => Promise<Credential>;
 

@@ -12,6 +12,8 @@ import type {
   ObjectMeta,
   StoredPart,
   Tag,
+  KeyScope,
+  ScopedKeyCredentials,
 } from '../../../object-model/src/index.js';
 import { InternalHttp, type Guard, seg } from './internal-http.js';
 
@@ -19,6 +21,8 @@ export interface UserCredentials {
   username: string;
   accessKey: string;
   secretKey: string;
+  /** A scoped key's limits (`username` is its parent's). */
+  scope?: KeyScope;
 }
 export interface RecycledObject {
   id: string | number;
@@ -54,6 +58,24 @@ export class ControlPlaneClient {
 
   credentials(accessKey: string): Promise<UserCredentials> {
     return this.http.json('GET', `/internal/credentials/${seg(accessKey)}`);
+  }
+
+  createScopedKey(parent: string, scope: KeyScope): Promise<ScopedKeyCredentials> {
+    return this.http.json('POST', '/internal/scoped-keys', { body: { parent, ...scope } });
+  }
+
+  async listScopedKeys(parent: string): Promise<Array<{ accessKey: string; parent: string; scope: KeyScope; createdAt: string; name?: string }>> {
+    return (
+      await this.http.json<{ keys: Array<{ accessKey: string; parent: string; scope: KeyScope; createdAt: string }> }>(
+        'GET',
+        `/internal/users/${seg(parent)}/scoped-keys`,
+      )
+    ).keys;
+  }
+
+  /** Delete a scoped key of `parent` (any parent's: undefined); InvalidAccessKeyId when there is none. */
+  async deleteScopedKey(accessKey: string, parent: string | undefined): Promise<void> {
+    await this.http.json('DELETE', `/internal/scoped-keys/${seg(accessKey)}`, { query: parent === undefined ? {} : { parent } });
   }
 
   async listBuckets(owner: string): Promise<BucketListing[]> {

@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { S3Error } from '../../../object-model/src/index.js';
-import { callerOf, state } from '../context.js';
+import { parseKeyScope, S3Error } from '../../../object-model/src/index.js';
+import { callerOf, state, type Caller } from '../context.js';
 import type { GatewayDeps } from '../deps.js';
 import { checkSignedJsonBody } from '../s3/request.js';
 import { sendData } from '../s3/render.js';
@@ -12,6 +12,8 @@ function wrap(operation: string, handler: JsonHandler) {
     state(res).operation = operation;
     try {
       checkSignedJsonBody(res, (req as Request & { rawBody?: Buffer }).rawBody);
+      // A scoped key only reads its buckets' objects: no admin route is for it.
+      if (callerOf(res).scope) throw new S3Error('AccessDenied', 'Access Denied: a scoped access key may not use the admin API.');
       await handler(req, res);
     } catch (err) {
       next(err);
@@ -24,8 +26,25 @@ function requireRoot(res: Response): void {
 }
 
 /**
- * Strata's admin API (JSON, Bearer or SigV4): users (root), the caller's recycle bin, restore,
- * and purge now (root; a job, read back with GET /admin/jobs/:id). Mounted after authentication.
+ * The user a scoped key is made for: the caller, or (root only) the user named in `user`, who must be
+ * able to read every bucket the scope names (its owner, or granted READ).
+ */
+async function scopedKeyParent(res: Response, deps: GatewayDeps, requested: unknown, buckets: string[]): Promise<string> {
+  const caller = callerOf(res);
+  if (requested !== undefined && requested !== caller.username) {
+    requireRoot(res);
+    if (typeof requested !== 'string' || !requested) throw new S3Error('InvalidArgument', '"user" names the user the key acts as.');
+  }
+  const parent = (requested as string | undefined) ?? caller.username;
+  const asParent: Caller = { username: parent, accessKey: '', isRoot: false, via: caller.via };
+  for (const bucket of new Set(buckets)) await deps.buckets.permitted(bucket, asParent, 'READ');
+  return parent;
+}
+
+/**
+ * Strata's admin API (JSON, Bearer or SigV4): users (root), scoped access keys (read-only keys of the
+ * caller limited to named buckets and prefixes), the caller's recycle bin, restore, and purge now
+ * (root; a job, read back with GET /admin/jobs/:id). Mounted after authentication.
  */
 export function adminRouter(deps: GatewayDeps): Router {
   const router = express.Router();
@@ -39,6 +58,37 @@ export function adminRouter(deps: GatewayDeps): Router {
       }
       const user = await deps.controlPlane.createUser(username, password);
       sendData(res, { username: user.username, accessKey: user.accessKey, secretKey: user.secretKey }, 201);
+    }),
+  );
+  router.post(
+    '/access-keys',
+    wrap('AdminCreateAccessKey', async (req, res) => {
+      const body = (req.body ?? {}) as { user?: unknown };
+      const { user, ...rest } = body;
+      const scope = parseKeyScope(rest);
+      const parent = await scopedKeyParent(
+        res,
+        deps,
+        user,
+        scope.resources.map((r) => r.bucket),
+      );
+      sendData(res, await deps.controlPlane.createScopedKey(parent, scope), 201);
+    }),
+  );
+  router.get(
+    '/access-keys',
+    wrap('AdminListAccessKeys', async (req, res) => {
+      const user = typeof req.query.user === 'string' ? req.query.user : callerOf(res).username;
+      if (user !== callerOf(res).username) requireRoot(res);
+      sendData(res, { keys: await deps.controlPlane.listScopedKeys(user) });
+    }),
+  );
+  router.delete(
+    '/access-keys/:accessKey',
+    wrap('AdminDeleteAccessKey', async (req, res) => {
+      // The root may delete any; a user its own. (Gateways may honour it until their credential cache forgets it.)
+      await deps.controlPlane.deleteScopedKey(String(req.params.accessKey), callerOf(res).isRoot ? undefined : callerOf(res).username);
+      res.status(204).end();
     }),
   );
   router.get(

@@ -9,6 +9,7 @@ import {
   type BucketInfo,
   type ObjectOwnership,
 } from '../../../object-model/src/index.js';
+import { scopeNamesBucket } from '../auth/key-scope.js';
 import { aclToKeep } from '../middleware/access-policy.js';
 import { callerOf } from '../context.js';
 import { RESERVED_BUCKET_NAMES } from '../middleware/bucket-access.js';
@@ -21,7 +22,7 @@ import { parseXml } from '../s3/xml.js';
 const MAX_BUCKETS_PER_PAGE = 10_000;
 
 /**
- * GET / — the caller's own buckets only, by name; with S3's paging parameters (`max-buckets`,
+ * GET / — the caller's own buckets only (a scoped key's: those of them it names), by name; with S3's paging parameters (`max-buckets`,
  * `continuation-token`: the last name of the page before, opaque to clients), `prefix`, and
  * `bucket-region` (every bucket is in the gateway's region).
  */
@@ -40,7 +41,7 @@ export const listBuckets: S3Handler = async ({ res, query, deps }) => {
   const region = query.get('bucket-region');
   const all = region !== null && region !== deps.region ? [] : await deps.objects.listBuckets(caller.username);
   const matching = all
-    .filter((b) => b.name.startsWith(prefix) && (after === undefined || b.name > after))
+    .filter((b) => b.name.startsWith(prefix) && (after === undefined || b.name > after) && scopeNamesBucket(caller.scope, b.name))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const page = rawMax === null ? matching : matching.slice(0, Number(rawMax));
   const more = page.length < matching.length;

@@ -2,6 +2,8 @@ import type http from 'node:http';
 import busboy from 'busboy';
 import { pipeline, type Readable } from 'node:stream';
 import { assertObjectKey, mergeStoredHeaders, S3Error, standardHeadersOf } from '../../../object-model/src/index.js';
+import { identity } from '../auth/authenticate.js';
+import { enforceKeyScope } from '../auth/key-scope.js';
 import { verifyPostPolicy } from '../auth/post-policy.js';
 import { state } from '../context.js';
 import { objectAclHeaders } from '../middleware/access-policy.js';
@@ -113,13 +115,10 @@ export const postObject: S3Handler = async (s3) => {
   const form = await formUntilFile(req);
   try {
     const { credential, sizeRange } = await verifyPostPolicy(form.fields, bucket, deps.credentials, deps.region, { signatureV2: deps.signatureV2 });
-    const caller = {
-      username: credential.username,
-      accessKey: credential.accessKey,
-      isRoot: credential.username === deps.rootUser,
-      via: 'post-policy' as const,
-    };
+    const caller = { ...identity(credential, deps.rootUser), via: 'post-policy' as const };
     state(res).caller = caller;
+    // A scoped key writes nothing (it was not known before the form named it).
+    enforceKeyScope(caller, 'PostObject', bucket, '', null);
     // Flow control saw no user (the policy names it): the user's rate limit counts the upload now.
     await deps.admitUser?.(res, caller.username);
     const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');

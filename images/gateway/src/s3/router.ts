@@ -3,6 +3,7 @@ import type { Next } from '../../../service-kit/src/index.js';
 import { assertObjectKey, S3Error } from '../../../object-model/src/index.js';
 import { rawTarget, state } from '../context.js';
 import type { GatewayDeps } from '../deps.js';
+import { enforceKeyScope } from '../auth/key-scope.js';
 import { safeDecode } from '../auth/sigv4.js';
 import * as access from '../handlers/access-control.js';
 import * as buckets from '../handlers/buckets.js';
@@ -225,6 +226,7 @@ export function s3Endpoint(deps: GatewayDeps) {
     try {
       const { route, bucket, key, query } = resolved.get(res) ?? resolve(req);
       state(res).operation = route.operation;
+      enforceKeyScope(state(res).caller, route.operation, bucket, key, query.get('prefix'));
       await checkExpectedOwners(req, res, bucket, deps);
       try {
         // Every operation on a key, reads included: a key no write accepts never reaches a lookup.
