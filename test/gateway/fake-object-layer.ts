@@ -3,6 +3,8 @@ import { Readable } from 'node:stream';
 import {
   checkCopyChangesObject,
   checkCopySourceConditions,
+  checkPartNumber,
+  checkPartOrder,
   etagMatches,
   notModified,
   S3Error,
@@ -154,6 +156,7 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
 
   async getObject(bucket: string, key: string, input: GetObjectInput): Promise<ObjectRead> {
     this.record('getObject', bucket, key, input);
+    if (input.partNumber !== undefined) checkPartNumber(input.partNumber);
     const { meta, bytes } = this.find(bucket, key);
     if (notModified(meta, input.conditions)) return { status: 304, object: meta, contentLength: 0 };
     const m = input.range ? /^bytes=(\d+)-(\d+)$/.exec(input.range) : null;
@@ -223,12 +226,14 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
   async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, input: unknown, body: Readable): Promise<{ etag: string }> {
     const bytes = await bytesOf(body);
     this.record('uploadPart', bucket, key, uploadId, partNumber, bytes);
+    checkPartNumber(partNumber);
     this.upload(uploadId).parts.set(partNumber, bytes);
     return { etag: md5(bytes) };
   }
 
   async completeMultipart(bucket: string, key: string, uploadId: string, parts: CompletedPart[], conditions?: WriteConditions): Promise<ObjectMeta> {
     this.record('completeMultipart', bucket, key, uploadId, parts, conditions);
+    checkPartOrder(parts, uploadId);
     const u = this.upload(uploadId);
     for (const p of parts) if (md5(u.parts.get(p.partNumber) ?? Buffer.alloc(0)) !== p.etag) throw new S3Error('InvalidPart');
     this.checkWrite(bucket, key, conditions);

@@ -1,9 +1,9 @@
-import { S3Error, storedChecksum, type ObjectChecksum } from '../../../object-model/src/index.js';
+import { MAX_PAGE_SIZE, MAX_PART_NUMBER, S3Error, storedChecksum, unquoteEtag, type ObjectChecksum } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumXml } from '../s3/checksums.js';
 import { sendXml } from '../s3/render.js';
-import { header, unquote } from '../s3/request.js';
+import { header } from '../s3/request.js';
 
 const ATTRIBUTES = new Set(['ETag', 'Checksum', 'ObjectParts', 'StorageClass', 'ObjectSize']);
 
@@ -16,7 +16,7 @@ function partsPage(req: S3Request['req']): { maxParts: number; marker: number } 
       throw new S3Error('InvalidArgument', `${name} must be an integer from 0 to ${max}.`, { ArgumentName: name, ArgumentValue: raw });
     return Number(raw);
   };
-  return { maxParts: number('x-amz-max-parts', 1000, 1000), marker: number('x-amz-part-number-marker', 0, 10000) };
+  return { maxParts: number('x-amz-max-parts', MAX_PAGE_SIZE, MAX_PAGE_SIZE), marker: number('x-amz-part-number-marker', 0, MAX_PART_NUMBER) };
 }
 
 /**
@@ -59,7 +59,7 @@ export const getObjectAttributes: S3Handler = async (s3) => {
   if (unknown) throw new S3Error('InvalidArgument', `Invalid attribute name specified: ${unknown}.`, { ArgumentName: 'x-amz-object-attributes' });
   await deps.buckets.owned(bucket, callerOf(res));
   const meta = await deps.objects.headObject(bucket, key);
-  const etag = unquote(meta.etag);
+  const etag = unquoteEtag(meta.etag);
   const parts = /-(\d+)$/.exec(etag)?.[1];
   const stored = storedChecksum(meta.headers);
   const checksum = wanted.includes('Checksum') ? stored : undefined;
