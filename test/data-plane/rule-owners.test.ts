@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
 import { expect } from 'chai';
 import { OWNER_ANSWERS, type ErrorAnswer } from '../support/rule-owners.js';
-import { startObjectLayer, type ObjectLayer } from './harness.js';
+import { startObjectLayer, TOKEN, type ObjectLayer } from './harness.js';
 
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
 
@@ -40,6 +41,29 @@ describe('object layer: each S3 rule is answered by its one owner (PostgreSQL)',
   const uploadPath = (rest = '') => `/internal/multipart/${bucket}/k/${uploadId}${rest}`;
   const complete = (numbers: number[]) =>
     layer.dpFetch('POST', uploadPath('/complete'), JSON.stringify({ parts: numbers.map((n) => ({ partNumber: n, etag: md5(String(n)) })) }), json);
+
+  /** A PUT declaring 6 GiB, of which a few bytes are sent: the answer comes before the rest would. */
+  const hugePut = (path: string) =>
+    new Promise<ErrorAnswer>((resolve, reject) => {
+      const req = http.request(
+        { host: '127.0.0.1', port: layer.dp.port, path, method: 'PUT', headers: { 'x-strata-internal-token': TOKEN, 'content-length': String(6 * 1024 ** 3) } },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c));
+          res.on('end', () => {
+            const { error } = JSON.parse(body) as { error: { code: string; message: string; extra?: Record<string, string> } };
+            resolve({ status: res.statusCode ?? 0, code: error.code, message: error.message, extra: error.extra ?? {} });
+          });
+        },
+      );
+      req.on('error', reject);
+      req.write(randomBytes(1024));
+    });
+
+  it('a body declared past 5 GiB: PutObject and UploadPart answer as checkObjectSize', async () => {
+    expect(await hugePut(`/internal/objects/${bucket}/huge`)).to.deep.equal(OWNER_ANSWERS.tooLarge());
+    expect(await hugePut(uploadPath('/parts/1'))).to.deep.equal(OWNER_ANSWERS.tooLarge());
+  });
 
   it('a part number past 10000: UploadPart and GetObject answer as checkPartNumber', async () => {
     expect(await answerOf(await layer.dpFetch('PUT', uploadPath('/parts/10001'), 'x'))).to.deep.equal(OWNER_ANSWERS.partNumberTooHigh());

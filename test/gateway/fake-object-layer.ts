@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import {
   checkCopyChangesObject,
   checkCopySourceConditions,
+  checkObjectSize,
   checkPartNumber,
   checkPartOrder,
   etagMatches,
@@ -143,6 +144,7 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
   }
 
   async putObject(bucket: string, key: string, input: PutObjectInput, body: Readable): Promise<{ object: ObjectMeta; instant: boolean }> {
+    checkObjectSize(input.contentLength);
     const bytes = await bytesOf(body);
     this.record('putObject', bucket, key, { ...input, trailingHeaders: undefined }, bytes);
     this.checkWrite(bucket, key, input);
@@ -223,7 +225,15 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     return u;
   }
 
-  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, input: unknown, body: Readable): Promise<{ etag: string }> {
+  async uploadPart(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    input: { contentLength?: number },
+    body: Readable,
+  ): Promise<{ etag: string }> {
+    checkObjectSize(input.contentLength);
     const bytes = await bytesOf(body);
     this.record('uploadPart', bucket, key, uploadId, partNumber, bytes);
     checkPartNumber(partNumber);

@@ -47,6 +47,15 @@ describe('gateway: each S3 rule is answered by its one owner', () => {
     expect(fx.layer.callsOf('completeMultipart')).to.have.length(3);
   });
 
+  it('a body declared past 5 GiB (PutObject, UploadPart) is refused by the object layer before its bytes are read', async () => {
+    await fx.app.fetch('POST', '/videos/k?uploads');
+    // (An aws-chunked body declares its length apart from the bytes sent.)
+    const huge = { 'content-encoding': 'aws-chunked', 'x-amz-decoded-content-length': String(6 * 1024 ** 3) };
+    await expectOwner(fx.app.fetch('PUT', '/videos/huge', { headers: huge, body: 'x' }), OWNER_ANSWERS.tooLarge());
+    await expectOwner(fx.app.fetch('PUT', '/videos/k?partNumber=1&uploadId=upload-1', { headers: huge, body: 'x' }), OWNER_ANSWERS.tooLarge());
+    expect([fx.layer.objects.has('videos/huge'), fx.layer.uploads.get('upload-1')?.parts.size]).to.deep.equal([false, 0]);
+  });
+
   it('an instant-upload MD5 that is not 32 hex digits is InvalidDigest before anything is stored', async () => {
     await expectOwner(fx.app.fetch('PUT', '/videos/instant', { headers: { 'x-service-md5': 'xyz' }, body: 'x' }), OWNER_ANSWERS.instantMd5Form());
     expect(fx.layer.callsOf('putObject')).to.deep.equal([]);

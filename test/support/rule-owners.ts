@@ -1,4 +1,12 @@
-import { checkPartNumber, checkPartOrder, readCopySourceRange, readInstantMd5, readPageSize, S3Error } from '../../images/object-model/src/index.js';
+import {
+  checkObjectSize,
+  checkPartNumber,
+  checkPartOrder,
+  readCopySourceRange,
+  readInstantMd5,
+  readPageSize,
+  S3Error,
+} from '../../images/object-model/src/index.js';
 
 /** An S3 error as a client sees it: status, code, message and the extra fields of its body. */
 export interface ErrorAnswer {
@@ -26,6 +34,8 @@ export function answerOf(fn: () => unknown): ErrorAnswer {
  * must give this very answer.
  */
 export const OWNER_ANSWERS = {
+  /** PutObject / UploadPart declaring 6 GiB. */
+  tooLarge: () => answerOf(() => checkObjectSize(6 * 1024 ** 3)),
   /** UploadPart / GetObject `partNumber` past 10000. */
   partNumberTooHigh: () => answerOf(() => checkPartNumber(10001)),
   /** CompleteMultipartUpload listing no part. */

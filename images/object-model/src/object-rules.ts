@@ -4,6 +4,12 @@ import { WEBSITE_REDIRECT_HEADER, type StoredHeaders } from './stored-headers.js
 /** Largest object a single PUT (or copy) stores, and the largest part: S3's 5 GiB. */
 export const MAX_OBJECT_SIZE = 5 * 1024 ** 3;
 
+/** A body's declared size (a PUT's, a part's): at most MAX_OBJECT_SIZE (EntityTooLarge, before any byte is stored). */
+export function checkObjectSize(size: number | undefined): void {
+  if (size !== undefined && size > MAX_OBJECT_SIZE)
+    throw new S3Error('EntityTooLarge', undefined, { ProposedSize: String(size), MaxSizeAllowed: String(MAX_OBJECT_SIZE) });
+}
+
 /** Most bytes of user metadata (names and values, as UTF-8) an object carries: S3's 2 KiB. */
 export const MAX_METADATA_BYTES = 2048;
 

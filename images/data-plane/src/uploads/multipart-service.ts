@@ -5,6 +5,7 @@ import {
   assertObjectKey,
   checkCopySourceConditions,
   checkCopySourceRange,
+  checkObjectSize,
   checkPartNumber,
   checksumHeaders,
   checkUserMetadata,
@@ -135,7 +136,7 @@ export class MultipartService {
   async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, body: Readable, opts: PartUpload): Promise<{ etag: string }> {
     checkPartNumber(partNumber);
     const { info, backend } = await this.upload(bucket, key, uploadId);
-    if (opts.contentLength !== undefined && opts.contentLength > MAX_OBJECT_SIZE) throw new S3Error('EntityTooLarge');
+    checkObjectSize(opts.contentLength);
     const wanted = info.checksum?.algorithm;
     if (wanted && opts.checksumAlgorithm !== wanted) {
       throw new S3Error(

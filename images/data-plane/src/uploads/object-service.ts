@@ -4,6 +4,7 @@ import {
   assertObjectKey,
   checkCopyChangesObject,
   checkCopySourceConditions,
+  checkObjectSize,
   checksumHeaders,
   checkUserMetadata,
   copiedHeaders,
@@ -135,7 +136,7 @@ export class ObjectService {
     assertObjectKey(req.key);
     const userMetadata = req.userMetadata ?? {};
     checkUserMetadata(userMetadata);
-    if (req.contentLength !== undefined && req.contentLength > MAX_OBJECT_SIZE) throw new S3Error('EntityTooLarge');
+    checkObjectSize(req.contentLength);
     const { bucket, backend } = await this.bucket(req.bucket);
     const owner = req.owner ?? bucket.owner;
     const contentType = req.contentType || 'application/octet-stream';

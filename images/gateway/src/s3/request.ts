@@ -3,7 +3,6 @@ import { pipeline, type Readable, type Transform } from 'node:stream';
 import type http from 'node:http';
 import {
   checkUserMetadata,
-  MAX_OBJECT_SIZE,
   mergeStoredHeaders,
   header,
   parseTaggingHeader,
@@ -109,14 +108,15 @@ export function objectBody(req: http.IncomingMessage, res: http.ServerResponse, 
   return { body: streams[streams.length - 1]!, checksum };
 }
 
-/** Length of the object's bytes: x-amz-decoded-content-length for aws-chunked, else Content-Length. */
+/**
+ * Length of the object's bytes: x-amz-decoded-content-length for aws-chunked, else Content-Length
+ * (MissingContentLength when it is no whole number; whether it is too large the object layer judges).
+ */
 export function objectLength(req: http.IncomingMessage, res: http.ServerResponse): number {
   const chunked = isAwsChunked(req, res);
   const raw = chunked ? req.headers['x-amz-decoded-content-length'] : req.headers['content-length'];
   if (raw === undefined || Array.isArray(raw) || !/^\d+$/.test(raw)) throw new S3Error('MissingContentLength');
-  const n = Number(raw);
-  if (n > MAX_OBJECT_SIZE) throw new S3Error('EntityTooLarge', undefined, { ProposedSize: String(n), MaxSizeAllowed: String(MAX_OBJECT_SIZE) });
-  return n;
+  return Number(raw);
 }
 
 /** Let the rest of a body we will not use flow away (so the client can read our answer). */
