@@ -1,3 +1,11 @@
+/*
+ * The S3 rules on what a request may ask, each defined once here (issue #41, item 3). Readers
+ * (`read*`) turn a value as sent into typed input, or the S3 error S3 gives for its form: the gateway
+ * reads what clients send with them, and the object layer's internal APIs read what the gateway passes
+ * on with the same ones. Checks (`check*`) judge typed input: the object layer (data plane, and the
+ * tests' FakeObjectLayer) runs them, so a value refused for its meaning gets one answer whichever way
+ * it came in (test/gateway/rule-owners.test.ts, test/data-plane/rule-owners.test.ts).
+ */
 import { S3Error } from './s3-errors.js';
 import { WEBSITE_REDIRECT_HEADER, type StoredHeaders } from './stored-headers.js';
 

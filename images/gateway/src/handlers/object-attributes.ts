@@ -1,4 +1,4 @@
-import { MAX_PAGE_SIZE, MAX_PART_NUMBER, S3Error, storedChecksum, unquoteEtag, type ObjectChecksum } from '../../../object-model/src/index.js';
+import { readPageSize, readWholeNumber, S3Error, storedChecksum, unquoteEtag, type ObjectChecksum } from '../../../object-model/src/index.js';
 import { callerOf } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumXml } from '../s3/checksums.js';
@@ -7,16 +7,12 @@ import { header } from '../s3/request.js';
 
 const ATTRIBUTES = new Set(['ETag', 'Checksum', 'ObjectParts', 'StorageClass', 'ObjectSize']);
 
-/** `x-amz-max-parts` (default and at most 1000) and `x-amz-part-number-marker` (default 0). */
+/** `x-amz-max-parts` (a page size, as ListParts' max-parts) and `x-amz-part-number-marker` (default 0). */
 function partsPage(req: S3Request['req']): { maxParts: number; marker: number } {
-  const number = (name: string, fallback: number, max: number) => {
-    const raw = header(req, name);
-    if (raw === undefined) return fallback;
-    if (!/^\d+$/.test(raw) || Number(raw) > max)
-      throw new S3Error('InvalidArgument', `${name} must be an integer from 0 to ${max}.`, { ArgumentName: name, ArgumentValue: raw });
-    return Number(raw);
+  return {
+    maxParts: readPageSize(header(req, 'x-amz-max-parts'), 'x-amz-max-parts'),
+    marker: readWholeNumber(header(req, 'x-amz-part-number-marker'), 'x-amz-part-number-marker', 0),
   };
-  return { maxParts: number('x-amz-max-parts', MAX_PAGE_SIZE, MAX_PAGE_SIZE), marker: number('x-amz-part-number-marker', 0, MAX_PART_NUMBER) };
 }
 
 /**
