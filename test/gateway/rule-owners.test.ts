@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { OWNER_ANSWERS, type ErrorAnswer } from '../support/rule-owners.js';
-import { handlerFixture } from './handler-app.js';
+import { codeOf, handlerFixture } from './handler-app.js';
 
 /** An S3 error document as its answer: status, Code, Message and the fields `extra` names. */
 async function answerOf(res: Response, extra: Record<string, string>): Promise<ErrorAnswer> {
@@ -54,6 +54,15 @@ describe('gateway: each S3 rule is answered by its one owner', () => {
     await expectOwner(fx.app.fetch('PUT', '/videos/huge', { headers: huge, body: 'x' }), OWNER_ANSWERS.tooLarge());
     await expectOwner(fx.app.fetch('PUT', '/videos/k?partNumber=1&uploadId=upload-1', { headers: huge, body: 'x' }), OWNER_ANSWERS.tooLarge());
     expect([fx.layer.objects.has('videos/huge'), fx.layer.uploads.get('upload-1')?.parts.size]).to.deep.equal([false, 0]);
+  });
+
+  it('a copy onto itself is judged by the object layer: asking for encryption is a change, asking for nothing is InvalidRequest', async () => {
+    const self = { 'x-amz-copy-source': '/videos/source' };
+    const encrypted = await fx.app.fetch('PUT', '/videos/source', { headers: { ...self, 'x-amz-server-side-encryption': 'AES256' } });
+    expect(encrypted.status, await encrypted.text()).to.equal(200);
+    const unchanged = await fx.app.fetch('PUT', '/videos/source', { headers: self });
+    expect([unchanged.status, codeOf(await unchanged.text())]).to.deep.equal([400, 'InvalidRequest']);
+    expect(fx.layer.callsOf('copyObject')).to.have.length(2);
   });
 
   it('an instant-upload MD5 that is not 32 hex digits is InvalidDigest before anything is stored', async () => {

@@ -1,6 +1,5 @@
 import {
   assertObjectKey,
-  checkCopyChangesObject,
   isChecksumAlgorithm,
   mergeStoredHeaders,
   readConditions,
@@ -132,9 +131,9 @@ export const copyObject: S3Handler = async (s3) => {
   // As S3: with COPY the source's tags go with the copy, and an x-amz-tagging header is ignored.
   const tags = taggingDirective === 'REPLACE' ? (objectTagging(req) ?? []) : undefined;
   // A website redirect is never copied from the source (as S3): with either directive it is the request's;
-  // with REPLACE so are the other stored headers. A new redirect is a change of the object itself.
+  // with REPLACE so are the other stored headers. Whether a copy onto itself changes anything (a new
+  // redirect, new metadata, new encryption) the object layer judges (checkCopyChangesObject).
   const headers = mergeStoredHeaders(directive === 'REPLACE' ? standardHeaders(req) : websiteRedirect(req), acl);
-  checkCopyChangesObject({ bucket, key, sourceBucket, sourceKey, metadataDirective: directive, headers });
   // The copy's checksum of this algorithm (computed from the bytes when the source has another one).
   const checksumAlgorithm = header(req, 'x-amz-checksum-algorithm')?.toUpperCase();
   if (checksumAlgorithm !== undefined && !isChecksumAlgorithm(checksumAlgorithm)) {
