@@ -76,6 +76,11 @@ describe('object layer: each S3 rule is answered by its one owner (PostgreSQL)',
     expect(await answerOf(await complete([2, 1]))).to.deep.equal(OWNER_ANSWERS.outOfOrder(uploadId));
   });
 
+  it('a write with If-Match onto a key without an object answers as checkWriteConditions', async () => {
+    const put = await layer.dpFetch('PUT', `/internal/objects/${bucket}/missing`, 'x', { 'x-strata-owner': 'alice', 'if-match': '"0123"' });
+    expect(await answerOf(put)).to.deep.equal(OWNER_ANSWERS.ifMatchMissing('missing'));
+  });
+
   it('an instant-upload MD5 that is not 32 hex digits is InvalidDigest, as at the gateway, and stores nothing', async () => {
     const instant = await layer.dpFetch('PUT', `/internal/objects/${bucket}/instant`, 'x', { 'x-strata-owner': 'alice', 'x-strata-instant-md5': 'xyz' });
     expect(await answerOf(instant)).to.deep.equal(OWNER_ANSWERS.instantMd5Form());

@@ -6,6 +6,7 @@ import {
   checkObjectSize,
   checkPartNumber,
   checkPartOrder,
+  checkWriteConditions,
   etagMatches,
   notModified,
   S3Error,
@@ -103,10 +104,7 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
   }
 
   private checkWrite(bucket: string, key: string, c: WriteConditions | undefined): void {
-    const current = this.objects.get(`${bucket}/${key}`)?.meta;
-    if (c?.ifNoneMatch === '*' && current) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-None-Match' });
-    if (c?.ifMatch !== undefined && (!current || !etagMatches(c.ifMatch, current.etag)))
-      throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
+    checkWriteConditions(c, this.objects.get(`${bucket}/${key}`)?.meta.etag, key);
   }
 
   async getBucket(bucket: string): Promise<BucketInfo> {

@@ -65,6 +65,10 @@ describe('gateway: each S3 rule is answered by its one owner', () => {
     expect(fx.layer.callsOf('copyObject')).to.have.length(2);
   });
 
+  it('a write with If-Match onto a key without an object is NoSuchKey, as the object layer answers it', async () => {
+    await expectOwner(fx.app.fetch('PUT', '/videos/missing', { headers: { 'if-match': '"0123"' }, body: 'x' }), OWNER_ANSWERS.ifMatchMissing('missing'));
+  });
+
   it('an instant-upload MD5 that is not 32 hex digits is InvalidDigest before anything is stored', async () => {
     await expectOwner(fx.app.fetch('PUT', '/videos/instant', { headers: { 'x-service-md5': 'xyz' }, body: 'x' }), OWNER_ANSWERS.instantMd5Form());
     expect(fx.layer.callsOf('putObject')).to.deep.equal([]);

@@ -2,6 +2,7 @@ import {
   checkObjectSize,
   checkPartNumber,
   checkPartOrder,
+  checkWriteConditions,
   readCopySourceRange,
   readInstantMd5,
   readPageSize,
@@ -34,6 +35,8 @@ export function answerOf(fn: () => unknown): ErrorAnswer {
  * must give this very answer.
  */
 export const OWNER_ANSWERS = {
+  /** A PutObject with If-Match onto a key that has no object. */
+  ifMatchMissing: (key: string) => answerOf(() => checkWriteConditions({ ifMatch: '"0123"' }, undefined, key)),
   /** PutObject / UploadPart declaring 6 GiB. */
   tooLarge: () => answerOf(() => checkObjectSize(6 * 1024 ** 3)),
   /** UploadPart / GetObject `partNumber` past 10000. */
