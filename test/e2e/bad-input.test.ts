@@ -147,6 +147,34 @@ describeWithBucket('e2e: bad input gets the right S3 error and leaves no partial
     await fetch(`${env.p.endpoint}/${bucket}/sha.txt`, { method: 'DELETE', headers: { authorization: `Bearer ${env.token}` } });
   });
 
+  it('a body declared past 5 GiB is EntityTooLarge (decided by the object layer) before the rest is sent, and stores nothing', async () => {
+    const u = new URL(env.p.endpoint);
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          method: 'PUT',
+          path: `/${bucket}/huge.bin`,
+          headers: { authorization: `Bearer ${env.token}`, 'content-length': String(6 * 1024 ** 3) },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c));
+          res.on('end', () => {
+            resolve({ status: res.statusCode ?? 0, body });
+            req.destroy();
+          });
+        },
+      );
+      req.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
+      req.write(randomBytes(64 * 1024));
+    });
+    expect([answer.status, s3ErrorOf(answer.body).code]).to.deep.equal([400, 'EntityTooLarge']);
+    expect(answer.body).to.contain('<MaxSizeAllowed>5368709120</MaxSizeAllowed>');
+    await absent('huge.bin');
+  });
+
   it('a client that disconnects mid-upload leaves no object behind', async () => {
     const u = new URL(env.p.endpoint);
     await new Promise<void>((resolve) => {

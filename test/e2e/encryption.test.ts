@@ -36,6 +36,20 @@ describeWithBucket('e2e: server-side encryption (SSE-S3, SSE-C, bucket default)'
     expect((await bodyBytes(got)).equals(body.subarray(65530, 131081))).to.equal(true);
   });
 
+  it('a copy of an object onto itself that only asks for encryption is a change (as S3), judged by the object layer', async () => {
+    const body = randomBytes(1000);
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'plain.bin', Body: body }));
+    const copy = await env.s3.send(
+      new CopyObjectCommand({ Bucket: bucket, Key: 'plain.bin', CopySource: `${bucket}/plain.bin`, ServerSideEncryption: 'AES256' }),
+    );
+    expect(copy.ServerSideEncryption).to.equal('AES256');
+    const got = await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'plain.bin' }));
+    expect([got.ServerSideEncryption, (await bodyBytes(got)).equals(body)]).to.deep.equal(['AES256', true]);
+    // Without any change it is still refused.
+    const same = await s3Failure(env.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'plain.bin', CopySource: `${bucket}/plain.bin` })));
+    expect(same).to.deep.equal({ name: 'InvalidRequest', status: 400 });
+  });
+
   it('SSE-C: GET and HEAD without the key are 400, with another key 403; with it the body and the key MD5 come back', async () => {
     const body = randomBytes(5000);
     const put = await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'c.bin', Body: body, ...sseC }));

@@ -3,6 +3,10 @@ import { Readable } from 'node:stream';
 import {
   checkCopyChangesObject,
   checkCopySourceConditions,
+  checkObjectSize,
+  checkPartNumber,
+  checkPartOrder,
+  checkWriteConditions,
   etagMatches,
   notModified,
   S3Error,
@@ -100,10 +104,7 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
   }
 
   private checkWrite(bucket: string, key: string, c: WriteConditions | undefined): void {
-    const current = this.objects.get(`${bucket}/${key}`)?.meta;
-    if (c?.ifNoneMatch === '*' && current) throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-None-Match' });
-    if (c?.ifMatch !== undefined && (!current || !etagMatches(c.ifMatch, current.etag)))
-      throw new S3Error('PreconditionFailed', undefined, { Condition: 'If-Match' });
+    checkWriteConditions(c, this.objects.get(`${bucket}/${key}`)?.meta.etag, key);
   }
 
   async getBucket(bucket: string): Promise<BucketInfo> {
@@ -141,6 +142,7 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
   }
 
   async putObject(bucket: string, key: string, input: PutObjectInput, body: Readable): Promise<{ object: ObjectMeta; instant: boolean }> {
+    checkObjectSize(input.contentLength);
     const bytes = await bytesOf(body);
     this.record('putObject', bucket, key, { ...input, trailingHeaders: undefined }, bytes);
     this.checkWrite(bucket, key, input);
@@ -154,6 +156,7 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
 
   async getObject(bucket: string, key: string, input: GetObjectInput): Promise<ObjectRead> {
     this.record('getObject', bucket, key, input);
+    if (input.partNumber !== undefined) checkPartNumber(input.partNumber);
     const { meta, bytes } = this.find(bucket, key);
     if (notModified(meta, input.conditions)) return { status: 304, object: meta, contentLength: 0 };
     const m = input.range ? /^bytes=(\d+)-(\d+)$/.exec(input.range) : null;
@@ -220,15 +223,25 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     return u;
   }
 
-  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, input: unknown, body: Readable): Promise<{ etag: string }> {
+  async uploadPart(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    input: { contentLength?: number },
+    body: Readable,
+  ): Promise<{ etag: string }> {
+    checkObjectSize(input.contentLength);
     const bytes = await bytesOf(body);
     this.record('uploadPart', bucket, key, uploadId, partNumber, bytes);
+    checkPartNumber(partNumber);
     this.upload(uploadId).parts.set(partNumber, bytes);
     return { etag: md5(bytes) };
   }
 
   async completeMultipart(bucket: string, key: string, uploadId: string, parts: CompletedPart[], conditions?: WriteConditions): Promise<ObjectMeta> {
     this.record('completeMultipart', bucket, key, uploadId, parts, conditions);
+    checkPartOrder(parts, uploadId);
     const u = this.upload(uploadId);
     for (const p of parts) if (md5(u.parts.get(p.partNumber) ?? Buffer.alloc(0)) !== p.etag) throw new S3Error('InvalidPart');
     this.checkWrite(bucket, key, conditions);

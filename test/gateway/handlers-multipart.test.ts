@@ -45,13 +45,13 @@ describe('gateway handlers: multipart uploads, against a fake ObjectLayer', () =
           { partNumber: 1, etag: md5('first-') },
           { partNumber: 2, etag: md5('second') },
         ],
-        { ifMatch: undefined, ifNoneMatch: '*' },
+        { ifNoneMatch: '*' },
       ],
     ]);
     expect(fx.layer.objects.get('videos/film.mp4')?.bytes.toString()).to.equal('first-second');
   });
 
-  it('a document the gateway can judge is refused before the object layer is called: parts out of order, no parts, a bad part number', async () => {
+  it('parts out of order, no parts, a bad part number: the object layer refuses them (rule-owners.test.ts); a malformed Part never reaches it', async () => {
     await fx.app.fetch('POST', '/videos/k?uploads');
     const outOfOrder = await fx.app.fetch('POST', '/videos/k?uploadId=upload-1', {
       body: completion([
@@ -71,8 +71,20 @@ describe('gateway handlers: multipart uploads, against a fake ObjectLayer', () =
     expect(codeOf(await empty.text())).to.equal('MalformedXML');
     const badPart = await fx.app.fetch('PUT', '/videos/k?partNumber=10001&uploadId=upload-1', { body: 'x' });
     expect([badPart.status, codeOf(await badPart.text())]).to.deep.equal([400, 'InvalidArgument']);
-    expect(fx.layer.callsOf('completeMultipart')).to.deep.equal([]);
-    expect(fx.layer.callsOf('uploadPart')).to.deep.equal([]);
+    expect(fx.layer.callsOf('completeMultipart')).to.have.length(3);
+    expect(fx.layer.callsOf('uploadPart')).to.have.length(1);
+    // The document's shape is the gateway's: a PartNumber that is no number, or a Part without ETag, is MalformedXML.
+    for (const part of ['<PartNumber>one</PartNumber><ETag>"a"</ETag>', '<PartNumber>1</PartNumber>']) {
+      const malformed = await fx.app.fetch('POST', '/videos/k?uploadId=upload-1', {
+        body: `<CompleteMultipartUpload><Part>${part}</Part></CompleteMultipartUpload>`,
+      });
+      expect([malformed.status, codeOf(await malformed.text())], part).to.deep.equal([400, 'MalformedXML']);
+    }
+    expect(fx.layer.callsOf('completeMultipart')).to.have.length(3);
+    // A part number that is no number is refused by the gateway: nothing to pass on.
+    const notNumber = await fx.app.fetch('PUT', '/videos/k?partNumber=one&uploadId=upload-1', { body: 'x' });
+    expect([notNumber.status, codeOf(await notNumber.text())]).to.deep.equal([400, 'InvalidArgument']);
+    expect(fx.layer.callsOf('uploadPart')).to.have.length(1);
   });
 
   it("the object layer's errors are rendered from the S3 error table: InvalidPart, NoSuchUpload", async () => {

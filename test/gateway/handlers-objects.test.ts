@@ -198,6 +198,7 @@ describe('gateway handlers: objects, against a fake ObjectLayer', () => {
     const itselfXml = await itself.text();
     expect([itself.status, codeOf(itselfXml)]).to.deep.equal([400, 'InvalidRequest']);
     expect(itselfXml).to.contain('copy an object to itself');
-    expect(fx.layer.callsOf('copyObject')).to.have.length(2);
+    // (Refused by the object layer, which judges whether a copy changes anything: rule-owners.test.ts.)
+    expect(fx.layer.callsOf('copyObject')).to.have.length(3);
   });
 });

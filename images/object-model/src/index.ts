@@ -8,6 +8,7 @@ export * from './stored-headers.js';
 export * from './access-control.js';
 export * from './checksum-algorithms.js';
 export * from './etags.js';
+export * from './headers.js';
 export * from './internal-api.js';
 export * from './admin-jobs.js';
 export * from './preconditions.js';

@@ -1,4 +1,5 @@
 import { etagMatches } from './etags.js';
+import { header, type RequestHeaders } from './headers.js';
 import type { WriteConditions } from './object-layer.js';
 import { S3Error } from './s3-errors.js';
 
@@ -62,6 +63,25 @@ export function checkCopySourceConditions(c: ObjectConditions | undefined, sourc
 export function definedConditions<T extends Record<string, string | undefined>>(values: T): Partial<T> | undefined {
   const set = Object.entries(values).filter(([, v]) => v !== undefined);
   return set.length ? (Object.fromEntries(set) as Partial<T>) : undefined;
+}
+
+/**
+ * A request's conditions on an object, read from its headers: If-Match, If-None-Match,
+ * If-Modified-Since, If-Unmodified-Since (a read's), or with `prefix` `x-amz-copy-source-` a copy's
+ * conditions on its source. Undefined when it sends none.
+ */
+export function readConditions(req: { headers: RequestHeaders }, prefix = ''): ObjectConditions | undefined {
+  return definedConditions({
+    ifMatch: header(req, `${prefix}if-match`),
+    ifNoneMatch: header(req, `${prefix}if-none-match`),
+    ifModifiedSince: header(req, `${prefix}if-modified-since`),
+    ifUnmodifiedSince: header(req, `${prefix}if-unmodified-since`),
+  });
+}
+
+/** A write's conditions on the object it replaces (If-Match, If-None-Match), read from its headers; undefined when it sends none. */
+export function readWriteConditions(req: { headers: RequestHeaders }): WriteConditions | undefined {
+  return definedConditions({ ifMatch: header(req, 'if-match'), ifNoneMatch: header(req, 'if-none-match') });
 }
 
 /** If-Match / If-None-Match of a write against the key's current ETag (undefined: no object); PreconditionFailed or NoSuchKey as S3. */

@@ -14,6 +14,7 @@ import {
   OBJECT_OWNERSHIPS,
   objectTagsFromJson,
   PERMISSIONS,
+  readPageSize,
   S3Error,
   type ObjectOwnership,
   type Permission,
@@ -207,12 +208,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   router.get('/buckets/:bucket/objects', async (req, res) => {
     const bucket = await mustBucket(param(req, 'bucket'));
     const q = req.query;
-    const rawMax = str(q.maxKeys) ?? str(q['max-keys']);
-    let maxKeys = 1000;
-    if (rawMax !== undefined) {
-      if (!/^\d+$/.test(rawMax)) throw new S3Error('InvalidArgument', 'maxKeys must be an integer from 0 to 1000', { ArgumentName: 'max-keys' });
-      maxKeys = Math.min(Number(rawMax), 1000);
-    }
+    const maxKeys = readPageSize(str(q.maxKeys) ?? str(q['max-keys']), 'max-keys');
     const prefix = str(q.prefix) ?? '';
     const page = await store.objects.list(bucket, {
       prefix,

@@ -3,15 +3,24 @@ import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import express, { type Request, type Router } from 'express';
 import {
+  checkPartNumber,
+  contentMd5Hex,
   encodeWireHeader,
+  header,
   notModified,
   readBlobCollectionBody,
   readCompleteMultipartBody,
   readCopyObjectBody,
   readCreateMultipartBody,
   readMultipartExpiryBody,
+  readConditions,
+  readInstantMd5,
+  readPageSize,
   readPartCopyBody,
+  readPartNumber,
+  readWholeNumber,
   readWireHeader,
+  readWriteConditions,
   readSseRequest,
   S3Error,
   SSE_ANSWER_HEADER,
@@ -21,7 +30,6 @@ import {
   TAGS_HEADER,
   TRAILING_HEADERS_TRAILER,
   USER_METADATA_HEADER,
-  type ObjectConditions,
   type StoredHeaders,
 } from '../../../object-model/src/index.js';
 import { sendJson } from '../../../service-kit/src/index.js';
@@ -41,11 +49,6 @@ export interface RouteDeps {
 
 const p = (req: Request, name: string) => String(req.params[name]);
 const q = (req: Request, name: string) => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
-/** A request header's (first) value. */
-const header = (req: http.IncomingMessage, name: string): string | undefined => {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-};
 
 /** Bodies up to this size are answered with one res.end(buffer) instead of a piped stream. */
 const SMALL_BODY = 64 * 1024;
@@ -70,14 +73,8 @@ function contentLength(req: http.IncomingMessage): number | undefined {
   return Number(raw);
 }
 
-/** Base64 Content-MD5 → hex; InvalidDigest when it is not 16 bytes of base64. */
-function contentMd5(req: http.IncomingMessage): string | undefined {
-  const raw = header(req, 'x-strata-content-md5');
-  if (raw === undefined) return undefined;
-  const bytes = Buffer.from(raw, 'base64');
-  if (bytes.length !== 16 || !/^[A-Za-z0-9+/]+=*$/.test(raw)) throw new S3Error('InvalidDigest');
-  return bytes.toString('hex');
-}
+/** x-strata-content-md5: the client's Content-MD5 (base64) as hex; InvalidDigest when it is not 16 bytes of base64. */
+const contentMd5 = (req: http.IncomingMessage) => contentMd5Hex(header(req, 'x-strata-content-md5'));
 
 /** Stored headers of a body: those sent ahead (x-strata-headers) and those in its trailer, read once it has arrived. */
 function bodyHeaders(req: http.IncomingMessage): { headers?: StoredHeaders; trailingHeaders: () => Promise<StoredHeaders | undefined> } {
@@ -119,24 +116,13 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
  */
 export function partRange(partNumber: number, object: Pick<StoredObject, 'size' | 'partSizes'>): ByteRange | undefined {
   const sizes = object.partSizes ?? [object.size];
-  if (!Number.isInteger(partNumber) || partNumber < 1)
-    throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber' });
+  checkPartNumber(partNumber);
   if (partNumber > sizes.length)
     throw new S3Error('InvalidPartNumber', undefined, { PartNumberRequested: String(partNumber), ActualPartCount: String(sizes.length) });
   let start = 0;
   for (let i = 0; i < partNumber - 1; i++) start += sizes[i]!;
   const size = sizes[partNumber - 1]!;
   return size > 0 ? { start, end: start + size - 1 } : undefined;
-}
-
-/** If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since of a GET or HEAD, as the gateway passed them on. */
-function readConditions(req: http.IncomingMessage): ObjectConditions {
-  return {
-    ifMatch: header(req, 'if-match'),
-    ifNoneMatch: header(req, 'if-none-match'),
-    ifModifiedSince: header(req, 'if-modified-since'),
-    ifUnmodifiedSince: header(req, 'if-unmodified-since'),
-  };
 }
 
 function objectHeaders(res: http.ServerResponse, object: StoredObject): void {
@@ -167,8 +153,6 @@ export interface ObjectTarget {
 /** PUT, GET and HEAD of one object (`/internal/objects/{bucket}/{key}`): the hot path, served on Node's own request and response (app.ts). */
 function objectHandlers(objects: ObjectService) {
   const put = async (req: http.IncomingMessage, res: http.ServerResponse, { bucket, key }: ObjectTarget) => {
-    const ifMatch = header(req, 'if-match');
-    const ifNoneMatch = header(req, 'if-none-match');
     const result = await objects.put({
       bucket,
       key,
@@ -180,8 +164,8 @@ function objectHandlers(objects: ObjectService) {
       tags: readWireHeader(TAGS_HEADER, header(req, TAGS_HEADER.name)),
       ...bodyHeaders(req),
       contentMd5: contentMd5(req),
-      instantMd5: header(req, 'x-strata-instant-md5') || undefined,
-      conditions: ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined,
+      instantMd5: readInstantMd5(header(req, 'x-strata-instant-md5')),
+      conditions: readWriteConditions(req),
       sse: sseOf(req),
     });
     // An instant hit did not read the body: close the connection rather than drain bytes nobody needs.
@@ -209,8 +193,7 @@ function objectHandlers(objects: ObjectService) {
       return;
     }
     // One part of the object (the gateway refuses partNumber with a Range), or the Range asked for.
-    const rawPart = query.get('partNumber');
-    const partNumber = rawPart !== null ? Number(rawPart) : undefined;
+    const partNumber = query.has('partNumber') ? readPartNumber(query.get('partNumber')) : undefined;
     const range = partNumber !== undefined ? partRange(partNumber, object) : parseRange(header(req, 'range'), object.size);
     if (partNumber !== undefined && object.partSizes) {
       res.setHeader('x-amz-mp-parts-count', String(object.partSizes.length));
@@ -298,7 +281,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   });
   router.put('/multipart/:bucket/:key/:uploadId/parts/:n', async (req, res) => {
     res.json(
-      await multipart.uploadPart(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), Number(p(req, 'n')), req, {
+      await multipart.uploadPart(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), readPartNumber(p(req, 'n')), req, {
         contentLength: contentLength(req),
         contentMd5: contentMd5(req),
         checksumAlgorithm: req.header('x-strata-checksum-algorithm'),
@@ -310,7 +293,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   router.put('/multipart/:bucket/:key/:uploadId/parts/:n/copy', json, async (req, res) => {
     const { sourceBucket, sourceKey, range, conditions } = readPartCopyBody(req.body);
     res.json(
-      await multipart.uploadPartCopy(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), Number(p(req, 'n')), {
+      await multipart.uploadPartCopy(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), readPartNumber(p(req, 'n')), {
         bucket: sourceBucket,
         key: sourceKey,
         range,
@@ -320,12 +303,10 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     );
   });
   router.get('/multipart/:bucket/:key/:uploadId/parts', async (req, res) => {
-    const maxParts = q(req, 'maxParts');
-    const marker = q(req, 'partNumberMarker');
     res.json(
       await multipart.listParts(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), {
-        maxParts: maxParts !== undefined ? Number(maxParts) : undefined,
-        partNumberMarker: marker !== undefined ? Number(marker) : undefined,
+        maxParts: readPageSize(q(req, 'maxParts'), 'max-parts'),
+        partNumberMarker: readWholeNumber(q(req, 'partNumberMarker'), 'part-number-marker', 0),
       }),
     );
   });
@@ -338,14 +319,13 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     res.status(204).end();
   });
   router.get('/multipart/:bucket', async (req, res) => {
-    const maxUploads = q(req, 'maxUploads');
     res.json(
       await multipart.listUploads(p(req, 'bucket'), {
         prefix: q(req, 'prefix'),
         delimiter: q(req, 'delimiter'),
         keyMarker: q(req, 'keyMarker'),
         uploadIdMarker: q(req, 'uploadIdMarker'),
-        maxUploads: maxUploads !== undefined ? Number(maxUploads) : undefined,
+        maxUploads: readPageSize(q(req, 'maxUploads'), 'max-uploads'),
       }),
     );
   });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { compositeChecksum, fullObjectChecksum, S3Error, type RequestedPart } from '../../../object-model/src/index.js';
+import { checkPartOrder, compositeChecksum, fullObjectChecksum, S3Error, unquoteEtag, type RequestedPart } from '../../../object-model/src/index.js';
 import type { PartInfo, UploadChecksum, UploadInfo } from './upload-state.js';
 
 export const MIN_PART_SIZE = 5 * 1024 * 1024;
@@ -12,17 +12,12 @@ export const MIN_PART_SIZE = 5 * 1024 * 1024;
 export type { RequestedPart };
 
 export function chosenParts(uploadId: string, info: UploadInfo, requested: RequestedPart[], stored: Map<number, PartInfo>): PartInfo[] {
-  if (!Array.isArray(requested) || requested.length === 0) throw new S3Error('MalformedXML', 'You must specify at least one part');
+  checkPartOrder(requested, uploadId);
   const chosen: PartInfo[] = [];
-  let previous = 0;
   for (const r of requested) {
-    const n = Number(r?.partNumber);
-    if (!Number.isInteger(n) || n <= previous) throw new S3Error('InvalidPartOrder', undefined, { UploadId: uploadId });
-    previous = n;
+    const n = r.partNumber;
     const part = stored.get(n);
-    const etag = String(r.etag ?? '')
-      .replace(/^"|"$/g, '')
-      .toLowerCase();
+    const etag = unquoteEtag(String(r.etag ?? '')).toLowerCase();
     if (!part || part.etag !== etag) throw new S3Error('InvalidPart', undefined, { UploadId: uploadId, PartNumber: String(n), ETag: etag });
     // A checksum the client lists for a part must be the one the part was uploaded with.
     if (info.checksum && r.checksum && (r.checksum.algorithm !== info.checksum.algorithm || r.checksum.value !== part.checksum)) {

@@ -4,11 +4,16 @@ import { type Logger } from '../../../service-kit/src/index.js';
 import {
   assertObjectKey,
   checkCopySourceConditions,
+  checkCopySourceRange,
+  checkObjectSize,
+  checkPartNumber,
   checksumHeaders,
   checkUserMetadata,
   digesting,
   MAX_OBJECT_SIZE,
   mergeStoredHeaders,
+  pageSize,
+  readCopySourceRange,
   S3Error,
   startDigest,
   storedChecksum,
@@ -23,7 +28,7 @@ import {
   type WriteConditions,
 } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
-import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
+import type { StorageBackend } from '../backends/storage-backend.js';
 import { type ObjectMeta } from '../catalog/catalog.js';
 import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
@@ -31,7 +36,6 @@ import { chosenParts, multipartEtag, objectChecksum, type RequestedPart } from '
 import type { ObjectService } from './object-service.js';
 import { DEFAULT_UPLOADS_PER_ACCOUNT, UploadState, type InitiateOptions, type PartInfo, type UploadInfo } from './upload-state.js';
 
-const MAX_PART_NUMBER = 10_000;
 export { UPLOAD_TTL_S, type UploadChecksum } from './upload-state.js';
 export { MIN_PART_SIZE, type RequestedPart } from './completion.js';
 
@@ -124,21 +128,15 @@ export class MultipartService {
     return { info, backend };
   }
 
-  private checkPartNumber(n: number): void {
-    if (!Number.isInteger(n) || n < 1 || n > MAX_PART_NUMBER) {
-      throw new S3Error('InvalidArgument', `Part number must be an integer between 1 and ${MAX_PART_NUMBER}, inclusive`, { ArgumentName: 'partNumber' });
-    }
-  }
-
   /**
    * A part's bytes. In an upload created with a checksum algorithm every part must carry a checksum
    * of that algorithm (InvalidRequest before any byte is stored otherwise, as S3); it is kept with the
    * part for CompleteMultipartUpload.
    */
   async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, body: Readable, opts: PartUpload): Promise<{ etag: string }> {
-    this.checkPartNumber(partNumber);
+    checkPartNumber(partNumber);
     const { info, backend } = await this.upload(bucket, key, uploadId);
-    if (opts.contentLength !== undefined && opts.contentLength > MAX_OBJECT_SIZE) throw new S3Error('EntityTooLarge');
+    checkObjectSize(opts.contentLength);
     const wanted = info.checksum?.algorithm;
     if (wanted && opts.checksumAlgorithm !== wanted) {
       throw new S3Error(
@@ -180,23 +178,12 @@ export class MultipartService {
     partNumber: number,
     source: { bucket: string; key: string; range?: string; conditions?: ObjectConditions; sse?: SseRequest },
   ): Promise<{ etag: string; lastModified: string }> {
-    this.checkPartNumber(partNumber);
+    checkPartNumber(partNumber);
     const { info, backend } = await this.upload(bucket, key, uploadId);
     const { object, backend: sourceBackend } = await this.objects.head(source.bucket, source.key);
     checkCopySourceConditions(source.conditions, object);
-    let range: ByteRange | undefined;
-    if (source.range !== undefined) {
-      const m = /^bytes=(\d+)-(\d+)$/.exec(source.range.trim());
-      if (!m)
-        throw new S3Error(
-          'InvalidArgument',
-          'The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and ' +
-            'last bytes to copy',
-        );
-      range = { start: Number(m[1]), end: Number(m[2]) };
-      if (range.start > range.end || range.end >= object.size)
-        throw new S3Error('InvalidRange', `range ${source.range} is outside the source object of ${object.size} bytes`);
-    }
+    const range = source.range !== undefined ? readCopySourceRange(source.range) : undefined;
+    if (range) checkCopySourceRange(range, object.size);
     const expectedSize = range ? range.end - range.start + 1 : object.size;
     // The source's plaintext (its customer key if SSE-C), stored as the upload stores its parts.
     const sourceKey = await this.objects.encryption.open(object.encryption, source.sse?.copySourceCustomerKey);
@@ -263,7 +250,7 @@ export class MultipartService {
 
   async listParts(bucket: string, key: string, uploadId: string, opts: { maxParts?: number; partNumberMarker?: number }) {
     const { info } = await this.upload(bucket, key, uploadId);
-    const maxParts = Math.max(0, Math.min(opts.maxParts ?? 1000, 1000));
+    const maxParts = pageSize(opts.maxParts);
     const after = opts.partNumberMarker ?? 0;
     const all = (await this.state.parts(uploadId)).filter((p) => p.partNumber > after);
     const page = all.slice(0, maxParts);
@@ -449,7 +436,7 @@ export class MultipartService {
     const { bucket } = await this.objects.bucket(bucketName);
     const prefix = opts.prefix ?? '';
     const delimiter = opts.delimiter || undefined;
-    const maxUploads = Math.min(opts.maxUploads ?? 1000, 1000);
+    const maxUploads = pageSize(opts.maxUploads);
     const uploads = (await this.uploadsOf(bucket.id))
       .filter((u) => u.info.key.startsWith(prefix))
       .map(({ uploadId, info }) => ({ key: info.key, uploadId, initiated: info.initiated, owner: info.owner }));

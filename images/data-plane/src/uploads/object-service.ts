@@ -4,6 +4,7 @@ import {
   assertObjectKey,
   checkCopyChangesObject,
   checkCopySourceConditions,
+  checkObjectSize,
   checksumHeaders,
   checkUserMetadata,
   copiedHeaders,
@@ -50,7 +51,7 @@ export interface PutRequest {
   trailingHeaders?: () => Promise<StoredHeaders | undefined>;
   /** Hex MD5 from Content-MD5. */
   contentMd5?: string;
-  /** Hex MD5 the client claims for an instant upload. */
+  /** The MD5 the client claims for an instant upload: 32 lower-case hex digits, as readInstantMd5 reads it. */
   instantMd5?: string;
   conditions?: WriteConditions;
   /** Server-side encryption asked by the request (else the bucket's default). */
@@ -135,7 +136,7 @@ export class ObjectService {
     assertObjectKey(req.key);
     const userMetadata = req.userMetadata ?? {};
     checkUserMetadata(userMetadata);
-    if (req.contentLength !== undefined && req.contentLength > MAX_OBJECT_SIZE) throw new S3Error('EntityTooLarge');
+    checkObjectSize(req.contentLength);
     const { bucket, backend } = await this.bucket(req.bucket);
     const owner = req.owner ?? bucket.owner;
     const contentType = req.contentType || 'application/octet-stream';
@@ -144,8 +145,8 @@ export class ObjectService {
     if (sealed) return { object: await this.putEncrypted(req, base, sealed, backend), instant: false };
 
     if (req.instantMd5 !== undefined && req.contentLength !== undefined) {
-      const md5 = req.instantMd5.toLowerCase();
-      const candidate = /^[0-9a-f]{32}$/.test(md5) ? await this.catalog.instantCandidate(backend.key, md5, req.contentLength, owner) : undefined;
+      const md5 = req.instantMd5;
+      const candidate = await this.catalog.instantCandidate(backend.key, md5, req.contentLength, owner);
       // Only onto bytes that are there: a blob whose bytes went missing is repaired by the body instead.
       if (candidate !== undefined && (await backend.exists(candidate.locator))) {
         try {
@@ -160,7 +161,7 @@ export class ObjectService {
       this.metrics.instantUploads.inc({ outcome: 'miss' });
     }
 
-    const expectedMd5 = req.contentMd5 ?? req.instantMd5?.toLowerCase();
+    const expectedMd5 = req.contentMd5 ?? req.instantMd5;
     const stored = await backend.put(req.body, { expectedMd5, expectedSize: req.contentLength, maxSize: MAX_OBJECT_SIZE });
     this.metrics.bytesIn.inc(stored.size);
     let headers: StoredHeaders | undefined;
@@ -191,7 +192,7 @@ export class ObjectService {
     sealed: Sealed,
     backend: StorageBackend,
   ) {
-    const expectedMd5 = req.contentMd5 ?? req.instantMd5?.toLowerCase();
+    const expectedMd5 = req.contentMd5 ?? req.instantMd5;
     const { stored, plainMd5, size } = await this.storeEncrypted(req.body, sealed, backend, { expectedMd5, expectedSize: req.contentLength });
     let headers: StoredHeaders | undefined;
     try {

@@ -27,6 +27,7 @@ import {
   type ObjectRead,
   type PutObjectInput,
   type PutObjectResult,
+  unquoteEtag,
   type UploadChecksum,
   type UploadPartCopyInput,
   type UploadPartInput,
@@ -46,7 +47,7 @@ export function objectReadOf(bucket: string, key: string, res: http.IncomingMess
     bucket,
     key,
     size: Number(h['x-strata-size'] ?? contentRange?.split('/')[1] ?? contentLength),
-    etag: String(h.etag ?? '').replace(/^"|"$/g, ''),
+    etag: unquoteEtag(String(h.etag ?? '')),
     // The content MD5 stays in the data plane (the ETag is what clients see).
     md5: null,
     contentType: String(h['content-type'] ?? 'application/octet-stream'),

@@ -1,8 +1,8 @@
-import { storedChecksum, type ObjectMeta } from '../../../object-model/src/index.js';
+import { readPageSize, storedChecksum, type ObjectMeta } from '../../../object-model/src/index.js';
 import { state } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';
 import { owner, quoted, sendXml } from '../s3/render.js';
-import { encoderOf, maxKeysOf } from '../s3/request.js';
+import { encoderOf } from '../s3/request.js';
 
 function contents(objects: ObjectMeta[], encode: (s: string) => string, withOwner: string | undefined) {
   return objects.map((o) => ({
@@ -33,7 +33,7 @@ async function listing({ res, bucket, query, deps }: Parameters<S3Handler>[0]) {
   const encode = encoderOf(query);
   return {
     caller,
-    maxKeys: maxKeysOf(query),
+    maxKeys: readPageSize(query.get('max-keys'), 'max-keys'),
     encode,
     prefix,
     delimiter,

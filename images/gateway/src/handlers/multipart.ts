@@ -1,23 +1,31 @@
-import { mergeStoredHeaders, S3Error, storedChecksum, type BucketInfo, type ListPartsResult } from '../../../object-model/src/index.js';
+import {
+  mergeStoredHeaders,
+  readContentMd5,
+  readCopySourceRange,
+  readPageSize,
+  readPartNumber,
+  readWholeNumber,
+  readWriteConditions,
+  S3Error,
+  storedChecksum,
+  unquoteEtag,
+  type BucketInfo,
+  type ListPartsResult,
+} from '../../../object-model/src/index.js';
 import { bucketAllows, objectAclHeaders } from '../middleware/access-policy.js';
 import { callerOf, state } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import {
   checksumHeadersOf,
-  contentMd5,
   discard,
   encoderOf,
   header,
-  maxKeysOf,
   objectBody,
   objectLength,
   objectTagging,
-  partNumberOf,
   readSmallBody,
   standardHeaders,
-  unquote,
   userMetadata,
-  wholeNumberOf,
 } from '../s3/request.js';
 import { checksumXml, listedPartChecksum, objectChecksumHeader } from '../s3/checksums.js';
 import { setAbortDate, setExpiration } from '../s3/expiration.js';
@@ -67,9 +75,10 @@ export const uploadPart: S3Handler = async (s3) => {
   let body;
   try {
     await target(s3);
-    const partNumber = partNumberOf(query);
+    // The part number's syntax here; its range (1-10000) is the object layer's to judge.
+    const partNumber = readPartNumber(query.get('partNumber'));
     const length = objectLength(req, res);
-    const md5 = contentMd5(req);
+    const md5 = readContentMd5(req.headers['content-md5']);
     const upload = objectBody(req, res);
     body = upload.body;
     const { etag } = await deps.objects.uploadPart(
@@ -102,13 +111,11 @@ export const uploadPartCopy: S3Handler = async (s3) => {
   const { req, res, bucket, key, query, deps } = s3;
   discard(req);
   await target(s3);
-  const partNumber = partNumberOf(query);
+  const partNumber = readPartNumber(query.get('partNumber'));
   const { sourceBucket, sourceKey } = await copySource(s3, callerOf(res));
+  // The range's form is read here; whether it lies inside the source is the object layer's to judge.
   const range = header(req, 'x-amz-copy-source-range');
-  if (range !== undefined && !/^bytes=\d+-\d+$/.test(range))
-    throw new S3Error('InvalidArgument', 'The x-amz-copy-source-range value must be of the form bytes=first-last.', {
-      ArgumentName: 'x-amz-copy-source-range',
-    });
+  if (range !== undefined) readCopySourceRange(range);
   const conditions = copySourceConditions(req);
   const r = await deps.objects.uploadPartCopy(bucket, key, query.get('uploadId') ?? '', partNumber, {
     sourceBucket,
@@ -120,7 +127,7 @@ export const uploadPartCopy: S3Handler = async (s3) => {
   setSseHeaders(res, customerKeyAnswer(req));
   sendXml(res, 'CopyPartResult', {
     LastModified: new Date(r.lastModified).toISOString(),
-    ETag: quoted(unquote(r.etag)),
+    ETag: quoted(unquoteEtag(r.etag)),
     ...(r.checksum ? checksumXml(r.checksum) : {}),
   });
 };
@@ -137,25 +144,17 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   const objectChecksum = objectChecksumHeader(req.headers);
   const bucketInfo = await target(s3);
   const doc = parseXml<CompleteDocument>(body.toString('utf8'), 'CompleteMultipartUpload');
+  // The document's shape is read here (each Part a whole PartNumber and an ETag); whether it lists any,
+  // their numbers and their order are the object layer's to judge (checkPartOrder).
   const parts = (doc.Part ?? []).map((p) => {
-    const n = Number(p.PartNumber);
-    if (!Number.isInteger(n) || n < 1 || n > 10000 || typeof p.ETag !== 'string')
-      throw new S3Error('MalformedXML', 'Each Part needs a PartNumber (1-10000) and an ETag.');
+    if (typeof p.PartNumber !== 'string' || !/^\d{1,15}$/.test(p.PartNumber.trim()) || typeof p.ETag !== 'string')
+      throw new S3Error('MalformedXML', 'Each Part needs a PartNumber (a whole number) and an ETag.');
     const checksum = listedPartChecksum(p);
     // An ETag is compared, not kept: the space around it (a pretty-printed document) is no part of it.
-    return { partNumber: n, etag: unquote(p.ETag.trim()), ...(checksum ? { checksum } : {}) };
+    return { partNumber: Number(p.PartNumber.trim()), etag: unquoteEtag(p.ETag), ...(checksum ? { checksum } : {}) };
   });
-  if (parts.length === 0) throw new S3Error('MalformedXML', 'The CompleteMultipartUpload document lists no parts.');
-  // Strictly ascending, as S3 requires ("The list of parts was not in ascending order", CompleteMultipartUpload's
-  // errors in the S3 API reference): a part number listed twice is InvalidPartOrder too, as S3-compatible
-  // servers checked against S3 answer it (versitygw #1063/#1075, kumo #677/#680); radosgw alone keeps one.
-  for (let i = 1; i < parts.length; i++) {
-    if (parts[i].partNumber <= parts[i - 1].partNumber) throw new S3Error('InvalidPartOrder');
-  }
   // Conditional writes (S3 since 2024): If-None-Match: * refuses to replace an object, If-Match an other version.
-  const ifMatch = header(req, 'if-match');
-  const ifNoneMatch = header(req, 'if-none-match');
-  const conditions = ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined;
+  const conditions = readWriteConditions(req);
   const meta = await deps.objects.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions, objectChecksum);
   setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
   setSseHeaders(res, meta.sse);
@@ -164,7 +163,7 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
     Location: `/${bucket}/${urlEncodeKey(key)}`,
     Bucket: bucket,
     Key: key,
-    ETag: quoted(unquote(meta.etag)),
+    ETag: quoted(unquoteEtag(meta.etag)),
     ...(checksum ? checksumXml(checksum) : {}),
   });
 };
@@ -202,8 +201,8 @@ async function listablePartsOf(s3: S3Request, query: { maxParts: number; partNum
 /** GET /bucket/key?uploadId=X */
 export const listParts: S3Handler = async (s3) => {
   const { res, bucket, key, query } = s3;
-  const maxParts = maxKeysOf(query, 'max-parts');
-  const marker = wholeNumberOf(query, 'part-number-marker', 0);
+  const maxParts = readPageSize(query.get('max-parts'), 'max-parts');
+  const marker = readWholeNumber(query.get('part-number-marker'), 'part-number-marker', 0);
   const uploadId = query.get('uploadId') ?? '';
   const { bucketInfo, r } = await listablePartsOf(s3, { maxParts, partNumberMarker: marker });
   setAbortDate(res, bucketInfo.lifecycle, { key, initiated: new Date(r.initiated) });
@@ -222,7 +221,7 @@ export const listParts: S3Handler = async (s3) => {
     Part: r.parts.map((p) => ({
       PartNumber: p.partNumber,
       LastModified: new Date(p.lastModified).toISOString(),
-      ETag: quoted(unquote(p.etag)),
+      ETag: quoted(unquoteEtag(p.etag)),
       Size: p.size,
       ...(p.checksum && r.checksumAlgorithm ? checksumXml({ algorithm: r.checksumAlgorithm, value: p.checksum }) : {}),
     })),
@@ -236,7 +235,7 @@ export const listParts: S3Handler = async (s3) => {
  */
 export const listMultipartUploads: S3Handler = async ({ res, bucket, query, deps }) => {
   await deps.buckets.permitted(bucket, state(res).caller, 'READ');
-  const maxUploads = maxKeysOf(query, 'max-uploads');
+  const maxUploads = readPageSize(query.get('max-uploads'), 'max-uploads');
   const encode = encoderOf(query);
   const prefix = query.get('prefix') ?? '';
   const delimiter = query.get('delimiter') ?? '';

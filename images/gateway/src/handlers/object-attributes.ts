@@ -1,22 +1,18 @@
-import { S3Error, storedChecksum, type ObjectChecksum } from '../../../object-model/src/index.js';
+import { readPageSize, readWholeNumber, S3Error, storedChecksum, unquoteEtag, type ObjectChecksum } from '../../../object-model/src/index.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumXml } from '../s3/checksums.js';
 import { sendXml } from '../s3/render.js';
-import { header, unquote } from '../s3/request.js';
+import { header } from '../s3/request.js';
 import { readable } from './object-read.js';
 
 const ATTRIBUTES = new Set(['ETag', 'Checksum', 'ObjectParts', 'StorageClass', 'ObjectSize']);
 
-/** `x-amz-max-parts` (default and at most 1000) and `x-amz-part-number-marker` (default 0). */
+/** `x-amz-max-parts` (a page size, as ListParts' max-parts) and `x-amz-part-number-marker` (default 0). */
 function partsPage(req: S3Request['req']): { maxParts: number; marker: number } {
-  const number = (name: string, fallback: number, max: number) => {
-    const raw = header(req, name);
-    if (raw === undefined) return fallback;
-    if (!/^\d+$/.test(raw) || Number(raw) > max)
-      throw new S3Error('InvalidArgument', `${name} must be an integer from 0 to ${max}.`, { ArgumentName: name, ArgumentValue: raw });
-    return Number(raw);
+  return {
+    maxParts: readPageSize(header(req, 'x-amz-max-parts'), 'x-amz-max-parts'),
+    marker: readWholeNumber(header(req, 'x-amz-part-number-marker'), 'x-amz-part-number-marker', 0),
   };
-  return { maxParts: number('x-amz-max-parts', 1000, 1000), marker: number('x-amz-part-number-marker', 0, 10000) };
 }
 
 /**
@@ -61,7 +57,7 @@ export const getObjectAttributes: S3Handler = async (s3) => {
   // S3: READ access to the object (its ACL's READ grant, as GetObject), anonymous callers included.
   await readable(s3);
   const meta = await deps.objects.headObject(bucket, key);
-  const etag = unquote(meta.etag);
+  const etag = unquoteEtag(meta.etag);
   const parts = /-(\d+)$/.exec(etag)?.[1];
   const stored = storedChecksum(meta.headers);
   const checksum = wanted.includes('Checksum') ? stored : undefined;

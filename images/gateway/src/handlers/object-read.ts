@@ -1,14 +1,14 @@
 import { pipeline, type Readable } from 'node:stream';
 import type http from 'node:http';
 import {
-  definedConditions,
   notModified,
+  readConditions,
+  readPartNumber,
   S3Error,
   withoutAcl,
   withoutChecksum,
   type BucketInfo,
   type LifecycleRule,
-  type ObjectConditions,
   type ObjectMeta,
   type ObjectRead,
 } from '../../../object-model/src/index.js';
@@ -17,7 +17,7 @@ import { state } from '../context.js';
 import { aclsEnabled, bucketAllows, objectAllows } from '../middleware/access-policy.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { setExpiration } from '../s3/expiration.js';
-import { header, metadataHeaderValue, partNumberOf } from '../s3/request.js';
+import { header, metadataHeaderValue } from '../s3/request.js';
 import { originOf } from './presign.js';
 import { sendStatus } from '../s3/render.js';
 import { setSseHeaders, sseRequestOf } from '../s3/encryption.js';
@@ -39,16 +39,6 @@ const OVERRIDES: Record<string, string> = {
  */
 function headerSafe(value: string): string {
   return value.replace(/[^\t\u0020-\u007e\u0080-\u00ff]+/gu, (chars) => encodeURIComponent(chars));
-}
-
-/** If-Match, If-None-Match, If-Modified-Since and If-Unmodified-Since as sent; undefined when none is. */
-function readConditions(req: http.IncomingMessage): ObjectConditions | undefined {
-  return definedConditions({
-    ifMatch: header(req, 'if-match'),
-    ifNoneMatch: header(req, 'if-none-match'),
-    ifModifiedSince: header(req, 'if-modified-since'),
-    ifUnmodifiedSince: header(req, 'if-unmodified-since'),
-  });
 }
 
 /** 304 Not Modified: the object's ETag and Last-Modified, no body. */
@@ -143,7 +133,8 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: Buc
  */
 function requestedPart({ req, query }: S3Request): number | undefined {
   if (!query.has('partNumber')) return undefined;
-  const partNumber = partNumberOf(query);
+  // The part number's syntax here; its range is the object layer's to judge.
+  const partNumber = readPartNumber(query.get('partNumber'));
   if (header(req, 'range') !== undefined) throw new S3Error('InvalidRequest', 'Cannot specify both Range header and partNumber query parameter');
   return partNumber;
 }

@@ -1,41 +1,24 @@
 import {
   assertObjectKey,
-  checkCopyChangesObject,
-  definedConditions,
   isChecksumAlgorithm,
   mergeStoredHeaders,
+  readConditions,
+  readContentMd5,
+  readInstantMd5,
+  readWriteConditions,
   S3Error,
   storedChecksum,
+  unquoteEtag,
   type ObjectConditions,
 } from '../../../object-model/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
 import { objectAclHeaders, objectAllows } from '../middleware/access-policy.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import {
-  contentMd5,
-  discard,
-  header,
-  objectBody,
-  objectLength,
-  objectTagging,
-  standardHeaders,
-  unquote,
-  uploadHeaders,
-  userMetadata,
-  websiteRedirect,
-} from '../s3/request.js';
+import { discard, header, objectBody, objectLength, objectTagging, standardHeaders, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';
 import { checksumXml } from '../s3/checksums.js';
 import { setSseHeaders, sseRequestOf } from '../s3/encryption.js';
 import { setExpiration } from '../s3/expiration.js';
 import { quoted, sendData, sendXml, sendStatus } from '../s3/render.js';
-
-/** x-service-md5: the client's claim of the body's MD5 (hex) for an instant upload. */
-function instantMd5(s3: S3Request): string | undefined {
-  const v = header(s3.req, 'x-service-md5');
-  if (v === undefined) return undefined;
-  if (!/^[0-9a-fA-F]{32}$/.test(v)) throw new S3Error('InvalidDigest', 'x-service-md5 must be the hex MD5 of the body (32 hex digits).');
-  return v.toLowerCase();
-}
 
 /**
  * PutObject, streamed to the data plane. With `x-service-md5` it is an instant-upload attempt: on a
@@ -46,11 +29,12 @@ function instantMd5(s3: S3Request): string | undefined {
 export const putObject: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
   const caller = callerOf(res);
-  const instant = instantMd5(s3);
+  // x-service-md5: the client's claim of the body's MD5 (hex) for an instant upload.
+  const instant = readInstantMd5(header(req, 'x-service-md5'));
   let body;
   try {
     const length = objectLength(req, res);
-    const md5 = contentMd5(req);
+    const md5 = readContentMd5(req.headers['content-md5']);
     const meta = userMetadata(req);
     const tags = objectTagging(req);
     const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
@@ -71,8 +55,7 @@ export const putObject: S3Handler = async (s3) => {
         ...(acl ? { headers: mergeStoredHeaders(stored.headers, acl) } : {}),
         contentMd5: md5,
         instantMd5: instant,
-        ifMatch: header(req, 'if-match'),
-        ifNoneMatch: header(req, 'if-none-match'),
+        ...readWriteConditions(req),
         sse: sseRequestOf('PutObject', req.headers),
       },
       body,
@@ -127,12 +110,7 @@ export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourc
 
 /** `x-amz-copy-source-if-*` of CopyObject and UploadPartCopy (checked against the source by the data plane). */
 export function copySourceConditions(req: S3Request['req']): ObjectConditions | undefined {
-  return definedConditions({
-    ifMatch: header(req, 'x-amz-copy-source-if-match'),
-    ifNoneMatch: header(req, 'x-amz-copy-source-if-none-match'),
-    ifModifiedSince: header(req, 'x-amz-copy-source-if-modified-since'),
-    ifUnmodifiedSince: header(req, 'x-amz-copy-source-if-unmodified-since'),
-  });
+  return readConditions(req, 'x-amz-copy-source-');
 }
 
 /** CopyObject (same backend: the blob is shared, not copied). */
@@ -153,9 +131,9 @@ export const copyObject: S3Handler = async (s3) => {
   // As S3: with COPY the source's tags go with the copy, and an x-amz-tagging header is ignored.
   const tags = taggingDirective === 'REPLACE' ? (objectTagging(req) ?? []) : undefined;
   // A website redirect is never copied from the source (as S3): with either directive it is the request's;
-  // with REPLACE so are the other stored headers. A new redirect is a change of the object itself.
+  // with REPLACE so are the other stored headers. Whether a copy onto itself changes anything (a new
+  // redirect, new metadata, new encryption) the object layer judges (checkCopyChangesObject).
   const headers = mergeStoredHeaders(directive === 'REPLACE' ? standardHeaders(req) : websiteRedirect(req), acl);
-  checkCopyChangesObject({ bucket, key, sourceBucket, sourceKey, metadataDirective: directive, headers });
   // The copy's checksum of this algorithm (computed from the bytes when the source has another one).
   const checksumAlgorithm = header(req, 'x-amz-checksum-algorithm')?.toUpperCase();
   if (checksumAlgorithm !== undefined && !isChecksumAlgorithm(checksumAlgorithm)) {
@@ -166,7 +144,7 @@ export const copyObject: S3Handler = async (s3) => {
   }
   const conditions = copySourceConditions(req);
   // As PutObject: a copy may require what it replaces to be (If-Match) or not to be (If-None-Match: *).
-  const destinationConditions = definedConditions({ ifMatch: header(req, 'if-match'), ifNoneMatch: header(req, 'if-none-match') });
+  const destinationConditions = readWriteConditions(req);
   const meta = await deps.objects.copyObject(bucket, key, {
     owner: caller.username,
     sourceBucket,
@@ -186,7 +164,7 @@ export const copyObject: S3Handler = async (s3) => {
   const checksum = storedChecksum(meta.headers);
   sendXml(res, 'CopyObjectResult', {
     LastModified: new Date(meta.lastModified).toISOString(),
-    ETag: quoted(unquote(meta.etag)),
+    ETag: quoted(unquoteEtag(meta.etag)),
     ...(checksum ? checksumXml(checksum) : {}),
   });
 };

@@ -3,9 +3,10 @@ import { pipeline, type Readable, type Transform } from 'node:stream';
 import type http from 'node:http';
 import {
   checkUserMetadata,
-  MAX_OBJECT_SIZE,
   mergeStoredHeaders,
+  header,
   parseTaggingHeader,
+  readContentMd5,
   S3Error,
   OBJECT_UPLOAD_HEADERS,
   standardHeadersOf,
@@ -20,6 +21,9 @@ import { state } from '../context.js';
 import { ChecksumCheck, uploadChecksum } from './checksums.js';
 import { type BodyCheck, VerifiedBody } from './verified-body.js';
 import { urlEncodeKey } from './render.js';
+
+/** (The one reader of request headers, the object model's; handlers import it from here.) */
+export { header };
 
 /** Largest XML request body we read (DeleteObjects, CompleteMultipartUpload, CreateBucketConfiguration). */
 export const MAX_XML_BYTES = 1024 * 1024;
@@ -104,14 +108,15 @@ export function objectBody(req: http.IncomingMessage, res: http.ServerResponse, 
   return { body: streams[streams.length - 1]!, checksum };
 }
 
-/** Length of the object's bytes: x-amz-decoded-content-length for aws-chunked, else Content-Length. */
+/**
+ * Length of the object's bytes: x-amz-decoded-content-length for aws-chunked, else Content-Length
+ * (MissingContentLength when it is no whole number; whether it is too large the object layer judges).
+ */
 export function objectLength(req: http.IncomingMessage, res: http.ServerResponse): number {
   const chunked = isAwsChunked(req, res);
   const raw = chunked ? req.headers['x-amz-decoded-content-length'] : req.headers['content-length'];
   if (raw === undefined || Array.isArray(raw) || !/^\d+$/.test(raw)) throw new S3Error('MissingContentLength');
-  const n = Number(raw);
-  if (n > MAX_OBJECT_SIZE) throw new S3Error('EntityTooLarge', undefined, { ProposedSize: String(n), MaxSizeAllowed: String(MAX_OBJECT_SIZE) });
-  return n;
+  return Number(raw);
 }
 
 /** Let the rest of a body we will not use flow away (so the client can read our answer). */
@@ -153,7 +158,7 @@ export async function readSmallBody(
  * a request carrying neither is refused, as S3 refuses it for the operations that need one.
  */
 export async function readCheckedDocument(req: http.IncomingMessage, res: http.ServerResponse, opts: { required?: boolean } = {}): Promise<Buffer> {
-  const md5 = contentMd5(req);
+  const md5 = readContentMd5(req.headers['content-md5']);
   if (opts.required && !md5 && req.headers['x-amz-trailer'] === undefined && !Object.keys(req.headers).some((h) => h.startsWith('x-amz-checksum-'))) {
     discard(req);
     throw new S3Error('InvalidRequest', 'Missing required header for this request: Content-MD5 (or an x-amz-checksum-* header).');
@@ -161,14 +166,6 @@ export async function readCheckedDocument(req: http.IncomingMessage, res: http.S
   const body = await readSmallBody(req, res);
   if (md5 && createHash('md5').update(body).digest('base64') !== md5) throw new S3Error('BadDigest');
   return body;
-}
-
-/** `Content-MD5` as sent (base64 of 16 bytes), or InvalidDigest. */
-export function contentMd5(req: http.IncomingMessage): string | undefined {
-  const v = req.headers['content-md5'];
-  if (v === undefined) return undefined;
-  if (Array.isArray(v) || Buffer.from(v, 'base64').length !== 16 || !/^[A-Za-z0-9+/]+=*$/.test(v)) throw new S3Error('InvalidDigest');
-  return v;
 }
 
 /** x-amz-meta-* headers → {name: value} (names lower case, prefix removed, values as UTF-8 text), at most MAX_METADATA_BYTES. */
@@ -205,15 +202,6 @@ export function objectTagging(req: http.IncomingMessage): Tag[] | undefined {
   return raw === undefined ? undefined : parseTaggingHeader(raw);
 }
 
-/** The `partNumber` query parameter (UploadPart, GetObject, HeadObject): an integer from 1 to 10000. */
-export function partNumberOf(query: URLSearchParams): number {
-  const raw = query.get('partNumber') ?? '';
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < 1 || n > 10000)
-    throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber', ArgumentValue: raw });
-  return n;
-}
-
 /** x-amz-meta-* entries (headers, or a form's fields) → {name: value}, at most MAX_METADATA_BYTES. */
 export function userMetadataOf(entries: Iterable<[string, string | string[] | undefined]>): Record<string, string> {
   const meta: Record<string, string> = {};
@@ -224,35 +212,12 @@ export function userMetadataOf(entries: Iterable<[string, string | string[] | un
   return meta;
 }
 
-export function header(req: http.IncomingMessage, name: string): string | undefined {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
 /** The sha256 of a JSON body sent with SigV4 must match what was signed (admin routes). */
 export function checkSignedJsonBody(res: http.ServerResponse, raw: Buffer | undefined): void {
   const payload = state(res).caller?.sigv4?.payload;
   if (payload?.kind === 'sha256' && sha256Hex(raw ?? Buffer.alloc(0)) !== payload.hex) {
     throw new S3Error('BadDigest', 'The provided x-amz-content-sha256 header does not match what was computed.');
   }
-}
-
-export function unquote(etag: string): string {
-  return etag.replace(/^"|"$/g, '').replace(/^W\//, '').replace(/^"|"$/g, '');
-}
-
-/** A query argument that must be a whole number (a page size, a part-number marker); `fallback` when absent. */
-export function wholeNumberOf(query: URLSearchParams, name: string, fallback: number): number {
-  const raw = query.get(name);
-  if (raw === null || raw === '') return fallback;
-  if (!/^\d{1,15}$/.test(raw))
-    throw new S3Error('InvalidArgument', `Provided ${name} not an integer or within integer range`, { ArgumentName: name, ArgumentValue: raw });
-  return Number(raw);
-}
-
-/** A listing's page size (`max-keys`, `max-uploads`, `max-parts`): a whole number, at most 1000; 1000 when absent. */
-export function maxKeysOf(query: URLSearchParams, name = 'max-keys'): number {
-  return Math.min(wholeNumberOf(query, name, 1000), 1000);
 }
 
 /** `encoding-type=url`: keys and prefixes in the answer URL-encoded; anything else is InvalidArgument. */
