@@ -5,8 +5,7 @@ import { BucketSource, mirrorPathOf } from '../../images/image-search/src/bucket
 import type { Caller } from '../../images/image-search/src/http/auth.js';
 import { ImageAccess } from '../../images/image-search/src/image-access.js';
 import { ImageFiles } from '../../images/image-search/src/image-files.js';
-import type { SearchService } from '../../images/image-search/src/search-service.js';
-import { AclStore } from './support/acl-store.js';
+import { AclStore, standInIndex } from './support/acl-store.js';
 import { tempDir } from './support/fixtures.js';
 
 // A bucket source's rounds read only the ACLs that may have changed (acl-refresh.ts): none over an
@@ -21,22 +20,6 @@ const KEYS = Array.from({ length: 20 }, (_, i) => `photos/p${i}.png`);
 const alice: Caller = { kind: 'user', username: OWNER };
 const anonymous: Caller = { kind: 'anonymous' };
 const bob: Caller = { kind: 'user', username: 'bob' };
-
-/** Indexes every path it is handed (no encoder: what counts here is who sees what). */
-function fakeService(): SearchService {
-  const ids = new Map<string, number>();
-  return {
-    index: { idOf: (p: string) => ids.get(p) },
-    indexPaths: async (paths: readonly string[]) => {
-      for (const p of paths) ids.set(p, ids.size + 1);
-      return { added: paths.length, replaced: 0, skipped: [] };
-    },
-    removePaths: async (paths: readonly string[]) => {
-      for (const p of paths) ids.delete(p);
-      return [];
-    },
-  } as unknown as SearchService;
-}
 
 describe('image-search: a bucket source reads an image’s ACL only when it may have changed', function () {
   this.timeout(60_000);
@@ -64,7 +47,7 @@ describe('image-search: a bucket source reads an image’s ACL only when it may 
     source = new BucketSource({
       location: { endpoint: store.endpoint, url: `s3://${BUCKET}/photos/`, region: 'us-east-1', accessKeyId: 'AK', secretAccessKey: 'SK' },
       files: new ImageFiles(dir),
-      service: fakeService(),
+      service: standInIndex(),
       logger: pino({ level: 'silent' }),
       aclRefreshSeconds: REFRESH_S,
       now: () => now,
@@ -148,7 +131,7 @@ describe('image-search: a bucket source reads an image’s ACL only when it may 
     source = new BucketSource({
       location: { endpoint: store.endpoint, url: `s3://${BUCKET}/photos/`, region: 'us-east-1', accessKeyId: 'AK', secretAccessKey: 'SK' },
       files: new ImageFiles(dir),
-      service: fakeService(),
+      service: standInIndex(),
       logger: pino({ level: 'silent' }),
       aclRefreshSeconds: 0,
       now: () => now,

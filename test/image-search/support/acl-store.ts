@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { SearchService } from '../../../images/image-search/src/search-service.js';
 
 export type CannedAcl = 'private' | 'public-read' | 'authenticated-read';
 
@@ -92,4 +93,20 @@ function aclXml(owner: string, acl: CannedAcl): string {
     ...(group ? [`<Grant><Grantee><URI>http://acs.amazonaws.com/groups/global/${group}</URI></Grantee><Permission>READ</Permission></Grant>`] : []),
   ];
   return `<AccessControlPolicy><Owner><ID>${owner}</ID></Owner><AccessControlList>${grants.join('')}</AccessControlList></AccessControlPolicy>`;
+}
+
+/** A stand-in for the search service that indexes every path it is handed (no encoder: what counts is who sees what). */
+export function standInIndex(): SearchService {
+  const ids = new Map<string, number>();
+  return {
+    index: { idOf: (p: string) => ids.get(p) },
+    indexPaths: async (paths: readonly string[]) => {
+      for (const p of paths) ids.set(p, ids.size + 1);
+      return { added: paths.length, replaced: 0, skipped: [] };
+    },
+    removePaths: async (paths: readonly string[]) => {
+      for (const p of paths) ids.delete(p);
+      return [];
+    },
+  } as unknown as SearchService;
 }
