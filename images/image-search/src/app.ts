@@ -123,6 +123,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
         files,
         service,
         logger,
+        aclRefreshSeconds: config.IMAGE_SEARCH_ACL_REFRESH_S,
       })
     : null;
   // An image an admin removes stays out of the index until its object changes.

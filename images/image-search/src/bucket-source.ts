@@ -10,7 +10,8 @@
 // restarts; an object that does not decode, or that an admin removed from the index, stays in `skipped`
 // and is left alone until it changes. A round commits what it finished: an object it could not fetch is
 // reported in `skipped` and tried again at the next round, and never stops the others.
-// Each round also reads every image's ACL (who may see it: object-acl.ts), kept in the record.
+// Each round also learns who may see each image (object-acl.ts): the ACLs that may have changed
+// (acl-refresh.ts) and the bucket's public access block, kept in the record.
 // Files that did not come from the bucket are never written or removed. Listing and downloads are
 // ordinary S3 requests (ListObjectsV2, GET) signed with SigV4, so any S3 API works, Strata's gateway included.
 import { createHash } from 'node:crypto';
@@ -23,7 +24,9 @@ import type { Logger } from '../../service-kit/src/index.js';
 import { signedHeaders, type S3Location } from './clip/model-files.js';
 import type { ImageFiles } from './image-files.js';
 import { unsupportedReason } from './image-formats.js';
-import { isObjectReaders, readReaders, type MirroredObject, type ObjectReaders } from './object-acl.js';
+import { AclRefresh } from './acl-refresh.js';
+import { toHashedLayout } from './mirror-layout.js';
+import { effectiveReaders, isObjectReaders, readReaders, type MirroredObject, type ObjectReaders } from './object-acl.js';
 import { streamToFileAtomic, writeFileAtomic } from './atomic-file.js';
 import type { SearchService } from './search-service.js';
 
@@ -34,6 +37,10 @@ export interface BucketSourceOptions {
   logger: Logger;
   /** Largest object mirrored (bigger ones are skipped). */
   maxObjectBytes?: number;
+  /** Seconds between rounds that read every image's ACL (AclRefresh; 0: every round). */
+  aclRefreshSeconds?: number;
+  /** The clock of those full passes. */
+  now?: () => number;
 }
 
 export interface SyncResult {
@@ -48,6 +55,9 @@ export interface SyncResult {
   removed: number;
   /** Objects under the prefix that are not indexed, with the reason (undecodable ones stay here until they change). */
   skipped: Array<{ key: string; reason: string }>;
+  /** GetObjectAcl requests of the round, and whether it read every image's ACL (a full pass). */
+  aclReads: number;
+  aclFullPass: boolean;
 }
 
 export interface BucketSourceStatus {
@@ -73,13 +83,15 @@ interface ListedObject {
   key: string;
   size: number;
   etag: string;
+  /** LastModified as listed. */
+  modified?: string;
 }
 
 /**
  * What the record keeps per mirrored path: the object as listed, and why it is not indexed. Its ETag
  * is '' while a download is pending (fetched again at the next round).
  */
-interface MirrorEntry extends ListedObject {
+export interface MirrorEntry extends ListedObject {
   skipped?: string;
   /** Who the object store lets GET the object (its ACL at the last round that could read it). */
   readers?: ObjectReaders;
@@ -126,8 +138,12 @@ export class BucketSource {
   private mirrored = new Map<string, MirrorEntry>();
   events: 'none' | 'subscribed' = 'none';
   private eventsSeen = 0;
+  private readonly acls: AclRefresh;
+  /** Whether the bucket ignores public grants (IgnorePublicAcls) as of the last round; unknown counts as yes. */
+  private ignorePublic = true;
 
   constructor(private readonly opts: BucketSourceOptions) {
+    this.acls = new AclRefresh(opts.aclRefreshSeconds ?? 300, opts.now);
     const match = /^s3:\/\/([^/]+)\/?(.*)$/.exec(opts.location.url);
     if (!match) throw new Error(`IMAGE_SEARCH_SOURCE_S3_URL must look like s3://bucket/prefix, got ${opts.location.url}`);
     this.bucket = match[1];
@@ -169,6 +185,7 @@ export class BucketSource {
   onObjectEvent(bucket: unknown, key: unknown): void {
     if (!this.matches(bucket, key)) return;
     this.eventsSeen++;
+    this.acls.name(key as string);
     this.requestSync();
   }
 
@@ -180,7 +197,7 @@ export class BucketSource {
   /** The object a mirrored path holds (with who may read it), when it is this source's. */
   objectOf(relative: string): MirroredObject | undefined {
     const entry = this.mirrored.get(relative);
-    return entry && { bucket: this.bucket, key: entry.key, readers: entry.readers };
+    return entry && { bucket: this.bucket, key: entry.key, readers: effectiveReaders(entry.readers, this.ignorePublic) };
   }
 
   /** Whether an object of the store belongs to this source (bucket and prefix). */
@@ -281,11 +298,16 @@ export class BucketSource {
       if (token) query['continuation-token'] = token;
       const response = await this.get(this.url(encodeURIComponent(this.bucket), query));
       const doc = parser.parse(await response.text()) as {
-        ListBucketResult?: { Contents?: Array<{ Key?: string; Size?: string; ETag?: string }>; IsTruncated?: string; NextContinuationToken?: string };
+        ListBucketResult?: {
+          Contents?: Array<{ Key?: string; Size?: string; ETag?: string; LastModified?: string }>;
+          IsTruncated?: string;
+          NextContinuationToken?: string;
+        };
       };
       const result = doc.ListBucketResult;
       if (!result) throw new Error('the object store answered the listing with something that is not a ListBucketResult');
-      for (const c of result.Contents ?? []) if (c.Key) out.push({ key: c.Key, size: Number(c.Size ?? 0), etag: etagOf(c.ETag) });
+      for (const c of result.Contents ?? [])
+        if (c.Key) out.push({ key: c.Key, size: Number(c.Size ?? 0), etag: etagOf(c.ETag), modified: c.LastModified && String(c.LastModified) });
       token = result.IsTruncated === 'true' ? result.NextContinuationToken : undefined;
     } while (token);
     return out;
@@ -323,10 +345,14 @@ export class BucketSource {
   private async syncOnce(): Promise<SyncResult> {
     await this.learnOwner();
     const listed = await this.list();
-    const previous = await this.migrate(await this.readRecord());
+    const { files, service, logger } = this.opts;
+    const pathOf = (key: string) => mirrorPathOf(this.bucket, key);
+    const layout = await toHashedLayout(await this.readRecord(), { files, service, logger, mirrorRoot: this.mirrorRoot, pathOf });
+    const previous = layout.record;
     const current = new Map<string, MirrorEntry>();
     const skipped: SyncResult['skipped'] = [];
     const changed: Array<{ path: string; object: ListedObject }> = [];
+    let touched = false;
     const maxBytes = this.opts.maxObjectBytes ?? 50 * 2 ** 20;
     for (const object of listed) {
       // Folder markers are no objects to show; anything else not indexed is reported with the reason.
@@ -345,11 +371,14 @@ export class BucketSource {
       const before = previous.get(relative);
       // Unchanged: same ETag, and the mirrored file still whole (downloads are not fsynced).
       if (before && before.etag === object.etag && (before.skipped !== undefined || (existsSync(target) && statSync(target).size === before.size))) {
-        current.set(relative, before);
+        // Rewritten with the same bytes (LastModified only): the write may have set another ACL.
+        touched ||= before.modified !== object.modified;
+        if (before.modified !== object.modified) this.acls.name(object.key);
+        current.set(relative, { ...before, modified: object.modified });
         if (before.skipped !== undefined) skipped.push({ key: object.key, reason: before.skipped });
         continue;
       }
-      current.set(relative, { key: object.key, etag: '', size: object.size });
+      current.set(relative, { key: object.key, etag: '', size: object.size, modified: object.modified });
       changed.push({ path: relative, object });
     }
     // Pending downloads are recorded first, so that what a crash part-way left is still known as this
@@ -360,7 +389,8 @@ export class BucketSource {
     for (const { path: relative, object } of changed) {
       try {
         const etag = await this.download(object.key, this.opts.files.absolute(relative));
-        current.set(relative, { key: object.key, etag: etag ?? object.etag, size: statSync(this.opts.files.absolute(relative)).size });
+        const size = statSync(this.opts.files.absolute(relative)).size;
+        current.set(relative, { key: object.key, etag: etag ?? object.etag, size, modified: object.modified });
         downloaded.add(relative);
       } catch (err) {
         const before = previous.get(relative);
@@ -387,16 +417,19 @@ export class BucketSource {
       await this.opts.service.removePaths(gone);
       await Promise.all(gone.map((p) => fs.rm(this.opts.files.absolute(p), { force: true })));
     }
-    // Who may read each image: its ACL (read every round: an ACL change keeps the ETag) and the bucket's
-    // public access block; after indexing, so new images are searchable first (until then: owner rule alone).
-    const acls = await readReaders(current, async (key) => {
+    // Who may read each image: the ACLs that may have changed (AclRefresh) and the bucket's public access
+    // block; after indexing, so new images are searchable first (until then: owner rule alone).
+    const plan = this.acls.plan(current, this.owner);
+    const acls = await readReaders(current, plan.paths, async (key) => {
       const url = key === null ? this.url(encodeURIComponent(this.bucket), { publicAccessBlock: '' }) : this.url(this.objectPath(key), { acl: '' });
       const response = await fetch(url, { headers: signedHeaders(url, this.opts.location) });
       return { status: response.status, body: await response.text() };
     });
-    if (acls.failed) this.opts.logger.warn({ error: acls.failed, url: this.opts.location.url }, 'could not read the ACL of some source objects');
-    if (changed.length || gone.length || indexed.skipped.length || acls.changed || this.migrated) await this.writeRecord(current);
-    this.migrated = false;
+    this.ignorePublic = acls.ignorePublic;
+    for (const key of acls.failed.keys()) this.acls.name(key);
+    if (acls.failed.size)
+      this.opts.logger.warn({ error: [...acls.failed.values()].pop(), url: this.opts.location.url }, 'could not read the ACL of some source objects');
+    if (changed.length || gone.length || indexed.skipped.length || acls.changed || touched || layout.migrated) await this.writeRecord(current);
     this.mirrored = current;
     return {
       listed: listed.length,
@@ -406,59 +439,14 @@ export class BucketSource {
       replaced: indexed.replaced,
       removed: gone.length,
       skipped,
+      aclReads: acls.requests,
+      aclFullPass: plan.full,
     };
   }
-
-  private migrated = false;
 
   /** The URL path of object `key` of this bucket. */
   private objectPath(key: string): string {
     return `${encodeURIComponent(this.bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`;
-  }
-
-  /**
-   * Bring a record of the earlier layout (object `key` at `s3/<bucket>/<key>`) to the hashed one: each file
-   * moved to its new path (indexed again there; the old path leaves the index), emptied folders removed.
-   * A file that cannot be moved is dropped from the record and so fetched again.
-   */
-  private async migrate(record: Map<string, MirrorEntry>): Promise<Map<string, MirrorEntry>> {
-    const out = new Map<string, MirrorEntry>();
-    const old: string[] = [];
-    let moved = 0;
-    for (const [p, entry] of record) {
-      const wanted = mirrorPathOf(this.bucket, entry.key);
-      if (p === wanted) {
-        out.set(p, entry);
-        continue;
-      }
-      old.push(p);
-      try {
-        const from = this.opts.files.absolute(p);
-        if (entry.skipped === undefined && statSync(from).isFile() && statSync(from).size === entry.size) {
-          await fs.rename(from, this.opts.files.absolute(wanted));
-          out.set(wanted, entry);
-          moved++;
-        }
-      } catch {
-        // gone or not a file (a key that the old layout could not hold): fetched again
-      }
-    }
-    if (!old.length) return record;
-    await this.opts.service.removePaths(old);
-    await Promise.all(old.map((p) => fs.rm(this.opts.files.absolute(p), { force: true, recursive: true })));
-    // The old layout's folders: removed when empty (deepest first), never with files of others in them.
-    const dirs = new Set(
-      old.flatMap((p) =>
-        p
-          .split('/')
-          .slice(2, -1)
-          .map((_, i, parts) => parts.slice(0, i + 1).join('/')),
-      ),
-    );
-    for (const dir of [...dirs].sort((a, b) => b.length - a.length)) await fs.rmdir(path.join(this.mirrorRoot, dir)).catch(() => undefined);
-    this.migrated = true;
-    this.opts.logger.info({ moved, fetchedAgain: old.length - moved }, 'image bucket mirror moved to the hashed layout');
-    return out;
   }
 
   private async writeRecord(entries: Map<string, MirrorEntry>, options: { sync?: boolean } = {}): Promise<void> {
@@ -478,7 +466,8 @@ export class BucketSource {
         if (!p.startsWith(mine) || p.split('/').includes('..') || p.includes('\0') || !e || typeof e.etag !== 'string' || typeof e.key !== 'string') continue;
         const skipped = typeof e.skipped === 'string' ? { skipped: e.skipped } : {};
         const readers = isObjectReaders(e.readers) ? { readers: e.readers } : {};
-        out.set(p, { key: e.key, etag: e.etag, size: Number(e.size) || 0, ...skipped, ...readers });
+        const modified = typeof e.modified === 'string' ? { modified: e.modified } : {};
+        out.set(p, { key: e.key, etag: e.etag, size: Number(e.size) || 0, ...modified, ...skipped, ...readers });
       }
     } catch {
       // no record yet

@@ -70,6 +70,11 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_SOURCE_S3_URL: optional(),
   /** Seconds between syncs of the bucket source (0: at start only). */
   IMAGE_SEARCH_SOURCE_SYNC_SECONDS: env.int(60, 0, 86_400),
+  /**
+   * Seconds between sync rounds that read every image's ACL (a full pass), which is how an ACL-only change
+   * that grants more shows (README, "What a caller may read"); 0: every round reads every ACL.
+   */
+  IMAGE_SEARCH_ACL_REFRESH_S: env.int(300, 0, 86_400),
   /** RabbitMQ of the object store: object-created events in the source bucket trigger a sync at once. */
   IMAGE_SEARCH_EVENTS_AMQP_URL: optional(),
   /** Exchange the object store publishes its events to. */

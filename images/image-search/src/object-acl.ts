@@ -1,9 +1,9 @@
 // Who the object store lets GET an object, from its ACL (GetObjectAcl, `?acl`): the object's owner,
 // users granted READ or FULL_CONTROL, AuthenticatedUsers (any logged-in user) and AllUsers (anyone).
 // The bucket source reads each object's ACL with its own credentials (the bucket's owner may read every
-// ACL in its bucket) at every round and keeps it with the mirror's record, so image search answers
-// "may this caller see this image" as the gateway would, without a request per search; an ACL changed
-// at the store is seen at the next round (hack/docs/object-storage.md "Access control").
+// ACL in its bucket) when it may have changed (acl-refresh.ts) and keeps it with the mirror's record, so
+// image search answers "may this caller see this image" as the gateway would, without a request per
+// search (hack/docs/object-storage.md "Access control").
 import { XMLParser } from 'fast-xml-parser';
 
 /** The readers an object's ACL names. */
@@ -78,34 +78,48 @@ export function publicAclsIgnored(answer: XmlAnswer): boolean {
   return answer.status !== 200 || !doc.PublicAccessBlockConfiguration || doc.PublicAccessBlockConfiguration.IgnorePublicAcls === 'true';
 }
 
+/** Public grants as they count where the bucket ignores them (IgnorePublicAcls): none. */
+export function effectiveReaders(readers: ObjectReaders | undefined, ignorePublic: boolean): ObjectReaders | undefined {
+  return readers && ignorePublic ? { ...readers, everyone: false, authenticated: false } : readers;
+}
+
 /**
- * Set the readers of every entry not skipped from its ACL (GetObjectAcl, 8 at a time, `fetchXml(key)`)
- * and the bucket's public access block (`fetchXml(null)`): ACL changes do not change the ETag, so each
- * round asks again. An ACL that cannot be read keeps what was known (unknown: the bucket owner's rule
- * alone). Answers whether any readers changed, and the last failure.
+ * Whether an ACL lets anyone but the bucket's owner read (`owner` unknown: any user it names): only then can
+ * a change to it take access away, since the bucket's owner reads every object whatever its ACL says.
  */
-export async function readReaders<E extends { key: string; skipped?: string; readers?: ObjectReaders }>(
+export function grantsBeyondOwner(readers: ObjectReaders, owner: string | undefined): boolean {
+  return readers.everyone || readers.authenticated || readers.users.some((u) => u !== owner);
+}
+
+/**
+ * Read the ACLs (GetObjectAcl, 8 at a time, `fetchXml(key)`) of the entries at `wanted` paths and the
+ * bucket's public access block (`fetchXml(null)`, every time: one request). The readers are kept as the
+ * ACL names them; the block applies where they are used (effectiveReaders), so that its changes count at
+ * once. An ACL that cannot be read keeps what was known (unknown: the bucket owner's rule alone) and its
+ * key is in `failed`. Answers whether any readers changed and how many ACLs were asked for.
+ */
+export async function readReaders<E extends { key: string; readers?: ObjectReaders }>(
   entries: Map<string, E>,
+  wanted: readonly string[],
   fetchXml: (key: string | null) => Promise<XmlAnswer>,
-): Promise<{ changed: boolean; failed?: string }> {
+): Promise<{ changed: boolean; ignorePublic: boolean; requests: number; failed: Map<string, string> }> {
   let changed = false;
-  let failed: string | undefined;
+  const failed = new Map<string, string>();
   const ignorePublic = await fetchXml(null).then(publicAclsIgnored, () => true);
-  const wanted = [...entries].filter(([, e]) => e.skipped === undefined);
-  await forEachLimited(wanted, 8, async ([p, entry]) => {
+  await forEachLimited(wanted, 8, async (p) => {
+    const entry = entries.get(p)!;
     try {
       const answer = await fetchXml(entry.key);
       if (answer.status !== 200) throw new Error(`GetObjectAcl answered ${answer.status}`);
       const readers = readersOfAcl(answer.body);
-      if (ignorePublic) Object.assign(readers, { everyone: false, authenticated: false });
       if (JSON.stringify(readers) === JSON.stringify(entry.readers)) return;
       entries.set(p, { ...entries.get(p)!, readers });
       changed = true;
     } catch (err) {
-      failed = err instanceof Error ? err.message : String(err);
+      failed.set(entry.key, err instanceof Error ? err.message : String(err));
     }
   });
-  return { changed, failed };
+  return { changed, ignorePublic, requests: wanted.length, failed };
 }
 
 /** Run `fn` over `items`, at most `limit` at a time. */
