@@ -12,6 +12,7 @@ import {
   readMultipartExpiryBody,
   readPartCopyBody,
   readWireHeader,
+  BUCKET_HEADER,
   readSseRequest,
   S3Error,
   SSE_ANSWER_HEADER,
@@ -183,6 +184,7 @@ function objectHandlers(objects: ObjectService) {
       instantMd5: header(req, 'x-strata-instant-md5') || undefined,
       conditions: ifMatch !== undefined || ifNoneMatch !== undefined ? { ifMatch, ifNoneMatch } : undefined,
       sse: sseOf(req),
+      resolvedBucket: readWireHeader(BUCKET_HEADER, header(req, BUCKET_HEADER.name)),
     });
     // An instant hit did not read the body: close the connection rather than drain bytes nobody needs.
     if (result.instant && !req.complete) res.setHeader('connection', 'close');

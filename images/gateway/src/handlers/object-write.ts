@@ -74,6 +74,7 @@ export const putObject: S3Handler = async (s3) => {
         ifMatch: header(req, 'if-match'),
         ifNoneMatch: header(req, 'if-none-match'),
         sse: sseRequestOf('PutObject', req.headers),
+        bucketRecord: bucketInfo,
       },
       body,
       state(res).clientGone,
