@@ -153,6 +153,7 @@ export const postObject: S3Handler = async (s3) => {
           standardHeadersOf(form.fields),
           objectAclHeaders(field, bucketInfo, caller.username, deps.buckets.platformBlocksPublic, form.fields.get('acl')),
         ),
+        bucketRecord: bucketInfo,
       },
       body,
       state(res).clientGone,
