@@ -21,7 +21,12 @@ describe('schema migrations and stored functions', function () {
   it('applies the baseline and each later migration once and defines the stored functions again on every start, exactly those of functions/', async () => {
     expect(await migrate(sql)).to.deep.equal(await migrationVersions());
     const defined = await functions();
-    expect(defined).to.deep.equal(['strata_commit_items(jsonb)', 'strata_commit_objects(jsonb)', 'strata_locator_lock_key(text,text)']);
+    expect(defined).to.deep.equal([
+      'strata_commit_items(jsonb)',
+      'strata_commit_objects(jsonb)',
+      'strata_commit_one(jsonb)',
+      'strata_locator_lock_key(text,text)',
+    ]);
     // A function no file defines (a renamed or removed one) goes; the files' functions come back.
     await sql.exec('CREATE FUNCTION strata_commit_object(integer) RETURNS integer LANGUAGE sql AS $$ SELECT 1 $$');
     await sql.exec('DROP FUNCTION strata_commit_items(jsonb)');

@@ -255,17 +255,47 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect(await (await fx.layer.dpFetch('GET', `/internal/objects/${bucket}/k`)).text()).to.equal('two');
     });
 
-    it('a bucket deleted and created again by its owner while the data plane still holds the old record: the next write lands in the new bucket', async () => {
+    /** The bucket's record as the gateway resolves it (the control plane's), as x-strata-bucket. */
+    const resolved = async (bucket: string) => {
+      const { id, name, owner, backend, encryption } = (await (await fx.layer.cpFetch('GET', `/internal/buckets/${bucket}`)).json()) as Record<string, unknown>;
+      return { id, name, owner, backend, ...(encryption ? { encryption } : {}) };
+    };
+    const withRecord = (record: object) => ({ 'x-strata-bucket': JSON.stringify(record) });
+
+    it("a bucket deleted and created again by its owner while the gateway still holds the old record: the owner's next write lands in the new bucket, a writer only the old bucket admitted gets NoSuchBucket", async () => {
       const bucket = await newBucket();
-      expect((await put(bucket, 'k', 'one')).status).to.equal(200); // the record (old id) is kept for a moment
+      const old = await resolved(bucket); // the gateway keeps it for a moment
+      expect((await put(bucket, 'k', 'one', withRecord(old))).status).to.equal(200);
       expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/k`)).status).to.equal(204);
       expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}`)).status).to.equal(204);
       expect((await fx.layer.cpFetch('PUT', `/internal/buckets/${bucket}`, { owner: 'alice' })).status).to.equal(200);
-      const res = await put(bucket, 'k', 'two');
+      expect(await errorOf(await put(bucket, 'k', 'grant', { ...withRecord(old), 'x-strata-owner': 'bob' }))).to.deep.equal({
+        status: 404,
+        code: 'NoSuchBucket',
+      });
+      const res = await put(bucket, 'k', 'two', withRecord(old));
       expect(res.status, await res.text()).to.equal(200);
       expect(await rowCount(bucket)).to.equal(1);
       expect(await (await fx.layer.dpFetch('GET', `/internal/objects/${bucket}/k`)).text()).to.equal('two');
       expect(await tempFiles()).to.deep.equal([]);
+    });
+
+    it("one resolution per request: a write goes to the bucket record the gateway resolved (x-strata-bucket), which must name the path's bucket", async () => {
+      const bucket = await newBucket();
+      const record = await resolved(bucket);
+      expect(record.id).to.be.a('number');
+      // The record's owner is the one that owns the version when the writer is not named (as the data plane's own lookup would give).
+      const noWriter = (await put(bucket, 'k', 'one', { ...withRecord({ ...record, owner: 'carol' }), 'x-strata-owner': '' })).status;
+      expect(noWriter).to.equal(200);
+      const owners = await fx.layer.sql.query<{ owner: string }>(
+        "SELECT o.owner FROM object_info o JOIN buckets b ON b.id = o.bucket_id WHERE b.name = $1 AND o.key = 'k' AND o.state = 'NORMAL'",
+        [bucket],
+      );
+      expect(owners.rows.map((r) => r.owner)).to.deep.equal(['carol']);
+      const other = await newBucket();
+      expect(await errorOf(await put(other, 'k', 'x', withRecord(record)))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+      expect(await errorOf(await put(bucket, 'k', 'x', { 'x-strata-bucket': '{"id":"1"}' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+      expect(await rowCount(other)).to.equal(0);
     });
 
     it('exposes its metrics: requests, bytes in and out, instant uploads, multipart in flight, outbox backlog', async () => {

@@ -79,8 +79,9 @@ export interface ControlPlaneOptions extends ProductionSettings {
   /**
    * How long a deleted bucket's name stays with its last owner before another account may create it
    * (ms). Replicas resolve bucket names from caches (this service's shared cache for up to 30 s, each
-   * gateway's for STRATA_BUCKET_CACHE_MS, each data plane's for 2 s), so a name re-created at once
-   * could still lead a replica to the old owner; the hold outlasts them. Default 60 s.
+   * gateway's for STRATA_BUCKET_CACHE_MS; a data plane writes to the bucket the gateway resolved, by id,
+   * but still reads objects by bucket name), so a name re-created at once could still lead a replica to
+   * the old owner; the hold outlasts them. Default 60 s.
    */
   bucketNameHoldMs?: number;
   /** Injected clock (tests). */

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { AccessControlList, Grant, OwnershipRule, PublicAccessBlock } from './access-control.js';
-import type { BucketConfigs } from './bucket-configs.js';
+import type { BucketConfigs, EncryptionRule } from './bucket-configs.js';
 import type { CorsRule } from './bucket-cors.js';
 import type { LifecycleRule } from './bucket-lifecycle.js';
 import type { ObjectConditions } from './preconditions.js';
@@ -39,6 +39,8 @@ export interface BackendRef {
 }
 
 export interface BucketInfo {
+  /** Its row id: a bucket deleted and created again under the same name is another bucket. */
+  id?: number;
   name: string;
   owner: string;
   createdAt: string;
@@ -53,6 +55,8 @@ export interface BucketInfo {
   acl?: Grant[];
   /** Its public access block, when it has one. */
   publicAccessBlock?: PublicAccessBlock[];
+  /** Its default encryption, when it has one. */
+  encryption?: EncryptionRule[];
 }
 
 export interface BucketListing {
@@ -127,6 +131,8 @@ export interface PutObjectInput extends BodyHeaders {
   ifNoneMatch?: string;
   /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
   sse?: SseRequest;
+  /** The bucket as the caller resolved and authorised it for this request: the write goes to that bucket. */
+  bucketRecord?: BucketInfo;
 }
 
 export interface PutObjectResult {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CHECKSUM_ALGORITHMS, isChecksumAlgorithm, multipartChecksumTypes, type ChecksumAlgorithm } from './checksum-algorithms.js';
+import type { EncryptionRule } from './bucket-configs.js';
 import { asciiJson } from './internal-api.js';
 import { definedConditions } from './preconditions.js';
 import { S3Error, type S3ErrorCode } from './s3-errors.js';
@@ -46,6 +47,34 @@ export const STORED_HEADERS_HEADER: WireHeader<StoredHeaders | undefined> = {
 
 /** x-strata-trailing-headers (a trailer): the stored headers known once the body has arrived (a trailer checksum). */
 export const TRAILING_HEADERS_TRAILER: WireHeader<StoredHeaders | undefined> = { ...STORED_HEADERS_HEADER, name: 'x-strata-trailing-headers' };
+
+/** The bucket a write goes to, as the gateway resolved it: its row, owner, backend and default encryption. */
+export interface ResolvedBucket {
+  id: number;
+  name: string;
+  owner: string;
+  backend: { kind: string; [setting: string]: unknown };
+  encryption?: EncryptionRule[];
+}
+
+/**
+ * x-strata-bucket: the bucket record the gateway resolved and authorised the request against (one
+ * resolution per request: the data plane writes to that bucket instead of resolving the name again).
+ */
+export const BUCKET_HEADER: WireHeader<ResolvedBucket> = {
+  name: 'x-strata-bucket',
+  schema: z.object({
+    id: z.number().int().positive(),
+    name: z.string(),
+    owner: z.string(),
+    backend: z.looseObject({ kind: z.string() }),
+    encryption: z
+      .array(z.object({ algorithm: z.enum(['AES256', 'aws:kms']), kmsKeyId: z.string().optional(), bucketKeyEnabled: z.boolean().optional() }))
+      .optional(),
+  }),
+  code: 'InvalidArgument',
+  shape: 'a JSON bucket record {id, name, owner, backend, encryption?}',
+};
 
 /** The header's value as sent: ASCII JSON (non-ASCII characters as \u escapes, as headers need). */
 export function encodeWireHeader<T>(_header: WireHeader<T>, value: NonNullable<T>): string {

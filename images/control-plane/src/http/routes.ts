@@ -412,6 +412,8 @@ function publicBucket(b: Bucket) {
   // A bucket's own backend credentials (operator-made buckets) stay in the database: no caller needs them back.
   const { accessKey: _accessKey, secretKey: _secretKey, secretKeySealed: _sealed, ...backend } = b.backend;
   return {
+    // (Its id and default encryption: the gateway hands the record it authorised a write against to the data plane.)
+    id: b.id,
     name: b.name,
     owner: b.owner,
     createdAt: b.createdAt,
@@ -421,5 +423,6 @@ function publicBucket(b: Bucket) {
     ...(b.ownership ? { ownership: b.ownership } : {}),
     ...(b.acl ? { acl: b.acl } : {}),
     ...(b.publicAccessBlock ? { publicAccessBlock: b.publicAccessBlock } : {}),
+    ...(b.encryption ? { encryption: b.encryption } : {}),
   };
 }

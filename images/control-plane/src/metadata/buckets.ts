@@ -27,6 +27,7 @@ interface BucketRow {
   ownership?: BucketConfigs['ownership'] | null;
   acl?: BucketConfigs['acl'] | null;
   public_access_block?: BucketConfigs['publicAccessBlock'] | null;
+  encryption?: BucketConfigs['encryption'] | null;
 }
 
 function toBucket(row: BucketRow): Bucket {
@@ -36,6 +37,7 @@ function toBucket(row: BucketRow): Bucket {
   if (row.ownership) bucket.ownership = row.ownership;
   if (row.acl) bucket.acl = row.acl;
   if (row.public_access_block) bucket.publicAccessBlock = row.public_access_block;
+  if (row.encryption?.length) bucket.encryption = row.encryption;
   return bucket;
 }
 

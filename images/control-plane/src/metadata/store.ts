@@ -22,6 +22,8 @@ export interface Bucket {
   ownership?: BucketConfigs['ownership'];
   acl?: BucketConfigs['acl'];
   publicAccessBlock?: BucketConfigs['publicAccessBlock'];
+  /** Its default encryption, when it has one (the data plane applies it to writes the gateway passes this record with). */
+  encryption?: BucketConfigs['encryption'];
 }
 
 export type BucketConfigKind = keyof BucketConfigs;

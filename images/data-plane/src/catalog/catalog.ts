@@ -86,10 +86,19 @@ export class Catalog {
 
   /** Read like objectByBucketName (replica-routed, as fresh as the client's default read). */
   async bucket(name: string): Promise<BucketRef> {
+    return this.bucketWhere('name = $1', name, name);
+  }
+
+  /** The bucket of this row id (NoSuchBucket, named `name`, when it is gone). */
+  async bucketById(id: number, name: string): Promise<BucketRef> {
+    return this.bucketWhere('id = $1', id, name);
+  }
+
+  private async bucketWhere(where: 'name = $1' | 'id = $1', value: string | number, name: string): Promise<BucketRef> {
     const res = await readQuery<BucketRef & { encryption: EncryptionRule[] | null }>(
       this.sql,
-      'SELECT id, name, owner, backend, encryption FROM buckets WHERE name = $1',
-      [name],
+      `SELECT id, name, owner, backend, encryption FROM buckets WHERE ${where}`,
+      [value],
     );
     const row = res.rows[0];
     if (!row) throw new S3Error('NoSuchBucket', undefined, { BucketName: name });

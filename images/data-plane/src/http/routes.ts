@@ -21,6 +21,7 @@ import {
   readWholeNumber,
   readWireHeader,
   readWriteConditions,
+  BUCKET_HEADER,
   readSseRequest,
   S3Error,
   SSE_ANSWER_HEADER,
@@ -167,6 +168,7 @@ function objectHandlers(objects: ObjectService) {
       instantMd5: readInstantMd5(header(req, 'x-strata-instant-md5')),
       conditions: readWriteConditions(req),
       sse: sseOf(req),
+      resolvedBucket: readWireHeader(BUCKET_HEADER, header(req, BUCKET_HEADER.name)),
     });
     // An instant hit did not read the body: close the connection rather than drain bytes nobody needs.
     if (result.instant && !req.complete) res.setHeader('connection', 'close');

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { cachedLookup, type Logger } from '../../../service-kit/src/index.js';
+import type { Logger } from '../../../service-kit/src/index.js';
 import {
   assertObjectKey,
   checkCopyChangesObject,
@@ -56,6 +56,8 @@ export interface PutRequest {
   conditions?: WriteConditions;
   /** Server-side encryption asked by the request (else the bucket's default). */
   sse?: SseRequest;
+  /** The bucket as the gateway resolved and authorised it (x-strata-bucket); without it the name is looked up. */
+  resolvedBucket?: BucketRef;
 }
 
 export interface CopyRequest {
@@ -98,9 +100,6 @@ const RESOLVE_FIRST_DELAY_MS = 1_000;
 const RESOLVE_MAX_DELAY_MS = 60_000;
 const RESOLVE_ATTEMPTS = 20;
 
-/** How long a bucket record is reused by writes (see ObjectService.bucket). */
-const BUCKET_CACHE_MS = 2_000;
-
 /** Single-request object writes, reads and copies. */
 export class ObjectService {
   constructor(
@@ -117,17 +116,18 @@ export class ObjectService {
     readonly encryption: ObjectEncryption = new ObjectEncryption({}),
   ) {}
 
-  /** Bucket records by name (see bucket()). */
-  private readonly buckets = cachedLookup((name) => this.catalog.bucket(name), BUCKET_CACHE_MS);
-
   /**
-   * The bucket a write goes to. Records are kept BUCKET_CACHE_MS (a PUT's lookup was a fifth of its
-   * database time on embedded PGlite): every commit checks the bucket again by id under a share lock,
-   * so a bucket deleted meanwhile still answers NoSuchBucket (and that answer forgets the record); a
-   * change of a bucket's backend settings reaches writes within that time.
+   * The bucket a write goes to: the record the gateway resolved and authorised the request against
+   * when it passed one (one resolution per request, no cache of its own here), else the name's current
+   * record. The gateway's record has no backend credentials (the control plane never answers them), so
+   * a bucket on an object-store backend is read again by that record's id (the same bucket, never another
+   * of the name); one on the filesystem backend (one per data plane, no settings) is used as is.
+   * Every commit checks the bucket again by id under a share lock, so a bucket deleted meanwhile answers
+   * NoSuchBucket (see commitToCurrentBucket).
    */
-  async bucket(name: string): Promise<{ bucket: BucketRef; backend: StorageBackend }> {
-    const bucket = await this.buckets(name);
+  async bucket(name: string, resolved?: BucketRef): Promise<{ bucket: BucketRef; backend: StorageBackend }> {
+    if (resolved && resolved.name !== name) throw new S3Error('InvalidArgument', `x-strata-bucket names bucket ${resolved.name}, not ${name}.`);
+    const bucket = !resolved ? await this.catalog.bucket(name) : resolved.backend.kind === 'fs' ? resolved : await this.catalog.bucketById(resolved.id, name);
     return { bucket, backend: this.backends.forBucket(bucket.backend) };
   }
 
@@ -137,7 +137,7 @@ export class ObjectService {
     const userMetadata = req.userMetadata ?? {};
     checkUserMetadata(userMetadata);
     checkObjectSize(req.contentLength);
-    const { bucket, backend } = await this.bucket(req.bucket);
+    const { bucket, backend } = await this.bucket(req.bucket, req.resolvedBucket);
     const owner = req.owner ?? bucket.owner;
     const contentType = req.contentType || 'application/octet-stream';
     const base = { bucket, key: req.key, owner, contentType, userMetadata, tags: req.tags, headers: req.headers, conditions: req.conditions };
@@ -330,18 +330,24 @@ export class ObjectService {
   }
 
   /**
-   * A bucket record from the cache may be of a bucket deleted since: its commit answers NoSuchBucket.
-   * When the name has meanwhile been created again by the same owner on the same backend (`rb` then
-   * `mb`), the write belongs to the new bucket, so it is committed there.
+   * The record a write was resolved against (the gateway's, up to its cache's age) may be of a bucket
+   * deleted since: its commit answers NoSuchBucket. When the name has meanwhile been created again on the
+   * same backend by the same owner, and that owner is the writer (`rb` then `mb`; a writer whom only the old
+   * bucket's ACL admitted is not admitted to the new one), the write belongs to the new bucket.
    */
   private async commitToCurrentBucket(req: Omit<Parameters<Catalog['commitObject']>[0], 'now'>, backend: StorageBackend) {
     try {
       return await this.catalog.commitObject({ ...req, now: this.clock() });
     } catch (err) {
       if (!(err instanceof S3Error && err.code === 'NoSuchBucket')) throw err;
-      this.buckets.forget(req.bucket.name);
-      const current = await this.buckets(req.bucket.name).catch(() => undefined);
-      if (!current || current.id === req.bucket.id || current.owner !== req.bucket.owner || this.backends.forBucket(current.backend).key !== backend.key)
+      const current = await this.catalog.bucket(req.bucket.name).catch(() => undefined);
+      if (
+        !current ||
+        current.id === req.bucket.id ||
+        current.owner !== req.bucket.owner ||
+        current.owner !== req.owner ||
+        this.backends.forBucket(current.backend).key !== backend.key
+      )
         throw err;
       const blob = req.blob.kind === 'new' ? { ...req.blob, backend: current.backend } : req.blob;
       return this.catalog.commitObject({ ...req, bucket: current, blob, now: this.clock() });

@@ -8,6 +8,7 @@ import {
   SSE_REQUEST_HEADER,
   type SseAnswer,
   type SseRequest,
+  BUCKET_HEADER,
   encodeWireHeader,
   readWireHeaderLeniently,
   STORED_HEADERS_HEADER,
@@ -15,6 +16,7 @@ import {
   TRAILING_HEADERS_TRAILER,
   USER_METADATA_HEADER,
   type BodyHeaders,
+  type BucketInfo,
   type CompletedPart,
   type CopyObjectInput,
   type CreateMultipartInput,
@@ -77,6 +79,16 @@ function sseHeaders(sse: SseRequest | undefined): http.OutgoingHttpHeaders {
   return value ? { [SSE_REQUEST_HEADER]: value } : {};
 }
 
+/**
+ * The bucket record the request was authorised against, for the data plane to write to (none from a
+ * source that gave no row id, e.g. a test's fake layer: the data plane then resolves the name itself).
+ */
+function bucketHeader(bucket: BucketInfo | undefined): http.OutgoingHttpHeaders {
+  if (bucket?.id === undefined) return {};
+  const { id, name, owner, backend, encryption } = bucket;
+  return { [BUCKET_HEADER.name]: encodeWireHeader(BUCKET_HEADER, { id, name, owner, backend, ...(encryption ? { encryption } : {}) }) };
+}
+
 /** Typed client for the data plane: object bytes, copy, multipart (ADR 0001). Calls are guarded per bucket (their breaker scope). */
 export class DataPlaneClient {
   readonly http: InternalHttp;
@@ -125,6 +137,7 @@ export class DataPlaneClient {
         ...(h.ifMatch ? { 'if-match': h.ifMatch } : {}),
         ...(h.ifNoneMatch ? { 'if-none-match': h.ifNoneMatch } : {}),
         ...sseHeaders(h.sse),
+        ...bucketHeader(h.bucketRecord),
       },
       body,
       cancellation,

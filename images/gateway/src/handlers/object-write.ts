@@ -57,6 +57,7 @@ export const putObject: S3Handler = async (s3) => {
         instantMd5: instant,
         ...readWriteConditions(req),
         sse: sseRequestOf('PutObject', req.headers),
+        bucketRecord: bucketInfo,
       },
       body,
       state(res).clientGone,

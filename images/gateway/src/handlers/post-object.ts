@@ -154,6 +154,7 @@ export const postObject: S3Handler = async (s3) => {
         ),
         // The form's x-amz-server-side-encryption* fields, as a PUT's headers (SSE-S3, SSE-KMS, SSE-C).
         sse: sseRequestOfForm(form.fields),
+        bucketRecord: bucketInfo,
       },
       body,
       state(res).clientGone,

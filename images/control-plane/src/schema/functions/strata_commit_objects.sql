@@ -40,6 +40,12 @@ DECLARE
   v_old_size bigint[];
   v_unreferenced bigint[];
 BEGIN
+  -- A batch of one (every commit on PostgreSQL, most on PGlite) takes the plain statements of strata_commit_one.
+  IF jsonb_array_length(p_items) = 1 THEN
+    RETURN QUERY SELECT * FROM strata_commit_one(p_items);
+    RETURN;
+  END IF;
+
   -- Writers of one key queue on its advisory lock before touching any blob row (taken in one order, so
   -- two batches cannot deadlock); then the buckets are share-locked against a concurrent bucket delete.
   SELECT c.repeated, c.instant, c.conditional,
