@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { BuiltInKeyStore, keyFingerprint, type KeyStore } from '../../images/data-plane/src/encryption/key-store.js';
+import { ThreadMd5 } from '../../images/data-plane/src/backends/md5-thread.js';
 import { CHUNK } from '../../images/data-plane/src/encryption/chunked-aead.js';
 import { enc, startObjectLayer, type ObjectLayer } from './harness.js';
 
@@ -156,6 +157,34 @@ describe('data plane: server-side encryption at rest', function () {
       code: 'BadDigest',
     });
     expect((await get('digest.bin')).status).to.equal(404);
+  });
+
+  it('a large encrypted PUT hashes its plaintext only (the stored bytes keep no MD5), checks it, and reads back', async () => {
+    const body = randomBytes(3 * 1048576 + 4321);
+    let hashed = 0;
+    const update = ThreadMd5.prototype.update;
+    ThreadMd5.prototype.update = function (this: ThreadMd5, bytes: Uint8Array) {
+      hashed += bytes.length;
+      return update.call(this, bytes);
+    };
+    try {
+      const res = await put('large-sealed.bin', body, {
+        ...sseHeader({ method: 'AES256' }),
+        'x-strata-content-md5': createHash('md5').update(body).digest('base64'),
+      });
+      expect(res.status).to.equal(200);
+      expect(((await res.json()) as { object: { etag: string } }).object.etag).to.equal(md5(body));
+    } finally {
+      ThreadMd5.prototype.update = update;
+    }
+    expect(hashed, 'bytes hashed on the MD5 thread').to.equal(body.length);
+    expect(md5(Buffer.from(await (await get('large-sealed.bin')).arrayBuffer()))).to.equal(md5(body));
+    const wrong = createHash('md5').update('other').digest('base64');
+    expect(await errorOf(await put('large-digest.bin', body, { ...sseHeader({ method: 'AES256' }), 'x-strata-content-md5': wrong }))).to.deep.equal({
+      status: 400,
+      code: 'BadDigest',
+    });
+    expect((await get('large-digest.bin')).status).to.equal(404);
   });
 
   it('KEK rotation: an object written under the old key-encryption key still reads; new objects use the new one', async () => {
