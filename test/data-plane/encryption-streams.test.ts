@@ -3,7 +3,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { expect } from 'chai';
 import { Md5Tap, ThreadMd5 } from '../../images/data-plane/src/backends/md5-thread.js';
-import { CHUNK, SegmentDecryptor, SegmentEncryptor, segmentSize } from '../../images/data-plane/src/encryption/chunked-aead.js';
+import { CHUNK, SegmentDecryptor, SegmentEncryptor, segmentRange, segmentSize } from '../../images/data-plane/src/encryption/chunked-aead.js';
+import { ThreadedSegmentDecryptor } from '../../images/data-plane/src/encryption/decrypt-thread.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 
@@ -74,6 +75,54 @@ describe('data plane: encryption streams (chunked AES-GCM, MD5 tap)', () => {
     await pipeline(Readable.from([stored]), decryptor);
     expect(pieces).to.have.length(1);
     expect(md5(pieces[0]!)).to.equal(md5(data));
+  });
+
+  describe('decryption on the decryption thread (ThreadedSegmentDecryptor)', () => {
+    const key = randomBytes(32);
+    const size = 40 * CHUNK + 777;
+    const data = randomBytes(size);
+    let stored: Buffer;
+    before(async () => {
+      const encryptor = new SegmentEncryptor(key, () => undefined, size);
+      [stored] = await Promise.all([collect(encryptor).then((c) => Buffer.concat(c)), pipeline(Readable.from([data]), encryptor)]);
+    });
+    /** Plaintext [start, end] read as the object layer reads it: the chunks that cover it, the prefix apart when they do not start the segment. */
+    const read = async (start: number, end: number, bytes = stored, sizes = [1048576, 65_552, 100]) => {
+      const r = segmentRange(size, start, end);
+      const prefix = r.first === 0 ? undefined : bytes.subarray(0, 8);
+      const from = r.first === 0 ? 0 : r.from;
+      const decryptor = new ThreadedSegmentDecryptor(key, prefix, size, r.first, r.skip, end - start + 1);
+      const [out] = await Promise.all([collect(decryptor).then((c) => Buffer.concat(c)), pipeline(chunked(bytes.subarray(from, r.to + 1), sizes), decryptor)]);
+      return out;
+    };
+
+    it('deciphers whole segments and ranges exactly, whatever the pieces the bytes come in', async () => {
+      const cases: Array<[number, number]> = [
+        [0, size - 1],
+        [1, size - 2],
+        [CHUNK - 1, CHUNK],
+        [5 * CHUNK + 3, 37 * CHUNK + 9],
+        [size - 1, size - 1],
+        [17 * CHUNK, size - 1],
+      ];
+      for (const [start, end] of cases) {
+        for (const sizes of [[1048576], [7, 65_536, 333_333]]) {
+          expect(md5(await read(start, end, stored, sizes)), `[${start}, ${end}] in pieces ${sizes}`).to.equal(md5(data.subarray(start, end + 1)));
+        }
+      }
+    });
+
+    it('fails on an altered byte or a stream cut short, as the in-place decryptor does', async () => {
+      const altered = Buffer.from(stored);
+      altered[8 + 30 * (CHUNK + 16) + 5]! ^= 1;
+      const failure = (p: Promise<unknown>) =>
+        p.then(
+          () => undefined,
+          (e: unknown) => (e as Error).message,
+        );
+      expect(await failure(read(0, size - 1, altered))).to.match(/failed authentication/);
+      expect(await failure(read(0, size - 1, stored.subarray(0, stored.length - 10)))).to.match(/failed authentication/);
+    });
   });
 
   it('Md5Tap: passes every byte on unchanged and hashes them on the MD5 thread, one message per MiB', async () => {

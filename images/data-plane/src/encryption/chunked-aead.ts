@@ -148,7 +148,8 @@ export class SegmentEncryptor extends Transform {
   }
 }
 
-function tampered(): S3Error {
+/** A segment whose stored bytes fail authentication (altered, cut short). */
+export function tampered(): S3Error {
   return new S3Error('InternalError', "The object's stored bytes failed authentication; nothing of them is served.");
 }
 
@@ -276,3 +277,4 @@ export function segmentRange(plain: number, start: number, end: number): { first
 }
 
 export const NONCE_PREFIX_BYTES = PREFIX;
+export const TAG_BYTES = TAG;

@@ -3,7 +3,11 @@ import { pipeline, Readable } from 'node:stream';
 import { S3Error, type EncryptionRule, type SseRequest } from '../../../object-model/src/index.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import { SegmentDecryptor, segmentRange, segmentSize, SegmentEncryptor, NONCE_PREFIX_BYTES } from './chunked-aead.js';
+import { ThreadedSegmentDecryptor } from './decrypt-thread.js';
 import { unwrapKey, wrapKey, type KeyStore } from './key-store.js';
+
+/** Reads of at least this many plaintext bytes are deciphered on the decryption thread (decrypt-thread.ts). */
+const THREADED_DECRYPTION = 1024 * 1024;
 
 /**
  * An object's encryption record, kept (JSON) in its stored headers under ENCRYPTION_ENTRY: how its data
@@ -203,7 +207,12 @@ async function decryptSegment(
     prefix = await readAll(await backend.get(locator, { start: storedAt, end: storedAt + NONCE_PREFIX_BYTES - 1 }));
     chunks = await backend.get(locator, { start: storedAt + r.from, end: storedAt + r.to });
   }
-  const decryptor = new SegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, to - from + 1);
+  const length = to - from + 1;
+  // Large reads are deciphered on the decryption thread (the other core); small ones here, sparing the round trip.
+  const decryptor =
+    length >= THREADED_DECRYPTION
+      ? new ThreadedSegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length)
+      : new SegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length);
   chunks.on('error', (err) => decryptor.destroy(err));
   decryptor.on('close', () => chunks.destroy());
   return chunks.pipe(decryptor);
