@@ -10,7 +10,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,6 +21,13 @@ import { curlTransfer } from './transfer.js';
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const MIB = Number(process.env.LARGE_MIB ?? 256);
 const BUCKETS = (process.env.BUCKETS ?? 'plain,sealed').split(',');
+
+/** CPU seconds of a process's main thread (its event loop), from /proc/<pid>/task/<pid>/stat. */
+async function mainThreadSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/task/${pid}/stat`, 'utf8').catch(() => '');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return stat ? (Number(fields[11]) + Number(fields[12])) / 100 : 0;
+}
 
 function send(method: string, url: string, body?: Buffer, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -59,14 +66,15 @@ try {
     out.on('error', reject);
   });
   const size = MIB * 1048576;
-  const results: Record<string, Array<[number, number]>> = {};
+  const results: Record<string, Array<[number, number, number]>> = {};
   const measure = async (name: string, run: () => Promise<number>) => {
     const cpu = await cpuSeconds(child.pid);
+    const main = await mainThreadSeconds(child.pid!);
     const from = process.hrtime.bigint() / 1000n;
     const rate = await run();
     // Windows for reading a CPU profile by operation (the profile's timestamps are this same monotonic clock, in µs).
     if (process.env.BENCH_CPU_PROF) console.error(`window ${name.replaceAll(' ', '_')} ${from} ${process.hrtime.bigint() / 1000n}`);
-    (results[name] ??= []).push([rate, (((await cpuSeconds(child.pid)) - cpu) * 1000) / MIB]);
+    (results[name] ??= []).push([rate, (((await cpuSeconds(child.pid)) - cpu) * 1000) / MIB, (((await mainThreadSeconds(child.pid!)) - main) * 1000) / MIB]);
   };
   // A first PUT and GET of each, unmeasured (the first large upload allocates the pools, starts the MD5 thread).
   for (const b of BUCKETS) {
@@ -86,14 +94,11 @@ try {
       .map((l) => l.toFixed(1))
       .join(' ')}`,
   );
-  console.log('                        MiB/s (median; each round)        server CPU ms/MiB (median; each round)');
+  console.log('                       MiB/s (median; rounds)        server CPU ms/MiB, all threads     its main thread (event loop)');
+  const cell = (v: number[], digits: number) => `${median(v).toFixed(digits)} (${v.map((x) => x.toFixed(digits)).join(' ')})`;
   for (const [name, values] of Object.entries(results)) {
-    const rates = values.map((v) => v[0]);
-    const cpus = values.map((v) => v[1]);
-    console.log(
-      `${name.padEnd(22)} ${median(rates).toFixed(0).padStart(5)} (${rates.map((v) => v.toFixed(0)).join(' ')})`.padEnd(57) +
-        `${median(cpus).toFixed(2)} (${cpus.map((v) => v.toFixed(2)).join(' ')})`,
-    );
+    const column = (i: number) => values.map((v) => v[i]!);
+    console.log(`${name.padEnd(22)} ${cell(column(0), 0).padEnd(30)} ${cell(column(1), 2).padEnd(34)} ${cell(column(2), 2)}`);
   }
 } finally {
   await stopAll([child]);

@@ -105,13 +105,13 @@ export class FsBackend implements StorageBackend {
     return { locator: `i${randomId()}`, size: counter.size, md5, inline: Buffer.concat(chunks) };
   }
 
-  async compose(locators: string[]): Promise<StoredBlob> {
+  async compose(locators: string[], opts: { unhashed?: boolean } = {}): Promise<StoredBlob> {
     const paths = locators.map((l) => this.pathOf(l));
     async function* concatenated() {
       for (const p of paths) yield* createReadStream(p);
     }
     const counter = new HashingCounter(Number.MAX_SAFE_INTEGER, () => new S3Error('EntityTooLarge'), false);
-    return this.writeBlob('', [Readable.from(concatenated()), counter], counter, () => undefined, true);
+    return this.writeBlob('', [Readable.from(concatenated()), counter], counter, () => undefined, true, !opts.unhashed);
   }
 
   private async writeBlob(

@@ -60,8 +60,11 @@ export interface StorageBackend {
   get(locator: string, range?: ByteRange): Promise<Readable>;
   /** Remove a blob; removing a missing blob is not an error. */
   delete(locator: string): Promise<void>;
-  /** Concatenate blobs (multipart parts) into one new blob, on the backend itself (MD5 null when the backend cannot hash it). */
-  compose(locators: string[]): Promise<StoredBlob>;
+  /**
+   * Concatenate blobs (multipart parts) into one new blob, on the backend itself (MD5 null when the backend
+   * cannot hash it, or need not: `unhashed`, as for put).
+   */
+  compose(locators: string[], opts?: { unhashed?: boolean }): Promise<StoredBlob>;
   exists(locator: string): Promise<boolean>;
   /** A URL a client can download the blob from directly, when the backend can serve it. */
   directUrl?(locator: string, expiresSeconds: number, opts?: { contentType?: string; headers?: StoredHeaders }): Promise<string>;
