@@ -3,9 +3,9 @@ import { Worker } from 'node:worker_threads';
 import { CHUNK, chunkCount, NONCE_PREFIX_BYTES, tampered, TAG_BYTES } from './chunked-aead.js';
 
 /**
- * Decryption of large reads on a worker thread. AES-GCM costs about as much CPU per MiB as the rest of
- * a large GET (file read, the in-process hop, the gateway, the socket), all on one event loop; on its
- * own thread it runs on the other core, and an encrypted GET goes about as fast as a plain one. The
+ * Decryption of large reads on a worker thread. AES-GCM through node:crypto costs about as much CPU per
+ * MiB as the rest of a large GET (file read, the in-process hop, the gateway, the socket), all on one
+ * event loop; on its own thread it runs beside it, on the other core (hack/bench/measurements.md). The
  * thread deciphers batches of whole chunks that the stream copies into pooled shared buffers, and
  * sends each batch's plaintext back (transferred, not copied). The chunk layout (nonce = prefix | uint32
  * index, additional data = uint32 index | final flag) is chunked-aead.ts's; the tests check both
