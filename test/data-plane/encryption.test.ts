@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { readFile } from 'node:fs/promises';
+import { readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { BuiltInKeyStore, keyFingerprint, type KeyStore } from '../../images/data-plane/src/encryption/key-store.js';
@@ -222,6 +222,15 @@ describe('data plane: server-side encryption at rest', function () {
     const body = randomBytes(2 * 1048576 + 5);
     expect((await put('cut.bin', body, sseHeader({ method: 'AES256' }))).status).to.equal(200);
     expect(md5(Buffer.from(await (await get('cut.bin')).arrayBuffer()))).to.equal(md5(body));
+  });
+
+  it('an encrypted object whose stored bytes are missing answers 503 ServiceUnavailable, as a plain one does', async () => {
+    const body = randomBytes(2 * 1048576);
+    expect((await put('lost.bin', body, sseHeader({ method: 'AES256' }))).status).to.equal(200);
+    const locator = await locatorOf('lost.bin');
+    const file = (await layer.files()).find((f) => f.endsWith(locator))!;
+    await unlink(path.join(layer.dataDir, file));
+    expect(await errorOf(await get('lost.bin'))).to.deep.equal({ status: 503, code: 'ServiceUnavailable' });
   });
 
   it('KEK rotation: an object written under the old key-encryption key still reads; new objects use the new one', async () => {

@@ -375,12 +375,11 @@ export class ObjectService {
    * encryption.open answered for it (undefined for an object stored in the clear).
    */
   async read(object: StoredObject, backend: StorageBackend, range?: ByteRange, dataKey?: Buffer): Promise<Readable> {
-    if (dataKey && object.encryption) {
-      const plain = await ObjectEncryption.decrypting(backend, object.locator, object.partSizes ?? [object.size], dataKey, range);
-      plain.on('data', (chunk: Buffer) => this.metrics.bytesOut.inc(chunk.length));
-      return plain;
-    }
-    const stream = await backend.get(object.locator, range).catch((err: unknown) => {
+    const opened =
+      dataKey && object.encryption
+        ? ObjectEncryption.decrypting(backend, object.locator, object.partSizes ?? [object.size], dataKey, range)
+        : backend.get(object.locator, range);
+    const stream = await opened.catch((err: unknown) => {
       if (!(err instanceof BlobMissingError)) throw err;
       this.metrics.missingBlobReads.inc();
       this.logger.error(
