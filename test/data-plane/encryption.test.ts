@@ -1,10 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import http from 'node:http';
+import { readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { BuiltInKeyStore, keyFingerprint, type KeyStore } from '../../images/data-plane/src/encryption/key-store.js';
+import { ThreadMd5 } from '../../images/data-plane/src/backends/md5-thread.js';
 import { CHUNK } from '../../images/data-plane/src/encryption/chunked-aead.js';
-import { enc, startObjectLayer, type ObjectLayer } from './harness.js';
+import { eventually } from '../support/eventually.js';
+import { enc, startObjectLayer, TOKEN, type ObjectLayer } from './harness.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 const masterStore = (current: Buffer, ...old: Buffer[]) =>
@@ -38,6 +41,20 @@ describe('data plane: server-side encryption at rest', function () {
       ...headers,
     });
   const get = (key: string, headers: Record<string, string> = {}) => layer.dpFetch('GET', `/internal/objects/${bucket}/${enc(key)}`, undefined, headers);
+  /** What `run` answers, and how many bytes the MD5 thread was given meanwhile. */
+  const hashedDuring = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
+    let hashed = 0;
+    const update = ThreadMd5.prototype.update;
+    ThreadMd5.prototype.update = function (this: ThreadMd5, bytes: Uint8Array) {
+      hashed += bytes.length;
+      return update.call(this, bytes);
+    };
+    try {
+      return [await run(), hashed];
+    } finally {
+      ThreadMd5.prototype.update = update;
+    }
+  };
   const errorOf = async (res: Response) => ({ status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code });
   /** The bytes of every stored blob file. */
   const storedFiles = async () => Promise.all((await layer.files()).filter((f) => f.startsWith('blobs/')).map((f) => readFile(path.join(layer.dataDir, f))));
@@ -158,6 +175,64 @@ describe('data plane: server-side encryption at rest', function () {
     expect((await get('digest.bin')).status).to.equal(404);
   });
 
+  it('a large encrypted PUT hashes its plaintext only (the stored bytes keep no MD5), checks it, and reads back', async () => {
+    const body = randomBytes(3 * 1048576 + 4321);
+    const [res, hashed] = await hashedDuring(() =>
+      put('large-sealed.bin', body, { ...sseHeader({ method: 'AES256' }), 'x-strata-content-md5': createHash('md5').update(body).digest('base64') }),
+    );
+    expect(res.status).to.equal(200);
+    expect(((await res.json()) as { object: { etag: string } }).object.etag).to.equal(md5(body));
+    expect(hashed, 'bytes hashed on the MD5 thread').to.equal(body.length);
+    expect(md5(Buffer.from(await (await get('large-sealed.bin')).arrayBuffer()))).to.equal(md5(body));
+    const wrong = createHash('md5').update('other').digest('base64');
+    expect(await errorOf(await put('large-digest.bin', body, { ...sseHeader({ method: 'AES256' }), 'x-strata-content-md5': wrong }))).to.deep.equal({
+      status: 400,
+      code: 'BadDigest',
+    });
+    expect((await get('large-digest.bin')).status).to.equal(404);
+  });
+
+  it('a client that goes away mid-way through a large encrypted PUT leaves no file and no object; the next PUT works', async () => {
+    const temp = async () => (await layer.files()).filter((f) => f.endsWith('.tmp'));
+    const before = (await layer.files()).filter((f) => f.startsWith('blobs/')).sort();
+    let streaming = false;
+    await new Promise<void>((resolve) => {
+      const req = http.request(new URL(`${layer.dp.url}/internal/objects/${bucket}/cut.bin`), {
+        method: 'PUT',
+        headers: { 'x-strata-internal-token': TOKEN, 'x-strata-owner': 'alice', 'content-length': String(8 * 1048576), ...sseHeader({ method: 'AES256' }) },
+      });
+      req.on('error', () => resolve());
+      req.write(randomBytes(3 * 1048576));
+      // Cut only once the bytes are really streaming into a temp file.
+      const cut = () => {
+        req.destroy();
+        resolve();
+      };
+      eventually(async () => expect(await temp()).to.have.length(1)).then(() => {
+        streaming = true;
+        cut();
+      }, cut);
+    });
+    expect(streaming, 'the upload had started streaming').to.equal(true);
+    await eventually(async () => {
+      expect(await temp()).to.deep.equal([]);
+      expect((await layer.files()).filter((f) => f.startsWith('blobs/')).sort()).to.deep.equal(before);
+    });
+    expect((await get('cut.bin')).status).to.equal(404);
+    const body = randomBytes(2 * 1048576 + 5);
+    expect((await put('cut.bin', body, sseHeader({ method: 'AES256' }))).status).to.equal(200);
+    expect(md5(Buffer.from(await (await get('cut.bin')).arrayBuffer()))).to.equal(md5(body));
+  });
+
+  it('an encrypted object whose stored bytes are missing answers 503 ServiceUnavailable, as a plain one does', async () => {
+    const body = randomBytes(2 * 1048576);
+    expect((await put('lost.bin', body, sseHeader({ method: 'AES256' }))).status).to.equal(200);
+    const locator = await locatorOf('lost.bin');
+    const file = (await layer.files()).find((f) => f.endsWith(locator))!;
+    await unlink(path.join(layer.dataDir, file));
+    expect(await errorOf(await get('lost.bin'))).to.deep.equal({ status: 503, code: 'ServiceUnavailable' });
+  });
+
   it('KEK rotation: an object written under the old key-encryption key still reads; new objects use the new one', async () => {
     const body = randomBytes(10_000);
     expect((await put('rotated.bin', body, sseHeader({ method: 'AES256' }))).status).to.equal(200);
@@ -209,13 +284,17 @@ describe('data plane: server-side encryption at rest', function () {
       etags.push(((await res.json()) as { etag: string }).etag);
     }
     expect(etags).to.deep.equal(parts.map(md5));
-    const done = await layer.dpFetch(
-      'POST',
-      `/internal/multipart/${bucket}/mp.bin/${uploadId}/complete`,
-      JSON.stringify({ parts: etags.map((etag, i) => ({ partNumber: i + 1, etag })) }),
-      { 'content-type': 'application/json' },
+    const [done, hashed] = await hashedDuring(() =>
+      layer.dpFetch(
+        'POST',
+        `/internal/multipart/${bucket}/mp.bin/${uploadId}/complete`,
+        JSON.stringify({ parts: etags.map((etag, i) => ({ partNumber: i + 1, etag })) }),
+        { 'content-type': 'application/json' },
+      ),
     );
     expect(done.status).to.equal(200);
+    // The composed ciphertext is not hashed (an encrypted blob keeps no MD5).
+    expect(hashed, 'bytes hashed on the MD5 thread by the completion').to.equal(0);
     const meta = (await done.json()) as { size: number; sse: unknown };
     const whole = Buffer.concat(parts);
     expect(meta.size).to.equal(whole.length);

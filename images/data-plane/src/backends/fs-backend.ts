@@ -9,7 +9,7 @@ import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
 import { ThreadMd5 } from './md5-thread.js';
 import { HashingCounter, meteredBody } from './metered-body.js';
 import type { SmallBlobCache } from './small-blob-cache.js';
-import { BlobMissingError, type ByteRange, type HashedBlob, type PutOptions, type StorageBackend } from './storage-backend.js';
+import { BlobMissingError, type ByteRange, type HashedBlob, type PutOptions, type StorageBackend, type StoredBlob } from './storage-backend.js';
 
 /**
  * 32 random hex digits (122 random bits: a UUID v4 without its dashes). crypto.randomUUID draws from a
@@ -80,12 +80,14 @@ export class FsBackend implements StorageBackend {
     return path.join(this.root, locator.slice(0, 2), locator.slice(2, 4), locator);
   }
 
-  async put(body: Readable, opts: PutOptions = {}): Promise<HashedBlob> {
+  put(body: Readable, opts: PutOptions & { unhashed: true }): Promise<StoredBlob>;
+  put(body: Readable, opts?: PutOptions): Promise<HashedBlob>;
+  async put(body: Readable, opts: PutOptions = {}): Promise<StoredBlob> {
     const inlineMax = this.inline?.maxBytes ?? 0;
     if (inlineMax > 0 && !opts.part && opts.expectedSize !== undefined && opts.expectedSize <= inlineMax) return this.readInline(body, opts);
     const large = isLarge(opts.expectedSize);
-    const { source, counter, verify } = meteredBody(body, opts, !large);
-    return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, verify, large);
+    const { source, counter, verify } = meteredBody(body, opts, !large && !opts.unhashed);
+    return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, verify, large, !opts.unhashed);
   }
 
   /** A small body read into memory and hashed, for the caller to commit with the blob's row. */
@@ -103,26 +105,28 @@ export class FsBackend implements StorageBackend {
     return { locator: `i${randomId()}`, size: counter.size, md5, inline: Buffer.concat(chunks) };
   }
 
-  async compose(locators: string[]): Promise<HashedBlob> {
+  async compose(locators: string[], opts: { unhashed?: boolean } = {}): Promise<StoredBlob> {
     const paths = locators.map((l) => this.pathOf(l));
     async function* concatenated() {
       for (const p of paths) yield* createReadStream(p);
     }
     const counter = new HashingCounter(Number.MAX_SAFE_INTEGER, () => new S3Error('EntityTooLarge'), false);
-    return this.writeBlob('', [Readable.from(concatenated()), counter], counter, () => undefined, true);
+    return this.writeBlob('', [Readable.from(concatenated()), counter], counter, () => undefined, true, !opts.unhashed);
   }
 
   private async writeBlob(
     locatorPrefix: string,
     source: [Readable, HashingCounter],
     counter: HashingCounter,
-    verify: (size: number, md5: string) => void,
+    verify: (size: number, md5: string | null) => void,
     /**
      * Large (or unknown) bodies go through a FileSink and are hashed on the MD5 thread (the counter only
      * counts them); small ones through a plain write stream, hashed by the counter.
      */
     large: boolean,
-  ): Promise<HashedBlob> {
+    /** false: the bytes are not hashed at all (PutOptions.unhashed); md5 null. */
+    hashed = true,
+  ): Promise<StoredBlob> {
     const locator = locatorPrefix + randomId();
     const finalPath = this.pathOf(locator);
     const dir = path.dirname(finalPath);
@@ -131,11 +135,11 @@ export class FsBackend implements StorageBackend {
     let md5Thread: ThreadMd5 | undefined;
     try {
       // fsync before close (flush / FileSink), so the rename below never publishes bytes still in the page cache only.
-      md5Thread = large ? new ThreadMd5() : undefined;
-      const sink = md5Thread ? new FileSink(tempPath, md5Thread, this.directIo) : createWriteStream(tempPath, { flags: 'wx', flush: true });
+      md5Thread = large && hashed ? new ThreadMd5() : undefined;
+      const sink = large ? new FileSink(tempPath, md5Thread, this.directIo) : createWriteStream(tempPath, { flags: 'wx', flush: true });
       // (pipelineClosed: on failure the temp file is created and closed by then, so the rm below is final.)
       await pipelineClosed(source[0], source[1], sink);
-      const md5 = md5Thread ? await md5Thread.digestHex() : counter.digestHex();
+      const md5 = !hashed ? null : md5Thread ? await md5Thread.digestHex() : counter.digestHex();
       verify(counter.size, md5);
       await rename(tempPath, finalPath);
       await fsyncDir(dir);

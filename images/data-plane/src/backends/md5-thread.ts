@@ -1,3 +1,4 @@
+import { Transform, type TransformCallback } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 
 /**
@@ -122,5 +123,82 @@ export class ThreadMd5 {
     // Updates still in flight are answered (acks) by nobody now: settle them.
     for (const a of this.state.acks.splice(0)) a.resolve();
     this.worker.postMessage({ op: 'drop', id: this.id });
+  }
+}
+
+/** Size of each MD5 tap buffer: bytes are gathered into shared buffers this large before each goes to the thread. */
+const TAP_BUFFER = 1024 * 1024;
+/** Buffers per tap: one filling while the thread hashes the others. */
+const TAP_RING = 3;
+/** Tap buffers kept for reuse across uploads (a shared buffer is freed only once both threads let go of it). */
+const tapPool: Buffer[] = [];
+
+/**
+ * A pass-through stream that hashes what flows through it on the MD5 thread (`md5`). Chunks are copied
+ * into a ring of pooled 1 MiB shared buffers and each full one is hashed in place, so the thread gets
+ * one message per MiB instead of one copy per socket chunk. Chunks are passed on at once; a chunk
+ * waits only while every buffer is still being hashed (backpressure: the thread sets the pace). When
+ * the stream has ended, every byte has been given to `md5` (its digest may be asked for).
+ */
+export class Md5Tap extends Transform {
+  private readonly buffers: Buffer[] = [];
+  private readonly inFlight: Array<Promise<void> | undefined> = [];
+  private current = 0;
+  private filled = 0;
+
+  constructor(private readonly md5: ThreadMd5) {
+    super({ highWaterMark: TAP_BUFFER });
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.gather(chunk).then(() => done(null, chunk), done);
+  }
+
+  private async gather(chunk: Buffer): Promise<void> {
+    for (let offset = 0; offset < chunk.length; ) {
+      if (this.filled === 0) await this.settle(this.current);
+      const buf = (this.buffers[this.current] ??= tapPool.pop() ?? Buffer.from(new SharedArrayBuffer(TAP_BUFFER)));
+      const n = Math.min(chunk.length - offset, TAP_BUFFER - this.filled);
+      // fill() with a Buffer is one native memcpy (see FileSink.append).
+      buf.fill(n === chunk.length ? chunk : chunk.subarray(offset, offset + n), this.filled, this.filled + n);
+      this.filled += n;
+      offset += n;
+      if (this.filled === TAP_BUFFER) this.hashCurrent();
+    }
+  }
+
+  private hashCurrent(): void {
+    if (this.filled === 0) return;
+    const pending = this.md5.update(this.buffers[this.current]!.subarray(0, this.filled));
+    pending.catch(() => undefined);
+    this.inFlight[this.current] = pending;
+    this.current = (this.current + 1) % TAP_RING;
+    this.filled = 0;
+  }
+
+  private async settle(i: number): Promise<void> {
+    const pending = this.inFlight[i];
+    this.inFlight[i] = undefined;
+    await pending;
+  }
+
+  private async settleAll(): Promise<void> {
+    let failure: unknown;
+    for (let i = 0; i < TAP_RING; i++) await this.settle(i).catch((err: unknown) => (failure ??= err));
+    if (failure !== undefined) throw failure;
+  }
+
+  override _flush(done: TransformCallback): void {
+    this.hashCurrent();
+    this.settleAll().then(() => done(), done);
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    // The thread may still read a buffer being hashed: back to the pool only once it is done.
+    const release = () => {
+      for (const buf of this.buffers.splice(0)) if (tapPool.length < 8) tapPool.push(buf);
+      callback(error);
+    };
+    this.settleAll().then(release, release);
   }
 }

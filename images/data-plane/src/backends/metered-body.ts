@@ -46,8 +46,11 @@ export interface MeteredBody {
   source: PassThrough;
   /** Pipe `source` through it: it counts, hashes and enforces the size limit. */
   counter: HashingCounter;
-  /** Throws IncompleteBody or BadDigest when the whole body does not match what the request declared. */
-  verify(size: number, md5: string): void;
+  /**
+   * Throws IncompleteBody or BadDigest when the whole body does not match what the request declared
+   * (`md5` null: the bytes were not hashed, so an expected MD5 cannot match).
+   */
+  verify(size: number, md5: string | null): void;
 }
 
 /** The metering a PUT of `body` with `opts` needs (the same rules on every backend). */

@@ -30,6 +30,12 @@ export interface PutOptions {
    * them apart so that parts of uploads that expired unfinished can be swept by age.
    */
   part?: boolean;
+  /**
+   * The caller needs no MD5 of these bytes (encrypted bodies: their blobs keep none), so a backend may
+   * skip hashing them; the blob's `md5` is then null (and an `expectedMd5` fails as BadDigest: the
+   * caller checks its own digest).
+   */
+  unhashed?: boolean;
 }
 
 /** Inclusive byte range. */
@@ -47,14 +53,18 @@ export interface ByteRange {
 export interface StorageBackend {
   /** Identity of the storage the bytes land in: blobs dedupe only within one backend key. */
   readonly key: string;
-  /** Stream a body into a new blob, hashing it on the way; nothing remains on any error. */
+  /** Stream a body into a new blob, hashing it on the way (unless `unhashed`); nothing remains on any error. */
+  put(body: Readable, opts: PutOptions & { unhashed: true }): Promise<StoredBlob>;
   put(body: Readable, opts?: PutOptions): Promise<HashedBlob>;
   /** Stream a blob, or a byte range of it; BlobMissingError when its bytes are not there. */
   get(locator: string, range?: ByteRange): Promise<Readable>;
   /** Remove a blob; removing a missing blob is not an error. */
   delete(locator: string): Promise<void>;
-  /** Concatenate blobs (multipart parts) into one new blob, on the backend itself (MD5 null when the backend cannot hash it). */
-  compose(locators: string[]): Promise<StoredBlob>;
+  /**
+   * Concatenate blobs (multipart parts) into one new blob, on the backend itself (MD5 null when the backend
+   * cannot hash it, or need not: `unhashed`, as for put).
+   */
+  compose(locators: string[], opts?: { unhashed?: boolean }): Promise<StoredBlob>;
   exists(locator: string): Promise<boolean>;
   /** A URL a client can download the blob from directly, when the backend can serve it. */
   directUrl?(locator: string, expiresSeconds: number, opts?: { contentType?: string; headers?: StoredHeaders }): Promise<string>;

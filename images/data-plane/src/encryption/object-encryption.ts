@@ -3,7 +3,11 @@ import { pipeline, Readable } from 'node:stream';
 import { S3Error, type EncryptionRule, type SseRequest } from '../../../object-model/src/index.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import { SegmentDecryptor, segmentRange, segmentSize, SegmentEncryptor, NONCE_PREFIX_BYTES } from './chunked-aead.js';
+import { ThreadedSegmentDecryptor } from './decrypt-thread.js';
 import { unwrapKey, wrapKey, type KeyStore } from './key-store.js';
+
+/** Reads of at least this many plaintext bytes are deciphered on the decryption thread (decrypt-thread.ts). */
+const THREADED_DECRYPTION = 1024 * 1024;
 
 /**
  * An object's encryption record, kept (JSON) in its stored headers under ENCRYPTION_ENTRY: how its data
@@ -126,11 +130,21 @@ export class ObjectEncryption {
   /**
    * `body` encrypted as one segment under `dataKey`. `check` runs once the whole plaintext has passed and
    * before the last chunk is sealed (the size and MD5 checks of the plaintext): its error fails the stream.
+   * `plainSize`: the size the body declared, when it did (its bytes are then enciphered as they arrive).
    */
-  static encrypting(body: Readable, dataKey: Buffer, check: () => void | Promise<void>): Readable {
-    const encryptor = new SegmentEncryptor(dataKey, check);
+  static encrypting(body: Readable, dataKey: Buffer, check: () => void | Promise<void>, plainSize?: number): Readable {
+    const encryptor = new SegmentEncryptor(dataKey, check, plainSize);
     pipeline(body, encryptor, () => undefined);
     return encryptor;
+  }
+
+  /**
+   * The ETag of an SSE-C or SSE-KMS object (S3: not the MD5 of its data): the HMAC-MD5 of its plaintext's
+   * MD5 under its data key. 32 hex digits like an MD5, of no use without the key, and new with every
+   * write (each has its own data key), as the MD5 of the stored bytes was, without hashing them.
+   */
+  static opaqueEtag(dataKey: Buffer, plainMd5: string): string {
+    return createHmac('md5', dataKey).update(plainMd5).digest('hex');
   }
 
   /** Stored bytes of a segment of `plain` bytes (what the backend checks the encrypted body against). */
@@ -142,35 +156,23 @@ export class ObjectEncryption {
    * Plaintext bytes `range` (all when undefined) of an encrypted blob of `segments` (plaintext sizes: the
    * parts of a multipart object, or its one body), reading and decrypting only the chunks they cover.
    */
-  static decrypting(backend: StorageBackend, locator: string, segments: number[], dataKey: Buffer, range: ByteRange | undefined): Readable {
+  static async decrypting(backend: StorageBackend, locator: string, segments: number[], dataKey: Buffer, range: ByteRange | undefined): Promise<Readable> {
     const total = segments.reduce((a, b) => a + b, 0);
     const start = range?.start ?? 0;
     const end = range?.end ?? total - 1;
+    // One segment (a PutObject's body): its decryptor is the answer, one stream hop less per chunk.
+    if (segments.length === 1 && total > 0) return decryptSegment(backend, locator, 0, total, start, end, dataKey);
     async function* plain(): AsyncGenerator<Buffer> {
       let plainAt = 0;
       let storedAt = 0;
       for (const n of segments) {
         const last = plainAt + n - 1;
         if (n > 0 && last >= start && plainAt <= end) {
-          const from = Math.max(start, plainAt) - plainAt;
-          const to = Math.min(end, last) - plainAt;
-          const r = segmentRange(n, from, to);
-          // From the segment's start the prefix comes with the chunks (one read); else it is read apart.
-          let prefix: Buffer | undefined;
-          let chunks: Readable;
-          if (r.first === 0) {
-            chunks = await backend.get(locator, { start: storedAt, end: storedAt + r.to });
-          } else {
-            prefix = await readAll(await backend.get(locator, { start: storedAt, end: storedAt + NONCE_PREFIX_BYTES - 1 }));
-            chunks = await backend.get(locator, { start: storedAt + r.from, end: storedAt + r.to });
-          }
-          const decryptor = new SegmentDecryptor(dataKey, prefix, n, r.first, r.skip, to - from + 1);
-          chunks.on('error', (err) => decryptor.destroy(err));
+          const decrypted = await decryptSegment(backend, locator, storedAt, n, Math.max(start, plainAt) - plainAt, Math.min(end, last) - plainAt, dataKey);
           try {
-            yield* chunks.pipe(decryptor);
+            yield* decrypted;
           } finally {
-            // A failed chunk or a reader gone: the backend's stream (a file handle) ends with it.
-            chunks.destroy();
+            decrypted.destroy();
           }
         }
         plainAt += n;
@@ -180,6 +182,40 @@ export class ObjectEncryption {
     }
     return Readable.from(plain(), { objectMode: false });
   }
+}
+
+/**
+ * Plaintext bytes [from, to] of the segment of `plain` bytes stored at `storedAt` in the blob, decrypted
+ * from the chunks they cover. A failed read fails the answer; a reader gone closes the backend's stream.
+ */
+async function decryptSegment(
+  backend: StorageBackend,
+  locator: string,
+  storedAt: number,
+  plain: number,
+  from: number,
+  to: number,
+  dataKey: Buffer,
+): Promise<Readable> {
+  const r = segmentRange(plain, from, to);
+  // From the segment's start the prefix comes with the chunks (one read); else it is read apart.
+  let prefix: Buffer | undefined;
+  let chunks: Readable;
+  if (r.first === 0) {
+    chunks = await backend.get(locator, { start: storedAt, end: storedAt + r.to });
+  } else {
+    prefix = await readAll(await backend.get(locator, { start: storedAt, end: storedAt + NONCE_PREFIX_BYTES - 1 }));
+    chunks = await backend.get(locator, { start: storedAt + r.from, end: storedAt + r.to });
+  }
+  const length = to - from + 1;
+  // Large reads are deciphered on the decryption thread (the other core); small ones here, sparing the round trip.
+  const decryptor =
+    length >= THREADED_DECRYPTION
+      ? new ThreadedSegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length)
+      : new SegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length);
+  chunks.on('error', (err) => decryptor.destroy(err));
+  decryptor.on('close', () => chunks.destroy());
+  return chunks.pipe(decryptor);
 }
 
 async function readAll(stream: Readable): Promise<Buffer> {

@@ -300,8 +300,12 @@ export class MultipartService {
       );
       checkWriteConditions(conditions, current, key);
     }
-    const composed = await backend.compose(chosen.map((p) => p.locator));
     const encrypted = info.headers?.[ENCRYPTION_ENTRY] !== undefined;
+    // Encrypted parts: the MD5 of their ciphertext would be kept from instant upload and dedupe anyway, so it is not computed.
+    const composed = await backend.compose(
+      chosen.map((p) => p.locator),
+      { unhashed: encrypted },
+    );
     const meta = await this.objects.commit(
       {
         bucket,
@@ -311,7 +315,7 @@ export class MultipartService {
         userMetadata: info.userMetadata,
         tags: info.tags,
         headers: mergeStoredHeaders(info.headers, checksum && checksumHeaders(checksum)),
-        // Encrypted parts: the composed blob's MD5 is of ciphertext, kept from instant upload and dedupe.
+        // (An encrypted blob keeps no MD5: its bytes are its data key's alone.)
         blob: { ...this.objects.newBlob(backend, bucket, composed), ...(encrypted ? { md5: null } : {}) },
         etag,
         md5: encrypted ? null : composed.md5,

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import type { Logger } from '../../../service-kit/src/index.js';
 import {
   assertObjectKey,
@@ -26,7 +26,7 @@ import {
   type WriteConditions,
 } from '../../../object-model/src/index.js';
 import { meteredBody } from '../backends/metered-body.js';
-import { ThreadMd5 } from '../backends/md5-thread.js';
+import { Md5Tap, ThreadMd5 } from '../backends/md5-thread.js';
 import { ObjectEncryption, type Sealed } from '../encryption/object-encryption.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import { BlobMissingError, type ByteRange, type StorageBackend, type StoredBlob } from '../backends/storage-backend.js';
@@ -183,7 +183,7 @@ export class ObjectService {
    * A PutObject whose bytes are encrypted (encryption/): never an instant upload, and its blob has no
    * MD5, so it is never deduplicated with other bytes (its ciphertext is its data key's alone). Size and
    * Content-MD5 are checked on the plaintext before the last chunk is sealed. ETag as S3: the plaintext's
-   * MD5 for SSE-S3; for SSE-C and SSE-KMS an opaque value (the stored bytes' MD5), which S3 documents as
+   * MD5 for SSE-S3; for SSE-C and SSE-KMS an opaque value (ObjectEncryption.opaqueEtag), which S3 documents as
    * not the MD5 of the data.
    */
   private async putEncrypted(
@@ -204,22 +204,28 @@ export class ObjectService {
     return this.commit({ ...base, headers, ...this.encryptedBlob(backend, base.bucket, stored, sealed, plainMd5), size }, stored, backend);
   }
 
-  /** Plaintext `body` stored encrypted as one segment; size and MD5 checked on the plaintext before its last chunk is sealed. */
+  /**
+   * Plaintext `body` stored encrypted as one segment; size and MD5 checked on the plaintext before its last
+   * chunk is sealed. The stored bytes are not hashed: an encrypted blob keeps no MD5.
+   */
   async storeEncrypted(body: Readable, sealed: Sealed, backend: StorageBackend, opts: { expectedMd5?: string; expectedSize?: number; part?: boolean }) {
     // The plaintext is counted here and hashed on the MD5 thread (its MD5 is the ETag and the Content-MD5 check).
     const metered = meteredBody(body, { ...opts, maxSize: MAX_OBJECT_SIZE }, false);
     const md5 = new ThreadMd5();
     let plainMd5 = '';
-    const hashed = metered.source.pipe(metered.counter).on('data', (chunk: Buffer) => void md5.update(chunk).catch(() => undefined));
-    const encrypted = ObjectEncryption.encrypting(hashed, sealed.dataKey, async () => {
+    const tap = new Md5Tap(md5);
+    const hashed = pipeline(metered.source.pipe(metered.counter), tap, () => undefined);
+    const check = async () => {
       plainMd5 = await md5.digestHex();
       metered.verify(metered.counter.size, plainMd5);
-    });
+    };
+    const encrypted = ObjectEncryption.encrypting(hashed, sealed.dataKey, check, opts.expectedSize);
     metered.source.on('error', (err) => encrypted.destroy(err));
     encrypted.on('error', () => md5.drop());
     const stored = await backend.put(encrypted, {
       expectedSize: opts.expectedSize === undefined ? undefined : ObjectEncryption.storedSize(opts.expectedSize),
       maxSize: ObjectEncryption.storedSize(MAX_OBJECT_SIZE),
+      unhashed: true,
       ...(opts.part ? { part: true } : {}),
     });
     this.metrics.bytesIn.inc(stored.size);
@@ -229,12 +235,16 @@ export class ObjectService {
   /**
    * The blob, ETag and MD5 of encrypted bytes just stored. The blob has no MD5, so it is never found by
    * instant upload nor deduplicated (its ciphertext is its data key's alone). ETag as S3: the plaintext's
-   * MD5 for SSE-S3; for SSE-C and SSE-KMS an opaque value (the stored bytes' MD5), which S3 documents as
-   * not the MD5 of the data.
+   * MD5 for SSE-S3; for SSE-C and SSE-KMS an opaque value (ObjectEncryption.opaqueEtag), which S3
+   * documents as not the MD5 of the data.
    */
   private encryptedBlob(backend: StorageBackend, bucket: BucketRef, stored: StoredBlob, sealed: Sealed, plainMd5: string) {
     const sse3 = sealed.record.alg === 'AES256';
-    return { blob: { ...this.newBlob(backend, bucket, stored), md5: null }, etag: sse3 ? plainMd5 : stored.md5!, md5: sse3 ? plainMd5 : null };
+    return {
+      blob: { ...this.newBlob(backend, bucket, stored), md5: null },
+      etag: sse3 ? plainMd5 : ObjectEncryption.opaqueEtag(sealed.dataKey, plainMd5),
+      md5: sse3 ? plainMd5 : null,
+    };
   }
 
   newBlob(backend: StorageBackend, bucket: BucketRef, stored: StoredBlob) {
@@ -372,12 +382,11 @@ export class ObjectService {
    * encryption.open answered for it (undefined for an object stored in the clear).
    */
   async read(object: StoredObject, backend: StorageBackend, range?: ByteRange, dataKey?: Buffer): Promise<Readable> {
-    if (dataKey && object.encryption) {
-      const plain = ObjectEncryption.decrypting(backend, object.locator, object.partSizes ?? [object.size], dataKey, range);
-      plain.on('data', (chunk: Buffer) => this.metrics.bytesOut.inc(chunk.length));
-      return plain;
-    }
-    const stream = await backend.get(object.locator, range).catch((err: unknown) => {
+    const opened =
+      dataKey && object.encryption
+        ? ObjectEncryption.decrypting(backend, object.locator, object.partSizes ?? [object.size], dataKey, range)
+        : backend.get(object.locator, range);
+    const stream = await opened.catch((err: unknown) => {
       if (!(err instanceof BlobMissingError)) throw err;
       this.metrics.missingBlobReads.inc();
       this.logger.error(
