@@ -131,6 +131,8 @@ export function stringToSignV2(input: StringToSignV2Input): string {
 /** The resources a client may have signed: path and subresource values as S3 documents them first, then as sent. */
 function candidateResources(rawPath: string, rawQuery: string): string[] {
   const paths = [...new Set([rawPath || '/', canonicalPath(rawPath)])];
+  // A bare bucket (`/bucket`): botocore signs it as `/bucket/`; no key is empty, so that names nothing else.
+  if (/^\/[^/]+$/.test(rawPath)) paths.push(`${canonicalPath(rawPath)}/`);
   const queries = [...new Set([signedSubresources(rawQuery, true), signedSubresources(rawQuery, false)])];
   return paths.flatMap((path) => queries.map((query) => path + query));
 }
