@@ -166,6 +166,12 @@ describe('gateway handlers: objects, against a fake ObjectLayer', () => {
     expect(xml).to.not.contain('a/2');
   });
 
+  it('ListObjectsV2 with an empty continuation-token is 400 InvalidArgument, as S3 answers', async () => {
+    const r = await fx.app.fetch('GET', '/photos?list-type=2&continuation-token=');
+    expect([r.status, codeOf(await r.text())]).to.deep.equal([400, 'InvalidArgument']);
+    expect(fx.layer.callsOf('listObjects')).to.deep.equal([]);
+  });
+
   it('CopyObject passes source, directives and conditions on; a copy onto itself that changes nothing is refused', async () => {
     const source = fx.layer.store('photos', 'src', Buffer.from('bytes'), { userMetadata: { a: '1' } });
     const r = await fx.app.fetch('PUT', '/photos/dst', {

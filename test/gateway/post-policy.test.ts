@@ -52,6 +52,8 @@ describe('gateway: POST policy (browser form uploads)', () => {
       [form([{ key: 'a' }], { key: 'a', 'x-amz-meta-sneaky': 'x' }), /^AccessDenied: .*Extra input fields: x-amz-meta-sneaky/],
       [form([{ key: 'a' }], { key: 'a' }, '2026-11-26T11:00:00Z'), /^AccessDenied: Invalid according to Policy: Policy expired\./],
       [form([{ key: 'a' }], { key: 'a' }, 'tomorrow'), /^InvalidPolicyDocument: /],
+      // Python's str(datetime): a date Date.parse takes, not ISO 8601 (what S3 requires).
+      [form([{ key: 'a' }], { key: 'a' }, '2026-11-26 13:00:00.123456+00:00'), /^InvalidPolicyDocument: .*ISO 8601/],
       [form([['content-length-range', 10, 1]], { key: 'a' }), /^InvalidPolicyDocument: .*Invalid condition/],
       [form([['matches', '$key', 'a.*']], { key: 'a' }), /^InvalidPolicyDocument: .*Invalid condition/],
       [form([{ key: 'a', acl: 'private' }], { key: 'a' }), /^InvalidPolicyDocument: .*Invalid condition/],

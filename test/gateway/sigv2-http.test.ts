@@ -139,6 +139,17 @@ describe('gateway: AWS Signature Version 2 over HTTP (real control and data plan
     expect((await signed(gateway.url, 'GET', `/${BUCKET}/dir/a%20b.txt`)).status).to.equal(404);
   });
 
+  it('bucket requests signed as botocore signs them (resource `/bucket/`, trailing slash) are accepted; `/bucket//` is not', async () => {
+    const created = await signed(gateway.url, 'PUT', `/${BUCKET}-slash`, { resource: `/${BUCKET}-slash/` });
+    expect(created.status, created.body).to.equal(200);
+    const location = await signed(gateway.url, 'GET', `/${BUCKET}-slash?location`, { resource: `/${BUCKET}-slash/?location` });
+    expect(location.status, location.body).to.equal(200);
+    const wrong = await signed(gateway.url, 'GET', `/${BUCKET}-slash?location`, { resource: `/${BUCKET}-slash//?location` });
+    expect([wrong.status, s3CodeOf(wrong.body)]).to.deep.equal([403, 'SignatureDoesNotMatch']);
+    const removed = await signed(gateway.url, 'DELETE', `/${BUCKET}-slash`, { resource: `/${BUCKET}-slash/` });
+    expect(removed.status, removed.body).to.equal(204);
+  });
+
   it('virtual-hosted style: the bucket from the Host is part of the signed resource', async () => {
     const host = `${BUCKET}.${DOMAIN}:${new URL(gateway.url).port}`;
     const put = await signed(gateway.url, 'PUT', '/vh.txt', { host, resource: `/${BUCKET}/vh.txt`, body: 'vh' });
@@ -199,6 +210,27 @@ describe('gateway: AWS Signature Version 2 over HTTP (real control and data plan
     const outside = await fetch(`${gateway.url}/${BUCKET}`, { method: 'POST', body: formV2('elsewhere/c.txt', 'nope') });
     expect([outside.status, s3CodeOf(await outside.text())]).to.deep.equal([403, 'AccessDenied']);
     for (const key of ['forms/b.txt', 'elsewhere/c.txt']) expect((await signed(gateway.url, 'GET', `/${BUCKET}/${key}`)).status, key).to.equal(404);
+  });
+
+  it('a POST form whose fields come as file parts (with a filename, as Python requests sends them) uploads', async () => {
+    const plain = formV2('forms/parts.txt', 'fields as files');
+    const form = new FormData();
+    for (const [name, value] of plain.entries()) {
+      if (name === 'file') form.append(name, value);
+      else form.append(name, new Blob([value as string]), name);
+    }
+    const ok = await fetch(`${gateway.url}/${BUCKET}`, { method: 'POST', body: form });
+    expect(ok.status, await ok.text()).to.equal(204);
+    const got = await signed(gateway.url, 'GET', `/${BUCKET}/forms/parts.txt`);
+    expect([got.status, got.body]).to.deep.equal([200, 'fields as files']);
+    // Still checked: a key outside the policy is refused.
+    const outside = new FormData();
+    for (const [name, value] of formV2('elsewhere/parts.txt', 'nope').entries()) {
+      if (name === 'file') outside.append(name, value);
+      else outside.append(name, new Blob([value as string]), name);
+    }
+    const refused = await fetch(`${gateway.url}/${BUCKET}`, { method: 'POST', body: outside });
+    expect([refused.status, s3CodeOf(await refused.text())]).to.deep.equal([403, 'AccessDenied']);
   });
 
   it('STRATA_SIGV2=false: header, presigned and form SigV2 requests are 403 AccessDenied saying so; SigV4 still works', async () => {

@@ -159,6 +159,18 @@ describe('gateway SigV2', () => {
     expect(early.code).to.equal('RequestTimeTooSkewed');
     const undated = await failure(get({ host: good.host, authorization: good.authorization }));
     expect([undated.code, undated.message]).to.deep.equal(['AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header']);
+    // An x-amz-date sent empty is the date (not the Date header behind it); a date before the epoch is none.
+    for (const headers of [
+      { ...good, 'x-amz-date': '' },
+      { ...good, date: 'Tue, 07 Jul 1950 21:53:04 GMT' },
+      { ...good, 'x-amz-date': 'Tue, 07 Jul 1950 21:53:04 GMT' },
+    ]) {
+      const invalid = await failure(get(headers));
+      expect([invalid.code, invalid.message], JSON.stringify(headers)).to.deep.equal([
+        'AccessDenied',
+        'AWS authentication requires a valid Date or x-amz-date header',
+      ]);
+    }
     for (const authorization of ['AWS ', `AWS ${AK}`, `AWS ${AK}:`, 'AWS :sig']) {
       const malformed = await failure(get({ ...good, authorization }));
       expect([malformed.code, malformed.status], authorization).to.deep.equal(['InvalidArgument', 400]);

@@ -116,8 +116,10 @@ function parsePolicy(base64: string): { expiration: Date; conditions: Condition[
     throw invalidPolicy('Invalid JSON.');
   }
   const { expiration, conditions } = (doc ?? {}) as { expiration?: unknown; conditions?: unknown };
-  const when = typeof expiration === 'string' ? new Date(expiration) : undefined;
-  if (!when || Number.isNaN(when.getTime())) throw invalidPolicy('Policy missing expiration, or it is not a date.');
+  // An ISO 8601 date and time (`2026-11-26T13:00:00.000Z`), as S3 requires: not just anything Date parses.
+  const iso = typeof expiration === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})$/.test(expiration);
+  const when = iso ? new Date(expiration) : undefined;
+  if (!when || Number.isNaN(when.getTime())) throw invalidPolicy('Policy missing expiration, or it is not an ISO 8601 date.');
   if (!Array.isArray(conditions)) throw invalidPolicy('Policy missing conditions.');
   return { expiration: when, conditions: conditions.map(parseCondition) };
 }

@@ -131,6 +131,8 @@ export function stringToSignV2(input: StringToSignV2Input): string {
 /** The resources a client may have signed: path and subresource values as S3 documents them first, then as sent. */
 function candidateResources(rawPath: string, rawQuery: string): string[] {
   const paths = [...new Set([rawPath || '/', canonicalPath(rawPath)])];
+  // A bare bucket (`/bucket`): botocore signs it as `/bucket/`; no key is empty, so that names nothing else.
+  if (/^\/[^/]+$/.test(rawPath)) paths.push(`${canonicalPath(rawPath)}/`);
   const queries = [...new Set([signedSubresources(rawQuery, true), signedSubresources(rawQuery, false)])];
   return paths.flatMap((path) => queries.map((query) => path + query));
 }
@@ -185,10 +187,13 @@ export async function verifySigV2(req: SigV4Request, lookup: CredentialLookup, o
     [accessKey, signature, date] = [ak, sig, expires];
   } else {
     ({ accessKey, signature } = parseAuthorization(authorization!));
+    // x-amz-date, when sent (even empty), is the request's date; Date only without it (as S3). A date
+    // before the epoch is no valid date either.
+    const amzDateSent = req.headers['x-amz-date'] !== undefined;
     const amzDate = headerValue(req.headers, 'x-amz-date');
-    const requestDate = amzDate || headerValue(req.headers, 'date');
+    const requestDate = amzDateSent ? amzDate : headerValue(req.headers, 'date');
     const when = requestDate ? (parseAmzDate(requestDate)?.getTime() ?? Date.parse(requestDate)) : NaN;
-    if (Number.isNaN(when)) throw new S3Error('AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
+    if (Number.isNaN(when) || when < 0) throw new S3Error('AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
     if (Math.abs(now.getTime() - when) > MAX_SKEW_MS) {
       throw new S3Error('RequestTimeTooSkewed', undefined, {
         RequestTime: requestDate,
@@ -197,7 +202,7 @@ export async function verifySigV2(req: SigV4Request, lookup: CredentialLookup, o
       });
     }
     // With x-amz-date the Date line is empty (x-amz-date is among the signed x-amz-* headers).
-    date = amzDate ? '' : requestDate;
+    date = amzDateSent ? '' : requestDate;
   }
   // SigV2 signs every x-amz-* header; Strata's own x-service-* ones it cannot cover.
   checkAllAmzHeadersSigned(

@@ -1,4 +1,4 @@
-import { readPageSize, storedChecksum, type ObjectMeta } from '../../../object-model/src/index.js';
+import { readPageSize, S3Error, storedChecksum, type ObjectMeta } from '../../../object-model/src/index.js';
 import { state } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';
 import { owner, quoted, sendXml } from '../s3/render.js';
@@ -54,6 +54,8 @@ export const listObjectsV2: S3Handler = async (request) => {
   const { caller, maxKeys, encode, prefix, delimiter, filter } = await listing(request);
   const startAfter = query.get('start-after') ?? '';
   const token = query.get('continuation-token') ?? undefined;
+  // Sent empty, the token is wrong (S3), not absent.
+  if (token === '') throw new S3Error('InvalidArgument', 'The continuation token provided is incorrect.', { ArgumentName: 'continuation-token' });
   const r = await deps.objects.listObjects(bucket, {
     ...filter,
     maxKeys,

@@ -49,7 +49,7 @@ function formUntilFile(req: http.IncomingMessage): Promise<Form> {
   return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: req.headers, limits: { fieldSize: MAX_FIELDS_BYTES, fields: 100, files: 1, parts: 101 } });
+      parser = busboy({ headers: req.headers, limits: { fieldSize: MAX_FIELDS_BYTES, fields: 100, files: 101, parts: 101 } });
     } catch {
       reject(new S3Error('MalformedPOSTRequest'));
       return;
@@ -75,15 +75,39 @@ function formUntilFile(req: http.IncomingMessage): Promise<Form> {
       if (info.valueTruncated || fieldBytes > MAX_FIELDS_BYTES) fail(new S3Error('MaxPostPreDataLengthExceededError'));
       fields.set(name.toLowerCase(), value);
     });
+    // A part other than `file` that comes with a filename (as some clients send every field) is a field all
+    // the same, as S3 takes it: read whole before the file is handed on, so the policy sees it.
+    const fileFields: Promise<void>[] = [];
+    let fileSeen = false;
     parser.on('file', (name, stream, info) => {
-      if (failed || name.toLowerCase() !== 'file') {
+      if (failed || fileSeen) {
         stream.resume();
         return;
       }
+      if (name.toLowerCase() !== 'file') {
+        const parts: Buffer[] = [];
+        fileFields.push(
+          new Promise<void>((done) => {
+            stream.on('data', (chunk: Buffer) => {
+              fieldBytes += chunk.length;
+              if (fieldBytes > MAX_FIELDS_BYTES) fail(new S3Error('MaxPostPreDataLengthExceededError'));
+              else parts.push(chunk);
+            });
+            stream.on('error', () => done());
+            stream.on('end', () => {
+              fieldBytes += name.length;
+              fields.set(name.toLowerCase(), Buffer.concat(parts).toString('utf8'));
+              done();
+            });
+          }),
+        );
+        return;
+      }
+      fileSeen = true;
       // A form that ends before the file's closing boundary errors the file, maybe before the handler pipes
       // it anywhere (the policy is checked first): the error stays on the stream (`errored`) for it to see.
       stream.on('error', () => undefined);
-      resolve({
+      const form = {
         fields,
         file: stream,
         filename: info.filename ?? '',
@@ -93,10 +117,13 @@ function formUntilFile(req: http.IncomingMessage): Promise<Form> {
           stream.resume();
           req.resume();
         },
-      });
+      };
+      void Promise.all(fileFields).then(() => resolve(form));
     });
-    // Settles nothing once the file was found (a promise settles once).
-    parser.on('close', () => reject(new S3Error('InvalidArgument', 'POST requires exactly one file upload per request.', { ArgumentName: 'file' })));
+    // Once the file was found the form resolves (after the fields sent as files), never this.
+    parser.on('close', () => {
+      if (!fileSeen) reject(new S3Error('InvalidArgument', 'POST requires exactly one file upload per request.', { ArgumentName: 'file' }));
+    });
     parser.on('error', () => {
       parseError = true;
       fail(new S3Error('MalformedPOSTRequest'));

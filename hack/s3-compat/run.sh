@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Runs ceph/s3-tests (test_s3.py + test_headers.py, every test id) against Strata and regenerates the
+# compatibility table in hack/docs/s3-compatibility.md. See hack/s3-compat/README.md.
+#
+#   S3TESTS_DIR=/path/to/s3-tests hack/s3-compat/run.sh [extra pytest args, e.g. -k cors]
+#
+# S3TESTS_DIR          checkout holding s3tests_boto3/ (never part of this repository)
+# S3COMPAT_ENDPOINT    use a running gateway (http://host:port) instead of starting `npm start`
+# S3COMPAT_ROOT_USER / S3COMPAT_ROOT_PASSWORD   its root (default: the standalone defaults)
+# S3COMPAT_PORT        first of six free ports for the standalone it starts (default 19500)
+# PYTHON               interpreter with boto3, pytest, munch, isodate, pytz, dateutil, pytest-mock, pytest-timeout
+#                      (Debian: python3-boto3 python3-pytest python3-munch python3-isodate python3-tz
+#                      python3-dateutil python3-pytest-mock python3-pytest-timeout; default /usr/bin/python3)
+# Extra pytest args make a partial run: its results are printed, the table is left alone.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+: "${S3TESTS_DIR:?set S3TESTS_DIR to a ceph/s3-tests checkout}"
+S3TESTS_DIR=$(cd "$S3TESTS_DIR" && pwd)
+python=${PYTHON:-/usr/bin/python3}
+work=$(mktemp -d "${TMPDIR:-/tmp}/s3compat.XXXXXX")
+root_user=${S3COMPAT_ROOT_USER:-strata}
+root_password=${S3COMPAT_ROOT_PASSWORD:-strata-secret-key}
+server_pid=
+
+stop_server() {
+  if [[ -n "$server_pid" ]]; then
+    # The standalone was started in its own session: end that process group, which is ours alone.
+    kill -TERM -- "-$server_pid" 2>/dev/null || true
+    for _ in $(seq 1 60); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL -- "-$server_pid" 2>/dev/null || true
+  fi
+}
+trap stop_server EXIT
+
+if [[ -n "${S3COMPAT_ENDPOINT:-}" ]]; then
+  endpoint=$S3COMPAT_ENDPOINT
+else
+  port=${S3COMPAT_PORT:-19500}
+  endpoint="http://127.0.0.1:$port"
+  mkdir -p "$work/data"
+  echo "starting the standalone platform on $endpoint (data in $work/data, log in $work/strata.log)"
+  # The suite's SSE-KMS tests use the key ids testkey-1 and testkey-2 (s3tests.conf's defaults): a fresh pair per run.
+  kms_keys="testkey-1:$(head -c 32 /dev/urandom | base64 -w0),testkey-2:$(head -c 32 /dev/urandom | base64 -w0)"
+  (
+    cd "$repo"
+    exec setsid env STRATA_DATA_DIR="$work/data" STRATA_HOST=127.0.0.1 \
+      STRATA_GATEWAY_PORT="$port" STRATA_DATA_PLANE_PORT=$((port + 1)) STRATA_CONTROL_PLANE_PORT=$((port + 2)) \
+      STRATA_MODEL_SERVER_PORT=$((port + 3)) STRATA_POEM_APP_PORT=$((port + 4)) STRATA_IMAGE_SEARCH_PORT=$((port + 5)) \
+      STRATA_DISABLED_SERVICES=model-server,poem-app,image-search STRATA_PURGE_SCHEDULE=off \
+      STRATA_ROOT_USER="$root_user" STRATA_ROOT_PASSWORD="$root_password" STRATA_SSE_KMS_KEYS="$kms_keys" LOG_LEVEL=warn \
+      npm start
+  ) >"$work/strata.log" 2>&1 &
+  server_pid=$!
+  for i in $(seq 1 240); do
+    curl -sf "$endpoint/readyz" >/dev/null 2>&1 && break
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/strata.log"; echo "the standalone platform exited" >&2; exit 1; }
+    [[ $i == 240 ]] && { tail -50 "$work/strata.log"; echo "the standalone platform is not ready after 120 s" >&2; exit 1; }
+    sleep 0.5
+  done
+fi
+
+# The suite's users: main and alt (two accounts for the ACL tests), tenant (for suites that use one).
+token=$(curl -sf -X POST "$endpoint/login" -H 'content-type: application/json' \
+  -d "{\"username\":\"$root_user\",\"password\":\"$root_password\"}" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"]["token"])')
+suffix=$(date +%s)
+declare -A key secret name
+for who in main alt tenant; do
+  name[$who]="s3$who$suffix"
+  answer=$(curl -sf -X POST "$endpoint/admin/users" -H "Authorization: Bearer $token" -H 'content-type: application/json' \
+    -d "{\"username\":\"${name[$who]}\",\"password\":\"${name[$who]}-password\"}")
+  key[$who]=$(echo "$answer" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessKey"])')
+  secret[$who]=$(echo "$answer" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"]["secretKey"])')
+done
+
+host=$(echo "$endpoint" | sed -E 's#^https?://([^:/]+).*#\1#')
+port_of=$(echo "$endpoint" | sed -E 's#^https?://[^:/]+:?([0-9]*).*#\1#')
+secure=False; [[ $endpoint == https://* ]] && secure=True
+cat >"$work/s3tests.conf" <<CONF
+[DEFAULT]
+host = $host
+port = ${port_of:-80}
+is_secure = $secure
+ssl_verify = False
+
+[fixtures]
+bucket prefix = s3t-{random}-
+
+[s3 main]
+display_name = ${name[main]}
+user_id = ${name[main]}
+email = ${name[main]}@example.com
+access_key = ${key[main]}
+secret_key = ${secret[main]}
+api_name = us-east-1
+lc_debug_interval = 1
+
+[s3 alt]
+display_name = ${name[alt]}
+user_id = ${name[alt]}
+email = ${name[alt]}@example.com
+access_key = ${key[alt]}
+secret_key = ${secret[alt]}
+
+[s3 tenant]
+display_name = ${name[tenant]}
+user_id = ${name[tenant]}
+email = ${name[tenant]}@example.com
+access_key = ${key[tenant]}
+secret_key = ${secret[tenant]}
+tenant = ${name[tenant]}
+CONF
+
+results="$work/results.json"
+set +e
+(
+  cd "$S3TESTS_DIR"
+  S3TEST_CONF="$work/s3tests.conf" S3COMPAT_RESULTS="$results" PYTHONPATH="$repo/hack/s3-compat${PYTHONPATH:+:$PYTHONPATH}" \
+    "$python" -m pytest -p s3compat_plugin -p no:cacheprovider -q --timeout=300 -rN --tb=no \
+    s3tests_boto3/functional/test_s3.py s3tests_boto3/functional/test_headers.py "$@"
+) | tail -5
+set -e
+
+if [[ $# -gt 0 ]]; then
+  "$python" "$repo/hack/s3-compat/report.py" "$results" "$work/partial.md" "$work/failures.txt" >"$work/report.txt"
+  grep -v '^|' "$work/report.txt" | head -60
+  echo "partial run: results in $work/results.json, failures in $work/failures.txt"
+else
+  "$python" "$repo/hack/s3-compat/report.py" "$results" "$repo/hack/docs/s3-compatibility.md" "$work/failures.txt"
+  echo "results in $work/results.json, failures in $work/failures.txt"
+fi
