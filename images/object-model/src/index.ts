@@ -16,3 +16,4 @@ export * from './object-rules.js';
 export * from './wire.js';
 export * from './object-row.js';
 export * from './object-encryption.js';
+export * from './internal-answers.js';
