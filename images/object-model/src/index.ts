@@ -17,3 +17,4 @@ export * from './wire.js';
 export * from './object-row.js';
 export * from './object-encryption.js';
 export * from './internal-answers.js';
+export * from './control-plane-api.js';
