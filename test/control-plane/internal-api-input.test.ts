@@ -13,7 +13,7 @@ const BUCKET: Bucket = { id: 1, name: 'photos', owner: 'alice', backend: { kind:
 /**
  * The control plane's internal routes read their input through one reader each (object-model
  * control-plane-api.ts): input of the wrong shape is a 400-class S3 error that says what is wrong, and
- * never reaches the store. The store here records what reaches it and fails any test that it should not.
+ * never reaches the store (not even the bucket's lookup: input is read first). The store here records what reaches it.
  */
 describe('control plane internal API: input is read by one reader per route', () => {
   let server: http.Server;
@@ -28,7 +28,7 @@ describe('control plane internal API: input is read by one reader per route', ()
         return answer;
       };
     const store = {
-      buckets: { get: async () => BUCKET, create: touch('buckets.create'), setConfig: touch('buckets.setConfig') },
+      buckets: { get: touch('buckets.get', BUCKET), create: touch('buckets.create'), setConfig: touch('buckets.setConfig') },
       objects: {
         list: touch('objects.list', { objects: [], commonPrefixes: [], isTruncated: false }),
         setTags: touch('objects.setTags', true),
@@ -125,7 +125,8 @@ describe('control plane internal API: input is read by one reader per route', ()
     expect((await call('GET', '/internal/buckets/photos/objects?max-keys=5000&start-after=k')).status).to.equal(200);
     expect((await call('PUT', '/internal/buckets/photos/objects/a.txt/acl', { acl: null })).status).to.equal(204);
     expect((await call('POST', '/internal/purge', {})).status).to.equal(202);
-    expect(reached).to.deep.equal(['objects.list', 'objects.setAcl', 'purge']);
+    // (The bucket's lookup may come from the cache.)
+    expect(reached.filter((r) => r !== 'buckets.get')).to.deep.equal(['objects.list', 'objects.setAcl', 'purge']);
   });
 
   it('one wrong entry of a delete-objects body is that entry’s error, not the request’s', async () => {

@@ -162,9 +162,9 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
       res.json({ rules: rules ?? [] });
     });
     router.put(`/buckets/:bucket/${kind}`, async (req, res) => {
-      const bucket = await mustBucket(param(req, 'bucket'));
       // The gateway validated the rules against S3's schema; here only their outline is checked.
       const { rules } = readRules(req.body);
+      const bucket = await mustBucket(param(req, 'bucket'));
       await store.buckets.setConfig(bucket, kind, rules);
       await cache.del(cacheKeys.bucket(bucket.name));
       res.status(204).end();
@@ -178,8 +178,9 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   }
 
   router.get('/buckets/:bucket/objects', async (req, res) => {
+    const query = readListObjectsQuery(req.query);
     const bucket = await mustBucket(param(req, 'bucket'));
-    const page = await store.objects.list(bucket, readListObjectsQuery(req.query));
+    const page = await store.objects.list(bucket, query);
     res.json(page);
   });
   router.get('/buckets/:bucket/objects/:key', async (req, res) => {
@@ -197,8 +198,8 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   });
   // PutObjectTagging / DeleteObjectTagging (an empty list): the object's tags, read back by GET above.
   router.put('/buckets/:bucket/objects/:key/tagging', async (req, res) => {
-    const { bucket, key } = await objectPath(req);
     const { tags } = readObjectTagsBody(req.body);
+    const { bucket, key } = await objectPath(req);
     if (!(await store.objects.setTags(bucket, key, tags))) throw new S3Error('NoSuchKey', undefined, { Key: key });
     // Answers of GET/HEAD carry the tag count: cached ones end here.
     await invalidateObjectRead(cache, bucket.name, key);
@@ -206,8 +207,8 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   });
   // PutObjectAcl: the ACL kept among the object's stored headers (object-model access-control.ts); null removes it.
   router.put('/buckets/:bucket/objects/:key/acl', async (req, res) => {
-    const { bucket, key } = await objectPath(req);
     const { acl } = readObjectAclBody(req.body);
+    const { bucket, key } = await objectPath(req);
     const stored = acl === undefined ? undefined : aclHeaders(acl)[OBJECT_ACL_HEADER]!;
     if (stored !== undefined && !isStoredAcl(stored)) throw new S3Error('MalformedACLError', 'acl must be {owner, grants} of Strata users and groups');
     if (!(await store.objects.setAcl(bucket, key, stored))) throw new S3Error('NoSuchKey', undefined, { Key: key });
@@ -215,16 +216,17 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     res.status(204).end();
   });
   router.delete('/buckets/:bucket/objects/:key', async (req, res) => {
+    const conditions = readDeleteConditions(req.query);
     const { bucket, key } = await objectPath(req);
-    await store.recycleBin.recycle(bucket, key, deps.clock(), readDeleteConditions(req.query));
+    await store.recycleBin.recycle(bucket, key, deps.clock(), conditions);
     // The data plane's GET/HEAD cache (object-model/object-read-cache.ts), before answering.
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
   });
   // `objects`: [{key, ifMatch?, lastModifiedTime?, size?}] (conditional deletes); `keys`: plain keys.
   router.post('/buckets/:bucket/delete-objects', async (req, res) => {
-    const bucket = await mustBucket(param(req, 'bucket'));
     const objects = readDeleteObjectsBody(req.body);
+    const bucket = await mustBucket(param(req, 'bucket'));
     // Each entry's outcome by its position in the request: deleted, or its error.
     const outcomes: Array<{ key: string; error?: { code: string; message: string } }> = [];
     const failed = (at: number, key: unknown, err: unknown) => {
