@@ -54,8 +54,9 @@ export const OBJECT_META_ANSWER = z.looseObject({
 
 const BACKEND_REF = z.looseObject({ kind: z.string() });
 
-export const BUCKET_LISTING_ANSWER = z.looseObject({ buckets: z.array(z.looseObject({ name: z.string(), createdAt: TIME, backend: BACKEND_REF })) });
-BUCKET_LISTING_ANSWER satisfies z.ZodType<{ buckets: BucketListing[] }>;
+export const BUCKET_LISTING_ANSWER = z.looseObject({
+  buckets: z.array(z.looseObject({ name: z.string(), createdAt: TIME, backend: BACKEND_REF })),
+}) satisfies z.ZodType<{ buckets: BucketListing[] }>;
 
 /** A list of a bucket configuration's rules, each of its outline. */
 const rulesOf = <K extends keyof BucketConfigs>(kind: K) => z.array(z.custom<BucketConfigs[K][number]>(BUCKET_CONFIG_OUTLINES[kind], `not a ${kind} rule`));
@@ -132,8 +133,7 @@ export const CREATE_MULTIPART_ANSWER = z.looseObject({
   uploadId: z.string().min(1),
   checksum: z.looseObject({ algorithm: z.string(), type: z.enum(['COMPOSITE', 'FULL_OBJECT']) }).optional(),
   sse: SSE_ANSWER.optional(),
-});
-CREATE_MULTIPART_ANSWER satisfies z.ZodType<{ uploadId: string; checksum?: Required<UploadChecksum> }>;
+}) satisfies z.ZodType<{ uploadId: string; checksum?: Required<UploadChecksum> }>;
 
 export const UPLOAD_PART_ANSWER = z.looseObject({ etag: z.string() });
 
