@@ -39,6 +39,7 @@ module.exports = {
   spec: [
     'test/charts/first-install.test.ts',
     'test/charts/poem-app-pairing.test.ts',
+    'test/control-plane/data-plane-answers.test.ts',
     'test/control-plane/internal-api-input.test.ts',
     'test/controllers/backing-probes.test.ts',
     'test/controllers/crds.test.ts',

@@ -157,6 +157,14 @@ export const LIST_UPLOADS_ANSWER = z.looseObject({
   nextUploadIdMarker: z.string().optional(),
 }) satisfies z.ZodType<ListUploadsResult>;
 
+// The data plane's answers to the control plane (purge/data-plane-gc.ts).
+
+/** POST /internal/blobs/gc: how many blobs' bytes it freed. */
+export const BLOBS_FREED_ANSWER = z.looseObject({ freed: COUNT });
+
+/** The multipart expiries: how many uploads it aborted. */
+export const UPLOADS_ABORTED_ANSWER = z.looseObject({ aborted: COUNT });
+
 /**
  * `value` read by `schema`; an answer of another shape is InternalError (500: the upstream broke the
  * contract, nothing the client did), naming `what` answered and the first field that is wrong.
