@@ -39,6 +39,8 @@ module.exports = {
   spec: [
     'test/charts/first-install.test.ts',
     'test/charts/poem-app-pairing.test.ts',
+    'test/control-plane/data-plane-answers.test.ts',
+    'test/control-plane/internal-api-input.test.ts',
     'test/controllers/backing-probes.test.ts',
     'test/controllers/crds.test.ts',
     'test/controllers/model-server.test.ts',
@@ -61,6 +63,7 @@ module.exports = {
     'test/gateway/handlers-buckets.test.ts',
     'test/gateway/handlers-multipart.test.ts',
     'test/gateway/handlers-objects.test.ts',
+    'test/gateway/internal-answers.test.ts',
     'test/gateway/internal-http.test.ts',
     'test/gateway/lifecycle-xml.test.ts',
     'test/gateway/login-guard.test.ts',

@@ -25,9 +25,9 @@ describe('gateway flow control: control-plane calls are guarded per bucket and p
       const broken = req.url!.includes('/broken-bucket') || req.url!.includes('/users/mallory/');
       res.writeHead(broken ? 500 : 200, { 'content-type': 'application/json' });
       if (broken) res.end(JSON.stringify({ error: { code: 'InternalError', message: 'a fault of the control plane' } }));
-      else if (req.url!.startsWith('/internal/credentials/')) res.end(JSON.stringify({ username: 'alice', secretKey: 'secret' }));
+      else if (req.url!.startsWith('/internal/credentials/')) res.end(JSON.stringify({ username: 'alice', accessKey: 'alice-key', secretKey: 'secret' }));
       else if (req.url!.includes('/buckets') && req.url!.startsWith('/internal/users/')) res.end(JSON.stringify({ buckets: [] }));
-      else res.end(JSON.stringify({ name: 'healthy-bucket', owner: 'alice' }));
+      else res.end(JSON.stringify({ name: 'healthy-bucket', owner: 'alice', createdAt: '2026-01-01T00:00:00.000Z', backend: { kind: 'fs' } }));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

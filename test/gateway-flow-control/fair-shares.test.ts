@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
+import { z } from 'zod';
 import { Registry } from '../../images/service-kit/src/index.js';
 import { S3Error } from '../../images/object-model/src/index.js';
 import { InternalHttp } from '../../images/gateway/src/clients/internal-http.js';
@@ -114,7 +115,7 @@ describe('gateway flow control: fair shares of the shared pools', function () {
       try {
         // Both connections held by answers nobody reads (slow readers downstream).
         const streams = [await client.stream({ method: 'GET', path: '/hold' }), await client.stream({ method: 'GET', path: '/hold' })];
-        const waiting = client.json('GET', '/quick');
+        const waiting = client.json('GET', '/quick', z.unknown());
         const gone = new ClientGone();
         const cancelled = settle(client.stream({ method: 'GET', path: '/quick', cancellation: gone }));
         await new Promise((r) => setTimeout(r, 600)); // twice the breaker's timeout

@@ -1,19 +1,21 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { parseRange } from '../../images/data-plane/src/http/routes.js';
 import {
   checkCopyChangesObject,
   checkCopySourceConditions,
+  checkDeleteConditions,
   checkObjectSize,
   checkPartNumber,
   checkPartOrder,
   checkWriteConditions,
-  etagMatches,
   notModified,
   S3Error,
   type BackendRef,
   type BucketInfo,
   type CompletedPart,
   type CopyObjectInput,
+  type DeleteConditions,
   type DeleteObjectsResult,
   type GetObjectInput,
   type ListObjectsQuery,
@@ -40,6 +42,8 @@ interface Upload {
 }
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
+/** S3's smallest part but the last. */
+const MIN_PART_SIZE = 5 * 1024 * 1024;
 
 async function bytesOf(body: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -50,7 +54,9 @@ async function bytesOf(body: Readable): Promise<Buffer> {
 /**
  * An object layer in memory, for driving the gateway's handlers without the data and control planes:
  * it keeps S3's rules by the object model's own functions (conditions, copy rules), records every
- * call, and counts the bodies it opens (a read answered 304 / 412 must open none).
+ * call, and counts the bodies it opens (a read answered 304 / 412 must open none). It keeps the
+ * contract the real layer keeps for every call it has (test/object-model/object-layer-contract.ts runs
+ * one suite over both).
  */
 export class FakeObjectLayer implements Partial<ObjectLayer> {
   readonly calls: LayerCall[] = [];
@@ -126,19 +132,25 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     return this.buckets.get(bucket)!;
   }
 
-  async deleteObjects(bucket: string, objects: Array<{ key: string; ifMatch?: string }>): Promise<DeleteObjectsResult> {
+  async deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult> {
     this.record('deleteObjects', bucket, objects);
     const result: DeleteObjectsResult = { deleted: [], errors: [] };
-    for (const o of objects) {
-      const current = this.objects.get(`${bucket}/${o.key}`);
-      if (o.ifMatch !== undefined && (!current || !etagMatches(o.ifMatch, current.meta.etag))) {
-        result.errors.push({ key: o.key, code: 'PreconditionFailed', message: 'At least one of the pre-conditions you specified did not hold' });
-        continue;
+    for (const { key, ...conditions } of objects) {
+      try {
+        this.remove(bucket, key, conditions);
+        result.deleted.push(key);
+      } catch (err) {
+        if (!(err instanceof S3Error)) throw err;
+        result.errors.push({ key, code: err.code, message: err.message });
       }
-      this.objects.delete(`${bucket}/${o.key}`);
-      result.deleted.push(o.key);
     }
     return result;
+  }
+
+  /** Delete under conditions (none: a missing key deletes without error, as S3). */
+  private remove(bucket: string, key: string, conditions: DeleteConditions | undefined): void {
+    if (conditions && Object.keys(conditions).length) checkDeleteConditions(conditions, this.objects.get(`${bucket}/${key}`)?.meta, key);
+    this.objects.delete(`${bucket}/${key}`);
   }
 
   async putObject(bucket: string, key: string, input: PutObjectInput, body: Readable): Promise<{ object: ObjectMeta; instant: boolean }> {
@@ -146,6 +158,7 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     const bytes = await bytesOf(body);
     this.record('putObject', bucket, key, { ...input, trailingHeaders: undefined }, bytes);
     this.checkWrite(bucket, key, input);
+    if (input.contentMd5 !== undefined && input.contentMd5 !== createHash('md5').update(bytes).digest('base64')) throw new S3Error('BadDigest');
     const object = this.store(bucket, key, bytes, {
       contentType: input.contentType ?? 'application/octet-stream',
       userMetadata: input.userMetadata,
@@ -159,13 +172,13 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     if (input.partNumber !== undefined) checkPartNumber(input.partNumber);
     const { meta, bytes } = this.find(bucket, key);
     if (notModified(meta, input.conditions)) return { status: 304, object: meta, contentLength: 0 };
-    const m = input.range ? /^bytes=(\d+)-(\d+)$/.exec(input.range) : null;
-    const slice = m ? bytes.subarray(Number(m[1]), Number(m[2]) + 1) : bytes;
+    const range = parseRange(input.range, bytes.length);
+    const slice = range ? bytes.subarray(range.start, range.end + 1) : bytes;
     const read: ObjectRead = {
-      status: m ? 206 : 200,
+      status: range ? 206 : 200,
       object: meta,
       contentLength: slice.length,
-      ...(m ? { contentRange: `bytes ${m[1]}-${m[2]}/${bytes.length}` } : {}),
+      ...(range ? { contentRange: `bytes ${range.start}-${range.end}/${bytes.length}` } : {}),
     };
     if (input.method === 'HEAD') return read;
     this.bodiesOpened++;
@@ -177,24 +190,40 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     return this.find(bucket, key).meta;
   }
 
-  async deleteObject(bucket: string, key: string, conditions?: unknown): Promise<void> {
+  async deleteObject(bucket: string, key: string, conditions?: DeleteConditions): Promise<void> {
     this.record('deleteObject', bucket, key, conditions);
-    this.objects.delete(`${bucket}/${key}`);
+    this.remove(bucket, key, conditions);
   }
 
+  /**
+   * Keys in byte order after the marker (start-after, a v1 marker, or this fake's continuation token:
+   * the last key or common prefix a page answered), grouped under the delimiter; max-keys counts both.
+   */
   async listObjects(bucket: string, query: ListObjectsQuery): Promise<ListObjectsResult> {
     this.record('listObjects', bucket, query);
-    const keys = [...this.objects.values()].filter(
-      (o) => o.meta.bucket === bucket && o.meta.key.startsWith(query.prefix ?? '') && o.meta.key > (query.startAfter ?? ''),
-    );
-    const sorted = keys.map((o) => o.meta).sort((a, b) => (a.key < b.key ? -1 : 1));
-    const page = sorted.slice(0, query.maxKeys ?? 1000);
-    return {
-      objects: page,
-      commonPrefixes: [],
-      isTruncated: page.length < sorted.length,
-      ...(page.length < sorted.length ? { nextContinuationToken: page.at(-1)!.key } : {}),
-    };
+    const prefix = query.prefix ?? '';
+    const after = [query.startAfter, query.marker, query.continuationToken].reduce<string>((a, m) => (m !== undefined && m > a ? m : a), '');
+    const sorted = [...this.objects.values()]
+      .map((o) => o.meta)
+      .filter((m) => m.bucket === bucket && m.key.startsWith(prefix) && m.key > after)
+      .sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
+    const objects: ObjectMeta[] = [];
+    const commonPrefixes: string[] = [];
+    const maxKeys = query.maxKeys ?? 1000;
+    let last: string | undefined;
+    for (const meta of sorted) {
+      const cut = query.delimiter ? meta.key.indexOf(query.delimiter, prefix.length) : -1;
+      const common = cut >= 0 ? meta.key.slice(0, cut + query.delimiter!.length) : undefined;
+      // A common prefix this page listed, or the last page ended on, is passed whole.
+      if (common !== undefined && (common === last || common === after)) continue;
+      if (objects.length + commonPrefixes.length >= maxKeys) {
+        return { objects, commonPrefixes, isTruncated: true, nextContinuationToken: last!, nextMarker: last! };
+      }
+      if (common !== undefined) commonPrefixes.push(common);
+      else objects.push(meta);
+      last = common ?? meta.key;
+    }
+    return { objects, commonPrefixes, isTruncated: false };
   }
 
   async copyObject(bucket: string, key: string, input: CopyObjectInput): Promise<ObjectMeta> {
@@ -243,11 +272,18 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     this.record('completeMultipart', bucket, key, uploadId, parts, conditions);
     checkPartOrder(parts, uploadId);
     const u = this.upload(uploadId);
-    for (const p of parts) if (md5(u.parts.get(p.partNumber) ?? Buffer.alloc(0)) !== p.etag) throw new S3Error('InvalidPart');
+    // S3's rules, in the real layer's order: ascending part numbers (checkPartOrder), known ETags, every part but the last at least 5 MiB.
+    parts.forEach((p) => {
+      const stored = u.parts.get(p.partNumber);
+      if (!stored || md5(stored) !== p.etag.replace(/^"|"$/g, '').toLowerCase()) throw new S3Error('InvalidPart');
+    });
+    const chosen = parts.map((p) => u.parts.get(p.partNumber)!);
+    if (chosen.slice(0, -1).some((b) => b.length < MIN_PART_SIZE)) throw new S3Error('EntityTooSmall');
     this.checkWrite(bucket, key, conditions);
     this.uploads.delete(uploadId);
-    const bytes = Buffer.concat(parts.map((p) => u.parts.get(p.partNumber)!));
-    return this.store(bucket, key, bytes, { etag: `${md5(bytes)}-${parts.length}`, contentType: u.contentType ?? 'application/octet-stream' });
+    // S3's multipart ETag: the MD5 of the parts' binary MD5s, then -N.
+    const etag = `${md5(Buffer.concat(chosen.map((b) => Buffer.from(md5(b), 'hex'))))}-${parts.length}`;
+    return this.store(bucket, key, Buffer.concat(chosen), { etag, contentType: u.contentType ?? 'application/octet-stream' });
   }
 
   async abortMultipart(bucket: string, key: string, uploadId: string): Promise<void> {

@@ -140,6 +140,7 @@ describe('gateway handlers: objects, against a fake ObjectLayer', () => {
   it('DeleteObject passes its conditions on and answers 204', async () => {
     fx.layer.store('photos', 'd.txt', Buffer.from('x'));
     expect((await fx.app.fetch('DELETE', '/photos/d.txt')).status).to.equal(204);
+    fx.layer.store('photos', 'd.txt', Buffer.from('x'), { etag: 'e1' });
     expect((await fx.app.fetch('DELETE', '/photos/d.txt', { headers: { 'if-match': '"e1"', 'x-amz-if-match-size': '1' } })).status).to.equal(204);
     expect(fx.layer.callsOf('deleteObject')).to.deep.equal([
       ['photos', 'd.txt', undefined],

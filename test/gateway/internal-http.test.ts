@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { InternalHttp } from '../../images/gateway/src/clients/internal-http.js';
 import { ClientGone } from '../../images/gateway/src/context.js';
 import { isNotUpstreamFault } from '../../images/gateway/src/flow-control/breakers.js';
-import { S3Error } from '../../images/object-model/src/index.js';
+import { NO_ANSWER, S3Error } from '../../images/object-model/src/index.js';
 
 describe('gateway: internal calls cancelled when the client goes away (ClientGone)', () => {
   let server: http.Server;
@@ -120,7 +120,7 @@ describe('gateway: internal calls to a peer that stalls', () => {
     const client = new InternalHttp(base, 'token-0123456789abcdef', 'data plane', undefined, 200);
     try {
       for (const call of [
-        () => client.json('GET', '/internal/anything', { long: true }),
+        () => client.json('GET', '/internal/anything', NO_ANSWER, { long: true }),
         () => client.stream({ method: 'PUT', path: '/internal/objects/b/k', headers: { 'content-length': 3 }, body: Readable.from([Buffer.from('abc')]) }),
       ]) {
         const err = await call().then(

@@ -1,4 +1,12 @@
-import type { Grant, OwnershipRule, PublicAccessBlock } from './access-control.js';
+import {
+  OBJECT_OWNERSHIPS,
+  PERMISSIONS,
+  type Grant,
+  type ObjectOwnership,
+  type OwnershipRule,
+  type Permission,
+  type PublicAccessBlock,
+} from './access-control.js';
 import type { CorsRule } from './bucket-cors.js';
 import type { LifecycleRule } from './bucket-lifecycle.js';
 import type { BucketTag } from './tags.js';
@@ -31,3 +39,34 @@ export interface BucketConfigs {
   /** The bucket's default encryption (one rule). */
   encryption: EncryptionRule[];
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+const isStrings = (v: unknown) => Array.isArray(v) && v.every((e) => typeof e === 'string');
+
+/**
+ * Per configuration: the outline each of its rules has, declared once. The gateway validates rules
+ * against S3's schema before it sends them; the control plane checks this outline before it stores
+ * them, and the gateway checks it again on what the control plane answers.
+ */
+export const BUCKET_CONFIG_OUTLINES: { [K in keyof BucketConfigs]: (rule: unknown) => rule is BucketConfigs[K][number] } = {
+  lifecycle: (r): r is LifecycleRule =>
+    isObject(r) &&
+    typeof r.id === 'string' &&
+    typeof r.enabled === 'boolean' &&
+    isObject(r.filter) &&
+    typeof r.filter.prefix === 'string' &&
+    Array.isArray(r.filter.tags),
+  cors: (r): r is CorsRule =>
+    isObject(r) && isStrings(r.allowedOrigins) && isStrings(r.allowedMethods) && isStrings(r.allowedHeaders) && isStrings(r.exposeHeaders),
+  tags: (t): t is BucketTag => isObject(t) && typeof t.key === 'string' && typeof t.value === 'string',
+  ownership: (r): r is OwnershipRule => isObject(r) && OBJECT_OWNERSHIPS.includes(r.objectOwnership as ObjectOwnership),
+  acl: (g): g is Grant =>
+    isObject(g) &&
+    PERMISSIONS.includes(g.permission as Permission) &&
+    isObject(g.grantee) &&
+    (typeof g.grantee.id === 'string' || typeof g.grantee.group === 'string'),
+  publicAccessBlock: (b): b is PublicAccessBlock =>
+    isObject(b) && ['blockPublicAcls', 'ignorePublicAcls', 'blockPublicPolicy', 'restrictPublicBuckets'].every((k) => typeof b[k] === 'boolean'),
+  encryption: (r): r is EncryptionRule =>
+    isObject(r) && (r.algorithm === 'AES256' || r.algorithm === 'aws:kms') && (r.kmsKeyId === undefined || typeof r.kmsKeyId === 'string'),
+};

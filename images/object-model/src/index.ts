@@ -18,3 +18,5 @@ export * from './wire.js';
 export * from './object-row.js';
 export * from './object-encryption.js';
 export * from './key-scope.js';
+export * from './internal-answers.js';
+export * from './control-plane-api.js';

@@ -43,7 +43,8 @@ const SSE_REQUEST = z.object({
   copySourceCustomerKey: z.string().optional(),
 });
 
-const SSE_ANSWER = z.object({
+/** An SseAnswer as the internal answers carry it. */
+export const SSE_ANSWER = z.object({
   algorithm: z.enum(['AES256', 'aws:kms']).optional(),
   kmsKeyId: z.string().optional(),
   customerKeyMd5: z.string().optional(),

@@ -150,7 +150,7 @@ const COPY_OBJECT_BODY_ERRORS: Record<string, () => S3Error> = {
  * A reader of one internal JSON body: the value checked by `schema`, or the S3 error `errors` names for
  * its first wrong field (in the schema's order), InvalidArgument for any other.
  */
-function bodyReader<S extends z.ZodType>(schema: S, errors: Record<string, () => S3Error>, what: string): (value: unknown) => z.output<S> {
+export function bodyReader<S extends z.ZodType>(schema: S, errors: Record<string, () => S3Error>, what: string): (value: unknown) => z.output<S> {
   return (value) => {
     const result = schema.safeParse(value ?? {});
     if (result.success) return result.data;

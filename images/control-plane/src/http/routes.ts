@@ -5,23 +5,24 @@ import {
   assertBucketName,
   isStoredAcl,
   OBJECT_ACL_HEADER,
-  type AccessControlList,
   assertObjectKey,
-  MAX_BUCKET_TAGS,
-  MAX_CORS_RULES,
-  MAX_GRANTS,
-  MAX_LIFECYCLE_RULES,
-  OBJECT_OWNERSHIPS,
-  objectTagsFromJson,
-  PERMISSIONS,
-  readPageSize,
+  readBucketConfigBody,
+  readCreateBucketBody,
+  readDeleteEntry,
+  readDeleteConditions,
+  readDeleteObjectsBody,
+  readListObjectsQuery,
+  readObjectAclBody,
+  readObjectTagsBody,
+  readPurgeBody,
+  readRecycleBinQuery,
+  readRestoreInput,
+  readUserBody,
   S3Error,
-  type ObjectOwnership,
-  type Permission,
 } from '../../../object-model/src/index.js';
 import { cacheKeys } from '../cache/cache-keys.js';
 import { invalidateObjectRead } from '../../../object-model/src/object-read-cache.js';
-import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, DeleteConditions, MetadataStore, RecycleBinCursor } from '../metadata/store.js';
+import type { BackendConfig, Bucket, BucketConfigKind, DeleteConditions, MetadataStore, RecycleBinCursor } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
 import type { BlobCollector } from '../purge/data-plane-gc.js';
 import type { UploadExpirer } from '../purge/lifecycle-job.js';
@@ -48,30 +49,6 @@ export interface RouteDeps {
 }
 
 const BUCKET_CACHE_TTL_S = 30;
-const BACKEND_KINDS = new Set(['fs', 'minio', 'cloud']);
-
-function str(v: unknown): string | undefined {
-  return typeof v === 'string' ? v : undefined;
-}
-
-/** A conditional delete's requirements from an internal request's fields (query strings or JSON); none: undefined. */
-function deleteConditions(fields: Record<string, unknown>): DeleteConditions | undefined {
-  const c: DeleteConditions = {};
-  if (typeof fields.ifMatch === 'string') c.ifMatch = fields.ifMatch;
-  if (fields.lastModifiedTime !== undefined) {
-    const t = new Date(String(fields.lastModifiedTime));
-    if (Number.isNaN(t.getTime())) throw new S3Error('InvalidArgument', 'lastModifiedTime must be a timestamp');
-    c.lastModifiedTime = t;
-  }
-  if (fields.size !== undefined) {
-    const n = Number(fields.size);
-    if (!/^\d+$/.test(String(fields.size)) || !Number.isSafeInteger(n)) throw new S3Error('InvalidArgument', 'size must be a whole number of bytes');
-    c.size = n;
-  }
-  return Object.keys(c).length ? c : undefined;
-}
-
-const RECYCLE_BIN_PAGE = 1000;
 
 /** A recycle-bin page's nextToken back to where it ended; InvalidArgument for anything else. */
 function recycleBinCursor(token: string): RecycleBinCursor {
@@ -123,10 +100,12 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   };
 
   router.post('/users', async (req, res) => {
-    res.status(201).json(await users.createUser(req.body?.username, req.body?.password));
+    const { username, password } = readUserBody(req.body);
+    res.status(201).json(await users.createUser(username, password));
   });
   router.post('/users/verify', async (req, res) => {
-    res.json(await users.verify(req.body?.username, req.body?.password));
+    const { username, password } = readUserBody(req.body);
+    res.json(await users.verify(username, password));
   });
   router.get('/credentials/:accessKey', async (req, res) => {
     res.json(await users.credentials(param(req, 'accessKey')));
@@ -139,12 +118,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   router.put('/buckets/:bucket', async (req, res) => {
     const name = param(req, 'bucket');
     assertBucketName(name);
-    const owner = str(req.body?.owner);
-    if (!owner) throw new S3Error('InvalidArgument', 'owner is required');
-    const backend = (req.body?.backend ?? { kind: 'fs' }) as BackendConfig;
-    if (typeof backend !== 'object' || !BACKEND_KINDS.has(String(backend.kind))) {
-      throw new S3Error('InvalidArgument', 'backend.kind must be one of fs, minio, cloud');
-    }
+    const { owner, backend } = readCreateBucketBody(req.body);
     // No bucket may exist on a backend that is not usable (unknown settings, unreachable): check first.
     if (backend.kind !== 'fs' && deps.checkBackend && !(await store.buckets.get(name))) await deps.checkBackend(backend);
     const { bucket, created } = await store.buckets.create(name, owner, sealBackendSecret(backend, deps.secrets), {
@@ -179,21 +153,19 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
 
   // A bucket's configurations (lifecycle rules, CORS rules, tags), kept with its record: the bucket cache
   // entry goes when one changes, so GET /buckets/:bucket answers the new rules at once.
-  for (const [kind, config] of Object.entries(BUCKET_CONFIGS) as Array<[BucketConfigKind, (typeof BUCKET_CONFIGS)[BucketConfigKind]]>) {
+  for (const [kind, missing] of Object.entries(MISSING_CONFIG) as Array<[BucketConfigKind, (typeof MISSING_CONFIG)[BucketConfigKind]]>) {
+    const readRules = readBucketConfigBody(kind);
     router.get(`/buckets/:bucket/${kind}`, async (req, res) => {
       const bucket = await mustBucket(param(req, 'bucket'));
       const rules = await store.buckets.getConfig(bucket, kind);
-      if (!rules && config.missing) throw new S3Error(config.missing, undefined, { BucketName: bucket.name });
+      if (!rules && missing) throw new S3Error(missing, undefined, { BucketName: bucket.name });
       res.json({ rules: rules ?? [] });
     });
     router.put(`/buckets/:bucket/${kind}`, async (req, res) => {
-      const bucket = await mustBucket(param(req, 'bucket'));
       // The gateway validated the rules against S3's schema; here only their outline is checked.
-      const rules: unknown = req.body?.rules;
-      if (!Array.isArray(rules) || rules.length === 0 || rules.length > config.max || !rules.every(config.outline)) {
-        throw new S3Error('MalformedXML', `rules must be a list of 1 to ${config.max} ${kind} rules`);
-      }
-      await store.buckets.setConfig(bucket, kind, rules as BucketConfigs[typeof kind]);
+      const { rules } = readRules(req.body);
+      const bucket = await mustBucket(param(req, 'bucket'));
+      await store.buckets.setConfig(bucket, kind, rules);
       await cache.del(cacheKeys.bucket(bucket.name));
       res.status(204).end();
     });
@@ -206,18 +178,9 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   }
 
   router.get('/buckets/:bucket/objects', async (req, res) => {
+    const query = readListObjectsQuery(req.query);
     const bucket = await mustBucket(param(req, 'bucket'));
-    const q = req.query;
-    const maxKeys = readPageSize(str(q.maxKeys) ?? str(q['max-keys']), 'max-keys');
-    const prefix = str(q.prefix) ?? '';
-    const page = await store.objects.list(bucket, {
-      prefix,
-      delimiter: str(q.delimiter) ?? '',
-      maxKeys,
-      startAfter: str(q.startAfter) ?? str(q['start-after']),
-      marker: str(q.marker),
-      continuationToken: str(q.continuationToken) ?? str(q['continuation-token']),
-    });
+    const page = await store.objects.list(bucket, query);
     res.json(page);
   });
   router.get('/buckets/:bucket/objects/:key', async (req, res) => {
@@ -235,9 +198,8 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   });
   // PutObjectTagging / DeleteObjectTagging (an empty list): the object's tags, read back by GET above.
   router.put('/buckets/:bucket/objects/:key/tagging', async (req, res) => {
+    const { tags } = readObjectTagsBody(req.body);
     const { bucket, key } = await objectPath(req);
-    const tags = objectTagsFromJson(req.body?.tags);
-    if (!tags) throw new S3Error('InvalidTag', 'tags must be a list of {key, value}');
     if (!(await store.objects.setTags(bucket, key, tags))) throw new S3Error('NoSuchKey', undefined, { Key: key });
     // Answers of GET/HEAD carry the tag count: cached ones end here.
     await invalidateObjectRead(cache, bucket.name, key);
@@ -245,26 +207,26 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   });
   // PutObjectAcl: the ACL kept among the object's stored headers (object-model access-control.ts); null removes it.
   router.put('/buckets/:bucket/objects/:key/acl', async (req, res) => {
+    const { acl } = readObjectAclBody(req.body);
     const { bucket, key } = await objectPath(req);
-    const acl: unknown = req.body?.acl;
-    const stored = acl === null ? undefined : aclHeaders(acl as AccessControlList)[OBJECT_ACL_HEADER]!;
+    const stored = acl === undefined ? undefined : aclHeaders(acl)[OBJECT_ACL_HEADER]!;
     if (stored !== undefined && !isStoredAcl(stored)) throw new S3Error('MalformedACLError', 'acl must be {owner, grants} of Strata users and groups');
     if (!(await store.objects.setAcl(bucket, key, stored))) throw new S3Error('NoSuchKey', undefined, { Key: key });
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
   });
   router.delete('/buckets/:bucket/objects/:key', async (req, res) => {
+    const conditions = readDeleteConditions(req.query);
     const { bucket, key } = await objectPath(req);
-    await store.recycleBin.recycle(bucket, key, deps.clock(), deleteConditions(req.query));
+    await store.recycleBin.recycle(bucket, key, deps.clock(), conditions);
     // The data plane's GET/HEAD cache (object-model/object-read-cache.ts), before answering.
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
   });
   // `objects`: [{key, ifMatch?, lastModifiedTime?, size?}] (conditional deletes); `keys`: plain keys.
   router.post('/buckets/:bucket/delete-objects', async (req, res) => {
+    const objects = readDeleteObjectsBody(req.body);
     const bucket = await mustBucket(param(req, 'bucket'));
-    const objects: unknown = req.body?.objects ?? (Array.isArray(req.body?.keys) ? (req.body.keys as unknown[]).map((key) => ({ key })) : undefined);
-    if (!Array.isArray(objects) || objects.length > 1000) throw new S3Error('MalformedXML', 'objects must be a list of at most 1000 objects');
     // Each entry's outcome by its position in the request: deleted, or its error.
     const outcomes: Array<{ key: string; error?: { code: string; message: string } }> = [];
     const failed = (at: number, key: unknown, err: unknown) => {
@@ -274,15 +236,15 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     // Plain keys go in one statement (one commit, not one per key); conditional ones one by one.
     const plain: string[] = [];
     const conditional: Array<{ at: number; key: string; conditions: DeleteConditions }> = [];
-    (objects as unknown[]).forEach((object, at) => {
-      const key = isObject(object) ? object.key : undefined;
+    objects.forEach((object, at) => {
+      const key = typeof object === 'object' && object !== null ? (object as { key?: unknown }).key : undefined;
       try {
-        if (typeof key !== 'string') throw new S3Error('InvalidObjectName', 'keys must be strings');
-        assertObjectKey(key);
-        const conditions = deleteConditions(object as Record<string, unknown>);
-        if (conditions) conditional.push({ at, key, conditions });
-        else plain.push(key);
-        outcomes[at] = { key };
+        const entry = readDeleteEntry(object);
+        assertObjectKey(entry.key);
+        const { conditions } = entry;
+        if (conditions) conditional.push({ at, key: entry.key, conditions });
+        else plain.push(entry.key);
+        outcomes[at] = { key: entry.key };
       } catch (err) {
         failed(at, key, err);
       }
@@ -303,27 +265,21 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
 
   // A page of the recycle bin: `limit` (1-1000, default 1000), `prefix`, `after` (a page's nextToken).
   router.get('/recycle-bin', async (req, res) => {
-    const limit = str(req.query.limit) === undefined ? RECYCLE_BIN_PAGE : Number(req.query.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > RECYCLE_BIN_PAGE)
-      throw new S3Error('InvalidArgument', `limit must be a whole number from 1 to ${RECYCLE_BIN_PAGE}`);
-    const token = str(req.query.after);
+    const { after: token, ...q } = readRecycleBinQuery(req.query);
     const after = token === undefined ? undefined : recycleBinCursor(token);
-    const page = await store.recycleBin.list({ owner: str(req.query.owner), bucket: str(req.query.bucket), prefix: str(req.query.prefix), limit, after });
+    const page = await store.recycleBin.list({ ...q, after });
     res.json({ objects: page.objects, ...(page.next ? { nextToken: Buffer.from(JSON.stringify(page.next)).toString('base64url') } : {}) });
   });
   router.post('/recycle-bin/:id/restore', async (req, res) => {
-    const id = Number(param(req, 'id'));
-    if (!Number.isSafeInteger(id) || id <= 0) throw new S3Error('InvalidArgument', 'recycle-bin ids are positive integers');
-    const meta = await store.recycleBin.restore(id, str(req.body?.owner), deps.clock());
+    const { id, owner } = readRestoreInput(param(req, 'id'), req.body);
+    const meta = await store.recycleBin.restore(id, owner, deps.clock());
     if (!meta) throw new S3Error('NoSuchKey', 'no such object in the recycle bin');
     await invalidateObjectRead(cache, meta.bucket, meta.key);
     res.json(meta);
   });
   // Long work answers 202 with its job at once; GET /jobs/:id tells how it went (admin-jobs.ts).
   router.post('/purge', async (req, res) => {
-    const rawNow = str(req.body?.now);
-    const now = rawNow ? new Date(rawNow) : deps.clock();
-    if (Number.isNaN(now.getTime())) throw new S3Error('InvalidArgument', 'now must be an ISO 8601 time');
+    const now = readPurgeBody(req.body).now ?? deps.clock();
     const job = jobs.start('purge', () => deps.purge(now));
     res.status(202).location(`/internal/jobs/${job.id}`).json(job);
   });
@@ -334,71 +290,25 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   return router;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
-const isStrings = (v: unknown) => Array.isArray(v) && v.every((e) => typeof e === 'string');
-
-/** Per configuration: its error when absent, its most rules, and the outline each rule must have. */
-const BUCKET_CONFIGS: Record<
+/** Per configuration: the answer when the bucket has none; without one, an empty list. */
+const MISSING_CONFIG: Record<
   BucketConfigKind,
-  {
-    /** The answer when the bucket has none; without one, an empty list. */
-    missing?:
-      | 'NoSuchLifecycleConfiguration'
-      | 'NoSuchCORSConfiguration'
-      | 'NoSuchTagSet'
-      | 'OwnershipControlsNotFoundError'
-      | 'NoSuchPublicAccessBlockConfiguration'
-      | 'ServerSideEncryptionConfigurationNotFoundError';
-    max: number;
-    outline: (rule: unknown) => boolean;
-  }
+  | 'NoSuchLifecycleConfiguration'
+  | 'NoSuchCORSConfiguration'
+  | 'NoSuchTagSet'
+  | 'OwnershipControlsNotFoundError'
+  | 'NoSuchPublicAccessBlockConfiguration'
+  | 'ServerSideEncryptionConfigurationNotFoundError'
+  | undefined
 > = {
-  lifecycle: {
-    missing: 'NoSuchLifecycleConfiguration',
-    max: MAX_LIFECYCLE_RULES,
-    outline: (r) =>
-      isObject(r) &&
-      typeof r.id === 'string' &&
-      typeof r.enabled === 'boolean' &&
-      isObject(r.filter) &&
-      typeof r.filter.prefix === 'string' &&
-      Array.isArray(r.filter.tags),
-  },
-  cors: {
-    missing: 'NoSuchCORSConfiguration',
-    max: MAX_CORS_RULES,
-    outline: (r) => isObject(r) && isStrings(r.allowedOrigins) && isStrings(r.allowedMethods) && isStrings(r.allowedHeaders) && isStrings(r.exposeHeaders),
-  },
-  tags: {
-    missing: 'NoSuchTagSet',
-    max: MAX_BUCKET_TAGS,
-    outline: (t) => isObject(t) && typeof t.key === 'string' && typeof t.value === 'string',
-  },
-  ownership: {
-    missing: 'OwnershipControlsNotFoundError',
-    max: 1,
-    outline: (r) => isObject(r) && OBJECT_OWNERSHIPS.includes(r.objectOwnership as ObjectOwnership),
-  },
+  lifecycle: 'NoSuchLifecycleConfiguration',
+  cors: 'NoSuchCORSConfiguration',
+  tags: 'NoSuchTagSet',
+  ownership: 'OwnershipControlsNotFoundError',
   // A bucket without grants is private to its owner: no error, no grants.
-  acl: {
-    max: MAX_GRANTS + 2,
-    outline: (g) =>
-      isObject(g) &&
-      PERMISSIONS.includes(g.permission as Permission) &&
-      isObject(g.grantee) &&
-      (typeof g.grantee.id === 'string' || typeof g.grantee.group === 'string'),
-  },
-  publicAccessBlock: {
-    missing: 'NoSuchPublicAccessBlockConfiguration',
-    max: 1,
-    outline: (b) =>
-      isObject(b) && ['blockPublicAcls', 'ignorePublicAcls', 'blockPublicPolicy', 'restrictPublicBuckets'].every((k) => typeof b[k] === 'boolean'),
-  },
-  encryption: {
-    missing: 'ServerSideEncryptionConfigurationNotFoundError',
-    max: 1,
-    outline: (r) => isObject(r) && (r.algorithm === 'AES256' || r.algorithm === 'aws:kms') && (r.kmsKeyId === undefined || typeof r.kmsKeyId === 'string'),
-  },
+  acl: undefined,
+  publicAccessBlock: 'NoSuchPublicAccessBlockConfiguration',
+  encryption: 'ServerSideEncryptionConfigurationNotFoundError',
 };
 
 /** An operator-made bucket's backend secret key, stored only sealed (secretKeySealed) — never in clear text. */

@@ -1,3 +1,4 @@
+import { BLOBS_FREED_ANSWER, readAnswer, UPLOADS_ABORTED_ANSWER, type AnswerSchema } from '../../../object-model/src/index.js';
 import type { UploadExpirer } from './lifecycle-job.js';
 
 /** Asks the data plane to free the bytes of blobs nothing references any more. */
@@ -5,8 +6,19 @@ export interface BlobCollector {
   collect(blobIds: number[]): Promise<number>;
 }
 
-/** A call (POST with a JSON body, else DELETE) to the data plane's internal API; undefined when its address is not known (yet). */
-async function callDataPlane<T>(base: string | undefined, internalToken: string, path: string, body: unknown, what: string): Promise<T | undefined> {
+/**
+ * A call (POST with a JSON body, else DELETE) to the data plane's internal API, its answer read by
+ * `answer` (one of another shape: InternalError naming the field); undefined when the data plane's
+ * address is not known (yet).
+ */
+async function callDataPlane<T>(
+  base: string | undefined,
+  internalToken: string,
+  path: string,
+  body: unknown,
+  what: string,
+  answer: AnswerSchema<T>,
+): Promise<T | undefined> {
   if (!base) return undefined;
   const res = await fetch(`${base}${path}`, {
     method: body === undefined ? 'DELETE' : 'POST',
@@ -14,7 +26,14 @@ async function callDataPlane<T>(base: string | undefined, internalToken: string,
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   if (!res.ok) throw new Error(`data plane ${what} answered ${res.status}: ${await res.text()}`);
-  return (await res.json()) as T;
+  const text = await res.text();
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = text;
+  }
+  return readAnswer(answer, value, `the data plane (${what})`);
 }
 
 /** The data plane's `POST /internal/blobs/gc` over HTTP; without a URL nothing is freed now (its own sweep will). */
@@ -26,7 +45,7 @@ export class HttpBlobCollector implements BlobCollector {
 
   async collect(blobIds: number[]): Promise<number> {
     if (blobIds.length === 0) return 0;
-    const r = await callDataPlane<{ freed: number }>(this.dataPlaneUrl(), this.internalToken, '/internal/blobs/gc', { blobIds }, 'blob GC');
+    const r = await callDataPlane(this.dataPlaneUrl(), this.internalToken, '/internal/blobs/gc', { blobIds }, 'blob GC', BLOBS_FREED_ANSWER);
     return r?.freed ?? 0;
   }
 }
@@ -42,23 +61,25 @@ export class HttpUploadExpirer implements UploadExpirer {
   ) {}
 
   async expireUploads(bucket: string, prefix: string, initiatedNoLaterThan: Date): Promise<number> {
-    const r = await callDataPlane<{ aborted: number }>(
+    const r = await callDataPlane(
       this.dataPlaneUrl(),
       this.internalToken,
       `/internal/multipart-expiry/${encodeURIComponent(bucket)}`,
       { prefix, initiatedNoLaterThan: initiatedNoLaterThan.toISOString() },
       'upload expiry',
+      UPLOADS_ABORTED_ANSWER,
     );
     return r?.aborted ?? 0;
   }
 
   async abortBucketUploads(bucketId: number): Promise<number> {
-    const r = await callDataPlane<{ aborted: number }>(
+    const r = await callDataPlane(
       this.dataPlaneUrl(),
       this.internalToken,
       `/internal/bucket-uploads/${bucketId}`,
       undefined,
       "abort of a deleted bucket's uploads",
+      UPLOADS_ABORTED_ANSWER,
     );
     return r?.aborted ?? 0;
   }

@@ -1,19 +1,33 @@
-import type {
-  AccessControlList,
-  AdminJob,
-  BackendRef,
-  BucketConfigs,
-  BucketInfo,
-  BucketListing,
-  DeleteConditions,
-  DeleteObjectsResult,
-  ListObjectsQuery,
-  ListObjectsResult,
-  ObjectMeta,
-  StoredPart,
-  Tag,
-  KeyScope,
-  ScopedKeyCredentials,
+import {
+  ADMIN_JOB_ANSWER,
+  BUCKET_INFO_ANSWER,
+  BUCKET_LISTING_ANSWER,
+  bucketConfigAnswer,
+  DELETE_OBJECTS_ANSWER,
+  LIST_OBJECTS_ANSWER,
+  NO_ANSWER,
+  OBJECT_META_ANSWER,
+  OBJECT_PARTS_ANSWER,
+  RECYCLE_BIN_ANSWER,
+  SCOPED_KEY_ANSWER,
+  SCOPED_KEYS_ANSWER,
+  USER_CREDENTIALS_ANSWER,
+  VERIFIED_USER_ANSWER,
+  type AccessControlList,
+  type AdminJob,
+  type BackendRef,
+  type BucketConfigs,
+  type BucketInfo,
+  type BucketListing,
+  type DeleteConditions,
+  type DeleteObjectsResult,
+  type ListObjectsQuery,
+  type ListObjectsResult,
+  type ObjectMeta,
+  type StoredPart,
+  type Tag,
+  type KeyScope,
+  type ScopedKeyCredentials,
 } from '../../../object-model/src/index.js';
 import { InternalHttp, type Guard, seg } from './internal-http.js';
 
@@ -49,93 +63,88 @@ export class ControlPlaneClient {
   }
 
   createUser(username: string, password: string): Promise<UserCredentials> {
-    return this.http.json('POST', '/internal/users', { body: { username, password } });
+    return this.http.json('POST', '/internal/users', USER_CREDENTIALS_ANSWER, { body: { username, password } });
   }
 
   verifyUser(username: string, password: string): Promise<{ username: string; accessKey: string }> {
-    return this.http.json('POST', '/internal/users/verify', { body: { username, password } });
+    return this.http.json('POST', '/internal/users/verify', VERIFIED_USER_ANSWER, { body: { username, password } });
   }
 
   credentials(accessKey: string): Promise<UserCredentials> {
-    return this.http.json('GET', `/internal/credentials/${seg(accessKey)}`);
+    return this.http.json('GET', `/internal/credentials/${seg(accessKey)}`, USER_CREDENTIALS_ANSWER);
   }
 
   createScopedKey(parent: string, scope: KeyScope): Promise<ScopedKeyCredentials> {
-    return this.http.json('POST', '/internal/scoped-keys', { body: { parent, ...scope } });
+    return this.http.json('POST', '/internal/scoped-keys', SCOPED_KEY_ANSWER, { body: { parent, ...scope } });
   }
 
   async listScopedKeys(parent: string): Promise<Array<{ accessKey: string; parent: string; scope: KeyScope; createdAt: string; name?: string }>> {
-    return (
-      await this.http.json<{ keys: Array<{ accessKey: string; parent: string; scope: KeyScope; createdAt: string }> }>(
-        'GET',
-        `/internal/users/${seg(parent)}/scoped-keys`,
-      )
-    ).keys;
+    return (await this.http.json('GET', `/internal/users/${seg(parent)}/scoped-keys`, SCOPED_KEYS_ANSWER)).keys;
   }
 
   /** Delete a scoped key of `parent` (any parent's: undefined); InvalidAccessKeyId when there is none. */
   async deleteScopedKey(accessKey: string, parent: string | undefined): Promise<void> {
-    await this.http.json('DELETE', `/internal/scoped-keys/${seg(accessKey)}`, { query: parent === undefined ? {} : { parent } });
+    await this.http.json('DELETE', `/internal/scoped-keys/${seg(accessKey)}`, NO_ANSWER, { query: parent === undefined ? {} : { parent } });
   }
 
   async listBuckets(owner: string): Promise<BucketListing[]> {
-    const r = await this.http.json<{ buckets: BucketListing[] }>('GET', `/internal/users/${seg(owner)}/buckets`, { scope: accountScope(owner) });
+    const r = await this.http.json('GET', `/internal/users/${seg(owner)}/buckets`, BUCKET_LISTING_ANSWER, { scope: accountScope(owner) });
     return r.buckets;
   }
 
   createBucket(bucket: string, owner: string, backend?: BackendRef): Promise<BucketInfo> {
-    return this.http.json('PUT', `/internal/buckets/${seg(bucket)}`, { body: { owner, ...(backend ? { backend } : {}) }, scope: bucket });
+    return this.http.json('PUT', `/internal/buckets/${seg(bucket)}`, BUCKET_INFO_ANSWER, { body: { owner, ...(backend ? { backend } : {}) }, scope: bucket });
   }
 
   getBucket(bucket: string): Promise<BucketInfo> {
-    return this.http.json('GET', `/internal/buckets/${seg(bucket)}`, { scope: bucket });
+    return this.http.json('GET', `/internal/buckets/${seg(bucket)}`, BUCKET_INFO_ANSWER, { scope: bucket });
   }
 
   async deleteBucket(bucket: string): Promise<void> {
-    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}`, { scope: bucket });
+    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}`, NO_ANSWER, { scope: bucket });
   }
 
   /** One of the bucket's configurations (NoSuchLifecycleConfiguration / NoSuchCORSConfiguration / NoSuchTagSet when it has none). */
   async getBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K): Promise<BucketConfigs[K]> {
-    return (await this.http.json<{ rules: BucketConfigs[K] }>('GET', `/internal/buckets/${seg(bucket)}/${kind}`)).rules;
+    return (await this.http.json('GET', `/internal/buckets/${seg(bucket)}/${kind}`, bucketConfigAnswer(kind))).rules;
   }
 
   /** Replace one of the bucket's configurations; undefined removes it. */
   async putBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K, rules: BucketConfigs[K] | undefined): Promise<void> {
-    if (rules) await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/${kind}`, { body: { rules }, scope: bucket });
-    else await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/${kind}`, { scope: bucket });
+    if (rules) await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/${kind}`, NO_ANSWER, { body: { rules }, scope: bucket });
+    else await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/${kind}`, NO_ANSWER, { scope: bucket });
   }
 
   listObjects(bucket: string, q: ListObjectsQuery): Promise<ListObjectsResult> {
-    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects`, { query: { ...q }, scope: bucket });
+    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects`, LIST_OBJECTS_ANSWER, { query: { ...q }, scope: bucket });
   }
 
   headObject(bucket: string, key: string): Promise<ObjectMeta> {
-    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, { scope: bucket });
+    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, OBJECT_META_ANSWER, { scope: bucket });
   }
 
   /** A multipart object's parts in part order (none for an object uploaded whole). */
   async objectParts(bucket: string, key: string): Promise<StoredPart[]> {
-    return (await this.http.json<{ parts: StoredPart[] }>('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/parts`)).parts;
+    return (await this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/parts`, OBJECT_PARTS_ANSWER)).parts;
   }
 
   /** Replace the object's tags (none: remove them); NoSuchKey when there is no such object. */
   async putObjectTags(bucket: string, key: string, tags: Tag[]): Promise<void> {
-    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/tagging`, { body: { tags }, scope: bucket });
+    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/tagging`, NO_ANSWER, { body: { tags }, scope: bucket });
   }
 
   /** Replace the ACL kept with the object (undefined: none); NoSuchKey when there is no such object. */
   async putObjectAcl(bucket: string, key: string, acl: AccessControlList | undefined): Promise<void> {
-    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/acl`, { body: { acl: acl ?? null }, scope: bucket });
+    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/acl`, NO_ANSWER, { body: { acl: acl ?? null }, scope: bucket });
   }
 
   /** Soft delete; with conditions, NoSuchKey or PreconditionFailed unless the object meets them. */
   async deleteObject(bucket: string, key: string, conditions?: DeleteConditions): Promise<void> {
-    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, { query: { ...conditions }, scope: bucket });
+    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, NO_ANSWER, { query: { ...conditions }, scope: bucket });
   }
 
   deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult> {
-    return this.http.json('POST', `/internal/buckets/${seg(bucket)}/delete-objects`, { body: { objects }, scope: bucket });
+    return this.http.json('POST', `/internal/buckets/${seg(bucket)}/delete-objects`, DELETE_OBJECTS_ANSWER, { body: { objects }, scope: bucket });
   }
 
   /** A page of the owner's recycle bin (`limit` ≤ 1000); `nextToken` when more follow. */
@@ -143,20 +152,20 @@ export class ControlPlaneClient {
     owner: string,
     q: { bucket?: string; prefix?: string; limit?: number; after?: string } = {},
   ): Promise<{ objects: RecycledObject[]; nextToken?: string }> {
-    return this.http.json('GET', '/internal/recycle-bin', { query: { owner, ...q }, scope: accountScope(owner) });
+    return this.http.json('GET', '/internal/recycle-bin', RECYCLE_BIN_ANSWER, { query: { owner, ...q }, scope: accountScope(owner) });
   }
 
   restore(id: string, owner: string): Promise<ObjectMeta> {
-    return this.http.json('POST', `/internal/recycle-bin/${seg(id)}/restore`, { body: { owner }, scope: accountScope(owner) });
+    return this.http.json('POST', `/internal/recycle-bin/${seg(id)}/restore`, OBJECT_META_ANSWER, { body: { owner }, scope: accountScope(owner) });
   }
 
   /** Starts the purge (lifecycle rules, then the recycle bin) as a job: answers it at once, `running`. */
   purge(now?: string): Promise<AdminJob> {
-    return this.http.json('POST', '/internal/purge', { body: now ? { now } : {} });
+    return this.http.json('POST', '/internal/purge', ADMIN_JOB_ANSWER, { body: now ? { now } : {} });
   }
 
   /** An admin job's status; NoSuchJob when the control plane does not know it (e.g. it restarted). */
   job(id: string): Promise<AdminJob> {
-    return this.http.json('GET', `/internal/jobs/${seg(id)}`);
+    return this.http.json('GET', `/internal/jobs/${seg(id)}`, ADMIN_JOB_ANSWER);
   }
 }

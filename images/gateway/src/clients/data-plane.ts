@@ -1,7 +1,17 @@
 import type http from 'node:http';
 import type { Readable } from 'node:stream';
-import { InternalHttp, type Cancellation, type Guard, readText, seg } from './internal-http.js';
+import { InternalHttp, type Cancellation, type Guard, seg } from './internal-http.js';
 import {
+  CREATE_MULTIPART_ANSWER,
+  DIRECT_URL_ANSWER,
+  LIST_PARTS_ANSWER,
+  LIST_UPLOADS_ANSWER,
+  NO_ANSWER,
+  OBJECT_META_ANSWER,
+  PUT_OBJECT_ANSWER,
+  UPLOAD_PART_ANSWER,
+  UPLOAD_PART_COPY_ANSWER,
+  type AnswerSchema,
   encodeSseRequest,
   readSseAnswer,
   SSE_ANSWER_HEADER,
@@ -9,6 +19,7 @@ import {
   type SseAnswer,
   type SseRequest,
   BUCKET_HEADER,
+  S3Error,
   encodeWireHeader,
   readWireHeaderLeniently,
   STORED_HEADERS_HEADER,
@@ -36,25 +47,47 @@ import {
   type WriteConditions,
 } from '../../../object-model/src/index.js';
 
-/** The data plane's answer to a GET or HEAD of an object, as the object layer's typed read. */
+/** A count the data plane answered in a header: a whole number of bytes, or InternalError naming the header. */
+function countHeader(name: string, raw: string | string[] | undefined): number {
+  const n = typeof raw === 'string' && raw !== '' ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < 0) throw malformedRead(name);
+  return n;
+}
+
+function malformedRead(name: string): S3Error {
+  return new S3Error('InternalError', `the data plane gave a malformed answer to a read (${name})`);
+}
+
+/**
+ * The data plane's answer to a GET or HEAD of an object, as the object layer's typed read. What the
+ * read depends on (size, length, ETag, Last-Modified) must be well formed: otherwise InternalError,
+ * never a NaN or an Invalid Date flowing on. Informative properties (tags, metadata, stored headers)
+ * that are malformed are left out rather than failing the read. Plain checks, no schema: this is the
+ * hot GET path.
+ */
 export function objectReadOf(bucket: string, key: string, res: http.IncomingMessage, withBody: boolean): ObjectRead {
   const h = res.headers;
   const status = res.statusCode === 304 ? 304 : res.statusCode === 206 ? 206 : 200;
-  const contentLength = Number(h['content-length'] ?? 0);
+  // A 304 carries no body, and so no length.
+  const contentLength = status === 304 && h['content-length'] === undefined ? 0 : countHeader('content-length', h['content-length']);
   const contentRange = typeof h['content-range'] === 'string' ? h['content-range'] : undefined;
-  // Informative properties: a malformed one is left out rather than failing the read.
+  const etag = typeof h.etag === 'string' ? unquoteEtag(h.etag) : '';
+  if (!etag) throw malformedRead('etag');
+  const lastModified = Date.parse(String(h['last-modified']));
+  if (Number.isNaN(lastModified)) throw malformedRead('last-modified');
   const tags = readWireHeaderLeniently(TAGS_HEADER, h[TAGS_HEADER.name]);
   const headers = readWireHeaderLeniently(STORED_HEADERS_HEADER, h[STORED_HEADERS_HEADER.name]);
   const object: ObjectMeta = {
     bucket,
     key,
-    size: Number(h['x-strata-size'] ?? contentRange?.split('/')[1] ?? contentLength),
-    etag: unquoteEtag(String(h.etag ?? '')),
+    // (Its own header; a server without it is read by the range's total or the length.)
+    size: countHeader('x-strata-size', h['x-strata-size'] ?? contentRange?.split('/')[1] ?? String(contentLength)),
+    etag,
     // The content MD5 stays in the data plane (the ETag is what clients see).
     md5: null,
     contentType: String(h['content-type'] ?? 'application/octet-stream'),
     userMetadata: readWireHeaderLeniently(USER_METADATA_HEADER, h[USER_METADATA_HEADER.name]) ?? {},
-    lastModified: new Date(String(h['last-modified'] ?? 0)).toISOString(),
+    lastModified: new Date(lastModified).toISOString(),
     ...(tags?.length ? { tags } : {}),
     ...(headers ? { headers } : {}),
   };
@@ -67,7 +100,7 @@ export function objectReadOf(bucket: string, key: string, res: http.IncomingMess
     object,
     contentLength,
     ...(contentRange ? { contentRange } : {}),
-    ...(partsCount !== undefined ? { partsCount: Number(partsCount) } : {}),
+    ...(partsCount !== undefined ? { partsCount: countHeader('x-amz-mp-parts-count', partsCount) } : {}),
     ...(partAlgorithm && partChecksum ? { partChecksum: { algorithm: partAlgorithm, value: partChecksum } } : {}),
     ...(withBody && status !== 304 ? { body: res } : {}),
   };
@@ -102,7 +135,14 @@ export class DataPlaneClient {
    * passed (a trailer checksum) go as a trailer, which needs a chunked body: its length then travels
    * as x-strata-content-length.
    */
-  private async upload<T>(path: string, h: BodyHeaders, headers: http.OutgoingHttpHeaders, body: Readable, cancellation?: Cancellation): Promise<T> {
+  private async upload<T>(
+    path: string,
+    answer: AnswerSchema<T>,
+    h: BodyHeaders,
+    headers: http.OutgoingHttpHeaders,
+    body: Readable,
+    cancellation?: Cancellation,
+  ): Promise<T> {
     const { trailingHeaders } = h;
     const res = await this.http.stream({
       method: 'PUT',
@@ -119,13 +159,14 @@ export class DataPlaneClient {
         : {}),
       cancellation,
     });
-    return JSON.parse(await readText(res)) as T;
+    return this.http.readAnswer(res, answer, `PUT ${path}`);
   }
 
   /** Stream a body up; resolves with the data plane's answer (on an instant hit before the body is sent). */
   putObject(bucket: string, key: string, h: PutObjectInput, body: Readable, cancellation?: Cancellation): Promise<PutObjectResult> {
     return this.upload(
       `/internal/objects/${seg(bucket)}/${seg(key)}`,
+      PUT_OBJECT_ANSWER,
       h,
       {
         'content-type': h.contentType ?? 'application/octet-stream',
@@ -165,7 +206,13 @@ export class DataPlaneClient {
       cancellation,
       scope: bucket,
     });
-    const read = objectReadOf(bucket, key, res, input.method === 'GET');
+    let read: ObjectRead;
+    try {
+      read = objectReadOf(bucket, key, res, input.method === 'GET');
+    } catch (err) {
+      res.destroy();
+      throw err;
+    }
     if (!read.body) res.resume();
     return read;
   }
@@ -173,7 +220,7 @@ export class DataPlaneClient {
   /** The backend's own URL for the object, or undefined when the backend cannot serve it directly. */
   async directUrl(bucket: string, key: string, expires: number): Promise<string | undefined> {
     try {
-      const r = await this.http.json<{ url: string }>('GET', `/internal/objects/${seg(bucket)}/${seg(key)}`, {
+      const r = await this.http.json('GET', `/internal/objects/${seg(bucket)}/${seg(key)}`, DIRECT_URL_ANSWER, {
         query: { 'direct-url': true, expires },
         scope: bucket,
       });
@@ -185,7 +232,7 @@ export class DataPlaneClient {
   }
 
   copyObject(bucket: string, key: string, { sse, ...body }: CopyObjectInput): Promise<ObjectMeta> {
-    return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, { body, headers: sseHeaders(sse), long: true });
+    return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, OBJECT_META_ANSWER, { body, headers: sseHeaders(sse), long: true });
   }
 
   createMultipart(
@@ -193,7 +240,7 @@ export class DataPlaneClient {
     key: string,
     { sse, ...body }: CreateMultipartInput,
   ): Promise<{ uploadId: string; checksum?: Required<UploadChecksum>; sse?: SseAnswer }> {
-    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, { body, headers: sseHeaders(sse), scope: bucket });
+    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, CREATE_MULTIPART_ANSWER, { body, headers: sseHeaders(sse), scope: bucket });
   }
 
   /** A part's bytes, with the algorithm of the checksum it carries (an upload with one requires it). */
@@ -208,6 +255,7 @@ export class DataPlaneClient {
   ): Promise<{ etag: string }> {
     return this.upload(
       `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}`,
+      UPLOAD_PART_ANSWER,
       h,
       {
         'content-type': 'application/octet-stream',
@@ -227,7 +275,7 @@ export class DataPlaneClient {
     partNumber: number,
     { sse, ...body }: UploadPartCopyInput,
   ): Promise<{ etag: string; lastModified: string; checksum?: NamedChecksum }> {
-    return this.http.json('PUT', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}/copy`, {
+    return this.http.json('PUT', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}/copy`, UPLOAD_PART_COPY_ANSWER, {
       body,
       headers: sseHeaders(sse),
       long: true,
@@ -235,7 +283,10 @@ export class DataPlaneClient {
   }
 
   listParts(bucket: string, key: string, uploadId: string, q: { maxParts?: number; partNumberMarker?: number }): Promise<ListPartsResult> {
-    return this.http.json('GET', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts`, { query: { ...q }, scope: bucket });
+    return this.http.json('GET', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts`, LIST_PARTS_ANSWER, {
+      query: { ...q },
+      scope: bucket,
+    });
   }
 
   /** `checksum`: the whole object's, as the client sent it (x-amz-checksum-* on the Complete request). */
@@ -247,17 +298,17 @@ export class DataPlaneClient {
     conditions?: WriteConditions,
     checksum?: NamedChecksum,
   ): Promise<ObjectMeta> {
-    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/complete`, {
+    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/complete`, OBJECT_META_ANSWER, {
       body: { parts, ...(conditions ? { conditions } : {}), ...(checksum ? { checksum } : {}) },
       long: true,
     });
   }
 
   async abortMultipart(bucket: string, key: string, uploadId: string): Promise<void> {
-    await this.http.json('DELETE', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}`, { scope: bucket });
+    await this.http.json('DELETE', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}`, NO_ANSWER, { scope: bucket });
   }
 
   listUploads(bucket: string, q: ListUploadsQuery): Promise<ListUploadsResult> {
-    return this.http.json('GET', `/internal/multipart/${seg(bucket)}`, { query: { ...q }, scope: bucket });
+    return this.http.json('GET', `/internal/multipart/${seg(bucket)}`, LIST_UPLOADS_ANSWER, { query: { ...q }, scope: bucket });
   }
 }

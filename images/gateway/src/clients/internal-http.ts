@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { Readable } from 'node:stream';
 import { InProcessAgent } from '../../../service-kit/src/index.js';
-import { S3Error, type Cancellation, type S3ErrorCode } from '../../../object-model/src/index.js';
+import { readAnswer, S3Error, type AnswerSchema, type Cancellation, type S3ErrorCode } from '../../../object-model/src/index.js';
 import { upstreamFailure } from '../flow-control/breakers.js';
 import { ConnectionQueue } from './connection-queue.js';
 
@@ -193,23 +193,33 @@ export class InternalHttp {
     });
   }
 
-  /** JSON in, JSON out. */
-  /** `long: true` for calls whose duration grows with object size (compose, copy): not timed by the breaker. */
-  /** `scope`: the call's breaker scope (see StreamCall). */
+  /**
+   * JSON in, JSON out: the answer is read by `answer` (internal-answers.ts), so one of another shape
+   * fails as InternalError (counted against the upstream's breaker) instead of flowing on.
+   * `long: true` for calls whose duration grows with object size (compose, copy): not timed by the breaker.
+   * `scope`: the call's breaker scope (see StreamCall).
+   */
   async json<T>(
     method: string,
     path: string,
+    answer: AnswerSchema<T>,
     opts: { query?: Query; body?: unknown; headers?: http.OutgoingHttpHeaders; long?: boolean; scope?: string } = {},
   ): Promise<T> {
     const release = await this.queue.acquire();
     try {
-      return opts.long ? await this.sendJson<T>(method, path, opts) : await this.guard(() => this.sendJson<T>(method, path, opts), opts.scope);
+      const call = () => this.sendJson(method, path, answer, opts);
+      return opts.long ? await call() : await this.guard(call, opts.scope);
     } finally {
       release();
     }
   }
 
-  private async sendJson<T>(method: string, path: string, opts: { query?: Query; body?: unknown; headers?: http.OutgoingHttpHeaders }): Promise<T> {
+  private async sendJson<T>(
+    method: string,
+    path: string,
+    answer: AnswerSchema<T>,
+    opts: { query?: Query; body?: unknown; headers?: http.OutgoingHttpHeaders },
+  ): Promise<T> {
     const payload = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
       const req = http.request({
@@ -231,8 +241,20 @@ export class InternalHttp {
       req.end(payload);
     });
     if ((res.statusCode ?? 500) >= 400) throw await this.readError(res);
+    return this.readAnswer(res, answer, `${method} ${path}`);
+  }
+
+  /** A JSON answer's body, read by `answer`; not JSON or not its shape: InternalError naming the call. */
+  async readAnswer<T>(res: http.IncomingMessage, answer: AnswerSchema<T>, call: string): Promise<T> {
     const text = await readText(res);
-    return (text ? JSON.parse(text) : undefined) as T;
+    const what = `the ${this.service} (${call})`;
+    let value: unknown;
+    try {
+      value = text ? JSON.parse(text) : undefined;
+    } catch {
+      throw new S3Error('InternalError', `${what} gave an answer that is not JSON`);
+    }
+    return readAnswer(answer, value, what);
   }
 
   private unavailable(err: Error): Error {
