@@ -92,7 +92,7 @@ describe('control plane internal API: input is read by one reader per route', ()
     ],
     ['PUT', '/internal/buckets/photos/cors', { rules: [{ allowedOrigins: '*' }] }, 400, 'MalformedXML', /1 to 100 cors rules/],
     ['PUT', '/internal/buckets/photos/ownership', { rules: [] }, 400, 'MalformedXML', /1 to 1 ownership rules/],
-    ['GET', '/internal/buckets/photos/objects?maxKeys=ten', undefined, 400, 'InvalidArgument', /maxKeys must be an integer/],
+    ['GET', '/internal/buckets/photos/objects?maxKeys=ten', undefined, 400, 'InvalidArgument', /Provided max-keys not an integer/],
     ['GET', '/internal/buckets/photos/objects?prefix=a&prefix=b', undefined, 400, 'InvalidArgument', /prefix is not valid in a listing/],
     ['PUT', '/internal/buckets/photos/objects/a.txt/tagging', { tags: 'x' }, 400, 'InvalidTag', /tags must be a list/],
     // Before the readers: TypeErrors of the route (500 InternalError) for each of these three.

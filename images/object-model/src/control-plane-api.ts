@@ -4,6 +4,7 @@ import { BUCKET_CONFIG_OUTLINES, type BucketConfigs } from './bucket-configs.js'
 import { MAX_CORS_RULES } from './bucket-cors.js';
 import { MAX_LIFECYCLE_RULES } from './bucket-lifecycle.js';
 import { S3Error } from './s3-errors.js';
+import { readPageSize } from './object-rules.js';
 import { MAX_BUCKET_TAGS, objectTagsFromJson } from './tags.js';
 import { bodyReader } from './wire.js';
 
@@ -65,31 +66,28 @@ export function readBucketConfigBody<K extends keyof BucketConfigs>(kind: K): (v
   ) as (value: unknown) => { rules: BucketConfigs[K] };
 }
 
-/** GET /buckets/:bucket/objects: a listing's query (camelCase or S3's names); max-keys is capped at 1000. */
+/** GET /buckets/:bucket/objects: a listing's query (camelCase or S3's names); max-keys as readPageSize reads it (capped at 1000). */
 export const readListObjectsQuery = (query: unknown) => {
   const q = bodyReader(
     z.object({
       prefix: queryText,
       delimiter: queryText,
-      maxKeys: z.string().regex(/^\d+$/).optional(),
-      'max-keys': z.string().regex(/^\d+$/).optional(),
+      maxKeys: queryText,
+      'max-keys': queryText,
       startAfter: queryText,
       'start-after': queryText,
       marker: queryText,
       continuationToken: queryText,
       'continuation-token': queryText,
     }),
-    {
-      maxKeys: invalid('maxKeys must be an integer from 0 to 1000', { ArgumentName: 'max-keys' }),
-      'max-keys': invalid('maxKeys must be an integer from 0 to 1000', { ArgumentName: 'max-keys' }),
-    },
+    {},
     'a listing',
   )(query);
   const rawMax = q.maxKeys ?? q['max-keys'];
   return {
     prefix: q.prefix ?? '',
     delimiter: q.delimiter ?? '',
-    maxKeys: rawMax === undefined ? 1000 : Math.min(Number(rawMax), 1000),
+    maxKeys: readPageSize(rawMax, 'max-keys'),
     startAfter: q.startAfter ?? q['start-after'],
     marker: q.marker,
     continuationToken: q.continuationToken ?? q['continuation-token'],

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type { UpstreamConfig } from './config.js';
 import { HttpError } from './http-errors.js';
-import { acrosticLetters, addNewLines, arrangeLines, containsTheme, lineCountOf, shapePoem, verseLines } from './poem-shape.js';
+import { addNewLines, arrangeLines, containsTheme, lineCountOf, shapePoem, verseLines } from './poem-shape.js';
 import type { PoemType } from './poem-types.js';
 
 /** Why a generation failed upstream; also the `outcome` label of the generation metrics. */
@@ -30,11 +30,9 @@ const SYSTEM_PROMPT =
 /** The chat messages for one poem: the form, its rules and line count, and the theme as quoted data (last, so a truncated prompt keeps it). */
 export function buildPoemMessages(type: PoemType, theme: string): OpenAI.Chat.ChatCompletionMessageParam[] {
   const lines = lineCountOf(type, theme);
-  const letters = acrosticLetters(type, theme);
-  const opening = letters.length > 0 ? `, their first letters ${letters.map((l) => l.toUpperCase()).join(', ')} in that order,` : '';
   return [
     { role: 'system', content: SYSTEM_PROMPT },
-    { role: 'user', content: `Write a ${type.label.toLowerCase()} (${type.description}) of ${lines} lines${opening} on the theme "${theme}".` },
+    { role: 'user', content: `Write a ${type.label.toLowerCase()} (${type.description}) of ${lines} lines on the theme "${theme}".` },
   ];
 }
 
