@@ -51,11 +51,23 @@ function readConditions(req: http.IncomingMessage): ObjectConditions | undefined
   });
 }
 
+/** Last-Modified of objects answered lately: a kept answer's object is answered many times (ObjectAnswerCache). */
+const lastModifiedTexts = new WeakMap<ObjectMeta, string>();
+
+function lastModifiedOf(object: ObjectMeta): string {
+  let text = lastModifiedTexts.get(object);
+  if (text === undefined) {
+    text = new Date(object.lastModified).toUTCString();
+    lastModifiedTexts.set(object, text);
+  }
+  return text;
+}
+
 /** 304 Not Modified: the object's ETag and Last-Modified, no body. */
 function sendNotModified(res: http.ServerResponse, object: ObjectMeta): void {
   res.statusCode = 304;
   res.setHeader('ETag', `"${object.etag}"`);
-  res.setHeader('Last-Modified', new Date(object.lastModified).toUTCString());
+  res.setHeader('Last-Modified', lastModifiedOf(object));
   res.end();
 }
 
@@ -72,7 +84,7 @@ function sendObjectHeaders(s3: S3Request, read: ObjectRead, rules: readonly Life
   res.setHeader('Content-Length', String(read.contentLength));
   if (read.contentRange) res.setHeader('Content-Range', read.contentRange);
   res.setHeader('ETag', `"${object.etag}"`);
-  res.setHeader('Last-Modified', new Date(object.lastModified).toUTCString());
+  res.setHeader('Last-Modified', lastModifiedOf(object));
   res.setHeader('Content-Type', object.contentType);
   if (read.partsCount !== undefined) res.setHeader('x-amz-mp-parts-count', String(read.partsCount));
   res.setHeader('Accept-Ranges', 'bytes');
