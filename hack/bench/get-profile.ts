@@ -7,6 +7,8 @@
  *   BENCH_SECONDS=5 BENCH_TOP=50 BENCH_PROFILE_DIR=/tmp/prof npx tsx hack/bench/get-profile.ts
  *   BENCH_NO_PROFILE=1 ...                            (ops/s only, no profiler overhead)
  *   BENCH_REPO=/work/main ...                         (that checkout's server, e.g. a baseline)
+ *   BENCH_PUT_SECONDS=10 ...                          (first overwrite the keys for that long, distinct bodies, as
+ *                                                      bench:compare's round does before its next GET run)
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -21,6 +23,7 @@ import { checkTargets, runWrk } from './wrk.js';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const TOP = Number(process.env.BENCH_TOP ?? 40);
 const PROFILE = process.env.BENCH_NO_PROFILE === undefined;
+const PUT_SECONDS = Number(process.env.BENCH_PUT_SECONDS ?? 0);
 const KEYS = 1000;
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const serverRepo = path.resolve(process.env.BENCH_REPO ?? repo);
@@ -64,6 +67,13 @@ function selfTimes(profile: Profile, fromEndUs: number, untilEndUs: number): Arr
   return [...counts].map(([k, n]): [string, number] => [k, (100 * n) / total]).sort((a, b) => b[1] - a[1]);
 }
 
+/** The gateway's kept-answer lookups so far (its metrics). */
+async function answerLookups(origin: string): Promise<{ hits: number; misses: number }> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  const count = (name: string) => Number(new RegExp(`^${name}\\{[^}]*cache="gateway-objects"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  return { hits: count('strata_cache_hits_total'), misses: count('strata_cache_misses_total') };
+}
+
 async function main(): Promise<void> {
   const work = await mkdtemp(path.join(os.tmpdir(), 'strata-get-profile-'));
   const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(work, 'prof');
@@ -90,11 +100,18 @@ async function main(): Promise<void> {
     const gets = keys.map((k) => target('GET', k));
     await checkTargets({ origin, method: 'GET', targets: gets, expectBytes: 4096 });
     await runWrk({ origin, method: 'GET', targets: gets, seconds: 2, connections: 16, threads: 1 });
+    if (PUT_SECONDS > 0) {
+      const puts = keys.map((k) => target('PUT', k));
+      await runWrk({ origin, method: 'PUT', targets: puts, body: randomBytes(4096), bodies: 'distinct', seconds: PUT_SECONDS, connections: 16, threads: 1 });
+    }
+    const hits0 = await answerLookups(origin);
     const cpu0 = await cpuSeconds(child.pid);
     started = performance.now();
     const fig = await runWrk({ origin, method: 'GET', targets: gets, seconds: SECONDS, connections: 16, threads: 1 });
     const cpu = (await cpuSeconds(child.pid)) - cpu0;
     stopped = performance.now();
+    const hits = await answerLookups(origin);
+    console.log(`gateway answers during the run: ${hits.hits - hits0.hits} hits, ${hits.misses - hits0.misses} misses`);
     console.log(
       `${serverRepo}: GET 4 KiB ${fig.opsPerSec.toFixed(0)}/s, server CPU ${((1000 * cpu) / fig.requests).toFixed(3)} ms per request, ` +
         `load ${os
