@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
 import { answeringObjectLayer, ObjectAnswerCache } from '../../images/gateway/src/clients/object-answer-cache.js';
-import type { ObjectLayer, PutObjectInput } from '../../images/object-model/src/index.js';
+import { Readable } from 'node:stream';
+import type { GetObjectInput, ObjectLayer, PutObjectInput } from '../../images/object-model/src/index.js';
 import { invalidateObjectRead } from '../../images/object-model/src/object-read-cache.js';
 import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { FakeObjectLayer } from './fake-object-layer.js';
@@ -113,5 +114,36 @@ describe('gateway: answers kept in front of the object layer', () => {
     };
     expect((await a.fetch('GET', '/bkt/k.bin', { headers: customerKey })).status).to.equal(200);
     expect(reads()).to.equal(6);
+  });
+
+  it('cuts the answer of a body cut short upstream, and keeps nothing of it', async () => {
+    let reads = 0;
+    const cutting = new Proxy(committingLayer(dataPlane), {
+      get: (target, name) =>
+        name !== 'getObject'
+          ? (target as unknown as Record<PropertyKey, unknown>)[name]
+          : async (bucket: string, key: string, input: GetObjectInput) => {
+              reads++;
+              const read = await target.getObject(bucket, key, input);
+              if (reads > 1) return read;
+              const body = new Readable({ read() {} });
+              body.push(v1.subarray(0, 100));
+              setImmediate(() => body.destroy(new Error('the data plane went away')));
+              return { ...read, body };
+            },
+    });
+    const c = await gateway(cutting);
+    try {
+      const failed = await c.fetch('GET', '/bkt/k.bin').then(
+        (res) => res.arrayBuffer().then(() => 'whole'),
+        () => 'cut',
+      );
+      expect(failed).to.equal('cut');
+      const next = await c.fetch('GET', '/bkt/k.bin');
+      expect(Buffer.from(await next.arrayBuffer())).to.deep.equal(v1);
+      expect(reads).to.equal(2);
+    } finally {
+      await c.close();
+    }
   });
 });
