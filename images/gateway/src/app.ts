@@ -24,7 +24,7 @@ import { LoginGuard } from './auth/login-guard.js';
 import { ControlPlaneClient } from './clients/control-plane.js';
 import { DataPlaneClient } from './clients/data-plane.js';
 import { httpObjectLayer } from './clients/object-layer.js';
-import { ObjectAnswerCache } from './clients/object-answer-cache.js';
+import { answeringObjectLayer, ObjectAnswerCache } from './clients/object-answer-cache.js';
 import type { ReadCacheStore } from '../../object-model/src/object-read-cache.js';
 import { acceptBody, state } from './context.js';
 import type { GatewayDeps } from './deps.js';
@@ -148,7 +148,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     countLookup('gateway-credentials'),
   );
   const answerBytes = opts.objectAnswerCacheBytes ?? DEFAULT_OBJECT_ANSWER_BYTES;
-  const objects = httpObjectLayer(controlPlane, dataPlane);
+  // Answers to small whole-object GETs kept in the gateway, in front of the layer; none without a shared object read cache.
+  const objects =
+    opts.objectReadCache && answerBytes > 0
+      ? answeringObjectLayer(
+          httpObjectLayer(controlPlane, dataPlane),
+          new ObjectAnswerCache(opts.objectReadCache, answerBytes, SMALL_BODY, countLookup('gateway-objects')),
+        )
+      : httpObjectLayer(controlPlane, dataPlane);
   const deps: GatewayDeps = {
     objects,
     controlPlane,
@@ -166,10 +173,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     redirectSeconds: opts.redirectExpiresSeconds ?? 300,
     proxies,
     admitUser: (res, user) => flow.admitUser(res, state(res).operation, user),
-    objectAnswers:
-      opts.objectReadCache && answerBytes > 0
-        ? new ObjectAnswerCache(opts.objectReadCache, answerBytes, SMALL_BODY, countLookup('gateway-objects'))
-        : undefined,
   };
 
   const counters = {

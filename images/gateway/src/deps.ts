@@ -6,7 +6,6 @@ import type { CredentialLookup } from './auth/sigv4-verify.js';
 import type { BucketAccess } from './middleware/bucket-access.js';
 import type { ObjectLayer } from '../../object-model/src/index.js';
 import type { ControlPlaneClient } from './clients/control-plane.js';
-import type { ObjectAnswerCache } from './clients/object-answer-cache.js';
 import type { TrustedProxies } from './proxy.js';
 
 /** Everything a handler may use: the object layer, the accounts, and the gateway's own settings. */
@@ -36,6 +35,4 @@ export interface GatewayDeps {
    * flow control ran before their signed policy named the user); throws SlowDown when exhausted.
    */
   admitUser?: (res: http.ServerResponse, user: string) => Promise<void>;
-  /** Answers to small whole-object GETs kept in the gateway; absent without a shared object read cache. */
-  objectAnswers?: ObjectAnswerCache;
 }

@@ -178,6 +178,8 @@ export interface ObjectRead {
   partChecksum?: NamedChecksum;
   /** The bytes (GET with status 200 or 206): the caller consumes or destroys it. */
   body?: Readable;
+  /** Instead of `body`: the whole body already in memory (a small object answered from a cache). */
+  bytes?: Buffer;
 }
 
 export interface CopyObjectInput {

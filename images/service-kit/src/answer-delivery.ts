@@ -59,9 +59,10 @@ export class DeliveredResponse<Request extends http.IncomingMessage = http.Incom
   // writeHead is where Node fixes the Connection header (every answer passes here, implicit ones too).
   override writeHead(statusCode: number, statusMessage?: string, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
-  override writeHead(statusCode: number, ...rest: unknown[]): this {
+  override writeHead(statusCode: number, reasonOrHeaders?: unknown, headers?: unknown): this {
     if (!this.headersSent && bodyPending(this.req)) this.shouldKeepAlive = false;
-    const self = (http.ServerResponse.prototype.writeHead as (...args: unknown[]) => this).call(this, statusCode, ...rest);
+    // (Node's writeHead takes a missing reason or headers as undefined: no rest array per answer.)
+    const self = (http.ServerResponse.prototype.writeHead as (...args: unknown[]) => this).call(this, statusCode, reasonOrHeaders, headers);
     // (A request whose connection is gone may have no socket left.)
     const socket = this.req.socket ?? this.socket;
     if (socket && (!this.shouldKeepAlive || /\bclose\b/i.test(String(this.getHeader('connection') ?? '')))) closing.add(socket);

@@ -19,31 +19,49 @@ export function runChain<Req extends http.IncomingMessage>(
   res: http.ServerResponse,
   onError: ChainErrorHandler<Req>,
 ): void {
-  let i = 0;
-  // An error handler that throws itself has nothing left to answer with: the connection is cut, and nothing
-  // escapes as an unhandled rejection.
-  const fail = (err: unknown) => {
-    try {
-      onError(err ?? new Error('rejected without a reason'), req, res, () => undefined);
-    } catch {
-      res.destroy();
-    }
-  };
-  const next = (err?: unknown): void => {
+  new ChainRun(handlers, req, res, onError).next();
+}
+
+/** One request's way through a chain. (Its `next` is bound once: no closures made per handler or request beyond it.) */
+class ChainRun<Req extends http.IncomingMessage> {
+  private i = 0;
+  readonly next: Next;
+  readonly fail: (err: unknown) => void;
+
+  constructor(
+    private readonly handlers: readonly ChainHandler<Req>[],
+    private readonly req: Req,
+    private readonly res: http.ServerResponse,
+    private readonly onError: ChainErrorHandler<Req>,
+  ) {
+    this.next = this.step.bind(this);
+    this.fail = this.failWith.bind(this);
+  }
+
+  private step(err?: unknown): void {
     if (err !== undefined && err !== null) {
-      fail(err);
+      this.failWith(err);
       return;
     }
-    const handler = handlers[i++];
+    const handler = this.handlers[this.i++];
     if (!handler) return;
     try {
-      const result = handler(req, res, next);
-      if (result && typeof (result as Promise<unknown>).then === 'function') (result as Promise<unknown>).then(undefined, fail);
+      const result = handler(this.req, this.res, this.next);
+      if (result && typeof (result as Promise<unknown>).then === 'function') (result as Promise<unknown>).then(undefined, this.fail);
     } catch (thrown) {
-      fail(thrown);
+      this.failWith(thrown);
     }
-  };
-  next();
+  }
+
+  // An error handler that throws itself has nothing left to answer with: the connection is cut, and nothing
+  // escapes as an unhandled rejection.
+  private failWith(err: unknown): void {
+    try {
+      this.onError(err ?? new Error('rejected without a reason'), this.req, this.res, () => undefined);
+    } catch {
+      this.res.destroy();
+    }
+  }
 }
 
 /** A JSON answer (UTF-8, with its length), as Express's res.json writes it, for handlers on Node's response. */

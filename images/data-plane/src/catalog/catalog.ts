@@ -55,11 +55,37 @@ function toStoredObject(bucket: string, row: StoredObjectRow): StoredObject {
 }
 
 /**
+ * Inline blob bytes read with their object's row by objectByBucketName, taken by the inlineBlob call
+ * of the same GET: a read that misses the caches then costs one statement, not two (a second round
+ * trip to the database, on embedded PGlite a hop to its thread). A blob never changes under its
+ * locator (every write gets a new random one), so bytes kept here are that blob's whoever takes them.
+ * Taken once; at most MAX entries (a HEAD or a copy reads the row and never takes the bytes).
+ */
+class InlineBytesRead {
+  private static readonly MAX = 64;
+  private readonly entries = new Map<string, Buffer>();
+
+  keep(backendKey: string, locator: string, bytes: Buffer): void {
+    if (this.entries.size >= InlineBytesRead.MAX) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(`${backendKey}\n${locator}`, bytes);
+  }
+
+  take(backendKey: string, locator: string): Buffer | undefined {
+    const id = `${backendKey}\n${locator}`;
+    const bytes = this.entries.get(id);
+    if (bytes) this.entries.delete(id);
+    return bytes;
+  }
+}
+
+/**
  * The data plane's reads and writes on the shared object-store schema (owned and migrated by the
  * control plane); commits go through ObjectCommit.
  */
 export class Catalog {
   private readonly commits: ObjectCommit;
+  /** Inline bytes read with their object's row, for the GET that reads them next (inlineBlob). */
+  private readonly inlineRead = new InlineBytesRead();
 
   /** `groupCommit`: see ObjectCommit. */
   constructor(
@@ -125,17 +151,20 @@ export class Catalog {
    * data plane's reads are `latest`), also while the primary hangs (RoutingSqlClient).
    */
   async objectByBucketName(bucketName: string, key: string): Promise<{ bucket: BucketRef; object: StoredObject | undefined }> {
-    const res = await readQuery<StoredObjectRow & { bucket_id: number; bucket_owner: string; bucket_backend: BucketRef['backend'] }>(
+    const res = await readQuery<
+      StoredObjectRow & { bucket_id: number; bucket_owner: string; bucket_backend: BucketRef['backend']; inline_data: Buffer | null }
+    >(
       this.sql,
       `SELECT k.id AS bucket_id, k.owner AS bucket_owner, k.backend AS bucket_backend,
               o.key, o.size, o.etag, o.md5, o.content_type, o.user_metadata, o.last_modified,
-              o.tags, o.headers, o.part_sizes, o.part_checksums, o.owner, o.blob_id, b.locator, b.backend_key
+              o.tags, o.headers, o.part_sizes, o.part_checksums, o.owner, o.blob_id, b.locator, b.backend_key, b.data AS inline_data
        FROM buckets k JOIN object_info o ON o.bucket_id = k.id AND o.key = $2 AND o.state = 'NORMAL' JOIN blobs b ON b.id = o.blob_id
        WHERE k.name = $1`,
       [bucketName, key],
     );
     const row = res.rows[0];
     if (!row) return { bucket: await this.bucket(bucketName), object: undefined };
+    if (row.inline_data) this.inlineRead.keep(row.backend_key, row.locator, row.inline_data);
     const bucket: BucketRef = { id: Number(row.bucket_id), name: bucketName, owner: row.bucket_owner, backend: row.bucket_backend };
     return { bucket, object: toStoredObject(bucketName, row) };
   }
@@ -212,6 +241,8 @@ export class Catalog {
    * that has not replayed the blob yet is confirmed on the primary.
    */
   async inlineBlob(backendKey: string, locator: string): Promise<Buffer | undefined> {
+    const kept = this.inlineRead.take(backendKey, locator);
+    if (kept) return kept;
     const text = 'SELECT data FROM blobs WHERE backend_key = $1 AND locator = $2 AND data IS NOT NULL';
     const read = (opts: { stale: true } | { fresh: true }) => readQuery<{ data: Buffer }>(this.sql, text, [backendKey, locator], opts);
     return (await read({ stale: true })).rows[0]?.data ?? (await read({ fresh: true })).rows[0]?.data;

@@ -68,7 +68,13 @@ export function isSigV2Header(authorization: string | undefined): boolean {
 /** A SigV2 presigned query names AWSAccessKeyId or Signature (exactly: X-Amz-Signature is SigV4's). */
 export function isSigV2Query(rawQuery: string): boolean {
   if (!rawQuery.includes('Signature=') && !rawQuery.includes('AWSAccessKeyId')) return false;
-  return parseRawQuery(rawQuery).some(([name]) => name === 'AWSAccessKeyId' || name === 'Signature');
+  // The names only (a SigV4 URL's X-Amz-Signature= gets here): values are not decoded.
+  for (const pair of rawQuery.split('&')) {
+    const eq = pair.indexOf('=');
+    const name = safeDecode(eq < 0 ? pair : pair.slice(0, eq));
+    if (name === 'AWSAccessKeyId' || name === 'Signature') return true;
+  }
+  return false;
 }
 
 /** base64(HMAC-SHA1(secret, text)): the signature of a request's string to sign or of a form's policy. */

@@ -8,16 +8,19 @@ import {
   STREAMING_UNSIGNED_TRAILER,
   UNSIGNED_PAYLOAD,
   canonicalPath,
+  canonicalQuery,
   canonicalRequest,
   headerText,
   parseAmzDate,
   parseRawQuery,
+  safeDecode,
   sign,
   signaturesEqual,
   signingKey,
   stringToSign,
   toAmzDate,
   uriEncode,
+  type CanonicalRequestInput,
 } from './sigv4.js';
 
 /** What SigV4 verification needs from the caller's store of secrets. */
@@ -86,7 +89,25 @@ function payloadMode(hash: string | undefined, presigned: boolean): PayloadMode 
 }
 
 /** `Credential=AK/20130524/us-east-1/s3/aws4_request` → parts, with clear errors. */
-export function parseCredential(value: string): { accessKey: string; date: string; region: string; service: string; scope: string } {
+export function parseCredential(value: string): ParsedCredential {
+  // Requests of one client, or presigned together, name the same credential: read it once.
+  if (lastCredential !== undefined && value === lastCredential.value) return lastCredential.parsed;
+  const parsed = readCredential(value);
+  lastCredential = { value, parsed };
+  return parsed;
+}
+
+export interface ParsedCredential {
+  readonly accessKey: string;
+  readonly date: string;
+  readonly region: string;
+  readonly service: string;
+  readonly scope: string;
+}
+
+let lastCredential: { value: string; parsed: ParsedCredential } | undefined;
+
+function readCredential(value: string): ParsedCredential {
   const parts = value.split('/');
   if (parts.length < 5 || parts[parts.length - 1] !== 'aws4_request') {
     throw new S3Error(
@@ -105,15 +126,19 @@ export function parseCredential(value: string): { accessKey: string; date: strin
  * AuthorizationHeaderMalformed (header auth) or AuthorizationQueryParametersError (presigned), 400.
  */
 function checkScope(cred: ReturnType<typeof parseCredential>, requestDay: string, region: string, presigned: boolean): void {
-  const fail = (problem: string, extra: Record<string, string> = {}) => {
-    throw presigned
-      ? new S3Error('AuthorizationQueryParametersError', `Error parsing the X-Amz-Credential parameter; ${problem}`, extra)
-      : new S3Error('AuthorizationHeaderMalformed', `The authorization header is malformed; ${problem}`, extra);
-  };
-  if (cred.region !== region) fail(`the region '${cred.region}' is wrong; expecting '${region}'`, { Region: region });
-  if (cred.service !== SERVICE) fail(`incorrect service '${cred.service}'. This endpoint belongs to '${SERVICE}'.`);
+  if (cred.region !== region) throw scopeError(presigned, `the region '${cred.region}' is wrong; expecting '${region}'`, { Region: region });
+  if (cred.service !== SERVICE) throw scopeError(presigned, `incorrect service '${cred.service}'. This endpoint belongs to '${SERVICE}'.`);
   if (cred.date !== requestDay)
-    fail(`Invalid credential date '${cred.date}'. Date is not the same as ${presigned ? 'X-Amz-Date' : 'the request date'} (${requestDay}).`);
+    throw scopeError(
+      presigned,
+      `Invalid credential date '${cred.date}'. Date is not the same as ${presigned ? 'X-Amz-Date' : 'the request date'} (${requestDay}).`,
+    );
+}
+
+function scopeError(presigned: boolean, problem: string, extra: Record<string, string> = {}): S3Error {
+  return presigned
+    ? new S3Error('AuthorizationQueryParametersError', `Error parsing the X-Amz-Credential parameter; ${problem}`, extra)
+    : new S3Error('AuthorizationHeaderMalformed', `The authorization header is malformed; ${problem}`, extra);
 }
 
 /** Headers that change what a request stores or does: x-amz-* and Strata's own x-service-* (x-service-md5). */
@@ -143,9 +168,9 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
   const q = req.url.indexOf('?');
   const rawPath = q < 0 ? req.url : req.url.slice(0, q);
   const rawQuery = q < 0 ? '' : req.url.slice(q + 1);
-  const query = parseRawQuery(rawQuery);
   const authorization = header(req, 'authorization');
   const presigned = !isSigV4Header(authorization);
+  const { query, signedQuery } = readQuery(rawQuery, presigned);
 
   let credentialValue: string;
   let signedHeaders: string[];
@@ -176,14 +201,14 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
       amzDate = d && !Number.isNaN(Date.parse(d)) ? d : '';
     }
   } else {
-    const get = (name: string) => query.find(([k]) => k === name)?.[1];
     // S3's code for every malformed query-string authentication parameter.
-    if (get('X-Amz-Algorithm') !== ALGORITHM) throw new S3Error('AuthorizationQueryParametersError', 'X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
-    const c = get('X-Amz-Credential');
-    const sh = get('X-Amz-SignedHeaders');
-    const sig = get('X-Amz-Signature');
-    const d = get('X-Amz-Date');
-    const e = get('X-Amz-Expires');
+    if (param(query, 'X-Amz-Algorithm') !== ALGORITHM)
+      throw new S3Error('AuthorizationQueryParametersError', 'X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
+    const c = param(query, 'X-Amz-Credential');
+    const sh = param(query, 'X-Amz-SignedHeaders');
+    const sig = param(query, 'X-Amz-Signature');
+    const d = param(query, 'X-Amz-Date');
+    const e = param(query, 'X-Amz-Expires');
     if (!c || !sh || !sig || !d || !e) {
       throw new S3Error(
         'AuthorizationQueryParametersError',
@@ -219,7 +244,6 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
   const credential = await lookup(cred.accessKey);
   const payload = payloadMode(header(req, 'x-amz-content-sha256'), presigned);
   const payloadHash = presigned ? (header(req, 'x-amz-content-sha256') ?? UNSIGNED_PAYLOAD) : header(req, 'x-amz-content-sha256')!;
-  const signedQuery = presigned ? query.filter(([k]) => k !== 'X-Amz-Signature') : query;
   const key = signingKey(credential.secretKey, cred.date, cred.region, cred.service);
   const amzDateForSigning = presigned ? amzDate : (header(req, 'x-amz-date') ?? amzDate);
 
@@ -232,15 +256,73 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
   );
   // Clients encode the path the same way in almost all cases; a few send it raw or doubly encoded,
   // so try the canonical form first and then the path exactly as it arrived.
-  const candidates = [canonicalPath(rawPath)];
-  if (rawPath !== candidates[0]) candidates.push(rawPath);
-  if (rawPath.startsWith('/') && uriEncode(rawPath, false) !== candidates[0]) candidates.push(uriEncode(rawPath, false));
-  for (const path of candidates) {
-    const canonical = canonicalRequest({ method: req.method, path, query: signedQuery, headers: signedValues, signedHeaders, payloadHash });
-    const expected = sign(key, stringToSign(amzDateForSigning, cred.scope, canonical));
-    if (signaturesEqual(expected, signature)) {
-      return { credential, payload, seedSignature: signature, key, scope: cred.scope, amzDate: amzDateForSigning };
-    }
+  const canonical = canonicalPath(rawPath);
+  const input: CanonicalRequestInput = { method: req.method, path: canonical, query: signedQuery, headers: signedValues, signedHeaders, payloadHash };
+  const toSign = { key, amzDate: amzDateForSigning, scope: cred.scope, signature };
+  const verified =
+    signs(toSign, input) ||
+    (rawPath !== canonical && signs(toSign, { ...input, path: rawPath })) ||
+    (rawPath.startsWith('/') && uriEncode(rawPath, false) !== canonical && signs(toSign, { ...input, path: uriEncode(rawPath, false) }));
+  if (!verified) throw new S3Error('SignatureDoesNotMatch', undefined, { AWSAccessKeyId: cred.accessKey });
+  return { credential, payload, seedSignature: signature, key, scope: cred.scope, amzDate: amzDateForSigning };
+}
+
+/** Whether `signature` is the request's, signed over `input`. (A function, not a closure per request.) */
+function signs(s: { key: Buffer; amzDate: string; scope: string; signature: string }, input: CanonicalRequestInput): boolean {
+  return signaturesEqual(sign(s.key, stringToSign(s.amzDate, s.scope, canonicalRequest(input))), s.signature);
+}
+
+/** The first value of the query parameter `name`. */
+function param(query: Array<[string, string]>, name: string): string | undefined {
+  for (const [k, v] of query) if (k === name) return v;
+  return undefined;
+}
+
+/** A presigned request signs every pair but X-Amz-Signature; one signed in its header, every pair. */
+function signedPairs(pairs: Array<[string, string]>, presigned: boolean): Array<[string, string]> {
+  return presigned ? pairs.filter(([k]) => k !== 'X-Amz-Signature') : pairs;
+}
+
+/** A query as verification reads it: its pairs (decoded), and the canonical text of those it signs. */
+interface ReadQuery {
+  query: Array<[string, string]>;
+  signedQuery: string;
+}
+
+/**
+ * Queries read lately, by their text without the presigned signature: a presigned URL fetched again,
+ * or URLs presigned together (one date, expiry and credential, different keys), parse once. Only the
+ * text is remembered, never whether a signature matched: every request is signed and checked anew.
+ */
+const readQueries = new Map<string, Omit<ReadQuery, 'query'> & { pairs: Array<[string, string]> }>();
+const MAX_READ_QUERIES = 256;
+const SIGNATURE_PAIR = 'X-Amz-Signature=';
+
+/**
+ * The query's pairs and the canonical text of its signed ones: every pair but X-Amz-Signature for a
+ * presigned request, every pair for one signed in its header.
+ */
+function readQuery(rawQuery: string, presigned: boolean): ReadQuery {
+  // The text without the one `X-Amz-Signature=...` pair, and the pair's value (a presigned URL's usual form).
+  const at = presigned ? rawQuery.indexOf(SIGNATURE_PAIR) : -1;
+  if (at < 0 || (at > 0 && rawQuery[at - 1] !== '&')) {
+    const query = parseRawQuery(rawQuery);
+    return { query, signedQuery: canonicalQuery(signedPairs(query, presigned)) };
   }
-  throw new S3Error('SignatureDoesNotMatch', undefined, { AWSAccessKeyId: cred.accessKey });
+  const end = rawQuery.indexOf('&', at);
+  const rawSignature = rawQuery.slice(at + SIGNATURE_PAIR.length, end < 0 ? rawQuery.length : end);
+  const rest = end < 0 ? rawQuery.slice(0, Math.max(0, at - 1)) : rawQuery.slice(0, at) + rawQuery.slice(end + 1);
+  let read = readQueries.get(rest);
+  if (!read) {
+    const pairs = parseRawQuery(rest);
+    // Another pair named X-Amz-Signature (encoded, or twice): read the whole text as it is.
+    if (pairs.some(([k]) => k === 'X-Amz-Signature')) {
+      const query = parseRawQuery(rawQuery);
+      return { query, signedQuery: canonicalQuery(signedPairs(query, presigned)) };
+    }
+    read = { pairs, signedQuery: canonicalQuery(pairs) };
+    if (readQueries.size >= MAX_READ_QUERIES) readQueries.clear();
+    readQueries.set(rest, read);
+  }
+  return { query: [...read.pairs, ['X-Amz-Signature', safeDecode(rawSignature)]], signedQuery: read.signedQuery };
 }

@@ -41,6 +41,7 @@ export function uriEncode(value: string, encodeSlash = true): string {
 
 /** Decode %XX sequences without turning '+' into a space (SigV4 clients encode spaces as %20). */
 export function safeDecode(value: string): string {
+  if (!value.includes('%')) return value; // (nothing to decode: the common case, without the call)
   try {
     return decodeURIComponent(value);
   } catch {
@@ -94,7 +95,8 @@ export interface CanonicalRequestInput {
   method: string;
   /** Already canonical path (see canonicalPath). */
   path: string;
-  query: Array<[string, string]>;
+  /** The signed query's pairs, or their canonical text (canonicalQuery). */
+  query: Array<[string, string]> | string;
   headers: Record<string, string | string[] | undefined>;
   signedHeaders: string[];
   payloadHash: string;
@@ -103,7 +105,8 @@ export interface CanonicalRequestInput {
 export function canonicalRequest(input: CanonicalRequestInput): string {
   const signed = [...input.signedHeaders].sort();
   const headerLines = signed.map((name) => `${name}:${canonicalHeaderValue(input.headers[name])}\n`).join('');
-  return [input.method, input.path, canonicalQuery(input.query), headerLines, signed.join(';'), input.payloadHash].join('\n');
+  const query = typeof input.query === 'string' ? input.query : canonicalQuery(input.query);
+  return `${input.method}\n${input.path}\n${query}\n${headerLines}\n${signed.join(';')}\n${input.payloadHash}`;
 }
 
 export function credentialScope(date: string, region: string, service = 's3'): string {
@@ -111,7 +114,7 @@ export function credentialScope(date: string, region: string, service = 's3'): s
 }
 
 export function stringToSign(amzDate: string, scope: string, canonical: string): string {
-  return [ALGORITHM, amzDate, scope, sha256Hex(canonical)].join('\n');
+  return `${ALGORITHM}\n${amzDate}\n${scope}\n${sha256Hex(canonical)}`;
 }
 
 const signingKeys = new Map<string, Buffer>();
@@ -149,16 +152,33 @@ export function signaturesEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** The last time toAmzDate formatted, and its text: requests of the same second reuse it. */
+let lastAmzDate = { ms: NaN, text: '' };
+
 /** `20130524T000000Z` from a Date. */
 export function toAmzDate(date: Date): string {
-  return date
+  const ms = date.getTime();
+  if (ms === lastAmzDate.ms) return lastAmzDate.text;
+  const text = date
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d{3}/, '');
+  lastAmzDate = { ms, text };
+  return text;
 }
+
+/** The last text parseAmzDate read, and its time (requests of the same second name the same). */
+let lastParsedAmzDate: { text: string; ms: number } | undefined;
 
 /** Parse `20130524T000000Z`; undefined when malformed. */
 export function parseAmzDate(value: string): Date | undefined {
+  if (lastParsedAmzDate !== undefined && value === lastParsedAmzDate.text) return new Date(lastParsedAmzDate.ms);
+  const date = readAmzDate(value);
+  if (date) lastParsedAmzDate = { text: value, ms: date.getTime() };
+  return date;
+}
+
+function readAmzDate(value: string): Date | undefined {
   const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(value);
   if (!m) return undefined;
   const d = new Date(Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]));

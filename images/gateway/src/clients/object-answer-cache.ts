@@ -1,6 +1,9 @@
-import type { ObjectRead } from '../../../object-model/src/index.js';
+import { Readable } from 'node:stream';
+import { notModified, type Cancellation, type GetObjectInput, type ObjectLayer, type ObjectRead } from '../../../object-model/src/index.js';
+import { forwardingLayer } from '../../../object-model/src/forwarding-layer.js';
 import { ByteBoundedLru } from '../../../service-kit/src/byte-bounded-lru.js';
 import { currentObjectVersion, OBJECT_READ_CACHE_TTL_S, type ReadCacheStore } from '../../../object-model/src/object-read-cache.js';
+import { readWhole } from '../s3/whole-body.js';
 
 /** The object layer's answer to a whole-object GET: the read (its metadata), and the body. */
 export interface ObjectAnswer {
@@ -8,7 +11,12 @@ export interface ObjectAnswer {
   body: Buffer;
 }
 
-interface Entry extends ObjectAnswer {
+/** A kept answer, and the read a GET of it is answered with (made once, when it is kept). */
+export interface KeptAnswer extends ObjectAnswer {
+  get: ObjectRead & { bytes: Buffer };
+}
+
+interface Entry extends KeptAnswer {
   version: string;
   storedAt: number;
 }
@@ -25,7 +33,8 @@ interface Entry extends ObjectAnswer {
  * gateway replicas too (the token lives in the shared cache, in Redis Cluster in production). Entries
  * also expire as the data plane's do (OBJECT_READ_CACHE_TTL_S), which bounds the one residual risk:
  * a writer killed between its commit and its token change. Bounded in bytes, least recently used out
- * first. The caller has checked the caller's access to the bucket before it asks.
+ * first. The caller has checked the caller's access to the bucket before it asks. Served in front of
+ * the object layer by answeringObjectLayer.
  */
 export class ObjectAnswerCache {
   private readonly entries: ByteBoundedLru<Entry>;
@@ -48,7 +57,7 @@ export class ObjectAnswerCache {
   }
 
   /** The answer stored under `version`, if it is still that version's and fresh. */
-  get(bucket: string, key: string, version: string): ObjectAnswer | undefined {
+  get(bucket: string, key: string, version: string): KeptAnswer | undefined {
     const id = entryId(bucket, key);
     const entry = this.entries.peek(id);
     const hit = entry !== undefined && entry.version === version && this.now() - entry.storedAt < OBJECT_READ_CACHE_TTL_S * 1000;
@@ -66,7 +75,7 @@ export class ObjectAnswerCache {
     // Outside Node's shared allocation pool, so that an entry holds exactly its own bytes.
     const body = Buffer.allocUnsafeSlow(answer.body.length);
     answer.body.copy(body);
-    this.entries.set(id, { read: answer.read, body, version, storedAt: this.now() });
+    this.entries.set(id, { read: answer.read, body, get: { ...answer.read, bytes: body }, version, storedAt: this.now() });
   }
 
   /** Body bytes held now. */
@@ -76,3 +85,60 @@ export class ObjectAnswerCache {
 }
 
 const entryId = (bucket: string, key: string) => `${bucket}/${key}`;
+
+/**
+ * The object layer with the gateway's answers in front of its reads: the one read path of GetObject
+ * and HeadObject. A whole-object read of a small object in the clear is answered from `answers` while
+ * its version holds (ObjectAnswerCache), its conditions decided by the object model's rule
+ * (`notModified`) as the layer decides them on a miss; what the layer answers a miss is kept, and
+ * handed on with its body read whole (`bytes`). Ranges, parts, reads that bring a customer key (the
+ * layer judges it) and every other operation go to `inner` unchanged.
+ */
+export function answeringObjectLayer(inner: ObjectLayer, answers: ObjectAnswerCache): ObjectLayer {
+  return {
+    ...forwardingLayer(inner),
+    getObject: (bucket, key, input, cancellation) =>
+      input.range !== undefined || input.partNumber !== undefined || input.sse
+        ? inner.getObject(bucket, key, input, cancellation)
+        : answeredRead(inner, answers, bucket, key, input, cancellation),
+  };
+}
+
+async function answeredRead(
+  inner: ObjectLayer,
+  answers: ObjectAnswerCache,
+  bucket: string,
+  key: string,
+  input: GetObjectInput,
+  cancellation: Cancellation | undefined,
+): Promise<ObjectRead> {
+  // Taken BEFORE the layer is asked: a write that commits after it leaves what is read now unused.
+  const version = await answers.version(bucket, key);
+  if (version === undefined) return inner.getObject(bucket, key, input, cancellation);
+  const cached = answers.get(bucket, key, version);
+  if (cached) {
+    if (notModified(cached.read.object, input.conditions)) return { status: 304, object: cached.read.object, contentLength: 0 };
+    return input.method === 'GET' ? cached.get : cached.read;
+  }
+  const read = await inner.getObject(bucket, key, input, cancellation);
+  if (read.status !== 200 || !read.body || read.object.sse || read.contentLength > answers.maxObjectBytes) return read;
+  const { body, ...answer } = read;
+  let bytes: Buffer;
+  try {
+    bytes = await readWhole(body);
+  } catch (err) {
+    // Cut short upstream: the reader's answer is cut too, as a streamed one would be.
+    return { ...answer, body: failing(err) };
+  }
+  answers.set(bucket, key, version, { read: answer, body: bytes });
+  return { ...answer, bytes };
+}
+
+/** A body that fails with `err` once it is read (not before: nobody listens yet). */
+function failing(err: unknown): Readable {
+  return new Readable({
+    read() {
+      this.destroy(err instanceof Error ? err : new Error(String(err)));
+    },
+  });
+}

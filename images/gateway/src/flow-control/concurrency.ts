@@ -10,6 +10,9 @@ export const READ_ROUTES: ReadonlySet<string> = new Set(['GetObject']);
 /** Why a request was refused a slot: its route's limit, or its tenant's share of the reads or uploads. */
 export type ConcurrencyRefusal = { scope: 'route' } | { scope: 'reads' | 'uploads'; reason: ShareRefusal };
 
+/** The release of a request that took no share (one function for all: none made per request). */
+const NOTHING_TO_RELEASE = (): void => undefined;
+
 /**
  * Requests in flight per route, against the route's limit in the current rules, and streamed reads
  * and uploads per tenant, in pools shared fairly between tenants (shares.ts: `readsPerUser` /
@@ -47,7 +50,7 @@ export class ConcurrencyLimits {
    * or for anonymous callers their address.
    */
   tryAcquire(route: string, tenant?: string): (() => void) | ConcurrencyRefusal {
-    let releaseShare = () => undefined as void;
+    let releaseShare = NOTHING_TO_RELEASE;
     const pool = tenant === undefined ? undefined : UPLOAD_ROUTES.has(route) ? this.uploads : READ_ROUTES.has(route) ? this.reads : undefined;
     if (pool && tenant !== undefined) {
       const taken = pool.tryTake(tenant);

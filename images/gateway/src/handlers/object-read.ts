@@ -1,7 +1,6 @@
-import { pipeline, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream';
 import type http from 'node:http';
 import {
-  notModified,
   readConditions,
   readPartNumber,
   S3Error,
@@ -21,6 +20,7 @@ import { header, metadataHeaderValue } from '../s3/request.js';
 import { originOf } from './presign.js';
 import { sendStatus } from '../s3/render.js';
 import { setSseHeaders, sseRequestOf } from '../s3/encryption.js';
+import { readWhole } from '../s3/whole-body.js';
 
 /** response-* query parameters that override answer headers (S3 GetObject). */
 const OVERRIDES: Record<string, string> = {
@@ -41,11 +41,23 @@ function headerSafe(value: string): string {
   return value.replace(/[^\t\u0020-\u007e\u0080-\u00ff]+/gu, (chars) => encodeURIComponent(chars));
 }
 
+/** Last-Modified of objects answered lately: a kept answer's object is answered many times (ObjectAnswerCache). */
+const lastModifiedTexts = new WeakMap<ObjectMeta, string>();
+
+function lastModifiedOf(object: ObjectMeta): string {
+  let text = lastModifiedTexts.get(object);
+  if (text === undefined) {
+    text = new Date(object.lastModified).toUTCString();
+    lastModifiedTexts.set(object, text);
+  }
+  return text;
+}
+
 /** 304 Not Modified: the object's ETag and Last-Modified, no body. */
 function sendNotModified(res: http.ServerResponse, object: ObjectMeta): void {
   res.statusCode = 304;
   res.setHeader('ETag', `"${object.etag}"`);
-  res.setHeader('Last-Modified', new Date(object.lastModified).toUTCString());
+  res.setHeader('Last-Modified', lastModifiedOf(object));
   res.end();
 }
 
@@ -55,14 +67,14 @@ function sendNotModified(res: http.ServerResponse, object: ObjectMeta): void {
  * gets the whole object (a range's bytes do not have the object's checksum) or a part that has its own,
  * the tags' count as x-amz-tagging-count, the response-* overrides and the lifecycle's x-amz-expiration.
  */
-function sendObjectHeaders(s3: S3Request, read: Omit<ObjectRead, 'body'>, rules: readonly LifecycleRule[] | undefined): void {
+function sendObjectHeaders(s3: S3Request, read: ObjectRead, rules: readonly LifecycleRule[] | undefined): void {
   const { req, res, query } = s3;
   const { object } = read;
   res.statusCode = read.status === 206 ? 206 : 200;
   res.setHeader('Content-Length', String(read.contentLength));
   if (read.contentRange) res.setHeader('Content-Range', read.contentRange);
   res.setHeader('ETag', `"${object.etag}"`);
-  res.setHeader('Last-Modified', new Date(object.lastModified).toUTCString());
+  res.setHeader('Last-Modified', lastModifiedOf(object));
   res.setHeader('Content-Type', object.contentType);
   if (read.partsCount !== undefined) res.setHeader('x-amz-mp-parts-count', String(read.partsCount));
   res.setHeader('Accept-Ranges', 'bytes');
@@ -82,45 +94,27 @@ function sendObjectHeaders(s3: S3Request, read: Omit<ObjectRead, 'body'>, rules:
 }
 
 async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: BucketInfo, partNumber: number | undefined): Promise<void> {
-  const rules = bucketInfo.lifecycle;
   const { req, res, bucket, key, deps } = s3;
   const range = header(req, 'range');
   const conditions = readConditions(req);
   const sse = sseRequestOf(method === 'GET' ? 'GetObject' : 'HeadObject', req.headers);
-  // Whole-object reads of small objects may be answered from the gateway's copy of an earlier answer;
-  // never a read that brings a customer key (the data plane judges it), and encrypted answers are never kept.
-  const answers = range === undefined && partNumber === undefined && !sse ? deps.objectAnswers : undefined;
-  const version = answers ? await answers.version(bucket, key) : undefined;
-  const cached = version !== undefined ? answers!.get(bucket, key, version) : undefined;
-  if (cached) {
-    if (notModified(cached.read.object, conditions)) return sendNotModified(res, cached.read.object);
-    sendObjectHeaders(s3, cached.read, rules);
-    res.end(method === 'GET' ? cached.body : undefined);
-    return;
-  }
   // The object layer decides the conditions from the metadata: a 304 or 412 opens no body.
   const read = await deps.objects.getObject(bucket, key, { method, range, partNumber, conditions, sse }, state(res).clientGone);
-  const { body, ...answer } = read;
+  const { body } = read;
   if (read.status === 304) return sendNotModified(res, read.object);
   try {
-    sendObjectHeaders(s3, answer, rules);
+    sendObjectHeaders(s3, read, bucketInfo.lifecycle);
   } catch (err) {
     body?.destroy();
     throw err;
   }
-  if (!body) {
-    res.end();
-    return;
-  }
+  // Small objects (the common case): headers and body in one write.
+  if (read.bytes) return void res.end(read.bytes);
+  if (!body) return void res.end();
   if (read.contentLength <= SMALL_BODY) {
-    // Small objects (the common case): read whole (bounded), then headers and body in one write.
-    // A body cut short upstream cuts this answer too (as the piped path does), not an error with its headers.
-    const bytes = await readSmall(body).catch(() => undefined);
-    if (!bytes) {
-      res.destroy();
-      return;
-    }
-    if (version !== undefined && read.status === 200 && !read.object.sse) answers!.set(bucket, key, version, { read: answer, body: bytes });
+    // Read whole (bounded). A body cut short upstream cuts this answer too (as the piped path does), not an error with its headers.
+    const bytes = await readWhole(body).catch(() => undefined);
+    if (!bytes) return void res.destroy();
     res.end(bytes);
     return;
   }
@@ -141,22 +135,6 @@ function requestedPart({ req, query }: S3Request): number | undefined {
 
 /** Bodies up to this size are answered with one res.end(buffer) instead of a piped stream (and may be kept: ObjectAnswerCache). */
 export const SMALL_BODY = 64 * 1024;
-
-/** A body read whole; an HTTP answer that ends before its length (`complete` false) is an error. */
-function readSmall(body: Readable): Promise<Buffer> {
-  const cut = () => (body as { complete?: boolean }).complete === false;
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    body.on('data', (c: Buffer) => chunks.push(c));
-    body.once('end', () =>
-      cut() ? reject(new Error('the data plane closed the body early')) : resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)),
-    );
-    body.once('error', reject);
-    body.once('close', () => {
-      if (cut()) reject(new Error('the data plane closed the body early'));
-    });
-  });
-}
 
 /**
  * The bucket of an object the caller may read (GetObject, HeadObject, GetObjectAttributes): its owner may;

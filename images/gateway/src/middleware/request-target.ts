@@ -27,7 +27,8 @@ export function checkRequestTarget(req: http.IncomingMessage, _res: http.ServerR
         // (The name as sent: ASCII, safe to echo.)
         throw new S3Error('InvalidArgument', 'Query parameters must be percent-encoded UTF-8.', { ArgumentName: pair.split('=')[0] ?? '' });
       }
-      for (const [name, value] of new URLSearchParams(query)) assertTextArgument(name, value);
+      // (A NUL can only come from %00: Node refuses raw control bytes.)
+      if (query.includes('%00')) for (const [name, value] of new URLSearchParams(query)) assertTextArgument(name, value);
     }
   } catch (err) {
     next(err);
