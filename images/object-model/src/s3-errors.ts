@@ -61,7 +61,7 @@ export const S3_ERRORS = {
   NoSuchBucket: { status: 404, message: 'The specified bucket does not exist.' },
   NoSuchBucketPolicy: { status: 404, message: 'The bucket policy does not exist.' },
   NoSuchCORSConfiguration: { status: 404, message: 'The CORS configuration does not exist.' },
-  NoSuchJob: { status: 404, message: 'The specified job does not exist; jobs are kept by the control plane until it restarts.' },
+  NoSuchJob: { status: 404, message: 'The specified job does not exist; a job lives with its control plane replica, a day once finished.' },
   NoSuchKey: { status: 404, message: 'The specified key does not exist.' },
   NoSuchLifecycleConfiguration: { status: 404, message: 'The lifecycle configuration does not exist.' },
   NoSuchPublicAccessBlockConfiguration: { status: 404, message: 'The public access block configuration was not found.' },

@@ -1,4 +1,6 @@
 /** Cache keys, in one place so that writers and invalidators agree. */
 export const cacheKeys = {
   bucket: (name: string) => `strata:bucket:{${name}}`,
+  /** An admin job's record, read by every replica (admin-jobs.ts). */
+  adminJob: (id: string) => `strata:admin-job:{${id}}`,
 };

@@ -92,7 +92,7 @@ function param(req: Request, name: string): string {
 export function controlPlaneRoutes(deps: RouteDeps): Router {
   const { store, users, cache } = deps;
   const router = express.Router();
-  const jobs = new AdminJobs(deps.clock, deps.logger);
+  const jobs = new AdminJobs(deps.clock, deps.logger, cache);
 
   const findBucket = async (name: string): Promise<Bucket | undefined> => {
     const cached = await cache.get(cacheKeys.bucket(name));
@@ -324,11 +324,11 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     const rawNow = str(req.body?.now);
     const now = rawNow ? new Date(rawNow) : deps.clock();
     if (Number.isNaN(now.getTime())) throw new S3Error('InvalidArgument', 'now must be an ISO 8601 time');
-    const job = jobs.start('purge', () => deps.purge(now));
+    const job = await jobs.start('purge', () => deps.purge(now));
     res.status(202).location(`/internal/jobs/${job.id}`).json(job);
   });
   router.get('/jobs/:id', async (req, res) => {
-    res.json(jobs.get(param(req, 'id')));
+    res.json(await jobs.get(param(req, 'id')));
   });
 
   return router;
