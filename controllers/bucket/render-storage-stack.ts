@@ -268,16 +268,22 @@ export function renderStorageStack(
   });
   // The gateway is stateless: the rolling strategy applies despite its ConfigMap volume.
   (gateway[0]!.spec as { strategy: object }).strategy = { type: 'RollingUpdate' };
+  // One data plane holds the ReadWriteOnce volume (fs Buckets: plane-replicas.ts decides); several hold
+  // none, only scratch space, and roll like the other stateless services.
+  const onVolume = settings.dataPlaneReplicas <= 1;
   const dataPlane = workload('data-plane', STACK.dataPlane, {
     database: true,
     backends: true,
+    replicas: settings.dataPlaneReplicas,
     env: [{ name: 'PORT', value: String(STACK.dataPlane.port) }],
-    volumes: [{ name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } }],
+    volumes: [onVolume ? { name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } } : { name: 'data', emptyDir: {} }],
     volumeMounts: [{ name: 'data', mountPath: '/data' }],
     resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '1Gi' } },
   });
+  if (!onVolume) (dataPlane[0]!.spec as { strategy: object }).strategy = { type: 'RollingUpdate' };
   const controlPlane = workload('control-plane', STACK.controlPlane, {
     database: true,
+    replicas: settings.controlPlaneReplicas,
     env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }],
     resources: small,
   });
@@ -308,7 +314,8 @@ export function renderStorageStack(
   return [
     config,
     platform,
-    dataVolume,
+    // Not created for a stack that needs none; one made before has no owner and keeps its bytes.
+    ...(onVolume ? [dataVolume] : []),
     ...renderBackingServices(namespace, owners, settings, identity, credentials, providers),
     ...controlPlane,
     ...dataPlane,
