@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import { startControlPlane } from '../../images/control-plane/src/app.js';
+import { AdminJobs } from '../../images/control-plane/src/http/admin-jobs.js';
 import { createLogger, createPgSqlClient, InMemoryCache, type RunningService, type SqlClient } from '../../images/service-kit/src/index.js';
 import { finishedJob } from '../support/admin-jobs.js';
+import { eventually } from '../support/eventually.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 
 /**
@@ -62,5 +64,25 @@ describe('admin jobs across control plane replicas', function () {
     const res = await call(replicas[1]!, 'GET', '/internal/jobs/00000000-0000-4000-8000-000000000000');
     expect(res.status).to.equal(404);
     expect(((await res.json()) as { error: { code: string } }).error.code).to.equal('NoSuchJob');
+  });
+});
+
+describe('one admin job of a kind across control plane replicas', () => {
+  it('a replica asked for a kind another replica runs answers that job and runs nothing; once it finished, a new one starts', async () => {
+    const cache = new InMemoryCache();
+    const logger = createLogger('test', 'silent');
+    const [a, b] = [new AdminJobs(() => new Date(), logger, cache), new AdminJobs(() => new Date(), logger, cache)];
+    let finish!: () => void;
+    const running = await a.start('purge', () => new Promise<void>((resolve) => (finish = resolve)));
+    let ranOnB = 0;
+    const onB = await b.start('purge', async () => void ranOnB++);
+    expect(onB.id).to.equal(running.id);
+    expect(onB.state).to.equal('running');
+    expect(ranOnB).to.equal(0);
+    finish();
+    await eventually(async () => expect((await b.get(running.id)).state).to.equal('succeeded'), 'the job finished');
+    const next = await b.start('purge', async () => void ranOnB++);
+    expect(next.id).to.not.equal(running.id);
+    await eventually(() => expect(ranOnB).to.equal(1), 'a new job ran on b');
   });
 });

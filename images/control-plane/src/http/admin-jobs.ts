@@ -17,8 +17,9 @@ export const FINISHED_RECORD_TTL_S = 24 * 3600;
  * replica answers its status (the purge CronJob and the gateway reach a random replica through the
  * Service). A running record expires unless its replica renews it: a replica that dies takes its jobs
  * with it, and their status then answers NoSuchJob (a caller waiting for one reports failure), as a
- * restart of a single replica always did. Two replicas asked at once may both run a kind; the purge
- * tolerates that (its batches are claimed with SKIP LOCKED).
+ * restart of a single replica always did. A replica asked for a kind another one runs answers that
+ * job (the running record of each kind names it). Two replicas asked at the same instant may still
+ * both run a kind (the marker is not a lock); the purge tolerates that (batches claimed SKIP LOCKED).
  */
 export class AdminJobs {
   private readonly jobs = new Map<string, AdminJob>();
@@ -31,10 +32,12 @@ export class AdminJobs {
 
   async start(kind: string, work: () => Promise<unknown>): Promise<AdminJob> {
     for (const job of this.jobs.values()) if (job.kind === kind && job.state === 'running') return job;
+    const elsewhere = await this.runningElsewhere(kind);
+    if (elsewhere) return elsewhere;
     const job: AdminJob = { id: randomUUID(), kind, state: 'running', startedAt: this.clock().toISOString() };
     this.jobs.set(job.id, job);
-    await this.publish(job, RUNNING_RECORD_TTL_S);
-    const renew = setInterval(() => void this.publish(job, RUNNING_RECORD_TTL_S), (RUNNING_RECORD_TTL_S * 1000) / 3);
+    await this.publish(job);
+    const renew = setInterval(() => void this.publish(job), (RUNNING_RECORD_TTL_S * 1000) / 3);
     renew.unref();
     work()
       .then(
@@ -65,14 +68,24 @@ export class AdminJobs {
     Object.assign(job, outcome, { finishedAt: this.clock().toISOString() });
     const finished = [...this.jobs.values()].filter((j) => j.state !== 'running');
     for (const old of finished.slice(0, Math.max(0, finished.length - FINISHED_KEPT))) this.jobs.delete(old.id);
-    await this.publish(job, FINISHED_RECORD_TTL_S);
+    await this.publish(job);
+  }
+
+  /** The job of this kind another replica runs (its record names it while it runs), if any. */
+  private async runningElsewhere(kind: string): Promise<AdminJob | undefined> {
+    const id = await this.shared?.get(cacheKeys.runningAdminJob(kind));
+    const job = id ? await this.read(id) : undefined;
+    return job?.state === 'running' ? job : undefined;
   }
 
   /** Best effort: without the cache only this replica answers the job's status. */
-  private async publish(job: AdminJob, ttlSeconds: number): Promise<void> {
+  private async publish(job: AdminJob): Promise<void> {
     if (!this.shared) return;
+    // From the job's state as it is now: a renewal racing the finish never shortens a finished record.
+    const ttlSeconds = job.state === 'running' ? RUNNING_RECORD_TTL_S : FINISHED_RECORD_TTL_S;
     try {
       await this.shared.set(cacheKeys.adminJob(job.id), JSON.stringify(job), ttlSeconds);
+      if (job.state === 'running') await this.shared.set(cacheKeys.runningAdminJob(job.kind), job.id, ttlSeconds);
     } catch (err) {
       this.logger.warn({ err, job: job.id }, 'admin job record not shared; only this replica answers its status');
     }
