@@ -170,6 +170,8 @@ function operatorConfig(namespace: string, settings: OperatorSettings): Record<s
     STRATA_GATEWAY_RULES_FILE: `${FLOW_RULES_DIR}/rules.yaml`,
     // Under the operator the CronJob below purges the recycle bin; the in-process job stays off.
     STRATA_PURGE_CRON_ENABLED: 'false',
+    // Several data planes share no volume: both planes refuse fs buckets rather than keep bytes on scratch space.
+    ...(settings.dataPlaneReplicas > 1 ? { STRATA_FS_BACKEND: 'false' } : {}),
   };
 }
 
@@ -178,7 +180,8 @@ function operatorConfig(namespace: string, settings: OperatorSettings): Record<s
  * key Secrets, each container's own env): the administrator's stack settings may not replace them.
  */
 export const OPERATOR_STACK_VARIABLES: ReadonlySet<string> = new Set([
-  ...Object.keys(operatorConfig('namespace', DEFAULT_SETTINGS)),
+  // With the keys only replicated data planes get (STRATA_FS_BACKEND).
+  ...Object.keys(operatorConfig('namespace', { ...DEFAULT_SETTINGS, dataPlaneReplicas: 2 })),
   'STRATA_PG_URL',
   'STRATA_PG_REPLICA_URLS',
   'STRATA_AMQP_URL',

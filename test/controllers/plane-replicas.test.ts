@@ -3,7 +3,7 @@ import type { Bucket } from '../../controllers/api/index.js';
 import { BucketReconciler } from '../../controllers/bucket/bucket-reconciler.js';
 import { HttpBucketService } from '../../controllers/bucket/bucket-service.js';
 import { dataPlaneReplicasFor } from '../../controllers/bucket/plane-replicas.js';
-import { renderStorageStack } from '../../controllers/bucket/render-storage-stack.js';
+import { renderStorageStack, stackSettingsProblems } from '../../controllers/bucket/render-storage-stack.js';
 import { secretValue } from '../../controllers/bucket/stack-secrets.js';
 import { selects } from '../support/network-policy.js';
 import {
@@ -47,6 +47,9 @@ describe('replicated data and control planes', () => {
     const dataPlane = deployment(objs, 'strata-data-plane');
     expect(dataPlane.spec.template.spec.volumes).to.deep.equal([{ name: 'data', emptyDir: {} }]);
     expect(objs.filter((o) => o.kind === 'PersistentVolumeClaim')).to.have.length(0);
+    // Both planes read it: no bucket may keep bytes on a data plane's scratch space.
+    expect(objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'strata-config')!.data.STRATA_FS_BACKEND).to.equal('false');
+    expect(stackSettingsProblems({ STRATA_FS_BACKEND: 'true' })).to.deep.equal(['STRATA_FS_BACKEND: set by the operator itself']);
   });
 
   it('one data plane (the default) stays on the data volume, replaced rather than overlapped', () => {
@@ -57,6 +60,7 @@ describe('replicated data and control planes', () => {
     expect(dataPlane.spec.template.spec.volumes[0].persistentVolumeClaim.claimName).to.equal('strata-data');
     expect(dataPlane.spec.template.spec.topologySpreadConstraints).to.equal(undefined);
     expect(objs.filter((o) => o.kind === 'PersistentVolumeClaim')).to.have.length(1);
+    expect(objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'strata-config')!.data).to.not.have.property('STRATA_FS_BACKEND');
   });
 
   it('a namespace with an fs Bucket keeps one data plane; object-store Buckets alone get the configured count', () => {

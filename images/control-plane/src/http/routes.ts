@@ -16,6 +16,7 @@ import {
   PERMISSIONS,
   readPageSize,
   S3Error,
+  FS_BACKEND_OFF,
   type ObjectOwnership,
   type Permission,
 } from '../../../object-model/src/index.js';
@@ -44,6 +45,8 @@ export interface RouteDeps {
   clock: () => Date;
   /** How long a deleted bucket's name stays with its last owner (ms; see BucketStore.create). */
   bucketNameHoldMs: number;
+  /** Whether new buckets may use the fs backend. */
+  fsBackend: boolean;
   logger: Logger;
 }
 
@@ -145,6 +148,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     if (typeof backend !== 'object' || !BACKEND_KINDS.has(String(backend.kind))) {
       throw new S3Error('InvalidArgument', 'backend.kind must be one of fs, minio, cloud');
     }
+    if (backend.kind === 'fs' && !deps.fsBackend) throw new S3Error('InvalidArgument', FS_BACKEND_OFF, { ArgumentName: 'x-strata-backend' });
     // No bucket may exist on a backend that is not usable (unknown settings, unreachable): check first.
     if (backend.kind !== 'fs' && deps.checkBackend && !(await store.buckets.get(name))) await deps.checkBackend(backend);
     const { bucket, created } = await store.buckets.create(name, owner, sealBackendSecret(backend, deps.secrets), {
