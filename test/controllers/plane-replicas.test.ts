@@ -5,6 +5,7 @@ import { HttpBucketService } from '../../controllers/bucket/bucket-service.js';
 import { dataPlaneReplicasFor } from '../../controllers/bucket/plane-replicas.js';
 import { renderStorageStack, stackSettingsProblems } from '../../controllers/bucket/render-storage-stack.js';
 import { secretValue } from '../../controllers/bucket/stack-secrets.js';
+import { parseResources, renderResources } from '../../operator/render.js';
 import { selects } from '../support/network-policy.js';
 import {
   eventually,
@@ -69,6 +70,18 @@ describe('replicated data and control planes', () => {
     expect(dataPlaneReplicasFor(replicated, [minio, { spec: { backend: { kind: 'fs' } } }])).to.equal(1);
     // No backend: the CRD's default, fs.
     expect(dataPlaneReplicasFor(replicated, [minio, { spec: {} }])).to.equal(1);
+  });
+
+  it('operator render applies the same rule: an fs Bucket in the input keeps one data plane', () => {
+    const dataPlanes = (yaml: string) =>
+      deployment(
+        renderResources(parseResources(yaml, 'ns').resources, 'ns', replicated).map((r) => r.object as Doc),
+        'strata-data-plane',
+      ).spec.replicas;
+    const remote =
+      'apiVersion: strata.dev/v1alpha1\nkind: Bucket\nmetadata: { name: remote }\nspec: { backend: { kind: minio, endpoint: "http://minio:9000", accessKeySecretRef: { name: c, key: a }, secretKeySecretRef: { name: c, key: s } } }\n';
+    expect(dataPlanes(remote)).to.equal(3);
+    expect(dataPlanes(`${remote}---\napiVersion: strata.dev/v1alpha1\nkind: Bucket\nmetadata: { name: local }\nspec: {}\n`)).to.equal(1);
   });
 
   describe('the reconciler with STRATA_DATA_PLANE_REPLICAS=3', () => {
