@@ -45,6 +45,10 @@ export const operatorEnvSchema = z.object({
   STRATA_DATA_VOLUME_SIZE: z.string().default(DEFAULT_SETTINGS.dataVolumeSize),
   /** Gateway replicas per storage stack; above one they are spread over nodes, with a disruption budget. */
   STRATA_GATEWAY_REPLICAS: env.int(DEFAULT_SETTINGS.gatewayReplicas, 1, 50),
+  /** Data plane replicas per storage stack; above one only in stacks without fs Buckets (they keep one, on the data volume). */
+  STRATA_DATA_PLANE_REPLICAS: env.int(DEFAULT_SETTINGS.dataPlaneReplicas, 1, 50),
+  /** Control plane replicas per storage stack; above one they are spread over nodes, with a disruption budget. */
+  STRATA_CONTROL_PLANE_REPLICAS: env.int(DEFAULT_SETTINGS.controlPlaneReplicas, 1, 50),
   CLUSTER_DOMAIN: z.string().default(DEFAULT_SETTINGS.clusterDomain),
   /** Each stack gets NetworkPolicies admitting only itself and the peers below (the cluster's network plugin enforces them). */
   NETWORK_POLICIES: env.bool(DEFAULT_SETTINGS.networkPolicy.enabled),
@@ -123,6 +127,8 @@ export function settingsFrom(cfg: OperatorEnv): OperatorSettings {
     amqpManagementUrl: cfg.STRATA_AMQP_MANAGEMENT_URL,
     dataVolumeSize: cfg.STRATA_DATA_VOLUME_SIZE,
     gatewayReplicas: cfg.STRATA_GATEWAY_REPLICAS,
+    dataPlaneReplicas: cfg.STRATA_DATA_PLANE_REPLICAS,
+    controlPlaneReplicas: cfg.STRATA_CONTROL_PLANE_REPLICAS,
     clusterDomain: cfg.CLUSTER_DOMAIN,
     stackSettings: cfg.STRATA_STACK_SETTINGS,
     purgeTimeZone: cfg.STRATA_PURGE_TIME_ZONE,

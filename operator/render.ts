@@ -18,6 +18,7 @@ import {
 import { renderFlowRulesConfigMap, renderStorageStack } from '../controllers/bucket/render-storage-stack.js';
 import { backingCredentials, renderStackSecrets } from '../controllers/bucket/stack-secrets.js';
 import { STACK } from '../controllers/bucket/stack-names.js';
+import { stackSettingsFor } from '../controllers/bucket/plane-replicas.js';
 import { renderImageIndex } from '../controllers/image-index/render-image-index.js';
 import { renderModelServer } from '../controllers/model-server/render-model-server.js';
 import type { KubeObject, Manifest } from '../controllers/support/kube-client.js';
@@ -122,7 +123,12 @@ export function renderResources(resources: ParsedResource[], namespace: string, 
     const backing = generated.find((s) => s.metadata.name === STACK.backingSecret);
     if (!backing) throw new Error(`Secret ${STACK.backingSecret} was not rendered`);
     for (const obj of [...generated, renderFlowRulesConfigMap(namespace)]) out.push({ object: obj, createOnce: true });
-    const stack = renderStorageStack(namespace, sharedOwnerRefs(buckets), settings, backingCredentials(backing as { stringData?: Record<string, string> }));
+    const stack = renderStorageStack(
+      namespace,
+      sharedOwnerRefs(buckets),
+      stackSettingsFor(settings, buckets),
+      backingCredentials(backing as { stringData?: Record<string, string> }),
+    );
     for (const obj of stack) out.push({ object: obj, createOnce: false });
   }
   for (const { resource, spec } of resources) {

@@ -25,7 +25,8 @@ import { renderFlowRulesConfigMap, renderStorageStack } from './render-storage-s
 import { stackIdentity } from './stack-identity.js';
 import { BACKEND_CREDENTIALS_LABEL, backingCredentials, renderStackSecrets, secretValue } from './stack-secrets.js';
 import { STACK } from './stack-names.js';
-import { stackAccessIfReady } from './stack-access.js';
+import { dataPlaneOnVolume, stackAccessIfReady } from './stack-access.js';
+import { dataPlaneHeldNote, onDataVolume, stackSettingsFor } from './plane-replicas.js';
 
 export const BUCKET_FINALIZER = 'strata.dev/bucket';
 /**
@@ -112,6 +113,12 @@ export class BucketReconciler implements Reconciler {
       return { requeueAfterMs: STACK_WAIT_MS };
     }
 
+    // Several data planes (from before this fs Bucket) have no volume: wait until one on the volume replaced them.
+    if (onDataVolume({ spec }) && !(await dataPlaneOnVolume(this.kube, namespace))) {
+      await status('progressing', 'WaitingForDataVolume', 'waiting for the data plane to run as one replica on the data volume (fs backend)');
+      return { requeueAfterMs: STACK_WAIT_MS };
+    }
+
     let backend: BackendConfig;
     try {
       backend = await this.backendConfig(namespace, spec, bucketName);
@@ -157,7 +164,7 @@ export class BucketReconciler implements Reconciler {
       fields: { bucketName, endpoint, objectCount, ...(bytes !== undefined ? { bytes } : {}), ...(backingProviders ? { backingProviders } : {}) },
       state: 'ready',
       reason: 'BucketReady',
-      message: `bucket ${bucketName} is served at ${endpoint}`,
+      message: [`bucket ${bucketName} is served at ${endpoint}`, dataPlaneHeldNote(this.settings, { spec })].filter(Boolean).join('; '),
     });
     return { requeueAfterMs: REFRESH_MS };
   }
@@ -186,7 +193,7 @@ export class BucketReconciler implements Reconciler {
       await this.brokers.ensure(stackIdentity(namespace), credentials.rabbitmqPassword);
     }
     const providers = await keptBackingProviders(this.kube, this.settings, namespace);
-    const stack = renderStorageStack(namespace, owners, this.settings, credentials, providers);
+    const stack = renderStorageStack(namespace, owners, stackSettingsFor(this.settings, buckets), credentials, providers);
     for (const obj of stack) {
       await this.kube.apply(obj.kind === 'PersistentVolumeClaim' ? claimForApply(obj, await this.kube.get(refOf(obj))) : obj);
     }

@@ -170,6 +170,8 @@ function operatorConfig(namespace: string, settings: OperatorSettings): Record<s
     STRATA_GATEWAY_RULES_FILE: `${FLOW_RULES_DIR}/rules.yaml`,
     // Under the operator the CronJob below purges the recycle bin; the in-process job stays off.
     STRATA_PURGE_CRON_ENABLED: 'false',
+    // Several data planes share no volume: both planes refuse fs buckets rather than keep bytes on scratch space.
+    ...(settings.dataPlaneReplicas > 1 ? { STRATA_FS_BACKEND: 'false' } : {}),
   };
 }
 
@@ -178,7 +180,8 @@ function operatorConfig(namespace: string, settings: OperatorSettings): Record<s
  * key Secrets, each container's own env): the administrator's stack settings may not replace them.
  */
 export const OPERATOR_STACK_VARIABLES: ReadonlySet<string> = new Set([
-  ...Object.keys(operatorConfig('namespace', DEFAULT_SETTINGS)),
+  // With the keys only replicated data planes get (STRATA_FS_BACKEND).
+  ...Object.keys(operatorConfig('namespace', { ...DEFAULT_SETTINGS, dataPlaneReplicas: 2 })),
   'STRATA_PG_URL',
   'STRATA_PG_REPLICA_URLS',
   'STRATA_AMQP_URL',
@@ -268,16 +271,22 @@ export function renderStorageStack(
   });
   // The gateway is stateless: the rolling strategy applies despite its ConfigMap volume.
   (gateway[0]!.spec as { strategy: object }).strategy = { type: 'RollingUpdate' };
+  // One data plane holds the ReadWriteOnce volume (fs Buckets: plane-replicas.ts decides); several hold
+  // none, only scratch space, and roll like the other stateless services.
+  const onVolume = settings.dataPlaneReplicas <= 1;
   const dataPlane = workload('data-plane', STACK.dataPlane, {
     database: true,
     backends: true,
+    replicas: settings.dataPlaneReplicas,
     env: [{ name: 'PORT', value: String(STACK.dataPlane.port) }],
-    volumes: [{ name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } }],
+    volumes: [onVolume ? { name: 'data', persistentVolumeClaim: { claimName: STACK.dataVolume } } : { name: 'data', emptyDir: {} }],
     volumeMounts: [{ name: 'data', mountPath: '/data' }],
     resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '1Gi' } },
   });
+  if (!onVolume) (dataPlane[0]!.spec as { strategy: object }).strategy = { type: 'RollingUpdate' };
   const controlPlane = workload('control-plane', STACK.controlPlane, {
     database: true,
+    replicas: settings.controlPlaneReplicas,
     env: [{ name: 'PORT', value: String(STACK.controlPlane.port) }],
     resources: small,
   });
@@ -308,7 +317,8 @@ export function renderStorageStack(
   return [
     config,
     platform,
-    dataVolume,
+    // Not created for a stack that needs none; one made before has no owner and keeps its bytes.
+    ...(onVolume ? [dataVolume] : []),
     ...renderBackingServices(namespace, owners, settings, identity, credentials, providers),
     ...controlPlane,
     ...dataPlane,

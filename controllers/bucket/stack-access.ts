@@ -8,7 +8,23 @@ interface Secret extends KubeObject {
   data?: Record<string, string>;
 }
 interface Deployment extends KubeObject {
-  status?: { readyReplicas?: number };
+  spec?: { replicas?: number; template?: { spec?: { volumes?: Array<{ persistentVolumeClaim?: { claimName?: string } }> } } };
+  status?: { readyReplicas?: number; replicas?: number; updatedReplicas?: number; observedGeneration?: number };
+}
+
+/**
+ * Whether the namespace's data plane is one replica on the data volume and no pod of an older template
+ * (several data planes without the volume) is left: only then may an fs bucket take writes. A
+ * Deployment the controller has not reported on yet has no pods, so none of an older template either.
+ */
+export async function dataPlaneOnVolume(kube: KubeClient, namespace: string): Promise<boolean> {
+  const d = await kube.get<Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: STACK.dataPlane.name });
+  if (!d || (d.spec?.replicas ?? 1) !== 1) return false;
+  if (!d.spec?.template?.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === STACK.dataVolume)) return false;
+  const s = d.status;
+  if (!s) return true;
+  if (s.observedGeneration !== undefined && d.metadata.generation !== undefined && s.observedGeneration < d.metadata.generation) return false;
+  return (s.replicas ?? 0) <= 1 && (s.updatedReplicas ?? 0) === (s.replicas ?? 0);
 }
 
 /**

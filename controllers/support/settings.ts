@@ -28,10 +28,16 @@ export interface OperatorSettings {
   dataVolumeSize: string;
   /**
    * Replicas of each stack's gateway (stateless: its rate limits are shared through Redis). Above one
-   * they are spread over nodes and a disruption budget keeps all but one through a drain. The data
-   * plane (one ReadWriteOnce volume) and the control plane (admin jobs in its memory) stay at one.
+   * they are spread over nodes and a disruption budget keeps all but one through a drain.
    */
   gatewayReplicas: number;
+  /**
+   * Replicas of each stack's data plane. Above one it holds no volume (object-store and cloud backends
+   * only): a stack with an fs Bucket keeps one data plane on its ReadWriteOnce volume (plane-replicas.ts).
+   */
+  dataPlaneReplicas: number;
+  /** Replicas of each stack's control plane (its admin jobs are shared through the stack's Redis). */
+  controlPlaneReplicas: number;
   /** Cluster DNS suffix for endpoints in status. */
   clusterDomain: string;
   /**
@@ -82,6 +88,8 @@ export const DEFAULT_SETTINGS: OperatorSettings = {
   amqpManagementUrl: '',
   dataVolumeSize: '20Gi',
   gatewayReplicas: 1,
+  dataPlaneReplicas: 1,
+  controlPlaneReplicas: 1,
   clusterDomain: 'cluster.local',
   stackSettings: {},
   purgeTimeZone: 'UTC',

@@ -190,8 +190,20 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     expect(await replicas(['platform.gatewayReplicas=3'])).to.equal(3);
   });
 
+  it('hands platform.dataPlaneReplicas and platform.controlPlaneReplicas to the operator', async () => {
+    const planes = async (sets: string[]) => {
+      const objs = await template(sets);
+      const operator = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'strata-operator') as RenderedObject & { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } } };
+      const env = Object.fromEntries(operator.spec.template.spec.containers[0]!.env.filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
+      const settings = settingsFrom(loadOperatorEnv(env));
+      return [settings.dataPlaneReplicas, settings.controlPlaneReplicas];
+    };
+    expect(await planes([])).to.deep.equal([1, 1]);
+    expect(await planes(['platform.dataPlaneReplicas=3', 'platform.controlPlaneReplicas=2'])).to.deep.equal([3, 2]);
+  });
+
   it('rejects values that break values.schema.json', async () => {
-    for (const bad of ['replicaCount=-1', 'logLevel=loud', 'platform.postgresUrl=mysql://x', 'image.pullPolicy=Sometimes', 'unknownKey=1', 'platform.settings.bad-name=1', 'platform.settings.STRATA_X.nested=1', 'platform.gatewayReplicas=0']) {
+    for (const bad of ['replicaCount=-1', 'logLevel=loud', 'platform.postgresUrl=mysql://x', 'image.pullPolicy=Sometimes', 'unknownKey=1', 'platform.settings.bad-name=1', 'platform.settings.STRATA_X.nested=1', 'platform.gatewayReplicas=0', 'platform.dataPlaneReplicas=0', 'platform.controlPlaneReplicas=51']) {
       const result = await helm(['template', 'strata', CHART_DIR, '--set', bad]);
       expect(result.code, bad).to.not.equal(0);
       expect(result.stderr, bad).to.match(/schema|values don't meet/i);

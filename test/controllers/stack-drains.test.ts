@@ -53,7 +53,7 @@ describe('storage stack survives node drains', () => {
       expect(budgets).to.have.length(1);
       expect(budgets[0].spec.maxUnavailable).to.equal(1);
       for (const o of [gateway, ...budgets]) await validateManifest(o);
-      // The data plane writes one ReadWriteOnce volume and the control plane keeps admin jobs in memory.
+      // The planes stay single unless asked (plane-replicas.test.ts).
       for (const name of ['strata-data-plane', 'strata-control-plane']) {
         const d = deployment(objs, name);
         expect(d.spec.replicas, name).to.equal(1);

@@ -49,6 +49,15 @@ describe('operator configuration', () => {
     for (const bad of ['0', '-1', 'two']) expect(() => loadOperatorEnv({ STRATA_GATEWAY_REPLICAS: bad }), bad).to.throw(ConfigError, 'STRATA_GATEWAY_REPLICAS');
   });
 
+  it('runs one data plane and one control plane per stack unless STRATA_DATA_PLANE_REPLICAS / STRATA_CONTROL_PLANE_REPLICAS ask for more', () => {
+    const defaults = settingsFrom(loadOperatorEnv({}));
+    expect([defaults.dataPlaneReplicas, defaults.controlPlaneReplicas]).to.deep.equal([1, 1]);
+    const asked = settingsFrom(loadOperatorEnv({ STRATA_DATA_PLANE_REPLICAS: '3', STRATA_CONTROL_PLANE_REPLICAS: '2' }));
+    expect([asked.dataPlaneReplicas, asked.controlPlaneReplicas]).to.deep.equal([3, 2]);
+    for (const name of ['STRATA_DATA_PLANE_REPLICAS', 'STRATA_CONTROL_PLANE_REPLICAS'])
+      for (const bad of ['0', '-1', 'two', '51']) expect(() => loadOperatorEnv({ [name]: bad }), `${name}=${bad}`).to.throw(ConfigError, name);
+  });
+
   it('gives every process its own leader identity, even two restarts of one pod', () => {
     const cfg = loadOperatorEnv({ POD_NAME: 'strata-operator-0' });
     const [a, b] = [leaderIdentity(cfg), leaderIdentity(cfg)];

@@ -84,6 +84,8 @@ export interface ControlPlaneOptions extends ProductionSettings {
    * the old owner; the hold outlasts them. Default 60 s.
    */
   bucketNameHoldMs?: number;
+  /** Whether new buckets may use the fs backend (default true; false where the data planes share no volume). */
+  fsBackend?: boolean;
   /** Injected clock (tests). */
   clock?: () => Date;
   logger?: Logger;
@@ -199,6 +201,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
       purge: (now) => runPurge(purgeDeps, now),
       clock,
       bucketNameHoldMs: opts.bucketNameHoldMs ?? DEFAULT_BUCKET_NAME_HOLD_MS,
+      fsBackend: opts.fsBackend ?? true,
       logger,
     }),
   );

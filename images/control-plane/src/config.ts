@@ -25,5 +25,7 @@ export const controlPlaneEnvSchema = z.object({
   STRATA_RECYCLE_RETENTION_DAYS: env.int(30, 0, 3650),
   /** How long a deleted bucket's name stays reserved for its owner, ms. */
   STRATA_BUCKET_NAME_HOLD_MS: env.int(DEFAULT_BUCKET_NAME_HOLD_MS, 0, 86_400_000),
+  /** Whether buckets may keep their bytes on the data plane's fs backend (false: refused, the operator's replicated data planes). */
+  STRATA_FS_BACKEND: env.bool(true),
   LOG_LEVEL: env.logLevel(),
 });

@@ -15,6 +15,7 @@ await runEntrypoint('control-plane', controlPlaneEnvSchema, (config, logger) =>
     purgeSchedule: config.STRATA_PURGE_CRON_ENABLED ? config.STRATA_PURGE_CRON : false,
     retentionDays: config.STRATA_RECYCLE_RETENTION_DAYS,
     bucketNameHoldMs: config.STRATA_BUCKET_NAME_HOLD_MS,
+    fsBackend: config.STRATA_FS_BACKEND,
     logger,
   }),
 );

@@ -57,6 +57,8 @@ export interface DataPlaneOptions extends ProductionSettings {
   internalToken: string;
   /** Blobs go under `<dataDir>/blobs` (filesystem backend). */
   dataDir: string;
+  /** Whether fs buckets are served (default true; false where several data planes share no volume: refused). */
+  fsBackend?: boolean;
   /** The server secret (STRATA_SECRET_KEY) that opens operator-made buckets' sealed backend secret keys. */
   secretKey?: string;
   /** The S3-compatible backends (`minio`, `cloud`) buckets may choose. Default: from env (`STRATA_BACKEND_*`, see backends/config.ts). */
@@ -147,7 +149,13 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
     directIo: opts.directIo,
     inline: { maxBytes: opts.inlineBlobBytes ?? DEFAULT_INLINE_BLOB_BYTES, load: (locator) => catalog.inlineBlob(fs.key, locator) },
   });
-  const backends = new BackendRegistry(fs, opts.backends ?? backendsConfigFromEnv(), logger, opts.secretKey ? new SecretBox(opts.secretKey) : undefined);
+  const backends = new BackendRegistry(
+    fs,
+    opts.backends ?? backendsConfigFromEnv(),
+    logger,
+    opts.secretKey ? new SecretBox(opts.secretKey) : undefined,
+    opts.fsBackend ?? true,
+  );
   const collector = new BlobCollector(catalog, backends, logger);
   const ownCache = opts.cache ? undefined : createProductionCache(opts, logger);
   // Multipart state lives only in the cache: an outage answers ServiceUnavailable (clients retry).

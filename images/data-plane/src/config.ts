@@ -38,5 +38,7 @@ export const dataPlaneEnvSchema = z.object({
   STRATA_DIRECT_IO: env.bool(true),
   // In-progress multipart uploads one account may have at once (S3 SlowDown past it).
   STRATA_MULTIPART_UPLOADS_PER_ACCOUNT: env.int(DEFAULT_UPLOADS_PER_ACCOUNT, 1),
+  /** Whether buckets may keep their bytes on the fs backend (false: fs buckets are refused, the operator's replicated data planes). */
+  STRATA_FS_BACKEND: env.bool(true),
   LOG_LEVEL: env.logLevel(),
 });

@@ -10,6 +10,7 @@ await runEntrypoint('data-plane', dataPlaneEnvSchema, (config, logger) => {
     ...productionSettings(config),
     port: config.PORT,
     dataDir: config.STRATA_DATA_DIR,
+    fsBackend: config.STRATA_FS_BACKEND,
     internalToken: config.STRATA_INTERNAL_TOKEN,
     secretKey: config.STRATA_SECRET_KEY,
     outboxRetryMs: config.STRATA_OUTBOX_RETRY_MS,

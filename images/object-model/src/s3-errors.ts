@@ -3,6 +3,13 @@
  * them as S3 XML; internal services return them as JSON `{"error":{"code","message"}}` with the same
  * status, so the code survives the hop unchanged.
  */
+/**
+ * Why an fs bucket is refused where the data planes share no volume (STRATA_FS_BACKEND=false: the
+ * operator's replicated data planes, hack/adr/0007-replicated-planes.md).
+ */
+export const FS_BACKEND_OFF =
+  'This object store keeps no bytes on the fs backend (its data planes share no volume, STRATA_FS_BACKEND=false): use the minio or cloud backend (x-strata-backend).';
+
 export const S3_ERRORS = {
   AccessDenied: { status: 403, message: 'Access Denied' },
   AccessControlListNotSupported: { status: 400, message: 'The bucket does not allow ACLs' },
@@ -61,7 +68,7 @@ export const S3_ERRORS = {
   NoSuchBucket: { status: 404, message: 'The specified bucket does not exist.' },
   NoSuchBucketPolicy: { status: 404, message: 'The bucket policy does not exist.' },
   NoSuchCORSConfiguration: { status: 404, message: 'The CORS configuration does not exist.' },
-  NoSuchJob: { status: 404, message: 'The specified job does not exist; jobs are kept by the control plane until it restarts.' },
+  NoSuchJob: { status: 404, message: 'The specified job does not exist; a job lives with its control plane replica, a day once finished.' },
   NoSuchKey: { status: 404, message: 'The specified key does not exist.' },
   NoSuchLifecycleConfiguration: { status: 404, message: 'The lifecycle configuration does not exist.' },
   NoSuchPublicAccessBlockConfiguration: { status: 404, message: 'The public access block configuration was not found.' },

@@ -19,6 +19,7 @@ import {
   readRestoreInput,
   readUserBody,
   S3Error,
+  FS_BACKEND_OFF,
 } from '../../../object-model/src/index.js';
 import { cacheKeys } from '../cache/cache-keys.js';
 import { invalidateObjectRead } from '../../../object-model/src/object-read-cache.js';
@@ -45,6 +46,8 @@ export interface RouteDeps {
   clock: () => Date;
   /** How long a deleted bucket's name stays with its last owner (ms; see BucketStore.create). */
   bucketNameHoldMs: number;
+  /** Whether new buckets may use the fs backend. */
+  fsBackend: boolean;
   logger: Logger;
 }
 
@@ -69,7 +72,7 @@ function param(req: Request, name: string): string {
 export function controlPlaneRoutes(deps: RouteDeps): Router {
   const { store, users, cache } = deps;
   const router = express.Router();
-  const jobs = new AdminJobs(deps.clock, deps.logger);
+  const jobs = new AdminJobs(deps.clock, deps.logger, cache);
 
   const findBucket = async (name: string): Promise<Bucket | undefined> => {
     const cached = await cache.get(cacheKeys.bucket(name));
@@ -119,6 +122,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     const name = param(req, 'bucket');
     assertBucketName(name);
     const { owner, backend } = readCreateBucketBody(req.body);
+    if (backend.kind === 'fs' && !deps.fsBackend) throw new S3Error('InvalidArgument', FS_BACKEND_OFF, { ArgumentName: 'x-strata-backend' });
     // No bucket may exist on a backend that is not usable (unknown settings, unreachable): check first.
     if (backend.kind !== 'fs' && deps.checkBackend && !(await store.buckets.get(name))) await deps.checkBackend(backend);
     const { bucket, created } = await store.buckets.create(name, owner, sealBackendSecret(backend, deps.secrets), {
@@ -280,11 +284,11 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   // Long work answers 202 with its job at once; GET /jobs/:id tells how it went (admin-jobs.ts).
   router.post('/purge', async (req, res) => {
     const now = readPurgeBody(req.body).now ?? deps.clock();
-    const job = jobs.start('purge', () => deps.purge(now));
+    const job = await jobs.start('purge', () => deps.purge(now));
     res.status(202).location(`/internal/jobs/${job.id}`).json(job);
   });
   router.get('/jobs/:id', async (req, res) => {
-    res.json(jobs.get(param(req, 'id')));
+    res.json(await jobs.get(param(req, 'id')));
   });
 
   return router;

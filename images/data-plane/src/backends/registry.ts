@@ -1,5 +1,5 @@
 import { type Logger, type SecretBox } from '../../../service-kit/src/index.js';
-import { S3Error } from '../../../object-model/src/index.js';
+import { FS_BACKEND_OFF, S3Error } from '../../../object-model/src/index.js';
 import { BACKEND_KINDS, S3_BACKEND_KINDS, settingsOfBucket, type BackendsConfig, type S3BackendKind } from './config.js';
 import { FsBackend } from './fs-backend.js';
 import { S3Backend, type S3BackendSettings } from './s3-backend.js';
@@ -31,6 +31,8 @@ export class BackendRegistry {
     private readonly logger?: Logger,
     /** Opens the sealed secret keys of buckets that bring their own backend (operator-made). */
     private readonly secrets?: SecretBox,
+    /** False: fs buckets are refused (this data plane's data dir is scratch space, not the shared volume). */
+    private readonly fsEnabled = true,
   ) {
     this.register(fs);
     for (const kind of S3_BACKEND_KINDS) {
@@ -52,7 +54,10 @@ export class BackendRegistry {
   }
 
   forBucket(config: BucketBackendConfig): StorageBackend {
-    if (config.kind === 'fs') return this.fs;
+    if (config.kind === 'fs') {
+      if (!this.fsEnabled) throw new S3Error('InvalidArgument', FS_BACKEND_OFF, { ArgumentName: 'x-strata-backend' });
+      return this.fs;
+    }
     if (!BACKEND_KINDS.has(config.kind))
       throw new S3Error('InvalidArgument', `Unknown storage backend ${JSON.stringify(config.kind)}: use fs, minio or cloud.`);
     const kind = config.kind as S3BackendKind;
