@@ -5,7 +5,7 @@
 //
 // Also left to the full suite, though they need no server: test/e2e (whole platforms), and these
 // server-less files that take 5 s or more each (dpkg and compiler probes, FAISS training, worker
-// crashes, PGlite's first start, fsync and batch benchmarks, controller and lease timers):
+// crashes, PGlite's first start, fsync and batch benchmarks, controller timers):
 //   test/control-plane/batch-statements.test.ts
 //   test/controllers/backing-operators.test.ts
 //   test/controllers/bucket-deletion.test.ts
@@ -21,14 +21,7 @@
 //   test/image-search/llm.test.ts
 //   test/images/dockerfiles.test.ts
 //   test/images/libraries.test.ts
-//   test/model-server/openai-contract.test.ts
 //   test/model-server/strata-verse.test.ts
-//   test/model-server/worker-engine.test.ts
-//   test/operator/config.test.ts
-//   test/operator/informer-cache.test.ts
-//   test/operator/leader-election-clock.test.ts
-//   test/operator/leader-election.test.ts
-//   test/service-kit/last-resort.test.ts
 //   test/service-kit/pglite-fsync.test.ts
 //   test/standalone/pglite-vacuum.test.ts
 const base = require('./.mocharc.json');
@@ -90,8 +83,10 @@ module.exports = {
     'test/model-server/configured-server.test.ts',
     'test/model-server/generation-scheduler.test.ts',
     'test/model-server/onnx-graph.test.ts',
+    'test/model-server/openai-contract.test.ts',
     'test/model-server/tokenizer.test.ts',
     'test/model-server/trained-model.test.ts',
+    'test/model-server/worker-engine.test.ts',
     'test/object-model/checksum-algorithms.test.ts',
     'test/object-model/internal-api.test.ts',
     'test/object-model/object-rules.test.ts',
@@ -99,7 +94,11 @@ module.exports = {
     'test/object-model/stored-headers.test.ts',
     'test/object-model/wire-bodies.test.ts',
     'test/object-model/wire.test.ts',
+    'test/operator/config.test.ts',
+    'test/operator/informer-cache.test.ts',
     'test/operator/informer-relist.test.ts',
+    'test/operator/leader-election-clock.test.ts',
+    'test/operator/leader-election.test.ts',
     'test/operator/operator.test.ts',
     'test/operator/work-queue.test.ts',
     'test/poem-app/api.test.ts',
@@ -111,6 +110,7 @@ module.exports = {
     'test/service-kit/heap-growth.test.ts',
     'test/service-kit/ids.test.ts',
     'test/service-kit/in-process-http.test.ts',
+    'test/service-kit/last-resort.test.ts',
     'test/service-kit/lookup-cache.test.ts',
     'test/service-kit/loopback-guard.test.ts',
     'test/service-kit/service-kit.test.ts',
