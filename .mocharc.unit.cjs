@@ -5,12 +5,8 @@
 //
 // Also left to the full suite, though they need no server: test/e2e (whole platforms), and these
 // server-less files that take 5 s or more each (dpkg and compiler probes, FAISS training, worker
-// crashes, PGlite's first start, fsync and batch benchmarks, controller timers):
+// crashes, PGlite's first start, fsync and batch benchmarks, spawned entrypoints):
 //   test/control-plane/batch-statements.test.ts
-//   test/controllers/backing-operators.test.ts
-//   test/controllers/bucket-deletion.test.ts
-//   test/controllers/bucket-immutable.test.ts
-//   test/controllers/image-index.test.ts
 //   test/data-plane/commit-objects-batch.test.ts
 //   test/data-plane/entrypoint-config.test.ts
 //   test/data-plane/group-commit.test.ts
@@ -32,8 +28,12 @@ module.exports = {
   spec: [
     'test/charts/first-install.test.ts',
     'test/charts/poem-app-pairing.test.ts',
+    'test/controllers/backing-operators.test.ts',
     'test/controllers/backing-probes.test.ts',
+    'test/controllers/bucket-deletion.test.ts',
+    'test/controllers/bucket-immutable.test.ts',
     'test/controllers/crds.test.ts',
+    'test/controllers/image-index.test.ts',
     'test/controllers/model-server.test.ts',
     'test/controllers/names-and-pods.test.ts',
     'test/controllers/pod-resources.test.ts',
