@@ -5,15 +5,13 @@
 //
 // Also left to the full suite, though they need no server: test/e2e (whole platforms), and these
 // server-less files that take 5 s or more each (dpkg and compiler probes, FAISS training, worker
-// crashes, PGlite's first start, fsync and batch benchmarks, spawned entrypoints):
+// crashes, PGlite's first start, fsync and batch benchmarks, services started whole):
 //   test/control-plane/batch-statements.test.ts
 //   test/data-plane/commit-objects-batch.test.ts
-//   test/data-plane/entrypoint-config.test.ts
 //   test/data-plane/group-commit.test.ts
 //   test/image-search/config.test.ts
 //   test/image-search/crash.test.ts
 //   test/image-search/faiss-binding.test.ts
-//   test/image-search/image-index.test.ts
 //   test/image-search/llm.test.ts
 //   test/images/dockerfiles.test.ts
 //   test/images/libraries.test.ts
@@ -40,6 +38,7 @@ module.exports = {
     'test/controllers/stack-env.test.ts',
     'test/controllers/status-not-memory.test.ts',
     'test/controllers/wire.test.ts',
+    'test/data-plane/entrypoint-config.test.ts',
     'test/data-plane/fs-backend.test.ts',
     'test/data-plane/s3-backend-timeouts.test.ts',
     'test/data-plane/upload-state.test.ts',
@@ -75,6 +74,7 @@ module.exports = {
     'test/image-search/bucket-follow.test.ts',
     'test/image-search/clip.test.ts',
     'test/image-search/exact-index.test.ts',
+    'test/image-search/image-index.test.ts',
     'test/image-search/read-access.test.ts',
     'test/image-search/search-service.test.ts',
     'test/model-server/chat-completions-errors.test.ts',
