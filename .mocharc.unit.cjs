@@ -5,30 +5,17 @@
 //
 // Also left to the full suite, though they need no server: test/e2e (whole platforms), and these
 // server-less files that take 5 s or more each (dpkg and compiler probes, FAISS training, worker
-// crashes, PGlite's first start, fsync and batch benchmarks, controller and lease timers):
+// crashes, PGlite's first start, fsync and batch benchmarks, services started whole):
 //   test/control-plane/batch-statements.test.ts
-//   test/controllers/backing-operators.test.ts
-//   test/controllers/bucket-deletion.test.ts
-//   test/controllers/bucket-immutable.test.ts
-//   test/controllers/image-index.test.ts
 //   test/data-plane/commit-objects-batch.test.ts
-//   test/data-plane/entrypoint-config.test.ts
 //   test/data-plane/group-commit.test.ts
 //   test/image-search/config.test.ts
 //   test/image-search/crash.test.ts
 //   test/image-search/faiss-binding.test.ts
-//   test/image-search/image-index.test.ts
 //   test/image-search/llm.test.ts
 //   test/images/dockerfiles.test.ts
 //   test/images/libraries.test.ts
-//   test/model-server/openai-contract.test.ts
 //   test/model-server/strata-verse.test.ts
-//   test/model-server/worker-engine.test.ts
-//   test/operator/config.test.ts
-//   test/operator/informer-cache.test.ts
-//   test/operator/leader-election-clock.test.ts
-//   test/operator/leader-election.test.ts
-//   test/service-kit/last-resort.test.ts
 //   test/service-kit/pglite-fsync.test.ts
 //   test/standalone/pglite-vacuum.test.ts
 const base = require('./.mocharc.json');
@@ -41,14 +28,19 @@ module.exports = {
     'test/charts/poem-app-pairing.test.ts',
     'test/control-plane/data-plane-answers.test.ts',
     'test/control-plane/internal-api-input.test.ts',
+    'test/controllers/backing-operators.test.ts',
     'test/controllers/backing-probes.test.ts',
+    'test/controllers/bucket-deletion.test.ts',
+    'test/controllers/bucket-immutable.test.ts',
     'test/controllers/crds.test.ts',
+    'test/controllers/image-index.test.ts',
     'test/controllers/model-server.test.ts',
     'test/controllers/names-and-pods.test.ts',
     'test/controllers/pod-resources.test.ts',
     'test/controllers/stack-env.test.ts',
     'test/controllers/status-not-memory.test.ts',
     'test/controllers/wire.test.ts',
+    'test/data-plane/entrypoint-config.test.ts',
     'test/data-plane/fs-backend.test.ts',
     'test/data-plane/s3-backend-timeouts.test.ts',
     'test/data-plane/upload-state.test.ts',
@@ -85,6 +77,7 @@ module.exports = {
     'test/image-search/bucket-follow.test.ts',
     'test/image-search/clip.test.ts',
     'test/image-search/exact-index.test.ts',
+    'test/image-search/image-index.test.ts',
     'test/image-search/read-access.test.ts',
     'test/image-search/search-service.test.ts',
     'test/model-server/chat-completions-errors.test.ts',
@@ -93,8 +86,10 @@ module.exports = {
     'test/model-server/configured-server.test.ts',
     'test/model-server/generation-scheduler.test.ts',
     'test/model-server/onnx-graph.test.ts',
+    'test/model-server/openai-contract.test.ts',
     'test/model-server/tokenizer.test.ts',
     'test/model-server/trained-model.test.ts',
+    'test/model-server/worker-engine.test.ts',
     'test/object-model/checksum-algorithms.test.ts',
     'test/object-model/internal-api.test.ts',
     'test/object-model/object-rules.test.ts',
@@ -102,7 +97,11 @@ module.exports = {
     'test/object-model/stored-headers.test.ts',
     'test/object-model/wire-bodies.test.ts',
     'test/object-model/wire.test.ts',
+    'test/operator/config.test.ts',
+    'test/operator/informer-cache.test.ts',
     'test/operator/informer-relist.test.ts',
+    'test/operator/leader-election-clock.test.ts',
+    'test/operator/leader-election.test.ts',
     'test/operator/operator.test.ts',
     'test/operator/work-queue.test.ts',
     'test/poem-app/api.test.ts',
@@ -114,6 +113,7 @@ module.exports = {
     'test/service-kit/heap-growth.test.ts',
     'test/service-kit/ids.test.ts',
     'test/service-kit/in-process-http.test.ts',
+    'test/service-kit/last-resort.test.ts',
     'test/service-kit/lookup-cache.test.ts',
     'test/service-kit/loopback-guard.test.ts',
     'test/service-kit/service-kit.test.ts',

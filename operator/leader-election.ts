@@ -15,13 +15,18 @@ export interface LeaderElectionOptions {
   retryPeriodMs: number;
   onStartedLeading: () => void;
   onStoppedLeading: () => void;
+  /**
+   * The monotonic clock (ms) that lease expiry and the renew deadline are judged on; production
+   * leaves it to performance.now, tests pass a clock they advance instead of waiting a lease out.
+   */
+  monotonicNow?: () => number;
 }
 
 /**
  * Lease timing runs on the monotonic clock (client-go uses Go's monotonic time): a wall clock stepped
  * by NTP or by hand must not make a leader outlive its renew deadline or a candidate take a live lease.
  */
-const monotonicMs = (): number => performance.now();
+const performanceNow = (): number => performance.now();
 
 /** A request that has not answered within `ms` is given up (its answer, if any, is ignored). */
 function withTimeout<T>(request: Promise<T>, ms: number, what: string): Promise<T> {
@@ -50,6 +55,7 @@ export class LeaderElector {
   private timer?: NodeJS.Timeout;
   private stopped = true;
   private ticking?: Promise<void>;
+  private readonly monotonicMs: () => number;
 
   constructor(
     kc: KubeConfig,
@@ -57,6 +63,7 @@ export class LeaderElector {
     private readonly logger: Logger,
   ) {
     this.api = kc.makeApiClient(CoordinationV1Api);
+    this.monotonicMs = opts.monotonicNow ?? performanceNow;
   }
 
   get isLeader(): boolean {
@@ -88,16 +95,16 @@ export class LeaderElector {
 
   private async tick(): Promise<void> {
     // A leader may spend what is left of its renew deadline; a candidate one retry period.
-    const budget = this.leading ? Math.max(1, this.lastRenew + this.opts.renewDeadlineMs - monotonicMs()) : Math.max(this.opts.retryPeriodMs, 1);
+    const budget = this.leading ? Math.max(1, this.lastRenew + this.opts.renewDeadlineMs - this.monotonicMs()) : Math.max(this.opts.retryPeriodMs, 1);
     try {
-      const held = await this.tryAcquireOrRenew(monotonicMs() + budget);
-      if (held) this.lastRenew = monotonicMs();
+      const held = await this.tryAcquireOrRenew(this.monotonicMs() + budget);
+      if (held) this.lastRenew = this.monotonicMs();
       if (held && !this.leading) this.setLeading(true);
       if (!held && this.leading) this.setLeading(false);
     } catch (err) {
       this.logger.warn({ err }, 'leader election: lease request failed');
     }
-    if (this.leading && monotonicMs() - this.lastRenew >= this.opts.renewDeadlineMs) this.setLeading(false);
+    if (this.leading && this.monotonicMs() - this.lastRenew >= this.opts.renewDeadlineMs) this.setLeading(false);
   }
 
   /** Note the record as read now; returns when it was first seen as it is (local clock). */
@@ -105,7 +112,7 @@ export class LeaderElector {
     const record = JSON.stringify(lease.spec ?? {});
     if (record !== this.observedRecord) {
       this.observedRecord = record;
-      this.observedAt = monotonicMs();
+      this.observedAt = this.monotonicMs();
     }
     return this.observedAt;
   }
@@ -120,7 +127,7 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(deadline: number): Promise<boolean> {
     const { namespace, leaseName: name, identity } = this.opts;
-    const timed = <T>(request: Promise<T>, what: string) => withTimeout(request, Math.max(1, deadline - monotonicMs()), what);
+    const timed = <T>(request: Promise<T>, what: string) => withTimeout(request, Math.max(1, deadline - this.monotonicMs()), what);
     // Lease times are MicroTime: the API server only parses six fractional digits, and a plain Date
     // serializes three ("cannot parse .123Z as .000000", 400). V1MicroTime pads to six.
     const now = new V1MicroTime();
@@ -150,7 +157,7 @@ export class LeaderElector {
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? '';
     const observedAt = this.observe(lease);
-    const expired = !holder || observedAt + (spec.leaseDurationSeconds ?? durationSeconds) * 1000 < monotonicMs();
+    const expired = !holder || observedAt + (spec.leaseDurationSeconds ?? durationSeconds) * 1000 < this.monotonicMs();
     if (holder !== identity && !expired) return false;
     const takingOver = holder !== identity;
     try {

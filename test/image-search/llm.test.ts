@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { startImageSearch } from '../../images/image-search/src/app.js';
 import { startModelServer } from '../../images/model-server/src/app.js';
 import { createLogger, type RunningService } from '../../images/service-kit/src/index.js';
+import { eventually } from '../support/eventually.js';
 import { startFakeLlm, type FakeLlm } from './support/fake-llm.js';
 import { AUTH_HEADER, makeImageDir, makeTestModel, startTestImageSearch, tempDir, TEST_API_KEY, type TestImageSearch } from './support/fixtures.js';
 
@@ -133,11 +134,10 @@ describe('image-search: LLM failures are told as such (502 with the upstream mes
       logger: pino({ level: 'silent' }),
     });
     // Scanned and checked: the status has the index and the LLM's first answer.
-    for (;;) {
+    await eventually(async () => {
       const status = (await (await fetch(`${service.url}/api/status`)).json()) as { index: { totalVectors: number }; llm: { state: string } };
-      if (status.index.totalVectors >= 12 && status.llm.state !== 'checking') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+      return status.index.totalVectors >= 12 && status.llm.state !== 'checking';
+    }, 'scanned, and the LLM checked');
     return service;
   };
   const llmStatus = async (service: RunningService) => ((await (await fetch(`${service.url}/api/status`)).json()) as { llm: Record<string, unknown> }).llm;

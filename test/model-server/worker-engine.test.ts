@@ -10,6 +10,7 @@ import { OPENAI_SAMPLING } from '../../images/model-server/src/served-models.js'
 import { ID_TOKENIZER } from '../../images/model-server/src/tokenizer.js';
 import { WorkerEngine } from '../../images/model-server/src/worker-engine.js';
 import { createLogger, createRegistry } from '../../images/service-kit/src/index.js';
+import { eventually } from '../support/eventually.js';
 import { postJson, postStream } from './helpers.js';
 
 const MODEL = 'strata-tiny';
@@ -50,7 +51,7 @@ describe('model-server generation worker thread', () => {
 
       // One request that never finishes, then a streamed one whose worker crashes after its first token.
       const hanging = postJson(url, { model: MODEL, messages: user('11 998'), n: 2 });
-      while (engine.activeCount < 2) await new Promise((r) => setTimeout(r, 5));
+      await eventually(() => engine.activeCount >= 2, 'both choices of the hanging request in flight');
       const streamed = await postStream(url, { model: MODEL, messages: user('12 999'), stream: true });
       const plain = await hanging;
 
@@ -70,7 +71,7 @@ describe('model-server generation worker thread', () => {
       const meanwhile = await postJson(url, { model: MODEL, messages: user('10') });
       expect(meanwhile.status).to.equal(503);
       expect(meanwhile.body.error.code).to.equal('model_not_ready');
-      while (!engine.ready) await new Promise((r) => setTimeout(r, 10));
+      await eventually(() => engine.ready, 'the new worker ready');
       expect(engine.starts).to.equal(2);
       const again = await postJson(url, { model: MODEL, messages: user('40 50') });
       expect(again.status).to.equal(200);

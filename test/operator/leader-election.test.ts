@@ -3,14 +3,17 @@ import { ModelServerReconciler } from '../../controllers/model-server/model-serv
 import type { Manager } from '../../operator/manager.js';
 import type { WatchEvent } from '../support/fake-kube/index.js';
 import { eventually, mustGet, startHarness, TEST_SETTINGS, type Harness } from '../controllers/support/harness.js';
+import { ManualClock, passTime } from './manual-clock.js';
 
-const election = (identity: string) => ({
+/** Both managers judge lease expiry and renew deadlines on `clock`, which tests advance. */
+const election = (identity: string, clock: ManualClock) => ({
   namespace: 'strata-system',
   leaseName: 'strata-operator',
   identity,
   leaseDurationMs: 1000,
   renewDeadlineMs: 600,
   retryPeriodMs: 100,
+  monotonicNow: clock.now,
 });
 
 const modelServer = (name: string) => ({ apiVersion: 'strata.dev/v1alpha1', kind: 'ModelServer', metadata: { name, namespace: 'ml' }, spec: {} });
@@ -19,12 +22,14 @@ describe('operator leader election', () => {
   let h: Harness;
   let one: Manager;
   let two: Manager;
+  let clock: ManualClock;
 
   beforeEach(async () => {
     h = await startHarness();
+    clock = new ManualClock();
     const reconcilers = () => [new ModelServerReconciler(h.kube, h.events, TEST_SETTINGS)];
-    one = h.start(reconcilers(), { leaderElection: election('one') });
-    two = h.start(reconcilers(), { leaderElection: election('two') });
+    one = h.start(reconcilers(), { leaderElection: election('one', clock) });
+    two = h.start(reconcilers(), { leaderElection: election('two', clock) });
   });
   afterEach(() => h.stop());
 
@@ -46,7 +51,8 @@ describe('operator leader election', () => {
     // The leader dies without releasing the lease; the standby waits for expiry, then leads.
     await leader.abandon();
     expect(leader.isLeader).to.equal(false);
-    await eventually(() => expect(standby.isLeader).to.equal(true), 'standby takes over', 10_000);
+    expect(standby.isLeader).to.equal(false);
+    await passTime(clock, () => expect(standby.isLeader).to.equal(true), 'standby takes over');
     await standby.settled();
     expect(lease().spec.holderIdentity).to.equal(standby === one ? 'one' : 'two');
     expect(lease().spec.leaseTransitions).to.equal(1);
@@ -65,13 +71,13 @@ describe('operator leader election', () => {
     await eventually(() => expect(leader.runningControllers).to.equal(1), 'controllers running');
     // The API server answers nothing about Leases (say etcd is down): nobody may keep reconciling.
     h.fake.failRequests = (_method, path) => (path.includes('/leases') ? 503 : undefined);
-    await eventually(
+    await passTime(
+      clock,
       () => {
         expect(one.isLeader).to.equal(false);
         expect(two.isLeader).to.equal(false);
       },
       'leader steps down after the renew deadline',
-      10_000,
     );
     await leader.settled();
     expect(leader.runningControllers).to.equal(0);
