@@ -9,7 +9,7 @@ interface Secret extends KubeObject {
 }
 interface Deployment extends KubeObject {
   spec?: { replicas?: number; template?: { spec?: { volumes?: Array<{ persistentVolumeClaim?: { claimName?: string } }> } } };
-  status?: { readyReplicas?: number; replicas?: number; updatedReplicas?: number; observedGeneration?: number };
+  status?: { readyReplicas?: number; replicas?: number; updatedReplicas?: number };
 }
 
 /**
@@ -19,11 +19,13 @@ interface Deployment extends KubeObject {
  */
 export async function dataPlaneOnVolume(kube: KubeClient, namespace: string): Promise<boolean> {
   const d = await kube.get<Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: STACK.dataPlane.name });
-  if (!d || (d.spec?.replicas ?? 1) !== 1) return false;
+  if (!d || (d.spec?.replicas ?? 1) > 1) return false;
   if (!d.spec?.template?.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === STACK.dataVolume)) return false;
+  // A status the controller has not brought up to the newest generation still counts the pods that
+  // run: several (of a template without the volume) are refused by their number, so a lagging status
+  // or an edit to 0 replicas (drift, undone by the next apply) does not turn a ready bucket back.
   const s = d.status;
   if (!s) return true;
-  if (s.observedGeneration !== undefined && d.metadata.generation !== undefined && s.observedGeneration < d.metadata.generation) return false;
   return (s.replicas ?? 0) <= 1 && (s.updatedReplicas ?? 0) === (s.replicas ?? 0);
 }
 
