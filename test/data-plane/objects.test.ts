@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { expect } from 'chai';
+import { DEFAULT_BUCKET_NAME_HOLD_MS } from '../../images/control-plane/src/app.js';
 import { enc, eventually, rawPut } from './harness.js';
 import { objectsSuite } from './objects-fixture.js';
 import { httpExchange } from '../support/http.js';
@@ -296,6 +297,22 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect(await errorOf(await put(other, 'k', 'x', withRecord(record)))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
       expect(await errorOf(await put(bucket, 'k', 'x', { 'x-strata-bucket': '{"id":"1"}' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
       expect(await rowCount(other)).to.equal(0);
+    });
+    it("a read resolved against a bucket since deleted and created again by another account answers NoSuchBucket, never the new bucket's object (GET, HEAD)", async () => {
+      const bucket = await newBucket();
+      const old = await resolved(bucket); // the gateway keeps it for its lifetime
+      expect((await put(bucket, 'k', 'old', withRecord(old))).status).to.equal(200);
+      const get = (record: object, method = 'GET') => fx.layer.dpFetch(method, `/internal/objects/${bucket}/k`, undefined, withRecord(record));
+      for (let i = 0; i < 2; i++) expect(await (await get(old)).text()).to.equal('old'); // the second one from the read cache
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/k`)).status).to.equal(204);
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}`)).status).to.equal(204);
+      fx.layer.clock.now = new Date(fx.layer.clock.now.getTime() + DEFAULT_BUCKET_NAME_HOLD_MS + 1000); // past the name hold
+      expect((await fx.layer.cpFetch('PUT', `/internal/buckets/${bucket}`, { owner: 'bob' })).status).to.equal(200);
+      const current = await resolved(bucket);
+      expect((await put(bucket, 'k', 'new', { ...withRecord(current), 'x-strata-owner': 'bob' })).status).to.equal(200);
+      for (let i = 0; i < 2; i++) expect(await (await get(current)).text()).to.equal('new');
+      expect(await errorOf(await get(old))).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
+      expect((await get(old, 'HEAD')).status).to.equal(404);
     });
 
     it('exposes its metrics: requests, bytes in and out, instant uploads, multipart in flight, outbox backlog', async () => {

@@ -153,6 +153,8 @@ export interface GetObjectInput {
   conditions?: ObjectConditions;
   /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
   sse?: SseRequest;
+  /** The bucket as the caller resolved and authorised it for this request: the read is of that bucket. */
+  bucketRecord?: BucketInfo;
 }
 
 /** A checksum with its algorithm's name. */

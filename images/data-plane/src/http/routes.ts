@@ -176,7 +176,7 @@ function objectHandlers(objects: ObjectService) {
   };
 
   const read = async (req: http.IncomingMessage, res: http.ServerResponse, { bucket, key, query }: ObjectTarget, withBody: boolean) => {
-    const { object, backend } = await objects.head(bucket, key);
+    const { object, backend } = await objects.head(bucket, key, readWireHeader(BUCKET_HEADER, header(req, BUCKET_HEADER.name)));
     if (query.has('direct-url')) {
       // Encrypted bytes are only served decrypted, through the gateway.
       if (!backend.directUrl || object.encryption)

@@ -160,6 +160,7 @@ export class DataPlaneClient {
         ...(c?.ifModifiedSince !== undefined ? { 'if-modified-since': c.ifModifiedSince } : {}),
         ...(c?.ifUnmodifiedSince !== undefined ? { 'if-unmodified-since': c.ifUnmodifiedSince } : {}),
         ...sseHeaders(input.sse),
+        ...bucketHeader(input.bucketRecord),
       },
       ...(input.partNumber !== undefined ? { query: { partNumber: input.partNumber } } : {}),
       cancellation,
