@@ -315,6 +315,26 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect((await get(old, 'HEAD')).status).to.equal(404);
     });
 
+    it("multipart create and parts go to the bucket record the gateway resolved: a part sent with a record of the name's former bucket never lands in the new bucket's upload", async () => {
+      const bucket = await newBucket();
+      const old = await resolved(bucket);
+      const json = { 'content-type': 'application/json' };
+      const initiate = (record: object, path = bucket) =>
+        fx.layer.dpFetch('POST', `/internal/multipart/${path}/big`, JSON.stringify({ owner: 'bob' }), { ...json, ...withRecord(record) });
+      const part = (uploadId: string, record: object) =>
+        fx.layer.dpFetch('PUT', `/internal/multipart/${bucket}/big/${uploadId}/parts/1`, 'part one', withRecord(record));
+      expect(await errorOf(await initiate(old, await newBucket()))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}`)).status).to.equal(204);
+      fx.layer.clock.now = new Date(fx.layer.clock.now.getTime() + DEFAULT_BUCKET_NAME_HOLD_MS + 1000); // past the name hold
+      expect((await fx.layer.cpFetch('PUT', `/internal/buckets/${bucket}`, { owner: 'bob' })).status).to.equal(200);
+      const current = await resolved(bucket);
+      const created = await initiate(current);
+      expect(created.status).to.equal(200);
+      const { uploadId } = (await created.json()) as { uploadId: string };
+      expect(await errorOf(await part(uploadId, old))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
+      expect((await part(uploadId, current)).status).to.equal(200);
+    });
+
     it('exposes its metrics: requests, bytes in and out, instant uploads, multipart in flight, outbox backlog', async () => {
       const metrics = await (await fetch(`${fx.layer.dp.url}/metrics`)).text();
       for (const name of [

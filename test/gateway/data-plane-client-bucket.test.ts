@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import { DataPlaneClient } from '../../images/gateway/src/clients/data-plane.js';
 import { BUCKET_HEADER, readWireHeader, type BucketInfo } from '../../images/object-model/src/index.js';
@@ -8,7 +9,7 @@ import { BUCKET_HEADER, readWireHeader, type BucketInfo } from '../../images/obj
  * One resolution per request (hack/adr/0007-bucket-resolution.md): the gateway hands the data plane the
  * bucket record it authorised a read against, so the data plane serves that bucket and no other of its name.
  */
-describe('gateway data-plane client: the resolved bucket travels with reads', function () {
+describe('gateway data-plane client: the resolved bucket travels with reads and multipart writes', function () {
   this.timeout(30_000);
   let server: http.Server;
   let client: DataPlaneClient;
@@ -37,5 +38,16 @@ describe('gateway data-plane client: the resolved bucket travels with reads', fu
       expect(readWireHeader(BUCKET_HEADER, sent)).to.deep.equal({ id: 7, name: 'photos', owner: 'alice', backend: { kind: 'fs' } });
     }
     expect(seen[2]).to.equal(undefined);
+  });
+
+  it('multipart create and part uploads send x-strata-bucket with the record', async () => {
+    const record: BucketInfo = { id: 8, name: 'videos', owner: 'bob', createdAt: '2030-01-01T00:00:00.000Z', backend: { kind: 'fs' } };
+    seen.length = 0;
+    await client.createMultipart('videos', 'k', { owner: 'bob', bucketRecord: record }).catch(() => undefined);
+    await client.uploadPart('videos', 'k', 'u1', 1, { contentLength: 3, bucketRecord: record }, Readable.from([Buffer.from('abc')])).catch(() => undefined);
+    expect(seen.map((sent) => readWireHeader(BUCKET_HEADER, sent))).to.deep.equal([
+      { id: 8, name: 'videos', owner: 'bob', backend: { kind: 'fs' } },
+      { id: 8, name: 'videos', owner: 'bob', backend: { kind: 'fs' } },
+    ]);
   });
 });

@@ -216,6 +216,8 @@ export interface CreateMultipartInput {
   checksum?: UploadChecksum;
   /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
   sse?: SseRequest;
+  /** The bucket as the caller resolved and authorised it for this request: the upload is of that bucket. */
+  bucketRecord?: BucketInfo;
 }
 
 export interface UploadPartInput extends BodyHeaders {
@@ -224,6 +226,8 @@ export interface UploadPartInput extends BodyHeaders {
   checksumAlgorithm?: string;
   /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
   sse?: SseRequest;
+  /** The bucket as the caller resolved and authorised it for this request: the part is of that bucket's upload. */
+  bucketRecord?: BucketInfo;
 }
 
 export interface UploadPartCopyInput {

@@ -192,9 +192,13 @@ export class DataPlaneClient {
   createMultipart(
     bucket: string,
     key: string,
-    { sse, ...body }: CreateMultipartInput,
+    { sse, bucketRecord, ...body }: CreateMultipartInput,
   ): Promise<{ uploadId: string; checksum?: Required<UploadChecksum>; sse?: SseAnswer }> {
-    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, { body, headers: sseHeaders(sse), scope: bucket });
+    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, {
+      body,
+      headers: { ...sseHeaders(sse), ...bucketHeader(bucketRecord) },
+      scope: bucket,
+    });
   }
 
   /** A part's bytes, with the algorithm of the checksum it carries (an upload with one requires it). */
@@ -215,6 +219,7 @@ export class DataPlaneClient {
         ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}),
         ...(h.checksumAlgorithm ? { 'x-strata-checksum-algorithm': h.checksumAlgorithm } : {}),
         ...sseHeaders(h.sse),
+        ...bucketHeader(h.bucketRecord),
       },
       body,
       cancellation,
