@@ -335,6 +335,35 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect((await part(uploadId, current)).status).to.equal(200);
     });
 
+    it("a copy reads the source bucket and writes the destination bucket the gateway resolved: a record of the source name's former bucket answers NoSuchBucket, never the new bucket's object", async () => {
+      const source = await newBucket();
+      const oldSource = await resolved(source);
+      expect((await put(source, 'k', 'old', withRecord(oldSource))).status).to.equal(200);
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${source}/objects/k`)).status).to.equal(204);
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${source}`)).status).to.equal(204);
+      fx.layer.clock.now = new Date(fx.layer.clock.now.getTime() + DEFAULT_BUCKET_NAME_HOLD_MS + 1000); // past the name hold
+      expect((await fx.layer.cpFetch('PUT', `/internal/buckets/${source}`, { owner: 'bob' })).status).to.equal(200);
+      const current = await resolved(source);
+      expect((await put(source, 'k', 'bob only', { ...withRecord(current), 'x-strata-owner': 'bob' })).status).to.equal(200);
+      const target = await newBucket();
+      const copy = (records: Record<string, string>) =>
+        fx.layer.dpFetch('POST', `/internal/objects/${target}/copy-of-k/copy`, JSON.stringify({ owner: 'alice', sourceBucket: source, sourceKey: 'k' }), {
+          'content-type': 'application/json',
+          ...records,
+        });
+      const targetRecord = withRecord(await resolved(target));
+      expect(await errorOf(await copy({ ...targetRecord, 'x-strata-source-bucket': JSON.stringify(oldSource) }))).to.deep.equal({
+        status: 404,
+        code: 'NoSuchBucket',
+      });
+      expect(await errorOf(await copy({ ...withRecord(current), 'x-strata-source-bucket': JSON.stringify(current) }))).to.deep.equal({
+        status: 400,
+        code: 'InvalidArgument',
+      });
+      expect(await rowCount(target)).to.equal(0);
+      expect((await copy({ ...targetRecord, 'x-strata-source-bucket': JSON.stringify(current) })).status).to.equal(200);
+    });
+
     it('exposes its metrics: requests, bytes in and out, instant uploads, multipart in flight, outbox backlog', async () => {
       const metrics = await (await fetch(`${fx.layer.dp.url}/metrics`)).text();
       for (const name of [

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import { DataPlaneClient } from '../../images/gateway/src/clients/data-plane.js';
-import { BUCKET_HEADER, readWireHeader, type BucketInfo } from '../../images/object-model/src/index.js';
+import { BUCKET_HEADER, readWireHeader, SOURCE_BUCKET_HEADER, type BucketInfo } from '../../images/object-model/src/index.js';
 
 /**
  * One resolution per request (hack/adr/0007-bucket-resolution.md): the gateway hands the data plane the
@@ -49,5 +49,29 @@ describe('gateway data-plane client: the resolved bucket travels with reads and 
       { id: 8, name: 'videos', owner: 'bob', backend: { kind: 'fs' } },
       { id: 8, name: 'videos', owner: 'bob', backend: { kind: 'fs' } },
     ]);
+  });
+
+  it('a copy sends the destination record in x-strata-bucket and the source one in x-strata-source-bucket', async () => {
+    const destination: BucketInfo = { id: 9, name: 'dst', owner: 'bob', createdAt: '2030-01-01T00:00:00.000Z', backend: { kind: 'fs' } };
+    const source: BucketInfo = { ...destination, id: 10, name: 'src' };
+    const headers: http.IncomingHttpHeaders[] = [];
+    server.removeAllListeners('request');
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      headers.push(req.headers);
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'NoSuchKey', message: 'no' } }));
+    });
+    await client
+      .copyObject('dst', 'k', {
+        owner: 'bob',
+        sourceBucket: 'src',
+        sourceKey: 'k',
+        metadataDirective: 'COPY',
+        taggingDirective: 'COPY',
+        bucketRecord: destination,
+        sourceBucketRecord: source,
+      })
+      .catch(() => undefined);
+    expect(readWireHeader(BUCKET_HEADER, headers[0]![BUCKET_HEADER.name] as string)).to.include({ id: 9, name: 'dst' });
+    expect(readWireHeader(SOURCE_BUCKET_HEADER, headers[0]![SOURCE_BUCKET_HEADER.name] as string)).to.include({ id: 10, name: 'src' });
   });
 });

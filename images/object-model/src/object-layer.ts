@@ -199,6 +199,9 @@ export interface CopyObjectInput {
   destinationConditions?: WriteConditions;
   /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
   sse?: SseRequest;
+  /** The buckets as the caller resolved and authorised them for this request: the copy reads and writes those. */
+  bucketRecord?: BucketInfo;
+  sourceBucketRecord?: BucketInfo;
 }
 
 /** A multipart upload's checksum algorithm and type (x-amz-checksum-algorithm, x-amz-checksum-type). */

@@ -22,6 +22,7 @@ import {
   readWireHeader,
   readWriteConditions,
   BUCKET_HEADER,
+  SOURCE_BUCKET_HEADER,
   readSseRequest,
   S3Error,
   SSE_ANSWER_HEADER,
@@ -275,7 +276,16 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   const json = express.json({ limit: '2mb' });
 
   router.post('/objects/:bucket/:key/copy', json, async (req, res) => {
-    res.json(await objects.copy({ ...readCopyObjectBody(req.body), bucket: p(req, 'bucket'), key: p(req, 'key'), sse: sseOf(req) }));
+    res.json(
+      await objects.copy({
+        ...readCopyObjectBody(req.body),
+        bucket: p(req, 'bucket'),
+        key: p(req, 'key'),
+        sse: sseOf(req),
+        resolvedBucket: resolvedBucketOf(req),
+        resolvedSourceBucket: readWireHeader(SOURCE_BUCKET_HEADER, header(req, SOURCE_BUCKET_HEADER.name)),
+      }),
+    );
   });
 
   router.post('/multipart/:bucket/:key', json, async (req, res) => {

@@ -63,6 +63,9 @@ export interface PutRequest {
 export interface CopyRequest {
   bucket: string;
   key: string;
+  /** The destination and source buckets as the gateway resolved and authorised them (x-strata-bucket, x-strata-source-bucket). */
+  resolvedBucket?: BucketRef;
+  resolvedSourceBucket?: BucketRef;
   owner?: string;
   sourceBucket: string;
   sourceKey: string;
@@ -406,10 +409,10 @@ export class ObjectService {
   /** CopyObject: on the same backend the new object shares the source's blob (no bytes are copied). */
   async copy(req: CopyRequest): Promise<ObjectMeta> {
     assertObjectKey(req.key);
-    const { bucket, backend } = await this.bucket(req.bucket);
+    const { bucket, backend } = await this.bucket(req.bucket, req.resolvedBucket);
     const owner = req.owner ?? bucket.owner;
     for (let attempt = 0; ; attempt++) {
-      const { object: source, backend: sourceBackend } = await this.head(req.sourceBucket, req.sourceKey);
+      const { object: source, backend: sourceBackend } = await this.head(req.sourceBucket, req.sourceKey, req.resolvedSourceBucket);
       checkCopySourceConditions(req.conditions, source);
       // Checked again by the commit; failing here spares reading or writing the bytes of a doomed copy.
       if (req.destinationConditions) checkWriteConditions(req.destinationConditions, (await this.catalog.object(bucket, req.key))?.etag, req.key);

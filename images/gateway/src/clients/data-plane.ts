@@ -9,6 +9,7 @@ import {
   type SseAnswer,
   type SseRequest,
   BUCKET_HEADER,
+  SOURCE_BUCKET_HEADER,
   encodeWireHeader,
   readWireHeaderLeniently,
   STORED_HEADERS_HEADER,
@@ -83,10 +84,10 @@ function sseHeaders(sse: SseRequest | undefined): http.OutgoingHttpHeaders {
  * The bucket record the request was authorised against, for the data plane to write to (none from a
  * source that gave no row id, e.g. a test's fake layer: the data plane then resolves the name itself).
  */
-function bucketHeader(bucket: BucketInfo | undefined): http.OutgoingHttpHeaders {
+function bucketHeader(bucket: BucketInfo | undefined, wire = BUCKET_HEADER): http.OutgoingHttpHeaders {
   if (bucket?.id === undefined) return {};
   const { id, name, owner, backend, encryption } = bucket;
-  return { [BUCKET_HEADER.name]: encodeWireHeader(BUCKET_HEADER, { id, name, owner, backend, ...(encryption ? { encryption } : {}) }) };
+  return { [wire.name]: encodeWireHeader(wire, { id, name, owner, backend, ...(encryption ? { encryption } : {}) }) };
 }
 
 /** Typed client for the data plane: object bytes, copy, multipart (ADR 0001). Calls are guarded per bucket (their breaker scope). */
@@ -185,8 +186,12 @@ export class DataPlaneClient {
     }
   }
 
-  copyObject(bucket: string, key: string, { sse, ...body }: CopyObjectInput): Promise<ObjectMeta> {
-    return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, { body, headers: sseHeaders(sse), long: true });
+  copyObject(bucket: string, key: string, { sse, bucketRecord, sourceBucketRecord, ...body }: CopyObjectInput): Promise<ObjectMeta> {
+    return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, {
+      body,
+      headers: { ...sseHeaders(sse), ...bucketHeader(bucketRecord), ...bucketHeader(sourceBucketRecord, SOURCE_BUCKET_HEADER) },
+      long: true,
+    });
   }
 
   createMultipart(
