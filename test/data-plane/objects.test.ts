@@ -335,7 +335,7 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect((await part(uploadId, current)).status).to.equal(200);
     });
 
-    it("a copy reads the source bucket and writes the destination bucket the gateway resolved: a record of the source name's former bucket answers NoSuchBucket, never the new bucket's object", async () => {
+    it("a copy (CopyObject, UploadPartCopy) reads the source bucket and writes the destination bucket the gateway resolved: a record of the source name's former bucket answers NoSuchBucket, never the new bucket's object", async () => {
       const source = await newBucket();
       const oldSource = await resolved(source);
       expect((await put(source, 'k', 'old', withRecord(oldSource))).status).to.equal(200);
@@ -362,6 +362,18 @@ for (const inlineBlobBytes of [undefined, 0]) {
       });
       expect(await rowCount(target)).to.equal(0);
       expect((await copy({ ...targetRecord, 'x-strata-source-bucket': JSON.stringify(current) })).status).to.equal(200);
+      // UploadPartCopy alike.
+      const json = { 'content-type': 'application/json' };
+      const created = await fx.layer.dpFetch('POST', `/internal/multipart/${target}/parts`, JSON.stringify({ owner: 'alice' }), { ...json, ...targetRecord });
+      const { uploadId } = (await created.json()) as { uploadId: string };
+      const partCopy = (sourceRecord: object) =>
+        fx.layer.dpFetch('PUT', `/internal/multipart/${target}/parts/${uploadId}/parts/1/copy`, JSON.stringify({ sourceBucket: source, sourceKey: 'k' }), {
+          ...json,
+          ...targetRecord,
+          'x-strata-source-bucket': JSON.stringify(sourceRecord),
+        });
+      expect(await errorOf(await partCopy(oldSource))).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
+      expect((await partCopy(current)).status).to.equal(200);
     });
 
     it('exposes its metrics: requests, bytes in and out, instant uploads, multipart in flight, outbox backlog', async () => {

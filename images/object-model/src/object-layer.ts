@@ -240,6 +240,9 @@ export interface UploadPartCopyInput {
   conditions?: ObjectConditions;
   /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
   sse?: SseRequest;
+  /** The buckets as the caller resolved and authorised them for this request: the part copy reads and writes those. */
+  bucketRecord?: BucketInfo;
+  sourceBucketRecord?: BucketInfo;
 }
 
 export interface PartInfo {

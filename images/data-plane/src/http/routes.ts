@@ -143,6 +143,7 @@ function objectHeaders(res: http.ServerResponse, object: StoredObject): void {
 const sseOf = (req: http.IncomingMessage) => readSseRequest(req.headers[SSE_REQUEST_HEADER]);
 /** The bucket as the gateway resolved and authorised it for this request (x-strata-bucket), if it sent one. */
 const resolvedBucketOf = (req: http.IncomingMessage) => readWireHeader(BUCKET_HEADER, header(req, BUCKET_HEADER.name));
+const resolvedSourceBucketOf = (req: http.IncomingMessage) => readWireHeader(SOURCE_BUCKET_HEADER, header(req, SOURCE_BUCKET_HEADER.name));
 
 /** Route of the object handlers below, relative to the internal API's mount point (/internal): the http metrics' route label. */
 export const OBJECT_ROUTE = '/objects/:bucket/:key';
@@ -283,7 +284,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
         key: p(req, 'key'),
         sse: sseOf(req),
         resolvedBucket: resolvedBucketOf(req),
-        resolvedSourceBucket: readWireHeader(SOURCE_BUCKET_HEADER, header(req, SOURCE_BUCKET_HEADER.name)),
+        resolvedSourceBucket: resolvedSourceBucketOf(req),
       }),
     );
   });
@@ -314,6 +315,8 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
         range,
         conditions,
         sse: sseOf(req),
+        resolvedBucket: resolvedBucketOf(req),
+        resolvedSourceBucket: resolvedSourceBucketOf(req),
       }),
     );
   });

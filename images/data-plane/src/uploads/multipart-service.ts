@@ -179,11 +179,20 @@ export class MultipartService {
     key: string,
     uploadId: string,
     partNumber: number,
-    source: { bucket: string; key: string; range?: string; conditions?: ObjectConditions; sse?: SseRequest },
+    source: {
+      bucket: string;
+      key: string;
+      range?: string;
+      conditions?: ObjectConditions;
+      sse?: SseRequest;
+      /** The destination and source buckets as the gateway resolved and authorised them. */
+      resolvedBucket?: BucketRef;
+      resolvedSourceBucket?: BucketRef;
+    },
   ): Promise<{ etag: string; lastModified: string }> {
     checkPartNumber(partNumber);
-    const { info, backend } = await this.upload(bucket, key, uploadId);
-    const { object, backend: sourceBackend } = await this.objects.head(source.bucket, source.key);
+    const { info, backend } = await this.upload(bucket, key, uploadId, source.resolvedBucket);
+    const { object, backend: sourceBackend } = await this.objects.head(source.bucket, source.key, source.resolvedSourceBucket);
     checkCopySourceConditions(source.conditions, object);
     const range = source.range !== undefined ? readCopySourceRange(source.range) : undefined;
     if (range) checkCopySourceRange(range, object.size);

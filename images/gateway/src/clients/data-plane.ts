@@ -236,11 +236,11 @@ export class DataPlaneClient {
     key: string,
     uploadId: string,
     partNumber: number,
-    { sse, ...body }: UploadPartCopyInput,
+    { sse, bucketRecord, sourceBucketRecord, ...body }: UploadPartCopyInput,
   ): Promise<{ etag: string; lastModified: string; checksum?: NamedChecksum }> {
     return this.http.json('PUT', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}/copy`, {
       body,
-      headers: sseHeaders(sse),
+      headers: { ...sseHeaders(sse), ...bucketHeader(bucketRecord), ...bucketHeader(sourceBucketRecord, SOURCE_BUCKET_HEADER) },
       long: true,
     });
   }

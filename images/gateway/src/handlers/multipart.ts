@@ -112,9 +112,9 @@ export const uploadPart: S3Handler = async (s3) => {
 export const uploadPartCopy: S3Handler = async (s3) => {
   const { req, res, bucket, key, query, deps } = s3;
   discard(req);
-  await target(s3);
+  const bucketInfo = await target(s3);
   const partNumber = readPartNumber(query.get('partNumber'));
-  const { sourceBucket, sourceKey } = await copySource(s3, callerOf(res));
+  const { sourceBucket, sourceKey, sourceRecord } = await copySource(s3, callerOf(res));
   // The range's form is read here; whether it lies inside the source is the object layer's to judge.
   const range = header(req, 'x-amz-copy-source-range');
   if (range !== undefined) readCopySourceRange(range);
@@ -125,6 +125,8 @@ export const uploadPartCopy: S3Handler = async (s3) => {
     ...(range ? { range } : {}),
     ...(conditions ? { conditions } : {}),
     sse: sseRequestOf('UploadPartCopy', req.headers),
+    bucketRecord: bucketInfo,
+    sourceBucketRecord: sourceRecord,
   });
   setSseHeaders(res, customerKeyAnswer(req));
   sendXml(res, 'CopyPartResult', {
