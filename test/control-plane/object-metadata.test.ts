@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { DEFAULT_BUCKET_NAME_HOLD_MS } from '../../images/control-plane/src/app.js';
 import { BASELINE_VERSION, migrate } from '../../images/control-plane/src/schema/migrate.js';
 import { ROOT, enc, eventually, type DbKind } from '../data-plane/harness.js';
 import { metadataSuite } from './metadata-fixture.js';
@@ -214,17 +215,19 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
       it("holds a deleted bucket's name for its owner: another account gets OperationAborted until the hold is over", async () => {
         const saved = fx.layer.clock.now;
         const at = (seconds: number) => (fx.layer.clock.now = new Date(Date.UTC(2031, 0, 1) + seconds * 1000));
+        const hold = DEFAULT_BUCKET_NAME_HOLD_MS / 1000; // s
+        const half = hold / 2;
         const bucketsOf = async (who: string) =>
           ((await (await fx.layer.cpFetch('GET', `/internal/users/${who}/buckets`)).json()) as { buckets: Array<{ name: string }> }).buckets.map((b) => b.name);
         try {
           at(0);
           const name = await newBucket();
           expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${name}`)).status).to.equal(204);
-          at(30);
+          at(half);
           const refused = await fx.layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: 'bob' });
           const body = (await refused.clone().json()) as { error: { message: string } };
           expect(await errorOf(refused)).to.deep.equal({ status: 409, code: 'OperationAborted' });
-          expect(body.error.message).to.include('2031-01-01T00:01:00.000Z');
+          expect(body.error.message).to.include(new Date(Date.UTC(2031, 0, 1) + hold * 1000).toISOString());
           // Nothing was created, and the name still answers NoSuchBucket.
           expect(await errorOf(await fx.layer.cpFetch('GET', `/internal/buckets/${name}`))).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
           expect(await bucketsOf('bob')).to.not.include(name);
@@ -232,19 +235,19 @@ for (const kind of ['pglite', 'postgres'] as DbKind[]) {
           // Its last owner takes it back at once; deleting it again starts a new hold.
           expect((await fx.layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner })).status).to.equal(200);
           expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${name}`)).status).to.equal(204);
-          at(89); // 59 s after the second delete
+          at(half + hold - 1); // 1 s before the second hold ends
           expect(await errorOf(await fx.layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: 'bob' }))).to.deep.equal({
             status: 409,
             code: 'OperationAborted',
           });
-          at(91);
+          at(half + hold + 1);
           const taken = await fx.layer.cpFetch('PUT', `/internal/buckets/${name}`, { owner: 'bob' });
           expect(taken.status, await taken.clone().text()).to.equal(200);
           expect(((await taken.json()) as { owner: string }).owner).to.equal('bob');
           expect(await bucketsOf('bob')).to.include(name);
           // The hold is gone with the create, and expired holds of other names are cleared by it.
           const holds = await fx.layer.sql.query<{ name: string }>('SELECT name FROM bucket_name_holds WHERE deleted_at < $1 OR name = $2', [
-            new Date(Date.UTC(2031, 0, 1, 0, 0, 31)),
+            new Date(Date.UTC(2031, 0, 1) + (half + 1) * 1000),
             name,
           ]);
           expect(holds.rows).to.deep.equal([]);

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { expect } from 'chai';
+import { DEFAULT_BUCKET_NAME_HOLD_MS } from '../../images/control-plane/src/app.js';
 import { enc, eventually, rawPut } from './harness.js';
 import { objectsSuite } from './objects-fixture.js';
 import { httpExchange } from '../support/http.js';
@@ -296,6 +297,83 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect(await errorOf(await put(other, 'k', 'x', withRecord(record)))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
       expect(await errorOf(await put(bucket, 'k', 'x', { 'x-strata-bucket': '{"id":"1"}' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
       expect(await rowCount(other)).to.equal(0);
+    });
+    it("a read resolved against a bucket since deleted and created again by another account answers NoSuchBucket, never the new bucket's object (GET, HEAD)", async () => {
+      const bucket = await newBucket();
+      const old = await resolved(bucket); // the gateway keeps it for its lifetime
+      expect((await put(bucket, 'k', 'old', withRecord(old))).status).to.equal(200);
+      const get = (record: object, method = 'GET') => fx.layer.dpFetch(method, `/internal/objects/${bucket}/k`, undefined, withRecord(record));
+      for (let i = 0; i < 2; i++) expect(await (await get(old)).text()).to.equal('old'); // the second one from the read cache
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}/objects/k`)).status).to.equal(204);
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}`)).status).to.equal(204);
+      fx.layer.clock.now = new Date(fx.layer.clock.now.getTime() + DEFAULT_BUCKET_NAME_HOLD_MS + 1000); // past the name hold
+      expect((await fx.layer.cpFetch('PUT', `/internal/buckets/${bucket}`, { owner: 'bob' })).status).to.equal(200);
+      const current = await resolved(bucket);
+      expect((await put(bucket, 'k', 'new', { ...withRecord(current), 'x-strata-owner': 'bob' })).status).to.equal(200);
+      for (let i = 0; i < 2; i++) expect(await (await get(current)).text()).to.equal('new');
+      expect(await errorOf(await get(old))).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
+      expect((await get(old, 'HEAD')).status).to.equal(404);
+    });
+
+    it("multipart create and parts go to the bucket record the gateway resolved: a part sent with a record of the name's former bucket never lands in the new bucket's upload", async () => {
+      const bucket = await newBucket();
+      const old = await resolved(bucket);
+      const json = { 'content-type': 'application/json' };
+      const initiate = (record: object, path = bucket) =>
+        fx.layer.dpFetch('POST', `/internal/multipart/${path}/big`, JSON.stringify({ owner: 'bob' }), { ...json, ...withRecord(record) });
+      const part = (uploadId: string, record: object) =>
+        fx.layer.dpFetch('PUT', `/internal/multipart/${bucket}/big/${uploadId}/parts/1`, 'part one', withRecord(record));
+      expect(await errorOf(await initiate(old, await newBucket()))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}`)).status).to.equal(204);
+      fx.layer.clock.now = new Date(fx.layer.clock.now.getTime() + DEFAULT_BUCKET_NAME_HOLD_MS + 1000); // past the name hold
+      expect((await fx.layer.cpFetch('PUT', `/internal/buckets/${bucket}`, { owner: 'bob' })).status).to.equal(200);
+      const current = await resolved(bucket);
+      const created = await initiate(current);
+      expect(created.status).to.equal(200);
+      const { uploadId } = (await created.json()) as { uploadId: string };
+      expect(await errorOf(await part(uploadId, old))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
+      expect((await part(uploadId, current)).status).to.equal(200);
+    });
+
+    it("a copy (CopyObject, UploadPartCopy) reads the source bucket and writes the destination bucket the gateway resolved: a record of the source name's former bucket answers NoSuchBucket, never the new bucket's object", async () => {
+      const source = await newBucket();
+      const oldSource = await resolved(source);
+      expect((await put(source, 'k', 'old', withRecord(oldSource))).status).to.equal(200);
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${source}/objects/k`)).status).to.equal(204);
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${source}`)).status).to.equal(204);
+      fx.layer.clock.now = new Date(fx.layer.clock.now.getTime() + DEFAULT_BUCKET_NAME_HOLD_MS + 1000); // past the name hold
+      expect((await fx.layer.cpFetch('PUT', `/internal/buckets/${source}`, { owner: 'bob' })).status).to.equal(200);
+      const current = await resolved(source);
+      expect((await put(source, 'k', 'bob only', { ...withRecord(current), 'x-strata-owner': 'bob' })).status).to.equal(200);
+      const target = await newBucket();
+      const copy = (records: Record<string, string>) =>
+        fx.layer.dpFetch('POST', `/internal/objects/${target}/copy-of-k/copy`, JSON.stringify({ owner: 'alice', sourceBucket: source, sourceKey: 'k' }), {
+          'content-type': 'application/json',
+          ...records,
+        });
+      const targetRecord = withRecord(await resolved(target));
+      expect(await errorOf(await copy({ ...targetRecord, 'x-strata-source-bucket': JSON.stringify(oldSource) }))).to.deep.equal({
+        status: 404,
+        code: 'NoSuchBucket',
+      });
+      expect(await errorOf(await copy({ ...withRecord(current), 'x-strata-source-bucket': JSON.stringify(current) }))).to.deep.equal({
+        status: 400,
+        code: 'InvalidArgument',
+      });
+      expect(await rowCount(target)).to.equal(0);
+      expect((await copy({ ...targetRecord, 'x-strata-source-bucket': JSON.stringify(current) })).status).to.equal(200);
+      // UploadPartCopy alike.
+      const json = { 'content-type': 'application/json' };
+      const created = await fx.layer.dpFetch('POST', `/internal/multipart/${target}/parts`, JSON.stringify({ owner: 'alice' }), { ...json, ...targetRecord });
+      const { uploadId } = (await created.json()) as { uploadId: string };
+      const partCopy = (sourceRecord: object) =>
+        fx.layer.dpFetch('PUT', `/internal/multipart/${target}/parts/${uploadId}/parts/1/copy`, JSON.stringify({ sourceBucket: source, sourceKey: 'k' }), {
+          ...json,
+          ...targetRecord,
+          'x-strata-source-bucket': JSON.stringify(sourceRecord),
+        });
+      expect(await errorOf(await partCopy(oldSource))).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
+      expect((await partCopy(current)).status).to.equal(200);
     });
 
     it('exposes its metrics: requests, bytes in and out, instant uploads, multipart in flight, outbox backlog', async () => {

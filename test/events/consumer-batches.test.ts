@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import { v7 as uuidv7 } from 'uuid';
-import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { AmqpEventBroker } from '../../images/control-plane/src/events/amqp-broker.js';
 import type { StrataEvent } from '../../images/control-plane/src/events/broker.js';
 import { CONTROL_PLANE_QUEUE, startEventConsumer } from '../../images/control-plane/src/events/consumer.js';
@@ -144,7 +143,7 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
       },
     };
     consumed = new Counter({ name: 'test_events_consumed_total', help: 'test', labelNames: ['type', 'outcome'] as const, registers: [new Registry()] });
-    const subscription = await startEventConsumer({ broker, inbox, cache: new InMemoryCache(), logger: quietLogger, consumed, batchMs: 20 });
+    const subscription = await startEventConsumer({ broker, inbox, logger: quietLogger, consumed, batchMs: 20 });
     close = () => subscription.close();
   });
   after(async () => {
@@ -196,7 +195,6 @@ describe('the control plane consumer over RabbitMQ applies deliveries in batches
     const slow = await startEventConsumer({
       broker,
       inbox: gated,
-      cache: new InMemoryCache(),
       logger: quietLogger,
       consumed: held,
       batchMs: 60_000,

@@ -91,7 +91,10 @@ describe('gateway handlers: objects, against a fake ObjectLayer', () => {
       'accept-ranges': 'bytes',
     });
     const [[, , input]] = fx.layer.callsOf('getObject') as [[string, string, Record<string, unknown>]];
-    expect(input).to.deep.equal({ method: 'GET', range: undefined, partNumber: undefined, conditions: undefined, sse: undefined });
+    const { bucketRecord, ...rest } = input;
+    expect(rest).to.deep.equal({ method: 'GET', range: undefined, partNumber: undefined, conditions: undefined, sse: undefined });
+    // The record the read was authorised against travels with it (one resolution per request).
+    expect(bucketRecord).to.include({ name: 'photos', owner: 'alice' });
   });
 
   it('a Range GET passes the range on and answers 206 with its Content-Range', async () => {

@@ -37,11 +37,12 @@ import { HttpBlobCollector, HttpUploadExpirer } from './purge/data-plane-gc.js';
 import { runPurge, schedulePurge, type PurgeDeps } from './purge/purge-job.js';
 import { migrate } from './schema/migrate.js';
 import { invalidateObjectRead } from '../../object-model/src/object-read-cache.js';
+import { bucketNameHoldMs } from '../../object-model/src/bucket-resolution.js';
 import { UserService } from './users/user-service.js';
 
 export const DAILY_PURGE_SCHEDULE = '0 3 * * *';
-/** Longer than every cache that resolves bucket names (see ControlPlaneOptions.bucketNameHoldMs). */
-export const DEFAULT_BUCKET_NAME_HOLD_MS = 60_000;
+/** Longer than the one cache that resolves bucket names, the gateway's (see ControlPlaneOptions.bucketNameHoldMs). */
+export const DEFAULT_BUCKET_NAME_HOLD_MS = bucketNameHoldMs();
 
 /**
  * Production adapters come from the ProductionSettings fields (env in main.ts): `pgUrl` (+
@@ -78,10 +79,11 @@ export interface ControlPlaneOptions extends ProductionSettings {
   retentionDays?: number;
   /**
    * How long a deleted bucket's name stays with its last owner before another account may create it
-   * (ms). Replicas resolve bucket names from caches (this service's shared cache for up to 30 s, each
-   * gateway's for STRATA_BUCKET_CACHE_MS; a data plane writes to the bucket the gateway resolved, by id,
-   * but still reads objects by bucket name), so a name re-created at once could still lead a replica to
-   * the old owner; the hold outlasts them. Default 60 s.
+   * (ms). The gateway resolves a name once per request from its cache (STRATA_BUCKET_CACHE_MS) and hands
+   * the record down; this service reads records uncached (hack/adr/0007-bucket-resolution.md). Until the
+   * gateway's record expires, a name re-created at once could still lead a request that reaches a plane
+   * by name to the old owner; the hold outlasts it. Default: the gateway cache's default lifetime plus a
+   * margin (bucketNameHoldMs in object-model); who raises STRATA_BUCKET_CACHE_MS raises this as well.
    */
   bucketNameHoldMs?: number;
   /** Whether new buckets may use the fs backend (default true; false where the data planes share no volume). */
@@ -155,7 +157,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     registers: [registry],
   });
 
-  const subscription = await startEventConsumer({ broker, inbox: store.inbox, cache, logger, consumed });
+  const subscription = await startEventConsumer({ broker, inbox: store.inbox, logger, consumed });
   onClose.unshift(() => subscription.close());
 
   const dataPlaneUrl = opts.dataPlaneUrl;

@@ -23,7 +23,7 @@ export const controlPlaneEnvSchema = z.object({
   STRATA_PURGE_CRON: z.string().default(DAILY_PURGE_SCHEDULE),
   /** Days an object stays in the recycle bin before the purge deletes it. */
   STRATA_RECYCLE_RETENTION_DAYS: env.int(30, 0, 3650),
-  /** How long a deleted bucket's name stays reserved for its owner, ms. */
+  /** How long a deleted bucket's name stays reserved for its owner, ms (default: the gateway's STRATA_BUCKET_CACHE_MS default plus 8 s; raise it with that). */
   STRATA_BUCKET_NAME_HOLD_MS: env.int(DEFAULT_BUCKET_NAME_HOLD_MS, 0, 86_400_000),
   /** Whether buckets may keep their bytes on the data plane's fs backend (false: refused, the operator's replicated data planes). */
   STRATA_FS_BACKEND: env.bool(true),

@@ -26,6 +26,7 @@ import { DataPlaneClient } from './clients/data-plane.js';
 import { httpObjectLayer } from './clients/object-layer.js';
 import { answeringObjectLayer, ObjectAnswerCache } from './clients/object-answer-cache.js';
 import type { ReadCacheStore } from '../../object-model/src/object-read-cache.js';
+import { BUCKET_CACHE_MS } from '../../object-model/src/bucket-resolution.js';
 import { acceptBody, state } from './context.js';
 import type { GatewayDeps } from './deps.js';
 import { flowControl } from './flow-control/index.js';
@@ -66,6 +67,7 @@ export interface GatewayOptions {
   signatureV2?: boolean;
   redirectExpiresSeconds?: number;
   credentialsCacheMs?: number;
+  /** The one lifetime of a resolved bucket record (hack/adr/0007-bucket-resolution.md); default BUCKET_CACHE_MS. */
   bucketCacheMs?: number;
   /** Flow-control rules file (rate and concurrency limits, breakers), re-read on change. */
   flowRulesFile?: string;
@@ -159,7 +161,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const deps: GatewayDeps = {
     objects,
     controlPlane,
-    buckets: new BucketAccess(objects, opts.bucketCacheMs ?? 2_000, countLookup('gateway-buckets'), opts.blockPublicAcls ?? false),
+    buckets: new BucketAccess(objects, opts.bucketCacheMs ?? BUCKET_CACHE_MS, countLookup('gateway-buckets'), opts.blockPublicAcls ?? false),
     credentials,
     tokens: tokenIssuer(opts.jwtSecret, opts.jwtExpiresIn ?? '1h'),
     loginGuard: new LoginGuard(redis ? { kind: 'redis', client: redis, keyPrefix: opts.redisKeyPrefix ?? 'strata:flow:' } : { kind: 'memory' }, () =>

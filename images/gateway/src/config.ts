@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { env, loadConfig, productionEnvShape, secretsEnv } from '../../service-kit/src/index.js';
+import { BUCKET_CACHE_MS } from '../../object-model/src/bucket-resolution.js';
 
 /** `*`, `none`, or comma-separated origins (`https://app.example.com`); `none` becomes an empty list. */
 export function corsOrigins() {
@@ -52,8 +53,8 @@ export const gatewayEnvSchema = z.object({
   STRATA_REDIRECT_EXPIRES_SECONDS: env.int(300, 1, 7 * 24 * 3600),
   /** How long a user's credentials are cached, ms. @tuning */
   STRATA_CREDENTIALS_CACHE_MS: env.int(10_000, 0),
-  /** How long a bucket's owner and settings are cached, ms. @tuning */
-  STRATA_BUCKET_CACHE_MS: env.int(2_000, 0),
+  /** How long a bucket's owner and settings are cached, ms: the one lifetime of a resolved bucket (hack/adr/0007); the control plane's STRATA_BUCKET_NAME_HOLD_MS must outlast it. @tuning */
+  STRATA_BUCKET_CACHE_MS: env.int(BUCKET_CACHE_MS, 0),
   /** Bytes of small-object answers the gateway keeps (unset: 8 MiB; 0 turns the answers off). @tuning */
   STRATA_GATEWAY_ANSWER_CACHE_BYTES: z.coerce.number().int().min(0).optional(),
   /** A request body silent this long is answered 400 RequestTimeout, ms (S3's 20 s; 0: off). */

@@ -15,6 +15,7 @@ export * from './preconditions.js';
 export * from './object-layer.js';
 export * from './object-rules.js';
 export * from './wire.js';
+export * from './bucket-resolution.js';
 export * from './object-row.js';
 export * from './object-encryption.js';
 export * from './key-scope.js';

@@ -153,6 +153,8 @@ export interface GetObjectInput {
   conditions?: ObjectConditions;
   /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
   sse?: SseRequest;
+  /** The bucket as the caller resolved and authorised it for this request: the read is of that bucket. */
+  bucketRecord?: BucketInfo;
 }
 
 /** A checksum with its algorithm's name. */
@@ -199,6 +201,9 @@ export interface CopyObjectInput {
   destinationConditions?: WriteConditions;
   /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
   sse?: SseRequest;
+  /** The buckets as the caller resolved and authorised them for this request: the copy reads and writes those. */
+  bucketRecord?: BucketInfo;
+  sourceBucketRecord?: BucketInfo;
 }
 
 /** A multipart upload's checksum algorithm and type (x-amz-checksum-algorithm, x-amz-checksum-type). */
@@ -216,6 +221,8 @@ export interface CreateMultipartInput {
   checksum?: UploadChecksum;
   /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
   sse?: SseRequest;
+  /** The bucket as the caller resolved and authorised it for this request: the upload is of that bucket. */
+  bucketRecord?: BucketInfo;
 }
 
 export interface UploadPartInput extends BodyHeaders {
@@ -224,6 +231,8 @@ export interface UploadPartInput extends BodyHeaders {
   checksumAlgorithm?: string;
   /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
   sse?: SseRequest;
+  /** The bucket as the caller resolved and authorised it for this request: the part is of that bucket's upload. */
+  bucketRecord?: BucketInfo;
 }
 
 export interface UploadPartCopyInput {
@@ -233,6 +242,9 @@ export interface UploadPartCopyInput {
   conditions?: ObjectConditions;
   /** Server-side encryption the request asks (checked S3 headers); the bucket's default applies without it. */
   sse?: SseRequest;
+  /** The buckets as the caller resolved and authorised them for this request: the part copy reads and writes those. */
+  bucketRecord?: BucketInfo;
+  sourceBucketRecord?: BucketInfo;
 }
 
 export interface PartInfo {

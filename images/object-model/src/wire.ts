@@ -76,6 +76,9 @@ export const BUCKET_HEADER: WireHeader<ResolvedBucket> = {
   shape: 'a JSON bucket record {id, name, owner, backend, encryption?}',
 };
 
+/** x-strata-source-bucket: as x-strata-bucket, the record of a copy's source bucket the gateway authorised the read of. */
+export const SOURCE_BUCKET_HEADER: WireHeader<ResolvedBucket> = { ...BUCKET_HEADER, name: 'x-strata-source-bucket' };
+
 /** The header's value as sent: ASCII JSON (non-ASCII characters as \u escapes, as headers need). */
 export function encodeWireHeader<T>(_header: WireHeader<T>, value: NonNullable<T>): string {
   return asciiJson(value);

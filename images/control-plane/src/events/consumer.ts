@@ -1,5 +1,4 @@
-import type { Counter, Logger, StringCache } from '../../../service-kit/src/index.js';
-import { cacheKeys } from '../cache/cache-keys.js';
+import type { Counter, Logger } from '../../../service-kit/src/index.js';
 import type { EventInbox } from '../metadata/store.js';
 import type { EventBroker, StrataEvent, Subscription } from './broker.js';
 
@@ -13,7 +12,6 @@ export const DEFAULT_BATCH_MS = 10;
 interface ConsumerDeps {
   broker: EventBroker;
   inbox: Pick<EventInbox, 'applyOnce'>;
-  cache: StringCache;
   logger: Logger;
   consumed: Counter<'type' | 'outcome'>;
   /** Events applied together at most. Default DEFAULT_MAX_BATCH. */
@@ -24,8 +22,7 @@ interface ConsumerDeps {
 
 /**
  * Applies the side effects of object-store events: per-bucket object and byte counts (in the same
- * statement that records the event id, so a redelivered event changes nothing) and cache
- * invalidation (idempotent by nature).
+ * statement that records the event id, so a redelivered event changes nothing).
  *
  * Deliveries are applied in batches: an event waits up to `batchMs` (or until `maxBatch` events, or
  * the broker's prefetch, are waiting) and the waiting events go together, one batch at a time, in
@@ -137,7 +134,7 @@ class EventBatcher {
     await Promise.all(
       batch.map(async (p, i) => {
         try {
-          await this.finish(p.event, applied ? applied[i]! : (await inbox.applyOnce([p.event]))[0]!);
+          this.finish(p.event, applied ? applied[i]! : (await inbox.applyOnce([p.event]))[0]!);
           p.resolve();
         } catch (err) {
           this.deps.consumed.inc({ type: p.event.type, outcome: 'failed' });
@@ -148,10 +145,8 @@ class EventBatcher {
     );
   }
 
-  /** After the event's commit: cache invalidation (idempotent, so duplicates repeat it) and the count. */
-  private async finish(event: StrataEvent, applied: boolean): Promise<void> {
-    const bucket = event.payload.bucket;
-    if (typeof bucket === 'string' && event.type.startsWith('bucket.')) await this.deps.cache.del(cacheKeys.bucket(bucket));
+  /** After the event's commit: the count. */
+  private finish(event: StrataEvent, applied: boolean): void {
     this.deps.consumed.inc({ type: event.type, outcome: applied ? 'applied' : 'duplicate' });
   }
 }

@@ -21,7 +21,6 @@ import {
   S3Error,
   FS_BACKEND_OFF,
 } from '../../../object-model/src/index.js';
-import { cacheKeys } from '../cache/cache-keys.js';
 import { invalidateObjectRead } from '../../../object-model/src/object-read-cache.js';
 import type { BackendConfig, Bucket, BucketConfigKind, DeleteConditions, MetadataStore, RecycleBinCursor } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
@@ -51,8 +50,6 @@ export interface RouteDeps {
   logger: Logger;
 }
 
-const BUCKET_CACHE_TTL_S = 30;
-
 /** A recycle-bin page's nextToken back to where it ended; InvalidArgument for anything else. */
 function recycleBinCursor(token: string): RecycleBinCursor {
   try {
@@ -74,15 +71,10 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   const router = express.Router();
   const jobs = new AdminJobs(deps.clock, deps.logger, cache);
 
-  const findBucket = async (name: string): Promise<Bucket | undefined> => {
-    const cached = await cache.get(cacheKeys.bucket(name));
-    if (cached) return JSON.parse(cached) as Bucket;
-    const bucket = await store.buckets.get(name);
-    if (bucket) await cache.set(cacheKeys.bucket(name), JSON.stringify(bucket), BUCKET_CACHE_TTL_S);
-    return bucket;
-  };
+  // Bucket records are read from the database, uncached: the gateway's cache is the only one that
+  // resolves bucket names (hack/adr/0007-bucket-resolution.md), so this answer is never stale.
   const mustBucket = async (name: string): Promise<Bucket> => {
-    const bucket = await findBucket(name);
+    const bucket = await store.buckets.get(name);
     if (!bucket) throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
     return bucket;
   };
@@ -132,7 +124,6 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     if (!created) {
       throw new S3Error(bucket.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: name });
     }
-    await cache.del(cacheKeys.bucket(name));
     res.json(publicBucket(bucket));
   });
   router.get('/buckets/:bucket', async (req, res) => {
@@ -142,7 +133,6 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   router.delete('/buckets/:bucket', async (req, res) => {
     const bucket = await mustBucket(param(req, 'bucket'));
     const { deleted, unreferencedBlobIds } = await store.buckets.delete(bucket, deps.clock());
-    await cache.del(cacheKeys.bucket(bucket.name));
     if (!deleted) throw new S3Error('BucketNotEmpty', undefined, { BucketName: bucket.name });
     await freeBlobs(unreferencedBlobIds);
     // As S3: uploads in progress do not keep a bucket, and end with it. Already unreachable (they belong
@@ -155,8 +145,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     res.status(204).end();
   });
 
-  // A bucket's configurations (lifecycle rules, CORS rules, tags), kept with its record: the bucket cache
-  // entry goes when one changes, so GET /buckets/:bucket answers the new rules at once.
+  // A bucket's configurations (lifecycle rules, CORS rules, tags), kept with its record.
   for (const [kind, missing] of Object.entries(MISSING_CONFIG) as Array<[BucketConfigKind, (typeof MISSING_CONFIG)[BucketConfigKind]]>) {
     const readRules = readBucketConfigBody(kind);
     router.get(`/buckets/:bucket/${kind}`, async (req, res) => {
@@ -170,13 +159,11 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
       const { rules } = readRules(req.body);
       const bucket = await mustBucket(param(req, 'bucket'));
       await store.buckets.setConfig(bucket, kind, rules);
-      await cache.del(cacheKeys.bucket(bucket.name));
       res.status(204).end();
     });
     router.delete(`/buckets/:bucket/${kind}`, async (req, res) => {
       const bucket = await mustBucket(param(req, 'bucket'));
       await store.buckets.setConfig(bucket, kind, undefined);
-      await cache.del(cacheKeys.bucket(bucket.name));
       res.status(204).end();
     });
   }

@@ -22,6 +22,7 @@ import {
   readWireHeader,
   readWriteConditions,
   BUCKET_HEADER,
+  SOURCE_BUCKET_HEADER,
   readSseRequest,
   S3Error,
   SSE_ANSWER_HEADER,
@@ -140,6 +141,9 @@ function objectHeaders(res: http.ServerResponse, object: StoredObject): void {
 
 /** The encryption a request asks (the gateway's checked SSE headers). */
 const sseOf = (req: http.IncomingMessage) => readSseRequest(req.headers[SSE_REQUEST_HEADER]);
+/** The bucket as the gateway resolved and authorised it for this request (x-strata-bucket), if it sent one. */
+const resolvedBucketOf = (req: http.IncomingMessage) => readWireHeader(BUCKET_HEADER, header(req, BUCKET_HEADER.name));
+const resolvedSourceBucketOf = (req: http.IncomingMessage) => readWireHeader(SOURCE_BUCKET_HEADER, header(req, SOURCE_BUCKET_HEADER.name));
 
 /** Route of the object handlers below, relative to the internal API's mount point (/internal): the http metrics' route label. */
 export const OBJECT_ROUTE = '/objects/:bucket/:key';
@@ -168,7 +172,7 @@ function objectHandlers(objects: ObjectService) {
       instantMd5: readInstantMd5(header(req, 'x-strata-instant-md5')),
       conditions: readWriteConditions(req),
       sse: sseOf(req),
-      resolvedBucket: readWireHeader(BUCKET_HEADER, header(req, BUCKET_HEADER.name)),
+      resolvedBucket: resolvedBucketOf(req),
     });
     // An instant hit did not read the body: close the connection rather than drain bytes nobody needs.
     if (result.instant && !req.complete) res.setHeader('connection', 'close');
@@ -176,7 +180,7 @@ function objectHandlers(objects: ObjectService) {
   };
 
   const read = async (req: http.IncomingMessage, res: http.ServerResponse, { bucket, key, query }: ObjectTarget, withBody: boolean) => {
-    const { object, backend } = await objects.head(bucket, key);
+    const { object, backend } = await objects.head(bucket, key, resolvedBucketOf(req));
     if (query.has('direct-url')) {
       // Encrypted bytes are only served decrypted, through the gateway.
       if (!backend.directUrl || object.encryption)
@@ -273,12 +277,21 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   const json = express.json({ limit: '2mb' });
 
   router.post('/objects/:bucket/:key/copy', json, async (req, res) => {
-    res.json(await objects.copy({ ...readCopyObjectBody(req.body), bucket: p(req, 'bucket'), key: p(req, 'key'), sse: sseOf(req) }));
+    res.json(
+      await objects.copy({
+        ...readCopyObjectBody(req.body),
+        bucket: p(req, 'bucket'),
+        key: p(req, 'key'),
+        sse: sseOf(req),
+        resolvedBucket: resolvedBucketOf(req),
+        resolvedSourceBucket: resolvedSourceBucketOf(req),
+      }),
+    );
   });
 
   router.post('/multipart/:bucket/:key', json, async (req, res) => {
     const body = readCreateMultipartBody(req.body);
-    const { uploadId, sse } = await multipart.initiate(p(req, 'bucket'), p(req, 'key'), { ...body, sse: sseOf(req) });
+    const { uploadId, sse } = await multipart.initiate(p(req, 'bucket'), p(req, 'key'), { ...body, sse: sseOf(req) }, resolvedBucketOf(req));
     res.json({ uploadId, ...(body.checksum ? { checksum: body.checksum } : {}), ...(sse ? { sse } : {}) });
   });
   router.put('/multipart/:bucket/:key/:uploadId/parts/:n', async (req, res) => {
@@ -289,6 +302,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
         checksumAlgorithm: req.header('x-strata-checksum-algorithm'),
         ...bodyHeaders(req),
         sse: sseOf(req),
+        resolvedBucket: resolvedBucketOf(req),
       }),
     );
   });
@@ -301,6 +315,8 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
         range,
         conditions,
         sse: sseOf(req),
+        resolvedBucket: resolvedBucketOf(req),
+        resolvedSourceBucket: resolvedSourceBucketOf(req),
       }),
     );
   });

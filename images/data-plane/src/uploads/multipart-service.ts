@@ -29,7 +29,7 @@ import {
 } from '../../../object-model/src/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import type { StorageBackend } from '../backends/storage-backend.js';
-import { type ObjectMeta } from '../catalog/catalog.js';
+import { type BucketRef, type ObjectMeta } from '../catalog/catalog.js';
 import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
 import { chosenParts, multipartEtag, objectChecksum, type RequestedPart } from './completion.js';
@@ -50,6 +50,8 @@ export interface PartUpload {
   trailingHeaders?: () => Promise<StoredHeaders | undefined>;
   /** The customer key of an SSE-C upload (every part brings it, as S3 requires). */
   sse?: SseRequest;
+  /** The bucket as the gateway resolved and authorised it (x-strata-bucket); without it the name is looked up. */
+  resolvedBucket?: BucketRef;
 }
 
 /** How a part's bytes are checked, and the customer key of an SSE-C upload. */
@@ -85,10 +87,11 @@ export class MultipartService {
     this.uploadsPerAccount = limits.uploadsPerAccount ?? DEFAULT_UPLOADS_PER_ACCOUNT;
   }
 
-  async initiate(bucketName: string, key: string, opts: InitiateOptions): Promise<{ uploadId: string; sse?: SseAnswer }> {
+  /** `resolved`: the bucket as the gateway resolved and authorised it (x-strata-bucket), else the name's current one. */
+  async initiate(bucketName: string, key: string, opts: InitiateOptions, resolved?: BucketRef): Promise<{ uploadId: string; sse?: SseAnswer }> {
     assertObjectKey(key);
     checkUserMetadata(opts.userMetadata ?? {});
-    const { bucket, backend } = await this.objects.bucket(bucketName);
+    const { bucket, backend } = await this.objects.bucket(bucketName, resolved);
     // One data key for the upload (its record, wrapped, with the upload's state); each part is its own segment.
     const sealed = await this.objects.encryption.seal(opts.sse, bucket.encryption);
     const headers = mergeStoredHeaders(withoutChecksum(opts.headers), sealed && { [ENCRYPTION_ENTRY]: JSON.stringify(sealed.record) });
@@ -118,9 +121,9 @@ export class MultipartService {
    * started in this very bucket (not in a deleted one of the same name; state of uploads started before
    * uploads carried their bucket id has none and is not found either).
    */
-  private async upload(bucketName: string, key: string, uploadId: string): Promise<{ info: UploadInfo; backend: StorageBackend }> {
+  private async upload(bucketName: string, key: string, uploadId: string, resolved?: BucketRef): Promise<{ info: UploadInfo; backend: StorageBackend }> {
     const info = await this.state.info(uploadId);
-    const current = info && (await this.objects.bucket(bucketName));
+    const current = info && (await this.objects.bucket(bucketName, resolved));
     if (!info || !current || info.bucketId !== current.bucket.id || info.key !== key) throw new S3Error('NoSuchUpload', undefined, { UploadId: uploadId });
     // A bucket's own backend (operator settings) is rebuilt from the bucket after a restart.
     const backend = this.backends.byBackendKey(info.backendKey) ?? current.backend;
@@ -135,7 +138,7 @@ export class MultipartService {
    */
   async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, body: Readable, opts: PartUpload): Promise<{ etag: string }> {
     checkPartNumber(partNumber);
-    const { info, backend } = await this.upload(bucket, key, uploadId);
+    const { info, backend } = await this.upload(bucket, key, uploadId, opts.resolvedBucket);
     checkObjectSize(opts.contentLength);
     const wanted = info.checksum?.algorithm;
     if (wanted && opts.checksumAlgorithm !== wanted) {
@@ -176,11 +179,20 @@ export class MultipartService {
     key: string,
     uploadId: string,
     partNumber: number,
-    source: { bucket: string; key: string; range?: string; conditions?: ObjectConditions; sse?: SseRequest },
+    source: {
+      bucket: string;
+      key: string;
+      range?: string;
+      conditions?: ObjectConditions;
+      sse?: SseRequest;
+      /** The destination and source buckets as the gateway resolved and authorised them. */
+      resolvedBucket?: BucketRef;
+      resolvedSourceBucket?: BucketRef;
+    },
   ): Promise<{ etag: string; lastModified: string }> {
     checkPartNumber(partNumber);
-    const { info, backend } = await this.upload(bucket, key, uploadId);
-    const { object, backend: sourceBackend } = await this.objects.head(source.bucket, source.key);
+    const { info, backend } = await this.upload(bucket, key, uploadId, source.resolvedBucket);
+    const { object, backend: sourceBackend } = await this.objects.head(source.bucket, source.key, source.resolvedSourceBucket);
     checkCopySourceConditions(source.conditions, object);
     const range = source.range !== undefined ? readCopySourceRange(source.range) : undefined;
     if (range) checkCopySourceRange(range, object.size);

@@ -63,6 +63,9 @@ export interface PutRequest {
 export interface CopyRequest {
   bucket: string;
   key: string;
+  /** The destination and source buckets as the gateway resolved and authorised them (x-strata-bucket, x-strata-source-bucket). */
+  resolvedBucket?: BucketRef;
+  resolvedSourceBucket?: BucketRef;
   owner?: string;
   sourceBucket: string;
   sourceKey: string;
@@ -100,6 +103,11 @@ const RESOLVE_FIRST_DELAY_MS = 1_000;
 const RESOLVE_MAX_DELAY_MS = 60_000;
 const RESOLVE_ATTEMPTS = 20;
 
+/** A request's x-strata-bucket must be of the bucket its path names. */
+function checkResolvedName(name: string, resolved: BucketRef | undefined): void {
+  if (resolved && resolved.name !== name) throw new S3Error('InvalidArgument', `x-strata-bucket names bucket ${resolved.name}, not ${name}.`);
+}
+
 /** Single-request object writes, reads and copies. */
 export class ObjectService {
   constructor(
@@ -126,7 +134,7 @@ export class ObjectService {
    * NoSuchBucket (see commitToCurrentBucket).
    */
   async bucket(name: string, resolved?: BucketRef): Promise<{ bucket: BucketRef; backend: StorageBackend }> {
-    if (resolved && resolved.name !== name) throw new S3Error('InvalidArgument', `x-strata-bucket names bucket ${resolved.name}, not ${name}.`);
+    checkResolvedName(name, resolved);
     const bucket = !resolved ? await this.catalog.bucket(name) : resolved.backend.kind === 'fs' ? resolved : await this.catalog.bucketById(resolved.id, name);
     return { bucket, backend: this.backends.forBucket(bucket.backend) };
   }
@@ -364,14 +372,22 @@ export class ObjectService {
     }
   }
 
-  async head(bucketName: string, key: string): Promise<{ object: StoredObject; backend: StorageBackend }> {
+  /**
+   * The object `key` of bucket `bucketName`. With `resolved` (the record the gateway authorised the read
+   * against, x-strata-bucket) only that bucket's object is answered: when the name now belongs to another
+   * bucket (deleted and created again since the gateway resolved it) the answer is NoSuchBucket, never
+   * the other bucket's object. The check compares the row id read with the object, no further lookup.
+   */
+  async head(bucketName: string, key: string, resolved?: BucketRef): Promise<{ object: StoredObject; backend: StorageBackend }> {
     assertObjectKey(key);
+    checkResolvedName(bucketName, resolved);
     const load = () => this.catalog.objectByBucketName(bucketName, key);
     // Only found objects of buckets whose backend config is just `{kind}` are cached (no settings or
     // secrets of per-bucket backends in the cache).
     const { bucket, object } = this.readCache
       ? await readThroughObjectCache(this.readCache, bucketName, key, load, (v) => v.object !== undefined && Object.keys(v.bucket.backend).length === 1)
       : await load();
+    if (resolved && bucket.id !== resolved.id) throw new S3Error('NoSuchBucket', undefined, { BucketName: bucketName });
     if (!object) throw new S3Error('NoSuchKey', undefined, { Key: key });
     const backend = this.backends.byBackendKey(object.backendKey) ?? this.backends.forBucket(bucket.backend);
     return { object, backend };
@@ -402,10 +418,10 @@ export class ObjectService {
   /** CopyObject: on the same backend the new object shares the source's blob (no bytes are copied). */
   async copy(req: CopyRequest): Promise<ObjectMeta> {
     assertObjectKey(req.key);
-    const { bucket, backend } = await this.bucket(req.bucket);
+    const { bucket, backend } = await this.bucket(req.bucket, req.resolvedBucket);
     const owner = req.owner ?? bucket.owner;
     for (let attempt = 0; ; attempt++) {
-      const { object: source, backend: sourceBackend } = await this.head(req.sourceBucket, req.sourceKey);
+      const { object: source, backend: sourceBackend } = await this.head(req.sourceBucket, req.sourceKey, req.resolvedSourceBucket);
       checkCopySourceConditions(req.conditions, source);
       // Checked again by the commit; failing here spares reading or writing the bytes of a doomed copy.
       if (req.destinationConditions) checkWriteConditions(req.destinationConditions, (await this.catalog.object(bucket, req.key))?.etag, req.key);

@@ -20,6 +20,7 @@ import {
   type SseRequest,
   BUCKET_HEADER,
   S3Error,
+  SOURCE_BUCKET_HEADER,
   encodeWireHeader,
   readWireHeaderLeniently,
   STORED_HEADERS_HEADER,
@@ -116,10 +117,10 @@ function sseHeaders(sse: SseRequest | undefined): http.OutgoingHttpHeaders {
  * The bucket record the request was authorised against, for the data plane to write to (none from a
  * source that gave no row id, e.g. a test's fake layer: the data plane then resolves the name itself).
  */
-function bucketHeader(bucket: BucketInfo | undefined): http.OutgoingHttpHeaders {
+function bucketHeader(bucket: BucketInfo | undefined, wire = BUCKET_HEADER): http.OutgoingHttpHeaders {
   if (bucket?.id === undefined) return {};
   const { id, name, owner, backend, encryption } = bucket;
-  return { [BUCKET_HEADER.name]: encodeWireHeader(BUCKET_HEADER, { id, name, owner, backend, ...(encryption ? { encryption } : {}) }) };
+  return { [wire.name]: encodeWireHeader(wire, { id, name, owner, backend, ...(encryption ? { encryption } : {}) }) };
 }
 
 /** Typed client for the data plane: object bytes, copy, multipart (ADR 0001). Calls are guarded per bucket (their breaker scope). */
@@ -201,6 +202,7 @@ export class DataPlaneClient {
         ...(c?.ifModifiedSince !== undefined ? { 'if-modified-since': c.ifModifiedSince } : {}),
         ...(c?.ifUnmodifiedSince !== undefined ? { 'if-unmodified-since': c.ifUnmodifiedSince } : {}),
         ...sseHeaders(input.sse),
+        ...bucketHeader(input.bucketRecord),
       },
       ...(input.partNumber !== undefined ? { query: { partNumber: input.partNumber } } : {}),
       cancellation,
@@ -231,16 +233,24 @@ export class DataPlaneClient {
     }
   }
 
-  copyObject(bucket: string, key: string, { sse, ...body }: CopyObjectInput): Promise<ObjectMeta> {
-    return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, OBJECT_META_ANSWER, { body, headers: sseHeaders(sse), long: true });
+  copyObject(bucket: string, key: string, { sse, bucketRecord, sourceBucketRecord, ...body }: CopyObjectInput): Promise<ObjectMeta> {
+    return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, OBJECT_META_ANSWER, {
+      body,
+      headers: { ...sseHeaders(sse), ...bucketHeader(bucketRecord), ...bucketHeader(sourceBucketRecord, SOURCE_BUCKET_HEADER) },
+      long: true,
+    });
   }
 
   createMultipart(
     bucket: string,
     key: string,
-    { sse, ...body }: CreateMultipartInput,
+    { sse, bucketRecord, ...body }: CreateMultipartInput,
   ): Promise<{ uploadId: string; checksum?: Required<UploadChecksum>; sse?: SseAnswer }> {
-    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, CREATE_MULTIPART_ANSWER, { body, headers: sseHeaders(sse), scope: bucket });
+    return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, CREATE_MULTIPART_ANSWER, {
+      body,
+      headers: { ...sseHeaders(sse), ...bucketHeader(bucketRecord) },
+      scope: bucket,
+    });
   }
 
   /** A part's bytes, with the algorithm of the checksum it carries (an upload with one requires it). */
@@ -262,6 +272,7 @@ export class DataPlaneClient {
         ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}),
         ...(h.checksumAlgorithm ? { 'x-strata-checksum-algorithm': h.checksumAlgorithm } : {}),
         ...sseHeaders(h.sse),
+        ...bucketHeader(h.bucketRecord),
       },
       body,
       cancellation,
@@ -273,11 +284,11 @@ export class DataPlaneClient {
     key: string,
     uploadId: string,
     partNumber: number,
-    { sse, ...body }: UploadPartCopyInput,
+    { sse, bucketRecord, sourceBucketRecord, ...body }: UploadPartCopyInput,
   ): Promise<{ etag: string; lastModified: string; checksum?: NamedChecksum }> {
     return this.http.json('PUT', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}/copy`, UPLOAD_PART_COPY_ANSWER, {
       body,
-      headers: sseHeaders(sse),
+      headers: { ...sseHeaders(sse), ...bucketHeader(bucketRecord), ...bucketHeader(sourceBucketRecord, SOURCE_BUCKET_HEADER) },
       long: true,
     });
   }

@@ -59,6 +59,7 @@ export const createMultipartUpload: S3Handler = async (s3) => {
     headers: mergeStoredHeaders(standardHeaders(req), acl),
     ...(algorithm ? { checksum: { algorithm: algorithm.toUpperCase(), ...(type ? { type: type.toUpperCase() as 'COMPOSITE' | 'FULL_OBJECT' } : {}) } } : {}),
     sse: sseRequestOf('CreateMultipartUpload', req.headers),
+    bucketRecord: bucketInfo,
   });
   setSseHeaders(res, sse);
   if (checksum) {
@@ -74,7 +75,7 @@ export const uploadPart: S3Handler = async (s3) => {
   const { req, res, bucket, key, query, deps } = s3;
   let body;
   try {
-    await target(s3);
+    const bucketInfo = await target(s3);
     // The part number's syntax here; its range (1-10000) is the object layer's to judge.
     const partNumber = readPartNumber(query.get('partNumber'));
     const length = objectLength(req, res);
@@ -92,6 +93,7 @@ export const uploadPart: S3Handler = async (s3) => {
         checksumAlgorithm: upload.checksum?.checksum.algorithm,
         ...checksumHeadersOf(upload),
         sse: sseRequestOf('UploadPart', req.headers),
+        bucketRecord: bucketInfo,
       },
       body,
       state(res).clientGone,
@@ -110,9 +112,9 @@ export const uploadPart: S3Handler = async (s3) => {
 export const uploadPartCopy: S3Handler = async (s3) => {
   const { req, res, bucket, key, query, deps } = s3;
   discard(req);
-  await target(s3);
+  const bucketInfo = await target(s3);
   const partNumber = readPartNumber(query.get('partNumber'));
-  const { sourceBucket, sourceKey } = await copySource(s3, callerOf(res));
+  const { sourceBucket, sourceKey, sourceRecord } = await copySource(s3, callerOf(res));
   // The range's form is read here; whether it lies inside the source is the object layer's to judge.
   const range = header(req, 'x-amz-copy-source-range');
   if (range !== undefined) readCopySourceRange(range);
@@ -123,6 +125,8 @@ export const uploadPartCopy: S3Handler = async (s3) => {
     ...(range ? { range } : {}),
     ...(conditions ? { conditions } : {}),
     sse: sseRequestOf('UploadPartCopy', req.headers),
+    bucketRecord: bucketInfo,
+    sourceBucketRecord: sourceRecord,
   });
   setSseHeaders(res, customerKeyAnswer(req));
   sendXml(res, 'CopyPartResult', {

@@ -99,7 +99,7 @@ async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: Buc
   const conditions = readConditions(req);
   const sse = sseRequestOf(method === 'GET' ? 'GetObject' : 'HeadObject', req.headers);
   // The object layer decides the conditions from the metadata: a 304 or 412 opens no body.
-  const read = await deps.objects.getObject(bucket, key, { method, range, partNumber, conditions, sse }, state(res).clientGone);
+  const read = await deps.objects.getObject(bucket, key, { method, range, partNumber, conditions, sse, bucketRecord: bucketInfo }, state(res).clientGone);
   const { body } = read;
   if (read.status === 304) return sendNotModified(res, read.object);
   try {

@@ -9,6 +9,7 @@ import {
   S3Error,
   storedChecksum,
   unquoteEtag,
+  type BucketInfo,
   type ObjectConditions,
 } from '../../../object-model/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
@@ -79,7 +80,7 @@ export const putObject: S3Handler = async (s3) => {
 };
 
 /** `x-amz-copy-source: /bucket/key` (URL-encoded, optional ?versionId=null) → bucket and key. */
-export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourceBucket: string; sourceKey: string }> {
+export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourceBucket: string; sourceKey: string; sourceRecord: BucketInfo }> {
   const raw = header(s3.req, 'x-amz-copy-source');
   if (!raw) throw new S3Error('InvalidArgument', 'x-amz-copy-source is required.');
   const [pathPart, queryPart] = raw.split('?');
@@ -106,7 +107,7 @@ export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourc
     });
     if (!objectAllows(source, meta.headers, caller.username, 'READ', deps.buckets.platformBlocksPublic)) throw new S3Error('AccessDenied');
   }
-  return { sourceBucket, sourceKey };
+  return { sourceBucket, sourceKey, sourceRecord: source };
 }
 
 /** `x-amz-copy-source-if-*` of CopyObject and UploadPartCopy (checked against the source by the data plane). */
@@ -122,7 +123,7 @@ export const copyObject: S3Handler = async (s3) => {
   const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
   // A copy never takes its source's ACL: it has the one its request names (private by default), as S3.
   const acl = objectAclHeaders(req, bucketInfo, caller.username, deps.buckets.platformBlocksPublic);
-  const { sourceBucket, sourceKey } = await copySource(s3, caller);
+  const { sourceBucket, sourceKey, sourceRecord } = await copySource(s3, caller);
   const directive = (header(req, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE')
     throw new S3Error('InvalidArgument', 'Unknown metadata directive.', { ArgumentName: 'x-amz-metadata-directive' });
@@ -159,6 +160,8 @@ export const copyObject: S3Handler = async (s3) => {
     ...(conditions ? { conditions } : {}),
     ...(destinationConditions ? { destinationConditions } : {}),
     sse: sseRequestOf('CopyObject', req.headers),
+    bucketRecord: bucketInfo,
+    sourceBucketRecord: sourceRecord,
   });
   setSseHeaders(res, meta.sse);
   setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
