@@ -302,8 +302,9 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
     expect(sample(dp, 'http_requests_total') ?? 0).to.be.greaterThan(0);
 
     const cp = await scrape('control-plane');
-    expect(sample(cp, 'strata_cache_hits_total', { cache: 'control-plane' }) ?? 0).to.be.greaterThan(0);
-    expect(sample(cp, 'strata_cache_misses_total', { cache: 'control-plane' }) ?? 0).to.be.greaterThan(0);
+    // The control plane reads bucket records from the database: the gateway's cache is the only one that
+    // resolves bucket names (hack/adr/0007-bucket-resolution.md), so its own cache is not asked here.
+    expect(sample(cp, 'strata_cache_hits_total', { cache: 'control-plane' }) ?? 0).to.equal(0);
     expect(sample(cp, 'http_request_duration_seconds_count') ?? 0).to.be.greaterThan(0);
     expect(sample(cp, 'strata_amqp_connected', { connection: 'strata-standalone' })).to.equal(1);
   });
@@ -340,7 +341,7 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
     } finally {
       s3b.destroy();
     }
-    const cp = await scrape('control-plane');
-    expect(sample(cp, 'strata_cache_unavailable_total', { cache: 'control-plane' }) ?? 0, 'cache calls that met the outage').to.be.greaterThan(0);
+    const dp = await scrape('data-plane');
+    expect(sample(dp, 'strata_cache_unavailable_total', { cache: 'data-plane' }) ?? 0, 'cache calls that met the outage').to.be.greaterThan(0);
   });
 });
