@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { HttpBlobCollector, HttpUploadExpirer } from '../../images/control-plane/src/purge/data-plane-gc.js';
-import { S3Error } from '../../images/object-model/src/index.js';
+import { s3Rejection } from '../support/s3-rejection.js';
 
 /**
  * The control plane's calls to the data plane (blob GC, upload expiry) read its answers through their
@@ -27,14 +27,7 @@ describe('control plane → data plane: answers read by their schemas', () => {
     await new Promise((r) => server.close(r));
   });
 
-  const failure = (p: Promise<unknown>) =>
-    p.then(
-      () => expect.fail('the call succeeded'),
-      (err: unknown) => {
-        expect(err).to.be.instanceOf(S3Error);
-        return err as S3Error;
-      },
-    );
+  const failure = s3Rejection;
 
   it('well-formed counts pass', async () => {
     answer = JSON.stringify({ freed: 2 });

@@ -6,7 +6,7 @@ import { ControlPlaneClient } from '../../images/gateway/src/clients/control-pla
 import { DataPlaneClient } from '../../images/gateway/src/clients/data-plane.js';
 import { httpObjectLayer } from '../../images/gateway/src/clients/object-layer.js';
 import { isNotUpstreamFault } from '../../images/gateway/src/flow-control/breakers.js';
-import { S3Error } from '../../images/object-model/src/index.js';
+import { s3Rejection } from '../support/s3-rejection.js';
 import { codeOf, handlerApp, type HandlerApp } from './handler-app.js';
 
 /** What the fake upstream answers one request: status, headers, body (an object goes as JSON). */
@@ -70,14 +70,7 @@ describe('gateway clients: answers of the data and control planes are read by th
     await new Promise((r) => server.close(r));
   });
 
-  const failure = (p: Promise<unknown>) =>
-    p.then(
-      () => expect.fail('the call succeeded'),
-      (err: unknown) => {
-        expect(err).to.be.instanceOf(S3Error);
-        return err as S3Error;
-      },
-    );
+  const failure = s3Rejection;
 
   it('well-formed answers pass, fields beyond the type included (a bucket with its stats)', async () => {
     expect(await cp.getBucket('photos')).to.deep.equal(BUCKET);

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
-import { S3Error, type ObjectLayer, type ObjectRead } from '../../images/object-model/src/index.js';
+import type { ObjectLayer, ObjectRead } from '../../images/object-model/src/index.js';
+import { s3Rejection } from '../support/s3-rejection.js';
 
 /** The operations the contract covers (every one the tests' FakeObjectLayer has). */
 export type ContractLayer = Pick<
@@ -43,13 +44,7 @@ async function bytesOf(body: Readable | undefined): Promise<Buffer> {
 
 /** The S3 error code a call fails with (the call must fail). */
 async function codeOf(p: Promise<unknown>): Promise<string> {
-  return p.then(
-    (value) => expect.fail(`expected an S3 error, got ${JSON.stringify(value)}`),
-    (err: unknown) => {
-      expect(err, String(err)).to.be.instanceOf(S3Error);
-      return (err as S3Error).code;
-    },
-  );
+  return (await s3Rejection(p)).code;
 }
 
 /**
