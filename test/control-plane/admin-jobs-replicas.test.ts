@@ -85,4 +85,14 @@ describe('one admin job of a kind across control plane replicas', () => {
     expect(next.id).to.not.equal(running.id);
     await eventually(() => expect(ranOnB).to.equal(1), 'a new job ran on b');
   });
+
+  it('a cache outage does not stop a job: it runs, and this replica answers its status', async () => {
+    const down = new Error('cache unreachable');
+    const unreachable = { get: () => Promise.reject(down), set: () => Promise.reject(down), del: () => Promise.reject(down) };
+    const jobs = new AdminJobs(() => new Date(), createLogger('test', 'silent'), unreachable);
+    let ran = 0;
+    const job = await jobs.start('purge', async () => void ran++);
+    await eventually(async () => expect((await jobs.get(job.id)).state).to.equal('succeeded'), 'the job finished');
+    expect(ran).to.equal(1);
+  });
 });

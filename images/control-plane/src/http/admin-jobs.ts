@@ -71,11 +71,19 @@ export class AdminJobs {
     await this.publish(job);
   }
 
-  /** The job of this kind another replica runs (its record names it while it runs), if any. */
+  /**
+   * The job of this kind another replica runs (its record names it while it runs), if any. Best effort,
+   * as the marker itself: a cache that cannot answer lets the job start here (the purge tolerates two).
+   */
   private async runningElsewhere(kind: string): Promise<AdminJob | undefined> {
-    const id = await this.shared?.get(cacheKeys.runningAdminJob(kind));
-    const job = id ? await this.read(id) : undefined;
-    return job?.state === 'running' ? job : undefined;
+    try {
+      const id = await this.shared?.get(cacheKeys.runningAdminJob(kind));
+      const job = id ? await this.read(id) : undefined;
+      return job?.state === 'running' ? job : undefined;
+    } catch (err) {
+      this.logger.warn({ err, kind }, 'admin job markers unreadable; the job starts on this replica');
+      return undefined;
+    }
   }
 
   /** Best effort: without the cache only this replica answers the job's status. */
