@@ -80,6 +80,16 @@ export interface StackAccess {
   internalToken: string;
 }
 
+/** One request to a stack's control plane internal API: its token, a JSON body, the reconcile's abort and a 30 s bound. */
+export function controlPlaneCall(access: StackAccess, method: string, path: string, body?: unknown): Promise<Response> {
+  return fetch(`${access.controlPlaneUrl}${path}`, {
+    method,
+    headers: { 'x-strata-internal-token': access.internalToken, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+    signal: requestSignal(30_000),
+  });
+}
+
 /** Builds the client for one namespace's stack (tests point it at their own server). */
 export type BucketServiceFactory = (access: StackAccess) => BucketService;
 
@@ -174,11 +184,6 @@ export class HttpBucketService implements BucketService {
   }
 
   private call(method: string, path: string, body?: unknown): Promise<Response> {
-    return fetch(`${this.access.controlPlaneUrl}${path}`, {
-      method,
-      headers: { 'x-strata-internal-token': this.access.internalToken, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-      signal: requestSignal(30_000),
-    });
+    return controlPlaneCall(this.access, method, path, body);
   }
 }

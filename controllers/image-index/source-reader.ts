@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { ImageIndex, ImageIndexSpec } from '../api/index.js';
-import type { StackAccess } from '../bucket/bucket-service.js';
+import { controlPlaneCall, type StackAccess } from '../bucket/bucket-service.js';
 import type { Manifest } from '../support/kube-client.js';
 import { controllerRef, standardLabels } from '../support/ownership.js';
-import { requestSignal } from '../support/reconcile-signal.js';
 
 /**
  * The index worker reads its bucket source (and a model kept in a bucket) with an access key of its
@@ -95,11 +94,6 @@ export class HttpReaderKeyService implements ReaderKeyService {
   }
 
   private call(method: string, name: string, body?: unknown): Promise<Response> {
-    return fetch(`${this.access.controlPlaneUrl}/internal/scoped-keys/by-name/${encodeURIComponent(name)}`, {
-      method,
-      headers: { 'x-strata-internal-token': this.access.internalToken, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-      signal: requestSignal(30_000),
-    });
+    return controlPlaneCall(this.access, method, `/internal/scoped-keys/by-name/${encodeURIComponent(name)}`, body);
   }
 }
