@@ -8,6 +8,9 @@
 # S3COMPAT_ENDPOINT    use a running gateway (http://host:port) instead of starting `npm start`
 # S3COMPAT_ROOT_USER / S3COMPAT_ROOT_PASSWORD   its root (default: the standalone defaults)
 # S3COMPAT_PORT        first of six free ports for the standalone it starts (default 19500)
+# S3COMPAT_OBJECT_OWNERSHIP  the standalone's STRATA_DEFAULT_OBJECT_OWNERSHIP: ObjectWriter (default, as radosgw: the
+#                      suite's ACL tests make buckets without x-amz-object-ownership), BucketOwnerPreferred, or
+#                      BucketOwnerEnforced (S3's and Strata's own default)
 # PYTHON               interpreter with boto3, pytest, munch, isodate, pytz, dateutil, pytest-mock, pytest-timeout
 #                      (Debian: python3-boto3 python3-pytest python3-munch python3-isodate python3-tz
 #                      python3-dateutil python3-pytest-mock python3-pytest-timeout; default /usr/bin/python3)
@@ -21,6 +24,7 @@ python=${PYTHON:-/usr/bin/python3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/s3compat.XXXXXX")
 root_user=${S3COMPAT_ROOT_USER:-strata}
 root_password=${S3COMPAT_ROOT_PASSWORD:-strata-secret-key}
+object_ownership=${S3COMPAT_OBJECT_OWNERSHIP:-ObjectWriter}
 server_pid=
 
 stop_server() {
@@ -39,7 +43,7 @@ else
   port=${S3COMPAT_PORT:-19500}
   endpoint="http://127.0.0.1:$port"
   mkdir -p "$work/data"
-  echo "starting the standalone platform on $endpoint (data in $work/data, log in $work/strata.log)"
+  echo "starting the standalone platform on $endpoint (data in $work/data, log in $work/strata.log, new buckets $object_ownership)"
   # The suite's SSE-KMS tests use the key ids testkey-1 and testkey-2 (s3tests.conf's defaults): a fresh pair per run.
   kms_keys="testkey-1:$(head -c 32 /dev/urandom | base64 -w0),testkey-2:$(head -c 32 /dev/urandom | base64 -w0)"
   (
@@ -48,7 +52,8 @@ else
       STRATA_GATEWAY_PORT="$port" STRATA_DATA_PLANE_PORT=$((port + 1)) STRATA_CONTROL_PLANE_PORT=$((port + 2)) \
       STRATA_MODEL_SERVER_PORT=$((port + 3)) STRATA_POEM_APP_PORT=$((port + 4)) STRATA_IMAGE_SEARCH_PORT=$((port + 5)) \
       STRATA_DISABLED_SERVICES=model-server,poem-app,image-search STRATA_PURGE_SCHEDULE=off \
-      STRATA_ROOT_USER="$root_user" STRATA_ROOT_PASSWORD="$root_password" STRATA_SSE_KMS_KEYS="$kms_keys" LOG_LEVEL=warn \
+      STRATA_ROOT_USER="$root_user" STRATA_ROOT_PASSWORD="$root_password" STRATA_SSE_KMS_KEYS="$kms_keys" \
+      STRATA_DEFAULT_OBJECT_OWNERSHIP="$object_ownership" LOG_LEVEL=warn \
       npm start
   ) >"$work/strata.log" 2>&1 &
   server_pid=$!

@@ -18,4 +18,20 @@ describe('gateway configuration', () => {
       expect(() => loadGatewayEnv({ ...secrets, STRATA_CORS_ORIGINS: bad }), bad).to.throw(ConfigError, /STRATA_CORS_ORIGINS/);
     }
   });
+
+  it('STRATA_DEFAULT_OBJECT_OWNERSHIP: BucketOwnerEnforced (S3) by default, one of the three ownerships, anything else a config error that names them', () => {
+    expect(loadGatewayEnv(secrets).STRATA_DEFAULT_OBJECT_OWNERSHIP).to.equal('BucketOwnerEnforced');
+    expect(loadStandaloneEnv({}).STRATA_DEFAULT_OBJECT_OWNERSHIP).to.equal('BucketOwnerEnforced');
+    for (const ok of ['BucketOwnerEnforced', 'BucketOwnerPreferred', 'ObjectWriter'] as const) {
+      expect(loadGatewayEnv({ ...secrets, STRATA_DEFAULT_OBJECT_OWNERSHIP: ok }).STRATA_DEFAULT_OBJECT_OWNERSHIP).to.equal(ok);
+      expect(loadStandaloneEnv({ STRATA_DEFAULT_OBJECT_OWNERSHIP: ok }).STRATA_DEFAULT_OBJECT_OWNERSHIP).to.equal(ok);
+    }
+    for (const bad of ['objectwriter', 'public', '']) {
+      expect(() => loadGatewayEnv({ ...secrets, STRATA_DEFAULT_OBJECT_OWNERSHIP: bad }), bad).to.throw(
+        ConfigError,
+        /STRATA_DEFAULT_OBJECT_OWNERSHIP: one of BucketOwnerEnforced, BucketOwnerPreferred, ObjectWriter/,
+      );
+      expect(() => loadStandaloneEnv({ STRATA_DEFAULT_OBJECT_OWNERSHIP: bad }), bad).to.throw(ConfigError, /STRATA_DEFAULT_OBJECT_OWNERSHIP/);
+    }
+  });
 });

@@ -70,6 +70,7 @@ export async function handlerApp(
     region: 'us-east-1',
     signatureV2: true,
     rootUser: 'root',
+    defaultObjectOwnership: 'BucketOwnerEnforced',
     redirectSeconds: 300,
     proxies: trustedProxies(),
   };

@@ -27,6 +27,7 @@ import { httpObjectLayer } from './clients/object-layer.js';
 import { answeringObjectLayer, ObjectAnswerCache } from './clients/object-answer-cache.js';
 import type { ReadCacheStore } from '../../object-model/src/object-read-cache.js';
 import { BUCKET_CACHE_MS } from '../../object-model/src/bucket-resolution.js';
+import type { ObjectOwnership } from '../../object-model/src/access-control.js';
 import { acceptBody, state } from './context.js';
 import type { GatewayDeps } from './deps.js';
 import { flowControl } from './flow-control/index.js';
@@ -88,6 +89,8 @@ export interface GatewayOptions {
   bodyIdleTimeoutMs?: number;
   /** Refuse public ACLs and ignore existing public grants on every bucket (STRATA_BLOCK_PUBLIC_ACLS; default false). */
   blockPublicAcls?: boolean;
+  /** The object ownership of a bucket created without `x-amz-object-ownership` (STRATA_DEFAULT_OBJECT_OWNERSHIP; default BucketOwnerEnforced, as S3). */
+  defaultObjectOwnership?: ObjectOwnership;
   /** The peers whose X-Forwarded-For and X-Forwarded-Proto are believed (proxy.ts; default: loopback and private addresses). */
   trustProxy?: string;
   logger?: Logger;
@@ -171,6 +174,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     region: opts.region ?? 'us-east-1',
     signatureV2: opts.signatureV2 ?? true,
     rootUser: opts.rootUser ?? 'strata',
+    defaultObjectOwnership: opts.defaultObjectOwnership ?? 'BucketOwnerEnforced',
     publicUrl: opts.publicUrl,
     redirectSeconds: opts.redirectExpiresSeconds ?? 300,
     proxies,

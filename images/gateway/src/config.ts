@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { env, loadConfig, productionEnvShape, secretsEnv } from '../../service-kit/src/index.js';
 import { BUCKET_CACHE_MS } from '../../object-model/src/bucket-resolution.js';
+import { OBJECT_OWNERSHIPS, type ObjectOwnership } from '../../object-model/src/access-control.js';
 
 /** `*`, `none`, or comma-separated origins (`https://app.example.com`); `none` becomes an empty list. */
 export function corsOrigins() {
@@ -66,6 +67,16 @@ export const gatewayEnvSchema = z.object({
    * `platform.s3.blockPublicAcls`.
    */
   STRATA_BLOCK_PUBLIC_ACLS: env.bool(false),
+  /**
+   * The object ownership of a bucket created without `x-amz-object-ownership`: BucketOwnerEnforced (S3's default
+   * since 2023: ACLs off), or BucketOwnerPreferred / ObjectWriter (ACLs on, as MinIO and radosgw users expect, so
+   * that `aws s3 cp --acl public-read` works on a fresh bucket). The header still wins. Chart:
+   * `platform.s3.defaultObjectOwnership`.
+   */
+  STRATA_DEFAULT_OBJECT_OWNERSHIP: z
+    .enum(OBJECT_OWNERSHIPS as [string, ...string[]], { message: `one of ${OBJECT_OWNERSHIPS.join(', ')}` })
+    .default('BucketOwnerEnforced')
+    .transform((v) => v as ObjectOwnership),
   /** Flow-control rules (YAML/JSON; a ConfigMap mount), re-read on change. Unset: the rules' defaults (hack/docs/edge-limits.md), the anonymous rate per client address among them. */
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
   /** Same as STRATA_GATEWAY_RULES_FILE (the name the flow-control module documents). */

@@ -4,7 +4,7 @@ import type { TokenIssuer } from './auth/jwt.js';
 import type { LoginGuard } from './auth/login-guard.js';
 import type { CredentialLookup } from './auth/sigv4-verify.js';
 import type { BucketAccess } from './middleware/bucket-access.js';
-import type { ObjectLayer } from '../../object-model/src/index.js';
+import type { ObjectLayer, ObjectOwnership } from '../../object-model/src/index.js';
 import type { ControlPlaneClient } from './clients/control-plane.js';
 import type { TrustedProxies } from './proxy.js';
 
@@ -24,6 +24,8 @@ export interface GatewayDeps {
   /** Whether AWS Signature Version 2 is accepted (STRATA_SIGV2): headers, presigned queries and forms. */
   signatureV2: boolean;
   rootUser: string;
+  /** The object ownership of a bucket created without `x-amz-object-ownership` (STRATA_DEFAULT_OBJECT_OWNERSHIP). */
+  defaultObjectOwnership: ObjectOwnership;
   /** Client addresses and schemes as trusted proxies forward them. */
   proxies: TrustedProxies;
   /** Origin clients reach the gateway at; when unset, taken from each request's Host header and scheme. */

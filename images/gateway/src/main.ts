@@ -40,6 +40,7 @@ const gateway = await startGateway({
   bodyIdleTimeoutMs: env.STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS,
   trustProxy: env.STRATA_TRUST_PROXY,
   blockPublicAcls: env.STRATA_BLOCK_PUBLIC_ACLS,
+  defaultObjectOwnership: env.STRATA_DEFAULT_OBJECT_OWNERSHIP,
   logger,
 });
 // Stopped in reverse order: the gateway (in-flight requests) first, then the cache connection.

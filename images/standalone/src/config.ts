@@ -59,6 +59,8 @@ export const standaloneEnvSchema = z.object({
   STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS: gatewayEnvSchema.shape.STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS,
   /** Refuse and ignore public ACLs everywhere: the gateway image's setting. */
   STRATA_BLOCK_PUBLIC_ACLS: gatewayEnvSchema.shape.STRATA_BLOCK_PUBLIC_ACLS,
+  /** The object ownership of a bucket created without `x-amz-object-ownership`: the gateway image's setting. */
+  STRATA_DEFAULT_OBJECT_OWNERSHIP: gatewayEnvSchema.shape.STRATA_DEFAULT_OBJECT_OWNERSHIP,
   /** Bodies up to this many bytes are kept in the database instead of files (the data plane image's setting). @tuning */
   STRATA_INLINE_BLOB_BYTES: env.int(DEFAULT_INLINE_BLOB_BYTES, 0, 1024 * 1024),
   /** Large bodies written with O_DIRECT where the file system allows it (the data plane image's setting). @tuning */

@@ -44,6 +44,7 @@ const platform = await startPlatform(
     gatewayAnswerCacheBytes: env.STRATA_GATEWAY_ANSWER_CACHE_BYTES,
     gatewayBodyIdleTimeoutMs: env.STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS,
     blockPublicAcls: env.STRATA_BLOCK_PUBLIC_ACLS,
+    defaultObjectOwnership: env.STRATA_DEFAULT_OBJECT_OWNERSHIP,
     inlineBlobBytes: env.STRATA_INLINE_BLOB_BYTES,
     directIo: env.STRATA_DIRECT_IO,
     pgliteFsync: env.STRATA_PGLITE_FSYNC,

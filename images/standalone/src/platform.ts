@@ -25,6 +25,7 @@ import { localModelServerKey } from './model-server-key.js';
 import { ephemeralSecret, persistentSecret } from './secrets.js';
 import type { EncryptionKeySettings } from '../../data-plane/src/encryption/key-store.js';
 import { startPgliteVacuum } from './pglite-vacuum.js';
+import type { ObjectOwnership } from '../../object-model/src/access-control.js';
 
 /** `<bucket>.localhost`: many systems resolve every name under localhost to this machine. */
 export const DEFAULT_S3_DOMAINS: readonly string[] = ['localhost'];
@@ -60,6 +61,8 @@ export interface PlatformOptions {
   gatewayBodyIdleTimeoutMs?: number;
   /** Refuse and ignore public ACLs everywhere (STRATA_BLOCK_PUBLIC_ACLS). */
   blockPublicAcls?: boolean;
+  /** The object ownership of a bucket created without `x-amz-object-ownership` (STRATA_DEFAULT_OBJECT_OWNERSHIP; default BucketOwnerEnforced). */
+  defaultObjectOwnership?: ObjectOwnership;
   /** Largest body the data plane keeps inline in the database (default 64 KiB; 0: every body in a file). */
   inlineBlobBytes?: number;
   /** Large bodies written with O_DIRECT where the file system allows it (default true). */
@@ -184,6 +187,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         objectAnswerCacheBytes: ctx.options.gatewayAnswerCacheBytes,
         bodyIdleTimeoutMs: ctx.options.gatewayBodyIdleTimeoutMs,
         blockPublicAcls: ctx.options.blockPublicAcls,
+        defaultObjectOwnership: ctx.options.defaultObjectOwnership,
         trustProxy: ctx.options.env?.STRATA_TRUST_PROXY || undefined,
         // Rate-limit counters on the Redis Cluster when there is one.
         redisNodes: ctx.options.production?.redisNodes,

@@ -33,6 +33,8 @@ export async function startTestPlatform(
     gatewayAnswerCacheBytes?: number;
     gatewayBodyIdleTimeoutMs?: number;
     blockPublicAcls?: boolean;
+    /** The object ownership of a bucket created without `x-amz-object-ownership` (default BucketOwnerEnforced). */
+    defaultObjectOwnership?: PlatformOptions['defaultObjectOwnership'];
     env?: NodeJS.ProcessEnv;
     internalToken?: string;
     corsOrigins?: string[];
@@ -62,6 +64,7 @@ export async function startTestPlatform(
       gatewayAnswerCacheBytes: opts.gatewayAnswerCacheBytes,
       gatewayBodyIdleTimeoutMs: opts.gatewayBodyIdleTimeoutMs,
       blockPublicAcls: opts.blockPublicAcls,
+      defaultObjectOwnership: opts.defaultObjectOwnership,
       env: opts.env,
       corsOrigins: opts.corsOrigins,
       production: opts.production,

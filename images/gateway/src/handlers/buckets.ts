@@ -98,15 +98,16 @@ function backendChoice(headerValue: string | undefined, body: Buffer, contentTyp
 }
 
 /**
- * A new bucket's ownership controls (`x-amz-object-ownership`, default BucketOwnerEnforced as S3) and ACL
- * (x-amz-acl, x-amz-grant-*), checked before anything is created: an ACL on a bucket with ACLs off is
- * InvalidBucketAclWithObjectOwnership, a public one under a public access block AccessDenied.
+ * A new bucket's ownership controls (`x-amz-object-ownership`, else the platform's default: BucketOwnerEnforced
+ * as S3 unless STRATA_DEFAULT_OBJECT_OWNERSHIP says otherwise) and ACL (x-amz-acl, x-amz-grant-*), checked before
+ * anything is created: an ACL on a bucket with ACLs off is InvalidBucketAclWithObjectOwnership, a public one under
+ * a public access block AccessDenied.
  */
-function accessOfNewBucket(req: http.IncomingMessage, owner: string, platformBlocksPublic: boolean) {
+function accessOfNewBucket(req: http.IncomingMessage, owner: string, platformBlocksPublic: boolean, defaultOwnership: ObjectOwnership) {
   const raw = header(req, 'x-amz-object-ownership');
   if (raw !== undefined && !OBJECT_OWNERSHIPS.includes(raw as ObjectOwnership))
     throw new S3Error('InvalidArgument', `x-amz-object-ownership must be one of ${OBJECT_OWNERSHIPS.join(', ')}.`, { ArgumentName: 'x-amz-object-ownership' });
-  const ownership = (raw ?? 'BucketOwnerEnforced') as ObjectOwnership;
+  const ownership = (raw ?? defaultOwnership) as ObjectOwnership;
   const requested = requestedAcl((name) => header(req, name));
   const draft: BucketInfo = { name: '', owner, createdAt: '', backend: { kind: 'fs' }, ownership: [{ objectOwnership: ownership }] };
   let acl;
@@ -124,7 +125,7 @@ export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
   assertBucketName(bucket);
   if (RESERVED_BUCKET_NAMES.has(bucket)) throw new S3Error('InvalidBucketName', `${bucket} is reserved for the gateway's own routes`, { BucketName: bucket });
   const backend = backendChoice(req.headers['x-strata-backend'] as string | undefined, body, req.headers['content-type']);
-  const access = accessOfNewBucket(req, caller.username, deps.buckets.platformBlocksPublic);
+  const access = accessOfNewBucket(req, caller.username, deps.buckets.platformBlocksPublic, deps.defaultObjectOwnership);
   // The control plane asks the data plane whether a non-fs backend is usable before it creates the bucket.
   let created = true;
   try {
@@ -134,7 +135,7 @@ export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
     if (!(err instanceof S3Error && err.code === 'BucketAlreadyOwnedByYou' && deps.region === 'us-east-1')) throw err;
     created = false;
   }
-  // (A bucket is made with BucketOwnerEnforced and no grants: only other choices are written.)
+  // (The control plane makes a bucket BucketOwnerEnforced with no grants: only other choices are written.)
   if (created && access.ownership !== 'BucketOwnerEnforced') await deps.objects.putBucketConfig(bucket, 'ownership', [{ objectOwnership: access.ownership }]);
   if (created && access.grants) await deps.objects.putBucketConfig(bucket, 'acl', access.grants);
   deps.buckets.forget(bucket);
