@@ -28,6 +28,8 @@ import { answeringObjectLayer, ObjectAnswerCache } from './clients/object-answer
 import type { ReadCacheStore } from '../../object-model/src/object-read-cache.js';
 import { BUCKET_CACHE_MS } from '../../object-model/src/bucket-resolution.js';
 import type { ObjectOwnership } from '../../object-model/src/access-control.js';
+import { AccessLogDelivery, DEFAULT_ACCESS_LOG_SETTINGS, type AccessLogSettings } from './access-log/delivery.js';
+import { accessLogRecorder } from './access-log/recorder.js';
 import { acceptBody, state } from './context.js';
 import type { GatewayDeps } from './deps.js';
 import { flowControl } from './flow-control/index.js';
@@ -91,6 +93,8 @@ export interface GatewayOptions {
   blockPublicAcls?: boolean;
   /** The object ownership of a bucket created without `x-amz-object-ownership` (STRATA_DEFAULT_OBJECT_OWNERSHIP; default BucketOwnerEnforced, as S3). */
   defaultObjectOwnership?: ObjectOwnership;
+  /** How server access-log lines are gathered and written (STRATA_ACCESS_LOG_*; defaults DEFAULT_ACCESS_LOG_SETTINGS). */
+  accessLog?: Partial<AccessLogSettings>;
   /** The peers whose X-Forwarded-For and X-Forwarded-Proto are believed (proxy.ts; default: loopback and private addresses). */
   trustProxy?: string;
   logger?: Logger;
@@ -217,8 +221,18 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     flow.middleware(req, res, next);
   };
   const renderError = errorRenderer(logger, registry);
+  // Server access logging of buckets that have it on: lines gathered here, written to their targets through the object layer.
+  const accessLogs = new AccessLogDelivery(
+    objects,
+    (name) => deps.buckets.existing(name),
+    deps.region,
+    { ...DEFAULT_ACCESS_LOG_SETTINGS, ...opts.accessLog },
+    logger,
+    registry,
+  );
   const context: ChainHandler[] = [
     requestContext(logger, counters),
+    accessLogRecorder(deps.buckets, accessLogs, proxies),
     bodyIdleTimeout(opts.bodyIdleTimeoutMs ?? DEFAULT_BODY_IDLE_TIMEOUT_MS, renderError),
     minTransferRate(
       () => flow.rules().transfer,
@@ -274,6 +288,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     port: opts.port,
     host: opts.host,
     onClose: [
+      // (In-flight requests are done: their log lines are written before the upstream clients close.)
+      () => accessLogs.close(),
       () => flow.close(),
       () => controlPlane.http.close(),
       () => dataPlane.http.close(),

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { env, loadConfig, productionEnvShape, secretsEnv } from '../../service-kit/src/index.js';
 import { BUCKET_CACHE_MS } from '../../object-model/src/bucket-resolution.js';
 import { OBJECT_OWNERSHIPS, type ObjectOwnership } from '../../object-model/src/access-control.js';
+import { DEFAULT_ACCESS_LOG_SETTINGS } from './access-log/delivery.js';
 
 /** `*`, `none`, or comma-separated origins (`https://app.example.com`); `none` becomes an empty list. */
 export function corsOrigins() {
@@ -77,6 +78,12 @@ export const gatewayEnvSchema = z.object({
     .enum(OBJECT_OWNERSHIPS as [string, ...string[]], { message: `one of ${OBJECT_OWNERSHIPS.join(', ')}` })
     .default('BucketOwnerEnforced')
     .transform((v) => v as ObjectOwnership),
+  /** Server access logging: a target's log lines are written at least this often, ms (and on shutdown). @tuning */
+  STRATA_ACCESS_LOG_FLUSH_MS: env.int(DEFAULT_ACCESS_LOG_SETTINGS.flushMs, 100),
+  /** Server access logging: a target's log lines are written as soon as this many wait. @tuning */
+  STRATA_ACCESS_LOG_FLUSH_LINES: env.int(DEFAULT_ACCESS_LOG_SETTINGS.flushLines, 1, 1_000_000),
+  /** Server access logging: the most lines held in memory, all targets together; more are dropped and counted (strata_gateway_access_log_lines_total). @tuning */
+  STRATA_ACCESS_LOG_BUFFER_LINES: env.int(DEFAULT_ACCESS_LOG_SETTINGS.bufferLines, 1, 10_000_000),
   /** Flow-control rules (YAML/JSON; a ConfigMap mount), re-read on change. Unset: the rules' defaults (hack/docs/edge-limits.md), the anonymous rate per client address among them. */
   STRATA_GATEWAY_RULES_FILE: z.string().optional(),
   /** Same as STRATA_GATEWAY_RULES_FILE (the name the flow-control module documents). */

@@ -28,6 +28,11 @@ export interface RequestState {
   expectsContinue?: boolean;
   /** The handler authenticates the request itself (a browser form upload's signed policy). */
   authenticatesItself?: boolean;
+  /** The bucket and key the request names (decoded; empty when none), once it is routed. */
+  bucket?: string;
+  key?: string;
+  /** The S3 error code the request was answered with, if any. */
+  errorCode?: string;
   bytesIn: number;
   bytesOut: number;
   /** Fires when the client goes away before the answer is complete. */

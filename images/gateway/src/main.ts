@@ -41,6 +41,7 @@ const gateway = await startGateway({
   trustProxy: env.STRATA_TRUST_PROXY,
   blockPublicAcls: env.STRATA_BLOCK_PUBLIC_ACLS,
   defaultObjectOwnership: env.STRATA_DEFAULT_OBJECT_OWNERSHIP,
+  accessLog: { flushMs: env.STRATA_ACCESS_LOG_FLUSH_MS, flushLines: env.STRATA_ACCESS_LOG_FLUSH_LINES, bufferLines: env.STRATA_ACCESS_LOG_BUFFER_LINES },
   logger,
 });
 // Stopped in reverse order: the gateway (in-flight requests) first, then the cache connection.

@@ -9,6 +9,7 @@ import {
 } from './access-control.js';
 import type { CorsRule } from './bucket-cors.js';
 import type { LifecycleRule } from './bucket-lifecycle.js';
+import { PARTITION_DATE_SOURCES, type LoggingRule } from './bucket-logging.js';
 import type { BucketTag } from './tags.js';
 
 /**
@@ -23,7 +24,7 @@ export interface EncryptionRule {
 
 /**
  * The configurations a bucket keeps with its record (PutBucketLifecycleConfiguration, PutBucketCors,
- * PutBucketTagging, PutBucketOwnershipControls, PutBucketAcl, PutPublicAccessBlock), by the name the
+ * PutBucketTagging, PutBucketOwnershipControls, PutBucketAcl, PutPublicAccessBlock, PutBucketLogging), by the name the
  * control plane's API gives each (`/internal/buckets/:bucket/<name>`).
  */
 export interface BucketConfigs {
@@ -38,6 +39,8 @@ export interface BucketConfigs {
   publicAccessBlock: PublicAccessBlock[];
   /** The bucket's default encryption (one rule). */
   encryption: EncryptionRule[];
+  /** Its server access logging (one rule; none: logging off). */
+  logging: LoggingRule[];
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
@@ -69,4 +72,9 @@ export const BUCKET_CONFIG_OUTLINES: { [K in keyof BucketConfigs]: (rule: unknow
     isObject(b) && ['blockPublicAcls', 'ignorePublicAcls', 'blockPublicPolicy', 'restrictPublicBuckets'].every((k) => typeof b[k] === 'boolean'),
   encryption: (r): r is EncryptionRule =>
     isObject(r) && (r.algorithm === 'AES256' || r.algorithm === 'aws:kms') && (r.kmsKeyId === undefined || typeof r.kmsKeyId === 'string'),
+  logging: (r): r is LoggingRule =>
+    isObject(r) &&
+    typeof r.targetBucket === 'string' &&
+    typeof r.targetPrefix === 'string' &&
+    (r.partitionDateSource === undefined || PARTITION_DATE_SOURCES.includes(r.partitionDateSource as NonNullable<LoggingRule['partitionDateSource']>)),
 };

@@ -53,6 +53,7 @@ export const BUCKET_CONFIG_MAX: { [K in keyof BucketConfigs]: number } = {
   acl: MAX_GRANTS + 2,
   publicAccessBlock: 1,
   encryption: 1,
+  logging: 1,
 };
 
 /** PUT /buckets/:bucket/<kind>: `{rules}`, 1 to that configuration's most rules, each of its outline; MalformedXML otherwise. */

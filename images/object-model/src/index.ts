@@ -4,6 +4,7 @@ export * from './bucket-lifecycle.js';
 export * from './bucket-cors.js';
 export * from './tags.js';
 export * from './bucket-configs.js';
+export * from './bucket-logging.js';
 export * from './stored-headers.js';
 export * from './access-control.js';
 export * from './checksum-algorithms.js';

@@ -72,6 +72,7 @@ export const BUCKET_INFO_ANSWER = z.looseObject({
   ownership: rulesOf('ownership').optional(),
   acl: rulesOf('acl').optional(),
   publicAccessBlock: rulesOf('publicAccessBlock').optional(),
+  logging: rulesOf('logging').optional(),
 }) satisfies z.ZodType<BucketInfo>;
 
 /** GET /buckets/:bucket/<kind>: `{rules}`, each rule of that configuration's outline. */
@@ -83,6 +84,7 @@ const BUCKET_CONFIG_ANSWERS: { [K in keyof BucketConfigs]: AnswerSchema<{ rules:
   acl: z.looseObject({ rules: rulesOf('acl') }),
   publicAccessBlock: z.looseObject({ rules: rulesOf('publicAccessBlock') }),
   encryption: z.looseObject({ rules: rulesOf('encryption') }),
+  logging: z.looseObject({ rules: rulesOf('logging') }),
 };
 
 export function bucketConfigAnswer<K extends keyof BucketConfigs>(kind: K): AnswerSchema<{ rules: BucketConfigs[K] }> {

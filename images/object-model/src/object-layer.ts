@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { AccessControlList, Grant, OwnershipRule, PublicAccessBlock } from './access-control.js';
 import type { BucketConfigs, EncryptionRule } from './bucket-configs.js';
+import type { LoggingRule } from './bucket-logging.js';
 import type { CorsRule } from './bucket-cors.js';
 import type { LifecycleRule } from './bucket-lifecycle.js';
 import type { ObjectConditions } from './preconditions.js';
@@ -57,6 +58,8 @@ export interface BucketInfo {
   publicAccessBlock?: PublicAccessBlock[];
   /** Its default encryption, when it has one. */
   encryption?: EncryptionRule[];
+  /** Its server access logging, when it is on (the gateway records its requests). */
+  logging?: LoggingRule[];
 }
 
 export interface BucketListing {

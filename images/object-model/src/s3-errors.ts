@@ -52,6 +52,7 @@ export const S3_ERRORS = {
   InvalidRequest: { status: 400, message: 'Invalid Request' },
   InvalidStorageClass: { status: 400, message: 'The storage class you specified is not valid.' },
   InvalidTag: { status: 400, message: 'The tag provided was not a valid tag.' },
+  InvalidTargetBucketForLogging: { status: 400, message: 'The target bucket for logging does not exist or is not owned by you.' },
   InvalidToken: { status: 400, message: 'The provided token is malformed or otherwise invalid.' },
   InvalidURI: { status: 400, message: "Couldn't parse the specified URI." },
   KeyTooLongError: { status: 400, message: 'Your key is too long.' },

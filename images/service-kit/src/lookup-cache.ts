@@ -11,7 +11,7 @@ export function cachedLookup<V>(
     onLookup?: (hit: boolean) => void;
     maxEntries?: number;
   } = {},
-): ((key: string) => Promise<V>) & { forget(key: string): void } {
+): ((key: string) => Promise<V>) & { forget(key: string): void; peek(key: string): Promise<V> | undefined } {
   const entries = new Map<string, { at: number; value: Promise<V> }>();
   const maxEntries = opts.maxEntries ?? 10_000;
   const get = (key: string): Promise<V> => {
@@ -29,5 +29,10 @@ export function cachedLookup<V>(
     if (entries.size > maxEntries) entries.delete(entries.keys().next().value as string);
     return value;
   };
-  return Object.assign(get, { forget: (key: string) => void entries.delete(key) });
+  /** The fresh entry, if there is one, without a lookup and without counting it (onLookup is not told). */
+  const peek = (key: string): Promise<V> | undefined => {
+    const hit = entries.get(key);
+    return hit !== undefined && Date.now() - hit.at < ttlMs ? hit.value : undefined;
+  };
+  return Object.assign(get, { forget: (key: string) => void entries.delete(key), peek });
 }

@@ -45,6 +45,7 @@ const platform = await startPlatform(
     gatewayBodyIdleTimeoutMs: env.STRATA_GATEWAY_BODY_IDLE_TIMEOUT_MS,
     blockPublicAcls: env.STRATA_BLOCK_PUBLIC_ACLS,
     defaultObjectOwnership: env.STRATA_DEFAULT_OBJECT_OWNERSHIP,
+    accessLog: { flushMs: env.STRATA_ACCESS_LOG_FLUSH_MS, flushLines: env.STRATA_ACCESS_LOG_FLUSH_LINES, bufferLines: env.STRATA_ACCESS_LOG_BUFFER_LINES },
     inlineBlobBytes: env.STRATA_INLINE_BLOB_BYTES,
     directIo: env.STRATA_DIRECT_IO,
     pgliteFsync: env.STRATA_PGLITE_FSYNC,

@@ -26,6 +26,7 @@ import { ephemeralSecret, persistentSecret } from './secrets.js';
 import type { EncryptionKeySettings } from '../../data-plane/src/encryption/key-store.js';
 import { startPgliteVacuum } from './pglite-vacuum.js';
 import type { ObjectOwnership } from '../../object-model/src/access-control.js';
+import type { AccessLogSettings } from '../../gateway/src/access-log/delivery.js';
 
 /** `<bucket>.localhost`: many systems resolve every name under localhost to this machine. */
 export const DEFAULT_S3_DOMAINS: readonly string[] = ['localhost'];
@@ -63,6 +64,8 @@ export interface PlatformOptions {
   blockPublicAcls?: boolean;
   /** The object ownership of a bucket created without `x-amz-object-ownership` (STRATA_DEFAULT_OBJECT_OWNERSHIP; default BucketOwnerEnforced). */
   defaultObjectOwnership?: ObjectOwnership;
+  /** How the gateway gathers and writes server access-log lines (STRATA_ACCESS_LOG_*). */
+  accessLog?: Partial<AccessLogSettings>;
   /** Largest body the data plane keeps inline in the database (default 64 KiB; 0: every body in a file). */
   inlineBlobBytes?: number;
   /** Large bodies written with O_DIRECT where the file system allows it (default true). */
@@ -188,6 +191,7 @@ export const OBJECT_STORE_SERVICES: PlatformService[] = [
         bodyIdleTimeoutMs: ctx.options.gatewayBodyIdleTimeoutMs,
         blockPublicAcls: ctx.options.blockPublicAcls,
         defaultObjectOwnership: ctx.options.defaultObjectOwnership,
+        accessLog: ctx.options.accessLog,
         trustProxy: ctx.options.env?.STRATA_TRUST_PROXY || undefined,
         // Rate-limit counters on the Redis Cluster when there is one.
         redisNodes: ctx.options.production?.redisNodes,

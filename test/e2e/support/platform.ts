@@ -35,6 +35,8 @@ export async function startTestPlatform(
     blockPublicAcls?: boolean;
     /** The object ownership of a bucket created without `x-amz-object-ownership` (default BucketOwnerEnforced). */
     defaultObjectOwnership?: PlatformOptions['defaultObjectOwnership'];
+    /** How the gateway gathers and writes server access-log lines. */
+    accessLog?: PlatformOptions['accessLog'];
     env?: NodeJS.ProcessEnv;
     internalToken?: string;
     corsOrigins?: string[];
@@ -65,6 +67,7 @@ export async function startTestPlatform(
       gatewayBodyIdleTimeoutMs: opts.gatewayBodyIdleTimeoutMs,
       blockPublicAcls: opts.blockPublicAcls,
       defaultObjectOwnership: opts.defaultObjectOwnership,
+      accessLog: opts.accessLog,
       env: opts.env,
       corsOrigins: opts.corsOrigins,
       production: opts.production,

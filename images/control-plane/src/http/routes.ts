@@ -300,6 +300,8 @@ const MISSING_CONFIG: Record<
   acl: undefined,
   publicAccessBlock: 'NoSuchPublicAccessBlockConfiguration',
   encryption: 'ServerSideEncryptionConfigurationNotFoundError',
+  // Logging off is an empty BucketLoggingStatus, not an error.
+  logging: undefined,
 };
 
 /** An operator-made bucket's backend secret key, stored only sealed (secretKeySealed) — never in clear text. */
@@ -325,5 +327,6 @@ function publicBucket(b: Bucket) {
     ...(b.acl ? { acl: b.acl } : {}),
     ...(b.publicAccessBlock ? { publicAccessBlock: b.publicAccessBlock } : {}),
     ...(b.encryption ? { encryption: b.encryption } : {}),
+    ...(b.logging ? { logging: b.logging } : {}),
   };
 }

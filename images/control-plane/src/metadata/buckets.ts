@@ -14,6 +14,7 @@ const CONFIG_COLUMNS: Record<BucketConfigKind, string> = {
   acl: 'acl',
   publicAccessBlock: 'public_access_block',
   encryption: 'encryption',
+  logging: 'logging',
 };
 
 interface BucketRow {
@@ -28,6 +29,7 @@ interface BucketRow {
   acl?: BucketConfigs['acl'] | null;
   public_access_block?: BucketConfigs['publicAccessBlock'] | null;
   encryption?: BucketConfigs['encryption'] | null;
+  logging?: BucketConfigs['logging'] | null;
 }
 
 function toBucket(row: BucketRow): Bucket {
@@ -38,6 +40,7 @@ function toBucket(row: BucketRow): Bucket {
   if (row.acl) bucket.acl = row.acl;
   if (row.public_access_block) bucket.publicAccessBlock = row.public_access_block;
   if (row.encryption?.length) bucket.encryption = row.encryption;
+  if (row.logging?.length) bucket.logging = row.logging;
   return bucket;
 }
 

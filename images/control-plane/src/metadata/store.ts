@@ -24,6 +24,8 @@ export interface Bucket {
   publicAccessBlock?: BucketConfigs['publicAccessBlock'];
   /** Its default encryption, when it has one (the data plane applies it to writes the gateway passes this record with). */
   encryption?: BucketConfigs['encryption'];
+  /** Its server access logging, when it is on (the gateway records its requests). */
+  logging?: BucketConfigs['logging'];
 }
 
 export type BucketConfigKind = keyof BucketConfigs;

@@ -87,7 +87,6 @@ const UNSET_CONFIG_ANSWERS: Record<string, { operation: string } & ({ error: S3E
   website: { operation: 'GetBucketWebsite', error: 'NoSuchWebsiteConfiguration' },
   replication: { operation: 'GetBucketReplication', error: 'ReplicationConfigurationNotFoundError' },
   'object-lock': { operation: 'GetObjectLockConfiguration', error: 'ObjectLockConfigurationNotFoundError' },
-  logging: { operation: 'GetBucketLogging', root: 'BucketLoggingStatus', body: {} },
   requestPayment: { operation: 'GetBucketRequestPayment', root: 'RequestPaymentConfiguration', body: { Payer: 'BucketOwner' } },
   accelerate: { operation: 'GetBucketAccelerateConfiguration', root: 'AccelerateConfiguration', body: {} },
   notification: { operation: 'GetBucketNotificationConfiguration', root: 'NotificationConfiguration', body: {} },
@@ -113,7 +112,7 @@ export function getUnsetConfig(name: string): S3Handler {
 
 /**
  * DELETE of the configurations that S3 can delete and no bucket has here: 204, S3's answer whether or not
- * one was set (so `terraform destroy` and cleanup scripts succeed). The others (logging, request payment,
+ * one was set (so `terraform destroy` and cleanup scripts succeed). The others (request payment,
  * accelerate, notification, object lock, policy status) have no DELETE in S3 and stay NotImplemented.
  */
 const UNSET_CONFIG_DELETES: Record<string, string> = {

@@ -54,6 +54,11 @@ export class BucketAccess {
     }
   }
 
+  /** The record a request resolved moments ago, if this process still holds it fresh: no lookup, not counted. */
+  recent(name: string): Promise<BucketInfo> | undefined {
+    return this.cache.peek(name);
+  }
+
   forget(name: string): void {
     this.cache.forget(name);
   }

@@ -40,6 +40,7 @@ export function errorRenderer(logger: Logger, registry?: Registry) {
     // Already answered (a body that timed out is answered as it times out): nothing left to say.
     if (res.writableEnded) return;
     const s3 = toS3Error(err, logger);
+    st.errorCode = s3.code;
     if (res.headersSent) {
       // Bytes already went out: the only honest signal left is to cut the connection.
       logger.warn({ reqId: st.requestId, code: s3.code, msg: s3.message }, 'error after response started');

@@ -8,6 +8,7 @@ import { safeDecode } from '../auth/sigv4.js';
 import * as access from '../handlers/access-control.js';
 import * as buckets from '../handlers/buckets.js';
 import * as configs from '../handlers/bucket-configs.js';
+import { bucketLogging } from '../handlers/bucket-logging.js';
 import { deleteObject, deleteObjects } from '../handlers/delete-objects.js';
 import * as list from '../handlers/list.js';
 import * as multipart from '../handlers/multipart.js';
@@ -28,7 +29,6 @@ const UNSUPPORTED_BUCKET = [
   'policy',
   'object-lock',
   'website',
-  'logging',
   'notification',
   'replication',
   'accelerate',
@@ -82,6 +82,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('cors')) return { operation: 'PutBucketCors', handler: configs.cors.put };
         if (query.has('tagging')) return { operation: 'PutBucketTagging', handler: configs.tags.put };
         if (query.has('encryption')) return { operation: 'PutBucketEncryption', handler: configs.encryption.put };
+        if (query.has('logging')) return { operation: 'PutBucketLogging', handler: bucketLogging.put };
         return unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'CreateBucket', handler: buckets.createBucket };
       case 'DELETE':
         if (query.has('lifecycle')) return { operation: 'DeleteBucketLifecycle', handler: configs.lifecycle.delete };
@@ -90,6 +91,8 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('encryption')) return { operation: 'DeleteBucketEncryption', handler: configs.encryption.delete };
         if (query.has('ownershipControls')) return { operation: 'DeleteBucketOwnershipControls', handler: access.ownershipControls.delete };
         if (query.has('publicAccessBlock')) return { operation: 'DeletePublicAccessBlock', handler: access.publicAccessBlock.delete };
+        // (S3 has no DeleteBucketLogging: an empty PutBucketLogging turns it off. Never a DeleteBucket.)
+        if (query.has('logging')) return { operation: 'Unsupported:logging', handler: notImplemented('DELETE ?logging') };
         return unsetConfigDelete(query) ?? unsupportedSubresource(query, UNSUPPORTED_BUCKET) ?? { operation: 'DeleteBucket', handler: buckets.deleteBucket };
       case 'HEAD':
         return { operation: 'HeadBucket', handler: buckets.headBucket };
@@ -111,6 +114,7 @@ export function routeOf(method: string, bucket: string, key: string, query: URLS
         if (query.has('cors')) return { operation: 'GetBucketCors', handler: configs.cors.get };
         if (query.has('tagging')) return { operation: 'GetBucketTagging', handler: configs.tags.get };
         if (query.has('encryption')) return { operation: 'GetBucketEncryption', handler: configs.encryption.get };
+        if (query.has('logging')) return { operation: 'GetBucketLogging', handler: bucketLogging.get };
         if (query.has('uploads')) return { operation: 'ListMultipartUploads', handler: multipart.listMultipartUploads };
         if (query.has('versions')) return { operation: 'ListObjectVersions', handler: list.listObjectVersions };
         return (
@@ -186,7 +190,10 @@ function resolve(req: http.IncomingMessage): ResolvedRequest {
 export function nameOperation(req: http.IncomingMessage, res: http.ServerResponse, next: Next): void {
   const r = resolve(req);
   resolved.set(res, r);
-  state(res).operation = r.route.operation;
+  const st = state(res);
+  st.operation = r.route.operation;
+  st.bucket = r.bucket;
+  st.key = r.key;
   if (r.route.authenticatesItself) state(res).authenticatesItself = true;
   next();
 }
