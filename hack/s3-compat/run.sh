@@ -44,7 +44,8 @@ else
   endpoint="http://127.0.0.1:$port"
   mkdir -p "$work/data"
   echo "starting the standalone platform on $endpoint (data in $work/data, log in $work/strata.log, new buckets $object_ownership)"
-  # The suite's SSE-KMS tests use the key ids testkey-1 and testkey-2 (s3tests.conf's defaults): a fresh pair per run.
+  # The suite's bucket-logging tests wait 5.5 s (radosgw's ObjectRollTime 5 s) for the log objects: Strata writes
+  # them 2 s after their first line. The suite's SSE-KMS tests use the key ids testkey-1 and testkey-2 (s3tests.conf's defaults): a fresh pair per run.
   kms_keys="testkey-1:$(head -c 32 /dev/urandom | base64 -w0),testkey-2:$(head -c 32 /dev/urandom | base64 -w0)"
   (
     cd "$repo"
@@ -53,7 +54,7 @@ else
       STRATA_MODEL_SERVER_PORT=$((port + 3)) STRATA_POEM_APP_PORT=$((port + 4)) STRATA_IMAGE_SEARCH_PORT=$((port + 5)) \
       STRATA_DISABLED_SERVICES=model-server,poem-app,image-search STRATA_PURGE_SCHEDULE=off \
       STRATA_ROOT_USER="$root_user" STRATA_ROOT_PASSWORD="$root_password" STRATA_SSE_KMS_KEYS="$kms_keys" \
-      STRATA_DEFAULT_OBJECT_OWNERSHIP="$object_ownership" LOG_LEVEL=warn \
+      STRATA_DEFAULT_OBJECT_OWNERSHIP="$object_ownership" STRATA_ACCESS_LOG_FLUSH_MS=2000 LOG_LEVEL=warn \
       npm start
   ) >"$work/strata.log" 2>&1 &
   server_pid=$!

@@ -96,6 +96,13 @@ describe('gateway: the S3 server access-log line', () => {
     ]);
   });
 
+  it("keeps keys, URIs and agents with quotes and brackets readable as one field each (s3-tests' reading: brackets as quotes, then shell words)", () => {
+    const line = accessLogLine({ ...record, key: "it's [1].txt", requestUri: "GET /photos/it's%20[1].txt HTTP/1.1", userAgent: "a [b] 'c'" });
+    const shellWords = fields(line.replace(/[[\]]/g, '"'));
+    expect(shellWords).to.have.length(26);
+    expect([shellWords[7], shellWords[8], shellWords[16]]).to.deep.equal(['it%27s%20%5B1%5D.txt', "GET /photos/it's%20%5B1%5D.txt HTTP/1.1", "a %5Bb%5D 'c'"]);
+  });
+
   it("names operations as S3's logs do", () => {
     expect(logOperation('GetObject', 'GET', true)).to.equal('REST.GET.OBJECT');
     expect(logOperation('CopyObject', 'PUT', true)).to.equal('REST.COPY.OBJECT');

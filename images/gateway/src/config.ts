@@ -78,7 +78,7 @@ export const gatewayEnvSchema = z.object({
     .enum(OBJECT_OWNERSHIPS as [string, ...string[]], { message: `one of ${OBJECT_OWNERSHIPS.join(', ')}` })
     .default('BucketOwnerEnforced')
     .transform((v) => v as ObjectOwnership),
-  /** Server access logging: a target's log lines are written at least this often, ms (and on shutdown). @tuning */
+  /** Server access logging: a target's log lines are written once the first of them has waited this long, ms (and on shutdown). @tuning */
   STRATA_ACCESS_LOG_FLUSH_MS: env.int(DEFAULT_ACCESS_LOG_SETTINGS.flushMs, 100),
   /** Server access logging: a target's log lines are written as soon as this many wait. @tuning */
   STRATA_ACCESS_LOG_FLUSH_LINES: env.int(DEFAULT_ACCESS_LOG_SETTINGS.flushLines, 1, 1_000_000),

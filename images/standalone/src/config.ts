@@ -61,7 +61,7 @@ export const standaloneEnvSchema = z.object({
   STRATA_BLOCK_PUBLIC_ACLS: gatewayEnvSchema.shape.STRATA_BLOCK_PUBLIC_ACLS,
   /** The object ownership of a bucket created without `x-amz-object-ownership`: the gateway image's setting. */
   STRATA_DEFAULT_OBJECT_OWNERSHIP: gatewayEnvSchema.shape.STRATA_DEFAULT_OBJECT_OWNERSHIP,
-  /** Server access logging: a target's log lines are written at least this often, ms (the gateway image's setting). @tuning */
+  /** Server access logging: a target's log lines are written once the first has waited this long, ms (the gateway image's setting). @tuning */
   STRATA_ACCESS_LOG_FLUSH_MS: gatewayEnvSchema.shape.STRATA_ACCESS_LOG_FLUSH_MS,
   STRATA_ACCESS_LOG_FLUSH_LINES: gatewayEnvSchema.shape.STRATA_ACCESS_LOG_FLUSH_LINES,
   STRATA_ACCESS_LOG_BUFFER_LINES: gatewayEnvSchema.shape.STRATA_ACCESS_LOG_BUFFER_LINES,

@@ -4,7 +4,7 @@ import type { BucketInfo, LoggingRule, ObjectLayer } from '../../../object-model
 
 /** How log lines are gathered before they are written (STRATA_ACCESS_LOG_*). */
 export interface AccessLogSettings {
-  /** A target's lines are written at least this often, ms. */
+  /** A target's lines are written once the first of them has waited this long, ms (radosgw's ObjectRollTime). */
   flushMs: number;
   /** A target's lines are written as soon as this many wait. */
   flushLines: number;
@@ -22,6 +22,8 @@ interface Batch {
   /** The day the batch's records belong to (PartitionedPrefix by EventTime), else undefined. */
   eventDay?: Date;
   lines: string[];
+  /** When its first line came (Date.now()). */
+  since: number;
 }
 
 const two = (n: number) => String(n).padStart(2, '0');
@@ -42,8 +44,9 @@ export function logObjectKey(batch: Pick<Batch, 'source' | 'owner' | 'rule' | 'e
 
 /**
  * Server access-log delivery, best effort as S3's: lines are gathered per target (bucket, prefix, source and,
- * for PartitionedPrefix by EventTime, day) and written as one log object each through the object layer — every
- * `flushMs`, once `flushLines` wait, and on close. Memory is bounded: past `bufferLines` a line is dropped and
+ * for PartitionedPrefix by EventTime, day) and written as one log object each through the object layer — once the
+ * batch's first line has waited `flushMs` (a timer looks a few times per `flushMs`, at least once a second), once
+ * `flushLines` wait, and on close. Memory is bounded: past `bufferLines` a line is dropped and
  * counted. A target that is gone, or no longer the source owner's (a name deleted and taken by another account),
  * gets nothing: its lines are dropped and counted, and no client request ever waits for or fails by a write.
  * These writes go to the object layer directly, so they are never logged themselves.
@@ -71,7 +74,7 @@ export class AccessLogDelivery {
       ['outcome'],
     );
     for (const outcome of ['written', 'buffer_full', 'undeliverable']) this.lines.inc({ outcome }, 0);
-    this.timer = setInterval(() => void this.flush(), settings.flushMs);
+    this.timer = setInterval(() => this.writeDue(), Math.max(50, Math.min(1000, settings.flushMs / 4)));
     this.timer.unref();
   }
 
@@ -85,10 +88,20 @@ export class AccessLogDelivery {
       rule.partitionDateSource === 'EventTime' ? new Date(Date.UTC(eventTime.getUTCFullYear(), eventTime.getUTCMonth(), eventTime.getUTCDate())) : undefined;
     const id = [source.name, source.owner, rule.targetBucket, rule.targetPrefix, rule.partitionDateSource ?? '', eventDay?.getTime() ?? ''].join('\n');
     let batch = this.batches.get(id);
-    if (!batch) this.batches.set(id, (batch = { source: source.name, owner: source.owner, rule, eventDay, lines: [] }));
+    if (!batch) this.batches.set(id, (batch = { source: source.name, owner: source.owner, rule, eventDay, lines: [], since: Date.now() }));
     batch.lines.push(line);
     this.buffered++;
     if (batch.lines.length >= this.settings.flushLines) {
+      this.batches.delete(id);
+      this.track(this.write(batch));
+    }
+  }
+
+  /** Write the batches whose first line has waited flushMs. */
+  private writeDue(): void {
+    const due = Date.now() - this.settings.flushMs;
+    for (const [id, batch] of this.batches) {
+      if (batch.since > due) continue;
       this.batches.delete(id);
       this.track(this.write(batch));
     }

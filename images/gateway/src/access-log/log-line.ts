@@ -38,22 +38,30 @@ export function logTime(t: Date): string {
   return `[${two(t.getUTCDate())}/${MONTHS[t.getUTCMonth()]}/${t.getUTCFullYear()}:${two(t.getUTCHours())}:${two(t.getUTCMinutes())}:${two(t.getUTCSeconds())} +0000]`;
 }
 
-/** A field without quotes: `-` when empty; whitespace and quotes (which would split or open a field) percent-encoded. */
+const percent = (c: string) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`;
+
+/**
+ * A field without quotes: `-` when empty; whitespace, quotes, brackets and backslashes percent-encoded, so that
+ * the line splits as its readers split it (s3-tests and common tools read brackets as quotes, then shell words).
+ */
 function bare(v: string | number | undefined): string {
   if (v === undefined || v === '') return '-';
-  return String(v).replace(/[\s"[\]\\]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+  return String(v).replace(/[\s"'[\]\\]/g, percent);
 }
 
-/** A quoted field (request-URI, referer, user agent): `"-"` when empty; quotes and backslashes escaped, control characters dropped. */
+/** A quoted field (request-URI, referer, user agent): `"-"` when empty; quotes and backslashes escaped, brackets percent-encoded, control characters dropped. */
 function quotedField(v: string | undefined): string {
   if (!v) return '"-"';
   // eslint-disable-next-line no-control-regex
-  return `"${v.replace(/[\u0000-\u001f\u007f]/g, '').replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+  return `"${v
+    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .replace(/[[\]]/g, percent)
+    .replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
-/** A key as S3 logs it: URL-encoded, `/` kept. */
+/** A key as S3 logs it: URL-encoded, `/` kept (and `'`, which encodeURIComponent keeps, encoded for shell-word readers). */
 function logKey(key: string | undefined): string {
-  return key ? encodeURIComponent(key).replace(/%2F/g, '/') : '-';
+  return key ? encodeURIComponent(key).replace(/%2F/g, '/').replace(/'/g, '%27') : '-';
 }
 
 /**

@@ -5,7 +5,8 @@ import { malformedXml, xmlGroup, xmlText } from './xml.js';
  * S3's `BucketLoggingStatus` ⇄ a bucket's logging rule. An empty status turns logging off (S3 has no
  * DeleteBucketLogging); a LoggingEnabled holds TargetBucket and TargetPrefix (empty allowed) and may hold a
  * TargetObjectKeyFormat of SimplePrefix or PartitionedPrefix (PartitionDateSource EventTime or DeliveryTime).
- * TargetGrants (grants on the log objects) are not offered: NotImplemented, rather than kept and not applied.
+ * TargetGrants (grants on the log objects) are accepted and not kept, as radosgw does (Terraform and SDK configurations
+ * that carry them still apply): GetBucketLogging answers without them, so a client sees they are not in effect.
  */
 export function parseBucketLoggingStatus(doc: Record<string, unknown>): LoggingRule | undefined {
   const enabled = xmlGroup(doc.LoggingEnabled, 'LoggingEnabled');
@@ -16,8 +17,7 @@ export function parseBucketLoggingStatus(doc: Record<string, unknown>): LoggingR
   if (targetPrefix === undefined) throw malformedXml('LoggingEnabled holds a TargetPrefix (it may be empty).');
   if (Buffer.byteLength(targetPrefix) > MAX_LOGGING_PREFIX_BYTES)
     throw new S3Error('InvalidArgument', `TargetPrefix is longer than ${MAX_LOGGING_PREFIX_BYTES} bytes.`, { ArgumentName: 'TargetPrefix' });
-  if (enabled.TargetGrants !== undefined && xmlGroup(enabled.TargetGrants, 'TargetGrants')!.Grant !== undefined)
-    throw new S3Error('NotImplemented', 'TargetGrants are not supported: log objects belong to the target bucket, private to its owner.');
+  xmlGroup(enabled.TargetGrants, 'TargetGrants');
   const rule: LoggingRule = { targetBucket, targetPrefix };
   const format = xmlGroup(enabled.TargetObjectKeyFormat, 'TargetObjectKeyFormat');
   if (format !== undefined) {
