@@ -53,10 +53,8 @@ function bare(v: string | number | undefined): string {
 function quotedField(v: string | undefined): string {
   if (!v) return '"-"';
   // eslint-disable-next-line no-control-regex
-  return `"${v
-    .replace(/[\u0000-\u001f\u007f]/g, '')
-    .replace(/[[\]]/g, percent)
-    .replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+  const printable = v.replace(/[\u0000-\u001f\u007f]/g, '');
+  return `"${printable.replace(/[[\]]/g, percent).replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
 /** A key as S3 logs it: URL-encoded, `/` kept (and `'`, which encodeURIComponent keeps, encoded for shell-word readers). */
