@@ -41,4 +41,29 @@ describe('service kit: cached lookups', () => {
     expect(await get('b')).to.equal('b-2');
     expect(await get('a')).to.equal('a-4');
   });
+
+  it('peeks at a fresh entry without a lookup and without counting it: its promise, and its value once it has come', async () => {
+    const hits: boolean[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const get = cachedLookup(
+      async (key) => {
+        await gate;
+        return `${key}!`;
+      },
+      60,
+      { onLookup: (hit) => hits.push(hit) },
+    );
+    expect(get.peek('a')).to.equal(undefined);
+    const pending = get('a');
+    const early = get.peek('a')!;
+    expect(early.settled).to.equal(undefined);
+    release();
+    expect(await early.pending).to.equal('a!');
+    await pending;
+    expect(get.peek('a')!.settled).to.deep.equal({ value: 'a!' });
+    expect(hits).to.deep.equal([false]);
+    await new Promise((r) => setTimeout(r, 70));
+    expect(get.peek('a')).to.equal(undefined);
+  });
 });

@@ -3,6 +3,12 @@
  * (or a query) each. Concurrent misses for one key share a single lookup; a failed lookup is not
  * remembered. At most `maxEntries` keys are kept (the oldest go first).
  */
+/** A remembered lookup: its promise, and its value once it has one (read without waiting). */
+export interface Peeked<V> {
+  pending: Promise<V>;
+  settled?: { value: V };
+}
+
 export function cachedLookup<V>(
   lookup: (key: string) => Promise<V>,
   ttlMs: number,
@@ -11,8 +17,8 @@ export function cachedLookup<V>(
     onLookup?: (hit: boolean) => void;
     maxEntries?: number;
   } = {},
-): ((key: string) => Promise<V>) & { forget(key: string): void; peek(key: string): Promise<V> | undefined } {
-  const entries = new Map<string, { at: number; value: Promise<V> }>();
+): ((key: string) => Promise<V>) & { forget(key: string): void; peek(key: string): Peeked<V> | undefined } {
+  const entries = new Map<string, { at: number; value: Promise<V>; settled?: { value: V } }>();
   const maxEntries = opts.maxEntries ?? 10_000;
   const get = (key: string): Promise<V> => {
     const now = Date.now();
@@ -21,18 +27,22 @@ export function cachedLookup<V>(
     opts.onLookup?.(fresh);
     if (fresh) return hit.value;
     const value = lookup(key);
+    const entry: { at: number; value: Promise<V>; settled?: { value: V } } = { at: now, value };
     entries.delete(key); // re-inserted last: the Map's order stays oldest first
-    entries.set(key, { at: now, value });
-    value.catch(() => {
-      if (entries.get(key)?.value === value) entries.delete(key);
-    });
+    entries.set(key, entry);
+    value.then(
+      (v) => void (entry.settled = { value: v }),
+      () => {
+        if (entries.get(key) === entry) entries.delete(key);
+      },
+    );
     if (entries.size > maxEntries) entries.delete(entries.keys().next().value as string);
     return value;
   };
   /** The fresh entry, if there is one, without a lookup and without counting it (onLookup is not told). */
-  const peek = (key: string): Promise<V> | undefined => {
+  const peek = (key: string): Peeked<V> | undefined => {
     const hit = entries.get(key);
-    return hit !== undefined && Date.now() - hit.at < ttlMs ? hit.value : undefined;
+    return hit !== undefined && Date.now() - hit.at < ttlMs ? { pending: hit.value, settled: hit.settled } : undefined;
   };
   return Object.assign(get, { forget: (key: string) => void entries.delete(key), peek });
 }

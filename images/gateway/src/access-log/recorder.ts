@@ -1,4 +1,4 @@
-import type http from 'node:http';
+import http from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Next } from '../../../service-kit/src/index.js';
 import type { BucketInfo } from '../../../object-model/src/index.js';
@@ -36,60 +36,70 @@ function objectSizeOf(req: http.IncomingMessage, res: http.ServerResponse, opera
   return undefined;
 }
 
+/** When a response's first byte went (its headers), set by the shared writeHead below. */
+const FIRST_BYTE = Symbol('strata.first-byte');
+type TimedResponse = http.ServerResponse & { [FIRST_BYTE]?: bigint };
+const writeHead = http.ServerResponse.prototype.writeHead;
+/** One function for every response (no closure per request): notes the first byte's time, then writes the head. */
+function timedWriteHead(this: TimedResponse, ...args: Parameters<typeof writeHead>) {
+  this[FIRST_BYTE] ??= process.hrtime.bigint();
+  return writeHead.apply(this, args);
+}
+
+/** The request has a body: its end is when turn-around time starts (S3: from the request's last byte). */
+const hasBody = (req: http.IncomingMessage) => req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+
 /**
  * Server access logging (S3's): one log line per request to a bucket whose logging is on, handed to the
  * delivery once the answer is done — refused requests included, as S3 logs them. The bucket's record is the one
- * the request resolved (held by BucketAccess for its cache lifetime); when it is no longer held, an
- * authenticated request's bucket is looked up again, an anonymous one's is not (so that a flood of anonymous
- * requests to made-up names costs no lookups). Never delays or fails the request.
+ * the request resolved (held by BucketAccess for its cache lifetime, read without waiting once it has come);
+ * when it is no longer held, an authenticated request's bucket is looked up again, an anonymous one's is not (so
+ * that a flood of anonymous requests to made-up names costs no lookups). Never delays or fails the request; a
+ * request to a bucket that does not log costs a few timestamps and listeners (hack/bench/access-log-overhead.ts).
  */
 export function accessLogRecorder(buckets: BucketAccess, delivery: AccessLogDelivery, proxies: TrustedProxies) {
   return (req: http.IncomingMessage, res: http.ServerResponse, next: Next): void => {
-    const time = new Date();
+    const at = Date.now();
     const start = process.hrtime.bigint();
-    let firstByte: bigint | undefined;
     let bodyEnd: bigint | undefined;
-    const writeHead = res.writeHead;
-    res.writeHead = function (this: http.ServerResponse, ...args: Parameters<typeof writeHead>) {
-      firstByte ??= process.hrtime.bigint();
-      return writeHead.apply(this, args);
-    } as typeof writeHead;
-    req.once('end', () => (bodyEnd = process.hrtime.bigint()));
-    res.once('close', () => {
-      const end = process.hrtime.bigint();
+    res.writeHead = timedWriteHead as typeof res.writeHead;
+    if (hasBody(req)) req.on('end', () => (bodyEnd = process.hrtime.bigint()));
+    res.on('close', () => {
       const st = state(res);
       if (!st.bucket || st.errorCode === 'NoSuchBucket' || st.errorCode === 'InvalidBucketName') return;
-      const known = buckets.recent(st.bucket) ?? (st.caller ? buckets.lookup(st.bucket) : undefined);
-      void known?.then(
-        (bucket: BucketInfo) => {
-          const rule = bucket.logging?.[0];
-          if (!rule) return;
-          const record: AccessLogRecord = {
-            bucketOwner: bucket.owner,
-            bucket: bucket.name,
-            time,
-            remoteIp: proxies.clientAddress(req),
-            requester: st.caller?.username,
-            requestId: st.requestId,
-            operation: logOperation(st.operation, req.method ?? 'GET', Boolean(st.key)),
-            key: st.key || undefined,
-            requestUri: `${req.method} ${req.url} HTTP/${req.httpVersion}`,
-            httpStatus: res.statusCode,
-            errorCode: st.errorCode,
-            bytesSent: req.method === 'HEAD' ? 0 : res.writableFinished ? headerNumber(res.getHeader('content-length')) : st.bytesOut,
-            objectSize: objectSizeOf(req, res, st.operation),
-            totalTimeMs: ms(start, end),
-            turnAroundTimeMs: firstByte === undefined ? undefined : ms(bodyEnd !== undefined && bodyEnd < firstByte ? bodyEnd : start, firstByte),
-            referer: req.headers.referer,
-            userAgent: req.headers['user-agent'],
-            ...(st.caller ? SIGNATURES[st.caller.via] : {}),
-            hostHeader: req.headers.host,
-            tlsVersion: (req.socket as Partial<TLSSocket>).encrypted ? ((req.socket as TLSSocket).getProtocol() ?? undefined) : undefined,
-          };
-          delivery.record(bucket, rule, accessLogLine(record), time);
-        },
-        () => undefined,
-      );
+      const end = process.hrtime.bigint();
+      const write = (bucket: BucketInfo) => {
+        const rule = bucket.logging?.[0];
+        if (!rule) return;
+        const firstByte = (res as TimedResponse)[FIRST_BYTE];
+        const time = new Date(at);
+        const record: AccessLogRecord = {
+          bucketOwner: bucket.owner,
+          bucket: bucket.name,
+          time,
+          remoteIp: proxies.clientAddress(req),
+          requester: st.caller?.username,
+          requestId: st.requestId,
+          operation: logOperation(st.operation, req.method ?? 'GET', Boolean(st.key)),
+          key: st.key || undefined,
+          requestUri: `${req.method} ${req.url} HTTP/${req.httpVersion}`,
+          httpStatus: res.statusCode,
+          errorCode: st.errorCode,
+          bytesSent: req.method === 'HEAD' ? 0 : res.writableFinished ? headerNumber(res.getHeader('content-length')) : st.bytesOut,
+          objectSize: objectSizeOf(req, res, st.operation),
+          totalTimeMs: ms(start, end),
+          turnAroundTimeMs: firstByte === undefined ? undefined : ms(bodyEnd !== undefined && bodyEnd < firstByte ? bodyEnd : start, firstByte),
+          referer: req.headers.referer,
+          userAgent: req.headers['user-agent'],
+          ...(st.caller ? SIGNATURES[st.caller.via] : {}),
+          hostHeader: req.headers.host,
+          tlsVersion: (req.socket as Partial<TLSSocket>).encrypted ? ((req.socket as TLSSocket).getProtocol() ?? undefined) : undefined,
+        };
+        delivery.record(bucket, rule, accessLogLine(record), time);
+      };
+      const known = buckets.recent(st.bucket);
+      if (known?.settled) return write(known.settled.value);
+      void (known?.pending ?? (st.caller ? buckets.lookup(st.bucket) : undefined))?.then(write, () => undefined);
     });
     next();
   };

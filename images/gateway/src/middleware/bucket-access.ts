@@ -1,4 +1,4 @@
-import { cachedLookup } from '../../../service-kit/src/index.js';
+import { cachedLookup, type Peeked } from '../../../service-kit/src/index.js';
 import { isValidBucketName, S3Error, type BucketInfo, type ObjectLayer, type Permission } from '../../../object-model/src/index.js';
 import type { Caller } from '../context.js';
 import { bucketAllows } from './access-policy.js';
@@ -54,8 +54,8 @@ export class BucketAccess {
     }
   }
 
-  /** The record a request resolved moments ago, if this process still holds it fresh: no lookup, not counted. */
-  recent(name: string): Promise<BucketInfo> | undefined {
+  /** The record a request resolved moments ago, if this process still holds it fresh (its value once it has one): no lookup, not counted. */
+  recent(name: string): Peeked<BucketInfo> | undefined {
     return this.cache.peek(name);
   }
 
