@@ -31,7 +31,15 @@ describe('gateway: what a scoped access key may do (auth/key-scope.ts)', () => {
       expect(decide(reader, op, 'photos', '', 'img/2026/'), op).to.equal('allowed');
       expect(decide(reader, op, 'models', '', null), op).to.equal('allowed');
     }
-    for (const op of ['HeadBucket', 'GetBucketLocation', 'GetBucketAcl', 'GetPublicAccessBlock', 'GetBucketOwnershipControls', 'GetBucketPolicy'])
+    for (const op of [
+      'HeadBucket',
+      'GetBucketLocation',
+      'GetBucketAcl',
+      'GetPublicAccessBlock',
+      'GetBucketOwnershipControls',
+      'GetBucketPolicy',
+      'GetBucketLogging',
+    ])
       expect(decide(reader, op, 'photos'), op).to.equal('allowed');
     expect(decide(reader, 'ListBuckets', '')).to.equal('allowed');
   });
@@ -54,6 +62,7 @@ describe('gateway: what a scoped access key may do (auth/key-scope.ts)', () => {
       ['DeleteBucket', 'photos'],
       ['PutBucketAcl', 'photos'],
       ['PutBucketCors', 'photos'],
+      ['PutBucketLogging', 'photos'],
       ['PutPublicAccessBlock', 'photos'],
       ['DeleteBucketOwnershipControls', 'photos'],
       ['ListMultipartUploads', 'photos'],

@@ -26,6 +26,7 @@ const BUCKET_READS = new Set([
   'GetBucketCors',
   'GetBucketTagging',
   'GetBucketEncryption',
+  'GetBucketLogging',
   ...UNSET_CONFIGS.map(unsetConfigOperation),
 ]);
 
