@@ -151,6 +151,11 @@ describe('e2e: bucket logging (server access logs)', function () {
       'SigV4',
       'AuthHeader',
     ]);
+    // Total and turn-around times in whole ms.
+    expect(
+      [put[13], put[14]].every((t) => /^\d+$/.test(t!)),
+      put.join(' '),
+    ).to.equal(true);
     const get = byOp('REST.GET.OBJECT', 'dir/hello%20world.txt')!;
     expect([get[9], get[11], get[12]]).to.deep.equal(['200', '12', '12']);
     expect(Number(get[13])).to.be.at.least(0);

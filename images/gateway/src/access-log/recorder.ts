@@ -62,7 +62,15 @@ export function accessLogRecorder(buckets: BucketAccess, delivery: AccessLogDeli
     const at = Date.now();
     const start = process.hrtime.bigint();
     let bodyEnd: bigint | undefined;
-    res.writeHead = timedWriteHead as typeof res.writeHead;
+    if (res.writeHead === writeHead) res.writeHead = timedWriteHead as typeof res.writeHead;
+    else {
+      // (Someone wrapped this response's writeHead already: wrap theirs, at the cost of a closure.)
+      const theirs = res.writeHead;
+      res.writeHead = function (this: TimedResponse, ...args: Parameters<typeof writeHead>) {
+        this[FIRST_BYTE] ??= process.hrtime.bigint();
+        return theirs.apply(this, args);
+      } as typeof res.writeHead;
+    }
     if (hasBody(req)) req.on('end', () => (bodyEnd = process.hrtime.bigint()));
     res.on('close', () => {
       const st = state(res);
