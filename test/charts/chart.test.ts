@@ -166,7 +166,7 @@ describe('Helm chart charts/strata (real helm binary)', function () {
       return { settings: settingsFrom(loadOperatorEnv({ STRATA_STACK_SETTINGS: json })).stackSettings, hosts };
     };
     // Every stack gets the gateway's S3 switches (platform.s3, test/charts/s3-switches.test.ts).
-    const S3 = { STRATA_SIGV2: 'true', STRATA_BLOCK_PUBLIC_ACLS: 'false' };
+    const S3 = { STRATA_SIGV2: 'true', STRATA_BLOCK_PUBLIC_ACLS: 'false', STRATA_DEFAULT_OBJECT_OWNERSHIP: 'BucketOwnerEnforced' };
     expect((await stackSettings([])).settings).to.deep.equal(S3);
     expect((await stackSettings(['platform.settings.STRATA_BUCKET_CACHE_MS=500', 'platform.settings.LOG_LEVEL=debug'])).settings).to.deep.equal({ STRATA_BUCKET_CACHE_MS: '500', LOG_LEVEL: 'debug', ...S3 });
     const virtual = await stackSettings(['ingress.enabled=true', 'ingress.host=s3.example.com', 'ingress.virtualHostedStyle=true']);
