@@ -11,6 +11,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
+import http from 'node:http';
 import { eventually } from '../support/eventually.js';
 import { platformHooks, ROOT_USER } from './support/platform.js';
 import { bodyText, bucketName, createTenant, newBucket, s3Failure, sdkClient, type Tenant } from './support/s3.js';
@@ -122,6 +123,17 @@ describe('e2e: bucket logging (server access logs)', function () {
     await s3.send(new GetObjectCommand({ Bucket: source, Key: 'dir/hello world.txt' })).then(bodyText);
     await s3.send(new HeadObjectCommand({ Bucket: source, Key: 'dir/hello world.txt' }));
     expect((await s3Failure(s3.send(new GetObjectCommand({ Bucket: source, Key: 'missing' })))).status).to.equal(404);
+    // Virtual-hosted style (`<bucket>.localhost`): the line names the target the client sent.
+    const port = new URL(p.endpoint).port;
+    const hosted = await new Promise<number>((resolve, reject) =>
+      http
+        .get({ host: '127.0.0.1', port, path: '/dir/hello%20world.txt', headers: { host: `${source}.localhost:${port}` } }, (r) => {
+          r.resume();
+          resolve(r.statusCode!);
+        })
+        .on('error', reject),
+    );
+    expect(hosted).to.equal(403);
     const anonymous = await fetch(`${p.endpoint}/${source}/dir/hello%20world.txt`, {
       headers: { 'user-agent': 'curl/8 "quoted"', referer: 'https://example.com/' },
     });
@@ -130,7 +142,7 @@ describe('e2e: bucket logging (server access logs)', function () {
 
     const { keys, lines } = await eventually(async () => {
       const found = await logLines(s3, target, 'access/');
-      return found.lines.length >= 5 && found;
+      return found.lines.length >= 6 && found;
     }, 'the log lines in the target');
     for (const key of keys) expect(key).to.match(/^access\/\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9A-F]{16}$/);
     for (const f of lines) {
@@ -162,7 +174,9 @@ describe('e2e: bucket logging (server access logs)', function () {
     expect(byOp('REST.HEAD.OBJECT', 'dir/hello%20world.txt')![9]).to.equal('200');
     const missing = byOp('REST.GET.OBJECT', 'missing')!;
     expect([missing[9], missing[10]]).to.deep.equal(['404', 'NoSuchKey']);
-    const refused = lines.find((f) => f[4] === '-')!;
+    const refused = lines.find((f) => f[4] === '-' && f[8]!.startsWith(`GET /${source}/`))!;
+    const virtual = lines.find((f) => f[4] === '-' && f[8] === 'GET /dir/hello%20world.txt HTTP/1.1')!;
+    expect([virtual[1], virtual[7], virtual[22]]).to.deep.equal([source, 'dir/hello%20world.txt', `${source}.localhost:${port}`]);
     expect([refused[6], refused[9], refused[10], refused[15], refused[16], refused[19]]).to.deep.equal([
       'REST.GET.OBJECT',
       '403',

@@ -5,6 +5,7 @@ import type { BucketInfo } from '../../../object-model/src/index.js';
 import { state, type Caller } from '../context.js';
 import type { BucketAccess } from '../middleware/bucket-access.js';
 import type { TrustedProxies } from '../proxy.js';
+import { sentTarget } from '../s3/virtual-host.js';
 import type { AccessLogDelivery } from './delivery.js';
 import { accessLogLine, type AccessLogRecord } from './log-line.js';
 import { logOperation } from './log-operation.js';
@@ -90,7 +91,7 @@ export function accessLogRecorder(buckets: BucketAccess, delivery: AccessLogDeli
           requestId: st.requestId,
           operation: logOperation(st.operation, req.method ?? 'GET', Boolean(st.key)),
           key: st.key || undefined,
-          requestUri: `${req.method} ${req.url} HTTP/${req.httpVersion}`,
+          requestUri: `${req.method} ${sentTarget(req)} HTTP/${req.httpVersion}`,
           httpStatus: res.statusCode,
           errorCode: st.errorCode,
           bytesSent: req.method === 'HEAD' ? 0 : res.writableFinished ? headerNumber(res.getHeader('content-length')) : st.bytesOut,
