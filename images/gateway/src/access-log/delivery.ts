@@ -12,6 +12,9 @@ export interface AccessLogSettings {
   bufferLines: number;
 }
 
+/** How long a graceful stop waits for the last log writes. */
+const CLOSE_WAIT_MS = 10_000;
+
 export const DEFAULT_ACCESS_LOG_SETTINGS: AccessLogSettings = { flushMs: 60_000, flushLines: 1000, bufferLines: 20_000 };
 
 /** Where a batch goes, and for whom: the source bucket's owner, who must still own the target when it is written. */
@@ -115,10 +118,14 @@ export class AccessLogDelivery {
     await Promise.all([...this.inFlight]);
   }
 
-  /** Stop the timer and write what waits (graceful shutdown). */
-  async close(): Promise<void> {
+  /** Stop the timer and write what waits (graceful shutdown), waiting for the writes `waitMs` at most: a stuck target does not hold the stop. */
+  async close(waitMs = CLOSE_WAIT_MS): Promise<void> {
     clearInterval(this.timer);
-    await this.flush();
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), waitMs)));
+    if (await Promise.race([this.flush().then(() => false), gaveUp]))
+      this.logger.warn({ waitMs, lines: this.buffered }, 'access-log lines still being written at shutdown: not waited for');
+    clearTimeout(timer);
   }
 
   private track(write: Promise<void>): void {
