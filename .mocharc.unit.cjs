@@ -3,6 +3,11 @@
 // binaries, so a listed file that reaches for one fails the run, naming itself. In-process servers
 // (node:http on port 0, PGlite, the fake Kubernetes API) are fine. `npm test` runs every file.
 //
+// Two workers: run one file after another, the run waits on timers (leases, backoffs, polls) half its
+// wall time; two workers overlap those waits (and use both cores) for ~10 % more CPU, each loading the
+// modules of its own files (hack/bench/measurements.md, branch seams). Root hooks then run around each
+// file in its worker: test/support/unit-run.ts and pglite-warmup.ts allow for that.
+//
 // Also left to the full suite, though they need no server: test/e2e (whole platforms), and these
 // server-less files that take 5 s or more each (dpkg and compiler probes, FAISS training, worker
 // crashes, PGlite's first start, fsync and batch benchmarks, services started whole):
@@ -23,6 +28,8 @@ const base = require('./.mocharc.json');
 module.exports = {
   ...base,
   require: ['test/support/pglite-warmup.ts', 'test/support/unit-run.ts'],
+  parallel: true,
+  jobs: 2,
   spec: [
     'test/charts/first-install.test.ts',
     'test/charts/poem-app-pairing.test.ts',
@@ -48,10 +55,13 @@ module.exports = {
     'test/gateway-flow-control/control-plane-scopes.test.ts',
     'test/gateway-flow-control/fair-shares.test.ts',
     'test/gateway-flow-control/rules-reload.test.ts',
+    'test/gateway/bucket-record-calls.test.ts',
     'test/gateway/checksums.test.ts',
     'test/gateway/client-disconnects.test.ts',
     'test/gateway/config.test.ts',
+    'test/gateway/control-plane-client-bucket.test.ts',
     'test/gateway/cors-xml.test.ts',
+    'test/gateway/data-plane-client-bucket.test.ts',
     'test/gateway/handlers-buckets.test.ts',
     'test/gateway/handlers-multipart.test.ts',
     'test/gateway/handlers-objects.test.ts',
