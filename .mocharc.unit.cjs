@@ -3,26 +3,33 @@
 // binaries, so a listed file that reaches for one fails the run, naming itself. In-process servers
 // (node:http on port 0, PGlite, the fake Kubernetes API) are fine. `npm test` runs every file.
 //
+// Two workers: run one file after another, the run waits on timers (leases, backoffs, polls) half its
+// wall time; two workers overlap those waits (and use both cores) for ~10 % more CPU, each loading the
+// modules of its own files (hack/bench/measurements.md, branch seams). Root hooks then run around each
+// file in its worker: test/support/unit-run.ts and pglite-warmup.ts allow for that.
+//
 // Also left to the full suite, though they need no server: test/e2e (whole platforms), and these
-// server-less files that take 5 s or more each (dpkg and compiler probes, FAISS training, worker
-// crashes, PGlite's first start, fsync and batch benchmarks, services started whole):
-//   test/control-plane/batch-statements.test.ts
-//   test/data-plane/commit-objects-batch.test.ts
-//   test/data-plane/group-commit.test.ts
-//   test/image-search/config.test.ts
-//   test/image-search/crash.test.ts
-//   test/image-search/faiss-binding.test.ts
-//   test/image-search/llm.test.ts
-//   test/images/dockerfiles.test.ts
-//   test/images/libraries.test.ts
-//   test/model-server/strata-verse.test.ts
-//   test/service-kit/pglite-fsync.test.ts
-//   test/standalone/pglite-vacuum.test.ts
+// server-less files, each 11–38 s of CPU alone (one at a time, branch seams; the whole list ~73 s), most
+// of it PGlite's first start (each of the two workers would pay it) or work that is their very subject:
+//   test/control-plane/batch-statements.test.ts    31 s: PGlite's first start, then 1 200 rows, as the
+//                                                  production batch of 500 needs more than two batches
+//   test/data-plane/commit-objects-batch.test.ts   38 s: three PGlite databases, random batches compared
+//   test/data-plane/group-commit.test.ts           30 s: PGlite, concurrent commits and their flushes
+//   test/image-search/config.test.ts               14 s: the service started whole (CLIP encoder, index)
+//   test/image-search/crash.test.ts                21 s: workers spawned and SIGKILLed mid-write, FAISS
+//   test/image-search/faiss-binding.test.ts        20 s: FAISS IVF-PQ training (five times)
+//   test/image-search/llm.test.ts                  11 s: the service and a model server started whole
+//   test/images/dockerfiles.test.ts                12 s: every image's module graph, build script runs
+//   test/images/libraries.test.ts                  24 s: ldd and dpkg on every native addon
+//   test/service-kit/pglite-fsync.test.ts          32 s: PGlite on disk, restarts, checkpoints
+//   test/standalone/pglite-vacuum.test.ts          36 s: PGlite's first start on its thread, a vacuum timer
 const base = require('./.mocharc.json');
 
 module.exports = {
   ...base,
   require: ['test/support/pglite-warmup.ts', 'test/support/unit-run.ts'],
+  parallel: true,
+  jobs: 2,
   spec: [
     'test/charts/first-install.test.ts',
     'test/charts/poem-app-pairing.test.ts',
@@ -48,10 +55,13 @@ module.exports = {
     'test/gateway-flow-control/control-plane-scopes.test.ts',
     'test/gateway-flow-control/fair-shares.test.ts',
     'test/gateway-flow-control/rules-reload.test.ts',
+    'test/gateway/bucket-record-calls.test.ts',
     'test/gateway/checksums.test.ts',
     'test/gateway/client-disconnects.test.ts',
     'test/gateway/config.test.ts',
+    'test/gateway/control-plane-client-bucket.test.ts',
     'test/gateway/cors-xml.test.ts',
+    'test/gateway/data-plane-client-bucket.test.ts',
     'test/gateway/handlers-buckets.test.ts',
     'test/gateway/handlers-multipart.test.ts',
     'test/gateway/handlers-objects.test.ts',
@@ -87,6 +97,7 @@ module.exports = {
     'test/model-server/generation-scheduler.test.ts',
     'test/model-server/onnx-graph.test.ts',
     'test/model-server/openai-contract.test.ts',
+    'test/model-server/strata-verse.test.ts',
     'test/model-server/tokenizer.test.ts',
     'test/model-server/trained-model.test.ts',
     'test/model-server/worker-engine.test.ts',

@@ -42,7 +42,10 @@ describe('control plane → data plane: answers read by their schemas', () => {
     expect(err.code).to.equal('InternalError');
     expect(err.message).to.include('blob GC').and.include('freed');
     answer = JSON.stringify({});
-    expect((await failure(new HttpUploadExpirer(() => base, 'token').expireUploads('b', '', new Date()))).message).to.include('aborted');
+    expect(
+      (await failure(new HttpUploadExpirer(() => base, 'token').expireUploads({ id: 1, name: 'b', owner: 'alice', backend: { kind: 'fs' } }, '', new Date())))
+        .message,
+    ).to.include('aborted');
     answer = 'not json';
     expect((await failure(new HttpUploadExpirer(() => base, 'token').abortBucketUploads(7))).code).to.equal('InternalError');
   });

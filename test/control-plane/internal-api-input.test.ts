@@ -28,7 +28,12 @@ describe('control plane internal API: input is read by one reader per route', ()
         return answer;
       };
     const store = {
-      buckets: { get: touch('buckets.get', BUCKET), create: touch('buckets.create'), setConfig: touch('buckets.setConfig') },
+      buckets: {
+        get: touch('buckets.get', BUCKET),
+        exists: touch('buckets.exists', true),
+        create: touch('buckets.create'),
+        setConfig: touch('buckets.setConfig'),
+      },
       objects: {
         list: touch('objects.list', { objects: [], commonPrefixes: [], isTruncated: false }),
         setTags: touch('objects.setTags', true),
@@ -36,7 +41,7 @@ describe('control plane internal API: input is read by one reader per route', ()
       },
       recycleBin: {
         recycle: touch('recycleBin.recycle'),
-        recycleMany: touch('recycleBin.recycleMany'),
+        recycleMany: touch('recycleBin.recycleMany', ['a.txt']),
         list: touch('recycleBin.list', { objects: [] }),
         restore: touch('recycleBin.restore'),
       },
@@ -125,8 +130,8 @@ describe('control plane internal API: input is read by one reader per route', ()
     expect((await call('GET', '/internal/buckets/photos/objects?max-keys=5000&start-after=k')).status).to.equal(200);
     expect((await call('PUT', '/internal/buckets/photos/objects/a.txt/acl', { acl: null })).status).to.equal(204);
     expect((await call('POST', '/internal/purge', {})).status).to.equal(202);
-    // (The bucket's lookup may come from the cache.)
-    expect(reached.filter((r) => r !== 'buckets.get')).to.deep.equal(['objects.list', 'objects.setAcl', 'purge']);
+    // (The bucket's lookup, and the check that an empty page's bucket is still there, are not what this is about.)
+    expect(reached.filter((r) => r !== 'buckets.get' && r !== 'buckets.exists')).to.deep.equal(['objects.list', 'objects.setAcl', 'purge']);
   });
 
   it('one wrong entry of a delete-objects body is that entry’s error, not the request’s', async () => {

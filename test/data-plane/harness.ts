@@ -8,7 +8,14 @@ import type { Cache } from '../../images/data-plane/src/cache/cache.js';
 import { InMemoryCache } from '../../images/service-kit/src/memory-cache.js';
 import { startDataPlane } from '../../images/data-plane/src/app.js';
 import type { KeyStore } from '../../images/data-plane/src/encryption/key-store.js';
-import { createLogger, createPgSqlClient, createPgliteSqlClient, type RunningService, type SqlClient } from '../../images/service-kit/src/index.js';
+import {
+  createLogger,
+  createPgSqlClient,
+  createPgliteSqlClient,
+  type RunningService,
+  type SqlClient,
+  type SqlExecutor,
+} from '../../images/service-kit/src/index.js';
 import { createTestDatabase } from '../support/pg.js';
 import { filesUnder } from '../support/temp-dir.js';
 
@@ -54,10 +61,13 @@ export async function startObjectLayer(
     dataPlaneSql?: (url: string) => SqlClient;
     /** The data plane's encryption key stores (a test may swap the master store to rotate it). */
     keyStores?: { master?: KeyStore; kms?: KeyStore };
+    /** Told the text of every statement either plane sends its database (e.g. to count bucket lookups). */
+    onStatement?: (text: string) => void;
   } = {},
 ): Promise<ObjectLayer> {
   const db = kind === 'postgres' ? await createTestDatabase() : undefined;
-  const sql = db ? createPgSqlClient(db.url) : await createPgliteSqlClient();
+  const client = db ? createPgSqlClient(db.url) : await createPgliteSqlClient();
+  const sql = opts.onStatement ? watchedSql(client, opts.onStatement) : client;
   const dpSql = db && opts.dataPlaneSql ? opts.dataPlaneSql(db.url) : sql;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-dp-'));
   const logger = createLogger('test', process.env.STRATA_TEST_LOG_LEVEL ?? 'silent');
@@ -126,6 +136,18 @@ export async function startObjectLayer(
 }
 
 export const enc = encodeURIComponent;
+
+/** `sql`, telling `onStatement` the text of each statement it runs (in transactions too). */
+function watchedSql(sql: SqlClient, onStatement: (text: string) => void): SqlClient {
+  const watched = (executor: SqlExecutor): SqlExecutor => ({
+    query: (text, params) => {
+      onStatement(text);
+      return executor.query(text, params);
+    },
+    exec: (script) => executor.exec(script),
+  });
+  return { ...watched(sql), kind: sql.kind, transaction: (fn) => sql.transaction((tx) => fn(watched(tx))), close: () => sql.close() };
+}
 
 /** Poll until `check` passes (events are asynchronous); fails with the last error. */
 export { eventually } from '../support/eventually.js';

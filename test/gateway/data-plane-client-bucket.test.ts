@@ -51,6 +51,19 @@ describe('gateway data-plane client: the resolved bucket travels with reads and 
     ]);
   });
 
+  it('multipart listings, completion and abort, and a direct URL send x-strata-bucket with the record', async () => {
+    const record: BucketInfo = { id: 11, name: 'videos', owner: 'bob', createdAt: '2030-01-01T00:00:00.000Z', backend: { kind: 'fs' } };
+    seen.length = 0;
+    await client.listParts('videos', 'k', 'u1', {}, record).catch(() => undefined);
+    await client.completeMultipart('videos', 'k', 'u1', [{ partNumber: 1, etag: 'e' }], undefined, undefined, record).catch(() => undefined);
+    await client.abortMultipart('videos', 'k', 'u1', record).catch(() => undefined);
+    await client.listUploads('videos', {}, record).catch(() => undefined);
+    await client.directUrl('videos', 'k', 60, record).catch(() => undefined);
+    expect(seen.map((sent) => readWireHeader(BUCKET_HEADER, sent))).to.deep.equal(
+      Array(5).fill({ id: 11, name: 'videos', owner: 'bob', backend: { kind: 'fs' } }),
+    );
+  });
+
   it('a copy sends the destination record in x-strata-bucket and the source one in x-strata-source-bucket', async () => {
     const destination: BucketInfo = { id: 9, name: 'dst', owner: 'bob', createdAt: '2030-01-01T00:00:00.000Z', backend: { kind: 'fs' } };
     const source: BucketInfo = { ...destination, id: 10, name: 'src' };

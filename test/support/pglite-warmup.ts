@@ -3,7 +3,8 @@
 // timeout, before any file's hooks. Without it the first file that starts an object layer pays it
 // inside its 60 s `before` hook: 5 s on a quiet machine, 59 s seen under load, so single files
 // failed their hooks. Later clusters are copies of the pristine one (pglite-cluster.ts): ~0.6 s.
-// Runs whose files start no PGlite (by their text and their test helpers') skip it.
+// Runs whose files start no PGlite (by their text and their test helpers') skip it. In a parallel run
+// (test:unit) root hooks run before each file in its worker: each worker pays the first start once.
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -39,10 +40,15 @@ async function warm(dataDir?: string): Promise<void> {
   await client.close();
 }
 
+/** Whether this process paid PGlite's first start already. */
+let warmed = false;
+
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context): Promise<void> {
+    if (warmed) return;
     const files = new Set((this.test?.parent?.suites ?? []).map((s) => s.file).filter((f): f is string => !!f));
     if (![...files].some((f) => startsPglite(f))) return;
+    warmed = true;
     this.timeout(FIRST_START_TIMEOUT_MS);
     const dir = await mkdtemp(path.join(os.tmpdir(), 'strata-pglite-warmup-'));
     try {

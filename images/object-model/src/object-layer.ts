@@ -305,37 +305,42 @@ export interface StoredPart {
   checksum?: string;
 }
 
+/**
+ * A method's last argument, `bucketRecord`, is the bucket as the caller resolved and authorised it for
+ * this request (hack/adr/0007-bucket-resolution.md): the layer serves that bucket, by its row id, and
+ * never resolves the name again; without it (a caller that resolved nothing) the name's current bucket.
+ */
 export interface ObjectLayer {
   // Buckets
   listBuckets(owner: string): Promise<BucketListing[]>;
   createBucket(bucket: string, owner: string, backend?: BackendRef): Promise<BucketInfo>;
   getBucket(bucket: string): Promise<BucketInfo>;
-  deleteBucket(bucket: string): Promise<void>;
+  deleteBucket(bucket: string, bucketRecord?: BucketInfo): Promise<void>;
   /** One of the bucket's configurations (NoSuchLifecycleConfiguration / NoSuchCORSConfiguration / NoSuchTagSet when it has none). */
-  getBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K): Promise<BucketConfigs[K]>;
+  getBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K, bucketRecord?: BucketInfo): Promise<BucketConfigs[K]>;
   /** Replace one of the bucket's configurations; undefined removes it. */
-  putBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K, rules: BucketConfigs[K] | undefined): Promise<void>;
+  putBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K, rules: BucketConfigs[K] | undefined, bucketRecord?: BucketInfo): Promise<void>;
 
   // Objects
-  listObjects(bucket: string, query: ListObjectsQuery): Promise<ListObjectsResult>;
+  listObjects(bucket: string, query: ListObjectsQuery, bucketRecord?: BucketInfo): Promise<ListObjectsResult>;
   /** The object's metadata (NoSuchKey when there is none). */
-  headObject(bucket: string, key: string): Promise<ObjectMeta>;
+  headObject(bucket: string, key: string, bucketRecord?: BucketInfo): Promise<ObjectMeta>;
   /** A multipart object's parts in part order (none for an object uploaded whole). */
-  objectParts(bucket: string, key: string): Promise<StoredPart[]>;
+  objectParts(bucket: string, key: string, bucketRecord?: BucketInfo): Promise<StoredPart[]>;
   /** Store a body as the object; resolves with the answer (on an instant hit before the body is read). */
   putObject(bucket: string, key: string, input: PutObjectInput, body: Readable, cancellation?: Cancellation): Promise<PutObjectResult>;
   /** Read the object (its metadata, and the body of a GET), the conditions decided before the body is opened. */
   getObject(bucket: string, key: string, input: GetObjectInput, cancellation?: Cancellation): Promise<ObjectRead>;
   /** The backend's own URL for the object, or undefined when the backend cannot serve it directly. */
-  directUrl(bucket: string, key: string, expiresSeconds: number): Promise<string | undefined>;
+  directUrl(bucket: string, key: string, expiresSeconds: number, bucketRecord?: BucketInfo): Promise<string | undefined>;
   copyObject(bucket: string, key: string, input: CopyObjectInput): Promise<ObjectMeta>;
   /** Replace the object's tags (none: remove them); NoSuchKey when there is no such object. */
-  putObjectTags(bucket: string, key: string, tags: Tag[]): Promise<void>;
+  putObjectTags(bucket: string, key: string, tags: Tag[], bucketRecord?: BucketInfo): Promise<void>;
   /** Replace the ACL kept with the object (undefined: none, private to the bucket owner); NoSuchKey when there is no such object. */
-  putObjectAcl(bucket: string, key: string, acl: AccessControlList | undefined): Promise<void>;
+  putObjectAcl(bucket: string, key: string, acl: AccessControlList | undefined, bucketRecord?: BucketInfo): Promise<void>;
   /** Soft delete; with conditions, NoSuchKey or PreconditionFailed unless the object meets them. */
-  deleteObject(bucket: string, key: string, conditions?: DeleteConditions): Promise<void>;
-  deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult>;
+  deleteObject(bucket: string, key: string, conditions?: DeleteConditions, bucketRecord?: BucketInfo): Promise<void>;
+  deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>, bucketRecord?: BucketInfo): Promise<DeleteObjectsResult>;
 
   // Multipart uploads
   createMultipart(
@@ -359,7 +364,13 @@ export interface ObjectLayer {
     partNumber: number,
     input: UploadPartCopyInput,
   ): Promise<{ etag: string; lastModified: string; checksum?: NamedChecksum }>;
-  listParts(bucket: string, key: string, uploadId: string, query: { maxParts?: number; partNumberMarker?: number }): Promise<ListPartsResult>;
+  listParts(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    query: { maxParts?: number; partNumberMarker?: number },
+    bucketRecord?: BucketInfo,
+  ): Promise<ListPartsResult>;
   /** `checksum`: the whole object's, as the client sent it (x-amz-checksum-* on the Complete request). */
   completeMultipart(
     bucket: string,
@@ -368,7 +379,8 @@ export interface ObjectLayer {
     parts: CompletedPart[],
     conditions?: WriteConditions,
     checksum?: NamedChecksum,
+    bucketRecord?: BucketInfo,
   ): Promise<ObjectMeta>;
-  abortMultipart(bucket: string, key: string, uploadId: string): Promise<void>;
-  listUploads(bucket: string, query: ListUploadsQuery): Promise<ListUploadsResult>;
+  abortMultipart(bucket: string, key: string, uploadId: string, bucketRecord?: BucketInfo): Promise<void>;
+  listUploads(bucket: string, query: ListUploadsQuery, bucketRecord?: BucketInfo): Promise<ListUploadsResult>;
 }

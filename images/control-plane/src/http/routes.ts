@@ -22,13 +22,14 @@ import {
   FS_BACKEND_OFF,
 } from '../../../object-model/src/index.js';
 import { invalidateObjectRead } from '../../../object-model/src/object-read-cache.js';
-import type { BackendConfig, Bucket, BucketConfigKind, DeleteConditions, MetadataStore, RecycleBinCursor } from '../metadata/store.js';
+import type { BackendConfig, Bucket, BucketConfigKind, BucketKey, DeleteConditions, MetadataStore, RecycleBinCursor } from '../metadata/store.js';
 import type { BackendCheck } from '../backends/backend-check.js';
 import type { BlobCollector } from '../purge/data-plane-gc.js';
 import type { UploadExpirer } from '../purge/lifecycle-job.js';
 import type { PurgeRunResult } from '../purge/purge-job.js';
 import type { UserService } from '../users/user-service.js';
 import { AdminJobs } from './admin-jobs.js';
+import { RequestBuckets } from './request-bucket.js';
 
 export interface RouteDeps {
   store: MetadataStore;
@@ -71,16 +72,24 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   const router = express.Router();
   const jobs = new AdminJobs(deps.clock, deps.logger, cache);
 
-  // Bucket records are read from the database, uncached: the gateway's cache is the only one that
-  // resolves bucket names (hack/adr/0007-bucket-resolution.md), so this answer is never stale.
+  // GetBucket (the gateway's resolution) reads the record from the database, uncached: the gateway's
+  // cache is the only one that resolves bucket names (hack/adr/0007-bucket-resolution.md).
   const mustBucket = async (name: string): Promise<Bucket> => {
     const bucket = await store.buckets.get(name);
     if (!bucket) throw new S3Error('NoSuchBucket', undefined, { BucketName: name });
     return bucket;
   };
+  // The other routes serve the bucket the gateway authorised (x-strata-bucket), by its id.
+  const requestBuckets = new RequestBuckets(store.buckets);
+  const bucketOf = (req: Request) => requestBuckets.of(req, param(req, 'bucket'));
+  /** Nothing found in `bucket`: NoSuchBucket if the bucket is gone, else `missing` (when given). */
+  const nothingIn = async (bucket: BucketKey, missing?: S3Error): Promise<void> => {
+    await requestBuckets.confirm(bucket);
+    if (missing) throw missing;
+  };
   /** The bucket (NoSuchBucket) and the checked key of an object route. */
-  const objectPath = async (req: Request): Promise<{ bucket: Bucket; key: string }> => {
-    const bucket = await mustBucket(param(req, 'bucket'));
+  const objectPath = async (req: Request): Promise<{ bucket: BucketKey; key: string }> => {
+    const bucket = await bucketOf(req);
     const key = param(req, 'key');
     assertObjectKey(key);
     return { bucket, key };
@@ -131,7 +140,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     res.json({ ...publicBucket(bucket), stats: await store.buckets.stats(bucket.id) });
   });
   router.delete('/buckets/:bucket', async (req, res) => {
-    const bucket = await mustBucket(param(req, 'bucket'));
+    const bucket = await bucketOf(req);
     const { deleted, unreferencedBlobIds } = await store.buckets.delete(bucket, deps.clock());
     if (!deleted) throw new S3Error('BucketNotEmpty', undefined, { BucketName: bucket.name });
     await freeBlobs(unreferencedBlobIds);
@@ -149,7 +158,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   for (const [kind, missing] of Object.entries(MISSING_CONFIG) as Array<[BucketConfigKind, (typeof MISSING_CONFIG)[BucketConfigKind]]>) {
     const readRules = readBucketConfigBody(kind);
     router.get(`/buckets/:bucket/${kind}`, async (req, res) => {
-      const bucket = await mustBucket(param(req, 'bucket'));
+      const bucket = await bucketOf(req);
       const rules = await store.buckets.getConfig(bucket, kind);
       if (!rules && missing) throw new S3Error(missing, undefined, { BucketName: bucket.name });
       res.json({ rules: rules ?? [] });
@@ -157,12 +166,12 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     router.put(`/buckets/:bucket/${kind}`, async (req, res) => {
       // The gateway validated the rules against S3's schema; here only their outline is checked.
       const { rules } = readRules(req.body);
-      const bucket = await mustBucket(param(req, 'bucket'));
+      const bucket = await bucketOf(req);
       await store.buckets.setConfig(bucket, kind, rules);
       res.status(204).end();
     });
     router.delete(`/buckets/:bucket/${kind}`, async (req, res) => {
-      const bucket = await mustBucket(param(req, 'bucket'));
+      const bucket = await bucketOf(req);
       await store.buckets.setConfig(bucket, kind, undefined);
       res.status(204).end();
     });
@@ -170,28 +179,29 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
 
   router.get('/buckets/:bucket/objects', async (req, res) => {
     const query = readListObjectsQuery(req.query);
-    const bucket = await mustBucket(param(req, 'bucket'));
+    const bucket = await bucketOf(req);
     const page = await store.objects.list(bucket, query);
+    if (page.objects.length === 0 && page.commonPrefixes.length === 0) await nothingIn(bucket);
     res.json(page);
   });
   router.get('/buckets/:bucket/objects/:key', async (req, res) => {
     const { bucket, key } = await objectPath(req);
     const meta = await store.objects.head(bucket, key);
-    if (!meta) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    if (!meta) await nothingIn(bucket, new S3Error('NoSuchKey', undefined, { Key: key }));
     res.json(meta);
   });
   // GetObjectAttributes ObjectParts: a multipart object's parts (an empty list for one uploaded whole).
   router.get('/buckets/:bucket/objects/:key/parts', async (req, res) => {
     const { bucket, key } = await objectPath(req);
     const parts = await store.objects.parts(bucket, key);
-    if (!parts) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    if (!parts) await nothingIn(bucket, new S3Error('NoSuchKey', undefined, { Key: key }));
     res.json({ parts });
   });
   // PutObjectTagging / DeleteObjectTagging (an empty list): the object's tags, read back by GET above.
   router.put('/buckets/:bucket/objects/:key/tagging', async (req, res) => {
     const { tags } = readObjectTagsBody(req.body);
     const { bucket, key } = await objectPath(req);
-    if (!(await store.objects.setTags(bucket, key, tags))) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    if (!(await store.objects.setTags(bucket, key, tags))) await nothingIn(bucket, new S3Error('NoSuchKey', undefined, { Key: key }));
     // Answers of GET/HEAD carry the tag count: cached ones end here.
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
@@ -202,14 +212,18 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     const { bucket, key } = await objectPath(req);
     const stored = acl === undefined ? undefined : aclHeaders(acl)[OBJECT_ACL_HEADER]!;
     if (stored !== undefined && !isStoredAcl(stored)) throw new S3Error('MalformedACLError', 'acl must be {owner, grants} of Strata users and groups');
-    if (!(await store.objects.setAcl(bucket, key, stored))) throw new S3Error('NoSuchKey', undefined, { Key: key });
+    if (!(await store.objects.setAcl(bucket, key, stored))) await nothingIn(bucket, new S3Error('NoSuchKey', undefined, { Key: key }));
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
   });
   router.delete('/buckets/:bucket/objects/:key', async (req, res) => {
     const conditions = readDeleteConditions(req.query);
     const { bucket, key } = await objectPath(req);
-    await store.recycleBin.recycle(bucket, key, deps.clock(), conditions);
+    const recycled = await store.recycleBin.recycle(bucket, key, deps.clock(), conditions).catch(async (err: unknown) => {
+      if (err instanceof S3Error && err.code === 'NoSuchKey') await nothingIn(bucket);
+      throw err;
+    });
+    if (!recycled) await nothingIn(bucket);
     // The data plane's GET/HEAD cache (object-model/object-read-cache.ts), before answering.
     await invalidateObjectRead(cache, bucket.name, key);
     res.status(204).end();
@@ -217,7 +231,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   // `objects`: [{key, ifMatch?, lastModifiedTime?, size?}] (conditional deletes); `keys`: plain keys.
   router.post('/buckets/:bucket/delete-objects', async (req, res) => {
     const objects = readDeleteObjectsBody(req.body);
-    const bucket = await mustBucket(param(req, 'bucket'));
+    const bucket = await bucketOf(req);
     // Each entry's outcome by its position in the request: deleted, or its error.
     const outcomes: Array<{ key: string; error?: { code: string; message: string } }> = [];
     const failed = (at: number, key: unknown, err: unknown) => {
@@ -240,11 +254,12 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
         failed(at, key, err);
       }
     });
-    await store.recycleBin.recycleMany(bucket, plain, deps.clock());
+    if ((await store.recycleBin.recycleMany(bucket, plain, deps.clock())).length < plain.length) await nothingIn(bucket);
     for (const { at, key, conditions } of conditional) {
       try {
         await store.recycleBin.recycle(bucket, key, deps.clock(), conditions);
       } catch (err) {
+        if (err instanceof S3Error && err.code === 'NoSuchKey') await nothingIn(bucket);
         failed(at, key, err);
       }
     }

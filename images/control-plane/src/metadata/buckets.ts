@@ -3,7 +3,7 @@ import { S3Error, type CorsRule, type LifecycleRule } from '../../../object-mode
 import { insertOutboxEvent } from './event-inbox.js';
 import { SAME_PARTITION } from './objects.js';
 import { purgeBucketRecycleBin } from './recycle-bin.js';
-import type { BackendConfig, Bucket, BucketConfigKind, BucketConfigs, BucketNameHold, BucketStats, BucketStore } from './store.js';
+import type { BackendConfig, Bucket, BucketConfigKind, BucketKey, BucketConfigs, BucketNameHold, BucketStats, BucketStore } from './store.js';
 
 /** The column of each bucket configuration (names from this fixed map only: they go into SQL text). */
 const CONFIG_COLUMNS: Record<BucketConfigKind, string> = {
@@ -99,17 +99,21 @@ export class SqlBucketStore implements BucketStore {
     return res.rows[0] && toBucket(res.rows[0]);
   }
 
+  async exists(id: number): Promise<boolean> {
+    return (await readQuery(this.sql, 'SELECT 1 FROM buckets WHERE id = $1', [id])).rows.length > 0;
+  }
+
   async list(owner: string): Promise<Bucket[]> {
     const res = await readQuery<BucketRow>(this.sql, 'SELECT * FROM buckets WHERE owner = $1 ORDER BY name', [owner]);
     return res.rows.map(toBucket);
   }
 
-  async delete(bucket: Bucket, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }> {
+  async delete(bucket: BucketKey, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }> {
     return this.sql.transaction(async (tx) => {
       await lockBucketName(tx, bucket.name);
       // Row lock: a data-plane write into this bucket holds a share lock on it, so neither can miss the other.
       const locked = await tx.query('SELECT id FROM buckets WHERE id = $1 FOR UPDATE', [bucket.id]);
-      if (!locked.rows[0]) return { deleted: true, unreferencedBlobIds: [] };
+      if (!locked.rows[0]) throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
       const live = await tx.query(`SELECT 1 FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND state = 'NORMAL' LIMIT 1`, [bucket.id]);
       if (live.rows.length > 0) return { deleted: false, unreferencedBlobIds: [] };
       const unreferencedBlobIds = await purgeBucketRecycleBin(tx, bucket, now);
@@ -133,13 +137,13 @@ export class SqlBucketStore implements BucketStore {
     return { objectCount: Number(row?.object_count ?? 0), bytes: Number(row?.bytes ?? 0) };
   }
 
-  async getConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K): Promise<BucketConfigs[K] | undefined> {
+  async getConfig<K extends BucketConfigKind>(bucket: BucketKey, kind: K): Promise<BucketConfigs[K] | undefined> {
     const res = await this.sql.query<{ config: BucketConfigs[K] | null }>(`SELECT ${CONFIG_COLUMNS[kind]} AS config FROM buckets WHERE id = $1`, [bucket.id]);
     if (!res.rows[0]) throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
     return res.rows[0].config ?? undefined;
   }
 
-  async setConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K, value: BucketConfigs[K] | undefined): Promise<void> {
+  async setConfig<K extends BucketConfigKind>(bucket: BucketKey, kind: K, value: BucketConfigs[K] | undefined): Promise<void> {
     const res = await this.sql.query(`UPDATE buckets SET ${CONFIG_COLUMNS[kind]} = $2 WHERE id = $1`, [bucket.id, value ? JSON.stringify(value) : null]);
     if (res.rowCount === 0) throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket.name });
   }

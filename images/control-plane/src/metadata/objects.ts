@@ -2,7 +2,7 @@ import { readQuery, type SqlClient } from '../../../service-kit/src/index.js';
 import { OBJECT_ACL_HEADER, objectMetaOf, OBJECT_COLUMNS, S3Error, type ObjectRow, type Tag } from '../../../object-model/src/index.js';
 
 export { OBJECT_COLUMNS, objectMetaOf, type ObjectRow } from '../../../object-model/src/index.js';
-import type { Bucket, ListPage, ListQuery, ObjectMeta, ObjectPart, ObjectStore } from './store.js';
+import type { BucketKey, ListPage, ListQuery, ObjectMeta, ObjectPart, ObjectStore } from './store.js';
 
 /**
  * Appended to a prefix, this string sorts after every key that starts with the prefix: keys are at
@@ -38,7 +38,7 @@ function decodeToken(token: string): ContinuationToken | undefined {
 export class SqlObjectStore implements ObjectStore {
   constructor(private readonly sql: SqlClient) {}
 
-  async head(bucket: Bucket, key: string): Promise<ObjectMeta | undefined> {
+  async head(bucket: BucketKey, key: string): Promise<ObjectMeta | undefined> {
     const res = await readQuery<ObjectRow>(
       this.sql,
       `SELECT ${OBJECT_COLUMNS} FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`,
@@ -47,7 +47,7 @@ export class SqlObjectStore implements ObjectStore {
     return res.rows[0] && objectMetaOf(bucket.name, res.rows[0]);
   }
 
-  async parts(bucket: Bucket, key: string): Promise<ObjectPart[] | undefined> {
+  async parts(bucket: BucketKey, key: string): Promise<ObjectPart[] | undefined> {
     const res = await readQuery<{ part_sizes: Array<number | string> | null; part_checksums: string[] | null }>(
       this.sql,
       `SELECT part_sizes, part_checksums FROM object_info WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`,
@@ -61,7 +61,7 @@ export class SqlObjectStore implements ObjectStore {
     });
   }
 
-  async setTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean> {
+  async setTags(bucket: BucketKey, key: string, tags: Tag[] | undefined): Promise<boolean> {
     const res = await this.sql.query(`UPDATE object_info SET tags = $3 WHERE bucket_id = $1 AND ${SAME_PARTITION} AND key = $2 AND state = 'NORMAL'`, [
       bucket.id,
       key,
@@ -71,7 +71,7 @@ export class SqlObjectStore implements ObjectStore {
   }
 
   /** Keep `acl` (aclHeaders' value) among the object's stored headers, or remove it (undefined). */
-  async setAcl(bucket: Bucket, key: string, acl: string | undefined): Promise<boolean> {
+  async setAcl(bucket: BucketKey, key: string, acl: string | undefined): Promise<boolean> {
     const res = await this.sql.query(
       `UPDATE object_info SET headers = NULLIF(CASE WHEN $3::text IS NULL THEN COALESCE(headers, '{}'::jsonb) - $4::text
                                                     ELSE COALESCE(headers, '{}'::jsonb) || jsonb_build_object($4::text, $3::text) END, '{}'::jsonb)
@@ -86,7 +86,7 @@ export class SqlObjectStore implements ObjectStore {
    * common prefix is found by one index read and then skipped as a whole (one range seek), so a
    * prefix holding millions of keys costs the same as one holding a single key.
    */
-  async list(bucket: Bucket, q: ListQuery): Promise<ListPage> {
+  async list(bucket: BucketKey, q: ListQuery): Promise<ListPage> {
     const page: ListPage = { objects: [], commonPrefixes: [], isTruncated: false };
     if (q.maxKeys <= 0) return page;
     const groupOf = (key: string): string | undefined => {

@@ -3,7 +3,7 @@ import { isUniqueViolation, readQuery, type SqlClient, type SqlExecutor } from '
 import { checkDeleteConditions } from '../../../object-model/src/index.js';
 import { insertOutboxEvent } from './event-inbox.js';
 import { OBJECT_COLUMNS, objectMetaOf, SAME_PARTITION, type ObjectRow } from './objects.js';
-import type { Bucket, DeleteConditions, ExpirySelection, ObjectMeta, PurgeResult, RecycleBin, RecycleBinPage, RecycleBinQuery } from './store.js';
+import type { Bucket, BucketKey, DeleteConditions, ExpirySelection, ObjectMeta, PurgeResult, RecycleBin, RecycleBinPage, RecycleBinQuery } from './store.js';
 
 /** Objects purged per transaction. */
 const PURGE_BATCH = 500;
@@ -45,7 +45,7 @@ async function releaseBlobRefs(tx: SqlExecutor, refs: Array<{ blob_id: number | 
  * The bucket's RECYCLED objects → DELETED inside the caller's transaction (a bucket's deletion purges
  * its recycle bin); answers the blobs nothing references any more.
  */
-export async function purgeBucketRecycleBin(tx: SqlExecutor, bucket: Bucket, now: Date): Promise<number[]> {
+export async function purgeBucketRecycleBin(tx: SqlExecutor, bucket: BucketKey, now: Date): Promise<number[]> {
   const recycled = await tx.query<{ blob_id: number; owner: string }>(
     `UPDATE object_info SET state = 'DELETED', deleted_at = $2
      WHERE bucket_id = $1 AND ${SAME_PARTITION} AND state = 'RECYCLED' RETURNING blob_id, owner`,
@@ -63,7 +63,7 @@ const RECYCLED_PAYLOAD = "jsonb_build_object('bucket', $5::text, 'bucketId', $1:
  * (`key = $2`) so that its plan is cached: the many-keys form is planned anew on every call, which
  * costs more than its run.
  */
-async function recycleKey(sql: SqlExecutor, bucket: Bucket, key: string, now: Date): Promise<boolean> {
+async function recycleKey(sql: SqlExecutor, bucket: BucketKey, key: string, now: Date): Promise<boolean> {
   const res = await sql.query(
     `WITH recycled AS (
        UPDATE object_info SET state = 'RECYCLED', recycled_at = $3
@@ -85,7 +85,7 @@ async function recycleKey(sql: SqlExecutor, bucket: Bucket, key: string, now: Da
  * nested loop running that subquery once per live key of the bucket — 13 s for 1000 keys of 3000.
  * Two of these over the same keys may deadlock on PostgreSQL; the caller runs it again.
  */
-async function recycleKeys(sql: SqlExecutor, bucket: Bucket, keys: string[], now: Date): Promise<string[]> {
+async function recycleKeys(sql: SqlExecutor, bucket: BucketKey, keys: string[], now: Date): Promise<string[]> {
   const res = await sql.query<{ key: string }>(
     `WITH recycled AS (
        UPDATE object_info SET state = 'RECYCLED', recycled_at = $3
@@ -121,7 +121,7 @@ async function retryOnConflict<T>(run: () => Promise<T>, attempts = 5): Promise<
 export class SqlRecycleBin implements RecycleBin {
   constructor(private readonly sql: SqlClient) {}
 
-  async recycle(bucket: Bucket, key: string, now: Date, conditions?: DeleteConditions): Promise<boolean> {
+  async recycle(bucket: BucketKey, key: string, now: Date, conditions?: DeleteConditions): Promise<boolean> {
     // Unconditional: one statement, so it commits without a transaction's round trips (its WAL sync
     // then overlaps the next statements on PGlite, as a commit's does).
     if (!conditions) return recycleKey(this.sql, bucket, key, now);
@@ -141,7 +141,7 @@ export class SqlRecycleBin implements RecycleBin {
     });
   }
 
-  async recycleMany(bucket: Bucket, keys: string[], now: Date): Promise<string[]> {
+  async recycleMany(bucket: BucketKey, keys: string[], now: Date): Promise<string[]> {
     if (keys.length === 0) return [];
     return retryOnConflict(() => recycleKeys(this.sql, bucket, keys, now));
   }

@@ -30,6 +30,13 @@ export interface Bucket {
 
 export type BucketConfigKind = keyof BucketConfigs;
 
+/**
+ * What the operations on a bucket's objects and configurations need of it: its row id (they work by
+ * it, so a bucket deleted and created again under the name is never touched by a record of the old
+ * one), its name (answers and events) and its owner. A bucket record the gateway authorised is one.
+ */
+export type BucketKey = Pick<Bucket, 'id' | 'name' | 'owner'>;
+
 /** How long a deleted bucket's name stays with its last owner, measured from `now`. */
 export interface BucketNameHold {
   now: Date;
@@ -185,31 +192,33 @@ export interface BucketStore {
    */
   create(name: string, owner: string, backend: BackendConfig, nameHold: BucketNameHold): Promise<{ bucket: Bucket; created: boolean }>;
   get(name: string): Promise<Bucket | undefined>;
+  /** Whether the bucket of this row id still exists. */
+  exists(id: number): Promise<boolean>;
   list(owner: string): Promise<Bucket[]>;
   /**
-   * Deletes an empty bucket (its recycle bin is purged with it); false when it has NORMAL objects. The
-   * name is then held for its owner (see create).
+   * Deletes an empty bucket (its recycle bin is purged with it); false when it has NORMAL objects,
+   * NoSuchBucket when it is gone. The name is then held for its owner (see create).
    */
-  delete(bucket: Bucket, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }>;
+  delete(bucket: BucketKey, now: Date): Promise<{ deleted: boolean; unreferencedBlobIds: number[] }>;
   stats(bucketId: number): Promise<BucketStats>;
   /** One of the bucket's configurations, as stored now; undefined when it has none. */
-  getConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K): Promise<BucketConfigs[K] | undefined>;
+  getConfig<K extends BucketConfigKind>(bucket: BucketKey, kind: K): Promise<BucketConfigs[K] | undefined>;
   /** Replace one of the bucket's configurations (undefined removes it); NoSuchBucket when it is gone. */
-  setConfig<K extends BucketConfigKind>(bucket: Bucket, kind: K, value: BucketConfigs[K] | undefined): Promise<void>;
+  setConfig<K extends BucketConfigKind>(bucket: BucketKey, kind: K, value: BucketConfigs[K] | undefined): Promise<void>;
   /** Every bucket that has lifecycle rules, with its rules. */
   withLifecycle(): Promise<Array<{ bucket: Bucket; rules: LifecycleRule[] }>>;
 }
 
 /** The NORMAL objects of a bucket: one by key, and listed in key order. */
 export interface ObjectStore {
-  head(bucket: Bucket, key: string): Promise<ObjectMeta | undefined>;
+  head(bucket: BucketKey, key: string): Promise<ObjectMeta | undefined>;
   /** The NORMAL object's parts in part order (none for an object uploaded whole); undefined when there is no such object. */
-  parts(bucket: Bucket, key: string): Promise<ObjectPart[] | undefined>;
+  parts(bucket: BucketKey, key: string): Promise<ObjectPart[] | undefined>;
   /** Replace the NORMAL object's tags (undefined or empty: none); false when there is no such object. */
-  setTags(bucket: Bucket, key: string, tags: Tag[] | undefined): Promise<boolean>;
+  setTags(bucket: BucketKey, key: string, tags: Tag[] | undefined): Promise<boolean>;
   /** Keep an object's ACL (its stored header's value) or remove it (undefined); false when there is no such object. */
-  setAcl(bucket: Bucket, key: string, acl: string | undefined): Promise<boolean>;
-  list(bucket: Bucket, query: ListQuery): Promise<ListPage>;
+  setAcl(bucket: BucketKey, key: string, acl: string | undefined): Promise<boolean>;
+  list(bucket: BucketKey, query: ListQuery): Promise<ListPage>;
 }
 
 /** Objects on their way out: NORMAL → RECYCLED → DELETED, and back from RECYCLED by a restore. */
@@ -219,9 +228,9 @@ export interface RecycleBin {
    * object must meet them — PreconditionFailed otherwise, NoSuchKey when there is none — checked under
    * the key's write lock, so no write of the key slips between the check and the delete.
    */
-  recycle(bucket: Bucket, key: string, now: Date, conditions?: DeleteConditions): Promise<boolean>;
+  recycle(bucket: BucketKey, key: string, now: Date, conditions?: DeleteConditions): Promise<boolean>;
   /** Many keys NORMAL → RECYCLED at once (DeleteObjects), an object.recycled event each; answers those that had an object. */
-  recycleMany(bucket: Bucket, keys: string[], now: Date): Promise<string[]>;
+  recycleMany(bucket: BucketKey, keys: string[], now: Date): Promise<string[]>;
   /**
    * NORMAL objects of the bucket that the selection names → RECYCLED (as DeleteObject does, with an
    * object.recycled event each), in batches of their own transactions; answers the keys recycled.

@@ -1,4 +1,5 @@
-import { BLOBS_FREED_ANSWER, readAnswer, UPLOADS_ABORTED_ANSWER, type AnswerSchema } from '../../../object-model/src/index.js';
+import { BLOBS_FREED_ANSWER, BUCKET_HEADER, encodeWireHeader, readAnswer, UPLOADS_ABORTED_ANSWER, type AnswerSchema } from '../../../object-model/src/index.js';
+import type { Bucket, BucketKey } from '../metadata/store.js';
 import type { UploadExpirer } from './lifecycle-job.js';
 
 /** Asks the data plane to free the bytes of blobs nothing references any more. */
@@ -18,11 +19,12 @@ async function callDataPlane<T>(
   body: unknown,
   what: string,
   answer: AnswerSchema<T>,
+  headers: Record<string, string> = {},
 ): Promise<T | undefined> {
   if (!base) return undefined;
   const res = await fetch(`${base}${path}`, {
     method: body === undefined ? 'DELETE' : 'POST',
-    headers: { 'content-type': 'application/json', 'x-strata-internal-token': internalToken },
+    headers: { ...headers, 'content-type': 'application/json', 'x-strata-internal-token': internalToken },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   if (!res.ok) throw new Error(`data plane ${what} answered ${res.status}: ${await res.text()}`);
@@ -60,14 +62,17 @@ export class HttpUploadExpirer implements UploadExpirer {
     private readonly internalToken: string,
   ) {}
 
-  async expireUploads(bucket: string, prefix: string, initiatedNoLaterThan: Date): Promise<number> {
+  /** The bucket goes as its record (x-strata-bucket, its backend's kind only): the data plane aborts that bucket's uploads. */
+  async expireUploads(bucket: BucketKey & Pick<Bucket, 'backend'>, prefix: string, initiatedNoLaterThan: Date): Promise<number> {
+    const { id, name, owner } = bucket;
     const r = await callDataPlane(
       this.dataPlaneUrl(),
       this.internalToken,
-      `/internal/multipart-expiry/${encodeURIComponent(bucket)}`,
+      `/internal/multipart-expiry/${encodeURIComponent(name)}`,
       { prefix, initiatedNoLaterThan: initiatedNoLaterThan.toISOString() },
       'upload expiry',
       UPLOADS_ABORTED_ANSWER,
+      { [BUCKET_HEADER.name]: encodeWireHeader(BUCKET_HEADER, { id, name, owner, backend: { kind: bucket.backend.kind } }) },
     );
     return r?.aborted ?? 0;
   }

@@ -1,11 +1,14 @@
 import { type Logger } from '../../../service-kit/src/index.js';
 import { createdNoLaterThan, type LifecycleRule } from '../../../object-model/src/index.js';
-import type { Bucket, MetadataStore } from '../metadata/store.js';
+import type { Bucket, BucketKey, MetadataStore } from '../metadata/store.js';
 
 /** The data plane keeps multipart uploads: it aborts those a rule has expired, and those of a deleted bucket. */
 export interface UploadExpirer {
-  /** Abort the bucket's uploads whose key starts with `prefix`, initiated at or before `initiatedNoLaterThan`; answers how many. */
-  expireUploads(bucket: string, prefix: string, initiatedNoLaterThan: Date): Promise<number>;
+  /**
+   * Abort the bucket's uploads whose key starts with `prefix`, initiated at or before `initiatedNoLaterThan`;
+   * answers how many. Those of this very bucket (its id), not of a bucket created again under its name.
+   */
+  expireUploads(bucket: BucketKey & Pick<Bucket, 'backend'>, prefix: string, initiatedNoLaterThan: Date): Promise<number>;
   /** Abort every upload of a deleted bucket (by its id: a new bucket of the same name has its own); answers how many. */
   abortBucketUploads(bucketId: number): Promise<number>;
 }
@@ -40,7 +43,7 @@ export async function runLifecycle(deps: LifecycleDeps, now: Date): Promise<Life
         result.expiredObjects += await expireObjects(deps, bucket, rule, now);
         if (rule.abortIncompleteMultipartUploadDays !== undefined) {
           result.abortedUploads += await deps.uploads.expireUploads(
-            bucket.name,
+            bucket,
             rule.filter.prefix,
             createdNoLaterThan(now, rule.abortIncompleteMultipartUploadDays),
           );

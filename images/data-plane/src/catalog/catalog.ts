@@ -147,10 +147,12 @@ export class Catalog {
   /**
    * The NORMAL object `key` of the bucket named `bucketName` in ONE statement (the read hot path:
    * GET/HEAD). `undefined` object when the bucket exists but the key does not; NoSuchBucket otherwise.
+   * That bucket is, on a miss, the one of row `bucketId` when the caller names one (the record the
+   * gateway authorised: no name is resolved again), else the name's.
    * Read through readQuery: a replica answers when it provably has every write before this call (the
    * data plane's reads are `latest`), also while the primary hangs (RoutingSqlClient).
    */
-  async objectByBucketName(bucketName: string, key: string): Promise<{ bucket: BucketRef; object: StoredObject | undefined }> {
+  async objectByBucketName(bucketName: string, key: string, bucketId?: number): Promise<{ bucket: BucketRef; object: StoredObject | undefined }> {
     const res = await readQuery<
       StoredObjectRow & { bucket_id: number; bucket_owner: string; bucket_backend: BucketRef['backend']; inline_data: Buffer | null }
     >(
@@ -163,7 +165,7 @@ export class Catalog {
       [bucketName, key],
     );
     const row = res.rows[0];
-    if (!row) return { bucket: await this.bucket(bucketName), object: undefined };
+    if (!row) return { bucket: bucketId === undefined ? await this.bucket(bucketName) : await this.bucketById(bucketId, bucketName), object: undefined };
     if (row.inline_data) this.inlineRead.keep(row.backend_key, row.locator, row.inline_data);
     const bucket: BucketRef = { id: Number(row.bucket_id), name: bucketName, owner: row.bucket_owner, backend: row.bucket_backend };
     return { bucket, object: toStoredObject(bucketName, row) };

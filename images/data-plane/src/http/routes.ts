@@ -322,29 +322,41 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   });
   router.get('/multipart/:bucket/:key/:uploadId/parts', async (req, res) => {
     res.json(
-      await multipart.listParts(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), {
-        maxParts: readPageSize(q(req, 'maxParts'), 'max-parts'),
-        partNumberMarker: readWholeNumber(q(req, 'partNumberMarker'), 'part-number-marker', 0),
-      }),
+      await multipart.listParts(
+        p(req, 'bucket'),
+        p(req, 'key'),
+        p(req, 'uploadId'),
+        {
+          maxParts: readPageSize(q(req, 'maxParts'), 'max-parts'),
+          partNumberMarker: readWholeNumber(q(req, 'partNumberMarker'), 'part-number-marker', 0),
+        },
+        resolvedBucketOf(req),
+      ),
     );
   });
   router.post('/multipart/:bucket/:key/:uploadId/complete', json, async (req, res) => {
     const { parts, conditions, checksum } = readCompleteMultipartBody(req.body);
-    res.json(await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), parts, conditions, checksum));
+    res.json(
+      await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), parts, { conditions, expectedChecksum: checksum }, resolvedBucketOf(req)),
+    );
   });
   router.delete('/multipart/:bucket/:key/:uploadId', async (req, res) => {
-    await multipart.abort(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'));
+    await multipart.abort(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), resolvedBucketOf(req));
     res.status(204).end();
   });
   router.get('/multipart/:bucket', async (req, res) => {
     res.json(
-      await multipart.listUploads(p(req, 'bucket'), {
-        prefix: q(req, 'prefix'),
-        delimiter: q(req, 'delimiter'),
-        keyMarker: q(req, 'keyMarker'),
-        uploadIdMarker: q(req, 'uploadIdMarker'),
-        maxUploads: readPageSize(q(req, 'maxUploads'), 'max-uploads'),
-      }),
+      await multipart.listUploads(
+        p(req, 'bucket'),
+        {
+          prefix: q(req, 'prefix'),
+          delimiter: q(req, 'delimiter'),
+          keyMarker: q(req, 'keyMarker'),
+          uploadIdMarker: q(req, 'uploadIdMarker'),
+          maxUploads: readPageSize(q(req, 'maxUploads'), 'max-uploads'),
+        },
+        resolvedBucketOf(req),
+      ),
     );
   });
 
@@ -358,7 +370,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   // A lifecycle rule's AbortIncompleteMultipartUpload (the control plane's daily job).
   router.post('/multipart-expiry/:bucket', json, async (req, res) => {
     const { prefix, initiatedNoLaterThan } = readMultipartExpiryBody(req.body);
-    res.json({ aborted: await multipart.abortInitiatedBefore(p(req, 'bucket'), prefix, initiatedNoLaterThan) });
+    res.json({ aborted: await multipart.abortInitiatedBefore(p(req, 'bucket'), prefix, initiatedNoLaterThan, resolvedBucketOf(req)) });
   });
 
   // The control plane writes events too (recycle, restore, purge, buckets) but has no relay of its own.

@@ -34,6 +34,7 @@ import type { Cache } from '../cache/cache.js';
 import type { DataPlaneMetrics } from '../metrics.js';
 import { chosenParts, multipartEtag, objectChecksum, type RequestedPart } from './completion.js';
 import type { ObjectService } from './object-service.js';
+import { uploadListingPage, type UploadListingQuery } from './upload-listing.js';
 import { DEFAULT_UPLOADS_PER_ACCOUNT, UploadState, type InitiateOptions, type PartInfo, type UploadInfo } from './upload-state.js';
 
 export { UPLOAD_TTL_S, type UploadChecksum } from './upload-state.js';
@@ -52,6 +53,15 @@ export interface PartUpload {
   sse?: SseRequest;
   /** The bucket as the gateway resolved and authorised it (x-strata-bucket); without it the name is looked up. */
   resolvedBucket?: BucketRef;
+}
+
+/** A request's bucket and its backend (ObjectService.bucket), resolved once per request, on first use. */
+type RequestBucket = () => Promise<{ bucket: BucketRef; backend: StorageBackend }>;
+
+/** What a Complete checks besides its parts: If-Match / If-None-Match, and the whole object's checksum as the client computed it. */
+export interface CompletionChecks {
+  conditions?: WriteConditions;
+  expectedChecksum?: { algorithm: string; value: string };
 }
 
 /** How a part's bytes are checked, and the customer key of an SSE-C upload. */
@@ -117,13 +127,22 @@ export class MultipartService {
   }
 
   /**
-   * The upload `uploadId` of `key` in the bucket now named `bucketName`: NoSuchUpload unless it was
-   * started in this very bucket (not in a deleted one of the same name; state of uploads started before
-   * uploads carried their bucket id has none and is not found either).
+   * The request's bucket, resolved at most once and only when first asked: the record the gateway
+   * authorised (x-strata-bucket) when it sent one, else the name's current bucket.
    */
-  private async upload(bucketName: string, key: string, uploadId: string, resolved?: BucketRef): Promise<{ info: UploadInfo; backend: StorageBackend }> {
+  private requestBucket(name: string, resolved?: BucketRef): RequestBucket {
+    let target: ReturnType<RequestBucket> | undefined;
+    return () => (target ??= this.objects.bucket(name, resolved));
+  }
+
+  /**
+   * The upload `uploadId` of `key` in the request's bucket: NoSuchUpload unless it was started in this
+   * very bucket (not in a deleted one of the same name; state of uploads started before uploads carried
+   * their bucket id has none and is not found either).
+   */
+  private async upload(target: RequestBucket, key: string, uploadId: string): Promise<{ info: UploadInfo; backend: StorageBackend }> {
     const info = await this.state.info(uploadId);
-    const current = info && (await this.objects.bucket(bucketName, resolved));
+    const current = info && (await target());
     if (!info || !current || info.bucketId !== current.bucket.id || info.key !== key) throw new S3Error('NoSuchUpload', undefined, { UploadId: uploadId });
     // A bucket's own backend (operator settings) is rebuilt from the bucket after a restart.
     const backend = this.backends.byBackendKey(info.backendKey) ?? current.backend;
@@ -138,7 +157,7 @@ export class MultipartService {
    */
   async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, body: Readable, opts: PartUpload): Promise<{ etag: string }> {
     checkPartNumber(partNumber);
-    const { info, backend } = await this.upload(bucket, key, uploadId, opts.resolvedBucket);
+    const { info, backend } = await this.upload(this.requestBucket(bucket, opts.resolvedBucket), key, uploadId);
     checkObjectSize(opts.contentLength);
     const wanted = info.checksum?.algorithm;
     if (wanted && opts.checksumAlgorithm !== wanted) {
@@ -191,7 +210,7 @@ export class MultipartService {
     },
   ): Promise<{ etag: string; lastModified: string }> {
     checkPartNumber(partNumber);
-    const { info, backend } = await this.upload(bucket, key, uploadId, source.resolvedBucket);
+    const { info, backend } = await this.upload(this.requestBucket(bucket, source.resolvedBucket), key, uploadId);
     const { object, backend: sourceBackend } = await this.objects.head(source.bucket, source.key, source.resolvedSourceBucket);
     checkCopySourceConditions(source.conditions, object);
     const range = source.range !== undefined ? readCopySourceRange(source.range) : undefined;
@@ -260,8 +279,8 @@ export class MultipartService {
     if (previous && previous.locator !== part.locator) await backend.delete(previous.locator);
   }
 
-  async listParts(bucket: string, key: string, uploadId: string, opts: { maxParts?: number; partNumberMarker?: number }) {
-    const { info } = await this.upload(bucket, key, uploadId);
+  async listParts(bucket: string, key: string, uploadId: string, opts: { maxParts?: number; partNumberMarker?: number }, resolved?: BucketRef) {
+    const { info } = await this.upload(this.requestBucket(bucket, resolved), key, uploadId);
     const maxParts = pageSize(opts.maxParts);
     const after = opts.partNumberMarker ?? 0;
     const all = (await this.state.parts(uploadId)).filter((p) => p.partNumber > after);
@@ -282,28 +301,28 @@ export class MultipartService {
    * Compose the chosen parts into the object. With conditions (If-Match / If-None-Match, S3's
    * conditional writes) the commit checks them atomically; they are also checked before composing, so
    * that a write that cannot succeed does not copy the parts first. A failed condition leaves the
-   * upload in progress, as S3 does.
+   * upload in progress, as S3 does. `resolved`: the bucket as the gateway resolved and authorised it,
+   * the one bucket every step below works on.
    */
   async complete(
     bucketName: string,
     key: string,
     uploadId: string,
     requested: RequestedPart[],
-    conditions?: WriteConditions,
-    /** The whole object's checksum as the client computed it (x-amz-checksum-* on the Complete request). */
-    expectedChecksum?: { algorithm: string; value: string },
+    { conditions, expectedChecksum }: CompletionChecks = {},
+    resolved?: BucketRef,
   ): Promise<ObjectMeta> {
-    const retried = await this.completedBefore(bucketName, key, uploadId);
+    const target = this.requestBucket(bucketName, resolved);
+    const retried = await this.completedBefore(target, key, uploadId);
     if (retried) return retried;
-    const { info, backend } = await this.upload(bucketName, key, uploadId);
+    const { info, backend } = await this.upload(target, key, uploadId);
     const stored = new Map((await this.state.parts(uploadId)).map((p) => [p.partNumber, p]));
     const chosen = chosenParts(uploadId, info, requested, stored);
     const etag = multipartEtag(chosen);
     const checksum = info.checksum && (await objectChecksum(info.checksum, chosen, expectedChecksum));
-    const { bucket } = await this.objects.bucket(bucketName);
-    if (bucket.id !== info.bucketId) throw new S3Error('NoSuchUpload', undefined, { UploadId: uploadId });
+    const { bucket } = await target();
     if (conditions) {
-      const current = await this.objects.head(bucketName, key).then(
+      const current = await this.objects.head(bucketName, key, bucket).then(
         ({ object }) => object.etag,
         (err: unknown) => {
           if (err instanceof S3Error && err.code === 'NoSuchKey') return undefined;
@@ -347,9 +366,9 @@ export class MultipartService {
    * A Complete of an upload already completed in this bucket (a client's retry) answers what the
    * first one did, and finishes its cleanup if that was left undone.
    */
-  private async completedBefore(bucketName: string, key: string, uploadId: string): Promise<ObjectMeta | undefined> {
+  private async completedBefore(target: RequestBucket, key: string, uploadId: string): Promise<ObjectMeta | undefined> {
     const done = await this.state.completed(uploadId);
-    if (!done || done.key !== key || done.bucketId !== (await this.objects.bucket(bucketName)).bucket.id) return undefined;
+    if (!done || done.key !== key || done.bucketId !== (await target()).bucket.id) return undefined;
     const info = await this.state.info(uploadId);
     if (info) await this.afterCommit(uploadId, info, ...(await this.partsOnBackend(uploadId, info)), done.meta);
     return done.meta;
@@ -370,8 +389,12 @@ export class MultipartService {
     }
   }
 
-  async abort(bucket: string, key: string, uploadId: string): Promise<void> {
-    const { info, backend } = await this.upload(bucket, key, uploadId);
+  async abort(bucket: string, key: string, uploadId: string, resolved?: BucketRef): Promise<void> {
+    await this.abortIn(this.requestBucket(bucket, resolved), key, uploadId);
+  }
+
+  private async abortIn(target: RequestBucket, key: string, uploadId: string): Promise<void> {
+    const { info, backend } = await this.upload(target, key, uploadId);
     await this.discard(uploadId, info, backend, await this.state.parts(uploadId));
   }
 
@@ -393,13 +416,14 @@ export class MultipartService {
    * Abort the bucket's uploads whose key starts with `prefix` and that were initiated at or before
    * `initiatedNoLaterThan` (a lifecycle rule's AbortIncompleteMultipartUpload); answers how many.
    */
-  async abortInitiatedBefore(bucketName: string, prefix: string, initiatedNoLaterThan: Date): Promise<number> {
-    const { bucket } = await this.objects.bucket(bucketName);
+  async abortInitiatedBefore(bucketName: string, prefix: string, initiatedNoLaterThan: Date, resolved?: BucketRef): Promise<number> {
+    const target = this.requestBucket(bucketName, resolved);
+    const { bucket } = await target();
     let aborted = 0;
     for (const u of await this.uploadsOf(bucket.id)) {
       if (!u.info.key.startsWith(prefix) || new Date(u.info.initiated) > initiatedNoLaterThan) continue;
       try {
-        await this.abort(bucket.name, u.info.key, u.uploadId);
+        await this.abortIn(target, u.info.key, u.uploadId);
         aborted++;
       } catch (err) {
         // Completed or aborted meanwhile.
@@ -443,53 +467,9 @@ export class MultipartService {
     }
   }
 
-  /**
-   * ListMultipartUploads: in byte order of key, then upload id, after the markers; with a delimiter,
-   * the keys that hold it after the prefix are rolled up into common prefixes, each counted as one entry
-   * (a key marker that is such a prefix continues after everything under it, as S3).
-   */
-  async listUploads(bucketName: string, opts: { prefix?: string; delimiter?: string; keyMarker?: string; uploadIdMarker?: string; maxUploads?: number }) {
-    const { bucket } = await this.objects.bucket(bucketName);
-    const prefix = opts.prefix ?? '';
-    const delimiter = opts.delimiter || undefined;
-    const maxUploads = pageSize(opts.maxUploads);
-    const uploads = (await this.uploadsOf(bucket.id))
-      .filter((u) => u.info.key.startsWith(prefix))
-      .map(({ uploadId, info }) => ({ key: info.key, uploadId, initiated: info.initiated, owner: info.owner }));
-    const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
-    uploads.sort((a, b) => byteOrder(a.key, b.key) || byteOrder(a.uploadId, b.uploadId));
-    const markerIsPrefix = delimiter !== undefined && opts.keyMarker !== undefined && opts.keyMarker.endsWith(delimiter);
-    const after = uploads.filter((u) => {
-      if (opts.keyMarker === undefined) return true;
-      if (markerIsPrefix && u.key.startsWith(opts.keyMarker)) return false;
-      const c = byteOrder(u.key, opts.keyMarker);
-      return c > 0 || (c === 0 && opts.uploadIdMarker !== undefined && u.uploadId > opts.uploadIdMarker);
-    });
-    const page: typeof uploads = [];
-    const commonPrefixes: string[] = [];
-    let isTruncated = false;
-    let last: { key: string; uploadId?: string } | undefined;
-    for (const u of after) {
-      const at = delimiter === undefined ? -1 : u.key.indexOf(delimiter, prefix.length);
-      const common = at >= 0 ? u.key.slice(0, at + delimiter!.length) : undefined;
-      if (common !== undefined && common === commonPrefixes[commonPrefixes.length - 1]) continue;
-      if (page.length + commonPrefixes.length === maxUploads) {
-        isTruncated = true;
-        break;
-      }
-      if (common !== undefined) {
-        commonPrefixes.push(common);
-        last = { key: common };
-      } else {
-        page.push(u);
-        last = { key: u.key, uploadId: u.uploadId };
-      }
-    }
-    return {
-      uploads: page,
-      commonPrefixes,
-      isTruncated,
-      ...(isTruncated && last ? { nextKeyMarker: last.key, ...(last.uploadId ? { nextUploadIdMarker: last.uploadId } : {}) } : {}),
-    };
+  /** ListMultipartUploads of the request's bucket (`resolved`: as the gateway authorised it), one page (upload-listing.ts). */
+  async listUploads(bucketName: string, query: UploadListingQuery, resolved?: BucketRef) {
+    const { bucket } = await this.objects.bucket(bucketName, resolved);
+    return uploadListingPage(await this.uploadsOf(bucket.id), query);
   }
 }

@@ -319,7 +319,7 @@ export class ObjectService {
   async head(bucketName: string, key: string, resolved?: BucketRef): Promise<{ object: StoredObject; backend: StorageBackend }> {
     assertObjectKey(key);
     checkResolvedName(bucketName, resolved);
-    const load = () => this.catalog.objectByBucketName(bucketName, key);
+    const load = () => this.catalog.objectByBucketName(bucketName, key, resolved?.id);
     // Only found objects of buckets whose backend config is just `{kind}` are cached (no settings or
     // secrets of per-bucket backends in the cache).
     const { bucket, object } = this.readCache

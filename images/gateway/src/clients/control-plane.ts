@@ -29,6 +29,7 @@ import {
   type KeyScope,
   type ScopedKeyCredentials,
 } from '../../../object-model/src/index.js';
+import { bucketRecordHeader } from './bucket-record-header.js';
 import { InternalHttp, type Guard, seg } from './internal-http.js';
 
 export interface UserCredentials {
@@ -100,51 +101,77 @@ export class ControlPlaneClient {
     return this.http.json('GET', `/internal/buckets/${seg(bucket)}`, BUCKET_INFO_ANSWER, { scope: bucket });
   }
 
-  async deleteBucket(bucket: string): Promise<void> {
-    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}`, NO_ANSWER, { scope: bucket });
+  async deleteBucket(bucket: string, bucketRecord?: BucketInfo): Promise<void> {
+    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}`, NO_ANSWER, { headers: bucketRecordHeader(bucketRecord), scope: bucket });
   }
 
   /** One of the bucket's configurations (NoSuchLifecycleConfiguration / NoSuchCORSConfiguration / NoSuchTagSet when it has none). */
-  async getBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K): Promise<BucketConfigs[K]> {
-    return (await this.http.json('GET', `/internal/buckets/${seg(bucket)}/${kind}`, bucketConfigAnswer(kind))).rules;
+  async getBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K, bucketRecord?: BucketInfo): Promise<BucketConfigs[K]> {
+    return (await this.http.json('GET', `/internal/buckets/${seg(bucket)}/${kind}`, bucketConfigAnswer(kind), { headers: bucketRecordHeader(bucketRecord) }))
+      .rules;
   }
 
   /** Replace one of the bucket's configurations; undefined removes it. */
-  async putBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K, rules: BucketConfigs[K] | undefined): Promise<void> {
-    if (rules) await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/${kind}`, NO_ANSWER, { body: { rules }, scope: bucket });
-    else await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/${kind}`, NO_ANSWER, { scope: bucket });
+  async putBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K, rules: BucketConfigs[K] | undefined, bucketRecord?: BucketInfo): Promise<void> {
+    const headers = bucketRecordHeader(bucketRecord);
+    if (rules) await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/${kind}`, NO_ANSWER, { body: { rules }, headers, scope: bucket });
+    else await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/${kind}`, NO_ANSWER, { headers, scope: bucket });
   }
 
-  listObjects(bucket: string, q: ListObjectsQuery): Promise<ListObjectsResult> {
-    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects`, LIST_OBJECTS_ANSWER, { query: { ...q }, scope: bucket });
+  listObjects(bucket: string, q: ListObjectsQuery, bucketRecord?: BucketInfo): Promise<ListObjectsResult> {
+    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects`, LIST_OBJECTS_ANSWER, {
+      query: { ...q },
+      headers: bucketRecordHeader(bucketRecord),
+      scope: bucket,
+    });
   }
 
-  headObject(bucket: string, key: string): Promise<ObjectMeta> {
-    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, OBJECT_META_ANSWER, { scope: bucket });
+  headObject(bucket: string, key: string, bucketRecord?: BucketInfo): Promise<ObjectMeta> {
+    return this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, OBJECT_META_ANSWER, {
+      headers: bucketRecordHeader(bucketRecord),
+      scope: bucket,
+    });
   }
 
   /** A multipart object's parts in part order (none for an object uploaded whole). */
-  async objectParts(bucket: string, key: string): Promise<StoredPart[]> {
-    return (await this.http.json('GET', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/parts`, OBJECT_PARTS_ANSWER)).parts;
+  async objectParts(bucket: string, key: string, bucketRecord?: BucketInfo): Promise<StoredPart[]> {
+    const path = `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/parts`;
+    return (await this.http.json('GET', path, OBJECT_PARTS_ANSWER, { headers: bucketRecordHeader(bucketRecord) })).parts;
   }
 
   /** Replace the object's tags (none: remove them); NoSuchKey when there is no such object. */
-  async putObjectTags(bucket: string, key: string, tags: Tag[]): Promise<void> {
-    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/tagging`, NO_ANSWER, { body: { tags }, scope: bucket });
+  async putObjectTags(bucket: string, key: string, tags: Tag[], bucketRecord?: BucketInfo): Promise<void> {
+    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/tagging`, NO_ANSWER, {
+      body: { tags },
+      headers: bucketRecordHeader(bucketRecord),
+      scope: bucket,
+    });
   }
 
   /** Replace the ACL kept with the object (undefined: none); NoSuchKey when there is no such object. */
-  async putObjectAcl(bucket: string, key: string, acl: AccessControlList | undefined): Promise<void> {
-    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/acl`, NO_ANSWER, { body: { acl: acl ?? null }, scope: bucket });
+  async putObjectAcl(bucket: string, key: string, acl: AccessControlList | undefined, bucketRecord?: BucketInfo): Promise<void> {
+    await this.http.json('PUT', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}/acl`, NO_ANSWER, {
+      body: { acl: acl ?? null },
+      headers: bucketRecordHeader(bucketRecord),
+      scope: bucket,
+    });
   }
 
   /** Soft delete; with conditions, NoSuchKey or PreconditionFailed unless the object meets them. */
-  async deleteObject(bucket: string, key: string, conditions?: DeleteConditions): Promise<void> {
-    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, NO_ANSWER, { query: { ...conditions }, scope: bucket });
+  async deleteObject(bucket: string, key: string, conditions?: DeleteConditions, bucketRecord?: BucketInfo): Promise<void> {
+    await this.http.json('DELETE', `/internal/buckets/${seg(bucket)}/objects/${seg(key)}`, NO_ANSWER, {
+      query: { ...conditions },
+      headers: bucketRecordHeader(bucketRecord),
+      scope: bucket,
+    });
   }
 
-  deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult> {
-    return this.http.json('POST', `/internal/buckets/${seg(bucket)}/delete-objects`, DELETE_OBJECTS_ANSWER, { body: { objects }, scope: bucket });
+  deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>, bucketRecord?: BucketInfo): Promise<DeleteObjectsResult> {
+    return this.http.json('POST', `/internal/buckets/${seg(bucket)}/delete-objects`, DELETE_OBJECTS_ANSWER, {
+      body: { objects },
+      headers: bucketRecordHeader(bucketRecord),
+      scope: bucket,
+    });
   }
 
   /** A page of the owner's recycle bin (`limit` ≤ 1000); `nextToken` when more follow. */

@@ -1,5 +1,6 @@
 import type http from 'node:http';
 import type { Readable } from 'node:stream';
+import { bucketRecordHeader } from './bucket-record-header.js';
 import { InternalHttp, type Cancellation, type Guard, seg } from './internal-http.js';
 import {
   CREATE_MULTIPART_ANSWER,
@@ -18,7 +19,6 @@ import {
   SSE_REQUEST_HEADER,
   type SseAnswer,
   type SseRequest,
-  BUCKET_HEADER,
   S3Error,
   SOURCE_BUCKET_HEADER,
   encodeWireHeader,
@@ -113,16 +113,6 @@ function sseHeaders(sse: SseRequest | undefined): http.OutgoingHttpHeaders {
   return value ? { [SSE_REQUEST_HEADER]: value } : {};
 }
 
-/**
- * The bucket record the request was authorised against, for the data plane to write to (none from a
- * source that gave no row id, e.g. a test's fake layer: the data plane then resolves the name itself).
- */
-function bucketHeader(bucket: BucketInfo | undefined, wire = BUCKET_HEADER): http.OutgoingHttpHeaders {
-  if (bucket?.id === undefined) return {};
-  const { id, name, owner, backend, encryption } = bucket;
-  return { [wire.name]: encodeWireHeader(wire, { id, name, owner, backend, ...(encryption ? { encryption } : {}) }) };
-}
-
 /** Typed client for the data plane: object bytes, copy, multipart (ADR 0001). Calls are guarded per bucket (their breaker scope). */
 export class DataPlaneClient {
   readonly http: InternalHttp;
@@ -179,7 +169,7 @@ export class DataPlaneClient {
         ...(h.ifMatch ? { 'if-match': h.ifMatch } : {}),
         ...(h.ifNoneMatch ? { 'if-none-match': h.ifNoneMatch } : {}),
         ...sseHeaders(h.sse),
-        ...bucketHeader(h.bucketRecord),
+        ...bucketRecordHeader(h.bucketRecord),
       },
       body,
       cancellation,
@@ -202,7 +192,7 @@ export class DataPlaneClient {
         ...(c?.ifModifiedSince !== undefined ? { 'if-modified-since': c.ifModifiedSince } : {}),
         ...(c?.ifUnmodifiedSince !== undefined ? { 'if-unmodified-since': c.ifUnmodifiedSince } : {}),
         ...sseHeaders(input.sse),
-        ...bucketHeader(input.bucketRecord),
+        ...bucketRecordHeader(input.bucketRecord),
       },
       ...(input.partNumber !== undefined ? { query: { partNumber: input.partNumber } } : {}),
       cancellation,
@@ -220,10 +210,11 @@ export class DataPlaneClient {
   }
 
   /** The backend's own URL for the object, or undefined when the backend cannot serve it directly. */
-  async directUrl(bucket: string, key: string, expires: number): Promise<string | undefined> {
+  async directUrl(bucket: string, key: string, expires: number, bucketRecord?: BucketInfo): Promise<string | undefined> {
     try {
       const r = await this.http.json('GET', `/internal/objects/${seg(bucket)}/${seg(key)}`, DIRECT_URL_ANSWER, {
         query: { 'direct-url': true, expires },
+        headers: bucketRecordHeader(bucketRecord),
         scope: bucket,
       });
       return r.url;
@@ -236,7 +227,7 @@ export class DataPlaneClient {
   copyObject(bucket: string, key: string, { sse, bucketRecord, sourceBucketRecord, ...body }: CopyObjectInput): Promise<ObjectMeta> {
     return this.http.json('POST', `/internal/objects/${seg(bucket)}/${seg(key)}/copy`, OBJECT_META_ANSWER, {
       body,
-      headers: { ...sseHeaders(sse), ...bucketHeader(bucketRecord), ...bucketHeader(sourceBucketRecord, SOURCE_BUCKET_HEADER) },
+      headers: { ...sseHeaders(sse), ...bucketRecordHeader(bucketRecord), ...bucketRecordHeader(sourceBucketRecord, SOURCE_BUCKET_HEADER) },
       long: true,
     });
   }
@@ -248,7 +239,7 @@ export class DataPlaneClient {
   ): Promise<{ uploadId: string; checksum?: Required<UploadChecksum>; sse?: SseAnswer }> {
     return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}`, CREATE_MULTIPART_ANSWER, {
       body,
-      headers: { ...sseHeaders(sse), ...bucketHeader(bucketRecord) },
+      headers: { ...sseHeaders(sse), ...bucketRecordHeader(bucketRecord) },
       scope: bucket,
     });
   }
@@ -272,7 +263,7 @@ export class DataPlaneClient {
         ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}),
         ...(h.checksumAlgorithm ? { 'x-strata-checksum-algorithm': h.checksumAlgorithm } : {}),
         ...sseHeaders(h.sse),
-        ...bucketHeader(h.bucketRecord),
+        ...bucketRecordHeader(h.bucketRecord),
       },
       body,
       cancellation,
@@ -288,14 +279,21 @@ export class DataPlaneClient {
   ): Promise<{ etag: string; lastModified: string; checksum?: NamedChecksum }> {
     return this.http.json('PUT', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts/${partNumber}/copy`, UPLOAD_PART_COPY_ANSWER, {
       body,
-      headers: { ...sseHeaders(sse), ...bucketHeader(bucketRecord), ...bucketHeader(sourceBucketRecord, SOURCE_BUCKET_HEADER) },
+      headers: { ...sseHeaders(sse), ...bucketRecordHeader(bucketRecord), ...bucketRecordHeader(sourceBucketRecord, SOURCE_BUCKET_HEADER) },
       long: true,
     });
   }
 
-  listParts(bucket: string, key: string, uploadId: string, q: { maxParts?: number; partNumberMarker?: number }): Promise<ListPartsResult> {
+  listParts(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    q: { maxParts?: number; partNumberMarker?: number },
+    bucketRecord?: BucketInfo,
+  ): Promise<ListPartsResult> {
     return this.http.json('GET', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/parts`, LIST_PARTS_ANSWER, {
       query: { ...q },
+      headers: bucketRecordHeader(bucketRecord),
       scope: bucket,
     });
   }
@@ -308,18 +306,27 @@ export class DataPlaneClient {
     parts: CompletedPart[],
     conditions?: WriteConditions,
     checksum?: NamedChecksum,
+    bucketRecord?: BucketInfo,
   ): Promise<ObjectMeta> {
     return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/complete`, OBJECT_META_ANSWER, {
       body: { parts, ...(conditions ? { conditions } : {}), ...(checksum ? { checksum } : {}) },
+      headers: bucketRecordHeader(bucketRecord),
       long: true,
     });
   }
 
-  async abortMultipart(bucket: string, key: string, uploadId: string): Promise<void> {
-    await this.http.json('DELETE', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}`, NO_ANSWER, { scope: bucket });
+  async abortMultipart(bucket: string, key: string, uploadId: string, bucketRecord?: BucketInfo): Promise<void> {
+    await this.http.json('DELETE', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}`, NO_ANSWER, {
+      headers: bucketRecordHeader(bucketRecord),
+      scope: bucket,
+    });
   }
 
-  listUploads(bucket: string, q: ListUploadsQuery): Promise<ListUploadsResult> {
-    return this.http.json('GET', `/internal/multipart/${seg(bucket)}`, LIST_UPLOADS_ANSWER, { query: { ...q }, scope: bucket });
+  listUploads(bucket: string, q: ListUploadsQuery, bucketRecord?: BucketInfo): Promise<ListUploadsResult> {
+    return this.http.json('GET', `/internal/multipart/${seg(bucket)}`, LIST_UPLOADS_ANSWER, {
+      query: { ...q },
+      headers: bucketRecordHeader(bucketRecord),
+      scope: bucket,
+    });
   }
 }

@@ -50,7 +50,7 @@ export const putBucketAcl: S3Handler = async (s3) => {
     kind: 'bucket',
     platformBlocksPublic: deps.buckets.platformBlocksPublic,
   });
-  await deps.objects.putBucketConfig(bucket, 'acl', acl?.grants);
+  await deps.objects.putBucketConfig(bucket, 'acl', acl?.grants, info);
   deps.buckets.forget(bucket);
   sendStatus(res, 200);
 };
@@ -61,7 +61,7 @@ async function objectFor(s3: S3Request, permission: 'READ_ACP' | 'WRITE_ACP') {
   const caller = state(res).caller?.username;
   const info = await deps.buckets.existing(bucket);
   if (caller !== info.owner && !aclsEnabled(info)) throw new S3Error('AccessDenied');
-  const meta = await deps.objects.headObject(bucket, key).catch((err: unknown) => {
+  const meta = await deps.objects.headObject(bucket, key, info).catch((err: unknown) => {
     // As S3: who may not list the bucket learns nothing of which keys exist.
     if (err instanceof S3Error && err.code === 'NoSuchKey' && caller !== info.owner) throw new S3Error('AccessDenied');
     throw err;
@@ -85,7 +85,7 @@ export const putObjectAcl: S3Handler = async (s3) => {
     kind: 'object',
     platformBlocksPublic: deps.buckets.platformBlocksPublic,
   });
-  await deps.objects.putObjectAcl(bucket, key, acl);
+  await deps.objects.putObjectAcl(bucket, key, acl, info);
   sendStatus(res, 200);
 };
 
@@ -98,19 +98,19 @@ export const ownershipControls: Record<'put' | 'get' | 'delete', S3Handler> = {
     // As S3: turning ACLs off is refused while the bucket's own ACL grants anyone else anything.
     if (ownership === 'BucketOwnerEnforced' && info.acl?.some((g) => !('id' in g.grantee && g.grantee.id === info.owner)))
       throw new S3Error('InvalidBucketAclWithObjectOwnership');
-    await deps.objects.putBucketConfig(bucket, 'ownership', [{ objectOwnership: ownership }]);
+    await deps.objects.putBucketConfig(bucket, 'ownership', [{ objectOwnership: ownership }], info);
     deps.buckets.forget(bucket);
     sendStatus(res, 200);
   },
   get: async ({ res, bucket, deps }) => {
-    await deps.buckets.owned(bucket, callerOf(res));
-    const [rule] = await deps.objects.getBucketConfig(bucket, 'ownership');
+    const info = await deps.buckets.owned(bucket, callerOf(res));
+    const [rule] = await deps.objects.getBucketConfig(bucket, 'ownership', info);
     sendXml(res, 'OwnershipControls', renderOwnershipControls(rule!.objectOwnership));
   },
   delete: async ({ req, res, bucket, deps }) => {
     discard(req);
-    await deps.buckets.owned(bucket, callerOf(res));
-    await deps.objects.putBucketConfig(bucket, 'ownership', undefined);
+    const info = await deps.buckets.owned(bucket, callerOf(res));
+    await deps.objects.putBucketConfig(bucket, 'ownership', undefined, info);
     deps.buckets.forget(bucket);
     sendStatus(res, 204);
   },
@@ -120,21 +120,21 @@ export const ownershipControls: Record<'put' | 'get' | 'delete', S3Handler> = {
 export const publicAccessBlock: Record<'put' | 'get' | 'delete', S3Handler> = {
   put: async ({ req, res, bucket, deps }) => {
     const body = await readCheckedDocument(req, res, { required: false });
-    await deps.buckets.owned(bucket, callerOf(res));
+    const info = await deps.buckets.owned(bucket, callerOf(res));
     const block = parsePublicAccessBlock(parseXml<Record<string, unknown>>(body.toString('utf8'), 'PublicAccessBlockConfiguration'));
-    await deps.objects.putBucketConfig(bucket, 'publicAccessBlock', [block]);
+    await deps.objects.putBucketConfig(bucket, 'publicAccessBlock', [block], info);
     deps.buckets.forget(bucket);
     sendStatus(res, 200);
   },
   get: async ({ res, bucket, deps }) => {
-    await deps.buckets.owned(bucket, callerOf(res));
-    const [block] = await deps.objects.getBucketConfig(bucket, 'publicAccessBlock');
+    const info = await deps.buckets.owned(bucket, callerOf(res));
+    const [block] = await deps.objects.getBucketConfig(bucket, 'publicAccessBlock', info);
     sendXml(res, 'PublicAccessBlockConfiguration', renderPublicAccessBlock(block!));
   },
   delete: async ({ req, res, bucket, deps }) => {
     discard(req);
-    await deps.buckets.owned(bucket, callerOf(res));
-    await deps.objects.putBucketConfig(bucket, 'publicAccessBlock', undefined);
+    const info = await deps.buckets.owned(bucket, callerOf(res));
+    await deps.objects.putBucketConfig(bucket, 'publicAccessBlock', undefined, info);
     deps.buckets.forget(bucket);
     sendStatus(res, 204);
   },

@@ -27,21 +27,21 @@ function configHandlers<K extends keyof BucketConfigs>(kind: K, document: Config
   return {
     put: async ({ req, res, bucket, deps }) => {
       const body = await readCheckedDocument(req, res, { required: true });
-      await deps.buckets.owned(bucket, callerOf(res));
+      const record = await deps.buckets.owned(bucket, callerOf(res));
       const rules = document.parse(parseXml<Record<string, unknown>>(body.toString('utf8'), document.root));
       // (Only a TagSet may be empty: no tags, as after DeleteBucketTagging.)
-      await deps.objects.putBucketConfig(bucket, kind, rules.length > 0 ? rules : undefined);
+      await deps.objects.putBucketConfig(bucket, kind, rules.length > 0 ? rules : undefined, record);
       deps.buckets.forget(bucket);
       sendStatus(res, 200);
     },
     get: async ({ res, bucket, deps }) => {
-      await deps.buckets.owned(bucket, callerOf(res));
-      sendXml(res, document.root, document.render(await deps.objects.getBucketConfig(bucket, kind)));
+      const record = await deps.buckets.owned(bucket, callerOf(res));
+      sendXml(res, document.root, document.render(await deps.objects.getBucketConfig(bucket, kind, record)));
     },
     delete: async ({ req, res, bucket, deps }) => {
       discard(req);
-      await deps.buckets.owned(bucket, callerOf(res));
-      await deps.objects.putBucketConfig(bucket, kind, undefined);
+      const record = await deps.buckets.owned(bucket, callerOf(res));
+      await deps.objects.putBucketConfig(bucket, kind, undefined, record);
       deps.buckets.forget(bucket);
       sendStatus(res, 204);
     },

@@ -127,25 +127,25 @@ export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
   const backend = backendChoice(req.headers['x-strata-backend'] as string | undefined, body, req.headers['content-type']);
   const access = accessOfNewBucket(req, caller.username, deps.buckets.platformBlocksPublic, deps.defaultObjectOwnership);
   // The control plane asks the data plane whether a non-fs backend is usable before it creates the bucket.
-  let created = true;
+  let created: BucketInfo | undefined;
   try {
-    await deps.objects.createBucket(bucket, caller.username, backend);
+    created = await deps.objects.createBucket(bucket, caller.username, backend);
   } catch (err) {
     // S3 in us-east-1 answers a create of a bucket the caller already owns with success (and changes nothing).
     if (!(err instanceof S3Error && err.code === 'BucketAlreadyOwnedByYou' && deps.region === 'us-east-1')) throw err;
-    created = false;
   }
-  // (The control plane makes a bucket BucketOwnerEnforced with no grants: only other choices are written.)
-  if (created && access.ownership !== 'BucketOwnerEnforced') await deps.objects.putBucketConfig(bucket, 'ownership', [{ objectOwnership: access.ownership }]);
-  if (created && access.grants) await deps.objects.putBucketConfig(bucket, 'acl', access.grants);
+  // (The control plane makes a bucket BucketOwnerEnforced with no grants: only other choices are written, to the bucket just made.)
+  if (created && access.ownership !== 'BucketOwnerEnforced')
+    await deps.objects.putBucketConfig(bucket, 'ownership', [{ objectOwnership: access.ownership }], created);
+  if (created && access.grants) await deps.objects.putBucketConfig(bucket, 'acl', access.grants, created);
   deps.buckets.forget(bucket);
   res.setHeader('Location', `/${bucket}`);
   sendStatus(res, 200);
 };
 
 export const deleteBucket: S3Handler = async ({ res, bucket, deps }) => {
-  await deps.buckets.owned(bucket, callerOf(res));
-  await deps.objects.deleteBucket(bucket);
+  const record = await deps.buckets.owned(bucket, callerOf(res));
+  await deps.objects.deleteBucket(bucket, record);
   deps.buckets.forget(bucket);
   sendStatus(res, 204);
 };

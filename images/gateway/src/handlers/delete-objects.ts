@@ -40,8 +40,8 @@ export const deleteObject: S3Handler = async ({ req, res, bucket, key, deps }) =
     'x-amz-if-match-last-modified-time',
     'x-amz-if-match-size',
   ]);
-  await deps.buckets.permitted(bucket, callerOf(res), 'WRITE');
-  await deps.objects.deleteObject(bucket, key, conditions);
+  const record = await deps.buckets.permitted(bucket, callerOf(res), 'WRITE');
+  await deps.objects.deleteObject(bucket, key, conditions, record);
   sendStatus(res, 204);
 };
 
@@ -57,7 +57,7 @@ interface DeleteDocument {
 export const deleteObjects: S3Handler = async ({ req, res, bucket, deps }) => {
   const caller = callerOf(res);
   const body = await readCheckedDocument(req, res);
-  await deps.buckets.permitted(bucket, caller, 'WRITE');
+  const record = await deps.buckets.permitted(bucket, caller, 'WRITE');
   const doc = parseXml<DeleteDocument>(body.toString('utf8'), 'Delete');
   const entries = doc.Object ?? [];
   if (entries.length === 0 || entries.length > 1000) throw new S3Error('MalformedXML', 'A Delete request names between 1 and 1000 objects.');
@@ -67,7 +67,7 @@ export const deleteObjects: S3Handler = async ({ req, res, bucket, deps }) => {
     return { key: o.Key, ...deleteConditions(text(o.ETag), text(o.LastModifiedTime), text(o.Size), ['LastModifiedTime', 'Size']) };
   });
   const quiet = doc.Quiet === 'true';
-  const r = await deps.objects.deleteObjects(bucket, objects);
+  const r = await deps.objects.deleteObjects(bucket, objects, record);
   sendXml(res, 'DeleteResult', {
     Deleted: quiet ? [] : r.deleted.map((k) => ({ Key: k })),
     Error: r.errors.map((e) => ({ Key: e.key, Code: e.code, Message: e.message })),

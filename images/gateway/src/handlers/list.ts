@@ -33,6 +33,8 @@ async function listing({ res, bucket, query, deps }: Parameters<S3Handler>[0]) {
   const encode = encoderOf(query);
   return {
     caller,
+    /** The bucket's record the listing was authorised against: it lists that bucket. */
+    record: info,
     maxKeys: readPageSize(query.get('max-keys'), 'max-keys'),
     encode,
     prefix,
@@ -51,17 +53,12 @@ async function listing({ res, bucket, query, deps }: Parameters<S3Handler>[0]) {
 /** GET /bucket?list-type=2 */
 export const listObjectsV2: S3Handler = async (request) => {
   const { res, bucket, query, deps } = request;
-  const { caller, maxKeys, encode, prefix, delimiter, filter } = await listing(request);
+  const { caller, record, maxKeys, encode, prefix, delimiter, filter } = await listing(request);
   const startAfter = query.get('start-after') ?? '';
   const token = query.get('continuation-token') ?? undefined;
   // Sent empty, the token is wrong (S3), not absent.
   if (token === '') throw new S3Error('InvalidArgument', 'The continuation token provided is incorrect.', { ArgumentName: 'continuation-token' });
-  const r = await deps.objects.listObjects(bucket, {
-    ...filter,
-    maxKeys,
-    startAfter: startAfter || undefined,
-    continuationToken: token,
-  });
+  const r = await deps.objects.listObjects(bucket, { ...filter, maxKeys, startAfter: startAfter || undefined, continuationToken: token }, record);
   sendXml(res, 'ListBucketResult', {
     Name: bucket,
     Prefix: encode(prefix),
@@ -81,9 +78,9 @@ export const listObjectsV2: S3Handler = async (request) => {
 /** GET /bucket (ListObjects v1: marker / NextMarker), what s3cmd and rclone use. */
 export const listObjectsV1: S3Handler = async (request) => {
   const { res, bucket, query, deps } = request;
-  const { caller, maxKeys, encode, prefix, filter, page } = await listing(request);
+  const { caller, record, maxKeys, encode, prefix, filter, page } = await listing(request);
   const marker = query.get('marker') ?? '';
-  const r = await deps.objects.listObjects(bucket, { ...filter, maxKeys, marker: marker || undefined });
+  const r = await deps.objects.listObjects(bucket, { ...filter, maxKeys, marker: marker || undefined }, record);
   // S3 sends NextMarker only with a delimiter; sending it always is allowed and saves clients a guess.
   const last = [...r.objects.map((o) => o.key), ...r.commonPrefixes].sort().at(-1);
   const nextMarker = r.isTruncated ? (r.nextMarker ?? last) : undefined;
@@ -102,9 +99,9 @@ export const listObjectsV1: S3Handler = async (request) => {
 /** GET /bucket?versions: without versioning each object appears once, VersionId "null". */
 export const listObjectVersions: S3Handler = async (request) => {
   const { res, bucket, query, deps } = request;
-  const { caller, maxKeys, encode, prefix, filter, page } = await listing(request);
+  const { caller, record, maxKeys, encode, prefix, filter, page } = await listing(request);
   const keyMarker = query.get('key-marker') ?? '';
-  const r = await deps.objects.listObjects(bucket, { ...filter, maxKeys, marker: keyMarker || undefined });
+  const r = await deps.objects.listObjects(bucket, { ...filter, maxKeys, marker: keyMarker || undefined }, record);
   const last = [...r.objects.map((o) => o.key), ...r.commonPrefixes].sort().at(-1);
   sendXml(res, 'ListVersionsResult', {
     Name: bucket,

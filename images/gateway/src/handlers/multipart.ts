@@ -159,7 +159,7 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   });
   // Conditional writes (S3 since 2024): If-None-Match: * refuses to replace an object, If-Match an other version.
   const conditions = readWriteConditions(req);
-  const meta = await deps.objects.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions, objectChecksum);
+  const meta = await deps.objects.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions, objectChecksum, bucketInfo);
   setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
   setSseHeaders(res, meta.sse);
   const checksum = storedChecksum(meta.headers);
@@ -178,8 +178,8 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
  */
 export const abortMultipartUpload: S3Handler = async (s3) => {
   const bucketInfo = await s3.deps.buckets.existing(s3.bucket);
-  if (callerOf(s3.res).username !== bucketInfo.owner) await listablePartsOf(s3, { maxParts: 1, partNumberMarker: 0 });
-  await s3.deps.objects.abortMultipart(s3.bucket, s3.key, s3.query.get('uploadId') ?? '');
+  if (callerOf(s3.res).username !== bucketInfo.owner) await listablePartsOf(s3, { maxParts: 1, partNumberMarker: 0 }, bucketInfo);
+  await s3.deps.objects.abortMultipart(s3.bucket, s3.key, s3.query.get('uploadId') ?? '', bucketInfo);
   sendStatus(s3.res, 204);
 };
 
@@ -188,12 +188,17 @@ export const abortMultipartUpload: S3Handler = async (s3) => {
  * permission maps to): the bucket's owner and the upload's initiator, nobody by a grant. To a caller who could not
  * have started an upload here (no WRITE on the bucket), an unknown upload is AccessDenied, not NoSuchUpload.
  */
-async function listablePartsOf(s3: S3Request, query: { maxParts: number; partNumberMarker: number }): Promise<{ bucketInfo: BucketInfo; r: ListPartsResult }> {
+async function listablePartsOf(
+  s3: S3Request,
+  query: { maxParts: number; partNumberMarker: number },
+  /** The bucket's record, when the request already resolved it. */
+  resolved?: BucketInfo,
+): Promise<{ bucketInfo: BucketInfo; r: ListPartsResult }> {
   const { res, bucket, key, deps } = s3;
   const caller = callerOf(res).username;
-  const bucketInfo = await deps.buckets.existing(bucket);
+  const bucketInfo = resolved ?? (await deps.buckets.existing(bucket));
   const isOwner = caller === bucketInfo.owner;
-  const r = await deps.objects.listParts(bucket, key, s3.query.get('uploadId') ?? '', query).catch((err: unknown) => {
+  const r = await deps.objects.listParts(bucket, key, s3.query.get('uploadId') ?? '', query, bucketInfo).catch((err: unknown) => {
     if (!isOwner && err instanceof S3Error && err.code === 'NoSuchUpload' && !bucketAllows(bucketInfo, caller, 'WRITE', deps.buckets.platformBlocksPublic))
       throw new S3Error('AccessDenied');
     throw err;
@@ -238,7 +243,7 @@ export const listParts: S3Handler = async (s3) => {
  * anonymous callers included.
  */
 export const listMultipartUploads: S3Handler = async ({ res, bucket, query, deps }) => {
-  await deps.buckets.permitted(bucket, state(res).caller, 'READ');
+  const bucketInfo = await deps.buckets.permitted(bucket, state(res).caller, 'READ');
   const maxUploads = readPageSize(query.get('max-uploads'), 'max-uploads');
   const encode = encoderOf(query);
   const prefix = query.get('prefix') ?? '';
@@ -248,13 +253,17 @@ export const listMultipartUploads: S3Handler = async ({ res, bucket, query, deps
   const r =
     maxUploads === 0
       ? { uploads: [], commonPrefixes: [], isTruncated: false }
-      : await deps.objects.listUploads(bucket, {
-          prefix: prefix || undefined,
-          delimiter: delimiter || undefined,
-          keyMarker: keyMarker || undefined,
-          uploadIdMarker: uploadIdMarker || undefined,
-          maxUploads,
-        });
+      : await deps.objects.listUploads(
+          bucket,
+          {
+            prefix: prefix || undefined,
+            delimiter: delimiter || undefined,
+            keyMarker: keyMarker || undefined,
+            uploadIdMarker: uploadIdMarker || undefined,
+            maxUploads,
+          },
+          bucketInfo,
+        );
   sendXml(res, 'ListMultipartUploadsResult', {
     Bucket: bucket,
     KeyMarker: encode(keyMarker),

@@ -1,4 +1,4 @@
-import { readPageSize, readWholeNumber, S3Error, storedChecksum, unquoteEtag, type ObjectChecksum } from '../../../object-model/src/index.js';
+import { readPageSize, readWholeNumber, S3Error, storedChecksum, unquoteEtag, type BucketInfo, type ObjectChecksum } from '../../../object-model/src/index.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumXml } from '../s3/checksums.js';
 import { sendXml } from '../s3/render.js';
@@ -19,10 +19,10 @@ function partsPage(req: S3Request['req']): { maxParts: number; marker: number } 
  * ObjectParts of a multipart object: its parts' count, and — as S3 gives them, only for an object with
  * a checksum — a page of its parts with their sizes and checksums.
  */
-async function objectParts(s3: S3Request, partsCount: number, checksum: ObjectChecksum | undefined): Promise<Record<string, unknown>> {
+async function objectParts(s3: S3Request, record: BucketInfo, partsCount: number, checksum: ObjectChecksum | undefined): Promise<Record<string, unknown>> {
   const { maxParts, marker } = partsPage(s3.req);
   if (!checksum) return { PartsCount: partsCount };
-  const parts = await s3.deps.objects.objectParts(s3.bucket, s3.key);
+  const parts = await s3.deps.objects.objectParts(s3.bucket, s3.key, record);
   const rest = parts.filter((p) => p.partNumber > marker && p.checksum !== undefined);
   const page = rest.slice(0, maxParts);
   return {
@@ -55,13 +55,13 @@ export const getObjectAttributes: S3Handler = async (s3) => {
   const unknown = wanted.find((a) => !ATTRIBUTES.has(a));
   if (unknown) throw new S3Error('InvalidArgument', `Invalid attribute name specified: ${unknown}.`, { ArgumentName: 'x-amz-object-attributes' });
   // S3: READ access to the object (its ACL's READ grant, as GetObject), anonymous callers included.
-  await readable(s3);
-  const meta = await deps.objects.headObject(bucket, key);
+  const record = await readable(s3);
+  const meta = await deps.objects.headObject(bucket, key, record);
   const etag = unquoteEtag(meta.etag);
   const parts = /-(\d+)$/.exec(etag)?.[1];
   const stored = storedChecksum(meta.headers);
   const checksum = wanted.includes('Checksum') ? stored : undefined;
-  const objectPartsXml = wanted.includes('ObjectParts') && parts ? await objectParts(s3, Number(parts), stored) : undefined;
+  const objectPartsXml = wanted.includes('ObjectParts') && parts ? await objectParts(s3, record, Number(parts), stored) : undefined;
   res.setHeader('Last-Modified', new Date(meta.lastModified).toUTCString());
   sendXml(res, 'GetObjectAttributesResponse', {
     ...(wanted.includes('ETag') ? { ETag: etag } : {}),

@@ -149,7 +149,7 @@ export async function readable(s3: S3Request): Promise<BucketInfo> {
   // With ACLs off only the owner reads: no lookup of the object.
   if (!aclsEnabled(info)) throw new S3Error('AccessDenied');
   const blocks = deps.buckets.platformBlocksPublic;
-  const meta = await deps.objects.headObject(bucket, key).catch((err: unknown) => {
+  const meta = await deps.objects.headObject(bucket, key, info).catch((err: unknown) => {
     if (err instanceof S3Error && err.code === 'NoSuchKey' && !bucketAllows(info, caller, 'READ', blocks)) throw new S3Error('AccessDenied');
     throw err;
   });
@@ -170,9 +170,9 @@ export const getObject: S3Handler = async (s3) => {
   if (caller?.via === 'bearer' && query.get('proxy') !== 'true') {
     let location: string | undefined;
     // (A backend's own URL knows nothing of Strata's part boundaries.)
-    if (b.backend?.kind !== 'fs' && partNumber === undefined) location = await deps.objects.directUrl(bucket, key, deps.redirectSeconds);
+    if (b.backend?.kind !== 'fs' && partNumber === undefined) location = await deps.objects.directUrl(bucket, key, deps.redirectSeconds, b);
     if (!location) {
-      await deps.objects.headObject(bucket, key);
+      await deps.objects.headObject(bucket, key, b);
       const cred = await deps.credentials(caller.accessKey);
       const passOn = [...query.entries()].filter(([k]) => k in OVERRIDES || k === 'partNumber');
       location = presignUrl({

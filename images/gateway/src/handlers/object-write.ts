@@ -102,7 +102,7 @@ export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourc
   const { deps } = s3;
   const source = await deps.buckets.existing(sourceBucket);
   if (source.owner !== caller.username) {
-    const meta = await deps.objects.headObject(sourceBucket, sourceKey).catch((err: unknown) => {
+    const meta = await deps.objects.headObject(sourceBucket, sourceKey, source).catch((err: unknown) => {
       throw err instanceof S3Error && err.code === 'NoSuchKey' ? new S3Error('AccessDenied') : err;
     });
     if (!objectAllows(source, meta.headers, caller.username, 'READ', deps.buckets.platformBlocksPublic)) throw new S3Error('AccessDenied');
