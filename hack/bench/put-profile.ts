@@ -2,7 +2,8 @@
  * Where a small PUT's CPU goes: the standalone process (object store only) under wrk PUTs of 4 KiB
  * distinct bodies over 1 000 keys through presigned URLs (as hack/bench/compare.ts measures them), with
  * the CPU per PUT of the whole process and of its busiest threads (/proc/<pid>/task: the event loop is
- * the thread whose id is the pid, PGlite's thread the busiest other one), then, unless
+ * the thread whose id is the pid, PGlite's thread the busiest other one), each less what that thread
+ * spends over as long idle (measured just before), then, unless
  * BENCH_NO_PROFILE, a summary of each thread's V8 CPU profile (`node --cpu-prof`) cut to the load run:
  * share of busy samples by nearest project file, and self time by function.
  *
@@ -26,6 +27,8 @@ const TOP = Number(process.env.BENCH_TOP ?? 25);
 const PROFILE = process.env.BENCH_NO_PROFILE === undefined;
 const KEYS = 1000;
 const TICK_MS = 10; // /proc counts CPU time in 1/100 s
+/** The idle stretch whose CPU is taken as the process's background. */
+const IDLE_MS = 3000;
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const serverRepo = path.resolve(process.env.BENCH_REPO ?? repo);
 
@@ -135,6 +138,13 @@ async function main(): Promise<void> {
     await checkTargets({ origin, method: 'PUT', targets: puts, body });
     // Warm-up (JIT, WASM), as object-store.ts does before its measured runs.
     await runWrk({ origin, method: 'PUT', targets: puts, body, bodies: 'distinct', seconds: 4, connections: 16, threads: 1 });
+    // The process's own background (timers, retries) over an idle stretch, subtracted from the run's CPU:
+    // on a loaded host a run may do few PUTs, and that background would otherwise weigh on each.
+    const idle0 = await threadCpu(child.pid!);
+    const idleStart = performance.now();
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    const idle1 = await threadCpu(child.pid!);
+    const idleMs = performance.now() - idleStart;
     const before = await threadCpu(child.pid!);
     started = performance.now();
     const fig = await runWrk({ origin, method: 'PUT', targets: puts, body, bodies: 'distinct', seconds: SECONDS, connections: 16, threads: 1 });
@@ -142,11 +152,14 @@ async function main(): Promise<void> {
     const after = await threadCpu(child.pid!);
     const perPut = (ms: number) => (ms / Math.max(1, fig.requests)).toFixed(3);
     const deltas = [...after].map(([tid, a]) => ({ tid, name: a.name, ms: a.ms - (before.get(tid)?.ms ?? 0) })).sort((a, b) => b.ms - a.ms);
+    // Each thread's CPU in the run less its idle rate over the run's length.
+    const runMs = stopped - started;
+    for (const d of deltas) d.ms -= (((idle1.get(d.tid)?.ms ?? 0) - (idle0.get(d.tid)?.ms ?? 0)) * runMs) / idleMs;
     const total = deltas.reduce((n, d) => n + d.ms, 0);
     const main = deltas.find((d) => d.tid === child.pid)?.ms ?? 0;
-    const others = deltas.filter((d) => d.tid !== child.pid).slice(0, 3);
+    const others = deltas.filter((d) => d.tid !== child.pid).slice(0, 2);
     console.log(
-      `${serverRepo}: PUT 4 KiB ${fig.opsPerSec.toFixed(0)}/s (${fig.requests} PUTs), CPU ms per PUT: process ${perPut(total)}, event loop ${perPut(main)}, ` +
+      `${serverRepo}: PUT 4 KiB ${fig.opsPerSec.toFixed(0)}/s (${fig.requests} PUTs), CPU ms per PUT less idle: process ${perPut(total)}, event loop ${perPut(main)}, ` +
         `${others.map((d) => `${d.name}#${d.tid} ${perPut(d.ms)}`).join(', ')}; load ${os
           .loadavg()
           .map((n) => n.toFixed(1))
