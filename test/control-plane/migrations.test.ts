@@ -23,9 +23,8 @@ describe('schema migrations and stored functions', function () {
     const defined = await functions();
     expect(defined).to.deep.equal([
       'strata_commit_items(jsonb)',
-      'strata_commit_objects(jsonb,bytea)',
-      'strata_commit_one(jsonb,bytea)',
-      'strata_item_data(jsonb,bytea)',
+      'strata_commit_objects(jsonb)',
+      'strata_commit_one(jsonb)',
       'strata_locator_lock_key(text,text)',
     ]);
     // A function no file defines (a renamed or removed one) goes; the files' functions come back.

@@ -19,7 +19,7 @@ function losingClient(sql: SqlClient) {
     ...sql,
     kind: sql.kind,
     async query<R>(text: string, params?: unknown[]) {
-      if (text.includes('strata_commit_objects(')) {
+      if (text.includes('strata_commit_objects($1)')) {
         faults.lastCommit = params;
         if (faults.commit === 'before') throw lost();
         if (faults.commit === 'after') {
@@ -118,7 +118,7 @@ describe('data plane: deciding a commit whose answer was lost (PostgreSQL)', fun
     expect(await catalog.commitOutcome((never as CommitOutcomeUnknownError).eventId)).to.equal('not-committed');
     expect(await catalog.commitOutcome((never as CommitOutcomeUnknownError).eventId)).to.equal('not-committed');
     // The statement arrives after all (a frozen server resumes): refused, nothing of it stays.
-    const refused = await outcomeOf(layer.sql.query('SELECT * FROM strata_commit_objects($1, $2)', late));
+    const refused = await outcomeOf(layer.sql.query('SELECT * FROM strata_commit_objects($1)', late));
     expect((refused as { code?: string }).code).to.equal('23505');
     expect(await liveObject('late')).to.equal(false);
   });

@@ -100,7 +100,7 @@ export class Catalog {
    * the commit function last, so a data plane started first answers not ready until then.
    */
   async ping(): Promise<void> {
-    const res = await this.sql.query<{ migrated: boolean }>("SELECT to_regprocedure('strata_commit_objects(jsonb, bytea)') IS NOT NULL AS migrated");
+    const res = await this.sql.query<{ migrated: boolean }>("SELECT to_regprocedure('strata_commit_objects(jsonb)') IS NOT NULL AS migrated");
     if (!res.rows[0]?.migrated)
       throw new Error('the metadata schema is not migrated yet (strata_commit_objects is missing; the control plane migrates it at start)');
     // A database of 0.1.0 or earlier has a function of that name too, of another body: ready once the

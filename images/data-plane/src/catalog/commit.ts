@@ -190,8 +190,7 @@ export class ObjectCommit {
   private async commitBatch(reqs: Array<CommitRequest & { item: object }>): Promise<PromiseSettledResult<CommitResult>[]> {
     let rows: CommitRow[];
     try {
-      const { items, data } = batchOf(reqs);
-      rows = (await this.sql.query<CommitRow>('SELECT * FROM strata_commit_objects($1, $2)', [items, data])).rows;
+      rows = (await this.sql.query<CommitRow>('SELECT * FROM strata_commit_objects($1)', [JSON.stringify(reqs.map((r) => r.item))])).rows;
     } catch (reason) {
       // (A lost connection does not say whether the batch committed: running its items again could
       // commit them twice; each item's outcome is decided by its event id instead.)
@@ -209,24 +208,6 @@ export class ObjectCommit {
       }
     });
   }
-}
-
-/**
- * A batch as strata_commit_objects' arguments: the items as JSON, and their inline bytes one after the
- * other as one binary parameter, each item naming its offset (`dataAt`; strata_item_data reads it).
- * Bytes in base64 inside the JSON had cost the event loop their encoding and PGlite their parse and decode.
- */
-function batchOf(reqs: Array<CommitRequest & { item: object }>): { items: string; data: Buffer | null } {
-  const chunks: Buffer[] = [];
-  let at = 0;
-  const items = reqs.map(({ item, blob }) => {
-    if (blob.kind !== 'new' || !blob.data) return item;
-    chunks.push(blob.data);
-    const placed = { ...item, dataAt: at, dataSize: blob.data.length };
-    at += blob.data.length;
-    return placed;
-  });
-  return { items: JSON.stringify(items), data: chunks.length ? Buffer.concat(chunks, at) : null };
 }
 
 function unwrap<T>(result: PromiseSettledResult<T>): T {
@@ -254,6 +235,7 @@ function commitItem(req: CommitRequest, condition: { currentEtag: string | null 
           locator: blob.locator,
           blobMd5: blob.md5,
           blobSize: blob.size,
+          ...(blob.data ? { data: blob.data.toString('base64') } : {}),
         }),
     size: req.size,
     etag: req.etag,

@@ -1,8 +1,7 @@
 -- The items of a strata_commit_objects batch as rows (idx = the item's 1-based position). An item names
 -- its key, its owner and its blob: `existingBlobId` (an instant upload or a copy), or the new content's
 -- `backendKey`, `backend`, `locator`, `blobMd5` (NULL when the backend could not hash it) and `blobSize`,
--- with an inline blob's bytes (strata_item_data: `dataAt` into the call's bytes, or `data` in base64),
--- read only where a blob row is written. Then the version's
+-- with `data` (base64) for an inline blob, read only where a blob row is written. Then the version's
 -- fields, `now`, and its event (`eventId`, `payload`). A `conditional` item commits only while its key's
 -- current version is the one its caller checked the preconditions against: ETag `currentEtag`, or none
 -- where that is NULL.

@@ -1,8 +1,7 @@
 -- The data plane's commit of new object versions (PUT, copy, multipart completion) in ONE statement and
 -- one transaction: a batch of N >= 1 items (a single commit is a batch of one; on embedded PGlite the
 -- data plane gathers concurrent commits into one batch, images/data-plane/src/catalog/group-commit.ts).
--- p_items: a JSON array of items (strata_commit_items names their fields); p_data: the inline bytes of
--- the items that give their offset in it (strata_item_data). One row per item (not always
+-- p_items: a JSON array of items (strata_commit_items names their fields). One row per item (not always
 -- in item order), r_index its 1-based position: r_status 'ok', or, where the item changed nothing,
 -- 'no_bucket' (its bucket is gone), 'blob_gone' (the existing blob it names is being freed), 'changed'
 -- (a conditional item whose key's current version is no longer the one it expects) or 'swept' (the orphan
@@ -15,7 +14,7 @@
 -- costs the Node.js thread the same whatever its rows. Every reference is taken before any is released,
 -- so a blob that one item releases and another references stays. A key written more than once in a batch
 -- is applied in waves (the n-th write of each key in the n-th call), each write replacing the one before.
-CREATE FUNCTION strata_commit_objects(p_items jsonb, p_data bytea DEFAULT NULL)
+CREATE FUNCTION strata_commit_objects(p_items jsonb)
 RETURNS TABLE (r_index bigint, r_status text, r_blob_id bigint, r_locator text, r_replaced_size bigint, r_unreferenced_blob_id bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -43,7 +42,7 @@ DECLARE
 BEGIN
   -- A batch of one (every commit on PostgreSQL, most on PGlite) takes the plain statements of strata_commit_one.
   IF jsonb_array_length(p_items) = 1 THEN
-    RETURN QUERY SELECT * FROM strata_commit_one(p_items, p_data);
+    RETURN QUERY SELECT * FROM strata_commit_one(p_items);
     RETURN;
   END IF;
 
@@ -66,7 +65,7 @@ BEGIN
         FROM strata_commit_items(p_items) i) w GROUP BY w.n ORDER BY w.n
     LOOP
       RETURN QUERY SELECT v_wave[c.r_index::int], c.r_status, c.r_blob_id, c.r_locator, c.r_replaced_size, c.r_unreferenced_blob_id
-        FROM strata_commit_objects((SELECT jsonb_agg(p_items -> (x.idx::int - 1) ORDER BY x.n) FROM unnest(v_wave) WITH ORDINALITY AS x(idx, n)), p_data) c;
+        FROM strata_commit_objects((SELECT jsonb_agg(p_items -> (x.idx::int - 1) ORDER BY x.n) FROM unnest(v_wave) WITH ORDINALITY AS x(idx, n))) c;
     END LOOP;
     RETURN;
   END IF;
@@ -108,7 +107,7 @@ BEGIN
     SELECT DISTINCT ON (i.backend_key, i.blob_md5, i.blob_size, CASE WHEN i.blob_md5 IS NULL THEN i.idx END)
       i.backend_key, i.backend, i.locator, i.blob_md5, i.blob_size,
       count(*) OVER (PARTITION BY i.backend_key, i.blob_md5, i.blob_size, CASE WHEN i.blob_md5 IS NULL THEN i.idx END),
-      i.now, strata_item_data(p_items -> (i.idx::int - 1), p_data)
+      i.now, decode(p_items -> (i.idx::int - 1) ->> 'data', 'base64')
     FROM strata_commit_items(p_items) i
     WHERE i.existing_blob_id IS NULL AND i.bucket_id = ANY (v_alive) AND NOT (i.idx = ANY (v_skipped))
     ORDER BY i.backend_key, i.blob_md5, i.blob_size, CASE WHEN i.blob_md5 IS NULL THEN i.idx END, i.idx

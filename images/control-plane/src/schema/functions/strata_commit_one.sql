@@ -5,7 +5,7 @@
 -- Same order of effects as the batch: the key's advisory lock, the bucket share-locked, the conditional
 -- check, the locator's shared lock and the sweep's fence, the new reference taken, then the replaced
 -- version's released, then the new version and its event.
-CREATE FUNCTION strata_commit_one(p_items jsonb, p_data bytea)
+CREATE FUNCTION strata_commit_one(p_items jsonb)
 RETURNS TABLE (r_index bigint, r_status text, r_blob_id bigint, r_locator text, r_replaced_size bigint, r_unreferenced_blob_id bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -38,7 +38,7 @@ BEGIN
 
   IF v.existing_blob_id IS NULL THEN
     INSERT INTO blobs (backend_key, backend, locator, md5, size, ref_count, created_at, data)
-    VALUES (v.backend_key, v.backend, v.locator, v.blob_md5, v.blob_size, 1, v.now, strata_item_data(p_items -> 0, p_data))
+    VALUES (v.backend_key, v.backend, v.locator, v.blob_md5, v.blob_size, 1, v.now, decode(p_items -> 0 ->> 'data', 'base64'))
     ON CONFLICT (backend_key, md5, size) WHERE md5 IS NOT NULL AND state = 'LIVE'
     DO UPDATE SET ref_count = blobs.ref_count + 1
     RETURNING blobs.id, blobs.locator INTO v_blob_id, v_locator;
