@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { migrate } from '../../images/control-plane/src/schema/migrate.js';
 import { Catalog, type BucketRef, type CommitRequest } from '../../images/data-plane/src/catalog/catalog.js';
 import { GroupCommit } from '../../images/data-plane/src/catalog/group-commit.js';
@@ -137,6 +138,39 @@ describe('group commit', function () {
         "SELECT b.ref_count, (SELECT count(*)::int FROM object_info o WHERE o.blob_id = b.id AND o.state <> 'DELETED') AS refs FROM blobs b",
       );
       for (const r of refs.rows) expect(Number(r.ref_count)).to.equal(Number(r.refs));
+    });
+
+    it('stores each inline blob of a batch with its own bytes', async () => {
+      const catalog = new Catalog(sql);
+      statements.length = 0;
+      // Bytes of different lengths, one repeated (deduplicated onto the first), between blobs without bytes.
+      const bodies = [Buffer.from('first bytes'), Buffer.alloc(0), Buffer.from([0, 255, 92, 120, 39, 0]), Buffer.from('first bytes'), Buffer.alloc(5000, 7)];
+      const inlineOf = (key: string, data: Buffer, i: number) => {
+        const md5 = createHash('md5').update(data).digest('hex');
+        return commitOf(key, key, {
+          blob: { kind: 'new', backendKey: 'fs', backend: { kind: 'fs' }, locator: `i${String(++seq).padStart(32, '0')}`, md5, size: data.length, data },
+          etag: md5,
+          md5,
+          size: data.length,
+          userMetadata: { i: String(i) },
+        });
+      };
+      const reqs = bodies.flatMap((data, i) => [inlineOf(`inline-${i}`, data, i), commitOf(`file-${i}`, `f${i}`)]);
+      const results = await Promise.all(reqs.map((r) => catalog.commitObject(r)));
+      expect(
+        statements.filter((s) => s.includes('strata_commit_objects')),
+        'one batch',
+      ).to.have.length(1);
+      expect(results.map((r) => r.newBlobKept)).to.deep.equal([true, true, true, true, true, true, false, true, true, true]);
+      for (const [i, data] of bodies.entries()) {
+        const row = (
+          await sql.query<{ data: Buffer | null }>(
+            "SELECT b.data FROM object_info o JOIN blobs b ON b.id = o.blob_id WHERE o.bucket_id = $1 AND o.key = $2 AND o.state = 'NORMAL'",
+            [bucket.id, `inline-${i}`],
+          )
+        ).rows[0]!;
+        expect(row.data, `inline-${i}`).to.deep.equal(data);
+      }
     });
 
     it('a failing commit in a batch fails alone: the others land, it leaves no row and no event', async () => {

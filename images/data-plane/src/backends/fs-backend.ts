@@ -7,7 +7,7 @@ import { pipelineClosed } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
 import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
 import { ThreadMd5 } from './md5-thread.js';
-import { HashingCounter, meteredBody } from './metered-body.js';
+import { HashingCounter, meteredBody, readSmallBody } from './metered-body.js';
 import type { SmallBlobCache } from './small-blob-cache.js';
 import { BlobMissingError, type ByteRange, type HashedBlob, type PutOptions, type StorageBackend, type StoredBlob } from './storage-backend.js';
 
@@ -92,17 +92,8 @@ export class FsBackend implements StorageBackend {
 
   /** A small body read into memory and hashed, for the caller to commit with the blob's row. */
   private async readInline(body: Readable, opts: PutOptions): Promise<HashedBlob> {
-    const { source, counter, verify } = meteredBody(body, opts, true);
-    const chunks: Buffer[] = [];
-    // A few chunks at most: read straight from the detached body (a pipeline through the counter into
-    // a collecting stream costs more than the bytes).
-    for await (const chunk of source) {
-      counter.meter(chunk as Buffer);
-      chunks.push(chunk as Buffer);
-    }
-    const md5 = counter.digestHex();
-    verify(counter.size, md5);
-    return { locator: `i${randomId()}`, size: counter.size, md5, inline: Buffer.concat(chunks) };
+    const { data, size, md5 } = await readSmallBody(body, opts);
+    return { locator: `i${randomId()}`, size, md5, inline: data };
   }
 
   async compose(locators: string[], opts: { unhashed?: boolean } = {}): Promise<StoredBlob> {
