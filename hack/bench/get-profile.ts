@@ -9,6 +9,7 @@
  *   BENCH_REPO=/work/main ...                         (that checkout's server, e.g. a baseline)
  *   BENCH_PUT_SECONDS=10 ...                          (first overwrite the keys for that long, distinct bodies, as
  *                                                      bench:compare's round does before its next GET run)
+ * The load run starts once the server is near idle (the setup's background work done).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -74,6 +75,23 @@ async function answerLookups(origin: string): Promise<{ hits: number; misses: nu
   return { hits: count('strata_cache_hits_total'), misses: count('strata_cache_misses_total') };
 }
 
+/**
+ * Wait (at most 10 s: kept answers live 30 s) until the server is near idle (≤ 20 % of a core, the
+ * profiler's own sampling included): the setup's PUTs leave background work (events applied by the
+ * control plane, flushes) that would otherwise be counted in the GETs' CPU. Seconds waited.
+ */
+async function settle(pid: number | undefined): Promise<number> {
+  const start = performance.now();
+  let before = await cpuSeconds(pid);
+  while (performance.now() - start < 10_000) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = await cpuSeconds(pid);
+    if (now - before <= 0.1) break;
+    before = now;
+  }
+  return (performance.now() - start) / 1000;
+}
+
 async function main(): Promise<void> {
   const work = await mkdtemp(path.join(os.tmpdir(), 'strata-get-profile-'));
   const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(work, 'prof');
@@ -104,6 +122,8 @@ async function main(): Promise<void> {
       const puts = keys.map((k) => target('PUT', k));
       await runWrk({ origin, method: 'PUT', targets: puts, body: randomBytes(4096), bodies: 'distinct', seconds: PUT_SECONDS, connections: 16, threads: 1 });
     }
+    const settled = await settle(child.pid);
+    console.log(`server settled after ${settled.toFixed(1)} s (background work of the setup's PUTs)`);
     const hits0 = await answerLookups(origin);
     const cpu0 = await cpuSeconds(child.pid);
     started = performance.now();
