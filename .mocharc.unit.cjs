@@ -67,6 +67,7 @@ module.exports = {
     'test/gateway/s3-answers.test.ts',
     'test/gateway/s3-protocol.test.ts',
     'test/gateway/sigv4.test.ts',
+    'test/gateway/sigv4-presigned-verdicts.test.ts',
     'test/gateway/tagging-xml.test.ts',
     'test/gateway/virtual-host.test.ts',
     'test/hack/config-reference.test.ts',
