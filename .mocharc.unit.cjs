@@ -63,6 +63,7 @@ module.exports = {
     'test/gateway/object-answer-cache.test.ts',
     'test/gateway/post-policy.test.ts',
     'test/gateway/proxy.test.ts',
+    'test/gateway/request-target.test.ts',
     'test/gateway/router-queries.test.ts',
     'test/gateway/rule-owners.test.ts',
     'test/gateway/s3-answers.test.ts',
