@@ -113,6 +113,7 @@ module.exports = {
     'test/poem-app/upstream.test.ts',
     'test/service-kit/answer-delivery.test.ts',
     'test/service-kit/chain.test.ts',
+    'test/service-kit/deferred-counts.test.ts',
     'test/service-kit/heap-growth.test.ts',
     'test/service-kit/ids.test.ts',
     'test/service-kit/in-process-http.test.ts',
