@@ -76,9 +76,14 @@ export class DeliveredResponse<Request extends http.IncomingMessage = http.Incom
     const self = (http.ServerResponse.prototype.writeHead as (...args: unknown[]) => this).call(this, statusCode, reasonOrHeaders, headers);
     // (A request whose connection is gone may have no socket left.)
     const socket = this.req.socket ?? this.socket;
-    if (socket && (!this.shouldKeepAlive || /\bclose\b/i.test(String(this.getHeader('connection') ?? '')))) closing.add(socket);
+    if (socket && (!this.shouldKeepAlive || closesConnection(this.getHeader('connection')))) closing.add(socket);
     return self;
   }
+}
+
+/** Whether a Connection header's value asks to close (none, the usual case: no text to test). */
+function closesConnection(value: number | string | string[] | undefined): boolean {
+  return value !== undefined && /\bclose\b/i.test(String(value));
 }
 
 /** FIN now (once written data is out), then discard what the client still sends, within the bounds above. */

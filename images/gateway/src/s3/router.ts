@@ -261,7 +261,8 @@ export function s3Endpoint(deps: GatewayDeps) {
       const { route, bucket, key, query } = resolved.get(res) ?? resolve(req);
       state(res).operation = route.operation;
       enforceKeyScope(state(res).caller, route.operation, bucket, key, query.get('prefix'));
-      await checkExpectedOwners(req, res, bucket, deps);
+      if (req.headers['x-amz-expected-bucket-owner'] !== undefined || req.headers['x-amz-source-expected-bucket-owner'] !== undefined)
+        await checkExpectedOwners(req, res, bucket, deps);
       try {
         // Every operation on a key, reads included: a key no write accepts never reaches a lookup.
         if (key) assertObjectKey(key);
