@@ -8,6 +8,7 @@ import {
   createApp,
   httpMetrics,
   cacheMetrics,
+  deferredCounts,
   listen,
   parseRedisNodes,
   type Logger,
@@ -150,7 +151,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
   const dataPlane = new DataPlaneClient(opts.dataPlaneUrl, opts.internalToken, (fn, bucket) => flow.run('data-plane', fn, bucket));
   // Hit ratio of the gateway's in-memory lookups: strata_cache_hits_total / strata_cache_misses_total.
   const cacheCounters = cacheMetrics(registry);
-  const countLookup = (cache: string) => (hit: boolean) => (hit ? cacheCounters.hits : cacheCounters.misses).inc({ cache });
+  const lookupHits = deferredCounts(cacheCounters.hits, 'cache');
+  const lookupMisses = deferredCounts(cacheCounters.misses, 'cache');
+  const countLookup = (cache: string) => (hit: boolean) => (hit ? lookupHits : lookupMisses)(cache);
   const credentials = cachedCredentials(
     (accessKey) => controlPlane.credentials(accessKey),
     opts.credentialsCacheMs ?? 10_000,

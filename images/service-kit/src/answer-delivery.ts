@@ -46,6 +46,17 @@ function bodyPending(req: http.IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
+const EXCHANGES = Symbol('strata.exchanges');
+type ListedResponse = http.ServerResponse & { [EXCHANGES]?: Exchange[] };
+
+/** A response ended (or its client went away): its exchange leaves its connection's list. */
+function exchangeDone(this: ListedResponse): void {
+  const list = this[EXCHANGES];
+  if (!list) return;
+  const i = list.findIndex((e) => e.res === this);
+  if (i >= 0) list.splice(i, 1);
+}
+
 /** Connections in their lingering close. */
 const lingering = new WeakSet<net.Socket>();
 /** Connections an answer ended (`Connection: close`): a request that follows on them is never answered. */
@@ -65,9 +76,14 @@ export class DeliveredResponse<Request extends http.IncomingMessage = http.Incom
     const self = (http.ServerResponse.prototype.writeHead as (...args: unknown[]) => this).call(this, statusCode, reasonOrHeaders, headers);
     // (A request whose connection is gone may have no socket left.)
     const socket = this.req.socket ?? this.socket;
-    if (socket && (!this.shouldKeepAlive || /\bclose\b/i.test(String(this.getHeader('connection') ?? '')))) closing.add(socket);
+    if (socket && (!this.shouldKeepAlive || closesConnection(this.getHeader('connection')))) closing.add(socket);
     return self;
   }
+}
+
+/** Whether a Connection header's value asks to close (none, the usual case: no text to test). */
+function closesConnection(value: number | string | string[] | undefined): boolean {
+  return value !== undefined && /\bclose\b/i.test(String(value));
 }
 
 /** FIN now (once written data is out), then discard what the client still sends, within the bounds above. */
@@ -100,14 +116,11 @@ export class AnswerDelivery {
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
       const list = this.exchanges.get(req.socket);
       if (!list) return;
-      const exchange = { req, res };
-      list.push(exchange);
-      const done = () => {
-        const i = list.indexOf(exchange);
-        if (i >= 0) list.splice(i, 1);
-      };
-      res.once('finish', done);
-      res.once('close', done);
+      list.push({ req, res });
+      // (One shared listener, no closure per request: it finds its exchange by the response.)
+      (res as ListedResponse)[EXCHANGES] = list;
+      res.once('finish', exchangeDone);
+      res.once('close', exchangeDone);
     });
     server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => this.refuse(err, socket));
   }

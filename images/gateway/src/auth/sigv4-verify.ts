@@ -22,6 +22,7 @@ import {
   uriEncode,
   type CanonicalRequestInput,
 } from './sigv4.js';
+import { keepVerdict, keptVerdict, signedHeaderValues } from './presigned-verdicts.js';
 
 /** What SigV4 verification needs from the caller's store of secrets. */
 export interface Credential {
@@ -170,6 +171,16 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
   const rawQuery = q < 0 ? '' : req.url.slice(q + 1);
   const authorization = header(req, 'authorization');
   const presigned = !isSigV4Header(authorization);
+  if (presigned) {
+    // A URL verified lately, over the same inputs: only what depends on the moment or the rest of the request is checked again.
+    const verdict = keptVerdict(req, opts.region, header(req, 'x-amz-content-sha256'));
+    if (verdict) {
+      checkPresignedWindow(verdict.dateMs, verdict.expiresSeconds, now);
+      checkAllAmzHeadersSigned(req.headers, verdict.signedHeaders);
+      const credential = await lookup(verdict.accessKey);
+      if (credential.secretKey === verdict.secretKey) return { ...verdict.result, credential };
+    }
+  }
   const { query, signedQuery } = readQuery(rawQuery, presigned);
 
   let credentialValue: string;
@@ -233,9 +244,7 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
   checkScope(cred, toAmzDate(date).slice(0, 8), opts.region, presigned);
 
   if (presigned) {
-    if (date.getTime() - now.getTime() > MAX_SKEW_MS) throw new S3Error('AccessDenied', 'Request is not valid yet');
-    if (now.getTime() > date.getTime() + expires! * 1000)
-      throw new S3Error('AccessDenied', 'Request has expired', { Expires: new Date(date.getTime() + expires! * 1000).toISOString() });
+    checkPresignedWindow(date.getTime(), expires!, now);
   } else if (Math.abs(now.getTime() - date.getTime()) > MAX_SKEW_MS) {
     throw new S3Error('RequestTimeTooSkewed', undefined, { RequestTime: amzDate, ServerTime: now.toISOString() });
   }
@@ -264,7 +273,30 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
     (rawPath !== canonical && signs(toSign, { ...input, path: rawPath })) ||
     (rawPath.startsWith('/') && uriEncode(rawPath, false) !== canonical && signs(toSign, { ...input, path: uriEncode(rawPath, false) }));
   if (!verified) throw new S3Error('SignatureDoesNotMatch', undefined, { AWSAccessKeyId: cred.accessKey });
-  return { credential, payload, seedSignature: signature, key, scope: cred.scope, amzDate: amzDateForSigning };
+  const result = { payload, seedSignature: signature, key, scope: cred.scope, amzDate: amzDateForSigning };
+  const values = presigned ? signedHeaderValues(req, signedHeaders) : undefined;
+  if (values) {
+    keepVerdict(req.url, {
+      method: req.method,
+      region: opts.region,
+      signedHeaders,
+      values,
+      payloadHeader: header(req, 'x-amz-content-sha256'),
+      accessKey: cred.accessKey,
+      secretKey: credential.secretKey,
+      dateMs: date.getTime(),
+      expiresSeconds: expires!,
+      result,
+    });
+  }
+  return { ...result, credential };
+}
+
+/** A presigned URL is good from its X-Amz-Date (less the clock skew S3 allows) until X-Amz-Expires seconds after it. */
+function checkPresignedWindow(dateMs: number, expiresSeconds: number, now: Date): void {
+  if (dateMs - now.getTime() > MAX_SKEW_MS) throw new S3Error('AccessDenied', 'Request is not valid yet');
+  if (now.getTime() > dateMs + expiresSeconds * 1000)
+    throw new S3Error('AccessDenied', 'Request has expired', { Expires: new Date(dateMs + expiresSeconds * 1000).toISOString() });
 }
 
 /** Whether `signature` is the request's, signed over `input`. (A function, not a closure per request.) */
@@ -292,7 +324,8 @@ interface ReadQuery {
 /**
  * Queries read lately, by their text without the presigned signature: a presigned URL fetched again,
  * or URLs presigned together (one date, expiry and credential, different keys), parse once. Only the
- * text is remembered, never whether a signature matched: every request is signed and checked anew.
+ * text is remembered here, never whether a signature matched (that is presigned-verdicts.ts's, keyed by
+ * every input of the signature).
  */
 const readQueries = new Map<string, Omit<ReadQuery, 'query'> & { pairs: Array<[string, string]> }>();
 const MAX_READ_QUERIES = 256;

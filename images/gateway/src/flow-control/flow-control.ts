@@ -102,33 +102,46 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
     render(new S3Error('SlowDown', message), req, res, next);
   };
 
+  /** Past the rate limits: a concurrency slot (released when the answer ends or the client goes away), or SlowDown. */
+  const admit = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    next: Next,
+    route: string,
+    user: string | undefined,
+    anonymousKey: string | undefined,
+  ) => {
+    // Anonymous callers share by address: one cannot take another's share.
+    const release = concurrency.tryAcquire(route, user ?? `anonymous@${addressKey(anonymousKey ?? '')}`);
+    if (typeof release !== 'function') {
+      metrics.concurrencyRejections.inc({ route });
+      countRejection(tenantLabel(user), release.scope === 'route' ? 'route-concurrency' : `${release.scope}-${release.reason}`);
+      reject(req, res, next, 1, 'Too many requests in progress; please reduce your request rate.');
+      return;
+    }
+    // 'close' also fires when the client goes away before the answer is complete.
+    res.once('finish', release);
+    res.once('close', release);
+    next();
+  };
+
   const middleware: ChainHandler = (req, res, next) => {
     const route = routeOf(req, res);
     const user = userOf(req, res);
-    const tenant = tenantLabel(user);
     // Anonymous callers (public buckets) count by address: against the anonymous rate and in shares below.
     const anonymousKey = user === undefined ? clientAddressOf(req) : undefined;
+    // No rate limit counts this request (no rules for its route or user): admitted now, no promise made.
+    if (!rateLimits.applies(route, user, anonymousKey)) return admit(req, res, next, route, user, anonymousKey);
     rateLimits
       .check(route, user, anonymousKey)
       .then((verdict) => {
         if (!verdict.allowed) {
           metrics.rateLimitRejections.inc({ route, user_class: verdict.userClass, scope: verdict.scope });
-          countRejection(tenant, 'rate-limit');
+          countRejection(tenantLabel(user), 'rate-limit');
           reject(req, res, next, verdict.retryAfterSeconds, 'Please reduce your request rate.');
           return;
         }
-        // Anonymous callers share by address: one cannot take another's share.
-        const release = concurrency.tryAcquire(route, user ?? `anonymous@${addressKey(anonymousKey ?? '')}`);
-        if (typeof release !== 'function') {
-          metrics.concurrencyRejections.inc({ route });
-          countRejection(tenant, release.scope === 'route' ? 'route-concurrency' : `${release.scope}-${release.reason}`);
-          reject(req, res, next, 1, 'Too many requests in progress; please reduce your request rate.');
-          return;
-        }
-        // 'close' also fires when the client goes away before the answer is complete.
-        res.once('finish', release);
-        res.once('close', release);
-        next();
+        admit(req, res, next, route, user, anonymousKey);
       })
       .catch(next);
   };

@@ -65,6 +65,14 @@ export class RateLimits {
     this.limiters = next;
   }
 
+  /** Whether any limit counts such a request (when none does, check's verdict is allowed: no need to ask it). */
+  applies(route: string, user: string | undefined, address?: string): boolean {
+    if (this.limiters.size === 0) return false;
+    if (this.limiters.has(`route:${route}`)) return true;
+    if (user !== undefined) return this.limiters.has(`user:${userClassOf(this.rules, user)}`);
+    return address !== undefined && this.limiters.has('anonymous');
+  }
+
   /**
    * Take one point from the route's limit and the user's, or for an anonymous request (no user) from its
    * client address's; the first that is exhausted rejects.

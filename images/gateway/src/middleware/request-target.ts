@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import type { Next } from '../../../service-kit/src/index.js';
-import { assertTextArgument, hasNonUtf8Escapes, S3Error } from '../../../object-model/src/index.js';
+import { assertTextArgument, hasNonUtf8Escapes, requestTarget, S3Error } from '../../../object-model/src/index.js';
 import { rawTarget } from '../context.js';
 
 /**
@@ -12,6 +12,12 @@ import { rawTarget } from '../context.js';
  */
 export function checkRequestTarget(req: http.IncomingMessage, _res: http.ServerResponse, next: Next): void {
   if (!(req.url ?? '').includes('%')) {
+    next();
+    return;
+  }
+  // (A target checked lately, a presigned URL fetched again, holds as it did: the check reads the text alone.)
+  const target = requestTarget(req);
+  if (goodTargets.has(target)) {
     next();
     return;
   }
@@ -34,5 +40,11 @@ export function checkRequestTarget(req: http.IncomingMessage, _res: http.ServerR
     next(err);
     return;
   }
+  if (goodTargets.size >= MAX_GOOD_TARGETS) goodTargets.clear();
+  goodTargets.add(target);
   next();
 }
+
+/** Targets with escapes found good lately (the check is a function of the text alone). */
+const goodTargets = new Set<string>();
+const MAX_GOOD_TARGETS = 4096;

@@ -34,6 +34,12 @@ function encryptionAsked(names: Iterable<string>): string | undefined {
   return undefined;
 }
 
+/** Whether any header is an encryption header (most requests send none). */
+function asksEncryption(headers: IncomingHttpHeaders): boolean {
+  for (const name in headers) if (isEncryptionField(name)) return true;
+  return false;
+}
+
 function invalid(message: string, name: string, value?: string): S3Error {
   return new S3Error('InvalidArgument', message, { ArgumentName: name, ...(value === undefined ? {} : { ArgumentValue: value }) });
 }
@@ -110,7 +116,7 @@ export function checkServerSideEncryption(operation: string, headers: IncomingHt
     checkWriteEncryption(Object.keys(headers), lookup);
     return;
   }
-  if (!READS.has(operation)) return;
+  if (!READS.has(operation) || !asksEncryption(headers)) return;
   const kms = [SSE, ...KMS_FIELDS, `${SSE}-bucket-key-enabled`].find((name) => lookup(name) !== undefined);
   if (kms) throw invalid(`${kms} is not supported on a ${operation === 'GetObject' ? 'GET' : 'HEAD'} request.`, kms, lookup(kms));
   checkCustomerKey(lookup, SSE);
@@ -118,7 +124,8 @@ export function checkServerSideEncryption(operation: string, headers: IncomingHt
 
 /** What a request (checked by checkServerSideEncryption) asks, for the data plane; undefined when nothing. */
 export function sseRequestOf(operation: string, headers: IncomingHttpHeaders): SseRequest | undefined {
-  return CUSTOMER_KEYED.has(operation) ? sseRequestFrom(lookupOf(headers)) : undefined;
+  // (Every field read is an encryption header: without one, nothing is asked.)
+  return CUSTOMER_KEYED.has(operation) && asksEncryption(headers) ? sseRequestFrom(lookupOf(headers)) : undefined;
 }
 
 function sseRequestFrom(lookup: Lookup): SseRequest | undefined {

@@ -21,12 +21,17 @@ const rewritten = new WeakMap<IncomingMessage, Rewritten>();
 export function virtualHostedStyle(domains: readonly string[]): (req: IncomingMessage) => void {
   const suffixes = domains.map((d) => `.${d.toLowerCase().replace(/\.$/, '')}`);
   if (suffixes.length === 0) return () => undefined;
+  // The last Host found to name no bucket: a client's requests all send the same.
+  let pathStyleOnly: string | undefined;
   return (req) => {
     const host = req.headers.host;
-    if (!host) return;
+    if (!host || host === pathStyleOnly) return;
     const { name, port } = splitHost(host.toLowerCase());
     const suffix = suffixes.find((s) => name.length > s.length && name.endsWith(s));
-    if (!suffix) return;
+    if (!suffix) {
+      pathStyleOnly = host;
+      return;
+    }
     const target = req.url ?? '/';
     const bucket = name.slice(0, -suffix.length);
     rewritten.set(req, { target, baseHost: `${suffix.slice(1)}${port}` });
