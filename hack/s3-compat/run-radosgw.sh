@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Runs ceph/s3-tests (test_s3.py + test_headers.py, every test id) against Ceph's radosgw 16.2 with the same
+# client as run.sh, and stores each id's outcome in hack/s3-compat/radosgw-outcomes.json: report.py shows them
+# beside Strata's in hack/docs/s3-compatibility.md. See hack/s3-compat/README.md.
+#
+#   S3TESTS_DIR=/path/to/s3-tests hack/s3-compat/run-radosgw.sh [extra pytest args: a partial run, outcomes file untouched]
+#
+# S3TESTS_DIR     checkout holding s3tests_boto3/ (never part of this repository)
+# RGW_STANDALONE  the throw-away single-node Ceph script (default: shared/tools/rgw-standalone.sh beside the repository);
+#                 needs apt-get install --no-install-recommends ceph-mon ceph-osd radosgw ceph-common
+# RGW_DIR         its state directory (default: a fresh one in the temp dir); RGW_PORT (default 7480)
+# PYTHON          as for run.sh (default /usr/bin/python3)
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+: "${S3TESTS_DIR:?set S3TESTS_DIR to a ceph/s3-tests checkout}"
+S3TESTS_DIR=$(cd "$S3TESTS_DIR" && pwd)
+python=${PYTHON:-/usr/bin/python3}
+rgw_script=${RGW_STANDALONE:-$repo/../shared/tools/rgw-standalone.sh}
+work=$(mktemp -d "${TMPDIR:-/tmp}/s3compat-rgw.XXXXXX")
+export DIR=${RGW_DIR:-$work/rgw} RGW_PORT=${RGW_PORT:-7480}
+ceph_conf=(-c "$DIR/ceph.conf")
+
+stop_rgw() { bash "$rgw_script" stop >/dev/null 2>&1 || true; }
+trap stop_rgw EXIT
+
+echo "starting radosgw on 127.0.0.1:$RGW_PORT (state in $DIR)"
+bash "$rgw_script" start
+# The settings teuthology gives the suite: SSE over plain HTTP, the built-in KMS with the suite's key ids
+# testkey-1/testkey-2, lifecycle days of one second (run.sh's lc_debug_interval). Read at start: restart radosgw.
+kms_keys="testkey-1=$(head -c 32 /dev/urandom | base64 -w0) testkey-2=$(head -c 32 /dev/urandom | base64 -w0)"
+ceph "${ceph_conf[@]}" config set client.rgw.a rgw_crypt_require_ssl false
+ceph "${ceph_conf[@]}" config set client.rgw.a rgw_crypt_s3_kms_backend testing
+ceph "${ceph_conf[@]}" config set client.rgw.a rgw_crypt_s3_kms_encryption_keys "$kms_keys"
+ceph "${ceph_conf[@]}" config set client.rgw.a rgw_lc_debug_interval 1
+rgw_pid=$(cat "$DIR/run/client.rgw.a.pid")
+kill "$rgw_pid"
+for _ in $(seq 30); do kill -0 "$rgw_pid" 2>/dev/null || break; sleep 1; done
+bash "$rgw_script" start
+
+# The suite's users: main and alt (two accounts for the ACL tests), tenant; e-mail addresses for the grant tests.
+suffix=$(date +%s)
+declare -A key secret name
+for who in main alt tenant; do
+  name[$who]="s3$who$suffix"
+  key[$who]=$(head -c 15 /dev/urandom | base32 | tr -dc 'A-Z0-9' | head -c 20)
+  secret[$who]=$(head -c 30 /dev/urandom | base64 -w0 | tr -dc 'A-Za-z0-9' | head -c 40)
+  bash "$rgw_script" users "${key[$who]}" "${secret[$who]}" "${name[$who]}" 2>/dev/null
+  radosgw-admin "${ceph_conf[@]}" -n client.rgw.a user modify --uid="${name[$who]}" \
+    --email="${name[$who]}@example.com" >/dev/null 2>&1
+done
+
+cat >"$work/s3tests.conf" <<CONF
+[DEFAULT]
+host = 127.0.0.1
+port = $RGW_PORT
+is_secure = False
+ssl_verify = False
+
+[fixtures]
+bucket prefix = s3t-{random}-
+
+[s3 main]
+display_name = ${name[main]}
+user_id = ${name[main]}
+email = ${name[main]}@example.com
+access_key = ${key[main]}
+secret_key = ${secret[main]}
+api_name = us-east-1
+lc_debug_interval = 1
+
+[s3 alt]
+display_name = ${name[alt]}
+user_id = ${name[alt]}
+email = ${name[alt]}@example.com
+access_key = ${key[alt]}
+secret_key = ${secret[alt]}
+
+[s3 tenant]
+display_name = ${name[tenant]}
+user_id = ${name[tenant]}
+email = ${name[tenant]}@example.com
+access_key = ${key[tenant]}
+secret_key = ${secret[tenant]}
+tenant = ${name[tenant]}
+CONF
+
+results="$work/results.json"
+set +e
+(
+  cd "$S3TESTS_DIR"
+  S3TEST_CONF="$work/s3tests.conf" S3COMPAT_RESULTS="$results" PYTHONPATH="$repo/hack/s3-compat${PYTHONPATH:+:$PYTHONPATH}" \
+    "$python" -m pytest -p s3compat_plugin -p s3compat_purge -p no:cacheprovider -q --timeout=300 -rN --tb=no \
+    s3tests_boto3/functional/test_s3.py s3tests_boto3/functional/test_headers.py "$@"
+) | tail -5
+set -e
+
+if [[ $# -gt 0 ]]; then
+  echo "partial run: results in $results (hack/s3-compat/radosgw-outcomes.json untouched)"
+else
+  # One outcome per id, sorted: what report.py needs for the radosgw columns, small enough to keep in the repository.
+  "$python" -c 'import json,sys; r=json.load(open(sys.argv[1])); json.dump({k: v["outcome"] for k, v in sorted(r.items())}, open(sys.argv[2], "w"), indent=0, sort_keys=True); open(sys.argv[2], "a").write("\n")' \
+    "$results" "$repo/hack/s3-compat/radosgw-outcomes.json"
+  echo "results in $results; outcomes in hack/s3-compat/radosgw-outcomes.json"
+fi
