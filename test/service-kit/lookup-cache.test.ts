@@ -6,6 +6,7 @@ describe('service kit: cached lookups', () => {
     const calls: string[] = [];
     const hits: boolean[] = [];
     let fail = false;
+    let now = 1_000;
     const get = cachedLookup(
       async (key) => {
         calls.push(key);
@@ -14,7 +15,7 @@ describe('service kit: cached lookups', () => {
         return `${key}-${calls.length}`;
       },
       60,
-      { onLookup: (hit) => hits.push(hit) },
+      { onLookup: (hit) => hits.push(hit), now: () => now },
     );
     expect(await Promise.all([get('a'), get('a')])).to.deep.equal(['a-1', 'a-1']);
     expect(await get('a')).to.equal('a-1');
@@ -23,7 +24,9 @@ describe('service kit: cached lookups', () => {
 
     get.forget('a');
     expect(await get('a')).to.equal('a-2');
-    await new Promise((r) => setTimeout(r, 70));
+    now += 59;
+    expect(await get('a')).to.equal('a-2');
+    now += 1;
     expect(await get('a')).to.equal('a-3');
 
     fail = true;
@@ -46,13 +49,14 @@ describe('service kit: cached lookups', () => {
     const hits: boolean[] = [];
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
+    let now = 1_000;
     const get = cachedLookup(
       async (key) => {
         await gate;
         return `${key}!`;
       },
       60,
-      { onLookup: (hit) => hits.push(hit) },
+      { onLookup: (hit) => hits.push(hit), now: () => now },
     );
     expect(get.peek('a')).to.equal(undefined);
     const pending = get('a');
@@ -63,7 +67,7 @@ describe('service kit: cached lookups', () => {
     await pending;
     expect(get.peek('a')!.settled).to.deep.equal({ value: 'a!' });
     expect(hits).to.deep.equal([false]);
-    await new Promise((r) => setTimeout(r, 70));
+    now += 60;
     expect(get.peek('a')).to.equal(undefined);
   });
 });

@@ -1,14 +1,14 @@
-/**
- * Remembers what `lookup` answered for each key for `ttlMs`, so that hot paths do not pay a round trip
- * (or a query) each. Concurrent misses for one key share a single lookup; a failed lookup is not
- * remembered. At most `maxEntries` keys are kept (the oldest go first).
- */
 /** A remembered lookup: its promise, and its value once it has one (read without waiting). */
 export interface Peeked<V> {
   pending: Promise<V>;
   settled?: { value: V };
 }
 
+/**
+ * Remembers what `lookup` answered for each key for `ttlMs`, so that hot paths do not pay a round trip
+ * (or a query) each. Concurrent misses for one key share a single lookup; a failed lookup is not
+ * remembered. At most `maxEntries` keys are kept (the oldest go first).
+ */
 export function cachedLookup<V>(
   lookup: (key: string) => Promise<V>,
   ttlMs: number,
@@ -16,12 +16,15 @@ export function cachedLookup<V>(
     /** Told whether each lookup was answered from memory (metrics). */
     onLookup?: (hit: boolean) => void;
     maxEntries?: number;
+    /** The clock entries are aged by (tests inject one). */
+    now?: () => number;
   } = {},
 ): ((key: string) => Promise<V>) & { forget(key: string): void; peek(key: string): Peeked<V> | undefined } {
   const entries = new Map<string, { at: number; value: Promise<V>; settled?: { value: V } }>();
   const maxEntries = opts.maxEntries ?? 10_000;
+  const clock = opts.now ?? Date.now;
   const get = (key: string): Promise<V> => {
-    const now = Date.now();
+    const now = clock();
     const hit = entries.get(key);
     const fresh = hit !== undefined && now - hit.at < ttlMs;
     opts.onLookup?.(fresh);
@@ -42,7 +45,7 @@ export function cachedLookup<V>(
   /** The fresh entry, if there is one, without a lookup and without counting it (onLookup is not told). */
   const peek = (key: string): Peeked<V> | undefined => {
     const hit = entries.get(key);
-    return hit !== undefined && Date.now() - hit.at < ttlMs ? { pending: hit.value, settled: hit.settled } : undefined;
+    return hit !== undefined && clock() - hit.at < ttlMs ? { pending: hit.value, settled: hit.settled } : undefined;
   };
   return Object.assign(get, { forget: (key: string) => void entries.delete(key), peek });
 }
