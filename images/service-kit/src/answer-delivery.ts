@@ -67,6 +67,13 @@ const closing = new WeakSet<Duplex>();
  * served by Express get Express's response prototype instead: their small JSON bodies are read whole first.)
  */
 export class DeliveredResponse<Request extends http.IncomingMessage = http.IncomingMessage> extends http.ServerResponse<Request> {
+  constructor(req: Request) {
+    super(req);
+    // Each stage that holds something for the answer's life (metrics, flow-control slots, timers, the access log,
+    // the connection's exchange list) listens for its end once: about a dozen on a response, none added per chunk.
+    this.setMaxListeners(32);
+  }
+
   // writeHead is where Node fixes the Connection header (every answer passes here, implicit ones too).
   override writeHead(statusCode: number, statusMessage?: string, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
