@@ -4,6 +4,7 @@ import {
   CompleteMultipartUploadCommand,
   DeleteBucketEncryptionCommand,
   GetBucketEncryptionCommand,
+  GetObjectAttributesCommand,
   GetObjectCommand,
   HeadObjectCommand,
   PutBucketEncryptionCommand,
@@ -63,6 +64,15 @@ describeWithBucket('e2e: server-side encryption (SSE-S3, SSE-C, bucket default)'
     expect((await bodyBytes(got)).equals(body)).to.equal(true);
     // A second read without the key is still refused (no answer kept by the gateway serves it).
     expect((await s3Failure(env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'c.bin' })))).status).to.equal(400);
+  });
+
+  it('SSE-C: GetObjectAttributes needs the key as HEAD does: without it 400, with another 403, with it the attributes', async () => {
+    await env.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'c-attrs.bin', Body: randomBytes(700), ...sseC }));
+    const ask = { Bucket: bucket, Key: 'c-attrs.bin', ObjectAttributes: ['ObjectSize' as const] };
+    expect(await s3Failure(env.s3.send(new GetObjectAttributesCommand(ask)))).to.deep.equal({ name: 'InvalidRequest', status: 400 });
+    const other = { SSECustomerAlgorithm: 'AES256', SSECustomerKey: randomBytes(32).toString('base64') };
+    expect(await s3Failure(env.s3.send(new GetObjectAttributesCommand({ ...ask, ...other })))).to.deep.equal({ name: 'AccessDenied', status: 403 });
+    expect((await env.s3.send(new GetObjectAttributesCommand({ ...ask, ...sseC }))).ObjectSize).to.equal(700);
   });
 
   it('CopyObject with x-amz-copy-source-server-side-encryption-customer-* re-encrypts; multipart SSE-C needs the key on each part', async () => {

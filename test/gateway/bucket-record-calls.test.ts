@@ -26,6 +26,7 @@ describe('gateway handlers: every call about a bucket carries the record the req
   const answers: Partial<Record<keyof ObjectLayer, unknown>> = {
     listObjects: { objects: [meta], commonPrefixes: [], isTruncated: false },
     headObject: meta,
+    getObject: { status: 200, object: meta, contentLength: 3 },
     objectParts: [],
     deleteObjects: { deleted: ['k'], errors: [] },
     getBucketConfig: [{ key: 'team', value: 'a' }],
@@ -80,12 +81,15 @@ describe('gateway handlers: every call about a bucket carries the record the req
       const res = await app.fetch(method, target, init);
       expect(res.status, `${method} ${target}: ${await res.text()}`).to.be.lessThan(300);
     }
-    const without = calls.filter((c) => !c.args.some((a) => a === record)).map((c) => c.method);
+    // (A read carries it in its input, as getObject's bucketRecord.)
+    const carries = (a: unknown) => a === record || (typeof a === 'object' && a !== null && 'bucketRecord' in a && a.bucketRecord === record);
+    const without = calls.filter((c) => !c.args.some(carries)).map((c) => c.method);
     expect(without, 'calls without the record').to.deep.equal([]);
     expect(new Set(calls.map((c) => c.method))).to.deep.equal(
       new Set([
         'listObjects',
         'headObject',
+        'getObject',
         'putObjectTags',
         'putObjectAcl',
         'deleteObject',

@@ -2,6 +2,7 @@ import { readPageSize, readWholeNumber, S3Error, storedChecksum, unquoteEtag, ty
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { checksumXml } from '../s3/checksums.js';
 import { sendXml } from '../s3/render.js';
+import { sseRequestOf } from '../s3/encryption.js';
 import { header } from '../s3/request.js';
 import { readable } from './object-read.js';
 
@@ -40,7 +41,7 @@ async function objectParts(s3: S3Request, record: BucketInfo, partsCount: number
  * from the object's metadata without reading its bytes. `Checksum` is there when the object was
  * uploaded with one; a multipart object's parts are given as their count, and listed (`x-amz-max-parts`,
  * `x-amz-part-number-marker`) with their sizes and checksums when the object has a checksum.
- * Who may: as GetObject (the object's READ grant).
+ * Who may: as GetObject (the object's READ grant; an SSE-C object's key, as HEAD).
  */
 export const getObjectAttributes: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
@@ -56,7 +57,10 @@ export const getObjectAttributes: S3Handler = async (s3) => {
   if (unknown) throw new S3Error('InvalidArgument', `Invalid attribute name specified: ${unknown}.`, { ArgumentName: 'x-amz-object-attributes' });
   // S3: READ access to the object (its ACL's READ grant, as GetObject), anonymous callers included.
   const record = await readable(s3);
-  const meta = await deps.objects.headObject(bucket, key, record);
+  // Read as a HEAD is, SSE-C key included: an object encrypted with a customer key tells its attributes
+  // only to who gives that key (none: InvalidRequest, another: AccessDenied, as S3).
+  const sse = sseRequestOf('GetObjectAttributes', req.headers);
+  const { object: meta } = await deps.objects.getObject(bucket, key, { method: 'HEAD', sse, bucketRecord: record });
   const etag = unquoteEtag(meta.etag);
   const parts = /-(\d+)$/.exec(etag)?.[1];
   const stored = storedChecksum(meta.headers);

@@ -11,7 +11,8 @@ import { S3Error, sseResponseHeaders, type SseAnswer, type SseRequest } from '..
  * stored with one layer, since a client that asked for two layers must not believe it got them.
  */
 const WRITES = new Set(['PutObject', 'CopyObject', 'CreateMultipartUpload', 'UploadPart', 'UploadPartCopy', 'PostObject']);
-const READS = new Set(['GetObject', 'HeadObject']);
+/** Reads of an object's bytes or metadata: an SSE-C object's need its key (GetObjectAttributes as HEAD, as S3). */
+const READS = new Set(['GetObject', 'HeadObject', 'GetObjectAttributes']);
 
 const SSE = 'x-amz-server-side-encryption';
 const DUAL_LAYER = 'aws:kms:dsse';
@@ -118,7 +119,7 @@ export function checkServerSideEncryption(operation: string, headers: IncomingHt
   }
   if (!READS.has(operation) || !asksEncryption(headers)) return;
   const kms = [SSE, ...KMS_FIELDS, `${SSE}-bucket-key-enabled`].find((name) => lookup(name) !== undefined);
-  if (kms) throw invalid(`${kms} is not supported on a ${operation === 'GetObject' ? 'GET' : 'HEAD'} request.`, kms, lookup(kms));
+  if (kms) throw invalid(`${kms} is not supported on a ${operation === 'HeadObject' ? 'HEAD' : 'GET'} request.`, kms, lookup(kms));
   checkCustomerKey(lookup, SSE);
 }
 
