@@ -9,6 +9,7 @@ import {
   GetObjectAclCommand,
   GetObjectCommand,
   GetPublicAccessBlockCommand,
+  HeadBucketCommand,
   PutBucketAclCommand,
   PutBucketOwnershipControlsCommand,
   PutObjectAclCommand,
@@ -191,6 +192,17 @@ describeWithBucket('e2e: access control (ownership controls, ACLs, anonymous rea
     });
     expect((await bob.s3.send(new GetObjectAclCommand({ Bucket: b, Key: 'bob.txt' }))).Owner?.ID).to.equal('acl-bob');
     expect(await (await env.s3.send(new GetObjectCommand({ Bucket: b, Key: 'bob.txt' }))).Body!.transformToString()).to.equal('from bob');
+  });
+
+  it('HeadBucket by a grantee: READ or FULL_CONTROL on the bucket lets it (s3:ListBucket, as S3), WRITE alone does not', async () => {
+    const b = await bucketWithAcls(env.s3, 'acl-head');
+    expect((await s3Failure(bob.s3.send(new HeadBucketCommand({ Bucket: b })))).status).to.equal(403);
+    await env.s3.send(new PutBucketAclCommand({ Bucket: b, GrantRead: 'id="acl-bob"', GrantFullControl: `id="${ROOT_USER}"` }));
+    expect((await bob.s3.send(new HeadBucketCommand({ Bucket: b }))).$metadata.httpStatusCode).to.equal(200);
+    await env.s3.send(new PutBucketAclCommand({ Bucket: b, GrantFullControl: `id="acl-bob", id="${ROOT_USER}"` }));
+    expect((await bob.s3.send(new HeadBucketCommand({ Bucket: b }))).$metadata.httpStatusCode).to.equal(200);
+    await env.s3.send(new PutBucketAclCommand({ Bucket: b, GrantWrite: 'id="acl-bob"', GrantFullControl: `id="${ROOT_USER}"` }));
+    expect((await s3Failure(bob.s3.send(new HeadBucketCommand({ Bucket: b })))).status).to.equal(403);
   });
 
   it('the ACL given to CreateMultipartUpload is the object’s at completion; a copy is private unless its request gives an ACL', async () => {

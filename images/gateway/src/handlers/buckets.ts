@@ -11,7 +11,7 @@ import {
 } from '../../../object-model/src/index.js';
 import { scopeNamesBucket } from '../auth/key-scope.js';
 import { aclToKeep } from '../middleware/access-policy.js';
-import { callerOf } from '../context.js';
+import { callerOf, state } from '../context.js';
 import { RESERVED_BUCKET_NAMES } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
 import { header, readSmallBody } from '../s3/request.js';
@@ -150,8 +150,9 @@ export const deleteBucket: S3Handler = async ({ res, bucket, deps }) => {
   sendStatus(res, 204);
 };
 
+/** HeadBucket: as S3, who may list the bucket (s3:ListBucket: its owner, or a READ grant) may ask whether it is there. */
 export const headBucket: S3Handler = async ({ res, bucket, deps }) => {
-  await deps.buckets.owned(bucket, callerOf(res));
+  await deps.buckets.permitted(bucket, state(res).caller, 'READ');
   res.setHeader('x-amz-bucket-region', deps.region);
   sendStatus(res, 200);
 };
