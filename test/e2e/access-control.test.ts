@@ -10,6 +10,7 @@ import {
   GetObjectCommand,
   GetPublicAccessBlockCommand,
   HeadBucketCommand,
+  ListObjectsV2Command,
   PutBucketAclCommand,
   PutBucketOwnershipControlsCommand,
   PutObjectAclCommand,
@@ -203,6 +204,23 @@ describeWithBucket('e2e: access control (ownership controls, ACLs, anonymous rea
     expect((await bob.s3.send(new HeadBucketCommand({ Bucket: b }))).$metadata.httpStatusCode).to.equal(200);
     await env.s3.send(new PutBucketAclCommand({ Bucket: b, GrantWrite: 'id="acl-bob"', GrantFullControl: `id="${ROOT_USER}"` }));
     expect((await s3Failure(bob.s3.send(new HeadBucketCommand({ Bucket: b })))).status).to.equal(403);
+  });
+
+  it('an AccessControlPolicy with an empty AccessControlList revokes every grant (bucket and object); the owner keeps access as owner', async () => {
+    const b = await bucketWithAcls(env.s3, 'acl-revoke');
+    await env.s3.send(new PutObjectCommand({ Bucket: b, Key: 'k.txt', Body: 'kept', GrantRead: 'id="acl-bob"' }));
+    await env.s3.send(new PutBucketAclCommand({ Bucket: b, GrantRead: 'id="acl-bob"', GrantFullControl: `id="${ROOT_USER}"` }));
+    const empty = { Owner: { ID: ROOT_USER }, Grants: [] };
+    await env.s3.send(new PutBucketAclCommand({ Bucket: b, AccessControlPolicy: empty }));
+    expect((await env.s3.send(new GetBucketAclCommand({ Bucket: b }))).Grants ?? []).to.deep.equal([]);
+    await env.s3.send(new PutObjectAclCommand({ Bucket: b, Key: 'k.txt', AccessControlPolicy: empty }));
+    expect((await env.s3.send(new GetObjectAclCommand({ Bucket: b, Key: 'k.txt' }))).Grants ?? []).to.deep.equal([]);
+    // The grantee lost both; the owner reads, lists and writes as before.
+    expect((await s3Failure(bob.s3.send(new ListObjectsV2Command({ Bucket: b })))).status).to.equal(403);
+    expect((await s3Failure(bob.s3.send(new GetObjectCommand({ Bucket: b, Key: 'k.txt' })))).status).to.equal(403);
+    expect((await env.s3.send(new ListObjectsV2Command({ Bucket: b }))).KeyCount).to.equal(1);
+    expect(await (await env.s3.send(new GetObjectCommand({ Bucket: b, Key: 'k.txt' }))).Body!.transformToString()).to.equal('kept');
+    await env.s3.send(new PutObjectCommand({ Bucket: b, Key: 'more.txt', Body: 'm' }));
   });
 
   it('the ACL given to CreateMultipartUpload is the object’s at completion; a copy is private unless its request gives an ACL', async () => {

@@ -56,13 +56,17 @@ export const BUCKET_CONFIG_MAX: { [K in keyof BucketConfigs]: number } = {
   logging: 1,
 };
 
-/** PUT /buckets/:bucket/<kind>: `{rules}`, 1 to that configuration's most rules, each of its outline; MalformedXML otherwise. */
+/**
+ * PUT /buckets/:bucket/<kind>: `{rules}`, 1 to that configuration's most rules, each of its outline; MalformedXML otherwise.
+ * An ACL may hold no grant (S3 accepts an empty AccessControlList: its owner keeps access as owner).
+ */
 export function readBucketConfigBody<K extends keyof BucketConfigs>(kind: K): (value: unknown) => { rules: BucketConfigs[K] } {
   const max = BUCKET_CONFIG_MAX[kind];
+  const min = kind === 'acl' ? 0 : 1;
   // (A list of BucketConfigs[K][number] is a BucketConfigs[K]; TypeScript cannot see it for a generic K.)
   return bodyReader(
-    z.object({ rules: z.array(z.custom<BucketConfigs[K][number]>(BUCKET_CONFIG_OUTLINES[kind])).min(1).max(max) }),
-    { rules: () => new S3Error('MalformedXML', `rules must be a list of 1 to ${max} ${kind} rules`) },
+    z.object({ rules: z.array(z.custom<BucketConfigs[K][number]>(BUCKET_CONFIG_OUTLINES[kind])).min(min).max(max) }),
+    { rules: () => new S3Error('MalformedXML', `rules must be a list of ${min} to ${max} ${kind} rules`) },
     `${kind} rules`,
   ) as (value: unknown) => { rules: BucketConfigs[K] };
 }

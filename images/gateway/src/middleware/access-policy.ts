@@ -41,9 +41,9 @@ export function ignoresPublicAcls(bucket: BucketInfo, platformBlocksPublic: bool
   return platformBlocksPublic || bucket.publicAccessBlock?.[0]?.ignorePublicAcls === true;
 }
 
-/** The bucket's ACL: its owner's FULL_CONTROL and whatever it granted. */
+/** The bucket's ACL: as its owner set it (no grant at all, after an empty one), else its owner's FULL_CONTROL. */
 export function bucketAcl(bucket: BucketInfo): AccessControlList {
-  return { owner: bucket.owner, grants: bucket.acl?.length ? bucket.acl : cannedGrants('private', bucket.owner, bucket.owner) };
+  return { owner: bucket.owner, grants: bucket.acl ?? cannedGrants('private', bucket.owner, bucket.owner) };
 }
 
 /**
