@@ -223,6 +223,24 @@ describeWithBucket('e2e: access control (ownership controls, ACLs, anonymous rea
     await env.s3.send(new PutObjectCommand({ Bucket: b, Key: 'more.txt', Body: 'm' }));
   });
 
+  it('x-amz-expected-bucket-owner binds anonymous callers too: a public-read-write bucket named with another owner is 403 AccessDenied', async () => {
+    const b = await bucketWithAcls(env.s3, 'acl-expect');
+    await env.s3.send(new PutBucketAclCommand({ Bucket: b, ACL: 'public-read-write' }));
+    const ask = async (method: string, target: string, owner: string, body?: string) => {
+      const r = await fetch(`${env.p.endpoint}${target}`, {
+        method,
+        headers: { 'x-amz-expected-bucket-owner': owner },
+        ...(body === undefined ? {} : { body }),
+      });
+      return { status: r.status, code: s3ErrorOf(await r.text()).code };
+    };
+    const wrong = `${ROOT_USER}foo`;
+    expect(await ask('GET', `/${b}`, wrong)).to.deep.equal({ status: 403, code: 'AccessDenied' });
+    expect(await ask('PUT', `/${b}/bar`, wrong, 'x')).to.deep.equal({ status: 403, code: 'AccessDenied' });
+    expect((await ask('GET', `/${b}`, ROOT_USER)).status).to.equal(200);
+    expect((await env.s3.send(new ListObjectsV2Command({ Bucket: b }))).KeyCount ?? 0).to.equal(0);
+  });
+
   it('the ACL given to CreateMultipartUpload is the object’s at completion; a copy is private unless its request gives an ACL', async () => {
     const b = await bucketWithAcls(env.s3, 'acl-mpu');
     const { UploadId } = await env.s3.send(new CreateMultipartUploadCommand({ Bucket: b, Key: 'big.bin', ACL: 'public-read' }));

@@ -236,11 +236,10 @@ export function nameOperation(req: http.IncomingMessage, res: http.ServerRespons
  * `x-amz-expected-bucket-owner` (and `x-amz-source-expected-bucket-owner` for copies): the caller states
  * whose bucket it means to reach; a bucket's owner ID is the owner's name (as in ListBuckets). The
  * bucket's record is looked up (the cached one the handler reads too): with ACL grants a caller may reach
- * another account's bucket.
+ * another account's bucket. Anonymous callers are held to it too (a public bucket), as S3 holds them.
  */
-async function checkExpectedOwners(req: http.IncomingMessage, res: http.ServerResponse, bucket: string, deps: GatewayDeps): Promise<void> {
-  const caller = state(res).caller;
-  if (!bucket || !caller) return;
+async function checkExpectedOwners(req: http.IncomingMessage, bucket: string, deps: GatewayDeps): Promise<void> {
+  if (!bucket) return;
   const source = header(req, 'x-amz-copy-source');
   const sourceBucket = source === undefined ? undefined : safeDecode(source.split('?', 1)[0]!).replace(/^\//, '').split('/', 1)[0];
   for (const [name, target] of [
@@ -269,7 +268,7 @@ export function s3Endpoint(deps: GatewayDeps) {
       state(res).operation = route.operation;
       enforceKeyScope(state(res).caller, route.operation, bucket, key, query.get('prefix'));
       if (req.headers['x-amz-expected-bucket-owner'] !== undefined || req.headers['x-amz-source-expected-bucket-owner'] !== undefined)
-        await checkExpectedOwners(req, res, bucket, deps);
+        await checkExpectedOwners(req, bucket, deps);
       try {
         // Every operation on a key, reads included: a key no write accepts never reaches a lookup.
         if (key) assertObjectKey(key);
