@@ -256,7 +256,8 @@ async function checkExpectedOwners(req: http.IncomingMessage, bucket: string, de
         )
       : undefined;
     if (owner === expected) continue;
-    throw new S3Error('AccessDenied', `The bucket is not owned by the account named in ${name}.`);
+    // S3's plain refusal: a message of its own would tell a stranger that the name they guessed is not the owner.
+    throw new S3Error('AccessDenied');
   }
 }
 
