@@ -108,12 +108,14 @@ export class FileSink extends Writable {
 
   /**
    * `md5`: given every byte written, in order (the MD5 of a large body is computed on its own thread,
-   * reading this sink's buffers in place while the file write of the same bytes runs).
+   * reading this sink's buffers in place while the file write of the same bytes runs). `meter`: sees
+   * every chunk before it is taken (counting, a size limit); what it throws fails the write.
    */
   constructor(
     private readonly path: string,
     private readonly md5?: ThreadMd5,
     private readonly direct = true,
+    private readonly meter?: (chunk: Buffer) => void,
   ) {
     super({ highWaterMark: FILE_SINK_BUFFER });
   }
@@ -154,6 +156,12 @@ export class FileSink extends Writable {
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, callback: (error?: Error | null) => void): void {
+    try {
+      this.meter?.(chunk);
+    } catch (err) {
+      callback(err as Error);
+      return;
+    }
     this.append(chunk).then(() => callback(), callback);
   }
 
