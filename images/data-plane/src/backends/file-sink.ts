@@ -12,8 +12,13 @@ export const FILE_SINK_BUFFER = 1024 * 1024;
  */
 const ALIGN = 4096;
 
-/** Buffers per sink: one filling while the others are written and hashed side by side. */
-const RING = 4;
+/**
+ * Buffers per sink: one filling while the others are written and hashed side by side. Eight (not four):
+ * on a busy host each thread runs in slices between others' (see hack/bench/measurements.md, branch
+ * large), and the MD5 thread, the serial part, must find bytes queued while the event loop waits for
+ * its next slice.
+ */
+const RING = 8;
 
 /**
  * A FileSink buffer: FILE_SINK_BUFFER bytes of shared memory (a SharedArrayBuffer, so that the MD5 thread

@@ -6,8 +6,11 @@ import { cryptoPool } from './crypto-threads.js';
 /** Chunks per batch: about 1 MiB of plaintext, one message each way. */
 const BATCH_CHUNKS = 16;
 const BATCH_BYTES = BATCH_CHUNKS * (CHUNK + TAG_BYTES);
-/** Batches in flight per stream: enough for both threads of the pool and one filling. */
-const RING = 4;
+/**
+ * Batches in flight per stream: both threads of the pool busy and more queued, so that on a busy host
+ * (each thread running in slices between others') the threads find work while the event loop waits.
+ */
+const RING = 8;
 /** Shared batch buffers kept for reuse across reads. */
 const pool: Buffer[] = [];
 

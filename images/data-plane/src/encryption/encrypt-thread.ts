@@ -9,8 +9,11 @@ import type { CryptoPool, PoolStream } from './crypto-pool.js';
 /** Chunks per batch: 1 MiB of plaintext, one message each way. */
 const BATCH_CHUNKS = 16;
 const BATCH_BYTES = BATCH_CHUNKS * CHUNK;
-/** Batches in flight per stream: enough for both threads of the pool and one filling. */
-const RING = 4;
+/**
+ * Batches in flight per stream: both threads of the pool busy and more queued, so that on a busy host
+ * (each thread running in slices between others') the threads find work while the event loop waits.
+ */
+const RING = 8;
 /** Shared batch buffers kept for reuse across uploads (one is freed only once every thread let go of it). */
 const pool: Buffer[] = [];
 
