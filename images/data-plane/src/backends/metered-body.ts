@@ -100,6 +100,9 @@ export function detachedBody(body: Readable): { pipeTo(sink: Writable): Promise<
     target?.destroy(err);
   };
   body.on('error', fail);
+  // Held until a sink is piped: a body that already flows (a read stream someone counts with a 'data' listener,
+  // as the object layer's read does for UploadPartCopy) would otherwise drop what it emits while the sink opens.
+  body.pause();
   // A body that closes without its end (a reset without an error) must not leave the sink waiting.
   body.once('close', () => {
     if (!body.readableEnded) fail(new S3Error('IncompleteBody'));
