@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, createReadStream } from 'node:fs';
 import { readFile, readdir, readlink, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -152,7 +152,6 @@ describe('data plane: fs backend large bodies (FileSink)', () => {
     const source = path.join(tmp.path, 'source.bin');
     await writeFile(source, data);
     for (let i = 0; i < 5; i++) {
-      const { createReadStream } = await import('node:fs');
       const body = createReadStream(source, { highWaterMark: 65536 });
       // What the object layer's read does (its bytes-out counter): the stream flows from the next tick on.
       body.on('data', () => undefined);
