@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
-import { Duplex } from 'node:stream';
+import { Duplex, type Readable } from 'node:stream';
 
 /**
  * HTTP between services of one process without the kernel's sockets.
@@ -41,6 +42,39 @@ function serverAt(host: string | null | undefined, port: number | string | null 
   const h = host === 'localhost' ? '127.0.0.1' : host;
   const server = servers.get(`http://${h}:${port}`);
   return server?.listening ? server : undefined;
+}
+
+/** Whether `origin` is a server of this process, reached in-process. */
+export function servedInProcess(origin: URL): boolean {
+  return serverAt(origin.hostname, origin.port) !== undefined;
+}
+
+/**
+ * Large request bodies handed over by reference to a server of this process. Sent through the
+ * in-memory connection, every chunk of a body would be written by one HTTP stack and parsed (and copied)
+ * again by the other, through four more streams; handed over, the server reads the sender's own stream.
+ * The request then carries no body, only BODY_HANDOVER_HEADER naming the stream, which requestBody()
+ * takes out of this map once (a name is 122 random bits, and only in-process connections are served
+ * one, so no other caller can take another's body).
+ */
+const handedOver = new Map<string, Readable>();
+export const BODY_HANDOVER_HEADER = 'x-strata-body-handover';
+
+/** Hand `body` over to the request that carries `header`; `revoke()` once the request is over (a body never taken is dropped). */
+export function handOverBody(body: Readable): { header: [string, string]; revoke(): void } {
+  const id = randomUUID();
+  handedOver.set(id, body);
+  return { header: [BODY_HANDOVER_HEADER, id], revoke: () => handedOver.delete(id) };
+}
+
+/** The body of `req`: the stream its in-process sender handed over, else the request's own bytes. */
+export function requestBody(req: http.IncomingMessage): Readable {
+  const id = req.headers[BODY_HANDOVER_HEADER];
+  if (typeof id !== 'string' || !(req.socket instanceof PipeEnd)) return req;
+  const body = handedOver.get(id);
+  if (!body) return req;
+  handedOver.delete(id);
+  return body;
 }
 
 /** A keep-alive http.Agent whose connections to a server of this process are in-memory pipes. */

@@ -12,8 +12,13 @@ export const FILE_SINK_BUFFER = 1024 * 1024;
  */
 const ALIGN = 4096;
 
-/** Buffers per sink: one filling while the others are written and hashed side by side. */
-const RING = 4;
+/**
+ * Buffers per sink: one filling while the others are written and hashed side by side. Eight (not four):
+ * on a busy host each thread runs in slices between others' (see hack/bench/measurements.md, branch
+ * large), and the MD5 thread, the serial part, must find bytes queued while the event loop waits for
+ * its next slice.
+ */
+const RING = 8;
 
 /**
  * A FileSink buffer: FILE_SINK_BUFFER bytes of shared memory (a SharedArrayBuffer, so that the MD5 thread
@@ -108,12 +113,14 @@ export class FileSink extends Writable {
 
   /**
    * `md5`: given every byte written, in order (the MD5 of a large body is computed on its own thread,
-   * reading this sink's buffers in place while the file write of the same bytes runs).
+   * reading this sink's buffers in place while the file write of the same bytes runs). `meter`: sees
+   * every chunk before it is taken (counting, a size limit); what it throws fails the write.
    */
   constructor(
     private readonly path: string,
     private readonly md5?: ThreadMd5,
     private readonly direct = true,
+    private readonly meter?: (chunk: Buffer) => void,
   ) {
     super({ highWaterMark: FILE_SINK_BUFFER });
   }
@@ -154,6 +161,12 @@ export class FileSink extends Writable {
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, callback: (error?: Error | null) => void): void {
+    try {
+      this.meter?.(chunk);
+    } catch (err) {
+      callback(err as Error);
+      return;
+    }
     this.append(chunk).then(() => callback(), callback);
   }
 

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { close as closeFd, createReadStream, createWriteStream, open as openFd, read as readFd } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
 import { pipelineClosed } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
 import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
 import { ThreadMd5 } from './md5-thread.js';
-import { HashingCounter, meteredBody, readSmallBody } from './metered-body.js';
+import { bodyMeter, detachedBody, HashingCounter, meteredBody, readSmallBody } from './metered-body.js';
 import type { SmallBlobCache } from './small-blob-cache.js';
 import { BlobMissingError, type ByteRange, type HashedBlob, type PutOptions, type StorageBackend, type StoredBlob } from './storage-backend.js';
 
@@ -85,9 +85,15 @@ export class FsBackend implements StorageBackend {
   async put(body: Readable, opts: PutOptions = {}): Promise<StoredBlob> {
     const inlineMax = this.inline?.maxBytes ?? 0;
     if (inlineMax > 0 && !opts.part && opts.expectedSize !== undefined && opts.expectedSize <= inlineMax) return this.readInline(body, opts);
-    const large = isLarge(opts.expectedSize);
-    const { source, counter, verify } = meteredBody(body, opts, !large && !opts.unhashed);
-    return this.writeBlob(opts.part ? 'p' : '', [source, counter], counter, verify, large, !opts.unhashed);
+    const prefix = opts.part ? 'p' : '';
+    if (isLarge(opts.expectedSize)) {
+      // Straight into the FileSink, which counts and limits (the counter's meter) and hashes on the MD5 thread.
+      const { counter, verify } = bodyMeter(opts, false);
+      const detached = detachedBody(body);
+      return this.writeBlob(prefix, (sink) => detached.pipeTo(sink), counter, verify, true, !opts.unhashed);
+    }
+    const { source, counter, verify } = meteredBody(body, opts, !opts.unhashed);
+    return this.writeBlob(prefix, (sink) => pipelineClosed(source, counter, sink), counter, verify, false, !opts.unhashed);
   }
 
   /** A small body read into memory and hashed, for the caller to commit with the blob's row. */
@@ -102,17 +108,26 @@ export class FsBackend implements StorageBackend {
       for (const p of paths) yield* createReadStream(p);
     }
     const counter = new HashingCounter(Number.MAX_SAFE_INTEGER, () => new S3Error('EntityTooLarge'), false);
-    return this.writeBlob('', [Readable.from(concatenated()), counter], counter, () => undefined, true, !opts.unhashed);
+    return this.writeBlob(
+      '',
+      (sink) => pipelineClosed(Readable.from(concatenated()), sink),
+      counter,
+      () => undefined,
+      true,
+      !opts.unhashed,
+    );
   }
 
   private async writeBlob(
     locatorPrefix: string,
-    source: [Readable, HashingCounter],
+    /** Moves the body into the sink; settles once the sink has closed. */
+    pump: (sink: Writable) => Promise<void>,
     counter: HashingCounter,
     verify: (size: number, md5: string | null) => void,
     /**
-     * Large (or unknown) bodies go through a FileSink and are hashed on the MD5 thread (the counter only
-     * counts them); small ones through a plain write stream, hashed by the counter.
+     * Large (or unknown) bodies go through a FileSink, which meters them with the counter (counting and
+     * limiting only) and hashes them on the MD5 thread; small ones through a plain write stream, hashed
+     * by the counter on the way.
      */
     large: boolean,
     /** false: the bytes are not hashed at all (PutOptions.unhashed); md5 null. */
@@ -127,9 +142,11 @@ export class FsBackend implements StorageBackend {
     try {
       // fsync before close (flush / FileSink), so the rename below never publishes bytes still in the page cache only.
       md5Thread = large && hashed ? new ThreadMd5() : undefined;
-      const sink = large ? new FileSink(tempPath, md5Thread, this.directIo) : createWriteStream(tempPath, { flags: 'wx', flush: true });
-      // (pipelineClosed: on failure the temp file is created and closed by then, so the rm below is final.)
-      await pipelineClosed(source[0], source[1], sink);
+      const sink = large
+        ? new FileSink(tempPath, md5Thread, this.directIo, (chunk) => counter.meter(chunk))
+        : createWriteStream(tempPath, { flags: 'wx', flush: true });
+      // (The pump settles once the sink closed: on failure the temp file is created and closed by then, so the rm below is final.)
+      await pump(sink);
       const md5 = !hashed ? null : md5Thread ? await md5Thread.digestHex() : counter.digestHex();
       verify(counter.size, md5);
       await rename(tempPath, finalPath);

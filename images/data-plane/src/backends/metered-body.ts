@@ -1,7 +1,7 @@
 // What every storage backend does to an incoming body: count and MD5-hash it as it streams past,
 // stop it at its size limit, and check size and digest before the blob is published.
 import { createHash } from 'node:crypto';
-import { PassThrough, type Readable, Transform, type TransformCallback } from 'node:stream';
+import { PassThrough, type Readable, Transform, type TransformCallback, type Writable } from 'node:stream';
 import { S3Error } from '../../../object-model/src/index.js';
 import type { PutOptions } from './storage-backend.js';
 
@@ -53,6 +53,19 @@ export interface MeteredBody {
   verify(size: number, md5: string | null): void;
 }
 
+/** The metering a PUT of `body` with `opts` needs (the same rules on every backend). */
+export function meteredBody(body: Readable, opts: PutOptions, hashing = true): MeteredBody {
+  const { counter, verify } = bodyMeter(opts, hashing);
+  const source = new PassThrough();
+  // Listened to from the start: the body may fail (a client reset) while the backend still prepares
+  // its destination (a directory, a connection) before its pipeline listens; an 'error' without a
+  // listener would end the process. The pipeline, once it runs, finds the stream failed and rejects.
+  source.on('error', () => undefined);
+  body.on('error', (err) => source.destroy(err));
+  body.pipe(source);
+  return { source, counter, verify };
+}
+
 /** The size past which a body is refused, and the error it gets. */
 function sizeLimit(opts: PutOptions): { limit: number; tooLarge: () => Error } {
   return {
@@ -70,21 +83,50 @@ function verifyBody(opts: PutOptions, size: number, md5: string | null): void {
   if (opts.expectedMd5 !== undefined && md5 !== opts.expectedMd5) throw new S3Error('BadDigest');
 }
 
-/** The metering a PUT of `body` with `opts` needs (the same rules on every backend). */
-export function meteredBody(body: Readable, opts: PutOptions, hashing = true): MeteredBody {
+/** The counter (size limit, MD5 unless `hashing` is false) and the final check of a PUT with `opts`. */
+export function bodyMeter(opts: PutOptions, hashing: boolean): Omit<MeteredBody, 'source'> {
   const { limit, tooLarge } = sizeLimit(opts);
-  const counter = new HashingCounter(limit, tooLarge, hashing);
-  const source = new PassThrough();
-  // Listened to from the start: the body may fail (a client reset) while the backend still prepares
-  // its destination (a directory, a connection) before its pipeline listens; an 'error' without a
-  // listener would end the process. The pipeline, once it runs, finds the stream failed and rejects.
-  source.on('error', () => undefined);
-  body.on('error', (err) => source.destroy(err));
-  body.pipe(source);
+  return { counter: new HashingCounter(limit, tooLarge, hashing), verify: (size, md5) => verifyBody(opts, size, md5) };
+}
+
+/**
+ * A body to be piped straight into a sink that meters it itself (FileSink's `meter`): no stream between
+ * them, so each of a large body's chunks costs two stream hops less than through meteredBody's source
+ * and counter. As there, a failure ends the sink and never the body (the request: its caller still
+ * answers with an S3 error), and the body is watched from the start, before any sink exists.
+ */
+export function detachedBody(body: Readable): { pipeTo(sink: Writable): Promise<void> } {
+  let failure: Error | undefined;
+  let target: Writable | undefined;
+  const fail = (err: Error) => {
+    failure ??= err;
+    target?.destroy(err);
+  };
+  body.on('error', fail);
+  // Held until a sink is piped: a body that already flows (a read stream someone counts with a 'data' listener,
+  // as the object layer's read does for UploadPartCopy) would otherwise drop what it emits while the sink opens.
+  body.pause();
+  // A body that closes without its end (a reset without an error) must not leave the sink waiting.
+  body.once('close', () => {
+    if (!body.readableEnded) fail(new S3Error('IncompleteBody'));
+  });
   return {
-    source,
-    counter,
-    verify: (size, md5) => verifyBody(opts, size, md5),
+    pipeTo(sink) {
+      target = sink;
+      // (pipe() rethrows a sink's error when nobody else listens; the 'close' below reports it.)
+      sink.on('error', () => undefined);
+      const closed = new Promise<void>((resolve, reject) =>
+        sink.once('close', () => {
+          body.unpipe(sink);
+          if (sink.errored) reject(sink.errored);
+          else if (!sink.writableFinished) reject(failure ?? new S3Error('IncompleteBody'));
+          else resolve();
+        }),
+      );
+      if (failure) sink.destroy(failure);
+      else body.pipe(sink);
+      return closed;
+    },
   };
 }
 

@@ -1,118 +1,25 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { Worker } from 'node:worker_threads';
 import { CHUNK, chunkCount, NONCE_PREFIX_BYTES, tampered, TAG_BYTES } from './chunked-aead.js';
-
-/**
- * Decryption of large reads on a worker thread. AES-GCM through node:crypto costs about as much CPU per
- * MiB as the rest of a large GET (file read, the in-process hop, the gateway, the socket), all on one
- * event loop; on its own thread it runs beside it, on the other core (hack/bench/measurements.md). The
- * thread deciphers batches of whole chunks that the stream copies into pooled shared buffers, and
- * sends each batch's plaintext back (transferred, not copied). The chunk layout (nonce = prefix | uint32
- * index, additional data = uint32 index | final flag) is chunked-aead.ts's; the tests check both
- * decryptors against the same segments, tampered ones included.
- */
-const WORKER_SOURCE = `
-const { parentPort } = require('node:worker_threads');
-const { createDecipheriv } = require('node:crypto');
-const CHUNK = ${CHUNK}, TAG = ${TAG_BYTES}, PREFIX = ${NONCE_PREFIX_BYTES};
-parentPort.on('message', (m) => {
-  const src = new Uint8Array(m.shared, 0, m.length);
-  const out = new Uint8Array(m.plainBytes);
-  const nonce = Buffer.alloc(12);
-  Buffer.from(m.prefix).copy(nonce, 0, 0, PREFIX);
-  let at = 0, o = 0;
-  for (let i = m.first; i < m.first + m.n; i++) {
-    const final = i === m.count - 1;
-    const body = final ? m.plain - i * CHUNK : CHUNK;
-    nonce.writeUInt32BE(i, PREFIX);
-    const aad = Buffer.alloc(5);
-    aad.writeUInt32BE(i, 0);
-    aad[4] = final ? 1 : 0;
-    const d = createDecipheriv('aes-256-gcm', m.key, nonce);
-    d.setAAD(aad);
-    d.setAuthTag(src.subarray(at + body, at + body + TAG));
-    const p = d.update(src.subarray(at, at + body));
-    try {
-      d.final();
-    } catch {
-      parentPort.postMessage({ id: m.id, tampered: true });
-      return;
-    }
-    out.set(p, o);
-    o += p.length;
-    at += body + TAG;
-  }
-  parentPort.postMessage({ id: m.id, plain: out.buffer }, [out.buffer]);
-});
-`;
+import type { CryptoPool, PoolStream } from './crypto-pool.js';
+import { cryptoPool } from './crypto-threads.js';
 
 /** Chunks per batch: about 1 MiB of plaintext, one message each way. */
 const BATCH_CHUNKS = 16;
 const BATCH_BYTES = BATCH_CHUNKS * (CHUNK + TAG_BYTES);
-/** Batches in flight per stream: one filling while the thread deciphers the others. */
-const RING = 3;
+/**
+ * Batches in flight per stream: both threads of the pool busy and more queued, so that on a busy host
+ * (each thread running in slices between others') the threads find work while the event loop waits.
+ */
+const RING = 8;
 /** Shared batch buffers kept for reuse across reads. */
 const pool: Buffer[] = [];
 
-type Answer = { id: number; plain?: ArrayBuffer; tampered?: true };
-let worker: Worker | undefined;
-let nextId = 1;
-const waiting = new Map<number, { resolve: (plain: Buffer) => void; reject: (err: Error) => void }>();
-
-function thread(): Worker {
-  if (worker) return worker;
-  const w = new Worker(WORKER_SOURCE, { eval: true });
-  w.unref();
-  w.on('message', (m: Answer) => {
-    const p = waiting.get(m.id);
-    if (!p) return;
-    forget(m.id);
-    if (m.plain) p.resolve(Buffer.from(m.plain));
-    else p.reject(tampered());
-  });
-  const fail = (err: Error) => {
-    if (worker === w) worker = undefined;
-    for (const [id, p] of waiting) {
-      forget(id);
-      p.reject(err);
-    }
-  };
-  w.on('error', fail);
-  w.on('exit', (code) => fail(new Error(`the decryption thread exited (${code})`)));
-  worker = w;
-  return w;
-}
-
-function forget(id: number): void {
-  if (waiting.delete(id) && waiting.size === 0) worker?.unref();
-}
-
-/** The plaintext of chunks first..first+n-1 of a segment, deciphered on the thread from `shared` (their stored bytes). */
-function decryptBatch(shared: Buffer, length: number, o: { key: Buffer; prefix: Buffer; plain: number; first: number; n: number }): Promise<Buffer> {
-  const w = thread();
-  const id = nextId++;
-  const count = chunkCount(o.plain);
-  const lastBody = o.first + o.n === count ? o.plain - (count - 1) * CHUNK : CHUNK;
-  return new Promise((resolve, reject) => {
-    if (waiting.size === 0) w.ref();
-    waiting.set(id, { resolve, reject });
-    w.postMessage({
-      id,
-      shared: shared.buffer,
-      length,
-      key: o.key,
-      prefix: o.prefix,
-      plain: o.plain,
-      count,
-      first: o.first,
-      n: o.n,
-      plainBytes: (o.n - 1) * CHUNK + lastBody,
-    });
-  });
-}
-
 /**
- * SegmentDecryptor's contract (chunked-aead.ts) with the deciphering on the decryption thread: the
+ * SegmentDecryptor's contract (chunked-aead.ts) with the deciphering on the encryption threads
+ * (crypto-pool.ts: fair per tenant and per stream; AES-GCM costs about as much CPU per MiB as the rest of
+ * a large GET on the event loop, so on its own threads it runs beside it). Stored bytes are copied into
+ * pooled shared batches of whole chunks that a thread reads in place; the plaintext comes back
+ * transferred, not copied. The
  * stored bytes of chunks `first`.. of a segment of `plain` bytes in (after the nonce prefix when that is
  * given, else with it), plaintext bytes [skip, skip+length) out, in order, each batch only once every
  * tag in it verified; a short or altered stream fails. Meant for large reads (small ones cost less
@@ -134,16 +41,24 @@ export class ThreadedSegmentDecryptor extends Transform {
   /** Batches sent, oldest first: their plaintext to come, and their buffer to give back. */
   private readonly inFlight: Array<{ plain: Promise<Buffer>; buffer: Buffer }> = [];
   private readonly spare: Buffer[] = [];
+  private readonly lane: PoolStream;
+  /** The key as the threads are sent it: a copy of its own (a pooled Buffer's whole slab would be cloned). */
+  private readonly keyBytes: Uint8Array;
 
+  /** `tenant`: whose read this is (the object's owner), for the pool's fairness. */
   constructor(
-    private readonly key: Buffer,
+    key: Buffer,
     private prefix: Buffer | undefined,
     private readonly plain: number,
     first: number,
     skip: number,
     length: number,
+    tenant = '',
+    threads: CryptoPool = cryptoPool(),
   ) {
     super();
+    this.keyBytes = new Uint8Array(key);
+    this.lane = threads.stream(tenant);
     this.count = chunkCount(plain);
     this.next = first;
     this.batchFirst = first;
@@ -194,7 +109,26 @@ export class ThreadedSegmentDecryptor extends Transform {
   private send(): void {
     if (!this.batch || this.whole === 0) return;
     const buffer = this.batch;
-    const plain = decryptBatch(buffer, this.wholeBytes, { key: this.key, prefix: this.prefix!, plain: this.plain, first: this.next, n: this.whole });
+    const first = this.next;
+    const n = this.whole;
+    const lastBody = first + n === this.count ? this.plain - (this.count - 1) * CHUNK : CHUNK;
+    const plain = this.lane
+      .run({
+        op: 'open',
+        shared: buffer.buffer,
+        length: this.wholeBytes,
+        key: this.keyBytes,
+        prefix: new Uint8Array(this.prefix!),
+        plain: this.plain,
+        count: this.count,
+        first,
+        n,
+        plainBytes: (n - 1) * CHUNK + lastBody,
+      })
+      .then((answer) => {
+        if (!answer.plain) throw tampered();
+        return Buffer.from(answer.plain as ArrayBuffer);
+      });
     plain.catch(() => undefined);
     this.inFlight.push({ plain, buffer });
     this.next += this.whole;
@@ -231,6 +165,7 @@ export class ThreadedSegmentDecryptor extends Transform {
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.lane.close();
     // The thread may still read a batch: its buffer goes back to the pool only once it answered.
     const inFlight = this.inFlight.splice(0);
     Promise.allSettled(inFlight.map((b) => b.plain)).then(() => {

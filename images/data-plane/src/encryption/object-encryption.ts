@@ -4,10 +4,15 @@ import { S3Error, type EncryptionRule, type SseRequest } from '../../../object-m
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
 import { SegmentDecryptor, segmentRange, segmentSize, SegmentEncryptor, NONCE_PREFIX_BYTES } from './chunked-aead.js';
 import { ThreadedSegmentDecryptor } from './decrypt-thread.js';
+import { ThreadedSegmentEncryptor } from './encrypt-thread.js';
+import { Md5Tap, type ThreadMd5 } from '../backends/md5-thread.js';
 import { unwrapKey, wrapKey, type KeyStore } from './key-store.js';
 
-/** Reads of at least this many plaintext bytes are deciphered on the decryption thread (decrypt-thread.ts). */
-const THREADED_DECRYPTION = 1024 * 1024;
+/**
+ * Reads and writes of at least this many plaintext bytes (writes of unknown size too) are enciphered on
+ * the encryption threads (crypto-pool.ts); smaller ones in place, sparing the round trip.
+ */
+const THREADED = 1024 * 1024;
 
 /**
  * An object's encryption record, kept (JSON) in its stored headers under ENCRYPTION_ENTRY: how its data
@@ -130,11 +135,25 @@ export class ObjectEncryption {
   /**
    * `body` encrypted as one segment under `dataKey`. `check` runs once the whole plaintext has passed and
    * before the last chunk is sealed (the size and MD5 checks of the plaintext): its error fails the stream.
-   * `plainSize`: the size the body declared, when it did (its bytes are then enciphered as they arrive).
+   * `plainSize`: the size the body declared, when it did; `md5`: given every plaintext byte, in order;
+   * `tenant`: whose write this is (the encryption threads are shared fairly among tenants).
    */
-  static encrypting(body: Readable, dataKey: Buffer, check: () => void | Promise<void>, plainSize?: number): Readable {
+  static encrypting(
+    body: Readable,
+    dataKey: Buffer,
+    check: () => void | Promise<void>,
+    opts: { plainSize?: number; md5?: ThreadMd5; tenant?: string } = {},
+  ): Readable {
+    const { plainSize, md5 } = opts;
+    if (plainSize === undefined || plainSize >= THREADED) {
+      // The threads read the batches the encryptor gathers, and so does the MD5 thread: one copy in all.
+      const encryptor = new ThreadedSegmentEncryptor(dataKey, check, plainSize, opts.tenant, md5);
+      pipeline(body, encryptor, () => undefined);
+      return encryptor;
+    }
     const encryptor = new SegmentEncryptor(dataKey, check, plainSize);
-    pipeline(body, encryptor, () => undefined);
+    if (md5) pipeline(body, new Md5Tap(md5), encryptor, () => undefined);
+    else pipeline(body, encryptor, () => undefined);
     return encryptor;
   }
 
@@ -156,19 +175,28 @@ export class ObjectEncryption {
    * Plaintext bytes `range` (all when undefined) of an encrypted blob of `segments` (plaintext sizes: the
    * parts of a multipart object, or its one body), reading and decrypting only the chunks they cover.
    */
-  static async decrypting(backend: StorageBackend, locator: string, segments: number[], dataKey: Buffer, range: ByteRange | undefined): Promise<Readable> {
+  static async decrypting(
+    backend: StorageBackend,
+    locator: string,
+    segments: number[],
+    dataKey: Buffer,
+    range: ByteRange | undefined,
+    /** Whose read this is (the object's owner): the encryption threads are shared fairly among tenants. */
+    tenant = '',
+  ): Promise<Readable> {
     const total = segments.reduce((a, b) => a + b, 0);
     const start = range?.start ?? 0;
     const end = range?.end ?? total - 1;
     // One segment (a PutObject's body): its decryptor is the answer, one stream hop less per chunk.
-    if (segments.length === 1 && total > 0) return decryptSegment(backend, locator, 0, total, start, end, dataKey);
+    if (segments.length === 1 && total > 0) return decryptSegment(backend, locator, 0, total, start, end, dataKey, tenant);
     async function* plain(): AsyncGenerator<Buffer> {
       let plainAt = 0;
       let storedAt = 0;
       for (const n of segments) {
         const last = plainAt + n - 1;
         if (n > 0 && last >= start && plainAt <= end) {
-          const decrypted = await decryptSegment(backend, locator, storedAt, n, Math.max(start, plainAt) - plainAt, Math.min(end, last) - plainAt, dataKey);
+          const from = Math.max(start, plainAt) - plainAt;
+          const decrypted = await decryptSegment(backend, locator, storedAt, n, from, Math.min(end, last) - plainAt, dataKey, tenant);
           try {
             yield* decrypted;
           } finally {
@@ -196,6 +224,7 @@ async function decryptSegment(
   from: number,
   to: number,
   dataKey: Buffer,
+  tenant: string,
 ): Promise<Readable> {
   const r = segmentRange(plain, from, to);
   // From the segment's start the prefix comes with the chunks (one read); else it is read apart.
@@ -208,10 +237,10 @@ async function decryptSegment(
     chunks = await backend.get(locator, { start: storedAt + r.from, end: storedAt + r.to });
   }
   const length = to - from + 1;
-  // Large reads are deciphered on the decryption thread (the other core); small ones here, sparing the round trip.
+  // Large reads are deciphered on the encryption threads (the other core); small ones here, sparing the round trip.
   const decryptor =
-    length >= THREADED_DECRYPTION
-      ? new ThreadedSegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length)
+    length >= THREADED
+      ? new ThreadedSegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length, tenant)
       : new SegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length);
   chunks.on('error', (err) => decryptor.destroy(err));
   decryptor.on('close', () => chunks.destroy());

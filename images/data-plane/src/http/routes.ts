@@ -34,7 +34,7 @@ import {
   USER_METADATA_HEADER,
   type StoredHeaders,
 } from '../../../object-model/src/index.js';
-import { sendJson } from '../../../service-kit/src/index.js';
+import { requestBody, sendJson } from '../../../service-kit/src/index.js';
 import type { ByteRange } from '../backends/storage-backend.js';
 import type { StoredObject } from '../catalog/catalog.js';
 import type { BlobCollector } from '../gc/blob-collector.js';
@@ -65,11 +65,12 @@ function readAll(stream: Readable): Promise<Buffer> {
 }
 
 /**
- * The body's length: Content-Length, or, for a chunked body (one that ends in trailers),
- * x-strata-content-length (the backend checks the bytes that arrive against it).
+ * The body's length: x-strata-content-length where the request's own length is not the body's (a
+ * chunked body, which ends in trailers; a body handed over in-process, see requestBody), else
+ * Content-Length. The backend checks the bytes that arrive against it.
  */
 function contentLength(req: http.IncomingMessage): number | undefined {
-  const raw = header(req, 'content-length') ?? header(req, 'x-strata-content-length');
+  const raw = header(req, 'x-strata-content-length') ?? header(req, 'content-length');
   if (raw === undefined) return undefined;
   if (!/^\d+$/.test(raw)) throw new S3Error('InvalidArgument', 'Content-Length must be a non-negative integer');
   return Number(raw);
@@ -178,7 +179,7 @@ function objectHandlers(objects: ObjectService) {
       bucket,
       key,
       owner: header(req, 'x-strata-owner') || undefined,
-      body: req,
+      body: requestBody(req),
       contentLength: contentLength(req),
       contentType: header(req, 'content-type'),
       userMetadata: readWireHeader(USER_METADATA_HEADER, header(req, USER_METADATA_HEADER.name)),
@@ -312,7 +313,7 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
   });
   router.put('/multipart/:bucket/:key/:uploadId/parts/:n', async (req, res) => {
     res.json(
-      await multipart.uploadPart(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), readPartNumber(p(req, 'n')), req, {
+      await multipart.uploadPart(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), readPartNumber(p(req, 'n')), requestBody(req), {
         contentLength: contentLength(req),
         contentMd5: contentMd5(req),
         checksumAlgorithm: req.header('x-strata-checksum-algorithm'),

@@ -240,7 +240,11 @@ export class MultipartService {
     const record = info.headers?.[ENCRYPTION_ENTRY];
     const dataKey = await this.objects.encryption.open(record, customerKey);
     if (dataKey && record) {
-      const encrypted = await this.objects.storeEncrypted(body, { dataKey, record: JSON.parse(record) }, backend, { ...opts, part: true });
+      const encrypted = await this.objects.storeEncrypted(body, { dataKey, record: JSON.parse(record) }, backend, {
+        ...opts,
+        part: true,
+        tenant: info.owner,
+      });
       return { locator: encrypted.stored.locator, md5: encrypted.plainMd5, size: encrypted.size };
     }
     const stored = await backend.put(body, { ...opts, maxSize: MAX_OBJECT_SIZE, part: true });

@@ -1,4 +1,4 @@
-import { pipeline, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Logger } from '../../../service-kit/src/index.js';
 import {
   assertObjectKey,
@@ -21,7 +21,7 @@ import {
   ENCRYPTION_ENTRY,
 } from '../../../object-model/src/index.js';
 import { meteredBody } from '../backends/metered-body.js';
-import { Md5Tap, ThreadMd5 } from '../backends/md5-thread.js';
+import { ThreadMd5 } from '../backends/md5-thread.js';
 import { ObjectEncryption, type Sealed } from '../encryption/object-encryption.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import { BlobMissingError, type ByteRange, type StorageBackend, type StoredBlob } from '../backends/storage-backend.js';
@@ -139,7 +139,11 @@ export class ObjectService {
     backend: StorageBackend,
   ) {
     const expectedMd5 = req.contentMd5 ?? req.instantMd5;
-    const { stored, plainMd5, size } = await this.storeEncrypted(req.body, sealed, backend, { expectedMd5, expectedSize: req.contentLength });
+    const { stored, plainMd5, size } = await this.storeEncrypted(req.body, sealed, backend, {
+      expectedMd5,
+      expectedSize: req.contentLength,
+      tenant: base.owner,
+    });
     let headers: StoredHeaders | undefined;
     try {
       headers = mergeStoredHeaders(mergeStoredHeaders(req.headers, await req.trailingHeaders?.()), { [ENCRYPTION_ENTRY]: JSON.stringify(sealed.record) });
@@ -154,18 +158,22 @@ export class ObjectService {
    * Plaintext `body` stored encrypted as one segment; size and MD5 checked on the plaintext before its last
    * chunk is sealed. The stored bytes are not hashed: an encrypted blob keeps no MD5.
    */
-  async storeEncrypted(body: Readable, sealed: Sealed, backend: StorageBackend, opts: { expectedMd5?: string; expectedSize?: number; part?: boolean }) {
+  async storeEncrypted(
+    body: Readable,
+    sealed: Sealed,
+    backend: StorageBackend,
+    opts: { expectedMd5?: string; expectedSize?: number; part?: boolean; tenant?: string },
+  ) {
     // The plaintext is counted here and hashed on the MD5 thread (its MD5 is the ETag and the Content-MD5 check).
     const metered = meteredBody(body, { ...opts, maxSize: MAX_OBJECT_SIZE }, false);
     const md5 = new ThreadMd5();
     let plainMd5 = '';
-    const tap = new Md5Tap(md5);
-    const hashed = pipeline(metered.source.pipe(metered.counter), tap, () => undefined);
     const check = async () => {
       plainMd5 = await md5.digestHex();
       metered.verify(metered.counter.size, plainMd5);
     };
-    const encrypted = ObjectEncryption.encrypting(hashed, sealed.dataKey, check, opts.expectedSize);
+    const plainSize = opts.expectedSize;
+    const encrypted = ObjectEncryption.encrypting(metered.source.pipe(metered.counter), sealed.dataKey, check, { plainSize, md5, tenant: opts.tenant });
     metered.source.on('error', (err) => encrypted.destroy(err));
     encrypted.on('error', () => md5.drop());
     const stored = await backend.put(encrypted, {
@@ -338,7 +346,7 @@ export class ObjectService {
   async read(object: StoredObject, backend: StorageBackend, range?: ByteRange, dataKey?: Buffer): Promise<Readable> {
     const opened =
       dataKey && object.encryption
-        ? ObjectEncryption.decrypting(backend, object.locator, object.partSizes ?? [object.size], dataKey, range)
+        ? ObjectEncryption.decrypting(backend, object.locator, object.partSizes ?? [object.size], dataKey, range, object.owner)
         : backend.get(object.locator, range);
     const stream = await opened.catch((err: unknown) => {
       if (!(err instanceof BlobMissingError)) throw err;
@@ -416,7 +424,7 @@ export class ObjectService {
           return this.commit({ ...fresh, headers: headersWith(await computed()), blob: this.newBlob(backend, bucket, stored) }, stored, backend);
         }
         // Encrypted anew as one segment: a new object of one part (its ETag is the new bytes', as S3 gives a re-encrypted copy).
-        const { stored, plainMd5 } = await this.storeEncrypted(bytes, sealed, backend, { expectedSize: source.size });
+        const { stored, plainMd5 } = await this.storeEncrypted(bytes, sealed, backend, { expectedSize: source.size, tenant: base.owner });
         const headers = mergeStoredHeaders(headersWith(await computed()), { [ENCRYPTION_ENTRY]: JSON.stringify(sealed.record) });
         const encrypted = this.encryptedBlob(backend, bucket, stored, sealed, plainMd5);
         return this.commit({ ...base, ...encrypted, partSizes: undefined, partChecksums: undefined, headers }, stored, backend);

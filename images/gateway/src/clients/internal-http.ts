@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { Readable } from 'node:stream';
-import { InProcessAgent } from '../../../service-kit/src/index.js';
+import { handOverBody, InProcessAgent, servedInProcess } from '../../../service-kit/src/index.js';
 import { readAnswer, S3Error, type AnswerSchema, type Cancellation, type S3ErrorCode } from '../../../object-model/src/index.js';
 import { upstreamFailure } from '../flow-control/breakers.js';
 import { ConnectionQueue } from './connection-queue.js';
@@ -12,6 +12,13 @@ export type Guard = <R>(fn: () => Promise<R>, scope?: string) => Promise<R>;
 
 /** Connections the gateway opens to one internal service, per kind (calls, uploads). */
 const MAX_SOCKETS = 512;
+
+/**
+ * Bodies of at least this many bytes (declared) go to a service of this process by reference
+ * (handOverBody: no HTTP framing, parsing and copying of each chunk on the way); smaller ones through
+ * the in-memory connection as before.
+ */
+const HANDOVER_MIN_BYTES = 1024 * 1024;
 
 /** The error a cancelled call fails with (as Node's for an aborted signal). */
 function cancelledError(): Error {
@@ -95,8 +102,8 @@ export class InternalHttp {
 
   /** Ends `req` with an error once its connection is idle for `idleTimeoutMs`; the timer goes with the request. */
   private timeIdle(req: http.ClientRequest): void {
-    if (this.idleTimeoutMs <= 0) return;
-    req.once('socket', (socket) => {
+    if (this.idleTimeoutMs <= 0 || req.destroyed) return;
+    const onSocket = (socket: import('node:net').Socket) => {
       const onIdle = () => req.destroy(new Error(`no byte from or to ${this.service} for ${this.idleTimeoutMs} ms`));
       socket.setTimeout(this.idleTimeoutMs);
       socket.on('timeout', onIdle);
@@ -105,7 +112,9 @@ export class InternalHttp {
         socket.off('timeout', onIdle);
         socket.setTimeout(0);
       });
-    });
+    };
+    if (req.socket) onSocket(req.socket);
+    else req.once('socket', onSocket);
   }
 
   private target(path: string, query?: Query): string {
@@ -132,8 +141,25 @@ export class InternalHttp {
     }
   }
 
+  /**
+   * Whether the call's body goes by reference (handOverBody): a large body of declared length, without
+   * trailers (they follow the bytes), to a service of this process.
+   */
+  private handsOver(call: StreamCall): boolean {
+    if (!call.body || call.trailers) return false;
+    const declared = Number(call.headers?.['content-length']);
+    return declared >= HANDOVER_MIN_BYTES && servedInProcess(this.base);
+  }
+
   /** `release`: the call's place in the queue, given back once its exchange is over (its answer read or dropped). */
   private send(call: StreamCall, release?: () => void): Promise<http.IncomingMessage> {
+    const handover = this.handsOver(call) ? handOverBody(call.body!) : undefined;
+    let headers: http.OutgoingHttpHeaders = { ...call.headers, 'x-strata-internal-token': this.token };
+    if (handover) {
+      // The length travels beside a request of no bytes of its own.
+      const { 'content-length': length, ...rest } = headers;
+      headers = { ...rest, 'x-strata-content-length': length, [handover.header[0]]: handover.header[1] };
+    }
     return new Promise((resolve, reject) => {
       const req = http.request({
         protocol: this.base.protocol,
@@ -142,18 +168,17 @@ export class InternalHttp {
         method: call.method,
         path: this.target(call.path, call.query),
         agent: call.body ? this.uploadAgent : this.agent,
-        headers: { ...call.headers, 'x-strata-internal-token': this.token },
+        headers,
       });
       if (release) req.once('close', release);
       // (Not http.request's `signal`: an AbortSignal's listeners cost a noticeable share of a small PUT.)
       call.cancellation?.onCancel(() => req.destroy(cancelledError()));
-      this.timeIdle(req);
       let bodyError: Error | undefined;
       let bodyDone = !call.body;
       let answeredEarly = false;
       req.on('error', (err) => reject(bodyError ?? this.unavailable(err)));
       req.on('response', (res) => {
-        if (!bodyDone && call.body) {
+        if (!bodyDone && call.body && !handover) {
           answeredEarly = true;
           // Answered before the whole body went up (instant hit, early error): stop sending; the
           // connection cannot be reused, so it is dropped once the answer is read.
@@ -175,6 +200,15 @@ export class InternalHttp {
           bodyError = err;
           req.destroy(err);
         });
+      }
+      if (handover) {
+        // No byte moves on the connection while the service reads the body itself: its idle time is
+        // counted from the body's end (a silent client is the gateway's body timeouts' to end).
+        req.once('close', handover.revoke);
+        call.body!.once('end', () => this.timeIdle(req));
+        req.end();
+      } else if (call.body) {
+        this.timeIdle(req);
         if (call.trailers) {
           const trailers = call.trailers;
           call.body.once('end', () => {
@@ -188,6 +222,7 @@ export class InternalHttp {
           call.body.pipe(req);
         }
       } else {
+        this.timeIdle(req);
         req.end();
       }
     });
