@@ -19,6 +19,7 @@ import {
   type StoredHeaders,
   checkWriteConditions,
   ENCRYPTION_ENTRY,
+  observed,
 } from '../../../object-model/src/index.js';
 import { meteredBody } from '../backends/metered-body.js';
 import { ThreadMd5 } from '../backends/md5-thread.js';
@@ -357,8 +358,7 @@ export class ObjectService {
       );
       throw err.toS3Error();
     });
-    stream.on('data', (chunk: Buffer) => this.metrics.bytesOut.inc(chunk.length));
-    return stream;
+    return observed(stream, (chunk) => this.metrics.bytesOut.inc(chunk.length));
   }
 
   /** CopyObject: on the same backend the new object shares the source's blob (no bytes are copied). */
