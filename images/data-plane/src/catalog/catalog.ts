@@ -279,6 +279,15 @@ export class Catalog {
     });
   }
 
+  /**
+   * Forgets the fences (swept_locators) of backend `backendKey` recorded before `before`; answers how
+   * many. Only for fences whose files are gone and whose late commits can no longer come (CleanupJob).
+   */
+  async pruneSweptLocators(backendKey: string, before: Date): Promise<number> {
+    const res = await this.sql.query('DELETE FROM swept_locators WHERE backend_key = $1 AND swept_at < $2', [backendKey, before]);
+    return res.rowCount ?? 0;
+  }
+
   /** The oldest unsent outbox events. */
   async unsentEvents(limit: number): Promise<Array<{ id: number; event: { id: string; type: string; occurredAt: string; payload: Record<string, unknown> } }>> {
     const res = await this.sql.query<{ id: number; event_id: string; type: string; payload: Record<string, unknown>; created_at: Date }>(
