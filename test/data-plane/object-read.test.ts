@@ -60,4 +60,14 @@ describe('data plane: object reads leave the reader in charge', () => {
     expect(md5(Buffer.concat([first, rest]))).to.equal(md5(data));
     expect(await bytesOut()).to.equal(size);
   });
+
+  it('counts the bytes of a small object (read whole at once) and of a range of a large one', async () => {
+    const { data, object, service, backend, bytesOut } = await stored(4096);
+    expect(md5(await bytesOf(await service.read(object, backend)))).to.equal(md5(data));
+    expect(await bytesOut()).to.equal(4096);
+    const large = await stored(4 * 1024 * 1024);
+    const range = { start: 1000, end: 3 * 1024 * 1024 };
+    expect(md5(await bytesOf(await large.service.read(large.object, large.backend, range)))).to.equal(md5(large.data.subarray(1000, range.end + 1)));
+    expect(await large.bytesOut()).to.equal(range.end - range.start + 1);
+  });
 });

@@ -358,6 +358,13 @@ export class ObjectService {
       );
       throw err.toS3Error();
     });
+    // Bytes already whole in memory (a small blob, read at once) are counted as they are; others as the
+    // reader takes them, without making the stream flow before it reads (a 'data' listener would).
+    const length = range ? range.end - range.start + 1 : object.size;
+    if (stream.readableLength === length) {
+      this.metrics.bytesOut.inc(length);
+      return stream;
+    }
     return observed(stream, (chunk) => this.metrics.bytesOut.inc(chunk.length));
   }
 
