@@ -9,14 +9,13 @@
  *   BENCH_REPO_A=/tmp/base BENCH_REPO_B=. npx tsx hack/bench/get-ab.ts     (B defaults to this checkout)
  *   BENCH_ROUNDS=6 BENCH_SECONDS=3 ...                                      (the defaults)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
-import { cleanEnv, cpuSeconds, ROOT, standaloneSettings, stopAll, waitReady } from './stacks.js';
+import { answerLookups, mainThreadSeconds, putSmallObjects, startBenchServer } from './standalone-bench.js';
+import { cpuSeconds, stopAll } from './stacks.js';
 import { checkTargets, runWrk } from './wrk.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
@@ -32,45 +31,19 @@ interface Server {
   runs: Array<{ opsPerSec: number; cpuMs: number; mainMs: number; misses: number }>;
 }
 
-async function mainThreadSeconds(pid: number | undefined): Promise<number> {
-  if (!pid) return 0;
-  const stat = await readFile(`/proc/${pid}/task/${pid}/stat`, 'utf8').catch(() => '');
-  if (!stat) return 0;
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-async function misses(origin: string): Promise<number> {
-  const text = await (await fetch(`${origin}/metrics`)).text();
-  return Number(/^strata_cache_misses_total\{[^}]*cache="gateway-objects"[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0);
-}
-
 async function start(name: string, serverRepo: string, work: string): Promise<Server> {
-  const settings = await standaloneSettings(path.join(work, name));
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(serverRepo, 'images/standalone/src/main.ts')], {
-    cwd: serverRepo,
-    env: cleanEnv(settings.env),
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const origin = `http://127.0.0.1:${settings.gatewayPort}`;
-  await waitReady(origin, child);
-  const target = (method: string, key: string) =>
-    presignUrl({ method, origin, path: `/bench/${key}`, accessKey: ROOT.user, secret: ROOT.password, region: 'us-east-1', expiresSeconds: 7200 }).slice(
-      origin.length,
-    );
-  await checkTargets({ origin, method: 'PUT', targets: [target('PUT', '')] });
-  const keys = Array.from({ length: KEYS }, (_, i) => `small/${i}.bin`);
-  await checkTargets({ origin, method: 'PUT', targets: keys.map((k) => target('PUT', k)), body: randomBytes(4096) });
-  const gets = keys.map((k) => target('GET', k));
+  const server = await startBenchServer(serverRepo, path.join(work, name));
+  const { child, origin } = server;
+  const gets = (await putSmallObjects(server, KEYS, 4096)).map((k) => server.target('GET', k));
   await checkTargets({ origin, method: 'GET', targets: gets.slice(0, 10), expectBytes: 4096 });
   return { name, child, origin, gets, runs: [] };
 }
 
 async function measure(s: Server): Promise<void> {
   await runWrk({ origin: s.origin, method: 'GET', targets: s.gets, seconds: 1, connections: 16, threads: 1 });
-  const [cpu0, main0, miss0] = [await cpuSeconds(s.child.pid), await mainThreadSeconds(s.child.pid), await misses(s.origin)];
+  const [cpu0, main0, miss0] = [await cpuSeconds(s.child.pid), await mainThreadSeconds(s.child.pid), (await answerLookups(s.origin)).misses];
   const fig = await runWrk({ origin: s.origin, method: 'GET', targets: s.gets, seconds: SECONDS, connections: 16, threads: 1 });
-  const [cpu, main, miss] = [await cpuSeconds(s.child.pid), await mainThreadSeconds(s.child.pid), await misses(s.origin)];
+  const [cpu, main, miss] = [await cpuSeconds(s.child.pid), await mainThreadSeconds(s.child.pid), (await answerLookups(s.origin)).misses];
   const run = { opsPerSec: fig.opsPerSec, cpuMs: (1000 * (cpu - cpu0)) / fig.requests, mainMs: (1000 * (main - main0)) / fig.requests, misses: miss - miss0 };
   s.runs.push(run);
   console.log(

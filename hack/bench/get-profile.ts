@@ -11,14 +11,25 @@
  *                                                      bench:compare's round does before its next GET run)
  * The load run starts once the server is near idle (the setup's background work done).
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { presignUrl } from '../../images/gateway/src/auth/sigv4.js';
-import { cleanEnv, cpuSeconds, ROOT, standaloneSettings, stopAll, waitReady } from './stacks.js';
+import {
+  answerLookups,
+  frameName,
+  loadAverages,
+  mainThreadSeconds,
+  profileFiles,
+  putSmallObjects,
+  ranked,
+  readProfile,
+  samplesBetween,
+  startBenchServer,
+  type CpuProfile,
+} from './standalone-bench.js';
+import { cpuSeconds, stopAll } from './stacks.js';
 import { checkTargets, runWrk } from './wrk.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -29,50 +40,15 @@ const KEYS = 1000;
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const serverRepo = path.resolve(process.env.BENCH_REPO ?? repo);
 
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-  endTime: number;
-}
-
 /**
  * Self time per function (name, file, line), in percent of the samples taken in the last `fromEndUs`
- * to `untilEndUs` microseconds of the profile (the load run: not the start, the setup or the stop),
- * largest first.
+ * to `untilEndUs` microseconds of the profile (the load run), largest first.
  */
-function selfTimes(profile: Profile, fromEndUs: number, untilEndUs: number): Array<[string, number]> {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+function selfTimes(profile: CpuProfile, fromEndUs: number, untilEndUs: number): Array<[string, number]> {
+  const { nodes } = samplesBetween(profile, fromEndUs, untilEndUs);
   const counts = new Map<string, number>();
-  const times: number[] = [];
-  let t = profile.endTime;
-  for (let i = profile.timeDeltas.length - 1; i >= 0; i--) {
-    times[i] = t;
-    t -= profile.timeDeltas[i]!;
-  }
-  let total = 0;
-  profile.samples.forEach((id, i) => {
-    const ago = profile.endTime - times[i]!;
-    if (ago > fromEndUs || ago < untilEndUs) return;
-    total++;
-    const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
-    const file = url.replace(/^file:\/\//u, '').replace(`${repo}/`, '');
-    const name = `${functionName || '(anonymous)'} ${file}:${lineNumber + 1}`;
-    counts.set(name, (counts.get(name) ?? 0) + 1);
-  });
-  return [...counts].map(([k, n]): [string, number] => [k, (100 * n) / total]).sort((a, b) => b[1] - a[1]);
-}
-
-/** The gateway's kept-answer lookups so far (its metrics). */
-async function answerLookups(origin: string): Promise<{ hits: number; misses: number }> {
-  const text = await (await fetch(`${origin}/metrics`)).text();
-  const count = (name: string) => Number(new RegExp(`^${name}\\{[^}]*cache="gateway-objects"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
-  return { hits: count('strata_cache_hits_total'), misses: count('strata_cache_misses_total') };
+  for (const node of nodes) counts.set(frameName(node, serverRepo), (counts.get(frameName(node, serverRepo)) ?? 0) + 1);
+  return ranked(counts, nodes.length);
 }
 
 /**
@@ -93,38 +69,16 @@ async function settle(pid: number | undefined): Promise<number> {
   return (performance.now() - start) / 1000;
 }
 
-/** CPU seconds of the process's main thread (the event loop; the process's figure adds GC helpers and workers). */
-async function mainThreadSeconds(pid: number | undefined): Promise<number> {
-  if (!pid) return 0;
-  const stat = await readFile(`/proc/${pid}/task/${pid}/stat`, 'utf8').catch(() => '');
-  if (!stat) return 0;
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in USER_HZ ticks
-}
-
 async function main(): Promise<void> {
   const work = await mkdtemp(path.join(os.tmpdir(), 'strata-get-profile-'));
   const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(work, 'prof');
-  const settings = await standaloneSettings(path.join(work, 'strata'));
   const prof = PROFILE ? ['--cpu-prof', '--cpu-prof-interval=250', `--cpu-prof-dir=${profDir}`] : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', path.join(serverRepo, 'images/standalone/src/main.ts')], {
-    cwd: serverRepo,
-    env: cleanEnv(settings.env),
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const exited = new Promise((r) => child.once('exit', r));
+  const server = await startBenchServer(serverRepo, path.join(work, 'strata'), prof);
+  const { child, origin, target } = server;
   let started = 0;
   let stopped = 0;
   try {
-    const origin = `http://127.0.0.1:${settings.gatewayPort}`;
-    await waitReady(origin, child);
-    const target = (method: string, key: string) =>
-      presignUrl({ method, origin, path: `/bench/${key}`, accessKey: ROOT.user, secret: ROOT.password, region: 'us-east-1', expiresSeconds: 7200 }).slice(
-        origin.length,
-      );
-    await checkTargets({ origin, method: 'PUT', targets: [target('PUT', '')] });
-    const keys = Array.from({ length: KEYS }, (_, i) => `small/${i}.bin`);
-    await checkTargets({ origin, method: 'PUT', targets: keys.map((k) => target('PUT', k)), body: randomBytes(4096) });
+    const keys = await putSmallObjects(server, KEYS, 4096);
     const gets = keys.map((k) => target('GET', k));
     const settleNow = async () => {
       const settled = await settle(child.pid);
@@ -153,20 +107,17 @@ async function main(): Promise<void> {
     console.log(
       `${serverRepo}: GET 4 KiB ${fig.opsPerSec.toFixed(0)}/s, server CPU ${((1000 * cpu) / fig.requests).toFixed(3)} ms per request ` +
         `(main thread ${((1000 * mainCpu) / fig.requests).toFixed(3)}), ` +
-        `load ${os
-          .loadavg()
-          .map((n) => n.toFixed(1))
-          .join(' ')}`,
+        `load ${loadAverages()}`,
     );
   } finally {
     await stopAll([child]);
   }
-  await exited;
+  await server.exited;
   const end = performance.now();
   if (PROFILE) {
     // The main thread's profile (worker threads write their own, numbered after it).
-    const files = (await readdir(profDir)).filter((f) => f.endsWith('.cpuprofile')).sort((a, b) => a.split('.')[4]!.localeCompare(b.split('.')[4]!));
-    const profile = JSON.parse(await readFile(path.join(profDir, files[0]!), 'utf8')) as Profile;
+    const files = await profileFiles(profDir);
+    const profile = await readProfile(path.join(profDir, files[0]!));
     for (const [name, pct] of selfTimes(profile, (end - started) * 1000, (end - stopped) * 1000).slice(0, TOP))
       console.log(`${pct.toFixed(1).padStart(5)} %  ${name}`);
     console.log(

@@ -51,9 +51,14 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn', ...extra };
 }
 
-export function spawnEntrypoint(file: string, env: NodeJS.ProcessEnv): ChildProcess {
-  const prof = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(CPU_PROF)}`] : [];
-  return spawn(process.execPath, [...prof, '--import', 'tsx', path.join(repo, file)], { cwd: repo, env, stdio: ['ignore', 'ignore', 'inherit'] });
+/**
+ * `file` of checkout `opts.repo` (default this one) run by Node with tsx, in that checkout; `opts.nodeArgs`
+ * (default: a CPU profile where BENCH_CPU_PROF names a folder) go before it.
+ */
+export function spawnEntrypoint(file: string, env: NodeJS.ProcessEnv, opts: { repo?: string; nodeArgs?: string[] } = {}): ChildProcess {
+  const cwd = opts.repo ?? repo;
+  const nodeArgs = opts.nodeArgs ?? (CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(CPU_PROF)}`] : []);
+  return spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(cwd, file)], { cwd, env, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 /** CPU seconds (user + system) a process has used so far; 0 once it is gone. */

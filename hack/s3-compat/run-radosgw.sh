@@ -12,10 +12,8 @@
 # PYTHON          as for run.sh (default /usr/bin/python3)
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-: "${S3TESTS_DIR:?set S3TESTS_DIR to a ceph/s3-tests checkout}"
-S3TESTS_DIR=$(cd "$S3TESTS_DIR" && pwd)
-python=${PYTHON:-/usr/bin/python3}
+# shellcheck source=hack/s3-compat/lib.sh
+source "$(dirname "$0")/lib.sh"
 rgw_script=${RGW_STANDALONE:-$repo/../shared/tools/rgw-standalone.sh}
 work=$(mktemp -d "${TMPDIR:-/tmp}/s3compat-rgw.XXXXXX")
 export DIR=${RGW_DIR:-$work/rgw} RGW_PORT=${RGW_PORT:-7480}
@@ -38,62 +36,20 @@ kill "$rgw_pid"
 for _ in $(seq 30); do kill -0 "$rgw_pid" 2>/dev/null || break; sleep 1; done
 bash "$rgw_script" start
 
-# The suite's users: main and alt (two accounts for the ACL tests), tenant; e-mail addresses for the grant tests.
-suffix=$(date +%s)
-declare -A key secret name
-for who in main alt tenant; do
-  name[$who]="s3$who$suffix"
-  key[$who]=$(head -c 15 /dev/urandom | base32 | tr -dc 'A-Z0-9' | head -c 20)
-  secret[$who]=$(head -c 30 /dev/urandom | base64 -w0 | tr -dc 'A-Za-z0-9' | head -c 40)
-  bash "$rgw_script" users "${key[$who]}" "${secret[$who]}" "${name[$who]}" 2>/dev/null
-  radosgw-admin "${ceph_conf[@]}" -n client.rgw.a user modify --uid="${name[$who]}" \
-    --email="${name[$who]}@example.com" >/dev/null 2>&1
-done
+# The suite's users, with e-mail addresses for the grant tests.
+create_user() {
+  key[$1]=$(head -c 15 /dev/urandom | base32 | tr -dc 'A-Z0-9' | head -c 20)
+  secret[$1]=$(head -c 30 /dev/urandom | base64 -w0 | tr -dc 'A-Za-z0-9' | head -c 40)
+  bash "$rgw_script" users "${key[$1]}" "${secret[$1]}" "${name[$1]}" 2>/dev/null
+  radosgw-admin "${ceph_conf[@]}" -n client.rgw.a user modify --uid="${name[$1]}" \
+    --email="${name[$1]}@example.com" >/dev/null 2>&1
+}
+make_users create_user
 
-cat >"$work/s3tests.conf" <<CONF
-[DEFAULT]
-host = 127.0.0.1
-port = $RGW_PORT
-is_secure = False
-ssl_verify = False
-
-[fixtures]
-bucket prefix = s3t-{random}-
-
-[s3 main]
-display_name = ${name[main]}
-user_id = ${name[main]}
-email = ${name[main]}@example.com
-access_key = ${key[main]}
-secret_key = ${secret[main]}
-api_name = us-east-1
-lc_debug_interval = 1
-
-[s3 alt]
-display_name = ${name[alt]}
-user_id = ${name[alt]}
-email = ${name[alt]}@example.com
-access_key = ${key[alt]}
-secret_key = ${secret[alt]}
-
-[s3 tenant]
-display_name = ${name[tenant]}
-user_id = ${name[tenant]}
-email = ${name[tenant]}@example.com
-access_key = ${key[tenant]}
-secret_key = ${secret[tenant]}
-tenant = ${name[tenant]}
-CONF
+write_s3tests_conf 127.0.0.1 "$RGW_PORT" False
 
 results="$work/results.json"
-set +e
-(
-  cd "$S3TESTS_DIR"
-  S3TEST_CONF="$work/s3tests.conf" S3COMPAT_RESULTS="$results" PYTHONPATH="$repo/hack/s3-compat${PYTHONPATH:+:$PYTHONPATH}" \
-    "$python" -m pytest -p s3compat_plugin -p s3compat_purge -p no:cacheprovider -q --timeout=300 -rN --tb=no \
-    s3tests_boto3/functional/test_s3.py s3tests_boto3/functional/test_headers.py "$@"
-) | tail -5
-set -e
+run_suite "$results" "s3compat_plugin s3compat_purge" "$@"
 
 if [[ $# -gt 0 ]]; then
   echo "partial run: results in $results (hack/s3-compat/radosgw-outcomes.json untouched)"

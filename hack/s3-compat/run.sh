@@ -17,10 +17,8 @@
 # Extra pytest args make a partial run: its results are printed, the table is left alone.
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-: "${S3TESTS_DIR:?set S3TESTS_DIR to a ceph/s3-tests checkout}"
-S3TESTS_DIR=$(cd "$S3TESTS_DIR" && pwd)
-python=${PYTHON:-/usr/bin/python3}
+# shellcheck source=hack/s3-compat/lib.sh
+source "$(dirname "$0")/lib.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/s3compat.XXXXXX")
 root_user=${S3COMPAT_ROOT_USER:-strata}
 root_password=${S3COMPAT_ROOT_PASSWORD:-strata-secret-key}
@@ -66,66 +64,25 @@ else
   done
 fi
 
-# The suite's users: main and alt (two accounts for the ACL tests), tenant (for suites that use one).
+# The suite's users, made by the root through the admin API.
 token=$(curl -sf -X POST "$endpoint/login" -H 'content-type: application/json' \
   -d "{\"username\":\"$root_user\",\"password\":\"$root_password\"}" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"]["token"])')
-suffix=$(date +%s)
-declare -A key secret name
-for who in main alt tenant; do
-  name[$who]="s3$who$suffix"
+create_user() {
+  local answer
   answer=$(curl -sf -X POST "$endpoint/admin/users" -H "Authorization: Bearer $token" -H 'content-type: application/json' \
-    -d "{\"username\":\"${name[$who]}\",\"password\":\"${name[$who]}-password\"}")
-  key[$who]=$(echo "$answer" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessKey"])')
-  secret[$who]=$(echo "$answer" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"]["secretKey"])')
-done
+    -d "{\"username\":\"${name[$1]}\",\"password\":\"${name[$1]}-password\"}")
+  key[$1]=$(echo "$answer" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessKey"])')
+  secret[$1]=$(echo "$answer" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"]["secretKey"])')
+}
+make_users create_user
 
 host=$(echo "$endpoint" | sed -E 's#^https?://([^:/]+).*#\1#')
 port_of=$(echo "$endpoint" | sed -E 's#^https?://[^:/]+:?([0-9]*).*#\1#')
 secure=False; [[ $endpoint == https://* ]] && secure=True
-cat >"$work/s3tests.conf" <<CONF
-[DEFAULT]
-host = $host
-port = ${port_of:-80}
-is_secure = $secure
-ssl_verify = False
-
-[fixtures]
-bucket prefix = s3t-{random}-
-
-[s3 main]
-display_name = ${name[main]}
-user_id = ${name[main]}
-email = ${name[main]}@example.com
-access_key = ${key[main]}
-secret_key = ${secret[main]}
-api_name = us-east-1
-lc_debug_interval = 1
-
-[s3 alt]
-display_name = ${name[alt]}
-user_id = ${name[alt]}
-email = ${name[alt]}@example.com
-access_key = ${key[alt]}
-secret_key = ${secret[alt]}
-
-[s3 tenant]
-display_name = ${name[tenant]}
-user_id = ${name[tenant]}
-email = ${name[tenant]}@example.com
-access_key = ${key[tenant]}
-secret_key = ${secret[tenant]}
-tenant = ${name[tenant]}
-CONF
+write_s3tests_conf "$host" "${port_of:-80}" "$secure"
 
 results="$work/results.json"
-set +e
-(
-  cd "$S3TESTS_DIR"
-  S3TEST_CONF="$work/s3tests.conf" S3COMPAT_RESULTS="$results" PYTHONPATH="$repo/hack/s3-compat${PYTHONPATH:+:$PYTHONPATH}" \
-    "$python" -m pytest -p s3compat_plugin -p no:cacheprovider -q --timeout=300 -rN --tb=no \
-    s3tests_boto3/functional/test_s3.py s3tests_boto3/functional/test_headers.py "$@"
-) | tail -5
-set -e
+run_suite "$results" s3compat_plugin "$@"
 
 if [[ $# -gt 0 ]]; then
   "$python" "$repo/hack/s3-compat/report.py" "$results" "$work/partial.md" "$work/failures.txt" >"$work/report.txt"

@@ -200,6 +200,47 @@ describe('data plane cleanup job (PostgreSQL)', function () {
     expect(await liveKey('busy')).to.equal(1);
   });
 
+  it("forgets an orphan's fence once it is a week old, and none while a fenced file could not be deleted", async () => {
+    const fenced = async () =>
+      (
+        await layer.sql.query<{ locator: string }>('SELECT locator FROM swept_locators WHERE locator = ANY($1::text[]) ORDER BY locator', [[old, young, stuck]])
+      ).rows.map((r) => r.locator);
+    const [old, young, stuck] = [locator(), locator(), locator()];
+    await leftover(at(old), 2 * HOUR);
+    await leftover(at(young), 2 * HOUR);
+    await job.runOnce();
+    // As the days pass (the rows' age, not a clock): `old` was fenced 8 days ago, `young` 6; `stuck` 8 days
+    // ago by a pass whose deletion did not finish (its file is still there).
+    const stuckFile = await leftover(at(stuck), 2 * HOUR);
+    await layer.sql.query("INSERT INTO swept_locators (backend_key, locator) VALUES ('fs', $1)", [stuck]);
+    const age = (l: string, days: number) => layer.sql.query(`UPDATE swept_locators SET swept_at = now() - interval '${days} days' WHERE locator = $1`, [l]);
+    await age(old, 8);
+    await age(young, 6);
+    await age(stuck, 8);
+
+    // A pass whose deletion fails forgets nothing.
+    class FailingDeletes extends FsBackend {
+      override async delete(l: string): Promise<void> {
+        if (l === stuck) throw new Error('EIO');
+        await super.delete(l);
+      }
+    }
+    const logger = createLogger('test', 'silent');
+    const failing = new CleanupJob(catalog, new BlobCollector(catalog, new BackendRegistry(fs), logger), [new FailingDeletes(layer.dataDir)], logger, {
+      partMaxAgeMs: 8 * 24 * HOUR,
+    });
+    await failing.runOnce().then(
+      () => expect.fail('the pass should fail'),
+      () => undefined,
+    );
+    expect(await fenced()).to.deep.equal([old, young, stuck].sort());
+
+    const report = await job.runOnce();
+    expect(report.sweptLocatorsPruned).to.equal(2);
+    expect(await fenced()).to.deep.equal([young]);
+    expect(await layer.files()).to.not.include(stuckFile);
+  });
+
   it('overlapping calls share one pass', async () => {
     const [a, b] = [job.runOnce(), job.runOnce()];
     expect(a).to.equal(b);

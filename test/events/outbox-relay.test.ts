@@ -3,7 +3,8 @@ import { v7 as uuidv7 } from 'uuid';
 import { AmqpEventBroker } from '../../images/control-plane/src/events/amqp-broker.js';
 import { Catalog } from '../../images/data-plane/src/catalog/catalog.js';
 import { AmqpEventPublisher } from '../../images/data-plane/src/events/amqp-publisher.js';
-import { OutboxRelay } from '../../images/data-plane/src/outbox/relay.js';
+import type { EventPublisher, StrataEvent } from '../../images/data-plane/src/events/publisher.js';
+import { DEFAULT_CLAIM_MS, OutboxRelay } from '../../images/data-plane/src/outbox/relay.js';
 import { Gauge } from '../../images/service-kit/src/index.js';
 import { eventually, outboxSuite, quietLogger, RABBITMQ_URL } from './rabbitmq-fixture.js';
 
@@ -23,13 +24,13 @@ describe('outbox relay coalesces kicks (real PostgreSQL and RabbitMQ)', function
     fx.closers.push(() => publisher.close());
     await publisher.waitUntilConnected(20_000);
 
-    // The real catalog; only its passes (SELECTs of unsent rows) are counted.
+    // The real catalog; only its passes (claims of unsent rows) are counted.
     const real = new Catalog(fx.sql);
     let passes = 0;
     const catalog = Object.assign(Object.create(real) as Catalog, {
-      unsentEvents: (limit: number) => {
+      claimUnsentEvents: (...args: Parameters<Catalog['claimUnsentEvents']>) => {
         passes++;
-        return real.unsentEvents(limit);
+        return real.claimUnsentEvents(...args);
       },
     });
     const relay = new OutboxRelay(catalog, publisher, new Gauge({ name: 'test_relay_backlog', help: 'test', registers: [] }), quietLogger, () => new Date(), {
@@ -62,5 +63,54 @@ describe('outbox relay coalesces kicks (real PostgreSQL and RabbitMQ)', function
     relay.kick();
     await eventually(() => received.includes(late), 'the late event delivered');
     expect(passes).to.equal(2);
+  });
+
+  it('two replicas relay disjoint rows (each event published once), and the rows of one that dies mid-publish go out once its claim ran out', async () => {
+    const publisher = new AmqpEventPublisher({ url: RABBITMQ_URL, exchange: fx.names.exchange, logger: quietLogger }).start();
+    fx.closers.push(() => publisher.close());
+    await publisher.waitUntilConnected(20_000);
+    // Each publish the relays start, by event id (then the real publisher's confirm).
+    const published = new Map<string, number>();
+    const counted: EventPublisher = {
+      publish: (event: StrataEvent) => {
+        published.set(event.id, (published.get(event.id) ?? 0) + 1);
+        return publisher.publish(event);
+      },
+    };
+    let seq = 0;
+    const relayOf = (events: EventPublisher, clock: () => Date) =>
+      new OutboxRelay(new Catalog(fx.sql), events, new Gauge({ name: `test_replica_backlog_${++seq}`, help: 'test', registers: [] }), quietLogger, clock);
+    const insert = async (n: number) => {
+      const ids = Array.from({ length: n }, () => uuidv7());
+      for (const id of ids) await fx.sql.query('INSERT INTO outbox (event_id, type, payload) VALUES ($1, $2, $3)', [id, 'object.created', '{}']);
+      return ids;
+    };
+    const unsent = async () => Number((await fx.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL')).rows[0]!.n);
+    await eventually(async () => (await unsent()) === 0, 'the earlier test drained');
+    published.clear();
+
+    const ids = await insert(250);
+    const [a, b] = [relayOf(counted, () => new Date()), relayOf(counted, () => new Date())];
+    // Both passes at once, as two replicas kicked by their commits.
+    await Promise.all([a.runOnce(), b.runOnce()]);
+    expect(await unsent()).to.equal(0);
+    expect([...published.keys()].sort()).to.deep.equal([...ids].sort());
+    expect([...published.values()].filter((n) => n !== 1)).to.deep.equal([]);
+
+    // A replica claims a batch and dies before any confirm (its publish never settles).
+    const orphaned = await insert(30);
+    published.clear();
+    const dying = relayOf({ publish: () => new Promise<void>(() => undefined) }, () => new Date());
+    void dying.runOnce();
+    const claimed = async () =>
+      Number((await fx.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL AND claimed_until IS NOT NULL')).rows[0]!.n);
+    await eventually(async () => (await claimed()) === orphaned.length, 'the dying relay claimed its batch');
+    const clock = { now: new Date() };
+    const survivor = relayOf(counted, () => clock.now);
+    expect(await survivor.runOnce(), 'claimed rows are left to their claim').to.equal(0);
+    clock.now = new Date(Date.now() + DEFAULT_CLAIM_MS + 1000);
+    expect(await survivor.runOnce()).to.equal(orphaned.length);
+    expect(await unsent()).to.equal(0);
+    expect([...published.keys()].sort()).to.deep.equal([...orphaned].sort());
   });
 });

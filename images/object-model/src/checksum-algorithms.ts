@@ -39,9 +39,18 @@ export function startDigest(algorithm: ChecksumAlgorithm): RunningDigest {
 
 /** `source` passed through unchanged, each chunk fed to `digest` on the way (errors travel on). */
 export function digesting(source: Readable, digest: RunningDigest): Readable {
+  return observed(source, (chunk) => digest.update(chunk));
+}
+
+/**
+ * `source` passed through unchanged, each chunk shown to `see` as the reader takes it. Unlike a 'data'
+ * listener it leaves the reader in charge: nothing flows before the reader reads, and backpressure holds.
+ * Errors travel on; destroying the result destroys `source`.
+ */
+export function observed(source: Readable, see: (chunk: Buffer) => void): Readable {
   const through = new Transform({
     transform(chunk: Buffer, _encoding, done) {
-      digest.update(chunk);
+      see(chunk);
       done(null, chunk);
     },
   });

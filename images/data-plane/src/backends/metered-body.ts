@@ -94,6 +94,8 @@ export function bodyMeter(opts: PutOptions, hashing: boolean): Omit<MeteredBody,
  * them, so each of a large body's chunks costs two stream hops less than through meteredBody's source
  * and counter. As there, a failure ends the sink and never the body (the request: its caller still
  * answers with an S3 error), and the body is watched from the start, before any sink exists.
+ * The body must not flow before the sink is piped (no 'data' listener on it): what it emitted meanwhile
+ * would be lost. To count or hash bytes on the way, pass it through a stream (object-model's `observed`).
  */
 export function detachedBody(body: Readable): { pipeTo(sink: Writable): Promise<void> } {
   let failure: Error | undefined;
@@ -103,9 +105,6 @@ export function detachedBody(body: Readable): { pipeTo(sink: Writable): Promise<
     target?.destroy(err);
   };
   body.on('error', fail);
-  // Held until a sink is piped: a body that already flows (a read stream someone counts with a 'data' listener,
-  // as the object layer's read does for UploadPartCopy) would otherwise drop what it emits while the sink opens.
-  body.pause();
   // A body that closes without its end (a reset without an error) must not leave the sink waiting.
   body.once('close', () => {
     if (!body.readableEnded) fail(new S3Error('IncompleteBody'));

@@ -78,6 +78,12 @@ class InlineBytesRead {
   }
 }
 
+/** An outbox row as the relay publishes it. */
+export interface OutboxEvent {
+  id: number;
+  event: { id: string; type: string; occurredAt: string; payload: Record<string, unknown> };
+}
+
 /**
  * The data plane's reads and writes on the shared object-store schema (owned and migrated by the
  * control plane); commits go through ObjectCommit.
@@ -279,16 +285,39 @@ export class Catalog {
     });
   }
 
-  /** The oldest unsent outbox events. */
-  async unsentEvents(limit: number): Promise<Array<{ id: number; event: { id: string; type: string; occurredAt: string; payload: Record<string, unknown> } }>> {
+  /**
+   * Forgets the fences (swept_locators) of backend `backendKey` recorded before `before`; answers how
+   * many. Only for fences whose files are gone and whose late commits can no longer come (CleanupJob).
+   */
+  async pruneSweptLocators(backendKey: string, before: Date): Promise<number> {
+    const res = await this.sql.query('DELETE FROM swept_locators WHERE backend_key = $1 AND swept_at < $2', [backendKey, before]);
+    return res.rowCount ?? 0;
+  }
+
+  /**
+   * Claims the oldest unsent outbox events that no relay holds (no claim, or one that ran out by `now`)
+   * until `claimUntil`, oldest first. Rows another relay is claiming at this moment are skipped, not
+   * awaited, so concurrent relays take disjoint batches.
+   */
+  async claimUnsentEvents(limit: number, now: Date, claimUntil: Date): Promise<OutboxEvent[]> {
     const res = await this.sql.query<{ id: number; event_id: string; type: string; payload: Record<string, unknown>; created_at: Date }>(
-      'SELECT id, event_id, type, payload, created_at FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT $1',
-      [limit],
+      `WITH free AS (
+         SELECT id FROM outbox WHERE sent_at IS NULL AND (claimed_until IS NULL OR claimed_until <= $2) ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+       )
+       UPDATE outbox o SET claimed_until = $3 FROM free WHERE o.id = free.id RETURNING o.id, o.event_id, o.type, o.payload, o.created_at`,
+      [limit, now, claimUntil],
     );
-    return res.rows.map((r) => ({
-      id: Number(r.id),
-      event: { id: r.event_id, type: r.type, occurredAt: new Date(r.created_at).toISOString(), payload: r.payload },
-    }));
+    return res.rows
+      .map((r) => ({
+        id: Number(r.id),
+        event: { id: r.event_id, type: r.type, occurredAt: new Date(r.created_at).toISOString(), payload: r.payload },
+      }))
+      .sort((a, b) => a.id - b.id);
+  }
+
+  /** Gives up the claims on outbox rows left unsent (a relay's pass stopped at a failed publish), so any relay retries them at once. */
+  async releaseClaims(ids: number[]): Promise<void> {
+    if (ids.length) await this.sql.query('UPDATE outbox SET claimed_until = NULL WHERE id = ANY($1::bigint[]) AND sent_at IS NULL', [ids]);
   }
 
   async markSent(ids: number[], now: Date): Promise<void> {

@@ -27,6 +27,8 @@ export interface CleanupOptions {
   graceMs?: number;
   /** Part files older than this belong to uploads that expired unfinished. */
   partMaxAgeMs: number;
+  /** How long an orphan's fence (swept_locators) is kept after it was recorded; default SWEPT_LOCATOR_RETENTION_MS. */
+  sweptRetentionMs?: number;
   /** Candidates looked up in the catalog per query. */
   batchSize?: number;
   now?: () => number;
@@ -41,9 +43,20 @@ export interface CleanupReport {
   unreferencedBlobs: number;
   /** Blob files no row names (written, then the process died before or while committing) removed. */
   orphanFiles: number;
+  /** Fences of orphans removed long ago forgotten (swept_locators rows). */
+  sweptLocatorsPruned: number;
 }
 
 export const DEFAULT_ORPHAN_GRACE_MS = 3_600_000;
+
+/**
+ * How long the fence of a removed orphan is kept. It refuses a commit (or blob repair) of that locator
+ * that resumes after the sweep: one whose statement has been in flight since before its file was a
+ * grace old. Every commit's outcome is decided by a fence row in the outbox (ObjectCommit.outcome),
+ * which the control plane keeps 7 days at the least (max(recycle retention, 7 days)), so no commit is
+ * still undecided, let alone in flight, after that long; the locator fence is kept as long.
+ */
+export const SWEPT_LOCATOR_RETENTION_MS = 7 * 24 * 3_600_000;
 
 /**
  * The data plane's repair job, run at start and then periodically. A crash (kill -9, OOM, node loss)
@@ -54,7 +67,8 @@ export const DEFAULT_ORPHAN_GRACE_MS = 3_600_000;
  *   after a fence that refuses any commit of it still to come;
  * - a blob row at reference count 0 (the replaced object's blob was not freed yet, or was claimed
  *   FREEING and not finished) → freed by the BlobCollector, which re-claims FREEING rows;
- * - part files of multipart uploads that will never complete → removed after the upload TTL + a day.
+ * - part files of multipart uploads that will never complete → removed after the upload TTL + a day;
+ * - the fences of the orphans it removed (swept_locators) → forgotten SWEPT_LOCATOR_RETENTION_MS later.
  * The metadata itself needs no repair: an object, its blob references and its outbox event are
  * committed in one transaction, so a crash leaves either all of them or none.
  * Passes never overlap; a failing pass (database down) is logged and retried at the next tick.
@@ -64,6 +78,7 @@ export class CleanupJob {
   private timer: NodeJS.Timeout | undefined;
   private readonly graceMs: number;
   private readonly batchSize: number;
+  private readonly sweptRetentionMs: number;
   private readonly now: () => number;
 
   constructor(
@@ -75,6 +90,7 @@ export class CleanupJob {
   ) {
     this.graceMs = opts.graceMs ?? DEFAULT_ORPHAN_GRACE_MS;
     this.batchSize = opts.batchSize ?? 1000;
+    this.sweptRetentionMs = opts.sweptRetentionMs ?? SWEPT_LOCATOR_RETENTION_MS;
     this.now = opts.now ?? Date.now;
   }
 
@@ -118,10 +134,16 @@ export class CleanupJob {
 
   private async pass(): Promise<CleanupReport> {
     // Files first: they need no database, so they are cleaned even while it is unreachable.
-    const report: CleanupReport = { ...(await this.removeStaleFiles()), unreferencedBlobs: 0, orphanFiles: 0 };
+    const report: CleanupReport = { ...(await this.removeStaleFiles()), unreferencedBlobs: 0, orphanFiles: 0, sweptLocatorsPruned: 0 };
     report.unreferencedBlobs = await this.collector.collect();
-    for (const store of this.stores) report.orphanFiles += await this.removeOrphanFiles(store);
-    if (report.tempFiles || report.staleParts || report.unreferencedBlobs || report.orphanFiles) {
+    const fencesBefore = new Date(this.now() - this.sweptRetentionMs);
+    for (const store of this.stores) {
+      report.orphanFiles += await this.removeOrphanFiles(store);
+      // After this store's orphans are deleted (a failed delete fails the pass before this). Locators are
+      // never reused, so the only commits a fence can still refuse are those in flight since before it.
+      report.sweptLocatorsPruned += await this.catalog.pruneSweptLocators(store.key, fencesBefore);
+    }
+    if (report.tempFiles || report.staleParts || report.unreferencedBlobs || report.orphanFiles || report.sweptLocatorsPruned) {
       this.logger.info(report, 'cleanup removed leftovers');
     }
     return report;

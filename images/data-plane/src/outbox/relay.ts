@@ -12,10 +12,19 @@ const BATCH = 100;
 export const DEFAULT_COALESCE_MS = 25;
 
 /**
+ * How long a relay's claim on a batch lasts: far longer than a pass publishes one (the broker's confirms
+ * time out after 5 s), and how late the events of a replica that died mid-publish go out.
+ */
+export const DEFAULT_CLAIM_MS = 30_000;
+
+/**
  * Publishes outbox rows (written in the same transactions as the state they describe) to the broker
  * and marks them sent once the broker confirmed. Kicked after each commit, and re-run every
  * `retryMs` for whatever is still unsent (broker down, a crash after commit, rows written by the
- * control plane). Delivery is at-least-once: two relays may both send a row; consumers are idempotent.
+ * control plane). Every data-plane replica runs one: a pass claims its batch (Catalog.claimUnsentEvents),
+ * so replicas publish disjoint rows. Delivery is at-least-once: the rows of a relay that died (or
+ * stalled past its claim) mid-publish are published again once the claim runs out, and a row whose
+ * confirm came but whose mark did not is sent again; consumers are idempotent.
  *
  * Kicks are coalesced: a pass starts `coalesceMs` after the first kick that finds none queued, so under
  * load one SELECT / publish / UPDATE covers the commits of those milliseconds instead of a pass (and
@@ -28,6 +37,7 @@ export class OutboxRelay {
   private queued: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly coalesceMs: number;
+  private readonly claimMs: number;
 
   constructor(
     private readonly catalog: Catalog,
@@ -35,9 +45,10 @@ export class OutboxRelay {
     private readonly backlog: Gauge,
     private readonly logger: Logger,
     private readonly clock: () => Date,
-    opts: { coalesceMs?: number } = {},
+    opts: { coalesceMs?: number; claimMs?: number } = {},
   ) {
     this.coalesceMs = opts.coalesceMs ?? DEFAULT_COALESCE_MS;
+    this.claimMs = opts.claimMs ?? DEFAULT_CLAIM_MS;
   }
 
   start(retryMs: number): void {
@@ -86,7 +97,8 @@ export class OutboxRelay {
     let drained = false;
     try {
       for (;;) {
-        const rows = await this.catalog.unsentEvents(BATCH);
+        const now = this.clock();
+        const rows = await this.catalog.claimUnsentEvents(BATCH, now, new Date(now.getTime() + this.claimMs));
         // The whole batch is published at once and the confirms awaited together (one confirm round
         // trip per message in turn capped the relay below the write rate). Only the rows before the
         // first failure are marked sent: order is kept, and later rows the broker did take are sent
@@ -97,6 +109,7 @@ export class OutboxRelay {
         const done = rows.slice(0, failed ? firstFailure : rows.length).map((row) => row.id);
         if (failed) {
           const row = rows[firstFailure]!;
+          await this.catalog.releaseClaims(rows.slice(firstFailure).map((r) => r.id));
           await this.catalog.markAttempt(row.id);
           this.logger.warn({ err: (results[firstFailure] as PromiseRejectedResult).reason, eventId: row.event.id }, 'publishing an event failed; will retry');
         }

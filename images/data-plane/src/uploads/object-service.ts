@@ -19,6 +19,7 @@ import {
   type StoredHeaders,
   checkWriteConditions,
   ENCRYPTION_ENTRY,
+  observed,
 } from '../../../object-model/src/index.js';
 import { meteredBody } from '../backends/metered-body.js';
 import { ThreadMd5 } from '../backends/md5-thread.js';
@@ -357,8 +358,14 @@ export class ObjectService {
       );
       throw err.toS3Error();
     });
-    stream.on('data', (chunk: Buffer) => this.metrics.bytesOut.inc(chunk.length));
-    return stream;
+    // Bytes already whole in memory (a small blob, read at once) are counted as they are; others as the
+    // reader takes them, without making the stream flow before it reads (a 'data' listener would).
+    const length = range ? range.end - range.start + 1 : object.size;
+    if (stream.readableLength === length) {
+      this.metrics.bytesOut.inc(length);
+      return stream;
+    }
+    return observed(stream, (chunk) => this.metrics.bytesOut.inc(chunk.length));
   }
 
   /** CopyObject: on the same backend the new object shares the source's blob (no bytes are copied). */
