@@ -6,10 +6,12 @@
  * median ms per item of CPU time (the process's: PGlite runs on its thread) and of wall time.
  *
  *   npx tsx hack/bench/commit-function.ts [--batch 12] [--seconds 3] [--rounds 3] [--bodies one|distinct] [--inline]
- *     [--candidate file.sql] [--baseline <commit>]
+ *     [--candidate file.sql] [--baseline <commit>] [--alter file.sql]
  *
  * `--candidate` loads a SQL file defining `strata_commit_objects_candidate(p_items jsonb)` (a changed
  * version of the commit function, before it replaces its file) and times it beside the others.
+ * `--alter` applies a SQL file (a candidate migration: storage parameters, indexes) to a second fresh
+ * database, migrated as the first, and times strata_commit_objects there too.
  * `--baseline` times the single-item function `strata_commit_object` of an older commit's migrations
  * (read with `git show <commit>:...`; its 20-argument form), one item per call, on a second fresh
  * database, alternated with the others.
@@ -35,6 +37,7 @@ const { values } = parseArgs({
     inline: { type: 'boolean', default: false },
     candidate: { type: 'string' },
     baseline: { type: 'string' },
+    alter: { type: 'string' },
   },
 });
 const batchSize = Number(values.batch);
@@ -76,6 +79,12 @@ try {
     if (values.candidate) await sql.query(readFileSync(values.candidate, 'utf8'));
   });
   const baseline = values.baseline ? await openDatabase('baseline', (sql) => migrateAt(sql, values.baseline!)) : undefined;
+  const altered = values.alter
+    ? await openDatabase('altered', async (sql) => {
+        await migrate(sql);
+        await sql.exec(readFileSync(values.alter!, 'utf8'));
+      })
+    : undefined;
 
   const oneBody = { md5: randomBytes(16).toString('hex'), data: randomBytes(SIZE).toString('base64') };
   const item = (target: Target) => {
@@ -151,6 +160,11 @@ try {
   }
   if (values.candidate)
     contenders.strata_commit_objects_candidate = { target: current, step: () => commitBatch(current, 'strata_commit_objects_candidate', batchSize) };
+  if (altered)
+    contenders[`strata_commit_objects after ${path.basename(values.alter!)}`] = {
+      target: altered,
+      step: () => commitBatch(altered, 'strata_commit_objects', batchSize),
+    };
   if (baseline) {
     contenders[`strata_commit_object of ${values.baseline} one by one`] = {
       target: baseline,

@@ -1,12 +1,14 @@
 /**
  * How many concurrent small-object commits share one WAL flush on the standalone's durable PGlite (on its
  * thread, fsync on: pglite-fsync.ts), with the data plane's group commit (one statement for the commits
- * of one event-loop turn, catalog/group-commit.ts) on and off, alternated in one process on one database.
+ * of one event-loop turn, catalog/group-commit.ts) on (two batches in flight: the next one runs while the
+ * one before waits for its sync), `serial` (one batch at a time) and off, alternated in one process on
+ * one database.
  * Not a test: prints commits/s, CPU ms per commit (the process's, PGlite's thread included) and the WAL
  * fdatasyncs per commit. `--writers` concurrent writers (as the benchmark's 16 connections), each
  * committing a new inline 4 KiB body to one of 1000 keys in turn.
  *
- *   npx tsx hack/bench/group-flush.ts [--writers 16] [--seconds 3] [--rounds 2]
+ *   npx tsx hack/bench/group-flush.ts [--writers 16] [--seconds 3] [--rounds 2] [--modes on,serial,off]
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,7 +21,12 @@ import { createPgliteSqlClient } from '../../images/service-kit/src/index.js';
 import type { PgliteThreadClient } from '../../images/service-kit/src/pglite-thread.js';
 
 const { values } = parseArgs({
-  options: { writers: { type: 'string', default: '16' }, seconds: { type: 'string', default: '3' }, rounds: { type: 'string', default: '2' } },
+  options: {
+    writers: { type: 'string', default: '16' },
+    seconds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '2' },
+    modes: { type: 'string' },
+  },
 });
 const WRITERS = Number(values.writers);
 const SIZE = 4096;
@@ -31,7 +38,11 @@ try {
   await migrate(sql);
   const id = Number((await sql.query<{ id: number }>("INSERT INTO buckets (name, owner) VALUES ('bench', 'root') RETURNING id")).rows[0]!.id);
   const bucket = { id, name: 'bench', owner: 'root', backend: { kind: 'fs' } };
-  const commits = { on: new ObjectCommit(sql, { groupCommit: true }), off: new ObjectCommit(sql, { groupCommit: false }) };
+  const commits = {
+    on: new ObjectCommit(sql, { groupCommit: true }),
+    serial: new ObjectCommit(sql, { groupCommit: true, batchesInFlight: 1 }),
+    off: new ObjectCommit(sql, { groupCommit: false }),
+  };
   let written = 0;
   const commitOne = (via: ObjectCommit) => {
     const data = randomBytes(SIZE);
@@ -49,7 +60,8 @@ try {
       now: new Date(),
     });
   };
-  const run = async (mode: 'on' | 'off', seconds: number) => {
+  type Mode = keyof typeof commits;
+  const run = async (mode: Mode, seconds: number) => {
     const before = (await sql.durability())!;
     const cpu = process.cpuUsage();
     const start = performance.now();
@@ -72,11 +84,15 @@ try {
     };
   };
   for (let i = 0; i < KEYS; i += WRITERS) await Promise.all(Array.from({ length: WRITERS }, () => commitOne(commits.on)));
-  await run('on', 1);
-  await run('off', 1);
-  const results: Record<string, unknown[]> = { on: [], off: [] };
+  const modes = (values.modes ?? 'on,serial,off').split(',') as Mode[];
+  for (const mode of modes) await run(mode, 1);
+  const results: Record<string, unknown[]> = Object.fromEntries(modes.map((m) => [m, []]));
   for (let round = 0; round < Number(values.rounds); round++) {
-    for (const mode of round % 2 ? (['off', 'on'] as const) : (['on', 'off'] as const)) results[mode]!.push(await run(mode, Number(values.seconds)));
+    // Each mode's place in the round rotates (the one timed last measured faster).
+    for (let j = 0; j < modes.length; j++) {
+      const mode = modes[(round + j) % modes.length]!;
+      results[mode]!.push(await run(mode, Number(values.seconds)));
+    }
   }
   console.log(JSON.stringify({ writers: WRITERS, groupCommit: results }, null, 1));
 } finally {

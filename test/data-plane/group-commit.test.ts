@@ -14,11 +14,14 @@ describe('group commit', function () {
       const batches: number[][] = [];
       let release: () => void = () => undefined;
       const gate = new Promise<void>((resolve) => (release = resolve));
-      const group = new GroupCommit<number, number>(async (items) => {
-        batches.push(items);
-        if (batches.length === 1) await gate;
-        return items.map((value) => ({ status: 'fulfilled', value: value * 10 }));
-      }, 3);
+      const group = new GroupCommit<number, number>(
+        async (items) => {
+          batches.push(items);
+          if (batches.length === 1) await gate;
+          return items.map((value) => ({ status: 'fulfilled', value: value * 10 }));
+        },
+        { maxBatch: 3 },
+      );
       const first = [group.submit(1), group.submit(2)];
       expect(batches, 'nothing runs before the turn ends').to.deep.equal([]);
       await new Promise((resolve) => setImmediate(resolve));
@@ -27,6 +30,42 @@ describe('group commit', function () {
       release();
       expect(await Promise.all([...first, ...later])).to.deep.equal([10, 20, 30, 40, 50, 60]);
       expect(batches).to.deep.equal([[1, 2], [3, 4, 5], [6]]);
+    });
+
+    it('with maxInFlight 2, hands over the next batch while the one before has not answered, and no third', async () => {
+      const batches: number[][] = [];
+      const gates: Array<() => void> = [];
+      const group = new GroupCommit<number, number>(
+        async (items) => {
+          batches.push(items);
+          await new Promise<void>((resolve) => gates.push(resolve));
+          return items.map((value) => ({ status: 'fulfilled', value: value * 10 }));
+        },
+        { maxInFlight: 2 },
+      );
+      const turn = () => new Promise((resolve) => setImmediate(resolve));
+      const first = [group.submit(1), group.submit(2)];
+      await turn();
+      const second = [group.submit(3), group.submit(4)];
+      await turn();
+      expect(batches, 'the second runs while the first waits').to.deep.equal([
+        [1, 2],
+        [3, 4],
+      ]);
+      const third = [group.submit(5), group.submit(6)];
+      await turn();
+      expect(batches, 'no third batch while two run').to.have.length(2);
+      gates[1]!();
+      expect(await Promise.all(second), 'a later batch may answer first').to.deep.equal([30, 40]);
+      await turn();
+      expect(batches).to.deep.equal([
+        [1, 2],
+        [3, 4],
+        [5, 6],
+      ]);
+      gates[0]!();
+      gates[2]!();
+      expect(await Promise.all([...first, ...third])).to.deep.equal([10, 20, 50, 60]);
     });
 
     it("settles each item on its own, and a failed run fails only that run's items", async () => {
@@ -138,6 +177,54 @@ describe('group commit', function () {
         "SELECT b.ref_count, (SELECT count(*)::int FROM object_info o WHERE o.blob_id = b.id AND o.state <> 'DELETED') AS refs FROM blobs b",
       );
       for (const r of refs.rows) expect(Number(r.ref_count)).to.equal(Number(r.refs));
+    });
+
+    it('hands PGlite a second batch while the first waits for its answer, with the same outcome', async () => {
+      // The first batch's answer is held back (as the PGlite thread holds it until its WAL sync) until a
+      // second batch statement comes, or twenty event-loop turns have passed.
+      let running = 0;
+      let most = 0;
+      let batchNo = 0;
+      let secondCame: () => void = () => undefined;
+      const second = new Promise<void>((resolve) => (secondCame = resolve));
+      const turns = async (n: number) => {
+        for (let t = 0; t < n; t++) await new Promise((resolve) => setImmediate(resolve));
+      };
+      const counting: SqlClient = {
+        ...sql,
+        query: async <R = Record<string, unknown>>(text: string, params?: unknown[]) => {
+          if (!text.includes('strata_commit_objects')) return sql.query<R>(text, params);
+          most = Math.max(most, ++running);
+          const n = ++batchNo;
+          if (n === 2) secondCame();
+          try {
+            const res = await sql.query<R>(text, params);
+            if (n === 1) await Promise.race([second, turns(20)]);
+            return res;
+          } finally {
+            running--;
+          }
+        },
+      };
+      const catalog = new Catalog(counting);
+      const reqs: CommitRequest[] = [];
+      const results = await Promise.all(
+        Array.from({ length: 12 }, async (_, i) => {
+          // Six turns of two commits each, on four keys.
+          await turns(i >> 1);
+          const req = commitOf(`pipelined-${i % 4}`, `p${i}`);
+          reqs.push(req);
+          return catalog.commitObject(req);
+        }),
+      );
+      expect(most, 'batches running at once').to.equal(2);
+      expect(results.every((r) => r.newBlobKept)).to.equal(true);
+      // Each key ends with its last write: the batches ran in the order they were handed over.
+      for (let k = 0; k < 4; k++) {
+        const last = reqs.filter((r) => r.key === `pipelined-${k}`).at(-1)!;
+        expect((await live(`pipelined-${k}`)).map((r) => r.etag)).to.deep.equal([last.etag]);
+        expect(await events(`pipelined-${k}`)).to.equal(3);
+      }
     });
 
     it('stores each inline blob of a batch with its own bytes', async () => {

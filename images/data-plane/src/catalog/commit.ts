@@ -100,13 +100,16 @@ export class ObjectCommit {
    * `groupCommit` (default: on PGlite only) batches concurrent commits. PGlite has one connection and
    * runs one statement at a time, so commits queue anyway and a batch only saves work; on PostgreSQL
    * they run in parallel on the pool, and one transaction holding many keys' locks would make them wait
-   * for each other.
+   * for each other. `batchesInFlight` (default 2): batches handed to the database before the first of
+   * them answers, so that PGlite's thread runs the next one while the one before waits for its WAL sync.
    */
   constructor(
     private readonly sql: SqlClient,
-    opts: { groupCommit?: boolean } = {},
+    opts: { groupCommit?: boolean; batchesInFlight?: number } = {},
   ) {
-    if (opts.groupCommit ?? sql.kind === 'pglite') this.batches = new GroupCommit((reqs) => this.commitBatch(reqs));
+    if (opts.groupCommit ?? sql.kind === 'pglite') {
+      this.batches = new GroupCommit((reqs) => this.commitBatch(reqs), { maxInFlight: opts.batchesInFlight ?? 2 });
+    }
   }
 
   /**
