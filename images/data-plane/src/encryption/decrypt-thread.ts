@@ -1,21 +1,15 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { CHUNK, chunkCount, NONCE_PREFIX_BYTES, tampered, TAG_BYTES } from './chunked-aead.js';
+import { CHUNK, chunkCount, NONCE_PREFIX_BYTES, PlainWindow, tampered, TAG_BYTES } from './chunked-aead.js';
 import type { CryptoPool, PoolStream } from './crypto-pool.js';
-import { cryptoPool } from './crypto-threads.js';
+import { BATCH_CHUNKS, BATCHES_IN_FLIGHT, cryptoPool, plaintextOf } from './crypto-threads.js';
 
-/** Chunks per batch: about 1 MiB of plaintext, one message each way. */
-const BATCH_CHUNKS = 16;
 const BATCH_BYTES = BATCH_CHUNKS * (CHUNK + TAG_BYTES);
-/**
- * Batches in flight per stream: both threads of the pool busy and more queued, so that on a busy host
- * (each thread running in slices between others') the threads find work while the event loop waits.
- */
-const RING = 8;
 /** Shared batch buffers kept for reuse across reads. */
 const pool: Buffer[] = [];
 
 /**
- * SegmentDecryptor's contract (chunked-aead.ts) with the deciphering on the encryption threads
+ * SegmentDecryptor's contract (chunked-aead.ts) for stored bytes that come as a stream (a remote store; a
+ * file is read by the threads themselves: file-segment-decryptor.ts), with the deciphering on the encryption threads
  * (crypto-pool.ts: fair per tenant and per stream; AES-GCM costs about as much CPU per MiB as the rest of
  * a large GET on the event loop, so on its own threads it runs beside it). Stored bytes are copied into
  * pooled shared batches of whole chunks that a thread reads in place; the plaintext comes back
@@ -28,10 +22,8 @@ const pool: Buffer[] = [];
 export class ThreadedSegmentDecryptor extends Transform {
   private prefixParts: Buffer[] = [];
   private next: number;
-  private readonly last: number;
   private readonly count: number;
-  private skip: number;
-  private left: number;
+  private readonly window: PlainWindow;
   /** The batch filling: its buffer, bytes in it, its first chunk, its chunks complete so far and the bytes they span. */
   private batch: Buffer | undefined;
   private filled = 0;
@@ -62,9 +54,7 @@ export class ThreadedSegmentDecryptor extends Transform {
     this.count = chunkCount(plain);
     this.next = first;
     this.batchFirst = first;
-    this.last = Math.min(this.count - 1, first + Math.floor((skip + length - 1) / CHUNK));
-    this.skip = skip;
-    this.left = length;
+    this.window = new PlainWindow(plain, first, skip, length);
   }
 
   private storedSizeOf(index: number): number {
@@ -88,9 +78,9 @@ export class ThreadedSegmentDecryptor extends Transform {
 
   /** Copy stored bytes into batches, sending each once it holds BATCH_CHUNKS whole chunks (or the last one needed). */
   private async gather(chunk: Buffer, from: number): Promise<void> {
-    for (let at = from; at < chunk.length && this.next + this.whole <= this.last; ) {
+    for (let at = from; at < chunk.length && this.next + this.whole <= this.window.last; ) {
       if (!this.batch) {
-        while (this.inFlight.length >= RING) await this.passOldest();
+        while (this.inFlight.length >= BATCHES_IN_FLIGHT) await this.passOldest();
         this.batch = this.spare.pop() ?? pool.pop() ?? Buffer.from(new SharedArrayBuffer(BATCH_BYTES));
       }
       const target = this.wholeBytes + this.storedSizeOf(this.next + this.whole);
@@ -101,7 +91,7 @@ export class ThreadedSegmentDecryptor extends Transform {
       if (this.filled === target) {
         this.whole++;
         this.wholeBytes = target;
-        if (this.whole === BATCH_CHUNKS || this.next + this.whole > this.last) this.send();
+        if (this.whole === BATCH_CHUNKS || this.next + this.whole > this.window.last) this.send();
       }
     }
   }
@@ -125,10 +115,7 @@ export class ThreadedSegmentDecryptor extends Transform {
         n,
         plainBytes: (n - 1) * CHUNK + lastBody,
       })
-      .then((answer) => {
-        if (!answer.plain) throw tampered();
-        return Buffer.from(answer.plain as ArrayBuffer);
-      });
+      .then(plaintextOf);
     plain.catch(() => undefined);
     this.inFlight.push({ plain, buffer });
     this.next += this.whole;
@@ -145,13 +132,7 @@ export class ThreadedSegmentDecryptor extends Transform {
     } finally {
       this.spare.push(buffer);
     }
-    if (this.skip >= bytes.length) {
-      this.skip -= bytes.length;
-      return;
-    }
-    const piece = bytes.subarray(this.skip, this.skip + this.left);
-    this.skip = 0;
-    this.left -= piece.length;
+    const piece = this.window.cut(bytes);
     if (piece.length) this.push(piece);
   }
 
@@ -160,7 +141,7 @@ export class ThreadedSegmentDecryptor extends Transform {
       // Bytes of an incomplete chunk left over: the stream was cut short (send() ignores them; the check below fails).
       this.send();
       while (this.inFlight.length) await this.passOldest();
-      if (this.left > 0) throw tampered();
+      if (this.window.missing > 0) throw tampered();
     })().then(() => done(), done);
   }
 
