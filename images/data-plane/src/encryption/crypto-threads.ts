@@ -16,10 +16,9 @@ export const BATCHES_IN_FLIGHT = 8;
  *
  * - `open`: `length` stored bytes of chunks first..first+n-1 of a segment of `plain` bytes (`count`
  *   chunks) → `{ plain }` (their plaintext), or `{ tampered: true }` when a tag fails.
- * - `read`: as `open`, the stored bytes (and the nonce prefix) read by the thread itself from the open
- *   file `fd` at `at` (the prefix at `prefixAt`) into a buffer of its own; a short read is `{ tampered:
- *   true }` (the file was cut), a failed one `{ failed }` (its message). The file is the caller's: it
- *   stays open until every job that reads it was answered.
+ * - `read`: as `open`, the stored bytes read by the thread itself from the open file `fd` at `at` into a
+ *   buffer of its own; a short read is `{ tampered: true }` (the file was cut), a failed one `{ failed }`
+ *   (its message). The file is the caller's: it stays open until every job that reads it was answered.
  * - `seal`: `length` plaintext bytes, chunks from `first` on (every one full but maybe the last) →
  *   `{ sealed }` (each chunk enciphered, its tag after it); `final`: the batch's last chunk is the
  *   segment's last (an empty final batch is one empty chunk).
@@ -49,13 +48,12 @@ function readAt(fd, buf, length, position) {
 }
 function read(m) {
   if (!readBuffer || readBuffer.length < m.length) readBuffer = Buffer.allocUnsafe(Math.max(m.length, BATCH));
-  const prefix = Buffer.allocUnsafe(PREFIX);
   try {
-    if (readAt(m.fd, prefix, PREFIX, m.prefixAt) < PREFIX || readAt(m.fd, readBuffer, m.length, m.at) < m.length) return { id: m.id, tampered: true };
+    if (readAt(m.fd, readBuffer, m.length, m.at) < m.length) return { id: m.id, tampered: true };
   } catch (err) {
     return { id: m.id, failed: String(err && err.message) };
   }
-  return decipher(m, readBuffer.subarray(0, m.length), prefix);
+  return decipher(m, readBuffer.subarray(0, m.length), m.prefix);
 }
 function decipher(m, src, prefix) {
   const out = new Uint8Array(m.plainBytes);

@@ -52,6 +52,12 @@ export class FileSegmentDecryptor extends Readable {
     this.window = new PlainWindow(segment.plain, first, skip, length);
   }
 
+  /**
+   * The segment's nonce prefix, read once here (8 bytes), so that each job reads only its chunks: reads in
+   * ascending order, which the kernel's read-ahead follows (a jump back to the prefix per job defeats it).
+   */
+  private prefix: Uint8Array | undefined;
+
   override _read(): void {
     if (this.delivering) return;
     this.delivering = true;
@@ -63,6 +69,13 @@ export class FileSegmentDecryptor extends Readable {
 
   /** Pass on batches in order until the reader has enough (push answers false) or the range is done. */
   private async deliver(): Promise<void> {
+    if (!this.prefix) {
+      const prefix = new Uint8Array(NONCE_PREFIX_BYTES);
+      const { bytesRead } = await this.file.read(prefix, 0, NONCE_PREFIX_BYTES, this.segment.storedAt);
+      if (bytesRead < NONCE_PREFIX_BYTES) throw tampered();
+      this.prefix = prefix;
+      if (this.destroyed) return;
+    }
     for (;;) {
       this.ask();
       if (this.batches.length === 0) {
@@ -92,7 +105,7 @@ export class FileSegmentDecryptor extends Readable {
         .run({
           op: 'read',
           fd: this.file.fd,
-          prefixAt: storedAt,
+          prefix: this.prefix,
           at: storedAt + NONCE_PREFIX_BYTES + first * (CHUNK + TAG_BYTES),
           length: (n - 1) * (CHUNK + TAG_BYTES) + lastBody + TAG_BYTES,
           key: this.keyBytes,
