@@ -16,13 +16,17 @@ import { freshDirPerSuite } from '../support/temp-dir.js';
 const BATCH = BATCH_CHUNKS * CHUNK;
 
 /** A pool whose streams count the jobs they were asked to run, those answered (or dropped), and their closes. */
-function countingPool(pool: CryptoPool): { threads: CryptoPool; seen: { asked: number; settled: number; closed: number } } {
-  const seen = { asked: 0, settled: 0, closed: 0 };
+function countingPool(pool: CryptoPool): {
+  threads: CryptoPool;
+  seen: { asked: number; settled: number; closed: number; jobs: Array<Record<string, unknown>> };
+} {
+  const seen = { asked: 0, settled: 0, closed: 0, jobs: [] as Array<Record<string, unknown>> };
   const stream = (tenant: string): PoolStream => {
     const lane = pool.stream(tenant);
     return {
       run: (message, transfer) => {
         seen.asked++;
+        seen.jobs.push(message);
         return lane.run(message, transfer).finally(() => seen.settled++);
       },
       close: () => {
@@ -97,6 +101,16 @@ describe('data plane: encrypted reads of files on the encryption threads (FileSe
       const r = segmentRange(data.length, start, end);
       const chunks = Math.floor(end / CHUNK) - r.first + 1;
       expect(seen.asked, `[${start}, ${end}]: batches read`).to.equal(Math.ceil(chunks / BATCH_CHUNKS));
+      // Each job reads its own chunks and nothing else (the prefix comes with it), each where the last ended:
+      // one ascending pass over the chunks asked for, as the kernel's read-ahead expects.
+      const reads = seen.jobs.map((m) => ({ at: m.at as number, length: m.length as number, prefix: Buffer.from(m.prefix as Uint8Array) }));
+      expect(reads[0]!.at, `[${start}, ${end}]: first read`).to.equal(storedAt + r.from);
+      for (const [i, read] of reads.entries()) {
+        expect(read.prefix.equals(stored.subarray(storedAt, storedAt + 8)), `[${start}, ${end}]: prefix of job ${i}`).to.equal(true);
+        if (i > 0) expect(read.at, `[${start}, ${end}]: job ${i}`).to.equal(reads[i - 1]!.at + reads[i - 1]!.length);
+      }
+      const lastRead = reads[reads.length - 1]!;
+      expect(lastRead.at + lastRead.length - 1, `[${start}, ${end}]: last byte read`).to.equal(storedAt + r.to);
     }
   });
 
