@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { expect } from 'chai';
 import { Md5Tap, ThreadMd5 } from '../../images/data-plane/src/backends/md5-thread.js';
-import { CHUNK, SegmentDecryptor, SegmentEncryptor, segmentRange, segmentSize } from '../../images/data-plane/src/encryption/chunked-aead.js';
+import { CHUNK, PlainWindow, SegmentDecryptor, SegmentEncryptor, segmentRange, segmentSize } from '../../images/data-plane/src/encryption/chunked-aead.js';
 import { ThreadedSegmentDecryptor } from '../../images/data-plane/src/encryption/decrypt-thread.js';
 import { chunked, collect, decrypted, failure, md5, sealed } from '../support/encryption-streams.js';
 
@@ -65,7 +65,7 @@ describe('data plane: encryption streams (chunked AES-GCM, MD5 tap)', () => {
       const r = segmentRange(size, start, end);
       const prefix = r.first === 0 ? undefined : bytes.subarray(0, 8);
       const from = r.first === 0 ? 0 : r.from;
-      const decryptor = new ThreadedSegmentDecryptor(key, prefix, size, r.first, r.skip, end - start + 1);
+      const decryptor = new ThreadedSegmentDecryptor(prefix, { key, window: new PlainWindow(size, r.first, r.skip, end - start + 1) });
       const [out] = await Promise.all([collect(decryptor), pipeline(chunked(bytes.subarray(from, r.to + 1), sizes), decryptor)]);
       return out;
     };

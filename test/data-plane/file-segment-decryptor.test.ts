@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { FsBackend } from '../../images/data-plane/src/backends/fs-backend.js';
-import { CHUNK, segmentRange, segmentSize } from '../../images/data-plane/src/encryption/chunked-aead.js';
+import { CHUNK, PlainWindow, segmentRange, segmentSize } from '../../images/data-plane/src/encryption/chunked-aead.js';
 import { CryptoPool, type PoolStream } from '../../images/data-plane/src/encryption/crypto-pool.js';
 import { BATCH_CHUNKS, BATCHES_IN_FLIGHT, CRYPTO_THREAD_SOURCE } from '../../images/data-plane/src/encryption/crypto-threads.js';
 import { FileSegmentDecryptor } from '../../images/data-plane/src/encryption/file-segment-decryptor.js';
@@ -70,7 +70,8 @@ describe('data plane: encrypted reads of files on the encryption threads (FileSe
   const reader = async (start: number, end: number, opts: { at?: string; threads?: CryptoPool; k?: Buffer } = {}) => {
     const r = segmentRange(data.length, start, end);
     const handle = await open(opts.at ?? file, 'r');
-    const stream = new FileSegmentDecryptor(handle, opts.k ?? key, { storedAt, plain: data.length }, r.first, r.skip, end - start + 1, 'alice', opts.threads);
+    const window = new PlainWindow(data.length, r.first, r.skip, end - start + 1);
+    const stream = new FileSegmentDecryptor(handle, storedAt, { key: opts.k ?? key, window, tenant: 'alice', threads: opts.threads });
     return { stream, handle };
   };
   const read = async (start: number, end: number, opts: { at?: string; threads?: CryptoPool } = {}) => collect((await reader(start, end, opts)).stream);

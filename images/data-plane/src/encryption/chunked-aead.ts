@@ -271,12 +271,20 @@ export class SegmentDecryptor extends Transform {
  * last chunk they need, and the deciphered plaintext of those chunks, given in order, cut to them.
  */
 export class PlainWindow {
+  /** Chunks of the segment. */
+  readonly count: number;
   readonly last: number;
   private skip: number;
   private left: number;
 
-  constructor(plain: number, first: number, skip: number, length: number) {
-    this.last = Math.min(chunkCount(plain) - 1, first + Math.floor((skip + length - 1) / CHUNK));
+  constructor(
+    readonly plain: number,
+    readonly first: number,
+    skip: number,
+    length: number,
+  ) {
+    this.count = chunkCount(plain);
+    this.last = Math.min(this.count - 1, first + Math.floor((skip + length - 1) / CHUNK));
     this.skip = skip;
     this.left = length;
   }

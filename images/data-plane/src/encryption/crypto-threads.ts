@@ -1,5 +1,5 @@
-import { CHUNK, NONCE_PREFIX_BYTES, TAG_BYTES, tampered } from './chunked-aead.js';
-import { CryptoPool, type PoolAnswer } from './crypto-pool.js';
+import { CHUNK, NONCE_PREFIX_BYTES, TAG_BYTES, tampered, type PlainWindow } from './chunked-aead.js';
+import { CryptoPool, type PoolAnswer, type PoolStream } from './crypto-pool.js';
 
 /** Chunks per job (a batch): about 1 MiB of plaintext, one message each way. */
 export const BATCH_CHUNKS = 16;
@@ -103,6 +103,22 @@ parentPort.on('message', (m) => {
   else parentPort.postMessage(r);
 });
 `;
+
+/**
+ * A decryption on the threads: plaintext `window` of a segment under `key`; `tenant`: whose read it is (the
+ * object's owner), for the pool's fairness.
+ */
+export interface ThreadedRead {
+  key: Buffer;
+  window: PlainWindow;
+  tenant?: string;
+  threads?: CryptoPool;
+}
+
+/** A threaded read's stream on the pool, and its key as the threads are sent it: a copy of its own (a pooled Buffer's whole slab would be cloned). */
+export function threadLane(read: ThreadedRead): { lane: PoolStream; keyBytes: Uint8Array } {
+  return { lane: (read.threads ?? cryptoPool()).stream(read.tenant ?? ''), keyBytes: new Uint8Array(read.key) };
+}
 
 /** The plaintext an `open` or `read` job answered (no copy); its failure as an error. */
 export function plaintextOf(answer: PoolAnswer): Buffer {

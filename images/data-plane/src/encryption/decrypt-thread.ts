@@ -1,7 +1,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { CHUNK, chunkCount, NONCE_PREFIX_BYTES, PlainWindow, tampered, TAG_BYTES } from './chunked-aead.js';
-import type { CryptoPool, PoolStream } from './crypto-pool.js';
-import { BATCH_CHUNKS, BATCHES_IN_FLIGHT, cryptoPool, plaintextOf } from './crypto-threads.js';
+import { CHUNK, NONCE_PREFIX_BYTES, tampered, TAG_BYTES, type PlainWindow } from './chunked-aead.js';
+import type { PoolStream } from './crypto-pool.js';
+import { BATCH_CHUNKS, BATCHES_IN_FLIGHT, plaintextOf, threadLane, type ThreadedRead } from './crypto-threads.js';
 
 const BATCH_BYTES = BATCH_CHUNKS * (CHUNK + TAG_BYTES);
 /** Shared batch buffers kept for reuse across reads. */
@@ -14,51 +14,38 @@ const pool: Buffer[] = [];
  * a large GET on the event loop, so on its own threads it runs beside it). Stored bytes are copied into
  * pooled shared batches of whole chunks that a thread reads in place; the plaintext comes back
  * transferred, not copied. The
- * stored bytes of chunks `first`.. of a segment of `plain` bytes in (after the nonce prefix when that is
- * given, else with it), plaintext bytes [skip, skip+length) out, in order, each batch only once every
- * tag in it verified; a short or altered stream fails. Meant for large reads (small ones cost less
+ * stored bytes of the window's chunks in, from its first (after the nonce prefix when that is given, else
+ * with it), the window's plaintext out, in order, each batch only once every tag in it verified; a short or altered stream fails. Meant for large reads (small ones cost less
  * deciphered in place than a round trip to the thread).
  */
 export class ThreadedSegmentDecryptor extends Transform {
   private prefixParts: Buffer[] = [];
   private next: number;
-  private readonly count: number;
   private readonly window: PlainWindow;
-  /** The batch filling: its buffer, bytes in it, its first chunk, its chunks complete so far and the bytes they span. */
+  /** The batch filling: its buffer, bytes in it, its chunks complete so far and the bytes they span. */
   private batch: Buffer | undefined;
   private filled = 0;
-  private batchFirst: number;
   private whole = 0;
   private wholeBytes = 0;
   /** Batches sent, oldest first: their plaintext to come, and their buffer to give back. */
   private readonly inFlight: Array<{ plain: Promise<Buffer>; buffer: Buffer }> = [];
   private readonly spare: Buffer[] = [];
   private readonly lane: PoolStream;
-  /** The key as the threads are sent it: a copy of its own (a pooled Buffer's whole slab would be cloned). */
   private readonly keyBytes: Uint8Array;
 
-  /** `tenant`: whose read this is (the object's owner), for the pool's fairness. */
   constructor(
-    key: Buffer,
     private prefix: Buffer | undefined,
-    private readonly plain: number,
-    first: number,
-    skip: number,
-    length: number,
-    tenant = '',
-    threads: CryptoPool = cryptoPool(),
+    read: ThreadedRead,
   ) {
     super();
-    this.keyBytes = new Uint8Array(key);
-    this.lane = threads.stream(tenant);
-    this.count = chunkCount(plain);
-    this.next = first;
-    this.batchFirst = first;
-    this.window = new PlainWindow(plain, first, skip, length);
+    ({ lane: this.lane, keyBytes: this.keyBytes } = threadLane(read));
+    this.window = read.window;
+    this.next = read.window.first;
   }
 
   private storedSizeOf(index: number): number {
-    return (index === this.count - 1 ? this.plain - index * CHUNK : CHUNK) + TAG_BYTES;
+    const { count, plain } = this.window;
+    return (index === count - 1 ? plain - index * CHUNK : CHUNK) + TAG_BYTES;
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
@@ -101,23 +88,24 @@ export class ThreadedSegmentDecryptor extends Transform {
     const buffer = this.batch;
     const first = this.next;
     const n = this.whole;
-    const lastBody = first + n === this.count ? this.plain - (this.count - 1) * CHUNK : CHUNK;
-    const plain = this.lane
+    const { count, plain } = this.window;
+    const lastBody = first + n === count ? plain - (count - 1) * CHUNK : CHUNK;
+    const deciphered = this.lane
       .run({
         op: 'open',
         shared: buffer.buffer,
         length: this.wholeBytes,
         key: this.keyBytes,
         prefix: new Uint8Array(this.prefix!),
-        plain: this.plain,
-        count: this.count,
+        plain,
+        count,
         first,
         n,
         plainBytes: (n - 1) * CHUNK + lastBody,
       })
       .then(plaintextOf);
-    plain.catch(() => undefined);
-    this.inFlight.push({ plain, buffer });
+    deciphered.catch(() => undefined);
+    this.inFlight.push({ plain: deciphered, buffer });
     this.next += this.whole;
     this.batch = undefined;
     this.filled = this.whole = this.wholeBytes = 0;

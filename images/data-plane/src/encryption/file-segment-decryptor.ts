@@ -1,21 +1,15 @@
 import type { FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { CHUNK, chunkCount, NONCE_PREFIX_BYTES, PlainWindow, tampered, TAG_BYTES } from './chunked-aead.js';
-import type { CryptoPool, PoolStream } from './crypto-pool.js';
-import { BATCH_CHUNKS, BATCHES_IN_FLIGHT, cryptoPool, plaintextOf } from './crypto-threads.js';
-
-/** Where a segment lies in its blob's file: the offset of its nonce prefix, and its plaintext bytes. */
-export interface FileSegment {
-  storedAt: number;
-  plain: number;
-}
+import { CHUNK, NONCE_PREFIX_BYTES, tampered, TAG_BYTES, type PlainWindow } from './chunked-aead.js';
+import type { PoolStream } from './crypto-pool.js';
+import { BATCH_CHUNKS, BATCHES_IN_FLIGHT, plaintextOf, threadLane, type ThreadedRead } from './crypto-threads.js';
 
 /**
  * SegmentDecryptor's contract (chunked-aead.ts) for a segment stored in a file: the encryption threads
  * (crypto-pool.ts, fair per tenant and per stream) read the chunks themselves from the open file (pread at
  * their offsets), verify and decipher them, and send the plaintext back transferred, so the event loop
- * never touches a stored byte: it only passes plaintext on. Plaintext bytes [skip, skip+length) of chunks
- * `first`.. out, in order, each batch only once every tag in it verified; a short file or an altered chunk
+ * never touches a stored byte: it only passes plaintext on. The window's plaintext out, in order, each
+ * batch only once every tag in it verified; a short file or an altered chunk
  * fails the stream.
  *
  * At most BATCHES_IN_FLIGHT batches (about 1 MiB each) are asked for or answered and not yet passed on:
@@ -24,32 +18,23 @@ export interface FileSegment {
  */
 export class FileSegmentDecryptor extends Readable {
   private next: number;
-  private readonly count: number;
   private readonly window: PlainWindow;
   /** Batches asked for, oldest first: their plaintext to come. */
   private readonly batches: Array<Promise<Buffer>> = [];
   private delivering = false;
   private readonly lane: PoolStream;
-  /** The key as the threads are sent it: a copy of its own (a pooled Buffer's whole slab would be cloned). */
   private readonly keyBytes: Uint8Array;
 
-  /** `tenant`: whose read this is (the object's owner), for the pool's fairness. */
+  /** `storedAt`: where the segment starts in the file (its nonce prefix). */
   constructor(
     private readonly file: FileHandle,
-    key: Buffer,
-    private readonly segment: FileSegment,
-    first: number,
-    skip: number,
-    length: number,
-    tenant = '',
-    threads: CryptoPool = cryptoPool(),
+    private readonly storedAt: number,
+    read: ThreadedRead,
   ) {
     super();
-    this.keyBytes = new Uint8Array(key);
-    this.lane = threads.stream(tenant);
-    this.count = chunkCount(segment.plain);
-    this.next = first;
-    this.window = new PlainWindow(segment.plain, first, skip, length);
+    ({ lane: this.lane, keyBytes: this.keyBytes } = threadLane(read));
+    this.window = read.window;
+    this.next = read.window.first;
   }
 
   /**
@@ -71,7 +56,7 @@ export class FileSegmentDecryptor extends Readable {
   private async deliver(): Promise<void> {
     if (!this.prefix) {
       const prefix = new Uint8Array(NONCE_PREFIX_BYTES);
-      const { bytesRead } = await this.file.read(prefix, 0, NONCE_PREFIX_BYTES, this.segment.storedAt);
+      const { bytesRead } = await this.file.read(prefix, 0, NONCE_PREFIX_BYTES, this.storedAt);
       if (bytesRead < NONCE_PREFIX_BYTES) throw tampered();
       this.prefix = prefix;
       if (this.destroyed) return;
@@ -96,11 +81,12 @@ export class FileSegmentDecryptor extends Readable {
 
   /** Ask the threads for the next batches, up to BATCHES_IN_FLIGHT not yet passed on. */
   private ask(): void {
-    const { storedAt, plain } = this.segment;
+    const { storedAt } = this;
+    const { count, plain } = this.window;
     while (this.batches.length < BATCHES_IN_FLIGHT && this.next <= this.window.last) {
       const first = this.next;
       const n = Math.min(BATCH_CHUNKS, this.window.last - first + 1);
-      const lastBody = first + n === this.count ? plain - (this.count - 1) * CHUNK : CHUNK;
+      const lastBody = first + n === count ? plain - (count - 1) * CHUNK : CHUNK;
       const answer = this.lane
         .run({
           op: 'read',
@@ -110,7 +96,7 @@ export class FileSegmentDecryptor extends Readable {
           length: (n - 1) * (CHUNK + TAG_BYTES) + lastBody + TAG_BYTES,
           key: this.keyBytes,
           plain,
-          count: this.count,
+          count,
           first,
           n,
           plainBytes: (n - 1) * CHUNK + lastBody,

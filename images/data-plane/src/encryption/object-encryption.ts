@@ -2,7 +2,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { pipeline, Readable } from 'node:stream';
 import { S3Error, type EncryptionRule, type SseRequest } from '../../../object-model/src/index.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
-import { SegmentDecryptor, segmentRange, segmentSize, SegmentEncryptor, NONCE_PREFIX_BYTES } from './chunked-aead.js';
+import { PlainWindow, SegmentDecryptor, segmentRange, segmentSize, SegmentEncryptor, NONCE_PREFIX_BYTES } from './chunked-aead.js';
 import { ThreadedSegmentDecryptor } from './decrypt-thread.js';
 import { FileSegmentDecryptor } from './file-segment-decryptor.js';
 import { ThreadedSegmentEncryptor } from './encrypt-thread.js';
@@ -231,7 +231,8 @@ async function decryptSegment(
   const length = to - from + 1;
   // Large reads of a file: the encryption threads read and decipher it themselves (no stored byte on the event loop).
   const file = length >= THREADED ? await backend.openFile?.(locator) : undefined;
-  if (file) return new FileSegmentDecryptor(file, dataKey, { storedAt, plain }, r.first, r.skip, length, tenant);
+  const read = { key: dataKey, window: new PlainWindow(plain, r.first, r.skip, length), tenant };
+  if (file) return new FileSegmentDecryptor(file, storedAt, read);
   // From the segment's start the prefix comes with the chunks (one read); else it is read apart.
   let prefix: Buffer | undefined;
   let chunks: Readable;
@@ -243,10 +244,7 @@ async function decryptSegment(
   }
   // Large reads of a stream (a remote store) are deciphered on the encryption threads (the other core); small
   // ones here, sparing the round trip.
-  const decryptor =
-    length >= THREADED
-      ? new ThreadedSegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length, tenant)
-      : new SegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length);
+  const decryptor = length >= THREADED ? new ThreadedSegmentDecryptor(prefix, read) : new SegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length);
   chunks.on('error', (err) => decryptor.destroy(err));
   decryptor.on('close', () => chunks.destroy());
   return chunks.pipe(decryptor);
