@@ -83,7 +83,8 @@ export class FileSegmentDecryptor extends Readable {
   private ask(): void {
     const { storedAt } = this;
     const { count, plain } = this.window;
-    while (this.batches.length < BATCHES_IN_FLIGHT && this.next <= this.window.last) {
+    // (Destroyed from a 'data' handler within push: nothing more is asked.)
+    while (!this.destroyed && this.batches.length < BATCHES_IN_FLIGHT && this.next <= this.window.last) {
       const first = this.next;
       const n = Math.min(BATCH_CHUNKS, this.window.last - first + 1);
       const lastBody = first + n === count ? plain - (count - 1) * CHUNK : CHUNK;
