@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { expect } from 'chai';
-import { CHUNK, SegmentEncryptor } from '../../images/data-plane/src/encryption/chunked-aead.js';
+import { CHUNK, PlainWindow, SegmentEncryptor } from '../../images/data-plane/src/encryption/chunked-aead.js';
 import { CryptoPool, type PoolStream } from '../../images/data-plane/src/encryption/crypto-pool.js';
 import { CRYPTO_THREAD_SOURCE } from '../../images/data-plane/src/encryption/crypto-threads.js';
 import { ThreadedSegmentDecryptor } from '../../images/data-plane/src/encryption/decrypt-thread.js';
@@ -101,7 +101,7 @@ describe('data plane: the encryption threads (CryptoPool)', () => {
     );
     const pool = poolOf(2, source);
     const read = (k: Buffer, tenant: string) => {
-      const decryptor = new ThreadedSegmentDecryptor(k, undefined, size, 0, 0, size, tenant, pool);
+      const decryptor = new ThreadedSegmentDecryptor(undefined, { key: k, window: new PlainWindow(size, 0, 0, size), tenant, threads: pool });
       return Promise.all([Readable.from(decryptor).toArray(), pipeline(Readable.from([bytes]), decryptor)]).then(([c]) => Buffer.concat(c as Buffer[]));
     };
     const [good, doomed] = await Promise.allSettled([read(key, 'A'), read(doomedKey, 'B')]);

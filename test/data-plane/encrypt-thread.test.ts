@@ -1,36 +1,13 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { expect } from 'chai';
 import { ThreadMd5 } from '../../images/data-plane/src/backends/md5-thread.js';
-import { CHUNK, SegmentDecryptor, SegmentEncryptor, segmentSize } from '../../images/data-plane/src/encryption/chunked-aead.js';
+import { CHUNK, SegmentEncryptor, segmentSize } from '../../images/data-plane/src/encryption/chunked-aead.js';
 import { ThreadedSegmentEncryptor } from '../../images/data-plane/src/encryption/encrypt-thread.js';
+import { chunked, collect, decrypted, failure, md5 } from '../support/encryption-streams.js';
 
-const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 const BATCH = 16 * CHUNK;
-
-function chunked(data: Buffer, sizes: number[]): Readable {
-  const parts: Buffer[] = [];
-  for (let at = 0, i = 0; at < data.length; i++) {
-    const n = sizes[i % sizes.length]!;
-    parts.push(data.subarray(at, at + n));
-    at += n;
-  }
-  return Readable.from(parts);
-}
-
-async function collect(stream: Readable): Promise<Buffer> {
-  const out: Buffer[] = [];
-  for await (const c of stream) out.push(c as Buffer);
-  return Buffer.concat(out);
-}
-
-const decrypt = (key: Buffer, stored: Buffer, plain: number) => collect(Readable.from([stored]).pipe(new SegmentDecryptor(key, undefined, plain, 0, 0, plain)));
-const failure = (p: Promise<unknown>) =>
-  p.then(
-    () => undefined,
-    (e: unknown) => e as Error,
-  );
 
 describe('data plane: encryption on the encryption threads (ThreadedSegmentEncryptor)', () => {
   it('writes the layout SegmentEncryptor writes, size known or not, at every chunk and batch border, and hashes every byte', async () => {
@@ -52,7 +29,7 @@ describe('data plane: encryption on the encryption threads (ThreadedSegmentEncry
         const [stored] = await Promise.all([collect(encryptor), pipeline(chunked(data, [7, 65_536, 1000, 1_048_576, 131_072]), encryptor)]);
         const what = `${size}, known ${known}`;
         expect(stored.length, `${what}: stored size`).to.equal(segmentSize(size));
-        expect(md5(await decrypt(key, stored, size)), `${what}: plaintext`).to.equal(md5(data));
+        expect(md5(await decrypted(key, stored, size)), `${what}: plaintext`).to.equal(md5(data));
         expect(checked, `${what}: MD5 given to the check`).to.equal(md5(data));
         // The same bytes as the in-place encryptor's, but for the random nonce prefix.
         const inPlace = new SegmentEncryptor(key, () => undefined, size);

@@ -1,31 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { expect } from 'chai';
 import { Md5Tap, ThreadMd5 } from '../../images/data-plane/src/backends/md5-thread.js';
-import { CHUNK, SegmentDecryptor, SegmentEncryptor, segmentRange, segmentSize } from '../../images/data-plane/src/encryption/chunked-aead.js';
+import { CHUNK, PlainWindow, SegmentDecryptor, SegmentEncryptor, segmentRange, segmentSize } from '../../images/data-plane/src/encryption/chunked-aead.js';
 import { ThreadedSegmentDecryptor } from '../../images/data-plane/src/encryption/decrypt-thread.js';
-
-const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
-
-/** `data` as a stream of chunks of the given sizes (cycled), as sockets deliver bodies. */
-function chunked(data: Buffer, sizes: number[]): Readable {
-  const parts: Buffer[] = [];
-  for (let at = 0, i = 0; at < data.length; i++) {
-    const n = sizes[i % sizes.length]!;
-    parts.push(data.subarray(at, at + n));
-    at += n;
-  }
-  return Readable.from(parts);
-}
-
-async function collect(stream: Readable): Promise<Buffer[]> {
-  const out: Buffer[] = [];
-  for await (const c of stream) out.push(c as Buffer);
-  return out;
-}
-
-const decrypt = (key: Buffer, stored: Buffer, plain: number) => collect(Readable.from([stored]).pipe(new SegmentDecryptor(key, undefined, plain, 0, 0, plain)));
+import { chunked, collect, decrypted, failure, md5, sealed } from '../support/encryption-streams.js';
 
 describe('data plane: encryption streams (chunked AES-GCM, MD5 tap)', () => {
   it('with the size known, enciphers bytes as they arrive: output before a chunk is full', async () => {
@@ -45,9 +25,9 @@ describe('data plane: encryption streams (chunked AES-GCM, MD5 tap)', () => {
       const data = randomBytes(size);
       for (const known of [true, false]) {
         const encryptor = new SegmentEncryptor(key, () => undefined, known ? size : undefined);
-        const [stored] = await Promise.all([collect(encryptor).then((c) => Buffer.concat(c)), pipeline(chunked(data, [7, 65_536, 1000, 131_072]), encryptor)]);
+        const [stored] = await Promise.all([collect(encryptor), pipeline(chunked(data, [7, 65_536, 1000, 131_072]), encryptor)]);
         expect(stored.length, `${size}, known ${known}: stored size`).to.equal(segmentSize(size));
-        expect(md5(Buffer.concat(await decrypt(key, stored, size))), `${size}, known ${known}: plaintext`).to.equal(md5(data));
+        expect(md5(await decrypted(key, stored, size)), `${size}, known ${known}: plaintext`).to.equal(md5(data));
       }
     }
   });
@@ -55,19 +35,14 @@ describe('data plane: encryption streams (chunked AES-GCM, MD5 tap)', () => {
   it('with the size known, a longer body fails the stream', async () => {
     const encryptor = new SegmentEncryptor(randomBytes(32), () => undefined, CHUNK);
     encryptor.resume();
-    const err = await pipeline(chunked(randomBytes(CHUNK + 1), [CHUNK, 1]), encryptor).then(
-      () => undefined,
-      (e: unknown) => e as Error,
-    );
-    expect(err?.message).to.match(/longer than its Content-Length/);
+    expect((await failure(pipeline(chunked(randomBytes(CHUNK + 1), [CHUNK, 1]), encryptor)))?.message).to.match(/longer than its Content-Length/);
   });
 
   it('passes on one buffer of plaintext per stored piece it is given (not one per chunk)', async () => {
     const key = randomBytes(32);
     const size = 16 * CHUNK;
     const data = randomBytes(size);
-    const encryptor = new SegmentEncryptor(key, () => undefined, size);
-    const [stored] = await Promise.all([collect(encryptor).then((c) => Buffer.concat(c)), pipeline(Readable.from([data]), encryptor)]);
+    const stored = await sealed(key, data);
     // 'data' events, one per buffer passed on (an async iterator would join what is buffered).
     const pieces: Buffer[] = [];
     const decryptor = new SegmentDecryptor(key, undefined, size, 0, 0, size);
@@ -83,16 +58,15 @@ describe('data plane: encryption streams (chunked AES-GCM, MD5 tap)', () => {
     const data = randomBytes(size);
     let stored: Buffer;
     before(async () => {
-      const encryptor = new SegmentEncryptor(key, () => undefined, size);
-      [stored] = await Promise.all([collect(encryptor).then((c) => Buffer.concat(c)), pipeline(Readable.from([data]), encryptor)]);
+      stored = await sealed(key, data);
     });
     /** Plaintext [start, end] read as the object layer reads it: the chunks that cover it, the prefix apart when they do not start the segment. */
     const read = async (start: number, end: number, bytes = stored, sizes = [1048576, 65_552, 100]) => {
       const r = segmentRange(size, start, end);
       const prefix = r.first === 0 ? undefined : bytes.subarray(0, 8);
       const from = r.first === 0 ? 0 : r.from;
-      const decryptor = new ThreadedSegmentDecryptor(key, prefix, size, r.first, r.skip, end - start + 1);
-      const [out] = await Promise.all([collect(decryptor).then((c) => Buffer.concat(c)), pipeline(chunked(bytes.subarray(from, r.to + 1), sizes), decryptor)]);
+      const decryptor = new ThreadedSegmentDecryptor(prefix, { key, window: new PlainWindow(size, r.first, r.skip, end - start + 1) });
+      const [out] = await Promise.all([collect(decryptor), pipeline(chunked(bytes.subarray(from, r.to + 1), sizes), decryptor)]);
       return out;
     };
 
@@ -115,13 +89,8 @@ describe('data plane: encryption streams (chunked AES-GCM, MD5 tap)', () => {
     it('fails on an altered byte or a stream cut short, as the in-place decryptor does', async () => {
       const altered = Buffer.from(stored);
       altered[8 + 30 * (CHUNK + 16) + 5]! ^= 1;
-      const failure = (p: Promise<unknown>) =>
-        p.then(
-          () => undefined,
-          (e: unknown) => (e as Error).message,
-        );
-      expect(await failure(read(0, size - 1, altered))).to.match(/failed authentication/);
-      expect(await failure(read(0, size - 1, stored.subarray(0, stored.length - 10)))).to.match(/failed authentication/);
+      expect((await failure(read(0, size - 1, altered)))?.message).to.match(/failed authentication/);
+      expect((await failure(read(0, size - 1, stored.subarray(0, stored.length - 10))))?.message).to.match(/failed authentication/);
     });
   });
 
@@ -136,7 +105,7 @@ describe('data plane: encryption streams (chunked AES-GCM, MD5 tap)', () => {
         return update(bytes);
       };
       const tap = new Md5Tap(hash);
-      const [passed] = await Promise.all([collect(tap).then((c) => Buffer.concat(c)), pipeline(chunked(data, [65_536, 3, 100_000]), tap)]);
+      const [passed] = await Promise.all([collect(tap), pipeline(chunked(data, [65_536, 3, 100_000]), tap)]);
       expect(md5(passed), `${size}: bytes passed on`).to.equal(md5(data));
       expect(await hash.digestHex(), `${size}: MD5`).to.equal(md5(data));
       expect(updates, `${size}: messages to the thread`).to.equal(Math.ceil(size / 1048576));

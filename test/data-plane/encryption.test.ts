@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { readFile, unlink } from 'node:fs/promises';
+import { readdir, readFile, readlink, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { BuiltInKeyStore, keyFingerprint, type KeyStore } from '../../images/data-plane/src/encryption/key-store.js';
@@ -231,6 +231,40 @@ describe('data plane: server-side encryption at rest', function () {
     const file = (await layer.files()).find((f) => f.endsWith(locator))!;
     await unlink(path.join(layer.dataDir, file));
     expect(await errorOf(await get('lost.bin'))).to.deep.equal({ status: 503, code: 'ServiceUnavailable' });
+  });
+
+  it('a client that goes away mid-way through a large encrypted GET releases the blob file', async () => {
+    const body = randomBytes(12 * 1048576);
+    expect((await put('left.bin', body, sseHeader({ method: 'AES256' }))).status).to.equal(200);
+    const locator = await locatorOf('left.bin');
+    const blob = path.join(layer.dataDir, (await layer.files()).find((f) => f.endsWith(locator))!);
+    /** Descriptors of this process open on the blob's file. */
+    const openOnBlob = async () =>
+      (await Promise.all((await readdir('/proc/self/fd')).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')))).filter((p) => p === blob);
+    let req: http.ClientRequest | undefined;
+    const first = await new Promise<Buffer>((resolve, reject) => {
+      req = http.get(new URL(`${layer.dp.url}/internal/objects/${bucket}/left.bin`), { headers: { 'x-strata-internal-token': TOKEN } }, (res) => {
+        res.once('data', (c: Buffer) => {
+          res.pause();
+          resolve(c);
+        });
+      });
+      req.on('error', reject);
+    });
+    expect(await openOnBlob(), 'the blob is open while it is read').to.have.length(1);
+    req!.destroy();
+    expect(first.equals(body.subarray(0, first.length))).to.equal(true);
+    // Closed by the read's end, not by the garbage collector (which warns when it closes a forgotten file).
+    const collected: string[] = [];
+    const onWarning = (w: Error) => void (/garbage collection/.test(w.message) && collected.push(w.message));
+    process.on('warning', onWarning);
+    try {
+      await eventually(async () => expect(await openOnBlob()).to.deep.equal([]));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(collected).to.deep.equal([]);
+    expect(md5(Buffer.from(await (await get('left.bin')).arrayBuffer()))).to.equal(md5(body));
   });
 
   it('KEK rotation: an object written under the old key-encryption key still reads; new objects use the new one', async () => {

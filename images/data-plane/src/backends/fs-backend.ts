@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { close as closeFd, createReadStream, createWriteStream, open as openFd, read as readFd } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, type Writable } from 'node:stream';
 import { pipelineClosed } from '../../../service-kit/src/index.js';
@@ -190,6 +190,13 @@ export class FsBackend implements StorageBackend {
     // Larger: a read stream from the start.
     const handle = await open(p, 'r');
     return handle.createReadStream({ highWaterMark: LARGE_READ_CHUNK, ...(range ? { start: range.start, end: range.end } : {}) });
+  }
+
+  async openFile(locator: string): Promise<FileHandle | undefined> {
+    if (INLINE_LOCATOR.test(locator)) return undefined;
+    return open(this.pathOf(locator), 'r').catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'ENOENT' ? new BlobMissingError(this.key, locator) : err;
+    });
   }
 
   async delete(locator: string): Promise<void> {

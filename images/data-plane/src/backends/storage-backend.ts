@@ -1,3 +1,4 @@
+import type { FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { S3Error, type StoredHeaders } from '../../../object-model/src/index.js';
 
@@ -58,6 +59,12 @@ export interface StorageBackend {
   put(body: Readable, opts?: PutOptions): Promise<HashedBlob>;
   /** Stream a blob, or a byte range of it; BlobMissingError when its bytes are not there. */
   get(locator: string, range?: ByteRange): Promise<Readable>;
+  /**
+   * The blob's file, open for reading (the caller closes it), for readers that read it off the event loop
+   * themselves (encrypted reads: the encryption threads pread it); undefined when its bytes are not a
+   * file of their own (kept inline, or on a remote store). BlobMissingError when its bytes are not there.
+   */
+  openFile?(locator: string): Promise<FileHandle | undefined>;
   /** Remove a blob; removing a missing blob is not an error. */
   delete(locator: string): Promise<void>;
   /**

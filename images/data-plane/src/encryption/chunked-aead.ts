@@ -266,6 +266,47 @@ export class SegmentDecryptor extends Transform {
   }
 }
 
+/**
+ * Plaintext bytes [skip, skip+length) of the chunks from `first` on of a segment of `plain` bytes: the
+ * last chunk they need, and the deciphered plaintext of those chunks, given in order, cut to them.
+ */
+export class PlainWindow {
+  /** Chunks of the segment. */
+  readonly count: number;
+  readonly last: number;
+  private skip: number;
+  private left: number;
+
+  constructor(
+    readonly plain: number,
+    readonly first: number,
+    skip: number,
+    length: number,
+  ) {
+    this.count = chunkCount(plain);
+    this.last = Math.min(this.count - 1, first + Math.floor((skip + length - 1) / CHUNK));
+    this.skip = skip;
+    this.left = length;
+  }
+
+  /** Bytes still to come: more than 0 once every chunk was given means the stored bytes ended short. */
+  get missing(): number {
+    return this.left;
+  }
+
+  /** The part of the next deciphered plaintext `bytes` that lies in the window (maybe empty). */
+  cut(bytes: Buffer): Buffer {
+    if (this.skip >= bytes.length) {
+      this.skip -= bytes.length;
+      return bytes.subarray(0, 0);
+    }
+    const piece = bytes.subarray(this.skip, this.skip + this.left);
+    this.skip = 0;
+    this.left -= piece.length;
+    return piece;
+  }
+}
+
 /** Where plaintext bytes [start, end] of a segment of `plain` bytes are: the chunks to read, as stored offsets in the segment. */
 export function segmentRange(plain: number, start: number, end: number): { first: number; from: number; to: number; skip: number } {
   const first = Math.floor(start / CHUNK);

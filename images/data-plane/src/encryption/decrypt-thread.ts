@@ -1,74 +1,51 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { CHUNK, chunkCount, NONCE_PREFIX_BYTES, tampered, TAG_BYTES } from './chunked-aead.js';
-import type { CryptoPool, PoolStream } from './crypto-pool.js';
-import { cryptoPool } from './crypto-threads.js';
+import { CHUNK, NONCE_PREFIX_BYTES, tampered, TAG_BYTES, type PlainWindow } from './chunked-aead.js';
+import type { PoolStream } from './crypto-pool.js';
+import { BATCH_CHUNKS, BATCHES_IN_FLIGHT, plaintextOf, threadLane, type ThreadedRead } from './crypto-threads.js';
 
-/** Chunks per batch: about 1 MiB of plaintext, one message each way. */
-const BATCH_CHUNKS = 16;
 const BATCH_BYTES = BATCH_CHUNKS * (CHUNK + TAG_BYTES);
-/**
- * Batches in flight per stream: both threads of the pool busy and more queued, so that on a busy host
- * (each thread running in slices between others') the threads find work while the event loop waits.
- */
-const RING = 8;
 /** Shared batch buffers kept for reuse across reads. */
 const pool: Buffer[] = [];
 
 /**
- * SegmentDecryptor's contract (chunked-aead.ts) with the deciphering on the encryption threads
+ * SegmentDecryptor's contract (chunked-aead.ts) for stored bytes that come as a stream (a remote store; a
+ * file is read by the threads themselves: file-segment-decryptor.ts), with the deciphering on the encryption threads
  * (crypto-pool.ts: fair per tenant and per stream; AES-GCM costs about as much CPU per MiB as the rest of
  * a large GET on the event loop, so on its own threads it runs beside it). Stored bytes are copied into
  * pooled shared batches of whole chunks that a thread reads in place; the plaintext comes back
  * transferred, not copied. The
- * stored bytes of chunks `first`.. of a segment of `plain` bytes in (after the nonce prefix when that is
- * given, else with it), plaintext bytes [skip, skip+length) out, in order, each batch only once every
- * tag in it verified; a short or altered stream fails. Meant for large reads (small ones cost less
+ * stored bytes of the window's chunks in, from its first (after the nonce prefix when that is given, else
+ * with it), the window's plaintext out, in order, each batch only once every tag in it verified; a short or altered stream fails. Meant for large reads (small ones cost less
  * deciphered in place than a round trip to the thread).
  */
 export class ThreadedSegmentDecryptor extends Transform {
   private prefixParts: Buffer[] = [];
   private next: number;
-  private readonly last: number;
-  private readonly count: number;
-  private skip: number;
-  private left: number;
-  /** The batch filling: its buffer, bytes in it, its first chunk, its chunks complete so far and the bytes they span. */
+  private readonly window: PlainWindow;
+  /** The batch filling: its buffer, bytes in it, its chunks complete so far and the bytes they span. */
   private batch: Buffer | undefined;
   private filled = 0;
-  private batchFirst: number;
   private whole = 0;
   private wholeBytes = 0;
   /** Batches sent, oldest first: their plaintext to come, and their buffer to give back. */
   private readonly inFlight: Array<{ plain: Promise<Buffer>; buffer: Buffer }> = [];
   private readonly spare: Buffer[] = [];
   private readonly lane: PoolStream;
-  /** The key as the threads are sent it: a copy of its own (a pooled Buffer's whole slab would be cloned). */
   private readonly keyBytes: Uint8Array;
 
-  /** `tenant`: whose read this is (the object's owner), for the pool's fairness. */
   constructor(
-    key: Buffer,
     private prefix: Buffer | undefined,
-    private readonly plain: number,
-    first: number,
-    skip: number,
-    length: number,
-    tenant = '',
-    threads: CryptoPool = cryptoPool(),
+    read: ThreadedRead,
   ) {
     super();
-    this.keyBytes = new Uint8Array(key);
-    this.lane = threads.stream(tenant);
-    this.count = chunkCount(plain);
-    this.next = first;
-    this.batchFirst = first;
-    this.last = Math.min(this.count - 1, first + Math.floor((skip + length - 1) / CHUNK));
-    this.skip = skip;
-    this.left = length;
+    ({ lane: this.lane, keyBytes: this.keyBytes } = threadLane(read));
+    this.window = read.window;
+    this.next = read.window.first;
   }
 
   private storedSizeOf(index: number): number {
-    return (index === this.count - 1 ? this.plain - index * CHUNK : CHUNK) + TAG_BYTES;
+    const { count, plain } = this.window;
+    return (index === count - 1 ? plain - index * CHUNK : CHUNK) + TAG_BYTES;
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
@@ -88,9 +65,9 @@ export class ThreadedSegmentDecryptor extends Transform {
 
   /** Copy stored bytes into batches, sending each once it holds BATCH_CHUNKS whole chunks (or the last one needed). */
   private async gather(chunk: Buffer, from: number): Promise<void> {
-    for (let at = from; at < chunk.length && this.next + this.whole <= this.last; ) {
+    for (let at = from; at < chunk.length && this.next + this.whole <= this.window.last; ) {
       if (!this.batch) {
-        while (this.inFlight.length >= RING) await this.passOldest();
+        while (this.inFlight.length >= BATCHES_IN_FLIGHT) await this.passOldest();
         this.batch = this.spare.pop() ?? pool.pop() ?? Buffer.from(new SharedArrayBuffer(BATCH_BYTES));
       }
       const target = this.wholeBytes + this.storedSizeOf(this.next + this.whole);
@@ -101,7 +78,7 @@ export class ThreadedSegmentDecryptor extends Transform {
       if (this.filled === target) {
         this.whole++;
         this.wholeBytes = target;
-        if (this.whole === BATCH_CHUNKS || this.next + this.whole > this.last) this.send();
+        if (this.whole === BATCH_CHUNKS || this.next + this.whole > this.window.last) this.send();
       }
     }
   }
@@ -111,26 +88,24 @@ export class ThreadedSegmentDecryptor extends Transform {
     const buffer = this.batch;
     const first = this.next;
     const n = this.whole;
-    const lastBody = first + n === this.count ? this.plain - (this.count - 1) * CHUNK : CHUNK;
-    const plain = this.lane
+    const { count, plain } = this.window;
+    const lastBody = first + n === count ? plain - (count - 1) * CHUNK : CHUNK;
+    const deciphered = this.lane
       .run({
         op: 'open',
         shared: buffer.buffer,
         length: this.wholeBytes,
         key: this.keyBytes,
         prefix: new Uint8Array(this.prefix!),
-        plain: this.plain,
-        count: this.count,
+        plain,
+        count,
         first,
         n,
         plainBytes: (n - 1) * CHUNK + lastBody,
       })
-      .then((answer) => {
-        if (!answer.plain) throw tampered();
-        return Buffer.from(answer.plain as ArrayBuffer);
-      });
-    plain.catch(() => undefined);
-    this.inFlight.push({ plain, buffer });
+      .then(plaintextOf);
+    deciphered.catch(() => undefined);
+    this.inFlight.push({ plain: deciphered, buffer });
     this.next += this.whole;
     this.batch = undefined;
     this.filled = this.whole = this.wholeBytes = 0;
@@ -145,13 +120,7 @@ export class ThreadedSegmentDecryptor extends Transform {
     } finally {
       this.spare.push(buffer);
     }
-    if (this.skip >= bytes.length) {
-      this.skip -= bytes.length;
-      return;
-    }
-    const piece = bytes.subarray(this.skip, this.skip + this.left);
-    this.skip = 0;
-    this.left -= piece.length;
+    const piece = this.window.cut(bytes);
     if (piece.length) this.push(piece);
   }
 
@@ -160,7 +129,7 @@ export class ThreadedSegmentDecryptor extends Transform {
       // Bytes of an incomplete chunk left over: the stream was cut short (send() ignores them; the check below fails).
       this.send();
       while (this.inFlight.length) await this.passOldest();
-      if (this.left > 0) throw tampered();
+      if (this.window.missing > 0) throw tampered();
     })().then(() => done(), done);
   }
 

@@ -3,17 +3,10 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { S3Error } from '../../../object-model/src/index.js';
 import type { ThreadMd5 } from '../backends/md5-thread.js';
 import { CHUNK, chunkCount, NONCE_PREFIX_BYTES } from './chunked-aead.js';
-import { cryptoPool } from './crypto-threads.js';
+import { BATCH_CHUNKS, BATCHES_IN_FLIGHT, cryptoPool } from './crypto-threads.js';
 import type { CryptoPool, PoolStream } from './crypto-pool.js';
 
-/** Chunks per batch: 1 MiB of plaintext, one message each way. */
-const BATCH_CHUNKS = 16;
 const BATCH_BYTES = BATCH_CHUNKS * CHUNK;
-/**
- * Batches in flight per stream: both threads of the pool busy and more queued, so that on a busy host
- * (each thread running in slices between others') the threads find work while the event loop waits.
- */
-const RING = 8;
 /** Shared batch buffers kept for reuse across uploads (one is freed only once every thread let go of it). */
 const pool: Buffer[] = [];
 
@@ -71,7 +64,7 @@ export class ThreadedSegmentEncryptor extends Transform {
       // A full batch held back (it might have been the last): more bytes came, so it is not.
       if (this.batch && this.filled === BATCH_BYTES) this.send(false);
       if (!this.batch) {
-        while (this.inFlight.length >= RING) await this.passOldest();
+        while (this.inFlight.length >= BATCHES_IN_FLIGHT) await this.passOldest();
         this.batch = this.spare.pop() ?? pool.pop() ?? Buffer.from(new SharedArrayBuffer(BATCH_BYTES));
       }
       const n = Math.min(chunk.length - at, BATCH_BYTES - this.filled);

@@ -2,8 +2,9 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { pipeline, Readable } from 'node:stream';
 import { S3Error, type EncryptionRule, type SseRequest } from '../../../object-model/src/index.js';
 import type { ByteRange, StorageBackend } from '../backends/storage-backend.js';
-import { SegmentDecryptor, segmentRange, segmentSize, SegmentEncryptor, NONCE_PREFIX_BYTES } from './chunked-aead.js';
+import { PlainWindow, SegmentDecryptor, segmentRange, segmentSize, SegmentEncryptor, NONCE_PREFIX_BYTES } from './chunked-aead.js';
 import { ThreadedSegmentDecryptor } from './decrypt-thread.js';
+import { FileSegmentDecryptor } from './file-segment-decryptor.js';
 import { ThreadedSegmentEncryptor } from './encrypt-thread.js';
 import { Md5Tap, type ThreadMd5 } from '../backends/md5-thread.js';
 import { unwrapKey, wrapKey, type KeyStore } from './key-store.js';
@@ -227,6 +228,11 @@ async function decryptSegment(
   tenant: string,
 ): Promise<Readable> {
   const r = segmentRange(plain, from, to);
+  const length = to - from + 1;
+  // Large reads of a file: the encryption threads read and decipher it themselves (no stored byte on the event loop).
+  const file = length >= THREADED ? await backend.openFile?.(locator) : undefined;
+  const read = { key: dataKey, window: new PlainWindow(plain, r.first, r.skip, length), tenant };
+  if (file) return new FileSegmentDecryptor(file, storedAt, read);
   // From the segment's start the prefix comes with the chunks (one read); else it is read apart.
   let prefix: Buffer | undefined;
   let chunks: Readable;
@@ -236,12 +242,9 @@ async function decryptSegment(
     prefix = await readAll(await backend.get(locator, { start: storedAt, end: storedAt + NONCE_PREFIX_BYTES - 1 }));
     chunks = await backend.get(locator, { start: storedAt + r.from, end: storedAt + r.to });
   }
-  const length = to - from + 1;
-  // Large reads are deciphered on the encryption threads (the other core); small ones here, sparing the round trip.
-  const decryptor =
-    length >= THREADED
-      ? new ThreadedSegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length, tenant)
-      : new SegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length);
+  // Large reads of a stream (a remote store) are deciphered on the encryption threads (the other core); small
+  // ones here, sparing the round trip.
+  const decryptor = length >= THREADED ? new ThreadedSegmentDecryptor(prefix, read) : new SegmentDecryptor(dataKey, prefix, plain, r.first, r.skip, length);
   chunks.on('error', (err) => decryptor.destroy(err));
   decryptor.on('close', () => chunks.destroy());
   return chunks.pipe(decryptor);
