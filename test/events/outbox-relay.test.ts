@@ -113,4 +113,27 @@ describe('outbox relay coalesces kicks (real PostgreSQL and RabbitMQ)', function
     expect(await unsent()).to.equal(0);
     expect([...published.keys()].sort()).to.deep.equal([...orphaned].sort());
   });
+
+  it('a relay whose publish fails gives back only its own claims, not rows another relay took once its claim ran out', async () => {
+    const catalog = new Catalog(fx.sql);
+    const unsent = async () => Number((await fx.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL')).rows[0]!.n);
+    await eventually(async () => (await unsent()) === 0, 'the earlier tests drained');
+    const id = uuidv7();
+    await fx.sql.query('INSERT INTO outbox (event_id, type, payload) VALUES ($1, $2, $3)', [id, 'object.created', '{}']);
+    const t0 = Date.now();
+    // Relay A claims the row; its claim runs out while it is still publishing, and relay B claims the row.
+    const aUntil = new Date(t0 + 1_000);
+    const [row] = await catalog.claimUnsentEvents(10, new Date(t0), aUntil);
+    const bUntil = new Date(t0 + 60_000);
+    expect((await catalog.claimUnsentEvents(10, new Date(t0 + 2_000), bUntil)).map((r) => r.id)).to.deep.equal([row!.id]);
+    // A's publish then fails: giving back its claim leaves B's in place.
+    await catalog.releaseClaims([row!.id], aUntil);
+    const held = await fx.sql.query<{ claimed_until: Date | null }>('SELECT claimed_until FROM outbox WHERE id = $1', [row!.id]);
+    expect(held.rows[0]!.claimed_until?.getTime()).to.equal(bUntil.getTime());
+    expect(await catalog.claimUnsentEvents(10, new Date(t0 + 3_000), new Date(t0 + 90_000)), 'no third relay takes it').to.deep.equal([]);
+    // B's own release gives it back.
+    await catalog.releaseClaims([row!.id], bUntil);
+    expect((await catalog.claimUnsentEvents(10, new Date(t0 + 3_000), new Date(t0 + 90_000))).map((r) => r.id)).to.deep.equal([row!.id]);
+    await catalog.markSent([row!.id], new Date());
+  });
 });

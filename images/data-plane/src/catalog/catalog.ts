@@ -315,9 +315,15 @@ export class Catalog {
       .sort((a, b) => a.id - b.id);
   }
 
-  /** Gives up the claims on outbox rows left unsent (a relay's pass stopped at a failed publish), so any relay retries them at once. */
-  async releaseClaims(ids: number[]): Promise<void> {
-    if (ids.length) await this.sql.query('UPDATE outbox SET claimed_until = NULL WHERE id = ANY($1::bigint[]) AND sent_at IS NULL', [ids]);
+  /**
+   * Gives up the claims on outbox rows left unsent (a relay's pass stopped at a failed publish), so any relay
+   * retries them at once. Only the claims this pass set (`claimUntil`): a row whose claim ran out and another
+   * relay took meanwhile stays that relay's.
+   */
+  async releaseClaims(ids: number[], claimUntil: Date): Promise<void> {
+    if (ids.length) {
+      await this.sql.query('UPDATE outbox SET claimed_until = NULL WHERE id = ANY($1::bigint[]) AND sent_at IS NULL AND claimed_until = $2', [ids, claimUntil]);
+    }
   }
 
   async markSent(ids: number[], now: Date): Promise<void> {

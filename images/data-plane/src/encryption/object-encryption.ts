@@ -232,7 +232,14 @@ async function decryptSegment(
   // Large reads of a file: the encryption threads read and decipher it themselves (no stored byte on the event loop).
   const file = length >= THREADED ? await backend.openFile?.(locator) : undefined;
   const read = { key: dataKey, window: new PlainWindow(plain, r.first, r.skip, length), tenant };
-  if (file) return new FileSegmentDecryptor(file, storedAt, read);
+  if (file) {
+    try {
+      return new FileSegmentDecryptor(file, storedAt, read);
+    } catch (err) {
+      await file.close().catch(() => undefined);
+      throw err;
+    }
+  }
   // From the segment's start the prefix comes with the chunks (one read); else it is read apart.
   let prefix: Buffer | undefined;
   let chunks: Readable;

@@ -98,7 +98,8 @@ export class OutboxRelay {
     try {
       for (;;) {
         const now = this.clock();
-        const rows = await this.catalog.claimUnsentEvents(BATCH, now, new Date(now.getTime() + this.claimMs));
+        const claimUntil = new Date(now.getTime() + this.claimMs);
+        const rows = await this.catalog.claimUnsentEvents(BATCH, now, claimUntil);
         // The whole batch is published at once and the confirms awaited together (one confirm round
         // trip per message in turn capped the relay below the write rate). Only the rows before the
         // first failure are marked sent: order is kept, and later rows the broker did take are sent
@@ -109,7 +110,10 @@ export class OutboxRelay {
         const done = rows.slice(0, failed ? firstFailure : rows.length).map((row) => row.id);
         if (failed) {
           const row = rows[firstFailure]!;
-          await this.catalog.releaseClaims(rows.slice(firstFailure).map((r) => r.id));
+          await this.catalog.releaseClaims(
+            rows.slice(firstFailure).map((r) => r.id),
+            claimUntil,
+          );
           await this.catalog.markAttempt(row.id);
           this.logger.warn({ err: (results[firstFailure] as PromiseRejectedResult).reason, eventId: row.event.id }, 'publishing an event failed; will retry');
         }
