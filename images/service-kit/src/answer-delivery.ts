@@ -124,10 +124,11 @@ export class AnswerDelivery {
       const list = this.exchanges.get(req.socket);
       if (!list) return;
       list.push({ req, res });
-      // (One shared listener, no closure per request: it finds its exchange by the response.)
+      // (One shared listener, no closure per request: it finds its exchange by the response. `on`, not `once`:
+      // a response emits each of these at most once, and `once` would wrap the listener anew per request.)
       (res as ListedResponse)[EXCHANGES] = list;
-      res.once('finish', exchangeDone);
-      res.once('close', exchangeDone);
+      res.on('finish', exchangeDone);
+      res.on('close', exchangeDone);
     });
     server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => this.refuse(err, socket));
   }
