@@ -4,7 +4,7 @@ import { S3Error } from '../../../object-model/src/index.js';
 import { acceptBody, rawTarget, state, type Caller } from '../context.js';
 import { sentTarget } from '../s3/virtual-host.js';
 import type { BearerAuthenticator, TokenClaims } from './jwt.js';
-import { isPresignedQuery, isSigV4Header, verifySigV4, type Credential, type CredentialLookup } from './sigv4-verify.js';
+import { isPresignedQuery, isSigV4Header, verifySigV4, type Credential, type CredentialLookup, type SigV4Result } from './sigv4-verify.js';
 import { isSigV2Header, isSigV2Query, signatureV2Off, verifySigV2 } from './sigv2.js';
 
 export interface AuthDeps {
@@ -52,6 +52,16 @@ export function anonymousMayAsk(operation: string): boolean {
  * turned off) SigV2, each as a header or a presigned query. Anonymous requests go on without a caller only for ANONYMOUS_OPERATIONS.
  */
 export function authenticate(deps: AuthDeps) {
+  // The caller of each SigV4 answer given lately: a kept presigned verdict answers the same object to every
+  // request of its URL (verdictAnswer), and those requests share one Caller instead of one each.
+  const sigv4Callers = new WeakMap<SigV4Result, Caller>();
+  const sigv4Caller = (result: SigV4Result, via: 'sigv4' | 'presigned'): Caller => {
+    const known = sigv4Callers.get(result);
+    if (known !== undefined && known.via === via) return known;
+    const caller: Caller = { ...identity(result.credential, deps.rootUser), via, sigv4: result };
+    sigv4Callers.set(result, caller);
+    return caller;
+  };
   return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
     if (state(res).authenticatesItself) {
       // Its signature is in the body (a form's policy): the body is needed to authenticate.
@@ -70,11 +80,7 @@ export function authenticate(deps: AuthDeps) {
       if (presigned && presignedV2) throw twoMechanisms(undefined);
       if (presigned || isSigV4Header(authorization)) {
         const result = await verifySigV4({ method: req.method ?? '', url: sentTarget(req), headers: req.headers }, deps.credentials, { region: deps.region });
-        state(res).caller = {
-          ...identity(result.credential, deps.rootUser),
-          via: isSigV4Header(authorization) ? 'sigv4' : 'presigned',
-          sigv4: result,
-        };
+        state(res).caller = sigv4Caller(result, isSigV4Header(authorization) ? 'sigv4' : 'presigned');
       } else if (presignedV2 || isSigV2Header(authorization)) {
         if (!deps.signatureV2) throw signatureV2Off();
         // SigV2 signs the path-style resource (/bucket/key) whatever the host: the target after any virtual-host rewrite.

@@ -22,7 +22,7 @@ import {
   uriEncode,
   type CanonicalRequestInput,
 } from './sigv4.js';
-import { keepVerdict, keptVerdict, signedHeaderValues } from './presigned-verdicts.js';
+import { keepVerdict, keptVerdict, signedHeaderValues, verdictAnswer } from './presigned-verdicts.js';
 
 /** What SigV4 verification needs from the caller's store of secrets. */
 export interface Credential {
@@ -178,7 +178,7 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
       checkPresignedWindow(verdict.dateMs, verdict.expiresSeconds, now);
       checkAllAmzHeadersSigned(req.headers, verdict.signedHeaders);
       const credential = await lookup(verdict.accessKey);
-      if (credential.secretKey === verdict.secretKey) return { ...verdict.result, credential };
+      if (credential.secretKey === verdict.secretKey) return verdictAnswer(verdict, credential);
     }
   }
   const { query, signedQuery } = readQuery(rawQuery, presigned);
