@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { Next } from '../../../service-kit/src/index.js';
+import { DeliveredResponse, type Next } from '../../../service-kit/src/index.js';
 import type { BucketInfo } from '../../../object-model/src/index.js';
 import { state, type Caller } from '../context.js';
 import type { BucketAccess } from '../middleware/bucket-access.js';
@@ -37,7 +37,7 @@ function objectSizeOf(req: http.IncomingMessage, res: http.ServerResponse, opera
   return undefined;
 }
 
-/** When a response's first byte went (its headers), set by the shared writeHead below. */
+/** When a response's first byte went (its headers), set by its wrapped writeHead (responses of other classes than the kit's). */
 const FIRST_BYTE = Symbol('strata.first-byte');
 /** When the request came (epoch ms, and process.hrtime). */
 const TIMES = Symbol('strata.access-log-times');
@@ -49,24 +49,9 @@ interface RequestTimes {
 }
 type TimedResponse = http.ServerResponse & { [FIRST_BYTE]?: bigint; [TIMES]?: RequestTimes };
 type TimedRequest = http.IncomingMessage & { [BODY_END]?: bigint };
-type WriteHead = (this: http.ServerResponse, statusCode: number, reasonOrHeaders?: unknown, headers?: unknown) => http.ServerResponse;
-/**
- * The timed writeHead of each response class's own (a class may override Node's, as the kit's DeliveredResponse
- * does): one function per class, made once, so that no response gets a closure of its own.
- */
-const timedWriteHeads = new WeakMap<WriteHead, WriteHead>();
-
-function timedWriteHeadOf(theirs: WriteHead): WriteHead {
-  let timed = timedWriteHeads.get(theirs);
-  if (timed === undefined) {
-    // (Node's writeHead takes a missing reason or headers as undefined: no rest array per answer.)
-    timed = function (this: TimedResponse, statusCode, reasonOrHeaders, headers) {
-      this[FIRST_BYTE] ??= process.hrtime.bigint();
-      return theirs.call(this, statusCode, reasonOrHeaders, headers);
-    };
-    timedWriteHeads.set(theirs, timed);
-  }
-  return timed;
+/** When the answer's first byte went: the kit's responses note it themselves; others have their writeHead wrapped below. */
+function firstByteOf(res: TimedResponse): bigint | undefined {
+  return res instanceof DeliveredResponse ? res.headWrittenAt : res[FIRST_BYTE];
 }
 
 /** The request has a body: its end is when turn-around time starts (S3: from the request's last byte). */
@@ -85,7 +70,7 @@ function recordLine(
   const rule = bucket.logging?.[0];
   if (!rule) return;
   const st = state(res);
-  const firstByte = res[FIRST_BYTE];
+  const firstByte = firstByteOf(res);
   const { start } = times;
   const bodyEnd = (req as TimedRequest)[BODY_END];
   const time = new Date(times.at);
@@ -145,17 +130,14 @@ export function accessLogRecorder(buckets: BucketAccess, delivery: AccessLogDeli
   }
   return (req: http.IncomingMessage, res: http.ServerResponse, next: Next): void => {
     (res as TimedResponse)[TIMES] = { at: Date.now(), start: process.hrtime.bigint() };
-    // Their class's writeHead gets the shared timed one of that class; one wrapped for this response alone
-    // (by someone before) gets a timed one of its own.
-    const theirs = res.writeHead as unknown as WriteHead;
-    const ofClass = theirs === (Object.getPrototypeOf(res) as { writeHead: WriteHead }).writeHead;
-    const timed = ofClass
-      ? timedWriteHeadOf(theirs)
-      : function (this: TimedResponse, ...args: Parameters<WriteHead>) {
-          this[FIRST_BYTE] ??= process.hrtime.bigint();
-          return theirs.apply(this, args);
-        };
-    res.writeHead = timed as unknown as typeof res.writeHead;
+    if (!(res instanceof DeliveredResponse)) {
+      // (Express's response, on its own routes: its writeHead wrapped, at the cost of a closure.)
+      const theirs = res.writeHead;
+      res.writeHead = function (this: TimedResponse, ...args: Parameters<typeof res.writeHead>) {
+        this[FIRST_BYTE] ??= process.hrtime.bigint();
+        return theirs.apply(this, args);
+      } as typeof res.writeHead;
+    }
     if (hasBody(req)) req.on('end', bodyEnded);
     res.on('close', onClose);
     next();
