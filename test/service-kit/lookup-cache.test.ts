@@ -70,4 +70,33 @@ describe('service kit: cached lookups', () => {
     now += 60;
     expect(get.peek('a')).to.equal(undefined);
   });
+
+  it('tells a fresh value that has come without a promise, counted as a hit; nothing while it is on its way or once expired', async () => {
+    const hits: boolean[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let now = 1_000;
+    let lookups = 0;
+    const get = cachedLookup(
+      async (key) => {
+        lookups++;
+        await gate;
+        return `${key}!`;
+      },
+      60,
+      { onLookup: (hit) => hits.push(hit), now: () => now },
+    );
+    expect(get.known('a')).to.equal(undefined);
+    const pending = get('a');
+    expect(get.known('a')).to.equal(undefined);
+    release();
+    await pending;
+    expect(get.known('a')).to.equal('a!');
+    expect(get.known('a')).to.equal('a!');
+    expect(hits).to.deep.equal([false, true, true]);
+    now += 60;
+    expect(get.known('a')).to.equal(undefined);
+    expect(hits).to.have.length(3);
+    expect(lookups).to.equal(1);
+  });
 });

@@ -177,7 +177,7 @@ export const SMALL_BODY = 64 * 1024;
 export async function readable(s3: S3Request): Promise<BucketInfo> {
   const { res, bucket, key, deps } = s3;
   const caller = state(res).caller?.username;
-  const info = await deps.buckets.existing(bucket);
+  const info = deps.buckets.existingNow(bucket) ?? (await deps.buckets.existing(bucket));
   if (caller !== undefined && caller === info.owner) return info;
   // With ACLs off only the owner reads: no lookup of the object.
   if (!aclsEnabled(info)) throw new S3Error('AccessDenied');
