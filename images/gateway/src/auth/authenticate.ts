@@ -56,10 +56,11 @@ export function authenticate(deps: AuthDeps) {
   // request of its URL (verdictAnswer), and those requests share one Caller instead of one each.
   const sigv4Callers = new WeakMap<SigV4Result, Caller>();
   const sigv4Caller = (result: SigV4Result, via: 'sigv4' | 'presigned'): Caller => {
-    const known = sigv4Callers.get(result);
-    if (known !== undefined && known.via === via) return known;
+    // (A header-signed request's answer is its own: no entry made for it.)
+    const known = via === 'presigned' ? sigv4Callers.get(result) : undefined;
+    if (known !== undefined) return known;
     const caller: Caller = { ...identity(result.credential, deps.rootUser), via, sigv4: result };
-    sigv4Callers.set(result, caller);
+    if (via === 'presigned') sigv4Callers.set(result, caller);
     return caller;
   };
   return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
