@@ -83,8 +83,9 @@ type HttpLabels = { method: string; route: string; status: string };
 /**
  * Request counts and latencies kept by (method, route, status) and handed to prom-client when either metric
  * is read (a scrape, or any `get()`) or a label set has gathered FLUSH_AT latencies (memory stays bounded
- * between scrapes): a request pays a Map lookup and an array push instead of prom-client's label hashing,
- * twice, and its bucket search. What a reader sees is the same.
+ * between scrapes): a request pays a key, a Map lookup and an array push instead of a label object and the
+ * counter's label hashing; the histogram still files each latency (prom-client has no bulk observe), in
+ * batches. What a reader sees is the same.
  */
 class PendingObservations {
   private readonly byKey = new Map<string, { labels: HttpLabels; seconds: number[] }>();
