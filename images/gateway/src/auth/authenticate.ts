@@ -4,12 +4,13 @@ import { S3Error } from '../../../object-model/src/index.js';
 import { acceptBody, rawTarget, state, type Caller } from '../context.js';
 import { sentTarget } from '../s3/virtual-host.js';
 import type { BearerAuthenticator, TokenClaims } from './jwt.js';
-import { isPresignedQuery, isSigV4Header, verifySigV4, type Credential, type CredentialLookup, type SigV4Result } from './sigv4-verify.js';
+import { isPresignedQuery, isSigV4Header, verifyKeptPresigned, verifySigV4, type Credential, type CredentialLookup, type SigV4Result } from './sigv4-verify.js';
 import { isSigV2Header, isSigV2Query, signatureV2Off, verifySigV2 } from './sigv2.js';
 
 export interface AuthDeps {
   passport: BearerAuthenticator;
-  credentials: CredentialLookup;
+  /** With `known`, the credentials it holds in memory are read without a promise (a hot presigned URL's). */
+  credentials: CredentialLookup & { known?(accessKey: string): Credential | undefined };
   rootUser: string;
   /** The region SigV4 credential scopes must name. */
   region: string;
@@ -63,7 +64,21 @@ export function authenticate(deps: AuthDeps) {
     if (via === 'presigned') sigv4Callers.set(result, caller);
     return caller;
   };
-  return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
+  const known = deps.credentials.known;
+  /**
+   * The caller of a presigned SigV4 request whose URL's verdict is kept and whose key's credential is in memory,
+   * without a promise; undefined for every other request (the full path below decides those, refusals included).
+   */
+  const keptPresignedCaller = (req: http.IncomingMessage, res: http.ServerResponse): Caller | undefined => {
+    if (known === undefined || state(res).authenticatesItself) return undefined;
+    const authorization = req.headers.authorization;
+    if (authorization !== undefined && !authorization.startsWith('Bearer ')) return undefined;
+    const query = rawTarget(req).query;
+    if (!isPresignedQuery(query) || isSigV2Query(query)) return undefined;
+    const result = verifyKeptPresigned({ method: req.method ?? '', url: sentTarget(req), headers: req.headers }, known, { region: deps.region });
+    return result === undefined ? undefined : sigv4Caller(result, 'presigned');
+  };
+  const fullPath = async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
     if (state(res).authenticatesItself) {
       // Its signature is in the body (a form's policy): the body is needed to authenticate.
       acceptBody(res);
@@ -101,6 +116,19 @@ export function authenticate(deps: AuthDeps) {
     } catch (err) {
       next(err);
     }
+  };
+  return (req: http.IncomingMessage, res: http.ServerResponse, next: Next): Promise<void> | void => {
+    let caller: Caller | undefined;
+    try {
+      caller = keptPresignedCaller(req, res);
+    } catch (err) {
+      next(err);
+      return;
+    }
+    if (caller === undefined) return fullPath(req, res, next);
+    state(res).caller = caller;
+    acceptBody(res);
+    next();
   };
 }
 

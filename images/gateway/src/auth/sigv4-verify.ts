@@ -22,7 +22,7 @@ import {
   uriEncode,
   type CanonicalRequestInput,
 } from './sigv4.js';
-import { keepVerdict, keptVerdict, signedHeaderValues, verdictAnswer } from './presigned-verdicts.js';
+import { keepVerdict, keptVerdict, signedHeaderValues, verdictAnswer, type KeptVerdict } from './presigned-verdicts.js';
 
 /** What SigV4 verification needs from the caller's store of secrets. */
 export interface Credential {
@@ -160,6 +160,25 @@ export function checkAllAmzHeadersSigned(headers: SigV4Request['headers'], signe
   }
 }
 
+/** What a kept verdict does not answer for: the moment (not yet valid, expired) and the request's other x-amz-* headers. */
+function checkKeptVerdict(req: SigV4Request, verdict: KeptVerdict, now: Date): void {
+  checkPresignedWindow(verdict.dateMs, verdict.expiresSeconds, now);
+  checkAllAmzHeadersSigned(req.headers, verdict.signedHeaders);
+}
+
+/**
+ * A presigned request (no Authorization signature) answered at once, without a promise: its URL's verdict is
+ * kept and the credential lookup holds the key's credential in memory (`known`). Undefined when either is not
+ * so (verifySigV4 then verifies it); throws what verifySigV4 would for the moment and unsigned headers.
+ */
+export function verifyKeptPresigned(req: SigV4Request, known: (accessKey: string) => Credential | undefined, opts: VerifyOptions): SigV4Result | undefined {
+  const verdict = keptVerdict(req, opts.region, header(req, 'x-amz-content-sha256'));
+  if (verdict === undefined) return undefined;
+  checkKeptVerdict(req, verdict, opts.now ?? new Date());
+  const credential = known(verdict.accessKey);
+  return credential !== undefined && credential.secretKey === verdict.secretKey ? verdictAnswer(verdict, credential) : undefined;
+}
+
 /**
  * Verify a SigV4 request (Authorization header or presigned query). Throws the S3 error a real S3
  * would answer: InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed, AccessDenied
@@ -177,8 +196,7 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
     // A URL verified lately, over the same inputs: only what depends on the moment or the rest of the request is checked again.
     const verdict = keptVerdict(req, opts.region, header(req, 'x-amz-content-sha256'));
     if (verdict) {
-      checkPresignedWindow(verdict.dateMs, verdict.expiresSeconds, now);
-      checkAllAmzHeadersSigned(req.headers, verdict.signedHeaders);
+      checkKeptVerdict(req, verdict, now);
       const credential = await lookup(verdict.accessKey);
       if (credential.secretKey === verdict.secretKey) return verdictAnswer(verdict, credential);
     }
