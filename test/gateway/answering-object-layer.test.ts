@@ -77,6 +77,27 @@ describe('gateway: answers kept in front of the object layer', () => {
     expect(reads()).to.equal(2);
   });
 
+  it("answers each request's own headers from one kept answer: its response-* overrides, and the checksum only when asked", async () => {
+    dataPlane.store('bkt', 'meta.bin', v1, {
+      userMetadata: { colour: 'blue' },
+      headers: { 'cache-control': 'max-age=60', 'x-amz-checksum-crc32': 'AAAAAA==', 'x-amz-checksum-type': 'FULL_OBJECT' },
+      tags: [{ key: 't', value: 'v' }],
+    });
+    const plain = await a.fetch('GET', '/bkt/meta.bin');
+    expect(Buffer.from(await plain.arrayBuffer())).to.deep.equal(v1);
+    const headersOf = (r: Response) =>
+      ['content-type', 'content-disposition', 'cache-control', 'x-amz-meta-colour', 'x-amz-checksum-crc32', 'x-amz-tagging-count'].map((n) => r.headers.get(n));
+    expect(headersOf(plain)).to.deep.equal(['application/octet-stream', null, 'max-age=60', 'blue', null, '1']);
+    const overridden = await a.fetch('GET', '/bkt/meta.bin?response-content-type=text/plain&response-content-disposition=attachment');
+    expect(headersOf(overridden)).to.deep.equal(['text/plain', 'attachment', 'max-age=60', 'blue', null, '1']);
+    const withChecksum = await a.fetch('GET', '/bkt/meta.bin', { headers: { 'x-amz-checksum-mode': 'ENABLED' } });
+    expect(headersOf(withChecksum)).to.deep.equal(['application/octet-stream', null, 'max-age=60', 'blue', 'AAAAAA==', '1']);
+    // The next plain GET of the same kept answer carries neither the overrides nor the checksum.
+    const again = await a.fetch('GET', '/bkt/meta.bin');
+    expect(headersOf(again)).to.deep.equal(headersOf(plain));
+    expect(reads()).to.equal(1);
+  });
+
   it('never serves a replaced version: a PUT through one gateway is seen by the next GET through the other', async () => {
     const old = await a.fetch('GET', '/bkt/k.bin');
     const oldEtag = old.headers.get('etag')!;

@@ -61,6 +61,25 @@ describe('gateway: minimum transfer rate and connection caps', function () {
     expect(cuts).to.deep.equal(['slow-body']);
   });
 
+  it('times each request of a kept-alive connection from its own start: a quick one, a pause, then a trickled body is cut', async () => {
+    handler = (req, res) => {
+      req.on('data', () => undefined);
+      req.on('end', () => res.end('stored'));
+    };
+    const answer = await exchange(port, 'PUT /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx', (s) => {
+      // The first answer, then a pause longer than a window (an idle connection is no slow transfer), then the trickle.
+      s.once('data', () =>
+        setTimeout(() => {
+          s.write('PUT /b HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx');
+          const drip = setInterval(() => s.write('x'), 50);
+          s.once('close', () => clearInterval(drip));
+        }, 2 * RATE.windowMs),
+      );
+    });
+    expect(answer).to.match(/^HTTP\/1\.1 200[\s\S]*stored[\s\S]*HTTP\/1\.1 400/);
+    expect(cuts).to.deep.equal(['slow-body']);
+  });
+
   it('does not blame the client for a slow upstream: an answer that starts late, a body its reader holds back', async () => {
     handler = (req, res) => {
       // The body into a reader taking 4 KiB every 100 ms (a slow upstream), then an answer after a second's wait.

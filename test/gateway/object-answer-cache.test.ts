@@ -34,6 +34,22 @@ describe('gateway: ObjectAnswerCache', () => {
     expect(cache.get('b', 'other', v1)).to.equal(undefined);
   });
 
+  it('tells the version at once from a cache in this process (the token a read would get, a write after it seen), and never from one that only answers later', async () => {
+    const memory = new InMemoryCache();
+    const cache = new ObjectAnswerCache(memory, 1024, 512);
+    expect(cache.versionNow('b', 'k')).to.equal(undefined);
+    const v1 = (await cache.version('b', 'k'))!;
+    expect(cache.versionNow('b', 'k')).to.equal(v1);
+    await invalidateObjectRead(memory, 'b', 'k');
+    const v2 = cache.versionNow('b', 'k');
+    expect(v2).to.not.equal(v1);
+    expect(v2).to.equal(await cache.version('b', 'k'));
+    // A shared cache with no getNow (Redis): only the promise path.
+    const remote = new ObjectAnswerCache({ get: (key) => memory.get(key), set: (key, value, ttl) => memory.set(key, value, ttl) }, 1024, 512);
+    expect(remote.versionNow('b', 'k')).to.equal(undefined);
+    expect(await remote.version('b', 'k')).to.equal(v2);
+  });
+
   it('keeps a copy of the body, at most maxObjectBytes each and maxBytes in all, least recently used out first', () => {
     const cache = new ObjectAnswerCache(new InMemoryCache(), 300, 200);
     const shared = Buffer.alloc(1000, 7);

@@ -162,6 +162,24 @@ describe('gateway S3 protocol pieces', () => {
       expect(codeOf(() => assertObjectKey('é'.repeat(513)))).to.equal('KeyTooLongError');
       expect(codeOf(() => assertObjectKey('a/..b/c..'))).to.equal('no error');
       expect(codeOf(() => assertObjectKey('é'.repeat(512)))).to.equal('no error');
+      // A ".." segment anywhere, and only a whole segment.
+      for (const bad of ['../a', 'a/..', 'a/../b/..', '/..', '../', 'a//../b'])
+        expect(
+          codeOf(() => assertObjectKey(bad)),
+          bad,
+        ).to.equal('InvalidObjectName');
+      for (const good of ['...', 'a/.../b', '..a/b', 'a/b..', '.a./..b', 'a/.', './a'])
+        expect(
+          codeOf(() => assertObjectKey(good)),
+          good,
+        ).to.equal('no error');
+      // Bytes, not UTF-16 units: 1 024 bytes pass, 1 025 fail, whichever characters make them (4-byte ones too).
+      expect(codeOf(() => assertObjectKey('a'.repeat(1024)))).to.equal('no error');
+      expect(codeOf(() => assertObjectKey('a'.repeat(1025)))).to.equal('KeyTooLongError');
+      expect(codeOf(() => assertObjectKey('😀'.repeat(256)))).to.equal('no error');
+      expect(codeOf(() => assertObjectKey(`${'😀'.repeat(256)}a`))).to.equal('KeyTooLongError');
+      expect(codeOf(() => assertObjectKey(`${'€'.repeat(341)}a`))).to.equal('no error');
+      expect(codeOf(() => assertObjectKey(`${'€'.repeat(341)}ab`))).to.equal('KeyTooLongError');
     });
 
     it('encoding-type=url keeps "/" and encodes everything else a URL would', () => {

@@ -185,5 +185,11 @@ describe('gateway SigV2', () => {
     expect(isSigV2Query('X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=abc')).to.equal(false);
     expect(isSigV2Query('prefix=Signature%3D&list-type=2')).to.equal(false);
     expect(isSigV2Query('')).to.equal(false);
+    // Names as S3 reads them: escapes decoded, a name without a value, never a longer or shorter name.
+    expect(isSigV2Query('X-Amz-Signature=abc&%53ignature=x')).to.equal(true);
+    expect(isSigV2Query('X-Amz-Signature=abc&Signature')).to.equal(true);
+    expect(isSigV2Query('Expires=1&AWSAccessKeyId')).to.equal(true);
+    expect(isSigV2Query('X-Amz-Credential=a%2Fb&Signatures=x&xSignature=1&AWSAccessKeyIds=2&X-Amz-Signature=abc')).to.equal(false);
+    expect(isSigV2Query('X-Amz-Signature=abc&Signature%ZZ=1&')).to.equal(false);
   });
 });

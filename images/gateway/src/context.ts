@@ -87,9 +87,24 @@ export function callerOf(res: http.ServerResponse): Caller {
   return c;
 }
 
-/** Raw path and query of the request as received (still percent-encoded). */
-export function rawTarget(req: http.IncomingMessage): { path: string; query: string } {
+const TARGET = Symbol('strata.raw-target');
+interface SplitTarget {
+  readonly target: string;
+  readonly path: string;
+  readonly query: string;
+}
+
+/**
+ * Raw path and query of the request as received (still percent-encoded). Split once per request and target
+ * (several stages read it; the split is made again only when the target changes, e.g. under a mounted router).
+ */
+export function rawTarget(req: http.IncomingMessage): { readonly path: string; readonly query: string } {
   const url = requestTarget(req);
+  const holder = req as http.IncomingMessage & { [TARGET]?: SplitTarget };
+  const known = holder[TARGET];
+  if (known !== undefined && known.target === url) return known;
   const q = url.indexOf('?');
-  return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q + 1) };
+  const split = q < 0 ? { target: url, path: url, query: '' } : { target: url, path: url.slice(0, q), query: url.slice(q + 1) };
+  holder[TARGET] = split;
+  return split;
 }

@@ -20,8 +20,11 @@ import type { StringCache } from '../../service-kit/src/index.js';
  */
 export const OBJECT_READ_CACHE_TTL_S = 30;
 
-/** The string operations the read cache needs of a service's cache. */
-export type ReadCacheStore = Pick<StringCache, 'get' | 'set'>;
+/**
+ * The string operations the read cache needs of a service's cache; `getNow`, where the cache is this
+ * process's memory, reads what `get` would answer without a promise.
+ */
+export type ReadCacheStore = Pick<StringCache, 'get' | 'set'> & { getNow?(key: string): string | undefined };
 
 const tag = (bucket: string, key: string) => `{${bucket}/${key}}`;
 export const objectReadCacheKeys = {
@@ -35,6 +38,11 @@ const newToken = () => randomUUID();
 /** After a committed write of (bucket, key): entries read before it can no longer be served. */
 export async function invalidateObjectRead(cache: ReadCacheStore, bucket: string, key: string): Promise<void> {
   await cache.set(objectReadCacheKeys.version(bucket, key), newToken(), OBJECT_READ_CACHE_TTL_S * 4);
+}
+
+/** The current version token of (bucket, key) when the cache can tell it at once (in memory, and set); else undefined. */
+export function knownObjectVersion(cache: ReadCacheStore, bucket: string, key: string): string | undefined {
+  return cache.getNow?.(objectReadCacheKeys.version(bucket, key));
 }
 
 /**

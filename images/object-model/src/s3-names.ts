@@ -40,9 +40,17 @@ function visible(value: string): string {
 /** Object keys: 1..1024 bytes of UTF-8, no NUL, no ".." segment (keys may become paths in clients). */
 export function assertObjectKey(key: string): void {
   if (key.length === 0) throw new S3Error('InvalidObjectName', 'the object key must not be empty');
-  if (Buffer.byteLength(key, 'utf8') > 1024) throw new S3Error('KeyTooLongError', 'object keys are at most 1024 bytes of UTF-8', { Key: key.slice(0, 64) });
+  // (A UTF-16 unit is at most 3 bytes of UTF-8: shorter keys need no count.)
+  if (key.length * 3 > 1024 && Buffer.byteLength(key, 'utf8') > 1024)
+    throw new S3Error('KeyTooLongError', 'object keys are at most 1024 bytes of UTF-8', { Key: key.slice(0, 64) });
   if (key.includes(NUL)) throw new S3Error('InvalidObjectName', 'object keys must not contain NUL', { Key: visible(key) });
-  if (key.split('/').includes('..')) throw new S3Error('InvalidObjectName', 'object keys must not contain a ".." segment', { Key: key });
+  if (hasDotDotSegment(key)) throw new S3Error('InvalidObjectName', 'object keys must not contain a ".." segment', { Key: key });
+}
+
+/** Whether a "/"-separated segment of `key` is "..". (Every request's key is checked: no array of its segments.) */
+function hasDotDotSegment(key: string): boolean {
+  if (!key.includes('..')) return false;
+  return key === '..' || key.startsWith('../') || key.endsWith('/..') || key.includes('/../');
 }
 
 /**

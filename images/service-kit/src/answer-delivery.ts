@@ -67,6 +67,9 @@ const closing = new WeakSet<Duplex>();
  * served by Express get Express's response prototype instead: their small JSON bodies are read whole first.)
  */
 export class DeliveredResponse<Request extends http.IncomingMessage = http.IncomingMessage> extends http.ServerResponse<Request> {
+  /** When the answer's head was written (process.hrtime.bigint()): the time of its first byte, for access logs. */
+  headWrittenAt: bigint | undefined = undefined;
+
   constructor(req: Request) {
     super(req);
     // Each stage that holds something for the answer's life (metrics, flow-control slots, timers, the access log,
@@ -78,6 +81,7 @@ export class DeliveredResponse<Request extends http.IncomingMessage = http.Incom
   override writeHead(statusCode: number, statusMessage?: string, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
   override writeHead(statusCode: number, reasonOrHeaders?: unknown, headers?: unknown): this {
+    this.headWrittenAt ??= process.hrtime.bigint();
     if (!this.headersSent && bodyPending(this.req)) this.shouldKeepAlive = false;
     // (Node's writeHead takes a missing reason or headers as undefined: no rest array per answer.)
     const self = (http.ServerResponse.prototype.writeHead as (...args: unknown[]) => this).call(this, statusCode, reasonOrHeaders, headers);
@@ -124,10 +128,11 @@ export class AnswerDelivery {
       const list = this.exchanges.get(req.socket);
       if (!list) return;
       list.push({ req, res });
-      // (One shared listener, no closure per request: it finds its exchange by the response.)
+      // (One shared listener, no closure per request: it finds its exchange by the response. `on`, not `once`:
+      // a response emits each of these at most once, and `once` would wrap the listener anew per request.)
       (res as ListedResponse)[EXCHANGES] = list;
-      res.once('finish', exchangeDone);
-      res.once('close', exchangeDone);
+      res.on('finish', exchangeDone);
+      res.on('close', exchangeDone);
     });
     server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => this.refuse(err, socket));
   }

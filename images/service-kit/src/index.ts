@@ -20,3 +20,4 @@ export * from './in-process-http.js';
 export * from './ids.js';
 export * from './streams.js';
 export * from './loopback-guard.js';
+export { DeliveredResponse } from './answer-delivery.js';

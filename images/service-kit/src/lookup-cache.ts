@@ -19,7 +19,7 @@ export function cachedLookup<V>(
     /** The clock entries are aged by (tests inject one). */
     now?: () => number;
   } = {},
-): ((key: string) => Promise<V>) & { forget(key: string): void; peek(key: string): Peeked<V> | undefined } {
+): ((key: string) => Promise<V>) & { forget(key: string): void; peek(key: string): Peeked<V> | undefined; known(key: string): V | undefined } {
   const entries = new Map<string, { at: number; value: Promise<V>; settled?: { value: V } }>();
   const maxEntries = opts.maxEntries ?? 10_000;
   const clock = opts.now ?? Date.now;
@@ -47,5 +47,15 @@ export function cachedLookup<V>(
     const hit = entries.get(key);
     return hit !== undefined && clock() - hit.at < ttlMs ? { pending: hit.value, settled: hit.settled } : undefined;
   };
-  return Object.assign(get, { forget: (key: string) => void entries.delete(key), peek });
+  /**
+   * The fresh entry's value when it has come, counted as the hit `get` would count (hot paths read it without a
+   * promise); else undefined, not counted: `get` then looks up (or waits for the lookup under way).
+   */
+  const known = (key: string): V | undefined => {
+    const hit = entries.get(key);
+    if (hit?.settled === undefined || clock() - hit.at >= ttlMs) return undefined;
+    opts.onLookup?.(true);
+    return hit.settled.value;
+  };
+  return Object.assign(get, { forget: (key: string) => void entries.delete(key), peek, known });
 }

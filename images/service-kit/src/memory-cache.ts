@@ -31,6 +31,11 @@ export class InMemoryCache implements StringCache {
   }
 
   async get(key: string): Promise<string | undefined> {
+    return this.getNow(key);
+  }
+
+  /** What `get` answers, without a promise (hot readers in this process). */
+  getNow(key: string): string | undefined {
     const v = this.live(key)?.value;
     return typeof v === 'string' ? v : undefined;
   }

@@ -53,23 +53,75 @@ export function httpMetrics(registry: Registry, routeOf?: (req: http.IncomingMes
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  const observe = (req: http.IncomingMessage, res: http.ServerResponse, route?: string) => {
-    const start = process.hrtime.bigint();
-    res.on('finish', () => {
-      const labels = {
-        method: req.method ?? '',
-        route: route ?? (routeOf ? routeOf(req, res) : (((req as RoutedRequest).route?.path as string | undefined) ?? 'unmatched')),
-        status: String(res.statusCode),
-      };
-      requests.inc(labels);
-      duration.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
-    });
+  const pending = new PendingObservations(requests, duration);
+  const routed = (req: http.IncomingMessage, res: http.ServerResponse) =>
+    routeOf ? routeOf(req, res) : (((req as RoutedRequest).route?.path as string | undefined) ?? 'unmatched');
+  // One listener for every response (no closure per request): its start and route ride on the response.
+  function answered(this: TimedResponse) {
+    const seconds = (performance.now() - this[STARTED]!) / 1000;
+    pending.add(this.req.method ?? '', this[ROUTE] ?? routed(this.req, this), this.statusCode, seconds);
+  }
+  const observe = (_req: http.IncomingMessage, res: http.ServerResponse, route?: string) => {
+    const timed = res as TimedResponse;
+    timed[STARTED] = performance.now();
+    timed[ROUTE] = route;
+    // (`on`: a response finishes at most once, and `once` would wrap the listener anew per request.)
+    res.on('finish', answered);
   };
   const middleware = (req: http.IncomingMessage, res: http.ServerResponse, next: () => void) => {
     observe(req, res);
     next();
   };
   return { requests, duration, middleware, observe };
+}
+
+const STARTED = Symbol('strata.metrics-started');
+const ROUTE = Symbol('strata.metrics-route');
+type TimedResponse = http.ServerResponse & { [STARTED]?: number; [ROUTE]?: string };
+type HttpLabels = { method: string; route: string; status: string };
+
+/**
+ * Request counts and latencies kept by (method, route, status) and handed to prom-client when either metric
+ * is read (a scrape, or any `get()`) or a label set has gathered FLUSH_AT latencies (memory stays bounded
+ * between scrapes): a request pays a key, a Map lookup and an array push instead of a label object and the
+ * counter's label hashing; the histogram still files each latency (prom-client has no bulk observe), in
+ * batches. What a reader sees is the same.
+ */
+class PendingObservations {
+  private readonly byKey = new Map<string, { labels: HttpLabels; seconds: number[] }>();
+  static readonly FLUSH_AT = 512;
+
+  constructor(
+    private readonly requests: Counter<'method' | 'route' | 'status'>,
+    private readonly duration: Histogram<'method' | 'route' | 'status'>,
+  ) {
+    for (const metric of [requests, duration] as Array<{ collect?: () => unknown }>) {
+      const before = metric.collect;
+      metric.collect = () => {
+        this.flush();
+        return before?.call(metric);
+      };
+    }
+  }
+
+  add(method: string, route: string, status: number, seconds: number): void {
+    const key = `${method} ${status} ${route}`;
+    let entry = this.byKey.get(key);
+    if (entry === undefined) this.byKey.set(key, (entry = { labels: { method, route, status: String(status) }, seconds: [] }));
+    entry.seconds.push(seconds);
+    if (entry.seconds.length >= PendingObservations.FLUSH_AT) this.flushEntry(entry);
+  }
+
+  private flush(): void {
+    for (const entry of this.byKey.values()) this.flushEntry(entry);
+  }
+
+  private flushEntry(entry: { labels: HttpLabels; seconds: number[] }): void {
+    if (entry.seconds.length === 0) return;
+    this.requests.inc(entry.labels, entry.seconds.length);
+    for (const s of entry.seconds) this.duration.observe(entry.labels, s);
+    entry.seconds.length = 0;
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { Next } from '../../../service-kit/src/index.js';
+import { DeliveredResponse, type Next } from '../../../service-kit/src/index.js';
 import type { BucketInfo } from '../../../object-model/src/index.js';
 import { state, type Caller } from '../context.js';
 import type { BucketAccess } from '../middleware/bucket-access.js';
@@ -37,18 +37,67 @@ function objectSizeOf(req: http.IncomingMessage, res: http.ServerResponse, opera
   return undefined;
 }
 
-/** When a response's first byte went (its headers), set by the shared writeHead below. */
+/** When a response's first byte went (its headers), set by its wrapped writeHead (responses of other classes than the kit's). */
 const FIRST_BYTE = Symbol('strata.first-byte');
-type TimedResponse = http.ServerResponse & { [FIRST_BYTE]?: bigint };
-const writeHead = http.ServerResponse.prototype.writeHead;
-/** One function for every response (no closure per request): notes the first byte's time, then writes the head. */
-function timedWriteHead(this: TimedResponse, ...args: Parameters<typeof writeHead>) {
-  this[FIRST_BYTE] ??= process.hrtime.bigint();
-  return writeHead.apply(this, args);
+/** When the request came (epoch ms, and process.hrtime). */
+const TIMES = Symbol('strata.access-log-times');
+/** When the request's body ended (if it had one). */
+const BODY_END = Symbol('strata.body-end');
+interface RequestTimes {
+  at: number;
+  start: bigint;
+}
+type TimedResponse = http.ServerResponse & { [FIRST_BYTE]?: bigint; [TIMES]?: RequestTimes };
+type TimedRequest = http.IncomingMessage & { [BODY_END]?: bigint };
+/** When the answer's first byte went: the kit's responses note it themselves; others have their writeHead wrapped below. */
+function firstByteOf(res: TimedResponse): bigint | undefined {
+  return res instanceof DeliveredResponse ? res.headWrittenAt : res[FIRST_BYTE];
 }
 
 /** The request has a body: its end is when turn-around time starts (S3: from the request's last byte). */
 const hasBody = (req: http.IncomingMessage) => req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+
+/** A request's log line for `bucket`'s logging rule, handed to the delivery (none when the bucket does not log). */
+function recordLine(
+  req: http.IncomingMessage,
+  res: TimedResponse,
+  times: RequestTimes,
+  end: bigint,
+  bucket: BucketInfo,
+  delivery: AccessLogDelivery,
+  proxies: TrustedProxies,
+): void {
+  const rule = bucket.logging?.[0];
+  if (!rule) return;
+  const st = state(res);
+  const firstByte = firstByteOf(res);
+  const { start } = times;
+  const bodyEnd = (req as TimedRequest)[BODY_END];
+  const time = new Date(times.at);
+  const record: AccessLogRecord = {
+    bucketOwner: bucket.owner,
+    bucket: bucket.name,
+    time,
+    remoteIp: proxies.clientAddress(req),
+    requester: st.caller?.username,
+    requestId: st.requestId,
+    operation: logOperation(st.operation, req.method ?? 'GET', Boolean(st.key)),
+    key: st.key || undefined,
+    requestUri: `${req.method} ${sentTarget(req)} HTTP/${req.httpVersion}`,
+    httpStatus: res.statusCode,
+    errorCode: st.errorCode,
+    bytesSent: req.method === 'HEAD' ? 0 : res.writableFinished ? headerNumber(res.getHeader('content-length')) : st.bytesOut,
+    objectSize: objectSizeOf(req, res, st.operation),
+    totalTimeMs: ms(start, end),
+    turnAroundTimeMs: firstByte === undefined ? undefined : ms(bodyEnd !== undefined && bodyEnd < firstByte ? bodyEnd : start, firstByte),
+    referer: req.headers.referer,
+    userAgent: req.headers['user-agent'],
+    ...(st.caller ? SIGNATURES[st.caller.via] : {}),
+    hostHeader: req.headers.host,
+    tlsVersion: (req.socket as Partial<TLSSocket>).encrypted ? ((req.socket as TLSSocket).getProtocol() ?? undefined) : undefined,
+  };
+  delivery.record(bucket, rule, accessLogLine(record), time);
+}
 
 /**
  * Server access logging (S3's): one log line per request to a bucket whose logging is on, handed to the
@@ -59,57 +108,38 @@ const hasBody = (req: http.IncomingMessage) => req.headers['content-length'] !==
  * request to a bucket that does not log costs a few timestamps and listeners (hack/bench/access-log-overhead.ts).
  */
 export function accessLogRecorder(buckets: BucketAccess, delivery: AccessLogDelivery, proxies: TrustedProxies) {
+  // Shared listeners (no closures per request): what they need rides on the request and response.
+  function bodyEnded(this: TimedRequest) {
+    this[BODY_END] = process.hrtime.bigint();
+  }
+  const requestDone = (res: TimedResponse) => {
+    const st = state(res);
+    if (!st.bucket || st.errorCode === 'NoSuchBucket' || st.errorCode === 'InvalidBucketName') return;
+    const end = process.hrtime.bigint();
+    const req = res.req;
+    const times = res[TIMES]!;
+    const known = buckets.recent(st.bucket);
+    if (known?.settled) return recordLine(req, res, times, end, known.settled.value, delivery, proxies);
+    void (known?.pending ?? (st.caller ? buckets.lookup(st.bucket) : undefined))?.then(
+      (bucket) => recordLine(req, res, times, end, bucket, delivery, proxies),
+      () => undefined,
+    );
+  };
+  function onClose(this: TimedResponse) {
+    requestDone(this);
+  }
   return (req: http.IncomingMessage, res: http.ServerResponse, next: Next): void => {
-    const at = Date.now();
-    const start = process.hrtime.bigint();
-    let bodyEnd: bigint | undefined;
-    if (res.writeHead === writeHead) res.writeHead = timedWriteHead as typeof res.writeHead;
-    else {
-      // (Someone wrapped this response's writeHead already: wrap theirs, at the cost of a closure.)
+    (res as TimedResponse)[TIMES] = { at: Date.now(), start: process.hrtime.bigint() };
+    if (!(res instanceof DeliveredResponse)) {
+      // (Express's response, on its own routes: its writeHead wrapped, at the cost of a closure.)
       const theirs = res.writeHead;
-      res.writeHead = function (this: TimedResponse, ...args: Parameters<typeof writeHead>) {
+      res.writeHead = function (this: TimedResponse, ...args: Parameters<typeof res.writeHead>) {
         this[FIRST_BYTE] ??= process.hrtime.bigint();
         return theirs.apply(this, args);
       } as typeof res.writeHead;
     }
-    if (hasBody(req)) req.on('end', () => (bodyEnd = process.hrtime.bigint()));
-    res.on('close', () => {
-      const st = state(res);
-      if (!st.bucket || st.errorCode === 'NoSuchBucket' || st.errorCode === 'InvalidBucketName') return;
-      const end = process.hrtime.bigint();
-      const write = (bucket: BucketInfo) => {
-        const rule = bucket.logging?.[0];
-        if (!rule) return;
-        const firstByte = (res as TimedResponse)[FIRST_BYTE];
-        const time = new Date(at);
-        const record: AccessLogRecord = {
-          bucketOwner: bucket.owner,
-          bucket: bucket.name,
-          time,
-          remoteIp: proxies.clientAddress(req),
-          requester: st.caller?.username,
-          requestId: st.requestId,
-          operation: logOperation(st.operation, req.method ?? 'GET', Boolean(st.key)),
-          key: st.key || undefined,
-          requestUri: `${req.method} ${sentTarget(req)} HTTP/${req.httpVersion}`,
-          httpStatus: res.statusCode,
-          errorCode: st.errorCode,
-          bytesSent: req.method === 'HEAD' ? 0 : res.writableFinished ? headerNumber(res.getHeader('content-length')) : st.bytesOut,
-          objectSize: objectSizeOf(req, res, st.operation),
-          totalTimeMs: ms(start, end),
-          turnAroundTimeMs: firstByte === undefined ? undefined : ms(bodyEnd !== undefined && bodyEnd < firstByte ? bodyEnd : start, firstByte),
-          referer: req.headers.referer,
-          userAgent: req.headers['user-agent'],
-          ...(st.caller ? SIGNATURES[st.caller.via] : {}),
-          hostHeader: req.headers.host,
-          tlsVersion: (req.socket as Partial<TLSSocket>).encrypted ? ((req.socket as TLSSocket).getProtocol() ?? undefined) : undefined,
-        };
-        delivery.record(bucket, rule, accessLogLine(record), time);
-      };
-      const known = buckets.recent(st.bucket);
-      if (known?.settled) return write(known.settled.value);
-      void (known?.pending ?? (st.caller ? buckets.lookup(st.bucket) : undefined))?.then(write, () => undefined);
-    });
+    if (hasBody(req)) req.on('end', bodyEnded);
+    res.on('close', onClose);
     next();
   };
 }

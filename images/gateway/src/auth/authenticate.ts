@@ -4,12 +4,13 @@ import { S3Error } from '../../../object-model/src/index.js';
 import { acceptBody, rawTarget, state, type Caller } from '../context.js';
 import { sentTarget } from '../s3/virtual-host.js';
 import type { BearerAuthenticator, TokenClaims } from './jwt.js';
-import { isPresignedQuery, isSigV4Header, verifySigV4, type Credential, type CredentialLookup } from './sigv4-verify.js';
+import { isPresignedQuery, isSigV4Header, verifyKeptPresigned, verifySigV4, type Credential, type CredentialLookup, type SigV4Result } from './sigv4-verify.js';
 import { isSigV2Header, isSigV2Query, signatureV2Off, verifySigV2 } from './sigv2.js';
 
 export interface AuthDeps {
   passport: BearerAuthenticator;
-  credentials: CredentialLookup;
+  /** With `known`, the credentials it holds in memory are read without a promise (a hot presigned URL's). */
+  credentials: CredentialLookup & { known?(accessKey: string): Credential | undefined };
   rootUser: string;
   /** The region SigV4 credential scopes must name. */
   region: string;
@@ -52,7 +53,32 @@ export function anonymousMayAsk(operation: string): boolean {
  * turned off) SigV2, each as a header or a presigned query. Anonymous requests go on without a caller only for ANONYMOUS_OPERATIONS.
  */
 export function authenticate(deps: AuthDeps) {
-  return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
+  // The caller of each SigV4 answer given lately: a kept presigned verdict answers the same object to every
+  // request of its URL (verdictAnswer), and those requests share one Caller instead of one each.
+  const sigv4Callers = new WeakMap<SigV4Result, Caller>();
+  const sigv4Caller = (result: SigV4Result, via: 'sigv4' | 'presigned'): Caller => {
+    // (A header-signed request's answer is its own: no entry made for it.)
+    const known = via === 'presigned' ? sigv4Callers.get(result) : undefined;
+    if (known !== undefined) return known;
+    const caller: Caller = { ...identity(result.credential, deps.rootUser), via, sigv4: result };
+    if (via === 'presigned') sigv4Callers.set(result, caller);
+    return caller;
+  };
+  const known = deps.credentials.known;
+  /**
+   * The caller of a presigned SigV4 request whose URL's verdict is kept and whose key's credential is in memory,
+   * without a promise; undefined for every other request (the full path below decides those, refusals included).
+   */
+  const keptPresignedCaller = (req: http.IncomingMessage, res: http.ServerResponse): Caller | undefined => {
+    if (known === undefined || state(res).authenticatesItself) return undefined;
+    const authorization = req.headers.authorization;
+    if (authorization !== undefined && !authorization.startsWith('Bearer ')) return undefined;
+    const query = rawTarget(req).query;
+    if (!isPresignedQuery(query) || isSigV2Query(query)) return undefined;
+    const result = verifyKeptPresigned({ method: req.method ?? '', url: sentTarget(req), headers: req.headers }, known, { region: deps.region });
+    return result === undefined ? undefined : sigv4Caller(result, 'presigned');
+  };
+  const fullPath = async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
     if (state(res).authenticatesItself) {
       // Its signature is in the body (a form's policy): the body is needed to authenticate.
       acceptBody(res);
@@ -70,11 +96,7 @@ export function authenticate(deps: AuthDeps) {
       if (presigned && presignedV2) throw twoMechanisms(undefined);
       if (presigned || isSigV4Header(authorization)) {
         const result = await verifySigV4({ method: req.method ?? '', url: sentTarget(req), headers: req.headers }, deps.credentials, { region: deps.region });
-        state(res).caller = {
-          ...identity(result.credential, deps.rootUser),
-          via: isSigV4Header(authorization) ? 'sigv4' : 'presigned',
-          sigv4: result,
-        };
+        state(res).caller = sigv4Caller(result, isSigV4Header(authorization) ? 'sigv4' : 'presigned');
       } else if (presignedV2 || isSigV2Header(authorization)) {
         if (!deps.signatureV2) throw signatureV2Off();
         // SigV2 signs the path-style resource (/bucket/key) whatever the host: the target after any virtual-host rewrite.
@@ -94,6 +116,19 @@ export function authenticate(deps: AuthDeps) {
     } catch (err) {
       next(err);
     }
+  };
+  return (req: http.IncomingMessage, res: http.ServerResponse, next: Next): Promise<void> | void => {
+    let caller: Caller | undefined;
+    try {
+      caller = keptPresignedCaller(req, res);
+    } catch (err) {
+      next(err);
+      return;
+    }
+    if (caller === undefined) return fullPath(req, res, next);
+    state(res).caller = caller;
+    acceptBody(res);
+    next();
   };
 }
 

@@ -1,5 +1,5 @@
 import { cachedLookup } from '../../../service-kit/src/index.js';
-import type { CredentialLookup } from './sigv4-verify.js';
+import type { Credential, CredentialLookup } from './sigv4-verify.js';
 
 /**
  * Remembers secrets looked up from the control plane for a short while, so signed requests do not
@@ -10,6 +10,6 @@ export function cachedCredentials(
   ttlMs: number,
   /** Told whether each lookup was answered from memory (metrics). */
   onLookup?: (hit: boolean) => void,
-): CredentialLookup & { forget(accessKey: string): void } {
+): CredentialLookup & { forget(accessKey: string): void; known(accessKey: string): Credential | undefined } {
   return cachedLookup(lookup, ttlMs, { onLookup });
 }

@@ -27,6 +27,8 @@ export interface KeptVerdict {
   expiresSeconds: number;
   /** The verification's answer but its credential (the lookup's current one is answered). */
   result: Omit<SigV4Result, 'credential'>;
+  /** The answer given last, with the credential it was given with. */
+  answered?: SigV4Result;
 }
 
 const MAX_KEPT = 4096;
@@ -49,6 +51,16 @@ export function keptVerdict(req: SigV4Request, region: string, payloadHeader: st
   if (verdict === undefined || verdict.method !== req.method || verdict.region !== region || verdict.payloadHeader !== payloadHeader) return undefined;
   for (let i = 0; i < verdict.signedHeaders.length; i++) if (req.headers[verdict.signedHeaders[i]!] !== verdict.values[i]) return undefined;
   return verdict;
+}
+
+/**
+ * The verdict's answer with `credential`, the lookup's current one: the same object as last time while the
+ * lookup answers the same credential (its cache holds it), so a hot URL's callers share one answer.
+ */
+export function verdictAnswer(verdict: KeptVerdict, credential: SigV4Result['credential']): SigV4Result {
+  const last = verdict.answered;
+  if (last !== undefined && last.credential === credential) return last;
+  return (verdict.answered = { ...verdict.result, credential });
 }
 
 /** Keep a good verdict of the presigned URL `url`. */

@@ -68,13 +68,30 @@ export function isSigV2Header(authorization: string | undefined): boolean {
 /** A SigV2 presigned query names AWSAccessKeyId or Signature (exactly: X-Amz-Signature is SigV4's). */
 export function isSigV2Query(rawQuery: string): boolean {
   if (!rawQuery.includes('Signature=') && !rawQuery.includes('AWSAccessKeyId')) return false;
-  // The names only (a SigV4 URL's X-Amz-Signature= gets here): values are not decoded.
-  for (const pair of rawQuery.split('&')) {
-    const eq = pair.indexOf('=');
-    const name = safeDecode(eq < 0 ? pair : pair.slice(0, eq));
-    if (name === 'AWSAccessKeyId' || name === 'Signature') return true;
+  // The names only (a SigV4 URL's X-Amz-Signature= gets here): values are not decoded, and a name is cut out
+  // of the text only when it has escapes to decode.
+  for (let start = 0; start <= rawQuery.length; ) {
+    const amp = rawQuery.indexOf('&', start);
+    const end = amp < 0 ? rawQuery.length : amp;
+    const eq = rawQuery.indexOf('=', start);
+    const nameEnd = eq < 0 || eq > end ? end : eq;
+    if (isSigV2Name(rawQuery, start, nameEnd)) return true;
+    start = end + 1;
   }
   return false;
+}
+
+/** Whether rawQuery[start, end) is AWSAccessKeyId or Signature, escapes decoded. */
+function isSigV2Name(rawQuery: string, start: number, end: number): boolean {
+  const length = end - start;
+  if (length === 9 || length === 14) {
+    const name = rawQuery.startsWith('Signature', start) ? 'Signature' : rawQuery.startsWith('AWSAccessKeyId', start) ? 'AWSAccessKeyId' : '';
+    if (name.length === length) return true;
+  }
+  const percent = rawQuery.indexOf('%', start);
+  if (percent < 0 || percent >= end) return false;
+  const name = safeDecode(rawQuery.slice(start, end));
+  return name === 'AWSAccessKeyId' || name === 'Signature';
 }
 
 /** base64(HMAC-SHA1(secret, text)): the signature of a request's string to sign or of a form's policy. */

@@ -22,7 +22,7 @@ import {
   uriEncode,
   type CanonicalRequestInput,
 } from './sigv4.js';
-import { keepVerdict, keptVerdict, signedHeaderValues } from './presigned-verdicts.js';
+import { keepVerdict, keptVerdict, signedHeaderValues, verdictAnswer, type KeptVerdict } from './presigned-verdicts.js';
 
 /** What SigV4 verification needs from the caller's store of secrets. */
 export interface Credential {
@@ -152,10 +152,31 @@ const MUST_BE_SIGNED = /^x-(amz|service)-/i;
  * of another of the signer's objects, whatever the body).
  */
 export function checkAllAmzHeadersSigned(headers: SigV4Request['headers'], signedHeaders: readonly string[]): void {
-  const unsigned = Object.keys(headers).filter((name) => MUST_BE_SIGNED.test(name) && !signedHeaders.includes(name.toLowerCase()));
-  if (unsigned.length > 0) {
+  // (Every request passes here: no array of the header names, and none of the unsigned ones unless there are some.)
+  let unsigned: string[] | undefined;
+  for (const name in headers) if (MUST_BE_SIGNED.test(name) && !signedHeaders.includes(name.toLowerCase())) (unsigned ??= []).push(name);
+  if (unsigned !== undefined) {
     throw new S3Error('AccessDenied', 'There were headers present in the request which were not signed', { HeadersNotSigned: unsigned.join(', ') });
   }
+}
+
+/** What a kept verdict does not answer for: the moment (not yet valid, expired) and the request's other x-amz-* headers. */
+function checkKeptVerdict(req: SigV4Request, verdict: KeptVerdict, now: Date): void {
+  checkPresignedWindow(verdict.dateMs, verdict.expiresSeconds, now);
+  checkAllAmzHeadersSigned(req.headers, verdict.signedHeaders);
+}
+
+/**
+ * A presigned request (no Authorization signature) answered at once, without a promise: its URL's verdict is
+ * kept and the credential lookup holds the key's credential in memory (`known`). Undefined when either is not
+ * so (verifySigV4 then verifies it); throws what verifySigV4 would for the moment and unsigned headers.
+ */
+export function verifyKeptPresigned(req: SigV4Request, known: (accessKey: string) => Credential | undefined, opts: VerifyOptions): SigV4Result | undefined {
+  const verdict = keptVerdict(req, opts.region, header(req, 'x-amz-content-sha256'));
+  if (verdict === undefined) return undefined;
+  checkKeptVerdict(req, verdict, opts.now ?? new Date());
+  const credential = known(verdict.accessKey);
+  return credential !== undefined && credential.secretKey === verdict.secretKey ? verdictAnswer(verdict, credential) : undefined;
 }
 
 /**
@@ -175,10 +196,9 @@ export async function verifySigV4(req: SigV4Request, lookup: CredentialLookup, o
     // A URL verified lately, over the same inputs: only what depends on the moment or the rest of the request is checked again.
     const verdict = keptVerdict(req, opts.region, header(req, 'x-amz-content-sha256'));
     if (verdict) {
-      checkPresignedWindow(verdict.dateMs, verdict.expiresSeconds, now);
-      checkAllAmzHeadersSigned(req.headers, verdict.signedHeaders);
+      checkKeptVerdict(req, verdict, now);
       const credential = await lookup(verdict.accessKey);
-      if (credential.secretKey === verdict.secretKey) return { ...verdict.result, credential };
+      if (credential.secretKey === verdict.secretKey) return verdictAnswer(verdict, credential);
     }
   }
   const { query, signedQuery } = readQuery(rawQuery, presigned);

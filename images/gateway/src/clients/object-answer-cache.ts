@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { notModified, type Cancellation, type GetObjectInput, type ObjectLayer, type ObjectRead } from '../../../object-model/src/index.js';
 import { forwardingLayer } from '../../../object-model/src/forwarding-layer.js';
 import { ByteBoundedLru } from '../../../service-kit/src/byte-bounded-lru.js';
-import { currentObjectVersion, OBJECT_READ_CACHE_TTL_S, type ReadCacheStore } from '../../../object-model/src/object-read-cache.js';
+import { currentObjectVersion, knownObjectVersion, OBJECT_READ_CACHE_TTL_S, type ReadCacheStore } from '../../../object-model/src/object-read-cache.js';
 import { readWhole } from '../s3/whole-body.js';
 
 /** The object layer's answer to a whole-object GET: the read (its metadata), and the body. */
@@ -54,6 +54,11 @@ export class ObjectAnswerCache {
   /** The object's current version (set when there is none), or undefined when the shared cache fails. */
   async version(bucket: string, key: string): Promise<string | undefined> {
     return currentObjectVersion(this.shared, bucket, key).catch(() => undefined);
+  }
+
+  /** The object's current version when the shared cache tells it at once (in this process's memory), else undefined. */
+  versionNow(bucket: string, key: string): string | undefined {
+    return knownObjectVersion(this.shared, bucket, key);
   }
 
   /** The answer stored under `version`, if it is still that version's and fresh. */
@@ -113,7 +118,7 @@ async function answeredRead(
   cancellation: Cancellation | undefined,
 ): Promise<ObjectRead> {
   // Taken BEFORE the layer is asked: a write that commits after it leaves what is read now unused.
-  const version = await answers.version(bucket, key);
+  const version = answers.versionNow(bucket, key) ?? (await answers.version(bucket, key));
   if (version === undefined) return inner.getObject(bucket, key, input, cancellation);
   const cached = answers.get(bucket, key, version);
   if (cached) {

@@ -119,9 +119,10 @@ export async function flowControl(opts: FlowControlOptions): Promise<FlowControl
       reject(req, res, next, 1, 'Too many requests in progress; please reduce your request rate.');
       return;
     }
-    // 'close' also fires when the client goes away before the answer is complete.
-    res.once('finish', release);
-    res.once('close', release);
+    // 'close' also fires when the client goes away before the answer is complete. (The release is idempotent,
+    // and each event comes at most once: `on` spares the wrapper `once` makes per request.)
+    res.on('finish', release);
+    res.on('close', release);
     next();
   };
 

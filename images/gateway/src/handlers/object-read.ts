@@ -4,6 +4,7 @@ import {
   readConditions,
   readPartNumber,
   S3Error,
+  sseResponseHeaders,
   withoutAcl,
   withoutChecksum,
   type BucketInfo,
@@ -19,7 +20,7 @@ import { setExpiration } from '../s3/expiration.js';
 import { header, metadataHeaderValue } from '../s3/request.js';
 import { originOf } from './presign.js';
 import { sendStatus } from '../s3/render.js';
-import { setSseHeaders, sseRequestOf } from '../s3/encryption.js';
+import { sseRequestOf } from '../s3/encryption.js';
 import { readWhole } from '../s3/whole-body.js';
 
 /** response-* query parameters that override answer headers (S3 GetObject). */
@@ -61,36 +62,68 @@ function sendNotModified(res: http.ServerResponse, object: ObjectMeta): void {
   res.end();
 }
 
+type HeaderList = ReadonlyArray<readonly [string, string]>;
+
 /**
- * Status and headers of a read that serves the object: its standard headers, user metadata as
+ * The headers an answer of `read` carries by the object alone: its standard headers, user metadata as
  * x-amz-meta-*, the stored headers (Cache-Control, ...), the checksum when the reader asked for it and
  * gets the whole object (a range's bytes do not have the object's checksum) or a part that has its own,
- * the tags' count as x-amz-tagging-count, the response-* overrides and the lifecycle's x-amz-expiration.
+ * the tags' count as x-amz-tagging-count and its encryption.
+ */
+function objectHeaders(read: ObjectRead, withChecksum: boolean): HeaderList {
+  const { object } = read;
+  const list: Array<[string, string]> = [['Content-Length', String(read.contentLength)]];
+  if (read.contentRange) list.push(['Content-Range', read.contentRange]);
+  list.push(['ETag', `"${object.etag}"`], ['Last-Modified', lastModifiedOf(object)], ['Content-Type', object.contentType]);
+  if (read.partsCount !== undefined) list.push(['x-amz-mp-parts-count', String(read.partsCount)]);
+  list.push(['Accept-Ranges', 'bytes']);
+  for (const [k, v] of Object.entries(object.userMetadata)) list.push([`x-amz-meta-${k}`, metadataHeaderValue(v)]);
+  const answered = withoutAcl(withChecksum && read.contentRange === undefined ? object.headers : withoutChecksum(object.headers));
+  for (const [name, value] of Object.entries(answered ?? {})) list.push([name, value]);
+  // One part of a multipart object (partNumber) has its own checksum, as S3 answers it.
+  if (withChecksum && read.partChecksum) list.push([`x-amz-checksum-${read.partChecksum.algorithm.toLowerCase()}`, read.partChecksum.value]);
+  if (object.tags?.length) list.push(['x-amz-tagging-count', String(object.tags.length)]);
+  for (const [name, value] of Object.entries(sseResponseHeaders(object.sse))) list.push([name, value]);
+  return list;
+}
+
+/** objectHeaders of reads answered lately without a checksum asked: a kept answer's read is answered many times (ObjectAnswerCache). */
+const plainHeaderLists = new WeakMap<ObjectRead, HeaderList>();
+
+function plainObjectHeaders(read: ObjectRead): HeaderList {
+  let list = plainHeaderLists.get(read);
+  if (list === undefined) plainHeaderLists.set(read, (list = objectHeaders(read, false)));
+  return list;
+}
+
+/** The response-* overrides a query asks for, as headers (none for most: read once per query, which the router keeps). */
+const overridesByQuery = new WeakMap<URLSearchParams, HeaderList>();
+
+function overridesOf(query: URLSearchParams): HeaderList {
+  let list = overridesByQuery.get(query);
+  if (list === undefined) {
+    const found: Array<[string, string]> = [];
+    for (const [param, headerName] of Object.entries(OVERRIDES)) {
+      const v = query.get(param);
+      if (v !== null) found.push([headerName, headerSafe(v)]);
+    }
+    overridesByQuery.set(query, (list = found));
+  }
+  return list;
+}
+
+/**
+ * Status and headers of a read that serves the object: the object's (objectHeaders), then the response-*
+ * overrides and the lifecycle's x-amz-expiration.
  */
 function sendObjectHeaders(s3: S3Request, read: ObjectRead, rules: readonly LifecycleRule[] | undefined): void {
   const { req, res, query } = s3;
   const { object } = read;
   res.statusCode = read.status === 206 ? 206 : 200;
-  res.setHeader('Content-Length', String(read.contentLength));
-  if (read.contentRange) res.setHeader('Content-Range', read.contentRange);
-  res.setHeader('ETag', `"${object.etag}"`);
-  res.setHeader('Last-Modified', lastModifiedOf(object));
-  res.setHeader('Content-Type', object.contentType);
-  if (read.partsCount !== undefined) res.setHeader('x-amz-mp-parts-count', String(read.partsCount));
-  res.setHeader('Accept-Ranges', 'bytes');
-  for (const [k, v] of Object.entries(object.userMetadata)) res.setHeader(`x-amz-meta-${k}`, metadataHeaderValue(v));
   const withChecksum = header(req, 'x-amz-checksum-mode')?.toUpperCase() === 'ENABLED';
-  const answered = withoutAcl(withChecksum && read.contentRange === undefined ? object.headers : withoutChecksum(object.headers));
-  for (const [name, value] of Object.entries(answered ?? {})) res.setHeader(name, value);
-  // One part of a multipart object (partNumber) has its own checksum, as S3 answers it.
-  if (withChecksum && read.partChecksum) res.setHeader(`x-amz-checksum-${read.partChecksum.algorithm.toLowerCase()}`, read.partChecksum.value);
-  if (object.tags?.length) res.setHeader('x-amz-tagging-count', String(object.tags.length));
-  for (const [param, headerName] of Object.entries(OVERRIDES)) {
-    const v = query.get(param);
-    if (v !== null) res.setHeader(headerName, headerSafe(v));
-  }
+  for (const [name, value] of withChecksum ? objectHeaders(read, true) : plainObjectHeaders(read)) res.setHeader(name, value);
+  for (const [name, value] of overridesOf(query)) res.setHeader(name, value);
   if (rules?.length) setExpiration(res, rules, { key: s3.key, size: object.size, lastModified: new Date(object.lastModified), tags: object.tags });
-  setSseHeaders(res, object.sse);
 }
 
 async function readObject(s3: S3Request, method: 'GET' | 'HEAD', bucketInfo: BucketInfo, partNumber: number | undefined): Promise<void> {
@@ -144,7 +177,7 @@ export const SMALL_BODY = 64 * 1024;
 export async function readable(s3: S3Request): Promise<BucketInfo> {
   const { res, bucket, key, deps } = s3;
   const caller = state(res).caller?.username;
-  const info = await deps.buckets.existing(bucket);
+  const info = deps.buckets.existingNow(bucket) ?? (await deps.buckets.existing(bucket));
   if (caller !== undefined && caller === info.owner) return info;
   // With ACLs off only the owner reads: no lookup of the object.
   if (!aclsEnabled(info)) throw new S3Error('AccessDenied');

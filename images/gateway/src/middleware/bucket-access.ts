@@ -54,6 +54,11 @@ export class BucketAccess {
     }
   }
 
+  /** The bucket's record when this process holds it fresh (counted as a lookup answered from memory); else undefined: ask `existing`. */
+  existingNow(name: string): BucketInfo | undefined {
+    return isValidBucketName(name) ? this.cache.known(name) : undefined;
+  }
+
   /** The record a request resolved moments ago, if this process still holds it fresh (its value once it has one): no lookup, not counted. */
   recent(name: string): Peeked<BucketInfo> | undefined {
     return this.cache.peek(name);

@@ -31,13 +31,52 @@ function answersJson(req: http.IncomingMessage): boolean {
   return path.startsWith('/admin/') || (path === '/login' && req.method === 'POST');
 }
 
+/** When a request began (performance.now()), and its connection's byte counts when the one before it ended. */
+const STARTED = Symbol('strata.request-started');
+type ContextResponse = http.ServerResponse & { [STARTED]?: number };
+
 export function requestContext(logger: Logger, counters: TrafficCounters) {
   // Added up here, handed to the counters when they are read: no label hashing per request.
   const countIn = deferredCounts(counters.bytesIn, 'operation');
   const countOut = deferredCounts(counters.bytesOut, 'operation');
+  // One listener for every response (no closure per request): what it needs rides on the response.
+  const requestDone = (res: ContextResponse) => {
+    const req = res.req;
+    const st = state(res);
+    const socket = req.socket;
+    let connection = socketMarks.get(socket);
+    if (connection === undefined) socketMarks.set(socket, (connection = { read: 0, written: 0 }));
+    if (!res.writableFinished) st.clientGone.fire();
+    st.bytesIn = Math.max(0, socket.bytesRead - connection.read);
+    st.bytesOut = Math.max(0, socket.bytesWritten - connection.written);
+    connection.read = socket.bytesRead;
+    connection.written = socket.bytesWritten;
+    countIn(st.operation, st.bytesIn);
+    countOut(st.operation, st.bytesOut);
+    if (!logger.isLevelEnabled('info')) return;
+    const ms = performance.now() - res[STARTED]!;
+    logger.info(
+      {
+        reqId: st.requestId,
+        op: st.operation,
+        method: req.method,
+        path: rawTarget(req).path,
+        status: res.statusCode,
+        ms: Math.round(ms * 10) / 10,
+        in: st.bytesIn,
+        out: st.bytesOut,
+        user: st.caller?.username,
+        ...(res.writableFinished ? {} : { aborted: true }),
+      },
+      'request',
+    );
+  };
+  function onClose(this: ContextResponse) {
+    requestDone(this);
+  }
   return (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
     const requestId = newRequestId();
-    const start = process.hrtime.bigint();
+    (res as ContextResponse)[STARTED] = performance.now();
     const st = state(res);
     st.requestId = requestId;
     st.operation = 'Unknown';
@@ -51,36 +90,8 @@ export function requestContext(logger: Logger, counters: TrafficCounters) {
     // Bytes are counted on the socket (headers included) so that no listener changes the body stream.
     // Node has usually read a small request whole before this runs, so a request's bytes are counted
     // from where the previous request on the same connection ended, not from now.
-    const socket = req.socket;
-    let marks = socketMarks.get(socket);
-    if (marks === undefined) socketMarks.set(socket, (marks = { read: 0, written: 0 }));
-    const connection = marks;
-    res.on('close', () => {
-      if (!res.writableFinished) st.clientGone.fire();
-      st.bytesIn = Math.max(0, socket.bytesRead - connection.read);
-      st.bytesOut = Math.max(0, socket.bytesWritten - connection.written);
-      connection.read = socket.bytesRead;
-      connection.written = socket.bytesWritten;
-      countIn(st.operation, st.bytesIn);
-      countOut(st.operation, st.bytesOut);
-      if (!logger.isLevelEnabled('info')) return;
-      const ms = Number(process.hrtime.bigint() - start) / 1e6;
-      logger.info(
-        {
-          reqId: requestId,
-          op: st.operation,
-          method: req.method,
-          path: rawTarget(req).path,
-          status: res.statusCode,
-          ms: Math.round(ms * 10) / 10,
-          in: st.bytesIn,
-          out: st.bytesOut,
-          user: st.caller?.username,
-          ...(res.writableFinished ? {} : { aborted: true }),
-        },
-        'request',
-      );
-    });
+    if (!socketMarks.has(req.socket)) socketMarks.set(req.socket, { read: 0, written: 0 });
+    res.on('close', onClose);
     next();
   };
 }

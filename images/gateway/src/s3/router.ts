@@ -176,8 +176,9 @@ interface ResolvedRequest {
   query: URLSearchParams;
 }
 
-/** Each request's route, found once by nameOperation and used again by s3Endpoint. */
-const resolved = new WeakMap<http.ServerResponse, ResolvedRequest>();
+/** Each request's route, found once by nameOperation and used again by s3Endpoint (on the response: no WeakMap entry per request). */
+const RESOLVED = Symbol('strata.resolved-request');
+type ResolvedResponse = http.ServerResponse & { [RESOLVED]?: ResolvedRequest };
 
 /** A request's query, shared by the requests that send the same text: nothing may change it. */
 class ReadOnlyQuery extends URLSearchParams {
@@ -223,7 +224,7 @@ function resolve(req: http.IncomingMessage): ResolvedRequest {
 /** Names the operation before auth runs, so metrics and logs carry it even for refused requests. */
 export function nameOperation(req: http.IncomingMessage, res: http.ServerResponse, next: Next): void {
   const r = resolve(req);
-  resolved.set(res, r);
+  (res as ResolvedResponse)[RESOLVED] = r;
   const st = state(res);
   st.operation = r.route.operation;
   st.bucket = r.bucket;
@@ -265,9 +266,11 @@ async function checkExpectedOwners(req: http.IncomingMessage, bucket: string, de
 export function s3Endpoint(deps: GatewayDeps) {
   return async (req: http.IncomingMessage, res: http.ServerResponse, next: Next) => {
     try {
-      const { route, bucket, key, query } = resolved.get(res) ?? resolve(req);
-      state(res).operation = route.operation;
-      enforceKeyScope(state(res).caller, route.operation, bucket, key, query.get('prefix'));
+      const { route, bucket, key, query } = (res as ResolvedResponse)[RESOLVED] ?? resolve(req);
+      const st = state(res);
+      st.operation = route.operation;
+      // (The listing prefix matters only to a scoped key.)
+      enforceKeyScope(st.caller, route.operation, bucket, key, st.caller?.scope ? query.get('prefix') : null);
       if (req.headers['x-amz-expected-bucket-owner'] !== undefined || req.headers['x-amz-source-expected-bucket-owner'] !== undefined)
         await checkExpectedOwners(req, bucket, deps);
       try {
