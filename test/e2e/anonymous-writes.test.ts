@@ -117,6 +117,31 @@ describeWithBucket('e2e: anonymous writes into a public-read-write bucket (S3 wi
     expect(await bodyText(await env.s3.send(new GetObjectCommand({ Bucket: b, Key: 'cont.txt' })))).to.equal('abc');
   });
 
+  it('Transfer-Encoding: chunked without Content-Length is stored whole; a chunked body cut mid-stream leaves no object', async () => {
+    const b = await publicWriteBucket(env.s3, 'anonw-chunked');
+    const host = new URL(env.p.endpoint).host;
+    const whole = rawExchange(env.p.endpoint, `PUT /${b}/whole.txt HTTP/1.1\nHost: ${host}\nTransfer-Encoding: chunked\n\n5\nhello\n6\n world\n0\n\n`);
+    try {
+      expect(await eventually(() => /^HTTP\/1\.1 (\d{3})/.exec(whole.received())?.[1] ?? false, 'an answer')).to.equal('200');
+    } finally {
+      whole.socket.destroy();
+    }
+    expect(await bodyText(await env.s3.send(new GetObjectCommand({ Bucket: b, Key: 'whole.txt' })))).to.equal('hello world');
+    const disconnects = async () => {
+      const text = await (await fetch(`${env.p.endpoint}/metrics`)).text();
+      return Number(/strata_gateway_client_disconnects_total\{[^}]*operation="PutObject"[^}]*\} (\d+)/.exec(text)?.[1] ?? 0);
+    };
+    const before = await disconnects();
+    const cut = rawExchange(env.p.endpoint, `PUT /${b}/cut.txt HTTP/1.1\nHost: ${host}\nTransfer-Encoding: chunked\nExpect: 100-continue\n\n`);
+    // Cut once the handler asked for the body (100 Continue) and had its first chunk; once the gateway saw
+    // the client go, the upload is over (counted as a disconnect), and nothing was committed.
+    await eventually(() => cut.received().startsWith('HTTP/1.1 100'), 'the gateway asking for the body');
+    cut.socket.write('5\r\nhello\r\n');
+    cut.socket.destroy();
+    await eventually(async () => (await disconnects()) > before, 'the gateway counting the cut upload');
+    expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'cut.txt' })))).status).to.equal(404);
+  });
+
   it('an ObjectWriter object’s owner (not the bucket owner) keeps READ_ACP and WRITE_ACP, and its reads, after an empty grant list', async () => {
     const b = await publicWriteBucket(env.s3, 'anonw-owner');
     await bob.s3.send(new PutObjectCommand({ Bucket: b, Key: 'bob.txt', Body: 'bob’s' }));

@@ -114,4 +114,32 @@ describe('gateway handlers: anonymous writes into a bucket whose ACL grants AllU
     expect(await answer(await anon.fetch('PUT', '/dropbox/old.txt?acl', { headers: { 'x-amz-acl': 'public-read' } }))).to.equal('403 AccessDenied');
     expect(await answer(await anon.fetch('PUT', '/dropbox?acl', { headers: { 'x-amz-acl': 'private' } }))).to.equal('403 AccessDenied');
   });
+
+  it('PutObject with Transfer-Encoding: chunked and no Content-Length is stored whole (its length unknown ahead)', async () => {
+    const alice = await app('alice');
+    const body = new ReadableStream({
+      start(c) {
+        c.enqueue(new TextEncoder().encode('streamed '));
+        c.enqueue(new TextEncoder().encode('body'));
+        c.close();
+      },
+    });
+    const r = await fetch(`${alice.url}/dropbox/streamed.txt`, { method: 'PUT', body, duplex: 'half' } as RequestInit);
+    expect(await answer(r)).to.equal(200);
+    expect(layer.objects.get('dropbox/streamed.txt')?.bytes.toString()).to.equal('streamed body');
+    expect(putInput().contentLength).to.equal(undefined);
+    // A streamed UploadPart is still MissingContentLength (S3's 411): parts keep their declared sizes.
+    const { uploadId } = await layer.createMultipart('dropbox', 'big.bin', { owner: 'alice' });
+    const part = await fetch(`${alice.url}/dropbox/big.bin?partNumber=1&uploadId=${uploadId}`, {
+      method: 'PUT',
+      body: new ReadableStream({
+        start(c) {
+          c.enqueue(new TextEncoder().encode('part'));
+          c.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(await answer(part)).to.equal('411 MissingContentLength');
+  });
 });

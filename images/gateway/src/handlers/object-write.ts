@@ -15,7 +15,7 @@ import {
 import { callerOf, state, type Caller } from '../context.js';
 import { objectAclHeaders, objectAllows, writerOf } from '../middleware/access-policy.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { discard, header, objectBody, objectLength, objectTagging, standardHeaders, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';
+import { discard, header, objectBody, objectTagging, putObjectLength, standardHeaders, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';
 import { checksumXml } from '../s3/checksums.js';
 import { setSseHeaders, sseRequestOf } from '../s3/encryption.js';
 import { setExpiration } from '../s3/expiration.js';
@@ -36,7 +36,7 @@ export const putObject: S3Handler = async (s3) => {
   const instant = caller ? readInstantMd5(header(req, 'x-service-md5')) : undefined;
   let body;
   try {
-    const length = objectLength(req, res);
+    const length = putObjectLength(req, res);
     const md5 = readContentMd5(req.headers['content-md5']);
     const meta = userMetadata(req);
     const tags = objectTagging(req);

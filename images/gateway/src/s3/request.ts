@@ -121,6 +121,22 @@ export function objectLength(req: http.IncomingMessage, res: http.ServerResponse
   return Number(raw);
 }
 
+/**
+ * A PutObject's length, as objectLength; but a plain body sent `Transfer-Encoding: chunked` without a
+ * Content-Length is taken as MinIO and radosgw take it (`curl -T -`, SDK streams of unknown size):
+ * undefined, its size known once it ended whole. The data plane still refuses it past the largest single
+ * upload (EntityTooLarge) and keeps nothing of a body cut short. (S3 itself answers such a PUT 411.)
+ */
+export function putObjectLength(req: http.IncomingMessage, res: http.ServerResponse): number | undefined {
+  if (req.headers['content-length'] === undefined && isTransferChunked(req) && !isAwsChunked(req, res)) return undefined;
+  return objectLength(req, res);
+}
+
+/** The body comes as HTTP/1.1 chunks (its length is not known ahead). */
+function isTransferChunked(req: http.IncomingMessage): boolean {
+  return /(^|,)\s*chunked\s*$/i.test(String(req.headers['transfer-encoding'] ?? ''));
+}
+
 /** Let the rest of a body we will not use flow away (so the client can read our answer). */
 export function discard(body: Readable): void {
   body.on('error', () => undefined);
