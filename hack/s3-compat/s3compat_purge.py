@@ -1,10 +1,11 @@
 """pytest plugin for hack/s3-compat/run-radosgw.sh: removes every version the suite's own cleanup leaves behind.
 
 At the measured commit the suite's nuke_bucket() deletes object versions only when it found object-lock retention,
-so a versioned bucket on radosgw outlives its test and every later id fails in setup with BucketNotEmpty. Before
-each id this deletes, for the main and alt users of S3TEST_CONF, every bucket named with the run's bucket prefix:
-its ACL back to private, its uploads in progress, all its versions and delete markers (bypassing governance
-retention), then the bucket.
+so a versioned bucket on radosgw outlives its test: the suite's own teardown fails the id with BucketNotEmpty, and
+every later id fails in setup. Before each id, and again after its body ran but before the suite's teardown, this
+deletes, for the main and alt users of S3TEST_CONF, every bucket named with the run's bucket prefix: its ACL back
+to private, its uploads in progress, all its versions and delete markers (bypassing governance retention), then the
+bucket. An id's outcome is then its body's, not the suite's cleanup's.
 Strata keeps no versions, so run.sh does not need it. Loaded with `-p s3compat_purge`.
 """
 
@@ -47,8 +48,7 @@ def _purge(client, bucket):
     client.delete_bucket(Bucket=bucket)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
+def _purge_run_buckets():
     for prefix, client in _clients():
         try:
             buckets = client.list_buckets().get('Buckets', [])
@@ -60,3 +60,14 @@ def pytest_runtest_setup(item):
                     _purge(client, b['Name'])
                 except Exception:
                     pass  # e.g. compliance retention: the suite's own setup reports it
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _purge_run_buckets()
+
+
+# tryfirst: before pytest's own teardown runs the suite's setup_teardown finalizer (nuke_prefixed_buckets).
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    _purge_run_buckets()
