@@ -156,6 +156,10 @@ async function signedBy(fields: ReadonlyMap<string, string>, { res, bucket, deps
 export const postObject: S3Handler = async (s3) => {
   const { req, res, bucket, deps } = s3;
   const form = await formUntilFile(req);
+  // `${filename}` in the key is the file's name before anything reads the key: the policy's conditions hold
+  // for the key the upload gets (as radosgw and MinIO check them), not for the placeholder.
+  const keyField = form.fields.get('key');
+  if (keyField !== undefined) form.fields.set('key', keyField.replaceAll('${filename}', form.filename));
   try {
     // A form with neither a policy nor a credential is anonymous (S3: the policy is required unless the
     // bucket is publicly writable); flow control already counted it against the anonymous rate of its address.
@@ -168,9 +172,8 @@ export const postObject: S3Handler = async (s3) => {
       () => checkFormEncryption(form.fields),
       () => refuseUnsupportedObjectProperties(field, form.fields.get('acl')),
     );
-    const rawKey = form.fields.get('key');
-    if (rawKey === undefined) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'key'.", { ArgumentName: 'key' });
-    const key = rawKey.replaceAll('${filename}', form.filename);
+    const key = form.fields.get('key');
+    if (key === undefined) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'key'.", { ArgumentName: 'key' });
     assertObjectKey(key);
     // The form's `tagging` field is a Tagging document (S3's POST Object), not a header's k=v list.
     const taggingField = form.fields.get('tagging');
@@ -215,7 +218,8 @@ export const postObject: S3Handler = async (s3) => {
       return;
     }
     const status = form.fields.get('success_action_status');
-    if (status === '201') sendXml(res, 'PostResponse', { Location: location, Bucket: bucket, Key: key, ETag: etag }, 201);
+    // S3's PostResponse has no XML namespace (browser code reads its elements by plain name).
+    if (status === '201') sendXml(res, 'PostResponse', { Location: location, Bucket: bucket, Key: key, ETag: etag }, 201, false);
     else sendStatus(res, status === '200' ? 200 : 204);
   } catch (err) {
     form.drain();
