@@ -55,6 +55,15 @@ describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)
     await absent('forms/bad-xml.txt');
   });
 
+  it("holds the policy's key condition for the key ${filename} makes, not for the placeholder", async () => {
+    const post = await presigned({ Key: '${filename}', Conditions: [['starts-with', '$key', 'photo']] });
+    const r = await submit(post, 'named', {}, 'photo.txt');
+    expect(r.status, await r.clone().text()).to.equal(204);
+    expect((await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'photo.txt' })))).toString()).to.equal('named');
+    expect((await submit(post, 'other', {}, 'notes.txt')).status).to.equal(403);
+    await absent('notes.txt');
+  });
+
   it('fills ${filename} in the key, answers 201 with a PostResponse or 303 to success_action_redirect', async () => {
     const post = await presigned({
       Key: 'uploads/${filename}',
@@ -68,7 +77,7 @@ describeWithBucket('e2e: browser form uploads (POST Object with a signed policy)
     expect(created.status).to.equal(201);
     const xml = (await created.text()).replaceAll('&quot;', '"');
     expect(xml)
-      .to.include('<PostResponse')
+      .to.include('<PostResponse><Location>')
       .and.include('<Key>uploads/photo one.txt</Key>')
       .and.include(`<ETag>"${md5Hex('first')}"</ETag>`);
     expect((await bodyBytes(await env.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'uploads/photo one.txt' })))).toString()).to.equal('first');

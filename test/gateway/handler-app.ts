@@ -50,7 +50,7 @@ export async function handlerApp(
   layer: Partial<ObjectLayer>,
   /** null: an anonymous caller (no signature), let through for the operations the gateway lets anonymous callers ask. */
   username: string | null = 'alice',
-  opts: { logger?: Logger; registry?: Registry } = {},
+  opts: { logger?: Logger; registry?: Registry; platformBlocksPublic?: boolean } = {},
 ): Promise<HandlerApp> {
   const logger = opts.logger ?? createLogger('gateway-handlers-test', 'silent');
   const registry = opts.registry ?? createRegistry('gateway-handlers-test', false);
@@ -62,7 +62,7 @@ export async function handlerApp(
   const deps: GatewayDeps = {
     objects,
     controlPlane: unreachable('controlPlane'),
-    buckets: new BucketAccess(objects, 0),
+    buckets: new BucketAccess(objects, 0, undefined, opts.platformBlocksPublic),
     credentials: unreachable('credentials'),
     tokens: unreachable('tokens'),
     loginGuard: unreachable('loginGuard'),
@@ -80,7 +80,7 @@ export async function handlerApp(
     nameOperation,
     (_req, res, next) => {
       if (username !== null) state(res).caller = { username, accessKey: `${username}-key`, isRoot: false, via: 'sigv4' };
-      else if (!anonymousMayAsk(state(res).operation)) return next(new S3Error('AccessDenied'));
+      else if (!state(res).authenticatesItself && !anonymousMayAsk(state(res).operation)) return next(new S3Error('AccessDenied'));
       next();
     },
     s3Endpoint(deps),

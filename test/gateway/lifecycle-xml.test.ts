@@ -106,6 +106,14 @@ describe('lifecycle configuration (S3 XML ⇄ rules)', () => {
         rule('<Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status><Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition>'),
         'NotImplemented',
       ],
+      // A malformed transition is S3's 400 before the 501 (s3-tests' test_lifecycle_transition_set_invalid_date).
+      [
+        rule(
+          '<Filter><Prefix>a</Prefix></Filter><Status>Enabled</Status><Expiration><Date>2023-09-27</Date></Expiration><Transition><Date>20220927</Date><StorageClass>GLACIER</StorageClass></Transition>',
+        ),
+        'InvalidArgument',
+      ],
+      [rule('<Filter/><Status>Enabled</Status><Transition><Days>x</Days><StorageClass>GLACIER</StorageClass></Transition>'), 'MalformedXML'],
       [`<Rule><ID>${'x'.repeat(256)}</ID><Filter/><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>`, 'InvalidArgument'],
       [
         rule('<Filter/><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>') +

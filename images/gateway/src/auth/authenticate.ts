@@ -28,9 +28,11 @@ function twoMechanisms(authorization: string | undefined): S3Error {
 }
 
 /**
- * What an anonymous request (no signature, no token) may ask: reads that an ACL can make public (an object
- * granted to AllUsers and its attributes, a bucket listing and its uploads' listing, their ACLs). Their
- * handlers decide by the ACL; anything else anonymous is AccessDenied here, before any lookup.
+ * What an anonymous request (no signature, no token) may ask: what an ACL can open to everyone — reads
+ * (an object granted to AllUsers and its attributes, a bucket listing and its uploads' listing, their ACLs)
+ * and, where a bucket grants AllUsers WRITE (`public-read-write`), writing and deleting its objects. Their
+ * handlers decide by the ACL; anything else anonymous is AccessDenied here, before any lookup. (A form
+ * upload without a policy is anonymous too: PostObject authenticates itself.)
  */
 const ANONYMOUS_OPERATIONS = new Set([
   'GetObject',
@@ -41,6 +43,9 @@ const ANONYMOUS_OPERATIONS = new Set([
   'ListMultipartUploads',
   'GetObjectAcl',
   'GetBucketAcl',
+  'PutObject',
+  'DeleteObject',
+  'DeleteObjects',
 ]);
 
 /** Whether an anonymous request for `operation` goes on to its handler (which decides by the ACL). */
@@ -111,7 +116,8 @@ export function authenticate(deps: AuthDeps) {
       } else if (authorization !== undefined || !anonymousMayAsk(state(res).operation)) {
         throw new S3Error('AccessDenied', 'Anonymous access is not allowed: send a Bearer token or an AWS signature.');
       }
-      acceptBody(res);
+      // An anonymous body is asked for by its handler once the ACL allowed the request (objectBody).
+      if (state(res).caller) acceptBody(res);
       next();
     } catch (err) {
       next(err);

@@ -76,7 +76,7 @@ export async function verifyPostPolicy(
   const policy = fields.get('policy');
   if (policy === undefined) {
     if (v2) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'policy'.", { ArgumentName: 'policy' });
-    throw new S3Error('AccessDenied', 'Anonymous uploads are not allowed: the form needs a signed policy.');
+    throw new S3Error('AccessDenied', 'A signed form needs its policy: the form names a credential but carries no policy.');
   }
   // Only the signature differs between the versions; the policy is checked alike.
   const credential = v2 ? await verifyV2Signature(fields, policy, lookup) : await verifyV4Signature(fields, policy, lookup, region);

@@ -1,5 +1,5 @@
 import { S3Error, type DeleteConditions } from '../../../object-model/src/index.js';
-import { callerOf } from '../context.js';
+import { state } from '../context.js';
 import type { S3Handler } from '../s3/operation.js';
 import { header, readCheckedDocument } from '../s3/request.js';
 import { sendXml, sendStatus } from '../s3/render.js';
@@ -40,7 +40,8 @@ export const deleteObject: S3Handler = async ({ req, res, bucket, key, deps }) =
     'x-amz-if-match-last-modified-time',
     'x-amz-if-match-size',
   ]);
-  const record = await deps.buckets.permitted(bucket, callerOf(res), 'WRITE');
+  // (Anonymous callers too, where the bucket grants AllUsers WRITE: S3's WRITE is writes and deletes.)
+  const record = await deps.buckets.permitted(bucket, state(res).caller, 'WRITE');
   await deps.objects.deleteObject(bucket, key, conditions, record);
   sendStatus(res, 204);
 };
@@ -55,9 +56,10 @@ interface DeleteDocument {
  * Object with an ETag, LastModifiedTime or Size is deleted only when it matches (its error otherwise).
  */
 export const deleteObjects: S3Handler = async ({ req, res, bucket, deps }) => {
-  const caller = callerOf(res);
+  // Who may not delete here is refused before the document is read (an anonymous client waiting with
+  // `Expect: 100-continue` is asked for it only once allowed).
+  const record = await deps.buckets.permitted(bucket, state(res).caller, 'WRITE');
   const body = await readCheckedDocument(req, res);
-  const record = await deps.buckets.permitted(bucket, caller, 'WRITE');
   const doc = parseXml<DeleteDocument>(body.toString('utf8'), 'Delete');
   const entries = doc.Object ?? [];
   if (entries.length === 0 || entries.length > 1000) throw new S3Error('MalformedXML', 'A Delete request names between 1 and 1000 objects.');

@@ -13,9 +13,9 @@ import {
   type ObjectConditions,
 } from '../../../object-model/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
-import { objectAclHeaders, objectAllows } from '../middleware/access-policy.js';
+import { objectAclHeaders, objectAllows, writerOf } from '../middleware/access-policy.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
-import { discard, header, objectBody, objectLength, objectTagging, standardHeaders, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';
+import { discard, header, objectBody, objectTagging, putObjectLength, standardHeaders, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';
 import { checksumXml } from '../s3/checksums.js';
 import { setSseHeaders, sseRequestOf } from '../s3/encryption.js';
 import { setExpiration } from '../s3/expiration.js';
@@ -29,17 +29,20 @@ import { quoted, sendData, sendXml, sendStatus } from '../s3/render.js';
  */
 export const putObject: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
-  const caller = callerOf(res);
-  // x-service-md5: the client's claim of the body's MD5 (hex) for an instant upload.
-  const instant = readInstantMd5(header(req, 'x-service-md5'));
+  // Undefined: an anonymous write, which the bucket's ACL must grant to AllUsers.
+  const caller = state(res).caller;
+  // x-service-md5: the client's claim of the body's MD5 (hex) for an instant upload. Never an anonymous
+  // one: it would link the bucket owner's stored bytes to a claim of their MD5 alone.
+  const instant = caller ? readInstantMd5(header(req, 'x-service-md5')) : undefined;
   let body;
   try {
-    const length = objectLength(req, res);
+    const length = putObjectLength(req, res);
     const md5 = readContentMd5(req.headers['content-md5']);
     const meta = userMetadata(req);
     const tags = objectTagging(req);
     const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
-    const acl = objectAclHeaders(req, bucketInfo, caller.username, deps.buckets.platformBlocksPublic);
+    const writer = writerOf(bucketInfo, caller?.username);
+    const acl = objectAclHeaders(req, bucketInfo, writer, deps.buckets.platformBlocksPublic);
     const upload = objectBody(req, res);
     body = upload.body;
     const stored = uploadHeaders(req, upload);
@@ -49,7 +52,7 @@ export const putObject: S3Handler = async (s3) => {
       {
         contentLength: length,
         contentType: header(req, 'content-type'),
-        owner: caller.username,
+        owner: writer,
         userMetadata: meta,
         tags,
         ...stored,

@@ -6,8 +6,8 @@ import { identity } from '../auth/authenticate.js';
 import { enforceKeyScope } from '../auth/key-scope.js';
 import { verifyPostPolicy } from '../auth/post-policy.js';
 import { state } from '../context.js';
-import { objectAclHeaders } from '../middleware/access-policy.js';
-import type { S3Handler } from '../s3/operation.js';
+import { objectAclHeaders, writerOf } from '../middleware/access-policy.js';
+import type { S3Handler, S3Request } from '../s3/operation.js';
 import { quoted, sendXml, urlEncodeKey, sendStatus } from '../s3/render.js';
 import { checkFormEncryption, setSseHeaders, sseRequestOfForm } from '../s3/encryption.js';
 import { invalidBeforeUnsupported, refuseUnsupportedObjectProperties } from '../s3/object-properties.js';
@@ -132,31 +132,48 @@ function formUntilFile(req: http.IncomingMessage): Promise<Form> {
   });
 }
 
+/** The fields that make a form a signed one (SigV4 or SigV2): with any of them, its policy must hold. */
+const SIGNED_FORM_FIELDS = ['policy', 'x-amz-credential', 'x-amz-signature', 'x-amz-algorithm', 'awsaccesskeyid', 'signature'];
+
+/** The user whose signed policy authenticates the form, and the size range it allows. */
+async function signedBy(fields: ReadonlyMap<string, string>, { res, bucket, deps }: S3Request) {
+  const { credential, sizeRange } = await verifyPostPolicy(fields, bucket, deps.credentials, deps.region, { signatureV2: deps.signatureV2 });
+  const caller = { ...identity(credential, deps.rootUser), via: 'post-policy' as const };
+  state(res).caller = caller;
+  // A scoped key writes nothing (it was not known before the form named it).
+  enforceKeyScope(caller, 'PostObject', bucket, '', null);
+  // Flow control saw no user (the policy names it): the user's rate limit counts the upload now.
+  await deps.admitUser?.(res, caller.username);
+  return { caller, sizeRange };
+}
+
 /**
  * POST /{bucket} with a multipart/form-data body: a browser form upload (S3 "POST Object"). The form's
- * signed policy authenticates it (auth/post-policy.ts); the file streams to the data plane as a PUT
+ * signed policy authenticates it (auth/post-policy.ts), or, with no policy and no credential, it is
+ * anonymous (a bucket granting AllUsers WRITE takes it); the file streams to the data plane as a PUT
  * would, held back at its end until its size is within the policy's content-length-range.
  */
 export const postObject: S3Handler = async (s3) => {
   const { req, res, bucket, deps } = s3;
   const form = await formUntilFile(req);
+  // `${filename}` in the key is the file's name before anything reads the key: the policy's conditions hold
+  // for the key the upload gets (as radosgw and MinIO check them), not for the placeholder.
+  const keyField = form.fields.get('key');
+  if (keyField !== undefined) form.fields.set('key', keyField.replaceAll('${filename}', form.filename));
   try {
-    const { credential, sizeRange } = await verifyPostPolicy(form.fields, bucket, deps.credentials, deps.region, { signatureV2: deps.signatureV2 });
-    const caller = { ...identity(credential, deps.rootUser), via: 'post-policy' as const };
-    state(res).caller = caller;
-    // A scoped key writes nothing (it was not known before the form named it).
-    enforceKeyScope(caller, 'PostObject', bucket, '', null);
-    // Flow control saw no user (the policy names it): the user's rate limit counts the upload now.
-    await deps.admitUser?.(res, caller.username);
+    // A form with neither a policy nor a credential is anonymous (S3: the policy is required unless the
+    // bucket is publicly writable); flow control already counted it against the anonymous rate of its address.
+    const anonymous = !SIGNED_FORM_FIELDS.some((name) => form.fields.has(name));
+    const { caller, sizeRange } = anonymous ? { caller: undefined, sizeRange: undefined } : await signedBy(form.fields, s3);
     const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
+    const writer = writerOf(bucketInfo, caller?.username);
     const field = (name: string): string | undefined => form.fields.get(name);
     invalidBeforeUnsupported(
       () => checkFormEncryption(form.fields),
       () => refuseUnsupportedObjectProperties(field, form.fields.get('acl')),
     );
-    const rawKey = form.fields.get('key');
-    if (rawKey === undefined) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'key'.", { ArgumentName: 'key' });
-    const key = rawKey.replaceAll('${filename}', form.filename);
+    const key = form.fields.get('key');
+    if (key === undefined) throw new S3Error('InvalidArgument', "Bucket POST must contain a field named 'key'.", { ArgumentName: 'key' });
     assertObjectKey(key);
     // The form's `tagging` field is a Tagging document (S3's POST Object), not a header's k=v list.
     const taggingField = form.fields.get('tagging');
@@ -172,12 +189,12 @@ export const postObject: S3Handler = async (s3) => {
       key,
       {
         contentType: form.fields.get('content-type') ?? 'binary/octet-stream',
-        owner: caller.username,
+        owner: writer,
         userMetadata: userMetadataOf(form.fields),
         tags,
         headers: mergeStoredHeaders(
           standardHeadersOf(form.fields),
-          objectAclHeaders(field, bucketInfo, caller.username, deps.buckets.platformBlocksPublic, form.fields.get('acl')),
+          objectAclHeaders(field, bucketInfo, writer, deps.buckets.platformBlocksPublic, form.fields.get('acl')),
         ),
         // The form's x-amz-server-side-encryption* fields, as a PUT's headers (SSE-S3, SSE-KMS, SSE-C).
         sse: sseRequestOfForm(form.fields),
@@ -201,7 +218,8 @@ export const postObject: S3Handler = async (s3) => {
       return;
     }
     const status = form.fields.get('success_action_status');
-    if (status === '201') sendXml(res, 'PostResponse', { Location: location, Bucket: bucket, Key: key, ETag: etag }, 201);
+    // S3's PostResponse has no XML namespace (browser code reads its elements by plain name).
+    if (status === '201') sendXml(res, 'PostResponse', { Location: location, Bucket: bucket, Key: key, ETag: etag }, 201, false);
     else sendStatus(res, status === '200' ? 200 : 204);
   } catch (err) {
     form.drain();

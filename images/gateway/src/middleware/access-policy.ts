@@ -79,6 +79,16 @@ export function objectAllows(
   return aclsEnabled(bucket) && allows(objectAcl(bucket, headers), caller, permission, ignoresPublicAcls(bucket, platformBlocksPublic));
 }
 
+/**
+ * The account an object write is from: the caller's, or for an anonymous write (a bucket granting AllUsers
+ * WRITE) the bucket owner's. S3 would make the anonymous principal the object's owner, beyond its bucket
+ * owner's reach unless granted; here the bucket owner owns it — its ACL's owner and the object's, so the bytes
+ * count as the bucket owner's (usage, instant-upload scope) — and no account can ever act as "anonymous".
+ */
+export function writerOf(bucket: BucketInfo, caller: string | undefined): string {
+  return caller ?? bucket.owner;
+}
+
 export interface AclTarget {
   bucket: BucketInfo;
   /** The user the write comes from (a new object's owner under ObjectWriter). */

@@ -75,6 +75,12 @@ function parseRule(raw: Element): LifecycleRule {
   if (status !== 'Enabled' && status !== 'Disabled') throw malformedXml('Status must be Enabled or Disabled.');
   const filter = ruleFilter(rule);
   if (rule.Transition !== undefined || rule.NoncurrentVersionTransition !== undefined) {
+    // A transition S3 refuses as malformed (a bad Date or Days) gets that 400 before the 501 of what it asks for.
+    for (const raw of [rule.Transition ?? []].flat()) {
+      const t = xmlGroup(raw, 'Transition');
+      if (t?.Date !== undefined) midnightUtc(xmlText(t.Date, 'Date')!);
+      if (t?.Days !== undefined) wholeNumber(t.Days, 'Days', 0);
+    }
     throw new S3Error('NotImplemented', 'Strata has one storage class: lifecycle transitions are not supported.');
   }
   const parsed: LifecycleRule = { id, enabled: status === 'Enabled', filter };

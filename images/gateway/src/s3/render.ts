@@ -4,8 +4,8 @@ import type { Caller } from '../context.js';
 import { renderXml } from './xml.js';
 
 /** Send an S3 XML document with status 200 (or the given status). */
-export function sendXml(res: http.ServerResponse, root: string, body: Record<string, unknown>, status = 200): void {
-  const xml = renderXml(root, body);
+export function sendXml(res: http.ServerResponse, root: string, body: Record<string, unknown>, status = 200, withNamespace = true): void {
+  const xml = renderXml(root, body, withNamespace);
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/xml');
   res.setHeader('Content-Length', Buffer.byteLength(xml));

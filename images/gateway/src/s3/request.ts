@@ -17,7 +17,7 @@ import {
 import { AwsChunkedDecoder } from '../auth/aws-chunked.js';
 import { PayloadHashCheck } from '../auth/payload-hash.js';
 import { EMPTY_SHA256, headerText, sha256Hex } from '../auth/sigv4.js';
-import { state } from '../context.js';
+import { acceptBody, state } from '../context.js';
 import { ChecksumCheck, uploadChecksum } from './checksums.js';
 import { type BodyCheck, VerifiedBody } from './verified-body.js';
 import { urlEncodeKey } from './render.js';
@@ -80,6 +80,9 @@ function isAwsChunked(req: http.IncomingMessage, res: http.ServerResponse): bool
  * checked, all while streaming. InvalidRequest at once for checksum headers S3 refuses.
  */
 export function objectBody(req: http.IncomingMessage, res: http.ServerResponse, opts: { checksum?: boolean } = {}): ObjectUpload {
+  // The handler wants the body now: an anonymous client waiting with `Expect: 100-continue` is told to
+  // send it only here, once the ACL allowed its write (a signed one was told once authenticated).
+  acceptBody(res);
   const sig = state(res).caller?.sigv4;
   const payload = sig?.payload;
   const chunked = isAwsChunked(req, res);
@@ -113,10 +116,25 @@ export function objectBody(req: http.IncomingMessage, res: http.ServerResponse, 
  * (MissingContentLength when it is no whole number; whether it is too large the object layer judges).
  */
 export function objectLength(req: http.IncomingMessage, res: http.ServerResponse): number {
-  const chunked = isAwsChunked(req, res);
-  const raw = chunked ? req.headers['x-amz-decoded-content-length'] : req.headers['content-length'];
+  const raw = isAwsChunked(req, res) ? req.headers['x-amz-decoded-content-length'] : req.headers['content-length'];
   if (raw === undefined || Array.isArray(raw) || !/^\d+$/.test(raw)) throw new S3Error('MissingContentLength');
   return Number(raw);
+}
+
+/**
+ * A PutObject's length, as objectLength; but a plain body sent `Transfer-Encoding: chunked` without a
+ * Content-Length is taken as MinIO and radosgw take it (`curl -T -`, SDK streams of unknown size):
+ * undefined, its size known once it ended whole. The data plane still refuses it past the largest single
+ * upload (EntityTooLarge) and keeps nothing of a body cut short. (S3 itself answers such a PUT 411.)
+ */
+export function putObjectLength(req: http.IncomingMessage, res: http.ServerResponse): number | undefined {
+  if (req.headers['content-length'] === undefined && isTransferChunked(req) && !isAwsChunked(req, res)) return undefined;
+  return objectLength(req, res);
+}
+
+/** The body comes as HTTP/1.1 chunks (its length is not known ahead). */
+function isTransferChunked(req: http.IncomingMessage): boolean {
+  return /(^|,)\s*chunked\s*$/i.test(String(req.headers['transfer-encoding'] ?? ''));
 }
 
 /** Let the rest of a body we will not use flow away (so the client can read our answer). */
