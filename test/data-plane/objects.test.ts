@@ -281,6 +281,22 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect(await tempFiles()).to.deep.equal([]);
     });
 
+    it('an anonymous write (x-strata-anonymous) resolved against a bucket its owner since deleted and created again answers NoSuchBucket and keeps nothing', async () => {
+      const bucket = await newBucket();
+      const old = await resolved(bucket); // the record that admitted the write (its ACL granted AllUsers WRITE)
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${bucket}`)).status).to.equal(204);
+      expect((await fx.layer.cpFetch('PUT', `/internal/buckets/${bucket}`, { owner: 'alice' })).status).to.equal(200);
+      const before = await blobFiles();
+      const anonymous = { ...withRecord(old), 'x-strata-owner': 'alice', 'x-strata-anonymous': 'true' };
+      const res = await put(bucket, 'k', randomBytes(100_000), anonymous);
+      expect(res.status).to.equal(404);
+      expect(await errorOf(res)).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
+      expect(await rowCount(bucket)).to.equal(0);
+      expect(await blobFiles()).to.deep.equal(before);
+      expect(await tempFiles()).to.deep.equal([]);
+      expect(await errorOf(await put(bucket, 'k', 'x', { 'x-strata-anonymous': 'yes' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
+    });
+
     it("one resolution per request: a write goes to the bucket record the gateway resolved (x-strata-bucket), which must name the path's bucket", async () => {
       const bucket = await newBucket();
       const record = await resolved(bucket);

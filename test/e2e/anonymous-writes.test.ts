@@ -1,5 +1,6 @@
 import {
   CreateBucketCommand,
+  DeleteBucketCommand,
   GetObjectAclCommand,
   GetObjectCommand,
   HeadObjectCommand,
@@ -10,7 +11,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,15 +34,39 @@ async function anonymous(endpoint: string, method: string, target: string, init:
   return { status: r.status, code: s3ErrorOf(await r.text()).code };
 }
 
-/** Raw HTTP/1.1 on one socket: `head` is sent, and the text received is read as it arrives. */
+/** Raw HTTP/1.1 on one socket: `head` is sent (its line ends as CRLF), and the text received is read as it arrives. */
 function rawExchange(endpoint: string, head: string): { socket: net.Socket; received: () => string } {
   const url = new URL(endpoint);
   const socket = net.connect(Number(url.port), url.hostname);
   let text = '';
   socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
   socket.on('error', () => undefined);
-  socket.write(head.replaceAll('\n', '\r\n'));
+  socket.write(head.replace(/\r?\n/g, '\r\n'));
   return { socket, received: () => text };
+}
+
+/** The files that hold object bytes under a platform's data directory: blobs, and temp files of uploads under way. */
+async function byteFiles(dataDir: string): Promise<string[]> {
+  const entries = await readdir(dataDir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile() && e.parentPath.split(path.sep).includes('blobs'))
+    .map((e) => path.join(e.parentPath, e.name))
+    .sort();
+}
+
+/** An anonymous PUT of `body` to `target`, in two pieces: the request with the first half, then the rest. */
+function putInTwo(host: string, target: string, body: string): [string, string] {
+  const half = body.length / 2;
+  return [`PUT ${target} HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, half)}`, body.slice(half)];
+}
+
+/** An anonymous form upload (POST Object, no policy) of `body` as `key` into `bucket`, in two pieces as putInTwo. */
+function postInTwo(host: string, bucket: string, key: string, body: string): [string, string] {
+  const half = body.length / 2;
+  const start = `--fence\r\nContent-Disposition: form-data; name="key"\r\n\r\n${key}\r\n--fence\r\nContent-Disposition: form-data; name="file"; filename="${key}"\r\n\r\n`;
+  const form = `${start}${body}\r\n--fence--\r\n`;
+  const head = `POST /${bucket} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: multipart/form-data; boundary=fence\r\nContent-Length: ${form.length}\r\n\r\n`;
+  return [head + start + body.slice(0, half), form.slice(start.length + half)];
 }
 
 describeWithBucket('e2e: anonymous writes into a public-read-write bucket (S3 with ACLs in force)', 'anonw', (env) => {
@@ -140,6 +165,31 @@ describeWithBucket('e2e: anonymous writes into a public-read-write bucket (S3 wi
     cut.socket.destroy();
     await eventually(async () => (await disconnects()) > before, 'the gateway counting the cut upload');
     expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'cut.txt' })))).status).to.equal(404);
+  });
+
+  it('an anonymous PUT or form upload held mid-body while the owner deletes the bucket and creates it again private: 404 NoSuchBucket, nothing in the new bucket, no bytes left', async () => {
+    const url = new URL(env.p.endpoint);
+    const body = 'x'.repeat(256 * 1024); // above the inline size: the bytes stream into a file
+    for (const upload of [(b: string) => putInTwo(url.host, `/${b}/late.txt`, body), (b: string) => postInTwo(url.host, b, 'late.txt', body)]) {
+      const b = await publicWriteBucket(env.s3, 'anonw-fence');
+      const before = await byteFiles(env.p.dataDir);
+      const [first, rest] = upload(b);
+      const { socket, received } = rawExchange(env.p.endpoint, first);
+      try {
+        // Admitted by the public bucket's ACL: its bytes are streaming into a temp file on the data plane.
+        await eventually(async () => (await byteFiles(env.p.dataDir)).some((f) => f.endsWith('.tmp')), 'the upload streaming into a temp file');
+        await env.s3.send(new DeleteBucketCommand({ Bucket: b }));
+        await env.s3.send(new CreateBucketCommand({ Bucket: b }));
+        socket.write(rest);
+        expect(await eventually(() => /^HTTP\/1\.1 (\d{3})/.exec(received())?.[1] ?? false, 'the answer')).to.equal('404');
+        const answer = await eventually(() => (received().includes('</Error>') ? received() : false), 'the error document');
+        expect(s3ErrorOf(answer.slice(answer.indexOf('<'))).code).to.equal('NoSuchBucket');
+      } finally {
+        socket.destroy();
+      }
+      expect((await env.s3.send(new ListObjectsV2Command({ Bucket: b }))).KeyCount).to.equal(0);
+      expect(await byteFiles(env.p.dataDir)).to.deep.equal(before);
+    }
   });
 
   it('an ObjectWriter object’s owner (not the bucket owner) keeps READ_ACP and WRITE_ACP, and its reads, after an empty grant list', async () => {

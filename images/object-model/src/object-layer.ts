@@ -123,6 +123,8 @@ export interface BodyHeaders {
 export interface PutObjectInput extends BodyHeaders {
   contentType?: string;
   owner: string;
+  /** No account signed the write (AllUsers WRITE admitted it; `owner` is the bucket owner): it never lands in a bucket created again. */
+  anonymous?: boolean;
   userMetadata: Record<string, string>;
   /** x-amz-tagging, parsed and checked. */
   tags?: Tag[];

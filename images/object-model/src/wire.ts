@@ -48,6 +48,18 @@ export const STORED_HEADERS_HEADER: WireHeader<StoredHeaders | undefined> = {
 /** x-strata-trailing-headers (a trailer): the stored headers known once the body has arrived (a trailer checksum). */
 export const TRAILING_HEADERS_TRAILER: WireHeader<StoredHeaders | undefined> = { ...STORED_HEADERS_HEADER, name: 'x-strata-trailing-headers' };
 
+/**
+ * x-strata-anonymous: `true` on a write no account signed (a bucket granting AllUsers WRITE admitted it;
+ * its owner is the bucket owner's). Such a write lands only in the bucket that admitted it, never in one
+ * of the name created again since.
+ */
+export const ANONYMOUS_WRITE_HEADER: WireHeader<boolean> = {
+  name: 'x-strata-anonymous',
+  schema: z.boolean(),
+  code: 'InvalidArgument',
+  shape: 'true or false',
+};
+
 /** The bucket a write goes to, as the gateway resolved it: its row, owner, backend and default encryption. */
 export interface ResolvedBucket {
   id: number;

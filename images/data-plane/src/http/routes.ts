@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import express, { type Request, type Router } from 'express';
 import {
+  ANONYMOUS_WRITE_HEADER,
   checkPartNumber,
   contentMd5Hex,
   encodeWireHeader,
@@ -179,6 +180,7 @@ function objectHandlers(objects: ObjectService) {
       bucket,
       key,
       owner: header(req, 'x-strata-owner') || undefined,
+      anonymous: readWireHeader(ANONYMOUS_WRITE_HEADER, header(req, ANONYMOUS_WRITE_HEADER.name)) === true,
       body: requestBody(req),
       contentLength: contentLength(req),
       contentType: header(req, 'content-type'),

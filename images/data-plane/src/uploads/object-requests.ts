@@ -7,6 +7,8 @@ export interface PutRequest {
   bucket: string;
   key: string;
   owner?: string;
+  /** No account signed the write (x-strata-anonymous): it commits only to the bucket that admitted it. */
+  anonymous?: boolean;
   body: Readable;
   contentLength?: number;
   contentType?: string;

@@ -42,6 +42,9 @@ const RESOLVE_FIRST_DELAY_MS = 1_000;
 const RESOLVE_MAX_DELAY_MS = 60_000;
 const RESOLVE_ATTEMPTS = 20;
 
+/** A commit of a write: the catalog's, and whether no account signed the write (never moved to a bucket created again). */
+type WriteCommit = Omit<Parameters<Catalog['commitObject']>[0], 'now'> & { anonymous?: boolean };
+
 /** A request's x-strata-bucket must be of the bucket its path names. */
 function checkResolvedName(name: string, resolved: BucketRef | undefined): void {
   if (resolved && resolved.name !== name) throw new S3Error('InvalidArgument', `x-strata-bucket names bucket ${resolved.name}, not ${name}.`);
@@ -87,7 +90,17 @@ export class ObjectService {
     const { bucket, backend } = await this.bucket(req.bucket, req.resolvedBucket);
     const owner = req.owner ?? bucket.owner;
     const contentType = req.contentType || 'application/octet-stream';
-    const base = { bucket, key: req.key, owner, contentType, userMetadata, tags: req.tags, headers: req.headers, conditions: req.conditions };
+    const base = {
+      bucket,
+      key: req.key,
+      owner,
+      anonymous: req.anonymous,
+      contentType,
+      userMetadata,
+      tags: req.tags,
+      headers: req.headers,
+      conditions: req.conditions,
+    };
     const sealed = await this.encryption.seal(req.sse, bucket.encryption);
     if (sealed) return { object: await this.putEncrypted(req, base, sealed, backend), instant: false };
 
@@ -133,12 +146,7 @@ export class ObjectService {
    * MD5 for SSE-S3; for SSE-C and SSE-KMS an opaque value (ObjectEncryption.opaqueEtag), which S3 documents as
    * not the MD5 of the data.
    */
-  private async putEncrypted(
-    req: PutRequest,
-    base: Omit<Parameters<Catalog['commitObject']>[0], 'now' | 'blob' | 'etag' | 'md5' | 'size'>,
-    sealed: Sealed,
-    backend: StorageBackend,
-  ) {
+  private async putEncrypted(req: PutRequest, base: Omit<WriteCommit, 'blob' | 'etag' | 'md5' | 'size'>, sealed: Sealed, backend: StorageBackend) {
     const expectedMd5 = req.contentMd5 ?? req.instantMd5;
     const { stored, plainMd5, size } = await this.storeEncrypted(req.body, sealed, backend, {
       expectedMd5,
@@ -220,7 +228,7 @@ export class ObjectService {
    * are never deleted while the commit's outcome is unknown (CommitOutcomeUnknownError): they stay until
    * it is decided (resolveLater), or, should this process end first, for the orphan sweep.
    */
-  async commit(req: Omit<Parameters<Catalog['commitObject']>[0], 'now'>, written: StoredBlob | undefined, backend: StorageBackend): Promise<ObjectMeta> {
+  async commit(req: WriteCommit, written: StoredBlob | undefined, backend: StorageBackend): Promise<ObjectMeta> {
     let result;
     try {
       result = await this.commitToCurrentBucket(req, backend);
@@ -298,13 +306,14 @@ export class ObjectService {
    * The record a write was resolved against (the gateway's, up to its cache's age) may be of a bucket
    * deleted since: its commit answers NoSuchBucket. When the name has meanwhile been created again on the
    * same backend by the same owner, and that owner is the writer (`rb` then `mb`; a writer whom only the old
-   * bucket's ACL admitted is not admitted to the new one), the write belongs to the new bucket.
+   * bucket's ACL admitted is not admitted to the new one), the write belongs to the new bucket. An anonymous
+   * write is never moved: its owner is the old bucket's owner, but only the old bucket's ACL admitted it.
    */
-  private async commitToCurrentBucket(req: Omit<Parameters<Catalog['commitObject']>[0], 'now'>, backend: StorageBackend) {
+  private async commitToCurrentBucket({ anonymous, ...req }: WriteCommit, backend: StorageBackend) {
     try {
       return await this.catalog.commitObject({ ...req, now: this.clock() });
     } catch (err) {
-      if (!(err instanceof S3Error && err.code === 'NoSuchBucket')) throw err;
+      if (!(err instanceof S3Error && err.code === 'NoSuchBucket') || anonymous) throw err;
       const current = await this.catalog.bucket(req.bucket.name).catch(() => undefined);
       if (
         !current ||

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { bucketRecordHeader } from './bucket-record-header.js';
 import { InternalHttp, type Cancellation, type Guard, seg } from './internal-http.js';
 import {
+  ANONYMOUS_WRITE_HEADER,
   CREATE_MULTIPART_ANSWER,
   DIRECT_URL_ANSWER,
   LIST_PARTS_ANSWER,
@@ -162,6 +163,7 @@ export class DataPlaneClient {
       {
         'content-type': h.contentType ?? 'application/octet-stream',
         'x-strata-owner': h.owner,
+        ...(h.anonymous ? { [ANONYMOUS_WRITE_HEADER.name]: encodeWireHeader(ANONYMOUS_WRITE_HEADER, true) } : {}),
         [USER_METADATA_HEADER.name]: encodeWireHeader(USER_METADATA_HEADER, h.userMetadata),
         ...(h.tags?.length ? { [TAGS_HEADER.name]: encodeWireHeader(TAGS_HEADER, h.tags) } : {}),
         ...(h.contentMd5 ? { 'x-strata-content-md5': h.contentMd5 } : {}),

@@ -53,6 +53,7 @@ export const putObject: S3Handler = async (s3) => {
         contentLength: length,
         contentType: header(req, 'content-type'),
         owner: writer,
+        anonymous: !caller,
         userMetadata: meta,
         tags,
         ...stored,

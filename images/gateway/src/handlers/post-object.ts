@@ -190,6 +190,7 @@ export const postObject: S3Handler = async (s3) => {
       {
         contentType: form.fields.get('content-type') ?? 'binary/octet-stream',
         owner: writer,
+        anonymous: !caller,
         userMetadata: userMetadataOf(form.fields),
         tags,
         headers: mergeStoredHeaders(
