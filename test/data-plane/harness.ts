@@ -59,6 +59,8 @@ export async function startObjectLayer(
     multipartCache?: Cache;
     multipartUploadsPerAccount?: number;
     dataPlaneSql?: (url: string) => SqlClient;
+    /** (pglite) The database both planes share instead of a new one in memory (e.g. on disk with injected faults); closed with the layer. */
+    pgliteSql?: SqlClient;
     /** The data plane's encryption key stores (a test may swap the master store to rotate it). */
     keyStores?: { master?: KeyStore; kms?: KeyStore };
     /** Told the text of every statement either plane sends its database (e.g. to count bucket lookups). */
@@ -66,7 +68,7 @@ export async function startObjectLayer(
   } = {},
 ): Promise<ObjectLayer> {
   const db = kind === 'postgres' ? await createTestDatabase() : undefined;
-  const client = db ? createPgSqlClient(db.url) : await createPgliteSqlClient();
+  const client = db ? createPgSqlClient(db.url) : (opts.pgliteSql ?? (await createPgliteSqlClient()));
   const sql = opts.onStatement ? watchedSql(client, opts.onStatement) : client;
   const dpSql = db && opts.dataPlaneSql ? opts.dataPlaneSql(db.url) : sql;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'strata-dp-'));

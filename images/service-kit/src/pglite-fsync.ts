@@ -21,7 +21,11 @@
  * - before `pg_control` is written (a checkpoint), every data file written since the last one is
  *   fdatasync-ed, and the WAL too; then `pg_control` itself is fsync-ed;
  * - a data file closed with unsynced writes is fdatasync-ed before it closes (its descriptor would be gone
- *   at the checkpoint).
+ *   at the checkpoint);
+ * - a failed sync is final, as PostgreSQL's PANIC on a failed fsync: the kernel may have dropped the
+ *   writes it could not sync and marked them clean, so a later sync that succeeds proves nothing. The
+ *   answers that waited for it fail, and so does every exchange after it (`failure()` says why); the
+ *   database is to be opened again, which recovers from what the WAL on disk holds.
  *
  * The source below runs inside the worker (plain JavaScript, CommonJS); `installDurableFs` returns the
  * hook to call after each exchange and the counters the tests read.
@@ -37,6 +41,16 @@ function installDurableFs(fs, path, dataDir) {
   const dataDirty = new Set();
   const dirsDirty = new Set();
   const stats = { walSyncs: 0, dataSyncs: 0, dirSyncs: 0, controlSyncs: 0, events: [] };
+  // The first sync that failed: from then on nothing is answered as durable.
+  let failed;
+  const synced = (sync) => {
+    try {
+      return sync();
+    } catch (err) {
+      failed ??= err;
+      throw err;
+    }
+  };
   const note = (event) => {
     stats.events.push(event);
     if (stats.events.length > 64) stats.events.shift();
@@ -114,15 +128,18 @@ function installDurableFs(fs, path, dataDir) {
         for (const fd of inFlight) if (deferredClose.delete(fd)) original.closeSync.call(fs, fd);
         inFlight = undefined;
         inFlightDirs = [];
-        for (const h of batch) err ? h.fail(err) : h.ok();
-        if (held.length) startSync();
+        if (err) failed ??= err;
+        for (const h of batch) failed ? h.fail(failed) : h.ok();
+        if (failed) for (const h of held.splice(0)) h.fail(failed);
+        else if (held.length) startSync();
       });
   };
   /**
    * After an exchange: ok() once what it (and every exchange before it) wrote is durable — at once when
-   * nothing is written or waiting; fail(err) when that sync failed.
+   * nothing is written or waiting; fail(err) when that sync, or any sync before, failed.
    */
   const answer = (ok, fail) => {
+    if (failed) return fail(failed);
     if (!inFlight && !held.length && !walDirty.size && !dirsDirty.size) return ok();
     held.push({ ok, fail });
     if (!inFlight) startSync();
@@ -139,12 +156,14 @@ function installDurableFs(fs, path, dataDir) {
     const isControl = files.get(fd) === controlFile;
     // A checkpoint: what it covers must be on disk before pg_control says it happened.
     if (isControl) {
-      syncData();
-      syncAll();
+      synced(() => {
+        syncData();
+        syncAll();
+      });
     }
     const written = original.writeSync.apply(fs, arguments);
     if (isControl) {
-      fs.fsyncSync(fd);
+      synced(() => fs.fsyncSync(fd));
       stats.controlSyncs++;
       note('control');
     } else markWritten(fd);
@@ -158,7 +177,7 @@ function installDurableFs(fs, path, dataDir) {
   fs.closeSync = function (fd) {
     const dirty = walDirty.delete(fd) ? 'walSyncs' : dataDirty.delete(fd) ? 'dataSyncs' : undefined;
     if (dirty) {
-      fs.fdatasyncSync(fd);
+      synced(() => fs.fdatasyncSync(fd));
       stats[dirty]++;
     }
     files.delete(fd);
@@ -176,7 +195,7 @@ function installDurableFs(fs, path, dataDir) {
     }
     return result;
   };
-  return { afterExchange: syncWal, answer, syncAll, stats };
+  return { afterExchange: syncWal, answer, syncAll: () => synced(syncAll), stats, failure: () => failed };
 }
 `;
 

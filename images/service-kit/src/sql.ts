@@ -7,7 +7,10 @@ import { createPgliteCluster, pristineClusterTarball } from './pglite-cluster.js
 import { inLoopBackend, pgliteSqlClient } from './pglite-session.js';
 import { startPgliteThread } from './pglite-thread.js';
 import { pgTypeParser } from './pglite-wire.js';
+import { asDatabaseUnavailable, DatabaseUnavailableError } from './sql-faults.js';
 import { runTransaction } from './sql-transaction.js';
+
+export { DatabaseUnavailableError, isDatabaseUnavailable } from './sql-faults.js';
 
 /** What a query answers: rows as plain objects; rowCount is the number of rows affected or returned. */
 export interface SqlResult<R> {
@@ -51,36 +54,8 @@ export interface PgTimeouts {
  */
 export const PG_TIMEOUT_DEFAULTS: Required<PgTimeouts> = { connectTimeoutMs: 3_000, statementTimeoutMs: 4_000, queryTimeoutMs: 5_000 };
 
-/**
- * The database cannot answer now (unreachable, frozen, shutting down, out of connections, too slow):
- * services answer 503 ServiceUnavailable, never 500. `code` is the original's (a SQLSTATE or a
- * socket error code), so callers that sort faults by it keep working.
- */
-export class DatabaseUnavailableError extends Error {
-  readonly code: string | undefined;
-  constructor(cause: unknown) {
-    super(`the database is unavailable: ${(cause as Error | null)?.message ?? String(cause)}`, { cause });
-    this.name = 'DatabaseUnavailableError';
-    this.code = (cause as { code?: unknown } | null)?.code as string | undefined;
-  }
-}
-
-/**
- * node-postgres errors that are about the connection, not the statement: no SQLSTATE (sockets,
- * connect and read timeouts, a connection ended), connection exceptions (08), operator intervention
- * (57P: shutdown, cannot connect now), too many connections (53300), statement timeout (57014).
- */
-function isConnectionFault(err: unknown): boolean {
-  if (err instanceof TypeError || err instanceof RangeError) return false;
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
-  return code.startsWith('08') || code.startsWith('57P') || code === '53300' || code === '57014';
-}
-
 /** A migration's answer may take this long (a day: in effect no limit, but never forever). */
 const MIGRATION_QUERY_TIMEOUT_MS = 24 * 3600_000;
-
-const asUnavailable = (err: unknown): unknown => (isConnectionFault(err) ? new DatabaseUnavailableError(err) : err);
 
 /** A pooled PostgreSQL client. `connectionString` as libpq understands it. */
 export function createPgSqlClient(connectionString: string, opts: { max?: number } & PgTimeouts = {}): SqlClient {
@@ -100,12 +75,12 @@ export function createPgSqlClient(connectionString: string, opts: { max?: number
       const res = await runner.query(text, params as unknown[]);
       return { rows: res.rows as R[], rowCount: res.rowCount ?? res.rows.length };
     } catch (err) {
-      throw asUnavailable(err);
+      throw asDatabaseUnavailable(err);
     }
   };
   /** A pooled client for `fn`; one whose connection failed is dropped, not given back. */
   const withClient = async <T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
-    const client = await pool.connect().catch((err: unknown) => Promise.reject(asUnavailable(err)));
+    const client = await pool.connect().catch((err: unknown) => Promise.reject(asDatabaseUnavailable(err)));
     let failure: unknown;
     try {
       return await fn(client);
@@ -127,7 +102,7 @@ export function createPgSqlClient(connectionString: string, opts: { max?: number
       await client.query({ text: script, query_timeout: MIGRATION_QUERY_TIMEOUT_MS } as pg.QueryConfig);
       if (!inTransaction) await client.query('RESET statement_timeout');
     } catch (err) {
-      throw asUnavailable(err);
+      throw asDatabaseUnavailable(err);
     }
   };
   return {
@@ -148,18 +123,13 @@ export function createPgSqlClient(connectionString: string, opts: { max?: number
   };
 }
 
-/** Whether `err` says the database cannot answer now (services answer 503). */
-export function isDatabaseUnavailable(err: unknown): boolean {
-  return err instanceof DatabaseUnavailableError;
-}
-
 /**
  * Embedded PostgreSQL (PGlite, WASM). `dataDir` is a directory on disk, or undefined / "memory://"
  * for an in-memory database. With `thread`, PGlite runs on a worker thread (pglite-thread.ts) instead
  * of this event loop, and on disk makes its commits and checkpoints durable (`fsync`, default true;
- * pglite-fsync.ts).
+ * pglite-fsync.ts; `faultPrelude`: startPgliteThread's).
  */
-export async function createPgliteSqlClient(dataDir?: string, opts: { thread?: boolean; fsync?: boolean } = {}): Promise<SqlClient> {
+export async function createPgliteSqlClient(dataDir?: string, opts: { thread?: boolean; fsync?: boolean; faultPrelude?: string } = {}): Promise<SqlClient> {
   // 16 MB of shared buffers instead of PostgreSQL's 128 MB: the pages live in WASM memory that is
   // never given back, and the metadata working set is small (the OS caches the files anyway).
   const options = { postgresqlconf: ['shared_buffers = 16MB'] };
@@ -167,7 +137,7 @@ export async function createPgliteSqlClient(dataDir?: string, opts: { thread?: b
   // A new cluster is a copy of a pristine one (pglite-cluster.ts): initdb runs once per process.
   if (onDisk && !existsSync(path.join(dataDir, 'PG_VERSION'))) await createPgliteCluster(dataDir, options.postgresqlconf);
   const tarball = onDisk ? undefined : await pristineClusterTarball(options.postgresqlconf);
-  if (opts.thread) return startPgliteThread(onDisk ? path.resolve(dataDir) : undefined, { ...options, tarball }, opts.fsync ?? true);
+  if (opts.thread) return startPgliteThread(onDisk ? path.resolve(dataDir) : undefined, { ...options, tarball }, opts.fsync ?? true, opts.faultPrelude);
   const db = await PGlite.create({ ...(onDisk ? { dataDir } : { loadDataDir: new Blob([await readFile(tarball!)]) }), ...options });
   return pgliteSqlClient(inLoopBackend(db));
 }
