@@ -179,7 +179,7 @@ describe('group commit', function () {
       for (const r of refs.rows) expect(Number(r.ref_count)).to.equal(Number(r.refs));
     });
 
-    it('hands PGlite a second batch while the first waits for its answer, with the same outcome', async () => {
+    it('with two batches in flight, hands PGlite a second batch while the first waits for its answer, with the same outcome', async () => {
       // The first batch's answer is held back (as the PGlite thread holds it until its WAL sync) until a
       // second batch statement comes, or twenty event-loop turns have passed.
       let running = 0;
@@ -206,7 +206,7 @@ describe('group commit', function () {
           }
         },
       };
-      const catalog = new Catalog(counting);
+      const catalog = new Catalog(counting, { batchesInFlight: 2 });
       const reqs: CommitRequest[] = [];
       const results = await Promise.all(
         Array.from({ length: 12 }, async (_, i) => {

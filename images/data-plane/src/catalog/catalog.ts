@@ -93,10 +93,10 @@ export class Catalog {
   /** Inline bytes read with their object's row, for the GET that reads them next (inlineBlob). */
   private readonly inlineRead = new InlineBytesRead();
 
-  /** `groupCommit`: see ObjectCommit. */
+  /** `groupCommit`, `batchesInFlight`: see ObjectCommit. */
   constructor(
     private readonly sql: SqlClient,
-    opts: { groupCommit?: boolean } = {},
+    opts: { groupCommit?: boolean; batchesInFlight?: number } = {},
   ) {
     this.commits = new ObjectCommit(sql, opts);
   }
@@ -297,16 +297,22 @@ export class Catalog {
   /**
    * Claims the oldest unsent outbox events that no relay holds (no claim, or one that ran out by `now`)
    * until `claimUntil`, oldest first. Rows another relay is claiming at this moment are skipped, not
-   * awaited, so concurrent relays take disjoint batches.
+   * awaited, so concurrent relays take disjoint batches. An embedded database (PGlite) belongs to one
+   * process, so its one relay reads the rows without claiming them (a claim is a row write per event,
+   * ~0.08 ms of PGlite's thread per small PUT: hack/bench/measurements.md, integration of 2026-12-05).
    */
   async claimUnsentEvents(limit: number, now: Date, claimUntil: Date): Promise<OutboxEvent[]> {
-    const res = await this.sql.query<{ id: number; event_id: string; type: string; payload: Record<string, unknown>; created_at: Date }>(
-      `WITH free AS (
-         SELECT id FROM outbox WHERE sent_at IS NULL AND (claimed_until IS NULL OR claimed_until <= $2) ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
-       )
-       UPDATE outbox o SET claimed_until = $3 FROM free WHERE o.id = free.id RETURNING o.id, o.event_id, o.type, o.payload, o.created_at`,
-      [limit, now, claimUntil],
-    );
+    type Row = { id: number; event_id: string; type: string; payload: Record<string, unknown>; created_at: Date };
+    const res =
+      this.sql.kind === 'pglite'
+        ? await this.sql.query<Row>('SELECT id, event_id, type, payload, created_at FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT $1', [limit])
+        : await this.sql.query<Row>(
+            `WITH free AS (
+               SELECT id FROM outbox WHERE sent_at IS NULL AND (claimed_until IS NULL OR claimed_until <= $2) ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+             )
+             UPDATE outbox o SET claimed_until = $3 FROM free WHERE o.id = free.id RETURNING o.id, o.event_id, o.type, o.payload, o.created_at`,
+            [limit, now, claimUntil],
+          );
     return res.rows
       .map((r) => ({
         id: Number(r.id),

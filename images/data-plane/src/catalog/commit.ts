@@ -100,15 +100,17 @@ export class ObjectCommit {
    * `groupCommit` (default: on PGlite only) batches concurrent commits. PGlite has one connection and
    * runs one statement at a time, so commits queue anyway and a batch only saves work; on PostgreSQL
    * they run in parallel on the pool, and one transaction holding many keys' locks would make them wait
-   * for each other. `batchesInFlight` (default 2): batches handed to the database before the first of
-   * them answers, so that PGlite's thread runs the next one while the one before waits for its WAL sync.
+   * for each other. `batchesInFlight` (default 1): batches handed to the database before the first of
+   * them answers, so that PGlite's thread can run the next one while the one before waits for its WAL
+   * sync. Two helped only on a loaded host; on a quiet one the smaller batches cost more than the overlap
+   * bought (hack/bench/measurements.md, put-small).
    */
   constructor(
     private readonly sql: SqlClient,
     opts: { groupCommit?: boolean; batchesInFlight?: number } = {},
   ) {
     if (opts.groupCommit ?? sql.kind === 'pglite') {
-      this.batches = new GroupCommit((reqs) => this.commitBatch(reqs), { maxInFlight: opts.batchesInFlight ?? 2 });
+      this.batches = new GroupCommit((reqs) => this.commitBatch(reqs), { maxInFlight: opts.batchesInFlight ?? 1 });
     }
   }
 
