@@ -31,9 +31,10 @@ function answersJson(req: http.IncomingMessage): boolean {
   return path.startsWith('/admin/') || (path === '/login' && req.method === 'POST');
 }
 
-/** When a request began (performance.now()), and its connection's byte counts when the one before it ended. */
+/** When a request began (performance.now()), and its connection's socket as it was then. */
 const STARTED = Symbol('strata.request-started');
-type ContextResponse = http.ServerResponse & { [STARTED]?: number };
+const SOCKET = Symbol('strata.request-socket');
+type ContextResponse = http.ServerResponse & { [STARTED]?: number; [SOCKET]?: Socket };
 
 export function requestContext(logger: Logger, counters: TrafficCounters) {
   // Added up here, handed to the counters when they are read: no label hashing per request.
@@ -43,7 +44,8 @@ export function requestContext(logger: Logger, counters: TrafficCounters) {
   const requestDone = (res: ContextResponse) => {
     const req = res.req;
     const st = state(res);
-    const socket = req.socket;
+    // The socket taken when the request began: by its close, `req.socket` may be gone (a destroyed connection).
+    const socket = res[SOCKET]!;
     let connection = socketMarks.get(socket);
     if (connection === undefined) socketMarks.set(socket, (connection = { read: 0, written: 0 }));
     if (!res.writableFinished) st.clientGone.fire();
@@ -90,6 +92,7 @@ export function requestContext(logger: Logger, counters: TrafficCounters) {
     // Bytes are counted on the socket (headers included) so that no listener changes the body stream.
     // Node has usually read a small request whole before this runs, so a request's bytes are counted
     // from where the previous request on the same connection ended, not from now.
+    (res as ContextResponse)[SOCKET] = req.socket;
     if (!socketMarks.has(req.socket)) socketMarks.set(req.socket, { read: 0, written: 0 });
     res.on('close', onClose);
     next();
