@@ -133,4 +133,30 @@ describe('data plane: a commit whose outcome is unknown never costs its bytes (P
     for (const key of ['lost', 'instant-copy', 'plain-copy']) await expectBytes(key, body);
     await expectFilesAreTheBlobs();
   });
+
+  it('bytes brought to repair a blob that changed meanwhile (freed by a concurrent overwrite) are deleted, not left behind', async () => {
+    // Under 24 concurrent writers of one key, the blob a writer deduplicated onto can be freed (its last
+    // object replaced) before the writer drops its own copy: the repair finds nothing to repair. A
+    // trigger that skips the repair's UPDATE stands in for that interleaving here.
+    const body = randomBytes(120_000);
+    expect((await put('freed', body)).status).to.equal(200);
+    const { rows } = await layer.sql.query<{ locator: string }>('SELECT locator FROM blobs WHERE md5 = $1', [md5(body)]);
+    await rm(path.join(layer.dataDir, (await layer.files()).find((f) => path.basename(f) === rows[0]!.locator)!));
+    await layer.sql.query(`CREATE FUNCTION strata_test_skip_repair() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`);
+    await layer.sql.query('CREATE TRIGGER strata_test_skip_repair BEFORE UPDATE OF locator ON blobs FOR EACH ROW EXECUTE FUNCTION strata_test_skip_repair()');
+    try {
+      expect((await put('freed-copy', body)).status).to.equal(200);
+    } finally {
+      await layer.sql.query('DROP TRIGGER strata_test_skip_repair ON blobs');
+      await layer.sql.query('DROP FUNCTION strata_test_skip_repair()');
+    }
+    const missing = rows[0]!.locator;
+    const onDisk = (await layer.files()).filter((f) => f.startsWith('blobs/') && !f.startsWith('blobs/parts/')).map((f) => path.basename(f));
+    const named = (await layer.sql.query<{ locator: string }>('SELECT locator FROM blobs')).rows.map((r) => r.locator);
+    // Every file is a blob's; the one blob whose bytes stay missing is the only row without a file.
+    expect(onDisk.sort()).to.deep.equal(named.filter((l) => l !== missing).sort());
+    // Put right for the tests after this one: the same bytes again repair the blob.
+    expect((await put('freed-again', body)).status).to.equal(200);
+    await expectFilesAreTheBlobs();
+  });
 });

@@ -202,22 +202,29 @@ export class Catalog {
 
   /**
    * A stored blob whose bytes are missing gets the same content's new bytes: `locator` (and, for an
-   * inline blob, `data`) replace its own, unless it changed meanwhile. Answers the objects that point at
-   * it (their cached reads name the old locator); none when it was not repaired.
+   * inline blob, `data`) replace its own, unless it changed meanwhile (freed, or repaired by another
+   * writer). Answers the objects that point at it (their cached reads name the old locator), or
+   * undefined when it was not repaired: then no row names `replacement.locator`.
    */
-  async repairBlob(blobId: number, missingLocator: string, replacement: { locator: string; data?: Buffer }): Promise<Array<{ bucket: string; key: string }>> {
+  async repairBlob(
+    blobId: number,
+    missingLocator: string,
+    replacement: { locator: string; data?: Buffer },
+  ): Promise<Array<{ bucket: string; key: string }> | undefined> {
     return this.sql.transaction(async (tx) => {
       // The replacement file may be an old orphan by now: fenced like a commit's (fenceOrphans).
       await tx.query('SELECT pg_advisory_xact_lock_shared(strata_locator_lock_key(backend_key, $2)) FROM blobs WHERE id = $1', [blobId, replacement.locator]);
-      const res = await tx.query<{ bucket: string; key: string }>(
-        `WITH repaired AS (
-           UPDATE blobs SET locator = $3, data = $4 WHERE id = $1 AND locator = $2 AND state = 'LIVE' AND data IS NULL
-             AND NOT EXISTS (SELECT 1 FROM swept_locators s WHERE s.backend_key = blobs.backend_key AND s.locator = $3) RETURNING id
-         )
-         SELECT k.name AS bucket, o.key FROM repaired r JOIN object_info o ON o.blob_id = r.id AND o.state <> 'DELETED' JOIN buckets k ON k.id = o.bucket_id`,
+      const repaired = await tx.query(
+        `UPDATE blobs SET locator = $3, data = $4 WHERE id = $1 AND locator = $2 AND state = 'LIVE' AND data IS NULL
+           AND NOT EXISTS (SELECT 1 FROM swept_locators s WHERE s.backend_key = blobs.backend_key AND s.locator = $3) RETURNING id`,
         [blobId, missingLocator, replacement.locator, replacement.data ?? null],
       );
-      return res.rows;
+      if (repaired.rows.length === 0) return undefined;
+      const objects = await tx.query<{ bucket: string; key: string }>(
+        "SELECT k.name AS bucket, o.key FROM object_info o JOIN buckets k ON k.id = o.bucket_id WHERE o.blob_id = $1 AND o.state <> 'DELETED'",
+        [blobId],
+      );
+      return objects.rows;
     });
   }
 

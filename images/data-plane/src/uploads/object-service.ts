@@ -267,8 +267,13 @@ export class ObjectService {
       return;
     }
     const repaired = await this.catalog.repairBlob(shared.id, shared.locator, { locator: written.locator, data: written.inline });
-    // (None: it changed meanwhile; these bytes are left to the orphan sweep rather than risked.)
-    if (repaired.length === 0) return;
+    // Not repaired: the blob changed meanwhile (freed once its last object was replaced, or repaired by
+    // another writer), and no row names these bytes, so they go. (A repair whose outcome is unknown
+    // throws instead, and leaves them to the orphan sweep.)
+    if (!repaired) {
+      await backend.delete(written.locator);
+      return;
+    }
     this.logger.warn({ blobId: shared.id, missing: shared.locator, locator: written.locator }, 'blob whose bytes were missing repaired with the same content');
     if (this.readCache) {
       for (const { bucket, key } of repaired) await invalidateObjectRead(this.readCache, bucket, key).catch(() => undefined);
