@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { injectSyncFault, pgliteWithSyncFaults, type SyncFault } from '../support/pglite-faults.js';
 import { freshDirPerTest } from '../support/temp-dir.js';
-import { enc, eventually, startObjectLayer } from './harness.js';
+import { enc, eventually, startObjectLayer, type ObjectLayer } from './harness.js';
 
 /**
  * On PGlite a commit statement runs, and commits, on the database's thread before its answer waits for
@@ -14,6 +14,15 @@ import { enc, eventually, startObjectLayer } from './harness.js';
 describe('data plane on PGlite: a failed WAL sync or the end of its thread never costs a commit its bytes', function () {
   this.timeout(120_000);
   const tmp = freshDirPerTest('strata-pglite-unknown-');
+
+  /** Quiet first: the bucket's event applied, so that the first statement to write (and sync) is the PUT's commit. */
+  const quiet = (layer: ObjectLayer) =>
+    eventually(async () => {
+      const { rows } = await layer.sql.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM outbox o WHERE o.sent_at IS NULL OR NOT EXISTS (SELECT 1 FROM processed_events p WHERE p.event_id = o.event_id)',
+      );
+      expect(rows[0]!.n).to.equal(0);
+    });
 
   const cases: Array<[SyncFault, string]> = [
     ['fail', 'the WAL sync of the commit fails'],
@@ -27,13 +36,7 @@ describe('data plane on PGlite: a failed WAL sync or the end of its thread never
       try {
         expect((await layer.cpFetch('PUT', `/internal/buckets/${bucket}`, { owner: 'alice' })).status).to.equal(200);
         const blobFiles = async () => (await layer.files()).filter((f) => f.startsWith('blobs/') && !f.startsWith('blobs/parts/')).map((f) => path.basename(f));
-        // Quiet first: the bucket's event applied, so that the first statement to write (and sync) is the PUT's commit.
-        await eventually(async () => {
-          const { rows } = await layer.sql.query<{ n: number }>(
-            'SELECT count(*)::int AS n FROM outbox o WHERE o.sent_at IS NULL OR NOT EXISTS (SELECT 1 FROM processed_events p WHERE p.event_id = o.event_id)',
-          );
-          expect(rows[0]!.n).to.equal(0);
-        });
+        await quiet(layer);
         const before = await blobFiles();
         await injectSyncFault(tmp.path, fault);
         const res = await layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc('k')}`, randomBytes(100_000) as BodyInit, { 'x-strata-owner': 'alice' });
@@ -59,4 +62,24 @@ describe('data plane on PGlite: a failed WAL sync or the end of its thread never
       }
     });
   }
+  it('the data plane is ready again by itself once its database was opened again: the commit of unknown outcome reads back, new writes commit', async () => {
+    const layer = await startObjectLayer('pglite', { inlineBlobBytes: 0, pgliteSql: await pgliteWithSyncFaults(tmp.path, { first: 100, max: 400 }) });
+    const bucket = `pr-${randomBytes(4).toString('hex')}`;
+    try {
+      expect((await layer.cpFetch('PUT', `/internal/buckets/${bucket}`, { owner: 'alice' })).status).to.equal(200);
+      const body = randomBytes(100_000);
+      await quiet(layer);
+      await injectSyncFault(tmp.path, 'fail');
+      expect((await layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc('k')}`, body as BodyInit, { 'x-strata-owner': 'alice' })).status).to.equal(503);
+      expect((await layer.dpFetch('GET', '/readyz')).status).to.equal(503);
+      await injectSyncFault(tmp.path, 'none');
+      await eventually(async () => expect((await layer.dpFetch('GET', '/readyz')).status).to.equal(200), 'ready again', 30_000);
+      const got = await layer.dpFetch('GET', `/internal/objects/${bucket}/${enc('k')}`);
+      expect(got.status).to.equal(200);
+      expect(Buffer.from(await got.arrayBuffer()).equals(body)).to.equal(true);
+      expect((await layer.dpFetch('PUT', `/internal/objects/${bucket}/${enc('k2')}`, 'after' as BodyInit, { 'x-strata-owner': 'alice' })).status).to.equal(200);
+    } finally {
+      await layer.stop();
+    }
+  });
 });

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { createPgliteSqlClient, DatabaseUnavailableError } from '../../images/service-kit/src/index.js';
 import { DURABLE_FS_SOURCE, type DurabilityCounters } from '../../images/service-kit/src/pglite-fsync.js';
 import type { PgliteThreadClient } from '../../images/service-kit/src/pglite-thread.js';
+import { eventually } from '../support/eventually.js';
 import { injectSyncFault, pgliteWithSyncFaults } from '../support/pglite-faults.js';
 import { freshDirPerSuite, freshDirPerTest } from '../support/temp-dir.js';
 
@@ -92,6 +93,43 @@ describe('PGlite on disk: commits and checkpoints made durable by its thread', f
       }
     });
   }
+
+  it('is opened again by itself once its thread stopped (recovery from the WAL), while the disk fails again and again too', async () => {
+    const dir = path.join(tmp.path, 'reopen');
+    fs.mkdirSync(dir);
+    const sql = await pgliteWithSyncFaults(dir, { first: 50, max: 200 });
+    try {
+      await sql.exec('CREATE TABLE t (v text)');
+      await sql.query('INSERT INTO t VALUES ($1)', ['acknowledged']);
+      await injectSyncFault(dir, 'fail');
+      expect(await sql.query('INSERT INTO t VALUES ($1)', ['unknown']).catch((err: unknown) => err)).to.be.instanceOf(DatabaseUnavailableError);
+      // The disk keeps failing: a write is refused while no thread runs, or stops the new thread at its sync.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(await sql.query('INSERT INTO t VALUES ($1)', ['unknown too']).catch((err: unknown) => err)).to.be.instanceOf(DatabaseUnavailableError);
+      await injectSyncFault(dir, 'none');
+      // Working again without a restart of the process: what was acknowledged is there, and writes commit.
+      const rows = await eventually(
+        async () => (await sql.query<{ v: string }>('SELECT v FROM t ORDER BY v')).rows.map((r) => r.v),
+        'the database open again',
+        20_000,
+      );
+      expect(rows).to.include('acknowledged');
+      await sql.query('INSERT INTO t VALUES ($1)', ['after']);
+      expect((await sql.query<{ n: number }>("SELECT count(*)::int AS n FROM t WHERE v = 'after'")).rows[0]!.n).to.equal(1);
+    } finally {
+      await sql.close();
+    }
+    // Closed for good: no thread was left behind on the directory (opening it again works and sees every write).
+    const reopened = await pgliteWithSyncFaults(dir);
+    try {
+      expect((await reopened.query<{ v: string }>("SELECT v FROM t WHERE v IN ('acknowledged', 'after') ORDER BY v")).rows.map((r) => r.v)).to.deep.equal([
+        'acknowledged',
+        'after',
+      ]);
+    } finally {
+      await reopened.close();
+    }
+  });
 
   it('keeps its data across a restart, and can be turned off (no file layer, nothing synced)', async () => {
     const first = await open('restart');

@@ -8,8 +8,9 @@ export type SyncFault = 'fail' | 'exit';
 /**
  * A PGlite database on disk (`dir`/db) on its own thread, whose WAL syncs (the asynchronous fdatasync the
  * durable file layer runs after a writing statement) meet `fault` while `dir`/sync-fault names it.
+ * `reopenDelaysMs`: how soon it is opened again after its thread stopped (pglite-recovery.ts).
  */
-export function pgliteWithSyncFaults(dir: string): Promise<SqlClient> {
+export function pgliteWithSyncFaults(dir: string, reopenDelaysMs?: { first: number; max: number }): Promise<SqlClient> {
   const trigger = path.join(dir, 'sync-fault');
   const faultPrelude = `
     const fs = require('node:fs');
@@ -20,7 +21,7 @@ export function pgliteWithSyncFaults(dir: string): Promise<SqlClient> {
       if (fault === 'fail') return setImmediate(() => cb(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })));
       return fdatasync.call(fs, fd, cb);
     };`;
-  return createPgliteSqlClient(path.join(dir, 'db'), { thread: true, faultPrelude });
+  return createPgliteSqlClient(path.join(dir, 'db'), { thread: true, faultPrelude, reopenDelaysMs });
 }
 
 /** The fault each WAL sync of `pgliteWithSyncFaults(dir)` meets from now on (none: syncs work again). */

@@ -18,8 +18,8 @@ import type { SqlClient } from './sql.js';
  * thread's end comes after the statement may have run and committed in PGlite, so its outcome is unknown:
  * those are DatabaseUnavailableError, which commits decide (or leave undecided) and never count as failed.
  * After a failed sync the thread stops, as PostgreSQL PANICs on one: every statement from then on is
- * refused the same way (the data plane answers 503 and is not ready) until the process opens the
- * database again, whose recovery replays what the WAL on disk holds.
+ * refused the same way (the data plane answers 503 and is not ready) until the database is opened again
+ * on a new thread (pglite-recovery.ts does so by itself), whose recovery replays what the WAL on disk holds.
  */
 const WORKER_SOURCE = `${DURABLE_FS_SOURCE}
 const { parentPort, workerData } = require('node:worker_threads');
@@ -86,6 +86,8 @@ type Reply =
 
 /** The PGlite thread's SqlClient, and what its durable file layer has synced (undefined: in memory, or fsync off). */
 export type PgliteThreadClient = SqlClient & { durability(): Promise<DurabilityCounters | undefined> };
+/** One thread's client: `ended` resolves, with the reason, once the thread stopped answering (a failed sync, its end, close). */
+export type PgliteThread = PgliteThreadClient & { readonly ended: Promise<Error> };
 
 /**
  * The thread's error as an Error with PostgreSQL's fields (code, detail, ...) as own properties. One
@@ -106,7 +108,7 @@ export async function startPgliteThread(
   options: { postgresqlconf: string[]; tarball?: string },
   fsync = true,
   faultPrelude?: string,
-): Promise<PgliteThreadClient> {
+): Promise<PgliteThread> {
   const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
   // A small young generation: the thread only allocates messages.
   const worker = new Worker(WORKER_SOURCE, {
@@ -118,6 +120,8 @@ export async function startPgliteThread(
   const pending = new Map<number, { resolve: (reply: Answer) => void; reject: (err: Error) => void }>();
   let nextId = 1;
   let broken: Error | undefined;
+  let onEnd: (err: Error) => void = () => undefined;
+  const ended = new Promise<Error>((resolve) => (onEnd = resolve));
 
   await new Promise<void>((resolve, reject) => {
     const onExit = (code: number) => reject(new Error(`the PGlite thread exited while starting (${code})`));
@@ -135,6 +139,7 @@ export async function startPgliteThread(
   });
 
   const fail = (err: Error) => {
+    if (!broken) onEnd(err);
     broken ??= err;
     for (const p of pending.values()) p.reject(err);
     pending.clear();
@@ -172,5 +177,5 @@ export async function startPgliteThread(
     close: async () => void (await send({ op: 'close' })),
   };
   const client = pgliteSqlClient(backend, async () => void (await worker.terminate()));
-  return Object.assign(client, { durability: async () => (await send({ op: 'durability' })).stats });
+  return Object.assign(client, { durability: async () => (await send({ op: 'durability' })).stats, ended });
 }

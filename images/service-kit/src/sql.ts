@@ -3,8 +3,10 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
+import type { Logger } from './logger.js';
 import { createPgliteCluster, pristineClusterTarball } from './pglite-cluster.js';
 import { inLoopBackend, pgliteSqlClient } from './pglite-session.js';
+import { reopeningPglite } from './pglite-recovery.js';
 import { startPgliteThread } from './pglite-thread.js';
 import { pgTypeParser } from './pglite-wire.js';
 import { asDatabaseUnavailable, DatabaseUnavailableError } from './sql-faults.js';
@@ -127,9 +129,13 @@ export function createPgSqlClient(connectionString: string, opts: { max?: number
  * Embedded PostgreSQL (PGlite, WASM). `dataDir` is a directory on disk, or undefined / "memory://"
  * for an in-memory database. With `thread`, PGlite runs on a worker thread (pglite-thread.ts) instead
  * of this event loop, and on disk makes its commits and checkpoints durable (`fsync`, default true;
- * pglite-fsync.ts; `faultPrelude`: startPgliteThread's).
+ * pglite-fsync.ts; `faultPrelude`: startPgliteThread's) and is opened again after its thread stopped
+ * (pglite-recovery.ts; `logger` tells, `reopenDelaysMs` paces it).
  */
-export async function createPgliteSqlClient(dataDir?: string, opts: { thread?: boolean; fsync?: boolean; faultPrelude?: string } = {}): Promise<SqlClient> {
+export async function createPgliteSqlClient(
+  dataDir?: string,
+  opts: { thread?: boolean; fsync?: boolean; faultPrelude?: string; logger?: Logger; reopenDelaysMs?: { first: number; max: number } } = {},
+): Promise<SqlClient> {
   // 16 MB of shared buffers instead of PostgreSQL's 128 MB: the pages live in WASM memory that is
   // never given back, and the metadata working set is small (the OS caches the files anyway).
   const options = { postgresqlconf: ['shared_buffers = 16MB'] };
@@ -137,7 +143,11 @@ export async function createPgliteSqlClient(dataDir?: string, opts: { thread?: b
   // A new cluster is a copy of a pristine one (pglite-cluster.ts): initdb runs once per process.
   if (onDisk && !existsSync(path.join(dataDir, 'PG_VERSION'))) await createPgliteCluster(dataDir, options.postgresqlconf);
   const tarball = onDisk ? undefined : await pristineClusterTarball(options.postgresqlconf);
-  if (opts.thread) return startPgliteThread(onDisk ? path.resolve(dataDir) : undefined, { ...options, tarball }, opts.fsync ?? true, opts.faultPrelude);
+  if (opts.thread) {
+    const start = () => startPgliteThread(onDisk ? path.resolve(dataDir) : undefined, { ...options, tarball }, opts.fsync ?? true, opts.faultPrelude);
+    // On disk, a thread that stopped is replaced by one that recovers from the WAL (an in-memory one has nothing to recover).
+    return onDisk ? reopeningPglite(start, await start(), { logger: opts.logger, delaysMs: opts.reopenDelaysMs }) : start();
+  }
   const db = await PGlite.create({ ...(onDisk ? { dataDir } : { loadDataDir: new Blob([await readFile(tarball!)]) }), ...options });
   return pgliteSqlClient(inLoopBackend(db));
 }
