@@ -31,4 +31,18 @@ describe('control plane: bucket records are read as committed', function () {
     await layer.sql.query("DELETE FROM buckets WHERE name = 'records'");
     expect(await ownerOf('records')).to.equal(404);
   });
+
+  it('a bucket created with ownership controls and an ACL has them in its first committed record', async () => {
+    const ownership = [{ objectOwnership: 'ObjectWriter' }];
+    const acl = [{ grantee: { group: 'http://acs.amazonaws.com/groups/global/AllUsers' }, permission: 'READ' }];
+    const res = await layer.cpFetch('PUT', '/internal/buckets/made-whole', { owner: 'alice', ownership, acl });
+    expect(res.status).to.equal(200);
+    expect(await res.json()).to.deep.include({ ownership, acl });
+    const { rows } = await layer.sql.query<{ ownership: unknown; acl: unknown }>("SELECT ownership, acl FROM buckets WHERE name = 'made-whole'");
+    expect(rows).to.deep.equal([{ ownership, acl }]);
+    // Malformed ones are refused before anything is made.
+    const bad = await layer.cpFetch('PUT', '/internal/buckets/made-badly', { owner: 'alice', ownership: [] });
+    expect(bad.status).to.equal(400);
+    expect(await ownerOf('made-badly')).to.equal(404);
+  });
 });

@@ -95,6 +95,8 @@ describe('control plane internal API: input is read by one reader per route', ()
       'InvalidArgument',
       /backend.kind must be one of fs, minio, cloud/,
     ],
+    ['PUT', '/internal/buckets/newbucket', { owner: 'alice', ownership: [] }, 400, 'MalformedXML', /ownership must be a list of one ownership rule/],
+    ['PUT', '/internal/buckets/newbucket', { owner: 'alice', acl: 'public-read' }, 400, 'MalformedXML', /acl must be a list of 0 to 102 grants/],
     ['PUT', '/internal/buckets/photos/cors', { rules: [{ allowedOrigins: '*' }] }, 400, 'MalformedXML', /1 to 100 cors rules/],
     ['PUT', '/internal/buckets/photos/ownership', { rules: [] }, 400, 'MalformedXML', /1 to 1 ownership rules/],
     ['GET', '/internal/buckets/photos/objects?maxKeys=ten', undefined, 400, 'InvalidArgument', /Provided max-keys not an integer/],

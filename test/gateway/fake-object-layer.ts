@@ -13,6 +13,7 @@ import {
   S3Error,
   type BackendRef,
   type BucketInfo,
+  type NewBucketAccess,
   type CompletedPart,
   type CopyObjectInput,
   type DeleteConditions,
@@ -124,12 +125,15 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     return [...this.buckets.values()].filter((b) => b.owner === owner).sort((a, b) => (a.name < b.name ? -1 : 1));
   }
 
-  async createBucket(bucket: string, owner: string, backend?: BackendRef): Promise<BucketInfo> {
-    this.record('createBucket', bucket, owner, backend);
+  async createBucket(bucket: string, owner: string, backend?: BackendRef, access: NewBucketAccess = {}): Promise<BucketInfo> {
+    this.record('createBucket', bucket, owner, backend, access);
     if (this.buckets.has(bucket))
       throw new S3Error(this.buckets.get(bucket)!.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: bucket });
     this.addBucket(bucket, owner);
-    return this.buckets.get(bucket)!;
+    const created = this.buckets.get(bucket)!;
+    if (access.ownership) created.ownership = access.ownership;
+    if (access.acl) created.acl = access.acl;
+    return created;
   }
 
   async deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult> {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
+import { S3Error } from '../../images/object-model/src/index.js';
 import { codeOf, handlerFixture } from './handler-app.js';
 
 /** The gateway's bucket handlers, DeleteObjects and tagging against a fake object layer. */
@@ -29,6 +30,17 @@ describe('gateway handlers: buckets, DeleteObjects and tags, against a fake Obje
     expect((await fx.app.fetch('PUT', '/fresh')).status).to.equal(200);
     const taken = await fx.app.fetch('PUT', '/theirs');
     expect([taken.status, codeOf(await taken.text())]).to.deep.equal([409, 'BucketAlreadyExists']);
+  });
+
+  it('CreateBucket makes the bucket with its ownership controls and ACL at once: no failure after the create can leave a bucket without them', async () => {
+    // Were they written by later calls, a failure there (here: every configuration write fails) left a
+    // BucketOwnerEnforced bucket behind a 503, and the client's retry got a 200 for it (us-east-1's no-op).
+    Object.assign(fx.layer, { putBucketConfig: () => Promise.reject(new S3Error('ServiceUnavailable')) });
+    const headers = { 'x-amz-object-ownership': 'ObjectWriter', 'x-amz-acl': 'public-read' };
+    expect((await fx.app.fetch('PUT', '/at-once', { headers })).status).to.equal(200);
+    const made = fx.layer.buckets.get('at-once')!;
+    expect(made.ownership).to.deep.equal([{ objectOwnership: 'ObjectWriter' }]);
+    expect(made.acl).to.deep.include({ grantee: { group: 'http://acs.amazonaws.com/groups/global/AllUsers' }, permission: 'READ' });
   });
 
   it('DeleteObjects passes each key with its conditions and renders deleted keys and errors (only errors when Quiet)', async () => {

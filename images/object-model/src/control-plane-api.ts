@@ -30,19 +30,6 @@ export const readUserBody = bodyReader(
 
 export const BACKEND_KINDS = ['fs', 'minio', 'cloud'] as const;
 
-/** PUT /buckets/:bucket: `{owner, backend?}`; the backend defaults to fs, its settings beside its kind. */
-export const readCreateBucketBody = bodyReader(
-  z.object({
-    owner: z.string().min(1),
-    backend: z
-      .looseObject({ kind: z.enum(BACKEND_KINDS) })
-      .nullish()
-      .transform((b) => b ?? { kind: 'fs' as const }),
-  }),
-  { owner: invalid('owner is required'), backend: invalid(`backend.kind must be one of ${BACKEND_KINDS.join(', ')}`) },
-  'a bucket creation',
-);
-
 /** The most rules of each bucket configuration. */
 export const BUCKET_CONFIG_MAX: { [K in keyof BucketConfigs]: number } = {
   lifecycle: MAX_LIFECYCLE_RULES,
@@ -56,6 +43,33 @@ export const BUCKET_CONFIG_MAX: { [K in keyof BucketConfigs]: number } = {
   logging: 1,
 };
 
+/** A configuration's rules (checked by their outline; the gateway validated them against S3's schema). */
+const configRules = <K extends keyof BucketConfigs>(kind: K, min: number, max: number) =>
+  z.array(z.custom<BucketConfigs[K][number]>(BUCKET_CONFIG_OUTLINES[kind])).min(min).max(max);
+
+/**
+ * PUT /buckets/:bucket: `{owner, backend?, ownership?, acl?}`; the backend defaults to fs, its settings beside
+ * its kind. Ownership controls and an ACL other than the defaults are created with the bucket, in its transaction.
+ */
+export const readCreateBucketBody = bodyReader(
+  z.object({
+    owner: z.string().min(1),
+    backend: z
+      .looseObject({ kind: z.enum(BACKEND_KINDS) })
+      .nullish()
+      .transform((b) => b ?? { kind: 'fs' as const }),
+    ownership: configRules('ownership', 1, 1).optional(),
+    acl: configRules('acl', 0, BUCKET_CONFIG_MAX.acl).optional(),
+  }),
+  {
+    owner: invalid('owner is required'),
+    backend: invalid(`backend.kind must be one of ${BACKEND_KINDS.join(', ')}`),
+    ownership: () => new S3Error('MalformedXML', 'ownership must be a list of one ownership rule'),
+    acl: () => new S3Error('MalformedXML', `acl must be a list of 0 to ${BUCKET_CONFIG_MAX.acl} grants`),
+  },
+  'a bucket creation',
+);
+
 /**
  * PUT /buckets/:bucket/<kind>: `{rules}`, 1 to that configuration's most rules, each of its outline; MalformedXML otherwise.
  * An ACL may hold no grant (S3 accepts an empty AccessControlList: its owner keeps access as owner).
@@ -65,7 +79,7 @@ export function readBucketConfigBody<K extends keyof BucketConfigs>(kind: K): (v
   const min = kind === 'acl' ? 0 : 1;
   // (A list of BucketConfigs[K][number] is a BucketConfigs[K]; TypeScript cannot see it for a generic K.)
   return bodyReader(
-    z.object({ rules: z.array(z.custom<BucketConfigs[K][number]>(BUCKET_CONFIG_OUTLINES[kind])).min(min).max(max) }),
+    z.object({ rules: configRules(kind, min, max) }),
     { rules: () => new S3Error('MalformedXML', `rules must be a list of ${min} to ${max} ${kind} rules`) },
     `${kind} rules`,
   ) as (value: unknown) => { rules: BucketConfigs[K] };

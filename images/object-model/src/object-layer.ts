@@ -307,6 +307,9 @@ export interface StoredPart {
   checksum?: string;
 }
 
+/** A new bucket's ownership controls and ACL where they are not the defaults (BucketOwnerEnforced, no grants). */
+export type NewBucketAccess = Pick<Partial<BucketConfigs>, 'ownership' | 'acl'>;
+
 /**
  * A method's last argument, `bucketRecord`, is the bucket as the caller resolved and authorised it for
  * this request (hack/adr/0007-bucket-resolution.md): the layer serves that bucket, by its row id, and
@@ -315,7 +318,8 @@ export interface StoredPart {
 export interface ObjectLayer {
   // Buckets
   listBuckets(owner: string): Promise<BucketListing[]>;
-  createBucket(bucket: string, owner: string, backend?: BackendRef): Promise<BucketInfo>;
+  /** `access`: ownership controls and an ACL other than the defaults, the new bucket's from its first moment. */
+  createBucket(bucket: string, owner: string, backend?: BackendRef, access?: NewBucketAccess): Promise<BucketInfo>;
   getBucket(bucket: string): Promise<BucketInfo>;
   deleteBucket(bucket: string, bucketRecord?: BucketInfo): Promise<void>;
   /** One of the bucket's configurations (NoSuchLifecycleConfiguration / NoSuchCORSConfiguration / NoSuchTagSet when it has none). */

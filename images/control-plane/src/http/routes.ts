@@ -122,14 +122,17 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   router.put('/buckets/:bucket', async (req, res) => {
     const name = param(req, 'bucket');
     assertBucketName(name);
-    const { owner, backend } = readCreateBucketBody(req.body);
+    const { owner, backend, ownership, acl } = readCreateBucketBody(req.body);
     if (backend.kind === 'fs' && !deps.fsBackend) throw new S3Error('InvalidArgument', FS_BACKEND_OFF, { ArgumentName: 'x-strata-backend' });
     // No bucket may exist on a backend that is not usable (unknown settings, unreachable): check first.
     if (backend.kind !== 'fs' && deps.checkBackend && !(await store.buckets.get(name))) await deps.checkBackend(backend);
-    const { bucket, created } = await store.buckets.create(name, owner, sealBackendSecret(backend, deps.secrets), {
-      now: deps.clock(),
-      ms: deps.bucketNameHoldMs,
-    });
+    const { bucket, created } = await store.buckets.create(
+      name,
+      owner,
+      sealBackendSecret(backend, deps.secrets),
+      { now: deps.clock(), ms: deps.bucketNameHoldMs },
+      { ownership, acl },
+    );
     if (!created) {
       throw new S3Error(bucket.owner === owner ? 'BucketAlreadyOwnedByYou' : 'BucketAlreadyExists', undefined, { BucketName: name });
     }

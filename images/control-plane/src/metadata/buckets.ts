@@ -53,7 +53,13 @@ async function lockBucketName(tx: SqlExecutor, name: string): Promise<void> {
 export class SqlBucketStore implements BucketStore {
   constructor(private readonly sql: SqlClient) {}
 
-  async create(name: string, owner: string, backend: BackendConfig, nameHold: BucketNameHold): Promise<{ bucket: Bucket; created: boolean }> {
+  async create(
+    name: string,
+    owner: string,
+    backend: BackendConfig,
+    nameHold: BucketNameHold,
+    configs: Pick<Partial<BucketConfigs>, 'ownership' | 'acl'> = {},
+  ): Promise<{ bucket: Bucket; created: boolean }> {
     const heldSince = new Date(nameHold.now.getTime() - nameHold.ms);
     for (;;) {
       try {
@@ -72,11 +78,14 @@ export class SqlBucketStore implements BucketStore {
               { BucketName: name },
             );
           }
-          const res = await tx.query<BucketRow>('INSERT INTO buckets (name, owner, backend) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING RETURNING *', [
-            name,
-            owner,
-            JSON.stringify(backend),
-          ]);
+          // Its ownership controls and ACL are the bucket's from its first moment (no reader sees it without
+          // them); a column not given keeps its default (the schema's BucketOwnerEnforced, no grants).
+          const given = (['ownership', 'acl'] as const).filter((kind) => configs[kind] !== undefined);
+          const res = await tx.query<BucketRow>(
+            `INSERT INTO buckets (name, owner, backend${given.map((k) => `, ${CONFIG_COLUMNS[k]}`).join('')})
+             VALUES ($1, $2, $3${given.map((_, i) => `, $${i + 4}`).join('')}) ON CONFLICT (name) DO NOTHING RETURNING *`,
+            [name, owner, JSON.stringify(backend), ...given.map((k) => JSON.stringify(configs[k]))],
+          );
           if (res.rows[0]) {
             const bucket = toBucket(res.rows[0]);
             if (hold) await tx.query('DELETE FROM bucket_name_holds WHERE name = $1', [name]);

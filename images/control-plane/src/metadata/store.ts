@@ -190,7 +190,13 @@ export interface BucketStore {
    * that another account's bucket had until less than `nameHold.ms` ago is refused (S3Error
    * OperationAborted): replicas may still resolve it to that account from their caches.
    */
-  create(name: string, owner: string, backend: BackendConfig, nameHold: BucketNameHold): Promise<{ bucket: Bucket; created: boolean }>;
+  create(
+    name: string,
+    owner: string,
+    backend: BackendConfig,
+    nameHold: BucketNameHold,
+    configs?: Pick<Partial<BucketConfigs>, 'ownership' | 'acl'>,
+  ): Promise<{ bucket: Bucket; created: boolean }>;
   get(name: string): Promise<Bucket | undefined>;
   /** Whether the bucket of this row id still exists. */
   exists(id: number): Promise<boolean>;

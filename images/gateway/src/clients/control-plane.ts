@@ -18,6 +18,7 @@ import {
   type BackendRef,
   type BucketConfigs,
   type BucketInfo,
+  type NewBucketAccess,
   type BucketListing,
   type DeleteConditions,
   type DeleteObjectsResult,
@@ -93,8 +94,11 @@ export class ControlPlaneClient {
     return r.buckets;
   }
 
-  createBucket(bucket: string, owner: string, backend?: BackendRef): Promise<BucketInfo> {
-    return this.http.json('PUT', `/internal/buckets/${seg(bucket)}`, BUCKET_INFO_ANSWER, { body: { owner, ...(backend ? { backend } : {}) }, scope: bucket });
+  createBucket(bucket: string, owner: string, backend?: BackendRef, access: NewBucketAccess = {}): Promise<BucketInfo> {
+    return this.http.json('PUT', `/internal/buckets/${seg(bucket)}`, BUCKET_INFO_ANSWER, {
+      body: { owner, ...(backend ? { backend } : {}), ...access },
+      scope: bucket,
+    });
   }
 
   getBucket(bucket: string): Promise<BucketInfo> {

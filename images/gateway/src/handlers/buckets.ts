@@ -7,6 +7,7 @@ import {
   S3Error,
   type BackendRef,
   type BucketInfo,
+  type NewBucketAccess,
   type ObjectOwnership,
 } from '../../../object-model/src/index.js';
 import { scopeNamesBucket } from '../auth/key-scope.js';
@@ -127,17 +128,18 @@ export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
   const backend = backendChoice(req.headers['x-strata-backend'] as string | undefined, body, req.headers['content-type']);
   const access = accessOfNewBucket(req, caller.username, deps.buckets.platformBlocksPublic, deps.defaultObjectOwnership);
   // The control plane asks the data plane whether a non-fs backend is usable before it creates the bucket.
-  let created: BucketInfo | undefined;
+  // The bucket is made with its ownership and ACL in one call: none that a failure or a retry could leave out.
+  // (The control plane makes a bucket BucketOwnerEnforced with no grants: only other choices are sent.)
+  const newAccess: NewBucketAccess = {
+    ...(access.ownership !== 'BucketOwnerEnforced' ? { ownership: [{ objectOwnership: access.ownership }] } : {}),
+    ...(access.grants ? { acl: access.grants } : {}),
+  };
   try {
-    created = await deps.objects.createBucket(bucket, caller.username, backend);
+    await deps.objects.createBucket(bucket, caller.username, backend, newAccess);
   } catch (err) {
     // S3 in us-east-1 answers a create of a bucket the caller already owns with success (and changes nothing).
     if (!(err instanceof S3Error && err.code === 'BucketAlreadyOwnedByYou' && deps.region === 'us-east-1')) throw err;
   }
-  // (The control plane makes a bucket BucketOwnerEnforced with no grants: only other choices are written, to the bucket just made.)
-  if (created && access.ownership !== 'BucketOwnerEnforced')
-    await deps.objects.putBucketConfig(bucket, 'ownership', [{ objectOwnership: access.ownership }], created);
-  if (created && access.grants) await deps.objects.putBucketConfig(bucket, 'acl', access.grants, created);
   deps.buckets.forget(bucket);
   res.setHeader('Location', `/${bucket}`);
   sendStatus(res, 200);
