@@ -109,4 +109,17 @@ describe('data plane: the encryption threads (CryptoPool)', () => {
     expect(good.status).to.equal('fulfilled');
     expect((good as PromiseFulfilledResult<Buffer>).value.equals(data)).to.equal(true);
   });
+
+  it('closing the pool settles every job: those on threads, those still queued, and those asked for after', async () => {
+    const pool = new CryptoPool(TEST_SOURCE, 1, 'test-crypto');
+    const stream = pool.stream('alice');
+    // One thread holds two jobs at most: the rest wait in the pool's queue.
+    const jobs = Array.from({ length: 5 }, (_, i) => failure(stream.run({ tag: i, ms: 200 })));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await pool.close();
+    const settled = await Promise.race([Promise.all(jobs), new Promise((resolve) => setTimeout(() => resolve('hung'), 2_000))]);
+    expect(settled).to.be.an('array');
+    for (const err of settled as Array<Error | undefined>) expect(err).to.be.instanceOf(Error);
+    expect(await failure(pool.stream('bob').run({ tag: 'late' }))).to.be.instanceOf(Error);
+  });
 });

@@ -92,8 +92,8 @@ export class CryptoPool {
     return {
       run: (message, transfer = []) =>
         new Promise<PoolAnswer>((resolve, reject) => {
-          if (s.closed) {
-            reject(new Error('the stream is closed'));
+          if (s.closed || this.closing) {
+            reject(new Error(s.closed ? 'the stream is closed' : `the ${this.name} threads are stopped`));
             return;
           }
           s.jobs.push({ message, transfer, resolve, reject, stream: s });
@@ -243,9 +243,17 @@ export class CryptoPool {
     return thread;
   }
 
-  /** Stop every thread (their jobs fail), for good. */
+  /** Stop every thread, for good: every job fails, those on threads and those still queued (none is left unsettled). */
   async close(): Promise<void> {
     this.closing = true;
+    const stopped = new Error(`the ${this.name} threads are stopped`);
+    for (const tenant of this.ring.splice(0)) {
+      for (const stream of tenant.ring.splice(0)) {
+        stream.active = false;
+        for (const job of stream.jobs.splice(0)) job.reject(stopped);
+      }
+      tenant.active = false;
+    }
     await Promise.all(this.threads.map((t) => t.worker.terminate()));
   }
 }
