@@ -172,6 +172,21 @@ describeWithBucket('e2e: access control (ownership controls, ACLs, anonymous rea
     expect((await anonymous(env.p.endpoint, 'GET', `/${b}?uploads`)).status).to.equal(200);
   });
 
+  it('re-creating a bucket one owns answers 200 and resets its ACL, as S3 in us-east-1: to the one the request gives, else private', async () => {
+    const b = await bucketWithAcls(env.s3, 'acl-recreate');
+    await env.s3.send(new PutBucketAclCommand({ Bucket: b, ACL: 'public-read' }));
+    expect((await anonymous(env.p.endpoint, 'GET', `/${b}?list-type=2`)).status).to.equal(200);
+    await env.s3.send(new CreateBucketCommand({ Bucket: b }));
+    const privateAgain = await env.s3.send(new GetBucketAclCommand({ Bucket: b }));
+    expect(privateAgain.Grants).to.deep.equal([{ Grantee: { Type: 'CanonicalUser', ID: ROOT_USER, DisplayName: ROOT_USER }, Permission: 'FULL_CONTROL' }]);
+    expect((await anonymous(env.p.endpoint, 'GET', `/${b}?list-type=2`)).status).to.equal(403);
+    await env.s3.send(new CreateBucketCommand({ Bucket: b, ACL: 'public-read', ObjectOwnership: 'ObjectWriter' }));
+    expect((await anonymous(env.p.endpoint, 'GET', `/${b}?list-type=2`)).status).to.equal(200);
+    // Another account's create of the name changes nothing.
+    expect(await s3Failure(bob.s3.send(new CreateBucketCommand({ Bucket: b })))).to.include({ name: 'BucketAlreadyExists', status: 409 });
+    expect((await anonymous(env.p.endpoint, 'GET', `/${b}?list-type=2`)).status).to.equal(200);
+  });
+
   it('grants to another Strata user let that user read (and write) as granted; authenticated-read is any signed-in user', async () => {
     const b = await bucketWithAcls(env.s3, 'acl-grant');
     await env.s3.send(new PutObjectCommand({ Bucket: b, Key: 'for-bob.txt', Body: 'for bob', GrantRead: 'id="acl-bob"' }));

@@ -12,6 +12,7 @@ import {
   notModified,
   S3Error,
   type BackendRef,
+  type BucketConfigs,
   type BucketInfo,
   type NewBucketAccess,
   type CompletedPart,
@@ -134,6 +135,15 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     if (access.ownership) created.ownership = access.ownership;
     if (access.acl) created.acl = access.acl;
     return created;
+  }
+
+  /** The configurations a bucket record carries (tags are kept elsewhere, and not faked). */
+  async putBucketConfig<K extends keyof BucketConfigs>(bucket: string, kind: K, rules: BucketConfigs[K] | undefined): Promise<void> {
+    this.record('putBucketConfig', bucket, kind, rules);
+    const b = this.buckets.get(bucket);
+    if (!b) throw new S3Error('NoSuchBucket', undefined, { BucketName: bucket });
+    if (kind === 'tags') throw new Error('the fake object layer keeps no bucket tags');
+    Object.assign(b, { [kind]: rules });
   }
 
   async deleteObjects(bucket: string, objects: Array<{ key: string } & DeleteConditions>): Promise<DeleteObjectsResult> {

@@ -137,8 +137,11 @@ export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
   try {
     await deps.objects.createBucket(bucket, caller.username, backend, newAccess);
   } catch (err) {
-    // S3 in us-east-1 answers a create of a bucket the caller already owns with success (and changes nothing).
     if (!(err instanceof S3Error && err.code === 'BucketAlreadyOwnedByYou' && deps.region === 'us-east-1')) throw err;
+    // S3 in us-east-1 answers a create of a bucket the caller already owns with success and, for legacy
+    // compatibility, resets its ACL: to the one this request gives, else private. Nothing else changes.
+    deps.buckets.forget(bucket);
+    await deps.objects.putBucketConfig(bucket, 'acl', access.grants, await deps.buckets.owned(bucket, caller));
   }
   deps.buckets.forget(bucket);
   res.setHeader('Location', `/${bucket}`);
