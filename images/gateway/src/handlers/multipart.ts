@@ -12,7 +12,7 @@ import {
   type BucketInfo,
   type ListPartsResult,
 } from '../../../object-model/src/index.js';
-import { bucketAllows, objectAclHeaders } from '../middleware/access-policy.js';
+import { aclContext, bucketAllows, objectAclHeaders } from '../middleware/access-policy.js';
 import { callerOf, state } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import {
@@ -50,7 +50,7 @@ export const createMultipartUpload: S3Handler = async (s3) => {
   if (type !== undefined && algorithm === undefined) throw new S3Error('InvalidRequest', 'x-amz-checksum-type needs x-amz-checksum-algorithm.');
   const bucketInfo = await target(s3);
   // The ACL asked for here is kept with the upload and given to the object at completion, as S3.
-  const acl = objectAclHeaders(req, bucketInfo, callerOf(res).username, deps.buckets.platformBlocksPublic);
+  const acl = await objectAclHeaders(req, bucketInfo, callerOf(res).username, aclContext(deps));
   const { uploadId, checksum, sse } = await deps.objects.createMultipart(bucket, key, {
     owner: callerOf(res).username,
     contentType: header(req, 'content-type'),

@@ -13,7 +13,7 @@ import {
   type ObjectConditions,
 } from '../../../object-model/src/index.js';
 import { callerOf, state, type Caller } from '../context.js';
-import { objectAclHeaders, objectAllows, writerOf } from '../middleware/access-policy.js';
+import { aclContext, objectAclHeaders, objectAllows, writerOf } from '../middleware/access-policy.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { discard, header, objectBody, objectTagging, putObjectLength, standardHeaders, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';
 import { checksumXml } from '../s3/checksums.js';
@@ -42,7 +42,7 @@ export const putObject: S3Handler = async (s3) => {
     const tags = objectTagging(req);
     const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
     const writer = writerOf(bucketInfo, caller?.username);
-    const acl = objectAclHeaders(req, bucketInfo, writer, deps.buckets.platformBlocksPublic);
+    const acl = await objectAclHeaders(req, bucketInfo, writer, aclContext(deps));
     const upload = objectBody(req, res);
     body = upload.body;
     const stored = uploadHeaders(req, upload);
@@ -126,7 +126,7 @@ export const copyObject: S3Handler = async (s3) => {
   discard(req);
   const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
   // A copy never takes its source's ACL: it has the one its request names (private by default), as S3.
-  const acl = objectAclHeaders(req, bucketInfo, caller.username, deps.buckets.platformBlocksPublic);
+  const acl = await objectAclHeaders(req, bucketInfo, caller.username, aclContext(deps));
   const { sourceBucket, sourceKey, sourceRecord } = await copySource(s3, caller);
   const directive = (header(req, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE')
