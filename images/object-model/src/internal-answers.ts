@@ -173,6 +173,7 @@ export const LIST_PARTS_ANSWER = z.looseObject({
   nextPartNumberMarker: COUNT.optional(),
   initiated: TIME,
   owner: z.string(),
+  anonymous: z.boolean().optional(),
   checksumAlgorithm: z.string().optional(),
   checksumType: z.string().optional(),
 }) satisfies z.ZodType<ListPartsResult>;

@@ -413,6 +413,7 @@ export class ObjectService {
         bucket,
         key: req.key,
         owner,
+        anonymous: req.anonymous,
         contentType,
         userMetadata,
         tags,
