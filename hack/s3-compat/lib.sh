@@ -8,21 +8,23 @@ S3TESTS_DIR=$(cd "$S3TESTS_DIR" && pwd)
 python=${PYTHON:-/usr/bin/python3}
 
 # make_users CREATE: the suite's users main and alt (two accounts for the ACL tests) and tenant, each named in
-# `name` (s3<who><time>); `CREATE WHO` makes the user ${name[WHO]} and sets its `key` and `secret`.
-declare -A key secret name
+# `name` (s3<who><time>) with the e-mail address in `email` (the suite's grants by e-mail name it);
+# `CREATE WHO` makes the user ${name[WHO]} with the address ${email[WHO]} and sets its `key` and `secret`.
+declare -A key secret name email
 make_users() {
   local who suffix
   suffix=$(date +%s)
   for who in main alt tenant; do
     name[$who]="s3$who$suffix"
+    email[$who]="${name[$who]}@example.com"
     "$1" "$who"
   done
 }
 
 # user_section WHO: the [s3 WHO] section's lines every user has.
 user_section() {
-  printf '[s3 %s]\ndisplay_name = %s\nuser_id = %s\nemail = %s@example.com\naccess_key = %s\nsecret_key = %s\n' \
-    "$1" "${name[$1]}" "${name[$1]}" "${name[$1]}" "${key[$1]}" "${secret[$1]}"
+  printf '[s3 %s]\ndisplay_name = %s\nuser_id = %s\nemail = %s\naccess_key = %s\nsecret_key = %s\n' \
+    "$1" "${name[$1]}" "${name[$1]}" "${email[$1]}" "${key[$1]}" "${secret[$1]}"
 }
 
 # write_s3tests_conf HOST PORT IS_SECURE: $work/s3tests.conf for the server there and the three users.

@@ -42,7 +42,7 @@ create_user() {
   secret[$1]=$(head -c 30 /dev/urandom | base64 -w0 | tr -dc 'A-Za-z0-9' | head -c 40)
   bash "$rgw_script" users "${key[$1]}" "${secret[$1]}" "${name[$1]}" 2>/dev/null
   radosgw-admin "${ceph_conf[@]}" -n client.rgw.a user modify --uid="${name[$1]}" \
-    --email="${name[$1]}@example.com" >/dev/null 2>&1
+    --email="${email[$1]}" >/dev/null 2>&1
 }
 make_users create_user
 

@@ -64,13 +64,13 @@ else
   done
 fi
 
-# The suite's users, made by the root through the admin API.
+# The suite's users, made by the root through the admin API, each with its e-mail address.
 token=$(curl -sf -X POST "$endpoint/login" -H 'content-type: application/json' \
   -d "{\"username\":\"$root_user\",\"password\":\"$root_password\"}" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"]["token"])')
 create_user() {
   local answer
   answer=$(curl -sf -X POST "$endpoint/admin/users" -H "Authorization: Bearer $token" -H 'content-type: application/json' \
-    -d "{\"username\":\"${name[$1]}\",\"password\":\"${name[$1]}-password\"}")
+    -d "{\"username\":\"${name[$1]}\",\"password\":\"${name[$1]}-password\",\"email\":\"${email[$1]}\"}")
   key[$1]=$(echo "$answer" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessKey"])')
   secret[$1]=$(echo "$answer" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"]["secretKey"])')
 }

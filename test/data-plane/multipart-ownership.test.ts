@@ -127,6 +127,44 @@ describe('data plane multipart: uploads belong to their bucket, Complete is idem
     expect(await mp.errorOf(await layer.dpFetch('DELETE', `/internal/multipart/${bucket}/k/${uploadId}`))).to.deep.equal({ status: 404, code: 'NoSuchUpload' });
   });
 
+  it('an upload begun (or completed) anonymously is listed as such and completes only into the bucket that admitted it, never one created again since', async () => {
+    const record = async (bucket: string) => {
+      const { id, name: named, owner, backend } = (await (await layer.cpFetch('GET', `/internal/buckets/${bucket}`)).json()) as Record<string, unknown>;
+      return { 'x-strata-bucket': JSON.stringify({ id, name: named, owner, backend }) };
+    };
+    // An account of its own: the uploads it leaves in progress count against no other test's cap.
+    const outcomes: Record<string, number> = {};
+    const cases = { signed: [false, false], 'begun anonymously': [true, false], 'completed anonymously': [false, true] } as const;
+    for (const [label, [begunAnonymously, completedAnonymously]] of Object.entries(cases)) {
+      const bucket = name('fence');
+      await mp.createBucket(bucket, 'dora');
+      const old = await record(bucket); // the record the gateway resolved (and whose ACL admitted the writer)
+      const initiated = await layer.dpFetch(
+        'POST',
+        `/internal/multipart/${bucket}/k`,
+        JSON.stringify({ owner: 'dora', ...(begunAnonymously ? { anonymous: true } : {}) }),
+        { ...json, ...old },
+      );
+      const uploadId = await mp.uploadId(initiated);
+      const etag = await mp.uploadPart(bucket, 'k', uploadId, 1, randomBytes(100));
+      const listed = (await (await layer.dpFetch('GET', `/internal/multipart/${bucket}/k/${uploadId}/parts`, undefined, old)).json()) as {
+        anonymous?: boolean;
+      };
+      expect(listed.anonymous, `${label}: listed as begun anonymously`).to.equal(begunAnonymously ? true : undefined);
+      // The owner deletes the bucket (its uploads not yet ended) and creates the name again while the Complete is on its way.
+      await layer.sql.query('DELETE FROM buckets WHERE name = $1', [bucket]);
+      await mp.createBucket(bucket, 'dora');
+      const body = JSON.stringify({ parts: [{ partNumber: 1, etag }], ...(completedAnonymously ? { anonymous: true } : {}) });
+      const completed = await layer.dpFetch('POST', `/internal/multipart/${bucket}/k/${uploadId}/complete`, body, { ...json, ...old });
+      outcomes[label] = completed.status;
+      expect((await layer.dpFetch('GET', `/internal/objects/${bucket}/k`)).status, `${label}: the object in the new bucket`).to.equal(
+        begunAnonymously || completedAnonymously ? 404 : 200,
+      );
+    }
+    // The owner's own upload follows its bucket (rb then mb); an anonymous one, or an anonymous completion, is NoSuchBucket.
+    expect(outcomes).to.deep.equal({ signed: 200, 'begun anonymously': 404, 'completed anonymously': 404 });
+  });
+
   it('a retried Complete of a completed upload answers 200 with the same ETag', async () => {
     const bucket = name('retried');
     await mp.createBucket(bucket, 'alice');

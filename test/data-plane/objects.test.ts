@@ -297,6 +297,27 @@ for (const inlineBlobBytes of [undefined, 0]) {
       expect(await errorOf(await put(bucket, 'k', 'x', { 'x-strata-anonymous': 'yes' }))).to.deep.equal({ status: 400, code: 'InvalidArgument' });
     });
 
+    it('an anonymous copy (anonymous in its body) resolved against a bucket its owner since deleted and created again answers NoSuchBucket; the owner’s lands in the new one', async () => {
+      const source = await newBucket();
+      expect((await put(source, 'src', 'shared bytes')).status).to.equal(200);
+      const target = await newBucket();
+      const old = await resolved(target); // the record whose ACL admitted the copy
+      const sourceRecord = JSON.stringify(await resolved(source));
+      expect((await fx.layer.cpFetch('DELETE', `/internal/buckets/${target}`)).status).to.equal(204);
+      expect((await fx.layer.cpFetch('PUT', `/internal/buckets/${target}`, { owner: 'alice' })).status).to.equal(200);
+      const copy = (anonymous: boolean) =>
+        fx.layer.dpFetch(
+          'POST',
+          `/internal/objects/${target}/copied/copy`,
+          JSON.stringify({ owner: 'alice', sourceBucket: source, sourceKey: 'src', ...(anonymous ? { anonymous: true } : {}) }),
+          { 'content-type': 'application/json', ...withRecord(old), 'x-strata-source-bucket': sourceRecord },
+        );
+      expect(await errorOf(await copy(true))).to.deep.equal({ status: 404, code: 'NoSuchBucket' });
+      expect(await rowCount(target)).to.equal(0);
+      expect((await copy(false)).status).to.equal(200);
+      expect(await (await fx.layer.dpFetch('GET', `/internal/objects/${target}/copied`)).text()).to.equal('shared bytes');
+    });
+
     it("one resolution per request: a write goes to the bucket record the gateway resolved (x-strata-bucket), which must name the path's bucket", async () => {
       const bucket = await newBucket();
       const record = await resolved(bucket);

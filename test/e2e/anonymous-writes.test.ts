@@ -4,13 +4,16 @@ import {
   GetObjectAclCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
+  ListPartsCommand,
   PutBucketAclCommand,
   PutObjectAclCommand,
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -100,6 +103,64 @@ describeWithBucket('e2e: anonymous writes into a public-read-write bucket (S3 wi
     expect(await anonymous(env.p.endpoint, 'GET', `/${b}/plain.txt`)).to.include({ status: 403, code: 'AccessDenied' });
     expect(await anonymous(env.p.endpoint, 'DELETE', `/${b}/plain.txt`)).to.include({ status: 204 });
     expect((await s3Failure(env.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'plain.txt' })))).status).to.equal(404);
+  });
+
+  it('`aws s3 cp --no-sign-request` of a 12 MiB file goes up in parts; `aws s3api` lists and aborts an anonymous upload; unsigned copies of public objects; the owner owns them', async () => {
+    const b = await publicWriteBucket(env.s3, 'anonw-mp');
+    const home = await mkdtemp(path.join(os.tmpdir(), 'strata-anonw-mp-'));
+    try {
+      const aws = awsCli(env.p.endpoint, home);
+      const file = path.join(home, 'big.bin');
+      const bytes = randomBytes(12 * 1024 * 1024);
+      await writeFile(file, bytes);
+      // Above the CLI's 8 MiB threshold: CreateMultipartUpload, two UploadParts, CompleteMultipartUpload, none signed.
+      const cp = await aws('s3', 'cp', '--no-sign-request', file, `s3://${b}/big.bin`);
+      expect(cp.code, cp.stderr).to.equal(0);
+      const head = await env.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'big.bin' }));
+      expect([head.ContentLength, head.ETag?.endsWith('-2"')]).to.deep.equal([bytes.length, true]);
+      expect((await env.s3.send(new GetObjectAclCommand({ Bucket: b, Key: 'big.bin' }))).Owner?.ID).to.equal(ROOT_USER);
+
+      const created = await aws('s3api', 'create-multipart-upload', '--no-sign-request', '--bucket', b, '--key', 'left.bin');
+      expect(created.code, created.stderr).to.equal(0);
+      const uploadId = (JSON.parse(created.stdout) as { UploadId: string }).UploadId;
+      const part = await aws(
+        's3api',
+        'upload-part',
+        '--no-sign-request',
+        '--bucket',
+        b,
+        '--key',
+        'left.bin',
+        '--upload-id',
+        uploadId,
+        '--part-number',
+        '1',
+        '--body',
+        file,
+      );
+      expect(part.code, part.stderr).to.equal(0);
+      const parts = await aws('s3api', 'list-parts', '--no-sign-request', '--bucket', b, '--key', 'left.bin', '--upload-id', uploadId);
+      expect(parts.code, parts.stderr).to.equal(0);
+      expect((JSON.parse(parts.stdout) as { Parts: Array<{ Size: number }> }).Parts.map((p) => p.Size)).to.deep.equal([bytes.length]);
+      // bob may write here (AllUsers WRITE) but did not begin it: no listing, no abort.
+      expect((await s3Failure(bob.s3.send(new ListPartsCommand({ Bucket: b, Key: 'left.bin', UploadId: uploadId })))).status).to.equal(403);
+      const aborted = await aws('s3api', 'abort-multipart-upload', '--no-sign-request', '--bucket', b, '--key', 'left.bin', '--upload-id', uploadId);
+      expect(aborted.code, aborted.stderr).to.equal(0);
+      expect((await env.s3.send(new ListMultipartUploadsCommand({ Bucket: b }))).Uploads ?? []).to.deep.equal([]);
+
+      // A server-side copy, unsigned: READ on the source (public-read) and WRITE on the bucket suffice, as on S3.
+      await env.s3.send(new PutObjectCommand({ Bucket: b, Key: 'public.txt', Body: 'readable by all', ACL: 'public-read' }));
+      const copied = await aws('s3', 'cp', '--no-sign-request', `s3://${b}/public.txt`, `s3://${b}/copied.txt`);
+      expect(copied.code, copied.stderr).to.equal(0);
+      expect(await bodyText(await env.s3.send(new GetObjectCommand({ Bucket: b, Key: 'copied.txt' })))).to.equal('readable by all');
+      const privateCopy = await aws('s3', 'cp', '--no-sign-request', `s3://${b}/big.bin`, `s3://${b}/stolen.bin`);
+      expect(privateCopy.code).not.to.equal(0);
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+    // Where the bucket grants AllUsers no WRITE, an anonymous initiation is refused before anything is made.
+    await env.s3.send(new PutBucketAclCommand({ Bucket: b, ACL: 'public-read' }));
+    expect(await anonymous(env.p.endpoint, 'POST', `/${b}/denied.bin?uploads`)).to.include({ status: 403, code: 'AccessDenied' });
   });
 
   it('an anonymous form upload (no policy, no signature) with acl=public-read is stored and readable by anyone', async () => {

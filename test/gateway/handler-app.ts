@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, createLogger, createRegistry, runChain, type ChainHandler, type Logger, type Registry } from '../../images/service-kit/src/index.js';
-import { S3Error, type ObjectLayer } from '../../images/object-model/src/index.js';
+import { S3Error, unresolvableEmail, type ObjectLayer } from '../../images/object-model/src/index.js';
 import { anonymousMayAsk } from '../../images/gateway/src/auth/authenticate.js';
 import { state } from '../../images/gateway/src/context.js';
 import type { GatewayDeps } from '../../images/gateway/src/deps.js';
@@ -50,7 +50,14 @@ export async function handlerApp(
   layer: Partial<ObjectLayer>,
   /** null: an anonymous caller (no signature), let through for the operations the gateway lets anonymous callers ask. */
   username: string | null = 'alice',
-  opts: { logger?: Logger; registry?: Registry; platformBlocksPublic?: boolean } = {},
+  opts: {
+    logger?: Logger;
+    registry?: Registry;
+    platformBlocksPublic?: boolean;
+    /** Users' e-mail addresses (address → user name, matched whatever the case), as the control plane resolves them; each lookup is pushed to `lookups`. */
+    emails?: Record<string, string>;
+    lookups?: string[];
+  } = {},
 ): Promise<HandlerApp> {
   const logger = opts.logger ?? createLogger('gateway-handlers-test', 'silent');
   const registry = opts.registry ?? createRegistry('gateway-handlers-test', false);
@@ -62,6 +69,11 @@ export async function handlerApp(
   const deps: GatewayDeps = {
     objects,
     controlPlane: unreachable('controlPlane'),
+    userByEmail: (email) => {
+      opts.lookups?.push(email);
+      const user = Object.entries(opts.emails ?? {}).find(([address]) => address.toLowerCase() === email.toLowerCase())?.[1];
+      return user ? Promise.resolve({ username: user }) : Promise.reject(unresolvableEmail(email));
+    },
     buckets: new BucketAccess(objects, 0, undefined, opts.platformBlocksPublic),
     credentials: unreachable('credentials'),
     tokens: unreachable('tokens'),

@@ -40,7 +40,11 @@ describe('object model: access control (canned ACLs, grants, evaluation, storage
     expect(codeOf(() => requestedAcl(lookupOf({ 'x-amz-acl': 'private', 'x-amz-grant-read': 'id=alice' })))).to.equal('InvalidRequest');
     expect(codeOf(() => requestedAcl(lookupOf({ 'x-amz-grant-read': 'uri="http://example.com/group"' })))).to.equal('InvalidArgument');
     expect(codeOf(() => requestedAcl(lookupOf({ 'x-amz-grant-read': 'alice' })))).to.equal('InvalidArgument');
-    expect(codeOf(() => requestedAcl(lookupOf({ 'x-amz-grant-read': 'emailAddress="a@example.com"' })))).to.equal('NotImplemented');
+    // A grant by e-mail address names its address (the gateway resolves it to a user); what is no address is unresolvable.
+    expect(requestedAcl(lookupOf({ 'x-amz-grant-read': 'emailAddress="a@example.com"' }))).to.deep.equal({
+      grants: [{ grantee: { email: 'a@example.com' }, permission: 'READ' }],
+    });
+    expect(codeOf(() => requestedAcl(lookupOf({ 'x-amz-grant-read': 'emailAddress="a b@example"' })))).to.equal('UnresolvableGrantByEmailAddress');
     // A form names the canned ACL in its `acl` field.
     expect(requestedAcl(lookupOf({}), 'authenticated-read')).to.deep.equal({ canned: 'authenticated-read' });
   });

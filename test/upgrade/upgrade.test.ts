@@ -10,8 +10,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import {
+  CreateBucketCommand,
   GetBucketOwnershipControlsCommand,
   GetBucketTaggingCommand,
+  GetObjectAclCommand,
   GetObjectCommand,
   GetObjectTaggingCommand,
   HeadObjectCommand,
@@ -108,6 +110,23 @@ for (const name of ['0.1.0-embedded', '0.1.0-postgres']) {
       await login(manifest.user.username, manifest.user.password);
       const own = await alice.send(new ListBucketsCommand({}));
       expect(own.Buckets?.map((b) => b.Name)).to.deep.equal(manifest.buckets.filter((b) => b.owner === manifest.user.username).map((b) => b.name));
+    });
+
+    it('gives the earlier users no e-mail address (migration 0009) until the root gives one, which a grant by e-mail then names', async () => {
+      const token = await login(manifest.root.username, manifest.root.password);
+      const patched = await fetch(`${platform.endpoint}/admin/users/${manifest.user.username}`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'Upgraded@Example.com' }),
+      });
+      expect([patched.status, await patched.json()]).to.deep.equal([200, { data: { username: manifest.user.username, email: 'Upgraded@Example.com' } }]);
+      const bucket = `upgrade-mail-${name.replace(/[^a-z0-9]/g, '')}`;
+      await root.send(new CreateBucketCommand({ Bucket: bucket, ObjectOwnership: 'ObjectWriter' }));
+      await root.send(new PutObjectCommand({ Bucket: bucket, Key: 'k', Body: 'granted', GrantRead: 'emailAddress="upgraded@example.com"' }));
+      expect((await root.send(new GetObjectAclCommand({ Bucket: bucket, Key: 'k' }))).Grants?.map((g) => g.Grantee?.ID)).to.deep.equal([
+        manifest.user.username,
+      ]);
+      expect(await (await alice.send(new GetObjectCommand({ Bucket: bucket, Key: 'k' }))).Body!.transformToString()).to.equal('granted');
     });
 
     it('lists every bucket and object, and keeps the buckets’ tags', async () => {

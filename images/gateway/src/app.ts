@@ -172,6 +172,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningService
     objects,
     controlPlane,
     buckets: new BucketAccess(objects, opts.bucketCacheMs ?? BUCKET_CACHE_MS, countLookup('gateway-buckets'), opts.blockPublicAcls ?? false),
+    userByEmail: (email) => controlPlane.userByEmail(email),
     credentials,
     tokens: tokenIssuer(opts.jwtSecret, opts.jwtExpiresIn ?? '1h'),
     loginGuard: new LoginGuard(redis ? { kind: 'redis', client: redis, keyPrefix: opts.redisKeyPrefix ?? 'strata:flow:' } : { kind: 'memory' }, () =>

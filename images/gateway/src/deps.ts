@@ -15,6 +15,8 @@ export interface GatewayDeps {
   /** Users, credentials and the recycle bin (/login and /admin). */
   controlPlane: ControlPlaneClient;
   buckets: BucketAccess;
+  /** The user with an e-mail address (any case), what S3's grants by e-mail name; UnresolvableGrantByEmailAddress when none has it. */
+  userByEmail: (email: string) => Promise<{ username: string }>;
   credentials: CredentialLookup;
   tokens: TokenIssuer;
   /** POST /login's failure limits and password-check slots. */

@@ -18,6 +18,14 @@ export interface Grant {
   grantee: Grantee;
   permission: Permission;
 }
+/**
+ * A grant as a request may name it: also by e-mail address (S3's `emailAddress="..."`, AmazonCustomerByEmail),
+ * which the gateway resolves to the user with that address before the ACL is kept (resolveAcl).
+ */
+export interface RequestedGrant {
+  grantee: Grantee | { email: string };
+  permission: Permission;
+}
 
 /** A resource's ACL: its owner (who always holds every permission) and its grants (the owner's own included, as S3 lists it). */
 export interface AccessControlList {
@@ -58,7 +66,9 @@ export type CannedAcl = (typeof CANNED_ACLS)[number];
 export const OWNER_ONLY_ACLS: ReadonlySet<string> = new Set(['private', 'bucket-owner-full-control']);
 
 /** What a request asks for: a canned ACL or explicit grants (never both, as S3). */
-export type RequestedAcl = { canned: CannedAcl } | { grants: Grant[] };
+export type RequestedAcl = { canned: CannedAcl } | { grants: RequestedGrant[] };
+/** The same once every e-mail grantee is resolved to its user (what is kept). */
+export type ResolvedAcl = { canned: CannedAcl } | { grants: Grant[] };
 
 /** The grant headers by the permission each gives. */
 export const GRANT_HEADERS: Record<string, Permission> = {
@@ -71,11 +81,20 @@ export const GRANT_HEADERS: Record<string, Permission> = {
 
 /** Names of Strata users (the control plane creates no other) — what an `id=` grantee must look like. */
 export const USER_NAME = /^[A-Za-z0-9][A-Za-z0-9._@+-]{2,63}$/;
+/**
+ * E-mail addresses users may have (and grants may name): one @, no spaces or quotes, a dotted domain of
+ * letters, digits and hyphens; 254 characters at most (RFC 5321's path limit).
+ */
+export const USER_EMAIL = /^(?=.{3,254}$)[^\s@"<>(),;:\\]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
+/** S3's answer for a grant to an address no account has (also one that is no address at all). */
+export function unresolvableEmail(email: string): S3Error {
+  return new S3Error('UnresolvableGrantByEmailAddress', undefined, { EmailAddress: email });
+}
 /** S3 allows 100 grants per ACL. */
 export const MAX_GRANTS = 100;
 
 /** A grantee as S3 names it in a grant header (`id="..."`, `uri="..."`, `emailAddress="..."`). */
-export function granteeOf(type: string, value: string): Grantee {
+export function granteeOf(type: string, value: string): RequestedGrant['grantee'] {
   switch (type.toLowerCase()) {
     case 'id':
       if (!USER_NAME.test(value))
@@ -85,19 +104,24 @@ export function granteeOf(type: string, value: string): Grantee {
       if (!GROUPS.has(value)) throw new S3Error('InvalidArgument', `Invalid group uri: ${value}.`, { ArgumentName: 'uri', ArgumentValue: value });
       return { group: value };
     case 'emailaddress':
-      throw new S3Error('NotImplemented', 'Strata names grantees by id (user name) or group uri, not by email address.');
+      if (!USER_EMAIL.test(value)) throw unresolvableEmail(value);
+      return { email: value };
     default:
       throw new S3Error('InvalidArgument', `Unknown grantee type ${type}.`, { ArgumentName: type });
   }
 }
 
 /** One grant header's value: `id="a", uri="http://..."` (quotes optional). */
-function parseGrantHeader(name: string, value: string): Grant[] {
+function parseGrantHeader(name: string, value: string): RequestedGrant[] {
   const permission = GRANT_HEADERS[name]!;
-  const grants: Grant[] = [];
+  const grants: RequestedGrant[] = [];
   for (const part of value.split(',')) {
     const m = /^\s*([A-Za-z]+)\s*=\s*"?([^"]*)"?\s*$/.exec(part);
-    if (!m) throw new S3Error('InvalidArgument', `${name} must list grantees as id="..." or uri="...".`, { ArgumentName: name, ArgumentValue: value });
+    if (!m)
+      throw new S3Error('InvalidArgument', `${name} must list grantees as id="...", uri="..." or emailAddress="...".`, {
+        ArgumentName: name,
+        ArgumentValue: value,
+      });
     grants.push({ grantee: granteeOf(m[1]!, m[2]!), permission });
   }
   return grants;

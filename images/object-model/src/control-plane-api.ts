@@ -21,11 +21,18 @@ const invalid =
   () =>
     new S3Error('InvalidArgument', message, extra);
 
-/** POST /users and /users/verify: `{username, password}`, both strings (their rules: the user service's). */
+/** POST /users and /users/verify: `{username, password, email?}`, strings (their rules: the user service's). */
 export const readUserBody = bodyReader(
-  z.object({ username: z.string(), password: z.string() }),
-  { username: invalid('username must be a string'), password: invalid('password must be a string') },
+  z.object({ username: z.string(), password: z.string(), email: z.string().optional() }),
+  { username: invalid('username must be a string'), password: invalid('password must be a string'), email: invalid('email must be a string') },
   'a user request',
+);
+
+/** PATCH /users/:username: `{email}`, an address or null (the user then has none). */
+export const readUserChangeBody = bodyReader(
+  z.object({ email: z.string().nullable() }),
+  { email: invalid('email must be an e-mail address or null') },
+  'a user change',
 );
 
 export const BACKEND_KINDS = ['fs', 'minio', 'cloud'] as const;

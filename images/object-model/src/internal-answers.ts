@@ -114,7 +114,13 @@ const KEY_SCOPE = z.looseObject({
 }) satisfies z.ZodType<KeyScope>;
 
 /** A user's (or a scoped key's: then `username` is its parent's, and `scope` its limits) signing secret. */
-export const USER_CREDENTIALS_ANSWER = z.looseObject({ username: z.string(), accessKey: z.string(), secretKey: z.string(), scope: KEY_SCOPE.optional() });
+export const USER_CREDENTIALS_ANSWER = z.looseObject({
+  username: z.string(),
+  accessKey: z.string(),
+  secretKey: z.string(),
+  scope: KEY_SCOPE.optional(),
+  email: z.string().optional(),
+});
 
 export const SCOPED_KEY_ANSWER = z.looseObject({
   accessKey: z.string(),
@@ -127,6 +133,8 @@ export const SCOPED_KEYS_ANSWER = z.looseObject({
   keys: z.array(z.looseObject({ accessKey: z.string(), parent: z.string(), scope: KEY_SCOPE, createdAt: TIME, name: z.string().optional() })),
 });
 export const VERIFIED_USER_ANSWER = z.looseObject({ username: z.string(), accessKey: z.string() });
+/** A user as the admin API shows one (never its secrets): its e-mail address when it has one. */
+export const USER_ANSWER = z.looseObject({ username: z.string(), email: z.string().optional() });
 
 export const RECYCLE_BIN_ANSWER = z.looseObject({
   objects: z.array(z.looseObject({ id: z.union([z.string(), z.number()]), bucket: z.string(), key: z.string(), size: COUNT, recycledAt: TIME })),
@@ -165,6 +173,7 @@ export const LIST_PARTS_ANSWER = z.looseObject({
   nextPartNumberMarker: COUNT.optional(),
   initiated: TIME,
   owner: z.string(),
+  anonymous: z.boolean().optional(),
   checksumAlgorithm: z.string().optional(),
   checksumType: z.string().optional(),
 }) satisfies z.ZodType<ListPartsResult>;

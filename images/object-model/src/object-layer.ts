@@ -191,6 +191,8 @@ export interface ObjectRead {
 
 export interface CopyObjectInput {
   owner: string;
+  /** No account signed the copy (AllUsers WRITE and READ admitted it; `owner` is the bucket owner): it never lands in a bucket created again. */
+  anonymous?: boolean;
   sourceBucket: string;
   sourceKey: string;
   metadataDirective: 'COPY' | 'REPLACE';
@@ -219,6 +221,11 @@ export interface UploadChecksum {
 
 export interface CreateMultipartInput {
   owner: string;
+  /**
+   * No account signed the initiation (AllUsers WRITE admitted it; `owner` is the bucket owner): the upload's
+   * initiator is the anonymous principal (ListPartsResult.anonymous), and it completes only into the bucket it began in.
+   */
+  anonymous?: boolean;
   contentType?: string;
   userMetadata?: Record<string, string>;
   tags?: Tag[];
@@ -267,6 +274,8 @@ export interface ListPartsResult {
   nextPartNumberMarker?: number;
   initiated: string;
   owner: string;
+  /** Initiated anonymously (CreateMultipartInput.anonymous): its initiator is the anonymous principal, not `owner`. */
+  anonymous?: boolean;
   checksumAlgorithm?: string;
   checksumType?: string;
 }
@@ -377,7 +386,10 @@ export interface ObjectLayer {
     query: { maxParts?: number; partNumberMarker?: number },
     bucketRecord?: BucketInfo,
   ): Promise<ListPartsResult>;
-  /** `checksum`: the whole object's, as the client sent it (x-amz-checksum-* on the Complete request). */
+  /**
+   * `checksum`: the whole object's, as the client sent it (x-amz-checksum-* on the Complete request). `anonymous`:
+   * no account signed the completion, which then (as one of an upload begun anonymously) lands only in `bucketRecord`.
+   */
   completeMultipart(
     bucket: string,
     key: string,
@@ -386,6 +398,7 @@ export interface ObjectLayer {
     conditions?: WriteConditions,
     checksum?: NamedChecksum,
     bucketRecord?: BucketInfo,
+    anonymous?: boolean,
   ): Promise<ObjectMeta>;
   abortMultipart(bucket: string, key: string, uploadId: string, bucketRecord?: BucketInfo): Promise<void>;
   listUploads(bucket: string, query: ListUploadsQuery, bucketRecord?: BucketInfo): Promise<ListUploadsResult>;

@@ -100,6 +100,7 @@ export const S3_ERRORS = {
   SlowDown: { status: 503, message: 'Please reduce your request rate.' },
   UnexpectedContent: { status: 400, message: 'This request does not support content' },
   Unauthorized: { status: 401, message: 'Authentication required.' },
+  UnresolvableGrantByEmailAddress: { status: 400, message: 'The e-mail address you provided does not match any account on record.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type S3ErrorCode = keyof typeof S3_ERRORS;
@@ -121,11 +122,23 @@ export class S3Error extends Error {
     return { error: { code: this.code, message: this.message, ...(Object.keys(this.extra).length ? { extra: this.extra } : {}) } };
   }
 
-  /** Rebuild from an internal service's JSON error body; unknown codes become InternalError. */
-  static fromJSON(body: unknown): S3Error {
+  /**
+   * Rebuild from an internal service's JSON error body and its status; unknown codes become InternalError.
+   * A 409 InvalidArgument (a taken name or address, ConflictError) keeps its 409.
+   */
+  static fromJSON(body: unknown, status?: number): S3Error {
     const e = (body as { error?: { code?: string; message?: string; extra?: Record<string, string> } } | null)?.error;
+    if (status === 409 && e?.code === 'InvalidArgument') return new ConflictError(e.message ?? 'conflict');
     if (e?.code && e.code in S3_ERRORS) return new S3Error(e.code as S3ErrorCode, e.message, e.extra ?? {});
     return new S3Error('InternalError', e?.message);
+  }
+}
+
+/** "409 InvalidArgument": what the admin API answers for a name, key or address another user or key has. */
+export class ConflictError extends S3Error {
+  override readonly status = 409;
+  constructor(message: string) {
+    super('InvalidArgument', message);
   }
 }
 

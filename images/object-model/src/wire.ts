@@ -139,6 +139,7 @@ const directive = z.enum(['COPY', 'REPLACE']).optional();
 /** CopyObject's internal JSON body (the gateway's CopyObjectInput), as the data plane reads it. */
 export const COPY_OBJECT_BODY = z.object({
   owner: optionalText,
+  anonymous: z.boolean().optional(),
   sourceBucket: z.string(),
   sourceKey: z.string(),
   metadataDirective: directive,
@@ -195,6 +196,7 @@ function uploadChecksum(value: unknown): { algorithm: ChecksumAlgorithm; type: '
 export const readCreateMultipartBody = bodyReader(
   z.object({
     owner: optionalText,
+    anonymous: z.boolean().optional(),
     contentType: optionalText,
     userMetadata: z.record(z.string(), z.string()).optional(),
     tags: z.unknown().optional().transform(objectTagsFromJson),
@@ -238,6 +240,7 @@ export const readCompleteMultipartBody = bodyReader(
     ),
     conditions: WRITE_CONDITIONS_BODY,
     checksum: NAMED_CHECKSUM_BODY,
+    anonymous: z.boolean().optional(),
   }),
   {},
   'a multipart completion',

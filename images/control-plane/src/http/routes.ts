@@ -18,6 +18,7 @@ import {
   readRecycleBinQuery,
   readRestoreInput,
   readUserBody,
+  readUserChangeBody,
   S3Error,
   FS_BACKEND_OFF,
 } from '../../../object-model/src/index.js';
@@ -104,8 +105,15 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
   };
 
   router.post('/users', async (req, res) => {
-    const { username, password } = readUserBody(req.body);
-    res.status(201).json(await users.createUser(username, password));
+    const { username, password, email } = readUserBody(req.body);
+    res.status(201).json(await users.createUser(username, password, email));
+  });
+  router.patch('/users/:username', async (req, res) => {
+    res.json(await users.setEmail(param(req, 'username'), readUserChangeBody(req.body).email));
+  });
+  // A grant by e-mail address: the user it names (400 UnresolvableGrantByEmailAddress when none has it).
+  router.get('/user-emails/:email', async (req, res) => {
+    res.json(await users.userByEmail(param(req, 'email')));
   });
   router.post('/users/verify', async (req, res) => {
     const { username, password } = readUserBody(req.body);

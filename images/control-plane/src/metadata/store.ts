@@ -60,6 +60,8 @@ export interface StoredUser {
   secretKeyEnc: string;
   isRoot: boolean;
   createdAt: string;
+  /** Its e-mail address (grants by e-mail name it); unique whatever its case. */
+  email?: string;
 }
 
 export interface ListQuery {
@@ -154,11 +156,16 @@ export interface DeleteConditions {
 
 /** Users and their credentials (the users table). */
 export interface UserStore {
+  /** A unique violation (23505) when the name or the e-mail address (whatever its case) is taken. */
   insert(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<StoredUser>;
   /** Create or refresh the root user from its environment credentials. */
   upsertRoot(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<void>;
   get(username: string): Promise<StoredUser | undefined>;
   getByAccessKey(accessKey: string): Promise<StoredUser | undefined>;
+  /** The user with this e-mail address, matched whatever its case. */
+  getByEmail(email: string): Promise<StoredUser | undefined>;
+  /** Set (null: remove) a user's e-mail address; false when there is no such user; a unique violation when it is taken. */
+  setEmail(username: string, email: string | null): Promise<boolean>;
 }
 
 /** A scoped access key as stored (key-scope.ts in the object model says what it may do). */

@@ -8,6 +8,8 @@ interface UserRow {
   secret_key_enc: string;
   is_root: boolean;
   created_at: Date;
+  /** Absent before migration 0009 (a query of a database not yet migrated never reaches here). */
+  email?: string | null;
 }
 
 function toUser(row: UserRow): StoredUser {
@@ -18,6 +20,7 @@ function toUser(row: UserRow): StoredUser {
     secretKeyEnc: row.secret_key_enc,
     isRoot: row.is_root,
     createdAt: new Date(row.created_at).toISOString(),
+    ...(row.email ? { email: row.email } : {}),
   };
 }
 
@@ -27,9 +30,9 @@ export class SqlUserStore implements UserStore {
 
   async insert(user: Omit<StoredUser, 'createdAt' | 'isRoot'>): Promise<StoredUser> {
     const res = await this.sql.query<UserRow>(
-      `INSERT INTO users (username, password_hash, access_key, secret_key_enc) VALUES ($1, $2, $3, $4)
+      `INSERT INTO users (username, password_hash, access_key, secret_key_enc, email) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT DO NOTHING RETURNING *`,
-      [user.username, user.passwordHash, user.accessKey, user.secretKeyEnc],
+      [user.username, user.passwordHash, user.accessKey, user.secretKeyEnc, user.email ?? null],
     );
     if (!res.rows[0]) throw Object.assign(new Error(`user ${user.username} exists`), { code: '23505' });
     return toUser(res.rows[0]);
@@ -50,6 +53,17 @@ export class SqlUserStore implements UserStore {
 
   async getByAccessKey(accessKey: string): Promise<StoredUser | undefined> {
     return this.lookup('SELECT * FROM users WHERE access_key = $1', accessKey);
+  }
+
+  /** Read on the primary: an address just given (or taken away) resolves so at once. */
+  async getByEmail(email: string): Promise<StoredUser | undefined> {
+    const row = (await readQuery<UserRow>(this.sql, 'SELECT * FROM users WHERE lower(email) = lower($1)', [email], { fresh: true })).rows[0];
+    return row && toUser(row);
+  }
+
+  async setEmail(username: string, email: string | null): Promise<boolean> {
+    const res = await this.sql.query('UPDATE users SET email = $2 WHERE username = $1', [username, email]);
+    return (res.rowCount ?? 0) > 0;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { SecretBox, isUniqueViolation } from '../../../service-kit/src/index.js';
-import { S3Error, USER_NAME, type KeyScope, type ScopedKeyCredentials } from '../../../object-model/src/index.js';
+import { ConflictError, S3Error, unresolvableEmail, USER_EMAIL, USER_NAME, type KeyScope, type ScopedKeyCredentials } from '../../../object-model/src/index.js';
 import type { ScopedKeyStore, StoredScopedKey, UserStore } from '../metadata/store.js';
 import { hashPassword, newAccessKey, newSecretKey, verifyPassword } from './credentials.js';
 
@@ -9,22 +9,25 @@ export interface Credentials {
   secretKey: string;
   /** A scoped key's limits (its `username` is its parent's); absent for a user's own key. */
   scope?: KeyScope;
+  /** A new user's e-mail address, when it was given one. */
+  email?: string;
 }
 
-/** "409 InvalidArgument" as the internal API names it for a taken user name. */
-class UserExistsError extends S3Error {
-  override readonly status = 409;
-  constructor(username: string) {
-    super('InvalidArgument', `user ${JSON.stringify(username)} already exists`);
-  }
+/** A user as shown (never its secrets). */
+export interface UserView {
+  username: string;
+  email?: string;
 }
 
-/** "409 InvalidArgument" for an operator key whose name or id another key (or user) has. */
-class ScopedKeyConflictError extends S3Error {
-  override readonly status = 409;
-  constructor(message: string) {
-    super('InvalidArgument', message);
-  }
+const userExists = (username: string) => new ConflictError(`user ${JSON.stringify(username)} already exists`);
+/** An e-mail address another user has (whatever its case). */
+const emailTaken = (email: string) => new ConflictError(`the e-mail address ${JSON.stringify(email)} belongs to another user`);
+
+/** An e-mail address as a user may have one; InvalidArgument otherwise. */
+function checkedEmail(email: unknown): string {
+  if (typeof email !== 'string' || !USER_EMAIL.test(email))
+    throw new S3Error('InvalidArgument', 'email: an e-mail address (name@domain), at most 254 characters');
+  return email;
 }
 
 /** Users and their credentials: scrypt password hashes, SigV4 secrets sealed with the server key. */
@@ -49,22 +52,52 @@ export class UserService {
     });
   }
 
-  async createUser(username: unknown, password: unknown): Promise<Credentials> {
+  async createUser(username: unknown, password: unknown, email?: unknown): Promise<Credentials> {
     if (typeof username !== 'string' || !USER_NAME.test(username)) {
       throw new S3Error('InvalidArgument', 'username: 3 to 64 characters of letters, digits and . _ @ + -, starting with a letter or digit');
     }
     if (typeof password !== 'string' || password.length < 8 || password.length > 256) {
       throw new S3Error('InvalidArgument', 'password: 8 to 256 characters');
     }
+    const address = email === undefined ? undefined : checkedEmail(email);
     const secretKey = newSecretKey();
     const accessKey = newAccessKey();
     try {
-      await this.users.insert({ username, passwordHash: await hashPassword(password), accessKey, secretKeyEnc: this.box.seal(secretKey) });
+      await this.users.insert({
+        username,
+        passwordHash: await hashPassword(password),
+        accessKey,
+        secretKeyEnc: this.box.seal(secretKey),
+        ...(address ? { email: address } : {}),
+      });
     } catch (err) {
-      if (isUniqueViolation(err)) throw new UserExistsError(username);
+      if (!isUniqueViolation(err)) throw err;
+      // Which one was taken: the name (the insert's own conflict) or the address (the index's).
+      if (address && !(await this.users.get(username))) throw emailTaken(address);
+      throw userExists(username);
+    }
+    return { username, accessKey, secretKey, ...(address ? { email: address } : {}) };
+  }
+
+  /** Give a user an e-mail address, or (null) take it away; InvalidArgument for no such user, 409 for a taken address. */
+  async setEmail(username: string, email: unknown): Promise<UserView> {
+    const address = email === null ? null : checkedEmail(email);
+    let changed;
+    try {
+      changed = await this.users.setEmail(username, address);
+    } catch (err) {
+      if (isUniqueViolation(err) && address) throw emailTaken(address);
       throw err;
     }
-    return { username, accessKey, secretKey };
+    if (!changed) throw new S3Error('InvalidArgument', `user ${JSON.stringify(username)} does not exist`);
+    return { username, ...(address ? { email: address } : {}) };
+  }
+
+  /** The user an e-mail address names (whatever its case): what a grant by e-mail address is kept as. */
+  async userByEmail(email: string): Promise<UserView> {
+    const user = USER_EMAIL.test(email) ? await this.users.getByEmail(email) : undefined;
+    if (!user) throw unresolvableEmail(email);
+    return { username: user.username, email: user.email! };
   }
 
   async verify(username: unknown, password: unknown): Promise<{ username: string; accessKey: string }> {
@@ -101,19 +134,19 @@ export class UserService {
   async ensureScopedKey(name: string, parent: string, scope: KeyScope, key: { accessKey: string; secretKey: string }): Promise<{ created: boolean }> {
     const store = this.scopedStore();
     const existing = await store.getByName(name);
-    if (existing && existing.parent !== parent) throw new ScopedKeyConflictError(`scoped key ${JSON.stringify(name)} belongs to another user`);
+    if (existing && existing.parent !== parent) throw new ConflictError(`scoped key ${JSON.stringify(name)} belongs to another user`);
     if (existing && existing.accessKey === key.accessKey && this.box.open(existing.secretKeyEnc) === key.secretKey) {
       if (JSON.stringify(existing.scope) !== JSON.stringify(scope)) await store.setScope(existing.accessKey, scope);
       return { created: false };
     }
-    if (await this.users.getByAccessKey(key.accessKey)) throw new ScopedKeyConflictError('that access key id is taken');
+    if (await this.users.getByAccessKey(key.accessKey)) throw new ConflictError('that access key id is taken');
     if (!(await this.users.get(parent))) throw new S3Error('InvalidArgument', `user ${JSON.stringify(parent)} does not exist`);
     // Another key pair under this name (the Secret was made anew): the old one goes.
     if (existing) await store.delete(existing.accessKey);
     try {
       await store.insert({ accessKey: key.accessKey, name, parent, secretKeyEnc: this.box.seal(key.secretKey), scope });
     } catch (err) {
-      if (isUniqueViolation(err)) throw new ScopedKeyConflictError('that access key id or name is taken');
+      if (isUniqueViolation(err)) throw new ConflictError('that access key id or name is taken');
       throw err;
     }
     return { created: true };

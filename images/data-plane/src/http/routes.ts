@@ -354,9 +354,16 @@ export function dataPlaneRoutes(deps: RouteDeps): Router {
     );
   });
   router.post('/multipart/:bucket/:key/:uploadId/complete', json, async (req, res) => {
-    const { parts, conditions, checksum } = readCompleteMultipartBody(req.body);
+    const { parts, conditions, checksum, anonymous } = readCompleteMultipartBody(req.body);
     res.json(
-      await multipart.complete(p(req, 'bucket'), p(req, 'key'), p(req, 'uploadId'), parts, { conditions, expectedChecksum: checksum }, resolvedBucketOf(req)),
+      await multipart.complete(
+        p(req, 'bucket'),
+        p(req, 'key'),
+        p(req, 'uploadId'),
+        parts,
+        { conditions, expectedChecksum: checksum, anonymous },
+        resolvedBucketOf(req),
+      ),
     );
   });
   router.delete('/multipart/:bucket/:key/:uploadId', async (req, res) => {

@@ -62,6 +62,8 @@ type RequestBucket = () => Promise<{ bucket: BucketRef; backend: StorageBackend 
 export interface CompletionChecks {
   conditions?: WriteConditions;
   expectedChecksum?: { algorithm: string; value: string };
+  /** No account signed the completion: the object lands only in the bucket resolved for it, as an upload begun anonymously. */
+  anonymous?: boolean;
 }
 
 /** How a part's bytes are checked, and the customer key of an SSE-C upload. */
@@ -111,6 +113,7 @@ export class MultipartService {
       bucket: bucket.name,
       key,
       owner: opts.owner ?? bucket.owner,
+      ...(opts.anonymous ? { anonymous: true } : {}),
       contentType: opts.contentType || 'application/octet-stream',
       userMetadata: opts.userMetadata ?? {},
       ...(opts.tags?.length ? { tags: opts.tags } : {}),
@@ -297,6 +300,7 @@ export class MultipartService {
       ...(isTruncated ? { nextPartNumberMarker: page.at(-1)?.partNumber ?? after } : {}),
       initiated: info.initiated,
       owner: info.owner,
+      ...(info.anonymous ? { anonymous: true } : {}),
       contentType: info.contentType,
     };
   }
@@ -313,7 +317,7 @@ export class MultipartService {
     key: string,
     uploadId: string,
     requested: RequestedPart[],
-    { conditions, expectedChecksum }: CompletionChecks = {},
+    { conditions, expectedChecksum, anonymous }: CompletionChecks = {},
     resolved?: BucketRef,
   ): Promise<ObjectMeta> {
     const target = this.requestBucket(bucketName, resolved);
@@ -346,6 +350,8 @@ export class MultipartService {
         bucket,
         key,
         owner: info.owner,
+        // An anonymous upload (or completion) lands only in the bucket whose ACL admitted it, never one created again since.
+        anonymous: info.anonymous || anonymous,
         contentType: info.contentType,
         userMetadata: info.userMetadata,
         tags: info.tags,

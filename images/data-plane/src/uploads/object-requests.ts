@@ -37,6 +37,8 @@ export interface CopyRequest {
   resolvedBucket?: BucketRef;
   resolvedSourceBucket?: BucketRef;
   owner?: string;
+  /** No account signed the copy (as a PutObject's x-strata-anonymous): it commits only to the bucket that admitted it. */
+  anonymous?: boolean;
   sourceBucket: string;
   sourceKey: string;
   metadataDirective?: 'COPY' | 'REPLACE';

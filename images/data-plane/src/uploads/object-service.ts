@@ -418,6 +418,7 @@ export class ObjectService {
         bucket,
         key: req.key,
         owner,
+        anonymous: req.anonymous,
         contentType,
         userMetadata,
         tags,

@@ -15,6 +15,8 @@ export interface UploadInfo {
   bucket: string;
   key: string;
   owner: string;
+  /** Initiated anonymously (its owner is the bucket owner's): listed as such, completed only into this bucket. */
+  anonymous?: boolean;
   contentType: string;
   userMetadata: Record<string, string>;
   /** x-amz-tagging of the initiation: the completed object's tags. */
@@ -32,6 +34,7 @@ export interface UploadInfo {
 /** What CreateMultipartUpload asks (MultipartService.initiate). */
 export interface InitiateOptions {
   owner?: string;
+  anonymous?: boolean;
   contentType?: string;
   userMetadata?: Record<string, string>;
   tags?: Tag[];

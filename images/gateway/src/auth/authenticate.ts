@@ -30,7 +30,9 @@ function twoMechanisms(authorization: string | undefined): S3Error {
 /**
  * What an anonymous request (no signature, no token) may ask: what an ACL can open to everyone — reads
  * (an object granted to AllUsers and its attributes, a bucket listing and its uploads' listing, their ACLs)
- * and, where a bucket grants AllUsers WRITE (`public-read-write`), writing and deleting its objects. Their
+ * and, where a bucket grants AllUsers WRITE (`public-read-write`), writing and deleting its objects, multipart
+ * uploads included (ListParts and AbortMultipartUpload of an upload begun anonymously), and copying into it
+ * an object granted to AllUsers READ. Their
  * handlers decide by the ACL; anything else anonymous is AccessDenied here, before any lookup. (A form
  * upload without a policy is anonymous too: PostObject authenticates itself.)
  */
@@ -46,6 +48,12 @@ const ANONYMOUS_OPERATIONS = new Set([
   'PutObject',
   'DeleteObject',
   'DeleteObjects',
+  'CopyObject',
+  'CreateMultipartUpload',
+  'UploadPart',
+  'CompleteMultipartUpload',
+  'AbortMultipartUpload',
+  'ListParts',
 ]);
 
 /** Whether an anonymous request for `operation` goes on to its handler (which decides by the ACL). */

@@ -11,6 +11,7 @@ import {
   RECYCLE_BIN_ANSWER,
   SCOPED_KEY_ANSWER,
   SCOPED_KEYS_ANSWER,
+  USER_ANSWER,
   USER_CREDENTIALS_ANSWER,
   VERIFIED_USER_ANSWER,
   type AccessControlList,
@@ -39,6 +40,13 @@ export interface UserCredentials {
   secretKey: string;
   /** A scoped key's limits (`username` is its parent's). */
   scope?: KeyScope;
+  /** A new user's e-mail address, when it was given one. */
+  email?: string;
+}
+/** A user as shown: its name and e-mail address (when it has one). */
+export interface UserView {
+  username: string;
+  email?: string;
 }
 export interface RecycledObject {
   id: string | number;
@@ -64,8 +72,18 @@ export class ControlPlaneClient {
     this.http = new InternalHttp(baseUrl, token, 'control plane', guard);
   }
 
-  createUser(username: string, password: string): Promise<UserCredentials> {
-    return this.http.json('POST', '/internal/users', USER_CREDENTIALS_ANSWER, { body: { username, password } });
+  createUser(username: string, password: string, email?: string): Promise<UserCredentials> {
+    return this.http.json('POST', '/internal/users', USER_CREDENTIALS_ANSWER, { body: { username, password, ...(email === undefined ? {} : { email }) } });
+  }
+
+  /** Give a user an e-mail address (null: none); 409 when another user has it. */
+  setUserEmail(username: string, email: string | null): Promise<UserView> {
+    return this.http.json('PATCH', `/internal/users/${seg(username)}`, USER_ANSWER, { body: { email } });
+  }
+
+  /** The user with this e-mail address (any case); UnresolvableGrantByEmailAddress when none has it. */
+  userByEmail(email: string): Promise<UserView> {
+    return this.http.json('GET', `/internal/user-emails/${seg(email)}`, USER_ANSWER);
   }
 
   verifyUser(username: string, password: string): Promise<{ username: string; accessKey: string }> {

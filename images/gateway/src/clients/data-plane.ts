@@ -309,9 +309,10 @@ export class DataPlaneClient {
     conditions?: WriteConditions,
     checksum?: NamedChecksum,
     bucketRecord?: BucketInfo,
+    anonymous?: boolean,
   ): Promise<ObjectMeta> {
     return this.http.json('POST', `/internal/multipart/${seg(bucket)}/${seg(key)}/${seg(uploadId)}/complete`, OBJECT_META_ANSWER, {
-      body: { parts, ...(conditions ? { conditions } : {}), ...(checksum ? { checksum } : {}) },
+      body: { parts, ...(conditions ? { conditions } : {}), ...(checksum ? { checksum } : {}), ...(anonymous ? { anonymous } : {}) },
       headers: bucketRecordHeader(bucketRecord),
       long: true,
     });

@@ -302,7 +302,7 @@ export class InternalHttp {
     const text = await readText(res).catch(() => '');
     try {
       const parsed = JSON.parse(text) as unknown;
-      if (parsed && typeof parsed === 'object' && 'error' in parsed) return S3Error.fromJSON(parsed);
+      if (parsed && typeof parsed === 'object' && 'error' in parsed) return S3Error.fromJSON(parsed, status);
     } catch {
       // not JSON: fall through to the status mapping
     }

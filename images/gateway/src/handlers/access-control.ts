@@ -1,7 +1,7 @@
 import type http from 'node:http';
-import { requestedAcl, S3Error, type Grant, type RequestedAcl } from '../../../object-model/src/index.js';
+import { requestedAcl, S3Error, type RequestedAcl, type ResolvedAcl } from '../../../object-model/src/index.js';
 import { callerOf, state } from '../context.js';
-import { aclsEnabled, aclToKeep, bucketAcl, objectAcl, objectAllows } from '../middleware/access-policy.js';
+import { aclsEnabled, aclToKeep, bucketAcl, objectAcl, objectAllows, resolveAcl } from '../middleware/access-policy.js';
 import {
   parseAccessControlPolicy,
   parseOwnershipControls,
@@ -23,17 +23,20 @@ import { parseXml } from '../s3/xml.js';
 const headerLookup = (req: http.IncomingMessage) => (name: string) => header(req, name);
 
 /** The ACL a PutBucketAcl / PutObjectAcl asks for: an AccessControlPolicy body, or the headers (never both, as S3). */
-async function aclRequest(s3: S3Request): Promise<RequestedAcl> {
+async function aclRequest(s3: S3Request): Promise<ResolvedAcl> {
   const body = (await readSmallBody(s3.req, s3.res)).toString('utf8');
   const fromHeaders = requestedAcl(headerLookup(s3.req));
+  let requested: RequestedAcl;
   if (body.trim()) {
     if (fromHeaders) throw new S3Error('UnexpectedContent', 'This request does not support content together with ACL headers.');
-    const grants: Grant[] = parseAccessControlPolicy(parseXml<Record<string, unknown>>(body, 'AccessControlPolicy'));
-    return { grants };
-  }
-  if (!fromHeaders)
+    requested = { grants: parseAccessControlPolicy(parseXml<Record<string, unknown>>(body, 'AccessControlPolicy')) };
+  } else if (fromHeaders) {
+    requested = fromHeaders;
+  } else {
     throw new S3Error('MissingSecurityHeader', 'Your request was missing a required header: x-amz-acl, x-amz-grant-* or an AccessControlPolicy body.');
-  return fromHeaders;
+  }
+  // Grants by e-mail address are kept as the users they name (or the ACL is refused, unchanged).
+  return (await resolveAcl(requested, s3.deps.userByEmail))!;
 }
 
 export const getBucketAcl: S3Handler = async ({ res, bucket, deps }) => {

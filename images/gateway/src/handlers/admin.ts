@@ -42,7 +42,7 @@ async function scopedKeyParent(res: Response, deps: GatewayDeps, requested: unkn
 }
 
 /**
- * Strata's admin API (JSON, Bearer or SigV4): users (root), scoped access keys (read-only keys of the
+ * Strata's admin API (JSON, Bearer or SigV4): users and their e-mail addresses (root), scoped access keys (read-only keys of the
  * caller limited to named buckets and prefixes), the caller's recycle bin, restore, and purge now
  * (root; a job, read back with GET /admin/jobs/:id). Mounted after authentication.
  */
@@ -52,12 +52,22 @@ export function adminRouter(deps: GatewayDeps): Router {
     '/users',
     wrap('AdminCreateUser', async (req, res) => {
       requireRoot(res);
-      const { username, password } = (req.body ?? {}) as { username?: unknown; password?: unknown };
-      if (typeof username !== 'string' || typeof password !== 'string' || !username || !password) {
-        throw new S3Error('InvalidArgument', 'POST /admin/users expects {"username": string, "password": string}.');
+      const { username, password, email } = (req.body ?? {}) as { username?: unknown; password?: unknown; email?: unknown };
+      if (typeof username !== 'string' || typeof password !== 'string' || !username || !password || (email !== undefined && typeof email !== 'string')) {
+        throw new S3Error('InvalidArgument', 'POST /admin/users expects {"username": string, "password": string, "email"?: string}.');
       }
-      const user = await deps.controlPlane.createUser(username, password);
-      sendData(res, { username: user.username, accessKey: user.accessKey, secretKey: user.secretKey }, 201);
+      const user = await deps.controlPlane.createUser(username, password, email);
+      sendData(res, { username: user.username, accessKey: user.accessKey, secretKey: user.secretKey, ...(user.email ? { email: user.email } : {}) }, 201);
+    }),
+  );
+  router.patch(
+    '/users/:username',
+    wrap('AdminUpdateUser', async (req, res) => {
+      requireRoot(res);
+      const { email } = (req.body ?? {}) as { email?: unknown };
+      if (email !== null && typeof email !== 'string')
+        throw new S3Error('InvalidArgument', 'PATCH /admin/users/:username expects {"email": string} (null: no address).');
+      sendData(res, await deps.controlPlane.setUserEmail(String(req.params.username), email));
     }),
   );
   router.post(

@@ -11,7 +11,7 @@ import {
   type ObjectOwnership,
 } from '../../../object-model/src/index.js';
 import { scopeNamesBucket } from '../auth/key-scope.js';
-import { aclToKeep } from '../middleware/access-policy.js';
+import { aclContext, aclToKeep, resolveAcl, type AclContext } from '../middleware/access-policy.js';
 import { callerOf, state } from '../context.js';
 import { RESERVED_BUCKET_NAMES } from '../middleware/bucket-access.js';
 import type { S3Handler } from '../s3/operation.js';
@@ -104,16 +104,19 @@ function backendChoice(headerValue: string | undefined, body: Buffer, contentTyp
  * anything is created: an ACL on a bucket with ACLs off is InvalidBucketAclWithObjectOwnership, a public one under
  * a public access block AccessDenied.
  */
-function accessOfNewBucket(req: http.IncomingMessage, owner: string, platformBlocksPublic: boolean, defaultOwnership: ObjectOwnership) {
+async function accessOfNewBucket(req: http.IncomingMessage, owner: string, context: AclContext, defaultOwnership: ObjectOwnership) {
   const raw = header(req, 'x-amz-object-ownership');
   if (raw !== undefined && !OBJECT_OWNERSHIPS.includes(raw as ObjectOwnership))
     throw new S3Error('InvalidArgument', `x-amz-object-ownership must be one of ${OBJECT_OWNERSHIPS.join(', ')}.`, { ArgumentName: 'x-amz-object-ownership' });
   const ownership = (raw ?? defaultOwnership) as ObjectOwnership;
-  const requested = requestedAcl((name) => header(req, name));
+  const requested = await resolveAcl(
+    requestedAcl((name) => header(req, name)),
+    context.userByEmail,
+  );
   const draft: BucketInfo = { name: '', owner, createdAt: '', backend: { kind: 'fs' }, ownership: [{ objectOwnership: ownership }] };
   let acl;
   try {
-    acl = aclToKeep(requested, { bucket: draft, writer: owner, kind: 'bucket', platformBlocksPublic });
+    acl = aclToKeep(requested, { bucket: draft, writer: owner, kind: 'bucket', platformBlocksPublic: context.platformBlocksPublic });
   } catch (err) {
     throw err instanceof S3Error && err.code === 'AccessControlListNotSupported' ? new S3Error('InvalidBucketAclWithObjectOwnership') : err;
   }
@@ -126,7 +129,7 @@ export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
   assertBucketName(bucket);
   if (RESERVED_BUCKET_NAMES.has(bucket)) throw new S3Error('InvalidBucketName', `${bucket} is reserved for the gateway's own routes`, { BucketName: bucket });
   const backend = backendChoice(req.headers['x-strata-backend'] as string | undefined, body, req.headers['content-type']);
-  const access = accessOfNewBucket(req, caller.username, deps.buckets.platformBlocksPublic, deps.defaultObjectOwnership);
+  const access = await accessOfNewBucket(req, caller.username, aclContext(deps), deps.defaultObjectOwnership);
   // The control plane asks the data plane whether a non-fs backend is usable before it creates the bucket.
   // The bucket is made with its ownership and ACL in one call: none that a failure or a retry could leave out.
   // (The control plane makes a bucket BucketOwnerEnforced with no grants: only other choices are sent.)

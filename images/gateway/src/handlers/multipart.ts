@@ -12,7 +12,7 @@ import {
   type BucketInfo,
   type ListPartsResult,
 } from '../../../object-model/src/index.js';
-import { bucketAllows, objectAclHeaders } from '../middleware/access-policy.js';
+import { aclContext, bucketAllows, objectAclHeaders, writerOf } from '../middleware/access-policy.js';
 import { callerOf, state } from '../context.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import {
@@ -34,9 +34,13 @@ import { owner, quoted, sendXml, urlEncodeKey, sendStatus } from '../s3/render.j
 import { parseXml } from '../s3/xml.js';
 import { copySource, copySourceConditions } from './object-write.js';
 
-/** The bucket of an upload: its owner's, or another user's whose ACL grants WRITE. */
+/**
+ * The bucket of an upload: its owner's, or another's whose ACL grants the caller WRITE — an anonymous caller
+ * too, where it grants AllUsers WRITE (ADR 0013: CreateMultipartUpload, UploadPart and CompleteMultipartUpload
+ * are writes as PutObject is).
+ */
 async function target(s3: S3Request): Promise<BucketInfo> {
-  return s3.deps.buckets.permitted(s3.bucket, callerOf(s3.res), 'WRITE');
+  return s3.deps.buckets.permitted(s3.bucket, state(s3.res).caller, 'WRITE');
 }
 
 /** POST /bucket/key?uploads */
@@ -49,10 +53,14 @@ export const createMultipartUpload: S3Handler = async (s3) => {
   const type = header(req, 'x-amz-checksum-type');
   if (type !== undefined && algorithm === undefined) throw new S3Error('InvalidRequest', 'x-amz-checksum-type needs x-amz-checksum-algorithm.');
   const bucketInfo = await target(s3);
+  // Undefined: an anonymous initiation, whose upload (and object) the bucket owner owns, as an anonymous PutObject's.
+  const caller = state(res).caller;
+  const writer = writerOf(bucketInfo, caller?.username);
   // The ACL asked for here is kept with the upload and given to the object at completion, as S3.
-  const acl = objectAclHeaders(req, bucketInfo, callerOf(res).username, deps.buckets.platformBlocksPublic);
+  const acl = await objectAclHeaders(req, bucketInfo, writer, aclContext(deps));
   const { uploadId, checksum, sse } = await deps.objects.createMultipart(bucket, key, {
-    owner: callerOf(res).username,
+    owner: writer,
+    ...(caller ? {} : { anonymous: true }),
     contentType: header(req, 'content-type'),
     userMetadata: userMetadata(req),
     ...(tags?.length ? { tags } : {}),
@@ -143,10 +151,12 @@ interface CompleteDocument {
 /** POST /bucket/key?uploadId=X with the CompleteMultipartUpload document. */
 export const completeMultipartUpload: S3Handler = async (s3) => {
   const { req, res, bucket, key, query, deps } = s3;
+  // An anonymous caller is asked for its document only once the ACL allowed the write (ADR 0013).
+  const allowed = state(res).caller ? undefined : await target(s3);
   // x-amz-checksum-* here is the whole object's checksum, not the document's.
   const body = await readSmallBody(req, res, undefined, { checksum: false });
   const objectChecksum = objectChecksumHeader(req.headers);
-  const bucketInfo = await target(s3);
+  const bucketInfo = allowed ?? (await target(s3));
   const doc = parseXml<CompleteDocument>(body.toString('utf8'), 'CompleteMultipartUpload');
   // The document's shape is read here (each Part a whole PartNumber and an ETag); whether it lists any,
   // their numbers and their order are the object layer's to judge (checkPartOrder).
@@ -159,7 +169,16 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
   });
   // Conditional writes (S3 since 2024): If-None-Match: * refuses to replace an object, If-Match an other version.
   const conditions = readWriteConditions(req);
-  const meta = await deps.objects.completeMultipart(bucket, key, query.get('uploadId') ?? '', parts, conditions, objectChecksum, bucketInfo);
+  const meta = await deps.objects.completeMultipart(
+    bucket,
+    key,
+    query.get('uploadId') ?? '',
+    parts,
+    conditions,
+    objectChecksum,
+    bucketInfo,
+    state(res).caller ? undefined : true,
+  );
   setExpiration(res, bucketInfo.lifecycle, { key, size: meta.size, lastModified: meta.lastModified, tags: meta.tags });
   setSseHeaders(res, meta.sse);
   const checksum = storedChecksum(meta.headers);
@@ -178,7 +197,7 @@ export const completeMultipartUpload: S3Handler = async (s3) => {
  */
 export const abortMultipartUpload: S3Handler = async (s3) => {
   const bucketInfo = await s3.deps.buckets.existing(s3.bucket);
-  if (callerOf(s3.res).username !== bucketInfo.owner) await listablePartsOf(s3, { maxParts: 1, partNumberMarker: 0 }, bucketInfo);
+  if (state(s3.res).caller?.username !== bucketInfo.owner) await listablePartsOf(s3, { maxParts: 1, partNumberMarker: 0 }, bucketInfo);
   await s3.deps.objects.abortMultipart(s3.bucket, s3.key, s3.query.get('uploadId') ?? '', bucketInfo);
   sendStatus(s3.res, 204);
 };
@@ -187,6 +206,8 @@ export const abortMultipartUpload: S3Handler = async (s3) => {
  * The parts of an upload the caller may list (or abort). S3 (s3:ListMultipartUploadParts, which no ACL
  * permission maps to): the bucket's owner and the upload's initiator, nobody by a grant. To a caller who could not
  * have started an upload here (no WRITE on the bucket), an unknown upload is AccessDenied, not NoSuchUpload.
+ * The initiator of an upload begun anonymously is the anonymous principal: any anonymous caller, while the
+ * bucket's ACL still grants AllUsers WRITE (ADR 0013) — and no signed user but the bucket owner.
  */
 async function listablePartsOf(
   s3: S3Request,
@@ -195,15 +216,17 @@ async function listablePartsOf(
   resolved?: BucketInfo,
 ): Promise<{ bucketInfo: BucketInfo; r: ListPartsResult }> {
   const { res, bucket, key, deps } = s3;
-  const caller = callerOf(res).username;
+  const caller = state(res).caller?.username;
   const bucketInfo = resolved ?? (await deps.buckets.existing(bucket));
-  const isOwner = caller === bucketInfo.owner;
+  const isOwner = caller !== undefined && caller === bucketInfo.owner;
+  const mayWrite = () => bucketAllows(bucketInfo, caller, 'WRITE', deps.buckets.platformBlocksPublic);
+  if (caller === undefined && !mayWrite()) throw new S3Error('AccessDenied');
   const r = await deps.objects.listParts(bucket, key, s3.query.get('uploadId') ?? '', query, bucketInfo).catch((err: unknown) => {
-    if (!isOwner && err instanceof S3Error && err.code === 'NoSuchUpload' && !bucketAllows(bucketInfo, caller, 'WRITE', deps.buckets.platformBlocksPublic))
-      throw new S3Error('AccessDenied');
+    if (!isOwner && err instanceof S3Error && err.code === 'NoSuchUpload' && !mayWrite()) throw new S3Error('AccessDenied');
     throw err;
   });
-  if (!isOwner && r.owner !== caller) throw new S3Error('AccessDenied');
+  const initiated = caller === undefined ? r.anonymous === true : r.owner === caller && !r.anonymous;
+  if (!isOwner && !initiated) throw new S3Error('AccessDenied');
   return { bucketInfo, r };
 }
 

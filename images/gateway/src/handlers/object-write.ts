@@ -12,8 +12,8 @@ import {
   type BucketInfo,
   type ObjectConditions,
 } from '../../../object-model/src/index.js';
-import { callerOf, state, type Caller } from '../context.js';
-import { objectAclHeaders, objectAllows, writerOf } from '../middleware/access-policy.js';
+import { state, type Caller } from '../context.js';
+import { aclContext, objectAclHeaders, objectAllows, writerOf } from '../middleware/access-policy.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { discard, header, objectBody, objectTagging, putObjectLength, standardHeaders, uploadHeaders, userMetadata, websiteRedirect } from '../s3/request.js';
 import { checksumXml } from '../s3/checksums.js';
@@ -42,7 +42,7 @@ export const putObject: S3Handler = async (s3) => {
     const tags = objectTagging(req);
     const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
     const writer = writerOf(bucketInfo, caller?.username);
-    const acl = objectAclHeaders(req, bucketInfo, writer, deps.buckets.platformBlocksPublic);
+    const acl = await objectAclHeaders(req, bucketInfo, writer, aclContext(deps));
     const upload = objectBody(req, res);
     body = upload.body;
     const stored = uploadHeaders(req, upload);
@@ -84,7 +84,7 @@ export const putObject: S3Handler = async (s3) => {
 };
 
 /** `x-amz-copy-source: /bucket/key` (URL-encoded, optional ?versionId=null) → bucket and key. */
-export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourceBucket: string; sourceKey: string; sourceRecord: BucketInfo }> {
+export async function copySource(s3: S3Request, caller: Caller | undefined): Promise<{ sourceBucket: string; sourceKey: string; sourceRecord: BucketInfo }> {
   const raw = header(s3.req, 'x-amz-copy-source');
   if (!raw) throw new S3Error('InvalidArgument', 'x-amz-copy-source is required.');
   const [pathPart, queryPart] = raw.split('?');
@@ -102,14 +102,14 @@ export async function copySource(s3: S3Request, caller: Caller): Promise<{ sourc
   const sourceBucket = trimmed.slice(0, slash);
   const sourceKey = trimmed.slice(slash + 1);
   assertObjectKey(sourceKey);
-  // The source is read: its bucket's owner may, others where the source object's ACL grants them READ.
+  // The source is read: its bucket's owner may, others (anonymous callers too) where the source object's ACL grants them READ.
   const { deps } = s3;
   const source = await deps.buckets.existing(sourceBucket);
-  if (source.owner !== caller.username) {
+  if (caller === undefined || source.owner !== caller.username) {
     const meta = await deps.objects.headObject(sourceBucket, sourceKey, source).catch((err: unknown) => {
       throw err instanceof S3Error && err.code === 'NoSuchKey' ? new S3Error('AccessDenied') : err;
     });
-    if (!objectAllows(source, meta.headers, caller.username, 'READ', deps.buckets.platformBlocksPublic)) throw new S3Error('AccessDenied');
+    if (!objectAllows(source, meta.headers, caller?.username, 'READ', deps.buckets.platformBlocksPublic)) throw new S3Error('AccessDenied');
   }
   return { sourceBucket, sourceKey, sourceRecord: source };
 }
@@ -119,14 +119,18 @@ export function copySourceConditions(req: S3Request['req']): ObjectConditions | 
   return readConditions(req, 'x-amz-copy-source-');
 }
 
-/** CopyObject (same backend: the blob is shared, not copied). */
+/**
+ * CopyObject (same backend: the blob is shared, not copied). Anonymous too, as S3: WRITE on the destination
+ * bucket and READ on the source object, both granted to AllUsers; the copy is then the bucket owner's (ADR 0013).
+ */
 export const copyObject: S3Handler = async (s3) => {
   const { req, res, bucket, key, deps } = s3;
-  const caller = callerOf(res);
+  const caller = state(res).caller;
   discard(req);
   const bucketInfo = await deps.buckets.permitted(bucket, caller, 'WRITE');
+  const writer = writerOf(bucketInfo, caller?.username);
   // A copy never takes its source's ACL: it has the one its request names (private by default), as S3.
-  const acl = objectAclHeaders(req, bucketInfo, caller.username, deps.buckets.platformBlocksPublic);
+  const acl = await objectAclHeaders(req, bucketInfo, writer, aclContext(deps));
   const { sourceBucket, sourceKey, sourceRecord } = await copySource(s3, caller);
   const directive = (header(req, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE')
@@ -152,7 +156,8 @@ export const copyObject: S3Handler = async (s3) => {
   // As PutObject: a copy may require what it replaces to be (If-Match) or not to be (If-None-Match: *).
   const destinationConditions = readWriteConditions(req);
   const meta = await deps.objects.copyObject(bucket, key, {
-    owner: caller.username,
+    owner: writer,
+    ...(caller ? {} : { anonymous: true }),
     sourceBucket,
     sourceKey,
     metadataDirective: directive,

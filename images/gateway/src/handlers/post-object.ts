@@ -6,7 +6,7 @@ import { identity } from '../auth/authenticate.js';
 import { enforceKeyScope } from '../auth/key-scope.js';
 import { verifyPostPolicy } from '../auth/post-policy.js';
 import { state } from '../context.js';
-import { objectAclHeaders, writerOf } from '../middleware/access-policy.js';
+import { aclContext, objectAclHeaders, writerOf } from '../middleware/access-policy.js';
 import type { S3Handler, S3Request } from '../s3/operation.js';
 import { quoted, sendXml, urlEncodeKey, sendStatus } from '../s3/render.js';
 import { checkFormEncryption, setSseHeaders, sseRequestOfForm } from '../s3/encryption.js';
@@ -195,7 +195,7 @@ export const postObject: S3Handler = async (s3) => {
         tags,
         headers: mergeStoredHeaders(
           standardHeadersOf(form.fields),
-          objectAclHeaders(field, bucketInfo, writer, deps.buckets.platformBlocksPublic, form.fields.get('acl')),
+          await objectAclHeaders(field, bucketInfo, writer, aclContext(deps), form.fields.get('acl')),
         ),
         // The form's x-amz-server-side-encryption* fields, as a PUT's headers (SSE-S3, SSE-KMS, SSE-C).
         sse: sseRequestOfForm(form.fields),

@@ -11,8 +11,10 @@ import {
   type AccessControlList,
   type BucketInfo,
   type ObjectOwnership,
+  type Grant,
   type Permission,
   type RequestedAcl,
+  type ResolvedAcl,
   type StoredHeaders,
 } from '../../../object-model/src/index.js';
 
@@ -105,7 +107,7 @@ export interface AclTarget {
  * has ACLs off (but `private` and `bucket-owner-full-control`, which ask for nothing else), AccessDenied
  * for a public ACL under a public access block.
  */
-export function aclToKeep(requested: RequestedAcl | undefined, target: AclTarget): AccessControlList | undefined {
+export function aclToKeep(requested: ResolvedAcl | undefined, target: AclTarget): AccessControlList | undefined {
   const { bucket, writer, kind } = target;
   const ownership = ownershipOf(bucket);
   if (ownership === 'BucketOwnerEnforced') {
@@ -146,20 +148,63 @@ export function aclToKeep(requested: RequestedAcl | undefined, target: AclTarget
   return { owner, grants };
 }
 
+/** The user an e-mail address names (GatewayDeps.userByEmail). */
+export type EmailResolver = (email: string) => Promise<{ username: string }>;
+
+/**
+ * The ACL with each grantee named by e-mail address replaced by the user with that address, as S3 keeps it
+ * (a CanonicalUser, shown so by Get*Acl): one lookup per distinct address (whatever its case) per request;
+ * UnresolvableGrantByEmailAddress for one no user has, before anything is written.
+ */
+export async function resolveAcl(requested: RequestedAcl | undefined, userByEmail: EmailResolver): Promise<ResolvedAcl | undefined> {
+  if (!requested || 'canned' in requested) return requested;
+  const users = new Map<string, Promise<string>>();
+  const userOf = (email: string): Promise<string> => {
+    const known = users.get(email.toLowerCase());
+    if (known) return known;
+    const user = userByEmail(email).then((u) => u.username);
+    users.set(email.toLowerCase(), user);
+    return user;
+  };
+  const grants = await Promise.all(
+    requested.grants.map(
+      async (g): Promise<Grant> =>
+        'email' in g.grantee ? { grantee: { id: await userOf(g.grantee.email) }, permission: g.permission } : { grantee: g.grantee, permission: g.permission },
+    ),
+  );
+  return { grants };
+}
+
+/** What an object write's ACL is checked and resolved with: the platform's public access block and the users' e-mail addresses. */
+export interface AclContext {
+  platformBlocksPublic: boolean;
+  userByEmail: EmailResolver;
+}
+
+export const aclContext = (deps: { buckets: { platformBlocksPublic: boolean }; userByEmail: EmailResolver }): AclContext => ({
+  platformBlocksPublic: deps.buckets.platformBlocksPublic,
+  userByEmail: deps.userByEmail,
+});
+
 /**
  * The stored header of the ACL an object write asks for (x-amz-acl, x-amz-grant-*; a form's fields, `acl`
  * among them), as it is to be kept; undefined when there is none to keep.
  */
-export function objectAclHeaders(
+export async function objectAclHeaders(
   from: http.IncomingMessage | ((name: string) => string | undefined),
   bucket: BucketInfo,
   writer: string,
-  platformBlocksPublic: boolean,
+  context: AclContext,
   formAcl?: string,
-): StoredHeaders | undefined {
+): Promise<StoredHeaders | undefined> {
   const lookup = typeof from === 'function' ? from : (name: string) => headerValue(from, name);
   const requested = typeof from === 'function' ? requestedAcl(lookup, formAcl) : requestedAcl(lookup);
-  const acl = aclToKeep(requested, { bucket, writer, kind: 'object', platformBlocksPublic });
+  const acl = aclToKeep(await resolveAcl(requested, context.userByEmail), {
+    bucket,
+    writer,
+    kind: 'object',
+    platformBlocksPublic: context.platformBlocksPublic,
+  });
   return acl && aclHeaders(acl);
 }
 

@@ -5,10 +5,10 @@ import {
   PERMISSIONS,
   S3Error,
   type AccessControlList,
-  type Grant,
   type ObjectOwnership,
   type Permission,
   type PublicAccessBlock,
+  type RequestedGrant,
 } from '../../../object-model/src/index.js';
 import { owner } from './render.js';
 import { xmlGroup, xmlText } from './xml.js';
@@ -39,9 +39,10 @@ export function renderAccessControlPolicy(acl: AccessControlList): Record<string
 
 /**
  * The grants of an AccessControlPolicy body (its Owner is the resource's and is not changed by it). A
- * grantee is an ID (a Strata user) or a URI (AllUsers, AuthenticatedUsers); xsi:type follows from which.
+ * grantee is an ID (a Strata user), a URI (AllUsers, AuthenticatedUsers) or an EmailAddress (a user's,
+ * resolved before the ACL is kept); xsi:type follows from which.
  */
-export function parseAccessControlPolicy(doc: Record<string, unknown>): Grant[] {
+export function parseAccessControlPolicy(doc: Record<string, unknown>): RequestedGrant[] {
   const list = xmlGroup(doc.AccessControlList, 'AccessControlList');
   if (list === undefined) throw malformedAcl('AccessControlList is required.');
   const grants = (list.Grant ?? []) as unknown[];
@@ -56,7 +57,7 @@ export function parseAccessControlPolicy(doc: Record<string, unknown>): Grant[] 
     const uri = xmlText(grantee.URI, 'URI');
     const email = xmlText(grantee.EmailAddress, 'EmailAddress');
     const [type, value] = id !== undefined ? ['id', id] : uri !== undefined ? ['uri', uri] : email !== undefined ? ['emailAddress', email] : [];
-    if (type === undefined) throw malformedAcl('a Grantee needs an ID or a URI.');
+    if (type === undefined) throw malformedAcl('a Grantee needs an ID, a URI or an EmailAddress.');
     return { grantee: granteeOf(type, value!.trim()), permission: permission as Permission };
   });
 }
