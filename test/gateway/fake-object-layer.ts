@@ -20,6 +20,7 @@ import {
   type DeleteConditions,
   type DeleteObjectsResult,
   type GetObjectInput,
+  type ListBucketsQuery,
   type ListObjectsQuery,
   type ListObjectsResult,
   type ObjectLayer,
@@ -121,9 +122,13 @@ export class FakeObjectLayer implements Partial<ObjectLayer> {
     return b;
   }
 
-  async listBuckets(owner: string): Promise<BucketInfo[]> {
-    this.record('listBuckets', owner);
-    return [...this.buckets.values()].filter((b) => b.owner === owner).sort((a, b) => (a.name < b.name ? -1 : 1));
+  async listBuckets(owner: string, q: ListBucketsQuery = {}): Promise<BucketInfo[]> {
+    this.record('listBuckets', owner, q);
+    const { prefix = '', after, limit, names } = q;
+    return [...this.buckets.values()]
+      .filter((b) => b.owner === owner && b.name.startsWith(prefix) && (after === undefined || b.name > after) && (!names || names.includes(b.name)))
+      .sort((a, b) => (a.name < b.name ? -1 : 1))
+      .slice(0, limit);
   }
 
   async createBucket(bucket: string, owner: string, backend?: BackendRef, access: NewBucketAccess = {}): Promise<BucketInfo> {

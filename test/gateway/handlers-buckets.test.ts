@@ -15,7 +15,7 @@ describe('gateway handlers: buckets, DeleteObjects and tags, against a fake Obje
     const r = await fx.app.fetch('GET', '/');
     const xml = await r.text();
     expect(r.status).to.equal(200);
-    expect(fx.layer.callsOf('listBuckets')).to.deep.equal([['alice']]);
+    expect(fx.layer.callsOf('listBuckets')).to.deep.equal([['alice', { prefix: '' }]]);
     expect([...xml.matchAll(/<Name>([^<]*)<\/Name>/g)].map((m) => m[1])).to.deep.equal(['also-mine', 'mine']);
   });
 

@@ -99,6 +99,19 @@ export function objectLayerContract(name: string, start: () => Promise<ContractS
         expect((await layer().listBuckets(OTHER)).map((x) => x.name)).to.not.include(mine);
         expect([...names].sort()).to.deep.equal(names);
       });
+
+      it('listBuckets pages by name: prefix, after (keyset), limit and names select in byte order', async () => {
+        const stem = `contract-page-${Date.now().toString(36)}-${++seq}`;
+        const made = [`${stem}-b`, `${stem}-a`, `${stem}-c`, `${stem}.a`];
+        for (const b of made) await layer().createBucket(b, OWNER);
+        const names = async (q: Parameters<ContractLayer['listBuckets']>[1]) => (await layer().listBuckets(OWNER, q)).map((x) => x.name);
+        expect(await names({ prefix: stem })).to.deep.equal([`${stem}-a`, `${stem}-b`, `${stem}-c`, `${stem}.a`]);
+        expect(await names({ prefix: stem, limit: 2 })).to.deep.equal([`${stem}-a`, `${stem}-b`]);
+        expect(await names({ prefix: stem, after: `${stem}-b`, limit: 2 })).to.deep.equal([`${stem}-c`, `${stem}.a`]);
+        expect(await names({ prefix: stem, after: `${stem}.a` })).to.deep.equal([]);
+        expect(await names({ prefix: `${stem}-`, names: [`${stem}-c`, `${stem}-a`, `${stem}.a`] })).to.deep.equal([`${stem}-a`, `${stem}-c`]);
+        expect(await layer().listBuckets(OTHER, { prefix: stem })).to.deep.equal([]);
+      });
     });
 
     describe('objects', () => {

@@ -216,6 +216,32 @@ export const readObjectAclBody = bodyReader(
   'an object ACL',
 );
 
+/** A query's `limit`: a whole number from 1 to `max`. */
+const queryLimit = (max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/)
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= max);
+
+/** The most buckets one ListBuckets page shows (S3's `max-buckets` limit). */
+export const MAX_BUCKETS_PAGE = 10_000;
+
+/**
+ * GET /users/:username/buckets: `prefix`, `after` (a name), `limit` (1 to one more than a page: the caller
+ * learns whether another page follows), `names` (comma-separated; bucket names hold no comma). All optional.
+ */
+export const readListBucketsQuery = bodyReader(
+  z.object({
+    prefix: queryText,
+    after: queryText,
+    limit: queryLimit(MAX_BUCKETS_PAGE + 1).optional(),
+    names: queryText.transform((n) => (n === undefined ? undefined : n.split(','))),
+  }),
+  { limit: invalid(`limit must be a whole number from 1 to ${MAX_BUCKETS_PAGE + 1}`) },
+  'a bucket listing',
+);
+
 /** The most objects one recycle-bin page answers. */
 export const RECYCLE_BIN_PAGE = 1000;
 
@@ -226,11 +252,7 @@ export const readRecycleBinQuery = bodyReader(
     bucket: queryText,
     prefix: queryText,
     after: queryText,
-    limit: z
-      .string()
-      .regex(/^\d+$/)
-      .transform(Number)
-      .refine((n) => n >= 1 && n <= RECYCLE_BIN_PAGE)
+    limit: queryLimit(RECYCLE_BIN_PAGE)
       .optional()
       .transform((n) => n ?? RECYCLE_BIN_PAGE),
   }),

@@ -68,6 +68,18 @@ export interface BucketListing {
   backend: BackendRef;
 }
 
+/** One page of an owner's buckets, by name in byte order (S3's ListBuckets paging, keyset on the name). */
+export interface ListBucketsQuery {
+  /** Only names that start with it. */
+  prefix?: string;
+  /** Only names after it (the last name of the page before). */
+  after?: string;
+  /** At most this many (every match when absent). */
+  limit?: number;
+  /** Only these names (a scoped key's buckets). */
+  names?: string[];
+}
+
 export interface ListObjectsQuery {
   prefix?: string;
   delimiter?: string;
@@ -326,7 +338,7 @@ export type NewBucketAccess = Pick<Partial<BucketConfigs>, 'ownership' | 'acl'>;
  */
 export interface ObjectLayer {
   // Buckets
-  listBuckets(owner: string): Promise<BucketListing[]>;
+  listBuckets(owner: string, query?: ListBucketsQuery): Promise<BucketListing[]>;
   /** `access`: ownership controls and an ACL other than the defaults, the new bucket's from its first moment. */
   createBucket(bucket: string, owner: string, backend?: BackendRef, access?: NewBucketAccess): Promise<BucketInfo>;
   getBucket(bucket: string): Promise<BucketInfo>;

@@ -11,6 +11,7 @@ import {
   readDeleteEntry,
   readDeleteConditions,
   readDeleteObjectsBody,
+  readListBucketsQuery,
   readListObjectsQuery,
   readObjectAclBody,
   readObjectTagsBody,
@@ -123,7 +124,7 @@ export function controlPlaneRoutes(deps: RouteDeps): Router {
     res.json(await users.credentials(param(req, 'accessKey')));
   });
   router.get('/users/:username/buckets', async (req, res) => {
-    const buckets = await store.buckets.list(param(req, 'username'));
+    const buckets = await store.buckets.list(param(req, 'username'), readListBucketsQuery(req.query));
     res.json({ buckets: buckets.map((b) => ({ name: b.name, createdAt: b.createdAt, backend: { kind: b.backend.kind } })) });
   });
 

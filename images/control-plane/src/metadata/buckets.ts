@@ -1,5 +1,5 @@
 import { isUniqueViolation, readQuery, type SqlClient, type SqlExecutor } from '../../../service-kit/src/index.js';
-import { S3Error, type CorsRule, type LifecycleRule } from '../../../object-model/src/index.js';
+import { S3Error, type CorsRule, type LifecycleRule, type ListBucketsQuery } from '../../../object-model/src/index.js';
 import { insertOutboxEvent } from './event-inbox.js';
 import { SAME_PARTITION } from './objects.js';
 import { purgeBucketRecycleBin } from './recycle-bin.js';
@@ -112,8 +112,16 @@ export class SqlBucketStore implements BucketStore {
     return (await readQuery(this.sql, 'SELECT 1 FROM buckets WHERE id = $1', [id])).rows.length > 0;
   }
 
-  async list(owner: string): Promise<Bucket[]> {
-    const res = await readQuery<BucketRow>(this.sql, 'SELECT * FROM buckets WHERE owner = $1 ORDER BY name', [owner]);
+  async list(owner: string, page: ListBucketsQuery = {}): Promise<Bucket[]> {
+    // Keyset on the name in byte order (COLLATE "C", as S3 sorts): a page starts after the last name of the one before.
+    const res = await readQuery<BucketRow>(
+      this.sql,
+      `SELECT * FROM buckets WHERE owner = $1
+         AND ($2::text IS NULL OR name COLLATE "C" > $2) AND starts_with(name, $3)
+         AND ($4::text[] IS NULL OR name = ANY($4))
+       ORDER BY name COLLATE "C" LIMIT $5`,
+      [owner, page.after ?? null, page.prefix ?? '', page.names ?? null, page.limit ?? null],
+    );
     return res.rows.map(toBucket);
   }
 

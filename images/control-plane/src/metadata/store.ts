@@ -1,4 +1,4 @@
-import type { BucketConfigs, CorsRule, KeyScope, LifecycleRule, ObjectMeta, Tag } from '../../../object-model/src/index.js';
+import type { BucketConfigs, CorsRule, KeyScope, LifecycleRule, ListBucketsQuery, ObjectMeta, Tag } from '../../../object-model/src/index.js';
 
 export type { BucketConfigs } from '../../../object-model/src/index.js';
 
@@ -207,7 +207,8 @@ export interface BucketStore {
   get(name: string): Promise<Bucket | undefined>;
   /** Whether the bucket of this row id still exists. */
   exists(id: number): Promise<boolean>;
-  list(owner: string): Promise<Bucket[]>;
+  /** The owner's buckets by name (byte order), the page `query` asks for. */
+  list(owner: string, query?: ListBucketsQuery): Promise<Bucket[]>;
   /**
    * Deletes an empty bucket (its recycle bin is purged with it); false when it has NORMAL objects,
    * NoSuchBucket when it is gone. The name is then held for its owner (see create).

@@ -23,6 +23,7 @@ import {
   type BucketListing,
   type DeleteConditions,
   type DeleteObjectsResult,
+  type ListBucketsQuery,
   type ListObjectsQuery,
   type ListObjectsResult,
   type ObjectMeta,
@@ -107,8 +108,9 @@ export class ControlPlaneClient {
     await this.http.json('DELETE', `/internal/scoped-keys/${seg(accessKey)}`, NO_ANSWER, { query: parent === undefined ? {} : { parent } });
   }
 
-  async listBuckets(owner: string): Promise<BucketListing[]> {
-    const r = await this.http.json('GET', `/internal/users/${seg(owner)}/buckets`, BUCKET_LISTING_ANSWER, { scope: accountScope(owner) });
+  async listBuckets(owner: string, q: ListBucketsQuery = {}): Promise<BucketListing[]> {
+    const query = { prefix: q.prefix, after: q.after, limit: q.limit, names: q.names?.join(',') };
+    const r = await this.http.json('GET', `/internal/users/${seg(owner)}/buckets`, BUCKET_LISTING_ANSWER, { query, scope: accountScope(owner) });
     return r.buckets;
   }
 

@@ -2,15 +2,16 @@ import type http from 'node:http';
 import {
   assertBucketName,
   isValidBucketName,
+  MAX_BUCKETS_PAGE,
   OBJECT_OWNERSHIPS,
   requestedAcl,
   S3Error,
   type BackendRef,
   type BucketInfo,
+  type ListBucketsQuery,
   type NewBucketAccess,
   type ObjectOwnership,
 } from '../../../object-model/src/index.js';
-import { scopeNamesBucket } from '../auth/key-scope.js';
 import { aclContext, aclToKeep, resolveAcl, type AclContext } from '../middleware/access-policy.js';
 import { callerOf, state } from '../context.js';
 import { RESERVED_BUCKET_NAMES } from '../middleware/bucket-access.js';
@@ -19,19 +20,17 @@ import { header, readSmallBody } from '../s3/request.js';
 import { callerOwner, sendXml, sendStatus } from '../s3/render.js';
 import { parseXml } from '../s3/xml.js';
 
-/** Most buckets one ListBuckets page may ask for (S3's limit). */
-const MAX_BUCKETS_PER_PAGE = 10_000;
-
 /**
  * GET / — the caller's own buckets only (a scoped key's: those of them it names), by name; with S3's paging parameters (`max-buckets`,
  * `continuation-token`: the last name of the page before, opaque to clients), `prefix`, and
- * `bucket-region` (every bucket is in the gateway's region).
+ * `bucket-region` (every bucket is in the gateway's region). The control plane pages (keyset on the name); one more
+ * bucket than the page tells whether another follows.
  */
 export const listBuckets: S3Handler = async ({ res, query, deps }) => {
   const caller = callerOf(res);
   const rawMax = query.get('max-buckets');
-  if (rawMax !== null && !(/^\d+$/.test(rawMax) && Number(rawMax) >= 1 && Number(rawMax) <= MAX_BUCKETS_PER_PAGE)) {
-    throw new S3Error('InvalidArgument', `max-buckets must be a whole number from 1 to ${MAX_BUCKETS_PER_PAGE}.`, { ArgumentName: 'max-buckets' });
+  if (rawMax !== null && !(/^\d+$/.test(rawMax) && Number(rawMax) >= 1 && Number(rawMax) <= MAX_BUCKETS_PAGE)) {
+    throw new S3Error('InvalidArgument', `max-buckets must be a whole number from 1 to ${MAX_BUCKETS_PAGE}.`, { ArgumentName: 'max-buckets' });
   }
   const token = query.get('continuation-token');
   const after = token === null ? undefined : Buffer.from(token, 'base64url').toString('utf8');
@@ -40,12 +39,14 @@ export const listBuckets: S3Handler = async ({ res, query, deps }) => {
   }
   const prefix = query.get('prefix') ?? '';
   const region = query.get('bucket-region');
-  const all = region !== null && region !== deps.region ? [] : await deps.objects.listBuckets(caller.username);
-  const matching = all
-    .filter((b) => b.name.startsWith(prefix) && (after === undefined || b.name > after) && scopeNamesBucket(caller.scope, b.name))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const page = rawMax === null ? matching : matching.slice(0, Number(rawMax));
-  const more = page.length < matching.length;
+  const max = rawMax === null ? undefined : Number(rawMax);
+  const ask: ListBucketsQuery = { prefix };
+  if (after !== undefined) ask.after = after;
+  if (max !== undefined) ask.limit = max + 1;
+  if (caller.scope) ask.names = [...new Set(caller.scope.resources.map((r) => r.bucket))];
+  const found = region !== null && region !== deps.region ? [] : await deps.objects.listBuckets(caller.username, ask);
+  const page = max === undefined ? found : found.slice(0, max);
+  const more = page.length < found.length;
   sendXml(res, 'ListAllMyBucketsResult', {
     Owner: callerOwner(caller),
     Buckets: { Bucket: page.map((b) => ({ Name: b.name, CreationDate: new Date(b.createdAt).toISOString(), BucketRegion: deps.region })) },
