@@ -19,6 +19,21 @@ describe('gateway handlers: buckets, DeleteObjects and tags, against a fake Obje
     expect([...xml.matchAll(/<Name>([^<]*)<\/Name>/g)].map((m) => m[1])).to.deep.equal(['also-mine', 'mine']);
   });
 
+  it('ListBuckets asks the object layer for one page (one bucket more tells that another follows) and answers its ContinuationToken', async () => {
+    for (const name of ['page-a', 'page-b', 'page-c']) fx.layer.addBucket(name, 'alice');
+    const names = (xml: string) => [...xml.matchAll(/<Name>([^<]*)<\/Name>/g)].map((m) => m[1]);
+    const first = await (await fx.app.fetch('GET', '/?max-buckets=2&prefix=page-')).text();
+    expect(names(first)).to.deep.equal(['page-a', 'page-b']);
+    const token = /<ContinuationToken>([^<]*)<\/ContinuationToken>/.exec(first)?.[1];
+    expect(token).to.equal(Buffer.from('page-b').toString('base64url'));
+    const last = await (await fx.app.fetch('GET', `/?max-buckets=2&prefix=page-&continuation-token=${token}`)).text();
+    expect([names(last), last.includes('<ContinuationToken>')]).to.deep.equal([['page-c'], false]);
+    expect(fx.layer.callsOf('listBuckets').map((c) => c[1])).to.deep.equal([
+      { prefix: 'page-', limit: 3 },
+      { prefix: 'page-', after: 'page-b', limit: 3 },
+    ]);
+  });
+
   it('CreateBucket refuses names S3 refuses and names of the gateway routes before the object layer is called; a second create by its owner succeeds', async () => {
     for (const name of ['Upper', 'ab', 'a..b', '10.0.0.1', 'admin']) {
       const r = await fx.app.fetch('PUT', `/${name}`);
