@@ -4,13 +4,9 @@
 -- with `data` (base64) for an inline blob, read only where a blob row is written. Then the version's
 -- fields, `now`, and its event (`eventId`, `payload`). A `conditional` item commits only while its key's
 -- current version is the one its caller checked the preconditions against: ETag `currentEtag`, or none
--- where that is NULL.
+-- where that is NULL. (The row type is migrations/0010_commit_item_type.sql.)
 CREATE FUNCTION strata_commit_items(p_items jsonb)
-RETURNS TABLE (idx bigint, bucket_id integer, key text, owner text, existing_blob_id bigint,
-  backend_key text, backend jsonb, locator text, blob_md5 text, blob_size bigint,
-  size bigint, etag text, md5 text, content_type text, user_metadata jsonb, now timestamptz,
-  event_id text, payload jsonb, tags jsonb, headers jsonb, part_sizes bigint[], part_checksums text[],
-  conditional boolean, current_etag text)
+RETURNS SETOF strata_commit_item
 LANGUAGE sql STABLE AS $$
   SELECT i.idx, i."bucketId", i.key, i.owner, i."existingBlobId", i."backendKey", i.backend, i.locator, i."blobMd5",
     i."blobSize", i.size, i.etag, i.md5, i."contentType", i."userMetadata", i.now, i."eventId", i.payload, i.tags, i.headers,

@@ -1,7 +1,6 @@
 -- strata_commit_objects for a batch of ONE item (its fast path: strata_commit_objects calls it for such a
--- batch; same items, same answer). The set-based statements expand the items (strata_commit_items) in each
--- of them, ~20 µs a time on PGlite; here the item is read once and each step is a plain statement on its
--- own key, as the single-item function before batches was (measured: hack/bench/measurements.md).
+-- batch; same items, same answer). The set-based statements cost more for one item than plain statements
+-- on its own key, as the single-item function before batches had (measured: hack/bench/measurements.md).
 -- Same order of effects as the batch: the key's advisory lock, the bucket share-locked, the conditional
 -- check, the locator's shared lock and the sweep's fence, the new reference taken, then the replaced
 -- version's released, then the new version and its event.
