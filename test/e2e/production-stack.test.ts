@@ -249,8 +249,11 @@ describe('e2e: the object store on production servers (PostgreSQL primary + repl
       const r = await primary.query<{ n: number }>("SELECT count(*)::int AS n FROM processed_events WHERE type = 'object.recycled'");
       return r.rows[0]!.n === 1;
     }, 'the object.recycled event to be consumed');
-    const outbox = await primary.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE type = 'object.recycled' AND sent_at IS NOT NULL");
-    expect(outbox.rows[0]!.n, 'the outbox row was confirmed by RabbitMQ').to.equal(1);
+    // The relay marks the row sent once RabbitMQ confirmed it, which may come after the consumer applied the event.
+    await eventually(async () => {
+      const outbox = await primary.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE type = 'object.recycled' AND sent_at IS NOT NULL");
+      return outbox.rows[0]!.n === 1;
+    }, 'the outbox row to be confirmed by RabbitMQ');
     // The consumer's queue is the durable one named with this run's prefix, and it has been drained.
     await eventually(async () => (await names.readyCount(`${names.prefix}.${CONTROL_PLANE_QUEUE}`)) === 0, 'the queue to drain');
     const consumed = await scrape('control-plane');
