@@ -1,4 +1,4 @@
-import { S3Error, type KeyScope } from '../../../object-model/src/index.js';
+import { S3Error } from '../../../object-model/src/index.js';
 import type { Caller } from '../context.js';
 import { UNSET_CONFIGS, unsetConfigOperation } from '../handlers/bucket-configs.js';
 
@@ -32,11 +32,6 @@ const BUCKET_READS = new Set([
 
 function denied(why: string): S3Error {
   return new S3Error('AccessDenied', `Access Denied: this access key is scoped (${why}).`);
-}
-
-/** Whether the scope names `bucket` at all (ListBuckets shows only those). */
-export function scopeNamesBucket(scope: KeyScope | undefined, bucket: string): boolean {
-  return scope === undefined || scope.resources.some((r) => r.bucket === bucket);
 }
 
 /**
