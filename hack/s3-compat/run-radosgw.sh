@@ -49,13 +49,18 @@ make_users create_user
 write_s3tests_conf 127.0.0.1 "$RGW_PORT" False
 
 results="$work/results.json"
-run_suite "$results" "s3compat_plugin s3compat_purge" "$@"
+# Ids that abort radosgw 16.2 (an assertion in RGWObjectCtx::set_atomic, on an UploadPartCopy from a key holding
+# "%25"): every id after them would find no server. They are not run, and count as failed.
+crashing=(s3tests_boto3/functional/test_s3.py::test_upload_part_copy_percent_encoded_key)
+deselect=()
+for id in "${crashing[@]}"; do deselect+=(--deselect "$id"); done
+run_suite "$results" "s3compat_plugin s3compat_purge" "${deselect[@]}" "$@"
 
 if [[ $# -gt 0 ]]; then
   echo "partial run: results in $results (hack/s3-compat/radosgw-outcomes.json untouched)"
 else
   # One outcome per id, sorted: what report.py needs for the radosgw columns, small enough to keep in the repository.
-  "$python" -c 'import json,sys; r=json.load(open(sys.argv[1])); json.dump({k: v["outcome"] for k, v in sorted(r.items())}, open(sys.argv[2], "w"), indent=0, sort_keys=True); open(sys.argv[2], "a").write("\n")' \
-    "$results" "$repo/hack/s3-compat/radosgw-outcomes.json"
+  "$python" -c 'import json,sys; r={k: v["outcome"] for k, v in json.load(open(sys.argv[1])).items()}; r.update(dict.fromkeys(sys.argv[3:], "failed")); json.dump(dict(sorted(r.items())), open(sys.argv[2], "w"), indent=0, sort_keys=True); open(sys.argv[2], "a").write("\n")' \
+    "$results" "$repo/hack/s3-compat/radosgw-outcomes.json" "${crashing[@]}"
   echo "results in $results; outcomes in hack/s3-compat/radosgw-outcomes.json"
 fi
