@@ -63,7 +63,10 @@ describe('data plane on PGlite: a failed WAL sync or the end of its thread never
     });
   }
   it('the data plane is ready again by itself once its database was opened again: the commit of unknown outcome reads back, new writes commit', async () => {
-    const layer = await startObjectLayer('pglite', { inlineBlobBytes: 0, pgliteSql: await pgliteWithSyncFaults(tmp.path, { first: 100, max: 400 }) });
+    const layer = await startObjectLayer('pglite', {
+      inlineBlobBytes: 0,
+      pgliteSql: await pgliteWithSyncFaults(tmp.path, { reopenDelaysMs: { first: 100, max: 400 } }),
+    });
     const bucket = `pr-${randomBytes(4).toString('hex')}`;
     try {
       expect((await layer.cpFetch('PUT', `/internal/buckets/${bucket}`, { owner: 'alice' })).status).to.equal(200);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createPgliteSqlClient, DatabaseUnavailableError } from '../../images/service-kit/src/index.js';
+import { createPgliteSqlClient, createRegistry, DatabaseUnavailableError } from '../../images/service-kit/src/index.js';
 import { DURABLE_FS_SOURCE, type DurabilityCounters } from '../../images/service-kit/src/pglite-fsync.js';
 import type { PgliteThreadClient } from '../../images/service-kit/src/pglite-thread.js';
 import { eventually } from '../support/eventually.js';
@@ -97,7 +97,12 @@ describe('PGlite on disk: commits and checkpoints made durable by its thread', f
   it('is opened again by itself once its thread stopped (recovery from the WAL), while the disk fails again and again too', async () => {
     const dir = path.join(tmp.path, 'reopen');
     fs.mkdirSync(dir);
-    const sql = await pgliteWithSyncFaults(dir, { first: 50, max: 200 });
+    const registry = createRegistry('test', false);
+    const sql = await pgliteWithSyncFaults(dir, { reopenDelaysMs: { first: 50, max: 200 }, registry });
+    const restarts = async () =>
+      Object.fromEntries(
+        ((await registry.getSingleMetric('strata_embedded_database_restarts_total')?.get())?.values ?? []).map((v) => [v.labels.event, v.value]),
+      );
     try {
       await sql.exec('CREATE TABLE t (v text)');
       await sql.query('INSERT INTO t VALUES ($1)', ['acknowledged']);
@@ -115,6 +120,10 @@ describe('PGlite on disk: commits and checkpoints made durable by its thread', f
       );
       expect(rows).to.include('acknowledged');
       await sql.query('INSERT INTO t VALUES ($1)', ['after']);
+      // Counted for the operator: each stop (the second write may have met a new thread, or none yet), each reopening.
+      const counted = await restarts();
+      expect(counted.stopped).to.be.at.least(1);
+      expect(counted.reopened).to.equal(counted.stopped);
       expect((await sql.query<{ n: number }>("SELECT count(*)::int AS n FROM t WHERE v = 'after'")).rows[0]!.n).to.equal(1);
     } finally {
       await sql.close();

@@ -1,4 +1,5 @@
 import type { Logger } from './logger.js';
+import { registeredCounter, type Registry } from './metrics.js';
 import type { PgliteThread, PgliteThreadClient } from './pglite-thread.js';
 import { DatabaseUnavailableError } from './sql-faults.js';
 
@@ -19,9 +20,15 @@ export const REOPEN_DELAYS_MS = { first: 1_000, max: 30_000 };
 export function reopeningPglite(
   open: () => Promise<PgliteThread>,
   first: PgliteThread,
-  opts: { logger?: Logger; delaysMs?: { first: number; max: number } } = {},
+  opts: { logger?: Logger; registry?: Registry; delaysMs?: { first: number; max: number } } = {},
 ): PgliteThreadClient {
   const delays = opts.delaysMs ?? REOPEN_DELAYS_MS;
+  // An operator alerts on these: each stop of the thread, and each try to open the database again, by outcome.
+  const events =
+    opts.registry &&
+    registeredCounter(opts.registry, 'strata_embedded_database_restarts_total', "The embedded database's thread stopping, and its reopening, by outcome", [
+      'event',
+    ]);
   let current: PgliteThread | undefined;
   let stopped: PgliteThread | undefined;
   let closed = false;
@@ -34,6 +41,7 @@ export function reopeningPglite(
       if (closed || current !== client) return;
       current = undefined;
       stopped = client;
+      events?.inc({ event: 'stopped' });
       opts.logger?.error({ err }, 'the embedded database stopped; opening it again (recovery from its WAL)');
       schedule(0);
     });
@@ -55,9 +63,11 @@ export function reopeningPglite(
       const client = await open();
       if (closed) return void (await client.close());
       watch(client);
+      events?.inc({ event: 'reopened' });
       opts.logger?.warn({ attempt: attempt + 1 }, 'the embedded database is open again');
     } catch (err) {
       if (closed) return;
+      events?.inc({ event: 'reopen_failed' });
       opts.logger?.error({ err, attempt: attempt + 1 }, 'the embedded database could not be opened again; trying later');
       schedule(attempt + 1);
     }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import type { Logger } from './logger.js';
+import type { Registry } from './metrics.js';
 import { createPgliteCluster, pristineClusterTarball } from './pglite-cluster.js';
 import { inLoopBackend, pgliteSqlClient } from './pglite-session.js';
 import { reopeningPglite } from './pglite-recovery.js';
@@ -130,11 +131,18 @@ export function createPgSqlClient(connectionString: string, opts: { max?: number
  * for an in-memory database. With `thread`, PGlite runs on a worker thread (pglite-thread.ts) instead
  * of this event loop, and on disk makes its commits and checkpoints durable (`fsync`, default true;
  * pglite-fsync.ts; `faultPrelude`: startPgliteThread's) and is opened again after its thread stopped
- * (pglite-recovery.ts; `logger` tells, `reopenDelaysMs` paces it).
+ * (pglite-recovery.ts; `logger` and `registry` tell, `reopenDelaysMs` paces it).
  */
 export async function createPgliteSqlClient(
   dataDir?: string,
-  opts: { thread?: boolean; fsync?: boolean; faultPrelude?: string; logger?: Logger; reopenDelaysMs?: { first: number; max: number } } = {},
+  opts: {
+    thread?: boolean;
+    fsync?: boolean;
+    faultPrelude?: string;
+    logger?: Logger;
+    registry?: Registry;
+    reopenDelaysMs?: { first: number; max: number };
+  } = {},
 ): Promise<SqlClient> {
   // 16 MB of shared buffers instead of PostgreSQL's 128 MB: the pages live in WASM memory that is
   // never given back, and the metadata working set is small (the OS caches the files anyway).
@@ -146,7 +154,7 @@ export async function createPgliteSqlClient(
   if (opts.thread) {
     const start = () => startPgliteThread(onDisk ? path.resolve(dataDir) : undefined, { ...options, tarball }, opts.fsync ?? true, opts.faultPrelude);
     // On disk, a thread that stopped is replaced by one that recovers from the WAL (an in-memory one has nothing to recover).
-    return onDisk ? reopeningPglite(start, await start(), { logger: opts.logger, delaysMs: opts.reopenDelaysMs }) : start();
+    return onDisk ? reopeningPglite(start, await start(), { logger: opts.logger, registry: opts.registry, delaysMs: opts.reopenDelaysMs }) : start();
   }
   const db = await PGlite.create({ ...(onDisk ? { dataDir } : { loadDataDir: new Blob([await readFile(tarball!)]) }), ...options });
   return pgliteSqlClient(inLoopBackend(db));

@@ -325,7 +325,13 @@ export async function startPlatform(options: PlatformOptions, services: Platform
   // One SQL client for every service: `session` reads then cover every write of the platform.
   const productionSql = createProductionSql(prod, { defaultRead: 'session', registry: controlPlaneRegistry, logger });
   const sql =
-    productionSql ?? (await createPgliteSqlClient(path.join(options.dataDir, 'pglite'), { thread: true, fsync: options.pgliteFsync ?? true, logger }));
+    productionSql ??
+    (await createPgliteSqlClient(path.join(options.dataDir, 'pglite'), {
+      thread: true,
+      fsync: options.pgliteFsync ?? true,
+      logger,
+      registry: controlPlaneRegistry,
+    }));
   const stopVacuum = productionSql ? undefined : startPgliteVacuum(sql, logger, options.pgliteVacuumMs);
   const redisCache = createProductionCache(prod, logger);
   // One AMQP broker: the data plane's outbox relay publishes through it, the control plane consumes.
