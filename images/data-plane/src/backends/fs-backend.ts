@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Readable, type Writable } from 'node:stream';
 import { pipelineClosed } from '../../../service-kit/src/index.js';
 import { S3Error } from '../../../object-model/src/index.js';
+import { FileReadStream } from './file-read-stream.js';
 import { FILE_SINK_BUFFER, FileSink } from './file-sink.js';
 import { ThreadMd5 } from './md5-thread.js';
 import { bodyMeter, detachedBody, HashingCounter, meteredBody, readSmallBody } from './metered-body.js';
@@ -187,9 +188,8 @@ export class FsBackend implements StorageBackend {
     // Read from the start and ended short of what was asked: that is the whole blob.
     if (start === 0 && n < want) this.smallBlobs?.set(locator, buf.subarray(0, n));
     if (n < want || (range && start + n > range.end)) return oneChunk(buf.subarray(0, n));
-    // Larger: a read stream from the start.
-    const handle = await open(p, 'r');
-    return handle.createReadStream({ highWaterMark: LARGE_READ_CHUNK, ...(range ? { start: range.start, end: range.end } : {}) });
+    // Larger: read with several reads in flight (a file just written with O_DIRECT is read from the device).
+    return new FileReadStream(await open(p, 'r'), range?.start ?? 0, range?.end, LARGE_READ_CHUNK);
   }
 
   async openFile(locator: string): Promise<FileHandle | undefined> {
