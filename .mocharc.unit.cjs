@@ -66,6 +66,7 @@ module.exports = {
     'test/data-plane/encrypt-thread.test.ts',
     'test/data-plane/encryption-streams.test.ts',
     'test/data-plane/entrypoint-config.test.ts',
+    'test/data-plane/file-read-stream.test.ts',
     'test/data-plane/file-segment-decryptor.test.ts',
     'test/data-plane/fs-backend.test.ts',
     'test/data-plane/inline-read.test.ts',
