@@ -67,4 +67,30 @@ describe('data plane: FileReadStream (several reads in flight, in order)', () =>
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(handle.fd).to.equal(-1);
   });
+
+  it('a read behind the head that fails first ends the stream with its error in turn, not as an unhandled rejection', async () => {
+    const handle = await open(file, 'r');
+    const read = handle.read.bind(handle);
+    // The first chunk's read is slow; the third fails at once, long before the stream awaits it.
+    Object.assign(handle, {
+      read: (buf: Buffer, offset: number, length: number, position: number) =>
+        position === 0
+          ? new Promise((resolve) => setTimeout(resolve, 100)).then(() => read(buf, offset, length, position))
+          : position >= 2 * 65536
+            ? Promise.reject(Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' }))
+            : read(buf, offset, length, position),
+    });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const err = await collect(new FileReadStream(handle, 0, undefined, 65536, 4)).catch((e: unknown) => e as Error);
+      expect((err as NodeJS.ErrnoException).code).to.equal('EIO');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unhandled).to.deep.equal([]);
+      expect(handle.fd).to.equal(-1);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
 });

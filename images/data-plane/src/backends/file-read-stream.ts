@@ -40,12 +40,18 @@ export class FileReadStream extends Readable {
   private async pump(): Promise<void> {
     this.sized ??= this.end === undefined ? this.handle.stat().then((s) => void (this.last = s.size - 1)) : Promise.resolve(void (this.last = this.end));
     await this.sized;
+    // Destroyed meanwhile: the file is closed or closing, and no read may start on it.
+    if (this.destroyed) return;
     for (;;) {
       while (this.reads.length < this.depth && this.next <= this.last) {
         const at = this.next;
         const length = Math.min(this.chunk, this.last - at + 1);
         this.next += length;
-        this.reads.push(this.readAt(at, length));
+        const read = this.readAt(at, length);
+        // A read behind the head may fail before it is awaited: its error comes when its turn does, not as an
+        // unhandled rejection meanwhile.
+        read.catch(() => undefined);
+        this.reads.push(read);
       }
       const head = this.reads[0];
       if (!head) {
