@@ -176,6 +176,7 @@ module.exports = {
     'test/service-kit/in-process-http.test.ts',
     'test/service-kit/last-resort.test.ts',
     'test/service-kit/lookup-cache.test.ts',
+    'test/service-kit/pglite-recovery.test.ts',
     'test/service-kit/loopback-guard.test.ts',
     'test/service-kit/production-adapters.test.ts',
     'test/service-kit/service-kit.test.ts',

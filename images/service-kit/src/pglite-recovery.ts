@@ -3,7 +3,10 @@ import { registeredCounter, type Registry } from './metrics.js';
 import type { PgliteThread, PgliteThreadClient } from './pglite-thread.js';
 import { DatabaseUnavailableError } from './sql-faults.js';
 
-/** The first wait before the database is opened again, and the longest (each failed try doubles it). */
+/**
+ * The first wait before the database is opened again, and the longest (each failed try doubles it). A thread
+ * that stops within `max` of its opening counts as a failed try too (the disk still failing on each write).
+ */
 export const REOPEN_DELAYS_MS = { first: 1_000, max: 30_000 };
 
 /**
@@ -35,15 +38,18 @@ export function reopeningPglite(
   let timer: NodeJS.Timeout | undefined;
   let opening: Promise<void> = Promise.resolve();
 
-  const watch = (client: PgliteThread) => {
+  const watch = (client: PgliteThread, attempt: number) => {
     current = client;
+    const openedAt = Date.now();
     void client.ended.then((err) => {
       if (closed || current !== client) return;
       current = undefined;
       stopped = client;
       events?.inc({ event: 'stopped' });
-      opts.logger?.error({ err }, 'the embedded database stopped; opening it again (recovery from its WAL)');
-      schedule(0);
+      // A thread that ran for a while starts the backoff afresh; one that stopped soon after opening continues it.
+      const next = Date.now() - openedAt < delays.max ? attempt + 1 : 0;
+      opts.logger?.error({ err, attempt: next + 1 }, 'the embedded database stopped; opening it again (recovery from its WAL)');
+      schedule(next);
     });
   };
   const schedule = (attempt: number) => {
@@ -62,7 +68,7 @@ export function reopeningPglite(
       if (closed) return;
       const client = await open();
       if (closed) return void (await client.close());
-      watch(client);
+      watch(client, attempt);
       events?.inc({ event: 'reopened' });
       opts.logger?.warn({ attempt: attempt + 1 }, 'the embedded database is open again');
     } catch (err) {
@@ -86,7 +92,8 @@ export function reopeningPglite(
     }
   };
 
-  watch(first);
+  // The first thread counts as a try that worked long ago: its stop waits the first delay.
+  watch(first, -1);
   return {
     kind: 'pglite',
     query: (text, params) => onLive((c) => c.query(text, params)),
