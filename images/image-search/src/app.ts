@@ -43,6 +43,8 @@ export type StartImageSearchOptions = Partial<ImageSearchConfig> & {
   objectEvents?: ObjectEventSource;
   /** The caller put the test encoder there and tells the user so itself (the standalone's banner): an info line, not a warning. */
   testEncoderNoted?: boolean;
+  /** A request body silent this long (ms) is refused 408 and its connection closed (default 20 s; 0: no limit). */
+  bodyIdleTimeoutMs?: number;
 };
 
 /** Find the model (directory or object store) and load it; null + reason when it is not available. */
@@ -78,7 +80,7 @@ async function loadModel(
 }
 
 export async function startImageSearch(opts: StartImageSearchOptions = {}): Promise<RunningService> {
-  const { logger: givenLogger, registry: givenRegistry, host, env, objectEvents: givenEvents, testEncoderNoted, ...overrides } = opts;
+  const { logger: givenLogger, registry: givenRegistry, host, env, objectEvents: givenEvents, testEncoderNoted, bodyIdleTimeoutMs, ...overrides } = opts;
   const config: ImageSearchConfig = { ...loadImageSearchConfig(env ?? process.env), ...overrides };
   const logger = givenLogger ?? createLogger('image-search', config.LOG_LEVEL);
   const registry = givenRegistry ?? createRegistry('image-search');
@@ -274,5 +276,6 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     port: config.PORT,
     host: host ?? config.IMAGE_SEARCH_HOST,
     hostCheck: { allowedHosts: allowedHosts((env ?? process.env).STRATA_ALLOWED_HOSTS) },
+    bodyIdle: { timeoutMs: bodyIdleTimeoutMs },
   });
 }

@@ -48,6 +48,8 @@ export interface ModelServerOptions {
   maxQueue?: number;
   /** Largest accepted request body. Default 1 MiB. */
   maxBodyBytes?: number;
+  /** A request body silent this long (ms) is refused 408 and its connection closed (default 20 s; 0: no limit). */
+  bodyIdleTimeoutMs?: number;
   /** ONNX Runtime intra-op threads (default 1); 0 = runtime default. */
   threads?: number;
   /** 'cuda' asks ONNX Runtime for the CUDA provider (falls back to the CPU when it cannot load). */
@@ -178,6 +180,14 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     hostCheck: {
       allowedHosts: opts.allowedHosts,
       refuse: (res, status, message) => sendOpenAIError(res, new OpenAIError(status, message, 'permission_error', null, 'forbidden_host')),
+    },
+    bodyIdle: {
+      timeoutMs: opts.bodyIdleTimeoutMs,
+      refuse: (_req, res) =>
+        sendOpenAIError(
+          res,
+          new OpenAIError(408, 'The request body stopped arriving; send it whole and promptly.', 'invalid_request_error', null, 'request_timeout'),
+        ),
     },
     onClose: [
       async () => {

@@ -46,7 +46,13 @@ export async function startPoemApp(opts: StartPoemAppOptions): Promise<RunningSe
     app.get('/favicon.ico', (_req, res) => res.type('image/svg+xml').sendFile(path.join(WEB_DIR, 'favicon.svg'), { maxAge: opts.production ? '1h' : 0 }));
     app.use(express.static(WEB_DIR, { index: 'index.html', maxAge: opts.production ? '1h' : 0 }));
     app.use(errorHandler(logger));
-    const running = await listen(app, { ...service, port: opts.port, host: opts.host, hostCheck: { allowedHosts: opts.allowedHosts } });
+    const running = await listen(app, {
+      ...service,
+      port: opts.port,
+      host: opts.host,
+      hostCheck: { allowedHosts: opts.allowedHosts },
+      bodyIdle: { timeoutMs: opts.bodyIdleTimeoutMs },
+    });
     logger.info({ database: opts.databasePath, upstream: opts.upstream.baseUrl, model: opts.upstream.model, historyWrites: writes.mode }, 'poem app ready');
     if (writes.mode === 'disabled') logger.warn('poem history writes are off: the app listens beyond localhost without POEM_APP_API_KEY');
     return running;

@@ -16,6 +16,8 @@ export interface PoemAppConfig {
   apiKey?: string;
   /** On a loopback host, the names besides loopback ones that requests may carry in Host (STRATA_ALLOWED_HOSTS). */
   allowedHosts?: string[];
+  /** A request body silent this long (ms) is refused 408 and its connection closed (default 20 s; 0: no limit). */
+  bodyIdleTimeoutMs?: number;
 }
 
 export interface UpstreamConfig {

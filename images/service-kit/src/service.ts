@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express, type Request, type Response } from 'express';
-import { AnswerDelivery, DeliveredResponse } from './answer-delivery.js';
+import { AnswerDelivery, bodyPending, DeliveredResponse } from './answer-delivery.js';
+import { DEFAULT_BODY_IDLE_TIMEOUT_MS, refuseSlowBodyJson, watchBodyIdle, type RefuseSlowBody } from './body-idle.js';
 import { PipeEnd, serveInProcess } from './in-process-http.js';
 import type { Logger } from './logger.js';
 import { loopbackHostCheck, type HostCheckOptions } from './loopback-guard.js';
@@ -73,21 +74,33 @@ export function createApp(opts: ServiceOptions): Express {
   return app;
 }
 
+/** A limit on silent request bodies for every request of a service (body-idle.ts). */
+export interface BodyIdleOptions {
+  /** Silence, ms, after which a body still arriving is refused and its connection closed (default 20 s); 0: no limit. */
+  timeoutMs?: number;
+  /** The answer, in the service's error shape (default: JSON `request_timeout`, 408). */
+  refuse?: RefuseSlowBody;
+}
+
 /**
  * Listen on host:port (port 0 picks a free one) and return a handle whose stop() drains gracefully.
  * `handler` is any request listener; one that carries an app's `locals` (an Express app, or a listener
  * made around one) has /readyz answer "shutting down" once stop() begins. With `hostCheck`, a service
- * bound to a loopback address refuses foreign Host and Origin names (loopback-guard.ts).
+ * bound to a loopback address refuses foreign Host and Origin names (loopback-guard.ts); with
+ * `bodyIdle`, a request body that goes silent is refused (body-idle.ts).
  */
 export async function listen(
   handler: http.RequestListener & { locals?: Record<string, unknown> },
-  opts: ServiceOptions & { port: number; host?: string; hostCheck?: HostCheckOptions },
+  opts: ServiceOptions & { port: number; host?: string; hostCheck?: HostCheckOptions; bodyIdle?: BodyIdleOptions },
 ): Promise<RunningService> {
   const host = opts.host ?? '0.0.0.0';
   // Before any handler (fast paths included): on loopback, requests for foreign Host names are refused.
   const allowed = opts.hostCheck && loopbackHostCheck(host, opts.hostCheck);
+  const bodyIdle = opts.bodyIdle;
   const server = http.createServer({ ServerResponse: DeliveredResponse }, (req, res) => {
     if (!delivery.serves(req)) return;
+    // Only requests that declare a body: the answers of the others are not timed (a long answer is no slow body).
+    if (bodyIdle && bodyPending(req)) watchBodyIdle(req, res, bodyIdle.timeoutMs ?? DEFAULT_BODY_IDLE_TIMEOUT_MS, bodyIdle.refuse ?? refuseSlowBodyJson);
     if (!allowed || allowed(req, res)) handler(req, res);
   });
   // Requests in flight per socket (answer-delivery.ts), so shutdown can close every socket that is not
