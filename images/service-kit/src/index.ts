@@ -22,3 +22,4 @@ export * from './streams.js';
 export * from './loopback-guard.js';
 export * from './body-idle.js';
 export { DeliveredResponse } from './answer-delivery.js';
+export * from './fair-pool.js';
