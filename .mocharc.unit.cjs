@@ -138,6 +138,7 @@ module.exports = {
     'test/model-server/chat-completions.test.ts',
     'test/model-server/config.test.ts',
     'test/model-server/configured-server.test.ts',
+    'test/model-server/fair-queue.test.ts',
     'test/model-server/generation-scheduler.test.ts',
     'test/model-server/onnx-graph.test.ts',
     'test/model-server/openai-contract.test.ts',
