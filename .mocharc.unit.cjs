@@ -128,6 +128,7 @@ module.exports = {
     'test/image-search/clip.test.ts',
     'test/image-search/exact-index.test.ts',
     'test/image-search/image-index.test.ts',
+    'test/image-search/query-slots.test.ts',
     'test/image-search/read-access.test.ts',
     'test/image-search/search-hints.test.ts',
     'test/image-search/search-service.test.ts',

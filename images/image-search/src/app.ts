@@ -190,6 +190,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
       llm,
       webIndexFile: path.join(WEB_DIR, 'index.html'),
       maxUploadBytes: config.IMAGE_SEARCH_MAX_UPLOAD_BYTES,
+      querySlots: { slots: config.IMAGE_SEARCH_QUERY_SLOTS, perCaller: config.IMAGE_SEARCH_QUERY_SLOTS_PER_CALLER },
       auth,
       access,
       matchQuality: (results) => matchQuality(results, model.description?.backbone ?? 'ViT-B/32'),

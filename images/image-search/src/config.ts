@@ -61,6 +61,10 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_THUMBNAIL_DIR: optional(),
   /** Most MiB that cache holds; past it the least recently used files go. */
   IMAGE_SEARCH_THUMBNAIL_CACHE_MB: env.int(512, 1, 1_048_576),
+  /** Queries in flight (searches, LLM calls, adds), all callers together: shared fairly between the callers that want them. */
+  IMAGE_SEARCH_QUERY_SLOTS: env.int(32, 1, 100_000),
+  /** Queries in flight of one caller (a gateway user, an admin, or an anonymous address); past it 429. */
+  IMAGE_SEARCH_QUERY_SLOTS_PER_CALLER: env.int(8, 1, 100_000),
   /** Largest image accepted by search-by-image and add, bytes. */
   IMAGE_SEARCH_MAX_UPLOAD_BYTES: env.int(10 * 1024 * 1024, 1024),
   /**
