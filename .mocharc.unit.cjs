@@ -127,6 +127,7 @@ module.exports = {
     'test/image-search/bucket-follow.test.ts',
     'test/image-search/clip.test.ts',
     'test/image-search/exact-index.test.ts',
+    'test/image-search/hanging-store.test.ts',
     'test/image-search/image-index.test.ts',
     'test/image-search/query-slots.test.ts',
     'test/image-search/read-access.test.ts',

@@ -126,6 +126,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
         service,
         logger,
         aclRefreshSeconds: config.IMAGE_SEARCH_ACL_REFRESH_S,
+        requestIdleMs: config.IMAGE_SEARCH_S3_IDLE_TIMEOUT_MS,
       })
     : null;
   // An image an admin removes stays out of the index until its object changes.

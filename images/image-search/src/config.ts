@@ -30,6 +30,8 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_S3_ENDPOINT: z.string().default('http://127.0.0.1:9000'),
   /** Region those requests are signed for. */
   IMAGE_SEARCH_S3_REGION: z.string().default('us-east-1'),
+  /** Silence from the object store, ms, after which a request of the bucket source fails (the round fails; the next one retries). */
+  IMAGE_SEARCH_S3_IDLE_TIMEOUT_MS: env.int(30_000, 100, 600_000),
   /** Access key of the user that reads model files and source buckets. */
   IMAGE_SEARCH_S3_ACCESS_KEY_ID: optional(),
   /** Its secret key. */
