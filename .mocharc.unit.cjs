@@ -134,6 +134,7 @@ module.exports = {
     'test/image-search/search-hints.test.ts',
     'test/image-search/search-service.test.ts',
     'test/image-search/slow-bodies.test.ts',
+    'test/image-search/stalled-readers.test.ts',
     'test/image-search/thumbnails.test.ts',
     'test/infra/pg-replica.test.ts',
     'test/model-server/chat-completions-errors.test.ts',

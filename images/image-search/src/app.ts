@@ -43,8 +43,9 @@ export type StartImageSearchOptions = Partial<ImageSearchConfig> & {
   objectEvents?: ObjectEventSource;
   /** The caller put the test encoder there and tells the user so itself (the standalone's banner): an info line, not a warning. */
   testEncoderNoted?: boolean;
-  /** A request body silent this long (ms) is refused 408 and its connection closed (default 20 s; 0: no limit). */
+  /** Slow clients: a request body silent this long (ms) is refused 408 (default 20 s), an image its client stops reading is cut (default 30 s); 0: no limit. */
   bodyIdleTimeoutMs?: number;
+  readerIdleTimeoutMs?: number;
 };
 
 /** Find the model (directory or object store) and load it; null + reason when it is not available. */
@@ -80,7 +81,17 @@ async function loadModel(
 }
 
 export async function startImageSearch(opts: StartImageSearchOptions = {}): Promise<RunningService> {
-  const { logger: givenLogger, registry: givenRegistry, host, env, objectEvents: givenEvents, testEncoderNoted, bodyIdleTimeoutMs, ...overrides } = opts;
+  const {
+    logger: givenLogger,
+    registry: givenRegistry,
+    host,
+    env,
+    objectEvents: givenEvents,
+    testEncoderNoted,
+    bodyIdleTimeoutMs,
+    readerIdleTimeoutMs,
+    ...overrides
+  } = opts;
   const config: ImageSearchConfig = { ...loadImageSearchConfig(env ?? process.env), ...overrides };
   const logger = givenLogger ?? createLogger('image-search', config.LOG_LEVEL);
   const registry = givenRegistry ?? createRegistry('image-search');
@@ -278,6 +289,6 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     port: config.PORT,
     host: host ?? config.IMAGE_SEARCH_HOST,
     hostCheck: { allowedHosts: allowedHosts((env ?? process.env).STRATA_ALLOWED_HOSTS) },
-    bodyIdle: { timeoutMs: bodyIdleTimeoutMs },
+    slowClients: { bodyIdleMs: bodyIdleTimeoutMs, readerIdleMs: readerIdleTimeoutMs },
   });
 }

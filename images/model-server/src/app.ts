@@ -204,9 +204,9 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
       allowedHosts: opts.allowedHosts,
       refuse: (res, status, message) => sendOpenAIError(res, new OpenAIError(status, message, 'permission_error', null, 'forbidden_host')),
     },
-    bodyIdle: {
-      timeoutMs: opts.bodyIdleTimeoutMs,
-      refuse: (_req, res) =>
+    slowClients: {
+      bodyIdleMs: opts.bodyIdleTimeoutMs,
+      refuseSlowBody: (_req, res) =>
         sendOpenAIError(
           res,
           new OpenAIError(408, 'The request body stopped arriving; send it whole and promptly.', 'invalid_request_error', null, 'request_timeout'),

@@ -51,7 +51,7 @@ export async function startPoemApp(opts: StartPoemAppOptions): Promise<RunningSe
       port: opts.port,
       host: opts.host,
       hostCheck: { allowedHosts: opts.allowedHosts },
-      bodyIdle: { timeoutMs: opts.bodyIdleTimeoutMs },
+      slowClients: { bodyIdleMs: opts.bodyIdleTimeoutMs },
     });
     logger.info({ database: opts.databasePath, upstream: opts.upstream.baseUrl, model: opts.upstream.model, historyWrites: writes.mode }, 'poem app ready');
     if (writes.mode === 'disabled') logger.warn('poem history writes are off: the app listens beyond localhost without POEM_APP_API_KEY');

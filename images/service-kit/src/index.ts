@@ -23,3 +23,4 @@ export * from './loopback-guard.js';
 export * from './body-idle.js';
 export { DeliveredResponse } from './answer-delivery.js';
 export * from './fair-pool.js';
+export * from './reader-idle.js';
