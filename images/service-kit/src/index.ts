@@ -24,3 +24,4 @@ export * from './body-idle.js';
 export { DeliveredResponse } from './answer-delivery.js';
 export * from './fair-pool.js';
 export * from './reader-idle.js';
+export * from './trusted-proxies.js';
