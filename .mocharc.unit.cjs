@@ -174,6 +174,7 @@ module.exports = {
     'test/poem-app/history-model.test.ts',
     'test/poem-app/slow-bodies.test.ts',
     'test/poem-app/upstream.test.ts',
+    'test/poem-app/visitor-shares.test.ts',
     'test/service-kit/answer-delivery.test.ts',
     'test/service-kit/chain.test.ts',
     'test/service-kit/deferred-counts.test.ts',
