@@ -14,7 +14,7 @@ import { accessLogRecorder } from '../../images/gateway/src/access-log/recorder.
 import { state } from '../../images/gateway/src/context.js';
 import { BucketAccess } from '../../images/gateway/src/middleware/bucket-access.js';
 import { requestContext } from '../../images/gateway/src/middleware/request-context.js';
-import { trustedProxies } from '../../images/gateway/src/proxy.js';
+import { trustedProxies } from '../../images/service-kit/src/trusted-proxies.js';
 import type { BucketInfo, ObjectLayer } from '../../images/object-model/src/index.js';
 import { runWrk } from './wrk.js';
 

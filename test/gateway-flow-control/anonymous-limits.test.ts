@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { parseFlowRules } from '../../images/gateway/src/flow-control/index.js';
 import { addressKey } from '../../images/gateway/src/flow-control/rate-limits.js';
 import { DEFAULT_ANONYMOUS_RATE } from '../../images/gateway/src/flow-control/rules.js';
-import { trustedProxies } from '../../images/gateway/src/proxy.js';
+import { trustedProxies } from '../../images/service-kit/src/trusted-proxies.js';
 import { metricValue, startTestGateway, type TestGateway } from './support.js';
 
 /** An anonymous request (no x-user) as forwarded for `client` (X-Forwarded-For), or as a user's. */

@@ -9,7 +9,7 @@ import { ClientGone } from '../../images/gateway/src/context.js';
 import { Breakers, upstreamFailure } from '../../images/gateway/src/flow-control/breakers.js';
 import { flowMetrics } from '../../images/gateway/src/flow-control/metrics.js';
 import { parseFlowRules } from '../../images/gateway/src/flow-control/index.js';
-import { FairPool } from '../../images/gateway/src/flow-control/shares.js';
+import { FairPool } from '../../images/service-kit/src/fair-pool.js';
 import { capturingLogger, metricValue } from './support.js';
 
 const failing = () => Promise.reject(upstreamFailure(new S3Error('ServiceUnavailable', 'unreachable')));

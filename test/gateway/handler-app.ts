@@ -7,7 +7,7 @@ import { state } from '../../images/gateway/src/context.js';
 import type { GatewayDeps } from '../../images/gateway/src/deps.js';
 import { BucketAccess } from '../../images/gateway/src/middleware/bucket-access.js';
 import { errorRenderer } from '../../images/gateway/src/middleware/errors.js';
-import { trustedProxies } from '../../images/gateway/src/proxy.js';
+import { trustedProxies } from '../../images/service-kit/src/trusted-proxies.js';
 import { requestContext } from '../../images/gateway/src/middleware/request-context.js';
 import { nameOperation, s3Endpoint } from '../../images/gateway/src/s3/router.js';
 import { FakeObjectLayer } from './fake-object-layer.js';

@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import { expect } from 'chai';
-import { trustedProxies } from '../../images/gateway/src/proxy.js';
+import { trustedProxies } from '../../images/service-kit/src/trusted-proxies.js';
 
 /** A request as Node hands it over: the peer's address on its socket, the forwarding headers as sent. */
 function request(peer: string, headers: http.IncomingHttpHeaders = {}, encrypted = false): http.IncomingMessage {

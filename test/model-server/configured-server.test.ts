@@ -6,7 +6,14 @@ const MODEL = 'strata-tiny';
 const user = (content: string) => [{ role: 'user', content }];
 
 describe('model-server configuration: model names, no batching, bounded queue, prompt truncation', () => {
-  const ms = modelServerForSuite({ modelDir: DEFAULT_MODEL_DIR, modelNames: ['alpha', 'beta'], batching: false, maxQueue: 1, truncatePrompt: true });
+  const ms = modelServerForSuite({
+    modelDir: DEFAULT_MODEL_DIR,
+    modelNames: ['alpha', 'beta'],
+    batching: false,
+    maxQueue: 1,
+    maxQueuePerCaller: 2,
+    truncatePrompt: true,
+  });
 
   it('serves exactly the configured model names', async () => {
     const res = await getJson(`${ms.base}/v1/models`);

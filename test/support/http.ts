@@ -104,3 +104,41 @@ export function sendAllThenRead(port: number, head: string, bodyBytes: number, a
     });
   });
 }
+
+/**
+ * Write `head`, then `body` one byte every `gapMs` (a trickling client), reading whatever comes back, until
+ * the server closes or `deadlineMs` passed (send `Connection: close` in the head to have it close after its answer).
+ */
+export function trickleThenRead(port: number, head: string, body: string, gapMs: number, deadlineMs = 30_000): Promise<Conversation> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    const chunks: Buffer[] = [];
+    let error: string | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = setTimeout(() => {
+      error ??= 'hang';
+      socket.destroy();
+    }, deadlineMs);
+    socket.on('error', (err: Error & { code?: string }) => {
+      error ??= err.code ?? err.message;
+    });
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('close', () => {
+      clearTimeout(deadline);
+      clearTimeout(timer);
+      const text = Buffer.concat(chunks).toString('latin1');
+      resolve({ text, statuses: [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), error });
+    });
+    const bytes = Buffer.from(body);
+    let sent = 0;
+    const next = () => {
+      if (socket.destroyed || sent >= bytes.length) return;
+      socket.write(bytes.subarray(sent, ++sent));
+      timer = setTimeout(next, gapMs);
+    };
+    socket.on('connect', () => {
+      socket.write(head);
+      timer = setTimeout(next, gapMs);
+    });
+  });
+}

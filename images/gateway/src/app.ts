@@ -46,7 +46,7 @@ import { errorRenderer } from './middleware/errors.js';
 import { minTransferRate } from './middleware/min-rate.js';
 import { requestContext } from './middleware/request-context.js';
 import { checkRequestTarget } from './middleware/request-target.js';
-import { trustedProxies } from './proxy.js';
+import { trustedProxies } from '../../service-kit/src/trusted-proxies.js';
 import { nameOperation, s3Endpoint } from './s3/router.js';
 import { virtualHostedStyle } from './s3/virtual-host.js';
 

@@ -6,7 +6,7 @@ import type { CredentialLookup } from './auth/sigv4-verify.js';
 import type { BucketAccess } from './middleware/bucket-access.js';
 import type { ObjectLayer, ObjectOwnership } from '../../object-model/src/index.js';
 import type { ControlPlaneClient } from './clients/control-plane.js';
-import type { TrustedProxies } from './proxy.js';
+import type { TrustedProxies } from '../../service-kit/src/trusted-proxies.js';
 
 /** Everything a handler may use: the object layer, the accounts, and the gateway's own settings. */
 export interface GatewayDeps {

@@ -43,6 +43,9 @@ export type StartImageSearchOptions = Partial<ImageSearchConfig> & {
   objectEvents?: ObjectEventSource;
   /** The caller put the test encoder there and tells the user so itself (the standalone's banner): an info line, not a warning. */
   testEncoderNoted?: boolean;
+  /** Slow clients: a request body silent this long (ms) is refused 408 (default 20 s), an image its client stops reading is cut (default 30 s); 0: no limit. */
+  bodyIdleTimeoutMs?: number;
+  readerIdleTimeoutMs?: number;
 };
 
 /** Find the model (directory or object store) and load it; null + reason when it is not available. */
@@ -78,7 +81,17 @@ async function loadModel(
 }
 
 export async function startImageSearch(opts: StartImageSearchOptions = {}): Promise<RunningService> {
-  const { logger: givenLogger, registry: givenRegistry, host, env, objectEvents: givenEvents, testEncoderNoted, ...overrides } = opts;
+  const {
+    logger: givenLogger,
+    registry: givenRegistry,
+    host,
+    env,
+    objectEvents: givenEvents,
+    testEncoderNoted,
+    bodyIdleTimeoutMs,
+    readerIdleTimeoutMs,
+    ...overrides
+  } = opts;
   const config: ImageSearchConfig = { ...loadImageSearchConfig(env ?? process.env), ...overrides };
   const logger = givenLogger ?? createLogger('image-search', config.LOG_LEVEL);
   const registry = givenRegistry ?? createRegistry('image-search');
@@ -124,6 +137,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
         service,
         logger,
         aclRefreshSeconds: config.IMAGE_SEARCH_ACL_REFRESH_S,
+        requestIdleMs: config.IMAGE_SEARCH_S3_IDLE_TIMEOUT_MS,
       })
     : null;
   // An image an admin removes stays out of the index until its object changes.
@@ -188,6 +202,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
       llm,
       webIndexFile: path.join(WEB_DIR, 'index.html'),
       maxUploadBytes: config.IMAGE_SEARCH_MAX_UPLOAD_BYTES,
+      querySlots: { slots: config.IMAGE_SEARCH_QUERY_SLOTS, perCaller: config.IMAGE_SEARCH_QUERY_SLOTS_PER_CALLER },
       auth,
       access,
       matchQuality: (results) => matchQuality(results, model.description?.backbone ?? 'ViT-B/32'),
@@ -274,5 +289,6 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     port: config.PORT,
     host: host ?? config.IMAGE_SEARCH_HOST,
     hostCheck: { allowedHosts: allowedHosts((env ?? process.env).STRATA_ALLOWED_HOSTS) },
+    slowClients: { bodyIdleMs: bodyIdleTimeoutMs, readerIdleMs: readerIdleTimeoutMs },
   });
 }

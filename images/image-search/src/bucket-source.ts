@@ -22,6 +22,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { XMLParser } from 'fast-xml-parser';
 import type { Logger } from '../../service-kit/src/index.js';
 import { signedHeaders, type S3Location } from './clip/model-files.js';
+import { fetchFromStore } from './store-fetch.js';
 import type { ImageFiles } from './image-files.js';
 import { unsupportedReason } from './image-formats.js';
 import { AclRefresh } from './acl-refresh.js';
@@ -41,6 +42,10 @@ export interface BucketSourceOptions {
   aclRefreshSeconds?: number;
   /** The clock of those full passes. */
   now?: () => number;
+  /** Silence from the object store, ms, after which a request fails (its round then fails, and the next one retries). Default 30 s. */
+  requestIdleMs?: number;
+  /** How long stop() lets a running round finish before giving up its requests. Default 5 s. */
+  stopGraceMs?: number;
 }
 
 export interface SyncResult {
@@ -126,6 +131,9 @@ export class BucketSource {
   private readonly bucket: string;
   private readonly prefix: string;
   private timer: NodeJS.Timeout | null = null;
+  private readonly stopping = new AbortController();
+  /** A signed request to the object store, given up after requestIdleMs of silence or at stop(). */
+  private readonly fetch = (url: URL) => fetchFromStore(url, signedHeaders(url, this.opts.location), this.opts.requestIdleMs, this.stopping.signal);
   private running: Promise<SyncResult> | null = null;
   private last: BucketSourceStatus['lastSync'] = null;
   private lastError: string | null = null;
@@ -178,7 +186,10 @@ export class BucketSource {
   async stop(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    // The running round may finish; one still waiting on the object store after stopGraceMs is given up.
+    const giveUp = setTimeout(() => this.stopping.abort(new Error('the image search is stopping')), this.opts.stopGraceMs ?? 5_000);
     await this.running?.catch(() => undefined);
+    clearTimeout(giveUp);
   }
 
   /** An object event (created, recycled, restored): sync when it is about this source. */
@@ -281,7 +292,7 @@ export class BucketSource {
   }
 
   private async get(url: URL): Promise<Response> {
-    const response = await fetch(url, { headers: signedHeaders(url, this.opts.location) });
+    const response = await this.fetch(url);
     if (!response.ok) {
       const body = await response.text().catch(() => '');
       const code = /<Code>([^<]+)<\/Code>/.exec(body)?.[1];
@@ -422,7 +433,7 @@ export class BucketSource {
     const plan = this.acls.plan(current, this.owner);
     const acls = await readReaders(current, plan.paths, async (key) => {
       const url = key === null ? this.url(encodeURIComponent(this.bucket), { publicAccessBlock: '' }) : this.url(this.objectPath(key), { acl: '' });
-      const response = await fetch(url, { headers: signedHeaders(url, this.opts.location) });
+      const response = await this.fetch(url);
       return { status: response.status, body: await response.text() };
     });
     this.ignorePublic = acls.ignorePublic;

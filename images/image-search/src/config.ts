@@ -30,6 +30,8 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_S3_ENDPOINT: z.string().default('http://127.0.0.1:9000'),
   /** Region those requests are signed for. */
   IMAGE_SEARCH_S3_REGION: z.string().default('us-east-1'),
+  /** Silence from the object store, ms, after which a request of the bucket source fails (the round fails; the next one retries). */
+  IMAGE_SEARCH_S3_IDLE_TIMEOUT_MS: env.int(30_000, 100, 600_000),
   /** Access key of the user that reads model files and source buckets. */
   IMAGE_SEARCH_S3_ACCESS_KEY_ID: optional(),
   /** Its secret key. */
@@ -61,6 +63,10 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_THUMBNAIL_DIR: optional(),
   /** Most MiB that cache holds; past it the least recently used files go. */
   IMAGE_SEARCH_THUMBNAIL_CACHE_MB: env.int(512, 1, 1_048_576),
+  /** Queries in flight (searches, LLM calls, adds), all callers together: shared fairly between the callers that want them. */
+  IMAGE_SEARCH_QUERY_SLOTS: env.int(32, 1, 100_000),
+  /** Queries in flight of one caller (a gateway user, an admin, or an anonymous address); past it 429. */
+  IMAGE_SEARCH_QUERY_SLOTS_PER_CALLER: env.int(8, 1, 100_000),
   /** Largest image accepted by search-by-image and add, bytes. */
   IMAGE_SEARCH_MAX_UPLOAD_BYTES: env.int(10 * 1024 * 1024, 1024),
   /**

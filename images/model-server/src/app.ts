@@ -5,6 +5,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 // which this process never uses (tens of MB of resident memory).
 import { createLogger, type Logger } from '../../service-kit/src/logger.js';
 import { createRegistry, httpMetrics, type HttpMetrics, type Registry } from '../../service-kit/src/metrics.js';
+import { FairPool } from '../../service-kit/src/fair-pool.js';
 import { createApp, listen, type RunningService } from '../../service-kit/src/service.js';
 import { chatCompletionsHandler, type ServedModel } from './chat-completions.js';
 import { GenerationScheduler, type SchedulerObserver, type SequenceQueue } from './generation-scheduler.js';
@@ -46,8 +47,16 @@ export interface ModelServerOptions {
   admissionWave?: number;
   /** Most sequences waiting for a slot before requests get 429. Default 256. */
   maxQueue?: number;
+  /**
+   * Most sequences (waiting and decoding) of one model that one caller (an API key; without keys, a
+   * client address) may hold. Default: half of maxQueue + maxBatch, so a caller that floods the server
+   * leaves the other half to the rest; callers also get no more than their share while others want some.
+   */
+  maxQueuePerCaller?: number;
   /** Largest accepted request body. Default 1 MiB. */
   maxBodyBytes?: number;
+  /** A request body silent this long (ms) is refused 408 and its connection closed (default 20 s; 0: no limit). */
+  bodyIdleTimeoutMs?: number;
   /** ONNX Runtime intra-op threads (default 1); 0 = runtime default. */
   threads?: number;
   /** 'cuda' asks ONNX Runtime for the CUDA provider (falls back to the CPU when it cannot load). */
@@ -83,8 +92,21 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
   /** Per source, once loaded. */
   const engines: Array<Engine | undefined> = sources.map(() => undefined);
   const models = new Map<string, ServedModel>();
+  const schedulerOptions = {
+    maxBatch: opts.batching === false ? 1 : (opts.maxBatch ?? 32),
+    batchWindowMs: opts.batchWindowMs ?? 3,
+    admissionWave: opts.admissionWave,
+    maxQueue: opts.maxQueue ?? 256,
+  };
+  // Every sequence an engine holds, waiting or decoding.
+  const capacity = schedulerOptions.maxQueue + schedulerOptions.maxBatch;
   sources.forEach((source, i) => {
-    const served: ServedModel = { tokenizer: tokenizers[i]!, sampling: sampling[i]!, scheduler: () => (engines[i]?.ready() ? engines[i].queue : undefined) };
+    const served: ServedModel = {
+      tokenizer: tokenizers[i]!,
+      sampling: sampling[i]!,
+      scheduler: () => (engines[i]?.ready() ? engines[i].queue : undefined),
+      shares: new FairPool(capacity, opts.maxQueuePerCaller ?? Math.ceil(capacity / 2)),
+    };
     for (const name of source.names) models.set(name, served);
   });
 
@@ -101,7 +123,8 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
   });
   const httpCounts = httpMetrics(registry);
   app.use(httpCounts.middleware);
-  const authorized = apiKeyCheck(opts.apiKeys);
+  const keyOf = apiKeyCheck(opts.apiKeys);
+  const authorized = (header: string | undefined) => keyOf(header) !== undefined;
   // As vLLM's --api-key: the API needs a key; health, readiness and metrics stay open.
   app.use('/v1', (req, res, next) => {
     if (authorized(req.headers.authorization)) next();
@@ -130,7 +153,9 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     else sendOpenAIError(res, new OpenAIError(404, `The model '${id}' does not exist`, 'invalid_request_error', 'model', 'model_not_found'));
   });
   const maxBodyBytes = opts.maxBodyBytes ?? 1024 * 1024;
-  const chatCompletions = chatCompletionsHandler({ models, metrics, logger, truncatePrompt: opts.truncatePrompt });
+  // A caller is its API key (by its place in the list, never the key itself); without keys, its address.
+  const callerOf = (req: http.IncomingMessage) => keyOf(req.headers.authorization) || (req.socket.remoteAddress ?? '');
+  const chatCompletions = chatCompletionsHandler({ models, metrics, logger, truncatePrompt: opts.truncatePrompt, callerOf });
   app.post(
     CHAT_COMPLETIONS,
     // Any content type is read as JSON (curl's default form type included), as OpenAI's API does.
@@ -179,6 +204,14 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
       allowedHosts: opts.allowedHosts,
       refuse: (res, status, message) => sendOpenAIError(res, new OpenAIError(status, message, 'permission_error', null, 'forbidden_host')),
     },
+    slowClients: {
+      bodyIdleMs: opts.bodyIdleTimeoutMs,
+      refuseSlowBody: (_req, res) =>
+        sendOpenAIError(
+          res,
+          new OpenAIError(408, 'The request body stopped arriving; send it whole and promptly.', 'invalid_request_error', null, 'request_timeout'),
+        ),
+    },
     onClose: [
       async () => {
         await Promise.all(engines.map((e) => e?.close()));
@@ -187,12 +220,6 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
   });
   try {
     const started = performance.now();
-    const schedulerOptions = {
-      maxBatch: opts.batching === false ? 1 : (opts.maxBatch ?? 32),
-      batchWindowMs: opts.batchWindowMs ?? 3,
-      admissionWave: opts.admissionWave,
-      maxQueue: opts.maxQueue ?? 256,
-    };
     const observers = summingObservers(metrics, sources.length);
     await Promise.all(
       sources.map(async (source, i) => {
@@ -262,15 +289,19 @@ function summingObservers(metrics: ModelServerMetrics, count: number): Scheduler
   }));
 }
 
-/** Whether an Authorization header carries one of the keys (always true when there are none). */
-function apiKeyCheck(keys: readonly string[] | undefined): (header: string | undefined) => boolean {
+/**
+ * Which of the keys an Authorization header carries: `key-<n>`, its place in the list; undefined when
+ * none; '' (any caller) when there are no keys.
+ */
+function apiKeyCheck(keys: readonly string[] | undefined): (header: string | undefined) => string | undefined {
   const wanted = (keys ?? []).filter(Boolean).map((k) => Buffer.from(k));
-  if (wanted.length === 0) return () => true;
+  if (wanted.length === 0) return () => '';
   return (header) => {
     const match = header === undefined ? null : /^Bearer\s+(.+)$/i.exec(header);
-    if (!match) return false;
+    if (!match) return undefined;
     const given = Buffer.from(match[1]!.trim());
-    return wanted.some((key) => key.length === given.length && timingSafeEqual(key, given));
+    const i = wanted.findIndex((key) => key.length === given.length && timingSafeEqual(key, given));
+    return i < 0 ? undefined : `key-${i}`;
   };
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
+import type { FairPool, ShareRefusal } from '../../service-kit/src/fair-pool.js';
 import type { Logger } from '../../service-kit/src/logger.js';
 import { ChoiceText } from './choice-text.js';
 import { parseChatRequest, type ChatRequest } from './chat-request.js';
@@ -18,6 +19,11 @@ export interface ServedModel {
   sampling: SamplingDefaults;
   /** The generation engine; undefined until the model is loaded (and while its worker restarts). */
   scheduler: () => SequenceQueue | undefined;
+  /**
+   * The engine's sequences (waiting and decoding), shared fairly between callers: no caller takes
+   * more than its share, so one that floods the server leaves room for the others (absent: no shares).
+   */
+  shares?: FairPool;
 }
 
 export interface ChatCompletionsDeps {
@@ -30,6 +36,8 @@ export interface ChatCompletionsDeps {
    * server does); off by default, as in OpenAI's API.
    */
   truncatePrompt?: boolean;
+  /** Who is asking, for the shares of the engine (the API key, or the client's address); default: one caller. */
+  callerOf?: (req: http.IncomingMessage) => string;
 }
 
 interface Choice {
@@ -92,6 +100,18 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
       sendOpenAIError(res, new OpenAIError(503, 'The model is still loading; retry shortly.', 'server_error', null, 'model_not_ready'));
       return;
     }
+    const release = takeShares(model.shares, deps.callerOf?.(req) ?? '', request.n);
+    if (typeof release === 'string') {
+      deps.metrics.completions.inc({ ...labels, outcome: 'rejected' });
+      const message =
+        release === 'pool-full'
+          ? 'The server is at capacity (generation queue full); retry shortly.'
+          : 'Your share of the generation queue is in use (other callers are waiting too); retry shortly.';
+      sendOpenAIError(res, new OpenAIError(429, message, 'rate_limit_error', null, release === 'pool-full' ? 'queue_full' : 'queue_share'));
+      return;
+    }
+    // Held until the answer ends or its client leaves (which cancels the sequences).
+    res.once('close', release);
     deps.metrics.promptTokens.inc({ model: request.model }, prompt.length);
 
     const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
@@ -204,6 +224,24 @@ export function chatCompletionsHandler(deps: ChatCompletionsDeps) {
       else sendOpenAIError(res, error);
     }
   };
+}
+
+/** `count` slots of `caller`'s share, all or none: their release, or why they were refused. */
+function takeShares(pool: FairPool | undefined, caller: string, count: number): (() => void) | ShareRefusal {
+  if (!pool) return () => undefined;
+  const taken: Array<() => void> = [];
+  const releaseAll = () => {
+    for (const release of taken) release();
+  };
+  for (let i = 0; i < count; i++) {
+    const slot = pool.tryTake(caller);
+    if (typeof slot === 'string') {
+      releaseAll();
+      return slot;
+    }
+    taken.push(slot);
+  }
+  return releaseAll;
 }
 
 /** Server-sent `chat.completion.chunk` events, ending with `data: [DONE]`. */

@@ -26,6 +26,8 @@ export const modelServerEnvSchema = z.object({
   MODEL_SERVER_ADMISSION_WAVE: env.int(8, 1, 256),
   /** Requests waiting beyond this are answered 429. */
   MODEL_SERVER_MAX_QUEUE: env.int(256, 1, 100_000),
+  /** Most sequences (waiting and decoding) one caller (an API key; without keys, a client address) may hold; unset: half of MAX_QUEUE + MAX_BATCH. */
+  MODEL_SERVER_MAX_QUEUE_PER_CALLER: z.coerce.number().int().min(1).max(100_000).optional(),
   /** Largest request body, bytes (413 past it). */
   MODEL_SERVER_MAX_BODY_BYTES: env.int(1024 * 1024, 1024, 100 * 1024 * 1024),
   /** ONNX Runtime intra-op threads (0: its own default). @tuning */
@@ -58,6 +60,7 @@ export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env
     batchWindowMs: c.MODEL_SERVER_BATCH_WINDOW_MS,
     admissionWave: c.MODEL_SERVER_ADMISSION_WAVE,
     maxQueue: c.MODEL_SERVER_MAX_QUEUE,
+    ...(c.MODEL_SERVER_MAX_QUEUE_PER_CALLER === undefined ? {} : { maxQueuePerCaller: c.MODEL_SERVER_MAX_QUEUE_PER_CALLER }),
     maxBodyBytes: c.MODEL_SERVER_MAX_BODY_BYTES,
     threads: c.MODEL_SERVER_THREADS,
     truncatePrompt: c.MODEL_SERVER_TRUNCATE_PROMPT,

@@ -1,7 +1,18 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type RequestHandler } from 'express';
-import { createApp, createLogger, createRegistry, httpMetrics, listen, type Logger, type Registry, type RunningService } from '../../service-kit/src/index.js';
+import {
+  createApp,
+  createLogger,
+  createRegistry,
+  FairPool,
+  httpMetrics,
+  listen,
+  trustedProxies,
+  type Logger,
+  type Registry,
+  type RunningService,
+} from '../../service-kit/src/index.js';
 import type { PoemAppConfig } from './config.js';
 import { apiNotFound, errorHandler } from './http-errors.js';
 import { PoemMetrics } from './poem-metrics.js';
@@ -41,12 +52,28 @@ export async function startPoemApp(opts: StartPoemAppOptions): Promise<RunningSe
     app.use(httpMetrics(registry).middleware);
     app.use(securityHeaders);
     const writes = writeAccess(opts.host, opts.apiKey);
-    app.use('/api', poemApi({ store, poet: new Poet(opts.upstream), metrics: new PoemMetrics(registry), logger, writes }), apiNotFound);
+    const generations = new FairPool(opts.generations?.slots ?? 32, opts.generations?.perVisitor ?? 4);
+    const api = poemApi({
+      store,
+      poet: new Poet(opts.upstream),
+      metrics: new PoemMetrics(registry),
+      logger,
+      writes,
+      generations,
+      proxies: trustedProxies(opts.trustProxy),
+    });
+    app.use('/api', api, apiNotFound);
     // Browsers ask for /favicon.ico whatever the page links: the page's SVG icon answers it.
     app.get('/favicon.ico', (_req, res) => res.type('image/svg+xml').sendFile(path.join(WEB_DIR, 'favicon.svg'), { maxAge: opts.production ? '1h' : 0 }));
     app.use(express.static(WEB_DIR, { index: 'index.html', maxAge: opts.production ? '1h' : 0 }));
     app.use(errorHandler(logger));
-    const running = await listen(app, { ...service, port: opts.port, host: opts.host, hostCheck: { allowedHosts: opts.allowedHosts } });
+    const running = await listen(app, {
+      ...service,
+      port: opts.port,
+      host: opts.host,
+      hostCheck: { allowedHosts: opts.allowedHosts },
+      slowClients: { bodyIdleMs: opts.bodyIdleTimeoutMs },
+    });
     logger.info({ database: opts.databasePath, upstream: opts.upstream.baseUrl, model: opts.upstream.model, historyWrites: writes.mode }, 'poem app ready');
     if (writes.mode === 'disabled') logger.warn('poem history writes are off: the app listens beyond localhost without POEM_APP_API_KEY');
     return running;

@@ -16,6 +16,12 @@ export interface PoemAppConfig {
   apiKey?: string;
   /** On a loopback host, the names besides loopback ones that requests may carry in Host (STRATA_ALLOWED_HOSTS). */
   allowedHosts?: string[];
+  /** A request body silent this long (ms) is refused 408 and its connection closed (default 20 s; 0: no limit). */
+  bodyIdleTimeoutMs?: number;
+  /** Poems being written at once, all visitors together, and for one visitor (its address); past either, 429 busy. */
+  generations?: { slots: number; perVisitor: number };
+  /** Peers whose X-Forwarded-For names the visitor (STRATA_TRUST_PROXY, as the gateway reads it); unset: none. */
+  trustProxy?: string;
 }
 
 export interface UpstreamConfig {
@@ -73,6 +79,12 @@ export const poemAppEnvSchema = z.object({
   API_TEMPERATURE: z.coerce.number().min(0).max(2).optional(),
   /** When set, writing and deleting history needs `Authorization: Bearer <key>`. */
   POEM_APP_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Poems being written at once, all visitors together (each holds upstream calls): shared fairly between the visitors that want them. */
+  POEM_APP_GENERATIONS: env.int(32, 1, 100_000),
+  /** Poems being written at once for one visitor (its address); past it, 429. */
+  POEM_APP_GENERATIONS_PER_VISITOR: env.int(4, 1, 100_000),
+  /** Peers whose X-Forwarded-For names the visitor (an ingress): addresses, subnets or names such as loopback, uniquelocal; a hop count; unset: none. */
+  STRATA_TRUST_PROXY: z.string().optional(),
 });
 
 /** Read the poem app's configuration from env; throws a ConfigError naming every bad variable. */
@@ -86,6 +98,8 @@ export function loadPoemAppConfig(source: NodeJS.ProcessEnv = process.env): Poem
     logLevel: c.LOG_LEVEL,
     production: c.NODE_ENV === 'production',
     ...(c.POEM_APP_API_KEY ? { apiKey: c.POEM_APP_API_KEY } : {}),
+    generations: { slots: c.POEM_APP_GENERATIONS, perVisitor: c.POEM_APP_GENERATIONS_PER_VISITOR },
+    ...(c.STRATA_TRUST_PROXY ? { trustProxy: c.STRATA_TRUST_PROXY } : {}),
     upstream: {
       baseUrl: c.API_BASE_URL,
       apiKey: c.API_KEY || c.OPENAI_API_KEY || 'not-needed',

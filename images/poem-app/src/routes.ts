@@ -1,5 +1,5 @@
 import express, { type Router } from 'express';
-import type { Logger } from '../../service-kit/src/index.js';
+import type { FairPool, Logger, TrustedProxies } from '../../service-kit/src/index.js';
 import { HttpError } from './http-errors.js';
 import type { PoemMetrics } from './poem-metrics.js';
 import type { PoemStore } from './poem-store.js';
@@ -15,13 +15,16 @@ export interface PoemApiDeps {
   logger: Logger;
   /** Who may change the history (save, delete). */
   writes: WriteAccess;
+  /** Poems being written, shared fairly between visitors (by address, as `proxies` tell it). */
+  generations: FairPool;
+  proxies: TrustedProxies;
 }
 
 /** Request bodies are small JSON documents; anything bigger is refused with 413 before parsing. */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
 /** The JSON API under /api: poem types, generation, and saved history. */
-export function poemApi({ store, poet, metrics, logger, writes }: PoemApiDeps): Router {
+export function poemApi({ store, poet, metrics, logger, writes, generations, proxies }: PoemApiDeps): Router {
   const api = express.Router();
   api.use(express.json({ limit: BODY_LIMIT_BYTES }));
 
@@ -35,6 +38,14 @@ export function poemApi({ store, poet, metrics, logger, writes }: PoemApiDeps): 
 
   api.post('/generate-poem', async (req, res) => {
     const { type, theme } = parseGenerateRequest(req.body);
+    // One visitor's flood of generations leaves room (and upstream calls) for the others.
+    const slot = generations.tryTake(proxies.clientAddress(req));
+    if (typeof slot === 'string') {
+      metrics.generations.inc({ type: type.code, outcome: 'busy' });
+      res.setHeader('Retry-After', '1');
+      throw new HttpError(429, 'busy', 'too many poems are being written for you right now; please wait for one to finish and try again');
+    }
+    res.once('close', slot);
     // A visitor who leaves or reloads cancels the upstream call instead of leaving it running.
     const cancel = new AbortController();
     res.on('close', () => {

@@ -41,7 +41,7 @@ interface Exchange {
 }
 
 /** Whether body bytes of `req` are still to come from the client. */
-function bodyPending(req: http.IncomingMessage): boolean {
+export function bodyPending(req: http.IncomingMessage): boolean {
   if (req.complete) return false;
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }

@@ -20,4 +20,8 @@ export * from './in-process-http.js';
 export * from './ids.js';
 export * from './streams.js';
 export * from './loopback-guard.js';
+export * from './body-idle.js';
 export { DeliveredResponse } from './answer-delivery.js';
+export * from './fair-pool.js';
+export * from './reader-idle.js';
+export * from './trusted-proxies.js';

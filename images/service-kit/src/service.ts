@@ -1,11 +1,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express, type Request, type Response } from 'express';
-import { AnswerDelivery, DeliveredResponse } from './answer-delivery.js';
+import { AnswerDelivery, bodyPending, DeliveredResponse } from './answer-delivery.js';
+import { DEFAULT_BODY_IDLE_TIMEOUT_MS, refuseSlowBodyJson, watchBodyIdle, type RefuseSlowBody } from './body-idle.js';
 import { PipeEnd, serveInProcess } from './in-process-http.js';
 import type { Logger } from './logger.js';
 import { loopbackHostCheck, type HostCheckOptions } from './loopback-guard.js';
 import type { Registry } from './metrics.js';
+import { cutStalledReaders, DEFAULT_READER_IDLE_TIMEOUT_MS } from './reader-idle.js';
 
 /** A readiness check: resolves when the dependency is usable, throws (or rejects) when not. */
 export type ReadinessCheck = () => Promise<void> | void;
@@ -73,26 +75,42 @@ export function createApp(opts: ServiceOptions): Express {
   return app;
 }
 
+/** Limits on clients that stop sending their bodies or reading their answers, for every request of a service. */
+export interface SlowClientOptions {
+  /** Silence, ms, after which a body still arriving is refused and its connection closed (default 20 s; body-idle.ts); 0: no limit. */
+  bodyIdleMs?: number;
+  /** The answer to it, in the service's error shape (default: JSON `request_timeout`, 408). */
+  refuseSlowBody?: RefuseSlowBody;
+  /** An answer its client takes nothing of for this long (ms) is cut with its connection (default 30 s; reader-idle.ts); 0: never. */
+  readerIdleMs?: number;
+}
+
 /**
  * Listen on host:port (port 0 picks a free one) and return a handle whose stop() drains gracefully.
  * `handler` is any request listener; one that carries an app's `locals` (an Express app, or a listener
  * made around one) has /readyz answer "shutting down" once stop() begins. With `hostCheck`, a service
- * bound to a loopback address refuses foreign Host and Origin names (loopback-guard.ts).
+ * bound to a loopback address refuses foreign Host and Origin names (loopback-guard.ts); with
+ * `slowClients`, a request body that goes silent is refused (body-idle.ts), and an answer its client
+ * does not read is cut (reader-idle.ts).
  */
 export async function listen(
   handler: http.RequestListener & { locals?: Record<string, unknown> },
-  opts: ServiceOptions & { port: number; host?: string; hostCheck?: HostCheckOptions },
+  opts: ServiceOptions & { port: number; host?: string; hostCheck?: HostCheckOptions; slowClients?: SlowClientOptions },
 ): Promise<RunningService> {
   const host = opts.host ?? '0.0.0.0';
   // Before any handler (fast paths included): on loopback, requests for foreign Host names are refused.
   const allowed = opts.hostCheck && loopbackHostCheck(host, opts.hostCheck);
+  const slow = opts.slowClients;
   const server = http.createServer({ ServerResponse: DeliveredResponse }, (req, res) => {
     if (!delivery.serves(req)) return;
+    // Only requests that declare a body: the answers of the others are not timed (a long answer is no slow body).
+    if (slow && bodyPending(req)) watchBodyIdle(req, res, slow.bodyIdleMs ?? DEFAULT_BODY_IDLE_TIMEOUT_MS, slow.refuseSlowBody ?? refuseSlowBodyJson);
     if (!allowed || allowed(req, res)) handler(req, res);
   });
   // Requests in flight per socket (answer-delivery.ts), so shutdown can close every socket that is not
   // serving one — including fresh connections that never sent a request, which closeIdleConnections() skips.
   const delivery = new AnswerDelivery(server);
+  const stopReaderWatch = slow ? cutStalledReaders(server, slow.readerIdleMs ?? DEFAULT_READER_IDLE_TIMEOUT_MS) : () => undefined;
   /** Resolves once no in-process connection is open (they end through closeIdleSockets or the grace timer). */
   const pipesClosed = async () => {
     for (const [socket] of delivery.connections()) {
@@ -139,6 +157,7 @@ export async function listen(
           void pipesClosed().then(() => {
             clearTimeout(timer);
             clearInterval(sweep);
+            stopReaderWatch();
             resolve();
           });
         });

@@ -5,7 +5,7 @@ import { createLogger, type RunningService } from '../../../images/service-kit/s
 import { fixtureHooks } from '../../support/fixture-hooks.js';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-openai.js';
 import { startPoemApp } from '../../../images/poem-app/src/app.js';
-import type { UpstreamConfig } from '../../../images/poem-app/src/config.js';
+import type { PoemAppConfig, UpstreamConfig } from '../../../images/poem-app/src/config.js';
 
 export const TEST_API_KEY = 'sk-strata-test-key';
 export const TEST_MODEL = 'strata-test-model';
@@ -16,9 +16,15 @@ export function tempDir(prefix: string): { dir: string; remove: () => void } {
   return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Start the real poem app on a free port against the given SQLite file and upstream. */
-export function startTestPoemApp(databasePath: string, upstreamBaseUrl: string, upstream: Partial<UpstreamConfig> = {}): Promise<RunningService> {
+/** Start the real poem app on a free port against the given SQLite file and upstream (`app`: more of its settings). */
+export function startTestPoemApp(
+  databasePath: string,
+  upstreamBaseUrl: string,
+  upstream: Partial<UpstreamConfig> = {},
+  app: Partial<PoemAppConfig> = {},
+): Promise<RunningService> {
   return startPoemApp({
+    ...app,
     port: 0,
     host: '127.0.0.1',
     databasePath,

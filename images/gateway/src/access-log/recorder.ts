@@ -4,7 +4,7 @@ import { DeliveredResponse, type Next } from '../../../service-kit/src/index.js'
 import type { BucketInfo } from '../../../object-model/src/index.js';
 import { state, type Caller } from '../context.js';
 import type { BucketAccess } from '../middleware/bucket-access.js';
-import type { TrustedProxies } from '../proxy.js';
+import type { TrustedProxies } from '../../../service-kit/src/trusted-proxies.js';
 import { sentTarget } from '../s3/virtual-host.js';
 import type { AccessLogDelivery } from './delivery.js';
 import { accessLogLine, type AccessLogRecord } from './log-line.js';

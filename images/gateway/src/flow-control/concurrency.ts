@@ -1,5 +1,5 @@
 import type { FlowRules } from './rules.js';
-import { FairPool, type ShareRefusal } from './shares.js';
+import { FairPool, type ShareRefusal } from '../../../service-kit/src/fair-pool.js';
 
 /** Routes that stream a request body up: each holds a connection for as long as its client sends. */
 export const UPLOAD_ROUTES: ReadonlySet<string> = new Set(['PutObject', 'UploadPart', 'PostObject']);
@@ -15,7 +15,7 @@ const NOTHING_TO_RELEASE = (): void => undefined;
 
 /**
  * Requests in flight per route, against the route's limit in the current rules, and streamed reads
- * and uploads per tenant, in pools shared fairly between tenants (shares.ts: `readsPerUser` /
+ * and uploads per tenant, in pools shared fairly between tenants (service-kit's fair-pool.ts: `readsPerUser` /
  * `uploadsPerUser` each, `readPool` / `uploadPool` in all). Counts are per gateway replica and survive
  * rule reloads (a lowered limit applies to the next request).
  */

@@ -20,7 +20,7 @@ import { z } from 'zod';
  *     GetObject: 64         # requests in flight at once, per gateway replica
  *   uploadsPerUser: 32      # uploads (PutObject, UploadPart, PostObject) in flight per tenant, per replica
  *   readsPerUser: 32        # streamed reads (GetObject) in flight per tenant, per replica
- *   uploadPool: 384         # uploads in flight, all tenants together: shared fairly (shares.ts)
+ *   uploadPool: 384         # uploads in flight, all tenants together: shared fairly (service-kit's fair-pool.ts)
  *   readPool: 384           # streamed reads in flight, all tenants together: shared fairly
  * transfer:                # bodies and answers must move at least this fast (bytes/s over each window)
  *   minBytesPerSecond: 512
@@ -147,7 +147,7 @@ export const flowRulesSchema = z.strictObject({
       uploadsPerUser: z.number().int().positive().default(DEFAULT_UPLOADS_PER_USER),
       /** Streamed reads (GetObject) one tenant may have in flight at once (per replica): past it SlowDown. */
       readsPerUser: z.number().int().positive().default(DEFAULT_READS_PER_USER),
-      /** Uploads in flight, all tenants together, shared fairly between the tenants that want them (shares.ts). */
+      /** Uploads in flight, all tenants together, shared fairly between the tenants that want them (service-kit's fair-pool.ts). */
       uploadPool: z.number().int().positive().default(DEFAULT_UPLOAD_POOL),
       /** Streamed reads in flight, all tenants together, shared the same way. */
       readPool: z.number().int().positive().default(DEFAULT_READ_POOL),

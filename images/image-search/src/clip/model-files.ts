@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { streamToFileAtomic } from '../atomic-file.js';
+import { fetchFromStore } from '../store-fetch.js';
 
 export const MODEL_FILES = {
   image: 'image_encoder.onnx',
@@ -70,7 +71,7 @@ export async function fetchModelFromS3(location: S3Location, cacheDir: string): 
     const target = path.join(cacheDir, name);
     if (existsSync(target)) continue;
     const url = new URL(`${location.endpoint.replace(/\/$/, '')}/${bucket}/${(prefix + name).split('/').map(encodeURIComponent).join('/')}`);
-    const response = await fetch(url, { headers: signedHeaders(url, location) });
+    const response = await fetchFromStore(url, signedHeaders(url, location));
     if (response.status === 404 && name === MODEL_FILES.vocab) continue;
     if (!response.ok || !response.body) {
       throw new ModelMissingError(`CLIP model missing: GET ${url.pathname} from the object store answered ${response.status}`);

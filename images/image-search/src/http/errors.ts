@@ -6,6 +6,7 @@ import type { Logger } from '../../../service-kit/src/index.js';
 import { IndexBusyError, UnknownIdsError } from '../index/image-index.js';
 import { LlmUpstreamError, upstreamMessage } from '../llm/assistant.js';
 import { UnauthorizedError } from './auth.js';
+import { QueryBusyError } from './query-slots.js';
 import { InputError, ModelUnavailableError } from '../search-service.js';
 
 export class LlmDisabledError extends Error {
@@ -22,6 +23,7 @@ const CODES: Record<number, string> = {
   409: 'conflict',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
+  429: 'busy',
   502: 'upstream_error',
   503: 'unavailable',
 };
@@ -38,6 +40,10 @@ export function errorHandler(logger: Logger) {
     if (err instanceof UnauthorizedError) {
       if (err.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="strata-image-search"');
       return send(err.status, err.message);
+    }
+    if (err instanceof QueryBusyError) {
+      res.setHeader('Retry-After', '1');
+      return send(429, err.message);
     }
     if (err instanceof InputError) return send(err.status, err.message, err.details ? { details: err.details } : {});
     if (err instanceof UnknownIdsError) return send(404, err.message, { unknownIds: err.ids });

@@ -8,6 +8,7 @@ import type { ImageFiles } from '../image-files.js';
 import { InputError, type SearchResultItem, type SearchService } from '../search-service.js';
 import { UnauthorizedError, type WriteAuthorizer } from './auth.js';
 import { errorBody, LlmDisabledError } from './errors.js';
+import { querySlots } from './query-slots.js';
 import { parseSearchForm } from './upload.js';
 import type { MatchQuality } from '../match-quality.js';
 
@@ -26,6 +27,8 @@ export interface RouteOptions {
   matchQuality: (results: SearchResultItem[]) => MatchQuality;
   /** Extra facts for GET /api/status; server paths only when `admin`. */
   describe: (admin: boolean) => Record<string, unknown>;
+  /** Queries in flight, all callers together, and for one caller (IMAGE_SEARCH_QUERY_SLOTS, IMAGE_SEARCH_QUERY_SLOTS_PER_CALLER). */
+  querySlots: { slots: number; perCaller: number };
 }
 
 /**
@@ -75,6 +78,8 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
   const viewer = (req: Request): Viewer => opts.access.viewer(opts.auth.caller(req));
   const isAdmin = (req: Request) => opts.auth.caller(req).kind === 'admin';
   const json = express.json({ limit: '256kb' });
+  // Every route that encodes a query (or calls the LLM) holds a slot: taken before its body is read.
+  const slot = querySlots(opts.auth, opts.querySlots.slots, opts.querySlots.perCaller);
   const llm = () => {
     if (!opts.llm) throw new LlmDisabledError();
     return opts.llm;
@@ -83,7 +88,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
   router.get('/', (_req, res) => res.sendFile(opts.webIndexFile));
 
   // Text query (JSON) or image query (multipart, file field query_img).
-  router.post('/search', async (req: Request, res: Response) => {
+  router.post('/search', slot, async (req: Request, res: Response) => {
     if (req.is('multipart/form-data')) {
       const form = await parseSearchForm(req, opts.maxUploadBytes);
       const topk = service.topk(form.fields.topk);
@@ -107,7 +112,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     res.json({ query, topk, results, total_results: results.length, ...opts.matchQuality(results) });
   });
 
-  router.post('/api/search/rag', json, async (req, res) => {
+  router.post('/api/search/rag', slot, json, async (req, res) => {
     const b = body(req);
     const query = text(b.query, 'query');
     const topk = service.topk(b.topk);
@@ -161,7 +166,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     });
   });
 
-  router.post('/api/search/expand', json, async (req, res) => {
+  router.post('/api/search/expand', slot, json, async (req, res) => {
     const b = body(req);
     const query = text(b.query, 'query');
     const n = b.n === undefined ? 3 : Number(b.n);
@@ -170,7 +175,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     res.json({ original_query: query, expanded_queries: expanded });
   });
 
-  router.post('/api/rag/qa', json, async (req, res) => {
+  router.post('/api/rag/qa', slot, json, async (req, res) => {
     const b = body(req);
     const question = text(b.question ?? b.query, 'question');
     const assistant = llm();
@@ -180,7 +185,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
     res.json({ question, answer, results, total_results: results.length });
   });
 
-  router.post('/api/chat', json, async (req, res) => {
+  router.post('/api/chat', slot, json, async (req, res) => {
     const b = body(req);
     const history = parseHistory(b);
     const turn = await llm().chat(history, service, { canWrite: opts.auth.decide(req).ok, viewer: viewer(req) });
@@ -189,7 +194,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
 
   router.get('/api/tools', (_req, res) => res.json({ tools: TOOLS, writeTools: [...WRITE_TOOLS] }));
 
-  router.post('/api/tools/call', json, async (req, res) => {
+  router.post('/api/tools/call', slot, json, async (req, res) => {
     const b = body(req);
     const tool = text(b.tool, 'tool');
     if (b.arguments !== undefined && (typeof b.arguments !== 'object' || b.arguments === null || Array.isArray(b.arguments))) {
@@ -205,7 +210,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
   );
 
   const guard = opts.auth.guard;
-  router.post('/api/index/add', guard, json, async (req, res) => {
+  router.post('/api/index/add', guard, slot, json, async (req, res) => {
     const result = await service.addPaths(body(req).image_paths, viewer(req));
     res.json({ ...result, buffer: service.index.status().buffer });
   });

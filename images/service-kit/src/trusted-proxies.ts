@@ -9,7 +9,7 @@ import proxyaddr from 'proxy-addr';
  */
 export const DEFAULT_TRUST_PROXY = '';
 
-/** What the gateway believes of X-Forwarded-For and X-Forwarded-Proto, and from whom. */
+/** What a service (the gateway, the poem app) believes of X-Forwarded-For and X-Forwarded-Proto, and from whom. */
 export interface TrustedProxies {
   /** The client's address: the nearest X-Forwarded-For entry a trusted proxy did not add, else the peer's own. */
   clientAddress(req: http.IncomingMessage): string;
