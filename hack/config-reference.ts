@@ -21,6 +21,7 @@ import { heapGrowthEnvShape } from '../images/service-kit/src/heap-growth.js';
 import { allowedHostsEnv } from '../images/service-kit/src/loopback-guard.js';
 import { productionEnvShape } from '../images/service-kit/src/production.js';
 import { secretsEnv } from '../images/service-kit/src/secrets-env.js';
+import { trustProxyEnv } from '../images/service-kit/src/trusted-proxies.js';
 import { standaloneEnvSchema } from '../images/standalone/src/config.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -65,6 +66,7 @@ const SHARED_PIECES: { shape: Shape; source: string }[] = [
   { shape: productionEnvShape, source: 'images/service-kit/src/production.ts' },
   { shape: allowedHostsEnv, source: 'images/service-kit/src/loopback-guard.ts' },
   { shape: heapGrowthEnvShape, source: 'images/service-kit/src/heap-growth.ts' },
+  { shape: trustProxyEnv, source: 'images/service-kit/src/trusted-proxies.ts' },
   { shape: gatewayEnvSchema.shape, source: 'images/gateway/src/config.ts' },
   { shape: dataPlaneEnvSchema.shape, source: 'images/data-plane/src/config.ts' },
 ];

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, loadConfig, productionEnvShape, secretsEnv } from '../../service-kit/src/index.js';
+import { env, loadConfig, productionEnvShape, secretsEnv, trustProxyEnv } from '../../service-kit/src/index.js';
 import { BUCKET_CACHE_MS } from '../../object-model/src/bucket-resolution.js';
 import { OBJECT_OWNERSHIPS, type ObjectOwnership } from '../../object-model/src/access-control.js';
 import { DEFAULT_ACCESS_LOG_SETTINGS } from './access-log/delivery.js';
@@ -49,8 +49,7 @@ export const gatewayEnvSchema = z.object({
   STRATA_REGION: z.string().default('us-east-1'),
   /** Accept AWS Signature Version 2 (headers, presigned URLs, POST forms); `false`: every SigV2 request is 403 AccessDenied. Chart: `platform.s3.signatureV2`. */
   STRATA_SIGV2: env.bool(true),
-  /** Peers whose X-Forwarded-For/-Proto are believed (service-kit's trusted-proxies.ts: addresses, subnets or names such as loopback, uniquelocal; a hop count; unset or `false`: none). */
-  STRATA_TRUST_PROXY: z.string().optional(),
+  ...trustProxyEnv,
   /** Lifetime of the presigned URL a Bearer GET is redirected to, s. */
   STRATA_REDIRECT_EXPIRES_SECONDS: env.int(300, 1, 7 * 24 * 3600),
   /** How long a user's credentials are cached, ms. @tuning */

@@ -13,6 +13,7 @@ import {
   type Logger,
   type Registry,
   type RunningService,
+  trustedProxies,
 } from '../../service-kit/src/index.js';
 import { BucketSource } from './bucket-source.js';
 import { ClipEncoder } from './clip/encoder.js';
@@ -203,6 +204,7 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
       webIndexFile: path.join(WEB_DIR, 'index.html'),
       maxUploadBytes: config.IMAGE_SEARCH_MAX_UPLOAD_BYTES,
       querySlots: { slots: config.IMAGE_SEARCH_QUERY_SLOTS, perCaller: config.IMAGE_SEARCH_QUERY_SLOTS_PER_CALLER },
+      clientAddress: trustedProxies(config.STRATA_TRUST_PROXY).clientAddress,
       auth,
       access,
       matchQuality: (results) => matchQuality(results, model.description?.backbone ?? 'ViT-B/32'),

@@ -1,7 +1,7 @@
 // Image search configuration from the environment (validated; every problem reported at once).
 import path from 'node:path';
 import { z } from 'zod';
-import { env, loadConfig, secretsEnv } from '../../service-kit/src/index.js';
+import { env, loadConfig, secretsEnv, trustProxyEnv } from '../../service-kit/src/index.js';
 
 /** A FAISS training knob: unset keeps DEFAULT_TRAINING's value, 0 asks for FAISS's own default. */
 const trainingKnob = () => z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(1_000_000).optional());
@@ -67,6 +67,7 @@ export const imageSearchSchema = z.object({
   IMAGE_SEARCH_QUERY_SLOTS: env.int(32, 1, 100_000),
   /** Queries in flight of one caller (a gateway user, an admin, or an anonymous address); past it 429. */
   IMAGE_SEARCH_QUERY_SLOTS_PER_CALLER: env.int(8, 1, 100_000),
+  ...trustProxyEnv,
   /** Largest image accepted by search-by-image and add, bytes. */
   IMAGE_SEARCH_MAX_UPLOAD_BYTES: env.int(10 * 1024 * 1024, 1024),
   /**

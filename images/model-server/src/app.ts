@@ -6,6 +6,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { createLogger, type Logger } from '../../service-kit/src/logger.js';
 import { createRegistry, httpMetrics, type HttpMetrics, type Registry } from '../../service-kit/src/metrics.js';
 import { FairPool } from '../../service-kit/src/fair-pool.js';
+import { trustedProxies, type TrustedProxies } from '../../service-kit/src/trusted-proxies.js';
 import { createApp, listen, type RunningService } from '../../service-kit/src/service.js';
 import { chatCompletionsHandler, type ServedModel } from './chat-completions.js';
 import { GenerationScheduler, type SchedulerObserver, type SequenceQueue } from './generation-scheduler.js';
@@ -49,10 +50,12 @@ export interface ModelServerOptions {
   maxQueue?: number;
   /**
    * Most sequences (waiting and decoding) of one model that one caller (an API key; without keys, a
-   * client address) may hold. Default: half of maxQueue + maxBatch, so a caller that floods the server
+   * client address, X-Forwarded-For's from a peer `trustProxy` names) may hold. Default: half of maxQueue + maxBatch, so a caller that floods the server
    * leaves the other half to the rest; callers also get no more than their share while others want some.
    */
   maxQueuePerCaller?: number;
+  /** Peers whose X-Forwarded-For names the client, for callers without keys (STRATA_TRUST_PROXY: an ingress); unset: none. */
+  trustProxy?: string;
   /** Largest accepted request body. Default 1 MiB. */
   maxBodyBytes?: number;
   /** A request body silent this long (ms) is refused 408 and its connection closed (default 20 s; 0: no limit). */
@@ -153,8 +156,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     else sendOpenAIError(res, new OpenAIError(404, `The model '${id}' does not exist`, 'invalid_request_error', 'model', 'model_not_found'));
   });
   const maxBodyBytes = opts.maxBodyBytes ?? 1024 * 1024;
-  // A caller is its API key (by its place in the list, never the key itself); without keys, its address.
-  const callerOf = (req: http.IncomingMessage) => keyOf(req.headers.authorization) || (req.socket.remoteAddress ?? '');
+  const callerOf = requestCaller(keyOf, trustedProxies(opts.trustProxy));
   const chatCompletions = chatCompletionsHandler({ models, metrics, logger, truncatePrompt: opts.truncatePrompt, callerOf });
   app.post(
     CHAT_COMPLETIONS,
@@ -287,6 +289,14 @@ function summingObservers(metrics: ModelServerMetrics, count: number): Scheduler
     firstToken: (seconds: number) => metrics.firstToken(seconds),
     nextToken: (seconds: number) => metrics.nextToken(seconds),
   }));
+}
+
+/**
+ * Who is asking, for the shares of the engine: its API key (by its place in the list, never the key itself);
+ * without keys, its address (behind a trusted ingress, the client's, not the ingress's: else every caller is one).
+ */
+export function requestCaller(keyOf: (header: string | undefined) => string | undefined, proxies: TrustedProxies) {
+  return (req: http.IncomingMessage): string => keyOf(req.headers.authorization) || `address:${proxies.clientAddress(req)}`;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { env, loadConfig } from '../../service-kit/src/config.js';
 import { allowedHosts, allowedHostsEnv } from '../../service-kit/src/loopback-guard.js';
+import { trustProxyEnv } from '../../service-kit/src/trusted-proxies.js';
 import type { ModelServerOptions } from './app.js';
 
 export const modelServerEnvSchema = z.object({
@@ -10,6 +11,7 @@ export const modelServerEnvSchema = z.object({
   /** Interface to listen on. */
   MODEL_SERVER_HOST: z.string().default('0.0.0.0'),
   ...allowedHostsEnv,
+  ...trustProxyEnv,
   /** Folder of one model's weights (named by MODEL_NAMES, else by this path); unset: the built-in models (strata-verse and strata-tiny, or those MODEL_NAMES names). */
   MODEL_DIR: z.string().min(1).optional(),
   /** Comma-separated names the model in MODEL_DIR answers to; without MODEL_DIR, built-in models to serve (each loads its own weights). */
@@ -26,7 +28,7 @@ export const modelServerEnvSchema = z.object({
   MODEL_SERVER_ADMISSION_WAVE: env.int(8, 1, 256),
   /** Requests waiting beyond this are answered 429. */
   MODEL_SERVER_MAX_QUEUE: env.int(256, 1, 100_000),
-  /** Most sequences (waiting and decoding) one caller (an API key; without keys, a client address) may hold; unset: half of MAX_QUEUE + MAX_BATCH. */
+  /** Most sequences (waiting and decoding) one caller (an API key; without keys, a client address, from X-Forwarded-For when STRATA_TRUST_PROXY trusts the peer) may hold; unset: half of MAX_QUEUE + MAX_BATCH. */
   MODEL_SERVER_MAX_QUEUE_PER_CALLER: z.coerce.number().int().min(1).max(100_000).optional(),
   /** Largest request body, bytes (413 past it). */
   MODEL_SERVER_MAX_BODY_BYTES: env.int(1024 * 1024, 1024, 100 * 1024 * 1024),
@@ -55,6 +57,7 @@ export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env
     ...(c.MODEL_NAMES ? { modelNames: list(c.MODEL_NAMES) } : {}),
     ...(c.MODEL_SERVER_API_KEYS ? { apiKeys: list(c.MODEL_SERVER_API_KEYS) } : {}),
     ...(c.STRATA_ALLOWED_HOSTS ? { allowedHosts: allowedHosts(c.STRATA_ALLOWED_HOSTS) } : {}),
+    ...(c.STRATA_TRUST_PROXY ? { trustProxy: c.STRATA_TRUST_PROXY } : {}),
     batching: c.MODEL_SERVER_BATCHING,
     maxBatch: c.MODEL_SERVER_MAX_BATCH,
     batchWindowMs: c.MODEL_SERVER_BATCH_WINDOW_MS,

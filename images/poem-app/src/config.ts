@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { allowedHosts, allowedHostsEnv, env, loadConfig } from '../../service-kit/src/index.js';
+import { allowedHosts, allowedHostsEnv, env, loadConfig, trustProxyEnv } from '../../service-kit/src/index.js';
 import { parseDatabaseUrl } from './database-url.js';
 
 /** Everything the poem app needs to run; `startPoemApp` takes this (tests and standalone build it directly). */
@@ -83,8 +83,7 @@ export const poemAppEnvSchema = z.object({
   POEM_APP_GENERATIONS: env.int(32, 1, 100_000),
   /** Poems being written at once for one visitor (its address); past it, 429. */
   POEM_APP_GENERATIONS_PER_VISITOR: env.int(4, 1, 100_000),
-  /** Peers whose X-Forwarded-For names the visitor (an ingress): addresses, subnets or names such as loopback, uniquelocal; a hop count; unset: none. */
-  STRATA_TRUST_PROXY: z.string().optional(),
+  ...trustProxyEnv,
 });
 
 /** Read the poem app's configuration from env; throws a ConfigError naming every bad variable. */

@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import proxyaddr from 'proxy-addr';
+import { z } from 'zod';
 
 /**
  * No proxy is believed unless configured: a peer on loopback or a private network may be any local
@@ -9,7 +10,13 @@ import proxyaddr from 'proxy-addr';
  */
 export const DEFAULT_TRUST_PROXY = '';
 
-/** What a service (the gateway, the poem app) believes of X-Forwarded-For and X-Forwarded-Proto, and from whom. */
+/** The setting every service that tells clients apart by address reads (the gateway, the poem app, the model server, image search). */
+export const trustProxyEnv = {
+  /** Peers whose X-Forwarded-For/-Proto are believed (an ingress): addresses, subnets or names such as loopback, uniquelocal; a hop count; unset or `false`: none. */
+  STRATA_TRUST_PROXY: z.string().optional(),
+};
+
+/** What a service (the gateway, the poem app, the model server, image search) believes of X-Forwarded-For and X-Forwarded-Proto, and from whom. */
 export interface TrustedProxies {
   /** The client's address: the nearest X-Forwarded-For entry a trusted proxy did not add, else the peer's own. */
   clientAddress(req: http.IncomingMessage): string;

@@ -19,14 +19,18 @@ export class QueryBusyError extends Error {
  * Middleware that holds one of `slots` queries in flight, at most `perCaller` of them (and no more
  * than its share while others want some) for one caller, from before the body is read until the
  * answer ends or the client leaves. A caller is a gateway user or an admin; an anonymous caller is
- * its address.
+ * its address (`clientAddress`: behind a trusted ingress the client's, else every anonymous caller is one).
  */
-export function querySlots(auth: WriteAuthorizer, slots: number, perCaller: number): (req: Request, res: Response, next: NextFunction) => void {
+export function querySlots(
+  auth: WriteAuthorizer,
+  slots: number,
+  perCaller: number,
+  clientAddress: (req: Request) => string,
+): (req: Request, res: Response, next: NextFunction) => void {
   const pool = new FairPool(slots, perCaller);
   return (req, res, next) => {
     const caller = auth.caller(req);
-    const name =
-      caller.kind === 'user' ? `user:${caller.username}` : caller.kind === 'admin' ? `admin:${caller.subject}` : `address:${req.socket.remoteAddress ?? ''}`;
+    const name = caller.kind === 'user' ? `user:${caller.username}` : caller.kind === 'admin' ? `admin:${caller.subject}` : `address:${clientAddress(req)}`;
     const taken = pool.tryTake(name);
     if (typeof taken === 'string') throw new QueryBusyError(taken);
     res.once('close', taken);

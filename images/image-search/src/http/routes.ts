@@ -29,6 +29,8 @@ export interface RouteOptions {
   describe: (admin: boolean) => Record<string, unknown>;
   /** Queries in flight, all callers together, and for one caller (IMAGE_SEARCH_QUERY_SLOTS, IMAGE_SEARCH_QUERY_SLOTS_PER_CALLER). */
   querySlots: { slots: number; perCaller: number };
+  /** The client's address (X-Forwarded-For from a peer STRATA_TRUST_PROXY names), for anonymous callers' shares. */
+  clientAddress: (req: Request) => string;
 }
 
 /**
@@ -79,7 +81,7 @@ export function imageSearchRoutes(opts: RouteOptions): Router {
   const isAdmin = (req: Request) => opts.auth.caller(req).kind === 'admin';
   const json = express.json({ limit: '256kb' });
   // Every route that encodes a query (or calls the LLM) holds a slot: taken before its body is read.
-  const slot = querySlots(opts.auth, opts.querySlots.slots, opts.querySlots.perCaller);
+  const slot = querySlots(opts.auth, opts.querySlots.slots, opts.querySlots.perCaller, opts.clientAddress);
   const llm = () => {
     if (!opts.llm) throw new LlmDisabledError();
     return opts.llm;
