@@ -47,6 +47,19 @@ describe('gateway handlers: buckets, DeleteObjects and tags, against a fake Obje
     expect([taken.status, codeOf(await taken.text())]).to.deep.equal([409, 'BucketAlreadyExists']);
   });
 
+  it("CreateBucket refuses a LocationConstraint as S3's us-east-1 does: us-east-1 itself is InvalidLocationConstraint, another region IllegalLocationConstraintException", async () => {
+    const conf = (region: string) => ({
+      body: `<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LocationConstraint>${region}</LocationConstraint></CreateBucketConfiguration>`,
+    });
+    const east = await fx.app.fetch('PUT', '/in-east', conf('us-east-1'));
+    expect([east.status, codeOf(await east.text())]).to.deep.equal([400, 'InvalidLocationConstraint']);
+    const west = await fx.app.fetch('PUT', '/in-west', conf('eu-west-1'));
+    expect([west.status, codeOf(await west.text())]).to.deep.equal([400, 'IllegalLocationConstraintException']);
+    expect(fx.layer.callsOf('createBucket')).to.deep.equal([]);
+    // An empty one is us-east-1 unsaid.
+    expect((await fx.app.fetch('PUT', '/unsaid', conf(''))).status).to.equal(200);
+  });
+
   it('CreateBucket makes the bucket with its ownership controls and ACL at once: no failure after the create can leave a bucket without them', async () => {
     // Were they written by later calls, a failure there (here: every configuration write fails) left a
     // BucketOwnerEnforced bucket behind a 503, and the client's retry got a 200 for it (us-east-1's no-op).

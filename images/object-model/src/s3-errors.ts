@@ -29,6 +29,10 @@ export const S3_ERRORS = {
   EntityTooLarge: { status: 400, message: 'Your proposed upload exceeds the maximum allowed object size.' },
   EntityTooSmall: { status: 400, message: 'Your proposed upload is smaller than the minimum allowed object size.' },
   ExpiredToken: { status: 400, message: 'The provided token has expired.' },
+  IllegalLocationConstraintException: {
+    status: 400,
+    message: 'The location constraint is incompatible for the region specific endpoint this request was sent to.',
+  },
   IncompleteBody: { status: 400, message: 'You did not provide the number of bytes specified by the Content-Length HTTP header.' },
   InsufficientStorage: { status: 507, message: 'The storage volume is full; free space or raise the quota, then retry.' },
   InternalError: { status: 500, message: 'We encountered an internal error. Please try again.' },
@@ -36,6 +40,7 @@ export const S3_ERRORS = {
   InvalidArgument: { status: 400, message: 'Invalid Argument' },
   InvalidBucketAclWithObjectOwnership: { status: 400, message: "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting" },
   InvalidBucketName: { status: 400, message: 'The specified bucket is not valid.' },
+  InvalidLocationConstraint: { status: 400, message: 'The specified location-constraint is not valid' },
   InvalidDigest: { status: 400, message: 'The Content-MD5 you specified is not valid.' },
   InvalidObjectName: { status: 400, message: 'The specified object name is not valid.' },
   InvalidPart: {

@@ -60,7 +60,7 @@ const BACKEND_KINDS = new Set(['fs', 'minio', 'cloud']);
 /**
  * Which backend a new bucket uses: header `x-strata-backend: fs|minio|cloud`, or a JSON body
  * `{"backend":"minio"}` / `{"backend":{"kind":"minio"}}`, or `<CreateBucketConfiguration><Backend>..</Backend>`
- * (S3 clients send a LocationConstraint there, which is accepted and ignored). Default fs. Clients
+ * (where S3 clients may send a LocationConstraint: none is valid in us-east-1). Default fs. Clients
  * pick the kind only: endpoints and credentials are the server's configuration (a client-chosen
  * endpoint would let anyone make the data plane call any host).
  */
@@ -85,10 +85,14 @@ function backendChoice(headerValue: string | undefined, body: Buffer, contentTyp
       }
     } else {
       const conf = parseXml<{ LocationConstraint?: string; Backend?: string }>(text, 'CreateBucketConfiguration');
-      if (conf.LocationConstraint && conf.LocationConstraint !== 'us-east-1') {
-        throw new S3Error('InvalidArgument', `Unsupported LocationConstraint ${conf.LocationConstraint}: Strata serves region us-east-1.`, {
-          ArgumentName: 'LocationConstraint',
-        });
+      // Strata is S3's us-east-1, which takes no LocationConstraint: naming us-east-1 is invalid there, another
+      // region does not fit the endpoint (S3's answers). An empty one says nothing.
+      if (conf.LocationConstraint === 'us-east-1') throw new S3Error('InvalidLocationConstraint');
+      if (conf.LocationConstraint) {
+        throw new S3Error(
+          'IllegalLocationConstraintException',
+          `The ${conf.LocationConstraint} location constraint is incompatible for the region specific endpoint this request was sent to (Strata serves us-east-1).`,
+        );
       }
       if (conf.Backend) backend = { kind: conf.Backend };
     }
