@@ -54,6 +54,8 @@ export async function handlerApp(
     logger?: Logger;
     registry?: Registry;
     platformBlocksPublic?: boolean;
+    /** The gateway's region (STRATA_REGION); default us-east-1. */
+    region?: string;
     /** Users' e-mail addresses (address → user name, matched whatever the case), as the control plane resolves them; each lookup is pushed to `lookups`. */
     emails?: Record<string, string>;
     lookups?: string[];
@@ -79,7 +81,7 @@ export async function handlerApp(
     tokens: unreachable('tokens'),
     loginGuard: unreachable('loginGuard'),
     logger,
-    region: 'us-east-1',
+    region: opts.region ?? 'us-east-1',
     signatureV2: true,
     rootUser: 'root',
     defaultObjectOwnership: 'BucketOwnerEnforced',

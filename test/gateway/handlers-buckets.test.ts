@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { S3Error } from '../../images/object-model/src/index.js';
-import { codeOf, handlerFixture } from './handler-app.js';
+import { codeOf, handlerApp, handlerFixture } from './handler-app.js';
 
 /** The gateway's bucket handlers, DeleteObjects and tagging against a fake object layer. */
 describe('gateway handlers: buckets, DeleteObjects and tags, against a fake ObjectLayer', () => {
@@ -58,6 +58,29 @@ describe('gateway handlers: buckets, DeleteObjects and tags, against a fake Obje
     expect(fx.layer.callsOf('createBucket')).to.deep.equal([]);
     // An empty one is us-east-1 unsaid.
     expect((await fx.app.fetch('PUT', '/unsaid', conf(''))).status).to.equal(200);
+  });
+
+  it("in another region (STRATA_REGION), CreateBucket takes that region's LocationConstraint (as the SDKs send it there) and GetBucketLocation names it", async () => {
+    const app = await handlerApp(fx.layer, 'alice', { region: 'eu-central-1' });
+    try {
+      const conf = (region: string) => ({
+        body: `<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LocationConstraint>${region}</LocationConstraint></CreateBucketConfiguration>`,
+      });
+      expect((await app.fetch('PUT', '/in-frankfurt', conf('eu-central-1'))).status).to.equal(200);
+      const location = await (await app.fetch('GET', '/in-frankfurt?location')).text();
+      expect(/<LocationConstraint[^>]*>([^<]*)<\/LocationConstraint>/.exec(location)?.[1]).to.equal('eu-central-1');
+      // us-east-1 is never a valid constraint; another region does not fit this endpoint.
+      for (const [other, code] of [
+        ['us-east-1', 'InvalidLocationConstraint'],
+        ['eu-west-1', 'IllegalLocationConstraintException'],
+      ]) {
+        const r = await app.fetch('PUT', `/not-${other}`, conf(other!));
+        expect([r.status, codeOf(await r.text())], other).to.deep.equal([400, code]);
+      }
+      expect(fx.layer.callsOf('createBucket').map((c) => c[0])).to.deep.equal(['in-frankfurt']);
+    } finally {
+      await app.close();
+    }
   });
 
   it('CreateBucket makes the bucket with its ownership controls and ACL at once: no failure after the create can leave a bucket without them', async () => {

@@ -60,11 +60,11 @@ const BACKEND_KINDS = new Set(['fs', 'minio', 'cloud']);
 /**
  * Which backend a new bucket uses: header `x-strata-backend: fs|minio|cloud`, or a JSON body
  * `{"backend":"minio"}` / `{"backend":{"kind":"minio"}}`, or `<CreateBucketConfiguration><Backend>..</Backend>`
- * (where S3 clients may send a LocationConstraint: none is valid in us-east-1). Default fs. Clients
+ * (where S3 clients may send a LocationConstraint: locationConstraint() checks it). Default fs. Clients
  * pick the kind only: endpoints and credentials are the server's configuration (a client-chosen
  * endpoint would let anyone make the data plane call any host).
  */
-function backendChoice(headerValue: string | undefined, body: Buffer, contentType: string | undefined): BackendRef | undefined {
+function backendChoice(headerValue: string | undefined, body: Buffer, contentType: string | undefined, region: string): BackendRef | undefined {
   let backend: BackendRef | undefined;
   const text = body.toString('utf8').trim();
   if (text) {
@@ -85,15 +85,7 @@ function backendChoice(headerValue: string | undefined, body: Buffer, contentTyp
       }
     } else {
       const conf = parseXml<{ LocationConstraint?: string; Backend?: string }>(text, 'CreateBucketConfiguration');
-      // Strata is S3's us-east-1, which takes no LocationConstraint: naming us-east-1 is invalid there, another
-      // region does not fit the endpoint (S3's answers). An empty one says nothing.
-      if (conf.LocationConstraint === 'us-east-1') throw new S3Error('InvalidLocationConstraint');
-      if (conf.LocationConstraint) {
-        throw new S3Error(
-          'IllegalLocationConstraintException',
-          `The ${conf.LocationConstraint} location constraint is incompatible for the region specific endpoint this request was sent to (Strata serves us-east-1).`,
-        );
-      }
+      checkLocationConstraint(conf.LocationConstraint, region);
       if (conf.Backend) backend = { kind: conf.Backend };
     }
   }
@@ -101,6 +93,20 @@ function backendChoice(headerValue: string | undefined, body: Buffer, contentTyp
   if (backend && !BACKEND_KINDS.has(backend.kind))
     throw new S3Error('InvalidArgument', `Unknown backend "${backend.kind}": use fs, minio or cloud.`, { ArgumentName: 'x-strata-backend' });
   return backend;
+}
+
+/**
+ * A CreateBucket's LocationConstraint, as S3 answers it at an endpoint of the gateway's region (STRATA_REGION): in
+ * us-east-1 none is valid (naming us-east-1 is InvalidLocationConstraint); elsewhere only that region. Another
+ * region does not fit the endpoint. An empty or absent one says nothing (the bucket is in the gateway's region).
+ */
+function checkLocationConstraint(constraint: string | undefined, region: string): void {
+  if (!constraint || (constraint === region && region !== 'us-east-1')) return;
+  if (constraint === 'us-east-1') throw new S3Error('InvalidLocationConstraint');
+  throw new S3Error(
+    'IllegalLocationConstraintException',
+    `The ${constraint} location constraint is incompatible for the region specific endpoint this request was sent to (Strata serves ${region}).`,
+  );
 }
 
 /**
@@ -133,7 +139,7 @@ export const createBucket: S3Handler = async ({ req, res, bucket, deps }) => {
   const body = await readSmallBody(req, res);
   assertBucketName(bucket);
   if (RESERVED_BUCKET_NAMES.has(bucket)) throw new S3Error('InvalidBucketName', `${bucket} is reserved for the gateway's own routes`, { BucketName: bucket });
-  const backend = backendChoice(req.headers['x-strata-backend'] as string | undefined, body, req.headers['content-type']);
+  const backend = backendChoice(req.headers['x-strata-backend'] as string | undefined, body, req.headers['content-type'], deps.region);
   const access = await accessOfNewBucket(req, caller.username, aclContext(deps), deps.defaultObjectOwnership);
   // The control plane asks the data plane whether a non-fs backend is usable before it creates the bucket.
   // The bucket is made with its ownership and ACL in one call: none that a failure or a retry could leave out.
@@ -172,8 +178,8 @@ export const headBucket: S3Handler = async ({ res, bucket, deps }) => {
 
 export const getBucketLocation: S3Handler = async ({ res, bucket, deps }) => {
   await deps.buckets.owned(bucket, callerOf(res));
-  // us-east-1 is written as an empty LocationConstraint, as S3 does.
-  sendXml(res, 'LocationConstraint', {});
+  // Every bucket is in the gateway's region; us-east-1 is written as an empty LocationConstraint, as S3 does.
+  sendXml(res, 'LocationConstraint', deps.region === 'us-east-1' ? {} : { '#text': deps.region });
 };
 
 /** Versioning was never enabled: an empty configuration. */
