@@ -117,6 +117,19 @@ describe('Helm chart charts/strata (real helm binary)', function () {
     expect(JSON.stringify(deployment)).to.contain('secretKeyRef');
   });
 
+  it("tells the poem app's visitors apart behind an ingress only when poemApp.trustProxy names it", async () => {
+    const trustOf = async (sets: string[]) => {
+      const objs = await template(['poemApp.enabled=true', ...sets]);
+      for (const o of objs) await validateManifest(o);
+      const deployment = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'strata-poem-app') as RenderedObject & {
+        spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } };
+      };
+      return deployment.spec.template.spec.containers[0]!.env.find((e) => e.name === 'STRATA_TRUST_PROXY')?.value;
+    };
+    expect(await trustOf([])).to.equal(undefined);
+    expect(await trustOf(['poemApp.trustProxy=10.0.0.0/8'])).to.equal('10.0.0.0/8');
+  });
+
   it('keeps a standby replica on another node and through drains when replicaCount > 1', async () => {
     expect((await template()).some((o) => o.kind === 'PodDisruptionBudget')).to.equal(false);
     const objs = await template(['replicaCount=2']);
