@@ -242,6 +242,8 @@ describe('Helm chart charts/strata (real helm binary)', function () {
         // Metric names: identifiers with an underscore right before a selector, a range or a closing parenthesis.
         const metrics = [...expr.matchAll(/\b([a-z][a-z0-9:]*_[a-z0-9_:]*?)(?:_bucket)?(?=[{[)])/g)].map((m) => m[1]!);
         for (const metric of metrics) expect(sources, `${file}: ${metric}`).to.contain(`'${metric}'`);
+        // Every data-plane replica counts the one shared outbox: its replicas' figures are one figure, not parts of a sum.
+        if (expr.includes('strata_outbox_backlog')) expect(expr, file).to.match(/max by \(namespace\) \(strata_outbox_backlog\b/);
       }
     }
   });

@@ -29,6 +29,10 @@ export function dataPlaneMetrics(registry: Registry): DataPlaneMetrics {
       help: 'Multipart uploads initiated by this process and not yet completed or aborted',
       registers: [registry],
     }),
-    outboxBacklog: new Gauge({ name: 'strata_outbox_backlog', help: 'Outbox events not yet confirmed by the broker', registers: [registry] }),
+    outboxBacklog: new Gauge({
+      name: 'strata_outbox_backlog',
+      help: 'Outbox events not yet confirmed by the broker (the shared outbox as this replica last counted it: every replica reports the same figure, so take the max, not the sum)',
+      registers: [registry],
+    }),
   };
 }
