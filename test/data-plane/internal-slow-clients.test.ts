@@ -94,6 +94,9 @@ describe('internal APIs: bodies that never come, readers that never read', funct
         ['DELETE', '/internal/buckets/stall'],
         ['POST', '/internal/users'],
         ['POST', '/internal/purge'],
+        // (Express routes paths case-insensitively: the token check covers every spelling the routes answer.)
+        ['POST', '/Internal/users'],
+        ['PUT', '/INTERNAL/objects/stall/k'],
       ]) {
         // A body declared and never sent: the refusal does not wait for it.
         const answer = await sendAllThenRead(port, `${method} ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n`, 0, '', 5_000);
