@@ -4,6 +4,8 @@ import { expect } from 'chai';
 import { eventually } from '../support/eventually.js';
 import { fixtureHooks } from '../support/fixture-hooks.js';
 import { sendAllThenRead } from '../support/http.js';
+import { controlPlaneEnvSchema } from '../../images/control-plane/src/config.js';
+import { dataPlaneEnvSchema } from '../../images/data-plane/src/config.js';
 import { startObjectLayer, TOKEN } from './harness.js';
 
 /** On a raw connection: `head` and `body`, then nothing more; what the server said (its start), and whether it closed before `deadlineMs`. */
@@ -40,6 +42,14 @@ describe('internal APIs: bodies that never come, readers that never read', funct
     (l) => l.stop(),
   );
   const token = `x-strata-internal-token: ${TOKEN}\r\n`;
+
+  it('the limits are a setting of both entrypoints: STRATA_INTERNAL_IDLE_TIMEOUT_MS (default 60 s; 0: none)', () => {
+    for (const schema of [dataPlaneEnvSchema, controlPlaneEnvSchema]) {
+      const setting = schema.shape.STRATA_INTERNAL_IDLE_TIMEOUT_MS;
+      expect(setting.parse(undefined)).to.equal(60_000);
+      expect(setting.parse('0')).to.equal(0);
+    }
+  });
 
   it('data plane: an object body that stops half-way is refused RequestTimeout, its connection closed, nothing stored', async () => {
     expect((await layer.cpFetch('PUT', '/internal/buckets/stall', { owner: 'alice' })).status).to.be.oneOf([200, 409]);

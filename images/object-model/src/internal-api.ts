@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type http from 'node:http';
-import { isDatabaseUnavailable, sendJson, type Logger, type Next, type SlowClientOptions } from '../../service-kit/src/index.js';
+import { env, isDatabaseUnavailable, sendJson, type Logger, type Next, type SlowClientOptions } from '../../service-kit/src/index.js';
 import { S3Error } from './s3-errors.js';
 
 /**
@@ -32,6 +32,12 @@ export function requireInternalToken(token: string) {
  * for the caller's before the gateway has judged its client).
  */
 export const INTERNAL_IDLE_TIMEOUT_MS = 60_000;
+
+/** The setting of both internal APIs' entrypoints (the data plane's and the control plane's). */
+export const internalIdleEnv = {
+  /** Silence, ms, after which an internal request body still arriving is refused 400 RequestTimeout, and an answer its caller reads nothing of is cut, each with its connection (0: no limit). */
+  STRATA_INTERNAL_IDLE_TIMEOUT_MS: env.int(INTERNAL_IDLE_TIMEOUT_MS, 0, 3_600_000),
+};
 
 /**
  * The slow-client limits of an internal API (service-kit body-idle.ts, reader-idle.ts): a silent body is
