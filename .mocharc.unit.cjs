@@ -129,6 +129,7 @@ module.exports = {
     'test/image-search/exact-index.test.ts',
     'test/image-search/hanging-store.test.ts',
     'test/image-search/image-index.test.ts',
+    'test/image-search/oversized-upload.test.ts',
     'test/image-search/query-slots.test.ts',
     'test/image-search/read-access.test.ts',
     'test/image-search/search-hints.test.ts',

@@ -17,6 +17,7 @@ import { gatewayEnvSchema } from '../images/gateway/src/config.js';
 import { imageSearchSchema } from '../images/image-search/src/config.js';
 import { modelServerEnvSchema } from '../images/model-server/src/config.js';
 import { poemAppEnvSchema } from '../images/poem-app/src/config.js';
+import { internalIdleEnv } from '../images/object-model/src/internal-api.js';
 import { heapGrowthEnvShape } from '../images/service-kit/src/heap-growth.js';
 import { allowedHostsEnv } from '../images/service-kit/src/loopback-guard.js';
 import { productionEnvShape } from '../images/service-kit/src/production.js';
@@ -67,6 +68,7 @@ const SHARED_PIECES: { shape: Shape; source: string }[] = [
   { shape: allowedHostsEnv, source: 'images/service-kit/src/loopback-guard.ts' },
   { shape: heapGrowthEnvShape, source: 'images/service-kit/src/heap-growth.ts' },
   { shape: trustProxyEnv, source: 'images/service-kit/src/trusted-proxies.ts' },
+  { shape: internalIdleEnv, source: 'images/object-model/src/internal-api.ts' },
   { shape: gatewayEnvSchema.shape, source: 'images/gateway/src/config.ts' },
   { shape: dataPlaneEnvSchema.shape, source: 'images/data-plane/src/config.ts' },
 ];

@@ -65,6 +65,8 @@ export async function startObjectLayer(
     keyStores?: { master?: KeyStore; kms?: KeyStore };
     /** Told the text of every statement either plane sends its database (e.g. to count bucket lookups). */
     onStatement?: (text: string) => void;
+    /** Both planes' slow-client limits, ms (default: theirs). */
+    idleTimeoutMs?: number;
   } = {},
 ): Promise<ObjectLayer> {
   const db = kind === 'postgres' ? await createTestDatabase() : undefined;
@@ -90,6 +92,8 @@ export async function startObjectLayer(
     logger,
     dataPlaneUrl: () => dpRef.url,
     clock: () => clock.now,
+    bodyIdleTimeoutMs: opts.idleTimeoutMs,
+    readerIdleTimeoutMs: opts.idleTimeoutMs,
   });
   const dp = await startDataPlane({
     port: 0,
@@ -107,6 +111,8 @@ export async function startObjectLayer(
     multipartCache: opts.multipartCache,
     multipartUploadsPerAccount: opts.multipartUploadsPerAccount,
     keyStores: opts.keyStores,
+    bodyIdleTimeoutMs: opts.idleTimeoutMs,
+    readerIdleTimeoutMs: opts.idleTimeoutMs,
   });
   dpRef.url = dp.url;
   const files = () => filesUnder(dataDir);

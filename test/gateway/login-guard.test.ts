@@ -61,4 +61,28 @@ describe('gateway login guard', () => {
     expect(most).to.equal(2);
     expect(slots.inUse).to.equal(0);
   });
+
+  it('one address flooding logins holds at most its share of the password checks: another address still gets one', async () => {
+    const rules = parseFlowRules('login: { concurrentHashes: 1, queuedHashes: 5 }');
+    const guard = new LoginGuard({ kind: 'memory' }, () => rules);
+    const gates: Array<() => void> = [];
+    const blocked = () => new Promise<void>((resolve) => gates.push(resolve));
+    const outcome = (p: Promise<unknown>) =>
+      p.then(
+        () => 'done',
+        (err: unknown) => (err instanceof S3Error ? err.code : err),
+      );
+    const flood = Array.from({ length: 10 }, () => outcome(guard.hashing('10.0.0.66', blocked)));
+    // The other address is admitted (it waits its turn in the queue), not refused SlowDown.
+    const other = outcome(guard.hashing('10.0.0.2', async () => undefined));
+    while (gates.length > 0) {
+      gates.shift()!();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(await other).to.equal('done');
+    const floodOutcomes = await Promise.all(flood);
+    expect(floodOutcomes.filter((o) => o === 'done').length).to.be.within(1, 3);
+    expect(floodOutcomes.filter((o) => o === 'SlowDown').length).to.be.at.least(7);
+    expect(guard.hashesInFlight).to.equal(0);
+  });
 });

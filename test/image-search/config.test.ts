@@ -23,6 +23,9 @@ describe('image-search: configuration from the environment', function () {
       IMAGE_SEARCH_BUFFER_THRESHOLD: 1000,
       IMAGE_SEARCH_RERANK: true,
       IMAGE_SEARCH_RERANK_FACTOR: 10,
+      // Slow clients: a body silent 20 s is refused, an answer unread for 30 s is cut.
+      IMAGE_SEARCH_BODY_IDLE_TIMEOUT_MS: 20_000,
+      IMAGE_SEARCH_READER_IDLE_TIMEOUT_MS: 30_000,
     });
     expect(config.IMAGE_SEARCH_MODEL_DIR).to.equal(undefined);
     // With a bucket source and no IMAGE_FILE_DIR, the mirror goes where the (writable) index state is.

@@ -8,7 +8,8 @@ describe('image-search: bodies that stall', () => {
   const IDLE_MS = 300;
   const env = fixtureHooks(
     'suite',
-    () => startTestImageSearch('slow-bodies', { bodyIdleTimeoutMs: IDLE_MS }),
+    // Through the environment, as the image is configured.
+    () => startTestImageSearch('slow-bodies', { env: { IMAGE_SEARCH_BODY_IDLE_TIMEOUT_MS: String(IDLE_MS) } }),
     (f) => f.close(),
   );
   const boundary = 'strata-slow-body';

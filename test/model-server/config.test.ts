@@ -13,6 +13,9 @@ describe('model-server configuration from the environment', () => {
       admissionWave: 8,
       maxQueue: 256,
       maxBodyBytes: 1024 * 1024,
+      // Slow clients: a body silent 20 s is refused, an answer unread for 30 s is cut.
+      bodyIdleTimeoutMs: 20_000,
+      readerIdleTimeoutMs: 30_000,
       threads: 1,
       // On by default: the built-in models' 64-token context is shorter than the poem app's prompts.
       truncatePrompt: true,
@@ -34,6 +37,8 @@ describe('model-server configuration from the environment', () => {
       MODEL_SERVER_MAX_QUEUE: '10',
       MODEL_SERVER_MAX_BODY_BYTES: '2048',
       MODEL_SERVER_THREADS: '0',
+      MODEL_SERVER_BODY_IDLE_TIMEOUT_MS: '500',
+      MODEL_SERVER_READER_IDLE_TIMEOUT_MS: '0',
       MODEL_SERVER_TRUNCATE_PROMPT: 'true',
       STRATA_EXECUTION_PROVIDER: 'cuda',
       MODEL_SERVER_API_KEYS: 'k1, k2,',
@@ -52,6 +57,8 @@ describe('model-server configuration from the environment', () => {
       admissionWave: 1,
       maxQueue: 10,
       maxBodyBytes: 2048,
+      bodyIdleTimeoutMs: 500,
+      readerIdleTimeoutMs: 0,
       threads: 0,
       truncatePrompt: true,
       executionProvider: 'cuda',

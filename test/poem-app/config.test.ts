@@ -32,6 +32,8 @@ describe('poem-app configuration', () => {
     // The container's default too: strata-verse writes words, strata-tiny answers token ids by design.
     expect(c.upstream).to.include({ baseUrl: DEFAULT_API_BASE_URL, model: 'strata-verse', maxRetries: 0, timeoutMs: 30_000 });
     expect(c.production).to.equal(false);
+    // Slow clients: a body silent 20 s is refused, an answer unread for 30 s is cut.
+    expect(c).to.include({ bodyIdleTimeoutMs: 20_000, readerIdleTimeoutMs: 30_000 });
   });
 
   it('reads every variable, and tolerates OPENAI_API_KEY as a fallback key', () => {
@@ -43,8 +45,10 @@ describe('poem-app configuration', () => {
       OPENAI_API_KEY: 'dummy',
       API_MODEL: 'poet-large',
       API_TIMEOUT_MS: '1500',
+      POEM_APP_BODY_IDLE_TIMEOUT_MS: '500',
+      POEM_APP_READER_IDLE_TIMEOUT_MS: '0',
     });
-    expect(c).to.deep.include({ port: 3100, production: true, databasePath: '/srv/poems.db' });
+    expect(c).to.deep.include({ port: 3100, production: true, databasePath: '/srv/poems.db', bodyIdleTimeoutMs: 500, readerIdleTimeoutMs: 0 });
     expect(c.upstream).to.include({ baseUrl: 'https://llm.example.com/v1', apiKey: 'dummy', model: 'poet-large', timeoutMs: 1500 });
     expect(loadPoemAppConfig({ API_KEY: 'real', OPENAI_API_KEY: 'dummy' }).upstream.apiKey).to.equal('real');
   });

@@ -92,9 +92,15 @@ export function sendAllThenRead(port: number, head: string, bodyBytes: number, a
       const filler = Buffer.alloc(256 * 1024, 0x61);
       for (let sent = 0; sent < bodyBytes && !error && !socket.destroyed; sent += filler.length) {
         if (!socket.write(filler.subarray(0, Math.min(filler.length, bodyBytes - sent)))) {
-          await new Promise((r) => {
-            socket.once('drain', r);
-            socket.once('close', r);
+          // (Both listeners go once either fires: a long body waits many times on one socket.)
+          await new Promise<void>((r) => {
+            const go = () => {
+              socket.off('drain', go);
+              socket.off('close', go);
+              r();
+            };
+            socket.once('drain', go);
+            socket.once('close', go);
           });
         }
       }

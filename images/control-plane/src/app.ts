@@ -23,7 +23,7 @@ import {
   type SqlClient,
   type StringCache,
 } from '../../service-kit/src/index.js';
-import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
+import { internalErrorHandler, internalSlowClients, requireInternalToken } from '../../object-model/src/index.js';
 import { AmqpEventBroker } from './events/amqp-broker.js';
 import type { EventBroker } from './events/broker.js';
 import { startEventConsumer } from './events/consumer.js';
@@ -54,6 +54,9 @@ export interface ControlPlaneOptions extends ProductionSettings {
   /** Port to listen on; 0 picks a free one (tests). Default 9002. */
   port?: number;
   host?: string;
+  /** A request body silent this long (ms) is refused 400 RequestTimeout, an answer its caller reads nothing of this long is cut, each with its connection (default 60 s, internal-api.ts; 0: no limit). */
+  bodyIdleTimeoutMs?: number;
+  readerIdleTimeoutMs?: number;
   /** Shared secret every internal call must carry in `x-strata-internal-token`. */
   internalToken: string;
   /** Server key that seals users' SigV4 secrets (AES-256-GCM). */
@@ -208,5 +211,5 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     }),
   );
   app.use(internalErrorHandler(logger));
-  return listen(app, { ...serviceOpts, port: opts.port ?? 9002, host: opts.host });
+  return listen(app, { ...serviceOpts, port: opts.port ?? 9002, host: opts.host, slowClients: internalSlowClients(opts) });
 }

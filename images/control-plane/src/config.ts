@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { internalIdleEnv } from '../../object-model/src/index.js';
 import { env, productionEnvShape, secretsEnv } from '../../service-kit/src/index.js';
 import { DAILY_PURGE_SCHEDULE, DEFAULT_BUCKET_NAME_HOLD_MS } from './app.js';
 
@@ -7,6 +8,7 @@ export const controlPlaneEnvSchema = z.object({
   PORT: env.port(9002),
   // STRATA_PG_REPLICA_URLS, STRATA_REDIS_NODES, STRATA_AMQP_URL...: the production adapters (README).
   ...productionEnvShape,
+  ...internalIdleEnv,
   /** PostgreSQL primary, libpq URL (required here). */
   STRATA_PG_URL: z.string().min(1, 'the PostgreSQL connection URL is required'),
   STRATA_INTERNAL_TOKEN: secretsEnv.STRATA_INTERNAL_TOKEN,

@@ -16,6 +16,8 @@ await runEntrypoint('control-plane', controlPlaneEnvSchema, (config, logger) =>
     retentionDays: config.STRATA_RECYCLE_RETENTION_DAYS,
     bucketNameHoldMs: config.STRATA_BUCKET_NAME_HOLD_MS,
     fsBackend: config.STRATA_FS_BACKEND,
+    bodyIdleTimeoutMs: config.STRATA_INTERNAL_IDLE_TIMEOUT_MS,
+    readerIdleTimeoutMs: config.STRATA_INTERNAL_IDLE_TIMEOUT_MS,
     logger,
   }),
 );

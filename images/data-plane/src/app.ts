@@ -19,7 +19,7 @@ import {
   runChain,
   type SqlClient,
 } from '../../service-kit/src/index.js';
-import { internalErrorHandler, requireInternalToken } from '../../object-model/src/index.js';
+import { internalErrorHandler, internalSlowClients, requireInternalToken } from '../../object-model/src/index.js';
 import { FsBackend, SMALL_READ } from './backends/fs-backend.js';
 import { backendsConfigFromEnv, type BackendsConfig } from './backends/config.js';
 import { keyStoresFrom, type EncryptionKeySettings, type KeyStore } from './encryption/key-store.js';
@@ -53,6 +53,9 @@ export interface DataPlaneOptions extends ProductionSettings {
   /** Port to listen on; 0 picks a free one (tests). Default 9001. */
   port?: number;
   host?: string;
+  /** A request body silent this long (ms) is refused 400 RequestTimeout, an answer its caller reads nothing of this long is cut, each with its connection (default 60 s, internal-api.ts; 0: no limit). */
+  bodyIdleTimeoutMs?: number;
+  readerIdleTimeoutMs?: number;
   /** Shared secret every internal call must carry in `x-strata-internal-token`. */
   internalToken: string;
   /** Blobs go under `<dataDir>/blobs` (filesystem backend). */
@@ -244,5 +247,10 @@ export async function startDataPlane(opts: DataPlaneOptions): Promise<RunningSer
     httpCounts.observe(req, res, OBJECT_ROUTE);
     runChain([internalToken, () => serve(res)], req, res, renderError);
   };
-  return listen(Object.assign(listener, { locals: app.locals }), { ...serviceOpts, port: opts.port ?? 9001, host: opts.host });
+  return listen(Object.assign(listener, { locals: app.locals }), {
+    ...serviceOpts,
+    port: opts.port ?? 9001,
+    host: opts.host,
+    slowClients: internalSlowClients(opts),
+  });
 }

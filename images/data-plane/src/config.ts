@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { internalIdleEnv } from '../../object-model/src/index.js';
 import { env, productionEnvShape, secretsEnv } from '../../service-kit/src/index.js';
 import { DEFAULT_INLINE_BLOB_BYTES } from './app.js';
 import { DEFAULT_UPLOADS_PER_ACCOUNT } from './uploads/upload-state.js';
@@ -10,6 +11,7 @@ export const dataPlaneEnvSchema = z.object({
   STRATA_DATA_DIR: z.string().min(1).default('./data'),
   // STRATA_PG_REPLICA_URLS, STRATA_REDIS_NODES, STRATA_AMQP_URL...: the production adapters (README).
   ...productionEnvShape,
+  ...internalIdleEnv,
   /** PostgreSQL primary, libpq URL (required here). */
   STRATA_PG_URL: z.string().min(1, 'the PostgreSQL connection URL is required'),
   STRATA_INTERNAL_TOKEN: secretsEnv.STRATA_INTERNAL_TOKEN,

@@ -20,6 +20,8 @@ await runEntrypoint('data-plane', dataPlaneEnvSchema, (config, logger) => {
     inlineBlobBytes: config.STRATA_INLINE_BLOB_BYTES,
     directIo: config.STRATA_DIRECT_IO,
     multipartUploadsPerAccount: config.STRATA_MULTIPART_UPLOADS_PER_ACCOUNT,
+    bodyIdleTimeoutMs: config.STRATA_INTERNAL_IDLE_TIMEOUT_MS,
+    readerIdleTimeoutMs: config.STRATA_INTERNAL_IDLE_TIMEOUT_MS,
     encryptionKeys: {
       masterKey: config.STRATA_SSE_MASTER_KEY,
       masterKeys: config.STRATA_SSE_MASTER_KEYS,

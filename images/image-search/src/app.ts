@@ -44,7 +44,7 @@ export type StartImageSearchOptions = Partial<ImageSearchConfig> & {
   objectEvents?: ObjectEventSource;
   /** The caller put the test encoder there and tells the user so itself (the standalone's banner): an info line, not a warning. */
   testEncoderNoted?: boolean;
-  /** Slow clients: a request body silent this long (ms) is refused 408 (default 20 s), an image its client stops reading is cut (default 30 s); 0: no limit. */
+  /** Slow clients: a request body silent this long (ms) is refused 408, an image its client stops reading is cut; 0: no limit (default: IMAGE_SEARCH_BODY_IDLE_TIMEOUT_MS, IMAGE_SEARCH_READER_IDLE_TIMEOUT_MS). */
   bodyIdleTimeoutMs?: number;
   readerIdleTimeoutMs?: number;
 };
@@ -291,6 +291,9 @@ export async function startImageSearch(opts: StartImageSearchOptions = {}): Prom
     port: config.PORT,
     host: host ?? config.IMAGE_SEARCH_HOST,
     hostCheck: { allowedHosts: allowedHosts((env ?? process.env).STRATA_ALLOWED_HOSTS) },
-    slowClients: { bodyIdleMs: bodyIdleTimeoutMs, readerIdleMs: readerIdleTimeoutMs },
+    slowClients: {
+      bodyIdleMs: bodyIdleTimeoutMs ?? config.IMAGE_SEARCH_BODY_IDLE_TIMEOUT_MS,
+      readerIdleMs: readerIdleTimeoutMs ?? config.IMAGE_SEARCH_READER_IDLE_TIMEOUT_MS,
+    },
   });
 }

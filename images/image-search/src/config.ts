@@ -1,7 +1,7 @@
 // Image search configuration from the environment (validated; every problem reported at once).
 import path from 'node:path';
 import { z } from 'zod';
-import { env, loadConfig, secretsEnv, trustProxyEnv } from '../../service-kit/src/index.js';
+import { DEFAULT_BODY_IDLE_TIMEOUT_MS, DEFAULT_READER_IDLE_TIMEOUT_MS, env, loadConfig, secretsEnv, trustProxyEnv } from '../../service-kit/src/index.js';
 
 /** A FAISS training knob: unset keeps DEFAULT_TRAINING's value, 0 asks for FAISS's own default. */
 const trainingKnob = () => z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(1_000_000).optional());
@@ -68,6 +68,10 @@ export const imageSearchSchema = z.object({
   /** Queries in flight of one caller (a gateway user, an admin, or an anonymous address); past it 429. */
   IMAGE_SEARCH_QUERY_SLOTS_PER_CALLER: env.int(8, 1, 100_000),
   ...trustProxyEnv,
+  /** A request body that sends nothing this long, ms, is answered 408 request_timeout and its connection closed (0: no limit). */
+  IMAGE_SEARCH_BODY_IDLE_TIMEOUT_MS: env.int(DEFAULT_BODY_IDLE_TIMEOUT_MS, 0, 3_600_000),
+  /** An answer (image bytes) its client reads nothing of this long, ms, is cut with its connection (0: never). */
+  IMAGE_SEARCH_READER_IDLE_TIMEOUT_MS: env.int(DEFAULT_READER_IDLE_TIMEOUT_MS, 0, 3_600_000),
   /** Largest image accepted by search-by-image and add, bytes. */
   IMAGE_SEARCH_MAX_UPLOAD_BYTES: env.int(10 * 1024 * 1024, 1024),
   /**

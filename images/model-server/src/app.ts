@@ -60,6 +60,8 @@ export interface ModelServerOptions {
   maxBodyBytes?: number;
   /** A request body silent this long (ms) is refused 408 and its connection closed (default 20 s; 0: no limit). */
   bodyIdleTimeoutMs?: number;
+  /** An answer its client reads nothing of this long (ms) is cut with its connection (default 30 s; 0: never). */
+  readerIdleTimeoutMs?: number;
   /** ONNX Runtime intra-op threads (default 1); 0 = runtime default. */
   threads?: number;
   /** 'cuda' asks ONNX Runtime for the CUDA provider (falls back to the CPU when it cannot load). */
@@ -208,6 +210,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
     },
     slowClients: {
       bodyIdleMs: opts.bodyIdleTimeoutMs,
+      readerIdleMs: opts.readerIdleTimeoutMs,
       refuseSlowBody: (_req, res) =>
         sendOpenAIError(
           res,

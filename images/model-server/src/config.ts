@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { DEFAULT_BODY_IDLE_TIMEOUT_MS } from '../../service-kit/src/body-idle.js';
 import { env, loadConfig } from '../../service-kit/src/config.js';
 import { allowedHosts, allowedHostsEnv } from '../../service-kit/src/loopback-guard.js';
+import { DEFAULT_READER_IDLE_TIMEOUT_MS } from '../../service-kit/src/reader-idle.js';
 import { trustProxyEnv } from '../../service-kit/src/trusted-proxies.js';
 import type { ModelServerOptions } from './app.js';
 
@@ -32,6 +34,10 @@ export const modelServerEnvSchema = z.object({
   MODEL_SERVER_MAX_QUEUE_PER_CALLER: z.coerce.number().int().min(1).max(100_000).optional(),
   /** Largest request body, bytes (413 past it). */
   MODEL_SERVER_MAX_BODY_BYTES: env.int(1024 * 1024, 1024, 100 * 1024 * 1024),
+  /** A request body that sends nothing this long, ms, is answered 408 request_timeout and its connection closed (0: no limit). */
+  MODEL_SERVER_BODY_IDLE_TIMEOUT_MS: env.int(DEFAULT_BODY_IDLE_TIMEOUT_MS, 0, 3_600_000),
+  /** An answer its client reads nothing of this long, ms, is cut with its connection (0: never). */
+  MODEL_SERVER_READER_IDLE_TIMEOUT_MS: env.int(DEFAULT_READER_IDLE_TIMEOUT_MS, 0, 3_600_000),
   /** ONNX Runtime intra-op threads (0: its own default). @tuning */
   MODEL_SERVER_THREADS: env.int(1, 0, 64),
   // On by default: the built-in models have a 64-token context, shorter than many chat prompts (the
@@ -65,6 +71,8 @@ export function modelServerConfigFromEnv(source: NodeJS.ProcessEnv = process.env
     maxQueue: c.MODEL_SERVER_MAX_QUEUE,
     ...(c.MODEL_SERVER_MAX_QUEUE_PER_CALLER === undefined ? {} : { maxQueuePerCaller: c.MODEL_SERVER_MAX_QUEUE_PER_CALLER }),
     maxBodyBytes: c.MODEL_SERVER_MAX_BODY_BYTES,
+    bodyIdleTimeoutMs: c.MODEL_SERVER_BODY_IDLE_TIMEOUT_MS,
+    readerIdleTimeoutMs: c.MODEL_SERVER_READER_IDLE_TIMEOUT_MS,
     threads: c.MODEL_SERVER_THREADS,
     truncatePrompt: c.MODEL_SERVER_TRUNCATE_PROMPT,
     executionProvider: c.STRATA_EXECUTION_PROVIDER,

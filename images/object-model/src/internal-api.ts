@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type http from 'node:http';
-import { isDatabaseUnavailable, sendJson, type Logger, type Next } from '../../service-kit/src/index.js';
+import { env, isDatabaseUnavailable, sendJson, type Logger, type Next, type SlowClientOptions } from '../../service-kit/src/index.js';
 import { S3Error } from './s3-errors.js';
 
 /**
@@ -21,6 +21,36 @@ export function requireInternalToken(token: string) {
       return;
     }
     next();
+  };
+}
+
+/**
+ * The internal APIs' callers are the gateway and the control plane, which hold their own clients to 20 s
+ * of silence: a request body that sends nothing for this long, or an answer its caller reads nothing of
+ * for this long, means a caller that froze or a network that went quiet, and is ended with its connection
+ * (a longer limit than the gateway's, so a stall of the service's own, such as a slow disk, is not taken
+ * for the caller's before the gateway has judged its client).
+ */
+export const INTERNAL_IDLE_TIMEOUT_MS = 60_000;
+
+/** The setting of both internal APIs' entrypoints (the data plane's and the control plane's). */
+export const internalIdleEnv = {
+  /** Silence, ms, after which an internal request body still arriving is refused 400 RequestTimeout, and an answer its caller reads nothing of is cut, each with its connection (0: no limit). */
+  STRATA_INTERNAL_IDLE_TIMEOUT_MS: env.int(INTERNAL_IDLE_TIMEOUT_MS, 0, 3_600_000),
+};
+
+/**
+ * The slow-client limits of an internal API (service-kit body-idle.ts, reader-idle.ts): a silent body is
+ * answered S3's RequestTimeout in the internal error shape; 0 turns a limit off.
+ */
+export function internalSlowClients(opts: { bodyIdleTimeoutMs?: number; readerIdleTimeoutMs?: number }): SlowClientOptions {
+  return {
+    bodyIdleMs: opts.bodyIdleTimeoutMs ?? INTERNAL_IDLE_TIMEOUT_MS,
+    readerIdleMs: opts.readerIdleTimeoutMs ?? INTERNAL_IDLE_TIMEOUT_MS,
+    refuseSlowBody: (_req, res) => {
+      const err = new S3Error('RequestTimeout');
+      sendJson(res, err.toJSON(), err.status);
+    },
   };
 }
 

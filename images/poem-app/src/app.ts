@@ -72,7 +72,7 @@ export async function startPoemApp(opts: StartPoemAppOptions): Promise<RunningSe
       port: opts.port,
       host: opts.host,
       hostCheck: { allowedHosts: opts.allowedHosts },
-      slowClients: { bodyIdleMs: opts.bodyIdleTimeoutMs },
+      slowClients: { bodyIdleMs: opts.bodyIdleTimeoutMs, readerIdleMs: opts.readerIdleTimeoutMs },
     });
     logger.info({ database: opts.databasePath, upstream: opts.upstream.baseUrl, model: opts.upstream.model, historyWrites: writes.mode }, 'poem app ready');
     if (writes.mode === 'disabled') logger.warn('poem history writes are off: the app listens beyond localhost without POEM_APP_API_KEY');

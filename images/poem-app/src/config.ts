@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { allowedHosts, allowedHostsEnv, env, loadConfig, trustProxyEnv } from '../../service-kit/src/index.js';
+import {
+  allowedHosts,
+  allowedHostsEnv,
+  DEFAULT_BODY_IDLE_TIMEOUT_MS,
+  DEFAULT_READER_IDLE_TIMEOUT_MS,
+  env,
+  loadConfig,
+  trustProxyEnv,
+} from '../../service-kit/src/index.js';
 import { parseDatabaseUrl } from './database-url.js';
 
 /** Everything the poem app needs to run; `startPoemApp` takes this (tests and standalone build it directly). */
@@ -18,6 +26,8 @@ export interface PoemAppConfig {
   allowedHosts?: string[];
   /** A request body silent this long (ms) is refused 408 and its connection closed (default 20 s; 0: no limit). */
   bodyIdleTimeoutMs?: number;
+  /** An answer its client reads nothing of this long (ms) is cut with its connection (default 30 s; 0: never). */
+  readerIdleTimeoutMs?: number;
   /** Poems being written at once, all visitors together, and for one visitor (its address); past either, 429 busy. */
   generations?: { slots: number; perVisitor: number };
   /** Peers whose X-Forwarded-For names the visitor (STRATA_TRUST_PROXY, as the gateway reads it); unset: none. */
@@ -83,6 +93,10 @@ export const poemAppEnvSchema = z.object({
   POEM_APP_GENERATIONS: env.int(32, 1, 100_000),
   /** Poems being written at once for one visitor (its address); past it, 429. */
   POEM_APP_GENERATIONS_PER_VISITOR: env.int(4, 1, 100_000),
+  /** A request body that sends nothing this long, ms, is answered 408 request_timeout and its connection closed (0: no limit). */
+  POEM_APP_BODY_IDLE_TIMEOUT_MS: env.int(DEFAULT_BODY_IDLE_TIMEOUT_MS, 0, 3_600_000),
+  /** An answer its client reads nothing of this long, ms, is cut with its connection (0: never). */
+  POEM_APP_READER_IDLE_TIMEOUT_MS: env.int(DEFAULT_READER_IDLE_TIMEOUT_MS, 0, 3_600_000),
   ...trustProxyEnv,
 });
 
@@ -98,6 +112,8 @@ export function loadPoemAppConfig(source: NodeJS.ProcessEnv = process.env): Poem
     production: c.NODE_ENV === 'production',
     ...(c.POEM_APP_API_KEY ? { apiKey: c.POEM_APP_API_KEY } : {}),
     generations: { slots: c.POEM_APP_GENERATIONS, perVisitor: c.POEM_APP_GENERATIONS_PER_VISITOR },
+    bodyIdleTimeoutMs: c.POEM_APP_BODY_IDLE_TIMEOUT_MS,
+    readerIdleTimeoutMs: c.POEM_APP_READER_IDLE_TIMEOUT_MS,
     ...(c.STRATA_TRUST_PROXY ? { trustProxy: c.STRATA_TRUST_PROXY } : {}),
     upstream: {
       baseUrl: c.API_BASE_URL,

@@ -1,5 +1,6 @@
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { S3Error } from '../../../object-model/src/index.js';
+import { FairPool } from '../../../service-kit/src/index.js';
 import { buildLimiter, type RateLimitStore } from '../flow-control/rate-limits.js';
 import type { FlowRules, LoginLimits, RateLimitRule } from '../flow-control/rules.js';
 
@@ -37,12 +38,16 @@ export class Slots {
  * counted per client IP and per username from that IP; a client past either limit is refused until
  * its window ends, without a password check, and a successful login clears its username+IP count.
  * Password checks (scrypt, on the thread pool that file I/O shares) run a few at a time, so that a
- * flood of logins cannot take the CPU from object traffic. Limits come from the hot-reloaded rules
+ * flood of logins cannot take the CPU from object traffic; the checks running and queued are shared fairly by
+ * client address (half at most for one, its share while others want some), so that a flood from a few
+ * addresses, before their failures are counted, does not refuse everyone else's logins. Limits come from the hot-reloaded rules
  * (`login`, on by default: DEFAULT_LOGIN_LIMITS).
  */
 export class LoginGuard {
   private readonly limiters = new Map<'ip' | 'user', { rule: string; limiter: RateLimiterAbstract }>();
   private readonly hashes = new Slots();
+  /** The running and queued password checks, by client address. */
+  private readonly shares = new FairPool(1, 1);
 
   constructor(
     private readonly store: RateLimitStore,
@@ -79,10 +84,18 @@ export class LoginGuard {
       .catch(() => undefined);
   }
 
-  /** Run a password check in one of the few hash slots; SlowDown when too many already wait. */
-  hashing<T>(fn: () => Promise<T>): Promise<T> {
+  /** Run a password check of `ip`'s in one of the few hash slots; SlowDown when too many already wait, or `ip` holds its share. */
+  async hashing<T>(ip: string, fn: () => Promise<T>): Promise<T> {
     const { concurrentHashes, queuedHashes } = this.rulesOf().login;
-    return this.hashes.run(concurrentHashes, queuedHashes, fn);
+    const size = concurrentHashes + queuedHashes;
+    this.shares.resize(size, Math.ceil(size / 2));
+    const release = this.shares.tryTake(ip);
+    if (typeof release === 'string') throw new S3Error('SlowDown', 'Too many logins in progress; please try again shortly.');
+    try {
+      return await this.hashes.run(concurrentHashes, queuedHashes, fn);
+    } finally {
+      release();
+    }
   }
 
   /** Password checks running now (metrics, tests). */

@@ -29,7 +29,7 @@ export function login(deps: GatewayDeps) {
       };
       const before = await guard.check(ip, username);
       if (!before.allowed) return refuse(before.retryAfterSeconds);
-      const outcome = await guard.hashing(async () => {
+      const outcome = await guard.hashing(ip, async () => {
         // Checked again in the slot: logins that queued together must not all pass one count.
         const verdict = await guard.check(ip, username);
         if (!verdict.allowed) return verdict;

@@ -8,35 +8,66 @@ export interface SearchForm {
   image?: { name: string; data: Buffer };
 }
 
+const MAX_FIELDS = 20;
+const MAX_FIELD_BYTES = 64 * 1024;
+/** Bytes a form may carry besides its file: its fields, and the parts' headers and boundaries. */
+const FORM_OVERHEAD_BYTES = MAX_FIELDS * MAX_FIELD_BYTES + 64 * 1024;
+
+/**
+ * The form of an image query. A body past its bound (a file over `maxBytes`, or more bytes than a form
+ * with such a file and its fields can hold, declared or sent) is refused 413 at once, its connection
+ * closed after the answer (the kit's lingering close): the rest is not read, and nothing of it is kept.
+ */
 export function parseSearchForm(req: Request, maxBytes: number, fileField = 'query_img'): Promise<SearchForm> {
   return new Promise((resolve, reject) => {
-    let parser: busboy.Busboy;
+    const bound = maxBytes + FORM_OVERHEAD_BYTES;
+    let settled = false;
+    let parser: busboy.Busboy | undefined;
+    const refuse = (err: Error) => {
+      if (settled) return;
+      settled = true;
+      if (parser) req.unpipe(parser);
+      req.off('data', count);
+      // Not kept alive: Node would otherwise read (and drop) the whole rest of the body to reuse it.
+      req.res?.setHeader('Connection', 'close');
+      reject(err);
+    };
+    const tooLarge = () => refuse(new InputError(`upload larger than ${maxBytes} bytes`, 413));
+    let received = 0;
+    const count = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > bound) tooLarge();
+    };
+    if (Number(req.headers['content-length'] ?? 0) > bound) return tooLarge();
     try {
-      parser = busboy({ headers: req.headers, limits: { fileSize: maxBytes, files: 1, fields: 20, fieldSize: 64 * 1024 } });
+      parser = busboy({ headers: req.headers, limits: { fileSize: maxBytes, files: 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES } });
     } catch (err) {
-      reject(new InputError(`bad multipart request: ${err instanceof Error ? err.message : String(err)}`));
+      refuse(new InputError(`bad multipart request: ${err instanceof Error ? err.message : String(err)}`));
       return;
     }
     const form: SearchForm = { fields: {} };
-    let failure: Error | undefined;
     parser.on('field', (name, value) => (form.fields[name] = value));
     parser.on('file', (name, stream, info) => {
+      // Any file past the limit (the query's or another) ends the form.
+      stream.on('limit', tooLarge);
       if (name !== fileField) {
         stream.resume();
         return;
       }
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('limit', () => {
-        failure = new InputError(`upload larger than ${maxBytes} bytes`, 413);
-        stream.resume();
-      });
       stream.on('end', () => {
-        if (!failure) form.image = { name: info.filename ?? 'upload', data: Buffer.concat(chunks) };
+        if (!settled) form.image = { name: info.filename ?? 'upload', data: Buffer.concat(chunks) };
       });
     });
-    parser.on('error', (err: Error) => reject(new InputError(`bad multipart request: ${err.message}`)));
-    parser.on('close', () => (failure ? reject(failure) : resolve(form)));
+    parser.on('error', (err: Error) => refuse(new InputError(`bad multipart request: ${err.message}`)));
+    parser.on('close', () => {
+      if (settled) return;
+      settled = true;
+      req.off('data', count);
+      resolve(form);
+    });
+    req.on('data', count);
     req.pipe(parser);
   });
 }
