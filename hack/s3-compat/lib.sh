@@ -21,19 +21,19 @@ make_users() {
   done
 }
 
-# user_section WHO: the [s3 WHO] section's lines every user has.
-user_section() {
-  printf '[s3 %s]\ndisplay_name = %s\nuser_id = %s\nemail = %s\naccess_key = %s\nsecret_key = %s\n' \
-    "$1" "${name[$1]}" "${name[$1]}" "${email[$1]}" "${key[$1]}" "${secret[$1]}"
+# section HEADER WHO: a section [HEADER] naming user WHO (its ids, e-mail address and keys).
+section() {
+  printf '[%s]\ndisplay_name = %s\nuser_id = %s\nemail = %s\naccess_key = %s\nsecret_key = %s\n' \
+    "$1" "${name[$2]}" "${name[$2]}" "${email[$2]}" "${key[$2]}" "${secret[$2]}"
 }
+
+# user_section WHO: the [s3 WHO] section's lines every user has.
+user_section() { section "s3 $1" "$1"; }
 
 # iam_section SECTION WHO: an IAM section the suite's __init__.py reads unconditionally ([iam], [iam root],
 # [iam alt root]). Neither server offers IAM accounts, so they name an existing user: the ids that call the IAM
 # API fail on both, the few that only sign S3 requests with these keys act as that user.
-iam_section() {
-  printf '[%s]\ndisplay_name = %s\nuser_id = %s\nemail = %s@example.com\naccess_key = %s\nsecret_key = %s\n' \
-    "$1" "${name[$2]}" "${name[$2]}" "${name[$2]}" "${key[$2]}" "${secret[$2]}"
-}
+iam_section() { section "$1" "$2"; }
 
 # write_s3tests_conf HOST PORT IS_SECURE: $work/s3tests.conf for the server there and the three users.
 write_s3tests_conf() {
